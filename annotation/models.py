@@ -1,0 +1,1 @@
+"""ORM for the human side: campaigns, pairs and judgements (built in later issues)."""

@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class RetrievalConfig(AppConfig):
+    """Benchmarks, models, runs, label sets and scoring."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "retrieval"
+    verbose_name = "Retrieval"
+
+    def ready(self) -> None:
+        from retrieval import wordnet
+
+        wordnet.register_nltk_path()

@@ -1,0 +1,101 @@
+"""ORM for benchmarks: a dataset of videos and the captions that query them.
+
+A caption has one *origin* video (the one it was written for): the single implicit
+positive that benchmarks such as MSR-VTT and MSVD count (FIRE §2.1). Which captions are
+used as queries is stored per caption, because benchmarks differ: MSR-VTT 1k-A queries
+one caption per test video, MSVD every test caption.
+"""
+
+from django.db import models
+
+
+class Dataset(models.Model):
+    """A text-to-video benchmark: a collection of videos and their captions."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    source_format = models.CharField(
+        max_length=32, blank=True, help_text="Format the dataset was imported from."
+    )
+    has_ground_truth = models.BooleanField(
+        default=False,
+        help_text="True for synthetic worlds whose exhaustive relevance is known.",
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Video(models.Model):
+    """A video, or a clip cut from a longer one by ``start``/``end`` seconds."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="videos")
+    key = models.CharField(max_length=255)
+    media = models.FileField(
+        upload_to="videos/",
+        max_length=500,
+        blank=True,
+        help_text="File under the media root.",
+    )
+    url = models.CharField(max_length=1000, blank=True, help_text="External video URL.")
+    duration = models.FloatField(null=True, blank=True, help_text="Seconds.")
+    start = models.FloatField(null=True, blank=True, help_text="Clip start in seconds.")
+    end = models.FloatField(null=True, blank=True, help_text="Clip end in seconds.")
+    features = models.FileField(
+        upload_to="features/",
+        max_length=500,
+        blank=True,
+        help_text="Per-video feature file (.npy) under the media root.",
+    )
+    split = models.CharField(max_length=32, blank=True, db_index=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["dataset", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "key"], name="video_key_unique_per_dataset")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def source_url(self) -> str:
+        """Where a browser fetches the video: the local file if any, else the URL."""
+        if self.media:
+            return self.media.url
+        return self.url
+
+
+class Caption(models.Model):
+    """A caption written for ``video``; a query when ``is_query`` is set."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="captions")
+    key = models.CharField(max_length=255)
+    text = models.TextField()
+    video = models.ForeignKey(
+        Video,
+        on_delete=models.CASCADE,
+        related_name="captions",
+        help_text="The origin video the caption was written for.",
+    )
+    split = models.CharField(max_length=32, blank=True)
+    is_query = models.BooleanField(default=False, help_text="Used as a search query in evaluation.")
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["dataset", "key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "key"], name="caption_key_unique_per_dataset"
+            )
+        ]
+        indexes = [models.Index(fields=["dataset", "split", "is_query"])]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.text[:60]}"

@@ -1,0 +1,76 @@
+"""Pages of the retrieval app: media delivery and the home page."""
+
+import mimetypes
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils._os import safe_join
+from django.utils.http import http_date
+from django.views.decorators.http import require_safe
+
+from retrieval.byte_range import UnsatisfiableRange, parse_range
+from retrieval.models import Dataset
+
+CHUNK = 64 * 1024
+mimetypes.add_type("video/webm", ".webm")
+mimetypes.add_type("video/mp4", ".mp4")
+
+
+def _read_slice(path: Path, first: int, length: int):
+    with open(path, "rb") as handle:
+        handle.seek(first)
+        remaining = length
+        while remaining > 0:
+            block = handle.read(min(CHUNK, remaining))
+            if not block:
+                break
+            remaining -= len(block)
+            yield block
+
+
+@require_safe
+@login_required
+def serve_media(request: HttpRequest, path: str) -> HttpResponse:
+    """Serve a file under MEDIA_ROOT with Range support (206) so videos seek and start early."""
+    try:
+        full = Path(safe_join(settings.MEDIA_ROOT, path))
+    except Exception as exc:  # SuspiciousFileOperation: a path escaping the media root
+        raise Http404("Not found") from exc
+    if not full.is_file():
+        raise Http404("Not found")
+    stat = full.stat()
+    content_type = mimetypes.guess_type(full.name)[0] or "application/octet-stream"
+    try:
+        byte_range = parse_range(request.headers.get("Range"), stat.st_size)
+    except UnsatisfiableRange:
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{stat.st_size}"
+        response["Accept-Ranges"] = "bytes"
+        return response
+    if byte_range is None:
+        response: HttpResponse = FileResponse(open(full, "rb"), content_type=content_type)  # noqa: SIM115 (closed by FileResponse)
+        response["Content-Length"] = str(stat.st_size)
+    else:
+        body = (
+            b""
+            if request.method == "HEAD"
+            else _read_slice(full, byte_range.first, byte_range.length)
+        )
+        response = StreamingHttpResponse(body, status=206, content_type=content_type)
+        response["Content-Range"] = byte_range.content_range
+        response["Content-Length"] = str(byte_range.length)
+    response["Accept-Ranges"] = "bytes"
+    response["Last-Modified"] = http_date(stat.st_mtime)
+    response["Cache-Control"] = "private, max-age=3600"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Landing page: the datasets and where to go next."""
+    datasets = Dataset.objects.all()
+    return render(request, "retrieval/home.html", {"datasets": datasets})
