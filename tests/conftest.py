@@ -1,0 +1,11 @@
+"""Shared pytest setup: every test gets its own media root and NLTK data stays offline."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media(settings, tmp_path):
+    """Write uploaded and generated media under a per-test temporary directory."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.MEDIA_ROOT.mkdir()
+    return settings.MEDIA_ROOT
