@@ -44,14 +44,14 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
         if first_text == "":
             # Suffix range: the last N bytes.
             suffix = int(last_text)
-            if suffix <= 0:
-                raise UnsatisfiableRange(header)
             first, last = max(size - suffix, 0), size - 1
         else:
             first = int(first_text)
             last = int(last_text) if last_text else size - 1
     except ValueError:
         return None
+    if first_text == "" and last_text.isdigit() and int(last_text) == 0:
+        raise UnsatisfiableRange(header)
     if first < 0 or (last_text and last < first):
         return None
     if first >= size:

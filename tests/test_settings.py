@@ -1,0 +1,82 @@
+"""Deployment settings: `check --deploy` is clean when production variables are set."""
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _manage(*args, env_extra, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
+    env.update({"FIREPOOL_VAR_DIR": str(tmp_path), **env_extra})
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
+def test_check_deploy_clean_under_production_env(tmp_path):
+    result = _manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env_extra={
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+            "DJANGO_ALLOWED_HOSTS": "firepool.example.org",
+        },
+        tmp_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_requires_secret_key(tmp_path):
+    result = _manage("check", env_extra={"DJANGO_DEBUG": "0"}, tmp_path=tmp_path)
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_sqlite_default_uses_wal(db):
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        return
+    assert settings.DATABASES["default"]["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in settings.DATABASES["default"]["OPTIONS"]["init_command"]
+
+
+def test_demo_users_and_roles(db):
+    call_command("create_demo_users", verbosity=0)
+    users = get_user_model().objects.order_by("username")
+    assert [u.username for u in users] == [
+        "admin",
+        "annotator1",
+        "annotator2",
+        "annotator3",
+        "researcher",
+    ]
+    admin = users.get(username="admin")
+    assert admin.is_superuser and admin.check_password("firepool-admin")
+    annotator = users.get(username="annotator1")
+    assert not annotator.is_staff
+    assert list(annotator.groups.values_list("name", flat=True)) == ["annotator"]
+    # Running again keeps accounts (no duplicates, passwords untouched).
+    annotator.set_password("changed-by-user-1")
+    annotator.save()
+    call_command("create_demo_users", verbosity=0)
+    assert get_user_model().objects.count() == 5
+    assert users.get(username="annotator1").check_password("changed-by-user-1")
+
+
+def test_login_page_public_home_requires_login(client, db):
+    assert client.get("/login/").status_code == 200
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
