@@ -1,0 +1,39 @@
+"""Shared set-up for benchmark scripts: Django on a throw-away var directory and database."""
+
+import contextlib
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def temporary_django(database_url: str | None = None) -> Iterator[Path]:
+    """Set up Django on a fresh temporary var dir (SQLite unless ``database_url``), migrated.
+
+    Yields the temporary directory; everything in it is removed afterwards.
+    """
+    with tempfile.TemporaryDirectory(prefix="firepool-bench-") as tmp:
+        var = Path(tmp) / "var"
+        var.mkdir()
+        os.environ["FIREPOOL_VAR_DIR"] = str(var)
+        os.environ["DATABASE_URL"] = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        yield Path(tmp)
+
+
+def machine() -> str:
+    """One line describing this machine, for RESULTS.md."""
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

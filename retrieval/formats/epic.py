@@ -1,0 +1,73 @@
+"""EPIC-KITCHENS-100 multi-instance retrieval annotations (``EPIC_100_retrieval_*.csv``).
+
+Each narration is its own clip: the video key and the caption key are both the
+``narration_id``, ``start``/``end`` come from the ``HH:MM:SS.ff`` timestamps, and the media
+file is the parent video (``video_id``, e.g. ``P01_11.MP4``). Verb and noun classes, which
+define EPIC's semantic relevance, go to the caption's metadata; the parent video and frame
+range go to the video's metadata. Only ``narration_id``, ``narration``, ``verb_class`` and
+``all_noun_classes`` are required.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from retrieval.formats.generic import csv_rows
+from retrieval.formats.records import (
+    CaptionRecord,
+    check_clip,
+    parse_class_ids,
+    parse_field,
+    parse_int,
+    parse_key,
+    parse_optional_str,
+    parse_str_list,
+    parse_text,
+    parse_timestamp,
+)
+
+REQUIRED = ("narration_id", "narration", "verb_class", "all_noun_classes")
+
+
+def parse_epic_csv(path: Path) -> Iterator[CaptionRecord]:
+    """Yield one clip-and-caption record per narration row."""
+    for line, row in csv_rows(path, REQUIRED):
+
+        def value(name: str, parse, row=row, line=line):
+            return parse_field(path, line, name, parse, row.get(name))
+
+        key = value("narration_id", parse_key)
+        start = value("start_timestamp", parse_timestamp)
+        end = value("stop_timestamp", parse_timestamp)
+        check_clip(path, line, start, end)
+        verb_class = value("verb_class", parse_int)
+        metadata: dict = {
+            "verb_classes": [verb_class],
+            "noun_classes": value("all_noun_classes", parse_class_ids),
+        }
+        if verb := value("verb", parse_optional_str):
+            metadata["verb"] = verb
+        nouns = value("all_nouns", parse_str_list)
+        if not nouns and (noun := value("noun", parse_optional_str)):
+            nouns = [noun]
+        if nouns:
+            metadata["nouns"] = nouns
+        parent = value("video_id", parse_optional_str)
+        video_metadata: dict = {}
+        if parent:
+            video_metadata["parent_video"] = parent
+        if participant := value("participant_id", parse_optional_str):
+            video_metadata["participant_id"] = participant
+        for name in ("start_frame", "stop_frame"):
+            if row.get(name, "").strip():
+                video_metadata[name] = value(name, parse_int)
+        yield CaptionRecord(
+            video_key=key,
+            caption_key=key,
+            text=value("narration", parse_text),
+            start=start,
+            end=end,
+            metadata=metadata,
+            video_metadata=video_metadata,
+            media_key=parent,
+            line=line,
+        )

@@ -1,0 +1,134 @@
+"""The project's own caption formats: JSON Lines and CSV with the same columns.
+
+Required: ``video_id``, ``caption_id``, ``caption`` and ``split`` (the split may be empty or
+null, to be filled by ``--split``). Optional: ``video_path`` (relative to the videos
+directory), ``video_url``, ``start``, ``end``, ``duration`` (seconds), ``is_query`` and the
+class-id lists ``verb_classes`` and ``noun_classes`` (space-separated in CSV, or written as
+``[3, 10]``). Other columns are ignored; blank lines are skipped.
+"""
+
+import csv
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from retrieval.formats.records import (
+    URL_MAX_LENGTH,
+    CaptionRecord,
+    FormatError,
+    check_clip,
+    parse_bool,
+    parse_class_ids,
+    parse_field,
+    parse_key,
+    parse_optional_str,
+    parse_relative_path,
+    parse_seconds,
+    parse_split,
+    parse_text,
+    read_lines,
+)
+
+REQUIRED = ("video_id", "caption_id", "caption", "split")
+CLASS_FIELDS = ("verb_classes", "noun_classes")
+
+
+def parse_jsonl(path: Path) -> Iterator[CaptionRecord]:
+    """Yield one record per non-blank line, each a JSON object."""
+    for line, text in read_lines(path):
+        if not text.strip():
+            continue
+        try:
+            values = json.loads(text.rstrip("\r\n"))
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                path, line, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+            ) from None
+        if not isinstance(values, dict):
+            raise FormatError(path, line, None, "expected a JSON object")
+        for name in REQUIRED:
+            if name not in values:
+                raise FormatError(path, line, name, "missing required field")
+        yield _record(path, line, values)
+
+
+def parse_csv(path: Path) -> Iterator[CaptionRecord]:
+    """Yield one record per data row of a CSV file whose first row names the columns."""
+    rows = csv_rows(path, REQUIRED)
+    for line, values in rows:
+        yield _record(path, line, values)
+
+
+def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line, {column: value})`` for each non-blank data row of a CSV file.
+
+    The header must name every ``required`` column; each row must have as many cells as the
+    header. ``line`` is the row's first physical line, so quoted multi-line cells are fine.
+    """
+    reader = csv.reader(text for _, text in read_lines(path))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise FormatError(path, None, None, "empty file: expected a header row")
+        columns = [name.strip() for name in header]
+        seen: set[str] = set()
+        for name in columns:
+            if name in seen:
+                raise FormatError(path, 1, name, "column appears twice in the header")
+            seen.add(name)
+        for name in required:
+            if name not in seen:
+                raise FormatError(path, 1, name, "missing required column")
+        line = reader.line_num + 1
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                if len(row) != len(columns):
+                    raise FormatError(
+                        path, line, None, f"expected {len(columns)} cells, found {len(row)}"
+                    )
+                yield line, dict(zip(columns, row, strict=True))
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise FormatError(path, reader.line_num or None, None, f"invalid CSV: {exc}") from None
+
+
+def _record(path: Path, line: int, values: Mapping[str, object]) -> CaptionRecord:
+    """Validate one row's values (JSON-typed or CSV strings) into a record."""
+    video_key = parse_field(path, line, "video_id", parse_key, values.get("video_id"))
+    caption_key = parse_field(path, line, "caption_id", parse_key, values.get("caption_id"))
+    text = parse_field(path, line, "caption", parse_text, values.get("caption"))
+    split = parse_field(path, line, "split", parse_split, values.get("split"))
+    video_path = parse_field(
+        path, line, "video_path", parse_relative_path, values.get("video_path")
+    )
+    video_url = parse_field(path, line, "video_url", _parse_url, values.get("video_url"))
+    start = parse_field(path, line, "start", parse_seconds, values.get("start"))
+    end = parse_field(path, line, "end", parse_seconds, values.get("end"))
+    check_clip(path, line, start, end)
+    duration = parse_field(path, line, "duration", parse_seconds, values.get("duration"))
+    if duration == 0:
+        raise FormatError(path, line, "duration", "duration must be positive")
+    is_query = parse_field(path, line, "is_query", parse_bool, values.get("is_query"))
+    metadata = {}
+    for name in CLASS_FIELDS:
+        if values.get(name) not in (None, ""):
+            metadata[name] = parse_field(path, line, name, parse_class_ids, values[name])
+    return CaptionRecord(
+        video_key=video_key,
+        caption_key=caption_key,
+        text=text,
+        split=split,
+        is_query=is_query,
+        video_path=video_path,
+        video_url=video_url,
+        start=start,
+        end=end,
+        duration=duration,
+        metadata=metadata,
+        line=line,
+    )
+
+
+def _parse_url(value: object) -> str:
+    """An optional URL, bounded by the length Video.url stores."""
+    return parse_optional_str(value, URL_MAX_LENGTH)

@@ -1,0 +1,499 @@
+"""Import a caption file (and optionally its videos) into a Dataset, all or nothing.
+
+The parser streams records; they are checked and written in batches inside one
+transaction, so a problem on the last line of a large file still leaves the database as it
+was (the Dataset row included). Importing into an existing dataset adds to it: videos with
+a known key are reused, while a caption key that already exists is an error.
+
+Splits: a record's own split wins; ``split`` only fills records that carry none. A caption
+is a query when its record says so, else when its split is ``test``.
+
+Video files: with ``videos_dir`` every video must resolve to a file, by its ``video_path``
+(relative to the directory) or else by ``<key>.<ext>`` for ext in mp4, webm, mkv, avi, mov
+(any case), looked up in the directory and up to two levels of subdirectories (EPIC keeps
+``P01/videos/P01_11.MP4``); an EPIC clip resolves to its parent video. ``Video.media`` is
+stored relative to ``MEDIA_ROOT``: when the directory lies outside ``MEDIA_ROOT`` a symlink
+``MEDIA_ROOT/datasets/<slugified dataset name>`` pointing at the resolved directory is
+created (or reused if it already points there) and paths go through it.
+
+URLs: ``video_url_template`` is formatted with ``{video_id}`` (the media file's id: the
+parent video for an EPIC clip, otherwise the video key), ``{key}`` (the video key),
+``{start}`` and ``{end}``; it takes precedence over a URL given in the file.
+"""
+
+import os
+import string
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from retrieval.formats import CAPTION_FORMATS, CaptionFormat
+from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError
+from retrieval.models import Caption, Dataset, Video
+
+BATCH_SIZE = 5000
+VIDEO_EXTENSIONS = ("mp4", "webm", "mkv", "avi", "mov")
+TEMPLATE_FIELDS = frozenset({"video_id", "key", "start", "end"})
+MEDIA_MAX_LENGTH = Video._meta.get_field("media").max_length
+DATASET_NAME_MAX_LENGTH = Dataset._meta.get_field("name").max_length
+LINK_DIR = "datasets"
+SCAN_DEPTH = 2
+
+# Attributes that must agree between records of one video, with the column that sets each.
+VIDEO_ATTRIBUTES = ("video_path", "video_url", "start", "end", "duration", "media_key")
+
+
+class ImportOptionError(ValueError):
+    """An argument to the import is unusable (unknown format, bad template or directory)."""
+
+
+@dataclass
+class ImportSummary:
+    """What an import wrote."""
+
+    dataset: str
+    format: str
+    dataset_created: bool = False
+    videos_created: int = 0
+    videos_reused: int = 0
+    captions: int = 0
+    queries: int = 0
+    splits: dict[str, int] = field(default_factory=dict)
+    media_link: str = ""
+    seconds: float = 0.0
+
+
+def import_dataset(
+    name: str,
+    fmt: str,
+    captions_path: Path | str,
+    videos_dir: Path | str | None = None,
+    video_url_template: str | None = None,
+    split: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportSummary:
+    """Import ``captions_path`` in format ``fmt`` into the dataset ``name``; see the module doc.
+
+    Raises :class:`FormatError` for a problem in the file (nothing is written) and
+    :class:`ImportOptionError` for unusable arguments. ``progress`` is called with the
+    number of records handled since its previous call.
+    """
+    began = time.perf_counter()
+    name = name.strip()
+    if not name:
+        raise ImportOptionError("the dataset name is empty")
+    if len(name) > DATASET_NAME_MAX_LENGTH:
+        raise ImportOptionError(f"the dataset name is longer than {DATASET_NAME_MAX_LENGTH}")
+    caption_format = CAPTION_FORMATS.get(fmt)
+    if caption_format is None:
+        raise ImportOptionError(
+            f"unknown format {fmt!r}; choose one of {', '.join(CAPTION_FORMATS)}"
+        )
+    if video_url_template is not None:
+        check_url_template(video_url_template)
+    media = MediaResolver(Path(videos_dir), name) if videos_dir is not None else None
+    path = Path(captions_path)
+    summary = ImportSummary(dataset=name, format=fmt)
+    linked = False
+    try:
+        with transaction.atomic():
+            importer = _Importer(
+                name, fmt, path, caption_format, media, video_url_template, split or "", summary
+            )
+            importer.run(caption_format.parse(path), progress)
+            if media is not None:
+                linked = media.link()
+                summary.media_link = media.link_path
+    except BaseException:
+        if linked and media is not None:
+            media.unlink()
+        raise
+    summary.seconds = time.perf_counter() - began
+    return summary
+
+
+def check_url_template(template: str) -> set[str]:
+    """Return the placeholders a URL template uses; reject unknown or unformattable ones."""
+    try:
+        names = {
+            parsed[1] for parsed in string.Formatter().parse(template) if parsed[1] is not None
+        }
+    except ValueError as exc:
+        raise ImportOptionError(f"invalid --video-url template: {exc}") from None
+    unknown = names - TEMPLATE_FIELDS
+    if unknown:
+        raise ImportOptionError(
+            f"--video-url template uses unknown placeholder(s) {', '.join(sorted(unknown))}; "
+            f"available: {', '.join(sorted(TEMPLATE_FIELDS))}"
+        )
+    try:
+        template.format(video_id="v", key="v", start=1.5, end=2.5)
+    except (ValueError, IndexError, KeyError) as exc:
+        raise ImportOptionError(f"invalid --video-url template: {exc}") from None
+    return names
+
+
+@dataclass
+class _VideoEntry:
+    """A video the import has seen: its row id (once written) and the record that set it."""
+
+    attributes: tuple
+    line: int
+    id: int | None = None
+
+
+class _Importer:
+    """One import's state: keys seen so far, videos to create and captions to write."""
+
+    def __init__(
+        self,
+        name: str,
+        fmt: str,
+        path: Path,
+        caption_format: CaptionFormat,
+        media: "MediaResolver | None",
+        url_template: str | None,
+        default_split: str,
+        summary: ImportSummary,
+    ) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.path = path
+        self.format = caption_format
+        self.media = media
+        self.url_template = url_template
+        self.url_fields = check_url_template(url_template) if url_template is not None else set()
+        self.default_split = default_split
+        self.summary = summary
+        self.dataset: Dataset | None = None
+        self.caption_lines: dict[str, int] = {}
+        self.existing_captions: set[str] = set()
+        self.videos: dict[str, _VideoEntry] = {}
+        self.existing_videos: dict[str, Video] = {}
+        self.new_videos: list[Video] = []
+        self.pending: list[tuple[CaptionRecord, str, bool]] = []
+        self.splits: Counter[str] = Counter()
+
+    def error(self, record: CaptionRecord, field: str | None, message: str) -> FormatError:
+        """A FormatError located at ``record``."""
+        return FormatError(self.path, record.line, field, message, where=self.format.where)
+
+    def run(self, records: Iterable[CaptionRecord], progress: Callable[[int], None] | None) -> None:
+        """Check and write every record, in batches; create the dataset if needed."""
+        dataset = Dataset.objects.select_for_update().filter(name=self.name).first()
+        if dataset is None:
+            dataset = Dataset.objects.create(name=self.name, source_format=self.fmt)
+            self.summary.dataset_created = True
+        else:
+            self.existing_captions = set(
+                Caption.objects.filter(dataset=dataset).values_list("key", flat=True)
+            )
+            self.existing_videos = {video.key: video for video in dataset.videos.all()}
+        self.dataset = dataset
+        reported = 0
+        for record in records:
+            self.add(record)
+            if len(self.pending) >= BATCH_SIZE:
+                self.flush()
+                if progress is not None:
+                    progress(self.summary.captions - reported)
+                    reported = self.summary.captions
+        self.flush()
+        if progress is not None and self.summary.captions > reported:
+            progress(self.summary.captions - reported)
+        if not self.summary.captions:
+            raise FormatError(self.path, None, None, "no captions found")
+        self.summary.splits = dict(sorted(self.splits.items()))
+        imports = dataset.metadata.setdefault("imports", [])
+        imports.append(
+            {
+                "file": self.path.name,
+                "format": self.fmt,
+                "captions": self.summary.captions,
+                "videos_created": self.summary.videos_created,
+                "at": timezone.now().isoformat(timespec="seconds"),
+            }
+        )
+        dataset.save(update_fields=["metadata"])
+
+    def add(self, record: CaptionRecord) -> None:
+        """Check one record against everything seen so far and queue it for writing."""
+        key = record.caption_key
+        first = self.caption_lines.get(key)
+        if first is not None:
+            where = self.format.where.format(first)
+            raise self.error(
+                record,
+                self.format.caption_field,
+                f"duplicate key {key!r} (first seen on {where})",
+            )
+        if key in self.existing_captions:
+            raise self.error(
+                record,
+                self.format.caption_field,
+                f"duplicate key {key!r} (already in dataset {self.name!r})",
+            )
+        self.caption_lines[key] = record.line
+        split = record.split or self.default_split
+        is_query = record.is_query if record.is_query is not None else split == "test"
+        self.add_video(record, split)
+        self.pending.append((record, split, is_query))
+
+    def add_video(self, record: CaptionRecord, split: str) -> None:
+        """Register the record's video: reuse it, check it agrees, or queue it for creation."""
+        attributes = tuple(getattr(record, name) for name in VIDEO_ATTRIBUTES)
+        entry = self.videos.get(record.video_key)
+        if entry is not None:
+            if attributes != entry.attributes:
+                self.conflict(record, attributes, entry)
+            return
+        media = self.resolve_media(record)
+        url = self.video_url(record)
+        existing = self.existing_videos.get(record.video_key)
+        if existing is not None:
+            self.check_existing(record, existing, media, url)
+            self.videos[record.video_key] = _VideoEntry(attributes, record.line, id=existing.pk)
+            self.summary.videos_reused += 1
+            return
+        self.videos[record.video_key] = _VideoEntry(attributes, record.line)
+        self.new_videos.append(
+            Video(
+                dataset=self.dataset,
+                key=record.video_key,
+                media=media,
+                url=url,
+                duration=record.duration,
+                start=record.start,
+                end=record.end,
+                split=split,
+                metadata=record.video_metadata,
+            )
+        )
+
+    def conflict(self, record: CaptionRecord, attributes: tuple, entry: _VideoEntry) -> None:
+        """Raise for a video whose attributes differ from its first record's."""
+        for name, new, old in zip(VIDEO_ATTRIBUTES, attributes, entry.attributes, strict=True):
+            if new != old:
+                field_name = self.format.media_field if name == "media_key" else name
+                raise self.error(
+                    record,
+                    field_name,
+                    f"video {record.video_key!r} has {name} {_show(new)} here but "
+                    f"{_show(old)} on {self.format.where.format(entry.line)}",
+                )
+
+    def check_existing(self, record: CaptionRecord, video: Video, media: str, url: str) -> None:
+        """Raise when the record contradicts an already stored video; blanks never conflict."""
+        pairs = (
+            ("start", record.start, video.start),
+            ("end", record.end, video.end),
+            ("duration", record.duration, video.duration),
+            ("video_url", url, video.url),
+            ("video_path", media, video.media.name),
+        )
+        for name, new, old in pairs:
+            if new not in (None, "") and old not in (None, "") and new != old:
+                raise self.error(
+                    record,
+                    name,
+                    f"video {record.video_key!r} has {name} {_show(new)} here but "
+                    f"{_show(old)} in dataset {self.name!r}",
+                )
+
+    def resolve_media(self, record: CaptionRecord) -> str:
+        """The MEDIA_ROOT-relative path of the record's video file ("" without a directory)."""
+        if self.media is None:
+            return ""
+        try:
+            media = self.media.resolve(record)
+        except LookupError as exc:
+            if record.video_path:
+                field_name = "video_path"
+            elif record.media_key:
+                field_name = self.format.media_field
+            else:
+                field_name = self.format.video_field
+            raise self.error(record, field_name, str(exc)) from None
+        if len(media) > MEDIA_MAX_LENGTH:
+            raise self.error(record, "video_path", f"path longer than {MEDIA_MAX_LENGTH}")
+        return media
+
+    def video_url(self, record: CaptionRecord) -> str:
+        """The URL from the template if one was given, else the record's own URL."""
+        if self.url_template is None:
+            return record.video_url
+        values = {
+            "video_id": record.media_key or record.video_key,
+            "key": record.video_key,
+            "start": record.start,
+            "end": record.end,
+        }
+        for name in ("start", "end"):
+            if values[name] is None and name in self.url_fields:
+                raise self.error(
+                    record, name, f"--video-url uses {{{name}}} but the record has no {name}"
+                )
+        url = self.url_template.format(**values)
+        if len(url) > URL_MAX_LENGTH:
+            raise self.error(record, "video_url", f"URL longer than {URL_MAX_LENGTH}")
+        return url
+
+    def flush(self) -> None:
+        """Write the queued videos, then the queued captions that point at them."""
+        if self.new_videos:
+            created = Video.objects.bulk_create(self.new_videos, batch_size=BATCH_SIZE)
+            missing = [video.key for video in created if video.pk is None]
+            ids = {video.key: video.pk for video in created if video.pk is not None}
+            for start in range(0, len(missing), 500):
+                chunk = missing[start : start + 500]
+                ids.update(
+                    Video.objects.filter(dataset=self.dataset, key__in=chunk).values_list(
+                        "key", "id"
+                    )
+                )
+            for key, pk in ids.items():
+                self.videos[key].id = pk
+            self.summary.videos_created += len(created)
+            self.new_videos = []
+        if not self.pending:
+            return
+        captions = []
+        for record, split, is_query in self.pending:
+            captions.append(
+                Caption(
+                    dataset=self.dataset,
+                    key=record.caption_key,
+                    text=record.text,
+                    video_id=self.videos[record.video_key].id,
+                    split=split,
+                    is_query=is_query,
+                    metadata=record.metadata,
+                )
+            )
+            self.splits[split] += 1
+            self.summary.queries += is_query
+        Caption.objects.bulk_create(captions, batch_size=BATCH_SIZE)
+        self.summary.captions += len(captions)
+        self.pending = []
+
+
+def _show(value: object) -> str:
+    """Render an attribute value in an error message."""
+    if value in (None, ""):
+        return "(none)"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return repr(value)
+
+
+class MediaResolver:
+    """Finds each video's file under a videos directory and names it relative to MEDIA_ROOT."""
+
+    def __init__(self, videos_dir: Path, dataset_name: str) -> None:
+        if not videos_dir.is_dir():
+            raise ImportOptionError(f"{videos_dir}: not a directory")
+        self.base = videos_dir.resolve()
+        self.media_root = Path(settings.MEDIA_ROOT).resolve()
+        self.link_path = ""
+        if self.base.is_relative_to(self.media_root):
+            self.prefix = self.base.relative_to(self.media_root).as_posix()
+        else:
+            slug = slugify(dataset_name)
+            if not slug:
+                raise ImportOptionError(
+                    f"cannot name a media link after dataset {dataset_name!r}; "
+                    "use letters or digits in the name"
+                )
+            self.link_path = f"{LINK_DIR}/{slug}"
+            self.prefix = self.link_path
+            link = self.media_root / self.link_path
+            if (link.exists() or link.is_symlink()) and link.resolve() != self.base:
+                raise ImportOptionError(
+                    f"{link} already exists and does not point to {self.base}; "
+                    "import under another dataset name or remove the link"
+                )
+        self._index: dict[str, list[str]] | None = None
+
+    def resolve(self, record: CaptionRecord) -> str:
+        """The record's file relative to MEDIA_ROOT; LookupError when there is none."""
+        if record.video_path:
+            if not (self.base / record.video_path).is_file():
+                raise LookupError(f"unknown video: no file {record.video_path!r} in {self.base}")
+            relative = record.video_path
+        else:
+            relative = self.find(record.media_key or record.video_key)
+        return f"{self.prefix}/{relative}" if self.prefix and self.prefix != "." else relative
+
+    def find(self, key: str) -> str:
+        """The file named ``<key>.<ext>``, preferring the shallowest and the earlier extension."""
+        if self._index is None:
+            self._index = self._scan()
+        candidates = self._index.get(key)
+        if not candidates:
+            raise LookupError(
+                f"unknown video {key!r}: no {key}.{{{','.join(VIDEO_EXTENSIONS)}}} in {self.base}"
+            )
+        ranked = sorted(candidates, key=_rank)
+        best = ranked[0]
+        for other in ranked[1:]:
+            if other.count("/") == best.count("/") and _parent(other) != _parent(best):
+                raise LookupError(f"ambiguous video {key!r}: both {best!r} and {other!r} match")
+        return best
+
+    def _scan(self) -> dict[str, list[str]]:
+        """Index video files by stem in the directory and two levels below it."""
+        index: dict[str, list[str]] = {}
+        stack: list[tuple[str, str, int]] = [(str(self.base), "", 0)]
+        while stack:
+            directory, prefix, depth = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                relative = prefix + entry.name
+                if entry.is_dir():
+                    if depth < SCAN_DEPTH:
+                        stack.append((entry.path, relative + "/", depth + 1))
+                    continue
+                stem, dot, extension = entry.name.rpartition(".")
+                if dot and extension.lower() in VIDEO_EXTENSIONS and entry.is_file():
+                    index.setdefault(stem, []).append(relative)
+        return index
+
+    def link(self) -> bool:
+        """Create the MEDIA_ROOT symlink if one is needed and missing; True if created."""
+        if not self.link_path:
+            return False
+        link = self.media_root / self.link_path
+        if link.is_symlink():
+            return False
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(self.base, target_is_directory=True)
+        return True
+
+    def unlink(self) -> None:
+        """Remove the symlink this import created (after a failed import)."""
+        link = self.media_root / self.link_path
+        if link.is_symlink():
+            link.unlink()
+
+
+def _rank(relative: str) -> tuple[int, int, str]:
+    """Sort key for candidate files: shallower first, then by extension preference."""
+    extension = relative.rpartition(".")[2].lower()
+    return relative.count("/"), VIDEO_EXTENSIONS.index(extension), relative
+
+
+def _parent(relative: str) -> str:
+    """The directory part of a relative path."""
+    return relative.rpartition("/")[0]
