@@ -34,6 +34,19 @@ class VideoAdmin(admin.ModelAdmin):
     search_fields = ["key"]
     list_select_related = ["dataset"]
     readonly_fields = ["player"]
+    fields = [
+        "player",
+        "dataset",
+        "key",
+        "split",
+        "media",
+        "url",
+        "duration",
+        "start",
+        "end",
+        "features",
+        "metadata",
+    ]
     inlines = [CaptionInline]
 
     @admin.display(description="preview")
