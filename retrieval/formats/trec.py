@@ -1,0 +1,246 @@
+"""TREC run files (``qid Q0 docno rank score run_id``) and qrels files (``qid 0 docno rel``).
+
+A qid is a caption key and a docno a video key. Fields are separated by ASCII whitespace;
+blank lines and lines starting with ``#`` are skipped, as trec_eval does. Anything else
+that is wrong is a :class:`~retrieval.formats.records.FormatError` naming the line and field.
+"""
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from retrieval.formats.records import FormatError, read_lines
+
+RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "run_id")
+QRELS_FIELDS = ("qid", "iter", "docno", "rel")
+
+Ranking = list[tuple[str, float]]
+Source = Path | str | Iterable[str]
+
+WHITESPACE = " \t\n\r\f\v"
+SEPARATOR = re.compile(f"[{WHITESPACE}]+")
+DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+INTEGER = re.compile(r"[+-]?\d+")
+NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class RunFile:
+    """A parsed run: its id and, per qid in file order, ``(docno, score)`` in trec_eval order."""
+
+    run_id: str
+    rankings: dict[str, Ranking]
+
+
+def trec_order(ranking: Iterable[tuple[str, float]]) -> Ranking:
+    """Sort ``(docno, score)`` pairs as trec_eval ranks them, ignoring any given order.
+
+    trec_eval (``comp_sim_docno`` in ``form_res_rels.c``) sorts by score descending and
+    breaks ties by docno *descending* (``strcmp(p2->docno, p1->docno)``), comparing scores
+    as C doubles (trec_eval >= 9.0.8; older releases stored floats and tie more often).
+    Python's ``str`` order equals ``strcmp`` on the UTF-8 bytes, so ``"b"`` ranks above ``"a"``
+    and ``"v10"`` above ``"v1"`` at equal scores.
+    """
+    return sorted(ranking, key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+def read_run(source: Source, *, name: str | None = None) -> RunFile:
+    """Parse a TREC run; the rank column is ignored and each ranking is put in trec_order.
+
+    ``source`` is a path or an iterable of lines (named ``name`` in errors). All lines must
+    share one run_id, a (qid, docno) pair may appear once, and scores must be finite decimals.
+    """
+    path, lines = open_source(source, name)
+    run_id: str | None = None
+    scores: dict[str, dict[str, float]] = {}
+    for number, fields in split_lines(path, lines, RUN_FIELDS):
+        qid, _, docno, _, score_text, line_run_id = fields
+        score = parse_score(path, number, score_text)
+        if run_id is None:
+            run_id = line_run_id
+        elif line_run_id != run_id:
+            raise FormatError(
+                path, number, "run_id", f"{line_run_id!r} differs from the first line's {run_id!r}"
+            )
+        ranking = scores.setdefault(qid, {})
+        check_unique(path, number, ranking, qid, docno)
+        ranking[docno] = score
+    if run_id is None:
+        raise FormatError(path, None, None, "no run lines (empty, or only blanks and comments)")
+    return RunFile(run_id, {qid: trec_order(ranking.items()) for qid, ranking in scores.items()})
+
+
+def write_run(
+    destination: Path | str | TextIO,
+    run_id: str,
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+) -> None:
+    """Write rankings in their given order with ranks 1..n and round-trip-exact scores.
+
+    Scores are written with ``repr(float)``, so :func:`read_run` gives back identical floats;
+    ``read_run(write_run(...))`` equals the input when every ranking is non-empty and already
+    in :func:`trec_order`. Queries with an empty ranking write no lines.
+    """
+    check_token(run_id, "run_id")
+    with open_destination(destination) as out:
+        for qid, ranking in rankings.items():
+            check_token(qid, "qid")
+            seen: set[str] = set()
+            for rank, (docno, score) in enumerate(ranking, start=1):
+                check_token(docno, "docno")
+                if docno in seen:
+                    raise ValueError(f"docno {docno!r} appears twice in the ranking for {qid!r}")
+                seen.add(docno)
+                value = float(score)
+                if not math.isfinite(value):
+                    raise ValueError(f"score for ({qid!r}, {docno!r}) is not finite: {value}")
+                out.write(f"{qid} Q0 {docno} {rank} {value!r} {run_id}\n")
+
+
+def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str, int]]:
+    """Parse TREC qrels into ``{qid: {docno: rel}}`` in file order; the iter column is ignored.
+
+    A (qid, docno) pair may appear once and ``rel`` must be an integer (negative values are
+    kept; trec_eval reads them as judged-unjudged).
+    """
+    path, lines = open_source(source, name)
+    qrels: dict[str, dict[str, int]] = {}
+    for number, (qid, _, docno, rel_text) in split_lines(path, lines, QRELS_FIELDS):
+        if not INTEGER.fullmatch(rel_text):
+            raise FormatError(path, number, "rel", f"not an integer: {rel_text!r}")
+        judged = qrels.setdefault(qid, {})
+        check_unique(path, number, judged, qid, docno)
+        judged[docno] = int(rel_text)
+    if not qrels:
+        raise FormatError(path, None, None, "no qrels lines (empty, or only blanks and comments)")
+    return qrels
+
+
+def write_qrels(destination: Path | str | TextIO, qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Write ``{qid: {docno: rel}}`` as ``qid 0 docno rel`` lines, in the given order."""
+    with open_destination(destination) as out:
+        for qid, judged in qrels.items():
+            check_token(qid, "qid")
+            for docno, rel in judged.items():
+                check_token(docno, "docno")
+                if isinstance(rel, bool) or int(rel) != rel:
+                    raise ValueError(f"rel for ({qid!r}, {docno!r}) is not an integer: {rel!r}")
+                out.write(f"{qid} 0 {docno} {int(rel)}\n")
+
+
+def to_arrays(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    query_keys: Sequence[str],
+    doc_key_to_index: Mapping[str, int],
+    depth: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ``(doc_index int64 [q, depth], scores float64 [q, depth])`` for ``query_keys``.
+
+    Row ``i`` holds the first ``depth`` entries of ``rankings[query_keys[i]]`` in their stored
+    order; shorter rankings and absent queries are padded with index -1 and score NaN. A docno
+    missing from ``doc_key_to_index`` raises ``KeyError``.
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    heads = [rankings.get(qid, ())[:depth] for qid in query_keys]
+    lengths = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+    total = int(lengths.sum())
+    docnos = [docno for docno, _ in chain.from_iterable(heads)]
+    try:
+        flat_index = np.fromiter(
+            map(doc_key_to_index.__getitem__, docnos), dtype=np.int64, count=total
+        )
+    except KeyError as exc:
+        raise KeyError(f"docno {exc.args[0]!r} is not a known video") from None
+    flat_scores = np.fromiter(
+        (score for _, score in chain.from_iterable(heads)), dtype=np.float64, count=total
+    )
+    rows = np.repeat(np.arange(len(heads)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    cols = np.arange(total) - np.repeat(starts, lengths)
+    doc_index = np.full((len(heads), depth), -1, dtype=np.int64)
+    scores = np.full((len(heads), depth), np.nan, dtype=np.float64)
+    doc_index[rows, cols] = flat_index
+    scores[rows, cols] = flat_scores
+    return doc_index, scores
+
+
+def open_source(source: Source, name: str | None) -> tuple[str | Path, Iterable[tuple[int, str]]]:
+    """The name to report in errors and the numbered lines of a path or an iterable of lines."""
+    if isinstance(source, str | Path):
+        path = Path(source)
+        return name or path, read_lines(path)
+    return name or "<lines>", enumerate(source, start=1)
+
+
+def split_lines(
+    path: str | Path, lines: Iterable[tuple[int, str]], layout: tuple[str, ...]
+) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line number, fields)`` for content lines, checking the field count."""
+    for number, text in lines:
+        stripped = text.strip(WHITESPACE)
+        if not stripped or stripped.startswith("#"):
+            continue
+        fields = SEPARATOR.split(stripped)
+        if len(fields) < len(layout):
+            raise FormatError(
+                path,
+                number,
+                layout[len(fields)],
+                f"missing; expected {len(layout)} fields ({' '.join(layout)}), got {len(fields)}",
+            )
+        if len(fields) > len(layout):
+            raise FormatError(
+                path,
+                number,
+                None,
+                f"expected {len(layout)} fields ({' '.join(layout)}), got {len(fields)}",
+            )
+        yield number, fields
+
+
+def parse_score(path: str | Path, number: int, text: str) -> float:
+    """A finite decimal score, or a FormatError for the ``score`` field."""
+    if NON_FINITE.fullmatch(text):
+        raise FormatError(path, number, "score", f"must be finite, got {text!r}")
+    if not DECIMAL.fullmatch(text):
+        raise FormatError(path, number, "score", f"not a number: {text!r}")
+    value = float(text)
+    if not math.isfinite(value):
+        raise FormatError(path, number, "score", f"out of range: {text!r}")
+    return value
+
+
+def check_unique(
+    path: str | Path, number: int, seen: Mapping[str, object], qid: str, docno: str
+) -> None:
+    """Reject a docno already listed for this qid on an earlier line."""
+    if docno in seen:
+        raise FormatError(path, number, "docno", f"{docno!r} is listed twice for qid {qid!r}")
+
+
+def check_token(value: str, field: str) -> None:
+    """Reject a value that would not read back as the same single field."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field} must be a non-empty string, got {value!r}")
+    if any(char in WHITESPACE for char in value):
+        raise ValueError(f"{field} {value!r} contains whitespace")
+    if field == "qid" and value.startswith("#"):
+        raise ValueError(f"qid {value!r} starts with '#', which reads back as a comment")
+
+
+@contextmanager
+def open_destination(destination: Path | str | TextIO) -> Iterator[TextIO]:
+    """Open a path for writing UTF-8 with LF endings, or pass an open text file through."""
+    if isinstance(destination, str | Path):
+        with open(destination, "w", encoding="utf-8", newline="\n") as out:
+            yield out
+    else:
+        yield destination

@@ -1,0 +1,232 @@
+"""Build, search, save and load faiss indexes over video embeddings.
+
+Vectors are compared by inner product on L2-normalised float32 copies, so a score is the
+cosine similarity. Results are ordered by score descending with ties broken by ascending
+video id, so a search is deterministic; which of several vectors tied at the k-th score is
+kept at all is up to faiss.
+"""
+
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+import faiss
+import numpy as np
+
+IndexKind = Literal["exact", "ivf", "hnsw"]
+
+SEARCH_BATCH = 8192
+"""Queries searched per faiss call, to bound the memory of normalised copies and results."""
+
+HNSW_EF_CONSTRUCTION = 80
+DEFAULT_EF_SEARCH = 64
+
+
+def default_nlist(n: int) -> int:
+    """IVF lists for ``n`` vectors: about 4 sqrt(n), but at most n / 39 (faiss's minimum of
+    39 training points per centroid) and at least 1."""
+    return max(1, min(round(4 * math.sqrt(n)), n // 39))
+
+
+def default_nprobe(nlist: int) -> int:
+    """IVF lists visited per query: a 32nd of them, erring towards recall; tune with
+    :func:`recall_at_k` against an exact search."""
+    return math.ceil(nlist / 32)
+
+
+@contextmanager
+def omp_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with faiss using ``threads`` OpenMP threads, then restore the setting."""
+    if threads is None:
+        yield
+        return
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
+def as_matrix(vectors: np.ndarray, *, normalize: bool = True, name: str = "vectors") -> np.ndarray:
+    """A C-contiguous float32 copy of a 2-D array of finite numbers, L2-normalised if asked.
+
+    Zero rows stay zero, so they score 0 against everything.
+    """
+    array = np.asarray(vectors)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got shape {array.shape}")
+    if array.shape[1] == 0:
+        raise ValueError(f"{name} have no dimensions")
+    matrix = np.array(array, dtype=np.float32, order="C", copy=True)
+    if not np.isfinite(matrix).all():
+        raise ValueError(f"{name} contain NaN or infinite values")
+    if normalize and len(matrix):
+        faiss.normalize_L2(matrix)
+    return matrix
+
+
+def build_index(
+    vectors: np.ndarray,
+    kind: IndexKind = "exact",
+    *,
+    normalize: bool = True,
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    hnsw_m: int = 32,
+    ef_search: int | None = None,
+    seed: int = 0,
+    threads: int | None = None,
+) -> faiss.Index:
+    """Index the rows of ``vectors`` for inner-product search; row ``i`` gets id ``i``.
+
+    ``exact`` is an ``IndexFlatIP``. ``ivf`` is an ``IndexIVFFlat`` whose ``nlist`` centroids
+    come from spherical k-means on the vectors (seeded by ``seed``) and which visits
+    ``nprobe`` lists per query. ``hnsw`` is an ``IndexHNSWFlat`` with ``hnsw_m`` links per
+    node and ``ef_search`` candidates per query. The search settings are stored in the index
+    and survive :func:`save_index`.
+    """
+    matrix = as_matrix(vectors, normalize=normalize)
+    n, dim = matrix.shape
+    if n == 0:
+        raise ValueError("cannot index zero vectors")
+    with omp_threads(threads):
+        if kind == "exact":
+            index = faiss.IndexFlatIP(dim)
+        elif kind == "ivf":
+            nlist = default_nlist(n) if nlist is None else nlist
+            if not 1 <= nlist <= n:
+                raise ValueError(f"nlist must be between 1 and {n} (the vector count), got {nlist}")
+            quantizer = faiss.IndexFlatIP(dim)
+            index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+            index.cp.seed = seed
+            index.cp.spherical = normalize
+            index.nprobe = default_nprobe(nlist) if nprobe is None else min(nprobe, nlist)
+            if index.nprobe < 1:
+                raise ValueError(f"nprobe must be at least 1, got {nprobe}")
+            index.train(matrix)
+        elif kind == "hnsw":
+            if hnsw_m < 2:
+                raise ValueError(f"hnsw_m must be at least 2, got {hnsw_m}")
+            index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            index.hnsw.efSearch = DEFAULT_EF_SEARCH if ef_search is None else ef_search
+            if index.hnsw.efSearch < 1:
+                raise ValueError(f"ef_search must be at least 1, got {ef_search}")
+        else:
+            raise ValueError(f"unknown index kind {kind!r}; expected 'exact', 'ivf' or 'hnsw'")
+        index.add(matrix)
+    return index
+
+
+def search_parameters(
+    index: faiss.Index, nprobe: int | None, ef_search: int | None
+) -> faiss.SearchParameters | None:
+    """Per-call overrides of an IVF index's ``nprobe`` or an HNSW index's ``efSearch``."""
+    if nprobe is not None:
+        if not isinstance(index, faiss.IndexIVF):
+            raise ValueError("nprobe applies only to an IVF index")
+        return faiss.SearchParametersIVF(nprobe=nprobe)
+    if ef_search is not None:
+        if not isinstance(index, faiss.IndexHNSW):
+            raise ValueError("ef_search applies only to an HNSW index")
+        return faiss.SearchParametersHNSW(efSearch=ef_search)
+    return None
+
+
+def sort_hits(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Order each row by score descending, then id ascending; missing hits (-1) go last."""
+    scores = np.where(ids < 0, -np.inf, scores).astype(np.float32, copy=False)
+    order = np.lexsort((np.where(ids < 0, np.iinfo(np.int64).max, ids), -scores), axis=-1)
+    return np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
+
+
+def search(
+    index: faiss.Index,
+    queries: np.ndarray,
+    k: int,
+    *,
+    normalize: bool = True,
+    nprobe: int | None = None,
+    ef_search: int | None = None,
+    batch_size: int = SEARCH_BATCH,
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` videos for each query row: ``(scores float32 [q, k'], ids int64 [q, k'])``.
+
+    ``k`` is clipped to the number of indexed vectors, so ``k' = min(k, index.ntotal)``. An
+    approximate index may find fewer than ``k'`` hits for a query; the rest are padded with
+    id -1 and score -inf. ``nprobe`` and ``ef_search`` override the index's own settings for
+    this call only.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    queries = np.asarray(queries)
+    if queries.ndim != 2 or queries.shape[1] != index.d:
+        raise ValueError(f"queries must have shape (q, {index.d}), got {queries.shape}")
+    k = min(k, index.ntotal)
+    q = len(queries)
+    scores = np.empty((q, k), dtype=np.float32)
+    ids = np.empty((q, k), dtype=np.int64)
+    if q == 0 or k == 0:
+        return scores, ids
+    params = search_parameters(index, nprobe, ef_search)
+    with omp_threads(threads):
+        for start in range(0, q, batch_size):
+            batch = as_matrix(
+                queries[start : start + batch_size], normalize=normalize, name="queries"
+            )
+            found_scores, found_ids = index.search(batch, k, params=params)
+            stop = start + len(batch)
+            scores[start:stop], ids[start:stop] = sort_hits(found_scores, found_ids)
+    return scores, ids
+
+
+def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray) -> float:
+    """Mean over queries of the share of the exact top-k ids that the approximate search found.
+
+    Both arrays are ``[q, k]``; -1 entries never match, and each row is divided by its number
+    of valid exact ids (``k`` unless the exact search was padded).
+    """
+    approx_ids = np.asarray(approx_ids, dtype=np.int64)
+    exact_ids = np.asarray(exact_ids, dtype=np.int64)
+    if approx_ids.ndim != 2 or exact_ids.ndim != 2 or len(approx_ids) != len(exact_ids):
+        raise ValueError(
+            f"expected two [q, k] arrays with the same q, got {approx_ids.shape} and {exact_ids.shape}"
+        )
+    if len(exact_ids) == 0:
+        raise ValueError("recall needs at least one query")
+    # Offset each row's ids into a disjoint range, so one isin call compares rows pairwise.
+    width = int(max(approx_ids.max(initial=-1), exact_ids.max(initial=-1))) + 1
+    rows = np.arange(len(exact_ids), dtype=np.int64)[:, None] * width
+    approx_keys = np.where(approx_ids >= 0, approx_ids + rows, -1)
+    exact_keys = np.where(exact_ids >= 0, exact_ids + rows, -2)
+    found = np.isin(approx_keys, exact_keys).sum(axis=1)
+    wanted = (exact_ids >= 0).sum(axis=1)
+    return float(np.mean(found / np.maximum(wanted, 1)))
+
+
+def save_index(index: faiss.Index, path: Path | str) -> None:
+    """Write ``index`` to ``path`` through a temporary file, so a reader never sees half of it."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        faiss.write_index(index, str(partial))
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def load_index(path: Path | str) -> faiss.Index:
+    """Read an index written by :func:`save_index`."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no index file at {path}")
+    return faiss.read_index(str(path))

@@ -1,0 +1,33 @@
+"""Find the dataset, model or run a command names, with a clear error when there is none."""
+
+from django.core.management.base import CommandError
+
+from retrieval.models import Dataset, RetrievalModel, Run
+
+
+def get_dataset(name: str) -> Dataset:
+    try:
+        return Dataset.objects.get(name=name)
+    except Dataset.DoesNotExist:
+        known = ", ".join(Dataset.objects.values_list("name", flat=True)[:20]) or "none"
+        raise CommandError(f"no dataset named {name!r} (known: {known})") from None
+
+
+def get_model(dataset: Dataset, name: str) -> RetrievalModel:
+    try:
+        return RetrievalModel.objects.select_related("dataset").get(dataset=dataset, name=name)
+    except RetrievalModel.DoesNotExist:
+        known = ", ".join(dataset.models.values_list("name", flat=True)[:20]) or "none"
+        raise CommandError(
+            f"dataset {dataset.name!r} has no model named {name!r} (known: {known})"
+        ) from None
+
+
+def get_run(dataset: Dataset, name: str) -> Run:
+    try:
+        return Run.objects.select_related("dataset", "model").get(dataset=dataset, name=name)
+    except Run.DoesNotExist:
+        known = ", ".join(dataset.runs.values_list("name", flat=True)[:20]) or "none"
+        raise CommandError(
+            f"dataset {dataset.name!r} has no run named {name!r} (known: {known})"
+        ) from None
