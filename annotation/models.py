@@ -1,1 +1,228 @@
-"""ORM for the human side: campaigns, pairs and judgements (built in later issues)."""
+"""ORM for the human side: campaigns, the pairs they pool, leases, judgements, escalations.
+
+A campaign pools its runs' top-``depth`` videos per query caption into pairs (FIRE
+§2.2.1); annotators judge pairs under FIRE's rule (§3.1: relevant only if every element of
+the caption is in the video). Each pair keeps running counts of its labels, how many
+more the labelling policy (:mod:`annotation.policy`) still needs, and how many of those
+are leased out, so the next-task query is an indexed lookup rather than an aggregate over
+judgements and leases.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from retrieval.models import Caption, Dataset, Run, Video
+
+FIRE_GUIDELINES = """\
+Mark the caption RELEVANT only if every element it mentions can reasonably be considered \
+present in the video: people, objects, places, activities, and also quantities, qualities \
+and adjectives ("two", "red", "quickly"). For "a boy playing the violin" the video must \
+show a boy who is playing the violin: a video of only a violin, or only a boy, is not \
+relevant.
+
+You may use interpretation and inference, but when the caption is ambiguous or vague, err \
+toward NOT RELEVANT.
+
+Use ESCALATE (with a short reason) only when a pair cannot be judged at all: the video does \
+not play, the caption is unintelligible, or the content falls under a sensitive category \
+that needs an administrator's decision (for example graphic violence, nudity or minors in \
+unsafe situations). Escalations are reviewed by an administrator and do not count as labels.
+"""
+
+
+class Campaign(models.Model):
+    """A judging campaign on one dataset: pooled runs, depth, and the labelling policy."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        PAUSED = "paused", "paused"
+        CLOSED = "closed", "closed"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="campaigns")
+    name = models.CharField(max_length=100, unique=True)
+    runs = models.ManyToManyField(Run, through="CampaignRun", related_name="campaigns")
+    depth = models.PositiveSmallIntegerField(default=10)
+    query_sample = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Number of sampled query captions (all if empty)."
+    )
+    seed = models.IntegerField(default=0)
+    second_label_rate = models.FloatField(default=0.1)
+    max_labels = models.PositiveSmallIntegerField(
+        default=3, help_text="Labels after which a tie stays a disagreement."
+    )
+    lease_seconds = models.PositiveIntegerField(default=300)
+    provenance = models.BinaryField(
+        default=bytes,
+        help_text="npz: ranks int16 [pairs x runs] by pair position (1-based, 0: not retrieved).",
+    )
+    guidelines = models.TextField(default=FIRE_GUIDELINES)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Optional behaviour, e.g. proxy ordering."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def run_names(self) -> list[str]:
+        """Names of the pooled runs in provenance order (the columns of ``provenance``)."""
+        return list(self.campaign_runs.order_by("position").values_list("run__name", flat=True))
+
+
+class CampaignRun(models.Model):
+    """A run pooled by a campaign; ``position`` is its column in the provenance array."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="campaign_runs")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["campaign", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "run"], name="campaign_run_once"),
+            models.UniqueConstraint(fields=["campaign", "position"], name="campaign_run_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}#{self.position}"
+
+
+class Pair(models.Model):
+    """A caption-video pair to judge, with running label counts.
+
+    Which runs retrieved the pair, and at which ranks, is row ``position`` of the
+    campaign's provenance array (see :func:`annotation.campaigns.load_provenance`).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RELEVANT = "relevant", "relevant"
+        IRRELEVANT = "irrelevant", "irrelevant"
+        DISAGREEMENT = "disagreement", "disagreement"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="pairs")
+    # The (campaign, caption, video) constraint indexes captions; videos need none.
+    caption = models.ForeignKey(Caption, on_delete=models.CASCADE, related_name="+", db_index=False)
+    video = models.ForeignKey(Video, on_delete=models.CASCADE, related_name="+", db_index=False)
+    position = models.PositiveIntegerField(help_text="Queue order; a caption's pairs are adjacent.")
+    double = models.BooleanField(default=False, help_text="In the second-label sample.")
+    label_count = models.PositiveSmallIntegerField(default=0)
+    relevant_count = models.PositiveSmallIntegerField(default=0)
+    needed = models.PositiveSmallIntegerField(
+        default=1, help_text="Labels the policy still needs (leases not subtracted)."
+    )
+    leased = models.PositiveSmallIntegerField(default=0, help_text="Live leases.")
+    open_slots = models.SmallIntegerField(
+        default=1, help_text="needed - leased, or 0 while held: how many more may be leased."
+    )
+    held = models.BooleanField(
+        default=False, help_text="Escalated: kept from annotators until an admin decides."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    adjudicated = models.CharField(
+        max_length=16,
+        blank=True,
+        choices=[("relevant", "relevant"), ("irrelevant", "irrelevant")],
+        help_text="An admin's final label; wins over the annotators' labels.",
+    )
+    adjudicated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    adjudicated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["campaign", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "caption", "video"], name="pair_once"),
+        ]
+        indexes = [
+            # The next-task query walks open pairs in queue order: a partial index keeps it
+            # small as the campaign fills up.
+            models.Index(
+                fields=["campaign", "position"], name="pair_queue", condition=Q(open_slots__gt=0)
+            ),
+            models.Index(fields=["campaign", "status"], name="pair_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.caption_id} x {self.video_id}"
+
+
+class Lease(models.Model):
+    """A pair handed to an annotator until ``expires_at``; expired leases free the pair."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="leases")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="leases"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pair", "annotator"], name="lease_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"lease of {self.pair_id} to {self.annotator_id}"
+
+
+class Judgement(models.Model):
+    """One annotator's label for one pair; ``uuid`` makes a retried submit count once."""
+
+    class Label(models.TextChoices):
+        RELEVANT = "relevant", "relevant"
+        IRRELEVANT = "irrelevant", "irrelevant"
+
+    uuid = models.UUIDField(unique=True, default=uuid.uuid4)
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgements")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgements"
+    )
+    label = models.CharField(max_length=16, choices=Label.choices)
+    seconds = models.FloatField(null=True, blank=True, help_text="Time spent judging.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pair", "annotator"],
+                condition=Q(undone_at__isnull=True),
+                name="one_live_judgement_per_annotator",
+            ),
+        ]
+        indexes = [models.Index(fields=["annotator", "created_at"], name="judgement_by_annotator")]
+
+    def __str__(self) -> str:
+        return f"{self.label} by {self.annotator_id} on {self.pair_id}"
+
+
+class Escalation(models.Model):
+    """A pair an annotator could not judge, with the reason, for an admin to review."""
+
+    uuid = models.UUIDField(unique=True, default=uuid.uuid4)
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="escalations")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="escalations"
+    )
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolution = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"escalation of {self.pair_id}: {self.reason[:40]}"

@@ -21,6 +21,10 @@ IndexKind = Literal["exact", "ivf", "hnsw"]
 SEARCH_BATCH = 8192
 """Queries searched per faiss call, to bound the memory of normalised copies and results."""
 
+BLAS_DATABASE_BLOCK = 4096
+"""Indexed vectors per matrix product in exact search; faiss's default of 1024 is ~20% slower
+here, and 4096 (by faiss's 4096-query blocks) needs 64 MiB of scratch."""
+
 HNSW_EF_CONSTRUCTION = 80
 DEFAULT_EF_SEARCH = 64
 
@@ -51,6 +55,20 @@ def omp_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(previous)
+
+
+@contextmanager
+def blas_database_block(size: int) -> Iterator[None]:
+    """Run the block with faiss's BLAS database block set to ``size``, then restore it.
+
+    The setting is process-wide; concurrent searches may see either value, both valid.
+    """
+    previous = faiss.cvar.distance_compute_blas_database_bs
+    faiss.cvar.distance_compute_blas_database_bs = size
+    try:
+        yield
+    finally:
+        faiss.cvar.distance_compute_blas_database_bs = previous
 
 
 def as_matrix(vectors: np.ndarray, *, normalize: bool = True, name: str = "vectors") -> np.ndarray:
@@ -161,8 +179,8 @@ def search(
 
     ``k`` is clipped to the number of indexed vectors, so ``k' = min(k, index.ntotal)``. An
     approximate index may find fewer than ``k'`` hits for a query; the rest are padded with
-    id -1 and score -inf. ``nprobe`` and ``ef_search`` override the index's own settings for
-    this call only.
+    id -1 and score -inf. ``normalize`` should match the index's build. ``nprobe`` and
+    ``ef_search`` override the index's own settings for this call only.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -178,7 +196,7 @@ def search(
     if q == 0 or k == 0:
         return scores, ids
     params = search_parameters(index, nprobe, ef_search)
-    with omp_threads(threads):
+    with omp_threads(threads), blas_database_block(BLAS_DATABASE_BLOCK):
         for start in range(0, q, batch_size):
             batch = as_matrix(
                 queries[start : start + batch_size], normalize=normalize, name="queries"

@@ -26,8 +26,8 @@ Source = Path | str | Iterable[str]
 
 WHITESPACE = " \t\n\r\f\v"
 SEPARATOR = re.compile(f"[{WHITESPACE}]+")
-DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-INTEGER = re.compile(r"[+-]?\d+")
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+INTEGER = re.compile(r"[+-]?[0-9]+")
 NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 
@@ -44,7 +44,7 @@ def trec_order(ranking: Iterable[tuple[str, float]]) -> Ranking:
 
     trec_eval (``comp_sim_docno`` in ``form_res_rels.c``) sorts by score descending and
     breaks ties by docno *descending* (``strcmp(p2->docno, p1->docno)``), comparing scores
-    as C doubles (trec_eval >= 9.0.8; older releases stored floats and tie more often).
+    as C doubles (as current trec_eval stores them; old releases stored floats).
     Python's ``str`` order equals ``strcmp`` on the UTF-8 bytes, so ``"b"`` ranks above ``"a"``
     and ``"v10"`` above ``"v1"`` at equal scores.
     """
@@ -108,7 +108,7 @@ def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str
     """Parse TREC qrels into ``{qid: {docno: rel}}`` in file order; the iter column is ignored.
 
     A (qid, docno) pair may appear once and ``rel`` must be an integer (negative values are
-    kept; trec_eval reads them as judged-unjudged).
+    kept; trec_eval counts them as pooled but unjudged).
     """
     path, lines = open_source(source, name)
     qrels: dict[str, dict[str, int]] = {}

@@ -116,14 +116,14 @@ def test_save_and_load_give_identical_results(tmp_path, kind):
     assert [p.name for p in path.parent.iterdir()] == [path.name], "no partial file is left"
 
 
-def test_threads_are_used_and_restored():
+def test_threads_and_blas_block_are_restored():
     rng = np.random.default_rng(6)
     videos = rng.standard_normal((500, 16))
     queries = rng.standard_normal((20, 16))
-    before = faiss.omp_get_max_threads()
+    before = faiss.omp_get_max_threads(), faiss.cvar.distance_compute_blas_database_bs
     index = build_index(videos, "ivf", nlist=8, threads=1)
     one = search(index, queries, 5, threads=1)
-    assert faiss.omp_get_max_threads() == before
+    assert (faiss.omp_get_max_threads(), faiss.cvar.distance_compute_blas_database_bs) == before
     for expected, actual in zip(one, search(index, queries, 5), strict=True):
         np.testing.assert_array_equal(actual, expected)
 

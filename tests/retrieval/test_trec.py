@@ -112,6 +112,7 @@ def test_write_rejects_what_would_not_read_back(rankings, message):
         ("q2 Q0 v1 1 high run", "score", "not a number: 'high'"),
         ("q2 Q0 v1 1 1_0 run", "score", "not a number"),
         ("q2 Q0 v1 1 0x1p3 run", "score", "not a number"),
+        ("q2 Q0 v1 1 \u0661 run", "score", "not a number"),
         ("q2 Q0 v1 1 NaN run", "score", "must be finite, got 'NaN'"),
         ("q2 Q0 v1 1 -inf run", "score", "must be finite"),
         ("q2 Q0 v1 1 1e999 run", "score", "out of range"),

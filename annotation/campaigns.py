@@ -1,0 +1,208 @@
+"""Create a judging campaign: pool its runs into pairs and write them in bulk.
+
+Pooling itself is pure (:mod:`annotation.pooling`); this module gathers its inputs from
+the database (runs, each query's own video, pairs judged in earlier campaigns of the same
+dataset, whose labels are reused rather than asked for again) and writes the pairs with
+one parameterised multi-row insert per batch, because hundreds of thousands of pairs
+through the ORM's per-object machinery would take far longer than pooling them.
+"""
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection, transaction
+
+from annotation import policy, pooling
+from annotation.models import Campaign, CampaignRun, Pair
+from retrieval.models import Caption, Dataset, Run
+from retrieval.runs import RankedLists
+from retrieval.services.runs import load_run
+
+MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
+"""Bound parameters per INSERT: under SQLite's 32,766 and PostgreSQL's 65,535 limits."""
+
+
+class CampaignError(ValueError):
+    """The campaign cannot be created as asked; nothing was written."""
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """What an admin asks for when creating a campaign."""
+
+    name: str
+    depth: int = 10
+    query_sample: int | None = None
+    seed: int = 0
+    second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE
+    max_labels: int = policy.DEFAULT_CAP
+    lease_seconds: int = 300
+    guidelines: str | None = None
+
+
+def judged_pairs(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(caption ids, video ids) of pairs already judged in the dataset's campaigns."""
+    rows = np.array(
+        Pair.objects.filter(campaign__dataset=dataset)
+        .exclude(label_count=0, adjudicated="")
+        .values_list("caption_id", "video_id"),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    return rows[:, 0], rows[:, 1]
+
+
+def origin_videos(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(caption ids, their own video ids) for the pooled queries."""
+    rows = np.array(
+        Caption.objects.filter(pk__in=query_ids.tolist()).values_list("pk", "video_id"),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    return rows[:, 0], rows[:, 1]
+
+
+def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> None:
+    if not runs:
+        raise CampaignError("a campaign needs at least one run")
+    if len({run.pk for run in runs}) != len(runs):
+        raise CampaignError("a run is listed twice")
+    foreign = [run.name for run in runs if run.dataset_id != dataset.pk]
+    if foreign:
+        raise CampaignError(f"runs {foreign} belong to another dataset than {dataset.name!r}")
+    if not 1 <= spec.depth <= pooling.MAX_DEPTH:
+        raise CampaignError(f"depth must be between 1 and {pooling.MAX_DEPTH}")
+    shallow = [run.name for run in runs if run.depth < spec.depth]
+    if shallow:
+        raise CampaignError(f"runs {shallow} are shallower than depth {spec.depth}")
+    if not 0.0 <= spec.second_label_rate <= 1.0:
+        raise CampaignError("second-label rate must be between 0 and 1")
+    if spec.max_labels < 2:
+        raise CampaignError("max labels must be at least 2")
+    if spec.query_sample is not None and spec.query_sample < 1:
+        raise CampaignError("the query sample must hold at least one query")
+    if Campaign.objects.filter(name=spec.name).exists():
+        raise CampaignError(f"a campaign named {spec.name!r} already exists")
+
+
+def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> pooling.Pool:
+    """Pool the runs' top-``depth`` per query, leaving out own videos and judged pairs."""
+    lists: list[RankedLists] = [load_run(run).truncated(spec.depth) for run in runs]
+    all_queries = np.unique(np.concatenate([lst.query_ids for lst in lists]))
+    queries = None
+    if spec.query_sample is not None:
+        queries = pooling.sample_queries(all_queries, spec.query_sample, spec.seed)
+    return pooling.pool(
+        lists,
+        spec.depth,
+        origin=origin_videos(all_queries),
+        exclude=judged_pairs(dataset),
+        queries=queries,
+    )
+
+
+COLUMNS = (
+    "campaign_id",
+    "caption_id",
+    "video_id",
+    "position",
+    "double",
+    "label_count",
+    "relevant_count",
+    "needed",
+    "leased",
+    "open_slots",
+    "held",
+    "status",
+    "adjudicated",
+)
+
+
+def write_pairs(campaign: Campaign, pool: pooling.Pool, double: np.ndarray) -> int:
+    """Insert the pool's pairs in queue order (position = row of the provenance array)."""
+    needed = np.where(double, 2, 1).tolist()
+    rows = [
+        (
+            campaign.pk,
+            caption_id,
+            video_id,
+            position,
+            is_double,
+            0,
+            0,
+            need,
+            0,
+            need,
+            False,
+            "pending",
+            "",
+        )
+        for position, (caption_id, video_id, is_double, need) in enumerate(
+            zip(
+                pool.caption_ids.tolist(),
+                pool.video_ids.tolist(),
+                double.tolist(),
+                needed,
+                strict=True,
+            )
+        )
+    ]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in COLUMNS)
+    table = quote(Pair._meta.db_table)
+    connection.ensure_connection()
+    if connection.vendor == "sqlite":
+        # The driver's executemany runs a prepared statement per row in C: the fastest path.
+        sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(COLUMNS))})"
+        connection.connection.executemany(sql, rows)
+        return len(rows)
+    batch = MAX_PARAMETERS.get(connection.vendor, 30000) // len(COLUMNS)
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            values = ", ".join(["(" + ", ".join(["%s"] * len(COLUMNS)) + ")"] * len(chunk))
+            flat = [value for row in chunk for value in row]
+            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values}", flat)
+    return len(rows)
+
+
+def provenance_bytes(ranks: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, ranks=ranks.astype(np.int16, copy=False))
+    return buffer.getvalue()
+
+
+def load_provenance(campaign: Campaign) -> np.ndarray:
+    """Ranks int16 [pairs x runs] by pair position (1-based; 0: the run missed the pair)."""
+    with np.load(io.BytesIO(bytes(campaign.provenance))) as data:
+        return data["ranks"]
+
+
+@transaction.atomic
+def create_campaign(
+    dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec, created_by=None
+) -> Campaign:
+    """Pool ``runs`` into a new campaign's pairs (all or nothing)."""
+    check_spec(dataset, spec, runs)
+    pool = build_pool(dataset, runs, spec)
+    if len(pool) == 0:
+        raise CampaignError("pooling found no pair left to judge")
+    campaign = Campaign.objects.create(
+        dataset=dataset,
+        name=spec.name,
+        depth=spec.depth,
+        query_sample=spec.query_sample,
+        seed=spec.seed,
+        second_label_rate=spec.second_label_rate,
+        max_labels=spec.max_labels,
+        lease_seconds=spec.lease_seconds,
+        created_by=created_by,
+        provenance=provenance_bytes(pool.ranks),
+        **({"guidelines": spec.guidelines} if spec.guidelines else {}),
+    )
+    CampaignRun.objects.bulk_create(
+        [CampaignRun(campaign=campaign, run=run, position=i) for i, run in enumerate(runs)]
+    )
+    double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
+    write_pairs(campaign, pool, double)
+    return campaign

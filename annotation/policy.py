@@ -1,0 +1,157 @@
+"""The labelling policy of FIRE §3.1: one label per pair, a second for a seeded 10% sample,
+and further labels while two or more disagree, up to a cap (FIRE's "third label to resolve").
+
+A label is a binary relevance judgement. An escalation ("too ambiguous to judge", FIRE §3.2)
+is not a label and is never counted here. Per pair the vectorised functions see ``relevant``
+(labels saying relevant) and ``total`` (all labels); a pair still tied once the cap is reached
+is a disagreement for an admin to adjudicate (FIRE Table 2's "Disagreement" row).
+"""
+
+import enum
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+DEFAULT_SECOND_LABEL_RATE = 0.1
+DEFAULT_CAP = 3
+NOT_ADJUDICATED = -1
+
+
+class Status(enum.IntEnum):
+    """Where a pair stands (FIRE Table 2): resolved to a label, in disagreement, or pending."""
+
+    IRRELEVANT = 0
+    RELEVANT = 1
+    DISAGREEMENT = 2
+    PENDING = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+#: Status names indexed by status code: ``STATUS_LABELS[codes]`` turns codes into strings.
+STATUS_LABELS = np.array([status.label for status in Status])
+
+
+def second_label_count(n_pairs: int, rate: float) -> int:
+    """How many pairs get a second label: ``rate x n_pairs`` rounded half up (FIRE §3.1).
+
+    The product is first rounded to 9 decimals so that, say, 0.29 x 50 counts as 14.5
+    (giving 15) rather than the float 14.4999...
+    """
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError("rate must be between 0 and 1")
+    if n_pairs < 0:
+        raise ValueError("n_pairs must be non-negative")
+    return min(n_pairs, math.floor(round(rate * n_pairs, 9) + 0.5))
+
+
+def second_label_sample(
+    n_pairs: int, rate: float = DEFAULT_SECOND_LABEL_RATE, seed: int = 0
+) -> np.ndarray:
+    """Mask of the pairs that get a second label (FIRE §3.1: 10% of annotations).
+
+    Exactly :func:`second_label_count` pairs, the first ones of a permutation seeded by ``seed``.
+    """
+    chosen = np.zeros(n_pairs, dtype=bool)
+    count = second_label_count(n_pairs, rate)
+    chosen[np.random.default_rng(seed).permutation(n_pairs)[:count]] = True
+    return chosen
+
+
+def labels_needed(
+    relevant: np.ndarray, total: np.ndarray, double: np.ndarray, cap: int = DEFAULT_CAP
+) -> np.ndarray:
+    """How many more labels each pair needs now (FIRE §3.1), as int64.
+
+    A pair needs one label, two if ``double``; once it has at least two labels and they are
+    tied (no strict majority), it needs one more while ``total < cap``. Otherwise it is done.
+    """
+    relevant, total, double = np.broadcast_arrays(
+        np.asarray(relevant, dtype=np.int64),
+        np.asarray(total, dtype=np.int64),
+        np.asarray(double, dtype=bool),
+    )
+    _check_counts(relevant, total)
+    if cap < 1:
+        raise ValueError("cap must be at least 1")
+    target = np.where(double, 2, 1)
+    tied = (total >= 2) & ~_has_majority(relevant, total) & (total < cap)
+    return np.where(total < target, target - total, tied.astype(np.int64))
+
+
+def resolve(
+    relevant: np.ndarray,
+    total: np.ndarray,
+    double: np.ndarray | bool = False,
+    cap: int = DEFAULT_CAP,
+    adjudicated: np.ndarray | None = None,
+) -> np.ndarray:
+    """Status code (:class:`Status`, int8) of each pair under the FIRE §3.1 policy.
+
+    Pending while :func:`labels_needed` asks for more; then the strict majority, or
+    disagreement when there is none. An ``adjudicated`` 0/1 (-1: not adjudicated) always wins.
+    """
+    relevant = np.asarray(relevant, dtype=np.int64)
+    total = np.asarray(total, dtype=np.int64)
+    status = np.where(
+        _has_majority(relevant, total),
+        np.where(2 * relevant > total, Status.RELEVANT, Status.IRRELEVANT),
+        Status.DISAGREEMENT,
+    )
+    status = np.where(labels_needed(relevant, total, double, cap) > 0, Status.PENDING, status)
+    if adjudicated is not None:
+        adjudicated = np.asarray(adjudicated, dtype=np.int64)
+        if not np.isin(adjudicated, (NOT_ADJUDICATED, 0, 1)).all():
+            raise ValueError("adjudicated values must be -1, 0 or 1")
+        status = np.where(adjudicated != NOT_ADJUDICATED, adjudicated, status)
+    return status.astype(np.int8)
+
+
+def summary(status: np.ndarray) -> dict[str, int | float]:
+    """Pair counts per status and the share of complete pairs resolved to a label (FIRE Table 2)."""
+    counts = np.bincount(np.asarray(status, dtype=np.int64), minlength=len(Status))
+    result: dict[str, int | float] = {"pairs": int(counts.sum())}
+    result.update({s.label: int(counts[s]) for s in Status})
+    complete = result["pairs"] - result["pending"]
+    resolved = result["relevant"] + result["irrelevant"]
+    result["resolved_share"] = resolved / complete if complete else 0.0
+    return result
+
+
+def tally(labels: Iterable[bool | None]) -> tuple[int, int]:
+    """``(relevant, total)`` of one pair's labels; escalations (None) are not labels."""
+    votes = [bool(label) for label in labels if label is not None]
+    return sum(votes), len(votes)
+
+
+def needed_for(labels: Iterable[bool | None], double: bool = False, cap: int = DEFAULT_CAP) -> int:
+    """How many more labels one pair needs: :func:`labels_needed` for a single pair."""
+    relevant, total = tally(labels)
+    return int(labels_needed(np.array([relevant]), np.array([total]), np.array([double]), cap)[0])
+
+
+def resolve_labels(
+    labels: Iterable[bool | None],
+    double: bool = False,
+    cap: int = DEFAULT_CAP,
+    adjudicated: int = NOT_ADJUDICATED,
+) -> str:
+    """Status name of one pair: :func:`resolve` for a single pair."""
+    relevant, total = tally(labels)
+    code = resolve(
+        np.array([relevant]), np.array([total]), np.array([double]), cap, np.array([adjudicated])
+    )[0]
+    return Status(int(code)).label
+
+
+def _has_majority(relevant: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Whether one side holds more than half of the labels (never for zero labels)."""
+    return (2 * relevant > total) | (2 * (total - relevant) > total)
+
+
+def _check_counts(relevant: np.ndarray, total: np.ndarray) -> None:
+    if (relevant < 0).any() or (relevant > total).any():
+        raise ValueError("need 0 <= relevant <= total for every pair")

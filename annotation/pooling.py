@@ -1,0 +1,224 @@
+"""System pooling (FIRE §2.2.1): every caption-video pair some run ranks within ``depth``.
+
+A pool is the union, per query caption, of each run's top-``depth`` videos, with the rank each
+run gave the pair (its provenance). The caption's own video is left out (an implicit positive)
+and so are pairs judged before, whose labels are reused. FIRE §4.3 shows a sample of queries
+suffices, so pooling can be restricted to :func:`sample_queries`.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.runs import RankedLists
+
+#: Largest pooling depth: ranks are int16 and one value above the deepest rank is reserved.
+MAX_DEPTH = int(np.iinfo(np.int16).max) - 1
+_UNRANKED = np.iinfo(np.int16).max
+
+Pairs = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Pooled pairs sorted by (caption id, best rank, video id), so a caption's pairs are contiguous.
+
+    ``ranks[p, r]`` is the 1-based rank run ``r`` gave pair ``p``, or 0 if run ``r`` did not
+    retrieve it within the pooling depth.
+    """
+
+    caption_ids: np.ndarray
+    video_ids: np.ndarray
+    ranks: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.caption_ids.shape != self.video_ids.shape or self.caption_ids.ndim != 1:
+            raise ValueError("caption_ids and video_ids must be equal-length 1-D arrays")
+        if self.ranks.ndim != 2 or self.ranks.shape[0] != self.caption_ids.shape[0]:
+            raise ValueError("ranks must have one row per pair")
+
+    def __len__(self) -> int:
+        return int(self.caption_ids.shape[0])
+
+    @property
+    def run_count(self) -> int:
+        return int(self.ranks.shape[1])
+
+    def best_ranks(self) -> np.ndarray:
+        """The best (smallest) rank any run gave each pair."""
+        return _best_ranks(self.ranks)
+
+    def pairs_per_query(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pooled caption ids (ascending) and how many pairs each has to judge."""
+        return np.unique(self.caption_ids, return_counts=True)
+
+    def pairs_per_run(self) -> np.ndarray:
+        """How many pooled pairs each run contributed (shape R)."""
+        return np.count_nonzero(self.ranks, axis=0)
+
+    def overlap_counts(self) -> np.ndarray:
+        """Entry ``m`` counts the pairs retrieved by exactly ``m`` runs (shape R + 1)."""
+        runs_per_pair = np.count_nonzero(self.ranks, axis=1)
+        return np.bincount(runs_per_pair, minlength=self.run_count + 1)
+
+    def shared_pairs(self) -> np.ndarray:
+        """Entry ``[r, s]`` counts the pairs both runs retrieved (FIRE Table 3's overlap, R x R)."""
+        retrieved = (self.ranks > 0).astype(np.int64)
+        return retrieved.T @ retrieved
+
+
+def sample_queries(query_ids: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """A seeded sample of ``n`` distinct query ids, sorted (FIRE §4.3: a sample of queries suffices).
+
+    Duplicates and input order do not matter; all ids come back when fewer than ``n`` exist.
+    """
+    if n < 0:
+        raise ValueError("n must be non-negative")
+    distinct = np.unique(np.asarray(query_ids, dtype=np.int64))
+    if n >= distinct.size:
+        return distinct
+    chosen = np.random.default_rng(seed).choice(distinct.size, size=n, replace=False)
+    return np.sort(distinct[chosen])
+
+
+def pool(
+    runs: Sequence[RankedLists],
+    depth: int,
+    *,
+    origin: Mapping[int, int] | Pairs | None = None,
+    exclude: Pairs | None = None,
+    queries: np.ndarray | None = None,
+) -> Pool:
+    """Pool the top ``depth`` of each run (FIRE §2.2.1), leaving out origin and judged pairs.
+
+    ``origin`` maps each caption to its own video (a mapping, or caption and video id
+    arrays); ``exclude`` holds already-judged pairs as caption and video id arrays;
+    ``queries`` restricts pooling to those caption ids. Padding (negative ids) is ignored.
+    """
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ValueError(f"depth must be between 1 and {MAX_DEPTH}")
+    wanted = None if queries is None else np.unique(np.asarray(queries, dtype=np.int64))
+    cut = [_restricted(run, depth, wanted) for run in runs]
+    captions = np.unique(_cat([query_ids for query_ids, _ in cut], np.int64))
+
+    caption_pos, videos, ranks, run_index = [], [], [], []
+    for r, (query_ids, items) in enumerate(cut):
+        rows, cols = np.nonzero(items >= 0)
+        caption_pos.append(np.searchsorted(captions, query_ids)[rows])
+        videos.append(items[rows, cols])
+        ranks.append((cols + 1).astype(np.int16))
+        run_index.append(np.full(rows.size, r, dtype=np.int64))
+    entry_videos = _cat(videos, np.int64)
+    keys = _PairKeys(captions, entry_videos)
+    pair_keys, pair_of_entry = np.unique(
+        keys.pack(_cat(caption_pos, np.int64), entry_videos), return_inverse=True
+    )
+    run_count = len(runs)
+    provenance = np.full((pair_keys.size, run_count), _UNRANKED, dtype=np.int16)
+    np.minimum.at(
+        provenance.reshape(-1),
+        pair_of_entry * run_count + _cat(run_index, np.int64),
+        _cat(ranks, np.int16),
+    )
+    provenance[provenance == _UNRANKED] = 0
+
+    keep = ~_contains(np.unique(keys.encode(*_excluded_pairs(origin, exclude))), pair_keys)
+    pair_keys, provenance = pair_keys[keep], provenance[keep]
+    caption_pos, video_ids = keys.unpack(pair_keys)
+    # pair_keys ascend by (caption, video), so a stable sort on (caption, best rank) keeps video order.
+    order = np.argsort(
+        caption_pos * (depth + 1) + _best_ranks(provenance).astype(np.int64), kind="stable"
+    )
+    return Pool(captions[caption_pos[order]], video_ids[order], provenance[order])
+
+
+def _restricted(run: RankedLists, depth: int, wanted: np.ndarray | None) -> Pairs:
+    """A run's query ids and top-``depth`` item ids, limited to the ``wanted`` queries."""
+    query_ids = np.asarray(run.query_ids, dtype=np.int64)
+    items = np.asarray(run.item_ids[:, :depth], dtype=np.int64)
+    if wanted is None:
+        return query_ids, items
+    keep = _contains(wanted, query_ids)
+    return query_ids[keep], items[keep]
+
+
+def _excluded_pairs(origin: Mapping[int, int] | Pairs | None, exclude: Pairs | None) -> Pairs:
+    """Origin and already-judged pairs as one pair of caption and video id arrays."""
+    parts = [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
+    if isinstance(origin, Mapping):
+        count = len(origin)
+        parts.append(
+            (
+                np.fromiter(origin.keys(), dtype=np.int64, count=count),
+                np.fromiter(origin.values(), dtype=np.int64, count=count),
+            )
+        )
+    elif origin is not None:
+        parts.append(origin)
+    if exclude is not None:
+        parts.append(exclude)
+    captions = np.concatenate([np.asarray(c, dtype=np.int64).ravel() for c, _ in parts])
+    videos = np.concatenate([np.asarray(v, dtype=np.int64).ravel() for _, v in parts])
+    if captions.shape != videos.shape:
+        raise ValueError("excluded caption and video id arrays must have equal length")
+    return captions, videos
+
+
+def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """Concatenate ``parts`` (possibly none) into one 1-D array of ``dtype``."""
+    return np.concatenate([np.zeros(0, dtype), *parts]).astype(dtype, copy=False)
+
+
+def _contains(sorted_values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """For each candidate, whether it occurs in ``sorted_values`` (ascending, unique)."""
+    if sorted_values.size == 0:
+        return np.zeros(candidates.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_values, candidates), sorted_values.size - 1)
+    return sorted_values[pos] == candidates
+
+
+def _best_ranks(ranks: np.ndarray) -> np.ndarray:
+    """Per row, the smallest non-zero rank (0 only for a row no run retrieved)."""
+    if ranks.shape[1] == 0:
+        return np.zeros(ranks.shape[0], dtype=np.int16)
+    best = np.where(ranks > 0, ranks, _UNRANKED).min(axis=1)
+    return np.where(best == _UNRANKED, 0, best).astype(np.int16)
+
+
+class _PairKeys:
+    """Packs (caption position, video) into one int64 that sorts by caption, then video id.
+
+    Video ids are used as they are when ``captions x (largest video id + 1)`` fits in int64,
+    otherwise they are first replaced by their position among the pooled videos.
+    """
+
+    def __init__(self, captions: np.ndarray, videos: np.ndarray) -> None:
+        self.captions = captions
+        largest = int(videos.max()) if videos.size else 0
+        if max(captions.size, 1) * (largest + 1) <= np.iinfo(np.int64).max:
+            self.videos = None
+            self.stride = largest + 1
+        else:
+            self.videos = np.unique(videos)
+            self.stride = int(self.videos.size)
+
+    def pack(self, caption_pos: np.ndarray, videos: np.ndarray) -> np.ndarray:
+        """Keys of pairs whose caption position and video are known to be pooled."""
+        codes = videos if self.videos is None else np.searchsorted(self.videos, videos)
+        return caption_pos * self.stride + codes
+
+    def encode(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
+        """Keys of arbitrary pairs; -1 for a pair whose caption or video is not pooled."""
+        known = _contains(self.captions, caption_ids)
+        if self.videos is None:
+            known &= (video_ids >= 0) & (video_ids < self.stride)
+        else:
+            known &= _contains(self.videos, video_ids)
+        caption_pos = np.searchsorted(self.captions, caption_ids)
+        return np.where(known, self.pack(caption_pos, np.where(known, video_ids, 0)), -1)
+
+    def unpack(self, keys: np.ndarray) -> Pairs:
+        """Caption positions and video ids of packed keys."""
+        caption_pos, codes = np.divmod(keys, self.stride)
+        return caption_pos, codes if self.videos is None else self.videos[codes]
