@@ -1,0 +1,85 @@
+"""Serializers of the judging API: they validate input and shape output, nothing more."""
+
+from rest_framework import serializers
+
+from annotation.models import Campaign, Judgement
+
+
+class TaskSerializer(serializers.Serializer):
+    """A leased pair as the judging page shows it."""
+
+    pair = serializers.IntegerField(source="pair.pk")
+    caption = serializers.CharField(source="pair.caption.text")
+    caption_key = serializers.CharField(source="pair.caption.key")
+    video_url = serializers.CharField(source="pair.video.source_url")
+    expires_at = serializers.DateTimeField()
+
+
+class ProgressSerializer(serializers.Serializer):
+    judged_today = serializers.IntegerField()
+    judged_total = serializers.IntegerField()
+    labels_left = serializers.IntegerField()
+    pairs = serializers.IntegerField()
+
+
+class CampaignBriefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Campaign
+        fields = ["id", "name"]
+
+
+class AssignmentSerializer(serializers.Serializer):
+    """What to show now, what to preload next, and the annotator's progress."""
+
+    campaign = CampaignBriefSerializer()
+    current = TaskSerializer(allow_null=True)
+    upcoming = TaskSerializer(allow_null=True)
+    progress = ProgressSerializer()
+    finished = serializers.BooleanField()
+
+
+class SubmitResponseSerializer(AssignmentSerializer):
+    judgement = serializers.UUIDField()
+    created = serializers.BooleanField()
+
+
+class SubmitSerializer(serializers.Serializer):
+    pair = serializers.IntegerField()
+    label = serializers.ChoiceField(choices=Judgement.Label.values)
+    uuid = serializers.UUIDField(
+        help_text="Client-generated; a retry with the same id counts once."
+    )
+    seconds = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=86400)
+
+
+class EscalateSerializer(serializers.Serializer):
+    pair = serializers.IntegerField()
+    reason = serializers.CharField(max_length=2000)
+    uuid = serializers.UUIDField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    dataset = serializers.CharField(source="dataset.name")
+    runs = serializers.ListField(child=serializers.CharField(), source="run_names")
+    pairs = serializers.IntegerField(source="pair_count", read_only=True)
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "id",
+            "name",
+            "dataset",
+            "runs",
+            "depth",
+            "query_sample",
+            "second_label_rate",
+            "max_labels",
+            "status",
+            "pairs",
+            "created_at",
+        ]

@@ -1,0 +1,154 @@
+"""The judging API: campaigns, next task, submit, undo, escalate and progress."""
+
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from annotation import assignment, roles
+from annotation.api.permissions import IsAnnotator
+from annotation.api.serializers import (
+    AssignmentSerializer,
+    CampaignSerializer,
+    ErrorSerializer,
+    EscalateSerializer,
+    ProgressSerializer,
+    SubmitResponseSerializer,
+    SubmitSerializer,
+)
+from annotation.models import Campaign
+
+ERROR_STATUS = {
+    "not_found": status.HTTP_404_NOT_FOUND,
+    "invalid": status.HTTP_400_BAD_REQUEST,
+    "conflict": status.HTTP_409_CONFLICT,
+    "lease_expired": status.HTTP_409_CONFLICT,
+    "undo_window": status.HTTP_409_CONFLICT,
+}
+
+
+def error_response(exc: assignment.AssignmentError) -> Response:
+    return Response(
+        {"code": exc.code, "detail": exc.message},
+        status=ERROR_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST),
+    )
+
+
+def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> dict:
+    return {
+        "campaign": campaign,
+        "current": got.current,
+        "upcoming": got.upcoming,
+        "progress": assignment.progress(campaign, user),
+        "finished": got.current is None,
+    }
+
+
+class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
+    """Campaigns: annotators see active ones and judge through the actions below."""
+
+    serializer_class = CampaignSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        queryset = (
+            Campaign.objects.select_related("dataset")
+            .annotate(pair_count=Count("pairs"))
+            .order_by("-created_at")
+        )
+        user = self.request.user
+        if roles.has_role(user, roles.ADMIN) or roles.has_role(user, roles.RESEARCHER):
+            return queryset
+        if roles.has_role(user, roles.ANNOTATOR):
+            return queryset.filter(Q(status=Campaign.Status.ACTIVE))
+        return queryset.none()
+
+    def judging_campaign(self, pk) -> Campaign:
+        return get_object_or_404(Campaign.objects.select_related("dataset"), pk=pk)
+
+    @extend_schema(responses={200: AssignmentSerializer})
+    @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
+    def next(self, request, pk=None):
+        """The pair to judge now and the one to preload (leased to you)."""
+        campaign = self.judging_campaign(pk)
+        got = assignment.assign(campaign, request.user)
+        return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
+
+    @extend_schema(
+        request=SubmitSerializer,
+        responses={
+            200: SubmitResponseSerializer,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    def submit(self, request, pk=None):
+        """Store a judgement (idempotent by its UUID) and return the next assignment."""
+        campaign = self.judging_campaign(pk)
+        data = SubmitSerializer(data=request.data)
+        if not data.is_valid():
+            return Response({"code": "invalid", "detail": data.errors}, status=400)
+        values = data.validated_data
+        if not campaign.pairs.filter(pk=values["pair"]).exists():
+            return Response(
+                {"code": "not_found", "detail": "pair is not in this campaign"}, status=404
+            )
+        try:
+            result = assignment.submit(
+                request.user, values["pair"], values["label"], values["uuid"], values.get("seconds")
+            )
+        except assignment.AssignmentError as exc:
+            return error_response(exc)
+        if result.judgement.pair.campaign_id != campaign.pk:
+            return Response(
+                {"code": "not_found", "detail": "pair is not in this campaign"}, status=404
+            )
+        payload = assignment_payload(campaign, request.user, result.assignment)
+        payload.update(judgement=result.judgement.uuid, created=result.created)
+        return Response(SubmitResponseSerializer(payload).data)
+
+    @extend_schema(request=None, responses={200: AssignmentSerializer, 409: ErrorSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    def undo(self, request, pk=None):
+        """Take back your latest judgement in this campaign (within two minutes)."""
+        campaign = self.judging_campaign(pk)
+        try:
+            got = assignment.undo(request.user, campaign)
+        except assignment.AssignmentError as exc:
+            return error_response(exc)
+        return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
+
+    @extend_schema(
+        request=EscalateSerializer, responses={200: AssignmentSerializer, 400: ErrorSerializer}
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    def escalate(self, request, pk=None):
+        """Send a pair you cannot judge to the admins, with a reason (not a label)."""
+        campaign = self.judging_campaign(pk)
+        data = EscalateSerializer(data=request.data)
+        if not data.is_valid():
+            return Response({"code": "invalid", "detail": data.errors}, status=400)
+        values = data.validated_data
+        if not campaign.pairs.filter(pk=values["pair"]).exists():
+            return Response(
+                {"code": "not_found", "detail": "pair is not in this campaign"}, status=404
+            )
+        try:
+            got = assignment.escalate(
+                request.user, values["pair"], values["reason"], values["uuid"]
+            )
+        except assignment.AssignmentError as exc:
+            return error_response(exc)
+        return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
+
+    @extend_schema(responses={200: ProgressSerializer})
+    @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
+    def progress(self, request, pk=None):
+        """What you judged today and how many labels the campaign still needs."""
+        campaign = self.judging_campaign(pk)
+        return Response(ProgressSerializer(assignment.progress(campaign, request.user)).data)

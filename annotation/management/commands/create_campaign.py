@@ -1,0 +1,70 @@
+"""Create a judging campaign by pooling runs' top-k videos per query caption."""
+
+import json
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation import policy
+from annotation.campaigns import CampaignError, CampaignSpec, create_campaign
+from retrieval.management.lookup import get_dataset, get_run
+
+
+class Command(BaseCommand):
+    help = (
+        "Pool the top --depth videos of each run for every query caption (FIRE system "
+        "pooling), leaving out each caption's own video and pairs judged in earlier "
+        "campaigns on the dataset; optionally sample --queries N captions with --seed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--runs", required=True, help="Comma-separated run names.")
+        parser.add_argument("--depth", type=int, default=10)
+        parser.add_argument("--queries", type=int, help="Sample this many query captions.")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--second-label-rate", type=float, default=policy.DEFAULT_SECOND_LABEL_RATE
+        )
+        parser.add_argument("--max-labels", type=int, default=policy.DEFAULT_CAP)
+        parser.add_argument("--lease-seconds", type=int, default=300)
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        dataset = get_dataset(options["dataset"])
+        names = [name.strip() for name in options["runs"].split(",") if name.strip()]
+        runs = [get_run(dataset, name) for name in names]
+        spec = CampaignSpec(
+            name=options["name"],
+            depth=options["depth"],
+            query_sample=options["queries"],
+            seed=options["seed"],
+            second_label_rate=options["second_label_rate"],
+            max_labels=options["max_labels"],
+            lease_seconds=options["lease_seconds"],
+        )
+        began = time.perf_counter()
+        try:
+            campaign = create_campaign(dataset, runs, spec)
+        except CampaignError as exc:
+            raise CommandError(str(exc)) from None
+        pairs = campaign.pairs.count()
+        doubles = campaign.pairs.filter(double=True).count()
+        summary = {
+            "campaign": campaign.name,
+            "dataset": dataset.name,
+            "runs": names,
+            "pairs": pairs,
+            "second_label_pairs": doubles,
+            "queries": campaign.pairs.values("caption_id").distinct().count(),
+            "seconds": round(time.perf_counter() - began, 3),
+        }
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(summary))
+        else:
+            self.stdout.write(
+                f"Campaign {campaign.name!r}: {pairs} pairs from {summary['queries']} queries "
+                f"({doubles} to be labelled twice) pooled from {', '.join(names)} at depth "
+                f"{spec.depth} in {summary['seconds']} s."
+            )
