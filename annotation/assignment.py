@@ -339,6 +339,20 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
         )
 
 
+def has_work_for(campaign: Campaign, annotator) -> bool:
+    """Whether any pair may still come to the annotator (now or once leases expire)."""
+    if campaign.status != Campaign.Status.ACTIVE:
+        return False
+    judged = Judgement.objects.filter(
+        annotator=annotator, pair__campaign=campaign, undone_at__isnull=True
+    ).values("pair_id")
+    return (
+        Pair.objects.filter(campaign=campaign, needed__gt=0, held=False)
+        .exclude(pk__in=judged)
+        .exists()
+    )
+
+
 @dataclass(frozen=True)
 class Progress:
     judged_today: int

@@ -43,7 +43,9 @@ def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> 
         "current": got.current,
         "upcoming": got.upcoming,
         "progress": assignment.progress(campaign, user),
-        "finished": got.current is None,
+        # Finished only when nothing can come to this annotator any more; with no current
+        # pair but work left (others hold the leases) the page waits and polls.
+        "finished": got.current is None and not assignment.has_work_for(campaign, user),
     }
 
 

@@ -100,3 +100,15 @@ def test_judge_page_roles(people, client):
     assert client.get(f"/judge/{campaign.pk}/").status_code == 403
     client.force_login(people["annotator"])
     assert client.get("/judge/").status_code == 200
+
+
+def test_finished_only_when_nothing_can_come(people):
+    campaign = make_campaign(n_queries=1, depth=1)
+    other = get_user_model().objects.create_user("other", password="pw-other-123")
+    other.groups.add(roles.ensure_groups()["annotator"])
+    assert client_for(other).get(f"/api/campaigns/{campaign.pk}/next/").json()["current"]
+    waiting = client_for(people["annotator"]).get(f"/api/campaigns/{campaign.pk}/next/").json()
+    assert waiting["current"] is None and waiting["finished"] is False  # leased to someone else
+    campaign.pairs.update(needed=0, open_slots=0, status="irrelevant")
+    done = client_for(people["annotator"]).get(f"/api/campaigns/{campaign.pk}/next/").json()
+    assert done["finished"] is True

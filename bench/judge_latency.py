@@ -1,0 +1,221 @@
+"""Key press to next video playable on the judging page, in a real browser.
+
+Builds a throw-away demo world and campaign, serves it with ``manage.py runserver`` on a
+free local port, logs an annotator in with Playwright (Debian's headless Chromium) and
+judges ``--pairs`` pairs by key press, alternating R and N, pausing ``--dwell`` ms on each
+pair as a (very fast) annotator would. The page reports every advance as a
+``firepool:shown`` event whose ``ms`` runs from the key event to the moment the next
+pair's video is visible and playable (readyState >= 3). The same is then measured with
+preloading switched off (``?nopreload``), for contrast. Run with::
+
+    .venv/bin/python bench/judge_latency.py [--pairs 60] [--cold-pairs 30] [--dwell 500]
+
+Anchor: Label Studio users still ask for the next task's media to be preloaded
+(HumanSignal/label-studio #9101).
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+from harness import ROOT, machine, temporary_django
+
+TARGET = "p95 <= 150 ms (key press to next video playable)"
+TARGET_MS = 150.0
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--autoplay-policy=no-user-gesture-required",
+]
+USERNAME, PASSWORD = "bench-annotator", "pw-bench-annotator-1"
+
+RECORD_SHOWN = """
+window.__shown = [];
+document.addEventListener("firepool:shown", (e) => window.__shown.push(e.detail));
+"""
+
+
+def build_world(n_videos: int, depth: int) -> int:
+    """A demo world, a one-run campaign over its test split and an annotator; the campaign id."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.campaigns import CampaignSpec, create_campaign
+    from annotation.roles import ANNOTATOR, ensure_groups
+    from retrieval.models import Caption, RetrievalModel, Video
+    from retrieval.runs import RankedLists
+    from retrieval.services.demo import create_demo_dataset
+    from retrieval.services.runs import store_run
+
+    dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)
+    queries = np.array(
+        Caption.objects.filter(dataset=dataset, split="test", is_query=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    videos = np.array(
+        Video.objects.filter(dataset=dataset, split="test")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    scores = np.random.default_rng(7).random((len(queries), len(videos)))
+    order = np.argsort(-scores, axis=1)
+    model = RetrievalModel.objects.create(dataset=dataset, name="random", source="run")
+    run = store_run(
+        model,
+        "random",
+        RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1)),
+    )
+    campaign = create_campaign(
+        dataset, [run], CampaignSpec(name="latency", depth=depth, second_label_rate=0.0)
+    )
+    user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
+    user.groups.add(ensure_groups()[ANNOTATOR])
+    return campaign.pk
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_up(url: str, server: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"runserver exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
+
+
+def judge_pairs(browser, base: str, campaign_id: int, n: int, dwell_ms: int, query: str):
+    """Judge ``n`` pairs by key press; return the firepool:shown details of the advances."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.add_init_script(RECORD_SHOWN)
+    page.goto(f"{base}/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+    page.goto(f"{base}/judge/{campaign_id}/{query}")
+    page.wait_for_function("() => window.__shown.length >= 1", timeout=30000)
+    for i in range(n):
+        page.wait_for_timeout(dwell_ms)
+        page.keyboard.press("r" if i % 2 == 0 else "n")
+        page.wait_for_function(
+            "k => window.__shown.length >= k || document.body.dataset.judgeState === 'finished'",
+            arg=i + 2,
+            timeout=30000,
+        )
+        if page.evaluate("document.body.dataset.judgeState") == "finished":
+            break
+    shown = page.evaluate("window.__shown")
+    submits = page.evaluate(
+        "performance.getEntriesByType('resource')"
+        ".filter((e) => e.name.endsWith('/submit/')).map((e) => e.duration)"
+    )
+    context.close()
+    return [d for d in shown if d["cause"] == "submit"], submits
+
+
+def summary(values) -> str:
+    if not values:
+        return "no samples"
+    arr = np.asarray(values, dtype=float)
+    p50, p95 = np.percentile(arr, [50, 95])
+    return f"p50 {p50:6.1f} ms, p95 {p95:6.1f} ms, max {arr.max():6.1f} ms (n={len(arr)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=60, help="advances measured with preloading")
+    parser.add_argument("--cold-pairs", type=int, default=30, help="advances without preloading")
+    parser.add_argument("--dwell", type=int, default=500, help="ms spent on each pair")
+    parser.add_argument("--videos", type=int, default=120, help="clips in the demo world")
+    parser.add_argument("--depth", type=int, default=5)
+    args = parser.parse_args()
+    if not os.path.exists(CHROMIUM):
+        sys.exit(f"{CHROMIUM} not found: install Debian's chromium to run this benchmark")
+
+    with temporary_django() as tmp:
+        campaign_id = build_world(args.videos, args.depth)
+        from django.db import connections
+
+        connections.close_all()
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        log_path = Path(tmp) / "runserver.log"
+        with open(log_path, "wb") as log:
+            server = subprocess.Popen(
+                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+                cwd=ROOT,
+                env={**os.environ, "DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            wait_until_up(f"{base}/login/", server)
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                version = browser.version
+                warm, submits = judge_pairs(browser, base, campaign_id, args.pairs, args.dwell, "")
+                cold, _ = judge_pairs(
+                    browser, base, campaign_id, args.cold_pairs, args.dwell, "?nopreload"
+                )
+                browser.close()
+        except BaseException:
+            print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+        from annotation.models import Judgement
+
+        stored = Judgement.objects.filter(undone_at__isnull=True).count()
+
+    ms = [d["ms"] for d in warm]
+    preloaded = sum(d["preloaded"] for d in warm)
+    p95 = float(np.percentile(ms, 95)) if ms else float("nan")
+    print(f"machine: {machine()}")
+    print(
+        f"browser: headless Chromium {version}; server: manage.py runserver + SQLite (WAL); "
+        f"dwell {args.dwell} ms per pair; {stored} judgements stored"
+    )
+    print(
+        f"key press -> next video playable, preloading on:  {summary(ms)}; "
+        f"{preloaded}/{len(warm)} served from the preloaded player"
+    )
+    print(f"  of which submit/ round trip (Resource Timing):  {summary(submits)}")
+    print(f"key press -> next video playable, preloading off: {summary([d['ms'] for d in cold])}")
+    verdict = "met" if p95 <= TARGET_MS else "MISSED"
+    print(f"target: {TARGET}: {verdict} (p95 {p95:.1f} ms)")
+    print("anchor: Label Studio users still ask for preloading (HumanSignal/label-studio #9101)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,659 @@
+/*
+ * firepool judging page: judge caption-video pairs with the keyboard (or touch).
+ *
+ * The server leases two pairs at a time: `current` (on screen) and `upcoming`. Two
+ * <video> elements take turns: the visible one plays `current`, the hidden one already
+ * loads `upcoming` (preload="auto"), and on advance they swap, so the next video shows
+ * and plays at once. Every judgement attempt carries a client UUID that is kept until the
+ * server acknowledges it, so retries after a network failure never count twice.
+ *
+ * For tests: window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
+ * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause}}) once a pair's
+ * video is visible and playable (ms: from the key press to playable); body[data-pair]
+ * holds the pair on screen and body[data-judge-state] the page's mode.
+ */
+(function () {
+  "use strict";
+
+  const root = document.getElementById("judge");
+  if (!root) {
+    return;
+  }
+  const apiBase = root.dataset.apiBase.replace(/\/?$/, "/");
+  const byId = (id) => document.getElementById(id);
+  const els = {
+    caption: byId("judge-caption"),
+    stage: byId("judge-stage"),
+    progress: byId("judge-progress"),
+    status: byId("judge-status"),
+    statusText: byId("judge-status-text"),
+    retry: byId("judge-retry"),
+    form: byId("judge-escalate"),
+    reason: byId("judge-reason"),
+    guidelines: byId("judge-guidelines"),
+    escalateButton: root.querySelector('[data-action="escalate"]'),
+    guidelinesButton: root.querySelector('[data-action="guidelines"]'),
+  };
+  let active = byId("judge-video-a");
+  let standby = byId("judge-video-b");
+
+  const MESSAGES = {
+    finished: "Nothing left to judge in this campaign — thank you",
+    waiting: "No pair is free right now (others hold the rest); checking again shortly…",
+    leaseExpired: "Your time on this pair ran out; here is the next one",
+    network: "Network problem — your judgement is kept and will be retried",
+    networkSync: "Network problem — will retry",
+    signedOut: "You are signed out or may not judge this campaign — reload the page to log in.",
+    emptyReason: "Say in a few words why this pair cannot be judged.",
+    videoError: "This video cannot be played — escalate it with E.",
+  };
+  // ?nopreload switches preloading off, so bench/judge_latency.py can show what it buys.
+  const PRELOAD = !new URLSearchParams(window.location.search).has("nopreload");
+  const REQUEST_TIMEOUT_MS = 15000;
+  const RETRY_FIRST_MS = 2000;
+  const RETRY_MAX_MS = 30000;
+  const WAITING_POLL_MS = 15000;
+
+  const state = {
+    mode: "loading", // loading | judging | finished | waiting
+    campaign: null,
+    current: null,
+    upcoming: null,
+    progress: null,
+    finished: false,
+    busy: false, // a request is in flight
+    pending: null, // a failed attempt, kept (same UUID) until the server acknowledges it
+    shownAt: 0, // performance.now() when the current pair became visible
+    escalating: false,
+    advances: [], // {pair, preloaded, ms, cause} per pair shown
+  };
+  const api = {
+    state: state,
+    lastAdvanceMs: null,
+    activeVideo: () => active,
+    standbyVideo: () => standby,
+  };
+  window.firepoolJudge = api;
+
+  let retryTimer = null;
+  let retryDelay = RETRY_FIRST_MS;
+  let waitingTimer = null;
+  let showToken = 0;
+
+  // --- small helpers --------------------------------------------------------------------
+
+  function newUuid() {
+    const cryptoApi = window.crypto;
+    if (cryptoApi && typeof cryptoApi.randomUUID === "function") {
+      return cryptoApi.randomUUID(); // secure contexts only (https, localhost)
+    }
+    const bytes = new Uint8Array(16);
+    if (cryptoApi && typeof cryptoApi.getRandomValues === "function") {
+      cryptoApi.getRandomValues(bytes);
+    } else {
+      for (let i = 0; i < 16; i += 1) {
+        bytes[i] = Math.floor(Math.random() * 256);
+      }
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+    bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 4122 variant
+    const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    return [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join("-");
+  }
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (match) {
+      return decodeURIComponent(match[1]);
+    }
+    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function eventTime(event) {
+    // event.timeStamp shares performance.now()'s clock in current browsers.
+    const now = performance.now();
+    if (event && event.timeStamp > 0 && event.timeStamp <= now) {
+      return event.timeStamp;
+    }
+    return now;
+  }
+
+  function setMode(mode) {
+    state.mode = mode;
+    document.body.dataset.judgeState = mode;
+    const canJudge = mode === "judging";
+    root.querySelectorAll(".judge-btn").forEach((button) => {
+      button.disabled = !canJudge;
+    });
+    els.stage.classList.toggle("is-empty", mode === "finished" || mode === "waiting");
+  }
+
+  function setBusy(busy) {
+    state.busy = busy;
+    root.classList.toggle("is-busy", busy);
+    root.setAttribute("aria-busy", busy ? "true" : "false");
+  }
+
+  function showStatus(text, kind, withRetry) {
+    els.statusText.textContent = text;
+    els.status.dataset.kind = kind || "info";
+    els.retry.hidden = !withRetry;
+    els.status.hidden = false;
+  }
+
+  function clearStatus() {
+    els.statusText.textContent = "";
+    els.retry.hidden = true;
+    els.status.hidden = true;
+  }
+
+  function renderProgress(progress) {
+    if (!progress) {
+      return;
+    }
+    const n = (value) => (typeof value === "number" ? value.toLocaleString("en") : "–");
+    els.progress.textContent = `judged today ${n(progress.judged_today)} · labels left ${n(progress.labels_left)}`;
+  }
+
+  // --- requests -------------------------------------------------------------------------
+
+  async function call(attempt) {
+    const init = {
+      method: attempt.method,
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+    };
+    if (attempt.method !== "GET") {
+      init.headers["X-CSRFToken"] = csrfToken();
+      if (attempt.body !== undefined) {
+        init.headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(attempt.body);
+      }
+    }
+    const controller = typeof AbortController === "function" ? new AbortController() : null;
+    if (controller) {
+      init.signal = controller.signal;
+    }
+    const timer = controller ? setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS) : null;
+    try {
+      const response = await fetch(apiBase + attempt.path, init);
+      let data = null;
+      try {
+        data = await response.json();
+      } catch (_err) {
+        data = null;
+      }
+      return { status: response.status, ok: response.ok, data: data };
+    } catch (_err) {
+      return null; // network failure or timeout
+    } finally {
+      if (timer) {
+        clearTimeout(timer);
+      }
+    }
+  }
+
+  function transient(result) {
+    return (
+      result === null ||
+      result.status >= 500 ||
+      result.status === 408 ||
+      result.status === 429 ||
+      (result.ok && (!result.data || typeof result.data !== "object"))
+    );
+  }
+
+  function describe(detail) {
+    // DRF sends a string, or field errors as {field: [messages]}.
+    if (!detail || typeof detail === "string") {
+      return detail || "";
+    }
+    if (Array.isArray(detail)) {
+      return detail.map(describe).join(" ");
+    }
+    if (typeof detail === "object") {
+      return Object.keys(detail)
+        .map((field) => `${field}: ${describe(detail[field])}`)
+        .join("; ");
+    }
+    return String(detail);
+  }
+
+  function nextAttempt(cause, pressAt) {
+    return {
+      kind: "next",
+      cause: cause,
+      method: "GET",
+      path: "next/",
+      pressAt: pressAt === undefined ? performance.now() : pressAt,
+    };
+  }
+
+  async function perform(attempt) {
+    if (state.busy) {
+      return;
+    }
+    clearTimeout(retryTimer);
+    clearTimeout(waitingTimer);
+    setBusy(true);
+    const result = await call(attempt);
+    setBusy(false);
+    if (transient(result)) {
+      failed(attempt);
+      return;
+    }
+    state.pending = null;
+    retryDelay = RETRY_FIRST_MS;
+    const data = result.data || {};
+    if (result.ok) {
+      if (!attempt.keepStatus) {
+        clearStatus();
+      }
+      if (attempt.kind === "escalate") {
+        closeEscalate(true);
+      }
+      apply(data, attempt);
+      return;
+    }
+    const detail = describe(data.detail || data.message) || `The server answered ${result.status}.`;
+    if (result.status === 401 || result.status === 403) {
+      showStatus(MESSAGES.signedOut, "error", false);
+      return;
+    }
+    if (data.code === "lease_expired") {
+      showStatus(MESSAGES.leaseExpired, "info", false);
+      const next = nextAttempt("lease_expired", attempt.pressAt);
+      next.keepStatus = true;
+      perform(next);
+      return;
+    }
+    if (attempt.kind === "undo") {
+      showStatus(detail, "info", false); // undo_window, not_found: nothing changed
+      return;
+    }
+    if (attempt.kind === "escalate" && result.status === 400) {
+      openEscalate(attempt.body.reason);
+      showStatus(detail, "warn", false);
+      return;
+    }
+    if (attempt.kind === "next") {
+      showStatus(detail, "error", false);
+      return;
+    }
+    // conflict, invalid or not found: say so and resynchronise with the server.
+    showStatus(detail, "warn", false);
+    const next = nextAttempt("resync", attempt.pressAt);
+    next.keepStatus = true;
+    perform(next);
+  }
+
+  function failed(attempt) {
+    // Undo carries no id, so it is never repeated blindly: ask where we stand instead.
+    const retry = attempt.kind === "undo" ? nextAttempt("resync", attempt.pressAt) : attempt;
+    state.pending = retry;
+    const judgement = retry.kind === "submit" || retry.kind === "escalate";
+    showStatus(judgement ? MESSAGES.network : MESSAGES.networkSync, "error", true);
+    retryTimer = setTimeout(retryPending, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
+  }
+
+  function retryPending() {
+    if (state.pending && !state.busy) {
+      perform(state.pending);
+    }
+  }
+
+  // --- showing pairs --------------------------------------------------------------------
+
+  function apply(data, attempt) {
+    state.campaign = data.campaign || state.campaign;
+    state.progress = data.progress || state.progress;
+    state.finished = Boolean(data.finished);
+    renderProgress(state.progress);
+    const previous = state.mode === "judging" ? state.current : null;
+    state.current = data.current || null;
+    state.upcoming = data.upcoming || null;
+    if (!state.current) {
+      showNothing();
+      return;
+    }
+    if (!previous || previous.pair !== state.current.pair) {
+      show(state.current, attempt);
+    }
+    preload(state.upcoming);
+  }
+
+  function makeActive(video) {
+    video.classList.add("is-active");
+    video.classList.remove("is-standby");
+    video.controls = true;
+    video.autoplay = true;
+    video.tabIndex = 0;
+    video.removeAttribute("aria-hidden");
+    video.setAttribute("aria-label", "Video to judge");
+  }
+
+  function makeStandby(video) {
+    video.pause();
+    video.classList.add("is-standby");
+    video.classList.remove("is-active");
+    video.controls = false;
+    video.autoplay = false;
+    video.tabIndex = -1;
+    video.setAttribute("aria-hidden", "true");
+    video.removeAttribute("aria-label");
+  }
+
+  function load(video, task) {
+    video.muted = true;
+    video.dataset.pair = String(task.pair);
+    video.src = task.video_url; // starts the resource selection (no load() needed)
+  }
+
+  function unload(video) {
+    video.pause();
+    delete video.dataset.pair;
+    if (video.hasAttribute("src")) {
+      video.removeAttribute("src");
+      video.load();
+    }
+  }
+
+  function show(task, attempt) {
+    const pressAt = attempt && attempt.pressAt !== undefined ? attempt.pressAt : performance.now();
+    const preloaded =
+      standby.dataset.pair === String(task.pair) && standby.hasAttribute("src") && !standby.error;
+    if (preloaded) {
+      const previous = active;
+      active = standby;
+      standby = previous;
+      makeActive(active);
+      makeStandby(standby);
+    } else {
+      load(active, task);
+    }
+    active.muted = true;
+    const playing = active.play();
+    if (playing && typeof playing.catch === "function") {
+      playing.catch(() => {}); // autoplay refused: the controls still work
+    }
+    els.caption.textContent = task.caption;
+    els.caption.title = task.caption_key || "";
+    document.body.dataset.pair = String(task.pair);
+    state.shownAt = performance.now();
+    setMode("judging");
+    const token = (showToken += 1);
+    whenPlayable(active, () => {
+      if (token !== showToken) {
+        return;
+      }
+      const ms = Math.max(0, performance.now() - pressAt);
+      const detail = {
+        pair: task.pair,
+        preloaded: preloaded,
+        ms: Math.round(ms * 10) / 10,
+        cause: attempt ? attempt.cause || attempt.kind : "load",
+      };
+      api.lastAdvanceMs = detail.ms;
+      state.advances.push(detail);
+      document.dispatchEvent(new CustomEvent("firepool:shown", { detail: detail }));
+    });
+  }
+
+  function whenPlayable(video, callback) {
+    const ready = () => {
+      // One animation frame so the swapped-in player has been laid out and shown.
+      window.requestAnimationFrame(() => callback());
+    };
+    if (video.readyState >= 3) {
+      ready();
+      return;
+    }
+    const onReady = () => {
+      cleanup();
+      ready();
+    };
+    const onError = () => {
+      cleanup();
+      if (video === active) {
+        showStatus(MESSAGES.videoError, "warn", false);
+      }
+    };
+    const cleanup = () => {
+      video.removeEventListener("canplay", onReady);
+      video.removeEventListener("error", onError);
+    };
+    video.addEventListener("canplay", onReady);
+    video.addEventListener("error", onError);
+  }
+
+  function preload(task) {
+    if (!task || !PRELOAD) {
+      unload(standby);
+      return;
+    }
+    if (standby.dataset.pair === String(task.pair) && standby.hasAttribute("src")) {
+      return;
+    }
+    standby.preload = "auto";
+    load(standby, task);
+  }
+
+  function showNothing() {
+    showToken += 1;
+    unload(active);
+    unload(standby);
+    closeEscalate(false);
+    els.caption.textContent = state.finished ? "All done" : "Waiting for a free pair";
+    els.caption.title = "";
+    document.body.dataset.pair = "";
+    if (state.finished) {
+      setMode("finished");
+      showStatus(MESSAGES.finished, "done", false);
+    } else {
+      setMode("waiting");
+      showStatus(MESSAGES.waiting, "info", false);
+      waitingTimer = setTimeout(() => perform(nextAttempt("poll")), WAITING_POLL_MS);
+    }
+  }
+
+  // --- actions --------------------------------------------------------------------------
+
+  function judge(label, key, pressAt) {
+    if (state.busy || state.pending || state.mode !== "judging" || !state.current) {
+      return;
+    }
+    const seconds = Math.max(0.001, (pressAt - state.shownAt) / 1000);
+    perform({
+      kind: "submit",
+      key: key,
+      method: "POST",
+      path: "submit/",
+      pressAt: pressAt,
+      body: {
+        pair: state.current.pair,
+        label: label,
+        uuid: newUuid(), // kept in state.pending across retries until acknowledged
+        seconds: Math.round(seconds * 1000) / 1000,
+      },
+    });
+  }
+
+  function undo(pressAt) {
+    if (state.busy || state.pending) {
+      return;
+    }
+    closeEscalate(false);
+    perform({ kind: "undo", key: "u", method: "POST", path: "undo/", pressAt: pressAt });
+  }
+
+  function openEscalate(reason) {
+    if (state.mode !== "judging" || !state.current || state.pending) {
+      return;
+    }
+    state.escalating = true;
+    els.form.hidden = false;
+    els.escalateButton.setAttribute("aria-expanded", "true");
+    if (typeof reason === "string") {
+      els.reason.value = reason;
+    }
+    els.reason.focus();
+  }
+
+  function closeEscalate(clear) {
+    state.escalating = false;
+    els.form.hidden = true;
+    els.escalateButton.setAttribute("aria-expanded", "false");
+    if (clear) {
+      els.reason.value = "";
+    }
+    if (document.activeElement === els.reason) {
+      els.reason.blur();
+    }
+  }
+
+  function sendEscalation(pressAt) {
+    if (state.busy || state.pending || !state.current) {
+      return;
+    }
+    const reason = els.reason.value.trim();
+    if (!reason) {
+      showStatus(MESSAGES.emptyReason, "warn", false);
+      els.reason.focus();
+      return;
+    }
+    closeEscalate(false);
+    perform({
+      kind: "escalate",
+      key: "e",
+      method: "POST",
+      path: "escalate/",
+      pressAt: pressAt,
+      body: { pair: state.current.pair, reason: reason, uuid: newUuid() },
+    });
+  }
+
+  function toggleGuidelines(open) {
+    const show = open === undefined ? els.guidelines.hidden : open;
+    els.guidelines.hidden = !show;
+    els.guidelinesButton.setAttribute("aria-expanded", show ? "true" : "false");
+  }
+
+  function togglePlay() {
+    if (state.mode !== "judging") {
+      return;
+    }
+    if (active.paused) {
+      const playing = active.play();
+      if (playing && typeof playing.catch === "function") {
+        playing.catch(() => {});
+      }
+    } else {
+      active.pause();
+    }
+  }
+
+  function act(action, pressAt, key) {
+    // A failed request waits for a retry: the same key (or Retry) sends it again.
+    if (state.pending && key && state.pending.key === key) {
+      retryPending();
+      return;
+    }
+    switch (action) {
+      case "relevant":
+        judge("relevant", "r", pressAt);
+        break;
+      case "irrelevant":
+        judge("irrelevant", "n", pressAt);
+        break;
+      case "escalate":
+        openEscalate();
+        break;
+      case "escalate-cancel":
+        closeEscalate(false);
+        break;
+      case "undo":
+        undo(pressAt);
+        break;
+      case "guidelines":
+        toggleGuidelines();
+        break;
+      case "guidelines-close":
+        toggleGuidelines(false);
+        break;
+      case "retry":
+        retryPending();
+        break;
+      default:
+        break;
+    }
+  }
+
+  const KEYS = { r: "relevant", n: "irrelevant", e: "escalate", u: "undo", g: "guidelines", "?": "guidelines" };
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) {
+      return;
+    }
+    const target = event.target;
+    if (target && (target.isContentEditable || /^(TEXTAREA|INPUT|SELECT)$/.test(target.tagName))) {
+      return; // typing (the escalation reason has its own keys)
+    }
+    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    if (key === "Escape") {
+      if (!els.guidelines.hidden) {
+        toggleGuidelines(false);
+      } else if (state.escalating) {
+        closeEscalate(false);
+      }
+      return;
+    }
+    if (key === " " || key === "Spacebar") {
+      // Always play/pause, so a focused judgement button is never pressed by Space.
+      event.preventDefault();
+      togglePlay();
+      return;
+    }
+    const action = KEYS[key];
+    if (!action) {
+      return;
+    }
+    event.preventDefault();
+    if (event.repeat && action !== "guidelines") {
+      return;
+    }
+    act(action, eventTime(event), key === "?" ? "g" : key);
+  });
+
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-action]");
+    if (!button || !root.contains(button)) {
+      return;
+    }
+    const action = button.dataset.action;
+    const key = { relevant: "r", irrelevant: "n", undo: "u" }[action];
+    act(action, eventTime(event), key);
+  });
+
+  els.form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    sendEscalation(eventTime(event));
+  });
+
+  els.reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      sendEscalation(eventTime(event));
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      closeEscalate(false);
+    }
+  });
+
+  // Retry at once when the connection comes back.
+  window.addEventListener("online", retryPending);
+
+  setMode("loading");
+  perform(nextAttempt("load"));
+})();

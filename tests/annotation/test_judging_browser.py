@@ -1,0 +1,332 @@
+"""The judging page in Debian's Chromium: keyboard-only judging, preloading, undo, guidelines,
+escalation, a network failure, and a finished campaign, checked against the database."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation.campaigns import CampaignSpec, create_campaign
+from annotation.models import Escalation, Judgement, Lease, Pair
+from annotation.roles import ANNOTATOR, ensure_groups
+from retrieval.models import Caption, RetrievalModel, Video
+from retrieval.runs import RankedLists
+from retrieval.services.demo import create_demo_dataset
+from retrieval.services.runs import store_run
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--autoplay-policy=no-user-gesture-required",
+]
+PASSWORD = "pw-annotator-12345"
+SCREENSHOT = "/tmp/judge.png"
+SCREENSHOT_TABLET = "/tmp/judge-tablet.png"
+SCREENSHOT_GUIDELINES = "/tmp/judge-guidelines.png"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium not installed"),
+    pytest.mark.django_db(transaction=True),
+]
+
+# Collects every firepool:shown event of the page, from its first script on.
+RECORD_SHOWN = """
+window.__shown = [];
+document.addEventListener("firepool:shown", (e) => window.__shown.push(e.detail));
+"""
+
+# The visible player: is it the pair on screen, shown, ready and really advancing?
+PLAYBACK = """
+async () => {
+  const v = window.firepoolJudge.activeVideo();
+  const t1 = v.currentTime;
+  await new Promise((resolve) => setTimeout(resolve, 350));
+  return {
+    pair: v.dataset.pair, body: document.body.dataset.pair, ready: v.readyState,
+    t1: t1, t2: v.currentTime, paused: v.paused, error: v.error && v.error.code,
+    visibility: getComputedStyle(v).visibility, width: v.getBoundingClientRect().width,
+    fit: getComputedStyle(v).objectFit,
+    inside: (() => {
+      const r = v.getBoundingClientRect();
+      const s = document.getElementById("judge-stage").getBoundingClientRect();
+      return r.top >= s.top - 1 && r.bottom <= s.bottom + 1 && r.left >= s.left - 1
+        && r.right <= s.right + 1;
+    })(),
+  };
+}
+"""
+
+
+def build_campaign(name: str = "c", depth: int = 5):
+    """A 24-clip demo world and a campaign pooling one run over its test split."""
+    dataset = create_demo_dataset(name="b", n_videos=24, seed=1, workers=1)
+    queries = np.array(
+        Caption.objects.filter(dataset=dataset, split="test", is_query=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    videos = np.array(
+        Video.objects.filter(dataset=dataset, split="test")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    scores = np.random.default_rng(0).random((len(queries), len(videos)))
+    order = np.argsort(-scores, axis=1)
+    model = RetrievalModel.objects.create(dataset=dataset, name="m", source="run")
+    run = store_run(
+        model,
+        "m",
+        RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1)),
+    )
+    return create_campaign(
+        dataset, [run], CampaignSpec(name=name, depth=depth, second_label_rate=0.0)
+    )
+
+
+def make_annotator(username: str = "ann"):
+    user = get_user_model().objects.create_user(username, password=PASSWORD)
+    user.groups.add(ensure_groups()[ANNOTATOR])
+    return user
+
+
+@pytest.fixture
+def browser():
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
+    # around it are synchronous and safe.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def open_judge_page(browser, base_url: str, campaign, username: str = "ann", viewport=None):
+    page = browser.new_page(viewport=viewport or {"width": 1280, "height": 800})
+    page.add_init_script(RECORD_SHOWN)
+    page.goto(f"{base_url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base_url}/")
+    page.goto(f"{base_url}/judge/{campaign.pk}/")
+    return page
+
+
+def wait_for_pair(page, previous: str = "") -> int:
+    """Wait until a pair other than ``previous`` is on screen and its video has been shown."""
+    page.wait_for_function(
+        "prev => document.body.dataset.pair && document.body.dataset.pair !== prev",
+        arg=previous,
+        timeout=15000,
+    )
+    pair = page.evaluate("document.body.dataset.pair")
+    page.wait_for_function(
+        "pair => window.__shown.some((d) => String(d.pair) === pair)", arg=pair, timeout=15000
+    )
+    return int(pair)
+
+
+def assert_plays(page, pair: int) -> None:
+    state = page.evaluate(PLAYBACK)
+    assert state["pair"] == state["body"] == str(pair), state
+    assert state["error"] is None, state
+    assert state["ready"] >= 3, state
+    assert not state["paused"], state
+    assert state["t2"] != state["t1"], f"video is not advancing: {state}"
+    assert state["visibility"] == "visible" and state["width"] > 100, state
+    # The whole frame is on screen: the player fits the stage and letterboxes the video.
+    assert state["inside"] and state["fit"] == "contain", state
+
+
+def test_keyboard_judging_preloads_and_undoes(live_server, browser):
+    campaign = build_campaign()
+    user = make_annotator()
+    page = open_judge_page(browser, live_server.url, campaign)
+
+    pair = wait_for_pair(page)
+    assert_plays(page, pair)
+    assert page.locator("#judge-caption").inner_text().strip() not in ("", "Loading…")
+    assert "judged today 0" in page.locator("#judge-progress").inner_text()
+    page.screenshot(path=SCREENSHOT)
+
+    pressed: list[tuple[int, str]] = []
+    for key in ["r", "n", "r", "n", "r"]:
+        page.wait_for_timeout(150)  # a judgement takes some time: seconds > 0
+        pressed.append((pair, key))
+        page.keyboard.press(key)
+        pair = wait_for_pair(page, str(pair))
+        assert_plays(page, pair)
+    assert "judged today 5" in page.locator("#judge-progress").inner_text()
+
+    # Undo takes back the latest judgement and shows that pair again.
+    last_pair = pressed[-1][0]
+    page.keyboard.press("u")
+    assert wait_for_pair(page, str(pair)) == last_pair
+    assert_plays(page, last_pair)
+    page.wait_for_function(
+        "() => document.getElementById('judge-progress').textContent.includes('judged today 4')"
+    )
+
+    # A tablet in portrait: the same page, narrower.
+    page.set_viewport_size({"width": 820, "height": 1180})
+    page.wait_for_timeout(200)
+    page.screenshot(path=SCREENSHOT_TABLET)
+    for selector in ("[data-action=relevant]", "[data-action=irrelevant]"):
+        box = page.locator(selector).bounding_box()
+        assert box["height"] >= 44 and box["width"] >= 120, box
+
+    live = Judgement.objects.filter(annotator=user, undone_at__isnull=True)
+    undone = Judgement.objects.filter(annotator=user, undone_at__isnull=False)
+    assert live.count() == 4
+    assert list(undone.values_list("pair_id", flat=True)) == [last_pair]
+    labels = {"r": "relevant", "n": "irrelevant"}
+    assert dict(live.values_list("pair_id", "label")) == {
+        pair_id: labels[key] for pair_id, key in pressed[:-1]
+    }
+    assert all(seconds and seconds > 0 for seconds in live.values_list("seconds", flat=True))
+
+    shown = page.evaluate("window.__shown")
+    advances = [d for d in shown if d["cause"] == "submit"]
+    assert len(advances) == 5
+    assert sum(d["preloaded"] for d in advances) >= 3, advances
+    assert all(d["ms"] >= 0 for d in advances)
+    undo_shown = [d for d in shown if d["cause"] == "undo"]
+    assert [d["pair"] for d in undo_shown] == [last_pair]
+
+
+def test_guidelines_panel_and_escalation(live_server, browser):
+    campaign = build_campaign()
+    user = make_annotator()
+    page = open_judge_page(browser, live_server.url, campaign)
+    pair = wait_for_pair(page)
+
+    panel = page.locator("#judge-guidelines")
+    assert not panel.is_visible()
+    page.keyboard.press("g")
+    assert panel.is_visible()
+    assert "every element" in panel.inner_text()
+    assert page.locator("[data-action=guidelines]").get_attribute("aria-expanded") == "true"
+    page.screenshot(path=SCREENSHOT_GUIDELINES)
+    page.keyboard.press("Escape")
+    assert not panel.is_visible()
+    page.keyboard.press("?")
+    assert panel.is_visible()
+    page.keyboard.press("g")
+    assert not panel.is_visible()
+
+    # Space plays and pauses, even with a judgement button focused (which it never presses).
+    page.focus("[data-action=relevant]")
+    page.keyboard.press(" ")
+    assert page.evaluate("window.firepoolJudge.activeVideo().paused")
+    page.keyboard.press(" ")
+    assert not page.evaluate("window.firepoolJudge.activeVideo().paused")
+    page.wait_for_timeout(200)
+    assert page.evaluate("document.body.dataset.pair") == str(pair)
+    assert not Judgement.objects.filter(annotator=user).exists()
+    page.evaluate("document.activeElement.blur()")
+
+    # Escalate: E opens the form; keys typed there are text, not judgements.
+    page.keyboard.press("e")
+    reason = page.locator("#judge-reason")
+    assert reason.is_visible()
+    assert page.evaluate("document.activeElement.id") == "judge-reason"
+    page.keyboard.press("Escape")
+    assert not reason.is_visible()
+    page.keyboard.press("e")
+    page.keyboard.type("red ball hidden: cannot tell")
+    page.keyboard.press("Enter")
+    new_pair = wait_for_pair(page, str(pair))
+    assert new_pair != pair
+    escalation = Escalation.objects.get(annotator=user)
+    assert escalation.pair_id == pair
+    assert escalation.reason == "red ball hidden: cannot tell"
+    assert Pair.objects.get(pk=pair).held
+    assert not Judgement.objects.filter(annotator=user).exists()
+
+
+def test_network_failure_is_retried_with_the_same_uuid(live_server, browser):
+    campaign = build_campaign()
+    user = make_annotator()
+    page = open_judge_page(browser, live_server.url, campaign)
+    pair = wait_for_pair(page)
+
+    bodies: list[dict] = []
+    failed = []
+
+    def lose_answer(route):
+        bodies.append(json.loads(route.request.post_data))
+        if not failed:
+            # The server stores the judgement, but its answer never reaches the page.
+            route.fetch()
+            failed.append(True)
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/submit/", lose_answer)
+    page.wait_for_timeout(100)
+    page.keyboard.press("r")
+    status = page.locator("#judge-status")
+    page.wait_for_function(
+        "() => document.getElementById('judge-status-text').textContent.includes('Network problem')"
+    )
+    assert status.is_visible() and page.locator("#judge-retry").is_visible()
+    assert page.evaluate("document.body.dataset.pair") == str(pair)
+    page.keyboard.press("r")  # the same key retries (so would the Retry button, or a timer)
+    wait_for_pair(page, str(pair))
+    assert not status.is_visible()
+
+    assert len(bodies) >= 2 and len({body["uuid"] for body in bodies}) == 1
+    judgement = Judgement.objects.get(annotator=user)
+    assert (judgement.pair_id, judgement.label, str(judgement.uuid)) == (
+        pair,
+        "relevant",
+        bodies[0]["uuid"],
+    )
+
+
+def test_expired_lease_moves_on(live_server, browser):
+    campaign = build_campaign()
+    user = make_annotator()
+    page = open_judge_page(browser, live_server.url, campaign)
+    pair = wait_for_pair(page)
+    # The lease ran out and someone else took the pair's only slot.
+    Lease.objects.filter(annotator=user, pair_id=pair).delete()
+    Pair.objects.filter(pk=pair).update(leased=1, open_slots=0)
+    page.keyboard.press("n")
+    new_pair = wait_for_pair(page, str(pair))
+    assert new_pair != pair
+    assert_plays(page, new_pair)
+    status = page.locator("#judge-status")
+    assert status.is_visible()
+    assert "Your time on this pair ran out; here is the next one" in status.inner_text()
+    assert not Judgement.objects.filter(annotator=user).exists()
+
+
+def test_finished_campaign_says_so(live_server, browser):
+    campaign = build_campaign()
+    make_annotator()
+    Pair.objects.filter(campaign=campaign).update(needed=0, open_slots=0)
+    page = open_judge_page(browser, live_server.url, campaign)
+    page.wait_for_function("() => document.body.dataset.judgeState === 'finished'")
+    status = page.locator("#judge-status")
+    assert status.is_visible()
+    assert "Nothing left to judge in this campaign — thank you" in status.inner_text()
+    assert page.locator("[data-action=relevant]").is_disabled()
+    assert page.evaluate("document.body.dataset.pair") == ""
+    page.keyboard.press("r")  # nothing to judge: no request, no error
+    page.wait_for_timeout(200)
+    assert "Nothing left" in status.inner_text()
