@@ -23,6 +23,7 @@ setup: install
 	$(PY) manage.py migrate --noinput -v 0
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py demo --if-missing
+	$(PY) manage.py demo_campaign
 	$(PY) manage.py create_demo_users
 
 test: install browser

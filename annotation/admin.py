@@ -1,0 +1,153 @@
+"""Admin for campaigns (created by pooling chosen runs), pairs, judgements and escalations."""
+
+from django import forms
+from django.contrib import admin, messages
+
+from annotation import assignment
+from annotation.campaigns import CampaignError, CampaignSpec, check_spec, create_campaign
+from annotation.models import Campaign, Escalation, Judgement, Pair
+from retrieval.models import Run
+
+SPEC_FIELDS = [
+    "name",
+    "dataset",
+    "depth",
+    "query_sample",
+    "seed",
+    "second_label_rate",
+    "max_labels",
+    "lease_seconds",
+    "guidelines",
+]
+
+
+class CampaignCreateForm(forms.ModelForm):
+    """Choose runs and settings; saving pools the runs into pairs."""
+
+    runs = forms.ModelMultipleChoiceField(
+        queryset=Run.objects.select_related("dataset").order_by("dataset__name", "name"),
+        help_text="Runs whose top-k videos are pooled (all from the chosen dataset).",
+    )
+
+    class Meta:
+        model = Campaign
+        fields = SPEC_FIELDS
+
+    def spec(self) -> CampaignSpec:
+        data = self.cleaned_data
+        return CampaignSpec(
+            name=data["name"],
+            depth=data["depth"],
+            query_sample=data.get("query_sample"),
+            seed=data["seed"],
+            second_label_rate=data["second_label_rate"],
+            max_labels=data["max_labels"],
+            lease_seconds=data["lease_seconds"],
+            guidelines=data.get("guidelines") or None,
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            check_spec(cleaned["dataset"], self.spec(), list(cleaned["runs"]))
+        except CampaignError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return cleaned
+
+
+@admin.register(Campaign)
+class CampaignAdmin(admin.ModelAdmin):
+    list_display = ["name", "dataset", "status", "depth", "second_label_rate", "created_at"]
+    list_filter = ["status", "dataset"]
+    search_fields = ["name"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = CampaignCreateForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return [*SPEC_FIELDS[:2], "runs", *SPEC_FIELDS[2:]]
+        return ["name", "dataset", "status", "lease_seconds", "guidelines", "options"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["dataset"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        campaign = create_campaign(
+            form.cleaned_data["dataset"], list(form.cleaned_data["runs"]), form.spec(), request.user
+        )
+        obj.pk = campaign.pk
+        obj.created_at = campaign.created_at
+        messages.info(request, f"Pooled {campaign.pairs.count()} pairs into {campaign.name!r}.")
+
+    def save_related(self, request, form, formsets, change):
+        if change:
+            super().save_related(request, form, formsets, change)
+
+
+@admin.register(Pair)
+class PairAdmin(admin.ModelAdmin):
+    list_display = [
+        "pk",
+        "campaign",
+        "caption",
+        "video",
+        "status",
+        "label_count",
+        "needed",
+        "double",
+        "held",
+    ]
+    list_filter = ["campaign", "status", "double", "held"]
+    list_select_related = ["campaign", "caption", "video"]
+    raw_id_fields = ["caption", "video", "adjudicated_by"]
+    readonly_fields = [
+        "label_count",
+        "relevant_count",
+        "needed",
+        "leased",
+        "open_slots",
+        "position",
+    ]
+
+
+@admin.register(Judgement)
+class JudgementAdmin(admin.ModelAdmin):
+    list_display = ["pk", "pair", "annotator", "label", "seconds", "created_at", "undone_at"]
+    list_filter = ["label", "pair__campaign"]
+    list_select_related = ["pair", "annotator"]
+    raw_id_fields = ["pair"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Escalation)
+class EscalationAdmin(admin.ModelAdmin):
+    list_display = ["pk", "pair", "annotator", "reason", "created_at", "resolved_at"]
+    list_filter = ["pair__campaign", ("resolved_at", admin.EmptyFieldListFilter)]
+    raw_id_fields = ["pair"]
+    actions = ["return_to_queue", "adjudicate_relevant", "adjudicate_irrelevant"]
+
+    def _resolve(self, request, queryset, label):
+        for escalation in queryset.filter(resolved_at__isnull=True):
+            assignment.resolve_escalation(escalation, request.user, label=label)
+        self.message_user(request, "Escalations resolved.")
+
+    @admin.action(description="Return the pairs to the judging queue")
+    def return_to_queue(self, request, queryset):
+        self._resolve(request, queryset, None)
+
+    @admin.action(description="Adjudicate the pairs as relevant")
+    def adjudicate_relevant(self, request, queryset):
+        self._resolve(request, queryset, "relevant")
+
+    @admin.action(description="Adjudicate the pairs as not relevant")
+    def adjudicate_irrelevant(self, request, queryset):
+        self._resolve(request, queryset, "irrelevant")

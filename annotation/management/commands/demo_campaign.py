@@ -1,0 +1,59 @@
+"""Create the demo campaign from the demo world's runs and pre-fill it in part."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.campaigns import CampaignError, CampaignSpec, create_campaign
+from annotation.models import Campaign
+from annotation.simulation import simulate
+from retrieval.models import Dataset, Run
+
+DEMO_RUNS = ("random", "minilm", "mme", "jpose")
+
+
+class Command(BaseCommand):
+    help = (
+        "Pool the demo world's four runs at depth 10 into the campaign 'demo-campaign' and "
+        "let simulated annotators judge part of it (--fill), so agreement figures exist at "
+        "once and pairs are still left for people to judge. Does nothing if it exists."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", default="demo")
+        parser.add_argument("--name", default="demo-campaign")
+        parser.add_argument("--depth", type=int, default=10)
+        parser.add_argument("--fill", type=float, default=0.6, help="Share of labels to pre-fill.")
+        parser.add_argument("--error-rate", type=float, default=0.05)
+        parser.add_argument("--seed", type=int, default=0)
+
+    def handle(self, *args, **options):
+        if Campaign.objects.filter(name=options["name"]).exists():
+            self.stdout.write(f"Campaign {options['name']!r} already exists; keeping it.")
+            return
+        dataset = Dataset.objects.filter(name=options["dataset"]).first()
+        if dataset is None:
+            raise CommandError(f"no dataset named {options['dataset']!r}; run `manage.py demo`")
+        runs = list(Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS))
+        runs.sort(key=lambda run: DEMO_RUNS.index(run.name))
+        if not runs:
+            raise CommandError(f"dataset {dataset.name!r} has no demo runs; run `manage.py demo`")
+        try:
+            campaign = create_campaign(
+                dataset,
+                runs,
+                CampaignSpec(name=options["name"], depth=options["depth"], seed=options["seed"]),
+            )
+        except CampaignError as exc:
+            raise CommandError(str(exc)) from None
+        labels = sum(campaign.pairs.values_list("needed", flat=True))
+        result = simulate(
+            campaign,
+            annotators=3,
+            error_rate=options["error_rate"],
+            seed=options["seed"],
+            max_judgements=int(labels * options["fill"]),
+        )
+        self.stdout.write(
+            f"Campaign {campaign.name!r}: {campaign.pairs.count()} pairs from "
+            f"{', '.join(run.name for run in runs)}; {result.judgements} labels pre-filled by "
+            f"{result.annotators} simulated annotators (error rate {options['error_rate']})."
+        )

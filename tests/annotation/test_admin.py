@@ -1,0 +1,55 @@
+"""Admins create campaigns from chosen runs in the admin UI."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation.models import Campaign, Pair
+from tests.annotation.test_assignment import make_campaign
+
+
+@pytest.fixture
+def admin_client(client, db):
+    client.force_login(
+        get_user_model().objects.create_superuser("root", "r@example.org", "pw-root-123")
+    )
+    return client
+
+
+def form_data(dataset, run, **extra):
+    data = {
+        "name": "from-admin",
+        "dataset": dataset.pk,
+        "runs": [run.pk],
+        "depth": 2,
+        "seed": 0,
+        "second_label_rate": 0.5,
+        "max_labels": 3,
+        "lease_seconds": 300,
+        "guidelines": "Every element must be present.",
+    }
+    data.update(extra)
+    return data
+
+
+def test_admin_creates_campaign_by_pooling(admin_client):
+    source = make_campaign(n_queries=3, depth=3)
+    run = source.runs.get()
+    page = admin_client.get("/admin/annotation/campaign/add/")
+    assert page.status_code == 200 and b"Runs whose top-k" in page.content
+    response = admin_client.post("/admin/annotation/campaign/add/", form_data(source.dataset, run))
+    assert response.status_code == 302, response.content[:2000]
+    campaign = Campaign.objects.get(name="from-admin")
+    assert Pair.objects.filter(campaign=campaign).count() == 6  # 3 queries x depth 2
+    assert campaign.run_names() == [run.name]
+    assert campaign.created_by.username == "root"
+
+
+def test_admin_form_rejects_bad_depth(admin_client):
+    source = make_campaign(n_queries=3, depth=3)
+    run = source.runs.get()
+    response = admin_client.post(
+        "/admin/annotation/campaign/add/", form_data(source.dataset, run, depth=9)
+    )
+    assert response.status_code == 200
+    assert b"shallower than depth 9" in response.content
+    assert not Campaign.objects.filter(name="from-admin").exists()
