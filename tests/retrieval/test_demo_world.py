@@ -421,12 +421,14 @@ def test_process_pool_renders_the_same_clips(settings):
 @pytest.mark.django_db
 def test_demo_command_builds_once_and_if_missing_is_idempotent():
     out = StringIO()
-    call_command("demo", videos=12, seed=0, name="cmd", verbosity=0, stdout=out)
+    call_command("demo", videos=12, seed=0, name="cmd", verbosity=0, stdout=out, no_models=True)
     assert "12 videos (8 train, 4 test)" in out.getvalue()
     assert "Relevant test videos per query caption" in out.getvalue()
     again = StringIO()
-    call_command("demo", videos=12, name="cmd", if_missing=True, verbosity=0, stdout=again)
+    call_command(
+        "demo", videos=12, name="cmd", if_missing=True, no_models=True, verbosity=0, stdout=again
+    )
     assert "already exists" in again.getvalue()
     assert Dataset.objects.filter(name="cmd").count() == 1
     with pytest.raises(CommandError, match="--replace"):
-        call_command("demo", videos=12, name="cmd", verbosity=0, stdout=StringIO())
+        call_command("demo", videos=12, name="cmd", verbosity=0, stdout=StringIO(), no_models=True)

@@ -162,6 +162,7 @@ def test_export_import_round_trip_is_identical(dataset, tmp_path):
     original = run_rankings(Run.objects.get(name="up"))
     reread = run_rankings(Run.objects.get(name="again"))
     assert original == reread
+
     def without_run_id(path):
         return [line.rsplit(" ", 1)[0] for line in path.read_text().splitlines()]
 

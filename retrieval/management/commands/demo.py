@@ -13,6 +13,7 @@ from retrieval.services.demo import (
     create_demo_dataset,
     summarize_demo_dataset,
 )
+from retrieval.services.demo_models import DEMO_MODELS, build_demo_models, score_runs
 
 
 class Command(BaseCommand):
@@ -41,6 +42,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers", type=int, default=2, help="Rendering processes (default: 2)."
         )
+        parser.add_argument(
+            "--no-models",
+            action="store_true",
+            help="Only build the world; skip training and running the four built-in models.",
+        )
+        parser.add_argument("--epochs", type=int, help="Training epochs for mme and jpose.")
+        parser.add_argument("--k", type=int, default=20, help="Depth of the demo runs.")
+        parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
         existing = parser.add_mutually_exclusive_group()
         existing.add_argument(
             "--replace", action="store_true", help="Delete and rebuild an existing dataset."
@@ -57,19 +66,52 @@ class Command(BaseCommand):
             raise CommandError("--videos must be at least 1")
         if not 0.0 <= options["test_fraction"] <= 1.0:
             raise CommandError("--test-fraction must be between 0 and 1")
-        if Dataset.objects.filter(name=name).exists():
-            if options["if_missing"]:
-                self.stdout.write(f'Dataset "{name}" already exists; nothing to do.')
-                return
-            if not options["replace"]:
+        dataset = Dataset.objects.filter(name=name).first()
+        if dataset is not None and not options["replace"]:
+            if not options["if_missing"]:
                 raise CommandError(
                     f'Dataset "{name}" already exists: pass --replace to rebuild it, '
                     "or --if-missing to keep it."
                 )
+            self.stdout.write(f'Dataset "{name}" already exists; keeping it.')
+        else:
+            started = time.perf_counter()
+            dataset = self._build(options)
+            summary = summarize_demo_dataset(dataset)
+            self._report(name, summary, time.perf_counter() - started)
+        if not options["no_models"]:
+            self._models(dataset, options)
+
+    def _models(self, dataset: Dataset, options: dict) -> None:
+        """Train and run the four built-in models, then print their Correct@K."""
+        missing = [m for m in DEMO_MODELS if not dataset.runs.filter(name=m).exists()]
         started = time.perf_counter()
-        dataset = self._build(options)
-        summary = summarize_demo_dataset(dataset)
-        self._report(name, summary, time.perf_counter() - started)
+        try:
+            runs = build_demo_models(
+                dataset,
+                k=options["k"],
+                seed=options["seed"],
+                epochs=options["epochs"],
+                device=options["device"],
+                progress=options["verbosity"] > 0,
+                say=self.stdout.write,
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if missing:
+            self.stdout.write(
+                f"Built runs {', '.join(missing)} in {time.perf_counter() - started:.1f} s."
+            )
+        self.stdout.write(
+            "Correct@K of the demo runs: exhaustive ground truth (original positive only)"
+        )
+        self.stdout.write(f"  {'run':<8} {'C@1':>15} {'C@5':>15} {'C@10':>15}")
+        for scores in score_runs(runs):
+            cells = " ".join(
+                f"{100 * scores.exhaustive[key]:6.1f} ({100 * scores.original[key]:5.1f})"
+                for key in ("C@1", "C@5", "C@10")
+            )
+            self.stdout.write(f"  {scores.run:<8} {cells}")
 
     def _build(self, options: dict) -> Dataset:
         bar = tqdm(

@@ -1,0 +1,1 @@
+"""Built-in retrieval models (encoders) and the video feature extractor."""

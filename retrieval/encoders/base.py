@@ -1,0 +1,236 @@
+"""The interface every built-in retrieval model (encoder) follows, and its plain inputs.
+
+An encoder maps captions and videos into one space where the dot product ranks videos
+for a caption (JPoSE §3.1: f and g into a shared space). Encoders are pure: numpy or
+torch in, L2-normalised float32 numpy out; nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+FORMAT = "firepool-encoder"
+FORMAT_VERSION = 1
+
+PositiveMask = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(caption indices [b], video indices [m]) -> bool [b, m]: the pairs that count as relevant."""
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``"auto"`` (or None) means CUDA when available, else the CPU; anything else as given."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Rows scaled to unit L2 norm (all-zero rows stay zero), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, eps)).astype(np.float32)
+
+
+def stable_seed(*parts: object) -> int:
+    """A 64-bit seed from ``parts`` that is the same in every process and on every machine."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little")
+
+
+@dataclass(frozen=True)
+class VideoInputs:
+    """What an encoder may use of each video: its key, its features, its known captions.
+
+    ``features`` (n x f float32) feed visual models; ``captions`` (one list of texts per
+    video) feed text-only models, which describe a video by its captions. At query time
+    these must be the video's non-query (training) captions.
+    """
+
+    keys: Sequence[str]
+    features: np.ndarray | None = None
+    captions: Sequence[Sequence[str]] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.keys)
+        if self.features is not None and len(self.features) != n:
+            raise ValueError(f"{len(self.features)} feature rows for {n} videos")
+        if self.captions is not None and len(self.captions) != n:
+            raise ValueError(f"{len(self.captions)} caption lists for {n} videos")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def thresholded(similarity: np.ndarray, threshold: float) -> np.ndarray:
+    """Positives from a caption x video semantic similarity: S >= T (seed 000 §4.3)."""
+    return np.asarray(similarity) >= threshold
+
+
+def thresholded_provider(
+    similarity: Callable[[np.ndarray, np.ndarray], np.ndarray], threshold: float
+) -> PositiveMask:
+    """A positive-mask provider from a (caption indices, video indices) -> S function."""
+
+    def positives(caption_idx: np.ndarray, video_idx: np.ndarray) -> np.ndarray:
+        return np.asarray(similarity(caption_idx, video_idx)) >= threshold
+
+    return positives
+
+
+@dataclass
+class TrainingData:
+    """A training split: video features, captions and which video each caption describes.
+
+    ``positives`` says which caption-video pairs are relevant: None for instance relevance
+    (only a caption's own video, as in IVR), a bool caption x video matrix, or a callable
+    that builds the sub-matrix for given caption and video indices (for semantic training,
+    positives = S >= T, seed 000 §4.3). A caption's own video is always a positive.
+    """
+
+    video_features: np.ndarray
+    captions: Sequence[str]
+    caption_video: np.ndarray
+    positives: np.ndarray | PositiveMask | None = None
+    video_keys: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        self.video_features = np.asarray(self.video_features, dtype=np.float32)
+        self.caption_video = np.asarray(self.caption_video, dtype=np.int64)
+        n_v = len(self.video_features)
+        if self.video_features.ndim != 2:
+            raise ValueError("video_features must be a 2-d array (videos x features)")
+        if len(self.caption_video) != len(self.captions):
+            raise ValueError(
+                f"{len(self.caption_video)} video indices for {len(self.captions)} captions"
+            )
+        if len(self.captions) and (self.caption_video.min() < 0 or self.caption_video.max() >= n_v):
+            raise ValueError("caption_video holds an index outside the videos")
+        if isinstance(self.positives, np.ndarray) and self.positives.shape != (
+            len(self.captions),
+            n_v,
+        ):
+            raise ValueError(f"positives must be captions x videos, got {self.positives.shape}")
+
+    @property
+    def n_videos(self) -> int:
+        return len(self.video_features)
+
+    def positive_mask(self, caption_idx: np.ndarray, video_idx: np.ndarray) -> np.ndarray:
+        """Bool [len(caption_idx), len(video_idx)]: relevant pairs (own video always)."""
+        caption_idx, video_idx = np.asarray(caption_idx), np.asarray(video_idx)
+        mask = self.caption_video[caption_idx][:, None] == video_idx[None, :]
+        if self.positives is None:
+            return mask
+        if callable(self.positives):
+            extra = np.asarray(self.positives(caption_idx, video_idx), dtype=bool)
+        else:
+            extra = self.positives[np.ix_(caption_idx, video_idx)]
+        return mask | extra
+
+
+class Encoder(ABC):
+    """A retrieval model: captions and videos -> L2-normalised vectors of size ``dim``.
+
+    Subclasses set ``name``; ``trainable`` ones implement :meth:`fit` and keep their
+    learned tensors in :meth:`state`. ``uses_features`` / ``uses_captions`` say which
+    fields of :class:`VideoInputs` :meth:`encode_videos` reads.
+    """
+
+    name: ClassVar[str]
+    trainable: ClassVar[bool] = False
+    uses_features: ClassVar[bool] = False
+    uses_captions: ClassVar[bool] = False
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Size of the embedding vectors."""
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """Plain (JSON-able) constructor arguments that rebuild this encoder."""
+
+    @abstractmethod
+    def encode_captions(
+        self,
+        texts: Sequence[str],
+        *,
+        device: str | torch.device = "auto",
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> np.ndarray:
+        """Float32 [len(texts), dim], rows of unit norm."""
+
+    @abstractmethod
+    def encode_videos(
+        self,
+        inputs: VideoInputs,
+        *,
+        device: str | torch.device = "auto",
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> np.ndarray:
+        """Float32 [len(inputs), dim], rows of unit norm (zero where nothing is known)."""
+
+    def fit(
+        self,
+        data: TrainingData,
+        *,
+        epochs: int | None = None,
+        seed: int = 0,
+        device: str | torch.device = "auto",
+        progress: bool = False,
+    ) -> list[float]:
+        """Train on ``data``; returns the mean loss of each epoch."""
+        raise TypeError(f"the {self.name} encoder is not trainable")
+
+    def state(self) -> dict[str, Any]:
+        """Learned tensors to save (empty for encoders without learned weights)."""
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state` returned."""
+        if state:
+            raise ValueError(f"the {self.name} encoder has no learned state to load")
+
+    def save(self, path: str | Path) -> None:
+        """Write config and state as one torch file that :meth:`load` reads back."""
+        payload = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "name": self.name,
+            "config": self.config(),
+            "state": self.state(),
+        }
+        torch.save(payload, str(path))
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> Encoder:
+        """Rebuild an encoder of this class from a loaded payload."""
+        if payload.get("name") != cls.name:
+            raise ValueError(f"file holds a {payload.get('name')!r} encoder, not {cls.name!r}")
+        encoder = cls(**payload["config"])
+        encoder.load_state(payload["state"])
+        return encoder
+
+    @classmethod
+    def load(cls, path: str | Path) -> Encoder:
+        """Read an encoder saved by :meth:`save`."""
+        return cls.from_payload(read_payload(path))
+
+
+def read_payload(path: str | Path) -> dict[str, Any]:
+    """The saved dict of an encoder file, loaded safely (tensors and plain data only)."""
+    payload = torch.load(str(path), map_location="cpu", weights_only=True)
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a firepool encoder file")
+    if payload.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{path} has encoder file version {payload.get('version')}")
+    return payload

@@ -1,0 +1,519 @@
+"""Deterministic hand-made video features: colour, shape and motion statistics in torch.
+
+The extractor stands in for the pre-extracted appearance and motion features of JPoSE
+§4.1.1 (TSN on EPIC) and MME (seed 000 §5): it turns any short clip into one fixed-length
+float32 vector, with no learned weights, so the same file always gives the same vector.
+
+A clip is sampled to ``N_FRAMES`` = 16 frames of ``SIZE`` x ``SIZE`` = 128 x 128 RGB.
+Vivid pixels (high saturation and value) are spread softly over ``HUE_BINS`` = 12 hue
+bins, analysed at ``BIN_SIZE`` = 64. Each bin's mask gives ``PER_BIN`` = 19 statistics
+(``BIN_FEATURES``, zero for an absent colour):
+
+- presence and growth: mean, start and end area, log area ratio (grow / shrink);
+- trajectory: centroid displacement dx, dy (left / right / up / down) and the path in
+  excess of the displacement (bounce: vertical velocity that changes sign);
+- shape, from windowed central moments up to order 5: compactness, radial kurtosis,
+  eccentricity, 3-, 4- and 5-fold symmetry (triangle, square / cross, star; circles have
+  none), bounding-box fill;
+- spin: the net turn of the direction to darker same-hue detail (a spot or shading) and
+  of the complex-moment phases, the detail direction's jitter, and the mask change rate.
+
+Then the same 19 averaged over bins by area (a colour-blind summary), a colour histogram
+(12 hues x vivid / dim / muted + 4 grey levels = 40), background texture on the temporal
+median frame with vivid regions masked out (14: gradient energy, strong / weak edge
+fractions, orientation coherence and direction, Laplacian energy, luma spread, mean
+colour, flicker; stripes, grass and plain differ here), and global motion energy (2).
+``FEATURE_DIM`` = 13 x 19 + 40 + 14 + 2 = 303, named in order by :data:`FEATURE_NAMES`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import av
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+N_FRAMES = 16
+SIZE = 128
+BIN_SIZE = 64
+"""Side at which the per-hue-bin masks are analysed (texture uses the full ``SIZE``)."""
+HUE_BINS = 12
+HUE_WIDTH = 2 * math.pi / HUE_BINS
+VIVID_SATURATION, VIVID_VALUE = 0.4, 0.7
+"""Soft thresholds above which a pixel counts as a vivid (object-like) colour."""
+GATE_SOFTNESS = 0.04
+PRESENT_AREA = 0.003
+"""Mean area fraction at which a hue bin counts as fully present (about 50 pixels)."""
+EDGE_FRAMES = 3
+"""Frames averaged for the "start" and "end" of a clip."""
+
+BIN_FEATURES: tuple[str, ...] = (
+    "area",
+    "area_start",
+    "area_end",
+    "log_growth",
+    "dx",
+    "dy",
+    "excess_path_y",
+    "excess_path_x",
+    "compactness",
+    "radial_kurtosis",
+    "eccentricity",
+    "symmetry3",
+    "symmetry4",
+    "symmetry5",
+    "bbox_fill",
+    "detail_turn",
+    "detail_jitter",
+    "moment_turn",
+    "mask_change",
+)
+PER_BIN = len(BIN_FEATURES)
+HIST_CLASSES: tuple[str, ...] = ("vivid", "dim", "muted")
+GREY_LEVELS = 4
+HIST_FEATURES = HUE_BINS * len(HIST_CLASSES) + GREY_LEVELS
+TEXTURE_NAMES: tuple[str, ...] = (
+    "grad_mean",
+    "grad_strong",
+    "grad_weak",
+    "grad_coherence",
+    "grad_cos2",
+    "grad_sin2",
+    "laplacian",
+    "luma_std",
+    "bg_hue_cos",
+    "bg_hue_sin",
+    "bg_saturation",
+    "bg_value",
+    "bg_flicker",
+    "bg_fraction",
+)
+TEXTURE_FEATURES = len(TEXTURE_NAMES)
+MOTION_NAMES: tuple[str, ...] = ("luma_change", "changed_fraction")
+MOTION_FEATURES = len(MOTION_NAMES)
+FEATURE_NAMES: tuple[str, ...] = (
+    *(f"bin{b:02d}_{name}" for b in range(HUE_BINS) for name in BIN_FEATURES),
+    *(f"pooled_{name}" for name in BIN_FEATURES),
+    *(f"hist_{cls}_{b:02d}" for cls in HIST_CLASSES for b in range(HUE_BINS)),
+    *(f"hist_grey_{g}" for g in range(GREY_LEVELS)),
+    *(f"tex_{name}" for name in TEXTURE_NAMES),
+    *(f"motion_{name}" for name in MOTION_NAMES),
+)
+FEATURE_DIM = len(FEATURE_NAMES)
+assert FEATURE_DIM == (HUE_BINS + 1) * PER_BIN + HIST_FEATURES + TEXTURE_FEATURES + MOTION_FEATURES
+
+_EPS = 1e-6
+
+
+def sample_indices(n_available: int, n: int = N_FRAMES) -> np.ndarray:
+    """``n`` frame indices spread uniformly over ``n_available`` frames (repeats if short)."""
+    if n_available < 1:
+        raise ValueError("a video needs at least one frame")
+    return np.rint(np.linspace(0, n_available - 1, n)).astype(np.int64)
+
+
+def decode_frames(path: str | Path, n: int = N_FRAMES, size: int = SIZE) -> np.ndarray:
+    """Decode ``n`` uniformly spaced frames of a video as uint8 RGB (n x size x size x 3).
+
+    Frames are scaled by FFmpeg's swscale (bit-exact for a given build); when the stream
+    does not state its frame count, every frame is decoded first.
+    """
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        total = stream.frames
+        frames: list[np.ndarray] = []
+        if total and total > 0:
+            wanted = sample_indices(total, n)
+            keep = set(wanted.tolist())
+            decoded: dict[int, np.ndarray] = {}
+            for i, frame in enumerate(container.decode(stream)):
+                if i in keep:
+                    decoded[i] = frame.to_ndarray(format="rgb24", width=size, height=size)
+                if i >= wanted[-1]:
+                    break
+            if decoded:
+                last = decoded[max(decoded)]
+                frames = [decoded.get(int(i), last) for i in wanted]
+        if not frames:
+            container.seek(0)
+            everything = [
+                frame.to_ndarray(format="rgb24", width=size, height=size)
+                for frame in container.decode(stream)
+            ]
+            if not everything:
+                raise ValueError(f"no video frames in {path}")
+            frames = [everything[int(i)] for i in sample_indices(len(everything), n)]
+    return np.stack(frames)
+
+
+def prepare_frames(frames: torch.Tensor, n: int = N_FRAMES, size: int = SIZE) -> torch.Tensor:
+    """Clips [B, T, H, W, 3] (uint8, or float in [0, 1]) -> float [B, n, 3, size, size]."""
+    if frames.ndim != 5 or frames.shape[-1] != 3:
+        raise ValueError(f"expected frames of shape [B, T, H, W, 3], got {tuple(frames.shape)}")
+    x = frames.float() / 255.0 if frames.dtype == torch.uint8 else frames.float()
+    if x.shape[1] != n:
+        index = torch.as_tensor(sample_indices(x.shape[1], n), device=x.device)
+        x = x.index_select(1, index)
+    b = x.shape[0]
+    x = x.permute(0, 1, 4, 2, 3).reshape(b * n, 3, x.shape[2], x.shape[3])
+    if x.shape[-2:] != (size, size):
+        x = F.interpolate(x, size=(size, size), mode="area")
+    return x.reshape(b, n, 3, size, size).clamp(0.0, 1.0)
+
+
+def _hsv(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Hue angle (radians, opponent-colour form), saturation and value of RGB [..., 3, H, W]."""
+    r, g, b = x.unbind(-3)
+    value = torch.maximum(torch.maximum(r, g), b)
+    chroma = value - torch.minimum(torch.minimum(r, g), b)
+    saturation = chroma / value.clamp_min(_EPS)
+    hue = torch.atan2(math.sqrt(3.0) * (g - b), 2 * r - g - b)
+    return hue, saturation, value
+
+
+def _hue_response(
+    hue: torch.Tensor, weight: torch.Tensor, *, width: float = HUE_WIDTH
+) -> torch.Tensor:
+    """``weight`` spread over ``HUE_BINS`` hue bins: [..., H, W] -> [..., K, H, W].
+
+    A pixel's membership in the bin centred at c is max(0, cos(hue - c) - cos(width))
+    rescaled to 1 at the centre: a smooth triangle-like kernel that reaches zero one bin
+    width away. One small matrix product yields weight x membership for all bins.
+    """
+    centres = torch.arange(HUE_BINS, device=hue.device, dtype=hue.dtype) * HUE_WIDTH
+    scale = 1.0 / (1.0 - math.cos(width))
+    basis = torch.stack(
+        [
+            torch.cos(centres) * scale,
+            torch.sin(centres) * scale,
+            centres.new_full((HUE_BINS,), -math.cos(width) * scale),
+        ]
+    )  # [3, K]
+    vec = torch.stack([weight * torch.cos(hue), weight * torch.sin(hue), weight], dim=-1)
+    out = torch.relu(vec @ basis)  # [..., H, W, K]
+    return out.movedim(-1, -3)
+
+
+def _gate(x: torch.Tensor, threshold: float) -> torch.Tensor:
+    return torch.sigmoid((x - threshold) / GATE_SOFTNESS)
+
+
+def _wrap(angle: torch.Tensor) -> torch.Tensor:
+    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+
+
+def _edges(values: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weighted means of ``values`` [..., T] over the first and last ``EDGE_FRAMES`` frames."""
+    k = EDGE_FRAMES
+    start = (values[..., :k] * weights[..., :k]).sum(-1) / weights[..., :k].sum(-1).clamp_min(_EPS)
+    end = (values[..., -k:] * weights[..., -k:]).sum(-1) / weights[..., -k:].sum(-1).clamp_min(_EPS)
+    return start, end
+
+
+def _centred_powers(coords: torch.Tensor, centre: torch.Tensor, order: int) -> torch.Tensor:
+    """(coords - centre) ** a for a = 0..order: coords [L], centre [N] -> [N, L, order + 1]."""
+    d = coords.view(1, -1) - centre.view(-1, 1)
+    return torch.stack([d**a for a in range(order + 1)], dim=-1)
+
+
+def _complex_moment(mu: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real and imaginary parts of sum M (x + iy)^n from central moments mu[..., y-power, x-power]."""
+    real = torch.zeros_like(mu[..., 0, 0])
+    imag = torch.zeros_like(real)
+    for a in range(n + 1):
+        term = math.comb(n, a) * mu[..., n - a, a]
+        k = (n - a) % 4  # power of i
+        if k == 0:
+            real = real + term
+        elif k == 1:
+            imag = imag + term
+        elif k == 2:
+            real = real - term
+        else:
+            imag = imag - term
+    return real, imag
+
+
+def _window(coords: torch.Tensor, centre: torch.Tensor, half: torch.Tensor) -> torch.Tensor:
+    """Soft box window |coords - centre| < half: coords [L], centre, half [N] -> [N, L]."""
+    d = (coords.view(1, -1) - centre.view(-1, 1)).abs()
+    return torch.sigmoid((half.view(-1, 1) - d) / 0.02)
+
+
+def _moments(
+    flat: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, cx, cy, wx, wy, order: int
+) -> torch.Tensor:
+    """Windowed central moments E[y^b x^a] (a, b <= order) of masks [N, H, W] -> [N, o+1, o+1].
+
+    The window is separable (wx [N, W], wy [N, H]), so two batched matrix products do it.
+    """
+    px = _centred_powers(xs, cx, order) * wx.unsqueeze(-1)  # [N, W, o+1]
+    py = _centred_powers(ys, cy, order) * wy.unsqueeze(-1)  # [N, H, o+1]
+    raw = torch.bmm(py.transpose(1, 2), torch.bmm(flat, px))
+    return raw / raw[:, :1, :1].clamp_min(_EPS)
+
+
+def _bin_features(vivid: torch.Tensor, detail_pixels: torch.Tensor) -> torch.Tensor:
+    """Per-bin shape and motion statistics of soft masks [B, T, K, H, W] -> [B, K, PER_BIN].
+
+    Each bin's centroid and spread are found on the whole frame, then refined inside a box
+    of 2.5 standard deviations around it, and the shape moments (up to order 5) are taken
+    in that box, so stray pixels far away cannot dominate the high orders. Moments come
+    from batched matrix products with centred coordinate powers: no per-pixel coordinate
+    tensor is built.
+    """
+    b, t, k, h, w = vivid.shape
+    dev, dt = vivid.device, vivid.dtype
+    n = b * t * k
+    flat = vivid.reshape(n, h, w)
+    ys = (torch.arange(h, device=dev, dtype=dt) + 0.5) / h
+    xs = (torch.arange(w, device=dev, dtype=dt) + 0.5) / w
+    col, row = flat.sum(1), flat.sum(2)  # [N, W], [N, H]
+    mass = col.sum(1)
+    denom = mass.clamp_min(_EPS)
+    cx, cy = (col @ xs) / denom, (row @ ys) / denom
+    spread = ((col @ xs**2) / denom - cx**2 + (row @ ys**2) / denom - cy**2).clamp_min(1e-5)
+    for _ in range(2):  # refine centroid and spread inside the window
+        half = 2.5 * spread.sqrt()
+        wx, wy = _window(xs, cx, half), _window(ys, cy, half)
+        mu = _moments(flat, xs, ys, cx, cy, wx, wy, 2)
+        cx, cy = cx + mu[:, 0, 1], cy + mu[:, 1, 0]
+        spread = (mu[:, 0, 2] + mu[:, 2, 0] - mu[:, 0, 1] ** 2 - mu[:, 1, 0] ** 2).clamp_min(1e-5)
+    half = 2.5 * spread.sqrt()
+    wx, wy = _window(xs, cx, half), _window(ys, cy, half)
+    mu = _moments(flat, xs, ys, cx, cy, wx, wy, 5)
+    inside = torch.bmm(wy.unsqueeze(1), torch.bmm(flat, wx.unsqueeze(-1))).view(n)
+    spread = (mu[:, 2, 0] + mu[:, 0, 2]).clamp_min(1e-5)
+    area = inside / (h * w)
+    c20 = torch.stack(_complex_moment(mu, 2), -1).norm(dim=-1)
+    compact_f = area / (2 * math.pi * spread)
+    kurt_f = (mu[:, 4, 0] + 2 * mu[:, 2, 2] + mu[:, 0, 4]) / (spread * spread)
+    ecc_f = c20 / spread
+    sym_f = []
+    phase: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for order in (2, 3, 4, 5):
+        re, im = _complex_moment(mu, order)
+        magnitude = torch.sqrt(re * re + im * im) / spread ** (order / 2)
+        if order > 2:
+            sym_f.append(magnitude)
+        phase.append((torch.atan2(im, re) / order, magnitude))
+
+    # Darker same-hue detail near the bin's centroid (a spot, shading, a hole): the
+    # direction from the vivid centroid to the detail's centroid turns when the object spins.
+    dmu = _moments(detail_pixels.reshape(n, h, w), xs, ys, cx, cy, wx, wy, 1)
+    dmass = torch.bmm(wy.unsqueeze(1), torch.bmm(detail_pixels.reshape(n, h, w), wx.unsqueeze(-1)))
+    ux, uy = dmu[:, 0, 1], dmu[:, 1, 0]
+
+    def per_video(v: torch.Tensor) -> torch.Tensor:
+        return v.reshape(b, t, k)
+
+    mass, area, cx, cy = per_video(mass), per_video(area), per_video(cx), per_video(cy)
+    present = (area / PRESENT_AREA).clamp(0.0, 1.0)
+    frame_w = present + _EPS
+
+    def over_time(v: torch.Tensor) -> torch.Tensor:
+        return (per_video(v) * frame_w).sum(1) / frame_w.sum(1)
+
+    # Bounding-box fill of the mask thresholded at half its per-frame peak, in the window.
+    boxed = flat * wy.unsqueeze(-1) * wx.unsqueeze(1)
+    peak = boxed.amax(dim=(1, 2), keepdim=True)
+    hard = (boxed > 0.5 * peak) & (peak > 0.1)
+    rows, cols = hard.any(2), hard.any(1)
+    iy, ix = torch.arange(h, device=dev), torch.arange(w, device=dev)
+    height = (torch.where(rows, iy, -1).amax(1) - torch.where(rows, iy, h).amin(1) + 1).clamp_min(1)
+    width = (torch.where(cols, ix, -1).amax(1) - torch.where(cols, ix, w).amin(1) + 1).clamp_min(1)
+    fill = hard.sum(dim=(1, 2)).to(dt) / (height * width).to(dt)
+
+    pair_w = torch.minimum(present[:, 1:], present[:, :-1])  # [B, T-1, K]
+    a_start, a_end = _edges(area.transpose(1, 2), frame_w.transpose(1, 2))
+    x_start, x_end = _edges(cx.transpose(1, 2), frame_w.transpose(1, 2))
+    y_start, y_end = _edges(cy.transpose(1, 2), frame_w.transpose(1, 2))
+    path_y = (cy.diff(dim=1).abs() * pair_w).sum(1)
+    path_x = (cx.diff(dim=1).abs() * pair_w).sum(1)
+
+    dshare = per_video(dmass.view(n) / (h * w) / (0.1 * PRESENT_AREA)).clamp(0.0, 1.0)
+    offset = per_video(torch.sqrt(ux * ux + uy * uy) / spread.sqrt())
+    reliable = present * dshare * (offset / 0.2).clamp(0.0, 1.0)
+    phi = torch.atan2(per_video(uy), per_video(ux))
+    pair_r = torch.minimum(reliable[:, 1:], reliable[:, :-1])
+    turn = _wrap(phi.diff(dim=1)) * pair_r
+    detail_turn = turn.sum(1).abs() / math.pi
+    detail_jitter = turn.abs().sum(1) / math.pi / (t - 1)
+    # Moment phases: the order-n complex moment turns n times as fast as the shape; each
+    # order votes with its strength (an n-fold symmetric shape has a strong order n).
+    votes, weights = [], []
+    for order, (angle, magnitude) in enumerate(phase, start=2):
+        m = per_video(magnitude)
+        strength = torch.minimum(m[:, 1:], m[:, :-1]).clamp(max=1.0) * pair_w
+        step = _wrap(per_video(angle).diff(dim=1) * order) / order
+        votes.append((step * strength).sum(1))
+        weights.append(strength.sum(1))
+    moment_turn = sum(v.abs() for v in votes) / (sum(weights) + 0.05) / math.pi
+    moved = vivid.reshape(b, t, k, h * w).diff(dim=1).abs().sum(-1)  # [B, T-1, K]
+    change = (moved / (mass[:, 1:] + mass[:, :-1] + 1.0)).mean(1)
+
+    presence = (area.mean(1) / PRESENT_AREA).clamp(0.0, 1.0)
+    feats = torch.stack(
+        [
+            area.mean(1).sqrt(),
+            a_start.clamp_min(0).sqrt(),
+            a_end.clamp_min(0).sqrt(),
+            torch.log((a_end + 1e-3) / (a_start + 1e-3)),
+            x_end - x_start,
+            y_end - y_start,
+            path_y - (y_end - y_start).abs(),
+            path_x - (x_end - x_start).abs(),
+            over_time(compact_f),
+            over_time(kurt_f),
+            over_time(ecc_f),
+            *(over_time(s) for s in sym_f),
+            over_time(fill),
+            detail_turn,
+            detail_jitter,
+            moment_turn,
+            change,
+        ],
+        dim=-1,
+    )
+    return feats * presence.unsqueeze(-1)
+
+
+def _pooled(bins: torch.Tensor) -> torch.Tensor:
+    """Colour-blind summary [B, PER_BIN]: bin features averaged with their areas as weights."""
+    weight = bins[..., 0] ** 2  # mean area
+    return (bins * weight.unsqueeze(-1)).sum(1) / weight.sum(1, keepdim=True).clamp_min(_EPS)
+
+
+def _histogram(hue: torch.Tensor, saturation: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Colour histogram over all frames: hue x (vivid, dim, muted) plus grey levels."""
+    chromatic = _gate(saturation, VIVID_SATURATION)
+    muted = _gate(saturation, 0.15) * (1 - chromatic)
+    bright = _gate(value, VIVID_VALUE)
+    parts = [
+        _hue_response(hue, weight).mean(dim=(1, -2, -1))
+        for weight in (chromatic * bright, chromatic * (1 - bright), muted)
+    ]
+    grey = 1 - chromatic - muted
+    levels = torch.clamp(value * GREY_LEVELS, max=GREY_LEVELS - 1e-4).floor().long()
+    one_hot = F.one_hot(levels, GREY_LEVELS).to(value.dtype)  # [B, T, H, W, G]
+    grey_hist = (one_hot * grey.unsqueeze(-1)).mean(dim=(1, 2, 3))
+    return torch.cat([*parts, grey_hist], dim=1).clamp_min(0).sqrt()
+
+
+def _texture(x: torch.Tensor, vivid_any: torch.Tensor, hue, saturation, value) -> torch.Tensor:
+    """Background statistics on the per-pixel temporal median, vivid regions masked out."""
+    luma = 0.299 * x[:, :, 0] + 0.587 * x[:, :, 1] + 0.114 * x[:, :, 2]  # [B, T, H, W]
+    median = luma.median(dim=1).values
+    background = 1 - F.max_pool2d(vivid_any.amax(1, keepdim=True), 5, 1, 2).squeeze(1)
+    weight = background[:, 1:-1, 1:-1]
+    wsum = weight.sum(dim=(-2, -1)).clamp_min(_EPS)
+    m = median.unsqueeze(1)
+    sobel = torch.tensor([[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]], device=x.device)
+    gx = F.conv2d(m, (sobel / 8).view(1, 1, 3, 3)).squeeze(1)
+    gy = F.conv2d(m, (sobel.T / 8).reshape(1, 1, 3, 3)).squeeze(1)
+    lap_k = torch.tensor([[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]], device=x.device)
+    lap = F.conv2d(m, lap_k.view(1, 1, 3, 3)).squeeze(1)
+    mag = torch.sqrt(gx * gx + gy * gy + 1e-12)
+
+    def wmean(v: torch.Tensor) -> torch.Tensor:
+        return (v * weight).sum(dim=(-2, -1)) / wsum
+
+    energy = wmean(gx * gx + gy * gy).clamp_min(_EPS)
+    c2, s2 = wmean(gx * gx - gy * gy), wmean(2 * gx * gy)
+    coherence = torch.sqrt(c2 * c2 + s2 * s2) / energy
+    inner = median[:, 1:-1, 1:-1]
+    luma_mean = wmean(inner)
+    luma_std = torch.sqrt(wmean((inner - luma_mean[:, None, None]) ** 2).clamp_min(0))
+    bg_full = background.unsqueeze(1)  # [B, 1, H, W]
+    bsum = (bg_full.sum(dim=(-2, -1)) * x.shape[1]).clamp_min(_EPS).squeeze(1)
+
+    def bmean(v: torch.Tensor) -> torch.Tensor:
+        return (v * bg_full).sum(dim=(1, -2, -1)) / bsum
+
+    flicker = bmean((luma - median.unsqueeze(1)).abs())
+    return torch.stack(
+        [
+            wmean(mag) * 4,
+            wmean((mag > 0.05).to(x.dtype)),
+            wmean(((mag > 0.005) & (mag <= 0.05)).to(x.dtype)),
+            coherence,
+            c2 / energy,
+            s2 / energy,
+            wmean(lap.abs()) * 4,
+            luma_std * 4,
+            bmean(saturation * torch.cos(hue)),
+            bmean(saturation * torch.sin(hue)),
+            bmean(saturation),
+            bmean(value),
+            flicker * 10,
+            background.mean(dim=(-2, -1)),
+        ],
+        dim=1,
+    )
+
+
+def _motion(x: torch.Tensor) -> torch.Tensor:
+    """Global motion energy: mean absolute luma change between sampled frames."""
+    luma = 0.299 * x[:, :, 0] + 0.587 * x[:, :, 1] + 0.114 * x[:, :, 2]
+    diff = luma.diff(dim=1).abs()
+    return torch.stack(
+        [diff.mean(dim=(1, 2, 3)) * 10, (diff > 0.1).to(x.dtype).mean(dim=(1, 2, 3))], 1
+    )
+
+
+@torch.no_grad()
+def extract_frames_features(frames: torch.Tensor) -> torch.Tensor:
+    """Features [B, FEATURE_DIM] (float32) of clips [B, T, H, W, 3] on ``frames.device``.
+
+    Frames are uint8 RGB or floats in [0, 1]; any T, H and W are resampled to
+    ``N_FRAMES`` x ``SIZE`` x ``SIZE`` first.
+    """
+    x = prepare_frames(frames)
+    hue, saturation, value = _hsv(x)  # [B, T, H, W]
+    chroma_gate = _gate(saturation, VIVID_SATURATION)
+    vivid_gate = chroma_gate * _gate(value, VIVID_VALUE)
+    texture = _texture(x, vivid_gate, hue, saturation, value)
+    # Per-hue-bin analysis at BIN_SIZE: colour vectors are area-pooled, so a pooled pixel
+    # keeps the hue of its vivid part and the fraction of it that is vivid.
+    b, t = x.shape[:2]
+    small = F.interpolate(x.reshape(b * t, 3, SIZE, SIZE), size=(BIN_SIZE, BIN_SIZE), mode="area")
+    small = small.reshape(b, t, 3, BIN_SIZE, BIN_SIZE)
+    s_hue, s_sat, s_val = _hsv(small)
+    s_chroma = _gate(s_sat, VIVID_SATURATION)
+    vivid = _hue_response(s_hue, s_chroma * _gate(s_val, VIVID_VALUE))  # [B, T, K, h, w]
+    darker = s_chroma * _gate(s_val, 0.2) * (1 - _gate(s_val, VIVID_VALUE - 0.1))
+    detail = _hue_response(s_hue, darker)
+    bins = _bin_features(vivid, detail)
+    feats = [
+        bins.flatten(1),
+        _pooled(bins),
+        _histogram(s_hue, s_sat, s_val),
+        texture,
+        _motion(x),
+    ]
+    return torch.cat(feats, dim=1).float()
+
+
+def extract_clips_features(
+    clips: Sequence[np.ndarray] | np.ndarray,
+    *,
+    device: str | torch.device = "cpu",
+    batch_size: int = 4,
+) -> np.ndarray:
+    """Features (n x FEATURE_DIM float32) of uint8 clips (each T x H x W x 3), in chunks."""
+    out = np.zeros((len(clips), FEATURE_DIM), dtype=np.float32)
+    for start in range(0, len(clips), batch_size):
+        chunk = np.stack([np.asarray(c) for c in clips[start : start + batch_size]])
+        tensor = torch.from_numpy(chunk).to(device)
+        out[start : start + len(chunk)] = extract_frames_features(tensor).cpu().numpy()
+    return out
+
+
+def extract_features(path: str | Path, *, device: str | torch.device = "cpu") -> np.ndarray:
+    """The FEATURE_DIM float32 feature vector of the video file at ``path``."""
+    frames = torch.from_numpy(decode_frames(path)).unsqueeze(0).to(device)
+    return extract_frames_features(frames)[0].cpu().numpy()

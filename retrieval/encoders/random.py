@@ -1,0 +1,64 @@
+"""The random baseline: a fixed random unit vector per item (JPoSE Table 2, Random Baseline).
+
+Each vector is drawn from a generator seeded by (seed, kind, key), so an item gets the
+same vector whatever else is encoded with it and in whatever order. Captions are keyed
+by their text, videos by their key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from .base import Encoder, VideoInputs, l2_normalise, stable_seed
+
+
+class RandomEncoder(Encoder):
+    """Seeded random unit vectors of size ``dim`` (256 by default)."""
+
+    name = "random"
+
+    def __init__(self, dim: int = 256, seed: int = 0) -> None:
+        self._dim = int(dim)
+        self.seed = int(seed)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def config(self) -> dict[str, Any]:
+        return {"dim": self._dim, "seed": self.seed}
+
+    def vector(self, kind: str, key: str) -> np.ndarray:
+        """The unit vector of one item (``kind`` is "caption" or "video")."""
+        rng = np.random.default_rng(stable_seed(self.seed, kind, key))
+        return l2_normalise(rng.standard_normal(self._dim))
+
+    def _encode(self, kind: str, keys: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(keys), self._dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = self.vector(kind, key)
+        return out
+
+    def encode_captions(
+        self,
+        texts: Sequence[str],
+        *,
+        device: str | torch.device = "auto",
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> np.ndarray:
+        return self._encode("caption", texts)
+
+    def encode_videos(
+        self,
+        inputs: VideoInputs,
+        *,
+        device: str | torch.device = "auto",
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> np.ndarray:
+        return self._encode("video", inputs.keys)

