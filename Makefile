@@ -26,9 +26,15 @@ setup: install
 	$(PY) manage.py demo_campaign
 	$(PY) manage.py create_demo_users
 
+# The suite runs on SQLite, then again on a local PostgreSQL (started, and installed when
+# missing, by bin/local-postgres when we are root); the concurrency tests need PostgreSQL.
 test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+	@if url=$$(bin/local-postgres); then \
+	  echo "Running the suite again on PostgreSQL"; \
+	  DATABASE_URL=$$url $(PY) -m pytest -p no:cacheprovider; \
+	else echo "No PostgreSQL available (needs root to start one): its run is skipped"; fi
 
 install: $(DEPS) $(WORDNET)
 

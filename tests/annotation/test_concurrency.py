@@ -1,0 +1,121 @@
+"""Twenty annotators at once, on PostgreSQL: nothing double-leased, lost or double-counted.
+
+Each thread is an annotator with its own database connection, looping next -> submit
+through the real assignment service, retrying every fifth submit with the same UUID (a
+client that never saw the answer). A watcher thread samples the leases meanwhile.
+"""
+
+import threading
+import time
+import uuid
+from collections import Counter
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection, connections
+from django.db.models import Count
+
+from annotation import assignment, policy
+from annotation.models import Judgement, Lease, Pair
+from tests.annotation.test_assignment import make_campaign
+
+THREADS = 20
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="concurrency is tested on PostgreSQL (`make test` starts one)",
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_annotators_never_overcommit_and_nothing_is_lost():
+    campaign = make_campaign(n_queries=40, depth=5, rate=0.3, seed=2, lease_seconds=600)
+    User = get_user_model()
+    annotators = [
+        User.objects.create_user(f"t{i}", password="pw-thread-123") for i in range(THREADS)
+    ]
+    acknowledged: list[tuple[uuid.UUID, int, int]] = []
+    violations: list[str] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    start = threading.Barrier(THREADS + 2)  # annotators, the watcher and this thread
+
+    def annotate(user, rng_seed: int) -> None:
+        try:
+            start.wait()
+            count = 0
+            while True:
+                current = assignment.assign(campaign, user).current
+                if current is None:
+                    if not assignment.has_work_for(campaign, user):
+                        break
+                    time.sleep(0.05)  # others hold the remaining leases
+                    continue
+                key = uuid.uuid4()
+                label = "relevant" if (current.pair.pk + rng_seed) % 3 == 0 else "irrelevant"
+                result = assignment.submit(user, current.pair.pk, label, key, seconds=1.0)
+                count += 1
+                if count % 5 == 0:  # the client retries: the same UUID must count once
+                    retry = assignment.submit(user, current.pair.pk, label, key, seconds=1.0)
+                    assert not retry.created
+                with lock:
+                    acknowledged.append((key, user.pk, current.pair.pk))
+                    assert result.created
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def watch() -> None:
+        try:
+            start.wait()
+            while not done.is_set():
+                time.sleep(0.01)
+                over = (
+                    Pair.objects.filter(campaign=campaign)
+                    .annotate(live=Count("leases"))
+                    .values_list("pk", "live", "needed")
+                )
+                for pk, live, needed in over:
+                    if live > needed:
+                        violations.append(f"pair {pk}: {live} leases for {needed} needed labels")
+        finally:
+            connections.close_all()
+
+    threads = [
+        threading.Thread(target=annotate, args=(user, i)) for i, user in enumerate(annotators)
+    ]
+    watcher = threading.Thread(target=watch)
+    for thread in [*threads, watcher]:
+        thread.start()
+    start.wait()
+    for thread in threads:
+        thread.join(timeout=300)
+    done.set()
+    watcher.join(timeout=30)
+    assert not errors, errors[:3]
+    assert not violations, violations[:5]
+
+    stored = Counter(
+        Judgement.objects.filter(pair__campaign=campaign).values_list("uuid", flat=True)
+    )
+    assert len(acknowledged) == sum(stored.values())
+    assert all(stored[key] == 1 for key, _, _ in acknowledged)  # none lost, none doubled
+    per_pair_annotator = Counter((pair, user) for _, user, pair in acknowledged)
+    assert max(per_pair_annotator.values()) == 1  # nobody judged a pair twice
+    assert not Lease.objects.filter(pair__campaign=campaign).exists()
+
+    pairs = list(
+        Pair.objects.filter(campaign=campaign).values_list(
+            "relevant_count", "label_count", "double"
+        )
+    )
+    relevant, total, double = (list(column) for column in zip(*pairs, strict=True))
+    assert policy.labels_needed(relevant, total, double, campaign.max_labels).sum() == 0
+    labels = Counter(pair for _, _, pair in acknowledged)
+    for pk, label_count in Pair.objects.filter(campaign=campaign).values_list("pk", "label_count"):
+        assert labels[pk] == label_count
+    doubles = Pair.objects.filter(campaign=campaign, double=True).count()
+    assert doubles == policy.second_label_count(len(pairs), 0.3)
+    assert Pair.objects.filter(campaign=campaign, label_count__gte=2).count() >= doubles
