@@ -7,3 +7,15 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "annotation"
     verbose_name = "Annotation"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        post_migrate.connect(create_role_groups, sender=self)
+
+
+def create_role_groups(**kwargs) -> None:
+    """Keep the role groups and their permissions in place after every migrate."""
+    from annotation import roles
+
+    roles.ensure_groups()

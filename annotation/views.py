@@ -3,10 +3,19 @@
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 
 from annotation import roles
 from annotation.models import Campaign
+from retrieval.models import Dataset
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Landing page: the datasets; annotators, who only judge, go straight to judging."""
+    if roles.only_annotator(request.user):
+        return redirect("judge-campaigns")
+    return render(request, "retrieval/home.html", {"datasets": Dataset.objects.all()})
 
 
 def require_annotator(user) -> None:

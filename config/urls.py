@@ -9,7 +9,7 @@ from annotation import views as annotation_views
 from retrieval import views as retrieval_views
 
 urlpatterns = [
-    path("", retrieval_views.home, name="home"),
+    path("", annotation_views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

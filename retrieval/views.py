@@ -1,4 +1,4 @@
-"""Pages of the retrieval app: media delivery and the home page."""
+"""Media delivery for the retrieval app: videos with HTTP Range support."""
 
 import mimetypes
 from pathlib import Path
@@ -6,13 +6,11 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
 from django.utils._os import safe_join
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
 from retrieval.byte_range import UnsatisfiableRange, parse_range
-from retrieval.models import Dataset
 
 CHUNK = 64 * 1024
 mimetypes.add_type("video/webm", ".webm")
@@ -67,10 +65,3 @@ def serve_media(request: HttpRequest, path: str) -> HttpResponse:
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"
     return response
-
-
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    """Landing page: the datasets and where to go next."""
-    datasets = Dataset.objects.all()
-    return render(request, "retrieval/home.html", {"datasets": datasets})

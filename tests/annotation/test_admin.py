@@ -53,3 +53,35 @@ def test_admin_form_rejects_bad_depth(admin_client):
     assert response.status_code == 200
     assert b"shallower than depth 9" in response.content
     assert not Campaign.objects.filter(name="from-admin").exists()
+
+
+@pytest.fixture
+def role_users(db):
+    from django.core.management import call_command
+
+    call_command("create_demo_users", verbosity=0)
+    User = get_user_model()
+    return {name: User.objects.get(username=name) for name in ("admin", "researcher", "annotator1")}
+
+
+@pytest.mark.parametrize(
+    ("who", "path", "expected"),
+    [
+        ("researcher", "/admin/retrieval/dataset/", 200),
+        ("researcher", "/admin/annotation/campaign/", 200),
+        ("researcher", "/admin/retrieval/dataset/add/", 403),
+        ("researcher", "/admin/annotation/campaign/add/", 403),
+        ("researcher", "/admin/auth/user/", 403),
+        ("admin", "/admin/auth/user/", 200),
+        ("admin", "/admin/annotation/campaign/add/", 200),
+        ("annotator1", "/admin/retrieval/dataset/", 302),
+        ("annotator1", "/", 302),
+        ("researcher", "/", 200),
+    ],
+)
+def test_roles_reach_what_they_should(client, role_users, who, path, expected):
+    client.force_login(role_users[who])
+    response = client.get(path)
+    assert response.status_code == expected
+    if who == "annotator1" and path == "/":
+        assert response["Location"] == "/judge/"

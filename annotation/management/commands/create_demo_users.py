@@ -36,7 +36,7 @@ class Command(BaseCommand):
             user, created = User.objects.get_or_create(username=username)
             if created or reset_passwords:
                 user.set_password(password)
-            user.is_staff = role == roles.ADMIN
+            user.is_staff = role in roles.STAFF_ROLES
             user.is_superuser = role == roles.ADMIN
             user.save()
             user.groups.add(groups[role])
