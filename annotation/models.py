@@ -18,18 +18,21 @@ from retrieval.models import Caption, Dataset, Run, Video
 
 FIRE_GUIDELINES = """\
 Mark the caption RELEVANT only if every element it mentions can reasonably be considered \
-present in the video: people, objects, places, activities, and also quantities, qualities \
-and adjectives ("two", "red", "quickly"). For "a boy playing the violin" the video must \
-show a boy who is playing the violin: a video of only a violin, or only a boy, is not \
-relevant.
+present in the video: people, objects, places and activities, and also quantities, qualities \
+and adjectives ("two", "red", "quickly"). For "a boy playing the violin" the video must show \
+a boy who is playing the violin: a video of only a violin, or only a boy, is not relevant.
 
 You may use interpretation and inference, but when the caption is ambiguous or vague, err \
 toward NOT RELEVANT.
 
-Use ESCALATE (with a short reason) only when a pair cannot be judged at all: the video does \
-not play, the caption is unintelligible, or the content falls under a sensitive category \
-that needs an administrator's decision (for example graphic violence, nudity or minors in \
-unsafe situations). Escalations are reviewed by an administrator and do not count as labels.
+Sensitive categories (age, gender): accept what the caption says unless you have compelling, \
+concrete reasons to believe otherwise (a baby is not "old"; an octogenarian with white hair \
+and wrinkled skin is not "young"), and do not attempt finer distinctions. Make no assumptions \
+about gender: accept the gender the caption describes.
+
+Use ESCALATE, with a short reason, only when a pair cannot be judged at all (the video does \
+not play, the caption is unintelligible). Escalations go to an administrator and do not \
+count as labels.
 """
 
 
