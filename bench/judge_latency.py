@@ -115,7 +115,7 @@ def judge_pairs(browser, base: str, campaign_id: int, n: int, dwell_ms: int, que
     page.fill("#id_username", USERNAME)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
+    page.wait_for_url(f"{base}/judge/")  # annotators land on the judging list
     page.goto(f"{base}/judge/{campaign_id}/{query}")
     page.wait_for_function("() => window.__shown.length >= 1", timeout=30000)
     for i in range(n):

@@ -120,7 +120,7 @@ def open_judge_page(browser, base_url: str, campaign, username: str = "ann", vie
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
+    page.wait_for_url(f"{base_url}/judge/")  # annotators land on the judging list
     page.goto(f"{base_url}/judge/{campaign.pk}/")
     return page
 
