@@ -1,0 +1,112 @@
+"""Agreement figures: hand-computed cases, the krippendorff package, edge cases, bootstrap."""
+
+import numpy as np
+import pytest
+
+from annotation import agreement
+from annotation.agreement import AgreementError
+
+
+def test_value_counts():
+    counts = agreement.value_counts(np.array([0, 0, 1, 2, 2, 2]), np.array([1, 0, 1, 0, 0, 1]), 4)
+    assert counts.tolist() == [[1, 1], [0, 1], [2, 1], [0, 0]]
+
+
+def test_hand_computed_percent_agreement_and_alpha():
+    # Four pairs with two labels: agree (R,R), agree (I,I), agree (I,I), disagree (R,I).
+    counts = np.array([[0, 2], [2, 0], [2, 0], [1, 1], [1, 0]])
+    assert agreement.percent_agreement(counts) == pytest.approx(3 / 4)
+    # Coincidences: n_0 = 5, n_1 = 3, n = 8, o_01 = 1 (only the split pair, 1*1/(2-1)).
+    expected = 1 - (8 - 1) * 1 / (5 * 3)
+    assert agreement.alpha_from_counts(counts) == pytest.approx(expected)
+    assert agreement.krippendorff_alpha(counts) == pytest.approx(expected)
+
+
+def test_closed_form_equals_the_package_on_random_counts():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        counts = rng.integers(0, 5, (200, 2))
+        assert agreement.alpha_from_counts(counts) == pytest.approx(
+            agreement.krippendorff_alpha(counts), abs=1e-12
+        )
+
+
+def test_perfect_agreement_gives_alpha_one():
+    counts = np.array([[0, 2], [3, 0], [0, 2]])
+    assert agreement.krippendorff_alpha(counts) == pytest.approx(1.0)
+    assert agreement.percent_agreement(counts) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("counts", "message"),
+    [
+        (np.array([[1, 0], [0, 1]]), "no pair has two or more labels"),
+        (np.array([[2, 0], [3, 0], [1, 0]]), "every label has the same value"),
+    ],
+)
+def test_edge_cases_say_why(counts, message):
+    with pytest.raises(AgreementError, match=message):
+        agreement.krippendorff_alpha(counts)
+    with pytest.raises(AgreementError, match=message):
+        agreement.alpha_from_counts(counts)
+
+
+def test_by_label_count():
+    counts = np.array([[0, 1], [2, 0], [1, 1], [3, 0], [2, 1], [0, 0]])
+    rows = agreement.by_label_count(counts)
+    assert rows == [
+        {"labels": 1, "pairs": 1, "percent_agreement": None},
+        {"labels": 2, "pairs": 2, "percent_agreement": 0.5},
+        {"labels": 3, "pairs": 2, "percent_agreement": 0.5},
+    ]
+
+
+def test_bootstrap_is_seeded_and_covers_the_estimate():
+    rng = np.random.default_rng(0)
+    counts = np.zeros((2000, 2), dtype=int)
+    truth = rng.random(2000) < 0.3
+    counts[np.arange(2000), truth.astype(int)] += 1
+    second = np.where(rng.random(2000) < 0.1, ~truth, truth).astype(int)
+    counts[np.arange(2000), second] += 1
+    one = agreement.bootstrap_intervals(counts, resamples=200, seed=5)
+    two = agreement.bootstrap_intervals(counts, resamples=200, seed=5)
+    assert one == two
+    for name, point in (
+        ("percent_agreement", agreement.percent_agreement(counts)),
+        ("krippendorff_alpha", agreement.krippendorff_alpha(counts)),
+    ):
+        assert one[name].low < point < one[name].high
+        assert one[name].high - one[name].low < 0.1
+
+
+def test_per_annotator_and_report():
+    # Pair 0: a=R, b=R; pair 1: a=R, b=I, c=I; pair 2: c=I.
+    pair = np.array([0, 0, 1, 1, 1, 2])
+    who = np.array([0, 1, 0, 1, 2, 2])
+    label = np.array([1, 1, 1, 0, 0, 0])
+    seconds = np.array([2.0, 4.0, 6.0, 1.0, 3.0, 5.0])
+    result = agreement.report(pair, who, label, 3, ["a", "b", "c"], seconds=seconds, resamples=50)
+    assert (result["pairs"], result["labels"], result["multiply_labelled_pairs"]) == (3, 6, 2)
+    assert result["percent_agreement"] == 0.5
+    a, b, c = result["annotators"]
+    assert a["labels"] == 2 and a["agreement_with_resolved"] == 0.5  # pair 1 resolved to I
+    assert a["agreement_with_coannotators"] == pytest.approx(1 / 3)  # agrees with b on 0 only
+    assert c["agreement_with_coannotators"] == pytest.approx(1 / 2)
+    assert b["median_seconds"] == 2.5
+    assert set(result) >= {
+        "pairs",
+        "labels",
+        "percent_agreement",
+        "krippendorff_alpha",
+        "by_label_count",
+        "annotators",
+        "intervals",
+    }
+
+
+def test_report_without_multiple_labels_has_notes_not_errors():
+    result = agreement.report(
+        np.array([0, 1]), np.array([0, 0]), np.array([1, 0]), 2, ["a"], resamples=10
+    )
+    assert result["percent_agreement"] is None and result["krippendorff_alpha"] is None
+    assert any("two or more labels" in note for note in result["notes"])
