@@ -23,10 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import Encoder, TrainingData, VideoInputs, resolve_device
+from .base import TrainingData
 from .losses import MARGIN, BagRelevance, LossWeights, batch_relevance, mmen_loss
 from .text import MINILM_DIM, POS_GROUPS, pos_features, split_pos
-from .training import Standardiser, Tower, run_batched, train
+from .training import Standardiser, Tower, TrainedEncoder
 
 PCA_SAMPLES = 10_000
 """Videos and captions (each at most) whose PoS embeddings initialise the joint layer."""
@@ -91,12 +91,10 @@ class JPoSENet(nn.Module):
         self.joint.bias.copy_(-(weight @ mean.to(weight)))
 
 
-class JPoSEEncoder(Encoder):
+class JPoSEEncoder(TrainedEncoder):
     """JPoSE(Verb, Noun) over hand-made video features and MiniLM lemma vectors."""
 
     name = "jpose"
-    trainable = True
-    uses_features = True
 
     def __init__(
         self,
@@ -135,10 +133,6 @@ class JPoSEEncoder(Encoder):
             feature_dim, MINILM_DIM, self.groups, self.hidden, self.embed_dim, self.dropout
         )
 
-    @property
-    def dim(self) -> int:
-        return self.embed_dim
-
     def config(self) -> dict[str, Any]:
         w = self.weights
         return {
@@ -157,20 +151,8 @@ class JPoSEEncoder(Encoder):
             "epochs": self.epochs,
         }
 
-    def state(self) -> dict[str, Any]:
-        return {} if self.net is None else {k: v.cpu() for k, v in self.net.state_dict().items()}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        if state:
-            self._require().load_state_dict(state)
-
-    def _require(self) -> JPoSENet:
-        if self.net is None:
-            raise RuntimeError("the jpose encoder has not been trained (call fit first)")
-        return self.net
-
     def _text_features(
-        self, texts: Sequence[str], device: torch.device, batch_size: int
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         parts = pos_features(texts, device=device, batch_size=batch_size)
         return np.concatenate([parts[g] for g in self.groups], axis=1)
@@ -184,12 +166,7 @@ class JPoSEEncoder(Encoder):
         device: str | torch.device = "auto",
         progress: bool = False,
     ) -> list[float]:
-        dev = resolve_device(device)
-        torch.manual_seed(seed)
-        self.feature_dim = data.video_features.shape[1]
-        net = self.net = self._build(self.feature_dim).to(dev)
-        videos = torch.from_numpy(data.video_features).to(dev)
-        net.standardise.fit(videos)
+        dev, net, videos = self._start_fit(data, seed, device)
         splits = split_pos(data.captions)
         parts = pos_features(data.captions, device=dev, splits=splits)
         texts = {g: torch.from_numpy(parts[g]).to(dev) for g in self.groups}
@@ -217,63 +194,6 @@ class JPoSEEncoder(Encoder):
                 )
             return loss
 
-        history = train(
-            net,
-            step,
-            len(data.captions),
-            epochs=self.epochs if epochs is None else epochs,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            seed=seed,
-            device=dev,
-            progress=progress,
-            desc="jpose",
+        return self._train(
+            net, step, len(data.captions), epochs=epochs, seed=seed, device=dev, progress=progress
         )
-        net.cpu()
-        return history
-
-    def encode_captions(
-        self,
-        texts: Sequence[str],
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
-    ) -> np.ndarray:
-        net, dev = self._require(), resolve_device(device)
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        features = self._text_features(texts, dev, batch_size)
-        net.to(dev).eval()
-        try:
-            return run_batched(
-                net.embed_texts, features, device=dev, batch_size=batch_size, progress=progress
-            )
-        finally:
-            net.cpu()
-
-    def encode_videos(
-        self,
-        inputs: VideoInputs,
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
-    ) -> np.ndarray:
-        net, dev = self._require(), resolve_device(device)
-        if inputs.features is None:
-            raise ValueError("the jpose encoder needs video features (VideoInputs.features)")
-        if len(inputs) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        net.to(dev).eval()
-        try:
-            return run_batched(
-                net.embed_videos,
-                inputs.features,
-                device=dev,
-                batch_size=batch_size,
-                progress=progress,
-            )
-        finally:
-            net.cpu()

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import Encoder, TrainingData, VideoInputs, resolve_device
+from .base import TrainingData
 from .losses import MARGIN, LossWeights, batch_relevance, mmen_loss
 from .text import MINILM_DIM, embed_sentences
-from .training import Standardiser, Tower, run_batched, train
+from .training import Standardiser, Tower, TrainedEncoder
 
 
 class MMENet(nn.Module):
@@ -45,12 +45,10 @@ class MMENet(nn.Module):
         return self.text(t)
 
 
-class MMEEncoder(Encoder):
+class MMEEncoder(TrainedEncoder):
     """MME over hand-made video features and MiniLM captions (defaults: 512 hidden, 256 out)."""
 
     name = "mme"
-    trainable = True
-    uses_features = True
 
     def __init__(
         self,
@@ -80,10 +78,6 @@ class MMEEncoder(Encoder):
     def _build(self, feature_dim: int) -> MMENet:
         return MMENet(feature_dim, MINILM_DIM, self.hidden, self.embed_dim, self.dropout)
 
-    @property
-    def dim(self) -> int:
-        return self.embed_dim
-
     def config(self) -> dict[str, Any]:
         w = self.weights
         return {
@@ -100,17 +94,10 @@ class MMEEncoder(Encoder):
             "epochs": self.epochs,
         }
 
-    def state(self) -> dict[str, Any]:
-        return {} if self.net is None else {k: v.cpu() for k, v in self.net.state_dict().items()}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        if state:
-            self._require().load_state_dict(state)
-
-    def _require(self) -> MMENet:
-        if self.net is None:
-            raise RuntimeError("the mme encoder has not been trained (call fit first)")
-        return self.net
+    def _text_features(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        return embed_sentences(texts, device=device, batch_size=batch_size, progress=progress)
 
     def fit(
         self,
@@ -121,12 +108,7 @@ class MMEEncoder(Encoder):
         device: str | torch.device = "auto",
         progress: bool = False,
     ) -> list[float]:
-        dev = resolve_device(device)
-        torch.manual_seed(seed)
-        self.feature_dim = data.video_features.shape[1]
-        net = self.net = self._build(self.feature_dim).to(dev)
-        videos = torch.from_numpy(data.video_features).to(dev)
-        net.standardise.fit(videos)
+        dev, net, videos = self._start_fit(data, seed, device)
         texts = torch.from_numpy(embed_sentences(data.captions, device=dev, progress=progress)).to(
             dev
         )
@@ -140,61 +122,6 @@ class MMEEncoder(Encoder):
                 v, t, relevance, weights=self.weights, margin=self.margin, mining=self.mining
             )
 
-        history = train(
-            net,
-            step,
-            len(data.captions),
-            epochs=self.epochs if epochs is None else epochs,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            seed=seed,
-            device=dev,
-            progress=progress,
-            desc="mme",
+        return self._train(
+            net, step, len(data.captions), epochs=epochs, seed=seed, device=dev, progress=progress
         )
-        net.cpu()
-        return history
-
-    def encode_captions(
-        self,
-        texts: Sequence[str],
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
-    ) -> np.ndarray:
-        net, dev = self._require(), resolve_device(device)
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        features = embed_sentences(texts, device=dev, batch_size=batch_size, progress=progress)
-        net.to(dev).eval()
-        try:
-            return run_batched(net.embed_texts, features, device=dev, batch_size=batch_size)
-        finally:
-            net.cpu()
-
-    def encode_videos(
-        self,
-        inputs: VideoInputs,
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
-    ) -> np.ndarray:
-        net, dev = self._require(), resolve_device(device)
-        if inputs.features is None:
-            raise ValueError("the mme encoder needs video features (VideoInputs.features)")
-        if len(inputs) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        net.to(dev).eval()
-        try:
-            return run_batched(
-                net.embed_videos,
-                inputs.features,
-                device=dev,
-                batch_size=batch_size,
-                progress=progress,
-            )
-        finally:
-            net.cpu()

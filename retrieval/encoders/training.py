@@ -7,14 +7,17 @@ on CUDA, and a tqdm bar that shows the running loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
+
+from .base import Encoder, TrainingData, VideoInputs, resolve_device
 
 
 class Tower(nn.Module):
@@ -122,3 +125,130 @@ def run_batched(
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
     return np.concatenate(out).astype(np.float32)
+
+
+class TrainedEncoder(Encoder):
+    """What MME and JPoSE share: learned weights, the fitting preamble, and encoding.
+
+    A subclass builds its network with ``_build(feature_dim)`` (a module with a
+    ``standardise`` layer, ``embed_videos`` and ``embed_texts``), turns caption texts into
+    the network's text input with ``_text_features``, and defines the batch loss in ``fit``.
+    """
+
+    trainable = True
+    uses_features = True
+    net: nn.Module | None
+    embed_dim: int
+    feature_dim: int | None
+    lr: float
+    weight_decay: float
+    batch_size: int
+    epochs: int
+
+    def _build(self, feature_dim: int) -> nn.Module:
+        raise NotImplementedError
+
+    def _text_features(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        return self.embed_dim
+
+    def state(self) -> dict[str, Any]:
+        return {} if self.net is None else {k: v.cpu() for k, v in self.net.state_dict().items()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if state:
+            self._require().load_state_dict(state)
+
+    def _require(self) -> nn.Module:
+        if self.net is None:
+            raise RuntimeError(f"the {self.name} encoder has not been trained (call fit first)")
+        return self.net
+
+    def _start_fit(
+        self, data: TrainingData, seed: int, device: str | torch.device
+    ) -> tuple[torch.device, nn.Module, torch.Tensor]:
+        """Seed, build a fresh network for the data's feature size, standardise the videos."""
+        dev = resolve_device(device)
+        torch.manual_seed(seed)
+        self.feature_dim = data.video_features.shape[1]
+        net = self.net = self._build(self.feature_dim).to(dev)
+        videos = torch.from_numpy(data.video_features).to(dev)
+        net.standardise.fit(videos)
+        return dev, net, videos
+
+    def _train(
+        self,
+        net: nn.Module,
+        step: Callable[[np.ndarray], torch.Tensor],
+        n_captions: int,
+        *,
+        epochs: int | None,
+        seed: int,
+        device: torch.device,
+        progress: bool,
+    ) -> list[float]:
+        """Run :func:`train` with this encoder's settings, then park the weights on the CPU."""
+        history = train(
+            net,
+            step,
+            n_captions,
+            epochs=self.epochs if epochs is None else epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            seed=seed,
+            device=device,
+            progress=progress,
+            desc=self.name,
+        )
+        net.cpu()
+        return history
+
+    def _run(
+        self, fn_name: str, x: np.ndarray, device: torch.device, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        net = self._require()
+        net.to(device).eval()
+        try:
+            return run_batched(
+                getattr(net, fn_name), x, device=device, batch_size=batch_size, progress=progress
+            )
+        finally:
+            net.cpu()
+
+    def encode_captions(
+        self,
+        texts: Sequence[str],
+        *,
+        device: str | torch.device = "auto",
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> np.ndarray:
+        self._require()
+        dev = resolve_device(device)
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        features = self._text_features(texts, dev, batch_size, progress)
+        return self._run("embed_texts", features, dev, batch_size, progress)
+
+    def encode_videos(
+        self,
+        inputs: VideoInputs,
+        *,
+        device: str | torch.device = "auto",
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> np.ndarray:
+        self._require()
+        if inputs.features is None:
+            raise ValueError(f"the {self.name} encoder needs video features (VideoInputs.features)")
+        if len(inputs) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._run(
+            "embed_videos", inputs.features, resolve_device(device), batch_size, progress
+        )
