@@ -4,7 +4,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from annotation import assignment
-from annotation.campaigns import CampaignError, CampaignSpec, check_spec, create_campaign
+from annotation.campaigns import CampaignError, CampaignSpec, checked_pool, create_campaign
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from retrieval.models import Run
 
@@ -22,7 +22,9 @@ SPEC_FIELDS = [
 
 
 class CampaignCreateForm(forms.ModelForm):
-    """Choose runs and settings; saving pools the runs into pairs."""
+    """Choose runs and settings; validation pools the runs, saving writes the pairs."""
+
+    pool = None
 
     runs = forms.ModelMultipleChoiceField(
         queryset=Run.objects.select_related("dataset").order_by("dataset__name", "name"),
@@ -51,7 +53,7 @@ class CampaignCreateForm(forms.ModelForm):
         if self.errors:
             return cleaned
         try:
-            check_spec(cleaned["dataset"], self.spec(), list(cleaned["runs"]))
+            self.pool = checked_pool(cleaned["dataset"], list(cleaned["runs"]), self.spec())
         except CampaignError as exc:
             raise forms.ValidationError(str(exc)) from None
         return cleaned
@@ -80,7 +82,11 @@ class CampaignAdmin(admin.ModelAdmin):
         if change:
             return super().save_model(request, obj, form, change)
         campaign = create_campaign(
-            form.cleaned_data["dataset"], list(form.cleaned_data["runs"]), form.spec(), request.user
+            form.cleaned_data["dataset"],
+            list(form.cleaned_data["runs"]),
+            form.spec(),
+            request.user,
+            pool=form.pool,
         )
         obj.pk = campaign.pk
         obj.created_at = campaign.created_at

@@ -178,15 +178,30 @@ def load_provenance(campaign: Campaign) -> np.ndarray:
         return data["ranks"]
 
 
-@transaction.atomic
-def create_campaign(
-    dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec, created_by=None
-) -> Campaign:
-    """Pool ``runs`` into a new campaign's pairs (all or nothing)."""
+def checked_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> pooling.Pool:
+    """Check the request and pool it; an empty pool is an error (nothing left to judge)."""
     check_spec(dataset, spec, runs)
     pool = build_pool(dataset, runs, spec)
     if len(pool) == 0:
         raise CampaignError("pooling found no pair left to judge")
+    return pool
+
+
+@transaction.atomic
+def create_campaign(
+    dataset: Dataset,
+    runs: Sequence[Run],
+    spec: CampaignSpec,
+    created_by=None,
+    pool: pooling.Pool | None = None,
+) -> Campaign:
+    """Pool ``runs`` into a new campaign's pairs (all or nothing).
+
+    ``pool`` is the result of :func:`checked_pool` when the caller already validated the
+    request (the admin form does, to show errors on the form).
+    """
+    if pool is None:
+        pool = checked_pool(dataset, runs, spec)
     campaign = Campaign.objects.create(
         dataset=dataset,
         name=spec.name,

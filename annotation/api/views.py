@@ -37,6 +37,16 @@ def error_response(exc: assignment.AssignmentError) -> Response:
     )
 
 
+def pair_input(serializer_class, request, campaign: Campaign) -> dict | Response:
+    """Validated input naming a pair of ``campaign``, or the 400/404 response to send."""
+    data = serializer_class(data=request.data)
+    if not data.is_valid():
+        return Response({"code": "invalid", "detail": data.errors}, status=400)
+    if not campaign.pairs.filter(pk=data.validated_data["pair"]).exists():
+        return Response({"code": "not_found", "detail": "pair is not in this campaign"}, status=404)
+    return data.validated_data
+
+
 def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> dict:
     return {
         "campaign": campaign,
@@ -92,24 +102,15 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     def submit(self, request, pk=None):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.judging_campaign(pk)
-        data = SubmitSerializer(data=request.data)
-        if not data.is_valid():
-            return Response({"code": "invalid", "detail": data.errors}, status=400)
-        values = data.validated_data
-        if not campaign.pairs.filter(pk=values["pair"]).exists():
-            return Response(
-                {"code": "not_found", "detail": "pair is not in this campaign"}, status=404
-            )
+        values = pair_input(SubmitSerializer, request, campaign)
+        if isinstance(values, Response):
+            return values
         try:
             result = assignment.submit(
                 request.user, values["pair"], values["label"], values["uuid"], values.get("seconds")
             )
         except assignment.AssignmentError as exc:
             return error_response(exc)
-        if result.judgement.pair.campaign_id != campaign.pk:
-            return Response(
-                {"code": "not_found", "detail": "pair is not in this campaign"}, status=404
-            )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(judgement=result.judgement.uuid, created=result.created)
         return Response(SubmitResponseSerializer(payload).data)
@@ -132,14 +133,9 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     def escalate(self, request, pk=None):
         """Send a pair you cannot judge to the admins, with a reason (not a label)."""
         campaign = self.judging_campaign(pk)
-        data = EscalateSerializer(data=request.data)
-        if not data.is_valid():
-            return Response({"code": "invalid", "detail": data.errors}, status=400)
-        values = data.validated_data
-        if not campaign.pairs.filter(pk=values["pair"]).exists():
-            return Response(
-                {"code": "not_found", "detail": "pair is not in this campaign"}, status=404
-            )
+        values = pair_input(EscalateSerializer, request, campaign)
+        if isinstance(values, Response):
+            return values
         try:
             got = assignment.escalate(
                 request.user, values["pair"], values["reason"], values["uuid"]

@@ -85,3 +85,18 @@ def test_roles_reach_what_they_should(client, role_users, who, path, expected):
     assert response.status_code == expected
     if who == "annotator1" and path == "/":
         assert response["Location"] == "/judge/"
+
+
+def test_admin_form_says_when_nothing_is_left_to_judge(admin_client):
+    source = make_campaign(n_queries=3, depth=3)
+    run = source.runs.get()
+    # The source campaign's pairs are all judged, so a second campaign would pool nothing.
+    Pair.objects.filter(campaign=source).update(
+        label_count=1, needed=0, open_slots=0, status="irrelevant"
+    )
+    response = admin_client.post(
+        "/admin/annotation/campaign/add/", form_data(source.dataset, run, depth=3)
+    )
+    assert response.status_code == 200
+    assert b"no pair left to judge" in response.content
+    assert not Campaign.objects.filter(name="from-admin").exists()
