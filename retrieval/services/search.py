@@ -72,16 +72,35 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
 
 
 def build_exact_index(model: RetrievalModel, split: str = "test") -> int:
-    """Build and save the exact index over the split's videos; return its size."""
+    """Build and save the exact index over the split's (new) embeddings; return its size."""
     embeddings = load_embeddings(model)
     collection = collection_for(model, embeddings, split)
-    index = faiss_index.build_index(collection.video_vectors, "exact")
+    return int(exact_index(model, collection, split, rebuild=True).ntotal)
+
+
+def exact_index(
+    model: RetrievalModel, collection: Collection, split: str, *, rebuild: bool = False
+):
+    """The model's saved exact index for ``split`` if it covers this collection, else a new one.
+
+    The index is saved beside the model with the video ids of its rows, so ``predict``
+    reuses what ``embed`` built instead of indexing the same vectors again; ``embed``
+    passes ``rebuild`` because its vectors are new.
+    """
     directory = model_dir(model)
-    faiss_index.save_index(index, directory / f"index-{split}.faiss")
-    np.save(directory / f"index-{split}-ids.npy", collection.video_pks)
-    model.index = relative(directory / f"index-{split}.faiss")
+    path, ids_path = directory / f"index-{split}.faiss", directory / f"index-{split}-ids.npy"
+    if (
+        path.exists()
+        and ids_path.exists()
+        and np.array_equal(np.load(ids_path), collection.video_pks)
+    ):
+        return faiss_index.load_index(path)
+    index = faiss_index.build_index(collection.video_vectors, "exact")
+    faiss_index.save_index(index, path)
+    np.save(ids_path, collection.video_pks)
+    model.index = relative(path)
     model.save(update_fields=["index", "updated_at"])
-    return int(index.ntotal)
+    return index
 
 
 def predict(
@@ -102,9 +121,12 @@ def predict(
     embeddings = load_embeddings(model)
     collection = collection_for(model, embeddings, split)
     started = time.perf_counter()
-    index = faiss_index.build_index(
-        collection.video_vectors, index_kind, nlist=nlist, nprobe=nprobe, ef_search=ef_search
-    )
+    if index_kind == "exact":
+        index = exact_index(model, collection, split)
+    else:
+        index = faiss_index.build_index(
+            collection.video_vectors, index_kind, nlist=nlist, nprobe=nprobe, ef_search=ef_search
+        )
     scores, rows = faiss_index.search(index, collection.query_vectors, k)
     seconds = time.perf_counter() - started
     metadata: dict = {
@@ -114,7 +136,7 @@ def predict(
         "search_seconds": round(seconds, 4),
     }
     if index_kind != "exact":
-        exact = faiss_index.build_index(collection.video_vectors, "exact")
+        exact = exact_index(model, collection, split)
         _, exact_rows = faiss_index.search(exact, collection.query_vectors, k)
         metadata["recall_at_k_vs_exact"] = faiss_index.recall_at_k(rows, exact_rows)
     item_ids = np.where(rows < 0, -1, collection.video_pks[np.where(rows < 0, 0, rows)])

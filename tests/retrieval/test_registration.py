@@ -194,3 +194,21 @@ def test_unknown_dataset_and_model(dataset):
         call_command("predict", dataset="nope", model="x")
     with pytest.raises(CommandError, match="has no model named 'x'"):
         call_command("predict", dataset="tiny", model="x")
+
+
+def test_predict_reuses_the_saved_exact_index(dataset, tmp_path, monkeypatch):
+    from retrieval import index as faiss_index
+
+    write_embeddings(tmp_path / "emb")
+    call_command("register_model", dataset="tiny", name="up", embeddings=tmp_path / "emb")
+    call_command("predict", dataset="tiny", model="up", k=3)
+    first = load_run(Run.objects.get(name="up"))
+    built = []
+    original = faiss_index.build_index
+    monkeypatch.setattr(
+        faiss_index, "build_index", lambda *a, **k: built.append(1) or original(*a, **k)
+    )
+    call_command("predict", dataset="tiny", model="up", k=3)
+    assert built == []  # the index saved by the first predict was loaded, not rebuilt
+    again = load_run(Run.objects.get(name="up"))
+    np.testing.assert_array_equal(first.item_ids, again.item_ids)
