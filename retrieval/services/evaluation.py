@@ -7,10 +7,10 @@ relevant too.
 
 import numpy as np
 
-from retrieval.models import Caption, Run, Video
+from retrieval.models import Caption, Run
 from retrieval.runs import RankedLists
 from retrieval.services.demo import ground_truth_relevance
-from retrieval.services.runs import load_run
+from retrieval.services.runs import KeyIndex, load_run
 
 
 def original_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
@@ -30,19 +30,13 @@ def ground_truth_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
         run.dataset, caption_ids=lists.query_ids.tolist()
     )
     row_of_key = {key: i for i, key in enumerate(caption_keys)}
-    pk_to_key = dict(
-        Caption.objects.filter(pk__in=lists.query_ids.tolist()).values_list("pk", "key")
-    )
-    rows = np.array([row_of_key[pk_to_key[int(pk)]] for pk in lists.query_ids], dtype=np.int64)
     col_of_key = {key: j for j, key in enumerate(video_keys)}
-    video_col = {
-        pk: col_of_key[key]
-        for pk, key in Video.objects.filter(dataset=run.dataset).values_list("pk", "key")
-    }
-    pks = np.fromiter(video_col, dtype=np.int64)
-    order = np.argsort(pks)
-    sorted_pks = pks[order]
-    sorted_cols = np.fromiter(video_col.values(), dtype=np.int64)[order]
-    pos = np.clip(np.searchsorted(sorted_pks, lists.item_ids), 0, len(sorted_pks) - 1)
-    cols = np.where(sorted_pks[pos] == lists.item_ids, sorted_cols[pos], -1)
-    return np.where(cols < 0, False, relevant[rows[:, None], np.where(cols < 0, 0, cols)])
+    videos = KeyIndex.videos(run.dataset)
+    rows = np.array(
+        [row_of_key[key] for key in KeyIndex.captions(run.dataset).keys_of(lists.query_ids)],
+        dtype=np.int64,
+    )
+    column = np.array([col_of_key[key] for key in videos.keys], dtype=np.int64)
+    pos = videos.positions(lists.item_ids)
+    cols = column[np.where(pos < 0, 0, pos)]
+    return (pos >= 0) & relevant[rows[:, None], cols]

@@ -90,3 +90,27 @@ def test_embedding_resumes_after_interruption(world, monkeypatch):
     again = encoding.embed(model, device="cpu")
     np.testing.assert_array_equal(first.captions, again.captions)
     np.testing.assert_array_equal(first.videos, again.videos)
+
+
+def test_hit_matrices_follow_the_relevance_rule(world):
+    from retrieval.demo.scene import Assertion, Scene, is_relevant
+    from retrieval.models import Video
+    from retrieval.services.evaluation import ground_truth_hits, original_hits
+
+    model = encoding.register_encoder(world, "r", "random", {"seed": 3})
+    encoding.embed(model, device="cpu")
+    from retrieval.services.search import predict
+
+    run = predict(model, k=6)
+    lists = load_run(run)
+    exact, original = ground_truth_hits(run), original_hits(run)
+    captions = {c.pk: c for c in Caption.objects.filter(dataset=world)}
+    scenes = {
+        v.pk: Scene.from_dict(v.metadata["scene"]) for v in Video.objects.filter(dataset=world)
+    }
+    for row, query in enumerate(lists.query_ids.tolist()):
+        assertion = Assertion.from_dict(captions[query].metadata["assertion"])
+        for col, video in enumerate(lists.item_ids[row].tolist()):
+            assert exact[row, col] == is_relevant(assertion, scenes[video])
+            assert original[row, col] == (video == captions[query].video_id)
+    assert (original <= exact).all()
