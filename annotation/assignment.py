@@ -75,12 +75,15 @@ def refresh_slots(pair_ids: list[int]) -> None:
 
 def release_expired(campaign: Campaign, now: datetime) -> int:
     """Delete expired leases of the campaign and free their slots."""
-    expired = Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now)
-    pair_ids = list(expired.values_list("pair_id", flat=True))
-    if pair_ids:
-        Lease.objects.filter(pk__in=list(expired.values_list("pk", flat=True))).delete()
-        refresh_slots(pair_ids)
-    return len(pair_ids)
+    expired = list(
+        Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now).values_list(
+            "pk", "pair_id"
+        )
+    )
+    if expired:
+        Lease.objects.filter(pk__in=[pk for pk, _ in expired]).delete()
+        refresh_slots([pair_id for _, pair_id in expired])
+    return len(expired)
 
 
 def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: int | None):

@@ -77,16 +77,25 @@ def extract_dataset_features(
     todo = list(videos.only("pk", "key", "media", "dataset_id"))
     root = Path(settings.MEDIA_ROOT)
     target_device = resolve_device(device)
+    done: list[Video] = []
     for video in todo:
-        vector = video_features.extract_features(root / video.media.name, device=target_device)
+        try:
+            vector = video_features.extract_features(root / video.media.name, device=target_device)
+        except Exception as exc:  # PyAV raises many error types for broken files
+            Video.objects.bulk_update(done, ["features"], batch_size=2000)
+            raise EncodingError(
+                f"{video.media.name} (video {video.key!r}): cannot read frames ({exc}); "
+                f"features of the {len(done)} videos before it are kept"
+            ) from None
         path = root / features_path(video)
         path.parent.mkdir(parents=True, exist_ok=True)
         np.save(path, vector.astype(np.float32))
         video.features.name = features_path(video)
+        done.append(video)
         if progress:
             progress(1)
-    Video.objects.bulk_update(todo, ["features"], batch_size=2000)
-    return len(todo)
+    Video.objects.bulk_update(done, ["features"], batch_size=2000)
+    return len(done)
 
 
 def link_feature_files(dataset: Dataset, directory: Path) -> int:
@@ -98,26 +107,23 @@ def link_feature_files(dataset: Dataset, directory: Path) -> int:
         raise EncodingError(
             f"{directory}: no <video key>.npy file for any video of {dataset.name!r}"
         )
-    dims = set()
-    root = Path(settings.MEDIA_ROOT)
+    vectors: list[np.ndarray] = []
     for video in found:
         source = directory / f"{video.key}.npy"
         try:
-            vector = np.load(source, allow_pickle=False)
+            vector = np.asarray(np.load(source, allow_pickle=False), dtype=np.float32).reshape(-1)
         except (ValueError, OSError) as exc:
             raise EncodingError(f"{source}: not a readable .npy array ({exc})") from None
-        vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if not np.isfinite(vector).all():
             raise EncodingError(f"{source}: contains NaN or infinite values")
-        dims.add(vector.size)
-        if len(dims) > 1:
-            raise EncodingError(
-                f"{source}: {vector.size} values, others have {dims - {vector.size}}"
-            )
-    for video in found:
+        if vectors and vector.size != vectors[0].size:
+            raise EncodingError(f"{source}: {vector.size} values, others have {vectors[0].size}")
+        vectors.append(vector)
+    # Everything is checked before anything is written.
+    root = Path(settings.MEDIA_ROOT)
+    for video, vector in zip(found, vectors, strict=True):
         target = root / features_path(video)
         target.parent.mkdir(parents=True, exist_ok=True)
-        vector = np.asarray(np.load(directory / f"{video.key}.npy"), dtype=np.float32).reshape(-1)
         np.save(target, vector)
         video.features.name = features_path(video)
     with transaction.atomic():

@@ -114,3 +114,28 @@ def test_hit_matrices_follow_the_relevance_rule(world):
             assert exact[row, col] == is_relevant(assertion, scenes[video])
             assert original[row, col] == (video == captions[query].video_id)
     assert (original <= exact).all()
+
+
+def test_unreadable_video_is_a_clear_error_and_keeps_earlier_features(world, settings):
+    from pathlib import Path
+
+    from retrieval.models import Video
+
+    broken = Video.objects.filter(dataset=world).order_by("pk")[5]
+    (Path(settings.MEDIA_ROOT) / broken.media.name).write_bytes(b"not a video")
+    with pytest.raises(CommandError, match=rf"video '{broken.key}'.*cannot read frames"):
+        call_command("features", dataset="mini", stdout=StringIO())
+    assert world.videos.exclude(features="").count() == 5
+
+
+def test_feature_files_are_checked_before_any_is_attached(world, tmp_path):
+    keys = list(world.videos.order_by("key").values_list("key", flat=True))
+    for key in keys[:-1]:
+        np.save(tmp_path / f"{key}.npy", np.ones(8, np.float32))
+    np.save(tmp_path / f"{keys[-1]}.npy", np.ones(9, np.float32))
+    with pytest.raises(CommandError, match="9 values, others have 8"):
+        call_command("features", dataset="mini", source=tmp_path, stdout=StringIO())
+    assert not world.videos.exclude(features="").exists()
+    np.save(tmp_path / f"{keys[-1]}.npy", np.ones(8, np.float32))
+    call_command("features", dataset="mini", source=tmp_path, stdout=StringIO())
+    assert not world.videos.filter(features="").exists()
