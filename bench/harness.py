@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # benches import the project (and tests' shared helpers)
 
 
 @contextlib.contextmanager
@@ -23,8 +25,6 @@ def temporary_django(database_url: str | None = None) -> Iterator[Path]:
         os.environ["FIREPOOL_VAR_DIR"] = str(var)
         os.environ["DATABASE_URL"] = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
         import django
 
         django.setup()

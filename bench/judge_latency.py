@@ -16,7 +16,6 @@ Anchor: Label Studio users still ask for the next task's media to be preloaded
 
 import argparse
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -27,60 +26,22 @@ from pathlib import Path
 import numpy as np
 from harness import ROOT, machine, temporary_django
 
+from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login, random_run_campaign
+
 TARGET = "p95 <= 150 ms (key press to next video playable)"
 TARGET_MS = 150.0
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--autoplay-policy=no-user-gesture-required",
-]
 USERNAME, PASSWORD = "bench-annotator", "pw-bench-annotator-1"
-
-RECORD_SHOWN = """
-window.__shown = [];
-document.addEventListener("firepool:shown", (e) => window.__shown.push(e.detail));
-"""
 
 
 def build_world(n_videos: int, depth: int) -> int:
     """A demo world, a one-run campaign over its test split and an annotator; the campaign id."""
     from django.contrib.auth import get_user_model
 
-    from annotation.campaigns import CampaignSpec, create_campaign
     from annotation.roles import ANNOTATOR, ensure_groups
-    from retrieval.models import Caption, RetrievalModel, Video
-    from retrieval.runs import RankedLists
     from retrieval.services.demo import create_demo_dataset
-    from retrieval.services.runs import store_run
 
     dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)
-    queries = np.array(
-        Caption.objects.filter(dataset=dataset, split="test", is_query=True)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    videos = np.array(
-        Video.objects.filter(dataset=dataset, split="test")
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    scores = np.random.default_rng(7).random((len(queries), len(videos)))
-    order = np.argsort(-scores, axis=1)
-    model = RetrievalModel.objects.create(dataset=dataset, name="random", source="run")
-    run = store_run(
-        model,
-        "random",
-        RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1)),
-    )
-    campaign = create_campaign(
-        dataset, [run], CampaignSpec(name="latency", depth=depth, second_label_rate=0.0)
-    )
+    campaign = random_run_campaign(dataset, "latency", depth, seed=7)
     user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
     user.groups.add(ensure_groups()[ANNOTATOR])
     return campaign.pk
@@ -111,11 +72,7 @@ def judge_pairs(browser, base: str, campaign_id: int, n: int, dwell_ms: int, que
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.add_init_script(RECORD_SHOWN)
-    page.goto(f"{base}/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/judge/")  # annotators land on the judging list
+    login(page, base, USERNAME, PASSWORD, landing="/judge/")  # annotators land there
     page.goto(f"{base}/judge/{campaign_id}/{query}")
     page.wait_for_function("() => window.__shown.length >= 1", timeout=30000)
     for i in range(n):
@@ -177,7 +134,7 @@ def main() -> None:
             from playwright.sync_api import sync_playwright
 
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                browser = launch(playwright)
                 version = browser.version
                 warm, submits = judge_pairs(browser, base, campaign_id, args.pairs, args.dwell, "")
                 cold, _ = judge_pairs(

@@ -16,3 +16,22 @@ def _isolated_artifacts(settings, tmp_path):
     """Keep model weights, embeddings and indexes of each test apart."""
     settings.FIREPOOL_ARTIFACTS_DIR = tmp_path / "artifacts"
     return settings.FIREPOOL_ARTIFACTS_DIR
+
+
+@pytest.fixture
+def browser():
+    """Headless Debian Chromium through Playwright (tests using it need a live server)."""
+    import os
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_support import launch
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
+    # around it are synchronous and safe.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -1,56 +1,19 @@
 """Real browser: an admin logs in and a demo clip really plays in Debian's Chromium."""
 
-import os
-import shutil
-
 import pytest
 from django.contrib.auth import get_user_model
 
 from retrieval.models import Dataset, Video
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--autoplay-policy=no-user-gesture-required",
-]
+from tests.browser_support import login, needs_chromium
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium not installed"),
+    needs_chromium,
 ]
 
 
-@pytest.fixture
-def browser_page():
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-    # around it are synchronous and safe.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        yield page
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-
-
-def _login(page, base_url, username, password):
-    page.goto(f"{base_url}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
-
-
 @pytest.mark.django_db(transaction=True)
-def test_demo_clip_plays_in_admin(live_server, browser_page, _isolated_media):
+def test_demo_clip_plays_in_admin(live_server, browser, _isolated_media):
     import numpy as np
 
     from retrieval.demo import render, scene
@@ -65,8 +28,8 @@ def test_demo_clip_plays_in_admin(live_server, browser_page, _isolated_media):
     video = Video.objects.create(dataset=dataset, key="clip", media="demo/clip.webm")
     get_user_model().objects.create_superuser("boss", "boss@example.org", "pw-boss-12345")
 
-    page = browser_page
-    _login(page, live_server.url, "boss", "pw-boss-12345")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, live_server.url, "boss", "pw-boss-12345")
     assert "browser-demo" in page.content()
     page.goto(f"{live_server.url}/admin/retrieval/video/{video.pk}/change/")
     page.wait_for_function(

@@ -2,32 +2,15 @@
 escalation, a network failure, and a finished campaign, checked against the database."""
 
 import json
-import os
-import shutil
 
-import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.campaigns import CampaignSpec, create_campaign
 from annotation.models import Escalation, Judgement, Lease, Pair
 from annotation.roles import ANNOTATOR, ensure_groups
-from retrieval.models import Caption, RetrievalModel, Video
-from retrieval.runs import RankedLists
 from retrieval.services.demo import create_demo_dataset
-from retrieval.services.runs import store_run
+from tests.browser_support import RECORD_SHOWN, login, needs_chromium, random_run_campaign
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--autoplay-policy=no-user-gesture-required",
-]
 PASSWORD = "pw-annotator-12345"
 SCREENSHOT = "/tmp/judge.png"
 SCREENSHOT_TABLET = "/tmp/judge-tablet.png"
@@ -35,15 +18,9 @@ SCREENSHOT_GUIDELINES = "/tmp/judge-guidelines.png"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium not installed"),
+    needs_chromium,
     pytest.mark.django_db(transaction=True),
 ]
-
-# Collects every firepool:shown event of the page, from its first script on.
-RECORD_SHOWN = """
-window.__shown = [];
-document.addEventListener("firepool:shown", (e) => window.__shown.push(e.detail));
-"""
 
 # The visible player: is it the pair on screen, shown, ready and really advancing?
 PLAYBACK = """
@@ -70,27 +47,7 @@ async () => {
 def build_campaign(name: str = "c", depth: int = 5):
     """A 24-clip demo world and a campaign pooling one run over its test split."""
     dataset = create_demo_dataset(name="b", n_videos=24, seed=1, workers=1)
-    queries = np.array(
-        Caption.objects.filter(dataset=dataset, split="test", is_query=True)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    videos = np.array(
-        Video.objects.filter(dataset=dataset, split="test")
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    scores = np.random.default_rng(0).random((len(queries), len(videos)))
-    order = np.argsort(-scores, axis=1)
-    model = RetrievalModel.objects.create(dataset=dataset, name="m", source="run")
-    run = store_run(
-        model,
-        "m",
-        RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1)),
-    )
-    return create_campaign(
-        dataset, [run], CampaignSpec(name=name, depth=depth, second_label_rate=0.0)
-    )
+    return random_run_campaign(dataset, name, depth, seed=0)
 
 
 def make_annotator(username: str = "ann"):
@@ -99,28 +56,10 @@ def make_annotator(username: str = "ann"):
     return user
 
 
-@pytest.fixture
-def browser():
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-    # around it are synchronous and safe.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-
-
 def open_judge_page(browser, base_url: str, campaign, username: str = "ann", viewport=None):
     page = browser.new_page(viewport=viewport or {"width": 1280, "height": 800})
     page.add_init_script(RECORD_SHOWN)
-    page.goto(f"{base_url}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base_url}/judge/")  # annotators land on the judging list
+    login(page, base_url, username, PASSWORD, landing="/judge/")  # annotators land there
     page.goto(f"{base_url}/judge/{campaign.pk}/")
     return page
 
