@@ -37,7 +37,11 @@ class KeyIndex:
         return np.where(pks < 0, -1, pos)
 
     def keys_of(self, pks: np.ndarray) -> list[str]:
-        return [self.keys[i] for i in self.positions(np.asarray(pks)).tolist()]
+        """Keys of ``pks``; padding (-1) has no key, so callers drop it first."""
+        pks = np.asarray(pks)
+        if (pks < 0).any():
+            raise ValueError("padding (-1) has no key; drop it before looking keys up")
+        return [self.keys[i] for i in self.positions(pks).tolist()]
 
 
 def in_trec_order(lists: RankedLists, videos: KeyIndex) -> RankedLists:
