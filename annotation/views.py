@@ -1,13 +1,22 @@
-"""Pages of the annotation app: choosing a campaign and the judging page."""
+"""Pages of the annotation app: judging, campaign overview, agreement, adjudication, exports."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch, Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
-from annotation import roles
-from annotation.models import Campaign
-from retrieval.models import Dataset
+from annotation import assignment, exports, roles
+from annotation.exports import EXPORT_FORMATS, export_chunks
+from annotation.models import Campaign, Escalation, Judgement, Pair
+from annotation.reporting import campaign_report
+from annotation.resolution import resolve_campaign
+from retrieval import plots
+from retrieval.models import Dataset, LabelSet
+from retrieval.services.labelsets import LabelSetError
 
 
 @login_required
@@ -41,3 +50,190 @@ def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "annotation/judge.html",
         {"campaign": campaign, "api_base": f"/api/campaigns/{campaign.pk}/"},
     )
+
+
+def require_researcher(user) -> None:
+    if not (roles.has_role(user, roles.RESEARCHER) or roles.has_role(user, roles.ADMIN)):
+        raise PermissionDenied("Only researchers and admins can see campaign reports.")
+
+
+def require_admin(user) -> None:
+    if not roles.has_role(user, roles.ADMIN):
+        raise PermissionDenied("Only admins can do this.")
+
+
+@login_required
+def campaigns(request: HttpRequest) -> HttpResponse:
+    """Every campaign with its pair counts per status, for researchers and admins."""
+    require_researcher(request.user)
+    rows = []
+    for campaign in Campaign.objects.select_related("dataset"):
+        counts = dict(campaign.pairs.order_by().values_list("status").annotate(n=Count("pk")))
+        rows.append(
+            {
+                "campaign": campaign,
+                "counts": {status: counts.get(status, 0) for status in Pair.Status.values},
+                "total": sum(counts.values()),
+                "open_escalations": Escalation.objects.filter(
+                    pair__campaign=campaign, resolved_at__isnull=True
+                ).count(),
+                "label_set": LabelSet.objects.filter(
+                    dataset=campaign.dataset, metadata__campaign_id=campaign.pk
+                ).first(),
+            }
+        )
+    return render(
+        request,
+        "annotation/campaign_overview.html",
+        {
+            "rows": rows,
+            "is_admin": roles.has_role(request.user, roles.ADMIN),
+            "formats": EXPORT_FORMATS,
+        },
+    )
+
+
+@login_required
+def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Agreement figures with bootstrap intervals (FIRE §3.2, Table 2, Fig. 7)."""
+    require_researcher(request.user)
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    report = campaign_report(campaign)
+    by_count = report["by_label_count"]
+    charts = []
+    if by_count:
+        categories = [str(row["labels"]) for row in by_count]
+        charts.append(
+            plots.bar_chart(
+                categories,
+                [plots.Series("pairs", [row["pairs"] for row in by_count])],
+                title="Pairs by number of labels",
+                y_label="pairs",
+            )
+        )
+        if any(row["percent_agreement"] is not None for row in by_count):
+            charts.append(
+                plots.bar_chart(
+                    categories,
+                    [
+                        plots.Series(
+                            "agreement",
+                            [
+                                None
+                                if row["percent_agreement"] is None
+                                else 100 * row["percent_agreement"]
+                                for row in by_count
+                            ],
+                        )
+                    ],
+                    title="Percent agreement by number of labels (FIRE Fig. 7)",
+                    y_label="% agreement",
+                    y_max=100,
+                )
+            )
+    return render(
+        request,
+        "annotation/agreement.html",
+        {"campaign": campaign, "report": report, "charts": charts},
+    )
+
+
+ADJUDICATION_PAGE = 10
+
+
+@login_required
+def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Disagreements and escalations, each with its video and every label, for an admin."""
+    require_admin(request.user)
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    if request.method == "POST":
+        return _adjudicate_post(request, campaign)
+    waiting = (
+        Pair.objects.filter(campaign=campaign)
+        .filter(Q(status=Pair.Status.DISAGREEMENT, adjudicated="") | Q(held=True))
+        .select_related("caption", "video")
+        .prefetch_related(
+            Prefetch(
+                "judgements",
+                queryset=Judgement.objects.filter(undone_at__isnull=True)
+                .select_related("annotator")
+                .order_by("created_at"),
+                to_attr="live_judgements",
+            ),
+            Prefetch(
+                "escalations",
+                queryset=Escalation.objects.filter(resolved_at__isnull=True).select_related(
+                    "annotator"
+                ),
+                to_attr="open_escalations",
+            ),
+        )
+        .order_by("position")
+    )
+    page = Paginator(waiting, ADJUDICATION_PAGE).get_page(request.GET.get("page"))
+    recent = (
+        Pair.objects.filter(campaign=campaign)
+        .exclude(adjudicated="")
+        .select_related("caption", "video", "adjudicated_by")
+        .order_by("-adjudicated_at")[:10]
+    )
+    return render(
+        request,
+        "annotation/adjudicate.html",
+        {"campaign": campaign, "page": page, "recent": recent},
+    )
+
+
+def _adjudicate_post(request: HttpRequest, campaign: Campaign) -> HttpResponse:
+    pair = get_object_or_404(Pair, pk=request.POST.get("pair", 0), campaign=campaign)
+    decision = request.POST.get("decision", "")
+    note = request.POST.get("note", "").strip()[:1000]
+    if decision not in ("relevant", "irrelevant", "return"):
+        messages.error(request, "Choose relevant, irrelevant or return to the queue.")
+        return redirect(request.get_full_path())
+    label = None if decision == "return" else decision
+    open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
+    if open_escalation is not None:
+        assignment.resolve_escalation(open_escalation, request.user, label=label, note=note)
+    elif label is not None:
+        assignment.adjudicate(pair, request.user, label)
+    messages.success(
+        request,
+        f"Pair {pair.caption.key} × {pair.video.key}: "
+        + ("returned to the judging queue." if label is None else f"adjudicated {label}."),
+    )
+    return redirect(request.get_full_path())
+
+
+@login_required
+def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
+    """Stream one export format of the campaign's labels (admins only)."""
+    require_admin(request.user)
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    if fmt not in EXPORT_FORMATS:
+        raise Http404("unknown export format")
+    response = StreamingHttpResponse(
+        export_chunks(campaign, fmt), content_type=exports.CONTENT_TYPES[fmt]
+    )
+    response["Content-Disposition"] = f'attachment; filename="{exports.filename(campaign, fmt)}"'
+    return response
+
+
+@require_POST
+@login_required
+def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Store the campaign's final labels as a label set that re-scoring reads (admins only)."""
+    require_admin(request.user)
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    try:
+        label_set = resolve_campaign(campaign)
+    except LabelSetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Label set {label_set.name!r}: {label_set.relevant_count} relevant, "
+            f"{label_set.irrelevant_count} irrelevant, {label_set.disagreement_count} "
+            "disagreements.",
+        )
+    return redirect("campaigns")

@@ -166,3 +166,46 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class LabelSet(models.Model):
+    """Judged relevance for caption-video pairs of one dataset, from any source.
+
+    A resolved campaign, an imported qrels file or an imported FIRE JSON release all become
+    a label set; re-scoring reads only label sets. The pairs live in ``arrays`` (see
+    :class:`retrieval.judged.Judged`) so that hundreds of thousands of judgements load in
+    one row. A caption's own video is relevant by the benchmark's definition and is added
+    when scoring, whether or not the set lists it.
+    """
+
+    class Source(models.TextChoices):
+        CAMPAIGN = "campaign", "resolved campaign"
+        QRELS = "qrels", "TREC qrels"
+        FIRE_JSON = "fire-json", "FIRE JSON"
+        JSONL = "jsonl", "JSON lines"
+        CSV = "csv", "CSV"
+        RAW = "raw", "individual labels"
+        MERGE = "merge", "merged label sets"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="label_sets")
+    name = models.CharField(max_length=100, help_text="Unique per dataset.")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    description = models.TextField(blank=True)
+    pair_count = models.PositiveIntegerField(default=0)
+    relevant_count = models.PositiveIntegerField(default=0)
+    irrelevant_count = models.PositiveIntegerField(default=0)
+    disagreement_count = models.PositiveIntegerField(default=0)
+    arrays = models.BinaryField(help_text="npz of caption_ids, video_ids, relevance, votes.")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "name"], name="label_set_name_unique_per_dataset"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}/{self.name}"

@@ -1,16 +1,19 @@
-"""Media delivery for the retrieval app: videos with HTTP Range support."""
+"""Pages of the retrieval app: videos with HTTP Range support, and the label sets."""
 
 import mimetypes
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
 from django.utils._os import safe_join
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
 from retrieval.byte_range import UnsatisfiableRange, parse_range
+from retrieval.models import LabelSet
 
 CHUNK = 64 * 1024
 mimetypes.add_type("video/webm", ".webm")
@@ -65,3 +68,12 @@ def serve_media(request: HttpRequest, path: str) -> HttpResponse:
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@login_required
+def label_sets(request: HttpRequest) -> HttpResponse:
+    """The label sets re-scoring can use, from campaigns and imported files."""
+    if not request.user.has_perm("retrieval.view_labelset"):
+        raise PermissionDenied("Only researchers and admins can see label sets.")
+    sets = LabelSet.objects.select_related("dataset").defer("arrays")
+    return render(request, "retrieval/label_sets.html", {"label_sets": sets})

@@ -12,7 +12,6 @@ The 1k-A test file (``key,vid_key,video_id,sentence``) lists one query caption p
 video; its rows are all queries of split ``test``.
 """
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from retrieval.formats.generic import csv_rows
 from retrieval.formats.records import (
     CaptionRecord,
     FormatError,
-    decode_utf8,
     json_type,
     parse_field,
     parse_int,
@@ -29,7 +27,7 @@ from retrieval.formats.records import (
     parse_seconds,
     parse_split,
     parse_text,
-    read_bytes,
+    read_json_document,
 )
 
 SENTENCE = "sentences[{}]"
@@ -42,14 +40,7 @@ def parse_msrvtt_json(path: Path) -> Iterator[CaptionRecord]:
     The caption key is ``str(sen_id)``; a sentence whose video is not listed under
     ``videos`` is an error located at ``sentences[i]``, field ``video_id``.
     """
-    text = decode_utf8(path, read_bytes(path))
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            path, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-        ) from None
-    del text
+    document = read_json_document(path)
     if not isinstance(document, dict):
         raise FormatError(path, None, None, "expected a JSON object with videos and sentences")
     for name in ("videos", "sentences"):

@@ -120,6 +120,17 @@ def decode_utf8(path: Path, data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
+def read_json_document(path: Path) -> object:
+    """Parse a whole UTF-8 JSON file; a syntax error is reported with its line and column."""
+    text = decode_utf8(path, read_bytes(path))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            path, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+        ) from None
+
+
 # Field parsers: each takes a raw value (a JSON value or a CSV string) and returns the
 # parsed value or raises ValueError with a message; callers add path, line and field.
 

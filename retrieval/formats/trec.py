@@ -104,35 +104,50 @@ def write_run(
                 out.write(f"{qid} Q0 {docno} {rank} {value!r} {run_id}\n")
 
 
-def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str, int]]:
-    """Parse TREC qrels into ``{qid: {docno: rel}}`` in file order; the iter column is ignored.
+def iter_qrels(source: Source, *, name: str | None = None) -> Iterator[tuple[int, str, str, int]]:
+    """Yield ``(line number, qid, docno, rel)`` for each qrels line; the iter column is ignored.
 
-    A (qid, docno) pair may appear once and ``rel`` must be an integer (negative values are
-    kept; trec_eval counts them as pooled but unjudged).
+    ``rel`` must be an integer (negative values are kept; trec_eval counts them as pooled
+    but unjudged). Duplicates are the caller's business (see :func:`read_qrels`).
     """
     path, lines = open_source(source, name)
-    qrels: dict[str, dict[str, int]] = {}
     for number, (qid, _, docno, rel_text) in split_lines(path, lines, QRELS_FIELDS):
         if not INTEGER.fullmatch(rel_text):
             raise FormatError(path, number, "rel", f"not an integer: {rel_text!r}")
+        yield number, qid, docno, int(rel_text)
+
+
+def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str, int]]:
+    """Parse TREC qrels into ``{qid: {docno: rel}}`` in file order.
+
+    A (qid, docno) pair may appear once (see :func:`iter_qrels` for the line rules).
+    """
+    path, _ = open_source(source, name)  # the name errors use; nothing is read yet
+    qrels: dict[str, dict[str, int]] = {}
+    for number, qid, docno, rel in iter_qrels(source, name=name):
         judged = qrels.setdefault(qid, {})
         check_unique(path, number, judged, qid, docno)
-        judged[docno] = int(rel_text)
+        judged[docno] = rel
     if not qrels:
         raise FormatError(path, None, None, "no qrels lines (empty, or only blanks and comments)")
     return qrels
 
 
+def qrels_lines(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
+    """``qid 0 docno rel`` lines for ``(qid, docno, rel)`` rows, checked to read back the same."""
+    for qid, docno, rel in rows:
+        check_token(qid, "qid")
+        check_token(docno, "docno")
+        if isinstance(rel, bool) or int(rel) != rel:
+            raise ValueError(f"rel for ({qid!r}, {docno!r}) is not an integer: {rel!r}")
+        yield f"{qid} 0 {docno} {int(rel)}\n"
+
+
 def write_qrels(destination: Path | str | TextIO, qrels: Mapping[str, Mapping[str, int]]) -> None:
     """Write ``{qid: {docno: rel}}`` as ``qid 0 docno rel`` lines, in the given order."""
+    rows = ((qid, docno, rel) for qid, judged in qrels.items() for docno, rel in judged.items())
     with open_destination(destination) as out:
-        for qid, judged in qrels.items():
-            check_token(qid, "qid")
-            for docno, rel in judged.items():
-                check_token(docno, "docno")
-                if isinstance(rel, bool) or int(rel) != rel:
-                    raise ValueError(f"rel for ({qid!r}, {docno!r}) is not an integer: {rel!r}")
-                out.write(f"{qid} 0 {docno} {int(rel)}\n")
+        out.writelines(qrels_lines(rows))
 
 
 def to_arrays(

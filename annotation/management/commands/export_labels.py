@@ -1,0 +1,45 @@
+"""Export a campaign's labels: csv, jsonl, TREC qrels, raw labels or FIRE JSON."""
+
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.exports import EXPORT_FORMATS, export_chunks
+from annotation.management.lookup import get_campaign
+
+
+class Command(BaseCommand):
+    help = (
+        "Stream a campaign's labels to a file (or '-' for standard output): csv and jsonl "
+        "(one row per resolved or disagreeing pair), qrels (judged negatives as 0, original "
+        "positives as 1), raw (every label), fire-json (the FIRE release layout)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--campaign", required=True)
+        parser.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+        parser.add_argument("-o", "--output", required=True, help="File to write, or '-'.")
+
+    def handle(self, *args, **options):
+        campaign = get_campaign(options["campaign"])
+        began = time.perf_counter()
+        chunks = export_chunks(campaign, options["format"])
+        output = options["output"]
+        written = 0
+        try:
+            if output == "-":
+                for chunk in chunks:
+                    sys.stdout.write(chunk)
+                sys.stdout.flush()
+                return
+            with open(output, "w", encoding="utf-8", newline="") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+                    written += len(chunk)
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        self.stderr.write(
+            f"Wrote {options['format']} export of {campaign.name!r} to {output} "
+            f"({written:,} characters) in {time.perf_counter() - began:.2f} s."
+        )

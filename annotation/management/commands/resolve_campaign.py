@@ -1,0 +1,46 @@
+"""Resolve a campaign's pairs into a retrieval label set that re-scoring reads."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.lookup import get_campaign
+from annotation.resolution import resolve_campaign
+from retrieval.services.labelsets import LabelSetError
+
+
+class Command(BaseCommand):
+    help = (
+        "Store the campaign's final labels (single label, strict majority or an admin's "
+        "adjudication; disagreements kept apart) as a label set named after the campaign "
+        "(or --name), replacing an earlier resolution of the same campaign."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--campaign", required=True)
+        parser.add_argument("--name", help="Label set name (default: the campaign's name).")
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        campaign = get_campaign(options["campaign"])
+        try:
+            label_set = resolve_campaign(campaign, options["name"])
+        except LabelSetError as exc:
+            raise CommandError(str(exc)) from None
+        summary = {
+            "label_set": label_set.name,
+            "dataset": campaign.dataset.name,
+            "pairs": label_set.pair_count,
+            "relevant": label_set.relevant_count,
+            "irrelevant": label_set.irrelevant_count,
+            "disagreement": label_set.disagreement_count,
+            "pending": label_set.metadata.get("pending", 0),
+        }
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(summary))
+            return
+        self.stdout.write(
+            f"Label set {label_set.name!r} on {campaign.dataset.name}: {summary['pairs']} pairs "
+            f"({summary['relevant']} relevant, {summary['irrelevant']} irrelevant, "
+            f"{summary['disagreement']} disagreements); {summary['pending']} pairs still pending."
+        )

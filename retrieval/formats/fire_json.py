@@ -1,0 +1,237 @@
+"""The FIRE release layout: one JSON document of ``annotations`` and ``disagreements``.
+
+FIRE (Rodriguez et al., "Fighting FIRE with FIRE: Assessing the Validity of Text-to-Video
+Retrieval Benchmarks") re-annotated MSR-VTT and MSVD. Each entry pairs a caption's *text*
+(``query``) with a video key and lists the annotators, their labels, the response and queue
+ids and the models that retrieved the pair; annotations carry the agreed ``label``,
+disagreements do not. Every other top-level key is metadata. Errors are located as
+``annotations[i]`` or ``disagreements[i]``.
+"""
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from retrieval.formats.records import (
+    FormatError,
+    json_type,
+    parse_field,
+    parse_key,
+    parse_optional_str,
+    parse_text,
+    read_json_document,
+)
+from retrieval.judged import IRRELEVANT, LABEL_NAMES, RELEVANT
+
+ANNOTATIONS = "annotations"
+DISAGREEMENTS = "disagreements"
+ARRAYS = (ANNOTATIONS, DISAGREEMENTS)
+ID_FIELDS = ("annotator_ids", "response_ids", "queue_ids")
+CHUNK_CHARS = 64 * 1024
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FireEntry:
+    """One judged pair of the release: caption text, video key and the labels behind it.
+
+    ``label`` is 1 or 0 for an annotation and None for a disagreement; ``annotator_labels``
+    is parallel to ``annotator_ids``. ``index`` is the entry's position in its array, for
+    error messages, and takes no part in equality.
+    """
+
+    query: str
+    video_id: str
+    label: int | None
+    annotator_ids: tuple[str, ...] = ()
+    annotator_labels: tuple[int, ...] = ()
+    response_ids: tuple[str, ...] = ()
+    queue_ids: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    dataset: str = ""
+    index: int = field(default=0, compare=False)
+
+
+@dataclass
+class FireDocument:
+    """A whole release file: its metadata (every other top-level key) and both arrays."""
+
+    metadata: dict
+    annotations: list[FireEntry]
+    disagreements: list[FireEntry]
+
+
+def read_fire_json(path: Path) -> FireDocument:
+    """Parse a FIRE release file; both arrays must be present and not both empty.
+
+    Reading is lenient where the release varies: ids may be strings or integers and
+    annotator labels may be ``relevant``/``irrelevant``, booleans or 1/0.
+    """
+    document = read_json_document(path)
+    if not isinstance(document, dict):
+        raise FormatError(
+            path, None, None, f"expected a JSON object with {ANNOTATIONS} and {DISAGREEMENTS}"
+        )
+    for name in ARRAYS:
+        if name not in document:
+            raise FormatError(path, None, name, "missing required array")
+        if not isinstance(document[name], list):
+            raise FormatError(path, None, name, f"expected a list, got {json_type(document[name])}")
+    if not document[ANNOTATIONS] and not document[DISAGREEMENTS]:
+        raise FormatError(path, None, None, "no annotations: both arrays are empty")
+    return FireDocument(
+        metadata={key: value for key, value in document.items() if key not in ARRAYS},
+        annotations=[
+            _entry(path, ANNOTATIONS, index, values)
+            for index, values in enumerate(document[ANNOTATIONS])
+        ],
+        disagreements=[
+            _entry(path, DISAGREEMENTS, index, values)
+            for index, values in enumerate(document[DISAGREEMENTS])
+        ],
+    )
+
+
+def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
+    """Validate one entry of ``array``; only annotations read a ``label``."""
+    where = f"{array}[{{}}]"
+    if not isinstance(values, dict):
+        raise FormatError(
+            path, index, None, f"expected an object, got {json_type(values)}", where=where
+        )
+    fields: dict = values
+
+    def parse(name: str, parser: Callable[[object], T]) -> T:
+        return parse_field(path, index, name, parser, fields.get(name), where=where)
+
+    required = ("query", "video_id", "label") if array == ANNOTATIONS else ("query", "video_id")
+    for name in required:
+        if name not in values:
+            raise FormatError(path, index, name, "missing required field", where=where)
+    annotator_ids = parse("annotator_ids", _key_list)
+    annotator_labels = parse("annotator_labels", _label_list)
+    both = "annotator_ids" in values and "annotator_labels" in values
+    if both and len(annotator_ids) != len(annotator_labels):
+        raise FormatError(
+            path,
+            index,
+            "annotator_labels",
+            f"{len(annotator_labels)} labels for {len(annotator_ids)} annotator_ids",
+            where=where,
+        )
+    return FireEntry(
+        query=parse("query", parse_text),
+        video_id=parse("video_id", parse_key),
+        label=parse("label", parse_fire_label) if array == ANNOTATIONS else None,
+        annotator_ids=annotator_ids,
+        annotator_labels=annotator_labels,
+        response_ids=parse("response_ids", _key_list),
+        queue_ids=parse("queue_ids", _key_list),
+        models=parse("models", _key_list),
+        dataset=parse("dataset", parse_optional_str),
+        index=index,
+    )
+
+
+def parse_fire_label(value: object) -> int:
+    """A relevant/irrelevant label given as its name, a boolean or 1/0."""
+    if isinstance(value, bool):
+        return RELEVANT if value else IRRELEVANT
+    if isinstance(value, int) and value in (RELEVANT, IRRELEVANT):
+        return value
+    if isinstance(value, str):
+        name = value.strip().lower()
+        for code in (RELEVANT, IRRELEVANT):
+            if name == LABEL_NAMES[code]:
+                return code
+        raise ValueError(f"unknown label {value.strip()!r}; expected 'relevant' or 'irrelevant'")
+    raise ValueError(f"expected 'relevant' or 'irrelevant', got {json_type(value)} {value!r}")
+
+
+def _key_list(value: object) -> tuple[str, ...]:
+    """A list of ids or names, each a string or an integer; missing means empty."""
+    return _list(value, parse_key)
+
+
+def _label_list(value: object) -> tuple[int, ...]:
+    """A list of annotator labels; missing means empty."""
+    return _list(value, parse_fire_label)
+
+
+def _list(value: object, parse: Callable[[object], T]) -> tuple[T, ...]:
+    """Parse each item of a JSON list, naming the position of a bad item."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {json_type(value)}")
+    items = []
+    for position, item in enumerate(value):
+        try:
+            items.append(parse(item))
+        except ValueError as exc:
+            raise ValueError(f"item {position}: {exc}") from None
+    return tuple(items)
+
+
+def entry_dict(entry: FireEntry) -> dict:
+    """One entry in the release layout; ``label`` is left out for a disagreement."""
+    for code in (entry.label, *entry.annotator_labels):
+        if code is not None and code not in (RELEVANT, IRRELEVANT):
+            raise ValueError(f"entry ({entry.query!r}, {entry.video_id!r}): bad label {code!r}")
+    values: dict = {"annotator_ids": list(entry.annotator_ids)}
+    if entry.label is not None:
+        values["label"] = LABEL_NAMES[entry.label]
+    values.update(
+        video_id=entry.video_id,
+        query=entry.query,
+        annotator_labels=[LABEL_NAMES[code] for code in entry.annotator_labels],
+        response_ids=list(entry.response_ids),
+        queue_ids=list(entry.queue_ids),
+        models=list(entry.models),
+        dataset=entry.dataset,
+    )
+    return values
+
+
+def fire_json_chunks(
+    metadata: Mapping[str, object],
+    annotations: Iterable[FireEntry],
+    disagreements: Iterable[FireEntry],
+) -> Iterator[str]:
+    """Stream a release document as text: metadata keys, then both arrays, an entry a line.
+
+    Entries are encoded one at a time and yielded in chunks of about ``CHUNK_CHARS``, so
+    generators over hundreds of thousands of entries never sit in memory at once. An
+    annotation without a label, or a disagreement with one, raises ValueError.
+    """
+    for name in ARRAYS:
+        if name in metadata:
+            raise ValueError(f"metadata may not hold the {name!r} key")
+    header = "".join(
+        f"{json.dumps(str(key))}: {json.dumps(value, ensure_ascii=False)},\n"
+        for key, value in metadata.items()
+    )
+    pending = ["{" + header]
+    size = len(pending[0])
+    for name, entries in ((ANNOTATIONS, annotations), (DISAGREEMENTS, disagreements)):
+        pending.append(f'"{name}": [')
+        separator = "\n"
+        for entry in entries:
+            if (entry.label is None) == (name == ANNOTATIONS):
+                raise ValueError(
+                    f"entry ({entry.query!r}, {entry.video_id!r}) in {name}: "
+                    + ("an annotation needs a label" if name == ANNOTATIONS else "has a label")
+                )
+            line = separator + json.dumps(entry_dict(entry), ensure_ascii=False)
+            separator = ",\n"
+            pending.append(line)
+            size += len(line)
+            if size >= CHUNK_CHARS:
+                yield "".join(pending)
+                pending.clear()
+                size = 0
+        pending.append("\n],\n" if name == ANNOTATIONS else "\n]}\n")
+    yield "".join(pending)

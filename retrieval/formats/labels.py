@@ -1,0 +1,456 @@
+"""Label files: one judged caption-video pair per record (JSONL or CSV), and raw labels.
+
+A label record carries the pair's label (``relevant``, ``irrelevant`` or ``disagreement``),
+how many annotator labels it rests on (``labels``), whether an admin adjudicated it, the
+caption text, the annotators and, per run, the 1-based rank at which that run retrieved the
+video. In CSV, annotators are joined with ``;`` and each run is a ``rank:<run name>`` column
+whose empty cells mean "not retrieved by that run".
+
+A raw label file holds one annotator's label per line (``caption_id``, ``video_id``,
+``annotator``, ``label``, optional ``seconds`` and ``created_at``); it is what the agreement
+command reads. Readers raise :class:`~retrieval.formats.records.FormatError` naming the line
+and field; writers are generators of complete lines, so callers can stream them.
+"""
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from retrieval.formats.generic import csv_rows
+from retrieval.formats.records import (
+    FormatError,
+    json_type,
+    parse_bool,
+    parse_field,
+    parse_int,
+    parse_key,
+    parse_optional_str,
+    parse_seconds,
+    read_lines,
+)
+from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES
+
+REQUIRED = ("caption_key", "video_key", "label")
+CSV_COLUMNS = (
+    "caption_key",
+    "video_key",
+    "caption",
+    "label",
+    "labels",
+    "adjudicated",
+    "annotators",
+)
+RANK_PREFIX = "rank:"
+ANNOTATOR_SEPARATOR = ";"
+RAW_REQUIRED = ("caption_id", "video_id", "annotator", "label")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRecord:
+    """One judged caption-video pair; ``label`` is 1, 0 or -1 (a disagreement).
+
+    ``votes`` is the number of annotator labels behind it (0 when unknown) and ``runs`` maps a
+    run name to the 1-based rank at which it retrieved the video. ``line`` locates the record
+    in the file it was read from and takes no part in equality.
+    """
+
+    caption_key: str
+    video_key: str
+    label: int
+    votes: int = 0
+    adjudicated: bool = False
+    caption: str = ""
+    annotators: tuple[str, ...] = ()
+    runs: dict[str, int] = field(default_factory=dict)
+    line: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RawLabel:
+    """One annotator's label (1 relevant, 0 irrelevant) for one caption-video pair.
+
+    ``seconds`` is the time the annotator took, ``created_at`` an ISO 8601 time; both may be
+    missing. ``line`` takes no part in equality.
+    """
+
+    caption_key: str
+    video_key: str
+    annotator: str
+    label: int
+    seconds: float | None = None
+    created_at: str = ""
+    line: int = field(default=0, compare=False)
+
+
+# Reading label files.
+
+
+def read_jsonl(path: Path) -> Iterator[LabelRecord]:
+    """Yield one record per non-blank line of a label JSONL file."""
+    seen: dict[tuple[str, str], int] = {}
+    for line, values in _json_objects(path, REQUIRED):
+        annotators = parse_field(
+            path, line, "annotators", _parse_annotator_list, values.get("annotators")
+        )
+        runs = parse_field(path, line, "runs", _parse_runs, values.get("runs"))
+        yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
+    if not seen:
+        raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
+
+
+def read_csv(path: Path) -> Iterator[LabelRecord]:
+    """Yield one record per data row of a label CSV file; ``rank:<run>`` columns give runs."""
+    seen: dict[tuple[str, str], int] = {}
+    run_columns: dict[str, str] | None = None
+    for line, values in csv_rows(path, REQUIRED):
+        if run_columns is None:
+            run_columns = _run_columns(path, values)
+        annotators = parse_field(
+            path, line, "annotators", _parse_annotator_cell, values.get("annotators")
+        )
+        runs = {}
+        for column, name in run_columns.items():
+            cell = values[column].strip()
+            if cell:
+                runs[name] = parse_field(path, line, column, parse_rank, cell)
+        yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
+    if not seen:
+        raise FormatError(path, None, None, "no labels (only a header row)")
+
+
+def _label_record(
+    path: Path,
+    line: int,
+    values: Mapping[str, object],
+    annotators: tuple[str, ...],
+    runs: dict[str, int],
+) -> LabelRecord:
+    """Validate the fields JSONL and CSV share into a record."""
+    adjudicated = parse_field(path, line, "adjudicated", parse_bool, values.get("adjudicated"))
+    return LabelRecord(
+        caption_key=parse_field(path, line, "caption_key", parse_key, values.get("caption_key")),
+        video_key=parse_field(path, line, "video_key", parse_key, values.get("video_key")),
+        label=parse_field(path, line, "label", parse_label, values.get("label")),
+        votes=parse_field(path, line, "labels", parse_count, values.get("labels")),
+        adjudicated=bool(adjudicated),
+        caption=parse_field(path, line, "caption", _parse_caption, values.get("caption")),
+        annotators=annotators,
+        runs=runs,
+        line=line,
+    )
+
+
+def _check_pair(path: Path, seen: dict[tuple[str, str], int], record: LabelRecord) -> LabelRecord:
+    """Reject a caption-video pair already labelled on an earlier line."""
+    pair = (record.caption_key, record.video_key)
+    if pair in seen:
+        raise FormatError(
+            path,
+            record.line,
+            "video_key",
+            f"pair ({record.caption_key!r}, {record.video_key!r}) is already labelled "
+            f"on line {seen[pair]}",
+        )
+    seen[pair] = record.line
+    return record
+
+
+def _run_columns(path: Path, values: Mapping[str, str]) -> dict[str, str]:
+    """Map each ``rank:<run name>`` column to its run name, rejecting empty or repeated names."""
+    columns: dict[str, str] = {}
+    names: set[str] = set()
+    for column in values:
+        if not column.startswith(RANK_PREFIX):
+            continue
+        name = column.removeprefix(RANK_PREFIX).strip()
+        if not name:
+            raise FormatError(path, 1, column, "rank column without a run name")
+        if name in names:
+            raise FormatError(path, 1, column, f"run {name!r} has two rank columns")
+        names.add(name)
+        columns[column] = name
+    return columns
+
+
+# Field parsers for label files; like those in records.py they raise ValueError.
+
+
+def parse_label(value: object) -> int:
+    """A label name, ``relevant``, ``irrelevant`` or ``disagreement``, as its code."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a label name, got {json_type(value)}")
+    code = LABEL_CODES.get(value.strip().lower())
+    if code is None:
+        raise ValueError(f"unknown label {value.strip()!r}; expected one of {_names(LABEL_CODES)}")
+    return code
+
+
+def parse_count(value: object) -> int:
+    """A non-negative number of labels; missing (None or empty) means 0."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return 0
+    count = parse_int(value)
+    if count < 0:
+        raise ValueError(f"negative count: {count}")
+    return count
+
+
+def parse_rank(value: object) -> int:
+    """A 1-based rank: an integer of at least 1."""
+    rank = parse_int(value)
+    if rank < 1:
+        raise ValueError(f"rank must be at least 1, got {rank}")
+    return rank
+
+
+def _parse_caption(value: object) -> str:
+    """Caption text, kept exactly as written; missing means empty."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {json_type(value)}")
+    return value
+
+
+def _parse_annotator_list(value: object) -> tuple[str, ...]:
+    """A JSON list of annotator names (strings or integers); missing means none."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of annotators, got {json_type(value)}")
+    return tuple(_item(parse_key, index, item) for index, item in enumerate(value))
+
+
+def _parse_annotator_cell(value: object) -> tuple[str, ...]:
+    """Annotator names joined with ``;`` in one CSV cell; empty parts are skipped."""
+    text = parse_optional_str(value)
+    return tuple(name.strip() for name in text.split(ANNOTATOR_SEPARATOR) if name.strip())
+
+
+def _parse_runs(value: object) -> dict[str, int]:
+    """A JSON object mapping run names to 1-based ranks; missing means none."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"expected an object of run ranks, got {json_type(value)}")
+    runs = {}
+    for name, rank in value.items():
+        run = parse_key(name)
+        try:
+            runs[run] = parse_rank(rank)
+        except ValueError as exc:
+            raise ValueError(f"run {run!r}: {exc}") from None
+    return runs
+
+
+def _item(parse: Callable[[object], T], index: int, value: object) -> T:
+    """Parse one item of a list, naming its position when it is wrong."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ValueError(f"item {index}: {exc}") from None
+
+
+def _names(codes: Mapping[str, int]) -> str:
+    return ", ".join(repr(name) for name in codes)
+
+
+# Writing label files.
+
+
+def jsonl_lines(records: Iterable[LabelRecord]) -> Iterator[str]:
+    """Yield one JSON line (ending in ``\\n``) per record, in the layout :func:`read_jsonl` reads."""
+    for record in records:
+        _check_record(record)
+        values = {
+            "caption_key": record.caption_key,
+            "video_key": record.video_key,
+            "caption": record.caption,
+            "label": LABEL_NAMES[record.label],
+            "labels": record.votes,
+            "adjudicated": record.adjudicated,
+            "annotators": list(record.annotators),
+            "runs": dict(record.runs),
+        }
+        yield json.dumps(values, ensure_ascii=False) + "\n"
+
+
+def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Iterator[str]:
+    """Yield the header row, then one CSV row per record with a ``rank:<run>`` column per run.
+
+    A record that names a run missing from ``run_names``, or an annotator name containing
+    ``;``, raises ValueError: neither would read back.
+    """
+    names = list(run_names)
+    if len(set(names)) != len(names):
+        raise ValueError("run_names lists a run twice")
+    for name in names:
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            raise ValueError(f"run name {name!r} is empty or has surrounding blanks")
+    known = set(names)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+
+    def row(cells: Sequence[object]) -> str:
+        writer.writerow(cells)
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate(0)
+        return text
+
+    yield row([*CSV_COLUMNS, *(RANK_PREFIX + name for name in names)])
+    for record in records:
+        _check_record(record)
+        for annotator in record.annotators:
+            if ANNOTATOR_SEPARATOR in annotator:
+                raise ValueError(
+                    f"annotator {annotator!r} contains {ANNOTATOR_SEPARATOR!r}, "
+                    "which separates annotators in CSV"
+                )
+        unknown = set(record.runs) - known
+        if unknown:
+            raise ValueError(
+                f"pair ({record.caption_key!r}, {record.video_key!r}) has ranks for runs "
+                f"not in run_names: {sorted(unknown)}"
+            )
+        ranks = [record.runs.get(name, "") for name in names]
+        yield row(
+            [
+                record.caption_key,
+                record.video_key,
+                record.caption,
+                LABEL_NAMES[record.label],
+                record.votes,
+                "true" if record.adjudicated else "false",
+                ANNOTATOR_SEPARATOR.join(record.annotators),
+                *ranks,
+            ]
+        )
+
+
+def _check_record(record: LabelRecord) -> None:
+    """Reject a record that would not read back as itself."""
+    pair = f"pair ({record.caption_key!r}, {record.video_key!r})"
+    for name in (record.caption_key, record.video_key, *record.annotators):
+        _check_key(name, pair)
+    if record.label not in LABEL_NAMES:
+        raise ValueError(f"{pair} has an unknown label code {record.label!r}")
+    if isinstance(record.votes, bool) or not isinstance(record.votes, int) or record.votes < 0:
+        raise ValueError(f"{pair} has a bad labels count {record.votes!r}")
+    for run, rank in record.runs.items():
+        _check_key(run, pair)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+            raise ValueError(f"{pair} has a bad rank {rank!r} for run {run!r}")
+
+
+def _check_key(value: object, owner: str) -> None:
+    """Reject a key or name that :func:`parse_key` would not give back unchanged."""
+    try:
+        parsed = parse_key(value)
+    except ValueError as exc:
+        raise ValueError(f"{owner}: {value!r}: {exc}") from None
+    if parsed != value:
+        raise ValueError(f"{owner}: {value!r} has surrounding blanks or is not a string")
+
+
+# Raw labels: one annotator's label per line.
+
+
+def read_raw_jsonl(path: Path) -> Iterator[RawLabel]:
+    """Yield one raw label per non-blank line; a (caption, video, annotator) may appear once."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, values in _json_objects(path, RAW_REQUIRED):
+        label = RawLabel(
+            caption_key=parse_field(path, line, "caption_id", parse_key, values["caption_id"]),
+            video_key=parse_field(path, line, "video_id", parse_key, values["video_id"]),
+            annotator=parse_field(path, line, "annotator", parse_key, values["annotator"]),
+            label=parse_field(path, line, "label", parse_raw_label, values["label"]),
+            seconds=parse_field(path, line, "seconds", parse_seconds, values.get("seconds")),
+            created_at=parse_field(
+                path, line, "created_at", parse_created_at, values.get("created_at")
+            ),
+            line=line,
+        )
+        triple = (label.caption_key, label.video_key, label.annotator)
+        if triple in seen:
+            raise FormatError(
+                path,
+                line,
+                "annotator",
+                f"{label.annotator!r} already labelled ({label.caption_key!r}, "
+                f"{label.video_key!r}) on line {seen[triple]}",
+            )
+        seen[triple] = line
+        yield label
+    if not seen:
+        raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
+
+
+def parse_raw_label(value: object) -> int:
+    """One annotator's label: ``relevant`` or ``irrelevant``, never a disagreement."""
+    code = parse_label(value)
+    if code == DISAGREEMENT:
+        raise ValueError("a single annotator's label cannot be 'disagreement'")
+    return code
+
+
+def parse_created_at(value: object) -> str:
+    """An optional ISO 8601 time, kept as written."""
+    text = parse_optional_str(value)
+    if text:
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 time: {text!r}") from None
+    return text
+
+
+def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
+    """Yield one JSON line per raw label, in the layout :func:`read_raw_jsonl` reads."""
+    for record in records:
+        triple = f"label ({record.caption_key!r}, {record.video_key!r}, {record.annotator!r})"
+        for name in (record.caption_key, record.video_key, record.annotator):
+            _check_key(name, triple)
+        if record.label not in LABEL_NAMES or record.label == DISAGREEMENT:
+            raise ValueError(f"{triple} must be 1 or 0, got {record.label!r}")
+        try:
+            if record.seconds is not None:
+                parse_seconds(record.seconds)
+            parse_created_at(record.created_at)
+        except ValueError as exc:
+            raise ValueError(f"{triple}: {exc}") from None
+        values = {
+            "caption_id": record.caption_key,
+            "video_id": record.video_key,
+            "annotator": record.annotator,
+            "label": LABEL_NAMES[record.label],
+            "seconds": record.seconds,
+            "created_at": record.created_at or None,
+        }
+        yield json.dumps(values, ensure_ascii=False) + "\n"
+
+
+def _json_objects(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line, object)`` for each non-blank line, checking the required keys exist."""
+    for line, text in read_lines(path):
+        if not text.strip():
+            continue
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                path, line, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+            ) from None
+        if not isinstance(values, dict):
+            raise FormatError(path, line, None, f"expected a JSON object, got {json_type(values)}")
+        for name in required:
+            if name not in values:
+                raise FormatError(path, line, name, "missing required field")
+        yield line, values

@@ -1,0 +1,126 @@
+"""Judged relevance of caption-video pairs: the arrays behind a label set.
+
+A label set holds, per judged pair, the caption and video primary keys, the relevance
+(1 relevant, 0 irrelevant, -1 a disagreement that no label resolved), how many labels it
+rests on (0 when the source does not say) and whether an admin adjudicated it. FIRE keeps
+disagreements apart from the positives (FIRE §3.2, Table 2); so do we: they are stored but
+count as neither relevant nor judged-irrelevant when scoring.
+"""
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+RELEVANT = 1
+IRRELEVANT = 0
+DISAGREEMENT = -1
+LABEL_NAMES = {RELEVANT: "relevant", IRRELEVANT: "irrelevant", DISAGREEMENT: "disagreement"}
+LABEL_CODES = {name: code for code, name in LABEL_NAMES.items()}
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Judged pairs as parallel arrays, sorted by (caption, video) with no repeats."""
+
+    caption_ids: np.ndarray  # int64
+    video_ids: np.ndarray  # int64
+    relevance: np.ndarray  # int8: 1, 0 or -1
+    votes: np.ndarray  # int16: labels behind the relevance (0: unknown)
+    adjudicated: np.ndarray  # bool
+
+    @classmethod
+    def build(
+        cls,
+        caption_ids: Sequence[int] | np.ndarray,
+        video_ids: Sequence[int] | np.ndarray,
+        relevance: Sequence[int] | np.ndarray,
+        votes: Sequence[int] | np.ndarray | None = None,
+        adjudicated: Sequence[bool] | np.ndarray | None = None,
+    ) -> "Judged":
+        """Check, sort and de-duplicate; a pair given twice must be given the same relevance."""
+        captions = np.asarray(caption_ids, dtype=np.int64).ravel()
+        videos = np.asarray(video_ids, dtype=np.int64).ravel()
+        rel = np.asarray(relevance, dtype=np.int64).ravel()
+        n = len(captions)
+        vote = np.zeros(n, np.int64) if votes is None else np.asarray(votes, np.int64).ravel()
+        adj = np.zeros(n, bool) if adjudicated is None else np.asarray(adjudicated, bool).ravel()
+        if not (len(videos) == len(rel) == len(vote) == len(adj) == n):
+            raise ValueError("judged arrays must have the same length")
+        if n and not np.isin(rel, (RELEVANT, IRRELEVANT, DISAGREEMENT)).all():
+            raise ValueError("relevance must be 1, 0 or -1")
+        if n and (vote < 0).any():
+            raise ValueError("votes must be non-negative")
+        order = np.lexsort((videos, captions))
+        captions, videos, rel, vote, adj = (a[order] for a in (captions, videos, rel, vote, adj))
+        repeat = np.zeros(n, bool)
+        if n > 1:
+            repeat[1:] = (captions[1:] == captions[:-1]) & (videos[1:] == videos[:-1])
+            clash = repeat[1:] & (rel[1:] != rel[:-1])
+            if clash.any():
+                at = int(np.flatnonzero(clash)[0]) + 1
+                raise ValueError(
+                    f"pair (caption {captions[at]}, video {videos[at]}) is given two different "
+                    "relevance values"
+                )
+        keep = ~repeat
+        return cls(
+            captions[keep],
+            videos[keep],
+            rel[keep].astype(np.int8),
+            vote[keep].astype(np.int16),
+            adj[keep],
+        )
+
+    def __len__(self) -> int:
+        return len(self.caption_ids)
+
+    def counts(self) -> dict[str, int]:
+        """Pairs per relevance value."""
+        return {name: int((self.relevance == code).sum()) for code, name in LABEL_NAMES.items()}
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            caption_ids=self.caption_ids,
+            video_ids=self.video_ids,
+            relevance=self.relevance,
+            votes=self.votes,
+            adjudicated=self.adjudicated,
+        )
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Judged":
+        with np.load(io.BytesIO(bytes(data))) as arrays:
+            return cls(
+                arrays["caption_ids"],
+                arrays["video_ids"],
+                arrays["relevance"],
+                arrays["votes"],
+                arrays["adjudicated"],
+            )
+
+
+def merge(sets: Sequence[Judged]) -> Judged:
+    """Union of label sets; where two sets judge the same pair, the later one wins."""
+    if not sets:
+        return Judged.build([], [], [])
+    captions = np.concatenate([s.caption_ids for s in sets])
+    videos = np.concatenate([s.video_ids for s in sets])
+    # Stable sort keeps each pair's judgements in set order; the last of each run wins.
+    order = np.lexsort((videos, captions))
+    captions, videos = captions[order], videos[order]
+    last = np.ones(len(captions), bool)
+    if len(captions) > 1:
+        last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
+    pick = order[last]
+    return Judged(
+        captions[last],
+        videos[last],
+        np.concatenate([s.relevance for s in sets])[pick],
+        np.concatenate([s.votes for s in sets])[pick],
+        np.concatenate([s.adjudicated for s in sets])[pick],
+    )

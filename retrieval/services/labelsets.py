@@ -1,0 +1,300 @@
+"""Store, load, import and merge label sets: judged relevance that re-scoring reads.
+
+Imports resolve the keys (or, for FIRE JSON, the caption texts) of a file against one
+dataset and write a single :class:`~retrieval.models.LabelSet` row in a transaction, so a
+bad file changes nothing. Key-based files must name known captions and videos (an unknown
+key is an error with its line); FIRE JSON keys captions by text, so queries that match no
+caption are skipped and reported, as the issue asks.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from django.db import transaction
+
+from retrieval import judged
+from retrieval.formats import fire_json, labels, trec
+from retrieval.formats.records import FormatError
+from retrieval.judged import Judged
+from retrieval.models import Caption, Dataset, LabelSet
+from retrieval.services.runs import KeyIndex
+
+IMPORT_FORMATS = ("qrels", "fire-json", "jsonl", "csv", "raw")
+
+
+class LabelSetError(ValueError):
+    """The label set cannot be made as asked; nothing was written."""
+
+
+@dataclass
+class ImportReport:
+    """What an import made, and what in the file matched nothing."""
+
+    label_set: LabelSet
+    read: int
+    unmatched_queries: list[str] = field(default_factory=list)
+    unmatched_videos: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "label_set": self.label_set.name,
+            "dataset": self.label_set.dataset.name,
+            "read": self.read,
+            "pairs": self.label_set.pair_count,
+            "relevant": self.label_set.relevant_count,
+            "irrelevant": self.label_set.irrelevant_count,
+            "disagreement": self.label_set.disagreement_count,
+            "skipped": self.skipped,
+            "unmatched_queries": self.unmatched_queries,
+            "unmatched_videos": self.unmatched_videos,
+        }
+
+
+def load_judged(label_set: LabelSet) -> Judged:
+    """The label set's pairs as arrays of caption and video primary keys."""
+    return Judged.from_bytes(label_set.arrays)
+
+
+def store_label_set(
+    dataset: Dataset,
+    name: str,
+    pairs: Judged,
+    *,
+    source: str,
+    description: str = "",
+    metadata: dict | None = None,
+    replace: bool = False,
+) -> LabelSet:
+    """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked."""
+    name = name.strip()
+    if not name:
+        raise LabelSetError("a label set needs a name")
+    counts = pairs.counts()
+    with transaction.atomic():
+        existing = LabelSet.objects.filter(dataset=dataset, name=name)
+        if existing.exists():
+            if not replace:
+                raise LabelSetError(
+                    f"dataset {dataset.name!r} already has a label set named {name!r} "
+                    "(choose another name, or replace it)"
+                )
+            existing.delete()
+        return LabelSet.objects.create(
+            dataset=dataset,
+            name=name,
+            source=source,
+            description=description,
+            pair_count=len(pairs),
+            relevant_count=counts["relevant"],
+            irrelevant_count=counts["irrelevant"],
+            disagreement_count=counts["disagreement"],
+            arrays=pairs.to_bytes(),
+            metadata=metadata or {},
+        )
+
+
+def merge_label_sets(
+    dataset: Dataset, sources: Sequence[LabelSet], name: str, *, replace: bool = False
+) -> LabelSet:
+    """A new label set holding the union of ``sources``; later sets win where they overlap."""
+    if not sources:
+        raise LabelSetError("name at least one label set to merge")
+    for source in sources:
+        if source.dataset_id != dataset.pk:
+            raise LabelSetError(f"label set {source.name!r} is not on dataset {dataset.name!r}")
+    merged = judged.merge([load_judged(source) for source in sources])
+    return store_label_set(
+        dataset,
+        name,
+        merged,
+        source=LabelSet.Source.MERGE,
+        description="Merged from " + ", ".join(source.name for source in sources),
+        metadata={"merged": [source.name for source in sources]},
+        replace=replace,
+    )
+
+
+def import_label_file(
+    dataset: Dataset, path: Path | str, fmt: str, name: str | None = None, *, replace: bool = False
+) -> ImportReport:
+    """Read a label file of format ``fmt`` and store it as a label set of ``dataset``.
+
+    Raises :class:`~retrieval.formats.records.FormatError` for a bad file and
+    :class:`LabelSetError` for a bad request; in both cases nothing is written.
+    """
+    path = Path(path)
+    if fmt not in IMPORT_FORMATS:
+        raise LabelSetError(f"unknown format {fmt!r} (choose from {', '.join(IMPORT_FORMATS)})")
+    name = name or path.stem
+    captions = KeyIndex.captions(dataset)
+    videos = KeyIndex.videos(dataset)
+    resolver = _KeyResolver(path, captions, videos)
+    report_extra: dict = {}
+    if fmt == "qrels":
+        pairs, read, skipped = _from_qrels(path, resolver)
+        report_extra["skipped"] = skipped
+    elif fmt in ("jsonl", "csv"):
+        records = labels.read_jsonl(path) if fmt == "jsonl" else labels.read_csv(path)
+        pairs, read = _from_records(records, resolver)
+    elif fmt == "raw":
+        pairs, read = _from_raw(labels.read_raw_jsonl(path), resolver)
+    else:
+        pairs, read, unmatched = _from_fire_json(path, dataset, videos)
+        report_extra.update(unmatched)
+    if len(pairs) == 0:
+        raise FormatError(path, None, None, "no label in the file matches the dataset")
+    label_set = store_label_set(
+        dataset,
+        name,
+        pairs,
+        source=fmt,
+        description=f"Imported from {path.name}",
+        metadata={"file": path.name, "format": fmt, "read": read},
+        replace=replace,
+    )
+    return ImportReport(label_set, read, **report_extra)
+
+
+class _KeyResolver:
+    """Caption and video keys to primary keys, with errors that name the file, line and field."""
+
+    def __init__(self, path: Path, captions: KeyIndex, videos: KeyIndex) -> None:
+        self.path = path
+        self.captions = captions.by_key
+        self.videos = videos.by_key
+
+    def caption(self, key: str, line: int, field_name: str, **where: str) -> int:
+        try:
+            return self.captions[key]
+        except KeyError:
+            raise FormatError(
+                self.path, line, field_name, f"no caption with key {key!r} in the dataset", **where
+            ) from None
+
+    def video(self, key: str, line: int, field_name: str, **where: str) -> int:
+        try:
+            return self.videos[key]
+        except KeyError:
+            raise FormatError(
+                self.path, line, field_name, f"no video with key {key!r} in the dataset", **where
+            ) from None
+
+
+def _build(path: Path, *columns: Sequence) -> Judged:
+    try:
+        return Judged.build(*columns)
+    except ValueError as exc:
+        raise FormatError(path, None, None, str(exc)) from None
+
+
+def _from_qrels(path: Path, resolver: _KeyResolver) -> tuple[Judged, int, int]:
+    """Positive rel is relevant, 0 judged irrelevant; negative rel (unjudged) is skipped."""
+    caption_ids, video_ids, relevance = [], [], []
+    seen: set[tuple[str, str]] = set()
+    read = skipped = 0
+    for line, qid, docno, rel in trec.iter_qrels(path):
+        read += 1
+        if (qid, docno) in seen:
+            raise FormatError(path, line, "docno", f"{docno!r} is listed twice for qid {qid!r}")
+        seen.add((qid, docno))
+        caption = resolver.caption(qid, line, "qid")
+        video = resolver.video(docno, line, "docno")
+        if rel < 0:
+            skipped += 1
+            continue
+        caption_ids.append(caption)
+        video_ids.append(video)
+        relevance.append(judged.RELEVANT if rel > 0 else judged.IRRELEVANT)
+    if read == 0:
+        raise FormatError(path, None, None, "no qrels lines (empty, or only blanks and comments)")
+    return _build(path, caption_ids, video_ids, relevance), read, skipped
+
+
+def _from_records(
+    records: Iterable[labels.LabelRecord], resolver: _KeyResolver
+) -> tuple[Judged, int]:
+    caption_ids, video_ids, relevance, votes, adjudicated = [], [], [], [], []
+    for record in records:
+        caption_ids.append(resolver.caption(record.caption_key, record.line, "caption_key"))
+        video_ids.append(resolver.video(record.video_key, record.line, "video_key"))
+        relevance.append(record.label)
+        votes.append(record.votes)
+        adjudicated.append(record.adjudicated)
+    return (
+        _build(resolver.path, caption_ids, video_ids, relevance, votes, adjudicated),
+        len(caption_ids),
+    )
+
+
+def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tuple[Judged, int]:
+    """Individual labels, resolved per pair by strict majority (a tie is a disagreement)."""
+    relevant: dict[tuple[int, int], int] = defaultdict(int)
+    total: dict[tuple[int, int], int] = defaultdict(int)
+    read = 0
+    for record in records:
+        read += 1
+        pair = (
+            resolver.caption(record.caption_key, record.line, "caption_id"),
+            resolver.video(record.video_key, record.line, "video_id"),
+        )
+        relevant[pair] += record.label
+        total[pair] += 1
+    if not total:
+        raise FormatError(resolver.path, None, None, "no labels in the file")
+    keys = np.array(list(total), dtype=np.int64).reshape(-1, 2)
+    rel = np.array([relevant[pair] for pair in total], dtype=np.int64)
+    tot = np.array(list(total.values()), dtype=np.int64)
+    resolved = np.where(
+        2 * rel > tot,
+        judged.RELEVANT,
+        np.where(2 * (tot - rel) > tot, judged.IRRELEVANT, judged.DISAGREEMENT),
+    )
+    return _build(resolver.path, keys[:, 0], keys[:, 1], resolved, tot), read
+
+
+def _from_fire_json(
+    path: Path, dataset: Dataset, videos: KeyIndex
+) -> tuple[Judged, int, dict[str, list[str]]]:
+    """FIRE entries keyed by caption text: each matches every caption with that exact text.
+
+    Query captions are preferred: when a text belongs to query captions, only those take the
+    label (FIRE judged queries); otherwise every caption with the text does.
+    """
+    document = fire_json.read_fire_json(path)
+    entries = [*document.annotations, *document.disagreements]
+    texts = {entry.query for entry in entries}
+    by_text: dict[str, list[int]] = defaultdict(list)
+    query_by_text: dict[str, list[int]] = defaultdict(list)
+    for pk, text, is_query in Caption.objects.filter(dataset=dataset, text__in=texts).values_list(
+        "pk", "text", "is_query"
+    ):
+        by_text[text].append(pk)
+        if is_query:
+            query_by_text[text].append(pk)
+    caption_ids, video_ids, relevance, votes = [], [], [], []
+    unmatched_queries: dict[str, None] = {}
+    unmatched_videos: dict[str, None] = {}
+    for entry in entries:
+        matches = query_by_text.get(entry.query) or by_text.get(entry.query)
+        video = videos.by_key.get(entry.video_id)
+        if not matches:
+            unmatched_queries[entry.query] = None
+        if video is None:
+            unmatched_videos[entry.video_id] = None
+        if not matches or video is None:
+            continue
+        label = judged.DISAGREEMENT if entry.label is None else entry.label
+        for caption in matches:
+            caption_ids.append(caption)
+            video_ids.append(video)
+            relevance.append(label)
+            votes.append(len(entry.annotator_labels))
+    unmatched = {
+        "unmatched_queries": list(unmatched_queries),
+        "unmatched_videos": list(unmatched_videos),
+    }
+    return _build(path, caption_ids, video_ids, relevance, votes), len(entries), unmatched
