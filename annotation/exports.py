@@ -15,11 +15,12 @@ exported as pairs; pending pairs have no final label yet.
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count
+from django.db import connection
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from annotation.campaigns import load_provenance
@@ -106,7 +107,7 @@ def _buffered(lines: Iterable[str]) -> Iterator[str]:
         yield "".join(parts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _PairRow:
     """One exported pair with everything every pair format needs."""
 
@@ -117,85 +118,122 @@ class _PairRow:
     video_key: str
     status: str
     adjudicated: bool
-    annotators: tuple[str, ...]
-    annotator_labels: tuple[int, ...]
-    response_ids: tuple[str, ...]
+    annotators: list[str]
+    annotator_labels: list[int]
+    response_ids: list[str]
     runs: dict[str, int]
 
 
+def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[int, int]]:
+    """Primary-key ranges ``[low, high)`` covering the campaign's pairs, ``BATCH`` ids each.
+
+    Pairs are written in bulk, so a campaign's ids are (nearly) contiguous. Reading by id
+    range keeps every query on the primary key with no sort of the whole campaign per
+    batch, whatever the database's planner would prefer for a campaign filter. With
+    ``status`` (a rare one, such as disagreement), only windows holding such pairs.
+    """
+    if status is not None:
+        ids = Pair.objects.filter(campaign=campaign, status=status).order_by("pk")
+        high = None
+        for pk in list(ids.values_list("pk", flat=True)):
+            if high is None or pk >= high:
+                high = pk + BATCH
+                yield pk, high
+        return
+    bounds = Pair.objects.filter(campaign=campaign).aggregate(low=Min("pk"), high=Max("pk"))
+    if bounds["low"] is None:
+        return
+    for low in range(bounds["low"], bounds["high"] + 1, BATCH):
+        yield low, low + BATCH
+
+
+# One row per live label (or one per unlabelled pair), pairs in id order and each pair's
+# labels in the order they were given. A join in the database beats assembling pairs,
+# captions, videos and judgements in Python by a third at FIRE's scale.
+JOINED = (
+    "SELECT p.id, p.campaign_id, p.position, p.status, p.adjudicated, p.caption_id, "
+    "c.{key}, c.text, v.{key}, j.annotator_id, j.label, j.seconds, j.created_at, j.uuid "
+    "FROM {pair} p JOIN {caption} c ON c.id = p.caption_id JOIN {video} v ON v.id = p.video_id "
+    "LEFT JOIN {judgement} j ON j.pair_id = p.id AND j.undone_at IS NULL "
+    "WHERE p.id >= %s AND p.id < %s ORDER BY p.id, j.created_at, j.id"
+)
+
+
+def _joined_rows(campaign: Campaign, status: str | None = None) -> Iterator[list[tuple]]:
+    """The campaign's rows of :data:`JOINED`, one list per id window (other campaigns dropped)."""
+    quote = connection.ops.quote_name
+    sql = JOINED.format(
+        key=quote("key"),
+        pair=quote(Pair._meta.db_table),
+        caption=quote(Caption._meta.db_table),
+        video=quote(Video._meta.db_table),
+        judgement=quote(Judgement._meta.db_table),
+    )
+    with connection.cursor() as cursor:
+        for low, high in _windows(campaign, status):
+            cursor.execute(sql, [low, high])
+            yield [row for row in cursor.fetchall() if row[1] == campaign.pk]
+
+
 def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[_PairRow]:
-    """The campaign's pairs with one of ``statuses``, in primary-key batches."""
+    """The campaign's pairs with one of ``statuses`` and their live labels, in id order."""
+    wanted = set(statuses)
     run_names = campaign.run_names()
     ranks = load_provenance(campaign)
-    usernames = _usernames(campaign)
-    pairs = Pair.objects.filter(campaign=campaign, status__in=list(statuses)).order_by("pk")
-    last = 0
-    while True:
-        batch = list(
-            pairs.filter(pk__gt=last).values_list(
-                "pk", "caption_id", "video_id", "position", "status", "adjudicated"
-            )[:BATCH]
-        )
-        if not batch:
-            return
-        last = batch[-1][0]
-        captions = _captions(row[1] for row in batch)
-        videos = dict(
-            Video.objects.filter(pk__in={row[2] for row in batch}).values_list("pk", "key")
-        )
-        votes = _votes(campaign, batch[0][0], last, usernames)
-        positions = np.fromiter((row[3] for row in batch), np.int64, len(batch))
-        batch_ranks = ranks[positions].tolist() if len(ranks) else [[]] * len(batch)
-        for (pk, caption_id, video_id, _, status, adjudicated), row_ranks in zip(
-            batch, batch_ranks, strict=True
-        ):
-            caption_key, text = captions[caption_id]
-            names, values, uuids = votes.get(pk, ((), (), ()))
-            yield _PairRow(
-                pk=pk,
-                caption_id=caption_id,
-                caption_key=caption_key,
-                caption=text,
-                video_key=videos[video_id],
-                status=status,
-                adjudicated=bool(adjudicated),
-                annotators=names,
-                annotator_labels=values,
-                response_ids=uuids,
-                runs={
-                    name: int(rank) for name, rank in zip(run_names, row_ranks, strict=True) if rank
-                },
-            )
+    usernames = _usernames()
+    relevant = Judgement.Label.RELEVANT.value
+    rare = wanted == {Pair.Status.DISAGREEMENT}
+    for rows in _joined_rows(campaign, Pair.Status.DISAGREEMENT if rare else None):
+        pair: _PairRow | None = None
+        for pk, _, position, status, adjudicated, caption_id, *rest in rows:
+            caption_key, text, video_key, annotator, label, _, _, uuid = rest
+            if pair is None or pair.pk != pk:
+                if pair is not None:
+                    yield pair
+                if status not in wanted:
+                    pair = None
+                    continue
+                row_ranks = ranks[position].tolist()
+                pair = _PairRow(
+                    pk=pk,
+                    caption_id=caption_id,
+                    caption_key=caption_key,
+                    caption=text,
+                    video_key=video_key,
+                    status=status,
+                    adjudicated=bool(adjudicated),
+                    annotators=[],
+                    annotator_labels=[],
+                    response_ids=[],
+                    runs=dict(_retrieved(run_names, row_ranks)),
+                )
+            if annotator is not None:
+                pair.annotators.append(usernames[annotator])
+                pair.annotator_labels.append(1 if label == relevant else 0)
+                pair.response_ids.append(_canonical_uuid(uuid))
+        if pair is not None:
+            yield pair
 
 
-def _usernames(campaign: Campaign) -> dict[int, str]:
-    ids = Judgement.objects.filter(pair__campaign=campaign).values("annotator_id").distinct()
-    return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+def _usernames() -> dict[int, str]:
+    """Every account's name: one small query, cheaper than finding the campaign's annotators."""
+    return dict(get_user_model().objects.values_list("pk", "username"))
 
 
-def _captions(ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    rows = Caption.objects.filter(pk__in=set(ids)).values_list("pk", "key", "text")
-    return {pk: (key, text) for pk, key, text in rows}
+def _canonical_uuid(value: object) -> str:
+    """``8-4-4-4-12`` form of a UUID given as 32 hex digits (SQLite) or a UUID (PostgreSQL)."""
+    text = str(value).lower()
+    if len(text) == 32:
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    return text
 
 
-def _votes(
-    campaign: Campaign, first: int, last: int, usernames: dict[int, str]
-) -> dict[int, tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]]:
-    """Live labels of pairs ``first..last``: (annotators, labels 1/0, judgement uuids)."""
-    grouped: dict[int, tuple[list[str], list[int], list[str]]] = {}
-    rows = (
-        Judgement.objects.filter(
-            pair__campaign=campaign, pair_id__gte=first, pair_id__lte=last, undone_at__isnull=True
-        )
-        .order_by("pair_id", "created_at", "pk")
-        .values_list("pair_id", "annotator_id", "label", "uuid")
-    )
-    for pair_id, annotator_id, label, uuid in rows:
-        names, values, uuids = grouped.setdefault(pair_id, ([], [], []))
-        names.append(usernames[annotator_id])
-        values.append(1 if label == Judgement.Label.RELEVANT else 0)
-        uuids.append(str(uuid))
-    return {pk: (tuple(n), tuple(v), tuple(u)) for pk, (n, v, u) in grouped.items()}
+def _iso_time(value: object) -> str:
+    """ISO 8601 with offset of a stored time (text in UTC on SQLite, aware on PostgreSQL)."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.isoformat()
 
 
 def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
@@ -207,7 +245,7 @@ def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
             votes=len(row.annotator_labels),
             adjudicated=row.adjudicated,
             caption=row.caption,
-            annotators=row.annotators,
+            annotators=tuple(row.annotators),
             runs=row.runs,
         )
 
@@ -234,34 +272,21 @@ def _qrels_rows(campaign: Campaign) -> Iterator[tuple[str, str, int]]:
 
 
 def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
-    usernames = _usernames(campaign)
-    judgements = Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
-    last = 0
-    while True:
-        batch = list(
-            judgements.filter(pk__gt=last)
-            .order_by("pk")
-            .values_list(
-                "pk",
-                "pair__caption__key",
-                "pair__video__key",
-                "annotator_id",
-                "label",
-                "seconds",
-                "created_at",
-            )[:BATCH]
-        )
-        if not batch:
-            return
-        last = batch[-1][0]
-        for _, caption_key, video_key, annotator_id, label, seconds, created in batch:
+    """Every live label, pair by pair, each pair's labels in the order they were given."""
+    usernames = _usernames()
+    relevant = Judgement.Label.RELEVANT.value
+    for rows in _joined_rows(campaign):
+        for row in rows:
+            caption_key, video_key, annotator, label, seconds, created = row[6], *row[8:13]
+            if annotator is None:
+                continue  # a pair nobody labelled yet
             yield labels.RawLabel(
                 caption_key=caption_key,
                 video_key=video_key,
-                annotator=usernames[annotator_id],
-                label=1 if label == Judgement.Label.RELEVANT else 0,
+                annotator=usernames[annotator],
+                label=1 if label == relevant else 0,
                 seconds=seconds,
-                created_at=created.isoformat(),
+                created_at=_iso_time(created),
             )
 
 
@@ -297,10 +322,15 @@ def _fire_entries(campaign: Campaign, statuses: tuple[str, ...]) -> Iterator[fir
             query=row.caption,
             video_id=row.video_key,
             label=None if row.status == Pair.Status.DISAGREEMENT else STATUS_CODES[row.status],
-            annotator_ids=row.annotators,
-            annotator_labels=row.annotator_labels,
-            response_ids=row.response_ids,
+            annotator_ids=tuple(row.annotators),
+            annotator_labels=tuple(row.annotator_labels),
+            response_ids=tuple(row.response_ids),
             queue_ids=(str(row.pk),),
             models=tuple(row.runs),
             dataset=dataset,
         )
+
+
+def _retrieved(run_names: list[str], ranks: list[int]) -> Iterator[tuple[str, int]]:
+    """(run, rank) for the runs that retrieved a pair (rank 0: not retrieved)."""
+    return ((name, rank) for name, rank in zip(run_names, ranks, strict=True) if rank)

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, F, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -143,14 +143,21 @@ ADJUDICATION_PAGE = 10
 
 @login_required
 def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Disagreements and escalations, each with its video and every label, for an admin."""
+    """Disagreements, escalations and ties still waiting for a third label, for an admin.
+
+    Each pair is shown with its video and every label; the admin's label wins (FIRE §3.1).
+    """
     require_admin(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     if request.method == "POST":
         return _adjudicate_post(request, campaign)
     waiting = (
         Pair.objects.filter(campaign=campaign)
-        .filter(Q(status=Pair.Status.DISAGREEMENT, adjudicated="") | Q(held=True))
+        .filter(
+            Q(status=Pair.Status.DISAGREEMENT, adjudicated="")
+            | Q(held=True)
+            | Q(status=Pair.Status.PENDING, label_count__gte=2, label_count=F("relevant_count") * 2)
+        )
         .select_related("caption", "video")
         .prefetch_related(
             Prefetch(

@@ -42,9 +42,8 @@ def login(page, base_url: str, username: str, password: str, landing: str = "/")
     page.wait_for_url(f"{base_url}{landing}")
 
 
-def random_run_campaign(dataset, name: str, depth: int, seed: int):
-    """A campaign pooling one randomly scored run over the dataset's test split."""
-    from annotation.campaigns import CampaignSpec, create_campaign
+def random_run(dataset, name: str, seed: int):
+    """A run scoring the dataset's test videos at random for every test query caption."""
     from retrieval.models import Caption, RetrievalModel, Video
     from retrieval.runs import RankedLists
     from retrieval.services.runs import store_run
@@ -61,9 +60,16 @@ def random_run_campaign(dataset, name: str, depth: int, seed: int):
     )
     scores = np.random.default_rng(seed).random((len(queries), len(videos)))
     order = np.argsort(-scores, axis=1)
-    model = RetrievalModel.objects.create(dataset=dataset, name=f"{name}-run", source="run")
+    model = RetrievalModel.objects.create(dataset=dataset, name=name, source="run")
     lists = RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1))
-    run = store_run(model, f"{name}-run", lists)
+    return store_run(model, name, lists)
+
+
+def random_run_campaign(dataset, name: str, depth: int, seed: int):
+    """A campaign pooling one randomly scored run over the dataset's test split."""
+    from annotation.campaigns import CampaignSpec, create_campaign
+
+    run = random_run(dataset, f"{name}-run", seed)
     return create_campaign(
         dataset, [run], CampaignSpec(name=name, depth=depth, second_label_rate=0.0)
     )

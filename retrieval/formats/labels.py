@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from retrieval.formats.generic import csv_rows
 from retrieval.formats.records import (
+    KEY_MAX_LENGTH,
     FormatError,
     json_type,
     parse_bool,
@@ -267,8 +268,9 @@ def _names(codes: Mapping[str, int]) -> str:
 
 def jsonl_lines(records: Iterable[LabelRecord]) -> Iterator[str]:
     """Yield one JSON line (ending in ``\\n``) per record, in the layout :func:`read_jsonl` reads."""
+    names: set[str] = set()
     for record in records:
-        _check_record(record)
+        _check_record(record, names)
         values = {
             "caption_key": record.caption_key,
             "video_key": record.video_key,
@@ -306,8 +308,9 @@ def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Itera
         return text
 
     yield row([*CSV_COLUMNS, *(RANK_PREFIX + name for name in names)])
+    checked: set[str] = set()
     for record in records:
-        _check_record(record)
+        _check_record(record, checked)
         for annotator in record.annotators:
             if ANNOTATOR_SEPARATOR in annotator:
                 raise ValueError(
@@ -335,29 +338,44 @@ def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Itera
         )
 
 
-def _check_record(record: LabelRecord) -> None:
-    """Reject a record that would not read back as itself."""
-    pair = f"pair ({record.caption_key!r}, {record.video_key!r})"
-    for name in (record.caption_key, record.video_key, *record.annotators):
-        _check_key(name, pair)
+def _check_record(record: LabelRecord, names: set[str]) -> None:
+    """Reject a record that would not read back as itself.
+
+    ``names`` caches the annotator and run names already checked: they repeat on every
+    record, and exports write hundreds of thousands of records.
+    """
+    for value in (record.caption_key, record.video_key):
+        _check_key(value, record)
+    for name in (*record.annotators, *record.runs):
+        if name not in names:
+            _check_key(name, record)
+            names.add(name)
     if record.label not in LABEL_NAMES:
-        raise ValueError(f"{pair} has an unknown label code {record.label!r}")
+        raise ValueError(f"{_owner(record)} has an unknown label code {record.label!r}")
     if isinstance(record.votes, bool) or not isinstance(record.votes, int) or record.votes < 0:
-        raise ValueError(f"{pair} has a bad labels count {record.votes!r}")
+        raise ValueError(f"{_owner(record)} has a bad labels count {record.votes!r}")
     for run, rank in record.runs.items():
-        _check_key(run, pair)
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            raise ValueError(f"{pair} has a bad rank {rank!r} for run {run!r}")
+            raise ValueError(f"{_owner(record)} has a bad rank {rank!r} for run {run!r}")
 
 
-def _check_key(value: object, owner: str) -> None:
+def _owner(record: "LabelRecord | RawLabel") -> str:
+    """How an error names the record: the pair, and for a raw label its annotator."""
+    if isinstance(record, RawLabel):
+        return f"label ({record.caption_key!r}, {record.video_key!r}, {record.annotator!r})"
+    return f"pair ({record.caption_key!r}, {record.video_key!r})"
+
+
+def _check_key(value: object, record: "LabelRecord | RawLabel") -> None:
     """Reject a key or name that :func:`parse_key` would not give back unchanged."""
+    if type(value) is str and value and len(value) <= KEY_MAX_LENGTH and value == value.strip():
+        return  # the common case, without parse_key's work
     try:
         parsed = parse_key(value)
     except ValueError as exc:
-        raise ValueError(f"{owner}: {value!r}: {exc}") from None
+        raise ValueError(f"{_owner(record)}: {value!r}: {exc}") from None
     if parsed != value:
-        raise ValueError(f"{owner}: {value!r} has surrounding blanks or is not a string")
+        raise ValueError(f"{_owner(record)}: {value!r} has surrounding blanks or is not a string")
 
 
 # Raw labels: one annotator's label per line.
@@ -415,17 +433,16 @@ def parse_created_at(value: object) -> str:
 def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
     """Yield one JSON line per raw label, in the layout :func:`read_raw_jsonl` reads."""
     for record in records:
-        triple = f"label ({record.caption_key!r}, {record.video_key!r}, {record.annotator!r})"
         for name in (record.caption_key, record.video_key, record.annotator):
-            _check_key(name, triple)
+            _check_key(name, record)
         if record.label not in LABEL_NAMES or record.label == DISAGREEMENT:
-            raise ValueError(f"{triple} must be 1 or 0, got {record.label!r}")
+            raise ValueError(f"{_owner(record)} must be 1 or 0, got {record.label!r}")
         try:
             if record.seconds is not None:
                 parse_seconds(record.seconds)
             parse_created_at(record.created_at)
         except ValueError as exc:
-            raise ValueError(f"{triple}: {exc}") from None
+            raise ValueError(f"{_owner(record)}: {exc}") from None
         values = {
             "caption_id": record.caption_key,
             "video_id": record.video_key,

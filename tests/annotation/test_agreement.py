@@ -79,6 +79,45 @@ def test_bootstrap_is_seeded_and_covers_the_estimate():
         assert one[name].high - one[name].low < 0.1
 
 
+def test_multinomial_bootstrap_matches_naive_pair_resampling():
+    # Pairs with 2-4 labels and some disagreement; the naive bootstrap draws pairs one by one.
+    rng = np.random.default_rng(11)
+    totals = rng.choice([2, 2, 2, 3, 4], 400)
+    relevant = rng.binomial(totals, np.where(rng.random(400) < 0.3, 0.9, 0.05))
+    counts = np.stack([totals - relevant, relevant], axis=1)
+    weights = agreement.bootstrap_weights(len(counts), 2000, np.random.default_rng(1))
+    naive = {
+        "percent_agreement": agreement.percent_agreement(counts, weights),
+        "krippendorff_alpha": agreement.alpha_from_counts(counts, weights),
+    }
+    fast = agreement.bootstrap_intervals(counts, resamples=2000, seed=2)
+    for name, values in naive.items():
+        low, high = np.percentile(values, [2.5, 97.5])
+        assert fast[name].low == pytest.approx(low, abs=0.02)
+        assert fast[name].high == pytest.approx(high, abs=0.02)
+
+
+def test_count_patterns():
+    patterns, frequency = agreement.count_patterns(np.array([[1, 1], [0, 2], [1, 1], [3, 0]]))
+    assert patterns.tolist() == [[0, 2], [1, 1], [3, 0]]
+    assert frequency.tolist() == [1, 2, 1]
+
+
+def test_per_annotator_medians_ignore_missing_seconds():
+    rows = agreement.per_annotator(
+        np.array([0, 1, 2, 0, 1]),
+        np.array([0, 0, 0, 1, 1]),
+        np.array([1, 0, 0, 1, 1]),
+        np.array([1, -1, 0]),
+        ["a", "b", "c"],
+        np.array([3.0, np.nan, 1.0, np.nan, np.nan]),
+    )
+    assert rows[0]["median_seconds"] == 2.0 and rows[1]["median_seconds"] is None
+    assert rows[0]["agreement_with_resolved"] == 1.0  # pair 1 unresolved, not counted
+    assert rows[1]["agreement_with_coannotators"] == 0.5
+    assert rows[2] == {"annotator": "c", "labels": 0}
+
+
 def test_per_annotator_and_report():
     # Pair 0: a=R, b=R; pair 1: a=R, b=I, c=I; pair 2: c=I.
     pair = np.array([0, 0, 1, 1, 1, 2])

@@ -13,8 +13,10 @@ DEMO_RUNS = ("random", "minilm", "mme", "jpose")
 class Command(BaseCommand):
     help = (
         "Pool the demo world's four runs at depth 10 into the campaign 'demo-campaign' and "
-        "let simulated annotators judge part of it (--fill), so agreement figures exist at "
-        "once and pairs are still left for people to judge. Does nothing if it exists."
+        "let two simulated annotators judge part of it (--fill), so agreement figures exist at "
+        "once and pairs are still left for people to judge. With two of them, a tie on a "
+        "doubly labelled pair waits for a third person or an admin's adjudication. Does "
+        "nothing if the campaign exists."
     )
 
     def add_arguments(self, parser):
@@ -47,7 +49,7 @@ class Command(BaseCommand):
         labels = sum(campaign.pairs.values_list("needed", flat=True))
         result = simulate(
             campaign,
-            annotators=3,
+            annotators=2,
             error_rate=options["error_rate"],
             seed=options["seed"],
             max_judgements=int(labels * options["fill"]),

@@ -1,0 +1,123 @@
+"""Report annotator agreement for a campaign, or for a raw labels file (FIRE §3.2, Table 2)."""
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.lookup import get_campaign
+from annotation.reporting import campaign_report, file_report
+from retrieval.formats.labels import read_raw_jsonl
+from retrieval.formats.records import FormatError
+
+DASH = "—"
+
+
+class Command(BaseCommand):
+    help = (
+        "Agreement between annotators (FIRE §3.2, Table 2, Fig. 7): pairs, labels, the share "
+        "resolved to a label, percent agreement and Krippendorff's alpha (nominal) with 95% "
+        "bootstrap intervals over pairs, agreement by number of labels, and per annotator. "
+        "Reads a campaign's live judgements (--campaign) or a JSONL file with one label per "
+        'line (--labels: {"caption_id", "video_id", "annotator", "label", optional "seconds"}).'
+    )
+
+    def add_arguments(self, parser):
+        source = parser.add_mutually_exclusive_group()
+        source.add_argument("--campaign", help="Campaign name.")
+        source.add_argument("--labels", type=Path, help="Raw labels JSONL file.")
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+        parser.add_argument(
+            "--resamples",
+            type=int,
+            default=1000,
+            help="Bootstrap resamples of pairs for the intervals (0: no intervals).",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+
+    def handle(self, *args, **options):
+        if (options["campaign"] is None) == (options["labels"] is None):
+            raise CommandError("give exactly one of --campaign NAME or --labels FILE")
+        if options["resamples"] < 0:
+            raise CommandError("--resamples must be 0 or more")
+        bootstrap = {"resamples": options["resamples"], "seed": options["seed"]}
+        if options["campaign"] is not None:
+            report = campaign_report(get_campaign(options["campaign"]), **bootstrap)
+            title = f"Campaign {report['campaign']!r}"
+        else:
+            path = options["labels"]
+            try:
+                report = {"file": str(path), **file_report(read_raw_jsonl(path), **bootstrap)}
+            except FormatError as exc:
+                raise CommandError(str(exc)) from None
+            title = f"Labels file {path}"
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(report))
+        else:
+            self.stdout.write("\n".join(table(title, report)))
+
+
+def percent(value: float | None) -> str:
+    return DASH if value is None else f"{100 * value:.1f}%"
+
+
+def decimal(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def interval(report: dict, name: str, show) -> str:
+    bounds = report["intervals"].get(name)
+    return f" [95% CI {show(bounds[0])} to {show(bounds[1])}]" if bounds else ""
+
+
+def table(title: str, report: dict) -> list[str]:
+    """The report as readable lines: summary, notes, by number of labels, per annotator."""
+    alpha = report["krippendorff_alpha"]
+    pool = f" (of {report['pool_pairs']:,} pooled)" if "pool_pairs" in report else ""
+    lines = [
+        title,
+        f"  pairs labelled         {report['pairs']:,}{pool}",
+        f"  labels                 {report['labels']:,}",
+        f"  labels per pair        {report['labels_per_pair']:.2f}",
+    ]
+    status = report.get("status")
+    if status is not None:
+        lines.append(
+            f"  resolved to a label    {percent(status['resolved_share'])} of complete pairs "
+            f"(relevant {status['relevant']:,}, irrelevant {status['irrelevant']:,}, "
+            f"disagreement {status['disagreement']:,}, pending {status['pending']:,})"
+        )
+    else:
+        lines.append(
+            f"  resolved to a label    {percent(report['resolved_share'])} of labelled pairs "
+            "(strict majority)"
+        )
+    lines += [
+        f"  percent agreement      {percent(report['percent_agreement'])}"
+        f"{interval(report, 'percent_agreement', percent)} over "
+        f"{report['multiply_labelled_pairs']:,} pairs with 2+ labels",
+        f"  Krippendorff's alpha   {DASH if alpha is None else decimal(alpha)}"
+        f"{interval(report, 'krippendorff_alpha', decimal)} (nominal)",
+    ]
+    for note in report.get("notes", []):
+        lines.append(f"  note: {note}")
+    lines += ["", "By number of labels (FIRE Fig. 7)", f"  {'labels':>6}  {'pairs':>10}  agreement"]
+    for row in report["by_label_count"]:
+        lines.append(
+            f"  {row['labels']:>6}  {row['pairs']:>10,}  {percent(row['percent_agreement']):>9}"
+        )
+    lines += [
+        "",
+        "Annotators",
+        f"  {'annotator':<20} {'labels':>9} {'relevant':>9} {'w/ resolved':>12} "
+        f"{'w/ others':>10} {'median s':>9}",
+    ]
+    for row in report["annotators"]:
+        median = row.get("median_seconds")
+        lines.append(
+            f"  {row['annotator']:<20} {row['labels']:>9,} {percent(row.get('relevant_share')):>9} "
+            f"{percent(row.get('agreement_with_resolved')):>12} "
+            f"{percent(row.get('agreement_with_coannotators')):>10} "
+            f"{DASH if median is None else f'{median:.1f}':>9}"
+        )
+    return lines
