@@ -54,6 +54,13 @@ def resolve_campaign(campaign: Campaign, name: str | None = None) -> LabelSet:
         pairs,
         source=LabelSet.Source.CAMPAIGN,
         description=f"Resolved from campaign {campaign.name!r}",
-        metadata={"campaign": campaign.name, "campaign_id": campaign.pk, "pending": pending},
+        metadata={
+            "campaign": campaign.name,
+            "campaign_id": campaign.pk,
+            "pending": pending,
+            # What leave-one-run-out needs: which runs were pooled, and how deep.
+            "pooled_runs": campaign.run_names(),
+            "pool_depth": campaign.depth,
+        },
         replace=True,
     )

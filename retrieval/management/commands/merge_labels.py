@@ -1,0 +1,55 @@
+"""Merge label sets of one dataset into a new one (later sets win where they overlap)."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.management.lookup import get_dataset
+from retrieval.models import LabelSet
+from retrieval.services.labelsets import LabelSetError, merge_label_sets
+
+
+class Command(BaseCommand):
+    help = (
+        "Union of --sets (comma-separated label set names, in order) on --dataset, saved as "
+        "--name; where two sets judge the same caption-video pair, the later set's label wins."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--sets", required=True, help="Comma-separated label set names.")
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--replace", action="store_true")
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        dataset = get_dataset(options["dataset"])
+        names = [name.strip() for name in options["sets"].split(",") if name.strip()]
+        sources = []
+        for name in names:
+            try:
+                sources.append(LabelSet.objects.get(dataset=dataset, name=name))
+            except LabelSet.DoesNotExist:
+                known = ", ".join(dataset.label_sets.values_list("name", flat=True)) or "none"
+                raise CommandError(
+                    f"dataset {dataset.name!r} has no label set named {name!r} (known: {known})"
+                ) from None
+        try:
+            merged = merge_label_sets(dataset, sources, options["name"], replace=options["replace"])
+        except LabelSetError as exc:
+            raise CommandError(str(exc)) from None
+        summary = {
+            "label_set": merged.name,
+            "from": names,
+            "pairs": merged.pair_count,
+            "relevant": merged.relevant_count,
+            "irrelevant": merged.irrelevant_count,
+            "disagreement": merged.disagreement_count,
+        }
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(summary))
+        else:
+            self.stdout.write(
+                f"Label set {merged.name!r}: {merged.pair_count} pairs ({merged.relevant_count} "
+                f"relevant) merged from {', '.join(names)}."
+            )
