@@ -1,21 +1,342 @@
 """Retrieval metrics over whole runs as arrays (pure numpy, no ORM).
 
-Inputs are ``hits``: a bool queries x depth matrix saying whether the video at each rank
-is a positive, in rank order. Correct@K is FIRE §2.1's name for what text-to-video papers
-call Recall@K: 1 when any positive is in the top K, else 0.
+A run is scored from a :class:`RankedJudgements`: bool queries x depth matrices saying, for
+the item at each rank, whether it is a positive and whether it is judged at all, plus the
+per-query counts of known positives (R) and judged negatives (N) from the qrels. Rows are the
+qrels' queries; a query the run does not answer has all-False rows and so scores 0 everywhere
+(ir_measures' convention, ``trec_eval -c``). Rows must already be in trec_eval's rank order
+(score descending, ties by docno descending: :func:`retrieval.runs.trec_sort`).
+
+Correct@K is FIRE §2.1's name for what text-to-video papers call Recall@K (1 when any
+positive is in the top K); Recall@K, AP, nDCG@K, bpref and judged-only AP are trec_eval's
+(``success``, ``recall``, ``map``, ``ndcg_cut``, ``bpref``, ``map -J``) and Judged@K is
+ir_measures' judgement rate; FIRE-AP is the FIRE authors' top-20 AP (FIRE §2.1, Eq. 2, as
+their code computes it). The randomized tests hold every trec_eval-defined value equal to
+ir_measures / pytrec_eval to 1e-9.
+
+Relevance follows trec_eval (relevance level 1): a qrels value > 0 is a positive (with a
+binary gain in nDCG), 0 a judged negative, and a negative value means "pooled but unjudged"
+(trec_eval's reading): such a pair counts neither as judged nor towards N.
 """
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 DEFAULT_KS = (1, 5, 10)
+FIRE_AP_CUTOFF = 20
+
+FIRST_POSITIVE = "first positive rank"
+FIRST_POSITIVE_MEAN = "first positive: mean rank"
+FIRST_POSITIVE_MEDIAN = "first positive: median rank"
+FIRST_POSITIVE_FOUND = "first positive: found share"
 
 
-def correct_at_k(hits: np.ndarray, k: int) -> np.ndarray:
-    """Per query, 1.0 if a positive is among the first ``k`` ranks (FIRE §2.1)."""
-    hits = np.asarray(hits, dtype=bool)
-    return hits[:, :k].any(axis=1).astype(np.float64)
+def metric_names(
+    ks: Sequence[int] = DEFAULT_KS, *, ndcg_k: int = 10, judged_k: int = 10
+) -> tuple[str, ...]:
+    """The keys of ``mean_scores(evaluate(j, ks, ndcg_k=..., judged_k=...), ...)``, in order."""
+    return (
+        *(f"C@{k}" for k in ks),
+        *(f"R@{k}" for k in ks),
+        "AP",
+        "FIRE-AP",
+        f"nDCG@{ndcg_k}",
+        f"Judged@{judged_k}",
+        "bpref",
+        "AP'",
+        FIRST_POSITIVE_MEAN,
+        FIRST_POSITIVE_MEDIAN,
+        FIRST_POSITIVE_FOUND,
+    )
 
 
-def mean_correct_at_ks(hits: np.ndarray, ks=DEFAULT_KS) -> dict[str, float]:
-    """Mean Correct@K over queries for each K, keyed ``"C@K"``."""
+METRIC_NAMES = metric_names()
+
+
+@dataclass(frozen=True)
+class RankedJudgements:
+    """What the qrels say about each ranked item of a run, queries x depth, in rank order.
+
+    ``relevant[q, i]``: the item at rank ``i + 1`` is a positive; ``judged[q, i]``: it has a
+    judgement (positives are judged); ``n_relevant`` (R) and ``n_nonrelevant`` (N): known
+    positives and judged negatives per query in the qrels, retrieved or not; ``n_retrieved``:
+    list length per query (padding excluded), the full depth for every row when omitted.
+    """
+
+    relevant: np.ndarray
+    judged: np.ndarray
+    n_relevant: np.ndarray
+    n_nonrelevant: np.ndarray
+    n_retrieved: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        relevant = np.asarray(self.relevant, dtype=bool)
+        judged = np.asarray(self.judged, dtype=bool)
+        if relevant.ndim != 2 or judged.shape != relevant.shape:
+            raise ValueError("relevant and judged must be equal-shaped 2-D bool arrays")
+        rows, depth = relevant.shape
+        counts = {}
+        for name in ("n_relevant", "n_nonrelevant", "n_retrieved"):
+            value = getattr(self, name)
+            if value is None:
+                value = np.full(rows, depth, dtype=np.int64)
+            value = np.asarray(value, dtype=np.int64)
+            if value.shape != (rows,):
+                raise ValueError(f"{name} must hold one count per query row")
+            counts[name] = value
+        if (relevant & ~judged).any():
+            raise ValueError("every relevant item must also be judged")
+        object.__setattr__(self, "relevant", relevant)
+        object.__setattr__(self, "judged", judged)
+        for name, value in counts.items():
+            object.__setattr__(self, name, value)
+
+    def __len__(self) -> int:
+        return int(self.relevant.shape[0])
+
+    @property
+    def depth(self) -> int:
+        return int(self.relevant.shape[1])
+
+
+def judgements_from_arrays(
+    item_ids: np.ndarray, qrel_rows: np.ndarray, qrel_items: np.ndarray, qrel_rel: np.ndarray
+) -> RankedJudgements:
+    """Look every ranked item up in the qrels, all queries at once.
+
+    ``item_ids`` is queries x depth in rank order, -1 padding trailing each shorter list;
+    rows are the qrels' queries. Qrels ``i`` judges item ``qrel_items[i]`` for row
+    ``qrel_rows[i]`` with relevance ``qrel_rel[i]``. Each (row, item) pair is packed into one
+    int64 and found by binary search in the sorted qrels keys. A pair judged twice is a
+    ValueError, as in :func:`retrieval.formats.trec.read_qrels`.
+    """
+    item_ids = np.asarray(item_ids, dtype=np.int64)
+    if item_ids.ndim != 2:
+        raise ValueError("item_ids must be a 2-D queries x depth array")
+    n_rows, depth = item_ids.shape
+    rows = np.asarray(qrel_rows, dtype=np.int64).ravel()
+    items = np.asarray(qrel_items, dtype=np.int64).ravel()
+    rel = np.asarray(qrel_rel, dtype=np.int64).ravel()
+    if not rows.shape == items.shape == rel.shape:
+        raise ValueError("qrel_rows, qrel_items and qrel_rel must have one entry per qrel")
+    pad = item_ids < 0
+    if depth > 1 and (pad[:, :-1] & ~pad[:, 1:]).any():
+        raise ValueError("padding (-1) must only trail each ranked list")
+    n_retrieved = depth - pad.sum(axis=1)
+    if len(rows) and (rows.min() < 0 or rows.max() >= n_rows):
+        raise ValueError(f"qrel_rows must lie in 0..{n_rows - 1}")
+    if len(items) and items.min() < 0:
+        raise ValueError("qrel_items must be non-negative ids")
+    n_relevant = np.bincount(rows[rel > 0], minlength=n_rows)
+    n_nonrelevant = np.bincount(rows[rel == 0], minlength=n_rows)
+    relevant = np.zeros((n_rows, depth), dtype=bool)
+    judged = np.zeros((n_rows, depth), dtype=bool)
+    if len(rows) == 0 or depth == 0:
+        return RankedJudgements(relevant, judged, n_relevant, n_nonrelevant, n_retrieved)
+
+    ranked = np.where(pad, 0, item_ids)
+    span = int(max(items.max(), ranked.max())) + 1
+    if n_rows * span >= 2**62:  # ids too large to pack: pack their dense codes instead
+        vocabulary = np.unique(items)
+        code = np.minimum(np.searchsorted(vocabulary, ranked), len(vocabulary) - 1)
+        pad = pad | (vocabulary[code] != ranked)
+        items, ranked, span = np.searchsorted(vocabulary, items), code, len(vocabulary)
+    keys = rows * span + items
+    order = np.argsort(keys)
+    keys, rel = keys[order], rel[order]
+    if (keys[1:] == keys[:-1]).any():
+        raise ValueError("a (query, item) pair is judged more than once in the qrels")
+    wanted = np.arange(n_rows, dtype=np.int64)[:, None] * span + ranked
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    found = (keys[at] == wanted) & ~pad
+    value = rel[at]
+    relevant = found & (value > 0)
+    judged = found & (value >= 0)
+    return RankedJudgements(relevant, judged, n_relevant, n_nonrelevant, n_retrieved)
+
+
+def align_rows(
+    run_query_ids: np.ndarray, item_ids: np.ndarray, query_ids: np.ndarray
+) -> np.ndarray:
+    """A run's ranked lists re-rowed to ``query_ids`` (the qrels' queries), -1 rows if unanswered.
+
+    Queries the run answers but ``query_ids`` lacks are dropped, as trec_eval and ir_measures
+    ignore queries without judgements. Run query ids must be distinct.
+    """
+    run_query_ids = np.asarray(run_query_ids, dtype=np.int64)
+    item_ids = np.asarray(item_ids, dtype=np.int64)
+    query_ids = np.asarray(query_ids, dtype=np.int64)
+    aligned = np.full((len(query_ids), item_ids.shape[1]), -1, dtype=np.int64)
+    if len(run_query_ids) == 0:
+        return aligned
+    order = np.argsort(run_query_ids, kind="stable")
+    known = run_query_ids[order]
+    if (known[1:] == known[:-1]).any():
+        raise ValueError("a query appears twice in the run")
+    at = np.minimum(np.searchsorted(known, query_ids), len(known) - 1)
+    answered = known[at] == query_ids
+    aligned[answered] = item_ids[order[at[answered]]]
+    return aligned
+
+
+def _check_k(k: int) -> int:
+    if int(k) != k or k < 1:
+        raise ValueError(f"a cutoff must be a positive integer, not {k!r}")
+    return int(k)
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` as float64, 0 where the denominator is 0."""
+    numerator = np.asarray(numerator, dtype=np.float64)
+    return np.divide(
+        numerator, denominator, out=np.zeros_like(numerator), where=np.asarray(denominator) > 0
+    )
+
+
+def _precision_at_ranks(hits: np.ndarray, ranks: np.ndarray | None = None) -> np.ndarray:
+    """Precision at every rank: hits so far over ``ranks`` (1, 2, ... when omitted)."""
+    so_far = np.cumsum(hits, axis=1, dtype=np.int64)
+    if ranks is None:
+        return so_far / np.arange(1, hits.shape[1] + 1, dtype=np.float64)
+    return _ratio(so_far, ranks)
+
+
+def correct_at_k(relevant: np.ndarray, k: int) -> np.ndarray:
+    """Per query, 1.0 if a positive is among the first ``k`` ranks (FIRE §2.1's Correct@K).
+
+    Equal to trec_eval's ``success_k`` (ir_measures ``Success@k``).
+    """
+    relevant = np.asarray(relevant, dtype=bool)
+    return relevant[:, : _check_k(k)].any(axis=1).astype(np.float64)
+
+
+def mean_correct_at_ks(hits: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """Mean Correct@K over all rows of ``hits`` for each K, keyed ``"C@K"`` (0.0 if no rows)."""
     return {f"C@{k}": float(correct_at_k(hits, k).mean()) if len(hits) else 0.0 for k in ks}
+
+
+def recall_at_k(j: RankedJudgements, k: int) -> np.ndarray:
+    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
+    ``recall_k``); 0 when R = 0."""
+    found = j.relevant[:, : _check_k(k)].sum(axis=1)
+    return _ratio(found, j.n_relevant)
+
+
+def average_precision(j: RankedJudgements) -> np.ndarray:
+    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
+    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
+    hits = j.relevant
+    return _ratio((_precision_at_ranks(hits) * hits).sum(axis=1), j.n_relevant)
+
+
+def fire_average_precision(relevant: np.ndarray, cutoff: int = FIRE_AP_CUTOFF) -> np.ndarray:
+    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
+    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
+    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
+    """
+    hits = np.asarray(relevant, dtype=bool)[:, : _check_k(cutoff)]
+    return _ratio((_precision_at_ranks(hits) * hits).sum(axis=1), hits.sum(axis=1))
+
+
+def ndcg_at_k(j: RankedJudgements, k: int) -> np.ndarray:
+    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
+    the ideal list puts min(R, k) positives first. 0 when R = 0."""
+    k = _check_k(k)
+    discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+    hits = j.relevant[:, :k]
+    dcg = hits.astype(np.float64) @ discount[: hits.shape[1]]
+    ideal = np.concatenate([[0.0], np.cumsum(discount)])[np.minimum(j.n_relevant, k)]
+    return _ratio(dcg, ideal)
+
+
+def judged_at_k(judged: np.ndarray, k: int, n_retrieved: np.ndarray | None = None) -> np.ndarray:
+    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``).
+
+    Like ir_measures, a list shorter than ``k`` is divided by its own length ``n_retrieved``
+    (the full depth when omitted); an empty list (an unanswered query) scores 0.
+    """
+    judged = np.asarray(judged, dtype=bool)
+    k = _check_k(k)
+    if n_retrieved is None:
+        n_retrieved = np.full(judged.shape[0], judged.shape[1], dtype=np.int64)
+    return _ratio(judged[:, :k].sum(axis=1), np.minimum(n_retrieved, k))
+
+
+def bpref(j: RankedJudgements) -> np.ndarray:
+    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
+    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
+    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
+    hits = j.relevant
+    negatives_above = np.cumsum(j.judged & ~hits, axis=1, dtype=np.int64)
+    n_relevant = j.n_relevant[:, None]
+    penalty = _ratio(
+        np.minimum(negatives_above, n_relevant), np.minimum(n_relevant, j.n_nonrelevant[:, None])
+    )
+    return _ratio(((1.0 - penalty) * hits).sum(axis=1), j.n_relevant)
+
+
+def condensed_average_precision(j: RankedJudgements) -> np.ndarray:
+    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
+    unjudged items are removed from the ranking, so each positive's precision counts only
+    the judged items above it; still divided by R, 0 when R = 0."""
+    hits = j.relevant
+    judged_ranks = np.cumsum(j.judged, axis=1, dtype=np.int64)
+    return _ratio((_precision_at_ranks(hits, judged_ranks) * hits).sum(axis=1), j.n_relevant)
+
+
+def first_positive_rank(relevant: np.ndarray) -> np.ndarray:
+    """1-based rank of the first positive per query (FIRE §2.1's "rank of the first correct
+    result"), NaN when the list holds none."""
+    relevant = np.asarray(relevant, dtype=bool)
+    ranks = np.argmax(relevant, axis=1).astype(np.float64) + 1.0
+    ranks[~relevant.any(axis=1)] = np.nan
+    return ranks
+
+
+def evaluate(
+    j: RankedJudgements,
+    ks: Sequence[int] = DEFAULT_KS,
+    *,
+    ndcg_k: int = 10,
+    judged_k: int = 10,
+) -> dict[str, np.ndarray]:
+    """Every per-query metric (float64, one value per row), keyed as :func:`metric_names`
+    orders them, plus :data:`FIRST_POSITIVE` (the first positive's rank, NaN if none)."""
+    per_query: dict[str, np.ndarray] = {}
+    for k in ks:
+        per_query[f"C@{k}"] = correct_at_k(j.relevant, k)
+    for k in ks:
+        per_query[f"R@{k}"] = recall_at_k(j, k)
+    per_query["AP"] = average_precision(j)
+    per_query["FIRE-AP"] = fire_average_precision(j.relevant)
+    per_query[f"nDCG@{ndcg_k}"] = ndcg_at_k(j, ndcg_k)
+    per_query[f"Judged@{judged_k}"] = judged_at_k(j.judged, judged_k, j.n_retrieved)
+    per_query["bpref"] = bpref(j)
+    per_query["AP'"] = condensed_average_precision(j)
+    per_query[FIRST_POSITIVE] = first_positive_rank(j.relevant)
+    return per_query
+
+
+def mean_scores(per_query: dict[str, np.ndarray], n_relevant: np.ndarray) -> dict[str, float]:
+    """Means over the queries with at least one known positive (R > 0), in ``per_query``'s order.
+
+    Unanswered queries are in (scoring 0), queries without positives are out: trec_eval -c
+    over the qrels' queries that have a positive. :data:`FIRST_POSITIVE` becomes its mean and
+    median over the queries whose list holds a positive, plus the share of queries that do
+    (unanswered ones count as not found). Every value is NaN when no query has a positive.
+    """
+    eligible = np.asarray(n_relevant) > 0
+    count = int(eligible.sum())
+    means: dict[str, float] = {}
+    for name, values in per_query.items():
+        values = np.asarray(values, dtype=np.float64)[eligible]
+        if name != FIRST_POSITIVE:
+            means[name] = float(values.mean()) if count else float("nan")
+            continue
+        found = values[~np.isnan(values)]
+        means[FIRST_POSITIVE_MEAN] = float(found.mean()) if len(found) else float("nan")
+        means[FIRST_POSITIVE_MEDIAN] = float(np.median(found)) if len(found) else float("nan")
+        means[FIRST_POSITIVE_FOUND] = len(found) / count if count else float("nan")
+    return means

@@ -13,7 +13,7 @@ WIDTH = 640
 HEIGHT = 260
 MARGIN_LEFT = 56
 MARGIN_RIGHT = 16
-MARGIN_TOP = 28
+MARGIN_TOP = 40
 MARGIN_BOTTOM = 44
 PALETTE = ("#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#b91c1c", "#0f766e", "#a16207")
 
@@ -57,6 +57,7 @@ def bar_chart(
     series: Sequence[Series],
     *,
     title: str,
+    x_label: str = "",
     y_label: str = "",
     y_max: float | None = None,
     description: str = "",
@@ -87,6 +88,7 @@ def bar_chart(
             f'<text x="{MARGIN_LEFT + (i + 0.5) * group_w:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" '
             f'text-anchor="middle">{escape(str(category))}</text>'
         )
+    parts.extend(_axis_labels(x_label, ""))
     parts.extend(_legend(series))
     parts.append("</svg>")
     return "".join(parts)
@@ -139,11 +141,7 @@ def line_chart(
             f'<text x="{px:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="middle">'
             f"{_fmt(x)}</text>"
         )
-    if x_label:
-        parts.append(
-            f'<text x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" '
-            f'class="axis-label">{escape(x_label)}</text>'
-        )
+    parts.extend(_axis_labels(x_label, ""))
     parts.extend(_legend(series))
     parts.append("</svg>")
     return "".join(parts)
@@ -164,12 +162,7 @@ def _ticks(low: float, high: float, count: int = 6) -> list[float]:
 
 def _frame(title: str, description: str, y_label: str, top: float) -> list[str]:
     plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'class="chart" role="img" font-size="12" font-family="system-ui, sans-serif">'
-        f"<title>{escape(title)}</title><desc>{escape(description)}</desc>",
-        f'<text x="{MARGIN_LEFT}" y="16" font-weight="600">{escape(title)}</text>',
-    ]
+    parts = _header(title, description)
     for i in range(5):
         value = top * i / 4
         y = MARGIN_TOP + plot_h - plot_h * i / 4
@@ -177,6 +170,28 @@ def _frame(title: str, description: str, y_label: str, top: float) -> list[str]:
             f'<line x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
             f'stroke="#e3dfd9"/><text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" '
             f'text-anchor="end">{_fmt(value)}</text>'
+        )
+    parts.extend(_axis_labels("", y_label))
+    return parts
+
+
+def _header(title: str, description: str) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'class="chart" role="img" font-size="12" font-family="system-ui, sans-serif">'
+        f"<title>{escape(title)}</title><desc>{escape(description or title)}</desc>",
+        f'<text x="{MARGIN_LEFT}" y="16" font-weight="600">{escape(title)}</text>',
+    ]
+
+
+def _axis_labels(x_label: str, y_label: str) -> list[str]:
+    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
+    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
+    parts = []
+    if x_label:
+        parts.append(
+            f'<text x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" '
+            f'class="axis-label">{escape(x_label)}</text>'
         )
     if y_label:
         parts.append(
@@ -195,7 +210,58 @@ def _legend(series: Sequence[Series]) -> list[str]:
         width = 14 + 7 * len(s.name)
         x -= width + 10
         parts.append(
-            f'<rect x="{x:.0f}" y="6" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
-            f'<text x="{x + 14:.0f}" y="15">{escape(s.name)}</text>'
+            f'<rect x="{x:.0f}" y="22" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
+            f'<text x="{x + 14:.0f}" y="31">{escape(s.name)}</text>'
         )
     return parts
+
+
+def heatmap(
+    row_labels: Sequence[str],
+    column_labels: Sequence[str],
+    counts: Sequence[Sequence[float]],
+    *,
+    title: str,
+    x_label: str = "",
+    y_label: str = "",
+    description: str = "",
+) -> str:
+    """A grid of cells shaded by value (darker is more), each cell labelled with its value."""
+    n_rows, n_cols = len(row_labels), len(column_labels)
+    top = max((max(row, default=0) for row in counts), default=0) or 1
+    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
+    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
+    cell_w = plot_w / max(n_cols, 1)
+    cell_h = plot_h / max(n_rows, 1)
+    parts = _header(title, description)
+    for i, label in enumerate(row_labels):
+        # Row 0 at the bottom, like a y axis.
+        y = MARGIN_TOP + plot_h - (i + 1) * cell_h
+        parts.append(
+            f'<text x="{MARGIN_LEFT - 6}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="end">'
+            f"{escape(str(label))}</text>"
+        )
+        for j in range(n_cols):
+            value = counts[i][j]
+            shade = value / top
+            x = MARGIN_LEFT + j * cell_w
+            fill = f"rgba(194, 65, 12, {0.08 + 0.92 * shade:.3f})" if value else "#f5f3f0"
+            ink = "#fff" if shade > 0.55 else "#1d232a"
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell_w - 1:.1f}" height="{cell_h - 1:.1f}" '
+                f'fill="{fill}"><title>{escape(str(label))} × {escape(str(column_labels[j]))}: '
+                f"{_fmt(value)}</title></rect>"
+            )
+            if value:
+                parts.append(
+                    f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" '
+                    f'text-anchor="middle" fill="{ink}" font-size="10">{_fmt(value)}</text>'
+                )
+    for j, label in enumerate(column_labels):
+        parts.append(
+            f'<text x="{MARGIN_LEFT + (j + 0.5) * cell_w:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" '
+            f'text-anchor="middle">{escape(str(label))}</text>'
+        )
+    parts.extend(_axis_labels(x_label, y_label))
+    parts.append("</svg>")
+    return "".join(parts)

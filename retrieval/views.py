@@ -6,14 +6,26 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+)
+from django.shortcuts import get_object_or_404, render
 from django.utils._os import safe_join
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
+from retrieval import report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
-from retrieval.models import LabelSet
+from retrieval.models import Dataset, LabelSet
+from retrieval.services.reports import build_report
+from retrieval.services.rescoring import RescoreError
+
+REPORT_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
 
 CHUNK = 64 * 1024
 mimetypes.add_type("video/webm", ".webm")
@@ -77,3 +89,50 @@ def label_sets(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only researchers and admins can see label sets.")
     sets = LabelSet.objects.select_related("dataset").defer("arrays")
     return render(request, "retrieval/label_sets.html", {"label_sets": sets})
+
+
+def _report_request(request: HttpRequest, dataset_name: str):
+    """The dataset, its label sets, the chosen set and metric of a report request."""
+    if not request.user.has_perm("retrieval.view_labelset"):
+        raise PermissionDenied("Only researchers and admins can see reports.")
+    dataset = get_object_or_404(Dataset, name=dataset_name)
+    label_sets = list(dataset.label_sets.defer("arrays"))
+    chosen = request.GET.get("labels")
+    label_set = next((s for s in label_sets if s.name == chosen), None)
+    if chosen is None and label_sets:
+        label_set = max(label_sets, key=lambda s: s.created_at)
+    metric = request.GET.get("metric", "C@1")
+    return dataset, label_sets, label_set, metric if metric in REPORT_METRICS else "C@1"
+
+
+@login_required
+def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """FIRE's tables and figures for a dataset's runs under a chosen label set."""
+    dataset, label_sets, label_set, metric = _report_request(request, dataset_name)
+    context = {"dataset": dataset, "label_sets": label_sets, "label_set": label_set}
+    try:
+        data = build_report(dataset, label_set, metric=metric)
+    except RescoreError as exc:
+        return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
+    return render(
+        request,
+        "retrieval/report.html",
+        {
+            **context,
+            "metric": metric,
+            "metrics": REPORT_METRICS,
+            "report": data,
+            "table1": report_figures.table1_rows(data),
+            "charts": report_figures.charts(data),
+        },
+    )
+
+
+@login_required
+def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """The report's data as JSON (what the ``analyses`` command prints)."""
+    dataset, _, label_set, metric = _report_request(request, dataset_name)
+    try:
+        return JsonResponse(build_report(dataset, label_set, metric=metric))
+    except RescoreError as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.campaigns import CampaignError, CampaignSpec, create_campaign
 from annotation.models import Campaign
+from annotation.resolution import resolve_campaign
 from annotation.simulation import simulate
 from retrieval.models import Dataset, Run
 
@@ -54,8 +55,11 @@ class Command(BaseCommand):
             seed=options["seed"],
             max_judgements=int(labels * options["fill"]),
         )
+        label_set = resolve_campaign(campaign)
         self.stdout.write(
             f"Campaign {campaign.name!r}: {campaign.pairs.count()} pairs from "
             f"{', '.join(run.name for run in runs)}; {result.judgements} labels pre-filled by "
-            f"{result.annotators} simulated annotators (error rate {options['error_rate']})."
+            f"{result.annotators} simulated annotators (error rate {options['error_rate']}); "
+            f"label set {label_set.name!r} holds {label_set.relevant_count} judged positives so "
+            "far (re-resolve it from the campaigns page as judging goes on)."
         )

@@ -1,0 +1,50 @@
+"""Print the FIRE analyses of a dataset's runs as JSON: Tables 1, 3, 4 and the figures' data."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.management.lookup import get_dataset
+from retrieval.models import LabelSet
+from retrieval.services.reports import build_report
+from retrieval.services.rescoring import RescoreError
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-score --dataset's runs with --labels (a label set) and print, as JSON, FIRE "
+        "Table 1 (original, corrected, true), Table 3 (overlap and extrapolated RBO of the "
+        "top 10), Table 4 (leave one run out), the data of Figures 2, 3, 11 and 12, the "
+        "annotation budget bootstrap (§4.3) and Holm-corrected significance between runs."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--labels", help="Label set name (default: original positives).")
+        parser.add_argument("--metric", default="C@1", help="Per-query metric for figures.")
+        parser.add_argument("--resamples", type=int, default=10_000)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--format", choices=["json"], default="json")
+
+    def handle(self, *args, **options):
+        dataset = get_dataset(options["dataset"])
+        label_set = None
+        if options["labels"]:
+            label_set = LabelSet.objects.filter(dataset=dataset, name=options["labels"]).first()
+            if label_set is None:
+                known = ", ".join(dataset.label_sets.values_list("name", flat=True)) or "none"
+                raise CommandError(
+                    f"dataset {dataset.name!r} has no label set named {options['labels']!r} "
+                    f"(known: {known})"
+                )
+        try:
+            data = build_report(
+                dataset,
+                label_set,
+                metric=options["metric"],
+                resamples=options["resamples"],
+                seed=options["seed"],
+            )
+        except (RescoreError, KeyError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(json.dumps(data, indent=2))

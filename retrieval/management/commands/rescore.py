@@ -1,0 +1,113 @@
+"""Re-score runs with corrected positives, from the database or from TREC files."""
+
+import csv
+import io
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.formats.records import FormatError
+from retrieval.management.lookup import get_dataset
+from retrieval.metrics import METRIC_NAMES
+from retrieval.models import LabelSet
+from retrieval.rescoring import Rescoring, read_trec_inputs, rescore, table_cell
+
+TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "FIRE-AP", "nDCG@10", "Judged@10", "bpref")
+BLOCK_TITLES = {
+    "corrected": "Corrected positives: A (B + C) = corrected (original + gain), in points",
+    "leave_one_out": "Leave-one-run-out (FIRE Table 4 'New'): positives only the run pooled removed",
+    "true": "True scores (exhaustive ground truth)",
+}
+
+
+class Command(BaseCommand):
+    help = (
+        "Score runs under original, corrected (original + judged relevant), leave-one-run-out "
+        "and, on synthetic datasets, true positives. Database mode: --dataset D [--labels "
+        "SET] [--runs A,B]. File mode, no database: --qrels FILE [--original-qrels FILE] "
+        "--run FILE [--run FILE ...]. Means are over queries with at least one positive; "
+        "unanswered queries count 0 (trec_eval -c)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", help="Database mode: the dataset whose runs to score.")
+        parser.add_argument("--labels", help="Database mode: the label set of corrected positives.")
+        parser.add_argument("--runs", help="Database mode: comma-separated run names (all).")
+        parser.add_argument(
+            "--only-labelled",
+            action="store_true",
+            help="Database mode: only the queries the label set judges.",
+        )
+        parser.add_argument("--qrels", help="File mode: TREC qrels of the corrected positives.")
+        parser.add_argument("--original-qrels", help="File mode: TREC qrels of the originals.")
+        parser.add_argument("--run", action="append", default=[], help="File mode: a TREC run.")
+        parser.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+    def handle(self, *args, **options):
+        if options["dataset"] and (options["qrels"] or options["run"]):
+            raise CommandError("choose database mode (--dataset) or file mode (--qrels/--run)")
+        if options["dataset"]:
+            result = self.from_database(options)
+        elif options["qrels"] and options["run"]:
+            result = self.from_files(options)
+        else:
+            raise CommandError("give --dataset, or --qrels with at least one --run")
+        self.stdout.write(render(result, options["format"]))
+
+    def from_database(self, options) -> Rescoring:
+        from retrieval.services.rescoring import RescoreError, rescore_dataset
+
+        dataset = get_dataset(options["dataset"])
+        label_set = None
+        if options["labels"]:
+            label_set = LabelSet.objects.filter(dataset=dataset, name=options["labels"]).first()
+            if label_set is None:
+                known = ", ".join(dataset.label_sets.values_list("name", flat=True)) or "none"
+                raise CommandError(
+                    f"dataset {dataset.name!r} has no label set named {options['labels']!r} "
+                    f"(known: {known})"
+                )
+        names = [n.strip() for n in (options["runs"] or "").split(",") if n.strip()] or None
+        try:
+            return rescore_dataset(
+                dataset, label_set, names, only_labelled=options["only_labelled"]
+            ).result
+        except RescoreError as exc:
+            raise CommandError(str(exc)) from None
+
+    def from_files(self, options) -> Rescoring:
+        try:
+            inputs = read_trec_inputs(options["qrels"], options["run"], options["original_qrels"])
+        except FormatError as exc:
+            raise CommandError(str(exc)) from None
+        return rescore(inputs.runs, inputs.corrected, original=inputs.original)
+
+
+def render(result: Rescoring, fmt: str) -> str:
+    """The result as JSON, CSV (one row per run and positive set) or FIRE Table 1 text."""
+    if fmt == "json":
+        return json.dumps(result.as_dict(), indent=2)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["run", "positives", *METRIC_NAMES])
+        for block in ("corrected", "original", "leave_one_out", "true"):
+            for run, means in result.means(block).items():
+                writer.writerow([run, block, *(repr(means.get(name)) for name in METRIC_NAMES)])
+        return out.getvalue().rstrip("\n")
+    lines = [f"{result.n_queries} queries"]
+    original = result.means("original")
+    for block, title in BLOCK_TITLES.items():
+        means = result.means(block)
+        if not means:
+            continue
+        width = max(len(run) for run in means) + 2
+        lines += ["", title, "run".ljust(width) + "  ".join(m.rjust(22) for m in TABLE_METRICS)]
+        for run, values in means.items():
+            base = original.get(run) if block == "corrected" else None
+            cells = [
+                table_cell(values[m], base[m] if base else None).rjust(22) for m in TABLE_METRICS
+            ]
+            lines.append(run.ljust(width) + "  ".join(cells))
+    lines += [f"note: {note}" for note in result.notes]
+    return "\n".join(lines)

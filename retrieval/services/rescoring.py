@@ -1,0 +1,165 @@
+"""Gather a dataset's runs, label set and ground truth into arrays and re-score them.
+
+Rows are the query captions the runs answer (or, with ``only_labelled``, those the label
+set judges), in primary-key order; items are video primary keys. Original positives are
+each caption's own video; the corrected set adds the label set's judgements; leave-one-run-
+out needs the label set to say which runs were pooled and how deep (campaign label sets
+do); the true set exists on datasets with exhaustive ground truth (the demo world).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval import judged as judged_values
+from retrieval.models import Caption, Dataset, LabelSet, Run, Video
+from retrieval.rescoring import Qrels, Rescoring, rescore
+from retrieval.services.demo import ground_truth_relevance
+from retrieval.services.labelsets import load_judged
+from retrieval.services.runs import load_run
+
+
+class RescoreError(ValueError):
+    """The request cannot be scored (no runs, unknown names...)."""
+
+
+@dataclass
+class DatasetRescoring:
+    """The scores plus what report figures need about the query rows."""
+
+    dataset: Dataset
+    label_set: LabelSet | None
+    result: Rescoring
+    caption_ids: np.ndarray
+    caption_lengths: np.ndarray
+    runs: dict[str, np.ndarray]
+    original: Qrels
+    corrected: Qrels
+    true: Qrels | None
+
+
+def rescore_dataset(
+    dataset: Dataset,
+    label_set: LabelSet | None = None,
+    run_names: Sequence[str] | None = None,
+    *,
+    only_labelled: bool = False,
+) -> DatasetRescoring:
+    """Score the dataset's runs (all, or ``run_names``) under every available positive set."""
+    runs = _runs(dataset, run_names)
+    loaded = {run.name: load_run(run) for run in runs}
+    caption_ids = np.unique(np.concatenate([lists.query_ids for lists in loaded.values()]))
+    pairs = load_judged(label_set) if label_set is not None else None
+    if only_labelled and pairs is not None:
+        caption_ids = np.intersect1d(caption_ids, pairs.caption_ids)
+    if len(caption_ids) == 0:
+        raise RescoreError("no query caption is both answered by the runs and labelled")
+    rows = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
+    item_ids = {name: _aligned(lists, caption_ids) for name, lists in loaded.items()}
+
+    info = dict(Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("pk", "video_id"))
+    texts = dict(Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("pk", "text"))
+    original = Qrels.of(
+        range(len(caption_ids)), [info[int(pk)] for pk in caption_ids], [1] * len(caption_ids)
+    )
+    corrected = original
+    if pairs is not None:
+        # Originals last: a caption's own video stays relevant whatever the set says.
+        corrected = _label_qrels(pairs, rows).union(original)
+
+    pooled, depth = _pooled(dataset, label_set, loaded, caption_ids)
+    true = _true_qrels(dataset, caption_ids) if dataset.has_ground_truth else None
+    result = rescore(
+        item_ids,
+        corrected,
+        original=original if pairs is not None else None,
+        true=true,
+        pooled=pooled,
+        pool_depth=depth,
+    )
+    if pairs is None:
+        result.notes.append("no label set: scores use the original positives only")
+    lengths = np.array([len(texts[int(pk)].split()) for pk in caption_ids], dtype=np.int64)
+    return DatasetRescoring(
+        dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
+    )
+
+
+def _runs(dataset: Dataset, names: Sequence[str] | None) -> list[Run]:
+    runs = list(dataset.runs.order_by("name"))
+    if names:
+        by_name = {run.name: run for run in runs}
+        missing = [name for name in names if name not in by_name]
+        if missing:
+            known = ", ".join(by_name) or "none"
+            raise RescoreError(
+                f"dataset {dataset.name!r} has no run named {', '.join(map(repr, missing))} "
+                f"(known: {known})"
+            )
+        runs = [by_name[name] for name in names]
+    if not runs:
+        raise RescoreError(f"dataset {dataset.name!r} has no runs to score")
+    return runs
+
+
+def _aligned(lists, caption_ids: np.ndarray) -> np.ndarray:
+    """The run's item ids with one row per caption of ``caption_ids`` (-1 where unanswered)."""
+    item_ids = np.full((len(caption_ids), lists.depth), -1, dtype=np.int64)
+    position = np.searchsorted(caption_ids, lists.query_ids)
+    inside = (position < len(caption_ids)) & (
+        caption_ids[np.minimum(position, len(caption_ids) - 1)] == lists.query_ids
+    )
+    item_ids[position[inside]] = lists.item_ids[inside]
+    return item_ids
+
+
+def _label_qrels(pairs, rows: dict[int, int]) -> Qrels:
+    """The label set's decided pairs on the scored rows (disagreements are not judgements)."""
+    decided = pairs.relevance != judged_values.DISAGREEMENT
+    row_of = np.array([rows.get(int(pk), -1) for pk in pairs.caption_ids], dtype=np.int64)
+    keep = decided & (row_of >= 0)
+    return Qrels(row_of[keep], pairs.video_ids[keep], pairs.relevance[keep].astype(np.int64))
+
+
+def _pooled(
+    dataset: Dataset, label_set: LabelSet | None, loaded: dict, caption_ids: np.ndarray
+) -> tuple[dict[str, np.ndarray] | None, int | None]:
+    """The pooled runs' item ids and pool depth, when the label set records them."""
+    if label_set is None:
+        return None, None
+    names = label_set.metadata.get("pooled_runs") or []
+    depth = label_set.metadata.get("pool_depth")
+    if not names or not depth:
+        return None, None
+    pooled = {}
+    for name in names:
+        lists = loaded.get(name)
+        if lists is None:
+            run = dataset.runs.filter(name=name).first()
+            if run is None:
+                return None, None
+            lists = load_run(run)
+        pooled[name] = _aligned(lists, caption_ids)
+    return pooled, int(depth)
+
+
+def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> Qrels:
+    """Exhaustive judgements over the videos of the queries' split (every pair judged)."""
+    splits = set(
+        Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("split", flat=True)
+    )
+    split = splits.pop() if len(splits) == 1 else None
+    caption_keys, video_keys, matrix = ground_truth_relevance(
+        dataset, caption_ids=caption_ids.tolist(), split=split
+    )
+    caption_pk = dict(
+        Caption.objects.filter(dataset=dataset, key__in=caption_keys).values_list("key", "pk")
+    )
+    video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
+    row_of_pk = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
+    rows = np.array([row_of_pk[caption_pk[key]] for key in caption_keys], dtype=np.int64)
+    items = np.array([video_pk[key] for key in video_keys], dtype=np.int64)
+    return Qrels(
+        np.repeat(rows, len(items)), np.tile(items, len(rows)), matrix.ravel().astype(np.int64)
+    )
