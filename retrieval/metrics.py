@@ -10,9 +10,12 @@ qrels' queries; a query the run does not answer has all-False rows and so scores
 Correct@K is FIRE §2.1's name for what text-to-video papers call Recall@K (1 when any
 positive is in the top K); Recall@K, AP, nDCG@K, bpref and judged-only AP are trec_eval's
 (``success``, ``recall``, ``map``, ``ndcg_cut``, ``bpref``, ``map -J``) and Judged@K is
-ir_measures' judgement rate; FIRE-AP is the FIRE authors' top-20 AP (FIRE §2.1, Eq. 2, as
-their code computes it). The randomized tests hold every trec_eval-defined value equal to
-ir_measures / pytrec_eval to 1e-9.
+ir_measures' judgement rate; FIRE-AP is the AP of FIRE §2.1 Eq. 2 as the FIRE authors' code
+computes it (over the top 20, divided by the positives found there). The randomized tests
+hold every one of them equal to ir_measures / pytrec_eval to 1e-9, with one exception by
+design: ir_measures' own Judged provider breaks score ties by docno *ascending*, unlike
+trec_eval and the rest of ir_measures, so where tied items straddle rank K its Judged@K can
+differ from ours, which uses the same trec_eval order (and top K) as every other metric.
 
 Relevance follows trec_eval (relevance level 1): a qrels value > 0 is a positive (with a
 binary gain in nDCG), 0 a judged negative, and a negative value means "pooled but unjudged"
@@ -26,6 +29,9 @@ import numpy as np
 
 DEFAULT_KS = (1, 5, 10)
 FIRE_AP_CUTOFF = 20
+
+LOOKUP_TABLE_CELLS = 1 << 26  # the largest queries x items byte table the lookup allocates
+_UNJUDGED, _NEGATIVE, _POSITIVE = 1, 2, 3
 
 FIRST_POSITIVE = "first positive rank"
 FIRST_POSITIVE_MEAN = "first positive: mean rank"
@@ -80,7 +86,7 @@ class RankedJudgements:
         counts = {}
         for name in ("n_relevant", "n_nonrelevant", "n_retrieved"):
             value = getattr(self, name)
-            if value is None:
+            if value is None and name == "n_retrieved":
                 value = np.full(rows, depth, dtype=np.int64)
             value = np.asarray(value, dtype=np.int64)
             if value.shape != (rows,):
@@ -108,9 +114,11 @@ def judgements_from_arrays(
 
     ``item_ids`` is queries x depth in rank order, -1 padding trailing each shorter list;
     rows are the qrels' queries. Qrels ``i`` judges item ``qrel_items[i]`` for row
-    ``qrel_rows[i]`` with relevance ``qrel_rel[i]``. Each (row, item) pair is packed into one
-    int64 and found by binary search in the sorted qrels keys. A pair judged twice is a
-    ValueError, as in :func:`retrieval.formats.trec.read_qrels`.
+    ``qrel_rows[i]`` with relevance ``qrel_rel[i]``. Each (row, item) pair becomes one int64
+    (items first renumbered densely when their ids are sparse); the pairs' classes are
+    scattered into a rows x items byte table and gathered at the ranked pairs when that
+    table is at most :data:`LOOKUP_TABLE_CELLS`, else found by binary search in the sorted
+    pairs. A pair judged twice is a ValueError, as in :func:`retrieval.formats.trec.read_qrels`.
     """
     item_ids = np.asarray(item_ids, dtype=np.int64)
     if item_ids.ndim != 2:
@@ -124,37 +132,45 @@ def judgements_from_arrays(
     pad = item_ids < 0
     if depth > 1 and (pad[:, :-1] & ~pad[:, 1:]).any():
         raise ValueError("padding (-1) must only trail each ranked list")
-    n_retrieved = depth - pad.sum(axis=1)
+    n_retrieved = depth - np.count_nonzero(pad, axis=1)
     if len(rows) and (rows.min() < 0 or rows.max() >= n_rows):
         raise ValueError(f"qrel_rows must lie in 0..{n_rows - 1}")
     if len(items) and items.min() < 0:
         raise ValueError("qrel_items must be non-negative ids")
     n_relevant = np.bincount(rows[rel > 0], minlength=n_rows)
     n_nonrelevant = np.bincount(rows[rel == 0], minlength=n_rows)
-    relevant = np.zeros((n_rows, depth), dtype=bool)
-    judged = np.zeros((n_rows, depth), dtype=bool)
     if len(rows) == 0 or depth == 0:
-        return RankedJudgements(relevant, judged, n_relevant, n_nonrelevant, n_retrieved)
+        nothing = np.zeros((n_rows, depth), dtype=bool)
+        return RankedJudgements(nothing, nothing, n_relevant, n_nonrelevant, n_retrieved)
 
+    # 1: pooled but unjudged (rel < 0), 2: judged negative, 3: positive; 0: not in the qrels
+    kind = np.where(rel > 0, _POSITIVE, np.where(rel == 0, _NEGATIVE, _UNJUDGED)).astype(np.int8)
     ranked = np.where(pad, 0, item_ids)
     span = int(max(items.max(), ranked.max())) + 1
-    if n_rows * span >= 2**62:  # ids too large to pack: pack their dense codes instead
+    if n_rows * span > LOOKUP_TABLE_CELLS:  # sparse ids: number the judged items 0..V-1
         vocabulary = np.unique(items)
         code = np.minimum(np.searchsorted(vocabulary, ranked), len(vocabulary) - 1)
         pad = pad | (vocabulary[code] != ranked)
         items, ranked, span = np.searchsorted(vocabulary, items), code, len(vocabulary)
-    keys = rows * span + items
-    order = np.argsort(keys)
-    keys, rel = keys[order], rel[order]
-    if (keys[1:] == keys[:-1]).any():
-        raise ValueError("a (query, item) pair is judged more than once in the qrels")
-    wanted = np.arange(n_rows, dtype=np.int64)[:, None] * span + ranked
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    found = (keys[at] == wanted) & ~pad
-    value = rel[at]
-    relevant = found & (value > 0)
-    judged = found & (value >= 0)
-    return RankedJudgements(relevant, judged, n_relevant, n_nonrelevant, n_retrieved)
+    judged_pairs = rows * span + items
+    ranked_pairs = np.arange(n_rows, dtype=np.int64)[:, None] * span + ranked
+    if n_rows * span <= LOOKUP_TABLE_CELLS:
+        table = np.zeros(n_rows * span, dtype=np.int8)
+        table[judged_pairs] = kind
+        if np.count_nonzero(table) != len(judged_pairs):
+            raise ValueError("a (query, item) pair is judged more than once in the qrels")
+        found = table[ranked_pairs]
+    else:
+        packed = np.sort(judged_pairs << 2 | kind)  # the kind rides in the two low bits
+        keys = packed >> 2
+        if (keys[1:] == keys[:-1]).any():
+            raise ValueError("a (query, item) pair is judged more than once in the qrels")
+        at = np.minimum(np.searchsorted(keys, ranked_pairs), len(keys) - 1)
+        found = np.where(keys[at] == ranked_pairs, packed[at] & 3, 0)
+    found[pad] = 0
+    return RankedJudgements(
+        found == _POSITIVE, found >= _NEGATIVE, n_relevant, n_nonrelevant, n_retrieved
+    )
 
 
 def align_rows(
@@ -195,12 +211,83 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     )
 
 
-def _precision_at_ranks(hits: np.ndarray, ranks: np.ndarray | None = None) -> np.ndarray:
-    """Precision at every rank: hits so far over ``ranks`` (1, 2, ... when omitted)."""
-    so_far = np.cumsum(hits, axis=1, dtype=np.int64)
-    if ranks is None:
-        return so_far / np.arange(1, hits.shape[1] + 1, dtype=np.float64)
-    return _ratio(so_far, ranks)
+def _inverse_ranks(depth: int) -> np.ndarray:
+    return 1.0 / np.arange(1, depth + 1, dtype=np.float64)
+
+
+class _Counts:
+    """Running counts down each ranked list, computed once and shared by every metric."""
+
+    def __init__(self, relevant: np.ndarray, judged: np.ndarray | None = None) -> None:
+        self.hits = np.asarray(relevant, dtype=bool)
+        self.depth = self.hits.shape[1]
+        self.hits_so_far = np.cumsum(self.hits, axis=1, dtype=np.int32)
+        self.judged = None if judged is None else np.asarray(judged, dtype=bool)
+        self._judged_so_far: np.ndarray | None = None
+        self._hit_numerators: np.ndarray | None = None
+
+    @property
+    def judged_so_far(self) -> np.ndarray:
+        if self._judged_so_far is None:
+            self._judged_so_far = np.cumsum(self.judged, axis=1, dtype=np.int32)
+        return self._judged_so_far
+
+    @property
+    def hit_numerators(self) -> np.ndarray:
+        """Positives so far at each positive's rank, 0 elsewhere (precision numerators)."""
+        if self._hit_numerators is None:
+            self._hit_numerators = self.hits_so_far * self.hits.astype(np.float64)
+        return self._hit_numerators
+
+    def top(self, so_far: np.ndarray, k: int) -> np.ndarray:
+        """How many of the first ``k`` ranks ``so_far`` counted."""
+        if self.depth == 0:
+            return np.zeros(so_far.shape[0], dtype=np.int32)
+        return so_far[:, min(k, self.depth) - 1]
+
+
+def _correct(c: _Counts, k: int) -> np.ndarray:
+    return (c.top(c.hits_so_far, _check_k(k)) > 0).astype(np.float64)
+
+
+def _recall(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    return _ratio(c.top(c.hits_so_far, _check_k(k)), n_relevant)
+
+
+def _average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    return _ratio(c.hit_numerators @ _inverse_ranks(c.depth), n_relevant)
+
+
+def _fire_average_precision(c: _Counts, cutoff: int) -> np.ndarray:
+    depth = min(_check_k(cutoff), c.depth)
+    precision_sum = c.hit_numerators[:, :depth] @ _inverse_ranks(depth)
+    return _ratio(precision_sum, c.top(c.hits_so_far, cutoff))
+
+
+def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    k = _check_k(k)
+    discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+    hits = c.hits[:, :k]
+    dcg = hits.astype(np.float64) @ discount[: hits.shape[1]]
+    ideal = np.concatenate([[0.0], np.cumsum(discount)])[np.minimum(n_relevant, k)]
+    return _ratio(dcg, ideal)
+
+
+def _judged(c: _Counts, k: int, n_retrieved: np.ndarray) -> np.ndarray:
+    k = _check_k(k)
+    return _ratio(c.top(c.judged_so_far, k), np.minimum(n_retrieved, k))
+
+
+def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.ndarray:
+    negatives_above = c.judged_so_far - c.hits_so_far  # at a positive: judged negatives above it
+    cap = np.maximum(np.minimum(n_relevant, n_nonrelevant), 1)[:, None]
+    penalty = np.minimum(negatives_above, n_relevant[:, None]) / cap
+    return _ratio(c.top(c.hits_so_far, c.depth) - (penalty * c.hits).sum(axis=1), n_relevant)
+
+
+def _condensed_average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    precision_sum = (c.hit_numerators / np.maximum(c.judged_so_far, 1)).sum(axis=1)
+    return _ratio(precision_sum, n_relevant)
 
 
 def correct_at_k(relevant: np.ndarray, k: int) -> np.ndarray:
@@ -220,15 +307,13 @@ def mean_correct_at_ks(hits: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict
 def recall_at_k(j: RankedJudgements, k: int) -> np.ndarray:
     """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
     ``recall_k``); 0 when R = 0."""
-    found = j.relevant[:, : _check_k(k)].sum(axis=1)
-    return _ratio(found, j.n_relevant)
+    return _recall(_Counts(j.relevant), k, j.n_relevant)
 
 
 def average_precision(j: RankedJudgements) -> np.ndarray:
     """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
     summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
-    hits = j.relevant
-    return _ratio((_precision_at_ranks(hits) * hits).sum(axis=1), j.n_relevant)
+    return _average_precision(_Counts(j.relevant), j.n_relevant)
 
 
 def fire_average_precision(relevant: np.ndarray, cutoff: int = FIRE_AP_CUTOFF) -> np.ndarray:
@@ -236,54 +321,40 @@ def fire_average_precision(relevant: np.ndarray, cutoff: int = FIRE_AP_CUTOFF) -
     each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
     not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
     """
-    hits = np.asarray(relevant, dtype=bool)[:, : _check_k(cutoff)]
-    return _ratio((_precision_at_ranks(hits) * hits).sum(axis=1), hits.sum(axis=1))
+    return _fire_average_precision(_Counts(relevant), cutoff)
 
 
 def ndcg_at_k(j: RankedJudgements, k: int) -> np.ndarray:
     """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
     the ideal list puts min(R, k) positives first. 0 when R = 0."""
-    k = _check_k(k)
-    discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
-    hits = j.relevant[:, :k]
-    dcg = hits.astype(np.float64) @ discount[: hits.shape[1]]
-    ideal = np.concatenate([[0.0], np.cumsum(discount)])[np.minimum(j.n_relevant, k)]
-    return _ratio(dcg, ideal)
+    return _ndcg(_Counts(j.relevant), k, j.n_relevant)
 
 
 def judged_at_k(judged: np.ndarray, k: int, n_retrieved: np.ndarray | None = None) -> np.ndarray:
     """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``).
 
     Like ir_measures, a list shorter than ``k`` is divided by its own length ``n_retrieved``
-    (the full depth when omitted); an empty list (an unanswered query) scores 0.
+    (the full depth when omitted); an empty list (an unanswered query) scores 0. The top
+    ``k`` is trec_eval's, as for every metric here (see the module note on ties).
     """
     judged = np.asarray(judged, dtype=bool)
-    k = _check_k(k)
     if n_retrieved is None:
         n_retrieved = np.full(judged.shape[0], judged.shape[1], dtype=np.int64)
-    return _ratio(judged[:, :k].sum(axis=1), np.minimum(n_retrieved, k))
+    return _judged(_Counts(np.zeros_like(judged), judged), k, n_retrieved)
 
 
 def bpref(j: RankedJudgements) -> np.ndarray:
     """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
     positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
     (1 when n = 0); the sum is divided by R. 0 when R = 0."""
-    hits = j.relevant
-    negatives_above = np.cumsum(j.judged & ~hits, axis=1, dtype=np.int64)
-    n_relevant = j.n_relevant[:, None]
-    penalty = _ratio(
-        np.minimum(negatives_above, n_relevant), np.minimum(n_relevant, j.n_nonrelevant[:, None])
-    )
-    return _ratio(((1.0 - penalty) * hits).sum(axis=1), j.n_relevant)
+    return _bpref(_Counts(j.relevant, j.judged), j.n_relevant, j.n_nonrelevant)
 
 
 def condensed_average_precision(j: RankedJudgements) -> np.ndarray:
     """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
     unjudged items are removed from the ranking, so each positive's precision counts only
     the judged items above it; still divided by R, 0 when R = 0."""
-    hits = j.relevant
-    judged_ranks = np.cumsum(j.judged, axis=1, dtype=np.int64)
-    return _ratio((_precision_at_ranks(hits, judged_ranks) * hits).sum(axis=1), j.n_relevant)
+    return _condensed_average_precision(_Counts(j.relevant, j.judged), j.n_relevant)
 
 
 def first_positive_rank(relevant: np.ndarray) -> np.ndarray:
@@ -303,18 +374,22 @@ def evaluate(
     judged_k: int = 10,
 ) -> dict[str, np.ndarray]:
     """Every per-query metric (float64, one value per row), keyed as :func:`metric_names`
-    orders them, plus :data:`FIRST_POSITIVE` (the first positive's rank, NaN if none)."""
+    orders them, plus :data:`FIRST_POSITIVE` (the first positive's rank, NaN if none).
+
+    The running counts down each list are computed once and shared by all the metrics.
+    """
+    c = _Counts(j.relevant, j.judged)
     per_query: dict[str, np.ndarray] = {}
     for k in ks:
-        per_query[f"C@{k}"] = correct_at_k(j.relevant, k)
+        per_query[f"C@{k}"] = _correct(c, k)
     for k in ks:
-        per_query[f"R@{k}"] = recall_at_k(j, k)
-    per_query["AP"] = average_precision(j)
-    per_query["FIRE-AP"] = fire_average_precision(j.relevant)
-    per_query[f"nDCG@{ndcg_k}"] = ndcg_at_k(j, ndcg_k)
-    per_query[f"Judged@{judged_k}"] = judged_at_k(j.judged, judged_k, j.n_retrieved)
-    per_query["bpref"] = bpref(j)
-    per_query["AP'"] = condensed_average_precision(j)
+        per_query[f"R@{k}"] = _recall(c, k, j.n_relevant)
+    per_query["AP"] = _average_precision(c, j.n_relevant)
+    per_query["FIRE-AP"] = _fire_average_precision(c, FIRE_AP_CUTOFF)
+    per_query[f"nDCG@{ndcg_k}"] = _ndcg(c, ndcg_k, j.n_relevant)
+    per_query[f"Judged@{judged_k}"] = _judged(c, judged_k, j.n_retrieved)
+    per_query["bpref"] = _bpref(c, j.n_relevant, j.n_nonrelevant)
+    per_query["AP'"] = _condensed_average_precision(c, j.n_relevant)
     per_query[FIRST_POSITIVE] = first_positive_rank(j.relevant)
     return per_query
 

@@ -26,7 +26,8 @@ from retrieval.formats.records import FormatError
 
 @dataclass(frozen=True)
 class Qrels:
-    """Judgements as arrays: query row, item id, relevance (> 0 relevant, <= 0 judged not)."""
+    """Judgements as arrays: query row, item id, relevance (> 0 relevant, 0 judged not relevant,
+    < 0 pooled but unjudged, as trec_eval reads qrels)."""
 
     rows: np.ndarray
     items: np.ndarray

@@ -162,6 +162,19 @@ def test_negative_relevance_is_pooled_but_unjudged_as_in_trec_eval():
     assert metrics.condensed_average_precision(j)[0] == pytest.approx(theirs["q"]["map"])
 
 
+def test_judged_at_k_breaks_ties_like_trec_eval_not_like_ir_measures_judged():
+    # "a" and "b" tie; trec_eval ranks "b" first (docno descending), so the top 1 is
+    # unjudged. ir_measures' Judged provider sorts ties by docno ascending and says 1.
+    qrels, run = {"q": {"a": 0}}, {"q": {"a": 1.0, "b": 1.0}}
+    ordered, _ = trec_sort(np.array([[0, 1]]), np.array([[1.0, 1.0]]), np.array([[1, 0]]))
+    assert ordered.tolist() == [[1, 0]]  # ids 0 = "a", 1 = "b"
+    j = judgements_from_arrays(ordered, [0], [0], [0])
+    assert metrics.judged_at_k(j.judged, 1).tolist() == [0.0]
+    as_relevant = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"P_1"}).evaluate(run)
+    assert as_relevant["q"]["P_1"] == 0.0
+    assert ir_measures.calc_aggregate([Judged @ 1], qrels, run)[Judged @ 1] == 1.0
+
+
 def test_lookup_rejects_duplicate_qrels_inner_padding_and_bad_rows():
     item_ids = np.array([[1, 2]])
     with pytest.raises(ValueError, match="more than once"):
@@ -185,6 +198,24 @@ def test_lookup_handles_huge_ids_and_empty_qrels():
     j = judgements_from_arrays(item_ids, empty, empty, empty)
     assert not j.judged.any() and j.n_relevant.tolist() == [0, 0]
     assert math.isnan(mean_scores(evaluate(j), j.n_relevant)["AP"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binary_search_lookup_equals_the_table_lookup(seed, monkeypatch):
+    # past LOOKUP_TABLE_CELLS the lookup sorts the packed pairs and binary-searches them
+    rng = np.random.default_rng(seed)
+    item_ids = np.stack([rng.permutation(50)[:12] for _ in range(30)])
+    item_ids[rng.random(30) < 0.2, 6:] = -1
+    pairs = rng.choice(30 * 50, 400, replace=False)
+    rows, items, rel = pairs // 50, pairs % 50, rng.integers(-1, 2, 400)
+    table = judgements_from_arrays(item_ids, rows, items, rel)
+    monkeypatch.setattr(metrics, "LOOKUP_TABLE_CELLS", 0)
+    searched = judgements_from_arrays(item_ids, rows, items, rel)
+    for name in ("relevant", "judged", "n_relevant", "n_nonrelevant", "n_retrieved"):
+        np.testing.assert_array_equal(getattr(table, name), getattr(searched, name))
+    assert searched.relevant.any() and (searched.judged & ~searched.relevant).any()
+    with pytest.raises(ValueError, match="more than once"):
+        judgements_from_arrays(item_ids, [0, 0], [1, 1], [1, 0])
 
 
 def test_align_rows_follows_the_qrels_queries():

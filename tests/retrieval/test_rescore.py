@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from ir_measures import AP, Bpref, Judged, R, Success, nDCG
 
+from retrieval.formats import trec
 from retrieval.judged import Judged as JudgedPairs
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.rescoring import Qrels, leave_one_out_qrels, table_cell
@@ -73,12 +74,26 @@ def test_file_mode_equals_ir_measures(tmp_path, seed):
     )
     result = json.loads(out.getvalue())
     for block, path in (("runs", qrels), ("original", original)):
+        # ir_measures averages over every qrels query; ours (as the issue asks) over those
+        # with a positive, so the reference gets the qrels of those queries only.
+        judged = list(ir_measures.read_trec_qrels(str(path)))
+        with_positive = {q.query_id for q in judged if q.relevance > 0}
+        judged = [q for q in judged if q.query_id in with_positive]
         for run in runs:
             expected = ir_measures.calc_aggregate(
-                list(MEASURES.values()),
-                list(ir_measures.read_trec_qrels(str(path))),
-                list(ir_measures.read_trec_run(str(run))),
+                list(MEASURES.values()), judged, list(ir_measures.read_trec_run(str(run)))
             )
+            # ir_measures' own Judged@K orders tied scores by docno ascending, the other
+            # measures (through pytrec_eval) and ours by trec_eval's rule, docno descending;
+            # so Judged@K is compared on the same ranking with the ties resolved.
+            untied = [
+                ir_measures.ScoredDoc(qid, docno, -rank)
+                for qid, ranking in trec.read_run(run).rankings.items()
+                for rank, (docno, _) in enumerate(ranking)
+            ]
+            expected[Judged @ 10] = ir_measures.calc_aggregate([Judged @ 10], judged, untied)[
+                Judged @ 10
+            ]
             got = result[block][run.stem]
             for name, measure in MEASURES.items():
                 assert got[name] == pytest.approx(expected[measure], abs=1e-9), (block, name)
@@ -112,6 +127,7 @@ def test_leave_one_out_removes_positives_only_that_run_pooled():
     original = Qrels.of([0, 1], [99, 98], [1, 1])
     corrected = Qrels.of([0, 0, 0, 1, 1, 1], [99, 10, 11, 98, 22, 30], [1, 1, 1, 1, 0, 1])
     masks = leave_one_out_qrels(corrected, original, pooled, depth=2)
+
     def pairs(q):
         return sorted(zip(q.rows.tolist(), q.items.tolist(), strict=True))
 
@@ -133,8 +149,12 @@ def world(db):
     captions = Caption.objects.bulk_create(
         [
             Caption(
-                dataset=dataset, key=f"c{q}", text="a b " * (q + 1), video=videos[q],
-                split="test", is_query=True,
+                dataset=dataset,
+                key=f"c{q}",
+                text="a b " * (q + 1),
+                video=videos[q],
+                split="test",
+                is_query=True,
             )
             for q in range(3)
         ]
@@ -150,7 +170,10 @@ def world(db):
         [captions[0].pk] * 3, [videos[1].pk, videos[2].pk, videos[3].pk], [1, 0, -1]
     )
     store_label_set(
-        dataset, "fire", pairs, source="campaign",
+        dataset,
+        "fire",
+        pairs,
+        source="campaign",
         metadata={"pooled_runs": ["first", "second"], "pool_depth": 2},
     )
     return dataset

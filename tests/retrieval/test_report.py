@@ -1,0 +1,100 @@
+"""The report page, its JSON and the analyses command, on a small synthetic world."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation.roles import ANNOTATOR, RESEARCHER, ensure_groups
+from retrieval.judged import Judged
+from retrieval.models import Caption, Video
+from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
+from retrieval.services.labelsets import store_label_set
+from retrieval.services.rescoring import rescore_dataset
+from retrieval.services.runs import load_run
+from tests.browser_support import random_run
+
+
+@pytest.fixture
+def world(db):
+    """24 clips, two random runs, and a label set judging every pooled top-3 pair truthfully."""
+    dataset = create_demo_dataset(name="rep", n_videos=24, seed=5, workers=1)
+    runs = [random_run(dataset, name, seed) for name, seed in (("alpha", 1), ("beta", 2))]
+    keys, video_keys, truth = ground_truth_relevance(dataset, split="test")
+    caption_pk = dict(Caption.objects.filter(dataset=dataset).values_list("key", "pk"))
+    video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
+    row = {caption_pk[k]: i for i, k in enumerate(keys)}
+    col = {video_pk[k]: j for j, k in enumerate(video_keys)}
+    pairs = set()
+    for run in runs:
+        lists = load_run(run)
+        for q, caption in enumerate(lists.query_ids.tolist()):
+            for video in lists.item_ids[q, :3].tolist():
+                pairs.add((caption, video))
+    pairs = sorted(pairs)
+    relevance = [int(truth[row[c], col[v]]) for c, v in pairs]
+    store_label_set(
+        dataset,
+        "pooled",
+        Judged.build([c for c, _ in pairs], [v for _, v in pairs], relevance),
+        source="campaign",
+        metadata={"pooled_runs": ["alpha", "beta"], "pool_depth": 3},
+    )
+    return dataset
+
+
+def test_corrected_scores_sit_between_original_and_true(world):
+    result = rescore_dataset(world, world.label_sets.get()).result
+    for run in ("alpha", "beta"):
+        original = result.blocks["original"][run].means["C@10"]
+        corrected = result.blocks["corrected"][run].means["C@10"]
+        true = result.blocks["true"][run].means["C@10"]
+        assert original <= corrected <= true + 1e-12
+        # Judging the pooled top 3 truthfully makes C@1..3 exact.
+        assert result.blocks["corrected"][run].means["C@1"] == pytest.approx(
+            result.blocks["true"][run].means["C@1"]
+        )
+    loro = result.blocks["leave_one_out"]
+    assert loro["alpha"].means["C@1"] <= result.blocks["corrected"]["alpha"].means["C@1"]
+
+
+def person(role: str):
+    user = get_user_model().objects.create_user(role, password="pw-12345-role", is_staff=True)
+    user.groups.add(ensure_groups()[role])
+    return user
+
+
+def test_report_page_and_data(world, client):
+    client.force_login(person(ANNOTATOR))
+    assert client.get("/reports/rep/").status_code == 403
+    client.force_login(person(RESEARCHER))
+    page = client.get("/reports/rep/?labels=pooled&metric=C@5")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for anchor in (
+        'id="table1"',
+        'id="table1-true"',
+        'id="table3"',
+        'id="table4"',
+        'id="significance"',
+    ):
+        assert anchor in html
+    assert html.count("<svg") == 5
+    assert " + " in html  # the A (B + C) cells
+    data = client.get("/reports/rep/data/?labels=pooled").json()
+    assert {row["run"] for row in data["table1"]} == {"alpha", "beta"}
+    assert data["table3"]["rows"][0]["rbo"] <= 1
+    assert client.get("/reports/nope/").status_code == 404
+
+
+def test_analyses_command_json(world):
+    out = io.StringIO()
+    call_command("analyses", dataset="rep", labels="pooled", resamples=500, stdout=out)
+    data = json.loads(out.getvalue())
+    assert data["queries"] > 0 and len(data["table4"]) == 2
+    assert set(data["figures"]) >= {"positives_per_query", "length_positives", "correct_by_length"}
+    counts = np.array(data["figures"]["positives_per_query"]["counts"])
+    assert counts.sum() == data["queries"]
