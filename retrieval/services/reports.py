@@ -46,16 +46,22 @@ def build_report(
         table1.append(row)
 
     loro = result.blocks.get("leave_one_out", {})
-    table4 = [
-        {
+    table4 = []
+    for run in runs:
+        if run not in loro:
+            continue
+        row = {
             "run": run,
             "corrected": _pick(corrected[run].means),
             "leave_one_out": _pick(loro[run].means),
             "drop": {m: corrected[run].means[m] - loro[run].means[m] for m in TABLE_METRICS},
         }
-        for run in runs
-        if run in loro
-    ]
+        if run in true:
+            # What pooling still hides from a run that was not pooled.
+            row["unpooled_bias"] = {
+                m: loro[run].means[m] - true[run].means[m] for m in TABLE_METRICS
+            }
+        table4.append(row)
 
     n_positive = scored.corrected.positives_per_row(result.n_queries)
     figures: dict = {

@@ -84,6 +84,7 @@ def test_report_page_and_data(world, client):
         assert anchor in html
     assert html.count("<svg") == 5
     assert " + " in html  # the A (B + C) cells
+    assert "unpooled bias" in html
     data = client.get("/reports/rep/data/?labels=pooled").json()
     assert {row["run"] for row in data["table1"]} == {"alpha", "beta"}
     assert data["table3"]["rows"][0]["rbo"] <= 1
