@@ -2,7 +2,7 @@
 
 from django.core.management.base import CommandError
 
-from retrieval.models import Dataset, RetrievalModel, Run
+from retrieval.models import Dataset, LabelSet, RetrievalModel, Run
 
 
 def get_dataset(name: str) -> Dataset:
@@ -31,3 +31,13 @@ def get_run(dataset: Dataset, name: str) -> Run:
         raise CommandError(
             f"dataset {dataset.name!r} has no run named {name!r} (known: {known})"
         ) from None
+
+
+def get_label_set(dataset: Dataset, name: str) -> LabelSet:
+    label_set = dataset.label_sets.filter(name=name).first()
+    if label_set is None:
+        known = ", ".join(dataset.label_sets.values_list("name", flat=True)[:20]) or "none"
+        raise CommandError(
+            f"dataset {dataset.name!r} has no label set named {name!r} (known: {known})"
+        )
+    return label_set

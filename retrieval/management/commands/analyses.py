@@ -4,8 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from retrieval.management.lookup import get_dataset
-from retrieval.models import LabelSet
+from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.services.reports import build_report
 from retrieval.services.rescoring import RescoreError
 
@@ -28,15 +27,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
-        label_set = None
-        if options["labels"]:
-            label_set = LabelSet.objects.filter(dataset=dataset, name=options["labels"]).first()
-            if label_set is None:
-                known = ", ".join(dataset.label_sets.values_list("name", flat=True)) or "none"
-                raise CommandError(
-                    f"dataset {dataset.name!r} has no label set named {options['labels']!r} "
-                    f"(known: {known})"
-                )
+        label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None
         try:
             data = build_report(
                 dataset,

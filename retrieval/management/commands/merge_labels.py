@@ -4,8 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from retrieval.management.lookup import get_dataset
-from retrieval.models import LabelSet
+from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.services.labelsets import LabelSetError, merge_label_sets
 
 
@@ -25,15 +24,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
         names = [name.strip() for name in options["sets"].split(",") if name.strip()]
-        sources = []
-        for name in names:
-            try:
-                sources.append(LabelSet.objects.get(dataset=dataset, name=name))
-            except LabelSet.DoesNotExist:
-                known = ", ".join(dataset.label_sets.values_list("name", flat=True)) or "none"
-                raise CommandError(
-                    f"dataset {dataset.name!r} has no label set named {name!r} (known: {known})"
-                ) from None
+        sources = [get_label_set(dataset, name) for name in names]
         try:
             merged = merge_label_sets(dataset, sources, options["name"], replace=options["replace"])
         except LabelSetError as exc:

@@ -7,9 +7,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.formats.records import FormatError
-from retrieval.management.lookup import get_dataset
+from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.metrics import METRIC_NAMES
-from retrieval.models import LabelSet
 from retrieval.rescoring import Rescoring, read_trec_inputs, rescore, table_cell
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "FIRE-AP", "nDCG@10", "Judged@10", "bpref")
@@ -58,15 +57,7 @@ class Command(BaseCommand):
         from retrieval.services.rescoring import RescoreError, rescore_dataset
 
         dataset = get_dataset(options["dataset"])
-        label_set = None
-        if options["labels"]:
-            label_set = LabelSet.objects.filter(dataset=dataset, name=options["labels"]).first()
-            if label_set is None:
-                known = ", ".join(dataset.label_sets.values_list("name", flat=True)) or "none"
-                raise CommandError(
-                    f"dataset {dataset.name!r} has no label set named {options['labels']!r} "
-                    f"(known: {known})"
-                )
+        label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None
         names = [n.strip() for n in (options["runs"] or "").split(",") if n.strip()] or None
         try:
             return rescore_dataset(
