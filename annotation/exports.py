@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from annotation.campaigns import load_provenance
 from annotation.models import Campaign, Judgement, Pair
-from retrieval import judged
+from annotation.resolution import STATUS_CODES
 from retrieval.formats import fire_json, labels, trec
 from retrieval.models import Caption, Video
 
@@ -51,11 +51,6 @@ CHUNK_BYTES = 1 << 16
 """Text joined before it is handed on (one HTTP chunk or file write)."""
 
 FINAL = (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT, Pair.Status.DISAGREEMENT)
-STATUS_CODES = {
-    Pair.Status.RELEVANT: judged.RELEVANT,
-    Pair.Status.IRRELEVANT: judged.IRRELEVANT,
-    Pair.Status.DISAGREEMENT: judged.DISAGREEMENT,
-}
 
 
 def filename(campaign: Campaign, fmt: str) -> str:

@@ -58,10 +58,10 @@ def rescore_dataset(
     rows = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
     item_ids = {name: _aligned(lists, caption_ids) for name, lists in loaded.items()}
 
-    info = dict(Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("pk", "video_id"))
-    texts = dict(Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("pk", "text"))
+    captions = Caption.objects.filter(pk__in=caption_ids.tolist())
+    info = {pk: (own, text) for pk, own, text in captions.values_list("pk", "video_id", "text")}
     original = Qrels.of(
-        range(len(caption_ids)), [info[int(pk)] for pk in caption_ids], [1] * len(caption_ids)
+        range(len(caption_ids)), [info[int(pk)][0] for pk in caption_ids], [1] * len(caption_ids)
     )
     corrected = original
     if pairs is not None:
@@ -80,7 +80,7 @@ def rescore_dataset(
     )
     if pairs is None:
         result.notes.append("no label set: scores use the original positives only")
-    lengths = np.array([len(texts[int(pk)].split()) for pk in caption_ids], dtype=np.int64)
+    lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
     return DatasetRescoring(
         dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
     )

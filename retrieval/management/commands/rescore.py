@@ -92,6 +92,8 @@ def render(result: Rescoring, fmt: str) -> str:
         means = result.means(block)
         if not means:
             continue
+        if block == "corrected" and not original:
+            title = "Scores (no original positives given, so no gain to show)"
         width = max(len(run) for run in means) + 2
         lines += ["", title, "run".ljust(width) + "  ".join(m.rjust(22) for m in TABLE_METRICS)]
         for run, values in means.items():
