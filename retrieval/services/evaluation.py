@@ -7,7 +7,6 @@ relevant too.
 
 import numpy as np
 
-from retrieval.judged import DISAGREEMENT, RELEVANT, Judged
 from retrieval.models import Caption, Run
 from retrieval.runs import RankedLists
 from retrieval.services.demo import ground_truth_relevance
@@ -41,40 +40,3 @@ def ground_truth_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
     pos = videos.positions(lists.item_ids)
     cols = column[np.where(pos < 0, 0, pos)]
     return (pos >= 0) & relevant[rows[:, None], cols]
-
-
-def label_set_hits(
-    run: Run, pairs: Judged, lists: RankedLists | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bool ``(hits, judged)`` queries x depth under a label set plus the original positives.
-
-    A ranked video is a hit when it is the caption's own video or the set judges the pair
-    relevant (FIRE §2.1: the corrected positives); ``judged`` marks pairs the set labels
-    relevant or irrelevant (disagreements are neither), for judged-fraction measures.
-    """
-    lists = lists or load_run(run)
-    relevant = pairs.relevance == RELEVANT
-    decided = pairs.relevance != DISAGREEMENT
-    in_set, index = _lookup(pairs, lists.query_ids, lists.item_ids)
-    if len(pairs) == 0:
-        hits = original_hits(run, lists)
-        return hits, hits.copy()
-    hits = original_hits(run, lists) | (in_set & relevant[index])
-    return hits, hits | (in_set & decided[index])
-
-
-def _lookup(
-    pairs: Judged, query_ids: np.ndarray, item_ids: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each (query, item) is in ``pairs`` and its row there, by one binary search.
-
-    Pairs are sorted by (caption, video), so packing both keys into one int64
-    (caption << 32 | video) keeps that order; padding (-1) never matches.
-    """
-    if len(pairs) == 0:
-        return np.zeros(item_ids.shape, bool), np.zeros(item_ids.shape, np.int64)
-    packed = pairs.caption_ids << 32 | pairs.video_ids
-    queries = np.asarray(query_ids, np.int64)[:, None]
-    wanted = queries << 32 | np.where(item_ids < 0, 0, item_ids)
-    index = np.minimum(np.searchsorted(packed, wanted), len(packed) - 1)
-    return (packed[index] == wanted) & (item_ids >= 0), index

@@ -20,9 +20,9 @@ from retrieval import judged
 from retrieval.formats import fire_json, trec
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Video
 from retrieval.runs import RankedLists
-from retrieval.services.evaluation import label_set_hits
 from retrieval.services.labelsets import import_label_file, load_judged
-from retrieval.services.runs import load_run, store_run
+from retrieval.services.rescoring import rescore_dataset
+from retrieval.services.runs import store_run
 
 N_QUERIES = 4
 DEPTH = 3
@@ -294,13 +294,14 @@ def test_imported_label_set_rescores_a_run(campaign, tmp_path):
     path = tmp_path / "fire.qrels"
     export_to_file(campaign, "qrels", path)
     label_set = import_label_file(campaign.dataset, path, "qrels").label_set
-    hits, judged_mask = label_set_hits(run, load_judged(label_set))
+    scored = rescore_dataset(campaign.dataset, label_set, [run.name])
+    judgements = scored.result.blocks["corrected"][run.name].judgements
+    hits, judged_mask = judgements.relevant, judgements.judged
     qrels = trec.read_qrels(path)
     captions = dict(Caption.objects.values_list("pk", "key"))
     videos = dict(Video.objects.values_list("pk", "key"))
-    lists = load_run(run)
-    for q, caption in enumerate(lists.query_ids.tolist()):
-        for r, video in enumerate(lists.item_ids[q].tolist()):
+    for q, caption in enumerate(scored.caption_ids.tolist()):
+        for r, video in enumerate(scored.runs[run.name][q].tolist()):
             rel = qrels[captions[caption]].get(videos[video])
             assert hits[q, r] == (rel == 1)
             assert judged_mask[q, r] == (rel is not None)

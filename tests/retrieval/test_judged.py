@@ -11,9 +11,9 @@ from retrieval import judged, plots
 from retrieval.judged import Judged
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
-from retrieval.services.evaluation import label_set_hits
 from retrieval.services.labelsets import load_judged, store_label_set
-from retrieval.services.runs import load_run, store_run
+from retrieval.services.rescoring import rescore_dataset
+from retrieval.services.runs import store_run
 
 
 def test_build_sorts_and_drops_exact_repeats():
@@ -72,20 +72,23 @@ def dataset(db):
     return dataset
 
 
-def test_label_set_hits_match_a_brute_force_lookup(dataset):
+def test_corrected_hits_match_a_brute_force_lookup(dataset):
     run = dataset.runs.get()
     captions = list(Caption.objects.filter(dataset=dataset).order_by("pk"))
     videos = list(Video.objects.filter(dataset=dataset).order_by("pk"))
     rng = np.random.default_rng(0)
     rows = [(c.pk, v.pk, int(rng.choice([1, 0, -1]))) for c in captions for v in videos]
     rows = [row for row in rows if rng.random() < 0.6]
-    pairs = Judged.build(*zip(*rows, strict=True))
-    hits, judged_mask = label_set_hits(run, pairs)
-    lists = load_run(run)
+    label_set = store_label_set(
+        dataset, "random", Judged.build(*zip(*rows, strict=True)), source="qrels"
+    )
+    scored = rescore_dataset(dataset, label_set)
+    judgements = scored.result.blocks["corrected"][run.name].judgements
+    hits, judged_mask = judgements.relevant, judgements.judged
     table = {(c, v): r for c, v, r in rows}
     own = {c.pk: c.video_id for c in captions}
-    for q, caption in enumerate(lists.query_ids.tolist()):
-        for r, video in enumerate(lists.item_ids[q].tolist()):
+    for q, caption in enumerate(scored.caption_ids.tolist()):
+        for r, video in enumerate(scored.runs[run.name][q].tolist()):
             rel = table.get((caption, video))
             original = video == own[caption]
             assert hits[q, r] == (video >= 0 and (original or rel == 1))
