@@ -80,12 +80,22 @@ def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
 
 
 def export_to_file(campaign: Campaign, fmt: str, path: Path | str) -> int:
-    """Write the export to ``path``; returns the number of characters written."""
+    """Write the export to ``path``; returns the number of characters written.
+
+    The text goes to a temporary file beside ``path`` that replaces it only once complete,
+    so a failure never leaves a partial export under the requested name.
+    """
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
     written = 0
-    with open(path, "w", encoding="utf-8", newline="") as out:
-        for chunk in export_chunks(campaign, fmt):
-            out.write(chunk)
-            written += len(chunk)
+    try:
+        with open(partial, "w", encoding="utf-8", newline="") as out:
+            for chunk in export_chunks(campaign, fmt):
+                out.write(chunk)
+                written += len(chunk)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return written
 
 

@@ -365,3 +365,17 @@ def test_admin_adjudicates_from_the_page(campaign, people, client):
     client.post(f"/campaigns/{campaign.pk}/resolve/")
     label_set = LabelSet.objects.get(name=campaign.name)
     assert label_set.disagreement_count == waiting.count()
+
+
+def test_failed_export_leaves_no_partial_file(campaign, tmp_path, monkeypatch):
+    def broken(records, run_names):
+        yield "caption_key,video_key\n"
+        raise ValueError("annotator 'a;b' contains ';'")
+
+    monkeypatch.setattr("retrieval.formats.labels.csv_lines", broken)
+    target = tmp_path / "out.csv"
+    target.write_text("an earlier export\n")
+    with pytest.raises(CommandError, match="cannot export 'exports-campaign'"):
+        call_command("export_labels", campaign=campaign.name, format="csv", output=str(target))
+    assert target.read_text() == "an earlier export\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]

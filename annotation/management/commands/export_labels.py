@@ -5,7 +5,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.exports import EXPORT_FORMATS, export_chunks
+from annotation.exports import EXPORT_FORMATS, export_chunks, export_to_file
 from annotation.management.lookup import get_campaign
 
 
@@ -24,21 +24,18 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
         began = time.perf_counter()
-        chunks = export_chunks(campaign, options["format"])
         output = options["output"]
-        written = 0
         try:
             if output == "-":
-                for chunk in chunks:
+                for chunk in export_chunks(campaign, options["format"]):
                     sys.stdout.write(chunk)
                 sys.stdout.flush()
                 return
-            with open(output, "w", encoding="utf-8", newline="") as out:
-                for chunk in chunks:
-                    out.write(chunk)
-                    written += len(chunk)
+            written = export_to_file(campaign, options["format"], output)
         except OSError as exc:
             raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a value that would not read back; nothing was written
+            raise CommandError(f"cannot export {campaign.name!r}: {exc}") from None
         self.stderr.write(
             f"Wrote {options['format']} export of {campaign.name!r} to {output} "
             f"({written:,} characters) in {time.perf_counter() - began:.2f} s."
