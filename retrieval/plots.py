@@ -15,6 +15,8 @@ MARGIN_LEFT = 56
 MARGIN_RIGHT = 16
 MARGIN_TOP = 40
 MARGIN_BOTTOM = 44
+PLOT_W = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
+PLOT_H = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
 PALETTE = ("#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#b91c1c", "#0f766e", "#a16207")
 
 
@@ -64,10 +66,8 @@ def bar_chart(
 ) -> str:
     """Grouped vertical bars: one group per category, one bar per series."""
     top = _axis_top(series, y_max)
-    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
-    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
     n = max(len(categories), 1)
-    group_w = plot_w / n
+    group_w = PLOT_W / n
     bar_w = group_w * 0.8 / max(len(series), 1)
     parts = _frame(title, description or title, y_label, top)
     for i, category in enumerate(categories):
@@ -76,9 +76,9 @@ def bar_chart(
             value = s.values[i]
             if value is None:
                 continue
-            h = plot_h * min(max(value / top, 0.0), 1.0)
+            h = PLOT_H * min(max(value / top, 0.0), 1.0)
             x = x0 + j * bar_w
-            y = MARGIN_TOP + plot_h - h
+            y = MARGIN_TOP + PLOT_H - h
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w * 0.92:.1f}" height="{h:.1f}" '
                 f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(s.name)} · '
@@ -106,16 +106,14 @@ def line_chart(
 ) -> str:
     """Lines with point markers over a numeric x axis (one line per series)."""
     top = _axis_top(series, y_max)
-    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
-    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
     low, high = (min(x_values), max(x_values)) if x_values else (0.0, 1.0)
     span = (high - low) or 1.0
     parts = _frame(title, description or title, y_label, top)
 
     def xy(x: float, y: float) -> tuple[float, float]:
         return (
-            MARGIN_LEFT + plot_w * (x - low) / span,
-            MARGIN_TOP + plot_h - plot_h * min(max(y / top, 0.0), 1.0),
+            MARGIN_LEFT + PLOT_W * (x - low) / span,
+            MARGIN_TOP + PLOT_H - PLOT_H * min(max(y / top, 0.0), 1.0),
         )
 
     for j, s in enumerate(series):
@@ -161,11 +159,10 @@ def _ticks(low: float, high: float, count: int = 6) -> list[float]:
 
 
 def _frame(title: str, description: str, y_label: str, top: float) -> list[str]:
-    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
     parts = _header(title, description)
     for i in range(5):
         value = top * i / 4
-        y = MARGIN_TOP + plot_h - plot_h * i / 4
+        y = MARGIN_TOP + PLOT_H - PLOT_H * i / 4
         parts.append(
             f'<line x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
             f'stroke="#e3dfd9"/><text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" '
@@ -185,17 +182,15 @@ def _header(title: str, description: str) -> list[str]:
 
 
 def _axis_labels(x_label: str, y_label: str) -> list[str]:
-    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
-    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
     parts = []
     if x_label:
         parts.append(
-            f'<text x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" '
+            f'<text x="{MARGIN_LEFT + PLOT_W / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" '
             f'class="axis-label">{escape(x_label)}</text>'
         )
     if y_label:
         parts.append(
-            f'<text transform="translate(14 {MARGIN_TOP + plot_h / 2:.1f}) rotate(-90)" '
+            f'<text transform="translate(14 {MARGIN_TOP + PLOT_H / 2:.1f}) rotate(-90)" '
             f'text-anchor="middle" class="axis-label">{escape(y_label)}</text>'
         )
     return parts
@@ -229,14 +224,12 @@ def heatmap(
     """A grid of cells shaded by value (darker is more), each cell labelled with its value."""
     n_rows, n_cols = len(row_labels), len(column_labels)
     top = max((max(row, default=0) for row in counts), default=0) or 1
-    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
-    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
-    cell_w = plot_w / max(n_cols, 1)
-    cell_h = plot_h / max(n_rows, 1)
+    cell_w = PLOT_W / max(n_cols, 1)
+    cell_h = PLOT_H / max(n_rows, 1)
     parts = _header(title, description)
     for i, label in enumerate(row_labels):
         # Row 0 at the bottom, like a y axis.
-        y = MARGIN_TOP + plot_h - (i + 1) * cell_h
+        y = MARGIN_TOP + PLOT_H - (i + 1) * cell_h
         parts.append(
             f'<text x="{MARGIN_LEFT - 6}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="end">'
             f"{escape(str(label))}</text>"
