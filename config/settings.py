@@ -164,6 +164,10 @@ FIREPOOL_SPACY_MODEL = os.environ.get("FIREPOOL_SPACY_MODEL", "en_core_web_sm_vb
 FIREPOOL_NLTK_DATA = Path(os.environ.get("FIREPOOL_NLTK_DATA", VAR_DIR / "nltk_data"))
 # Model weights, embeddings and faiss indexes: never served over HTTP.
 FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR / "artifacts"))
+# Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
+FIREPOOL_PROXY_CACHE_DIR = Path(
+    os.environ.get("FIREPOOL_PROXY_CACHE_DIR", VAR_DIR / "cache" / "proxies")
+)
 
 LOGGING = {
     "version": 1,

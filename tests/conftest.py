@@ -15,6 +15,7 @@ def _isolated_media(settings, tmp_path):
 def _isolated_artifacts(settings, tmp_path):
     """Keep model weights, embeddings and indexes of each test apart."""
     settings.FIREPOOL_ARTIFACTS_DIR = tmp_path / "artifacts"
+    settings.FIREPOOL_PROXY_CACHE_DIR = tmp_path / "proxy-cache"
     return settings.FIREPOOL_ARTIFACTS_DIR
 
 

@@ -1,0 +1,116 @@
+"""Compute (and cache) semantic-proxy relevance matrices for a dataset split."""
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.management.lookup import get_dataset
+from retrieval.proxies.relevance import PROXIES
+from retrieval.services.proxies import PROXY_LABELS, ProxyError, ProxyOptions, proxy_relevance
+
+THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def add_proxy_options(parser, *, proxy_choices) -> None:
+    """Options shared by the commands that build proxy matrices."""
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--proxy", required=True, choices=proxy_choices)
+    parser.add_argument("--split", default="test", help="Videos and captions of this split.")
+    parser.add_argument(
+        "--dedupe-captions",
+        action="store_true",
+        help="Identical caption texts (case and spaces ignored) become one text item, "
+        "relevant to each of their videos (EPIC-KITCHENS-100 style).",
+    )
+    parser.add_argument(
+        "--verb-classes", type=Path, help="SYN: an id,key,instances CSV of verb classes."
+    )
+    parser.add_argument(
+        "--noun-classes", type=Path, help="SYN: an id,key,instances CSV of noun classes."
+    )
+    parser.add_argument(
+        "--workers", type=int, default=0, help="METEOR processes (0: one per core)."
+    )
+
+
+def options_for(proxy: str, options) -> ProxyOptions:
+    return ProxyOptions(
+        proxy,
+        split=options["split"],
+        dedupe=options["dedupe_captions"],
+        verb_classes=options["verb_classes"],
+        noun_classes=options["noun_classes"],
+    )
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute the video-to-caption relevance S of a semantic proxy (bow, pos, syn, met; "
+        "Wray et al. §4.4) on a dataset split and cache it on disk, keyed by the dataset's "
+        "content and the proxy settings. Prints, per proxy, the mean number of captions per "
+        "video with S >= T (the paper's Fig. 4)."
+    )
+
+    def add_arguments(self, parser):
+        add_proxy_options(parser, proxy_choices=[*PROXIES, "all"])
+        parser.add_argument("--rebuild", action="store_true", help="Ignore the cache.")
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        dataset = get_dataset(options["dataset"])
+        proxies = PROXIES if options["proxy"] == "all" else (options["proxy"],)
+        progress = options["verbosity"] > 0 and options["format"] == "table"
+        results = []
+        for proxy in proxies:
+            try:
+                relevance = proxy_relevance(
+                    dataset,
+                    options_for(proxy, options),
+                    progress=progress,
+                    workers=options["workers"],
+                    rebuild=options["rebuild"],
+                )
+            except ProxyError as exc:
+                raise CommandError(str(exc)) from None
+            results.append(summary(relevance))
+        if options["format"] == "json":
+            self.stdout.write(json.dumps({"dataset": dataset.name, "proxies": results}))
+            return
+        for result in results:
+            self.stdout.write(
+                f"{PROXY_LABELS[result['proxy']]}: {result['videos']} videos x "
+                f"{result['texts']} text items ({result['captions']} captions), "
+                f"{'from cache' if result['cached'] else 'computed'} "
+                f"({result['seconds']:.2f} s to compute), mean S {result['mean']:.4f}"
+                + (f"; synsets: {result['synset_source']}" if result["synset_source"] else "")
+            )
+            cells = "  ".join(
+                f"T={t:g}: {n:.1f}"
+                for t, n in zip(THRESHOLDS, result["relevant_per_video"], strict=True)
+            )
+            self.stdout.write(f"  captions per video with S >= T: {cells}")
+            self.stdout.write(f"  cache: {result['path']}")
+
+
+def summary(relevance) -> dict:
+    """Plain figures describing one relevance matrix."""
+    matrix = relevance.matrix
+    return {
+        "proxy": relevance.options.proxy,
+        "split": relevance.options.split,
+        "dedupe_captions": relevance.options.dedupe,
+        "videos": int(matrix.shape[0]),
+        "texts": int(matrix.shape[1]),
+        "captions": int(len(relevance.caption_ids)),
+        "cached": relevance.cached,
+        "seconds": round(relevance.seconds, 3),
+        "synset_source": relevance.synset_source,
+        "mean": float(matrix.mean()) if matrix.size else 0.0,
+        "thresholds": list(THRESHOLDS),
+        "relevant_per_video": [
+            float((matrix >= t - 1e-6).sum(axis=1).mean()) if matrix.size else 0.0
+            for t in THRESHOLDS
+        ],
+        "path": relevance.path,
+    }

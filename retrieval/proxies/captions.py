@@ -1,0 +1,89 @@
+"""What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas.
+
+One spaCy pass per caption (seed 000 §5, "Parsing and Semantic Knowledge") gives the bag
+of words of BoW (non-stop-word lemmas), the verb and noun lemma sets of PoS and SYN, and
+the tokens METEOR aligns. spaCy's stop list holds common caption verbs and numerals
+("put", "show", "move", "two"), so a word counts as a stop word only when it is on that
+list and is not tagged as a verb, noun, proper noun, adjective or numeral.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spacy.lang.en.stop_words import STOP_WORDS
+
+CONTENT_TAGS = frozenset({"VERB", "NOUN", "PROPN", "ADJ", "NUM"})
+VERB_TAGS = frozenset({"VERB"})
+NOUN_TAGS = frozenset({"NOUN", "PROPN"})
+PARTS_OF_SPEECH: tuple[str, ...] = ("verb", "noun")
+"""The parts of speech PoS and SYN compare, each weighted alpha = 0.5 (seed 000 §5)."""
+
+
+@dataclass(frozen=True)
+class CaptionTerms:
+    """One parsed caption: METEOR tokens, BoW lemmas and the verb and noun lemmas."""
+
+    tokens: tuple[str, ...]
+    words: frozenset[str]
+    verbs: frozenset[str]
+    nouns: frozenset[str]
+
+    def part(self, name: str) -> frozenset[str]:
+        """The lemma set of one part of speech ("verb" or "noun")."""
+        return {"verb": self.verbs, "noun": self.nouns}[name]
+
+
+def _is_word(text: str) -> bool:
+    return text.replace("-", "").replace("'", "").isalpha()
+
+
+def terms_of_doc(doc) -> CaptionTerms:
+    """Terms of one spaCy ``Doc`` (lower-cased; punctuation and spaces dropped)."""
+    tokens: list[str] = []
+    words: set[str] = set()
+    verbs: set[str] = set()
+    nouns: set[str] = set()
+    for token in doc:
+        if token.is_space or token.is_punct:
+            continue
+        text = token.text.lower()
+        tokens.append(text)
+        if not _is_word(text):
+            continue
+        lemma = token.lemma_.lower() or text
+        stop = (text in STOP_WORDS or lemma in STOP_WORDS) and token.pos_ not in CONTENT_TAGS
+        if not stop:
+            words.add(lemma)
+        if token.pos_ in VERB_TAGS:
+            verbs.add(lemma)
+        elif token.pos_ in NOUN_TAGS:
+            nouns.add(lemma)
+    return CaptionTerms(tuple(tokens), frozenset(words), frozenset(verbs), frozenset(nouns))
+
+
+def parse_captions(
+    texts: Sequence[str], *, nlp=None, batch_size: int = 512, progress=None
+) -> list[CaptionTerms]:
+    """Parse captions in batches with ``nlp.pipe``; identical texts are parsed once.
+
+    ``nlp`` defaults to the project's spaCy pipeline; ``progress`` (optional) is called
+    with the number of unique texts parsed so far.
+    """
+    if nlp is None:
+        from retrieval.encoders.text import load_spacy
+
+        nlp = load_spacy()
+    unique = list(dict.fromkeys(texts))
+    parsed: dict[str, CaptionTerms] = {}
+    for number, doc in enumerate(nlp.pipe(unique, batch_size=batch_size), start=1):
+        parsed[unique[number - 1]] = terms_of_doc(doc)
+        if progress is not None and (number % batch_size == 0 or number == len(unique)):
+            progress(number)
+    return [parsed[text] for text in texts]
+
+
+def normalise_text(text: str) -> str:
+    """Case- and whitespace-insensitive form used to merge identical captions (EPIC-100)."""
+    return " ".join(text.lower().split())

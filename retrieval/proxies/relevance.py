@@ -1,0 +1,149 @@
+"""Video-to-caption relevance from a caption proxy (seed 000 Eq. 10).
+
+S(video_i, caption_j) = 1 when caption j describes video i, else the proxy S' between
+video i's caption(s) and caption j. For the word-set proxies a video's set is the words
+in at least 25% of its captions (§5); for METEOR, which compares word sequences, a video
+with several captions is scored by the many-to-many match kernel §5 cites (Lyu, 2005)
+reduced to one caption: the mean of the mean and the max of METEOR over its captions.
+
+With ``dedupe`` identical caption texts (ignoring case and whitespace) become one text
+item, relevant with 1 to each of their videos, as the EPIC-KITCHENS-100 benchmark counts
+them; otherwise every caption is its own item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from .captions import PARTS_OF_SPEECH, CaptionTerms, normalise_text
+from .overlap import VIDEO_WORD_SHARE, group_sets, incidence, iou_matrix
+
+PROXIES: tuple[str, ...] = ("bow", "pos", "syn", "met")
+PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
+"""alpha^p of Eq. 7-8: verbs and nouns weighted equally (seed 000 §5)."""
+
+
+@dataclass(frozen=True)
+class TextItems:
+    """Which video each caption describes and which text item each caption is.
+
+    ``representative[t]`` is the first caption of text item t; ``owner`` is the sparse
+    0/1 [videos, text items] matrix of "a caption of this text describes this video".
+    """
+
+    caption_video: np.ndarray
+    n_videos: int
+    caption_text: np.ndarray
+    representative: np.ndarray
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.representative)
+
+    @property
+    def owner(self) -> sparse.csr_matrix:
+        data = np.ones(len(self.caption_video), dtype=np.float32)
+        matrix = sparse.csr_matrix(
+            (data, (self.caption_video, self.caption_text)), shape=(self.n_videos, self.n_texts)
+        )
+        matrix.data[:] = 1.0
+        return matrix
+
+
+def text_items(
+    texts: Sequence[str], caption_video: np.ndarray, n_videos: int, *, dedupe: bool = False
+) -> TextItems:
+    """Text items of a split's captions: one per caption, or one per distinct text."""
+    caption_video = np.asarray(caption_video, dtype=np.int64)
+    if not dedupe:
+        index = np.arange(len(texts), dtype=np.int64)
+        return TextItems(caption_video, n_videos, index, index.copy())
+    first: dict[str, int] = {}
+    caption_text = np.empty(len(texts), dtype=np.int64)
+    representative: list[int] = []
+    for i, text in enumerate(texts):
+        key = normalise_text(text)
+        if key not in first:
+            first[key] = len(representative)
+            representative.append(i)
+        caption_text[i] = first[key]
+    return TextItems(caption_video, n_videos, caption_text, np.asarray(representative, np.int64))
+
+
+def set_proxy_sets(
+    proxy: str,
+    terms: Sequence[CaptionTerms],
+    synsets: Mapping[str, Sequence[frozenset[str]]] | None = None,
+) -> dict[str, tuple[float, Sequence[frozenset[str]]]]:
+    """The weighted set families a word-set proxy compares: {name: (weight, sets)}."""
+    if proxy == "bow":
+        return {"words": (1.0, [t.words for t in terms])}
+    if proxy == "pos":
+        return {p: (PART_WEIGHTS[p], [t.part(p) for t in terms]) for p in PARTS_OF_SPEECH}
+    if proxy == "syn":
+        if synsets is None:
+            raise ValueError("the syn proxy needs each caption's synsets")
+        return {p: (PART_WEIGHTS[p], synsets[p]) for p in PARTS_OF_SPEECH}
+    raise ValueError(f"unknown word-set proxy {proxy!r}: use bow, pos or syn")
+
+
+def caption_set_matrix(
+    families: Mapping[str, tuple[float, Sequence[frozenset[str]]]],
+) -> np.ndarray:
+    """S'(caption_i, caption_j) for every pair: the weighted IoU of Eq. 6-8 (symmetric)."""
+    total: np.ndarray | None = None
+    for weight, sets in families.values():
+        matrix, _ = incidence(sets)
+        part = iou_matrix(matrix, matrix) * np.float32(weight)
+        total = part if total is None else total + part
+    assert total is not None
+    return total
+
+
+def video_set_matrix(
+    families: Mapping[str, tuple[float, Sequence[frozenset[str]]]],
+    items: TextItems,
+    *,
+    min_share: float = VIDEO_WORD_SHARE,
+) -> np.ndarray:
+    """S(video, text item) for a word-set proxy: 25%-rule video sets against each text."""
+    total = np.zeros((items.n_videos, items.n_texts), dtype=np.float32)
+    for weight, sets in families.values():
+        captions, _ = incidence(sets)
+        videos = group_sets(captions, items.caption_video, items.n_videos, min_share=min_share)
+        texts = captions[items.representative]
+        total += iou_matrix(videos, texts) * np.float32(weight)
+    return with_owners(total, items)
+
+
+def video_meteor_matrix(
+    caption_scores: Callable[[np.ndarray, np.ndarray], np.ndarray], items: TextItems
+) -> np.ndarray:
+    """S(video, text item) for METEOR from ``caption_scores(references, hypotheses)``.
+
+    ``caption_scores`` returns the [references, hypotheses] METEOR matrix with a video's
+    captions as references and text items' representatives as hypotheses; each video
+    row is (mean + max) / 2 over its captions (the match kernel, see the module doc).
+    """
+    order = np.argsort(items.caption_video, kind="stable")
+    scores = np.asarray(caption_scores(order, items.representative), dtype=np.float32)
+    counts = np.bincount(items.caption_video, minlength=items.n_videos)
+    out = np.zeros((items.n_videos, items.n_texts), dtype=np.float32)
+    present = np.flatnonzero(counts)
+    if len(present):
+        starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]])
+        sums = np.add.reduceat(scores, starts, axis=0)
+        maxima = np.maximum.reduceat(scores, starts, axis=0)
+        out[present] = 0.5 * (sums / counts[present, None] + maxima)
+    return with_owners(out, items)
+
+
+def with_owners(matrix: np.ndarray, items: TextItems) -> np.ndarray:
+    """Set S = 1 where the text item describes the video (Eq. 10's first case)."""
+    owner = items.owner.tocoo()
+    matrix[owner.row, owner.col] = 1.0
+    return matrix

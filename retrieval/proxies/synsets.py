@@ -1,0 +1,176 @@
+"""Synset (class) sets of each caption's verbs and nouns, for the SYN proxy (seed 000 Eq. 8).
+
+Three sources, in the order the issue prefers them:
+
+1. classes the dataset carries (``verb_classes`` / ``noun_classes`` in caption metadata,
+   as EPIC-KITCHENS provides them);
+2. a class file mapping words to class ids (``id,key,instances`` as in EPIC's
+   ``EPIC_100_verb_classes.csv``; ``instances`` is a list such as ``['put', 'place']``);
+3. WordNet 3.0 through NLTK, each lemma disambiguated with Lesk against its caption.
+
+A lemma that no class file lists and WordNet does not know stands for itself, so SYN
+never scores lower than it would by ignoring that word.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .captions import PARTS_OF_SPEECH, CaptionTerms
+
+WORDNET_POS = {"verb": "v", "noun": "n"}
+
+
+class ClassFileError(ValueError):
+    """A class file that cannot be read; the message names file, line and field."""
+
+
+@dataclass(frozen=True)
+class ClassMap:
+    """Word -> class id for one part of speech, read from a class file."""
+
+    path: str
+    classes: Mapping[str, str]
+
+    def lookup(self, lemma: str) -> str | None:
+        return self.classes.get(lemma)
+
+
+def read_class_file(path: Path) -> ClassMap:
+    """Read an ``id,key,instances`` CSV; every instance (and the key) maps to the id.
+
+    EPIC writes multi-word nouns as ``head:modifier`` (``pan:frying``): such an instance
+    also maps its spaced form (``frying pan``) and, when no other entry claims it, its head.
+    """
+    classes: dict[str, str] = {}
+    heads: dict[str, str] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ClassFileError(f"{path}: cannot read the class file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ClassFileError(f"{path}: not UTF-8 text") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = {"id", "key"} - set(reader.fieldnames or ())
+    if missing:
+        raise ClassFileError(
+            f"{path}, line 1: missing column(s) {', '.join(sorted(missing))} "
+            "(expected id,key,instances)"
+        )
+    for row in reader:
+        line = reader.line_num
+        class_id = (row.get("id") or "").strip()
+        if not class_id:
+            raise ClassFileError(f"{path}, line {line}, field id: empty class id")
+        words = [(row.get("key") or "").strip()]
+        raw = (row.get("instances") or "").strip()
+        if raw:
+            try:
+                parsed = ast.literal_eval(raw)
+            except (ValueError, SyntaxError):
+                raise ClassFileError(
+                    f"{path}, line {line}, field instances: expected a list such as "
+                    f"['put', 'place'], got {raw[:60]!r}"
+                ) from None
+            if isinstance(parsed, str) or not isinstance(parsed, Iterable):
+                raise ClassFileError(
+                    f"{path}, line {line}, field instances: expected a list of words"
+                )
+            words.extend(str(word).strip() for word in parsed)
+        for word in words:
+            word = word.lower()
+            if not word:
+                continue
+            classes.setdefault(word, class_id)
+            if ":" in word:
+                head, *modifiers = word.split(":")
+                classes.setdefault(" ".join([*reversed(modifiers), head]), class_id)
+                heads.setdefault(head, class_id)
+    for head, class_id in heads.items():
+        classes.setdefault(head, class_id)
+    return ClassMap(str(path), classes)
+
+
+class LeskSynsets:
+    """WordNet synset of a lemma in its caption by NLTK's Lesk, cached by what decides it.
+
+    Lesk picks the candidate whose definition shares most words with the context; only
+    context words that occur in some candidate's definition matter, so the cache key is
+    (lemma, part of speech, those words) and repeated phrasing costs one dictionary hit.
+    """
+
+    def __init__(self, wordnet=None) -> None:
+        if wordnet is None:
+            from nltk.corpus import wordnet
+        self.wordnet = wordnet
+        self._candidates: dict[tuple[str, str], tuple[list, frozenset[str]]] = {}
+        self._senses: dict[tuple[str, str, frozenset[str]], str | None] = {}
+
+    def _candidates_of(self, lemma: str, pos: str) -> tuple[list, frozenset[str]]:
+        key = (lemma, pos)
+        if key not in self._candidates:
+            synsets = [s for s in self.wordnet.synsets(lemma) if str(s.pos()) == pos]
+            vocabulary = frozenset(w for s in synsets for w in s.definition().split())
+            self._candidates[key] = (synsets, vocabulary)
+        return self._candidates[key]
+
+    def sense(self, lemma: str, pos: str, context: Iterable[str]) -> str | None:
+        """Name of the chosen synset (e.g. ``put.v.01``), or None when WordNet lacks it."""
+        from nltk.wsd import lesk
+
+        synsets, vocabulary = self._candidates_of(lemma, pos)
+        if not synsets:
+            return None
+        relevant = vocabulary.intersection(context)
+        key = (lemma, pos, relevant)
+        if key not in self._senses:
+            chosen = lesk(list(relevant), lemma, pos, synsets=synsets)
+            self._senses[key] = chosen.name() if chosen is not None else None
+        return self._senses[key]
+
+
+def caption_synsets(
+    terms: Sequence[CaptionTerms],
+    *,
+    dataset_classes: Sequence[Mapping[str, Sequence]] | None = None,
+    class_maps: Mapping[str, ClassMap] | None = None,
+    wordnet=None,
+) -> dict[str, list[frozenset[str]]]:
+    """Per part of speech, each caption's set of synset/class ids.
+
+    ``dataset_classes`` (one mapping per caption with ``verb_classes`` and
+    ``noun_classes``) wins when given; otherwise a part of speech with a class file in
+    ``class_maps`` uses it; otherwise WordNet with Lesk. Ids are prefixed by their source
+    (``class:``, ``file:``, ``wn:``, ``word:``) so two sources never collide.
+    """
+    out: dict[str, list[frozenset[str]]] = {}
+    lesk: LeskSynsets | None = None
+    for part in PARTS_OF_SPEECH:
+        if dataset_classes is not None:
+            field = f"{part}_classes"
+            out[part] = [
+                frozenset(f"class:{value}" for value in (meta.get(field) or ()))
+                for meta in dataset_classes
+            ]
+            continue
+        class_map = (class_maps or {}).get(part)
+        sets: list[frozenset[str]] = []
+        for caption in terms:
+            ids: set[str] = set()
+            for lemma in caption.part(part):
+                if class_map is not None:
+                    found = class_map.lookup(lemma)
+                    ids.add(f"file:{found}" if found is not None else f"word:{lemma}")
+                    continue
+                if lesk is None:
+                    lesk = LeskSynsets(wordnet)
+                sense = lesk.sense(lemma, WORDNET_POS[part], caption.tokens)
+                ids.add(f"wn:{sense}" if sense is not None else f"word:{lemma}")
+            sets.append(frozenset(ids))
+        out[part] = sets
+    return out
