@@ -20,7 +20,10 @@ from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation import agreement, policy
 from annotation.models import Campaign, Judgement, Pair
+from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement
+from annotation.resolution import campaign_judged
 from retrieval.formats.labels import RawLabel
+from retrieval.proxies import PROXIES
 
 FETCH_ROWS = 50_000
 """Rows fetched from the cursor at a time while loading judgements."""
@@ -273,3 +276,54 @@ def file_report(records: Iterable[RawLabel], *, resamples: int = 1000, seed: int
         resamples=resamples,
         seed=seed,
     )
+
+
+def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> dict:
+    """Each semantic proxy against the campaign's final human labels (issue 7 §4).
+
+    Proxy matrices come from the dataset split holding the campaign's videos. With
+    ``cache_only`` (pages) a proxy not cached yet is listed under ``missing``.
+    """
+    # Imported here: the proxies pull in spaCy, which every page need not load.
+    from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
+
+    judged = campaign_judged(campaign)
+    decided = judged.relevance >= 0
+    caption_ids, video_ids = judged.caption_ids[decided], judged.video_ids[decided]
+    labels = judged.relevance[decided] == 1
+    split = (
+        Pair.objects.filter(campaign=campaign).values_list("video__split", flat=True).first() or ""
+    )
+    rows, missing, curves = [], [], {}
+    for proxy in PROXIES:
+        try:
+            relevance = proxy_relevance(
+                campaign.dataset, ProxyOptions(proxy, split=split or "test"), cache_only=cache_only
+            )
+        except ProxyError as exc:
+            rows.append({"proxy": proxy, "error": str(exc)})
+            continue
+        if relevance is None:
+            missing.append(proxy)
+            continue
+        scores = relevance.pair_scores(caption_ids, video_ids)
+        result = proxy_agreement(scores, labels)
+        rows.append({"proxy": proxy, **result.as_dict()})
+        known = ~np.isnan(scores)
+        thresholds, agree, alphas = agreement_by_threshold(scores[known], labels[known])
+        if not len(agree):
+            continue
+        grid = np.linspace(0.0, 1.0, 21)
+        # Past the top score nothing is predicted relevant: the last threshold's figure.
+        at = np.minimum(np.searchsorted(thresholds, grid, side="left"), len(agree) - 1)
+        curves[proxy] = [None if np.isnan(alphas[i]) else float(alphas[i]) for i in at.tolist()]
+    return {
+        "campaign": campaign.name,
+        "split": split,
+        "pairs": int(decided.sum()),
+        "relevant": int(labels.sum()),
+        "proxies": rows,
+        "missing": missing,
+        "curve_thresholds": [round(x, 2) for x in np.linspace(0.0, 1.0, 21).tolist()],
+        "curves": curves,
+    }

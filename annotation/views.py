@@ -12,10 +12,11 @@ from django.views.decorators.http import require_POST
 from annotation import assignment, exports, roles
 from annotation.exports import EXPORT_FORMATS, export_chunks
 from annotation.models import Campaign, Escalation, Judgement, Pair
-from annotation.reporting import campaign_report
+from annotation.reporting import campaign_proxy_report, campaign_report
 from annotation.resolution import resolve_campaign
 from retrieval import plots
 from retrieval.models import Dataset, LabelSet
+from retrieval.proxies import PROXY_LABELS
 from retrieval.services.labelsets import LabelSetError
 
 
@@ -143,10 +144,30 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
                     y_max=100,
                 )
             )
+    proxies = campaign_proxy_report(campaign, cache_only=True)
+    proxy_chart = ""
+    if proxies["curves"]:
+        proxy_chart = plots.line_chart(
+            proxies["curve_thresholds"],
+            [
+                plots.Series(PROXY_LABELS[name], values)
+                for name, values in proxies["curves"].items()
+            ],
+            title="Krippendorff's alpha with the humans when S >= threshold counts as relevant",
+            x_label="threshold",
+            y_label="alpha",
+        )
     return render(
         request,
         "annotation/agreement.html",
-        {"campaign": campaign, "report": report, "charts": charts},
+        {
+            "campaign": campaign,
+            "report": report,
+            "charts": charts,
+            "proxies": proxies,
+            "proxy_chart": proxy_chart,
+            "proxy_labels": PROXY_LABELS,
+        },
     )
 
 

@@ -5,6 +5,7 @@ the report builder so the JSON the command prints carries numbers, not markup.
 """
 
 from retrieval import plots
+from retrieval.proxies import PROXY_LABELS
 from retrieval.rescoring import table_cell
 
 
@@ -85,3 +86,43 @@ def charts(data: dict) -> dict[str, str]:
         y_label="points",
     )
     return out
+
+
+def proxy_columns(proxies: dict) -> list[tuple[str, str]]:
+    """(key, heading) of the proxy nDCG table: each computed proxy, then the truth."""
+    columns = [(name, PROXY_LABELS[name]) for name in proxies["proxies"]]
+    if proxies["has_truth"]:
+        columns.append(("truth", "Ground truth"))
+    return columns
+
+
+def proxy_rows(proxies: dict) -> list[dict]:
+    """One row per model: its nDCG (mean, v2t, t2v) under each proxy and the truth."""
+    columns = proxy_columns(proxies)
+    return [
+        {
+            "model": row["model"],
+            "note": row["note"],
+            "cells": [row["scores"].get(key, {}) for key, _ in columns],
+        }
+        for row in proxies["models"]
+    ]
+
+
+def proxy_chart(proxies: dict) -> str:
+    """Grouped bars: each model's nDCG under each proxy (and the truth), seed 000 Fig. 7."""
+    columns = proxy_columns(proxies)
+    if not proxies["models"] or not columns:
+        return ""
+    return plots.bar_chart(
+        [row["model"] for row in proxies["models"]],
+        [
+            plots.Series(
+                heading, [row["scores"].get(key, {}).get("nDCG") for row in proxies["models"]]
+            )
+            for key, heading in columns
+        ],
+        title="nDCG with semantic-proxy relevance (Wray et al. Eq. 3)",
+        y_label="nDCG",
+        y_max=1.0,
+    )

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_safe
 from retrieval import report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, LabelSet
+from retrieval.services.proxies import proxy_table
 from retrieval.services.reports import build_report
 from retrieval.services.rescoring import RescoreError
 
@@ -114,6 +115,7 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
         data = build_report(dataset, label_set, metric=metric)
     except RescoreError as exc:
         return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
+    proxies = proxy_table(dataset, cache_only=True)
     return render(
         request,
         "retrieval/report.html",
@@ -124,6 +126,10 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
             "report": data,
             "table1": report_figures.table1_rows(data),
             "charts": report_figures.charts(data),
+            "proxies": proxies,
+            "proxy_rows": report_figures.proxy_rows(proxies),
+            "proxy_headings": [h for _, h in report_figures.proxy_columns(proxies)],
+            "proxy_chart": report_figures.proxy_chart(proxies),
         },
     )
 
@@ -133,6 +139,8 @@ def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """The report's data as JSON (what the ``analyses`` command prints)."""
     dataset, _, label_set, metric = _report_request(request, dataset_name)
     try:
-        return JsonResponse(build_report(dataset, label_set, metric=metric))
+        data = build_report(dataset, label_set, metric=metric)
+        data["proxies"] = proxy_table(dataset, cache_only=True)
+        return JsonResponse(data)
     except RescoreError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from spacy.lang.en.stop_words import STOP_WORDS
+from functools import lru_cache
 
 CONTENT_TAGS = frozenset({"VERB", "NOUN", "PROPN", "ADJ", "NUM"})
 VERB_TAGS = frozenset({"VERB"})
@@ -41,6 +40,7 @@ def _is_word(text: str) -> bool:
 
 def terms_of_doc(doc) -> CaptionTerms:
     """Terms of one spaCy ``Doc`` (lower-cased; punctuation and spaces dropped)."""
+    stop_words = _english_stop_words()
     tokens: list[str] = []
     words: set[str] = set()
     verbs: set[str] = set()
@@ -53,7 +53,7 @@ def terms_of_doc(doc) -> CaptionTerms:
         if not _is_word(text):
             continue
         lemma = token.lemma_.lower() or text
-        stop = (text in STOP_WORDS or lemma in STOP_WORDS) and token.pos_ not in CONTENT_TAGS
+        stop = (text in stop_words or lemma in stop_words) and token.pos_ not in CONTENT_TAGS
         if not stop:
             words.add(lemma)
         if token.pos_ in VERB_TAGS:
@@ -61,6 +61,13 @@ def terms_of_doc(doc) -> CaptionTerms:
         elif token.pos_ in NOUN_TAGS:
             nouns.add(lemma)
     return CaptionTerms(tuple(tokens), frozenset(words), frozenset(verbs), frozenset(nouns))
+
+
+@lru_cache(maxsize=1)
+def _english_stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
 
 
 def parse_captions(

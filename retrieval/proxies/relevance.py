@@ -22,7 +22,6 @@ from scipy import sparse
 from .captions import PARTS_OF_SPEECH, CaptionTerms, normalise_text
 from .overlap import VIDEO_WORD_SHARE, group_sets, incidence, iou_matrix
 
-PROXIES: tuple[str, ...] = ("bow", "pos", "syn", "met")
 PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
 """alpha^p of Eq. 7-8: verbs and nouns weighted equally (seed 000 §5)."""
 

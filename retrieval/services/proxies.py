@@ -20,11 +20,10 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
+from retrieval.proxies import PROXIES, synsets
 from retrieval.proxies import captions as caption_terms
-from retrieval.proxies import synsets
 from retrieval.proxies.ndcg import GAINS, DirectionalScore, semantic_ndcg, thresholded_map
 from retrieval.proxies.relevance import (
-    PROXIES,
     TextItems,
     set_proxy_sets,
     text_items,
@@ -36,7 +35,6 @@ from retrieval.services.runs import load_run
 
 CACHE_VERSION = 1
 """Bump when a proxy's definition changes, so older cached matrices are not reused."""
-PROXY_LABELS = {"bow": "BoW", "pos": "PoS", "syn": "SYN", "met": "METEOR"}
 
 
 class ProxyError(ValueError):
@@ -193,8 +191,13 @@ def proxy_relevance(
     progress: bool = False,
     workers: int = 0,
     rebuild: bool = False,
-) -> ProxyRelevance:
-    """S(video, text item) for the split, from the disk cache or computed and cached."""
+    cache_only: bool = False,
+) -> ProxyRelevance | None:
+    """S(video, text item) for the split, from the disk cache or computed and cached.
+
+    With ``cache_only`` nothing is computed: None when the matrix is not cached yet
+    (pages use this, so a request never starts minutes of work).
+    """
     split = split_captions(dataset, options.split)
     items = text_items(
         split.texts, split.caption_video, len(split.video_ids), dedupe=options.dedupe
@@ -216,6 +219,8 @@ def proxy_relevance(
             result.seconds = float(saved["seconds"])
         result.cached = True
         return result
+    if cache_only:
+        return None
     started = time.perf_counter()
     result.matrix, result.synset_source = _compute(split, items, options, progress, workers)
     result.seconds = time.perf_counter() - started
@@ -454,19 +459,31 @@ def proxy_table(
     gain: str = "linear",
     models: Sequence[RetrievalModel] | None = None,
     progress: bool = False,
+    cache_only: bool = False,
 ) -> dict:
     """Every model's nDCG under each proxy (and the exhaustive truth on the demo world).
+
+    With ``cache_only`` proxies whose matrices are not cached are listed under
+    ``missing`` instead of computed.
 
     Adds, per proxy, Kendall's tau between the order of models it gives and the order the
     truth gives: how well the proxy ranks models (seed 000 asks this of humans, §5.3).
     """
     models = list(models if models is not None else dataset.models.order_by("name"))
-    relevances = {
-        proxy: proxy_relevance(
-            dataset, ProxyOptions(proxy, split=split, dedupe=dedupe), progress=progress
+    relevances: dict[str, ProxyRelevance] = {}
+    missing = []
+    for proxy in proxies:
+        relevance = proxy_relevance(
+            dataset,
+            ProxyOptions(proxy, split=split, dedupe=dedupe),
+            progress=progress,
+            cache_only=cache_only,
         )
-        for proxy in proxies
-    }
+        if relevance is None:
+            missing.append(proxy)
+        else:
+            relevances[proxy] = relevance
+    proxies = list(relevances)
     first = next(iter(relevances.values()), None)
     truth = truth_relevance(dataset, first) if first is not None else None
     rows, errors = [], []
@@ -498,6 +515,7 @@ def proxy_table(
         "dedupe_captions": dedupe,
         "gain": gain,
         "proxies": list(proxies),
+        "missing": missing,
         "videos": int(len(first.video_ids)) if first is not None else 0,
         "texts": int(first.items.n_texts) if first is not None else 0,
         "has_truth": truth is not None,

@@ -6,10 +6,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.management.commands.proxies import add_proxy_options, options_for
 from retrieval.management.lookup import get_dataset, get_model
+from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.proxies.ndcg import GAINS
-from retrieval.proxies.relevance import PROXIES
 from retrieval.services.proxies import (
-    PROXY_LABELS,
     ProxyError,
     model_similarity,
     proxy_relevance,

@@ -6,8 +6,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.management.lookup import get_dataset
-from retrieval.proxies.relevance import PROXIES
-from retrieval.services.proxies import PROXY_LABELS, ProxyError, ProxyOptions, proxy_relevance
+from retrieval.proxies import PROXIES, PROXY_LABELS
+from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
 
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
