@@ -97,40 +97,42 @@ def read_class_file(path: Path) -> ClassMap:
 
 
 class LeskSynsets:
-    """WordNet synset of a lemma in its caption by NLTK's Lesk, cached by what decides it.
+    """WordNet synset of a lemma in its caption by the simplified Lesk of NLTK's ``lesk``.
 
-    Lesk picks the candidate whose definition shares most words with the context; only
-    context words that occur in some candidate's definition matter, so the cache key is
-    (lemma, part of speech, those words) and repeated phrasing costs one dictionary hit.
+    Lesk picks the candidate synset (of the lemma, in the part of speech) whose definition
+    shares most words with the context, the first such in WordNet's order on a tie, as
+    ``nltk.wsd.lesk`` does. Each candidate's definition words are split once, and only
+    context words found in some candidate's definition can matter, so the answer is
+    cached by (lemma, part of speech, those words): repeated phrasing costs one lookup.
     """
 
     def __init__(self, wordnet=None) -> None:
         if wordnet is None:
             from nltk.corpus import wordnet
         self.wordnet = wordnet
-        self._candidates: dict[tuple[str, str], tuple[list, frozenset[str]]] = {}
+        self._candidates: dict[tuple[str, str], tuple[list[str], list[frozenset[str]]]] = {}
+        self._vocabulary: dict[tuple[str, str], frozenset[str]] = {}
         self._senses: dict[tuple[str, str, frozenset[str]], str | None] = {}
 
-    def _candidates_of(self, lemma: str, pos: str) -> tuple[list, frozenset[str]]:
+    def _candidates_of(self, lemma: str, pos: str) -> tuple[list[str], list[frozenset[str]]]:
         key = (lemma, pos)
         if key not in self._candidates:
             synsets = [s for s in self.wordnet.synsets(lemma) if str(s.pos()) == pos]
-            vocabulary = frozenset(w for s in synsets for w in s.definition().split())
-            self._candidates[key] = (synsets, vocabulary)
+            definitions = [frozenset(s.definition().split()) for s in synsets]
+            self._candidates[key] = ([s.name() for s in synsets], definitions)
+            self._vocabulary[key] = frozenset().union(*definitions)
         return self._candidates[key]
 
     def sense(self, lemma: str, pos: str, context: Iterable[str]) -> str | None:
         """Name of the chosen synset (e.g. ``put.v.01``), or None when WordNet lacks it."""
-        from nltk.wsd import lesk
-
-        synsets, vocabulary = self._candidates_of(lemma, pos)
-        if not synsets:
+        names, definitions = self._candidates_of(lemma, pos)
+        if not names:
             return None
-        relevant = vocabulary.intersection(context)
+        relevant = self._vocabulary[(lemma, pos)].intersection(context)
         key = (lemma, pos, relevant)
         if key not in self._senses:
-            chosen = lesk(list(relevant), lemma, pos, synsets=synsets)
-            self._senses[key] = chosen.name() if chosen is not None else None
+            overlaps = [len(relevant & words) for words in definitions]
+            self._senses[key] = names[overlaps.index(max(overlaps))]
         return self._senses[key]
 
 
