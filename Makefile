@@ -18,12 +18,14 @@ PIP_NOISE := ^WARNING: Location .* is ignored
 run: setup
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-# Install, migrate, build the demo world once, create the demo users (printing logins).
+# Install, migrate, build the demo world once, cache its semantic-proxy matrices (the report
+# pages read them), create the demo users (printing logins).
 setup: install
 	$(PY) manage.py migrate --noinput -v 0
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py demo --if-missing
 	$(PY) manage.py demo_campaign
+	$(PY) manage.py proxies --dataset demo --proxy all --workers 1 -v 0
 	$(PY) manage.py create_demo_users
 
 # The suite runs on SQLite, then again on a local PostgreSQL (started, and installed when

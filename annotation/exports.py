@@ -5,12 +5,15 @@ the judgements) in primary-key batches, so a campaign of any size exports with f
 to a file or an HTTP response. Only pairs with a final label or a disagreement are
 exported as pairs; pending pairs have no final label yet.
 
-- ``csv`` / ``jsonl``: one row per pair (see :mod:`retrieval.formats.labels`).
+- ``csv`` / ``jsonl``: one row per pair (see :mod:`retrieval.formats.labels`). When a proxy
+  labelled some of the campaign's pairs (:mod:`annotation.proxy_queue`), every row also has
+  an ``auto_label`` column naming the rule, empty for pairs humans labelled.
 - ``qrels``: ``caption 0 video rel`` for resolved pairs, judged negatives kept as 0 so
   judged-fraction measures work, and each caption's own video as 1 (the benchmark's
   original positive, whatever annotators said). Disagreements are left out (unjudged).
 - ``raw``: every live label with annotator, time and seconds spent.
-- ``fire-json``: the layout of the FIRE release (annotations and disagreements).
+- ``fire-json``: the layout of the FIRE release (annotations and disagreements); an entry
+  labelled by a proxy rule carries an extra ``auto_label`` field.
 """
 
 from collections.abc import Iterable, Iterator
@@ -62,10 +65,12 @@ def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
     """The export of ``campaign`` in ``fmt`` as text chunks of about 64 KiB."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(EXPORT_FORMATS)})")
+    # Campaigns that never used proxy auto-labels export exactly as before.
+    auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
     if fmt == "csv":
-        lines = labels.csv_lines(_label_records(campaign), campaign.run_names())
+        lines = labels.csv_lines(_label_records(campaign), campaign.run_names(), **auto)
     elif fmt == "jsonl":
-        lines = labels.jsonl_lines(_label_records(campaign))
+        lines = labels.jsonl_lines(_label_records(campaign), **auto)
     elif fmt == "qrels":
         lines = trec.qrels_lines(_qrels_rows(campaign))
     elif fmt == "raw":
@@ -77,6 +82,11 @@ def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
             _fire_entries(campaign, (Pair.Status.DISAGREEMENT,)),
         )
     return _buffered(lines)
+
+
+def _has_auto_labels(campaign: Campaign) -> bool:
+    """Whether a proxy labelled any of the campaign's pairs (see :mod:`annotation.proxy_queue`)."""
+    return Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
 
 
 def export_to_file(campaign: Campaign, fmt: str, path: Path | str) -> int:
@@ -127,6 +137,7 @@ class _PairRow:
     annotator_labels: list[int]
     response_ids: list[str]
     runs: dict[str, int]
+    auto_label: str
 
 
 def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[int, int]]:
@@ -157,7 +168,8 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
 # captions, videos and judgements in Python by a third at FIRE's scale.
 JOINED = (
     "SELECT p.id, p.campaign_id, p.position, p.status, p.adjudicated, p.caption_id, "
-    "c.{key}, c.text, v.{key}, j.annotator_id, j.label, j.seconds, j.created_at, j.uuid "
+    "c.{key}, c.text, v.{key}, j.annotator_id, j.label, j.seconds, j.created_at, j.uuid, "
+    "p.auto_label "
     "FROM {pair} p JOIN {caption} c ON c.id = p.caption_id JOIN {video} v ON v.id = p.video_id "
     "LEFT JOIN {judgement} j ON j.pair_id = p.id AND j.undone_at IS NULL "
     "WHERE p.id >= %s AND p.id < %s ORDER BY p.id, j.created_at, j.id"
@@ -191,7 +203,7 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
     for rows in _joined_rows(campaign, Pair.Status.DISAGREEMENT if rare else None):
         pair: _PairRow | None = None
         for pk, _, position, status, adjudicated, caption_id, *rest in rows:
-            caption_key, text, video_key, annotator, label, _, _, uuid = rest
+            caption_key, text, video_key, annotator, label, _, _, uuid, auto_label = rest
             if pair is None or pair.pk != pk:
                 if pair is not None:
                     yield pair
@@ -211,6 +223,7 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
                     annotator_labels=[],
                     response_ids=[],
                     runs=dict(_retrieved(run_names, row_ranks)),
+                    auto_label=auto_label or "",
                 )
             if annotator is not None:
                 pair.annotators.append(usernames[annotator])
@@ -252,6 +265,7 @@ def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
             caption=row.caption,
             annotators=tuple(row.annotators),
             runs=row.runs,
+            auto_label=row.auto_label,
         )
 
 
@@ -333,6 +347,7 @@ def _fire_entries(campaign: Campaign, statuses: tuple[str, ...]) -> Iterator[fir
             queue_ids=(str(row.pk),),
             models=tuple(row.runs),
             dataset=dataset,
+            auto_label=row.auto_label,
         )
 
 

@@ -142,6 +142,15 @@ class Pair(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     adjudicated_at = models.DateTimeField(null=True, blank=True)
+    # db_default: campaign creation inserts pairs with raw SQL that does not name this column.
+    auto_label = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Set when a semantic proxy labelled the pair without a human, e.g. "
+        "'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.proxy_queue.",
+    )
 
     class Meta:
         ordering = ["campaign", "position"]

@@ -39,7 +39,8 @@ class FireEntry:
     """One judged pair of the release: caption text, video key and the labels behind it.
 
     ``label`` is 1 or 0 for an annotation and None for a disagreement; ``annotator_labels``
-    is parallel to ``annotator_ids``. ``index`` is the entry's position in its array, for
+    is parallel to ``annotator_ids``. ``auto_label`` (not in FIRE's release) names the proxy
+    rule that labelled the pair without a human, written only when set. ``index`` is the entry's position in its array, for
     error messages, and takes no part in equality.
     """
 
@@ -52,6 +53,7 @@ class FireEntry:
     queue_ids: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     dataset: str = ""
+    auto_label: str = ""
     index: int = field(default=0, compare=False)
 
 
@@ -132,6 +134,7 @@ def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
         queue_ids=parse("queue_ids", _key_list),
         models=parse("models", _key_list),
         dataset=parse("dataset", parse_optional_str),
+        auto_label=parse("auto_label", parse_optional_str),
         index=index,
     )
 
@@ -193,6 +196,8 @@ def entry_dict(entry: FireEntry) -> dict:
         models=list(entry.models),
         dataset=entry.dataset,
     )
+    if entry.auto_label:
+        values["auto_label"] = entry.auto_label
     return values
 
 

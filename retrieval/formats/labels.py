@@ -46,6 +46,8 @@ CSV_COLUMNS = (
     "adjudicated",
     "annotators",
 )
+AUTO_LABEL = "auto_label"
+"""Optional column/field: the proxy rule that labelled the pair without a human, if any."""
 RANK_PREFIX = "rank:"
 ANNOTATOR_SEPARATOR = ";"
 RAW_REQUIRED = ("caption_id", "video_id", "annotator", "label")
@@ -58,7 +60,9 @@ class LabelRecord:
     """One judged caption-video pair; ``label`` is 1, 0 or -1 (a disagreement).
 
     ``votes`` is the number of annotator labels behind it (0 when unknown) and ``runs`` maps a
-    run name to the 1-based rank at which it retrieved the video. ``line`` locates the record
+    run name to the 1-based rank at which it retrieved the video. ``auto_label`` names the
+    proxy rule that labelled the pair without a human (``"bow>=0.90"``), empty for human
+    labels. ``line`` locates the record
     in the file it was read from and takes no part in equality.
     """
 
@@ -70,6 +74,7 @@ class LabelRecord:
     caption: str = ""
     annotators: tuple[str, ...] = ()
     runs: dict[str, int] = field(default_factory=dict)
+    auto_label: str = ""
     line: int = field(default=0, compare=False)
 
 
@@ -144,6 +149,7 @@ def _label_record(
         caption=parse_field(path, line, "caption", _parse_caption, values.get("caption")),
         annotators=annotators,
         runs=runs,
+        auto_label=parse_field(path, line, AUTO_LABEL, parse_optional_str, values.get(AUTO_LABEL)),
         line=line,
     )
 
@@ -266,8 +272,12 @@ def _names(codes: Mapping[str, int]) -> str:
 # Writing label files.
 
 
-def jsonl_lines(records: Iterable[LabelRecord]) -> Iterator[str]:
-    """Yield one JSON line (ending in ``\\n``) per record, in the layout :func:`read_jsonl` reads."""
+def jsonl_lines(records: Iterable[LabelRecord], *, auto_label: bool = False) -> Iterator[str]:
+    """Yield one JSON line (ending in ``\\n``) per record, in the layout :func:`read_jsonl` reads.
+
+    With ``auto_label`` every line has an ``auto_label`` field (empty for human labels);
+    otherwise only records with an automatic label carry it.
+    """
     names: set[str] = set()
     for record in records:
         _check_record(record, names)
@@ -281,11 +291,18 @@ def jsonl_lines(records: Iterable[LabelRecord]) -> Iterator[str]:
             "annotators": list(record.annotators),
             "runs": dict(record.runs),
         }
+        if auto_label or record.auto_label:
+            values[AUTO_LABEL] = record.auto_label
         yield json.dumps(values, ensure_ascii=False) + "\n"
 
 
-def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Iterator[str]:
+def csv_lines(
+    records: Iterable[LabelRecord], run_names: Sequence[str], *, auto_label: bool = False
+) -> Iterator[str]:
     """Yield the header row, then one CSV row per record with a ``rank:<run>`` column per run.
+
+    With ``auto_label`` an ``auto_label`` column follows ``annotators`` (empty for human
+    labels); without it a record with an automatic label raises ValueError.
 
     A record that names a run missing from ``run_names``, or an annotator name containing
     ``;``, raises ValueError: neither would read back.
@@ -307,7 +324,8 @@ def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Itera
         buffer.truncate(0)
         return text
 
-    yield row([*CSV_COLUMNS, *(RANK_PREFIX + name for name in names)])
+    extra = [AUTO_LABEL] if auto_label else []
+    yield row([*CSV_COLUMNS, *extra, *(RANK_PREFIX + name for name in names)])
     checked: set[str] = set()
     for record in records:
         _check_record(record, checked)
@@ -323,6 +341,10 @@ def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Itera
                 f"pair ({record.caption_key!r}, {record.video_key!r}) has ranks for runs "
                 f"not in run_names: {sorted(unknown)}"
             )
+        if record.auto_label and not auto_label:
+            raise ValueError(
+                f"{_owner(record)} has an automatic label: write it with auto_label=True"
+            )
         ranks = [record.runs.get(name, "") for name in names]
         yield row(
             [
@@ -333,6 +355,7 @@ def csv_lines(records: Iterable[LabelRecord], run_names: Sequence[str]) -> Itera
                 record.votes,
                 "true" if record.adjudicated else "false",
                 ANNOTATOR_SEPARATOR.join(record.annotators),
+                *([record.auto_label] if auto_label else []),
                 *ranks,
             ]
         )
