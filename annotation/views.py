@@ -150,10 +150,13 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
         proxy_chart = plots.line_chart(
             proxies["curve_thresholds"],
             [
-                plots.Series(PROXY_LABELS[name], values)
+                plots.Series(
+                    PROXY_LABELS[name], [v if v is not None and v >= 0 else None for v in values]
+                )
                 for name, values in proxies["curves"].items()
             ],
             title="Krippendorff's alpha with the humans when S >= threshold counts as relevant",
+            description="Thresholds where alpha is negative (worse than chance) are not drawn.",
             x_label="threshold",
             y_label="alpha",
         )

@@ -89,7 +89,8 @@ def test_agreement_page_shows_proxies(judged_campaign, client):
     user.groups.add(Group.objects.get(name=RESEARCHER))
     client.force_login(user)
     page = client.get(f"/campaigns/{judged_campaign.pk}/agreement/").content.decode()
-    assert 'id="proxy-agreement"' in page
+    assert page.count('id="proxy-agreement"') == 1
+    assert "<title>Agreement · pa-c" in page
     for label in ("BoW", "PoS", "SYN", "METEOR"):
         assert f"<td>{label}</td>" in page
     assert "Krippendorff&#x27;s alpha with the humans" in page
