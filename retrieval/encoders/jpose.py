@@ -8,6 +8,11 @@ L = L̂ + Σ_k α_k L^k, α_k = 1, each term Eq. 5 with λ_vt = λ_tv = 1, λ_vv
 (§4.1.1): PoS-aware relevance for L^k (``losses.BagRelevance``), the task's relevance
 for L̂. ``encode_*`` return embeddings of the final (joint) space.
 
+With semantic training (seed 000 §4.3, ``TrainingData.positives`` = S >= T from a
+proxy) the proxy's positives are the task's relevance: they drive L̂ in the joint space
+through ``losses.batch_relevance``, as in MME; the verb and noun losses L^k keep their
+bag relevance, which is already PoS-semantic and which a PoS-agnostic S does not refine.
+
 As in MME: Adam lr 1e-3, batch 128, margin 0.2, every in-batch triplet (§4.1.1 samples
 random triplets; hardest-negative mining converged several times slower here), dropout
 0.1, 10 epochs (the best of 10-60 on the default demo world; later epochs overfit).

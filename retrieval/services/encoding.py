@@ -8,14 +8,22 @@ chunk of items is saved as it is finished, and a rerun skips the chunks already 
 import shutil
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
 from django.db import transaction
 
 from retrieval.encoders import features as video_features
-from retrieval.encoders.base import Encoder, TrainingData, VideoInputs, resolve_device
+from retrieval.encoders.base import (
+    Encoder,
+    TrainingData,
+    VideoInputs,
+    resolve_device,
+    thresholded,
+)
 from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.services.artifacts import (
@@ -28,9 +36,17 @@ from retrieval.services.artifacts import (
 from retrieval.services.registration import check_name_free
 from retrieval.services.search import build_exact_index
 
+if TYPE_CHECKING:
+    from retrieval.services.proxies import ProxyRelevance
+
 Progress = Callable[[int], object]
 CHUNK = 2048
 """Items per saved chunk while embedding: the unit of resumption."""
+RELEVANCES = ("instance", "bow", "pos", "syn", "met")
+"""Training relevance: a caption's own video only, or a semantic proxy thresholded at T."""
+DEFAULT_THRESHOLD = 0.4
+"""T when a proxy is chosen: seed 000 Fig. 6 finds SYN, METEOR and PoS best near 0.4
+(BoW near 0.2)."""
 
 
 class EncodingError(ValueError):
@@ -143,8 +159,17 @@ def load_features(videos: Sequence[Video]) -> np.ndarray:
     return np.stack([np.load(root / v.features.name).astype(np.float32) for v in videos])
 
 
-def training_data(dataset: Dataset, split: str = "train") -> TrainingData:
-    """The split's videos (features) and all their captions, for training."""
+@dataclass(frozen=True)
+class TrainingSplit:
+    """:class:`TrainingData` with the primary keys of its videos and captions (rows in order)."""
+
+    data: TrainingData
+    video_ids: np.ndarray
+    caption_ids: np.ndarray
+
+
+def training_split(dataset: Dataset, split: str = "train") -> TrainingSplit:
+    """The split's videos (features) and all their captions, both in pk order, with their pks."""
     videos = list(Video.objects.filter(dataset=dataset, split=split).order_by("pk"))
     if not videos:
         raise EncodingError(f"dataset {dataset.name!r} has no {split!r} videos to train on")
@@ -152,14 +177,88 @@ def training_data(dataset: Dataset, split: str = "train") -> TrainingData:
     rows = list(
         Caption.objects.filter(dataset=dataset, video__split=split)
         .order_by("pk")
-        .values_list("text", "video_id")
+        .values_list("pk", "text", "video_id")
     )
-    return TrainingData(
+    data = TrainingData(
         video_features=load_features(videos),
-        captions=[text for text, _ in rows],
-        caption_video=np.array([position[video_id] for _, video_id in rows], dtype=np.int64),
+        captions=[text for _, text, _ in rows],
+        caption_video=np.array([position[video_id] for _, _, video_id in rows], dtype=np.int64),
         video_keys=[v.key for v in videos],
     )
+    return TrainingSplit(
+        data=data,
+        video_ids=np.array([v.pk for v in videos], dtype=np.int64),
+        caption_ids=np.array([pk for pk, _, _ in rows], dtype=np.int64),
+    )
+
+
+def training_data(dataset: Dataset, split: str = "train") -> TrainingData:
+    """The split's videos (features) and all their captions, for training."""
+    return training_split(dataset, split).data
+
+
+def check_relevance(relevance: str, threshold: float | None) -> float | None:
+    """Validate a training relevance and its threshold; the threshold to use (None: instance)."""
+    if relevance not in RELEVANCES:
+        raise EncodingError(f"unknown relevance {relevance!r}: use one of {', '.join(RELEVANCES)}")
+    if relevance == "instance":
+        if threshold is not None:
+            raise EncodingError(
+                "a threshold needs a proxy relevance (bow, pos, syn or met); instance "
+                "relevance has only each caption's own video as positive"
+            )
+        return None
+    if threshold is None:
+        return DEFAULT_THRESHOLD
+    threshold = float(threshold)
+    if not 0.0 < threshold <= 1.0:  # also refuses NaN
+        raise EncodingError(f"threshold must be in (0, 1], got {threshold:g}")
+    return threshold
+
+
+def semantic_positives(
+    relevance: "ProxyRelevance",
+    video_ids: np.ndarray,
+    caption_ids: np.ndarray,
+    threshold: float,
+) -> np.ndarray:
+    """Bool [captions, videos]: S(video, caption) >= ``threshold`` (seed 000 §4.3).
+
+    Rows follow ``caption_ids`` and columns ``video_ids`` (the training data's order),
+    whatever the order of the proxy matrix; every caption and video must be covered.
+    """
+    video_rows = _index_of(relevance.video_ids, video_ids, "videos")
+    caption_rows = _index_of(relevance.caption_ids, caption_ids, "captions")
+    columns = relevance.items.caption_text[caption_rows]
+    similarity = relevance.matrix[np.ix_(video_rows, columns)]  # [videos, captions]
+    return np.ascontiguousarray(thresholded(similarity.T, threshold))
+
+
+def _index_of(known: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
+    """Position of each wanted pk in ``known`` (any order); an EncodingError if one is absent."""
+    position = {pk: i for i, pk in enumerate(np.asarray(known, dtype=np.int64).tolist())}
+    wanted = np.asarray(wanted, dtype=np.int64).tolist()
+    missing = [pk for pk in wanted if pk not in position]
+    if missing:
+        raise EncodingError(
+            f"the proxy relevance lacks {len(missing)} of the {len(wanted)} training {what} "
+            f"(e.g. pk {missing[0]}); rebuild it or check the split"
+        )
+    return np.array([position[pk] for pk in wanted], dtype=np.int64)
+
+
+def positives_per_caption(data: TrainingData) -> float:
+    """Mean number of positive videos per caption (own video included) under ``data``."""
+    n = len(data.captions)
+    if not n:
+        return 0.0
+    if data.positives is None:
+        return 1.0
+    rows = np.arange(n)
+    if callable(data.positives):
+        return float(data.positive_mask(rows, np.arange(data.n_videos)).sum(1).mean())
+    own_missing = ~data.positives[rows, data.caption_video]
+    return float((data.positives.sum(1) + own_missing).mean())
 
 
 def load_model_encoder(model: RetrievalModel) -> Encoder:
@@ -181,12 +280,36 @@ def train(
     seed: int = 0,
     device: str = "auto",
     progress: bool = False,
+    relevance: str = "instance",
+    threshold: float | None = None,
 ) -> list[float]:
-    """Train a trainable encoder on the dataset's train split and save its weights."""
+    """Train a trainable encoder on the dataset's train split and save its weights.
+
+    ``relevance`` picks the triplets' positives (seed 000 §4.3): ``"instance"`` counts only
+    a caption's own video; a proxy (bow, pos, syn, met) counts every caption-video pair of
+    the train split with S >= ``threshold`` (default :data:`DEFAULT_THRESHOLD`), and every
+    other pair is a negative. A caption's own video is always a positive. For JPoSE these
+    positives drive the joint-space loss; its verb and noun spaces keep their PoS relevance.
+    Arguments are checked before anything is computed; a bad one changes nothing.
+    """
+    threshold = check_relevance(relevance, threshold)
     encoder = get_encoder(model.encoder, **model.config)
     if not encoder.trainable:
         raise EncodingError(f"the {model.encoder} encoder has nothing to train")
-    data = training_data(model.dataset)
+    split = training_split(model.dataset)
+    data = split.data
+    if threshold is not None:
+        from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
+
+        try:
+            proxy = proxy_relevance(
+                model.dataset, ProxyOptions(relevance, split="train"), progress=progress
+            )
+        except ProxyError as exc:
+            raise EncodingError(f"{relevance} relevance: {exc}") from None
+        positives = semantic_positives(proxy, split.video_ids, split.caption_ids, threshold)
+        positives[np.arange(len(data.captions)), data.caption_video] = True  # S = 1 there
+        data.positives = positives
     started = time.perf_counter()
     losses = encoder.fit(data, epochs=epochs, seed=seed, device=device, progress=progress)
     seconds = time.perf_counter() - started
@@ -199,6 +322,9 @@ def train(
             "seed": seed,
             "device": str(resolve_device(device)),
             "seconds": round(seconds, 2),
+            "relevance": relevance,
+            "threshold": threshold,
+            "positives_per_caption": round(positives_per_caption(data), 4),
             "losses": [round(float(x), 6) for x in losses],
         }
     ]
