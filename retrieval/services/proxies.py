@@ -487,7 +487,7 @@ def proxy_table(
     first = next(iter(relevances.values()), None)
     truth = truth_relevance(dataset, first) if first is not None else None
     rows, errors = [], []
-    for model in models:
+    for model in models if first is not None else ():
         try:
             similarity = model_similarity(model, first)
         except (ProxyError, ValueError) as exc:
