@@ -104,7 +104,7 @@ def rule_text(proxy: str, op: str, threshold: float) -> str:
 
 
 def campaign_split(campaign: Campaign) -> str:
-    """The split of the campaign's videos, as :func:`annotation.reporting.campaign_proxy_report`."""
+    """The split of the campaign's videos, whose proxy matrices score its pairs."""
     split = Pair.objects.filter(campaign=campaign).values_list("video__split", flat=True).first()
     return split or "test"
 

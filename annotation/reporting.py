@@ -21,6 +21,7 @@ from django.db.models import Case, Max, Min, Q, Value, When
 from annotation import agreement, policy
 from annotation.models import Campaign, Judgement, Pair
 from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement
+from annotation.proxy_queue import campaign_split
 from annotation.resolution import campaign_judged
 from retrieval.formats.labels import RawLabel
 from retrieval.proxies import PROXIES
@@ -287,18 +288,18 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> di
     # Imported here: the proxies pull in spaCy, which every page need not load.
     from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
 
-    judged = campaign_judged(campaign)
+    # Pairs a proxy labelled itself (proxy_queue.auto_label) would grade the proxy on its
+    # own answers: only human labels count.
+    judged = campaign_judged(campaign, humans_only=True)
     decided = judged.relevance >= 0
     caption_ids, video_ids = judged.caption_ids[decided], judged.video_ids[decided]
     labels = judged.relevance[decided] == 1
-    split = (
-        Pair.objects.filter(campaign=campaign).values_list("video__split", flat=True).first() or ""
-    )
+    split = campaign_split(campaign)
     rows, missing, curves = [], [], {}
     for proxy in PROXIES:
         try:
             relevance = proxy_relevance(
-                campaign.dataset, ProxyOptions(proxy, split=split or "test"), cache_only=cache_only
+                campaign.dataset, ProxyOptions(proxy, split=split), cache_only=cache_only
             )
         except ProxyError as exc:
             rows.append({"proxy": proxy, "error": str(exc)})

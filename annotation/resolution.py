@@ -21,13 +21,15 @@ STATUS_CODES = {
 }
 
 
-def campaign_judged(campaign: Campaign) -> Judged:
-    """The campaign's pairs that have a final label or are disagreements, as arrays."""
-    rows = list(
-        Pair.objects.filter(campaign=campaign)
-        .exclude(status=Pair.Status.PENDING)
-        .values_list("caption_id", "video_id", "status", "label_count", "adjudicated")
-    )
+def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
+    """The campaign's pairs that have a final label or are disagreements, as arrays.
+
+    ``humans_only`` leaves out pairs a proxy rule labelled (``Pair.auto_label``).
+    """
+    pairs = Pair.objects.filter(campaign=campaign).exclude(status=Pair.Status.PENDING)
+    if humans_only:
+        pairs = pairs.filter(auto_label="")
+    rows = list(pairs.values_list("caption_id", "video_id", "status", "label_count", "adjudicated"))
     return Judged.build(
         np.fromiter((row[0] for row in rows), np.int64, len(rows)),
         np.fromiter((row[1] for row in rows), np.int64, len(rows)),

@@ -94,3 +94,14 @@ def test_agreement_page_shows_proxies(judged_campaign, client):
     for label in ("BoW", "PoS", "SYN", "METEOR"):
         assert f"<td>{label}</td>" in page
     assert "Krippendorff&#x27;s alpha with the humans" in page
+
+
+def test_pairs_a_proxy_labelled_are_not_graded_as_human_labels(judged_campaign):
+    from annotation.models import Pair
+
+    before = campaign_proxy_report(judged_campaign)["pairs"]
+    pair = Pair.objects.filter(campaign=judged_campaign).exclude(status="pending").first()
+    Pair.objects.filter(pk=pair.pk).update(auto_label="bow>=0.90")
+    after = campaign_proxy_report(judged_campaign, cache_only=True)
+    assert after["pairs"] == before - 1
+    assert all(row["pairs"] == before - 1 for row in after["proxies"])
