@@ -184,6 +184,28 @@ def _cache_path(key: str) -> Path:
     return Path(settings.FIREPOOL_PROXY_CACHE_DIR) / f"{key}.npz"
 
 
+def _frame(dataset: Dataset, options: ProxyOptions) -> tuple[SplitCaptions, ProxyRelevance]:
+    """The split's rows and text items, and where the matrix is cached; no matrix yet."""
+    split = split_captions(dataset, options.split)
+    items = text_items(
+        split.texts, split.caption_video, len(split.video_ids), dedupe=options.dedupe
+    )
+    return split, ProxyRelevance(
+        options=options,
+        video_ids=split.video_ids,
+        caption_ids=split.caption_ids,
+        items=items,
+        matrix=np.zeros((0, 0), np.float32),
+        path=str(_cache_path(cache_key(split, options))),
+    )
+
+
+def relevance_frame(dataset: Dataset, options: ProxyOptions) -> ProxyRelevance:
+    """Videos and text items of the split with an empty matrix: the frame other relevances
+    (the demo's ground truth) and model similarities are laid on, without computing S."""
+    return _frame(dataset, options)[1]
+
+
 def proxy_relevance(
     dataset: Dataset,
     options: ProxyOptions,
@@ -198,20 +220,8 @@ def proxy_relevance(
     With ``cache_only`` nothing is computed: None when the matrix is not cached yet
     (pages use this, so a request never starts minutes of work).
     """
-    split = split_captions(dataset, options.split)
-    items = text_items(
-        split.texts, split.caption_video, len(split.video_ids), dedupe=options.dedupe
-    )
-    key = cache_key(split, options)
-    path = _cache_path(key)
-    result = ProxyRelevance(
-        options=options,
-        video_ids=split.video_ids,
-        caption_ids=split.caption_ids,
-        items=items,
-        matrix=np.zeros((0, 0), np.float32),
-        path=str(path),
-    )
+    split, result = _frame(dataset, options)
+    path = Path(result.path)
     if path.exists() and not rebuild:
         with np.load(path, allow_pickle=False) as saved:
             result.matrix = saved["matrix"]
@@ -222,7 +232,7 @@ def proxy_relevance(
     if cache_only:
         return None
     started = time.perf_counter()
-    result.matrix, result.synset_source = _compute(split, items, options, progress, workers)
+    result.matrix, result.synset_source = _compute(split, result.items, options, progress, workers)
     result.seconds = time.perf_counter() - started
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.npz")
@@ -470,6 +480,12 @@ def proxy_table(
     truth gives: how well the proxy ranks models (seed 000 asks this of humans, §5.3).
     """
     models = list(models if models is not None else dataset.models.order_by("name"))
+    try:
+        frame = relevance_frame(dataset, ProxyOptions(PROXIES[0], split=split, dedupe=dedupe))
+    except ProxyError as exc:
+        return {"dataset": dataset.name, "split": split, "error": str(exc), "proxies": [],
+                "missing": [], "models": [], "errors": [], "has_truth": False,
+                "kendall_tau_vs_truth": {}, "videos": 0, "texts": 0}  # fmt: skip
     relevances: dict[str, ProxyRelevance] = {}
     missing = []
     for proxy in proxies:
@@ -484,12 +500,12 @@ def proxy_table(
         else:
             relevances[proxy] = relevance
     proxies = list(relevances)
-    first = next(iter(relevances.values()), None)
-    truth = truth_relevance(dataset, first) if first is not None else None
+    # The truth column stands beside proxies; with none computed the section stays empty.
+    truth = truth_relevance(dataset, frame) if relevances else None
     rows, errors = [], []
-    for model in models if first is not None else ():
+    for model in models if relevances else ():
         try:
-            similarity = model_similarity(model, first)
+            similarity = model_similarity(model, frame)
         except (ProxyError, ValueError) as exc:
             errors.append({"model": model.name, "error": str(exc)})
             continue
@@ -516,8 +532,8 @@ def proxy_table(
         "gain": gain,
         "proxies": list(proxies),
         "missing": missing,
-        "videos": int(len(first.video_ids)) if first is not None else 0,
-        "texts": int(first.items.n_texts) if first is not None else 0,
+        "videos": int(len(frame.video_ids)),
+        "texts": int(frame.items.n_texts),
         "has_truth": truth is not None,
         "models": rows,
         "errors": errors,

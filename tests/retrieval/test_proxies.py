@@ -346,3 +346,15 @@ def test_ndcg_command_scores_embeddings_and_runs(small_world):
             "ndcg", "--dataset", "prox", "--model", "emb", "--proxy", "syn",
             "--verb-classes", "/nonexistent.csv",
         )  # fmt: skip
+
+
+def test_proxy_table_reports_a_missing_split_instead_of_failing(small_world):
+    from retrieval.services.proxies import proxy_table
+
+    table = proxy_table(small_world, split="val", cache_only=True)
+    assert "no 'val' videos" in table["error"] and table["models"] == []
+
+
+def test_truth_ndcg_needs_no_proxy_matrix(small_world, settings):
+    run_json("ndcg", "--dataset", "prox", "--model", "emb", "--proxy", "truth")
+    assert not list(settings.FIREPOOL_PROXY_CACHE_DIR.glob("*.npz"))

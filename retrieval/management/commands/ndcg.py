@@ -12,6 +12,7 @@ from retrieval.services.proxies import (
     ProxyError,
     model_similarity,
     proxy_relevance,
+    relevance_frame,
     score_similarity,
     truth_relevance,
 )
@@ -40,15 +41,19 @@ class Command(BaseCommand):
         proxy = options["proxy"]
         progress = options["verbosity"] > 0 and options["format"] == "table"
         try:
-            base = "bow" if proxy == "truth" else proxy
-            relevance = proxy_relevance(
-                dataset, options_for(base, options), progress=progress, workers=options["workers"]
-            )
-            matrix = relevance.matrix
             if proxy == "truth":
+                relevance = relevance_frame(dataset, options_for(PROXIES[0], options))
                 matrix = truth_relevance(dataset, relevance)
                 if matrix is None:
                     raise ProxyError(f"dataset {dataset.name!r} has no ground-truth relevance")
+            else:
+                relevance = proxy_relevance(
+                    dataset,
+                    options_for(proxy, options),
+                    progress=progress,
+                    workers=options["workers"],
+                )
+                matrix = relevance.matrix
             similarity = model_similarity(model, relevance)
             score = score_similarity(
                 model.name,
