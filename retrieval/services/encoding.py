@@ -236,15 +236,16 @@ def semantic_positives(
 
 def _index_of(known: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
     """Position of each wanted pk in ``known`` (any order); an EncodingError if one is absent."""
-    position = {pk: i for i, pk in enumerate(np.asarray(known, dtype=np.int64).tolist())}
-    wanted = np.asarray(wanted, dtype=np.int64).tolist()
-    missing = [pk for pk in wanted if pk not in position]
-    if missing:
+    from retrieval.services.proxies import positions_of
+
+    rows = positions_of(known, wanted)
+    missing = np.asarray(wanted)[rows < 0]
+    if len(missing):
         raise EncodingError(
-            f"the proxy relevance lacks {len(missing)} of the {len(wanted)} training {what} "
+            f"the proxy relevance lacks {len(missing)} of the {len(rows)} training {what} "
             f"(e.g. pk {missing[0]}); rebuild it or check the split"
         )
-    return np.array([position[pk] for pk in wanted], dtype=np.int64)
+    return rows
 
 
 def positives_per_caption(data: TrainingData) -> float:

@@ -90,8 +90,8 @@ class ProxyRelevance:
 
     def pair_scores(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
         """S for (caption, video) pairs; NaN where either lies outside this split."""
-        caption_pos = _positions(self.caption_ids, caption_ids)
-        video_pos = _positions(self.video_ids, video_ids)
+        caption_pos = positions_of(self.caption_ids, caption_ids)
+        video_pos = positions_of(self.video_ids, video_ids)
         out = np.full(len(caption_pos), np.nan, dtype=np.float64)
         ok = (caption_pos >= 0) & (video_pos >= 0)
         texts = self.items.caption_text[caption_pos[ok]]
@@ -99,14 +99,15 @@ class ProxyRelevance:
         return out
 
 
-def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Index of each id in a sorted id array, -1 where absent."""
+def positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Index of each wanted id in ``ids`` (any order), -1 where absent; vectorised."""
     ids = np.asarray(ids, dtype=np.int64)
-    pos = np.searchsorted(sorted_ids, ids)
-    pos = np.clip(pos, 0, max(len(sorted_ids) - 1, 0))
-    found = len(sorted_ids) > 0
-    hit = (sorted_ids[pos] == ids) if found else np.zeros(len(ids), dtype=bool)
-    return np.where(hit, pos, -1)
+    wanted = np.asarray(wanted, dtype=np.int64)
+    if not len(ids):
+        return np.full(wanted.shape, -1, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    pos = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
+    return np.where(ids[order][pos] == wanted, order[pos], -1)
 
 
 def split_captions(dataset: Dataset, split: str) -> SplitCaptions:
@@ -337,8 +338,8 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
     """Embedding models: every video against every text item; others: their latest run."""
     if model.embeddings:
         stored = load_embeddings(model)
-        video_rows = _lookup(stored.video_ids, relevance.video_ids)
-        text_rows = _lookup(stored.caption_ids, relevance.text_ids)
+        video_rows = positions_of(stored.video_ids, relevance.video_ids)
+        text_rows = positions_of(stored.caption_ids, relevance.text_ids)
         if (video_rows < 0).any() or (text_rows < 0).any():
             raise ProxyError(
                 f"model {model.name!r} lacks embeddings for {(video_rows < 0).sum()} videos and "
@@ -355,7 +356,7 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
     if run is None:
         raise ProxyError(f"model {model.name!r} has neither embeddings nor a run")
     lists = load_run(run)
-    query_pos = _lookup(relevance.caption_ids, lists.query_ids)
+    query_pos = positions_of(relevance.caption_ids, lists.query_ids)
     keep_rows = np.flatnonzero(query_pos >= 0)
     if not len(keep_rows):
         raise ProxyError(
@@ -367,7 +368,7 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
     sim = np.full((len(keep_rows), len(relevance.video_ids)), -np.inf, dtype=np.float32)
     items = lists.item_ids[keep_rows]
     scores = lists.scores[keep_rows].astype(np.float32)
-    cols = _lookup(relevance.video_ids, items.ravel()).reshape(items.shape)
+    cols = positions_of(relevance.video_ids, items.ravel()).reshape(items.shape)
     ok = (cols >= 0) & np.isfinite(scores)
     row_index = np.broadcast_to(np.arange(len(keep_rows))[:, None], items.shape)
     sim[row_index[ok], cols[ok]] = scores[ok]
@@ -378,14 +379,6 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
         note=f"run {run.name!r}: text-to-video only, over the run's depth {lists.depth}",
         run=run.name,
     )
-
-
-def _lookup(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Position of each wanted id in an unsorted id array, -1 where absent."""
-    ids = np.asarray(ids, dtype=np.int64)
-    order = np.argsort(ids, kind="stable")
-    pos = _positions(ids[order], wanted)
-    return np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
