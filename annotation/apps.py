@@ -11,7 +11,12 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from annotation.media_access import judging_video
+        from retrieval.media_access import register_grant
+
         post_migrate.connect(create_role_groups, sender=self)
+        register_grant(judging_video)
+        from annotation import jobs  # noqa: F401 - registers the app's job kinds
 
 
 def create_role_groups(**kwargs) -> None:

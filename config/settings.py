@@ -55,6 +55,9 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_tasks",
+    "django_tasks_db",
+    "jobs",
     "retrieval",
     "annotation",
 ]
@@ -167,6 +170,32 @@ FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR /
 # Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
 FIREPOOL_PROXY_CACHE_DIR = Path(
     os.environ.get("FIREPOOL_PROXY_CACHE_DIR", VAR_DIR / "cache" / "proxies")
+)
+
+# Background jobs through django.tasks. FIREPOOL_TASKS_BACKEND: "thread" (default: in the
+# web process, on a background thread; nothing else to run), "immediate" (inside the
+# request; tests), "database" (a real queue in the database, run by `manage.py db_worker`
+# processes). FIREPOOL_GPU_QUEUE=1 sends GPU jobs (embedding, training) to the "gpu" queue
+# for a worker on a GPU machine (`db_worker --queue-name gpu`); otherwise any worker runs them.
+TASK_BACKENDS = {
+    "thread": "jobs.backends.ThreadBackend",
+    "immediate": "django_tasks.backends.immediate.ImmediateBackend",
+    "database": "django_tasks_db.backend.DatabaseBackend",
+}
+_TASKS_BACKEND = os.environ.get("FIREPOOL_TASKS_BACKEND", "thread")
+if _TASKS_BACKEND not in TASK_BACKENDS:
+    raise ImproperlyConfigured(
+        f"FIREPOOL_TASKS_BACKEND must be one of {', '.join(TASK_BACKENDS)}, not {_TASKS_BACKEND!r}"
+    )
+TASKS = {
+    "default": {"BACKEND": TASK_BACKENDS[_TASKS_BACKEND], "QUEUES": ["default", "gpu"]}
+}
+FIREPOOL_GPU_QUEUE = env_bool("FIREPOOL_GPU_QUEUE", False)
+FIREPOOL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("FIREPOOL_JOB_HEARTBEAT_SECONDS", "10"))
+FIREPOOL_JOB_STALE_SECONDS = float(os.environ.get("FIREPOOL_JOB_STALE_SECONDS", "60"))
+# Files written by export jobs: served only through the job page, to those allowed.
+FIREPOOL_JOB_OUTPUT_DIR = Path(
+    os.environ.get("FIREPOOL_JOB_OUTPUT_DIR", VAR_DIR / "job-output")
 )
 
 LOGGING = {

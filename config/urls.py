@@ -36,6 +36,7 @@ urlpatterns = [
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
     path("reports/<str:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<str:dataset_name>/data/", retrieval_views.report_data, name="report-data"),
+    path("jobs/", include("jobs.urls")),
     path("api/", include("annotation.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

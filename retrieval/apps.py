@@ -12,3 +12,4 @@ class RetrievalConfig(AppConfig):
         from retrieval import wordnet
 
         wordnet.register_nltk_path()
+        from retrieval import jobs  # noqa: F401 - registers the app's job kinds

@@ -5,3 +5,5 @@ The package imports nothing heavy: spaCy and NLTK load only when a proxy is comp
 
 PROXIES: tuple[str, ...] = ("bow", "pos", "syn", "met")
 PROXY_LABELS: dict[str, str] = {"bow": "BoW", "pos": "PoS", "syn": "SYN", "met": "METEOR"}
+RELEVANCES: tuple[str, ...] = ("instance", *PROXIES)
+"""Positives for training: a caption's own video only ("instance") or a thresholded proxy."""

@@ -26,6 +26,7 @@ from retrieval.encoders.base import (
 )
 from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
+from retrieval.proxies import RELEVANCES
 from retrieval.services.artifacts import (
     StoredEmbeddings,
     model_dir,
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 Progress = Callable[[int], object]
 CHUNK = 2048
 """Items per saved chunk while embedding: the unit of resumption."""
-RELEVANCES = ("instance", "bow", "pos", "syn", "met")
-"""Training relevance: a caption's own video only, or a semantic proxy thresholded at T."""
 DEFAULT_THRESHOLD = 0.4
 """T when a proxy is chosen: seed 000 Fig. 6 finds SYN, METEOR and PoS best near 0.4
 (BoW near 0.2)."""

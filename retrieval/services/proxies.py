@@ -532,3 +532,29 @@ def proxy_table(
         "errors": errors,
         "kendall_tau_vs_truth": agreement,
     }
+
+
+SUMMARY_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def proxy_summary(relevance: ProxyRelevance) -> dict:
+    """Plain figures describing one relevance matrix."""
+    matrix = relevance.matrix
+    return {
+        "proxy": relevance.options.proxy,
+        "split": relevance.options.split,
+        "dedupe_captions": relevance.options.dedupe,
+        "videos": int(matrix.shape[0]),
+        "texts": int(matrix.shape[1]),
+        "captions": int(len(relevance.caption_ids)),
+        "cached": relevance.cached,
+        "seconds": round(relevance.seconds, 3),
+        "synset_source": relevance.synset_source,
+        "mean": float(matrix.mean()) if matrix.size else 0.0,
+        "thresholds": list(SUMMARY_THRESHOLDS),
+        "relevant_per_video": [
+            float((matrix >= t - 1e-6).sum(axis=1).mean()) if matrix.size else 0.0
+            for t in SUMMARY_THRESHOLDS
+        ],
+        "path": relevance.path,
+    }

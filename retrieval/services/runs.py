@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 from django.db import transaction
+from django.db.models import ProtectedError
 
 from retrieval.formats import trec
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
@@ -66,7 +67,14 @@ def store_run(
     videos = videos or KeyIndex.videos(model.dataset)
     lists = in_trec_order(lists, videos)
     if replace:
-        Run.objects.filter(dataset=model.dataset, name=name).delete()
+        try:
+            Run.objects.filter(dataset=model.dataset, name=name).delete()
+        except ProtectedError:
+            raise ValueError(
+                f"run {name!r} of {model.dataset.name!r} is in use (pooled into a judging "
+                "campaign), so it is kept and not replaced; register the model under a new "
+                "name to search again"
+            ) from None
     return Run.objects.create(
         model=model,
         dataset=model.dataset,

@@ -7,9 +7,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.management.lookup import get_dataset
 from retrieval.proxies import PROXIES, PROXY_LABELS
-from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
-
-THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+from retrieval.services.proxies import (
+    SUMMARY_THRESHOLDS,
+    ProxyError,
+    ProxyOptions,
+    proxy_relevance,
+    proxy_summary,
+)
 
 
 def add_proxy_options(parser, *, proxy_choices) -> None:
@@ -73,7 +77,7 @@ class Command(BaseCommand):
                 )
             except ProxyError as exc:
                 raise CommandError(str(exc)) from None
-            results.append(summary(relevance))
+            results.append(proxy_summary(relevance))
         if options["format"] == "json":
             self.stdout.write(json.dumps({"dataset": dataset.name, "proxies": results}))
             return
@@ -87,30 +91,7 @@ class Command(BaseCommand):
             )
             cells = "  ".join(
                 f"T={t:g}: {n:.1f}"
-                for t, n in zip(THRESHOLDS, result["relevant_per_video"], strict=True)
+                for t, n in zip(SUMMARY_THRESHOLDS, result["relevant_per_video"], strict=True)
             )
             self.stdout.write(f"  captions per video with S >= T: {cells}")
             self.stdout.write(f"  cache: {result['path']}")
-
-
-def summary(relevance) -> dict:
-    """Plain figures describing one relevance matrix."""
-    matrix = relevance.matrix
-    return {
-        "proxy": relevance.options.proxy,
-        "split": relevance.options.split,
-        "dedupe_captions": relevance.options.dedupe,
-        "videos": int(matrix.shape[0]),
-        "texts": int(matrix.shape[1]),
-        "captions": int(len(relevance.caption_ids)),
-        "cached": relevance.cached,
-        "seconds": round(relevance.seconds, 3),
-        "synset_source": relevance.synset_source,
-        "mean": float(matrix.mean()) if matrix.size else 0.0,
-        "thresholds": list(THRESHOLDS),
-        "relevant_per_video": [
-            float((matrix >= t - 1e-6).sum(axis=1).mean()) if matrix.size else 0.0
-            for t in THRESHOLDS
-        ],
-        "path": relevance.path,
-    }

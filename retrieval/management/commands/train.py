@@ -5,7 +5,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.management.lookup import get_dataset, get_model
-from retrieval.services.encoding import DEFAULT_THRESHOLD, RELEVANCES, EncodingError, train
+from retrieval.proxies import RELEVANCES
+from retrieval.services.encoding import DEFAULT_THRESHOLD, EncodingError, train
 
 
 class Command(BaseCommand):

@@ -1,0 +1,133 @@
+"""Background job kinds of the annotation app: pool runs into a campaign, export labels.
+
+Both are admins' work. An export job writes its file under FIREPOOL_JOB_OUTPUT_DIR, which
+is never served as media; the job page hands it to those allowed to start exports.
+"""
+
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from annotation import policy
+from annotation.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
+from annotation.management.lookup import get_campaign
+from jobs.progress import Reporter
+from jobs.registry import ADMIN, JobKind, register
+from retrieval.jobs import USER_ERRORS, DatasetForm, found_or_invalid, split_names
+from retrieval.management.lookup import get_dataset, get_run
+
+
+class PoolForm(DatasetForm):
+    name = forms.CharField(max_length=200)
+    runs = forms.CharField(max_length=2000, help_text="Comma-separated run names.")
+    depth = forms.IntegerField(min_value=1, max_value=1000, initial=10)
+    queries = forms.IntegerField(min_value=1, required=False, help_text="Sample this many.")
+    seed = forms.IntegerField(initial=0, required=False)
+    second_label_rate = forms.FloatField(
+        min_value=0.0, max_value=1.0, initial=policy.DEFAULT_SECOND_LABEL_RATE, required=False
+    )
+    max_labels = forms.IntegerField(min_value=1, initial=policy.DEFAULT_CAP, required=False)
+    lease_seconds = forms.IntegerField(min_value=10, initial=300, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("dataset") and data.get("runs"):
+            dataset = get_dataset(data["dataset"])
+            names = split_names(data["runs"])
+            if not names:
+                self.add_error("runs", "name at least one run")
+            for name in names:
+                found_or_invalid(get_run, dataset, name)
+        return data
+
+
+def run_pool(
+    reporter: Reporter,
+    dataset: str,
+    name: str,
+    runs: str,
+    depth: int = 10,
+    queries: int | None = None,
+    seed: int = 0,
+    second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
+    max_labels: int = policy.DEFAULT_CAP,
+    lease_seconds: int = 300,
+) -> dict:
+    from annotation.campaigns import CampaignSpec, create_campaign
+
+    found = get_dataset(dataset)
+    pooled = [get_run(found, run) for run in split_names(runs)]
+    reporter.step(f"pooling {len(pooled)} runs at depth {depth}")
+    spec = CampaignSpec(
+        name=name,
+        depth=depth,
+        query_sample=queries,
+        seed=seed,
+        second_label_rate=second_label_rate,
+        max_labels=max_labels,
+        lease_seconds=lease_seconds,
+    )
+    campaign = create_campaign(found, pooled, spec)
+    return {
+        "campaign": campaign.name,
+        "campaign_id": campaign.pk,
+        "pairs": campaign.pairs.count(),
+        "second_label_pairs": campaign.pairs.filter(double=True).count(),
+    }
+
+
+class ExportForm(forms.Form):
+    campaign = forms.CharField(max_length=200, help_text="Campaign name.")
+    format = forms.ChoiceField(choices=[(name, name) for name in EXPORT_FORMATS])
+
+    def clean_campaign(self) -> str:
+        try:
+            return get_campaign(self.cleaned_data["campaign"]).name
+        except CommandError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+def output_path(job_id: int, fmt: str) -> Path:
+    """Where job ``job_id`` writes its export (outside the media root)."""
+    return Path(settings.FIREPOOL_JOB_OUTPUT_DIR) / f"job-{job_id}.{EXTENSIONS[fmt]}"
+
+
+def run_export(reporter: Reporter, campaign: str, format: str) -> dict:
+    found = get_campaign(campaign)
+    path = output_path(reporter.job_id, format)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    reporter.step(f"writing the {format} export of {found.name}")
+    written = export_to_file(found, format, path)
+    return {
+        "output": str(path),
+        "filename": filename(found, format),
+        "campaign": found.name,
+        "format": format,
+        "characters": written,
+    }
+
+
+register(
+    JobKind(
+        "pool",
+        "Pool runs into a judging campaign",
+        run_pool,
+        PoolForm,
+        permission=ADMIN,
+        user_errors=USER_ERRORS,
+        describe=lambda a: f"campaign {a['name']} on {a['dataset']} from {a['runs']}",
+    )
+)
+register(
+    JobKind(
+        "export",
+        "Export a campaign's labels to a file",
+        run_export,
+        ExportForm,
+        permission=ADMIN,
+        user_errors=USER_ERRORS,
+        describe=lambda a: f"{a['format']} export of {a['campaign']}",
+    )
+)

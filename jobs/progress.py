@@ -1,0 +1,100 @@
+"""Progress and liveness of running jobs, written to their rows.
+
+A :class:`Reporter` is what a job's function sees: it sets the current step and counts
+work done, writing at most a few times a second. The per-process :data:`beater` keeps the
+heartbeat of every job this process holds fresh from a daemon thread, so a job busy in one
+long step still looks alive, and a job whose process died is found by its stale heartbeat.
+"""
+
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from jobs.models import Job
+
+logger = logging.getLogger(__name__)
+
+
+def heartbeat_seconds() -> float:
+    return float(getattr(settings, "FIREPOOL_JOB_HEARTBEAT_SECONDS", 10))
+
+
+def stale_seconds() -> float:
+    """How old a heartbeat may get before its job counts as lost."""
+    return float(getattr(settings, "FIREPOOL_JOB_STALE_SECONDS", 60))
+
+
+class Reporter:
+    """Write a job's step, done and total counts, throttled to ``interval`` seconds."""
+
+    def __init__(self, job_id: int, interval: float = 0.5):
+        self.job_id = job_id
+        self.interval = interval
+        self.done = 0
+        self.total: int | None = None
+        self.message = ""
+        self._written = 0.0
+
+    def step(self, message: str, total: int | None = None) -> None:
+        """Start a step called ``message`` of ``total`` units (counts restart at 0)."""
+        self.message = message[:300]
+        self.total = total
+        self.done = 0
+        self.flush()
+
+    def advance(self, units: int = 1) -> None:
+        """Count ``units`` more units of the current step as done."""
+        self.done += int(units)
+        if time.monotonic() - self._written >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        Job.objects.filter(pk=self.job_id).update(
+            done=self.done, total=self.total, message=self.message, heartbeat_at=timezone.now()
+        )
+        self._written = time.monotonic()
+
+
+class Beater:
+    """A daemon thread that refreshes the heartbeat of the jobs this process holds."""
+
+    def __init__(self) -> None:
+        self._held: set[int] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, job_id: int) -> None:
+        with self._lock:
+            self._held.add(job_id)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._beat, name="job-heartbeat")
+                self._thread.daemon = True
+                self._thread.start()
+
+    def release(self, job_id: int) -> None:
+        with self._lock:
+            self._held.discard(job_id)
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(heartbeat_seconds())
+            with self._lock:
+                held = list(self._held)
+            if not held:
+                continue
+            try:
+                close_old_connections()
+                Job.objects.filter(
+                    pk__in=held, status__in=(Job.Status.QUEUED, Job.Status.RUNNING)
+                ).update(heartbeat_at=timezone.now())
+            except Exception:  # a database hiccup must not kill the thread
+                logger.exception("job heartbeat failed")
+            finally:
+                connection.close()
+
+
+beater = Beater()

@@ -1,0 +1,62 @@
+"""The kinds of background job the apps offer, by name.
+
+Each app declares its kinds in its own ``jobs`` module (imported when the app is ready),
+so this app knows none of them: a kind names the function that does the work, the form
+that checks its arguments, the queue it runs on ("gpu" for work that wants a GPU), and the
+permission needed to start it.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django import forms
+
+QUEUES = ("default", "gpu")
+RESEARCH = "jobs.start_research_job"
+ADMIN = "jobs.start_admin_job"
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A kind of job: ``run(reporter, **arguments)`` does the work and returns a summary.
+
+    ``form`` validates arguments from a page or the command line into JSON values;
+    exceptions of ``user_errors`` are the user's to fix and their message is shown as the
+    job's error; anything else is reported as an internal error (traceback for admins).
+    """
+
+    name: str
+    title: str
+    run: Callable[..., dict | None]
+    form: type[forms.Form]
+    queue: str = "default"
+    permission: str = RESEARCH
+    user_errors: tuple[type[BaseException], ...] = (ValueError,)
+    describe: Callable[[dict], str] = field(default=lambda arguments: "")
+
+    def __post_init__(self) -> None:
+        if self.queue not in QUEUES:
+            raise ValueError(f"job kind {self.name!r}: unknown queue {self.queue!r}")
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def register(kind: JobKind) -> JobKind:
+    """Make ``kind`` available to pages, the CLI and workers (idempotent by name)."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> JobKind:
+    """The kind called ``name``; KeyError names the known ones."""
+    try:
+        return _KINDS[name]
+    except KeyError:
+        known = ", ".join(sorted(_KINDS)) or "none"
+        raise KeyError(f"unknown job kind {name!r} (known: {known})") from None
+
+
+def kinds() -> list[JobKind]:
+    """Every registered kind, by name."""
+    return [_KINDS[name] for name in sorted(_KINDS)]

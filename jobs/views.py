@@ -1,0 +1,136 @@
+"""Job pages: the list with forms to start jobs, one job's status, retry and its file."""
+
+import mimetypes
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from jobs import runner
+from jobs.models import Job
+from jobs.registry import JobKind, get_kind, kinds
+
+VIEW = "jobs.view_job"
+
+
+def _require(user, permission: str) -> None:
+    if not user.has_perm(permission):
+        raise PermissionDenied("You may not see or start these jobs.")
+
+
+def _kind(name: str) -> JobKind:
+    try:
+        return get_kind(name)
+    except KeyError:
+        raise Http404("unknown job kind") from None
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    """Recent jobs, and a form for the kind picked with ``?kind=`` among those you may start."""
+    _require(request.user, VIEW)
+    runner.reap_stale()
+    return _render_list(request, request.GET.get("kind"), None)
+
+
+def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpResponse:
+    startable = [kind for kind in kinds() if request.user.has_perm(kind.permission)]
+    chosen = next((k for k in startable if k.name == kind_name), None)
+    if chosen is not None and form is None:
+        form = chosen.form(initial={})
+    page = Paginator(Job.objects.select_related("created_by"), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "jobs/list.html",
+        {"page": page, "startable": startable, "chosen": chosen, "form": form},
+        status=400 if form is not None and form.is_bound else 200,
+    )
+
+
+@require_POST
+@login_required
+def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
+    """Queue a job of one kind from its form; errors come back on the form."""
+    kind = _kind(kind_name)
+    _require(request.user, kind.permission)
+    form = kind.form(data=request.POST)
+    if not form.is_valid():
+        return _render_list(request, kind.name, form)
+    job = runner.create(kind, runner.cleaned(form), request.user)
+    return redirect("job-detail", job_id=job.pk)
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """One job: status, progress, result or the reason it failed."""
+    _require(request.user, VIEW)
+    runner.reap_stale()
+    job = get_object_or_404(Job.objects.select_related("created_by", "retry_of"), pk=job_id)
+    kind = _kind_or_none(job.kind)
+    may_rerun = kind is not None and request.user.has_perm(kind.permission)
+    return render(
+        request,
+        "jobs/detail.html",
+        {"job": job, "kind": kind, "may_rerun": may_rerun, "retries": job.retries.all()},
+    )
+
+
+def _kind_or_none(name: str) -> JobKind | None:
+    try:
+        return get_kind(name)
+    except KeyError:
+        return None
+
+
+@login_required
+def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
+    """The job's state as JSON, for the page to poll."""
+    _require(request.user, VIEW)
+    runner.reap_stale()
+    job = get_object_or_404(Job, pk=job_id)
+    return JsonResponse(
+        {
+            "id": job.pk,
+            "status": job.status,
+            "done": job.done,
+            "total": job.total,
+            "percent": job.percent,
+            "message": job.message,
+            "error": job.error,
+            "finished": job.finished,
+        }
+    )
+
+
+@require_POST
+@login_required
+def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Queue a failed job again with the same arguments."""
+    job = get_object_or_404(Job, pk=job_id)
+    _require(request.user, _kind(job.kind).permission)
+    try:
+        again = runner.retry(job, request.user)
+    except runner.JobError as exc:
+        return render(request, "jobs/detail.html", {"job": job, "problem": str(exc)}, status=409)
+    return redirect("job-detail", job_id=again.pk)
+
+
+@login_required
+def job_output(request: HttpRequest, job_id: int) -> FileResponse:
+    """The file a finished job wrote, to those who may start that kind of job."""
+    job = get_object_or_404(Job, pk=job_id, status=Job.Status.SUCCEEDED)
+    _require(request.user, _kind(job.kind).permission)
+    root = Path(settings.FIREPOOL_JOB_OUTPUT_DIR).resolve()
+    path = Path(job.output).resolve() if job.output else None
+    if path is None or not path.is_relative_to(root) or not path.is_file():
+        raise Http404("this job left no file")
+    name = (job.result or {}).get("filename") or path.name
+    content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return FileResponse(
+        path.open("rb"), as_attachment=True, filename=name, content_type=content_type
+    )

@@ -1,0 +1,267 @@
+"""Background job kinds of the retrieval app: embed, train, predict, proxies, rescore.
+
+Each form checks its arguments against the database before a job is queued, so a bad
+name is a form error, not a failed job; each ``run_*`` calls one service and reports
+progress through the job's reporter.
+"""
+
+from django import forms
+from django.core.management.base import CommandError
+
+from jobs.progress import Reporter
+from jobs.registry import RESEARCH, JobKind, register
+from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
+from retrieval.proxies import PROXIES, RELEVANCES
+
+USER_ERRORS = (ValueError, CommandError)
+DEVICES = [("auto", "auto (GPU when present)"), ("cpu", "cpu"), ("cuda", "cuda")]
+
+
+def found_or_invalid(lookup, *args):
+    """The looked-up object, with a missing one turned into a form error."""
+    try:
+        return lookup(*args)
+    except CommandError as exc:
+        raise forms.ValidationError(str(exc)) from None
+
+
+class DatasetForm(forms.Form):
+    dataset = forms.CharField(max_length=100)
+
+    def clean_dataset(self) -> str:
+        return found_or_invalid(get_dataset, self.cleaned_data["dataset"]).name
+
+
+class ModelForm(DatasetForm):
+    model = forms.CharField(max_length=100)
+    split = forms.CharField(max_length=20, initial="test", required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if "dataset" in data and "model" in data:
+            found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
+        data["split"] = data.get("split") or "test"
+        return data
+
+
+class EmbedForm(ModelForm):
+    device = forms.ChoiceField(choices=DEVICES, initial="auto", required=False)
+    batch_size = forms.IntegerField(min_value=1, max_value=65536, initial=256, required=False)
+
+
+def run_embed(
+    reporter: Reporter,
+    dataset: str,
+    model: str,
+    split: str = "test",
+    device: str = "",
+    batch_size: int = 256,
+) -> dict:
+    from retrieval.models import Caption, Video
+    from retrieval.services.encoding import embed
+
+    found = get_model(get_dataset(dataset), model)
+    total = (
+        Caption.objects.filter(dataset=found.dataset, split=split).count()
+        + Video.objects.filter(dataset=found.dataset, split=split).count()
+    )
+    reporter.step(f"embedding captions and videos of the {split} split", total=total)
+    embeddings = embed(
+        found,
+        split=split,
+        device=device or "auto",
+        batch_size=batch_size,
+        progress=reporter.advance,
+    )
+    return {
+        "captions": len(embeddings.caption_ids),
+        "videos": len(embeddings.video_ids),
+        "dim": int(embeddings.captions.shape[1]),
+    }
+
+
+class TrainForm(DatasetForm):
+    model = forms.CharField(max_length=100)
+    epochs = forms.IntegerField(min_value=1, max_value=10000, required=False)
+    seed = forms.IntegerField(initial=0, required=False)
+    device = forms.ChoiceField(choices=DEVICES, initial="auto", required=False)
+    relevance = forms.ChoiceField(
+        choices=[(name, name) for name in RELEVANCES], initial="instance", required=False
+    )
+    threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if "dataset" in data and "model" in data:
+            found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
+        return data
+
+
+def run_train(
+    reporter: Reporter,
+    dataset: str,
+    model: str,
+    epochs: int | None = None,
+    seed: int = 0,
+    device: str = "",
+    relevance: str = "",
+    threshold: float | None = None,
+) -> dict:
+    from retrieval.services.encoding import train
+
+    found = get_model(get_dataset(dataset), model)
+    reporter.step(f"training {found.name} ({found.encoder}) on the train split")
+    train(
+        found,
+        epochs=epochs,
+        seed=seed,
+        device=device or "auto",
+        relevance=relevance or "instance",
+        threshold=threshold,
+    )
+    return found.training_log[-1]
+
+
+class PredictForm(ModelForm):
+    k = forms.IntegerField(min_value=1, max_value=10000, initial=20, required=False)
+    index = forms.ChoiceField(
+        choices=[("exact", "exact"), ("ivf", "ivf"), ("hnsw", "hnsw")],
+        initial="exact",
+        required=False,
+    )
+
+
+def run_predict(
+    reporter: Reporter,
+    dataset: str,
+    model: str,
+    split: str = "test",
+    k: int = 20,
+    index: str = "",
+) -> dict:
+    from retrieval.services.search import predict
+
+    found = get_model(get_dataset(dataset), model)
+    reporter.step(f"indexing and searching the {split} split (top {k})")
+    run = predict(found, k=k, split=split, index_kind=index or "exact")
+    return {"run": run.name, "queries": run.query_count, "depth": run.depth, **run.metadata}
+
+
+class ProxiesForm(DatasetForm):
+    proxy = forms.ChoiceField(choices=[(p, p) for p in (*PROXIES, "all")], initial="all")
+    split = forms.CharField(max_length=20, initial="test", required=False)
+    rebuild = forms.BooleanField(required=False)
+
+
+def run_proxies(
+    reporter: Reporter, dataset: str, proxy: str, split: str = "", rebuild: bool = False
+) -> dict:
+    from retrieval.services.proxies import ProxyOptions, proxy_relevance, proxy_summary
+
+    found = get_dataset(dataset)
+    names = PROXIES if proxy == "all" else (proxy,)
+    summaries = []
+    reporter.step("semantic-proxy matrices", total=len(names))
+    for name in names:
+        reporter.message = f"semantic-proxy matrix: {name}"
+        reporter.flush()
+        relevance = proxy_relevance(
+            found, ProxyOptions(name, split=split or "test"), workers=1, rebuild=rebuild
+        )
+        summary = proxy_summary(relevance)
+        summary.pop("path")
+        summaries.append(summary)
+        reporter.advance()
+    return {"dataset": found.name, "proxies": summaries}
+
+
+class RescoreForm(DatasetForm):
+    labels = forms.CharField(max_length=200, required=False, help_text="Label set name.")
+    runs = forms.CharField(max_length=2000, required=False, help_text="Comma-separated.")
+    only_labelled = forms.BooleanField(required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("dataset"):
+            dataset = get_dataset(data["dataset"])
+            if data.get("labels"):
+                found_or_invalid(get_label_set, dataset, data["labels"])
+            for name in split_names(data.get("runs", "")):
+                found_or_invalid(get_run, dataset, name)
+        return data
+
+
+def split_names(text: str) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def run_rescore(
+    reporter: Reporter,
+    dataset: str,
+    labels: str = "",
+    runs: str = "",
+    only_labelled: bool = False,
+) -> dict:
+    from retrieval.services.rescoring import rescore_dataset
+
+    found = get_dataset(dataset)
+    label_set = get_label_set(found, labels) if labels else None
+    reporter.step("re-scoring runs with the corrected positives")
+    scored = rescore_dataset(
+        found, label_set, split_names(runs) or None, only_labelled=only_labelled
+    )
+    return scored.result.as_dict()
+
+
+def _model_description(verb: str):
+    return lambda a: f"{verb} {a.get('model')} on {a.get('dataset')} ({a.get('split', 'train')})"
+
+
+for _kind in (
+    JobKind(
+        "embed",
+        "Embed captions and videos, build the index",
+        run_embed,
+        EmbedForm,
+        queue="gpu",
+        user_errors=USER_ERRORS,
+        describe=_model_description("embed with"),
+    ),
+    JobKind(
+        "train",
+        "Train a built-in encoder",
+        run_train,
+        TrainForm,
+        queue="gpu",
+        user_errors=USER_ERRORS,
+        describe=lambda a: f"train {a['model']} on {a['dataset']}",
+    ),
+    JobKind(
+        "predict",
+        "Search every query caption (a run)",
+        run_predict,
+        PredictForm,
+        user_errors=USER_ERRORS,
+        describe=_model_description("predict with"),
+    ),
+    JobKind(
+        "proxies",
+        "Semantic-proxy relevance matrices",
+        run_proxies,
+        ProxiesForm,
+        user_errors=USER_ERRORS,
+        describe=lambda a: f"{a['proxy']} proxy matrices of {a['dataset']}",
+    ),
+    JobKind(
+        "rescore",
+        "Re-score runs with a label set",
+        run_rescore,
+        RescoreForm,
+        permission=RESEARCH,
+        user_errors=USER_ERRORS,
+        describe=lambda a: (
+            f"re-score {a['dataset']}" + (f" with {a['labels']}" if a.get("labels") else "")
+        ),
+    ),
+):
+    register(_kind)

@@ -1,0 +1,44 @@
+"""Job kinds for the tests: count units slowly, or fail on request.
+
+Imported by the tests, and by the worker processes they start, which is how a real worker
+learns these kinds.
+"""
+
+import time
+
+from django import forms
+
+from jobs.progress import Reporter
+from jobs.registry import JobKind, register
+
+
+class CountForm(forms.Form):
+    units = forms.IntegerField(min_value=0)
+    seconds = forms.FloatField(min_value=0, required=False)
+    fail = forms.ChoiceField(choices=[("", "no"), ("user", "user"), ("bug", "bug")], required=False)
+
+
+def count(reporter: Reporter, units: int, seconds: float = 0.0, fail: str = "") -> dict:
+    """Count ``units`` over ``seconds``, then fail as asked or return the count."""
+    reporter.step("counting", total=units)
+    for _ in range(units):
+        time.sleep(seconds / max(units, 1))
+        reporter.advance()
+    if fail == "user":
+        raise ValueError("the count file test.txt, line 3, field 'units': not a number")
+    if fail == "bug":
+        raise RuntimeError("secret internals")
+    return {"counted": units}
+
+
+register(JobKind("test-count", "Count (tests)", count, CountForm, describe=lambda a: "count"))
+register(
+    JobKind(
+        "test-gpu-count",
+        "Count on the GPU queue (tests)",
+        count,
+        CountForm,
+        queue="gpu",
+        describe=lambda a: "count on gpu",
+    )
+)

@@ -1,0 +1,133 @@
+"""Jobs through the real database queue and real `db_worker` processes, on PostgreSQL.
+
+A job is enqueued and run by a separate worker process; a GPU job waits for a worker of the
+"gpu" queue; a worker killed with SIGKILL in the middle of a job leaves a job that is found
+by its stale heartbeat, reported as failed, and completed when retried on a new worker.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.db import connection
+
+from jobs import runner
+from jobs.models import Job
+from tests.jobs import kinds  # noqa: F401 - registers the test kinds here as in the workers
+
+ROOT = Path(__file__).resolve().parents[2]
+DATABASE_TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.backend.DatabaseBackend",
+        "QUEUES": ["default", "gpu"],
+    }
+}
+WORKER = (
+    "import django; django.setup(); import tests.jobs.kinds; "
+    "from django.core.management import call_command; "
+    "call_command('db_worker', '--queue-name', {queue!r}, '--interval', '0.2', "
+    "'--no-reload', '--no-startup-delay')"
+)
+
+pytestmark = [
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="the worker test runs on PostgreSQL (`make test` starts one)",
+    ),
+    pytest.mark.slow,
+]
+
+
+def test_database_url() -> str:
+    """DATABASE_URL naming the test database this test process uses."""
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+test_database_url.__test__ = False  # a helper, not a test
+
+
+def start_worker(queue: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "FIREPOOL_TASKS_BACKEND": "database",
+        "FIREPOOL_GPU_QUEUE": "1",
+        "FIREPOOL_JOB_HEARTBEAT_SECONDS": "0.5",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER.format(queue=queue)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_for(job: Job, condition, timeout: float = 60.0) -> Job:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if condition(job):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job.pk} still {job.status} ({job.error}) after {timeout} s")
+
+
+def stop(worker: subprocess.Popen) -> None:
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_jobs_and_a_killed_workers_job_is_reaped_and_retried(settings):
+    settings.TASKS = DATABASE_TASKS
+    settings.FIREPOOL_GPU_QUEUE = True
+    settings.FIREPOOL_JOB_STALE_SECONDS = 3
+    from django_tasks_db.models import DBTaskResult
+
+    workers = [start_worker("default")]
+    try:
+        # 1. Enqueued through the database queue, run by the worker process.
+        job = runner.submit("test-count", {"units": "5"})
+        assert DBTaskResult.objects.filter(queue_name="default").count() == 1
+        job = wait_for(job, lambda j: j.finished)
+        assert job.status == Job.Status.SUCCEEDED and job.result == {"counted": 5}
+        assert job.worker.endswith(f":{workers[0].pid}")
+
+        # 2. A GPU job waits for a worker of the gpu queue.
+        gpu = runner.submit("test-gpu-count", {"units": "2"})
+        time.sleep(2.0)
+        gpu.refresh_from_db()
+        assert gpu.status == Job.Status.QUEUED
+        workers.append(start_worker("gpu"))
+        gpu = wait_for(gpu, lambda j: j.finished)
+        assert gpu.status == Job.Status.SUCCEEDED
+        assert gpu.worker.endswith(f":{workers[1].pid}")
+
+        # 3. kill -9 the worker in the middle of a job.
+        slow = runner.submit("test-count", {"units": "40", "seconds": "4"})
+        slow = wait_for(slow, lambda j: j.status == Job.Status.RUNNING and j.done > 0)
+        stop(workers[0])
+        time.sleep(4.0)
+        assert runner.reap_stale() == 1
+        slow.refresh_from_db()
+        assert slow.status == Job.Status.FAILED and "stopped answering" in slow.error
+        assert 0 < slow.done < 40
+
+        # ... and retried on a new worker, it completes.
+        again = runner.retry(slow)
+        workers.append(start_worker("default"))
+        again = wait_for(again, lambda j: j.finished)
+        assert again.status == Job.Status.SUCCEEDED and again.result == {"counted": 40}
+        assert Job.objects.filter(status=Job.Status.RUNNING).count() == 0
+    finally:
+        for worker in workers:
+            stop(worker)
