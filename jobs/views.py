@@ -42,7 +42,8 @@ def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpRespo
     startable = [kind for kind in kinds() if request.user.has_perm(kind.permission)]
     chosen = next((k for k in startable if k.name == kind_name), None)
     if chosen is not None and form is None:
-        form = chosen.form(initial={})
+        # Links may prefill fields, e.g. /jobs/?kind=proxies&dataset=demo.
+        form = chosen.form(initial={k: v for k, v in request.GET.items() if k != "kind"})
     page = Paginator(Job.objects.select_related("created_by"), 50).get_page(request.GET.get("page"))
     return render(
         request,
