@@ -6,6 +6,20 @@ Everything that differs between a laptop and a deployment comes from the environ
 ``FIREPOOL_VAR_DIR``. The defaults are for local development only; with
 ``DJANGO_DEBUG=0`` the secure cookie and header settings switch on and a real secret key
 is required.
+
+``FIREPOOL_CACHE_URL`` picks the cache that holds login-failure counters and media grants
+(see ``config/cache_url.py``): ``locmem://`` (default, one process), ``db://firepool_cache``
+(run ``manage.py createcachetable`` first), ``redis://host:6379/0`` (needs the ``redis``
+package) or ``file:///path``. With several gunicorn workers use the database or Redis, or
+each worker counts failed logins on its own. Failed logins are limited by
+``FIREPOOL_LOGIN_FAILURES_PER_USER`` (per username and client address, default 5) and
+``FIREPOOL_LOGIN_FAILURES_PER_IP`` (per client address, default 50) within
+``FIREPOOL_LOGIN_WINDOW_SECONDS`` (default 300); behind N reverse proxies that append to
+X-Forwarded-For set ``FIREPOOL_TRUSTED_PROXIES=N`` so the client, not the proxy, is counted.
+Request size limits: ``DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE`` (bytes of a request body other
+than files, default 5 MiB), ``DJANGO_FILE_UPLOAD_MAX_MEMORY_SIZE`` (an uploaded file larger
+than this goes to a temporary file, default 5 MiB) and ``DJANGO_DATA_UPLOAD_MAX_NUMBER_FIELDS``
+(default 1000).
 """
 
 import os
@@ -13,6 +27,8 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from config.cache_url import cache_from_url
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -29,6 +45,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if not value:
         return default
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    """Read an integer environment variable."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from None
 
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -120,6 +147,17 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# Failed-login throttling (config/login_throttle.py), counted in the default cache.
+FIREPOOL_LOGIN_FAILURES_PER_USER = env_int("FIREPOOL_LOGIN_FAILURES_PER_USER", 5)
+FIREPOOL_LOGIN_FAILURES_PER_IP = env_int("FIREPOOL_LOGIN_FAILURES_PER_IP", 50)
+FIREPOOL_LOGIN_WINDOW_SECONDS = env_int("FIREPOOL_LOGIN_WINDOW_SECONDS", 300)
+FIREPOOL_TRUSTED_PROXIES = env_int("FIREPOOL_TRUSTED_PROXIES", 0)
+CACHES = {"default": cache_from_url(os.environ.get("FIREPOOL_CACHE_URL", "locmem://"))}
+
+# Request size limits: forms and JSON bodies stay small; larger uploaded files spill to disk.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_FILE_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = env_int("DJANGO_DATA_UPLOAD_MAX_NUMBER_FIELDS", 1000)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -154,6 +192,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Judge caption-video pairs and read campaigns.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs are for signed-in users, like the API they describe.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI's files come from the drf-spectacular-sidecar package: nothing is
     # fetched from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -171,6 +211,9 @@ FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR /
 FIREPOOL_PROXY_CACHE_DIR = Path(
     os.environ.get("FIREPOOL_PROXY_CACHE_DIR", VAR_DIR / "cache" / "proxies")
 )
+# Largest file an import reads (captions, labels, run files, embeddings, class files); a
+# bigger one is refused before it is read. Default 2 GiB.
+FIREPOOL_MAX_UPLOAD_BYTES = int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", 2 * 1024**3))
 
 # Background jobs through django.tasks. FIREPOOL_TASKS_BACKEND: "thread" (default: in the
 # web process, on a background thread; nothing else to run), "immediate" (inside the
@@ -187,16 +230,12 @@ if _TASKS_BACKEND not in TASK_BACKENDS:
     raise ImproperlyConfigured(
         f"FIREPOOL_TASKS_BACKEND must be one of {', '.join(TASK_BACKENDS)}, not {_TASKS_BACKEND!r}"
     )
-TASKS = {
-    "default": {"BACKEND": TASK_BACKENDS[_TASKS_BACKEND], "QUEUES": ["default", "gpu"]}
-}
+TASKS = {"default": {"BACKEND": TASK_BACKENDS[_TASKS_BACKEND], "QUEUES": ["default", "gpu"]}}
 FIREPOOL_GPU_QUEUE = env_bool("FIREPOOL_GPU_QUEUE", False)
 FIREPOOL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("FIREPOOL_JOB_HEARTBEAT_SECONDS", "10"))
 FIREPOOL_JOB_STALE_SECONDS = float(os.environ.get("FIREPOOL_JOB_STALE_SECONDS", "60"))
 # Files written by export jobs: served only through the job page, to those allowed.
-FIREPOOL_JOB_OUTPUT_DIR = Path(
-    os.environ.get("FIREPOOL_JOB_OUTPUT_DIR", VAR_DIR / "job-output")
-)
+FIREPOOL_JOB_OUTPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_OUTPUT_DIR", VAR_DIR / "job-output"))
 
 LOGGING = {
     "version": 1,
@@ -216,4 +255,6 @@ if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     SECURE_REFERRER_POLICY = "same-origin"
     X_FRAME_OPTIONS = "DENY"
+    # Pages send the CSRF token in their forms (judge.js reads it there), never from JS.
+    CSRF_COOKIE_HTTPONLY = True
 SESSION_COOKIE_HTTPONLY = True

@@ -6,12 +6,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation import views as annotation_views
+from config.auth_views import ThrottledLoginView
 from retrieval import views as retrieval_views
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The admin site's login form goes through the same throttle as the site's own.
+    path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
     path("media/<path:path>", retrieval_views.serve_media, name="media"),
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),

@@ -57,6 +57,7 @@ def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpRespo
 @login_required
 def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
     """Queue a job of one kind from its form; errors come back on the form."""
+    _require(request.user, VIEW)  # before any lookup: kind names are not for outsiders
     kind = _kind(kind_name)
     _require(request.user, kind.permission)
     form = kind.form(data=request.POST)
@@ -112,6 +113,7 @@ def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
 @login_required
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     """Queue a failed job again with the same arguments."""
+    _require(request.user, VIEW)  # before any lookup: job ids are not for outsiders
     job = get_object_or_404(Job, pk=job_id)
     _require(request.user, _kind(job.kind).permission)
     try:
@@ -124,6 +126,7 @@ def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 def job_output(request: HttpRequest, job_id: int) -> FileResponse:
     """The file a finished job wrote, to those who may start that kind of job."""
+    _require(request.user, VIEW)  # before any lookup: job ids are not for outsiders
     job = get_object_or_404(Job, pk=job_id, status=Job.Status.SUCCEEDED)
     _require(request.user, _kind(job.kind).permission)
     root = Path(settings.FIREPOOL_JOB_OUTPUT_DIR).resolve()

@@ -3,7 +3,6 @@
 import mimetypes
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import (
@@ -15,11 +14,10 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.shortcuts import get_object_or_404, render
-from django.utils._os import safe_join
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
-from retrieval import report_figures
+from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.proxies import proxy_table
@@ -48,12 +46,13 @@ def _read_slice(path: Path, first: int, length: int):
 @require_safe
 @login_required
 def serve_media(request: HttpRequest, path: str) -> HttpResponse:
-    """Serve a file under MEDIA_ROOT with Range support (206) so videos seek and start early."""
-    try:
-        full = Path(safe_join(settings.MEDIA_ROOT, path))
-    except Exception as exc:  # SuspiciousFileOperation: a path escaping the media root
-        raise Http404("Not found") from exc
-    if not full.is_file():
+    """Serve a known media file with Range support (206) so videos seek and start early.
+
+    Anything not found, outside the media root or not for this user is the same 404, so the
+    answer says nothing about which files exist (see :mod:`retrieval.media_access`).
+    """
+    full = media_access.media_file(path)
+    if full is None or not media_access.may_fetch(request.user, path):
         raise Http404("Not found")
     stat = full.stat()
     content_type = mimetypes.guess_type(full.name)[0] or "application/octet-stream"

@@ -1,10 +1,10 @@
 """The judging API: campaigns, next task, submit, undo, escalate and progress."""
 
 from django.db.models import Count, Q
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
+from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -79,11 +79,12 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         return queryset.none()
 
     def judging_campaign(self, pk) -> Campaign:
+        """The campaign the URL names; 404 (DRF's lookup) for a pk that is not even a number."""
         return get_object_or_404(Campaign.objects.select_related("dataset"), pk=pk)
 
     @extend_schema(responses={200: AssignmentSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
-    def next(self, request, pk=None):
+    def next(self, request, pk=None, format=None):
         """The pair to judge now and the one to preload (leased to you)."""
         campaign = self.judging_campaign(pk)
         got = assignment.assign(campaign, request.user)
@@ -99,7 +100,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         },
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
-    def submit(self, request, pk=None):
+    def submit(self, request, pk=None, format=None):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.judging_campaign(pk)
         values = pair_input(SubmitSerializer, request, campaign)
@@ -117,7 +118,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=None, responses={200: AssignmentSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
-    def undo(self, request, pk=None):
+    def undo(self, request, pk=None, format=None):
         """Take back your latest judgement in this campaign (within two minutes)."""
         campaign = self.judging_campaign(pk)
         try:
@@ -130,7 +131,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         request=EscalateSerializer, responses={200: AssignmentSerializer, 400: ErrorSerializer}
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
-    def escalate(self, request, pk=None):
+    def escalate(self, request, pk=None, format=None):
         """Send a pair you cannot judge to the admins, with a reason (not a label)."""
         campaign = self.judging_campaign(pk)
         values = pair_input(EscalateSerializer, request, campaign)
@@ -146,7 +147,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses={200: ProgressSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
-    def progress(self, request, pk=None):
+    def progress(self, request, pk=None, format=None):
         """What you judged today and how many labels the campaign still needs."""
         campaign = self.judging_campaign(pk)
         return Response(ProgressSerializer(assignment.progress(campaign, request.user)).data)

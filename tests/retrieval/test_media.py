@@ -3,7 +3,9 @@
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation import roles
 from retrieval.byte_range import ByteRange, UnsatisfiableRange, parse_range
+from retrieval.models import Dataset, Video
 
 PAYLOAD = bytes(range(256)) * 40  # 10,240 bytes, every offset distinguishable
 
@@ -43,16 +45,21 @@ def test_content_range_and_length():
 
 
 @pytest.fixture
-def clip(_isolated_media):
+def clip(_isolated_media, db):
+    """A video file under the media root, known to the database as a video's media."""
     path = _isolated_media / "videos" / "clip.webm"
     path.parent.mkdir()
     path.write_bytes(PAYLOAD)
+    dataset = Dataset.objects.create(name="media")
+    Video.objects.create(dataset=dataset, key="clip", media="videos/clip.webm")
     return path
 
 
 @pytest.fixture
 def logged_in(client, db):
+    """A researcher's client: researchers may fetch every known media file."""
     user = get_user_model().objects.create_user("viewer", password="pw-viewer-123")
+    user.groups.add(roles.ensure_groups()[roles.RESEARCHER])
     client.force_login(user)
     return client
 
@@ -114,16 +121,153 @@ def test_missing_file_is_404(logged_in, clip):
     assert logged_in.get("/media/videos/nope.webm").status_code == 404
 
 
+SECRET = b"top secret outside the media root"
+
+
+@pytest.fixture
+def secret(_isolated_media):
+    """A file next to the media root that must never be served."""
+    path = _isolated_media.parent / "secret.txt"
+    path.write_bytes(SECRET)
+    return path
+
+
+def _refused(client, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 404, url
+    assert SECRET not in response.content, url
+
+
 @pytest.mark.parametrize(
     "path",
     [
         "/media/../config/settings.py",
-        "/media/%2e%2e/config/settings.py",
+        "/media/../secret.txt",
+        "/media/%2e%2e/secret.txt",
+        "/media/%2E%2E/%2E%2E/etc/passwd",
+        "/media/%2e%2e%2fsecret.txt",
         "/media/videos/../../secret.txt",
+        "/media/videos/%2e%2e/%2e%2e/secret.txt",
+        "/media/videos/..%2f..%2fsecret.txt",
+        "/media/%252e%252e/secret.txt",
+        "/media/videos%5c..%5c..%5csecret.txt",
+        "/media/videos/clip.webm%00.txt",
+        "/media/./videos/clip.webm",
+        "/media/videos//clip.webm",
         "/media//etc/passwd",
+        "/media/%2fetc%2fpasswd",
     ],
 )
-def test_nothing_outside_media_root(logged_in, clip, path, _isolated_media):
-    (_isolated_media.parent / "secret.txt").write_text("secret")
-    response = logged_in.get(path)
-    assert response.status_code == 404
+def test_nothing_outside_media_root(logged_in, clip, secret, path):
+    _refused(logged_in, path)
+
+
+def test_absolute_path_of_a_real_file_is_refused(logged_in, clip, secret):
+    _refused(logged_in, "/media/" + str(secret))
+    _refused(logged_in, "/media/" + str(clip))
+
+
+def test_a_known_name_that_escapes_is_refused(logged_in, clip, secret):
+    """Even a video row naming a path outside the media root serves nothing."""
+    Video.objects.create(dataset=Dataset.objects.get(), key="escape", media="../secret.txt")
+    _refused(logged_in, "/media/../secret.txt")
+
+
+def test_symlinks_out_of_the_media_root_are_refused(logged_in, clip, secret, _isolated_media):
+    (_isolated_media / "videos" / "evil.webm").symlink_to(secret)
+    outside = _isolated_media.parent / "outside"
+    outside.mkdir()
+    (outside / "x.webm").write_bytes(SECRET)
+    (_isolated_media / "linked").symlink_to(outside, target_is_directory=True)
+    dataset = Dataset.objects.get()
+    for name in ("videos/evil.webm", "linked/x.webm"):
+        Video.objects.create(dataset=dataset, key=name, media=name)
+        _refused(logged_in, f"/media/{name}")
+
+
+def test_import_links_are_followed_but_not_beyond(logged_in, clip, secret, _isolated_media):
+    """``datasets/<name>`` links made by imports are served, a symlink inside them is not."""
+    outside = _isolated_media.parent / "corpus"
+    outside.mkdir()
+    (outside / "v1.webm").write_bytes(PAYLOAD)
+    (outside / "v2.webm").symlink_to(secret)
+    (_isolated_media / "datasets").mkdir()
+    (_isolated_media / "datasets" / "corpus").symlink_to(outside, target_is_directory=True)
+    dataset = Dataset.objects.get()
+    for key in ("v1", "v2"):
+        Video.objects.create(dataset=dataset, key=key, media=f"datasets/corpus/{key}.webm")
+    response = logged_in.get("/media/datasets/corpus/v1.webm")
+    assert response.status_code == 200 and _body(response) == PAYLOAD
+    _refused(logged_in, "/media/datasets/corpus/v2.webm")
+    _refused(logged_in, "/media/datasets/corpus/../../secret.txt")
+
+
+def test_files_the_database_does_not_name_are_not_served(logged_in, clip, _isolated_media):
+    (_isolated_media / "videos" / "stray.webm").write_bytes(PAYLOAD)
+    assert logged_in.get("/media/videos/stray.webm").status_code == 404
+
+
+def _user(username: str, role: str | None):
+    user = get_user_model().objects.create_user(username, password="pw-media-12345")
+    if role:
+        user.groups.add(roles.ensure_groups()[role])
+    return user
+
+
+@pytest.fixture
+def judged_media(db, _isolated_media):
+    """Two campaigns whose videos have files: one active, one closed; and a features file."""
+    from tests.annotation.test_assignment import make_campaign
+
+    active, closed = make_campaign(), make_campaign()
+    closed.status = "closed"
+    closed.save()
+    for campaign in (active, closed):
+        for video in Video.objects.filter(dataset=campaign.dataset):
+            name = f"videos/{campaign.dataset.name}/{video.key}.webm"
+            (_isolated_media / name).parent.mkdir(parents=True, exist_ok=True)
+            (_isolated_media / name).write_bytes(PAYLOAD)
+            video.media.name = name
+            video.save(update_fields=["media"])
+    video = active.pairs.first().video
+    video.features.name = "features/f.npy"
+    video.save(update_fields=["features"])
+    (_isolated_media / "features").mkdir()
+    (_isolated_media / "features" / "f.npy").write_bytes(b"features")
+    return active, closed
+
+
+def test_who_may_fetch_which_media(client, judged_media):
+    active, closed = judged_media
+    active_video = active.pairs.first().video.media.name
+    closed_video = closed.pairs.first().video.media.name
+    expected = {
+        # annotators: videos of active campaigns only; never feature files
+        roles.ANNOTATOR: {active_video: 200, closed_video: 404, "features/f.npy": 404},
+        roles.RESEARCHER: {active_video: 200, closed_video: 200, "features/f.npy": 200},
+        roles.ADMIN: {active_video: 200, closed_video: 200, "features/f.npy": 200},
+        None: {active_video: 404, closed_video: 404, "features/f.npy": 404},
+    }
+    for role, by_name in expected.items():
+        client.force_login(_user(f"user-{role}", role))
+        for name, status in by_name.items():
+            response = client.get(f"/media/{name}")
+            assert response.status_code == status, (role, name)
+            if status == 200:
+                assert _body(response) in (PAYLOAD, b"features")
+
+
+def test_annotator_keeps_the_videos_of_pairs_they_hold(client, judged_media):
+    """A pair leased before its campaign closed still plays for the annotator holding it."""
+    from annotation import assignment
+
+    active, _ = judged_media
+    holder, other = _user("holder", roles.ANNOTATOR), _user("other", roles.ANNOTATOR)
+    leased = assignment.assign(active, holder).current.pair.video.media.name
+    active.status = "paused"
+    active.save()
+    client.force_login(holder)
+    response = client.get(f"/media/{leased}")
+    assert response.status_code == 200 and _body(response) == PAYLOAD
+    client.force_login(other)
+    assert client.get(f"/media/{leased}").status_code == 404

@@ -1,0 +1,75 @@
+"""Which file under the media root a request names, and whether its user may fetch it.
+
+Only files the database knows (a video's media or features file) are ever served, and only
+when the path, with every symlink followed, stays inside the media root, or inside the
+directory a dataset import linked in as ``datasets/<name>`` (see
+:mod:`retrieval.services.importing`). Researchers and admins (``retrieval.view_video``)
+may fetch any such file; everyone else only what a registered grant allows: the annotation
+app grants annotators the videos of the campaigns they judge, without this app knowing
+about campaigns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Q
+
+from retrieval.models import Video
+from retrieval.services.importing import LINK_DIR
+
+VIEW_PERMISSION = "retrieval.view_video"
+GRANT_SECONDS = 300
+"""How long a yes is remembered per user and file, so a video's Range requests stay cheap
+(and so how long a right taken away, such as a closed campaign's videos, may still work)."""
+
+Grant = Callable[[object, str], bool]
+_grants: list[Grant] = []
+
+
+def register_grant(grant: Grant) -> Grant:
+    """Let ``grant(user, name)`` allow users without the view permission to fetch ``name``."""
+    if grant not in _grants:
+        _grants.append(grant)
+    return grant
+
+
+def media_file(name: str) -> Path | None:
+    """The real path of media file ``name`` (relative, '/'-separated), or None if unsafe or absent."""
+    parts = name.split("/")
+    if not name or "\x00" in name or "\\" in name or any(p in ("", ".", "..") for p in parts):
+        return None
+    root = Path(settings.MEDIA_ROOT).resolve()
+    try:
+        real = (root / name).resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, or a symlink loop
+        return None
+    base = root
+    if len(parts) > 2 and parts[0] == LINK_DIR and (root / LINK_DIR / parts[1]).is_symlink():
+        base = (root / LINK_DIR / parts[1]).resolve()
+    if not real.is_relative_to(base) or not real.is_file():
+        return None
+    return real
+
+
+def may_fetch(user, name: str) -> bool:
+    """True when ``user`` may fetch media file ``name`` (a known video or features file)."""
+    if not user.is_authenticated:
+        return False
+    # The session hash ties the answer to this account as it is now (a new password, or a
+    # new user that reuses a deleted one's id, starts afresh).
+    token = f"{user.pk}:{user.get_session_auth_hash()}:{name}"
+    key = "media-grant:" + hashlib.sha256(token.encode()).hexdigest()
+    if cache.get(key):
+        return True
+    if user.has_perm(VIEW_PERMISSION):
+        allowed = Video.objects.filter(Q(media=name) | Q(features=name)).exists()
+    else:
+        allowed = any(grant(user, name) for grant in _grants)
+    if allowed:
+        cache.set(key, True, GRANT_SECONDS)
+    return allowed

@@ -1,0 +1,663 @@
+"""Who may open what: every URL of the site against the four roles, and annotators kept apart.
+
+The matrix enumerates the project's URL resolver, so a URL added without an expected entry
+here fails :func:`test_every_url_pattern_has_expectations` until someone decides who may
+open it. Each role's test walks the whole table in one database (building the world once)
+and reports every mismatch together.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from annotation import assignment, roles
+from annotation.campaigns import CampaignSpec, create_campaign
+from annotation.exports import EXPORT_FORMATS
+from annotation.models import Campaign, Judgement, Pair
+from annotation.resolution import resolve_campaign
+from retrieval.models import Caption, RetrievalModel, Video
+from retrieval.runs import RankedLists
+from retrieval.services.demo import create_demo_dataset
+from retrieval.services.runs import store_run
+
+ANON, ANNOTATOR, RESEARCHER, ADMIN = "anonymous", "annotator", "researcher", "admin"
+SUPERUSER = "superuser"
+ROLES = (ANON, ANNOTATOR, RESEARCHER, ADMIN, SUPERUSER)
+"""The admin role is tested twice: as a member of the admin group, and as a superuser (the
+demo's admin account), who must get exactly what the admin role gets."""
+PASSWORD = "pw-authz-123456"
+LOGIN = 302  # redirect to the login page (checked to point there)
+
+
+@dataclass
+class World:
+    """The objects the URL table is filled in with."""
+
+    campaign: Campaign
+    closed: Campaign
+    users: dict[str, object]
+    other_annotator: object
+    campaign_video: str
+    other_video: str
+    features: str
+    research_job: int
+    admin_job: int
+
+    def fill(self, url: str) -> str:
+        return url.format(
+            c=self.campaign.pk,
+            closed=self.closed.pk,
+            ds=self.campaign.dataset.name,
+            other_ds=self.closed.dataset.name,
+            video=self.campaign_video,
+            other_video=self.other_video,
+            features=self.features,
+            research_job=self.research_job,
+            admin_job=self.admin_job,
+        )
+
+
+def _run(dataset, name: str, seed: int):
+    """A randomly scored run over the dataset's test queries and test videos."""
+    queries = np.array(
+        Caption.objects.filter(dataset=dataset, split="test", is_query=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    videos = np.array(
+        Video.objects.filter(dataset=dataset, split="test")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    scores = np.random.default_rng(seed).random((len(queries), len(videos)))
+    order = np.argsort(-scores, axis=1)
+    model = RetrievalModel.objects.create(dataset=dataset, name=name, source="run")
+    lists = RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1))
+    return store_run(model, name, lists)
+
+
+def _user(username: str, role: str | None, *, staff: bool = False):
+    user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=staff)
+    if role:
+        user.groups.add(roles.ensure_groups()[role])
+    return user
+
+
+def _judge_all(campaign: Campaign, annotator, *, flip: bool, limit: int | None = None) -> int:
+    """Let ``annotator`` judge until nothing is left (or ``limit`` labels), labels set by ``flip``."""
+    done = 0
+    while limit is None or done < limit:
+        current = assignment.assign(campaign, annotator).current
+        if current is None:
+            break
+        relevant = (current.pair.video_id % 2 == 0) != flip
+        label = "relevant" if relevant else "irrelevant"
+        assignment.submit(annotator, current.pair.pk, label, uuid.uuid4(), seconds=2.0)
+        done += 1
+    return done
+
+
+def _jobs(output_dir) -> tuple[int, int]:
+    """A finished re-scoring job (a researcher's kind) and a finished export with its file."""
+    from jobs.models import Job
+
+    research = Job.objects.create(kind="rescore", status=Job.Status.SUCCEEDED)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "labels.csv").write_text("caption,video,label\n")
+    export = Job.objects.create(
+        kind="export",
+        status=Job.Status.SUCCEEDED,
+        output=str(output_dir / "labels.csv"),
+        result={"filename": "labels.csv"},
+    )
+    return research.pk, export.pk
+
+
+@pytest.fixture
+def world(db, _isolated_media, settings, tmp_path) -> World:
+    """A small demo world: a judged campaign, a closed one on another dataset, four roles.
+
+    Two annotators label the active campaign (every pair wants two labels); the first judges
+    everything, the second half of it, so the second still has work and disagreements exist.
+    """
+    users = {
+        ANNOTATOR: _user("ann1", roles.ANNOTATOR),
+        RESEARCHER: _user("res", roles.RESEARCHER, staff=True),
+        ADMIN: _user("boss", roles.ADMIN, staff=True),
+        SUPERUSER: get_user_model().objects.create_superuser("root", password=PASSWORD),
+    }
+    other = _user("ann2", roles.ANNOTATOR)
+    dataset = create_demo_dataset(name="authz", n_videos=12, seed=3, workers=1)
+    runs = [_run(dataset, "alpha", 0), _run(dataset, "beta", 1)]
+    campaign = create_campaign(
+        dataset,
+        runs,
+        CampaignSpec(name="authz-campaign", depth=3, second_label_rate=1.0, max_labels=2),
+    )
+    total = _judge_all(campaign, users[ANNOTATOR], flip=False)
+    _judge_all(campaign, other, flip=True, limit=total // 2)
+    resolve_campaign(campaign)
+    # The second annotator's unused leases run out, as if they had walked away.
+    assignment.release_expired(campaign, campaign.created_at.replace(year=9999))
+    elsewhere = create_demo_dataset(name="elsewhere", n_videos=6, seed=4, workers=1)
+    closed = create_campaign(
+        elsewhere,
+        [_run(elsewhere, "gamma", 2)],
+        CampaignSpec(name="closed-campaign", depth=2, second_label_rate=0.0),
+    )
+    closed.status = Campaign.Status.CLOSED
+    closed.save()
+    campaign_video = Pair.objects.filter(campaign=campaign).first().video
+    other_video = Pair.objects.filter(campaign=closed).first().video
+    features = f"features/{campaign_video.key}.npy"
+    (_isolated_media / "features").mkdir()
+    (_isolated_media / features).write_bytes(b"\x93NUMPY fake features")
+    campaign_video.features.name = features
+    campaign_video.save(update_fields=["features"])
+    settings.FIREPOOL_JOB_OUTPUT_DIR = tmp_path / "job-output"
+    research_job, admin_job = _jobs(settings.FIREPOOL_JOB_OUTPUT_DIR)
+    return World(
+        research_job=research_job,
+        admin_job=admin_job,
+        campaign=campaign,
+        closed=closed,
+        users=users,
+        other_annotator=other,
+        campaign_video=campaign_video.media.name,
+        other_video=other_video.media.name,
+        features=features,
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One request and the status each role should get (a tuple: any of those)."""
+
+    pattern: str
+    url: str
+    expect: dict[str, int | tuple[int, ...]]
+    method: str = "get"
+    data: dict = field(default_factory=dict)
+
+
+def page(pattern: str, url: str, annotator, researcher, admin, anonymous=LOGIN, **kw) -> Case:
+    expect = {ANON: anonymous, ANNOTATOR: annotator, RESEARCHER: researcher, ADMIN: admin}
+    return Case(pattern, url, expect, **kw)
+
+
+# Who may judge: annotators and admins. Who may read campaigns and reports: researchers and
+# admins. Who may change things (adjudicate, export, resolve, the admin site's forms): admins.
+# Anonymous visitors are sent to the login page, or get 403 from the API.
+STAFF_ONLY = {"annotator": 403, "researcher": 200, "admin": 200}
+ADMIN_ONLY = {"annotator": 403, "researcher": 403, "admin": 200}
+JUDGES = {"annotator": 200, "researcher": 403, "admin": 200}
+API_READ = {"annotator": 200, "researcher": 200, "admin": 200}
+API_ANON = 403
+
+EXPORTS = [
+    page(
+        "campaigns/<int:campaign_id>/export/<str:fmt>/",
+        f"/campaigns/{{c}}/export/{fmt}/",
+        **ADMIN_ONLY,
+    )
+    for fmt in EXPORT_FORMATS
+]
+
+CASES: list[Case] = [
+    page("", "/", annotator=302, researcher=200, admin=200),
+    page("login/", "/login/", 200, 200, 200, anonymous=200),
+    page("logout/", "/logout/", 405, 405, 405, anonymous=405),
+    page("logout/", "/logout/", 302, 302, 302, anonymous=302, method="post"),
+    # Media: annotators only get the videos of campaigns they can judge.
+    page("media/<path:path>", "/media/{video}", 200, 200, 200),
+    page("media/<path:path>", "/media/{other_video}", 404, 200, 200),
+    page("media/<path:path>", "/media/{features}", 404, 200, 200),
+    page("media/<path:path>", "/media/demo/authz/missing.webm", 404, 404, 404),
+    page("media/<path:path>", "/media/{video}", 405, 405, 405, anonymous=405, method="post"),
+    # Judging pages.
+    page("judge/", "/judge/", **JUDGES),
+    page("judge/<int:campaign_id>/", "/judge/{c}/", **JUDGES),
+    page("judge/<int:campaign_id>/", "/judge/999999/", annotator=404, researcher=403, admin=404),
+    # Campaign pages.
+    page("campaigns/", "/campaigns/", **STAFF_ONLY),
+    page("campaigns/<int:campaign_id>/agreement/", "/campaigns/{c}/agreement/", **STAFF_ONLY),
+    page(
+        "campaigns/<int:campaign_id>/agreement/",
+        "/campaigns/999999/agreement/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    page("campaigns/<int:campaign_id>/adjudicate/", "/campaigns/{c}/adjudicate/", **ADMIN_ONLY),
+    page(
+        "campaigns/<int:campaign_id>/adjudicate/",
+        "/campaigns/{c}/adjudicate/",
+        annotator=403,
+        researcher=403,
+        admin=404,  # past the role check: there is no pair 0
+        method="post",
+        data={"pair": "0", "decision": "maybe"},
+    ),
+    *EXPORTS,
+    page(
+        "campaigns/<int:campaign_id>/export/<str:fmt>/",
+        "/campaigns/{c}/export/xlsx/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/resolve/",
+        "/campaigns/{c}/resolve/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/resolve/",
+        "/campaigns/{c}/resolve/",
+        annotator=403,
+        researcher=403,
+        admin=302,
+        method="post",
+    ),
+    # Label sets and reports.
+    page("label-sets/", "/label-sets/", **STAFF_ONLY),
+    page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
+    page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
+    page("reports/<str:dataset_name>/data/", "/reports/{ds}/data/", **STAFF_ONLY),
+    # The API: everything needs a login; judging needs the annotator (or admin) role.
+    page("api/", "/api/", **API_READ, anonymous=API_ANON),
+    page("api/<drf_format_suffix:format>", "/api/.json", **API_READ, anonymous=API_ANON),
+    page("api/^campaigns/$", "/api/campaigns/", **API_READ, anonymous=API_ANON),
+    page(
+        "api/^campaigns/$",
+        "/api/campaigns/",
+        405,
+        405,
+        405,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns.json",
+        **API_READ,
+        anonymous=API_ANON,
+    ),
+    page("api/^campaigns/(?P<pk>[^/.]+)/$", "/api/campaigns/{c}/", **API_READ, anonymous=API_ANON),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/$",
+        "/api/campaigns/{closed}/",
+        annotator=404,
+        researcher=200,
+        admin=200,
+        anonymous=API_ANON,
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}.json",
+        **API_READ,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/next/$",
+        "/api/campaigns/{c}/next/",
+        **JUDGES,
+        anonymous=API_ANON,
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/next\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/next.json",
+        **JUDGES,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/next/$",
+        "/api/campaigns/{c}/next/",
+        405,
+        403,
+        405,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/progress/$",
+        "/api/campaigns/{c}/progress/",
+        **JUDGES,
+        anonymous=API_ANON,
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/progress\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/progress.json",
+        **JUDGES,
+        anonymous=API_ANON,
+    ),
+    # An empty body is refused as invalid (400) only once the role is allowed in.
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/submit/$",
+        "/api/campaigns/{c}/submit/",
+        400,
+        403,
+        400,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/submit\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/submit.json",
+        400,
+        403,
+        400,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/submit/$",
+        "/api/campaigns/{c}/submit/",
+        405,
+        403,
+        405,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/escalate/$",
+        "/api/campaigns/{c}/escalate/",
+        400,
+        403,
+        400,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/escalate\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/escalate.json",
+        400,
+        403,
+        400,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    # Undo takes back the caller's own latest label (200, or 409 once too old); the admin has
+    # none of their own in this campaign (404) and never undoes an annotator's.
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/undo/$",
+        "/api/campaigns/{c}/undo/",
+        (200, 409),
+        403,
+        404,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/undo\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/undo.json",
+        (200, 409),
+        403,
+        404,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page("api/schema/", "/api/schema/", 200, 200, 200, anonymous=API_ANON),
+    page("api/docs/", "/api/docs/", 200, 200, 200, anonymous=API_ANON),
+    # The admin site as a group: researchers read, admins change, annotators never enter.
+    page("admin/", "/admin/", annotator=302, researcher=200, admin=200),
+    page("admin/", "/admin/annotation/judgement/", annotator=302, researcher=200, admin=200),
+    page("admin/", "/admin/annotation/campaign/add/", annotator=302, researcher=403, admin=200),
+    page("admin/", "/admin/retrieval/video/", annotator=302, researcher=200, admin=200),
+    page("admin/", "/admin/auth/user/", annotator=302, researcher=403, admin=200),
+    page("admin/login/", "/admin/login/", 200, 200, 200, anonymous=200),
+    # The lead's jobs app (jobs/urls.py): annotators never; researchers start research jobs,
+    # admins every kind. Invalid (empty) forms come back as 400 and queue nothing.
+    page("jobs/", "/jobs/", **STAFF_ONLY),
+    page("jobs/start/<str:kind_name>/", "/jobs/start/rescore/", 405, 405, 405, anonymous=405),
+    page(
+        "jobs/start/<str:kind_name>/",
+        "/jobs/start/rescore/",
+        annotator=403,
+        researcher=400,
+        admin=400,
+        method="post",
+    ),
+    page(
+        "jobs/start/<str:kind_name>/",
+        "/jobs/start/export/",
+        annotator=403,
+        researcher=403,
+        admin=400,
+        method="post",
+    ),
+    page("jobs/<int:job_id>/", "/jobs/{research_job}/", **STAFF_ONLY),
+    page("jobs/<int:job_id>/status/", "/jobs/{research_job}/status/", **STAFF_ONLY),
+    # Only a failed job can be retried: 409 here means the role got past the check.
+    page(
+        "jobs/<int:job_id>/retry/",
+        "/jobs/{research_job}/retry/",
+        annotator=403,
+        researcher=409,
+        admin=409,
+        method="post",
+    ),
+    page(
+        "jobs/<int:job_id>/retry/",
+        "/jobs/{admin_job}/retry/",
+        annotator=403,
+        researcher=403,
+        admin=409,
+        method="post",
+    ),
+    page("jobs/<int:job_id>/output/", "/jobs/{admin_job}/output/", **ADMIN_ONLY),
+    page(
+        "jobs/<int:job_id>/output/",
+        "/jobs/{research_job}/output/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+]
+"""The expected status of every URL pattern, per role (``pattern`` names the route)."""
+
+
+def _patterns(resolvers, prefix: str = "") -> Iterator[str]:
+    for entry in resolvers:
+        if isinstance(entry, URLResolver):
+            yield from _patterns(entry.url_patterns, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            yield prefix + str(entry.pattern)
+
+
+def site_patterns() -> set[str]:
+    """Every route of the site; the admin site's own routes count as one group ``admin/``."""
+    found = set()
+    for route in _patterns(get_resolver().url_patterns):
+        if route.startswith("admin/") and route != "admin/login/":
+            route = "admin/"
+        found.add(route)
+    return found
+
+
+def test_every_url_pattern_has_expectations():
+    covered = {case.pattern for case in CASES}
+    missing = site_patterns() - covered
+    assert not missing, f"URL patterns with no expected status per role: {sorted(missing)}"
+    stale = covered - site_patterns()
+    assert not stale, f"expectations for URL patterns that no longer exist: {sorted(stale)}"
+
+
+def _client(world: World, role: str) -> Client:
+    client = Client()
+    if role != ANON:
+        client.force_login(world.users[role])
+    return client
+
+
+def _request(client: Client, case: Case, world: World):
+    url = world.fill(case.url)
+    if case.method == "post":
+        return client.post(url, case.data)
+    return client.get(url)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_authorisation_matrix(world, role):
+    wrong = []
+    for case in CASES:
+        # A fresh session per request: logging out must not change what later cases see.
+        response = _request(_client(world, role), case, world)
+        expected = case.expect[ADMIN if role == SUPERUSER else role]
+        allowed = expected if isinstance(expected, tuple) else (expected,)
+        got = response.status_code
+        if got not in allowed:
+            wrong.append(f"{case.method.upper()} {case.url}: expected {expected}, got {got}")
+        elif (
+            got == LOGIN
+            and role == ANON
+            and not response["Location"].startswith(("/login/", "/admin/login/"))
+        ):
+            wrong.append(f"{case.url}: redirected to {response['Location']}, not the login")
+        body = _body(response)
+        if role == ANNOTATOR and world.other_annotator.username.encode() in body:
+            wrong.append(f"{case.method.upper()} {case.url}: shows the other annotator's name")
+    assert not wrong, f"{role}:\n" + "\n".join(wrong)
+
+
+def _body(response) -> bytes:
+    if hasattr(response, "streaming_content"):
+        return b"".join(response.streaming_content)  # also closes served files
+    return response.content
+
+
+def _api(world: World, user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+TASK_FIELDS = {"pair", "caption", "caption_key", "video_url", "expires_at"}
+
+
+def test_annotator_api_answers_only_about_their_own_work(world):
+    """Next, progress and submit carry the caller's tasks and counts, never others' labels."""
+    other = world.other_annotator
+    base = f"/api/campaigns/{world.campaign.pk}/"
+    client = _api(world, other)
+    got = client.get(base + "next/").json()
+    assert got["current"] is not None, "the second annotator still has pairs to judge"
+    for task in (got["current"], got["upcoming"]):
+        assert task is None or set(task) == TASK_FIELDS
+    mine = Judgement.objects.filter(annotator=other, undone_at__isnull=True).count()
+    theirs = Judgement.objects.filter(annotator=world.users[ANNOTATOR]).count()
+    assert 0 < mine < theirs
+    progress = client.get(base + "progress/").json()
+    assert progress["judged_total"] == mine
+    pair = got["current"]["pair"]
+    # The first annotator labelled this pair; nothing of that label comes back.
+    assert Judgement.objects.filter(pair_id=pair, annotator=world.users[ANNOTATOR]).exists()
+    submitted = client.post(
+        base + "submit/",
+        {"pair": pair, "label": "relevant", "uuid": str(uuid.uuid4())},
+        content_type="application/json",
+    )
+    assert submitted.status_code == 200
+    text = json.dumps(submitted.json())
+    assert world.users[ANNOTATOR].username not in text
+    assert set(submitted.json()) == {
+        "campaign",
+        "current",
+        "upcoming",
+        "progress",
+        "finished",
+        "judgement",
+        "created",
+    }
+    listing = json.dumps(client.get("/api/campaigns/").json())
+    assert world.users[ANNOTATOR].username not in listing
+    assert world.closed.name not in listing  # a closed campaign is not theirs to see
+
+
+def test_annotator_cannot_reuse_or_undo_another_annotators_judgement(world):
+    first, other = world.users[ANNOTATOR], world.other_annotator
+    theirs = Judgement.objects.filter(annotator=first).order_by("-created_at").first()
+    base = f"/api/campaigns/{world.campaign.pk}/"
+    client = _api(world, other)
+    stolen = client.post(
+        base + "submit/",
+        {"pair": theirs.pair_id, "label": "irrelevant", "uuid": str(theirs.uuid)},
+        content_type="application/json",
+    )
+    assert stolen.status_code == 409 and stolen.json()["code"] == "conflict"
+    assert first.username not in stolen.content.decode()
+    before = set(
+        Judgement.objects.filter(annotator=first, undone_at__isnull=True).values_list(
+            "pk", flat=True
+        )
+    )
+    undone = client.post(base + "undo/")
+    assert undone.status_code in (200, 409)
+    after = set(
+        Judgement.objects.filter(annotator=first, undone_at__isnull=True).values_list(
+            "pk", flat=True
+        )
+    )
+    assert before == after
+    theirs.refresh_from_db()
+    assert theirs.label != "" and theirs.undone_at is None
+
+
+def test_others_labels_reach_researchers_but_never_annotators(world):
+    """The agreement page names both annotators for a researcher; an annotator gets a bare 403."""
+    agreement = f"/campaigns/{world.campaign.pk}/agreement/"
+    research = _api(world, world.users[RESEARCHER]).get(agreement)
+    assert research.status_code == 200
+    assert world.other_annotator.username.encode() in research.content
+    annotator = _api(world, world.users[ANNOTATOR])
+    urls = [
+        agreement,
+        f"/campaigns/{world.campaign.pk}/adjudicate/",
+        *(f"/campaigns/{world.campaign.pk}/export/{fmt}/" for fmt in EXPORT_FORMATS),
+        "/label-sets/",
+        f"/reports/{world.campaign.dataset.name}/",
+        f"/reports/{world.campaign.dataset.name}/data/",
+        f"/jobs/{world.admin_job}/output/",
+        "/admin/annotation/judgement/",
+        f"/media/{world.features}",
+    ]
+    captions = list(
+        Caption.objects.filter(dataset=world.campaign.dataset).values_list("text", flat=True)
+    )
+    for url in urls:
+        response = annotator.get(url)
+        body = _body(response)
+        assert response.status_code in (302, 403, 404), url
+        assert world.other_annotator.username.encode() not in body, url
+        assert world.users[ANNOTATOR].username.encode() not in body, url
+        assert not any(text.encode() in body for text in captions), url
+        assert b"relevant" not in body.lower(), url
+
+
+def test_state_changing_requests_need_the_csrf_token(world):
+    """Session-authenticated POSTs without the token are refused, API included."""
+    c = world.campaign.pk
+    for role, url in (
+        (ANNOTATOR, f"/api/campaigns/{c}/submit/"),
+        (ANNOTATOR, f"/api/campaigns/{c}/undo/"),
+        (ADMIN, f"/campaigns/{c}/resolve/"),
+        (ADMIN, f"/campaigns/{c}/adjudicate/"),
+        (RESEARCHER, "/jobs/start/rescore/"),
+        (ANNOTATOR, "/logout/"),
+    ):
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(world.users[role])
+        response = client.post(url, {})
+        assert response.status_code == 403, url
+        assert b"CSRF" in response.content, url
