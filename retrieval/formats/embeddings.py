@@ -6,14 +6,17 @@ is registered: shapes, equal d, finite values, and ids that are unique and (by t
 known in the dataset.
 """
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as np_format
 
-from retrieval.formats.records import FormatError, read_lines
+from retrieval.formats.records import KEY_MAX_LENGTH, FormatError, check_size, read_lines
 
 FILES = ("captions.npy", "videos.npy", "caption_ids.txt", "video_ids.txt")
+NPY_MAGIC = b"\x93NUMPY"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ def read_ids(path: Path) -> list[str]:
         key = line.strip()
         if not key:
             raise FormatError(path.name, number, "id", "blank line (one id per row expected)")
+        if len(key) > KEY_MAX_LENGTH:
+            raise FormatError(path.name, number, "id", f"longer than {KEY_MAX_LENGTH} characters")
         if key in seen:
             raise FormatError(
                 path.name, number, "id", f"duplicate id {key!r} (first on line {seen[key]})"
@@ -45,19 +50,70 @@ def read_ids(path: Path) -> list[str]:
     return keys
 
 
+def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """Check that ``path`` is a plain ``.npy`` file whose data fills it exactly.
+
+    The header is read on its own, before any array is allocated, so a zip (``.npz``), a
+    pickle, a truncated file or a header that claims a terabyte are refused with a
+    FormatError naming the file, instead of a MemoryError or a half-read array.
+    """
+    size = check_size(path, name=path.name)
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(len(NPY_MAGIC))
+            if start != NPY_MAGIC:
+                raise FormatError(path.name, None, None, _not_npy(start))
+            handle.seek(0)
+            version = np_format.read_magic(handle)
+            if version == (1, 0):
+                shape, fortran, dtype = np_format.read_array_header_1_0(handle)
+            else:
+                shape, fortran, dtype = np_format.read_array_header_2_0(handle)
+            offset = handle.tell()
+    except FormatError:
+        raise
+    except Exception as exc:  # numpy parses the header with ast and tokenize: many types
+        raise FormatError(
+            path.name, None, None, f"not a readable .npy array (bad header: {exc})"
+        ) from None
+    if dtype.hasobject:
+        raise FormatError(path.name, None, None, "holds Python objects (pickled), not numbers")
+    expected = math.prod(shape) * dtype.itemsize
+    if expected != size - offset:
+        raise FormatError(
+            path.name,
+            None,
+            None,
+            f"header says shape {shape} of {dtype} ({expected:,} bytes of data) but the file "
+            f"holds {size - offset:,} (truncated or corrupted)",
+        )
+    return tuple(shape), dtype
+
+
+def _not_npy(start: bytes) -> str:
+    """Why a file that lacks the ``.npy`` magic is not one, naming what it looks like."""
+    if start.startswith(b"PK"):
+        return "not a readable .npy array: a zip archive (.npz?); save it with numpy.save"
+    if start[:1] == b"\x80":
+        return "not a readable .npy array: a pickle; save the matrix with numpy.save"
+    return "not a readable .npy array (no numpy magic header)"
+
+
 def read_matrix(path: Path) -> np.ndarray:
-    """Load a 2-D float matrix without executing pickled objects."""
+    """Load a non-empty 2-D matrix of real numbers as float32, never unpickling anything."""
+    shape, dtype = read_npy_header(path)
+    if len(shape) != 2 or shape[0] == 0 or shape[1] == 0:
+        raise FormatError(
+            path.name, None, None, f"expected a non-empty 2-D array, got shape {shape}"
+        )
+    if dtype.fields is not None or not np.issubdtype(dtype, np.number) or dtype.kind == "c":
+        raise FormatError(path.name, None, None, f"expected real numbers, got dtype {dtype}")
     try:
         matrix = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise FormatError(path.name, None, None, f"not a readable .npy array ({exc})") from exc
-    if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
-        raise FormatError(
-            path.name, None, None, f"expected a non-empty 2-D array, got shape {matrix.shape}"
-        )
-    if not np.issubdtype(matrix.dtype, np.number) or np.iscomplexobj(matrix):
-        raise FormatError(path.name, None, None, f"expected real numbers, got dtype {matrix.dtype}")
-    matrix = matrix.astype(np.float32, copy=False)
+        raise FormatError(path.name, None, None, f"not a readable .npy array ({exc})") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        matrix = matrix.astype(np.float32, copy=False)
     bad = ~np.isfinite(matrix)
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
@@ -65,7 +121,7 @@ def read_matrix(path: Path) -> np.ndarray:
             path.name,
             row + 1,
             f"column {col}",
-            "value is not finite (NaN or infinity)",
+            "value is not finite (NaN or infinity, or too large for float32)",
             where="row {}",
         )
     return matrix

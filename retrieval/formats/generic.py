@@ -8,7 +8,6 @@ class-id lists ``verb_classes`` and ``noun_classes`` (space-separated in CSV, or
 """
 
 import csv
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from retrieval.formats.records import (
     CaptionRecord,
     FormatError,
     check_clip,
+    loads_json,
     parse_bool,
     parse_class_ids,
     parse_field,
@@ -38,12 +38,7 @@ def parse_jsonl(path: Path) -> Iterator[CaptionRecord]:
     for line, text in read_lines(path):
         if not text.strip():
             continue
-        try:
-            values = json.loads(text.rstrip("\r\n"))
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                path, line, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-            ) from None
+        values = loads_json(path, line, text.rstrip("\r\n"))
         if not isinstance(values, dict):
             raise FormatError(path, line, None, "expected a JSON object")
         for name in REQUIRED:

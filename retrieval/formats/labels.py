@@ -26,6 +26,7 @@ from retrieval.formats.records import (
     KEY_MAX_LENGTH,
     FormatError,
     json_type,
+    loads_json,
     parse_bool,
     parse_field,
     parse_int,
@@ -51,6 +52,8 @@ AUTO_LABEL = "auto_label"
 RANK_PREFIX = "rank:"
 ANNOTATOR_SEPARATOR = ";"
 RAW_REQUIRED = ("caption_id", "video_id", "annotator", "label")
+MAX_VOTES = 32767
+"""Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
 
 T = TypeVar("T")
 
@@ -200,12 +203,14 @@ def parse_label(value: object) -> int:
 
 
 def parse_count(value: object) -> int:
-    """A non-negative number of labels; missing (None or empty) means 0."""
+    """A number of labels from 0 to :data:`MAX_VOTES`; missing (None or empty) means 0."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return 0
     count = parse_int(value)
     if count < 0:
         raise ValueError(f"negative count: {count}")
+    if count > MAX_VOTES:
+        raise ValueError(f"count {count} is over {MAX_VOTES:,}")
     return count
 
 
@@ -482,12 +487,7 @@ def _json_objects(path: Path, required: Sequence[str]) -> Iterator[tuple[int, di
     for line, text in read_lines(path):
         if not text.strip():
             continue
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                path, line, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-            ) from None
+        values = loads_json(path, line, text)
         if not isinstance(values, dict):
             raise FormatError(path, line, None, f"expected a JSON object, got {json_type(values)}")
         for name in required:

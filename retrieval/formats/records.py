@@ -8,6 +8,7 @@ so a user can fix the file without a traceback.
 import ast
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,11 @@ from typing import TypeVar
 KEY_MAX_LENGTH = 255
 SPLIT_MAX_LENGTH = 32
 URL_MAX_LENGTH = 1000
+DEFAULT_MAX_UPLOAD_BYTES = 2 * 1024**3
+"""Size limit of an imported file when Django's settings do not set FIREPOOL_MAX_UPLOAD_BYTES."""
+MAX_LINE_BYTES = 16 * 1024**2
+"""Longest line a line-based file may have; longer means a binary or mangled file."""
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 T = TypeVar("T")
 
@@ -79,18 +85,63 @@ class FormatError(Exception):
         return f"{', '.join(parts)}: {self.message}"
 
 
+def max_upload_bytes() -> int:
+    """The size limit of imported files: ``settings.FIREPOOL_MAX_UPLOAD_BYTES`` if configured.
+
+    Read at call time so tests and deployments can change it; outside Django the
+    environment variable of the same name (or the default) applies.
+    """
+    from django.conf import settings
+
+    if settings.configured and hasattr(settings, "FIREPOOL_MAX_UPLOAD_BYTES"):
+        return int(settings.FIREPOOL_MAX_UPLOAD_BYTES)
+    return int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
+
+
+def check_size(path: Path | str, *, name: Path | str | None = None) -> int:
+    """Return the file's size, or raise a FormatError if it is missing or over the limit.
+
+    Called before a file is read, so an oversized upload is refused without loading it.
+    ``name`` is how errors name the file (default: the path).
+    """
+    shown = path if name is None else name
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise FormatError(shown, None, None, exc.strerror or str(exc)) from None
+    limit = max_upload_bytes()
+    if size > limit:
+        raise FormatError(
+            shown,
+            None,
+            None,
+            f"file is {size:,} bytes, over the limit of {limit:,} bytes "
+            "(FIREPOOL_MAX_UPLOAD_BYTES)",
+        )
+    return size
+
+
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` from a UTF-8 file, decoding line by line.
 
     Decoding each line on its own lets a stray byte be reported with its line number; a
-    leading byte-order mark is dropped.
+    leading byte-order mark is dropped. NUL bytes and lines over :data:`MAX_LINE_BYTES`
+    are errors: text files have neither, binary and UTF-16 files do.
     """
+    check_size(path)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
         raise FormatError(path, None, None, exc.strerror or str(exc)) from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := _read_line(handle, path):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise FormatError(path, number, None, f"line longer than {MAX_LINE_BYTES:,} bytes")
+            nul = raw.find(b"\x00")
+            if nul >= 0:
+                raise FormatError(path, number, None, _nul_message(nul))
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -102,8 +153,21 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
+def _read_line(handle, path: Path) -> bytes:
+    """The next line, read up to one byte past the line limit; OS errors become FormatError."""
+    try:
+        return handle.readline(MAX_LINE_BYTES + 1)
+    except OSError as exc:
+        raise FormatError(path, None, None, exc.strerror or str(exc)) from None
+
+
+def _nul_message(offset: int) -> str:
+    return f"NUL byte at byte {offset + 1} of the line (a binary or UTF-16 file?)"
+
+
 def read_bytes(path: Path) -> bytes:
-    """Read a whole file, turning OS errors into a :class:`FormatError`."""
+    """Read a whole file after checking its size, turning OS errors into a FormatError."""
+    check_size(path)
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -111,35 +175,91 @@ def read_bytes(path: Path) -> bytes:
 
 
 def decode_utf8(path: Path, data: bytes) -> str:
-    """Decode a whole file as UTF-8, reporting the line of the first bad byte."""
+    """Decode a whole file as UTF-8, reporting the line of the first bad or NUL byte."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise FormatError(path, line, None, "invalid UTF-8") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line_start = data.rfind(b"\n", 0, nul) + 1
+        line = data.count(b"\n", 0, nul) + 1
+        raise FormatError(path, line, None, _nul_message(nul - line_start))
     return text.removeprefix("\ufeff")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (json.loads would silently keep the last)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"key {key!r} appears twice in one object")
+
+
+def _unique_object(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` for json.loads that rejects repeated keys."""
+    values: dict = {}
+    for key, value in pairs:
+        if key in values:
+            raise DuplicateKeyError(key)
+        values[key] = value
+    return values
+
+
+def loads_json(path: Path | str, line: int | None, text: str) -> object:
+    """Parse JSON text, turning every way it can fail into a FormatError at ``line``.
+
+    Besides syntax errors this covers repeated keys, nesting too deep for the parser and
+    integers too long for Python to convert; a syntax error in a whole document is located
+    by its own line when ``line`` is None.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_object)
+    except json.JSONDecodeError as exc:
+        where = exc.lineno if line is None else line
+        raise FormatError(
+            path, where, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+        ) from None
+    except DuplicateKeyError as exc:
+        raise FormatError(path, line, exc.key, "field appears twice in one JSON object") from None
+    except RecursionError:
+        raise FormatError(path, line, None, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal with more than 4300 digits
+        raise FormatError(path, line, None, f"invalid JSON: {exc}") from None
 
 
 def read_json_document(path: Path) -> object:
     """Parse a whole UTF-8 JSON file; a syntax error is reported with its line and column."""
-    text = decode_utf8(path, read_bytes(path))
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            path, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-        ) from None
+    return loads_json(path, None, decode_utf8(path, read_bytes(path)))
 
 
 # Field parsers: each takes a raw value (a JSON value or a CSV string) and returns the
 # parsed value or raises ValueError with a message; callers add path, line and field.
 
 
+def check_chars(text: str) -> str:
+    """Reject characters no database column can store: NUL and lone UTF-16 surrogates.
+
+    JSON escapes (``\\u0000``, ``\\ud800``) can smuggle both past UTF-8 decoding;
+    PostgreSQL refuses NUL in text and neither database can encode a lone surrogate.
+    """
+    if "\x00" in text:
+        raise ValueError("contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"contains an unpaired surrogate (U+{ord(text[exc.start]):04X})") from None
+    return text
+
+
 def parse_key(value: object) -> str:
     """A non-empty identifier; JSON integers are accepted and turned into strings."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ValueError(f"expected a string, got {json_type(value)}")
-    text = str(value).strip()
+    if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+        raise ValueError("integer key out of range")
+    text = check_chars(str(value).strip())
     if not text:
         raise ValueError("empty key")
     if len(text) > KEY_MAX_LENGTH:
@@ -151,7 +271,7 @@ def parse_text(value: object) -> str:
     """Caption text: a string that is not blank."""
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {json_type(value)}")
-    text = value.strip()
+    text = check_chars(value.strip())
     if not text:
         raise ValueError("empty caption")
     return text
@@ -163,7 +283,7 @@ def parse_optional_str(value: object, max_length: int | None = None) -> str:
         return ""
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {json_type(value)}")
-    text = value.strip()
+    text = check_chars(value.strip())
     if max_length is not None and len(text) > max_length:
         raise ValueError(f"longer than {max_length} characters")
     return text
@@ -181,7 +301,10 @@ def parse_seconds(value: object) -> float | None:
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got {json_type(value)}")
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"number out of range: {value:.20}...") from None
     elif isinstance(value, str):
         try:
             number = float(value.strip())
@@ -208,6 +331,8 @@ def parse_timestamp(value: object) -> float | None:
     if match is None:
         raise ValueError(f"expected HH:MM:SS.ff, got {text!r}")
     hours, minutes, seconds = match.groups()
+    if len(hours) > 9:
+        raise ValueError(f"timestamp out of range: {text[:40]!r}")
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
@@ -232,17 +357,24 @@ def parse_bool(value: object) -> bool | None:
 
 
 def parse_int(value: object) -> int:
-    """An integer, from JSON or from a CSV string."""
+    """A signed 64-bit integer, from JSON or from a CSV string."""
     if isinstance(value, bool):
         raise ValueError(f"expected an integer, got {json_type(value)}")
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if len(text) > 40:
+            raise ValueError(f"not an integer: {text[:40]!r}...")
         try:
-            return int(value.strip())
+            number = int(text)
         except ValueError:
-            raise ValueError(f"not an integer: {value.strip()!r}") from None
-    raise ValueError(f"expected an integer, got {json_type(value)}")
+            raise ValueError(f"not an integer: {text!r}") from None
+    else:
+        raise ValueError(f"expected an integer, got {json_type(value)}")
+    if not INT_MIN <= number <= INT_MAX:
+        raise ValueError("integer out of range (more than 64 bits)")
+    return number
 
 
 def parse_class_ids(value: object) -> list[int]:
@@ -254,8 +386,8 @@ def parse_class_ids(value: object) -> list[int]:
         if text.startswith("["):
             try:
                 value = json.loads(text)
-            except json.JSONDecodeError:
-                raise ValueError(f"not a list of class ids: {text!r}") from None
+            except (ValueError, RecursionError):
+                raise ValueError(f"not a list of class ids: {text[:80]!r}") from None
         else:
             value = text.replace(",", " ").split()
     if not isinstance(value, list):
@@ -263,7 +395,7 @@ def parse_class_ids(value: object) -> list[int]:
     try:
         return [parse_int(item) for item in value]
     except ValueError:
-        raise ValueError(f"not a list of class ids: {value!r}") from None
+        raise ValueError(f"not a list of class ids: {value!r:.80}") from None
 
 
 def parse_str_list(value: object) -> list[str]:
@@ -282,7 +414,7 @@ def parse_str_list(value: object) -> list[str]:
             raise ValueError(f"not a list of strings: {text[:80]!r}") from None
     if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
         raise ValueError(f"not a list of strings: {value!r:.80}")
-    return list(value)
+    return [check_chars(item) for item in value]
 
 
 def parse_relative_path(value: object) -> str:

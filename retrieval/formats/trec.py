@@ -29,6 +29,8 @@ SEPARATOR = re.compile(f"[{WHITESPACE}]+")
 DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+MAX_REL_DIGITS = 18
+"""Longest relevance grade read (it fits a signed 64-bit integer, as trec_eval's long does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,8 @@ def iter_qrels(source: Source, *, name: str | None = None) -> Iterator[tuple[int
     for number, (qid, _, docno, rel_text) in split_lines(path, lines, QRELS_FIELDS):
         if not INTEGER.fullmatch(rel_text):
             raise FormatError(path, number, "rel", f"not an integer: {rel_text!r}")
+        if len(rel_text.lstrip("+-").lstrip("0")) > MAX_REL_DIGITS:
+            raise FormatError(path, number, "rel", f"out of range: {rel_text[:40]!r}")
         yield number, qid, docno, int(rel_text)
 
 

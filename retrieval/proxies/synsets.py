@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrieval.formats.records import FormatError, check_size
+
 from .captions import PARTS_OF_SPEECH, CaptionTerms
 
 WORDNET_POS = {"verb": "v", "noun": "n"}
@@ -46,54 +48,87 @@ def read_class_file(path: Path) -> ClassMap:
 
     EPIC writes multi-word nouns as ``head:modifier`` (``pan:frying``): such an instance
     also maps its spaced form (``frying pan``) and, when no other entry claims it, its head.
+    Anything wrong with the file, its size included, is a :class:`ClassFileError` naming
+    the file and, where it applies, the line and field.
     """
     classes: dict[str, str] = {}
     heads: dict[str, str] = {}
     try:
+        check_size(path)
+    except FormatError as exc:
+        raise ClassFileError(str(exc)) from None
+    try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ClassFileError(f"{path}: cannot read the class file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ClassFileError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise ClassFileError(f"{path}, line {line}: not UTF-8 text") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ClassFileError(f"{path}, line {line}: NUL character (a binary or UTF-16 file?)")
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = {"id", "key"} - set(reader.fieldnames or ())
-    if missing:
-        raise ClassFileError(
-            f"{path}, line 1: missing column(s) {', '.join(sorted(missing))} "
-            "(expected id,key,instances)"
-        )
-    for row in reader:
-        line = reader.line_num
-        class_id = (row.get("id") or "").strip()
-        if not class_id:
-            raise ClassFileError(f"{path}, line {line}, field id: empty class id")
-        words = [(row.get("key") or "").strip()]
-        raw = (row.get("instances") or "").strip()
-        if raw:
-            try:
-                parsed = ast.literal_eval(raw)
-            except (ValueError, SyntaxError):
-                raise ClassFileError(
-                    f"{path}, line {line}, field instances: expected a list such as "
-                    f"['put', 'place'], got {raw[:60]!r}"
-                ) from None
-            if isinstance(parsed, str) or not isinstance(parsed, Iterable):
-                raise ClassFileError(
-                    f"{path}, line {line}, field instances: expected a list of words"
-                )
-            words.extend(str(word).strip() for word in parsed)
-        for word in words:
-            word = word.lower()
-            if not word:
-                continue
-            classes.setdefault(word, class_id)
-            if ":" in word:
-                head, *modifiers = word.split(":")
-                classes.setdefault(" ".join([*reversed(modifiers), head]), class_id)
-                heads.setdefault(head, class_id)
+    try:
+        missing = {"id", "key"} - set(reader.fieldnames or ())
+        if missing:
+            raise ClassFileError(
+                f"{path}, line 1: missing column(s) {', '.join(sorted(missing))} "
+                "(expected id,key,instances)"
+            )
+        for row in reader:
+            _add_row(path, reader.line_num, row, classes, heads)
+    except csv.Error as exc:
+        raise ClassFileError(f"{path}, line {reader.line_num}: invalid CSV ({exc})") from None
     for head, class_id in heads.items():
         classes.setdefault(head, class_id)
     return ClassMap(str(path), classes)
+
+
+def _add_row(
+    path: Path, line: int, row: Mapping, classes: dict[str, str], heads: dict[str, str]
+) -> None:
+    """Map the words of one class-file row to its class id."""
+    class_id = _cell(row, "id")
+    if not class_id:
+        raise ClassFileError(f"{path}, line {line}, field id: empty class id")
+    words = [_cell(row, "key")]
+    raw = _cell(row, "instances")
+    if raw:
+        parsed = _literal(raw)
+        if isinstance(parsed, str | bytes) or not isinstance(parsed, list | tuple | set):
+            raise ClassFileError(
+                f"{path}, line {line}, field instances: expected a list such as "
+                f"['put', 'place'], got {raw[:60]!r}"
+            )
+        words.extend(str(word).strip() for word in parsed)
+    for word in words:
+        word = word.lower()
+        if not word:
+            continue
+        classes.setdefault(word, class_id)
+        if ":" in word:
+            head, *modifiers = word.split(":")
+            classes.setdefault(" ".join([*reversed(modifiers), head]), class_id)
+            heads.setdefault(head, class_id)
+
+
+def _cell(row: Mapping, name: str) -> str:
+    """A cell's stripped text; DictReader gives None for short rows and lists for extras."""
+    value = row.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _literal(raw: str) -> object:
+    """``ast.literal_eval`` of a cell, with every way it fails turned into a sentinel."""
+    if len(raw) > 10_000:
+        return _INVALID
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _INVALID
+
+
+_INVALID = object()
 
 
 class LeskSynsets:

@@ -25,6 +25,8 @@ from retrieval.encoders.base import (
     thresholded,
 )
 from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
+from retrieval.formats.embeddings import read_npy_header
+from retrieval.formats.records import FormatError
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.proxies import RELEVANCES
 from retrieval.services.artifacts import (
@@ -115,18 +117,22 @@ def extract_dataset_features(
 
 def link_feature_files(dataset: Dataset, directory: Path) -> int:
     """Attach user-supplied ``<video key>.npy`` feature files (copied under the media root)."""
-    directory = Path(directory)
+    directory = Path(directory).resolve()
     videos = list(Video.objects.filter(dataset=dataset).only("pk", "key", "dataset_id"))
-    found = [v for v in videos if (directory / f"{v.key}.npy").is_file()]
+    # A key such as "../x" must not reach outside the folder, through a symlink either.
+    found = [v for v in videos if _feature_file(directory, v.key) is not None]
     if not found:
         raise EncodingError(
             f"{directory}: no <video key>.npy file for any video of {dataset.name!r}"
         )
     vectors: list[np.ndarray] = []
     for video in found:
-        source = directory / f"{video.key}.npy"
+        source = _feature_file(directory, video.key)
         try:
+            read_npy_header(source)  # before allocating: a bad or huge header is refused
             vector = np.asarray(np.load(source, allow_pickle=False), dtype=np.float32).reshape(-1)
+        except FormatError as exc:
+            raise EncodingError(str(exc)) from None
         except (ValueError, OSError) as exc:
             raise EncodingError(f"{source}: not a readable .npy array ({exc})") from None
         if not np.isfinite(vector).all():
@@ -144,6 +150,12 @@ def link_feature_files(dataset: Dataset, directory: Path) -> int:
     with transaction.atomic():
         Video.objects.bulk_update(found, ["features"], batch_size=2000)
     return len(found)
+
+
+def _feature_file(directory: Path, key: str) -> Path | None:
+    """``directory/<key>.npy`` when it is a file inside ``directory`` (resolved), else None."""
+    path = (directory / f"{key}.npy").resolve()
+    return path if path.is_relative_to(directory) and path.is_file() else None
 
 
 def load_features(videos: Sequence[Video]) -> np.ndarray:

@@ -11,7 +11,9 @@ is a query when its record says so, else when its split is ``test``.
 Video files: with ``videos_dir`` every video must resolve to a file, by its ``video_path``
 (relative to the directory) or else by ``<key>.<ext>`` for ext in mp4, webm, mkv, avi, mov
 (any case), looked up in the directory and up to two levels of subdirectories (EPIC keeps
-``P01/videos/P01_11.MP4``); an EPIC clip resolves to its parent video. ``Video.media`` is
+``P01/videos/P01_11.MP4``); an EPIC clip resolves to its parent video. A file must have a
+video extension and an MP4/QuickTime, Matroska/WebM or AVI signature, and must stay inside
+the directory once symlinks are followed (links that lead out are never used). ``Video.media`` is
 stored relative to ``MEDIA_ROOT``: when the directory lies outside ``MEDIA_ROOT`` a symlink
 ``MEDIA_ROOT/datasets/<slugified dataset name>`` pointing at the resolved directory is
 created (or reused if it already points there) and paths go through it.
@@ -35,7 +37,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from retrieval.formats import CAPTION_FORMATS, CaptionFormat
-from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError
+from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError, check_chars
 from retrieval.models import Caption, Dataset, Video
 
 BATCH_SIZE = 5000
@@ -45,6 +47,8 @@ MEDIA_MAX_LENGTH = Video._meta.get_field("media").max_length
 DATASET_NAME_MAX_LENGTH = Dataset._meta.get_field("name").max_length
 LINK_DIR = "datasets"
 SCAN_DEPTH = 2
+EBML_MAGIC = b"\x1a\x45\xdf\xa3"
+ISO_BOX_TYPES = frozenset({b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"pnot"})
 
 # Attributes that must agree between records of one video, with the column that sets each.
 VIDEO_ATTRIBUTES = ("video_path", "video_url", "start", "end", "duration", "media_key")
@@ -91,6 +95,10 @@ def import_dataset(
         raise ImportOptionError("the dataset name is empty")
     if len(name) > DATASET_NAME_MAX_LENGTH:
         raise ImportOptionError(f"the dataset name is longer than {DATASET_NAME_MAX_LENGTH}")
+    try:
+        check_chars(name)
+    except ValueError as exc:
+        raise ImportOptionError(f"the dataset name {exc}") from None
     caption_format = CAPTION_FORMATS.get(fmt)
     if caption_format is None:
         raise ImportOptionError(
@@ -122,6 +130,12 @@ def import_dataset(
 def check_url_template(template: str) -> set[str]:
     """Return the placeholders a URL template uses; reject unknown or unformattable ones."""
     try:
+        check_chars(template)
+    except ValueError as exc:
+        raise ImportOptionError(f"the --video-url template {exc}") from None
+    if len(template) > URL_MAX_LENGTH:
+        raise ImportOptionError(f"--video-url template is longer than {URL_MAX_LENGTH}")
+    try:
         names = {
             parsed[1] for parsed in string.Formatter().parse(template) if parsed[1] is not None
         }
@@ -135,7 +149,7 @@ def check_url_template(template: str) -> set[str]:
         )
     try:
         template.format(video_id="v", key="v", start=1.5, end=2.5)
-    except (ValueError, IndexError, KeyError) as exc:
+    except (ValueError, IndexError, KeyError, OverflowError, MemoryError) as exc:
         raise ImportOptionError(f"invalid --video-url template: {exc}") from None
     return names
 
@@ -420,22 +434,62 @@ class MediaResolver:
                     "import under another dataset name or remove the link"
                 )
         self._index: dict[str, list[str]] | None = None
+        self._escaping: dict[str, str] = {}
 
     def resolve(self, record: CaptionRecord) -> str:
-        """The record's file relative to MEDIA_ROOT; LookupError when there is none."""
+        """The record's file relative to MEDIA_ROOT; LookupError when there is none.
+
+        The file must be a video (by extension and by its container's signature) and must
+        stay inside the videos directory once symlinks are followed.
+        """
         if record.video_path:
-            if not (self.base / record.video_path).is_file():
-                raise LookupError(f"unknown video: no file {record.video_path!r} in {self.base}")
             relative = record.video_path
+            extension = relative.rpartition("/")[2].rpartition(".")[2].lower()
+            if "." not in relative.rpartition("/")[2] or extension not in VIDEO_EXTENSIONS:
+                raise LookupError(
+                    f"{relative!r} is not a video file name (expected one of "
+                    f".{', .'.join(VIDEO_EXTENSIONS)})"
+                )
+            try:
+                found = (self.base / relative).is_file()
+            except OSError as exc:
+                raise LookupError(f"cannot look up {relative[:80]!r}: {exc.strerror}") from None
+            if not found:
+                raise LookupError(f"unknown video: no file {relative!r} in {self.base}")
         else:
             relative = self.find(record.media_key or record.video_key)
+        self.check_file(relative)
         return f"{self.prefix}/{relative}" if self.prefix and self.prefix != "." else relative
+
+    def check_file(self, relative: str) -> None:
+        """Refuse a file that leaves the videos directory through a symlink or is no video."""
+        path = self.base / relative
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise LookupError(f"cannot resolve {relative!r}: {exc}") from None
+        if not target.is_relative_to(self.base):
+            raise LookupError(f"{relative!r} is a link that leads outside {self.base}")
+        try:
+            with open(target, "rb") as handle:
+                head = handle.read(16)
+        except OSError as exc:
+            raise LookupError(f"cannot read {relative!r}: {exc.strerror}") from None
+        if not is_video_container(head):
+            raise LookupError(
+                f"{relative!r} is not a video: no MP4/QuickTime, Matroska/WebM or AVI signature"
+            )
 
     def find(self, key: str) -> str:
         """The file named ``<key>.<ext>``, preferring the shallowest and the earlier extension."""
         if self._index is None:
             self._index = self._scan()
         candidates = self._index.get(key)
+        if not candidates and key in self._escaping:
+            raise LookupError(
+                f"{self._escaping[key]!r} is a link that leads outside {self.base}; "
+                "copy the video into the directory instead"
+            )
         if not candidates:
             raise LookupError(
                 f"unknown video {key!r}: no {key}.{{{','.join(VIDEO_EXTENSIONS)}}} in {self.base}"
@@ -461,6 +515,11 @@ class MediaResolver:
                 if entry.name.startswith("."):
                     continue
                 relative = prefix + entry.name
+                if entry.is_symlink() and not self._inside(entry.path):
+                    # Never follow a link out of the videos directory; remember a video
+                    # name so that find() can say why it is refused.
+                    self._escaping.setdefault(entry.name.rpartition(".")[0], relative)
+                    continue
                 if entry.is_dir():
                     if depth < SCAN_DEPTH:
                         stack.append((entry.path, relative + "/", depth + 1))
@@ -469,6 +528,13 @@ class MediaResolver:
                 if dot and extension.lower() in VIDEO_EXTENSIONS and entry.is_file():
                     index.setdefault(stem, []).append(relative)
         return index
+
+    def _inside(self, path: str) -> bool:
+        """True when ``path``, links followed, lies inside the videos directory."""
+        try:
+            return Path(path).resolve(strict=True).is_relative_to(self.base)
+        except (OSError, RuntimeError):
+            return False
 
     def link(self) -> bool:
         """Create the MEDIA_ROOT symlink if one is needed and missing; True if created."""
@@ -486,6 +552,19 @@ class MediaResolver:
         link = self.media_root / self.link_path
         if link.is_symlink():
             link.unlink()
+
+
+def is_video_container(head: bytes) -> bool:
+    """True when a file's first bytes are those of an MP4/QuickTime, Matroska/WebM or AVI file.
+
+    ISO base media files (mp4, mov) start with a box whose type is at bytes 4-8; Matroska
+    and WebM with the EBML magic; AVI with a RIFF header of form type ``AVI ``.
+    """
+    if head[4:8] in ISO_BOX_TYPES:
+        return True
+    if head.startswith(EBML_MAGIC):
+        return True
+    return head[:4] == b"RIFF" and head[8:12] == b"AVI "
 
 
 def _rank(relative: str) -> tuple[int, int, str]:

@@ -17,12 +17,16 @@ from django.db import transaction
 
 from retrieval import judged
 from retrieval.formats import fire_json, labels, trec
-from retrieval.formats.records import FormatError
+from retrieval.formats.records import FormatError, check_chars
 from retrieval.judged import Judged
 from retrieval.models import Caption, Dataset, LabelSet
 from retrieval.services.runs import KeyIndex
 
 IMPORT_FORMATS = ("qrels", "fire-json", "jsonl", "csv", "raw")
+NAME_MAX_LENGTH = LabelSet._meta.get_field("name").max_length
+MAX_VOTES = labels.MAX_VOTES
+TEXT_CHUNK = 500
+"""Caption texts looked up per query: SQLite limits the parameters of one statement."""
 
 
 class LabelSetError(ValueError):
@@ -73,6 +77,14 @@ def store_label_set(
     name = name.strip()
     if not name:
         raise LabelSetError("a label set needs a name")
+    if len(name) > NAME_MAX_LENGTH:
+        raise LabelSetError(
+            f"label set name {name[:40]!r}... is longer than {NAME_MAX_LENGTH} characters"
+        )
+    try:
+        check_chars(name)
+    except ValueError as exc:
+        raise LabelSetError(f"label set name {name[:40]!r} {exc}") from None
     counts = pairs.counts()
     with transaction.atomic():
         existing = LabelSet.objects.filter(dataset=dataset, name=name)
@@ -253,7 +265,8 @@ def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tup
         judged.RELEVANT,
         np.where(2 * (tot - rel) > tot, judged.IRRELEVANT, judged.DISAGREEMENT),
     )
-    return _build(resolver.path, keys[:, 0], keys[:, 1], resolved, tot), read
+    votes = np.minimum(tot, MAX_VOTES)
+    return _build(resolver.path, keys[:, 0], keys[:, 1], resolved, votes), read
 
 
 def _from_fire_json(
@@ -266,15 +279,18 @@ def _from_fire_json(
     """
     document = fire_json.read_fire_json(path)
     entries = [*document.annotations, *document.disagreements]
-    texts = {entry.query for entry in entries}
+    texts = list({entry.query: None for entry in entries})
     by_text: dict[str, list[int]] = defaultdict(list)
     query_by_text: dict[str, list[int]] = defaultdict(list)
-    for pk, text, is_query in Caption.objects.filter(dataset=dataset, text__in=texts).values_list(
-        "pk", "text", "is_query"
-    ):
-        by_text[text].append(pk)
-        if is_query:
-            query_by_text[text].append(pk)
+    for start in range(0, len(texts), TEXT_CHUNK):
+        chunk = texts[start : start + TEXT_CHUNK]
+        rows = Caption.objects.filter(dataset=dataset, text__in=chunk).values_list(
+            "pk", "text", "is_query"
+        )
+        for pk, text, is_query in rows:
+            by_text[text].append(pk)
+            if is_query:
+                query_by_text[text].append(pk)
     caption_ids, video_ids, relevance, votes = [], [], [], []
     unmatched_queries: dict[str, None] = {}
     unmatched_videos: dict[str, None] = {}
@@ -292,7 +308,7 @@ def _from_fire_json(
             caption_ids.append(caption)
             video_ids.append(video)
             relevance.append(label)
-            votes.append(len(entry.annotator_labels))
+            votes.append(min(len(entry.annotator_labels), MAX_VOTES))
     unmatched = {
         "unmatched_queries": list(unmatched_queries),
         "unmatched_videos": list(unmatched_videos),

@@ -1,0 +1,117 @@
+"""Property tests of the judging API against its own OpenAPI schema: no input gives a 5xx.
+
+Schemathesis reads the schema served at ``/api/schema/`` (fetched in process with a
+signed-in session, since the schema is for signed-in users) and sends the requests it
+generates for every operation, schema-conforming and schema-violating ones, to the WSGI
+application in process with the session cookie and CSRF token of an annotator or an admin.
+Half the cases are aimed at the real campaign and its real pairs, so the judging code runs
+and not only the 404 path. Each response must pass schemathesis's ``not_a_server_error``.
+"""
+
+import os
+import secrets
+from collections import Counter
+
+import pytest
+import schemathesis
+from django.contrib.auth import get_user_model
+from django.core import signals
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from django.test import Client
+from drf_spectacular.generators import SchemaGenerator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
+
+from annotation import roles
+from annotation.models import Campaign
+from tests.annotation.test_assignment import make_campaign
+
+SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
+"""Multiplies the example budget: ``FIREPOOL_FUZZ_SCALE=20`` for a long bug hunt."""
+
+EXAMPLES = settings(
+    max_examples=max(1, int(12 * SCALE)),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+
+
+def operation_labels() -> list[str]:
+    """``METHOD /path`` of every operation the schema lists (read without a request)."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return [
+        f"{method.upper()} {path}"
+        for path, operations in schema["paths"].items()
+        for method in operations
+    ]
+
+
+@pytest.fixture
+def wsgi_app():
+    """The project's WSGI app, without closing the test's database connection per request.
+
+    Django closes "old" connections when a request starts and finishes; inside a test
+    transaction that would close it, so the signal is detached, as Django's test client does.
+    """
+    for signal in (signals.request_started, signals.request_finished):
+        signal.disconnect(close_old_connections)
+    yield get_wsgi_application()
+    for signal in (signals.request_started, signals.request_finished):
+        signal.connect(close_old_connections)
+
+
+@pytest.fixture
+def world(db):
+    """An active campaign with pairs, and a logged-in annotator and admin."""
+    groups = roles.ensure_groups()
+    campaign = make_campaign(n_queries=4, depth=4)
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.ACTIVE)
+    User = get_user_model()
+    annotator = User.objects.create_user("fuzz-annotator")  # no password: force_login only
+    annotator.groups.add(groups[roles.ANNOTATOR])
+    admin = User.objects.create_user("fuzz-admin", is_staff=True, is_superuser=True)
+    sessions = {}
+    for who, user in (("annotator", annotator), ("admin", admin)):
+        client = Client()
+        client.force_login(user)
+        token = secrets.token_hex(16)  # a CSRF secret: 32 characters from the allowed set
+        sessions[who] = {
+            "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": token},
+            "headers": {"X-CSRFToken": token},
+        }
+    pairs = list(campaign.pairs.values_list("pk", flat=True))
+    served = client.get("/api/schema/", {"format": "json"})
+    assert served.status_code == 200
+    return {"campaign": campaign.pk, "pairs": pairs, "sessions": sessions, "schema": served.json()}
+
+
+@pytest.mark.parametrize("who", ["annotator", "admin"])
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+@pytest.mark.parametrize("label", operation_labels())
+def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, who):
+    session = world["sessions"][who]
+    statuses: Counter[int] = Counter()
+    schema = schemathesis.openapi.from_dict(world["schema"])
+    schema.app = wsgi_app  # what from_wsgi does; it cannot send the session cookie itself
+    operation = schema.find_operation_by_label(label)
+    assert operation is not None, label
+
+    @EXAMPLES
+    @given(case=operation.as_strategy(generation_mode=mode), aim=st.booleans(), data=st.data())
+    def check(case, aim, data):
+        if aim and case.path_parameters and "id" in case.path_parameters:
+            case.path_parameters["id"] = world["campaign"]
+            if isinstance(case.body, dict) and "pair" in case.body:
+                case.body["pair"] = data.draw(st.sampled_from(world["pairs"]))
+        response = case.call(headers=session["headers"], cookies=session["cookies"])
+        statuses[response.status_code] += 1
+        case.validate_response(response, checks=[not_a_server_error])
+
+    check()
+    # The session and CSRF token must work: not every answer may be a refusal to authenticate.
+    assert set(statuses) - {401, 403}, statuses
