@@ -170,6 +170,31 @@ class Pair(models.Model):
         return f"{self.caption_id} x {self.video_id}"
 
 
+class CampaignTally(models.Model):
+    """Running totals of a campaign's pairs, kept by PostgreSQL triggers on the pair table.
+
+    Progress shows every annotator how many labels the campaign still needs; summing
+    ``needed`` over all pairs on every request costs ~90 ms at 600,000 pairs. Statement
+    triggers (migration 0004) add each write's change to the row of shard ``pair id % 16``
+    in the same transaction, so the sum over a campaign's shards is exact and concurrent
+    submits rarely wait on the same row. SQLite has no such triggers: there
+    :func:`annotation.assignment.progress` counts the pairs instead.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tallies")
+    shard = models.SmallIntegerField()
+    pairs = models.BigIntegerField(default=0, help_text="Pairs not held.")
+    labels_left = models.BigIntegerField(default=0, help_text="Sum of needed over pairs not held.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "shard"], name="campaign_tally_shard"),
+        ]
+
+    def __str__(self) -> str:
+        return f"tally {self.campaign_id}#{self.shard}"
+
+
 class Lease(models.Model):
     """A pair handed to an annotator until ``expires_at``; expired leases free the pair."""
 
@@ -218,6 +243,33 @@ class Judgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label} by {self.annotator_id} on {self.pair_id}"
+
+
+class AnnotatorTally(models.Model):
+    """Live judgements of one annotator in one campaign on one day (UTC), kept by triggers.
+
+    Progress shows annotators what they judged today and in total; counting their
+    judgements on every request grows with their work (~1 ms per 500). PostgreSQL triggers
+    on the judgement table (migration 0004) keep these counts in the same transaction;
+    on SQLite :func:`annotation.assignment.progress` counts the judgements instead.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    day = models.DateField()
+    judged = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "annotator", "day"], name="annotator_tally_day"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator_id} in {self.campaign_id} on {self.day}: {self.judged}"
 
 
 class Escalation(models.Model):

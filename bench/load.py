@@ -1,0 +1,778 @@
+"""Many annotators judging one big campaign through gunicorn and PostgreSQL, with a crash.
+
+Sets up everything itself: a fresh PostgreSQL database (``firepool_loadbench``, dropped and
+recreated on every run; needs ``bin/local-postgres``), migrated, with one dataset and one
+active campaign of ``--pairs`` pairs written by COPY, ``--annotators`` annotator accounts
+logged in by writing their sessions directly, and ``gunicorn config.wsgi --preload`` with
+``--workers`` sync workers on a free local port: a production set-up without TLS
+(``DJANGO_DEBUG=0``, persistent database connections and, unless ``--no-prepared``,
+server-side parameter binding with prepared statements, both through ``DATABASE_URL``).
+
+Every annotator is an asyncio task (aiohttp, one connection pool bounded at one connection
+per annotator). After an untimed warm-up in which each judges one pair, they start spread
+over one think time and loop for ``--seconds``: GET ``next/``, look at the pair for
+``--think-ms`` (uniform between 0.5x and 1.5x; a fast human), POST ``submit/`` with a
+fresh UUID; every request's latency is recorded. A submit that gets no answer (refused,
+reset, 5xx) is sent again with the same UUID, which the API treats idempotently; only a
+200 naming the UUID counts as acknowledged. With ``--crash``, halfway through and at a
+moment when several submits are unanswered, the gunicorn master and workers are killed
+with SIGKILL and gunicorn is started again; ``recovery_s`` runs from the kill to the
+first successful request.
+
+Afterwards the database is counted: ``lost`` is acknowledged UUIDs missing from it;
+``duplicated`` is UUIDs stored more than once, plus (pair, annotator) judged more than once,
+plus judgements stored after their pair had every label the policy asked for. The last
+line of stdout is one JSON object; diagnostics (CPU per request, slow requests over time,
+the client's event-loop lag, which inflates every latency it measures) go to stderr::
+
+    .venv/bin/python bench/load.py [--annotators 100] [--seconds 60] [--pairs 600000] [--crash]
+
+Targets: p99 <= 50 ms per request, nothing lost, nothing duplicated. Anchors: Label Studio
+needs over 15 s just to count tasks once a project has 10,000+ of them
+(HumanSignal/label-studio #9637); doccano freezes with 5-6 simultaneous users
+(doccano/doccano #2304).
+"""
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+from harness import ROOT, machine
+
+DB_NAME = "firepool_loadbench"
+DEPTH = 10
+"""Pairs per query caption (the campaign's pooling depth)."""
+RELEVANT_SHARE = 0.3
+TARGET_P99_MS = 50.0
+CRASH_IN_FLIGHT = 3
+"""Unanswered submits the crash waits for."""
+RECOVERY_WINDOW_S = 10.0
+"""After a crash, requests finishing this long are left out of ``p99_ms_outside_recovery``."""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def bench_database_url() -> str:
+    """Drop and recreate the bench database on the local PostgreSQL; return its URL."""
+    import psycopg
+
+    try:
+        base = subprocess.run(
+            [str(ROOT / "bin" / "local-postgres")], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"bin/local-postgres could not provide a PostgreSQL server: {exc}")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=f"/{DB_NAME}"))
+
+
+def drop_database(url: str) -> None:
+    import psycopg
+
+    base = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+
+
+def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[str, str]:
+    """Environment of both this process and gunicorn (same secret key: sessions must verify).
+
+    ``prepared``: psycopg binds parameters on the server and prepares statements run five
+    times, so PostgreSQL plans each of the judging queries once per connection.
+    """
+    if prepared:
+        database_url += "?server_side_binding=true&prepare_threshold=5"
+    return {
+        "DATABASE_URL": database_url,
+        "DATABASE_CONN_MAX_AGE": "600",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DEBUG": "1" if debug else "0",
+        "DJANGO_SECRET_KEY": "firepool-load-bench-" + uuid.uuid4().hex,
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+    }
+
+
+def copy_rows(table: str, columns: list[str], rows) -> None:
+    """Write ``rows`` into ``table`` with one COPY."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        with raw.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
+    """A dataset of ``n_pairs / DEPTH`` query captions and one active campaign of their
+    top-``DEPTH`` videos; (campaign id, pairs)."""
+    from django.db import connection, transaction
+
+    from annotation import policy
+    from annotation.models import Campaign, Pair
+    from retrieval.models import Caption, Dataset, Video
+
+    n_queries = max(1, n_pairs // DEPTH)
+    n_videos = max(200, n_pairs // 30)
+    with transaction.atomic():
+        dataset = Dataset.objects.create(name="load", source_format="jsonl")
+        copy_rows(
+            Video._meta.db_table,
+            ["dataset_id", "key", "media", "url", "features", "split", "metadata"],
+            (
+                (dataset.pk, f"v{i:06d}", "", f"https://example.org/v/{i}.mp4", "", "test", "{}")
+                for i in range(n_videos)
+            ),
+        )
+        video_pks = np.array(
+            Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
+        )
+        copy_rows(
+            Caption._meta.db_table,
+            ["dataset_id", "key", "text", "video_id", "split", "is_query", "metadata"],
+            (
+                (
+                    dataset.pk,
+                    f"c{q:06d}",
+                    f"a person slices vegetable {q} in a small kitchen",
+                    int(video_pks[q % n_videos]),
+                    "test",
+                    True,
+                    "{}",
+                )
+                for q in range(n_queries)
+            ),
+        )
+        caption_pks = np.array(
+            Caption.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
+        )
+        campaign = Campaign.objects.create(
+            dataset=dataset, name="load", depth=DEPTH, lease_seconds=lease_seconds
+        )
+        total = n_queries * DEPTH
+        double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
+        query = np.repeat(np.arange(n_queries), DEPTH)
+        rank = np.tile(np.arange(DEPTH), n_queries)
+        videos = video_pks[(query * 7 + rank * 13) % n_videos]
+        columns = [
+            "campaign_id",
+            "caption_id",
+            "video_id",
+            "position",
+            "double",
+            "label_count",
+            "relevant_count",
+            "needed",
+            "leased",
+            "open_slots",
+            "held",
+            "status",
+            "adjudicated",
+            "auto_label",
+        ]
+        copy_rows(
+            Pair._meta.db_table,
+            columns,
+            (
+                (campaign.pk, c, v, p, d, 0, 0, 1 + d, 0, 1 + d, False, "pending", "", "")
+                for p, (c, v, d) in enumerate(
+                    zip(
+                        caption_pks[query].tolist(),
+                        videos.tolist(),
+                        double.tolist(),
+                        strict=True,
+                    )
+                )
+            ),
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    return campaign.pk, total
+
+
+def create_annotators(n: int) -> list[tuple[int, str]]:
+    """``n`` annotator accounts with a live session each: (user id, session key)."""
+    from django.conf import settings
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
+    from django.contrib.auth.hashers import make_password
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from annotation.roles import ANNOTATOR, ensure_groups
+
+    User = get_user_model()
+    password = make_password("pw-load-annotator")  # hashed once: logins never check it
+    users = User.objects.bulk_create(
+        [User(username=f"load{i:04d}", password=password) for i in range(n)]
+    )
+    ensure_groups()[ANNOTATOR].user_set.add(*users)
+    sessions = []
+    for user in users:
+        store = SessionStore()
+        store[SESSION_KEY] = str(user.pk)
+        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        store.create()
+        sessions.append((user.pk, store.session_key))
+    return sessions
+
+
+def process_cpu(group: int | None, database: str) -> dict[str, float]:
+    """CPU seconds used so far by gunicorn (process group ``group``) and the bench database's
+    PostgreSQL backends, read from /proc (Linux; empty elsewhere). Diagnostics only."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {"gunicorn": 0.0, "postgres": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / ticks
+        if group is not None and int(fields[2]) == group:
+            used["gunicorn"] += seconds
+        elif cmdline.startswith(b"postgres: ") and database.encode() in cmdline:
+            used["postgres"] += seconds
+    return used
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (sum(values) - idle) / ticks, sum(values) / ticks
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A gunicorn process group serving the project on ``port``."""
+
+    port: int
+    workers: int
+    threads: int
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "config.wsgi",
+                    "-w",
+                    str(self.workers),
+                    "--threads",
+                    str(self.threads),
+                    "-b",
+                    f"127.0.0.1:{self.port}",
+                    "--backlog",
+                    "2048",
+                    "--preload",  # import Django once in the master: workers fork ready
+                ],
+                cwd=ROOT,
+                env={**os.environ, **self.env},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: one killpg reaches all
+            )
+
+    def wait_until_up(self, timeout: float = 60.0) -> None:
+        """Block until the server answers HTTP (any status), or fail."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/", timeout=2)
+                return
+            except urllib.error.HTTPError:
+                return  # 403 for an anonymous client: it answers
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"gunicorn gave no answer within {timeout:.0f} s; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL the master and every worker at once: a crash, nothing shuts down cleanly."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            self.kill()
+
+
+@dataclass
+class Record:
+    """What the clients saw: latencies, acknowledged judgements and failures."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    acknowledged: list[tuple[str, int, int]] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    failures: int = 0
+    retries: int = 0
+    submitting: int = 0
+    """Submits sent and not yet answered, now."""
+    first_ok_after_crash: float | None = None
+    crash_at: float | None = None
+    finished: list[tuple[float, float]] = field(default_factory=list)
+    """(monotonic time, ms) of every answered request: where the slow ones come from."""
+
+    def answered(self, kind: str, ms: float, status: int) -> None:
+        self.latencies[kind].append(ms)
+        self.finished.append((time.monotonic(), ms))
+        self.statuses[f"{kind} {status}"] += 1
+        if status == 200 and self.crash_at is not None and self.first_ok_after_crash is None:
+            self.first_ok_after_crash = time.monotonic()
+
+
+class Unanswered(Exception):
+    """The request got no HTTP answer, or a 5xx: the client must try again."""
+
+
+async def request(http, record: Record, kind: str, method: str, url: str, **kwargs):
+    """One timed request; (status, JSON body). Raises :class:`Unanswered` on failure."""
+    import aiohttp
+
+    began = time.perf_counter()
+    try:
+        async with http.request(method, url, **kwargs) as response:
+            body = await response.json(content_type=None)
+            status = response.status
+    except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError) as exc:
+        record.failures += 1
+        # Refused: the server was down; disconnected or reset: it died during the request.
+        record.statuses[f"{kind} {type(exc).__name__}"] += 1
+        raise Unanswered(str(exc)) from exc
+    record.answered(kind, (time.perf_counter() - began) * 1000.0, status)
+    if status >= 500:
+        raise Unanswered(f"HTTP {status}")
+    return status, body
+
+
+async def annotate(
+    http,
+    record: Record,
+    base: str,
+    user_id: int,
+    session_key: str,
+    csrf: str,
+    think_ms: float,
+    end: float,
+    judgements: int | None = None,
+) -> None:
+    """One annotator: GET next, think, POST submit with a fresh UUID, until ``end``
+    (or after ``judgements`` submits)."""
+    headers = {"Cookie": f"sessionid={session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
+    rng = random.Random(user_id)
+    backoff = 0.05
+    # Annotators start spread over one think time, as people do, not in one burst.
+    await asyncio.sleep(rng.uniform(0.0, think_ms / 1000.0))
+    while time.monotonic() < end:
+        try:
+            status, body = await request(
+                http, record, "next", "GET", base + "next/", headers=headers
+            )
+        except Unanswered:
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+            continue
+        backoff = 0.05
+        if status != 200:
+            raise RuntimeError(f"next/ answered {status}: {body}")
+        current = body["current"]
+        if current is None:
+            if body["finished"]:
+                return
+            await asyncio.sleep(0.2)
+            continue
+        think = think_ms * rng.uniform(0.5, 1.5) / 1000.0
+        if time.monotonic() + think >= end:
+            return  # the run ends while this pair is on screen
+        await asyncio.sleep(think)
+        key = str(uuid.uuid4())
+        label = "relevant" if rng.random() < RELEVANT_SHARE else "irrelevant"
+        payload = {"pair": current["pair"], "label": label, "uuid": key, "seconds": 1.0}
+        while time.monotonic() < end:
+            record.submitting += 1
+            try:
+                status, body = await request(
+                    http, record, "submit", "POST", base + "submit/", headers=headers, json=payload
+                )
+            except Unanswered:
+                record.submitting -= 1
+                record.retries += 1
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            record.submitting -= 1
+            backoff = 0.05
+            if status == 200 and body.get("judgement") == key:
+                record.acknowledged.append((key, user_id, current["pair"]))
+            break
+        if judgements is not None:
+            judgements -= 1
+            if judgements <= 0:
+                return
+
+
+async def loop_lag(end: float, lags: list[float]) -> None:
+    """How late the client's event loop wakes up: latency it adds to every measurement."""
+    while time.monotonic() < end:
+        began = time.perf_counter()
+        await asyncio.sleep(0.01)
+        lags.append((time.perf_counter() - began - 0.01) * 1000.0)
+
+
+async def crash_and_restart(server: Server, record: Record, at: float) -> float:
+    """SIGKILL gunicorn at ``at`` and start it again; seconds until a request succeeds again.
+
+    The kill waits (up to 10 s) for a moment when several submits are unanswered, so that
+    some die queued, inside their transaction or with their answer on the way.
+    """
+    await asyncio.sleep(max(0.0, at - time.monotonic()))
+    while record.submitting < CRASH_IN_FLIGHT and time.monotonic() < at + 10:
+        await asyncio.sleep(0.001)
+    log(
+        f"crash: SIGKILL to the gunicorn master and workers, {record.submitting} submits unanswered"
+    )
+    record.crash_at = time.monotonic()
+    server.kill()
+    server.start()
+    while record.first_ok_after_crash is None:
+        await asyncio.sleep(0.01)
+    return record.first_ok_after_crash - record.crash_at
+
+
+async def warm_up(http, base: str, sessions: list[tuple[int, str]]) -> Record:
+    """Every annotator judges one pair, untimed, so that each worker has loaded its code and
+    prepared its statements, as on a server that has been up for a while."""
+    record = Record()
+    end = time.monotonic() + 60
+    await asyncio.gather(
+        *(
+            annotate(http, record, base, user, key, uuid.uuid4().hex, 0.0, end, judgements=1)
+            for user, key in sessions
+        )
+    )
+    return record
+
+
+@dataclass
+class Run:
+    """One timed run: what the clients saw and what it cost."""
+
+    record: Record
+    elapsed: float
+    recovery: float | None
+    lags: list[float]
+    cpu: dict[str, float]
+    began: float
+    warm_acknowledged: list[tuple[str, int, int]]
+
+
+async def drive(
+    server: Server,
+    campaign_id: int,
+    sessions: list[tuple[int, str]],
+    seconds: float,
+    think_ms: float,
+    crash: bool,
+) -> Run:
+    """Warm up, then run every annotator for ``seconds`` (crashing the server halfway)."""
+    import aiohttp
+
+    record = Record()
+    base = f"http://127.0.0.1:{server.port}/api/campaigns/{campaign_id}/"
+    connector = aiohttp.TCPConnector(limit=len(sessions), force_close=False)
+    timeout = aiohttp.ClientTimeout(total=30)
+    lags: list[float] = []
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+        warm = await warm_up(http, base, sessions)
+        cpu_before = process_cpu(server.process.pid, DB_NAME)
+        busy_before = machine_busy()
+        client_before = time.process_time()
+        began = time.monotonic()
+        end = began + seconds
+        tasks = [
+            asyncio.create_task(
+                annotate(http, record, base, user, key, uuid.uuid4().hex, think_ms, end)
+            )
+            for user, key in sessions
+        ]
+        lag_task = asyncio.create_task(loop_lag(end, lags))
+        crasher = None
+        if crash:
+            crasher = asyncio.create_task(crash_and_restart(server, record, began + seconds / 2))
+        await asyncio.gather(*tasks)
+        elapsed = time.monotonic() - began
+        cpu_after = process_cpu(server.process.pid, DB_NAME)
+        busy_after = machine_busy()
+        cpu = {key: cpu_after[key] - cpu_before[key] for key in cpu_after}
+        cpu["client"] = time.process_time() - client_before
+        cpu["machine busy"] = busy_after[0] - busy_before[0]
+        cpu["machine total"] = busy_after[1] - busy_before[1]
+        await lag_task
+        recovery = await asyncio.wait_for(crasher, timeout=60) if crasher is not None else None
+    return Run(record, elapsed, recovery, lags, cpu, began, warm.acknowledged)
+
+
+def excess_judgements(campaign_id: int) -> int:
+    """Judgements stored after their pair already had all the labels the policy asked for."""
+    from annotation import policy
+    from annotation.models import Campaign, Judgement
+
+    campaign = Campaign.objects.get(pk=campaign_id)
+    rows = (
+        Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
+        .order_by("pair_id", "created_at", "pk")
+        .values_list("pair_id", "label", "pair__double")
+    )
+    excess = 0
+    state: dict[int, tuple[int, int]] = {}
+    for pair_id, label, double in rows:
+        relevant, total = state.get(pair_id, (0, 0))
+        if (
+            policy.needed_for(
+                [True] * relevant + [False] * (total - relevant), double, campaign.max_labels
+            )
+            <= 0
+        ):
+            excess += 1
+        state[pair_id] = (relevant + (label == "relevant"), total + 1)
+    return excess
+
+
+def verify(campaign_id: int, acknowledged: list[tuple[str, int, int]]) -> dict[str, int]:
+    """Count the acknowledged judgements in the database: lost, duplicated and the rest."""
+    from django.db.models import Count
+
+    from annotation import assignment
+    from annotation.models import Campaign, Judgement, Lease, Pair
+
+    live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
+    stored = Counter(str(key) for key in live.values_list("uuid", flat=True))
+    acked = {key for key, _, _ in acknowledged}
+    lost = len(acked - stored.keys())
+    double_uuid = sum(n - 1 for n in stored.values() if n > 1)
+    double_pair = sum(
+        row["n"] - 1
+        for row in live.values("pair_id", "annotator_id").annotate(n=Count("pk")).filter(n__gt=1)
+    )
+    excess = excess_judgements(campaign_id)
+    counted = Counter(live.values_list("pair_id", flat=True))
+    mismatched = sum(
+        1
+        for pk, label_count in Pair.objects.filter(pk__in=counted.keys()).values_list(
+            "pk", "label_count"
+        )
+        if counted[pk] != label_count
+    )
+    tallied = assignment.campaign_totals(Campaign.objects.get(pk=campaign_id))
+    pairs = Pair.objects.filter(campaign_id=campaign_id, held=False)
+    exact = pairs.aggregate(n=Count("pk"))["n"], sum(pairs.values_list("needed", flat=True))
+    log(
+        f"verify: {len(acked):,} acknowledged, {sum(stored.values()):,} stored "
+        f"({len(stored.keys() - acked):,} stored but never acknowledged), lost {lost}, "
+        f"uuid twice {double_uuid}, (pair, annotator) twice {double_pair}, over policy {excess}, "
+        f"label_count mismatches {mismatched}, leases now {Lease.objects.count()}, "
+        f"progress (pairs, labels left) {tallied[0]:,}/{tallied[1]:,} "
+        f"vs counted {exact[0]:,}/{exact[1]:,}"
+    )
+    return {
+        "lost": lost,
+        "duplicated": double_uuid + double_pair + excess,
+        "label_count_mismatches": mismatched,
+        "progress_exact": int(tallied == exact),
+    }
+
+
+def percentiles(values: list[float]) -> tuple[float, float, float]:
+    if not values:
+        return (float("nan"),) * 3
+    p50, p95, p99 = np.percentile(np.asarray(values), [50, 95, 99])
+    return round(float(p50), 1), round(float(p95), 1), round(float(p99), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--annotators", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--pairs", type=int, default=600_000)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="threads per worker (over 1: gthread, keep-alive)"
+    )
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=5000.0,
+        help="mean time an annotator looks at a pair (uniform over 0.5x-1.5x)",
+    )
+    parser.add_argument("--lease-seconds", type=int, default=300)
+    parser.add_argument(
+        "--no-prepared",
+        dest="prepared",
+        action="store_false",
+        help="client-side parameter binding (Django's default) instead of prepared statements",
+    )
+    parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
+    parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    args = parser.parse_args()
+
+    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    database_url = bench_database_url()
+    env = server_environment(database_url, args.prepared, args.debug)
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    began = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    migrated = time.perf_counter()
+    campaign_id, pairs = build_campaign(args.pairs, args.lease_seconds)
+    sessions = create_annotators(args.annotators)
+    log(
+        f"set-up: migrate {migrated - began:.1f} s, {pairs:,} pairs and "
+        f"{args.annotators} annotators {time.perf_counter() - migrated:.1f} s"
+    )
+    connections.close_all()
+
+    with tempfile.TemporaryDirectory(prefix="firepool-load-") as tmp:
+        server = Server(free_port(), args.workers, args.threads, env, Path(tmp) / "gunicorn.log")
+        server.start()
+        try:
+            server.wait_until_up()
+            log(
+                f"gunicorn: {args.workers} workers x {args.threads} threads, port {server.port}; "
+                f"{args.annotators} annotators for {args.seconds:.0f} s, think {args.think_ms} ms"
+            )
+            run = asyncio.run(
+                drive(server, campaign_id, sessions, args.seconds, args.think_ms, args.crash)
+            )
+        finally:
+            server.stop()
+            if server.log_path.exists():
+                tail = server.log_path.read_text(errors="replace").splitlines()[-5:]
+                log("gunicorn log tail:\n  " + "\n  ".join(tail))
+
+    record = run.record
+    log(f"load average after the run: {os.getloadavg()[0]:.2f}")
+    checks = verify(campaign_id, record.acknowledged + run.warm_acknowledged)
+    connections.close_all()
+    if not args.keep:
+        drop_database(database_url)
+
+    every = [ms for values in record.latencies.values() for ms in values]
+    p50, p95, p99 = percentiles(every)
+    for kind, values in sorted(record.latencies.items()):
+        log(f"{kind}: n={len(values):,} p50/p95/p99 = {percentiles(values)} ms")
+    log(
+        f"statuses: {dict(record.statuses)}; unanswered {record.failures}, retries {record.retries}"
+    )
+    log(f"client event-loop lag p50/p95/p99 = {percentiles(run.lags)} ms")
+    buckets = Counter(
+        int((at - run.began) // 5) * 5 for at, ms in record.finished if ms > TARGET_P99_MS
+    )
+    log(
+        f"requests over {TARGET_P99_MS:.0f} ms by second of the run: "
+        + ", ".join(f"{second}s: {n}" for second, n in sorted(buckets.items()))
+    )
+    cpu = run.cpu
+    per_request = 1000.0 / max(1, len(every))
+    if args.crash:
+        log("CPU of the killed server processes is lost: per-request CPU not counted")
+    else:
+        log(
+            f"CPU per request: gunicorn {cpu['gunicorn'] * per_request:.1f} ms, PostgreSQL "
+            f"{cpu['postgres'] * per_request:.1f} ms, client {cpu['client'] * per_request:.1f} ms"
+        )
+    log(
+        f"machine busy {cpu['machine busy'] / cpu['machine total']:.0%} of "
+        f"{cpu['machine total'] / run.elapsed:.1f} cores during the run (all processes)"
+    )
+    result: dict[str, object] = {
+        "annotators": args.annotators,
+        "pairs": pairs,
+        "p50_ms": p50,
+        "p95_ms": p95,
+        "p99_ms": p99,
+        "judgements_per_s": round(len(record.acknowledged) / run.elapsed, 1),
+        "lost": checks["lost"],
+        "duplicated": checks["duplicated"],
+    }
+    if args.crash:
+        result["crashes"] = 1
+        result["recovery_s"] = round(run.recovery, 2) if run.recovery is not None else None
+        # The same figures without the requests that finished within 10 s of the crash.
+        calm = [
+            ms
+            for at, ms in record.finished
+            if not record.crash_at <= at <= record.crash_at + RECOVERY_WINDOW_S
+        ]
+        result["p99_ms_outside_recovery"] = percentiles(calm)[2]
+    result.update(
+        requests=len(every),
+        seconds=round(run.elapsed, 1),
+        think_ms=args.think_ms,
+        workers=args.workers,
+        threads=args.threads,
+        prepared=args.prepared,
+        debug=args.debug,
+        label_count_mismatches=checks["label_count_mismatches"],
+        progress_exact=bool(checks["progress_exact"]),
+    )
+    log(f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0")
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
