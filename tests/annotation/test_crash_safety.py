@@ -1,12 +1,14 @@
 """A judging server killed with SIGKILL mid-campaign loses nothing and counts nothing twice.
 
 A real gunicorn serves the test database; annotator threads judge a small campaign with
-a 3-second lease through the HTTP API. Halfway, the gunicorn master and workers are
-killed at once and started again: half the annotators never come back (their browsers
-closed with the crash), the others retry their unanswered submit with the same UUID.
+a 3-second lease through the HTTP API, while a job worker (`db_worker`) runs a job. Halfway,
+the gunicorn master and workers and the job worker are killed at once and the server is
+started again: half the annotators never come back (their browsers closed with the crash),
+the others retry their unanswered submit with the same UUID.
 Then every acknowledged judgement must be stored exactly once, no pair may hold more
 labels than the policy asked for, the leases of the annotators who left must expire and
-their pairs go to others, and the campaign must be judged to the end. PostgreSQL only,
+their pairs go to others, the campaign must be judged to the end, and the killed job must be
+reported failed by its stale heartbeat and complete when retried. PostgreSQL only,
 like the concurrency tests; ``bench/load.py`` runs the same at 600,000 pairs.
 
 Beside it: the trigger-kept tallies that progress reads stay exact under every kind of
@@ -47,7 +49,11 @@ from annotation.models import (
     Pair,
 )
 from annotation.roles import ANNOTATOR, ensure_groups
+from jobs import runner
+from jobs.models import Job
 from tests.annotation.test_assignment import make_campaign
+from tests.jobs import kinds  # noqa: F401 - the slow job the killed worker runs
+from tests.jobs.test_worker import DATABASE_TASKS, start_worker, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_SECONDS = 3
@@ -196,7 +202,12 @@ def wait_for_backends_to_go(others_than: int, timeout: float = 10.0) -> None:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path):
+def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings):
+    # A job worker runs a job meanwhile; it is killed with the web server.
+    settings.TASKS = DATABASE_TASKS
+    settings.FIREPOOL_JOB_STALE_SECONDS = 3
+    job = runner.submit("test-count", {"units": "30", "seconds": "8"})
+    worker = start_worker("default")
     campaign = make_campaign(n_queries=20, depth=4, rate=0.3, seed=3, lease_seconds=LEASE_SECONDS)
     users = [
         get_user_model().objects.create_user(f"crash{i}", password="pw-crash-annotator")
@@ -257,6 +268,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path):
     server.start()
     try:
         server.wait_until_up()
+        wait_for(job, lambda j: j.status == Job.Status.RUNNING and j.done > 0)
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 30
@@ -266,6 +278,9 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path):
 
         crashed.set()
         server.kill()
+        stop(worker)
+        job.refresh_from_db()
+        assert job.status == Job.Status.RUNNING  # killed in the middle of its work
         wait_for_backends_to_go(others_than=0)
         abandoned = list(
             Lease.objects.filter(pair__campaign=campaign, annotator_id__in=leaving).values_list(
@@ -289,7 +304,21 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path):
             thread.join()
     finally:
         server.kill()
+        stop(worker)
     assert not errors, errors[:3]
+
+    # The killed worker's job is found by its stale heartbeat, and a retry completes it.
+    time.sleep(max(0.0, 3.5 - (timezone.now() - restarted).total_seconds()))
+    assert runner.reap_stale() == 1
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and "stopped answering" in job.error
+    again = runner.retry(job)
+    worker = start_worker("default")
+    try:
+        again = wait_for(again, lambda j: j.finished)
+    finally:
+        stop(worker)
+    assert again.status == Job.Status.SUCCEEDED and again.result == {"counted": 30}
 
     live = Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
     stored = Counter(str(key) for key in live.values_list("uuid", flat=True))
