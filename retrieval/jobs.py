@@ -111,6 +111,12 @@ def run_train(
 
     found = get_model(get_dataset(dataset), model)
     reporter.step(f"training {found.name} ({found.encoder}) on the train split")
+
+    def epoch_done(done: int, total: int, loss: float) -> None:
+        reporter.total, reporter.done = total, done
+        reporter.message = f"training {found.name}: epoch {done} of {total}, loss {loss:.4f}"
+        reporter.flush()
+
     train(
         found,
         epochs=epochs,
@@ -118,6 +124,7 @@ def run_train(
         device=device or "auto",
         relevance=relevance or "instance",
         threshold=threshold,
+        on_epoch=epoch_done,
     )
     return found.training_log[-1]
 

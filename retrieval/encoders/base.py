@@ -17,6 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+EpochCallback = Callable[[int, int, float], None]
+"""Called after each training epoch with (epochs done, epochs in all, mean loss)."""
+
 FORMAT = "firepool-encoder"
 FORMAT_VERSION = 1
 
@@ -187,6 +190,7 @@ class Encoder(ABC):
         seed: int = 0,
         device: str | torch.device = "auto",
         progress: bool = False,
+        on_epoch: EpochCallback | None = None,
     ) -> list[float]:
         """Train on ``data``; returns the mean loss of each epoch."""
         raise TypeError(f"the {self.name} encoder is not trainable")

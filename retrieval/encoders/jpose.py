@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import TrainingData
+from .base import EpochCallback, TrainingData
 from .losses import MARGIN, BagRelevance, LossWeights, batch_relevance, mmen_loss
 from .text import MINILM_DIM, POS_GROUPS, pos_features, split_pos
 from .training import Standardiser, Tower, TrainedEncoder
@@ -170,6 +170,7 @@ class JPoSEEncoder(TrainedEncoder):
         seed: int = 0,
         device: str | torch.device = "auto",
         progress: bool = False,
+        on_epoch: EpochCallback | None = None,
     ) -> list[float]:
         dev, net, videos = self._start_fit(data, seed, device)
         splits = split_pos(data.captions)
@@ -200,5 +201,12 @@ class JPoSEEncoder(TrainedEncoder):
             return loss
 
         return self._train(
-            net, step, len(data.captions), epochs=epochs, seed=seed, device=dev, progress=progress
+            net,
+            step,
+            len(data.captions),
+            epochs=epochs,
+            seed=seed,
+            device=dev,
+            progress=progress,
+            on_epoch=on_epoch,
         )

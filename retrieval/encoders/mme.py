@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import TrainingData
+from .base import EpochCallback, TrainingData
 from .losses import MARGIN, LossWeights, batch_relevance, mmen_loss
 from .text import MINILM_DIM, embed_sentences
 from .training import Standardiser, Tower, TrainedEncoder
@@ -107,6 +107,7 @@ class MMEEncoder(TrainedEncoder):
         seed: int = 0,
         device: str | torch.device = "auto",
         progress: bool = False,
+        on_epoch: EpochCallback | None = None,
     ) -> list[float]:
         dev, net, videos = self._start_fit(data, seed, device)
         texts = torch.from_numpy(embed_sentences(data.captions, device=dev, progress=progress)).to(
@@ -123,5 +124,12 @@ class MMEEncoder(TrainedEncoder):
             )
 
         return self._train(
-            net, step, len(data.captions), epochs=epochs, seed=seed, device=dev, progress=progress
+            net,
+            step,
+            len(data.captions),
+            epochs=epochs,
+            seed=seed,
+            device=dev,
+            progress=progress,
+            on_epoch=on_epoch,
         )

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .base import Encoder, TrainingData, VideoInputs, resolve_device
+from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
 
 
 class Tower(nn.Module):
@@ -81,10 +81,12 @@ def train(
     device: torch.device,
     progress: bool,
     desc: str,
+    on_epoch: EpochCallback | None = None,
 ) -> list[float]:
     """Run ``epochs`` of Adam over caption batches; ``step`` maps a batch to its loss.
 
     Returns the mean loss of each epoch. The batch order depends only on ``seed``.
+    ``on_epoch(epochs done, epochs in all, mean loss)`` follows along (a job's progress).
     """
     generator = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -103,6 +105,8 @@ def train(
             count += len(batch)
         history.append(total / max(count, 1))
         bar.set_postfix(loss=f"{history[-1]:.4f}")
+        if on_epoch is not None:
+            on_epoch(len(history), epochs, history[-1])
     model.eval()
     return history
 
@@ -191,6 +195,7 @@ class TrainedEncoder(Encoder):
         seed: int,
         device: torch.device,
         progress: bool,
+        on_epoch: EpochCallback | None = None,
     ) -> list[float]:
         """Run :func:`train` with this encoder's settings, then park the weights on the CPU."""
         history = train(
@@ -205,6 +210,7 @@ class TrainedEncoder(Encoder):
             device=device,
             progress=progress,
             desc=self.name,
+            on_epoch=on_epoch,
         )
         net.cpu()
         return history

@@ -19,6 +19,7 @@ from django.db import transaction
 from retrieval.encoders import features as video_features
 from retrieval.encoders.base import (
     Encoder,
+    EpochCallback,
     TrainingData,
     VideoInputs,
     resolve_device,
@@ -294,6 +295,7 @@ def train(
     progress: bool = False,
     relevance: str = "instance",
     threshold: float | None = None,
+    on_epoch: EpochCallback | None = None,
 ) -> list[float]:
     """Train a trainable encoder on the dataset's train split and save its weights.
 
@@ -323,7 +325,9 @@ def train(
         positives[np.arange(len(data.captions)), data.caption_video] = True  # S = 1 there
         data.positives = positives
     started = time.perf_counter()
-    losses = encoder.fit(data, epochs=epochs, seed=seed, device=device, progress=progress)
+    losses = encoder.fit(
+        data, epochs=epochs, seed=seed, device=device, progress=progress, on_epoch=on_epoch
+    )
     seconds = time.perf_counter() - started
     path = model_dir(model) / "weights.pt"
     encoder.save(path)

@@ -199,3 +199,24 @@ def test_real_kinds_run_as_jobs(settings):
     # every pair of the run at depth 2 was already pooled: a clear refusal, not a crash
     assert pooled.status in (Job.Status.SUCCEEDED, Job.Status.FAILED)
     assert "Internal error" not in pooled.error
+
+
+@pytest.mark.django_db
+def test_a_training_job_counts_its_epochs_then_embeds_and_predicts():
+    from django.core.management import call_command
+
+    from retrieval.services.demo import create_demo_dataset
+    from retrieval.services.encoding import register_encoder
+
+    dataset = create_demo_dataset(name="mini", n_videos=24, seed=4, workers=1)
+    call_command("features", dataset="mini", verbosity=0)
+    register_encoder(dataset, "trained", "mme")
+    job = run_now("train", {"dataset": "mini", "model": "trained", "epochs": "3", "device": "cpu"})
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert (job.done, job.total) == (3, 3) and job.result["epochs"] == 3
+    embedded = run_now("embed", {"dataset": "mini", "model": "trained", "device": "cpu"})
+    assert embedded.status == Job.Status.SUCCEEDED, embedded.error
+    assert embedded.done == embedded.total > 0  # every caption and video counted
+    predicted = run_now("predict", {"dataset": "mini", "model": "trained", "k": "5"})
+    assert predicted.status == Job.Status.SUCCEEDED, predicted.error
+    assert predicted.result["run"] == "trained" and predicted.result["depth"] == 5
