@@ -35,4 +35,10 @@ def browser():
         chromium = launch(playwright)
         yield chromium
         chromium.close()
+        # ORM calls made while Playwright's loop runs get their own connection (asgiref's
+        # context-local storage); close it here, or PostgreSQL refuses to drop the test
+        # database at the end of the session ("being accessed by other users").
+        from django.db import connections
+
+        connections.close_all()
     os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
