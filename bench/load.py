@@ -132,6 +132,7 @@ def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
     from django.db import connection, transaction
 
     from annotation import policy
+    from annotation.campaigns import COLUMNS as PAIR_COLUMNS
     from annotation.models import Campaign, Pair
     from retrieval.models import Caption, Dataset, Video
 
@@ -177,22 +178,7 @@ def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
         query = np.repeat(np.arange(n_queries), DEPTH)
         rank = np.tile(np.arange(DEPTH), n_queries)
         videos = video_pks[(query * 7 + rank * 13) % n_videos]
-        columns = [
-            "campaign_id",
-            "caption_id",
-            "video_id",
-            "position",
-            "double",
-            "label_count",
-            "relevant_count",
-            "needed",
-            "leased",
-            "open_slots",
-            "held",
-            "status",
-            "adjudicated",
-            "auto_label",
-        ]
+        columns = [*PAIR_COLUMNS, "auto_label"]  # the order campaigns.write_pairs uses
         copy_rows(
             Pair._meta.db_table,
             columns,
