@@ -3,9 +3,9 @@
 from django import forms
 from django.contrib import admin, messages
 
-from annotation import assignment
-from annotation.campaigns import CampaignError, CampaignSpec, checked_pool, create_campaign
 from annotation.models import Campaign, Escalation, Judgement, Pair
+from annotation.services import assignment
+from annotation.services.campaigns import CampaignError, CampaignSpec, checked_pool, create_campaign
 from retrieval.models import Run
 
 SPEC_FIELDS = [

@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from annotation import policy
-from annotation.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.management.lookup import get_campaign
+from annotation.services.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
 from retrieval.jobs import USER_ERRORS, DatasetForm, found_or_invalid, split_names
@@ -55,7 +55,7 @@ def run_pool(
     max_labels: int = policy.DEFAULT_CAP,
     lease_seconds: int = 300,
 ) -> dict:
-    from annotation.campaigns import CampaignSpec, create_campaign
+    from annotation.services.campaigns import CampaignSpec, create_campaign
 
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]

@@ -104,7 +104,7 @@ class Pair(models.Model):
     """A caption-video pair to judge, with running label counts.
 
     Which runs retrieved the pair, and at which ranks, is row ``position`` of the
-    campaign's provenance array (see :func:`annotation.campaigns.load_provenance`).
+    campaign's provenance array (see :func:`annotation.services.campaigns.load_provenance`).
     """
 
     class Status(models.TextChoices):
@@ -149,7 +149,7 @@ class Pair(models.Model):
         default="",
         db_default="",
         help_text="Set when a semantic proxy labelled the pair without a human, e.g. "
-        "'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.proxy_queue.",
+        "'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.services.proxy_queue.",
     )
 
     class Meta:
@@ -178,7 +178,7 @@ class CampaignTally(models.Model):
     triggers (migration 0004) add each write's change to the row of shard ``pair id % 16``
     in the same transaction, so the sum over a campaign's shards is exact and concurrent
     submits rarely wait on the same row. SQLite has no such triggers: there
-    :func:`annotation.assignment.progress` counts the pairs instead.
+    :func:`annotation.services.assignment.progress` counts the pairs instead.
     """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tallies")
@@ -251,7 +251,7 @@ class AnnotatorTally(models.Model):
     Progress shows annotators what they judged today and in total; counting their
     judgements on every request grows with their work (~1 ms per 500). PostgreSQL triggers
     on the judgement table (migration 0004) keep these counts in the same transaction;
-    on SQLite :func:`annotation.assignment.progress` counts the judgements instead.
+    on SQLite :func:`annotation.services.assignment.progress` counts the judgements instead.
     """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")

@@ -9,11 +9,12 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation import assignment, exports, roles
-from annotation.exports import EXPORT_FORMATS, export_chunks
+from annotation import roles
 from annotation.models import Campaign, Escalation, Judgement, Pair
-from annotation.reporting import campaign_proxy_report, campaign_report
-from annotation.resolution import resolve_campaign
+from annotation.services import assignment, exports
+from annotation.services.exports import EXPORT_FORMATS, export_chunks
+from annotation.services.reporting import campaign_proxy_report, campaign_report
+from annotation.services.resolution import resolve_campaign
 from retrieval import plots
 from retrieval.models import Dataset, LabelSet
 from retrieval.proxies import PROXY_LABELS

@@ -4,7 +4,7 @@ Builds, in a throw-away SQLite database, a campaign of ``--pairs`` pairs judged 
 ``--annotators`` annotators (FIRE §3.1: one label per pair, a second for 10%, a third where
 two disagree, plus extra labels on some pairs as in FIRE's MSVD collection, Fig. 7), with
 about 5% pairwise disagreement, some undone judgements (not live) and missing times. Setup is
-not timed. Then times :func:`annotation.reporting.campaign_report` (load from the database,
+not timed. Then times :func:`annotation.services.reporting.campaign_report` (load from the database,
 resolve, agreement, alpha, bootstrap CIs, per-annotator figures) and, in the same run, the
 ``krippendorff`` package alone on the same value counts::
 
@@ -60,9 +60,9 @@ def build(args: argparse.Namespace):
     from django.contrib.auth.hashers import make_password
     from django.db import connection, transaction
 
-    from annotation.campaigns import write_pairs
     from annotation.models import Campaign, Judgement
     from annotation.pooling import Pool
+    from annotation.services.campaigns import write_pairs
     from retrieval.models import Caption, Dataset, Video
 
     rng = np.random.default_rng(args.seed)
@@ -190,7 +190,8 @@ def main() -> None:
     with temporary_django(args.database_url):
         import krippendorff
 
-        from annotation import agreement, reporting
+        from annotation import agreement
+        from annotation.services import reporting
 
         began = time.perf_counter()
         campaign = build(args)

@@ -51,8 +51,8 @@ class PeakSampler:
 
 def add_provenance(campaign, rng: np.random.Generator) -> None:
     """Four pooled runs and their ranks for every pair, as a real campaign has."""
-    from annotation.campaigns import provenance_bytes
     from annotation.models import CampaignRun
+    from annotation.services.campaigns import provenance_bytes
     from retrieval.models import RetrievalModel, Run
 
     pairs = campaign.pairs.count()
@@ -80,7 +80,7 @@ def settle_pairs(campaign) -> None:
 
     from annotation import policy
     from annotation.models import Pair
-    from annotation.reporting import load_campaign_labels
+    from annotation.services.reporting import load_campaign_labels
 
     data = load_campaign_labels(campaign)
     total = np.bincount(data.pair_index, minlength=data.n_pairs)
@@ -111,8 +111,8 @@ def main() -> None:
     with temporary_django() as tmp:
         from django.db.models import Count
 
-        from annotation.exports import EXPORT_FORMATS, export_to_file
         from annotation.models import Judgement
+        from annotation.services.exports import EXPORT_FORMATS, export_to_file
 
         campaign = build(args)
         add_provenance(campaign, np.random.default_rng(args.seed))

@@ -132,8 +132,8 @@ def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
     from django.db import connection, transaction
 
     from annotation import policy
-    from annotation.campaigns import COLUMNS as PAIR_COLUMNS
     from annotation.models import Campaign, Pair
+    from annotation.services.campaigns import COLUMNS as PAIR_COLUMNS
     from retrieval.models import Caption, Dataset, Video
 
     n_queries = max(1, n_pairs // DEPTH)
@@ -577,8 +577,8 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, int]]) -> dict[s
     """Count the acknowledged judgements in the database: lost, duplicated and the rest."""
     from django.db.models import Count
 
-    from annotation import assignment
     from annotation.models import Campaign, Judgement, Lease, Pair
+    from annotation.services import assignment
 
     live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
     stored = Counter(str(key) for key in live.values_list("uuid", flat=True))

@@ -67,7 +67,7 @@ def random_run(dataset, name: str, seed: int):
 
 def random_run_campaign(dataset, name: str, depth: int, seed: int):
     """A campaign pooling one randomly scored run over the dataset's test split."""
-    from annotation.campaigns import CampaignSpec, create_campaign
+    from annotation.services.campaigns import CampaignSpec, create_campaign
 
     run = random_run(dataset, f"{name}-run", seed)
     return create_campaign(

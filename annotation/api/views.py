@@ -8,7 +8,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotation import assignment, roles
+from annotation import roles
 from annotation.api.permissions import IsAnnotator
 from annotation.api.serializers import (
     AssignmentSerializer,
@@ -20,6 +20,7 @@ from annotation.api.serializers import (
     SubmitSerializer,
 )
 from annotation.models import Campaign
+from annotation.services import assignment
 
 ERROR_STATUS = {
     "not_found": status.HTTP_404_NOT_FOUND,

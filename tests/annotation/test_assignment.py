@@ -8,10 +8,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation import assignment
-from annotation.assignment import AssignmentError
-from annotation.campaigns import CampaignSpec, create_campaign
 from annotation.models import Escalation, Judgement, Lease, Pair
+from annotation.services import assignment
+from annotation.services.assignment import AssignmentError
+from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
 from retrieval.services.runs import store_run

@@ -4,8 +4,13 @@ import numpy as np
 import pytest
 
 from annotation import policy
-from annotation.campaigns import CampaignError, CampaignSpec, create_campaign, load_provenance
 from annotation.models import Campaign, Pair
+from annotation.services.campaigns import (
+    CampaignError,
+    CampaignSpec,
+    create_campaign,
+    load_provenance,
+)
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
 from retrieval.services.runs import store_run

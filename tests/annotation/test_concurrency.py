@@ -15,8 +15,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection, connections
 from django.db.models import Count
 
-from annotation import assignment, policy
+from annotation import policy
 from annotation.models import Judgement, Lease, Pair
+from annotation.services import assignment
 from tests.annotation.test_assignment import make_campaign
 
 THREADS = 20

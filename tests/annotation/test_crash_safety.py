@@ -39,7 +39,7 @@ from django.db import connection, connections
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
-from annotation import assignment, policy
+from annotation import policy
 from annotation.models import (
     AnnotatorTally,
     Campaign,
@@ -49,6 +49,7 @@ from annotation.models import (
     Pair,
 )
 from annotation.roles import ANNOTATOR, ensure_groups
+from annotation.services import assignment
 from jobs import runner
 from jobs.models import Job
 from tests.annotation.test_assignment import make_campaign

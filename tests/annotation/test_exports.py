@@ -11,11 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 
-from annotation import assignment, roles
-from annotation.campaigns import CampaignSpec, create_campaign, load_provenance
-from annotation.exports import EXPORT_FORMATS, export_to_file
+from annotation import roles
 from annotation.models import Pair
-from annotation.resolution import campaign_judged, resolve_campaign
+from annotation.services import assignment
+from annotation.services.campaigns import CampaignSpec, create_campaign, load_provenance
+from annotation.services.exports import EXPORT_FORMATS, export_to_file
+from annotation.services.resolution import campaign_judged, resolve_campaign
 from retrieval import judged
 from retrieval.formats import fire_json, trec
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Video

@@ -8,9 +8,9 @@ from django.contrib.auth.models import Group
 from scipy.stats import mannwhitneyu
 
 from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement, roc_auc
-from annotation.reporting import campaign_proxy_report
 from annotation.roles import RESEARCHER, ensure_groups
-from annotation.simulation import simulate
+from annotation.services.reporting import campaign_proxy_report
+from annotation.services.simulation import simulate
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyOptions, proxy_relevance
 from tests.browser_support import random_run_campaign
@@ -71,7 +71,7 @@ def test_campaign_report_scores_every_judged_pair(judged_campaign):
     bow = next(row for row in report["proxies"] if row["proxy"] == "bow")
     assert bow["pairs"] == report["pairs"] > 0
     # Independent check of the AUC from the cached matrix and the pairs' final labels.
-    from annotation.resolution import campaign_judged
+    from annotation.services.resolution import campaign_judged
 
     judged = campaign_judged(judged_campaign)
     keep = judged.relevance >= 0

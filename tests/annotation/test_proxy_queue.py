@@ -9,17 +9,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from annotation import assignment
-from annotation.exports import export_to_file
 from annotation.models import Pair
-from annotation.proxy_queue import (
-    auto_label,
-    auto_labels,
-    campaign_split,
-    order_queue,
-    order_within_captions,
-    rule_text,
-)
+from annotation.proxy_ordering import auto_labels, order_within_captions, rule_text
+from annotation.services import assignment
+from annotation.services.campaigns import campaign_split
+from annotation.services.exports import export_to_file
+from annotation.services.proxy_queue import auto_label, order_queue
 from retrieval.formats import fire_json
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyOptions, proxy_relevance

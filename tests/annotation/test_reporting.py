@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotation import policy, reporting
+from annotation import policy
 from annotation.models import Judgement, Pair
+from annotation.services import reporting
 from tests.annotation.test_assignment import make_campaign
 
 R, IR = "relevant", "irrelevant"

@@ -6,11 +6,11 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.campaigns import CampaignSpec, create_campaign
-from annotation.exports import EXPORT_FORMATS
 from annotation.models import Pair
 from annotation.roles import ADMIN, RESEARCHER, ensure_groups
-from annotation.simulation import simulate
+from annotation.services.campaigns import CampaignSpec, create_campaign
+from annotation.services.exports import EXPORT_FORMATS
+from annotation.services.simulation import simulate
 from retrieval.formats import fire_json, labels, trec
 from retrieval.models import LabelSet
 from retrieval.services.demo import create_demo_dataset

@@ -259,7 +259,7 @@ def test_who_may_fetch_which_media(client, judged_media):
 
 def test_annotator_keeps_the_videos_of_pairs_they_hold(client, judged_media):
     """A pair leased before its campaign closed still plays for the annotator holding it."""
-    from annotation import assignment
+    from annotation.services import assignment
 
     active, _ = judged_media
     holder, other = _user("holder", roles.ANNOTATOR), _user("other", roles.ANNOTATOR)

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.lookup import get_campaign
-from annotation.reporting import campaign_report, file_report
+from annotation.services.reporting import campaign_report, file_report
 from retrieval.formats.labels import read_raw_jsonl
 from retrieval.formats.records import FormatError
 

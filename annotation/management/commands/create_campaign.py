@@ -6,7 +6,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import policy
-from annotation.campaigns import CampaignError, CampaignSpec, create_campaign
+from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
 from retrieval.management.lookup import get_dataset, get_run
 
 

@@ -2,10 +2,10 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.campaigns import CampaignError, CampaignSpec, create_campaign
 from annotation.models import Campaign
-from annotation.resolution import resolve_campaign
-from annotation.simulation import simulate
+from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
+from annotation.services.resolution import resolve_campaign
+from annotation.services.simulation import simulate
 from retrieval.models import Dataset, Run
 
 DEMO_RUNS = ("random", "minilm", "mme", "jpose")

@@ -5,8 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.exports import EXPORT_FORMATS, export_chunks, export_to_file
 from annotation.management.lookup import get_campaign
+from annotation.services.exports import EXPORT_FORMATS, export_chunks, export_to_file
 
 
 class Command(BaseCommand):

@@ -5,8 +5,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation import proxy_queue
+from annotation import proxy_ordering
 from annotation.management.lookup import get_campaign
+from annotation.services import proxy_queue
 from retrieval.proxies import PROXIES
 
 
@@ -42,7 +43,7 @@ class Command(BaseCommand):
             )
         if auto:
             try:
-                proxy_queue.check_thresholds(relevant_at, irrelevant_at)
+                proxy_ordering.check_thresholds(relevant_at, irrelevant_at)
             except ValueError as exc:
                 raise CommandError(f"bad thresholds: {exc}") from None
         campaign = get_campaign(options["campaign"])

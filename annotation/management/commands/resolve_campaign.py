@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.lookup import get_campaign
-from annotation.resolution import resolve_campaign
+from annotation.services.resolution import resolve_campaign
 from retrieval.services.labelsets import LabelSetError
 
 

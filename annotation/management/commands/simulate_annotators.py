@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotation.models import Campaign
-from annotation.simulation import simulate
+from annotation.services.simulation import simulate
 
 
 class Command(BaseCommand):

@@ -221,3 +221,9 @@ def create_campaign(
     double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
     write_pairs(campaign, pool, double)
     return campaign
+
+
+def campaign_split(campaign: Campaign) -> str:
+    """The split of the campaign's videos, whose proxy matrices score its pairs."""
+    split = Pair.objects.filter(campaign=campaign).values_list("video__split", flat=True).first()
+    return split or "test"

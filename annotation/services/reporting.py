@@ -21,8 +21,8 @@ from django.db.models import Case, Max, Min, Q, Value, When
 from annotation import agreement, policy
 from annotation.models import Campaign, Judgement, Pair
 from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement
-from annotation.proxy_queue import campaign_split
-from annotation.resolution import campaign_judged
+from annotation.services.campaigns import campaign_split
+from annotation.services.resolution import campaign_judged
 from retrieval.formats.labels import RawLabel
 from retrieval.proxies import PROXIES
 

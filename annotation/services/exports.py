@@ -6,7 +6,7 @@ to a file or an HTTP response. Only pairs with a final label or a disagreement a
 exported as pairs; pending pairs have no final label yet.
 
 - ``csv`` / ``jsonl``: one row per pair (see :mod:`retrieval.formats.labels`). When a proxy
-  labelled some of the campaign's pairs (:mod:`annotation.proxy_queue`), every row also has
+  labelled some of the campaign's pairs (:mod:`annotation.services.proxy_queue`), every row also has
   an ``auto_label`` column naming the rule, empty for pairs humans labelled.
 - ``qrels``: ``caption 0 video rel`` for resolved pairs, judged negatives kept as 0 so
   judged-fraction measures work, and each caption's own video as 1 (the benchmark's
@@ -26,9 +26,9 @@ from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
-from annotation.campaigns import load_provenance
 from annotation.models import Campaign, Judgement, Pair
-from annotation.resolution import STATUS_CODES
+from annotation.services.campaigns import load_provenance
+from annotation.services.resolution import STATUS_CODES
 from retrieval.formats import fire_json, labels, trec
 from retrieval.models import Caption, Video
 
@@ -85,7 +85,7 @@ def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
 
 
 def _has_auto_labels(campaign: Campaign) -> bool:
-    """Whether a proxy labelled any of the campaign's pairs (see :mod:`annotation.proxy_queue`)."""
+    """Whether a proxy labelled any of the campaign's pairs (see :mod:`annotation.services.proxy_queue`)."""
     return Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
 
 

@@ -17,96 +17,17 @@ import numpy as np
 from django.db import transaction
 
 from annotation.models import Campaign, Pair
+from annotation.proxy_ordering import (
+    NONE,
+    auto_labels,
+    check_thresholds,
+    order_within_captions,
+    rule_text,
+)
+from annotation.services.campaigns import campaign_split
 
 BATCH = 5_000
 """Pairs per ``bulk_update`` query."""
-NONE = -1
-"""No automatic label (see :func:`auto_labels`)."""
-
-
-class ProxyQueueError(ValueError):
-    """A proxy setting that cannot be applied as asked."""
-
-
-# Pure functions.
-
-
-def order_within_captions(
-    caption_ids: np.ndarray, positions: np.ndarray, scores: np.ndarray
-) -> np.ndarray:
-    """New positions: each caption's positions handed out by descending score.
-
-    The positions a caption holds stay the same set; the highest-scoring pair gets the
-    smallest. Ties keep their old order, and pairs with a NaN score keep their position
-    (the others are permuted among the remaining positions of their caption).
-    """
-    caption_ids = np.asarray(caption_ids)
-    positions = np.asarray(positions, dtype=np.int64)
-    scores = np.asarray(scores, dtype=np.float64)
-    if not (caption_ids.ndim == positions.ndim == scores.ndim == 1):
-        raise ValueError("caption_ids, positions and scores must be 1-D")
-    if not (len(caption_ids) == len(positions) == len(scores)):
-        raise ValueError("caption_ids, positions and scores must have the same length")
-    new = positions.copy()
-    known = np.flatnonzero(~np.isnan(scores))
-    if not len(known):
-        return new
-    captions, old, score = caption_ids[known], positions[known], scores[known]
-    # Pairs in their new order (caption, descending score, old position) and the caption's
-    # slots in ascending order: both group by caption with the same group sizes.
-    by_score = np.lexsort((old, -score, captions))
-    slots = np.lexsort((old, captions))
-    new[known[by_score]] = old[slots]
-    return new
-
-
-def check_thresholds(relevant_at: float | None, irrelevant_at: float | None) -> None:
-    """Raise ValueError unless ``0 <= irrelevant_at < relevant_at <= 1`` (None: that side off)."""
-    if relevant_at is None and irrelevant_at is None:
-        raise ValueError("give relevant_at, irrelevant_at or both")
-    for name, value in (("relevant_at", relevant_at), ("irrelevant_at", irrelevant_at)):
-        if value is not None and not (0.0 <= value <= 1.0):  # also rejects NaN
-            raise ValueError(f"{name} must be between 0 and 1, got {value}")
-    if relevant_at is not None and irrelevant_at is not None and not irrelevant_at < relevant_at:
-        raise ValueError(
-            f"need irrelevant_at < relevant_at, got irrelevant_at={irrelevant_at} "
-            f"and relevant_at={relevant_at}"
-        )
-
-
-def auto_labels(
-    scores: np.ndarray, relevant_at: float | None, irrelevant_at: float | None
-) -> np.ndarray:
-    """int8 per score: 1 when ``>= relevant_at``, 0 when ``<= irrelevant_at``, else -1.
-
-    NaN scores get -1; a threshold of None turns that side off.
-    """
-    check_thresholds(relevant_at, irrelevant_at)
-    scores = np.asarray(scores, dtype=np.float64)
-    out = np.full(scores.shape, NONE, dtype=np.int8)
-    with np.errstate(invalid="ignore"):
-        if relevant_at is not None:
-            out[scores >= relevant_at] = 1
-        if irrelevant_at is not None:
-            out[scores <= irrelevant_at] = 0
-    return out
-
-
-def rule_text(proxy: str, op: str, threshold: float) -> str:
-    """The ``Pair.auto_label`` text, e.g. ``bow>=0.90`` (two decimals, more when needed)."""
-    text = f"{threshold:.2f}"
-    if float(text) != threshold:
-        text = repr(float(threshold))
-    return f"{proxy}{op}{text}"
-
-
-# Services.
-
-
-def campaign_split(campaign: Campaign) -> str:
-    """The split of the campaign's videos, whose proxy matrices score its pairs."""
-    split = Pair.objects.filter(campaign=campaign).values_list("video__split", flat=True).first()
-    return split or "test"
 
 
 def _open_pairs(campaign: Campaign, proxy: str):
