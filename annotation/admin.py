@@ -3,16 +3,17 @@
 from django import forms
 from django.contrib import admin, messages
 
+from annotation.forms import CampaignSettingsForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.services import assignment
-from annotation.services.campaigns import CampaignError, CampaignSpec, checked_pool, create_campaign
+from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from retrieval.models import Run
 
 SPEC_FIELDS = [
     "name",
     "dataset",
     "depth",
-    "query_sample",
+    "queries",
     "seed",
     "second_label_rate",
     "max_labels",
@@ -21,8 +22,8 @@ SPEC_FIELDS = [
 ]
 
 
-class CampaignCreateForm(forms.ModelForm):
-    """Choose runs and settings; validation pools the runs, saving writes the pairs."""
+class CampaignCreateForm(CampaignSettingsForm, forms.ModelForm):
+    """The campaign form with runs to choose; validation pools the runs, saving writes them."""
 
     pool = None
 
@@ -33,25 +34,17 @@ class CampaignCreateForm(forms.ModelForm):
 
     class Meta:
         model = Campaign
-        fields = SPEC_FIELDS
-
-    def spec(self) -> CampaignSpec:
-        data = self.cleaned_data
-        return CampaignSpec(
-            name=data["name"],
-            depth=data["depth"],
-            query_sample=data.get("query_sample"),
-            seed=data["seed"],
-            second_label_rate=data["second_label_rate"],
-            max_labels=data["max_labels"],
-            lease_seconds=data["lease_seconds"],
-            guidelines=data.get("guidelines") or None,
-        )
+        fields = ["name", "dataset", "guidelines"]
 
     def clean(self):
         cleaned = super().clean()
         if self.errors:
             return cleaned
+        try:
+            self.pool = checked_pool(cleaned["dataset"], list(cleaned["runs"]), self.spec())
+        except CampaignError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return cleaned
         try:
             self.pool = checked_pool(cleaned["dataset"], list(cleaned["runs"]), self.spec())
         except CampaignError as exc:

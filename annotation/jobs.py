@@ -10,8 +10,11 @@ from django import forms
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from annotation import policy
+from annotation import campaign_spec, policy
+from annotation.campaign_spec import CampaignSpec
+from annotation.forms import CampaignSettingsForm
 from annotation.management.lookup import get_campaign
+from annotation.services.campaigns import CampaignError, check_spec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
@@ -19,27 +22,26 @@ from retrieval.jobs import USER_ERRORS, DatasetForm, found_or_invalid, split_nam
 from retrieval.management.lookup import get_dataset, get_run
 
 
-class PoolForm(DatasetForm):
-    name = forms.CharField(max_length=200)
+class PoolForm(DatasetForm, CampaignSettingsForm):
+    """The campaign form plus the dataset and runs, named: everything is checked before the
+    job is queued (bounds, run names, a run listed twice, a name already taken)."""
+
     runs = forms.CharField(max_length=2000, help_text="Comma-separated run names.")
-    depth = forms.IntegerField(min_value=1, max_value=1000, initial=10)
-    queries = forms.IntegerField(min_value=1, required=False, help_text="Sample this many.")
-    seed = forms.IntegerField(initial=0, required=False)
-    second_label_rate = forms.FloatField(
-        min_value=0.0, max_value=1.0, initial=policy.DEFAULT_SECOND_LABEL_RATE, required=False
-    )
-    max_labels = forms.IntegerField(min_value=1, initial=policy.DEFAULT_CAP, required=False)
-    lease_seconds = forms.IntegerField(min_value=10, initial=300, required=False)
 
     def clean(self) -> dict:
         data = super().clean()
-        if data.get("dataset") and data.get("runs"):
-            dataset = get_dataset(data["dataset"])
-            names = split_names(data["runs"])
-            if not names:
-                self.add_error("runs", "name at least one run")
-            for name in names:
-                found_or_invalid(get_run, dataset, name)
+        if self.errors or not data.get("dataset") or not data.get("runs"):
+            return data
+        dataset = get_dataset(data["dataset"])
+        names = split_names(data["runs"])
+        if not names:
+            self.add_error("runs", "name at least one run")
+            return data
+        runs = [found_or_invalid(get_run, dataset, name) for name in names]
+        try:
+            check_spec(dataset, self.spec(), runs)
+        except CampaignError as exc:
+            raise forms.ValidationError(str(exc)) from None
         return data
 
 
@@ -48,15 +50,13 @@ def run_pool(
     dataset: str,
     name: str,
     runs: str,
-    depth: int = 10,
+    depth: int = campaign_spec.DEFAULT_DEPTH,
     queries: int | None = None,
     seed: int = 0,
     second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
     max_labels: int = policy.DEFAULT_CAP,
-    lease_seconds: int = 300,
+    lease_seconds: int = campaign_spec.DEFAULT_LEASE_SECONDS,
 ) -> dict:
-    from annotation.services.campaigns import CampaignSpec, create_campaign
-
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
     reporter.step(f"pooling {len(pooled)} runs at depth {depth}")

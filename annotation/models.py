@@ -11,9 +11,11 @@ judgements and leases.
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
 from retrieval.models import Caption, Dataset, Run, Video
 
 FIRE_GUIDELINES = """\
@@ -56,7 +58,10 @@ class Campaign(models.Model):
     max_labels = models.PositiveSmallIntegerField(
         default=3, help_text="Labels after which a tie stays a disagreement."
     )
-    lease_seconds = models.PositiveIntegerField(default=300)
+    lease_seconds = models.PositiveIntegerField(
+        default=DEFAULT_LEASE_SECONDS,
+        validators=[MinValueValidator(LEASE_SECONDS[0]), MaxValueValidator(LEASE_SECONDS[1])],
+    )
     provenance = models.BinaryField(
         default=bytes,
         help_text="npz: ranks int16 [pairs x runs] by pair position (1-based, 0: not retrieved).",
@@ -212,6 +217,27 @@ class Lease(models.Model):
 
     def __str__(self) -> str:
         return f"lease of {self.pair_id} to {self.annotator_id}"
+
+
+class LapsedLease(models.Model):
+    """A lease that ran out recently: its annotator may still submit within a grace period.
+
+    Expired leases are deleted so their slots go to others at once; this row remembers
+    whose they were, so a slow annotator's label is still taken while the pair has a free
+    slot, and a submit for a pair never leased to the annotator is refused.
+    """
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    expired_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["pair", "annotator"], name="lapsed_lease_pair")]
+
+    def __str__(self) -> str:
+        return f"lapsed lease of {self.pair_id} to {self.annotator_id}"
 
 
 class Judgement(models.Model):

@@ -7,9 +7,11 @@ from django.core.paginator import Paginator
 from django.db.models import Count, F, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from annotation import roles
+from annotation.forms import AdjudicationForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.services import assignment, exports
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
@@ -187,7 +189,16 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
     require_admin(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     if request.method == "POST":
-        return _adjudicate_post(request, campaign)
+        form = AdjudicationForm(request.POST)
+        if form.is_valid():
+            return _adjudicate_post(request, campaign, form.cleaned_data)
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return _adjudication_page(request, campaign, status=400)
+    return _adjudication_page(request, campaign)
+
+
+def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 200):
     waiting = (
         Pair.objects.filter(campaign=campaign)
         .filter(
@@ -225,17 +236,17 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
         request,
         "annotation/adjudicate.html",
         {"campaign": campaign, "page": page, "recent": recent},
+        status=status,
     )
 
 
-def _adjudicate_post(request: HttpRequest, campaign: Campaign) -> HttpResponse:
-    pair = get_object_or_404(Pair, pk=request.POST.get("pair", 0), campaign=campaign)
-    decision = request.POST.get("decision", "")
-    note = request.POST.get("note", "").strip()[:1000]
-    if decision not in ("relevant", "irrelevant", "return"):
-        messages.error(request, "Choose relevant, irrelevant or return to the queue.")
-        return redirect(request.get_full_path())
-    label = None if decision == "return" else decision
+def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> HttpResponse:
+    pair = Pair.objects.filter(pk=data["pair"], campaign=campaign).first()
+    if pair is None:
+        messages.error(request, "That pair is not in this campaign.")
+        return _adjudication_page(request, campaign, status=404)
+    label = None if data["decision"] == "return" else data["decision"]
+    note = data["note"].strip()
     open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
     if open_escalation is not None:
         assignment.resolve_escalation(open_escalation, request.user, label=label, note=note)
@@ -259,7 +270,10 @@ def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
     response = StreamingHttpResponse(
         export_chunks(campaign, fmt), content_type=exports.CONTENT_TYPES[fmt]
     )
-    response["Content-Disposition"] = f'attachment; filename="{exports.filename(campaign, fmt)}"'
+    # RFC 6266: quoted when the name allows it, else ``filename*`` (quotes, non-ASCII).
+    response["Content-Disposition"] = content_disposition_header(
+        True, exports.filename(campaign, fmt)
+    )
     return response
 
 

@@ -10,7 +10,7 @@ server-side parameter binding with prepared statements, both through ``DATABASE_
 
 Every annotator is an asyncio task (aiohttp, one connection pool bounded at one connection
 per annotator). After an untimed warm-up in which each judges one pair, they start spread
-over one think time and loop for ``--seconds``: GET ``next/``, look at the pair for
+over one think time and loop for ``--seconds``: POST ``next/``, look at the pair for
 ``--think-ms`` (uniform between 0.5x and 1.5x; a fast human), POST ``submit/`` with a
 fresh UUID; every request's latency is recorded. A submit that gets no answer (refused,
 reset, 5xx) is sent again with the same UUID, which the API treats idempotently; only a
@@ -401,7 +401,7 @@ async def annotate(
     while time.monotonic() < end:
         try:
             status, body = await request(
-                http, record, "next", "GET", base + "next/", headers=headers
+                http, record, "next", "POST", base + "next/", headers=headers
             )
         except Unanswered:
             await asyncio.sleep(backoff)

@@ -244,7 +244,7 @@ CASES: list[Case] = [
         "/campaigns/{c}/adjudicate/",
         annotator=403,
         researcher=403,
-        admin=404,  # past the role check: there is no pair 0
+        admin=400,  # past the role check: pair 0 and "maybe" fail the form
         method="post",
         data={"pair": "0", "decision": "maybe"},
     ),
@@ -311,24 +311,27 @@ CASES: list[Case] = [
         **API_READ,
         anonymous=API_ANON,
     ),
-    page(
-        "api/^campaigns/(?P<pk>[^/.]+)/next/$",
-        "/api/campaigns/{c}/next/",
-        **JUDGES,
-        anonymous=API_ANON,
-    ),
-    page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/next\.(?P<format>[a-z0-9]+)/?$",
-        "/api/campaigns/{c}/next.json",
-        **JUDGES,
-        anonymous=API_ANON,
-    ),
+    # Taking leases is a state change: next/ answers POST only, and GET changes nothing.
     page(
         "api/^campaigns/(?P<pk>[^/.]+)/next/$",
         "/api/campaigns/{c}/next/",
         405,
         403,
         405,
+        anonymous=API_ANON,
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/next\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/next.json",
+        405,
+        403,
+        405,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/next/$",
+        "/api/campaigns/{c}/next/",
+        **JUDGES,
         anonymous=API_ANON,
         method="post",
     ),
@@ -552,7 +555,7 @@ def test_annotator_api_answers_only_about_their_own_work(world):
     other = world.other_annotator
     base = f"/api/campaigns/{world.campaign.pk}/"
     client = _api(world, other)
-    got = client.get(base + "next/").json()
+    got = client.post(base + "next/").json()
     assert got["current"] is not None, "the second annotator still has pairs to judge"
     for task in (got["current"], got["upcoming"]):
         assert task is None or set(task) == TASK_FIELDS

@@ -25,7 +25,7 @@ class ProgressSerializer(serializers.Serializer):
 class CampaignBriefSerializer(serializers.ModelSerializer):
     class Meta:
         model = Campaign
-        fields = ["id", "name"]
+        fields = ["id", "name", "status"]
 
 
 class AssignmentSerializer(serializers.Serializer):

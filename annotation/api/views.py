@@ -28,6 +28,10 @@ ERROR_STATUS = {
     "conflict": status.HTTP_409_CONFLICT,
     "lease_expired": status.HTTP_409_CONFLICT,
     "undo_window": status.HTTP_409_CONFLICT,
+    "inactive": status.HTTP_409_CONFLICT,
+    "not_leased": status.HTTP_409_CONFLICT,
+    "undone": status.HTTP_409_CONFLICT,
+    "too_many_escalations": status.HTTP_409_CONFLICT,
 }
 
 
@@ -83,10 +87,14 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """The campaign the URL names; 404 (DRF's lookup) for a pk that is not even a number."""
         return get_object_or_404(Campaign.objects.select_related("dataset"), pk=pk)
 
-    @extend_schema(responses={200: AssignmentSerializer})
-    @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
+    @extend_schema(request=None, responses={200: AssignmentSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
     def next(self, request, pk=None, format=None):
-        """The pair to judge now and the one to preload (leased to you)."""
+        """Lease the pair to judge now and the one to preload, and return both.
+
+        A POST: taking a lease changes the queue, so a crawler or a link prefetch (GET)
+        never does it. Asking again returns the same leases while they last.
+        """
         campaign = self.judging_campaign(pk)
         got = assignment.assign(campaign, request.user)
         return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)

@@ -37,12 +37,14 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import policy
+from annotation.campaign_spec import LEASE_SECONDS
 from annotation.models import (
     AnnotatorTally,
     Campaign,
     CampaignTally,
     Escalation,
     Judgement,
+    LapsedLease,
     Lease,
     Pair,
 )
@@ -52,6 +54,10 @@ HOLD = 2
 """Leases an annotator holds at once: the current pair and the preloaded next one."""
 UNDO_SECONDS = 120
 """How long after submitting an annotator may take a judgement back."""
+GRACE_SECONDS = 120
+"""How long after a lease ran out its annotator may still submit (while a slot is free)."""
+MAX_OPEN_ESCALATIONS = 5
+"""Escalations an annotator may have waiting for an admin in one campaign."""
 
 
 class AssignmentError(Exception):
@@ -100,14 +106,26 @@ def refresh_slots(pair_ids: list[int]) -> None:
 
 
 def release_expired(campaign: Campaign, now: datetime) -> int:
-    """Delete expired leases of the campaign and free their slots."""
-    expired = list(
-        Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now).values_list(
-            "pk", "pair_id"
-        )
-    )
-    _release(expired)
+    """Delete expired leases of the campaign, free their slots and remember them as lapsed."""
+    expired = list(Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now))
+    _release_lapsed(expired, now)
     return len(expired)
+
+
+def _release_lapsed(expired: list[Lease], now: datetime) -> None:
+    """Release leases that ran out; their annotators may still submit for a grace period."""
+    if not expired:
+        return
+    _release([(lease.pk, lease.pair_id) for lease in expired])
+    LapsedLease.objects.filter(expired_at__lte=now - timedelta(seconds=GRACE_SECONDS)).delete()
+    LapsedLease.objects.bulk_create(
+        [
+            LapsedLease(
+                pair_id=lease.pair_id, annotator_id=lease.annotator_id, expired_at=lease.expires_at
+            )
+            for lease in expired
+        ]
+    )
 
 
 def lock_pairs(pair_ids: list[int]) -> None:
@@ -256,8 +274,10 @@ def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: in
 
 
 def _lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
+    # Clamped: a campaign stored before the bound existed must not break every request.
+    seconds = min(max(campaign.lease_seconds, LEASE_SECONDS[0]), LEASE_SECONDS[1])
     lease = Lease.objects.create(
-        pair=pair, annotator=annotator, expires_at=now + timedelta(seconds=campaign.lease_seconds)
+        pair=pair, annotator=annotator, expires_at=now + timedelta(seconds=seconds)
     )
     Pair.objects.filter(pk=pair.pk).update(leased=F("leased") + 1, open_slots=F("open_slots") - 1)
     pair.leased += 1
@@ -284,7 +304,7 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
     now = now or timezone.now()
     with transaction.atomic():
         found = _held_and_expired(campaign, annotator, now)
-        _release([(lease.pk, lease.pair_id) for lease in found if lease.expires_at <= now])
+        _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
         leases = [lease for lease in found if lease.expires_at > now]
         if campaign.status == Campaign.Status.ACTIVE:
             while len(leases) < HOLD:
@@ -325,6 +345,44 @@ class SubmitResult:
     assignment: Assignment
 
 
+def require_active(campaign: Campaign) -> None:
+    """Paused and closed campaigns take no submit, undo or escalation."""
+    if campaign.status != Campaign.Status.ACTIVE:
+        raise AssignmentError(
+            "inactive", f"this campaign is {campaign.status}: it takes no judgements now"
+        )
+
+
+def _locked_pair(pair_id: int) -> Pair | None:
+    """The pair with its campaign, row-locked on PostgreSQL (the pair before its leases)."""
+    pairs = Pair.objects.select_related("campaign")
+    if connection.features.has_select_for_update:
+        pairs = pairs.select_for_update(of=("self",))
+    return pairs.filter(pk=pair_id).first()
+
+
+def _take_back_lease(pair: Pair, annotator, now: datetime) -> None:
+    """End the annotator's lease on the pair before their label is stored.
+
+    A live lease is given back. Without one, the label is taken only if the annotator's
+    lease lapsed less than :data:`GRACE_SECONDS` ago and the pair still has a free slot;
+    a pair never leased to the annotator is refused, so nobody picks pairs by hand.
+    """
+    released, _ = Lease.objects.filter(pair=pair, annotator=annotator).delete()
+    if released:
+        pair.leased -= 1
+        return
+    lapsed = LapsedLease.objects.filter(
+        pair=pair, annotator=annotator, expired_at__gt=now - timedelta(seconds=GRACE_SECONDS)
+    ).exists()
+    if not lapsed:
+        raise AssignmentError("not_leased", "this pair is not leased to you")
+    if pair.open_slots <= 0:
+        raise AssignmentError(
+            "lease_expired", "your time on this pair ran out and it no longer needs a label"
+        )
+
+
 def submit(
     annotator,
     pair_id: int,
@@ -333,17 +391,15 @@ def submit(
     seconds: float | None = None,
     now: datetime | None = None,
 ) -> SubmitResult:
-    """Store one label (once per UUID), free its lease, and return the next assignment."""
+    """Store one label (once per UUID) for a pair leased to the annotator, and return the
+    next assignment."""
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     if seconds is not None and not (0 <= seconds < 24 * 3600):
         raise AssignmentError("invalid", "seconds must be between 0 and 86400")
     now = now or timezone.now()
     with transaction.atomic():
-        pairs = Pair.objects.select_related("campaign")
-        if connection.features.has_select_for_update:
-            pairs = pairs.select_for_update(of=("self",))
-        pair = pairs.filter(pk=pair_id).first()
+        pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
         earlier = list(
@@ -356,6 +412,10 @@ def submit(
         if existing is not None:
             if existing.annotator_id != annotator.pk or existing.pair_id != pair_id:
                 raise AssignmentError("conflict", "this judgement id was already used")
+            if existing.undone_at is not None:
+                raise AssignmentError(
+                    "undone", "this judgement was taken back; judge again with a new id"
+                )
             created = False
             judgement = existing
             campaign = pair.campaign
@@ -363,16 +423,10 @@ def submit(
             if pair is None:
                 raise AssignmentError("not_found", "no such pair")
             campaign = pair.campaign
+            require_active(campaign)
             if earlier:
                 raise AssignmentError("conflict", "you have already judged this pair")
-            released, _ = Lease.objects.filter(pair=pair, annotator=annotator).delete()
-            if released:
-                pair.leased -= 1
-            elif pair.open_slots <= 0 or campaign.status == Campaign.Status.CLOSED:
-                raise AssignmentError(
-                    "lease_expired",
-                    "your time on this pair ran out and it no longer needs a label",
-                )
+            _take_back_lease(pair, annotator, now)
             judgement = Judgement.objects.create(
                 uuid=client_uuid, pair=pair, annotator=annotator, label=label, seconds=seconds
             )
@@ -396,6 +450,7 @@ def submit(
 def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignment:
     """Take back the annotator's latest judgement (within :data:`UNDO_SECONDS`) and show it again."""
     now = now or timezone.now()
+    require_active(campaign)
     with transaction.atomic():
         judgement = (
             Judgement.objects.filter(
@@ -435,10 +490,34 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
     return assign(campaign, annotator, now)
 
 
+def _may_escalate(pair: Pair, annotator, now: datetime) -> bool:
+    """Whether the annotator holds a lease on the pair or judged it last, moments ago."""
+    if Lease.objects.filter(pair=pair, annotator=annotator).exists():
+        return True
+    latest = (
+        Judgement.objects.filter(
+            annotator=annotator, pair__campaign_id=pair.campaign_id, undone_at__isnull=True
+        )
+        .order_by("-created_at", "-pk")
+        .values_list("pair_id", "created_at")
+        .first()
+    )
+    return (
+        latest is not None
+        and latest[0] == pair.pk
+        and (now - latest[1]).total_seconds() <= UNDO_SECONDS
+    )
+
+
 def escalate(
     annotator, pair_id: int, reason: str, client_uuid: UUID, now: datetime | None = None
 ) -> Assignment:
-    """Send a pair to the admins (not a label); it is held from annotators meanwhile."""
+    """Send the pair on screen to the admins (not a label); it is held from annotators meanwhile.
+
+    Only a pair leased to the annotator, or the one they just judged, may be escalated, and
+    at most :data:`MAX_OPEN_ESCALATIONS` of theirs may wait per campaign: otherwise one
+    script could hold back a whole campaign.
+    """
     reason = (reason or "").strip()
     if not reason:
         raise AssignmentError("invalid", "say why the pair cannot be judged")
@@ -448,15 +527,27 @@ def escalate(
             Escalation.objects.filter(uuid=client_uuid).select_related("pair__campaign").first()
         )
         if existing is not None:
+            if existing.annotator_id != annotator.pk or existing.pair_id != pair_id:
+                raise AssignmentError("conflict", "this escalation id was already used")
             campaign = existing.pair.campaign
         else:
-            pairs = Pair.objects.select_related("campaign")
-            if connection.features.has_select_for_update:
-                pairs = pairs.select_for_update(of=("self",))  # the pair before its lease
-            pair = pairs.filter(pk=pair_id).first()
+            pair = _locked_pair(pair_id)
             if pair is None:
                 raise AssignmentError("not_found", "no such pair")
             campaign = pair.campaign
+            require_active(campaign)
+            if pair.held or not _may_escalate(pair, annotator, now):
+                raise AssignmentError(
+                    "not_leased", "only the pair you are judging (or just judged) can be escalated"
+                )
+            waiting = Escalation.objects.filter(
+                annotator=annotator, pair__campaign=campaign, resolved_at__isnull=True
+            ).count()
+            if waiting >= MAX_OPEN_ESCALATIONS:
+                raise AssignmentError(
+                    "too_many_escalations",
+                    f"you have {waiting} escalations waiting for an admin; judge on meanwhile",
+                )
             Escalation.objects.create(
                 uuid=client_uuid, pair=pair, annotator=annotator, reason=reason[:2000]
             )

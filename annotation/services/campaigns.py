@@ -9,12 +9,12 @@ through the ORM's per-object machinery would take far longer than pooling them.
 
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection, transaction
 
 from annotation import policy, pooling
+from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
@@ -26,20 +26,6 @@ MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
 
 class CampaignError(ValueError):
     """The campaign cannot be created as asked; nothing was written."""
-
-
-@dataclass(frozen=True)
-class CampaignSpec:
-    """What an admin asks for when creating a campaign."""
-
-    name: str
-    depth: int = 10
-    query_sample: int | None = None
-    seed: int = 0
-    second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE
-    max_labels: int = policy.DEFAULT_CAP
-    lease_seconds: int = 300
-    guidelines: str | None = None
 
 
 def judged_pairs(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +49,7 @@ def origin_videos(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> None:
+    """Raise CampaignError unless the spec is in bounds and the runs and name fit the dataset."""
     if not runs:
         raise CampaignError("a campaign needs at least one run")
     if len({run.pk for run in runs}) != len(runs):
@@ -70,17 +57,12 @@ def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> Non
     foreign = [run.name for run in runs if run.dataset_id != dataset.pk]
     if foreign:
         raise CampaignError(f"runs {foreign} belong to another dataset than {dataset.name!r}")
-    if not 1 <= spec.depth <= pooling.MAX_DEPTH:
-        raise CampaignError(f"depth must be between 1 and {pooling.MAX_DEPTH}")
+    errors = spec_errors(spec)
+    if errors:
+        raise CampaignError("; ".join(f"{field}: {message}" for field, message in errors.items()))
     shallow = [run.name for run in runs if run.depth < spec.depth]
     if shallow:
         raise CampaignError(f"runs {shallow} are shallower than depth {spec.depth}")
-    if not 0.0 <= spec.second_label_rate <= 1.0:
-        raise CampaignError("second-label rate must be between 0 and 1")
-    if spec.max_labels < 2:
-        raise CampaignError("max labels must be at least 2")
-    if spec.query_sample is not None and spec.query_sample < 1:
-        raise CampaignError("the query sample must hold at least one query")
     if Campaign.objects.filter(name=spec.name).exists():
         raise CampaignError(f"a campaign named {spec.name!r} already exists")
 

@@ -57,8 +57,13 @@ FINAL = (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT, Pair.Status.DISAGREEMENT)
 
 
 def filename(campaign: Campaign, fmt: str) -> str:
-    """Download name, e.g. ``demo-campaign.fire.json``."""
-    return f"{campaign.name.replace(' ', '_')}.{EXTENSIONS[fmt]}"
+    """Download name, e.g. ``demo-campaign.fire.json``: spaces, control characters and path
+    separators of the campaign name become ``_`` (a name with a line break broke the header)."""
+    safe = "".join(
+        "_" if ch.isspace() or ord(ch) < 32 or ord(ch) == 127 or ch in "/\\" else ch
+        for ch in campaign.name
+    )
+    return f"{safe}.{EXTENSIONS[fmt]}"
 
 
 def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:

@@ -224,7 +224,7 @@
     return {
       kind: "next",
       cause: cause,
-      method: "GET",
+      method: "POST",
       path: "next/",
       pressAt: pressAt === undefined ? performance.now() : pressAt,
     };
@@ -259,6 +259,10 @@
     const detail = describe(data.detail || data.message) || `The server answered ${result.status}.`;
     if (result.status === 401 || result.status === 403) {
       showStatus(MESSAGES.signedOut, "error", false);
+      return;
+    }
+    if (data.code === "inactive") {
+      showStatus(detail, "info", false); // paused or closed: nothing to resynchronise
       return;
     }
     if (data.code === "lease_expired") {

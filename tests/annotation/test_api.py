@@ -37,7 +37,7 @@ def test_annotator_judges_through_the_api(people):
     Video.objects.filter(dataset=campaign.dataset).update(media="videos/clip.webm")
     client = client_for(people["annotator"])
     base = f"/api/campaigns/{campaign.pk}/"
-    got = client.get(base + "next/").json()
+    got = client.post(base + "next/").json()
     assert got["finished"] is False and got["current"]["video_url"].startswith("/media/")
     assert got["upcoming"]["pair"] != got["current"]["pair"]
     pair = got["current"]["pair"]
@@ -71,7 +71,7 @@ def test_annotator_judges_through_the_api(people):
 def test_only_annotators_judge(people, who):
     campaign = make_campaign()
     client = client_for(people.get(who))
-    response = client.get(f"/api/campaigns/{campaign.pk}/next/")
+    response = client.post(f"/api/campaigns/{campaign.pk}/next/")
     assert response.status_code == 403
 
 
@@ -106,9 +106,9 @@ def test_finished_only_when_nothing_can_come(people):
     campaign = make_campaign(n_queries=1, depth=1)
     other = get_user_model().objects.create_user("other", password="pw-other-123")
     other.groups.add(roles.ensure_groups()["annotator"])
-    assert client_for(other).get(f"/api/campaigns/{campaign.pk}/next/").json()["current"]
-    waiting = client_for(people["annotator"]).get(f"/api/campaigns/{campaign.pk}/next/").json()
+    assert client_for(other).post(f"/api/campaigns/{campaign.pk}/next/").json()["current"]
+    waiting = client_for(people["annotator"]).post(f"/api/campaigns/{campaign.pk}/next/").json()
     assert waiting["current"] is None and waiting["finished"] is False  # leased to someone else
     campaign.pairs.update(needed=0, open_slots=0, status="irrelevant")
-    done = client_for(people["annotator"]).get(f"/api/campaigns/{campaign.pk}/next/").json()
+    done = client_for(people["annotator"]).post(f"/api/campaigns/{campaign.pk}/next/").json()
     assert done["finished"] is True

@@ -121,8 +121,8 @@ def test_query_sample_is_seeded(setup):
     [
         ({"depth": 4}, "shallower than depth 4"),
         ({"second_label_rate": 1.5, "depth": 2}, "between 0 and 1"),
-        ({"max_labels": 1, "depth": 2}, "at least 2"),
-        ({"query_sample": 0, "depth": 2}, "at least one query"),
+        ({"max_labels": 1, "depth": 2}, "max_labels: must be between 2 and"),
+        ({"query_sample": 0, "depth": 2}, "query_sample: must be between 1 and"),
     ],
 )
 def test_bad_specs_write_nothing(setup, kwargs, message):

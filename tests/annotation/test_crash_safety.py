@@ -233,7 +233,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
                 if crashed.is_set() and user_id in leaving:
                     return
                 try:
-                    status, body = call(server.port, "GET", base + "next/", session)
+                    status, body = call(server.port, "POST", base + "next/", session)
                 except Unanswered:
                     time.sleep(0.05)
                     continue

@@ -5,8 +5,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import policy
-from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
+from annotation import campaign_spec, policy
+from annotation.forms import CampaignSettingsForm
+from annotation.services.campaigns import CampaignError, create_campaign
 from retrieval.management.lookup import get_dataset, get_run
 
 
@@ -21,29 +22,37 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", required=True)
         parser.add_argument("--name", required=True)
         parser.add_argument("--runs", required=True, help="Comma-separated run names.")
-        parser.add_argument("--depth", type=int, default=10)
+        parser.add_argument("--depth", type=int, default=campaign_spec.DEFAULT_DEPTH)
         parser.add_argument("--queries", type=int, help="Sample this many query captions.")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
             "--second-label-rate", type=float, default=policy.DEFAULT_SECOND_LABEL_RATE
         )
         parser.add_argument("--max-labels", type=int, default=policy.DEFAULT_CAP)
-        parser.add_argument("--lease-seconds", type=int, default=300)
+        parser.add_argument(
+            "--lease-seconds", type=int, default=campaign_spec.DEFAULT_LEASE_SECONDS
+        )
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
         names = [name.strip() for name in options["runs"].split(",") if name.strip()]
         runs = [get_run(dataset, name) for name in names]
-        spec = CampaignSpec(
-            name=options["name"],
-            depth=options["depth"],
-            query_sample=options["queries"],
-            seed=options["seed"],
-            second_label_rate=options["second_label_rate"],
-            max_labels=options["max_labels"],
-            lease_seconds=options["lease_seconds"],
+        settings = CampaignSettingsForm(
+            {
+                field: options[field]
+                for field in CampaignSettingsForm.base_fields
+                if options[field] is not None
+            }
         )
+        if not settings.is_valid():
+            raise CommandError(
+                "; ".join(
+                    f"--{field.replace('_', '-')}: {' '.join(messages)}"
+                    for field, messages in settings.errors.items()
+                )
+            )
+        spec = settings.spec()
         began = time.perf_counter()
         try:
             campaign = create_campaign(dataset, runs, spec)

@@ -1,0 +1,68 @@
+"""What an admin asks for when creating a campaign, and the bounds every entry point checks.
+
+The admin form, the pool job and ``create_campaign`` all describe a campaign with
+:class:`CampaignSpec` and check it with :func:`spec_errors`, so a value one of them accepts
+is never rejected later by another (a form that took ``max_labels=1`` surfaced as a failed
+job). Checks that need the database (run ownership, unique names) live in
+:func:`annotation.services.campaigns.check_spec`.
+"""
+
+from dataclasses import dataclass
+
+from annotation import policy
+from annotation.pooling import MAX_DEPTH
+
+NAME_LENGTH = 100
+"""Longest campaign name (the ``Campaign.name`` column)."""
+DEPTH = (1, MAX_DEPTH)
+QUERY_SAMPLE = (1, 10_000_000)
+SEED = (0, 2**31 - 1)
+MAX_LABELS = (2, 15)
+LEASE_SECONDS = (10, 86_400)
+"""From ten seconds to a day: a lease past the calendar's end broke every request."""
+DEFAULT_LEASE_SECONDS = 300
+DEFAULT_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """A campaign's settings as asked for (FIRE §3.1 policy: a second label for a sample)."""
+
+    name: str
+    depth: int = DEFAULT_DEPTH
+    query_sample: int | None = None
+    seed: int = 0
+    second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE
+    max_labels: int = policy.DEFAULT_CAP
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    guidelines: str | None = None
+
+
+def _outside(value, bounds: tuple[int, int]) -> bool:
+    return not (bounds[0] <= value <= bounds[1])
+
+
+def spec_errors(spec: CampaignSpec) -> dict[str, str]:
+    """Field name -> message for every setting out of bounds (empty when all are fine)."""
+    errors: dict[str, str] = {}
+    name = spec.name.strip()
+    if not name:
+        errors["name"] = "give the campaign a name"
+    elif len(spec.name) > NAME_LENGTH:
+        errors["name"] = f"at most {NAME_LENGTH} characters"
+    elif any(ord(ch) < 32 or ord(ch) == 127 for ch in spec.name):
+        errors["name"] = "no line breaks or control characters"
+    integers = {
+        "depth": (spec.depth, DEPTH),
+        "seed": (spec.seed, SEED),
+        "max_labels": (spec.max_labels, MAX_LABELS),
+        "lease_seconds": (spec.lease_seconds, LEASE_SECONDS),
+    }
+    if spec.query_sample is not None:
+        integers["query_sample"] = (spec.query_sample, QUERY_SAMPLE)
+    for field, (value, bounds) in integers.items():
+        if _outside(value, bounds):
+            errors[field] = f"must be between {bounds[0]} and {bounds[1]}"
+    if not 0.0 <= spec.second_label_rate <= 1.0:  # also rejects NaN
+        errors["second_label_rate"] = "must be between 0 and 1"
+    return errors

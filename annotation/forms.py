@@ -1,0 +1,82 @@
+"""Forms of the annotation app: one campaign form for the admin site and the pool job."""
+
+from django import forms
+
+from annotation import campaign_spec, policy
+from annotation.campaign_spec import CampaignSpec, spec_errors
+
+
+def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
+    return forms.IntegerField(min_value=bounds[0], max_value=bounds[1], **kwargs)
+
+
+class CampaignSettingsForm(forms.Form):
+    """A campaign's settings with the bounds of :mod:`annotation.campaign_spec`.
+
+    The admin's creation form and the pool job's form both derive from this one, and the
+    ``create_campaign`` command validates its options through it, so all three accept
+    exactly the same values. ``spec()`` gives the validated :class:`CampaignSpec`.
+    """
+
+    name = forms.CharField(max_length=campaign_spec.NAME_LENGTH)
+    depth = _bounded(campaign_spec.DEPTH, initial=campaign_spec.DEFAULT_DEPTH)
+    queries = _bounded(
+        campaign_spec.QUERY_SAMPLE,
+        required=False,
+        help_text="Sample this many query captions (all when empty).",
+    )
+    seed = _bounded(campaign_spec.SEED, initial=0, required=False)
+    second_label_rate = forms.FloatField(
+        min_value=0.0, max_value=1.0, initial=policy.DEFAULT_SECOND_LABEL_RATE, required=False
+    )
+    max_labels = _bounded(
+        campaign_spec.MAX_LABELS,
+        initial=policy.DEFAULT_CAP,
+        required=False,
+        help_text="Labels after which a tie stays a disagreement.",
+    )
+    lease_seconds = _bounded(
+        campaign_spec.LEASE_SECONDS,
+        initial=campaign_spec.DEFAULT_LEASE_SECONDS,
+        required=False,
+        help_text="How long a pair stays with an annotator before it returns to the queue.",
+    )
+
+    def clean(self) -> dict:
+        data = super().clean()
+        for field, default in (
+            ("seed", 0),
+            ("second_label_rate", policy.DEFAULT_SECOND_LABEL_RATE),
+            ("max_labels", policy.DEFAULT_CAP),
+            ("lease_seconds", campaign_spec.DEFAULT_LEASE_SECONDS),
+        ):
+            if field in data and data[field] is None:
+                data[field] = default
+        if not self.errors:
+            for field, message in spec_errors(self.spec()).items():
+                self.add_error("queries" if field == "query_sample" else field, message)
+        return data
+
+    def spec(self) -> CampaignSpec:
+        data = self.cleaned_data
+        return CampaignSpec(
+            name=data["name"],
+            depth=data["depth"],
+            query_sample=data.get("queries"),
+            seed=data["seed"],
+            second_label_rate=data["second_label_rate"],
+            max_labels=data["max_labels"],
+            lease_seconds=data["lease_seconds"],
+            guidelines=data.get("guidelines") or None,
+        )
+
+
+class AdjudicationForm(forms.Form):
+    """An admin's decision on one pair: a final label, or back to the judging queue."""
+
+    pair = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    decision = forms.ChoiceField(
+        choices=[("relevant", "relevant"), ("irrelevant", "irrelevant"), ("return", "return")],
+        error_messages={"invalid_choice": "Choose relevant, irrelevant or return to the queue."},
+    )
+    note = forms.CharField(max_length=1000, required=False)
