@@ -13,7 +13,7 @@ import uuid
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
 from retrieval.models import Caption, Dataset, Run, Video
@@ -131,7 +131,8 @@ class Pair(models.Model):
     )
     leased = models.PositiveSmallIntegerField(default=0, help_text="Live leases.")
     open_slots = models.SmallIntegerField(
-        default=1, help_text="needed - leased, or 0 while held: how many more may be leased."
+        default=1,
+        help_text="max(needed - leased, 0), or 0 while held: how many more may be leased.",
     )
     held = models.BooleanField(
         default=False, help_text="Escalated: kept from annotators until an admin decides."
@@ -161,6 +162,19 @@ class Pair(models.Model):
         ordering = ["campaign", "position"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "caption", "video"], name="pair_once"),
+            # The invariants annotation.services.pair_state keeps: a writer that breaks one
+            # fails here instead of corrupting the queue.
+            models.CheckConstraint(
+                condition=Q(open_slots__gte=0) & Q(open_slots__lte=F("needed")),
+                name="pair_open_slots_within_needed",
+            ),
+            models.CheckConstraint(
+                condition=Q(held=False) | Q(open_slots=0), name="pair_held_has_no_slots"
+            ),
+            models.CheckConstraint(
+                condition=Q(relevant_count__lte=F("label_count")),
+                name="pair_relevant_within_labels",
+            ),
         ]
         indexes = [
             # The next-task query walks open pairs in queue order: a partial index keeps it

@@ -17,27 +17,20 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
-import numpy as np
 from django.db import connection, transaction
 from django.db.models import (
-    Case,
     Count,
     Exists,
-    F,
     Model,
     OuterRef,
     Q,
-    Subquery,
     Sum,
     Value,
-    When,
 )
 from django.db.models.expressions import Col
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation import policy
-from annotation.campaign_spec import LEASE_SECONDS
 from annotation.models import (
     AnnotatorTally,
     Campaign,
@@ -48,6 +41,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from annotation.services import pair_state
 from retrieval.models import Caption, Video
 
 HOLD = 2
@@ -89,22 +83,6 @@ def skip_locked() -> bool:
     return connection.features.has_select_for_update_skip_locked
 
 
-def refresh_slots(pair_ids: list[int]) -> None:
-    """Recount live leases of ``pair_ids`` and recompute how many more may be leased."""
-    if not pair_ids:
-        return
-    live = (
-        Lease.objects.filter(pair=OuterRef("pk"))
-        .order_by()
-        .values("pair")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    pairs = Pair.objects.filter(pk__in=pair_ids)
-    pairs.update(leased=Coalesce(Subquery(live), Value(0)))
-    pairs.update(open_slots=Case(When(held=True, then=Value(0)), default=F("needed") - F("leased")))
-
-
 def release_expired(campaign: Campaign, now: datetime) -> int:
     """Delete expired leases of the campaign, free their slots and remember them as lapsed."""
     expired = list(Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now))
@@ -116,7 +94,7 @@ def _release_lapsed(expired: list[Lease], now: datetime) -> None:
     """Release leases that ran out; their annotators may still submit for a grace period."""
     if not expired:
         return
-    _release([(lease.pk, lease.pair_id) for lease in expired])
+    pair_state.release_leases([(lease.pk, lease.pair_id) for lease in expired])
     LapsedLease.objects.filter(expired_at__lte=now - timedelta(seconds=GRACE_SECONDS)).delete()
     LapsedLease.objects.bulk_create(
         [
@@ -126,26 +104,6 @@ def _release_lapsed(expired: list[Lease], now: datetime) -> None:
             for lease in expired
         ]
     )
-
-
-def lock_pairs(pair_ids: list[int]) -> None:
-    """Lock pairs in id order before touching their leases.
-
-    Every writer here takes a pair's row lock before its leases' rows, and several pairs in
-    id order, so a submit and the release of the same expired lease cannot deadlock.
-    """
-    if pair_ids and connection.features.has_select_for_update:
-        locking = Pair.objects.filter(pk__in=set(pair_ids)).order_by("pk").select_for_update()
-        list(locking.values_list("pk", flat=True))
-
-
-def _release(leases: list[tuple[int, int]], locked: bool = False) -> None:
-    """Delete leases given as (lease id, pair id) and free their pairs' slots."""
-    if leases:
-        if not locked:
-            lock_pairs([pair_id for _, pair_id in leases])
-        Lease.objects.filter(pk__in=[pk for pk, _ in leases]).delete()
-        refresh_slots([pair_id for _, pair_id in leases])
 
 
 def _judged_by(annotator) -> Exists:
@@ -273,18 +231,6 @@ def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: in
     return None
 
 
-def _lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
-    # Clamped: a campaign stored before the bound existed must not break every request.
-    seconds = min(max(campaign.lease_seconds, LEASE_SECONDS[0]), LEASE_SECONDS[1])
-    lease = Lease.objects.create(
-        pair=pair, annotator=annotator, expires_at=now + timedelta(seconds=seconds)
-    )
-    Pair.objects.filter(pk=pair.pk).update(leased=F("leased") + 1, open_slots=F("open_slots") - 1)
-    pair.leased += 1
-    pair.open_slots -= 1
-    return lease
-
-
 def _last_caption(campaign: Campaign, annotator) -> int | None:
     """The caption the annotator judged last here: its other pairs come next."""
     return (
@@ -316,26 +262,13 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 )
                 if pair is None:
                     break
-                lease = _lease(pair, annotator, campaign, now)
+                lease = pair_state.take_lease(pair, annotator, campaign, now)
                 lease.pair = pair
                 leases.append(lease)
     tasks = [_task(lease) for lease in leases]
     return Assignment(
         current=tasks[0] if tasks else None, upcoming=tasks[1] if len(tasks) > 1 else None
     )
-
-
-def _apply_counts(pair: Pair, campaign: Campaign) -> None:
-    """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts."""
-    relevant = np.array([pair.relevant_count])
-    total = np.array([pair.label_count])
-    pair.needed = int(policy.labels_needed(relevant, total, pair.double, campaign.max_labels)[0])
-    adjudicated = np.array([{"relevant": 1, "irrelevant": 0}.get(pair.adjudicated, -1)])
-    code = int(policy.resolve(relevant, total, pair.double, campaign.max_labels, adjudicated)[0])
-    pair.status = policy.Status(code).label
-    if pair.adjudicated:
-        pair.needed = 0
-    pair.open_slots = 0 if pair.held else pair.needed - pair.leased
 
 
 @dataclass(frozen=True)
@@ -430,19 +363,7 @@ def submit(
             judgement = Judgement.objects.create(
                 uuid=client_uuid, pair=pair, annotator=annotator, label=label, seconds=seconds
             )
-            pair.label_count += 1
-            pair.relevant_count += label == Judgement.Label.RELEVANT
-            _apply_counts(pair, campaign)
-            pair.save(
-                update_fields=[
-                    "label_count",
-                    "relevant_count",
-                    "needed",
-                    "leased",
-                    "open_slots",
-                    "status",
-                ]
-            )
+            pair_state.count_label(pair, campaign, label, +1)
             created = True
     return SubmitResult(judgement, created, assign(campaign, annotator, now))
 
@@ -472,21 +393,18 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
                 "pk", "pair_id"
             )
         )
-        lock_pairs([judgement.pair_id, *(pair_id for _, pair_id in held)])
+        pair_state.lock_pairs([judgement.pair_id, *(pair_id for _, pair_id in held)])
         if not Judgement.objects.filter(pk=judgement.pk, undone_at__isnull=True).update(
             undone_at=now
         ):
             raise AssignmentError("conflict", "this judgement was already taken back")
         judgement.undone_at = now
-        _release(held, locked=True)
+        pair_state.release_leases(held, locked=True)
         pair = judgement.pair
         pair.refresh_from_db()
-        pair.label_count -= 1
-        pair.relevant_count -= judgement.label == Judgement.Label.RELEVANT
-        _apply_counts(pair, campaign)
-        pair.save(update_fields=["label_count", "relevant_count", "needed", "open_slots", "status"])
-        if pair.open_slots > 0 and not pair.held:
-            _lease(pair, annotator, campaign, now)
+        pair_state.count_label(pair, campaign, judgement.label, -1)
+        if pair.open_slots > 0:
+            pair_state.take_lease(pair, annotator, campaign, now)
     return assign(campaign, annotator, now)
 
 
@@ -552,8 +470,7 @@ def escalate(
                 uuid=client_uuid, pair=pair, annotator=annotator, reason=reason[:2000]
             )
             Lease.objects.filter(pair=pair, annotator=annotator).delete()
-            Pair.objects.filter(pk=pair.pk).update(held=True)
-            refresh_slots([pair.pk])
+            pair_state.hold(pair.pk)
     return assign(campaign, annotator, now)
 
 
@@ -571,8 +488,7 @@ def resolve_escalation(
             resolved_by=admin,
             resolution=note or (label or "returned to the queue"),
         )
-        Pair.objects.filter(pk=pair.pk).update(held=False)
-        refresh_slots([pair.pk])
+        pair_state.unhold(pair.pk)
 
 
 def adjudicate(pair: Pair, admin, label: str) -> None:
@@ -580,20 +496,7 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     with transaction.atomic():
-        pair.adjudicated = label
-        pair.adjudicated_by = admin
-        pair.adjudicated_at = timezone.now()
-        _apply_counts(pair, pair.campaign)
-        pair.save(
-            update_fields=[
-                "adjudicated",
-                "adjudicated_by",
-                "adjudicated_at",
-                "needed",
-                "open_slots",
-                "status",
-            ]
-        )
+        pair_state.adjudicate(pair, admin, label)
 
 
 def has_work_for(campaign: Campaign, annotator) -> bool:

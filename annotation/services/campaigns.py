@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from annotation import policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
+from annotation.services import pair_state
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
 from retrieval.services.runs import load_run
@@ -102,7 +103,7 @@ COLUMNS = (
 
 def write_pairs(campaign: Campaign, pool: pooling.Pool, double: np.ndarray) -> int:
     """Insert the pool's pairs in queue order (position = row of the provenance array)."""
-    needed = np.where(double, 2, 1).tolist()
+    needed, slots = (column.tolist() for column in pair_state.initial(double))
     rows = [
         (
             campaign.pk,
@@ -114,17 +115,18 @@ def write_pairs(campaign: Campaign, pool: pooling.Pool, double: np.ndarray) -> i
             0,
             need,
             0,
-            need,
+            open_slots,
             False,
             "pending",
             "",
         )
-        for position, (caption_id, video_id, is_double, need) in enumerate(
+        for position, (caption_id, video_id, is_double, need, open_slots) in enumerate(
             zip(
                 pool.caption_ids.tolist(),
                 pool.video_ids.tolist(),
                 double.tolist(),
                 needed,
+                slots,
                 strict=True,
             )
         )

@@ -24,10 +24,9 @@ from annotation.proxy_ordering import (
     order_within_captions,
     rule_text,
 )
+from annotation.services import pair_state
 from annotation.services.campaigns import campaign_split
 
-BATCH = 5_000
-"""Pairs per ``bulk_update`` query."""
 
 
 def _open_pairs(campaign: Campaign, proxy: str):
@@ -67,9 +66,7 @@ def order_queue(campaign: Campaign, proxy: str) -> dict:
         if len(table):
             new = order_within_captions(table[:, 1], table[:, 3], scores)
             changed = np.flatnonzero(new != table[:, 3])
-            pairs = [Pair(pk=int(table[i, 0]), position=int(new[i])) for i in changed]
-            Pair.objects.bulk_update(pairs, ["position"], batch_size=BATCH)
-            moved = len(pairs)
+            moved = pair_state.move({int(table[i, 0]): int(new[i]) for i in changed})
         result = {
             "proxy": proxy,
             "pairs_moved": moved,
@@ -94,22 +91,13 @@ def auto_label(
             codes = np.where(free, auto_labels(scores, relevant_at, irrelevant_at), NONE)
         else:
             codes = np.zeros(0, dtype=np.int8)
-        pairs = []
         for code, status, threshold, op in (
             (1, Pair.Status.RELEVANT, relevant_at, ">="),
             (0, Pair.Status.IRRELEVANT, irrelevant_at, "<="),
         ):
-            if threshold is None:
-                continue
-            text = rule_text(proxy, op, threshold)
-            pairs += [
-                # needed 0 and open_slots 0 (no leases): the assignment never serves them.
-                Pair(pk=int(pk), status=status, needed=0, open_slots=0, auto_label=text)
-                for pk in table[codes == code, 0]
-            ]
-        Pair.objects.bulk_update(
-            pairs, ["status", "needed", "open_slots", "auto_label"], batch_size=BATCH
-        )
+            if threshold is not None:
+                rule = rule_text(proxy, op, threshold)
+                pair_state.auto_label(table[codes == code, 0].tolist(), status, rule)
         result = {
             "proxy": proxy,
             "relevant_at": relevant_at,

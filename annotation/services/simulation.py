@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import roles
 from annotation.models import Campaign, Pair
-from annotation.services import assignment
+from annotation.services import assignment, pair_state
 from retrieval.services.demo import ground_truth_relevance
 
 
@@ -101,9 +101,6 @@ def simulate(
                 break
     # Hand back leases still held, so real annotators are not kept waiting.
     for user in users:
-        pair_ids = list(
-            user.leases.filter(pair__campaign=campaign).values_list("pair_id", flat=True)
-        )
-        user.leases.filter(pair__campaign=campaign).delete()
-        assignment.refresh_slots(pair_ids)
+        held = list(user.leases.filter(pair__campaign=campaign).values_list("pk", "pair_id"))
+        pair_state.release_leases(held)
     return SimulationResult(annotators=annotators, judgements=judgements, flipped=flipped)

@@ -1,0 +1,162 @@
+"""The one writer of a pair's state: counters, status, holds, adjudication and auto-labels.
+
+A pair carries running counts so the next-task query is an index lookup: ``label_count``
+and ``relevant_count`` (live labels), ``needed`` (labels the FIRE §3.1 policy still asks
+for), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
+held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a label added
+or taken back, a lease taken or released, a hold, an adjudication, an auto-label, a
+re-queue) goes through a function here, so the rule linking them is written once; check
+constraints on :class:`~annotation.models.Pair` make a writer that breaks it fail loudly.
+
+Writers lock a pair's row before its leases' rows (several pairs in id order), so a submit
+and the release of the same expired lease cannot deadlock.
+"""
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.db import connection
+from django.db.models import Case, Count, F, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from annotation import policy
+from annotation.campaign_spec import LEASE_SECONDS
+from annotation.models import Campaign, Lease, Pair
+
+BATCH = 5_000
+"""Pairs per ``bulk_update`` query."""
+ADJUDICATED_CODES = {"relevant": policy.Status.RELEVANT, "irrelevant": policy.Status.IRRELEVANT}
+
+
+def open_slots(needed: int, leased: int, held: bool) -> int:
+    """How many more annotators may lease a pair now."""
+    return 0 if held else max(needed - leased, 0)
+
+
+def open_slots_expression(extra_leases: int = 0):
+    """:func:`open_slots` in SQL over the row's own columns (``leased + extra_leases``)."""
+    return Case(
+        When(held=True, then=Value(0)),
+        default=Greatest(F("needed") - F("leased") - Value(extra_leases), Value(0)),
+    )
+
+
+def initial(double: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(needed, open_slots) of freshly pooled pairs: one label, two for the double sample."""
+    needed = np.where(np.asarray(double, dtype=bool), 2, 1)
+    return needed, needed.copy()
+
+
+def lock_pairs(pair_ids: Iterable[int]) -> None:
+    """Lock pairs in id order before touching their leases (no-op on SQLite)."""
+    pair_ids = set(pair_ids)
+    if pair_ids and connection.features.has_select_for_update:
+        locking = Pair.objects.filter(pk__in=pair_ids).order_by("pk").select_for_update()
+        list(locking.values_list("pk", flat=True))
+
+
+def recount_leases(pair_ids: Iterable[int]) -> None:
+    """Recount live leases of the pairs and recompute how many more may be leased."""
+    pair_ids = list(pair_ids)
+    if not pair_ids:
+        return
+    live = (
+        Lease.objects.filter(pair=OuterRef("pk"))
+        .order_by()
+        .values("pair")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    pairs = Pair.objects.filter(pk__in=pair_ids)
+    pairs.update(leased=Coalesce(Subquery(live), Value(0)))
+    pairs.update(open_slots=open_slots_expression())
+
+
+def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
+    """Lease an open pair (``open_slots > 0``, row locked by the caller) to the annotator."""
+    # Clamped: a campaign stored before the bound existed must not break every request.
+    seconds = min(max(campaign.lease_seconds, LEASE_SECONDS[0]), LEASE_SECONDS[1])
+    lease = Lease.objects.create(
+        pair=pair, annotator=annotator, expires_at=now + timedelta(seconds=seconds)
+    )
+    Pair.objects.filter(pk=pair.pk).update(
+        leased=F("leased") + 1, open_slots=open_slots_expression(extra_leases=1)
+    )
+    pair.leased += 1
+    pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
+    return lease
+
+
+def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
+    """Delete leases given as (lease id, pair id) and free their pairs' slots."""
+    if leases:
+        if not locked:
+            lock_pairs(pair_id for _, pair_id in leases)
+        Lease.objects.filter(pk__in=[pk for pk, _ in leases]).delete()
+        recount_leases(pair_id for _, pair_id in leases)
+
+
+def _apply_policy(pair: Pair, campaign: Campaign) -> None:
+    """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts."""
+    relevant = np.array([pair.relevant_count])
+    total = np.array([pair.label_count])
+    adjudicated = np.array([ADJUDICATED_CODES.get(pair.adjudicated, policy.NOT_ADJUDICATED)])
+    pair.needed = int(policy.labels_needed(relevant, total, pair.double, campaign.max_labels)[0])
+    code = int(policy.resolve(relevant, total, pair.double, campaign.max_labels, adjudicated)[0])
+    pair.status = policy.Status(code).label
+    if pair.adjudicated:
+        pair.needed = 0
+    pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
+
+
+COUNT_FIELDS = ["label_count", "relevant_count", "needed", "leased", "open_slots", "status"]
+
+
+def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None:
+    """Add (``change=1``) or take back (``-1``) one live label and save the pair's state.
+
+    The caller has locked the pair and settled its leases (``pair.leased`` is current).
+    """
+    pair.label_count += change
+    pair.relevant_count += change * (label == "relevant")
+    _apply_policy(pair, campaign)
+    pair.save(update_fields=COUNT_FIELDS)
+
+
+def hold(pair_id: int) -> None:
+    """Keep an escalated pair from annotators until an admin decides."""
+    Pair.objects.filter(pk=pair_id).update(held=True)
+    recount_leases([pair_id])
+
+
+def unhold(pair_id: int) -> None:
+    """Return an escalated pair to the judging queue."""
+    Pair.objects.filter(pk=pair_id).update(held=False)
+    recount_leases([pair_id])
+
+
+def adjudicate(pair: Pair, admin, label: str) -> None:
+    """Store an admin's final label; it wins over the annotators' labels (FIRE §3.1)."""
+    pair.adjudicated = label
+    pair.adjudicated_by = admin
+    pair.adjudicated_at = timezone.now()
+    _apply_policy(pair, pair.campaign)
+    pair.save(update_fields=["adjudicated", "adjudicated_by", "adjudicated_at", *COUNT_FIELDS])
+
+
+def auto_label(pair_ids: Iterable[int], status: str, rule: str) -> int:
+    """Give unleased, unlabelled pairs a proxy's label: they leave the judging queue."""
+    pairs = [
+        Pair(pk=int(pk), status=status, needed=0, open_slots=0, auto_label=rule) for pk in pair_ids
+    ]
+    Pair.objects.bulk_update(pairs, ["status", "needed", "open_slots", "auto_label"], BATCH)
+    return len(pairs)
+
+
+def move(positions: dict[int, int]) -> int:
+    """New queue positions by pair id (the judging order; not part of a pair's state)."""
+    pairs = [Pair(pk=pk, position=position) for pk, position in positions.items()]
+    Pair.objects.bulk_update(pairs, ["position"], batch_size=BATCH)
+    return len(pairs)
