@@ -76,8 +76,8 @@ def recount_leases(pair_ids: Iterable[int]) -> None:
 
 def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
     """Lease an open pair (``open_slots > 0``, row locked by the caller) to the annotator."""
-    # Clamped: a campaign stored before the bound existed must not break every request.
-    seconds = min(max(campaign.lease_seconds, LEASE_SECONDS[0]), LEASE_SECONDS[1])
+    # At most a day: a campaign stored before the bound existed must not break every request.
+    seconds = min(campaign.lease_seconds, LEASE_SECONDS[1])
     lease = Lease.objects.create(
         pair=pair, annotator=annotator, expires_at=now + timedelta(seconds=seconds)
     )

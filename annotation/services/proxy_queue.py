@@ -28,7 +28,6 @@ from annotation.services import pair_state
 from annotation.services.campaigns import campaign_split
 
 
-
 def _open_pairs(campaign: Campaign, proxy: str):
     """Pending pairs with no live label (nor admin or auto label), with their proxy scores."""
     # Imported here: the proxies pull in spaCy, which every caller need not load.

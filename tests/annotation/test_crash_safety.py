@@ -209,7 +209,10 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
     settings.FIREPOOL_JOB_STALE_SECONDS = 3
     job = runner.submit("test-count", {"units": "30", "seconds": "8"})
     worker = start_worker("default")
-    campaign = make_campaign(n_queries=20, depth=4, rate=0.3, seed=3, lease_seconds=LEASE_SECONDS)
+    campaign = make_campaign(n_queries=20, depth=4, rate=0.3, seed=3)
+    # Shorter than any admin may set (10 s), so that leases run out during the test.
+    Campaign.objects.filter(pk=campaign.pk).update(lease_seconds=LEASE_SECONDS)
+    campaign.refresh_from_db()
     users = [
         get_user_model().objects.create_user(f"crash{i}", password="pw-crash-annotator")
         for i in range(ANNOTATORS)
@@ -392,8 +395,8 @@ def test_progress_tallies_follow_every_kind_of_write():
     check(campaign)
     bulk = list(Pair.objects.filter(campaign=campaign, label_count=0)[:5])
     for pair in bulk:  # what the semantic-proxy queue does
-        pair.needed = 0
-    Pair.objects.bulk_update(bulk, ["needed"])
+        pair.needed = pair.open_slots = 0
+    Pair.objects.bulk_update(bulk, ["needed", "open_slots"])
     Judgement.objects.filter(annotator=annotators[2]).first().delete()
     Pair.objects.filter(pk=bulk[0].pk).delete()
     check(campaign)
