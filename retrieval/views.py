@@ -114,7 +114,6 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
         data = build_report(dataset, label_set, metric=metric)
     except RescoreError as exc:
         return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
-    proxies = proxy_table(dataset, cache_only=True)
     return render(
         request,
         "retrieval/report.html",
@@ -125,10 +124,7 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
             "report": data,
             "table1": report_figures.table1_rows(data),
             "charts": report_figures.charts(data),
-            "proxies": proxies,
-            "proxy_rows": report_figures.proxy_rows(proxies),
-            "proxy_headings": [h for _, h in report_figures.proxy_columns(proxies)],
-            "proxy_chart": report_figures.proxy_chart(proxies),
+            "proxies": report_figures.proxy_section(proxy_table(dataset, cache_only=True)),
         },
     )
 
@@ -138,7 +134,7 @@ def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """The report's data as JSON (what the ``analyses`` command prints)."""
     dataset, _, label_set, metric = _report_request(request, dataset_name)
     try:
-        data = build_report(dataset, label_set, metric=metric)
+        data = build_report(dataset, label_set, metric=metric).to_json()
         data["proxies"] = proxy_table(dataset, cache_only=True)
         return JsonResponse(data)
     except RescoreError as exc:
