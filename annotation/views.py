@@ -10,16 +10,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
-from annotation import roles
+from annotation import report_figures, roles
 from annotation.forms import AdjudicationForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.services import assignment, exports
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
-from retrieval import plots
 from retrieval.models import Dataset, LabelSet
-from retrieval.proxies import PROXY_LABELS
 from retrieval.services.labelsets import LabelSetError
 
 
@@ -115,64 +113,16 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     require_researcher(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     report = campaign_report(campaign)
-    by_count = report["by_label_count"]
-    charts = []
-    if by_count:
-        categories = [str(row["labels"]) for row in by_count]
-        charts.append(
-            plots.bar_chart(
-                categories,
-                [plots.Series("pairs", [row["pairs"] for row in by_count])],
-                title="Pairs by number of labels",
-                y_label="pairs",
-            )
-        )
-        if any(row["percent_agreement"] is not None for row in by_count):
-            charts.append(
-                plots.bar_chart(
-                    categories,
-                    [
-                        plots.Series(
-                            "agreement",
-                            [
-                                None
-                                if row["percent_agreement"] is None
-                                else 100 * row["percent_agreement"]
-                                for row in by_count
-                            ],
-                        )
-                    ],
-                    title="Percent agreement by number of labels (FIRE Fig. 7)",
-                    y_label="% agreement",
-                    y_max=100,
-                )
-            )
     proxies = campaign_proxy_report(campaign, cache_only=True)
-    proxy_chart = ""
-    if proxies["curves"]:
-        proxy_chart = plots.line_chart(
-            proxies["curve_thresholds"],
-            [
-                plots.Series(
-                    PROXY_LABELS[name], [v if v is not None and v >= 0 else None for v in values]
-                )
-                for name, values in proxies["curves"].items()
-            ],
-            title="Krippendorff's alpha with the humans when S >= threshold counts as relevant",
-            description="Thresholds where alpha is negative (worse than chance) are not drawn.",
-            x_label="threshold",
-            y_label="alpha",
-        )
     return render(
         request,
         "annotation/agreement.html",
         {
             "campaign": campaign,
             "report": report,
-            "charts": charts,
+            "charts": report_figures.agreement_charts(report.agreement),
             "proxies": proxies,
-            "proxy_chart": proxy_chart,
-            "proxy_labels": PROXY_LABELS,
+            "proxy_chart": report_figures.proxy_alpha_chart(proxies),
         },
     )
 

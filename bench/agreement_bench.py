@@ -200,6 +200,7 @@ def main() -> None:
         report_times, report = timed(
             lambda: reporting.campaign_report(campaign, resamples=args.resamples), args.repeats
         )
+        report = report.to_json()  # the flat form the agreement command prints
         load_times, data = timed(lambda: reporting.load_campaign_labels(campaign), args.repeats)
         counts = agreement.value_counts(data.pair_index, data.labels, data.n_pairs)
         multi = agreement.multiply_labelled(counts)

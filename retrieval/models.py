@@ -175,7 +175,8 @@ class LabelSet(models.Model):
     a label set; re-scoring reads only label sets. The pairs live in ``arrays`` (see
     :class:`retrieval.judged.Judged`) so that hundreds of thousands of judgements load in
     one row. A caption's own video is relevant by the benchmark's definition and is added
-    when scoring, whether or not the set lists it.
+    when scoring, whether or not the set lists it. ``is_default`` marks the set a dataset's
+    report uses when none is named (see :mod:`retrieval.services.labelsets` for who sets it).
     """
 
     class Source(models.TextChoices):
@@ -197,6 +198,10 @@ class LabelSet(models.Model):
     disagreement_count = models.PositiveIntegerField(default=0)
     arrays = models.BinaryField(help_text="npz of caption_ids, video_ids, relevance, votes.")
     metadata = models.JSONField(default=dict, blank=True)
+    is_default = models.BooleanField(
+        default=False,
+        help_text="The set the dataset's report uses when none is named; at most one per dataset.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -204,7 +209,12 @@ class LabelSet(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["dataset", "name"], name="label_set_name_unique_per_dataset"
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["dataset"],
+                condition=models.Q(is_default=True),
+                name="one_default_label_set_per_dataset",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,6 +1,7 @@
 """Pages of the retrieval app: videos with HTTP Range support, and the label sets."""
 
 import mimetypes
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_safe
 from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, LabelSet
+from retrieval.services.labelsets import default_label_set
 from retrieval.services.proxies import proxy_table
 from retrieval.services.reports import build_report
 from retrieval.services.rescoring import RescoreError
@@ -91,44 +93,73 @@ def label_sets(request: HttpRequest) -> HttpResponse:
     return render(request, "retrieval/label_sets.html", {"label_sets": sets})
 
 
-def _report_request(request: HttpRequest, dataset_name: str):
-    """The dataset, its label sets, the chosen set and metric of a report request."""
+@dataclass(frozen=True)
+class ReportRequest:
+    """A report request read: the dataset, its label sets, the chosen one and the metric.
+
+    ``error`` says why the request cannot be answered (a label set name the dataset does
+    not have); the page shows it instead of falling back to another set.
+    """
+
+    dataset: Dataset
+    label_sets: list[LabelSet]
+    label_set: LabelSet | None
+    metric: str
+    error: str = ""
+
+
+def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
+    """Which label set and metric a report asks for: ``?labels=`` names the set, empty for
+    none (original positives only); without it, the dataset's default set. Reads only."""
     if not request.user.has_perm("retrieval.view_labelset"):
         raise PermissionDenied("Only researchers and admins can see reports.")
     dataset = get_object_or_404(Dataset, name=dataset_name)
     label_sets = list(dataset.label_sets.defer("arrays"))
-    chosen = request.GET.get("labels")
-    label_set = next((s for s in label_sets if s.name == chosen), None)
-    if chosen is None and label_sets:
-        label_set = max(label_sets, key=lambda s: s.created_at)
     metric = request.GET.get("metric", "C@1")
-    return dataset, label_sets, label_set, metric if metric in REPORT_METRICS else "C@1"
+    metric = metric if metric in REPORT_METRICS else "C@1"
+    chosen = request.GET.get("labels")
+    if chosen is None:
+        return ReportRequest(dataset, label_sets, default_label_set(label_sets), metric)
+    label_set = next((s for s in label_sets if s.name == chosen), None)
+    error = ""
+    if chosen and label_set is None:
+        known = ", ".join(s.name for s in label_sets) or "none"
+        error = (
+            f"Dataset {dataset.name!r} has no label set named {chosen!r} (known: {known}). "
+            "Choose one above."
+        )
+    return ReportRequest(dataset, label_sets, label_set, metric, error)
 
 
 @login_required
 def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """FIRE's tables and figures for a dataset's runs under a chosen label set."""
-    dataset, label_sets, label_set, metric = _report_request(request, dataset_name)
-    context = {"dataset": dataset, "label_sets": label_sets, "label_set": label_set}
+    asked = _report_request(request, dataset_name)
+    context = {
+        "dataset": asked.dataset,
+        "label_sets": asked.label_sets,
+        "label_set": asked.label_set,
+        "default_label_set": default_label_set(asked.label_sets),
+    }
+    if asked.error:
+        return render(
+            request, "retrieval/report.html", {**context, "error": asked.error}, status=404
+        )
     try:
-        data = build_report(dataset, label_set, metric=metric)
+        data = build_report(asked.dataset, asked.label_set, metric=asked.metric)
     except RescoreError as exc:
         return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
-    proxies = proxy_table(dataset, cache_only=True)
     return render(
         request,
         "retrieval/report.html",
         {
             **context,
-            "metric": metric,
+            "metric": asked.metric,
             "metrics": REPORT_METRICS,
             "report": data,
             "table1": report_figures.table1_rows(data),
             "charts": report_figures.charts(data),
-            "proxies": proxies,
-            "proxy_rows": report_figures.proxy_rows(proxies),
-            "proxy_headings": [h for _, h in report_figures.proxy_columns(proxies)],
-            "proxy_chart": report_figures.proxy_chart(proxies),
+            "proxies": report_figures.proxy_section(proxy_table(asked.dataset, cache_only=True)),
         },
     )
 
@@ -136,10 +167,12 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
 @login_required
 def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """The report's data as JSON (what the ``analyses`` command prints)."""
-    dataset, _, label_set, metric = _report_request(request, dataset_name)
+    asked = _report_request(request, dataset_name)
+    if asked.error:
+        return JsonResponse({"detail": asked.error}, status=404)
     try:
-        data = build_report(dataset, label_set, metric=metric)
-        data["proxies"] = proxy_table(dataset, cache_only=True)
+        data = build_report(asked.dataset, asked.label_set, metric=asked.metric).to_json()
+        data["proxies"] = proxy_table(asked.dataset, cache_only=True)
         return JsonResponse(data)
     except RescoreError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)

@@ -2,7 +2,8 @@
 
 The ORM side of :mod:`annotation.agreement`: gather a campaign's live judgements into the
 plain arrays the pure module takes, resolve each pair under the labelling policy
-(:mod:`annotation.policy`, FIRE §3.1), and return the report as JSON-ready data.
+(:mod:`annotation.policy`, FIRE §3.1), and return the report as frozen dataclasses that the
+agreement page reads and whose ``to_json()`` the ``agreement`` command prints.
 
 At FIRE's scale (660,000 labels over 555,000 pairs) the per-object ORM would dominate, so
 the judgements come from one raw query whose rows go straight into numpy, and a pair's
@@ -20,11 +21,12 @@ from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation import agreement, policy
 from annotation.models import Campaign, Judgement, Pair
-from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement
+from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
 from annotation.services.campaigns import campaign_split
 from annotation.services.resolution import campaign_judged
 from retrieval.formats.labels import RawLabel
-from retrieval.proxies import PROXIES
+from retrieval.json_data import JsonData, omitted_if_none, plain
+from retrieval.proxies import PROXIES, PROXY_LABELS
 
 FETCH_ROWS = 50_000
 """Rows fetched from the cursor at a time while loading judgements."""
@@ -54,6 +56,157 @@ class CampaignLabels:
     in_campaign: np.ndarray
     pool_pairs: int
     first_pair_id: int = 0
+
+
+@dataclass(frozen=True)
+class LabelCountRow:
+    """Pairs with ``labels`` labels and their percent agreement (FIRE Fig. 7)."""
+
+    labels: int
+    pairs: int
+    percent_agreement: float | None
+
+
+@dataclass(frozen=True)
+class AnnotatorRow:
+    """One annotator: labels given, share relevant, agreement and median seconds per label."""
+
+    annotator: str
+    labels: int
+    relevant_share: float | None
+    agreement_with_resolved: float | None
+    agreement_with_coannotators: float | None
+    median_seconds: float | None
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """95% bootstrap intervals ``(low, high)``; None where the figure has none."""
+
+    percent_agreement: tuple[float, float] | None = omitted_if_none()
+    krippendorff_alpha: tuple[float, float] | None = omitted_if_none()
+
+
+@dataclass(frozen=True)
+class AgreementReport(JsonData):
+    """Agreement between annotators (FIRE §3.2): :func:`annotation.agreement.report` typed.
+
+    ``resolved_share`` is the share of labelled pairs with a resolved label; ``notes`` say
+    why a figure is missing (None when nothing is).
+    """
+
+    pairs: int
+    labels: int
+    labels_per_pair: float
+    resolved_share: float
+    multiply_labelled_pairs: int
+    by_label_count: tuple[LabelCountRow, ...]
+    annotators: tuple[AnnotatorRow, ...]
+    percent_agreement: float | None
+    krippendorff_alpha: float | None
+    notes: list[str] | None = omitted_if_none()
+    intervals: Intervals
+
+    @classmethod
+    def from_plain(cls, result: dict) -> "AgreementReport":
+        """The typed form of the pure module's plain report."""
+        return cls(
+            pairs=result["pairs"],
+            labels=result["labels"],
+            labels_per_pair=result["labels_per_pair"],
+            resolved_share=result["resolved_share"],
+            multiply_labelled_pairs=result["multiply_labelled_pairs"],
+            by_label_count=tuple(LabelCountRow(**row) for row in result["by_label_count"]),
+            annotators=tuple(
+                AnnotatorRow(
+                    annotator=row["annotator"],
+                    labels=row["labels"],
+                    relevant_share=row.get("relevant_share"),
+                    agreement_with_resolved=row.get("agreement_with_resolved"),
+                    agreement_with_coannotators=row.get("agreement_with_coannotators"),
+                    median_seconds=row.get("median_seconds"),
+                )
+                for row in result["annotators"]
+            ),
+            percent_agreement=result["percent_agreement"],
+            krippendorff_alpha=result["krippendorff_alpha"],
+            notes=result.get("notes"),
+            intervals=Intervals(
+                percent_agreement=_bounds(result["intervals"], "percent_agreement"),
+                krippendorff_alpha=_bounds(result["intervals"], "krippendorff_alpha"),
+            ),
+        )
+
+
+def _bounds(intervals: dict, name: str) -> tuple[float, float] | None:
+    bounds = intervals.get(name)
+    return None if bounds is None else tuple(bounds)
+
+
+@dataclass(frozen=True)
+class PairStatus:
+    """A campaign's pairs per status; ``resolved_share`` is FIRE Table 2's "Percent"."""
+
+    pairs: int
+    irrelevant: int
+    relevant: int
+    disagreement: int
+    pending: int
+    resolved_share: float
+
+
+@dataclass(frozen=True)
+class CampaignAgreement(JsonData):
+    """A campaign's agreement report with its pool size and pair statuses."""
+
+    campaign: str
+    pool_pairs: int
+    agreement: AgreementReport
+    status: PairStatus
+
+    def to_json(self) -> dict:
+        """One flat object: the campaign, its pool, the agreement figures, then the statuses."""
+        return {
+            "campaign": self.campaign,
+            "pool_pairs": self.pool_pairs,
+            **self.agreement.to_json(),
+            "status": plain(self.status),
+        }
+
+
+@dataclass(frozen=True)
+class ProxyRow:
+    """One semantic proxy against the human labels, or why it could not be scored."""
+
+    proxy: str
+    result: ProxyAgreement | None
+    error: str = ""
+
+    @property
+    def label(self) -> str:
+        return PROXY_LABELS[self.proxy]
+
+
+@dataclass(frozen=True)
+class ProxyReport:
+    """Every proxy against a campaign's final human labels, and alpha by threshold.
+
+    ``curves`` maps a proxy to its alpha at each of ``curve_thresholds`` (None where
+    undefined); ``missing`` lists proxies not cached yet (pages do not compute them).
+    """
+
+    campaign: str
+    split: str
+    pairs: int
+    relevant: int
+    proxies: tuple[ProxyRow, ...]
+    missing: list[str]
+    curve_thresholds: list[float]
+    curves: dict[str, list[float | None]]
+
+    @property
+    def missing_labels(self) -> list[str]:
+        return [PROXY_LABELS[name] for name in self.missing]
 
 
 def _rows(queryset, dtype: np.dtype) -> np.ndarray:
@@ -223,7 +376,9 @@ def resolved_labels(status: np.ndarray, in_campaign: np.ndarray | None = None) -
     return resolved
 
 
-def campaign_report(campaign: Campaign, *, resamples: int = 1000, seed: int = 0) -> dict:
+def campaign_report(
+    campaign: Campaign, *, resamples: int = 1000, seed: int = 0
+) -> CampaignAgreement:
     """The agreement report of a campaign (FIRE §3.2), plus its pool size and pair statuses.
 
     ``status`` is :func:`policy.summary` over the campaign's pairs: its ``resolved_share`` is
@@ -241,15 +396,17 @@ def campaign_report(campaign: Campaign, *, resamples: int = 1000, seed: int = 0)
         resamples=resamples,
         seed=seed,
     )
-    return {
-        "campaign": campaign.name,
-        "pool_pairs": data.pool_pairs,
-        **result,
-        "status": policy.summary(data.status[data.in_campaign]),
-    }
+    return CampaignAgreement(
+        campaign=campaign.name,
+        pool_pairs=data.pool_pairs,
+        agreement=AgreementReport.from_plain(result),
+        status=PairStatus(**policy.summary(data.status[data.in_campaign])),
+    )
 
 
-def file_report(records: Iterable[RawLabel], *, resamples: int = 1000, seed: int = 0) -> dict:
+def file_report(
+    records: Iterable[RawLabel], *, resamples: int = 1000, seed: int = 0
+) -> AgreementReport:
     """The agreement report of labels read from a file; pairs resolve by strict majority.
 
     A pair is a distinct (caption key, video key) and every record one label (the reader,
@@ -267,7 +424,7 @@ def file_report(records: Iterable[RawLabel], *, resamples: int = 1000, seed: int
     ordered = sorted(names)
     rank = np.empty(len(names), dtype=np.int64)
     rank[[names[name] for name in ordered]] = np.arange(len(ordered))
-    return agreement.report(
+    result = agreement.report(
         np.array(pair_index, dtype=np.int64),
         rank[np.array(annotator_index, dtype=np.int64)],
         np.array(labels, dtype=np.int64),
@@ -277,10 +434,11 @@ def file_report(records: Iterable[RawLabel], *, resamples: int = 1000, seed: int
         resamples=resamples,
         seed=seed,
     )
+    return AgreementReport.from_plain(result)
 
 
-def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> dict:
-    """Each semantic proxy against the campaign's final human labels (issue 7 §4).
+def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> ProxyReport:
+    """Each semantic proxy (Wray et al. 2021) against the campaign's final human labels.
 
     Proxy matrices come from the dataset split holding the campaign's videos. With
     ``cache_only`` (pages) a proxy not cached yet is listed under ``missing``.
@@ -302,14 +460,14 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> di
                 campaign.dataset, ProxyOptions(proxy, split=split), cache_only=cache_only
             )
         except ProxyError as exc:
-            rows.append({"proxy": proxy, "error": str(exc)})
+            rows.append(ProxyRow(proxy, None, str(exc)))
             continue
         if relevance is None:
             missing.append(proxy)
             continue
         scores = relevance.pair_scores(caption_ids, video_ids)
         result = proxy_agreement(scores, labels)
-        rows.append({"proxy": proxy, **result.as_dict()})
+        rows.append(ProxyRow(proxy, result))
         known = ~np.isnan(scores)
         thresholds, agree, alphas = agreement_by_threshold(scores[known], labels[known])
         if not len(agree):
@@ -318,13 +476,13 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> di
         # Past the top score nothing is predicted relevant: the last threshold's figure.
         at = np.minimum(np.searchsorted(thresholds, grid, side="left"), len(agree) - 1)
         curves[proxy] = [None if np.isnan(alphas[i]) else float(alphas[i]) for i in at.tolist()]
-    return {
-        "campaign": campaign.name,
-        "split": split,
-        "pairs": int(decided.sum()),
-        "relevant": int(labels.sum()),
-        "proxies": rows,
-        "missing": missing,
-        "curve_thresholds": [round(x, 2) for x in np.linspace(0.0, 1.0, 21).tolist()],
-        "curves": curves,
-    }
+    return ProxyReport(
+        campaign=campaign.name,
+        split=split,
+        pairs=int(decided.sum()),
+        relevant=int(labels.sum()),
+        proxies=tuple(rows),
+        missing=missing,
+        curve_thresholds=[round(x, 2) for x in np.linspace(0.0, 1.0, 21).tolist()],
+        curves=curves,
+    )

@@ -40,8 +40,20 @@ def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
 
 
 def resolve_campaign(campaign: Campaign, name: str | None = None) -> LabelSet:
-    """Store the campaign's resolved pairs as a label set (replacing an earlier resolution)."""
-    name = name or campaign.name
+    """Store the campaign's resolved pairs as a label set (replacing an earlier resolution).
+
+    Without ``name`` the set keeps the name of the campaign's last resolution (an admin may
+    have renamed it), else takes the campaign's. Resolving never moves the dataset's default
+    label set, unless the dataset has none (see :mod:`retrieval.services.labelsets`).
+    """
+    if not name:
+        previous = (
+            LabelSet.objects.filter(dataset=campaign.dataset, metadata__campaign_id=campaign.pk)
+            .order_by("-created_at", "-pk")
+            .values_list("name", flat=True)
+            .first()
+        )
+        name = previous or campaign.name
     clash = LabelSet.objects.filter(dataset=campaign.dataset, name=name).first()
     if clash is not None and clash.metadata.get("campaign_id") != campaign.pk:
         raise LabelSetError(

@@ -5,6 +5,11 @@ dataset and write a single :class:`~retrieval.models.LabelSet` row in a transact
 bad file changes nothing. Key-based files must name known captions and videos (an unknown
 key is an error with its line); FIRE JSON keys captions by text, so queries that match no
 caption are skipped and reported, as the issue asks.
+
+A dataset has at most one default label set, the one its report uses when none is named.
+The default is an explicit choice (:func:`make_default`, an admin action): a new label set
+becomes the default only when its dataset has none yet (its first set, or after the default
+was deleted), and replacing a set (re-resolving a campaign) keeps its place as default.
 """
 
 from collections import defaultdict
@@ -73,20 +78,15 @@ def store_label_set(
     metadata: dict | None = None,
     replace: bool = False,
 ) -> LabelSet:
-    """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked."""
-    name = name.strip()
-    if not name:
-        raise LabelSetError("a label set needs a name")
-    if len(name) > NAME_MAX_LENGTH:
-        raise LabelSetError(
-            f"label set name {name[:40]!r}... is longer than {NAME_MAX_LENGTH} characters"
-        )
-    try:
-        check_chars(name)
-    except ValueError as exc:
-        raise LabelSetError(f"label set name {name[:40]!r} {exc}") from None
+    """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked.
+
+    The new set is the dataset's default when the dataset has none (then also when it
+    replaces the default).
+    """
+    name = clean_name(name)
     counts = pairs.counts()
     with transaction.atomic():
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()  # one writer at a time
         existing = LabelSet.objects.filter(dataset=dataset, name=name)
         if existing.exists():
             if not replace:
@@ -96,6 +96,7 @@ def store_label_set(
                 )
             existing.delete()
         return LabelSet.objects.create(
+            is_default=not LabelSet.objects.filter(dataset=dataset, is_default=True).exists(),
             dataset=dataset,
             name=name,
             source=source,
@@ -107,6 +108,84 @@ def store_label_set(
             arrays=pairs.to_bytes(),
             metadata=metadata or {},
         )
+
+
+def clean_name(name: str) -> str:
+    """``name`` without surrounding blanks, if it can name a label set (else LabelSetError)."""
+    name = name.strip()
+    if not name:
+        raise LabelSetError("a label set needs a name")
+    if len(name) > NAME_MAX_LENGTH:
+        raise LabelSetError(
+            f"label set name {name[:40]!r}... is longer than {NAME_MAX_LENGTH} characters"
+        )
+    try:
+        check_chars(name)
+    except ValueError as exc:
+        raise LabelSetError(f"label set name {name[:40]!r} {exc}") from None
+    return name
+
+
+def check_rename(label_set: LabelSet, name: str) -> str:
+    """The cleaned new name of ``label_set``, unless another set of its dataset has it."""
+    name = clean_name(name)
+    clash = LabelSet.objects.filter(dataset_id=label_set.dataset_id, name=name)
+    if clash.exclude(pk=label_set.pk).exists():
+        raise LabelSetError(f"dataset {label_set.dataset.name!r} already has a label set {name!r}")
+    return name
+
+
+def make_default(label_set: LabelSet) -> None:
+    """Make ``label_set`` the one its dataset's report uses when no set is named."""
+    with transaction.atomic():
+        LabelSet.objects.filter(dataset_id=label_set.dataset_id, is_default=True).exclude(
+            pk=label_set.pk
+        ).update(is_default=False)
+        LabelSet.objects.filter(pk=label_set.pk).update(is_default=True)
+    label_set.is_default = True
+
+
+def default_label_set(label_sets: Iterable[LabelSet]) -> LabelSet | None:
+    """The default among one dataset's label sets, or None when it has none."""
+    return next((s for s in label_sets if s.is_default), None)
+
+
+@dataclass(frozen=True)
+class Dependant:
+    """Something that relies on a label set, in words, for the admin's delete confirmation."""
+
+    label_set: str
+    what: str
+
+
+def dependants(label_sets: Iterable[LabelSet]) -> list[Dependant]:
+    """What relies on each label set: its dataset's report (if the default), its campaign.
+
+    A campaign's resolved set names the campaign in ``metadata["campaign_id"]`` (the
+    campaign itself lives in the annotation app, which this one does not import).
+    """
+    found = []
+    for label_set in label_sets:
+        if label_set.is_default:
+            found.append(
+                Dependant(
+                    str(label_set),
+                    f"the report of dataset {label_set.dataset.name!r} uses it by default; "
+                    "without it the report shows original positives only until another "
+                    "set is made the default",
+                )
+            )
+        campaign_id = label_set.metadata.get("campaign_id")
+        if campaign_id is not None:
+            campaign = label_set.metadata.get("campaign", "")
+            found.append(
+                Dependant(
+                    str(label_set),
+                    f"campaign {campaign!r} (id {campaign_id}) was resolved into it; "
+                    "resolve the campaign again to make a new one",
+                )
+            )
+    return found
 
 
 def merge_label_sets(

@@ -1,14 +1,19 @@
 """The researcher's report on a dataset: FIRE Tables 1, 3 and 4 and Figures 2-4, 11 and 12.
 
 :func:`build_report` re-scores the dataset's runs (see :mod:`retrieval.services.rescoring`)
-and runs the analyses of :mod:`retrieval.analysis` on the result, returning plain,
-JSON-ready data; the report page draws its tables and SVG figures from that data, and the
-``analyses`` command prints it.
+and runs the analyses of :mod:`retrieval.analysis` on the result, returning a
+:class:`Report` of frozen dataclasses; the report page draws its tables and SVG figures from
+it, and the ``analyses`` command and the report's JSON view print its :meth:`~Report.to_json`.
+Score maps (``corrected``, ``drop``, ...) are keyed by metric name, one of
+:data:`TABLE_METRICS`.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from retrieval import analysis
+from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.rescoring import DatasetRescoring, rescore_dataset
 
@@ -16,6 +21,160 @@ TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
 BUDGET_SIZES = (50, 100, 250, 500, 1000, 3000)
 RBO_P = 0.9
 OVERLAP_K = 10
+
+Scores = dict[str, float]
+"""Mean score per metric of :data:`TABLE_METRICS`."""
+
+
+@dataclass(frozen=True)
+class Table1Row:
+    """FIRE Table 1: a run's corrected means, and its original and true ones when known."""
+
+    run: str
+    corrected: Scores
+    original: Scores | None = omitted_if_none()
+    true: Scores | None = omitted_if_none()
+    pooling_bias: Scores | None = omitted_if_none()
+
+
+@dataclass(frozen=True)
+class OverlapRow:
+    """FIRE Table 3: mean top-k overlap and extrapolated RBO of two runs."""
+
+    run_a: str
+    run_b: str
+    overlap: float | None
+    rbo: float | None
+
+
+@dataclass(frozen=True)
+class OverlapTable:
+    k: int
+    p: float
+    rows: tuple[OverlapRow, ...]
+
+
+@dataclass(frozen=True)
+class Table4Row:
+    """FIRE Table 4: a run's means with and without the positives only its pool found."""
+
+    run: str
+    corrected: Scores
+    leave_one_out: Scores
+    drop: Scores
+    unpooled_bias: Scores | None = omitted_if_none()
+
+    @property
+    def unpooled_bias_c1(self) -> float | None:
+        return self.unpooled_bias["C@1"] if self.unpooled_bias else None
+
+    @property
+    def unpooled_bias_c10(self) -> float | None:
+        return self.unpooled_bias["C@10"] if self.unpooled_bias else None
+
+
+@dataclass(frozen=True)
+class HistogramFigure:
+    """Queries per number of positives (FIRE Fig. 11)."""
+
+    labels: list[str]
+    counts: list[int]
+
+
+@dataclass(frozen=True)
+class HeatmapFigure:
+    """Queries by caption length (rows) and positives per query (columns), FIRE Fig. 2."""
+
+    row_labels: list[str]
+    column_labels: list[str]
+    counts: list[list[int]]
+
+
+@dataclass(frozen=True)
+class ByLengthFigure:
+    """Queries per caption-length bin and each run's mean ``metric`` there (FIRE Fig. 3)."""
+
+    metric: str
+    labels: list[str]
+    counts: list[int]
+    share: dict[str, list[float | None]]
+
+
+@dataclass(frozen=True)
+class PositiveRanksFigure:
+    """Positives per rank of one run, original ones apart from judged ones (FIRE Fig. 12)."""
+
+    run: str
+    ranks: list[int]
+    original: list[int]
+    judged: list[int]
+
+
+@dataclass(frozen=True)
+class Figures:
+    positives_per_query: HistogramFigure
+    length_positives: HeatmapFigure
+    correct_by_length: ByLengthFigure
+    true_positives_per_query: HistogramFigure | None = omitted_if_none()
+    positive_ranks: PositiveRanksFigure | None = omitted_if_none()
+
+
+@dataclass(frozen=True)
+class BudgetErrors:
+    """Errors of a score from N sampled queries against the full set (FIRE §4.3)."""
+
+    mean: float
+    p50: float
+    p95: float
+
+
+@dataclass(frozen=True)
+class Budget:
+    metric: str
+    sizes: list[int]
+    resamples: int
+    runs: dict[str, dict[str, BudgetErrors]]
+    """Per run, per sample size (as a string, the JSON's key), the errors."""
+
+
+@dataclass(frozen=True)
+class SignificanceRow:
+    """Two runs compared on per-query scores (:func:`retrieval.analysis.compare_runs`)."""
+
+    run_a: str
+    run_b: str
+    mean_a: float
+    mean_b: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    p: float
+    p_holm: float
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Significance:
+    metric: str
+    rows: tuple[SignificanceRow, ...]
+
+
+@dataclass(frozen=True)
+class Report(JsonData):
+    """Every table and figure of the report; :meth:`to_json` is what the command prints."""
+
+    dataset: str
+    label_set: str | None
+    queries: int
+    metric: str
+    metrics: list[str]
+    notes: list[str]
+    table1: tuple[Table1Row, ...]
+    table3: OverlapTable
+    table4: tuple[Table4Row, ...]
+    figures: Figures
+    budget: Budget
+    significance: Significance
 
 
 def build_report(
@@ -25,8 +184,8 @@ def build_report(
     metric: str = "C@1",
     resamples: int = 10_000,
     seed: int = 0,
-) -> dict:
-    """Every table and figure of the report as plain data (lists, dicts, floats)."""
+) -> Report:
+    """Every table and figure of the report, from one re-scoring of the dataset's runs."""
     scored = rescore_dataset(dataset, label_set)
     result = scored.result
     corrected = result.blocks["corrected"]
@@ -37,122 +196,115 @@ def build_report(
 
     table1 = []
     for run in runs:
-        row = {"run": run, "corrected": _pick(corrected[run].means)}
-        if run in original:
-            row["original"] = _pick(original[run].means)
-        if run in true:
-            row["true"] = _pick(true[run].means)
-            row["pooling_bias"] = {m: row["corrected"][m] - row["true"][m] for m in TABLE_METRICS}
-        table1.append(row)
+        means = _pick(corrected[run].means)
+        true_means = _pick(true[run].means) if run in true else None
+        table1.append(
+            Table1Row(
+                run=run,
+                corrected=means,
+                original=_pick(original[run].means) if run in original else None,
+                true=true_means,
+                pooling_bias=_difference(means, true_means) if true_means else None,
+            )
+        )
 
     loro = result.blocks.get("leave_one_out", {})
     table4 = []
     for run in runs:
         if run not in loro:
             continue
-        row = {
-            "run": run,
-            "corrected": _pick(corrected[run].means),
-            "leave_one_out": _pick(loro[run].means),
-            "drop": {m: corrected[run].means[m] - loro[run].means[m] for m in TABLE_METRICS},
-        }
-        if run in true:
-            # What pooling still hides from a run that was not pooled.
-            row["unpooled_bias"] = {
-                m: loro[run].means[m] - true[run].means[m] for m in TABLE_METRICS
-            }
-        table4.append(row)
+        left_out = _pick(loro[run].means)
+        table4.append(
+            Table4Row(
+                run=run,
+                corrected=_pick(corrected[run].means),
+                leave_one_out=left_out,
+                drop=_difference(_pick(corrected[run].means), left_out),
+                # What pooling still hides from a run that was not pooled.
+                unpooled_bias=_difference(left_out, _pick(true[run].means))
+                if run in true
+                else None,
+            )
+        )
 
     n_positive = scored.corrected.positives_per_row(result.n_queries)
-    figures: dict = {
-        "positives_per_query": _histogram(n_positive),
-        "length_positives": _heatmap(scored.caption_lengths, n_positive),
-        "correct_by_length": _by_length(scored, metric),
-    }
+    true_histogram = None
     if scored.true is not None:
-        figures["true_positives_per_query"] = _histogram(
-            scored.true.positives_per_row(result.n_queries)
-        )
+        true_histogram = _histogram(scored.true.positives_per_row(result.n_queries))
+    positive_ranks = None
     if original:
         best = max(runs, key=lambda run: corrected[run].means["C@10"])
         relevant_original = original[best].judgements.relevant
         relevant_judged = corrected[best].judgements.relevant & ~relevant_original
-        ranks = analysis.positive_ranks_by_source(relevant_original, relevant_judged)
-        figures["positive_ranks"] = {"run": best, **_plain(ranks)}
+        ranks = plain(analysis.positive_ranks_by_source(relevant_original, relevant_judged))
+        positive_ranks = PositiveRanksFigure(run=best, **ranks)
+    figures = Figures(
+        positives_per_query=_histogram(n_positive),
+        length_positives=_heatmap(scored.caption_lengths, n_positive),
+        correct_by_length=_by_length(scored, metric),
+        true_positives_per_query=true_histogram,
+        positive_ranks=positive_ranks,
+    )
 
     sizes = tuple(n for n in BUDGET_SIZES if n < result.n_queries) or (result.n_queries,)
     budget = {}
     for run in runs:
         errors = analysis.budget_bootstrap(per_query[run], sizes, resamples=resamples, seed=seed)
         summary = analysis.budget_summary(errors)
-        budget[run] = {str(n): _plain(summary[n]) for n in sizes}
+        budget[run] = {str(n): BudgetErrors(**plain(summary[n])) for n in sizes}
 
-    return {
-        "dataset": dataset.name,
-        "label_set": label_set.name if label_set else None,
-        "queries": result.n_queries,
-        "metric": metric,
-        "metrics": list(TABLE_METRICS),
-        "notes": result.notes,
-        "table1": table1,
-        "table3": {
-            "k": OVERLAP_K,
-            "p": RBO_P,
-            "rows": _plain(analysis.overlap_table(scored.runs, k=OVERLAP_K, p=RBO_P)),
-        },
-        "table4": table4,
-        "figures": figures,
-        "budget": {"metric": metric, "sizes": list(sizes), "resamples": resamples, "runs": budget},
-        "significance": {
-            "metric": metric,
-            "rows": _plain(analysis.compare_runs(per_query, seed=seed)) if len(runs) > 1 else [],
-        },
-    }
+    overlap = analysis.overlap_table(scored.runs, k=OVERLAP_K, p=RBO_P)
+    compared = analysis.compare_runs(per_query, seed=seed) if len(runs) > 1 else []
+    return Report(
+        dataset=dataset.name,
+        label_set=label_set.name if label_set else None,
+        queries=result.n_queries,
+        metric=metric,
+        metrics=list(TABLE_METRICS),
+        notes=result.notes,
+        table1=tuple(table1),
+        table3=OverlapTable(
+            k=OVERLAP_K, p=RBO_P, rows=tuple(OverlapRow(**plain(row)) for row in overlap)
+        ),
+        table4=tuple(table4),
+        figures=figures,
+        budget=Budget(metric=metric, sizes=list(sizes), resamples=resamples, runs=budget),
+        significance=Significance(
+            metric=metric, rows=tuple(SignificanceRow(**plain(row)) for row in compared)
+        ),
+    )
 
 
-def _pick(means: dict[str, float]) -> dict[str, float]:
+def _pick(means: dict[str, float]) -> Scores:
     return {m: float(means[m]) for m in TABLE_METRICS}
 
 
-def _histogram(n_positive: np.ndarray) -> dict:
+def _difference(a: Scores, b: Scores) -> Scores:
+    return {m: a[m] - b[m] for m in TABLE_METRICS}
+
+
+def _histogram(n_positive: np.ndarray) -> HistogramFigure:
     histogram = analysis.positives_per_query_histogram(n_positive)
-    return {"labels": list(histogram.labels), "counts": _plain(histogram.counts)}
+    return HistogramFigure(labels=list(histogram.labels), counts=plain(histogram.counts))
 
 
-def _heatmap(lengths: np.ndarray, n_positive: np.ndarray) -> dict:
+def _heatmap(lengths: np.ndarray, n_positive: np.ndarray) -> HeatmapFigure:
     heatmap = analysis.length_positive_heatmap(lengths, n_positive)
-    return {
-        "row_labels": list(heatmap.row_labels),
-        "column_labels": list(heatmap.column_labels),
-        "counts": _plain(heatmap.counts),
-    }
+    return HeatmapFigure(
+        row_labels=list(heatmap.row_labels),
+        column_labels=list(heatmap.column_labels),
+        counts=plain(heatmap.counts),
+    )
 
 
-def _by_length(scored: DatasetRescoring, metric: str) -> dict:
+def _by_length(scored: DatasetRescoring, metric: str) -> ByLengthFigure:
     corrected = scored.result.blocks["corrected"]
     by_length = analysis.correct_by_length(
         scored.caption_lengths, {run: s.per_query[metric] for run, s in corrected.items()}
     )
-    return {
-        "metric": metric,
-        "labels": list(by_length.labels),
-        "counts": _plain(by_length.counts),
-        "share": _plain(by_length.share),
-    }
-
-
-def _plain(value):
-    """numpy arrays and scalars (also nested in dicts, lists, dataclasses) as JSON-ready data."""
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
+    return ByLengthFigure(
+        metric=metric,
+        labels=list(by_length.labels),
+        counts=plain(by_length.counts),
+        share=plain(by_length.share),
+    )

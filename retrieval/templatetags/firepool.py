@@ -14,12 +14,6 @@ def percent(value: float | None, digits: int = 1) -> str:
 
 
 @register.filter
-def get(mapping: dict, key: str):
-    """``mapping[key]`` for keys templates cannot spell, such as ``"C@1"``."""
-    return mapping.get(key) if isinstance(mapping, dict) else None
-
-
-@register.filter
 def signed_points(value: float | None) -> str:
     """A difference of shares in points with its sign, e.g. ``-0.215`` → ``-21.5``."""
     if value is None or value == "":

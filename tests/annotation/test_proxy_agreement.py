@@ -65,11 +65,13 @@ def judged_campaign(db):
 
 def test_campaign_report_scores_every_judged_pair(judged_campaign):
     report = campaign_proxy_report(judged_campaign, cache_only=True)
-    assert report["missing"] == ["bow", "pos", "syn", "met"] and report["proxies"] == []
+    assert report.missing == ["bow", "pos", "syn", "met"] and report.proxies == ()
+    assert report.missing_labels == ["BoW", "PoS", "SYN", "METEOR"]
     report = campaign_proxy_report(judged_campaign)
-    assert report["missing"] == []
-    bow = next(row for row in report["proxies"] if row["proxy"] == "bow")
-    assert bow["pairs"] == report["pairs"] > 0
+    assert report.missing == []
+    bow = next(row for row in report.proxies if row.proxy == "bow")
+    assert bow.label == "BoW" and bow.error == ""
+    assert bow.result.pairs == report.pairs > 0
     # Independent check of the AUC from the cached matrix and the pairs' final labels.
     from annotation.services.resolution import campaign_judged
 
@@ -78,8 +80,8 @@ def test_campaign_report_scores_every_judged_pair(judged_campaign):
     relevance = proxy_relevance(judged_campaign.dataset, ProxyOptions("bow"))
     scores = relevance.pair_scores(judged.caption_ids[keep], judged.video_ids[keep])
     assert not np.isnan(scores).any()
-    assert bow["auc"] == pytest.approx(roc_auc(scores, judged.relevance[keep] == 1))
-    assert len(report["curves"]["bow"]) == len(report["curve_thresholds"]) == 21
+    assert bow.result.auc == pytest.approx(roc_auc(scores, judged.relevance[keep] == 1))
+    assert len(report.curves["bow"]) == len(report.curve_thresholds) == 21
 
 
 def test_agreement_page_shows_proxies(judged_campaign, client):
@@ -99,9 +101,9 @@ def test_agreement_page_shows_proxies(judged_campaign, client):
 def test_pairs_a_proxy_labelled_are_not_graded_as_human_labels(judged_campaign):
     from annotation.models import Pair
 
-    before = campaign_proxy_report(judged_campaign)["pairs"]
+    before = campaign_proxy_report(judged_campaign).pairs
     pair = Pair.objects.filter(campaign=judged_campaign).exclude(status="pending").first()
     Pair.objects.filter(pk=pair.pk).update(auto_label="bow>=0.90")
     after = campaign_proxy_report(judged_campaign, cache_only=True)
-    assert after["pairs"] == before - 1
-    assert all(row["pairs"] == before - 1 for row in after["proxies"])
+    assert after.pairs == before - 1
+    assert all(row.result.pairs == before - 1 for row in after.proxies)

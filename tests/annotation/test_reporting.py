@@ -88,40 +88,64 @@ def test_load_campaign_labels(campaign):
 
 
 def test_campaign_report_hand_checked(campaign):
-    report = reporting.campaign_report(campaign, resamples=200)
-    assert report["campaign"] == campaign.name and report["pool_pairs"] == 6
-    assert (report["pairs"], report["labels"], report["multiply_labelled_pairs"]) == (5, 12, 4)
-    assert report["labels_per_pair"] == pytest.approx(12 / 5)
-    assert report["percent_agreement"] == 0.5
+    found = reporting.campaign_report(campaign, resamples=200)
+    assert found.campaign == campaign.name and found.pool_pairs == 6
+    report = found.agreement
+    assert (report.pairs, report.labels, report.multiply_labelled_pairs) == (5, 12, 4)
+    assert report.labels_per_pair == pytest.approx(12 / 5)
+    assert report.percent_agreement == 0.5
     # n_0 = 6, n_1 = 5, o_01 = 2*1/2 + 2*2/3 = 7/3: alpha = 1 - 10 * (7/3) / 30 = 2/9.
-    assert report["krippendorff_alpha"] == pytest.approx(2 / 9)
-    assert report["krippendorff_alpha"] == pytest.approx(
+    assert report.krippendorff_alpha == pytest.approx(2 / 9)
+    assert report.krippendorff_alpha == pytest.approx(
         krippendorff.alpha(value_counts=MULTI, level_of_measurement="nominal")
     )
-    assert report["status"] == {
-        "pairs": 6,
-        "relevant": 3,
-        "irrelevant": 1,
-        "disagreement": 1,
-        "pending": 1,
-        "resolved_share": 0.8,
-    }
-    assert [(row["labels"], row["pairs"]) for row in report["by_label_count"]] == [
+    assert found.status == reporting.PairStatus(
+        pairs=6, irrelevant=1, relevant=3, disagreement=1, pending=1, resolved_share=0.8
+    )
+    assert [(row.labels, row.pairs) for row in report.by_label_count] == [
         (1, 1),
         (2, 2),
         (3, 1),
         (4, 1),
     ]
-    a0, a1, a2, a3 = report["annotators"]
-    assert a0["labels"] == 4 and a0["agreement_with_resolved"] == 1.0  # pair 2 adjudicated R
-    assert a0["agreement_with_coannotators"] == pytest.approx(3 / 7)
-    assert a0["median_seconds"] == 4.0  # of 2, 4, 6 (one time missing)
-    assert a2["agreement_with_resolved"] == 0.0  # I on pair 2 (adjudicated R); pair 3 open
-    assert a3["agreement_with_resolved"] is None
-    assert a3["agreement_with_coannotators"] == pytest.approx(1 / 3)
-    assert a1["labels"] == 5
-    low, high = report["intervals"]["percent_agreement"]
+    a0, a1, a2, a3 = report.annotators
+    assert a0.labels == 4 and a0.agreement_with_resolved == 1.0  # pair 2 adjudicated R
+    assert a0.agreement_with_coannotators == pytest.approx(3 / 7)
+    assert a0.median_seconds == 4.0  # of 2, 4, 6 (one time missing)
+    assert a2.agreement_with_resolved == 0.0  # I on pair 2 (adjudicated R); pair 3 open
+    assert a3.agreement_with_resolved is None
+    assert a3.agreement_with_coannotators == pytest.approx(1 / 3)
+    assert a1.labels == 5
+    low, high = report.intervals.percent_agreement
     assert 0.0 <= low <= 0.5 <= high <= 1.0
+
+
+def test_campaign_report_json_is_one_flat_object(campaign):
+    found = reporting.campaign_report(campaign, resamples=20)
+    data = found.to_json()
+    assert list(data)[:3] == ["campaign", "pool_pairs", "pairs"]
+    assert list(data)[-2:] == ["intervals", "status"]
+    assert data["status"] == {
+        "pairs": 6,
+        "irrelevant": 1,
+        "relevant": 3,
+        "disagreement": 1,
+        "pending": 1,
+        "resolved_share": 0.8,
+    }
+    assert data["intervals"]["percent_agreement"] == list(
+        found.agreement.intervals.percent_agreement
+    )
+    assert data["annotators"][0] == {
+        "annotator": "a0",
+        "labels": 4,
+        "relevant_share": 0.5,
+        "agreement_with_resolved": 1.0,
+        "agreement_with_coannotators": pytest.approx(3 / 7),
+        "median_seconds": 4.0,
+    }
+    assert "notes" not in data  # only when a figure is undefined
+    json.dumps(data)
 
 
 def test_same_report_with_gaps_in_pair_ids_and_unpacked_rows(campaign, monkeypatch):
@@ -133,17 +157,19 @@ def test_same_report_with_gaps_in_pair_ids_and_unpacked_rows(campaign, monkeypat
     data = reporting.load_campaign_labels(campaign)
     assert (data.n_pairs, data.pool_pairs, int(data.in_campaign.sum())) == (6, 5, 5)
     report = reporting.campaign_report(campaign, resamples=50)
-    assert report["status"]["pairs"] == report["pool_pairs"] == 5
-    assert report["status"]["irrelevant"] == 0
-    assert (report["pairs"], report["labels"]) == (4, 10)
+    assert report.status.pairs == report.pool_pairs == 5
+    assert report.status.irrelevant == 0
+    assert (report.agreement.pairs, report.agreement.labels) == (4, 10)
 
 
 def test_empty_campaign_reports_notes(users):
     campaign = make_campaign(n_queries=1, depth=2)
-    report = reporting.campaign_report(campaign, resamples=10)
-    assert (report["pairs"], report["labels"], report["pool_pairs"]) == (0, 0, 2)
-    assert report["percent_agreement"] is None and report["krippendorff_alpha"] is None
-    assert report["status"]["pending"] == 2 and report["annotators"] == []
+    found = reporting.campaign_report(campaign, resamples=10)
+    report = found.agreement
+    assert (report.pairs, report.labels, found.pool_pairs) == (0, 0, 2)
+    assert report.percent_agreement is None and report.krippendorff_alpha is None
+    assert report.notes
+    assert found.status.pending == 2 and report.annotators == ()
 
 
 def write_labels(path, rows):

@@ -99,3 +99,45 @@ def test_analyses_command_json(world):
     assert set(data["figures"]) >= {"positives_per_query", "length_positives", "correct_by_length"}
     counts = np.array(data["figures"]["positives_per_query"]["counts"])
     assert counts.sum() == data["queries"]
+
+
+def test_report_uses_the_default_label_set_not_the_newest(world, client):
+    store_label_set(world, "later", Judged.build([], [], []), source="jsonl")
+    client.force_login(person(RESEARCHER))
+    assert client.get("/reports/rep/data/").json()["label_set"] == "pooled"
+    html = client.get("/reports/rep/").content.decode()
+    assert '<option value="pooled" selected>pooled (resolved campaign' in html
+    assert "pairs, default)" in html
+    assert client.get("/reports/rep/data/?labels=later").json()["label_set"] == "later"
+    assert client.get("/reports/rep/data/?labels=").json()["label_set"] is None
+
+
+def test_unknown_label_set_is_an_error_not_a_fallback(world, client):
+    client.force_login(person(RESEARCHER))
+    page = client.get("/reports/rep/?labels=nope")
+    assert page.status_code == 404
+    html = page.content.decode()
+    assert 'id="report-error"' in html
+    assert "Dataset &#x27;rep&#x27; has no label set named &#x27;nope&#x27;" in html
+    assert "(known: pooled)" in html
+    assert 'id="table1"' not in html  # no report under some other label set
+    assert '<option value="" selected>' not in html
+    data = client.get("/reports/rep/data/?labels=nope")
+    assert data.status_code == 404 and "no label set named 'nope'" in data.json()["detail"]
+
+
+def test_report_get_writes_nothing(world, client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(person(RESEARCHER))
+    client.get("/reports/rep/")  # warm caches outside the capture
+    with CaptureQueriesContext(connection) as queries:
+        for url in ("/reports/rep/", "/reports/rep/?labels=nope", "/reports/rep/data/"):
+            client.get(url)
+    writes = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].lstrip().split()[0].upper() in {"INSERT", "UPDATE", "DELETE", "REPLACE"}
+    ]
+    assert writes == []

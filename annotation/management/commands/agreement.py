@@ -6,7 +6,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.lookup import get_campaign
-from annotation.services.reporting import campaign_report, file_report
+from annotation.services.reporting import (
+    AgreementReport,
+    PairStatus,
+    campaign_report,
+    file_report,
+)
 from retrieval.formats.labels import read_raw_jsonl
 from retrieval.formats.records import FormatError
 
@@ -42,19 +47,23 @@ class Command(BaseCommand):
             raise CommandError("--resamples must be 0 or more")
         bootstrap = {"resamples": options["resamples"], "seed": options["seed"]}
         if options["campaign"] is not None:
-            report = campaign_report(get_campaign(options["campaign"]), **bootstrap)
-            title = f"Campaign {report['campaign']!r}"
+            found = campaign_report(get_campaign(options["campaign"]), **bootstrap)
+            title = f"Campaign {found.campaign!r}"
+            report, status, pool_pairs = found.agreement, found.status, found.pool_pairs
+            data = found.to_json()
         else:
             path = options["labels"]
             try:
-                report = {"file": str(path), **file_report(read_raw_jsonl(path), **bootstrap)}
+                report = file_report(read_raw_jsonl(path), **bootstrap)
             except FormatError as exc:
                 raise CommandError(str(exc)) from None
             title = f"Labels file {path}"
+            status = pool_pairs = None
+            data = {"file": str(path), **report.to_json()}
         if options["format"] == "json":
-            self.stdout.write(json.dumps(report))
+            self.stdout.write(json.dumps(data))
         else:
-            self.stdout.write("\n".join(table(title, report)))
+            self.stdout.write("\n".join(table(title, report, status, pool_pairs)))
 
 
 def percent(value: float | None) -> str:
@@ -65,59 +74,60 @@ def decimal(value: float) -> str:
     return f"{value:.3f}"
 
 
-def interval(report: dict, name: str, show) -> str:
-    bounds = report["intervals"].get(name)
+def interval(bounds: tuple[float, float] | None, show) -> str:
     return f" [95% CI {show(bounds[0])} to {show(bounds[1])}]" if bounds else ""
 
 
-def table(title: str, report: dict) -> list[str]:
+def table(
+    title: str,
+    report: AgreementReport,
+    status: PairStatus | None = None,
+    pool_pairs: int | None = None,
+) -> list[str]:
     """The report as readable lines: summary, notes, by number of labels, per annotator."""
-    alpha = report["krippendorff_alpha"]
-    pool = f" (of {report['pool_pairs']:,} pooled)" if "pool_pairs" in report else ""
+    alpha = report.krippendorff_alpha
+    pool = f" (of {pool_pairs:,} pooled)" if pool_pairs is not None else ""
     lines = [
         title,
-        f"  pairs labelled         {report['pairs']:,}{pool}",
-        f"  labels                 {report['labels']:,}",
-        f"  labels per pair        {report['labels_per_pair']:.2f}",
+        f"  pairs labelled         {report.pairs:,}{pool}",
+        f"  labels                 {report.labels:,}",
+        f"  labels per pair        {report.labels_per_pair:.2f}",
     ]
-    status = report.get("status")
     if status is not None:
         lines.append(
-            f"  resolved to a label    {percent(status['resolved_share'])} of complete pairs "
-            f"(relevant {status['relevant']:,}, irrelevant {status['irrelevant']:,}, "
-            f"disagreement {status['disagreement']:,}, pending {status['pending']:,})"
+            f"  resolved to a label    {percent(status.resolved_share)} of complete pairs "
+            f"(relevant {status.relevant:,}, irrelevant {status.irrelevant:,}, "
+            f"disagreement {status.disagreement:,}, pending {status.pending:,})"
         )
     else:
         lines.append(
-            f"  resolved to a label    {percent(report['resolved_share'])} of labelled pairs "
+            f"  resolved to a label    {percent(report.resolved_share)} of labelled pairs "
             "(strict majority)"
         )
     lines += [
-        f"  percent agreement      {percent(report['percent_agreement'])}"
-        f"{interval(report, 'percent_agreement', percent)} over "
-        f"{report['multiply_labelled_pairs']:,} pairs with 2+ labels",
+        f"  percent agreement      {percent(report.percent_agreement)}"
+        f"{interval(report.intervals.percent_agreement, percent)} over "
+        f"{report.multiply_labelled_pairs:,} pairs with 2+ labels",
         f"  Krippendorff's alpha   {DASH if alpha is None else decimal(alpha)}"
-        f"{interval(report, 'krippendorff_alpha', decimal)} (nominal)",
+        f"{interval(report.intervals.krippendorff_alpha, decimal)} (nominal)",
     ]
-    for note in report.get("notes", []):
+    for note in report.notes or []:
         lines.append(f"  note: {note}")
     lines += ["", "By number of labels (FIRE Fig. 7)", f"  {'labels':>6}  {'pairs':>10}  agreement"]
-    for row in report["by_label_count"]:
-        lines.append(
-            f"  {row['labels']:>6}  {row['pairs']:>10,}  {percent(row['percent_agreement']):>9}"
-        )
+    for row in report.by_label_count:
+        lines.append(f"  {row.labels:>6}  {row.pairs:>10,}  {percent(row.percent_agreement):>9}")
     lines += [
         "",
         "Annotators",
         f"  {'annotator':<20} {'labels':>9} {'relevant':>9} {'w/ resolved':>12} "
         f"{'w/ others':>10} {'median s':>9}",
     ]
-    for row in report["annotators"]:
-        median = row.get("median_seconds")
+    for row in report.annotators:
+        median = row.median_seconds
         lines.append(
-            f"  {row['annotator']:<20} {row['labels']:>9,} {percent(row.get('relevant_share')):>9} "
-            f"{percent(row.get('agreement_with_resolved')):>12} "
-            f"{percent(row.get('agreement_with_coannotators')):>10} "
+            f"  {row.annotator:<20} {row.labels:>9,} {percent(row.relevant_share):>9} "
+            f"{percent(row.agreement_with_resolved):>12} "
+            f"{percent(row.agreement_with_coannotators):>10} "
             f"{DASH if median is None else f'{median:.1f}':>9}"
         )
     return lines

@@ -38,4 +38,4 @@ class Command(BaseCommand):
             )
         except (RescoreError, KeyError) as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(json.dumps(data, indent=2))
+        self.stdout.write(json.dumps(data.to_json(), indent=2))

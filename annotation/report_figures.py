@@ -1,0 +1,60 @@
+"""Turn agreement reports (:mod:`annotation.services.reporting`) into SVG for the agreement page.
+
+The annotation side of :mod:`retrieval.report_figures`: kept apart from the view so the
+page stays a template over ready markup, and apart from the services so the JSON the
+``agreement`` command prints carries numbers, not markup.
+"""
+
+from annotation.services.reporting import AgreementReport, ProxyReport
+from retrieval import plots
+from retrieval.proxies import PROXY_LABELS
+
+
+def agreement_charts(report: AgreementReport) -> list[str]:
+    """Pairs by number of labels, then their percent agreement (FIRE Fig. 7) when defined."""
+    by_count = report.by_label_count
+    if not by_count:
+        return []
+    categories = [str(row.labels) for row in by_count]
+    charts = [
+        plots.bar_chart(
+            categories,
+            [plots.Series("pairs", [row.pairs for row in by_count])],
+            title="Pairs by number of labels",
+            y_label="pairs",
+        )
+    ]
+    if any(row.percent_agreement is not None for row in by_count):
+        shares = [
+            None if row.percent_agreement is None else 100 * row.percent_agreement
+            for row in by_count
+        ]
+        charts.append(
+            plots.bar_chart(
+                categories,
+                [plots.Series("agreement", shares)],
+                title="Percent agreement by number of labels (FIRE Fig. 7)",
+                y_label="% agreement",
+                y_max=100,
+            )
+        )
+    return charts
+
+
+def proxy_alpha_chart(proxies: ProxyReport) -> str:
+    """Each proxy's alpha with the humans by relevance threshold; empty without curves."""
+    if not proxies.curves:
+        return ""
+    return plots.line_chart(
+        proxies.curve_thresholds,
+        [
+            plots.Series(
+                PROXY_LABELS[name], [v if v is not None and v >= 0 else None for v in values]
+            )
+            for name, values in proxies.curves.items()
+        ],
+        title="Krippendorff's alpha with the humans when S >= threshold counts as relevant",
+        description="Thresholds where alpha is negative (worse than chance) are not drawn.",
+        x_label="threshold",
+        y_label="alpha",
+    )
