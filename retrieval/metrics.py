@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ids import PairKeys, lookup
+
 DEFAULT_KS = (1, 5, 10)
 FIRE_AP_CUTOFF = 20
 
@@ -145,28 +147,23 @@ def judgements_from_arrays(
 
     # 1: pooled but unjudged (rel < 0), 2: judged negative, 3: positive; 0: not in the qrels
     kind = np.where(rel > 0, _POSITIVE, np.where(rel == 0, _NEGATIVE, _UNJUDGED)).astype(np.int8)
-    ranked = np.where(pad, 0, item_ids)
-    span = int(max(items.max(), ranked.max())) + 1
-    if n_rows * span > LOOKUP_TABLE_CELLS:  # sparse ids: number the judged items 0..V-1
-        vocabulary = np.unique(items)
-        code = np.minimum(np.searchsorted(vocabulary, ranked), len(vocabulary) - 1)
-        pad = pad | (vocabulary[code] != ranked)
-        items, ranked, span = np.searchsorted(vocabulary, items), code, len(vocabulary)
-    judged_pairs = rows * span + items
-    ranked_pairs = np.arange(n_rows, dtype=np.int64)[:, None] * span + ranked
-    if n_rows * span <= LOOKUP_TABLE_CELLS:
-        table = np.zeros(n_rows * span, dtype=np.int8)
+    keys = PairKeys.fit(n_rows, items, dense_limit=LOOKUP_TABLE_CELLS)
+    judged_pairs = keys.pack(rows, items)
+    ranked_pairs = keys.encode(np.arange(n_rows, dtype=np.int64)[:, None], item_ids)
+    pad = pad | (ranked_pairs < 0)  # padding, or an item no qrel judges
+    if n_rows * keys.span <= LOOKUP_TABLE_CELLS:
+        table = np.zeros(n_rows * keys.span, dtype=np.int8)
         table[judged_pairs] = kind
         if np.count_nonzero(table) != len(judged_pairs):
             raise ValueError("a (query, item) pair is judged more than once in the qrels")
         found = table[ranked_pairs]
     else:
         packed = np.sort(judged_pairs << 2 | kind)  # the kind rides in the two low bits
-        keys = packed >> 2
-        if (keys[1:] == keys[:-1]).any():
+        judged_keys = packed >> 2
+        if (judged_keys[1:] == judged_keys[:-1]).any():
             raise ValueError("a (query, item) pair is judged more than once in the qrels")
-        at = np.minimum(np.searchsorted(keys, ranked_pairs), len(keys) - 1)
-        found = np.where(keys[at] == ranked_pairs, packed[at] & 3, 0)
+        at, hit = lookup(judged_keys, ranked_pairs)
+        found = np.where(hit, packed[at] & 3, 0)
     found[pad] = 0
     return RankedJudgements(
         found == _POSITIVE, found >= _NEGATIVE, n_relevant, n_nonrelevant, n_retrieved
@@ -191,8 +188,7 @@ def align_rows(
     known = run_query_ids[order]
     if (known[1:] == known[:-1]).any():
         raise ValueError("a query appears twice in the run")
-    at = np.minimum(np.searchsorted(known, query_ids), len(known) - 1)
-    answered = known[at] == query_ids
+    at, answered = lookup(known, query_ids)
     aligned[answered] = item_ids[order[at[answered]]]
     return aligned
 

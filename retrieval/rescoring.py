@@ -22,6 +22,7 @@ import numpy as np
 from retrieval import analysis, metrics
 from retrieval.formats import trec
 from retrieval.formats.records import FormatError
+from retrieval.ids import PairKeys, contains
 
 
 @dataclass(frozen=True)
@@ -174,10 +175,9 @@ def _contains(
     """Whether each (query_row, query_item) is among the (rows, items) pairs."""
     if len(rows) == 0:
         return np.zeros(len(query_rows), bool)
-    packed = np.sort(rows.astype(np.int64) << 32 | items.astype(np.int64))
-    wanted = query_rows.astype(np.int64) << 32 | query_items.astype(np.int64)
-    index = np.minimum(np.searchsorted(packed, wanted), len(packed) - 1)
-    return packed[index] == wanted
+    n_rows = int(max(rows.max(), query_rows.max(initial=0))) + 1
+    keys = PairKeys.fit(n_rows, items)
+    return contains(np.sort(keys.pack(rows, items)), keys.encode(query_rows, query_items))
 
 
 def _ints(values: Iterable[int]) -> np.ndarray:

@@ -28,6 +28,7 @@ from retrieval.encoders.base import (
 from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
 from retrieval.formats.embeddings import read_npy_header
 from retrieval.formats.records import FormatError
+from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.proxies import RELEVANCES
 from retrieval.services.artifacts import (
@@ -248,8 +249,6 @@ def semantic_positives(
 
 def _index_of(known: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
     """Position of each wanted pk in ``known`` (any order); an EncodingError if one is absent."""
-    from retrieval.services.proxies import positions_of
-
     rows = positions_of(known, wanted)
     missing = np.asarray(wanted)[rows < 0]
     if len(missing):

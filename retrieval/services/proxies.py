@@ -19,6 +19,7 @@ from django.conf import settings
 from scipy import stats
 from tqdm.auto import tqdm
 
+from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
 from retrieval.proxies import PROXIES, synsets
 from retrieval.proxies import captions as caption_terms
@@ -97,17 +98,6 @@ class ProxyRelevance:
         texts = self.items.caption_text[caption_pos[ok]]
         out[ok] = self.matrix[video_pos[ok], texts]
         return out
-
-
-def positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Index of each wanted id in ``ids`` (any order), -1 where absent; vectorised."""
-    ids = np.asarray(ids, dtype=np.int64)
-    wanted = np.asarray(wanted, dtype=np.int64)
-    if not len(ids):
-        return np.full(wanted.shape, -1, dtype=np.int64)
-    order = np.argsort(ids, kind="stable")
-    pos = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
-    return np.where(ids[order][pos] == wanted, order[pos], -1)
 
 
 def split_captions(dataset: Dataset, split: str) -> SplitCaptions:
