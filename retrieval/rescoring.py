@@ -1,4 +1,4 @@
-"""Re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4), as plain arrays.
+"""Pure: re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4) as arrays.
 
 Every run is a matrix of ranked item ids per query row (-1 padding), rows shared by all
 runs and by the qrels. The positive sets are:
@@ -10,7 +10,8 @@ runs and by the qrels. The positive sets are:
   own pooled pairs contributed (FIRE Table 4 "New": what a new, unpooled model faces);
 - true: exhaustive relevance, on synthetic datasets only, to show what pooling misses.
 
-Nothing here touches the database: the file mode of ``rescore`` calls it directly.
+Nothing here touches the database: the file mode of ``rescore`` calls it directly, and
+:mod:`retrieval.services.rescoring` gathers a dataset's arrays for it.
 """
 
 from collections.abc import Iterable, Mapping, Sequence

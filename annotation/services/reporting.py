@@ -280,7 +280,8 @@ def file_report(records: Iterable[RawLabel], *, resamples: int = 1000, seed: int
 
 
 def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> dict:
-    """Each semantic proxy against the campaign's final human labels (issue 7 §4).
+    """Each semantic proxy against the campaign's final human labels
+    (proxies of Wray et al., CVPR 2021, §4.4).
 
     Proxy matrices come from the dataset split holding the campaign's videos. With
     ``cache_only`` (pages) a proxy not cached yet is listed under ``missing``.

@@ -72,7 +72,8 @@ class VideoInputs:
 
 
 def thresholded(similarity: np.ndarray, threshold: float) -> np.ndarray:
-    """Positives from a caption x video semantic similarity: S >= T (seed 000 §4.3)."""
+    """Positives from a caption x video semantic similarity: S >= T (Wray et al., CVPR 2021,
+    §4.3)."""
     return np.asarray(similarity) >= threshold
 
 
@@ -94,7 +95,7 @@ class TrainingData:
     ``positives`` says which caption-video pairs are relevant: None for instance relevance
     (only a caption's own video, as in IVR), a bool caption x video matrix, or a callable
     that builds the sub-matrix for given caption and video indices (for semantic training,
-    positives = S >= T, seed 000 §4.3). A caption's own video is always a positive.
+    positives = S >= T, Wray et al., CVPR 2021, §4.3). A caption's own video is always a positive.
     """
 
     video_features: np.ndarray

@@ -1,7 +1,7 @@
 """METEOR between many caption pairs, equal to NLTK's ``single_meteor_score`` pair by pair.
 
-The METEOR proxy (seed 000 §4.4) scores every caption of a benchmark against every other:
-11.2 M pairs for YouCook2's 3,350 validation clips, well over an hour with NLTK's
+The METEOR proxy (Wray et al., CVPR 2021, §4.4) scores every caption of a benchmark against
+every other: 11.2 M pairs for YouCook2's 3,350 validation clips, well over an hour with NLTK's
 ``single_meteor_score`` at ~2,250 pairs/s on one core. This module gives the same numbers
 (same alignment, same float64 operations) orders of magnitude faster.
 

@@ -48,8 +48,8 @@ Progress = Callable[[int], object]
 CHUNK = 2048
 """Items per saved chunk while embedding: the unit of resumption."""
 DEFAULT_THRESHOLD = 0.4
-"""T when a proxy is chosen: seed 000 Fig. 6 finds SYN, METEOR and PoS best near 0.4
-(BoW near 0.2)."""
+"""T when a proxy is chosen: Wray et al. (CVPR 2021, §5.4, Fig. 6) find SYN, METEOR and PoS
+best near 0.4 (BoW near 0.2)."""
 
 
 class EncodingError(ValueError):
@@ -235,7 +235,8 @@ def semantic_positives(
     caption_ids: np.ndarray,
     threshold: float,
 ) -> np.ndarray:
-    """Bool [captions, videos]: S(video, caption) >= ``threshold`` (seed 000 §4.3).
+    """Bool [captions, videos]: S(video, caption) >= ``threshold`` (Wray et al., CVPR 2021,
+    §4.3).
 
     Rows follow ``caption_ids`` and columns ``video_ids`` (the training data's order),
     whatever the order of the proxy matrix; every caption and video must be covered.
@@ -298,12 +299,13 @@ def train(
 ) -> list[float]:
     """Train a trainable encoder on the dataset's train split and save its weights.
 
-    ``relevance`` picks the triplets' positives (seed 000 §4.3): ``"instance"`` counts only
-    a caption's own video; a proxy (bow, pos, syn, met) counts every caption-video pair of
-    the train split with S >= ``threshold`` (default :data:`DEFAULT_THRESHOLD`), and every
-    other pair is a negative. A caption's own video is always a positive. For JPoSE these
-    positives drive the joint-space loss; its verb and noun spaces keep their PoS relevance.
-    Arguments are checked before anything is computed; a bad one changes nothing.
+    ``relevance`` picks the triplets' positives (Wray et al., CVPR 2021, §4.3):
+    ``"instance"`` counts only a caption's own video; a proxy (bow, pos, syn, met) counts
+    every caption-video pair of the train split with S >= ``threshold`` (default
+    :data:`DEFAULT_THRESHOLD`), and every other pair is a negative. A caption's own video is
+    always a positive. For JPoSE these positives drive the joint-space loss; its verb and
+    noun spaces keep their PoS relevance. Arguments are checked before anything is computed;
+    a bad one changes nothing.
     """
     threshold = check_relevance(relevance, threshold)
     encoder = get_encoder(model.encoder, **model.config)

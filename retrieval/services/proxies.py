@@ -1,4 +1,5 @@
-"""Proxy relevance of a dataset split (seed 000 §4.4), cached on disk, and models scored by it.
+"""ORM-facing: proxy relevance of a dataset split, cached on disk, and models scored by it, built
+on :mod:`retrieval.proxies` (the proxies of Wray et al., CVPR 2021, §4.4).
 
 The pure modules in :mod:`retrieval.proxies` compute; this module reads the split's
 videos and captions, picks the synset source, keys the cache by the dataset's content and
@@ -460,7 +461,8 @@ def proxy_table(
     ``missing`` instead of computed.
 
     Adds, per proxy, Kendall's tau between the order of models it gives and the order the
-    truth gives: how well the proxy ranks models (seed 000 asks this of humans, §5.3).
+    truth gives: how well the proxy ranks models (Wray et al., CVPR 2021, compare models
+    under each proxy in §5.3 and check the proxies against human rankings in Appendix A).
     """
     models = list(models if models is not None else dataset.models.order_by("name"))
     try:

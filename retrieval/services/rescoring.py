@@ -1,4 +1,5 @@
-"""Gather a dataset's runs, label set and ground truth into arrays and re-score them.
+"""ORM-facing: a dataset's runs, label set and ground truth gathered into arrays and re-scored,
+built on :mod:`retrieval.rescoring`.
 
 Rows are the query captions the runs answer (or, with ``only_labelled``, those the label
 set judges), in primary-key order; items are video primary keys. Original positives are

@@ -284,7 +284,7 @@ def test_untrained_model_refuses_to_encode():
 
 
 def test_training_with_thresholded_semantic_positives(split):
-    """Seed 000 §4.3: positives S >= T; here S is the demo's exact relevance."""
+    """Wray et al., CVPR 2021, §4.3: positives S >= T; here S is the demo's exact relevance."""
     train_videos = [v for v in split.world.videos if v.split == TRAIN]
     from retrieval.demo.scene import relevance_matrix
 
