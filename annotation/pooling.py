@@ -46,27 +46,10 @@ class Pool:
     def run_count(self) -> int:
         return int(self.ranks.shape[1])
 
-    def best_ranks(self) -> np.ndarray:
-        """The best (smallest) rank any run gave each pair."""
-        return _best_ranks(self.ranks)
-
-    def pairs_per_query(self) -> tuple[np.ndarray, np.ndarray]:
-        """Pooled caption ids (ascending) and how many pairs each has to judge."""
-        return np.unique(self.caption_ids, return_counts=True)
-
-    def pairs_per_run(self) -> np.ndarray:
-        """How many pooled pairs each run contributed (shape R)."""
-        return np.count_nonzero(self.ranks, axis=0)
-
     def overlap_counts(self) -> np.ndarray:
         """Entry ``m`` counts the pairs retrieved by exactly ``m`` runs (shape R + 1)."""
         runs_per_pair = np.count_nonzero(self.ranks, axis=1)
         return np.bincount(runs_per_pair, minlength=self.run_count + 1)
-
-    def shared_pairs(self) -> np.ndarray:
-        """Entry ``[r, s]`` counts the pairs both runs retrieved (FIRE Table 3's overlap, R x R)."""
-        retrieved = (self.ranks > 0).astype(np.int64)
-        return retrieved.T @ retrieved
 
 
 def sample_queries(query_ids: np.ndarray, n: int, seed: int) -> np.ndarray:

@@ -28,7 +28,7 @@ from itertools import combinations
 import numpy as np
 
 from retrieval.ids import PairKeys, lookup
-from retrieval.intervals import Interval, percentile_interval
+from retrieval.intervals import percentile_interval
 
 #: Elements per chunk of random draws: bounds memory (16 MiB of int64) whatever the sizes.
 CHUNK_ELEMENTS = 1 << 21
@@ -264,22 +264,6 @@ def budget_summary(
 # --------------------------------------------------------------------------------------------
 
 
-def paired_bootstrap_ci(
-    a: np.ndarray,
-    b: np.ndarray,
-    resamples: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> Interval:
-    """Percentile bootstrap interval of ``mean(a - b)``, resampling queries (paired) with replacement.
-
-    Efron & Tibshirani (1993, ch. 13); the two runs' scores for a query always travel together.
-    """
-    a, b = _paired(a, b)
-    diffs = _resampled_means((a - b)[:, None], a.size, resamples, np.random.default_rng(seed))
-    return percentile_interval(float((a - b).mean()), diffs[:, 0], level)
-
-
 def randomization_test(
     a: np.ndarray, b: np.ndarray, permutations: int = 10_000, seed: int = 0
 ) -> float:
@@ -331,11 +315,12 @@ def compare_runs(
     """Every pair of runs on one per-query metric: difference, interval, p and Holm-adjusted p.
 
     One row per pair in the runs' order, with ``run_a``, ``run_b``, ``mean_a``, ``mean_b``,
-    ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high`` (:func:`paired_bootstrap_ci`
-    at ``level``), ``p`` (:func:`randomization_test`, the same as calling it with ``seed``),
-    ``p_holm`` (:func:`holm` over all pairs) and ``significant`` (``p_holm <= alpha``). The
-    bootstrap resamples queries once for all runs, so every pair's interval comes from the
-    same resampled query sets.
+    ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high`` (percentile bootstrap
+    interval at ``level``, Efron & Tibshirani 1993, ch. 13), ``p``
+    (:func:`randomization_test`, the same as calling it with ``seed``), ``p_holm``
+    (:func:`holm` over all pairs) and ``significant`` (``p_holm <= alpha``). The bootstrap
+    resamples queries once for all runs, so every pair's interval comes from the same
+    resampled query sets.
     """
     names = list(per_query)
     if len(names) < 2:
@@ -390,14 +375,6 @@ class Heatmap:
     row_labels: tuple[str, ...]
     column_labels: tuple[str, ...]
     counts: np.ndarray
-
-    @property
-    def row_totals(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
-
-    @property
-    def column_totals(self) -> np.ndarray:
-        return self.counts.sum(axis=0)
 
 
 @dataclass(frozen=True)
@@ -465,8 +442,8 @@ def length_positive_heatmap(
     """Queries counted by caption-length bin and positives bin (FIRE §4.1, Fig. 2).
 
     Lengths are in words by default bins (any unit works with matching bins). The margins
-    (:attr:`Heatmap.row_totals`, :attr:`Heatmap.column_totals`) are Fig. 2's side histograms;
-    the log scale is the plot's business.
+    (sums over rows and columns) are Fig. 2's side histograms; the log scale is the plot's
+    business.
     """
     lengths = np.asarray(caption_lengths).ravel()
     positives = np.asarray(n_positive).ravel()

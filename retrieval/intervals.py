@@ -15,9 +15,6 @@ class Interval:
     high: float
     level: float
 
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
 
 def percentile_interval(estimate: float, resampled: np.ndarray, level: float) -> Interval:
     """The central ``level`` share of the ``resampled`` values around ``estimate``.

@@ -243,24 +243,36 @@ class _Counts:
 
 
 def _correct(c: _Counts, k: int) -> np.ndarray:
+    """Correct@K: 1.0 when a positive is among the first ``k`` ranks (FIRE §2.1; trec_eval
+    ``success_k``)."""
     return (c.top(c.hits_so_far, _check_k(k)) > 0).astype(np.float64)
 
 
 def _recall(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
+    ``recall_k``); 0 when R = 0."""
     return _ratio(c.top(c.hits_so_far, _check_k(k)), n_relevant)
 
 
 def _average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
+    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
     return _ratio(c.hit_numerators @ _inverse_ranks(c.depth), n_relevant)
 
 
 def _fire_average_precision(c: _Counts, cutoff: int) -> np.ndarray:
+    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
+    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
+    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
+    """
     depth = min(_check_k(cutoff), c.depth)
     precision_sum = c.hit_numerators[:, :depth] @ _inverse_ranks(depth)
     return _ratio(precision_sum, c.top(c.hits_so_far, cutoff))
 
 
 def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
+    the ideal list puts min(R, k) positives first. 0 when R = 0."""
     k = _check_k(k)
     discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
     hits = c.hits[:, :k]
@@ -270,11 +282,17 @@ def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
 
 
 def _judged(c: _Counts, k: int, n_retrieved: np.ndarray) -> np.ndarray:
+    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``); like
+    ir_measures, a list shorter than ``k`` is divided by its own length, an empty one scores 0.
+    """
     k = _check_k(k)
     return _ratio(c.top(c.judged_so_far, k), np.minimum(n_retrieved, k))
 
 
 def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.ndarray:
+    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
+    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
+    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
     negatives_above = c.judged_so_far - c.hits_so_far  # at a positive: judged negatives above it
     cap = np.maximum(np.minimum(n_relevant, n_nonrelevant), 1)[:, None]
     penalty = np.minimum(negatives_above, n_relevant[:, None]) / cap
@@ -282,75 +300,17 @@ def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.
 
 
 def _condensed_average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
+    unjudged items are removed from the ranking, so each positive's precision counts only
+    the judged items above it; still divided by R, 0 when R = 0."""
     precision_sum = (c.hit_numerators / np.maximum(c.judged_so_far, 1)).sum(axis=1)
     return _ratio(precision_sum, n_relevant)
 
 
-def correct_at_k(relevant: np.ndarray, k: int) -> np.ndarray:
-    """Per query, 1.0 if a positive is among the first ``k`` ranks (FIRE §2.1's Correct@K).
-
-    Equal to trec_eval's ``success_k`` (ir_measures ``Success@k``).
-    """
-    relevant = np.asarray(relevant, dtype=bool)
-    return relevant[:, : _check_k(k)].any(axis=1).astype(np.float64)
-
-
 def mean_correct_at_ks(hits: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
     """Mean Correct@K over all rows of ``hits`` for each K, keyed ``"C@K"`` (0.0 if no rows)."""
-    return {f"C@{k}": float(correct_at_k(hits, k).mean()) if len(hits) else 0.0 for k in ks}
-
-
-def recall_at_k(j: RankedJudgements, k: int) -> np.ndarray:
-    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
-    ``recall_k``); 0 when R = 0."""
-    return _recall(_Counts(j.relevant), k, j.n_relevant)
-
-
-def average_precision(j: RankedJudgements) -> np.ndarray:
-    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
-    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
-    return _average_precision(_Counts(j.relevant), j.n_relevant)
-
-
-def fire_average_precision(relevant: np.ndarray, cutoff: int = FIRE_AP_CUTOFF) -> np.ndarray:
-    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
-    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
-    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
-    """
-    return _fire_average_precision(_Counts(relevant), cutoff)
-
-
-def ndcg_at_k(j: RankedJudgements, k: int) -> np.ndarray:
-    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
-    the ideal list puts min(R, k) positives first. 0 when R = 0."""
-    return _ndcg(_Counts(j.relevant), k, j.n_relevant)
-
-
-def judged_at_k(judged: np.ndarray, k: int, n_retrieved: np.ndarray | None = None) -> np.ndarray:
-    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``).
-
-    Like ir_measures, a list shorter than ``k`` is divided by its own length ``n_retrieved``
-    (the full depth when omitted); an empty list (an unanswered query) scores 0. The top
-    ``k`` is trec_eval's, as for every metric here (see the module note on ties).
-    """
-    judged = np.asarray(judged, dtype=bool)
-    if n_retrieved is None:
-        n_retrieved = np.full(judged.shape[0], judged.shape[1], dtype=np.int64)
-    return _judged(_Counts(np.zeros_like(judged), judged), k, n_retrieved)
-
-
-def bpref(j: RankedJudgements) -> np.ndarray:
-    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
-    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
-    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
-    return _bpref(_Counts(j.relevant, j.judged), j.n_relevant, j.n_nonrelevant)
-
-
-def condensed_average_precision(j: RankedJudgements) -> np.ndarray:
-    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
-    unjudged items are removed from the ranking, so each positive's precision counts only
-    the judged items above it; still divided by R, 0 when R = 0."""
-    return _condensed_average_precision(_Counts(j.relevant, j.judged), j.n_relevant)
+    counts = _Counts(hits)
+    return {f"C@{k}": float(_correct(counts, k).mean()) if len(hits) else 0.0 for k in ks}
 
 
 def first_positive_rank(relevant: np.ndarray) -> np.ndarray:

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PAD = -1
-
 
 @dataclass(frozen=True)
 class RankedLists:

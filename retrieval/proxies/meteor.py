@@ -105,12 +105,6 @@ class MeteorCorpus:
         start, end = self.offsets[caption], self.offsets[caption + 1]
         return [self.words[w] for w in self.word_ids[start:end]]
 
-    def synonyms(self, stem: str) -> list[str]:
-        """Corpus stems a hypothesis ``stem`` matches in the WordNet stage (itself left out)."""
-        h = self.stems.index(stem)
-        targets = self.syn_indices[self.syn_indptr[h] : self.syn_indptr[h + 1]]
-        return [self.stems[r] for r in targets]
-
 
 def prepare(
     token_lists: Sequence[Sequence[str]],
@@ -554,25 +548,4 @@ def meteor_pairs(
     return out
 
 
-def meteor_score(
-    corpus: MeteorCorpus,
-    reference: int,
-    hypothesis: int,
-    *,
-    alpha: float = ALPHA,
-    beta: float = BETA,
-    gamma: float = GAMMA,
-) -> float:
-    """METEOR of one pair of caption indices (convenience; use the bulk functions for many)."""
-    scores = _score_group(
-        corpus,
-        np.array([reference]),
-        np.array([hypothesis]),
-        np.zeros(1, dtype=np.intp),
-        np.zeros(1, dtype=np.intp),
-        _params(alpha, beta, gamma),
-    )
-    return float(scores[0])
-
-
-__all__ = ["MeteorCorpus", "meteor_matrix", "meteor_pairs", "meteor_score", "prepare"]
+__all__ = ["MeteorCorpus", "meteor_matrix", "meteor_pairs", "prepare"]

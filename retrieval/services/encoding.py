@@ -205,11 +205,6 @@ def training_split(dataset: Dataset, split: str = "train") -> TrainingSplit:
     )
 
 
-def training_data(dataset: Dataset, split: str = "train") -> TrainingData:
-    """The split's videos (features) and all their captions, for training."""
-    return training_split(dataset, split).data
-
-
 def check_relevance(relevance: str, threshold: float | None) -> float | None:
     """Validate a training relevance and its threshold; the threshold to use (None: instance)."""
     if relevance not in RELEVANCES:
@@ -268,8 +263,6 @@ def positives_per_caption(data: TrainingData) -> float:
     if data.positives is None:
         return 1.0
     rows = np.arange(n)
-    if callable(data.positives):
-        return float(data.positive_mask(rows, np.arange(data.n_videos)).sum(1).mean())
     own_missing = ~data.positives[rows, data.caption_video]
     return float((data.positives.sum(1) + own_missing).mean())
 
