@@ -1,9 +1,9 @@
 """Pure: where ids sit in an id array, and (row, item) pairs packed into one sortable int64 key.
 
-Every id lookup and pair key of the retrieval and annotation apps (runs re-rowed to qrels,
-judged pairs matched against ranked lists, pooled pairs, proxy matrices) goes through these
-functions, so the lookups stay vectorised (one ``searchsorted`` per call, never a Python loop)
-and the packing has one limit, checked: every key is below :data:`KEY_LIMIT`.
+Metrics, analyses, re-scoring, the faiss recall check, pooling, agreement patterns and the
+proxy services look ids up and pack pairs through these functions, so the lookups stay
+vectorised (one ``searchsorted`` per call, never a Python loop) and the packing has one
+limit, checked: every key is below :data:`KEY_LIMIT`.
 """
 
 from dataclasses import dataclass
