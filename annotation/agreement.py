@@ -15,10 +15,12 @@ over 555,000 pairs) stays cheap.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import krippendorff
 import numpy as np
+
+from retrieval.ids import PairKeys
+from retrieval.intervals import Interval, percentile_interval
 
 
 class AgreementError(ValueError):
@@ -105,27 +107,15 @@ BOOTSTRAP_CHUNK = 1024
 """Resamples whose pattern multiplicities are held in memory at once (keeps memory flat)."""
 
 
-def bootstrap_weights(n_units: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Multiplicities (resamples x units) of resampling ``n_units`` units with replacement.
-
-    The naive bootstrap, one draw per unit; :func:`bootstrap_intervals` draws the equivalent
-    multinomial over distinct count patterns instead (see :func:`pattern_weights`).
-    """
-    weights = np.empty((resamples, n_units), dtype=np.float64)
-    for row in range(resamples):
-        weights[row] = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
-    return weights
-
-
 def count_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``(n_irrelevant, n_relevant)`` rows of ``counts`` and how many pairs have each."""
     counts = np.asarray(counts, dtype=np.int64)
     if len(counts) == 0:
         return counts.reshape(0, 2), np.zeros(0, dtype=np.int64)
     # Pack each row into one integer so np.unique runs on a flat array (much faster than axis=0).
-    width = int(counts[:, 1].max()) + 1
-    keys, frequency = np.unique(counts[:, 0] * width + counts[:, 1], return_counts=True)
-    return np.stack([keys // width, keys % width], axis=1), frequency
+    keys = PairKeys.fit(int(counts[:, 0].max()) + 1, counts[:, 1])
+    packed, frequency = np.unique(keys.pack(counts[:, 0], counts[:, 1]), return_counts=True)
+    return np.stack(keys.unpack(packed), axis=1), frequency
 
 
 def pattern_weights(frequency: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -140,22 +130,15 @@ def pattern_weights(frequency: np.ndarray, resamples: int, rng: np.random.Genera
     return rng.multinomial(n, frequency / n, size=resamples).astype(np.float64)
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A bootstrap percentile interval."""
-
-    low: float
-    high: float
-
-
 def bootstrap_intervals(
     counts: np.ndarray, *, resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> dict[str, Interval]:
-    """95% percentile intervals of percent agreement and alpha, resampling pairs (FIRE §3.2).
+    """Percentile intervals of percent agreement and alpha, resampling pairs (FIRE §3.2).
 
     Pairs with two or more labels are resampled with replacement; since both figures depend
     only on how many resampled pairs show each ``(n_irrelevant, n_relevant)`` pattern, the
     resamples are drawn as multinomial counts over the distinct patterns (seeded by ``seed``).
+    A figure that no resample defines (alpha when every label agrees) is left out.
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
@@ -163,23 +146,21 @@ def bootstrap_intervals(
     if len(multi) == 0:
         raise AgreementError("no pair has two or more labels, so there is nothing to resample")
     patterns, frequency = count_patterns(multi)
+    observed = frequency[None, :].astype(np.float64)
     rng = np.random.default_rng(seed)
     agreement, alpha = [], []
     for start in range(0, resamples, BOOTSTRAP_CHUNK):
         weights = pattern_weights(frequency, min(BOOTSTRAP_CHUNK, resamples - start), rng)
         agreement.append(percent_agreement(patterns, weights))
         alpha.append(alpha_from_counts(patterns, weights))
-    tail = (1.0 - level) / 2 * 100
     result = {}
-    for name, values in (
-        ("percent_agreement", np.concatenate(agreement)),
-        ("krippendorff_alpha", np.concatenate(alpha)),
+    for name, figure, values in (
+        ("percent_agreement", percent_agreement, np.concatenate(agreement)),
+        ("krippendorff_alpha", alpha_from_counts, np.concatenate(alpha)),
     ):
         finite = values[np.isfinite(values)]
-        if finite.size == 0:
-            continue
-        low, high = np.percentile(finite, [tail, 100 - tail])
-        result[name] = Interval(float(low), float(high))
+        if finite.size:
+            result[name] = percentile_interval(figure(patterns, observed)[0], finite, level)
     return result
 
 

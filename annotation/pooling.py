@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ids import PairKeys, contains, lookup
 from retrieval.runs import RankedLists
 
 #: Largest pooling depth: ranks are int16 and one value above the deepest rank is reserved.
@@ -45,27 +46,10 @@ class Pool:
     def run_count(self) -> int:
         return int(self.ranks.shape[1])
 
-    def best_ranks(self) -> np.ndarray:
-        """The best (smallest) rank any run gave each pair."""
-        return _best_ranks(self.ranks)
-
-    def pairs_per_query(self) -> tuple[np.ndarray, np.ndarray]:
-        """Pooled caption ids (ascending) and how many pairs each has to judge."""
-        return np.unique(self.caption_ids, return_counts=True)
-
-    def pairs_per_run(self) -> np.ndarray:
-        """How many pooled pairs each run contributed (shape R)."""
-        return np.count_nonzero(self.ranks, axis=0)
-
     def overlap_counts(self) -> np.ndarray:
         """Entry ``m`` counts the pairs retrieved by exactly ``m`` runs (shape R + 1)."""
         runs_per_pair = np.count_nonzero(self.ranks, axis=1)
         return np.bincount(runs_per_pair, minlength=self.run_count + 1)
-
-    def shared_pairs(self) -> np.ndarray:
-        """Entry ``[r, s]`` counts the pairs both runs retrieved (FIRE Table 3's overlap, R x R)."""
-        retrieved = (self.ranks > 0).astype(np.int64)
-        return retrieved.T @ retrieved
 
 
 def sample_queries(query_ids: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -110,7 +94,7 @@ def pool(
         ranks.append((cols + 1).astype(np.int16))
         run_index.append(np.full(rows.size, r, dtype=np.int64))
     entry_videos = _cat(videos, np.int64)
-    keys = _PairKeys(captions, entry_videos)
+    keys = PairKeys.fit(captions.size, entry_videos)
     pair_keys, pair_of_entry = np.unique(
         keys.pack(_cat(caption_pos, np.int64), entry_videos), return_inverse=True
     )
@@ -123,7 +107,10 @@ def pool(
     )
     provenance[provenance == _UNRANKED] = 0
 
-    keep = ~_contains(np.unique(keys.encode(*_excluded_pairs(origin, exclude))), pair_keys)
+    excluded_captions, excluded_videos = _excluded_pairs(origin, exclude)
+    at, pooled = lookup(captions, excluded_captions)
+    excluded = keys.encode(at[pooled], excluded_videos[pooled])
+    keep = ~contains(np.unique(excluded), pair_keys)
     pair_keys, provenance = pair_keys[keep], provenance[keep]
     caption_pos, video_ids = keys.unpack(pair_keys)
     # pair_keys ascend by (caption, video), so a stable sort on (caption, best rank) keeps video order.
@@ -139,7 +126,7 @@ def _restricted(run: RankedLists, depth: int, wanted: np.ndarray | None) -> Pair
     items = np.asarray(run.item_ids[:, :depth], dtype=np.int64)
     if wanted is None:
         return query_ids, items
-    keep = _contains(wanted, query_ids)
+    keep = contains(wanted, query_ids)
     return query_ids[keep], items[keep]
 
 
@@ -170,55 +157,9 @@ def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate([np.zeros(0, dtype), *parts]).astype(dtype, copy=False)
 
 
-def _contains(sorted_values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """For each candidate, whether it occurs in ``sorted_values`` (ascending, unique)."""
-    if sorted_values.size == 0:
-        return np.zeros(candidates.shape, dtype=bool)
-    pos = np.minimum(np.searchsorted(sorted_values, candidates), sorted_values.size - 1)
-    return sorted_values[pos] == candidates
-
-
 def _best_ranks(ranks: np.ndarray) -> np.ndarray:
     """Per row, the smallest non-zero rank (0 only for a row no run retrieved)."""
     if ranks.shape[1] == 0:
         return np.zeros(ranks.shape[0], dtype=np.int16)
     best = np.where(ranks > 0, ranks, _UNRANKED).min(axis=1)
     return np.where(best == _UNRANKED, 0, best).astype(np.int16)
-
-
-class _PairKeys:
-    """Packs (caption position, video) into one int64 that sorts by caption, then video id.
-
-    Video ids are used as they are when ``captions x (largest video id + 1)`` fits in int64,
-    otherwise they are first replaced by their position among the pooled videos.
-    """
-
-    def __init__(self, captions: np.ndarray, videos: np.ndarray) -> None:
-        self.captions = captions
-        largest = int(videos.max()) if videos.size else 0
-        if max(captions.size, 1) * (largest + 1) <= np.iinfo(np.int64).max:
-            self.videos = None
-            self.stride = largest + 1
-        else:
-            self.videos = np.unique(videos)
-            self.stride = int(self.videos.size)
-
-    def pack(self, caption_pos: np.ndarray, videos: np.ndarray) -> np.ndarray:
-        """Keys of pairs whose caption position and video are known to be pooled."""
-        codes = videos if self.videos is None else np.searchsorted(self.videos, videos)
-        return caption_pos * self.stride + codes
-
-    def encode(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
-        """Keys of arbitrary pairs; -1 for a pair whose caption or video is not pooled."""
-        known = _contains(self.captions, caption_ids)
-        if self.videos is None:
-            known &= (video_ids >= 0) & (video_ids < self.stride)
-        else:
-            known &= _contains(self.videos, video_ids)
-        caption_pos = np.searchsorted(self.captions, caption_ids)
-        return np.where(known, self.pack(caption_pos, np.where(known, video_ids, 0)), -1)
-
-    def unpack(self, keys: np.ndarray) -> Pairs:
-        """Caption positions and video ids of packed keys."""
-        caption_pos, codes = np.divmod(keys, self.stride)
-        return caption_pos, codes if self.videos is None else self.videos[codes]

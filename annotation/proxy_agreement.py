@@ -1,12 +1,13 @@
 """How well a semantic proxy predicts the human label of a judged pair.
 
-Seed 000 proposes proxies so that no one has to annotate; a FIRE campaign has the human
-labels to check them against. For the pairs with a final label we report the ROC AUC of
-the proxy score (the chance that a random relevant pair outscores a random irrelevant
-one, ties counting half), the threshold that best reproduces the human labels, and there
-the percent agreement and Krippendorff's alpha (nominal) between the thresholded proxy
-and the humans, treated as two coders of every pair. "Best" maximises alpha, not raw
-agreement: with few relevant pairs raw agreement peaks at "nothing is relevant".
+Wray et al. (CVPR 2021, §4.4) propose proxies so that no one has to annotate; a FIRE
+campaign has the human labels to check them against. For the pairs with a final label we
+report the ROC AUC of the proxy score (the chance that a random relevant pair outscores a
+random irrelevant one, ties counting half), the threshold that best reproduces the human
+labels, and there the percent agreement and Krippendorff's alpha (nominal) between the
+thresholded proxy and the humans, treated as two coders of every pair. "Best" maximises
+alpha, not raw agreement: with few relevant pairs raw agreement peaks at "nothing is
+relevant".
 """
 
 from __future__ import annotations

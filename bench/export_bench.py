@@ -1,6 +1,6 @@
 """Stream every export format of a campaign with 700,000 labels; check time and memory.
 
-Issue 5 §3: exports stream, 700,000 labels in at most 10 s with flat memory. The campaign
+Target: exports stream, 700,000 labels in at most 10 s with flat memory. The campaign
 is built as in ``agreement_bench.py`` (FIRE-like label counts, ~5% disagreement, some
 adjudications) on a throw-away SQLite database, with four pooled runs' provenance. Each
 format is written to a file; the figure is wall time and the growth of the process's peak

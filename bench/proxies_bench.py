@@ -1,6 +1,7 @@
-"""Time the word-set proxies (BoW, PoS, SYN; seed 000 Eq. 6-8) on 10,000 x 10,000 captions.
+"""Time the word-set proxies (BoW, PoS, SYN; Wray et al., CVPR 2021, Eq. 6-8) on 10,000 x
+10,000 captions.
 
-Target (issue 7): each caption-by-caption matrix in at most 30 s on this machine, through
+Target: each caption-by-caption matrix in at most 30 s on this machine, through
 sparse incidence matrices. Anchor, measured in the same run: the same IoU in a Python loop
 over pairs of precomputed sets, timed on ``--loop-pairs`` random pairs and extrapolated to
 the whole matrix. Parsing with spaCy happens once for all three proxies and is reported on

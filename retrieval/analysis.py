@@ -27,6 +27,9 @@ from itertools import combinations
 
 import numpy as np
 
+from retrieval.ids import PairKeys, lookup
+from retrieval.intervals import percentile_interval
+
 #: Elements per chunk of random draws: bounds memory (16 MiB of int64) whatever the sizes.
 CHUNK_ELEMENTS = 1 << 21
 #: Resample by distinct values (one multinomial/binomial per resample) when their count
@@ -261,35 +264,6 @@ def budget_summary(
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A paired difference ``mean(a - b)`` with its bootstrap percentile interval."""
-
-    estimate: float
-    low: float
-    high: float
-    level: float
-
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
-
-def paired_bootstrap_ci(
-    a: np.ndarray,
-    b: np.ndarray,
-    resamples: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> Interval:
-    """Percentile bootstrap interval of ``mean(a - b)``, resampling queries (paired) with replacement.
-
-    Efron & Tibshirani (1993, ch. 13); the two runs' scores for a query always travel together.
-    """
-    a, b = _paired(a, b)
-    diffs = _resampled_means((a - b)[:, None], a.size, resamples, np.random.default_rng(seed))
-    return _interval(float((a - b).mean()), diffs[:, 0], level)
-
-
 def randomization_test(
     a: np.ndarray, b: np.ndarray, permutations: int = 10_000, seed: int = 0
 ) -> float:
@@ -341,11 +315,12 @@ def compare_runs(
     """Every pair of runs on one per-query metric: difference, interval, p and Holm-adjusted p.
 
     One row per pair in the runs' order, with ``run_a``, ``run_b``, ``mean_a``, ``mean_b``,
-    ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high`` (:func:`paired_bootstrap_ci`
-    at ``level``), ``p`` (:func:`randomization_test`, the same as calling it with ``seed``),
-    ``p_holm`` (:func:`holm` over all pairs) and ``significant`` (``p_holm <= alpha``). The
-    bootstrap resamples queries once for all runs, so every pair's interval comes from the
-    same resampled query sets.
+    ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high`` (percentile bootstrap
+    interval at ``level``, Efron & Tibshirani 1993, ch. 13), ``p``
+    (:func:`randomization_test`, the same as calling it with ``seed``), ``p_holm``
+    (:func:`holm` over all pairs) and ``significant`` (``p_holm <= alpha``). The bootstrap
+    resamples queries once for all runs, so every pair's interval comes from the same
+    resampled query sets.
     """
     names = list(per_query)
     if len(names) < 2:
@@ -360,7 +335,7 @@ def compare_runs(
     means = matrix.mean(axis=0)
     rows = []
     for i, j in combinations(range(len(names)), 2):
-        interval = _interval(float(means[i] - means[j]), boot[:, i] - boot[:, j], level)
+        interval = percentile_interval(float(means[i] - means[j]), boot[:, i] - boot[:, j], level)
         rows.append(
             {
                 "run_a": names[i],
@@ -400,14 +375,6 @@ class Heatmap:
     row_labels: tuple[str, ...]
     column_labels: tuple[str, ...]
     counts: np.ndarray
-
-    @property
-    def row_totals(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
-
-    @property
-    def column_totals(self) -> np.ndarray:
-        return self.counts.sum(axis=0)
 
 
 @dataclass(frozen=True)
@@ -475,8 +442,8 @@ def length_positive_heatmap(
     """Queries counted by caption-length bin and positives bin (FIRE §4.1, Fig. 2).
 
     Lengths are in words by default bins (any unit works with matching bins). The margins
-    (:attr:`Heatmap.row_totals`, :attr:`Heatmap.column_totals`) are Fig. 2's side histograms;
-    the log scale is the plot's business.
+    (sums over rows and columns) are Fig. 2's side histograms; the log scale is the plot's
+    business.
     """
     lengths = np.asarray(caption_lengths).ravel()
     positives = np.asarray(n_positive).ravel()
@@ -590,19 +557,11 @@ def _row_count(matrices: Sequence[np.ndarray]) -> int:
 
 
 def _pack_pairs(n_rows: int, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-    """(row, item) pairs as one int64 key each, the same encoding for every group given.
-
-    Keys are ``row * span + item`` when that fits in int64, otherwise items are first replaced
-    by their position among all the items given.
-    """
+    """(row, item) pairs as one int64 key each, the same :class:`~retrieval.ids.PairKeys` for
+    every group given."""
     items = [np.asarray(i, dtype=np.int64) for _, i in pairs]
-    rows = [np.asarray(r, dtype=np.int64) for r, _ in pairs]
-    largest = max((int(i.max()) for i in items if i.size), default=0)
-    if max(n_rows, 1) * (largest + 1) <= np.iinfo(np.int64).max:
-        return [r * (largest + 1) + i for r, i in zip(rows, items, strict=True)]
-    vocabulary = np.unique(np.concatenate(items))
-    span = vocabulary.size
-    return [r * span + np.searchsorted(vocabulary, i) for r, i in zip(rows, items, strict=True)]
+    keys = PairKeys.fit(n_rows, np.concatenate([np.zeros(0, np.int64), *items]))
+    return [keys.pack(r, i) for (r, _), i in zip(pairs, items, strict=True)]
 
 
 def _positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -615,9 +574,7 @@ def _positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return pos
     keys_b, keys_a = _pack_pairs(n_rows, [(rows_b, b[rows_b, cols_b]), (rows_a, a[rows_a, cols_a])])
     order = np.argsort(keys_b)
-    sorted_b = keys_b[order]
-    at = np.minimum(np.searchsorted(sorted_b, keys_a), sorted_b.size - 1)
-    hit = sorted_b[at] == keys_a
+    at, hit = lookup(keys_b[order], keys_a)
     pos[rows_a[hit], cols_a[hit]] = cols_b[order[at[hit]]]
     return pos
 
@@ -706,13 +663,6 @@ def _sign_flip_sums(diff: np.ndarray, permutations: int, rng: np.random.Generato
         draws = rng.integers(0, 256, size=(stop - start, groups), dtype=np.uint8)
         sums[start:stop] = total - 2.0 * table.take(draws + offsets).sum(axis=1)
     return sums
-
-
-def _interval(estimate: float, resampled: np.ndarray, level: float) -> Interval:
-    if not 0.0 < level < 1.0:
-        raise ValueError("level must be strictly between 0 and 1")
-    low, high = np.quantile(resampled, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return Interval(estimate, float(low), float(high), level)
 
 
 def _bin_means(index: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:

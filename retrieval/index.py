@@ -16,6 +16,8 @@ from typing import Literal
 import faiss
 import numpy as np
 
+from retrieval.ids import PairKeys
+
 IndexKind = Literal["exact", "ivf", "hnsw"]
 
 SEARCH_BATCH = 8192
@@ -221,11 +223,12 @@ def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray) -> float:
         )
     if len(exact_ids) == 0:
         raise ValueError("recall needs at least one query")
-    # Offset each row's ids into a disjoint range, so one isin call compares rows pairwise.
-    width = int(max(approx_ids.max(initial=-1), exact_ids.max(initial=-1))) + 1
-    rows = np.arange(len(exact_ids), dtype=np.int64)[:, None] * width
-    approx_keys = np.where(approx_ids >= 0, approx_ids + rows, -1)
-    exact_keys = np.where(exact_ids >= 0, exact_ids + rows, -2)
+    # One key per (row, id), so one isin call compares rows pairwise; padding is never found.
+    exact_rows, exact_cols = np.nonzero(exact_ids >= 0)
+    keys = PairKeys.fit(len(exact_ids), exact_ids[exact_rows, exact_cols])
+    exact_keys = keys.pack(exact_rows, exact_ids[exact_rows, exact_cols])
+    rows = np.arange(len(approx_ids), dtype=np.int64)[:, None]
+    approx_keys = keys.encode(rows, approx_ids)
     found = np.isin(approx_keys, exact_keys).sum(axis=1)
     wanted = (exact_ids >= 0).sum(axis=1)
     return float(np.mean(found / np.maximum(wanted, 1)))

@@ -1,4 +1,5 @@
-"""Background job kinds of the retrieval app: embed, train, predict, proxies, rescore.
+"""Job kinds of the retrieval app, registered with the jobs app: embed, train, predict, proxies,
+rescore.
 
 Each form checks its arguments against the database before a job is queued, so a bad
 name is a form error, not a failed job; each ``run_*`` calls one service and reports

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ids import PairKeys, lookup
+
 DEFAULT_KS = (1, 5, 10)
 FIRE_AP_CUTOFF = 20
 
@@ -145,28 +147,23 @@ def judgements_from_arrays(
 
     # 1: pooled but unjudged (rel < 0), 2: judged negative, 3: positive; 0: not in the qrels
     kind = np.where(rel > 0, _POSITIVE, np.where(rel == 0, _NEGATIVE, _UNJUDGED)).astype(np.int8)
-    ranked = np.where(pad, 0, item_ids)
-    span = int(max(items.max(), ranked.max())) + 1
-    if n_rows * span > LOOKUP_TABLE_CELLS:  # sparse ids: number the judged items 0..V-1
-        vocabulary = np.unique(items)
-        code = np.minimum(np.searchsorted(vocabulary, ranked), len(vocabulary) - 1)
-        pad = pad | (vocabulary[code] != ranked)
-        items, ranked, span = np.searchsorted(vocabulary, items), code, len(vocabulary)
-    judged_pairs = rows * span + items
-    ranked_pairs = np.arange(n_rows, dtype=np.int64)[:, None] * span + ranked
-    if n_rows * span <= LOOKUP_TABLE_CELLS:
-        table = np.zeros(n_rows * span, dtype=np.int8)
+    keys = PairKeys.fit(n_rows, items, dense_limit=LOOKUP_TABLE_CELLS)
+    judged_pairs = keys.pack(rows, items)
+    ranked_pairs = keys.encode(np.arange(n_rows, dtype=np.int64)[:, None], item_ids)
+    pad = pad | (ranked_pairs < 0)  # padding, or an item no qrel judges
+    if n_rows * keys.span <= LOOKUP_TABLE_CELLS:
+        table = np.zeros(n_rows * keys.span, dtype=np.int8)
         table[judged_pairs] = kind
         if np.count_nonzero(table) != len(judged_pairs):
             raise ValueError("a (query, item) pair is judged more than once in the qrels")
         found = table[ranked_pairs]
     else:
         packed = np.sort(judged_pairs << 2 | kind)  # the kind rides in the two low bits
-        keys = packed >> 2
-        if (keys[1:] == keys[:-1]).any():
+        judged_keys = packed >> 2
+        if (judged_keys[1:] == judged_keys[:-1]).any():
             raise ValueError("a (query, item) pair is judged more than once in the qrels")
-        at = np.minimum(np.searchsorted(keys, ranked_pairs), len(keys) - 1)
-        found = np.where(keys[at] == ranked_pairs, packed[at] & 3, 0)
+        at, hit = lookup(judged_keys, ranked_pairs)
+        found = np.where(hit, packed[at] & 3, 0)
     found[pad] = 0
     return RankedJudgements(
         found == _POSITIVE, found >= _NEGATIVE, n_relevant, n_nonrelevant, n_retrieved
@@ -191,8 +188,7 @@ def align_rows(
     known = run_query_ids[order]
     if (known[1:] == known[:-1]).any():
         raise ValueError("a query appears twice in the run")
-    at = np.minimum(np.searchsorted(known, query_ids), len(known) - 1)
-    answered = known[at] == query_ids
+    at, answered = lookup(known, query_ids)
     aligned[answered] = item_ids[order[at[answered]]]
     return aligned
 
@@ -247,24 +243,36 @@ class _Counts:
 
 
 def _correct(c: _Counts, k: int) -> np.ndarray:
+    """Correct@K: 1.0 when a positive is among the first ``k`` ranks (FIRE §2.1; trec_eval
+    ``success_k``)."""
     return (c.top(c.hits_so_far, _check_k(k)) > 0).astype(np.float64)
 
 
 def _recall(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
+    ``recall_k``); 0 when R = 0."""
     return _ratio(c.top(c.hits_so_far, _check_k(k)), n_relevant)
 
 
 def _average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
+    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
     return _ratio(c.hit_numerators @ _inverse_ranks(c.depth), n_relevant)
 
 
 def _fire_average_precision(c: _Counts, cutoff: int) -> np.ndarray:
+    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
+    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
+    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
+    """
     depth = min(_check_k(cutoff), c.depth)
     precision_sum = c.hit_numerators[:, :depth] @ _inverse_ranks(depth)
     return _ratio(precision_sum, c.top(c.hits_so_far, cutoff))
 
 
 def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
+    the ideal list puts min(R, k) positives first. 0 when R = 0."""
     k = _check_k(k)
     discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
     hits = c.hits[:, :k]
@@ -274,11 +282,17 @@ def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
 
 
 def _judged(c: _Counts, k: int, n_retrieved: np.ndarray) -> np.ndarray:
+    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``); like
+    ir_measures, a list shorter than ``k`` is divided by its own length, an empty one scores 0.
+    """
     k = _check_k(k)
     return _ratio(c.top(c.judged_so_far, k), np.minimum(n_retrieved, k))
 
 
 def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.ndarray:
+    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
+    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
+    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
     negatives_above = c.judged_so_far - c.hits_so_far  # at a positive: judged negatives above it
     cap = np.maximum(np.minimum(n_relevant, n_nonrelevant), 1)[:, None]
     penalty = np.minimum(negatives_above, n_relevant[:, None]) / cap
@@ -286,75 +300,17 @@ def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.
 
 
 def _condensed_average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
+    unjudged items are removed from the ranking, so each positive's precision counts only
+    the judged items above it; still divided by R, 0 when R = 0."""
     precision_sum = (c.hit_numerators / np.maximum(c.judged_so_far, 1)).sum(axis=1)
     return _ratio(precision_sum, n_relevant)
 
 
-def correct_at_k(relevant: np.ndarray, k: int) -> np.ndarray:
-    """Per query, 1.0 if a positive is among the first ``k`` ranks (FIRE §2.1's Correct@K).
-
-    Equal to trec_eval's ``success_k`` (ir_measures ``Success@k``).
-    """
-    relevant = np.asarray(relevant, dtype=bool)
-    return relevant[:, : _check_k(k)].any(axis=1).astype(np.float64)
-
-
 def mean_correct_at_ks(hits: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
     """Mean Correct@K over all rows of ``hits`` for each K, keyed ``"C@K"`` (0.0 if no rows)."""
-    return {f"C@{k}": float(correct_at_k(hits, k).mean()) if len(hits) else 0.0 for k in ks}
-
-
-def recall_at_k(j: RankedJudgements, k: int) -> np.ndarray:
-    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
-    ``recall_k``); 0 when R = 0."""
-    return _recall(_Counts(j.relevant), k, j.n_relevant)
-
-
-def average_precision(j: RankedJudgements) -> np.ndarray:
-    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
-    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
-    return _average_precision(_Counts(j.relevant), j.n_relevant)
-
-
-def fire_average_precision(relevant: np.ndarray, cutoff: int = FIRE_AP_CUTOFF) -> np.ndarray:
-    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
-    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
-    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
-    """
-    return _fire_average_precision(_Counts(relevant), cutoff)
-
-
-def ndcg_at_k(j: RankedJudgements, k: int) -> np.ndarray:
-    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
-    the ideal list puts min(R, k) positives first. 0 when R = 0."""
-    return _ndcg(_Counts(j.relevant), k, j.n_relevant)
-
-
-def judged_at_k(judged: np.ndarray, k: int, n_retrieved: np.ndarray | None = None) -> np.ndarray:
-    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``).
-
-    Like ir_measures, a list shorter than ``k`` is divided by its own length ``n_retrieved``
-    (the full depth when omitted); an empty list (an unanswered query) scores 0. The top
-    ``k`` is trec_eval's, as for every metric here (see the module note on ties).
-    """
-    judged = np.asarray(judged, dtype=bool)
-    if n_retrieved is None:
-        n_retrieved = np.full(judged.shape[0], judged.shape[1], dtype=np.int64)
-    return _judged(_Counts(np.zeros_like(judged), judged), k, n_retrieved)
-
-
-def bpref(j: RankedJudgements) -> np.ndarray:
-    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
-    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
-    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
-    return _bpref(_Counts(j.relevant, j.judged), j.n_relevant, j.n_nonrelevant)
-
-
-def condensed_average_precision(j: RankedJudgements) -> np.ndarray:
-    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
-    unjudged items are removed from the ranking, so each positive's precision counts only
-    the judged items above it; still divided by R, 0 when R = 0."""
-    return _condensed_average_precision(_Counts(j.relevant, j.judged), j.n_relevant)
+    counts = _Counts(hits)
+    return {f"C@{k}": float(_correct(counts, k).mean()) if len(hits) else 0.0 for k in ks}
 
 
 def first_positive_rank(relevant: np.ndarray) -> np.ndarray:

@@ -200,7 +200,8 @@ def proxy_rows(proxies: dict) -> list[ProxyModelRow]:
 
 
 def proxy_chart(proxies: dict) -> str:
-    """Grouped bars: each model's nDCG under each proxy (and the truth), Wray et al. 2021 Fig. 7."""
+    """Grouped bars: each model's nDCG under each proxy (and the truth), as in Wray et al.,
+    CVPR 2021, Fig. 7."""
     columns = proxy_columns(proxies)
     if not proxies["models"] or not columns:
         return ""

@@ -1,4 +1,4 @@
-"""Re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4), as plain arrays.
+"""Pure: re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4) as arrays.
 
 Every run is a matrix of ranked item ids per query row (-1 padding), rows shared by all
 runs and by the qrels. The positive sets are:
@@ -10,7 +10,8 @@ runs and by the qrels. The positive sets are:
   own pooled pairs contributed (FIRE Table 4 "New": what a new, unpooled model faces);
 - true: exhaustive relevance, on synthetic datasets only, to show what pooling misses.
 
-Nothing here touches the database: the file mode of ``rescore`` calls it directly.
+Nothing here touches the database: the file mode of ``rescore`` calls it directly, and
+:mod:`retrieval.services.rescoring` gathers a dataset's arrays for it.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +23,7 @@ import numpy as np
 from retrieval import analysis, metrics
 from retrieval.formats import trec
 from retrieval.formats.records import FormatError
+from retrieval.ids import PairKeys, contains
 
 
 @dataclass(frozen=True)
@@ -174,10 +176,9 @@ def _contains(
     """Whether each (query_row, query_item) is among the (rows, items) pairs."""
     if len(rows) == 0:
         return np.zeros(len(query_rows), bool)
-    packed = np.sort(rows.astype(np.int64) << 32 | items.astype(np.int64))
-    wanted = query_rows.astype(np.int64) << 32 | query_items.astype(np.int64)
-    index = np.minimum(np.searchsorted(packed, wanted), len(packed) - 1)
-    return packed[index] == wanted
+    n_rows = int(max(rows.max(), query_rows.max(initial=0))) + 1
+    keys = PairKeys.fit(n_rows, items)
+    return contains(np.sort(keys.pack(rows, items)), keys.encode(query_rows, query_items))
 
 
 def _ints(values: Iterable[int]) -> np.ndarray:

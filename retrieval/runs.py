@@ -1,17 +1,15 @@
-"""A run's top-k lists as dense arrays, and their compact binary form for the database.
+"""Pure: a run's top-k lists as dense arrays, and their compact binary form for the database.
 
 Later stages (pooling, metrics, overlap) work on whole runs at once, so a run is three
 arrays rather than one row per ranked video: ``query_ids`` (Q), ``item_ids`` (Q x k, -1
 pads lists shorter than k) and ``scores`` (Q x k, float64 so TREC files round-trip
-exactly), in rank order.
+exactly), in rank order. Storing and loading them is :mod:`retrieval.services.runs`.
 """
 
 import io
 from dataclasses import dataclass
 
 import numpy as np
-
-PAD = -1
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Optional campaign settings driven by a semantic proxy S(video, caption) (issue 7 §4).
+"""Optional campaign settings driven by a semantic proxy S(video, caption)
+(Wray et al., CVPR 2021, §4.4 Eq. 5).
 
 Both are off by default and recorded in ``Campaign.options`` when applied:
 

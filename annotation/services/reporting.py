@@ -438,7 +438,8 @@ def file_report(
 
 
 def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> ProxyReport:
-    """Each semantic proxy (Wray et al. 2021) against the campaign's final human labels.
+    """Each semantic proxy against the campaign's final human labels
+    (proxies of Wray et al., CVPR 2021, §4.4).
 
     Proxy matrices come from the dataset split holding the campaign's videos. With
     ``cache_only`` (pages) a proxy not cached yet is listed under ``missing``.

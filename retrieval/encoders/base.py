@@ -23,9 +23,6 @@ EpochCallback = Callable[[int, int, float], None]
 FORMAT = "firepool-encoder"
 FORMAT_VERSION = 1
 
-PositiveMask = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""(caption indices [b], video indices [m]) -> bool [b, m]: the pairs that count as relevant."""
-
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """``"auto"`` (or None) means CUDA when available, else the CPU; anything else as given."""
@@ -72,19 +69,9 @@ class VideoInputs:
 
 
 def thresholded(similarity: np.ndarray, threshold: float) -> np.ndarray:
-    """Positives from a caption x video semantic similarity: S >= T (seed 000 §4.3)."""
+    """Positives from a caption x video semantic similarity: S >= T (Wray et al., CVPR 2021,
+    §4.3)."""
     return np.asarray(similarity) >= threshold
-
-
-def thresholded_provider(
-    similarity: Callable[[np.ndarray, np.ndarray], np.ndarray], threshold: float
-) -> PositiveMask:
-    """A positive-mask provider from a (caption indices, video indices) -> S function."""
-
-    def positives(caption_idx: np.ndarray, video_idx: np.ndarray) -> np.ndarray:
-        return np.asarray(similarity(caption_idx, video_idx)) >= threshold
-
-    return positives
 
 
 @dataclass
@@ -92,15 +79,15 @@ class TrainingData:
     """A training split: video features, captions and which video each caption describes.
 
     ``positives`` says which caption-video pairs are relevant: None for instance relevance
-    (only a caption's own video, as in IVR), a bool caption x video matrix, or a callable
-    that builds the sub-matrix for given caption and video indices (for semantic training,
-    positives = S >= T, seed 000 §4.3). A caption's own video is always a positive.
+    (only a caption's own video, as in IVR) or a bool caption x video matrix (for semantic
+    training, positives = S >= T, Wray et al., CVPR 2021, §4.3). A caption's own video is
+    always a positive.
     """
 
     video_features: np.ndarray
     captions: Sequence[str]
     caption_video: np.ndarray
-    positives: np.ndarray | PositiveMask | None = None
+    positives: np.ndarray | None = None
     video_keys: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
@@ -131,11 +118,7 @@ class TrainingData:
         mask = self.caption_video[caption_idx][:, None] == video_idx[None, :]
         if self.positives is None:
             return mask
-        if callable(self.positives):
-            extra = np.asarray(self.positives(caption_idx, video_idx), dtype=bool)
-        else:
-            extra = self.positives[np.ix_(caption_idx, video_idx)]
-        return mask | extra
+        return mask | self.positives[np.ix_(caption_idx, video_idx)]
 
 
 class Encoder(ABC):

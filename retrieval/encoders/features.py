@@ -1,8 +1,9 @@
 """Deterministic hand-made video features: colour, shape and motion statistics in torch.
 
 The extractor stands in for the pre-extracted appearance and motion features of JPoSE
-§4.1.1 (TSN on EPIC) and MME (seed 000 §5): it turns any short clip into one fixed-length
-float32 vector, with no learned weights, so the same file always gives the same vector.
+(Wray et al., ICCV 2019, §4.1.1: TSN on EPIC) and MME (Wray et al., CVPR 2021, §5): it turns
+any short clip into one fixed-length float32 vector, with no learned weights, so the same
+file always gives the same vector.
 
 A clip is sampled to ``N_FRAMES`` = 16 frames of ``SIZE`` x ``SIZE`` = 128 x 128 RGB.
 Vivid pixels (high saturation and value) are spread softly over ``HUE_BINS`` = 12 hue

@@ -1,4 +1,4 @@
-"""JPoSE: Joint Part-of-Speech Embedding (Wray et al., ICCV 2019, seed 004).
+"""JPoSE: Joint Part-of-Speech Embedding (Wray et al., ICCV 2019).
 
 One MMEN per part of speech (verb, noun) embeds the video features and that PoS's bag of
 lemma vectors (§3.2); the PoS embeddings are concatenated (e_v, e_t, Eq. 6) and a single
@@ -8,7 +8,7 @@ L = L̂ + Σ_k α_k L^k, α_k = 1, each term Eq. 5 with λ_vt = λ_tv = 1, λ_vv
 (§4.1.1): PoS-aware relevance for L^k (``losses.BagRelevance``), the task's relevance
 for L̂. ``encode_*`` return embeddings of the final (joint) space.
 
-With semantic training (seed 000 §4.3, ``TrainingData.positives`` = S >= T from a
+With semantic training (Wray et al., CVPR 2021, §4.3, ``TrainingData.positives`` = S >= T from a
 proxy) the proxy's positives are the task's relevance: they drive L̂ in the joint space
 through ``losses.batch_relevance``, as in MME; the verb and noun losses L^k keep their
 bag relevance, which is already PoS-semantic and which a PoS-agnostic S does not refine.

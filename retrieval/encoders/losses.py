@@ -1,9 +1,10 @@
 """Triplet (max-margin ranking) losses of a multi-modal embedding and their relevance sets.
 
-JPoSE §3.1 trains each Multi-Modal Embedding Network (MMEN) with two cross-modal and two
-within-modal triplet losses (Eq. 1-4) weighted by λ (Eq. 5); seed 000 §4.3 picks the
-triplets' positives as the pairs whose semantic similarity reaches a threshold. Triplets
-are formed inside a batch: every positive pair against every in-batch negative.
+Wray et al., ICCV 2019 (JPoSE), §3.1, train each Multi-Modal Embedding Network (MMEN) with
+two cross-modal and two within-modal triplet losses (Eq. 1-4) weighted by λ (Eq. 5); Wray
+et al., CVPR 2021, §4.3, pick the triplets' positives as the pairs whose semantic similarity
+reaches a threshold. Triplets are formed inside a batch: every positive pair against every
+in-batch negative.
 """
 
 from __future__ import annotations

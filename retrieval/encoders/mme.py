@@ -1,10 +1,11 @@
-"""MME: the Multi-Modal Embedding baseline (seed 000 §5; JPoSE §3.1, MMEN(Caption)).
+"""MME: the Multi-Modal Embedding baseline (Wray et al., CVPR 2021, §5;
+Wray et al., ICCV 2019 (JPoSE), §3.1, MMEN(Caption)).
 
 Two two-layer perceptrons map video features (``features.py``) and MiniLM caption
 embeddings into one 256-d space, outputs L2-normalised, trained with the bidirectional
 cross-modal and within-modal triplet losses of JPoSE Eq. 5 on in-batch triplets.
 Positives are a caption's own video or, given a relevance provider, every pair with
-semantic similarity >= T (seed 000 §4.3).
+semantic similarity >= T (Wray et al., CVPR 2021, §4.3).
 
 Training: Adam, lr 1e-3 (JPoSE uses 1e-5 for 4000 iterations; our sets are tiny), batch
 128 captions, margin 0.2, every in-batch triplet, dropout 0.3, 20 epochs: on the default

@@ -28,7 +28,6 @@ from retrieval.judged import IRRELEVANT, LABEL_NAMES, RELEVANT
 ANNOTATIONS = "annotations"
 DISAGREEMENTS = "disagreements"
 ARRAYS = (ANNOTATIONS, DISAGREEMENTS)
-ID_FIELDS = ("annotator_ids", "response_ids", "queue_ids")
 CHUNK_CHARS = 64 * 1024
 
 T = TypeVar("T")

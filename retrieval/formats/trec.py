@@ -147,13 +147,6 @@ def qrels_lines(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
         yield f"{qid} 0 {docno} {int(rel)}\n"
 
 
-def write_qrels(destination: Path | str | TextIO, qrels: Mapping[str, Mapping[str, int]]) -> None:
-    """Write ``{qid: {docno: rel}}`` as ``qid 0 docno rel`` lines, in the given order."""
-    rows = ((qid, docno, rel) for qid, judged in qrels.items() for docno, rel in judged.items())
-    with open_destination(destination) as out:
-        out.writelines(qrels_lines(rows))
-
-
 def to_arrays(
     rankings: Mapping[str, Sequence[tuple[str, float]]],
     query_keys: Sequence[str],

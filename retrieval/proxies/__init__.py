@@ -1,6 +1,8 @@
-"""Semantic-similarity proxies between captions (Wray et al., seed 000 §4.4).
+"""Pure: semantic-similarity proxies between captions (Wray et al., CVPR 2021, §4.4).
 
-The package imports nothing heavy: spaCy and NLTK load only when a proxy is computed.
+Reading a split from the database, caching the matrices and scoring models by them is
+:mod:`retrieval.services.proxies`. The package imports nothing heavy: spaCy and NLTK load
+only when a proxy is computed.
 """
 
 PROXIES: tuple[str, ...] = ("bow", "pos", "syn", "met")

@@ -1,10 +1,10 @@
 """What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas.
 
-One spaCy pass per caption (seed 000 §5, "Parsing and Semantic Knowledge") gives the bag
-of words of BoW (non-stop-word lemmas), the verb and noun lemma sets of PoS and SYN, and
-the tokens METEOR aligns. spaCy's stop list holds common caption verbs and numerals
-("put", "show", "move", "two"), so a word counts as a stop word only when it is on that
-list and is not tagged as a verb, noun, proper noun, adjective or numeral.
+One spaCy pass per caption (Wray et al., CVPR 2021, §5, "Parsing and Semantic Knowledge")
+gives the bag of words of BoW (non-stop-word lemmas), the verb and noun lemma sets of PoS
+and SYN, and the tokens METEOR aligns. spaCy's stop list holds common caption verbs and
+numerals ("put", "show", "move", "two"), so a word counts as a stop word only when it is on
+that list and is not tagged as a verb, noun, proper noun, adjective or numeral.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ CONTENT_TAGS = frozenset({"VERB", "NOUN", "PROPN", "ADJ", "NUM"})
 VERB_TAGS = frozenset({"VERB"})
 NOUN_TAGS = frozenset({"NOUN", "PROPN"})
 PARTS_OF_SPEECH: tuple[str, ...] = ("verb", "noun")
-"""The parts of speech PoS and SYN compare, each weighted alpha = 0.5 (seed 000 §5)."""
+"""The parts of speech PoS and SYN compare, each weighted alpha = 0.5 (Wray et al., CVPR 2021,
+§5)."""
 
 
 @dataclass(frozen=True)

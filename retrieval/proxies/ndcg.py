@@ -1,4 +1,6 @@
-"""nDCG with graded (proxy) relevance over whole similarity matrices (seed 000 §4.2).
+"""nDCG with graded (proxy) relevance over whole similarity matrices (Wray et al., CVPR 2021).
+
+Wray et al. (CVPR 2021, §4.2) evaluate semantic-similarity retrieval with this nDCG.
 
 For each query every item of the other modality is ranked by the model's similarity;
 item j at rank r adds gain(S_qj) / log2(r + 1); the sum stops at the query's number of

@@ -1,8 +1,9 @@
 """Set overlap (IoU) between many word sets at once, through sparse incidence matrices.
 
-BoW, PoS and SYN (seed 000 Eq. 6-8) are intersection-over-union of sets. With the sets
-as rows of a 0/1 sparse matrix over the vocabulary, every intersection size is one
-sparse matrix product and every union is |a| + |b| - |a ∩ b|: no loop over pairs.
+BoW, PoS and SYN (Wray et al., CVPR 2021, §4.4 Eq. 6-8) are intersection-over-union of
+sets. With the sets as rows of a 0/1 sparse matrix over the vocabulary, every intersection
+size is one sparse matrix product and every union is |a| + |b| - |a ∩ b|: no loop over
+pairs.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from scipy import sparse
 
 VIDEO_WORD_SHARE = 0.25
 """A video with several captions keeps the words found in at least this share of them
-(seed 000 §5, for MSR-VTT's 20 captions per video)."""
+(Wray et al., CVPR 2021, §5, for MSR-VTT's 20 captions per video)."""
 
 
 def incidence(

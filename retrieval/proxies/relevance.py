@@ -1,4 +1,4 @@
-"""Video-to-caption relevance from a caption proxy (seed 000 Eq. 10).
+"""Video-to-caption relevance from a caption proxy (Wray et al., CVPR 2021, §4.4 Eq. 5).
 
 S(video_i, caption_j) = 1 when caption j describes video i, else the proxy S' between
 video i's caption(s) and caption j. For the word-set proxies a video's set is the words
@@ -23,7 +23,7 @@ from .captions import PARTS_OF_SPEECH, CaptionTerms, normalise_text
 from .overlap import VIDEO_WORD_SHARE, group_sets, incidence, iou_matrix
 
 PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
-"""alpha^p of Eq. 7-8: verbs and nouns weighted equally (seed 000 §5)."""
+"""alpha^p of Eq. 7-8: verbs and nouns weighted equally (Wray et al., CVPR 2021, §5)."""
 
 
 @dataclass(frozen=True)

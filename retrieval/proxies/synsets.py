@@ -1,6 +1,7 @@
-"""Synset (class) sets of each caption's verbs and nouns, for the SYN proxy (seed 000 Eq. 8).
+"""Synset (class) sets of each caption's verbs and nouns, for the SYN proxy (Wray et al., CVPR 2021,
+§4.4 Eq. 8).
 
-Three sources, in the order the issue prefers them:
+Three sources, in order of preference:
 
 1. classes the dataset carries (``verb_classes`` / ``noun_classes`` in caption metadata,
    as EPIC-KITCHENS provides them);

@@ -1,4 +1,5 @@
-"""Build the synthetic demo world into the database and read its exact ground truth.
+"""ORM-facing: the synthetic demo world built into the database and its exact ground truth read
+back, built on :mod:`retrieval.demo`.
 
 The demo dataset lets the whole app run offline and lets every later stage be checked
 against exhaustive relevance (FIRE §3.1 rule, see :mod:`retrieval.demo.scene`). Clips are

@@ -28,6 +28,7 @@ from retrieval.encoders.base import (
 from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
 from retrieval.formats.embeddings import read_npy_header
 from retrieval.formats.records import FormatError
+from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.proxies import RELEVANCES
 from retrieval.services.artifacts import (
@@ -47,8 +48,8 @@ Progress = Callable[[int], object]
 CHUNK = 2048
 """Items per saved chunk while embedding: the unit of resumption."""
 DEFAULT_THRESHOLD = 0.4
-"""T when a proxy is chosen: seed 000 Fig. 6 finds SYN, METEOR and PoS best near 0.4
-(BoW near 0.2)."""
+"""T when a proxy is chosen: Wray et al. (CVPR 2021, §5.4, Fig. 6) find SYN, METEOR and PoS
+best near 0.4 (BoW near 0.2)."""
 
 
 class EncodingError(ValueError):
@@ -204,11 +205,6 @@ def training_split(dataset: Dataset, split: str = "train") -> TrainingSplit:
     )
 
 
-def training_data(dataset: Dataset, split: str = "train") -> TrainingData:
-    """The split's videos (features) and all their captions, for training."""
-    return training_split(dataset, split).data
-
-
 def check_relevance(relevance: str, threshold: float | None) -> float | None:
     """Validate a training relevance and its threshold; the threshold to use (None: instance)."""
     if relevance not in RELEVANCES:
@@ -234,7 +230,8 @@ def semantic_positives(
     caption_ids: np.ndarray,
     threshold: float,
 ) -> np.ndarray:
-    """Bool [captions, videos]: S(video, caption) >= ``threshold`` (seed 000 §4.3).
+    """Bool [captions, videos]: S(video, caption) >= ``threshold`` (Wray et al., CVPR 2021,
+    §4.3).
 
     Rows follow ``caption_ids`` and columns ``video_ids`` (the training data's order),
     whatever the order of the proxy matrix; every caption and video must be covered.
@@ -248,8 +245,6 @@ def semantic_positives(
 
 def _index_of(known: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
     """Position of each wanted pk in ``known`` (any order); an EncodingError if one is absent."""
-    from retrieval.services.proxies import positions_of
-
     rows = positions_of(known, wanted)
     missing = np.asarray(wanted)[rows < 0]
     if len(missing):
@@ -268,8 +263,6 @@ def positives_per_caption(data: TrainingData) -> float:
     if data.positives is None:
         return 1.0
     rows = np.arange(n)
-    if callable(data.positives):
-        return float(data.positive_mask(rows, np.arange(data.n_videos)).sum(1).mean())
     own_missing = ~data.positives[rows, data.caption_video]
     return float((data.positives.sum(1) + own_missing).mean())
 
@@ -299,12 +292,13 @@ def train(
 ) -> list[float]:
     """Train a trainable encoder on the dataset's train split and save its weights.
 
-    ``relevance`` picks the triplets' positives (seed 000 §4.3): ``"instance"`` counts only
-    a caption's own video; a proxy (bow, pos, syn, met) counts every caption-video pair of
-    the train split with S >= ``threshold`` (default :data:`DEFAULT_THRESHOLD`), and every
-    other pair is a negative. A caption's own video is always a positive. For JPoSE these
-    positives drive the joint-space loss; its verb and noun spaces keep their PoS relevance.
-    Arguments are checked before anything is computed; a bad one changes nothing.
+    ``relevance`` picks the triplets' positives (Wray et al., CVPR 2021, §4.3):
+    ``"instance"`` counts only a caption's own video; a proxy (bow, pos, syn, met) counts
+    every caption-video pair of the train split with S >= ``threshold`` (default
+    :data:`DEFAULT_THRESHOLD`), and every other pair is a negative. A caption's own video is
+    always a positive. For JPoSE these positives drive the joint-space loss; its verb and
+    noun spaces keep their PoS relevance. Arguments are checked before anything is computed;
+    a bad one changes nothing.
     """
     threshold = check_relevance(relevance, threshold)
     encoder = get_encoder(model.encoder, **model.config)

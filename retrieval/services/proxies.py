@@ -1,4 +1,5 @@
-"""Proxy relevance of a dataset split (seed 000 §4.4), cached on disk, and models scored by it.
+"""ORM-facing: proxy relevance of a dataset split, cached on disk, and models scored by it, built
+on :mod:`retrieval.proxies` (the proxies of Wray et al., CVPR 2021, §4.4).
 
 The pure modules in :mod:`retrieval.proxies` compute; this module reads the split's
 videos and captions, picks the synset source, keys the cache by the dataset's content and
@@ -19,6 +20,7 @@ from django.conf import settings
 from scipy import stats
 from tqdm.auto import tqdm
 
+from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
 from retrieval.proxies import PROXIES, synsets
 from retrieval.proxies import captions as caption_terms
@@ -97,17 +99,6 @@ class ProxyRelevance:
         texts = self.items.caption_text[caption_pos[ok]]
         out[ok] = self.matrix[video_pos[ok], texts]
         return out
-
-
-def positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Index of each wanted id in ``ids`` (any order), -1 where absent; vectorised."""
-    ids = np.asarray(ids, dtype=np.int64)
-    wanted = np.asarray(wanted, dtype=np.int64)
-    if not len(ids):
-        return np.full(wanted.shape, -1, dtype=np.int64)
-    order = np.argsort(ids, kind="stable")
-    pos = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
-    return np.where(ids[order][pos] == wanted, order[pos], -1)
 
 
 def split_captions(dataset: Dataset, split: str) -> SplitCaptions:
@@ -470,7 +461,8 @@ def proxy_table(
     ``missing`` instead of computed.
 
     Adds, per proxy, Kendall's tau between the order of models it gives and the order the
-    truth gives: how well the proxy ranks models (seed 000 asks this of humans, §5.3).
+    truth gives: how well the proxy ranks models (Wray et al., CVPR 2021, compare models
+    under each proxy in §5.3 and check the proxies against human rankings in Appendix A).
     """
     models = list(models if models is not None else dataset.models.order_by("name"))
     try:

@@ -1,4 +1,5 @@
-"""Gather a dataset's runs, label set and ground truth into arrays and re-score them.
+"""ORM-facing: a dataset's runs, label set and ground truth gathered into arrays and re-scored,
+built on :mod:`retrieval.rescoring`.
 
 Rows are the query captions the runs answer (or, with ``only_labelled``, those the label
 set judges), in primary-key order; items are video primary keys. Original positives are
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval import judged as judged_values
+from retrieval.metrics import align_rows
 from retrieval.models import Caption, Dataset, LabelSet, Run, Video
 from retrieval.rescoring import Qrels, Rescoring, rescore
 from retrieval.services.demo import ground_truth_relevance
@@ -56,7 +58,10 @@ def rescore_dataset(
     if len(caption_ids) == 0:
         raise RescoreError("no query caption is both answered by the runs and labelled")
     rows = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
-    item_ids = {name: _aligned(lists, caption_ids) for name, lists in loaded.items()}
+    item_ids = {
+        name: align_rows(lists.query_ids, lists.item_ids, caption_ids)
+        for name, lists in loaded.items()
+    }
 
     captions = Caption.objects.filter(pk__in=caption_ids.tolist())
     info = {pk: (own, text) for pk, own, text in captions.values_list("pk", "video_id", "text")}
@@ -103,17 +108,6 @@ def _runs(dataset: Dataset, names: Sequence[str] | None) -> list[Run]:
     return runs
 
 
-def _aligned(lists, caption_ids: np.ndarray) -> np.ndarray:
-    """The run's item ids with one row per caption of ``caption_ids`` (-1 where unanswered)."""
-    item_ids = np.full((len(caption_ids), lists.depth), -1, dtype=np.int64)
-    position = np.searchsorted(caption_ids, lists.query_ids)
-    inside = (position < len(caption_ids)) & (
-        caption_ids[np.minimum(position, len(caption_ids) - 1)] == lists.query_ids
-    )
-    item_ids[position[inside]] = lists.item_ids[inside]
-    return item_ids
-
-
 def _label_qrels(pairs, rows: dict[int, int]) -> Qrels:
     """The label set's decided pairs on the scored rows (disagreements are not judgements)."""
     decided = pairs.relevance != judged_values.DISAGREEMENT
@@ -140,7 +134,7 @@ def _pooled(
             if run is None:
                 return None, None
             lists = load_run(run)
-        pooled[name] = _aligned(lists, caption_ids)
+        pooled[name] = align_rows(lists.query_ids, lists.item_ids, caption_ids)
     return pooled, int(depth)
 
 

@@ -1,4 +1,5 @@
-"""Store, load and export runs: a model's ranked videos per query caption."""
+"""ORM-facing: store, load and export runs (a model's ranked videos per query caption), built
+on :mod:`retrieval.runs`."""
 
 from collections.abc import Sequence
 from pathlib import Path

@@ -97,7 +97,8 @@ def test_pairs_contiguous_per_caption_ordered_by_best_rank_then_video():
     b = lists({4: [43, 44, 40, 45], 5: [53, 52, 51, 50]})
     result = pool([a, b], 4)
     assert result.caption_ids.tolist() == [4] * 6 + [5] * 4
-    assert result.best_ranks().tolist() == [1, 1, 2, 2, 3, 4, 1, 1, 2, 2]
+    best = np.where(result.ranks > 0, result.ranks, 99).min(axis=1)
+    assert best.tolist() == [1, 1, 2, 2, 3, 4, 1, 1, 2, 2]
     assert result.video_ids.tolist() == [40, 43, 41, 44, 42, 45, 50, 53, 51, 52]
 
 
@@ -112,17 +113,15 @@ def test_queries_restricts_pooling_to_a_sample():
     assert result.caption_ids.tolist() == [1, 3]
 
 
-def test_counts_helpers():
+def test_overlap_counts():
     a = lists({1: [10, 11], 2: [20, 21]})
     b = lists({1: [11, 12], 2: [20, 21]})
     c = lists({1: [11, 13]})
     result = pool([a, b, c], 2)
-    captions, counts = result.pairs_per_query()
-    assert captions.tolist() == [1, 2] and counts.tolist() == [4, 2]
-    assert result.pairs_per_run().tolist() == [4, 4, 2]
+    assert result.caption_ids.tolist() == [1, 1, 1, 1, 2, 2]
+    assert np.count_nonzero(result.ranks, axis=0).tolist() == [4, 4, 2]
     # pairs: (1,10) a; (1,11) abc; (1,12) b; (1,13) c; (2,20) ab; (2,21) ab
     assert result.overlap_counts().tolist() == [0, 3, 2, 1]
-    assert result.shared_pairs().tolist() == [[4, 3, 1], [3, 4, 1], [1, 1, 2]]
     assert len(result) == 6 and result.run_count == 3
 
 

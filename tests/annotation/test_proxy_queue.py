@@ -1,4 +1,5 @@
-"""Proxy-ordered judging queue and proxy auto-labels (issue 7 §4): off by default, exported."""
+"""Proxy-ordered judging queue and proxy auto-labels (proxies of Wray et al., CVPR 2021, §4.4):
+off by default, exported."""
 
 import csv
 import json

@@ -1,4 +1,4 @@
-"""Issue 5 in Debian's Chromium: a researcher reads agreement with intervals, an admin
+"""Agreement reports in Debian's Chromium: a researcher reads agreement with intervals, an admin
 adjudicates a tie from the video and labels, downloads every export and resolves a label set."""
 
 import json

@@ -230,8 +230,8 @@ def test_identical_runs_are_not_significantly_different():
     rng = np.random.default_rng(2)
     a = (rng.random(500) < 0.4).astype(np.float64)
     assert analysis.randomization_test(a, a.copy(), permutations=500) == 1.0
-    interval = analysis.paired_bootstrap_ci(a, a.copy(), resamples=500)
-    assert interval.estimate == 0.0 and interval.contains(0.0)
+    (row,) = analysis.compare_runs({"a": a, "b": a.copy()}, resamples=500, permutations=500)
+    assert row["difference"] == 0.0 and row["ci_low"] == 0.0 == row["ci_high"]
 
 
 def test_a_clearly_better_run_is_significant_and_results_are_seeded():
@@ -240,12 +240,15 @@ def test_a_clearly_better_run_is_significant_and_results_are_seeded():
     better = np.maximum(base, rng.random(2000) < 0.2)
     p = analysis.randomization_test(better, base, permutations=2000, seed=1)
     assert p == pytest.approx(1 / 2001)
-    interval = analysis.paired_bootstrap_ci(better, base, resamples=2000, seed=1)
-    assert interval.low > 0 and interval.low < interval.estimate < interval.high
+    runs = {"better": better, "base": base}
+    (row,) = analysis.compare_runs(runs, resamples=2000, permutations=2000, seed=1)
+    assert row["p"] == p
+    assert 0 < row["ci_low"] < row["difference"] < row["ci_high"]
     se = np.std(better - base) / math.sqrt(2000)
-    assert interval.high - interval.low == pytest.approx(2 * 1.96 * se, rel=0.1)
-    assert analysis.paired_bootstrap_ci(better, base, resamples=2000, seed=1) == interval
-    assert analysis.paired_bootstrap_ci(better, base, resamples=2000, seed=2) != interval
+    assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * 1.96 * se, rel=0.1)
+    assert analysis.compare_runs(runs, resamples=2000, permutations=2000, seed=1) == [row]
+    again = analysis.compare_runs(runs, resamples=2000, permutations=2000, seed=2)[0]
+    assert (again["ci_low"], again["ci_high"]) != (row["ci_low"], row["ci_high"])
 
 
 def test_randomization_test_matches_exact_enumeration():
@@ -340,8 +343,8 @@ def test_length_positive_heatmap_counts_every_query():
     heat = analysis.length_positive_heatmap(lengths, positives)
     assert heat.counts.shape == (5, 9) and heat.counts.sum() == 1000
     assert heat.row_labels == ("1-5", "6-8", "9-11", "12-15", "16+")
-    assert heat.row_totals[0] == np.count_nonzero(lengths <= 5)  # 0 words lands in "1-5"
-    assert heat.column_totals[-1] == np.count_nonzero(positives >= 51)
+    assert heat.counts.sum(axis=1)[0] == np.count_nonzero(lengths <= 5)  # 0 words: "1-5"
+    assert heat.counts.sum(axis=0)[-1] == np.count_nonzero(positives >= 51)
 
 
 def test_correct_by_length_shares_and_joint_outcomes():

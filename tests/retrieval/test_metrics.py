@@ -111,11 +111,9 @@ def test_fire_ap_only_looks_at_the_top_cutoff():
     relevant = np.zeros((2, 25), bool)
     relevant[0, [1, 21]] = True  # rank 2 in, rank 22 out: (1/2) / 1
     relevant[1, 22] = True  # nothing in the top 20
-    assert metrics.fire_average_precision(relevant).tolist() == [0.5, 0.0]
-    assert metrics.fire_average_precision(relevant, cutoff=25).tolist() == [
-        (1 / 2 + 2 / 22) / 2,
-        1 / 23,
-    ]
+    j = RankedJudgements(relevant, relevant, np.array([2, 1]), np.array([0, 0]))
+    assert evaluate(j)["FIRE-AP"].tolist() == [0.5, 0.0]
+    assert evaluate(j)["AP"].tolist() == [(1 / 2 + 2 / 22) / 2, 1 / 23]  # AP sees rank 22
 
 
 def test_ndcg_ideal_is_cut_at_k_and_lists_may_be_shorter_than_k():
@@ -124,14 +122,16 @@ def test_ndcg_ideal_is_cut_at_k_and_lists_may_be_shorter_than_k():
         np.ones((1, 3), bool), np.ones((1, 3), bool), np.array([12]), np.array([0])
     )
     discount = [1 / math.log2(r + 1) for r in range(1, 11)]
-    assert metrics.ndcg_at_k(j, 10)[0] == pytest.approx(sum(discount[:3]) / sum(discount))
+    assert evaluate(j)["nDCG@10"][0] == pytest.approx(sum(discount[:3]) / sum(discount))
 
 
 def test_judged_at_k_without_list_lengths_divides_by_k_or_the_depth():
     judged = np.array([[True, False, True]])
-    assert metrics.judged_at_k(judged, 2).tolist() == [0.5]
-    assert metrics.judged_at_k(judged, 10).tolist() == [2 / 3]
-    assert metrics.judged_at_k(judged, 10, np.array([0])).tolist() == [0.0]
+    j = RankedJudgements(np.zeros_like(judged), judged, np.array([0]), np.array([2]))
+    assert evaluate(j, judged_k=2)["Judged@2"].tolist() == [0.5]
+    assert evaluate(j, judged_k=10)["Judged@10"].tolist() == [2 / 3]
+    empty = RankedJudgements(np.zeros_like(judged), judged, [0], [2], n_retrieved=[0])
+    assert evaluate(empty)["Judged@10"].tolist() == [0.0]
 
 
 def test_bpref_caps_the_negatives_above_at_r():
@@ -139,12 +139,12 @@ def test_bpref_caps_the_negatives_above_at_r():
     j = RankedJudgements(
         np.array([[False, False, True]]), np.ones((1, 3), bool), np.array([1]), np.array([3])
     )
-    assert metrics.bpref(j).tolist() == [0.0]
+    assert evaluate(j)["bpref"].tolist() == [0.0]
     # R = 3, N = 1: ranks p n p -> (1 + (1 - 1/1)) / 3
     j = RankedJudgements(
         np.array([[True, False, True]]), np.ones((1, 3), bool), np.array([3]), np.array([1])
     )
-    assert metrics.bpref(j).tolist() == [pytest.approx(1 / 3)]
+    assert evaluate(j)["bpref"].tolist() == [pytest.approx(1 / 3)]
 
 
 def test_negative_relevance_is_pooled_but_unjudged_as_in_trec_eval():
@@ -157,9 +157,9 @@ def test_negative_relevance_is_pooled_but_unjudged_as_in_trec_eval():
     qrels = {"q": {"d5": -1, "d1": 1, "d2": 0, "d3": 1, "d4": 0}}
     run = {"q": {"d5": 4.0, "d1": 3.0, "d2": 2.0, "d3": 1.0}}
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"bpref"}).evaluate(run)["q"]
-    assert metrics.bpref(j)[0] == pytest.approx(theirs["bpref"], abs=TOLERANCE)
+    assert evaluate(j)["bpref"][0] == pytest.approx(theirs["bpref"], abs=TOLERANCE)
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map"}, judged_docs_only_flag=1).evaluate(run)
-    assert metrics.condensed_average_precision(j)[0] == pytest.approx(theirs["q"]["map"])
+    assert evaluate(j)["AP'"][0] == pytest.approx(theirs["q"]["map"])
 
 
 def test_judged_at_k_breaks_ties_like_trec_eval_not_like_ir_measures_judged():
@@ -169,7 +169,7 @@ def test_judged_at_k_breaks_ties_like_trec_eval_not_like_ir_measures_judged():
     ordered, _ = trec_sort(np.array([[0, 1]]), np.array([[1.0, 1.0]]), np.array([[1, 0]]))
     assert ordered.tolist() == [[1, 0]]  # ids 0 = "a", 1 = "b"
     j = judgements_from_arrays(ordered, [0], [0], [0])
-    assert metrics.judged_at_k(j.judged, 1).tolist() == [0.0]
+    assert evaluate(j, judged_k=1)["Judged@1"].tolist() == [0.0]
     as_relevant = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"P_1"}).evaluate(run)
     assert as_relevant["q"]["P_1"] == 0.0
     assert ir_measures.calc_aggregate([Judged @ 1], qrels, run)[Judged @ 1] == 1.0

@@ -1,4 +1,5 @@
-"""Semantic proxies (BoW, PoS, SYN), video sets, the proxy nDCG and the CLI (seed 000 §4)."""
+"""Semantic proxies (BoW, PoS, SYN), video sets, the proxy nDCG and the CLI (Wray et al.,
+CVPR 2021, §4)."""
 
 import io
 import json

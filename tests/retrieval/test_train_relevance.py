@@ -1,4 +1,5 @@
-"""Training with semantic positives (seed 000 §4.3): `train --relevance PROXY --threshold T`."""
+"""Training with semantic positives (Wray et al., CVPR 2021, §4.3): `train --relevance PROXY
+--threshold T`."""
 
 import hashlib
 import json

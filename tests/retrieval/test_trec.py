@@ -9,11 +9,11 @@ import pytest
 from retrieval.formats.records import FormatError
 from retrieval.formats.trec import (
     RunFile,
+    qrels_lines,
     read_qrels,
     read_run,
     to_arrays,
     trec_order,
-    write_qrels,
     write_run,
 )
 
@@ -160,7 +160,8 @@ def test_unreadable_run_file_is_a_format_error(tmp_path):
 def test_qrels_round_trip(tmp_path):
     qrels = {"c1": {"v2": 1, "v1": 0, "v9": 3}, "c2": {"v1": -1}}
     path = tmp_path / "labels.qrels"
-    write_qrels(path, qrels)
+    rows = [(qid, docno, rel) for qid, judged in qrels.items() for docno, rel in judged.items()]
+    path.write_text("".join(qrels_lines(rows)))
     assert path.read_text() == "c1 0 v2 1\nc1 0 v1 0\nc1 0 v9 3\nc2 0 v1 -1\n"
     assert read_qrels(path) == qrels
     assert list(read_qrels(path)["c1"]) == ["v2", "v1", "v9"]
@@ -187,9 +188,9 @@ def test_empty_qrels_is_an_error():
         read_qrels([])
 
 
-def test_write_qrels_rejects_non_integers():
+def test_qrels_lines_reject_non_integers():
     with pytest.raises(ValueError, match="not an integer"):
-        write_qrels(io.StringIO(), {"c": {"v": 0.5}})
+        list(qrels_lines([("c", "v", 0.5)]))
 
 
 def test_to_arrays_pads_and_truncates():

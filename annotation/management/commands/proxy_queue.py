@@ -13,8 +13,9 @@ from retrieval.proxies import PROXIES
 
 class Command(BaseCommand):
     help = (
-        "Optional proxy-driven campaign settings (issue 7 §4), off unless asked for: --order "
-        "puts each caption's higher-scoring pending pairs first in the judging queue; "
+        "Optional settings driven by a semantic proxy (Wray et al., CVPR 2021, §4.4), off "
+        "unless asked for: --order puts each caption's higher-scoring pending pairs first in "
+        "the judging queue; "
         "--auto-relevant-at / --auto-irrelevant-at label pending, unlabelled pairs whose proxy "
         "score is at least / at most the threshold without a human (marked in every export "
         "by the auto_label field). What was applied is recorded in the campaign's options."
