@@ -37,7 +37,7 @@ def build_world(n_videos: int, depth: int) -> int:
     """A demo world, a one-run campaign over its test split and an annotator; the campaign id."""
     from django.contrib.auth import get_user_model
 
-    from annotation.roles import ANNOTATOR, ensure_groups
+    from config.roles import ANNOTATOR, ensure_groups
     from retrieval.services.demo import create_demo_dataset
 
     dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)

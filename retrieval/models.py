@@ -206,6 +206,8 @@ class LabelSet(models.Model):
                 fields=["dataset", "name"], name="label_set_name_unique_per_dataset"
             )
         ]
+        # The role permission of re-scoring (see config.roles).
+        permissions = [("view_reports", "Can see label sets and re-scoring reports")]
 
     def __str__(self) -> str:
         return f"{self.dataset.name}/{self.name}"

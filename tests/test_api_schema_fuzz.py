@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
-from annotation import roles
 from annotation.models import Campaign
+from config import roles
 from tests.annotation.test_assignment import make_campaign
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))

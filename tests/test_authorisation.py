@@ -19,12 +19,12 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotation import roles
 from annotation.models import Campaign, Judgement, Pair
 from annotation.services import assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.resolution import resolve_campaign
+from config import roles
 from retrieval.models import Caption, RetrievalModel, Video
 from retrieval.runs import RankedLists
 from retrieval.services.demo import create_demo_dataset

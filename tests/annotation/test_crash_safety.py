@@ -48,8 +48,8 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.roles import ANNOTATOR, ensure_groups
 from annotation.services import assignment
+from config.roles import ANNOTATOR, ensure_groups
 from jobs import runner
 from jobs.models import Job
 from tests.annotation.test_assignment import make_campaign

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Escalation, Judgement, Lease, Pair
-from annotation.roles import ANNOTATOR, ensure_groups
+from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium, random_run_campaign
 

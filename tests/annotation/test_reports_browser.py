@@ -7,10 +7,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Pair
-from annotation.roles import ADMIN, RESEARCHER, ensure_groups
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.simulation import simulate
+from config.roles import ADMIN, RESEARCHER, ensure_groups
 from retrieval.formats import fire_json, labels, trec
 from retrieval.models import LabelSet
 from retrieval.services.demo import create_demo_dataset

@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import roles
+from config import roles
 from retrieval.byte_range import ByteRange, UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, Video
 

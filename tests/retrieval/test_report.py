@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotation.roles import ANNOTATOR, RESEARCHER, ensure_groups
+from config.roles import ANNOTATOR, RESEARCHER, ensure_groups
 from retrieval.judged import Judged
 from retrieval.models import Caption, Video
 from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
