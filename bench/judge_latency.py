@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 from harness import ROOT, machine, temporary_django
 
-from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login, random_run_campaign
+from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
+from tests.factories import random_run_campaign
 
 TARGET = "p95 <= 150 ms (key press to next video playable)"
 TARGET_MS = 150.0

@@ -27,7 +27,7 @@ from schemathesis.generation import GenerationMode
 
 from annotation.models import Campaign
 from config import roles
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
 """Multiplies the example budget: ``FIREPOOL_FUZZ_SCALE=20`` for a long bug hunt."""

@@ -6,6 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from config import roles
+from tests.factories import make_campaign
 
 ROLE_PERMISSIONS = {
     roles.ANNOTATOR: {roles.JUDGE_PAIRS},
@@ -90,3 +91,13 @@ def test_the_nav_links_what_the_role_may_open(client, role, page, shown, hidden)
     nav = client.get(page).content.decode().split("</nav>")[0]
     assert all(f'href="{url}"' in nav for url in shown)
     assert not any(url in nav for url in hidden)
+
+
+@pytest.mark.django_db
+def test_only_campaign_managers_see_the_campaign_actions(client):
+    campaign = make_campaign()
+    adjudicate = f'href="/campaigns/{campaign.pk}/adjudicate/"'
+    client.force_login(member(roles.RESEARCHER))
+    assert adjudicate not in client.get("/campaigns/").content.decode()
+    client.force_login(member(roles.ADMIN))
+    assert adjudicate in client.get("/campaigns/").content.decode()

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from annotation.models import Judgement
 from config import roles
 from retrieval.models import Video
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 from annotation.models import Escalation, Judgement, Lease, Pair
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import RECORD_SHOWN, login, needs_chromium, random_run_campaign
+from tests.browser_support import RECORD_SHOWN, login, needs_chromium
+from tests.factories import random_run_campaign
 
 PASSWORD = "pw-annotator-12345"
 SCREENSHOT = "/tmp/judge.png"

@@ -12,7 +12,7 @@ from config.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_groups
 from jobs import runner
 from jobs.models import Job
 from jobs.progress import Beater
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 from tests.jobs import kinds  # noqa: F401 - registers the test kinds
 
 IMMEDIATE = {

@@ -15,7 +15,7 @@ from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
 from retrieval.services.labelsets import store_label_set
 from retrieval.services.rescoring import rescore_dataset
 from retrieval.services.runs import load_run
-from tests.browser_support import random_run
+from tests.factories import random_run
 
 
 @pytest.fixture
