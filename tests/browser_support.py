@@ -20,8 +20,10 @@ needs_chromium = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="Debian chromium not installed"
 )
 
-# Collects every firepool:shown event of the judging page, from its first script on.
+# Turns the judging page's test hooks on and collects every firepool:shown event, from its
+# first script on.
 RECORD_SHOWN = """
+window.FIREPOOL_TEST = true;
 window.__shown = [];
 document.addEventListener("firepool:shown", (e) => window.__shown.push(e.detail));
 """
