@@ -14,7 +14,6 @@ from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
 from config import roles
-from config.roles import permission_required
 from retrieval import plots
 from retrieval.models import Dataset, LabelSet
 from retrieval.proxies import PROXY_LABELS
@@ -30,11 +29,11 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "retrieval/home.html", {"datasets": Dataset.objects.all()})
 
 
-judges_only = permission_required(roles.JUDGE_PAIRS, "Only annotators can judge pairs.")
-researchers_only = permission_required(
+judges_only = roles.permission_required(roles.JUDGE_PAIRS, "Only annotators can judge pairs.")
+researchers_only = roles.permission_required(
     roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see campaign reports."
 )
-admins_only = permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
+admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 
 
 @judges_only
