@@ -62,6 +62,29 @@ browser:
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
 	fi
 
+# Every benchmark that finishes in a few minutes, at laptop sizes (bench/RESULTS.md quotes the
+# full sizes each script's --help gives); the bench extra brings the references they time
+# beside ours (ranx, trectools) and the load benchmark's HTTP client.
+bench: install browser
+	$(PIP) install -q -e '.[dev,bench]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}
+	$(PY) bench/metrics_bench.py --queries 5000 --repeats 1
+	$(PY) bench/pooling_bench.py --queries 5000 --repeats 1 --trectools-queries 1000
+	$(PY) bench/analysis_bench.py --queries 5000 --repeats 1
+	$(PY) bench/faiss_bench.py --sizes 10000 --queries 3000 --repeat 1
+	$(PY) bench/campaign_bench.py --queries 5000
+	$(PY) bench/agreement_bench.py --labels 66000 --pairs 55500 --resamples 200 --repeats 1
+	$(PY) bench/export_bench.py --labels 70000 --pairs 60000
+	$(PY) bench/import_bench.py --videos 2000
+	$(PY) bench/demo_bench.py --videos 60
+	$(PY) bench/embed_bench.py --videos 40 --captions 400 --files 10 --epochs 1
+	$(PY) bench/meteor_bench.py --captions 300 --nltk-pairs 300
+	$(PY) bench/proxies_bench.py --captions 1000 --loop-pairs 20000
+	@if [ -x /usr/bin/chromium ]; then \
+	  $(PY) bench/judge_latency.py --pairs 20 --cold-pairs 10; \
+	else echo "bench/judge_latency.py skipped: no /usr/bin/chromium"; fi
+	@echo "Not run: the load benchmark (100 annotators on a 600,000-pair campaign) starts its own"
+	@echo "PostgreSQL through bin/local-postgres and takes a long while: $(PY) bench/load.py --help"
+
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

@@ -21,6 +21,6 @@ class AnnotationConfig(AppConfig):
 
 def create_role_groups(**kwargs) -> None:
     """Keep the role groups and their permissions in place after every migrate."""
-    from annotation import roles
+    from config import roles
 
     roles.ensure_groups()

@@ -6,13 +6,13 @@ retrieval app serves media without knowing about campaigns.
 
 from django.db.models import Q
 
-from annotation import roles
 from annotation.models import Campaign, Pair
+from config import roles
 
 
 def judging_video(user, name: str) -> bool:
     """True when ``name`` is the video of a pair ``user`` may judge now or holds a lease on."""
-    if not (roles.has_role(user, roles.ANNOTATOR) or roles.has_role(user, roles.ADMIN)):
+    if not user.has_perm(roles.JUDGE_PAIRS):
         return False
     return (
         Pair.objects.filter(video__media=name)

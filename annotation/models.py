@@ -78,6 +78,12 @@ class Campaign(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # The role permissions of campaigns (see config.roles).
+        permissions = [
+            ("judge_pairs", "Can judge the pairs of active campaigns"),
+            ("view_campaign_reports", "Can see campaigns, their agreement and their reports"),
+            ("manage_campaigns", "Can adjudicate, resolve and export campaigns"),
+        ]
 
     def __str__(self) -> str:
         return self.name

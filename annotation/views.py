@@ -2,7 +2,6 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, F, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -10,13 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
-from annotation import report_figures, roles
+from annotation import report_figures
 from annotation.forms import AdjudicationForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.services import assignment, exports
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
+from config import roles
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.labelsets import LabelSetError
 
@@ -24,28 +24,29 @@ from retrieval.services.labelsets import LabelSetError
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     """Landing page: the datasets; annotators, who only judge, go straight to judging."""
-    if roles.only_annotator(request.user):
+    user = request.user
+    if user.has_perm(roles.JUDGE_PAIRS) and not user.has_perm(roles.VIEW_REPORTS):
         return redirect("judge-campaigns")
     return render(request, "retrieval/home.html", {"datasets": Dataset.objects.all()})
 
 
-def require_annotator(user) -> None:
-    if not (roles.has_role(user, roles.ANNOTATOR) or roles.has_role(user, roles.ADMIN)):
-        raise PermissionDenied("Only annotators can judge pairs.")
+judges_only = roles.permission_required(roles.JUDGE_PAIRS, "Only annotators can judge pairs.")
+researchers_only = roles.permission_required(
+    roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see campaign reports."
+)
+admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 
 
-@login_required
+@judges_only
 def campaign_list(request: HttpRequest) -> HttpResponse:
     """Active campaigns the annotator can judge."""
-    require_annotator(request.user)
     campaigns = Campaign.objects.filter(status=Campaign.Status.ACTIVE).select_related("dataset")
     return render(request, "annotation/campaigns.html", {"campaigns": campaigns})
 
 
-@login_required
+@judges_only
 def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """The judging page: the client talks to the API under ``api_base``."""
-    require_annotator(request.user)
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     return render(
         request,
@@ -54,20 +55,9 @@ def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
     )
 
 
-def require_researcher(user) -> None:
-    if not (roles.has_role(user, roles.RESEARCHER) or roles.has_role(user, roles.ADMIN)):
-        raise PermissionDenied("Only researchers and admins can see campaign reports.")
-
-
-def require_admin(user) -> None:
-    if not roles.has_role(user, roles.ADMIN):
-        raise PermissionDenied("Only admins can do this.")
-
-
-@login_required
+@researchers_only
 def campaigns(request: HttpRequest) -> HttpResponse:
     """Every campaign with its pair counts per status, for researchers and admins."""
-    require_researcher(request.user)
     # Three grouped queries for the whole page, whatever the number of campaigns.
     counts: dict[int, dict[str, int]] = {}
     for campaign_id, status, n in (
@@ -101,16 +91,14 @@ def campaigns(request: HttpRequest) -> HttpResponse:
         "annotation/campaign_overview.html",
         {
             "rows": rows,
-            "is_admin": roles.has_role(request.user, roles.ADMIN),
             "formats": EXPORT_FORMATS,
         },
     )
 
 
-@login_required
+@researchers_only
 def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Agreement figures with bootstrap intervals (FIRE §3.2, Table 2, Fig. 7)."""
-    require_researcher(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     report = campaign_report(campaign)
     proxies = campaign_proxy_report(campaign, cache_only=True)
@@ -130,13 +118,12 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
 ADJUDICATION_PAGE = 10
 
 
-@login_required
+@admins_only
 def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Disagreements, escalations and ties still waiting for a third label, for an admin.
 
     Each pair is shown with its video and every label; the admin's label wins (FIRE §3.1).
     """
-    require_admin(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     if request.method == "POST":
         form = AdjudicationForm(request.POST)
@@ -210,10 +197,9 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
     return redirect(request.get_full_path())
 
 
-@login_required
+@admins_only
 def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
     """Stream one export format of the campaign's labels (admins only)."""
-    require_admin(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     if fmt not in EXPORT_FORMATS:
         raise Http404("unknown export format")
@@ -228,10 +214,9 @@ def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@admins_only
 def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Store the campaign's final labels as a label set that re-scoring reads (admins only)."""
-    require_admin(request.user)
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     try:
         label_set = resolve_campaign(campaign)

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 from harness import ROOT, machine, temporary_django
 
-from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login, random_run_campaign
+from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
+from tests.factories import random_run_campaign
 
 TARGET = "p95 <= 150 ms (key press to next video playable)"
 TARGET_MS = 150.0
@@ -37,7 +38,7 @@ def build_world(n_videos: int, depth: int) -> int:
     """A demo world, a one-run campaign over its test split and an annotator; the campaign id."""
     from django.contrib.auth import get_user_model
 
-    from annotation.roles import ANNOTATOR, ensure_groups
+    from config.roles import ANNOTATOR, ensure_groups
     from retrieval.services.demo import create_demo_dataset
 
     dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)

@@ -211,7 +211,7 @@ def create_annotators(n: int) -> list[tuple[int, str]]:
     from django.contrib.auth.hashers import make_password
     from django.contrib.sessions.backends.db import SessionStore
 
-    from annotation.roles import ANNOTATOR, ensure_groups
+    from config.roles import ANNOTATOR, ensure_groups
 
     User = get_user_model()
     password = make_password("pw-load-annotator")  # hashed once: logins never check it

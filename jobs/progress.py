@@ -3,7 +3,10 @@
 A :class:`Reporter` is what a job's function sees: it sets the current step and counts
 work done, writing at most a few times a second. The per-process :data:`beater` keeps the
 heartbeat of every job this process holds fresh from a daemon thread, so a job busy in one
-long step still looks alive, and a job whose process died is found by its stale heartbeat.
+long step still looks alive, and a job whose process died is found by its stale heartbeat:
+the same thread reaps such jobs on every beat while this process holds jobs (a worker
+running one, or the in-process backend with one queued), and ``manage.py jobs reap`` does
+it on demand, so the pages that show jobs only read.
 """
 
 import logging
@@ -79,18 +82,29 @@ class Beater:
         with self._lock:
             self._held.discard(job_id)
 
+    def beat(self) -> int:
+        """Refresh the heartbeat of the jobs held here, then reap other processes' lost jobs.
+
+        Returns how many were reaped; our own jobs are fresh by then, so never among them.
+        A process that holds no job does nothing (an idle web process stays off the database).
+        """
+        from jobs.runner import reap_stale  # the runner imports this module
+
+        with self._lock:
+            held = list(self._held)
+        if not held:
+            return 0
+        Job.objects.filter(pk__in=held, status__in=(Job.Status.QUEUED, Job.Status.RUNNING)).update(
+            heartbeat_at=timezone.now()
+        )
+        return reap_stale()
+
     def _beat(self) -> None:
         while True:
             time.sleep(heartbeat_seconds())
-            with self._lock:
-                held = list(self._held)
-            if not held:
-                continue
             try:
                 close_old_connections()
-                Job.objects.filter(
-                    pk__in=held, status__in=(Job.Status.QUEUED, Job.Status.RUNNING)
-                ).update(heartbeat_at=timezone.now())
+                self.beat()
             except Exception:  # a database hiccup must not kill the thread
                 logger.exception("job heartbeat failed")
             finally:

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 from django import forms
 
+from config import roles
+
 QUEUES = ("default", "gpu")
-RESEARCH = "jobs.start_research_job"
-ADMIN = "jobs.start_admin_job"
+RESEARCH = roles.START_RESEARCH_JOB
+ADMIN = roles.START_ADMIN_JOB
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,29 @@
-"""Job pages: the list with forms to start jobs, one job's status, retry and its file."""
+"""Job pages: the list with forms to start jobs, one job's status, retry and its file.
+
+GET pages only read: lost jobs are reaped by the workers' heartbeat (see :mod:`jobs.progress`).
+"""
 
 import mimetypes
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from config import roles
 from jobs import runner
 from jobs.models import Job
 from jobs.registry import JobKind, get_kind, kinds
 
-VIEW = "jobs.view_job"
+REFUSED = "You may not see or start these jobs."
+# Checked before any lookup: job ids and kind names are not for outsiders.
+staff_only = roles.permission_required(roles.VIEW_JOBS, REFUSED)
 
 
 def _require(user, permission: str) -> None:
-    if not user.has_perm(permission):
-        raise PermissionDenied("You may not see or start these jobs.")
+    roles.require(user, permission, REFUSED)
 
 
 def _kind(name: str) -> JobKind:
@@ -30,11 +33,9 @@ def _kind(name: str) -> JobKind:
         raise Http404("unknown job kind") from None
 
 
-@login_required
+@staff_only
 def job_list(request: HttpRequest) -> HttpResponse:
     """Recent jobs, and a form for the kind picked with ``?kind=`` among those you may start."""
-    _require(request.user, VIEW)
-    runner.reap_stale()
     return _render_list(request, request.GET.get("kind"), None)
 
 
@@ -54,10 +55,9 @@ def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpRespo
 
 
 @require_POST
-@login_required
+@staff_only
 def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
     """Queue a job of one kind from its form; errors come back on the form."""
-    _require(request.user, VIEW)  # before any lookup: kind names are not for outsiders
     kind = _kind(kind_name)
     _require(request.user, kind.permission)
     form = kind.form(data=request.POST)
@@ -67,11 +67,9 @@ def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
     return redirect("job-detail", job_id=job.pk)
 
 
-@login_required
+@staff_only
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: status, progress, result or the reason it failed."""
-    _require(request.user, VIEW)
-    runner.reap_stale()
     job = get_object_or_404(Job.objects.select_related("created_by", "retry_of"), pk=job_id)
     kind = _kind_or_none(job.kind)
     may_rerun = kind is not None and request.user.has_perm(kind.permission)
@@ -89,11 +87,9 @@ def _kind_or_none(name: str) -> JobKind | None:
         return None
 
 
-@login_required
+@staff_only
 def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
     """The job's state as JSON, for the page to poll."""
-    _require(request.user, VIEW)
-    runner.reap_stale()
     job = get_object_or_404(Job, pk=job_id)
     return JsonResponse(
         {
@@ -110,10 +106,9 @@ def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
 
 
 @require_POST
-@login_required
+@staff_only
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     """Queue a failed job again with the same arguments."""
-    _require(request.user, VIEW)  # before any lookup: job ids are not for outsiders
     job = get_object_or_404(Job, pk=job_id)
     _require(request.user, _kind(job.kind).permission)
     try:
@@ -123,10 +118,9 @@ def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     return redirect("job-detail", job_id=again.pk)
 
 
-@login_required
+@staff_only
 def job_output(request: HttpRequest, job_id: int) -> FileResponse:
     """The file a finished job wrote, to those who may start that kind of job."""
-    _require(request.user, VIEW)  # before any lookup: job ids are not for outsiders
     job = get_object_or_404(Job, pk=job_id, status=Job.Status.SUCCEEDED)
     _require(request.user, _kind(job.kind).permission)
     root = Path(settings.FIREPOOL_JOB_OUTPUT_DIR).resolve()

@@ -216,6 +216,8 @@ class LabelSet(models.Model):
                 name="one_default_label_set_per_dataset",
             ),
         ]
+        # The role permission of re-scoring (see config.roles).
+        permissions = [("view_reports", "Can see label sets and re-scoring reports")]
 
     def __str__(self) -> str:
         return f"{self.dataset.name}/{self.name}"

@@ -5,7 +5,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import (
     FileResponse,
     Http404,
@@ -18,6 +17,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
+from config.roles import VIEW_REPORTS, permission_required
 from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, LabelSet
@@ -27,6 +27,10 @@ from retrieval.services.reports import build_report
 from retrieval.services.rescoring import RescoreError
 
 REPORT_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
+
+reports_only = permission_required(
+    VIEW_REPORTS, "Only researchers and admins can see label sets and reports."
+)
 
 CHUNK = 64 * 1024
 mimetypes.add_type("video/webm", ".webm")
@@ -84,11 +88,9 @@ def serve_media(request: HttpRequest, path: str) -> HttpResponse:
     return response
 
 
-@login_required
+@reports_only
 def label_sets(request: HttpRequest) -> HttpResponse:
     """The label sets re-scoring can use, from campaigns and imported files."""
-    if not request.user.has_perm("retrieval.view_labelset"):
-        raise PermissionDenied("Only researchers and admins can see label sets.")
     sets = LabelSet.objects.select_related("dataset").defer("arrays")
     return render(request, "retrieval/label_sets.html", {"label_sets": sets})
 
@@ -111,8 +113,6 @@ class ReportRequest:
 def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
     """Which label set and metric a report asks for: ``?labels=`` names the set, empty for
     none (original positives only); without it, the dataset's default set. Reads only."""
-    if not request.user.has_perm("retrieval.view_labelset"):
-        raise PermissionDenied("Only researchers and admins can see reports.")
     dataset = get_object_or_404(Dataset, name=dataset_name)
     label_sets = list(dataset.label_sets.defer("arrays"))
     metric = request.GET.get("metric", "C@1")
@@ -131,7 +131,7 @@ def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
     return ReportRequest(dataset, label_sets, label_set, metric, error)
 
 
-@login_required
+@reports_only
 def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """FIRE's tables and figures for a dataset's runs under a chosen label set."""
     asked = _report_request(request, dataset_name)
@@ -164,7 +164,7 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
     )
 
 
-@login_required
+@reports_only
 def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """The report's data as JSON (what the ``analyses`` command prints)."""
     asked = _report_request(request, dataset_name)

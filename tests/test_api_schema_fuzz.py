@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
-from annotation import roles
 from annotation.models import Campaign
-from tests.annotation.test_assignment import make_campaign
+from config import roles
+from tests.factories import make_campaign
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
 """Multiplies the example budget: ``FIREPOOL_FUZZ_SCALE=20`` for a long bug hunt."""

@@ -13,22 +13,20 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotation import roles
 from annotation.models import Campaign, Judgement, Pair
 from annotation.services import assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.resolution import resolve_campaign
-from retrieval.models import Caption, RetrievalModel, Video
-from retrieval.runs import RankedLists
+from config import roles
+from retrieval.models import Caption
 from retrieval.services.demo import create_demo_dataset
-from retrieval.services.runs import store_run
+from tests.factories import random_run
 
 ANON, ANNOTATOR, RESEARCHER, ADMIN = "anonymous", "annotator", "researcher", "admin"
 SUPERUSER = "superuser"
@@ -65,25 +63,6 @@ class World:
             research_job=self.research_job,
             admin_job=self.admin_job,
         )
-
-
-def _run(dataset, name: str, seed: int):
-    """A randomly scored run over the dataset's test queries and test videos."""
-    queries = np.array(
-        Caption.objects.filter(dataset=dataset, split="test", is_query=True)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    videos = np.array(
-        Video.objects.filter(dataset=dataset, split="test")
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    scores = np.random.default_rng(seed).random((len(queries), len(videos)))
-    order = np.argsort(-scores, axis=1)
-    model = RetrievalModel.objects.create(dataset=dataset, name=name, source="run")
-    lists = RankedLists(queries, videos[order], np.take_along_axis(scores, order, axis=1))
-    return store_run(model, name, lists)
 
 
 def _user(username: str, role: str | None, *, staff: bool = False):
@@ -138,7 +117,7 @@ def world(db, _isolated_media, settings, tmp_path) -> World:
     }
     other = _user("ann2", roles.ANNOTATOR)
     dataset = create_demo_dataset(name="authz", n_videos=12, seed=3, workers=1)
-    runs = [_run(dataset, "alpha", 0), _run(dataset, "beta", 1)]
+    runs = [random_run(dataset, "alpha", 0), random_run(dataset, "beta", 1)]
     campaign = create_campaign(
         dataset,
         runs,
@@ -152,7 +131,7 @@ def world(db, _isolated_media, settings, tmp_path) -> World:
     elsewhere = create_demo_dataset(name="elsewhere", n_videos=6, seed=4, workers=1)
     closed = create_campaign(
         elsewhere,
-        [_run(elsewhere, "gamma", 2)],
+        [random_run(elsewhere, "gamma", 2)],
         CampaignSpec(name="closed-campaign", depth=2, second_label_rate=0.0),
     )
     closed.status = Campaign.Status.CLOSED

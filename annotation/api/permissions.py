@@ -1,27 +1,21 @@
-"""API permissions by role (see :mod:`annotation.roles`)."""
+"""API permissions: the role permissions of :mod:`config.roles`, asked the DRF way."""
 
 from rest_framework.permissions import BasePermission
 
-from annotation import roles
+from config import roles
 
 
-class IsAnnotator(BasePermission):
-    """Annotators (and admins) may judge."""
+class HasPermission(BasePermission):
+    """Let in users holding ``permission`` (a subclass names it and the refusal's message)."""
 
+    permission = ""
+
+    def has_permission(self, request, view) -> bool:
+        return request.user.has_perm(self.permission)
+
+
+class IsAnnotator(HasPermission):
+    """Those who may judge (the annotator and admin roles)."""
+
+    permission = roles.JUDGE_PAIRS
     message = "Only annotators can judge pairs."
-
-    def has_permission(self, request, view) -> bool:
-        return roles.has_role(request.user, roles.ANNOTATOR) or roles.has_role(
-            request.user, roles.ADMIN
-        )
-
-
-class IsResearcherOrAdmin(BasePermission):
-    """Researchers read campaigns and reports; admins do everything."""
-
-    message = "Only researchers and admins can see campaigns."
-
-    def has_permission(self, request, view) -> bool:
-        return roles.has_role(request.user, roles.RESEARCHER) or roles.has_role(
-            request.user, roles.ADMIN
-        )

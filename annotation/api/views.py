@@ -8,7 +8,6 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotation import roles
 from annotation.api.permissions import IsAnnotator
 from annotation.api.serializers import (
     AssignmentSerializer,
@@ -21,6 +20,7 @@ from annotation.api.serializers import (
 )
 from annotation.models import Campaign
 from annotation.services import assignment
+from config import roles
 
 ERROR_STATUS = {
     "not_found": status.HTTP_404_NOT_FOUND,
@@ -77,9 +77,9 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             .order_by("-created_at")
         )
         user = self.request.user
-        if roles.has_role(user, roles.ADMIN) or roles.has_role(user, roles.RESEARCHER):
+        if user.has_perm(roles.VIEW_CAMPAIGN_REPORTS):
             return queryset
-        if roles.has_role(user, roles.ANNOTATOR):
+        if user.has_perm(roles.JUDGE_PAIRS):
             return queryset.filter(Q(status=Campaign.Status.ACTIVE))
         return queryset.none()
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.contrib.auth import get_user_model
 
-from annotation import roles
 from annotation.models import Campaign, Pair
 from annotation.services import assignment, pair_state
+from config import roles
 from retrieval.services.demo import ground_truth_relevance
 
 

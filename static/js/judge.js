@@ -7,10 +7,15 @@
  * and plays at once. Every judgement attempt carries a client UUID that is kept until the
  * server acknowledges it, so retries after a network failure never count twice.
  *
- * For tests: window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
+ * Every key, button and on-screen key hint comes from one table, ACTIONS.
+ *
+ * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
+ * browser tests and bench/judge_latency.py set it before the page's scripts run):
+ * window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
  * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause}}) once a pair's
  * video is visible and playable (ms: from the key press to playable); body[data-pair]
- * holds the pair on screen and body[data-judge-state] the page's mode.
+ * holds the pair on screen and body[data-judge-state] the page's mode; ?nopreload
+ * switches preloading off, so the latency bench can show what it buys.
  */
 (function () {
   "use strict";
@@ -47,8 +52,8 @@
     emptyReason: "Say in a few words why this pair cannot be judged.",
     videoError: "This video cannot be played — escalate it with E.",
   };
-  // ?nopreload switches preloading off, so bench/judge_latency.py can show what it buys.
-  const PRELOAD = !new URLSearchParams(window.location.search).has("nopreload");
+  const TESTING = window.FIREPOOL_TEST === true;
+  const PRELOAD = !(TESTING && new URLSearchParams(window.location.search).has("nopreload"));
   const REQUEST_TIMEOUT_MS = 15000;
   const RETRY_FIRST_MS = 2000;
   const RETRY_MAX_MS = 30000;
@@ -65,15 +70,17 @@
     pending: null, // a failed attempt, kept (same UUID) until the server acknowledges it
     shownAt: 0, // performance.now() when the current pair became visible
     escalating: false,
-    advances: [], // {pair, preloaded, ms, cause} per pair shown
   };
   const api = {
     state: state,
+    advances: [], // {pair, preloaded, ms, cause} per pair shown
     lastAdvanceMs: null,
     activeVideo: () => active,
     standbyVideo: () => standby,
   };
-  window.firepoolJudge = api;
+  if (TESTING) {
+    window.firepoolJudge = api;
+  }
 
   let retryTimer = null;
   let retryDelay = RETRY_FIRST_MS;
@@ -119,9 +126,16 @@
     return now;
   }
 
+  function expose(name, value) {
+    // Test hooks on <body>: the pair on screen and the page's mode.
+    if (TESTING) {
+      document.body.dataset[name] = value;
+    }
+  }
+
   function setMode(mode) {
     state.mode = mode;
-    document.body.dataset.judgeState = mode;
+    expose("judgeState", mode);
     const canJudge = mode === "judging";
     root.querySelectorAll(".judge-btn").forEach((button) => {
       button.disabled = !canJudge;
@@ -384,12 +398,12 @@
     }
     els.caption.textContent = task.caption;
     els.caption.title = task.caption_key || "";
-    document.body.dataset.pair = String(task.pair);
+    expose("pair", String(task.pair));
     state.shownAt = performance.now();
     setMode("judging");
     const token = (showToken += 1);
     whenPlayable(active, () => {
-      if (token !== showToken) {
+      if (token !== showToken || !TESTING) {
         return;
       }
       const ms = Math.max(0, performance.now() - pressAt);
@@ -400,7 +414,7 @@
         cause: attempt ? attempt.cause || attempt.kind : "load",
       };
       api.lastAdvanceMs = detail.ms;
-      state.advances.push(detail);
+      api.advances.push(detail);
       document.dispatchEvent(new CustomEvent("firepool:shown", { detail: detail }));
     });
   }
@@ -451,7 +465,7 @@
     closeEscalate(false);
     els.caption.textContent = state.finished ? "All done" : "Waiting for a free pair";
     els.caption.title = "";
-    document.body.dataset.pair = "";
+    expose("pair", "");
     if (state.finished) {
       setMode("finished");
       showStatus(MESSAGES.finished, "done", false);
@@ -489,7 +503,7 @@
       return;
     }
     closeEscalate(false);
-    perform({ kind: "undo", key: "u", method: "POST", path: "undo/", pressAt: pressAt });
+    perform({ kind: "undo", key: keyOf("undo"), method: "POST", path: "undo/", pressAt: pressAt });
   }
 
   function openEscalate(reason) {
@@ -530,7 +544,7 @@
     closeEscalate(false);
     perform({
       kind: "escalate",
-      key: "e",
+      key: keyOf("escalate"),
       method: "POST",
       path: "escalate/",
       pressAt: pressAt,
@@ -558,43 +572,82 @@
     }
   }
 
-  function act(action, pressAt, key) {
+  // --- the one table of actions ----------------------------------------------------------
+  //
+  // name (a button's data-action) -> keys (the first is the one shown), what it does and
+  // whether holding the key repeats it; `when` picks among actions sharing a key. The key
+  // handler, the click handler and the <kbd> hints of the buttons all read it.
+  const ACTIONS = {
+    relevant: { keys: ["r"], run: (at, key) => judge("relevant", key, at) },
+    irrelevant: { keys: ["n"], run: (at, key) => judge("irrelevant", key, at) },
+    escalate: { keys: ["e"], run: () => openEscalate() },
+    undo: { keys: ["u"], run: (at) => undo(at) },
+    guidelines: { keys: ["g", "?"], repeats: true, run: () => toggleGuidelines() },
+    // Space always plays or pauses, so a focused judgement button is never pressed by it.
+    play: { keys: [" ", "Spacebar"], repeats: true, run: () => togglePlay() },
+    "guidelines-close": {
+      keys: ["Escape"],
+      when: () => !els.guidelines.hidden,
+      run: () => toggleGuidelines(false),
+    },
+    "escalate-cancel": {
+      keys: ["Escape"],
+      when: () => state.escalating,
+      run: () => closeEscalate(false),
+    },
+    retry: { keys: [], run: () => retryPending() },
+  };
+  const KEY_LABELS = { " ": "Space", Escape: "Esc" };
+
+  function keyOf(name) {
+    return ACTIONS[name].keys[0];
+  }
+
+  function keyLabel(key) {
+    return KEY_LABELS[key] || key.toUpperCase();
+  }
+
+  function actionFor(key) {
+    return Object.keys(ACTIONS).find((name) => {
+      const spec = ACTIONS[name];
+      return spec.keys.includes(key) && (!spec.when || spec.when());
+    });
+  }
+
+  function act(name, pressAt) {
+    const spec = ACTIONS[name];
+    if (!spec) {
+      return;
+    }
+    const key = spec.keys[0];
     // A failed request waits for a retry: the same key (or Retry) sends it again.
     if (state.pending && key && state.pending.key === key) {
       retryPending();
       return;
     }
-    switch (action) {
-      case "relevant":
-        judge("relevant", "r", pressAt);
-        break;
-      case "irrelevant":
-        judge("irrelevant", "n", pressAt);
-        break;
-      case "escalate":
-        openEscalate();
-        break;
-      case "escalate-cancel":
-        closeEscalate(false);
-        break;
-      case "undo":
-        undo(pressAt);
-        break;
-      case "guidelines":
-        toggleGuidelines();
-        break;
-      case "guidelines-close":
-        toggleGuidelines(false);
-        break;
-      case "retry":
-        retryPending();
-        break;
-      default:
-        break;
-    }
+    spec.run(pressAt, key);
   }
 
-  const KEYS = { r: "relevant", n: "irrelevant", e: "escalate", u: "undo", g: "guidelines", "?": "guidelines" };
+  function renderHints() {
+    // Buttons get their key after the label; a [data-hint] text gets it in front.
+    root.querySelectorAll("[data-action], [data-hint]").forEach((element) => {
+      const spec = ACTIONS[element.dataset.action || element.dataset.hint];
+      if (!spec || !spec.keys.length) {
+        return;
+      }
+      const kbd = document.createElement("kbd");
+      kbd.textContent = keyLabel(spec.keys[0]);
+      if (element.dataset.hint) {
+        element.prepend(kbd, " ");
+        return;
+      }
+      element.append(" ", kbd);
+      element.setAttribute(
+        "aria-keyshortcuts",
+        spec.keys.map((k) => (k === " " ? "Space" : k.length === 1 ? k.toUpperCase() : k)).join(" ")
+      );
+    });
+  }
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) {
@@ -604,30 +657,15 @@
     if (target && (target.isContentEditable || /^(TEXTAREA|INPUT|SELECT)$/.test(target.tagName))) {
       return; // typing (the escalation reason has its own keys)
     }
-    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
-    if (key === "Escape") {
-      if (!els.guidelines.hidden) {
-        toggleGuidelines(false);
-      } else if (state.escalating) {
-        closeEscalate(false);
-      }
-      return;
-    }
-    if (key === " " || key === "Spacebar") {
-      // Always play/pause, so a focused judgement button is never pressed by Space.
-      event.preventDefault();
-      togglePlay();
-      return;
-    }
-    const action = KEYS[key];
-    if (!action) {
+    const name = actionFor(event.key.length === 1 ? event.key.toLowerCase() : event.key);
+    if (!name) {
       return;
     }
     event.preventDefault();
-    if (event.repeat && action !== "guidelines") {
+    if (event.repeat && !ACTIONS[name].repeats) {
       return;
     }
-    act(action, eventTime(event), key === "?" ? "g" : key);
+    act(name, eventTime(event));
   });
 
   root.addEventListener("click", (event) => {
@@ -635,9 +673,7 @@
     if (!button || !root.contains(button)) {
       return;
     }
-    const action = button.dataset.action;
-    const key = { relevant: "r", irrelevant: "n", undo: "u" }[action];
-    act(action, eventTime(event), key);
+    act(button.dataset.action, eventTime(event));
   });
 
   els.form.addEventListener("submit", (event) => {
@@ -658,6 +694,7 @@
   // Retry at once when the connection comes back.
   window.addEventListener("online", retryPending);
 
+  renderHints();
   setMode("loading");
   perform(nextAttempt("load"));
 })();

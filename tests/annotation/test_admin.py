@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Campaign, Pair
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from annotation import roles
 from annotation.models import Judgement
+from config import roles
 from retrieval.models import Video
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 
 @pytest.fixture

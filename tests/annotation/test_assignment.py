@@ -3,7 +3,6 @@
 import uuid
 from datetime import timedelta
 
-import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -11,49 +10,7 @@ from django.utils import timezone
 from annotation.models import Escalation, Judgement, Lease, Pair
 from annotation.services import assignment
 from annotation.services.assignment import AssignmentError
-from annotation.services.campaigns import CampaignSpec, create_campaign
-from retrieval.models import Caption, Dataset, RetrievalModel, Video
-from retrieval.runs import RankedLists
-from retrieval.services.runs import store_run
-
-
-def make_campaign(n_queries=3, depth=3, rate=0.0, seed=0, lease_seconds=300):
-    dataset = Dataset.objects.create(name=f"d{uuid.uuid4().hex[:6]}")
-    videos = Video.objects.bulk_create(
-        [Video(dataset=dataset, key=f"v{i}", split="test") for i in range(10)]
-    )
-    captions = Caption.objects.bulk_create(
-        [
-            Caption(
-                dataset=dataset,
-                key=f"c{i}",
-                text=f"caption {i}",
-                video=videos[9],
-                split="test",
-                is_query=True,
-            )
-            for i in range(n_queries)
-        ]
-    )
-    model = RetrievalModel.objects.create(dataset=dataset, name="m", source="run")
-    items = np.array([[videos[(q + r) % 9].pk for r in range(depth)] for q in range(n_queries)])
-    run = store_run(
-        model,
-        "m",
-        RankedLists(
-            np.array([c.pk for c in captions]),
-            items,
-            -np.arange(depth, dtype=float)[None].repeat(n_queries, 0),
-        ),
-    )
-    spec = CampaignSpec(
-        name=f"c{uuid.uuid4().hex[:6]}",
-        depth=depth,
-        second_label_rate=rate,
-        seed=seed,
-        lease_seconds=lease_seconds,
-    )
-    return create_campaign(dataset, [run], spec)
+from tests.factories import make_campaign
 
 
 @pytest.fixture

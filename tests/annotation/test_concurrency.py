@@ -18,7 +18,7 @@ from django.db.models import Count
 from annotation import policy
 from annotation.models import Judgement, Lease, Pair
 from annotation.services import assignment
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 THREADS = 20
 

@@ -48,13 +48,13 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.roles import ANNOTATOR, ensure_groups
 from annotation.services import assignment
+from config.roles import ANNOTATOR, ensure_groups
 from jobs import runner
 from jobs.models import Job
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 from tests.jobs import kinds  # noqa: F401 - the slow job the killed worker runs
-from tests.jobs.test_worker import DATABASE_TASKS, start_worker, stop, wait_for
+from tests.jobs.worker_support import DATABASE_TASKS, start_worker, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_SECONDS = 3

@@ -11,12 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 
-from annotation import roles
 from annotation.models import Pair
 from annotation.services import assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign, load_provenance
 from annotation.services.exports import EXPORT_FORMATS, export_to_file
 from annotation.services.resolution import campaign_judged, resolve_campaign
+from config import roles
 from retrieval import judged
 from retrieval.formats import fire_json, trec
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Video

@@ -7,9 +7,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Escalation, Judgement, Lease, Pair
-from annotation.roles import ANNOTATOR, ensure_groups
+from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import RECORD_SHOWN, login, needs_chromium, random_run_campaign
+from tests.browser_support import RECORD_SHOWN, login, needs_chromium
+from tests.factories import random_run_campaign
 
 PASSWORD = "pw-annotator-12345"
 SCREENSHOT = "/tmp/judge.png"
@@ -269,3 +270,46 @@ def test_finished_campaign_says_so(live_server, browser):
     page.keyboard.press("r")  # nothing to judge: no request, no error
     page.wait_for_timeout(200)
     assert "Nothing left" in status.inner_text()
+
+
+def test_key_hints_come_from_the_action_table_and_test_hooks_stay_off(live_server, browser):
+    """Without the test flag the page exposes no hooks, yet every key and its hint work."""
+    campaign = build_campaign()
+    user = make_annotator()
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, live_server.url, "ann", PASSWORD, landing="/judge/")
+    page.goto(f"{live_server.url}/judge/{campaign.pk}/")
+    page.wait_for_function(
+        "() => !document.getElementById('judge-caption').textContent.includes('Loading')"
+    )
+    hooks = page.evaluate(
+        "() => [typeof window.firepoolJudge, document.body.dataset.pair, document.body.dataset.judgeState]"
+    )
+    assert hooks == ["undefined", None, None]
+    hints = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#judge [data-action], #judge [data-hint]'))
+            .map((e) => [e.dataset.action || e.dataset.hint,
+                         (e.querySelector('kbd') || {}).textContent || null,
+                         e.getAttribute('aria-keyshortcuts')])"""
+    )
+    assert dict((name, (kbd, aria)) for name, kbd, aria in hints) == {
+        "retry": (None, None),
+        "relevant": ("R", "R"),
+        "irrelevant": ("N", "N"),
+        "escalate": ("E", "E"),
+        "escalate-cancel": ("Esc", "Escape"),
+        "undo": ("U", "U"),
+        "guidelines": ("G", "G ?"),
+        "play": ("Space", None),
+        "guidelines-close": ("Esc", "Escape"),
+    }
+    page.keyboard.press("r")
+    page.wait_for_function(
+        "() => document.getElementById('judge-progress').textContent.includes('judged today 1')"
+    )
+    assert Judgement.objects.filter(annotator=user, label="relevant").count() == 1
+    page.click("[data-action=irrelevant]")
+    page.wait_for_function(
+        "() => document.getElementById('judge-progress').textContent.includes('judged today 2')"
+    )
+    assert Judgement.objects.filter(annotator=user, label="irrelevant").count() == 1

@@ -8,12 +8,12 @@ from django.contrib.auth.models import Group
 from scipy.stats import mannwhitneyu
 
 from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement, roc_auc
-from annotation.roles import RESEARCHER, ensure_groups
 from annotation.services.reporting import campaign_proxy_report
 from annotation.services.simulation import simulate
+from config.roles import RESEARCHER, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyOptions, proxy_relevance
-from tests.browser_support import random_run_campaign
+from tests.factories import random_run_campaign
 
 
 def test_auc_by_hand_and_against_mann_whitney():

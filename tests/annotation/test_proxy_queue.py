@@ -19,7 +19,7 @@ from annotation.services.proxy_queue import auto_label, order_queue
 from retrieval.formats import fire_json
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyOptions, proxy_relevance
-from tests.browser_support import random_run_campaign
+from tests.factories import random_run_campaign
 
 
 def test_order_within_captions_by_hand():

@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation import policy
 from annotation.models import Judgement, Pair
 from annotation.services import reporting
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 R, IR = "relevant", "irrelevant"
 # Pair -> [(annotator, label, seconds)]: agree, agree, split 1-2 (adjudicated relevant),

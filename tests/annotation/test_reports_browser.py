@@ -7,14 +7,15 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Pair
-from annotation.roles import ADMIN, RESEARCHER, ensure_groups
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.simulation import simulate
+from config.roles import ADMIN, RESEARCHER, ensure_groups
 from retrieval.formats import fire_json, labels, trec
 from retrieval.models import LabelSet
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import login, needs_chromium, random_run
+from tests.browser_support import login, needs_chromium
+from tests.factories import random_run
 
 PASSWORD = "pw-people-12345"
 SCREENSHOTS = "/tmp/firepool-{}.png"

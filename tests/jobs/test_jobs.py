@@ -4,12 +4,15 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_groups
+from config.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_groups
 from jobs import runner
 from jobs.models import Job
-from tests.annotation.test_assignment import make_campaign
+from jobs.progress import Beater
+from tests.factories import make_campaign
 from tests.jobs import kinds  # noqa: F401 - registers the test kinds
 
 IMMEDIATE = {
@@ -110,6 +113,46 @@ def test_jobs_whose_process_stopped_beating_are_reaped(settings):
     lost.refresh_from_db(), alive.refresh_from_db(), waiting.refresh_from_db()
     assert lost.status == Job.Status.FAILED and "stopped answering" in lost.error
     assert alive.status == Job.Status.RUNNING and waiting.status == Job.Status.QUEUED
+
+
+@pytest.mark.django_db
+def test_the_heartbeat_reaps_lost_jobs_but_not_its_own(settings):
+    """The periodic path: each beat refreshes the jobs held here, then reaps the lost ones."""
+    settings.FIREPOOL_JOB_STALE_SECONDS = 60
+    settings.FIREPOOL_JOB_HEARTBEAT_SECONDS = 3600  # the beater's own thread stays asleep
+    old = timezone.now() - timedelta(seconds=61)
+    lost = Job.objects.create(kind="test-count", status=Job.Status.RUNNING, heartbeat_at=old)
+    mine = Job.objects.create(kind="test-count", status=Job.Status.RUNNING, heartbeat_at=old)
+    beater = Beater()
+    beater.hold(mine.pk)
+    try:
+        assert beater.beat() == 1
+    finally:
+        beater.release(mine.pk)
+    lost.refresh_from_db(), mine.refresh_from_db()
+    assert lost.status == Job.Status.FAILED and "stopped answering" in lost.error
+    assert mine.status == Job.Status.RUNNING and mine.heartbeat_at > old
+
+
+@pytest.mark.django_db
+def test_job_pages_only_read_even_with_a_lost_job_present(client, settings):
+    settings.FIREPOOL_JOB_STALE_SECONDS = 60
+    lost = Job.objects.create(
+        kind="test-count",
+        status=Job.Status.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(seconds=600),
+    )
+    client.force_login(user_with(RESEARCHER))
+    before = list(Job.objects.values())
+    with CaptureQueriesContext(connection) as queries:
+        for url in ("/jobs/", f"/jobs/{lost.pk}/", f"/jobs/{lost.pk}/status/"):
+            assert client.get(url).status_code == 200, url
+    writes = [q["sql"] for q in queries if q["sql"].lstrip().split()[0].upper() in WRITE_STATEMENTS]
+    assert writes == []
+    assert list(Job.objects.values()) == before
+
+
+WRITE_STATEMENTS = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
 
 
 @pytest.mark.django_db

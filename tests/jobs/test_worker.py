@@ -5,13 +5,7 @@ A job is enqueued and run by a separate worker process; a GPU job waits for a wo
 by its stale heartbeat, reported as failed, and completed when retried on a new worker.
 """
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.db import connection
@@ -19,20 +13,7 @@ from django.db import connection
 from jobs import runner
 from jobs.models import Job
 from tests.jobs import kinds  # noqa: F401 - registers the test kinds here as in the workers
-
-ROOT = Path(__file__).resolve().parents[2]
-DATABASE_TASKS = {
-    "default": {
-        "BACKEND": "django_tasks_db.backend.DatabaseBackend",
-        "QUEUES": ["default", "gpu"],
-    }
-}
-WORKER = (
-    "import django; django.setup(); import tests.jobs.kinds; "
-    "from django.core.management import call_command; "
-    "call_command('db_worker', '--queue-name', {queue!r}, '--interval', '0.2', "
-    "'--no-reload', '--no-startup-delay')"
-)
+from tests.jobs.worker_support import DATABASE_TASKS, start_worker, stop, wait_for
 
 pytestmark = [
     pytest.mark.skipif(
@@ -41,49 +22,6 @@ pytestmark = [
     ),
     pytest.mark.slow,
 ]
-
-
-def test_database_url() -> str:
-    """DATABASE_URL naming the test database this test process uses."""
-    parts = urlsplit(os.environ["DATABASE_URL"])
-    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
-
-
-test_database_url.__test__ = False  # a helper, not a test
-
-
-def start_worker(queue: str) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DATABASE_URL": test_database_url(),
-        "FIREPOOL_TASKS_BACKEND": "database",
-        "FIREPOOL_GPU_QUEUE": "1",
-        "FIREPOOL_JOB_HEARTBEAT_SECONDS": "0.5",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-c", WORKER.format(queue=queue)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-
-def wait_for(job: Job, condition, timeout: float = 60.0) -> Job:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job.refresh_from_db()
-        if condition(job):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job.pk} still {job.status} ({job.error}) after {timeout} s")
-
-
-def stop(worker: subprocess.Popen) -> None:
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGKILL)
-    worker.wait(timeout=30)
 
 
 @pytest.mark.django_db(transaction=True)

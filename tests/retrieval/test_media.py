@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import roles
+from config import roles
 from retrieval.byte_range import ByteRange, UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, Video
 
@@ -217,7 +217,7 @@ def _user(username: str, role: str | None):
 @pytest.fixture
 def judged_media(db, _isolated_media):
     """Two campaigns whose videos have files: one active, one closed; and a features file."""
-    from tests.annotation.test_assignment import make_campaign
+    from tests.factories import make_campaign
 
     active, closed = make_campaign(), make_campaign()
     closed.status = "closed"

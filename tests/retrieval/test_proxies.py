@@ -35,7 +35,7 @@ from retrieval.proxies.synsets import (
 from retrieval.services.artifacts import StoredEmbeddings, save_embeddings
 from retrieval.services.demo import create_demo_dataset
 from retrieval.wordnet import is_installed, register_nltk_path
-from tests.browser_support import random_run
+from tests.factories import random_run
 
 
 def pairwise(proxy, texts, synsets=None):

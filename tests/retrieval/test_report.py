@@ -8,14 +8,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotation.roles import ANNOTATOR, RESEARCHER, ensure_groups
+from config.roles import ANNOTATOR, RESEARCHER, ensure_groups
 from retrieval.judged import Judged
 from retrieval.models import Caption, Video
 from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
 from retrieval.services.labelsets import store_label_set
 from retrieval.services.rescoring import rescore_dataset
 from retrieval.services.runs import load_run
-from tests.browser_support import random_run
+from tests.factories import random_run
 
 
 @pytest.fixture

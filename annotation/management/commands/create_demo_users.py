@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotation import roles
+from config import roles
 
 DEMO_USERS = (
     ("admin", "firepool-admin", roles.ADMIN),

@@ -1,0 +1,103 @@
+"""The role permissions: what each group holds, one query pair per request, the nav asks the same."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from config import roles
+from tests.factories import make_campaign
+
+ROLE_PERMISSIONS = {
+    roles.ANNOTATOR: {roles.JUDGE_PAIRS},
+    roles.RESEARCHER: {
+        roles.VIEW_CAMPAIGN_REPORTS,
+        roles.VIEW_REPORTS,
+        roles.VIEW_JOBS,
+        roles.START_RESEARCH_JOB,
+    },
+    roles.ADMIN: {
+        roles.JUDGE_PAIRS,
+        roles.VIEW_CAMPAIGN_REPORTS,
+        roles.MANAGE_CAMPAIGNS,
+        roles.VIEW_REPORTS,
+        roles.VIEW_JOBS,
+        roles.START_RESEARCH_JOB,
+        roles.START_ADMIN_JOB,
+    },
+}
+EVERY_ROLE_PERMISSION = set().union(*ROLE_PERMISSIONS.values())
+
+
+def member(role: str):
+    user = get_user_model().objects.create_user(f"m-{role}", password="pw-member-12345")
+    user.groups.add(roles.ensure_groups()[role])
+    return get_user_model().objects.get(pk=user.pk)  # no permission cache yet
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", roles.ROLES)
+def test_each_role_holds_exactly_its_role_permissions(role):
+    user = member(role)
+    held = {name for name in EVERY_ROLE_PERMISSION if user.has_perm(name)}
+    assert held == ROLE_PERMISSIONS[role]
+
+
+@pytest.mark.django_db
+def test_superusers_hold_every_role_permission_without_a_query():
+    root = get_user_model().objects.create_superuser("root", password="pw-root-123456")
+    with CaptureQueriesContext(connection) as queries:
+        assert all(root.has_perm(name) for name in EVERY_ROLE_PERMISSION)
+    assert len(queries) == 0
+
+
+@pytest.mark.django_db
+def test_a_users_permissions_are_read_once_then_cached():
+    user = member(roles.RESEARCHER)
+    with CaptureQueriesContext(connection) as first:
+        user.has_perm(roles.JUDGE_PAIRS)
+    with CaptureQueriesContext(connection) as later:
+        for name in EVERY_ROLE_PERMISSION:
+            user.has_perm(name)
+    assert len(first) == 2  # the user's own permissions and their groups'
+    assert len(later) == 0
+
+
+@pytest.mark.django_db
+def test_a_page_asks_the_database_for_permissions_once(client):
+    """The campaigns page checks several permissions (view, nav, admin actions) per request."""
+    client.force_login(member(roles.RESEARCHER))
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/campaigns/").status_code == 200
+    permission_queries = [q for q in queries if "auth_permission" in q["sql"]]
+    assert len(permission_queries) == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("role", "page", "shown", "hidden"),
+    [
+        (roles.ANNOTATOR, "/judge/", {"/judge/"}, {"/campaigns/", "/label-sets/", "/jobs/"}),
+        (
+            roles.RESEARCHER,
+            "/campaigns/",
+            {"/campaigns/", "/label-sets/", "/jobs/"},
+            {'href="/judge/"'},
+        ),
+    ],
+)
+def test_the_nav_links_what_the_role_may_open(client, role, page, shown, hidden):
+    client.force_login(member(role))
+    nav = client.get(page).content.decode().split("</nav>")[0]
+    assert all(f'href="{url}"' in nav for url in shown)
+    assert not any(url in nav for url in hidden)
+
+
+@pytest.mark.django_db
+def test_only_campaign_managers_see_the_campaign_actions(client):
+    campaign = make_campaign()
+    adjudicate = f'href="/campaigns/{campaign.pk}/adjudicate/"'
+    client.force_login(member(roles.RESEARCHER))
+    assert adjudicate not in client.get("/campaigns/").content.decode()
+    client.force_login(member(roles.ADMIN))
+    assert adjudicate in client.get("/campaigns/").content.decode()
