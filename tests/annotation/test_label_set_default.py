@@ -3,7 +3,7 @@
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.resolution import resolve_campaign
 from retrieval.models import LabelSet
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 
 def test_resolving_a_second_campaign_does_not_move_the_default(db):

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.models import Pair
 from annotation.services import pair_state
-from tests.annotation.test_assignment import make_campaign
+from tests.factories import make_campaign
 
 
 @pytest.mark.parametrize(

@@ -18,13 +18,13 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation import roles
 from annotation.forms import CampaignSettingsForm
 from annotation.jobs import PoolForm
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair
 from annotation.services import assignment
 from annotation.services.exports import EXPORT_FORMATS
-from tests.annotation.test_assignment import make_campaign
+from config import roles
+from tests.factories import make_campaign
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from annotation.roles import RESEARCHER, ensure_groups
+from config.roles import RESEARCHER, ensure_groups
 from retrieval.judged import Judged
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.labelsets import LabelSetError, make_default, store_label_set
