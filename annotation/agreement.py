@@ -21,6 +21,7 @@ import numpy as np
 
 from retrieval.ids import PairKeys
 from retrieval.intervals import Interval, percentile_interval
+from retrieval.label_status import majority
 
 
 class AgreementError(ValueError):
@@ -294,10 +295,7 @@ def report(
     totals = counts.sum(axis=1)
     labelled = int((totals > 0).sum())
     if resolved is None:
-        majority = np.where(
-            counts[:, 1] * 2 > totals, 1, np.where(counts[:, 0] * 2 > totals, 0, -1)
-        )
-        resolved = np.where(totals > 0, majority, -1)
+        resolved = majority(counts[:, 1], totals)
     resolved = np.asarray(resolved, dtype=np.int64)
     result: dict = {
         "pairs": labelled,

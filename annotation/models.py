@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
+from retrieval.label_status import LabelStatus
 from retrieval.models import Caption, Dataset, Run, Video
 
 FIRE_GUIDELINES = """\
@@ -119,10 +120,12 @@ class Pair(models.Model):
     """
 
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        RELEVANT = "relevant", "relevant"
-        IRRELEVANT = "irrelevant", "irrelevant"
-        DISAGREEMENT = "disagreement", "disagreement"
+        """The names of :class:`retrieval.label_status.LabelStatus`, the one vocabulary."""
+
+        PENDING = LabelStatus.PENDING.label, LabelStatus.PENDING.label
+        RELEVANT = LabelStatus.RELEVANT.label, LabelStatus.RELEVANT.label
+        IRRELEVANT = LabelStatus.IRRELEVANT.label, LabelStatus.IRRELEVANT.label
+        DISAGREEMENT = LabelStatus.DISAGREEMENT.label, LabelStatus.DISAGREEMENT.label
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="pairs")
     # The (campaign, caption, video) constraint indexes captions; videos need none.

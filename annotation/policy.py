@@ -7,32 +7,20 @@ is not a label and is never counted here. Per pair the vectorised functions see 
 is a disagreement for an admin to adjudicate (FIRE Table 2's "Disagreement" row).
 """
 
-import enum
 import math
 from collections.abc import Iterable
 
 import numpy as np
+
+from retrieval.label_status import LabelStatus, has_majority, majority
 
 DEFAULT_SECOND_LABEL_RATE = 0.1
 DEFAULT_CAP = 3
 NOT_ADJUDICATED = -1
 
 
-class Status(enum.IntEnum):
-    """Where a pair stands (FIRE Table 2): resolved to a label, in disagreement, or pending."""
-
-    IRRELEVANT = 0
-    RELEVANT = 1
-    DISAGREEMENT = 2
-    PENDING = 3
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-
-#: Status names indexed by status code: ``STATUS_LABELS[codes]`` turns codes into strings.
-STATUS_LABELS = np.array([status.label for status in Status])
+Status = LabelStatus
+"""Where a pair stands (FIRE Table 2): the one vocabulary of :mod:`retrieval.label_status`."""
 
 
 def second_label_count(n_pairs: int, rate: float) -> int:
@@ -78,7 +66,7 @@ def labels_needed(
     if cap < 1:
         raise ValueError("cap must be at least 1")
     target = np.where(double, 2, 1)
-    tied = (total >= 2) & ~_has_majority(relevant, total) & (total < cap)
+    tied = (total >= 2) & ~has_majority(relevant, total) & (total < cap)
     return np.where(total < target, target - total, tied.astype(np.int64))
 
 
@@ -96,11 +84,7 @@ def resolve(
     """
     relevant = np.asarray(relevant, dtype=np.int64)
     total = np.asarray(total, dtype=np.int64)
-    status = np.where(
-        _has_majority(relevant, total),
-        np.where(2 * relevant > total, Status.RELEVANT, Status.IRRELEVANT),
-        Status.DISAGREEMENT,
-    )
+    status = majority(relevant, total)
     status = np.where(labels_needed(relevant, total, double, cap) > 0, Status.PENDING, status)
     if adjudicated is not None:
         adjudicated = np.asarray(adjudicated, dtype=np.int64)
@@ -112,9 +96,10 @@ def resolve(
 
 def summary(status: np.ndarray) -> dict[str, int | float]:
     """Pair counts per status and the share of complete pairs resolved to a label (FIRE Table 2)."""
-    counts = np.bincount(np.asarray(status, dtype=np.int64), minlength=len(Status))
-    result: dict[str, int | float] = {"pairs": int(counts.sum())}
-    result.update({s.label: int(counts[s]) for s in Status})
+    status = np.asarray(status, dtype=np.int64)
+    result: dict[str, int | float] = {"pairs": len(status)}
+    for s in (Status.IRRELEVANT, Status.RELEVANT, Status.DISAGREEMENT, Status.PENDING):
+        result[s.label] = int((status == s).sum())
     complete = result["pairs"] - result["pending"]
     resolved = result["relevant"] + result["irrelevant"]
     result["resolved_share"] = resolved / complete if complete else 0.0
@@ -131,25 +116,6 @@ def needed_for(labels: Iterable[bool | None], double: bool = False, cap: int = D
     """How many more labels one pair needs: :func:`labels_needed` for a single pair."""
     relevant, total = tally(labels)
     return int(labels_needed(np.array([relevant]), np.array([total]), np.array([double]), cap)[0])
-
-
-def resolve_labels(
-    labels: Iterable[bool | None],
-    double: bool = False,
-    cap: int = DEFAULT_CAP,
-    adjudicated: int = NOT_ADJUDICATED,
-) -> str:
-    """Status name of one pair: :func:`resolve` for a single pair."""
-    relevant, total = tally(labels)
-    code = resolve(
-        np.array([relevant]), np.array([total]), np.array([double]), cap, np.array([adjudicated])
-    )[0]
-    return Status(int(code)).label
-
-
-def _has_majority(relevant: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """Whether one side holds more than half of the labels (never for zero labels)."""
-    return (2 * relevant > total) | (2 * (total - relevant) > total)
 
 
 def _check_counts(relevant: np.ndarray, total: np.ndarray) -> None:

@@ -78,14 +78,14 @@ def settle_pairs(campaign) -> None:
     """Write each pair's label counts and status, as judging through the API would have."""
     from django.db import connection, transaction
 
-    from annotation import policy
     from annotation.models import Pair
     from annotation.services.reporting import load_campaign_labels
+    from retrieval import label_status
 
     data = load_campaign_labels(campaign)
     total = np.bincount(data.pair_index, minlength=data.n_pairs)
     relevant = np.bincount(data.pair_index, weights=data.labels, minlength=data.n_pairs)
-    names = policy.STATUS_LABELS[data.status]
+    names = label_status.names(data.status)
     rows = [
         (int(t), int(r), str(name), data.first_pair_id + i)
         for i, (t, r, name) in enumerate(zip(total, relevant, names, strict=True))

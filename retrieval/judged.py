@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-RELEVANT = 1
-IRRELEVANT = 0
-DISAGREEMENT = -1
-LABEL_NAMES = {RELEVANT: "relevant", IRRELEVANT: "irrelevant", DISAGREEMENT: "disagreement"}
+from retrieval.label_status import DISAGREEMENT, FINAL, IRRELEVANT, RELEVANT
+
+LABEL_NAMES = {int(status): status.label for status in FINAL}
+"""Names of the codes a label set holds (see :mod:`retrieval.label_status`)."""
 LABEL_CODES = {name: code for code, name in LABEL_NAMES.items()}
 
 

@@ -28,8 +28,8 @@ from django.utils import timezone
 
 from annotation.models import Campaign, Judgement, Pair
 from annotation.services.campaigns import load_provenance
-from annotation.services.resolution import STATUS_CODES
 from retrieval.formats import fire_json, labels, trec
+from retrieval.label_status import CODES
 from retrieval.models import Caption, Video
 
 EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json")
@@ -264,7 +264,7 @@ def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
         yield labels.LabelRecord(
             caption_key=row.caption_key,
             video_key=row.video_key,
-            label=STATUS_CODES[row.status],
+            label=CODES[row.status],
             votes=len(row.annotator_labels),
             adjudicated=row.adjudicated,
             caption=row.caption,
@@ -345,7 +345,7 @@ def _fire_entries(campaign: Campaign, statuses: tuple[str, ...]) -> Iterator[fir
         yield fire_json.FireEntry(
             query=row.caption,
             video_id=row.video_key,
-            label=None if row.status == Pair.Status.DISAGREEMENT else STATUS_CODES[row.status],
+            label=None if row.status == Pair.Status.DISAGREEMENT else CODES[row.status],
             annotator_ids=tuple(row.annotators),
             annotator_labels=tuple(row.annotator_labels),
             response_ids=tuple(row.response_ids),

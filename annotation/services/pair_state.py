@@ -24,10 +24,10 @@ from django.utils import timezone
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
 from annotation.models import Campaign, Lease, Pair
+from retrieval.label_status import CODES
 
 BATCH = 5_000
 """Pairs per ``bulk_update`` query."""
-ADJUDICATED_CODES = {"relevant": policy.Status.RELEVANT, "irrelevant": policy.Status.IRRELEVANT}
 
 
 def open_slots(needed: int, leased: int, held: bool) -> int:
@@ -102,7 +102,9 @@ def _apply_policy(pair: Pair, campaign: Campaign) -> None:
     """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts."""
     relevant = np.array([pair.relevant_count])
     total = np.array([pair.label_count])
-    adjudicated = np.array([ADJUDICATED_CODES.get(pair.adjudicated, policy.NOT_ADJUDICATED)])
+    adjudicated = np.array(
+        [CODES[pair.adjudicated] if pair.adjudicated else policy.NOT_ADJUDICATED]
+    )
     pair.needed = int(policy.labels_needed(relevant, total, pair.double, campaign.max_labels)[0])
     code = int(policy.resolve(relevant, total, pair.double, campaign.max_labels, adjudicated)[0])
     pair.status = policy.Status(code).label

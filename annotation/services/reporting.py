@@ -24,6 +24,7 @@ from annotation.models import Campaign, Judgement, Pair
 from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
 from annotation.services.campaigns import campaign_split
 from annotation.services.resolution import campaign_judged
+from retrieval import label_status
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.proxies import PROXIES, PROXY_LABELS
@@ -42,7 +43,7 @@ class CampaignLabels:
     ``pair_index`` is dense (pair id minus ``first_pair_id``) over ``n_pairs`` slots;
     ``in_campaign`` marks the slots that are the campaign's pairs (all of them unless its
     pair ids have gaps). ``resolved`` is 1/0 for a pair resolved to relevant/irrelevant and
-    -1 otherwise; ``status`` holds :class:`annotation.policy.Status` codes.
+    -1 (DISAGREEMENT) otherwise; ``status`` holds :class:`retrieval.label_status.LabelStatus` codes.
     """
 
     pair_index: np.ndarray
@@ -366,13 +367,12 @@ def _annotators(annotator_ids: np.ndarray, User) -> tuple[list[str], np.ndarray]
 
 
 def resolved_labels(status: np.ndarray, in_campaign: np.ndarray | None = None) -> np.ndarray:
-    """1 for pairs resolved relevant, 0 for irrelevant, -1 for pending or disagreement."""
-    status = np.asarray(status)
-    resolved = np.where(
-        status == policy.Status.RELEVANT, 1, np.where(status == policy.Status.IRRELEVANT, 0, -1)
-    ).astype(np.int64)
+    """Each pair's final label (1, 0), or DISAGREEMENT (-1) for pending and disagreeing pairs
+    and pairs outside the campaign: what agreement with "the resolved label" compares to."""
+    status = np.asarray(status, dtype=np.int64)
+    resolved = np.where(status >= 0, status, label_status.DISAGREEMENT)
     if in_campaign is not None:
-        resolved[~in_campaign] = -1
+        resolved[~in_campaign] = label_status.DISAGREEMENT
     return resolved
 
 

@@ -9,16 +9,10 @@ Pending pairs (still waiting for labels) are left out.
 import numpy as np
 
 from annotation.models import Campaign, Pair
-from retrieval import judged
 from retrieval.judged import Judged
+from retrieval.label_status import CODES
 from retrieval.models import LabelSet
 from retrieval.services.labelsets import LabelSetError, store_label_set
-
-STATUS_CODES = {
-    Pair.Status.RELEVANT: judged.RELEVANT,
-    Pair.Status.IRRELEVANT: judged.IRRELEVANT,
-    Pair.Status.DISAGREEMENT: judged.DISAGREEMENT,
-}
 
 
 def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
@@ -33,7 +27,7 @@ def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
     return Judged.build(
         np.fromiter((row[0] for row in rows), np.int64, len(rows)),
         np.fromiter((row[1] for row in rows), np.int64, len(rows)),
-        np.fromiter((STATUS_CODES[row[2]] for row in rows), np.int64, len(rows)),
+        np.fromiter((CODES[row[2]] for row in rows), np.int64, len(rows)),
         np.fromiter((row[3] for row in rows), np.int64, len(rows)),
         np.fromiter((bool(row[4]) for row in rows), bool, len(rows)),
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from django.db import transaction
 
-from retrieval import judged
+from retrieval import judged, label_status
 from retrieval.formats import fire_json, labels, trec
 from retrieval.formats.records import FormatError, check_chars
 from retrieval.judged import Judged
@@ -339,11 +339,7 @@ def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tup
     keys = np.array(list(total), dtype=np.int64).reshape(-1, 2)
     rel = np.array([relevant[pair] for pair in total], dtype=np.int64)
     tot = np.array(list(total.values()), dtype=np.int64)
-    resolved = np.where(
-        2 * rel > tot,
-        judged.RELEVANT,
-        np.where(2 * (tot - rel) > tot, judged.IRRELEVANT, judged.DISAGREEMENT),
-    )
+    resolved = label_status.majority(rel, tot)
     votes = np.minimum(tot, MAX_VOTES)
     return _build(resolver.path, keys[:, 0], keys[:, 1], resolved, votes), read
 

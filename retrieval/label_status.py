@@ -1,0 +1,70 @@
+"""Pure: the one vocabulary of where a judged caption-video pair stands, and the majority rule.
+
+Codes are integers so whole campaigns resolve as arrays, and names are what pages, the
+database (``Pair.status``) and files show. A label is relevant (1) or irrelevant (0); a pair
+whose labels have no strict majority once the labelling policy stops asking is a
+disagreement (-1, FIRE Table 2: kept apart, never a positive); a pair still waiting for
+labels is pending (-2). Label sets store the first three; negative codes are never
+relevant. Rodriguez et al. 2022 (FIRE), §3.1-3.2.
+"""
+
+import enum
+
+import numpy as np
+
+
+class LabelStatus(enum.IntEnum):
+    """Where a pair stands: a final label, a disagreement, or still pending."""
+
+    PENDING = -2
+    DISAGREEMENT = -1
+    IRRELEVANT = 0
+    RELEVANT = 1
+
+    @property
+    def label(self) -> str:
+        """The name shown in pages, files and ``Pair.status``: ``"relevant"``, ..."""
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, name: str) -> "LabelStatus":
+        """The status called ``name``; ValueError names the known ones."""
+        try:
+            return cls[name.strip().upper()]
+        except KeyError:
+            known = ", ".join(status.label for status in cls)
+            raise ValueError(f"unknown label {name.strip()!r}; expected one of {known}") from None
+
+
+RELEVANT, IRRELEVANT = LabelStatus.RELEVANT, LabelStatus.IRRELEVANT
+DISAGREEMENT, PENDING = LabelStatus.DISAGREEMENT, LabelStatus.PENDING
+FINAL = (RELEVANT, IRRELEVANT, DISAGREEMENT)
+"""The statuses a label set may hold."""
+CODES = {status.label: int(status) for status in LabelStatus}
+"""Code of each status name, for turning stored names into arrays in bulk."""
+_OFFSET = -min(LabelStatus)
+_NAMES = np.array([LabelStatus(code - _OFFSET).label for code in range(len(LabelStatus))])
+
+
+def names(codes: np.ndarray) -> np.ndarray:
+    """Status names of an array of codes (``"relevant"``, ``"pending"``, ...)."""
+    return _NAMES[np.asarray(codes, dtype=np.int64) + _OFFSET]
+
+
+def has_majority(relevant: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Whether one side holds more than half of a pair's labels (never for zero labels)."""
+    relevant = np.asarray(relevant, dtype=np.int64)
+    total = np.asarray(total, dtype=np.int64)
+    return (2 * relevant > total) | (2 * (total - relevant) > total)
+
+
+def majority(relevant: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Status codes (int8) by strict majority: RELEVANT, IRRELEVANT, or DISAGREEMENT for a
+    tie (and for a pair with no labels), FIRE §3.1."""
+    relevant = np.asarray(relevant, dtype=np.int64)
+    total = np.asarray(total, dtype=np.int64)
+    return np.where(
+        has_majority(relevant, total),
+        np.where(2 * relevant > total, RELEVANT, IRRELEVANT),
+        DISAGREEMENT,
+    ).astype(np.int8)
