@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, Prefetch, Q
+from django.db.models import Count, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from annotation import report_figures
 from annotation.forms import AdjudicationForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
-from annotation.services import assignment, exports
+from annotation.services import assignment, exports, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
@@ -138,11 +138,7 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 200):
     waiting = (
         Pair.objects.filter(campaign=campaign)
-        .filter(
-            Q(status=Pair.Status.DISAGREEMENT, adjudicated="")
-            | Q(held=True)
-            | Q(status=Pair.Status.PENDING, label_count__gte=2, label_count=F("relevant_count") * 2)
-        )
+        .filter(pair_state.waiting_for_admin())
         .select_related("caption", "video")
         .prefetch_related(
             Prefetch(

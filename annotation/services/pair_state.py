@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Case, Count, F, OuterRef, Subquery, Value, When
+from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -47,6 +47,16 @@ def initial(double: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(needed, open_slots) of freshly pooled pairs: one label, two for the double sample."""
     needed = np.where(np.asarray(double, dtype=bool), 2, 1)
     return needed, needed.copy()
+
+
+def waiting_for_admin() -> Q:
+    """Pairs an admin should see: disagreements not adjudicated, escalated (held) pairs, and
+    ties still waiting for a further label (as many relevant labels as irrelevant ones)."""
+    return (
+        Q(status=Pair.Status.DISAGREEMENT, adjudicated="")
+        | Q(held=True)
+        | Q(status=Pair.Status.PENDING, label_count__gte=2, label_count=F("relevant_count") * 2)
+    )
 
 
 def lock_pairs(pair_ids: Iterable[int]) -> None:
