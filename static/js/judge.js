@@ -279,7 +279,7 @@
       showStatus(detail, "info", false); // paused or closed: nothing to resynchronise
       return;
     }
-    if (data.code === "lease_expired") {
+    if (data.code === "lease_expired" || data.code === "not_leased") {
       showStatus(MESSAGES.leaseExpired, "info", false);
       const next = nextAttempt("lease_expired", attempt.pressAt);
       next.keepStatus = true;

@@ -2,11 +2,14 @@
 escalation, a network failure, and a finished campaign, checked against the database."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from annotation.models import Escalation, Judgement, Lease, Pair
+from annotation.services import assignment
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium
@@ -243,8 +246,12 @@ def test_expired_lease_moves_on(live_server, browser):
     user = make_annotator()
     page = open_judge_page(browser, live_server.url, campaign)
     pair = wait_for_pair(page)
-    # The lease ran out and someone else took the pair's only slot.
-    Lease.objects.filter(annotator=user, pair_id=pair).delete()
+    # The lease ran out (released by the next request for work) and someone else took the
+    # pair's only slot.
+    Lease.objects.filter(annotator=user, pair_id=pair).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assignment.release_expired(campaign, timezone.now())
     Pair.objects.filter(pk=pair).update(leased=1, open_slots=0)
     page.keyboard.press("n")
     new_pair = wait_for_pair(page, str(pair))
