@@ -24,7 +24,7 @@ class UserErrorMiddleware:
     def process_exception(self, request, exception: Exception):
         if not isinstance(exception, UserError):
             return None
-        context = {"message": str(exception), "status": exception.status}
+        context = {"message": str(exception)}
         return render(request, "error.html", context, status=exception.status)
 
 

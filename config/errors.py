@@ -1,12 +1,12 @@
-"""The one base class for errors a user can fix, and how each boundary shows them.
+"""The one base class for errors a user can fix; each boundary turns it into a message.
 
 Services raise a subclass of :class:`UserError` when the input, not the code, is wrong;
-a command, a page, the API and a job each turn it into a message in one place
-(:class:`config.commands.Command`, :mod:`config.error_handling` for pages and the API,
-and :mod:`jobs.runner`). Anything else, a numpy ``ValueError`` included, is a bug and is
-reported as an internal error. It lives in ``config``, the project layer every app already
-imports (``config.roles``), because ``retrieval``, ``annotation`` and ``jobs`` all raise or
-catch it and none of them may import the others upwards.
+commands (:class:`config.commands.BaseCommand`), pages and the API
+(:mod:`config.error_handling`) and jobs (:mod:`jobs.runner`) each show its message in one
+place. Anything else, a numpy ``ValueError`` included, is a bug and is reported as an
+internal error. It lives in ``config``, the project layer every app already imports (as
+``config.roles``): ``retrieval``, ``annotation`` and ``jobs`` all raise or catch it and none
+may import an app above it. The module imports nothing, so pure modules may use it too.
 """
 
 
