@@ -19,12 +19,13 @@ from collections.abc import Sequence
 import krippendorff
 import numpy as np
 
+from config.errors import UserError
 from retrieval.ids import PairKeys
 from retrieval.intervals import Interval, percentile_interval
 from retrieval.label_status import majority
 
 
-class AgreementError(ValueError):
+class AgreementError(UserError):
     """The labels cannot support the figure asked for (say why, never crash)."""
 
 

@@ -18,7 +18,7 @@ from annotation.services.campaigns import CampaignError, check_spec, create_camp
 from annotation.services.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
-from retrieval.jobs import USER_ERRORS, DatasetForm, found_or_invalid, split_names
+from retrieval.jobs import DatasetForm, found_or_invalid, split_names
 from retrieval.management.lookup import get_dataset, get_run
 
 
@@ -116,7 +116,6 @@ register(
         run_pool,
         PoolForm,
         permission=ADMIN,
-        user_errors=USER_ERRORS,
         describe=lambda a: f"campaign {a['name']} on {a['dataset']} from {a['runs']}",
     )
 )
@@ -127,7 +126,6 @@ register(
         run_export,
         ExportForm,
         permission=ADMIN,
-        user_errors=USER_ERRORS,
         describe=lambda a: f"{a['format']} export of {a['campaign']}",
     )
 )

@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.error_handling.UserErrorMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -191,6 +192,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.error_handling.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "firepool API",

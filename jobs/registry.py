@@ -23,8 +23,8 @@ class JobKind:
     """A kind of job: ``run(reporter, **arguments)`` does the work and returns a summary.
 
     ``form`` validates arguments from a page or the command line into JSON values;
-    exceptions of ``user_errors`` are the user's to fix and their message is shown as the
-    job's error; anything else is reported as an internal error (traceback for admins).
+    a user error (:func:`jobs.runner.user_message`) is shown as the job's error, anything
+    else as an internal error (traceback for admins).
     """
 
     name: str
@@ -33,7 +33,6 @@ class JobKind:
     form: type[forms.Form]
     queue: str = "default"
     permission: str = RESEARCH
-    user_errors: tuple[type[BaseException], ...] = (ValueError,)
     describe: Callable[[dict], str] = field(default=lambda arguments: "")
 
     def __post_init__(self) -> None:

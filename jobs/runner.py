@@ -9,10 +9,13 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 import numpy as np
+from django.core.exceptions import ValidationError
+from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from config.errors import UserError
 from jobs.models import Job
 from jobs.progress import Reporter, beater, stale_seconds
 from jobs.registry import JobKind, get_kind
@@ -21,7 +24,7 @@ logger = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
-class JobError(ValueError):
+class JobError(UserError):
     """A job cannot be submitted or retried; the message says why."""
 
 
@@ -142,8 +145,7 @@ def _run(job: Job) -> dict | None:
         _fail(job, "The worker was stopped while running this job.", exc)
         raise
     except Exception as exc:  # every failure is recorded on the job, never re-raised
-        known = isinstance(exc, kind.user_errors) and str(exc)
-        _fail(job, str(exc) if known else _internal_error(exc), exc)
+        _fail(job, user_message(exc) or _internal_error(exc), exc)
         return None
     result = json_ready(result if isinstance(result, dict) else {"value": result})
     output = str(result.pop("output", "") or "")
@@ -175,6 +177,19 @@ def json_ready(value):
     if isinstance(value, list | tuple):
         return [json_ready(item) for item in value]
     return value
+
+
+def user_message(exc: BaseException) -> str:
+    """The message of an error the user can fix, or "" for anything else (a bug).
+
+    User errors are a :class:`UserError` from a service, a ``CommandError`` from the
+    lookups that name an unknown dataset or model, and a form's ``ValidationError``.
+    """
+    if isinstance(exc, UserError | CommandError):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        return "; ".join(exc.messages)
+    return ""
 
 
 def _internal_error(exc: BaseException) -> str:

@@ -14,7 +14,6 @@ from jobs.registry import RESEARCH, JobKind, register
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
 
-USER_ERRORS = (ValueError, CommandError)
 DEVICES = [("auto", "auto (GPU when present)"), ("cpu", "cpu"), ("cuda", "cuda")]
 
 
@@ -232,7 +231,6 @@ for _kind in (
         run_embed,
         EmbedForm,
         queue="gpu",
-        user_errors=USER_ERRORS,
         describe=_model_description("embed with"),
     ),
     JobKind(
@@ -241,7 +239,6 @@ for _kind in (
         run_train,
         TrainForm,
         queue="gpu",
-        user_errors=USER_ERRORS,
         describe=lambda a: f"train {a['model']} on {a['dataset']}",
     ),
     JobKind(
@@ -249,7 +246,6 @@ for _kind in (
         "Search every query caption (a run)",
         run_predict,
         PredictForm,
-        user_errors=USER_ERRORS,
         describe=_model_description("predict with"),
     ),
     JobKind(
@@ -257,7 +253,6 @@ for _kind in (
         "Semantic-proxy relevance matrices",
         run_proxies,
         ProxiesForm,
-        user_errors=USER_ERRORS,
         describe=lambda a: f"{a['proxy']} proxy matrices of {a['dataset']}",
     ),
     JobKind(
@@ -266,7 +261,6 @@ for _kind in (
         run_rescore,
         RescoreForm,
         permission=RESEARCH,
-        user_errors=USER_ERRORS,
         describe=lambda a: (
             f"re-score {a['dataset']}" + (f" with {a['labels']}" if a.get("labels") else "")
         ),

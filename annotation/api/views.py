@@ -2,7 +2,7 @@
 
 from django.db.models import Count, Q
 from drf_spectacular.utils import extend_schema
-from rest_framework import status, viewsets
+from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
@@ -21,25 +21,6 @@ from annotation.api.serializers import (
 from annotation.models import Campaign
 from annotation.services import assignment
 from config import roles
-
-ERROR_STATUS = {
-    "not_found": status.HTTP_404_NOT_FOUND,
-    "invalid": status.HTTP_400_BAD_REQUEST,
-    "conflict": status.HTTP_409_CONFLICT,
-    "lease_expired": status.HTTP_409_CONFLICT,
-    "undo_window": status.HTTP_409_CONFLICT,
-    "inactive": status.HTTP_409_CONFLICT,
-    "not_leased": status.HTTP_409_CONFLICT,
-    "undone": status.HTTP_409_CONFLICT,
-    "too_many_escalations": status.HTTP_409_CONFLICT,
-}
-
-
-def error_response(exc: assignment.AssignmentError) -> Response:
-    return Response(
-        {"code": exc.code, "detail": exc.message},
-        status=ERROR_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST),
-    )
 
 
 def pair_input(serializer_class, request, campaign: Campaign) -> dict | Response:
@@ -115,12 +96,9 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         values = pair_input(SubmitSerializer, request, campaign)
         if isinstance(values, Response):
             return values
-        try:
-            result = assignment.submit(
-                request.user, values["pair"], values["label"], values["uuid"], values.get("seconds")
-            )
-        except assignment.AssignmentError as exc:
-            return error_response(exc)
+        result = assignment.submit(
+            request.user, values["pair"], values["label"], values["uuid"], values.get("seconds")
+        )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(judgement=result.judgement.uuid, created=result.created)
         return Response(SubmitResponseSerializer(payload).data)
@@ -130,10 +108,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     def undo(self, request, pk=None, format=None):
         """Take back your latest judgement in this campaign (within two minutes)."""
         campaign = self.judging_campaign(pk)
-        try:
-            got = assignment.undo(request.user, campaign)
-        except assignment.AssignmentError as exc:
-            return error_response(exc)
+        got = assignment.undo(request.user, campaign)
         return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
 
     @extend_schema(
@@ -146,12 +121,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         values = pair_input(EscalateSerializer, request, campaign)
         if isinstance(values, Response):
             return values
-        try:
-            got = assignment.escalate(
-                request.user, values["pair"], values["reason"], values["uuid"]
-            )
-        except assignment.AssignmentError as exc:
-            return error_response(exc)
+        got = assignment.escalate(request.user, values["pair"], values["reason"], values["uuid"])
         return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
 
     @extend_schema(responses={200: ProgressSerializer})

@@ -42,6 +42,7 @@ from annotation.models import (
     Pair,
 )
 from annotation.services import pair_state
+from config.errors import UserError
 from retrieval.models import Caption, Video
 
 HOLD = 2
@@ -54,12 +55,18 @@ MAX_OPEN_ESCALATIONS = 5
 """Escalations an annotator may have waiting for an admin in one campaign."""
 
 
-class AssignmentError(Exception):
-    """A request the queue cannot honour; ``code`` tells clients what happened."""
+class AssignmentError(UserError):
+    """A request the queue cannot honour; ``code`` tells clients what happened.
+
+    The status fits the code: 404 for a pair or campaign not found, 400 for invalid
+    input, 409 for every conflict with the queue's state (an expired lease, an undo
+    window passed, too many escalations, ...).
+    """
+
+    STATUS = {"not_found": 404, "invalid": 400}
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code, status=self.STATUS.get(code, 409))
         self.message = message
 
 

@@ -17,6 +17,7 @@ from annotation import policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
 from annotation.services import pair_state
+from config.errors import UserError
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
 from retrieval.services.runs import load_run
@@ -25,7 +26,7 @@ MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
 """Bound parameters per INSERT: under SQLite's 32,766 and PostgreSQL's 65,535 limits."""
 
 
-class CampaignError(ValueError):
+class CampaignError(UserError):
     """The campaign cannot be created as asked; nothing was written."""
 
 

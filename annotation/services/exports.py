@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from annotation.models import Campaign, Judgement, Pair
 from annotation.services.campaigns import load_provenance
+from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES
 from retrieval.models import Caption, Video
@@ -53,6 +55,12 @@ BATCH = 20_000
 CHUNK_BYTES = 1 << 16
 """Text joined before it is handed on (one HTTP chunk or file write)."""
 
+
+class ExportError(UserError):
+    """A campaign cannot be exported as asked (an unknown format, a value that would not
+    read back); nothing was written under the requested name."""
+
+
 FINAL = (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT, Pair.Status.DISAGREEMENT)
 
 
@@ -69,7 +77,9 @@ def filename(campaign: Campaign, fmt: str) -> str:
 def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
     """The export of ``campaign`` in ``fmt`` as text chunks of about 64 KiB."""
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(EXPORT_FORMATS)})")
+        raise ExportError(
+            f"unknown export format {fmt!r} (choose from {', '.join(EXPORT_FORMATS)})"
+        )
     # Campaigns that never used proxy auto-labels export exactly as before.
     auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
     if fmt == "csv":
@@ -102,15 +112,28 @@ def export_to_file(campaign: Campaign, fmt: str, path: Path | str) -> int:
     """
     path = Path(path)
     partial = path.with_name(f".{path.name}.partial")
-    written = 0
     try:
         with open(partial, "w", encoding="utf-8", newline="") as out:
-            for chunk in export_chunks(campaign, fmt):
-                out.write(chunk)
-                written += len(chunk)
+            written = write_export(campaign, fmt, out)
         partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)
+    return written
+
+
+def write_export(campaign: Campaign, fmt: str, out: TextIO) -> int:
+    """Write the export to the open text stream ``out``; returns the characters written.
+
+    A label value the format could not read back (the writers raise ValueError) stops the
+    export with an :class:`ExportError` that names the campaign.
+    """
+    written = 0
+    try:
+        for chunk in export_chunks(campaign, fmt):
+            out.write(chunk)
+            written += len(chunk)
+    except ValueError as exc:
+        raise ExportError(f"cannot export {campaign.name!r}: {exc}") from None
     return written
 
 

@@ -15,7 +15,12 @@ from django.contrib.auth import get_user_model
 from annotation.models import Campaign, Pair
 from annotation.services import assignment, pair_state
 from config import roles
+from config.errors import UserError
 from retrieval.services.demo import ground_truth_relevance
+
+
+class SimulationError(UserError):
+    """Simulation settings no annotator could follow (an error rate outside 0..1, no one)."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +74,9 @@ def simulate(
 ) -> SimulationResult:
     """Let ``annotators`` simulated people judge until the queue is empty or the cap is hit."""
     if not 0.0 <= error_rate <= 1.0:
-        raise ValueError("error rate must be between 0 and 1")
+        raise SimulationError("error rate must be between 0 and 1")
     if annotators < 1:
-        raise ValueError("at least one annotator is needed")
+        raise SimulationError("at least one annotator is needed")
     rng = np.random.default_rng(seed)
     truth = truth_for(campaign)
     users = simulated_annotators(annotators)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from config.errors import UserError
+
 KEY_MAX_LENGTH = 255
 SPLIT_MAX_LENGTH = 32
 URL_MAX_LENGTH = 1000
@@ -53,7 +55,7 @@ class CaptionRecord:
     line: int = 0
 
 
-class FormatError(Exception):
+class FormatError(UserError):
     """A problem in an input file, located by path, position and field.
 
     ``where`` renders the position; it is ``"line {}"`` for line-based files and e.g.
@@ -189,7 +191,7 @@ def decode_utf8(path: Path, data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(UserError):
     """A JSON object names the same key twice (json.loads would silently keep the last)."""
 
     def __init__(self, key: str) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from config.errors import UserError
 from retrieval.formats.records import FormatError, check_size
 
 from .captions import PARTS_OF_SPEECH, CaptionTerms
@@ -29,7 +30,7 @@ from .captions import PARTS_OF_SPEECH, CaptionTerms
 WORDNET_POS = {"verb": "v", "noun": "n"}
 
 
-class ClassFileError(ValueError):
+class ClassFileError(UserError):
     """A class file that cannot be read; the message names file, line and field."""
 
 

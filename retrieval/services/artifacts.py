@@ -6,7 +6,12 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from config.errors import UserError
 from retrieval.models import RetrievalModel
+
+
+class MissingEmbeddings(UserError):
+    """A model without stored embeddings was asked for them (run ``embed`` first)."""
 
 
 def model_dir(model: RetrievalModel) -> Path:
@@ -56,7 +61,7 @@ def save_embeddings(model: RetrievalModel, embeddings: StoredEmbeddings) -> None
 def load_embeddings(model: RetrievalModel) -> StoredEmbeddings:
     """The model's stored embeddings; a clear error when it has none."""
     if not model.embeddings:
-        raise ValueError(f"model {model.name!r} has no embeddings yet (run `embed` first)")
+        raise MissingEmbeddings(f"model {model.name!r} has no embeddings yet (run `embed` first)")
     with np.load(resolve(model.embeddings)) as data:
         return StoredEmbeddings(
             data["caption_ids"], data["captions"], data["video_ids"], data["videos"]

@@ -21,6 +21,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from config.errors import UserError
 from retrieval.demo.render import DURATION, FPS, N_FRAMES, SIZE, render_scene_file
 from retrieval.demo.scene import Assertion, Scene, relevance_matrix
 from retrieval.demo.world import TEST, World, build_world
@@ -36,7 +37,11 @@ Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while clips are rendered."""
 
 
-class DemoDatasetExists(Exception):
+class DemoError(UserError):
+    """A demo dataset cannot be built or read as asked; the message says why."""
+
+
+class DemoDatasetExists(DemoError):
     """A dataset with the requested name exists and replacing it was not asked for."""
 
 
@@ -76,7 +81,7 @@ def create_demo_dataset(
     failure the rendered clips are removed and the database is left unchanged.
     """
     if not _NAME.match(name):
-        raise ValueError(f"{name!r}: a demo dataset name is letters, digits, '_', '-', '.'")
+        raise DemoError(f"{name!r}: a demo dataset name is letters, digits, '_', '-', '.'")
     if Dataset.objects.filter(name=name).exists() and not replace:
         raise DemoDatasetExists(
             f'Dataset "{name}" already exists; use replace=True (--replace) to rebuild it.'
@@ -183,7 +188,7 @@ def ground_truth_relevance(
     those of ``split``), both in key order; entries follow the FIRE §3.1 rule.
     """
     if not dataset.has_ground_truth:
-        raise ValueError(f'Dataset "{dataset.name}" has no ground-truth relevance.')
+        raise DemoError(f'Dataset "{dataset.name}" has no ground-truth relevance.')
     videos = Video.objects.filter(dataset=dataset)
     if split is not None:
         videos = videos.filter(split=split)
@@ -196,7 +201,7 @@ def ground_truth_relevance(
         scenes = [Scene.from_dict(metadata["scene"]) for _, metadata in video_rows]
         assertions = [Assertion.from_dict(metadata["assertion"]) for _, metadata in caption_rows]
     except (KeyError, TypeError) as exc:
-        raise ValueError(f'Dataset "{dataset.name}" lacks stored scenes or assertions.') from exc
+        raise DemoError(f'Dataset "{dataset.name}" lacks stored scenes or assertions.') from exc
     matrix = relevance_matrix(assertions, scenes)
     return [key for key, _ in caption_rows], [key for key, _ in video_rows], matrix
 

@@ -16,6 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from config.errors import UserError
 from retrieval.encoders import features as video_features
 from retrieval.encoders.base import (
     Encoder,
@@ -52,7 +53,7 @@ DEFAULT_THRESHOLD = 0.4
 best near 0.4 (BoW near 0.2)."""
 
 
-class EncodingError(ValueError):
+class EncodingError(UserError):
     """A step cannot run as asked (untrained model, missing features); nothing changed."""
 
 
@@ -66,7 +67,7 @@ def register_encoder(
     config = dict(config or {})
     try:
         get_encoder(encoder, **config)  # fail now on bad settings, not after training
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # an unknown or out-of-range setting
         raise EncodingError(f"bad settings for {encoder}: {exc}") from None
     return RetrievalModel.objects.create(
         dataset=dataset,

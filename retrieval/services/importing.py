@@ -36,6 +36,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from config.errors import UserError
 from retrieval.formats import CAPTION_FORMATS, CaptionFormat
 from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError, check_chars
 from retrieval.models import Caption, Dataset, Video
@@ -54,7 +55,7 @@ ISO_BOX_TYPES = frozenset({b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide",
 VIDEO_ATTRIBUTES = ("video_path", "video_url", "start", "end", "duration", "media_key")
 
 
-class ImportOptionError(ValueError):
+class ImportOptionError(UserError):
     """An argument to the import is unusable (unknown format, bad template or directory)."""
 
 

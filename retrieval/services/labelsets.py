@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from django.db import transaction
 
+from config.errors import UserError
 from retrieval import judged, label_status
 from retrieval.formats import fire_json, labels, trec
 from retrieval.formats.records import FormatError, check_chars
@@ -34,7 +35,7 @@ TEXT_CHUNK = 500
 """Caption texts looked up per query: SQLite limits the parameters of one statement."""
 
 
-class LabelSetError(ValueError):
+class LabelSetError(UserError):
     """The label set cannot be made as asked; nothing was written."""
 
 

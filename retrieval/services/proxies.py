@@ -20,6 +20,7 @@ from django.conf import settings
 from scipy import stats
 from tqdm.auto import tqdm
 
+from config.errors import UserError
 from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
 from retrieval.proxies import PROXIES, synsets
@@ -39,7 +40,7 @@ CACHE_VERSION = 1
 """Bump when a proxy's definition changes, so older cached matrices are not reused."""
 
 
-class ProxyError(ValueError):
+class ProxyError(UserError):
     """The proxy cannot be computed or a model cannot be scored as asked."""
 
 

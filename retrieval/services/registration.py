@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from django.db import transaction
 
+from config.errors import UserError
 from retrieval.formats import embeddings as embeddings_format
 from retrieval.formats import trec
 from retrieval.formats.records import FormatError, check_chars
@@ -19,7 +20,7 @@ from retrieval.services.artifacts import StoredEmbeddings, save_embeddings
 from retrieval.services.runs import KeyIndex, store_run
 
 
-class RegistrationError(ValueError):
+class RegistrationError(UserError):
     """The model cannot be registered (name taken, unknown ids); nothing was written."""
 
 

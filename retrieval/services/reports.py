@@ -15,7 +15,7 @@ import numpy as np
 from retrieval import analysis
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.models import Dataset, LabelSet
-from retrieval.services.rescoring import DatasetRescoring, rescore_dataset
+from retrieval.services.rescoring import DatasetRescoring, RescoreError, rescore_dataset
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
 BUDGET_SIZES = (50, 100, 250, 500, 1000, 3000)
@@ -192,6 +192,9 @@ def build_report(
     original = result.blocks.get("original", {})
     true = result.blocks.get("true", {})
     runs = list(corrected)
+    if runs and metric not in corrected[runs[0]].per_query:
+        known = ", ".join(corrected[runs[0]].per_query)
+        raise RescoreError(f"unknown metric {metric!r}; choose from {known}")
     per_query = {run: corrected[run].per_query[metric] for run in runs}
 
     table1 = []

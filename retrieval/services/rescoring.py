@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from config.errors import UserError
 from retrieval import judged as judged_values
 from retrieval.metrics import align_rows
 from retrieval.models import Caption, Dataset, LabelSet, Run, Video
@@ -22,7 +23,7 @@ from retrieval.services.labelsets import load_judged
 from retrieval.services.runs import load_run
 
 
-class RescoreError(ValueError):
+class RescoreError(UserError):
     """The request cannot be scored (no runs, unknown names...)."""
 
 

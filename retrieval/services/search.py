@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from config.errors import UserError
 from retrieval import index as faiss_index
 from retrieval.models import Caption, RetrievalModel, Run, Video
 from retrieval.runs import RankedLists
@@ -18,7 +19,7 @@ from retrieval.services.artifacts import StoredEmbeddings, load_embeddings, mode
 from retrieval.services.runs import store_run
 
 
-class PredictError(ValueError):
+class PredictError(UserError):
     """The model cannot be searched as asked (no embeddings, no queries)."""
 
 
@@ -103,6 +104,17 @@ def exact_index(
     return index
 
 
+def check_index_settings(
+    n_videos: int, nlist: int | None, nprobe: int | None, ef_search: int | None
+) -> None:
+    """Refuse index settings the collection cannot honour, before any index is built."""
+    if nlist is not None and not 1 <= nlist <= n_videos:
+        raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
+    for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
+        if value is not None and value < 1:
+            raise PredictError(f"{name} must be at least 1, got {value}")
+
+
 def predict(
     model: RetrievalModel,
     *,
@@ -120,6 +132,7 @@ def predict(
         )
     embeddings = load_embeddings(model)
     collection = collection_for(model, embeddings, split)
+    check_index_settings(len(collection.video_pks), nlist, nprobe, ef_search)
     started = time.perf_counter()
     if index_kind == "exact":
         index = exact_index(model, collection, split)

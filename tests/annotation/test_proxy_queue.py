@@ -18,7 +18,7 @@ from annotation.services.exports import export_to_file
 from annotation.services.proxy_queue import auto_label, order_queue
 from retrieval.formats import fire_json
 from retrieval.services.demo import create_demo_dataset
-from retrieval.services.proxies import ProxyOptions, proxy_relevance
+from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
 from tests.factories import random_run_campaign
 
 
@@ -167,7 +167,7 @@ def test_invalid_settings_change_nothing(campaign):
     snapshot = list(Pair.objects.filter(campaign=campaign).values_list("pk", "position", "status"))
     with pytest.raises(ValueError):
         auto_label(campaign, "bow", 0.2, 0.5)
-    with pytest.raises(ValueError, match="unknown proxy"):
+    with pytest.raises(ProxyError, match="unknown proxy"):
         order_queue(campaign, "nope")
     with pytest.raises(CommandError, match="irrelevant_at < relevant_at"):
         call_command(

@@ -1,4 +1,5 @@
-"""Job kinds for the tests: count units slowly, or fail on request.
+"""Job kinds for the tests: count units slowly, or fail on request (the user's fault, a
+bug, or numpy refusing an array: a ValueError that is not the user's fault).
 
 Imported by the tests, and by the worker processes they start, which is how a real worker
 learns these kinds.
@@ -6,8 +7,10 @@ learns these kinds.
 
 import time
 
+import numpy as np
 from django import forms
 
+from config.errors import UserError
 from jobs.progress import Reporter
 from jobs.registry import JobKind, register
 
@@ -15,7 +18,9 @@ from jobs.registry import JobKind, register
 class CountForm(forms.Form):
     units = forms.IntegerField(min_value=0)
     seconds = forms.FloatField(min_value=0, required=False)
-    fail = forms.ChoiceField(choices=[("", "no"), ("user", "user"), ("bug", "bug")], required=False)
+    fail = forms.ChoiceField(
+        choices=[("", "no"), ("user", "user"), ("bug", "bug"), ("numpy", "numpy")], required=False
+    )
 
 
 def count(reporter: Reporter, units: int, seconds: float = 0.0, fail: str = "") -> dict:
@@ -25,9 +30,11 @@ def count(reporter: Reporter, units: int, seconds: float = 0.0, fail: str = "") 
         time.sleep(seconds / max(units, 1))
         reporter.advance()
     if fail == "user":
-        raise ValueError("the count file test.txt, line 3, field 'units': not a number")
+        raise UserError("the count file test.txt, line 3, field 'units': not a number")
     if fail == "bug":
         raise RuntimeError("secret internals")
+    if fail == "numpy":
+        np.arange(units + 2).reshape(units + 1, 3)  # ValueError: cannot reshape
     return {"counted": units}
 
 

@@ -76,6 +76,22 @@ def test_a_user_error_is_shown_as_is_and_a_bug_without_its_traceback():
 
 
 @pytest.mark.django_db
+def test_a_numpy_value_error_is_an_internal_error_not_the_users():
+    job = run_now("test-count", {"units": "1", "fail": "numpy"})
+    assert job.status == Job.Status.FAILED
+    assert job.error.startswith("Internal error (ValueError): cannot reshape")
+    assert "ValueError" in job.traceback
+
+
+@pytest.mark.django_db
+def test_a_service_user_error_fails_the_job_with_its_message():
+    campaign = make_campaign()  # its model "m" was registered from a run file
+    job = run_now("predict", {"dataset": campaign.dataset.name, "model": "m"})
+    assert job.status == Job.Status.FAILED
+    assert job.error == "model 'm' was registered from a run file; it has no embeddings"
+
+
+@pytest.mark.django_db
 def test_a_failed_job_is_retried_with_the_same_arguments():
     from django.test import TestCase
 

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.management.lookup import get_campaign
 from annotation.services.reporting import (
@@ -12,8 +12,8 @@ from annotation.services.reporting import (
     campaign_report,
     file_report,
 )
+from config.commands import BaseCommand
 from retrieval.formats.labels import read_raw_jsonl
-from retrieval.formats.records import FormatError
 
 DASH = "—"
 
@@ -53,10 +53,7 @@ class Command(BaseCommand):
             data = found.to_json()
         else:
             path = options["labels"]
-            try:
-                report = file_report(read_raw_jsonl(path), **bootstrap)
-            except FormatError as exc:
-                raise CommandError(str(exc)) from None
+            report = file_report(read_raw_jsonl(path), **bootstrap)
             title = f"Labels file {path}"
             status = pool_pairs = None
             data = {"file": str(path), **report.to_json()}

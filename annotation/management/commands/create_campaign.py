@@ -3,11 +3,12 @@
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import campaign_spec, policy
 from annotation.forms import CampaignSettingsForm
-from annotation.services.campaigns import CampaignError, create_campaign
+from annotation.services.campaigns import create_campaign
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_run
 
 
@@ -54,10 +55,7 @@ class Command(BaseCommand):
             )
         spec = settings.spec()
         began = time.perf_counter()
-        try:
-            campaign = create_campaign(dataset, runs, spec)
-        except CampaignError as exc:
-            raise CommandError(str(exc)) from None
+        campaign = create_campaign(dataset, runs, spec)
         pairs = campaign.pairs.count()
         doubles = campaign.pairs.filter(double=True).count()
         summary = {

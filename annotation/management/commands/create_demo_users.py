@@ -3,10 +3,10 @@
 import json
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from config import roles
+from config.commands import BaseCommand
 
 DEMO_USERS = (
     ("admin", "firepool-admin", roles.ADMIN),

@@ -1,11 +1,12 @@
 """Create the demo campaign from the demo world's runs and pre-fill it in part."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
+from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.resolution import resolve_campaign
 from annotation.services.simulation import simulate
+from config.commands import BaseCommand
 from retrieval.models import Dataset, Run
 
 DEMO_RUNS = ("random", "minilm", "mme", "jpose")
@@ -39,14 +40,11 @@ class Command(BaseCommand):
         runs.sort(key=lambda run: DEMO_RUNS.index(run.name))
         if not runs:
             raise CommandError(f"dataset {dataset.name!r} has no demo runs; run `manage.py demo`")
-        try:
-            campaign = create_campaign(
-                dataset,
-                runs,
-                CampaignSpec(name=options["name"], depth=options["depth"], seed=options["seed"]),
-            )
-        except CampaignError as exc:
-            raise CommandError(str(exc)) from None
+        campaign = create_campaign(
+            dataset,
+            runs,
+            CampaignSpec(name=options["name"], depth=options["depth"], seed=options["seed"]),
+        )
         labels = sum(campaign.pairs.values_list("needed", flat=True))
         result = simulate(
             campaign,

@@ -3,10 +3,11 @@
 import sys
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.management.lookup import get_campaign
-from annotation.services.exports import EXPORT_FORMATS, export_chunks, export_to_file
+from annotation.services.exports import EXPORT_FORMATS, export_to_file, write_export
+from config.commands import BaseCommand
 
 
 class Command(BaseCommand):
@@ -27,15 +28,12 @@ class Command(BaseCommand):
         output = options["output"]
         try:
             if output == "-":
-                for chunk in export_chunks(campaign, options["format"]):
-                    sys.stdout.write(chunk)
+                write_export(campaign, options["format"], sys.stdout)
                 sys.stdout.flush()
                 return
             written = export_to_file(campaign, options["format"], output)
         except OSError as exc:
             raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-        except ValueError as exc:  # a value that would not read back; nothing was written
-            raise CommandError(f"cannot export {campaign.name!r}: {exc}") from None
         self.stderr.write(
             f"Wrote {options['format']} export of {campaign.name!r} to {output} "
             f"({written:,} characters) in {time.perf_counter() - began:.2f} s."

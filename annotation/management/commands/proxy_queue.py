@@ -2,12 +2,13 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
 from annotation import proxy_ordering
 from annotation.management.lookup import get_campaign
 from annotation.services import proxy_queue
+from config.commands import BaseCommand
 from retrieval.proxies import PROXIES
 
 
@@ -49,18 +50,15 @@ class Command(BaseCommand):
                 raise CommandError(f"bad thresholds: {exc}") from None
         campaign = get_campaign(options["campaign"])
         report: dict = {"campaign": campaign.name}
-        try:
-            # One transaction: on any error nothing changes. Auto-label first, so the pairs it
-            # decides leave the queue before it is ordered.
-            with transaction.atomic():
-                if auto:
-                    report["auto_label"] = proxy_queue.auto_label(
-                        campaign, options["proxy"], relevant_at, irrelevant_at
-                    )
-                if options["order"]:
-                    report["queue_order"] = proxy_queue.order_queue(campaign, options["proxy"])
-        except ValueError as exc:  # ProxyError is a ValueError
-            raise CommandError(str(exc)) from None
+        # One transaction: on any error nothing changes. Auto-label first, so the pairs it
+        # decides leave the queue before it is ordered.
+        with transaction.atomic():
+            if auto:
+                report["auto_label"] = proxy_queue.auto_label(
+                    campaign, options["proxy"], relevant_at, irrelevant_at
+                )
+            if options["order"]:
+                report["queue_order"] = proxy_queue.order_queue(campaign, options["proxy"])
         if options["format"] == "json":
             self.stdout.write(json.dumps(report))
             return

@@ -2,11 +2,9 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
 from annotation.management.lookup import get_campaign
 from annotation.services.resolution import resolve_campaign
-from retrieval.services.labelsets import LabelSetError
+from config.commands import BaseCommand
 
 
 class Command(BaseCommand):
@@ -23,10 +21,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
-        try:
-            label_set = resolve_campaign(campaign, options["name"])
-        except LabelSetError as exc:
-            raise CommandError(str(exc)) from None
+        label_set = resolve_campaign(campaign, options["name"])
         summary = {
             "label_set": label_set.name,
             "dataset": campaign.dataset.name,

@@ -2,11 +2,12 @@
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from annotation.models import Campaign
 from annotation.services.simulation import simulate
+from config.commands import BaseCommand
 
 
 class Command(BaseCommand):
@@ -30,18 +31,15 @@ class Command(BaseCommand):
         if campaign is None:
             raise CommandError(f"no campaign named {options['campaign']!r}")
         quiet = options["verbosity"] == 0 or not sys.stderr.isatty()
-        try:
-            with tqdm(unit=" judgements", file=sys.stderr, disable=quiet) as bar:
-                result = simulate(
-                    campaign,
-                    annotators=options["annotators"],
-                    error_rate=options["error_rate"],
-                    seed=options["seed"],
-                    max_judgements=options["max_judgements"],
-                    progress=bar.update,
-                )
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
+        with tqdm(unit=" judgements", file=sys.stderr, disable=quiet) as bar:
+            result = simulate(
+                campaign,
+                annotators=options["annotators"],
+                error_rate=options["error_rate"],
+                seed=options["seed"],
+                max_judgements=options["max_judgements"],
+                progress=bar.update,
+            )
         self.stdout.write(
             f"{result.annotators} simulated annotators made {result.judgements} judgements "
             f"({result.flipped} deliberately wrong) in campaign {campaign.name!r}."

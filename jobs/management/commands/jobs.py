@@ -2,8 +2,9 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import BaseCommand
 from jobs import runner
 from jobs.models import Job
 from jobs.registry import kinds
@@ -61,10 +62,7 @@ class Command(BaseCommand):
             return
         if action == "submit":
             data = dict(parse_value(text) for text in options["values"])
-            try:
-                job = runner.submit(options["kind"], data)
-            except runner.JobError as exc:
-                raise CommandError(str(exc)) from None
+            job = runner.submit(options["kind"], data)
             if options["wait"] or runner.in_process():
                 job = wait(job)
         else:
@@ -72,10 +70,7 @@ class Command(BaseCommand):
             if job is None:
                 raise CommandError(f"no job {options['id']}")
             if action == "retry":
-                try:
-                    job = runner.retry(job)
-                except runner.JobError as exc:
-                    raise CommandError(str(exc)) from None
+                job = runner.retry(job)
                 if runner.in_process():
                     job = wait(job)
         job.refresh_from_db()

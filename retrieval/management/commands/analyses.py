@@ -2,11 +2,9 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.services.reports import build_report
-from retrieval.services.rescoring import RescoreError
 
 
 class Command(BaseCommand):
@@ -28,14 +26,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
         label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None
-        try:
-            data = build_report(
-                dataset,
-                label_set,
-                metric=options["metric"],
-                resamples=options["resamples"],
-                seed=options["seed"],
-            )
-        except (RescoreError, KeyError) as exc:
-            raise CommandError(str(exc)) from None
+        data = build_report(
+            dataset,
+            label_set,
+            metric=options["metric"],
+            resamples=options["resamples"],
+            seed=options["seed"],
+        )
         self.stdout.write(json.dumps(data.to_json(), indent=2))

@@ -3,12 +3,12 @@
 import sys
 import time
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
+from config.commands import BaseCommand
 from retrieval.models import Dataset
 from retrieval.services.demo import (
-    DemoDatasetExists,
     DemoSummary,
     create_demo_dataset,
     summarize_demo_dataset,
@@ -86,18 +86,15 @@ class Command(BaseCommand):
         """Train and run the four built-in models, then print their Correct@K."""
         missing = [m for m in DEMO_MODELS if not dataset.runs.filter(name=m).exists()]
         started = time.perf_counter()
-        try:
-            runs = build_demo_models(
-                dataset,
-                k=options["k"],
-                seed=options["seed"],
-                epochs=options["epochs"],
-                device=options["device"],
-                progress=options["verbosity"] > 0,
-                say=self.stdout.write,
-            )
-        except ValueError as exc:
-            raise CommandError(str(exc)) from exc
+        runs = build_demo_models(
+            dataset,
+            k=options["k"],
+            seed=options["seed"],
+            epochs=options["epochs"],
+            device=options["device"],
+            progress=options["verbosity"] > 0,
+            say=self.stdout.write,
+        )
         if missing:
             self.stdout.write(
                 f"Built runs {', '.join(missing)} in {time.perf_counter() - started:.1f} s."
@@ -135,8 +132,6 @@ class Command(BaseCommand):
                 progress=progress,
                 workers=options["workers"],
             )
-        except (DemoDatasetExists, ValueError) as exc:
-            raise CommandError(str(exc)) from exc
         finally:
             bar.close()
 

@@ -2,12 +2,12 @@
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.models import Caption, Video
-from retrieval.services.encoding import EncodingError, embed
+from retrieval.services.encoding import embed
 
 
 class Command(BaseCommand):
@@ -33,17 +33,14 @@ class Command(BaseCommand):
             + Video.objects.filter(dataset=dataset, split=split).count()
         )
         quiet = options["verbosity"] == 0 or not sys.stderr.isatty()
-        try:
-            with tqdm(total=total, unit=" items", file=sys.stderr, disable=quiet) as bar:
-                embeddings = embed(
-                    model,
-                    split=split,
-                    device=options["device"],
-                    batch_size=options["batch_size"],
-                    progress=bar.update,
-                )
-        except (EncodingError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+        with tqdm(total=total, unit=" items", file=sys.stderr, disable=quiet) as bar:
+            embeddings = embed(
+                model,
+                split=split,
+                device=options["device"],
+                batch_size=options["batch_size"],
+                progress=bar.update,
+            )
         self.stdout.write(
             f"Embedded {len(embeddings.caption_ids)} captions and {len(embeddings.video_ids)} "
             f"videos with {model.name!r} (d = {embeddings.captions.shape[1]}); index built."

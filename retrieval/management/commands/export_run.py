@@ -2,8 +2,7 @@
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
-
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model, get_run
 
 

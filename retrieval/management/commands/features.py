@@ -3,11 +3,11 @@
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
-from retrieval.services.encoding import EncodingError, extract_dataset_features, link_feature_files
+from retrieval.services.encoding import extract_dataset_features, link_feature_files
 
 
 class Command(BaseCommand):
@@ -25,19 +25,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
-        try:
-            if options["source"]:
-                count = link_feature_files(dataset, options["source"])
-            else:
-                total = dataset.videos.exclude(media="").count()
-                quiet = options["verbosity"] == 0 or not sys.stderr.isatty()
-                with tqdm(total=total, unit=" videos", file=sys.stderr, disable=quiet) as bar:
-                    count = extract_dataset_features(
-                        dataset,
-                        device=options["device"],
-                        force=options["force"],
-                        progress=bar.update,
-                    )
-        except EncodingError as exc:
-            raise CommandError(str(exc)) from None
+        if options["source"]:
+            count = link_feature_files(dataset, options["source"])
+        else:
+            total = dataset.videos.exclude(media="").count()
+            quiet = options["verbosity"] == 0 or not sys.stderr.isatty()
+            with tqdm(total=total, unit=" videos", file=sys.stderr, disable=quiet) as bar:
+                count = extract_dataset_features(
+                    dataset,
+                    device=options["device"],
+                    force=options["force"],
+                    progress=bar.update,
+                )
         self.stdout.write(f"Features stored for {count} videos of {dataset.name!r}.")

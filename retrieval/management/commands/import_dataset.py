@@ -5,12 +5,11 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from config.commands import BaseCommand
 from retrieval.formats import CAPTION_FORMATS
-from retrieval.formats.records import FormatError
-from retrieval.services.importing import ImportOptionError, ImportSummary, import_dataset
+from retrieval.services.importing import ImportSummary, import_dataset
 
 
 class Command(BaseCommand):
@@ -55,18 +54,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         quiet = options["quiet"] or options["verbosity"] == 0 or not sys.stderr.isatty()
         with tqdm(unit=" captions", file=sys.stderr, disable=quiet, leave=False) as bar:
-            try:
-                summary = import_dataset(
-                    name=options["name"],
-                    fmt=options["format"],
-                    captions_path=options["captions"],
-                    videos_dir=options["videos"],
-                    video_url_template=options["video_url"],
-                    split=options["split"],
-                    progress=bar.update,
-                )
-            except (FormatError, ImportOptionError) as exc:
-                raise CommandError(str(exc)) from None
+            summary = import_dataset(
+                name=options["name"],
+                fmt=options["format"],
+                captions_path=options["captions"],
+                videos_dir=options["videos"],
+                video_url_template=options["video_url"],
+                split=options["split"],
+                progress=bar.update,
+            )
         if options["output"] == "json":
             self.stdout.write(json.dumps(asdict(summary), indent=2))
         else:

@@ -2,11 +2,9 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
-from retrieval.formats.records import FormatError
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
-from retrieval.services.labelsets import IMPORT_FORMATS, LabelSetError, import_label_file
+from retrieval.services.labelsets import IMPORT_FORMATS, import_label_file
 
 
 class Command(BaseCommand):
@@ -27,16 +25,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
-        try:
-            report = import_label_file(
-                dataset,
-                options["path"],
-                options["format"],
-                options["name"],
-                replace=options["replace"],
-            )
-        except (FormatError, LabelSetError) as exc:
-            raise CommandError(str(exc)) from None
+        report = import_label_file(
+            dataset,
+            options["path"],
+            options["format"],
+            options["name"],
+            replace=options["replace"],
+        )
         summary = report.as_dict()
         if options["json"]:
             self.stdout.write(json.dumps(summary))

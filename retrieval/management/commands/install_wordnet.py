@@ -2,8 +2,9 @@
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import BaseCommand
 from retrieval import wordnet
 
 

@@ -2,10 +2,9 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
-from retrieval.services.labelsets import LabelSetError, merge_label_sets
+from retrieval.services.labelsets import merge_label_sets
 
 
 class Command(BaseCommand):
@@ -25,10 +24,7 @@ class Command(BaseCommand):
         dataset = get_dataset(options["dataset"])
         names = [name.strip() for name in options["sets"].split(",") if name.strip()]
         sources = [get_label_set(dataset, name) for name in names]
-        try:
-            merged = merge_label_sets(dataset, sources, options["name"], replace=options["replace"])
-        except LabelSetError as exc:
-            raise CommandError(str(exc)) from None
+        merged = merge_label_sets(dataset, sources, options["name"], replace=options["replace"])
         summary = {
             "label_set": merged.name,
             "from": names,

@@ -2,8 +2,7 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
+from config.commands import BaseCommand
 from retrieval.management.commands.proxies import add_proxy_options, options_for
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.proxies import PROXIES, PROXY_LABELS
@@ -40,30 +39,27 @@ class Command(BaseCommand):
         model = get_model(dataset, options["model"])
         proxy = options["proxy"]
         progress = options["verbosity"] > 0 and options["format"] == "table"
-        try:
-            if proxy == "truth":
-                relevance = relevance_frame(dataset, options_for(PROXIES[0], options))
-                matrix = truth_relevance(dataset, relevance)
-                if matrix is None:
-                    raise ProxyError(f"dataset {dataset.name!r} has no ground-truth relevance")
-            else:
-                relevance = proxy_relevance(
-                    dataset,
-                    options_for(proxy, options),
-                    progress=progress,
-                    workers=options["workers"],
-                )
-                matrix = relevance.matrix
-            similarity = model_similarity(model, relevance)
-            score = score_similarity(
-                model.name,
-                similarity,
-                matrix,
-                gain=options["gain"],
-                threshold=options["threshold"],
+        if proxy == "truth":
+            relevance = relevance_frame(dataset, options_for(PROXIES[0], options))
+            matrix = truth_relevance(dataset, relevance)
+            if matrix is None:
+                raise ProxyError(f"dataset {dataset.name!r} has no ground-truth relevance")
+        else:
+            relevance = proxy_relevance(
+                dataset,
+                options_for(proxy, options),
+                progress=progress,
+                workers=options["workers"],
             )
-        except ProxyError as exc:
-            raise CommandError(str(exc)) from None
+            matrix = relevance.matrix
+        similarity = model_similarity(model, relevance)
+        score = score_similarity(
+            model.name,
+            similarity,
+            matrix,
+            gain=options["gain"],
+            threshold=options["threshold"],
+        )
         result = {
             "proxy": proxy,
             "nDCG": score.ndcg.mean,

@@ -2,10 +2,11 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model
-from retrieval.services.search import PredictError, predict
+from retrieval.services.search import predict
 
 
 class Command(BaseCommand):
@@ -31,18 +32,15 @@ class Command(BaseCommand):
         model = get_model(dataset, options["model"])
         if options["k"] < 1:
             raise CommandError("--k must be at least 1")
-        try:
-            run = predict(
-                model,
-                k=options["k"],
-                split=options["split"],
-                index_kind=options["index"],
-                nlist=options["nlist"],
-                nprobe=options["nprobe"],
-                ef_search=options["ef_search"],
-            )
-        except (PredictError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+        run = predict(
+            model,
+            k=options["k"],
+            split=options["split"],
+            index_kind=options["index"],
+            nlist=options["nlist"],
+            nprobe=options["nprobe"],
+            ef_search=options["ef_search"],
+        )
         summary = {"run": run.name, "queries": run.query_count, "depth": run.depth, **run.metadata}
         if options["format"] == "json":
             self.stdout.write(json.dumps(summary))

@@ -3,13 +3,11 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
-
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.services.proxies import (
     SUMMARY_THRESHOLDS,
-    ProxyError,
     ProxyOptions,
     proxy_relevance,
     proxy_summary,
@@ -67,16 +65,13 @@ class Command(BaseCommand):
         progress = options["verbosity"] > 0 and options["format"] == "table"
         results = []
         for proxy in proxies:
-            try:
-                relevance = proxy_relevance(
-                    dataset,
-                    options_for(proxy, options),
-                    progress=progress,
-                    workers=options["workers"],
-                    rebuild=options["rebuild"],
-                )
-            except ProxyError as exc:
-                raise CommandError(str(exc)) from None
+            relevance = proxy_relevance(
+                dataset,
+                options_for(proxy, options),
+                progress=progress,
+                workers=options["workers"],
+                rebuild=options["rebuild"],
+            )
             results.append(proxy_summary(relevance))
         if options["format"] == "json":
             self.stdout.write(json.dumps({"dataset": dataset.name, "proxies": results}))

@@ -3,9 +3,9 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from retrieval.formats.records import FormatError
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.services import registration
 
@@ -36,21 +36,18 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
         name = options["name"]
-        try:
-            if options["embeddings"]:
-                model = registration.register_embeddings(dataset, name, options["embeddings"])
-            elif options["run"]:
-                model = registration.register_run_file(dataset, name, options["run"])
-            else:
-                from retrieval.services.encoding import register_encoder
+        if options["embeddings"]:
+            model = registration.register_embeddings(dataset, name, options["embeddings"])
+        elif options["run"]:
+            model = registration.register_run_file(dataset, name, options["run"])
+        else:
+            from retrieval.services.encoding import register_encoder
 
-                try:
-                    config = json.loads(options["config"])
-                except json.JSONDecodeError as exc:
-                    raise CommandError(f"--config is not valid JSON: {exc}") from None
-                model = register_encoder(dataset, name, options["encoder"], config)
-        except (FormatError, registration.RegistrationError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+            try:
+                config = json.loads(options["config"])
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"--config is not valid JSON: {exc}") from None
+            model = register_encoder(dataset, name, options["encoder"], config)
         summary = {
             "dataset": dataset.name,
             "model": model.name,

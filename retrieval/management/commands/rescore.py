@@ -4,9 +4,9 @@ import csv
 import io
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from retrieval.formats.records import FormatError
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.metrics import METRIC_NAMES
 from retrieval.rescoring import Rescoring, read_trec_inputs, rescore, table_cell
@@ -54,23 +54,17 @@ class Command(BaseCommand):
         self.stdout.write(render(result, options["format"]))
 
     def from_database(self, options) -> Rescoring:
-        from retrieval.services.rescoring import RescoreError, rescore_dataset
+        from retrieval.services.rescoring import rescore_dataset
 
         dataset = get_dataset(options["dataset"])
         label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None
         names = [n.strip() for n in (options["runs"] or "").split(",") if n.strip()] or None
-        try:
-            return rescore_dataset(
-                dataset, label_set, names, only_labelled=options["only_labelled"]
-            ).result
-        except RescoreError as exc:
-            raise CommandError(str(exc)) from None
+        return rescore_dataset(
+            dataset, label_set, names, only_labelled=options["only_labelled"]
+        ).result
 
     def from_files(self, options) -> Rescoring:
-        try:
-            inputs = read_trec_inputs(options["qrels"], options["run"], options["original_qrels"])
-        except FormatError as exc:
-            raise CommandError(str(exc)) from None
+        inputs = read_trec_inputs(options["qrels"], options["run"], options["original_qrels"])
         return rescore(inputs.runs, inputs.corrected, original=inputs.original)
 
 

@@ -2,11 +2,10 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
+from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.proxies import RELEVANCES
-from retrieval.services.encoding import DEFAULT_THRESHOLD, EncodingError, train
+from retrieval.services.encoding import DEFAULT_THRESHOLD, train
 
 
 class Command(BaseCommand):
@@ -44,18 +43,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
         model = get_model(dataset, options["model"])
-        try:
-            losses = train(
-                model,
-                epochs=options["epochs"],
-                seed=options["seed"],
-                device=options["device"],
-                progress=options["verbosity"] > 0 and options["format"] == "table",
-                relevance=options["relevance"],
-                threshold=options["threshold"],
-            )
-        except (EncodingError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+        losses = train(
+            model,
+            epochs=options["epochs"],
+            seed=options["seed"],
+            device=options["device"],
+            progress=options["verbosity"] > 0 and options["format"] == "table",
+            relevance=options["relevance"],
+            threshold=options["threshold"],
+        )
         log = model.training_log[-1]
         if options["format"] == "json":
             self.stdout.write(json.dumps(log))

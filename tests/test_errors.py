@@ -1,0 +1,117 @@
+"""User errors: raised deep in a service, shown as a message by each boundary.
+
+A command ends in ``CommandError``, a page in a 400 page, the API in ``{"code", "detail"}``
+with the error's status; the job boundary is tested in ``tests/jobs/test_jobs.py``.
+"""
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import include, path
+from rest_framework.test import APIClient
+
+from annotation.agreement import AgreementError
+from annotation.models import Campaign
+from annotation.services.assignment import AssignmentError
+from annotation.services.campaigns import CampaignError
+from annotation.services.exports import ExportError
+from annotation.services.simulation import SimulationError
+from config import roles
+from config.errors import UserError
+from jobs.runner import JobError
+from retrieval.formats.records import DuplicateKeyError, FormatError
+from retrieval.models import RetrievalModel
+from retrieval.proxies.synsets import ClassFileError
+from retrieval.services.artifacts import MissingEmbeddings
+from retrieval.services.demo import DemoDatasetExists, DemoError
+from retrieval.services.encoding import EncodingError
+from retrieval.services.importing import ImportOptionError
+from retrieval.services.labelsets import LabelSetError
+from retrieval.services.proxies import ProxyError
+from retrieval.services.registration import RegistrationError
+from retrieval.services.rescoring import RescoreError
+from retrieval.services.search import PredictError, predict
+from tests.factories import make_campaign
+
+SERVICE_ERRORS = (
+    AgreementError,
+    AssignmentError,
+    CampaignError,
+    ClassFileError,
+    DemoDatasetExists,
+    DemoError,
+    DuplicateKeyError,
+    EncodingError,
+    ExportError,
+    FormatError,
+    ImportOptionError,
+    JobError,
+    LabelSetError,
+    MissingEmbeddings,
+    PredictError,
+    ProxyError,
+    RegistrationError,
+    RescoreError,
+    SimulationError,
+)
+
+
+def predict_page(request, model_id: int):
+    """A page that lets the service's error through, as views now do."""
+    predict(RetrievalModel.objects.get(pk=model_id))
+    raise AssertionError("predict should have refused a model registered from a run file")
+
+
+def broken_page(request):
+    raise ValueError("operands could not be broadcast together")
+
+
+urlpatterns = [
+    path("test-errors/predict/<int:model_id>/", predict_page),
+    path("test-errors/broken/", broken_page),
+    path("", include("config.urls")),  # the error page's layout links to the site's pages
+]
+
+
+def test_every_service_error_is_a_user_error_and_none_is_a_value_error():
+    for error in SERVICE_ERRORS:
+        assert issubclass(error, UserError) and not issubclass(error, ValueError), error
+
+
+@pytest.mark.django_db
+def test_a_command_shows_a_service_error_as_its_message():
+    campaign = make_campaign()
+    with pytest.raises(CommandError, match="'m' was registered from a run file") as raised:
+        call_command("predict", dataset=campaign.dataset.name, model="m")
+    assert isinstance(raised.value.__cause__, PredictError)
+
+
+@pytest.mark.django_db
+@pytest.mark.urls("tests.test_errors")
+def test_a_page_shows_a_service_error_as_a_400_page_and_a_bug_is_not_hidden(client):
+    campaign = make_campaign()
+    model = RetrievalModel.objects.get(dataset=campaign.dataset, name="m")
+    response = client.get(f"/test-errors/predict/{model.pk}/")
+    assert response.status_code == 400
+    assert "error.html" in [template.name for template in response.templates]
+    assert "model &#x27;m&#x27; was registered from a run file" in response.content.decode()
+    assert "Traceback" not in response.content.decode()
+    with pytest.raises(ValueError, match="broadcast"):  # a bug stays a server error
+        client.get("/test-errors/broken/")
+
+
+@pytest.mark.django_db
+def test_the_api_answers_a_service_error_with_its_code_and_status():
+    campaign = make_campaign()
+    annotator = roles.ensure_groups()[roles.ANNOTATOR].user_set.create(username="ann")
+    client = APIClient()
+    client.force_authenticate(annotator)
+    nothing = client.post(f"/api/campaigns/{campaign.pk}/undo/")
+    assert nothing.status_code == 404
+    assert nothing.json() == {"code": "not_found", "detail": "there is nothing to undo"}
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.PAUSED)
+    paused = client.post(f"/api/campaigns/{campaign.pk}/undo/")
+    assert paused.status_code == 409
+    assert paused.json() == {
+        "code": "inactive",
+        "detail": "this campaign is paused: it takes no judgements now",
+    }
