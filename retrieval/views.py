@@ -140,6 +140,8 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
         "label_sets": asked.label_sets,
         "label_set": asked.label_set,
         "default_label_set": default_label_set(asked.label_sets),
+        "metrics": REPORT_METRICS,
+        "metric": asked.metric,
     }
     if asked.error:
         return render(
@@ -154,8 +156,6 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
         "retrieval/report.html",
         {
             **context,
-            "metric": asked.metric,
-            "metrics": REPORT_METRICS,
             "report": data,
             "table1": report_figures.table1_rows(data),
             "charts": report_figures.charts(data),
