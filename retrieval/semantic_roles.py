@@ -61,8 +61,6 @@ ROLE_ORDER: tuple[str, ...] = (
     "V", "ARG0", "ARG1", "ARG2", ARGM_LOC, ARGM_DIR, ARGM_MNR, ARGM_TMP, "ARGM-NEG", "ENT",
 )  # fmt: skip
 """Every role, in the order a frame lists them."""
-ARGUMENT_ROLES: tuple[str, ...] = ROLE_ORDER[1:-1]
-"""The roles an argument of a verb can take (frames' keys besides "V")."""
 
 _LOC_PREPOSITIONS = (
     "on", "in", "at", "over", "under", "against", "near", "behind", "beside", "inside",
@@ -211,8 +209,8 @@ def _pobj_lemma(token: Any) -> str:
     return objects[0].lemma_.lower() if objects else ""
 
 
-def _role_of(child: Any, verb: Any, *, has_object: bool, copula: bool, existential: bool) -> str:
-    """The role of ``child`` of ``verb`` by :data:`ROLE_RULES` and the documented exceptions."""
+def _role_of(child: Any, *, has_object: bool, copula: bool, existential: bool) -> str:
+    """The role of a verb's ``child`` by :data:`ROLE_RULES` and the documented exceptions."""
     dep = child.dep_
     if dep == "advcl":
         return ROLE_RULES.get((dep, _marker(child)), "")
@@ -270,7 +268,7 @@ def _arguments(doc: Any, verb: Any) -> list[_Argument]:
         children = [child for child in children if child.i > verb.i]
     predicate_filled = any(child.dep_ in _CORE_PREDICATES for child in children)
     for child in children:
-        role = _role_of(child, verb, has_object=has_object, copula=copula, existential=existential)
+        role = _role_of(child, has_object=has_object, copula=copula, existential=existential)
         if copula and not predicate_filled and child.dep_ == "prep" and role != ARGM_TMP:
             role, predicate_filled = "ARG2", True
         if not role:
