@@ -25,6 +25,14 @@ median frame with vivid regions masked out (14: gradient energy, strong / weak e
 fractions, orientation coherence and direction, Laplacian energy, luma spread, mean
 colour, flicker; stripes, grass and plain differ here), and global motion energy (2).
 ``FEATURE_DIM`` = 13 x 19 + 40 + 14 + 2 = 303, named in order by :data:`FEATURE_NAMES`.
+
+:func:`extract_experts` keeps time and regions apart instead, for models that attend over
+them (Zhu, Bresson & Lim's appearance, action and object experts): per frame the histogram,
+texture and vivid-pixel layout (:data:`APPEARANCE_NAMES`), per step between frames the luma
+change and each hue bin's area change and displacement (:data:`ACTION_NAMES`), and per
+region, a connected component of one hue bin in one frame (``scipy.ndimage.label``), its
+time, colour, place, size and shape moments (:data:`OBJECT_NAMES`). Pixels only: nothing
+comes from a demo scene's ground truth.
 """
 
 from __future__ import annotations
@@ -607,7 +615,7 @@ def _luma(x: torch.Tensor) -> torch.Tensor:
 
 def _vivid_layout(vivid: np.ndarray) -> np.ndarray:
     """Area, centroid, spread and eccentricity of each frame's soft vivid mask [T, h, w]."""
-    t, h, w = vivid.shape
+    _, h, w = vivid.shape
     ys, xs = (np.arange(h) + 0.5) / h, (np.arange(w) + 0.5) / w
     mass = vivid.sum((1, 2))
     denom = np.maximum(mass, _EPS)
@@ -684,7 +692,6 @@ def extract_experts(frames: np.ndarray) -> ExpertSequences:
     regions and per-bin motion are analysed at ``BIN_SIZE``.
     """
     x = prepare_frames(torch.from_numpy(np.asarray(frames))[None])[0]  # [T, 3, S, S]
-    t = x.shape[0]
     hue, saturation, value = _hsv(x)
     vivid_gate = _gate(saturation, VIVID_SATURATION) * _gate(value, VIVID_VALUE)
     per_frame = x.unsqueeze(1)  # each frame a clip of one
@@ -713,8 +720,6 @@ def extract_experts(frames: np.ndarray) -> ExpertSequences:
          cy.diff(dim=0) * both * 10],
         dim=1,
     )  # fmt: skip
-    if t == 1:
-        action = torch.zeros((1, len(ACTION_NAMES)))
     objects = _regions(vivid.numpy(), s_hue.numpy(), s_sat.numpy(), s_val.numpy())
     return ExpertSequences(
         appearance.astype(np.float32), action.numpy().astype(np.float32), objects
