@@ -25,12 +25,21 @@ median frame with vivid regions masked out (14: gradient energy, strong / weak e
 fractions, orientation coherence and direction, Laplacian energy, luma spread, mean
 colour, flicker; stripes, grass and plain differ here), and global motion energy (2).
 ``FEATURE_DIM`` = 13 x 19 + 40 + 14 + 2 = 303, named in order by :data:`FEATURE_NAMES`.
+
+:func:`extract_experts` keeps time and regions apart instead, for models that attend over
+them (Zhu, Bresson & Lim's appearance, action and object experts): per frame the histogram,
+texture and vivid-pixel layout (:data:`APPEARANCE_NAMES`), per step between frames the luma
+change and each hue bin's area change and displacement (:data:`ACTION_NAMES`), and per
+region, a connected component of one hue bin in one frame (``scipy.ndimage.label``), its
+time, colour, place, size and shape moments (:data:`OBJECT_NAMES`). Pixels only: nothing
+comes from a demo scene's ground truth.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import av
@@ -516,5 +525,202 @@ def extract_clips_features(
 
 def extract_features(path: str | Path, *, device: str | torch.device = "cpu") -> np.ndarray:
     """The FEATURE_DIM float32 feature vector of the video file at ``path``."""
-    frames = torch.from_numpy(decode_frames(path)).unsqueeze(0).to(device)
-    return extract_frames_features(frames)[0].cpu().numpy()
+    return extract_video(path, device=device)[0]
+
+
+def extract_video(
+    path: str | Path, *, device: str | torch.device = "cpu", experts: bool = False
+) -> tuple[np.ndarray, ExpertSequences | None]:
+    """The clip vector of the video file at ``path`` and, with ``experts``, its three
+    expert sequences, from one decoding."""
+    frames = decode_frames(path)
+    vector = extract_frames_features(torch.from_numpy(frames).unsqueeze(0).to(device))[0]
+    return vector.cpu().numpy(), extract_experts(frames) if experts else None
+
+
+# Feature experts: three sequences per clip, for models that attend over time and regions
+# (Zhu, Bresson & Lim's correlation transformer reads appearance, action and object experts).
+
+APPEARANCE_NAMES: tuple[str, ...] = (
+    *(f"hist_{cls}_{b:02d}" for cls in HIST_CLASSES for b in range(HUE_BINS)),
+    *(f"hist_grey_{g}" for g in range(GREY_LEVELS)),
+    *(f"tex_{name}" for name in TEXTURE_NAMES),
+    "vivid_area",
+    "vivid_x",
+    "vivid_y",
+    "vivid_spread",
+    "vivid_eccentricity",
+)
+"""Per frame: the colour histogram and background texture of the clip vector, taken on that
+frame alone, and the position, spread and elongation of all its vivid pixels."""
+ACTION_NAMES: tuple[str, ...] = (
+    *MOTION_NAMES,
+    *(f"bin{b:02d}_{name}" for name in ("area_change", "dx", "dy") for b in range(HUE_BINS)),
+)
+"""Per step between consecutive frames: global luma change, and per hue bin the change of
+vivid area and the centroid's displacement (zero where the colour is absent)."""
+OBJECT_NAMES: tuple[str, ...] = (
+    "time",
+    "hue_cos",
+    "hue_sin",
+    "saturation",
+    "value",
+    "area",
+    "x",
+    "y",
+    "width",
+    "height",
+    "bbox_fill",
+    "compactness",
+    "eccentricity",
+    "symmetry3",
+    "symmetry4",
+    "symmetry5",
+)
+"""Per region (a connected component of one hue bin's vivid pixels in one frame): when, what
+colour, where, how big, and its shape moments (as in the clip vector, on a hard mask)."""
+EXPERTS: tuple[str, ...] = ("appearance", "action", "objects")
+EXPERT_DIMS: dict[str, int] = {
+    "appearance": len(APPEARANCE_NAMES),
+    "action": len(ACTION_NAMES),
+    "objects": len(OBJECT_NAMES),
+}
+MIN_REGION_PIXELS = 6
+"""Smallest connected component kept as an object, at ``BIN_SIZE`` (0.15% of the frame)."""
+MAX_REGIONS = 64
+"""At most this many regions per clip: the largest, kept in frame order."""
+
+
+@dataclass(frozen=True)
+class ExpertSequences:
+    """A clip's three feature experts, float32: appearance (T x d), action (S x d), objects
+    (N x d). S is T - 1 for computed ones (frame differences); every length is at least 1."""
+
+    appearance: np.ndarray
+    action: np.ndarray
+    objects: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in EXPERTS}
+
+    def pooled(self) -> np.ndarray:
+        """Each expert averaged over its steps, concatenated: one vector per clip, for the
+        encoders that read a single feature vector (mme, jpose)."""
+        return np.concatenate([array.mean(0) for array in self.arrays().values()])
+
+
+def _luma(x: torch.Tensor) -> torch.Tensor:
+    return 0.299 * x[..., 0, :, :] + 0.587 * x[..., 1, :, :] + 0.114 * x[..., 2, :, :]
+
+
+def _vivid_layout(vivid: np.ndarray) -> np.ndarray:
+    """Area, centroid, spread and eccentricity of each frame's soft vivid mask [T, h, w]."""
+    _, h, w = vivid.shape
+    ys, xs = (np.arange(h) + 0.5) / h, (np.arange(w) + 0.5) / w
+    mass = vivid.sum((1, 2))
+    denom = np.maximum(mass, _EPS)
+    cx = (vivid.sum(1) @ xs) / denom
+    cy = (vivid.sum(2) @ ys) / denom
+    dx, dy = xs[None, None, :] - cx[:, None, None], ys[None, :, None] - cy[:, None, None]
+    mxx, myy = (vivid * dx**2).sum((1, 2)) / denom, (vivid * dy**2).sum((1, 2)) / denom
+    mxy = (vivid * dx * dy).sum((1, 2)) / denom
+    spread = np.maximum(mxx + myy, 1e-5)
+    eccentricity = np.sqrt((mxx - myy) ** 2 + 4 * mxy**2) / spread
+    present = mass > MIN_REGION_PIXELS
+    return np.stack(
+        [np.sqrt(mass / (h * w)), cx * present, cy * present, np.sqrt(spread) * present,
+         eccentricity * present],
+        axis=1,
+    )  # fmt: skip
+
+
+def _region_features(
+    t: float, ys: np.ndarray, xs: np.ndarray, hue, saturation, value, size: int
+) -> np.ndarray:
+    """:data:`OBJECT_NAMES` of one region from its pixel coordinates and colours."""
+    n = len(ys)
+    x, y = (xs + 0.5) / size, (ys + 0.5) / size
+    cx, cy = x.mean(), y.mean()
+    z = (x - cx) + 1j * (y - cy)
+    spread = max(float(np.mean(np.abs(z) ** 2)), 1.0 / size**2)
+    width = (xs.max() - xs.min() + 1) / size
+    height = (ys.max() - ys.min() + 1) / size
+    area = n / size**2
+    symmetry = [abs(np.mean(z**order)) / spread ** (order / 2) for order in (2, 3, 4, 5)]
+    return np.array(
+        [
+            t, np.cos(hue).mean(), np.sin(hue).mean(), saturation.mean(), value.mean(),
+            np.sqrt(area), cx, cy, width, height, area / (width * height),
+            area / (2 * math.pi * spread), *symmetry,
+        ],
+        dtype=np.float32,
+    )  # fmt: skip
+
+
+def _regions(vivid: np.ndarray, hue: np.ndarray, saturation, value) -> np.ndarray:
+    """Connected components of each hue bin's vivid pixels, per frame -> [N, OBJECT_DIM]."""
+    from scipy import ndimage
+
+    t_count, _, h, w = vivid.shape
+    rows: list[tuple[int, int, np.ndarray]] = []
+    for t in range(t_count):
+        strongest = vivid[t].argmax(0)
+        on = vivid[t].max(0) > 0.25
+        for k in np.unique(strongest[on]):
+            labels, count = ndimage.label(on & (strongest == k), structure=np.ones((3, 3)))
+            for index, box in enumerate(ndimage.find_objects(labels), start=1):
+                ys, xs = np.nonzero(labels[box] == index)
+                if len(ys) < MIN_REGION_PIXELS:
+                    continue
+                ys, xs = ys + box[0].start, xs + box[1].start
+                when = t / max(t_count - 1, 1)
+                features = _region_features(
+                    when, ys, xs, hue[t, ys, xs], saturation[t, ys, xs], value[t, ys, xs], h
+                )
+                rows.append((t, len(ys), features))
+    if not rows:
+        return np.zeros((1, len(OBJECT_NAMES)), dtype=np.float32)  # the empty region
+    kept = sorted(rows, key=lambda row: -row[1])[:MAX_REGIONS]
+    return np.stack([row[2] for row in sorted(kept, key=lambda row: row[0])])
+
+
+@torch.no_grad()
+def extract_experts(frames: np.ndarray) -> ExpertSequences:
+    """The three experts of one clip of uint8 RGB frames (T x H x W x 3), from pixels only.
+
+    Frames are resampled to ``N_FRAMES`` x ``SIZE`` x ``SIZE`` as for the clip vector;
+    regions and per-bin motion are analysed at ``BIN_SIZE``.
+    """
+    x = prepare_frames(torch.from_numpy(np.asarray(frames))[None])[0]  # [T, 3, S, S]
+    hue, saturation, value = _hsv(x)
+    vivid_gate = _gate(saturation, VIVID_SATURATION) * _gate(value, VIVID_VALUE)
+    per_frame = x.unsqueeze(1)  # each frame a clip of one
+    texture = _texture(per_frame, vivid_gate.unsqueeze(1), hue[:, None], saturation[:, None],
+                       value[:, None])  # fmt: skip
+    small = F.interpolate(x, size=(BIN_SIZE, BIN_SIZE), mode="area")
+    s_hue, s_sat, s_val = _hsv(small)
+    histogram = _histogram(s_hue[:, None], s_sat[:, None], s_val[:, None])
+    s_vivid = _gate(s_sat, VIVID_SATURATION) * _gate(s_val, VIVID_VALUE)
+    vivid = _hue_response(s_hue, s_vivid)  # [T, K, h, w]
+    layout = _vivid_layout(s_vivid.numpy().astype(np.float64))
+    appearance = np.concatenate([histogram.numpy(), texture.numpy(), layout], axis=1)
+
+    luma = _luma(x)
+    step = luma.diff(dim=0).abs()
+    global_motion = torch.stack([step.mean((1, 2)) * 10, (step > 0.1).float().mean((1, 2))], 1)
+    mass = vivid.sum((-2, -1))  # [T, K]
+    coords = (torch.arange(BIN_SIZE, dtype=vivid.dtype) + 0.5) / BIN_SIZE
+    cx = (vivid.sum(-2) @ coords) / mass.clamp_min(_EPS)
+    cy = (vivid.sum(-1) @ coords) / mass.clamp_min(_EPS)
+    present = (mass / (BIN_SIZE * BIN_SIZE) / PRESENT_AREA).clamp(0.0, 1.0)
+    both = torch.minimum(present[1:], present[:-1])
+    area = (mass / (BIN_SIZE * BIN_SIZE)).sqrt()
+    action = torch.cat(
+        [global_motion, area.diff(dim=0) * 10, cx.diff(dim=0) * both * 10,
+         cy.diff(dim=0) * both * 10],
+        dim=1,
+    )  # fmt: skip
+    objects = _regions(vivid.numpy(), s_hue.numpy(), s_sat.numpy(), s_val.numpy())
+    return ExpertSequences(
+        appearance.astype(np.float32), action.numpy().astype(np.float32), objects
+    )

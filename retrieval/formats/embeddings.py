@@ -99,32 +99,43 @@ def _not_npy(start: bytes) -> str:
     return "not a readable .npy array (no numpy magic header)"
 
 
-def read_matrix(path: Path) -> np.ndarray:
-    """Load a non-empty 2-D matrix of real numbers as float32, never unpickling anything."""
-    shape, dtype = read_npy_header(path)
+def check_matrix_header(
+    shape: tuple[int, ...], dtype: np.dtype, name: str, field: str | None = None
+) -> None:
+    """Refuse anything but a non-empty 2-D array of real numbers (``field``: which array)."""
     if len(shape) != 2 or shape[0] == 0 or shape[1] == 0:
-        raise FormatError(
-            path.name, None, None, f"expected a non-empty 2-D array, got shape {shape}"
-        )
+        raise FormatError(name, None, field, f"expected a non-empty 2-D array, got shape {shape}")
     if dtype.fields is not None or not np.issubdtype(dtype, np.number) or dtype.kind == "c":
-        raise FormatError(path.name, None, None, f"expected real numbers, got dtype {dtype}")
-    try:
-        matrix = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise FormatError(path.name, None, None, f"not a readable .npy array ({exc})") from None
+        raise FormatError(name, None, field, f"expected real numbers, got dtype {dtype}")
+
+
+def finite_float32(matrix: np.ndarray, name: str, field: str | None = None) -> np.ndarray:
+    """``matrix`` as float32, or a FormatError naming the first non-finite cell."""
     with np.errstate(over="ignore", invalid="ignore"):
         matrix = matrix.astype(np.float32, copy=False)
     bad = ~np.isfinite(matrix)
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
+        where = "row {}" if field is None else f"{field!r} row {{}}"
         raise FormatError(
-            path.name,
+            name,
             row + 1,
             f"column {col}",
             "value is not finite (NaN or infinity, or too large for float32)",
-            where="row {}",
+            where=where,
         )
     return matrix
+
+
+def read_matrix(path: Path) -> np.ndarray:
+    """Load a non-empty 2-D matrix of real numbers as float32, never unpickling anything."""
+    shape, dtype = read_npy_header(path)
+    check_matrix_header(shape, dtype, path.name)
+    try:
+        matrix = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise FormatError(path.name, None, None, f"not a readable .npy array ({exc})") from None
+    return finite_float32(matrix, path.name)
 
 
 def read_embeddings(directory: Path) -> Embeddings:

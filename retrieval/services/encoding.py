@@ -28,6 +28,7 @@ from retrieval.encoders.base import (
 )
 from retrieval.encoders.registry import ENCODERS, get_encoder, load_encoder
 from retrieval.formats.embeddings import read_npy_header
+from retrieval.formats.expert_features import read_experts
 from retrieval.formats.records import FormatError
 from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
@@ -83,34 +84,47 @@ def features_path(video: Video) -> str:
     return f"features/dataset-{video.dataset_id}/{video.key}.npy"
 
 
+def experts_path(video: Video) -> str:
+    """Where a video's three feature experts (``.npz``) are stored, relative to the media root."""
+    return f"features/dataset-{video.dataset_id}/{video.key}.npz"
+
+
 def extract_dataset_features(
     dataset: Dataset,
     *,
     device: str = "auto",
     force: bool = False,
+    experts: bool = False,
     progress: Progress | None = None,
 ) -> int:
-    """Compute and store features for the dataset's local videos that lack them."""
+    """Compute and store features for the dataset's local videos that lack them.
+
+    With ``experts`` the three expert sequences are stored too (``<key>.npz`` beside the
+    vector), and videos that have a vector but no experts are done again.
+    """
     videos = Video.objects.filter(dataset=dataset).exclude(media="").order_by("pk")
-    if not force:
-        videos = videos.filter(features="")
-    todo = list(videos.only("pk", "key", "media", "dataset_id"))
     root = Path(settings.MEDIA_ROOT)
+    todo = list(videos.only("pk", "key", "media", "features", "dataset_id"))
+    if not force:
+        todo = [
+            v
+            for v in todo
+            if not v.features or (experts and not (root / experts_path(v)).is_file())
+        ]
     target_device = resolve_device(device)
     done: list[Video] = []
     for video in todo:
         try:
-            vector = video_features.extract_features(root / video.media.name, device=target_device)
+            vector, sequences = video_features.extract_video(
+                root / video.media.name, device=target_device, experts=experts
+            )
         except Exception as exc:  # PyAV raises many error types for broken files
             Video.objects.bulk_update(done, ["features"], batch_size=2000)
             raise EncodingError(
                 f"{video.media.name} (video {video.key!r}): cannot read frames ({exc}); "
                 f"features of the {len(done)} videos before it are kept"
             ) from None
-        path = root / features_path(video)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, vector.astype(np.float32))
-        video.features.name = features_path(video)
+        _store(root, video, vector.astype(np.float32), sequences)
         done.append(video)
         if progress:
             progress(1)
@@ -118,47 +132,106 @@ def extract_dataset_features(
     return len(done)
 
 
+def _store(
+    root: Path, video: Video, vector: np.ndarray, sequences: video_features.ExpertSequences | None
+) -> None:
+    """Write a video's vector (and experts) under the media root and point the row at it."""
+    path = root / features_path(video)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, vector)
+    if sequences is not None:
+        np.savez(root / experts_path(video), **sequences.arrays())
+    video.features.name = features_path(video)
+
+
 def link_feature_files(dataset: Dataset, directory: Path) -> int:
-    """Attach user-supplied ``<video key>.npy`` feature files (copied under the media root)."""
+    """Attach user-supplied features (copied under the media root): ``<video key>.npy``
+    vectors and/or ``<video key>.npz`` experts (:mod:`retrieval.formats.expert_features`).
+
+    A video with experts but no vector gets the experts' pooled vector
+    (:meth:`~retrieval.encoders.features.ExpertSequences.pooled`). Widths must agree
+    across videos; everything is checked before anything is written.
+    """
     directory = Path(directory).resolve()
     videos = list(Video.objects.filter(dataset=dataset).only("pk", "key", "dataset_id"))
     # A key such as "../x" must not reach outside the folder, through a symlink either.
-    found = [v for v in videos if _feature_file(directory, v.key) is not None]
+    files = {
+        v.pk: (_feature_file(directory, v.key, ".npy"), _feature_file(directory, v.key, ".npz"))
+        for v in videos
+    }
+    found = [v for v in videos if any(files[v.pk])]
     if not found:
         raise EncodingError(
-            f"{directory}: no <video key>.npy file for any video of {dataset.name!r}"
+            f"{directory}: no <video key>.npy or .npz file for any video of {dataset.name!r}"
         )
     vectors: list[np.ndarray] = []
+    experts: list[video_features.ExpertSequences | None] = []
+    widths: dict[str, int] = {}
     for video in found:
-        source = _feature_file(directory, video.key)
-        try:
-            read_npy_header(source)  # before allocating: a bad or huge header is refused
-            vector = np.asarray(np.load(source, allow_pickle=False), dtype=np.float32).reshape(-1)
-        except FormatError as exc:
-            raise EncodingError(str(exc)) from None
-        except (ValueError, OSError) as exc:
-            raise EncodingError(f"{source}: not a readable .npy array ({exc})") from None
-        if not np.isfinite(vector).all():
-            raise EncodingError(f"{source}: contains NaN or infinite values")
+        npy, npz = files[video.pk]
+        sequences = None if npz is None else _read_experts(npz, widths)
+        vector = sequences.pooled() if npy is None else _read_vector(npy)
         if vectors and vector.size != vectors[0].size:
+            source = npy or npz
             raise EncodingError(f"{source}: {vector.size} values, others have {vectors[0].size}")
         vectors.append(vector)
-    # Everything is checked before anything is written.
+        experts.append(sequences)
     root = Path(settings.MEDIA_ROOT)
-    for video, vector in zip(found, vectors, strict=True):
-        target = root / features_path(video)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        np.save(target, vector)
-        video.features.name = features_path(video)
+    for video, vector, sequences in zip(found, vectors, experts, strict=True):
+        _store(root, video, vector, sequences)
     with transaction.atomic():
         Video.objects.bulk_update(found, ["features"], batch_size=2000)
     return len(found)
 
 
-def _feature_file(directory: Path, key: str) -> Path | None:
-    """``directory/<key>.npy`` when it is a file inside ``directory`` (resolved), else None."""
-    path = (directory / f"{key}.npy").resolve()
+def _read_vector(source: Path) -> np.ndarray:
+    try:
+        read_npy_header(source)  # before allocating: a bad or huge header is refused
+        vector = np.asarray(np.load(source, allow_pickle=False), dtype=np.float32).reshape(-1)
+    except FormatError as exc:
+        raise EncodingError(str(exc)) from None
+    except (ValueError, OSError) as exc:
+        raise EncodingError(f"{source}: not a readable .npy array ({exc})") from None
+    if not np.isfinite(vector).all():
+        raise EncodingError(f"{source}: contains NaN or infinite values")
+    return vector
+
+
+def _read_experts(source: Path, widths: dict[str, int]) -> video_features.ExpertSequences:
+    """One uploaded ``.npz``, its widths checked against (and recorded in) ``widths``."""
+    try:
+        arrays = read_experts(source)
+    except FormatError as exc:
+        raise EncodingError(str(exc)) from None
+    for name, array in arrays.items():
+        width = widths.setdefault(name, array.shape[1])
+        if array.shape[1] != width:
+            raise EncodingError(
+                f"{source.name}, field {name!r}: {array.shape[1]} columns, others have {width}"
+            )
+    return video_features.ExpertSequences(**arrays)
+
+
+def _feature_file(directory: Path, key: str, suffix: str) -> Path | None:
+    """``directory/<key><suffix>`` when it is a file inside ``directory`` (resolved), else None."""
+    path = (directory / f"{key}{suffix}").resolve()
     return path if path.is_relative_to(directory) and path.is_file() else None
+
+
+def load_experts(videos: Sequence[Video]) -> list[video_features.ExpertSequences]:
+    """The stored expert sequences of ``videos`` (all must have them)."""
+    root = Path(settings.MEDIA_ROOT)
+    missing = [v.key for v in videos if not (root / experts_path(v)).is_file()]
+    if missing:
+        raise EncodingError(
+            f"{len(missing)} videos have no feature experts (e.g. {missing[0]!r}); run "
+            "`manage.py features --experts`, or attach .npz files with `--from DIR`"
+        )
+    loaded = []
+    for video in videos:
+        with np.load(root / experts_path(video), allow_pickle=False) as arrays:
+            loaded.append(video_features.ExpertSequences(**{k: arrays[k] for k in arrays.files}))
+    return loaded
 
 
 def load_features(videos: Sequence[Video]) -> np.ndarray:

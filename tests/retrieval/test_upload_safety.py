@@ -410,7 +410,8 @@ def test_model_and_label_set_names_are_checked(world, tmp_path):
 
 
 def test_no_importer_extracts_archives():
-    """Only the WordNet installer opens an archive; importers read plain files."""
+    """Only the WordNet installer unpacks an archive; the uploaded-experts reader opens
+    ``.npz`` (zip) files but reads their members into memory, header first, never to disk."""
     root = Path(__file__).resolve().parents[2]
     users = [
         path.relative_to(root).as_posix()
@@ -421,7 +422,7 @@ def test_no_importer_extracts_archives():
             for word in ("tarfile", "zipfile", "extractall", "shutil.unpack")
         )
     ]
-    assert users == ["retrieval/wordnet.py"]
+    assert sorted(users) == ["retrieval/formats/expert_features.py", "retrieval/wordnet.py"]
 
 
 def test_wordnet_installer_writes_only_plain_names_inside_its_target(tmp_path):
@@ -484,6 +485,7 @@ def test_feature_files_are_read_only_from_inside_the_folder(world, tmp_path):
     np.save(tmp_path / "secret.npy", np.ones(8, np.float32))
     Video.objects.create(dataset=world, key="../secret", split="test")
     (folder / "v1.npy").symlink_to(tmp_path / "secret.npy")
-    with pytest.raises(EncodingError, match="no <video key>.npy file"):
+    (folder / "v1.npz").symlink_to(tmp_path / "secret.npy")
+    with pytest.raises(EncodingError, match=r"no <video key>.npy or .npz file"):
         link_feature_files(world, folder)
     assert not Video.objects.exclude(features="").exists()

@@ -14,7 +14,9 @@ class Command(BaseCommand):
     help = (
         "Compute per-video features with the deterministic torch frame-feature extractor "
         "(colour, shape and motion statistics) for videos with local media, or attach "
-        "user-supplied feature files with --from DIR (one <video key>.npy per video)."
+        "user-supplied feature files with --from DIR (one <video key>.npy vector and/or "
+        "<video key>.npz with arrays appearance (T x d), action (T x d) and objects (N x d) "
+        "per video). --experts also stores those three sequences for computed features."
     )
 
     def add_arguments(self, parser):
@@ -22,6 +24,11 @@ class Command(BaseCommand):
         parser.add_argument("--from", dest="source", type=Path, metavar="DIR")
         parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
         parser.add_argument("--force", action="store_true", help="Recompute existing features.")
+        parser.add_argument(
+            "--experts",
+            action="store_true",
+            help="Also store per-clip appearance, action and object sequences (<key>.npz).",
+        )
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
@@ -35,6 +42,7 @@ class Command(BaseCommand):
                     dataset,
                     device=options["device"],
                     force=options["force"],
+                    experts=options["experts"],
                     progress=bar.update,
                 )
         self.stdout.write(f"Features stored for {count} videos of {dataset.name!r}.")

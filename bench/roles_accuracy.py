@@ -1,0 +1,74 @@
+"""Per-role accuracy of the dependency-parse role rules on the hand-labelled captions.
+
+Scores :mod:`retrieval.semantic_roles` (spaCy ``FIREPOOL_SPACY_MODEL`` + the rule table)
+against the frames written by hand in ``tests/retrieval/test_semantic_roles.py``: exact
+span match, per role and overall, for all captions and per style (demo grammar, cooking,
+open domain, and the captions labelled after the rules were frozen); ``--errors`` lists
+every mismatched caption::
+
+    .venv/bin/python bench/roles_accuracy.py [--errors]
+"""
+
+import argparse
+import os
+import time
+
+from harness import machine
+
+
+def table(title: str, captions: dict) -> None:
+    from retrieval.semantic_roles import frames, role_graphs, score_frames
+
+    predicted = [frames(graph) for graph in role_graphs(list(captions))]
+    print(f"\n{title}: {len(captions)} captions")
+    print("| role | expected | predicted | correct | precision | recall | F1 |")
+    print("|---|---|---|---|---|---|---|")
+    for s in score_frames(predicted, list(captions.values())):
+        print(
+            f"| {s.role} | {s.expected} | {s.predicted} | {s.true_positives} "
+            f"| {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--errors", action="store_true", help="Print each mismatched caption.")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from retrieval.encoders.text import load_spacy
+    from retrieval.semantic_roles import frames, role_graphs
+    from tests.retrieval.test_semantic_roles import (
+        COOKING,
+        DEMO,
+        HELD_OUT,
+        LABELLED,
+        OPEN_DOMAIN,
+    )
+
+    load_spacy()
+    start = time.perf_counter()
+    graphs = role_graphs(list(LABELLED))
+    elapsed = time.perf_counter() - start
+    print(f"machine: {machine()}; spaCy pipeline {settings.FIREPOOL_SPACY_MODEL}")
+    print(f"parse + rules: {len(LABELLED)} captions in {elapsed * 1000:.0f} ms")
+    table("all", LABELLED)
+    for title, captions in (
+        ("demo grammar", DEMO),
+        ("cooking", COOKING),
+        ("open domain", OPEN_DOMAIN),
+        ("held out", HELD_OUT),
+    ):
+        table(title, captions)
+    if args.errors:
+        for (caption, expected), graph in zip(LABELLED.items(), graphs, strict=True):
+            if frames(graph) != expected:
+                print(f"\n{caption}\n  expected  {expected}\n  predicted {frames(graph)}")
+
+
+if __name__ == "__main__":
+    main()
