@@ -18,6 +18,7 @@ SPEC_FIELDS = [
     "second_label_rate",
     "max_labels",
     "lease_seconds",
+    "show_roles",
     "guidelines",
 ]
 

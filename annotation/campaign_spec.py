@@ -36,6 +36,8 @@ class CampaignSpec:
     max_labels: int = policy.DEFAULT_CAP
     lease_seconds: int = DEFAULT_LEASE_SECONDS
     guidelines: str | None = None
+    show_roles: bool = True
+    """Underline the caption's semantic roles on the judging page (who, does what, ...)."""
 
 
 def _outside(value, bounds: tuple[int, int]) -> bool:

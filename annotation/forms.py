@@ -42,6 +42,12 @@ class CampaignSettingsForm(forms.Form):
         help_text="How long a pair stays with an annotator before it returns to the queue.",
     )
 
+    show_roles = forms.BooleanField(
+        initial=True,
+        required=False,
+        help_text="Underline who, does what, to what, where and how in each caption.",
+    )
+
     def clean(self) -> dict:
         data = super().clean()
         for field, default in (
@@ -68,6 +74,7 @@ class CampaignSettingsForm(forms.Form):
             max_labels=data["max_labels"],
             lease_seconds=data["lease_seconds"],
             guidelines=data.get("guidelines") or None,
+            show_roles=bool(data.get("show_roles")),
         )
 
 

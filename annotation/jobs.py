@@ -56,6 +56,7 @@ def run_pool(
     second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
     max_labels: int = policy.DEFAULT_CAP,
     lease_seconds: int = campaign_spec.DEFAULT_LEASE_SECONDS,
+    show_roles: bool = True,
 ) -> dict:
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
@@ -68,6 +69,7 @@ def run_pool(
         second_label_rate=second_label_rate,
         max_labels=max_labels,
         lease_seconds=lease_seconds,
+        show_roles=show_roles,
     )
     campaign = create_campaign(found, pooled, spec)
     return {

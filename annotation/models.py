@@ -89,6 +89,11 @@ class Campaign(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def shows_roles(self) -> bool:
+        """Whether the judging page underlines the captions' semantic roles (on by default)."""
+        return bool((self.options or {}).get("show_roles", True))
+
     def run_names(self) -> list[str]:
         """Names of the pooled runs in provenance order (the columns of ``provenance``)."""
         return list(self.campaign_runs.order_by("position").values_list("run__name", flat=True))

@@ -87,6 +87,12 @@ class Caption(models.Model):
     split = models.CharField(max_length=32, blank=True)
     is_query = models.BooleanField(default=False, help_text="Used as a search query in evaluation.")
     metadata = models.JSONField(default=dict, blank=True)
+    role_spans = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="[start, end, role] character spans of the caption's semantic roles "
+        "(retrieval.semantic_roles), computed once when a campaign pools the caption.",
+    )
 
     class Meta:
         ordering = ["dataset", "key"]

@@ -447,3 +447,26 @@ def score_frames(
                 RoleScore(role, len(of(found) & of(wanted)), len(of(found)), len(of(wanted)))
             )
     return scores
+
+
+def role_spans(graph: RoleGraph) -> list[tuple[int, int, str]]:
+    """Non-overlapping ``(start_char, end_char, role)`` of the caption's verbs and arguments,
+    in text order, for underlining on the judging page (FIRE's rule: every element counts).
+
+    Verbs are ``V``; an argument shared by coordinated verbs appears once; where spans
+    overlap the earlier (then the longer) one wins.
+    """
+    roles_by_node: dict[int, str] = {}
+    for edge in graph.edges:
+        roles_by_node.setdefault(edge.target, edge.role)
+    candidates = sorted(
+        (node.start_char, -node.end_char, roles_by_node.get(node.index, ""))
+        for node in graph.nodes
+        if node.kind != "sentence" and node.index in roles_by_node
+    )
+    spans: list[tuple[int, int, str]] = []
+    for start, negative_end, role in candidates:
+        if spans and start < spans[-1][1]:
+            continue
+        spans.append((start, -negative_end, role))
+    return spans

@@ -1,5 +1,6 @@
 """Serializers of the judging API: they validate input and shape output, nothing more."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import Campaign, Judgement
@@ -13,6 +14,19 @@ class TaskSerializer(serializers.Serializer):
     caption_key = serializers.CharField(source="pair.caption.key")
     video_url = serializers.CharField(source="pair.video.source_url")
     expires_at = serializers.DateTimeField()
+    roles = serializers.SerializerMethodField(
+        help_text="[start, end, role] character spans of the caption's semantic roles "
+        "(V, ARG0, ARG1, ARG2, ARGM-LOC, ARGM-DIR, ARGM-MNR, ARGM-TMP, ENT), in text order; "
+        "empty when the campaign does not show roles."
+    )
+
+    @extend_schema_field(
+        serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
+    )
+    def get_roles(self, task) -> list:
+        if not self.context.get("show_roles"):
+            return []
+        return task.pair.caption.role_spans or []
 
 
 class ProgressSerializer(serializers.Serializer):

@@ -45,6 +45,11 @@ def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> 
     }
 
 
+def task_context(campaign: Campaign) -> dict:
+    """What the task serializer needs to know of the campaign (whether roles are shown)."""
+    return {"show_roles": campaign.shows_roles}
+
+
 class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     """Campaigns: annotators see active ones and judge through the actions below."""
 
@@ -78,7 +83,11 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """
         campaign = self.judging_campaign(pk)
         got = assignment.assign(campaign, request.user)
-        return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
+        return Response(
+            AssignmentSerializer(
+                assignment_payload(campaign, request.user, got), context=task_context(campaign)
+            ).data
+        )
 
     @extend_schema(
         request=SubmitSerializer,
@@ -101,7 +110,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(judgement=result.judgement.uuid, created=result.created)
-        return Response(SubmitResponseSerializer(payload).data)
+        return Response(SubmitResponseSerializer(payload, context=task_context(campaign)).data)
 
     @extend_schema(request=None, responses={200: AssignmentSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
@@ -109,7 +118,11 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """Take back your latest judgement in this campaign (within two minutes)."""
         campaign = self.judging_campaign(pk)
         got = assignment.undo(request.user, campaign)
-        return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
+        return Response(
+            AssignmentSerializer(
+                assignment_payload(campaign, request.user, got), context=task_context(campaign)
+            ).data
+        )
 
     @extend_schema(
         request=EscalateSerializer, responses={200: AssignmentSerializer, 400: ErrorSerializer}
@@ -122,7 +135,11 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         if isinstance(values, Response):
             return values
         got = assignment.escalate(request.user, values["pair"], values["reason"], values["uuid"])
-        return Response(AssignmentSerializer(assignment_payload(campaign, request.user, got)).data)
+        return Response(
+            AssignmentSerializer(
+                assignment_payload(campaign, request.user, got), context=task_context(campaign)
+            ).data
+        )
 
     @extend_schema(responses={200: ProgressSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])

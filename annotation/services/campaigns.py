@@ -20,6 +20,7 @@ from annotation.services import pair_state
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
+from retrieval.services.caption_roles import fill_role_spans
 from retrieval.services.runs import load_run
 
 MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
@@ -198,6 +199,7 @@ def create_campaign(
         lease_seconds=spec.lease_seconds,
         created_by=created_by,
         provenance=provenance_bytes(pool.ranks),
+        options={"show_roles": spec.show_roles},
         **({"guidelines": spec.guidelines} if spec.guidelines else {}),
     )
     CampaignRun.objects.bulk_create(
@@ -205,6 +207,8 @@ def create_campaign(
     )
     double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
     write_pairs(campaign, pool, double)
+    if spec.show_roles:
+        fill_role_spans(np.unique(pool.caption_ids).tolist())
     return campaign
 
 

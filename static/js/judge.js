@@ -218,6 +218,43 @@
     );
   }
 
+  // Semantic-role families: one colour each on the page and in the legend.
+  const ROLE_FAMILY = {
+    ARG0: "who",
+    V: "does",
+    ARG1: "what",
+    ARG2: "what",
+    ENT: "what",
+    "ARGM-LOC": "where",
+    "ARGM-DIR": "where",
+    "ARGM-MNR": "how",
+    "ARGM-TMP": "when",
+  };
+
+  function showCaption(task) {
+    // The caption as text nodes, with each role span underlined (never innerHTML).
+    const text = task.caption;
+    const spans = Array.isArray(task.roles) ? task.roles : [];
+    els.caption.textContent = "";
+    let at = 0;
+    for (const span of spans) {
+      const start = Number(span[0]);
+      const end = Number(span[1]);
+      const family = ROLE_FAMILY[span[2]];
+      if (!family || !(start >= at && end > start && end <= text.length)) {
+        continue;
+      }
+      els.caption.appendChild(document.createTextNode(text.slice(at, start)));
+      const mark = document.createElement("span");
+      mark.className = `role role-${family}`;
+      mark.title = `${family} (${span[2]})`;
+      mark.textContent = text.slice(start, end);
+      els.caption.appendChild(mark);
+      at = end;
+    }
+    els.caption.appendChild(document.createTextNode(text.slice(at)));
+  }
+
   function describe(detail) {
     // DRF sends a string, or field errors as {field: [messages]}.
     if (!detail || typeof detail === "string") {
@@ -396,7 +433,7 @@
     if (playing && typeof playing.catch === "function") {
       playing.catch(() => {}); // autoplay refused: the controls still work
     }
-    els.caption.textContent = task.caption;
+    showCaption(task);
     els.caption.title = task.caption_key || "";
     expose("pair", String(task.pair));
     state.shownAt = performance.now();

@@ -2,7 +2,9 @@
 escalation, a network failure, and a finished campaign, checked against the database."""
 
 import json
+import os
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -320,3 +322,21 @@ def test_key_hints_come_from_the_action_table_and_test_hooks_stay_off(live_serve
         "() => document.getElementById('judge-progress').textContent.includes('judged today 2')"
     )
     assert Judgement.objects.filter(annotator=user, label="irrelevant").count() == 1
+
+
+@needs_chromium
+def test_caption_roles_are_underlined_with_a_legend(live_server, browser):
+    """FIRE's rule made visible: who, does what, where ... underlined in the caption."""
+    campaign = build_campaign()
+    make_annotator()
+    page = open_judge_page(browser, live_server.url, campaign)
+    pair = wait_for_pair(page)
+    caption = Pair.objects.select_related("caption").get(pk=pair).caption
+    assert caption.role_spans, "pooling stored the caption's role spans"
+    heading = page.locator("#judge-caption")
+    assert heading.inner_text() == caption.text  # the words are unchanged
+    verbs = [caption.text[start:end] for start, end, role in caption.role_spans if role == "V"]
+    shown = page.locator("#judge-caption .role-does").all_inner_texts()
+    assert shown == verbs
+    assert page.locator(".role-legend").is_visible()
+    page.screenshot(path=str(Path(os.environ.get("FIREPOOL_SCREENSHOTS", "/tmp")) / "roles.png"))

@@ -33,6 +33,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--lease-seconds", type=int, default=campaign_spec.DEFAULT_LEASE_SECONDS
         )
+        parser.add_argument(
+            "--no-roles",
+            dest="show_roles",
+            action="store_false",
+            help="Do not underline the captions' semantic roles on the judging page.",
+        )
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):

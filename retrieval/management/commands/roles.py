@@ -2,8 +2,13 @@
 
 import json
 
+from django.core.management.base import CommandError
+from tqdm import tqdm
+
 from config.commands import BaseCommand
+from retrieval.management.lookup import get_dataset
 from retrieval.semantic_roles import frames, role_graphs
+from retrieval.services.caption_roles import fill_role_spans
 
 
 class Command(BaseCommand):
@@ -14,10 +19,25 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("caption")
+        parser.add_argument("caption", nargs="?")
         parser.add_argument("--format", choices=["table", "json"], default="table")
+        parser.add_argument(
+            "--fill-dataset",
+            metavar="D",
+            help="Instead: store the role spans of every caption of dataset D that has none "
+            "(the judging page underlines them; campaigns created since do this themselves).",
+        )
 
     def handle(self, *args, **options):
+        if options["fill_dataset"]:
+            dataset = get_dataset(options["fill_dataset"])
+            ids = list(dataset.captions.values_list("pk", flat=True))
+            with tqdm(total=len(ids), unit=" captions", disable=options["verbosity"] == 0) as bar:
+                filled = fill_role_spans(ids, progress=bar.update)
+            self.stdout.write(f"Role spans stored for {filled} captions of {dataset.name!r}.")
+            return
+        if options["caption"] is None:
+            raise CommandError("give a caption, or --fill-dataset D")
         graph = role_graphs([options["caption"]])[0]
         if options["format"] == "json":
             self.stdout.write(json.dumps(frames(graph), indent=2))
