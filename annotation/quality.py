@@ -334,7 +334,7 @@ def dawid_skene(
     known: np.ndarray | None = None,
     *,
     tol: float = 1e-6,
-    max_iter: int = 100,
+    max_iter: int = 1000,
 ) -> DawidSkeneFit:
     """Posterior probability of relevance per item under the Dawid & Skene (1979) model.
 
@@ -345,7 +345,7 @@ def dawid_skene(
     information) and an E-step (posteriors from them). ``known`` items
     are clamped to their label throughout. It stops when no posterior moves by more than
     ``tol`` or after ``max_iter`` iterations. Status: relevant above 0.5, irrelevant below,
-    disagreement at exactly 0.5; an item nobody labelled gets the prior and stays pending.
+    disagreement at exactly 0.5; an item nobody labelled is pending, with NaN confidence.
     """
     item_index, labels = _check_labels(item_index, labels, n_items)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
@@ -380,7 +380,7 @@ def dawid_skene(
         posterior = updated
         prior, confusion = _m_step(posterior, labelled, item_index, cell, n_annotators)
         converged = bool(change <= tol)
-    posterior = np.where(labelled, posterior, np.where(clamped, gold, prior)).astype(np.float64)
+    posterior = np.where(labelled, posterior, np.where(clamped, gold, np.nan)).astype(np.float64)
     status = np.where(
         posterior > 0.5,
         policy.Status.RELEVANT,
