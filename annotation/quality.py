@@ -173,7 +173,7 @@ def annotator_scores(
     relevant_n, relevant_right = per(truth == 1), per((truth == 1) & correct)
     irrelevant_n, irrelevant_right = per(truth == 0), per((truth == 0) & correct)
     low, high = wilson_interval(gold_right, gold_n, z)
-    level = float(2 * _normal_cdf(z) - 1)
+    level = math.erf(z / math.sqrt(2))  # two-sided normal coverage of z
     gold_order = order[on_gold[order]]
     rolling = np.split(
         _rolling_share(annotator_index[gold_order], correct[gold_order], window),
@@ -263,10 +263,6 @@ def _share(part: int, whole: int) -> float | None:
     return float(part / whole) if whole else None
 
 
-def _normal_cdf(z: float) -> float:
-    return float(0.5 * (1 + math.erf(z / math.sqrt(2))))
-
-
 # Aggregation.
 
 
@@ -342,8 +338,8 @@ def dawid_skene(
     share of each item's labels saying relevant (Dawid & Skene 1979 §4; a tie is 0.5), then
     alternates an M-step (confusions and prior from the posteriors, entries floored at
     :data:`EPS` as crowd-kit does; an annotator who only ever gave one answer carries no
-    information) and an E-step (posteriors from them). ``known`` items
-    are clamped to their label throughout. It stops when no posterior moves by more than
+    information) and an E-step (posteriors from them). ``known`` (gold) items are clamped
+    to their label throughout. It stops when no posterior moves by more than
     ``tol`` or after ``max_iter`` iterations. Status: relevant above 0.5, irrelevant below,
     disagreement at exactly 0.5; an item nobody labelled is pending, with NaN confidence.
     """

@@ -35,7 +35,7 @@ class Command(BaseCommand):
             help="majority: FIRE's strict majority (ties are disagreements); dawid-skene: "
             "per-annotator confusion matrices fitted by EM (Dawid & Skene 1979).",
         )
-        parser.add_argument("--format", choices=FORMATS, default="jsonl")
+        parser.add_argument("--format", choices=FORMATS, default="jsonl", help="Default: jsonl.")
         parser.add_argument("-o", "--output", type=Path, required=True, help="File to write.")
 
     def handle(self, *args, **options):
