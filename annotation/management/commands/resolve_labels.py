@@ -1,0 +1,87 @@
+"""Resolve a raw labels file into one label per pair (strict majority or Dawid-Skene)."""
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation import policy
+from annotation.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
+from retrieval.formats.labels import read_raw_jsonl
+from retrieval.formats.records import FormatError
+
+FORMATS = ("jsonl", "csv")
+COLUMNS = ("caption_id", "video_id", "label", "labels", "confidence")
+
+
+class Command(BaseCommand):
+    help = (
+        "Resolve a raw labels JSONL file (one annotator's label per line: caption_id, "
+        "video_id, annotator, label, as the campaign 'raw' export writes it) into one row per "
+        "pair: caption_id, video_id, label (relevant, irrelevant or disagreement), labels "
+        "(how many it rests on) and confidence (probability of relevance: 1, 0 or 0.5 under "
+        "majority, the posterior under dawid-skene). No campaign is needed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--labels", type=Path, required=True, help="Raw labels JSONL file.")
+        parser.add_argument(
+            "--method",
+            choices=METHODS,
+            default=MAJORITY,
+            help="majority: FIRE's strict majority (ties are disagreements); dawid-skene: "
+            "per-annotator confusion matrices fitted by EM (Dawid & Skene 1979).",
+        )
+        parser.add_argument("--format", choices=FORMATS, default="jsonl", help="Default: jsonl.")
+        parser.add_argument("-o", "--output", type=Path, required=True, help="File to write.")
+
+    def handle(self, *args, **options):
+        try:
+            resolved = resolve_raw(read_raw_jsonl(options["labels"]), options["method"])
+        except FormatError as exc:
+            raise CommandError(str(exc)) from None
+        output = options["output"]
+        partial = output.with_name(f".{output.name}.partial")
+        try:
+            with open(partial, "w", encoding="utf-8", newline="") as out:
+                out.writelines(rows(resolved, options["format"]))
+            partial.replace(output)
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        finally:
+            partial.unlink(missing_ok=True)
+        counts = policy.summary(resolved.aggregation.status)
+        self.stderr.write(
+            f"Wrote {len(resolved.pairs):,} pairs ({counts['relevant']:,} relevant, "
+            f"{counts['irrelevant']:,} irrelevant, {counts['disagreement']:,} disagreements) "
+            f"resolved by {options['method']} to {output}."
+        )
+
+
+def rows(resolved: ResolvedPairs, fmt: str) -> Iterator[str]:
+    """One line per pair in ``fmt`` (jsonl, or csv after a header), in first-appearance order."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if fmt == "csv":
+        yield ",".join(COLUMNS) + "\n"
+    aggregation = resolved.aggregation
+    names = policy.STATUS_LABELS[aggregation.status].tolist()
+    for (caption, video), label, votes, confidence in zip(
+        resolved.pairs,
+        names,
+        resolved.labels.tolist(),
+        aggregation.confidence.tolist(),
+        strict=True,
+    ):
+        values = (caption, video, label, votes, confidence)
+        if fmt == "csv":
+            writer.writerow(values)
+        else:
+            buffer.write(json.dumps(dict(zip(COLUMNS, values, strict=True)), ensure_ascii=False))
+            buffer.write("\n")
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate(0)

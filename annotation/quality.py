@@ -1,0 +1,498 @@
+"""Pure: how far each annotator can be trusted, and label aggregation beyond the majority.
+
+Inputs are plain arrays, one row per label: the item's (pair's) index, the annotator's index
+and the label (1 relevant, 0 irrelevant), as in :mod:`annotation.agreement`. Known items
+(gold pairs) are an array over items: 1 or 0 for a known label, -1 (:data:`UNKNOWN`) for the
+rest.
+
+- :func:`wilson_interval`: the Wilson score interval of a proportion (Wilson 1927), which
+  stays inside [0, 1] and is sensible for the few gold pairs an annotator sees.
+- :func:`annotator_scores`: gold accuracy with its Wilson interval, sensitivity and
+  specificity on gold (with 7-30% relevant pairs, accuracy alone rewards answering "not
+  relevant"), agreement with co-annotators and the resolved label, labels per hour, the
+  median seconds per judgement with breaks (gaps over 5 minutes) removed, and a rolling
+  gold accuracy over the last 50 gold pairs, so drift shows.
+- :func:`should_pause`: the pause rule (accuracy's upper bound below a threshold after
+  enough gold, or judging faster than a floor).
+- :func:`majority` and :func:`dawid_skene`: aggregations with one interface
+  (:class:`Aggregation`, a status per item in :class:`annotation.policy.Status` codes and a
+  confidence, the probability of relevance). Majority is the policy's strict-majority rule;
+  Dawid-Skene (Dawid & Skene 1979) fits per-annotator confusion matrices by EM.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+from annotation import agreement, policy
+from retrieval.formats.labels import RawLabel
+from retrieval.intervals import Interval
+
+UNKNOWN = -1
+"""Known-label value of an item whose true label is not known (not a gold pair)."""
+Z_95 = 1.959963984540054
+"""Standard normal quantile of a two-sided 95% interval."""
+BREAK_SECONDS = 300.0
+"""A gap between two judgements longer than this is a break, not work (5 minutes)."""
+ROLLING_GOLD = 50
+"""Gold pairs in the rolling gold accuracy window."""
+MIN_GOLD = 10
+"""Gold pairs an annotator must have judged before accuracy can pause them."""
+FLOOR_SECONDS = 1.0
+"""Median seconds per judgement below which an annotator is paused (not reading)."""
+EPS = 1e-10
+"""Floor of a confusion-matrix entry and of the class prior in Dawid-Skene (as crowd-kit)."""
+
+
+def wilson_interval(
+    successes: np.ndarray | int, trials: np.ndarray | int, z: float = Z_95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper Wilson score bounds of ``successes / trials``, elementwise.
+
+    ``(p + z^2/2n ± z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` (Wilson 1927; Agresti &
+    Coull 1998, eq. 2). With no trials nothing is known, so the bounds are 0 and 1.
+    """
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    if (n < 0).any() or (k < 0).any() or (k > n).any():
+        raise ValueError("need 0 <= successes <= trials")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        z2n = z * z / n
+        centre = (p + z2n / 2) / (1 + z2n)
+        half = z / (1 + z2n) * np.sqrt(p * (1 - p) / n + z2n / (4 * n))
+    empty = n == 0
+    low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high
+
+
+def should_pause(
+    gold_correct: np.ndarray | int,
+    gold_total: np.ndarray | int,
+    median_seconds: np.ndarray | float,
+    threshold: float,
+    *,
+    min_gold: int = MIN_GOLD,
+    floor_seconds: float = FLOOR_SECONDS,
+    z: float = Z_95,
+) -> np.ndarray:
+    """Whether each annotator is paused: too inaccurate on gold, or too fast to have looked.
+
+    Paused when, after at least ``min_gold`` gold pairs, the upper Wilson bound of their gold
+    accuracy falls below ``threshold`` (so a few unlucky answers never pause anyone), or when
+    their median seconds per judgement is below ``floor_seconds`` (NaN: no timing, no pause).
+    """
+    total = np.asarray(gold_total, dtype=np.int64)
+    _, high = wilson_interval(gold_correct, total, z)
+    inaccurate = (total >= min_gold) & (high < threshold)
+    median = np.asarray(median_seconds, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        too_fast = median < floor_seconds
+    return inaccurate | too_fast
+
+
+# Annotator scores.
+
+
+@dataclass(frozen=True)
+class AnnotatorScore:
+    """How far one annotator can be trusted; None where there is nothing to base a figure on.
+
+    ``gold_accuracy`` is the share of gold pairs judged right with its Wilson interval;
+    ``sensitivity`` is the share of relevant gold judged relevant and ``specificity`` the
+    share of irrelevant gold judged irrelevant. ``rolling_gold_accuracy`` holds, after each
+    gold pair in time order, the accuracy over the last :data:`ROLLING_GOLD` of them, and
+    ``recent_gold_accuracy`` its last value. Time figures leave out breaks.
+    """
+
+    annotator: str
+    labels: int
+    gold: int
+    gold_correct: int
+    gold_accuracy: Interval | None
+    sensitivity: float | None
+    specificity: float | None
+    agreement_with_coannotators: float | None
+    agreement_with_resolved: float | None
+    labels_per_hour: float | None
+    median_seconds: float | None
+    recent_gold_accuracy: float | None
+    rolling_gold_accuracy: tuple[float, ...]
+
+
+def annotator_scores(
+    item_index: np.ndarray,
+    annotator_index: np.ndarray,
+    labels: np.ndarray,
+    annotators: Sequence[str],
+    n_items: int,
+    *,
+    known: np.ndarray | None = None,
+    resolved: np.ndarray | None = None,
+    times: np.ndarray | None = None,
+    seconds: np.ndarray | None = None,
+    window: int = ROLLING_GOLD,
+    z: float = Z_95,
+) -> list[AnnotatorScore]:
+    """One :class:`AnnotatorScore` per name in ``annotators`` (indexed by ``annotator_index``).
+
+    ``known`` marks gold items (-1 elsewhere); ``resolved`` is each item's final label (1, 0,
+    -1 unresolved; by default the strict majority). ``times`` are the labels' submission
+    times in seconds (any origin; NaN unknown) and order each annotator's labels, input order
+    otherwise; ``seconds`` the time spent on each label, when recorded (see
+    :func:`judgement_seconds`). Agreement figures are :func:`annotation.agreement.per_annotator`'s.
+    """
+    item_index, labels = _check_labels(item_index, labels, n_items)
+    annotator_index = np.asarray(annotator_index, dtype=np.int64)
+    n_annotators = len(annotators)
+    if resolved is None:
+        status = majority(item_index, labels, n_items).status
+        resolved = np.select(
+            [status == policy.Status.RELEVANT, status == policy.Status.IRRELEVANT], [1, 0], -1
+        )
+    order = _time_order(annotator_index, times)
+    spent = judgement_seconds(annotator_index, times, seconds)
+    rows = agreement.per_annotator(item_index, annotator_index, labels, resolved, annotators, spent)
+
+    gold = np.full(n_items, UNKNOWN) if known is None else _check_known(known, n_items)
+    truth = gold[item_index]
+    on_gold = truth != UNKNOWN
+    correct = labels == truth
+
+    def per(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(annotator_index[mask], minlength=n_annotators)
+
+    working = np.isfinite(spent)
+    timed = per(working)
+    work_hours = np.bincount(annotator_index[working], spent[working], n_annotators) / 3600
+    gold_n, gold_right = per(on_gold), per(on_gold & correct)
+    relevant_n, relevant_right = per(truth == 1), per((truth == 1) & correct)
+    irrelevant_n, irrelevant_right = per(truth == 0), per((truth == 0) & correct)
+    low, high = wilson_interval(gold_right, gold_n, z)
+    level = math.erf(z / math.sqrt(2))  # two-sided normal coverage of z
+    gold_order = order[on_gold[order]]
+    rolling = np.split(
+        _rolling_share(annotator_index[gold_order], correct[gold_order], window),
+        np.cumsum(gold_n)[:-1],
+    )
+
+    scores = []
+    for a, name in enumerate(annotators):
+        labelled = int(rows[a]["labels"])
+        hours = float(work_hours[a])
+        scores.append(
+            AnnotatorScore(
+                annotator=name,
+                labels=labelled,
+                gold=int(gold_n[a]),
+                gold_correct=int(gold_right[a]),
+                gold_accuracy=Interval(
+                    float(gold_right[a] / gold_n[a]), float(low[a]), float(high[a]), level
+                )
+                if gold_n[a]
+                else None,
+                sensitivity=_share(relevant_right[a], relevant_n[a]),
+                specificity=_share(irrelevant_right[a], irrelevant_n[a]),
+                agreement_with_coannotators=rows[a].get("agreement_with_coannotators"),
+                agreement_with_resolved=rows[a].get("agreement_with_resolved"),
+                labels_per_hour=float(timed[a] / hours) if hours else None,
+                median_seconds=rows[a].get("median_seconds"),
+                recent_gold_accuracy=float(rolling[a][-1]) if rolling[a].size else None,
+                rolling_gold_accuracy=tuple(rolling[a].tolist()),
+            )
+        )
+    return scores
+
+
+def judgement_seconds(
+    annotator_index: np.ndarray,
+    times: np.ndarray | None = None,
+    seconds: np.ndarray | None = None,
+    break_seconds: float = BREAK_SECONDS,
+) -> np.ndarray:
+    """Working seconds behind each label: NaN where unknown or a break.
+
+    A label's time is its recorded ``seconds`` where finite, otherwise the gap since the
+    same annotator's previous submission (``times``); a time over ``break_seconds`` is a
+    break, not work, and is left out (NaN).
+    """
+    annotator_index = np.asarray(annotator_index, dtype=np.int64)
+    spent = np.full(annotator_index.shape, np.nan)
+    if times is not None:
+        times = np.asarray(times, dtype=np.float64)
+        order = _time_order(annotator_index, times)
+        gaps = np.diff(times[order], prepend=np.nan)
+        first = np.ones(order.shape, dtype=bool)
+        first[1:] = annotator_index[order][1:] != annotator_index[order][:-1]
+        spent[order] = np.where(first, np.nan, gaps)
+    if seconds is not None:
+        seconds = np.asarray(seconds, dtype=np.float64)
+        spent = np.where(np.isfinite(seconds), seconds, spent)
+    with np.errstate(invalid="ignore"):
+        return np.where(spent <= break_seconds, spent, np.nan)
+
+
+def _time_order(annotator_index: np.ndarray, times: np.ndarray | None) -> np.ndarray:
+    """Label positions grouped by annotator, each annotator's in time (else input) order."""
+    if times is None:
+        return np.argsort(annotator_index, kind="stable")
+    return np.lexsort((np.asarray(times, dtype=np.float64), annotator_index))
+
+
+def _rolling_share(group: np.ndarray, hits: np.ndarray, window: int) -> np.ndarray:
+    """Share of hits over the last ``window`` entries of each group, at every entry.
+
+    ``group`` must be sorted; one cumulative sum serves every group and window.
+    """
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    n = len(group)
+    cumulative = np.concatenate([[0], np.cumsum(hits, dtype=np.int64)])
+    position = np.arange(n)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if n else position
+    start = starts[np.searchsorted(starts, position, side="right") - 1] if n else position
+    size = np.minimum(position - start + 1, window)
+    return (cumulative[position + 1] - cumulative[position + 1 - size]) / size
+
+
+def _share(part: int, whole: int) -> float | None:
+    return float(part / whole) if whole else None
+
+
+# Aggregation.
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """Per item: ``status`` (:class:`annotation.policy.Status` codes, int8) and ``confidence``.
+
+    ``confidence`` is the probability that the item is relevant: 1, 0 or 0.5 (disagreement)
+    for majority, the posterior for Dawid-Skene; NaN for an item nobody labelled (pending).
+    """
+
+    method: str
+    status: np.ndarray
+    confidence: np.ndarray
+
+
+@dataclass(frozen=True)
+class DawidSkeneFit(Aggregation):
+    """A Dawid-Skene aggregation with its fitted parameters.
+
+    ``confusion[a, t, o]`` is the probability that annotator ``a`` answers ``o`` on an item
+    whose true label is ``t``; ``prior`` is the share of relevant items.
+    """
+
+    confusion: np.ndarray
+    prior: float
+    iterations: int
+    converged: bool
+
+
+MAJORITY = "majority"
+DAWID_SKENE = "dawid-skene"
+METHODS = (MAJORITY, DAWID_SKENE)
+
+
+def majority(
+    item_index: np.ndarray,
+    labels: np.ndarray,
+    n_items: int,
+    known: np.ndarray | None = None,
+) -> Aggregation:
+    """Strict majority of each item's labels (:func:`annotation.policy.resolve`, FIRE §3.1).
+
+    Every label counts (no further labels are asked for); a known item takes its known label,
+    as an admin's adjudication does.
+    """
+    item_index, labels = _check_labels(item_index, labels, n_items)
+    counts = agreement.value_counts(item_index, labels, n_items)
+    adjudicated = None if known is None else _check_known(known, n_items)
+    status = policy.resolve(counts[:, 1], counts.sum(axis=1), cap=1, adjudicated=adjudicated)
+    confidence = np.select(
+        [status == policy.Status.RELEVANT, status == policy.Status.IRRELEVANT],
+        [1.0, 0.0],
+        default=np.where(status == policy.Status.DISAGREEMENT, 0.5, np.nan),
+    )
+    return Aggregation(MAJORITY, status, confidence)
+
+
+def dawid_skene(
+    item_index: np.ndarray,
+    annotator_index: np.ndarray,
+    labels: np.ndarray,
+    n_items: int,
+    n_annotators: int | None = None,
+    known: np.ndarray | None = None,
+    *,
+    tol: float = 1e-6,
+    max_iter: int = 1000,
+) -> DawidSkeneFit:
+    """Posterior probability of relevance per item under the Dawid & Skene (1979) model.
+
+    Each annotator has a 2x2 confusion matrix and items a class prior; EM starts from the
+    share of each item's labels saying relevant (Dawid & Skene 1979 §4; a tie is 0.5), then
+    alternates an M-step (confusions and prior from the posteriors, entries floored at
+    :data:`EPS` as crowd-kit does; an annotator who only ever gave one answer carries no
+    information) and an E-step (posteriors from them). ``known`` (gold) items are clamped
+    to their label throughout. It stops when no posterior moves by more than
+    ``tol`` or after ``max_iter`` iterations. Status: relevant above 0.5, irrelevant below,
+    disagreement at exactly 0.5; an item nobody labelled is pending, with NaN confidence.
+    """
+    item_index, labels = _check_labels(item_index, labels, n_items)
+    annotator_index = np.asarray(annotator_index, dtype=np.int64)
+    if annotator_index.shape != labels.shape:
+        raise ValueError("annotator_index and labels must have the same length")
+    if n_annotators is None:
+        n_annotators = int(annotator_index.max()) + 1 if annotator_index.size else 0
+    if annotator_index.size and (
+        annotator_index.min() < 0 or annotator_index.max() >= n_annotators
+    ):
+        raise ValueError("annotator_index must lie in 0..n_annotators - 1")
+    gold = np.full(n_items, UNKNOWN) if known is None else _check_known(known, n_items)
+    clamped = gold != UNKNOWN
+    counts = agreement.value_counts(item_index, labels, n_items)
+    totals = counts.sum(axis=1)
+    labelled = totals > 0
+
+    def clamp(posterior: np.ndarray) -> np.ndarray:
+        return np.where(clamped, gold, posterior)
+
+    with np.errstate(invalid="ignore"):
+        posterior = clamp(counts[:, 1] / totals)
+    cell = annotator_index * 2 + labels  # (annotator, answer) of each label
+    iterations, converged = 0, False
+    prior, confusion = _m_step(posterior, labelled, item_index, cell, n_annotators)
+    if not labelled.any():
+        converged = True
+    while not converged and iterations < max_iter:
+        iterations += 1
+        updated = clamp(_e_step(prior, confusion, item_index, annotator_index, labels, n_items))
+        change = np.abs(updated - posterior)[labelled].max()
+        posterior = updated
+        prior, confusion = _m_step(posterior, labelled, item_index, cell, n_annotators)
+        converged = bool(change <= tol)
+    posterior = np.where(labelled, posterior, np.where(clamped, gold, np.nan)).astype(np.float64)
+    status = np.where(
+        posterior > 0.5,
+        policy.Status.RELEVANT,
+        np.where(posterior < 0.5, policy.Status.IRRELEVANT, policy.Status.DISAGREEMENT),
+    )
+    status = np.where(labelled | clamped, status, policy.Status.PENDING).astype(np.int8)
+    return DawidSkeneFit(DAWID_SKENE, status, posterior, confusion, prior, iterations, converged)
+
+
+def aggregate(
+    method: str,
+    item_index: np.ndarray,
+    annotator_index: np.ndarray,
+    labels: np.ndarray,
+    n_items: int,
+    known: np.ndarray | None = None,
+) -> Aggregation:
+    """The aggregation named by ``method`` (one of :data:`METHODS`)."""
+    if method == MAJORITY:
+        return majority(item_index, labels, n_items, known)
+    if method == DAWID_SKENE:
+        return dawid_skene(item_index, annotator_index, labels, n_items, known=known)
+    raise ValueError(f"unknown aggregation method {method!r} (choose from {', '.join(METHODS)})")
+
+
+@dataclass(frozen=True)
+class ResolvedPairs:
+    """Raw labels resolved pair by pair: ``pairs`` (caption key, video key) in order of first
+    appearance, ``labels`` how many labels each rests on, and the aggregation."""
+
+    pairs: tuple[tuple[str, str], ...]
+    labels: np.ndarray
+    aggregation: Aggregation
+
+
+def resolve_raw(records: Iterable[RawLabel], method: str) -> ResolvedPairs:
+    """Resolve raw labels (one annotator's label per record) into one label per pair.
+
+    A pair is a distinct (caption key, video key); annotators are told apart by name.
+    """
+    pairs: dict[tuple[str, str], int] = {}
+    names: dict[str, int] = {}
+    item_index, annotator_index, labels = [], [], []
+    for record in records:
+        item_index.append(pairs.setdefault((record.caption_key, record.video_key), len(pairs)))
+        annotator_index.append(names.setdefault(record.annotator, len(names)))
+        labels.append(record.label)
+    items = np.array(item_index, dtype=np.int64)
+    result = aggregate(
+        method, items, np.array(annotator_index, dtype=np.int64), np.array(labels), len(pairs)
+    )
+    return ResolvedPairs(tuple(pairs), np.bincount(items, minlength=len(pairs)), result)
+
+
+def _m_step(
+    posterior: np.ndarray,
+    labelled: np.ndarray,
+    item_index: np.ndarray,
+    cell: np.ndarray,
+    n_annotators: int,
+) -> tuple[float, np.ndarray]:
+    """Class prior and confusions (annotators x true x answer) from the items' posteriors."""
+    prior = float(np.clip(posterior[labelled].mean(), EPS, 1.0)) if labelled.any() else 0.5
+    p_relevant = posterior[item_index]
+    size = 2 * n_annotators
+    answered = np.stack(
+        [
+            np.bincount(cell, weights=1.0 - p_relevant, minlength=size),
+            np.bincount(cell, weights=p_relevant, minlength=size),
+        ]
+    )  # (true, annotator x answer)
+    # Only answers the annotator gave have entries (as in crowd-kit): one who only ever gave
+    # one answer gives it whatever the truth, and so carries no information.
+    given = np.bincount(cell, minlength=size).reshape(n_annotators, 2)[:, None, :] > 0
+    confusion = np.where(
+        given, np.maximum(answered.reshape(2, n_annotators, 2).transpose(1, 0, 2), EPS), 0.0
+    )
+    total = confusion.sum(axis=2, keepdims=True)
+    return prior, np.divide(confusion, total, out=np.full_like(confusion, 0.5), where=total > 0)
+
+
+def _e_step(
+    prior: float,
+    confusion: np.ndarray,
+    item_index: np.ndarray,
+    annotator_index: np.ndarray,
+    labels: np.ndarray,
+    n_items: int,
+) -> np.ndarray:
+    """Posterior probability of relevance per item, in log space (products of many labels)."""
+    log_answer = np.log(confusion[annotator_index, :, labels])  # (labels, true)
+    log_irrelevant = np.log(max(1.0 - prior, EPS)) + np.bincount(
+        item_index, weights=log_answer[:, 0], minlength=n_items
+    )
+    log_relevant = np.log(prior) + np.bincount(
+        item_index, weights=log_answer[:, 1], minlength=n_items
+    )
+    return expit(log_relevant - log_irrelevant)
+
+
+def _check_labels(
+    item_index: np.ndarray, labels: np.ndarray, n_items: int
+) -> tuple[np.ndarray, np.ndarray]:
+    item_index = np.asarray(item_index, dtype=np.int64)
+    labels = np.asarray(labels, dtype=np.int64)
+    if item_index.shape != labels.shape:
+        raise ValueError("item_index and labels must have the same length")
+    if item_index.size and (item_index.min() < 0 or item_index.max() >= n_items):
+        raise ValueError("item_index must lie in 0..n_items - 1")
+    return item_index, labels
+
+
+def _check_known(known: np.ndarray, n_items: int) -> np.ndarray:
+    known = np.asarray(known, dtype=np.int64)
+    if known.shape != (n_items,):
+        raise ValueError("known must have one value per item")
+    if not np.isin(known, (UNKNOWN, 0, 1)).all():
+        raise ValueError("known values must be -1 (unknown), 0 or 1")
+    return known
