@@ -6,10 +6,11 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import policy
 from annotation.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
+from config.commands import BaseCommand
 from retrieval.formats.labels import read_raw_jsonl
 from retrieval.formats.records import FormatError
 
