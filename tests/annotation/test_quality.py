@@ -12,6 +12,7 @@ from scipy.stats import binomtest
 
 from annotation import policy, quality
 from annotation.policy import Status
+from retrieval import label_status
 
 # crowd-kit 1.4.2 uses pandas keywords that pandas 3 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")
@@ -272,13 +273,13 @@ def test_majority_is_the_policy_rule():
     labels = np.array([1, 1, 1, 0, 0, 1, 0, 0])
     vote = quality.majority(items, labels, 5)
     expected = [
-        policy.resolve_labels([True, True], cap=1),
-        policy.resolve_labels([True, False, False], cap=1),
-        policy.resolve_labels([True, False], cap=1),
-        policy.resolve_labels([False], cap=1),
+        resolve_one([True, True]),
+        resolve_one([True, False, False]),
+        resolve_one([True, False]),
+        resolve_one([False]),
         "pending",
     ]
-    assert policy.STATUS_LABELS[vote.status].tolist() == expected
+    assert label_status.names(vote.status).tolist() == expected
     np.testing.assert_array_equal(vote.confidence, [1.0, 0.0, 0.5, 0.0, np.nan])
     assert quality.majority(items, labels, 5, np.array([0, -1, 1, -1, 1])).status.tolist() == [
         Status.IRRELEVANT,
@@ -347,7 +348,7 @@ def test_resolve_labels_dawid_skene_jsonl(tmp_path):
         ("c2", "v1", 3),
     ]
     assert [r["confidence"] for r in rows] == fit.confidence.tolist()
-    assert [r["label"] for r in rows] == policy.STATUS_LABELS[fit.status].tolist()
+    assert [r["label"] for r in rows] == label_status.names(fit.status).tolist()
 
 
 @pytest.mark.parametrize(
@@ -376,3 +377,10 @@ def test_resolve_labels_unwritable_output(tmp_path):
         call_command(
             "resolve_labels", labels=_raw_file(tmp_path), output=tmp_path / "missing" / "out.csv"
         )
+
+
+def resolve_one(labels: list[bool]) -> str:
+    """The policy's status name for one pair labelled ``labels`` (no label cap)."""
+    relevant, total = policy.tally(labels)
+    code = policy.resolve(np.array([relevant]), np.array([total]), False, cap=1)[0]
+    return policy.Status(int(code)).label

@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 from annotation import policy
 from annotation.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
 from config.commands import BaseCommand
+from retrieval import label_status
 from retrieval.formats.labels import read_raw_jsonl
 from retrieval.formats.records import FormatError
 
@@ -69,7 +70,7 @@ def rows(resolved: ResolvedPairs, fmt: str) -> Iterator[str]:
     if fmt == "csv":
         yield ",".join(COLUMNS) + "\n"
     aggregation = resolved.aggregation
-    names = policy.STATUS_LABELS[aggregation.status].tolist()
+    names = label_status.names(aggregation.status).tolist()
     for (caption, video), label, votes, confidence in zip(
         resolved.pairs,
         names,
