@@ -416,17 +416,6 @@ class Progress:
     pairs: int
 
 
-def _tallied(campaign: Campaign, annotator_id: int | None, day: date) -> tuple[int, ...]:
-    """(judged on ``day``, judged in all, pairs not held, labels left) in one query.
-
-    Reads the rows PostgreSQL's triggers keep (:class:`AnnotatorTally`,
-    :class:`CampaignTally`) through :data:`sql.TALLIES`: a few index lookups however large
-    the campaign, where counting would read every pair (~90 ms at 600,000 pairs) and every
-    judgement of the annotator.
-    """
-    return tuple(sql.tallies(campaign.pk, annotator_id, day))
-
-
 def _utc_day(now: datetime) -> date:
     return now.astimezone(UTC).date()
 
@@ -434,8 +423,8 @@ def _utc_day(now: datetime) -> date:
 def campaign_totals(campaign: Campaign) -> tuple[int, int]:
     """(pairs not held, labels they still need): exact, and cheap on PostgreSQL."""
     if connection.vendor == "postgresql":
-        _, _, pairs, labels_left = _tallied(campaign, None, _utc_day(timezone.now()))
-        return pairs, labels_left
+        tally = sql.tallies(campaign.pk, None, _utc_day(timezone.now()))
+        return tally.pairs, tally.labels_left
     totals = Pair.objects.filter(campaign=campaign, held=False).aggregate(
         n=Count("pk"), left=Coalesce(Sum("needed"), Value(0))
     )
@@ -446,8 +435,8 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
     """(live judgements of the annotator here today (UTC), in all): cheap on PostgreSQL."""
     today = _utc_day(now)
     if connection.vendor == "postgresql":
-        judged_today, judged_total, _, _ = _tallied(campaign, annotator.pk, today)
-        return judged_today, judged_total
+        tally = sql.tallies(campaign.pk, annotator.pk, today)
+        return tally.judged_today, tally.judged_total
     start = datetime.combine(today, time.min, tzinfo=UTC)
     counts = Judgement.objects.filter(
         annotator=annotator, pair__campaign=campaign, undone_at__isnull=True
@@ -456,13 +445,17 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
 
 
 def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
-    """What the annotator did today (UTC) and how much the campaign still needs."""
+    """What the annotator did today (UTC) and how much the campaign still needs.
+
+    On PostgreSQL one query (:data:`annotation.services.sql.TALLIES`) reads the running
+    totals its triggers keep: a few index lookups however large the campaign, where counting
+    would read every pair (~90 ms at 600,000 pairs) and every judgement of the annotator.
+    """
     now = now or timezone.now()
     if connection.vendor == "postgresql":
-        counts = _tallied(campaign, annotator.pk, _utc_day(now))
-    else:
-        counts = (*judged_counts(campaign, annotator, now), *campaign_totals(campaign))
-    judged_today, judged_total, pairs, labels_left = counts
+        return Progress(**sql.tallies(campaign.pk, annotator.pk, _utc_day(now))._asdict())
+    judged_today, judged_total = judged_counts(campaign, annotator, now)
+    pairs, labels_left = campaign_totals(campaign)
     return Progress(
         judged_today=judged_today,
         judged_total=judged_total,

@@ -170,8 +170,9 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
 def _joined_rows(campaign: Campaign, status: str | None = None) -> Iterator[list[tuple]]:
     """The campaign's rows of :data:`annotation.services.sql.EXPORT_ROWS`, one list per id
     window (other campaigns' rows dropped)."""
+    campaign_of = sql.reader(sql.EXPORT_COLUMNS, "campaign_id")
     for low, high in _windows(campaign, status):
-        yield [row for row in sql.export_rows(low, high) if row.campaign_id == campaign.pk]
+        yield [row for row in sql.export_rows(low, high) if campaign_of(row) == campaign.pk]
 
 
 def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[_PairRow]:
@@ -182,34 +183,42 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
     usernames = _usernames()
     relevant = Judgement.Label.RELEVANT.value
     rare = wanted == {Pair.Status.DISAGREEMENT}
+    pair_and_label = sql.reader(
+        sql.EXPORT_COLUMNS,
+        *("pair_id", "status", "position", "caption_id", "annotator_id", "label", "uuid"),
+    )
+    described = sql.reader(
+        sql.EXPORT_COLUMNS, "caption_key", "caption_text", "video_key", "adjudicated", "auto_label"
+    )
     for rows in _joined_rows(campaign, Pair.Status.DISAGREEMENT if rare else None):
         pair: _PairRow | None = None
         for row in rows:
-            if pair is None or pair.pk != row.pair_id:
+            pk, status, position, caption_id, annotator, label, uuid = pair_and_label(row)
+            if pair is None or pair.pk != pk:
                 if pair is not None:
                     yield pair
-                if row.status not in wanted:
+                if status not in wanted:
                     pair = None
                     continue
-                row_ranks = ranks[row.position].tolist()
+                caption_key, text, video_key, adjudicated, auto_label = described(row)
                 pair = _PairRow(
-                    pk=row.pair_id,
-                    caption_id=row.caption_id,
-                    caption_key=row.caption_key,
-                    caption=row.caption_text,
-                    video_key=row.video_key,
-                    status=row.status,
-                    adjudicated=bool(row.adjudicated),
+                    pk=pk,
+                    caption_id=caption_id,
+                    caption_key=caption_key,
+                    caption=text,
+                    video_key=video_key,
+                    status=status,
+                    adjudicated=bool(adjudicated),
                     annotators=[],
                     annotator_labels=[],
                     response_ids=[],
-                    runs=dict(_retrieved(run_names, row_ranks)),
-                    auto_label=row.auto_label or "",
+                    runs=dict(_retrieved(run_names, ranks[position].tolist())),
+                    auto_label=auto_label or "",
                 )
-            if row.annotator_id is not None:
-                pair.annotators.append(usernames[row.annotator_id])
-                pair.annotator_labels.append(1 if row.label == relevant else 0)
-                pair.response_ids.append(sql.uuid_text(row.uuid))
+            if annotator is not None:
+                pair.annotators.append(usernames[annotator])
+                pair.annotator_labels.append(1 if label == relevant else 0)
+                pair.response_ids.append(sql.uuid_text(uuid))
         if pair is not None:
             yield pair
 
@@ -259,17 +268,22 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
     """Every live label, pair by pair, each pair's labels in the order they were given."""
     usernames = _usernames()
     relevant = Judgement.Label.RELEVANT.value
+    label_of = sql.reader(
+        sql.EXPORT_COLUMNS,
+        *("caption_key", "video_key", "annotator_id", "label", "seconds", "created_at"),
+    )
     for rows in _joined_rows(campaign):
         for row in rows:
-            if row.annotator_id is None:
+            caption_key, video_key, annotator, label, seconds, created = label_of(row)
+            if annotator is None:
                 continue  # a pair nobody labelled yet
             yield labels.RawLabel(
-                caption_key=row.caption_key,
-                video_key=row.video_key,
-                annotator=usernames[row.annotator_id],
-                label=1 if row.label == relevant else 0,
-                seconds=row.seconds,
-                created_at=sql.aware_time(row.created_at).isoformat(),
+                caption_key=caption_key,
+                video_key=video_key,
+                annotator=usernames[annotator],
+                label=1 if label == relevant else 0,
+                seconds=seconds,
+                created_at=sql.aware_time(created).isoformat(),
             )
 
 

@@ -141,6 +141,13 @@ def test_judgement_keys_match_the_orm(world, packed, contiguous):
     assert got == expected and len(got) == 2
 
 
+EXPORTED = (
+    *("pair_id", "campaign_id", "position", "status", "adjudicated", "caption_id"),
+    *("caption_key", "caption_text", "video_key", "annotator_id", "label", "seconds"),
+    *("created_at", "uuid", "auto_label"),
+)
+
+
 def test_export_rows_match_the_orm(world):
     campaign, _ = world
     Judgement.objects.filter(pk=Judgement.objects.first().pk).update(seconds=None)
@@ -167,15 +174,12 @@ def test_export_rows_match_the_orm(world):
             expected.append((*common, *labelled, pair.auto_label))
         if not judgements:
             expected.append((*common, None, None, None, None, None, pair.auto_label))
-    got = [
-        (
-            *row[:12],
-            None if row.created_at is None else sql.aware_time(row.created_at),
-            None if row.uuid is None else sql.uuid_text(row.uuid),
-            row.auto_label,
-        )
-        for row in sql.export_rows(low, high)
-    ]
+    read = sql.reader(sql.EXPORT_COLUMNS, *EXPORTED)
+    got = []
+    for row in sql.export_rows(low, high):
+        *values, created, response, auto_label = read(row)
+        created = created and sql.aware_time(created)
+        got.append((*values, created, response and sql.uuid_text(response), auto_label))
     assert got == expected
     assert sum(row[9] is not None for row in got) == 2
 
@@ -231,3 +235,9 @@ def test_queryset_array_reads_columns_by_name(world):
     assert got.tolist() == list(pairs.values_list("id", "needed"))
     with pytest.raises(ValueError, match="do not match"):
         sql.queryset_array(pairs.values_list("needed", "id"), dtype)
+
+
+def test_plain_rows_refuse_columns_other_than_named(db):
+    assert sql.plain_rows("SELECT 1 AS a, 2 AS b", {}, ("a", "b")) == [(1, 2)]
+    with pytest.raises(ValueError, match="are not"):
+        sql.plain_rows("SELECT 1 AS a, 2 AS b", {}, ("b", "a"))
