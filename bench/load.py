@@ -133,7 +133,7 @@ def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
 
     from annotation import policy
     from annotation.models import Campaign, Pair
-    from annotation.services.campaigns import COLUMNS as PAIR_COLUMNS
+    from annotation.services.sql import column_rows
     from retrieval.models import Caption, Dataset, Video
 
     n_queries = max(1, n_pairs // DEPTH)
@@ -178,22 +178,25 @@ def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
         query = np.repeat(np.arange(n_queries), DEPTH)
         rank = np.tile(np.arange(DEPTH), n_queries)
         videos = video_pks[(query * 7 + rank * 13) % n_videos]
-        columns = [*PAIR_COLUMNS, "auto_label"]  # the order campaigns.write_pairs uses
-        copy_rows(
-            Pair._meta.db_table,
-            columns,
-            (
-                (campaign.pk, c, v, p, d, 0, 0, 1 + d, 0, 1 + d, False, "pending", "", "")
-                for p, (c, v, d) in enumerate(
-                    zip(
-                        caption_pks[query].tolist(),
-                        videos.tolist(),
-                        double.tolist(),
-                        strict=True,
-                    )
-                )
-            ),
+        columns, rows = column_rows(
+            {
+                "campaign_id": campaign.pk,
+                "caption_id": caption_pks[query].tolist(),
+                "video_id": videos.tolist(),
+                "position": list(range(total)),
+                "double": double.tolist(),
+                "label_count": 0,
+                "relevant_count": 0,
+                "needed": (1 + double).tolist(),
+                "leased": 0,
+                "open_slots": (1 + double).tolist(),
+                "held": False,
+                "status": "pending",
+                "adjudicated": "",
+                "auto_label": "",
+            }
         )
+        copy_rows(Pair._meta.db_table, columns, rows)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     return campaign.pk, total

@@ -12,36 +12,24 @@ and the release of the same expired lease cannot deadlock. Progress reads runnin
 that PostgreSQL triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 """
 
-import functools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.models import (
-    Count,
-    Exists,
-    Model,
-    OuterRef,
-    Q,
-    Sum,
-    Value,
-)
-from django.db.models.expressions import Col
+from django.db.models import Count, Exists, OuterRef, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import (
-    AnnotatorTally,
     Campaign,
-    CampaignTally,
     Escalation,
     Judgement,
     LapsedLease,
     Lease,
     Pair,
 )
-from annotation.services import pair_state
+from annotation.services import pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Video
 
@@ -86,10 +74,6 @@ class Assignment:
     upcoming: Task | None
 
 
-def skip_locked() -> bool:
-    return connection.features.has_select_for_update_skip_locked
-
-
 def release_expired(campaign: Campaign, now: datetime) -> int:
     """Delete expired leases of the campaign, free their slots and remember them as lapsed."""
     expired = list(Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now))
@@ -124,82 +108,17 @@ def _judged_by(annotator) -> Exists:
     )
 
 
-# The two queries behind every judging request (the annotator's leases, the next open
-# pair) are written in SQL: composing them through the ORM took 1.4-1.9 ms of CPU each,
-# about eight times the cost of running them. Rows still become model instances through
-# the converters the ORM itself would apply, on PostgreSQL and SQLite alike.
-PAIR_ROW = ((Pair, "p"), (Caption, "c"), (Video, "v"))
-LEASE_ROW = ((Lease, "l"), *PAIR_ROW)
-
-
-def _select_list(sources: tuple[tuple[type[Model], str], ...]) -> str:
-    """Every concrete column of each (model, table alias), in field order."""
-    quote = connection.ops.quote_name
-    return ", ".join(
-        f"{alias}.{quote(field.column)}"
-        for model, alias in sources
-        for field in model._meta.concrete_fields
-    )
-
-
-@functools.cache
-def _columns(model: type[Model], alias: str) -> list[tuple[str, Col]]:
-    """(attname, column expression) per concrete field of ``model`` read as ``alias``."""
-    return [(field.attname, field.get_col(alias)) for field in model._meta.concrete_fields]
-
-
-def _converters(model: type[Model], alias: str) -> list[tuple[str, list, Col]]:
-    """(attname, converters, column) per field: what the ORM applies to values read back."""
-    return [
-        (attname, connection.ops.get_db_converters(col) + col.get_db_converters(connection), col)
-        for attname, col in _columns(model, alias)
-    ]
-
-
-def _instances(sources: tuple[tuple[type[Model], str], ...], row) -> list[Model]:
-    """One model instance per source from a row read with :func:`_select_list`."""
-    values = iter(row)
-    instances = []
-    for model, alias in sources:
-        names, converted = [], []
-        for attname, convert, column in _converters(model, alias):
-            value = next(values)
-            for converter in convert:
-                value = converter(value, column, connection)
-            names.append(attname)
-            converted.append(value)
-        instances.append(model.from_db(connection.alias, names, converted))
-    return instances
-
-
 def _pair_from(pair: Pair, caption: Caption, video: Video) -> Pair:
     pair.caption, pair.video = caption, video
     return pair
 
 
-def _caption_and_video_join() -> str:
-    return (
-        f"JOIN {Caption._meta.db_table} c ON c.id = p.caption_id "
-        f"JOIN {Video._meta.db_table} v ON v.id = p.video_id"
-    )
-
-
 def _held_and_expired(campaign: Campaign, annotator, now: datetime) -> list[Lease]:
     """The annotator's leases in the campaign and everyone's expired ones, oldest first,
-    with pair, caption and video loaded."""
-    sql = (
-        f"SELECT {_select_list(LEASE_ROW)} FROM {Lease._meta.db_table} l "
-        f"JOIN {Pair._meta.db_table} p ON p.id = l.pair_id {_caption_and_video_join()} "
-        "WHERE p.campaign_id = %s AND (l.annotator_id = %s OR l.expires_at <= %s) "
-        "ORDER BY l.created_at, l.id"
-    )
-    moment = connection.ops.adapt_datetimefield_value(now)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [campaign.pk, annotator.pk, moment])
-        rows = cursor.fetchall()
+    with pair, caption and video loaded (one raw query, :data:`sql.HELD_AND_EXPIRED`)."""
     leases = []
-    for row in rows:
-        lease, *pair = _instances(LEASE_ROW, row)
+    for row in sql.held_and_expired(campaign.pk, annotator.pk, now):
+        lease, *pair = sql.instances(sql.LEASE_ROW, row)
         lease.pair = _pair_from(*pair)
         leases.append(lease)
     return leases
@@ -211,30 +130,9 @@ def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: in
     On PostgreSQL the row is locked, skipping rows other transactions hold.
     """
     for same_caption in ([caption_id] if caption_id is not None else []) + [None]:
-        sql = (
-            f"SELECT {_select_list(PAIR_ROW)} FROM {Pair._meta.db_table} p "
-            f"{_caption_and_video_join()} "
-            "WHERE p.campaign_id = %s AND p.open_slots > 0"
-        )
-        params: list = [campaign.pk]
-        if same_caption is not None:
-            sql += " AND p.caption_id = %s"
-            params.append(same_caption)
-        if exclude:
-            sql += f" AND p.id NOT IN ({', '.join(['%s'] * len(exclude))})"
-            params += exclude
-        sql += (
-            f" AND NOT EXISTS (SELECT 1 FROM {Judgement._meta.db_table} j WHERE j.pair_id = p.id"
-            " AND j.annotator_id = %s AND j.undone_at IS NULL) ORDER BY p.position LIMIT 1"
-        )
-        params.append(annotator.pk)
-        if skip_locked():
-            sql += " FOR UPDATE OF p SKIP LOCKED"
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
+        row = sql.next_pair(campaign.pk, annotator.pk, exclude, same_caption)
         if row is not None:
-            return _pair_from(*_instances(PAIR_ROW, row))
+            return _pair_from(*sql.instances(sql.PAIR_ROW, row))
     return None
 
 
@@ -525,34 +423,6 @@ class Progress:
     pairs: int
 
 
-TALLIES_SQL = f"""
-SELECT
-    (SELECT coalesce(sum(judged), 0) FROM {AnnotatorTally._meta.db_table}
-     WHERE campaign_id = %(campaign)s AND annotator_id = %(annotator)s AND day = %(day)s),
-    (SELECT coalesce(sum(judged), 0) FROM {AnnotatorTally._meta.db_table}
-     WHERE campaign_id = %(campaign)s AND annotator_id = %(annotator)s),
-    (SELECT coalesce(sum(pairs), 0) FROM {CampaignTally._meta.db_table}
-     WHERE campaign_id = %(campaign)s),
-    (SELECT coalesce(sum(labels_left), 0) FROM {CampaignTally._meta.db_table}
-     WHERE campaign_id = %(campaign)s)
-"""
-
-
-def _tallied(campaign: Campaign, annotator_id: int | None, day: date) -> tuple[int, ...]:
-    """(judged on ``day``, judged in all, pairs not held, labels left) in one query.
-
-    Reads the rows PostgreSQL's triggers keep (:class:`AnnotatorTally`,
-    :class:`CampaignTally`): a few index lookups however large the campaign, where counting
-    would read every pair (~90 ms at 600,000 pairs) and every judgement of the annotator.
-    Raw SQL because this runs on every request of the judging API.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            TALLIES_SQL, {"campaign": campaign.pk, "annotator": annotator_id, "day": day}
-        )
-        return tuple(int(value) for value in cursor.fetchone())
-
-
 def _utc_day(now: datetime) -> date:
     return now.astimezone(UTC).date()
 
@@ -560,8 +430,8 @@ def _utc_day(now: datetime) -> date:
 def campaign_totals(campaign: Campaign) -> tuple[int, int]:
     """(pairs not held, labels they still need): exact, and cheap on PostgreSQL."""
     if connection.vendor == "postgresql":
-        _, _, pairs, labels_left = _tallied(campaign, None, _utc_day(timezone.now()))
-        return pairs, labels_left
+        tally = sql.tallies(campaign.pk, None, _utc_day(timezone.now()))
+        return tally.pairs, tally.labels_left
     totals = Pair.objects.filter(campaign=campaign, held=False).aggregate(
         n=Count("pk"), left=Coalesce(Sum("needed"), Value(0))
     )
@@ -572,8 +442,8 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
     """(live judgements of the annotator here today (UTC), in all): cheap on PostgreSQL."""
     today = _utc_day(now)
     if connection.vendor == "postgresql":
-        judged_today, judged_total, _, _ = _tallied(campaign, annotator.pk, today)
-        return judged_today, judged_total
+        tally = sql.tallies(campaign.pk, annotator.pk, today)
+        return tally.judged_today, tally.judged_total
     start = datetime.combine(today, time.min, tzinfo=UTC)
     counts = Judgement.objects.filter(
         annotator=annotator, pair__campaign=campaign, undone_at__isnull=True
@@ -582,13 +452,17 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
 
 
 def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
-    """What the annotator did today (UTC) and how much the campaign still needs."""
+    """What the annotator did today (UTC) and how much the campaign still needs.
+
+    On PostgreSQL one query (:data:`annotation.services.sql.TALLIES`) reads the running
+    totals its triggers keep: a few index lookups however large the campaign, where counting
+    would read every pair (~90 ms at 600,000 pairs) and every judgement of the annotator.
+    """
     now = now or timezone.now()
     if connection.vendor == "postgresql":
-        counts = _tallied(campaign, annotator.pk, _utc_day(now))
-    else:
-        counts = (*judged_counts(campaign, annotator, now), *campaign_totals(campaign))
-    judged_today, judged_total, pairs, labels_left = counts
+        return Progress(**sql.tallies(campaign.pk, annotator.pk, _utc_day(now))._asdict())
+    judged_today, judged_total = judged_counts(campaign, annotator, now)
+    pairs, labels_left = campaign_totals(campaign)
     return Progress(
         judged_today=judged_today,
         judged_total=judged_total,

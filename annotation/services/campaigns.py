@@ -3,28 +3,25 @@
 Pooling itself is pure (:mod:`annotation.pooling`); this module gathers its inputs from
 the database (runs, each query's own video, pairs judged in earlier campaigns of the same
 dataset, whose labels are reused rather than asked for again) and writes the pairs with
-one parameterised multi-row insert per batch, because hundreds of thousands of pairs
-through the ORM's per-object machinery would take far longer than pooling them.
+one bulk insert (:func:`annotation.services.sql.insert`), because hundreds of thousands of
+pairs through the ORM's per-object machinery would take far longer than pooling them.
 """
 
 import io
 from collections.abc import Sequence
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
 from annotation import policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
-from annotation.services import pair_state
+from annotation.services import pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
 from retrieval.services.caption_roles import fill_role_spans
 from retrieval.services.runs import load_run
-
-MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
-"""Bound parameters per INSERT: under SQLite's 32,766 and PostgreSQL's 65,535 limits."""
 
 
 class CampaignError(UserError):
@@ -86,70 +83,27 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> poo
     )
 
 
-COLUMNS = (
-    "campaign_id",
-    "caption_id",
-    "video_id",
-    "position",
-    "double",
-    "label_count",
-    "relevant_count",
-    "needed",
-    "leased",
-    "open_slots",
-    "held",
-    "status",
-    "adjudicated",
-)
-
-
 def write_pairs(campaign: Campaign, pool: pooling.Pool, double: np.ndarray) -> int:
     """Insert the pool's pairs in queue order (position = row of the provenance array)."""
     needed, slots = (column.tolist() for column in pair_state.initial(double))
-    rows = [
-        (
-            campaign.pk,
-            caption_id,
-            video_id,
-            position,
-            is_double,
-            0,
-            0,
-            need,
-            0,
-            open_slots,
-            False,
-            "pending",
-            "",
-        )
-        for position, (caption_id, video_id, is_double, need, open_slots) in enumerate(
-            zip(
-                pool.caption_ids.tolist(),
-                pool.video_ids.tolist(),
-                double.tolist(),
-                needed,
-                slots,
-                strict=True,
-            )
-        )
-    ]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(c) for c in COLUMNS)
-    table = quote(Pair._meta.db_table)
-    connection.ensure_connection()
-    if connection.vendor == "sqlite":
-        # The driver's executemany runs a prepared statement per row in C: the fastest path.
-        sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(COLUMNS))})"
-        connection.connection.executemany(sql, rows)
-        return len(rows)
-    batch = MAX_PARAMETERS.get(connection.vendor, 30000) // len(COLUMNS)
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), batch):
-            chunk = rows[start : start + batch]
-            values = ", ".join(["(" + ", ".join(["%s"] * len(COLUMNS)) + ")"] * len(chunk))
-            flat = [value for row in chunk for value in row]
-            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values}", flat)
-    return len(rows)
+    return sql.insert(
+        Pair,
+        {
+            "campaign_id": campaign.pk,
+            "caption_id": pool.caption_ids.tolist(),
+            "video_id": pool.video_ids.tolist(),
+            "position": list(range(len(pool))),
+            "double": double.tolist(),
+            "label_count": 0,
+            "relevant_count": 0,
+            "needed": needed,
+            "leased": 0,
+            "open_slots": slots,
+            "held": False,
+            "status": Pair.Status.PENDING.value,
+            "adjudicated": "",
+        },
+    )
 
 
 def provenance_bytes(ranks: np.ndarray) -> bytes:
@@ -199,7 +153,7 @@ def create_campaign(
         lease_seconds=spec.lease_seconds,
         created_by=created_by,
         provenance=provenance_bytes(pool.ranks),
-        options={"show_roles": spec.show_roles},
+        options={} if spec.show_roles else {"show_roles": False},
         **({"guidelines": spec.guidelines} if spec.guidelines else {}),
     )
     CampaignRun.objects.bulk_create(

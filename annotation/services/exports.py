@@ -18,21 +18,20 @@ exported as pairs; pending pairs have no final label yet.
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from annotation.models import Campaign, Judgement, Pair
+from annotation.services import sql
 from annotation.services.campaigns import load_provenance
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES
-from retrieval.models import Caption, Video
+from retrieval.models import Caption
 
 EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json")
 CONTENT_TYPES = {
@@ -191,33 +190,12 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
         yield low, low + BATCH
 
 
-# One row per live label (or one per unlabelled pair), pairs in id order and each pair's
-# labels in the order they were given. A join in the database beats assembling pairs,
-# captions, videos and judgements in Python by a third at FIRE's scale.
-JOINED = (
-    "SELECT p.id, p.campaign_id, p.position, p.status, p.adjudicated, p.caption_id, "
-    "c.{key}, c.text, v.{key}, j.annotator_id, j.label, j.seconds, j.created_at, j.uuid, "
-    "p.auto_label "
-    "FROM {pair} p JOIN {caption} c ON c.id = p.caption_id JOIN {video} v ON v.id = p.video_id "
-    "LEFT JOIN {judgement} j ON j.pair_id = p.id AND j.undone_at IS NULL "
-    "WHERE p.id >= %s AND p.id < %s ORDER BY p.id, j.created_at, j.id"
-)
-
-
 def _joined_rows(campaign: Campaign, status: str | None = None) -> Iterator[list[tuple]]:
-    """The campaign's rows of :data:`JOINED`, one list per id window (other campaigns dropped)."""
-    quote = connection.ops.quote_name
-    sql = JOINED.format(
-        key=quote("key"),
-        pair=quote(Pair._meta.db_table),
-        caption=quote(Caption._meta.db_table),
-        video=quote(Video._meta.db_table),
-        judgement=quote(Judgement._meta.db_table),
-    )
-    with connection.cursor() as cursor:
-        for low, high in _windows(campaign, status):
-            cursor.execute(sql, [low, high])
-            yield [row for row in cursor.fetchall() if row[1] == campaign.pk]
+    """The campaign's rows of :data:`annotation.services.sql.EXPORT_ROWS`, one list per id
+    window (other campaigns' rows dropped)."""
+    campaign_of = sql.reader(sql.EXPORT_COLUMNS, "campaign_id")
+    for low, high in _windows(campaign, status):
+        yield [row for row in sql.export_rows(low, high) if campaign_of(row) == campaign.pk]
 
 
 def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[_PairRow]:
@@ -228,17 +206,24 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
     usernames = _usernames()
     relevant = Judgement.Label.RELEVANT.value
     rare = wanted == {Pair.Status.DISAGREEMENT}
+    pair_and_label = sql.reader(
+        sql.EXPORT_COLUMNS,
+        *("pair_id", "status", "position", "caption_id", "annotator_id", "label", "uuid"),
+    )
+    described = sql.reader(
+        sql.EXPORT_COLUMNS, "caption_key", "caption_text", "video_key", "adjudicated", "auto_label"
+    )
     for rows in _joined_rows(campaign, Pair.Status.DISAGREEMENT if rare else None):
         pair: _PairRow | None = None
-        for pk, _, position, status, adjudicated, caption_id, *rest in rows:
-            caption_key, text, video_key, annotator, label, _, _, uuid, auto_label = rest
+        for row in rows:
+            pk, status, position, caption_id, annotator, label, uuid = pair_and_label(row)
             if pair is None or pair.pk != pk:
                 if pair is not None:
                     yield pair
                 if status not in wanted:
                     pair = None
                     continue
-                row_ranks = ranks[position].tolist()
+                caption_key, text, video_key, adjudicated, auto_label = described(row)
                 pair = _PairRow(
                     pk=pk,
                     caption_id=caption_id,
@@ -250,13 +235,13 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
                     annotators=[],
                     annotator_labels=[],
                     response_ids=[],
-                    runs=dict(_retrieved(run_names, row_ranks)),
+                    runs=dict(_retrieved(run_names, ranks[position].tolist())),
                     auto_label=auto_label or "",
                 )
             if annotator is not None:
                 pair.annotators.append(usernames[annotator])
                 pair.annotator_labels.append(1 if label == relevant else 0)
-                pair.response_ids.append(_canonical_uuid(uuid))
+                pair.response_ids.append(sql.uuid_text(uuid))
         if pair is not None:
             yield pair
 
@@ -264,22 +249,6 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
 def _usernames() -> dict[int, str]:
     """Every account's name: one small query, cheaper than finding the campaign's annotators."""
     return dict(get_user_model().objects.values_list("pk", "username"))
-
-
-def _canonical_uuid(value: object) -> str:
-    """``8-4-4-4-12`` form of a UUID given as 32 hex digits (SQLite) or a UUID (PostgreSQL)."""
-    text = str(value).lower()
-    if len(text) == 32:
-        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-    return text
-
-
-def _iso_time(value: object) -> str:
-    """ISO 8601 with offset of a stored time (text in UTC on SQLite, aware on PostgreSQL)."""
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat()
 
 
 def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
@@ -322,9 +291,13 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
     """Every live label, pair by pair, each pair's labels in the order they were given."""
     usernames = _usernames()
     relevant = Judgement.Label.RELEVANT.value
+    label_of = sql.reader(
+        sql.EXPORT_COLUMNS,
+        *("caption_key", "video_key", "annotator_id", "label", "seconds", "created_at"),
+    )
     for rows in _joined_rows(campaign):
         for row in rows:
-            caption_key, video_key, annotator, label, seconds, created = row[6], *row[8:13]
+            caption_key, video_key, annotator, label, seconds, created = label_of(row)
             if annotator is None:
                 continue  # a pair nobody labelled yet
             yield labels.RawLabel(
@@ -333,7 +306,7 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
                 annotator=usernames[annotator],
                 label=1 if label == relevant else 0,
                 seconds=seconds,
-                created_at=_iso_time(created),
+                created_at=sql.aware_time(created).isoformat(),
             )
 
 

@@ -6,7 +6,8 @@ plain arrays the pure module takes, resolve each pair under the labelling policy
 agreement page reads and whose ``to_json()`` the ``agreement`` command prints.
 
 At FIRE's scale (660,000 labels over 555,000 pairs) the per-object ORM would dominate, so
-the judgements come from one raw query whose rows go straight into numpy, and a pair's
+the judgements come from one raw query (:func:`annotation.services.sql.judgement_keys`)
+whose rows go straight into numpy, and a pair's
 dense index is its id minus the campaign's first pair id (a campaign's pairs are written
 in bulk, so their ids are contiguous; a mask covers the rare case where they are not).
 """
@@ -16,24 +17,18 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation import agreement, policy
-from annotation.models import Campaign, Judgement, Pair
+from annotation.models import Campaign, Pair
 from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
 from annotation.services.campaigns import campaign_split
 from annotation.services.resolution import campaign_judged
+from annotation.services.sql import ANNOTATOR_SPAN, judgement_keys, queryset_array
 from retrieval import label_status
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.proxies import PROXIES, PROXY_LABELS
-
-FETCH_ROWS = 50_000
-"""Rows fetched from the cursor at a time while loading judgements."""
-
-ANNOTATOR_SPAN = 2**32
-"""Annotator ids below this are packed with the pair and label into one integer per row."""
 
 
 @dataclass
@@ -210,56 +205,15 @@ class ProxyReport:
         return [PROXY_LABELS[name] for name in self.missing]
 
 
-def _rows(queryset, dtype: np.dtype) -> np.ndarray:
-    """The rows of a ``values_list`` queryset as a structured array, without model objects."""
-    return _fetch(*queryset.query.sql_with_params(), dtype)
-
-
-def _fetch(sql: str, params, dtype: np.dtype) -> np.ndarray:
-    """The rows of one query as a structured array of ``dtype``, converted in chunks."""
-    chunks = [np.empty(0, dtype=dtype)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(FETCH_ROWS):
-            chunks.append(np.array(rows, dtype=dtype))
-    return np.concatenate(chunks)
-
-
 def _fetch_judgements(
     campaign: Campaign, first: int, last: int, contiguous: bool, packed: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Live judgements as arrays: dense pair index, annotator id, label (1 relevant), seconds.
 
-    One query; each row carries as few Python objects as possible, since building them is
-    most of the cost: ``(pair_id - first) * 2 + label`` in one integer, times
-    :data:`ANNOTATOR_SPAN` plus the annotator id when ``packed``, and the seconds (-1 when
-    missing; missing or negative times read back as NaN). When the campaign's pair ids are contiguous, a range on
-    ``pair_id`` (an index) selects its judgements without a join.
+    Unpacks the rows of :func:`annotation.services.sql.judgement_keys`; missing or negative
+    times read back as NaN.
     """
-    quote = connection.ops.quote_name
-    judgement, pair = Judgement._meta.db_table, Pair._meta.db_table
-    pair_id, annotator_id = f"j.{quote('pair_id')}", f"j.{quote('annotator_id')}"
-    key = f"({pair_id} - %s) * 2 + CASE WHEN j.{quote('label')} = %s THEN 1 ELSE 0 END"
-    seconds = f"COALESCE(j.{quote('seconds')}, -1.0)"
-    if packed:
-        columns = f"({key}) * {ANNOTATOR_SPAN} + {annotator_id}, {seconds}"
-        dtype = np.dtype([("key", np.int64), ("seconds", np.float64)])
-    else:
-        columns = f"{key}, {annotator_id}, {seconds}"
-        dtype = np.dtype([("key", np.int64), ("annotator", np.int64), ("seconds", np.float64)])
-    params: list = [first, Judgement.Label.RELEVANT.value]
-    if contiguous:
-        sql = f"SELECT {columns} FROM {quote(judgement)} j WHERE {pair_id} BETWEEN %s AND %s"
-        params += [first, last]
-    else:
-        sql = (
-            f"SELECT {columns} FROM {quote(judgement)} j "
-            f"JOIN {quote(pair)} p ON p.{quote('id')} = {pair_id} "
-            f"WHERE p.{quote('campaign_id')} = %s"
-        )
-        params.append(campaign.pk)
-    sql += f" AND j.{quote('undone_at')} IS NULL"
-    rows = _fetch(sql, params, dtype)
+    rows = judgement_keys(campaign.pk, first, last, contiguous, packed)
     key = rows["key"]
     if packed:
         key, annotators = np.divmod(key, ANNOTATOR_SPAN)
@@ -299,7 +253,7 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     contiguous = n_pairs == pool_pairs
     in_campaign = np.full(n_pairs, contiguous)
     if not contiguous:
-        ids = _rows(pairs.values_list("id"), np.dtype([("id", np.int64)]))["id"]
+        ids = queryset_array(pairs.values_list("id"), np.dtype([("id", np.int64)]))["id"]
         in_campaign[ids - first] = True
 
     User = get_user_model()
@@ -313,7 +267,7 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     annotators, annotator_index = _annotators(annotator_ids, User)
 
     # Only the few pairs whose flags matter: second-label ones and adjudicated ones.
-    flagged = _rows(
+    flagged = queryset_array(
         pairs.filter(Q(double=True) | ~Q(adjudicated=""))
         .annotate(
             verdict=Case(

@@ -1,0 +1,418 @@
+"""Every hand-written SQL statement of the annotation app, and the helpers that run them.
+
+Each statement here replaced an ORM query that measured too slow on a hot path (see
+``bench/RESULTS.md``): the judging queue's two queries, the progress tallies, the label
+loader of the agreement report, the export join and the bulk insert of a campaign's pairs.
+One style throughout: tables come from the models' ``_meta`` and columns are quoted by
+name, every selected column has an alias, parameters are named (``%(name)s``, which Django
+turns into SQLite's ``:name``; only the bulk insert binds positions, generated from its
+column names), and rows come back as named tuples keyed by the aliases (:func:`rows`),
+as plain tuples whose columns are read by name (:func:`plain_rows`, :func:`reader`; for
+many rows), as numpy structured arrays whose fields are the aliases (:func:`array`), or
+as model instances (:func:`instances`). Values the two backends return in different types
+are normalised here too (:func:`uuid_text`, :func:`aware_time`). The PostgreSQL triggers
+stay with their migration (0004).
+"""
+
+import functools
+import itertools
+import operator
+from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, date, datetime
+
+import numpy as np
+from django.db import connection
+from django.db.models import Model, QuerySet
+
+from annotation.models import AnnotatorTally, CampaignTally, Judgement, Lease, Pair
+from retrieval.models import Caption, Video
+
+FETCH_ROWS = 50_000
+"""Rows fetched from the cursor at a time while filling an array."""
+
+MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
+"""Bound parameters per INSERT: under SQLite's 32,766 and PostgreSQL's 65,535 limits."""
+
+
+def _q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _table(model: type[Model]) -> str:
+    return _q(model._meta.db_table)
+
+
+def _select(columns: Mapping[str, str]) -> str:
+    """A select list from ``{alias: expression}``; an expression ``"p.id"`` is quoted as a column."""
+    return ", ".join(
+        f"{_column(expression) if _is_column(expression) else expression} AS {_q(alias)}"
+        for alias, expression in columns.items()
+    )
+
+
+def _is_column(expression: str) -> bool:
+    table, _, column = expression.partition(".")
+    return table.isidentifier() and column.isidentifier()
+
+
+def _column(expression: str) -> str:
+    table, column = expression.split(".")
+    return f"{table}.{_q(column)}"
+
+
+@functools.cache
+def _row_type(names: tuple[str, ...]) -> type:
+    return namedtuple("Row", names)
+
+
+def _names(cursor) -> tuple[str, ...]:
+    return tuple(column[0] for column in cursor.description)
+
+
+def rows(statement: str, params: Mapping[str, object]) -> list[tuple]:
+    """Run ``statement`` and return every row as a named tuple keyed by the column aliases."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        make = _row_type(_names(cursor))._make
+        return [make(row) for row in cursor.fetchall()]
+
+
+def plain_rows(statement: str, params: Mapping[str, object], names: Sequence[str]) -> list[tuple]:
+    """Run ``statement``, check that its columns are ``names``, and return plain tuples.
+
+    For results of many rows, read through :func:`reader`: the garbage collector never
+    untracks tuple subclasses, and named tuples made a 70,000-label export 8-20% slower.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        if _names(cursor) != tuple(names):
+            raise ValueError(f"columns {_names(cursor)} are not {tuple(names)}")
+        return cursor.fetchall()
+
+
+def reader(names: Iterable[str], *wanted: str) -> Callable[[tuple], object]:
+    """A function giving the ``wanted`` columns of a plain row whose columns are ``names``:
+    their values in the order asked (a single value when one is asked)."""
+    order = list(names)
+    return operator.itemgetter(*(order.index(name) for name in wanted))
+
+
+def array(statement: str, params: Mapping[str, object], dtype: np.dtype) -> np.ndarray:
+    """The rows of ``statement`` as a structured array whose fields are the column aliases.
+
+    Rows go straight from the driver into numpy, in chunks, without a Python object per
+    value: the way to read hundreds of thousands of rows.
+    """
+    return _fetch_array(statement, params, dtype)
+
+
+def queryset_array(queryset: QuerySet, dtype: np.dtype) -> np.ndarray:
+    """The rows of a ``values_list`` queryset as a structured array, without model objects."""
+    return _fetch_array(*queryset.query.sql_with_params(), dtype)
+
+
+def _fetch_array(statement: str, params, dtype: np.dtype) -> np.ndarray:
+    chunks = [np.empty(0, dtype=dtype)]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        if _names(cursor) != dtype.names:
+            raise ValueError(f"columns {_names(cursor)} do not match the fields {dtype.names}")
+        while batch := cursor.fetchmany(FETCH_ROWS):
+            chunks.append(np.array(batch, dtype=dtype))
+    return np.concatenate(chunks)
+
+
+# Model instances from raw rows: every concrete column of each (model, table alias) is
+# selected as "<alias>_<column>", and read back through the converters the ORM itself
+# applies, so instances are the same on PostgreSQL and SQLite.
+Sources = tuple[tuple[type[Model], str], ...]
+PAIR_ROW: Sources = ((Pair, "p"), (Caption, "c"), (Video, "v"))
+LEASE_ROW: Sources = ((Lease, "l"), *PAIR_ROW)
+
+
+def _model_columns(sources: Sources) -> dict[str, str]:
+    return {
+        f"{alias}_{field.column}": f"{alias}.{field.column}"
+        for model, alias in sources
+        for field in model._meta.concrete_fields
+    }
+
+
+@functools.cache
+def _fields(model: type[Model], alias: str) -> list[tuple[str, str, object]]:
+    """(row field, attname, column expression) per concrete field of ``model`` read as ``alias``."""
+    return [
+        (f"{alias}_{field.column}", field.attname, field.get_col(alias))
+        for field in model._meta.concrete_fields
+    ]
+
+
+def instances(sources: Sources, row: tuple) -> list[Model]:
+    """One model instance per source from a row whose select list is :func:`_model_columns`."""
+    built = []
+    for model, alias in sources:
+        names, values = [], []
+        for name, attname, column in _fields(model, alias):
+            value = getattr(row, name)
+            convert = connection.ops.get_db_converters(column) + column.get_db_converters(
+                connection
+            )
+            for converter in convert:
+                value = converter(value, column, connection)
+            names.append(attname)
+            values.append(value)
+        built.append(model.from_db(connection.alias, names, values))
+    return built
+
+
+def _with_caption_and_video() -> str:
+    return (
+        f"JOIN {_table(Caption)} c ON c.{_q('id')} = p.{_q('caption_id')} "
+        f"JOIN {_table(Video)} v ON v.{_q('id')} = p.{_q('video_id')}"
+    )
+
+
+# The judging queue (annotation.services.assignment): composing these two through the ORM
+# took 1.4-1.9 ms of CPU each, about eight times the cost of running them.
+
+HELD_AND_EXPIRED = (
+    f"SELECT {_select(_model_columns(LEASE_ROW))} FROM {_table(Lease)} l "
+    f"JOIN {_table(Pair)} p ON p.{_q('id')} = l.{_q('pair_id')} {_with_caption_and_video()} "
+    f"WHERE p.{_q('campaign_id')} = %(campaign)s "
+    f"AND (l.{_q('annotator_id')} = %(annotator)s OR l.{_q('expires_at')} <= %(now)s) "
+    f"ORDER BY l.{_q('created_at')}, l.{_q('id')}"
+)
+"""An annotator's leases in a campaign and everyone's expired ones, oldest first, with pair,
+caption and video (:data:`LEASE_ROW`)."""
+
+
+def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[tuple]:
+    """Rows of :data:`HELD_AND_EXPIRED`; turn each into instances with :data:`LEASE_ROW`."""
+    moment = connection.ops.adapt_datetimefield_value(now)
+    return rows(
+        HELD_AND_EXPIRED, {"campaign": campaign_id, "annotator": annotator_id, "now": moment}
+    )
+
+
+@functools.cache
+def next_pair_statement(same_caption: bool, excluded: int, lock: bool) -> str:
+    """The first open pair in queue order that the annotator has not judged, with caption
+    and video (:data:`PAIR_ROW`).
+
+    ``same_caption`` limits it to ``%(caption)s``; ``excluded`` pairs ``%(exclude_0)s``...
+    are left out; ``lock`` locks its row, skipping rows other transactions hold
+    (PostgreSQL's ``FOR UPDATE SKIP LOCKED``).
+    """
+    statement = (
+        f"SELECT {_select(_model_columns(PAIR_ROW))} FROM {_table(Pair)} p "
+        f"{_with_caption_and_video()} "
+        f"WHERE p.{_q('campaign_id')} = %(campaign)s AND p.{_q('open_slots')} > 0"
+    )
+    if same_caption:
+        statement += f" AND p.{_q('caption_id')} = %(caption)s"
+    if excluded:
+        names = ", ".join(f"%(exclude_{i})s" for i in range(excluded))
+        statement += f" AND p.{_q('id')} NOT IN ({names})"
+    # NOT EXISTS per candidate row through the (pair, annotator) index: NOT IN the
+    # annotator's judged pairs would grow with everything they judged.
+    statement += (
+        f" AND NOT EXISTS (SELECT 1 FROM {_table(Judgement)} j "
+        f"WHERE j.{_q('pair_id')} = p.{_q('id')} AND j.{_q('annotator_id')} = %(annotator)s "
+        f"AND j.{_q('undone_at')} IS NULL) ORDER BY p.{_q('position')} LIMIT 1"
+    )
+    if lock:
+        statement += " FOR UPDATE OF p SKIP LOCKED"
+    return statement
+
+
+def next_pair(
+    campaign_id: int, annotator_id: int, exclude: Sequence[int], caption_id: int | None
+) -> tuple | None:
+    """The row of :func:`next_pair_statement` (on ``caption_id`` when given), or None."""
+    lock = connection.features.has_select_for_update_skip_locked
+    params = {"campaign": campaign_id, "annotator": annotator_id, "caption": caption_id}
+    params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
+    found = rows(next_pair_statement(caption_id is not None, len(exclude), lock), params)
+    return found[0] if found else None
+
+
+TALLIES = f"""
+SELECT
+    (SELECT coalesce(sum({_q("judged")}), 0) FROM {_table(AnnotatorTally)}
+     WHERE {_q("campaign_id")} = %(campaign)s AND {_q("annotator_id")} = %(annotator)s
+       AND {_q("day")} = %(day)s) AS judged_today,
+    (SELECT coalesce(sum({_q("judged")}), 0) FROM {_table(AnnotatorTally)}
+     WHERE {_q("campaign_id")} = %(campaign)s AND {_q("annotator_id")} = %(annotator)s)
+       AS judged_total,
+    (SELECT coalesce(sum({_q("pairs")}), 0) FROM {_table(CampaignTally)}
+     WHERE {_q("campaign_id")} = %(campaign)s) AS pairs,
+    (SELECT coalesce(sum({_q("labels_left")}), 0) FROM {_table(CampaignTally)}
+     WHERE {_q("campaign_id")} = %(campaign)s) AS labels_left
+"""
+"""An annotator's live judgements on a UTC day and in all, and a campaign's pairs not held
+and labels left, from the running totals PostgreSQL's triggers keep (migration 0004): a few
+index lookups however large the campaign, where counting would read every pair."""
+
+
+def tallies(campaign_id: int, annotator_id: int | None, day: date) -> tuple:
+    """The row of :data:`TALLIES`, its sums as ints."""
+    (row,) = rows(TALLIES, {"campaign": campaign_id, "annotator": annotator_id, "day": day})
+    return row._make(int(value) for value in row)
+
+
+# The agreement report's label loader (annotation.services.reporting): building a Python
+# object per row is most of its cost, so each row carries as few values as it can.
+
+ANNOTATOR_SPAN = 2**32
+"""Annotator ids below this are packed with the pair and label into one integer per row."""
+
+
+@functools.cache
+def judgement_keys_statement(packed: bool, contiguous: bool) -> str:
+    """A campaign's live judgements, one row each: ``key`` is ``(pair_id - %(first)s) * 2 +
+    (1 if relevant)``, times :data:`ANNOTATOR_SPAN` plus the annotator id when ``packed``
+    (else an ``annotator`` column), and ``seconds`` (-1 when missing).
+
+    With ``contiguous`` pair ids, ``pair_id BETWEEN %(first)s AND %(last)s`` (an index)
+    selects them without a join; otherwise a join on ``%(campaign)s`` does.
+    """
+    pair_id = f"j.{_q('pair_id')}"
+    key = (
+        f"({pair_id} - %(first)s) * 2 + CASE WHEN j.{_q('label')} = %(relevant)s THEN 1 ELSE 0 END"
+    )
+    columns = (
+        {"key": f"({key}) * {ANNOTATOR_SPAN} + j.{_q('annotator_id')}"}
+        if packed
+        else {"key": key, "annotator": "j.annotator_id"}
+    )
+    columns["seconds"] = f"COALESCE(j.{_q('seconds')}, -1.0)"
+    statement = f"SELECT {_select(columns)} FROM {_table(Judgement)} j "
+    if contiguous:
+        statement += f"WHERE {pair_id} BETWEEN %(first)s AND %(last)s"
+    else:
+        statement += (
+            f"JOIN {_table(Pair)} p ON p.{_q('id')} = {pair_id} "
+            f"WHERE p.{_q('campaign_id')} = %(campaign)s"
+        )
+    return statement + f" AND j.{_q('undone_at')} IS NULL"
+
+
+def judgement_keys(
+    campaign_id: int, first_pair: int, last_pair: int, contiguous: bool, packed: bool
+) -> np.ndarray:
+    """The rows of :func:`judgement_keys_statement` as an array (``key``, [``annotator``,] ``seconds``)."""
+    names = ["key", "seconds"] if packed else ["key", "annotator", "seconds"]
+    dtype = np.dtype([(name, np.float64 if name == "seconds" else np.int64) for name in names])
+    params = {
+        "first": first_pair,
+        "last": last_pair,
+        "campaign": campaign_id,
+        "relevant": Judgement.Label.RELEVANT.value,
+    }
+    return array(judgement_keys_statement(packed, contiguous), params, dtype)
+
+
+# Exports (annotation.services.exports): a join in the database beats assembling pairs,
+# captions, videos and judgements in Python by a third at FIRE's scale.
+
+EXPORT_COLUMNS = {
+    "pair_id": "p.id",
+    "campaign_id": "p.campaign_id",
+    "position": "p.position",
+    "status": "p.status",
+    "adjudicated": "p.adjudicated",
+    "caption_id": "p.caption_id",
+    "caption_key": "c.key",
+    "caption_text": "c.text",
+    "video_key": "v.key",
+    "annotator_id": "j.annotator_id",
+    "label": "j.label",
+    "seconds": "j.seconds",
+    "created_at": "j.created_at",
+    "uuid": "j.uuid",
+    "auto_label": "p.auto_label",
+}
+"""The columns of :data:`EXPORT_ROWS`: alias and expression, in select order."""
+
+EXPORT_ROWS = (
+    f"SELECT {_select(EXPORT_COLUMNS)} FROM {_table(Pair)} p {_with_caption_and_video()} "
+    f"LEFT JOIN {_table(Judgement)} j ON j.{_q('pair_id')} = p.{_q('id')} "
+    f"AND j.{_q('undone_at')} IS NULL "
+    f"WHERE p.{_q('id')} >= %(low)s AND p.{_q('id')} < %(high)s "
+    f"ORDER BY p.{_q('id')}, j.{_q('created_at')}, j.{_q('id')}"
+)
+"""One row per live label (or one per unlabelled pair) of the pairs with ids in
+``[%(low)s, %(high)s)``, pairs in id order and each pair's labels in the order given.
+Every campaign's pairs in the window come back: the caller keeps its own."""
+
+
+def export_rows(low: int, high: int) -> list[tuple]:
+    """The rows of :data:`EXPORT_ROWS` for the id window ``[low, high)``, as plain tuples
+    in :data:`EXPORT_COLUMNS` order: read them with ``reader(EXPORT_COLUMNS, ...)``."""
+    return plain_rows(EXPORT_ROWS, {"low": low, "high": high}, tuple(EXPORT_COLUMNS))
+
+
+def uuid_text(value: object) -> str:
+    """``8-4-4-4-12`` form of a UUID column (32 hex digits on SQLite, a UUID on PostgreSQL)."""
+    text = str(value).lower()
+    if len(text) == 32:
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    return text
+
+
+def aware_time(value: object) -> datetime:
+    """A time column as an aware datetime (UTC text on SQLite, aware on PostgreSQL)."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+# Bulk inserts (annotation.services.campaigns): hundreds of thousands of pairs through the
+# ORM's per-object machinery would take far longer than pooling them.
+
+
+def column_rows(columns: Mapping[str, object]) -> tuple[list[str], Iterator[tuple]]:
+    """(column names, row tuples) from values given by column: a list for a column that
+    varies, a single value for one that is the same in every row."""
+    lengths = {len(values) for values in columns.values() if isinstance(values, list)}
+    if len(lengths) != 1:
+        raise ValueError(f"columns given as lists must have one length, not {sorted(lengths)}")
+    (n,) = lengths
+    values = (v if isinstance(v, list) else itertools.repeat(v, n) for v in columns.values())
+    return list(columns), zip(*values, strict=True)
+
+
+def insert(model: type[Model], columns: Mapping[str, object]) -> int:
+    """Insert rows into ``model``'s table, given by column (see :func:`column_rows`).
+
+    Every name must be a column of the model; the others take their database defaults.
+    On SQLite the driver's ``executemany`` runs one prepared statement per row in C (the
+    fastest path); elsewhere multi-row INSERTs of up to :data:`MAX_PARAMETERS` values.
+    Both bind positional placeholders, generated from the same names as the rows.
+    """
+    names, values = column_rows(columns)
+    unknown = set(names) - {field.column for field in model._meta.concrete_fields}
+    if unknown:
+        raise ValueError(f"{model.__name__} has no columns {sorted(unknown)}")
+    table = f"{_table(model)} ({', '.join(map(_q, names))})"
+    connection.ensure_connection()
+    if connection.vendor == "sqlite":
+        row_list = list(values)
+        placeholders = ", ".join("?" * len(names))
+        connection.connection.executemany(f"INSERT INTO {table} VALUES ({placeholders})", row_list)
+        return len(row_list)
+    batch = MAX_PARAMETERS.get(connection.vendor, 30000) // len(names)
+    row = "(" + ", ".join(["%s"] * len(names)) + ")"
+    written = 0
+    with connection.cursor() as cursor:
+        for chunk in _batches(values, batch):
+            flat = [value for values_of_row in chunk for value in values_of_row]
+            cursor.execute(f"INSERT INTO {table} VALUES {', '.join([row] * len(chunk))}", flat)
+            written += len(chunk)
+    return written
+
+
+def _batches(items: Iterable[tuple], size: int) -> Iterator[list[tuple]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
