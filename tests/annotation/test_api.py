@@ -3,26 +3,11 @@
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from annotation.models import Judgement
-from config import roles
 from retrieval.models import Video
 from tests.factories import make_campaign
-
-
-@pytest.fixture
-def people(db):
-    groups = roles.ensure_groups()
-    User = get_user_model()
-    made = {}
-    for name in ("annotator", "researcher"):
-        user = User.objects.create_user(name, password="pw-people-123")
-        user.groups.add(groups[name])
-        made[name] = user
-    made["admin"] = User.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
-    return made
 
 
 def client_for(user):
@@ -104,8 +89,7 @@ def test_judge_page_roles(people, client):
 
 def test_finished_only_when_nothing_can_come(people):
     campaign = make_campaign(n_queries=1, depth=1)
-    other = get_user_model().objects.create_user("other", password="pw-other-123")
-    other.groups.add(roles.ensure_groups()["annotator"])
+    other = people["other"]
     assert client_for(other).post(f"/api/campaigns/{campaign.pk}/next/").json()["current"]
     waiting = client_for(people["annotator"]).post(f"/api/campaigns/{campaign.pk}/next/").json()
     assert waiting["current"] is None and waiting["finished"] is False  # leased to someone else

@@ -11,7 +11,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
@@ -23,21 +22,7 @@ from annotation.jobs import PoolForm
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair
 from annotation.services import assignment
 from annotation.services.exports import EXPORT_FORMATS
-from config import roles
 from tests.factories import make_campaign
-
-
-@pytest.fixture
-def people(db):
-    groups = roles.ensure_groups()
-    User = get_user_model()
-    made = {}
-    for name in ("annotator", "other"):
-        user = User.objects.create_user(name, password="pw-people-123")
-        user.groups.add(groups["annotator"])
-        made[name] = user
-    made["admin"] = User.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
-    return made
 
 
 def api(user, csrf=False) -> APIClient:
