@@ -52,9 +52,9 @@ class ReplayWorld:
         has = self.known_positive.any(axis=2)
         return np.where(has, np.argmax(self.known_positive, axis=2) + 1, 0)
 
-    def run_judgements(self, judged: np.ndarray, sampled: np.ndarray | None = None) -> list:
+    def run_judgements(self, judged: np.ndarray) -> list[RunJudgements]:
         """Each run's :class:`~retrieval.estimation.RunJudgements` once the pairs in ``judged``
-        (bool per pool pair) are labelled; ``sampled`` marks those a random sample judged."""
+        (bool per pool pair) are labelled."""
         judged = np.asarray(judged, bool)
         hit = judged & self.labels
         queries = self.layout.pair_of.shape[0]
@@ -71,7 +71,6 @@ class ReplayWorld:
                     unjudged=here & ~judged[at[:, r]],
                     n_relevant=n_relevant,
                     n_unjudged=n_unjudged,
-                    sampled=None if sampled is None else here & sampled[at[:, r]],
                 )
             )
         return result

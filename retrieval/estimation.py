@@ -3,16 +3,17 @@
 Each score is one of three kinds. ``exact``: every pooled pair that could change it is judged.
 ``bounds``: the score with the unjudged pooled pairs counted irrelevant, then relevant (for
 C@K these are its true bounds; for AP they are the two extreme readings, as R grows with them).
-``estimate``: a uniform random sample of the remaining unjudged pooled pairs was judged, and
-the rest is filled in from it, inverse-probability weighted: the relevant rate at each rank of
-the run is the sample's (Hajek) weighted mean there, and AP takes each unjudged pair's expected
-relevance as inferred AP does (Yilmaz & Aslam 2006, §3: the expected precision above a rank
-from the sampled judgements; Schnabel et al. 2016, §3 for the weighting). The 95% interval
-combines a parametric bootstrap of those rates with, for C@K, the spread of the unjudged
-pairs' own outcomes.
+``estimate``: a random sample of the remaining unjudged pooled pairs was judged and the rest is
+inferred from it by inverse-probability weighting (Horvitz-Thompson; Schnabel et al. 2016, §3;
+the sampled-judgement idea of inferred AP, Yilmaz & Aslam 2006, §3). The sample is drawn by
+query: queries with unjudged pairs are drawn uniformly and all their unjudged pairs judged, so
+every remaining pair has the same inclusion probability and a drawn query's scores are exact.
+The estimate adds to the unjudged-as-irrelevant score the weighted gain the drawn queries
+show, which is unbiased for any metric with no assumption on how relevance is spread; its 95%
+interval is the normal one from the drawn queries' spread (sampling without replacement).
 
 Items of a run's list outside the pool and unjudged count as irrelevant (trec_eval's reading),
-as in :mod:`retrieval.metrics`, whose Correct@K and AP definitions the exact and bound scores use.
+as in :mod:`retrieval.metrics`, whose Correct@K and AP definitions every score here uses.
 """
 
 from collections.abc import Sequence
@@ -24,7 +25,6 @@ from retrieval import metrics
 
 EXACT, BOUNDS, ESTIMATE = "exact", "bounds", "estimate"
 Z95 = 1.959963984540054
-BOOTSTRAP_DRAWS = 200
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,7 @@ class RunJudgements:
     """What is known about one run's top-D lists (queries x depth, rank order).
 
     ``relevant``: a judged (or implicit) positive; ``unjudged``: a pooled pair with no label
-    yet; ``sampled``: judged by the random sample (its label is in ``relevant``);
-    ``n_relevant``: known positives per query, retrieved or not; ``n_unjudged``: unjudged
+    yet; ``n_relevant``: known positives per query, retrieved or not; ``n_unjudged``: unjudged
     pooled pairs per query over all runs (they could add to R).
     """
 
@@ -41,7 +40,6 @@ class RunJudgements:
     unjudged: np.ndarray
     n_relevant: np.ndarray
     n_unjudged: np.ndarray
-    sampled: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.relevant.shape != self.unjudged.shape or self.relevant.ndim != 2:
@@ -52,11 +50,23 @@ class RunJudgements:
 
 @dataclass(frozen=True)
 class Sample:
-    """A uniform random sample of the unjudged pooled pairs (all queries), now judged."""
+    """Queries drawn uniformly among those with unjudged pooled pairs (``drawn``, bool per
+    query), and the run once every pooled pair of the drawn queries is judged."""
 
-    size: int
-    positives: int
-    inclusion: float  # the chance each unjudged pooled pair had to be drawn
+    drawn: np.ndarray
+    judged: RunJudgements
+
+
+def draw_queries(n_unjudged: np.ndarray, pairs: int, seed: int) -> np.ndarray:
+    """Queries with unjudged pairs in a seeded random order until ``pairs`` pairs are covered
+    ("judge 500 more random pairs"): bool per query."""
+    candidates = np.flatnonzero(np.asarray(n_unjudged) > 0)
+    order = np.random.default_rng(seed).permutation(candidates)
+    covered = np.cumsum(np.asarray(n_unjudged)[order])
+    count = int(np.searchsorted(covered, pairs)) + 1
+    drawn = np.zeros(len(n_unjudged), dtype=bool)
+    drawn[order[:count]] = True
+    return drawn
 
 
 @dataclass(frozen=True)
@@ -83,28 +93,38 @@ def score_run(
     *,
     sample: Sample | None = None,
     eligible: np.ndarray | None = None,
-    seed: int = 0,
 ) -> dict[str, Score]:
     """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated.
 
-    Means are over the ``eligible`` queries (all by default).
+    ``run`` is the state before the sample; means are over the ``eligible`` queries (all by
+    default; the queries with a positive, such as their own video).
     """
     rows = run.relevant.shape[0]
     eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
     low = per_query_scores(run.relevant, run.n_relevant, ks)
     high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
     exact = _exact_queries(run, ks)
-    rates = None if sample is None else _rank_rates(run, sample)
+    drawn_scores = None
+    if sample is not None:
+        drawn_scores = per_query_scores(sample.judged.relevant, sample.judged.n_relevant, ks)
     result = {}
     for name in low:
         lo, hi = _mean(low[name], eligible), _mean(high[name], eligible)
         if exact[name][eligible].all():
             result[name] = Score(name, EXACT, lo, lo, lo)
-        elif rates is None:
+        elif drawn_scores is None:
             result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
         else:
-            value, half = _estimate(run, name, rates, sample, eligible, seed)
-            result[name] = Score(name, ESTIMATE, value, value - half, value + half)
+            open_ = ~exact[name] & eligible
+            if not (sample.drawn & open_).any():  # the sample holds no query this can use
+                result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
+                continue
+            gain = drawn_scores[name] - low[name]
+            value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
+            share = open_.sum() / eligible.sum()
+            result[name] = Score(
+                name, ESTIMATE, lo + share * value, lo + share * low_end, lo + share * high_end
+            )
     return result
 
 
@@ -132,73 +152,23 @@ def _mean(values: np.ndarray, eligible: np.ndarray) -> float:
     return float(values[eligible].mean()) if eligible.any() else float("nan")
 
 
-@dataclass(frozen=True)
-class _Rates:
-    """Relevant rate of the unjudged pairs at each rank of the run (from the sample), and
-    over all unjudged pooled pairs; plus how many sampled pairs each rests on."""
-
-    by_rank: np.ndarray
-    counts: np.ndarray
-    overall: float
-
-
-def _rank_rates(run: RunJudgements, sample: Sample) -> _Rates:
-    """Hajek (weighted-mean) relevant rates; with a uniform sample every weight is 1/inclusion,
-    so they are the sample's means. A rank the sample missed takes the overall rate."""
-    overall = sample.positives / sample.size if sample.size else 0.0
-    sampled = np.zeros_like(run.relevant) if run.sampled is None else run.sampled
-    weight = 1.0 / max(sample.inclusion, 1e-12)
-    counts = sampled.sum(axis=0) * weight
-    hits = (sampled & run.relevant).sum(axis=0) * weight
-    by_rank = np.where(counts > 0, hits / np.maximum(counts, 1e-12), overall)
-    return _Rates(by_rank, (counts / weight).astype(np.int64), overall)
-
-
-def _estimate(
-    run: RunJudgements,
-    name: str,
-    rates: _Rates,
-    sample: Sample,
-    eligible: np.ndarray,
-    seed: int,
-) -> tuple[float, float]:
-    """The estimate and its 95% half-width (normal interval)."""
-    rng = np.random.default_rng(seed)
-    n = np.maximum(rates.counts, 1)
-    draws = rng.binomial(n, rates.by_rank, size=(BOOTSTRAP_DRAWS, rates.by_rank.size)) / n
-    draws = np.where(rates.counts > 0, draws, rates.by_rank)
-    overall = rng.binomial(max(sample.size, 1), rates.overall, BOOTSTRAP_DRAWS) / max(
-        sample.size, 1
-    )
-    point, spread = _expected(run, name, rates.by_rank[None, :], np.array([rates.overall]))
-    boot, _ = _expected(run, name, draws, overall)
-    value = _mean(point[0], eligible)
-    boot_means = boot[:, eligible].mean(axis=1)
-    variance = boot_means.var() + spread[0][eligible].sum() / max(eligible.sum(), 1) ** 2
-    return value, Z95 * float(np.sqrt(variance))
-
-
-def _expected(
-    run: RunJudgements, name: str, rates: np.ndarray, overall: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Expected per-query score for each row of ``rates`` (draws x depth), with the unjudged
-    pairs relevant independently at their rank's rate; and each query's outcome variance."""
-    open_ = run.unjudged.astype(np.float64)
-    if name.startswith("C@"):
-        k = int(name[2:])
-        found = run.relevant[:, :k].any(axis=1)
-        log_miss = np.log1p(-np.minimum(rates[:, :k], 1 - 1e-12))
-        none = np.exp(open_[:, :k] @ log_miss.T).T  # draws x queries
-        correct = np.where(found, 1.0, 1.0 - none)
-        return correct, correct * (1.0 - correct)
-    values = np.empty((rates.shape[0], run.relevant.shape[0]))
-    inverse = 1.0 / np.arange(1, run.relevant.shape[1] + 1)
-    for d, (rate, all_rate) in enumerate(zip(rates, overall, strict=True)):
-        y = run.relevant + open_ * rate
-        above = np.cumsum(y, axis=1) - y
-        numerator = (y * (1.0 + above)) @ inverse
-        expected_r = run.n_relevant + run.n_unjudged * all_rate
-        values[d] = np.divide(
-            numerator, expected_r, out=np.zeros_like(numerator), where=expected_r > 0
-        )
-    return values, np.zeros_like(values)
+def _horvitz_thompson(
+    gain: np.ndarray, population: np.ndarray, drawn: np.ndarray
+) -> tuple[float, float, float]:
+    """The mean gain over the ``population`` queries (those whose score is not exact) from the
+    drawn ones, a simple random sample of them once post-stratified, with a 95% interval:
+    Wilson's when every gain is 0 or 1 (C@K), else the normal one; both shrunk by the finite
+    population correction."""
+    seen = gain[drawn & population]
+    n, size = seen.size, int(population.sum())
+    mean = float(seen.mean())
+    correction = np.sqrt(max(1.0 - n / size, 0.0))
+    if np.isin(seen, (0.0, 1.0)).all():
+        z2 = Z95**2
+        centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * np.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
+        half *= correction
+        return mean, max(centre - half, 0.0), min(centre + half, 1.0)
+    spread = seen.var(ddof=1) if n > 1 else float("inf")
+    half = Z95 * correction * float(np.sqrt(spread / n))
+    return mean, mean - half, mean + half
