@@ -17,6 +17,7 @@ positive that is not in the pool: the caption's own video, or a pair judged befo
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -167,9 +168,11 @@ class _Static(JudgingOrder):
     """A fixed priority per pair; a label only closes the pair."""
 
     def _scores(self, rows: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "_static"):
-            self._static = self._weights()
         return np.where(self._open(rows), self._static[rows], _OFF)
+
+    @cached_property
+    def _static(self) -> np.ndarray:
+        return self._weights()
 
     def _weights(self) -> np.ndarray:
         raise NotImplementedError
@@ -214,16 +217,14 @@ class MetricFirst(JudgingOrder):
 
     name = "metric-first"
 
-    @property
+    @cached_property
     def _deciding_k(self) -> np.ndarray:
         """Indexed by rank: the smallest K >= rank (``_NEVER`` past the largest K); a pair
         matters to a run while that K is below the run's first positive."""
-        if not hasattr(self, "_next_k"):
-            top = int(self.layout.ranks.max(initial=0))
-            ks = np.sort(np.asarray(self.ks))
-            at = np.searchsorted(ks, np.arange(top + 1))
-            self._next_k = np.where(at < ks.size, ks[np.minimum(at, ks.size - 1)], _NEVER)
-        return self._next_k
+        top = int(self.layout.ranks.max(initial=0))
+        ks = np.sort(np.asarray(self.ks))
+        at = np.searchsorted(ks, np.arange(top + 1))
+        return np.where(at < ks.size, ks[np.minimum(at, ks.size - 1)], _NEVER)
 
     def _scores(self, rows: np.ndarray) -> np.ndarray:
         ranks = self.layout.ranks[rows]
