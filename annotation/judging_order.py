@@ -140,14 +140,15 @@ class JudgingOrder:
 
     # -- shared state -------------------------------------------------------------------
     def _record(self, rows: np.ndarray, slots: np.ndarray, labels: np.ndarray) -> None:
+        """Record one label in each of ``rows`` (distinct queries: one pair per query a round)."""
         if self.judged[rows, slots].any():
             raise ValueError("a pair is judged twice")
         self.judged[rows, slots] = True
         self.relevant[rows, slots] = labels
-        np.add.at(self.judged_count, rows, 1)
+        self.judged_count[rows] += 1
         in_run = self.in_run[rows, slots]
-        np.add.at(self.hits, rows, in_run & labels[:, None])
-        np.add.at(self.misses, rows, in_run & ~labels[:, None])
+        self.hits[rows] += in_run & labels[:, None]
+        self.misses[rows] += in_run & ~labels[:, None]
 
     def _open(self, rows: np.ndarray) -> np.ndarray:
         return ~self.judged[rows]
@@ -158,10 +159,13 @@ class JudgingOrder:
     def _best_arm(self, rows: np.ndarray, arm_score: np.ndarray) -> np.ndarray:
         """Each open pair's priority: the best score of the runs holding it, ties by the rank in
         that run, so the top pair is the best arm's next unjudged pair."""
-        ranks = self.layout.ranks[rows]
-        tiebreak = np.minimum(ranks, 999) * 1e-9
-        key = np.where(self.in_run[rows], np.round(arm_score, 6)[:, None, :] - tiebreak, _OFF)
+        key = np.round(arm_score, 6)[:, None, :] + self._rank_tiebreak[rows]
         return np.where(self._open(rows), key.max(axis=2, initial=_OFF), _OFF)
+
+    @cached_property
+    def _rank_tiebreak(self) -> np.ndarray:
+        """Queries x slots x runs: minus a billionth of the rank, ``-inf`` where not retrieved."""
+        return np.where(self.in_run, np.minimum(self.layout.ranks, 999) * -1e-9, _OFF)
 
 
 class _Static(JudgingOrder):
