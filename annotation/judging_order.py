@@ -310,9 +310,13 @@ class AdaptiveRBP(JudgingOrder):
     def _scores(self, rows: np.ndarray) -> np.ndarray:
         weight = _rbp_weight(self.layout.ranks[rows], self.in_run[rows], self.p)
         open_ = self._open(rows)
-        depth = int(self.layout.ranks.max(initial=0))
-        residual = (weight * open_[:, :, None]).sum(axis=1) + self.p**depth
+        residual = (weight * open_[:, :, None]).sum(axis=1) + self._below_pool
         return np.where(open_, (weight * residual[:, None, :]).sum(axis=2), _OFF)
+
+    @cached_property
+    def _below_pool(self) -> float:
+        """RBP weight a run leaves below the pool depth: p^depth."""
+        return self.p ** int(self.layout.ranks.max(initial=0))
 
 
 def _rbp_weight(ranks: np.ndarray, in_run: np.ndarray, p: float) -> np.ndarray:

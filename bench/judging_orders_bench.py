@@ -43,7 +43,7 @@ TARGETS = {
 
 
 def synthetic_world(
-    queries: int = MSVD_QUERIES, relevant_rate: float = 0.031, seed: int = 0
+    queries: int = MSVD_QUERIES, relevant_rate: float = 0.036, seed: int = 0
 ) -> ReplayWorld:
     """Three correlated depth-10 runs over ``queries`` queries and their complete labels.
 
@@ -58,7 +58,7 @@ def synthetic_world(
     videos = np.arange(queries)[:, None] * CANDIDATES + np.arange(CANDIDATES)
     runs = []
     for margin in RUN_MARGINS:
-        score = margin * relevant + 0.8 * shared + 0.6 * rng.normal(size=shared.shape)
+        score = margin * relevant + 0.4 * shared + 0.9 * rng.normal(size=shared.shape)
         score[:, 0] += 0.5 * margin
         top = np.argsort(-score, axis=1)[:, :DEPTH]
         runs.append(
