@@ -245,9 +245,10 @@ class MaxMean(JudgingOrder):
     the highest posterior mean (rel + a) / (judged + a + b), ties by rank.
 
     Our adaptation: the Beta prior (a, b) has strength 2 centred on the run's relevant rate
-    over all queries so far, which starts as the paper's Beta(1, 1); with ~1.4 positives per
-    query (FIRE §3.2) a query's own arms learn little. The live queue sees a new prior in a
-    query at that query's next update; :func:`full_order` refreshes it once per round.
+    over all queries so far, which starts as the paper's Beta(1, 1): in an MSVD-like pool
+    (about 20 pairs per query, 7% relevant) a query's own arms see too few positives to learn
+    from. The live queue sees a new prior in a query at that query's next update;
+    :func:`full_order` refreshes it once per round.
     """
 
     name = "maxmean"
