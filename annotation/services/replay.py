@@ -1,0 +1,162 @@
+"""ORM-facing: gather a dataset's runs and complete labels into a replay world, and replay a
+judging order on it (the loop is :mod:`annotation.judging_replay`).
+
+Rows are the query captions the runs answer (with a label set, those it judges), pooled at
+``depth`` as a campaign would be: each caption's own video is left out of the pool and counts
+as a known positive, as in re-scoring. Complete labels come from the demo world's ground
+truth, or from a label set; with a label set, queries with a pooled pair it does not decide
+are dropped (and counted), since their replay would need labels nobody gave.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotation.judging_order import STRATEGIES
+from annotation.judging_replay import Replay, ReplayWorld, budget_steps, replay
+from annotation.pooling import pool
+from retrieval import judged as judged_values
+from retrieval.ids import PairKeys, lookup
+from retrieval.metrics import align_rows
+from retrieval.models import Caption, Dataset, LabelSet, Run, Video
+from retrieval.services.demo import ground_truth_relevance
+from retrieval.services.labelsets import load_judged
+from retrieval.services.runs import load_run
+
+
+class ReplayError(ValueError):
+    """The replay cannot run as asked (unknown runs or strategy, no complete labels...)."""
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A replayed strategy and the queries left out for want of labels."""
+
+    replay: Replay
+    queries: int
+    dropped_queries: int
+
+
+def replay_dataset(
+    dataset: Dataset,
+    strategy: str,
+    *,
+    run_names: Sequence[str] | None = None,
+    label_set: LabelSet | None = None,
+    depth: int = 10,
+    budget: int | None = None,
+    seeds: int = 1,
+    steps: int = 10,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> ReplayResult:
+    """Replay ``strategy`` on the dataset's runs (all when ``run_names`` is None) against the
+    label set, or the ground truth when none is given; ``progress(total)`` gives a tick."""
+    if strategy not in STRATEGIES:
+        raise ReplayError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    if seeds < 1 or depth < 1 or steps < 1 or (budget is not None and budget < 1):
+        raise ReplayError("depth, seeds, steps and budget must be positive")
+    world, dropped = replay_world(dataset, run_names, depth, label_set)
+    counts = budget_steps(len(world.pool), budget, steps)
+    tick = progress(seeds * len(counts)) if progress is not None else None
+    result = replay(world, strategy, counts, seeds=seeds, progress=tick)
+    return ReplayResult(result, int(world.layout.pair_of.shape[0]), dropped)
+
+
+def replay_world(
+    dataset: Dataset, run_names: Sequence[str] | None, depth: int, label_set: LabelSet | None
+) -> tuple[ReplayWorld, int]:
+    """The pooled runs with complete labels, and how many queries had to be dropped."""
+    if label_set is None and not dataset.has_ground_truth:
+        raise ReplayError(f"dataset {dataset.name!r} has no ground truth: name a label set")
+    runs = _runs(dataset, run_names)
+    lists = [load_run(run).truncated(depth) for run in runs]
+    queries = np.unique(np.concatenate([r.query_ids for r in lists]))
+    queries = np.array(
+        sorted(
+            Caption.objects.filter(pk__in=queries.tolist(), is_query=True).values_list(
+                "pk", flat=True
+            )
+        ),
+        dtype=np.int64,
+    )
+    judged = load_judged(label_set) if label_set is not None else None
+    if judged is not None:
+        queries = np.intersect1d(queries, judged.caption_ids)
+    own = dict(Caption.objects.filter(pk__in=queries.tolist()).values_list("pk", "video_id"))
+    origin = (queries, np.array([own[int(q)] for q in queries], dtype=np.int64))
+    pooled = pool(lists, depth, origin=origin, queries=queries)
+    if judged is None:
+        labels, known = _truth(dataset, pooled), np.ones(len(pooled), bool)
+    else:
+        labels, known = _labelled(judged, pooled)
+    dropped_queries = np.unique(pooled.caption_ids[~known])
+    if dropped_queries.size:
+        keep = ~np.isin(pooled.caption_ids, dropped_queries)
+        pooled = type(pooled)(pooled.caption_ids[keep], pooled.video_ids[keep], pooled.ranks[keep])
+        labels = labels[keep]
+    if not len(pooled):
+        raise ReplayError("no query has a completely labelled pool to replay")
+    rows = np.unique(pooled.caption_ids)
+    own_video = np.array([own[int(q)] for q in rows], dtype=np.int64)
+    known_positive = np.stack(
+        [align_rows(r.query_ids, r.item_ids, rows) == own_video[:, None] for r in lists], axis=1
+    )
+    if known_positive.shape[2] < depth:
+        pad = depth - known_positive.shape[2]
+        known_positive = np.pad(known_positive, ((0, 0), (0, 0), (0, pad)))
+    world = ReplayWorld(
+        pooled,
+        labels,
+        tuple(run.name for run in runs),
+        depth,
+        known_positive,
+        np.ones(rows.size, dtype=np.int64),
+    )
+    return world, int(dropped_queries.size)
+
+
+def _runs(dataset: Dataset, names: Sequence[str] | None) -> list[Run]:
+    by_name = {run.name: run for run in dataset.runs.order_by("name")}
+    if names is None:
+        names = list(by_name)
+    missing = [name for name in names if name not in by_name]
+    if missing or not names:
+        known = ", ".join(by_name) or "none"
+        raise ReplayError(
+            f"dataset {dataset.name!r} has no run named {', '.join(map(repr, missing))} "
+            f"(known: {known})"
+            if missing
+            else f"dataset {dataset.name!r} has no runs"
+        )
+    return [by_name[name] for name in names]
+
+
+def _labelled(judged, pooled) -> tuple[np.ndarray, np.ndarray]:
+    """Each pool pair's label from the label set, and whether the set decides it."""
+    decided = judged.relevance != judged_values.DISAGREEMENT
+    captions = np.unique(np.concatenate([judged.caption_ids, pooled.caption_ids]))
+    keys = PairKeys.fit(captions.size, np.concatenate([judged.video_ids, pooled.video_ids]))
+
+    def pack(caption_ids, video_ids):
+        return keys.pack(np.searchsorted(captions, caption_ids), video_ids)
+
+    labelled = pack(judged.caption_ids[decided], judged.video_ids[decided])
+    order = np.argsort(labelled)
+    at, found = lookup(labelled[order], pack(pooled.caption_ids, pooled.video_ids))
+    relevance = judged.relevance[decided][order]
+    return found & (relevance[np.minimum(at, relevance.size - 1)] > 0), found
+
+
+def _truth(dataset: Dataset, pooled) -> np.ndarray:
+    """Each pool pair's ground-truth relevance (the demo world's FIRE §3.1 rule)."""
+    caption_keys, video_keys, matrix = ground_truth_relevance(
+        dataset, caption_ids=np.unique(pooled.caption_ids).tolist()
+    )
+    caption_pk = dict(Caption.objects.filter(dataset=dataset).values_list("key", "pk"))
+    video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
+    row = {caption_pk[key]: i for i, key in enumerate(caption_keys)}
+    column = {video_pk[key]: i for i, key in enumerate(video_keys)}
+    rows = np.array([row[int(c)] for c in pooled.caption_ids], dtype=np.int64)
+    columns = np.array([column[int(v)] for v in pooled.video_ids], dtype=np.int64)
+    return matrix[rows, columns].astype(bool)

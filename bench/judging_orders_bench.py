@@ -1,0 +1,247 @@
+"""Measure the judging orders of issue 17 on a synthetic MSVD-scale replay.
+
+27,763 queries (MSVD's test captions), three correlated runs of depth 10 pooled as FIRE
+§2.2.1 does (each caption's own video left out as an implicit positive), complete synthetic
+labels with about 7% of the pool relevant (FIRE §3.2: 7.2% on MSVD). Each query has 40
+candidate videos; its own video and the relevant ones score higher in every run, by a
+run-specific margin (a strong, a middling and a weak run), and a noise term shared by the runs
+makes them agree on the irrelevant ones too. Prints, beside the issue's targets:
+metric-first's judgements for exact C@1/5/10 as a share of the pool; judgements to find 90% of
+the pool's positives per order; the coverage of the early-stop estimate's 95% interval at a
+20% budget over ``--coverage-seeds`` replays; the time of a full order and of one update.
+Run with ``.venv/bin/python bench/judging_orders_bench.py``.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from annotation.judging_order import STRATEGIES, full_order, make_order  # noqa: E402
+from annotation.judging_replay import ReplayWorld, exact_after  # noqa: E402
+from annotation.pooling import pool  # noqa: E402
+from retrieval.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
+from retrieval.runs import RankedLists  # noqa: E402
+
+MSVD_QUERIES = 27_763
+DEPTH = 10
+CANDIDATES = 40
+RUN_MARGINS = (2.2, 1.4, 0.6)  # how far a relevant video rises in each run, in noise units
+TARGETS = {
+    "metric_first_share": 0.50,
+    "adaptive_vs_depth": 0.60,
+    "coverage": 0.90,
+    "full_order_s": 2.0,
+    "update_ms": 2.0,
+}
+
+
+def synthetic_world(
+    queries: int = MSVD_QUERIES, relevant_rate: float = 0.036, seed: int = 0
+) -> ReplayWorld:
+    """Three correlated depth-10 runs over ``queries`` queries and their complete labels.
+
+    Each query's relevant rate is drawn from a Beta around ``relevant_rate`` (queries differ,
+    as in FIRE §3.2); candidate 0 is the query's own video.
+    """
+    rng = np.random.default_rng(seed)
+    rate = rng.beta(0.6, 0.6 / relevant_rate - 0.6, size=(queries, 1))
+    relevant = rng.random((queries, CANDIDATES)) < rate
+    relevant[:, 0] = True
+    shared = rng.normal(size=(queries, CANDIDATES))
+    videos = np.arange(queries)[:, None] * CANDIDATES + np.arange(CANDIDATES)
+    runs = []
+    for margin in RUN_MARGINS:
+        score = margin * relevant + 0.4 * shared + 0.9 * rng.normal(size=shared.shape)
+        score[:, 0] += 0.5 * margin
+        top = np.argsort(-score, axis=1)[:, :DEPTH]
+        runs.append(
+            RankedLists(
+                np.arange(queries),
+                np.take_along_axis(videos, top, 1),
+                np.take_along_axis(score, top, 1),
+            )
+        )
+    origin = (np.arange(queries), videos[:, 0])
+    pooled = pool(runs, DEPTH, origin=origin)
+    labels = relevant.ravel()[pooled.video_ids]
+    known = np.stack([run.item_ids == videos[:, :1] for run in runs], axis=1)
+    return ReplayWorld(
+        pooled,
+        labels,
+        ("strong", "middling", "weak"),
+        DEPTH,
+        known[np.unique(pooled.caption_ids)],
+        np.ones(np.unique(pooled.caption_ids).size, dtype=np.int64),
+    )
+
+
+def positives_needed(world: ReplayWorld, pairs: np.ndarray, share: float = 0.9) -> int:
+    """Judgements until ``share`` of the pool's positives are found."""
+    found = np.cumsum(world.labels[pairs])
+    return int(np.searchsorted(found, share * world.labels.sum()) + 1)
+
+
+def coverage(world: ReplayWorld, strategy: str, budget: float, seeds: int, sample: int) -> dict:
+    """Over ``seeds`` replays stopped at ``budget`` of the pool, then about ``sample`` more
+    pairs judged as a random query sample: how often each run's 95% interval holds the
+    complete-label score, and the estimate's mean error."""
+    complete = world.scores(np.ones(len(world.pool), bool))
+    known_rank = world.known_positive_rank()
+    eligible = world.eligible()
+    hits, errors, kinds = {}, {}, {}
+    for seed in range(seeds):
+        order = full_order(
+            strategy, world.pool, world.labels, seed=seed, known_positive_rank=known_rank
+        )
+        judged = np.zeros(len(world.pool), bool)
+        judged[order.pairs[: int(budget * len(world.pool))]] = True
+        before = world.run_judgements(judged)
+        drawn = draw_queries(before[0].n_unjudged, sample, seed=10_000 + seed)
+        after = world.run_judgements(judged | drawn[world.layout.query_of])
+        for name, run, full in zip(world.run_names, before, after, strict=True):
+            found = Sample(drawn, full)
+            for metric, score in score_run(run, sample=found, eligible=eligible).items():
+                if score.kind == EXACT:
+                    continue
+                truth = complete[name][metric]
+                hits.setdefault(metric, []).append(score.low <= truth <= score.high)
+                kinds.setdefault(metric, []).append(score.kind)
+                if score.kind == ESTIMATE:
+                    errors.setdefault(metric, []).append(score.value - truth)
+    return {
+        metric: (
+            float(np.mean(hits[metric])),
+            float(np.mean(errors.get(metric, [np.nan]))),
+            len(hits[metric]),
+            kinds[metric].count(ESTIMATE),
+        )
+        for metric in hits
+    }
+
+
+def report(world: ReplayWorld, title: str, args: argparse.Namespace) -> None:
+    """Print every measurement of the issue for one world."""
+    queries = world.layout.pair_of.shape[0]
+    print(
+        f"\n== {title}: {queries} queries, {len(world.pool)} pool pairs, "
+        f"{world.labels.mean():.1%} relevant"
+    )
+    known_rank = world.known_positive_rank()
+    complete = world.scores(np.ones(len(world.pool), bool))
+    for name, values in complete.items():
+        print(f"  {name}: " + ", ".join(f"{m} {v:.3f}" for m, v in values.items()))
+
+    print(
+        "\norder                 full order s  exact C@K after  90% positives  / depth  / depth rr"
+    )
+    needed, orders, seconds = {}, {}, {}
+    for strategy in STRATEGIES:
+        timings = []
+        for _ in range(3):
+            started = time.perf_counter()
+            order = full_order(strategy, world.pool, world.labels, known_positive_rank=known_rank)
+            timings.append(time.perf_counter() - started)
+        orders[strategy], seconds[strategy] = order, min(timings)
+        needed[strategy] = positives_needed(world, order.pairs)
+    interleaved = full_order("depth", world.pool, world.labels, interleave=True)
+    needed["depth (round-robin)"] = positives_needed(world, interleaved.pairs)
+    for strategy, order in [*orders.items(), ("depth (round-robin)", interleaved)]:
+        share = exact_after(world, order) / len(world.pool)
+        print(
+            f"{strategy:20s} "
+            f"{f'{seconds[strategy]:6.2f}' if strategy in seconds else '':>13s}"
+            f"  {share:14.1%}  {needed[strategy] / len(world.pool):13.1%}"
+            f"  {needed[strategy] / needed['depth']:7.2f}"
+            f"  {needed[strategy] / needed['depth (round-robin)']:9.2f}"
+        )
+    mf = orders["metric-first"]
+    print(
+        f"\nmetric-first: {mf.needed} judgements ({mf.needed / len(world.pool):.1%} of the pool) "
+        f"for exact C@1/5/10 of every run (target <= {TARGETS['metric_first_share']:.0%})"
+    )
+    best = min(needed[s] for s in ("maxmean", "mtf", "rbp-adaptive"))
+    print(
+        f"best adaptive / depth for 90% of positives: {best / needed['depth']:.2f} "
+        f"(target <= {TARGETS['adaptive_vs_depth']}); "
+        f"/ depth round-robin: {best / needed['depth (round-robin)']:.2f}"
+    )
+    slowest = max(seconds, key=seconds.get)
+    print(
+        f"slowest full order: {slowest} {seconds[slowest]:.2f} s "
+        f"(target <= {TARGETS['full_order_s']} s at MSVD scale)"
+    )
+
+    for strategy in ("maxmean", "mtf", "rbp-adaptive", "metric-first"):
+        state = make_order(strategy, world.pool, known_positive_rank=known_rank)
+        pairs = np.random.default_rng(1).permutation(len(world.pool))[:2000]
+        durations = []
+        for pair in pairs:
+            started = time.perf_counter()
+            state.update(int(pair), bool(world.labels[pair]))
+            durations.append(time.perf_counter() - started)
+        print(
+            f"{strategy} update: median {statistics.median(durations) * 1e3:.3f} ms, "
+            f"p99 {np.percentile(durations, 99) * 1e3:.3f} ms (target < {TARGETS['update_ms']} ms)"
+        )
+
+    started = time.perf_counter()
+    sample = min(args.sample, int(0.05 * len(world.pool)))
+    result = coverage(world, "maxmean", args.budget, args.coverage_seeds, sample)
+    print(
+        f"\nearly stop at {args.budget:.0%} (maxmean) + ~{sample} pairs of random queries, "
+        f"{args.coverage_seeds} replays ({time.perf_counter() - started:.0f} s):"
+    )
+    for metric, (share, bias, n, estimates) in result.items():
+        print(
+            f"  {metric}: coverage {share:.1%} of {n} intervals ({estimates} estimates, the rest "
+            f"bounds), estimates' mean error {bias:+.4f} "
+            f"(target >= {TARGETS['coverage']:.0%})"
+        )
+
+
+def demo_world(videos: int) -> ReplayWorld:
+    """A fresh demo world of ``videos`` videos with its four models' runs (``manage.py demo``,
+    in a throw-away database), pooled at depth 10 with its ground truth."""
+    from django.core.management import call_command
+
+    from annotation.services.replay import replay_world
+    from retrieval.models import Dataset
+
+    call_command("demo", videos=videos, verbosity=0)
+    world, _ = replay_world(Dataset.objects.get(name="demo"), None, DEPTH, None)
+    return world
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=MSVD_QUERIES)
+    parser.add_argument("--coverage-seeds", type=int, default=100)
+    parser.add_argument("--sample", type=int, default=2000, help="pairs judged for the estimate")
+    parser.add_argument("--budget", type=float, default=0.2)
+    parser.add_argument("--demo-videos", type=int, default=0, help="also a demo world this big")
+    args = parser.parse_args()
+
+    print(f"machine: {os.cpu_count()} cores")
+    started = time.perf_counter()
+    world = synthetic_world(args.queries)
+    print(f"synthetic world built in {time.perf_counter() - started:.1f} s")
+    report(world, "synthetic MSVD-scale replay", args)
+    if args.demo_videos:
+        from harness import temporary_django
+
+        with temporary_django():
+            started = time.perf_counter()
+            world = demo_world(args.demo_videos)
+            print(f"\ndemo world built in {time.perf_counter() - started:.0f} s")
+            report(world, f"demo world, {args.demo_videos} videos, four models", args)
+
+
+if __name__ == "__main__":
+    main()

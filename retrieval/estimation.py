@@ -1,0 +1,174 @@
+"""Pure: what a run's Correct@K and AP are when judging stopped before every pair was judged.
+
+Each score is one of three kinds. ``exact``: every pooled pair that could change it is judged.
+``bounds``: the score with the unjudged pooled pairs counted irrelevant, then relevant (for
+C@K these are its true bounds; for AP they are the two extreme readings, as R grows with them).
+``estimate``: a random sample of the remaining unjudged pooled pairs was judged and the rest is
+inferred from it by inverse-probability weighting (Horvitz-Thompson; Schnabel et al. 2016, §3;
+the sampled-judgement idea of inferred AP, Yilmaz & Aslam 2006, §3). The sample is drawn by
+query: queries with unjudged pairs are drawn uniformly and all their unjudged pairs judged, so
+every remaining pair has the same inclusion probability and a drawn query's scores are exact.
+The estimate adds to the unjudged-as-irrelevant score the weighted gain the drawn queries
+show, which is unbiased for any metric with no assumption on how relevance is spread; its 95%
+interval is the normal one from the drawn queries' spread (sampling without replacement).
+
+Items of a run's list outside the pool and unjudged count as irrelevant (trec_eval's reading),
+as in :mod:`retrieval.metrics`, whose Correct@K and AP definitions every score here uses.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval import metrics
+
+EXACT, BOUNDS, ESTIMATE = "exact", "bounds", "estimate"
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class RunJudgements:
+    """What is known about one run's top-D lists (queries x depth, rank order).
+
+    ``relevant``: a judged (or implicit) positive; ``unjudged``: a pooled pair with no label
+    yet; ``n_relevant``: known positives per query, retrieved or not; ``n_unjudged``: unjudged
+    pooled pairs per query over all runs (they could add to R).
+    """
+
+    relevant: np.ndarray
+    unjudged: np.ndarray
+    n_relevant: np.ndarray
+    n_unjudged: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.relevant.shape != self.unjudged.shape or self.relevant.ndim != 2:
+            raise ValueError("relevant and unjudged must be equal-shaped queries x depth arrays")
+        if (self.relevant & self.unjudged).any():
+            raise ValueError("an unjudged pair cannot be a known positive")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Queries drawn uniformly among those with unjudged pooled pairs (``drawn``, bool per
+    query), and the run once every pooled pair of the drawn queries is judged."""
+
+    drawn: np.ndarray
+    judged: RunJudgements
+
+
+def draw_queries(n_unjudged: np.ndarray, pairs: int, seed: int) -> np.ndarray:
+    """Queries with unjudged pairs in a seeded random order until ``pairs`` pairs are covered
+    ("judge 500 more random pairs"): bool per query."""
+    candidates = np.flatnonzero(np.asarray(n_unjudged) > 0)
+    order = np.random.default_rng(seed).permutation(candidates)
+    covered = np.cumsum(np.asarray(n_unjudged)[order])
+    count = int(np.searchsorted(covered, pairs)) + 1
+    drawn = np.zeros(len(n_unjudged), dtype=bool)
+    drawn[order[:count]] = True
+    return drawn
+
+
+@dataclass(frozen=True)
+class Score:
+    """One run's mean score for one metric, and what kind of number it is.
+
+    ``value`` is the exact score or the estimate (None for bounds); ``low``/``high`` are the
+    bounds, or the estimate's 95% interval.
+    """
+
+    metric: str
+    kind: str
+    value: float | None
+    low: float
+    high: float
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "value": self.value, "low": self.low, "high": self.high}
+
+
+def score_run(
+    run: RunJudgements,
+    ks: Sequence[int] = metrics.DEFAULT_KS,
+    *,
+    sample: Sample | None = None,
+    eligible: np.ndarray | None = None,
+) -> dict[str, Score]:
+    """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated.
+
+    ``run`` is the state before the sample; means are over the ``eligible`` queries (all by
+    default; the queries with a positive, such as their own video).
+    """
+    rows = run.relevant.shape[0]
+    eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
+    low = per_query_scores(run.relevant, run.n_relevant, ks)
+    high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
+    exact = _exact_queries(run, ks)
+    drawn_scores = None
+    if sample is not None:
+        drawn_scores = per_query_scores(sample.judged.relevant, sample.judged.n_relevant, ks)
+    result = {}
+    for name in low:
+        lo, hi = _mean(low[name], eligible), _mean(high[name], eligible)
+        if exact[name][eligible].all():
+            result[name] = Score(name, EXACT, lo, lo, lo)
+        elif drawn_scores is None:
+            result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
+        else:
+            open_ = ~exact[name] & eligible
+            if not (sample.drawn & open_).any():  # the sample holds no query this can use
+                result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
+                continue
+            gain = drawn_scores[name] - low[name]
+            value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
+            share = open_.sum() / eligible.sum()
+            result[name] = Score(
+                name, ESTIMATE, lo + share * value, lo + share * low_end, lo + share * high_end
+            )
+    return result
+
+
+def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]) -> dict:
+    """Per-query C@K and AP of known positives ``relevant`` (queries x depth) and R per query,
+    by :func:`retrieval.metrics.evaluate`."""
+    zero = np.zeros(relevant.shape[0], dtype=np.int64)
+    judged = metrics.RankedJudgements(relevant, relevant, np.maximum(n_relevant, 0), zero)
+    per_query = metrics.evaluate(judged, ks)
+    return {name: per_query[name] for name in (*(f"C@{k}" for k in ks), "AP")}
+
+
+def _exact_queries(run: RunJudgements, ks: Sequence[int]) -> dict[str, np.ndarray]:
+    """Per query, whether no labelling of the unjudged pairs can change the score."""
+    exact = {}
+    for k in ks:
+        found = run.relevant[:, :k].any(axis=1)
+        exact[f"C@{k}"] = found | ~run.unjudged[:, :k].any(axis=1)
+    nothing_retrievable = ~run.relevant.any(axis=1) & ~run.unjudged.any(axis=1)
+    exact["AP"] = (run.n_unjudged == 0) | nothing_retrievable
+    return exact
+
+
+def _mean(values: np.ndarray, eligible: np.ndarray) -> float:
+    return float(values[eligible].mean()) if eligible.any() else float("nan")
+
+
+def _horvitz_thompson(
+    gain: np.ndarray, population: np.ndarray, drawn: np.ndarray
+) -> tuple[float, float, float]:
+    """The mean gain over the ``population`` queries (those whose score is not exact) from the
+    drawn ones, a simple random sample of them once post-stratified, with a 95% interval:
+    Wilson's when every gain is 0 or 1 (C@K), else the normal one; both shrunk by the finite
+    population correction."""
+    seen = gain[drawn & population]
+    n, size = seen.size, int(population.sum())
+    mean = float(seen.mean())
+    correction = np.sqrt(max(1.0 - n / size, 0.0))
+    if np.isin(seen, (0.0, 1.0)).all():
+        z2 = Z95**2
+        centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * np.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
+        half *= correction
+        return mean, max(centre - half, 0.0), min(centre + half, 1.0)
+    spread = seen.var(ddof=1) if n > 1 else float("inf")
+    half = Z95 * correction * float(np.sqrt(spread / n))
+    return mean, mean - half, mean + half

@@ -1,0 +1,90 @@
+"""``replay_judging`` on a small demo world: the JSON layout, its numbers, and label sets."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.judging_replay import METRICS
+from annotation.services.replay import replay_world
+from retrieval.judged import Judged
+from retrieval.models import Dataset
+from retrieval.services.demo import create_demo_dataset
+from retrieval.services.labelsets import store_label_set
+from tests.factories import random_run
+
+
+@pytest.fixture
+def world(db):
+    dataset = create_demo_dataset(name="replay", n_videos=24, seed=6, workers=1)
+    random_run(dataset, "a", seed=1)
+    random_run(dataset, "b", seed=2)
+    return dataset
+
+
+def replay_json(**options) -> dict:
+    out = io.StringIO()
+    call_command("replay_judging", dataset="replay", format="json", stdout=out, **options)
+    return json.loads(out.getvalue())
+
+
+def test_json_layout_and_complete_judging_has_no_error(world):
+    data = replay_json(truth=True, runs="all", depth=3, strategy="maxmean", seeds=2)
+    assert set(data) == {"strategy", "pool_pairs", "pool_positives", "steps", "exact_after"}
+    assert data["strategy"] == "maxmean"
+    last = data["steps"][-1]
+    assert last["judged"] == data["pool_pairs"]
+    assert last["positives_found"] == data["pool_positives"]
+    assert set(last["errors"]) == {"a", "b"}
+    assert all(last["errors"][run][m] == 0 for run in ("a", "b") for m in METRICS)
+    found = [step["positives_found"] for step in data["steps"]]
+    assert found == sorted(found)
+    # Unjudged pairs count as irrelevant, so partial judging never over-scores C@K (AP can:
+    # its R shrinks too).
+    first = data["steps"][0]["errors"]
+    assert all(first[run][f"C@{k}"] <= 0 for run in ("a", "b") for k in (1, 5, 10))
+    assert any(first[run][m] != 0 for run in ("a", "b") for m in METRICS)
+    assert 0 < data["exact_after"] <= data["pool_pairs"]
+
+
+def test_metric_first_is_exact_after_its_needed_pairs(world):
+    data = replay_json(truth=True, runs="a,b", depth=3, strategy="metric-first", seeds=1, steps=40)
+    exact = data["exact_after"]
+    for step in data["steps"]:
+        if step["judged"] >= exact:
+            assert all(step["errors"][run][f"C@{k}"] == 0 for run in ("a", "b") for k in (1, 5, 10))
+
+
+def test_a_complete_label_set_replays_like_the_truth(world):
+    replayed, _ = replay_world(world, None, 3, None)
+    pool = replayed.pool
+    store_label_set(
+        world,
+        "complete",
+        Judged.build(pool.caption_ids, pool.video_ids, replayed.labels.astype(np.int64)),
+        source="jsonl",
+    )
+    options = {"runs": "all", "depth": 3, "strategy": "mtf", "seeds": 3}
+    assert replay_json(labels="complete", **options) == replay_json(truth=True, **options)
+
+
+def test_a_budget_limits_the_steps_and_table_output(world):
+    data = replay_json(truth=True, depth=3, strategy="rbp-adaptive", budget=7, seeds=1, steps=7)
+    assert [step["judged"] for step in data["steps"]] == list(range(1, 8))
+    out = io.StringIO()
+    call_command(
+        "replay_judging", dataset="replay", truth=True, depth=3, strategy="depth", stdout=out
+    )
+    assert out.getvalue().startswith("depth: ") and "positives" in out.getvalue()
+
+
+def test_errors_are_clear(world):
+    with pytest.raises(CommandError, match="no run named 'ghost'"):
+        replay_json(truth=True, runs="a,ghost", strategy="depth")
+    Dataset.objects.create(name="plain")
+    with pytest.raises(CommandError, match="no ground truth"):
+        call_command("replay_judging", dataset="plain", truth=True, strategy="depth")
+    with pytest.raises(CommandError, match="no label set named"):
+        replay_json(labels="nope", strategy="depth")

@@ -1,0 +1,106 @@
+"""Scores when judging stopped early: exact, bounds, and sampled estimates."""
+
+import numpy as np
+import pytest
+
+from retrieval.estimation import (
+    BOUNDS,
+    ESTIMATE,
+    EXACT,
+    RunJudgements,
+    Sample,
+    draw_queries,
+    per_query_scores,
+    score_run,
+)
+
+KS = (1, 2)
+
+
+def run_of(relevant, unjudged, n_relevant, n_unjudged=None) -> RunJudgements:
+    relevant, unjudged = np.array(relevant, bool), np.array(unjudged, bool)
+    if n_unjudged is None:
+        n_unjudged = unjudged.sum(axis=1)
+    return RunJudgements(relevant, unjudged, np.array(n_relevant), np.array(n_unjudged))
+
+
+def test_a_score_no_unjudged_pair_can_change_is_exact():
+    # q0: positive at rank 1, rank 3 unjudged; q1: nothing unjudged anywhere.
+    run = run_of([[1, 0, 0], [0, 0, 1]], [[0, 0, 1], [0, 0, 0]], [1, 1])
+    scores = score_run(run, KS)
+    assert scores["C@1"] == scores["C@1"].__class__("C@1", EXACT, 0.5, 0.5, 0.5)
+    assert scores["C@2"].kind == EXACT and scores["C@2"].value == 0.5
+    # q0's AP depends on the unjudged rank-3 pair: 1 if irrelevant, (1 + 2/3) / 2 if relevant;
+    # q1's is 1/3 either way. Counted relevant it is the lower reading here (R grows).
+    ap = scores["AP"]
+    assert ap.kind == BOUNDS and ap.value is None
+    assert (ap.low, ap.high) == pytest.approx(((5 / 6 + 1 / 3) / 2, (1 + 1 / 3) / 2))
+    assert ap.as_dict()["kind"] == "bounds"
+
+
+def test_correct_at_k_bounds_count_unjudged_pairs_irrelevant_then_relevant():
+    run = run_of([[0, 0], [0, 1]], [[1, 0], [0, 0]], [0, 1], n_unjudged=[1, 0])
+    c1 = score_run(run, KS)["C@1"]
+    assert (c1.kind, c1.low, c1.high) == (BOUNDS, 0.0, 0.5)
+    assert score_run(run, KS)["C@2"].low == 0.5
+
+
+def test_a_pair_outside_the_list_keeps_ap_open_but_not_a_list_without_positives():
+    # The run retrieved nothing relevant and has nothing unjudged: AP is 0 whatever R becomes.
+    run = run_of([[0, 0]], [[0, 0]], [1], n_unjudged=[3])
+    assert score_run(run, KS)["AP"].kind == EXACT
+    run = run_of([[1, 0]], [[0, 0]], [1], n_unjudged=[3])
+    assert score_run(run, KS)["AP"].kind == BOUNDS
+
+
+def simulated_world(queries=600, depth=10, seed=0):
+    """Complete labels for one run, heterogeneous queries, top ranks judged more often."""
+    rng = np.random.default_rng(seed)
+    rate = rng.beta(0.5, 4.0, size=(queries, 1)) * np.linspace(1.5, 0.5, depth)
+    truth = rng.random((queries, depth)) < np.minimum(rate, 1.0)
+    outside = rng.binomial(2, 0.2, size=queries)  # unretrieved positives, always known
+    judged = rng.random((queries, depth)) < np.linspace(0.6, 0.1, depth)
+    return truth, judged, outside
+
+
+def state(truth, judged, outside, full_rows=None):
+    judged = judged.copy()
+    if full_rows is not None:
+        judged[full_rows] = True
+    relevant = truth & judged
+    unjudged = ~judged
+    return RunJudgements(relevant, unjudged, outside + relevant.sum(axis=1), unjudged.sum(axis=1))
+
+
+def test_estimates_are_unbiased_and_their_intervals_cover():
+    truth, judged, outside = simulated_world()
+    complete = {
+        name: float(values.mean())
+        for name, values in per_query_scores(truth, outside + truth.sum(axis=1), (1, 5, 10)).items()
+    }
+    before = state(truth, judged, outside)
+    errors, covered = {name: [] for name in complete}, {name: [] for name in complete}
+    for seed in range(300):
+        drawn = draw_queries(before.n_unjudged, 400, seed)
+        after = state(truth, judged, outside, full_rows=drawn)
+        for name, score in score_run(before, (1, 5, 10), sample=Sample(drawn, after)).items():
+            assert score.kind == ESTIMATE
+            errors[name].append(score.value - complete[name])
+            covered[name].append(score.low <= complete[name] <= score.high)
+    for name in complete:
+        spread = np.std(errors[name]) / np.sqrt(len(errors[name]))
+        assert abs(np.mean(errors[name])) < 4 * spread + 1e-9, name
+        assert 0.88 <= np.mean(covered[name]) <= 1.0, name
+    # Without the sample the same scores are only bounded, and the bounds hold the truth.
+    for name, score in score_run(before, (1, 5, 10)).items():
+        assert score.kind == BOUNDS
+        if name.startswith("C@"):
+            assert score.low <= complete[name] <= score.high
+
+
+def test_draw_queries_covers_the_pairs_asked_for_from_open_queries_only():
+    n_unjudged = np.array([0, 3, 5, 0, 2, 4])
+    drawn = draw_queries(n_unjudged, 6, seed=1)
+    assert not drawn[n_unjudged == 0].any()
+    assert n_unjudged[drawn].sum() >= 6
+    assert n_unjudged[drawn].sum() - n_unjudged[drawn].min() < 6  # stops once covered
