@@ -16,6 +16,7 @@ import numpy as np
 from annotation.judging_order import STRATEGIES
 from annotation.judging_replay import Replay, ReplayWorld, budget_steps, replay
 from annotation.pooling import pool
+from config.errors import UserError
 from retrieval import judged as judged_values
 from retrieval.ids import PairKeys, lookup
 from retrieval.metrics import align_rows
@@ -25,7 +26,7 @@ from retrieval.services.labelsets import load_judged
 from retrieval.services.runs import load_run
 
 
-class ReplayError(ValueError):
+class ReplayError(UserError):
     """The replay cannot run as asked (unknown runs or strategy, no complete labels...)."""
 
 
