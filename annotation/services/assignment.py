@@ -76,8 +76,9 @@ class Assignment:
 
 def release_expired(campaign: Campaign, now: datetime) -> int:
     """Delete expired leases of the campaign, free their slots and remember them as lapsed."""
-    expired = list(Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now))
-    _release_lapsed(expired, now)
+    with transaction.atomic():
+        expired = list(Lease.objects.filter(pair__campaign=campaign, expires_at__lte=now))
+        _release_lapsed(expired, now)
     return len(expired)
 
 
