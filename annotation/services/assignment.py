@@ -171,6 +171,10 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 lease = pair_state.take_lease(pair, annotator, campaign, now)
                 lease.pair = pair
                 leases.append(lease)
+    if campaign.status != Campaign.Status.ACTIVE:
+        # Paused or closed: nothing is served; leases held stay until they run out, so work
+        # on screen can resume if the campaign does.
+        return Assignment(current=None, upcoming=None)
     tasks = [_task(lease) for lease in leases]
     return Assignment(
         current=tasks[0] if tasks else None, upcoming=tasks[1] if len(tasks) > 1 else None
@@ -375,7 +379,6 @@ def escalate(
             Escalation.objects.create(
                 uuid=client_uuid, pair=pair, annotator=annotator, reason=reason[:2000]
             )
-            Lease.objects.filter(pair=pair, annotator=annotator).delete()
             pair_state.hold(pair.pk)
     return assign(campaign, annotator, now)
 

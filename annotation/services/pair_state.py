@@ -138,7 +138,9 @@ def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None
 
 
 def hold(pair_id: int) -> None:
-    """Keep an escalated pair from annotators until an admin decides."""
+    """Keep an escalated pair from annotators until an admin decides: every lease on it
+    ends (the caller has locked the pair), so nobody is shown it meanwhile."""
+    Lease.objects.filter(pair_id=pair_id).delete()
     Pair.objects.filter(pk=pair_id).update(held=True)
     recount_leases([pair_id])
 
