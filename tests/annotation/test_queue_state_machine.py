@@ -53,6 +53,10 @@ KNOWN_SERVES_HELD_LEASES_WHEN_INACTIVE = True
 """A known bug: ``assign`` still returns the leases an annotator took before the campaign
 was paused or closed (no new ones). The machine checks no new lease is handed out then;
 :func:`test_nothing_is_served_while_paused` keeps the full rule, expected to fail."""
+KNOWN_SERVES_LEASES_ON_HELD_PAIRS = True
+"""A known bug: escalating a pair deletes only the escalator's lease, so another annotator
+who leased the same (double) pair is still shown it while it is held. The machine checks
+held pairs get no new lease; :func:`test_held_pair_is_not_served` keeps the full rule."""
 
 
 class Clock:
@@ -229,7 +233,8 @@ class JudgingQueue(RuleBasedStateMachine):
             assert expires_at == self.now + timedelta(seconds=LEASE_SECONDS)
             self.leases[(a, pair)] = expires_at
         for pair in returned:
-            assert not self.held(pair), f"held pair {pair} served to annotator {a}"
+            if pair not in kept or not KNOWN_SERVES_LEASES_ON_HELD_PAIRS:
+                assert not self.held(pair), f"held pair {pair} served to annotator {a}"
         if self.status != ACTIVE and not KNOWN_SERVES_HELD_LEASES_WHEN_INACTIVE:
             assert got.current is None, f"pair served in a {self.status} campaign"
         self.screen[a] = list(returned)
@@ -430,17 +435,7 @@ class JudgingQueue(RuleBasedStateMachine):
 
     @invariant()
     def pairs_agree_with_their_rows_and_the_policy(self):
-        rows = Pair.objects.filter(campaign_id=self.campaign_id).values(
-            "pk",
-            "label_count",
-            "relevant_count",
-            "needed",
-            "leased",
-            "open_slots",
-            "held",
-            "status",
-            "adjudicated",
-        )
+        rows = Pair.objects.filter(campaign_id=self.campaign_id).values()
         live_leases = dict(
             Lease.objects.filter(pair__campaign_id=self.campaign_id)
             .values("pair")
@@ -448,7 +443,7 @@ class JudgingQueue(RuleBasedStateMachine):
             .values_list("pair", "n")
         )
         for row in rows:
-            pair = row["pk"]
+            pair = row["id"]
             votes = self.votes(pair)
             assert len(votes) <= MAX_LABELS
             expected = {
@@ -462,7 +457,8 @@ class JudgingQueue(RuleBasedStateMachine):
                 "status": self.pair_status(pair),
                 "adjudicated": self.adjudicated.get(pair, ""),
             }
-            assert row == expected, (row, expected)
+            stored = {name: row[name if name != "pk" else "id"] for name in expected}
+            assert stored == expected, (stored, expected)
 
     @invariant()
     def leases_and_escalations_are_the_models(self):
@@ -511,3 +507,18 @@ def test_nothing_is_served_while_paused():
     Campaign.objects.filter(pk=campaign.pk).update(status=PAUSED)
     campaign.refresh_from_db()
     assert assignment.assign(campaign, user, now=now).current is None
+
+
+@pytest.mark.django_db
+@pytest.mark.xfail(strict=True, reason="escalate keeps the other annotators' leases")
+def test_held_pair_is_not_served():
+    """Two annotators lease the same double pair; one escalates it; the other's next claim
+    must not show it."""
+    campaign = make_campaign(rate=1.0, lease_seconds=LEASE_SECONDS)
+    first, second = (get_user_model().objects.create_user(f"held-{i}") for i in range(2))
+    now = timezone.now()
+    pair = assignment.assign(campaign, first, now=now).current.pair.pk
+    assert assignment.assign(campaign, second, now=now).current.pair.pk == pair
+    assignment.escalate(first, pair, "video does not play", uuid.uuid4(), now=now)
+    assert Pair.objects.get(pk=pair).held
+    assert assignment.assign(campaign, second, now=now).current.pair.pk != pair
