@@ -2,26 +2,19 @@
 adjudicate, resolve, job start and job retry, posted as an admin with random fields. No
 input may give a 5xx."""
 
-import os
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.models import Job
 from jobs.registry import kinds
 from tests.annotation.test_assignment import make_campaign
+from tests.test_api_schema_fuzz import EXAMPLES, SCALE
 
-SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
-EXAMPLES = settings(
-    max_examples=max(1, int(80 * SCALE)),
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-)
+EXAMPLES = EXAMPLES.__class__(EXAMPLES, max_examples=max(1, int(80 * SCALE)))
 FIELDS = [
     "pair",
     "decision",
