@@ -1,0 +1,93 @@
+"""Property tests of the HTML form endpoints that take a POST (not in the OpenAPI schema):
+adjudicate, resolve, job start and job retry, posted as an admin with random fields. No
+input may give a 5xx."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.models import Job
+from jobs.registry import kinds
+from tests.annotation.test_assignment import make_campaign
+from tests.test_api_schema_fuzz import EXAMPLES, SCALE
+
+EXAMPLES = EXAMPLES.__class__(EXAMPLES, max_examples=max(1, int(80 * SCALE)))
+FIELDS = [
+    "pair",
+    "decision",
+    "note",
+    "dataset",
+    "runs",
+    "name",
+    "depth",
+    "campaign",
+    "format",
+    "model",
+    "k",
+    "seed",
+    "max_labels",
+    "lease_seconds",
+    "queries",
+    "labels",
+    "proxy",
+]
+VALUES = st.one_of(
+    st.text(max_size=40),
+    st.integers(-(2**70), 2**70).map(str),
+    st.sampled_from(["", "\x00", "1\x00", "nan", "inf", "relevant", "return", "1e309", "é" * 300]),
+)
+FORMS = st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=6)
+
+
+@pytest.fixture
+def admin_client(db):
+    admin = get_user_model().objects.create_user("form-fuzz", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
+SEEN: set[int] = set()
+
+
+def no_server_error(response) -> None:
+    SEEN.add(response.status_code)
+    assert response.status_code < 500, response.content[:300]
+
+
+def test_campaign_forms_never_answer_with_a_server_error(admin_client):
+    campaign = make_campaign()
+    pairs = list(campaign.pairs.values_list("pk", flat=True))
+
+    @EXAMPLES
+    @given(
+        data=FORMS,
+        pair=st.sampled_from([None, *pairs]),
+        path=st.sampled_from(["adjudicate", "resolve"]),
+    )
+    def check(data, pair, path):
+        if pair is not None:
+            data = {**data, "pair": str(pair)}
+        no_server_error(admin_client.post(f"/campaigns/{campaign.pk}/{path}/", data))
+
+    SEEN.clear()
+    check()
+    # The admin's session works and valid decisions get through: some answers are redirects.
+    assert 302 in SEEN and 400 in SEEN, SEEN
+
+
+def test_job_forms_never_answer_with_a_server_error(admin_client):
+    failed = Job.objects.create(kind="export", arguments={}, status=Job.Status.FAILED)
+    names = [kind.name for kind in kinds()] + ["nope", "\u00e9"]
+
+    @EXAMPLES
+    @given(data=FORMS, kind=st.sampled_from(names), retry=st.sampled_from([failed.pk, 10**12]))
+    def check(data, kind, retry):
+        no_server_error(admin_client.post(f"/jobs/start/{kind}/", data))
+        no_server_error(admin_client.post(f"/jobs/{retry}/retry/", data))
+
+    SEEN.clear()
+    check()
+    assert {302, 400, 404} <= SEEN, SEEN
