@@ -41,6 +41,7 @@ urlpatterns = [
     path("reports/<str:dataset_name>/data/", retrieval_views.report_data, name="report-data"),
     path("jobs/", include("jobs.urls")),
     path("api/", include("annotation.api.urls")),
+    path("api/", include("retrieval.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
