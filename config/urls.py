@@ -36,6 +36,8 @@ urlpatterns = [
         name="campaign-export",
     ),
     path("campaigns/<int:campaign_id>/resolve/", annotation_views.resolve, name="campaign-resolve"),
+    path("datasets/", retrieval_views.datasets, name="datasets"),
+    path("datasets/<str:dataset_name>/", retrieval_views.dataset, name="dataset"),
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
     path("reports/<str:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<str:dataset_name>/data/", retrieval_views.report_data, name="report-data"),

@@ -257,7 +257,16 @@ CASES: list[Case] = [
         admin=302,
         method="post",
     ),
-    # Label sets and reports.
+    # Datasets, label sets and reports.
+    page("datasets/", "/datasets/", **STAFF_ONLY),
+    page("datasets/<str:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),
+    page(
+        "datasets/<str:dataset_name>/",
+        "/datasets/nope/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
