@@ -12,12 +12,11 @@ from pathlib import Path
 
 from django.db import transaction
 
-from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
 from retrieval.formats.records import FormatError, max_upload_bytes
 from retrieval.models import Dataset, LabelSet
-from retrieval.services.labelsets import default_label_set
+from retrieval.services.labelsets import LabelSetError, default_label_set
 from retrieval.services.registration import register_run_file
 from retrieval.services.rescoring import rescore_dataset
 
@@ -97,7 +96,7 @@ def chosen_label_set(dataset: Dataset, name: str = "") -> LabelSet | None:
     found = sets.filter(name=name).first()
     if found is None:
         known = ", ".join(s.name for s in sets) or "none"
-        raise UserError(
+        raise LabelSetError(
             f"dataset {dataset.name!r} has no label set named {name!r} (known: {known})",
             code="not_found",
             status=404,

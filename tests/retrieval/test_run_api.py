@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -203,3 +204,31 @@ def test_a_run_the_label_sets_campaign_pooled_is_marked_pooled(dataset):
     scored = score_run(dataset, run.name, label_set)
     assert scored.pooled is True and scored.label_set == "human"
     assert score_run(dataset, run.name, None).pooled is False
+
+
+def test_the_schema_documents_the_multipart_upload_and_its_202(dataset):
+    client = Client()
+    client.force_login(user("res", roles.RESEARCHER))
+    schema = client.get("/api/schema/", {"format": "json"}).json()
+    post = schema["paths"]["/api/datasets/{dataset_name}/runs/"]["post"]
+    body = post["requestBody"]["content"]
+    assert list(body) == ["multipart/form-data"]
+    upload_schema = schema["components"]["schemas"]["RunUpload"]
+    assert upload_schema["properties"]["run"]["format"] == "binary"
+    assert set(upload_schema["required"]) == {"run", "name"}
+    assert {"202", "400", "404", "409", "429"} <= set(post["responses"])
+    assert {"cookieAuth", "tokenAuth"} == {name for s in post["security"] for name in s}
+    scores = schema["components"]["schemas"]["JobScores"]["properties"]
+    assert set(scores) >= {"status", "error", "scores", "original", "pooled"}
+    assert scores["status"]["$ref"].endswith("ScoreStatusEnum")
+
+
+def test_a_token_for_a_script_comes_from_manage_py(dataset, capsys):
+    researcher = user("res", roles.RESEARCHER)
+    call_command("drf_create_token", "res")
+    key = Token.objects.get(user=researcher).key
+    assert key in capsys.readouterr().out
+    answer = Client(HTTP_AUTHORIZATION=f"Token {key}").post("/api/datasets/tiny/runs/", {})
+    assert answer.status_code == 400  # past authentication and the role check
+    bad = Client(HTTP_AUTHORIZATION="Token not-a-key").post("/api/datasets/tiny/runs/", {})
+    assert bad.status_code == 403
