@@ -52,6 +52,9 @@ class JobScoresSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=STATUS_NAMES)
     error = serializers.CharField(allow_null=True)
     label_set = serializers.CharField(allow_null=True, help_text="The label set scored with.")
+    queries = serializers.IntegerField(
+        allow_null=True, help_text="Query captions scored: those the run answers."
+    )
     scores = MetricsField(allow_null=True, help_text="Under the corrected positives.")
     original = MetricsField(allow_null=True, help_text="With each caption's own video only.")
     pooled = serializers.BooleanField(help_text="Whether the label set's campaign pooled the run.")

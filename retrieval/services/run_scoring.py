@@ -67,6 +67,7 @@ class JobScores:
     status: str
     error: str | None
     label_set: str | None
+    queries: int | None
     scores: dict[str, float | None] | None
     original: dict[str, float | None] | None
     pooled: bool
@@ -142,6 +143,7 @@ def job_scores(job: Job) -> JobScores:
         status=STATUS[job.status],
         error=job.error or None,
         label_set=result.get("label_set") or job.arguments.get("labels"),
+        queries=result.get("queries"),
         scores=result.get("scores"),
         original=result.get("original"),
         pooled=bool(result.get("pooled", False)),

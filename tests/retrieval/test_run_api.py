@@ -102,7 +102,7 @@ def test_a_run_uploaded_with_a_token_is_scored_like_rescore(
     assert url.startswith("http://testserver/api/scores/") and answer["Location"] == url
     body = poll(researcher, url)
     assert body["status"] == "done" and body["error"] is None
-    assert body["pooled"] is False and body["label_set"] == "human"
+    assert body["pooled"] is False and body["label_set"] == "human" and body["queries"] == 6
     assert set(body["scores"]) == set(body["original"]) == set(METRICS)
 
     expected = rescore_dataset(dataset, dataset.label_sets.get(), ["mine"]).result
@@ -190,6 +190,7 @@ def test_a_session_works_too_and_a_queued_job_has_no_scores_yet(dataset):
         "status": "queued",
         "error": None,
         "label_set": "human",
+        "queries": None,
         "scores": None,
         "original": None,
         "pooled": False,
