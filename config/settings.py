@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_tasks",
@@ -194,9 +195,14 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.error_handling.api_exception_handler",
 }
+# Run files a user may upload to the scoring API (DRF rate syntax: "30/hour", "5/minute").
+FIREPOOL_RUN_UPLOAD_RATE = os.environ.get("FIREPOOL_RUN_UPLOAD_RATE", "30/hour")
 SPECTACULAR_SETTINGS = {
     "TITLE": "firepool API",
-    "DESCRIPTION": "Judge caption-video pairs and read campaigns.",
+    "DESCRIPTION": (
+        "Judge caption-video pairs and read campaigns; upload a model's TREC run and read "
+        "its scores under the corrected positives."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and its docs are for signed-in users, like the API they describe.
@@ -206,6 +212,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ScoreStatusEnum": "retrieval.services.run_scoring.STATUS_NAMES",
+        "CampaignStatusEnum": "annotation.models.Campaign.Status",
+    },
 }
 
 # Natural-language resources, all installed at setup time and read offline at run time.

@@ -1,5 +1,5 @@
 """Job kinds of the retrieval app, registered with the jobs app: embed, train, predict, proxies,
-rescore.
+rescore, score_run.
 
 Each form checks its arguments against the database before a job is queued, so a bad
 name is a form error, not a failed job; each ``run_*`` calls one service and reports
@@ -182,10 +182,13 @@ def run_proxies(
     return {"dataset": found.name, "proxies": summaries}
 
 
-class RescoreForm(DatasetForm):
+class ScoringForm(DatasetForm):
+    """A label set and runs of the dataset to score, each checked to exist."""
+
     labels = forms.CharField(max_length=200, required=False, help_text="Label set name.")
-    runs = forms.CharField(max_length=2000, required=False, help_text="Comma-separated.")
-    only_labelled = forms.BooleanField(required=False)
+
+    def run_names(self, data: dict) -> list[str]:
+        return []
 
     def clean(self) -> dict:
         data = super().clean()
@@ -193,9 +196,17 @@ class RescoreForm(DatasetForm):
             dataset = get_dataset(data["dataset"])
             if data.get("labels"):
                 found_or_invalid(get_label_set, dataset, data["labels"])
-            for name in split_names(data.get("runs", "")):
+            for name in self.run_names(data):
                 found_or_invalid(get_run, dataset, name)
         return data
+
+
+class RescoreForm(ScoringForm):
+    runs = forms.CharField(max_length=2000, required=False, help_text="Comma-separated.")
+    only_labelled = forms.BooleanField(required=False)
+
+    def run_names(self, data: dict) -> list[str]:
+        return split_names(data.get("runs", ""))
 
 
 def split_names(text: str) -> list[str]:
@@ -218,6 +229,22 @@ def run_rescore(
         found, label_set, split_names(runs) or None, only_labelled=only_labelled
     )
     return scored.result.as_dict()
+
+
+class ScoreRunForm(ScoringForm):
+    run = forms.CharField(max_length=100)
+
+    def run_names(self, data: dict) -> list[str]:
+        return [data["run"]] if data.get("run") else []
+
+
+def run_score_run(reporter: Reporter, dataset: str, run: str, labels: str = "") -> dict:
+    from retrieval.services.run_scoring import score_run
+
+    found = get_dataset(dataset)
+    label_set = get_label_set(found, labels) if labels else None
+    reporter.step(f"scoring {run} with the corrected positives")
+    return score_run(found, run, label_set).as_dict()
 
 
 def _model_description(verb: str):
@@ -263,6 +290,17 @@ for _kind in (
         permission=RESEARCH,
         describe=lambda a: (
             f"re-score {a['dataset']}" + (f" with {a['labels']}" if a.get("labels") else "")
+        ),
+    ),
+    JobKind(
+        "score_run",
+        "Score one run with a label set",
+        run_score_run,
+        ScoreRunForm,
+        permission=RESEARCH,
+        describe=lambda a: (
+            f"score {a['run']} on {a['dataset']}"
+            + (f" with {a['labels']}" if a.get("labels") else "")
         ),
     ),
 ):

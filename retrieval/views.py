@@ -1,4 +1,4 @@
-"""Pages of the retrieval app: videos with HTTP Range support, and the label sets."""
+"""Pages of the retrieval app: videos with HTTP Range support, datasets, label sets and reports."""
 
 import mimetypes
 from dataclasses import dataclass
@@ -21,6 +21,7 @@ from config.roles import VIEW_REPORTS, permission_required
 from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.models import Dataset, LabelSet
+from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import default_label_set
 from retrieval.services.proxies import proxy_table
 from retrieval.services.reports import build_report
@@ -176,3 +177,16 @@ def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
         return JsonResponse(data)
     except RescoreError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
+
+
+@reports_only
+def datasets(request: HttpRequest) -> HttpResponse:
+    """Every dataset with its sizes, each leading to its page."""
+    return render(request, "retrieval/datasets.html", {"datasets": dataset_summaries()})
+
+
+@reports_only
+def dataset(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """One dataset: its splits, models and runs, campaigns and label sets, with links."""
+    found = get_object_or_404(Dataset, name=dataset_name)
+    return render(request, "retrieval/dataset.html", {"overview": dataset_overview(found)})

@@ -50,6 +50,29 @@ def make_campaign(n_queries=3, depth=3, rate=0.0, seed=0, lease_seconds=300):
     return create_campaign(dataset, [run], spec)
 
 
+def query_dataset(name: str, n: int = 6):
+    """A dataset of ``n`` test videos ``v0..`` and query captions ``c0..``, ``ci`` written for
+    ``vi``; returns the dataset, its videos and its captions."""
+    dataset = Dataset.objects.create(name=name)
+    videos = Video.objects.bulk_create(
+        [Video(dataset=dataset, key=f"v{i}", split="test") for i in range(n)]
+    )
+    captions = Caption.objects.bulk_create(
+        [
+            Caption(
+                dataset=dataset,
+                key=f"c{i}",
+                text=f"caption {i}",
+                video=videos[i],
+                split="test",
+                is_query=True,
+            )
+            for i in range(n)
+        ]
+    )
+    return dataset, videos, captions
+
+
 def random_run(dataset, name: str, seed: int):
     """A run scoring the dataset's test videos at random for every test query caption."""
     queries = np.array(

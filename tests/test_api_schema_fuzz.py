@@ -1,11 +1,13 @@
-"""Property tests of the judging API against its own OpenAPI schema: no input gives a 5xx.
+"""Property tests of the API against its own OpenAPI schema: no input gives a 5xx.
 
 Schemathesis reads the schema served at ``/api/schema/`` (fetched in process with a
 signed-in session, since the schema is for signed-in users) and sends the requests it
 generates for every operation, schema-conforming and schema-violating ones, to the WSGI
 application in process with the session cookie and CSRF token of an annotator or an admin.
 Half the cases are aimed at the real campaign and its real pairs, so the judging code runs
-and not only the 404 path. Each response must pass schemathesis's ``not_a_server_error``.
+and not only the 404 path; for the scoring API, at the campaign's dataset with a well-formed
+or a broken run file in the multipart body, and at a real scoring job. Each response must
+pass schemathesis's ``not_a_server_error``.
 """
 
 import os
@@ -16,6 +18,7 @@ import pytest
 import schemathesis
 from django.contrib.auth import get_user_model
 from django.core import signals
+from django.core.cache import cache
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from django.test import Client
@@ -27,7 +30,20 @@ from schemathesis.generation import GenerationMode
 
 from annotation.models import Campaign
 from config import roles
+from jobs.models import Job
 from tests.factories import make_campaign
+
+RUN_FILES = (
+    b"c0 Q0 v1 1 0.5 fuzz\nc1 Q0 v2 1 0.25 fuzz\n",  # well formed
+    b"c0 Q0 v1 1 high fuzz\n",  # a score that is not a number
+    b"c0 Q0 v99 1 0.5 fuzz\n",  # a video the dataset does not have
+    b"c0 Q0 v1\n",  # missing fields
+    b"\xff\xfe c0\x00",  # not UTF-8 text
+)
+"""Run files the upload operation is aimed with: one good, the rest broken."""
+
+RESEARCH_PATHS = ("/api/datasets/", "/api/scores/")
+"""Operations annotators are refused (uploading and scoring runs)."""
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
 """Multiplies the example budget: ``FIREPOOL_FUZZ_SCALE=20`` for a long bug hunt."""
@@ -67,7 +83,8 @@ def wsgi_app():
 
 @pytest.fixture
 def world(db):
-    """An active campaign with pairs, and a logged-in annotator and admin."""
+    """An active campaign with pairs, a scoring job, and a logged-in annotator and admin."""
+    cache.clear()  # no upload throttled by an earlier test's counts
     groups = roles.ensure_groups()
     campaign = make_campaign(n_queries=4, depth=4)
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.ACTIVE)
@@ -85,9 +102,33 @@ def world(db):
             "headers": {"X-CSRFToken": token},
         }
     pairs = list(campaign.pairs.values_list("pk", flat=True))
+    job = Job.objects.create(kind="score_run", created_by=admin)
     served = client.get("/api/schema/", {"format": "json"})
     assert served.status_code == 200
-    return {"campaign": campaign.pk, "pairs": pairs, "sessions": sessions, "schema": served.json()}
+    return {
+        "campaign": campaign.pk,
+        "pairs": pairs,
+        "dataset": campaign.dataset.name,
+        "job": job.pk,
+        "sessions": sessions,
+        "schema": served.json(),
+    }
+
+
+def aim_at_world(case, world: dict, data) -> None:
+    """Point the case's path and body at the world's campaign, pairs, dataset and job."""
+    path = case.path_parameters or {}
+    if "id" in path:
+        path["id"] = world["campaign"]
+        if isinstance(case.body, dict) and "pair" in case.body:
+            case.body["pair"] = data.draw(st.sampled_from(world["pairs"]))
+    if "dataset_name" in path:
+        path["dataset_name"] = world["dataset"]
+        if isinstance(case.body, dict):
+            case.body["run"] = data.draw(st.sampled_from(RUN_FILES))
+            case.body.pop("labels", None)  # the dataset's default label set
+    if "job_id" in path:
+        path["job_id"] = world["job"]
 
 
 @pytest.mark.parametrize("who", ["annotator", "admin"])
@@ -104,14 +145,16 @@ def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, 
     @EXAMPLES
     @given(case=operation.as_strategy(generation_mode=mode), aim=st.booleans(), data=st.data())
     def check(case, aim, data):
-        if aim and case.path_parameters and "id" in case.path_parameters:
-            case.path_parameters["id"] = world["campaign"]
-            if isinstance(case.body, dict) and "pair" in case.body:
-                case.body["pair"] = data.draw(st.sampled_from(world["pairs"]))
+        if aim:
+            aim_at_world(case, world, data)
         response = case.call(headers=session["headers"], cookies=session["cookies"])
         statuses[response.status_code] += 1
         case.validate_response(response, checks=[not_a_server_error])
 
     check()
+    if who == "annotator" and label.split()[1].startswith(RESEARCH_PATHS):
+        # Scoring runs is for researchers and admins (a path no route matches is a 404).
+        assert 403 in statuses and set(statuses) <= {403, 404}, statuses
+        return
     # The session and CSRF token must work: not every answer may be a refusal to authenticate.
     assert set(statuses) - {401, 403}, statuses

@@ -50,6 +50,7 @@ class World:
     features: str
     research_job: int
     admin_job: int
+    score_job: int
 
     def fill(self, url: str) -> str:
         return url.format(
@@ -62,6 +63,7 @@ class World:
             features=self.features,
             research_job=self.research_job,
             admin_job=self.admin_job,
+            score_job=self.score_job,
         )
 
 
@@ -145,7 +147,11 @@ def world(db, _isolated_media, settings, tmp_path) -> World:
     campaign_video.save(update_fields=["features"])
     settings.FIREPOOL_JOB_OUTPUT_DIR = tmp_path / "job-output"
     research_job, admin_job = _jobs(settings.FIREPOOL_JOB_OUTPUT_DIR)
+    from jobs.models import Job
+
+    score_job = Job.objects.create(kind="score_run", created_by=users[RESEARCHER]).pk
     return World(
+        score_job=score_job,
         research_job=research_job,
         admin_job=admin_job,
         campaign=campaign,
@@ -251,7 +257,16 @@ CASES: list[Case] = [
         admin=302,
         method="post",
     ),
-    # Label sets and reports.
+    # Datasets, label sets and reports.
+    page("datasets/", "/datasets/", **STAFF_ONLY),
+    page("datasets/<str:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),
+    page(
+        "datasets/<str:dataset_name>/",
+        "/datasets/nope/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
@@ -390,6 +405,43 @@ CASES: list[Case] = [
         404,
         anonymous=API_ANON,
         method="post",
+    ),
+    # The scoring API: researchers and admins upload runs; a job's scores are for the
+    # uploader (here the researcher) and admins. An empty upload is refused as invalid.
+    page(
+        "api/datasets/<str:dataset_name>/runs/",
+        "/api/datasets/{ds}/runs/",
+        annotator=403,
+        researcher=400,
+        admin=400,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        "api/datasets/<str:dataset_name>/runs/",
+        "/api/datasets/{ds}/runs/",
+        annotator=403,
+        researcher=405,
+        admin=405,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/datasets/<str:dataset_name>/runs/",
+        "/api/datasets/nope/runs/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page("api/scores/<int:job_id>/", "/api/scores/{score_job}/", **STAFF_ONLY, anonymous=API_ANON),
+    page(
+        "api/scores/<int:job_id>/",
+        "/api/scores/{research_job}/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+        anonymous=API_ANON,
     ),
     page("api/schema/", "/api/schema/", 200, 200, 200, anonymous=API_ANON),
     page("api/docs/", "/api/docs/", 200, 200, 200, anonymous=API_ANON),

@@ -1,17 +1,7 @@
-"""API permissions: the role permissions of :mod:`config.roles`, asked the DRF way."""
-
-from rest_framework.permissions import BasePermission
+"""Permissions of the judging API, on :mod:`config.roles`' permissions."""
 
 from config import roles
-
-
-class HasPermission(BasePermission):
-    """Let in users holding ``permission`` (a subclass names it and the refusal's message)."""
-
-    permission = ""
-
-    def has_permission(self, request, view) -> bool:
-        return request.user.has_perm(self.permission)
+from config.api_permissions import HasPermission
 
 
 class IsAnnotator(HasPermission):

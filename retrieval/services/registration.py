@@ -38,9 +38,17 @@ def check_name_free(dataset: Dataset, name: str) -> None:
     except ValueError as exc:
         raise RegistrationError(f"the model name {exc}") from None
     if RetrievalModel.objects.filter(dataset=dataset, name=name).exists():
-        raise RegistrationError(f"dataset {dataset.name!r} already has a model named {name!r}")
+        raise RegistrationError(
+            f"dataset {dataset.name!r} already has a model named {name!r}",
+            code="name_taken",
+            status=409,
+        )
     if Run.objects.filter(dataset=dataset, name=name).exists():
-        raise RegistrationError(f"dataset {dataset.name!r} already has a run named {name!r}")
+        raise RegistrationError(
+            f"dataset {dataset.name!r} already has a run named {name!r}",
+            code="name_taken",
+            status=409,
+        )
 
 
 def known_pks(index: KeyIndex, keys: list[str], file_name: str, what: str) -> np.ndarray:
@@ -75,13 +83,24 @@ def register_embeddings(dataset: Dataset, name: str, directory: Path) -> Retriev
     return model
 
 
-def register_run_file(dataset: Dataset, name: str, path: Path) -> RetrievalModel:
-    """Register a model known only by its TREC run (ranked by trec_eval's rule)."""
+def register_run_file(
+    dataset: Dataset, name: str, path: Path, *, shown_as: str | None = None
+) -> RetrievalModel:
+    """Register a model known only by its TREC run (ranked by trec_eval's rule).
+
+    ``shown_as`` names the file in errors and in the model's config instead of ``path``
+    (an upload's own name, not the temporary copy the server read).
+    """
     check_name_free(dataset, name)
-    parsed = trec.read_run(Path(path))
+    try:
+        parsed = trec.read_run(Path(path))
+    except FormatError as exc:
+        if shown_as is None:
+            raise
+        raise FormatError(shown_as, exc.line, exc.field, exc.message, where=exc.where) from None
     captions = KeyIndex.captions(dataset)
     videos = KeyIndex.videos(dataset)
-    file_name = Path(path).name
+    file_name = shown_as or Path(path).name
     query_keys = list(parsed.rankings)
     unknown = [key for key in query_keys if key not in captions.by_key]
     if unknown:
@@ -102,7 +121,7 @@ def register_run_file(dataset: Dataset, name: str, path: Path) -> RetrievalModel
             dataset=dataset,
             name=name,
             source=RetrievalModel.Source.RUN,
-            config={"run_file": str(path), "run_id": parsed.run_id},
+            config={"run_file": shown_as or str(path), "run_id": parsed.run_id},
         )
         store_run(
             model, name, lists, videos=videos, metadata={"source": "trec", "run_id": parsed.run_id}

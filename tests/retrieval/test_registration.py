@@ -4,33 +4,18 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
+from retrieval.models import Caption, RetrievalModel, Run, Video
 from retrieval.services.runs import load_run, run_rankings
+from tests.factories import query_dataset
 
 D = 8
 
 
 @pytest.fixture
 def dataset(db):
-    dataset = Dataset.objects.create(name="tiny")
-    videos = Video.objects.bulk_create(
-        [Video(dataset=dataset, key=f"v{i}", split="test") for i in range(6)]
-        + [Video(dataset=dataset, key="t0", split="train")]
-    )
-    Caption.objects.bulk_create(
-        [
-            Caption(
-                dataset=dataset,
-                key=f"c{i}",
-                text=f"caption {i}",
-                video=videos[i],
-                split="test",
-                is_query=True,
-            )
-            for i in range(6)
-        ]
-        + [Caption(dataset=dataset, key="x0", text="extra", video=videos[0], split="test")]
-    )
+    dataset, videos, _ = query_dataset("tiny")
+    Video.objects.create(dataset=dataset, key="t0", split="train")
+    Caption.objects.create(dataset=dataset, key="x0", text="extra", video=videos[0], split="test")
     return dataset
 
 
