@@ -181,3 +181,26 @@ def graph_tensors(graphs: Sequence[RoleGraph]) -> tuple[torch.Tensor, torch.Tens
             edge_roles[b, edge.source, edge.target] = role
             edge_roles[b, edge.target, edge.source] = role
     return kinds, node_roles, edge_roles
+
+
+def level_similarity(text: torch.Tensor, video: torch.Tensor) -> torch.Tensor:
+    """Captions x videos mean of the three level cosines (the slides' §4 matching)."""
+    t = nn.functional.normalize(text, dim=-1)
+    v = nn.functional.normalize(video, dim=-1)
+    return torch.einsum("ild,jld->ij", t, v) / LEVELS
+
+
+def hardest_negative_loss(
+    similarity: torch.Tensor, positive: torch.Tensor, margin: float = 0.2
+) -> torch.Tensor:
+    """The slides' §4 contrastive ranking loss with the hardest in-batch negatives, both ways:
+    mean over positive pairs (i, j) of [m - s(i, j) + max_{j' not pos} s(i, j')]_+ plus
+    [m - s(i, j) + max_{i' not pos} s(i', j)]_+; ``positive`` is bool captions x videos."""
+    low = torch.finfo(similarity.dtype).min
+    negatives = similarity.masked_fill(positive, low)
+    hardest_video = negatives.max(1, keepdim=True).values
+    hardest_text = negatives.max(0, keepdim=True).values
+    cost = (margin - similarity + hardest_video).clamp(min=0) + (
+        margin - similarity + hardest_text
+    ).clamp(min=0)
+    return cost[positive].mean()

@@ -1,4 +1,4 @@
-"""The srct network blocks: attention shapes and padding, graph reasoning, the faiss packing."""
+"""The srct blocks: attention shapes and padding, graph reasoning, faiss packing, the loss."""
 
 import numpy as np
 import pytest
@@ -92,3 +92,23 @@ def test_packed_inner_product_is_the_mean_level_cosine(seed):
     unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     mean_cosine = np.einsum("ild,jld->ij", unit(text), unit(video)) / 3
     assert np.allclose(pack_levels(text) @ pack_levels(video).T, mean_cosine, atol=1e-6)
+
+
+def test_hardest_negative_loss_uses_only_the_hardest_negative():
+    from retrieval.encoders.srct import hardest_negative_loss, level_similarity
+
+    s = torch.tensor([[0.9, 0.1, 0.5], [0.2, 0.8, 0.0]])
+    positive = torch.tensor([[True, False, False], [False, True, False]])
+    # (0,0): video side [0.2-0.9+0.5]=0, text side [0.2-0.9+0.2]=0;
+    # (1,1): video side [0.2-0.8+0.2]=0, text side [0.2-0.8+0.1]=0
+    assert hardest_negative_loss(s, positive) == 0
+    # margin 0.5: only (0,0) against its hardest video negative 0.5 costs 0.1
+    assert hardest_negative_loss(s, positive, margin=0.5) == pytest.approx(0.1 / 2)
+    softer = s.clone()
+    softer[1, 2] = 0.1  # below row 1's hardest negative: no change
+    assert hardest_negative_loss(softer, positive, margin=0.5) == pytest.approx(0.05)
+    harder = s.clone()
+    harder[0, 2] = 0.7  # the hardest negative rises: the loss follows it
+    assert hardest_negative_loss(harder, positive, margin=0.5) == pytest.approx(0.3 / 2)
+    x = torch.randn(4, 3, 8)
+    assert torch.allclose(level_similarity(x, x).diagonal(), torch.ones(4))
