@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ..semantic_roles import ROLE_ORDER, RoleGraph
+from .features import EXPERTS, ExpertSequences
 
 LEVELS = 3
 """Sentence, actions, entities (video: appearance, action-correlated, object-correlated)."""
@@ -204,3 +205,22 @@ def hardest_negative_loss(
         margin - similarity + hardest_text
     ).clamp(min=0)
     return cost[positive].mean()
+
+
+def padded_experts(
+    clips: Sequence[ExpertSequences],
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per expert (appearance, action, objects): the clips' sequences zero-padded to the
+    longest (b x n x d float32) and the padding mask (b x n, True = padding), the
+    inputs of :class:`VideoCorrelation`."""
+    batches = []
+    for name in EXPERTS:
+        arrays = [np.asarray(getattr(clip, name), dtype=np.float32) for clip in clips]
+        n = max(len(a) for a in arrays)
+        values = np.zeros((len(arrays), n, arrays[0].shape[1]), dtype=np.float32)
+        padding = np.ones((len(arrays), n), dtype=bool)
+        for i, a in enumerate(arrays):
+            values[i, : len(a)] = a
+            padding[i, : len(a)] = False
+        batches.append((torch.from_numpy(values), torch.from_numpy(padding)))
+    return batches

@@ -112,3 +112,20 @@ def test_hardest_negative_loss_uses_only_the_hardest_negative():
     assert hardest_negative_loss(harder, positive, margin=0.5) == pytest.approx(0.3 / 2)
     x = torch.randn(4, 3, 8)
     assert torch.allclose(level_similarity(x, x).diagonal(), torch.ones(4))
+
+
+def test_padded_experts_feed_the_correlation_like_one_clip_at_a_time():
+    from retrieval.encoders.features import ExpertSequences
+    from retrieval.encoders.srct import padded_experts
+
+    rng = np.random.default_rng(0)
+    clips = [
+        ExpertSequences(*(rng.normal(size=(n, d)).astype(np.float32) for n, d in shape))
+        for shape in (((6, 5), (5, 3), (2, 4)), ((3, 5), (2, 3), (7, 4)))
+    ]
+    (a, pa), (t, pt), (o, po) = padded_experts(clips)
+    assert a.shape == (2, 6, 5) and pa[1].tolist() == [False] * 3 + [True] * 3
+    net = VideoCorrelation((5, 3, 4), dim=8).eval()
+    together = net(a, t, o, pa, pt, po)
+    alone = net(*(x for pair in zip(*padded_experts(clips[1:]), strict=True) for x in pair))
+    assert torch.allclose(together[1], alone[0], atol=1e-5)
