@@ -409,8 +409,9 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
 
 
 def has_work_for(campaign: Campaign, annotator) -> bool:
-    """Whether any pair may still come to the annotator (now or once leases expire)."""
-    if campaign.status != Campaign.Status.ACTIVE:
+    """Whether any pair may still come to the annotator (now, once leases expire, or once a
+    paused campaign resumes); a closed campaign has nothing more to give."""
+    if campaign.status == Campaign.Status.CLOSED:
         return False
     return (
         Pair.objects.filter(campaign=campaign, needed__gt=0, held=False)

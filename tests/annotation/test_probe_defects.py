@@ -106,6 +106,9 @@ def test_paused_or_closed_campaign_takes_no_submit_undo_or_escalation(people, st
     assert not Escalation.objects.exists()
     served = client.post(base + "next/").json()
     assert served["campaign"]["status"] == status
+    assert served["current"] is None
+    # Paused work may resume: the page waits rather than saying the campaign is finished.
+    assert served["finished"] is (status == Campaign.Status.CLOSED)
     page = Client()
     page.force_login(user)
     assert f"This campaign is {status}" in page.get(f"/judge/{campaign.pk}/").content.decode()
