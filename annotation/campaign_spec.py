@@ -10,6 +10,7 @@ job). Checks that need the database (run ownership, unique names) live in
 from dataclasses import dataclass
 
 from annotation import policy
+from annotation.judging_order import STRATEGIES
 from annotation.pooling import MAX_DEPTH
 
 NAME_LENGTH = 100
@@ -22,6 +23,9 @@ LEASE_SECONDS = (10, 86_400)
 """From ten seconds to a day: a lease past the calendar's end broke every request."""
 DEFAULT_LEASE_SECONDS = 300
 DEFAULT_DEPTH = 10
+BUDGET = (1, 1_000_000_000)
+JUDGING_ORDERS = tuple(STRATEGIES)
+"""The strategies of :mod:`annotation.judging_order`; ``depth`` is today's order."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class CampaignSpec:
     guidelines: str | None = None
     show_roles: bool = True
     """Underline the caption's semantic roles on the judging page (who, does what, ...)."""
+    judging_order: str = "depth"
+    """Which pair is served next (:mod:`annotation.judging_order`)."""
+    budget: int | None = None
+    """Labels after which judging stops (none: until nothing is needed)."""
 
 
 def _outside(value, bounds: tuple[int, int]) -> bool:
@@ -62,9 +70,13 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
     }
     if spec.query_sample is not None:
         integers["query_sample"] = (spec.query_sample, QUERY_SAMPLE)
+    if spec.budget is not None:
+        integers["budget"] = (spec.budget, BUDGET)
     for field, (value, bounds) in integers.items():
         if _outside(value, bounds):
             errors[field] = f"must be between {bounds[0]} and {bounds[1]}"
     if not 0.0 <= spec.second_label_rate <= 1.0:  # also rejects NaN
         errors["second_label_rate"] = "must be between 0 and 1"
+    if spec.judging_order not in JUDGING_ORDERS:
+        errors["judging_order"] = f"must be one of {', '.join(JUDGING_ORDERS)}"
     return errors

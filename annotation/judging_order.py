@@ -72,6 +72,8 @@ class JudgingOrder:
 
     name = ""
     blocks = False  # serve a caption's pairs together (today's order) instead of round-robin
+    adaptive = True  # priorities change with labels: the live queue recomputes them per submit
+    keeps_captions = False  # the live queue may serve a caption's open pairs one after another
 
     def __init__(
         self,
@@ -171,6 +173,8 @@ class JudgingOrder:
 class _Static(JudgingOrder):
     """A fixed priority per pair; a label only closes the pair."""
 
+    adaptive = False
+
     def _scores(self, rows: np.ndarray) -> np.ndarray:
         return np.where(self._open(rows), self._static[rows], _OFF)
 
@@ -187,6 +191,7 @@ class Depth(_Static):
 
     name = "depth"
     blocks = True
+    keeps_captions = True
 
     def _weights(self) -> np.ndarray:
         return -self.layout.best_ranks().astype(np.float64)
@@ -220,6 +225,7 @@ class MetricFirst(JudgingOrder):
     """
 
     name = "metric-first"
+    keeps_captions = True  # every open pair is needed, whichever comes first
 
     @cached_property
     def _deciding_k(self) -> np.ndarray:
@@ -392,3 +398,60 @@ def full_order(
     within = layout.slot_of[rest]  # pool order within a caption is by best rank
     rest = rest[np.lexsort((np.argsort(turn)[layout.query_of[rest]], within))]
     return FullOrder(np.concatenate([served, rest]), int(served.size))
+
+
+def queue_positions(
+    state: JudgingOrder, turn: np.ndarray, queries: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each pool pair's queue position (lower is served sooner) and whether it is parked
+    (unjudged but no longer needed), from the strategy's current priorities.
+
+    Interleaved strategies give query ``q``'s i-th best open pair the position
+    ``(judged_q + i) * queries + turn[q]``: round-robin over queries, those with fewer
+    judgements first, so every query is covered evenly when judging stops early. A block
+    strategy (``depth``) serves caption after caption in ``turn`` order. ``queries`` is the
+    campaign's number of queries when ``state`` holds only some of them (the live queue
+    recomputes one query at a time).
+    """
+    priority = state.priority
+    rows, slots = priority.shape
+    queries = rows if queries is None else int(queries)
+    turn = np.asarray(turn, dtype=np.int64).reshape(rows)
+    order = np.argsort(-priority, axis=1, kind="stable")
+    within = np.empty_like(order)
+    np.put_along_axis(within, order, np.broadcast_to(np.arange(slots), order.shape), axis=1)
+    if state.blocks:
+        position = turn[:, None] * slots + within
+    else:
+        position = (state.judged_count[:, None] + within) * queries + turn[:, None]
+    parked = state.layout.valid & ~state.judged & (priority == _OFF)
+    layout = state.layout
+    return position[layout.query_of, layout.slot_of], parked[layout.query_of, layout.slot_of]
+
+
+def query_state(
+    strategy: str,
+    ranks: np.ndarray,
+    judged: Sequence[tuple[int, bool]],
+    known_positive_rank: np.ndarray | None = None,
+    **options,
+) -> JudgingOrder:
+    """One query's state for the live queue: ``ranks`` (its pairs x runs, in pool order),
+    the labels so far as (pair index, relevant) in the order they were given, and the runs'
+    known positive ranks (1-based, 0 none).
+
+    The live queue rebuilds it from the database on every submit, so strategies keep no
+    state between requests; MaxMean's prior is therefore the paper's uniform one here
+    (the replay's cross-query prior needs every query's labels).
+    """
+    ranks = np.asarray(ranks, dtype=np.int32)
+    n = ranks.shape[0]
+    pool = Pool(np.zeros(n, dtype=np.int64), np.arange(n, dtype=np.int64), ranks)
+    known = None if known_positive_rank is None else np.asarray(known_positive_rank)[None, :]
+    state = make_order(strategy, pool, known_positive_rank=known, **options)
+    row = np.zeros(1, dtype=np.int64)
+    for pair, relevant in judged:
+        state._record(row, np.array([state.layout.slot_of[pair]]), np.array([bool(relevant)]))
+    if len(judged):
+        state.priority[row] = state._scores(row)
+    return state

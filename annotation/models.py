@@ -120,7 +120,7 @@ class CampaignRun(models.Model):
 class Pair(models.Model):
     """A caption-video pair to judge, with running label counts.
 
-    Which runs retrieved the pair, and at which ranks, is row ``position`` of the
+    Which runs retrieved the pair, and at which ranks, is row ``pool_row`` of the
     campaign's provenance array (see :func:`annotation.services.campaigns.load_provenance`).
     """
 
@@ -136,7 +136,13 @@ class Pair(models.Model):
     # The (campaign, caption, video) constraint indexes captions; videos need none.
     caption = models.ForeignKey(Caption, on_delete=models.CASCADE, related_name="+", db_index=False)
     video = models.ForeignKey(Video, on_delete=models.CASCADE, related_name="+", db_index=False)
-    position = models.PositiveIntegerField(help_text="Queue order; a caption's pairs are adjacent.")
+    position = models.PositiveIntegerField(
+        help_text="Queue order (lowest first); the campaign's judging order sets and updates it."
+    )
+    # db_default: rows written before this column existed took their position.
+    pool_row = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="Row of the campaign's provenance array (fixed)."
+    )
     double = models.BooleanField(default=False, help_text="In the second-label sample.")
     label_count = models.PositiveSmallIntegerField(default=0)
     relevant_count = models.PositiveSmallIntegerField(default=0)

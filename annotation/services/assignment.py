@@ -29,7 +29,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.services import pair_state, sql
+from annotation.services import judging_queue, pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Video
 
@@ -126,7 +126,8 @@ def _held_and_expired(campaign: Campaign, annotator, now: datetime) -> list[Leas
 
 
 def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: int | None):
-    """The first open pair in queue order the annotator may take (same caption first).
+    """The first open pair in queue order the annotator may take (``caption_id``'s first,
+    when the judging order lets a caption's pairs come together).
 
     On PostgreSQL the row is locked, skipping rows other transactions hold.
     """
@@ -158,11 +159,18 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         found = _held_and_expired(campaign, annotator, now)
         _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
         leases = [lease for lease in found if lease.expires_at > now]
-        if campaign.status == Campaign.Status.ACTIVE:
+        settings = judging_queue.JudgingSettings.of(campaign)
+        if (
+            campaign.status == Campaign.Status.ACTIVE
+            and len(leases) < HOLD
+            and not judging_queue.budget_spent(campaign)
+        ):
             while len(leases) < HOLD:
-                caption_id = (
-                    leases[-1].pair.caption_id if leases else _last_caption(campaign, annotator)
-                )
+                caption_id = None
+                if settings.order.keeps_captions:
+                    caption_id = (
+                        leases[-1].pair.caption_id if leases else _last_caption(campaign, annotator)
+                    )
                 pair = _candidate(
                     campaign, annotator, [lease.pair_id for lease in leases], caption_id
                 )
@@ -242,6 +250,7 @@ def submit(
         raise AssignmentError("invalid", "seconds must be between 0 and 86400")
     now = now or timezone.now()
     with transaction.atomic():
+        judging_queue.lock_query_of(pair_id)
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
@@ -274,6 +283,7 @@ def submit(
                 uuid=client_uuid, pair=pair, annotator=annotator, label=label, seconds=seconds
             )
             pair_state.count_label(pair, campaign, label, +1)
+            judging_queue.reprioritise(campaign, pair.caption_id)
             created = True
     return SubmitResult(judgement, created, assign(campaign, annotator, now))
 
@@ -303,7 +313,12 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
                 "pk", "pair_id"
             )
         )
-        pair_state.lock_pairs([judgement.pair_id, *(pair_id for _, pair_id in held)])
+        query = []
+        if judging_queue.is_adaptive(campaign.options):
+            query = Pair.objects.filter(
+                campaign=campaign, caption_id=judgement.pair.caption_id
+            ).values_list("pk", flat=True)
+        pair_state.lock_pairs([*query, judgement.pair_id, *(pair_id for _, pair_id in held)])
         if not Judgement.objects.filter(pk=judgement.pk, undone_at__isnull=True).update(
             undone_at=now
         ):
@@ -313,6 +328,8 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
         pair = judgement.pair
         pair.refresh_from_db()
         pair_state.count_label(pair, campaign, judgement.label, -1)
+        judging_queue.reprioritise(campaign, pair.caption_id)
+        pair.refresh_from_db(fields=["needed", "leased", "open_slots"])
         if pair.open_slots > 0:
             pair_state.take_lease(pair, annotator, campaign, now)
     return assign(campaign, annotator, now)
@@ -405,13 +422,15 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     with transaction.atomic():
+        judging_queue.lock_query_of(pair.pk)
         pair_state.adjudicate(pair, admin, label)
+        judging_queue.reprioritise(pair.campaign, pair.caption_id)
 
 
 def has_work_for(campaign: Campaign, annotator) -> bool:
     """Whether any pair may still come to the annotator (now, once leases expire, or once a
     paused campaign resumes); a closed campaign has nothing more to give."""
-    if campaign.status == Campaign.Status.CLOSED:
+    if campaign.status == Campaign.Status.CLOSED or judging_queue.budget_spent(campaign):
         return False
     return (
         Pair.objects.filter(campaign=campaign, needed__gt=0, held=False)

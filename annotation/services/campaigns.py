@@ -7,8 +7,8 @@ one bulk insert (:func:`annotation.services.sql.insert`), because hundreds of th
 pairs through the ORM's per-object machinery would take far longer than pooling them.
 """
 
-import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
@@ -16,7 +16,7 @@ from django.db import transaction
 from annotation import policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
-from annotation.services import pair_state, sql
+from annotation.services import judging_queue, pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
@@ -67,38 +67,70 @@ def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> Non
         raise CampaignError(f"a campaign named {spec.name!r} already exists")
 
 
-def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> pooling.Pool:
+@dataclass(frozen=True)
+class PooledRuns:
+    """A pool and, per pooled query (ascending caption id) and run, the rank the run gave the
+    caption's own video (0 if not in its top depth): the positive every order starts from."""
+
+    pool: pooling.Pool
+    known: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.pool)
+
+    @property
+    def queries(self) -> np.ndarray:
+        return np.unique(self.pool.caption_ids)
+
+
+def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Pool the runs' top-``depth`` per query, leaving out own videos and judged pairs."""
     lists: list[RankedLists] = [load_run(run).truncated(spec.depth) for run in runs]
     all_queries = np.unique(np.concatenate([lst.query_ids for lst in lists]))
     queries = None
     if spec.query_sample is not None:
         queries = pooling.sample_queries(all_queries, spec.query_sample, spec.seed)
-    return pooling.pool(
+    origin = origin_videos(all_queries)
+    pool = pooling.pool(
         lists,
         spec.depth,
-        origin=origin_videos(all_queries),
+        origin=origin,
         exclude=judged_pairs(dataset),
         queries=queries,
     )
+    pooled = np.unique(pool.caption_ids)
+    own = dict(zip(origin[0].tolist(), origin[1].tolist(), strict=True))
+    own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
+    return PooledRuns(pool, judging_queue.known_positive_ranks(lists, pooled, own_videos))
 
 
-def write_pairs(campaign: Campaign, pool: pooling.Pool, double: np.ndarray) -> int:
-    """Insert the pool's pairs in queue order (position = row of the provenance array)."""
-    needed, slots = (column.tolist() for column in pair_state.initial(double))
+def write_pairs(
+    campaign: Campaign,
+    pool: pooling.Pool,
+    double: np.ndarray,
+    position: np.ndarray | None = None,
+    parked: np.ndarray | None = None,
+) -> int:
+    """Insert the pool's pairs (``pool_row`` = row of the provenance array) at their queue
+    ``position`` (pool order by default); ``parked`` pairs start needing nothing."""
+    needed, slots = pair_state.initial(double)
+    if parked is not None:
+        needed, slots = np.where(parked, 0, needed), np.where(parked, 0, slots)
+    rows = list(range(len(pool)))
     return sql.insert(
         Pair,
         {
             "campaign_id": campaign.pk,
             "caption_id": pool.caption_ids.tolist(),
             "video_id": pool.video_ids.tolist(),
-            "position": list(range(len(pool))),
+            "position": rows if position is None else np.asarray(position).tolist(),
+            "pool_row": rows,
             "double": double.tolist(),
             "label_count": 0,
             "relevant_count": 0,
-            "needed": needed,
+            "needed": needed.tolist(),
             "leased": 0,
-            "open_slots": slots,
+            "open_slots": slots.tolist(),
             "held": False,
             "status": Pair.Status.PENDING.value,
             "adjudicated": "",
@@ -106,19 +138,12 @@ def write_pairs(campaign: Campaign, pool: pooling.Pool, double: np.ndarray) -> i
     )
 
 
-def provenance_bytes(ranks: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, ranks=ranks.astype(np.int16, copy=False))
-    return buffer.getvalue()
-
-
 def load_provenance(campaign: Campaign) -> np.ndarray:
-    """Ranks int16 [pairs x runs] by pair position (1-based; 0: the run missed the pair)."""
-    with np.load(io.BytesIO(bytes(campaign.provenance))) as data:
-        return data["ranks"]
+    """Ranks int16 [pairs x runs] by ``Pair.pool_row`` (1-based; 0: the run missed the pair)."""
+    return judging_queue.Provenance.from_bytes(campaign.provenance).ranks
 
 
-def checked_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> pooling.Pool:
+def checked_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Check the request and pool it; an empty pool is an error (nothing left to judge)."""
     check_spec(dataset, spec, runs)
     pool = build_pool(dataset, runs, spec)
@@ -133,15 +158,19 @@ def create_campaign(
     runs: Sequence[Run],
     spec: CampaignSpec,
     created_by=None,
-    pool: pooling.Pool | None = None,
+    pool: PooledRuns | None = None,
 ) -> Campaign:
     """Pool ``runs`` into a new campaign's pairs (all or nothing).
 
     ``pool`` is the result of :func:`checked_pool` when the caller already validated the
     request (the admin form does, to show errors on the form).
     """
-    if pool is None:
-        pool = checked_pool(dataset, runs, spec)
+    pooled = checked_pool(dataset, runs, spec) if pool is None else pool
+    pool = pooled.pool
+    settings = judging_queue.JudgingSettings(strategy=spec.judging_order, budget=spec.budget)
+    options = settings.options()
+    if not spec.show_roles:
+        options["show_roles"] = False
     campaign = Campaign.objects.create(
         dataset=dataset,
         name=spec.name,
@@ -152,15 +181,16 @@ def create_campaign(
         max_labels=spec.max_labels,
         lease_seconds=spec.lease_seconds,
         created_by=created_by,
-        provenance=provenance_bytes(pool.ranks),
-        options={} if spec.show_roles else {"show_roles": False},
+        provenance=judging_queue.Provenance(pool.ranks, pooled.queries, pooled.known).to_bytes(),
+        options=options,
         **({"guidelines": spec.guidelines} if spec.guidelines else {}),
     )
     CampaignRun.objects.bulk_create(
         [CampaignRun(campaign=campaign, run=run, position=i) for i, run in enumerate(runs)]
     )
     double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
-    write_pairs(campaign, pool, double)
+    position, parked = judging_queue.initial_queue(settings, pool, pooled.known, spec.seed)
+    write_pairs(campaign, pool, double, position, parked)
     if spec.show_roles:
         fill_role_spans(np.unique(pool.caption_ids).tolist())
     return campaign

@@ -208,7 +208,7 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
     rare = wanted == {Pair.Status.DISAGREEMENT}
     pair_and_label = sql.reader(
         sql.EXPORT_COLUMNS,
-        *("pair_id", "status", "position", "caption_id", "annotator_id", "label", "uuid"),
+        *("pair_id", "status", "pool_row", "caption_id", "annotator_id", "label", "uuid"),
     )
     described = sql.reader(
         sql.EXPORT_COLUMNS, "caption_key", "caption_text", "video_key", "adjudicated", "auto_label"
@@ -216,7 +216,7 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
     for rows in _joined_rows(campaign, Pair.Status.DISAGREEMENT if rare else None):
         pair: _PairRow | None = None
         for row in rows:
-            pk, status, position, caption_id, annotator, label, uuid = pair_and_label(row)
+            pk, status, pool_row, caption_id, annotator, label, uuid = pair_and_label(row)
             if pair is None or pair.pk != pk:
                 if pair is not None:
                     yield pair
@@ -235,7 +235,7 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
                     annotators=[],
                     annotator_labels=[],
                     response_ids=[],
-                    runs=dict(_retrieved(run_names, ranks[position].tolist())),
+                    runs=dict(_retrieved(run_names, ranks[pool_row].tolist())),
                     auto_label=auto_label or "",
                 )
             if annotator is not None:

@@ -67,6 +67,15 @@ def lock_pairs(pair_ids: Iterable[int]) -> None:
         list(locking.values_list("pk", flat=True))
 
 
+def lock_query(campaign_id: int, caption_id: int) -> list[int]:
+    """Lock all of one query's pairs in id order, as a writer that re-orders the query must
+    before it locks any single pair of it (no-op on SQLite); returns their ids."""
+    pairs = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id).order_by("pk")
+    if connection.features.has_select_for_update:
+        pairs = pairs.select_for_update()
+    return list(pairs.values_list("pk", flat=True))
+
+
 def recount_leases(pair_ids: Iterable[int]) -> None:
     """Recount live leases of the pairs and recompute how many more may be leased."""
     pair_ids = list(pair_ids)
@@ -167,6 +176,26 @@ def auto_label(pair_ids: Iterable[int], status: str, rule: str) -> int:
     ]
     Pair.objects.bulk_update(pairs, ["status", "needed", "open_slots", "auto_label"], BATCH)
     return len(pairs)
+
+
+def park(pair_ids: list[int]) -> None:
+    """Keep unlabelled pairs the judging order no longer needs from annotators: nothing is
+    needed of them, so nobody is offered them (a lease already held may still be used)."""
+    if pair_ids:
+        Pair.objects.filter(pk__in=pair_ids).update(needed=0, open_slots=0)
+
+
+def reopen(pair_ids: list[int]) -> None:
+    """Serve parked pairs again: they need their first labels (two in the double sample)."""
+    if pair_ids:
+        needed = Case(When(double=True, then=Value(2)), default=Value(1))
+        Pair.objects.filter(pk__in=pair_ids).update(
+            needed=needed,
+            open_slots=Case(
+                When(held=True, then=Value(0)),
+                default=Greatest(needed - F("leased"), Value(0)),
+            ),
+        )
 
 
 def move(positions: dict[int, int]) -> int:

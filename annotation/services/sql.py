@@ -319,7 +319,7 @@ def judgement_keys(
 EXPORT_COLUMNS = {
     "pair_id": "p.id",
     "campaign_id": "p.campaign_id",
-    "position": "p.position",
+    "pool_row": "p.pool_row",
     "status": "p.status",
     "adjudicated": "p.adjudicated",
     "caption_id": "p.caption_id",

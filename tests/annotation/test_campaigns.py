@@ -78,7 +78,7 @@ def test_pool_union_excludes_own_video_and_keeps_provenance(setup):
     assert set(pairs) == expected
     ranks = load_provenance(campaign)
     assert campaign.run_names() == ["a", "b"]
-    by_pair = {key: ranks[p.position].tolist() for key, p in pairs.items()}
+    by_pair = {key: ranks[p.pool_row].tolist() for key, p in pairs.items()}
     assert by_pair[(c[0], v[5])] == [2, 1]
     assert by_pair[(c[1], v[7])] == [1, 0]
     assert by_pair[(c[1], v[6])] == [0, 2]

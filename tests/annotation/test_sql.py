@@ -142,7 +142,7 @@ def test_judgement_keys_match_the_orm(world, packed, contiguous):
 
 
 EXPORTED = (
-    *("pair_id", "campaign_id", "position", "status", "adjudicated", "caption_id"),
+    *("pair_id", "campaign_id", "pool_row", "status", "adjudicated", "caption_id"),
     *("caption_key", "caption_text", "video_key", "annotator_id", "label", "seconds"),
     *("created_at", "uuid", "auto_label"),
 )
@@ -158,7 +158,7 @@ def test_export_rows_match_the_orm(world):
         common = (
             pair.pk,
             pair.campaign_id,
-            pair.position,
+            pair.pool_row,
             pair.status,
             pair.adjudicated,
             pair.caption_id,

@@ -1,0 +1,331 @@
+"""The campaign's judging order applied live: queue positions, parked pairs and the budget.
+
+A campaign names a strategy of :mod:`annotation.judging_order` (``depth`` by default) in
+``Campaign.options["judging_order"]``. Creation gives every pair its first position; an
+adaptive strategy then recomputes the positions of one query's open pairs on every label
+of that query (:func:`reprioritise`, called by the assignment service in the submit's
+transaction, the query's pair rows locked), so the next-task query (an index walk in
+position order) serves the highest-priority open pair. ``metric-first`` parks pairs that
+can no longer change any run's Correct@K: ``needed`` drops to 0, so they are kept but not
+served, and come back if a later label (or an undo) makes them matter again, or when an
+admin reopens them (:func:`reopen`). A label budget stops serving once that many labels
+are in.
+
+Strategies keep no state between requests: a query's state is rebuilt from its pairs'
+labels and the campaign's provenance, which is read once per process and cached.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+from django.db.models import Min, Sum
+
+from annotation import judging_order
+from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
+from annotation.pooling import Pool
+from annotation.services import pair_state
+
+DEFAULT_STRATEGY = "depth"
+
+
+@dataclass(frozen=True)
+class JudgingSettings:
+    """A campaign's judging order, its Correct@K cut-offs, RBP's p and its label budget."""
+
+    strategy: str = DEFAULT_STRATEGY
+    ks: tuple[int, ...] = judging_order.DEFAULT_KS
+    p: float = judging_order.RBP_P
+    budget: int | None = None
+
+    @classmethod
+    def of(cls, campaign: Campaign) -> JudgingSettings:
+        options = campaign.options or {}
+        order = options.get("judging_order") or {}
+        strategy = order.get("strategy", DEFAULT_STRATEGY)
+        if strategy not in judging_order.STRATEGIES:
+            strategy = DEFAULT_STRATEGY
+        return cls(
+            strategy=strategy,
+            ks=tuple(int(k) for k in order.get("ks", judging_order.DEFAULT_KS)),
+            p=float(order.get("p", judging_order.RBP_P)),
+            budget=options.get("budget"),
+        )
+
+    def options(self) -> dict:
+        """The entries ``Campaign.options`` stores for these settings (none for the default)."""
+        stored: dict = {}
+        if self != JudgingSettings(budget=self.budget):
+            stored["judging_order"] = {"strategy": self.strategy, "ks": list(self.ks), "p": self.p}
+        if self.budget is not None:
+            stored["budget"] = int(self.budget)
+        return stored
+
+    @property
+    def order(self) -> type[judging_order.JudgingOrder]:
+        return judging_order.STRATEGIES[self.strategy]
+
+    def state(self, pool: Pool, known: np.ndarray | None) -> judging_order.JudgingOrder:
+        return judging_order.make_order(
+            self.strategy, pool, known_positive_rank=known, ks=self.ks, p=self.p
+        )
+
+
+# -- provenance ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What pooling knew about each pair: ``ranks`` (pool rows x runs, 1-based, 0 = not
+    retrieved), the pooled ``queries`` (caption ids, ascending) and ``known`` (queries x
+    runs: the rank of the caption's own video in each run, 0 if not in its top depth)."""
+
+    ranks: np.ndarray
+    queries: np.ndarray
+    known: np.ndarray
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            ranks=self.ranks.astype(np.int16, copy=False),
+            queries=self.queries.astype(np.int64, copy=False),
+            known=self.known.astype(np.int16, copy=False),
+        )
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Provenance:
+        with np.load(io.BytesIO(bytes(data))) as arrays:
+            ranks = arrays["ranks"]
+            queries = arrays["queries"] if "queries" in arrays else np.zeros(0, np.int64)
+            known = (
+                arrays["known"]
+                if "known" in arrays
+                else np.zeros((queries.size, ranks.shape[1]), np.int16)
+            )
+        return cls(ranks, queries, known)
+
+
+_CACHE: dict[tuple[int, str], Provenance] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 8
+
+
+def provenance(campaign: Campaign) -> Provenance:
+    """The campaign's provenance, read once per process (it never changes after pooling)."""
+    key = (campaign.pk, campaign.created_at.isoformat())
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
+    if found is not None:
+        return found
+    data = Campaign.objects.filter(pk=campaign.pk).values_list("provenance", flat=True).first()
+    found = Provenance.from_bytes(data or b"")
+    if found.queries.size == 0 and found.ranks.size:
+        # Campaigns pooled before queries were stored: every pair's caption, by row.
+        rows = Pair.objects.filter(campaign=campaign).values_list("pool_row", "caption_id")
+        captions = np.zeros(found.ranks.shape[0], np.int64)
+        for row, caption in rows:
+            captions[row] = caption
+        queries = np.unique(captions)
+        found = Provenance(found.ranks, queries, np.zeros((queries.size, found.ranks.shape[1])))
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = found
+    return found
+
+
+def known_positive_ranks(
+    lists: Sequence, queries: np.ndarray, own_videos: np.ndarray
+) -> np.ndarray:
+    """Queries x runs: where each run ranked the caption's own video (1-based, 0 = not in
+    its lists), the positive every benchmark already counts."""
+    from retrieval.metrics import align_rows
+
+    known = np.zeros((queries.size, len(lists)), dtype=np.int16)
+    for r, lst in enumerate(lists):
+        items = align_rows(lst.query_ids, lst.item_ids, queries)
+        hit = items == own_videos[:, None]
+        known[:, r] = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 0)
+    return known
+
+
+def turn_of(queries: int, seed: int) -> np.ndarray:
+    """Each query's turn within a round-robin round (a seeded permutation)."""
+    return np.argsort(np.random.default_rng(seed).permutation(queries)).astype(np.int64)
+
+
+def initial_queue(
+    settings: JudgingSettings, pool: Pool, known: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(position, parked) of every freshly pooled pair under the campaign's strategy."""
+    if not len(pool):
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    if settings.order.blocks:  # today's order: the pool's own (caption by caption, best rank)
+        return np.arange(len(pool), dtype=np.int64), np.zeros(len(pool), bool)
+    state = settings.state(pool, known)
+    return judging_order.queue_positions(state, turn_of(state.layout.pair_of.shape[0], seed))
+
+
+# -- live updates --------------------------------------------------------------------------
+
+_QUERY_COLUMNS = (
+    "pk",
+    "pool_row",
+    "position",
+    "label_count",
+    "relevant_count",
+    "status",
+    "adjudicated",
+    "auto_label",
+    "needed",
+    "leased",
+    "double",
+)
+
+
+def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """(judged, relevant) per pair of a query from its stored labels: an admin's or a
+    proxy's label, else the live labels' majority (a tie counts as relevant until settled)."""
+    judged = np.zeros(len(rows), bool)
+    relevant = np.zeros(len(rows), bool)
+    for i, (_, _, _, labels, rel, status, adjudicated, auto, *_) in enumerate(rows):
+        if adjudicated:
+            judged[i], relevant[i] = True, adjudicated == Pair.Status.RELEVANT
+        elif auto or status != Pair.Status.PENDING or labels:
+            judged[i] = True
+            relevant[i] = (
+                status == Pair.Status.RELEVANT if not labels else 2 * rel >= labels and rel > 0
+            )
+    return judged, relevant
+
+
+def is_adaptive(options: dict | None) -> bool:
+    """Whether a campaign with these options re-orders a query's pairs on every label."""
+    strategy = ((options or {}).get("judging_order") or {}).get("strategy", DEFAULT_STRATEGY)
+    order = judging_order.STRATEGIES.get(strategy)
+    return order is not None and order.adaptive
+
+
+def lock_query_of(pair_id: int) -> None:
+    """Before a label on ``pair_id`` changes its query's order, lock the query's pairs in id
+    order, so two labels on one query (and lease releases, which lock in id order too)
+    cannot deadlock. Nothing to do for a static order."""
+    found = (
+        Pair.objects.filter(pk=pair_id)
+        .values_list("campaign_id", "caption_id", "campaign__options")
+        .first()
+    )
+    if found is not None and is_adaptive(found[2]):
+        pair_state.lock_query(found[0], found[1])
+
+
+def reprioritise(campaign: Campaign, caption_id: int) -> None:
+    """Recompute one query's open pairs' positions after a label (or an undo) and park or
+    reopen its pairs as the strategy needs them. Called inside the caller's transaction."""
+    settings = JudgingSettings.of(campaign)
+    if not settings.order.adaptive:
+        return
+    source = provenance(campaign)
+    rows = list(
+        Pair.objects.filter(campaign=campaign, caption_id=caption_id)
+        .order_by("pool_row")
+        .values_list(*_QUERY_COLUMNS)
+    )
+    if not rows:
+        return
+    judged, relevant = _decided(rows)
+    judged_at = np.flatnonzero(judged)
+    if settings.strategy == "mtf" and judged_at.size > 1:
+        judged_at = _in_label_order(rows, judged_at)
+    pool_rows = np.array([row[1] for row in rows], dtype=np.int64)
+    query = int(np.searchsorted(source.queries, caption_id))
+    known = (
+        source.known[query]
+        if query < source.queries.size and source.queries[query] == caption_id
+        else None
+    )
+    state = judging_order.query_state(
+        settings.strategy,
+        source.ranks[pool_rows],
+        [(int(i), bool(relevant[i])) for i in judged_at],
+        known_positive_rank=known,
+        ks=settings.ks,
+        p=settings.p,
+    )
+    turn = turn_of(source.queries.size, campaign.seed)[min(query, source.queries.size - 1)]
+    position, parked = judging_order.queue_positions(
+        state, np.array([turn]), queries=max(source.queries.size, 1)
+    )
+    moves, park, reopen_ids = {}, [], []
+    for i, row in enumerate(rows):
+        pk, _, old_position, labels, _, status, adjudicated, auto, needed, *_ = row
+        if judged[i]:
+            continue
+        if parked[i]:
+            if needed > 0:
+                park.append(pk)
+            continue
+        if needed == 0:
+            reopen_ids.append(pk)
+        if int(position[i]) != old_position:
+            moves[pk] = int(position[i])
+    pair_state.park(park)
+    pair_state.reopen(reopen_ids)
+    if moves:
+        pair_state.move(moves)
+
+
+def _in_label_order(rows: list[tuple], judged_at: np.ndarray) -> np.ndarray:
+    """The judged pairs ordered by their first live label (move-to-front follows the last)."""
+    ids = [rows[i][0] for i in judged_at]
+    first = dict(
+        Judgement.objects.filter(pair_id__in=ids, undone_at__isnull=True)
+        .order_by()
+        .values("pair_id")
+        .annotate(at=Min("pk"))
+        .values_list("pair_id", "at")
+    )
+    return judged_at[np.argsort([first.get(rows[i][0], 0) for i in judged_at], kind="stable")]
+
+
+def reopen(campaign: Campaign) -> int:
+    """Serve the campaign's parked pairs again (an admin's call, or budget to spare)."""
+    ids = list(parked_pairs(campaign).values_list("pk", flat=True))
+    pair_state.reopen(ids)
+    return len(ids)
+
+
+def parked_pairs(campaign: Campaign):
+    """Pairs kept but not served: never labelled, no admin or proxy label, nothing needed."""
+    return Pair.objects.filter(
+        campaign=campaign,
+        status=Pair.Status.PENDING,
+        label_count=0,
+        needed=0,
+        adjudicated="",
+        auto_label="",
+    )
+
+
+# -- budget --------------------------------------------------------------------------------
+
+
+def labels_spent(campaign: Campaign) -> int:
+    """Live labels in the campaign (PostgreSQL: from the triggers' annotator tallies)."""
+    if connection.vendor == "postgresql":
+        total = AnnotatorTally.objects.filter(campaign=campaign).aggregate(n=Sum("judged"))["n"]
+        return int(total or 0)
+    return Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True).count()
+
+
+def budget_spent(campaign: Campaign) -> bool:
+    """Whether the campaign has a label budget and has used it up."""
+    budget = (campaign.options or {}).get("budget")
+    return budget is not None and labels_spent(campaign) >= int(budget)
