@@ -19,6 +19,8 @@ SPEC_FIELDS = [
     "max_labels",
     "lease_seconds",
     "show_roles",
+    "judging_order",
+    "budget",
     "guidelines",
 ]
 

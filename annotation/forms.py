@@ -48,8 +48,24 @@ class CampaignSettingsForm(forms.Form):
         help_text="Underline who, does what, to what, where and how in each caption.",
     )
 
+    judging_order = forms.ChoiceField(
+        choices=[(name, name) for name in campaign_spec.JUDGING_ORDERS],
+        initial="depth",
+        required=False,
+        help_text="Which pair comes next: depth (caption by caption), metric-first (only pairs "
+        "that can still change a run's Correct@K), or an adaptive order (maxmean, mtf, "
+        "rbp-adaptive) or static fusion (rrf, rbp).",
+    )
+    budget = _bounded(
+        campaign_spec.BUDGET,
+        required=False,
+        help_text="Stop serving pairs after this many labels (empty: no budget).",
+    )
+
     def clean(self) -> dict:
         data = super().clean()
+        if not data.get("judging_order") and "judging_order" not in self.errors:
+            data["judging_order"] = "depth"
         for field, default in (
             ("seed", 0),
             ("second_label_rate", policy.DEFAULT_SECOND_LABEL_RATE),
@@ -75,6 +91,8 @@ class CampaignSettingsForm(forms.Form):
             lease_seconds=data["lease_seconds"],
             guidelines=data.get("guidelines") or None,
             show_roles=bool(data.get("show_roles")),
+            judging_order=data.get("judging_order") or "depth",
+            budget=data.get("budget"),
         )
 
 

@@ -57,6 +57,8 @@ def run_pool(
     max_labels: int = policy.DEFAULT_CAP,
     lease_seconds: int = campaign_spec.DEFAULT_LEASE_SECONDS,
     show_roles: bool = True,
+    judging_order: str = "depth",
+    budget: int | None = None,
 ) -> dict:
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
@@ -70,6 +72,8 @@ def run_pool(
         max_labels=max_labels,
         lease_seconds=lease_seconds,
         show_roles=show_roles,
+        judging_order=judging_order,
+        budget=budget,
     )
     campaign = create_campaign(found, pooled, spec)
     return {

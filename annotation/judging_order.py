@@ -455,3 +455,32 @@ def query_state(
     if len(judged):
         state.priority[row] = state._scores(row)
     return state
+
+
+def exact_correct_at(
+    ranks: np.ndarray,
+    query_of: np.ndarray,
+    judged: np.ndarray,
+    relevant: np.ndarray,
+    known_positive_rank: np.ndarray,
+    ks: Sequence[int] = DEFAULT_KS,
+) -> np.ndarray:
+    """Runs x ks: the share of queries whose Correct@K (FIRE §2.1) judging can no longer change.
+
+    A run's C@K on a query is settled when no unjudged pool pair sits at a rank up to K above
+    the run's first positive (judged, or ``known_positive_rank``: 1-based, 0 = none).
+    ``ranks`` is pairs x runs (0 = not retrieved), ``query_of`` each pair's query index.
+    """
+    ranks = np.asarray(ranks)
+    queries, runs = known_positive_rank.shape
+    retrieved = ranks > 0
+    first_hit = np.where(known_positive_rank > 0, known_positive_rank, _NEVER).astype(np.int64)
+    hit_rank = np.where(retrieved & relevant[:, None], ranks, _NEVER).astype(np.int64)
+    first_unjudged = np.full((queries, runs), _NEVER, dtype=np.int64)
+    open_rank = np.where(retrieved & ~judged[:, None], ranks, _NEVER).astype(np.int64)
+    np.minimum.at(first_hit, query_of, hit_rank)
+    np.minimum.at(first_unjudged, query_of, open_rank)
+    if queries == 0:
+        return np.ones((runs, len(ks)))
+    shares = [(first_unjudged > np.minimum(int(k), first_hit - 1)).mean(axis=0) for k in ks]
+    return np.stack(shares, axis=1)

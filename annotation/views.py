@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -12,7 +13,7 @@ from django.views.decorators.http import require_POST
 from annotation import report_figures
 from annotation.forms import AdjudicationForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
-from annotation.services import assignment, exports, pair_state
+from annotation.services import assignment, exports, judging_queue, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
@@ -102,12 +103,14 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     report = campaign_report(campaign)
     proxies = campaign_proxy_report(campaign, cache_only=True)
+    judging = judging_queue.judging_status(campaign)
     return render(
         request,
         "annotation/agreement.html",
         {
             "campaign": campaign,
             "report": report,
+            "judging": judging,
             "charts": report_figures.agreement_charts(report.agreement),
             "proxies": proxies,
             "proxy_chart": report_figures.proxy_alpha_chart(proxies),
@@ -226,3 +229,14 @@ def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "disagreements.",
         )
     return redirect("campaigns")
+
+
+@require_POST
+@admins_only
+def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Serve the pairs the judging order had parked as no longer needed (admins only)."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    with transaction.atomic():
+        reopened = judging_queue.reopen(campaign)
+    messages.success(request, f"{reopened} parked pairs are back in the judging queue.")
+    return redirect("campaign-agreement", campaign_id=campaign.pk)

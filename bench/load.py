@@ -126,13 +126,22 @@ def copy_rows(table: str, columns: list[str], rows) -> None:
                 copy.write_row(row)
 
 
-def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
+RUNS = 3
+"""Synthetic runs pooled by the campaign: pair s of a query is at rank (s + 3r) % DEPTH + 1 of
+run r, so every run retrieves every pooled pair and adaptive orders have arms to choose."""
+
+
+def build_campaign(
+    n_pairs: int, lease_seconds: int, judging_order: str = "depth"
+) -> tuple[int, int]:
     """A dataset of ``n_pairs / DEPTH`` query captions and one active campaign of their
-    top-``DEPTH`` videos; (campaign id, pairs)."""
+    top-``DEPTH`` videos, queued in ``judging_order``; (campaign id, pairs)."""
     from django.db import connection, transaction
 
     from annotation import policy
     from annotation.models import Campaign, Pair
+    from annotation.pooling import Pool
+    from annotation.services import judging_queue
     from annotation.services.sql import column_rows
     from retrieval.models import Caption, Dataset, Video
 
@@ -170,26 +179,44 @@ def build_campaign(n_pairs: int, lease_seconds: int) -> tuple[int, int]:
         caption_pks = np.array(
             Caption.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
         )
-        campaign = Campaign.objects.create(
-            dataset=dataset, name="load", depth=DEPTH, lease_seconds=lease_seconds
-        )
         total = n_queries * DEPTH
-        double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
         query = np.repeat(np.arange(n_queries), DEPTH)
         rank = np.tile(np.arange(DEPTH), n_queries)
         videos = video_pks[(query * 7 + rank * 13) % n_videos]
+        ranks = np.stack([(rank + 3 * r) % DEPTH + 1 for r in range(RUNS)], axis=1)
+        pool = Pool(caption_pks[query], videos, ranks.astype(np.int16))
+        known = np.zeros((n_queries, RUNS), np.int16)
+        settings = judging_queue.JudgingSettings(strategy=judging_order)
+        campaign = Campaign.objects.create(
+            dataset=dataset,
+            name="load",
+            depth=DEPTH,
+            lease_seconds=lease_seconds,
+            options=settings.options(),
+            provenance=judging_queue.Provenance(
+                pool.ranks, caption_pks.astype(np.int64), known
+            ).to_bytes(),
+        )
+        double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
+        began = time.perf_counter()
+        position, parked = judging_queue.initial_queue(settings, pool, known, campaign.seed)
+        log(
+            f"initial {judging_order} order of {total:,} pairs: {time.perf_counter() - began:.2f} s"
+        )
+        needed = np.where(parked, 0, 1 + double)
         columns, rows = column_rows(
             {
                 "campaign_id": campaign.pk,
                 "caption_id": caption_pks[query].tolist(),
                 "video_id": videos.tolist(),
-                "position": list(range(total)),
+                "position": position.tolist(),
+                "pool_row": list(range(total)),
                 "double": double.tolist(),
                 "label_count": 0,
                 "relevant_count": 0,
-                "needed": (1 + double).tolist(),
+                "needed": needed.tolist(),
                 "leased": 0,
-                "open_slots": (1 + double).tolist(),
+                "open_slots": needed.tolist(),
                 "held": False,
                 "status": "pending",
                 "adjudicated": "",
@@ -649,6 +676,11 @@ def main() -> None:
         action="store_false",
         help="client-side parameter binding (Django's default) instead of prepared statements",
     )
+    parser.add_argument(
+        "--judging-order",
+        default="depth",
+        help="the campaign's judging order (depth, maxmean, metric-first, mtf, ...)",
+    )
     parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -667,7 +699,7 @@ def main() -> None:
     began = time.perf_counter()
     call_command("migrate", verbosity=0)
     migrated = time.perf_counter()
-    campaign_id, pairs = build_campaign(args.pairs, args.lease_seconds)
+    campaign_id, pairs = build_campaign(args.pairs, args.lease_seconds, args.judging_order)
     sessions = create_annotators(args.annotators)
     log(
         f"set-up: migrate {migrated - began:.1f} s, {pairs:,} pairs and "
@@ -756,6 +788,7 @@ def main() -> None:
         threads=args.threads,
         prepared=args.prepared,
         debug=args.debug,
+        judging_order=args.judging_order,
         label_count_mismatches=checks["label_count_mismatches"],
         progress_exact=bool(checks["progress_exact"]),
     )

@@ -10,7 +10,9 @@ from retrieval.runs import RankedLists
 from retrieval.services.runs import store_run
 
 
-def make_campaign(n_queries=3, depth=3, rate=0.0, seed=0, lease_seconds=300):
+def make_campaign(
+    n_queries=3, depth=3, rate=0.0, seed=0, lease_seconds=300, judging_order="depth", budget=None
+):
     """A small campaign: ``n_queries`` captions, one run ranking nine of ten videos to ``depth``."""
     dataset = Dataset.objects.create(name=f"d{uuid.uuid4().hex[:6]}")
     videos = Video.objects.bulk_create(
@@ -46,6 +48,8 @@ def make_campaign(n_queries=3, depth=3, rate=0.0, seed=0, lease_seconds=300):
         second_label_rate=rate,
         seed=seed,
         lease_seconds=lease_seconds,
+        judging_order=judging_order,
+        budget=budget,
     )
     return create_campaign(dataset, [run], spec)
 

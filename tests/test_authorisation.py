@@ -257,6 +257,22 @@ CASES: list[Case] = [
         admin=302,
         method="post",
     ),
+    page(
+        "campaigns/<int:campaign_id>/reopen/",
+        "/campaigns/{c}/reopen/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/reopen/",
+        "/campaigns/{c}/reopen/",
+        annotator=403,
+        researcher=403,
+        admin=302,
+        method="post",
+    ),
     # Datasets, label sets and reports.
     page("datasets/", "/datasets/", **STAFF_ONLY),
     page("datasets/<str:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),

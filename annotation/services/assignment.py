@@ -160,11 +160,8 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
         leases = [lease for lease in found if lease.expires_at > now]
         settings = judging_queue.JudgingSettings.of(campaign)
-        if (
-            campaign.status == Campaign.Status.ACTIVE
-            and len(leases) < HOLD
-            and not judging_queue.budget_spent(campaign)
-        ):
+        stopped = settings.budget is not None and judging_queue.budget_spent(campaign)
+        if campaign.status == Campaign.Status.ACTIVE and len(leases) < HOLD and not stopped:
             while len(leases) < HOLD:
                 caption_id = None
                 if settings.order.keeps_captions:
@@ -179,9 +176,10 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 lease = pair_state.take_lease(pair, annotator, campaign, now)
                 lease.pair = pair
                 leases.append(lease)
-    if campaign.status != Campaign.Status.ACTIVE:
+    if campaign.status != Campaign.Status.ACTIVE or stopped:
         # Paused or closed: nothing is served; leases held stay until they run out, so work
-        # on screen can resume if the campaign does.
+        # on screen can resume if the campaign does. A spent budget stops judging the same
+        # way (a label already on screen may still be submitted).
         return Assignment(current=None, upcoming=None)
     tasks = [_task(lease) for lease in leases]
     return Assignment(

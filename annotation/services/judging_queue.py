@@ -265,11 +265,12 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     )
     moves, park, reopen_ids = {}, [], []
     for i, row in enumerate(rows):
-        pk, _, old_position, labels, _, status, adjudicated, auto, needed, *_ = row
+        pk, _, old_position, labels, _, status, adjudicated, auto, needed, leased, _ = row
         if judged[i]:
             continue
         if parked[i]:
-            if needed > 0:
+            # A pair on someone's screen keeps its label: it was needed when leased.
+            if needed > 0 and leased == 0:
                 park.append(pk)
             continue
         if needed == 0:
@@ -329,3 +330,82 @@ def budget_spent(campaign: Campaign) -> bool:
     """Whether the campaign has a label budget and has used it up."""
     budget = (campaign.options or {}).get("budget")
     return budget is not None and labels_spent(campaign) >= int(budget)
+
+
+# -- what judging has settled --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunExactness:
+    """One pooled run: for each K, the share of queries whose Correct@K is already exact."""
+
+    run: str
+    shares: tuple[tuple[int, float], ...]
+
+    @property
+    def exact_ks(self) -> tuple[int, ...]:
+        return tuple(k for k, share in self.shares if share >= 1.0)
+
+
+@dataclass(frozen=True)
+class JudgingStatus:
+    """Where a campaign's judging order stands, for its report page."""
+
+    strategy: str
+    budget: int | None
+    labels_spent: int
+    labels_left: int
+    open_pairs: int
+    parked_pairs: int
+    runs: tuple[RunExactness, ...]
+    ks: tuple[int, ...]
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.budget is not None and self.labels_spent >= self.budget
+
+
+def judging_status(campaign: Campaign) -> JudgingStatus:
+    """Labels spent against the budget, what is still needed, and per run which Correct@K
+    are exact (whatever the order, so a depth campaign shows it too)."""
+    settings = JudgingSettings.of(campaign)
+    source = provenance(campaign)
+    rows = list(
+        Pair.objects.filter(campaign=campaign)
+        .order_by("pool_row")
+        .values_list(*_QUERY_COLUMNS[:8], "caption_id", "needed", "open_slots")
+    )
+    judged, relevant = _decided(rows)
+    pool_rows = np.array([row[1] for row in rows], dtype=np.int64).reshape(-1)
+    captions = np.array([row[8] for row in rows], dtype=np.int64).reshape(-1)
+    queries = source.queries if source.queries.size else np.unique(captions)
+    known = source.known if source.known.shape[0] == queries.size else None
+    if known is None:
+        known = np.zeros((queries.size, source.ranks.shape[1]), np.int16)
+    shares = judging_order.exact_correct_at(
+        source.ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
+        np.searchsorted(queries, captions),
+        judged,
+        relevant,
+        known,
+        settings.ks,
+    )
+    names = campaign.run_names()
+    parked = sum(
+        1
+        for i, row in enumerate(rows)
+        if not judged[i] and row[9] == 0 and row[3] == 0 and not row[6] and not row[7]
+    )
+    return JudgingStatus(
+        strategy=settings.strategy,
+        budget=settings.budget,
+        labels_spent=labels_spent(campaign),
+        labels_left=sum(row[9] for row in rows),
+        open_pairs=sum(1 for row in rows if row[10] > 0),
+        parked_pairs=parked,
+        runs=tuple(
+            RunExactness(name, tuple(zip(settings.ks, map(float, shares[r]), strict=True)))
+            for r, name in enumerate(names)
+        ),
+        ks=settings.ks,
+    )

@@ -179,8 +179,8 @@ def auto_label(pair_ids: Iterable[int], status: str, rule: str) -> int:
 
 
 def park(pair_ids: list[int]) -> None:
-    """Keep unlabelled pairs the judging order no longer needs from annotators: nothing is
-    needed of them, so nobody is offered them (a lease already held may still be used)."""
+    """Keep unlabelled, unleased pairs the judging order no longer needs from annotators:
+    nothing is needed of them, so nobody is offered them."""
     if pair_ids:
         Pair.objects.filter(pk__in=pair_ids).update(needed=0, open_slots=0)
 

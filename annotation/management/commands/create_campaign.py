@@ -39,6 +39,13 @@ class Command(BaseCommand):
             action="store_false",
             help="Do not underline the captions' semantic roles on the judging page.",
         )
+        parser.add_argument(
+            "--judging-order",
+            choices=campaign_spec.JUDGING_ORDERS,
+            default="depth",
+            help="Which pair is served next (default: depth, caption by caption).",
+        )
+        parser.add_argument("--budget", type=int, help="Stop serving pairs after this many labels.")
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
@@ -70,6 +77,9 @@ class Command(BaseCommand):
             "runs": names,
             "pairs": pairs,
             "second_label_pairs": doubles,
+            "judging_order": spec.judging_order,
+            "budget": spec.budget,
+            "parked_pairs": campaign.pairs.filter(needed=0, label_count=0).count(),
             "queries": campaign.pairs.values("caption_id").distinct().count(),
             "seconds": round(time.perf_counter() - began, 3),
         }

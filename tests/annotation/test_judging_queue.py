@@ -1,0 +1,247 @@
+"""The judging orders applied live: what the queue serves, parks, reopens and stops on."""
+
+import json
+import uuid
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotation import judging_order
+from annotation.models import Campaign, Pair
+from annotation.pooling import Pool
+from annotation.services import assignment, exports, judging_queue
+from annotation.services.campaigns import CampaignSpec, create_campaign
+from retrieval.services.runs import load_run
+from tests.factories import query_dataset, random_run
+
+
+def _truth(caption_id: int, video_id: int) -> bool:
+    return (caption_id * 7 + video_id * 3) % 4 == 0
+
+
+@pytest.fixture
+def world(db):
+    dataset, videos, captions = query_dataset("jq", n=12)
+    runs = [random_run(dataset, f"r{i}", seed=i) for i in range(3)]
+    return dataset, runs
+
+
+def _campaign(world, order: str, **kwargs) -> Campaign:
+    dataset, runs = world
+    spec = CampaignSpec(
+        name=f"jq-{order}-{uuid.uuid4().hex[:4]}",
+        depth=4,
+        second_label_rate=0.0,
+        seed=5,
+        judging_order=order,
+        **kwargs,
+    )
+    return create_campaign(dataset, runs, spec)
+
+
+def _pool(campaign: Campaign) -> tuple[Pool, np.ndarray, dict[int, int]]:
+    """The campaign's pool rebuilt from its pairs by pool row, its known ranks, and pair ids."""
+    rows = list(
+        campaign.pairs.order_by("pool_row").values_list("pk", "caption_id", "video_id", "pool_row")
+    )
+    source = judging_queue.provenance(campaign)
+    pool = Pool(
+        np.array([r[1] for r in rows]), np.array([r[2] for r in rows]), source.ranks.astype(int)
+    )
+    return pool, source.known, {r[0]: r[3] for r in rows}
+
+
+def _judge_all(campaign: Campaign, annotator) -> list[int]:
+    """One annotator judges by the truth until nothing is served; the pairs in serving order."""
+    served = []
+    while (current := assignment.assign(campaign, annotator).current) is not None:
+        pair = current.pair
+        label = "relevant" if _truth(pair.caption_id, pair.video_id) else "irrelevant"
+        assignment.submit(annotator, pair.pk, label, uuid.uuid4())
+        served.append(pair.pk)
+    return served
+
+
+@pytest.mark.parametrize("order", ["mtf", "rbp-adaptive", "rrf"])
+def test_live_queue_serves_the_strategy_order(world, people, order):
+    """One annotator meets exactly the order the pure strategy replays on the same labels
+    (round-robin over queries in the campaign's seeded turn), up to the last query, whose
+    next pair is preloaded before its current one is judged."""
+    campaign = _campaign(world, order)
+    pool, known, row_of = _pool(campaign)
+    labels = np.array([_truth(c, v) for c, v in zip(pool.caption_ids, pool.video_ids, strict=True)])
+    served = [row_of[pk] for pk in _judge_all(campaign, people["annotator"])]
+    expected = judging_order.full_order(
+        order, pool, labels, seed=campaign.seed, known_positive_rank=known
+    ).pairs.tolist()
+    assert sorted(served) == list(range(len(pool)))
+    last_query = pool.caption_ids[expected[-1]]
+    tail = int((pool.caption_ids == last_query).sum())
+    assert served[: len(pool) - tail] == expected[: len(pool) - tail]
+
+
+def test_maxmean_follows_the_arm_with_the_best_posterior(world, people):
+    """After each label the query's next pair is its best open pair by MaxMean's posterior,
+    computed independently from the labels the query has so far."""
+    campaign = _campaign(world, "maxmean")
+    pool, known, row_of = _pool(campaign)
+    annotator = people["annotator"]
+    seen: dict[int, list[tuple[int, bool]]] = {}
+    checked = mismatches = 0
+    while (current := assignment.assign(campaign, annotator).current) is not None:
+        pair = current.pair
+        row = row_of[pair.pk]
+        query = pair.caption_id
+        members = np.flatnonzero(pool.caption_ids == query)
+        history = seen.setdefault(query, [])
+        if history:  # the served pair is the best open one given the query's labels
+            hits = np.zeros(pool.run_count)
+            judged = np.zeros(pool.run_count)
+            done = {r for r, _ in history}
+            for r, relevant in history:
+                in_run = pool.ranks[r] > 0
+                hits += in_run & relevant
+                judged += in_run
+            rate = (hits.sum() + 1) / (judged.sum() + 2)
+            mean = (hits + 2 * rate) / (judged + 2)
+            best = max(
+                (
+                    (round(mean[run], 6), -pool.ranks[m, run], -m)
+                    for m in members
+                    if m not in done
+                    for run in range(pool.run_count)
+                    if pool.ranks[m, run] > 0
+                ),
+            )
+            mismatches += row != -best[2]
+            checked += 1
+        label = _truth(pair.caption_id, pair.video_id)
+        history.append((row, label))
+        assignment.submit(annotator, pair.pk, "relevant" if label else "irrelevant", uuid.uuid4())
+    assert checked > 10
+    assert mismatches <= 1  # the last query's last pair was preloaded before its label
+
+
+def test_metric_first_stops_with_exact_correct_at_k(world, people):
+    """metric-first parks what cannot change any C@K; when nothing is served every pooled
+    run's C@1/5/10 from the labels given equals its value under the complete truth."""
+    campaign = _campaign(world, "metric-first")
+    served = _judge_all(campaign, people["annotator"])
+    parked = judging_queue.parked_pairs(campaign)
+    assert parked.exists()
+    assert len(served) + parked.count() == campaign.pairs.count()
+    status = judging_queue.judging_status(campaign)
+    assert all(run.exact_ks == (1, 5, 10) for run in status.runs)
+    assert status.parked_pairs == parked.count()
+    assert not assignment.has_work_for(campaign, people["other"])
+
+    dataset, runs = world
+    judged = {
+        (c, v): r == Pair.Status.RELEVANT
+        for c, v, r in campaign.pairs.filter(label_count__gt=0).values_list(
+            "caption_id", "video_id", "status"
+        )
+    }
+    for run in runs:
+        lists = load_run(run).truncated(4)
+        own = dict(dataset.captions.values_list("pk", "video_id"))
+        truth = np.zeros(lists.item_ids.shape, bool)
+        given = np.zeros(lists.item_ids.shape, bool)
+        for q, query in enumerate(lists.query_ids):
+            for r, video in enumerate(lists.item_ids[q]):
+                is_own = own[int(query)] == video
+                truth[q, r] = is_own or _truth(int(query), int(video))
+                given[q, r] = is_own or judged.get((int(query), int(video)), False)
+        for k in (1, 4):
+            assert given[:, :k].any(axis=1).mean() == truth[:, :k].any(axis=1).mean()
+
+
+def test_undo_and_reopen_bring_parked_pairs_back(world, people):
+    campaign = _campaign(world, "metric-first")
+    annotator = people["annotator"]
+    at_start = judging_queue.parked_pairs(campaign).count()
+    # Judge until a relevant label parks more pairs.
+    while judging_queue.parked_pairs(campaign).count() == at_start:
+        current = assignment.assign(campaign, annotator).current
+        assert current is not None
+        assignment.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
+    parked_before = set(judging_queue.parked_pairs(campaign).values_list("pk", flat=True))
+    assignment.undo(annotator, campaign)
+    parked_after = set(judging_queue.parked_pairs(campaign).values_list("pk", flat=True))
+    assert parked_after < parked_before  # the undone positive no longer settles them
+    reopened = judging_queue.reopen(campaign)
+    assert reopened == len(parked_after)
+    assert not judging_queue.parked_pairs(campaign).exists()
+    assert campaign.pairs.filter(label_count=0, needed=0).count() == 0
+
+
+def test_a_budget_stops_judging(world, people):
+    campaign = _campaign(world, "maxmean", budget=5)
+    served = _judge_all(campaign, people["annotator"])
+    assert len(served) == 5
+    assert not assignment.has_work_for(campaign, people["other"])
+    assert assignment.assign(campaign, people["other"]).current is None
+    status = judging_queue.judging_status(campaign)
+    assert status.budget_spent and status.labels_spent == 5
+
+
+def test_exports_keep_each_pair_with_its_runs_under_an_adaptive_order(world, people):
+    """Positions move; the provenance row does not: exported ranks are the runs' own."""
+    campaign = _campaign(world, "mtf")
+    _judge_all(campaign, people["annotator"])
+    dataset, runs = world
+    rank_of = {}
+    for run in runs:
+        lists = load_run(run).truncated(4)
+        for q, query in enumerate(lists.query_ids):
+            for r, video in enumerate(lists.item_ids[q]):
+                rank_of[(run.name, int(query), int(video))] = r + 1
+    text = "".join(exports.export_chunks(campaign, "jsonl"))
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    captions = dict(dataset.captions.values_list("key", "pk"))
+    videos = dict(dataset.videos.values_list("key", "pk"))
+    assert rows
+    for row in rows:
+        c, v = captions[row["caption_key"]], videos[row["video_key"]]
+        expected = {
+            run.name: rank_of[(run.name, c, v)] for run in runs if (run.name, c, v) in rank_of
+        }
+        assert row["runs"] == expected
+
+
+def test_create_campaign_command_takes_order_and_budget(world, capsys):
+    dataset, runs = world
+    call_command(
+        "create_campaign",
+        "--dataset",
+        dataset.name,
+        "--name",
+        "cmd-mf",
+        "--runs",
+        ",".join(run.name for run in runs),
+        "--depth",
+        "4",
+        "--judging-order",
+        "metric-first",
+        "--budget",
+        "30",
+        "--format",
+        "json",
+    )
+    campaign = Campaign.objects.get(name="cmd-mf")
+    settings = judging_queue.JudgingSettings.of(campaign)
+    assert settings.strategy == "metric-first" and settings.budget == 30
+    with pytest.raises(Exception, match="budget"):
+        call_command(
+            "create_campaign",
+            "--dataset",
+            dataset.name,
+            "--name",
+            "cmd-bad",
+            "--runs",
+            runs[0].name,
+            "--budget",
+            "0",
+        )
+    assert not Campaign.objects.filter(name="cmd-bad").exists()
