@@ -105,3 +105,9 @@ class AdjudicationForm(forms.Form):
         error_messages={"invalid_choice": "Choose relevant, irrelevant or return to the queue."},
     )
     note = forms.CharField(max_length=1000, required=False)
+
+
+class EstimateSampleForm(forms.Form):
+    """How many more random pairs to judge for an estimate of the unsettled scores."""
+
+    pairs = forms.IntegerField(min_value=1, max_value=10_000_000, initial=500)

@@ -11,7 +11,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from annotation import report_figures
-from annotation.forms import AdjudicationForm
+from annotation.forms import AdjudicationForm, EstimateSampleForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.services import assignment, exports, judging_queue, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
@@ -239,4 +239,27 @@ def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
     with transaction.atomic():
         reopened = judging_queue.reopen(campaign)
     messages.success(request, f"{reopened} parked pairs are back in the judging queue.")
+    return redirect("campaign-agreement", campaign_id=campaign.pk)
+
+
+@require_POST
+@admins_only
+def estimate_sample(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Draw random queries to judge next, for estimates of what judging has not settled."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    form = EstimateSampleForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+    else:
+        try:
+            draw = judging_queue.draw_sample(campaign, form.cleaned_data["pairs"])
+        except judging_queue.SampleError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(
+                request,
+                f"{draw.queries} random queries drawn: their {draw.pairs} unjudged pairs "
+                "are served first.",
+            )
     return redirect("campaign-agreement", campaign_id=campaign.pk)

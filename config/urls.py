@@ -37,6 +37,11 @@ urlpatterns = [
     ),
     path("campaigns/<int:campaign_id>/resolve/", annotation_views.resolve, name="campaign-resolve"),
     path("campaigns/<int:campaign_id>/reopen/", annotation_views.reopen, name="campaign-reopen"),
+    path(
+        "campaigns/<int:campaign_id>/sample/",
+        annotation_views.estimate_sample,
+        name="campaign-sample",
+    ),
     path("datasets/", retrieval_views.datasets, name="datasets"),
     path("datasets/<str:dataset_name>/", retrieval_views.dataset, name="dataset"),
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),

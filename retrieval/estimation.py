@@ -16,7 +16,8 @@ Items of a run's list outside the pool and unjudged count as irrelevant (trec_ev
 as in :mod:`retrieval.metrics`, whose Correct@K and AP definitions every score here uses.
 """
 
-from collections.abc import Sequence
+import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,3 +173,101 @@ def _horvitz_thompson(
     spread = seen.var(ddof=1) if n > 1 else float("inf")
     half = Z95 * correction * float(np.sqrt(spread / n))
     return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """What a label set made before judging ended knows of the pool beyond its labels.
+
+    ``unjudged``: (caption ids, video ids) of pooled pairs with no final label yet.
+    ``sampled``: pairs judged only because an estimation sample drew their query, and
+    ``drawn``: the drawn queries' caption ids (every pooled pair of a drawn query is judged,
+    or the query is left out of the sample). Stored beside the label set's arrays.
+    """
+
+    unjudged: tuple[np.ndarray, np.ndarray]
+    sampled: tuple[np.ndarray, np.ndarray]
+    drawn: np.ndarray
+
+    KEYS = (
+        "unjudged_caption_ids",
+        "unjudged_video_ids",
+        "sampled_caption_ids",
+        "sampled_video_ids",
+        "drawn_caption_ids",
+    )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        values = (*self.unjudged, *self.sampled, self.drawn)
+        return {
+            key: np.asarray(v, dtype=np.int64) for key, v in zip(self.KEYS, values, strict=True)
+        }
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "PoolState | None":
+        """The pool state stored in a label set's arrays, or None (a set made another way)."""
+        with np.load(io.BytesIO(bytes(data))) as arrays:
+            if cls.KEYS[0] not in arrays:
+                return None
+            values = [arrays[key] for key in cls.KEYS]
+        return cls((values[0], values[1]), (values[2], values[3]), values[4])
+
+
+def pair_mask(
+    items: np.ndarray, caption_ids: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """Queries x depth: whether (caption of the row, item) is one of ``pairs``."""
+    items = np.asarray(items, dtype=np.int64)
+    if len(pairs[0]) == 0 or items.size == 0:
+        return np.zeros(items.shape, bool)
+    rows = np.repeat(np.asarray(caption_ids, dtype=np.int64), items.shape[1])
+    wanted = np.asarray(pairs[0], np.int64) * (1 << 32) + np.asarray(pairs[1], np.int64)
+    keys = rows * (1 << 32) + items.reshape(-1)
+    return np.isin(keys, wanted).reshape(items.shape) & (items >= 0)
+
+
+def score_runs(
+    runs: Mapping[str, np.ndarray],
+    caption_ids: np.ndarray,
+    positive: Mapping[str, np.ndarray],
+    n_relevant: np.ndarray,
+    n_sampled_relevant: np.ndarray,
+    state: PoolState,
+    ks: Sequence[int] = metrics.DEFAULT_KS,
+) -> dict[str, dict[str, Score]]:
+    """Every run's C@K and AP as exact, bounds or estimate, from a label set's pool state.
+
+    ``runs`` are item ids per row (queries x depth, -1 padding) for the rows ``caption_ids``;
+    ``positive[name]`` marks the run's known positives (own video or judged relevant);
+    ``n_relevant`` counts each row's known positives and ``n_sampled_relevant`` those among
+    the sampled pairs. The state before the sample treats the sampled pairs as unjudged
+    again; the sample is the drawn queries, each fully judged.
+    """
+    caption_ids = np.asarray(caption_ids, dtype=np.int64)
+    index = {int(c): i for i, c in enumerate(caption_ids)}
+    n_unjudged_now = _per_row(state.unjudged[0], index, len(caption_ids))
+    n_sampled = _per_row(state.sampled[0], index, len(caption_ids))
+    drawn = np.isin(caption_ids, state.drawn) & (n_unjudged_now == 0)
+    scores = {}
+    for name, items in runs.items():
+        unjudged_now = pair_mask(items, caption_ids, state.unjudged)
+        reopened = pair_mask(items, caption_ids, state.sampled)
+        relevant = np.asarray(positive[name], bool) & ~unjudged_now
+        before = RunJudgements(
+            relevant & ~reopened,
+            unjudged_now | reopened,
+            n_relevant - n_sampled_relevant,
+            n_unjudged_now + n_sampled,
+        )
+        sample = None
+        if drawn.any() and len(state.sampled[0]):
+            sample = Sample(
+                drawn, RunJudgements(relevant, unjudged_now, n_relevant, n_unjudged_now)
+            )
+        scores[name] = score_run(before, ks, sample=sample)
+    return scores
+
+
+def _per_row(caption_ids: np.ndarray, index: dict[int, int], rows: int) -> np.ndarray:
+    at = [index[int(c)] for c in np.asarray(caption_ids).tolist() if int(c) in index]
+    return np.bincount(np.asarray(at, dtype=np.int64), minlength=rows)

@@ -80,7 +80,8 @@ class Judged:
         """Pairs per relevance value."""
         return {name: int((self.relevance == code).sum()) for code, name in LABEL_NAMES.items()}
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, **extra: np.ndarray) -> bytes:
+        """The arrays as npz; ``extra`` arrays ride along (a campaign's pool state)."""
         buffer = io.BytesIO()
         np.savez(
             buffer,
@@ -89,6 +90,7 @@ class Judged:
             relevance=self.relevance,
             votes=self.votes,
             adjudicated=self.adjudicated,
+            **extra,
         )
         return buffer.getvalue()
 

@@ -79,6 +79,9 @@ class Rescoring:
     n_queries: int
     blocks: dict[str, dict[str, Scores]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    kinds: dict[str, dict] = field(default_factory=dict)
+    """Run -> metric -> :class:`retrieval.estimation.Score` when the label set's campaign had
+    unjudged pooled pairs: whether each corrected score is exact, bounds or an estimate."""
 
     def means(self, block: str) -> dict[str, dict[str, float]]:
         return {run: scores.means for run, scores in self.blocks.get(block, {}).items()}
@@ -101,6 +104,11 @@ class Rescoring:
         for extra in ("leave_one_out", "true"):
             if extra in self.blocks:
                 result[extra] = self.means(extra)
+        if self.kinds:
+            result["kinds"] = {
+                run: {metric: score.as_dict() for metric, score in scores.items()}
+                for run, scores in self.kinds.items()
+            }
         if self.notes:
             result["notes"] = self.notes
         return result

@@ -273,6 +273,23 @@ CASES: list[Case] = [
         admin=302,
         method="post",
     ),
+    page(
+        "campaigns/<int:campaign_id>/sample/",
+        "/campaigns/{c}/sample/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/sample/",
+        "/campaigns/{c}/sample/",
+        annotator=403,
+        researcher=403,
+        admin=302,
+        method="post",
+        data={"pairs": "5"},
+    ),
     # Datasets, label sets and reports.
     page("datasets/", "/datasets/", **STAFF_ONLY),
     page("datasets/<str:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),

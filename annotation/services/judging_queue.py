@@ -23,13 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Min, Sum
 
 from annotation import judging_order
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.pooling import Pool
 from annotation.services import pair_state
+from config.errors import UserError
 
 DEFAULT_STRATEGY = "depth"
 
@@ -230,8 +231,8 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     """Recompute one query's open pairs' positions after a label (or an undo) and park or
     reopen its pairs as the strategy needs them. Called inside the caller's transaction."""
     settings = JudgingSettings.of(campaign)
-    if not settings.order.adaptive:
-        return
+    if not settings.order.adaptive or caption_id in sampled_captions(campaign):
+        return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
     rows = list(
         Pair.objects.filter(campaign=campaign, caption_id=caption_id)
@@ -408,4 +409,92 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
             for r, name in enumerate(names)
         ),
         ks=settings.ks,
+    )
+
+
+# -- estimation samples --------------------------------------------------------------------
+
+SAMPLE_PAIRS = (1, 10_000_000)
+
+
+class SampleError(UserError):
+    """The estimation sample cannot be drawn as asked."""
+
+
+def sampled_captions(campaign: Campaign) -> set[int]:
+    """Captions drawn for an estimation sample: every pooled pair of theirs gets judged."""
+    sample = (campaign.options or {}).get("estimation_sample") or {}
+    return set(sample.get("captions", ()))
+
+
+@dataclass(frozen=True)
+class SampleDraw:
+    """A draw of random queries whose unjudged pairs are all served next, for an estimate
+    of the scores judging has not settled (Horvitz-Thompson over queries; see
+    :mod:`retrieval.estimation`)."""
+
+    queries: int
+    pairs: int
+    requested: int
+    seed: int
+
+
+def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
+    """ "Judge ``pairs`` more random pairs to estimate": draw queries uniformly among those
+    with unjudged pooled pairs until ``pairs`` are covered, reopen their parked pairs and
+    serve them before anything else. A budget grows by what the sample adds."""
+    from retrieval.estimation import draw_queries
+
+    if not SAMPLE_PAIRS[0] <= pairs <= SAMPLE_PAIRS[1]:
+        raise SampleError(f"pairs must be between {SAMPLE_PAIRS[0]} and {SAMPLE_PAIRS[1]}")
+    with transaction.atomic():
+        campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        already = sampled_captions(campaign)
+        rows = list(
+            Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING, label_count=0)
+            .exclude(caption_id__in=already)
+            .values_list("pk", "caption_id", "needed", "held")
+        )
+        if not rows:
+            raise SampleError("no unjudged pooled pair is left to sample")
+        captions = np.array([row[1] for row in rows], dtype=np.int64)
+        queries, per_query = np.unique(captions, return_counts=True)
+        drawn = queries[draw_queries(per_query, pairs, seed)]
+        chosen = [row for row in rows if row[1] in set(drawn.tolist())]
+        pair_state.reopen([row[0] for row in chosen if row[2] == 0])
+        pair_state.move({row[0]: 0 for row in chosen})
+        options = dict(campaign.options or {})
+        sample = dict(options.get("estimation_sample") or {})
+        sample["captions"] = sorted(already | set(drawn.tolist()))
+        sample["pairs"] = sorted(set(sample.get("pairs", [])) | {row[0] for row in chosen})
+        sample.setdefault("draws", []).append({"requested": pairs, "seed": seed})
+        options["estimation_sample"] = sample
+        if options.get("budget") is not None:
+            options["budget"] = int(options["budget"]) + len(chosen)
+        campaign.options = options
+        campaign.save(update_fields=["options"])
+    return SampleDraw(int(drawn.size), len(chosen), pairs, seed)
+
+
+def pool_state(campaign: Campaign):
+    """The campaign's unjudged pooled pairs and its estimation sample, for its label set."""
+    from retrieval.estimation import PoolState
+
+    pending = np.array(
+        Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).values_list(
+            "caption_id", "video_id"
+        ),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    sample = (campaign.options or {}).get("estimation_sample") or {}
+    sampled = np.array(
+        Pair.objects.filter(pk__in=sample.get("pairs", []))
+        .exclude(status=Pair.Status.PENDING)
+        .values_list("caption_id", "video_id"),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    return PoolState(
+        (pending[:, 0], pending[:, 1]),
+        (sampled[:, 0], sampled[:, 1]),
+        np.array(sample.get("captions", []), dtype=np.int64),
     )

@@ -9,6 +9,7 @@ Pending pairs (still waiting for labels) are left out.
 import numpy as np
 
 from annotation.models import Campaign, Pair
+from annotation.services import judging_queue
 from retrieval.judged import Judged
 from retrieval.label_status import CODES
 from retrieval.models import LabelSet
@@ -71,4 +72,5 @@ def resolve_campaign(campaign: Campaign, name: str | None = None) -> LabelSet:
             "pool_depth": campaign.depth,
         },
         replace=True,
+        pool_state=judging_queue.pool_state(campaign),
     )

@@ -22,6 +22,7 @@ from django.db import transaction
 
 from config.errors import UserError
 from retrieval import judged, label_status
+from retrieval.estimation import PoolState
 from retrieval.formats import fire_json, labels, trec
 from retrieval.formats.records import FormatError, check_chars
 from retrieval.judged import Judged
@@ -69,6 +70,11 @@ def load_judged(label_set: LabelSet) -> Judged:
     return Judged.from_bytes(label_set.arrays)
 
 
+def load_pool_state(label_set: LabelSet) -> PoolState | None:
+    """What the label set knows of its pool's unjudged and sampled pairs (campaign sets)."""
+    return PoolState.from_bytes(label_set.arrays)
+
+
 def store_label_set(
     dataset: Dataset,
     name: str,
@@ -78,6 +84,7 @@ def store_label_set(
     description: str = "",
     metadata: dict | None = None,
     replace: bool = False,
+    pool_state: PoolState | None = None,
 ) -> LabelSet:
     """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked.
 
@@ -106,7 +113,7 @@ def store_label_set(
             relevant_count=counts["relevant"],
             irrelevant_count=counts["irrelevant"],
             disagreement_count=counts["disagreement"],
-            arrays=pairs.to_bytes(),
+            arrays=pairs.to_bytes(**(pool_state.arrays() if pool_state else {})),
             metadata=metadata or {},
         )
 

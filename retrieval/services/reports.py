@@ -55,6 +55,25 @@ class OverlapTable:
 
 
 @dataclass(frozen=True)
+class SettledScore:
+    """One corrected mean and how settled it is when judging stopped early: ``exact``,
+    ``bounds`` (``low``-``high``: unjudged pairs counted irrelevant, then relevant) or an
+    ``estimate`` (``value`` with its 95% interval ``low``-``high``)."""
+
+    metric: str
+    kind: str
+    value: float | None
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class SettledRow:
+    run: str
+    scores: tuple[SettledScore, ...]
+
+
+@dataclass(frozen=True)
 class Table4Row:
     """FIRE Table 4: a run's means with and without the positives only its pool found."""
 
@@ -175,6 +194,7 @@ class Report(JsonData):
     figures: Figures
     budget: Budget
     significance: Significance
+    settled: tuple[SettledRow, ...] = ()
 
 
 def build_report(
@@ -274,6 +294,15 @@ def build_report(
         budget=Budget(metric=metric, sizes=list(sizes), resamples=resamples, runs=budget),
         significance=Significance(
             metric=metric, rows=tuple(SignificanceRow(**plain(row)) for row in compared)
+        ),
+        settled=tuple(
+            SettledRow(
+                run,
+                tuple(
+                    SettledScore(name, s.kind, s.value, s.low, s.high) for name, s in scores.items()
+                ),
+            )
+            for run, scores in result.kinds.items()
         ),
     )
 

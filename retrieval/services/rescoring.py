@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from config.errors import UserError
+from retrieval import estimation
 from retrieval import judged as judged_values
 from retrieval.metrics import align_rows
 from retrieval.models import Caption, Dataset, LabelSet, Run, Video
 from retrieval.rescoring import Qrels, Rescoring, rescore
 from retrieval.services.demo import ground_truth_relevance
-from retrieval.services.labelsets import load_judged
+from retrieval.services.labelsets import load_judged, load_pool_state
 from retrieval.services.runs import load_run
 
 
@@ -86,9 +87,46 @@ def rescore_dataset(
     )
     if pairs is None:
         result.notes.append("no label set: scores use the original positives only")
+    else:
+        _judging_kinds(result, label_set, caption_ids, item_ids, corrected)
     lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
     return DatasetRescoring(
         dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
+    )
+
+
+def _judging_kinds(
+    result: Rescoring,
+    label_set: LabelSet,
+    caption_ids: np.ndarray,
+    item_ids: dict[str, np.ndarray],
+    corrected: Qrels,
+) -> None:
+    """Say for each corrected C@K and AP whether it is exact, bounded or estimated, when the
+    label set's campaign stopped before every pooled pair was judged."""
+    state = load_pool_state(label_set)
+    if state is None or not (len(state.unjudged[0]) or len(state.sampled[0])):
+        return
+    rows = len(caption_ids)
+    positive = {name: s.judgements.relevant for name, s in result.blocks["corrected"].items()}
+    relevant = corrected.rel > 0
+    keys = caption_ids[corrected.rows[relevant]] * (1 << 32) + corrected.items[relevant]
+    sampled = state.sampled[0].astype(np.int64) * (1 << 32) + state.sampled[1].astype(np.int64)
+    in_sample = np.isin(keys, sampled)
+    n_sampled = np.bincount(corrected.rows[relevant][in_sample], minlength=rows)
+    result.kinds = estimation.score_runs(
+        item_ids,
+        caption_ids,
+        positive,
+        corrected.positives_per_row(rows),
+        n_sampled,
+        state,
+    )
+    unjudged = len(state.unjudged[0])
+    result.notes.append(
+        f"judging stopped with {unjudged} pooled pairs unjudged: each corrected C@K and AP is "
+        "exact, bounds (unjudged counted irrelevant, then relevant) or an estimate from a "
+        "random sample of queries (see kinds)"
     )
 
 

@@ -1,5 +1,6 @@
 """The judging orders applied live: what the queue serves, parks, reopens and stops on."""
 
+import io
 import json
 import uuid
 
@@ -245,3 +246,58 @@ def test_create_campaign_command_takes_order_and_budget(world, capsys):
             "0",
         )
     assert not Campaign.objects.filter(name="cmd-bad").exists()
+
+
+def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people):
+    """metric-first stops with every C@K exact and AP only bounded; a random sample of the
+    remaining queries, once judged, turns AP into an estimate inside those bounds."""
+    from annotation.services.resolution import resolve_campaign
+    from retrieval.services.rescoring import rescore_dataset
+
+    campaign = _campaign(world, "metric-first")
+    _judge_all(campaign, people["annotator"])
+    dataset, runs = world
+    label_set = resolve_campaign(campaign)
+    first = rescore_dataset(dataset, label_set).result.as_dict()["kinds"]
+    for run in runs:
+        kinds = first[run.name]
+        assert {kinds[f"C@{k}"]["kind"] for k in (1, 5, 10)} == {"exact"}
+        assert kinds["AP"]["kind"] == "bounds"
+        assert kinds["AP"]["low"] <= kinds["AP"]["high"]
+
+    call_command("estimate_sample", "--campaign", campaign.name, "--pairs", "6", "--seed", "1")
+    campaign.refresh_from_db()
+    drawn = judging_queue.sampled_captions(campaign)
+    assert drawn
+    served = _judge_all(campaign, people["annotator"])
+    assert {Pair.objects.get(pk=pk).caption_id for pk in served} <= drawn
+    label_set = resolve_campaign(campaign)
+    second = rescore_dataset(dataset, label_set).result.as_dict()["kinds"]
+    for run in runs:
+        ap = second[run.name]["AP"]
+        assert ap["kind"] == "estimate"
+        bounds = first[run.name]["AP"]
+        assert bounds["low"] - 1e-9 <= ap["value"] <= bounds["high"] + 1e-9
+        assert ap["low"] <= ap["value"] <= ap["high"]
+
+
+def test_report_page_and_rescore_table_show_how_settled_scores_are(world, people, client):
+    from annotation.services.resolution import resolve_campaign
+
+    campaign = _campaign(world, "metric-first")
+    _judge_all(campaign, people["annotator"])
+    label_set = resolve_campaign(campaign)
+    dataset, runs = world
+    out = io.StringIO()
+    call_command("rescore", "--dataset", dataset.name, "--labels", label_set.name, stdout=out)
+    text = out.getvalue()
+    assert "How settled each corrected score is" in text
+    assert "C@1 exact" in text and "AP bounds" in text
+    client.force_login(people["researcher"])
+    page = client.get(f"/reports/{dataset.name}/?labels={label_set.name}")
+    assert page.status_code == 200
+    assert b'id="settled-scores"' in page.content and b"bounds" in page.content
+    data = client.get(f"/reports/{dataset.name}/data/?labels={label_set.name}").json()
+    assert data["settled"][0]["scores"][0]["kind"] == "exact"
+    agreement = client.get(f"/campaigns/{campaign.pk}/agreement/")
+    assert b'id="exact-metrics"' in agreement.content and b"exact" in agreement.content

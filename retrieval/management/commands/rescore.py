@@ -96,5 +96,20 @@ def render(result: Rescoring, fmt: str) -> str:
                 table_cell(values[m], base[m] if base else None).rjust(22) for m in TABLE_METRICS
             ]
             lines.append(run.ljust(width) + "  ".join(cells))
+    if result.kinds:
+        lines += ["", "How settled each corrected score is (judging stopped early)"]
+        width = max(len(run) for run in result.kinds) + 2
+        for run, scores in result.kinds.items():
+            cells = [f"{metric} {settled_text(score)}" for metric, score in scores.items()]
+            lines.append(run.ljust(width) + "; ".join(cells))
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def settled_text(score) -> str:
+    """``exact 41.2``, ``bounds 38.0-52.5`` or ``estimate 44.1 (40.3-47.9)``, in points."""
+    if score.kind == "exact":
+        return f"exact {100 * score.value:.1f}"
+    if score.kind == "bounds":
+        return f"bounds {100 * score.low:.1f}-{100 * score.high:.1f}"
+    return f"estimate {100 * score.value:.1f} ({100 * score.low:.1f}-{100 * score.high:.1f})"
