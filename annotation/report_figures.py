@@ -5,6 +5,7 @@ page stays a template over ready markup, and apart from the services so the JSON
 ``agreement`` command prints carries numbers, not markup.
 """
 
+from annotation.services.replay import OrderComparison
 from annotation.services.reporting import AgreementReport, ProxyReport
 from retrieval import plots
 from retrieval.proxies import PROXY_LABELS
@@ -58,3 +59,46 @@ def proxy_alpha_chart(proxies: ProxyReport) -> str:
         x_label="threshold",
         y_label="alpha",
     )
+
+
+def judging_order_charts(comparison: OrderComparison) -> list[str]:
+    """Positives found, and the runs' mean absolute C@1 error, against judgements made, one
+    line per judging order (replayed against complete labels)."""
+    replays = comparison.replays
+    if not replays or not replays[0].steps:
+        return []
+    x = [step.judged for step in replays[0].steps]
+    found = [
+        plots.Series(
+            r.strategy,
+            [100 * s.positives_found / max(r.pool_positives, 1) for s in r.steps],
+        )
+        for r in replays
+    ]
+    error = [
+        plots.Series(
+            r.strategy,
+            [
+                100 * sum(abs(e["C@1"]) for e in s.errors.values()) / max(len(s.errors), 1)
+                for s in r.steps
+            ],
+        )
+        for r in replays
+    ]
+    return [
+        plots.line_chart(
+            x,
+            found,
+            title="Pool positives found vs judgements",
+            x_label="judgements",
+            y_label="% of positives",
+            y_max=100,
+        ),
+        plots.line_chart(
+            x,
+            error,
+            title="C@1 error vs judgements (mean over runs, points)",
+            x_label="judgements",
+            y_label="|error|, points",
+        ),
+    ]

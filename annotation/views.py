@@ -15,6 +15,7 @@ from annotation.forms import AdjudicationForm, EstimateSampleForm
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.services import assignment, exports, judging_queue, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
+from annotation.services.replay import ReplayError, compare_orders
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
 from config import roles
@@ -263,3 +264,34 @@ def estimate_sample(request: HttpRequest, campaign_id: int) -> HttpResponse:
                 "are served first.",
             )
     return redirect("campaign-agreement", campaign_id=campaign.pk)
+
+
+@researchers_only
+def judging_orders(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """Every judging order replayed against the dataset's complete labels (its ground truth,
+    or a label set given as ``?labels=``): positives found and C@1 error per judgement."""
+    dataset = get_object_or_404(Dataset, name=dataset_name)
+    label_set = None
+    wanted = request.GET.get("labels")
+    if wanted:
+        label_set = LabelSet.objects.filter(dataset=dataset, name=wanted).first()
+        if label_set is None:
+            raise Http404("no such label set")
+    context = {"dataset": dataset, "label_set": label_set}
+    try:
+        comparison = compare_orders(dataset, label_set=label_set)
+    except ReplayError as exc:
+        return render(
+            request, "annotation/judging_orders.html", {**context, "error": str(exc)}, status=400
+        )
+    rows = [(r, comparison.judged_for(r)) for r in comparison.replays]
+    return render(
+        request,
+        "annotation/judging_orders.html",
+        {
+            **context,
+            "comparison": comparison,
+            "rows": rows,
+            "charts": report_figures.judging_order_charts(comparison),
+        },
+    )

@@ -47,6 +47,11 @@ urlpatterns = [
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
     path("reports/<str:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<str:dataset_name>/data/", retrieval_views.report_data, name="report-data"),
+    path(
+        "reports/<str:dataset_name>/judging-orders/",
+        annotation_views.judging_orders,
+        name="judging-orders",
+    ),
     path("jobs/", include("jobs.urls")),
     path("api/", include("annotation.api.urls")),
     path("api/", include("retrieval.api.urls")),

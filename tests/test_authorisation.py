@@ -304,6 +304,11 @@ CASES: list[Case] = [
     page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
     page("reports/<str:dataset_name>/data/", "/reports/{ds}/data/", **STAFF_ONLY),
+    page(
+        "reports/<str:dataset_name>/judging-orders/",
+        "/reports/{ds}/judging-orders/",
+        **STAFF_ONLY,
+    ),
     # The API: everything needs a login; judging needs the annotator (or admin) role.
     page("api/", "/api/", **API_READ, anonymous=API_ANON),
     page("api/<drf_format_suffix:format>", "/api/.json", **API_READ, anonymous=API_ANON),

@@ -64,6 +64,42 @@ def replay_dataset(
     return ReplayResult(result, int(world.layout.pair_of.shape[0]), dropped)
 
 
+@dataclass(frozen=True)
+class OrderComparison:
+    """Every judging order replayed on one dataset's complete labels, for the report page."""
+
+    dataset: str
+    label_set: str | None
+    queries: int
+    dropped_queries: int
+    replays: tuple[Replay, ...]
+
+    def judged_for(self, replay: Replay, share: float = 0.9) -> int | None:
+        """The first step at which ``share`` of the pool's positives were found."""
+        target = share * replay.pool_positives
+        return next((s.judged for s in replay.steps if s.positives_found >= target), None)
+
+
+def compare_orders(
+    dataset: Dataset,
+    *,
+    label_set: LabelSet | None = None,
+    depth: int = 10,
+    steps: int = 20,
+) -> OrderComparison:
+    """Replay every strategy once (seed 0) on the dataset's runs against complete labels."""
+    world, dropped = replay_world(dataset, None, depth, label_set)
+    counts = budget_steps(len(world.pool), None, steps)
+    replays = tuple(replay(world, strategy, counts) for strategy in STRATEGIES)
+    return OrderComparison(
+        dataset.name,
+        label_set.name if label_set else None,
+        int(world.layout.pair_of.shape[0]),
+        dropped,
+        replays,
+    )
+
+
 def replay_world(
     dataset: Dataset, run_names: Sequence[str] | None, depth: int, label_set: LabelSet | None
 ) -> tuple[ReplayWorld, int]:

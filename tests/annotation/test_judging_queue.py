@@ -301,3 +301,27 @@ def test_report_page_and_rescore_table_show_how_settled_scores_are(world, people
     assert data["settled"][0]["scores"][0]["kind"] == "exact"
     agreement = client.get(f"/campaigns/{campaign.pk}/agreement/")
     assert b'id="exact-metrics"' in agreement.content and b"exact" in agreement.content
+
+
+def test_judging_orders_page_compares_every_order(people, client):
+    """On a world with ground truth, the page replays every order: metric-first settles C@K
+    first and every order finds every positive by the end."""
+    from retrieval.services.demo import create_demo_dataset
+
+    dataset = create_demo_dataset(name="jo-demo", n_videos=24, seed=3, workers=1)
+    for i in range(2):
+        random_run(dataset, f"rand{i}", seed=i)
+    client.force_login(people["researcher"])
+    page = client.get(f"/reports/{dataset.name}/judging-orders/")
+    assert page.status_code == 200, page.content[:500]
+    body = page.content.decode()
+    for strategy in judging_order.STRATEGIES:
+        assert f"<td>{strategy}</td>" in body
+    assert body.count("<svg") == 2
+    comparison = page.context["comparison"]
+    by_name = {r.strategy: r for r in comparison.replays}
+    assert by_name["metric-first"].exact_after <= by_name["depth"].exact_after
+    for replay in comparison.replays:
+        assert replay.steps[-1].positives_found == replay.pool_positives
+    assert client.get("/reports/nope/judging-orders/").status_code == 404
+    assert client.get(f"/reports/{dataset.name}/judging-orders/?labels=x").status_code == 404
