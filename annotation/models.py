@@ -39,6 +39,14 @@ count as labels.
 """
 
 
+class CampaignManager(models.Manager):
+    """Campaigns without their provenance blob (megabytes for a big pool), which only
+    exports and the judging order read, on demand."""
+
+    def get_queryset(self):
+        return super().get_queryset().defer("provenance")
+
+
 class Campaign(models.Model):
     """A judging campaign on one dataset: pooled runs, depth, and the labelling policy."""
 
@@ -76,6 +84,8 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CampaignManager()
 
     class Meta:
         ordering = ["-created_at"]

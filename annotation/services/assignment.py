@@ -204,7 +204,7 @@ def require_active(campaign: Campaign) -> None:
 
 def _locked_pair(pair_id: int) -> Pair | None:
     """The pair with its campaign, row-locked on PostgreSQL (the pair before its leases)."""
-    pairs = Pair.objects.select_related("campaign")
+    pairs = Pair.objects.select_related("campaign").defer("campaign__provenance")
     if connection.features.has_select_for_update:
         pairs = pairs.select_for_update(of=("self",))
     return pairs.filter(pk=pair_id).first()
@@ -367,7 +367,10 @@ def escalate(
     now = now or timezone.now()
     with transaction.atomic():
         existing = (
-            Escalation.objects.filter(uuid=client_uuid).select_related("pair__campaign").first()
+            Escalation.objects.filter(uuid=client_uuid)
+            .select_related("pair__campaign")
+            .defer("pair__campaign__provenance")
+            .first()
         )
         if existing is not None:
             if existing.annotator_id != annotator.pk or existing.pair_id != pair_id:
