@@ -420,27 +420,33 @@ async def annotate(
     think_ms: float,
     end: float,
     judgements: int | None = None,
+    one_request: bool = False,
 ) -> None:
-    """One annotator: GET next, think, POST submit with a fresh UUID, until ``end``
-    (or after ``judgements`` submits)."""
+    """One annotator: POST next, think, POST submit with a fresh UUID, until ``end``
+    (or after ``judgements`` submits). With ``one_request`` the task a submit answers with
+    is judged next, as the judging page does: one request per judgement."""
     headers = {"Cookie": f"sessionid={session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
     rng = random.Random(user_id)
     backoff = 0.05
     # Annotators start spread over one think time, as people do, not in one burst.
     await asyncio.sleep(rng.uniform(0.0, think_ms / 1000.0))
+    following = None  # the next task a submit answered with (the judging page's one request)
     while time.monotonic() < end:
-        try:
-            status, body = await request(
-                http, record, "next", "POST", base + "next/", headers=headers
-            )
-        except Unanswered:
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
-            continue
-        backoff = 0.05
-        if status != 200:
-            raise RuntimeError(f"next/ answered {status}: {body}")
-        current = body["current"]
+        if following is not None:
+            current, following = following, None
+        else:
+            try:
+                status, body = await request(
+                    http, record, "next", "POST", base + "next/", headers=headers
+                )
+            except Unanswered:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            backoff = 0.05
+            if status != 200:
+                raise RuntimeError(f"next/ answered {status}: {body}")
+            current = body["current"]
         if current is None:
             if body["finished"]:
                 return
@@ -469,6 +475,8 @@ async def annotate(
             backoff = 0.05
             if status == 200 and body.get("judgement") == key:
                 record.acknowledged.append((key, user_id, current["pair"]))
+                if one_request:
+                    following = body.get("current")
             break
         if judgements is not None:
             judgements -= 1
@@ -538,6 +546,7 @@ async def drive(
     seconds: float,
     think_ms: float,
     crash: bool,
+    one_request: bool = False,
 ) -> Run:
     """Warm up, then run every annotator for ``seconds`` (crashing the server halfway)."""
     import aiohttp
@@ -556,7 +565,17 @@ async def drive(
         end = began + seconds
         tasks = [
             asyncio.create_task(
-                annotate(http, record, base, user, key, uuid.uuid4().hex, think_ms, end)
+                annotate(
+                    http,
+                    record,
+                    base,
+                    user,
+                    key,
+                    uuid.uuid4().hex,
+                    think_ms,
+                    end,
+                    one_request=one_request,
+                )
             )
             for user, key in sessions
         ]
@@ -681,6 +700,12 @@ def main() -> None:
         default="depth",
         help="the campaign's judging order (depth, maxmean, metric-first, mtf, ...)",
     )
+    parser.add_argument(
+        "--one-request",
+        action="store_true",
+        help="judge the task each submit answers with (one request per judgement, as the "
+        "judging page does) instead of asking next/ before every pair",
+    )
     parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -717,7 +742,15 @@ def main() -> None:
                 f"{args.annotators} annotators for {args.seconds:.0f} s, think {args.think_ms} ms"
             )
             run = asyncio.run(
-                drive(server, campaign_id, sessions, args.seconds, args.think_ms, args.crash)
+                drive(
+                    server,
+                    campaign_id,
+                    sessions,
+                    args.seconds,
+                    args.think_ms,
+                    args.crash,
+                    args.one_request,
+                )
             )
         finally:
             server.stop()
@@ -789,6 +822,7 @@ def main() -> None:
         prepared=args.prepared,
         debug=args.debug,
         judging_order=args.judging_order,
+        one_request=args.one_request,
         label_count_mismatches=checks["label_count_mismatches"],
         progress_exact=bool(checks["progress_exact"]),
     )
