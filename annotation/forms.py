@@ -87,3 +87,22 @@ class AdjudicationForm(forms.Form):
         error_messages={"invalid_choice": "Choose relevant, irrelevant or return to the queue."},
     )
     note = forms.CharField(max_length=1000, required=False)
+
+
+class PromoteForm(forms.Form):
+    """Decided pairs to make gold: one pair, or every decided pair of the campaign."""
+
+    pair = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+    all_decided = forms.BooleanField(required=False)
+    explanation = forms.CharField(
+        max_length=2000,
+        required=False,
+        help_text="Why the label is right (default: how the pair was decided).",
+    )
+    guideline = forms.CharField(max_length=2000, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not self.errors and (data.get("pair") is None) == (not data.get("all_decided")):
+            raise forms.ValidationError("Name one pair, or promote every decided pair.")
+        return data

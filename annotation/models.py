@@ -474,9 +474,9 @@ class GoldJudgement(models.Model):
             models.Index(fields=["annotator", "created_at"], name="gold_judgement_by_annotator")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.label} by {self.annotator_id} on gold {self.gold_pair_id}"
+
     @property
     def correct(self) -> bool:
         return self.label == self.gold_pair.label
-
-    def __str__(self) -> str:
-        return f"{self.label} by {self.annotator_id} on gold {self.gold_pair_id}"

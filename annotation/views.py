@@ -10,9 +10,9 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from annotation import report_figures
-from annotation.forms import AdjudicationForm
-from annotation.models import Campaign, Escalation, Judgement, Pair
-from annotation.services import assignment, exports, pair_state
+from annotation.forms import AdjudicationForm, PromoteForm
+from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
+from annotation.services import assignment, exports, gold, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
@@ -165,10 +165,22 @@ def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 2
         .select_related("caption", "video", "adjudicated_by")
         .order_by("-adjudicated_at")[:10]
     )
+    gold_pairs = GoldPair.objects.filter(campaign=campaign)
     return render(
         request,
         "annotation/adjudicate.html",
-        {"campaign": campaign, "page": page, "recent": recent},
+        {
+            "campaign": campaign,
+            "page": page,
+            "recent": recent,
+            "gold_pair_ids": set(
+                gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
+                    "pair_id", flat=True
+                )
+            ),
+            "gold_count": gold_pairs.count(),
+            "decided_count": Pair.objects.filter(campaign=campaign).filter(gold.decided()).count(),
+        },
         status=status,
     )
 
@@ -191,6 +203,37 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
         + ("returned to the judging queue." if label is None else f"adjudicated {label}."),
     )
     return redirect(request.get_full_path())
+
+
+@require_POST
+@admins_only
+def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Make a decided pair (or every decided pair) a gold pair, with an explanation."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    form = PromoteForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return _adjudication_page(request, campaign, status=400)
+    data = form.cleaned_data
+    try:
+        result = gold.promote(
+            campaign,
+            pair_ids=None if data["all_decided"] else [data["pair"]],
+            all_decided=bool(data["all_decided"]),
+            explanation=data["explanation"],
+            guideline=data["guideline"],
+            user=request.user,
+        )
+    except gold.GoldError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"{result.promoted} pair{'s' if result.promoted != 1 else ''} promoted to gold"
+            + (f" ({result.already_gold} already gold)." if result.already_gold else "."),
+        )
+    return redirect("campaign-adjudicate", campaign_id=campaign.pk)
 
 
 @admins_only

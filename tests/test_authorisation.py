@@ -233,6 +233,33 @@ CASES: list[Case] = [
         method="post",
         data={"pair": "0", "decision": "maybe"},
     ),
+    # Promoting decided pairs to gold changes data: POST only, admins only.
+    page(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        "/campaigns/{c}/gold/promote/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        "/campaigns/{c}/gold/promote/",
+        annotator=403,
+        researcher=403,
+        admin=400,  # past the role check: neither a pair nor every decided pair named
+        method="post",
+        data={"explanation": "x"},
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        "/campaigns/{c}/gold/promote/",
+        annotator=403,
+        researcher=403,
+        admin=302,
+        method="post",
+        data={"all_decided": "on"},
+    ),
     *EXPORTS,
     page(
         "campaigns/<int:campaign_id>/export/<str:fmt>/",

@@ -14,6 +14,8 @@ exported as pairs; pending pairs have no final label yet.
 - ``raw``: every live label with annotator, time and seconds spent.
 - ``fire-json``: the layout of the FIRE release (annotations and disagreements); an entry
   labelled by a proxy rule carries an extra ``auto_label`` field.
+- ``gold`` / ``gold-csv``: the campaign's gold pairs with every answer given on them
+  (:mod:`annotation.gold_file`); never labels, and like every export for admins only.
 """
 
 from collections.abc import Iterable, Iterator
@@ -25,21 +27,26 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from annotation import gold_file
 from annotation.models import Campaign, Judgement, Pair
-from annotation.services import sql
+from annotation.services import gold, sql
 from annotation.services.campaigns import load_provenance
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES
 from retrieval.models import Caption
 
-EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json")
+EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json", "gold", "gold-csv")
+GOLD_FORMATS = ("gold", "gold-csv")
+"""Exports of gold pairs and the answers on them, not of labels (admins only)."""
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
     "qrels": "text/plain; charset=utf-8",
     "raw": "application/x-ndjson; charset=utf-8",
     "fire-json": "application/json; charset=utf-8",
+    "gold": "application/x-ndjson; charset=utf-8",
+    "gold-csv": "text/csv; charset=utf-8",
 }
 EXTENSIONS = {
     "csv": "csv",
@@ -47,6 +54,8 @@ EXTENSIONS = {
     "qrels": "qrels",
     "raw": "raw.jsonl",
     "fire-json": "fire.json",
+    "gold": "gold.jsonl",
+    "gold-csv": "gold.csv",
 }
 
 BATCH = 20_000
@@ -79,6 +88,12 @@ def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
         raise ExportError(
             f"unknown export format {fmt!r} (choose from {', '.join(EXPORT_FORMATS)})"
         )
+    if fmt in GOLD_FORMATS:
+        rows = gold.gold_export_rows(campaign)
+        lines = (
+            gold_file.gold_jsonl_lines(rows) if fmt == "gold" else gold_file.gold_csv_lines(rows)
+        )
+        return _buffered(lines)
     # Campaigns that never used proxy auto-labels export exactly as before.
     auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
     if fmt == "csv":

@@ -14,7 +14,8 @@ class Command(BaseCommand):
     help = (
         "Stream a campaign's labels to a file (or '-' for standard output): csv and jsonl "
         "(one row per resolved or disagreeing pair), qrels (judged negatives as 0, original "
-        "positives as 1), raw (every label), fire-json (the FIRE release layout)."
+        "positives as 1), raw (every label), fire-json (the FIRE release layout); gold and "
+        "gold-csv list the campaign's gold pairs with every answer on them (never labels)."
     )
 
     def add_arguments(self, parser):
