@@ -16,6 +16,7 @@ from annotation.services import assignment, exports, gold, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
 from annotation.services.resolution import resolve_campaign
+from annotation.services.scores import campaign_scores
 from config import roles
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.labelsets import LabelSetError
@@ -102,11 +103,14 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     report = campaign_report(campaign)
     proxies = campaign_proxy_report(campaign, cache_only=True)
+    scores = campaign_scores(campaign)
     return render(
         request,
         "annotation/agreement.html",
         {
             "campaign": campaign,
+            "scores": scores,
+            "gold_chart": report_figures.gold_accuracy_chart(scores),
             "report": report,
             "charts": report_figures.agreement_charts(report.agreement),
             "proxies": proxies,

@@ -368,6 +368,36 @@ CASES: list[Case] = [
         **JUDGES,
         anonymous=API_ANON,
     ),
+    # Annotator scores are a campaign report: researchers and admins.
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "/api/campaigns/{c}/annotator-scores/",
+        **STAFF_ONLY,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "/api/campaigns/999999/annotator-scores/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "/api/campaigns/{c}/annotator-scores/",
+        annotator=403,
+        researcher=405,
+        admin=405,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/annotator-scores\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/annotator-scores.json",
+        **STAFF_ONLY,
+        anonymous=API_ANON,
+    ),
     # An empty body is refused as invalid (400) only once the role is allowed in.
     page(
         "api/^campaigns/(?P<pk>[^/.]+)/submit/$",
