@@ -507,6 +507,16 @@ CASES: list[Case] = [
     page("admin/", "/admin/annotation/judgement/", annotator=302, researcher=200, admin=200),
     page("admin/", "/admin/annotation/campaign/add/", annotator=302, researcher=403, admin=200),
     page("admin/", "/admin/retrieval/video/", annotator=302, researcher=200, admin=200),
+    # Gold labels and the answers on them are for admins only.
+    page("admin/", "/admin/annotation/goldpair/", annotator=302, researcher=403, admin=200),
+    page("admin/", "/admin/annotation/goldjudgement/", annotator=302, researcher=403, admin=200),
+    page(
+        "admin/",
+        "/admin/annotation/qualificationattempt/",
+        annotator=302,
+        researcher=403,
+        admin=200,
+    ),
     page("admin/", "/admin/auth/user/", annotator=302, researcher=403, admin=200),
     page("admin/login/", "/admin/login/", 200, 200, 200, anonymous=200),
     # The lead's jobs app (jobs/urls.py): annotators never; researchers start research jobs,
