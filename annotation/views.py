@@ -15,7 +15,7 @@ from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 from annotation.services import assignment, exports, gold, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.reporting import campaign_proxy_report, campaign_report
-from annotation.services.resolution import resolve_campaign
+from annotation.services.resolution import MAJORITY, METHODS, resolve_campaign
 from annotation.services.scores import campaign_scores
 from config import roles
 from retrieval.models import Dataset, LabelSet
@@ -93,6 +93,7 @@ def campaigns(request: HttpRequest) -> HttpResponse:
         {
             "rows": rows,
             "formats": EXPORT_FORMATS,
+            "methods": METHODS,
         },
     )
 
@@ -261,14 +262,18 @@ def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
 def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Store the campaign's final labels as a label set that re-scoring reads (admins only)."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    method = request.POST.get("method") or MAJORITY
+    if method not in METHODS:
+        messages.error(request, f"Unknown resolution method {method[:40]!r}.")
+        return redirect("campaigns")
     try:
-        label_set = resolve_campaign(campaign)
+        label_set = resolve_campaign(campaign, method=method)
     except LabelSetError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(
             request,
-            f"Label set {label_set.name!r}: {label_set.relevant_count} relevant, "
+            f"Label set {label_set.name!r} ({method}): {label_set.relevant_count} relevant, "
             f"{label_set.irrelevant_count} irrelevant, {label_set.disagreement_count} "
             "disagreements.",
         )

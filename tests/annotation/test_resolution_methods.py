@@ -9,6 +9,7 @@ import uuid
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from annotation.models import Campaign, Pair
 from annotation.services import assignment, gold
@@ -28,6 +29,7 @@ from annotation.services.simulation import (
     truth_for,
 )
 from retrieval.label_status import CODES
+from retrieval.models import LabelSet
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.labelsets import import_label_file, load_judged
 from tests.factories import make_campaign, random_run
@@ -266,3 +268,25 @@ def test_simulate_annotators_command_profiles(demo_world, capsys):
     assert Campaign.objects.get(name="cmd").pairs.filter(status="pending").count() == 0
     with pytest.raises(CommandError, match="add up to"):
         call_command("simulate_annotators", "--campaign", "cmd", "--profile", "a=0.5:0.1")
+
+
+def test_resolve_from_the_campaigns_page_by_method(db, people):
+    campaign = make_campaign(n_queries=1, depth=3)
+    while (current := assignment.assign(campaign, people["annotator"]).current) is not None:
+        assignment.submit(people["annotator"], current.pair.pk, "irrelevant", uuid.uuid4(), 2.0)
+    client = Client()
+    client.force_login(people["admin"])
+    page = client.get("/campaigns/").content.decode()
+    assert '<option value="dawid-skene">' in page
+    response = client.post(f"/campaigns/{campaign.pk}/resolve/", {"method": "dawid-skene"})
+    assert response.status_code == 302
+    assert LabelSet.objects.get(metadata__campaign_id=campaign.pk).metadata["method"] == (
+        "dawid-skene"
+    )
+    page = client.get("/campaigns/").content.decode()
+    assert '<option value="dawid-skene" selected>' in page
+    response = client.post(f"/campaigns/{campaign.pk}/resolve/", {"method": "vote"}, follow=True)
+    assert "Unknown resolution method" in response.content.decode()
+    assert LabelSet.objects.get(metadata__campaign_id=campaign.pk).metadata["method"] == (
+        "dawid-skene"
+    )
