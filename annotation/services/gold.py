@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, F, Q
@@ -176,7 +175,6 @@ def promote(
         pairs = pairs.filter(pk__in=wanted)
     rows = list(
         pairs.filter(decided())
-        .select_related("adjudicated_by")
         .values_list(
             "pk",
             "caption_id",
@@ -247,20 +245,6 @@ def gold_summaries(campaign: Campaign) -> list[GoldSummary]:
         .order_by("pk")
     )
     return [GoldSummary(*row) for row in rows]
-
-
-def known_labels(
-    campaign: Campaign,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The campaign's gold pairs as arrays: caption ids, video ids, label (1 or 0)."""
-    rows = list(
-        GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id", "label")
-    )
-    return (
-        np.fromiter((row[0] for row in rows), np.int64, len(rows)),
-        np.fromiter((row[1] for row in rows), np.int64, len(rows)),
-        np.fromiter((CODES[row[2]] for row in rows), np.int64, len(rows)),
-    )
 
 
 def gold_export_rows(campaign: Campaign) -> Iterator[gold_file.GoldExportRow]:

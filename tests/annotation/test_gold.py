@@ -174,6 +174,8 @@ def test_gold_answers_never_count_as_labels(judged, people, tmp_path):
         before_pair
     )
     assert not Judgement.objects.filter(annotator=stranger).exists()
+    (summary,) = gold.gold_summaries(campaign)
+    assert (summary.answers, summary.correct) == (1, 0)
     after_report = campaign_report(campaign, resamples=10).to_json()
     assert after_report == before_report
     for fmt, text in exports_before.items():
