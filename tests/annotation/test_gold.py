@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError, transaction
 
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
 from annotation.services import assignment, gold
@@ -275,3 +276,35 @@ def test_promote_from_the_adjudication_page(judged, people, client):
     response = client.post(f"/campaigns/{campaign.pk}/gold/promote/", {"pair": 10**9}, follow=True)
     assert "not in campaign" in response.content.decode()
     assert GoldPair.objects.count() == 1
+
+
+def test_the_database_keeps_one_queue_answer_per_annotator_and_gold_pair(db, people, tmp_path):
+    """The queue may serve a gold pair to an annotator once; a qualification attempt may
+    use it once per attempt; an attempt goes with qualification answers only."""
+    campaign = make_campaign()
+    path = write(tmp_path, "g.csv", "caption_key,video_key,label,explanation\nc0,v5,relevant,a\n")
+    gold.import_gold(campaign, path)
+    pair, user = GoldPair.objects.get(), people["annotator"]
+    GoldJudgement.objects.create(gold_pair=pair, annotator=user, label="relevant")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        GoldJudgement.objects.create(gold_pair=pair, annotator=user, label="irrelevant")
+    first = campaign.qualification_attempts.create(annotator=user)
+    second = campaign.qualification_attempts.create(annotator=user)
+    for attempt in (first, second):
+        GoldJudgement.objects.create(
+            gold_pair=pair,
+            annotator=user,
+            label="relevant",
+            purpose="qualification",
+            attempt=attempt,
+        )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        GoldJudgement.objects.create(
+            gold_pair=pair, annotator=user, label="relevant", purpose="qualification", attempt=first
+        )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        GoldJudgement.objects.create(
+            gold_pair=pair, annotator=people["other"], label="relevant", purpose="qualification"
+        )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        campaign.qualification_attempts.create(annotator=user, correct=3, total=2)
