@@ -241,6 +241,9 @@ def test_gold_command(judged, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     call_command("gold", "export", "--campaign", campaign.name, "-o", str(out))
     assert len(out.read_text().splitlines()) == len(listed)
+    call_command("gold", "export", "--campaign", campaign.name, "--csv")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("caption_key,video_key") and len(printed) == len(listed) + 1
     bad = write(tmp_path, "bad.jsonl", '{"caption_key": "c0"}\n')
     with pytest.raises(CommandError, match="bad.jsonl, line 1, field 'video_key'"):
         call_command("gold", "--campaign", campaign.name, "--import", str(bad))

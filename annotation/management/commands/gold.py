@@ -22,7 +22,7 @@ class Command(BaseCommand):
         "'import --campaign C FILE' (csv or jsonl: caption_key, video_key, label, "
         "explanation[, guideline]; all or nothing), 'promote --campaign C --pairs 1,2 | "
         "--all-decided' (adjudicated pairs, or unanimous with at least two labels), "
-        "'list --campaign C [--format json]', 'export --campaign C [--csv] -o FILE'. "
+        "'list --campaign C [--format json]', 'export --campaign C [--csv] [-o FILE]'. "
         "The forms 'gold --campaign C --import FILE' and 'gold --campaign C "
         "--promote-decided' do the same as import and promote --all-decided."
     )
@@ -54,7 +54,9 @@ class Command(BaseCommand):
         listing.add_argument("--format", choices=("table", "json"), default="table")
         export = action("export", "Write every gold pair with every answer on it.")
         export.add_argument("--csv", action="store_true", help="CSV (default: jsonl).")
-        export.add_argument("-o", "--output", required=True, help="File to write, or '-'.")
+        export.add_argument(
+            "-o", "--output", default="-", help="File to write, or '-' (the default)."
+        )
 
     def handle(self, *args, **options):
         action = options.get("action")
