@@ -1,12 +1,22 @@
-"""Admin for campaigns (created by pooling chosen runs), pairs, judgements and escalations."""
+"""Admin for campaigns (created by pooling chosen runs), pairs, judgements, escalations, and
+gold pairs, their answers and qualification attempts (those three for admins only)."""
 
 from django import forms
 from django.contrib import admin, messages
 
 from annotation.forms import CampaignSettingsForm
-from annotation.models import Campaign, Escalation, Judgement, Pair
+from annotation.models import (
+    Campaign,
+    Escalation,
+    GoldJudgement,
+    GoldPair,
+    Judgement,
+    Pair,
+    QualificationAttempt,
+)
 from annotation.services import assignment
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
+from config import roles
 from retrieval.models import Run
 
 SPEC_FIELDS = [
@@ -153,3 +163,51 @@ class EscalationAdmin(admin.ModelAdmin):
     @admin.action(description="Adjudicate the pairs as not relevant")
     def adjudicate_irrelevant(self, request, queryset):
         self._resolve(request, queryset, "irrelevant")
+
+
+class AdminsOnly(admin.ModelAdmin):
+    """Gold labels and the answers on them are for admins (manage_campaigns) only: a
+    researcher's view permission does not reach them."""
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm(roles.MANAGE_CAMPAIGNS) and super().has_view_permission(
+            request, obj
+        )
+
+
+@admin.register(GoldPair)
+class GoldPairAdmin(AdminsOnly):
+    list_display = ["pk", "campaign", "caption", "video", "label", "source", "created_at"]
+    list_filter = ["campaign", "label", "source"]
+    list_select_related = ["campaign", "caption", "video"]
+    raw_id_fields = ["caption", "video", "pair", "created_by"]
+    search_fields = ["explanation", "guideline"]
+
+
+@admin.register(GoldJudgement)
+class GoldJudgementAdmin(AdminsOnly):
+    list_display = ["pk", "gold_pair", "annotator", "label", "purpose", "seconds", "created_at"]
+    list_filter = ["purpose", "label", "gold_pair__campaign"]
+    list_select_related = ["gold_pair", "annotator"]
+    raw_id_fields = ["gold_pair", "attempt"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(QualificationAttempt)
+class QualificationAttemptAdmin(AdminsOnly):
+    list_display = [
+        "pk",
+        "campaign",
+        "annotator",
+        "started_at",
+        "finished_at",
+        "correct",
+        "total",
+        "passed",
+        "admitted_by",
+    ]
+    list_filter = ["campaign", "passed"]
+    list_select_related = ["campaign", "annotator", "admitted_by"]
+    raw_id_fields = ["admitted_by"]

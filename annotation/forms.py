@@ -111,3 +111,22 @@ class EstimateSampleForm(forms.Form):
     """How many more random pairs to judge for an estimate of the unsettled scores."""
 
     pairs = forms.IntegerField(min_value=1, max_value=10_000_000, initial=500)
+
+
+class PromoteForm(forms.Form):
+    """Decided pairs to make gold: one pair, or every decided pair of the campaign."""
+
+    pair = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+    all_decided = forms.BooleanField(required=False)
+    explanation = forms.CharField(
+        max_length=2000,
+        required=False,
+        help_text="Why the label is right (default: how the pair was decided).",
+    )
+    guideline = forms.CharField(max_length=2000, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not self.errors and (data.get("pair") is None) == (not data.get("all_decided")):
+            raise forms.ValidationError("Name one pair, or promote every decided pair.")
+        return data

@@ -360,3 +360,139 @@ class Escalation(models.Model):
 
     def __str__(self) -> str:
         return f"escalation of {self.pair_id}: {self.reason[:40]}"
+
+
+class QualificationAttempt(models.Model):
+    """One try of an annotator at a campaign's qualification: N training pairs from its gold.
+
+    ``passed`` is None while the attempt runs, then whether ``correct / total`` reached the
+    campaign's threshold. An admin may admit an annotator by hand (``admitted_by``).
+    """
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="qualification_attempts"
+    )
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualification_attempts"
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    correct = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    passed = models.BooleanField(null=True, blank=True)
+    admitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["campaign", "annotator", "started_at"]
+        indexes = [
+            models.Index(fields=["campaign", "annotator"], name="qualification_by_annotator")
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(correct__lte=F("total")), name="qualification_correct_within_total"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"qualification of {self.annotator_id} in {self.campaign_id}"
+
+
+class GoldPair(models.Model):
+    """A caption-video pair of a campaign's dataset whose label is known, with the reason.
+
+    Gold pairs score annotators (served in the queue or as qualification training) and are
+    never labels of the campaign: their judgements live in :class:`GoldJudgement`, apart
+    from :class:`Judgement`, so no count, agreement figure or label export sees them.
+    ``pair`` is the campaign pair a gold pair was promoted from, if any.
+    """
+
+    class Source(models.TextChoices):
+        IMPORTED = "imported", "imported"
+        PROMOTED = "promoted", "promoted"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="gold_pairs")
+    caption = models.ForeignKey(Caption, on_delete=models.CASCADE, related_name="+", db_index=False)
+    video = models.ForeignKey(Video, on_delete=models.CASCADE, related_name="+", db_index=False)
+    label = models.CharField(max_length=16, choices=Judgement.Label.choices)
+    explanation = models.TextField(help_text="Why the label is right, shown after training.")
+    guideline = models.TextField(
+        blank=True, help_text="The guideline sentence the label rests on (optional)."
+    )
+    source = models.CharField(max_length=16, choices=Source.choices)
+    pair = models.ForeignKey(
+        Pair, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "caption", "video"], name="gold_pair_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"gold {self.label} {self.caption_id} x {self.video_id}"
+
+
+class GoldJudgement(models.Model):
+    """An annotator's answer on a gold pair: scores the annotator, never a campaign label.
+
+    ``purpose`` says whether it was a qualification training pair (``attempt`` names the
+    try) or a gold pair mixed into the queue. An annotator judges a gold pair at most once
+    in the queue, and at most once per qualification attempt.
+    """
+
+    class Purpose(models.TextChoices):
+        QUALIFICATION = "qualification", "qualification"
+        QUEUE = "queue", "queue"
+
+    uuid = models.UUIDField(unique=True, default=uuid.uuid4)
+    gold_pair = models.ForeignKey(GoldPair, on_delete=models.CASCADE, related_name="judgements")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gold_judgements"
+    )
+    label = models.CharField(max_length=16, choices=Judgement.Label.choices)
+    seconds = models.FloatField(null=True, blank=True, help_text="Time spent judging.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.QUEUE)
+    attempt = models.ForeignKey(
+        QualificationAttempt,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="judgements",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gold_pair", "annotator"],
+                condition=Q(purpose="queue"),
+                name="gold_judgement_once_in_queue",
+            ),
+            models.UniqueConstraint(
+                fields=["attempt", "gold_pair"],
+                condition=Q(attempt__isnull=False),
+                name="gold_judgement_once_per_attempt",
+            ),
+            models.CheckConstraint(
+                condition=Q(purpose="queue", attempt__isnull=True)
+                | Q(purpose="qualification", attempt__isnull=False),
+                name="gold_judgement_attempt_iff_qualification",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "created_at"], name="gold_judgement_by_annotator")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} by {self.annotator_id} on gold {self.gold_pair_id}"
+
+    @property
+    def correct(self) -> bool:
+        return self.label == self.gold_pair.label

@@ -7,6 +7,7 @@ page stays a template over ready markup, and apart from the services so the JSON
 
 from annotation.services.replay import OrderComparison
 from annotation.services.reporting import AgreementReport, ProxyReport
+from annotation.services.scores import CampaignScores
 from retrieval import plots
 from retrieval.proxies import PROXY_LABELS
 
@@ -102,3 +103,29 @@ def judging_order_charts(comparison: OrderComparison) -> list[str]:
             y_label="|error|, points",
         ),
     ]
+
+
+def gold_accuracy_chart(scores: CampaignScores) -> str:
+    """Each annotator's rolling gold accuracy after each gold answer, so drift shows; empty
+    when nobody answered a gold pair yet."""
+    lines = [score for score in scores.annotators if score.rolling_gold_accuracy]
+    if not lines:
+        return ""
+    longest = max(len(score.rolling_gold_accuracy) for score in lines)
+    return plots.line_chart(
+        list(range(1, longest + 1)),
+        [
+            plots.Series(
+                score.annotator,
+                [100 * v for v in score.rolling_gold_accuracy]
+                + [None] * (longest - len(score.rolling_gold_accuracy)),
+            )
+            for score in lines
+        ],
+        title="Gold accuracy over time (rolling, last 50 gold pairs)",
+        description="Each annotator's share of gold pairs judged right over their last 50, "
+        "after each gold answer in time order.",
+        x_label="gold pairs judged",
+        y_label="% right",
+        y_max=100,
+    )

@@ -11,13 +11,14 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from annotation import report_figures
-from annotation.forms import AdjudicationForm, EstimateSampleForm
-from annotation.models import Campaign, Escalation, Judgement, Pair
-from annotation.services import assignment, exports, judging_queue, pair_state
+from annotation.forms import AdjudicationForm, EstimateSampleForm, PromoteForm
+from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
+from annotation.services import assignment, exports, gold, judging_queue, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.replay import ReplayError, compare_orders
 from annotation.services.reporting import campaign_proxy_report, campaign_report
-from annotation.services.resolution import resolve_campaign
+from annotation.services.resolution import MAJORITY, METHODS, resolve_campaign
+from annotation.services.scores import campaign_scores
 from config import roles
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.labelsets import LabelSetError
@@ -94,6 +95,7 @@ def campaigns(request: HttpRequest) -> HttpResponse:
         {
             "rows": rows,
             "formats": EXPORT_FORMATS,
+            "methods": METHODS,
         },
     )
 
@@ -105,11 +107,14 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     report = campaign_report(campaign)
     proxies = campaign_proxy_report(campaign, cache_only=True)
     judging = judging_queue.judging_status(campaign)
+    scores = campaign_scores(campaign)
     return render(
         request,
         "annotation/agreement.html",
         {
             "campaign": campaign,
+            "scores": scores,
+            "gold_chart": report_figures.gold_accuracy_chart(scores),
             "report": report,
             "judging": judging,
             "charts": report_figures.agreement_charts(report.agreement),
@@ -169,10 +174,22 @@ def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 2
         .select_related("caption", "video", "adjudicated_by")
         .order_by("-adjudicated_at")[:10]
     )
+    gold_pairs = GoldPair.objects.filter(campaign=campaign)
     return render(
         request,
         "annotation/adjudicate.html",
-        {"campaign": campaign, "page": page, "recent": recent},
+        {
+            "campaign": campaign,
+            "page": page,
+            "recent": recent,
+            "gold_pair_ids": set(
+                gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
+                    "pair_id", flat=True
+                )
+            ),
+            "gold_count": gold_pairs.count(),
+            "decided_count": Pair.objects.filter(campaign=campaign).filter(gold.decided()).count(),
+        },
         status=status,
     )
 
@@ -197,6 +214,37 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
     return redirect(request.get_full_path())
 
 
+@require_POST
+@admins_only
+def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Make a decided pair (or every decided pair) a gold pair, with an explanation."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    form = PromoteForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return _adjudication_page(request, campaign, status=400)
+    data = form.cleaned_data
+    try:
+        result = gold.promote(
+            campaign,
+            pair_ids=None if data["all_decided"] else [data["pair"]],
+            all_decided=bool(data["all_decided"]),
+            explanation=data["explanation"],
+            guideline=data["guideline"],
+            user=request.user,
+        )
+    except gold.GoldError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"{result.promoted} pair{'s' if result.promoted != 1 else ''} promoted to gold"
+            + (f" ({result.already_gold} already gold)." if result.already_gold else "."),
+        )
+    return redirect("campaign-adjudicate", campaign_id=campaign.pk)
+
+
 @admins_only
 def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
     """Stream one export format of the campaign's labels (admins only)."""
@@ -218,14 +266,18 @@ def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
 def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Store the campaign's final labels as a label set that re-scoring reads (admins only)."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    method = request.POST.get("method") or MAJORITY
+    if method not in METHODS:
+        messages.error(request, f"Unknown resolution method {method[:40]!r}.")
+        return redirect("campaigns")
     try:
-        label_set = resolve_campaign(campaign)
+        label_set = resolve_campaign(campaign, method=method)
     except LabelSetError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(
             request,
-            f"Label set {label_set.name!r}: {label_set.relevant_count} relevant, "
+            f"Label set {label_set.name!r} ({method}): {label_set.relevant_count} relevant, "
             f"{label_set.irrelevant_count} irrelevant, {label_set.disagreement_count} "
             "disagreements.",
         )

@@ -31,6 +31,11 @@ urlpatterns = [
         name="campaign-adjudicate",
     ),
     path(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        annotation_views.promote_gold,
+        name="campaign-promote-gold",
+    ),
+    path(
         "campaigns/<int:campaign_id>/export/<str:fmt>/",
         annotation_views.export,
         name="campaign-export",

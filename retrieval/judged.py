@@ -2,7 +2,9 @@
 
 A label set holds, per judged pair, the caption and video primary keys, the relevance
 (1 relevant, 0 irrelevant, -1 a disagreement that no label resolved), how many labels it
-rests on (0 when the source does not say) and whether an admin adjudicated it. FIRE keeps
+rests on (0 when the source does not say), whether an admin adjudicated it and, when the
+source gives one, a confidence (the probability of relevance a model-based aggregation such
+as Dawid & Skene 1979 assigns; NaN where unknown). FIRE keeps
 disagreements apart from the positives (FIRE §3.2, Table 2); so do we: they are stored but
 count as neither relevant nor judged-irrelevant when scoring.
 """
@@ -29,6 +31,7 @@ class Judged:
     relevance: np.ndarray  # int8: 1, 0 or -1
     votes: np.ndarray  # int16: labels behind the relevance (0: unknown)
     adjudicated: np.ndarray  # bool
+    confidence: np.ndarray | None = None  # float64 probability of relevance, NaN unknown
 
     @classmethod
     def build(
@@ -38,16 +41,26 @@ class Judged:
         relevance: Sequence[int] | np.ndarray,
         votes: Sequence[int] | np.ndarray | None = None,
         adjudicated: Sequence[bool] | np.ndarray | None = None,
+        confidence: Sequence[float] | np.ndarray | None = None,
     ) -> "Judged":
-        """Check, sort and de-duplicate; a pair given twice must be given the same relevance."""
+        """Check, sort and de-duplicate; a pair given twice must be given the same relevance.
+
+        ``confidence`` (None: the source gives none) must lie in [0, 1] or be NaN.
+        """
         captions = np.asarray(caption_ids, dtype=np.int64).ravel()
         videos = np.asarray(video_ids, dtype=np.int64).ravel()
         rel = np.asarray(relevance, dtype=np.int64).ravel()
         n = len(captions)
         vote = np.zeros(n, np.int64) if votes is None else np.asarray(votes, np.int64).ravel()
         adj = np.zeros(n, bool) if adjudicated is None else np.asarray(adjudicated, bool).ravel()
+        conf = None if confidence is None else np.asarray(confidence, np.float64).ravel()
         if not (len(videos) == len(rel) == len(vote) == len(adj) == n):
             raise ValueError("judged arrays must have the same length")
+        if conf is not None:
+            if len(conf) != n:
+                raise ValueError("judged arrays must have the same length")
+            if ((conf < 0) | (conf > 1)).any():
+                raise ValueError("confidence must lie between 0 and 1")
         if n and not np.isin(rel, (RELEVANT, IRRELEVANT, DISAGREEMENT)).all():
             raise ValueError("relevance must be 1, 0 or -1")
         if n and (vote < 0).any():
@@ -71,6 +84,7 @@ class Judged:
             rel[keep].astype(np.int8),
             vote[keep].astype(np.int16),
             adj[keep],
+            None if conf is None else conf[order][keep],
         )
 
     def __len__(self) -> int:
@@ -83,6 +97,8 @@ class Judged:
     def to_bytes(self, **extra: np.ndarray) -> bytes:
         """The arrays as npz; ``extra`` arrays ride along (a campaign's pool state)."""
         buffer = io.BytesIO()
+        if self.confidence is not None:
+            extra = {**extra, "confidence": self.confidence}
         np.savez(
             buffer,
             caption_ids=self.caption_ids,
@@ -96,6 +112,7 @@ class Judged:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Judged":
+        """Read :meth:`to_bytes`'s arrays (sets stored before confidences existed have none)."""
         with np.load(io.BytesIO(bytes(data))) as arrays:
             return cls(
                 arrays["caption_ids"],
@@ -103,7 +120,23 @@ class Judged:
                 arrays["relevance"],
                 arrays["votes"],
                 arrays["adjudicated"],
+                arrays["confidence"] if "confidence" in arrays.files else None,
             )
+
+    def confidence_of(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
+        """Confidence of the given pairs: NaN where not in the set or unknown."""
+        caption_ids = np.asarray(caption_ids, dtype=np.int64)
+        video_ids = np.asarray(video_ids, dtype=np.int64)
+        out = np.full(caption_ids.shape, np.nan)
+        if self.confidence is None or not len(self):
+            return out
+        at = np.searchsorted(
+            self.caption_ids * (1 << 32) + self.video_ids, caption_ids * (1 << 32) + video_ids
+        )
+        at = np.minimum(at, len(self) - 1)
+        found = (self.caption_ids[at] == caption_ids) & (self.video_ids[at] == video_ids)
+        out[found] = self.confidence[at[found]]
+        return out
 
 
 def merge(sets: Sequence[Judged]) -> Judged:
@@ -119,10 +152,16 @@ def merge(sets: Sequence[Judged]) -> Judged:
     if len(captions) > 1:
         last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
     pick = order[last]
+    confidence = None
+    if any(s.confidence is not None for s in sets):
+        confidence = np.concatenate(
+            [np.full(len(s), np.nan) if s.confidence is None else s.confidence for s in sets]
+        )[pick]
     return Judged(
         captions[last],
         videos[last],
         np.concatenate([s.relevance for s in sets])[pick],
         np.concatenate([s.votes for s in sets])[pick],
         np.concatenate([s.adjudicated for s in sets])[pick],
+        confidence,
     )

@@ -233,6 +233,33 @@ CASES: list[Case] = [
         method="post",
         data={"pair": "0", "decision": "maybe"},
     ),
+    # Promoting decided pairs to gold changes data: POST only, admins only.
+    page(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        "/campaigns/{c}/gold/promote/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        "/campaigns/{c}/gold/promote/",
+        annotator=403,
+        researcher=403,
+        admin=400,  # past the role check: neither a pair nor every decided pair named
+        method="post",
+        data={"explanation": "x"},
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote/",
+        "/campaigns/{c}/gold/promote/",
+        annotator=403,
+        researcher=403,
+        admin=302,
+        method="post",
+        data={"all_decided": "on"},
+    ),
     *EXPORTS,
     page(
         "campaigns/<int:campaign_id>/export/<str:fmt>/",
@@ -379,6 +406,36 @@ CASES: list[Case] = [
         **JUDGES,
         anonymous=API_ANON,
     ),
+    # Annotator scores are a campaign report: researchers and admins.
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "/api/campaigns/{c}/annotator-scores/",
+        **STAFF_ONLY,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "/api/campaigns/999999/annotator-scores/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "/api/campaigns/{c}/annotator-scores/",
+        annotator=403,
+        researcher=405,
+        admin=405,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[^/.]+)/annotator-scores\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/annotator-scores.json",
+        **STAFF_ONLY,
+        anonymous=API_ANON,
+    ),
     # An empty body is refused as invalid (400) only once the role is allowed in.
     page(
         "api/^campaigns/(?P<pk>[^/.]+)/submit/$",
@@ -488,6 +545,16 @@ CASES: list[Case] = [
     page("admin/", "/admin/annotation/judgement/", annotator=302, researcher=200, admin=200),
     page("admin/", "/admin/annotation/campaign/add/", annotator=302, researcher=403, admin=200),
     page("admin/", "/admin/retrieval/video/", annotator=302, researcher=200, admin=200),
+    # Gold labels and the answers on them are for admins only.
+    page("admin/", "/admin/annotation/goldpair/", annotator=302, researcher=403, admin=200),
+    page("admin/", "/admin/annotation/goldjudgement/", annotator=302, researcher=403, admin=200),
+    page(
+        "admin/",
+        "/admin/annotation/qualificationattempt/",
+        annotator=302,
+        researcher=403,
+        admin=200,
+    ),
     page("admin/", "/admin/auth/user/", annotator=302, researcher=403, admin=200),
     page("admin/login/", "/admin/login/", 200, 200, 200, anonymous=200),
     # The lead's jobs app (jobs/urls.py): annotators never; researchers start research jobs,

@@ -9,3 +9,10 @@ class IsAnnotator(HasPermission):
 
     permission = roles.JUDGE_PAIRS
     message = "Only annotators can judge pairs."
+
+
+class CanViewCampaignReports(HasPermission):
+    """Those who may read campaigns' reports (the researcher and admin roles)."""
+
+    permission = roles.VIEW_CAMPAIGN_REPORTS
+    message = "Only researchers and admins can see campaign reports."

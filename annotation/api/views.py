@@ -1,6 +1,7 @@
 """The judging API: campaigns, next task, submit, undo, escalate and progress."""
 
 from django.db.models import Count, Q
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
@@ -8,7 +9,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotation.api.permissions import IsAnnotator
+from annotation.api.permissions import CanViewCampaignReports, IsAnnotator
 from annotation.api.serializers import (
     AssignmentSerializer,
     CampaignSerializer,
@@ -20,6 +21,7 @@ from annotation.api.serializers import (
 )
 from annotation.models import Campaign
 from annotation.services import assignment
+from annotation.services.scores import campaign_scores
 from config import roles
 
 
@@ -147,3 +149,16 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """What you judged today and how many labels the campaign still needs."""
         campaign = self.judging_campaign(pk)
         return Response(ProgressSerializer(assignment.progress(campaign, request.user)).data)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="annotator-scores",
+        permission_classes=[CanViewCampaignReports],
+    )
+    def annotator_scores(self, request, pk=None, format=None):
+        """Every annotator's gold accuracy (Wilson 95% interval), sensitivity, specificity,
+        agreement, pace and rolling gold accuracy in this campaign (researchers and admins)."""
+        campaign = self.judging_campaign(pk)
+        return Response(campaign_scores(campaign).to_json())

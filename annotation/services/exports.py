@@ -14,6 +14,13 @@ exported as pairs; pending pairs have no final label yet.
 - ``raw``: every live label with annotator, time and seconds spent.
 - ``fire-json``: the layout of the FIRE release (annotations and disagreements); an entry
   labelled by a proxy rule carries an extra ``auto_label`` field.
+- Resolution: pairs are labelled by the policy's strict majority (``Pair.status``), or, with
+  ``method="dawid-skene"`` (the default once the campaign was last resolved that way), by
+  :func:`annotation.services.resolution.campaign_resolution`; then every csv / jsonl row and
+  FIRE entry carries a ``confidence`` (probability of relevance) and the FIRE metadata
+  names the ``method``.
+- ``gold`` / ``gold-csv``: the campaign's gold pairs with every answer given on them
+  (:mod:`annotation.gold_file`); never labels, and like every export for admins only.
 """
 
 from collections.abc import Iterable, Iterator
@@ -25,21 +32,27 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from annotation import gold_file
 from annotation.models import Campaign, Judgement, Pair
-from annotation.services import sql
+from annotation.services import gold, sql
 from annotation.services.campaigns import load_provenance
+from annotation.services.resolution import MAJORITY, METHODS, campaign_resolution
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
-from retrieval.label_status import CODES
-from retrieval.models import Caption
+from retrieval.label_status import CODES, names
+from retrieval.models import Caption, LabelSet
 
-EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json")
+EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json", "gold", "gold-csv")
+GOLD_FORMATS = ("gold", "gold-csv")
+"""Exports of gold pairs and the answers on them, not of labels (admins only)."""
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
     "qrels": "text/plain; charset=utf-8",
     "raw": "application/x-ndjson; charset=utf-8",
     "fire-json": "application/json; charset=utf-8",
+    "gold": "application/x-ndjson; charset=utf-8",
+    "gold-csv": "text/csv; charset=utf-8",
 }
 EXTENSIONS = {
     "csv": "csv",
@@ -47,6 +60,8 @@ EXTENSIONS = {
     "qrels": "qrels",
     "raw": "raw.jsonl",
     "fire-json": "fire.json",
+    "gold": "gold.jsonl",
+    "gold-csv": "gold.csv",
 }
 
 BATCH = 20_000
@@ -73,29 +88,87 @@ def filename(campaign: Campaign, fmt: str) -> str:
     return f"{safe}.{EXTENSIONS[fmt]}"
 
 
-def export_chunks(campaign: Campaign, fmt: str) -> Iterator[str]:
-    """The export of ``campaign`` in ``fmt`` as text chunks of about 64 KiB."""
+def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> Iterator[str]:
+    """The export of ``campaign`` in ``fmt`` as text chunks of about 64 KiB.
+
+    ``method`` resolves the pairs (None: the method of the campaign's last resolution,
+    majority if it was never resolved).
+    """
     if fmt not in EXPORT_FORMATS:
         raise ExportError(
             f"unknown export format {fmt!r} (choose from {', '.join(EXPORT_FORMATS)})"
         )
+    if method is not None and method not in METHODS:
+        raise ExportError(
+            f"unknown resolution method {method!r} (choose from {', '.join(METHODS)})"
+        )
+    if fmt in GOLD_FORMATS:
+        rows = gold.gold_export_rows(campaign)
+        lines = (
+            gold_file.gold_jsonl_lines(rows) if fmt == "gold" else gold_file.gold_csv_lines(rows)
+        )
+        return _buffered(lines)
+    method = method or last_method(campaign)
+    override = None if method == MAJORITY else _resolved_by(campaign, method)
     # Campaigns that never used proxy auto-labels export exactly as before.
     auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
     if fmt == "csv":
-        lines = labels.csv_lines(_label_records(campaign), campaign.run_names(), **auto)
+        lines = labels.csv_lines(
+            _label_records(campaign, override),
+            campaign.run_names(),
+            **auto,
+            **({} if override is None else {"confidence": True}),
+        )
     elif fmt == "jsonl":
-        lines = labels.jsonl_lines(_label_records(campaign), **auto)
+        lines = labels.jsonl_lines(_label_records(campaign, override), **auto)
     elif fmt == "qrels":
-        lines = trec.qrels_lines(_qrels_rows(campaign))
+        lines = trec.qrels_lines(_qrels_rows(campaign, override))
     elif fmt == "raw":
         lines = labels.raw_lines(_raw_labels(campaign))
     else:
+        metadata = _fire_metadata(campaign)
+        if override is not None:
+            metadata["method"] = method
+            statuses = [status for status, _ in override.values()]
+            metadata["counts"].update(
+                annotations=sum(status != Pair.Status.DISAGREEMENT for status in statuses),
+                relevant=statuses.count(Pair.Status.RELEVANT),
+                irrelevant=statuses.count(Pair.Status.IRRELEVANT),
+                disagreements=statuses.count(Pair.Status.DISAGREEMENT),
+            )
         lines = fire_json.fire_json_chunks(
-            _fire_metadata(campaign),
-            _fire_entries(campaign, (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT)),
-            _fire_entries(campaign, (Pair.Status.DISAGREEMENT,)),
+            metadata,
+            _fire_entries(campaign, (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT), override),
+            _fire_entries(campaign, (Pair.Status.DISAGREEMENT,), override),
         )
     return _buffered(lines)
+
+
+def last_method(campaign: Campaign) -> str:
+    """The method of the campaign's latest resolution into a label set; majority if none."""
+    latest = (
+        LabelSet.objects.filter(dataset_id=campaign.dataset_id, metadata__campaign_id=campaign.pk)
+        .order_by("-created_at", "-pk")
+        .values_list("metadata", flat=True)
+        .first()
+    )
+    method = (latest or {}).get("method", MAJORITY)
+    return method if method in METHODS else MAJORITY
+
+
+Override = dict[int, tuple[str, float]]
+"""Pair id to (status name, confidence) under a resolution other than the policy's majority."""
+
+
+def _resolved_by(campaign: Campaign, method: str) -> Override:
+    resolution = campaign_resolution(campaign, method)
+    return dict(
+        zip(
+            resolution.pair_ids.tolist(),
+            zip(names(resolution.status).tolist(), resolution.confidence.tolist(), strict=True),
+            strict=True,
+        )
+    )
 
 
 def _has_auto_labels(campaign: Campaign) -> bool:
@@ -103,7 +176,9 @@ def _has_auto_labels(campaign: Campaign) -> bool:
     return Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
 
 
-def export_to_file(campaign: Campaign, fmt: str, path: Path | str) -> int:
+def export_to_file(
+    campaign: Campaign, fmt: str, path: Path | str, method: str | None = None
+) -> int:
     """Write the export to ``path``; returns the number of characters written.
 
     The text goes to a temporary file beside ``path`` that replaces it only once complete,
@@ -113,14 +188,14 @@ def export_to_file(campaign: Campaign, fmt: str, path: Path | str) -> int:
     partial = path.with_name(f".{path.name}.partial")
     try:
         with open(partial, "w", encoding="utf-8", newline="") as out:
-            written = write_export(campaign, fmt, out)
+            written = write_export(campaign, fmt, out, method)
         partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)
     return written
 
 
-def write_export(campaign: Campaign, fmt: str, out: TextIO) -> int:
+def write_export(campaign: Campaign, fmt: str, out: TextIO, method: str | None = None) -> int:
     """Write the export to the open text stream ``out``; returns the characters written.
 
     A label value the format could not read back (the writers raise ValueError) stops the
@@ -128,7 +203,7 @@ def write_export(campaign: Campaign, fmt: str, out: TextIO) -> int:
     """
     written = 0
     try:
-        for chunk in export_chunks(campaign, fmt):
+        for chunk in export_chunks(campaign, fmt, method):
             out.write(chunk)
             written += len(chunk)
     except ValueError as exc:
@@ -165,6 +240,7 @@ class _PairRow:
     response_ids: list[str]
     runs: dict[str, int]
     auto_label: str
+    confidence: float | None = None
 
 
 def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[int, int]]:
@@ -198,14 +274,20 @@ def _joined_rows(campaign: Campaign, status: str | None = None) -> Iterator[list
         yield [row for row in sql.export_rows(low, high) if campaign_of(row) == campaign.pk]
 
 
-def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[_PairRow]:
-    """The campaign's pairs with one of ``statuses`` and their live labels, in id order."""
+def _pair_rows(
+    campaign: Campaign, statuses: Iterable[str] = FINAL, override: Override | None = None
+) -> Iterator[_PairRow]:
+    """The campaign's pairs with one of ``statuses`` and their live labels, in id order.
+
+    With ``override`` a pair's status and confidence are the override's (pairs it does not
+    name are left out: it covers every finished pair).
+    """
     wanted = set(statuses)
     run_names = campaign.run_names()
     ranks = load_provenance(campaign)
     usernames = _usernames()
     relevant = Judgement.Label.RELEVANT.value
-    rare = wanted == {Pair.Status.DISAGREEMENT}
+    rare = wanted == {Pair.Status.DISAGREEMENT} and override is None
     pair_and_label = sql.reader(
         sql.EXPORT_COLUMNS,
         *("pair_id", "status", "pool_row", "caption_id", "annotator_id", "label", "uuid"),
@@ -220,6 +302,9 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
             if pair is None or pair.pk != pk:
                 if pair is not None:
                     yield pair
+                confidence = None
+                if override is not None:
+                    status, confidence = override.get(pk, (Pair.Status.PENDING, None))
                 if status not in wanted:
                     pair = None
                     continue
@@ -237,6 +322,7 @@ def _pair_rows(campaign: Campaign, statuses: Iterable[str] = FINAL) -> Iterator[
                     response_ids=[],
                     runs=dict(_retrieved(run_names, ranks[pool_row].tolist())),
                     auto_label=auto_label or "",
+                    confidence=confidence,
                 )
             if annotator is not None:
                 pair.annotators.append(usernames[annotator])
@@ -251,8 +337,10 @@ def _usernames() -> dict[int, str]:
     return dict(get_user_model().objects.values_list("pk", "username"))
 
 
-def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
-    for row in _pair_rows(campaign):
+def _label_records(
+    campaign: Campaign, override: Override | None = None
+) -> Iterator[labels.LabelRecord]:
+    for row in _pair_rows(campaign, override=override):
         yield labels.LabelRecord(
             caption_key=row.caption_key,
             video_key=row.video_key,
@@ -263,10 +351,13 @@ def _label_records(campaign: Campaign) -> Iterator[labels.LabelRecord]:
             annotators=tuple(row.annotators),
             runs=row.runs,
             auto_label=row.auto_label,
+            confidence=row.confidence,
         )
 
 
-def _qrels_rows(campaign: Campaign) -> Iterator[tuple[str, str, int]]:
+def _qrels_rows(
+    campaign: Campaign, override: Override | None = None
+) -> Iterator[tuple[str, str, int]]:
     """Resolved pairs (originals forced to 1), then the originals no pair covered."""
     pair_captions = Pair.objects.filter(campaign=campaign).values("caption_id")
     originals = {
@@ -276,7 +367,7 @@ def _qrels_rows(campaign: Campaign) -> Iterator[tuple[str, str, int]]:
         .values_list("pk", "key", "video__key")
     }
     written: set[int] = set()
-    for row in _pair_rows(campaign, (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT)):
+    for row in _pair_rows(campaign, (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT), override):
         original = originals[row.caption_id][1] == row.video_key
         if original:
             written.add(row.caption_id)
@@ -335,9 +426,11 @@ def _fire_metadata(campaign: Campaign) -> dict:
     }
 
 
-def _fire_entries(campaign: Campaign, statuses: tuple[str, ...]) -> Iterator[fire_json.FireEntry]:
+def _fire_entries(
+    campaign: Campaign, statuses: tuple[str, ...], override: Override | None = None
+) -> Iterator[fire_json.FireEntry]:
     dataset = campaign.dataset.name
-    for row in _pair_rows(campaign, statuses):
+    for row in _pair_rows(campaign, statuses, override):
         yield fire_json.FireEntry(
             query=row.caption,
             video_id=row.video_key,
@@ -349,6 +442,7 @@ def _fire_entries(campaign: Campaign, statuses: tuple[str, ...]) -> Iterator[fir
             models=tuple(row.runs),
             dataset=dataset,
             auto_label=row.auto_label,
+            confidence=row.confidence,
         )
 
 

@@ -1,19 +1,38 @@
 """Turn a campaign's resolved pairs into a retrieval label set (FIRE §3.1-3.2).
 
-A pair's final label is its single label, or the strict majority of its labels; a pair
-with no majority once the policy stops asking is a disagreement, kept apart and never a
-positive (as in FIRE's released data). An admin's adjudicated label wins over both.
-Pending pairs (still waiting for labels) are left out.
+Two methods (:data:`annotation.quality.METHODS`):
+
+- ``majority`` (FIRE's rule): a pair's final label is its single label, or the strict
+  majority of its labels; a pair with no majority once the policy stops asking is a
+  disagreement, kept apart and never a positive (as in FIRE's released data).
+- ``dawid-skene``: every live judgement of the campaign goes into a Dawid & Skene (1979)
+  model (:func:`annotation.quality.dawid_skene`): per-annotator confusion matrices fitted
+  by EM, so an annotator who is often wrong (or always answers the same) counts for less.
+  Gold pairs are known items: the answers on them (:class:`~annotation.models.GoldJudgement`)
+  inform the annotators' confusion matrices, and a campaign pair that is also a gold pair
+  keeps its gold label; gold answers never become labels of any pair.
+
+Either way an admin's adjudicated label wins, and the label set covers the same pairs:
+those the policy has finished with (pending pairs, still waiting for labels, are left
+out). Each pair carries a confidence, the probability that it is relevant: 1, 0 or 0.5 (a
+disagreement) under majority, the posterior under Dawid-Skene.
 """
 
-import numpy as np
+from dataclasses import dataclass
 
-from annotation.models import Campaign, Pair
+import numpy as np
+from django.contrib.auth import get_user_model
+
+from annotation import quality
+from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
 from annotation.services import judging_queue
 from retrieval.judged import Judged
-from retrieval.label_status import CODES
+from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet
 from retrieval.services.labelsets import LabelSetError, store_label_set
+
+METHODS = quality.METHODS
+MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
 
 
 def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
@@ -34,12 +53,180 @@ def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
     )
 
 
-def resolve_campaign(campaign: Campaign, name: str | None = None) -> LabelSet:
+@dataclass(frozen=True)
+class Resolution:
+    """A campaign's finished pairs resolved by ``method``, as arrays in pair id order.
+
+    ``status`` holds :class:`retrieval.label_status.LabelStatus` codes, ``confidence`` the
+    probability of relevance, ``labels`` the live labels behind each pair. ``fit`` holds,
+    for Dawid-Skene, the fitted model's summary (for the label set's metadata).
+    """
+
+    method: str
+    pair_ids: np.ndarray
+    caption_ids: np.ndarray
+    video_ids: np.ndarray
+    status: np.ndarray
+    confidence: np.ndarray
+    labels: np.ndarray
+    adjudicated: np.ndarray
+    fit: dict
+
+    def judged(self) -> Judged:
+        return Judged.build(
+            self.caption_ids,
+            self.video_ids,
+            self.status,
+            self.labels,
+            self.adjudicated,
+            self.confidence,
+        )
+
+
+def majority_confidence(status: np.ndarray) -> np.ndarray:
+    """Probability of relevance of a majority-resolved pair: 1, 0, or 0.5 for a disagreement."""
+    status = np.asarray(status)
+    return np.select(
+        [status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT], [1.0, 0.0], 0.5
+    )
+
+
+def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolution:
+    """The campaign's finished pairs (not pending) resolved by ``method``."""
+    if method not in METHODS:
+        raise LabelSetError(
+            f"unknown resolution method {method!r} (choose from {', '.join(METHODS)})"
+        )
+    rows = list(
+        Pair.objects.filter(campaign=campaign)
+        .exclude(status=Pair.Status.PENDING)
+        .order_by("pk")
+        .values_list("pk", "caption_id", "video_id", "status", "label_count", "adjudicated")
+    )
+    n = len(rows)
+    pair_ids = np.fromiter((row[0] for row in rows), np.int64, n)
+    status = np.fromiter((CODES[row[3]] for row in rows), np.int64, n)
+    adjudicated = np.fromiter((bool(row[5]) for row in rows), bool, n)
+    resolution = Resolution(
+        method=method,
+        pair_ids=pair_ids,
+        caption_ids=np.fromiter((row[1] for row in rows), np.int64, n),
+        video_ids=np.fromiter((row[2] for row in rows), np.int64, n),
+        status=status,
+        confidence=majority_confidence(status),
+        labels=np.fromiter((row[4] for row in rows), np.int64, n),
+        adjudicated=adjudicated,
+        fit={},
+    )
+    if method == MAJORITY or not n:
+        return resolution
+    return _dawid_skene(campaign, resolution)
+
+
+def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
+    """Re-resolve ``majority``'s pairs by Dawid-Skene over every live judgement and gold answer.
+
+    Items are the campaign's pairs (dense: pair id minus the first id) followed by its gold
+    pairs. Known items: adjudicated pairs, campaign pairs that are gold pairs, and the gold
+    pairs themselves. A pair the model cannot place (no labels: a proxy labelled it) keeps
+    its policy status.
+    """
+    # Imported here: reporting imports this module (campaign_judged).
+    from annotation.services.reporting import load_campaign_labels
+
+    data = load_campaign_labels(campaign)
+    first, n_pairs = data.first_pair_id, data.n_pairs
+    names = list(data.annotators)
+    index = {name: i for i, name in enumerate(names)}
+    known = np.full(n_pairs, quality.UNKNOWN, dtype=np.int64)
+    adjudicated = Pair.objects.filter(campaign=campaign).exclude(adjudicated="")
+    for pk, verdict in adjudicated.values_list("pk", "adjudicated"):
+        known[pk - first] = CODES[verdict]
+
+    gold = list(
+        GoldPair.objects.filter(campaign=campaign)
+        .order_by("pk")
+        .values_list("pk", "caption_id", "video_id", "label")
+    )
+    gold_item = {pk: n_pairs + i for i, (pk, *_) in enumerate(gold)}
+    known = np.concatenate([known, [CODES[row[3]] for row in gold]]).astype(np.int64)
+    # A campaign pair that is also gold keeps the gold label (unless adjudicated).
+    pair_of = {
+        (caption, video): pk
+        for pk, caption, video in Pair.objects.filter(campaign=campaign)
+        .filter(caption_id__in=[row[1] for row in gold])
+        .values_list("pk", "caption_id", "video_id")
+    }
+    for _, caption, video, label in gold:
+        pk = pair_of.get((caption, video))
+        if pk is not None and known[pk - first] == quality.UNKNOWN:
+            known[pk - first] = CODES[label]
+
+    usernames = dict(get_user_model().objects.values_list("pk", "username"))
+    gold_rows = list(
+        GoldJudgement.objects.filter(gold_pair__campaign=campaign).values_list(
+            "gold_pair_id", "annotator_id", "label"
+        )
+    )
+    gold_annotators = []
+    for _, annotator, _ in gold_rows:
+        name = usernames.get(annotator, str(annotator))
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+        gold_annotators.append(index[name])
+    items = np.concatenate(
+        [data.pair_index, np.array([gold_item[row[0]] for row in gold_rows], dtype=np.int64)]
+    )
+    annotators = np.concatenate([data.annotator_index, np.array(gold_annotators, dtype=np.int64)])
+    labels = np.concatenate(
+        [data.labels, np.array([CODES[row[2]] for row in gold_rows], dtype=np.int64)]
+    )
+    fit = quality.dawid_skene(items, annotators, labels, n_pairs + len(gold), len(names), known)
+
+    at = majority.pair_ids - first
+    placed = fit.status[at] != LabelStatus.PENDING
+    status = np.where(placed, fit.status[at], majority.status)
+    confidence = np.where(placed, fit.confidence[at], majority.confidence)
+    confusion = fit.confusion
+    summary = {
+        "prior": fit.prior,
+        "iterations": fit.iterations,
+        "converged": fit.converged,
+        "gold_pairs": len(gold),
+        "gold_answers": len(gold_rows),
+        # Per annotator: P(says relevant | relevant) and P(says irrelevant | irrelevant).
+        "annotators": {
+            name: {
+                "sensitivity": round(float(confusion[a, 1, 1]), 6),
+                "specificity": round(float(confusion[a, 0, 0]), 6),
+            }
+            for a, name in enumerate(names)
+        },
+    }
+    return Resolution(
+        method=DAWID_SKENE,
+        pair_ids=majority.pair_ids,
+        caption_ids=majority.caption_ids,
+        video_ids=majority.video_ids,
+        status=status.astype(np.int64),
+        confidence=confidence,
+        labels=majority.labels,
+        adjudicated=majority.adjudicated,
+        fit=summary,
+    )
+
+
+def resolve_campaign(
+    campaign: Campaign, name: str | None = None, method: str = MAJORITY
+) -> LabelSet:
     """Store the campaign's resolved pairs as a label set (replacing an earlier resolution).
 
     Without ``name`` the set keeps the name of the campaign's last resolution (an admin may
     have renamed it), else takes the campaign's. Resolving never moves the dataset's default
-    label set, unless the dataset has none (see :mod:`retrieval.services.labelsets`).
+    label set, unless the dataset has none (see :mod:`retrieval.services.labelsets`). The
+    set's metadata records the ``method`` (and for Dawid-Skene the fit's summary); its
+    pairs carry their confidence.
     """
     if not name:
         previous = (
@@ -55,15 +242,19 @@ def resolve_campaign(campaign: Campaign, name: str | None = None) -> LabelSet:
             f"dataset {campaign.dataset.name!r} already has a label set named {name!r} that "
             f"does not come from campaign {campaign.name!r}; choose another name"
         )
-    pairs = campaign_judged(campaign)
+    resolution = campaign_resolution(campaign, method)
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
+    extra = {"dawid_skene": resolution.fit} if resolution.fit else {}
     return store_label_set(
         campaign.dataset,
         name,
-        pairs,
+        resolution.judged(),
         source=LabelSet.Source.CAMPAIGN,
-        description=f"Resolved from campaign {campaign.name!r}",
+        description=f"Resolved from campaign {campaign.name!r}"
+        + ("" if method == MAJORITY else f" by {method}"),
         metadata={
+            "method": method,
+            **extra,
             "campaign": campaign.name,
             "campaign_id": campaign.pk,
             "pending": pending,

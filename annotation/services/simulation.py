@@ -1,13 +1,19 @@
 """Simulated annotators: judge a campaign through the real assignment service.
 
-Each simulated annotator answers with the demo world's exact relevance (FIRE §3.1 rule)
-and flips it with probability ``error_rate``, so agreement figures and the labelling
-policy can be exercised end to end without people.
+Each simulated annotator follows a :class:`Profile`: it knows the demo world's exact
+relevance (FIRE §3.1 rule) and answers it wrongly with a profile's error rate (careful,
+sloppy), or ignores it (a spammer answering at random, a lazy one always answering "not
+relevant", an adversarial one always answering the opposite). A profile may drift: after
+some labels its error rate rises, as a tired annotator's does. Time per judgement is drawn
+per profile (gamma, shape 4), spammers fast. So agreement figures, annotator scores, the
+labelling policy and the resolution methods can be exercised end to end without people.
 """
 
+import math
+import re
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -18,9 +24,151 @@ from config import roles
 from config.errors import UserError
 from retrieval.services.demo import ground_truth_relevance
 
+ERROR = "error"
+RANDOM = "random"
+ALWAYS_IRRELEVANT = "always-irrelevant"
+ALWAYS_RELEVANT = "always-relevant"
+ADVERSARIAL = "adversarial"
+BEHAVIOURS = (ERROR, RANDOM, ALWAYS_IRRELEVANT, ALWAYS_RELEVANT, ADVERSARIAL)
+ALIASES = {"always-no": ALWAYS_IRRELEVANT, "always-yes": ALWAYS_RELEVANT, "spammer": RANDOM}
+DEFAULT_SECONDS = 4.0
+"""Mean seconds per judgement of an annotator who looks at the video."""
+SPAMMER_SECONDS = 0.8
+"""Mean seconds per judgement of one who does not (random, always the same answer)."""
+GAMMA_SHAPE = 4.0
+PROFILE_SYNTAX = "NAME=SHARE:BEHAVIOUR[:SECONDS][@AFTER>ERROR]"
+_PROFILE = re.compile(
+    r"^(?P<name>[A-Za-z0-9_-]+)=(?P<share>[0-9.]+):(?P<behaviour>[A-Za-z0-9.-]+)"
+    r"(?::(?P<seconds>[0-9.]+))?(?:@(?P<after>[0-9]+)>(?P<drift>[0-9.]+))?$"
+)
+
 
 class SimulationError(UserError):
     """Simulation settings no annotator could follow (an error rate outside 0..1, no one)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one kind of simulated annotator answers, and what share of the crowd it is.
+
+    ``behaviour`` is :data:`ERROR` (the truth, wrong with probability ``error_rate``),
+    :data:`RANDOM`, :data:`ALWAYS_IRRELEVANT`, :data:`ALWAYS_RELEVANT` or
+    :data:`ADVERSARIAL` (always wrong). After ``drift_after`` labels an :data:`ERROR`
+    annotator's error rate becomes ``drift_error``. ``seconds`` is the mean time per
+    judgement (None: :data:`DEFAULT_SECONDS`, or :data:`SPAMMER_SECONDS` for those who do
+    not look).
+    """
+
+    name: str
+    share: float = 1.0
+    behaviour: str = ERROR
+    error_rate: float = 0.0
+    seconds: float | None = None
+    drift_after: int | None = None
+    drift_error: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.behaviour not in BEHAVIOURS:
+            raise SimulationError(
+                f"profile {self.name!r}: unknown behaviour {self.behaviour!r} "
+                f"(an error rate, or one of {', '.join(BEHAVIOURS[1:])})"
+            )
+        for what, value in (("error rate", self.error_rate), ("drift error", self.drift_error)):
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise SimulationError(f"profile {self.name!r}: {what} must be between 0 and 1")
+        if not 0.0 <= self.share <= 1.0:
+            raise SimulationError(f"profile {self.name!r}: share must be between 0 and 1")
+        if self.seconds is not None and not self.seconds > 0:
+            raise SimulationError(f"profile {self.name!r}: seconds must be positive")
+        if (self.drift_after is None) != (self.drift_error is None):
+            raise SimulationError(f"profile {self.name!r}: drift needs both AFTER and ERROR")
+
+    @property
+    def mean_seconds(self) -> float:
+        if self.seconds is not None:
+            return self.seconds
+        return DEFAULT_SECONDS if self.behaviour in (ERROR, ADVERSARIAL) else SPAMMER_SECONDS
+
+    def error_after(self, labels: int) -> float:
+        """The error rate of an :data:`ERROR` annotator who has given ``labels`` labels."""
+        if self.drift_after is not None and labels >= self.drift_after:
+            return float(self.drift_error)
+        return self.error_rate
+
+    def answer(self, truth: bool, labels: int, rng: np.random.Generator) -> bool:
+        """This profile's answer on a pair whose true relevance is ``truth``."""
+        if self.behaviour == ERROR:
+            return truth if rng.random() >= self.error_after(labels) else not truth
+        if self.behaviour == RANDOM:
+            return bool(rng.random() < 0.5)
+        if self.behaviour == ADVERSARIAL:
+            return not truth
+        return self.behaviour == ALWAYS_RELEVANT
+
+
+def parse_profiles(text: str) -> tuple[Profile, ...]:
+    """Profiles from ``careful=0.6:0.02,normal=0.2:0.08,spammer=0.1:random,lazy=0.1:always-irrelevant``.
+
+    Each is ``NAME=SHARE:BEHAVIOUR[:SECONDS][@AFTER>ERROR]``: BEHAVIOUR an error rate or
+    one of random, always-irrelevant (always-no), always-relevant (always-yes),
+    adversarial; SECONDS the mean time per judgement; ``@200>0.3`` a drift to error rate
+    0.3 after 200 labels. Shares must add up to 1.
+    """
+    profiles = []
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        match = _PROFILE.match(part)
+        if match is None:
+            raise SimulationError(f"profile {part!r} does not read as {PROFILE_SYNTAX}")
+        behaviour = ALIASES.get(match["behaviour"], match["behaviour"])
+        error_rate = 0.0
+        if re.fullmatch(r"[0-9]*\.?[0-9]+", behaviour):
+            error_rate, behaviour = float(behaviour), ERROR
+        try:
+            profiles.append(
+                Profile(
+                    name=match["name"],
+                    share=float(match["share"]),
+                    behaviour=behaviour,
+                    error_rate=error_rate,
+                    seconds=float(match["seconds"]) if match["seconds"] else None,
+                    drift_after=int(match["after"]) if match["after"] else None,
+                    drift_error=float(match["drift"]) if match["drift"] else None,
+                )
+            )
+        except ValueError as exc:
+            raise SimulationError(f"profile {part!r}: {exc}") from None
+    if not profiles:
+        raise SimulationError(f"no profiles given ({PROFILE_SYNTAX}, comma-separated)")
+    names = [profile.name for profile in profiles]
+    if len(set(names)) != len(names):
+        raise SimulationError("two profiles have the same name")
+    total = sum(profile.share for profile in profiles)
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        raise SimulationError(f"profile shares add up to {total:g}, not 1")
+    return tuple(profiles)
+
+
+def crowd(profiles: Sequence[Profile], annotators: int) -> list[Profile]:
+    """Each of ``annotators`` people's profile, shares split by largest remainder."""
+    if annotators < 1:
+        raise SimulationError("at least one annotator is needed")
+    exact = np.array([profile.share for profile in profiles]) * annotators
+    counts = np.floor(exact).astype(int)
+    order = np.argsort(-(exact - counts), kind="stable")
+    counts[order[: annotators - counts.sum()]] += 1
+    return [profile for profile, n in zip(profiles, counts.tolist(), strict=True) for _ in range(n)]
+
+
+@dataclass(frozen=True)
+class AnnotatorResult:
+    """What one simulated annotator did: labels given and how many were wrong."""
+
+    username: str
+    profile: str
+    judgements: int
+    wrong: int
 
 
 @dataclass(frozen=True)
@@ -28,15 +176,17 @@ class SimulationResult:
     annotators: int
     judgements: int
     flipped: int
+    """Answers that differ from the truth."""
+    people: tuple[AnnotatorResult, ...] = field(default=())
 
 
-def simulated_annotators(count: int) -> list:
-    """Accounts ``sim-annotator-1..count`` in the annotator group (created if missing)."""
+def simulated_annotators(count: int, prefix: str = "sim-annotator") -> list:
+    """Accounts ``{prefix}-1..count`` in the annotator group (created if missing)."""
     User = get_user_model()
     group = roles.ensure_groups()[roles.ANNOTATOR]
     users = []
     for i in range(1, count + 1):
-        user, created = User.objects.get_or_create(username=f"sim-annotator-{i}")
+        user, created = User.objects.get_or_create(username=f"{prefix}-{i}")
         if created:
             user.set_unusable_password()
             user.save()
@@ -69,36 +219,53 @@ def simulate(
     error_rate: float = 0.05,
     seed: int = 0,
     max_judgements: int | None = None,
-    seconds_mean: float = 4.0,
+    seconds_mean: float = DEFAULT_SECONDS,
+    profiles: Sequence[Profile] | None = None,
     progress: Callable[[int], object] | None = None,
 ) -> SimulationResult:
-    """Let ``annotators`` simulated people judge until the queue is empty or the cap is hit."""
-    if not 0.0 <= error_rate <= 1.0:
-        raise SimulationError("error rate must be between 0 and 1")
-    if annotators < 1:
-        raise SimulationError("at least one annotator is needed")
+    """Let ``annotators`` simulated people judge until the queue is empty or the cap is hit.
+
+    Without ``profiles`` everyone answers with ``error_rate`` and ``seconds_mean`` (accounts
+    ``sim-annotator-N``); with them the crowd is split by share (accounts
+    ``sim-<profile>-N``). Annotators take turns, one label each, so each gets a similar share.
+    """
+    if profiles is None:
+        if not 0.0 <= error_rate <= 1.0:
+            raise SimulationError("error rate must be between 0 and 1")
+        if annotators < 1:
+            raise SimulationError("at least one annotator is needed")
+        people = [Profile("annotator", 1.0, ERROR, error_rate, seconds_mean)] * annotators
+        users = simulated_annotators(annotators)
+    else:
+        people = crowd(profiles, annotators)
+        users = []
+        for profile in profiles:
+            mine = sum(1 for person in people if person is profile)
+            users += simulated_annotators(mine, f"sim-{profile.name}")
     rng = np.random.default_rng(seed)
     truth = truth_for(campaign)
-    users = simulated_annotators(annotators)
-    judgements = flipped = 0
-    active = list(users)
+    given = [0] * len(users)
+    wrong = [0] * len(users)
+    judgements = 0
+    active = list(range(len(users)))
     while active and (max_judgements is None or judgements < max_judgements):
-        for user in list(active):
+        for i in list(active):
+            user, profile = users[i], people[i]
             current = assignment.assign(campaign, user).current
             if current is None:
-                active.remove(user)
+                active.remove(i)
                 continue
-            answer = truth(current.pair)
-            if rng.random() < error_rate:
-                answer = not answer
-                flipped += 1
+            true = truth(current.pair)
+            answer = profile.answer(true, given[i], rng)
+            wrong[i] += answer != true
             assignment.submit(
                 user,
                 current.pair.pk,
                 "relevant" if answer else "irrelevant",
                 uuid.UUID(int=int(rng.integers(0, 2**63)) << 64 | judgements),
-                seconds=float(rng.gamma(4.0, seconds_mean / 4.0)),
+                seconds=float(rng.gamma(GAMMA_SHAPE, profile.mean_seconds / GAMMA_SHAPE)),
             )
+            given[i] += 1
             judgements += 1
             if progress:
                 progress(1)
@@ -108,4 +275,12 @@ def simulate(
     for user in users:
         held = list(user.leases.filter(pair__campaign=campaign).values_list("pk", "pair_id"))
         pair_state.release_leases(held)
-    return SimulationResult(annotators=annotators, judgements=judgements, flipped=flipped)
+    return SimulationResult(
+        annotators=len(users),
+        judgements=judgements,
+        flipped=sum(wrong),
+        people=tuple(
+            AnnotatorResult(user.username, profile.name, n, bad)
+            for user, profile, n, bad in zip(users, people, given, wrong, strict=True)
+        ),
+    )

@@ -20,6 +20,7 @@ from retrieval.formats.records import (
     parse_field,
     parse_key,
     parse_optional_str,
+    parse_probability,
     parse_text,
     read_json_document,
 )
@@ -39,7 +40,9 @@ class FireEntry:
 
     ``label`` is 1 or 0 for an annotation and None for a disagreement; ``annotator_labels``
     is parallel to ``annotator_ids``. ``auto_label`` (not in FIRE's release) names the proxy
-    rule that labelled the pair without a human, written only when set. ``index`` is the entry's position in its array, for
+    rule that labelled the pair without a human, written only when set; so is ``confidence``
+    (also not in FIRE's release), the probability of relevance a model-based resolution
+    (Dawid & Skene 1979) gave the pair. ``index`` is the entry's position in its array, for
     error messages, and takes no part in equality.
     """
 
@@ -53,6 +56,7 @@ class FireEntry:
     models: tuple[str, ...] = ()
     dataset: str = ""
     auto_label: str = ""
+    confidence: float | None = None
     index: int = field(default=0, compare=False)
 
 
@@ -134,6 +138,7 @@ def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
         models=parse("models", _key_list),
         dataset=parse("dataset", parse_optional_str),
         auto_label=parse("auto_label", parse_optional_str),
+        confidence=parse("confidence", parse_probability),
         index=index,
     )
 
@@ -197,6 +202,8 @@ def entry_dict(entry: FireEntry) -> dict:
     )
     if entry.auto_label:
         values["auto_label"] = entry.auto_label
+    if entry.confidence is not None:
+        values["confidence"] = entry.confidence
     return values
 
 

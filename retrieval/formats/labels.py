@@ -3,7 +3,8 @@
 A label record carries the pair's label (``relevant``, ``irrelevant`` or ``disagreement``),
 how many annotator labels it rests on (``labels``), whether an admin adjudicated it, the
 caption text, the annotators and, per run, the 1-based rank at which that run retrieved the
-video. In CSV, annotators are joined with ``;`` and each run is a ``rank:<run name>`` column
+video; optionally its ``confidence``, the probability of relevance a model-based resolution
+(Dawid & Skene 1979) gave it. In CSV, annotators are joined with ``;`` and each run is a ``rank:<run name>`` column
 whose empty cells mean "not retrieved by that run".
 
 A raw label file holds one annotator's label per line (``caption_id``, ``video_id``,
@@ -32,6 +33,7 @@ from retrieval.formats.records import (
     parse_int,
     parse_key,
     parse_optional_str,
+    parse_probability,
     parse_seconds,
     read_lines,
 )
@@ -47,6 +49,8 @@ CSV_COLUMNS = (
     "adjudicated",
     "annotators",
 )
+CONFIDENCE = "confidence"
+"""Optional column/field: the pair's probability of relevance under a model-based resolution."""
 AUTO_LABEL = "auto_label"
 """Optional column/field: the proxy rule that labelled the pair without a human, if any."""
 RANK_PREFIX = "rank:"
@@ -78,6 +82,7 @@ class LabelRecord:
     annotators: tuple[str, ...] = ()
     runs: dict[str, int] = field(default_factory=dict)
     auto_label: str = ""
+    confidence: float | None = None
     line: int = field(default=0, compare=False)
 
 
@@ -153,6 +158,7 @@ def _label_record(
         annotators=annotators,
         runs=runs,
         auto_label=parse_field(path, line, AUTO_LABEL, parse_optional_str, values.get(AUTO_LABEL)),
+        confidence=parse_field(path, line, CONFIDENCE, parse_probability, values.get(CONFIDENCE)),
         line=line,
     )
 
@@ -298,16 +304,23 @@ def jsonl_lines(records: Iterable[LabelRecord], *, auto_label: bool = False) -> 
         }
         if auto_label or record.auto_label:
             values[AUTO_LABEL] = record.auto_label
+        if record.confidence is not None:
+            values[CONFIDENCE] = record.confidence
         yield json.dumps(values, ensure_ascii=False) + "\n"
 
 
 def csv_lines(
-    records: Iterable[LabelRecord], run_names: Sequence[str], *, auto_label: bool = False
+    records: Iterable[LabelRecord],
+    run_names: Sequence[str],
+    *,
+    auto_label: bool = False,
+    confidence: bool = False,
 ) -> Iterator[str]:
     """Yield the header row, then one CSV row per record with a ``rank:<run>`` column per run.
 
     With ``auto_label`` an ``auto_label`` column follows ``annotators`` (empty for human
-    labels); without it a record with an automatic label raises ValueError.
+    labels); without it a record with an automatic label raises ValueError. With
+    ``confidence`` a ``confidence`` column follows (empty where a record has none).
 
     A record that names a run missing from ``run_names``, or an annotator name containing
     ``;``, raises ValueError: neither would read back.
@@ -329,7 +342,7 @@ def csv_lines(
         buffer.truncate(0)
         return text
 
-    extra = [AUTO_LABEL] if auto_label else []
+    extra = ([AUTO_LABEL] if auto_label else []) + ([CONFIDENCE] if confidence else [])
     yield row([*CSV_COLUMNS, *extra, *(RANK_PREFIX + name for name in names)])
     checked: set[str] = set()
     for record in records:
@@ -361,9 +374,14 @@ def csv_lines(
                 "true" if record.adjudicated else "false",
                 ANNOTATOR_SEPARATOR.join(record.annotators),
                 *([record.auto_label] if auto_label else []),
+                *([_number(record.confidence)] if confidence else []),
                 *ranks,
             ]
         )
+
+
+def _number(value: float | None) -> object:
+    return "" if value is None else value
 
 
 def _check_record(record: LabelRecord, names: set[str]) -> None:
@@ -385,6 +403,8 @@ def _check_record(record: LabelRecord, names: set[str]) -> None:
     for run, rank in record.runs.items():
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
             raise ValueError(f"{_owner(record)} has a bad rank {rank!r} for run {run!r}")
+    if record.confidence is not None and not 0.0 <= record.confidence <= 1.0:
+        raise ValueError(f"{_owner(record)} has a bad confidence {record.confidence!r}")
 
 
 def _owner(record: "LabelRecord | RawLabel") -> str:

@@ -324,6 +324,21 @@ def parse_seconds(value: object) -> float | None:
 _TIMESTAMP = re.compile(r"(\d+):([0-5]?\d):([0-5]?\d(?:\.\d+)?)")
 
 
+def parse_probability(value: object) -> float | None:
+    """A probability in [0, 1]; None or an empty string means "not given"."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a number, got {json_type(value)}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"a probability lies between 0 and 1, got {value!r}")
+    return number
+
+
 def parse_timestamp(value: object) -> float | None:
     """An ``HH:MM:SS.ff`` timestamp in seconds; empty means "not given"."""
     text = parse_optional_str(value)

@@ -316,15 +316,26 @@ def _from_qrels(path: Path, resolver: _KeyResolver) -> tuple[Judged, int, int]:
 def _from_records(
     records: Iterable[labels.LabelRecord], resolver: _KeyResolver
 ) -> tuple[Judged, int]:
-    caption_ids, video_ids, relevance, votes, adjudicated = [], [], [], [], []
+    caption_ids, video_ids, relevance, votes, adjudicated, confidence = [], [], [], [], [], []
     for record in records:
         caption_ids.append(resolver.caption(record.caption_key, record.line, "caption_key"))
         video_ids.append(resolver.video(record.video_key, record.line, "video_key"))
         relevance.append(record.label)
         votes.append(record.votes)
         adjudicated.append(record.adjudicated)
+        confidence.append(np.nan if record.confidence is None else record.confidence)
+    # A file without confidences (any file but a model-based resolution's) stores none.
+    known = not np.isnan(confidence).all() if confidence else False
     return (
-        _build(resolver.path, caption_ids, video_ids, relevance, votes, adjudicated),
+        _build(
+            resolver.path,
+            caption_ids,
+            video_ids,
+            relevance,
+            votes,
+            adjudicated,
+            confidence if known else None,
+        ),
         len(caption_ids),
     )
 

@@ -53,6 +53,24 @@ def test_merge_later_set_wins():
     assert judged.merge([second, first]).relevance[1] == 0  # (1, 2) from the later set
 
 
+def test_confidence_sorts_stores_and_merges():
+    pairs = Judged.build([3, 1], [5, 9], [1, 0], confidence=[0.9, 0.2])
+    assert pairs.confidence.tolist() == [0.2, 0.9]  # follows the (caption, video) order
+    back = Judged.from_bytes(pairs.to_bytes())
+    assert back.confidence.tolist() == [0.2, 0.9]
+    assert Judged.from_bytes(Judged.build([1], [2], [1]).to_bytes()).confidence is None
+    looked = pairs.confidence_of(np.array([3, 1, 7]), np.array([5, 9, 5]))
+    assert looked[:2].tolist() == [0.9, 0.2] and np.isnan(looked[2])
+    # A set without confidences merged with one that has them: unknown (NaN) where absent.
+    merged = judged.merge([Judged.build([1, 4], [9, 4], [0, 1]), pairs])
+    keys = zip(merged.caption_ids.tolist(), merged.video_ids.tolist(), strict=True)
+    table = dict(zip(keys, merged.confidence.tolist(), strict=True))
+    assert table[(1, 9)] == 0.2 and table[(3, 5)] == 0.9 and np.isnan(table[(4, 4)])
+    assert judged.merge([Judged.build([1], [2], [1])]).confidence is None
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        Judged.build([1], [2], [1], confidence=[1.5])
+
+
 @pytest.fixture
 def dataset(db):
     dataset = Dataset.objects.create(name="j")

@@ -79,6 +79,36 @@ def test_csv_round_trip_with_quotes_newlines_unicode_and_runs(tmp_path):
     assert [record.line for record in records] == [2, 4, 5, 6]
 
 
+def test_confidence_round_trips_in_jsonl_csv_and_fire_json(tmp_path):
+    records = [
+        LabelRecord("c1", "v1", 1, votes=2, confidence=0.875),
+        LabelRecord("c1", "v2", 0, votes=1, confidence=0.0),
+        LabelRecord("c2", "v1", 0, votes=1),
+    ]
+    path = write(tmp_path / "c.jsonl", jsonl_lines(records))
+    assert list(read_jsonl(path)) == records
+    assert "confidence" not in path.read_text().splitlines()[2]
+    path = write(tmp_path / "c.csv", csv_lines(records, [], confidence=True))
+    assert path.read_text().splitlines()[0].endswith(",confidence")
+    assert list(read_csv(path)) == records
+    with pytest.raises(ValueError, match="bad confidence"):
+        list(jsonl_lines([LabelRecord("c1", "v1", 1, confidence=1.5)]))
+    entry = FireEntry("a caption", "v1", 1, ("a",), (1,), confidence=0.75)
+    assert entry_dict(entry)["confidence"] == 0.75
+    path = write(tmp_path / "c.fire.json", fire_json_chunks({}, [entry], []))
+    assert read_fire_json(path).annotations == [entry]
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "high", "true"])
+def test_a_bad_confidence_names_line_and_field(tmp_path, value):
+    path = tmp_path / "c.csv"
+    path.write_text(
+        f"caption_key,video_key,label,confidence\nc1,v1,relevant,0.5\nc1,v2,relevant,{value}\n"
+    )
+    caught = error(read_csv, path)
+    assert (caught.line, caught.field) == (3, "confidence")
+
+
 def test_csv_reads_minimal_columns_and_skips_empty_rank_cells(tmp_path):
     path = tmp_path / "labels.csv"
     path.write_text(

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 
 from annotation.management.lookup import get_campaign
 from annotation.services.exports import EXPORT_FORMATS, export_to_file, write_export
+from annotation.services.resolution import METHODS
 from config.commands import BaseCommand
 
 
@@ -14,13 +15,20 @@ class Command(BaseCommand):
     help = (
         "Stream a campaign's labels to a file (or '-' for standard output): csv and jsonl "
         "(one row per resolved or disagreeing pair), qrels (judged negatives as 0, original "
-        "positives as 1), raw (every label), fire-json (the FIRE release layout)."
+        "positives as 1), raw (every label), fire-json (the FIRE release layout); gold and "
+        "gold-csv list the campaign's gold pairs with every answer on them (never labels)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--campaign", required=True)
         parser.add_argument("--format", required=True, choices=EXPORT_FORMATS)
         parser.add_argument("-o", "--output", required=True, help="File to write, or '-'.")
+        parser.add_argument(
+            "--method",
+            choices=METHODS,
+            help="How pairs resolve: majority or dawid-skene (adds a confidence to every "
+            "pair). Default: the method of the campaign's last resolution, else majority.",
+        )
 
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
@@ -28,10 +36,10 @@ class Command(BaseCommand):
         output = options["output"]
         try:
             if output == "-":
-                write_export(campaign, options["format"], sys.stdout)
+                write_export(campaign, options["format"], sys.stdout, options["method"])
                 sys.stdout.flush()
                 return
-            written = export_to_file(campaign, options["format"], output)
+            written = export_to_file(campaign, options["format"], output, options["method"])
         except OSError as exc:
             raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
         self.stderr.write(

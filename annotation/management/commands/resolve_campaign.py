@@ -3,7 +3,7 @@
 import json
 
 from annotation.management.lookup import get_campaign
-from annotation.services.resolution import resolve_campaign
+from annotation.services.resolution import MAJORITY, METHODS, resolve_campaign
 from config.commands import BaseCommand
 
 
@@ -11,20 +11,30 @@ class Command(BaseCommand):
     help = (
         "Store the campaign's final labels (single label, strict majority or an admin's "
         "adjudication; disagreements kept apart) as a label set named after the campaign "
-        "(or --name), replacing an earlier resolution of the same campaign."
+        "(or --name), replacing an earlier resolution of the same campaign. --method "
+        "dawid-skene resolves instead by per-annotator confusion matrices fitted by EM "
+        "(Dawid & Skene 1979), using gold pairs as known items; every pair records its "
+        "probability of relevance (confidence)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--campaign", required=True)
         parser.add_argument("--name", help="Label set name (default: the campaign's name).")
+        parser.add_argument(
+            "--method",
+            choices=METHODS,
+            default=MAJORITY,
+            help="majority (FIRE's strict majority, the default) or dawid-skene.",
+        )
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
-        label_set = resolve_campaign(campaign, options["name"])
+        label_set = resolve_campaign(campaign, options["name"], options["method"])
         summary = {
             "label_set": label_set.name,
             "dataset": campaign.dataset.name,
+            "method": label_set.metadata["method"],
             "pairs": label_set.pair_count,
             "relevant": label_set.relevant_count,
             "irrelevant": label_set.irrelevant_count,
@@ -35,7 +45,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(summary))
             return
         self.stdout.write(
-            f"Label set {label_set.name!r} on {campaign.dataset.name}: {summary['pairs']} pairs "
+            f"Label set {label_set.name!r} on {campaign.dataset.name} by {summary['method']}: "
+            f"{summary['pairs']} pairs "
             f"({summary['relevant']} relevant, {summary['irrelevant']} irrelevant, "
             f"{summary['disagreement']} disagreements); {summary['pending']} pairs still pending."
         )

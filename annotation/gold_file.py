@@ -1,0 +1,236 @@
+"""Pure: gold pair files (CSV or JSON lines) and the admin-only gold export.
+
+A gold file lists caption-video pairs whose label is known: ``caption_key``, ``video_key``,
+``label`` (``relevant`` or ``irrelevant``), ``explanation`` (why; shown to an annotator
+after a training pair) and, optionally, ``guideline`` (the guideline sentence the label
+rests on). Other columns are ignored, so the ``gold`` export reads back as a gold file.
+Readers raise :class:`~retrieval.formats.records.FormatError` naming the file, line and
+field, like every importer; writers are generators of complete lines.
+"""
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retrieval.formats.generic import csv_rows
+from retrieval.formats.labels import parse_raw_label
+from retrieval.formats.records import (
+    FormatError,
+    json_type,
+    loads_json,
+    parse_field,
+    parse_key,
+    parse_optional_str,
+    read_lines,
+)
+from retrieval.judged import LABEL_NAMES
+
+FORMATS = ("csv", "jsonl")
+REQUIRED = ("caption_key", "video_key", "label", "explanation")
+EXPORT_JUDGEMENT_COLUMNS = (
+    "annotator",
+    "answer",
+    "correct",
+    "seconds",
+    "judged_at",
+    "purpose",
+    "attempt",
+)
+EXPORT_COLUMNS = (
+    "caption_key",
+    "video_key",
+    "caption",
+    "label",
+    "explanation",
+    "guideline",
+    "source",
+    "created_by",
+    "created_at",
+    *EXPORT_JUDGEMENT_COLUMNS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GoldRecord:
+    """One gold pair as read from a file; ``label`` is 1 (relevant) or 0 (irrelevant)."""
+
+    caption_key: str
+    video_key: str
+    label: int
+    explanation: str
+    guideline: str = ""
+    line: int = field(default=0, compare=False)
+
+
+def file_format(path: Path, fmt: str | None = None) -> str:
+    """``fmt``, or the format the file's name implies (``.csv``; ``.jsonl`` or ``.json``)."""
+    if fmt is None:
+        suffix = Path(path).suffix.lower()
+        fmt = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}.get(suffix)
+        if fmt is None:
+            raise FormatError(
+                path, None, None, "cannot tell the format from the name: use .csv or .jsonl"
+            )
+    if fmt not in FORMATS:
+        raise FormatError(path, None, None, f"unknown gold file format {fmt!r}")
+    return fmt
+
+
+def read_gold(path: Path, fmt: str | None = None) -> Iterator[GoldRecord]:
+    """Yield one record per data row (CSV) or non-blank line (JSONL); a pair may appear once."""
+    path = Path(path)
+    rows = _csv_objects(path) if file_format(path, fmt) == "csv" else _json_objects(path)
+    seen: dict[tuple[str, str], int] = {}
+    for line, values in rows:
+        record = GoldRecord(
+            caption_key=parse_field(path, line, "caption_key", parse_key, values["caption_key"]),
+            video_key=parse_field(path, line, "video_key", parse_key, values["video_key"]),
+            label=parse_field(path, line, "label", parse_raw_label, values["label"]),
+            explanation=parse_field(
+                path, line, "explanation", _parse_explanation, values["explanation"]
+            ),
+            guideline=parse_field(
+                path, line, "guideline", parse_optional_str, values.get("guideline")
+            ),
+            line=line,
+        )
+        pair = (record.caption_key, record.video_key)
+        if pair in seen:
+            raise FormatError(
+                path, line, "video_key", f"pair {pair!r} is already listed on line {seen[pair]}"
+            )
+        seen[pair] = line
+        yield record
+    if not seen:
+        raise FormatError(path, None, None, "no gold pairs in the file")
+
+
+def _parse_explanation(value: object) -> str:
+    text = parse_optional_str(value)
+    if not text:
+        raise ValueError("a gold pair needs an explanation")
+    return text
+
+
+def _csv_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
+    for line, values in csv_rows(path, REQUIRED):
+        yield line, {name: (value if value.strip() else None) for name, value in values.items()}
+
+
+def _json_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
+    for line, text in read_lines(path):
+        if not text.strip():
+            continue
+        values = loads_json(path, line, text)
+        if not isinstance(values, dict):
+            raise FormatError(path, line, None, f"expected a JSON object, got {json_type(values)}")
+        for name in REQUIRED:
+            if name not in values:
+                raise FormatError(path, line, name, "missing required field")
+        yield line, values
+
+
+# The gold export: every gold pair with every answer given on it.
+
+
+@dataclass(frozen=True, slots=True)
+class GoldAnswer:
+    """One annotator's answer on a gold pair (1 relevant, 0 irrelevant)."""
+
+    annotator: str
+    label: int
+    seconds: float | None
+    judged_at: str
+    purpose: str
+    attempt: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldExportRow:
+    """A gold pair with its answers, as the gold export writes it."""
+
+    caption_key: str
+    video_key: str
+    caption: str
+    label: int
+    explanation: str
+    guideline: str
+    source: str
+    created_by: str
+    created_at: str
+    answers: tuple[GoldAnswer, ...] = ()
+
+
+def gold_jsonl_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
+    """One JSON line per gold pair, its answers in a ``judgements`` list."""
+    for row in rows:
+        values = {
+            "caption_key": row.caption_key,
+            "video_key": row.video_key,
+            "caption": row.caption,
+            "label": LABEL_NAMES[row.label],
+            "explanation": row.explanation,
+            "guideline": row.guideline,
+            "source": row.source,
+            "created_by": row.created_by,
+            "created_at": row.created_at,
+            "judgements": [
+                {
+                    "annotator": answer.annotator,
+                    "label": LABEL_NAMES[answer.label],
+                    "correct": answer.label == row.label,
+                    "seconds": answer.seconds,
+                    "judged_at": answer.judged_at,
+                    "purpose": answer.purpose,
+                    "attempt": answer.attempt,
+                }
+                for answer in row.answers
+            ],
+        }
+        yield json.dumps(values, ensure_ascii=False) + "\n"
+
+
+def gold_csv_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
+    """A header, then one row per answer (the gold pair's columns repeated); a gold pair
+    nobody answered yet has one row with empty answer columns."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+
+    def line(cells: Iterable[object]) -> str:
+        writer.writerow(cells)
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate(0)
+        return text
+
+    yield line(EXPORT_COLUMNS)
+    for row in rows:
+        pair = [
+            row.caption_key,
+            row.video_key,
+            row.caption,
+            LABEL_NAMES[row.label],
+            row.explanation,
+            row.guideline,
+            row.source,
+            row.created_by,
+            row.created_at,
+        ]
+        if not row.answers:
+            yield line([*pair, *([""] * len(EXPORT_JUDGEMENT_COLUMNS))])
+        for answer in row.answers:
+            yield line(
+                [
+                    *pair,
+                    answer.annotator,
+                    LABEL_NAMES[answer.label],
+                    "true" if answer.label == row.label else "false",
+                    "" if answer.seconds is None else answer.seconds,
+                    answer.judged_at,
+                    answer.purpose,
+                    "" if answer.attempt is None else answer.attempt,
+                ]
+            )

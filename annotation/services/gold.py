@@ -1,0 +1,306 @@
+"""Gold pairs of a campaign: import them from a file, promote decided pairs, list, export.
+
+A gold pair is a caption-video pair of the campaign's dataset with a known label and an
+explanation. Admins add them by importing a gold file (:mod:`annotation.gold_file`; the
+same error rules as every importer: the file, line and field of the first problem, and
+nothing written) or by promoting pairs the campaign has decided: adjudicated by an admin,
+or labelled unanimously by at least :data:`MIN_UNANIMOUS` annotators. Answers on gold
+pairs are :class:`~annotation.models.GoldJudgement` rows, never campaign labels; only the
+admin-only ``gold`` export (:func:`gold_export_rows`) lists them.
+"""
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Count, F, Q
+
+from annotation import gold_file
+from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
+from config.errors import UserError
+from retrieval.formats.records import FormatError
+from retrieval.services.runs import KeyIndex
+
+MIN_UNANIMOUS = 2
+"""Labels a pair needs, all the same, to count as decided without an admin."""
+LABELS = {1: Judgement.Label.RELEVANT.value, 0: Judgement.Label.IRRELEVANT.value}
+CODES = {name: code for code, name in LABELS.items()}
+
+
+class GoldError(UserError):
+    """Gold pairs cannot be added as asked; nothing was written."""
+
+
+@dataclass(frozen=True)
+class GoldImport:
+    """What an import added: gold pairs read and stored, relevant among them."""
+
+    campaign: str
+    file: str
+    created: int
+    relevant: int
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """Pairs promoted to gold, and decided pairs skipped because they already were gold."""
+
+    campaign: str
+    promoted: int
+    already_gold: int
+
+
+@dataclass(frozen=True)
+class GoldSummary:
+    """One gold pair with how often it was answered, and how often rightly."""
+
+    id: int
+    caption_key: str
+    video_key: str
+    label: str
+    explanation: str
+    guideline: str
+    source: str
+    pair_id: int | None
+    answers: int
+    correct: int
+
+
+def import_gold(
+    campaign: Campaign, path: Path | str, fmt: str | None = None, *, user=None
+) -> GoldImport:
+    """Add the gold pairs of a CSV or JSONL file to ``campaign``, all or nothing.
+
+    Keys must name captions and videos of the campaign's dataset, and a pair may not be a
+    gold pair of the campaign already: both are errors naming the line and field.
+    """
+    path = Path(path)
+    captions = KeyIndex.captions(campaign.dataset).by_key
+    videos = KeyIndex.videos(campaign.dataset).by_key
+    existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
+    rows = []
+    for record in gold_file.read_gold(path, fmt):
+        caption = captions.get(record.caption_key)
+        if caption is None:
+            raise FormatError(
+                path,
+                record.line,
+                "caption_key",
+                f"no caption with key {record.caption_key!r} in dataset {campaign.dataset.name!r}",
+            )
+        video = videos.get(record.video_key)
+        if video is None:
+            raise FormatError(
+                path,
+                record.line,
+                "video_key",
+                f"no video with key {record.video_key!r} in dataset {campaign.dataset.name!r}",
+            )
+        if (caption, video) in existing:
+            raise FormatError(
+                path,
+                record.line,
+                "video_key",
+                f"({record.caption_key!r}, {record.video_key!r}) is already a gold pair of "
+                f"campaign {campaign.name!r}",
+            )
+        rows.append(
+            GoldPair(
+                campaign=campaign,
+                caption_id=caption,
+                video_id=video,
+                label=LABELS[record.label],
+                explanation=record.explanation,
+                guideline=record.guideline,
+                source=GoldPair.Source.IMPORTED,
+                created_by=user,
+            )
+        )
+    with transaction.atomic():
+        GoldPair.objects.bulk_create(rows, batch_size=1000)
+    return GoldImport(
+        campaign=campaign.name,
+        file=path.name,
+        created=len(rows),
+        relevant=sum(row.label == Judgement.Label.RELEVANT for row in rows),
+    )
+
+
+def decided() -> Q:
+    """Pairs whose label is settled: adjudicated, or unanimous with enough labels."""
+    unanimous = Q(label_count__gte=MIN_UNANIMOUS) & (
+        Q(relevant_count=0) | Q(relevant_count=F("label_count"))
+    )
+    resolved = Q(status__in=(Pair.Status.RELEVANT, Pair.Status.IRRELEVANT))
+    return resolved & (~Q(adjudicated="") | (unanimous & Q(auto_label="")))
+
+
+def promote(
+    campaign: Campaign,
+    *,
+    pair_ids: Sequence[int] | None = None,
+    all_decided: bool = False,
+    explanation: str = "",
+    guideline: str = "",
+    user=None,
+) -> Promotion:
+    """Make decided pairs of ``campaign`` gold pairs, with their settled label.
+
+    Either ``pair_ids`` (each must be a decided pair of the campaign, else nothing is
+    promoted) or ``all_decided``. Without an ``explanation`` each gold pair says how its
+    label was settled. Pairs already gold are skipped and counted.
+    """
+    if (pair_ids is None) == (not all_decided):
+        raise GoldError("name the pairs to promote, or ask for every decided pair")
+    pairs = Pair.objects.filter(campaign=campaign)
+    if pair_ids is not None:
+        wanted = sorted(set(int(pk) for pk in pair_ids))
+        if not wanted:
+            raise GoldError("no pairs named")
+        found = dict(pairs.filter(pk__in=wanted).filter(decided()).values_list("pk", "status"))
+        missing = [pk for pk in wanted if pk not in found]
+        if missing:
+            known = set(pairs.filter(pk__in=missing).values_list("pk", flat=True))
+            unknown = [pk for pk in missing if pk not in known]
+            if unknown:
+                raise GoldError(
+                    f"pairs {_ids(unknown)} are not in campaign {campaign.name!r}; nothing promoted"
+                )
+            raise GoldError(
+                f"pairs {_ids(missing)} are not decided (adjudicated, or unanimous with at "
+                f"least {MIN_UNANIMOUS} labels); nothing promoted"
+            )
+        pairs = pairs.filter(pk__in=wanted)
+    rows = list(
+        pairs.filter(decided())
+        .values_list(
+            "pk",
+            "caption_id",
+            "video_id",
+            "status",
+            "adjudicated",
+            "adjudicated_by__username",
+            "label_count",
+        )
+        .order_by("pk")
+    )
+    existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
+    explanation = explanation.strip()
+    created = []
+    for pk, caption, video, status, adjudicated, admin, label_count in rows:
+        if (caption, video) in existing:
+            continue
+        label = adjudicated or status
+        if explanation:
+            why = explanation
+        elif adjudicated:
+            why = f"Adjudicated {label} by {admin or 'an admin'}."
+        else:
+            why = f"All {label_count} annotators judged it {label}."
+        created.append(
+            GoldPair(
+                campaign=campaign,
+                caption_id=caption,
+                video_id=video,
+                label=label,
+                explanation=why,
+                guideline=guideline.strip(),
+                source=GoldPair.Source.PROMOTED,
+                pair_id=pk,
+                created_by=user,
+            )
+        )
+    with transaction.atomic():
+        GoldPair.objects.bulk_create(created, batch_size=1000)
+    return Promotion(campaign.name, len(created), len(rows) - len(created))
+
+
+def _ids(ids: Sequence[int]) -> str:
+    shown = ", ".join(str(pk) for pk in ids[:10])
+    return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+
+
+def gold_summaries(campaign: Campaign) -> list[GoldSummary]:
+    """The campaign's gold pairs in the order they were added, with answer counts."""
+    rows = (
+        GoldPair.objects.filter(campaign=campaign)
+        .annotate(
+            answers=Count("judgements"),
+            correct=Count("judgements", filter=Q(judgements__label=F("label"))),
+        )
+        .values_list(
+            "pk",
+            "caption__key",
+            "video__key",
+            "label",
+            "explanation",
+            "guideline",
+            "source",
+            "pair_id",
+            "answers",
+            "correct",
+        )
+        .order_by("pk")
+    )
+    return [GoldSummary(*row) for row in rows]
+
+
+def gold_export_rows(campaign: Campaign) -> Iterator[gold_file.GoldExportRow]:
+    """Every gold pair of ``campaign`` with every answer on it, in order (two queries)."""
+    usernames = dict(get_user_model().objects.values_list("pk", "username"))
+    answers: dict[int, list[gold_file.GoldAnswer]] = {}
+    judgements = (
+        GoldJudgement.objects.filter(gold_pair__campaign=campaign)
+        .order_by("gold_pair_id", "created_at", "pk")
+        .values_list(
+            "gold_pair_id",
+            "annotator_id",
+            "label",
+            "seconds",
+            "created_at",
+            "purpose",
+            "attempt_id",
+        )
+    )
+    for gold, annotator, label, seconds, created, purpose, attempt in judgements.iterator():
+        answers.setdefault(gold, []).append(
+            gold_file.GoldAnswer(
+                annotator=usernames.get(annotator, str(annotator)),
+                label=CODES[label],
+                seconds=seconds,
+                judged_at=created.isoformat(),
+                purpose=purpose,
+                attempt=attempt,
+            )
+        )
+    pairs = (
+        GoldPair.objects.filter(campaign=campaign)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "caption__key",
+            "video__key",
+            "caption__text",
+            "label",
+            "explanation",
+            "guideline",
+            "source",
+            "created_by_id",
+            "created_at",
+        )
+    )
+    for pk, caption_key, video_key, text, label, why, guideline, source, by, at in pairs.iterator():
+        yield gold_file.GoldExportRow(
+            caption_key=caption_key,
+            video_key=video_key,
+            caption=text,
+            label=CODES[label],
+            explanation=why,
+            guideline=guideline,
+            source=source,
+            created_by=usernames.get(by, "") if by is not None else "",
+            created_at=at.isoformat(),
+            answers=tuple(answers.get(pk, ())),
+        )

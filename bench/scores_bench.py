@@ -1,0 +1,56 @@
+"""Time the annotator scores and the Dawid-Skene resolution of a FIRE-scale campaign.
+
+Builds the campaign of ``bench/agreement_bench.py`` (660,000 live labels over 555,000 pairs,
+40 annotators) in a throw-away SQLite database, untimed, then times
+:func:`annotation.services.scores.campaign_scores` (what the agreement page and the
+annotator-scores API add) and :func:`annotation.services.resolution.campaign_resolution`
+by majority and by Dawid-Skene::
+
+    .venv/bin/python bench/scores_bench.py [--labels 660000] [--pairs 555000] [--repeats 3]
+"""
+
+import argparse
+import statistics
+import time
+
+from agreement_bench import build, timed
+from harness import machine, temporary_django
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--labels", type=int, default=660_000)
+    parser.add_argument("--pairs", type=int, default=555_000)
+    parser.add_argument("--annotators", type=int, default=40)
+    parser.add_argument("--videos", type=int, default=30_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--database-url", help="A throw-away database instead of SQLite.")
+    args = parser.parse_args()
+    with temporary_django(args.database_url):
+        from annotation.services.resolution import campaign_resolution
+        from annotation.services.scores import campaign_scores
+
+        began = time.perf_counter()
+        campaign = build(args)
+        # build() writes judgements without the pair-state service: mark every pair finished
+        # so resolution covers the whole pool (the statuses only choose which pairs it covers).
+        campaign.pairs.update(status="irrelevant")
+        print(f"machine: {machine()}; setup {time.perf_counter() - began:.1f} s")
+        for name, work in (
+            ("campaign_scores", lambda: campaign_scores(campaign)),
+            ("campaign_resolution majority", lambda: campaign_resolution(campaign, "majority")),
+            (
+                "campaign_resolution dawid-skene",
+                lambda: campaign_resolution(campaign, "dawid-skene"),
+            ),
+        ):
+            times, result = timed(work, args.repeats)
+            print(f"{name}: best {min(times):.2f} s, median {statistics.median(times):.2f} s")
+        print(
+            f"  Dawid-Skene: {result.fit['iterations']} EM iterations, {len(result.pair_ids):,} pairs"
+        )
+
+
+if __name__ == "__main__":
+    main()
