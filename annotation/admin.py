@@ -14,7 +14,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import assignment
+from annotation.services import assignment, gold_queue
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.models import Run
@@ -31,6 +31,9 @@ SPEC_FIELDS = [
     "show_roles",
     "judging_order",
     "budget",
+    "gold_rate",
+    "qualification",
+    "qualification_threshold",
     "guidelines",
 ]
 
@@ -70,6 +73,9 @@ class CampaignAdmin(admin.ModelAdmin):
     list_display = ["name", "dataset", "status", "depth", "second_label_rate", "created_at"]
     list_filter = ["status", "dataset"]
     search_fields = ["name"]
+
+    def get_queryset(self, request):
+        return gold_queue.visible(super().get_queryset(request))
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
@@ -211,3 +217,11 @@ class QualificationAttemptAdmin(AdminsOnly):
     list_filter = ["campaign", "passed"]
     list_select_related = ["campaign", "annotator", "admitted_by"]
     raw_id_fields = ["admitted_by"]
+    actions = ["admit"]
+
+    @admin.action(description="Admit these annotators to their campaigns by hand")
+    def admit(self, request, queryset):
+        admitted = {(a.campaign_id, a.annotator_id): a for a in queryset}
+        for attempt in admitted.values():
+            gold_queue.admit(attempt.campaign, attempt.annotator, request.user)
+        messages.info(request, f"Admitted {len(admitted)} annotator(s).")

@@ -24,6 +24,7 @@ LEASE_SECONDS = (10, 86_400)
 DEFAULT_LEASE_SECONDS = 300
 DEFAULT_DEPTH = 10
 BUDGET = (1, 1_000_000_000)
+GOLD_RATE_MAX = 0.5
 JUDGING_ORDERS = tuple(STRATEGIES)
 """The strategies of :mod:`annotation.judging_order`; ``depth`` is today's order."""
 
@@ -46,6 +47,12 @@ class CampaignSpec:
     """Which pair is served next (:mod:`annotation.judging_order`)."""
     budget: int | None = None
     """Labels after which judging stops (none: until nothing is needed)."""
+    gold_rate: float = 0.05
+    """Share of served tasks that are gold pairs (when the campaign has any)."""
+    qualification: bool = False
+    """Annotators pass training on gold pairs before real work."""
+    qualification_threshold: float = 0.9
+    """Accuracy on the training pairs that admits an annotator."""
 
 
 def _outside(value, bounds: tuple[int, int]) -> bool:
@@ -77,6 +84,10 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
             errors[field] = f"must be between {bounds[0]} and {bounds[1]}"
     if not 0.0 <= spec.second_label_rate <= 1.0:  # also rejects NaN
         errors["second_label_rate"] = "must be between 0 and 1"
+    if not 0.0 <= spec.gold_rate <= GOLD_RATE_MAX:
+        errors["gold_rate"] = f"must be between 0 and {GOLD_RATE_MAX}"
+    if not 0.0 < spec.qualification_threshold <= 1.0:
+        errors["qualification_threshold"] = "must be above 0 and at most 1"
     if spec.judging_order not in JUDGING_ORDERS:
         errors["judging_order"] = f"must be one of {', '.join(JUDGING_ORDERS)}"
     return errors

@@ -62,8 +62,30 @@ class CampaignSettingsForm(forms.Form):
         help_text="Stop serving pairs after this many labels (empty: no budget).",
     )
 
+    gold_rate = forms.FloatField(
+        min_value=0.0,
+        max_value=campaign_spec.GOLD_RATE_MAX,
+        initial=0.05,
+        required=False,
+        help_text="Share of tasks that are gold pairs, mixed in unseen (when there are any).",
+    )
+    qualification = forms.BooleanField(
+        required=False,
+        help_text="Annotators judge training pairs drawn from the gold pairs before real work.",
+    )
+    qualification_threshold = forms.FloatField(
+        min_value=0.01,
+        max_value=1.0,
+        initial=0.9,
+        required=False,
+        help_text="Training accuracy that admits an annotator.",
+    )
+
     def clean(self) -> dict:
         data = super().clean()
+        for field, default in (("gold_rate", 0.05), ("qualification_threshold", 0.9)):
+            if field in data and data[field] is None:
+                data[field] = default
         if not data.get("judging_order") and "judging_order" not in self.errors:
             data["judging_order"] = "depth"
         for field, default in (
@@ -93,6 +115,9 @@ class CampaignSettingsForm(forms.Form):
             show_roles=bool(data.get("show_roles")),
             judging_order=data.get("judging_order") or "depth",
             budget=data.get("budget"),
+            gold_rate=data.get("gold_rate", 0.05),
+            qualification=bool(data.get("qualification")),
+            qualification_threshold=data.get("qualification_threshold", 0.9),
         )
 
 

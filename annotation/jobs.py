@@ -59,6 +59,9 @@ def run_pool(
     show_roles: bool = True,
     judging_order: str = "depth",
     budget: int | None = None,
+    gold_rate: float = 0.05,
+    qualification: bool = False,
+    qualification_threshold: float = 0.9,
 ) -> dict:
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
@@ -74,6 +77,9 @@ def run_pool(
         show_roles=show_roles,
         judging_order=judging_order,
         budget=budget,
+        gold_rate=gold_rate,
+        qualification=qualification,
+        qualification_threshold=qualification_threshold,
     )
     campaign = create_campaign(found, pooled, spec)
     return {

@@ -424,6 +424,15 @@ class GoldPair(models.Model):
     pair = models.ForeignKey(
         Pair, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    task = models.OneToOneField(
+        Pair,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="gold_task",
+        help_text="The hidden pair that serves it in the queue (see annotation.services."
+        "gold_queue): its id comes from the same sequence as every pair's.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

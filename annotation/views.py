@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from annotation import report_figures
 from annotation.forms import AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
-from annotation.services import assignment, exports, gold, judging_queue, pair_state
+from annotation.services import assignment, exports, gold, gold_queue, judging_queue, pair_state
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.replay import ReplayError, compare_orders
 from annotation.services.reporting import campaign_proxy_report, campaign_report
@@ -78,7 +78,7 @@ def campaigns(request: HttpRequest) -> HttpResponse:
         for label_set in LabelSet.objects.filter(source=LabelSet.Source.CAMPAIGN).defer("arrays")
     }
     rows = []
-    for campaign in Campaign.objects.select_related("dataset"):
+    for campaign in gold_queue.visible(Campaign.objects.select_related("dataset")):
         mine = counts.get(campaign.pk, {})
         rows.append(
             {

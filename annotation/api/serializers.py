@@ -42,6 +42,35 @@ class CampaignBriefSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "status"]
 
 
+class QualificationSerializer(serializers.Serializer):
+    """Where the annotator stands with the campaign's qualification (``required`` false:
+    none is asked; once ``admitted`` nothing of it shows)."""
+
+    required = serializers.BooleanField()
+    admitted = serializers.BooleanField()
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    tries_used = serializers.IntegerField()
+    tries = serializers.IntegerField()
+    last_score = serializers.FloatField(allow_null=True)
+    retry_at = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_retry_at(self, state):
+        if state.retry_at is None or state.out_of_tries:
+            return None
+        return serializers.DateTimeField().to_representation(state.retry_at)
+
+
+class FeedbackSerializer(serializers.Serializer):
+    """After a qualification training answer: whether it was right, and why."""
+
+    correct = serializers.BooleanField()
+    label = serializers.CharField()
+    explanation = serializers.CharField()
+    guideline = serializers.CharField(allow_blank=True)
+
+
 class AssignmentSerializer(serializers.Serializer):
     """What to show now, what to preload next, and the annotator's progress."""
 
@@ -50,11 +79,13 @@ class AssignmentSerializer(serializers.Serializer):
     upcoming = TaskSerializer(allow_null=True)
     progress = ProgressSerializer()
     finished = serializers.BooleanField()
+    qualification = QualificationSerializer(required=False)
 
 
 class SubmitResponseSerializer(AssignmentSerializer):
     judgement = serializers.UUIDField()
     created = serializers.BooleanField()
+    feedback = FeedbackSerializer(allow_null=True, required=False)
 
 
 class SubmitSerializer(serializers.Serializer):

@@ -19,8 +19,8 @@ from annotation.api.serializers import (
     SubmitResponseSerializer,
     SubmitSerializer,
 )
-from annotation.models import Campaign
-from annotation.services import assignment
+from annotation.models import Campaign, Pair
+from annotation.services import assignment, gold_queue
 from annotation.services.scores import campaign_scores
 from config import roles
 
@@ -30,7 +30,9 @@ def pair_input(serializer_class, request, campaign: Campaign) -> dict | Response
     data = serializer_class(data=request.data)
     if not data.is_valid():
         return Response({"code": "invalid", "detail": data.errors}, status=400)
-    if not campaign.pairs.filter(pk=data.validated_data["pair"]).exists():
+    pair = data.validated_data["pair"]
+    in_campaign = Q(campaign=campaign) | Q(gold_task__campaign=campaign)
+    if not Pair.objects.filter(in_campaign, pk=pair).exists():
         return Response({"code": "not_found", "detail": "pair is not in this campaign"}, status=404)
     return data.validated_data
 
@@ -44,6 +46,7 @@ def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> 
         # Finished only when nothing can come to this annotator any more; with no current
         # pair but work left (others hold the leases) the page waits and polls.
         "finished": got.current is None and not assignment.has_work_for(campaign, user),
+        "qualification": gold_queue.qualification(campaign, user),
     }
 
 
@@ -60,7 +63,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         queryset = (
-            Campaign.objects.select_related("dataset")
+            gold_queue.visible(Campaign.objects.select_related("dataset"))
             .annotate(pair_count=Count("pairs"))
             .order_by("-created_at")
         )
@@ -111,7 +114,9 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             request.user, values["pair"], values["label"], values["uuid"], values.get("seconds")
         )
         payload = assignment_payload(campaign, request.user, result.assignment)
-        payload.update(judgement=result.judgement.uuid, created=result.created)
+        payload.update(
+            judgement=result.judgement.uuid, created=result.created, feedback=result.feedback
+        )
         return Response(SubmitResponseSerializer(payload, context=task_context(campaign)).data)
 
     @extend_schema(request=None, responses={200: AssignmentSerializer, 409: ErrorSerializer})

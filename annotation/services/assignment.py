@@ -24,12 +24,14 @@ from django.utils import timezone
 from annotation.models import (
     Campaign,
     Escalation,
+    GoldJudgement,
     Judgement,
     LapsedLease,
     Lease,
     Pair,
 )
-from annotation.services import judging_queue, pair_state, sql
+from annotation.services import gold_queue, judging_queue, pair_state, sql
+from annotation.services.gold_queue import GoldSettings
 from config.errors import UserError
 from retrieval.models import Caption, Video
 
@@ -118,7 +120,8 @@ def _held_and_expired(campaign: Campaign, annotator, now: datetime) -> list[Leas
     """The annotator's leases in the campaign and everyone's expired ones, oldest first,
     with pair, caption and video loaded (one raw query, :data:`sql.HELD_AND_EXPIRED`)."""
     leases = []
-    for row in sql.held_and_expired(campaign.pk, annotator.pk, now):
+    companion = gold_queue.companion_id(campaign)
+    for row in sql.held_and_expired(campaign.pk, annotator.pk, now, companion):
         lease, *pair = sql.instances(sql.LEASE_ROW, row)
         lease.pair = _pair_from(*pair)
         leases.append(lease)
@@ -162,7 +165,23 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         settings = judging_queue.JudgingSettings.of(campaign)
         stopped = settings.budget is not None and judging_queue.budget_spent(campaign)
         if campaign.status == Campaign.Status.ACTIVE and len(leases) < HOLD and not stopped:
+            gold = gold_queue.GoldSettings.of(campaign)
+            training = (
+                gold.qualification
+                and not gold_queue.qualification(campaign, annotator, now).admitted
+            )
             while len(leases) < HOLD:
+                if gold.active:
+                    pair = gold_queue.pick(
+                        campaign, annotator, [lease.pair_id for lease in leases], now
+                    )
+                    if pair is not None:
+                        lease = pair_state.take_lease(pair, annotator, campaign, now)
+                        lease.pair = pair
+                        leases.append(lease)
+                        continue
+                    if training:  # before admission only training pairs are served
+                        break
                 caption_id = None
                 if settings.order.keeps_captions:
                     caption_id = (
@@ -189,9 +208,11 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
 
 @dataclass(frozen=True)
 class SubmitResult:
-    judgement: Judgement
+    judgement: Judgement | GoldJudgement
     created: bool
     assignment: Assignment
+    feedback: gold_queue.Feedback | None = None
+    """Set after a qualification training answer: whether it was right, and why."""
 
 
 def require_active(campaign: Campaign) -> None:
@@ -249,6 +270,17 @@ def submit(
     now = now or timezone.now()
     with transaction.atomic():
         judging_queue.lock_query_of(pair_id)
+        pair = _locked_pair(pair_id)
+        main_id = gold_queue.gold_of(pair.campaign) if pair is not None else None
+        if main_id is not None:  # a gold task: an answer that scores the annotator
+            campaign = Campaign.objects.select_related("dataset").get(pk=main_id)
+            require_active(campaign)
+            got = gold_queue.answer(pair, annotator, label, client_uuid, seconds, now)
+    if main_id is not None:
+        return SubmitResult(
+            got.judgement, got.created, assign(campaign, annotator, now), got.feedback
+        )
+    with transaction.atomic():
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
@@ -380,6 +412,12 @@ def escalate(
             pair = _locked_pair(pair_id)
             if pair is None:
                 raise AssignmentError("not_found", "no such pair")
+            main_id = gold_queue.gold_of(pair.campaign)
+            if main_id is not None:  # a gold task: given back, as if an admin will look
+                campaign = Campaign.objects.get(pk=main_id)
+                require_active(campaign)
+                gold_queue.release(pair, annotator)
+                return assign(campaign, annotator, now)
             campaign = pair.campaign
             require_active(campaign)
             if pair.held or not _may_escalate(pair, annotator, now):
@@ -433,6 +471,10 @@ def has_work_for(campaign: Campaign, annotator) -> bool:
     paused campaign resumes); a closed campaign has nothing more to give."""
     if campaign.status == Campaign.Status.CLOSED or judging_queue.budget_spent(campaign):
         return False
+    if GoldSettings.of(campaign).qualification:
+        standing = gold_queue.qualification(campaign, annotator)
+        if not standing.admitted:
+            return not standing.out_of_tries
     return (
         Pair.objects.filter(campaign=campaign, needed__gt=0, held=False)
         .filter(~_judged_by(annotator))
@@ -485,12 +527,24 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     """
     now = now or timezone.now()
     if connection.vendor == "postgresql":
-        return Progress(**sql.tallies(campaign.pk, annotator.pk, _utc_day(now))._asdict())
-    judged_today, judged_total = judged_counts(campaign, annotator, now)
-    pairs, labels_left = campaign_totals(campaign)
-    return Progress(
-        judged_today=judged_today,
-        judged_total=judged_total,
-        labels_left=labels_left,
-        pairs=pairs,
-    )
+        found = Progress(**sql.tallies(campaign.pk, annotator.pk, _utc_day(now))._asdict())
+    else:
+        judged_today, judged_total = judged_counts(campaign, annotator, now)
+        pairs, labels_left = campaign_totals(campaign)
+        found = Progress(
+            judged_today=judged_today,
+            judged_total=judged_total,
+            labels_left=labels_left,
+            pairs=pairs,
+        )
+    if GoldSettings.of(campaign).rate > 0:
+        # Gold answers count as judgements here, so a gold pair changes nothing visible.
+        start = datetime.combine(_utc_day(now), time.min, tzinfo=UTC)
+        today, total = gold_queue.queue_answers(campaign, annotator, start)
+        found = Progress(
+            judged_today=found.judged_today + today,
+            judged_total=found.judged_total + total,
+            labels_left=found.labels_left,
+            pairs=found.pairs,
+        )
+    return found

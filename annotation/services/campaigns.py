@@ -16,7 +16,7 @@ from django.db import transaction
 from annotation import policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
-from annotation.services import judging_queue, pair_state, sql
+from annotation.services import gold_queue, judging_queue, pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, Run
 from retrieval.runs import RankedLists
@@ -169,6 +169,13 @@ def create_campaign(
     pool = pooled.pool
     settings = judging_queue.JudgingSettings(strategy=spec.judging_order, budget=spec.budget)
     options = settings.options()
+    options.update(
+        gold_queue.GoldSettings(
+            rate=spec.gold_rate,
+            qualification=spec.qualification,
+            threshold=spec.qualification_threshold,
+        ).options()
+    )
     if not spec.show_roles:
         options["show_roles"] = False
     campaign = Campaign.objects.create(

@@ -179,20 +179,26 @@ def _with_caption_and_video() -> str:
 HELD_AND_EXPIRED = (
     f"SELECT {_select(_model_columns(LEASE_ROW))} FROM {_table(Lease)} l "
     f"JOIN {_table(Pair)} p ON p.{_q('id')} = l.{_q('pair_id')} {_with_caption_and_video()} "
-    f"WHERE p.{_q('campaign_id')} = %(campaign)s "
+    f"WHERE p.{_q('campaign_id')} IN (%(campaign)s, %(companion)s) "
     f"AND (l.{_q('annotator_id')} = %(annotator)s OR l.{_q('expires_at')} <= %(now)s) "
     f"ORDER BY l.{_q('created_at')}, l.{_q('id')}"
 )
-"""An annotator's leases in a campaign and everyone's expired ones, oldest first, with pair,
-caption and video (:data:`LEASE_ROW`)."""
+"""An annotator's leases in a campaign (and its gold companion) and everyone's expired ones,
+oldest first, with pair, caption and video (:data:`LEASE_ROW`)."""
 
 
-def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[tuple]:
+def held_and_expired(
+    campaign_id: int, annotator_id: int, now: datetime, companion_id: int | None = None
+) -> list[tuple]:
     """Rows of :data:`HELD_AND_EXPIRED`; turn each into instances with :data:`LEASE_ROW`."""
     moment = connection.ops.adapt_datetimefield_value(now)
-    return rows(
-        HELD_AND_EXPIRED, {"campaign": campaign_id, "annotator": annotator_id, "now": moment}
-    )
+    params = {
+        "campaign": campaign_id,
+        "companion": companion_id or campaign_id,
+        "annotator": annotator_id,
+        "now": moment,
+    }
+    return rows(HELD_AND_EXPIRED, params)
 
 
 @functools.cache

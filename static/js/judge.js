@@ -30,6 +30,7 @@
     caption: byId("judge-caption"),
     stage: byId("judge-stage"),
     progress: byId("judge-progress"),
+    feedback: byId("judge-feedback"),
     status: byId("judge-status"),
     statusText: byId("judge-status-text"),
     retry: byId("judge-retry"),
@@ -44,6 +45,7 @@
 
   const MESSAGES = {
     finished: "Nothing left to judge in this campaign — thank you",
+    notAdmitted: "Qualification not passed",
     waiting: "No pair is free right now (others hold the rest); checking again shortly…",
     leaseExpired: "Your time on this pair ran out; here is the next one",
     network: "Network problem — your judgement is kept and will be retried",
@@ -65,6 +67,7 @@
     current: null,
     upcoming: null,
     progress: null,
+    qualification: null,
     finished: false,
     busy: false, // a request is in flight
     pending: null, // a failed attempt, kept (same UUID) until the server acknowledges it
@@ -167,7 +170,31 @@
       return;
     }
     const n = (value) => (typeof value === "number" ? value.toLocaleString("en") : "–");
+    const q = state.qualification;
+    if (q && q.required && !q.admitted) {
+      // Before admission the annotator sees where they stand; afterwards nothing of it.
+      const tries = `try ${Math.min(q.tries_used || 1, q.tries)} of ${q.tries}`;
+      els.progress.textContent = `qualification ${n(q.done)} / ${n(q.total)} · ${tries}`;
+      return;
+    }
     els.progress.textContent = `judged today ${n(progress.judged_today)} · labels left ${n(progress.labels_left)}`;
+  }
+
+  function renderFeedback(feedback) {
+    if (!els.feedback) {
+      return;
+    }
+    if (!feedback) {
+      els.feedback.hidden = true;
+      return;
+    }
+    els.feedback.hidden = false;
+    els.feedback.classList.toggle("is-right", feedback.correct);
+    els.feedback.classList.toggle("is-wrong", !feedback.correct);
+    byId("judge-feedback-verdict").textContent = feedback.correct ? "Right." : "Not right.";
+    byId("judge-feedback-label").textContent = `The pair is ${feedback.label === "relevant" ? "relevant" : "not relevant"}.`;
+    byId("judge-feedback-explanation").textContent = feedback.explanation;
+    byId("judge-feedback-guideline").textContent = feedback.guideline ? `Guideline: ${feedback.guideline}` : "";
   }
 
   // --- requests -------------------------------------------------------------------------
@@ -364,8 +391,10 @@
   function apply(data, attempt) {
     state.campaign = data.campaign || state.campaign;
     state.progress = data.progress || state.progress;
+    state.qualification = data.qualification || state.qualification;
     state.finished = Boolean(data.finished);
     renderProgress(state.progress);
+    renderFeedback(data.feedback);
     const previous = state.mode === "judging" ? state.current : null;
     state.current = data.current || null;
     state.upcoming = data.upcoming || null;
@@ -503,7 +532,18 @@
     els.caption.textContent = state.finished ? "All done" : "Waiting for a free pair";
     els.caption.title = "";
     expose("pair", "");
-    if (state.finished) {
+    const q = state.qualification;
+    if (state.finished && q && q.required && !q.admitted) {
+      setMode("finished");
+      const score = typeof q.last_score === "number" ? ` (you scored ${Math.round(100 * q.last_score)}%)` : "";
+      showStatus(`${MESSAGES.notAdmitted}${score}; no tries are left — ask an admin.`, "done", false);
+    } else if (!state.finished && q && q.required && !q.admitted && q.retry_at) {
+      setMode("waiting");
+      const score = typeof q.last_score === "number" ? `you scored ${Math.round(100 * q.last_score)}%; ` : "";
+      const when = new Date(q.retry_at).toLocaleTimeString();
+      showStatus(`${MESSAGES.notAdmitted}: ${score}you may try again at ${when}.`, "info", false);
+      waitingTimer = setTimeout(() => perform(nextAttempt("poll")), WAITING_POLL_MS);
+    } else if (state.finished) {
       setMode("finished");
       showStatus(MESSAGES.finished, "done", false);
     } else {

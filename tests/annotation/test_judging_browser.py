@@ -340,3 +340,57 @@ def test_caption_roles_are_underlined_with_a_legend(live_server, browser):
     assert shown == verbs
     assert page.locator(".role-legend").is_visible()
     page.screenshot(path=str(Path(os.environ.get("FIREPOOL_SCREENSHOTS", "/tmp")) / "roles.png"))
+
+
+SCREENSHOT_QUALIFICATION = "/tmp/judge-qualification.png"
+
+
+def test_qualification_shows_feedback_then_the_score(live_server, browser):
+    """Before admission the page says where the annotator stands, explains each training
+    answer, and shows the score with the retry time when the try fails."""
+    from annotation.models import GoldPair
+    from annotation.services import gold_queue
+
+    campaign = build_campaign("q")
+    pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
+    captions = list(campaign.dataset.captions.filter(split="test").order_by("pk")[:3])
+    videos = list(campaign.dataset.videos.filter(split="test").order_by("pk")[:3])
+    made = 0
+    for caption in captions:
+        for video in videos:
+            if (caption.pk, video.pk) not in pooled and made < 2:
+                GoldPair.objects.create(
+                    campaign=campaign,
+                    caption=caption,
+                    video=video,
+                    label="relevant",
+                    explanation=f"The video shows everything the caption says ({made}).",
+                    guideline="Relevant only if every element of the caption is in the video.",
+                    source=GoldPair.Source.IMPORTED,
+                )
+                made += 1
+    campaign.options = {
+        **campaign.options,
+        **gold_queue.GoldSettings(rate=0.0, qualification=True, threshold=1.0).options(),
+    }
+    campaign.save(update_fields=["options"])
+    make_annotator()
+    page = open_judge_page(browser, live_server.url, campaign)
+    pair = wait_for_pair(page)
+    assert "qualification 0 / 2" in page.locator("#judge-progress").inner_text()
+    page.keyboard.press("n")  # wrong: every training pair is relevant
+    page.wait_for_selector("#judge-feedback:not([hidden])", timeout=15000)
+    feedback = page.locator("#judge-feedback").inner_text()
+    assert "Not right." in feedback and "The pair is relevant." in feedback
+    assert "every element" in feedback
+    pair = wait_for_pair(page, str(pair))
+    assert "qualification 1 / 2" in page.locator("#judge-progress").inner_text()
+    page.screenshot(path=SCREENSHOT_QUALIFICATION)
+    page.keyboard.press("r")
+    page.wait_for_function(
+        "() => document.getElementById('judge-status-text').textContent.includes('you scored')",
+        timeout=15000,
+    )
+    status = page.locator("#judge-status-text").inner_text()
+    assert "Qualification not passed" in status and "50%" in status and "try again" in status
+    assert not Judgement.objects.filter(pair__campaign=campaign).exists()

@@ -46,6 +46,23 @@ class Command(BaseCommand):
             help="Which pair is served next (default: depth, caption by caption).",
         )
         parser.add_argument("--budget", type=int, help="Stop serving pairs after this many labels.")
+        parser.add_argument(
+            "--gold-rate",
+            type=float,
+            default=0.05,
+            help="Share of tasks that are gold pairs, once the campaign has any (default 0.05).",
+        )
+        parser.add_argument(
+            "--qualification",
+            action="store_true",
+            help="Annotators judge training pairs from the gold pairs before real work.",
+        )
+        parser.add_argument(
+            "--qualification-threshold",
+            type=float,
+            default=0.9,
+            help="Training accuracy that admits an annotator (default 0.9).",
+        )
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):

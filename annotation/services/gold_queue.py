@@ -1,0 +1,398 @@
+"""Gold pairs in the judging queue, and the qualification an annotator passes before real work.
+
+A campaign with gold pairs (:mod:`annotation.services.gold`) mixes them into the queue at
+its gold rate (5% by default): the task the annotator sees has the same markup, timing and
+API shape as any other. So that its id gives nothing away, each gold pair is served through
+a *task*: a hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never
+listed), whose id comes from the same sequence as every pair's. Answers on gold tasks are
+stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they change no
+pair's state, count or agreement figure. Nobody meets the same gold pair twice in the queue.
+
+A campaign may require qualification: before real work the annotator judges N training
+pairs drawn from the gold pairs and, after each, is told whether they were right, the
+correct label, the explanation and the guideline sentence. At or above the threshold
+accuracy they are admitted; below it they may retry after a cool-down, a limited number of
+times; an admin may admit anyone by hand.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation.models import Campaign, GoldJudgement, GoldPair, Lease, Pair, QualificationAttempt
+from annotation.services import pair_state
+from config.errors import UserError
+
+DEFAULT_RATE = 0.05
+DEFAULT_TRAINING_PAIRS = 20
+DEFAULT_THRESHOLD = 0.9
+DEFAULT_COOLDOWN_SECONDS = 3600
+DEFAULT_TRIES = 3
+
+
+@dataclass(frozen=True)
+class GoldSettings:
+    """A campaign's gold rate and qualification rule (``Campaign.options["gold"]``)."""
+
+    rate: float = DEFAULT_RATE
+    qualification: bool = False
+    training_pairs: int = DEFAULT_TRAINING_PAIRS
+    threshold: float = DEFAULT_THRESHOLD
+    cooldown_seconds: int = DEFAULT_COOLDOWN_SECONDS
+    tries: int = DEFAULT_TRIES
+
+    @classmethod
+    def of(cls, campaign: Campaign) -> GoldSettings:
+        stored = (campaign.options or {}).get("gold") or {}
+        return cls(
+            rate=float(stored.get("rate", DEFAULT_RATE)),
+            qualification=bool(stored.get("qualification", False)),
+            training_pairs=int(stored.get("training_pairs", DEFAULT_TRAINING_PAIRS)),
+            threshold=float(stored.get("threshold", DEFAULT_THRESHOLD)),
+            cooldown_seconds=int(stored.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS)),
+            tries=int(stored.get("tries", DEFAULT_TRIES)),
+        )
+
+    def options(self) -> dict:
+        """The ``Campaign.options`` entry for these settings (none for the defaults)."""
+        if self == GoldSettings():
+            return {}
+        return {
+            "gold": {
+                "rate": self.rate,
+                "qualification": self.qualification,
+                "training_pairs": self.training_pairs,
+                "threshold": self.threshold,
+                "cooldown_seconds": self.cooldown_seconds,
+                "tries": self.tries,
+            }
+        }
+
+    @property
+    def active(self) -> bool:
+        return self.rate > 0 or self.qualification
+
+
+def gold_of(campaign: Campaign) -> int | None:
+    """The campaign whose gold tasks this hidden companion serves (None: a real campaign)."""
+    return (campaign.options or {}).get("gold_of")
+
+
+def companion_id(campaign: Campaign) -> int | None:
+    """The id of the campaign's hidden companion that holds its gold tasks, if any."""
+    return ((campaign.options or {}).get("gold") or {}).get("companion")
+
+
+def visible(campaigns):
+    """Leave hidden gold companions out of a campaign queryset."""
+    return campaigns.exclude(options__has_key="gold_of")
+
+
+def ensure_tasks(campaign: Campaign) -> int:
+    """Give every gold pair of the campaign its hidden task pair; returns how many were made."""
+    missing = list(GoldPair.objects.filter(campaign=campaign, task__isnull=True))
+    if not missing:
+        return 0
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        options = dict(locked.options or {})
+        gold = dict(options.get("gold") or {})
+        companion = Campaign.objects.filter(pk=gold.get("companion")).first()
+        if companion is None:
+            companion = Campaign.objects.create(
+                dataset_id=campaign.dataset_id,
+                name=f"{campaign.name[:60]} · gold tasks {campaign.pk}",
+                depth=campaign.depth,
+                status=Campaign.Status.CLOSED,
+                options={"gold_of": campaign.pk},
+            )
+            gold["companion"] = companion.pk
+            options["gold"] = gold
+            locked.options = options
+            locked.save(update_fields=["options"])
+            campaign.options = options
+        tasks = Pair.objects.bulk_create(
+            [
+                Pair(
+                    campaign=companion,
+                    caption_id=g.caption_id,
+                    video_id=g.video_id,
+                    position=0,
+                    needed=0,
+                    open_slots=0,
+                )
+                for g in missing
+            ]
+        )
+        for g, task in zip(missing, tasks, strict=True):
+            g.task = task
+        GoldPair.objects.bulk_update(missing, ["task"])
+    return len(missing)
+
+
+# -- qualification -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Qualification:
+    """Where an annotator stands with a campaign's qualification (for the judging page)."""
+
+    required: bool
+    admitted: bool
+    done: int = 0
+    total: int = 0
+    tries_used: int = 0
+    tries: int = DEFAULT_TRIES
+    last_score: float | None = None
+    retry_at: datetime | None = None
+
+    @property
+    def blocked(self) -> bool:
+        """Not admitted and may not start another try now."""
+        return not self.admitted and self.retry_at is not None
+
+    @property
+    def out_of_tries(self) -> bool:
+        return self.blocked and self.retry_at.year == datetime.max.year
+
+
+class QualificationError(UserError):
+    """An admin's qualification action cannot be done."""
+
+
+def _attempts(campaign: Campaign, annotator) -> list[QualificationAttempt]:
+    return list(
+        QualificationAttempt.objects.filter(campaign=campaign, annotator=annotator)
+        .annotate(answered=Count("judgements"))
+        .order_by("started_at", "pk")
+    )
+
+
+def qualification(campaign: Campaign, annotator, now: datetime | None = None) -> Qualification:
+    """The annotator's qualification state (admitted at once when none is required)."""
+    settings = GoldSettings.of(campaign)
+    if not settings.qualification:
+        return Qualification(required=False, admitted=True)
+    now = now or timezone.now()
+    attempts = _attempts(campaign, annotator)
+    admitted = any(a.passed or a.admitted_by_id for a in attempts)
+    finished = [a for a in attempts if a.finished_at is not None]
+    running = next((a for a in attempts if a.finished_at is None), None)
+    last = finished[-1] if finished else None
+    last_score = last.correct / last.total if last and last.total else None
+    retry_at = None
+    if not admitted and running is None and last is not None:
+        if len(attempts) >= settings.tries:
+            retry_at = datetime.max.replace(tzinfo=now.tzinfo)  # no tries left
+        else:
+            wait_until = last.finished_at + timedelta(seconds=settings.cooldown_seconds)
+            retry_at = wait_until if wait_until > now else None
+    return Qualification(
+        required=True,
+        admitted=admitted,
+        done=running.answered if running else 0,
+        total=_training_size(campaign, settings),
+        tries_used=len(attempts),
+        tries=settings.tries,
+        last_score=last_score,
+        retry_at=retry_at,
+    )
+
+
+def _training_size(campaign: Campaign, settings: GoldSettings) -> int:
+    return min(settings.training_pairs, GoldPair.objects.filter(campaign=campaign).count())
+
+
+def _running_attempt(campaign: Campaign, annotator, now: datetime) -> QualificationAttempt | None:
+    """The annotator's attempt in progress, starting one if they may."""
+    state = qualification(campaign, annotator, now)
+    if state.admitted or state.retry_at is not None or state.total == 0:
+        return None
+    running = (
+        QualificationAttempt.objects.filter(
+            campaign=campaign, annotator=annotator, finished_at__isnull=True
+        )
+        .order_by("pk")
+        .first()
+    )
+    if running is None:
+        running = QualificationAttempt.objects.create(
+            campaign=campaign, annotator=annotator, total=state.total
+        )
+    return running
+
+
+def admit(campaign: Campaign, annotator, admin) -> QualificationAttempt:
+    """An admin admits the annotator by hand (recorded as an attempt they admitted)."""
+    if not GoldSettings.of(campaign).qualification:
+        raise QualificationError(f"campaign {campaign.name!r} requires no qualification")
+    return QualificationAttempt.objects.create(
+        campaign=campaign,
+        annotator=annotator,
+        finished_at=timezone.now(),
+        admitted_by=admin,
+    )
+
+
+# -- serving -------------------------------------------------------------------------------
+
+
+_TASK = ("task", "task__caption", "task__video")
+
+
+def pick(campaign: Campaign, annotator, exclude: list[int], now: datetime) -> Pair | None:
+    """A gold task to serve now, or None.
+
+    Before admission: the next training pair of the annotator's attempt (the campaign's
+    gold pairs in a seeded order, one attempt's pairs never repeated). After: with
+    probability ``rate``, a gold pair the annotator has not met in the queue.
+    """
+    settings = GoldSettings.of(campaign)
+    training = settings.qualification and not qualification(campaign, annotator, now).admitted
+    if not training and (settings.rate <= 0 or random.random() >= settings.rate):
+        return None
+    ensure_tasks(campaign)
+    golds = GoldPair.objects.filter(campaign=campaign, task__isnull=False).exclude(
+        task_id__in=exclude
+    )
+    if training:
+        attempt = _running_attempt(campaign, annotator, now)
+        if attempt is None:
+            return None
+        order = sorted(
+            GoldPair.objects.filter(campaign=campaign).values_list("pk", flat=True),
+            key=lambda pk: random.Random(attempt.pk * 1_000_003 + pk).random(),
+        )[: attempt.total]
+        answered = set(attempt.judgements.values_list("gold_pair_id", flat=True))
+        leased = set(
+            Lease.objects.filter(annotator=annotator, pair__gold_task__isnull=False).values_list(
+                "pair__gold_task", flat=True
+            )
+        )
+        wanted = [pk for pk in order if pk not in answered and pk not in leased]
+        chosen = golds.filter(pk__in=wanted[:1]).select_related(*_TASK).first()
+        return chosen.task if chosen else None
+    chosen = (
+        golds.exclude(
+            Q(judgements__annotator=annotator, judgements__purpose=GoldJudgement.Purpose.QUEUE)
+            | Q(task__leases__annotator=annotator)
+        )
+        .order_by("?")
+        .select_related(*_TASK)
+        .first()
+    )
+    return chosen.task if chosen else None
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a training answer earns: whether it was right, and why (qualification only)."""
+
+    correct: bool
+    label: str
+    explanation: str
+    guideline: str
+
+
+@dataclass(frozen=True)
+class GoldAnswer:
+    judgement: GoldJudgement
+    created: bool
+    feedback: Feedback | None
+
+
+def answer(
+    task: Pair,
+    annotator,
+    label: str,
+    client_uuid,
+    seconds: float | None,
+    now: datetime | None = None,
+) -> GoldAnswer:
+    """Store an answer on a gold task the annotator holds (idempotent by UUID); the caller
+    runs it in a transaction with the task's row locked."""
+    gold = GoldPair.objects.select_related("campaign").get(task=task)
+    existing = GoldJudgement.objects.filter(uuid=client_uuid).first()
+    if existing is not None:
+        return GoldAnswer(existing, False, _feedback(gold, existing))
+    released, _ = Lease.objects.filter(pair=task, annotator=annotator).delete()
+    if not released:
+        from annotation.services.assignment import AssignmentError
+
+        raise AssignmentError("not_leased", "this pair is not leased to you")
+    pair_state.recount_leases([task.pk])
+    attempt = (
+        QualificationAttempt.objects.filter(
+            campaign=gold.campaign, annotator=annotator, finished_at__isnull=True
+        )
+        .order_by("pk")
+        .first()
+    )
+    purpose = GoldJudgement.Purpose.QUALIFICATION if attempt else GoldJudgement.Purpose.QUEUE
+    if (
+        purpose == GoldJudgement.Purpose.QUEUE
+        and GoldJudgement.objects.filter(
+            gold_pair=gold, annotator=annotator, purpose=purpose
+        ).exists()
+    ):
+        from annotation.services.assignment import AssignmentError
+
+        raise AssignmentError("conflict", "you have already judged this pair")
+    judgement = GoldJudgement.objects.create(
+        uuid=client_uuid,
+        gold_pair=gold,
+        annotator=annotator,
+        label=label,
+        seconds=seconds,
+        purpose=purpose,
+        attempt=attempt,
+    )
+    if attempt is not None:
+        _score(attempt, gold, label, now or timezone.now())
+    return GoldAnswer(judgement, True, _feedback(gold, judgement))
+
+
+def _score(attempt: QualificationAttempt, gold: GoldPair, label: str, now: datetime) -> None:
+    """Count one training answer; the last one finishes the attempt, passed or not."""
+    settings = GoldSettings.of(gold.campaign)
+    attempt.correct += label == gold.label
+    answered = attempt.judgements.count()
+    fields = ["correct"]
+    if answered >= attempt.total:
+        attempt.finished_at = now
+        attempt.passed = attempt.total > 0 and attempt.correct / attempt.total >= settings.threshold
+        fields += ["finished_at", "passed"]
+    attempt.save(update_fields=fields)
+
+
+def _feedback(gold: GoldPair, judgement: GoldJudgement) -> Feedback | None:
+    if judgement.purpose != GoldJudgement.Purpose.QUALIFICATION:
+        return None
+    return Feedback(
+        correct=judgement.label == gold.label,
+        label=gold.label,
+        explanation=gold.explanation,
+        guideline=gold.guideline,
+    )
+
+
+def release(task: Pair, annotator) -> None:
+    """Give back a gold task without an answer (an escalation): it may come again later."""
+    Lease.objects.filter(pair=task, annotator=annotator).delete()
+    pair_state.recount_leases([task.pk])
+
+
+def queue_answers(campaign: Campaign, annotator, since: datetime) -> tuple[int, int]:
+    """(today, total) of the annotator's queue answers on gold: progress counts them as
+    judgements, so a gold pair changes nothing the annotator can see."""
+    answers = GoldJudgement.objects.filter(
+        gold_pair__campaign=campaign, annotator=annotator, purpose=GoldJudgement.Purpose.QUEUE
+    )
+    counts = answers.aggregate(today=Count("pk", filter=Q(created_at__gte=since)), n=Count("pk"))
+    return int(counts["today"]), int(counts["n"])

@@ -1,0 +1,186 @@
+"""Gold pairs in the live queue and the qualification flow (Issue: labels you can trust)."""
+
+import json
+import uuid
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
+from annotation.services import assignment, exports, gold_queue
+from retrieval.models import Caption, Video
+from tests.factories import make_campaign
+
+
+def _with_gold(campaign: Campaign, n: int, **settings) -> list[GoldPair]:
+    """``n`` gold pairs on captions and videos of the campaign's dataset (not pooled ones)."""
+    captions = list(Caption.objects.filter(dataset=campaign.dataset).order_by("pk"))
+    videos = list(Video.objects.filter(dataset=campaign.dataset).order_by("pk"))
+    pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
+    golds = []
+    for caption in captions:
+        for video in videos:
+            if (caption.pk, video.pk) not in pooled and len(golds) < n:
+                golds.append(
+                    GoldPair.objects.create(
+                        campaign=campaign,
+                        caption=caption,
+                        video=video,
+                        label="relevant" if len(golds) % 2 else "irrelevant",
+                        explanation=f"because {len(golds)}",
+                        guideline="Every element of the caption must be in the video.",
+                        source=GoldPair.Source.IMPORTED,
+                    )
+                )
+    campaign.options = {**campaign.options, **gold_queue.GoldSettings(**settings).options()}
+    campaign.save(update_fields=["options"])
+    return golds
+
+
+def _serve_all(campaign, annotator, answer=lambda pair: "irrelevant", now=None):
+    served = []
+    while (current := assignment.assign(campaign, annotator, now).current) is not None:
+        result = assignment.submit(
+            annotator, current.pair.pk, answer(current.pair), uuid.uuid4(), now=now
+        )
+        served.append((current.pair, result))
+    return served
+
+
+def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
+    campaign = make_campaign(n_queries=30, depth=4, seed=1)
+    golds = _with_gold(campaign, 6, rate=0.3)
+    annotator = people["annotator"]
+    served = _serve_all(campaign, annotator)
+    gold_tasks = {g.pk: g.task_id for g in GoldPair.objects.filter(campaign=campaign)}
+    task_ids = set(gold_tasks.values())
+    served_gold = [pair.pk for pair, _ in served if pair.pk in task_ids]
+    assert served_gold, "a 30% rate over 120 tasks serves some gold"
+    assert len(served_gold) == len(set(served_gold))  # never the same gold pair twice
+    answers = GoldJudgement.objects.filter(annotator=annotator)
+    assert answers.count() == len(served_gold)
+    assert set(answers.values_list("purpose", flat=True)) == {GoldJudgement.Purpose.QUEUE}
+    # Apart from labels: no judgement, no count, no export mentions a gold pair.
+    assert not Judgement.objects.filter(pair_id__in=task_ids).exists()
+    real = [pair for pair, _ in served if pair.pk not in task_ids]
+    assert len(real) == campaign.pairs.count() == Judgement.objects.count()
+    exported = [
+        json.loads(line)
+        for line in "".join(exports.export_chunks(campaign, "jsonl")).splitlines()
+        if line.strip()
+    ]
+    gold_keys = {(g.caption.key, g.video.key) for g in golds}
+    assert len(exported) == len(real)
+    assert not {(row["caption_key"], row["video_key"]) for row in exported} & gold_keys
+    # Tasks are pairs of a hidden companion campaign: ids from the same sequence, never listed.
+    campaign.refresh_from_db()
+    companion = Campaign.objects.get(pk=gold_queue.companion_id(campaign))
+    assert companion.status == Campaign.Status.CLOSED
+    assert set(companion.pairs.values_list("pk", flat=True)) == task_ids
+    assert not gold_queue.visible(Campaign.objects).filter(pk=companion.pk).exists()
+    # Progress counts gold answers too, so the counter moves after every pair.
+    assert assignment.progress(campaign, annotator).judged_total == len(served)
+
+
+def test_gold_tasks_look_like_any_task_through_the_api(people):
+    campaign = make_campaign(n_queries=10, depth=3, seed=2)
+    _with_gold(campaign, 4, rate=0.5)
+    client = APIClient()
+    client.force_login(people["annotator"])
+    base = f"/api/campaigns/{campaign.pk}/"
+    task_ids = set()
+    seen_keys = set()
+    body = client.post(base + "next/").json()
+    for _ in range(40):
+        current = body["current"]
+        if current is None:
+            break
+        seen_keys.add(tuple(sorted(current)))
+        answer = {"pair": current["pair"], "label": "relevant", "uuid": str(uuid.uuid4())}
+        response = client.post(base + "submit/", answer, format="json")
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert body["feedback"] is None  # feedback only in training
+        task_ids.add(current["pair"])
+    gold_tasks = set(GoldPair.objects.filter(campaign=campaign).values_list("task_id", flat=True))
+    assert task_ids & gold_tasks, "some gold task was served"
+    assert len(seen_keys) == 1  # the same fields for gold and real tasks
+    assert body["qualification"]["required"] is False
+    # Escalating a gold task answers like any escalation: the next task.
+    body = client.post(base + "next/").json()
+    if body["current"] is not None:
+        escalated = client.post(
+            base + "escalate/",
+            {"pair": body["current"]["pair"], "reason": "blurry", "uuid": str(uuid.uuid4())},
+            format="json",
+        )
+        assert escalated.status_code == 200
+
+
+def test_qualification_trains_scores_cools_down_and_admits(people):
+    campaign = make_campaign(n_queries=5, depth=3, seed=3)
+    golds = _with_gold(campaign, 4, rate=0.0, qualification=True, threshold=0.75)
+    annotator = people["annotator"]
+    assert not gold_queue.qualification(campaign, annotator).admitted
+
+    def truth(pair) -> str:
+        return GoldPair.objects.get(task=pair).label
+
+    given = []
+
+    def half_right(pair) -> str:  # wrong on the first two, right on the rest: 50%
+        right = truth(pair)
+        given.append(pair.pk)
+        flip = {"relevant": "irrelevant", "irrelevant": "relevant"}
+        return flip[right] if len(given) <= 2 else right
+
+    served = _serve_all(campaign, annotator, half_right)
+    assert len(served) == len(golds)  # only training pairs before admission
+    tasks = set(GoldPair.objects.filter(campaign=campaign).values_list("task_id", flat=True))
+    assert {pair.pk for pair, _ in served} == tasks
+    feedback = [result.feedback for _, result in served]
+    assert all(f is not None and f.explanation.startswith("because") for f in feedback)
+    assert [f.correct for f in feedback] == [False, False, True, True]
+    assert [f.label for f in feedback] == [truth(pair) for pair, _ in served]
+    state = gold_queue.qualification(campaign, annotator)
+    assert not state.admitted and state.last_score == 0.5 and state.retry_at is not None
+    assert assignment.assign(campaign, annotator).current is None
+    assert assignment.has_work_for(campaign, annotator)  # may retry later
+    # After the cool-down: a second try, all right -> admitted, then real pairs come.
+    later = timezone.now() + timedelta(hours=2)
+    served = _serve_all(
+        campaign,
+        annotator,
+        lambda pair: truth(pair) if pair.pk in tasks else "relevant",
+        now=later,
+    )
+    real = [pair for pair, _ in served if pair.pk not in tasks]
+    assert real and len(served) - len(real) == 4
+    state = gold_queue.qualification(campaign, annotator)
+    assert state.admitted and state.tries_used == 2
+
+
+def test_three_failed_tries_end_it_until_an_admin_admits(people):
+    campaign = make_campaign(n_queries=3, depth=2, seed=4)
+    _with_gold(campaign, 2, rate=0.0, qualification=True, threshold=1.0, cooldown_seconds=10)
+    gold_queue.ensure_tasks(campaign)
+    truth = {g.task_id: g.label for g in GoldPair.objects.filter(campaign=campaign)}
+    annotator = people["other"]
+    now = timezone.now()
+    for attempt in range(3):
+        at = now + timedelta(minutes=attempt)
+        wrong = _serve_all(
+            campaign,
+            annotator,
+            lambda pair: "irrelevant" if truth[pair.pk] == "relevant" else "relevant",
+            now=at,
+        )
+        assert len(wrong) == 2
+    state = gold_queue.qualification(campaign, annotator, now + timedelta(hours=1))
+    assert state.out_of_tries and not state.admitted
+    assert not assignment.has_work_for(campaign, annotator)
+    gold_queue.admit(campaign, annotator, people["admin"])
+    assert gold_queue.qualification(campaign, annotator).admitted
+    assert assignment.assign(campaign, annotator).current is not None
+    assert not Pair.objects.filter(campaign=campaign, label_count__gt=0).exists()
