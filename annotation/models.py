@@ -41,10 +41,12 @@ count as labels.
 
 class CampaignManager(models.Manager):
     """Campaigns without their provenance blob (megabytes for a big pool), which only
-    exports and the judging order read, on demand."""
+    exports and the judging order read, on demand, and without the hidden companions that
+    serve gold pairs (``options["gold_of"]``; see :mod:`annotation.services.gold_queue`,
+    which reaches them through ``Campaign._base_manager``)."""
 
     def get_queryset(self):
-        return super().get_queryset().defer("provenance")
+        return super().get_queryset().defer("provenance").exclude(options__has_key="gold_of")
 
 
 class Campaign(models.Model):

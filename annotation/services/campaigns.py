@@ -63,7 +63,7 @@ def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> Non
     shallow = [run.name for run in runs if run.depth < spec.depth]
     if shallow:
         raise CampaignError(f"runs {shallow} are shallower than depth {spec.depth}")
-    if Campaign.objects.filter(name=spec.name).exists():
+    if Campaign._base_manager.filter(name=spec.name).exists():
         raise CampaignError(f"a campaign named {spec.name!r} already exists")
 
 

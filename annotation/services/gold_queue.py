@@ -90,7 +90,8 @@ def companion_id(campaign: Campaign) -> int | None:
 
 
 def visible(campaigns):
-    """Leave hidden gold companions out of a campaign queryset."""
+    """Leave hidden gold companions out of a campaign queryset (``Campaign.objects`` does
+    already; a queryset from ``_base_manager`` may not)."""
     return campaigns.exclude(options__has_key="gold_of")
 
 
@@ -103,9 +104,9 @@ def ensure_tasks(campaign: Campaign) -> int:
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         options = dict(locked.options or {})
         gold = dict(options.get("gold") or {})
-        companion = Campaign.objects.filter(pk=gold.get("companion")).first()
+        companion = Campaign._base_manager.filter(pk=gold.get("companion")).first()
         if companion is None:
-            companion = Campaign.objects.create(
+            companion = Campaign._base_manager.create(
                 dataset_id=campaign.dataset_id,
                 name=f"{campaign.name[:60]} · gold tasks {campaign.pk}",
                 depth=campaign.depth,

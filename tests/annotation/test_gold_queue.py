@@ -75,7 +75,9 @@ def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
     assert not {(row["caption_key"], row["video_key"]) for row in exported} & gold_keys
     # Tasks are pairs of a hidden companion campaign: ids from the same sequence, never listed.
     campaign.refresh_from_db()
-    companion = Campaign.objects.get(pk=gold_queue.companion_id(campaign))
+    companion = Campaign._base_manager.get(pk=gold_queue.companion_id(campaign))
+    assert not Campaign.objects.filter(pk=companion.pk).exists()
+    assert not campaign.dataset.campaigns.filter(pk=companion.pk).exists()
     assert companion.status == Campaign.Status.CLOSED
     assert set(companion.pairs.values_list("pk", flat=True)) == task_ids
     assert not gold_queue.visible(Campaign.objects).filter(pk=companion.pk).exists()
