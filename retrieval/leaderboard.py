@@ -284,10 +284,9 @@ def build(
             row_bias = bias
             row_adjusted = webber_park(corrected[run].means, bias)
             row_notes.append(
-                f"Not pooled: judged only where other runs found the same videos, so its "
-                f"corrected scores are likely too low. The adjusted figures are estimates: its "
-                f"scores plus the mean leave-one-run-out error of the {len(errors)} pooled "
-                f"run{'s' if len(errors) != 1 else ''} (Webber & Park 2009)."
+                "Not pooled: only the videos other runs also found are judged, so its "
+                "corrected scores are likely too low; the adjusted figures are an estimate "
+                "(Webber & Park 2009)."
             )
         elif pooled is False:
             row_notes.append("Not pooled: its corrected scores are likely too low.")

@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from retrieval.leaderboard import (
     ADJUSTED_METRICS,
@@ -62,6 +62,10 @@ class DisplayCell:
     best: bool
     tied: bool
     title: str
+    first: bool = False
+    """The first column of its block (the page draws a rule before it)."""
+    show_interval: bool = True
+    """Whether the interval is printed under the value (else only in the tooltip)."""
 
 
 def display_cell(metric: str, cell: Cell | None, depth: int) -> DisplayCell:
@@ -69,20 +73,17 @@ def display_cell(metric: str, cell: Cell | None, depth: int) -> DisplayCell:
     if cell is None:
         return DisplayCell("–", "", False, False, "")
     low, high = value_text(metric, cell.low, depth), value_text(metric, cell.high, depth)
-    title = ""
+    interval = f"[{low}, {high}]" if not math.isnan(cell.low) else ""
+    title = f"interval {interval}" if interval else ""
     if cell.best:
-        title = "best in this column"
+        title += "; best in this column"
     elif cell.tied:
-        title = f"not significantly different from the best (Holm-adjusted p = {cell.p_holm:.3f})"
+        title += (
+            f"; not significantly different from the best (Holm-adjusted p = {cell.p_holm:.3f})"
+        )
     elif cell.p_holm is not None:
-        title = f"significantly worse than the best (Holm-adjusted p = {cell.p_holm:.3f})"
-    return DisplayCell(
-        value_text(metric, cell.value, depth),
-        f"[{low}, {high}]" if not math.isnan(cell.low) else "",
-        cell.best,
-        cell.tied,
-        title,
-    )
+        title += f"; significantly worse than the best (Holm-adjusted p = {cell.p_holm:.3f})"
+    return DisplayCell(value_text(metric, cell.value, depth), interval, cell.best, cell.tied, title)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Column:
     block: str
     metric: str
     key: str
+    first: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,14 +131,18 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     """The page's view of ``board``: every score as text with its interval and marks."""
     blocks = [b for b in BLOCKS if any(getattr(row, b) for row in board.rows)]
     columns = tuple(
-        Column(block, m, m if block == "corrected" else f"{block}:{m}")
+        Column(block, m, m if block == "corrected" else f"{block}:{m}", i == 0)
         for block in blocks
-        for m in SCORE_METRICS
+        for i, m in enumerate(SCORE_METRICS)
     )
     rows = []
     for row in board.rows:
         cells = tuple(
-            display_cell(c.metric, (getattr(row, c.block) or {}).get(c.metric), row.depth)
+            replace(
+                display_cell(c.metric, (getattr(row, c.block) or {}).get(c.metric), row.depth),
+                first=c.first,
+                show_interval=c.block == "corrected",
+            )
             for c in columns
         )
         rows.append(

@@ -267,6 +267,48 @@ CASES: list[Case] = [
         researcher=404,
         admin=404,
     ),
+    page("datasets/<str:dataset_name>/leaderboard/", "/datasets/{ds}/leaderboard/", **STAFF_ONLY),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/{ds}/leaderboard/?labels=authz-campaign&sort=-original:AP",
+        **STAFF_ONLY,
+    ),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/{ds}/leaderboard/?labels=nope",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/{ds}/leaderboard/?sort=nope",
+        annotator=403,
+        researcher=400,
+        admin=400,
+    ),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/nope/leaderboard/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    *[
+        page(
+            "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+            f"/datasets/{{ds}}/leaderboard/export/{fmt}/",
+            **STAFF_ONLY,
+        )
+        for fmt in ("csv", "json", "latex")
+    ],
+    page(
+        "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+        "/datasets/{ds}/leaderboard/export/xlsx/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
