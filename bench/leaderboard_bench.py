@@ -18,22 +18,13 @@ Two parts, best of ``--repeats`` each:
 
 import argparse
 import time
-from collections.abc import Callable
 
 import numpy as np
+from analysis_bench import best_of
 from harness import machine, temporary_django
 
 VIDEOS = 1_000
 DEPTH = 10
-
-
-def best_of(repeats: int, fn: Callable[[], object]) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def synthetic(n_queries: int, seed: int):

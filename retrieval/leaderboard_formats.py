@@ -5,7 +5,7 @@ Scores are shown in points (percent, one decimal) and MedR as a rank ("> depth" 
 finds no positive for most queries); CSV and JSON carry the raw fractions. LaTeX comes in two
 layouts: one row per run (original and corrected blocks side by side, the best score bold and
 the scores not significantly different from it underlined), and FIRE Table 1's (Rodriguez et
-al. 2023, §2.2.1): one row per metric, one column per run, each cell "A (B + C)", the
+al. 2022, §2.2.1): one row per metric, one column per run, each cell "A (B + C)", the
 corrected score, then the original one plus the gain.
 """
 
