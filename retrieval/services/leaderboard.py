@@ -36,11 +36,7 @@ def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> Lead
     set, 400 for a bad key) otherwise. Reads only; names are matched in Python, so any
     string is safe."""
     label_sets = tuple(dataset.label_sets.defer("arrays").order_by("-created_at", "-pk"))
-    sort = sort or "C@1"
-    try:
-        leaderboard.sort_key(sort)
-    except SortError as exc:
-        raise LeaderboardError(str(exc)) from None
+    sort = _checked_sort(sort or "C@1")
     if not labels:
         chosen = default_label_set(label_sets) or (label_sets[0] if label_sets else None)
         return LeaderboardRequest(dataset, label_sets, chosen, sort)
@@ -53,6 +49,14 @@ def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> Lead
             status=404,
         )
     return LeaderboardRequest(dataset, label_sets, chosen, sort)
+
+
+def _checked_sort(sort: str) -> str:
+    try:
+        leaderboard.sort_key(sort)
+    except SortError as exc:
+        raise LeaderboardError(str(exc)) from None
+    return sort
 
 
 def pooled_runs(label_set: LabelSet | None) -> list[str] | None:
@@ -75,10 +79,6 @@ def build_leaderboard(
     seed: int = 0,
 ) -> Leaderboard:
     """One row per run of ``dataset`` under ``label_set`` (original positives only if None)."""
-    try:
-        leaderboard.sort_key(sort)
-    except SortError as exc:
-        raise LeaderboardError(str(exc)) from None
     scored = rescore_dataset(dataset, label_set)
     models = dict(Run.objects.filter(dataset=dataset).values_list("name", "model__name"))
     return leaderboard.build(
@@ -87,7 +87,7 @@ def build_leaderboard(
         label_set=label_set.name if label_set else None,
         models=models,
         pooled_runs=pooled_runs(label_set),
-        sort=sort,
+        sort=_checked_sort(sort),
         resamples=resamples,
         permutations=permutations,
         seed=seed,

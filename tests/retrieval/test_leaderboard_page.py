@@ -182,3 +182,24 @@ def test_no_label_set_at_all(db, client):
     assert client.get("/datasets/bare/leaderboard/export/csv/").status_code == 200
     store_label_set(dataset, "empty", Judged.build([], [], []), source="jsonl")
     assert client.get("/datasets/bare/leaderboard/?labels=empty").status_code == 200
+
+
+JUNK = ["", "\x00", "1\x00", "nan", "-", "--C@1", "original:", "C@1'", "é" * 300, "x" * 3000]
+
+
+def test_junk_parameters_never_give_a_server_error(world, client):
+    import random
+
+    client.force_login(person(RESEARCHER))
+    rng = random.Random(0)
+    urls = [
+        "/datasets/rep/leaderboard/",
+        *(f"/datasets/rep/leaderboard/export/{f}/" for f in ("csv", "json", "latex")),
+    ]
+    for _ in range(24):
+        params = {
+            name: rng.choice([*JUNK, "pooled", "imported", *sort_keys()])
+            for name in rng.sample(["labels", "sort", "layout", "format"], rng.randint(1, 3))
+        }
+        response = client.get(rng.choice(urls), params)
+        assert response.status_code in (200, 400, 404), (params, response.status_code)
