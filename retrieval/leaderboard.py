@@ -9,8 +9,8 @@ leave-one-run-out). Each run gets one row:
   a query whose list holds none ranks it at the run's depth + 1, so a MedR beyond the depth
   reads "> depth"), each with a seeded percentile bootstrap interval over queries
   (:func:`retrieval.analysis.bootstrap_intervals`);
-- Judged@10 under the label set, and whether the run was pooled (None: the label set does
-  not say);
+- Judged@10 under the label set (a caption's own video counts as judged), and whether the
+  run was pooled (None: the label set does not say);
 - per column, the best run marked, and the runs a paired sign-flip randomization test with
   Holm's correction over the comparisons with the best cannot tell from it
   (:func:`retrieval.analysis.randomization_test`, :func:`retrieval.analysis.holm`);
