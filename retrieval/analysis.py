@@ -314,11 +314,11 @@ def bootstrap_intervals(
 ) -> dict[str, Interval]:
     """Each run's mean (or median) over queries with its percentile bootstrap interval.
 
-    Efron & Tibshirani (1993, ch. 13): queries are drawn with replacement ``resamples`` times,
-    the same draws for every run (so intervals of runs scored together are paired), and the
-    interval is the central ``level`` share of the resampled statistic. Seeded, so the same
-    inputs give the same intervals. Medians are for rank-like scores (MedR), drawn one query
-    index at a time; means take the few-distinct-values shortcut of :func:`_resampled_means`.
+    Efron & Tibshirani (1993, ch. 13): queries are drawn with replacement ``resamples`` times
+    and the interval is the central ``level`` share of the resampled statistic. Means are
+    drawn on the same query draws for every run (:func:`_resampled_means`); medians, for
+    rank-like scores such as MedR, on each run's own (:func:`_resampled_medians`). Seeded, so
+    the same inputs give the same intervals.
     """
     if statistic not in ("mean", "median"):
         raise ValueError("statistic must be 'mean' or 'median'")
@@ -670,17 +670,33 @@ def _resampled_means(
 
 def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Medians (resamples x columns) of as many rows of ``values`` as it has, drawn with
-    replacement: one row index per query, in chunks, the same rows for every column."""
+    replacement, each column on its own draws.
+
+    A column with few distinct values (ranks cut at a run's depth) is resampled as one
+    multinomial draw of how often each value is picked, as in :func:`_resampled_means`, and
+    its median read off the cumulative counts of the sorted values (the mean of the two
+    middle ones for an even count); otherwise row indices are drawn in chunks.
+    """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     n_rows, n_cols = values.shape
+    lower, upper = (n_rows + 1) // 2, n_rows // 2 + 1  # the 1-based middle positions
     medians = np.empty((resamples, n_cols))
-    step = max(1, CHUNK_ELEMENTS // n_rows)
-    for start in range(0, resamples, step):
-        stop = min(start + step, resamples)
-        index = rng.integers(0, n_rows, size=(stop - start, n_rows))
-        for c in range(n_cols):
-            medians[start:stop, c] = np.median(values[:, c].take(index), axis=1)
+    for c in range(n_cols):
+        column = np.ascontiguousarray(values[:, c])
+        levels, counts = np.unique(column, return_counts=True)
+        few = levels.size * _FEW_VALUES_FACTOR <= n_rows
+        step = max(1, CHUNK_ELEMENTS // (levels.size if few else n_rows))
+        for start in range(0, resamples, step):
+            stop = min(start + step, resamples)
+            if few:
+                below = np.cumsum(rng.multinomial(n_rows, counts / n_rows, stop - start), axis=1)
+                low = levels[(below < lower).sum(axis=1)]
+                high = levels[(below < upper).sum(axis=1)]
+                medians[start:stop, c] = (low + high) / 2
+            else:
+                index = rng.integers(0, n_rows, size=(stop - start, n_rows))
+                medians[start:stop, c] = np.median(column.take(index), axis=1)
     return medians
 
 

@@ -40,7 +40,7 @@ def value_text(metric: str, value: float | None, depth: int | None = None) -> st
     if metric == MEDR:
         if depth is not None and value > depth:
             return f"> {depth}"
-        return f"{value:g}"
+        return f"{round(value, 1):g}"
     return f"{100 * value:.1f}"
 
 

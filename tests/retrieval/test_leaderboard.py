@@ -121,6 +121,19 @@ def test_bootstrap_interval_by_hand():
     assert median.estimate == 2.0 and 1.0 <= median.low <= median.high <= 3.0
 
 
+def test_resampled_medians_of_few_values_match_index_draws():
+    # Ranks cut at depth 10 take few values: one multinomial per resample instead of one
+    # draw per query must give the same distribution of medians as drawing queries.
+    rng = np.random.default_rng(0)
+    for n in (301, 300):  # odd and even counts (the even median averages the middle two)
+        ranks = np.minimum(rng.geometric(0.25, n), 11).astype(float)
+        fast = analysis._resampled_medians(ranks[:, None], 20_000, np.random.default_rng(1))
+        index = np.random.default_rng(2).integers(0, n, (20_000, n))
+        slow = np.median(ranks.take(index), axis=1)
+        for value in np.union1d(fast, slow):
+            assert np.mean(fast == value) == pytest.approx(np.mean(slow == value), abs=0.015)
+
+
 def test_holm_marks_on_a_constructed_case():
     n = 40
     best = np.ones(n)
