@@ -72,7 +72,8 @@ class Cell:
 @dataclass(frozen=True)
 class Row:
     """A run's row. ``bias`` and ``adjusted`` are set for unpooled runs when the bias could be
-    measured (``adjusted`` is an estimate, never a measurement)."""
+    measured (``adjusted`` is an estimate, never a measurement); ``true`` where the dataset's
+    relevance is known exhaustively."""
 
     run: str
     model: str
@@ -83,6 +84,9 @@ class Row:
     original: dict[str, Cell] | None = omitted_if_none()
     bias: dict[str, float] | None = omitted_if_none()
     adjusted: dict[str, float] | None = omitted_if_none()
+    true: dict[str, float] | None = omitted_if_none()
+    """Means under exhaustive relevance, on synthetic datasets only (how far off the
+    corrected scores and the estimate are)."""
     notes: tuple[str, ...] = ()
 
 
@@ -256,6 +260,7 @@ def build(
                     interval.estimate, interval.low, interval.high, best, tied, p_holm
                 )
 
+    true = result.blocks.get("true", {})
     loo = result.blocks.get("leave_one_out", {})
     errors = leave_one_out_errors(
         {run: s.means for run, s in corrected.items()}, {run: s.means for run, s in loo.items()}
@@ -307,6 +312,9 @@ def build(
                 original=cells["original"][run] if original else None,
                 bias=row_bias,
                 adjusted=row_adjusted,
+                true={m: float(true[run].means[m]) for m in ADJUSTED_METRICS}
+                if run in true
+                else None,
                 notes=tuple(row_notes),
             )
         )

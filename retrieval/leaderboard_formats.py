@@ -108,6 +108,8 @@ class DisplayRow:
     cells: tuple[DisplayCell, ...]
     estimates: tuple[tuple[str, str, str], ...]
     """Per adjusted metric: (metric, Webber & Park estimate, bias in signed points)."""
+    true: tuple[tuple[str, str], ...] = ()
+    """Per adjusted metric: (metric, score under exhaustive relevance), synthetic data only."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,9 @@ def leaderboard_columns(board: Leaderboard) -> Display:
                 )
                 if row.adjusted and row.bias
                 else (),
+                true=tuple((m, value_text(m, row.true[m])) for m in ADJUSTED_METRICS)
+                if row.true
+                else (),
             )
         )
     errors = tuple(
@@ -196,6 +201,7 @@ def csv_header(board: Leaderboard) -> list[str]:
             header += [f"{block} {m}", f"{block} {m} low", f"{block} {m} high", f"{block} {m} mark"]
     header += [f"bias {m}" for m in ADJUSTED_METRICS]
     header += [f"adjusted {m} (estimate)" for m in ADJUSTED_METRICS]
+    header += [f"true {m}" for m in ADJUSTED_METRICS]
     return [*header, "notes"]
 
 
@@ -221,6 +227,7 @@ def to_csv(board: Leaderboard) -> str:
                     ]
         line += [_number(row.bias[m]) if row.bias else "" for m in ADJUSTED_METRICS]
         line += [_number(row.adjusted[m]) if row.adjusted else "" for m in ADJUSTED_METRICS]
+        line += [_number(row.true[m]) if row.true else "" for m in ADJUSTED_METRICS]
         writer.writerow([*line, " ".join(row.notes)])
     return out.getvalue()
 
@@ -263,6 +270,12 @@ def to_text(board: Leaderboard) -> str:
                     f"{row.run}: adjusted estimate (Webber & Park 2009) "
                     + ", ".join(f"{m} {value_text(m, row.adjusted[m])}" for m in ADJUSTED_METRICS)
                 )
+    for row in board.rows:
+        if row.true:
+            lines.append(
+                f"{row.run}: true (exhaustive ground truth) "
+                + ", ".join(f"{m} {value_text(m, row.true[m])}" for m in ADJUSTED_METRICS)
+            )
     for row in board.rows:
         lines += [f"note on {row.run}: {note}" for note in row.notes]
     lines += [f"note: {note}" for note in board.notes]

@@ -205,6 +205,19 @@ def test_unpooled_row_gets_the_pooled_runs_mean_error():
     assert not any("Not pooled" in note for note in r["A"].notes)
 
 
+def test_true_scores_where_relevance_is_exhaustive():
+    # Every (query, item) judged: q's own video, and item 6 relevant to every query.
+    rows_, items = np.meshgrid(np.arange(4), np.arange(10), indexing="ij")
+    rel = (items == rows_) | (items == 6)
+    true = Qrels(rows_.ravel(), items.ravel(), rel.ravel().astype(np.int64))
+    result = rescore(RUNS, CORRECTED, original=ORIGINAL, true=true)
+    r = rows(leaderboard.build(result, dataset="toy", label_set="judged", resamples=20))
+    # First items: A 0 (own), 5 (not relevant), 6, 3 (own); B 5, 1 (own), 8, 9.
+    assert r["A"].true["C@1"] == pytest.approx(0.75)
+    assert r["B"].true["C@1"] == pytest.approx(0.25)
+    assert board().rows[0].true is None  # no exhaustive relevance given
+
+
 def test_unknown_pooling():
     b = board(pooled_runs=None)
     assert all(row.pooled is None and row.adjusted is None for row in b.rows)

@@ -63,6 +63,7 @@ def test_page_renders_and_sorts(world, client):
     assert set(runs_in_page(html)) == {"alpha", "beta", "gamma"}
     assert "Adjusted estimate" in html and "Webber &amp; Park 2009" in html
     assert 'id="pooling-bias"' in html
+    assert "exhaustive ground truth" in html  # a synthetic dataset: true scores shown
     assert '<option value="pooled" selected>' in html
     board = build_leaderboard(world, world.label_sets.get(name="pooled"), sort="-AP")
     page = client.get("/datasets/rep/leaderboard/?labels=pooled&sort=-AP")
@@ -116,6 +117,7 @@ def test_exports(world, client):
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [row["run"] for row in rows] == ["alpha", "beta", "gamma"]
     assert rows[2]["pooled"] == "no" and rows[2]["adjusted C@1 (estimate)"]
+    assert all(0 <= float(row["true C@1"]) <= 1 for row in rows)
     data = json.loads(client.get(f"{base}/json/?labels=pooled").content)
     assert data["label_set"] == "pooled" and len(data["rows"]) == 3
     latex = client.get(f"{base}/latex/?labels=pooled").content.decode()
