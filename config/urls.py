@@ -49,6 +49,16 @@ urlpatterns = [
     ),
     path("datasets/", retrieval_views.datasets, name="datasets"),
     path("datasets/<str:dataset_name>/", retrieval_views.dataset, name="dataset"),
+    path(
+        "datasets/<str:dataset_name>/leaderboard/",
+        retrieval_views.leaderboard,
+        name="leaderboard",
+    ),
+    path(
+        "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+        retrieval_views.leaderboard_export,
+        name="leaderboard-export",
+    ),
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
     path("reports/<str:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<str:dataset_name>/data/", retrieval_views.report_data, name="report-data"),

@@ -8,7 +8,8 @@ metric's per-query values from :mod:`retrieval.metrics`, which this module never
 - Overlap and rank-biased overlap of two runs' top-k (FIRE §4.1, Table 3), per query.
 - Contributors of judged pairs and leave-one-run-out positives (FIRE §4.2, Table 4 "New").
 - The annotation-budget bootstrap (FIRE §4.3, Fig. 4, Appendix E).
-- Paired significance between runs: bootstrap interval, sign-flip randomization test, Holm.
+- Paired significance between runs: bootstrap interval, sign-flip randomization test, Holm;
+  each run's own bootstrap interval (mean or median) on shared query draws.
 - Counts for the descriptive figures: positives per query (Appendix F, Fig. 11), caption length
   against positives (§4.1, Fig. 2), share correct by caption length (Fig. 3) and the ranks of
   original versus judged positives (Appendix G, Fig. 12).
@@ -28,7 +29,7 @@ from itertools import combinations
 import numpy as np
 
 from retrieval.ids import PairKeys, lookup
-from retrieval.intervals import percentile_interval
+from retrieval.intervals import Interval, percentile_interval
 
 #: Elements per chunk of random draws: bounds memory (16 MiB of int64) whatever the sizes.
 CHUNK_ELEMENTS = 1 << 21
@@ -302,6 +303,43 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     adjusted = np.empty(m)
     adjusted[order] = stepped
     return adjusted
+
+
+def bootstrap_intervals(
+    per_query: Mapping[str, np.ndarray],
+    statistic: str = "mean",
+    resamples: int = 2_000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Interval]:
+    """Each run's mean (or median) over queries with its percentile bootstrap interval.
+
+    Efron & Tibshirani (1993, ch. 13): queries are drawn with replacement ``resamples`` times
+    and the interval is the central ``level`` share of the resampled statistic. Means are
+    drawn on the same query draws for every run (:func:`_resampled_means`); medians, for
+    rank-like scores such as MedR, on each run's own (:func:`_resampled_medians`). Seeded, so
+    the same inputs give the same intervals.
+    """
+    if statistic not in ("mean", "median"):
+        raise ValueError("statistic must be 'mean' or 'median'")
+    names = list(per_query)
+    if not names:
+        return {}
+    columns = [np.asarray(per_query[name], dtype=np.float64) for name in names]
+    if any(column.ndim != 1 for column in columns) or len({c.size for c in columns}) > 1:
+        raise ValueError("every run must have one score per query, in the same order")
+    matrix = _scores(np.column_stack(columns))
+    rng = np.random.default_rng(seed)
+    if statistic == "mean":
+        estimates = matrix.mean(axis=0)
+        boot = _resampled_means(matrix, matrix.shape[0], resamples, rng)
+    else:
+        estimates = np.median(matrix, axis=0)
+        boot = _resampled_medians(matrix, resamples, rng)
+    return {
+        name: percentile_interval(float(estimates[c]), boot[:, c], level)
+        for c, name in enumerate(names)
+    }
 
 
 def compare_runs(
@@ -628,6 +666,38 @@ def _resampled_means(
         for c, column in enumerate(columns):
             means[start:stop, c] = column.take(index).sum(axis=1) / n
     return means
+
+
+def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians (resamples x columns) of as many rows of ``values`` as it has, drawn with
+    replacement, each column on its own draws.
+
+    A column with few distinct values (ranks cut at a run's depth) is resampled as one
+    multinomial draw of how often each value is picked, as in :func:`_resampled_means`, and
+    its median read off the cumulative counts of the sorted values (the mean of the two
+    middle ones for an even count); otherwise row indices are drawn in chunks.
+    """
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    n_rows, n_cols = values.shape
+    lower, upper = (n_rows + 1) // 2, n_rows // 2 + 1  # the 1-based middle positions
+    medians = np.empty((resamples, n_cols))
+    for c in range(n_cols):
+        column = np.ascontiguousarray(values[:, c])
+        levels, counts = np.unique(column, return_counts=True)
+        few = levels.size * _FEW_VALUES_FACTOR <= n_rows
+        step = max(1, CHUNK_ELEMENTS // (levels.size if few else n_rows))
+        for start in range(0, resamples, step):
+            stop = min(start + step, resamples)
+            if few:
+                below = np.cumsum(rng.multinomial(n_rows, counts / n_rows, stop - start), axis=1)
+                low = levels[(below < lower).sum(axis=1)]
+                high = levels[(below < upper).sum(axis=1)]
+                medians[start:stop, c] = (low + high) / 2
+            else:
+                index = rng.integers(0, n_rows, size=(stop - start, n_rows))
+                medians[start:stop, c] = np.median(column.take(index), axis=1)
+    return medians
 
 
 def _sign_flip_sums(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:

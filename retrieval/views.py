@@ -20,9 +20,13 @@ from django.views.decorators.http import require_safe
 from config.roles import VIEW_REPORTS, permission_required
 from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
+from retrieval.leaderboard import sort_keys
+from retrieval.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
+from retrieval.leaderboard_formats import render as render_leaderboard
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import default_label_set
+from retrieval.services.leaderboard import LeaderboardError, build_leaderboard, read_request
 from retrieval.services.proxies import proxy_table
 from retrieval.services.reports import build_report
 from retrieval.services.rescoring import RescoreError
@@ -190,3 +194,54 @@ def dataset(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """One dataset: its splits, models and runs, campaigns and label sets, with links."""
     found = get_object_or_404(Dataset, name=dataset_name)
     return render(request, "retrieval/dataset.html", {"overview": dataset_overview(found)})
+
+
+LEADERBOARD_EXPORTS = {
+    "csv": ("text/csv; charset=utf-8", "csv"),
+    "json": ("application/json", "json"),
+    "latex": ("text/x-tex; charset=utf-8", "tex"),
+}
+
+
+def _leaderboard(request: HttpRequest, dataset_name: str):
+    """The dataset, the request read from ``?labels=`` and ``?sort=``, and the board built."""
+    found = get_object_or_404(Dataset, name=dataset_name)
+    asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
+    board = build_leaderboard(found, asked.label_set, sort=asked.sort)
+    return asked, board
+
+
+@reports_only
+def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """One row per run under a chosen label set: scores with intervals, marks, reliability."""
+    found = get_object_or_404(Dataset, name=dataset_name)
+    context: dict = {"dataset": found, "sort_keys": sort_keys()}
+    try:
+        asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
+        context.update(label_sets=asked.label_sets, label_set=asked.label_set, sort=asked.sort)
+        board = build_leaderboard(found, asked.label_set, sort=asked.sort)
+    except (LeaderboardError, RescoreError) as exc:
+        context.setdefault("label_sets", tuple(found.label_sets.defer("arrays")))
+        context["error"] = str(exc)
+        return render(request, "retrieval/leaderboard.html", context, status=exc.status)
+    context.update(board=board, columns=leaderboard_columns(board))
+    return render(request, "retrieval/leaderboard.html", context)
+
+
+@reports_only
+def leaderboard_export(request: HttpRequest, dataset_name: str, fmt: str) -> HttpResponse:
+    """The leaderboard as CSV, JSON or LaTeX (``?layout=fire`` for FIRE Table 1's cells)."""
+    if fmt not in LEADERBOARD_EXPORTS:
+        raise Http404("No such export format")
+    layout = request.GET.get("layout") or "rows"
+    if layout not in LATEX_LAYOUTS:
+        raise LeaderboardError(f"unknown layout {layout[:40]!r} (choose rows or fire)")
+    _, board = _leaderboard(request, dataset_name)
+    content_type, extension = LEADERBOARD_EXPORTS[fmt]
+    response = HttpResponse(
+        render_leaderboard(board, fmt, layout=layout), content_type=content_type
+    )
+    filename = f"leaderboard-{board.dataset}-{board.label_set or 'original'}.{extension}"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in filename)
+    response["Content-Disposition"] = f'attachment; filename="{safe}"'
+    return response

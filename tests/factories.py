@@ -102,3 +102,36 @@ def random_run_campaign(dataset, name: str, depth: int, seed: int):
     return create_campaign(
         dataset, [run], CampaignSpec(name=name, depth=depth, second_label_rate=0.0)
     )
+
+
+def pooled_world(name: str):
+    """A 24-clip demo dataset with random runs alpha and beta and the label set "pooled" judging
+    their top 3 truthfully, recorded as pooled from both at depth 3 (as a campaign's is)."""
+    from retrieval.judged import Judged
+    from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
+    from retrieval.services.labelsets import store_label_set
+    from retrieval.services.runs import load_run
+
+    dataset = create_demo_dataset(name=name, n_videos=24, seed=5, workers=1)
+    runs = [random_run(dataset, run, seed) for run, seed in (("alpha", 1), ("beta", 2))]
+    keys, video_keys, truth = ground_truth_relevance(dataset, split="test")
+    caption_pk = dict(Caption.objects.filter(dataset=dataset).values_list("key", "pk"))
+    video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
+    row = {caption_pk[k]: i for i, k in enumerate(keys)}
+    col = {video_pk[k]: j for j, k in enumerate(video_keys)}
+    pairs = set()
+    for run in runs:
+        lists = load_run(run)
+        for q, caption in enumerate(lists.query_ids.tolist()):
+            for video in lists.item_ids[q, :3].tolist():
+                pairs.add((caption, video))
+    pairs = sorted(pairs)
+    relevance = [int(truth[row[c], col[v]]) for c, v in pairs]
+    store_label_set(
+        dataset,
+        "pooled",
+        Judged.build([c for c, _ in pairs], [v for _, v in pairs], relevance),
+        source="campaign",
+        metadata={"pooled_runs": ["alpha", "beta"], "pool_depth": 3},
+    )
+    return dataset

@@ -327,6 +327,48 @@ CASES: list[Case] = [
         researcher=404,
         admin=404,
     ),
+    page("datasets/<str:dataset_name>/leaderboard/", "/datasets/{ds}/leaderboard/", **STAFF_ONLY),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/{ds}/leaderboard/?labels=authz-campaign&sort=-original:AP",
+        **STAFF_ONLY,
+    ),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/{ds}/leaderboard/?labels=nope",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/{ds}/leaderboard/?sort=nope",
+        annotator=403,
+        researcher=400,
+        admin=400,
+    ),
+    page(
+        "datasets/<str:dataset_name>/leaderboard/",
+        "/datasets/nope/leaderboard/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    *[
+        page(
+            "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+            f"/datasets/{{ds}}/leaderboard/export/{fmt}/",
+            **STAFF_ONLY,
+        )
+        for fmt in ("csv", "json", "latex")
+    ],
+    page(
+        "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+        "/datasets/{ds}/leaderboard/export/xlsx/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
@@ -719,7 +761,10 @@ def test_annotator_api_answers_only_about_their_own_work(world):
         "finished",
         "judgement",
         "created",
+        "qualification",  # the caller's own standing
+        "feedback",  # only after the caller's own training answers
     }
+    assert submitted.json()["feedback"] is None
     listing = json.dumps(client.get("/api/campaigns/").json())
     assert world.users[ANNOTATOR].username not in listing
     assert world.closed.name not in listing  # a closed campaign is not theirs to see

@@ -10,40 +10,15 @@ from django.core.management import call_command
 
 from config.roles import ANNOTATOR, RESEARCHER, ensure_groups
 from retrieval.judged import Judged
-from retrieval.models import Caption, Video
-from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
 from retrieval.services.labelsets import store_label_set
 from retrieval.services.rescoring import rescore_dataset
-from retrieval.services.runs import load_run
-from tests.factories import random_run
+from tests.factories import pooled_world
 
 
 @pytest.fixture
 def world(db):
     """24 clips, two random runs, and a label set judging every pooled top-3 pair truthfully."""
-    dataset = create_demo_dataset(name="rep", n_videos=24, seed=5, workers=1)
-    runs = [random_run(dataset, name, seed) for name, seed in (("alpha", 1), ("beta", 2))]
-    keys, video_keys, truth = ground_truth_relevance(dataset, split="test")
-    caption_pk = dict(Caption.objects.filter(dataset=dataset).values_list("key", "pk"))
-    video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
-    row = {caption_pk[k]: i for i, k in enumerate(keys)}
-    col = {video_pk[k]: j for j, k in enumerate(video_keys)}
-    pairs = set()
-    for run in runs:
-        lists = load_run(run)
-        for q, caption in enumerate(lists.query_ids.tolist()):
-            for video in lists.item_ids[q, :3].tolist():
-                pairs.add((caption, video))
-    pairs = sorted(pairs)
-    relevance = [int(truth[row[c], col[v]]) for c, v in pairs]
-    store_label_set(
-        dataset,
-        "pooled",
-        Judged.build([c for c, _ in pairs], [v for _, v in pairs], relevance),
-        source="campaign",
-        metadata={"pooled_runs": ["alpha", "beta"], "pool_depth": 3},
-    )
-    return dataset
+    return pooled_world("rep")
 
 
 def test_corrected_scores_sit_between_original_and_true(world):

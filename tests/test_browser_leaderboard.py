@@ -1,0 +1,64 @@
+"""Real browser: a researcher opens a dataset's leaderboard, sorts it, picks a label set and
+exports it, in Debian's Chromium."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from config import roles
+from tests.browser_support import login, needs_chromium
+from tests.retrieval.test_leaderboard_page import leaderboard_world
+
+pytestmark = [pytest.mark.browser, needs_chromium]
+PASSWORD = "pw-leaderboard-123"
+
+
+def _runs(page) -> list[str]:
+    return page.eval_on_selector_all("tr.run-row", "rows => rows.map(r => r.dataset.run)")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leaderboard_sorts_switches_label_sets_and_exports(live_server, browser, tmp_path):
+    dataset = leaderboard_world("board")
+    researcher = get_user_model().objects.create_user("res", password=PASSWORD, is_staff=True)
+    researcher.groups.add(roles.ensure_groups()[roles.RESEARCHER])
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, live_server.url, "res", PASSWORD)
+    page.goto(f"{live_server.url}/datasets/{dataset.name}/")
+    page.click("#leaderboard-link")
+    page.wait_for_selector("#leaderboard")
+    assert sorted(_runs(page)) == ["alpha", "beta", "gamma"]
+    assert page.locator("tr.row-notes[data-run=gamma]").inner_text().count("Adjusted estimate") == 1
+    shots = os.environ.get("FIREPOOL_SCREENSHOTS")
+    if shots:
+        page.screenshot(path=os.path.join(shots, "leaderboard.png"), full_page=True)
+
+    # Sort by model name, then reversed by clicking the same header again.
+    page.click("th >> text=Model")
+    page.wait_for_url(re.compile(r"sort=model$"))
+    assert _runs(page) == ["alpha", "beta", "gamma"]
+    page.click("th >> text=Model")
+    page.wait_for_url(re.compile(r"sort=-model$"))
+    assert _runs(page) == ["gamma", "beta", "alpha"]
+    page.click("a[data-sort='MedR']")
+    page.wait_for_url(re.compile(r"sort=MedR"))
+    medians = page.eval_on_selector_all(
+        "tr.run-row",
+        "rows => rows.map(r => r.querySelectorAll('td.num .value')[5].textContent)",
+    )
+    numbers = [float(m.replace("> ", "")) for m in medians]
+    assert numbers == sorted(numbers)
+
+    # The picker switches to the imported set, where pooling is unknown.
+    page.select_option("#labels", "imported")
+    page.wait_for_url(re.compile(r"labels=imported"))
+    assert "does not record which runs were pooled" in page.content()
+
+    with page.expect_download() as download:
+        page.click("#leaderboard-exports >> text=LaTeX, FIRE Table 1")
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    assert "\\toprule" in text and re.search(r"\d+\.\d \(\d+\.\d \+ \d+\.\d\)", text)
