@@ -25,6 +25,7 @@ DEFAULT_LEASE_SECONDS = 300
 DEFAULT_DEPTH = 10
 BUDGET = (1, 1_000_000_000)
 GOLD_RATE_MAX = 0.5
+QUALIFICATION_PAIRS_MAX = 500
 JUDGING_ORDERS = tuple(STRATEGIES)
 """The strategies of :mod:`annotation.judging_order`; ``depth`` is today's order."""
 
@@ -49,8 +50,8 @@ class CampaignSpec:
     """Labels after which judging stops (none: until nothing is needed)."""
     gold_rate: float = 0.05
     """Share of served tasks that are gold pairs (when the campaign has any)."""
-    qualification: bool = False
-    """Annotators pass training on gold pairs before real work."""
+    qualification: int = 0
+    """Training pairs (from the gold pairs) an annotator judges before real work; 0: none."""
     qualification_threshold: float = 0.9
     """Accuracy on the training pairs that admits an annotator."""
 
@@ -86,6 +87,8 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
         errors["second_label_rate"] = "must be between 0 and 1"
     if not 0.0 <= spec.gold_rate <= GOLD_RATE_MAX:
         errors["gold_rate"] = f"must be between 0 and {GOLD_RATE_MAX}"
+    if not 0 <= spec.qualification <= QUALIFICATION_PAIRS_MAX:
+        errors["qualification"] = f"must be between 0 and {QUALIFICATION_PAIRS_MAX}"
     if not 0.0 < spec.qualification_threshold <= 1.0:
         errors["qualification_threshold"] = "must be above 0 and at most 1"
     if spec.judging_order not in JUDGING_ORDERS:

@@ -69,9 +69,13 @@ class CampaignSettingsForm(forms.Form):
         required=False,
         help_text="Share of tasks that are gold pairs, mixed in unseen (when there are any).",
     )
-    qualification = forms.BooleanField(
+    qualification = forms.IntegerField(
+        min_value=0,
+        max_value=campaign_spec.QUALIFICATION_PAIRS_MAX,
+        initial=0,
         required=False,
-        help_text="Annotators judge training pairs drawn from the gold pairs before real work.",
+        help_text="Training pairs (drawn from the gold pairs) an annotator judges before real "
+        "work, with feedback after each (0: no qualification; FIRE's raters trained first).",
     )
     qualification_threshold = forms.FloatField(
         min_value=0.01,
@@ -116,7 +120,7 @@ class CampaignSettingsForm(forms.Form):
             judging_order=data.get("judging_order") or "depth",
             budget=data.get("budget"),
             gold_rate=data.get("gold_rate", 0.05),
-            qualification=bool(data.get("qualification")),
+            qualification=data.get("qualification") or 0,
             qualification_threshold=data.get("qualification_threshold", 0.9),
         )
 

@@ -60,7 +60,7 @@ def run_pool(
     judging_order: str = "depth",
     budget: int | None = None,
     gold_rate: float = 0.05,
-    qualification: bool = False,
+    qualification: int = 0,
     qualification_threshold: float = 0.9,
 ) -> dict:
     found = get_dataset(dataset)

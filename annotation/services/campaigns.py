@@ -172,7 +172,8 @@ def create_campaign(
     options.update(
         gold_queue.GoldSettings(
             rate=spec.gold_rate,
-            qualification=spec.qualification,
+            qualification=spec.qualification > 0,
+            training_pairs=spec.qualification or gold_queue.DEFAULT_TRAINING_PAIRS,
             threshold=spec.qualification_threshold,
         ).options()
     )

@@ -4,6 +4,7 @@ import json
 import uuid
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -186,3 +187,42 @@ def test_three_failed_tries_end_it_until_an_admin_admits(people):
     assert gold_queue.qualification(campaign, annotator).admitted
     assert assignment.assign(campaign, annotator).current is not None
     assert not Pair.objects.filter(campaign=campaign, label_count__gt=0).exists()
+
+
+def test_create_campaign_takes_the_gold_settings(db):
+    from django.core.management import call_command
+
+    campaign = make_campaign(n_queries=2, depth=2)
+    run = campaign.campaign_runs.get().run
+    call_command(
+        "create_campaign",
+        "--dataset",
+        campaign.dataset.name,
+        "--name",
+        "with-gold",
+        "--runs",
+        run.name,
+        "--depth",
+        "2",
+        "--gold-rate",
+        "0.1",
+        "--qualification",
+        "12",
+        "--qualification-threshold",
+        "0.8",
+    )
+    settings = gold_queue.GoldSettings.of(Campaign.objects.get(name="with-gold"))
+    assert (settings.rate, settings.qualification, settings.training_pairs) == (0.1, True, 12)
+    assert settings.threshold == 0.8
+    with pytest.raises(Exception, match="qualification"):
+        call_command(
+            "create_campaign",
+            "--dataset",
+            campaign.dataset.name,
+            "--name",
+            "bad-gold",
+            "--runs",
+            run.name,
+            "--qualification",
+            "-3",
+        )

@@ -54,8 +54,11 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--qualification",
-            action="store_true",
-            help="Annotators judge training pairs from the gold pairs before real work.",
+            type=int,
+            default=0,
+            metavar="N",
+            help="Annotators judge N training pairs from the gold pairs before real work "
+            "(default 0: no qualification).",
         )
         parser.add_argument(
             "--qualification-threshold",
