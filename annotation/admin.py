@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 
 from annotation.forms import CampaignSettingsForm
 from annotation.models import (
+    AnnotatorStanding,
     Campaign,
     Escalation,
     GoldJudgement,
@@ -14,7 +15,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import assignment, gold_queue
+from annotation.services import assignment, gold_queue, standing
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.models import Run
@@ -225,3 +226,36 @@ class QualificationAttemptAdmin(AdminsOnly):
         for attempt in admitted.values():
             gold_queue.admit(attempt.campaign, attempt.annotator, request.user)
         messages.info(request, f"Admitted {len(admitted)} annotator(s).")
+
+
+@admin.register(AnnotatorStanding)
+class AnnotatorStandingAdmin(AdminsOnly):
+    """Paused and discounted annotators; admins reinstate them or discount their labels."""
+
+    list_display = [
+        "campaign",
+        "annotator",
+        "paused_at",
+        "reason",
+        "reinstated_at",
+        "reinstated_by",
+        "discounted_labels",
+    ]
+    list_filter = ["campaign"]
+    list_select_related = ["campaign", "annotator", "reinstated_by"]
+    readonly_fields = ["discounted_at", "discounted_labels"]
+    actions = ["reinstate", "discount"]
+
+    @admin.action(description="Reinstate these annotators")
+    def reinstate(self, request, queryset):
+        for row in queryset.select_related("campaign", "annotator"):
+            standing.reinstate(row.campaign, row.annotator, request.user)
+        messages.info(request, f"Reinstated {queryset.count()} annotator(s).")
+
+    @admin.action(description="Discount all their labels (the pairs go back to the queue)")
+    def discount(self, request, queryset):
+        total = sum(
+            standing.discount(row.campaign, row.annotator)
+            for row in queryset.select_related("campaign", "annotator")
+        )
+        messages.info(request, f"Discounted {total} labels; their pairs are back in the queue.")

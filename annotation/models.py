@@ -302,6 +302,12 @@ class Judgement(models.Model):
     seconds = models.FloatField(null=True, blank=True, help_text="Time spent judging.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     undone_at = models.DateTimeField(null=True, blank=True)
+    discounted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="An admin discounted the annotator's labels: this one stopped counting "
+        "(``undone_at`` is set with it) but stays stored and in the raw export.",
+    )
 
     class Meta:
         constraints = [
@@ -507,3 +513,31 @@ class GoldJudgement(models.Model):
     @property
     def correct(self) -> bool:
         return self.label == self.gold_pair.label
+
+
+class AnnotatorStanding(models.Model):
+    """Whether an annotator may judge in a campaign: paused automatically when gold shows
+    they cannot be trusted or they answer faster than anyone can watch, until an admin
+    reinstates them (see :mod:`annotation.services.standing`)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="standings")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="standings"
+    )
+    paused_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+    reinstated_at = models.DateTimeField(null=True, blank=True)
+    reinstated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    discounted_at = models.DateTimeField(null=True, blank=True)
+    discounted_labels = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "annotator"], name="standing_once"),
+        ]
+
+    def __str__(self) -> str:
+        state = "paused" if self.paused_at else "active"
+        return f"{self.annotator_id} in {self.campaign_id}: {state}"

@@ -80,6 +80,11 @@ class AssignmentSerializer(serializers.Serializer):
     progress = ProgressSerializer()
     finished = serializers.BooleanField()
     qualification = QualificationSerializer(required=False)
+    paused = serializers.CharField(
+        allow_null=True,
+        required=False,
+        help_text="Why the annotator is paused in this campaign (null: not paused).",
+    )
 
 
 class SubmitResponseSerializer(AssignmentSerializer):

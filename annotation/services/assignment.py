@@ -30,7 +30,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.services import gold_queue, judging_queue, pair_state, sql
+from annotation.services import gold_queue, judging_queue, pair_state, sql, standing
 from annotation.services.gold_queue import GoldSettings
 from config.errors import UserError
 from retrieval.models import Caption, Video
@@ -163,7 +163,9 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
         leases = [lease for lease in found if lease.expires_at > now]
         settings = judging_queue.JudgingSettings.of(campaign)
-        stopped = settings.budget is not None and judging_queue.budget_spent(campaign)
+        stopped = (
+            settings.budget is not None and judging_queue.budget_spent(campaign)
+        ) or standing.paused(campaign, annotator) is not None
         if campaign.status == Campaign.Status.ACTIVE and len(leases) < HOLD and not stopped:
             gold = gold_queue.GoldSettings.of(campaign)
             training = (
@@ -268,19 +270,27 @@ def submit(
     if seconds is not None and not (0 <= seconds < 24 * 3600):
         raise AssignmentError("invalid", "seconds must be between 0 and 86400")
     now = now or timezone.now()
-    with transaction.atomic():
-        judging_queue.lock_query_of(pair_id)
-        pair = _locked_pair(pair_id)
-        main_id = gold_queue.gold_of(pair.campaign) if pair is not None else None
-        if main_id is not None:  # a gold task: an answer that scores the annotator
+    target = (
+        Pair.objects.filter(pk=pair_id)
+        .values_list("campaign_id", "caption_id", "campaign__options")
+        .first()
+    )
+    main_id = (target[2] or {}).get("gold_of") if target is not None else None
+    if main_id is not None:  # a gold task: an answer that scores the annotator
+        with transaction.atomic():
+            pair = _locked_pair(pair_id)
             campaign = Campaign.objects.select_related("dataset").get(pk=main_id)
             require_active(campaign)
             got = gold_queue.answer(pair, annotator, label, client_uuid, seconds, now)
-    if main_id is not None:
+            if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
+                standing.check(campaign, annotator, now)
         return SubmitResult(
             got.judgement, got.created, assign(campaign, annotator, now), got.feedback
         )
     with transaction.atomic():
+        if target is not None and judging_queue.is_adaptive(target[2]):
+            # The query's pairs in id order before any one of them (see lock_query_of).
+            pair_state.lock_query(target[0], target[1])
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
@@ -315,6 +325,8 @@ def submit(
             pair_state.count_label(pair, campaign, label, +1)
             judging_queue.reprioritise(campaign, pair.caption_id)
             created = True
+            if seconds is not None and seconds < standing.floor_seconds(campaign):
+                standing.check(campaign, annotator, now)  # too fast to have watched?
     return SubmitResult(judgement, created, assign(campaign, annotator, now))
 
 
@@ -471,10 +483,12 @@ def has_work_for(campaign: Campaign, annotator) -> bool:
     paused campaign resumes); a closed campaign has nothing more to give."""
     if campaign.status == Campaign.Status.CLOSED or judging_queue.budget_spent(campaign):
         return False
+    if standing.paused(campaign, annotator) is not None:
+        return False
     if GoldSettings.of(campaign).qualification:
-        standing = gold_queue.qualification(campaign, annotator)
-        if not standing.admitted:
-            return not standing.out_of_tries
+        trained = gold_queue.qualification(campaign, annotator)
+        if not trained.admitted:
+            return not trained.out_of_tries
     return (
         Pair.objects.filter(campaign=campaign, needed__gt=0, held=False)
         .filter(~_judged_by(annotator))

@@ -399,6 +399,29 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
                 seconds=seconds,
                 created_at=sql.aware_time(created).isoformat(),
             )
+    # Labels an admin discounted: kept, marked, and listed after the ones that count.
+    discounted = (
+        Judgement.objects.filter(pair__campaign=campaign, discounted_at__isnull=False)
+        .order_by("pair_id", "created_at", "pk")
+        .values_list(
+            "pair__caption__key",
+            "pair__video__key",
+            "annotator_id",
+            "label",
+            "seconds",
+            "created_at",
+        )
+    )
+    for caption_key, video_key, annotator, label, seconds, created in discounted.iterator():
+        yield labels.RawLabel(
+            caption_key=caption_key,
+            video_key=video_key,
+            annotator=usernames[annotator],
+            label=1 if label == relevant else 0,
+            seconds=seconds,
+            created_at=created.isoformat(),
+            discounted=True,
+        )
 
 
 def _fire_metadata(campaign: Campaign) -> dict:

@@ -146,6 +146,26 @@ def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None
     pair.save(update_fields=COUNT_FIELDS)
 
 
+def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
+    """Recompute the pairs' label counts from the labels that still count (after labels were
+    discounted) and what the policy now needs of them; the caller has locked the pairs."""
+    from annotation.models import Judgement
+
+    live = {
+        row["pair_id"]: row
+        for row in Judgement.objects.filter(pair_id__in=pair_ids, undone_at__isnull=True)
+        .order_by()
+        .values("pair_id")
+        .annotate(n=Count("pk"), rel=Count("pk", filter=Q(label="relevant")))
+    }
+    pairs = list(Pair.objects.filter(pk__in=pair_ids))
+    for pair in pairs:
+        counts = live.get(pair.pk, {"n": 0, "rel": 0})
+        pair.label_count, pair.relevant_count = counts["n"], counts["rel"]
+        _apply_policy(pair, campaign)
+    Pair.objects.bulk_update(pairs, COUNT_FIELDS, batch_size=BATCH)
+
+
 def hold(pair_id: int) -> None:
     """Keep an escalated pair from annotators until an admin decides: every lease on it
     ends (the caller has locked the pair), so nobody is shown it meanwhile."""
@@ -182,7 +202,8 @@ def park(pair_ids: list[int]) -> None:
     """Keep unlabelled, unleased pairs the judging order no longer needs from annotators:
     nothing is needed of them, so nobody is offered them."""
     if pair_ids:
-        Pair.objects.filter(pk__in=pair_ids).update(needed=0, open_slots=0)
+        # Checked in the UPDATE itself: a lease taken since the caller read the row wins.
+        Pair.objects.filter(pk__in=pair_ids, leased=0).update(needed=0, open_slots=0)
 
 
 def reopen(pair_ids: list[int]) -> None:

@@ -101,6 +101,8 @@ class RawLabel:
     seconds: float | None = None
     created_at: str = ""
     line: int = field(default=0, compare=False)
+    discounted: bool = False
+    """An admin discounted it: stored and listed, but it no longer counts."""
 
 
 # Reading label files.
@@ -430,9 +432,14 @@ def _check_key(value: object, record: "LabelRecord | RawLabel") -> None:
 
 
 def read_raw_jsonl(path: Path) -> Iterator[RawLabel]:
-    """Yield one raw label per non-blank line; a (caption, video, annotator) may appear once."""
+    """Yield one raw label per non-blank line; a (caption, video, annotator) may appear once.
+
+    Lines marked ``"discounted": true`` (labels an admin stopped counting) are skipped.
+    """
     seen: dict[tuple[str, str, str], int] = {}
     for line, values in _json_objects(path, RAW_REQUIRED):
+        if values.get("discounted") is True:
+            continue
         label = RawLabel(
             caption_key=parse_field(path, line, "caption_id", parse_key, values["caption_id"]),
             video_key=parse_field(path, line, "video_id", parse_key, values["video_id"]),
@@ -499,6 +506,8 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
             "seconds": record.seconds,
             "created_at": record.created_at or None,
         }
+        if record.discounted:
+            values["discounted"] = True
         yield json.dumps(values, ensure_ascii=False) + "\n"
 
 

@@ -392,6 +392,7 @@
     state.campaign = data.campaign || state.campaign;
     state.progress = data.progress || state.progress;
     state.qualification = data.qualification || state.qualification;
+    state.paused = data.paused || null;
     state.finished = Boolean(data.finished);
     renderProgress(state.progress);
     renderFeedback(data.feedback);
@@ -533,7 +534,10 @@
     els.caption.title = "";
     expose("pair", "");
     const q = state.qualification;
-    if (state.finished && q && q.required && !q.admitted) {
+    if (state.paused) {
+      setMode("finished");
+      showStatus(`You are paused in this campaign: ${state.paused}. An admin can reinstate you.`, "done", false);
+    } else if (state.finished && q && q.required && !q.admitted) {
       setMode("finished");
       const score = typeof q.last_score === "number" ? ` (you scored ${Math.round(100 * q.last_score)}%)` : "";
       showStatus(`${MESSAGES.notAdmitted}${score}; no tries are left — ask an admin.`, "done", false);

@@ -54,8 +54,8 @@ def test_twenty_annotators_never_overcommit_and_nothing_is_lost(order):
             while True:
                 current = assignment.assign(campaign, user).current
                 if current is None:
-                    if not assignment.has_work_for(campaign, user):
-                        break
+                    if not assignment.has_work_for(campaign, user) or errors:
+                        break  # done, or another thread failed: stop rather than wait
                     time.sleep(0.05)  # others hold the remaining leases
                     continue
                 key = uuid.uuid4()
@@ -131,3 +131,71 @@ def test_twenty_annotators_never_overcommit_and_nothing_is_lost(order):
     assert doubles == policy.second_label_count(campaign.pairs.count(), 0.3)
     judged_doubles = campaign.pairs.filter(double=True).exclude(pk__in=parked.values("pk"))
     assert campaign.pairs.filter(label_count__gte=2).count() >= judged_doubles.count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_discounting_while_others_judge_keeps_every_count_right():
+    """An admin discounts one annotator's labels while ten others judge: every pair's counts
+    still equal its counting labels, and the policy is satisfied at the end."""
+    from annotation.services import standing
+
+    campaign = make_campaign(n_queries=30, depth=5, rate=0.3, seed=3, lease_seconds=600)
+    User = get_user_model()
+    spammer = User.objects.create_user("spam", password="pw-thread-123")
+    for _ in range(40):  # the spammer labels first
+        current = assignment.assign(campaign, spammer).current
+        if current is None:
+            break
+        assignment.submit(spammer, current.pair.pk, "relevant", uuid.uuid4(), seconds=2.0)
+    assignment.release_expired(campaign, campaign.created_at.replace(year=9999))
+    annotators = [User.objects.create_user(f"d{i}", password="pw-thread-123") for i in range(10)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(annotators) + 2)
+
+    def annotate(user) -> None:
+        try:
+            start.wait()
+            while True:
+                current = assignment.assign(campaign, user).current
+                if current is None:
+                    if not assignment.has_work_for(campaign, user):
+                        break
+                    time.sleep(0.05)
+                    continue
+                label = "relevant" if current.pair.pk % 3 == 0 else "irrelevant"
+                assignment.submit(user, current.pair.pk, label, uuid.uuid4(), seconds=2.0)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    discounted: list[int] = []
+
+    def admin() -> None:
+        try:
+            start.wait()
+            time.sleep(0.3)
+            discounted.append(standing.discount(campaign, spammer))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=annotate, args=(u,)) for u in annotators]
+    threads.append(threading.Thread(target=admin))
+    for thread in threads:
+        thread.start()
+    start.wait()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors[:3]
+    assert discounted and discounted[0] > 0
+    for pair in Pair.objects.filter(campaign=campaign):
+        live = Judgement.objects.filter(pair=pair, undone_at__isnull=True)
+        assert pair.label_count == live.count(), pair.pk
+        assert pair.relevant_count == live.filter(label="relevant").count(), pair.pk
+        assert not live.filter(annotator=spammer).exists()
+        needed = policy.labels_needed(
+            [pair.relevant_count], [pair.label_count], pair.double, campaign.max_labels
+        )[0]
+        assert needed == 0, pair.pk

@@ -1,0 +1,168 @@
+"""Pausing annotators who cannot be trusted, and discounting their labels.
+
+An annotator is paused automatically (:func:`check`) when, after at least ten gold pairs in
+the queue, the upper Wilson 95% bound of their gold accuracy is below the campaign's
+threshold, or when their median time per judgement is below a floor (1 s by default:
+nobody watches a video that fast); :func:`annotation.quality.should_pause` is the rule.
+A paused annotator is served nothing and told why; an admin can reinstate them, after which
+only later evidence counts. An admin can also discount an annotator's labels in a campaign
+(all, or since a time): they stop counting (marked, kept, and listed in the raw export) and
+the pairs they labelled go back to the queue under the same policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from annotation import quality
+from annotation.models import (
+    AnnotatorStanding,
+    Campaign,
+    GoldJudgement,
+    Judgement,
+)
+from annotation.services import pair_state
+from annotation.services.gold_queue import GoldSettings
+
+RECENT = 25
+"""Judgements whose median time decides the speed rule."""
+DEFAULT_FLOOR_SECONDS = quality.FLOOR_SECONDS
+
+
+def floor_seconds(campaign: Campaign) -> float:
+    gold = (campaign.options or {}).get("gold") or {}
+    return float(gold.get("floor_seconds", DEFAULT_FLOOR_SECONDS))
+
+
+def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
+    """The annotator's standing if they are paused in the campaign."""
+    return AnnotatorStanding.objects.filter(
+        campaign=campaign, annotator=annotator, paused_at__isnull=False
+    ).first()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    gold_correct: int
+    gold_total: int
+    median_seconds: float
+
+
+def evidence(campaign: Campaign, annotator, since: datetime | None) -> Evidence:
+    """Queue gold answers and the recent judging pace since ``since`` (a reinstatement)."""
+    answers = GoldJudgement.objects.filter(
+        gold_pair__campaign=campaign,
+        annotator=annotator,
+        purpose=GoldJudgement.Purpose.QUEUE,
+    ).select_related("gold_pair")
+    labels = Judgement.objects.filter(
+        pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
+    )
+    if since is not None:
+        answers = answers.filter(created_at__gt=since)
+        labels = labels.filter(created_at__gt=since)
+    counts = answers.aggregate(
+        n=Count("pk"), right=Count("pk", filter=Q(label=F("gold_pair__label")))
+    )
+    recent = list(
+        labels.exclude(seconds__isnull=True)
+        .order_by("-created_at")
+        .values_list("seconds", flat=True)[:RECENT]
+    )
+    median = float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
+    return Evidence(int(counts["right"]), int(counts["n"]), median)
+
+
+def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
+    """Pause the annotator if the evidence says so; returns whether they are paused now."""
+    standing = AnnotatorStanding.objects.filter(campaign=campaign, annotator=annotator).first()
+    if standing is not None and standing.paused_at is not None:
+        return True
+    since = standing.reinstated_at if standing is not None else None
+    found = evidence(campaign, annotator, since)
+    threshold = GoldSettings.of(campaign).threshold
+    floor = floor_seconds(campaign)
+    pause = bool(
+        quality.should_pause(
+            found.gold_correct,
+            found.gold_total,
+            found.median_seconds,
+            threshold,
+            floor_seconds=floor,
+        )
+    )
+    if not pause:
+        return False
+    if found.gold_total >= quality.MIN_GOLD and found.gold_correct < threshold * found.gold_total:
+        reason = (
+            f"gold accuracy {found.gold_correct}/{found.gold_total} is too far below "
+            f"{threshold:.0%} to be chance"
+        )
+    else:
+        reason = (
+            f"a median of {found.median_seconds:.1f} s per judgement is below {floor:.0f} s: "
+            "too fast to have watched the videos"
+        )
+    AnnotatorStanding.objects.update_or_create(
+        campaign=campaign,
+        annotator=annotator,
+        defaults={"paused_at": now or timezone.now(), "reason": reason},
+    )
+    return True
+
+
+def reinstate(campaign: Campaign, annotator, admin) -> None:
+    """An admin lets a paused annotator judge again; earlier evidence no longer counts."""
+    AnnotatorStanding.objects.update_or_create(
+        campaign=campaign,
+        annotator=annotator,
+        defaults={
+            "paused_at": None,
+            "reason": "",
+            "reinstated_at": timezone.now(),
+            "reinstated_by": admin,
+        },
+    )
+
+
+@transaction.atomic
+def discount(campaign: Campaign, annotator, since: datetime | None = None) -> int:
+    """Stop counting the annotator's labels in the campaign (all, or since ``since``) and
+    send the pairs they labelled back to the queue; returns how many labels were discounted.
+
+    The pairs are locked in id order before their counts are recomputed from the labels
+    still counting, so concurrent submits on them wait and then see the new counts.
+    """
+    now = timezone.now()
+    labels = Judgement.objects.filter(
+        pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
+    )
+    if since is not None:
+        labels = labels.filter(created_at__gte=since)
+    pair_ids = sorted(set(labels.values_list("pair_id", flat=True)))
+    if not pair_ids:
+        return 0
+    pair_state.lock_pairs(pair_ids)
+    discounted = labels.filter(pair_id__in=pair_ids).update(undone_at=now, discounted_at=now)
+    pair_state.recount_labels(pair_ids, campaign)
+    standing, _ = AnnotatorStanding.objects.get_or_create(campaign=campaign, annotator=annotator)
+    standing.discounted_at = now
+    standing.discounted_labels += discounted
+    standing.save(update_fields=["discounted_at", "discounted_labels"])
+    return discounted
+
+
+def standings(campaign: Campaign) -> list[AnnotatorStanding]:
+    """Paused or discounted annotators of the campaign, for the admin's page."""
+    return list(
+        AnnotatorStanding.objects.filter(campaign=campaign)
+        .filter(Q(paused_at__isnull=False) | Q(discounted_labels__gt=0))
+        .select_related("annotator", "reinstated_by")
+        .order_by("annotator__username")
+    )
