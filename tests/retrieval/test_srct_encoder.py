@@ -202,3 +202,19 @@ def test_npz_dataset_register_train_embed_predict(world, tmp_path):
     call_command("features", dataset="mini", source=tmp_path, stdout=StringIO())
     with pytest.raises(CommandError, match=r"expert 'objects' has shape \(3, 7\).*T x 5"):
         call_command("embed", dataset="mini", model="s", device="cpu", stdout=StringIO())
+
+
+def test_demo_models_with_srct_extract_experts_then_train_and_run(db):
+    from retrieval.services.demo_models import build_demo_models
+
+    dataset = create_demo_dataset(name="demo6", n_videos=6, seed=2, workers=1)
+    said: list[str] = []
+    (run,) = build_demo_models(
+        dataset, models=("srct",), k=2, epochs=1, device="cpu", say=said.append
+    )
+    assert said[0] == "Extracting video features and feature experts ..."
+    assert run.name == "srct" and load_run(run).item_ids.shape[1] == 2
+    assert RetrievalModel.objects.get(name="srct").training_log[-1]["epochs"] == 1
+    said.clear()
+    assert build_demo_models(dataset, models=("srct",), say=said.append)[0].pk == run.pk
+    assert said == []  # nothing done again
