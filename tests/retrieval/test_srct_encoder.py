@@ -127,6 +127,20 @@ def test_expert_subset_zeroes_the_levels_of_the_experts_left_out(trained):
         SRCTEncoder(experts=["action"])
 
 
+def test_semantic_positives_reach_the_loss(trained):
+    _, data = trained
+    every = TrainingData(
+        video_features=data.video_features,
+        captions=data.captions,
+        caption_video=data.caption_video,
+        positives=np.ones((6, 6), dtype=bool),
+        video_experts=data.video_experts,
+    )
+    # every pair relevant: no negative anywhere, so the hardest-negative loss is zero
+    assert SRCTEncoder(**SMALL).fit(every, epochs=1, device="cpu") == [0.0]
+    assert SRCTEncoder(**SMALL).fit(data, epochs=1, device="cpu")[0] > 0.0
+
+
 def test_wrong_expert_widths_are_a_clear_error(trained):
     encoder, _ = trained
     bad = [_clip(np.random.default_rng(1), widths=(6, 4, 5))]
