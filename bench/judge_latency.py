@@ -27,22 +27,24 @@ import numpy as np
 from harness import ROOT, machine, temporary_django
 
 from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
-from tests.factories import random_run_campaign
 
 TARGET = "p95 <= 150 ms (key press to next video playable)"
 TARGET_MS = 150.0
 USERNAME, PASSWORD = "bench-annotator", "pw-bench-annotator-1"
 
 
-def build_world(n_videos: int, depth: int) -> int:
+def build_world(n_videos: int, depth: int, roles: bool = True) -> int:
     """A demo world, a one-run campaign over its test split and an annotator; the campaign id."""
     from django.contrib.auth import get_user_model
 
     from config.roles import ANNOTATOR, ensure_groups
     from retrieval.services.demo import create_demo_dataset
+    from tests.factories import random_run_campaign  # needs Django set up
 
     dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)
     campaign = random_run_campaign(dataset, "latency", depth, seed=7)
+    campaign.options = {**(campaign.options or {}), "show_roles": roles}
+    campaign.save(update_fields=["options"])
     user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
     user.groups.add(ensure_groups()[ANNOTATOR])
     return campaign.pk
@@ -110,12 +112,16 @@ def main() -> None:
     parser.add_argument("--dwell", type=int, default=500, help="ms spent on each pair")
     parser.add_argument("--videos", type=int, default=120, help="clips in the demo world")
     parser.add_argument("--depth", type=int, default=5)
+    parser.add_argument(
+        "--roles", choices=["on", "off"], default="on", help="caption role spans on the page"
+    )
     args = parser.parse_args()
     if not os.path.exists(CHROMIUM):
         sys.exit(f"{CHROMIUM} not found: install Debian's chromium to run this benchmark")
 
     with temporary_django() as tmp:
-        campaign_id = build_world(args.videos, args.depth)
+        campaign_id = build_world(args.videos, args.depth, args.roles == "on")
+        print(f"semantic roles on the judging page: {args.roles}")
         from django.db import connections
 
         connections.close_all()

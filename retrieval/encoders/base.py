@@ -56,11 +56,15 @@ class VideoInputs:
     keys: Sequence[str]
     features: np.ndarray | None = None
     captions: Sequence[Sequence[str]] | None = None
+    experts: Sequence[Any] | None = None
+    """Per video its ``features.ExpertSequences`` (appearance, action, objects), for SRCT."""
 
     def __post_init__(self) -> None:
         n = len(self.keys)
         if self.features is not None and len(self.features) != n:
             raise ValueError(f"{len(self.features)} feature rows for {n} videos")
+        if self.experts is not None and len(self.experts) != n:
+            raise ValueError(f"{len(self.experts)} expert sets for {n} videos")
         if self.captions is not None and len(self.captions) != n:
             raise ValueError(f"{len(self.captions)} caption lists for {n} videos")
 
@@ -89,11 +93,15 @@ class TrainingData:
     caption_video: np.ndarray
     positives: np.ndarray | None = None
     video_keys: Sequence[str] | None = None
+    video_experts: Sequence[Any] | None = None
+    """Per video its ``features.ExpertSequences``, for encoders with ``uses_experts``."""
 
     def __post_init__(self) -> None:
         self.video_features = np.asarray(self.video_features, dtype=np.float32)
         self.caption_video = np.asarray(self.caption_video, dtype=np.int64)
         n_v = len(self.video_features)
+        if self.video_experts is not None and len(self.video_experts) != n_v:
+            raise ValueError(f"{len(self.video_experts)} expert sets for {n_v} videos")
         if self.video_features.ndim != 2:
             raise ValueError("video_features must be a 2-d array (videos x features)")
         if len(self.caption_video) != len(self.captions):
@@ -125,14 +133,16 @@ class Encoder(ABC):
     """A retrieval model: captions and videos -> L2-normalised vectors of size ``dim``.
 
     Subclasses set ``name``; ``trainable`` ones implement :meth:`fit` and keep their
-    learned tensors in :meth:`state`. ``uses_features`` / ``uses_captions`` say which
-    fields of :class:`VideoInputs` :meth:`encode_videos` reads.
+    learned tensors in :meth:`state`. ``uses_features`` / ``uses_captions`` /
+    ``uses_experts`` say which fields of :class:`VideoInputs` :meth:`encode_videos` reads
+    (and, for ``uses_experts``, that :meth:`fit` needs ``TrainingData.video_experts``).
     """
 
     name: ClassVar[str]
     trainable: ClassVar[bool] = False
     uses_features: ClassVar[bool] = False
     uses_captions: ClassVar[bool] = False
+    uses_experts: ClassVar[bool] = False
 
     @property
     @abstractmethod

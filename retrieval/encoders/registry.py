@@ -10,12 +10,14 @@ from .jpose import JPoSEEncoder
 from .minilm import MiniLMEncoder
 from .mme import MMEEncoder
 from .random import RandomEncoder
+from .srct import SRCTEncoder
 
 ENCODERS: dict[str, type[Encoder]] = {
     RandomEncoder.name: RandomEncoder,
     MiniLMEncoder.name: MiniLMEncoder,
     MMEEncoder.name: MMEEncoder,
     JPoSEEncoder.name: JPoSEEncoder,
+    SRCTEncoder.name: SRCTEncoder,
 }
 
 

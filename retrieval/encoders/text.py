@@ -229,3 +229,52 @@ def pos_features(
         group: bag_features([s.group(group) for s in splits], device=device, batch_size=batch_size)
         for group in POS_GROUPS
     }
+
+
+@dataclass(frozen=True)
+class TokenEmbeddings:
+    """MiniLM's contextual word-piece vectors of one caption (frozen, no pooling): ``vectors``
+    T x 384 float32 and each piece's character span in the caption (``spans`` T x 2)."""
+
+    vectors: np.ndarray
+    spans: np.ndarray
+
+
+def embed_tokens(
+    texts: Sequence[str],
+    *,
+    device: str | torch.device = "auto",
+    batch_size: int = 256,
+    max_length: int = 64,
+) -> list[TokenEmbeddings]:
+    """all-MiniLM-L6-v2's last hidden states per word piece (special tokens dropped), the
+    token-level input of SRCT's text side (Zhu, Bresson & Lim, §2); a caption with no
+    word piece gets one zero vector spanning nothing."""
+    dev = resolve_device(device)
+    transformer = load_minilm(str(dev))[0]
+    tokenizer, network = transformer.tokenizer, transformer.auto_model
+    out: list[TokenEmbeddings] = []
+    for start in range(0, len(texts), batch_size):
+        chunk = list(texts[start : start + batch_size])
+        encoded = tokenizer(
+            chunk,
+            padding=True,
+            truncation=True,
+            max_length=max_length,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+            return_tensors="pt",
+        )
+        offsets = encoded.pop("offset_mapping").numpy()
+        special = encoded.pop("special_tokens_mask").numpy().astype(bool)
+        keep = encoded["attention_mask"].numpy().astype(bool) & ~special
+        with torch.inference_mode():
+            hidden = network(**{k: v.to(dev) for k, v in encoded.items()}).last_hidden_state
+        hidden = hidden.float().cpu().numpy()
+        for row in range(len(chunk)):
+            if keep[row].any():
+                out.append(TokenEmbeddings(hidden[row, keep[row]], offsets[row, keep[row]]))
+            else:
+                zero = np.zeros((1, MINILM_DIM), np.float32)
+                out.append(TokenEmbeddings(zero, np.zeros((1, 2), np.int64)))
+    return out

@@ -1,13 +1,19 @@
-"""The demo world's four runs: random, minilm, mme and jpose, each at depth k = 20.
+"""The demo world's four runs: random, minilm, mme and jpose, each at depth k = 20, and
+srct on request (``manage.py demo --with-srct``).
 
 They differ in quality and overlap only partly, so pooling their top-k finds positives
 that some models miss (as clip4clip against TeachText in FIRE Table 3). Every step is
 idempotent: a model that already has its run is left alone, so an interrupted build
-resumes where it stopped.
+resumes where it stopped. srct is not among the default four: its feature experts and
+training add about three minutes to the first ``make run`` on two cores (bench/RESULTS.md,
+"Issue 19: SRCT"), over the 60 s we allow.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
 
 from retrieval.metrics import mean_correct_at_ks
 from retrieval.models import Dataset, RetrievalModel, Run
@@ -15,6 +21,9 @@ from retrieval.services import encoding, search
 from retrieval.services.evaluation import ground_truth_hits, original_hits
 
 DEMO_MODELS = ("random", "minilm", "mme", "jpose")
+OPTIONAL_MODELS = ("srct",)
+"""Built on request only (``demo --with-srct``)."""
+TRAINED = ("mme", "jpose", "srct")
 DEMO_DEPTH = 20
 
 Say = Callable[[str], object]
@@ -32,6 +41,7 @@ class RunScores:
 def build_demo_models(
     dataset: Dataset,
     *,
+    models: Sequence[str] = DEMO_MODELS,
     k: int = DEMO_DEPTH,
     seed: int = 0,
     epochs: int | None = None,
@@ -39,12 +49,18 @@ def build_demo_models(
     progress: bool = False,
     say: Say = print,
 ) -> list[Run]:
-    """Register, train, embed and run the four built-in models on the demo dataset."""
-    if dataset.videos.filter(features="").exclude(media="").exists():
-        say("Extracting video features ...")
-        encoding.extract_dataset_features(dataset, device=device)
+    """Register, train, embed and run the built-in ``models`` on the demo dataset (srct's
+    feature experts are extracted first when it is among them and they are missing)."""
+    videos = dataset.videos.exclude(media="")
+    experts = "srct" in models
+    root = Path(settings.MEDIA_ROOT)
+    if videos.filter(features="").exists() or (
+        experts and any(not (root / encoding.experts_path(v)).is_file() for v in videos)
+    ):
+        say("Extracting video features" + (" and feature experts ..." if experts else " ..."))
+        encoding.extract_dataset_features(dataset, device=device, experts=experts)
     runs = []
-    for name in DEMO_MODELS:
+    for name in models:
         existing = Run.objects.filter(dataset=dataset, name=name).first()
         if existing is not None:
             runs.append(existing)
@@ -53,7 +69,7 @@ def build_demo_models(
         if model is None:
             config = {"seed": seed} if name == "random" else {}
             model = encoding.register_encoder(dataset, name, name, config)
-        if model.encoder in ("mme", "jpose") and not model.weights:
+        if model.encoder in TRAINED and not model.weights:
             say(f"Training {name} ...")
             encoding.train(model, epochs=epochs, seed=seed, device=device, progress=progress)
         say(f"Embedding and searching with {name} ...")

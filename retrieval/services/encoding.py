@@ -255,8 +255,11 @@ class TrainingSplit:
     caption_ids: np.ndarray
 
 
-def training_split(dataset: Dataset, split: str = "train") -> TrainingSplit:
-    """The split's videos (features) and all their captions, both in pk order, with their pks."""
+def training_split(
+    dataset: Dataset, split: str = "train", *, experts: bool = False
+) -> TrainingSplit:
+    """The split's videos (features, and feature experts with ``experts``) and all their
+    captions, both in pk order, with their pks."""
     videos = list(Video.objects.filter(dataset=dataset, split=split).order_by("pk"))
     if not videos:
         raise EncodingError(f"dataset {dataset.name!r} has no {split!r} videos to train on")
@@ -271,6 +274,7 @@ def training_split(dataset: Dataset, split: str = "train") -> TrainingSplit:
         captions=[text for _, text, _ in rows],
         caption_video=np.array([position[video_id] for _, _, video_id in rows], dtype=np.int64),
         video_keys=[v.key for v in videos],
+        video_experts=load_experts(videos) if experts else None,
     )
     return TrainingSplit(
         data=data,
@@ -378,7 +382,7 @@ def train(
     encoder = get_encoder(model.encoder, **model.config)
     if not encoder.trainable:
         raise EncodingError(f"the {model.encoder} encoder has nothing to train")
-    split = training_split(model.dataset)
+    split = training_split(model.dataset, experts=encoder.uses_experts)
     data = split.data
     if threshold is not None:
         from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
@@ -465,6 +469,7 @@ def embed(
     if not captions or not videos:
         raise EncodingError(f"dataset {dataset.name!r} has no {split!r} captions or videos")
     features = load_features(videos) if encoder.uses_features else None
+    experts = load_experts(videos) if encoder.uses_experts else None
     video_captions = None
     if encoder.uses_captions:
         # A text-only model describes a video by its non-query captions (never the queries).
@@ -497,6 +502,7 @@ def embed(
             keys=keys[window],
             features=None if features is None else features[window],
             captions=None if video_captions is None else video_captions[window],
+            experts=None if experts is None else experts[window],
         )
         return encoder.encode_videos(inputs, device=device, batch_size=batch_size)
 

@@ -107,8 +107,8 @@ def jpose(split) -> tuple[JPoSEEncoder, list[float]]:
     return encoder, encoder.fit(split.data, epochs=EPOCHS, seed=0, device="cpu")
 
 
-def test_registry_names_the_four_encoders():
-    assert set(ENCODERS) == {"random", "minilm", "mme", "jpose"}
+def test_registry_names_the_five_encoders():
+    assert set(ENCODERS) == {"random", "minilm", "mme", "jpose", "srct"}
     assert get_encoder("random", dim=32).dim == 32
     with pytest.raises(KeyError):
         get_encoder("nope")

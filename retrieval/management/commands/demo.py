@@ -13,7 +13,12 @@ from retrieval.services.demo import (
     create_demo_dataset,
     summarize_demo_dataset,
 )
-from retrieval.services.demo_models import DEMO_MODELS, build_demo_models, score_runs
+from retrieval.services.demo_models import (
+    DEMO_MODELS,
+    OPTIONAL_MODELS,
+    build_demo_models,
+    score_runs,
+)
 
 
 class Command(BaseCommand):
@@ -47,7 +52,12 @@ class Command(BaseCommand):
             action="store_true",
             help="Only build the world; skip training and running the four built-in models.",
         )
-        parser.add_argument("--epochs", type=int, help="Training epochs for mme and jpose.")
+        parser.add_argument(
+            "--with-srct",
+            action="store_true",
+            help="Also build srct (feature experts, training, run): a few minutes more.",
+        )
+        parser.add_argument("--epochs", type=int, help="Training epochs for mme, jpose, srct.")
         parser.add_argument("--k", type=int, default=20, help="Depth of the demo runs.")
         parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
         existing = parser.add_mutually_exclusive_group()
@@ -83,11 +93,13 @@ class Command(BaseCommand):
             self._models(dataset, options)
 
     def _models(self, dataset: Dataset, options: dict) -> None:
-        """Train and run the four built-in models, then print their Correct@K."""
-        missing = [m for m in DEMO_MODELS if not dataset.runs.filter(name=m).exists()]
+        """Train and run the four built-in models (and srct), then print their Correct@K."""
+        models = DEMO_MODELS + (OPTIONAL_MODELS if options["with_srct"] else ())
+        missing = [m for m in models if not dataset.runs.filter(name=m).exists()]
         started = time.perf_counter()
         runs = build_demo_models(
             dataset,
+            models=models,
             k=options["k"],
             seed=options["seed"],
             epochs=options["epochs"],
