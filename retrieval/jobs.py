@@ -270,9 +270,10 @@ class ImportDatasetForm(forms.Form):
         from retrieval.services.uploads import UploadError, input_file
 
         try:
-            return str(input_file(self.cleaned_data["captions"]))
+            input_file(self.cleaned_data["captions"])
         except UploadError as exc:
             raise forms.ValidationError(str(exc)) from None
+        return self.cleaned_data["captions"]
 
     def clean(self) -> dict:
         from config.errors import UserError

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 
 from config.errors import UserError
 from jobs import runner
@@ -85,15 +86,21 @@ def new_input_folder() -> Path:
     return folder
 
 
+def input_name(path: Path) -> str:
+    """How a job's arguments name an uploaded file: relative to the input root."""
+    return Path(path).relative_to(input_root()).as_posix()
+
+
 def input_file(value: str) -> Path:
-    """The uploaded file ``value`` names, which must lie inside the input root.
+    """The uploaded file ``value`` names (relative to the input root), which must lie in an
+    upload folder there.
 
     Job arguments can be posted by hand on the jobs page; this keeps them from naming any
     other file on the server.
     """
     try:
         check_chars(value)
-        path = Path(value).resolve()
+        path = (input_root() / value).resolve()
         root = input_root().resolve()
         inside = path.is_relative_to(root) and path.parent != root and path.is_file()
     except (ValueError, OSError, RuntimeError):
@@ -154,17 +161,22 @@ def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:
     folder = new_input_folder()
     try:
         path = save_upload(upload, folder, "captions")
-        arguments = {
-            "name": options.name,
-            "format": options.format,
-            "captions": str(path),
-            "file_name": shown_name(upload, "captions"),
-            "videos": options.videos,
-            "video_url": options.video_url,
-            "split": options.split,
-        }
-        return runner.submit(IMPORT_DATASET, arguments, user)
     except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    arguments = {
+        "name": options.name,
+        "format": options.format,
+        "captions": input_name(path),
+        "file_name": shown_name(upload, "captions"),
+        "videos": options.videos,
+        "video_url": options.video_url,
+        "split": options.split,
+    }
+    try:
+        return runner.submit(IMPORT_DATASET, arguments, user)
+    except runner.JobError:
+        # Refused before a job was recorded; after that, the job owns the file.
         shutil.rmtree(folder, ignore_errors=True)
         raise
 
@@ -220,6 +232,7 @@ def run_dataset_import(
         raise
     discard(path)
     return {
+        "page": reverse("dataset", args=[summary.dataset]),
         "dataset": summary.dataset,
         "format": summary.format,
         "file": file_name,
@@ -341,7 +354,13 @@ def build_model(
     say(4, f"searching every {split} query (top {k})")
     run = search.predict(model, k=k, split=split)
     done.append("search")
-    return {"model": model.name, "run": run.name, "queries": run.query_count, "steps": done}
+    return {
+        "page": reverse("dataset-model", args=[dataset.name, model.name]),
+        "model": model.name,
+        "run": run.name,
+        "queries": run.query_count,
+        "steps": done,
+    }
 
 
 @dataclass(frozen=True)

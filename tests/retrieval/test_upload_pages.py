@@ -14,6 +14,7 @@ from jobs.models import Job
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
 from retrieval.services import importing
 from retrieval.services.importing import import_dataset
+from tests.browser_support import needs_chromium
 from tests.factories import query_dataset
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "import"
@@ -87,6 +88,8 @@ def test_an_admin_uploads_captions_in_every_format_and_a_job_imports_them(
     assert leftover_inputs(settings) == []  # the uploaded copy is gone once imported
     page = admin.get(f"/jobs/{job.pk}/")
     assert page.status_code == 200 and b"<progress" in page.content
+    assert b'<a class="result-page" href="/datasets/up/">Open up</a>' in page.content
+    assert b"job-input" not in page.content  # the server's folders are not shown
 
 
 @pytest.mark.django_db
@@ -164,6 +167,7 @@ def test_the_import_job_reads_only_uploaded_files(settings, tmp_path):
         (str(secret), b"not uploaded through the page"),
         (str(settings.FIREPOOL_JOB_INPUT_DIR / ".." / "secret.jsonl"), b"not uploaded through"),
         (str(settings.FIREPOOL_JOB_INPUT_DIR), b"not uploaded through the page"),
+        ("../secret.jsonl", b"not uploaded through the page"),
         ("\x00", b"Null characters are not allowed"),
     ):
         answer = admin.post(
@@ -305,6 +309,9 @@ def test_a_built_in_encoder_is_built_by_one_chained_job(tiny, django_capture_on_
     assert (run.depth, run.query_count) == (5, 6)
     page = researcher.get("/datasets/tiny/models/rand/").content.decode()
     assert "build_model" in page and "succeeded" in page
+    assert (
+        'href="/datasets/tiny/models/rand/"' in researcher.get(f"/jobs/{job.pk}/").content.decode()
+    )
 
 
 def test_a_chain_that_cannot_train_says_which_step_failed(tiny, django_capture_on_commit_callbacks):
@@ -341,3 +348,54 @@ def test_names_taken_and_sources_without_their_files_are_refused(tiny):
         assert answer.status_code == 400 and message in answer.content, data
     assert RetrievalModel.objects.count() == 1 and not Job.objects.exists()
     assert signed_in(roles.ANNOTATOR).get("/datasets/tiny/add-model/").status_code == 403
+
+
+@pytest.mark.browser
+@needs_chromium
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_uploads_a_dataset_in_the_browser_and_sees_the_job_finish(
+    live_server, browser, settings, tmp_path
+):
+    """The import job runs inside the upload's request (the immediate backend: the in-memory
+    test database of SQLite refuses a second writer thread), so the job page it lands on
+    shows it finished. A broken file ends in a failed job naming its line."""
+    from tests.browser_support import login
+
+    get_user_model().objects.create_superuser("boss", "boss@example.org", PASSWORD)
+    good, bad = tmp_path / "demo captions.jsonl", tmp_path / "broken.jsonl"
+    good.write_bytes((FIXTURES / "good.jsonl").read_bytes())
+    bad.write_bytes((FIXTURES / "bad_wrong_type.jsonl").read_bytes())
+    expected = sum(1 for line in good.read_text().splitlines() if line.strip())
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, live_server.url, "boss", PASSWORD)
+    page.goto(f"{live_server.url}/datasets/")
+    page.click("#upload-dataset")
+    page.fill("#id_name", "browser-up")
+    page.select_option("#id_format", "jsonl")
+    page.set_input_files("#id_captions", str(good))
+    page.click("button[type=submit] >> text=Upload and import")
+    page.wait_for_url(f"{live_server.url}/jobs/*/")
+    page.wait_for_function(
+        "document.getElementById('job-state').textContent.trim() === 'succeeded'", timeout=20000
+    )
+    page.screenshot(path="/tmp/firepool-upload-job.png", full_page=True)
+    assert Caption.objects.filter(dataset__name="browser-up").count() == expected
+
+    page.goto(f"{live_server.url}/datasets/browser-up/")
+    assert page.get_by_role("link", name="Add a model").is_visible()
+    page.click("#upload-captions")
+    assert page.input_value("#id_name") == "browser-up"
+    page.set_input_files("#id_captions", str(bad))
+    page.click("button[type=submit] >> text=Upload and import")
+    page.wait_for_url(f"{live_server.url}/jobs/*/")
+    page.wait_for_function(
+        "document.getElementById('job-state').textContent.trim() === 'failed'", timeout=20000
+    )
+    error = page.locator("#job-error").inner_text()
+    assert error.startswith("Failed: broken.jsonl, line 1, field 'caption_id'"), error
+    page.screenshot(path="/tmp/firepool-upload-failed.png", full_page=True)
+    assert Caption.objects.filter(dataset__name="browser-up").count() == expected
+    page.goto(f"{live_server.url}/upload/dataset/")
+    page.screenshot(path="/tmp/firepool-upload-page.png", full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
