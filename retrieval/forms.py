@@ -134,6 +134,11 @@ class ModelAddForm(forms.Form):
         help_text="Training epochs of a trainable encoder (default: the encoder's own).",
     )
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("run", "encoder", *EMBEDDING_FIELDS):
+            self.fields[name].needed_by_source = True  # required when its source is chosen
+
     def clean_name(self) -> str:
         return _storable(self.cleaned_data["name"].strip())
 

@@ -231,7 +231,7 @@ def upload_dataset(request: HttpRequest) -> HttpResponse:
 @model_adders_only
 def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Add a model from a run file, uploaded embeddings or a built-in encoder."""
-    from retrieval.forms import ModelAddForm
+    from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
     from retrieval.services import uploads
 
     found = get_object_or_404(Dataset, name=dataset_name)
@@ -265,7 +265,16 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     else:
         form = ModelAddForm()
     labels = list(found.label_sets.defer("arrays").values_list("name", flat=True))
-    context = {"dataset": found, "form": form, "label_sets": labels}
+    context = {
+        "dataset": found,
+        "form": form,
+        "label_sets": labels,
+        "common": [form["name"], form["source"]],
+        "run_fields": [form["run"], form["labels"]],
+        "embedding_fields": [form[name] for name in EMBEDDING_FIELDS],
+        "encoder_fields": [form["encoder"], form["epochs"]],
+        "search_fields": [form["k"]],
+    }
     return render(request, "retrieval/add_model.html", context, status=status)
 
 

@@ -375,12 +375,39 @@ class JobRow:
     percent: float | None
     created_at: object
     finished: bool
+    summary: str = ""
+
+
+def job_summary(kind: str, result: dict | None) -> str:
+    """A finished job's result in a line: a scored run's means, or the run a search made."""
+    result = result or {}
+    if kind == "score_run" and result.get("scores"):
+        scores = result["scores"]
+        shown = ", ".join(
+            f"{name} {scores[name]:.3f}"
+            for name in ("C@1", "C@10", "nDCG@10", "Judged@10")
+            if isinstance(scores.get(name), int | float)
+        )
+        labels = result.get("label_set") or "the original positives only"
+        return f"{shown} (with {labels})"
+    if result.get("run"):
+        return f"run {result['run']}: {result.get('queries', '?')} queries"
+    return ""
 
 
 def model_jobs(dataset: Dataset, model_name: str, limit: int = 20) -> list[JobRow]:
     """The newest jobs that build, search or score ``model_name`` on ``dataset`` (one query)."""
     jobs = Job.objects.filter(kind__in=MODEL_JOB_KINDS, arguments__dataset=dataset.name).only(
-        "pk", "kind", "status", "message", "error", "done", "total", "created_at", "arguments"
+        "pk",
+        "kind",
+        "status",
+        "message",
+        "error",
+        "done",
+        "total",
+        "created_at",
+        "arguments",
+        "result",
     )
     rows = []
     for job in jobs[:500]:
@@ -397,6 +424,7 @@ def model_jobs(dataset: Dataset, model_name: str, limit: int = 20) -> list[JobRo
                 job.percent,
                 job.created_at,
                 job.finished,
+                job_summary(job.kind, job.result) if job.status == Job.Status.SUCCEEDED else "",
             )
         )
         if len(rows) >= limit:

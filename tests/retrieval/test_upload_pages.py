@@ -225,6 +225,7 @@ def test_a_researcher_adds_a_run_file_and_sees_it_scored(tiny, django_capture_on
     assert job.result["original"]["C@1"] == 1.0
     page = researcher.get(answer["Location"]).content.decode()
     assert f'href="/jobs/{job.pk}/"' in page and "score_run" in page and "succeeded" in page
+    assert "C@1 1.000, C@10 1.000" in page  # the scores job's result, in a line
     assert "Runs" in page and ">mine</a>" in page
     assert (
         'href="/datasets/tiny/models/mine/"' in researcher.get("/datasets/tiny/").content.decode()
@@ -398,4 +399,32 @@ def test_an_admin_uploads_a_dataset_in_the_browser_and_sees_the_job_finish(
     assert Caption.objects.filter(dataset__name="browser-up").count() == expected
     page.goto(f"{live_server.url}/upload/dataset/")
     page.screenshot(path="/tmp/firepool-upload-page.png", full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+@pytest.mark.browser
+@needs_chromium
+@pytest.mark.django_db(transaction=True)
+def test_a_researcher_adds_a_run_file_in_the_browser(live_server, browser, tmp_path):
+    from tests.browser_support import login
+
+    query_dataset("tiny")
+    user = get_user_model().objects.create_user("res", password=PASSWORD, is_staff=True)
+    user.groups.add(roles.ensure_groups()[roles.RESEARCHER])
+    run = tmp_path / "my run.txt"
+    run.write_bytes(run_text([(f"c{i}", f"v{(i + j) % 6}") for i in range(6) for j in range(3)]))
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, live_server.url, "res", PASSWORD)
+    page.goto(f"{live_server.url}/datasets/tiny/")
+    page.click("#add-model")
+    page.screenshot(path="/tmp/firepool-add-model.png", full_page=True)
+    page.fill("#id_name", "mine")
+    page.check("input[name=source][value=run]")
+    page.set_input_files("#id_run", str(run))
+    page.click("button[type=submit] >> text=Add the model")
+    page.wait_for_url(f"{live_server.url}/datasets/tiny/models/mine/")
+    page.screenshot(path="/tmp/firepool-model.png", full_page=True)
+    assert page.locator("tr.model-job .job-state").inner_text() == "succeeded"
+    assert page.get_by_role("link", name="mine").is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
