@@ -428,3 +428,51 @@ def test_a_researcher_adds_a_run_file_in_the_browser(live_server, browser, tmp_p
     assert page.locator("tr.model-job .job-state").inner_text() == "succeeded"
     assert page.get_by_role("link", name="mine").is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+class Recorder:
+    """Collects what a chain reports: each step's message and the units counted in it."""
+
+    def __init__(self):
+        self.steps: list[list] = []
+
+    def step(self, message: str, total: int | None = None) -> None:
+        self.steps.append([message, total, 0])
+
+    def advance(self, units: int = 1) -> None:
+        self.steps[-1][2] += units
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_the_chain_runs_features_training_embedding_and_search_in_order():
+    from retrieval.services.demo import create_demo_dataset
+    from retrieval.services.encoding import register_encoder
+    from retrieval.services.uploads import build_model
+
+    world = create_demo_dataset(name="mini", n_videos=12, seed=4, workers=1)
+    Video.objects.filter(dataset=world).update(features="")
+    model = register_encoder(world, "m", "mme", {})
+    recorder = Recorder()
+    result = build_model(model, recorder, k=3, epochs=2, device="cpu")
+    assert result["steps"] == ["features", "train", "embed", "search"]
+    numbers = [message.split(":")[0] for message, _, _ in recorder.steps]
+    assert numbers[0] == "step 1 of 4" and numbers[-1] == "step 4 of 4"
+    assert numbers.index("step 2 of 4") < numbers.index("step 3 of 4")
+    videos = Video.objects.filter(dataset=world).exclude(media="").count()
+    assert recorder.steps[0][1:] == [videos, videos]  # every video's features, counted
+    embedding = next(s for s in recorder.steps if s[0].startswith("step 3 of 4"))
+    test_items = (
+        Caption.objects.filter(dataset=world, split="test").count()
+        + Video.objects.filter(dataset=world, split="test").count()
+    )
+    assert embedding[1:] == [test_items, test_items]
+    assert [s[0] for s in recorder.steps if "epoch" in s[0]][-1].startswith(
+        "step 2 of 4: training m: epoch 2 of 2"
+    )
+    model.refresh_from_db()
+    assert model.weights and Run.objects.get(model=model).depth == 3
+    # Run again, the chain skips what is done: no features to extract, nothing to train.
+    Run.objects.filter(model=model).delete()
+    again = build_model(model, Recorder(), k=3, device="cpu")
+    assert again["steps"] == ["embed", "search"]
