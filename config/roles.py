@@ -35,6 +35,10 @@ VIEW_REPORTS = "retrieval.view_reports"
 VIEW_JOBS = "jobs.view_job"
 START_RESEARCH_JOB = "jobs.start_research_job"
 START_ADMIN_JOB = "jobs.start_admin_job"
+UPLOAD_DATASETS = START_ADMIN_JOB
+"""Upload captions as a new dataset (or into one): an admin's job."""
+ADD_MODELS = START_RESEARCH_JOB
+"""Add a model to a dataset (a run file, embeddings or a built-in encoder): researchers too."""
 
 
 def _codename(permission: str) -> str:

@@ -253,6 +253,9 @@ FIREPOOL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("FIREPOOL_JOB_HEARTBEAT_SE
 FIREPOOL_JOB_STALE_SECONDS = float(os.environ.get("FIREPOOL_JOB_STALE_SECONDS", "60"))
 # Files written by export jobs: served only through the job page, to those allowed.
 FIREPOOL_JOB_OUTPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_OUTPUT_DIR", VAR_DIR / "job-output"))
+# Files uploaded through the pages for a job to read (captions, run files, embeddings): one
+# folder per upload, outside MEDIA_ROOT, so they are never served.
+FIREPOOL_JOB_INPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_INPUT_DIR", VAR_DIR / "job-input"))
 
 LOGGING = {
     "version": 1,

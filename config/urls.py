@@ -59,6 +59,13 @@ urlpatterns = [
         retrieval_views.leaderboard_export,
         name="leaderboard-export",
     ),
+    path("upload/dataset/", retrieval_views.upload_dataset, name="upload-dataset"),
+    path("datasets/<str:dataset_name>/add-model/", retrieval_views.add_model, name="add-model"),
+    path(
+        "datasets/<str:dataset_name>/models/<str:model_name>/",
+        retrieval_views.dataset_model,
+        name="dataset-model",
+    ),
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
     path("reports/<str:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<str:dataset_name>/data/", retrieval_views.report_data, name="report-data"),

@@ -1,5 +1,5 @@
 """Job kinds of the retrieval app, registered with the jobs app: embed, train, predict, proxies,
-rescore, score_run.
+rescore, score_run, and import_dataset and build_model for the upload pages.
 
 Each form checks its arguments against the database before a job is queued, so a bad
 name is a form error, not a failed job; each ``run_*`` calls one service and reports
@@ -10,7 +10,7 @@ from django import forms
 from django.core.management.base import CommandError
 
 from jobs.progress import Reporter
-from jobs.registry import RESEARCH, JobKind, register
+from jobs.registry import ADMIN, RESEARCH, JobKind, register
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
 
@@ -247,6 +247,97 @@ def run_score_run(reporter: Reporter, dataset: str, run: str, labels: str = "") 
     return score_run(found, run, label_set).as_dict()
 
 
+class ImportDatasetForm(forms.Form):
+    """An uploaded captions file to import; the Upload a dataset page fills it in."""
+
+    name = forms.CharField(max_length=100, help_text="Dataset name (created if new).")
+    format = forms.ChoiceField(choices=[])
+    captions = forms.CharField(
+        max_length=1000, help_text="The uploaded file; filled in by the Upload a dataset page."
+    )
+    file_name = forms.CharField(max_length=200, required=False)
+    videos = forms.CharField(max_length=1000, required=False)
+    video_url = forms.CharField(max_length=1000, required=False)
+    split = forms.CharField(max_length=32, required=False)
+
+    def __init__(self, *args, **kwargs):
+        from retrieval.formats import CAPTION_FORMATS
+
+        super().__init__(*args, **kwargs)
+        self.fields["format"].choices = [(name, name) for name in CAPTION_FORMATS]
+
+    def clean_captions(self) -> str:
+        from retrieval.services.uploads import UploadError, input_file
+
+        try:
+            input_file(self.cleaned_data["captions"])
+        except UploadError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return self.cleaned_data["captions"]
+
+    def clean(self) -> dict:
+        from config.errors import UserError
+        from retrieval.services.uploads import DatasetUpload
+
+        data = super().clean()
+        if "name" in data and "format" in data:
+            options = DatasetUpload(
+                data["name"],
+                data["format"],
+                data.get("videos", ""),
+                data.get("video_url", ""),
+                data.get("split", ""),
+            )
+            try:
+                options.check()
+            except UserError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+def run_import_dataset(reporter: Reporter, **arguments) -> dict:
+    from retrieval.services.uploads import run_dataset_import
+
+    return run_dataset_import(reporter, **arguments)
+
+
+class BuildModelForm(DatasetForm):
+    """A built-in encoder model of the dataset to take from features to a run."""
+
+    model = forms.CharField(max_length=100)
+    k = forms.IntegerField(min_value=1, max_value=1000, initial=20, required=False)
+    epochs = forms.IntegerField(min_value=1, max_value=10000, required=False)
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, required=False)
+    device = forms.ChoiceField(choices=DEVICES, initial="auto", required=False)
+
+    def clean(self) -> dict:
+        from retrieval.models import RetrievalModel
+
+        data = super().clean()
+        if "dataset" in data and "model" in data:
+            found = found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
+            if found.source != RetrievalModel.Source.ENCODER:
+                raise forms.ValidationError(
+                    f"model {found.name!r} is not a built-in encoder; nothing to build"
+                )
+        return data
+
+
+def run_build_model(
+    reporter: Reporter,
+    dataset: str,
+    model: str,
+    k: int = 20,
+    epochs: int | None = None,
+    seed: int = 0,
+    device: str = "",
+) -> dict:
+    from retrieval.services.uploads import build_model
+
+    found = get_model(get_dataset(dataset), model)
+    return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")
+
+
 def _model_description(verb: str):
     return lambda a: f"{verb} {a.get('model')} on {a.get('dataset')} ({a.get('split', 'train')})"
 
@@ -302,6 +393,24 @@ for _kind in (
             f"score {a['run']} on {a['dataset']}"
             + (f" with {a['labels']}" if a.get("labels") else "")
         ),
+    ),
+    JobKind(
+        "import_dataset",
+        "Import an uploaded captions file (from the Upload a dataset page)",
+        run_import_dataset,
+        ImportDatasetForm,
+        permission=ADMIN,
+        describe=lambda a: (
+            f"import {a.get('file_name') or 'captions'} ({a['format']}) into {a['name']}"
+        ),
+    ),
+    JobKind(
+        "build_model",
+        "Build a built-in encoder's run: features, training, embedding, search",
+        run_build_model,
+        BuildModelForm,
+        queue="gpu",
+        describe=lambda a: f"build {a['model']} on {a['dataset']} (top {a.get('k', 20)})",
     ),
 ):
     register(_kind)

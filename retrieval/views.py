@@ -13,17 +13,18 @@ from django.http import (
     JsonResponse,
     StreamingHttpResponse,
 )
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
-from config.roles import VIEW_REPORTS, permission_required
+from config.errors import UserError
+from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, permission_required
 from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.leaderboard import sort_keys
 from retrieval.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
 from retrieval.leaderboard_formats import render as render_leaderboard
-from retrieval.models import Dataset, LabelSet
+from retrieval.models import Dataset, LabelSet, RetrievalModel
 from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import default_label_set
 from retrieval.services.leaderboard import LeaderboardError, build_leaderboard, read_request
@@ -245,3 +246,106 @@ def leaderboard_export(request: HttpRequest, dataset_name: str, fmt: str) -> Htt
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in filename)
     response["Content-Disposition"] = f'attachment; filename="{safe}"'
     return response
+
+
+uploaders_only = permission_required(UPLOAD_DATASETS, "Only admins can upload datasets.")
+model_adders_only = permission_required(ADD_MODELS, "Only researchers and admins can add models.")
+
+
+@uploaders_only
+def upload_dataset(request: HttpRequest) -> HttpResponse:
+    """Upload captions in any importer format; a job imports them (all or nothing)."""
+    from retrieval.forms import DatasetUploadForm
+    from retrieval.services import uploads
+
+    status = 200
+    if request.method == "POST":
+        form = DatasetUploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            values = form.cleaned_data
+            options = uploads.DatasetUpload(
+                values["name"],
+                values["format"],
+                values["videos"],
+                values["video_url"],
+                values["split"],
+            )
+            try:
+                job = uploads.start_dataset_import(values["captions"], options, request.user)
+            except UserError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("job-detail", job_id=job.pk)
+        status = 400
+    else:
+        form = DatasetUploadForm(initial={"name": request.GET.get("dataset", "")[:100]})
+    context = {"form": form, "jobs": uploads.import_jobs()}
+    return render(request, "retrieval/upload_dataset.html", context, status=status)
+
+
+@model_adders_only
+def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """Add a model from a run file, uploaded embeddings or a built-in encoder."""
+    from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
+    from retrieval.services import uploads
+
+    found = get_object_or_404(Dataset, name=dataset_name)
+    status = 200
+    if request.method == "POST":
+        form = ModelAddForm(request.POST, request.FILES)
+        if form.is_valid():
+            values = form.cleaned_data
+            name = values["name"]
+            try:
+                if values["source"] == "run":
+                    uploads.add_run_file(found, name, values["run"], values["labels"], request.user)
+                elif values["source"] == "embeddings":
+                    uploads.add_embeddings(
+                        found, name, form.embedding_files(), k=values["k"], user=request.user
+                    )
+                else:
+                    uploads.add_encoder(
+                        found,
+                        name,
+                        values["encoder"],
+                        k=values["k"],
+                        epochs=values.get("epochs"),
+                        user=request.user,
+                    )
+            except UserError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("dataset-model", dataset_name=found.name, model_name=name)
+        status = 400
+    else:
+        form = ModelAddForm()
+    labels = list(found.label_sets.defer("arrays").values_list("name", flat=True))
+    context = {
+        "dataset": found,
+        "form": form,
+        "label_sets": labels,
+        "common": [form["name"], form["source"]],
+        "run_fields": [form["run"], form["labels"]],
+        "embedding_fields": [form[name] for name in EMBEDDING_FIELDS],
+        "encoder_fields": [form["encoder"], form["epochs"]],
+        "search_fields": [form["k"]],
+    }
+    return render(request, "retrieval/add_model.html", context, status=status)
+
+
+@reports_only
+def dataset_model(request: HttpRequest, dataset_name: str, model_name: str) -> HttpResponse:
+    """One model: where it came from, its runs, and its jobs with where each stands."""
+    from retrieval.services.uploads import model_jobs
+
+    found = get_object_or_404(Dataset, name=dataset_name)
+    model = get_object_or_404(RetrievalModel, dataset=found, name=model_name)
+    runs = model.runs.defer("arrays").order_by("name")
+    context = {
+        "dataset": found,
+        "model": model,
+        "runs": runs,
+        "jobs": model_jobs(found, model.name),
+        "may_add": request.user.has_perm(ADD_MODELS),
+    }
+    return render(request, "retrieval/model.html", context)

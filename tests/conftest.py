@@ -16,6 +16,7 @@ def _isolated_artifacts(settings, tmp_path):
     """Keep model weights, embeddings and indexes of each test apart."""
     settings.FIREPOOL_ARTIFACTS_DIR = tmp_path / "artifacts"
     settings.FIREPOOL_PROXY_CACHE_DIR = tmp_path / "proxy-cache"
+    settings.FIREPOOL_JOB_INPUT_DIR = tmp_path / "job-input"
     return settings.FIREPOOL_ARTIFACTS_DIR
 
 

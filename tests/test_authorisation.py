@@ -369,6 +369,45 @@ CASES: list[Case] = [
         researcher=404,
         admin=404,
     ),
+    # Uploading a dataset is an admin's job; adding a model a researcher's too. Empty forms
+    # come back as 400 and write nothing.
+    page("upload/dataset/", "/upload/dataset/", **ADMIN_ONLY),
+    page(
+        "upload/dataset/",
+        "/upload/dataset/",
+        annotator=403,
+        researcher=403,
+        admin=400,
+        method="post",
+    ),
+    page("datasets/<str:dataset_name>/add-model/", "/datasets/{ds}/add-model/", **STAFF_ONLY),
+    page(
+        "datasets/<str:dataset_name>/add-model/",
+        "/datasets/nope/add-model/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    page(
+        "datasets/<str:dataset_name>/add-model/",
+        "/datasets/{ds}/add-model/",
+        annotator=403,
+        researcher=400,
+        admin=400,
+        method="post",
+    ),
+    page(
+        "datasets/<str:dataset_name>/models/<str:model_name>/",
+        "/datasets/{ds}/models/alpha/",
+        **STAFF_ONLY,
+    ),
+    page(
+        "datasets/<str:dataset_name>/models/<str:model_name>/",
+        "/datasets/{ds}/models/nope/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
@@ -763,6 +802,7 @@ def test_annotator_api_answers_only_about_their_own_work(world):
         "created",
         "qualification",  # the caller's own standing
         "feedback",  # only after the caller's own training answers
+        "paused",  # why the caller is paused, if they are
     }
     assert submitted.json()["feedback"] is None
     listing = json.dumps(client.get("/api/campaigns/").json())
@@ -839,6 +879,8 @@ def test_state_changing_requests_need_the_csrf_token(world):
         (ADMIN, f"/campaigns/{c}/resolve/"),
         (ADMIN, f"/campaigns/{c}/adjudicate/"),
         (RESEARCHER, "/jobs/start/rescore/"),
+        (ADMIN, "/upload/dataset/"),
+        (RESEARCHER, "/datasets/authz/add-model/"),
         (ANNOTATOR, "/logout/"),
     ):
         client = Client(enforce_csrf_checks=True)

@@ -94,3 +94,59 @@ def test_job_forms_never_answer_with_a_server_error(admin_client):
     SEEN.clear()
     check()
     assert {302, 400, 404} <= SEEN, SEEN
+
+
+UPLOAD_FIELDS = [
+    "name",
+    "format",
+    "videos",
+    "video_url",
+    "split",
+    "source",
+    "encoder",
+    "labels",
+    "k",
+    "epochs",
+]
+UPLOAD_VALUES = st.one_of(
+    VALUES,
+    st.sampled_from(["jsonl", "msrvtt-json", "epic-csv", "run", "embeddings", "encoder", "random"]),
+    st.sampled_from(["{video_id}", "{0}", "{video_id!r:>{key}}", "/", "..", "/etc", "{" * 50]),
+)
+FILE_FIELDS = ["captions", "run", "captions_npy", "videos_npy", "caption_ids", "video_ids"]
+FILE_BYTES = st.one_of(
+    st.binary(max_size=200),
+    st.sampled_from([b"", b"\x93NUMPY", b"c0 Q0 v0 1 1e309 x\n", b'{"video_id": [[[]]]}\n']),
+)
+
+
+def test_upload_pages_never_answer_with_a_server_error(admin_client, settings, tmp_path):
+    """Odd names, huge numbers, nested junk and random files, posted to both upload pages."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.factories import query_dataset
+
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
+            "QUEUES": ["default", "gpu"],
+        }
+    }
+    query_dataset("fuzz")
+
+    @EXAMPLES
+    @given(
+        data=st.dictionaries(st.sampled_from(UPLOAD_FIELDS), UPLOAD_VALUES, max_size=7),
+        files=st.dictionaries(st.sampled_from(FILE_FIELDS), FILE_BYTES, max_size=4),
+        file_name=st.sampled_from(["a.jsonl", "../../x", "é" * 300, "a\x00b", ""]),
+        path=st.sampled_from(["/upload/dataset/", "/datasets/fuzz/add-model/"]),
+    )
+    def check(data, files, file_name, path):
+        uploads = {
+            name: SimpleUploadedFile(file_name or "f", content) for name, content in files.items()
+        }
+        no_server_error(admin_client.post(path, {**data, **uploads}))
+
+    SEEN.clear()
+    check()
+    assert 400 in SEEN, SEEN

@@ -126,6 +126,7 @@ def test_the_dataset_page_reads_well_at_1280_px(live_server, browser):
     page.screenshot(path="/tmp/firepool-dataset.png", full_page=True)
     # Nothing is cut off: the page is no wider than the window.
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-    assert page.get_by_role("link", name="alpha").is_visible()
+    assert page.locator("a[href='/reports/shot/']", has_text="alpha").is_visible()
+    assert page.locator("a[href='/datasets/shot/models/alpha/']").is_visible()
     assert page.get_by_text("shot-campaign").is_visible()
     assert page.locator("text=shot-labels >> xpath=.. >> .status").inner_text() == "default"
