@@ -20,7 +20,7 @@ from annotation.api.serializers import (
     SubmitSerializer,
 )
 from annotation.models import Campaign, Pair
-from annotation.services import assignment, gold_queue, standing
+from annotation.services import assignment, gold_queue
 from annotation.services.scores import campaign_scores
 from config import roles
 
@@ -47,7 +47,7 @@ def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> 
         # pair but work left (others hold the leases) the page waits and polls.
         "finished": got.current is None and not assignment.has_work_for(campaign, user),
         "qualification": gold_queue.qualification(campaign, user),
-        "paused": getattr(standing.paused(campaign, user), "reason", None),
+        "paused": got.paused,
     }
 
 

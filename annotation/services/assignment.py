@@ -70,10 +70,12 @@ class Task:
 
 @dataclass(frozen=True)
 class Assignment:
-    """What an annotator works on now, and what comes next (to preload)."""
+    """What an annotator works on now, and what comes next (to preload); ``paused`` says
+    why nothing is served to a paused annotator."""
 
     current: Task | None
     upcoming: Task | None
+    paused: str | None = None
 
 
 def release_expired(campaign: Campaign, now: datetime) -> int:
@@ -163,9 +165,10 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
         leases = [lease for lease in found if lease.expires_at > now]
         settings = judging_queue.JudgingSettings.of(campaign)
-        stopped = (
+        paused = standing.paused(campaign, annotator)
+        stopped = paused is not None or (
             settings.budget is not None and judging_queue.budget_spent(campaign)
-        ) or standing.paused(campaign, annotator) is not None
+        )
         if campaign.status == Campaign.Status.ACTIVE and len(leases) < HOLD and not stopped:
             gold = gold_queue.GoldSettings.of(campaign)
             training = (
@@ -201,7 +204,7 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         # Paused or closed: nothing is served; leases held stay until they run out, so work
         # on screen can resume if the campaign does. A spent budget stops judging the same
         # way (a label already on screen may still be submitted).
-        return Assignment(current=None, upcoming=None)
+        return Assignment(current=None, upcoming=None, paused=getattr(paused, "reason", None))
     tasks = [_task(lease) for lease in leases]
     return Assignment(
         current=tasks[0] if tasks else None, upcoming=tasks[1] if len(tasks) > 1 else None
@@ -551,8 +554,9 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
             labels_left=labels_left,
             pairs=pairs,
         )
-    if GoldSettings.of(campaign).rate > 0:
-        # Gold answers count as judgements here, so a gold pair changes nothing visible.
+    if GoldSettings.of(campaign).rate > 0 and gold_queue.companion_id(campaign) is not None:
+        # Gold answers count as judgements here, so a gold pair changes nothing visible
+        # (a campaign whose gold was never served has none to count).
         start = datetime.combine(_utc_day(now), time.min, tzinfo=UTC)
         today, total = gold_queue.queue_answers(campaign, annotator, start)
         found = Progress(

@@ -93,3 +93,46 @@ def test_discounting_requeues_under_the_same_policy_and_keeps_the_labels(people)
     )
     row = AnnotatorStanding.objects.get(campaign=campaign, annotator=spammer)
     assert row.discounted_labels == discounted
+
+
+def test_annotators_command_lists_discounts_and_reinstates(people):
+    import io
+
+    import pytest
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    campaign = make_campaign(n_queries=4, depth=2, seed=8)
+    spammer = people["annotator"]
+    _serve_all(campaign, spammer, lambda pair: "relevant")
+    out = io.StringIO()
+    call_command("annotators", "--campaign", campaign.name, "--discount", "annotator", stdout=out)
+    assert "Discounted 8 labels" in out.getvalue()
+    AnnotatorStanding.objects.filter(campaign=campaign).update(
+        paused_at="2026-01-01T00:00:00Z", reason="too fast"
+    )
+    out = io.StringIO()
+    call_command("annotators", "--campaign", campaign.name, "--format", "json", stdout=out)
+    rows = json.loads(out.getvalue())
+    assert rows == [
+        {
+            "annotator": "annotator",
+            "paused_at": rows[0]["paused_at"],
+            "reason": "too fast",
+            "discounted_labels": 8,
+        }
+    ]
+    call_command("annotators", "--campaign", campaign.name, "--reinstate", "annotator")
+    assert standing.paused(campaign, spammer) is None
+    with pytest.raises(CommandError, match="no user named"):
+        call_command("annotators", "--campaign", campaign.name, "--reinstate", "ghost")
+    with pytest.raises(CommandError, match="time zone"):
+        call_command(
+            "annotators",
+            "--campaign",
+            campaign.name,
+            "--discount",
+            "annotator",
+            "--since",
+            "2026-01-01T00:00:00",
+        )
