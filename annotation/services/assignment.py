@@ -162,10 +162,21 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
     now = now or timezone.now()
     with transaction.atomic():
         found = _held_and_expired(campaign, annotator, now)
-        _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
-        leases = [lease for lease in found if lease.expires_at > now]
-        settings = judging_queue.JudgingSettings.of(campaign)
         paused = standing.paused(campaign, annotator)
+        if paused is not None:
+            # A paused annotator keeps no pair from the others: every lease they hold ends
+            # now (with the expired ones, one release, pairs locked in id order).
+            mine = [lease for lease in found if lease.annotator_id == annotator.pk]
+            _release_lapsed(
+                [lease for lease in found if lease.expires_at <= now]
+                + [lease for lease in mine if lease.expires_at > now],
+                now,
+            )
+            leases = []
+        else:
+            _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
+            leases = [lease for lease in found if lease.expires_at > now]
+        settings = judging_queue.JudgingSettings.of(campaign)
         stopped = paused is not None or (
             settings.budget is not None and judging_queue.budget_spent(campaign)
         )

@@ -6,7 +6,7 @@ import uuid
 from rest_framework.test import APIClient
 
 from annotation import policy
-from annotation.models import AnnotatorStanding, GoldPair, Judgement, Pair
+from annotation.models import AnnotatorStanding, GoldPair, Judgement, Lease, Pair
 from annotation.services import assignment, exports, standing
 from tests.annotation.test_gold_queue import _serve_all, _with_gold
 from tests.factories import make_campaign
@@ -32,6 +32,7 @@ def test_wrong_gold_answers_pause_and_an_admin_reinstates(people):
     assert wrong == 10  # paused at the tenth gold pair: the first moment the rule may act
     assert Pair.objects.filter(campaign=campaign, needed__gt=0).exists()  # work was left
     assert assignment.assign(campaign, annotator).current is None
+    assert not Lease.objects.filter(annotator=annotator).exists()  # nothing kept from others
     assert not assignment.has_work_for(campaign, annotator)
     client = APIClient()
     client.force_login(annotator)
