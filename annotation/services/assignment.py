@@ -122,8 +122,7 @@ def _held_and_expired(campaign: Campaign, annotator, now: datetime) -> list[Leas
     """The annotator's leases in the campaign and everyone's expired ones, oldest first,
     with pair, caption and video loaded (one raw query, :data:`sql.HELD_AND_EXPIRED`)."""
     leases = []
-    companion = gold_queue.companion_id(campaign)
-    for row in sql.held_and_expired(campaign.pk, annotator.pk, now, companion):
+    for row in sql.held_and_expired(campaign.pk, annotator.pk, now):
         lease, *pair = sql.instances(sql.LEASE_ROW, row)
         lease.pair = _pair_from(*pair)
         leases.append(lease)
@@ -565,9 +564,8 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
             labels_left=labels_left,
             pairs=pairs,
         )
-    if GoldSettings.of(campaign).rate > 0 and gold_queue.companion_id(campaign) is not None:
-        # Gold answers count as judgements here, so a gold pair changes nothing visible
-        # (a campaign whose gold was never served has none to count).
+    if GoldSettings.of(campaign).rate > 0:
+        # Gold answers count as judgements here, so a gold pair changes nothing visible.
         start = datetime.combine(_utc_day(now), time.min, tzinfo=UTC)
         today, total = gold_queue.queue_answers(campaign, annotator, start)
         found = Progress(

@@ -279,11 +279,15 @@ def pick(campaign: Campaign, annotator, exclude: list[int], now: datetime) -> Pa
         wanted = [pk for pk in order if pk not in answered and pk not in leased]
         chosen = golds.filter(pk__in=wanted[:1]).select_related(*_TASK).first()
         return chosen.task if chosen else None
+    answered = GoldJudgement.objects.filter(
+        gold_pair__campaign=campaign, annotator=annotator, purpose=GoldJudgement.Purpose.QUEUE
+    ).values("gold_pair_id")
+    leased = Lease.objects.filter(annotator=annotator, pair__gold_task__campaign=campaign).values(
+        "pair__gold_task"
+    )
     chosen = (
-        golds.exclude(
-            Q(judgements__annotator=annotator, judgements__purpose=GoldJudgement.Purpose.QUEUE)
-            | Q(task__leases__annotator=annotator)
-        )
+        golds.exclude(pk__in=answered)
+        .exclude(pk__in=leased)
         .order_by("?")
         .select_related(*_TASK)
         .first()

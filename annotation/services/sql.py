@@ -25,7 +25,7 @@ import numpy as np
 from django.db import connection
 from django.db.models import Model, QuerySet
 
-from annotation.models import AnnotatorTally, CampaignTally, Judgement, Lease, Pair
+from annotation.models import AnnotatorTally, CampaignTally, GoldPair, Judgement, Lease, Pair
 from retrieval.models import Caption, Video
 
 FETCH_ROWS = 50_000
@@ -179,25 +179,20 @@ def _with_caption_and_video() -> str:
 HELD_AND_EXPIRED = (
     f"SELECT {_select(_model_columns(LEASE_ROW))} FROM {_table(Lease)} l "
     f"JOIN {_table(Pair)} p ON p.{_q('id')} = l.{_q('pair_id')} {_with_caption_and_video()} "
-    f"WHERE p.{_q('campaign_id')} IN (%(campaign)s, %(companion)s) "
+    f"WHERE (p.{_q('campaign_id')} = %(campaign)s OR p.{_q('id')} IN "
+    f"(SELECT g.{_q('task_id')} FROM {_table(GoldPair)} g "
+    f"WHERE g.{_q('campaign_id')} = %(campaign)s AND g.{_q('task_id')} IS NOT NULL)) "
     f"AND (l.{_q('annotator_id')} = %(annotator)s OR l.{_q('expires_at')} <= %(now)s) "
     f"ORDER BY l.{_q('created_at')}, l.{_q('id')}"
 )
-"""An annotator's leases in a campaign (and its gold companion) and everyone's expired ones,
+"""An annotator's leases in a campaign (its gold tasks included) and everyone's expired ones,
 oldest first, with pair, caption and video (:data:`LEASE_ROW`)."""
 
 
-def held_and_expired(
-    campaign_id: int, annotator_id: int, now: datetime, companion_id: int | None = None
-) -> list[tuple]:
+def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[tuple]:
     """Rows of :data:`HELD_AND_EXPIRED`; turn each into instances with :data:`LEASE_ROW`."""
     moment = connection.ops.adapt_datetimefield_value(now)
-    params = {
-        "campaign": campaign_id,
-        "companion": companion_id or campaign_id,
-        "annotator": annotator_id,
-        "now": moment,
-    }
+    params = {"campaign": campaign_id, "annotator": annotator_id, "now": moment}
     return rows(HELD_AND_EXPIRED, params)
 
 
