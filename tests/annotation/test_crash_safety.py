@@ -249,7 +249,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
                 pair = body["current"]["pair"]
                 key = str(uuid.uuid4())
                 label = "relevant" if (pair + user_id) % 3 == 0 else "irrelevant"
-                payload = {"pair": pair, "label": label, "uuid": key, "seconds": 0.5}
+                payload = {"pair": pair, "label": label, "uuid": key, "seconds": 1.5}
                 while time.monotonic() < deadline:
                     try:
                         status, body = call(server.port, "POST", base + "submit/", session, payload)
