@@ -232,6 +232,9 @@ class CampaignTally(models.Model):
     :func:`annotation.services.assignment.progress` counts the pairs instead.
     """
 
+    SHARDS = 16
+    """Rows per campaign: a pair counts in shard ``pair id % SHARDS`` (as migration 0004)."""
+
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tallies")
     shard = models.SmallIntegerField()
     pairs = models.BigIntegerField(default=0, help_text="Pairs not held.")

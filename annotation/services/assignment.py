@@ -283,11 +283,7 @@ def submit(
     if seconds is not None and not (0 <= seconds < 24 * 3600):
         raise AssignmentError("invalid", "seconds must be between 0 and 86400")
     now = now or timezone.now()
-    target = (
-        Pair.objects.filter(pk=pair_id)
-        .values_list("campaign_id", "caption_id", "campaign__options")
-        .first()
-    )
+    target = judging_queue.target_of(pair_id)
     main_id = (target[2] or {}).get("gold_of") if target is not None else None
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
@@ -301,9 +297,7 @@ def submit(
             got.judgement, got.created, assign(campaign, annotator, now), got.feedback
         )
     with transaction.atomic():
-        if target is not None and judging_queue.is_adaptive(target[2]):
-            # The query's pairs in id order before any one of them (see lock_query_of).
-            pair_state.lock_query(target[0], target[1])
+        judging_queue.lock_query_of(pair_id, target)
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
@@ -374,6 +368,7 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
                 campaign=campaign, caption_id=judgement.pair.caption_id
             ).values_list("pk", flat=True)
         pair_state.lock_pairs([*query, judgement.pair_id, *(pair_id for _, pair_id in held)])
+        pair_state.lock_tallies(campaign.pk, query)
         if not Judgement.objects.filter(pk=judgement.pk, undone_at__isnull=True).update(
             undone_at=now
         ):

@@ -214,15 +214,21 @@ def is_adaptive(options: dict | None) -> bool:
     return order is not None and order.adaptive
 
 
-def lock_query_of(pair_id: int) -> None:
-    """Before a label on ``pair_id`` changes its query's order, lock the query's pairs in id
-    order, so two labels on one query (and lease releases, which lock in id order too)
-    cannot deadlock. Nothing to do for a static order."""
-    found = (
+def target_of(pair_id: int) -> tuple[int, int, dict] | None:
+    """(campaign id, caption id, campaign options) of a pair, read without locking it."""
+    return (
         Pair.objects.filter(pk=pair_id)
         .values_list("campaign_id", "caption_id", "campaign__options")
         .first()
     )
+
+
+def lock_query_of(pair_id: int, target: tuple[int, int, dict] | None = None) -> None:
+    """Before a label on ``pair_id`` changes its query's order, lock the query's pairs in id
+    order (and their tally rows), so two labels on one query (and lease releases, which lock
+    in id order too) cannot deadlock. Nothing to do for a static order. ``target`` is
+    :func:`target_of` when the caller has read it already."""
+    found = target if target is not None else target_of(pair_id)
     if found is not None and is_adaptive(found[2]):
         pair_state.lock_query(found[0], found[1])
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
-from annotation.models import Campaign, Lease, Pair
+from annotation.models import Campaign, CampaignTally, Lease, Pair
 from retrieval.label_status import CODES
 
 BATCH = 5_000
@@ -68,12 +68,31 @@ def lock_pairs(pair_ids: Iterable[int]) -> None:
 
 
 def lock_query(campaign_id: int, caption_id: int) -> list[int]:
-    """Lock all of one query's pairs in id order, as a writer that re-orders the query must
-    before it locks any single pair of it (no-op on SQLite); returns their ids."""
+    """Lock all of one query's pairs in id order, then their tally rows, as a writer that
+    re-orders the query must before it locks any single pair of it (no-op on SQLite);
+    returns their ids."""
     pairs = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id).order_by("pk")
     if connection.features.has_select_for_update:
         pairs = pairs.select_for_update()
-    return list(pairs.values_list("pk", flat=True))
+    ids = list(pairs.values_list("pk", flat=True))
+    lock_tallies(campaign_id, ids)
+    return ids
+
+
+def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
+    """Lock, in shard order, the PostgreSQL tally rows these pairs count in.
+
+    A transaction that changes several pairs' ``needed`` or ``held`` in several statements
+    (a label, then the judging order parking or reopening pairs) would otherwise update
+    tally shards in whatever order its statements come, and two such transactions can
+    deadlock; taking the rows up front, in order, makes every later update find them held.
+    """
+    if connection.vendor != "postgresql":
+        return
+    shards = sorted({int(pk) % CampaignTally.SHARDS for pk in pair_ids})
+    if shards:
+        rows = CampaignTally.objects.filter(campaign_id=campaign_id, shard__in=shards)
+        list(rows.order_by("shard").select_for_update().values_list("pk", flat=True))
 
 
 def recount_leases(pair_ids: Iterable[int]) -> None:

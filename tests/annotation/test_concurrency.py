@@ -29,23 +29,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(
-    "order",
-    [
-        "depth",
-        "maxmean",
-        pytest.param(
-            "metric-first",
-            marks=pytest.mark.xfail(
-                reason="known bug: parking and reopening several pairs in one statement "
-                "updates several tally shards (annotation_pair_tally_update) in no fixed "
-                "order, and two such submits can deadlock; the trigger must update shards "
-                "in shard order",
-                strict=False,
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("order", ["depth", "maxmean", "metric-first"])
 def test_twenty_annotators_never_overcommit_and_nothing_is_lost(order):
     """Adaptive orders re-order a query's pairs on every label, in the submit's transaction:
     the guarantees hold for them too."""
