@@ -322,14 +322,17 @@ def answer(
 ) -> GoldAnswer:
     """Store an answer on a gold task the annotator holds (idempotent by UUID); the caller
     runs it in a transaction with the task's row locked."""
-    gold = GoldPair.objects.select_related("campaign").get(task=task)
+    from annotation.services.assignment import AssignmentError
+
+    gold = GoldPair.objects.select_related("campaign").filter(task=task).first()
+    if gold is None:  # an admin removed the gold pair while it was on screen
+        Lease.objects.filter(pair=task, annotator=annotator).delete()
+        raise AssignmentError("not_found", "this pair is no longer in the campaign")
     existing = GoldJudgement.objects.filter(uuid=client_uuid).first()
     if existing is not None:
         return GoldAnswer(existing, False, _feedback(gold, existing))
     released, _ = Lease.objects.filter(pair=task, annotator=annotator).delete()
     if not released:
-        from annotation.services.assignment import AssignmentError
-
         raise AssignmentError("not_leased", "this pair is not leased to you")
     pair_state.recount_leases([task.pk])
     attempt = (
@@ -346,8 +349,6 @@ def answer(
             gold_pair=gold, annotator=annotator, purpose=purpose
         ).exists()
     ):
-        from annotation.services.assignment import AssignmentError
-
         raise AssignmentError("conflict", "you have already judged this pair")
     judgement = GoldJudgement.objects.create(
         uuid=client_uuid,

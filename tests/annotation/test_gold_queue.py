@@ -226,3 +226,21 @@ def test_create_campaign_takes_the_gold_settings(db):
             "--qualification",
             "-3",
         )
+
+
+def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
+    campaign = make_campaign(n_queries=4, depth=2, seed=9)
+    _with_gold(campaign, 2, rate=0.0, qualification=True, threshold=0.5)
+    annotator = people["annotator"]
+    current = assignment.assign(campaign, annotator).current
+    GoldPair.objects.filter(task=current.pair).delete()
+    client = APIClient()
+    client.force_login(annotator)
+    response = client.post(
+        f"/api/campaigns/{campaign.pk}/submit/",
+        {"pair": current.pair.pk, "label": "relevant", "uuid": str(uuid.uuid4())},
+        format="json",
+    )
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+    assert not GoldJudgement.objects.exists()
