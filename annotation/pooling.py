@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.ids import PairKeys, contains, lookup
+from retrieval.metrics import align_rows
 from retrieval.runs import RankedLists
 
 #: Largest pooling depth: ranks are int16 and one value above the deepest rank is reserved.
@@ -118,6 +119,20 @@ def pool(
         caption_pos * (depth + 1) + _best_ranks(provenance).astype(np.int64), kind="stable"
     )
     return Pool(captions[caption_pos[order]], video_ids[order], provenance[order])
+
+
+def ranks_within(pool: Pool, runs: Sequence[RankedLists], depth: int) -> np.ndarray:
+    """Pairs x runs: the rank each run gives each pooled pair within its top ``depth`` (1-based,
+    0 = not there); the pool's own ranks when ``depth`` is the pooling depth.
+
+    Correct@K for K deeper than the pool is settled by the pooled pairs a run ranks down to
+    K, including those pooled only through other runs (FIRE §2.1 with §2.2.1's pool)."""
+    ranks = np.zeros((len(pool), len(runs)), dtype=np.int16)
+    for r, run in enumerate(runs):
+        items = align_rows(run.query_ids, np.asarray(run.item_ids)[:, :depth], pool.caption_ids)
+        hit = items == pool.video_ids[:, None]
+        ranks[:, r] = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 0)
+    return ranks
 
 
 def _restricted(run: RankedLists, depth: int, wanted: np.ndarray | None) -> Pairs:

@@ -187,19 +187,18 @@ def build_campaign(
         pool = Pool(caption_pks[query], videos, ranks.astype(np.int16))
         known = np.zeros((n_queries, RUNS), np.int16)
         settings = judging_queue.JudgingSettings(strategy=judging_order)
+        source = judging_queue.Provenance(pool.ranks, caption_pks.astype(np.int64), known)
         campaign = Campaign.objects.create(
             dataset=dataset,
             name="load",
             depth=DEPTH,
             lease_seconds=lease_seconds,
             options=settings.options(),
-            provenance=judging_queue.Provenance(
-                pool.ranks, caption_pks.astype(np.int64), known
-            ).to_bytes(),
+            provenance=source.to_bytes(),
         )
         double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
         began = time.perf_counter()
-        position, parked = judging_queue.initial_queue(settings, pool, known, campaign.seed)
+        position, parked = judging_queue.initial_queue(settings, pool, source, campaign.seed)
         log(
             f"initial {judging_order} order of {total:,} pairs: {time.perf_counter() - began:.2f} s"
         )

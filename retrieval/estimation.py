@@ -123,8 +123,14 @@ def score_run(
             gain = drawn_scores[name] - low[name]
             value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
             share = open_.sum() / eligible.sum()
+            # Every score here lies in [0, 1], and so does its interval (one drawn query,
+            # whose spread is unknown, gives the whole range).
             result[name] = Score(
-                name, ESTIMATE, lo + share * value, lo + share * low_end, lo + share * high_end
+                name,
+                ESTIMATE,
+                lo + share * value,
+                max(lo + share * low_end, 0.0),
+                min(lo + share * high_end, 1.0),
             )
     return result
 
@@ -158,8 +164,8 @@ def _horvitz_thompson(
 ) -> tuple[float, float, float]:
     """The mean gain over the ``population`` queries (those whose score is not exact) from the
     drawn ones, a simple random sample of them once post-stratified, with a 95% interval:
-    Wilson's when every gain is 0 or 1 (C@K), else the normal one; both shrunk by the finite
-    population correction."""
+    Wilson's when every gain is 0 or 1 (C@K), else the normal one; both shrunk toward the
+    sample mean by the finite population correction."""
     seen = gain[drawn & population]
     n, size = seen.size, int(population.sum())
     mean = float(seen.mean())
@@ -168,8 +174,10 @@ def _horvitz_thompson(
         z2 = Z95**2
         centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
         half = Z95 / (1 + z2 / n) * np.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
-        half *= correction
-        return mean, max(centre - half, 0.0), min(centre + half, 1.0)
+        low, high = max(centre - half, 0.0), min(centre + half, 1.0)
+        # Shrink toward the sample mean, which Wilson's interval always holds: when the
+        # sample is the whole population the interval closes on the exact mean.
+        return mean, mean - (mean - low) * correction, mean + (high - mean) * correction
     spread = seen.var(ddof=1) if n > 1 else float("inf")
     half = Z95 * correction * float(np.sqrt(spread / n))
     return mean, mean - half, mean + half

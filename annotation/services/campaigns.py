@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from annotation import policy, pooling
+from annotation import judging_order, policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
 from annotation.services import gold_queue, judging_queue, pair_state, sql
@@ -69,23 +69,22 @@ def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> Non
 
 @dataclass(frozen=True)
 class PooledRuns:
-    """A pool and, per pooled query (ascending caption id) and run, the rank the run gave the
-    caption's own video (0 if not in its top depth): the positive every order starts from."""
+    """A pool and its provenance: per pooled query (ascending caption id) and run the rank
+    the run gave the caption's own video (the positive every order starts from), and both
+    down to the deepest Correct@K when that lies below the pooling depth."""
 
     pool: pooling.Pool
-    known: np.ndarray
+    provenance: judging_queue.Provenance
 
     def __len__(self) -> int:
         return len(self.pool)
 
-    @property
-    def queries(self) -> np.ndarray:
-        return np.unique(self.pool.caption_ids)
-
 
 def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Pool the runs' top-``depth`` per query, leaving out own videos and judged pairs."""
-    lists: list[RankedLists] = [load_run(run).truncated(spec.depth) for run in runs]
+    settle = max(spec.depth, *judging_order.DEFAULT_KS)
+    full: list[RankedLists] = [load_run(run).truncated(settle) for run in runs]
+    lists = [lst.truncated(spec.depth) for lst in full]
     all_queries = np.unique(np.concatenate([lst.query_ids for lst in lists]))
     queries = None
     if spec.query_sample is not None:
@@ -101,7 +100,13 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
     pooled = np.unique(pool.caption_ids)
     own = dict(zip(origin[0].tolist(), origin[1].tolist(), strict=True))
     own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
-    return PooledRuns(pool, judging_queue.known_positive_ranks(lists, pooled, own_videos))
+    known = judging_queue.known_positive_ranks(lists, pooled, own_videos)
+    deep_ranks = deep_known = None
+    if settle > spec.depth:
+        deep_ranks = pooling.ranks_within(pool, full, settle)
+        deep_known = judging_queue.known_positive_ranks(full, pooled, own_videos)
+    source = judging_queue.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
+    return PooledRuns(pool, source)
 
 
 def write_pairs(
@@ -189,7 +194,7 @@ def create_campaign(
         max_labels=spec.max_labels,
         lease_seconds=spec.lease_seconds,
         created_by=created_by,
-        provenance=judging_queue.Provenance(pool.ranks, pooled.queries, pooled.known).to_bytes(),
+        provenance=pooled.provenance.to_bytes(),
         options=options,
         **({"guidelines": spec.guidelines} if spec.guidelines else {}),
     )
@@ -197,7 +202,7 @@ def create_campaign(
         [CampaignRun(campaign=campaign, run=run, position=i) for i, run in enumerate(runs)]
     )
     double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
-    position, parked = judging_queue.initial_queue(settings, pool, pooled.known, spec.seed)
+    position, parked = judging_queue.initial_queue(settings, pool, pooled.provenance, spec.seed)
     write_pairs(campaign, pool, double, position, parked)
     if spec.show_roles:
         fill_role_spans(np.unique(pool.caption_ids).tolist())

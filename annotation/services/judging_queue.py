@@ -84,20 +84,42 @@ class JudgingSettings:
 class Provenance:
     """What pooling knew about each pair: ``ranks`` (pool rows x runs, 1-based, 0 = not
     retrieved), the pooled ``queries`` (caption ids, ascending) and ``known`` (queries x
-    runs: the rank of the caption's own video in each run, 0 if not in its top depth)."""
+    runs: the rank of the caption's own video in each run, 0 if not in its top depth).
+
+    When the deepest Correct@K cut-off lies below the pooling depth, ``deep_ranks`` and
+    ``deep_known`` hold the same down to that K: a pair pooled through one run may sit at
+    rank 5 of another, and that run's C@5 is settled only once it is judged.
+    """
 
     ranks: np.ndarray
     queries: np.ndarray
     known: np.ndarray
+    deep_ranks: np.ndarray | None = None
+    deep_known: np.ndarray | None = None
+
+    @property
+    def settling(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ranks, known) down to the deepest K: what decides whether a C@K is exact."""
+        if self.deep_ranks is None or self.deep_known is None:
+            return self.ranks, self.known
+        return self.deep_ranks, self.deep_known
+
+    def for_strategy(self, strategy: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ranks, known) a strategy orders by: metric-first looks down to the deepest K,
+        the others at the runs' pooled depth, as their papers define them."""
+        return self.settling if strategy == "metric-first" else (self.ranks, self.known)
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            ranks=self.ranks.astype(np.int16, copy=False),
-            queries=self.queries.astype(np.int64, copy=False),
-            known=self.known.astype(np.int16, copy=False),
-        )
+        arrays = {
+            "ranks": self.ranks.astype(np.int16, copy=False),
+            "queries": self.queries.astype(np.int64, copy=False),
+            "known": self.known.astype(np.int16, copy=False),
+        }
+        if self.deep_ranks is not None and self.deep_known is not None:
+            arrays["deep_ranks"] = self.deep_ranks.astype(np.int16, copy=False)
+            arrays["deep_known"] = self.deep_known.astype(np.int16, copy=False)
+        np.savez(buffer, **arrays)
         return buffer.getvalue()
 
     @classmethod
@@ -110,7 +132,10 @@ class Provenance:
                 if "known" in arrays
                 else np.zeros((queries.size, ranks.shape[1]), np.int16)
             )
-        return cls(ranks, queries, known)
+            deep = "deep_ranks" in arrays and "deep_known" in arrays
+            deep_ranks = arrays["deep_ranks"] if deep else None
+            deep_known = arrays["deep_known"] if deep else None
+        return cls(ranks, queries, known, deep_ranks, deep_known)
 
 
 _CACHE: dict[tuple[int, str], Provenance] = {}
@@ -163,14 +188,15 @@ def turn_of(queries: int, seed: int) -> np.ndarray:
 
 
 def initial_queue(
-    settings: JudgingSettings, pool: Pool, known: np.ndarray, seed: int
+    settings: JudgingSettings, pool: Pool, source: Provenance, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(position, parked) of every freshly pooled pair under the campaign's strategy."""
     if not len(pool):
         return np.zeros(0, np.int64), np.zeros(0, bool)
     if settings.order.blocks:  # today's order: the pool's own (caption by caption, best rank)
         return np.arange(len(pool), dtype=np.int64), np.zeros(len(pool), bool)
-    state = settings.state(pool, known)
+    ranks, known = source.for_strategy(settings.strategy)
+    state = settings.state(Pool(pool.caption_ids, pool.video_ids, ranks), known)
     return judging_order.queue_positions(state, turn_of(state.layout.pair_of.shape[0], seed))
 
 
@@ -253,14 +279,15 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
         judged_at = _in_label_order(rows, judged_at)
     pool_rows = np.array([row[1] for row in rows], dtype=np.int64)
     query = int(np.searchsorted(source.queries, caption_id))
+    ranks, known_ranks = source.for_strategy(settings.strategy)
     known = (
-        source.known[query]
+        known_ranks[query]
         if query < source.queries.size and source.queries[query] == caption_id
         else None
     )
     state = judging_order.query_state(
         settings.strategy,
-        source.ranks[pool_rows],
+        ranks[pool_rows],
         [(int(i), bool(relevant[i])) for i in judged_at],
         known_positive_rank=known,
         ks=settings.ks,
@@ -386,11 +413,11 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     pool_rows = np.array([row[1] for row in rows], dtype=np.int64).reshape(-1)
     captions = np.array([row[8] for row in rows], dtype=np.int64).reshape(-1)
     queries = source.queries if source.queries.size else np.unique(captions)
-    known = source.known if source.known.shape[0] == queries.size else None
-    if known is None:
-        known = np.zeros((queries.size, source.ranks.shape[1]), np.int16)
+    ranks, known = source.settling
+    if known.shape[0] != queries.size:
+        known = np.zeros((queries.size, ranks.shape[1]), np.int16)
     shares = judging_order.exact_correct_at(
-        source.ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
+        ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
         np.searchsorted(queries, captions),
         judged,
         relevant,

@@ -7,7 +7,6 @@ import uuid
 import numpy as np
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from annotation import judging_order
 from annotation.models import Campaign, Pair
@@ -19,6 +18,9 @@ from tests.factories import query_dataset, random_run
 
 
 def _truth(caption_id: int, video_id: int) -> bool:
+    """A fixed labelling by ids. Which pattern a test meets depends on the ids the database
+    hands out (so on the tests before it); every test here passes under all 16 residues of
+    (caption id, video id) mod 4, which is all this labelling can tell apart."""
     return (caption_id * 7 + video_id * 3) % 4 == 0
 
 
@@ -105,7 +107,9 @@ def test_maxmean_follows_the_arm_with_the_best_posterior(world, people):
                 in_run = pool.ranks[r] > 0
                 hits += in_run & relevant
                 judged += in_run
-            rate = (hits.sum() + 1) / (judged.sum() + 2)
+            # Each run's prior is centred on its own relevant rate so far (the live queue
+            # sees only this query's labels), with strength 2.
+            rate = (hits + 1) / (judged + 2)
             mean = (hits + 2 * rate) / (judged + 2)
             best = max(
                 (
@@ -145,17 +149,21 @@ def test_metric_first_stops_with_exact_correct_at_k(world, people):
             "caption_id", "video_id", "status"
         )
     }
+    pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
+    own = dict(dataset.captions.values_list("pk", "video_id"))
     for run in runs:
-        lists = load_run(run).truncated(4)
-        own = dict(dataset.captions.values_list("pk", "video_id"))
+        # C@5 and C@10 reach below the pool's depth 4: a pair pooled through another run
+        # settles them too; what no run pooled counts as irrelevant on both sides.
+        lists = load_run(run).truncated(10)
         truth = np.zeros(lists.item_ids.shape, bool)
         given = np.zeros(lists.item_ids.shape, bool)
         for q, query in enumerate(lists.query_ids):
             for r, video in enumerate(lists.item_ids[q]):
-                is_own = own[int(query)] == video
-                truth[q, r] = is_own or _truth(int(query), int(video))
-                given[q, r] = is_own or judged.get((int(query), int(video)), False)
-        for k in (1, 4):
+                pair = (int(query), int(video))
+                is_own = own[pair[0]] == video
+                truth[q, r] = is_own or (pair in pooled and _truth(*pair))
+                given[q, r] = is_own or judged.get(pair, False)
+        for k in (1, 5, 10):
             assert given[:, :k].any(axis=1).mean() == truth[:, :k].any(axis=1).mean()
 
 
@@ -249,11 +257,6 @@ def test_create_campaign_command_takes_order_and_budget(world, capsys):
     assert not Campaign.objects.filter(name="cmd-bad").exists()
 
 
-@pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="failed once on PostgreSQL inside the full suite (a C@K read as bounds) while "
-    "passing alone and with its file there; kept on SQLite until that is understood",
-)
 def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people):
     """metric-first stops with every C@K exact and AP only bounded; a random sample of the
     remaining queries, once judged, turns AP into an estimate inside those bounds."""
@@ -282,9 +285,11 @@ def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people)
     for run in runs:
         ap = second[run.name]["AP"]
         assert ap["kind"] == "estimate"
-        bounds = first[run.name]["AP"]
-        assert bounds["low"] - 1e-9 <= ap["value"] <= bounds["high"] + 1e-9
-        assert ap["low"] <= ap["value"] <= ap["high"]
+        # AP's two readings are not bounds (R grows with the pairs counted relevant, so the
+        # true AP can fall outside them); the estimate's unbiasedness and coverage are
+        # tested on the pure module. Here: an estimate with its interval, C@K still exact.
+        assert 0.0 <= ap["low"] <= ap["value"] <= ap["high"] <= 1.0
+        assert {second[run.name][f"C@{k}"]["kind"] for k in (1, 5, 10)} == {"exact"}
 
 
 def test_report_page_and_rescore_table_show_how_settled_scores_are(world, people, client):

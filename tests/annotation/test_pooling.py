@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from annotation.pooling import MAX_DEPTH, Pool, pool, sample_queries
+from annotation.pooling import MAX_DEPTH, Pool, pool, ranks_within, sample_queries
 from retrieval.runs import RankedLists
 
 
@@ -196,3 +196,21 @@ def test_matches_naive_pooling_on_random_runs(seed):
     expected = naive_pool(runs, depth, origin, judged, None if queries is None else set(queries))
     result = pool(runs, depth, origin=origin, exclude=(judged_c, judged_v), queries=queries)
     assert as_triples(result) == expected
+
+
+def test_ranks_within_reach_below_the_pool_for_pairs_other_runs_pooled():
+    """Pooled at depth 2, pair (1, 12) comes from run b only, yet run a ranks it 3rd: C@3 of
+    run a depends on it. Pairs nobody pooled stay out; at the pool's depth the pool's ranks."""
+    a = lists({1: [10, 11, 12, 14], 2: [20, 21, 22, 23]})
+    b = lists({1: [12, 13, 10, 11], 2: [22, 24, 25, 26]})
+    pooled = pool([a, b], depth=2)
+    assert np.array_equal(ranks_within(pooled, [a, b], 2), pooled.ranks)
+    deep = {
+        (c, v): tuple(r)
+        for c, v, r in as_triples(
+            Pool(pooled.caption_ids, pooled.video_ids, ranks_within(pooled, [a, b], 4))
+        )
+    }
+    assert deep[(1, 12)] == (3, 1) and deep[(1, 10)] == (1, 3) and deep[(1, 11)] == (2, 4)
+    assert deep[(2, 22)] == (3, 1) and deep[(2, 24)] == (0, 2)
+    assert (1, 14) not in deep and (2, 23) not in deep

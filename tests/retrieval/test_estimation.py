@@ -104,3 +104,28 @@ def test_draw_queries_covers_the_pairs_asked_for_from_open_queries_only():
     assert not drawn[n_unjudged == 0].any()
     assert n_unjudged[drawn].sum() >= 6
     assert n_unjudged[drawn].sum() - n_unjudged[drawn].min() < 6  # stops once covered
+
+
+def test_a_sample_of_every_open_query_closes_the_interval_on_the_complete_score():
+    """With every open query drawn the estimate is the complete score and its interval (the
+    finite population correction at zero) closes on it, inside [0, 1]."""
+    truth, judged, outside = simulated_world(queries=80, seed=3)
+    complete = per_query_scores(truth, outside + truth.sum(axis=1), (1, 5, 10))
+    before = state(truth, judged, outside)
+    drawn = before.n_unjudged > 0
+    after = state(truth, judged, outside, full_rows=drawn)
+    for name, score in score_run(before, (1, 5, 10), sample=Sample(drawn, after)).items():
+        assert score.kind == ESTIMATE
+        assert score.value == pytest.approx(float(complete[name].mean()))
+        assert score.low == pytest.approx(score.value) and score.high == pytest.approx(score.value)
+
+
+def test_one_drawn_query_gives_an_interval_no_wider_than_the_scores_range():
+    truth, judged, outside = simulated_world(queries=40, seed=4)
+    before = state(truth, judged, outside)
+    drawn = np.zeros(40, bool)
+    drawn[np.flatnonzero(before.n_unjudged > 0)[0]] = True
+    after = state(truth, judged, outside, full_rows=drawn)
+    ap = score_run(before, (1,), sample=Sample(drawn, after))["AP"]
+    assert ap.kind == ESTIMATE
+    assert 0.0 <= ap.low <= ap.value <= ap.high <= 1.0
