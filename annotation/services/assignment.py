@@ -364,9 +364,11 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
         )
         query = []
         if judging_queue.is_adaptive(campaign.options):
-            query = Pair.objects.filter(
-                campaign=campaign, caption_id=judgement.pair.caption_id
-            ).values_list("pk", flat=True)
+            query = list(
+                Pair.objects.filter(
+                    campaign=campaign, caption_id=judgement.pair.caption_id
+                ).values_list("pk", flat=True)
+            )
         pair_state.lock_pairs([*query, judgement.pair_id, *(pair_id for _, pair_id in held)])
         pair_state.lock_tallies(campaign.pk, query)
         if not Judgement.objects.filter(pk=judgement.pk, undone_at__isnull=True).update(

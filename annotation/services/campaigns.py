@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from annotation import judging_order, policy, pooling
+from annotation import policy, pooling
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
 from annotation.services import gold_queue, judging_queue, pair_state, sql
@@ -82,7 +82,7 @@ class PooledRuns:
 
 def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Pool the runs' top-``depth`` per query, leaving out own videos and judged pairs."""
-    settle = max(spec.depth, *judging_order.DEFAULT_KS)
+    settle = max(spec.depth, *judging_queue.JudgingSettings().ks)
     full: list[RankedLists] = [load_run(run).truncated(settle) for run in runs]
     lists = [lst.truncated(spec.depth) for lst in full]
     all_queries = np.unique(np.concatenate([lst.query_ids for lst in lists]))
@@ -100,11 +100,13 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
     pooled = np.unique(pool.caption_ids)
     own = dict(zip(origin[0].tolist(), origin[1].tolist(), strict=True))
     own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
-    known = judging_queue.known_positive_ranks(lists, pooled, own_videos)
-    deep_ranks = deep_known = None
+    deep_known = judging_queue.known_positive_ranks(full, pooled, own_videos)
+    known = np.where(deep_known <= spec.depth, deep_known, 0).astype(np.int16)
+    deep_ranks = None
     if settle > spec.depth:
         deep_ranks = pooling.ranks_within(pool, full, settle)
-        deep_known = judging_queue.known_positive_ranks(full, pooled, own_videos)
+    else:
+        deep_known = None
     source = judging_queue.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
     return PooledRuns(pool, source)
 
