@@ -35,6 +35,7 @@ SPEC_FIELDS = [
     "gold_rate",
     "qualification",
     "qualification_threshold",
+    "extends",
     "guidelines",
 ]
 
@@ -57,11 +58,6 @@ class CampaignCreateForm(CampaignSettingsForm, forms.ModelForm):
         cleaned = super().clean()
         if self.errors:
             return cleaned
-        try:
-            self.pool = checked_pool(cleaned["dataset"], list(cleaned["runs"]), self.spec())
-        except CampaignError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return cleaned
         try:
             self.pool = checked_pool(cleaned["dataset"], list(cleaned["runs"]), self.spec())
         except CampaignError as exc:

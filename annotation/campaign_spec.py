@@ -54,6 +54,9 @@ class CampaignSpec:
     """Training pairs (from the gold pairs) an annotator judges before real work; 0: none."""
     qualification_threshold: float = 0.9
     """Accuracy on the training pairs that admits an annotator."""
+    extends: str | None = None
+    """A label set of the dataset this campaign completes: its pairs are not pooled again,
+    and resolving the campaign makes a new version of it (judge only what is missing)."""
 
 
 def _outside(value, bounds: tuple[int, int]) -> bool:

@@ -85,6 +85,13 @@ class CampaignSettingsForm(forms.Form):
         help_text="Training accuracy that admits an annotator.",
     )
 
+    extends = forms.CharField(
+        max_length=100,
+        required=False,
+        help_text="A label set of the dataset to complete: pairs it judges are not pooled "
+        "again, and resolving makes a new version of it (empty: a campaign of its own).",
+    )
+
     def clean(self) -> dict:
         data = super().clean()
         for field, default in (("gold_rate", 0.05), ("qualification_threshold", 0.9)):
@@ -122,6 +129,7 @@ class CampaignSettingsForm(forms.Form):
             gold_rate=data.get("gold_rate", 0.05),
             qualification=data.get("qualification") or 0,
             qualification_threshold=data.get("qualification_threshold", 0.9),
+            extends=(data.get("extends") or "").strip() or None,
         )
 
 

@@ -62,6 +62,7 @@ def run_pool(
     gold_rate: float = 0.05,
     qualification: int = 0,
     qualification_threshold: float = 0.9,
+    extends: str = "",
 ) -> dict:
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
@@ -80,6 +81,7 @@ def run_pool(
         gold_rate=gold_rate,
         qualification=qualification,
         qualification_threshold=qualification_threshold,
+        extends=extends or None,
     )
     campaign = create_campaign(found, pooled, spec)
     return {

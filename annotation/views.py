@@ -347,3 +347,51 @@ def judging_orders(request: HttpRequest, dataset_name: str) -> HttpResponse:
             "charts": report_figures.judging_order_charts(comparison),
         },
     )
+
+
+@admins_only
+def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """A campaign of exactly the pairs of one run's top k that a label set does not judge;
+    resolving it makes the set's next version (GET shows what it would pool, POST starts
+    the pool job with the campaign form's settings)."""
+    from annotation.jobs import PoolForm
+    from annotation.services.campaigns import missing_pairs
+    from jobs.registry import get_kind
+    from jobs.runner import cleaned, create
+
+    found = get_object_or_404(Dataset, name=dataset_name)
+    source = request.POST if request.method == "POST" else request.GET
+    run = found.runs.defer("arrays").filter(name=source.get("run") or "").first()
+    base = found.label_sets.defer("arrays").filter(name=source.get("labels") or "").first()
+    if run is None or base is None:
+        what = "run" if run is None else "label set"
+        raise LabelSetError(f"dataset {found.name!r} has no such {what}", status=404)
+    depth = min(run.depth, 10)
+    missing = missing_pairs(found, run, base, depth)
+    fixed = {"dataset": found.name, "runs": run.name, "extends": base.name, "depth": depth}
+    status = 200
+    if request.method == "POST":
+        form = PoolForm({**request.POST.dict(), **fixed})
+        if form.is_valid():
+            job = create(get_kind("pool"), cleaned(form), request.user)
+            return redirect("job-detail", job_id=job.pk)
+        status = 400
+    else:
+        form = PoolForm(initial={"name": missing.suggested_name})
+    shown = [
+        form[name]
+        for name in (
+            "name",
+            "judging_order",
+            "budget",
+            "second_label_rate",
+            "max_labels",
+            "gold_rate",
+            "qualification",
+            "qualification_threshold",
+            "lease_seconds",
+            "show_roles",
+        )
+    ]
+    context = {"dataset": found, "missing": missing, "form": form, "fields": shown, "fixed": fixed}
+    return render(request, "annotation/judge_missing.html", context, status=status)

@@ -47,6 +47,11 @@ urlpatterns = [
         annotation_views.estimate_sample,
         name="campaign-sample",
     ),
+    path(
+        "campaigns/missing/<str:dataset_name>/",
+        annotation_views.judge_missing,
+        name="campaign-missing",
+    ),
     path("datasets/", retrieval_views.datasets, name="datasets"),
     path("datasets/<str:dataset_name>/", retrieval_views.dataset, name="dataset"),
     path(

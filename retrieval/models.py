@@ -183,6 +183,9 @@ class LabelSet(models.Model):
     one row. A caption's own video is relevant by the benchmark's definition and is added
     when scoring, whether or not the set lists it. ``is_default`` marks the set a dataset's
     report uses when none is named (see :mod:`retrieval.services.labelsets` for who sets it).
+    A set made from another one plus new labels (a campaign that judged only what a model's
+    top k lacked) is a new row, a *version*, with ``parent`` the set it came from: label sets
+    are never edited in place, so a score reported against one stays reproducible.
     """
 
     class Source(models.TextChoices):
@@ -207,6 +210,17 @@ class LabelSet(models.Model):
     is_default = models.BooleanField(
         default=False,
         help_text="The set the dataset's report uses when none is named; at most one per dataset.",
+    )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="versions",
+        help_text="The label set this version was made from (it is never edited in place).",
+    )
+    version = models.PositiveIntegerField(
+        default=1, help_text="1 for a set made from scratch, its parent's version + 1 otherwise."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -219,7 +219,12 @@ def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
     context: dict = {"dataset": found, "sort_keys": sort_keys()}
     try:
         asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
-        context.update(label_sets=asked.label_sets, label_set=asked.label_set, sort=asked.sort)
+        context.update(
+            label_sets=asked.label_sets,
+            label_set=asked.label_set,
+            sort=asked.sort,
+            versions=asked.versions,
+        )
         board = build_leaderboard(found, asked.label_set, sort=asked.sort)
     except (LeaderboardError, RescoreError) as exc:
         context.setdefault("label_sets", tuple(found.label_sets.defer("arrays")))

@@ -317,6 +317,27 @@ CASES: list[Case] = [
         method="post",
         data={"pairs": "5"},
     ),
+    page(
+        "campaigns/missing/<str:dataset_name>/",
+        "/campaigns/missing/{ds}/?run=beta&labels=authz-campaign",
+        **ADMIN_ONLY,
+    ),
+    page(
+        "campaigns/missing/<str:dataset_name>/",
+        "/campaigns/missing/{ds}/?run=nope&labels=authz-campaign",
+        annotator=403,
+        researcher=403,
+        admin=404,
+    ),
+    page(
+        "campaigns/missing/<str:dataset_name>/",
+        "/campaigns/missing/{ds}/",
+        annotator=403,
+        researcher=403,
+        admin=400,
+        method="post",
+        data={"run": "beta", "labels": "authz-campaign", "name": ""},
+    ),
     # Datasets, label sets and reports.
     page("datasets/", "/datasets/", **STAFF_ONLY),
     page("datasets/<str:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),

@@ -2,7 +2,8 @@
 
 Pooling itself is pure (:mod:`annotation.pooling`); this module gathers its inputs from
 the database (runs, each query's own video, pairs judged in earlier campaigns of the same
-dataset, whose labels are reused rather than asked for again) and writes the pairs with
+dataset, whose labels are reused rather than asked for again, and for a campaign that
+completes a label set, the pairs that set already judges) and writes the pairs with
 one bulk insert (:func:`annotation.services.sql.insert`), because hundreds of thousands of
 pairs through the ORM's per-object machinery would take far longer than pooling them.
 """
@@ -14,13 +15,14 @@ import numpy as np
 from django.db import transaction
 
 from annotation import policy, pooling
-from annotation.campaign_spec import CampaignSpec, spec_errors
+from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
 from annotation.services import gold_queue, judging_queue, pair_state, sql
 from config.errors import UserError
-from retrieval.models import Caption, Dataset, Run
+from retrieval.models import Caption, Dataset, LabelSet, Run
 from retrieval.runs import RankedLists
 from retrieval.services.caption_roles import fill_role_spans
+from retrieval.services.labelsets import load_judged
 from retrieval.services.runs import load_run
 
 
@@ -37,6 +39,32 @@ def judged_pairs(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
         dtype=np.int64,
     ).reshape(-1, 2)
     return rows[:, 0], rows[:, 1]
+
+
+def extended_label_set(dataset: Dataset, spec: CampaignSpec) -> LabelSet | None:
+    """The label set ``spec`` completes (None when it completes none); CampaignError if the
+    dataset has no set of that name."""
+    if not spec.extends:
+        return None
+    found = LabelSet.objects.filter(dataset=dataset, name=spec.extends).first()
+    if found is None:
+        raise CampaignError(
+            f"dataset {dataset.name!r} has no label set named {spec.extends[:60]!r} to complete"
+        )
+    return found
+
+
+def excluded_pairs(dataset: Dataset, base: LabelSet | None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs never pooled again: those judged in the dataset's campaigns and, for a campaign
+    that completes a label set, every pair that set already judges."""
+    captions, videos = judged_pairs(dataset)
+    if base is None:
+        return captions, videos
+    judged = load_judged(base)
+    return (
+        np.concatenate([captions, judged.caption_ids]),
+        np.concatenate([videos, judged.video_ids]),
+    )
 
 
 def origin_videos(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,6 +93,58 @@ def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> Non
         raise CampaignError(f"runs {shallow} are shallower than depth {spec.depth}")
     if Campaign._base_manager.filter(name=spec.name).exists():
         raise CampaignError(f"a campaign named {spec.name!r} already exists")
+    extended_label_set(dataset, spec)
+
+
+@dataclass(frozen=True)
+class MissingPairs:
+    """What a campaign completing ``label_set`` for one run's top ``depth`` would pool:
+    ``pairs`` from ``queries`` captions, and the pairs the set lacks that a campaign of the
+    dataset already judged (``judged_elsewhere``: never pooled again)."""
+
+    run: str
+    label_set: str
+    depth: int
+    pairs: int
+    queries: int
+    judged_elsewhere: int
+    suggested_name: str
+
+
+def missing_pairs(dataset: Dataset, run: Run, base: LabelSet, depth: int) -> MissingPairs:
+    """Count the pairs of ``run``'s top ``depth`` that ``base`` does not judge (reads only)."""
+    lists = [load_run(run).truncated(depth)]
+    origin = origin_videos(np.unique(lists[0].query_ids))
+    judged = load_judged(base)
+    lacking = pooling.pool(
+        lists, depth, origin=origin, exclude=(judged.caption_ids, judged.video_ids)
+    )
+    pool = pooling.pool(lists, depth, origin=origin, exclude=excluded_pairs(dataset, base))
+    return MissingPairs(
+        run=run.name,
+        label_set=base.name,
+        depth=depth,
+        pairs=len(pool),
+        queries=len(np.unique(pool.caption_ids)),
+        judged_elsewhere=len(lacking) - len(pool),
+        suggested_name=free_campaign_name(f"{run.name} missing from {base.name}"),
+    )
+
+
+def free_campaign_name(wanted: str) -> str:
+    """``wanted`` (cut to a campaign name's length), or with " 2", " 3", ... if it is taken."""
+    stem = " ".join(wanted.split())[:NAME_LENGTH]
+    taken = set(
+        Campaign._base_manager.filter(name__startswith=stem[: NAME_LENGTH - 4]).values_list(
+            "name", flat=True
+        )
+    )
+    if stem not in taken:
+        return stem
+    n = 2
+    while f"{stem[: NAME_LENGTH - 1 - len(str(n))]} {n}" in taken:
+        n += 1
+    return f"{stem[: NAME_LENGTH - 1 - len(str(n))]} {n}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +174,7 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
         lists,
         spec.depth,
         origin=origin,
-        exclude=judged_pairs(dataset),
+        exclude=excluded_pairs(dataset, extended_label_set(dataset, spec)),
         queries=queries,
     )
     pooled = np.unique(pool.caption_ids)
@@ -186,6 +266,9 @@ def create_campaign(
     )
     if not spec.show_roles:
         options["show_roles"] = False
+    base = extended_label_set(dataset, spec)
+    if base is not None:
+        options["extends"] = base.pk
     campaign = Campaign.objects.create(
         dataset=dataset,
         name=spec.name,

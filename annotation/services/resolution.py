@@ -29,7 +29,12 @@ from annotation.services import judging_queue
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet
-from retrieval.services.labelsets import LabelSetError, store_label_set
+from retrieval.services.labelsets import (
+    LabelSetError,
+    extend_label_set,
+    store_label_set,
+    version_name,
+)
 
 METHODS = quality.METHODS
 MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
@@ -228,6 +233,7 @@ def resolve_campaign(
     set's metadata records the ``method`` (and for Dawid-Skene the fit's summary); its
     pairs carry their confidence.
     """
+    base = extended_label_set(campaign)
     if not name:
         previous = (
             LabelSet.objects.filter(dataset=campaign.dataset, metadata__campaign_id=campaign.pk)
@@ -235,7 +241,7 @@ def resolve_campaign(
             .values_list("name", flat=True)
             .first()
         )
-        name = previous or campaign.name
+        name = previous or (version_name(base, campaign.name) if base else campaign.name)
     clash = LabelSet.objects.filter(dataset=campaign.dataset, name=name).first()
     if clash is not None and clash.metadata.get("campaign_id") != campaign.pk:
         raise LabelSetError(
@@ -245,19 +251,36 @@ def resolve_campaign(
     resolution = campaign_resolution(campaign, method)
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
     extra = {"dawid_skene": resolution.fit} if resolution.fit else {}
+    description = f"Resolved from campaign {campaign.name!r}" + (
+        "" if method == MAJORITY else f" by {method}"
+    )
+    metadata = {
+        "method": method,
+        **extra,
+        "campaign": campaign.name,
+        "campaign_id": campaign.pk,
+        "pending": pending,
+    }
+    if base is not None:
+        # A version: the base's pairs plus this campaign's. Which runs pooled them all is
+        # no longer one campaign's record, so leave-one-run-out does not claim to know.
+        return extend_label_set(
+            base,
+            resolution.judged(),
+            name,
+            source=LabelSet.Source.CAMPAIGN,
+            description=f"{description}, added to {base.name!r}",
+            metadata=metadata,
+            replace=True,
+        )
     return store_label_set(
         campaign.dataset,
         name,
         resolution.judged(),
         source=LabelSet.Source.CAMPAIGN,
-        description=f"Resolved from campaign {campaign.name!r}"
-        + ("" if method == MAJORITY else f" by {method}"),
+        description=description,
         metadata={
-            "method": method,
-            **extra,
-            "campaign": campaign.name,
-            "campaign_id": campaign.pk,
-            "pending": pending,
+            **metadata,
             # What leave-one-run-out needs: which runs were pooled, and how deep.
             "pooled_runs": campaign.run_names(),
             "pool_depth": campaign.depth,
@@ -265,3 +288,12 @@ def resolve_campaign(
         replace=True,
         pool_state=judging_queue.pool_state(campaign),
     )
+
+
+def extended_label_set(campaign: Campaign) -> LabelSet | None:
+    """The label set a campaign completes (see ``CampaignSpec.extends``), or None (also when
+    that set was deleted since: the campaign's own labels then make a set of their own)."""
+    base_id = (campaign.options or {}).get("extends")
+    if not isinstance(base_id, int):
+        return None
+    return LabelSet.objects.filter(pk=base_id, dataset=campaign.dataset).first()

@@ -262,7 +262,12 @@ def simulate(
                 user,
                 current.pair.pk,
                 "relevant" if answer else "irrelevant",
-                uuid.UUID(int=int(rng.integers(0, 2**63)) << 64 | judgements),
+                # Seeded, and distinct across campaigns simulated with the same seed.
+                uuid.UUID(
+                    int=int(rng.integers(0, 2**63)) << 64
+                    | (campaign.pk & 0xFFFFFFFF) << 32
+                    | judgements & 0xFFFFFFFF
+                ),
                 seconds=float(rng.gamma(GAMMA_SHAPE, profile.mean_seconds / GAMMA_SHAPE)),
             )
             given[i] += 1

@@ -85,11 +85,12 @@ def store_label_set(
     metadata: dict | None = None,
     replace: bool = False,
     pool_state: PoolState | None = None,
+    parent: LabelSet | None = None,
 ) -> LabelSet:
     """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked.
 
     The new set is the dataset's default when the dataset has none (then also when it
-    replaces the default).
+    replaces the default). With ``parent`` it is the next version of that set.
     """
     name = clean_name(name)
     counts = pairs.counts()
@@ -115,6 +116,8 @@ def store_label_set(
             disagreement_count=counts["disagreement"],
             arrays=pairs.to_bytes(**(pool_state.arrays() if pool_state else {})),
             metadata=metadata or {},
+            parent=parent,
+            version=1 if parent is None else parent.version + 1,
         )
 
 
@@ -215,6 +218,70 @@ def merge_label_sets(
         metadata={"merged": [source.name for source in sources]},
         replace=replace,
     )
+
+
+def version_name(base: LabelSet, suffix: str) -> str:
+    """A name for the next version of ``base``: its family's name and the version number
+    ("truth v2"); ``suffix`` (a campaign's name, say) is added when another set of the
+    dataset already holds that name."""
+    family = base.name
+    if base.parent_id is not None and family.endswith(f" v{base.version}"):
+        family = family[: -len(f" v{base.version}")]
+    name = f"{family} v{base.version + 1}"
+    if LabelSet.objects.filter(dataset_id=base.dataset_id, name=name).exists():
+        name = f"{name} ({suffix})"
+    return name[:NAME_MAX_LENGTH]
+
+
+def extend_label_set(
+    base: LabelSet,
+    added: Judged,
+    name: str,
+    *,
+    source: str,
+    description: str = "",
+    metadata: dict | None = None,
+    replace: bool = False,
+) -> LabelSet:
+    """A new version of ``base``: its pairs plus ``added`` (which wins where both judge a
+    pair). ``base`` itself is left as it was; the new set records it as its parent."""
+    if (
+        replace
+        and LabelSet.objects.filter(
+            dataset_id=base.dataset_id, name=clean_name(name), versions__isnull=False
+        ).exists()
+    ):
+        raise LabelSetError(
+            f"label set {name!r} has later versions; it is kept as it is (choose another name)"
+        )
+    merged = judged.merge([load_judged(base), added])
+    return store_label_set(
+        base.dataset,
+        name,
+        merged,
+        source=source,
+        description=description,
+        metadata={**(metadata or {}), "parent": base.name, "parent_id": base.pk},
+        replace=replace,
+        parent=base,
+    )
+
+
+def lineage(label_set: LabelSet, label_sets: Sequence[LabelSet]) -> list[LabelSet]:
+    """``label_set``'s family among ``label_sets``: its ancestors, itself and every set made
+    from any of them, oldest version first (what the leaderboard's version picker lists)."""
+    by_id = {s.pk: s for s in label_sets}
+    root = label_set
+    seen = {root.pk}
+    while root.parent_id in by_id and root.parent_id not in seen:
+        root = by_id[root.parent_id]
+        seen.add(root.pk)
+    family, frontier = {root.pk}, [root.pk]
+    while frontier:
+        children = [s.pk for s in label_sets if s.parent_id in frontier and s.pk not in family]
+        family.update(children)
+        frontier = children
+    return sorted((by_id[pk] for pk in family), key=lambda s: (s.version, s.created_at, s.pk))
 
 
 def import_label_file(

@@ -12,7 +12,7 @@ from config.errors import UserError
 from retrieval import leaderboard
 from retrieval.leaderboard import Leaderboard, SortError
 from retrieval.models import Dataset, LabelSet, Run
-from retrieval.services.labelsets import default_label_set
+from retrieval.services.labelsets import default_label_set, lineage
 from retrieval.services.rescoring import rescore_dataset
 
 
@@ -28,6 +28,15 @@ class LeaderboardRequest:
     label_sets: tuple[LabelSet, ...]
     label_set: LabelSet | None
     sort: str
+
+    @property
+    def versions(self) -> tuple[LabelSet, ...]:
+        """The chosen set's versions (its ancestors and descendants), oldest first; empty
+        when it has no other version."""
+        if self.label_set is None:
+            return ()
+        family = lineage(self.label_set, self.label_sets)
+        return tuple(family) if len(family) > 1 else ()
 
 
 def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> LeaderboardRequest:

@@ -66,6 +66,12 @@ class Command(BaseCommand):
             default=0.9,
             help="Training accuracy that admits an annotator (default 0.9).",
         )
+        parser.add_argument(
+            "--extends",
+            metavar="LABEL_SET",
+            help="Complete this label set of the dataset: pool only pairs it does not judge; "
+            "resolving the campaign makes a new version of it.",
+        )
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
@@ -99,6 +105,7 @@ class Command(BaseCommand):
             "second_label_pairs": doubles,
             "judging_order": spec.judging_order,
             "budget": spec.budget,
+            "extends": spec.extends,
             "parked_pairs": campaign.pairs.filter(needed=0, label_count=0).count(),
             "queries": campaign.pairs.values("caption_id").distinct().count(),
             "seconds": round(time.perf_counter() - began, 3),
