@@ -262,8 +262,13 @@ def resolve_campaign(
         "pending": pending,
     }
     if base is not None:
-        # A version: the base's pairs plus this campaign's. Which runs pooled them all is
-        # no longer one campaign's record, so leave-one-run-out does not claim to know.
+        # A version: the base's pairs plus this campaign's. When the base records its pooled
+        # runs, the version's are those plus this campaign's, each judged at least to the
+        # shallower of the two depths (what leave-one-run-out then assumes); else unknown.
+        pooled, depth = base.metadata.get("pooled_runs"), base.metadata.get("pool_depth")
+        if isinstance(pooled, list) and isinstance(depth, int):
+            names = [*pooled, *(n for n in campaign.run_names() if n not in pooled)]
+            metadata.update(pooled_runs=names, pool_depth=min(depth, campaign.depth))
         return extend_label_set(
             base,
             resolution.judged(),

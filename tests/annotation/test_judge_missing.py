@@ -97,6 +97,9 @@ def test_resolving_makes_a_new_version_and_leaves_the_old_one_alone(world):
     assert version.parent_id == base.pk and version.version == 2
     assert version.name == "pooled v2"
     assert version.metadata["parent"] == "pooled"
+    # Pooled runs: the base's (alpha, beta at depth 3) and the campaign's, at the shallower depth.
+    assert version.metadata["pooled_runs"] == ["alpha", "beta", "gamma"]
+    assert version.metadata["pool_depth"] == 3
     assert set_pairs(version) == set_pairs(base) | campaign_pairs(campaign)
     # The new labels are the truth (error rate 0): the version's relevance agrees.
     new = load_judged(version)
