@@ -90,6 +90,9 @@ INSTALLED_APPS = [
     "annotation",
 ]
 
+# Role permissions are remembered across requests (config/permission_cache.py).
+AUTHENTICATION_BACKENDS = ["config.permission_cache.CachedPermissionBackend"]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

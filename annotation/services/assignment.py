@@ -275,9 +275,11 @@ def submit(
     client_uuid: UUID,
     seconds: float | None = None,
     now: datetime | None = None,
+    campaign_id: int | None = None,
 ) -> SubmitResult:
     """Store one label (once per UUID) for a pair leased to the annotator, and return the
-    next assignment."""
+    next assignment. With ``campaign_id`` (the API's URL names one), a pair of another
+    campaign is not found."""
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     if seconds is not None and not (0 <= seconds < 24 * 3600):
@@ -285,6 +287,8 @@ def submit(
     now = now or timezone.now()
     target = judging_queue.target_of(pair_id)
     main_id = (target[2] or {}).get("gold_of") if target is not None else None
+    if campaign_id is not None and (target is None or campaign_id not in (target[0], main_id)):
+        raise AssignmentError("not_found", "pair is not in this campaign")
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
             pair = _locked_pair(pair_id)

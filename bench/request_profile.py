@@ -1,0 +1,121 @@
+"""Where one judging request's time goes in the web process (issue 20: measure first).
+
+Builds the load bench's PostgreSQL campaign (``bench/load.py``'s set-up, smaller by default),
+then judges ``--judgements`` pairs as a few annotators through Django's full WSGI stack in
+this process (middleware, session, authentication, DRF, the assignment service, JSON), one
+request per judgement as the judging page does (``submit/`` answers with the next task).
+Prints, per request: wall and CPU time of the process (web work plus the database client),
+the SQL statements and their count, and with ``--profile`` the functions that take the most
+CPU (cProfile, sorted by cumulative time). The database server's own time is not in these
+figures; ``bench/load.py`` measures it beside gunicorn's.
+
+    .venv/bin/python bench/request_profile.py [--pairs 60000] [--judgements 400] [--profile]
+"""
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+import uuid
+from collections import Counter
+
+from harness import machine
+
+sys.path.insert(0, os.path.dirname(__file__))
+import load  # noqa: E402 - the load bench's set-up, reused
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=60_000)
+    parser.add_argument("--annotators", type=int, default=4)
+    parser.add_argument("--judgements", type=int, default=400)
+    parser.add_argument("--judging-order", default="maxmean")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
+    parser.add_argument("--sql", action="store_true", help="print one request's statements")
+    parser.add_argument("--no-prepared", dest="prepared", action="store_false")
+    args = parser.parse_args()
+
+    load.log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    url = load.bench_database_url()
+    os.environ.update(load.server_environment(url, args.prepared, debug=False))
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    call_command("migrate", verbosity=0)
+    campaign_id, pairs = load.build_campaign(args.pairs, 300, args.judging_order)
+    sessions = load.create_annotators(args.annotators)
+    settings.ALLOWED_HOSTS = ["*"]
+    clients = []
+    for _, key in sessions:
+        client = Client(enforce_csrf_checks=False)
+        client.cookies[settings.SESSION_COOKIE_NAME] = key
+        clients.append(client)
+    base = f"/api/campaigns/{campaign_id}/"
+    tasks = []
+    for client in clients:  # warm-up: first leases, imports, connection
+        tasks.append(client.post(base + "next/", content_type="application/json").json())
+
+    def judge(i: int) -> None:
+        k = i % len(clients)
+        current = tasks[k]["current"]
+        body = {"pair": current["pair"], "label": "irrelevant", "uuid": str(uuid.uuid4())}
+        body["seconds"] = 4.0
+        answer = clients[k].post(base + "submit/", body, content_type="application/json")
+        if answer.status_code != 200:
+            raise SystemExit(f"submit answered {answer.status_code}: {answer.content[:300]!r}")
+        tasks[k] = answer.json()
+
+    for i in range(40):
+        judge(i)
+    statements: Counter = Counter()
+    with CaptureQueriesContext(connection) as captured:
+        judge(0)
+    queries = list(captured.captured_queries)
+    for query in queries:
+        statements[query["sql"].split(" ", 1)[0]] += 1
+    profiler = cProfile.Profile(time.process_time) if args.profile else None
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    if profiler:
+        profiler.enable()
+    for i in range(args.judgements):
+        judge(i)
+    if profiler:
+        profiler.disable()
+    wall = (time.perf_counter() - wall0) / args.judgements * 1000
+    cpu = (time.process_time() - cpu0) / args.judgements * 1000
+    result = {
+        "pairs": pairs,
+        "judging_order": args.judging_order,
+        "judgements": args.judgements,
+        "wall_ms_per_request": round(wall, 2),
+        "cpu_ms_per_request": round(cpu, 2),
+        "statements_per_request": len(queries),
+        "statement_kinds": dict(statements),
+        "profiled": bool(profiler),
+    }
+    if args.sql:
+        for query in queries:
+            load.log(query["sql"][:400])
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(
+            os.environ.get("PROFILE_SORT", "cumulative")
+        ).print_stats(45)
+        load.log(out.getvalue())
+    load.drop_database(url)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
