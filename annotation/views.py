@@ -8,7 +8,7 @@ from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from annotation import report_figures
 from annotation.forms import AdjudicationForm, EstimateSampleForm, PromoteForm
@@ -79,6 +79,7 @@ def campaigns(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_safe
 @researchers_only
 def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """One campaign: its settings, progress, agreement, adjudication, exports, label sets."""
