@@ -14,7 +14,11 @@ from annotation import report_figures
 from annotation.forms import AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 from annotation.services import assignment, exports, gold, gold_queue, judging_queue, pair_state
-from annotation.services.annotator_progress import annotator_progress, judging_campaigns
+from annotation.services.annotator_progress import (
+    annotator_progress,
+    judging_campaigns,
+    work_first,
+)
 from annotation.services.campaign_overview import campaign_page, campaign_rows
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.replay import ReplayError, compare_orders
@@ -35,7 +39,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return redirect("judge-campaigns")
     progress = ()
     if user.has_perm(roles.JUDGE_PAIRS):
-        progress = annotator_progress(judging_campaigns(), user)
+        progress = work_first(annotator_progress(judging_campaigns(), user))
     return render(
         request,
         "retrieval/home.html",
@@ -53,7 +57,7 @@ admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can
 @judges_only
 def campaign_list(request: HttpRequest) -> HttpResponse:
     """Active campaigns the annotator can judge, each with their own progress."""
-    progress = annotator_progress(judging_campaigns(), request.user)
+    progress = work_first(annotator_progress(judging_campaigns(), request.user))
     return render(request, "annotation/campaigns.html", {"progress": progress})
 
 

@@ -221,6 +221,12 @@ def annotator_progress(
     return tuple(found)
 
 
+def work_first(progress: Sequence[CampaignProgress]) -> tuple[CampaignProgress, ...]:
+    """Campaigns with work for the annotator first, then those done for them, then finished
+    ones; the given order within each."""
+    return tuple(sorted(progress, key=lambda item: (item.finished, item.nothing_for_me)))
+
+
 def _budget(campaign: Campaign) -> int | None:
     budget = (campaign.options or {}).get("budget")
     return None if budget is None else int(budget)

@@ -109,6 +109,8 @@ def test_the_judge_list_shows_the_figures_and_the_messages(two_annotators):
     client.force_login(ann2)
     page = client.get("/judge/").content.decode()
     assert "Nothing is left for you here" not in page and "Continue judging" in page
+    # Work first: the campaign with labels left for ann2 before the finished one.
+    assert page.index(f'href="/judge/{open_.pk}/"') < page.index(f'href="/judge/{done.pk}/"')
 
 
 def test_a_label_budget_spent_finishes_the_campaign(db):
