@@ -132,6 +132,7 @@ class CampaignPage:
 
 
 def campaign_settings(campaign: Campaign) -> CampaignSettings:
+    """The campaign's settings (``campaign`` with its dataset and creator selected)."""
     return CampaignSettings(
         dataset=campaign.dataset.name,
         runs=tuple(campaign.run_names()),
