@@ -4,16 +4,22 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, Prefetch
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_POST
+from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST, require_safe
 
 from annotation import report_figures
 from annotation.forms import AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 from annotation.services import assignment, exports, gold, gold_queue, judging_queue, pair_state
+from annotation.services.annotator_progress import (
+    annotator_progress,
+    judging_campaigns,
+    work_first,
+)
+from annotation.services.campaign_overview import campaign_page, campaign_rows
 from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.replay import ReplayError, compare_orders
 from annotation.services.reporting import campaign_proxy_report, campaign_report
@@ -26,11 +32,19 @@ from retrieval.services.labelsets import LabelSetError
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """Landing page: the datasets; annotators, who only judge, go straight to judging."""
+    """Landing page: the datasets, and the campaigns to judge with the user's own progress;
+    annotators, who only judge, go straight to their campaigns."""
     user = request.user
     if user.has_perm(roles.JUDGE_PAIRS) and not user.has_perm(roles.VIEW_REPORTS):
         return redirect("judge-campaigns")
-    return render(request, "retrieval/home.html", {"datasets": Dataset.objects.all()})
+    progress = ()
+    if user.has_perm(roles.JUDGE_PAIRS):
+        progress = work_first(annotator_progress(judging_campaigns(), user))
+    return render(
+        request,
+        "retrieval/home.html",
+        {"datasets": Dataset.objects.all(), "progress": progress},
+    )
 
 
 judges_only = roles.permission_required(roles.JUDGE_PAIRS, "Only annotators can judge pairs.")
@@ -42,9 +56,9 @@ admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can
 
 @judges_only
 def campaign_list(request: HttpRequest) -> HttpResponse:
-    """Active campaigns the annotator can judge."""
-    campaigns = Campaign.objects.filter(status=Campaign.Status.ACTIVE).select_related("dataset")
-    return render(request, "annotation/campaigns.html", {"campaigns": campaigns})
+    """Active campaigns the annotator can judge, each with their own progress."""
+    progress = work_first(annotator_progress(judging_campaigns(), request.user))
+    return render(request, "annotation/campaigns.html", {"progress": progress})
 
 
 @judges_only
@@ -61,43 +75,41 @@ def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @researchers_only
 def campaigns(request: HttpRequest) -> HttpResponse:
     """Every campaign with its pair counts per status, for researchers and admins."""
-    # Three grouped queries for the whole page, whatever the number of campaigns.
-    counts: dict[int, dict[str, int]] = {}
-    for campaign_id, status, n in (
-        Pair.objects.order_by().values_list("campaign_id", "status").annotate(n=Count("pk"))
-    ):
-        counts.setdefault(campaign_id, {})[status] = n
-    escalations = dict(
-        Escalation.objects.filter(resolved_at__isnull=True)
-        .order_by()
-        .values_list("pair__campaign_id")
-        .annotate(n=Count("pk"))
-    )
-    label_sets = {
-        label_set.metadata.get("campaign_id"): label_set
-        for label_set in LabelSet.objects.filter(source=LabelSet.Source.CAMPAIGN).defer("arrays")
-    }
-    rows = []
-    for campaign in gold_queue.visible(Campaign.objects.select_related("dataset")):
-        mine = counts.get(campaign.pk, {})
-        rows.append(
-            {
-                "campaign": campaign,
-                "counts": {status: mine.get(status, 0) for status in Pair.Status.values},
-                "total": sum(mine.values()),
-                "open_escalations": escalations.get(campaign.pk, 0),
-                "label_set": label_sets.get(campaign.pk),
-            }
-        )
+    rows = campaign_rows(gold_queue.visible(Campaign.objects.select_related("dataset")))
     return render(
         request,
         "annotation/campaign_overview.html",
+        {"rows": rows, "formats": EXPORT_FORMATS, "methods": METHODS},
+    )
+
+
+@require_safe
+@researchers_only
+def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """One campaign: its settings, progress, agreement, adjudication, exports, label sets."""
+    found = get_object_or_404(
+        Campaign.objects.select_related("dataset", "created_by"), pk=campaign_id
+    )
+    return render(
+        request,
+        "annotation/campaign.html",
         {
-            "rows": rows,
+            "page": campaign_page(found),
+            "campaign": found,
             "formats": EXPORT_FORMATS,
             "methods": METHODS,
         },
     )
+
+
+def _back(request: HttpRequest, default: str, **kwargs) -> HttpResponse:
+    """Redirect to the form's ``next`` when it is a path on this site, else to ``default``."""
+    target = request.POST.get("next", "")
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
+    return redirect(default, **kwargs)
 
 
 @researchers_only
@@ -269,7 +281,7 @@ def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
     method = request.POST.get("method") or MAJORITY
     if method not in METHODS:
         messages.error(request, f"Unknown resolution method {method[:40]!r}.")
-        return redirect("campaigns")
+        return _back(request, "campaigns")
     try:
         label_set = resolve_campaign(campaign, method=method)
     except LabelSetError as exc:
@@ -281,7 +293,7 @@ def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
             f"{label_set.irrelevant_count} irrelevant, {label_set.disagreement_count} "
             "disagreements.",
         )
-    return redirect("campaigns")
+    return _back(request, "campaigns")
 
 
 @require_POST
@@ -292,7 +304,7 @@ def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
     with transaction.atomic():
         reopened = judging_queue.reopen(campaign)
     messages.success(request, f"{reopened} parked pairs are back in the judging queue.")
-    return redirect("campaign-agreement", campaign_id=campaign.pk)
+    return _back(request, "campaign-agreement", campaign_id=campaign.pk)
 
 
 @require_POST

@@ -20,6 +20,7 @@ urlpatterns = [
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),
     path("judge/<int:campaign_id>/", annotation_views.judge, name="judge"),
     path("campaigns/", annotation_views.campaigns, name="campaigns"),
+    path("campaigns/<int:campaign_id>/", annotation_views.campaign, name="campaign"),
     path(
         "campaigns/<int:campaign_id>/agreement/",
         annotation_views.agreement,

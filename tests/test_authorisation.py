@@ -215,6 +215,24 @@ CASES: list[Case] = [
     page("judge/<int:campaign_id>/", "/judge/999999/", annotator=404, researcher=403, admin=404),
     # Campaign pages.
     page("campaigns/", "/campaigns/", **STAFF_ONLY),
+    page("campaigns/<int:campaign_id>/", "/campaigns/{c}/", **STAFF_ONLY),
+    page("campaigns/<int:campaign_id>/", "/campaigns/{closed}/", **STAFF_ONLY),
+    page(
+        "campaigns/<int:campaign_id>/",
+        "/campaigns/999999/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/",
+        "/campaigns/{c}/",
+        405,
+        405,
+        405,
+        anonymous=405,
+        method="post",
+    ),
     page("campaigns/<int:campaign_id>/agreement/", "/campaigns/{c}/agreement/", **STAFF_ONLY),
     page(
         "campaigns/<int:campaign_id>/agreement/",

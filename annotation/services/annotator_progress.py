@@ -1,0 +1,237 @@
+"""An annotator's own progress over every campaign listed on their home, in bulk.
+
+The judging page shows one campaign's :func:`annotation.services.assignment.progress`; the
+home lists many campaigns, so each figure here is that function's figure for all of them
+at once: one aggregate query per figure (judged today and in all, gold answers, the
+campaign's pairs and labels left, the labels left on pairs the annotator already judged,
+labels spent against a budget), never a query per campaign. On PostgreSQL the counts come
+from the running tallies its triggers keep (:class:`~annotation.models.AnnotatorTally`,
+:class:`~annotation.models.CampaignTally`), as the judging page's do; on SQLite from the
+rows themselves, again as the judging page's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+
+from django.db import connection
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from annotation.models import (
+    AnnotatorTally,
+    Campaign,
+    CampaignTally,
+    GoldJudgement,
+    Judgement,
+    Pair,
+)
+from annotation.services.gold_queue import GoldSettings
+
+
+@dataclass(frozen=True)
+class CampaignProgress:
+    """One campaign as one annotator sees it.
+
+    ``labels_left`` and ``pairs`` are the judging page's (labels the policy still needs
+    over pairs not held, and those pairs); ``left_for_me`` is the part of ``labels_left``
+    on pairs the annotator has not judged (none of the rest can come to them: nobody
+    labels a pair twice). ``budget`` and ``labels_spent`` are None without a label budget.
+    """
+
+    campaign_id: int
+    name: str
+    dataset: str
+    status: str
+    judged_today: int
+    judged_total: int
+    labels_left: int
+    pairs: int
+    left_for_me: int
+    budget: int | None = None
+    labels_spent: int | None = None
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.budget is not None and (self.labels_spent or 0) >= self.budget
+
+    @property
+    def finished(self) -> bool:
+        """Nothing is left for anyone: no label needed, or the label budget used up."""
+        return self.labels_left == 0 or self.budget_spent
+
+    @property
+    def nothing_for_me(self) -> bool:
+        """Labels are still needed, but only on pairs this annotator has judged already."""
+        return not self.finished and self.left_for_me == 0
+
+
+def _utc_day(now: datetime) -> date:
+    return now.astimezone(UTC).date()
+
+
+def _judged(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]]:
+    """Campaign id -> (the annotator's live judgements today (UTC), in all)."""
+    if connection.vendor == "postgresql":
+        rows = (
+            AnnotatorTally.objects.filter(campaign_id__in=ids, annotator=annotator)
+            .order_by()
+            .values("campaign_id")
+            .annotate(today=Sum("judged", filter=Q(day=today)), total=Sum("judged"))
+            .values_list("campaign_id", "today", "total")
+        )
+    else:
+        start = datetime.combine(today, time.min, tzinfo=UTC)
+        rows = (
+            Judgement.objects.filter(
+                annotator=annotator, pair__campaign_id__in=ids, undone_at__isnull=True
+            )
+            .order_by()
+            .values("pair__campaign_id")
+            .annotate(today=Count("pk", filter=Q(created_at__gte=start)), total=Count("pk"))
+            .values_list("pair__campaign_id", "today", "total")
+        )
+    return {campaign: (int(t or 0), int(n or 0)) for campaign, t, n in rows}
+
+
+def _gold_answers(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]]:
+    """Campaign id -> (queue answers on gold today, in all): progress counts them as
+    judgements (see :func:`annotation.services.gold_queue.queue_answers`)."""
+    if not ids:
+        return {}
+    start = datetime.combine(today, time.min, tzinfo=UTC)
+    rows = (
+        GoldJudgement.objects.filter(
+            gold_pair__campaign_id__in=ids,
+            annotator=annotator,
+            purpose=GoldJudgement.Purpose.QUEUE,
+        )
+        .order_by()
+        .values("gold_pair__campaign_id")
+        .annotate(today=Count("pk", filter=Q(created_at__gte=start)), total=Count("pk"))
+        .values_list("gold_pair__campaign_id", "today", "total")
+    )
+    return {campaign: (int(t), int(n)) for campaign, t, n in rows}
+
+
+def _totals(ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Campaign id -> (pairs not held, labels they still need), as
+    :func:`annotation.services.assignment.campaign_totals` counts them."""
+    if connection.vendor == "postgresql":
+        rows = (
+            CampaignTally.objects.filter(campaign_id__in=ids)
+            .order_by()
+            .values("campaign_id")
+            .annotate(pairs=Sum("pairs"), left=Sum("labels_left"))
+            .values_list("campaign_id", "pairs", "left")
+        )
+    else:
+        rows = (
+            Pair.objects.filter(campaign_id__in=ids, held=False)
+            .order_by()
+            .values("campaign_id")
+            .annotate(pairs=Count("pk"), left=Sum("needed"))
+            .values_list("campaign_id", "pairs", "left")
+        )
+    return {campaign: (int(n or 0), int(left or 0)) for campaign, n, left in rows}
+
+
+def _left_on_mine(ids: list[int], annotator) -> dict[int, int]:
+    """Campaign id -> labels still needed on pairs (not held) the annotator has judged.
+
+    Read from the annotator's own live judgements, so its cost grows with their work and
+    not with the campaigns' size."""
+    rows = (
+        Judgement.objects.filter(
+            annotator=annotator,
+            undone_at__isnull=True,
+            pair__campaign_id__in=ids,
+            pair__held=False,
+            pair__needed__gt=0,
+        )
+        .order_by()
+        .values("pair__campaign_id")
+        .annotate(left=Sum("pair__needed"))
+        .values_list("pair__campaign_id", "left")
+    )
+    return {campaign: int(left or 0) for campaign, left in rows}
+
+
+def _spent(ids: list[int]) -> dict[int, int]:
+    """Campaign id -> live labels, as :func:`annotation.services.judging_queue.labels_spent`."""
+    if not ids:
+        return {}
+    if connection.vendor == "postgresql":
+        rows = (
+            AnnotatorTally.objects.filter(campaign_id__in=ids)
+            .order_by()
+            .values("campaign_id")
+            .annotate(n=Sum("judged"))
+            .values_list("campaign_id", "n")
+        )
+    else:
+        rows = (
+            Judgement.objects.filter(pair__campaign_id__in=ids, undone_at__isnull=True)
+            .order_by()
+            .values("pair__campaign_id")
+            .annotate(n=Count("pk"))
+            .values_list("pair__campaign_id", "n")
+        )
+    return {campaign: int(n or 0) for campaign, n in rows}
+
+
+def annotator_progress(
+    campaigns: Sequence[Campaign], annotator, now: datetime | None = None
+) -> tuple[CampaignProgress, ...]:
+    """Each campaign's progress for ``annotator``, in the order given (campaigns with
+    ``dataset`` selected, or one query more per campaign for its name)."""
+    campaigns = list(campaigns)
+    if not campaigns:
+        return ()
+    today = _utc_day(now or timezone.now())
+    ids = [campaign.pk for campaign in campaigns]
+    judged = _judged(ids, annotator, today)
+    gold = _gold_answers([c.pk for c in campaigns if GoldSettings.of(c).rate > 0], annotator, today)
+    totals = _totals(ids)
+    mine = _left_on_mine(ids, annotator)
+    budgets = {c.pk: b for c in campaigns if (b := _budget(c)) is not None}
+    spent = _spent(list(budgets))
+    found = []
+    for campaign in campaigns:
+        today_n, total_n = judged.get(campaign.pk, (0, 0))
+        gold_today, gold_total = gold.get(campaign.pk, (0, 0))
+        pairs, left = totals.get(campaign.pk, (0, 0))
+        found.append(
+            CampaignProgress(
+                campaign_id=campaign.pk,
+                name=campaign.name,
+                dataset=campaign.dataset.name,
+                status=campaign.status,
+                judged_today=today_n + gold_today,
+                judged_total=total_n + gold_total,
+                labels_left=left,
+                pairs=pairs,
+                left_for_me=max(left - mine.get(campaign.pk, 0), 0),
+                budget=budgets.get(campaign.pk),
+                labels_spent=spent.get(campaign.pk, 0) if campaign.pk in budgets else None,
+            )
+        )
+    return tuple(found)
+
+
+def work_first(progress: Sequence[CampaignProgress]) -> tuple[CampaignProgress, ...]:
+    """Campaigns with work for the annotator first, then those done for them, then finished
+    ones; the given order within each."""
+    return tuple(sorted(progress, key=lambda item: (item.finished, item.nothing_for_me)))
+
+
+def _budget(campaign: Campaign) -> int | None:
+    budget = (campaign.options or {}).get("budget")
+    return None if budget is None else int(budget)
+
+
+def judging_campaigns():
+    """The campaigns an annotator's home lists: the active ones, newest first."""
+    return Campaign.objects.filter(status=Campaign.Status.ACTIVE).select_related("dataset")

@@ -1,0 +1,187 @@
+"""What the campaigns table and a campaign's own page show, from the services that own it.
+
+The table's figures (pairs per status, open escalations, the resolved label set) come from
+three grouped queries whatever the number of campaigns. A campaign's page adds its
+settings as the judging order and gold queue read them, labels judged today, the agreement
+report of :mod:`annotation.services.reporting` (the same figures as the agreement page),
+the judging order's status (:func:`annotation.services.judging_queue.judging_status`), the
+pairs waiting for an admin and every label set made from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+
+from django.db import connection
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from annotation.models import AnnotatorTally, Campaign, Escalation, Judgement, Pair
+from annotation.services import judging_queue, pair_state
+from annotation.services.gold_queue import GoldSettings
+from annotation.services.judging_queue import JudgingSettings, JudgingStatus
+from annotation.services.reporting import CampaignAgreement, campaign_report
+from retrieval.models import LabelSet
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    """A campaign's pairs per status (FIRE Table 2's columns)."""
+
+    pending: int = 0
+    relevant: int = 0
+    irrelevant: int = 0
+    disagreement: int = 0
+
+    @property
+    def pairs(self) -> int:
+        return self.pending + self.relevant + self.irrelevant + self.disagreement
+
+
+@dataclass(frozen=True)
+class CampaignRow:
+    """One row of the campaigns table."""
+
+    campaign: Campaign
+    counts: StatusCounts
+    open_escalations: int
+    label_set: LabelSet | None
+
+
+def _status_counts(ids: Iterable[int] | None) -> dict[int, StatusCounts]:
+    pairs = Pair.objects.all() if ids is None else Pair.objects.filter(campaign_id__in=ids)
+    found: dict[int, dict[str, int]] = {}
+    for campaign_id, status, n in (
+        pairs.order_by().values_list("campaign_id", "status").annotate(n=Count("pk"))
+    ):
+        found.setdefault(campaign_id, {})[status] = n
+    return {campaign_id: StatusCounts(**counts) for campaign_id, counts in found.items()}
+
+
+def _open_escalations(ids: Iterable[int] | None) -> dict[int, int]:
+    escalations = Escalation.objects.filter(resolved_at__isnull=True)
+    if ids is not None:
+        escalations = escalations.filter(pair__campaign_id__in=ids)
+    return dict(escalations.order_by().values_list("pair__campaign_id").annotate(n=Count("pk")))
+
+
+def campaign_label_sets(campaign: Campaign | None = None):
+    """Label sets resolved from campaigns (``metadata["campaign_id"]``), or from
+    ``campaign``, oldest first, without their arrays."""
+    sets = LabelSet.objects.filter(source=LabelSet.Source.CAMPAIGN).defer("arrays")
+    if campaign is not None:
+        sets = sets.filter(dataset_id=campaign.dataset_id, metadata__campaign_id=campaign.pk)
+    return sets.select_related("dataset").order_by("created_at", "pk")
+
+
+def campaign_rows(campaigns: Iterable[Campaign]) -> list[CampaignRow]:
+    """The campaigns table: three grouped queries for every campaign listed."""
+    campaigns = list(campaigns)
+    counts = _status_counts(None)
+    escalations = _open_escalations(None)
+    label_sets = {
+        label_set.metadata.get("campaign_id"): label_set for label_set in campaign_label_sets()
+    }
+    return [
+        CampaignRow(
+            campaign=campaign,
+            counts=counts.get(campaign.pk, StatusCounts()),
+            open_escalations=escalations.get(campaign.pk, 0),
+            label_set=label_sets.get(campaign.pk),
+        )
+        for campaign in campaigns
+    ]
+
+
+@dataclass(frozen=True)
+class CampaignSettings:
+    """What a campaign was created with, as the judging order and the gold queue read it."""
+
+    dataset: str
+    runs: tuple[str, ...]
+    depth: int
+    query_sample: int | None
+    seed: int
+    second_label_rate: float
+    max_labels: int
+    lease_seconds: int
+    judging: JudgingSettings
+    gold: GoldSettings
+    status: str
+    created_at: datetime
+    created_by: str | None
+
+
+@dataclass(frozen=True)
+class CampaignPage:
+    """Everything a campaign's page shows; ``agreement`` is the agreement page's report."""
+
+    row: CampaignRow
+    settings: CampaignSettings
+    judged_today: int
+    judging: JudgingStatus
+    agreement: CampaignAgreement
+    waiting_for_admin: int
+    label_sets: tuple[LabelSet, ...]
+
+    @property
+    def campaign(self) -> Campaign:
+        return self.row.campaign
+
+
+def campaign_settings(campaign: Campaign) -> CampaignSettings:
+    """The campaign's settings (``campaign`` with its dataset and creator selected)."""
+    return CampaignSettings(
+        dataset=campaign.dataset.name,
+        runs=tuple(campaign.run_names()),
+        depth=campaign.depth,
+        query_sample=campaign.query_sample,
+        seed=campaign.seed,
+        second_label_rate=campaign.second_label_rate,
+        max_labels=campaign.max_labels,
+        lease_seconds=campaign.lease_seconds,
+        judging=JudgingSettings.of(campaign),
+        gold=GoldSettings.of(campaign),
+        status=campaign.status,
+        created_at=campaign.created_at,
+        created_by=campaign.created_by.get_username() if campaign.created_by else None,
+    )
+
+
+def judged_today(campaign: Campaign, now: datetime | None = None) -> int:
+    """Live labels given in the campaign today (UTC), by everyone (PostgreSQL: the tallies)."""
+    today = (now or timezone.now()).astimezone(UTC).date()
+    if connection.vendor == "postgresql":
+        total = AnnotatorTally.objects.filter(campaign=campaign, day=today).aggregate(
+            n=Sum("judged")
+        )["n"]
+        return int(total or 0)
+    start = datetime.combine(today, time.min, tzinfo=UTC)
+    return Judgement.objects.filter(
+        pair__campaign=campaign, undone_at__isnull=True, created_at__gte=start
+    ).count()
+
+
+def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPage:
+    """The figures of one campaign's page (``campaign`` with its dataset selected)."""
+    ids = [campaign.pk]
+    label_sets = tuple(campaign_label_sets(campaign))
+    row = CampaignRow(
+        campaign=campaign,
+        counts=_status_counts(ids).get(campaign.pk, StatusCounts()),
+        open_escalations=_open_escalations(ids).get(campaign.pk, 0),
+        label_set=label_sets[-1] if label_sets else None,
+    )
+    return CampaignPage(
+        row=row,
+        settings=campaign_settings(campaign),
+        judged_today=judged_today(campaign, now),
+        judging=judging_queue.judging_status(campaign),
+        agreement=campaign_report(campaign),
+        waiting_for_admin=Pair.objects.filter(campaign=campaign)
+        .filter(pair_state.waiting_for_admin())
+        .count(),
+        label_sets=label_sets,
+    )
