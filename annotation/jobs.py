@@ -9,6 +9,7 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from annotation import campaign_spec, policy
 from annotation.campaign_spec import CampaignSpec
@@ -87,6 +88,7 @@ def run_pool(
     return {
         "campaign": campaign.name,
         "campaign_id": campaign.pk,
+        "page": reverse("campaign", args=[campaign.pk]),
         "pairs": campaign.pairs.count(),
         "second_label_pairs": campaign.pairs.filter(double=True).count(),
     }

@@ -115,6 +115,10 @@ def test_upload_rescore_judge_what_is_missing_and_see_the_new_version(
     shoot(admin, "flow-3-pool-job")
     campaign = Campaign.objects.get(dataset=dataset)
     assert campaign.pairs.count() == missing
+    admin.click("a.result-page")  # the job leads to the new campaign's page
+    admin.wait_for_url(f"{live_server.url}/campaigns/{campaign.pk}/")
+    assert admin.locator("#setting-extends").inner_text().startswith("label set pooled")
+    shoot(admin, "flow-3b-campaign-page")
 
     # Two simulated annotators finish it (through the assignment service).
     result = simulate(campaign, annotators=2, error_rate=0.0, seed=3)

@@ -23,6 +23,7 @@ from annotation.services import judging_queue, pair_state
 from annotation.services.gold_queue import GoldSettings
 from annotation.services.judging_queue import JudgingSettings, JudgingStatus
 from annotation.services.reporting import CampaignAgreement, campaign_report
+from annotation.services.resolution import extended_label_set
 from retrieval.models import LabelSet
 
 
@@ -112,6 +113,8 @@ class CampaignSettings:
     status: str
     created_at: datetime
     created_by: str | None
+    extends: LabelSet | None = None
+    """The label set the campaign completes (its resolution makes that set's next version)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ def campaign_settings(campaign: Campaign) -> CampaignSettings:
         status=campaign.status,
         created_at=campaign.created_at,
         created_by=campaign.created_by.get_username() if campaign.created_by else None,
+        extends=extended_label_set(campaign),
     )
 
 
