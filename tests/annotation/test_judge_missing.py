@@ -9,7 +9,7 @@ from annotation.services.resolution import resolve_campaign
 from annotation.services.simulation import simulate
 from jobs.models import Job
 from retrieval.models import Caption, LabelSet
-from retrieval.services.labelsets import load_judged
+from retrieval.services.labelsets import LabelSetError, load_judged
 from retrieval.services.leaderboard import build_leaderboard, read_request
 from retrieval.services.runs import load_run
 from tests.factories import pooled_world, random_run
@@ -140,6 +140,10 @@ def test_a_version_of_a_version_is_numbered_on(world):
     v3 = resolve_campaign(second)
     assert (v3.name, v3.version, v3.parent_id) == ("pooled v3", 3, v2.pk)
     assert set_pairs(v3) == set_pairs(v2) | campaign_pairs(second)
+    # v2 now has a later version: resolving its campaign again may not replace it.
+    with pytest.raises(LabelSetError, match="has later versions"):
+        resolve_campaign(first)
+    assert LabelSet.objects.get(pk=v2.pk).arrays == v2.arrays
     assert [s.name for s in read_request(dataset, "pooled", None).versions] == [
         "pooled",
         "pooled v2",
