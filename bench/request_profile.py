@@ -36,6 +36,8 @@ def main() -> None:
     parser.add_argument("--judgements", type=int, default=400)
     parser.add_argument("--judging-order", default="maxmean")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
+    parser.add_argument("--sort", default="cumulative", help="cProfile's sort key")
+    parser.add_argument("--only", help="print only functions whose path matches this regex")
     parser.add_argument("--sql", action="store_true", help="print one request's statements")
     parser.add_argument("--no-prepared", dest="prepared", action="store_false")
     args = parser.parse_args()
@@ -109,9 +111,8 @@ def main() -> None:
             load.log(query["sql"][:400])
     if profiler:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(
-            os.environ.get("PROFILE_SORT", "cumulative")
-        ).print_stats(45)
+        stats = pstats.Stats(profiler, stream=out).sort_stats(args.sort)
+        stats.print_stats(*([args.only] if args.only else []), 45)
         load.log(out.getvalue())
     load.drop_database(url)
     print(json.dumps(result))

@@ -240,10 +240,7 @@ def require_active(campaign: Campaign) -> None:
 
 def _locked_pair(pair_id: int) -> Pair | None:
     """The pair with its campaign, row-locked on PostgreSQL (the pair before its leases)."""
-    pairs = Pair.objects.select_related("campaign").defer("campaign__provenance")
-    if connection.features.has_select_for_update:
-        pairs = pairs.select_for_update(of=("self",))
-    return pairs.filter(pk=pair_id).first()
+    return sql.locked_pair(pair_id)
 
 
 def _take_back_lease(pair: Pair, annotator, now: datetime) -> None:

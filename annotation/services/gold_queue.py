@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import Campaign, GoldJudgement, GoldPair, Lease, Pair, QualificationAttempt
-from annotation.services import pair_state
+from annotation.services import pair_state, sql
 from config.errors import UserError
 
 DEFAULT_RATE = 0.05
@@ -397,8 +397,6 @@ def release(task: Pair, annotator) -> None:
 def queue_answers(campaign: Campaign, annotator, since: datetime) -> tuple[int, int]:
     """(today, total) of the annotator's queue answers on gold: progress counts them as
     judgements, so a gold pair changes nothing the annotator can see."""
-    answers = GoldJudgement.objects.filter(
-        gold_pair__campaign=campaign, annotator=annotator, purpose=GoldJudgement.Purpose.QUEUE
+    return sql.gold_queue_answers(
+        campaign.pk, annotator.pk, GoldJudgement.Purpose.QUEUE.value, since
     )
-    counts = answers.aggregate(today=Count("pk", filter=Q(created_at__gte=since)), n=Count("pk"))
-    return int(counts["today"]), int(counts["n"])

@@ -29,7 +29,7 @@ from django.db.models import Min, Sum
 from annotation import judging_order
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.pooling import Pool
-from annotation.services import pair_state
+from annotation.services import pair_state, sql
 from config.errors import UserError
 
 DEFAULT_STRATEGY = "depth"
@@ -242,11 +242,7 @@ def is_adaptive(options: dict | None) -> bool:
 
 def target_of(pair_id: int) -> tuple[int, int, dict] | None:
     """(campaign id, caption id, campaign options) of a pair, read without locking it."""
-    return (
-        Pair.objects.filter(pk=pair_id)
-        .values_list("campaign_id", "caption_id", "campaign__options")
-        .first()
-    )
+    return sql.pair_target(pair_id)
 
 
 def lock_query_of(pair_id: int, target: tuple[int, int, dict] | None = None) -> None:

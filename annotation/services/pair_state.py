@@ -24,6 +24,7 @@ from django.utils import timezone
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
 from annotation.models import Campaign, CampaignTally, Lease, Pair
+from annotation.services import sql
 from retrieval.label_status import CODES
 
 BATCH = 5_000
@@ -71,10 +72,7 @@ def lock_query(campaign_id: int, caption_id: int) -> list[int]:
     """Lock all of one query's pairs in id order, then their tally rows, as a writer that
     re-orders the query must before it locks any single pair of it (no-op on SQLite);
     returns their ids."""
-    pairs = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id).order_by("pk")
-    if connection.features.has_select_for_update:
-        pairs = pairs.select_for_update()
-    ids = list(pairs.values_list("pk", flat=True))
+    ids = sql.query_pair_ids(campaign_id, caption_id)
     lock_tallies(campaign_id, ids)
     return ids
 
@@ -91,8 +89,7 @@ def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
         return
     shards = sorted({int(pk) % CampaignTally.SHARDS for pk in pair_ids})
     if shards:
-        rows = CampaignTally.objects.filter(campaign_id=campaign_id, shard__in=shards)
-        list(rows.order_by("shard").select_for_update().values_list("pk", flat=True))
+        sql.lock_tallies(campaign_id, shards)
 
 
 def recount_leases(pair_ids: Iterable[int]) -> None:

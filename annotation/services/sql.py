@@ -23,9 +23,19 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import DEFERRED, Model, QuerySet
 
-from annotation.models import AnnotatorTally, CampaignTally, GoldPair, Judgement, Lease, Pair
+from annotation.models import (
+    AnnotatorStanding,
+    AnnotatorTally,
+    Campaign,
+    CampaignTally,
+    GoldJudgement,
+    GoldPair,
+    Judgement,
+    Lease,
+    Pair,
+)
 from retrieval.models import Caption, Video
 
 FETCH_ROWS = 50_000
@@ -126,34 +136,44 @@ def _fetch_array(statement: str, params, dtype: np.dtype) -> np.ndarray:
 # Model instances from raw rows: every concrete column of each (model, table alias) is
 # selected as "<alias>_<column>", and read back through the converters the ORM itself
 # applies, so instances are the same on PostgreSQL and SQLite.
-Sources = tuple[tuple[type[Model], str], ...]
+Source = tuple[type[Model], str] | tuple[type[Model], str, tuple[str, ...]]
+"""(model, table alias[, field names left out: deferred on the instance, never read])."""
+Sources = tuple[Source, ...]
 PAIR_ROW: Sources = ((Pair, "p"), (Caption, "c"), (Video, "v"))
 LEASE_ROW: Sources = ((Lease, "l"), *PAIR_ROW)
+LOCKED_PAIR_ROW: Sources = ((Pair, "p"), (Campaign, "k", ("provenance",)))
+STANDING_ROW: Sources = ((AnnotatorStanding, "s"),)
 
 
 def _model_columns(sources: Sources) -> dict[str, str]:
     return {
-        f"{alias}_{field.column}": f"{alias}.{field.column}"
-        for model, alias in sources
-        for field in model._meta.concrete_fields
+        f"{source[1]}_{field.column}": f"{source[1]}.{field.column}"
+        for source in sources
+        for field in source[0]._meta.concrete_fields
+        if field.name not in (source[2] if len(source) > 2 else ())
     }
 
 
 @functools.cache
-def _fields(model: type[Model], alias: str) -> list[tuple[str, str, object]]:
-    """(row field, attname, column expression) per concrete field of ``model`` read as ``alias``."""
+def _fields(
+    model: type[Model], alias: str, skip: tuple[str, ...] = ()
+) -> list[tuple[str, str, object]]:
+    """(row field, attname, column expression) per concrete field of ``model`` read as
+    ``alias``, but those named in ``skip``."""
     return [
         (f"{alias}_{field.column}", field.attname, field.get_col(alias))
         for field in model._meta.concrete_fields
+        if field.name not in skip
     ]
 
 
 def instances(sources: Sources, row: tuple) -> list[Model]:
     """One model instance per source from a row whose select list is :func:`_model_columns`."""
     built = []
-    for model, alias in sources:
+    for source in sources:
+        model = source[0]
         names, values = [], []
-        for name, attname, column in _fields(model, alias):
+        for name, attname, column in _fields(*source):
             value = getattr(row, name)
             convert = connection.ops.get_db_converters(column) + column.get_db_converters(
                 connection
@@ -162,6 +182,10 @@ def instances(sources: Sources, row: tuple) -> list[Model]:
                 value = converter(value, column, connection)
             names.append(attname)
             values.append(value)
+        if len(names) < len(model._meta.concrete_fields):  # from_db wants every field's slot
+            given = dict(zip(names, values, strict=True))
+            names = [field.attname for field in model._meta.concrete_fields]
+            values = [given.get(attname, DEFERRED) for attname in names]
         built.append(model.from_db(connection.alias, names, values))
     return built
 
@@ -236,6 +260,131 @@ def next_pair(
     params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
     found = rows(next_pair_statement(caption_id is not None, len(exclude), lock), params)
     return found[0] if found else None
+
+
+# The submit path (annotation.services.assignment, pair_state, standing, gold_queue): the
+# same trade as the queue's queries above; composing each through the ORM cost 1-3 ms of CPU
+# per request, several times its run (issue 20's profile, bench/request_profile.py).
+
+PAIR_TARGET = (
+    f"SELECT p.{_q('campaign_id')} AS campaign, p.{_q('caption_id')} AS caption, "
+    f"k.{_q('options')} AS options FROM {_table(Pair)} p "
+    f"JOIN {_table(Campaign)} k ON k.{_q('id')} = p.{_q('campaign_id')} "
+    f"WHERE p.{_q('id')} = %(pair)s"
+)
+"""A pair's campaign, caption and campaign options, read without locking."""
+
+
+def pair_target(pair_id: int) -> tuple[int, int, dict] | None:
+    """(campaign id, caption id, campaign options) of :data:`PAIR_TARGET`, or None."""
+    found = rows(PAIR_TARGET, {"pair": pair_id})
+    if not found:
+        return None
+    (row,) = found
+    options = _converted(Campaign, "k", "options", row.options)
+    return row.campaign, row.caption, options
+
+
+def _converted(model: type[Model], alias: str, name: str, value: object) -> object:
+    """``value`` of ``model``'s field ``name`` as the ORM would read it."""
+    column = model._meta.get_field(name).get_col(alias)
+    for converter in connection.ops.get_db_converters(column) + column.get_db_converters(
+        connection
+    ):
+        value = converter(value, column, connection)
+    return value
+
+
+@functools.cache
+def locked_pair_statement(lock: bool) -> str:
+    """A pair with its campaign (less the provenance), its row locked when ``lock``."""
+    statement = (
+        f"SELECT {_select(_model_columns(LOCKED_PAIR_ROW))} FROM {_table(Pair)} p "
+        f"JOIN {_table(Campaign)} k ON k.{_q('id')} = p.{_q('campaign_id')} "
+        f"WHERE p.{_q('id')} = %(pair)s"
+    )
+    return statement + (" FOR UPDATE OF p" if lock else "")
+
+
+def locked_pair(pair_id: int) -> Pair | None:
+    """The pair of :func:`locked_pair_statement` with ``.campaign`` filled in, or None."""
+    found = rows(
+        locked_pair_statement(connection.features.has_select_for_update), {"pair": pair_id}
+    )
+    if not found:
+        return None
+    pair, campaign = instances(LOCKED_PAIR_ROW, found[0])
+    pair.campaign = campaign
+    return pair
+
+
+@functools.cache
+def query_pair_ids_statement(lock: bool) -> str:
+    """Ids of one query's pairs in a campaign, in id order, locked when ``lock``."""
+    statement = (
+        f"SELECT p.{_q('id')} AS id FROM {_table(Pair)} p "
+        f"WHERE p.{_q('campaign_id')} = %(campaign)s AND p.{_q('caption_id')} = %(caption)s "
+        f"ORDER BY p.{_q('id')}"
+    )
+    return statement + (" FOR UPDATE" if lock else "")
+
+
+def query_pair_ids(campaign_id: int, caption_id: int) -> list[int]:
+    """The rows of :func:`query_pair_ids_statement`, locked where the database can."""
+    statement = query_pair_ids_statement(connection.features.has_select_for_update)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, {"campaign": campaign_id, "caption": caption_id})
+        return [pk for (pk,) in cursor.fetchall()]
+
+
+LOCK_TALLIES = (
+    f"SELECT t.{_q('id')} AS id FROM {_table(CampaignTally)} t "
+    f"WHERE t.{_q('campaign_id')} = %(campaign)s AND t.{_q('shard')} = ANY(%(shards)s) "
+    f"ORDER BY t.{_q('shard')} FOR UPDATE"
+)
+"""Lock a campaign's tally rows of the given shards, in shard order (PostgreSQL only)."""
+
+
+def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(LOCK_TALLIES, {"campaign": campaign_id, "shards": list(shards)})
+        cursor.fetchall()
+
+
+PAUSED = (
+    f"SELECT {_select(_model_columns(STANDING_ROW))} FROM {_table(AnnotatorStanding)} s "
+    f"WHERE s.{_q('campaign_id')} = %(campaign)s AND s.{_q('annotator_id')} = %(annotator)s "
+    f"AND s.{_q('paused_at')} IS NOT NULL ORDER BY s.{_q('id')} LIMIT 1"
+)
+"""An annotator's standing in a campaign if it pauses them."""
+
+
+def paused(campaign_id: int, annotator_id: int) -> AnnotatorStanding | None:
+    found = rows(PAUSED, {"campaign": campaign_id, "annotator": annotator_id})
+    return instances(STANDING_ROW, found[0])[0] if found else None
+
+
+GOLD_QUEUE_ANSWERS = (
+    f"SELECT COALESCE(SUM(CASE WHEN a.{_q('created_at')} >= %(since)s THEN 1 ELSE 0 END), 0) "
+    f"AS today, COUNT(*) AS total FROM {_table(GoldJudgement)} a "
+    f"JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
+    f"WHERE g.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
+    f"AND a.{_q('purpose')} = %(purpose)s"
+)
+"""How many gold pairs an annotator answered in a campaign's queue since a moment, and in all."""
+
+
+def gold_queue_answers(
+    campaign_id: int, annotator_id: int, purpose: str, since: datetime
+) -> tuple[int, int]:
+    params = {
+        "campaign": campaign_id,
+        "annotator": annotator_id,
+        "purpose": purpose,
+        "since": connection.ops.adapt_datetimefield_value(since),
+    }
+    (row,) = rows(GOLD_QUEUE_ANSWERS, params)
+    return int(row.today), int(row.total)
 
 
 TALLIES = f"""

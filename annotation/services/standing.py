@@ -27,7 +27,7 @@ from annotation.models import (
     GoldJudgement,
     Judgement,
 )
-from annotation.services import pair_state
+from annotation.services import pair_state, sql
 from annotation.services.gold_queue import GoldSettings
 
 RECENT = 25
@@ -42,9 +42,7 @@ def floor_seconds(campaign: Campaign) -> float:
 
 def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
     """The annotator's standing if they are paused in the campaign."""
-    return AnnotatorStanding.objects.filter(
-        campaign=campaign, annotator=annotator, paused_at__isnull=False
-    ).first()
+    return sql.paused(campaign.pk, annotator.pk)
 
 
 @dataclass(frozen=True)
