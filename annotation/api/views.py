@@ -1,11 +1,11 @@
 """The judging API: campaigns, next task, submit, undo, escalate and progress."""
 
 from django.db.models import Count, Q
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -20,7 +20,7 @@ from annotation.api.serializers import (
     SubmitSerializer,
 )
 from annotation.models import Campaign, Pair
-from annotation.services import assignment, gold_queue
+from annotation.services import assignment, gold_queue, sql
 from annotation.services.scores import campaign_scores
 from config import roles
 
@@ -84,8 +84,12 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         return queryset.none()
 
     def judging_campaign(self, pk) -> Campaign:
-        """The campaign the URL names; 404 (DRF's lookup) for a pk that is not even a number."""
-        return get_object_or_404(Campaign.objects.select_related("dataset"), pk=pk)
+        """The campaign the URL names (read by hand-written SQL: the judging actions run on
+        every judgement); 404 for a pk that is not even a number, or no campaign's."""
+        found = sql.campaign(pk)
+        if found is None:
+            raise Http404("No such campaign.")
+        return found
 
     @extend_schema(request=None, responses={200: AssignmentSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])

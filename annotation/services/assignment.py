@@ -250,8 +250,7 @@ def _take_back_lease(pair: Pair, annotator, now: datetime) -> None:
     lease lapsed less than :data:`GRACE_SECONDS` ago and the pair still has a free slot;
     a pair never leased to the annotator is refused, so nobody picks pairs by hand.
     """
-    released, _ = Lease.objects.filter(pair=pair, annotator=annotator).delete()
-    if released:
+    if sql.delete_lease(pair.pk, annotator.pk):
         pair.leased -= 1
         return
     lapsed = LapsedLease.objects.filter(

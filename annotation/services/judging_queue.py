@@ -202,19 +202,8 @@ def initial_queue(
 
 # -- live updates --------------------------------------------------------------------------
 
-_QUERY_COLUMNS = (
-    "pk",
-    "pool_row",
-    "position",
-    "label_count",
-    "relevant_count",
-    "status",
-    "adjudicated",
-    "auto_label",
-    "needed",
-    "leased",
-    "double",
-)
+_QUERY_COLUMNS = ("pk", *sql.QUERY_PAIR_COLUMNS[1:])
+"""A query's pair columns as the judging order reads them (the ORM's names)."""
 
 
 def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
@@ -262,11 +251,7 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     if not settings.order.adaptive or caption_id in sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
-    rows = list(
-        Pair.objects.filter(campaign=campaign, caption_id=caption_id)
-        .order_by("pool_row")
-        .values_list(*_QUERY_COLUMNS)
-    )
+    rows = sql.query_pairs(campaign.pk, caption_id)
     if not rows:
         return
     judged, relevant = _decided(rows)

@@ -113,12 +113,9 @@ def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Leas
     """Lease an open pair (``open_slots > 0``, row locked by the caller) to the annotator."""
     # At most a day: a campaign stored before the bound existed must not break every request.
     seconds = min(campaign.lease_seconds, LEASE_SECONDS[1])
-    lease = Lease.objects.create(
-        pair=pair, annotator=annotator, expires_at=now + timedelta(seconds=seconds)
-    )
-    Pair.objects.filter(pk=pair.pk).update(
-        leased=F("leased") + 1, open_slots=open_slots_expression(extra_leases=1)
-    )
+    expires = now + timedelta(seconds=seconds)
+    lease_id = sql.insert_lease(pair.pk, annotator.pk, now, expires)
+    lease = Lease(pk=lease_id, pair=pair, annotator=annotator, created_at=now, expires_at=expires)
     pair.leased += 1
     pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
     return lease
@@ -148,7 +145,7 @@ def _apply_policy(pair: Pair, campaign: Campaign) -> None:
     pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
 
 
-COUNT_FIELDS = ["label_count", "relevant_count", "needed", "leased", "open_slots", "status"]
+COUNT_FIELDS = list(sql.SAVE_COUNTS_COLUMNS)
 
 
 def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None:
@@ -159,7 +156,7 @@ def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None
     pair.label_count += change
     pair.relevant_count += change * (label == "relevant")
     _apply_policy(pair, campaign)
-    pair.save(update_fields=COUNT_FIELDS)
+    sql.save_counts(pair)
 
 
 def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:

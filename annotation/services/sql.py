@@ -80,12 +80,20 @@ def _names(cursor) -> tuple[str, ...]:
     return tuple(column[0] for column in cursor.description)
 
 
+_ROW_TYPES: dict[tuple[str, str], type] = {}
+"""The row type of each statement run through :func:`rows`, by (vendor, statement): reading
+a cursor's description on every call cost more than the short queries themselves."""
+
+
 def rows(statement: str, params: Mapping[str, object]) -> list[tuple]:
     """Run ``statement`` and return every row as a named tuple keyed by the column aliases."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
-        make = _row_type(_names(cursor))._make
-        return [make(row) for row in cursor.fetchall()]
+        key = (connection.vendor, statement)
+        row_type = _ROW_TYPES.get(key)
+        if row_type is None:
+            row_type = _ROW_TYPES[key] = _row_type(_names(cursor))
+        return [row_type._make(row) for row in cursor.fetchall()]
 
 
 def plain_rows(statement: str, params: Mapping[str, object], names: Sequence[str]) -> list[tuple]:
@@ -167,26 +175,38 @@ def _fields(
     ]
 
 
+@functools.cache
+def _readers(
+    vendor: str, model: type[Model], alias: str, skip: tuple[str, ...] = ()
+) -> tuple[list[str], list[tuple[str, int | None, object, list]]]:
+    """Every concrete field's attname, and per field read (row field, its slot among the
+    attnames, column expression, the ORM's converters for it) on the ``vendor``'s backend:
+    working the converters out once per process, not per row, halved this module's cost."""
+    attnames = [field.attname for field in model._meta.concrete_fields]
+    return attnames, [
+        (
+            name,
+            attnames.index(attname),
+            column,
+            connection.ops.get_db_converters(column) + column.get_db_converters(connection),
+        )
+        for name, attname, column in _fields(model, alias, skip)
+    ]
+
+
 def instances(sources: Sources, row: tuple) -> list[Model]:
-    """One model instance per source from a row whose select list is :func:`_model_columns`."""
+    """One model instance per source from a row whose select list is :func:`_model_columns`
+    (a field a source skips is left deferred)."""
     built = []
     for source in sources:
-        model = source[0]
-        names, values = [], []
-        for name, attname, column in _fields(*source):
+        attnames, readers = _readers(connection.vendor, *source)
+        values = [DEFERRED] * len(attnames)
+        for name, slot, column, converters in readers:
             value = getattr(row, name)
-            convert = connection.ops.get_db_converters(column) + column.get_db_converters(
-                connection
-            )
-            for converter in convert:
+            for converter in converters:
                 value = converter(value, column, connection)
-            names.append(attname)
-            values.append(value)
-        if len(names) < len(model._meta.concrete_fields):  # from_db wants every field's slot
-            given = dict(zip(names, values, strict=True))
-            names = [field.attname for field in model._meta.concrete_fields]
-            values = [given.get(attname, DEFERRED) for attname in names]
-        built.append(model.from_db(connection.alias, names, values))
+            values[slot] = value
+        built.append(source[0].from_db(connection.alias, attnames, values))
     return built
 
 
@@ -349,6 +369,120 @@ def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(LOCK_TALLIES, {"campaign": campaign_id, "shards": list(shards)})
         cursor.fetchall()
+
+
+QUERY_PAIR_COLUMNS = (
+    "id",
+    "pool_row",
+    "position",
+    "label_count",
+    "relevant_count",
+    "status",
+    "adjudicated",
+    "auto_label",
+    "needed",
+    "leased",
+    "double",
+)
+QUERY_PAIRS = (
+    f"SELECT {_select({name: f'p.{name}' for name in QUERY_PAIR_COLUMNS})} "
+    f"FROM {_table(Pair)} p WHERE p.{_q('campaign_id')} = %(campaign)s "
+    f"AND p.{_q('caption_id')} = %(caption)s ORDER BY p.{_q('pool_row')}"
+)
+"""One query's pairs in pool order, with what the judging order re-ranks them by."""
+
+
+def query_pairs(campaign_id: int, caption_id: int) -> list[tuple]:
+    """Plain rows of :data:`QUERY_PAIRS` (columns :data:`QUERY_PAIR_COLUMNS`)."""
+    params = {"campaign": campaign_id, "caption": caption_id}
+    return plain_rows(QUERY_PAIRS, params, QUERY_PAIR_COLUMNS)
+
+
+INSERT_LEASE = (
+    f"INSERT INTO {_table(Lease)} ({_q('pair_id')}, {_q('annotator_id')}, {_q('created_at')}, "
+    f"{_q('expires_at')}) VALUES (%(pair)s, %(annotator)s, %(now)s, %(expires)s)"
+)
+
+
+@functools.cache
+def take_slot_statement(vendor: str) -> str:
+    """One more lease on a pair: its leased count, and its open slots as
+    ``pair_state.open_slots`` computes them (``GREATEST`` is SQLite's two-argument ``MAX``)."""
+    greatest = "GREATEST" if vendor == "postgresql" else "MAX"
+    return (
+        f"UPDATE {_table(Pair)} SET {_q('leased')} = {_q('leased')} + 1, {_q('open_slots')} = "
+        f"CASE WHEN {_q('held')} THEN 0 ELSE "
+        f"{greatest}({_q('needed')} - {_q('leased')} - 1, 0) END WHERE {_q('id')} = %(pair)s"
+    )
+
+
+def insert_lease(pair_id: int, annotator_id: int, now: datetime, expires: datetime) -> int:
+    """Store a lease (:data:`INSERT_LEASE`) and take its slot on the pair
+    (:func:`take_slot_statement`); the lease's id."""
+    adapt = connection.ops.adapt_datetimefield_value
+    params = {"pair": pair_id, "annotator": annotator_id, "now": adapt(now)}
+    params["expires"] = adapt(expires)
+    with connection.cursor() as cursor:
+        if connection.features.can_return_columns_from_insert:
+            cursor.execute(f"{INSERT_LEASE} RETURNING {_q('id')}", params)
+            (lease_id,) = cursor.fetchone()
+        else:  # pragma: no cover - every supported backend returns columns
+            cursor.execute(INSERT_LEASE, params)
+            lease_id = cursor.lastrowid
+        cursor.execute(take_slot_statement(connection.vendor), {"pair": pair_id})
+    return lease_id
+
+
+DELETE_LEASE = (
+    f"DELETE FROM {_table(Lease)} WHERE {_q('pair_id')} = %(pair)s "
+    f"AND {_q('annotator_id')} = %(annotator)s"
+)
+
+
+def delete_lease(pair_id: int, annotator_id: int) -> int:
+    """Delete the annotator's lease on the pair; how many rows went (0 or 1)."""
+    with connection.cursor() as cursor:
+        cursor.execute(DELETE_LEASE, {"pair": pair_id, "annotator": annotator_id})
+        return cursor.rowcount
+
+
+CAMPAIGN_ROW: Sources = ((Campaign, "k", ("provenance",)),)
+CAMPAIGN = (
+    f"SELECT {_select(_model_columns(CAMPAIGN_ROW))} FROM {_table(Campaign)} k "
+    f"WHERE k.{_q('id')} = %(campaign)s"
+)
+"""A campaign without its provenance (as ``Campaign.objects`` reads it)."""
+
+MAX_ID = 2**63 - 1
+
+
+def campaign(campaign_id: object) -> Campaign | None:
+    """The campaign of :data:`CAMPAIGN` if ``campaign_id`` is a plausible id (an int or a
+    string of digits, in range) naming one that is not a gold companion; else None."""
+    text = str(campaign_id)
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_ID:
+        return None
+    found = rows(CAMPAIGN, {"campaign": int(text)})
+    if not found:
+        return None
+    (loaded,) = instances(CAMPAIGN_ROW, found[0])
+    return None if "gold_of" in (loaded.options or {}) else loaded
+
+
+SAVE_COUNTS_COLUMNS = ("label_count", "relevant_count", "needed", "leased", "open_slots", "status")
+SAVE_COUNTS = (
+    f"UPDATE {_table(Pair)} SET "
+    + ", ".join(f"{_q(name)} = %({name})s" for name in SAVE_COUNTS_COLUMNS)
+    + f" WHERE {_q('id')} = %(pair)s"
+)
+"""A pair's label counts and what the policy needs of it, after a label or an undo."""
+
+
+def save_counts(pair: Pair) -> None:
+    params = {name: getattr(pair, name) for name in SAVE_COUNTS_COLUMNS}
+    params["pair"] = pair.pk
+    with connection.cursor() as cursor:
+        cursor.execute(SAVE_COUNTS, params)
 
 
 PAUSED = (
