@@ -18,6 +18,7 @@ from annotation.api.serializers import (
     ProgressSerializer,
     SubmitResponseSerializer,
     SubmitSerializer,
+    assignment_data,
 )
 from annotation.models import Campaign, Pair
 from annotation.services import assignment, gold_queue, sql
@@ -59,11 +60,6 @@ def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> 
     }
 
 
-def task_context(campaign: Campaign) -> dict:
-    """What the task serializer needs to know of the campaign (whether roles are shown)."""
-    return {"show_roles": campaign.shows_roles}
-
-
 class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     """Campaigns: annotators see active ones and judge through the actions below."""
 
@@ -102,9 +98,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         campaign = self.judging_campaign(pk)
         got = assignment.assign(campaign, request.user)
         return Response(
-            AssignmentSerializer(
-                assignment_payload(campaign, request.user, got), context=task_context(campaign)
-            ).data
+            assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
 
     @extend_schema(
@@ -135,7 +129,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         payload.update(
             judgement=result.judgement.uuid, created=result.created, feedback=result.feedback
         )
-        return Response(SubmitResponseSerializer(payload, context=task_context(campaign)).data)
+        return Response(assignment_data(payload, campaign.shows_roles))
 
     @extend_schema(request=None, responses={200: AssignmentSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
@@ -144,9 +138,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         campaign = self.judging_campaign(pk)
         got = assignment.undo(request.user, campaign)
         return Response(
-            AssignmentSerializer(
-                assignment_payload(campaign, request.user, got), context=task_context(campaign)
-            ).data
+            assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
 
     @extend_schema(
@@ -161,9 +153,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             return values
         got = assignment.escalate(request.user, values["pair"], values["reason"], values["uuid"])
         return Response(
-            AssignmentSerializer(
-                assignment_payload(campaign, request.user, got), context=task_context(campaign)
-            ).data
+            assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
 
     @extend_schema(responses={200: ProgressSerializer})

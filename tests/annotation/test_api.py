@@ -96,3 +96,66 @@ def test_finished_only_when_nothing_can_come(people):
     campaign.pairs.update(needed=0, open_slots=0, status="irrelevant")
     done = client_for(people["annotator"]).post(f"/api/campaigns/{campaign.pk}/next/").json()
     assert done["finished"] is True
+
+
+def _payloads():
+    """Assignment payloads covering every branch of the hand-built responses."""
+    import itertools
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from annotation.services.assignment import Progress, Task
+    from annotation.services.gold_queue import Feedback, Qualification
+
+    when = datetime(2026, 11, 24, 20, 0, 5, 123456, tzinfo=UTC)
+
+    def task(n: int, roles):
+        caption = SimpleNamespace(text=f"a cat {n} — “quoted”", key=f"c{n}", role_spans=roles)
+        video = SimpleNamespace(source_url=f"/media/v{n}.mp4")
+        return Task(SimpleNamespace(pk=n, caption=caption, video=video), when + timedelta(n))
+
+    campaign = SimpleNamespace(pk=7, id=7, name="camp\nname", status="active")
+    qualifications = [
+        Qualification(required=False, admitted=True),
+        Qualification(True, False, 3, 20, 1, 3, 0.85, when),
+        Qualification(True, False, 0, 20, 3, 3, 0.5, datetime.max.replace(tzinfo=UTC)),
+    ]
+    feedbacks = [None, Feedback(True, "relevant", "the cat is there", "Every element ...")]
+    tasks = [(task(1, [[0, 1, "ARG0"]]), task(2, None)), (task(3, []), None), (None, None)]
+    for (current, upcoming), qualification, feedback, paused, submitted in itertools.product(
+        tasks, qualifications, feedbacks, [None, "too fast"], [False, True]
+    ):
+        payload = {
+            "campaign": campaign,
+            "current": current,
+            "upcoming": upcoming,
+            "progress": Progress(judged_today=1, judged_total=5, labels_left=10**12, pairs=3),
+            "finished": current is None,
+            "qualification": qualification,
+            "paused": paused,
+        }
+        if submitted:
+            payload.update(judgement=uuid.UUID(int=12345), created=True, feedback=feedback)
+        yield payload
+
+
+@pytest.mark.parametrize("show_roles", [True, False])
+def test_hand_built_responses_equal_the_serializers(show_roles):
+    """next/ and submit/ build their JSON by hand for speed; the serializers are the schema,
+    so both must give the same JSON for every kind of payload."""
+    from rest_framework.renderers import JSONRenderer
+
+    from annotation.api.serializers import (
+        AssignmentSerializer,
+        SubmitResponseSerializer,
+        assignment_data,
+    )
+
+    render = JSONRenderer().render
+    checked = 0
+    for payload in _payloads():
+        serializer = SubmitResponseSerializer if "judgement" in payload else AssignmentSerializer
+        expected = render(serializer(payload, context={"show_roles": show_roles}).data)
+        assert render(assignment_data(payload, show_roles)) == expected, payload
+        checked += 1
+    assert checked == 72
