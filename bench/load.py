@@ -10,9 +10,12 @@ server-side parameter binding with prepared statements, both through ``DATABASE_
 
 Every annotator is an asyncio task (aiohttp, one connection pool bounded at one connection
 per annotator). After an untimed warm-up in which each judges one pair, they start spread
-over one think time and loop for ``--seconds``: POST ``next/``, look at the pair for
-``--think-ms`` (uniform between 0.5x and 1.5x; a fast human), POST ``submit/`` with a
-fresh UUID; every request's latency is recorded. A submit that gets no answer (refused,
+over one think time and loop for ``--seconds``: look at the pair for ``--think-ms``
+(uniform between 0.5x and 1.5x; a fast human), POST ``submit/`` with a fresh UUID and judge
+the task it answers with, as the judging page does (one request per judgement; with
+``--two-requests`` a POST ``next/`` before every pair); every request's latency is recorded.
+``--gold-rate`` mixes gold pairs in and ``--qualified`` requires a qualification every
+annotator has passed, so the judging path does all its checks. A submit that gets no answer (refused,
 reset, 5xx) is sent again with the same UUID, which the API treats idempotently; only a
 200 naming the UUID counts as acknowledged. With ``--crash``, halfway through and at a
 moment when several submits are unanswered, the gunicorn master and workers are killed
@@ -226,6 +229,63 @@ def build_campaign(
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     return campaign.pk, total
+
+
+def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) -> None:
+    """``n_gold`` gold pairs (15% relevant) served at ``rate``, their hidden task pairs made
+    now rather than under load; with ``qualification`` the campaign asks for it (the
+    annotators are admitted by :func:`admit`, as if they had passed)."""
+    from annotation.models import Campaign, GoldPair
+    from annotation.services import gold_queue
+    from retrieval.models import Caption
+
+    campaign = Campaign.objects.get(pk=campaign_id)
+    captions = list(
+        Caption.objects.filter(dataset_id=campaign.dataset_id)
+        .order_by("pk")
+        .values_list("pk", "video_id")[:n_gold]
+    )
+    rng = np.random.default_rng(1)
+    GoldPair.objects.bulk_create(
+        [
+            GoldPair(
+                campaign=campaign,
+                caption_id=caption,
+                video_id=video,
+                label="relevant" if rng.random() < 0.15 else "irrelevant",
+                explanation="synthetic gold pair of the load bench",
+                source=GoldPair.Source.IMPORTED,
+            )
+            for caption, video in captions
+        ]
+    )
+    settings = gold_queue.GoldSettings(rate=rate, qualification=qualification)
+    options = {**(campaign.options or {}), **settings.options()}
+    Campaign.objects.filter(pk=campaign_id).update(options=options)
+    campaign.refresh_from_db()
+    gold_queue.ensure_tasks(campaign)
+
+
+def admit(campaign_id: int, sessions: list[tuple[int, str]]) -> None:
+    """Every annotator has passed the campaign's qualification."""
+    from django.utils import timezone
+
+    from annotation.models import QualificationAttempt
+
+    now = timezone.now()
+    QualificationAttempt.objects.bulk_create(
+        [
+            QualificationAttempt(
+                campaign_id=campaign_id,
+                annotator_id=user_id,
+                finished_at=now,
+                correct=20,
+                total=20,
+                passed=True,
+            )
+            for user_id, _ in sessions
+        ]
+    )
 
 
 def create_annotators(n: int) -> list[tuple[int, str]]:
@@ -625,11 +685,19 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, int]]) -> dict[s
     """Count the acknowledged judgements in the database: lost, duplicated and the rest."""
     from django.db.models import Count
 
-    from annotation.models import Campaign, Judgement, Lease, Pair
+    from annotation.models import Campaign, GoldJudgement, Judgement, Lease, Pair
     from annotation.services import assignment
 
     live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
     stored = Counter(str(key) for key in live.values_list("uuid", flat=True))
+    # Answers on gold pairs are stored apart, never as labels of the campaign.
+    gold = GoldJudgement.objects.filter(gold_pair__campaign_id=campaign_id)
+    stored.update(str(key) for key in gold.values_list("uuid", flat=True))
+    gold_twice = sum(
+        row["n"] - 1
+        for row in gold.values("gold_pair_id", "annotator_id").annotate(n=Count("pk"))
+        if row["n"] > 1
+    )
     acked = {key for key, _, _ in acknowledged}
     lost = len(acked - stored.keys())
     double_uuid = sum(n - 1 for n in stored.values() if n > 1)
@@ -659,7 +727,8 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, int]]) -> dict[s
     )
     return {
         "lost": lost,
-        "duplicated": double_uuid + double_pair + excess,
+        "duplicated": double_uuid + double_pair + excess + gold_twice,
+        "gold_answers": gold.count(),
         "label_count_mismatches": mismatched,
         "progress_exact": int(tallied == exact),
     }
@@ -700,10 +769,26 @@ def main() -> None:
         help="the campaign's judging order (depth, maxmean, metric-first, mtf, ...)",
     )
     parser.add_argument(
-        "--one-request",
+        "--two-requests",
+        dest="one_request",
+        action="store_false",
+        help="ask next/ before every pair (two requests per judgement) instead of judging the "
+        "task each submit answers with (one request per judgement, as the judging page does; "
+        "the default)",
+    )
+    parser.add_argument(
+        "--one-request", action="store_true", help="the default (kept for older scripts)"
+    )
+    parser.add_argument(
+        "--gold-rate",
+        type=float,
+        default=0.0,
+        help="share of tasks that are gold pairs (200 gold pairs are made; 0: none)",
+    )
+    parser.add_argument(
+        "--qualified",
         action="store_true",
-        help="judge the task each submit answers with (one request per judgement, as the "
-        "judging page does) instead of asking next/ before every pair",
+        help="the campaign requires qualification, and every annotator has passed it",
     )
     parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
@@ -725,6 +810,10 @@ def main() -> None:
     migrated = time.perf_counter()
     campaign_id, pairs = build_campaign(args.pairs, args.lease_seconds, args.judging_order)
     sessions = create_annotators(args.annotators)
+    if args.gold_rate > 0 or args.qualified:
+        add_gold(campaign_id, 200, args.gold_rate, args.qualified)
+    if args.qualified:
+        admit(campaign_id, sessions)
     log(
         f"set-up: migrate {migrated - began:.1f} s, {pairs:,} pairs and "
         f"{args.annotators} annotators {time.perf_counter() - migrated:.1f} s"
@@ -822,6 +911,9 @@ def main() -> None:
         debug=args.debug,
         judging_order=args.judging_order,
         one_request=args.one_request,
+        gold_rate=args.gold_rate,
+        qualified=args.qualified,
+        gold_answers=checks["gold_answers"],
         label_count_mismatches=checks["label_count_mismatches"],
         progress_exact=bool(checks["progress_exact"]),
     )
