@@ -301,12 +301,7 @@ def submit(
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
-        earlier = list(
-            Judgement.objects.filter(
-                Q(uuid=client_uuid)
-                | Q(pair_id=pair_id, annotator=annotator, undone_at__isnull=True)
-            )
-        )
+        earlier = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
         existing = next((j for j in earlier if str(j.uuid) == str(client_uuid)), None)
         if existing is not None:
             if existing.annotator_id != annotator.pk or existing.pair_id != pair_id:
@@ -326,8 +321,8 @@ def submit(
             if earlier:
                 raise AssignmentError("conflict", "you have already judged this pair")
             _take_back_lease(pair, annotator, now)
-            judgement = Judgement.objects.create(
-                uuid=client_uuid, pair=pair, annotator=annotator, label=label, seconds=seconds
+            judgement = sql.insert_judgement(
+                client_uuid, pair.pk, annotator.pk, label, seconds, now
             )
             pair_state.count_label(pair, campaign, label, +1)
             judging_queue.reprioritise(campaign, pair.caption_id)

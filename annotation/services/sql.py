@@ -485,6 +485,58 @@ def save_counts(pair: Pair) -> None:
         cursor.execute(SAVE_COUNTS, params)
 
 
+JUDGEMENT_ROW: Sources = ((Judgement, "j"),)
+EARLIER_JUDGEMENTS = (
+    f"SELECT {_select(_model_columns(JUDGEMENT_ROW))} FROM {_table(Judgement)} j "
+    f"WHERE j.{_q('uuid')} = %(uuid)s OR (j.{_q('pair_id')} = %(pair)s "
+    f"AND j.{_q('annotator_id')} = %(annotator)s AND j.{_q('undone_at')} IS NULL)"
+)
+"""The judgement a client's id already names, and the annotator's live one on the pair."""
+
+
+def _uuid_value(value: object) -> object:
+    return Judgement._meta.get_field("uuid").get_db_prep_value(value, connection)
+
+
+def earlier_judgements(client_uuid: object, pair_id: int, annotator_id: int) -> list[Judgement]:
+    params = {"uuid": _uuid_value(client_uuid), "pair": pair_id, "annotator": annotator_id}
+    return [instances(JUDGEMENT_ROW, row)[0] for row in rows(EARLIER_JUDGEMENTS, params)]
+
+
+INSERT_JUDGEMENT = (
+    f"INSERT INTO {_table(Judgement)} ({_q('uuid')}, {_q('pair_id')}, {_q('annotator_id')}, "
+    f"{_q('label')}, {_q('seconds')}, {_q('created_at')}) "
+    f"VALUES (%(uuid)s, %(pair)s, %(annotator)s, %(label)s, %(seconds)s, %(now)s) "
+    f"RETURNING {_q('id')}"
+)
+
+
+def insert_judgement(
+    client_uuid: object, pair_id: int, annotator_id: int, label: str, seconds, now: datetime
+) -> Judgement:
+    """Store a live judgement (:data:`INSERT_JUDGEMENT`) made at ``now``; the new row."""
+    params = {
+        "uuid": _uuid_value(client_uuid),
+        "pair": pair_id,
+        "annotator": annotator_id,
+        "label": label,
+        "seconds": seconds,
+        "now": connection.ops.adapt_datetimefield_value(now),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(INSERT_JUDGEMENT, params)
+        (judgement_id,) = cursor.fetchone()
+    return Judgement(
+        pk=judgement_id,
+        uuid=client_uuid,
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        label=label,
+        seconds=seconds,
+        created_at=now,
+    )
+
+
 PAUSED = (
     f"SELECT {_select(_model_columns(STANDING_ROW))} FROM {_table(AnnotatorStanding)} s "
     f"WHERE s.{_q('campaign_id')} = %(campaign)s AND s.{_q('annotator_id')} = %(annotator)s "
