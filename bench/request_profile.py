@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--judgements", type=int, default=400)
     parser.add_argument("--judging-order", default="maxmean")
+    parser.add_argument("--gold-rate", type=float, default=0.0, help="as bench/load.py's")
+    parser.add_argument("--qualified", action="store_true", help="as bench/load.py's")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
     parser.add_argument("--sort", default="cumulative", help="cProfile's sort key")
     parser.add_argument("--only", help="print only functions whose path matches this regex")
@@ -57,6 +59,10 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     campaign_id, pairs = load.build_campaign(args.pairs, 300, args.judging_order)
     sessions = load.create_annotators(args.annotators)
+    if args.gold_rate > 0 or args.qualified:
+        load.add_gold(campaign_id, 200, args.gold_rate, args.qualified)
+    if args.qualified:
+        load.admit(campaign_id, sessions)
     settings.ALLOWED_HOSTS = ["*"]
     clients = []
     for _, key in sessions:
@@ -100,6 +106,8 @@ def main() -> None:
         "pairs": pairs,
         "judging_order": args.judging_order,
         "judgements": args.judgements,
+        "gold_rate": args.gold_rate,
+        "qualified": args.qualified,
         "wall_ms_per_request": round(wall, 2),
         "cpu_ms_per_request": round(cpu, 2),
         "statements_per_request": len(queries),

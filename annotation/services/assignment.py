@@ -188,7 +188,7 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
             while len(leases) < HOLD:
                 if gold.active:
                     pair = gold_queue.pick(
-                        campaign, annotator, [lease.pair_id for lease in leases], now
+                        campaign, annotator, [lease.pair_id for lease in leases], now, training
                     )
                     if pair is not None:
                         lease = pair_state.take_lease(pair, annotator, campaign, now)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import Campaign, GoldJudgement, GoldPair, Lease, Pair, QualificationAttempt
@@ -167,22 +166,14 @@ class QualificationError(UserError):
     """An admin's qualification action cannot be done."""
 
 
-def _attempts(campaign: Campaign, annotator) -> list[QualificationAttempt]:
-    return list(
-        QualificationAttempt.objects.filter(campaign=campaign, annotator=annotator)
-        .annotate(answered=Count("judgements"))
-        .order_by("started_at", "pk")
-    )
-
-
 def qualification(campaign: Campaign, annotator, now: datetime | None = None) -> Qualification:
     """The annotator's qualification state (admitted at once when none is required)."""
     settings = GoldSettings.of(campaign)
     if not settings.qualification:
         return Qualification(required=False, admitted=True)
     now = now or timezone.now()
-    attempts = _attempts(campaign, annotator)
-    admitted = any(a.passed or a.admitted_by_id for a in attempts)
+    gold_pairs, attempts = sql.qualification(campaign.pk, annotator.pk)  # one statement
+    admitted = any(a.passed or a.admitted_by for a in attempts)
     finished = [a for a in attempts if a.finished_at is not None]
     running = next((a for a in attempts if a.finished_at is None), None)
     last = finished[-1] if finished else None
@@ -198,16 +189,12 @@ def qualification(campaign: Campaign, annotator, now: datetime | None = None) ->
         required=True,
         admitted=admitted,
         done=running.answered if running else 0,
-        total=_training_size(campaign, settings),
+        total=min(settings.training_pairs, gold_pairs),
         tries_used=len(attempts),
         tries=settings.tries,
         last_score=last_score,
         retry_at=retry_at,
     )
-
-
-def _training_size(campaign: Campaign, settings: GoldSettings) -> int:
-    return min(settings.training_pairs, GoldPair.objects.filter(campaign=campaign).count())
 
 
 def _running_attempt(campaign: Campaign, annotator, now: datetime) -> QualificationAttempt | None:
@@ -247,15 +234,23 @@ def admit(campaign: Campaign, annotator, admin) -> QualificationAttempt:
 _TASK = ("task", "task__caption", "task__video")
 
 
-def pick(campaign: Campaign, annotator, exclude: list[int], now: datetime) -> Pair | None:
+def pick(
+    campaign: Campaign,
+    annotator,
+    exclude: list[int],
+    now: datetime,
+    training: bool | None = None,
+) -> Pair | None:
     """A gold task to serve now, or None.
 
     Before admission: the next training pair of the annotator's attempt (the campaign's
     gold pairs in a seeded order, one attempt's pairs never repeated). After: with
-    probability ``rate``, a gold pair the annotator has not met in the queue.
+    probability ``rate``, a gold pair the annotator has not met in the queue. ``training``
+    (whether the annotator is still qualifying) is worked out here unless the caller knows.
     """
     settings = GoldSettings.of(campaign)
-    training = settings.qualification and not qualification(campaign, annotator, now).admitted
+    if training is None:
+        training = settings.qualification and not qualification(campaign, annotator, now).admitted
     if not training and (settings.rate <= 0 or random.random() >= settings.rate):
         return None
     ensure_tasks(campaign)

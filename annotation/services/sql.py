@@ -35,6 +35,7 @@ from annotation.models import (
     Judgement,
     Lease,
     Pair,
+    QualificationAttempt,
 )
 from retrieval.models import Caption, Video
 
@@ -535,6 +536,33 @@ def insert_judgement(
         seconds=seconds,
         created_at=now,
     )
+
+
+QUALIFICATION = (
+    f"SELECT (SELECT COUNT(*) FROM {_table(GoldPair)} g WHERE g.{_q('campaign_id')} = "
+    f"%(campaign)s) AS gold_pairs, a.{_q('id')} AS id, a.{_q('passed')} AS passed, "
+    f"a.{_q('admitted_by_id')} AS admitted_by, a.{_q('finished_at')} AS finished_at, "
+    f"a.{_q('correct')} AS correct, a.{_q('total')} AS total, "
+    f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} j WHERE j.{_q('attempt_id')} = a.{_q('id')}) "
+    f"AS answered FROM (SELECT 1 AS one) x LEFT JOIN {_table(QualificationAttempt)} a "
+    f"ON a.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
+    f"ORDER BY a.{_q('started_at')}, a.{_q('id')}"
+)
+"""A campaign's gold pairs and an annotator's qualification attempts in it, oldest first,
+with how many training pairs each answered, in one statement (a row with a null ``id``
+when there is no attempt)."""
+
+
+def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[tuple]]:
+    """(gold pairs, attempt rows) of :data:`QUALIFICATION`; ``finished_at`` as an aware
+    datetime or None."""
+    found = rows(QUALIFICATION, {"campaign": campaign_id, "annotator": annotator_id})
+    attempts = [
+        row._replace(finished_at=None if row.finished_at is None else aware_time(row.finished_at))
+        for row in found
+        if row.id is not None
+    ]
+    return int(found[0].gold_pairs), attempts
 
 
 PAUSED = (
