@@ -374,6 +374,14 @@ def main() -> None:
     report(args, figures, truth_models, costs, paused, failed, gold_relevant, took, load, began)
 
 
+def kept_out(failed: dict[str, int], config: str) -> str:
+    """Annotators never admitted, as spammers / careful / normal (B only)."""
+    if config != "B":
+        return "-"
+    spam = sum(failed.get(s, 0) for s in SPAMMERS)
+    return f"{spam} / {failed.get('careful', 0)} / {failed.get('normal', 0)}"
+
+
 def report(args, figures, truth_models, costs, paused, failed, gold_relevant, took, load, began):
     ref = figures["reference"]["accuracy"]
     print(f"Machine: {machine()}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
@@ -387,9 +395,10 @@ def report(args, figures, truth_models, costs, paused, failed, gold_relevant, to
     print(
         "| config | accuracy (target: within 1 pt of reference) | on relevant pairs | "
         "no label | labels spent: campaign (discounted) + gold + qualification = total | "
-        "overhead (target <= 12%) | paused: spammers / careful / normal |"
+        "overhead (target <= 12%) | paused: spammers / careful / normal | "
+        "kept out by qualification: spammers / careful / normal |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for row, config in (("reference", "reference"), ("A", "A"), ("B", "B"), ("C", "B")):
         f = figures[row]
         gap = f["accuracy"] - ref
@@ -413,7 +422,8 @@ def report(args, figures, truth_models, costs, paused, failed, gold_relevant, to
             f"{c['campaign']:,} ({c['discounted']:,}) + {c['gold']:,} + {c['qualification']:,} "
             f"= {c['campaign'] + extra:,} | {overhead:.1%}{over_ok} | "
             f"{spam[0]}/{spam[1]} / {careful[0]}/{careful[1]}{careful_ok} / "
-            f"{normal[0]}/{normal[1]} |"
+            f"{normal[0]}/{normal[1]} | "
+            f"{kept_out(failed, config)} |"
         )
     print()
     print(
@@ -436,7 +446,6 @@ def report(args, figures, truth_models, costs, paused, failed, gold_relevant, to
             )
         print(f"| {run} | {t_c1:.2%} / {t_ap:.2%} | " + " | ".join(cells) + " |")
     print()
-    print(f"B: annotators never admitted by qualification, per profile: {failed or 'none'}")
     print(
         "Judging took "
         + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in took.items())
