@@ -3,6 +3,7 @@
 import contextlib
 import os
 import platform
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -14,14 +15,20 @@ if str(ROOT) not in sys.path:
 
 
 @contextlib.contextmanager
-def temporary_django(database_url: str | None = None) -> Iterator[Path]:
+def temporary_django(
+    database_url: str | None = None, template: Path | None = None
+) -> Iterator[Path]:
     """Set up Django on a fresh temporary var dir (SQLite unless ``database_url``), migrated.
 
+    ``template``: a var dir saved by :func:`save_var` to start from (a world built earlier).
     Yields the temporary directory; everything in it is removed afterwards.
     """
     with tempfile.TemporaryDirectory(prefix="firepool-bench-") as tmp:
         var = Path(tmp) / "var"
-        var.mkdir()
+        if template is not None:
+            shutil.copytree(template, var)
+        else:
+            var.mkdir()
         os.environ["FIREPOOL_VAR_DIR"] = str(var)
         os.environ["DATABASE_URL"] = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -32,6 +39,16 @@ def temporary_django(database_url: str | None = None) -> Iterator[Path]:
 
         call_command("migrate", verbosity=0)
         yield Path(tmp)
+
+
+def save_var(tmp: Path, target: Path) -> None:
+    """Copy the temporary var dir (SQLite database checkpointed, media left out) to ``target``,
+    so a later run can start from it (``temporary_django(template=target)``)."""
+    from django.db import connection
+
+    connection.close()  # the last connection to close checkpoints SQLite's write-ahead log
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(tmp / "var", target, ignore=shutil.ignore_patterns("media"))
 
 
 def machine() -> str:

@@ -24,7 +24,15 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Campaign, GoldJudgement, GoldPair, Lease, Pair, QualificationAttempt
+from annotation.models import (
+    Campaign,
+    GoldJudgement,
+    GoldPair,
+    Judgement,
+    Lease,
+    Pair,
+    QualificationAttempt,
+)
 from annotation.services import pair_state, sql
 from config.errors import UserError
 
@@ -261,10 +269,7 @@ def pick(
         attempt = _running_attempt(campaign, annotator, now)
         if attempt is None:
             return None
-        order = sorted(
-            GoldPair.objects.filter(campaign=campaign).values_list("pk", flat=True),
-            key=lambda pk: random.Random(attempt.pk * 1_000_003 + pk).random(),
-        )[: attempt.total]
+        order = _training_pairs(campaign, attempt)
         answered = set(attempt.judgements.values_list("gold_pair_id", flat=True))
         leased = set(
             Lease.objects.filter(annotator=annotator, pair__gold_task__isnull=False).values_list(
@@ -288,6 +293,28 @@ def pick(
         .first()
     )
     return chosen.task if chosen else None
+
+
+def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[int]:
+    """The attempt's training pairs in serving order (seeded by the attempt): as many
+    relevant as irrelevant gold pairs, as far as the gold pairs allow.
+
+    Drawn at random from gold that is mostly irrelevant (7-30% of pooled pairs are relevant,
+    FIRE §3.2), the training set let an annotator who always answers "not relevant" score
+    90% and be admitted; balanced, such an annotator scores about half.
+    """
+
+    def key(pk: int) -> float:
+        return random.Random(attempt.pk * 1_000_003 + pk).random()
+
+    relevant, irrelevant = [], []
+    for pk, label in GoldPair.objects.filter(campaign=campaign).values_list("pk", "label"):
+        (relevant if label == Judgement.Label.RELEVANT else irrelevant).append(pk)
+    relevant.sort(key=key)
+    irrelevant.sort(key=key)
+    total = attempt.total
+    n_relevant = min(len(relevant), max(total // 2, total - len(irrelevant)))
+    return sorted(relevant[:n_relevant] + irrelevant[: total - n_relevant], key=key)
 
 
 @dataclass(frozen=True)

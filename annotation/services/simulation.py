@@ -257,17 +257,13 @@ def simulate(
                 continue
             true = truth(current.pair)
             answer = profile.answer(true, given[i], rng)
+            rng.integers(0, 2**63)  # once the client id's draw: seeded answers stay as they were
             wrong[i] += answer != true
             assignment.submit(
                 user,
                 current.pair.pk,
                 "relevant" if answer else "irrelevant",
-                # Seeded, and distinct across campaigns simulated with the same seed.
-                uuid.UUID(
-                    int=int(rng.integers(0, 2**63)) << 64
-                    | (campaign.pk & 0xFFFFFFFF) << 32
-                    | judgements & 0xFFFFFFFF
-                ),
+                uuid.uuid4(),  # a fresh client id: one seeded from `seed` clashed in a second campaign
                 seconds=float(rng.gamma(GAMMA_SHAPE, profile.mean_seconds / GAMMA_SHAPE)),
             )
             given[i] += 1

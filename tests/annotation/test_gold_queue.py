@@ -244,3 +244,22 @@ def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
     assert not GoldJudgement.objects.exists()
+
+
+def test_training_pairs_are_balanced_so_always_no_fails(people):
+    """Gold mostly irrelevant (as pooled pairs are): a random draw of 20 training pairs from
+    54 irrelevant and 6 relevant gave an always-"not relevant" annotator about 90%; the
+    training set takes every relevant gold pair it can (up to half), so they score 70%."""
+    campaign = make_campaign(n_queries=9, depth=3, seed=5)
+    golds = _with_gold(campaign, 60, rate=0.0, qualification=True, training_pairs=20)
+    assert len(golds) == 60
+    relevant = [g.pk for g in golds[:6]]
+    GoldPair.objects.filter(campaign=campaign).update(label="irrelevant")
+    GoldPair.objects.filter(pk__in=relevant).update(label="relevant")
+    annotator = people["annotator"]
+    served = _serve_all(campaign, annotator)  # always "irrelevant"
+    assert len(served) == 20
+    trained = GoldPair.objects.filter(task__in=[pair.pk for pair, _ in served])
+    assert trained.filter(label="relevant").count() == 6
+    state = gold_queue.qualification(campaign, annotator)
+    assert not state.admitted and state.last_score == 0.7

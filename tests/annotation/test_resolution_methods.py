@@ -290,3 +290,17 @@ def test_resolve_from_the_campaigns_page_by_method(db, people):
     assert LabelSet.objects.get(metadata__campaign_id=campaign.pk).metadata["method"] == (
         "dawid-skene"
     )
+
+
+def test_simulating_two_campaigns_with_the_same_seed(demo_world):
+    """Each submit gets a fresh client id: the same seed in a second campaign (or a second
+    round in the same one) must not replay the first one's ids, which the queue refuses."""
+    dataset, runs = demo_world
+    first, second = (
+        create_campaign(dataset, runs, CampaignSpec(name=name, depth=2, second_label_rate=0.0))
+        for name in ("same-seed-1", "same-seed-2")
+    )
+    done = [simulate(campaign, annotators=2, seed=4).judgements for campaign in (first, second)]
+    assert done[0] == done[1] > 0
+    for campaign in (first, second):
+        assert campaign.pairs.filter(status="pending").count() == 0
