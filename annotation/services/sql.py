@@ -306,12 +306,17 @@ def pair_target(pair_id: int) -> tuple[int, int, dict] | None:
     return row.campaign, row.caption, options
 
 
+@functools.cache
+def _field_converters(vendor: str, model: type[Model], alias: str, name: str) -> tuple:
+    """(column, the ORM's converters) of ``model``'s field ``name``, once per process."""
+    column = model._meta.get_field(name).get_col(alias)
+    return column, connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+
+
 def _converted(model: type[Model], alias: str, name: str, value: object) -> object:
     """``value`` of ``model``'s field ``name`` as the ORM would read it."""
-    column = model._meta.get_field(name).get_col(alias)
-    for converter in connection.ops.get_db_converters(column) + column.get_db_converters(
-        connection
-    ):
+    column, converters = _field_converters(connection.vendor, model, alias, name)
+    for converter in converters:
         value = converter(value, column, connection)
     return value
 
@@ -401,7 +406,8 @@ def query_pairs(campaign_id: int, caption_id: int) -> list[tuple]:
 
 INSERT_LEASE = (
     f"INSERT INTO {_table(Lease)} ({_q('pair_id')}, {_q('annotator_id')}, {_q('created_at')}, "
-    f"{_q('expires_at')}) VALUES (%(pair)s, %(annotator)s, %(now)s, %(expires)s)"
+    f"{_q('expires_at')}) VALUES (%(pair)s, %(annotator)s, %(now)s, %(expires)s) "
+    f"RETURNING {_q('id')}"
 )
 
 
@@ -424,12 +430,8 @@ def insert_lease(pair_id: int, annotator_id: int, now: datetime, expires: dateti
     params = {"pair": pair_id, "annotator": annotator_id, "now": adapt(now)}
     params["expires"] = adapt(expires)
     with connection.cursor() as cursor:
-        if connection.features.can_return_columns_from_insert:
-            cursor.execute(f"{INSERT_LEASE} RETURNING {_q('id')}", params)
-            (lease_id,) = cursor.fetchone()
-        else:  # pragma: no cover - every supported backend returns columns
-            cursor.execute(INSERT_LEASE, params)
-            lease_id = cursor.lastrowid
+        cursor.execute(INSERT_LEASE, params)
+        (lease_id,) = cursor.fetchone()
         cursor.execute(take_slot_statement(connection.vendor), {"pair": pair_id})
     return lease_id
 
