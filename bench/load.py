@@ -352,6 +352,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+KEEP_ALIVE_SECONDS = 5
+"""gunicorn's ``--keep-alive`` (threaded workers keep idle connections this long)."""
+
+
 @dataclass
 class Server:
     """A gunicorn process group serving the project on ``port``."""
@@ -379,6 +383,8 @@ class Server:
                     f"127.0.0.1:{self.port}",
                     "--backlog",
                     "2048",
+                    "--keep-alive",  # the README's setting (threaded workers only)
+                    str(KEEP_ALIVE_SECONDS),
                     "--preload",  # import Django once in the master: workers fork ready
                 ],
                 cwd=ROOT,
@@ -612,7 +618,12 @@ async def drive(
 
     record = Record()
     base = f"http://127.0.0.1:{server.port}/api/campaigns/{campaign_id}/"
-    connector = aiohttp.TCPConnector(limit=len(sessions), force_close=False)
+    # A pooled connection is dropped by the client before the server would close it: a
+    # request sent on a connection the server just closed fails with a reset, which a
+    # browser retries unseen and this client would count as unanswered.
+    connector = aiohttp.TCPConnector(
+        limit=len(sessions), force_close=False, keepalive_timeout=KEEP_ALIVE_SECONDS - 1
+    )
     timeout = aiohttp.ClientTimeout(total=30)
     lags: list[float] = []
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:

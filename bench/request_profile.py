@@ -41,6 +41,9 @@ def main() -> None:
     parser.add_argument("--sort", default="cumulative", help="cProfile's sort key")
     parser.add_argument("--only", help="print only functions whose path matches this regex")
     parser.add_argument("--sql", action="store_true", help="print one request's statements")
+    parser.add_argument(
+        "--by-package", action="store_true", help="with --profile: own CPU summed per package"
+    )
     parser.add_argument("--no-prepared", dest="prepared", action="store_false")
     args = parser.parse_args()
 
@@ -70,19 +73,36 @@ def main() -> None:
         client.cookies[settings.SESSION_COOKIE_NAME] = key
         clients.append(client)
     base = f"/api/campaigns/{campaign_id}/"
+    from annotation.models import GoldPair
+
+    gold_labels = dict(
+        GoldPair.objects.filter(campaign_id=campaign_id).values_list("task_id", "label")
+    )
     tasks = []
     for client in clients:  # warm-up: first leases, imports, connection
         tasks.append(client.post(base + "next/", content_type="application/json").json())
 
+    cpu_by_kind: dict[str, list[float]] = {"gold": [], "other": []}
+
     def judge(i: int) -> None:
+        """One submit; gold tasks are answered right (a wrong streak would pause the
+        annotator), and the request counts as "gold" when it answers or serves one."""
         k = i % len(clients)
         current = tasks[k]["current"]
-        body = {"pair": current["pair"], "label": "irrelevant", "uuid": str(uuid.uuid4())}
+        if current is None:
+            raise SystemExit(f"nothing served: {tasks[k]}")
+        label = gold_labels.get(current["pair"], "irrelevant")
+        body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4())}
         body["seconds"] = 4.0
+        cpu0 = time.process_time()
         answer = clients[k].post(base + "submit/", body, content_type="application/json")
+        cpu = time.process_time() - cpu0
         if answer.status_code != 200:
             raise SystemExit(f"submit answered {answer.status_code}: {answer.content[:300]!r}")
         tasks[k] = answer.json()
+        served = [t["pair"] for t in (tasks[k]["current"], tasks[k]["upcoming"]) if t]
+        gold = current["pair"] in gold_labels or any(p in gold_labels for p in served[1:])
+        cpu_by_kind["gold" if gold else "other"].append(cpu)
 
     for i in range(40):
         judge(i)
@@ -96,6 +116,8 @@ def main() -> None:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
+    for values in cpu_by_kind.values():
+        values.clear()
     for i in range(args.judgements):
         judge(i)
     if profiler:
@@ -110,6 +132,11 @@ def main() -> None:
         "qualified": args.qualified,
         "wall_ms_per_request": round(wall, 2),
         "cpu_ms_per_request": round(cpu, 2),
+        "cpu_ms_by_kind": {
+            kind: {"requests": len(v), "mean": round(sum(v) / len(v) * 1000, 2)}
+            for kind, v in cpu_by_kind.items()
+            if v
+        },
         "statements_per_request": len(queries),
         "statement_kinds": dict(statements),
         "profiled": bool(profiler),
@@ -122,8 +149,28 @@ def main() -> None:
         stats = pstats.Stats(profiler, stream=out).sort_stats(args.sort)
         stats.print_stats(*([args.only] if args.only else []), 45)
         load.log(out.getvalue())
+        if args.by_package:
+            load.log(by_package(stats))
     load.drop_database(url)
     print(json.dumps(result))
+
+
+def by_package(stats: pstats.Stats) -> str:
+    """Own (not cumulative) profiled time summed per package, largest first: which layer
+    (Django's ORM, DRF, the driver, this project) the CPU goes to."""
+    sums: Counter = Counter()
+    for (path, _, _), (_, _, own, _, _) in stats.stats.items():
+        parts = path.replace("\\", "/").split("/")
+        if "site-packages" in parts:
+            rest = parts[parts.index("site-packages") + 1 :]
+            key = "/".join(rest[:3] if rest[0] == "django" else rest[:1])
+        elif "main" in parts or "annotation" in parts or "config" in parts:
+            key = "firepool/" + (parts[-2] if len(parts) > 1 else path)
+        else:
+            key = "python" if path.startswith("/") else path.split(" ")[0]
+        sums[key] += own
+    total = sum(sums.values()) or 1.0
+    return "\n".join(f"{share / total:6.1%}  {name}" for name, share in sums.most_common(25))
 
 
 if __name__ == "__main__":

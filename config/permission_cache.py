@@ -1,4 +1,7 @@
-"""Role permissions remembered across requests, so a judging request does not query them.
+"""The authentication backend of every request: the user read by one hand-written statement,
+and role permissions remembered across requests, so a judging request does not query them.
+(The module keeps its first name: sessions store the backend's dotted path, and renaming it
+would log everyone out.)
 
 Django's ``ModelBackend`` caches a user's permissions on the user object, which lives for
 one request; every judging request then spent two queries (user permissions, group
@@ -12,16 +15,23 @@ process's memory:
   hear those signals), so a role taken away stops working everywhere within that time.
 
 Whether a user is active or a superuser is read from the user row, which every request
-loads anyway; so deactivating an account takes effect on its next request.
+loads anyway; so deactivating an account takes effect on its next request. That row is read
+by :data:`USER_STATEMENT` rather than the ORM: composing ``User.objects.get(pk=...)`` cost
+several times running it, on every request (issue 20's profile).
 """
 
+import functools
 import threading
 import time
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models.signals import m2m_changed, post_delete, post_save
+
+from config import raw_sql
 
 TTL_SECONDS = 30.0
 """How long another process may go on using a permission set it cached."""
@@ -40,8 +50,37 @@ def forget(user_id: int | None = None) -> None:
                 del _cache[key]
 
 
+@functools.cache
+def _user_row() -> raw_sql.Sources:
+    return ((get_user_model(), "u"),)
+
+
+@functools.cache
+def user_statement(vendor: str) -> str:
+    """The user with primary key ``%(pk)s``, every concrete field (on ``vendor``'s backend)."""
+    (source,) = _user_row()
+    pk = source[0]._meta.pk.column
+    return (
+        f"SELECT {raw_sql.select_list(raw_sql.model_columns(_user_row()))} "
+        f"FROM {raw_sql.table(source[0])} u WHERE u.{raw_sql.quote(pk)} = %(pk)s"
+    )
+
+
 class CachedPermissionBackend(ModelBackend):
-    """``ModelBackend`` whose permission sets outlive the request (see the module)."""
+    """``ModelBackend`` whose permission sets outlive the request and whose user is read by
+    one hand-written statement (see the module)."""
+
+    def get_user(self, user_id):
+        model = get_user_model()
+        try:
+            pk = model._meta.pk.to_python(user_id)
+        except ValidationError:
+            return None
+        found = raw_sql.rows(user_statement(connection.vendor), {"pk": pk})
+        if not found:
+            return None
+        (user,) = raw_sql.instances(_user_row(), found[0])
+        return user if self.user_can_authenticate(user) else None
 
     def get_all_permissions(self, user_obj, obj=None):
         if not user_obj.is_active or user_obj.is_anonymous or obj is not None:

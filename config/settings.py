@@ -90,8 +90,11 @@ INSTALLED_APPS = [
     "annotation",
 ]
 
-# Role permissions are remembered across requests (config/permission_cache.py).
+# Role permissions are remembered across requests and the user row is read by hand-written
+# SQL (config/permission_cache.py); sessions are Django's database sessions whose load is
+# hand-written too (config/session_store.py).
 AUTHENTICATION_BACKENDS = ["config.permission_cache.CachedPermissionBackend"]
+SESSION_ENGINE = "config.session_store"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -55,7 +55,7 @@ def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> 
         # Finished only when nothing can come to this annotator any more; with no current
         # pair but work left (others hold the leases) the page waits and polls.
         "finished": got.current is None and not assignment.has_work_for(campaign, user),
-        "qualification": gold_queue.qualification(campaign, user),
+        "qualification": got.qualification or gold_queue.qualification(campaign, user),
         "paused": got.paused,
     }
 

@@ -76,6 +76,9 @@ class Assignment:
     current: Task | None
     upcoming: Task | None
     paused: str | None = None
+    qualification: gold_queue.Qualification | None = None
+    """The annotator's qualification state when this assignment found it settled (read
+    once per request); None when the caller must read it."""
 
 
 def release_expired(campaign: Campaign, now: datetime) -> int:
@@ -179,12 +182,15 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         stopped = paused is not None or (
             settings.budget is not None and judging_queue.budget_spent(campaign)
         )
+        qualified = None
         if campaign.status == Campaign.Status.ACTIVE and len(leases) < HOLD and not stopped:
             gold = gold_queue.GoldSettings.of(campaign)
-            training = (
-                gold.qualification
-                and not gold_queue.qualification(campaign, annotator, now).admitted
-            )
+            if gold.qualification:
+                state = gold_queue.qualification(campaign, annotator, now)
+                # Admitted stays admitted; a training pick may start an attempt, so an
+                # annotator still qualifying has their state read again afterwards.
+                qualified = state if state.admitted else None
+            training = gold.qualification and qualified is None
             while len(leases) < HOLD:
                 if gold.active:
                     pair = gold_queue.pick(
@@ -217,7 +223,9 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         return Assignment(current=None, upcoming=None, paused=getattr(paused, "reason", None))
     tasks = [_task(lease) for lease in leases]
     return Assignment(
-        current=tasks[0] if tasks else None, upcoming=tasks[1] if len(tasks) > 1 else None
+        current=tasks[0] if tasks else None,
+        upcoming=tasks[1] if len(tasks) > 1 else None,
+        qualification=qualified,
     )
 
 
@@ -288,9 +296,9 @@ def submit(
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
             pair = _locked_pair(pair_id)
-            campaign = Campaign.objects.select_related("dataset").get(pk=main_id)
+            campaign = sql.campaign(main_id)
             require_active(campaign)
-            got = gold_queue.answer(pair, annotator, label, client_uuid, seconds, now)
+            got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
                 standing.check(campaign, annotator, now)
         return SubmitResult(
@@ -540,30 +548,31 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
 def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
     """What the annotator did today (UTC) and how much the campaign still needs.
 
-    On PostgreSQL one query (:data:`annotation.services.sql.TALLIES`) reads the running
-    totals its triggers keep: a few index lookups however large the campaign, where counting
-    would read every pair (~90 ms at 600,000 pairs) and every judgement of the annotator.
+    Gold answers in the queue count as judgements here, so a gold pair changes nothing the
+    annotator can see. On PostgreSQL one query (:func:`annotation.services.sql.
+    tallies_statement`) reads the running totals its triggers keep, gold answers included:
+    a few index lookups however large the campaign, where counting would read every pair
+    (~90 ms at 600,000 pairs) and every judgement of the annotator.
     """
     now = now or timezone.now()
+    gold = GoldSettings.of(campaign).rate > 0
     if connection.vendor == "postgresql":
-        found = Progress(**sql.tallies(campaign.pk, annotator.pk, _utc_day(now))._asdict())
-    else:
-        judged_today, judged_total = judged_counts(campaign, annotator, now)
-        pairs, labels_left = campaign_totals(campaign)
-        found = Progress(
-            judged_today=judged_today,
-            judged_total=judged_total,
-            labels_left=labels_left,
-            pairs=pairs,
+        tally = sql.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
+        return Progress(
+            judged_today=tally.judged_today + (tally.gold_today if gold else 0),
+            judged_total=tally.judged_total + (tally.gold_total if gold else 0),
+            labels_left=tally.labels_left,
+            pairs=tally.pairs,
         )
-    if GoldSettings.of(campaign).rate > 0:
-        # Gold answers count as judgements here, so a gold pair changes nothing visible.
+    judged_today, judged_total = judged_counts(campaign, annotator, now)
+    if gold:
         start = datetime.combine(_utc_day(now), time.min, tzinfo=UTC)
         today, total = gold_queue.queue_answers(campaign, annotator, start)
-        found = Progress(
-            judged_today=found.judged_today + today,
-            judged_total=found.judged_total + total,
-            labels_left=found.labels_left,
-            pairs=found.pairs,
-        )
-    return found
+        judged_today, judged_total = judged_today + today, judged_total + total
+    pairs, labels_left = campaign_totals(campaign)
+    return Progress(
+        judged_today=judged_today,
+        judged_total=judged_total,
+        labels_left=labels_left,
+        pairs=pairs,
+    )

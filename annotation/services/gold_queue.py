@@ -261,11 +261,11 @@ def pick(
         training = settings.qualification and not qualification(campaign, annotator, now).admitted
     if not training and (settings.rate <= 0 or random.random() >= settings.rate):
         return None
-    ensure_tasks(campaign)
-    golds = GoldPair.objects.filter(campaign=campaign, task__isnull=False).exclude(
-        task_id__in=exclude
-    )
     if training:
+        ensure_tasks(campaign)
+        golds = GoldPair.objects.filter(campaign=campaign, task__isnull=False).exclude(
+            task_id__in=exclude
+        )
         attempt = _running_attempt(campaign, annotator, now)
         if attempt is None:
             return None
@@ -279,20 +279,16 @@ def pick(
         wanted = [pk for pk in order if pk not in answered and pk not in leased]
         chosen = golds.filter(pk__in=wanted[:1]).select_related(*_TASK).first()
         return chosen.task if chosen else None
-    answered = GoldJudgement.objects.filter(
-        gold_pair__campaign=campaign, annotator=annotator, purpose=GoldJudgement.Purpose.QUEUE
-    ).values("gold_pair_id")
-    leased = Lease.objects.filter(annotator=annotator, pair__gold_task__campaign=campaign).values(
-        "pair__gold_task"
-    )
-    chosen = (
-        golds.exclude(pk__in=answered)
-        .exclude(pk__in=leased)
-        .order_by("?")
-        .select_related(*_TASK)
-        .first()
-    )
-    return chosen.task if chosen else None
+    # One statement on the hot path; a gold pair added since the last pick gets its task
+    # first, so it has its chance at once (and when nothing is left, one may be waiting).
+    found = sql.gold_task(campaign.pk, annotator.pk, exclude)
+    if (found is None or found.untasked) and ensure_tasks(campaign):
+        found = sql.gold_task(campaign.pk, annotator.pk, exclude)
+    if found is None:
+        return None
+    task, caption, video = sql.instances(sql.PAIR_ROW, found)
+    task.caption, task.video = caption, video
+    return task
 
 
 def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[int]:
@@ -336,65 +332,57 @@ class GoldAnswer:
 
 def answer(
     task: Pair,
+    campaign: Campaign,
     annotator,
     label: str,
     client_uuid,
     seconds: float | None,
     now: datetime | None = None,
 ) -> GoldAnswer:
-    """Store an answer on a gold task the annotator holds (idempotent by UUID); the caller
-    runs it in a transaction with the task's row locked."""
+    """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
+    UUID); the caller runs it in a transaction with the task's row locked. One statement
+    reads all it needs (:data:`annotation.services.sql.GOLD_ANSWER`)."""
     from annotation.services.assignment import AssignmentError
 
-    gold = GoldPair.objects.select_related("campaign").filter(task=task).first()
-    if gold is None:  # an admin removed the gold pair while it was on screen
-        Lease.objects.filter(pair=task, annotator=annotator).delete()
+    found, stored = sql.gold_answer(task.pk, annotator.pk, client_uuid)
+    if found.gold is None:  # an admin removed the gold pair while it was on screen
+        pair_state.end_lease(task.pk, annotator.pk)
         raise AssignmentError("not_found", "this pair is no longer in the campaign")
-    existing = GoldJudgement.objects.filter(uuid=client_uuid).first()
-    if existing is not None:
-        return GoldAnswer(existing, False, _feedback(gold, existing))
-    released, _ = Lease.objects.filter(pair=task, annotator=annotator).delete()
-    if not released:
+    gold = GoldPair(
+        pk=found.gold,
+        campaign_id=found.campaign,
+        label=found.label,
+        explanation=found.explanation,
+        guideline=found.guideline,
+    )
+    if stored is not None:
+        if stored.annotator_id != annotator.pk or stored.gold_pair_id != gold.pk:
+            raise AssignmentError("conflict", "this judgement id was already used")
+        return GoldAnswer(stored, False, _feedback(gold, stored))
+    if not pair_state.end_lease(task.pk, annotator.pk):
         raise AssignmentError("not_leased", "this pair is not leased to you")
-    pair_state.recount_leases([task.pk])
-    attempt = (
-        QualificationAttempt.objects.filter(
-            campaign=gold.campaign, annotator=annotator, finished_at__isnull=True
-        )
-        .order_by("pk")
-        .first()
-    )
-    purpose = GoldJudgement.Purpose.QUALIFICATION if attempt else GoldJudgement.Purpose.QUEUE
-    if (
-        purpose == GoldJudgement.Purpose.QUEUE
-        and GoldJudgement.objects.filter(
-            gold_pair=gold, annotator=annotator, purpose=purpose
-        ).exists()
-    ):
+    purpose = GoldJudgement.Purpose.QUALIFICATION if found.attempt else GoldJudgement.Purpose.QUEUE
+    if purpose == GoldJudgement.Purpose.QUEUE and found.answered:
         raise AssignmentError("conflict", "you have already judged this pair")
-    judgement = GoldJudgement.objects.create(
-        uuid=client_uuid,
-        gold_pair=gold,
-        annotator=annotator,
-        label=label,
-        seconds=seconds,
-        purpose=purpose,
-        attempt=attempt,
+    now = now or timezone.now()
+    judgement = sql.insert_gold_judgement(
+        client_uuid, gold.pk, annotator.pk, label, seconds, now, purpose.value, found.attempt
     )
-    if attempt is not None:
-        _score(attempt, gold, label, now or timezone.now())
+    if found.attempt is not None:
+        _score(found.attempt, campaign, gold, label, now)
     return GoldAnswer(judgement, True, _feedback(gold, judgement))
 
 
-def _score(attempt: QualificationAttempt, gold: GoldPair, label: str, now: datetime) -> None:
+def _score(attempt_id: int, campaign: Campaign, gold: GoldPair, label: str, now: datetime) -> None:
     """Count one training answer; the last one finishes the attempt, passed or not."""
-    settings = GoldSettings.of(gold.campaign)
+    attempt = QualificationAttempt.objects.get(pk=attempt_id)
     attempt.correct += label == gold.label
     answered = attempt.judgements.count()
     fields = ["correct"]
     if answered >= attempt.total:
         attempt.finished_at = now
-        attempt.passed = attempt.total > 0 and attempt.correct / attempt.total >= settings.threshold
+        threshold = GoldSettings.of(campaign).threshold
+        attempt.passed = attempt.total > 0 and attempt.correct / attempt.total >= threshold
         fields += ["finished_at", "passed"]
     attempt.save(update_fields=fields)
 
@@ -412,8 +400,7 @@ def _feedback(gold: GoldPair, judgement: GoldJudgement) -> Feedback | None:
 
 def release(task: Pair, annotator) -> None:
     """Give back a gold task without an answer (an escalation): it may come again later."""
-    Lease.objects.filter(pair=task, annotator=annotator).delete()
-    pair_state.recount_leases([task.pk])
+    pair_state.end_lease(task.pk, annotator.pk)
 
 
 def queue_answers(campaign: Campaign, annotator, since: datetime) -> tuple[int, int]:

@@ -121,6 +121,12 @@ def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Leas
     return lease
 
 
+def end_lease(pair_id: int, annotator_id: int) -> bool:
+    """End the annotator's lease on the pair and free its slot (a gold task's answer or
+    escalation); whether they held one."""
+    return bool(sql.delete_lease(pair_id, annotator_id, free_slot=True))
+
+
 def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
     """Delete leases given as (lease id, pair id) and free their pairs' slots."""
     if leases:

@@ -3,13 +3,14 @@
 Each statement here replaced an ORM query that measured too slow on a hot path (see
 ``bench/RESULTS.md``): the judging queue's two queries, the progress tallies, the label
 loader of the agreement report, the export join and the bulk insert of a campaign's pairs.
-One style throughout: tables come from the models' ``_meta`` and columns are quoted by
-name, every selected column has an alias, parameters are named (``%(name)s``, which Django
-turns into SQLite's ``:name``; only the bulk insert binds positions, generated from its
-column names), and rows come back as named tuples keyed by the aliases (:func:`rows`),
-as plain tuples whose columns are read by name (:func:`plain_rows`, :func:`reader`; for
-many rows), as numpy structured arrays whose fields are the aliases (:func:`array`), or
-as model instances (:func:`instances`). Values the two backends return in different types
+So did the judging path's queries, gold pairs and standing included (issue 20). The style
+is :mod:`config.raw_sql`'s: tables from the models' ``_meta``, columns quoted by name,
+every selected column aliased, parameters named (``%(name)s``, which Django turns into
+SQLite's ``:name``; only the bulk insert binds positions, generated from its column
+names). Rows come back as named tuples keyed by the aliases (``raw_sql.rows``), as plain
+tuples whose columns are read by name (:func:`plain_rows`, :func:`reader`; for many rows),
+as numpy structured arrays whose fields are the aliases (:func:`array`), or as model
+instances (``raw_sql.instances``). Values the two backends return in different types
 are normalised here too (:func:`uuid_text`, :func:`aware_time`). The PostgreSQL triggers
 stay with their migration (0004).
 """
@@ -17,13 +18,12 @@ stay with their migration (0004).
 import functools
 import itertools
 import operator
-from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime
 
 import numpy as np
 from django.db import connection
-from django.db.models import DEFERRED, Model, QuerySet
+from django.db.models import Model, QuerySet
 
 from annotation.models import (
     AnnotatorStanding,
@@ -37,6 +37,13 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
+from config.raw_sql import Sources, instances, rows
+from config.raw_sql import column_names as _names
+from config.raw_sql import converted as _converted
+from config.raw_sql import model_columns as _model_columns
+from config.raw_sql import quote as _q
+from config.raw_sql import select_list as _select
+from config.raw_sql import table as _table
 from retrieval.models import Caption, Video
 
 FETCH_ROWS = 50_000
@@ -44,57 +51,6 @@ FETCH_ROWS = 50_000
 
 MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
 """Bound parameters per INSERT: under SQLite's 32,766 and PostgreSQL's 65,535 limits."""
-
-
-def _q(name: str) -> str:
-    return connection.ops.quote_name(name)
-
-
-def _table(model: type[Model]) -> str:
-    return _q(model._meta.db_table)
-
-
-def _select(columns: Mapping[str, str]) -> str:
-    """A select list from ``{alias: expression}``; an expression ``"p.id"`` is quoted as a column."""
-    return ", ".join(
-        f"{_column(expression) if _is_column(expression) else expression} AS {_q(alias)}"
-        for alias, expression in columns.items()
-    )
-
-
-def _is_column(expression: str) -> bool:
-    table, _, column = expression.partition(".")
-    return table.isidentifier() and column.isidentifier()
-
-
-def _column(expression: str) -> str:
-    table, column = expression.split(".")
-    return f"{table}.{_q(column)}"
-
-
-@functools.cache
-def _row_type(names: tuple[str, ...]) -> type:
-    return namedtuple("Row", names)
-
-
-def _names(cursor) -> tuple[str, ...]:
-    return tuple(column[0] for column in cursor.description)
-
-
-_ROW_TYPES: dict[tuple[str, str], type] = {}
-"""The row type of each statement run through :func:`rows`, by (vendor, statement): reading
-a cursor's description on every call cost more than the short queries themselves."""
-
-
-def rows(statement: str, params: Mapping[str, object]) -> list[tuple]:
-    """Run ``statement`` and return every row as a named tuple keyed by the column aliases."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        key = (connection.vendor, statement)
-        row_type = _ROW_TYPES.get(key)
-        if row_type is None:
-            row_type = _ROW_TYPES[key] = _row_type(_names(cursor))
-        return [row_type._make(row) for row in cursor.fetchall()]
 
 
 def plain_rows(statement: str, params: Mapping[str, object], names: Sequence[str]) -> list[tuple]:
@@ -142,73 +98,10 @@ def _fetch_array(statement: str, params, dtype: np.dtype) -> np.ndarray:
     return np.concatenate(chunks)
 
 
-# Model instances from raw rows: every concrete column of each (model, table alias) is
-# selected as "<alias>_<column>", and read back through the converters the ORM itself
-# applies, so instances are the same on PostgreSQL and SQLite.
-Source = tuple[type[Model], str] | tuple[type[Model], str, tuple[str, ...]]
-"""(model, table alias[, field names left out: deferred on the instance, never read])."""
-Sources = tuple[Source, ...]
 PAIR_ROW: Sources = ((Pair, "p"), (Caption, "c"), (Video, "v"))
 LEASE_ROW: Sources = ((Lease, "l"), *PAIR_ROW)
 LOCKED_PAIR_ROW: Sources = ((Pair, "p"), (Campaign, "k", ("provenance",)))
 STANDING_ROW: Sources = ((AnnotatorStanding, "s"),)
-
-
-def _model_columns(sources: Sources) -> dict[str, str]:
-    return {
-        f"{source[1]}_{field.column}": f"{source[1]}.{field.column}"
-        for source in sources
-        for field in source[0]._meta.concrete_fields
-        if field.name not in (source[2] if len(source) > 2 else ())
-    }
-
-
-@functools.cache
-def _fields(
-    model: type[Model], alias: str, skip: tuple[str, ...] = ()
-) -> list[tuple[str, str, object]]:
-    """(row field, attname, column expression) per concrete field of ``model`` read as
-    ``alias``, but those named in ``skip``."""
-    return [
-        (f"{alias}_{field.column}", field.attname, field.get_col(alias))
-        for field in model._meta.concrete_fields
-        if field.name not in skip
-    ]
-
-
-@functools.cache
-def _readers(
-    vendor: str, model: type[Model], alias: str, skip: tuple[str, ...] = ()
-) -> tuple[list[str], list[tuple[str, int | None, object, list]]]:
-    """Every concrete field's attname, and per field read (row field, its slot among the
-    attnames, column expression, the ORM's converters for it) on the ``vendor``'s backend:
-    working the converters out once per process, not per row, halved this module's cost."""
-    attnames = [field.attname for field in model._meta.concrete_fields]
-    return attnames, [
-        (
-            name,
-            attnames.index(attname),
-            column,
-            connection.ops.get_db_converters(column) + column.get_db_converters(connection),
-        )
-        for name, attname, column in _fields(model, alias, skip)
-    ]
-
-
-def instances(sources: Sources, row: tuple) -> list[Model]:
-    """One model instance per source from a row whose select list is :func:`_model_columns`
-    (a field a source skips is left deferred)."""
-    built = []
-    for source in sources:
-        attnames, readers = _readers(connection.vendor, *source)
-        values = [DEFERRED] * len(attnames)
-        for name, slot, column, converters in readers:
-            value = getattr(row, name)
-            for converter in converters:
-                value = converter(value, column, connection)
-            values[slot] = value
-        built.append(source[0].from_db(connection.alias, attnames, values))
-    return built
 
 
 def _with_caption_and_video() -> str:
@@ -307,21 +200,6 @@ def pair_target(pair_id: int) -> tuple[int, int, dict] | None:
 
 
 @functools.cache
-def _field_converters(vendor: str, model: type[Model], alias: str, name: str) -> tuple:
-    """(column, the ORM's converters) of ``model``'s field ``name``, once per process."""
-    column = model._meta.get_field(name).get_col(alias)
-    return column, connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-
-
-def _converted(model: type[Model], alias: str, name: str, value: object) -> object:
-    """``value`` of ``model``'s field ``name`` as the ORM would read it."""
-    column, converters = _field_converters(connection.vendor, model, alias, name)
-    for converter in converters:
-        value = converter(value, column, connection)
-    return value
-
-
-@functools.cache
 def locked_pair_statement(lock: bool) -> str:
     """A pair with its campaign (less the provenance), its row locked when ``lock``."""
     statement = (
@@ -412,27 +290,32 @@ INSERT_LEASE = (
 
 
 @functools.cache
-def take_slot_statement(vendor: str) -> str:
-    """One more lease on a pair: its leased count, and its open slots as
-    ``pair_state.open_slots`` computes them (``GREATEST`` is SQLite's two-argument ``MAX``)."""
+def leased_statement(vendor: str, step: int) -> str:
+    """One lease more (``step`` 1) or fewer (-1) on a pair: its leased count, and its open
+    slots as ``pair_state.open_slots`` computes them (``GREATEST`` is SQLite's two-argument
+    ``MAX``)."""
+    if step not in (1, -1):
+        raise ValueError(f"a lease count moves by 1 or -1, not {step}")
     greatest = "GREATEST" if vendor == "postgresql" else "MAX"
+    more, less = ("+", "-") if step == 1 else ("-", "+")
+    leased = _q("leased")
     return (
-        f"UPDATE {_table(Pair)} SET {_q('leased')} = {_q('leased')} + 1, {_q('open_slots')} = "
-        f"CASE WHEN {_q('held')} THEN 0 ELSE "
-        f"{greatest}({_q('needed')} - {_q('leased')} - 1, 0) END WHERE {_q('id')} = %(pair)s"
+        f"UPDATE {_table(Pair)} SET {leased} = {leased} {more} 1, "
+        f"{_q('open_slots')} = CASE WHEN {_q('held')} THEN 0 ELSE "
+        f"{greatest}({_q('needed')} - {leased} {less} 1, 0) END WHERE {_q('id')} = %(pair)s"
     )
 
 
 def insert_lease(pair_id: int, annotator_id: int, now: datetime, expires: datetime) -> int:
     """Store a lease (:data:`INSERT_LEASE`) and take its slot on the pair
-    (:func:`take_slot_statement`); the lease's id."""
+    (:func:`leased_statement`); the lease's id."""
     adapt = connection.ops.adapt_datetimefield_value
     params = {"pair": pair_id, "annotator": annotator_id, "now": adapt(now)}
     params["expires"] = adapt(expires)
     with connection.cursor() as cursor:
         cursor.execute(INSERT_LEASE, params)
         (lease_id,) = cursor.fetchone()
-        cursor.execute(take_slot_statement(connection.vendor), {"pair": pair_id})
+        cursor.execute(leased_statement(connection.vendor, 1), {"pair": pair_id})
     return lease_id
 
 
@@ -442,11 +325,16 @@ DELETE_LEASE = (
 )
 
 
-def delete_lease(pair_id: int, annotator_id: int) -> int:
-    """Delete the annotator's lease on the pair; how many rows went (0 or 1)."""
+def delete_lease(pair_id: int, annotator_id: int, free_slot: bool = False) -> int:
+    """Delete the annotator's lease on the pair; how many rows went (0 or 1). With
+    ``free_slot`` the pair's counts follow at once (:func:`leased_statement`); otherwise the
+    caller saves them with the label's."""
     with connection.cursor() as cursor:
         cursor.execute(DELETE_LEASE, {"pair": pair_id, "annotator": annotator_id})
-        return cursor.rowcount
+        deleted = cursor.rowcount
+        if deleted and free_slot:
+            cursor.execute(leased_statement(connection.vendor, -1), {"pair": pair_id})
+        return deleted
 
 
 CAMPAIGN_ROW: Sources = ((Campaign, "k", ("provenance",)),)
@@ -506,6 +394,14 @@ def earlier_judgements(client_uuid: object, pair_id: int, annotator_id: int) -> 
     return [instances(JUDGEMENT_ROW, row)[0] for row in rows(EARLIER_JUDGEMENTS, params)]
 
 
+def _inserted_id(statement: str, params: Mapping[str, object]) -> int:
+    """Run an ``INSERT ... RETURNING id`` and return the new row's id."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        (new_id,) = cursor.fetchone()
+    return new_id
+
+
 INSERT_JUDGEMENT = (
     f"INSERT INTO {_table(Judgement)} ({_q('uuid')}, {_q('pair_id')}, {_q('annotator_id')}, "
     f"{_q('label')}, {_q('seconds')}, {_q('created_at')}) "
@@ -526,9 +422,7 @@ def insert_judgement(
         "seconds": seconds,
         "now": connection.ops.adapt_datetimefield_value(now),
     }
-    with connection.cursor() as cursor:
-        cursor.execute(INSERT_JUDGEMENT, params)
-        (judgement_id,) = cursor.fetchone()
+    judgement_id = _inserted_id(INSERT_JUDGEMENT, params)
     return Judgement(
         pk=judgement_id,
         uuid=client_uuid,
@@ -603,27 +497,233 @@ def gold_queue_answers(
     return int(row.today), int(row.total)
 
 
-TALLIES = f"""
-SELECT
-    (SELECT coalesce(sum({_q("judged")}), 0) FROM {_table(AnnotatorTally)}
-     WHERE {_q("campaign_id")} = %(campaign)s AND {_q("annotator_id")} = %(annotator)s
-       AND {_q("day")} = %(day)s) AS judged_today,
-    (SELECT coalesce(sum({_q("judged")}), 0) FROM {_table(AnnotatorTally)}
-     WHERE {_q("campaign_id")} = %(campaign)s AND {_q("annotator_id")} = %(annotator)s)
-       AS judged_total,
-    (SELECT coalesce(sum({_q("pairs")}), 0) FROM {_table(CampaignTally)}
-     WHERE {_q("campaign_id")} = %(campaign)s) AS pairs,
-    (SELECT coalesce(sum({_q("labels_left")}), 0) FROM {_table(CampaignTally)}
-     WHERE {_q("campaign_id")} = %(campaign)s) AS labels_left
-"""
-"""An annotator's live judgements on a UTC day and in all, and a campaign's pairs not held
-and labels left, from the running totals PostgreSQL's triggers keep (migration 0004): a few
-index lookups however large the campaign, where counting would read every pair."""
+@functools.cache
+def gold_task_statement(excluded: int) -> str:
+    """A random gold task of ``%(campaign)s`` to serve ``%(annotator)s`` in the queue, with
+    caption and video (:data:`PAIR_ROW`): one they have not answered there and do not hold,
+    not among ``%(exclude_0)s``...; ``untasked`` counts the campaign's gold pairs that have
+    no task yet (made on demand by ``gold_queue.ensure_tasks``)."""
+    statement = (
+        f"SELECT {_select(_model_columns(PAIR_ROW))}, (SELECT COUNT(*) FROM {_table(GoldPair)} u "
+        f"WHERE u.{_q('campaign_id')} = %(campaign)s AND u.{_q('task_id')} IS NULL) AS untasked "
+        f"FROM {_table(GoldPair)} g JOIN {_table(Pair)} p ON p.{_q('id')} = g.{_q('task_id')} "
+        f"{_with_caption_and_video()} WHERE g.{_q('campaign_id')} = %(campaign)s "
+        f"AND NOT EXISTS (SELECT 1 FROM {_table(GoldJudgement)} a "
+        f"WHERE a.{_q('gold_pair_id')} = g.{_q('id')} AND a.{_q('annotator_id')} = %(annotator)s "
+        f"AND a.{_q('purpose')} = %(queue)s) "
+        f"AND NOT EXISTS (SELECT 1 FROM {_table(Lease)} l WHERE l.{_q('pair_id')} = p.{_q('id')} "
+        f"AND l.{_q('annotator_id')} = %(annotator)s)"
+    )
+    if excluded:
+        names = ", ".join(f"%(exclude_{i})s" for i in range(excluded))
+        statement += f" AND p.{_q('id')} NOT IN ({names})"
+    return statement + " ORDER BY RANDOM() LIMIT 1"
 
 
-def tallies(campaign_id: int, annotator_id: int | None, day: date) -> tuple:
-    """The row of :data:`TALLIES`, its sums as ints."""
-    (row,) = rows(TALLIES, {"campaign": campaign_id, "annotator": annotator_id, "day": day})
+def gold_task(campaign_id: int, annotator_id: int, exclude: Sequence[int]) -> tuple | None:
+    """The row of :func:`gold_task_statement`, or None when no gold task is left to serve."""
+    params = {
+        "campaign": campaign_id,
+        "annotator": annotator_id,
+        "queue": GoldJudgement.Purpose.QUEUE.value,
+    }
+    params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
+    found = rows(gold_task_statement(len(exclude)), params)
+    return found[0] if found else None
+
+
+GOLD_JUDGEMENT_ROW: Sources = ((GoldJudgement, "e"),)
+GOLD_ANSWER = (
+    f"SELECT g.{_q('id')} AS gold, g.{_q('campaign_id')} AS campaign, g.{_q('label')} AS label, "
+    f"g.{_q('explanation')} AS explanation, g.{_q('guideline')} AS guideline, "
+    f"(SELECT a.{_q('id')} FROM {_table(QualificationAttempt)} a "
+    f"WHERE a.{_q('campaign_id')} = g.{_q('campaign_id')} "
+    f"AND a.{_q('annotator_id')} = %(annotator)s AND a.{_q('finished_at')} IS NULL "
+    f"ORDER BY a.{_q('id')} LIMIT 1) AS attempt, "
+    f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} q WHERE q.{_q('gold_pair_id')} = g.{_q('id')} "
+    f"AND q.{_q('annotator_id')} = %(annotator)s AND q.{_q('purpose')} = %(queue)s) AS answered, "
+    f"{_select(_model_columns(GOLD_JUDGEMENT_ROW))} FROM (SELECT 1 AS one) x "
+    f"LEFT JOIN {_table(GoldPair)} g ON g.{_q('task_id')} = %(task)s "
+    f"LEFT JOIN {_table(GoldJudgement)} e ON e.{_q('uuid')} = %(uuid)s"
+)
+"""Everything an answer on a gold task needs, in one row: the gold pair (null ``gold`` when
+it is gone), the annotator's qualification attempt in progress, whether they answered the
+pair in the queue already, and the answer the client's id names if it was stored."""
+
+
+def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
+    """The row of :data:`GOLD_ANSWER`; ``stored`` is the stored answer or None."""
+    params = {
+        "task": task_id,
+        "annotator": annotator_id,
+        "queue": GoldJudgement.Purpose.QUEUE.value,
+        "uuid": _uuid_value(client_uuid),
+    }
+    (row,) = rows(GOLD_ANSWER, params)
+    stored = instances(GOLD_JUDGEMENT_ROW, row)[0] if row.e_id is not None else None
+    return row, stored
+
+
+INSERT_GOLD_JUDGEMENT = (
+    f"INSERT INTO {_table(GoldJudgement)} ({_q('uuid')}, {_q('gold_pair_id')}, "
+    f"{_q('annotator_id')}, {_q('label')}, {_q('seconds')}, {_q('created_at')}, "
+    f"{_q('purpose')}, {_q('attempt_id')}) VALUES (%(uuid)s, %(gold)s, %(annotator)s, "
+    f"%(label)s, %(seconds)s, %(now)s, %(purpose)s, %(attempt)s) RETURNING {_q('id')}"
+)
+
+
+def insert_gold_judgement(
+    client_uuid: object,
+    gold_pair_id: int,
+    annotator_id: int,
+    label: str,
+    seconds,
+    now: datetime,
+    purpose: str,
+    attempt_id: int | None,
+) -> GoldJudgement:
+    """Store an answer on a gold pair (:data:`INSERT_GOLD_JUDGEMENT`) made at ``now``."""
+    params = {
+        "uuid": _uuid_value(client_uuid),
+        "gold": gold_pair_id,
+        "annotator": annotator_id,
+        "label": label,
+        "seconds": seconds,
+        "now": connection.ops.adapt_datetimefield_value(now),
+        "purpose": purpose,
+        "attempt": attempt_id,
+    }
+    judgement_id = _inserted_id(INSERT_GOLD_JUDGEMENT, params)
+    return GoldJudgement(
+        pk=judgement_id,
+        uuid=client_uuid,
+        gold_pair_id=gold_pair_id,
+        annotator_id=annotator_id,
+        label=label,
+        seconds=seconds,
+        created_at=now,
+        purpose=purpose,
+        attempt_id=attempt_id,
+    )
+
+
+GOLD_EVIDENCE = (
+    f"SELECT s.{_q('paused_at')} AS paused_at, s.{_q('reinstated_at')} AS reinstated_at, "
+    f"COUNT(a.{_q('id')}) AS total, "
+    f"COALESCE(SUM(CASE WHEN a.{_q('label')} = g.{_q('label')} THEN 1 ELSE 0 END), 0) AS correct "
+    f"FROM (SELECT 1 AS one) x LEFT JOIN {_table(AnnotatorStanding)} s "
+    f"ON s.{_q('campaign_id')} = %(campaign)s AND s.{_q('annotator_id')} = %(annotator)s "
+    f"LEFT JOIN {_table(GoldJudgement)} a ON a.{_q('annotator_id')} = %(annotator)s "
+    f"AND a.{_q('purpose')} = %(queue)s "
+    f"AND (s.{_q('reinstated_at')} IS NULL OR a.{_q('created_at')} > s.{_q('reinstated_at')}) "
+    f"AND a.{_q('gold_pair_id')} IN (SELECT g2.{_q('id')} FROM {_table(GoldPair)} g2 "
+    f"WHERE g2.{_q('campaign_id')} = %(campaign)s) "
+    f"LEFT JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
+    f"GROUP BY s.{_q('paused_at')}, s.{_q('reinstated_at')}"
+)
+"""An annotator's standing in a campaign (paused, reinstated: null without one) and their
+queue answers on its gold pairs since the reinstatement: how many, how many right."""
+
+
+def gold_evidence(campaign_id: int, annotator_id: int) -> tuple:
+    """The row of :data:`GOLD_EVIDENCE`, times as aware datetimes or None and counts as ints."""
+    params = {
+        "campaign": campaign_id,
+        "annotator": annotator_id,
+        "queue": GoldJudgement.Purpose.QUEUE.value,
+    }
+    (row,) = rows(GOLD_EVIDENCE, params)
+    return row._replace(
+        paused_at=None if row.paused_at is None else aware_time(row.paused_at),
+        reinstated_at=None if row.reinstated_at is None else aware_time(row.reinstated_at),
+        total=int(row.total),
+        correct=int(row.correct),
+    )
+
+
+@functools.cache
+def recent_seconds_statement(since: bool) -> str:
+    """The times an annotator spent on their ``%(recent)s`` latest live labels in a campaign
+    (after ``%(since)s`` when ``since``), newest first, through the (annotator, time) index."""
+    statement = (
+        f"SELECT j.{_q('seconds')} AS seconds FROM {_table(Judgement)} j "
+        f"JOIN {_table(Pair)} p ON p.{_q('id')} = j.{_q('pair_id')} "
+        f"WHERE j.{_q('annotator_id')} = %(annotator)s AND p.{_q('campaign_id')} = %(campaign)s "
+        f"AND j.{_q('undone_at')} IS NULL AND j.{_q('seconds')} IS NOT NULL"
+    )
+    if since:
+        statement += f" AND j.{_q('created_at')} > %(since)s"
+    return statement + f" ORDER BY j.{_q('created_at')} DESC LIMIT %(recent)s"
+
+
+def recent_seconds(
+    campaign_id: int, annotator_id: int, since: datetime | None, recent: int
+) -> list[float]:
+    params = {"campaign": campaign_id, "annotator": annotator_id, "recent": recent}
+    if since is not None:
+        params["since"] = connection.ops.adapt_datetimefield_value(since)
+    with connection.cursor() as cursor:
+        cursor.execute(recent_seconds_statement(since is not None), params)
+        return [float(seconds) for (seconds,) in cursor.fetchall()]
+
+
+TALLY_COLUMNS = {
+    "judged_today": (
+        f"SELECT coalesce(sum({_q('judged')}), 0) FROM {_table(AnnotatorTally)} "
+        f"WHERE {_q('campaign_id')} = %(campaign)s AND {_q('annotator_id')} = %(annotator)s "
+        f"AND {_q('day')} = %(day)s"
+    ),
+    "judged_total": (
+        f"SELECT coalesce(sum({_q('judged')}), 0) FROM {_table(AnnotatorTally)} "
+        f"WHERE {_q('campaign_id')} = %(campaign)s AND {_q('annotator_id')} = %(annotator)s"
+    ),
+    "pairs": (
+        f"SELECT coalesce(sum({_q('pairs')}), 0) FROM {_table(CampaignTally)} "
+        f"WHERE {_q('campaign_id')} = %(campaign)s"
+    ),
+    "labels_left": (
+        f"SELECT coalesce(sum({_q('labels_left')}), 0) FROM {_table(CampaignTally)} "
+        f"WHERE {_q('campaign_id')} = %(campaign)s"
+    ),
+}
+GOLD_TALLY_COLUMNS = {
+    name: (
+        f"SELECT {count} FROM {_table(GoldJudgement)} a "
+        f"JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
+        f"WHERE g.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
+        f"AND a.{_q('purpose')} = %(queue)s"
+    )
+    for name, count in (
+        (
+            "gold_today",
+            f"COALESCE(SUM(CASE WHEN a.{_q('created_at')} >= %(since)s THEN 1 ELSE 0 END), 0)",
+        ),
+        ("gold_total", "COUNT(*)"),
+    )
+}
+
+
+@functools.cache
+def tallies_statement(gold: bool) -> str:
+    """An annotator's live judgements on a UTC day and in all, and a campaign's pairs not
+    held and labels left, from the running totals PostgreSQL's triggers keep (migration
+    0004): a few index lookups however large the campaign, where counting would read every
+    pair. With ``gold``, also the annotator's queue answers on gold since ``%(since)s``
+    (the day's start) and in all, which progress counts as judgements."""
+    columns = {**TALLY_COLUMNS, **(GOLD_TALLY_COLUMNS if gold else {})}
+    return "SELECT " + ", ".join(f"({query}) AS {name}" for name, query in columns.items())
+
+
+def tallies(campaign_id: int, annotator_id: int | None, day: date, gold: bool = False) -> tuple:
+    """The row of :func:`tallies_statement`, its counts as ints."""
+    params = {"campaign": campaign_id, "annotator": annotator_id, "day": day}
+    if gold:
+        start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+        params.update(
+            queue=GoldJudgement.Purpose.QUEUE.value,
+            since=connection.ops.adapt_datetimefield_value(start),
+        )
+    (row,) = rows(tallies_statement(gold), params)
     return row._make(int(value) for value in row)
 
 

@@ -12,19 +12,17 @@ the pairs they labelled go back to the queue under the same policy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation import quality
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
-    GoldJudgement,
     Judgement,
 )
 from annotation.services import pair_state, sql
@@ -45,66 +43,40 @@ def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
     return sql.paused(campaign.pk, annotator.pk)
 
 
-@dataclass(frozen=True)
-class Evidence:
-    gold_correct: int
-    gold_total: int
-    median_seconds: float
-
-
-def evidence(campaign: Campaign, annotator, since: datetime | None) -> Evidence:
-    """Queue gold answers and the recent judging pace since ``since`` (a reinstatement)."""
-    answers = GoldJudgement.objects.filter(
-        gold_pair__campaign=campaign,
-        annotator=annotator,
-        purpose=GoldJudgement.Purpose.QUEUE,
-    ).select_related("gold_pair")
-    labels = Judgement.objects.filter(
-        pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
-    )
-    if since is not None:
-        answers = answers.filter(created_at__gt=since)
-        labels = labels.filter(created_at__gt=since)
-    counts = answers.aggregate(
-        n=Count("pk"), right=Count("pk", filter=Q(label=F("gold_pair__label")))
-    )
-    recent = list(
-        labels.exclude(seconds__isnull=True)
-        .order_by("-created_at")
-        .values_list("seconds", flat=True)[:RECENT]
-    )
-    median = float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
-    return Evidence(int(counts["right"]), int(counts["n"]), median)
+def _median(recent: list[float]) -> float:
+    """The median of the recent times, or NaN while there are too few to judge a pace by."""
+    return float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
 
 
 def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
-    """Pause the annotator if the evidence says so; returns whether they are paused now."""
-    standing = AnnotatorStanding.objects.filter(campaign=campaign, annotator=annotator).first()
-    if standing is not None and standing.paused_at is not None:
+    """Pause the annotator if the evidence says so; returns whether they are paused now.
+
+    Runs on every gold answer in the queue and every too-fast label, so it reads the
+    standing and the gold evidence in one statement (:data:`sql.GOLD_EVIDENCE`), and the
+    recent pace only when the gold evidence alone does not pause.
+    """
+    found = sql.gold_evidence(campaign.pk, annotator.pk)
+    if found.paused_at is not None:
         return True
-    since = standing.reinstated_at if standing is not None else None
-    found = evidence(campaign, annotator, since)
     threshold = GoldSettings.of(campaign).threshold
     floor = floor_seconds(campaign)
-    pause = bool(
-        quality.should_pause(
-            found.gold_correct,
-            found.gold_total,
-            found.median_seconds,
-            threshold,
-            floor_seconds=floor,
+
+    def pauses(median: float) -> bool:
+        return bool(
+            quality.should_pause(found.correct, found.total, median, threshold, floor_seconds=floor)
         )
-    )
-    if not pause:
-        return False
-    if found.gold_total >= quality.MIN_GOLD and found.gold_correct < threshold * found.gold_total:
+
+    if pauses(float("nan")):
         reason = (
-            f"gold accuracy {found.gold_correct}/{found.gold_total} is too far below "
+            f"gold accuracy {found.correct}/{found.total} is too far below "
             f"{threshold:.0%} to be chance"
         )
     else:
+        median = _median(sql.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT))
+        if not pauses(median):
+            return False
         reason = (
-            f"a median of {found.median_seconds:.1f} s per judgement is below {floor:.0f} s: "
+            f"a median of {median:.1f} s per judgement is below {floor:.0f} s: "
             "too fast to have watched the videos"
         )
     AnnotatorStanding.objects.update_or_create(

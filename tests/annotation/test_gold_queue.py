@@ -83,7 +83,8 @@ def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
     assert set(companion.pairs.values_list("pk", flat=True)) == task_ids
     assert not gold_queue.visible(Campaign.objects).filter(pk=companion.pk).exists()
     # Progress counts gold answers too, so the counter moves after every pair.
-    assert assignment.progress(campaign, annotator).judged_total == len(served)
+    shown = assignment.progress(campaign, annotator)
+    assert shown.judged_total == shown.judged_today == len(served)
 
 
 def test_gold_tasks_look_like_any_task_through_the_api(people):
@@ -263,3 +264,47 @@ def test_training_pairs_are_balanced_so_always_no_fails(people):
     assert trained.filter(label="relevant").count() == 6
     state = gold_queue.qualification(campaign, annotator)
     assert not state.admitted and state.last_score == 0.7
+
+
+def test_gold_added_mid_campaign_is_served_and_answers_free_their_task(people):
+    campaign = make_campaign(n_queries=10, depth=3, seed=11)
+    first = _with_gold(campaign, 3, rate=1.0)
+    annotator = people["annotator"]
+    held = assignment.assign(campaign, annotator)
+    gold_tasks = dict(GoldPair.objects.filter(campaign=campaign).values_list("task_id", "label"))
+    assert {held.current.pair.pk, held.upcoming.pair.pk} <= set(gold_tasks)  # rate 1: gold only
+    for task in (held.current, held.upcoming):
+        assignment.submit(annotator, task.pair.pk, gold_tasks[task.pair.pk], uuid.uuid4())
+    # Each answer ended its lease and freed the task's count (as a full recount finds it).
+    answered = Pair._base_manager.filter(pk__in=[held.current.pair.pk, held.upcoming.pair.pk])
+    assert set(answered.values_list("leased", "open_slots")) == {(0, 0)}
+    # A gold pair added now gets its task at the next pick and is served before it runs out.
+    late = GoldPair.objects.create(
+        campaign=campaign,
+        caption=first[0].caption,
+        video=Video.objects.filter(dataset=campaign.dataset).exclude(pk=first[0].video_id).last(),
+        label="relevant",
+        explanation="added late",
+        source=GoldPair.Source.IMPORTED,
+    )
+    served = [pair.pk for pair, _ in _serve_all(campaign, annotator, lambda pair: "relevant")]
+    late.refresh_from_db()
+    assert late.task_id is not None and late.task_id in served
+    answers = GoldJudgement.objects.filter(annotator=annotator, purpose="queue")
+    assert answers.count() == 4 and answers.filter(gold_pair=late).count() == 1
+
+
+def test_a_gold_answer_id_someone_else_used_is_a_conflict(people):
+    campaign = make_campaign(n_queries=10, depth=3, seed=12)
+    _with_gold(campaign, 4, rate=1.0)
+    one, other = people["annotator"], people["other"]
+    client_uuid = uuid.uuid4()
+    mine = assignment.assign(campaign, one).current.pair
+    first = assignment.submit(one, mine.pk, "relevant", client_uuid)
+    again = assignment.submit(one, mine.pk, "relevant", client_uuid)  # a retry: the same answer
+    assert first.created and not again.created and again.judgement.pk == first.judgement.pk
+    theirs = assignment.assign(campaign, other).current.pair
+    with pytest.raises(assignment.AssignmentError) as refused:
+        assignment.submit(other, theirs.pk, "relevant", client_uuid)
+    assert refused.value.code == "conflict"
+    assert GoldJudgement.objects.filter(annotator=other).count() == 0
