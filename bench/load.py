@@ -6,7 +6,7 @@ active campaign of ``--pairs`` pairs written by COPY, ``--annotators`` annotator
 logged in by writing their sessions directly, and ``gunicorn config.wsgi --preload`` with
 ``--workers`` sync workers on a free local port: a production set-up without TLS
 (``DJANGO_DEBUG=0``, persistent database connections and, unless ``--no-prepared``,
-server-side parameter binding with prepared statements, both through ``DATABASE_URL``).
+server-side parameter binding with prepared statements: the settings' default on PostgreSQL).
 
 Every annotator is an asyncio task (aiohttp, one connection pool bounded at one connection
 per annotator). After an untimed warm-up in which each judges one pair, they start spread
@@ -103,12 +103,12 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
     """Environment of both this process and gunicorn (same secret key: sessions must verify).
 
     ``prepared``: psycopg binds parameters on the server and prepares statements run five
-    times, so PostgreSQL plans each of the judging queries once per connection.
+    times, so PostgreSQL plans each of the judging queries once per connection (the
+    settings' default for PostgreSQL; without it, ``DATABASE_PREPARED=0``).
     """
-    if prepared:
-        database_url += "?server_side_binding=true&prepare_threshold=5"
     return {
         "DATABASE_URL": database_url,
+        "DATABASE_PREPARED": "1" if prepared else "0",
         "DATABASE_CONN_MAX_AGE": "600",
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_DEBUG": "1" if debug else "0",
@@ -772,7 +772,7 @@ def main() -> None:
         "--no-prepared",
         dest="prepared",
         action="store_false",
-        help="client-side parameter binding (Django's default) instead of prepared statements",
+        help="client-side parameter binding (DATABASE_PREPARED=0) instead of prepared statements",
     )
     parser.add_argument(
         "--judging-order",

@@ -80,3 +80,23 @@ def test_login_page_public_home_requires_login(client, db):
     assert client.get("/login/").status_code == 200
     response = client.get("/")
     assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def _database_options(tmp_path, **env) -> str:
+    """The default database's OPTIONS the settings build for ``env`` (no connection made)."""
+    shown = "from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS'))"
+    result = _manage("shell", "-c", shown, env_extra=env, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_postgresql_prepares_statements_by_default_and_can_be_told_not_to(tmp_path):
+    url = "postgres://firepool:pw@127.0.0.1:5432/firepool"
+    options = _database_options(tmp_path, DATABASE_URL=url)
+    assert "'server_side_binding': True" in options and "'prepare_threshold': 5" in options
+    off = _database_options(tmp_path, DATABASE_URL=url, DATABASE_PREPARED="0")
+    assert "server_side_binding" not in off and "prepare_threshold" not in off
+    # The URL's own options win over the default.
+    mine = _database_options(tmp_path, DATABASE_URL=url + "?prepare_threshold=2")
+    assert "'prepare_threshold': 2" in mine
+    assert "server_side_binding" not in _database_options(tmp_path)  # SQLite: nothing of this
