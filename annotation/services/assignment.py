@@ -297,10 +297,14 @@ def submit(
         with transaction.atomic():
             pair = _locked_pair(pair_id)
             campaign = sql.campaign(main_id)
+            if pair is None or campaign is None:  # deleted while on screen
+                raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
             got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
                 standing.check(campaign, annotator, now)
+        if got.gone:  # its lease ended above, committed; the answer has nowhere to go
+            raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(
             got.judgement, got.created, assign(campaign, annotator, now), got.feedback
         )

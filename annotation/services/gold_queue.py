@@ -325,9 +325,11 @@ class Feedback:
 
 @dataclass(frozen=True)
 class GoldAnswer:
-    judgement: GoldJudgement
+    judgement: GoldJudgement | None
+    """None when the gold pair was removed while on screen (``gone``)."""
     created: bool
     feedback: Feedback | None
+    gone: bool = False
 
 
 def answer(
@@ -341,13 +343,14 @@ def answer(
 ) -> GoldAnswer:
     """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
     UUID); the caller runs it in a transaction with the task's row locked. One statement
-    reads all it needs (:data:`annotation.services.sql.GOLD_ANSWER`)."""
+    reads all it needs (:data:`annotation.services.sql.GOLD_ANSWER`). A task whose gold pair
+    is gone only has its lease ended (``gone``): the caller commits that, then refuses."""
     from annotation.services.assignment import AssignmentError
 
     found, stored = sql.gold_answer(task.pk, annotator.pk, client_uuid)
     if found.gold is None:  # an admin removed the gold pair while it was on screen
-        pair_state.end_lease(task.pk, annotator.pk)
-        raise AssignmentError("not_found", "this pair is no longer in the campaign")
+        pair_state.end_lease(task.pk, annotator.pk)  # kept: the caller refuses after commit
+        return GoldAnswer(None, False, None, gone=True)
     gold = GoldPair(
         pk=found.gold,
         campaign_id=found.campaign,

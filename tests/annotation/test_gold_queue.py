@@ -245,6 +245,8 @@ def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
     assert not GoldJudgement.objects.exists()
+    task = Pair._base_manager.get(pk=current.pair.pk)  # its lease ended, its count with it
+    assert task.leased == 0 and not task.leases.exists()
 
 
 def test_training_pairs_are_balanced_so_always_no_fails(people):
