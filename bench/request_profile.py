@@ -22,6 +22,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 from harness import machine
 
@@ -155,17 +156,21 @@ def main() -> None:
     print(json.dumps(result))
 
 
+PROJECT = str(Path(__file__).resolve().parent.parent) + "/"
+"""This checkout's root: profiled functions under it (but its .venv) are the project's."""
+
+
 def by_package(stats: pstats.Stats) -> str:
     """Own (not cumulative) profiled time summed per package, largest first: which layer
     (Django's ORM, DRF, the driver, this project) the CPU goes to."""
     sums: Counter = Counter()
     for (path, _, _), (_, _, own, _, _) in stats.stats.items():
         parts = path.replace("\\", "/").split("/")
-        if "site-packages" in parts:
+        if path.startswith(PROJECT) and "site-packages" not in parts:
+            key = "firepool/" + "/".join(parts[len(PROJECT.split("/")) - 1 : -1])
+        elif "site-packages" in parts:
             rest = parts[parts.index("site-packages") + 1 :]
             key = "/".join(rest[:3] if rest[0] == "django" else rest[:1])
-        elif "main" in parts or "annotation" in parts or "config" in parts:
-            key = "firepool/" + (parts[-2] if len(parts) > 1 else path)
         else:
             key = "python" if path.startswith("/") else path.split(" ")[0]
         sums[key] += own

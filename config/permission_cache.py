@@ -16,7 +16,7 @@ process's memory:
 
 Whether a user is active or a superuser is read from the user row, which every request
 loads anyway; so deactivating an account takes effect on its next request. That row is read
-by :data:`USER_STATEMENT` rather than the ORM: composing ``User.objects.get(pk=...)`` cost
+by :func:`user_statement` rather than the ORM: composing ``User.objects.get(pk=...)`` cost
 several times running it, on every request (issue 20's profile).
 """
 

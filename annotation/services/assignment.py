@@ -33,7 +33,6 @@ from annotation.models import (
 from annotation.services import gold_queue, judging_queue, pair_state, sql, standing
 from annotation.services.gold_queue import GoldSettings
 from config.errors import UserError
-from retrieval.models import Caption, Video
 
 HOLD = 2
 """Leases an annotator holds at once: the current pair and the preloaded next one."""
@@ -116,18 +115,13 @@ def _judged_by(annotator) -> Exists:
     )
 
 
-def _pair_from(pair: Pair, caption: Caption, video: Video) -> Pair:
-    pair.caption, pair.video = caption, video
-    return pair
-
-
 def _held_and_expired(campaign: Campaign, annotator, now: datetime) -> list[Lease]:
     """The annotator's leases in the campaign and everyone's expired ones, oldest first,
     with pair, caption and video loaded (one raw query, :data:`sql.HELD_AND_EXPIRED`)."""
     leases = []
     for row in sql.held_and_expired(campaign.pk, annotator.pk, now):
         lease, *pair = sql.instances(sql.LEASE_ROW, row)
-        lease.pair = _pair_from(*pair)
+        lease.pair = sql.joined_pair(*pair)
         leases.append(lease)
     return leases
 
@@ -141,7 +135,7 @@ def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: in
     for same_caption in ([caption_id] if caption_id is not None else []) + [None]:
         row = sql.next_pair(campaign.pk, annotator.pk, exclude, same_caption)
         if row is not None:
-            return _pair_from(*sql.instances(sql.PAIR_ROW, row))
+            return sql.joined_pair(*sql.instances(sql.PAIR_ROW, row))
     return None
 
 

@@ -286,9 +286,7 @@ def pick(
         found = sql.gold_task(campaign.pk, annotator.pk, exclude)
     if found is None:
         return None
-    task, caption, video = sql.instances(sql.PAIR_ROW, found)
-    task.caption, task.video = caption, video
-    return task
+    return sql.joined_pair(*sql.instances(sql.PAIR_ROW, found))
 
 
 def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[int]:

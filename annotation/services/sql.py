@@ -104,6 +104,12 @@ LOCKED_PAIR_ROW: Sources = ((Pair, "p"), (Campaign, "k", ("provenance",)))
 STANDING_ROW: Sources = ((AnnotatorStanding, "s"),)
 
 
+def joined_pair(pair: Pair, caption: Caption, video: Video) -> Pair:
+    """``pair`` with the caption and video read in the same row (:data:`PAIR_ROW`'s rest)."""
+    pair.caption, pair.video = caption, video
+    return pair
+
+
 def _with_caption_and_video() -> str:
     return (
         f"JOIN {_table(Caption)} c ON c.{_q('id')} = p.{_q('caption_id')} "
