@@ -8,13 +8,12 @@ Readers raise :class:`~retrieval.formats.records.FormatError` naming the file, l
 field, like every importer; writers are generators of complete lines.
 """
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.generic import csv_rows
 from retrieval.formats.labels import parse_raw_label
 from retrieval.formats.records import (
@@ -195,18 +194,10 @@ def gold_jsonl_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
 
 def gold_csv_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
     """A header, then one row per answer (the gold pair's columns repeated); a gold pair
-    nobody answered yet has one row with empty answer columns."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-
-    def line(cells: Iterable[object]) -> str:
-        writer.writerow(cells)
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate(0)
-        return text
-
-    yield line(EXPORT_COLUMNS)
+    nobody answered yet has one row with empty answer columns. Text cells a spreadsheet would
+    run as formulas are neutralised (:mod:`retrieval.formats.csv_safety`); :func:`read_gold`
+    undoes it."""
+    yield csv_line(EXPORT_COLUMNS)
     for row in rows:
         pair = [
             row.caption_key,
@@ -220,9 +211,9 @@ def gold_csv_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
             row.created_at,
         ]
         if not row.answers:
-            yield line([*pair, *([""] * len(EXPORT_JUDGEMENT_COLUMNS))])
+            yield csv_line([*pair, *([""] * len(EXPORT_JUDGEMENT_COLUMNS))])
         for answer in row.answers:
-            yield line(
+            yield csv_line(
                 [
                     *pair,
                     answer.annotator,

@@ -9,12 +9,11 @@ al. 2022, §2.2.1): one row per metric, one column per run, each cell "A (B + C)
 corrected score, then the original one plus the gain.
 """
 
-import csv
-import io
 import json
 import math
 from dataclasses import dataclass, replace
 
+from retrieval.formats.csv_safety import csv_line
 from retrieval.leaderboard import (
     ADJUSTED_METRICS,
     BLOCKS,
@@ -186,8 +185,9 @@ def render(board: Leaderboard, fmt: str, *, layout: str = "rows") -> str:
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
-def _number(value: float | None) -> str:
-    return "" if value is None or math.isnan(value) else repr(float(value))
+def _number(value: float | None) -> float | str:
+    """A float for the CSV writer to write as a number (never escaped), empty if unknown."""
+    return "" if value is None or math.isnan(value) else float(value)
 
 
 def _mark(cell: Cell) -> str:
@@ -206,10 +206,9 @@ def csv_header(board: Leaderboard) -> list[str]:
 
 
 def to_csv(board: Leaderboard) -> str:
-    """One line per run, raw fractions (MedR a rank), blank where unknown."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(csv_header(board))
+    """One line per run, raw fractions (MedR a rank), blank where unknown; names that a
+    spreadsheet would run as formulas are neutralised (:mod:`retrieval.formats.csv_safety`)."""
+    lines = [csv_line(csv_header(board))]
     for row in board.rows:
         line = [row.run, row.model, pooled_text(row.pooled), _number(row.judged)]
         for block in BLOCKS:
@@ -228,8 +227,8 @@ def to_csv(board: Leaderboard) -> str:
         line += [_number(row.bias[m]) if row.bias else "" for m in ADJUSTED_METRICS]
         line += [_number(row.adjusted[m]) if row.adjusted else "" for m in ADJUSTED_METRICS]
         line += [_number(row.true[m]) if row.true else "" for m in ADJUSTED_METRICS]
-        writer.writerow([*line, " ".join(row.notes)])
-    return out.getvalue()
+        lines.append(csv_line([*line, " ".join(row.notes)]))
+    return "".join(lines)
 
 
 def to_text(board: Leaderboard) -> str:

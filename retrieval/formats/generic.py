@@ -11,6 +11,7 @@ import csv
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from retrieval.formats.csv_safety import unescape
 from retrieval.formats.records import (
     URL_MAX_LENGTH,
     CaptionRecord,
@@ -59,6 +60,8 @@ def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[
 
     The header must name every ``required`` column; each row must have as many cells as the
     header. ``line`` is the row's first physical line, so quoted multi-line cells are fine.
+    Each cell goes through :func:`~retrieval.formats.csv_safety.unescape`, so the text cells
+    firepool escaped against spreadsheet formulas read back as they were stored.
     """
     reader = csv.reader(text for _, text in read_lines(path))
     try:
@@ -81,7 +84,7 @@ def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[
                     raise FormatError(
                         path, line, None, f"expected {len(columns)} cells, found {len(row)}"
                     )
-                yield line, dict(zip(columns, row, strict=True))
+                yield line, dict(zip(columns, map(unescape, row), strict=True))
             line = reader.line_num + 1
     except csv.Error as exc:
         raise FormatError(path, reader.line_num or None, None, f"invalid CSV: {exc}") from None

@@ -13,8 +13,6 @@ command reads. Readers raise :class:`~retrieval.formats.records.FormatError` nam
 and field; writers are generators of complete lines, so callers can stream them.
 """
 
-import csv
-import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
+from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.generic import csv_rows
 from retrieval.formats.records import (
     KEY_MAX_LENGTH,
@@ -325,7 +324,8 @@ def csv_lines(
     ``confidence`` a ``confidence`` column follows (empty where a record has none).
 
     A record that names a run missing from ``run_names``, or an annotator name containing
-    ``;``, raises ValueError: neither would read back.
+    ``;``, raises ValueError: neither would read back. Text cells a spreadsheet would run as
+    formulas are neutralised (:mod:`retrieval.formats.csv_safety`); :func:`read_csv` undoes it.
     """
     names = list(run_names)
     if len(set(names)) != len(names):
@@ -334,18 +334,8 @@ def csv_lines(
         if not isinstance(name, str) or not name.strip() or name != name.strip():
             raise ValueError(f"run name {name!r} is empty or has surrounding blanks")
     known = set(names)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-
-    def row(cells: Sequence[object]) -> str:
-        writer.writerow(cells)
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate(0)
-        return text
-
     extra = ([AUTO_LABEL] if auto_label else []) + ([CONFIDENCE] if confidence else [])
-    yield row([*CSV_COLUMNS, *extra, *(RANK_PREFIX + name for name in names)])
+    yield csv_line([*CSV_COLUMNS, *extra, *(RANK_PREFIX + name for name in names)])
     checked: set[str] = set()
     for record in records:
         _check_record(record, checked)
@@ -366,7 +356,7 @@ def csv_lines(
                 f"{_owner(record)} has an automatic label: write it with auto_label=True"
             )
         ranks = [record.runs.get(name, "") for name in names]
-        yield row(
+        yield csv_line(
             [
                 record.caption_key,
                 record.video_key,

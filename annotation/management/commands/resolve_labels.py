@@ -1,7 +1,5 @@
 """Resolve a raw labels file into one label per pair (strict majority or Dawid-Skene)."""
 
-import csv
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +10,7 @@ from annotation import policy
 from annotation.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
 from config.commands import BaseCommand
 from retrieval import label_status
+from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.labels import read_raw_jsonl
 from retrieval.formats.records import FormatError
 
@@ -64,11 +63,10 @@ class Command(BaseCommand):
 
 
 def rows(resolved: ResolvedPairs, fmt: str) -> Iterator[str]:
-    """One line per pair in ``fmt`` (jsonl, or csv after a header), in first-appearance order."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    """One line per pair in ``fmt`` (jsonl, or csv after a header), in first-appearance order;
+    csv cells a spreadsheet would run as formulas are neutralised (``csv_safety``)."""
     if fmt == "csv":
-        yield ",".join(COLUMNS) + "\n"
+        yield csv_line(COLUMNS)
     aggregation = resolved.aggregation
     names = label_status.names(aggregation.status).tolist()
     for (caption, video), label, votes, confidence in zip(
@@ -80,10 +78,6 @@ def rows(resolved: ResolvedPairs, fmt: str) -> Iterator[str]:
     ):
         values = (caption, video, label, votes, confidence)
         if fmt == "csv":
-            writer.writerow(values)
+            yield csv_line(values)
         else:
-            buffer.write(json.dumps(dict(zip(COLUMNS, values, strict=True)), ensure_ascii=False))
-            buffer.write("\n")
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate(0)
+            yield json.dumps(dict(zip(COLUMNS, values, strict=True)), ensure_ascii=False) + "\n"

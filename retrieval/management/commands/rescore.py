@@ -1,12 +1,11 @@
 """Re-score runs with corrected positives, from the database or from TREC files."""
 
-import csv
-import io
 import json
 
 from django.core.management.base import CommandError
 
 from config.commands import BaseCommand
+from retrieval.formats.csv_safety import csv_line
 from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.metrics import METRIC_NAMES
 from retrieval.rescoring import Rescoring, read_trec_inputs, rescore, table_cell
@@ -69,17 +68,16 @@ class Command(BaseCommand):
 
 
 def render(result: Rescoring, fmt: str) -> str:
-    """The result as JSON, CSV (one row per run and positive set) or FIRE Table 1 text."""
+    """The result as JSON, CSV (one row per run and positive set; a metric a block lacks is
+    empty; names neutralised against spreadsheet formulas) or FIRE Table 1 text."""
     if fmt == "json":
         return json.dumps(result.as_dict(), indent=2)
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["run", "positives", *METRIC_NAMES])
+        lines = [csv_line(["run", "positives", *METRIC_NAMES])]
         for block in ("corrected", "original", "leave_one_out", "true"):
             for run, means in result.means(block).items():
-                writer.writerow([run, block, *(repr(means.get(name)) for name in METRIC_NAMES)])
-        return out.getvalue().rstrip("\n")
+                lines.append(csv_line([run, block, *(means.get(name) for name in METRIC_NAMES)]))
+        return "".join(lines).rstrip("\n")
     lines = [f"{result.n_queries} queries"]
     original = result.means("original")
     for block, title in BLOCK_TITLES.items():
