@@ -55,6 +55,14 @@ AUTO_LABEL = "auto_label"
 RANK_PREFIX = "rank:"
 ANNOTATOR_SEPARATOR = ";"
 RAW_REQUIRED = ("caption_id", "video_id", "annotator", "label")
+DUPLICATES = ("first", "last", "all")
+"""What a raw file's second line by one annotator on one pair (a re-posted crowd task) means:
+keep the first line, keep the last, or count every line as a label (as crowd-kit does)."""
+DUPLICATES_HELP = (
+    "A raw file in which one annotator labelled one pair on two lines (a re-posted crowd "
+    "task) is refused unless this says what to keep: first (the earliest line), last (the "
+    "latest line) or all (each line a label of its own, as crowd-kit counts them)."
+)
 MAX_VOTES = 32767
 """Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
 
@@ -421,12 +429,20 @@ def _check_key(value: object, record: "LabelRecord | RawLabel") -> None:
 # Raw labels: one annotator's label per line.
 
 
-def read_raw_jsonl(path: Path) -> Iterator[RawLabel]:
-    """Yield one raw label per non-blank line; a (caption, video, annotator) may appear once.
+def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLabel]:
+    """Yield one raw label per non-blank line.
 
-    Lines marked ``"discounted": true`` (labels an admin stopped counting) are skipped.
+    Lines marked ``"discounted": true`` (labels an admin stopped counting) are skipped. A
+    second line by the same annotator on the same pair (a task a crowd platform re-posted)
+    is refused, naming both lines, unless ``duplicates`` (one of :data:`DUPLICATES`) says
+    which to keep: ``first`` or ``last`` keeps one line per annotator and pair (``last``
+    yields it where its last line is), ``all`` makes each line a label of its own, as
+    crowd-kit's aggregations count rows.
     """
-    seen: dict[tuple[str, str, str], int] = {}
+    if duplicates not in (None, *DUPLICATES):
+        raise ValueError(f"duplicates must be one of {', '.join(DUPLICATES)} or None")
+    first_line: dict[tuple[str, str, str], int] = {}  # (caption, video, annotator): line
+    latest: dict[tuple[str, str, str], RawLabel] = {}  # with "last", in order of last line
     for line, values in _json_objects(path, RAW_REQUIRED):
         if values.get("discounted") is True:
             continue
@@ -442,18 +458,27 @@ def read_raw_jsonl(path: Path) -> Iterator[RawLabel]:
             line=line,
         )
         triple = (label.caption_key, label.video_key, label.annotator)
-        if triple in seen:
+        if triple not in first_line:
+            first_line[triple] = line
+        elif duplicates is None:
             raise FormatError(
                 path,
                 line,
                 "annotator",
                 f"{label.annotator!r} already labelled ({label.caption_key!r}, "
-                f"{label.video_key!r}) on line {seen[triple]}",
+                f"{label.video_key!r}) on line {first_line[triple]} (a re-posted task? "
+                f"choose --duplicates {', '.join(DUPLICATES)})",
             )
-        seen[triple] = line
-        yield label
-    if not seen:
+        elif duplicates == "first":
+            continue
+        if duplicates == "last":
+            latest.pop(triple, None)
+            latest[triple] = label
+        else:
+            yield label
+    if not first_line:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
+    yield from latest.values()
 
 
 def parse_raw_label(value: object) -> int:

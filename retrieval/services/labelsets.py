@@ -285,9 +285,18 @@ def lineage(label_set: LabelSet, label_sets: Sequence[LabelSet]) -> list[LabelSe
 
 
 def import_label_file(
-    dataset: Dataset, path: Path | str, fmt: str, name: str | None = None, *, replace: bool = False
+    dataset: Dataset,
+    path: Path | str,
+    fmt: str,
+    name: str | None = None,
+    *,
+    replace: bool = False,
+    duplicates: str | None = None,
 ) -> ImportReport:
     """Read a label file of format ``fmt`` and store it as a label set of ``dataset``.
+
+    ``duplicates`` (raw files only) says what a second label by one annotator on one pair
+    means (see :func:`retrieval.formats.labels.read_raw_jsonl`); by default it is refused.
 
     Raises :class:`~retrieval.formats.records.FormatError` for a bad file and
     :class:`LabelSetError` for a bad request; in both cases nothing is written.
@@ -295,6 +304,11 @@ def import_label_file(
     path = Path(path)
     if fmt not in IMPORT_FORMATS:
         raise LabelSetError(f"unknown format {fmt!r} (choose from {', '.join(IMPORT_FORMATS)})")
+    if duplicates is not None and (fmt != "raw" or duplicates not in labels.DUPLICATES):
+        raise LabelSetError(
+            f"duplicates={duplicates!r} applies to raw files only, as one of "
+            f"{', '.join(labels.DUPLICATES)}"
+        )
     name = name or path.stem
     captions = KeyIndex.captions(dataset)
     videos = KeyIndex.videos(dataset)
@@ -307,7 +321,7 @@ def import_label_file(
         records = labels.read_jsonl(path) if fmt == "jsonl" else labels.read_csv(path)
         pairs, read = _from_records(records, resolver)
     elif fmt == "raw":
-        pairs, read = _from_raw(labels.read_raw_jsonl(path), resolver)
+        pairs, read = _from_raw(labels.read_raw_jsonl(path, duplicates), resolver)
     else:
         pairs, read, unmatched = _from_fire_json(path, dataset, videos)
         report_extra.update(unmatched)

@@ -11,7 +11,7 @@ from annotation.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
 from config.commands import BaseCommand
 from retrieval import label_status
 from retrieval.formats.csv_safety import csv_line
-from retrieval.formats.labels import read_raw_jsonl
+from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
 from retrieval.formats.records import FormatError
 
 FORMATS = ("jsonl", "csv")
@@ -36,12 +36,14 @@ class Command(BaseCommand):
             help="majority: FIRE's strict majority (ties are disagreements); dawid-skene: "
             "per-annotator confusion matrices fitted by EM (Dawid & Skene 1979).",
         )
+        parser.add_argument("--duplicates", choices=DUPLICATES, help=DUPLICATES_HELP)
         parser.add_argument("--format", choices=FORMATS, default="jsonl", help="Default: jsonl.")
         parser.add_argument("-o", "--output", type=Path, required=True, help="File to write.")
 
     def handle(self, *args, **options):
         try:
-            resolved = resolve_raw(read_raw_jsonl(options["labels"]), options["method"])
+            records = read_raw_jsonl(options["labels"], options["duplicates"])
+            resolved = resolve_raw(records, options["method"])
         except FormatError as exc:
             raise CommandError(str(exc)) from None
         output = options["output"]

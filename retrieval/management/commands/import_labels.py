@@ -3,6 +3,7 @@
 import json
 
 from config.commands import BaseCommand
+from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP
 from retrieval.management.lookup import get_dataset
 from retrieval.services.labelsets import IMPORT_FORMATS, import_label_file
 
@@ -22,6 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="Label set name (default: the file's stem).")
         parser.add_argument("--replace", action="store_true", help="Replace a set of that name.")
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+        parser.add_argument("--duplicates", choices=DUPLICATES, help="raw only. " + DUPLICATES_HELP)
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
@@ -31,6 +33,7 @@ class Command(BaseCommand):
             options["format"],
             options["name"],
             replace=options["replace"],
+            duplicates=options["duplicates"],
         )
         summary = report.as_dict()
         if options["json"]:
