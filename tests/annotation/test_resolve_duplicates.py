@@ -214,3 +214,23 @@ def test_import_labels_offers_the_same_option(db, tmp_path):
         assert (back.relevance[row].tolist(), back.votes[row].tolist()) == ([relevance], [votes])
     with pytest.raises(CommandError, match="raw files only"):
         call_command("import_labels", str(path), dataset="dup", format="jsonl", duplicates="all")
+
+
+def test_agreement_offers_the_same_option(tmp_path):
+    path = write_raw(tmp_path / "small.jsonl", SMALL)
+    with pytest.raises(CommandError, match=r"line 2.*on line 1.*--duplicates first, last, all"):
+        call_command("agreement", labels=path, resamples=0, stdout=io.StringIO())
+    for duplicates, lines in (("first", 19), ("last", 19), ("all", len(SMALL))):
+        out = io.StringIO()
+        call_command(
+            "agreement",
+            labels=path,
+            resamples=0,
+            format="json",
+            duplicates=duplicates,
+            stdout=out,
+        )
+        report = json.loads(out.getvalue())
+        assert report["labels"] == lines, duplicates
+    with pytest.raises(CommandError, match="--labels file only"):
+        call_command("agreement", campaign="x", duplicates="all", stdout=io.StringIO())

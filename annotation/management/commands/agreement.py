@@ -13,7 +13,7 @@ from annotation.services.reporting import (
     file_report,
 )
 from config.commands import BaseCommand
-from retrieval.formats.labels import read_raw_jsonl
+from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
 
 DASH = "—"
 
@@ -39,10 +39,18 @@ class Command(BaseCommand):
             help="Bootstrap resamples of pairs for the intervals (0: no intervals).",
         )
         parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+        parser.add_argument(
+            "--duplicates",
+            choices=DUPLICATES,
+            help="--labels only. " + DUPLICATES_HELP + " With all, an annotator's repeated "
+            "labels on a pair also count among its co-annotators' labels.",
+        )
 
     def handle(self, *args, **options):
         if (options["campaign"] is None) == (options["labels"] is None):
             raise CommandError("give exactly one of --campaign NAME or --labels FILE")
+        if options["duplicates"] and options["labels"] is None:
+            raise CommandError("--duplicates applies to a --labels file only")
         if options["resamples"] < 0:
             raise CommandError("--resamples must be 0 or more")
         bootstrap = {"resamples": options["resamples"], "seed": options["seed"]}
@@ -53,7 +61,7 @@ class Command(BaseCommand):
             data = found.to_json()
         else:
             path = options["labels"]
-            report = file_report(read_raw_jsonl(path), **bootstrap)
+            report = file_report(read_raw_jsonl(path, options["duplicates"]), **bootstrap)
             title = f"Labels file {path}"
             status = pool_pairs = None
             data = {"file": str(path), **report.to_json()}
