@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from retrieval.formats import csv_safety
 from retrieval.formats.generic import csv_rows
+from retrieval.leaderboard import JUDGED
 from retrieval.models import RetrievalModel, Run
 from tests.factories import pooled_world, random_run
 
@@ -115,7 +116,7 @@ def test_leaderboard_csv_neutralises_names(hostile_world, admin_client):
         for column in numeric:
             if row[column]:
                 assert_numeric(row[column])
-        assert_numeric(row["judged@10"] if "judged@10" in row else row["Judged@10"])
+        assert_numeric(row[JUDGED])
 
 
 def test_leaderboard_command_csv_neutralises_names(hostile_world):
