@@ -37,7 +37,7 @@ from retrieval.formats.records import (
     parse_seconds,
     read_lines,
 )
-from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES
+from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES, MAX_VOTES
 
 REQUIRED = ("caption_key", "video_key", "label")
 CSV_COLUMNS = (
@@ -56,8 +56,6 @@ AUTO_LABEL = "auto_label"
 RANK_PREFIX = "rank:"
 ANNOTATOR_SEPARATOR = ";"
 RAW_REQUIRED = ("caption_id", "video_id", "annotator", "label")
-MAX_VOTES = 32767
-"""Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
 
 T = TypeVar("T")
 
