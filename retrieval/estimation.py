@@ -125,15 +125,16 @@ def score_run(
             value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
             share = open_.sum() / eligible.sum()
             base = _mean(before_low[name], eligible)
-            # Every score here lies in [0, 1], and so does its interval (one drawn query,
-            # whose spread is unknown, gives the whole range).
-            result[name] = Score(
-                name,
-                ESTIMATE,
-                base + share * value,
-                max(base + share * low_end, 0.0),
-                min(base + share * high_end, 1.0),
-            )
+            # The estimate and its interval stay where the score can be: in C@K's bounds
+            # (the drawn gain carried to a query the sample judged in part can pass them),
+            # and in [0, 1] for AP, whose two readings bound nothing (the gain carried to an
+            # open query that already reads 1 would pass 1; one drawn query, whose spread is
+            # unknown, gives the whole range).
+            floor, ceiling = (0.0, 1.0) if name == "AP" else (min(lo, hi), max(lo, hi))
+            low_end, value, high_end = np.clip(
+                base + share * np.array([low_end, value, high_end]), floor, ceiling
+            ).tolist()
+            result[name] = Score(name, ESTIMATE, value, low_end, high_end)
     return result
 
 

@@ -31,25 +31,26 @@ from retrieval.services.runs import load_run
 from tests.factories import query_dataset, random_run
 
 KS = (1, 5, 10)
-SEEDS = range(6)
+SEEDS = range(8)
+ORDERS = ("depth", "metric-first", "rrf", "maxmean")
+SHARES = (0.5, 0.3, 0.7, 0.0, 0.4, 1.0, 0.6, 0.2)  # of the pool judged, by seed
 
 
 def _campaign(seed: int, annotator):
-    """A random small campaign on a dataset of its own, part judged at random; with odd
-    seeds an estimation sample is drawn and judged too."""
+    """A random small campaign on a dataset of its own, each judging order in turn, part
+    judged at random; with odd seeds an estimation sample is drawn and judged too."""
     rng = random.Random(seed)
     dataset, _, _ = query_dataset(f"exact-{seed}", n=rng.randint(5, 9))
     runs = [random_run(dataset, f"r{i}", seed=100 * seed + i) for i in range(rng.randint(1, 3))]
     spec = CampaignSpec(
         name=f"exact-{seed}",
-        depth=rng.randint(1, 3),
+        depth=1 + seed % 3,
         second_label_rate=0.0,
         seed=seed,
-        judging_order=rng.choice(["depth", "metric-first", "rrf", "maxmean"]),
+        judging_order=ORDERS[seed % len(ORDERS)],
     )
     campaign = create_campaign(dataset, runs, spec)
-    share = rng.choice([0.0, 0.3, 0.6, 0.9, 1.0])
-    _judge(campaign, annotator, round(share * campaign.pairs.count()), rng)
+    _judge(campaign, annotator, round(SHARES[seed] * campaign.pairs.count()), rng)
     if seed % 2 and campaign.pairs.filter(status=Pair.Status.PENDING, label_count=0).exists():
         drawn = judging_queue.draw_sample(campaign, rng.randint(1, 4), seed=seed)
         _judge(Campaign.objects.get(pk=campaign.pk), annotator, drawn.pairs, rng)
@@ -134,6 +135,12 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def _cells(page: str, table_id: str) -> list[str]:
+    """The data cells of one table of a page, in order (the run name's cell left out)."""
+    table = page.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'<td class="num">(.*?)</td>', table)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_agreement_page_says_exact_only_when_no_labelling_changes_correct_at_k(
     people, client, seed
@@ -142,25 +149,24 @@ def test_the_agreement_page_says_exact_only_when_no_labelling_changes_correct_at
     world = World(campaign, runs)
     queries = sorted({c for c, _ in world.status})
     status = judging_queue.judging_status(campaign)
+    exact = []
     for run, row in zip(runs, status.runs, strict=True):
         assert row.run == run.name
         for k, share in row.shares:
             settled = [len(set(world.readings(run.name, q, f"C@{k}"))) == 1 for q in queries]
             assert share == pytest.approx(_mean(settled)), (run.name, k)
-            assert (share >= 1.0) == all(settled), (run.name, k)
+            exact.append(all(settled))
+            assert (share >= 1.0) == exact[-1], (run.name, k)
 
     client.force_login(people["researcher"])
     page = client.get(f"/campaigns/{campaign.pk}/agreement/").content.decode()
-    table = page.split('id="exact-metrics"', 1)[1].split("</table>", 1)[0]
-    cells = re.findall(r'<td class="num">(.*?)</td>', table)
-    expected = [share >= 1.0 for row in status.runs for _, share in row.shares]
-    assert ["<strong>exact</strong>" in cell for cell in cells] == expected
+    cells = _cells(page, "exact-metrics")
+    assert ["<strong>exact</strong>" in cell for cell in cells] == exact
 
 
-def _kinds_from_everywhere(campaign: Campaign) -> list[dict]:
+def _kinds_from_everywhere(campaign: Campaign, label_set) -> list[dict]:
     """Run -> metric -> {kind, value, low, high} from the report page's service and from
-    ``rescore --format json``, after resolving the campaign into a label set."""
-    label_set = resolution.resolve_campaign(campaign)
+    ``rescore --format json`` under the campaign's resolved label set."""
     report = build_report(campaign.dataset, label_set, resamples=10)
     from_report = {
         row.run: {
@@ -184,35 +190,49 @@ def _kinds_from_everywhere(campaign: Campaign) -> list[dict]:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_report_and_rescore_kinds_say_exact_only_when_no_labelling_changes_the_score(people, seed):
+def test_report_and_rescore_kinds_say_exact_only_when_no_labelling_changes_the_score(
+    people, client, seed
+):
     campaign, runs = _campaign(seed, people["annotator"])
     world = World(campaign, runs)
     queries = sorted({q for lists in world.lists.values() for q in lists})
-    for kinds in _kinds_from_everywhere(campaign):
+    metrics = (*(f"C@{k}" for k in KS), "AP")
+    exact = []
+    for run in runs:
+        for metric in metrics:
+            readings = [world.readings(run.name, q, metric) for q in queries]
+            exact.append(all(len(set(values)) == 1 for values in readings))
+    label_set = resolution.resolve_campaign(campaign)
+    for kinds in _kinds_from_everywhere(campaign, label_set):
         if not kinds:  # every pooled pair judged: no score is qualified
             assert not any(world.pending(q) for q in queries)
             continue
-        assert set(kinds) == {run.name for run in runs}
+        assert list(kinds) == [run.name for run in runs]
+        at = iter(exact)
         for run in runs:
-            for metric in (*(f"C@{k}" for k in KS), "AP"):
+            assert list(kinds[run.name]) == list(metrics)
+            for metric in metrics:
                 score = kinds[run.name][metric]
                 readings = [world.readings(run.name, q, metric) for q in queries]
-                settled = all(len(set(values)) == 1 for values in readings)
-                assert (score["kind"] == "exact") == settled, (run.name, metric, score)
+                assert (score["kind"] == "exact") == next(at), (run.name, metric, score)
                 # The unjudged pooled pairs counted irrelevant, then relevant.
                 low = _mean([values[0] for values in readings])
                 high = _mean([values[-1] for values in readings])
                 if score["kind"] == "exact":
                     assert score["value"] == pytest.approx(low)
                 elif score["kind"] == "bounds":
-                    assert score["low"] == pytest.approx(min(low, high)), (
-                        run.name,
-                        metric,
-                        score,
-                        low,
-                        high,
-                    )
-                    assert score["high"] == pytest.approx(max(low, high))
+                    bounds = (score["low"], score["high"])
+                    assert bounds == pytest.approx((min(low, high), max(low, high)))
                 else:
                     assert score["kind"] == "estimate"
-                    assert score["low"] <= score["value"] <= score["high"]
+                    assert 0.0 <= score["low"] <= score["value"] <= score["high"] <= 1.0
+                    if metric != "AP":  # C@K's extremes bound every labelling: AP's do not
+                        assert low - 1e-9 <= score["value"] <= high + 1e-9
+
+    client.force_login(people["researcher"])
+    page = client.get(
+        f"/reports/{campaign.dataset.name}/", {"labels": label_set.name}
+    ).content.decode()
+    if any(world.pending(q) for q in queries):
+        cells = _cells(page, "settled-scores")
+        assert ['<span class="muted">exact</span>' in cell for cell in cells] == exact

@@ -84,6 +84,28 @@ def test_a_sampled_pair_counts_as_judged_even_before_its_query_is_fully_judged()
     assert scores["C@2"].kind == BOUNDS and scores["C@2"].low == 0.5
 
 
+def test_an_estimate_stays_a_score_between_0_and_1():
+    """Horvitz-Thompson extrapolates the drawn queries' gain to every open one; where an open
+    query already reads 1 (q0's AP, its unjudged pair counted irrelevant) the drawn gain of 1
+    would carry the mean AP to 1.5. Every score lies in [0, 1], and so does its estimate."""
+    before = run_of([[1, 0, 0], [0, 0, 0]], [[0, 0, 1], [1, 0, 0]], [1, 0])
+    after = run_of([[1, 0, 0], [1, 0, 0]], [[0, 0, 1], [0, 0, 0]], [1, 1])
+    ap = score_run(before, KS, sample=Sample(np.array([False, True]), after))["AP"]
+    assert ap.kind == ESTIMATE
+    assert 0.0 <= ap.low <= ap.value <= ap.high <= 1.0
+
+
+def test_a_correct_at_k_estimate_stays_within_its_bounds():
+    """q0 was sampled but not fully judged (its top pair judged irrelevant, rank 3 still
+    open), q1 drawn and found relevant, q2 never sampled: C@1 is 0, 1 and unknown, so it
+    lies in [1/3, 2/3]; carrying q1's gain to q0 and q2 would claim 1."""
+    before = run_of([[0, 0, 0]] * 3, [[1, 0, 1], [1, 0, 0], [1, 0, 0]], [0, 0, 0])
+    now = run_of([[0, 0, 0], [1, 0, 0], [0, 0, 0]], [[0, 0, 1], [0, 0, 0], [1, 0, 0]], [0, 1, 0])
+    c1 = score_run(before, KS, sample=Sample(np.array([False, True, False]), now))["C@1"]
+    assert c1.kind == ESTIMATE
+    assert 1 / 3 <= c1.low <= c1.value <= c1.high <= 2 / 3
+
+
 def simulated_world(queries=600, depth=10, seed=0):
     """Complete labels for one run, heterogeneous queries, top ranks judged more often."""
     rng = np.random.default_rng(seed)
