@@ -467,20 +467,26 @@ def exact_correct_at(
 ) -> np.ndarray:
     """Runs x ks: the share of queries whose Correct@K (FIRE §2.1) judging can no longer change.
 
-    A run's C@K on a query is settled when no unjudged pool pair sits at a rank up to K above
-    the run's first positive (judged, or ``known_positive_rank``: 1-based, 0 = none).
+    A run's C@K on a query is settled when its top K holds a positive (judged, or
+    ``known_positive_rank``: 1-based, 0 = none), or no unjudged pool pair: then every
+    labelling of the unjudged pairs gives the same value.
     ``ranks`` is pairs x runs (0 = not retrieved), ``query_of`` each pair's query index.
+    Both rank arrays are widened to int64 first: a campaign stores them as int16, into which
+    NumPy 2 would cast the ``_NEVER`` sentinel as -1, an unjudged pair ranked above all.
     """
-    ranks = np.asarray(ranks)
-    queries, runs = known_positive_rank.shape
+    ranks = np.asarray(ranks, dtype=np.int64)
+    known = np.asarray(known_positive_rank, dtype=np.int64)
+    judged = np.asarray(judged, dtype=bool)
+    relevant = np.asarray(relevant, dtype=bool)
+    queries, runs = known.shape
     retrieved = ranks > 0
-    first_hit = np.where(known_positive_rank > 0, known_positive_rank, _NEVER).astype(np.int64)
-    hit_rank = np.where(retrieved & relevant[:, None], ranks, _NEVER).astype(np.int64)
+    first_hit = np.where(known > 0, known, _NEVER)
+    hit_rank = np.where(retrieved & relevant[:, None], ranks, _NEVER)
     first_unjudged = np.full((queries, runs), _NEVER, dtype=np.int64)
-    open_rank = np.where(retrieved & ~judged[:, None], ranks, _NEVER).astype(np.int64)
+    open_rank = np.where(retrieved & ~judged[:, None], ranks, _NEVER)
     np.minimum.at(first_hit, query_of, hit_rank)
     np.minimum.at(first_unjudged, query_of, open_rank)
     if queries == 0:
         return np.ones((runs, len(ks)))
-    shares = [(first_unjudged > np.minimum(int(k), first_hit - 1)).mean(axis=0) for k in ks]
+    shares = [((first_hit <= int(k)) | (first_unjudged > int(k))).mean(axis=0) for k in ks]
     return np.stack(shares, axis=1)

@@ -98,41 +98,51 @@ def score_run(
     """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated.
 
     ``run`` is the state before the sample; means are over the ``eligible`` queries (all by
-    default; the queries with a positive, such as their own video).
+    default; the queries with a positive, such as their own video). Whether a score is exact,
+    and its bounds, come from what is judged now, the sample included: a score the sample
+    settled is exact, not an estimate.
     """
     rows = run.relevant.shape[0]
     eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
-    low = per_query_scores(run.relevant, run.n_relevant, ks)
-    high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
-    exact = _exact_queries(run, ks)
-    drawn_scores = None
+    now = run if sample is None else sample.judged
+    low, high = _extremes(now, ks)
+    exact = _exact_queries(now, ks, low, high)
+    before_low, before_exact = low, exact
     if sample is not None:
-        drawn_scores = per_query_scores(sample.judged.relevant, sample.judged.n_relevant, ks)
+        before_low, before_high = _extremes(run, ks)
+        before_exact = _exact_queries(run, ks, before_low, before_high)
     result = {}
     for name in low:
         lo, hi = _mean(low[name], eligible), _mean(high[name], eligible)
+        open_ = ~before_exact[name] & eligible
         if exact[name][eligible].all():
             result[name] = Score(name, EXACT, lo, lo, lo)
-        elif drawn_scores is None:
+        elif sample is None or not (sample.drawn & open_).any():
+            # No sample, or none that holds a query this score can use.
             result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
         else:
-            open_ = ~exact[name] & eligible
-            if not (sample.drawn & open_).any():  # the sample holds no query this can use
-                result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
-                continue
-            gain = drawn_scores[name] - low[name]
+            gain = low[name] - before_low[name]  # a drawn query is judged in full now
             value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
             share = open_.sum() / eligible.sum()
-            # Every score here lies in [0, 1], and so does its interval (one drawn query,
-            # whose spread is unknown, gives the whole range).
-            result[name] = Score(
-                name,
-                ESTIMATE,
-                lo + share * value,
-                max(lo + share * low_end, 0.0),
-                min(lo + share * high_end, 1.0),
-            )
+            base = _mean(before_low[name], eligible)
+            # The estimate and its interval stay where the score can be: in C@K's bounds
+            # (the drawn gain carried to a query the sample judged in part can pass them),
+            # and in [0, 1] for AP, whose two readings bound nothing (the gain carried to an
+            # open query that already reads 1 would pass 1; one drawn query, whose spread is
+            # unknown, gives the whole range).
+            floor, ceiling = (0.0, 1.0) if name == "AP" else (min(lo, hi), max(lo, hi))
+            low_end, value, high_end = np.clip(
+                base + share * np.array([low_end, value, high_end]), floor, ceiling
+            ).tolist()
+            result[name] = Score(name, ESTIMATE, value, low_end, high_end)
     return result
+
+
+def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict]:
+    """Per-query scores with every unjudged pooled pair counted irrelevant, then relevant."""
+    low = per_query_scores(run.relevant, run.n_relevant, ks)
+    high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
+    return low, high
 
 
 def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]) -> dict:
@@ -144,14 +154,29 @@ def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[
     return {name: per_query[name] for name in (*(f"C@{k}" for k in ks), "AP")}
 
 
-def _exact_queries(run: RunJudgements, ks: Sequence[int]) -> dict[str, np.ndarray]:
-    """Per query, whether no labelling of the unjudged pairs can change the score."""
+def _exact_queries(
+    run: RunJudgements, ks: Sequence[int], low: dict, high: dict
+) -> dict[str, np.ndarray]:
+    """Per query, whether no labelling of the unjudged pairs can change the score.
+
+    C@K: a positive in the top K, or no unjudged pair there. AP: nothing unjudged; nothing
+    the run could retrieve; or one unjudged pair, in the run's list, whose two readings
+    (``low``, ``high``) agree (as right below an unbroken run of every positive).
+    With two or more unjudged pairs AP always moves: the lower one, counted relevant, adds
+    1/rank more to the precision sum when the other is relevant too, and the same to R.
+    """
     exact = {}
     for k in ks:
         found = run.relevant[:, :k].any(axis=1)
         exact[f"C@{k}"] = found | ~run.unjudged[:, :k].any(axis=1)
-    nothing_retrievable = ~run.relevant.any(axis=1) & ~run.unjudged.any(axis=1)
-    exact["AP"] = (run.n_unjudged == 0) | nothing_retrievable
+    in_list = run.unjudged.sum(axis=1)
+    nothing_retrievable = ~run.relevant.any(axis=1) & (in_list == 0)
+    one_that_cannot_move = (
+        (run.n_unjudged == 1)
+        & (in_list == 1)
+        & np.isclose(low["AP"], high["AP"], rtol=0, atol=1e-12)
+    )
+    exact["AP"] = (run.n_unjudged == 0) | nothing_retrievable | one_that_cannot_move
     return exact
 
 
@@ -268,7 +293,9 @@ def score_runs(
             n_unjudged_now + n_sampled,
         )
         sample = None
-        if drawn.any() and len(state.sampled[0]):
+        if len(state.sampled[0]):
+            # Even with no drawn query fully judged yet, exactness and bounds are read from
+            # what is judged now, the sampled pairs included.
             sample = Sample(
                 drawn, RunJudgements(relevant, unjudged_now, n_relevant, n_unjudged_now)
             )

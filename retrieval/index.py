@@ -160,7 +160,10 @@ def search_parameters(
 
 
 def sort_hits(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Order each row by score descending, then id ascending; missing hits (-1) go last."""
+    """Order each row by score descending, then id ascending; missing hits (-1) go last.
+
+    Ids are widened to int64 first: the missing-hit sentinel would wrap to -1 in int32."""
+    ids = np.asarray(ids, dtype=np.int64)
     scores = np.where(ids < 0, -np.inf, scores).astype(np.float32, copy=False)
     order = np.lexsort((np.where(ids < 0, np.iinfo(np.int64).max, ids), -scores), axis=-1)
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)

@@ -20,6 +20,8 @@ from retrieval.label_status import DISAGREEMENT, FINAL, IRRELEVANT, RELEVANT
 LABEL_NAMES = {int(status): status.label for status in FINAL}
 """Names of the codes a label set holds (see :mod:`retrieval.label_status`)."""
 LABEL_CODES = {name: code for code, name in LABEL_NAMES.items()}
+MAX_VOTES = int(np.iinfo(np.int16).max)
+"""Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,8 @@ class Judged:
     ) -> "Judged":
         """Check, sort and de-duplicate; a pair given twice must be given the same relevance.
 
-        ``confidence`` (None: the source gives none) must lie in [0, 1] or be NaN.
+        ``confidence`` (None: the source gives none) must lie in [0, 1] or be NaN. Votes are
+        capped at :data:`MAX_VOTES`, the stored int16's largest value, rather than wrapped.
         """
         captions = np.asarray(caption_ids, dtype=np.int64).ravel()
         videos = np.asarray(video_ids, dtype=np.int64).ravel()
@@ -82,7 +85,7 @@ class Judged:
             captions[keep],
             videos[keep],
             rel[keep].astype(np.int8),
-            vote[keep].astype(np.int16),
+            np.minimum(vote[keep], MAX_VOTES).astype(np.int16),
             adj[keep],
             None if conf is None else conf[order][keep],
         )

@@ -65,7 +65,8 @@ def trec_sort(
     exported runs read back identically.
     """
     pad = item_ids < 0
-    key = np.where(pad, np.iinfo(np.int64).max, tiebreak)
+    # Widened first: in a narrower array NumPy 2 would cast the sentinel to -1.
+    key = np.where(pad, np.iinfo(np.int64).max, np.asarray(tiebreak, dtype=np.int64))
     order = np.lexsort((key, np.where(pad, np.inf, -scores)), axis=-1)
     return np.take_along_axis(item_ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
 

@@ -182,6 +182,8 @@ def _labelled(judged, pooled) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(labelled)
     at, found = lookup(labelled[order], pack(pooled.caption_ids, pooled.video_ids))
     relevance = judged.relevance[decided][order]
+    if not relevance.size:  # nothing decided: no position to read (size - 1 would be -1)
+        return np.zeros(len(pooled), bool), found
     return found & (relevance[np.minimum(at, relevance.size - 1)] > 0), found
 
 

@@ -36,7 +36,7 @@ from retrieval.formats.records import (
     parse_seconds,
     read_lines,
 )
-from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES
+from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES, MAX_VOTES
 
 REQUIRED = ("caption_key", "video_key", "label")
 CSV_COLUMNS = (
@@ -63,8 +63,6 @@ DUPLICATES_HELP = (
     "task) is refused unless this says what to keep: first (the earliest line), last (the "
     "latest line) or all (each line a label of its own, as crowd-kit counts them)."
 )
-MAX_VOTES = 32767
-"""Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.judging_order import STRATEGIES, full_order, make_order
+from annotation.judging_order import STRATEGIES, exact_correct_at, full_order, make_order
 from annotation.pooling import pool
 from retrieval.runs import RankedLists
 
@@ -208,3 +208,60 @@ def test_static_orders_equal_trectools_pools(tmp_path, strategy):
             assert {int(pooled.video_ids[p]) for p in mine[:top]} == expected
             checked += 1
     assert checked > 20
+
+
+def _exact_by_brute_force(ranks, query_of, judged, relevant, known, ks):
+    """Runs x ks shares of queries whose C@K is the same with every unjudged pair counted
+    relevant and then irrelevant (plain loops, no numpy sentinels)."""
+    queries, runs = len(known), len(known[0]) if len(known) else ranks.shape[1]
+    shares = np.zeros((runs, len(ks)))
+    for r in range(runs):
+        for j, k in enumerate(ks):
+            settled = 0
+            for q in range(queries):
+                found = {True: 0 < known[q][r] <= k, False: 0 < known[q][r] <= k}
+                for p in range(len(query_of)):
+                    rank = int(ranks[p][r])
+                    if query_of[p] != q or not 0 < rank <= k:
+                        continue
+                    for unjudged_relevant in (True, False):
+                        is_hit = relevant[p] if judged[p] else unjudged_relevant
+                        found[unjudged_relevant] = found[unjudged_relevant] or bool(is_hit)
+                settled += found[True] == found[False]
+            shares[r, j] = settled / queries if queries else 1.0
+    return shares
+
+
+def test_exact_correct_at_reads_int16_ranks_as_stored():
+    """A campaign stores its ranks as int16: an unjudged rank-1 pair leaves C@1 open however
+    narrow the array (NumPy 2 once turned the int32 sentinel into -1, so all read "exact")."""
+    ranks = np.array([[1], [2]], dtype=np.int16)  # one query, one run: two unjudged pairs
+    known = np.zeros((1, 1), dtype=np.int16)
+    shares = exact_correct_at(
+        ranks, np.zeros(2, np.int64), np.zeros(2, bool), np.zeros(2, bool), known, (1, 5)
+    )
+    assert shares.tolist() == [[0.0, 0.0]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    dtype=st.sampled_from([np.int8, np.int16, np.int32, np.int64]),
+    ks=st.sets(st.integers(1, 6), min_size=1, max_size=3),
+)
+def test_exact_correct_at_equals_brute_force_for_every_rank_dtype(seed, dtype, ks):
+    rng = np.random.default_rng(seed)
+    queries, runs, pairs = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(0, 9))
+    ranks = np.where(rng.random((pairs, runs)) < 0.7, rng.integers(1, 7, (pairs, runs)), 0)
+    query_of = rng.integers(0, queries, pairs)
+    judged = rng.random(pairs) < 0.5
+    relevant = judged & (rng.random(pairs) < 0.5)
+    known = np.where(rng.random((queries, runs)) < 0.2, rng.integers(1, 7, (queries, runs)), 0)
+    ks = sorted(ks)
+    shares = exact_correct_at(
+        ranks.astype(dtype), query_of, judged, relevant, known.astype(dtype), ks
+    )
+    expected = _exact_by_brute_force(
+        ranks.tolist(), query_of.tolist(), judged.tolist(), relevant.tolist(), known.tolist(), ks
+    )
+    np.testing.assert_allclose(shares, expected)

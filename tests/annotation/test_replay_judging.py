@@ -88,3 +88,18 @@ def test_errors_are_clear(world):
         call_command("replay_judging", dataset="plain", truth=True, strategy="depth")
     with pytest.raises(CommandError, match="no label set named"):
         replay_json(labels="nope", strategy="depth")
+
+
+def test_a_label_set_of_disagreements_only_is_a_clear_error(world):
+    """A set that decides no pair leaves every query unlabelled: a ReplayError, not an
+    IndexError from looking up the empty set's last row (the -1 a clipped position became)."""
+    replayed, _ = replay_world(world, None, 3, None)
+    pool = replayed.pool
+    store_label_set(
+        world,
+        "undecided",
+        Judged.build(pool.caption_ids[:2], pool.video_ids[:2], [-1, -1]),
+        source="jsonl",
+    )
+    with pytest.raises(CommandError, match="no query has a completely labelled pool"):
+        replay_json(labels="undecided", strategy="depth", depth=3)

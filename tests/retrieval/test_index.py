@@ -4,7 +4,7 @@ import faiss
 import numpy as np
 import pytest
 
-from retrieval.index import build_index, load_index, recall_at_k, save_index, search
+from retrieval.index import build_index, load_index, recall_at_k, save_index, search, sort_hits
 
 
 def normalised(matrix: np.ndarray) -> np.ndarray:
@@ -159,3 +159,13 @@ def test_bad_arguments_are_rejected():
         search(index, np.zeros((2, 9)), 3)
     with pytest.raises(ValueError, match="IVF"):
         search(index, np.zeros((2, 8)), 3, nprobe=2)
+
+
+def test_sort_hits_puts_missing_hits_last_whatever_the_id_dtype():
+    """A missing hit (-1) sorts after every real one, even one scored -inf, also when the ids
+    come as int32 (the int64 sentinel must not wrap to -1)."""
+    for dtype in (np.int32, np.int64):
+        scores, ids = sort_hits(
+            np.array([[0.0, -np.inf]], np.float32), np.array([[-1, 4]], dtype=dtype)
+        )
+        assert ids.tolist() == [[4, -1]], dtype

@@ -34,6 +34,13 @@ def test_build_rejects_conflicts_and_bad_values():
         Judged.build([1, 2], [2], [1, 0])
 
 
+def test_build_caps_votes_at_what_int16_holds_instead_of_wrapping():
+    """Votes are stored as int16: a count past 32,767 saturates there (as every importer
+    caps it), never wraps to a negative count."""
+    pairs = Judged.build([1, 2], [3, 4], [1, 0], votes=[40_000, 70_000])
+    assert pairs.votes.tolist() == [32_767, 32_767]
+
+
 def test_round_trip_bytes():
     pairs = Judged.build([1, 2], [3, 4], [1, -1], votes=[3, 2], adjudicated=[True, False])
     back = Judged.from_bytes(pairs.to_bytes())

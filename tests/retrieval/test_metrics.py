@@ -175,6 +175,16 @@ def test_judged_at_k_breaks_ties_like_trec_eval_not_like_ir_measures_judged():
     assert ir_measures.calc_aggregate([Judged @ 1], qrels, run)[Judged @ 1] == 1.0
 
 
+def test_trec_sort_keeps_padding_last_whatever_the_tiebreak_dtype():
+    """Padding sorts as +inf score and the largest tiebreak; a narrow tiebreak array must not
+    turn that sentinel into -1 and put padding before an item scored -inf."""
+    for dtype in (np.int8, np.int16, np.int32, np.int64):
+        ordered, _ = trec_sort(
+            np.array([[-1, 7]]), np.array([[np.nan, -np.inf]]), np.array([[0, 0]], dtype=dtype)
+        )
+        assert ordered.tolist() == [[7, -1]], dtype
+
+
 def test_lookup_rejects_duplicate_qrels_inner_padding_and_bad_rows():
     item_ids = np.array([[1, 2]])
     with pytest.raises(ValueError, match="more than once"):
