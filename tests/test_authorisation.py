@@ -1123,3 +1123,24 @@ def test_researchers_change_nothing_through_the_admin_forms(world):
         if _database() != before:
             wrong.append(f"{name}: a researcher's POST changed the database")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_failed_jobs_traceback_stays_with_admins_in_the_admin_site(world):
+    """Pages never show a traceback; the admin site shows it to admins, not to researchers
+    (who read jobs there through their view permission)."""
+    from jobs.models import Job
+
+    failed = Job.objects.create(
+        kind="rescore",
+        status=Job.Status.FAILED,
+        error="Internal error (KeyError)",
+        traceback='File "/srv/firepool/secret_path.py", line 1',
+    )
+    url = reverse("admin:jobs_job_change", args=[failed.pk])
+    seen = {role: _client(world, role).get(url) for role in (RESEARCHER, ADMIN, SUPERUSER)}
+    assert {role: response.status_code for role, response in seen.items()} == dict.fromkeys(
+        seen, 200
+    )
+    assert b"secret_path.py" not in seen[RESEARCHER].content
+    assert b"Internal error (KeyError)" in seen[RESEARCHER].content
+    assert all(b"secret_path.py" in seen[role].content for role in (ADMIN, SUPERUSER))
