@@ -213,3 +213,24 @@ def test_the_receivers_are_connected_when_django_starts(tmp_path):
         text=True,
     )
     assert result.stdout.split()[-1:] == ["True"], result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("role", [roles.RESEARCHER, roles.ANNOTATOR])
+def test_a_role_taken_away_stops_fetching_media_at_once(client, db, role, _isolated_media):
+    """A media file's remembered yes belongs to the permissions that earned it: a researcher
+    (who may fetch any known file) or an annotator (a video of a campaign they judge) whose
+    role is taken away is refused on the next request, not once the grant runs out."""
+    campaign = make_campaign(n_queries=2, depth=1, seed=2)
+    video = campaign.pairs.select_related("video").first().video
+    (_isolated_media / "clip.webm").write_bytes(b"\x1aE\xdf\xa3 a video")
+    video.media.name = "clip.webm"
+    video.save(update_fields=["media"])
+    user = get_user_model().objects.create_user("dana", password="pw-dana-12345")
+    group = roles.ensure_groups()[role]
+    user.groups.add(group)
+    client.force_login(user)
+    assert client.get("/media/clip.webm").status_code == 200
+    user.groups.remove(group)
+    assert client.get("/media/clip.webm").status_code == 404
+    user.groups.add(group)
+    assert client.get("/media/clip.webm").status_code == 200
