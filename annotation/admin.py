@@ -143,8 +143,16 @@ class JudgementAdmin(admin.ModelAdmin):
         return False
 
 
+class ManagesCampaigns(admin.ModelAdmin):
+    """Actions marked ``permissions=["manage_campaigns"]`` ask what the adjudication page asks
+    (:data:`config.roles.MANAGE_CAMPAIGNS`), so a role without it is not even offered them."""
+
+    def has_manage_campaigns_permission(self, request) -> bool:
+        return request.user.has_perm(roles.MANAGE_CAMPAIGNS)
+
+
 @admin.register(Escalation)
-class EscalationAdmin(admin.ModelAdmin):
+class EscalationAdmin(ManagesCampaigns):
     list_display = ["pk", "pair", "annotator", "reason", "created_at", "resolved_at"]
     list_filter = ["pair__campaign", ("resolved_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["pair"]
@@ -155,25 +163,43 @@ class EscalationAdmin(admin.ModelAdmin):
             assignment.resolve_escalation(escalation, request.user, label=label)
         self.message_user(request, "Escalations resolved.")
 
-    @admin.action(description="Return the pairs to the judging queue")
+    @admin.action(
+        permissions=["manage_campaigns"], description="Return the pairs to the judging queue"
+    )
     def return_to_queue(self, request, queryset):
         self._resolve(request, queryset, None)
 
-    @admin.action(description="Adjudicate the pairs as relevant")
+    @admin.action(permissions=["manage_campaigns"], description="Adjudicate the pairs as relevant")
     def adjudicate_relevant(self, request, queryset):
         self._resolve(request, queryset, "relevant")
 
-    @admin.action(description="Adjudicate the pairs as not relevant")
+    @admin.action(
+        permissions=["manage_campaigns"], description="Adjudicate the pairs as not relevant"
+    )
     def adjudicate_irrelevant(self, request, queryset):
         self._resolve(request, queryset, "irrelevant")
 
 
-class AdminsOnly(admin.ModelAdmin):
-    """Gold labels and the answers on them are for admins (manage_campaigns) only: a
-    researcher's view permission does not reach them."""
+class AdminsOnly(ManagesCampaigns):
+    """Gold labels, the answers on them and who may judge are for admins (manage_campaigns)
+    only: a researcher's view permission does not reach them, nor does a model permission
+    given without the role."""
 
     def has_view_permission(self, request, obj=None):
-        return request.user.has_perm(roles.MANAGE_CAMPAIGNS) and super().has_view_permission(
+        return self.has_manage_campaigns_permission(request) and super().has_view_permission(
+            request, obj
+        )
+
+    def has_add_permission(self, request):
+        return self.has_manage_campaigns_permission(request) and super().has_add_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        return self.has_manage_campaigns_permission(request) and super().has_change_permission(
+            request, obj
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return self.has_manage_campaigns_permission(request) and super().has_delete_permission(
             request, obj
         )
 
@@ -216,7 +242,10 @@ class QualificationAttemptAdmin(AdminsOnly):
     raw_id_fields = ["admitted_by"]
     actions = ["admit"]
 
-    @admin.action(description="Admit these annotators to their campaigns by hand")
+    @admin.action(
+        permissions=["manage_campaigns"],
+        description="Admit these annotators to their campaigns by hand",
+    )
     def admit(self, request, queryset):
         admitted = {(a.campaign_id, a.annotator_id): a for a in queryset}
         for attempt in admitted.values():
@@ -242,13 +271,16 @@ class AnnotatorStandingAdmin(AdminsOnly):
     readonly_fields = ["discounted_at", "discounted_labels"]
     actions = ["reinstate", "discount"]
 
-    @admin.action(description="Reinstate these annotators")
+    @admin.action(permissions=["manage_campaigns"], description="Reinstate these annotators")
     def reinstate(self, request, queryset):
         for row in queryset.select_related("campaign", "annotator"):
             standing.reinstate(row.campaign, row.annotator, request.user)
         messages.info(request, f"Reinstated {queryset.count()} annotator(s).")
 
-    @admin.action(description="Discount all their labels (the pairs go back to the queue)")
+    @admin.action(
+        permissions=["manage_campaigns"],
+        description="Discount all their labels (the pairs go back to the queue)",
+    )
     def discount(self, request, queryset):
         total = sum(
             standing.discount(row.campaign, row.annotator)

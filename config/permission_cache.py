@@ -9,8 +9,9 @@ permissions) and about a tenth of its CPU re-reading the same few rows (issue 20
 ``bench/request_profile.py``). :class:`CachedPermissionBackend` keeps each user's set in this
 process's memory:
 
-- dropped at once in this process when the user's groups or a group's permissions change,
-  when a user or group is saved or deleted (signals below);
+- dropped at once in this process when the user's groups or permissions or a group's
+  permissions change (from either side), when a user, group or permission is saved or
+  deleted (the receivers :func:`connect` connects when Django starts);
 - kept at most :data:`TTL_SECONDS` in any other process (another gunicorn worker does not
   hear those signals), so a role taken away stops working everywhere within that time.
 
@@ -23,10 +24,11 @@ several times running it, on every request (issue 20's profile).
 import functools
 import threading
 import time
+from collections.abc import Collection
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models.signals import m2m_changed, post_delete, post_save
@@ -40,13 +42,13 @@ _cache: dict[tuple, tuple[float, frozenset[str]]] = {}
 _lock = threading.Lock()
 
 
-def forget(user_id: int | None = None) -> None:
-    """Drop one user's cached permissions (all users' when ``user_id`` is None)."""
+def forget(user_ids: Collection[int] | None = None) -> None:
+    """Drop these users' cached permissions (all users' when ``user_ids`` is None)."""
     with _lock:
-        if user_id is None:
+        if user_ids is None:
             _cache.clear()
         else:
-            for key in [key for key in _cache if key[0] == user_id]:
+            for key in [key for key in _cache if key[0] in user_ids]:
                 del _cache[key]
 
 
@@ -99,36 +101,50 @@ class CachedPermissionBackend(ModelBackend):
 
 
 def _user_changed(sender, instance, **kwargs) -> None:
-    forget(instance.pk)
+    forget({instance.pk})
 
 
-def _memberships_changed(sender, instance, **kwargs) -> None:
-    # user.groups.add(...) names the user; group.user_set.add(...) names the group and
-    # lists users in pk_set; a group's permissions touch every member.
-    if isinstance(instance, Group):
-        forget()
-    else:
-        forget(instance.pk)
-
-
-def _group_changed(sender, **kwargs) -> None:
+def _everyone_changed(sender, **kwargs) -> None:
     forget()
 
 
-post_save.connect(_user_changed, sender=get_user_model(), dispatch_uid="perm-cache-user-save")
-post_delete.connect(_user_changed, sender=get_user_model(), dispatch_uid="perm-cache-user-del")
-post_save.connect(_group_changed, sender=Group, dispatch_uid="perm-cache-group-save")
-post_delete.connect(_group_changed, sender=Group, dispatch_uid="perm-cache-group-del")
-m2m_changed.connect(
-    _memberships_changed,
-    sender=get_user_model().groups.through,
-    dispatch_uid="perm-cache-memberships",
-)
-m2m_changed.connect(
-    _memberships_changed, sender=Group.permissions.through, dispatch_uid="perm-cache-group-perms"
-)
-m2m_changed.connect(
-    _memberships_changed,
-    sender=get_user_model().user_permissions.through,
-    dispatch_uid="perm-cache-user-perms",
-)
+def _memberships_changed(sender, instance, action, reverse, pk_set, **kwargs) -> None:
+    """Forget the users a change of ``User.groups``, ``User.user_permissions`` or
+    ``Group.permissions`` concerns, from either side.
+
+    From the user's side (``user.groups.add(group)``) ``instance`` is the user. From the far
+    side (``group.user_set.add(user)``, ``permission.user_set.add(user)``) it is the group
+    or permission and ``pk_set`` names the users; a ``clear()`` there names nobody, so
+    everyone is forgotten. A group's permissions (either side) concern every member of the
+    groups involved.
+    """
+    if not action.startswith("post_"):
+        return
+    if sender is Group.permissions.through:
+        groups = pk_set if reverse else {instance.pk}
+        if groups is None:
+            forget()
+        else:
+            members = get_user_model().objects.filter(groups__in=groups)
+            forget(set(members.values_list("pk", flat=True)))
+    else:
+        forget(pk_set if reverse else {instance.pk})
+
+
+def connect() -> None:
+    """Connect the receivers above (from ``config.apps.ProjectConfig.ready``, so every
+    process forgets, whether or not it has authenticated anyone yet)."""
+    user = get_user_model()
+    post_save.connect(_user_changed, sender=user, dispatch_uid="perm-cache-user-save")
+    post_delete.connect(_user_changed, sender=user, dispatch_uid="perm-cache-user-del")
+    for model in (Group, Permission):  # a permission renamed or deleted, a group deleted
+        post_save.connect(
+            _everyone_changed, sender=model, dispatch_uid=f"perm-cache-{model.__name__}-s"
+        )
+        post_delete.connect(
+            _everyone_changed, sender=model, dispatch_uid=f"perm-cache-{model.__name__}-d"
+        )
+    for through in (user.groups.through, user.user_permissions.through, Group.permissions.through):
+        m2m_changed.connect(
+            _memberships_changed, sender=through, dispatch_uid=f"perm-cache-{through.__name__}"
+        )

@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "jobs",
     "retrieval",
     "annotation",
+    "config.apps.ProjectConfig",
 ]
 
 # Role permissions are remembered across requests and the user row is read by hand-written

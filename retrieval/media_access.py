@@ -25,7 +25,8 @@ from retrieval.services.importing import LINK_DIR
 VIEW_PERMISSION = "retrieval.view_video"
 GRANT_SECONDS = 300
 """How long a yes is remembered per user and file, so a video's Range requests stay cheap
-(and so how long a right taken away, such as a closed campaign's videos, may still work)."""
+(and so how long a right taken away with the data, such as a closed campaign's videos, may
+still work; a role taken away stops at once)."""
 
 Grant = Callable[[object, str], bool]
 _grants: list[Grant] = []
@@ -60,9 +61,11 @@ def may_fetch(user, name: str) -> bool:
     """True when ``user`` may fetch media file ``name`` (a known video or features file)."""
     if not user.is_authenticated:
         return False
-    # The session hash ties the answer to this account as it is now (a new password, or a
-    # new user that reuses a deleted one's id, starts afresh).
-    token = f"{user.pk}:{user.get_session_auth_hash()}:{name}"
+    # The session hash and the permissions tie the answer to this account as it is now (a
+    # new password, a role taken away, or a new user that reuses a deleted one's id, starts
+    # afresh); the permissions are the backend's cached set, so this costs no query.
+    permissions = ",".join(sorted(user.get_all_permissions()))
+    token = f"{user.pk}:{user.get_session_auth_hash()}:{permissions}:{name}"
     key = "media-grant:" + hashlib.sha256(token.encode()).hexdigest()
     if cache.get(key):
         return True

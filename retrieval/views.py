@@ -291,6 +291,7 @@ def upload_dataset(request: HttpRequest) -> HttpResponse:
 @model_adders_only
 def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Add a model from a run file, uploaded embeddings or a built-in encoder."""
+    from retrieval.api.permissions import RunUploadLimit, RunUploadThrottle
     from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
     from retrieval.services import uploads
 
@@ -303,6 +304,7 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
             name = values["name"]
             try:
                 if values["source"] == "run":
+                    RunUploadThrottle().check(request)  # one limit with the scoring API
                     uploads.add_run_file(found, name, values["run"], values["labels"], request.user)
                 elif values["source"] == "embeddings":
                     uploads.add_embeddings(
@@ -319,9 +321,10 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
                     )
             except UserError as exc:
                 form.add_error(None, str(exc))
+                status = exc.status if isinstance(exc, RunUploadLimit) else 400
             else:
                 return redirect("dataset-model", dataset_name=found.name, model_name=name)
-        status = 400
+        status = max(status, 400)
     else:
         form = ModelAddForm()
     labels = list(found.label_sets.defer("arrays").values_list("name", flat=True))

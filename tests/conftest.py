@@ -43,3 +43,14 @@ def browser():
 
         connections.close_all()
     os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Start each test with an empty default cache: rate-limit counters (run uploads, failed
+    logins) are kept per user id there, and ids repeat from test to test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

@@ -1,11 +1,16 @@
 """The request's user and session read by hand-written SQL, and the permission cache's
 invalidation (config/permission_cache.py, config/session_store.py)."""
 
+import os
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.models import Group, Permission
 from django.contrib.sessions.models import Session
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -79,3 +84,153 @@ def test_a_role_taken_away_stops_working_in_this_process_at_once():
     assert model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)
     group.permissions.clear()  # a group's permissions change: every member's cache goes
     assert not model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)
+
+
+# -- every direction of every membership that grants permissions ---------------------------
+
+RELATIONS = ("user.groups", "user.user_permissions", "group.permissions")
+ACTIONS = ("add", "remove", "clear")
+
+
+def _cached(user) -> frozenset[str]:
+    """The user's permissions as a request sees them (through the cache), on a fresh row."""
+    return frozenset(get_user_model().objects.get(pk=user.pk).get_all_permissions())
+
+
+def _truth(user) -> frozenset[str]:
+    """The user's permissions read from the database by Django's own backend (no cache)."""
+    return frozenset(ModelBackend().get_all_permissions(get_user_model().objects.get(pk=user.pk)))
+
+
+@pytest.fixture
+def members(db):
+    """Two users the change is about (``a``, ``a2``: members of ``group``), one it is not
+    (``b``, with a permission of their own group), and the permission that moves."""
+    model = get_user_model()
+    granted = Permission.objects.get(
+        content_type__app_label="annotation", codename=roles.JUDGE_PAIRS.partition(".")[2]
+    )
+    own = Permission.objects.get(
+        content_type__app_label="retrieval", codename=roles.VIEW_REPORTS.partition(".")[2]
+    )
+    group, other = Group.objects.create(name="g"), Group.objects.create(name="g2")
+    other.permissions.add(own)
+    users = {name: model.objects.create_user(name, password="pw-members-1") for name in "ab"}
+    users["a2"] = model.objects.create_user("a2", password="pw-members-1")
+    users["b"].groups.add(other)
+    group.user_set.add(users["a"], users["a2"])
+    return {"permission": granted, "group": group, **users}
+
+
+def _prepare(m: dict, relation: str, action: str) -> None:
+    """Before an add, ``a`` lacks the permission; before a remove or clear it holds it (and
+    ``a`` is the group's only member where the group's members change)."""
+    if relation == "user.groups":
+        m["group"].permissions.add(m["permission"])
+        m["a2"].groups.remove(m["group"])
+        if action == "add":
+            m["a"].groups.remove(m["group"])
+    elif action != "add" and relation == "user.user_permissions":
+        m["a"].user_permissions.add(m["permission"])
+    elif action != "add":
+        m["group"].permissions.add(m["permission"])
+
+
+def _change(m: dict, relation: str, side: str, action: str) -> None:
+    """``action`` on ``relation`` from the user's or group's side (forward) or from the far
+    side (reverse: the group's users, the permission's users or groups)."""
+    user, group, permission = m["a"], m["group"], m["permission"]
+    if relation == "user.groups":
+        manager, item = (user.groups, group) if side == "forward" else (group.user_set, user)
+    elif relation == "user.user_permissions":
+        manager, item = (
+            (user.user_permissions, permission)
+            if side == "forward"
+            else (permission.user_set, user)
+        )
+    else:
+        manager, item = (
+            (group.permissions, permission) if side == "forward" else (permission.group_set, group)
+        )
+    if action == "clear":
+        manager.clear()
+    else:
+        getattr(manager, action)(item)
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize("side", ("forward", "reverse"))
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_a_membership_change_forgets_the_right_users(members, relation, side, action):
+    """Whichever side changes a membership, the users it concerns see the change at once,
+    and everyone else keeps their (correct) permissions."""
+    m = members
+    _prepare(m, relation, action)
+    people = ["a", "a2", "b"]
+    before = {name: _cached(m[name]) for name in people}  # now cached
+    assert before == {name: _truth(m[name]) for name in people}
+    _change(m, relation, side, action)
+    after = {name: _cached(m[name]) for name in people}
+    assert after == {name: _truth(m[name]) for name in people}
+    assert after["a"] != before["a"], "the change concerns a"
+    if relation == "group.permissions":
+        assert after["a2"] != before["a2"], "a2 is a member of the group too"
+    else:
+        assert after["a2"] == before["a2"]
+    assert after["b"] == before["b"] and after["b"]
+
+
+def test_a_permission_deleted_or_renamed_is_forgotten(members):
+    m = members
+    m["group"].permissions.add(m["permission"])
+    assert roles.JUDGE_PAIRS in _cached(m["a"])
+    renamed = m["permission"]
+    renamed.codename = "judge_pairs_renamed"
+    renamed.save()
+    assert _cached(m["a"]) == _truth(m["a"]) and roles.JUDGE_PAIRS not in _cached(m["a"])
+    renamed.delete()
+    assert _cached(m["a"]) == _truth(m["a"]) == frozenset()
+    assert _cached(m["b"]) == _truth(m["b"]) == {roles.VIEW_REPORTS}
+
+
+def test_the_receivers_are_connected_when_django_starts(tmp_path):
+    """Connected by an app's ready(), not when the backend is first imported: a process that
+    changes memberships before anyone logs in (a command, a worker) must forget too."""
+    script = (
+        "from django.contrib.auth import get_user_model as u\n"
+        "from django.contrib.auth.models import Group as g\n"
+        "from django.db.models.signals import m2m_changed as s\n"
+        "print(all(s.has_listeners(t) for t in "
+        "(u().groups.through, u().user_permissions.through, g.permissions.through)))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
+    env["FIREPOOL_VAR_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.stdout.split()[-1:] == ["True"], result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("role", [roles.RESEARCHER, roles.ANNOTATOR])
+def test_a_role_taken_away_stops_fetching_media_at_once(client, db, role, _isolated_media):
+    """A media file's remembered yes belongs to the permissions that earned it: a researcher
+    (who may fetch any known file) or an annotator (a video of a campaign they judge) whose
+    role is taken away is refused on the next request, not once the grant runs out."""
+    campaign = make_campaign(n_queries=2, depth=1, seed=2)
+    video = campaign.pairs.select_related("video").first().video
+    (_isolated_media / "clip.webm").write_bytes(b"\x1aE\xdf\xa3 a video")
+    video.media.name = "clip.webm"
+    video.save(update_fields=["media"])
+    user = get_user_model().objects.create_user("dana", password="pw-dana-12345")
+    group = roles.ensure_groups()[role]
+    user.groups.add(group)
+    client.force_login(user)
+    assert client.get("/media/clip.webm").status_code == 200
+    user.groups.remove(group)
+    assert client.get("/media/clip.webm").status_code == 404
+    user.groups.add(group)
+    assert client.get("/media/clip.webm").status_code == 200

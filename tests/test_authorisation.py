@@ -14,17 +14,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from django.apps import apps as django_apps
+from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.db import transaction
+from django.test import Client, RequestFactory
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
-from annotation.models import Campaign, Judgement, Pair
-from annotation.services import assignment
+from annotation.models import (
+    AnnotatorStanding,
+    Campaign,
+    GoldJudgement,
+    GoldPair,
+    Judgement,
+    Pair,
+    QualificationAttempt,
+)
+from annotation.services import assignment, gold_queue
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.resolution import resolve_campaign
 from config import roles
-from retrieval.models import Caption
+from retrieval.models import Caption, Dataset, Video
 from retrieval.services.demo import create_demo_dataset
 from tests.factories import random_run
 
@@ -927,3 +939,208 @@ def test_state_changing_requests_need_the_csrf_token(world):
         response = client.post(url, {})
         assert response.status_code == 403, url
         assert b"CSRF" in response.content, url
+
+
+# -- the admin site's actions and forms ----------------------------------------------------
+
+ADMIN_ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    # Adjudication, as on the adjudication page: manage_campaigns.
+    ("annotation.escalation", "return_to_queue"): (ADMIN,),
+    ("annotation.escalation", "adjudicate_relevant"): (ADMIN,),
+    ("annotation.escalation", "adjudicate_irrelevant"): (ADMIN,),
+    # Who judges a campaign: manage_campaigns.
+    ("annotation.qualificationattempt", "admit"): (ADMIN,),
+    ("annotation.annotatorstanding", "reinstate"): (ADMIN,),
+    ("annotation.annotatorstanding", "discount"): (ADMIN,),
+    # A dataset's default label set: the label set's change permission (admins).
+    ("retrieval.labelset", "make_default"): (ADMIN,),
+    # Deleting anything: the model's delete permission, which only admins hold.
+    **{
+        (model, "delete_selected"): (ADMIN,)
+        for model in (
+            "annotation.campaign",
+            "annotation.pair",
+            "annotation.judgement",
+            "annotation.escalation",
+            "annotation.goldpair",
+            "annotation.goldjudgement",
+            "annotation.qualificationattempt",
+            "annotation.annotatorstanding",
+            "retrieval.dataset",
+            "retrieval.video",
+            "retrieval.caption",
+            "retrieval.labelset",
+            "jobs.job",
+        )
+    },
+}
+"""Every action of the admin site on firepool's models, and the roles that may run it."""
+
+ADMIN_TARGETS = {
+    "annotation.escalation": {"resolved_at__isnull": True},
+    "annotation.annotatorstanding": {"paused_at__isnull": False},
+    "retrieval.labelset": {"is_default": False},
+    "retrieval.dataset": {"name": "authz-spare"},  # no run of it pooled (pooled runs stay)
+}
+"""Which row each action is run on (one it changes); the first row by default."""
+
+
+def _admin_models() -> dict[str, admin.ModelAdmin]:
+    return {
+        model._meta.label_lower: model_admin
+        for model, model_admin in admin.site._registry.items()
+        if model._meta.app_label in roles.APPS
+    }
+
+
+def test_every_admin_action_has_expectations(world):
+    request = RequestFactory().get("/admin/")
+    request.user = world.users[SUPERUSER]
+    found = {
+        (label, name)
+        for label, model_admin in _admin_models().items()
+        for name in model_admin.get_actions(request)
+    }
+    assert found == set(ADMIN_ACTIONS)
+
+
+def _database() -> dict[str, list[tuple]]:
+    """Every row of firepool's own tables, to tell whether a request changed anything."""
+    return {
+        model._meta.label: list(model._base_manager.order_by("pk").values_list())
+        for label in roles.APPS
+        for model in django_apps.get_app_config(label).get_models()
+    }
+
+
+def _admin_world(world: World) -> None:
+    """An open escalation, gold answers, a failed qualification, a paused annotator, a label
+    set that is not its dataset's default and a dataset nothing uses, for the admin actions
+    to work on."""
+    campaign, other = world.campaign, world.other_annotator
+    current = assignment.assign(campaign, other).current
+    assignment.escalate(other, current.pair.pk, "video does not play", uuid.uuid4())
+    campaign.options = {
+        **campaign.options,
+        **gold_queue.GoldSettings(rate=0.0, qualification=True).options(),
+    }
+    campaign.save(update_fields=["options"])
+    pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
+    caption, video = next(
+        (caption, video)
+        for caption in Caption.objects.filter(dataset=campaign.dataset)
+        for video in Video.objects.filter(dataset=campaign.dataset)
+        if (caption.pk, video.pk) not in pooled
+    )
+    gold = GoldPair.objects.create(
+        campaign=campaign,
+        caption=caption,
+        video=video,
+        label="relevant",
+        explanation="the caption's every element is there",
+        source=GoldPair.Source.IMPORTED,
+    )
+    attempt = QualificationAttempt.objects.create(
+        campaign=campaign, annotator=other, finished_at=timezone.now(), total=1, passed=False
+    )
+    GoldJudgement.objects.create(
+        gold_pair=gold,
+        annotator=other,
+        label="irrelevant",
+        purpose=GoldJudgement.Purpose.QUALIFICATION,
+        attempt=attempt,
+    )
+    AnnotatorStanding.objects.create(
+        campaign=campaign, annotator=other, paused_at=timezone.now(), reason="gold accuracy"
+    )
+    resolve_campaign(campaign, name="authz-second")  # not the default: the first one is
+    Dataset.objects.create(name="authz-spare")
+
+
+def _action_names(response) -> set[str]:
+    """The actions the changelist offers (none when the page is refused)."""
+    form = response.context.get("action_form") if response.status_code == 200 else None
+    return set() if form is None else {value for value, _ in form.fields["action"].choices}
+
+
+def test_admin_actions_per_role(world):
+    """Each role runs every admin action; one it may not run is not listed, and running it
+    anyway changes nothing. Each request runs in a savepoint rolled back afterwards, so every
+    role meets the same rows."""
+    _admin_world(world)
+    models = _admin_models()
+    wrong = []
+    for role in ROLES:
+        client = _client(world, role)
+        for (label, name), allowed in ADMIN_ACTIONS.items():
+            may = (ADMIN if role == SUPERUSER else role) in allowed
+            model = models[label].model
+            target = model._base_manager.filter(**ADMIN_TARGETS.get(label, {})).order_by("pk")
+            pk = target.values_list("pk", flat=True).first()
+            assert pk is not None, f"the world has no {label} for {name} to work on"
+            url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+            listed = name in _action_names(client.get(url))
+            with transaction.atomic():
+                before = _database()
+                response = client.post(
+                    url, {"action": name, "_selected_action": [pk], "index": 0, "post": "yes"}
+                )
+                changed = _database() != before
+                transaction.set_rollback(True)
+            what = f"{role} {label} {name}"
+            if response.status_code >= 500:
+                wrong.append(f"{what}: {response.status_code}")
+            if listed != may:
+                wrong.append(f"{what}: {'listed' if listed else 'not listed'}")
+            if changed != may:
+                wrong.append(f"{what}: {'changed' if changed else 'did not change'} the database")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_researchers_change_nothing_through_the_admin_forms(world):
+    """A researcher reads the admin site but every add, change and delete form refuses them,
+    on every registered model, before anything is written."""
+    client = _client(world, RESEARCHER)
+    request = RequestFactory().get("/admin/")
+    request.user = world.users[RESEARCHER]
+    wrong = []
+    for model, model_admin in admin.site._registry.items():
+        name = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+        obj = model._base_manager.order_by("pk").first()
+        if model_admin.has_add_permission(request):
+            wrong.append(f"{name}: may add")
+        if obj is None:
+            continue
+        if model_admin.has_change_permission(request, obj):
+            wrong.append(f"{name}: may change")
+        if model_admin.has_delete_permission(request, obj):
+            wrong.append(f"{name}: may delete")
+        before = _database()
+        for view, args in (("add", ()), ("change", (obj.pk,)), ("delete", (obj.pk,))):
+            response = client.post(reverse(f"{name}_{view}", args=args), {"post": "yes"})
+            if response.status_code != 403:
+                wrong.append(f"POST {name}_{view}: {response.status_code}")
+        if _database() != before:
+            wrong.append(f"{name}: a researcher's POST changed the database")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_failed_jobs_traceback_stays_with_admins_in_the_admin_site(world):
+    """Pages never show a traceback; the admin site shows it to admins, not to researchers
+    (who read jobs there through their view permission)."""
+    from jobs.models import Job
+
+    failed = Job.objects.create(
+        kind="rescore",
+        status=Job.Status.FAILED,
+        error="Internal error (KeyError)",
+        traceback='File "/srv/firepool/secret_path.py", line 1',
+    )
+    url = reverse("admin:jobs_job_change", args=[failed.pk])
+    seen = {role: _client(world, role).get(url) for role in (RESEARCHER, ADMIN, SUPERUSER)}
+    assert {role: response.status_code for role, response in seen.items()} == dict.fromkeys(
+        seen, 200
+    )
+    assert b"secret_path.py" not in seen[RESEARCHER].content
+    assert b"Internal error (KeyError)" in seen[RESEARCHER].content
+    assert all(b"secret_path.py" in seen[role].content for role in (ADMIN, SUPERUSER))

@@ -1,11 +1,14 @@
-"""Authentication, permissions and the rate limit of the scoring API."""
+"""Authentication, permissions and the rate limit of the scoring API (and of the add-model
+page, which registers run files the same way)."""
 
 from django.conf import settings
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.exceptions import Throttled
 from rest_framework.throttling import UserRateThrottle
 
 from config import roles
 from config.api_permissions import HasPermission
+from config.errors import UserError
 
 SCRIPT_AUTHENTICATION = [SessionAuthentication, TokenAuthentication]
 """A browser's session, or a script's ``Authorization: Token <key>`` header (keys come from
@@ -20,10 +23,32 @@ class CanScoreRuns(HasPermission):
     message = "Only researchers and admins can score runs."
 
 
+class RunUploadLimit(UserError):
+    """Over the run-upload rate, on the add-model page (the API answers DRF's 429)."""
+
+    code = "throttled"
+    status = 429
+
+
 class RunUploadThrottle(UserRateThrottle):
-    """Run uploads per user, at ``FIREPOOL_RUN_UPLOAD_RATE`` (read per request)."""
+    """Run files registered per user, at ``FIREPOOL_RUN_UPLOAD_RATE`` (read per request): one
+    count in the cache whichever door they come through, the scoring API (its
+    ``throttle_classes``: every request) or the add-model page (:meth:`check`: every valid
+    form), each refused with :meth:`refusal`'s message."""
 
     scope = "run_upload"
 
     def get_rate(self) -> str:
         return settings.FIREPOOL_RUN_UPLOAD_RATE
+
+    @staticmethod
+    def refusal(wait: float | None) -> Throttled:
+        """The refusal both doors give; DRF's own words say when to try again."""
+        rate = settings.FIREPOOL_RUN_UPLOAD_RATE
+        return Throttled(wait, detail=f"Too many run files uploaded: at most {rate} per user.")
+
+    def check(self, request) -> None:
+        """Count one upload by the request's user; raise :class:`RunUploadLimit` with the
+        API's message once over the rate (nothing is counted then, as in the API)."""
+        if not self.allow_request(request, None):
+            raise RunUploadLimit(str(self.refusal(self.wait()).detail))

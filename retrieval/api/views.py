@@ -36,6 +36,9 @@ class RunUploadView(APIView):
     parser_classes = [MultiPartParser]
     throttle_classes = [RunUploadThrottle]
 
+    def throttled(self, request, wait):
+        raise RunUploadThrottle.refusal(wait)
+
     @extend_schema(
         operation_id="datasets_runs_create",
         request={"multipart/form-data": RunUploadSerializer},

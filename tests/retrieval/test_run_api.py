@@ -1,8 +1,9 @@
 """The scoring API end to end: upload a TREC run with a token, poll, compare with rescore."""
 
+import html
+
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
@@ -45,10 +46,7 @@ VALID = run_text(
 
 @pytest.fixture(autouse=True)
 def _immediate(settings):
-    settings.TASKS = IMMEDIATE
-    cache.clear()  # throttle history lives in the cache
-    yield
-    cache.clear()
+    settings.TASKS = IMMEDIATE  # (throttle history: emptied by conftest's _empty_cache)
 
 
 @pytest.fixture
@@ -233,3 +231,38 @@ def test_a_token_for_a_script_comes_from_manage_py(dataset, capsys):
     assert answer.status_code == 400  # past authentication and the role check
     bad = Client(HTTP_AUTHORIZATION="Token not-a-key").post("/api/datasets/tiny/runs/", {})
     assert bad.status_code == 403
+
+
+def _registered() -> tuple[int, int, int]:
+    return RetrievalModel.objects.count(), Run.objects.count(), Job.objects.count()
+
+
+@pytest.mark.parametrize("first", ["form", "api"])
+def test_one_run_upload_limit_whichever_door(dataset, settings, first):
+    """The add-model page registers a run file as the API does, so 30 uploads an hour through
+    either leave the 31st refused through both, with one message and nothing registered."""
+    settings.FIREPOOL_RUN_UPLOAD_RATE = "30/hour"
+    client = Client()
+    client.force_login(user("res", roles.RESEARCHER))
+
+    def form(name: str):
+        run = SimpleUploadedFile("my-run.txt", VALID.encode(), content_type="text/plain")
+        return client.post("/datasets/tiny/add-model/", {"name": name, "source": "run", "run": run})
+
+    doors = {"form": (form, 302), "api": (lambda name: upload(client, VALID, name=name), 202)}
+    send, accepted = doors[first]
+    assert [send(f"run{i}").status_code for i in range(30)] == [accepted] * 30
+    before = _registered()
+    api = upload(client, VALID, name="one-too-many")
+    assert api.status_code == 429 and int(api["Retry-After"]) > 0
+    message = api.json()["detail"]
+    assert message.startswith("Too many run files uploaded: at most 30/hour per user.")
+    page = form("one-too-many")
+    assert page.status_code == 429
+    shown = page.content.decode()
+    assert html.escape(message.partition(" Expected")[0]) in shown and "Expected available" in shown
+    assert _registered() == before
+    assert not RetrievalModel.objects.filter(name="one-too-many").exists()
+    other = Client()
+    other.force_login(user("res2", roles.RESEARCHER))
+    assert upload(other, VALID, name="theirs").status_code == 202  # per user
