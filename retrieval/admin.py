@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from retrieval.models import Caption, Dataset, LabelSet, Video
-from retrieval.names import NameValidator
+from retrieval.names import InvalidName, NameValidator
 from retrieval.services.labelsets import LabelSetError, check_rename, dependants, make_default
 
 
@@ -99,7 +99,7 @@ class LabelSetForm(forms.ModelForm):
     def clean_name(self) -> str:
         try:
             return check_rename(self.instance, self.cleaned_data["name"])
-        except LabelSetError as exc:
+        except (LabelSetError, InvalidName) as exc:
             raise forms.ValidationError(str(exc)) from None
 
 
