@@ -166,6 +166,27 @@ def test_the_add_model_page_refuses_a_bad_model_name(world, bad):
     assert counts() == before
 
 
+def test_a_name_with_markup_the_rule_accepts_is_added_and_shown_as_text(
+    world, django_capture_on_commit_callbacks
+):
+    researcher = signed_in(roles.RESEARCHER)
+    name = '<i onmouseover="x()">ok & ?#%'
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = researcher.post(
+            "/datasets/tiny/add-model/",
+            {"name": name, "source": "run", "run": upload("r.txt", RUN_FILE)},
+        )
+    assert answer.status_code == 302
+    page = researcher.get(answer["Location"])
+    assert page.status_code == 200 and page.context["model"].name == name
+    assert escape(name) in page.content.decode() and name not in page.content.decode()
+    overview = researcher.get("/datasets/tiny/")
+    assert (
+        overview.status_code == 200
+        and f'href="{escape(answer["Location"])}"' in overview.content.decode()
+    )
+
+
 @pytest.mark.parametrize("bad", BAD_RAW)
 def test_commands_refuse_a_bad_dataset_or_model_name(world, bad, tmp_path):
     captions = tmp_path / "c.jsonl"
