@@ -1,5 +1,6 @@
-"""Pure: the one rule for the names people give datasets, models, runs, campaigns and label
-sets, and how any stored name, even one from before the rule, travels in a link.
+"""Pure (no ORM; Django's ValidationError only for form fields): the one rule for the names
+people give datasets, models, runs, campaigns and label sets, and how any stored name, even
+one from before the rule, travels in a link.
 
 A name is shown on pages, put in links, CSV cells, job descriptions and log lines, so it
 must read as one line and name one path segment. :func:`check_name` refuses what breaks
@@ -127,12 +128,6 @@ class NameValidator:
             check_name(value, self.what)
         except InvalidName as exc:
             raise ValidationError(str(exc), code=InvalidName.code) from None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, NameValidator) and other.what == self.what
-
-    def __hash__(self) -> int:
-        return hash(self.what)
 
 
 def name_to_segment(name: str) -> str:
