@@ -18,6 +18,7 @@ from annotation.models import (
 from annotation.services import assignment, gold_queue, standing
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
+from retrieval.admin import NameRuleAdmin
 from retrieval.models import Run
 
 SPEC_FIELDS = [
@@ -66,7 +67,8 @@ class CampaignCreateForm(CampaignSettingsForm, forms.ModelForm):
 
 
 @admin.register(Campaign)
-class CampaignAdmin(admin.ModelAdmin):
+class CampaignAdmin(NameRuleAdmin):
+    named = "campaign"
     list_display = ["name", "dataset", "status", "depth", "second_label_rate", "created_at"]
     list_filter = ["status", "dataset"]
     search_fields = ["name"]

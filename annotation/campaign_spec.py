@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from annotation import policy
 from annotation.judging_order import STRATEGIES
 from annotation.pooling import MAX_DEPTH
+from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
-NAME_LENGTH = 100
-"""Longest campaign name (the ``Campaign.name`` column)."""
+NAME_LENGTH = NAME_MAX_LENGTH
+"""Longest campaign name (the ``Campaign.name`` column), as for every named thing."""
 DEPTH = (1, MAX_DEPTH)
 QUERY_SAMPLE = (1, 10_000_000)
 SEED = (0, 2**31 - 1)
@@ -66,13 +67,10 @@ def _outside(value, bounds: tuple[int, int]) -> bool:
 def spec_errors(spec: CampaignSpec) -> dict[str, str]:
     """Field name -> message for every setting out of bounds (empty when all are fine)."""
     errors: dict[str, str] = {}
-    name = spec.name.strip()
-    if not name:
-        errors["name"] = "give the campaign a name"
-    elif len(spec.name) > NAME_LENGTH:
-        errors["name"] = f"at most {NAME_LENGTH} characters"
-    elif any(ord(ch) < 32 or ord(ch) == 127 for ch in spec.name):
-        errors["name"] = "no line breaks or control characters"
+    try:
+        check_name(spec.name, "campaign")
+    except InvalidName as exc:
+        errors["name"] = str(exc)
     integers = {
         "depth": (spec.depth, DEPTH),
         "seed": (spec.seed, SEED),

@@ -132,6 +132,7 @@ register(
         run_pool,
         PoolForm,
         permission=ADMIN,
+        atomic=True,
         describe=lambda a: f"campaign {a['name']} on {a['dataset']} from {a['runs']}",
     )
 )

@@ -25,6 +25,11 @@ class JobKind:
     ``form`` validates arguments from a page or the command line into JSON values;
     a user error (:func:`jobs.runner.user_message`) is shown as the job's error, anything
     else as an internal error (traceback for admins).
+
+    ``atomic`` kinds run in one transaction with the row that records their success, so
+    their writes and the outcome the job reports stand or fall together (an import that
+    committed its rows and then failed to build its summary said "failed"). Their progress
+    is only seen by others once they end, so it suits work that writes all or nothing anyway.
     """
 
     name: str
@@ -34,6 +39,7 @@ class JobKind:
     queue: str = "default"
     permission: str = RESEARCH
     describe: Callable[[dict], str] = field(default=lambda arguments: "")
+    atomic: bool = False
 
     def __post_init__(self) -> None:
         if self.queue not in QUEUES:

@@ -6,6 +6,7 @@ import os
 import socket
 import traceback
 from collections.abc import Mapping
+from contextlib import nullcontext
 from datetime import timedelta
 
 import numpy as np
@@ -140,27 +141,26 @@ def _run(job: Job) -> dict | None:
         _fail(job, str(exc.args[0]), exc)
         return None
     try:
-        result = kind.run(reporter, **job.arguments) or {}
+        with transaction.atomic() if kind.atomic else nullcontext():
+            result = kind.run(reporter, **job.arguments) or {}
+            result = json_ready(result if isinstance(result, dict) else {"value": result})
+            output = str(result.pop("output", "") or "")
+            Job.objects.filter(pk=job.pk).update(
+                status=Job.Status.SUCCEEDED,
+                result=result,
+                output=output,
+                done=reporter.total if reporter.total is not None else reporter.done,
+                total=reporter.total,
+                message="",
+                finished_at=timezone.now(),
+            )
     except (KeyboardInterrupt, SystemExit) as exc:
         _fail(job, "The worker was stopped while running this job.", exc)
         raise
     except Exception as exc:  # every failure is recorded on the job, never re-raised
+        # Also a result the database refuses: still say how it ended (for an atomic kind,
+        # after its writes were taken back).
         _fail(job, user_message(exc) or _internal_error(exc), exc)
-        return None
-    result = json_ready(result if isinstance(result, dict) else {"value": result})
-    output = str(result.pop("output", "") or "")
-    try:
-        Job.objects.filter(pk=job.pk).update(
-            status=Job.Status.SUCCEEDED,
-            result=result,
-            output=output,
-            done=reporter.total if reporter.total is not None else reporter.done,
-            total=reporter.total,
-            message="",
-            finished_at=timezone.now(),
-        )
-    except Exception as exc:  # e.g. a result the database refuses: still say how it ended
-        _fail(job, _internal_error(exc), exc)
         return None
     return result
 

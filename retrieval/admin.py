@@ -10,11 +10,25 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from retrieval.models import Caption, Dataset, LabelSet, Video
+from retrieval.names import InvalidName, NameValidator
 from retrieval.services.labelsets import LabelSetError, check_rename, dependants, make_default
 
 
+class NameRuleAdmin(admin.ModelAdmin):
+    """An admin whose ``name`` field follows the name rule, for the thing ``named``."""
+
+    named = ""
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "name" and field is not None:
+            field.validators.append(NameValidator(self.named))
+        return field
+
+
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(NameRuleAdmin):
+    named = "dataset"
     list_display = ["name", "source_format", "has_ground_truth", "video_count", "caption_count"]
     search_fields = ["name", "description"]
 
@@ -85,7 +99,7 @@ class LabelSetForm(forms.ModelForm):
     def clean_name(self) -> str:
         try:
             return check_rename(self.instance, self.cleaned_data["name"])
-        except LabelSetError as exc:
+        except (LabelSetError, InvalidName) as exc:
             raise forms.ValidationError(str(exc)) from None
 
 

@@ -13,3 +13,14 @@ class RetrievalConfig(AppConfig):
 
         wordnet.register_nltk_path()
         from retrieval import jobs  # noqa: F401 - registers the app's job kinds
+
+        _register_converters()
+
+
+def _register_converters() -> None:
+    """``<name:...>`` in the URL patterns: any stored name, as one path segment."""
+    from django.urls import register_converter
+
+    from retrieval.names import NameConverter
+
+    register_converter(NameConverter, "name")

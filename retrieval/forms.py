@@ -9,7 +9,8 @@ from django import forms
 from retrieval.encoders.registry import ENCODERS
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import SPLIT_MAX_LENGTH, URL_MAX_LENGTH, check_chars
-from retrieval.models import Dataset, LabelSet, RetrievalModel
+from retrieval.models import LabelSet
+from retrieval.names import NAME_MAX_LENGTH, NameValidator
 
 FORMAT_HELP = {
     "jsonl": "JSON Lines: video_id, caption_id, caption, split (optional video_path, video_url, "
@@ -34,7 +35,8 @@ class DatasetUploadForm(forms.Form):
     """Captions to import, in any importer format, with their videos' folder or URL template."""
 
     name = forms.CharField(
-        max_length=Dataset._meta.get_field("name").max_length,
+        max_length=NAME_MAX_LENGTH,
+        validators=[NameValidator("dataset")],
         help_text="A new dataset is created; an existing one gets the captions added.",
     )
     format = forms.ChoiceField(
@@ -58,9 +60,6 @@ class DatasetUploadForm(forms.Form):
         required=False,
         help_text="For records that carry none (a record's own split wins).",
     )
-
-    def clean_name(self) -> str:
-        return _storable(self.cleaned_data["name"].strip())
 
     def clean_videos(self) -> str:
         return _storable(self.cleaned_data["videos"].strip())
@@ -96,7 +95,8 @@ class ModelAddForm(forms.Form):
     """A model for a dataset from one of three sources; each source needs its own fields."""
 
     name = forms.CharField(
-        max_length=RetrievalModel._meta.get_field("name").max_length,
+        max_length=NAME_MAX_LENGTH,
+        validators=[NameValidator("model")],
         help_text="Unique on the dataset; a run file's run takes this name too.",
     )
     source = forms.ChoiceField(choices=SOURCES, widget=forms.RadioSelect, initial="run")
@@ -138,9 +138,6 @@ class ModelAddForm(forms.Form):
         super().__init__(*args, **kwargs)
         for name in ("run", "encoder", *EMBEDDING_FIELDS):
             self.fields[name].needed_by_source = True  # required when its source is chosen
-
-    def clean_name(self) -> str:
-        return _storable(self.cleaned_data["name"].strip())
 
     def clean_labels(self) -> str:
         return _storable(self.cleaned_data["labels"].strip())

@@ -400,6 +400,7 @@ for _kind in (
         run_import_dataset,
         ImportDatasetForm,
         permission=ADMIN,
+        atomic=True,
         describe=lambda a: (
             f"import {a.get('file_name') or 'captions'} ({a['format']}) into {a['name']}"
         ),

@@ -348,19 +348,19 @@ CASES: list[Case] = [
         data={"pairs": "5"},
     ),
     page(
-        "campaigns/missing/<str:dataset_name>/",
+        "campaigns/missing/<name:dataset_name>/",
         "/campaigns/missing/{ds}/?run=beta&labels=authz-campaign",
         **ADMIN_ONLY,
     ),
     page(
-        "campaigns/missing/<str:dataset_name>/",
+        "campaigns/missing/<name:dataset_name>/",
         "/campaigns/missing/{ds}/?run=nope&labels=authz-campaign",
         annotator=403,
         researcher=403,
         admin=404,
     ),
     page(
-        "campaigns/missing/<str:dataset_name>/",
+        "campaigns/missing/<name:dataset_name>/",
         "/campaigns/missing/{ds}/",
         annotator=403,
         researcher=403,
@@ -370,36 +370,36 @@ CASES: list[Case] = [
     ),
     # Datasets, label sets and reports.
     page("datasets/", "/datasets/", **STAFF_ONLY),
-    page("datasets/<str:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),
+    page("datasets/<name:dataset_name>/", "/datasets/{ds}/", **STAFF_ONLY),
     page(
-        "datasets/<str:dataset_name>/",
+        "datasets/<name:dataset_name>/",
         "/datasets/nope/",
         annotator=403,
         researcher=404,
         admin=404,
     ),
-    page("datasets/<str:dataset_name>/leaderboard/", "/datasets/{ds}/leaderboard/", **STAFF_ONLY),
+    page("datasets/<name:dataset_name>/leaderboard/", "/datasets/{ds}/leaderboard/", **STAFF_ONLY),
     page(
-        "datasets/<str:dataset_name>/leaderboard/",
+        "datasets/<name:dataset_name>/leaderboard/",
         "/datasets/{ds}/leaderboard/?labels=authz-campaign&sort=-original:AP",
         **STAFF_ONLY,
     ),
     page(
-        "datasets/<str:dataset_name>/leaderboard/",
+        "datasets/<name:dataset_name>/leaderboard/",
         "/datasets/{ds}/leaderboard/?labels=nope",
         annotator=403,
         researcher=404,
         admin=404,
     ),
     page(
-        "datasets/<str:dataset_name>/leaderboard/",
+        "datasets/<name:dataset_name>/leaderboard/",
         "/datasets/{ds}/leaderboard/?sort=nope",
         annotator=403,
         researcher=400,
         admin=400,
     ),
     page(
-        "datasets/<str:dataset_name>/leaderboard/",
+        "datasets/<name:dataset_name>/leaderboard/",
         "/datasets/nope/leaderboard/",
         annotator=403,
         researcher=404,
@@ -407,14 +407,14 @@ CASES: list[Case] = [
     ),
     *[
         page(
-            "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+            "datasets/<name:dataset_name>/leaderboard/export/<str:fmt>/",
             f"/datasets/{{ds}}/leaderboard/export/{fmt}/",
             **STAFF_ONLY,
         )
         for fmt in ("csv", "json", "latex")
     ],
     page(
-        "datasets/<str:dataset_name>/leaderboard/export/<str:fmt>/",
+        "datasets/<name:dataset_name>/leaderboard/export/<str:fmt>/",
         "/datasets/{ds}/leaderboard/export/xlsx/",
         annotator=403,
         researcher=404,
@@ -431,16 +431,16 @@ CASES: list[Case] = [
         admin=400,
         method="post",
     ),
-    page("datasets/<str:dataset_name>/add-model/", "/datasets/{ds}/add-model/", **STAFF_ONLY),
+    page("datasets/<name:dataset_name>/add-model/", "/datasets/{ds}/add-model/", **STAFF_ONLY),
     page(
-        "datasets/<str:dataset_name>/add-model/",
+        "datasets/<name:dataset_name>/add-model/",
         "/datasets/nope/add-model/",
         annotator=403,
         researcher=404,
         admin=404,
     ),
     page(
-        "datasets/<str:dataset_name>/add-model/",
+        "datasets/<name:dataset_name>/add-model/",
         "/datasets/{ds}/add-model/",
         annotator=403,
         researcher=400,
@@ -448,23 +448,25 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        "datasets/<str:dataset_name>/models/<str:model_name>/",
+        "datasets/<name:dataset_name>/models/<name:model_name>/",
         "/datasets/{ds}/models/alpha/",
         **STAFF_ONLY,
     ),
     page(
-        "datasets/<str:dataset_name>/models/<str:model_name>/",
+        "datasets/<name:dataset_name>/models/<name:model_name>/",
         "/datasets/{ds}/models/nope/",
         annotator=403,
         researcher=404,
         admin=404,
     ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
-    page("reports/<str:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
-    page("reports/<str:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404),
-    page("reports/<str:dataset_name>/data/", "/reports/{ds}/data/", **STAFF_ONLY),
+    page("reports/<name:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page(
-        "reports/<str:dataset_name>/judging-orders/",
+        "reports/<name:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404
+    ),
+    page("reports/<name:dataset_name>/data/", "/reports/{ds}/data/", **STAFF_ONLY),
+    page(
+        "reports/<name:dataset_name>/judging-orders/",
         "/reports/{ds}/judging-orders/",
         **STAFF_ONLY,
     ),
@@ -636,7 +638,7 @@ CASES: list[Case] = [
     # The scoring API: researchers and admins upload runs; a job's scores are for the
     # uploader (here the researcher) and admins. An empty upload is refused as invalid.
     page(
-        "api/datasets/<str:dataset_name>/runs/",
+        "api/datasets/<name:dataset_name>/runs/",
         "/api/datasets/{ds}/runs/",
         annotator=403,
         researcher=400,
@@ -645,7 +647,7 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        "api/datasets/<str:dataset_name>/runs/",
+        "api/datasets/<name:dataset_name>/runs/",
         "/api/datasets/{ds}/runs/",
         annotator=403,
         researcher=405,
@@ -653,7 +655,7 @@ CASES: list[Case] = [
         anonymous=API_ANON,
     ),
     page(
-        "api/datasets/<str:dataset_name>/runs/",
+        "api/datasets/<name:dataset_name>/runs/",
         "/api/datasets/nope/runs/",
         annotator=403,
         researcher=404,

@@ -20,6 +20,7 @@ from annotation.models import Campaign, CampaignRun, Pair
 from annotation.services import gold_queue, judging_queue, pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, LabelSet, Run
+from retrieval.names import derived_name
 from retrieval.runs import RankedLists
 from retrieval.services.caption_roles import fill_role_spans
 from retrieval.services.labelsets import load_judged
@@ -132,8 +133,9 @@ def missing_pairs(dataset: Dataset, run: Run, base: LabelSet, depth: int) -> Mis
 
 
 def free_campaign_name(wanted: str) -> str:
-    """``wanted`` (cut to a campaign name's length), or with " 2", " 3", ... if it is taken."""
-    stem = " ".join(wanted.split())[:NAME_LENGTH]
+    """``wanted`` made a name (:func:`~retrieval.names.derived_name`: it is built from stored
+    names, which may predate the name rule), or with " 2", " 3", ... if it is taken."""
+    stem = derived_name(" ".join(wanted.split()))
     taken = set(
         Campaign._base_manager.filter(name__startswith=stem[: NAME_LENGTH - 4]).values_list(
             "name", flat=True

@@ -29,6 +29,7 @@ from annotation.services import judging_queue
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet
+from retrieval.names import derived_name
 from retrieval.services.labelsets import (
     LabelSetError,
     extend_label_set,
@@ -241,7 +242,9 @@ def resolve_campaign(
             .values_list("name", flat=True)
             .first()
         )
-        name = previous or (version_name(base, campaign.name) if base else campaign.name)
+        name = derived_name(
+            previous or (version_name(base, campaign.name) if base else campaign.name)
+        )
     clash = LabelSet.objects.filter(dataset=campaign.dataset, name=name).first()
     if clash is not None and clash.metadata.get("campaign_id") != campaign.pk:
         raise LabelSetError(

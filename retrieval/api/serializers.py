@@ -4,7 +4,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from retrieval.models import LabelSet, RetrievalModel
+from retrieval.models import LabelSet
+from retrieval.names import NAME_MAX_LENGTH, NameValidator
 from retrieval.services.run_scoring import STATUS_NAMES
 
 
@@ -22,7 +23,8 @@ class RunUploadSerializer(serializers.Serializer):
         "docno = video key).",
     )
     name = serializers.CharField(
-        max_length=RetrievalModel._meta.get_field("name").max_length,
+        max_length=NAME_MAX_LENGTH,
+        validators=[NameValidator("model")],
         help_text="The model's name; unique on the dataset.",
     )
     labels = serializers.CharField(

@@ -26,6 +26,7 @@ from retrieval.demo.render import DURATION, FPS, N_FRAMES, SIZE, render_scene_fi
 from retrieval.demo.scene import Assertion, Scene, relevance_matrix
 from retrieval.demo.world import TEST, World, build_world
 from retrieval.models import Caption, Dataset, Video
+from retrieval.names import check_name
 
 GENERATOR_VERSION = 1
 """Bump when a seed would no longer give the same world (scenes, captions or clips)."""
@@ -80,7 +81,8 @@ def create_demo_dataset(
     the old dataset (rows and its ``MEDIA_ROOT/demo/<name>/`` folder) is replaced. On any
     failure the rendered clips are removed and the database is left unchanged.
     """
-    if not _NAME.match(name):
+    check_name(name, "dataset")
+    if not _NAME.match(name):  # stricter: the name is also a folder's
         raise DemoError(f"{name!r}: a demo dataset name is letters, digits, '_', '-', '.'")
     if Dataset.objects.filter(name=name).exists() and not replace:
         raise DemoDatasetExists(

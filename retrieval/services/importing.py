@@ -40,12 +40,12 @@ from config.errors import UserError
 from retrieval.formats import CAPTION_FORMATS, CaptionFormat
 from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError, check_chars
 from retrieval.models import Caption, Dataset, Video
+from retrieval.names import check_name
 
 BATCH_SIZE = 5000
 VIDEO_EXTENSIONS = ("mp4", "webm", "mkv", "avi", "mov")
 TEMPLATE_FIELDS = frozenset({"video_id", "key", "start", "end"})
 MEDIA_MAX_LENGTH = Video._meta.get_field("media").max_length
-DATASET_NAME_MAX_LENGTH = Dataset._meta.get_field("name").max_length
 LINK_DIR = "datasets"
 SCAN_DEPTH = 2
 EBML_MAGIC = b"\x1a\x45\xdf\xa3"
@@ -86,20 +86,13 @@ def import_dataset(
 ) -> ImportSummary:
     """Import ``captions_path`` in format ``fmt`` into the dataset ``name``; see the module doc.
 
-    Raises :class:`FormatError` for a problem in the file (nothing is written) and
-    :class:`ImportOptionError` for unusable arguments. ``progress`` is called with the
+    Raises :class:`FormatError` for a problem in the file (nothing is written),
+    :class:`~retrieval.names.InvalidName` for a name the name rule refuses and
+    :class:`ImportOptionError` for other unusable arguments. ``progress`` is called with the
     number of records handled since its previous call.
     """
     began = time.perf_counter()
-    name = name.strip()
-    if not name:
-        raise ImportOptionError("the dataset name is empty")
-    if len(name) > DATASET_NAME_MAX_LENGTH:
-        raise ImportOptionError(f"the dataset name is longer than {DATASET_NAME_MAX_LENGTH}")
-    try:
-        check_chars(name)
-    except ValueError as exc:
-        raise ImportOptionError(f"the dataset name {exc}") from None
+    check_name(name, "dataset")
     caption_format = CAPTION_FORMATS.get(fmt)
     if caption_format is None:
         raise ImportOptionError(

@@ -24,13 +24,13 @@ from config.errors import UserError
 from retrieval import judged, label_status
 from retrieval.estimation import PoolState
 from retrieval.formats import fire_json, labels, trec
-from retrieval.formats.records import FormatError, check_chars
+from retrieval.formats.records import FormatError
 from retrieval.judged import Judged
 from retrieval.models import Caption, Dataset, LabelSet
+from retrieval.names import check_name, derived_name
 from retrieval.services.runs import KeyIndex
 
 IMPORT_FORMATS = ("qrels", "fire-json", "jsonl", "csv", "raw")
-NAME_MAX_LENGTH = LabelSet._meta.get_field("name").max_length
 MAX_VOTES = labels.MAX_VOTES
 TEXT_CHUNK = 500
 """Caption texts looked up per query: SQLite limits the parameters of one statement."""
@@ -92,7 +92,7 @@ def store_label_set(
     The new set is the dataset's default when the dataset has none (then also when it
     replaces the default). With ``parent`` it is the next version of that set.
     """
-    name = clean_name(name)
+    check_name(name, "label set")
     counts = pairs.counts()
     with transaction.atomic():
         Dataset.objects.select_for_update().filter(pk=dataset.pk).first()  # one writer at a time
@@ -121,25 +121,10 @@ def store_label_set(
         )
 
 
-def clean_name(name: str) -> str:
-    """``name`` without surrounding blanks, if it can name a label set (else LabelSetError)."""
-    name = name.strip()
-    if not name:
-        raise LabelSetError("a label set needs a name")
-    if len(name) > NAME_MAX_LENGTH:
-        raise LabelSetError(
-            f"label set name {name[:40]!r}... is longer than {NAME_MAX_LENGTH} characters"
-        )
-    try:
-        check_chars(name)
-    except ValueError as exc:
-        raise LabelSetError(f"label set name {name[:40]!r} {exc}") from None
-    return name
-
-
 def check_rename(label_set: LabelSet, name: str) -> str:
-    """The cleaned new name of ``label_set``, unless another set of its dataset has it."""
-    name = clean_name(name)
+    """The new name of ``label_set``, if the name rule allows it and no other set of its
+    dataset has it."""
+    check_name(name, "label set")
     clash = LabelSet.objects.filter(dataset_id=label_set.dataset_id, name=name)
     if clash.exclude(pk=label_set.pk).exists():
         raise LabelSetError(f"dataset {label_set.dataset.name!r} already has a label set {name!r}")
@@ -230,7 +215,7 @@ def version_name(base: LabelSet, suffix: str) -> str:
     name = f"{family} v{base.version + 1}"
     if LabelSet.objects.filter(dataset_id=base.dataset_id, name=name).exists():
         name = f"{name} ({suffix})"
-    return name[:NAME_MAX_LENGTH]
+    return derived_name(name)
 
 
 def extend_label_set(
@@ -248,7 +233,7 @@ def extend_label_set(
     if (
         replace
         and LabelSet.objects.filter(
-            dataset_id=base.dataset_id, name=clean_name(name), versions__isnull=False
+            dataset_id=base.dataset_id, name=name, versions__isnull=False
         ).exists()
     ):
         raise LabelSetError(
@@ -309,7 +294,7 @@ def import_label_file(
             f"duplicates={duplicates!r} applies to raw files only, as one of "
             f"{', '.join(labels.DUPLICATES)}"
         )
-    name = name or path.stem
+    name = check_name(name or path.stem, "label set")
     captions = KeyIndex.captions(dataset)
     videos = KeyIndex.videos(dataset)
     resolver = _KeyResolver(path, captions, videos)

@@ -13,8 +13,9 @@ from django.db import transaction
 from config.errors import UserError
 from retrieval.formats import embeddings as embeddings_format
 from retrieval.formats import trec
-from retrieval.formats.records import FormatError, check_chars
+from retrieval.formats.records import FormatError
 from retrieval.models import Dataset, RetrievalModel, Run
+from retrieval.names import check_name
 from retrieval.runs import RankedLists
 from retrieval.services.artifacts import StoredEmbeddings, save_embeddings
 from retrieval.services.runs import KeyIndex, store_run
@@ -24,19 +25,10 @@ class RegistrationError(UserError):
     """The model cannot be registered (name taken, unknown ids); nothing was written."""
 
 
-NAME_MAX_LENGTH = RetrievalModel._meta.get_field("name").max_length
-
-
 def check_name_free(dataset: Dataset, name: str) -> None:
-    """Refuse a model name the database cannot store or the dataset already uses."""
-    if not name.strip():
-        raise RegistrationError("the model name is empty")
-    if len(name) > NAME_MAX_LENGTH:
-        raise RegistrationError(f"the model name is longer than {NAME_MAX_LENGTH} characters")
-    try:
-        check_chars(name)
-    except ValueError as exc:
-        raise RegistrationError(f"the model name {exc}") from None
+    """Refuse a model name the name rule refuses or the dataset already uses (by a model, or
+    by a run: a model's run takes its name)."""
+    check_name(name, "model")
     if RetrievalModel.objects.filter(dataset=dataset, name=name).exists():
         raise RegistrationError(
             f"dataset {dataset.name!r} already has a model named {name!r}",

@@ -29,6 +29,7 @@ from jobs.models import Job
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import FormatError, check_chars, max_upload_bytes
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
+from retrieval.names import check_name
 from retrieval.services.importing import ImportOptionError, check_url_template, import_dataset
 
 IMPORT_DATASET = "import_dataset"
@@ -143,6 +144,7 @@ class DatasetUpload:
 
     def check(self) -> None:
         """Refuse options the importer would refuse, before the file is saved."""
+        check_name(self.name, "dataset")
         if self.format not in CAPTION_FORMATS:
             raise ImportOptionError(
                 f"unknown format {self.format!r}; choose one of {', '.join(CAPTION_FORMATS)}"
@@ -230,7 +232,9 @@ def run_dataset_import(
     except UserError:
         discard(path)
         raise
-    discard(path)
+    # The copy goes once the import is committed: the job's kind is atomic, so the summary
+    # below and the job's success are written in the import's transaction.
+    transaction.on_commit(lambda: discard(path))
     return {
         "page": reverse("dataset", args=[summary.dataset]),
         "dataset": summary.dataset,

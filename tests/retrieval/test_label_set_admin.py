@@ -10,7 +10,8 @@ from django.db import IntegrityError, transaction
 from config.roles import RESEARCHER, ensure_groups
 from retrieval.judged import Judged
 from retrieval.models import Dataset, LabelSet
-from retrieval.services.labelsets import LabelSetError, make_default, store_label_set
+from retrieval.names import InvalidName
+from retrieval.services.labelsets import make_default, store_label_set
 
 CHANGELIST = "/admin/retrieval/labelset/"
 
@@ -134,5 +135,5 @@ def test_researchers_see_label_sets_but_cannot_change_them(client, sets):
 
 
 def test_store_refuses_names_it_cannot_use(sets):
-    with pytest.raises(LabelSetError, match="needs a name"):
+    with pytest.raises(InvalidName, match="the label set name '  ' is only blanks"):
         store(sets["a1"].dataset, "  ")

@@ -26,10 +26,11 @@ from retrieval import wordnet
 from retrieval.formats import CAPTION_FORMATS, embeddings, fire_json, labels, trec
 from retrieval.formats.records import FormatError, max_upload_bytes, read_lines
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Run, Video
+from retrieval.names import InvalidName
 from retrieval.proxies.synsets import ClassFileError, read_class_file
 from retrieval.services import registration
 from retrieval.services.importing import ImportOptionError, import_dataset, is_video_container
-from retrieval.services.labelsets import LabelSetError, import_label_file
+from retrieval.services.labelsets import import_label_file
 
 MP4 = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 16
 WEBM = b"\x1a\x45\xdf\xa3" + b"\x00" * 16
@@ -383,7 +384,7 @@ def test_symlinks_cannot_lead_out_of_the_directory(db, tmp_path, videos):
 def test_bad_names_and_templates_are_option_errors(db, tmp_path):
     path = jsonl(tmp_path / "c.jsonl", [record()])
     for name in ("bad\x00name", "x\ud800"):
-        with pytest.raises(ImportOptionError, match="dataset name"):
+        with pytest.raises(InvalidName, match="the dataset name"):
             import_dataset(name, "jsonl", path)
     with pytest.raises(ImportOptionError, match="--video-url"):
         import_dataset("d", "jsonl", path, video_url_template="https://h/{key}\x00")
@@ -397,11 +398,11 @@ def test_model_and_label_set_names_are_checked(world, tmp_path):
     run = tmp_path / "r.run"
     run.write_text("c1 Q0 v1 1 0.5 r\n")
     for name in ("", "x" * 101, "a\x00b"):
-        with pytest.raises(registration.RegistrationError):
+        with pytest.raises(InvalidName, match="the model name"):
             registration.register_run_file(world, name, run)
     qrels = tmp_path / ("q" * 120 + ".qrels")
     qrels.write_text("c1 0 v1 1\n")
-    with pytest.raises(LabelSetError, match="longer than 100"):
+    with pytest.raises(InvalidName, match="the label set name 'qqq.*over the limit of 100"):
         import_label_file(world, qrels, "qrels")
     assert not LabelSet.objects.exists() and not RetrievalModel.objects.exists()
 
