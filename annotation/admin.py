@@ -124,14 +124,15 @@ class PairAdmin(admin.ModelAdmin):
     list_filter = ["campaign", "status", "double", "held"]
     list_select_related = ["campaign", "caption", "video"]
     raw_id_fields = ["caption", "video", "adjudicated_by"]
-    readonly_fields = [
-        "label_count",
-        "relevant_count",
-        "needed",
-        "leased",
-        "open_slots",
-        "position",
-    ]
+
+    # A pair's counters and status change only through annotation.services.pair_state (and
+    # adjudication through its page or the escalation actions): the admin shows pairs, it
+    # does not write them, so no admin edit can skip the judging core's invariants.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Judgement)
@@ -159,6 +160,14 @@ class EscalationAdmin(ManagesCampaigns):
     list_filter = ["pair__campaign", ("resolved_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["pair"]
     actions = ["return_to_queue", "adjudicate_relevant", "adjudicate_irrelevant"]
+
+    # Escalations are raised by annotators and resolved by the actions below (the same service
+    # as the adjudication page); editing one by hand would skip the pair's state owner.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
     def _resolve(self, request, queryset, label):
         for escalation in queryset.filter(resolved_at__isnull=True):

@@ -100,3 +100,22 @@ def test_admin_form_says_when_nothing_is_left_to_judge(admin_client):
     assert response.status_code == 200
     assert b"no pair left to judge" in response.content
     assert not Campaign.objects.filter(name="from-admin").exists()
+
+
+def test_admin_site_cannot_write_a_pairs_state(admin_client):
+    """A pair's status and counters change only through the pair-state owner: even an admin's
+    POST to the pair's change form is refused and the row stays as it was (it used to save a
+    hand-typed status, adjudication or hold)."""
+    campaign = make_campaign(n_queries=2, depth=2)
+    pair = campaign.pairs.order_by("pk").first()
+    before = Pair.objects.filter(pk=pair.pk).values().get()
+    page = admin_client.get(f"/admin/annotation/pair/{pair.pk}/change/")
+    assert page.status_code == 200 and b'name="status"' not in page.content
+    response = admin_client.post(
+        f"/admin/annotation/pair/{pair.pk}/change/",
+        {"status": "relevant", "held": "on", "double": "on", "adjudicated": "relevant"},
+    )
+    assert response.status_code == 403
+    assert admin_client.get("/admin/annotation/pair/add/").status_code == 403
+    assert admin_client.get("/admin/annotation/escalation/add/").status_code == 403
+    assert Pair.objects.filter(pk=pair.pk).values().get() == before
