@@ -136,12 +136,11 @@ def replay_world(
         raise ReplayError("no query has a completely labelled pool to replay")
     rows = np.unique(pooled.caption_ids)
     own_video = np.array([own[int(q)] for q in rows], dtype=np.int64)
-    known_positive = np.stack(
-        [align_rows(r.query_ids, r.item_ids, rows) == own_video[:, None] for r in lists], axis=1
-    )
-    if known_positive.shape[2] < depth:
-        pad = depth - known_positive.shape[2]
-        known_positive = np.pad(known_positive, ((0, 0), (0, 0), (0, pad)))
+    known_positive = np.zeros((rows.size, len(lists), depth), dtype=bool)
+    for r, lists_r in enumerate(lists):
+        # A run may rank fewer than ``depth`` items: past its end no rank holds a positive.
+        hit = align_rows(lists_r.query_ids, lists_r.item_ids, rows) == own_video[:, None]
+        known_positive[:, r, : hit.shape[1]] = hit
     world = ReplayWorld(
         pooled,
         labels,
