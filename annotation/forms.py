@@ -4,6 +4,7 @@ from django import forms
 
 from annotation import campaign_spec, policy
 from annotation.campaign_spec import CampaignSpec, spec_errors
+from jobs.fields import YesNoField
 
 
 def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
@@ -42,9 +43,8 @@ class CampaignSettingsForm(forms.Form):
         help_text="How long a pair stays with an annotator before it returns to the queue.",
     )
 
-    show_roles = forms.BooleanField(
+    show_roles = YesNoField(
         initial=True,
-        required=False,
         help_text="Underline who, does what, to what, where and how in each caption.",
     )
 

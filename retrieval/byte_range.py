@@ -1,5 +1,6 @@
 """HTTP ``Range: bytes=...`` parsing (RFC 9110 §14), so browsers can seek in videos."""
 
+import re
 from dataclasses import dataclass
 
 
@@ -27,33 +28,51 @@ class ByteRange:
 def parse_range(header: str | None, size: int) -> ByteRange | None:
     """Return the single range a ``Range`` header asks for, or None to send the whole file.
 
-    Malformed headers, other units and multi-range requests are ignored (None), as the RFC
-    allows; a syntactically valid range that starts beyond the end raises
-    :class:`UnsatisfiableRange`.
+    Positions are ASCII digits only, as RFC 9110 §14.1.1's grammar says (``1*DIGIT``): no
+    sign, underscore, inner space or other script's digits, all of which Python's ``int``
+    would accept. Malformed headers, other units and multi-range requests are ignored (None),
+    as the RFC allows; a valid range that starts at or beyond the end, or an empty suffix
+    (``-0``), raises :class:`UnsatisfiableRange`.
     """
     if not header:
         return None
     unit, _, spec = header.strip().partition("=")
-    if unit.strip().lower() != "bytes" or "," in spec:
+    if unit.strip().lower() != "bytes":
         return None
-    first_text, dash, last_text = spec.strip().partition("-")
-    if not dash:
+    match = _RANGE_SPEC.fullmatch(spec.strip())
+    if match is None:
         return None
-    first_text, last_text = first_text.strip(), last_text.strip()
-    try:
-        if first_text == "":
-            # Suffix range: the last N bytes.
-            suffix = int(last_text)
-            first, last = max(size - suffix, 0), size - 1
-        else:
-            first = int(first_text)
-            last = int(last_text) if last_text else size - 1
-    except ValueError:
-        return None
-    if first_text == "" and last_text.isdigit() and int(last_text) == 0:
-        raise UnsatisfiableRange(header)
-    if first < 0 or (last_text and last < first):
-        return None
+    first_text, last_text, suffix_text = match.groups()
+    if suffix_text is not None:
+        # Suffix range: the last N bytes.
+        if not suffix_text.strip("0"):
+            raise UnsatisfiableRange(header)
+        if size == 0:
+            return None  # satisfiable (RFC 9110 §14.1.1) but no byte to name: the empty file
+        first, last = size - _position(suffix_text, size), size - 1
+    else:
+        if last_text and _magnitude(last_text) < _magnitude(first_text):
+            return None
+        first = _position(first_text, size)
+        last = _position(last_text, size) if last_text else size - 1
     if first >= size:
         raise UnsatisfiableRange(header)
     return ByteRange(first, min(last, size - 1), size)
+
+
+_RANGE_SPEC = re.compile(r"([0-9]+)-([0-9]*)|-([0-9]+)", re.ASCII)
+"""``int-range`` (``first-pos "-" [ last-pos ]``) or ``suffix-range`` (``"-" suffix-length``)."""
+
+
+def _magnitude(digits: str) -> tuple[int, str]:
+    """A key ordering digit strings by the number they spell, however long."""
+    significant = digits.lstrip("0")
+    return len(significant), significant
+
+
+def _position(digits: str, size: int) -> int:
+    """A byte position or suffix length, capped at ``size``: a larger one means the same
+    (past the end, or the whole file), and Python refuses to convert over 4,300 digits."""
+    if _magnitude(digits) > _magnitude(str(size)):
+        return size
+    return int(digits)

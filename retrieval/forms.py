@@ -6,6 +6,7 @@ services check the rest and their errors come back on the same form.
 
 from django import forms
 
+from retrieval.encoders.base import EPOCHS
 from retrieval.encoders.registry import ENCODERS
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import SPLIT_MAX_LENGTH, URL_MAX_LENGTH, check_chars
@@ -128,8 +129,8 @@ class ModelAddForm(forms.Form):
         help_text="Videos kept per query caption when searching (embeddings and encoders).",
     )
     epochs = forms.IntegerField(
-        min_value=1,
-        max_value=1000,
+        min_value=EPOCHS[0],
+        max_value=EPOCHS[1],
         required=False,
         help_text="Training epochs of a trainable encoder (default: the encoder's own).",
     )

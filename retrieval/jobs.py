@@ -9,12 +9,43 @@ progress through the job's reporter.
 from django import forms
 from django.core.management.base import CommandError
 
+from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
+from retrieval.encoders.base import DEVICES, EPOCHS, SEEDS, device_problem
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
 
-DEVICES = [("auto", "auto (GPU when present)"), ("cpu", "cpu"), ("cuda", "cuda")]
+
+class DeviceField(forms.ChoiceField):
+    """Where a GPU job's work runs: auto, cpu or cuda, and cuda only where the job can have
+    it (a field error before queueing, not a failed job). With ``FIREPOOL_GPU_QUEUE`` the job
+    goes to a GPU machine's worker, so this machine's lack of CUDA says nothing."""
+
+    def __init__(self, **kwargs):
+        labels = {"auto": "auto (GPU when present)"}
+        choices = [(name, labels.get(name, name)) for name in DEVICES]
+        super().__init__(choices=choices, initial="auto", required=False, **kwargs)
+
+    def validate(self, value) -> None:
+        from django.conf import settings
+
+        super().validate(value)
+        problem = (
+            device_problem(value, gpu_elsewhere=settings.FIREPOOL_GPU_QUEUE) if value else None
+        )
+        if problem is not None:
+            raise forms.ValidationError(problem)
+
+
+def seed_field() -> forms.IntegerField:
+    """A training seed, within :data:`~retrieval.encoders.base.SEEDS`."""
+    return forms.IntegerField(min_value=SEEDS[0], max_value=SEEDS[1], initial=0, required=False)
+
+
+def epochs_field() -> forms.IntegerField:
+    """Training epochs, within :data:`~retrieval.encoders.base.EPOCHS` (empty: the encoder's)."""
+    return forms.IntegerField(min_value=EPOCHS[0], max_value=EPOCHS[1], required=False)
 
 
 def found_or_invalid(lookup, *args):
@@ -45,7 +76,7 @@ class ModelForm(DatasetForm):
 
 
 class EmbedForm(ModelForm):
-    device = forms.ChoiceField(choices=DEVICES, initial="auto", required=False)
+    device = DeviceField()
     batch_size = forms.IntegerField(min_value=1, max_value=65536, initial=256, required=False)
 
 
@@ -82,9 +113,9 @@ def run_embed(
 
 class TrainForm(DatasetForm):
     model = forms.CharField(max_length=100)
-    epochs = forms.IntegerField(min_value=1, max_value=10000, required=False)
-    seed = forms.IntegerField(initial=0, required=False)
-    device = forms.ChoiceField(choices=DEVICES, initial="auto", required=False)
+    epochs = epochs_field()
+    seed = seed_field()
+    device = DeviceField()
     relevance = forms.ChoiceField(
         choices=[(name, name) for name in RELEVANCES], initial="instance", required=False
     )
@@ -157,7 +188,7 @@ def run_predict(
 class ProxiesForm(DatasetForm):
     proxy = forms.ChoiceField(choices=[(p, p) for p in (*PROXIES, "all")], initial="all")
     split = forms.CharField(max_length=20, initial="test", required=False)
-    rebuild = forms.BooleanField(required=False)
+    rebuild = YesNoField()
 
 
 def run_proxies(
@@ -203,7 +234,7 @@ class ScoringForm(DatasetForm):
 
 class RescoreForm(ScoringForm):
     runs = forms.CharField(max_length=2000, required=False, help_text="Comma-separated.")
-    only_labelled = forms.BooleanField(required=False)
+    only_labelled = YesNoField()
 
     def run_names(self, data: dict) -> list[str]:
         return split_names(data.get("runs", ""))
@@ -306,9 +337,9 @@ class BuildModelForm(DatasetForm):
 
     model = forms.CharField(max_length=100)
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, required=False)
-    epochs = forms.IntegerField(min_value=1, max_value=10000, required=False)
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, required=False)
-    device = forms.ChoiceField(choices=DEVICES, initial="auto", required=False)
+    epochs = epochs_field()
+    seed = seed_field()
+    device = DeviceField()
 
     def clean(self) -> dict:
         from retrieval.models import RetrievalModel

@@ -6,12 +6,15 @@ generates for every operation, schema-conforming and schema-violating ones, to t
 application in process with the session cookie and CSRF token of an annotator or an admin.
 Half the cases are aimed at the real campaign and its real pairs, so the judging code runs
 and not only the 404 path; for the scoring API, at the campaign's dataset with a well-formed
-or a broken run file in the multipart body, and at a real scoring job. Each response must
-pass schemathesis's ``not_a_server_error``.
+or a broken run file in the multipart body, and at a real scoring job. Half the cases then
+have every integer of their body (JSON or form) and, unless aimed, of their path pushed to
+one no row can hold (past 32 and 64 bits, negative, up to 10^30). Each response must pass
+schemathesis's ``not_a_server_error``.
 """
 
 import os
 import secrets
+import uuid
 from collections import Counter
 
 import pytest
@@ -20,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core import signals
 from django.core.cache import cache
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
@@ -46,6 +49,15 @@ RESEARCH_PATHS = ("/api/datasets/", "/api/scores/")
 """Operations annotators are refused (uploading and scoring runs)."""
 RESEARCH_SUFFIXES = ("/annotator-scores/",)
 """Campaign operations annotators are refused (campaign reports)."""
+
+EXTREMES = (10**30, -(10**30), 2**31, -(2**31) - 1, 2**63 - 1, 2**63, -(2**63) - 1, 2**64, -1, 0)
+"""Integers no row can hold: past 32 and 64 bits either way, negative, zero, 10^30."""
+EXTREME_INTS = st.one_of(
+    st.sampled_from(EXTREMES),
+    st.integers(min_value=2**31, max_value=10**30),
+    st.integers(min_value=-(10**30), max_value=-1),
+)
+""":data:`EXTREMES` and more like them, for the property test."""
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
 """Multiplies the example budget: ``FIREPOOL_FUZZ_SCALE=20`` for a long bug hunt."""
@@ -133,6 +145,28 @@ def aim_at_world(case, world: dict, data) -> None:
         path["job_id"] = world["job"]
 
 
+def push_to_extremes(case, data, path: bool) -> None:
+    """Replace every integer of the case's body (JSON or form, nested too) and, with ``path``,
+    of its path with one of :data:`EXTREME_INTS`: after aiming, the real campaign meets
+    impossible pair ids; otherwise impossible campaign and job ids are asked for too."""
+
+    def pushed(value):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            return data.draw(EXTREME_INTS)
+        if isinstance(value, dict):
+            return {key: pushed(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [pushed(item) for item in value]
+        return value
+
+    if path and case.path_parameters:
+        case.path_parameters = pushed(case.path_parameters)
+    if isinstance(case.body, dict | list):
+        case.body = pushed(case.body)
+
+
 @pytest.mark.parametrize("who", ["annotator", "admin"])
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 @pytest.mark.parametrize("label", operation_labels())
@@ -145,10 +179,17 @@ def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, 
     assert operation is not None, label
 
     @EXAMPLES
-    @given(case=operation.as_strategy(generation_mode=mode), aim=st.booleans(), data=st.data())
-    def check(case, aim, data):
+    @given(
+        case=operation.as_strategy(generation_mode=mode),
+        aim=st.booleans(),
+        extreme=st.booleans(),
+        data=st.data(),
+    )
+    def check(case, aim, extreme, data):
         if aim:
             aim_at_world(case, world, data)
+        if extreme:
+            push_to_extremes(case, data, path=not aim)
         response = case.call(headers=session["headers"], cookies=session["cookies"])
         statuses[response.status_code] += 1
         case.validate_response(response, checks=[not_a_server_error])
@@ -156,8 +197,90 @@ def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, 
     check()
     path = label.split()[1]
     if who == "annotator" and (path.startswith(RESEARCH_PATHS) or path.endswith(RESEARCH_SUFFIXES)):
-        # Scoring runs is for researchers and admins (a path no route matches is a 404).
-        assert 403 in statuses and set(statuses) <= {403, 404}, statuses
+        # Scoring runs is for researchers and admins (a path no route matches is a 404; a
+        # body of a media type the operation does not take is a 415 first, since the CSRF
+        # check reads the form while authenticating, before permissions: it tells nothing).
+        assert 403 in statuses and set(statuses) <= {403, 404, 415}, statuses
         return
     # The session and CSRF token must work: not every answer may be a refusal to authenticate.
     assert set(statuses) - {401, 403}, statuses
+
+
+JUDGING_OVERFLOW = {
+    "POST /api/campaigns/{id}/submit/": "a pair id past 64 bits overflows SQLite in the "
+    "hand-written SQL (annotation.services.sql.pair_target): fixed with the judging API's "
+    "rewrite (issue 26 §6); delete this entry when it lands"
+}
+"""Known 500s, on SQLite only, that the test tolerates until their fix is merged."""
+
+
+def _resolved(schema: dict, node: dict) -> dict:
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def valid_request(schema: dict, label: str, world: dict) -> tuple[dict, dict | None, list[str]]:
+    """Path parameters and a JSON body the operation accepts, aimed at the world, and the
+    names of the integer slots (``path:id``, ``body:pair``) to push to extremes."""
+    method, path = label.split()
+    operation = schema["paths"][path][method.lower()]
+    aimed = {"id": world["campaign"], "job_id": world["job"], "dataset_name": world["dataset"]}
+    params = {p["name"]: aimed[p["name"]] for p in operation.get("parameters", [])}
+    slots = [f"path:{p['name']}" for p in operation.get("parameters", [])
+             if p["in"] == "path" and p["schema"].get("type") == "integer"]  # fmt: skip
+    content = operation.get("requestBody", {}).get("content", {}).get("application/json")
+    if content is None:
+        return params, None, slots
+    body = {}
+    for name, prop in _resolved(schema, content["schema"]).get("properties", {}).items():
+        prop = _resolved(schema, prop)
+        if prop.get("readOnly"):
+            continue
+        if prop.get("type") == "integer":
+            body[name] = world["pairs"][0] if name == "pair" else 1
+            slots.append(f"body:{name}")
+        elif prop.get("type") == "number":
+            body[name] = 2.5
+        elif prop.get("type") == "boolean":
+            body[name] = True
+        elif "enum" in prop:
+            body[name] = prop["enum"][0]
+        elif prop.get("format") == "uuid":
+            body[name] = str(uuid.uuid4())
+        else:
+            body[name] = "fuzz"
+    return params, body, slots
+
+
+@pytest.mark.parametrize("who", ["annotator", "admin"])
+@pytest.mark.parametrize("label", operation_labels())
+def test_every_integer_slot_refuses_impossible_ids(world, label, who):
+    """Each integer path parameter and body field (JSON and form), in turn, at each of
+    :data:`EXTREMES` with everything else valid and real: a 400, 403 or 404, never a 5xx."""
+    schema = world["schema"]
+    params, body, slots = valid_request(schema, label, world)
+    method, path = label.split()
+    client = Client(raise_request_exception=False)  # every answer, then the 5xx among them
+    client.force_login(get_user_model().objects.get(username=f"fuzz-{who}"))
+    answers = []
+    for slot, value in ((slot, value) for slot in slots for value in EXTREMES):
+        where, name = slot.split(":")
+        sent_params = {**params, name: value} if where == "path" else params
+        sent_body = {**body, name: value} if where == "body" else body
+        if sent_body is not None and "uuid" in sent_body:
+            sent_body["uuid"] = str(uuid.uuid4())
+        url = path.format(**sent_params)
+        for form in (False, True) if sent_body is not None else (False,):
+            if method == "GET":
+                response = client.get(url)
+            elif form:
+                response = client.post(url, sent_body)
+            else:
+                response = client.post(url, sent_body or {}, content_type="application/json")
+            answers.append((slot, value, "form" if form else "json", response.status_code))
+    failures = [answer for answer in answers if answer[3] not in (400, 403, 404)]
+    known = {(slot, status) for slot, _, _, status in failures} == {("body:pair", 500)}
+    if label in JUDGING_OVERFLOW and connection.vendor == "sqlite" and known:
+        pytest.xfail(JUDGING_OVERFLOW[label])
+    assert not failures, failures

@@ -4,8 +4,9 @@ judging order on it (the loop is :mod:`annotation.judging_replay`).
 Rows are the query captions the runs answer (with a label set, those it judges), pooled at
 ``depth`` as a campaign would be: each caption's own video is left out of the pool and counts
 as a known positive, as in re-scoring. Complete labels come from the demo world's ground
-truth, or from a label set; with a label set, queries with a pooled pair it does not decide
-are dropped (and counted), since their replay would need labels nobody gave.
+truth, or from a label set; queries with a pooled pair the label set does not decide (or,
+with the ground truth, a caption or video without a stored assertion or scene) are dropped
+(and counted), since their replay would need labels nobody has.
 """
 
 from collections.abc import Callable, Sequence
@@ -124,7 +125,7 @@ def replay_world(
     origin = (queries, np.array([own[int(q)] for q in queries], dtype=np.int64))
     pooled = pool(lists, depth, origin=origin, queries=queries)
     if judged is None:
-        labels, known = _truth(dataset, pooled), np.ones(len(pooled), bool)
+        labels, known = _truth(dataset, pooled)
     else:
         labels, known = _labelled(judged, pooled)
     dropped_queries = np.unique(pooled.caption_ids[~known])
@@ -136,12 +137,11 @@ def replay_world(
         raise ReplayError("no query has a completely labelled pool to replay")
     rows = np.unique(pooled.caption_ids)
     own_video = np.array([own[int(q)] for q in rows], dtype=np.int64)
-    known_positive = np.stack(
-        [align_rows(r.query_ids, r.item_ids, rows) == own_video[:, None] for r in lists], axis=1
-    )
-    if known_positive.shape[2] < depth:
-        pad = depth - known_positive.shape[2]
-        known_positive = np.pad(known_positive, ((0, 0), (0, 0), (0, pad)))
+    known_positive = np.zeros((rows.size, len(lists), depth), dtype=bool)
+    for r, lists_r in enumerate(lists):
+        # A run may rank fewer than ``depth`` items: past its end no rank holds a positive.
+        hit = align_rows(lists_r.query_ids, lists_r.item_ids, rows) == own_video[:, None]
+        known_positive[:, r, : hit.shape[1]] = hit
     world = ReplayWorld(
         pooled,
         labels,
@@ -187,8 +187,9 @@ def _labelled(judged, pooled) -> tuple[np.ndarray, np.ndarray]:
     return found & (relevance[np.minimum(at, relevance.size - 1)] > 0), found
 
 
-def _truth(dataset: Dataset, pooled) -> np.ndarray:
-    """Each pool pair's ground-truth relevance (the demo world's FIRE §3.1 rule)."""
+def _truth(dataset: Dataset, pooled) -> tuple[np.ndarray, np.ndarray]:
+    """Each pool pair's ground-truth relevance (the demo world's FIRE §3.1 rule), and whether
+    it has one (a caption or video without a stored assertion or scene has none)."""
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=np.unique(pooled.caption_ids).tolist()
     )
@@ -196,6 +197,10 @@ def _truth(dataset: Dataset, pooled) -> np.ndarray:
     video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
     row = {caption_pk[key]: i for i, key in enumerate(caption_keys)}
     column = {video_pk[key]: i for i, key in enumerate(video_keys)}
-    rows = np.array([row[int(c)] for c in pooled.caption_ids], dtype=np.int64)
-    columns = np.array([column[int(v)] for v in pooled.video_ids], dtype=np.int64)
-    return matrix[rows, columns].astype(bool)
+    rows = np.array([row.get(int(c), -1) for c in pooled.caption_ids], dtype=np.int64)
+    columns = np.array([column.get(int(v), -1) for v in pooled.video_ids], dtype=np.int64)
+    known = (rows >= 0) & (columns >= 0)
+    if not known.any():
+        return known, known
+    labels = known & matrix[np.maximum(rows, 0), np.maximum(columns, 0)].astype(bool)
+    return labels, known

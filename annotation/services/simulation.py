@@ -22,7 +22,7 @@ from annotation.models import Campaign, Pair
 from annotation.services import assignment, pair_state
 from config import roles
 from config.errors import UserError
-from retrieval.services.demo import ground_truth_relevance
+from retrieval.services.demo import DemoError, ground_truth_relevance
 
 ERROR = "error"
 RANDOM = "random"
@@ -207,6 +207,11 @@ def truth_for(campaign: Campaign) -> Callable[[Pair], bool]:
     col = {key: j for j, key in enumerate(video_keys)}
 
     def truth(pair: Pair) -> bool:
+        if pair.caption.key not in row or pair.video.key not in col:
+            raise DemoError(
+                f"caption {pair.caption.key!r} or video {pair.video.key!r} of dataset "
+                f"{campaign.dataset.name!r} has no stored ground truth to answer it by"
+            )
         return bool(matrix[row[pair.caption.key], col[pair.video.key]])
 
     return truth

@@ -24,6 +24,27 @@ FORMAT = "firepool-encoder"
 FORMAT_VERSION = 1
 
 
+DEVICES = ("auto", "cpu", "cuda")
+"""The devices work can be asked to run on; ``auto`` is CUDA when available."""
+SEEDS = (0, 2**31 - 1)
+"""Training seeds accepted, inclusive (every seeded generator takes them)."""
+EPOCHS = (1, 10_000)
+"""Training epochs that may be asked for, inclusive."""
+
+
+def device_problem(device: str, *, gpu_elsewhere: bool = False) -> str | None:
+    """Why work cannot run on ``device`` (one of :data:`DEVICES`), or None when it can.
+
+    ``cuda`` needs a CUDA device torch can use in this process, unless ``gpu_elsewhere``: the
+    work goes to a GPU machine's worker, which is where the device has to be.
+    """
+    if device not in DEVICES:
+        return f"unknown device {device!r} (choose one of {', '.join(DEVICES)})"
+    if device == "cuda" and not gpu_elsewhere and not torch.cuda.is_available():
+        return "torch has no CUDA device on this machine; choose auto or cpu"
+    return None
+
+
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """``"auto"`` (or None) means CUDA when available, else the CPU; anything else as given."""
     if device is None or device == "auto":

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from django.conf import settings
@@ -187,7 +188,10 @@ def ground_truth_relevance(
     """Exact relevance from stored scenes and assertions: (caption keys, video keys, matrix).
 
     Rows are the dataset's captions (or those in ``caption_ids``), columns its videos (or
-    those of ``split``), both in key order; entries follow the FIRE §3.1 rule.
+    those of ``split``), both in key order; entries follow the FIRE §3.1 rule. A caption
+    without a stored assertion or a video without a stored scene (a row added by hand, or
+    imported before imports into a synthetic world were refused) has no ground truth: it is
+    left out, and callers see its key missing.
     """
     if not dataset.has_ground_truth:
         raise DemoError(f'Dataset "{dataset.name}" has no ground-truth relevance.')
@@ -197,15 +201,41 @@ def ground_truth_relevance(
     captions = Caption.objects.filter(dataset=dataset)
     if caption_ids is not None:
         captions = captions.filter(id__in=list(caption_ids))
-    video_rows = list(videos.order_by("key").values_list("key", "metadata"))
-    caption_rows = list(captions.order_by("key").values_list("key", "metadata"))
+    scenes = _parsed(videos.order_by("key").values_list("key", "metadata"), stored_scene)
+    assertions = _parsed(captions.order_by("key").values_list("key", "metadata"), stored_assertion)
+    matrix = relevance_matrix(list(assertions.values()), list(scenes.values()))
+    return list(assertions), list(scenes), matrix
+
+
+_T = TypeVar("_T")
+
+
+def stored_scene(metadata: object) -> Scene | None:
+    """The scene a video's metadata stores (``{"scene": ...}``), or None if it has none."""
+    return _stored(metadata, "scene", Scene.from_dict)
+
+
+def stored_assertion(metadata: object) -> Assertion | None:
+    """The assertion a caption's metadata stores (``{"assertion": ...}``), or None."""
+    return _stored(metadata, "assertion", Assertion.from_dict)
+
+
+def _stored(metadata: object, name: str, parse: Callable[[dict], _T]) -> _T | None:
+    """``parse(metadata[name])``, or None when it is missing or does not parse."""
+    if not isinstance(metadata, dict) or not isinstance(metadata.get(name), dict):
+        return None
     try:
-        scenes = [Scene.from_dict(metadata["scene"]) for _, metadata in video_rows]
-        assertions = [Assertion.from_dict(metadata["assertion"]) for _, metadata in caption_rows]
-    except (KeyError, TypeError) as exc:
-        raise DemoError(f'Dataset "{dataset.name}" lacks stored scenes or assertions.') from exc
-    matrix = relevance_matrix(assertions, scenes)
-    return [key for key, _ in caption_rows], [key for key, _ in video_rows], matrix
+        return parse(metadata[name])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _parsed(
+    rows: Iterable[tuple[str, object]], parse: Callable[[object], _T | None]
+) -> dict[str, _T]:
+    """Key -> parsed value for the rows whose metadata parses, in the rows' order."""
+    parsed = ((key, parse(metadata)) for key, metadata in rows)
+    return {key: value for key, value in parsed if value is not None}
 
 
 def summarize_demo_dataset(dataset: Dataset) -> DemoSummary:

@@ -19,10 +19,13 @@ from django.db import transaction
 from config.errors import UserError
 from retrieval.encoders import features as video_features
 from retrieval.encoders.base import (
+    EPOCHS,
+    SEEDS,
     Encoder,
     EpochCallback,
     TrainingData,
     VideoInputs,
+    device_problem,
     resolve_device,
     thresholded,
 )
@@ -56,6 +59,22 @@ best near 0.4 (BoW near 0.2)."""
 
 class EncodingError(UserError):
     """A step cannot run as asked (untrained model, missing features); nothing changed."""
+
+
+def check_device(device: str) -> str:
+    """``device`` if work can run on it in this process, else EncodingError (a machine
+    without CUDA asked for ``cuda``: a clear refusal, not torch's AssertionError)."""
+    problem = device_problem(device)
+    if problem is not None:
+        raise EncodingError(f"device: {problem}")
+    return device
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` if a training run accepts it, else EncodingError."""
+    if not SEEDS[0] <= seed <= SEEDS[1]:
+        raise EncodingError(f"seed: {seed} is not between {SEEDS[0]} and {SEEDS[1]}")
+    return seed
 
 
 def register_encoder(
@@ -102,6 +121,7 @@ def extract_dataset_features(
     With ``experts`` the three expert sequences are stored too (``<key>.npz`` beside the
     vector), and videos that have a vector but no experts are done again.
     """
+    check_device(device)
     videos = Video.objects.filter(dataset=dataset).exclude(media="").order_by("pk")
     root = Path(settings.MEDIA_ROOT)
     todo = list(videos.only("pk", "key", "media", "features", "dataset_id"))
@@ -379,6 +399,10 @@ def train(
     a bad one changes nothing.
     """
     threshold = check_relevance(relevance, threshold)
+    check_device(device)
+    check_seed(seed)
+    if epochs is not None and not EPOCHS[0] <= epochs <= EPOCHS[1]:
+        raise EncodingError(f"epochs: {epochs} is not between {EPOCHS[0]} and {EPOCHS[1]}")
     encoder = get_encoder(model.encoder, **model.config)
     if not encoder.trainable:
         raise EncodingError(f"the {model.encoder} encoder has nothing to train")
@@ -458,6 +482,7 @@ def embed(
     progress: Progress | None = None,
 ) -> StoredEmbeddings:
     """Embed the split's captions and videos, save them, and build the exact faiss index."""
+    check_device(device)
     encoder = load_model_encoder(model)
     dataset = model.dataset
     captions = list(

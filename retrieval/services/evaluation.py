@@ -9,7 +9,7 @@ import numpy as np
 
 from retrieval.models import Caption, Run
 from retrieval.runs import RankedLists
-from retrieval.services.demo import ground_truth_relevance
+from retrieval.services.demo import DemoError, ground_truth_relevance
 from retrieval.services.runs import KeyIndex, load_run
 
 
@@ -24,7 +24,8 @@ def original_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
 
 
 def ground_truth_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
-    """Bool queries x depth under the dataset's exhaustive ground truth (demo world)."""
+    """Bool queries x depth under the dataset's exhaustive ground truth (demo world); a query
+    or video without stored ground truth is refused, since its hits cannot be known."""
     lists = lists or load_run(run)
     caption_keys, video_keys, relevant = ground_truth_relevance(
         run.dataset, caption_ids=lists.query_ids.tolist()
@@ -32,6 +33,10 @@ def ground_truth_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
     row_of_key = {key: i for i, key in enumerate(caption_keys)}
     col_of_key = {key: j for j, key in enumerate(video_keys)}
     videos = KeyIndex.videos(run.dataset)
+    if len(row_of_key) < len(lists.query_ids) or len(col_of_key) < len(videos.keys):
+        raise DemoError(
+            f'Dataset "{run.dataset.name}" has captions or videos without stored ground truth.'
+        )
     rows = np.array(
         [row_of_key[key] for key in KeyIndex.captions(run.dataset).keys_of(lists.query_ids)],
         dtype=np.int64,

@@ -41,6 +41,7 @@ from retrieval.formats import CAPTION_FORMATS, CaptionFormat
 from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError, check_chars
 from retrieval.models import Caption, Dataset, Video
 from retrieval.names import check_name
+from retrieval.services.demo import stored_assertion, stored_scene
 
 BATCH_SIZE = 5000
 VIDEO_EXTENSIONS = ("mp4", "webm", "mkv", "avi", "mov")
@@ -248,11 +249,34 @@ class _Importer:
                 self.format.caption_field,
                 f"duplicate key {key!r} (already in dataset {self.name!r})",
             )
+        if self.dataset is not None and self.dataset.has_ground_truth:
+            self.check_ground_truth(record)
         self.caption_lines[key] = record.line
         split = record.split or self.default_split
         is_query = record.is_query if record.is_query is not None else split == "test"
         self.add_video(record, split)
         self.pending.append((record, split, is_query))
+
+    def check_ground_truth(self, record: CaptionRecord) -> None:
+        """Refuse a record that a synthetic world's exhaustive ground truth could not cover:
+        a caption without a stored assertion, or a new video without a stored scene (the
+        FIRE §3.1 rule judges one against the other; no caption format carries either)."""
+        world = f"dataset {self.name!r} has exhaustive ground truth (a synthetic world)"
+        if stored_assertion(record.metadata) is None:
+            raise self.error(
+                record,
+                self.format.caption_field,
+                f"caption {record.caption_key!r} has no assertion to judge it by and {world}; "
+                "import the file into another dataset",
+            )
+        known = record.video_key in self.existing_videos or record.video_key in self.videos
+        if not known and stored_scene(record.video_metadata) is None:
+            raise self.error(
+                record,
+                self.format.video_field,
+                f"video {record.video_key!r} has no scene to judge it by and {world}; "
+                "import the file into another dataset",
+            )
 
     def add_video(self, record: CaptionRecord, split: str) -> None:
         """Register the record's video: reuse it, check it agrees, or queue it for creation."""

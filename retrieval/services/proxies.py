@@ -418,7 +418,8 @@ def score_similarity(
 
 
 def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray | None:
-    """The demo world's exhaustive relevance on the same videos and text items, else None."""
+    """The demo world's exhaustive relevance on the same videos and text items, else None
+    (also when a caption or video among them has no stored ground truth)."""
     if not dataset.has_ground_truth:
         return None
     from retrieval.services.demo import ground_truth_relevance
@@ -433,6 +434,10 @@ def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray |
     )
     row = {key: i for i, key in enumerate(caption_keys)}
     col = {key: j for j, key in enumerate(video_keys)}
+    if not (
+        set(key_of_caption.values()) <= row.keys() and set(key_of_video.values()) <= col.keys()
+    ):
+        return None
     rows = np.array([row[key_of_caption[pk]] for pk in text_ids.tolist()], dtype=np.int64)
     cols = np.array([col[key_of_video[pk]] for pk in relevance.video_ids.tolist()], np.int64)
     truth = matrix[np.ix_(rows, cols)].T.astype(np.float32)

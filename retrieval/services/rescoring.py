@@ -76,7 +76,7 @@ def rescore_dataset(
         corrected = _label_qrels(pairs, rows).union(original)
 
     pooled, depth = _pooled(dataset, label_set, loaded, caption_ids)
-    true = _true_qrels(dataset, caption_ids) if dataset.has_ground_truth else None
+    true, true_notes = _true_qrels(dataset, caption_ids) if dataset.has_ground_truth else (None, [])
     result = rescore(
         item_ids,
         corrected,
@@ -85,6 +85,7 @@ def rescore_dataset(
         pooled=pooled,
         pool_depth=depth,
     )
+    result.notes.extend(true_notes)
     if pairs is None:
         result.notes.append("no label set: scores use the original positives only")
     else:
@@ -177,8 +178,10 @@ def _pooled(
     return pooled, int(depth)
 
 
-def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> Qrels:
-    """Exhaustive judgements over the videos of the queries' split (every pair judged)."""
+def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:
+    """Exhaustive judgements over the videos of the queries' split (every pair judged), and
+    what they leave out: a query without stored ground truth has no row (so no positive, and
+    no place in the means), a video without a stored scene no pair (so it is not relevant)."""
     splits = set(
         Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("split", flat=True)
     )
@@ -189,10 +192,25 @@ def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> Qrels:
     caption_pk = dict(
         Caption.objects.filter(dataset=dataset, key__in=caption_keys).values_list("key", "pk")
     )
-    video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
+    videos = Video.objects.filter(dataset=dataset)
+    video_pk = dict(videos.values_list("key", "pk"))
     row_of_pk = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
     rows = np.array([row_of_pk[caption_pk[key]] for key in caption_keys], dtype=np.int64)
     items = np.array([video_pk[key] for key in video_keys], dtype=np.int64)
-    return Qrels(
+    notes = []
+    queries = len(caption_ids) - len(caption_keys)
+    if queries:
+        notes.append(
+            f"{queries} {'query has' if queries == 1 else 'queries have'} no stored ground "
+            f"truth and {'is' if queries == 1 else 'are'} left out of the true-label scores"
+        )
+    scenes = (videos.filter(split=split) if split is not None else videos).count() - len(items)
+    if scenes:
+        notes.append(
+            f"{scenes} {'video has' if scenes == 1 else 'videos have'} no stored scene: "
+            "the true labels count them not relevant"
+        )
+    true = Qrels(
         np.repeat(rows, len(items)), np.tile(items, len(rows)), matrix.ravel().astype(np.int64)
     )
+    return true, notes

@@ -103,3 +103,40 @@ def test_a_label_set_of_disagreements_only_is_a_clear_error(world):
     )
     with pytest.raises(CommandError, match="no query has a completely labelled pool"):
         replay_json(labels="undecided", strategy="depth", depth=3)
+
+
+def test_a_run_shorter_than_the_depth_replays_and_its_page_answers(world, client):
+    """A run ranking fewer videos than the pool depth (a short upload) is padded with "no known
+    positive" past its end; the judging-orders page compares the orders instead of failing."""
+    from django.contrib.auth import get_user_model
+
+    from config import roles
+    from retrieval.models import Caption, RetrievalModel
+    from retrieval.runs import RankedLists
+    from retrieval.services.runs import load_run, store_run
+
+    full = load_run(world.runs.get(name="a"))
+    model = RetrievalModel.objects.create(dataset=world, name="short", source="run")
+    short = RankedLists(full.query_ids, full.item_ids[:, :2], full.scores[:, :2])
+    store_run(model, "short", short)
+    replayed, dropped = replay_world(world, None, 10, None)
+    assert dropped == 0 and replayed.run_names == ("a", "b", "short")
+    assert replayed.known_positive.shape[1:] == (3, 10)
+    # Brute force: rank r of run j holds a known positive iff it holds the caption's own video.
+    own = dict(Caption.objects.filter(dataset=world).values_list("pk", "video_id"))
+    rows = np.unique(replayed.pool.caption_ids)
+    for j, name in enumerate(replayed.run_names):
+        lists = load_run(world.runs.get(name=name))
+        listed = dict(zip(lists.query_ids.tolist(), lists.item_ids.tolist(), strict=True))
+        for i, caption in enumerate(rows.tolist()):
+            items = listed.get(caption, [])[:10]
+            expected = [r < len(items) and items[r] == own[caption] for r in range(10)]
+            assert replayed.known_positive[i, j].tolist() == expected, (name, caption)
+    user = get_user_model().objects.create_user("short-researcher")
+    user.groups.add(roles.ensure_groups()[roles.RESEARCHER])
+    client.force_login(user)
+    page = client.get(f"/reports/{world.name}/judging-orders/")
+    assert page.status_code == 200, page.content[:500]
+    for replay in page.context["comparison"].replays:
+        assert replay.steps[-1].positives_found == replay.pool_positives
+        assert all(error == 0 for run in replay.steps[-1].errors.values() for error in run.values())

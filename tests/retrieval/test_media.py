@@ -38,6 +38,55 @@ def test_parse_range_unsatisfiable(header):
         parse_range(header, 1000)
 
 
+@pytest.mark.parametrize(
+    "header",
+    [
+        "bytes=1_0-2_0",
+        "bytes=+1-+5",
+        "bytes=-+5",
+        "bytes=1-+5",
+        "bytes=-1_0",
+        "bytes=\u0661-\u0665",  # Arabic-Indic digits
+        "bytes=\uff11-\uff15",  # fullwidth digits
+        "bytes=\u00b9-\u00b2",  # superscripts (str.isdigit says yes)
+        "bytes=0x1-0x5",
+        "bytes=1e2-",
+        "bytes=1 0-20",
+        "bytes=1- 5",
+        "bytes=-",
+        "bytes=--5",
+        "bytes=1-2-3",
+        "bytes=",
+    ],
+)
+def test_only_ascii_digits_make_a_range(header):
+    """RFC 9110 §14.1.1: positions are ``1*DIGIT``; anything else is not a range and the
+    header is ignored (the whole file is sent), though Python's ``int`` would accept it."""
+    assert parse_range(header, 1000) is None
+
+
+def test_positions_of_any_length():
+    """Positions beyond the size (even past ``int``'s 4,300-digit limit) mean past the end;
+    leading zeros are digits like any other."""
+    huge = "9" * 5000
+    assert parse_range(f"bytes=0-{huge}", 1000) == ByteRange(0, 999, 1000)
+    assert parse_range(f"bytes=-{huge}", 1000) == ByteRange(0, 999, 1000)
+    assert parse_range("bytes=0005-0009", 1000) == ByteRange(5, 9, 1000)
+    assert parse_range(f"bytes={huge}1-{huge}", 1000) is None  # last before first
+    for header in (f"bytes={huge}-", f"bytes={huge}-{huge}1", "bytes=-000"):
+        with pytest.raises(UnsatisfiableRange):
+            parse_range(header, 1000)
+
+
+def test_an_empty_file_satisfies_only_a_suffix():
+    """RFC 9110 §14.1.1: for an empty file only a non-zero suffix is satisfiable; it names no
+    byte, so the (empty) whole file is sent."""
+    for header in ("bytes=0-", "bytes=0-0", "bytes=-0"):
+        with pytest.raises(UnsatisfiableRange):
+            parse_range(header, 0)
+    assert parse_range("bytes=-1", 0) is None
+
+
 def test_content_range_and_length():
     byte_range = ByteRange(10, 19, 100)
     assert byte_range.length == 10
@@ -92,6 +141,14 @@ def test_range_returns_exact_bytes(logged_in, clip, header, first, last):
     assert response["Content-Range"] == f"bytes {first}-{last}/{len(PAYLOAD)}"
     assert response["Content-Length"] == str(last - first + 1)
     assert _body(response) == PAYLOAD[first : last + 1]
+
+
+@pytest.mark.parametrize("header", ["bytes=1_0-2_0", "bytes=+1-+5", "bytes=\u0661-\u0665"])
+def test_a_range_with_other_than_digits_is_ignored(logged_in, clip, header):
+    response = logged_in.get("/media/videos/clip.webm", HTTP_RANGE=header)
+    assert response.status_code == 200
+    assert "Content-Range" not in response
+    assert _body(response) == PAYLOAD
 
 
 def test_unsatisfiable_range_is_416(logged_in, clip):

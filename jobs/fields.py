@@ -1,0 +1,40 @@
+"""Form fields for job arguments, which come from page forms and, as text, from
+``manage.py jobs submit KIND name=value``: each value is read strictly, so a typed argument
+means what it says or is refused with a field error before the job is queued.
+"""
+
+from django import forms
+
+TRUE = frozenset({"true", "1", "yes", "on"})
+FALSE = frozenset({"false", "0", "no", "off", ""})
+
+
+class YesNoInput(forms.CheckboxInput):
+    """A checkbox that hands the field what was sent (Django's turns "0" and "no" into True)."""
+
+    def value_from_datadict(self, data, files, name):
+        return data.get(name)
+
+
+class YesNoField(forms.BooleanField):
+    """A flag: a ticked box ("on"), true/false, 1/0, yes/no or off; anything else is an error
+    rather than True. Absent or empty is False, as an unticked box is."""
+
+    widget = YesNoInput
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        if isinstance(value, bool) or value is None:
+            return bool(value)
+        text = str(value).strip().lower()
+        if text in TRUE:
+            return True
+        if text in FALSE:
+            return False
+        raise forms.ValidationError(
+            f"{str(value)[:40]!r} is not a yes or no: use true or false (1 or 0, yes or no)",
+            code="invalid",
+        )
