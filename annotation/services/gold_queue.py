@@ -342,8 +342,11 @@ def answer(
     """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
     UUID); the caller runs it in a transaction with the task's row locked. One statement
     reads all it needs (:data:`annotation.services.sql.GOLD_ANSWER`). A task whose gold pair
-    is gone only has its lease ended (``gone``): the caller commits that, then refuses."""
-    from annotation.services.assignment import AssignmentError
+    is gone only has its lease ended (``gone``): the caller commits that, then refuses.
+    Retries follow a judgement's rules (``assignment.submit``): the same id and body return
+    the stored answer, the same id with another body (or naming a judgement) is a conflict,
+    and an id whose answer was undone is refused."""
+    from annotation.services.assignment import ID_USED, AssignmentError, same_answer
 
     found, stored = sql.gold_answer(task.pk, annotator.pk, client_uuid)
     if found.gold is None:  # an admin removed the gold pair while it was on screen
@@ -356,9 +359,15 @@ def answer(
         explanation=found.explanation,
         guideline=found.guideline,
     )
+    if found.label_uses is not None:
+        raise AssignmentError("conflict", ID_USED)
     if stored is not None:
-        if stored.annotator_id != annotator.pk or stored.gold_pair_id != gold.pk:
-            raise AssignmentError("conflict", "this judgement id was already used")
+        if stored.gold_pair_id != gold.pk or not same_answer(stored, annotator.pk, label, seconds):
+            raise AssignmentError("conflict", ID_USED)
+        if stored.undone_at is not None:
+            raise AssignmentError(
+                "undone", "this judgement was taken back; judge again with a new id"
+            )
         return GoldAnswer(stored, False, _feedback(gold, stored))
     if not pair_state.end_lease(task.pk, annotator.pk):
         raise AssignmentError("not_leased", "this pair is not leased to you")

@@ -112,7 +112,8 @@ def _payloads():
     def task(n: int, roles):
         caption = SimpleNamespace(text=f"a cat {n} — “quoted”", key=f"c{n}", role_spans=roles)
         video = SimpleNamespace(source_url=f"/media/v{n}.mp4")
-        return Task(SimpleNamespace(pk=n, caption=caption, video=video), when + timedelta(n))
+        pair = SimpleNamespace(pk=n, caption=caption, video=video)
+        return Task(pair, when + timedelta(n), f"{n:032x}")
 
     campaign = SimpleNamespace(pk=7, id=7, name="camp\nname", status="active")
     qualifications = [

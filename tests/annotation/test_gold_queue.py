@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from annotation.services import assignment, exports, gold_queue
+from annotation.services.task_ids import decode as served_pair
 from retrieval.models import Caption, Video
 from tests.factories import make_campaign
 
@@ -106,7 +107,7 @@ def test_gold_tasks_look_like_any_task_through_the_api(people):
         assert response.status_code == 200, response.content
         body = response.json()
         assert body["feedback"] is None  # feedback only in training
-        task_ids.add(current["pair"])
+        task_ids.add(served_pair(people["annotator"].pk, current["pair"]))
     gold_tasks = set(GoldPair.objects.filter(campaign=campaign).values_list("task_id", flat=True))
     assert task_ids & gold_tasks, "some gold task was served"
     assert len(seen_keys) == 1  # the same fields for gold and real tasks
@@ -239,7 +240,7 @@ def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
     client.force_login(annotator)
     response = client.post(
         f"/api/campaigns/{campaign.pk}/submit/",
-        {"pair": current.pair.pk, "label": "relevant", "uuid": str(uuid.uuid4())},
+        {"pair": current.token, "label": "relevant", "uuid": str(uuid.uuid4())},
         format="json",
     )
     assert response.status_code == 404
