@@ -4,9 +4,10 @@ Schemathesis reads the schema served at ``/api/schema/`` (fetched in process wit
 signed-in session, since the schema is for signed-in users) and sends the requests it
 generates for every operation, schema-conforming and schema-violating ones, to the WSGI
 application in process with the session cookie and CSRF token of an annotator or an admin.
-Half the cases are aimed at the real campaign and its real pairs, so the judging code runs
-and not only the 404 path; for the scoring API, at the campaign's dataset with a well-formed
-or a broken run file in the multipart body, and at a real scoring job. Each response must
+Half the cases are aimed at the real campaign and its real pairs (by the caller's task ids),
+so the judging code runs and not only the 404 path; for the scoring API, at the campaign's
+dataset with a well-formed or a broken run file in the multipart body, and at a real
+scoring job. Each response must
 pass schemathesis's ``not_a_server_error``.
 """
 
@@ -29,6 +30,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
 from annotation.models import Campaign
+from annotation.services import task_ids
 from config import roles
 from jobs.models import Job
 from tests.factories import make_campaign
@@ -94,8 +96,10 @@ def world(db):
     annotator = User.objects.create_user("fuzz-annotator")  # no password: force_login only
     annotator.groups.add(groups[roles.ANNOTATOR])
     admin = User.objects.create_user("fuzz-admin", is_staff=True, is_superuser=True)
-    sessions = {}
+    sessions, tasks = {}, {}
+    pairs = list(campaign.pairs.values_list("pk", flat=True))
     for who, user in (("annotator", annotator), ("admin", admin)):
+        tasks[who] = [task_ids.encode(user.pk, pk) for pk in pairs]  # the ids next/ serves
         client = Client()
         client.force_login(user)
         token = secrets.token_hex(16)  # a CSRF secret: 32 characters from the allowed set
@@ -103,13 +107,12 @@ def world(db):
             "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": token},
             "headers": {"X-CSRFToken": token},
         }
-    pairs = list(campaign.pairs.values_list("pk", flat=True))
     job = Job.objects.create(kind="score_run", created_by=admin)
     served = client.get("/api/schema/", {"format": "json"})
     assert served.status_code == 200
     return {
         "campaign": campaign.pk,
-        "pairs": pairs,
+        "tasks": tasks,
         "dataset": campaign.dataset.name,
         "job": job.pk,
         "sessions": sessions,
@@ -117,13 +120,14 @@ def world(db):
     }
 
 
-def aim_at_world(case, world: dict, data) -> None:
-    """Point the case's path and body at the world's campaign, pairs, dataset and job."""
+def aim_at_world(case, world: dict, data, who: str) -> None:
+    """Point the case's path and body at the world's campaign, pairs (as ``who``'s task ids),
+    dataset and job."""
     path = case.path_parameters or {}
     if "id" in path:
         path["id"] = world["campaign"]
         if isinstance(case.body, dict) and "pair" in case.body:
-            case.body["pair"] = data.draw(st.sampled_from(world["pairs"]))
+            case.body["pair"] = data.draw(st.sampled_from(world["tasks"][who]))
     if "dataset_name" in path:
         path["dataset_name"] = world["dataset"]
         if isinstance(case.body, dict):
@@ -148,7 +152,7 @@ def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, 
     @given(case=operation.as_strategy(generation_mode=mode), aim=st.booleans(), data=st.data())
     def check(case, aim, data):
         if aim:
-            aim_at_world(case, world, data)
+            aim_at_world(case, world, data, who)
         response = case.call(headers=session["headers"], cookies=session["cookies"])
         statuses[response.status_code] += 1
         case.validate_response(response, checks=[not_a_server_error])

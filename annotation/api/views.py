@@ -137,7 +137,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             values["label"],
             values["uuid"],
             values.get("seconds"),
-            campaign_id=campaign.pk,
+            campaign=campaign,
         )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(

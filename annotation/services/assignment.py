@@ -293,11 +293,16 @@ def submit(
     client_uuid: UUID,
     seconds: float | None = None,
     now: datetime | None = None,
-    campaign_id: int | None = None,
+    campaign: Campaign | None = None,
 ) -> SubmitResult:
     """Store one label (once per UUID) for a pair leased to the annotator, and return the
-    next assignment. With ``campaign_id`` (the API's URL names one), a pair of another
+    next assignment. With ``campaign`` (the API's URL names one), a pair of another
     campaign is not found.
+
+    A gold task's answer runs as many statements as a label (issue 26: nothing, response
+    time included, may tell the kinds apart): the campaign named is not read again, and the
+    gold evidence comes with the answer's own statement (:data:`sql.GOLD_ANSWER`); the
+    pace is looked at, as after a label, only when the answer came too fast.
 
     A retry with the same UUID and the same pair, label and seconds returns the stored
     judgement (``created`` false); the same UUID with anything else is a conflict, whether
@@ -312,18 +317,22 @@ def submit(
     now = now or timezone.now()
     target = judging_queue.target_of(pair_id)
     main_id = (target[2] or {}).get("gold_of") if target is not None else None
-    if campaign_id is not None and (target is None or campaign_id not in (target[0], main_id)):
+    if campaign is not None and (target is None or campaign.pk not in (target[0], main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
             pair = _locked_pair(pair_id)
-            campaign = sql.campaign(main_id)
+            if campaign is None:
+                campaign = sql.campaign(main_id)
             if pair is None or campaign is None:  # deleted while on screen
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
             got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                standing.check(campaign, annotator, now)
+                if seconds is not None and seconds < standing.floor_seconds(campaign):
+                    standing.check(campaign, annotator, now)  # too fast, as after any label
+                else:
+                    standing.check_gold(campaign, annotator, got.evidence, now)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go
             raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(

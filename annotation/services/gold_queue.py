@@ -1,12 +1,14 @@
 """Gold pairs in the judging queue, and the qualification an annotator passes before real work.
 
 A campaign with gold pairs (:mod:`annotation.services.gold`) mixes them into the queue at
-its gold rate (5% by default): the task the annotator sees has the same markup, timing and
-API shape as any other. So that its id gives nothing away, each gold pair is served through
-a *task*: a hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never
-listed), whose id comes from the same sequence as every pair's. Answers on gold tasks are
-stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they change no
-pair's state, count or agreement figure. Nobody meets the same gold pair twice in the queue.
+its gold rate (5% by default): the task the annotator sees has the same markup, fields,
+statements per request and undo as any other. Each gold pair is served through a *task*: a
+hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never listed),
+made after the pool, so its pair id is above every real one; no client ever sees it, since
+every task is served under an opaque id (:mod:`annotation.services.task_ids`). Answers on
+gold tasks are stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they
+change no pair's state, count or agreement figure. Nobody meets the same gold pair twice in
+the queue.
 
 A campaign may require qualification: before real work the annotator judges N training
 pairs drawn from the gold pairs and, after each, is told whether they were right, the
@@ -322,12 +324,25 @@ class Feedback:
 
 
 @dataclass(frozen=True)
+class GoldEvidence:
+    """An annotator's standing in a campaign just after a new queue answer on its gold:
+    whether they are paused already, and their live queue answers on its gold since their
+    reinstatement (the new one counted), right and in all."""
+
+    paused: bool
+    correct: int
+    total: int
+
+
+@dataclass(frozen=True)
 class GoldAnswer:
     judgement: GoldJudgement | None
     """None when the gold pair was removed while on screen (``gone``)."""
     created: bool
     feedback: Feedback | None
     gone: bool = False
+    evidence: GoldEvidence | None = None
+    """Set when a queue answer was stored: what standing needs to score it."""
 
 
 def answer(
@@ -380,7 +395,13 @@ def answer(
     )
     if found.attempt is not None:
         _score(found.attempt, campaign, gold, label, now)
-    return GoldAnswer(judgement, True, _feedback(gold, judgement))
+        return GoldAnswer(judgement, True, _feedback(gold, judgement))
+    evidence = GoldEvidence(
+        paused=found.paused_at is not None,
+        correct=found.gold_correct + (label == gold.label),
+        total=found.gold_total + 1,
+    )
+    return GoldAnswer(judgement, True, None, evidence=evidence)
 
 
 def _score(attempt_id: int, campaign: Campaign, gold: GoldPair, label: str, now: datetime) -> None:

@@ -560,15 +560,36 @@ GOLD_ANSWER = (
     f"AND q.{_q('annotator_id')} = %(annotator)s AND q.{_q('purpose')} = %(queue)s "
     f"AND q.{_q('undone_at')} IS NULL) AS answered, "
     f"(SELECT j.{_q('id')} FROM {_table(Judgement)} j WHERE j.{_q('uuid')} = %(uuid)s) "
-    f"AS label_uses, {_select(_model_columns(GOLD_JUDGEMENT_ROW))} FROM (SELECT 1 AS one) x "
+    f"AS label_uses, s.{_q('paused_at')} AS paused_at, "
+    + ", ".join(
+        f"(SELECT {value} FROM {_table(GoldJudgement)} a "
+        f"JOIN {_table(GoldPair)} h ON h.{_q('id')} = a.{_q('gold_pair_id')} "
+        f"WHERE h.{_q('campaign_id')} = g.{_q('campaign_id')} "
+        f"AND a.{_q('annotator_id')} = %(annotator)s AND a.{_q('purpose')} = %(queue)s "
+        f"AND a.{_q('undone_at')} IS NULL AND (s.{_q('reinstated_at')} IS NULL "
+        f"OR a.{_q('created_at')} > s.{_q('reinstated_at')})) AS {name}"
+        for name, value in (
+            ("gold_total", "COUNT(*)"),
+            (
+                "gold_correct",
+                f"COALESCE(SUM(CASE WHEN a.{_q('label')} = h.{_q('label')} THEN 1 ELSE 0 END), 0)",
+            ),
+        )
+    )
+    + f", {_select(_model_columns(GOLD_JUDGEMENT_ROW))} FROM (SELECT 1 AS one) x "
     f"LEFT JOIN {_table(GoldPair)} g ON g.{_q('task_id')} = %(task)s "
+    f"LEFT JOIN {_table(AnnotatorStanding)} s ON s.{_q('campaign_id')} = g.{_q('campaign_id')} "
+    f"AND s.{_q('annotator_id')} = %(annotator)s "
     f"LEFT JOIN {_table(GoldJudgement)} e ON e.{_q('uuid')} = %(uuid)s"
 )
 """Everything an answer on a gold task needs, in one row: the gold pair (null ``gold`` when
 it is gone), the annotator's qualification attempt in progress, whether they answered the
 pair in the queue already (and not undone), the answer the client's id names if it was
 stored, and ``label_uses``: the campaign label that id names, if any (one id names one
-answer, whatever its kind, or a gold task would answer a reused id unlike any other)."""
+answer, whatever its kind, or a gold task would answer a reused id unlike any other). And
+the annotator's standing as :data:`GOLD_EVIDENCE` reads it (``paused_at``, and their live
+queue answers on the campaign's gold since their reinstatement: ``gold_total``,
+``gold_correct``), so that scoring a gold answer takes no statement of its own."""
 
 
 def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
@@ -581,7 +602,9 @@ def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
     }
     (row,) = rows(GOLD_ANSWER, params)
     stored = instances(GOLD_JUDGEMENT_ROW, row)[0] if row.e_id is not None else None
-    return row, stored
+    return row._replace(
+        gold_total=int(row.gold_total or 0), gold_correct=int(row.gold_correct or 0)
+    ), stored
 
 
 INSERT_GOLD_JUDGEMENT = (
