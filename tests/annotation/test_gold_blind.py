@@ -24,16 +24,17 @@ looked up only afterwards, from the server's side. Then, feature by feature:
 import re
 import statistics
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.models import GoldPair
-from annotation.services import task_ids
+from annotation.models import Escalation, GoldPair
+from annotation.services import assignment, task_ids
 from tests.factories import add_gold, make_campaign
 
 TASKS_PER_ANNOTATOR = 170
@@ -178,3 +179,50 @@ def test_gold_tasks_cannot_be_told_from_real_ones(people):
         for tasks in served.values()
         for user_id, task in tasks
     )
+
+
+@pytest.mark.django_db
+def test_escalating_answers_alike_for_gold_and_real_tasks(people):
+    """Escalations follow one set of rules: the task on screen may be escalated, a retry
+    with the same id and reason counts once, the same id with another reason is a conflict,
+    and a task answered longer ago than the undo window cannot be escalated. (An admin
+    settles each real escalation at once here, so the cap on waiting ones never binds.)"""
+    campaign = make_campaign(n_queries=8, depth=4, seed=2)
+    add_gold(campaign, 12, rate=0.4)
+    GoldPair.objects.filter(campaign=campaign).update(label="irrelevant")
+    user = people["annotator"]
+    client = APIClient()
+    client.force_authenticate(user)
+    base = f"/api/campaigns/{campaign.pk}/"
+    outcomes = {"gold": set(), "real": set()}
+    late = {"gold": set(), "real": set()}
+    body = client.post(base + "next/").json()
+    for step in range(24):
+        current = body["current"]
+        if current is None:
+            break
+        pair_id = task_ids.decode(user.pk, current["pair"])
+        which = "gold" if GoldPair.objects.filter(task_id=pair_id).exists() else "real"
+        if step % 2:  # answer it, then try to escalate it once the undo window is over
+            answer = {"pair": current["pair"], "label": "irrelevant", "uuid": str(uuid.uuid4())}
+            body = client.post(base + "submit/", answer, format="json").json()
+            later = timezone.now() + timedelta(seconds=assignment.UNDO_SECONDS + 5)
+            try:
+                assignment.escalate(user, pair_id, "no picture", uuid.uuid4(), now=later)
+                late[which].add("accepted")
+            except assignment.AssignmentError as refused:
+                late[which].add(refused.code)
+            continue
+        escalation = {"pair": current["pair"], "reason": "no picture", "uuid": str(uuid.uuid4())}
+        first = client.post(base + "escalate/", escalation, format="json")
+        again = client.post(base + "escalate/", escalation, format="json")
+        other = client.post(base + "escalate/", {**escalation, "reason": "dark"}, format="json")
+        outcomes[which].add(
+            (first.status_code, again.status_code, other.status_code, other.json()["code"])
+        )
+        Escalation.objects.filter(resolved_at__isnull=True).update(resolved_at=timezone.now())
+        body = again.json()
+    assert outcomes["gold"] and outcomes["gold"] == outcomes["real"] == {
+        (200, 200, 409, "conflict")
+    }
+    assert late["gold"] and late["gold"] == late["real"] == {"not_leased"}
