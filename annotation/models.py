@@ -442,7 +442,7 @@ class GoldPair(models.Model):
         on_delete=models.SET_NULL,
         related_name="gold_task",
         help_text="The hidden pair that serves it in the queue (see annotation.services."
-        "gold_queue): its id comes from the same sequence as every pair's.",
+        "gold_queue); clients never see its id, only an opaque task id.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
