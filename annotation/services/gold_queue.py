@@ -105,7 +105,12 @@ def visible(campaigns):
 
 
 def ensure_tasks(campaign: Campaign) -> int:
-    """Give every gold pair of the campaign its hidden task pair; returns how many were made."""
+    """Give every gold pair of the campaign its hidden task pair; returns how many were made.
+
+    Run when gold pairs are imported or promoted, so that the judging request that first
+    serves gold does not also make the tasks (a one-off burst of statements in the response
+    that brings a gold task would time it apart); gold added any other way (the admin, a
+    script) gets its tasks on the first pick."""
     missing = list(GoldPair.objects.filter(campaign=campaign, task__isnull=True))
     if not missing:
         return 0
