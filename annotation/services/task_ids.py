@@ -4,8 +4,9 @@ An annotator must not tell a gold task from a real one (a gold task scores them)
 a task is served under says nothing about the pair behind it: not its kind, not its place
 in the id sequence (gold tasks are made after the pool, so their pair ids are the highest),
 not whether another annotator was shown the same pair. The id is a deterministic
-authenticated encryption of (annotator, pair), the SIV construction (Rogaway & Shrimpton
-2006, §5) over a keyed PRF (HMAC-SHA256, keys derived from ``SECRET_KEY``):
+authenticated encryption of (annotator, pair): the synthetic-IV (SIV) construction of
+Rogaway & Shrimpton 2006 over a keyed PRF (HMAC-SHA256, keys derived from ``SECRET_KEY``
+by Django's ``salted_hmac``):
 
 - the first 8 bytes (``tag``) are PRF₁(annotator, pair), the synthetic IV;
 - the last 8 bytes are the pair id XOR PRF₂(annotator, tag).
