@@ -442,7 +442,7 @@ class GoldPair(models.Model):
         on_delete=models.SET_NULL,
         related_name="gold_task",
         help_text="The hidden pair that serves it in the queue (see annotation.services."
-        "gold_queue): its id comes from the same sequence as every pair's.",
+        "gold_queue); clients never see its id, only an opaque task id.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -459,12 +459,22 @@ class GoldPair(models.Model):
         return f"gold {self.label} {self.caption_id} x {self.video_id}"
 
 
+class LiveGoldJudgementManager(models.Manager):
+    """Gold answers not taken back: the only ones that score an annotator. An undone answer
+    is kept (``undone_at``) so that a retry of its client id is refused as a judgement's is;
+    ``GoldJudgement._base_manager`` sees it."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(undone_at__isnull=True)
+
+
 class GoldJudgement(models.Model):
     """An annotator's answer on a gold pair: scores the annotator, never a campaign label.
 
     ``purpose`` says whether it was a qualification training pair (``attempt`` names the
-    try) or a gold pair mixed into the queue. An annotator judges a gold pair at most once
-    in the queue, and at most once per qualification attempt.
+    try) or a gold pair mixed into the queue. An annotator has at most one live answer on a
+    gold pair in the queue, and at most one per qualification attempt. An answer in the
+    queue may be undone like any judgement (``undone_at``), so undo gives nothing away.
     """
 
     class Purpose(models.TextChoices):
@@ -487,12 +497,15 @@ class GoldJudgement(models.Model):
         on_delete=models.CASCADE,
         related_name="judgements",
     )
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LiveGoldJudgementManager()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["gold_pair", "annotator"],
-                condition=Q(purpose="queue"),
+                condition=Q(purpose="queue", undone_at__isnull=True),
                 name="gold_judgement_once_in_queue",
             ),
             models.UniqueConstraint(

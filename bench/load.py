@@ -432,7 +432,7 @@ class Record:
     """What the clients saw: latencies, acknowledged judgements and failures."""
 
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    acknowledged: list[tuple[str, int, int]] = field(default_factory=list)
+    acknowledged: list[tuple[str, int, str]] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
     failures: int = 0
     retries: int = 0
@@ -601,7 +601,7 @@ class Run:
     lags: list[float]
     cpu: dict[str, float]
     began: float
-    warm_acknowledged: list[tuple[str, int, int]]
+    warm_acknowledged: list[tuple[str, int, str]]
 
 
 async def drive(
@@ -692,7 +692,7 @@ def excess_judgements(campaign_id: int) -> int:
     return excess
 
 
-def verify(campaign_id: int, acknowledged: list[tuple[str, int, int]]) -> dict[str, int]:
+def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[str, int]:
     """Count the acknowledged judgements in the database: lost, duplicated and the rest."""
     from django.db.models import Count
 

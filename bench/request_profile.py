@@ -75,6 +75,7 @@ def main() -> None:
         clients.append(client)
     base = f"/api/campaigns/{campaign_id}/"
     from annotation.models import GoldPair
+    from annotation.services import task_ids
 
     gold_labels = dict(
         GoldPair.objects.filter(campaign_id=campaign_id).values_list("task_id", "label")
@@ -92,7 +93,8 @@ def main() -> None:
         current = tasks[k]["current"]
         if current is None:
             raise SystemExit(f"nothing served: {tasks[k]}")
-        label = gold_labels.get(current["pair"], "irrelevant")
+        pair = task_ids.decode(sessions[k][0], current["pair"])  # tasks come under opaque ids
+        label = gold_labels.get(pair, "irrelevant")
         body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4())}
         body["seconds"] = 4.0
         cpu0 = time.process_time()
@@ -101,8 +103,12 @@ def main() -> None:
         if answer.status_code != 200:
             raise SystemExit(f"submit answered {answer.status_code}: {answer.content[:300]!r}")
         tasks[k] = answer.json()
-        served = [t["pair"] for t in (tasks[k]["current"], tasks[k]["upcoming"]) if t]
-        gold = current["pair"] in gold_labels or any(p in gold_labels for p in served[1:])
+        served = [
+            task_ids.decode(sessions[k][0], t["pair"])
+            for t in (tasks[k]["current"], tasks[k]["upcoming"])
+            if t
+        ]
+        gold = pair in gold_labels or any(p in gold_labels for p in served[1:])
         cpu_by_kind["gold" if gold else "other"].append(cpu)
 
     for i in range(40):

@@ -4,6 +4,8 @@ import uuid
 
 import numpy as np
 
+from annotation.models import GoldPair
+from annotation.services import assignment, gold_queue
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
@@ -135,3 +137,41 @@ def pooled_world(name: str):
         metadata={"pooled_runs": ["alpha", "beta"], "pool_depth": 3},
     )
     return dataset
+
+
+def add_gold(campaign, n: int, **settings) -> list:
+    """``n`` gold pairs on captions and videos of the campaign's dataset (not pooled ones),
+    labels alternating irrelevant/relevant, and the campaign's gold ``settings``."""
+    captions = list(Caption.objects.filter(dataset=campaign.dataset).order_by("pk"))
+    videos = list(Video.objects.filter(dataset=campaign.dataset).order_by("pk"))
+    pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
+    golds = []
+    for caption in captions:
+        for video in videos:
+            if (caption.pk, video.pk) not in pooled and len(golds) < n:
+                golds.append(
+                    GoldPair.objects.create(
+                        campaign=campaign,
+                        caption=caption,
+                        video=video,
+                        label="relevant" if len(golds) % 2 else "irrelevant",
+                        explanation=f"because {len(golds)}",
+                        guideline="Every element of the caption must be in the video.",
+                        source=GoldPair.Source.IMPORTED,
+                    )
+                )
+    campaign.options = {**campaign.options, **gold_queue.GoldSettings(**settings).options()}
+    campaign.save(update_fields=["options"])
+    return golds
+
+
+def serve_all(campaign, annotator, answer=lambda pair: "irrelevant", now=None) -> list:
+    """Let ``annotator`` judge through the services until nothing is served, labels given by
+    ``answer(pair)``; the (pair, submit result) of each task."""
+    served = []
+    while (current := assignment.assign(campaign, annotator, now).current) is not None:
+        result = assignment.submit(
+            annotator, current.pair.pk, answer(current.pair), uuid.uuid4(), now=now
+        )
+        served.append((current.pair, result))
+    return served

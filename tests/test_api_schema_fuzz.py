@@ -4,7 +4,7 @@ Schemathesis reads the schema served at ``/api/schema/`` (fetched in process wit
 signed-in session, since the schema is for signed-in users) and sends the requests it
 generates for every operation, schema-conforming and schema-violating ones, to the WSGI
 application in process with the session cookie and CSRF token of an annotator or an admin.
-Half the cases are aimed at the real campaign and its real pairs, so the judging code runs
+Half the cases are aimed at the real campaign and its real pairs (by the caller's task ids), so the judging code runs
 and not only the 404 path; for the scoring API, at the campaign's dataset with a well-formed
 or a broken run file in the multipart body, and at a real scoring job. Half the cases then
 have every integer of their body (JSON or form) and, unless aimed, of their path pushed to
@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core import signals
 from django.core.cache import cache
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +32,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
 from annotation.models import Campaign
+from annotation.services import task_ids
 from config import roles
 from jobs.models import Job
 from tests.factories import make_campaign
@@ -106,8 +107,10 @@ def world(db):
     annotator = User.objects.create_user("fuzz-annotator")  # no password: force_login only
     annotator.groups.add(groups[roles.ANNOTATOR])
     admin = User.objects.create_user("fuzz-admin", is_staff=True, is_superuser=True)
-    sessions = {}
+    sessions, tasks = {}, {}
+    pairs = list(campaign.pairs.values_list("pk", flat=True))
     for who, user in (("annotator", annotator), ("admin", admin)):
+        tasks[who] = [task_ids.encode(user.pk, pk) for pk in pairs]  # the ids next/ serves
         client = Client()
         client.force_login(user)
         token = secrets.token_hex(16)  # a CSRF secret: 32 characters from the allowed set
@@ -115,13 +118,12 @@ def world(db):
             "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": token},
             "headers": {"X-CSRFToken": token},
         }
-    pairs = list(campaign.pairs.values_list("pk", flat=True))
     job = Job.objects.create(kind="score_run", created_by=admin)
     served = client.get("/api/schema/", {"format": "json"})
     assert served.status_code == 200
     return {
         "campaign": campaign.pk,
-        "pairs": pairs,
+        "tasks": tasks,
         "dataset": campaign.dataset.name,
         "job": job.pk,
         "sessions": sessions,
@@ -129,13 +131,14 @@ def world(db):
     }
 
 
-def aim_at_world(case, world: dict, data) -> None:
-    """Point the case's path and body at the world's campaign, pairs, dataset and job."""
+def aim_at_world(case, world: dict, data, who: str) -> None:
+    """Point the case's path and body at the world's campaign, pairs (as ``who``'s task ids),
+    dataset and job."""
     path = case.path_parameters or {}
     if "id" in path:
         path["id"] = world["campaign"]
         if isinstance(case.body, dict) and "pair" in case.body:
-            case.body["pair"] = data.draw(st.sampled_from(world["pairs"]))
+            case.body["pair"] = data.draw(st.sampled_from(world["tasks"][who]))
     if "dataset_name" in path:
         path["dataset_name"] = world["dataset"]
         if isinstance(case.body, dict):
@@ -187,7 +190,7 @@ def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, 
     )
     def check(case, aim, extreme, data):
         if aim:
-            aim_at_world(case, world, data)
+            aim_at_world(case, world, data, who)
         if extreme:
             push_to_extremes(case, data, path=not aim)
         response = case.call(headers=session["headers"], cookies=session["cookies"])
@@ -206,23 +209,18 @@ def test_no_operation_answers_with_a_server_error(world, wsgi_app, label, mode, 
     assert set(statuses) - {401, 403}, statuses
 
 
-JUDGING_OVERFLOW = {
-    "POST /api/campaigns/{id}/submit/": "a pair id past 64 bits overflows SQLite in the "
-    "hand-written SQL (annotation.services.sql.pair_target): fixed with the judging API's "
-    "rewrite (issue 26 §6); delete this entry when it lands"
-}
-"""Known 500s, on SQLite only, that the test tolerates until their fix is merged."""
-
-
 def _resolved(schema: dict, node: dict) -> dict:
     while "$ref" in node:
         node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
     return node
 
 
-def valid_request(schema: dict, label: str, world: dict) -> tuple[dict, dict | None, list[str]]:
-    """Path parameters and a JSON body the operation accepts, aimed at the world, and the
-    names of the integer slots (``path:id``, ``body:pair``) to push to extremes."""
+def valid_request(
+    schema: dict, label: str, world: dict, who: str
+) -> tuple[dict, dict | None, list[str]]:
+    """Path parameters and a JSON body the operation accepts, aimed at the world (the task id
+    is ``who``'s own), and the names of the id slots (``path:id``, ``body:pair``) to push to
+    extremes: the integer ones, and the task id, which a client may send as a number."""
     method, path = label.split()
     operation = schema["paths"][path][method.lower()]
     aimed = {"id": world["campaign"], "job_id": world["job"], "dataset_name": world["dataset"]}
@@ -237,8 +235,11 @@ def valid_request(schema: dict, label: str, world: dict) -> tuple[dict, dict | N
         prop = _resolved(schema, prop)
         if prop.get("readOnly"):
             continue
-        if prop.get("type") == "integer":
-            body[name] = world["pairs"][0] if name == "pair" else 1
+        if name == "pair":
+            body[name] = world["tasks"][who][0]
+            slots.append(f"body:{name}")
+        elif prop.get("type") == "integer":
+            body[name] = 1
             slots.append(f"body:{name}")
         elif prop.get("type") == "number":
             body[name] = 2.5
@@ -259,7 +260,7 @@ def test_every_integer_slot_refuses_impossible_ids(world, label, who):
     """Each integer path parameter and body field (JSON and form), in turn, at each of
     :data:`EXTREMES` with everything else valid and real: a 400, 403 or 404, never a 5xx."""
     schema = world["schema"]
-    params, body, slots = valid_request(schema, label, world)
+    params, body, slots = valid_request(schema, label, world, who)
     method, path = label.split()
     client = Client(raise_request_exception=False)  # every answer, then the 5xx among them
     client.force_login(get_user_model().objects.get(username=f"fuzz-{who}"))
@@ -280,7 +281,4 @@ def test_every_integer_slot_refuses_impossible_ids(world, label, who):
                 response = client.post(url, sent_body or {}, content_type="application/json")
             answers.append((slot, value, "form" if form else "json", response.status_code))
     failures = [answer for answer in answers if answer[3] not in (400, 403, 404)]
-    known = {(slot, status) for slot, _, _, status in failures} == {("body:pair", 500)}
-    if label in JUDGING_OVERFLOW and connection.vendor == "sqlite" and known:
-        pytest.xfail(JUDGING_OVERFLOW[label])
     assert not failures, failures

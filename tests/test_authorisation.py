@@ -31,7 +31,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import assignment, gold_queue
+from annotation.services import assignment, gold_queue, task_ids
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.resolution import resolve_campaign
@@ -836,7 +836,8 @@ def test_annotator_api_answers_only_about_their_own_work(world):
     assert progress["judged_total"] == mine
     pair = got["current"]["pair"]
     # The first annotator labelled this pair; nothing of that label comes back.
-    assert Judgement.objects.filter(pair_id=pair, annotator=world.users[ANNOTATOR]).exists()
+    pair_id = task_ids.decode(other.pk, pair)
+    assert Judgement.objects.filter(pair_id=pair_id, annotator=world.users[ANNOTATOR]).exists()
     submitted = client.post(
         base + "submit/",
         {"pair": pair, "label": "relevant", "uuid": str(uuid.uuid4())},
@@ -870,7 +871,11 @@ def test_annotator_cannot_reuse_or_undo_another_annotators_judgement(world):
     client = _api(world, other)
     stolen = client.post(
         base + "submit/",
-        {"pair": theirs.pair_id, "label": "irrelevant", "uuid": str(theirs.uuid)},
+        {
+            "pair": task_ids.encode(other.pk, theirs.pair_id),
+            "label": "irrelevant",
+            "uuid": str(theirs.uuid),
+        },
         content_type="application/json",
     )
     assert stolen.status_code == 409 and stolen.json()["code"] == "conflict"

@@ -9,7 +9,12 @@ from annotation.models import Campaign, Judgement
 class TaskSerializer(serializers.Serializer):
     """A leased pair as the judging page shows it."""
 
-    pair = serializers.IntegerField(source="pair.pk")
+    pair = serializers.CharField(
+        source="token",
+        help_text="The task's opaque id (32 hex digits): what submit/ and escalate/ name it "
+        "by. It is not the pair's id and says nothing about the task: it stays the same for "
+        "you across next/, retries and undo, and differs between annotators.",
+    )
     caption = serializers.CharField(source="pair.caption.text")
     caption_key = serializers.CharField(source="pair.caption.key")
     video_url = serializers.CharField(source="pair.video.source_url")
@@ -93,19 +98,37 @@ class SubmitResponseSerializer(AssignmentSerializer):
     feedback = FeedbackSerializer(allow_null=True, required=False)
 
 
+TASK_ID_PATTERN = r"^[0-9a-f]{32}$"
+
+
+def task_field() -> serializers.RegexField:
+    """The ``pair`` a request names: a task's opaque id as next/ served it (a malformed one
+    is a 400; a well-formed one that names no task of yours a 404)."""
+    return serializers.RegexField(
+        TASK_ID_PATTERN,
+        max_length=32,
+        help_text="The task's opaque id, as next/ served it in ``pair``.",
+        error_messages={"invalid": "not a task id (32 hex digits, as next/ serves it)"},
+    )
+
+
 class SubmitSerializer(serializers.Serializer):
-    pair = serializers.IntegerField()
+    pair = task_field()
     label = serializers.ChoiceField(choices=Judgement.Label.values)
     uuid = serializers.UUIDField(
-        help_text="Client-generated; a retry with the same id counts once."
+        help_text="Client-generated; a retry with the same id and the same body counts once "
+        "and returns the stored judgement; the same id with another body is a 409 conflict."
     )
     seconds = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=86400)
 
 
 class EscalateSerializer(serializers.Serializer):
-    pair = serializers.IntegerField()
+    pair = task_field()
     reason = serializers.CharField(max_length=2000)
-    uuid = serializers.UUIDField()
+    uuid = serializers.UUIDField(
+        help_text="Client-generated; a retry with the same id and body counts once; the same "
+        "id with another body is a 409 conflict."
+    )
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -149,7 +172,7 @@ def _task(task, show_roles: bool) -> dict | None:
     pair = task.pair
     caption = pair.caption
     return {
-        "pair": pair.pk,
+        "pair": str(task.token),
         "caption": str(caption.text),
         "caption_key": str(caption.key),
         "video_url": str(pair.video.source_url),

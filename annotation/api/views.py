@@ -21,7 +21,7 @@ from annotation.api.serializers import (
     assignment_data,
 )
 from annotation.models import Campaign, Pair
-from annotation.services import assignment, gold_queue, sql
+from annotation.services import assignment, gold_queue, sql, task_ids
 from annotation.services.scores import campaign_scores
 from config import roles
 
@@ -34,15 +34,29 @@ def valid_input(serializer_class, request) -> dict | Response:
     return data.validated_data
 
 
-def pair_input(serializer_class, request, campaign: Campaign) -> dict | Response:
-    """Validated input naming a pair of ``campaign``, or the 400/404 response to send."""
+NO_TASK = {"code": "not_found", "detail": "no such task of yours in this campaign"}
+
+
+def task_input(serializer_class, request) -> dict | Response:
+    """Validated input whose ``pair`` (a task's opaque id) is replaced by the pair it names
+    for this annotator, or the 400/404 response to send."""
     data = valid_input(serializer_class, request)
     if isinstance(data, Response):
         return data
-    pair = data["pair"]
+    pair_id = task_ids.decode(request.user.pk, data["pair"])
+    if pair_id is None:
+        return Response(NO_TASK, status=404)
+    return {**data, "pair": pair_id}
+
+
+def pair_input(serializer_class, request, campaign: Campaign) -> dict | Response:
+    """:func:`task_input` naming a pair of ``campaign``, or the 400/404 response to send."""
+    data = task_input(serializer_class, request)
+    if isinstance(data, Response):
+        return data
     in_campaign = Q(campaign=campaign) | Q(gold_task__campaign=campaign)
-    if not Pair.objects.filter(in_campaign, pk=pair).exists():
-        return Response({"code": "not_found", "detail": "pair is not in this campaign"}, status=404)
+    if not Pair.objects.filter(in_campaign, pk=data["pair"]).exists():
+        return Response(NO_TASK, status=404)
     return data
 
 
@@ -114,7 +128,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     def submit(self, request, pk=None, format=None):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.judging_campaign(pk)
-        values = valid_input(SubmitSerializer, request)
+        values = task_input(SubmitSerializer, request)
         if isinstance(values, Response):
             return values
         result = assignment.submit(  # checks the pair is in the campaign: one query fewer
@@ -123,7 +137,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             values["label"],
             values["uuid"],
             values.get("seconds"),
-            campaign_id=campaign.pk,
+            campaign=campaign,
         )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(
@@ -131,10 +145,14 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
         return Response(assignment_data(payload, campaign.shows_roles))
 
-    @extend_schema(request=None, responses={200: AssignmentSerializer, 409: ErrorSerializer})
+    @extend_schema(
+        request=None,
+        responses={200: AssignmentSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
+    )
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
     def undo(self, request, pk=None, format=None):
-        """Take back your latest judgement in this campaign (within two minutes)."""
+        """Take back your latest answer in this campaign (within two minutes) and show its
+        task again: the same for every task, gold or not (see ``assignment.undo``)."""
         campaign = self.judging_campaign(pk)
         got = assignment.undo(request.user, campaign)
         return Response(
@@ -142,7 +160,13 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
 
     @extend_schema(
-        request=EscalateSerializer, responses={200: AssignmentSerializer, 400: ErrorSerializer}
+        request=EscalateSerializer,
+        responses={
+            200: AssignmentSerializer,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
     def escalate(self, request, pk=None, format=None):

@@ -30,7 +30,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.services import gold_queue, judging_queue, pair_state, sql, standing
+from annotation.services import gold_queue, judging_queue, pair_state, sql, standing, task_ids
 from annotation.services.gold_queue import GoldSettings
 from config.errors import UserError
 
@@ -61,10 +61,12 @@ class AssignmentError(UserError):
 
 @dataclass(frozen=True)
 class Task:
-    """A leased pair, as the judging page shows it."""
+    """A leased pair, as the judging page shows it; ``token`` is the opaque id it is served
+    under (:mod:`annotation.services.task_ids`), never the pair's own id."""
 
     pair: Pair
     expires_at: datetime
+    token: str
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,11 @@ def _last_caption(campaign: Campaign, annotator) -> int | None:
 
 
 def _task(lease: Lease) -> Task:
-    return Task(pair=lease.pair, expires_at=lease.expires_at)
+    return Task(
+        pair=lease.pair,
+        expires_at=lease.expires_at,
+        token=task_ids.encode(lease.annotator_id, lease.pair.pk),
+    )
 
 
 def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assignment:
@@ -223,6 +229,20 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
     )
 
 
+ID_USED = "this id was already used for another answer; send a new id with a new answer"
+
+
+def same_answer(stored, annotator_id: int, label: str, seconds: float | None) -> bool:
+    """Whether a stored answer (a judgement or a gold answer) is the one a retry resends:
+    the same annotator, label and seconds (its pair the caller compares)."""
+    return (
+        stored.annotator_id == annotator_id
+        and stored.label == label
+        and (stored.seconds is None) == (seconds is None)
+        and (seconds is None or float(stored.seconds) == float(seconds))
+    )
+
+
 @dataclass(frozen=True)
 class SubmitResult:
     judgement: Judgement | GoldJudgement
@@ -273,30 +293,46 @@ def submit(
     client_uuid: UUID,
     seconds: float | None = None,
     now: datetime | None = None,
-    campaign_id: int | None = None,
+    campaign: Campaign | None = None,
 ) -> SubmitResult:
     """Store one label (once per UUID) for a pair leased to the annotator, and return the
-    next assignment. With ``campaign_id`` (the API's URL names one), a pair of another
-    campaign is not found."""
+    next assignment. With ``campaign`` (the API's URL names one), a pair of another
+    campaign is not found.
+
+    A gold task's answer runs as many statements as a label (issue 26: nothing, response
+    time included, may tell the kinds apart): the campaign named is not read again, and the
+    gold evidence comes with the answer's own statement (:data:`sql.GOLD_ANSWER`); the
+    pace is looked at, as after a label, only when the answer came too fast.
+
+    A retry with the same UUID and the same pair, label and seconds returns the stored
+    judgement (``created`` false); the same UUID with anything else is a conflict, whether
+    it named a judgement or a gold answer (one rule for every task, so a reused id tells
+    nothing about the task it is sent for)."""
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     if seconds is not None and not (0 <= seconds < 24 * 3600):
         raise AssignmentError("invalid", "seconds must be between 0 and 86400")
+    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+        raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
     target = judging_queue.target_of(pair_id)
     main_id = (target[2] or {}).get("gold_of") if target is not None else None
-    if campaign_id is not None and (target is None or campaign_id not in (target[0], main_id)):
+    if campaign is not None and (target is None or campaign.pk not in (target[0], main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
             pair = _locked_pair(pair_id)
-            campaign = sql.campaign(main_id)
+            if campaign is None:
+                campaign = sql.campaign(main_id)
             if pair is None or campaign is None:  # deleted while on screen
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
             got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                standing.check(campaign, annotator, now)
+                if seconds is not None and seconds < standing.floor_seconds(campaign):
+                    standing.check(campaign, annotator, now)  # too fast, as after any label
+                else:
+                    standing.check_gold(campaign, annotator, got.evidence, now)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go
             raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(
@@ -307,11 +343,15 @@ def submit(
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
-        earlier = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
+        earlier, gold_uses = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
         existing = next((j for j in earlier if str(j.uuid) == str(client_uuid)), None)
+        if gold_uses:
+            raise AssignmentError("conflict", ID_USED)
         if existing is not None:
-            if existing.annotator_id != annotator.pk or existing.pair_id != pair_id:
-                raise AssignmentError("conflict", "this judgement id was already used")
+            if not same_answer(existing, annotator.pk, label, seconds) or (
+                existing.pair_id != pair_id
+            ):
+                raise AssignmentError("conflict", ID_USED)
             if existing.undone_at is not None:
                 raise AssignmentError(
                     "undone", "this judgement was taken back; judge again with a new id"
@@ -338,19 +378,57 @@ def submit(
     return SubmitResult(judgement, created, assign(campaign, annotator, now))
 
 
+def _latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | None:
+    """The annotator's latest live answer in the campaign: a judgement, or an answer on a
+    gold task in the queue (training answers, given with their feedback, stay)."""
+    judgement = (
+        Judgement.objects.filter(
+            annotator=annotator, pair__campaign=campaign, undone_at__isnull=True
+        )
+        .select_related("pair")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    gold = (
+        GoldJudgement.objects.filter(
+            annotator=annotator,
+            gold_pair__campaign=campaign,
+            purpose=GoldJudgement.Purpose.QUEUE,
+        )
+        .select_related("gold_pair")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if gold is None or (judgement is not None and judgement.created_at > gold.created_at):
+        return judgement
+    return gold
+
+
+def _held_in(campaign: Campaign, annotator) -> list[tuple[int, int]]:
+    """(lease id, pair id) of every lease the annotator holds in the campaign, its gold
+    tasks' included."""
+    return list(
+        Lease.objects.filter(
+            Q(pair__campaign=campaign) | Q(pair__gold_task__campaign=campaign),
+            annotator=annotator,
+        ).values_list("pk", "pair_id")
+    )
+
+
 def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignment:
-    """Take back the annotator's latest judgement (within :data:`UNDO_SECONDS`) and show it again."""
+    """Take back the annotator's latest answer (within :data:`UNDO_SECONDS`) and show its
+    task again.
+
+    The same for every task: after an answer on a gold task it is that answer that is
+    taken back (it no longer scores the annotator, who may answer the task again), never
+    the judgement before it, which would tell the annotator that the task they just
+    answered was gold. A careful annotator who slipped on a gold pair corrects it as they
+    would any label; nothing is learnt by undoing, since queue answers get no feedback.
+    """
     now = now or timezone.now()
     require_active(campaign)
     with transaction.atomic():
-        judgement = (
-            Judgement.objects.filter(
-                annotator=annotator, pair__campaign=campaign, undone_at__isnull=True
-            )
-            .select_related("pair")
-            .order_by("-created_at", "-pk")
-            .first()
-        )
+        judgement = _latest_answer(campaign, annotator)
         if judgement is None:
             raise AssignmentError("not_found", "there is nothing to undo")
         if (now - judgement.created_at).total_seconds() > UNDO_SECONDS:
@@ -358,11 +436,10 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
                 "undo_window", f"judgements can be undone for {UNDO_SECONDS} s only"
             )
         # Give back the annotator's other leases so the undone pair comes first.
-        held = list(
-            Lease.objects.filter(annotator=annotator, pair__campaign=campaign).values_list(
-                "pk", "pair_id"
-            )
-        )
+        held = _held_in(campaign, annotator)
+        if isinstance(judgement, GoldJudgement):
+            _undo_gold(judgement, annotator, campaign, held, now)
+            return assign(campaign, annotator, now)
         query = []
         if judging_queue.is_adaptive(campaign.options):
             query = list(
@@ -388,23 +465,32 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
     return assign(campaign, annotator, now)
 
 
-def _may_escalate(pair: Pair, annotator, now: datetime) -> bool:
-    """Whether the annotator holds a lease on the pair or judged it last, moments ago."""
+def _undo_gold(
+    answer: GoldJudgement, annotator, campaign: Campaign, held: list[tuple[int, int]], now
+) -> None:
+    """Take back a queue answer on a gold task and lease the task to the annotator again."""
+    task_id = answer.gold_pair.task_id
+    pair_state.lock_pairs([pk for pk in (task_id,) if pk is not None] + [p for _, p in held])
+    taken = GoldJudgement.objects.filter(pk=answer.pk).update(undone_at=now)
+    if not taken:
+        raise AssignmentError("conflict", "this judgement was already taken back")
+    pair_state.release_leases(held, locked=True)
+    task = Pair.objects.filter(pk=task_id).first() if task_id is not None else None
+    if task is not None:
+        pair_state.take_lease(task, annotator, campaign, now)
+
+
+def _may_escalate(pair: Pair, campaign: Campaign, annotator, now: datetime) -> bool:
+    """Whether the annotator holds a lease on the pair or answered it last, moments ago
+    (their latest answer of any kind: a gold task is no exception)."""
     if Lease.objects.filter(pair=pair, annotator=annotator).exists():
         return True
-    latest = (
-        Judgement.objects.filter(
-            annotator=annotator, pair__campaign_id=pair.campaign_id, undone_at__isnull=True
-        )
-        .order_by("-created_at", "-pk")
-        .values_list("pair_id", "created_at")
-        .first()
-    )
-    return (
-        latest is not None
-        and latest[0] == pair.pk
-        and (now - latest[1]).total_seconds() <= UNDO_SECONDS
-    )
+    latest = _latest_answer(campaign, annotator)
+    if latest is None or (now - latest.created_at).total_seconds() > UNDO_SECONDS:
+        return False
+    if isinstance(latest, GoldJudgement):
+        return latest.gold_pair.task_id == pair.pk
+    return latest.pair_id == pair.pk
 
 
 def escalate(
@@ -414,11 +500,17 @@ def escalate(
 
     Only a pair leased to the annotator, or the one they just judged, may be escalated, and
     at most :data:`MAX_OPEN_ESCALATIONS` of theirs may wait per campaign: otherwise one
-    script could hold back a whole campaign.
+    script could hold back a whole campaign. A gold task follows the same rules and is
+    recorded the same way (so a retried or reused id is answered alike), but it is given
+    back rather than held, and its escalation is closed at once: nothing waits on it.
+    A retry with the same id, pair and reason counts once; the same id with another body
+    is a conflict.
     """
-    reason = (reason or "").strip()
+    reason = (reason or "").strip()[:2000]
     if not reason:
         raise AssignmentError("invalid", "say why the pair cannot be judged")
+    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+        raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
     with transaction.atomic():
         existing = (
@@ -428,35 +520,48 @@ def escalate(
             .first()
         )
         if existing is not None:
-            if existing.annotator_id != annotator.pk or existing.pair_id != pair_id:
+            if (
+                existing.annotator_id != annotator.pk
+                or existing.pair_id != pair_id
+                or existing.reason != reason
+            ):
                 raise AssignmentError("conflict", "this escalation id was already used")
             campaign = existing.pair.campaign
-        else:
-            pair = _locked_pair(pair_id)
-            if pair is None:
-                raise AssignmentError("not_found", "no such pair")
-            main_id = gold_queue.gold_of(pair.campaign)
-            if main_id is not None:  # a gold task: given back, as if an admin will look
+            main_id = gold_queue.gold_of(campaign)
+            if main_id is not None:
                 campaign = Campaign.objects.get(pk=main_id)
-                require_active(campaign)
-                gold_queue.release(pair, annotator)
-                return assign(campaign, annotator, now)
-            campaign = pair.campaign
-            require_active(campaign)
-            if pair.held or not _may_escalate(pair, annotator, now):
-                raise AssignmentError(
-                    "not_leased", "only the pair you are judging (or just judged) can be escalated"
-                )
-            waiting = Escalation.objects.filter(
-                annotator=annotator, pair__campaign=campaign, resolved_at__isnull=True
-            ).count()
-            if waiting >= MAX_OPEN_ESCALATIONS:
-                raise AssignmentError(
-                    "too_many_escalations",
-                    f"you have {waiting} escalations waiting for an admin; judge on meanwhile",
-                )
+            return assign(campaign, annotator, now)
+        pair = _locked_pair(pair_id)
+        if pair is None:
+            raise AssignmentError("not_found", "no such pair")
+        main_id = gold_queue.gold_of(pair.campaign)
+        campaign = pair.campaign if main_id is None else Campaign.objects.get(pk=main_id)
+        require_active(campaign)
+        if pair.held or not _may_escalate(pair, campaign, annotator, now):
+            raise AssignmentError(
+                "not_leased", "only the pair you are judging (or just judged) can be escalated"
+            )
+        waiting = Escalation.objects.filter(
+            annotator=annotator, pair__campaign=campaign, resolved_at__isnull=True
+        ).count()
+        if waiting >= MAX_OPEN_ESCALATIONS:
+            raise AssignmentError(
+                "too_many_escalations",
+                f"you have {waiting} escalations waiting for an admin; judge on meanwhile",
+            )
+        if main_id is not None:  # a gold task: given back; it may come again later
+            gold_queue.release(pair, annotator)
             Escalation.objects.create(
-                uuid=client_uuid, pair=pair, annotator=annotator, reason=reason[:2000]
+                uuid=client_uuid,
+                pair=pair,
+                annotator=annotator,
+                reason=reason,
+                resolved_at=now,
+                resolution="gold task: given back to the queue",
+            )
+        else:
+            Escalation.objects.create(
+                uuid=client_uuid, pair=pair, annotator=annotator, reason=reason
             )
             pair_state.hold(pair.pk)
     return assign(campaign, annotator, now)
@@ -547,7 +652,9 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     """What the annotator did today (UTC) and how much the campaign still needs.
 
     Gold answers in the queue count as judgements here, so a gold pair changes nothing the
-    annotator can see. On PostgreSQL one query (:func:`annotation.services.sql.
+    annotator can see: each also counts as a label done in the annotator's ``labels_left``
+    (the campaign's labels still needed less their live gold answers, at least 0), which
+    would otherwise stay put after a gold answer and fall after any other. On PostgreSQL one query (:func:`annotation.services.sql.
     tallies_statement`) reads the running totals its triggers keep, gold answers included:
     a few index lookups however large the campaign, where counting would read every pair
     (~90 ms at 600,000 pairs) and every judgement of the annotator.
@@ -556,13 +663,15 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     gold = GoldSettings.of(campaign).rate > 0
     if connection.vendor == "postgresql":
         tally = sql.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
+        gold_total = tally.gold_total if gold else 0
         return Progress(
             judged_today=tally.judged_today + (tally.gold_today if gold else 0),
-            judged_total=tally.judged_total + (tally.gold_total if gold else 0),
-            labels_left=tally.labels_left,
+            judged_total=tally.judged_total + gold_total,
+            labels_left=max(tally.labels_left - gold_total, 0),
             pairs=tally.pairs,
         )
     judged_today, judged_total = judged_counts(campaign, annotator, now)
+    total = 0
     if gold:
         start = datetime.combine(_utc_day(now), time.min, tzinfo=UTC)
         today, total = gold_queue.queue_answers(campaign, annotator, start)
@@ -571,6 +680,6 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     return Progress(
         judged_today=judged_today,
         judged_total=judged_total,
-        labels_left=labels_left,
+        labels_left=max(labels_left - total, 0),
         pairs=pairs,
     )

@@ -19,6 +19,7 @@ from django.db.models import Count, F, Q
 
 from annotation import gold_file
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
+from annotation.services import gold_queue
 from config.errors import UserError
 from retrieval.formats.records import FormatError
 from retrieval.services.runs import KeyIndex
@@ -120,6 +121,7 @@ def import_gold(
         )
     with transaction.atomic():
         GoldPair.objects.bulk_create(rows, batch_size=1000)
+        gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
     return GoldImport(
         campaign=campaign.name,
         file=path.name,
@@ -214,6 +216,7 @@ def promote(
         )
     with transaction.atomic():
         GoldPair.objects.bulk_create(created, batch_size=1000)
+        gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
     return Promotion(campaign.name, len(created), len(rows) - len(created))
 
 

@@ -1,12 +1,14 @@
 """Gold pairs in the judging queue, and the qualification an annotator passes before real work.
 
 A campaign with gold pairs (:mod:`annotation.services.gold`) mixes them into the queue at
-its gold rate (5% by default): the task the annotator sees has the same markup, timing and
-API shape as any other. So that its id gives nothing away, each gold pair is served through
-a *task*: a hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never
-listed), whose id comes from the same sequence as every pair's. Answers on gold tasks are
-stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they change no
-pair's state, count or agreement figure. Nobody meets the same gold pair twice in the queue.
+its gold rate (5% by default): the task the annotator sees has the same markup, fields,
+statements per request and undo as any other. Each gold pair is served through a *task*: a
+hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never listed),
+made after the pool, so its pair id is above every real one; no client ever sees it, since
+every task is served under an opaque id (:mod:`annotation.services.task_ids`). Answers on
+gold tasks are stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they
+change no pair's state, count or agreement figure. Nobody meets the same gold pair twice in
+the queue.
 
 A campaign may require qualification: before real work the annotator judges N training
 pairs drawn from the gold pairs and, after each, is told whether they were right, the
@@ -103,7 +105,12 @@ def visible(campaigns):
 
 
 def ensure_tasks(campaign: Campaign) -> int:
-    """Give every gold pair of the campaign its hidden task pair; returns how many were made."""
+    """Give every gold pair of the campaign its hidden task pair; returns how many were made.
+
+    Run when gold pairs are imported or promoted, so that the judging request that first
+    serves gold does not also make the tasks (a one-off burst of statements in the response
+    that brings a gold task would time it apart); gold added any other way (the admin, a
+    script) gets its tasks on the first pick."""
     missing = list(GoldPair.objects.filter(campaign=campaign, task__isnull=True))
     if not missing:
         return 0
@@ -322,12 +329,25 @@ class Feedback:
 
 
 @dataclass(frozen=True)
+class GoldEvidence:
+    """An annotator's standing in a campaign just after a new queue answer on its gold:
+    whether they are paused already, and their live queue answers on its gold since their
+    reinstatement (the new one counted), right and in all."""
+
+    paused: bool
+    correct: int
+    total: int
+
+
+@dataclass(frozen=True)
 class GoldAnswer:
     judgement: GoldJudgement | None
     """None when the gold pair was removed while on screen (``gone``)."""
     created: bool
     feedback: Feedback | None
     gone: bool = False
+    evidence: GoldEvidence | None = None
+    """Set when a queue answer was stored: what standing needs to score it."""
 
 
 def answer(
@@ -342,8 +362,11 @@ def answer(
     """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
     UUID); the caller runs it in a transaction with the task's row locked. One statement
     reads all it needs (:data:`annotation.services.sql.GOLD_ANSWER`). A task whose gold pair
-    is gone only has its lease ended (``gone``): the caller commits that, then refuses."""
-    from annotation.services.assignment import AssignmentError
+    is gone only has its lease ended (``gone``): the caller commits that, then refuses.
+    Retries follow a judgement's rules (``assignment.submit``): the same id and body return
+    the stored answer, the same id with another body (or naming a judgement) is a conflict,
+    and an id whose answer was undone is refused."""
+    from annotation.services.assignment import ID_USED, AssignmentError, same_answer
 
     found, stored = sql.gold_answer(task.pk, annotator.pk, client_uuid)
     if found.gold is None:  # an admin removed the gold pair while it was on screen
@@ -356,9 +379,15 @@ def answer(
         explanation=found.explanation,
         guideline=found.guideline,
     )
+    if found.label_uses is not None:
+        raise AssignmentError("conflict", ID_USED)
     if stored is not None:
-        if stored.annotator_id != annotator.pk or stored.gold_pair_id != gold.pk:
-            raise AssignmentError("conflict", "this judgement id was already used")
+        if stored.gold_pair_id != gold.pk or not same_answer(stored, annotator.pk, label, seconds):
+            raise AssignmentError("conflict", ID_USED)
+        if stored.undone_at is not None:
+            raise AssignmentError(
+                "undone", "this judgement was taken back; judge again with a new id"
+            )
         return GoldAnswer(stored, False, _feedback(gold, stored))
     if not pair_state.end_lease(task.pk, annotator.pk):
         raise AssignmentError("not_leased", "this pair is not leased to you")
@@ -371,7 +400,13 @@ def answer(
     )
     if found.attempt is not None:
         _score(found.attempt, campaign, gold, label, now)
-    return GoldAnswer(judgement, True, _feedback(gold, judgement))
+        return GoldAnswer(judgement, True, _feedback(gold, judgement))
+    evidence = GoldEvidence(
+        paused=found.paused_at is not None,
+        correct=found.gold_correct + (label == gold.label),
+        total=found.gold_total + 1,
+    )
+    return GoldAnswer(judgement, True, None, evidence=evidence)
 
 
 def _score(attempt_id: int, campaign: Campaign, gold: GoldPair, label: str, now: datetime) -> None:

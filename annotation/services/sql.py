@@ -384,20 +384,29 @@ def save_counts(pair: Pair) -> None:
 
 JUDGEMENT_ROW: Sources = ((Judgement, "j"),)
 EARLIER_JUDGEMENTS = (
-    f"SELECT {_select(_model_columns(JUDGEMENT_ROW))} FROM {_table(Judgement)} j "
-    f"WHERE j.{_q('uuid')} = %(uuid)s OR (j.{_q('pair_id')} = %(pair)s "
+    f"SELECT (SELECT e.{_q('id')} FROM {_table(GoldJudgement)} e WHERE e.{_q('uuid')} = "
+    f"%(uuid)s) AS gold_uses, {_select(_model_columns(JUDGEMENT_ROW))} "
+    f"FROM (SELECT 1 AS one) x LEFT JOIN {_table(Judgement)} j "
+    f"ON j.{_q('uuid')} = %(uuid)s OR (j.{_q('pair_id')} = %(pair)s "
     f"AND j.{_q('annotator_id')} = %(annotator)s AND j.{_q('undone_at')} IS NULL)"
 )
-"""The judgement a client's id already names, and the annotator's live one on the pair."""
+"""The judgement a client's id already names, and the annotator's live one on the pair (none:
+one row of nulls); ``gold_uses``: the gold answer the id names, if any (one id, one answer
+of whatever kind)."""
 
 
 def _uuid_value(value: object) -> object:
     return Judgement._meta.get_field("uuid").get_db_prep_value(value, connection)
 
 
-def earlier_judgements(client_uuid: object, pair_id: int, annotator_id: int) -> list[Judgement]:
+def earlier_judgements(
+    client_uuid: object, pair_id: int, annotator_id: int
+) -> tuple[list[Judgement], bool]:
+    """The judgements of :data:`EARLIER_JUDGEMENTS`, and whether a gold answer has the id."""
     params = {"uuid": _uuid_value(client_uuid), "pair": pair_id, "annotator": annotator_id}
-    return [instances(JUDGEMENT_ROW, row)[0] for row in rows(EARLIER_JUDGEMENTS, params)]
+    found = rows(EARLIER_JUDGEMENTS, params)
+    judgements = [instances(JUDGEMENT_ROW, row)[0] for row in found if row.j_id is not None]
+    return judgements, found[0].gold_uses is not None
 
 
 def _inserted_id(statement: str, params: Mapping[str, object]) -> int:
@@ -445,8 +454,8 @@ QUALIFICATION = (
     f"%(campaign)s) AS gold_pairs, a.{_q('id')} AS id, a.{_q('passed')} AS passed, "
     f"a.{_q('admitted_by_id')} AS admitted_by, a.{_q('finished_at')} AS finished_at, "
     f"a.{_q('correct')} AS correct, a.{_q('total')} AS total, "
-    f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} j WHERE j.{_q('attempt_id')} = a.{_q('id')}) "
-    f"AS answered FROM (SELECT 1 AS one) x LEFT JOIN {_table(QualificationAttempt)} a "
+    f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} j WHERE j.{_q('attempt_id')} = a.{_q('id')} "
+    f"AND j.{_q('undone_at')} IS NULL) AS answered FROM (SELECT 1 AS one) x LEFT JOIN {_table(QualificationAttempt)} a "
     f"ON a.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
     f"ORDER BY a.{_q('started_at')}, a.{_q('id')}"
 )
@@ -485,9 +494,10 @@ GOLD_QUEUE_ANSWERS = (
     f"AS today, COUNT(*) AS total FROM {_table(GoldJudgement)} a "
     f"JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
     f"WHERE g.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
-    f"AND a.{_q('purpose')} = %(purpose)s"
+    f"AND a.{_q('purpose')} = %(purpose)s AND a.{_q('undone_at')} IS NULL"
 )
-"""How many gold pairs an annotator answered in a campaign's queue since a moment, and in all."""
+"""How many gold pairs an annotator answered in a campaign's queue since a moment, and in all
+(answers not taken back)."""
 
 
 def gold_queue_answers(
@@ -516,7 +526,7 @@ def gold_task_statement(excluded: int) -> str:
         f"{_with_caption_and_video()} WHERE g.{_q('campaign_id')} = %(campaign)s "
         f"AND NOT EXISTS (SELECT 1 FROM {_table(GoldJudgement)} a "
         f"WHERE a.{_q('gold_pair_id')} = g.{_q('id')} AND a.{_q('annotator_id')} = %(annotator)s "
-        f"AND a.{_q('purpose')} = %(queue)s) "
+        f"AND a.{_q('purpose')} = %(queue)s AND a.{_q('undone_at')} IS NULL) "
         f"AND NOT EXISTS (SELECT 1 FROM {_table(Lease)} l WHERE l.{_q('pair_id')} = p.{_q('id')} "
         f"AND l.{_q('annotator_id')} = %(annotator)s)"
     )
@@ -547,14 +557,39 @@ GOLD_ANSWER = (
     f"AND a.{_q('annotator_id')} = %(annotator)s AND a.{_q('finished_at')} IS NULL "
     f"ORDER BY a.{_q('id')} LIMIT 1) AS attempt, "
     f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} q WHERE q.{_q('gold_pair_id')} = g.{_q('id')} "
-    f"AND q.{_q('annotator_id')} = %(annotator)s AND q.{_q('purpose')} = %(queue)s) AS answered, "
-    f"{_select(_model_columns(GOLD_JUDGEMENT_ROW))} FROM (SELECT 1 AS one) x "
+    f"AND q.{_q('annotator_id')} = %(annotator)s AND q.{_q('purpose')} = %(queue)s "
+    f"AND q.{_q('undone_at')} IS NULL) AS answered, "
+    f"(SELECT j.{_q('id')} FROM {_table(Judgement)} j WHERE j.{_q('uuid')} = %(uuid)s) "
+    f"AS label_uses, s.{_q('paused_at')} AS paused_at, "
+    + ", ".join(
+        f"(SELECT {value} FROM {_table(GoldJudgement)} a "
+        f"JOIN {_table(GoldPair)} h ON h.{_q('id')} = a.{_q('gold_pair_id')} "
+        f"WHERE h.{_q('campaign_id')} = g.{_q('campaign_id')} "
+        f"AND a.{_q('annotator_id')} = %(annotator)s AND a.{_q('purpose')} = %(queue)s "
+        f"AND a.{_q('undone_at')} IS NULL AND (s.{_q('reinstated_at')} IS NULL "
+        f"OR a.{_q('created_at')} > s.{_q('reinstated_at')})) AS {name}"
+        for name, value in (
+            ("gold_total", "COUNT(*)"),
+            (
+                "gold_correct",
+                f"COALESCE(SUM(CASE WHEN a.{_q('label')} = h.{_q('label')} THEN 1 ELSE 0 END), 0)",
+            ),
+        )
+    )
+    + f", {_select(_model_columns(GOLD_JUDGEMENT_ROW))} FROM (SELECT 1 AS one) x "
     f"LEFT JOIN {_table(GoldPair)} g ON g.{_q('task_id')} = %(task)s "
+    f"LEFT JOIN {_table(AnnotatorStanding)} s ON s.{_q('campaign_id')} = g.{_q('campaign_id')} "
+    f"AND s.{_q('annotator_id')} = %(annotator)s "
     f"LEFT JOIN {_table(GoldJudgement)} e ON e.{_q('uuid')} = %(uuid)s"
 )
 """Everything an answer on a gold task needs, in one row: the gold pair (null ``gold`` when
 it is gone), the annotator's qualification attempt in progress, whether they answered the
-pair in the queue already, and the answer the client's id names if it was stored."""
+pair in the queue already (and not undone), the answer the client's id names if it was
+stored, and ``label_uses``: the campaign label that id names, if any (one id names one
+answer, whatever its kind, or a gold task would answer a reused id unlike any other). And
+the annotator's standing as :data:`GOLD_EVIDENCE` reads it (``paused_at``, and their live
+queue answers on the campaign's gold since their reinstatement: ``gold_total``,
+``gold_correct``), so that scoring a gold answer takes no statement of its own."""
 
 
 def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
@@ -567,7 +602,9 @@ def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
     }
     (row,) = rows(GOLD_ANSWER, params)
     stored = instances(GOLD_JUDGEMENT_ROW, row)[0] if row.e_id is not None else None
-    return row, stored
+    return row._replace(
+        gold_total=int(row.gold_total or 0), gold_correct=int(row.gold_correct or 0)
+    ), stored
 
 
 INSERT_GOLD_JUDGEMENT = (
@@ -620,7 +657,7 @@ GOLD_EVIDENCE = (
     f"FROM (SELECT 1 AS one) x LEFT JOIN {_table(AnnotatorStanding)} s "
     f"ON s.{_q('campaign_id')} = %(campaign)s AND s.{_q('annotator_id')} = %(annotator)s "
     f"LEFT JOIN {_table(GoldJudgement)} a ON a.{_q('annotator_id')} = %(annotator)s "
-    f"AND a.{_q('purpose')} = %(queue)s "
+    f"AND a.{_q('purpose')} = %(queue)s AND a.{_q('undone_at')} IS NULL "
     f"AND (s.{_q('reinstated_at')} IS NULL OR a.{_q('created_at')} > s.{_q('reinstated_at')}) "
     f"AND a.{_q('gold_pair_id')} IN (SELECT g2.{_q('id')} FROM {_table(GoldPair)} g2 "
     f"WHERE g2.{_q('campaign_id')} = %(campaign)s) "
@@ -697,7 +734,7 @@ GOLD_TALLY_COLUMNS = {
         f"SELECT {count} FROM {_table(GoldJudgement)} a "
         f"JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
         f"WHERE g.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
-        f"AND a.{_q('purpose')} = %(queue)s"
+        f"AND a.{_q('purpose')} = %(queue)s AND a.{_q('undone_at')} IS NULL"
     )
     for name, count in (
         (

@@ -58,33 +58,52 @@ def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
     found = sql.gold_evidence(campaign.pk, annotator.pk)
     if found.paused_at is not None:
         return True
-    threshold = GoldSettings.of(campaign).threshold
-    floor = floor_seconds(campaign)
-
-    def pauses(median: float) -> bool:
-        return bool(
-            quality.should_pause(found.correct, found.total, median, threshold, floor_seconds=floor)
-        )
-
-    if pauses(float("nan")):
-        reason = (
-            f"gold accuracy {found.correct}/{found.total} is too far below "
-            f"{threshold:.0%} to be chance"
-        )
-    else:
+    reason = _inaccurate(campaign, found.correct, found.total)
+    if reason is None:
+        threshold = GoldSettings.of(campaign).threshold
+        floor = floor_seconds(campaign)
         median = _median(sql.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT))
-        if not pauses(median):
+        if not quality.should_pause(
+            found.correct, found.total, median, threshold, floor_seconds=floor
+        ):
             return False
         reason = (
             f"a median of {median:.1f} s per judgement is below {floor:.0f} s: "
             "too fast to have watched the videos"
         )
+    _pause(campaign, annotator, reason, now)
+    return True
+
+
+def check_gold(campaign: Campaign, annotator, evidence, now: datetime | None = None) -> bool:
+    """After a queue answer on gold, pause the annotator if their gold accuracy says so;
+    returns whether they are paused now. ``evidence`` (a ``gold_queue.GoldEvidence``) was
+    read with the answer, so this runs no statement unless it pauses. The pace is not looked
+    at: it is the median time of the annotator's labels, which a gold answer does not
+    change (a too-fast answer runs :func:`check`, as a too-fast label does)."""
+    if evidence.paused:
+        return True
+    reason = _inaccurate(campaign, evidence.correct, evidence.total)
+    if reason is None:
+        return False
+    _pause(campaign, annotator, reason, now)
+    return True
+
+
+def _inaccurate(campaign: Campaign, correct: int, total: int) -> str | None:
+    """Why the gold answers alone pause the annotator, or None when they do not."""
+    threshold = GoldSettings.of(campaign).threshold
+    if not quality.should_pause(correct, total, float("nan"), threshold):
+        return None
+    return f"gold accuracy {correct}/{total} is too far below {threshold:.0%} to be chance"
+
+
+def _pause(campaign: Campaign, annotator, reason: str, now: datetime | None) -> None:
     AnnotatorStanding.objects.update_or_create(
         campaign=campaign,
         annotator=annotator,
         defaults={"paused_at": now or timezone.now(), "reason": reason},
     )
-    return True
 
 
 def reinstate(campaign: Campaign, annotator, admin) -> None:

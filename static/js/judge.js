@@ -5,7 +5,9 @@
  * <video> elements take turns: the visible one plays `current`, the hidden one already
  * loads `upcoming` (preload="auto"), and on advance they swap, so the next video shows
  * and plays at once. Every judgement attempt carries a client UUID that is kept until the
- * server acknowledges it, so retries after a network failure never count twice.
+ * server acknowledges it, so retries after a network failure never count twice. A task's
+ * `pair` is an opaque id (a string): it is sent back as it came and only compared, never
+ * read, so nothing on the page depends on which pair, or which kind of task, it names.
  *
  * Every key, button and on-screen key hint comes from one table, ACTIONS.
  *
@@ -14,7 +16,7 @@
  * window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
  * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause}}) once a pair's
  * video is visible and playable (ms: from the key press to playable); body[data-pair]
- * holds the pair on screen and body[data-judge-state] the page's mode; ?nopreload
+ * holds the id of the task on screen and body[data-judge-state] the page's mode; ?nopreload
  * switches preloading off, so the latency bench can show what it buys.
  */
 (function () {

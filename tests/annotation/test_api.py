@@ -112,7 +112,8 @@ def _payloads():
     def task(n: int, roles):
         caption = SimpleNamespace(text=f"a cat {n} — “quoted”", key=f"c{n}", role_spans=roles)
         video = SimpleNamespace(source_url=f"/media/v{n}.mp4")
-        return Task(SimpleNamespace(pk=n, caption=caption, video=video), when + timedelta(n))
+        pair = SimpleNamespace(pk=n, caption=caption, video=video)
+        return Task(pair, when + timedelta(n), f"{n:032x}")
 
     campaign = SimpleNamespace(pk=7, id=7, name="camp\nname", status="active")
     qualifications = [
@@ -159,3 +160,112 @@ def test_hand_built_responses_equal_the_serializers(show_roles):
         assert render(assignment_data(payload, show_roles)) == expected, payload
         checked += 1
     assert checked == 72
+
+
+# Ids no row can have (issue 26 §6): refused with a 400 or 404, never a 500 (the hand-written
+# SQL once overflowed on them), on SQLite and PostgreSQL alike.
+
+IMPOSSIBLE_IDS = [2**31, 2**63, 10**30, -1, 0]
+
+
+@pytest.mark.parametrize("value", IMPOSSIBLE_IDS)
+def test_ids_no_row_can_have_are_a_400_or_404(people, value):
+    from annotation.services import assignment
+
+    campaign = make_campaign()
+    annotator = people["annotator"]
+    client = client_for(annotator)
+    base = f"/api/campaigns/{campaign.pk}/"
+    assert client.post(base + "next/").status_code == 200
+    bodies = {"submit/": {"label": "relevant"}, "escalate/": {"reason": "no picture"}}
+    for path, extra in bodies.items():
+        for pair in (value, str(value), f"{value % 2**128:032x}"):
+            body = {"pair": pair, "uuid": str(uuid.uuid4()), **extra}
+            response = client.post(base + path, body, format="json")
+            assert response.status_code in (400, 404), (path, pair, response.content)
+            assert response.json()["code"] in ("invalid", "not_found")
+    for path in ("next/", "undo/", *bodies):
+        body = {"pair": "0" * 32, "uuid": str(uuid.uuid4()), "label": "relevant", "reason": "x"}
+        response = client.post(f"/api/campaigns/{value}/{path}", body, format="json")
+        assert response.status_code == 404, (path, response.content)
+    for path in ("", "progress/"):
+        assert client.get(f"/api/campaigns/{value}/{path}").status_code == 404
+    scores = client_for(people["researcher"]).get(f"/api/campaigns/{value}/annotator-scores/")
+    assert scores.status_code == 404
+    # The services refuse them too, whoever calls.
+    for call in (
+        lambda: assignment.submit(annotator, value, "relevant", uuid.uuid4()),
+        lambda: assignment.escalate(annotator, value, "no picture", uuid.uuid4()),
+    ):
+        with pytest.raises(assignment.AssignmentError) as refused:
+            call()
+        assert refused.value.code == "not_found"
+    assert not Judgement.objects.exists()
+
+
+# One client id, one answer (issue 26 §7): a retry with the same body returns the stored
+# answer; the same id with another body is a 409, whatever kind of task it is sent for.
+
+
+def test_a_uuid_retried_with_another_body_is_a_conflict(people):
+    from annotation.models import Escalation, GoldJudgement
+    from annotation.services import task_ids
+    from tests.factories import add_gold
+
+    campaign = make_campaign(n_queries=4, depth=3)
+    add_gold(campaign, 6, rate=1.0)  # every task served is gold while gold lasts
+    annotator = people["annotator"]
+    client = client_for(annotator)
+    base = f"/api/campaigns/{campaign.pk}/"
+
+    def submit(body):
+        return client.post(base + "submit/", body, format="json")
+
+    got = client.post(base + "next/").json()
+    gold_task = got["current"]["pair"]
+    assert is_gold_task(task_ids.decode(annotator.pk, gold_task))
+    campaign.options = {**campaign.options, "gold": {**campaign.options["gold"], "rate": 0.0}}
+    campaign.save(update_fields=["options"])
+    key = str(uuid.uuid4())
+    body = {"pair": gold_task, "label": "relevant", "uuid": key, "seconds": 3.5}
+    first = submit(body)
+    assert first.status_code == 200 and first.json()["created"] is True
+    retried = submit(body)
+    assert retried.status_code == 200 and retried.json()["created"] is False
+    assert retried.json()["judgement"] == key
+    for changed in ({"label": "irrelevant"}, {"seconds": 9.0}, {"seconds": None}):
+        response = submit({**body, **changed})
+        assert response.status_code == 409 and response.json()["code"] == "conflict", changed
+    stored = GoldJudgement.objects.get(uuid=key)
+    assert (stored.label, stored.seconds) == ("relevant", 3.5)
+
+    real_task = retried.json()["current"]["pair"]
+    while is_gold_task(task_ids.decode(annotator.pk, real_task)):  # the upcoming gold task
+        real_task = submit(
+            {"pair": real_task, "label": "relevant", "uuid": str(uuid.uuid4())}
+        ).json()["current"]["pair"]
+    # The gold answer's id sent for a real task: a conflict, as for any other task.
+    assert submit({**body, "pair": real_task}).status_code == 409
+    real_key = str(uuid.uuid4())
+    real = {"pair": real_task, "label": "relevant", "uuid": real_key}
+    assert submit(real).json()["created"] is True
+    assert submit(real).json()["created"] is False
+    for changed in ({"label": "irrelevant"}, {"seconds": 1.0}):
+        response = submit({**real, **changed})
+        assert response.status_code == 409 and response.json()["code"] == "conflict", changed
+    assert Judgement.objects.get(uuid=real_key).label == "relevant"
+    # Escalations: the same id with the same reason counts once, with another is a conflict.
+    on_screen = submit(real).json()["current"]["pair"]
+    escalation = {"pair": on_screen, "reason": "no picture", "uuid": str(uuid.uuid4())}
+    assert client.post(base + "escalate/", escalation, format="json").status_code == 200
+    assert client.post(base + "escalate/", escalation, format="json").status_code == 200
+    other_reason = {**escalation, "reason": "too dark"}
+    refused = client.post(base + "escalate/", other_reason, format="json")
+    assert refused.status_code == 409 and refused.json()["code"] == "conflict"
+    assert Escalation.objects.get(uuid=escalation["uuid"]).reason == "no picture"
+
+
+def is_gold_task(pair_id: int) -> bool:
+    from annotation.models import GoldPair
+
+    return GoldPair.objects.filter(task_id=pair_id).exists()

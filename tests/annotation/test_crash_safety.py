@@ -48,7 +48,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.services import assignment
+from annotation.services import assignment, task_ids
 from config.roles import ANNOTATOR, ensure_groups
 from jobs import runner
 from jobs.models import Job
@@ -246,9 +246,10 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
                         return
                     time.sleep(0.1)  # the rest is leased to others, perhaps to those who left
                     continue
-                pair = body["current"]["pair"]
+                pair = body["current"]["pair"]  # the task's opaque id
                 key = str(uuid.uuid4())
-                label = "relevant" if (pair + user_id) % 3 == 0 else "irrelevant"
+                pair_id = task_ids.decode(user_id, pair)
+                label = "relevant" if (pair_id + user_id) % 3 == 0 else "irrelevant"
                 payload = {"pair": pair, "label": label, "uuid": key, "seconds": 1.5}
                 while time.monotonic() < deadline:
                     try:
@@ -261,7 +262,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
                     if status == 200:
                         assert body["judgement"] == key
                         with lock:
-                            acknowledged.append((key, user_id, pair))
+                            acknowledged.append((key, user_id, pair_id))
                     else:
                         assert status == 409, body  # lease ran out while the server was down
                     break

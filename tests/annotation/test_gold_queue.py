@@ -10,50 +10,16 @@ from rest_framework.test import APIClient
 
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from annotation.services import assignment, exports, gold_queue
-from retrieval.models import Caption, Video
-from tests.factories import make_campaign
-
-
-def _with_gold(campaign: Campaign, n: int, **settings) -> list[GoldPair]:
-    """``n`` gold pairs on captions and videos of the campaign's dataset (not pooled ones)."""
-    captions = list(Caption.objects.filter(dataset=campaign.dataset).order_by("pk"))
-    videos = list(Video.objects.filter(dataset=campaign.dataset).order_by("pk"))
-    pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
-    golds = []
-    for caption in captions:
-        for video in videos:
-            if (caption.pk, video.pk) not in pooled and len(golds) < n:
-                golds.append(
-                    GoldPair.objects.create(
-                        campaign=campaign,
-                        caption=caption,
-                        video=video,
-                        label="relevant" if len(golds) % 2 else "irrelevant",
-                        explanation=f"because {len(golds)}",
-                        guideline="Every element of the caption must be in the video.",
-                        source=GoldPair.Source.IMPORTED,
-                    )
-                )
-    campaign.options = {**campaign.options, **gold_queue.GoldSettings(**settings).options()}
-    campaign.save(update_fields=["options"])
-    return golds
-
-
-def _serve_all(campaign, annotator, answer=lambda pair: "irrelevant", now=None):
-    served = []
-    while (current := assignment.assign(campaign, annotator, now).current) is not None:
-        result = assignment.submit(
-            annotator, current.pair.pk, answer(current.pair), uuid.uuid4(), now=now
-        )
-        served.append((current.pair, result))
-    return served
+from annotation.services.task_ids import decode as served_pair
+from retrieval.models import Video
+from tests.factories import add_gold, make_campaign, serve_all
 
 
 def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
     campaign = make_campaign(n_queries=30, depth=4, seed=1)
-    golds = _with_gold(campaign, 6, rate=0.3)
+    golds = add_gold(campaign, 6, rate=0.3)
     annotator = people["annotator"]
-    served = _serve_all(campaign, annotator)
+    served = serve_all(campaign, annotator)
     gold_tasks = {g.pk: g.task_id for g in GoldPair.objects.filter(campaign=campaign)}
     task_ids = set(gold_tasks.values())
     served_gold = [pair.pk for pair, _ in served if pair.pk in task_ids]
@@ -89,7 +55,7 @@ def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
 
 def test_gold_tasks_look_like_any_task_through_the_api(people):
     campaign = make_campaign(n_queries=10, depth=3, seed=2)
-    _with_gold(campaign, 4, rate=0.5)
+    add_gold(campaign, 4, rate=0.5)
     client = APIClient()
     client.force_login(people["annotator"])
     base = f"/api/campaigns/{campaign.pk}/"
@@ -106,7 +72,7 @@ def test_gold_tasks_look_like_any_task_through_the_api(people):
         assert response.status_code == 200, response.content
         body = response.json()
         assert body["feedback"] is None  # feedback only in training
-        task_ids.add(current["pair"])
+        task_ids.add(served_pair(people["annotator"].pk, current["pair"]))
     gold_tasks = set(GoldPair.objects.filter(campaign=campaign).values_list("task_id", flat=True))
     assert task_ids & gold_tasks, "some gold task was served"
     assert len(seen_keys) == 1  # the same fields for gold and real tasks
@@ -124,7 +90,7 @@ def test_gold_tasks_look_like_any_task_through_the_api(people):
 
 def test_qualification_trains_scores_cools_down_and_admits(people):
     campaign = make_campaign(n_queries=5, depth=3, seed=3)
-    golds = _with_gold(campaign, 4, rate=0.0, qualification=True, threshold=0.75)
+    golds = add_gold(campaign, 4, rate=0.0, qualification=True, threshold=0.75)
     annotator = people["annotator"]
     assert not gold_queue.qualification(campaign, annotator).admitted
 
@@ -139,7 +105,7 @@ def test_qualification_trains_scores_cools_down_and_admits(people):
         flip = {"relevant": "irrelevant", "irrelevant": "relevant"}
         return flip[right] if len(given) <= 2 else right
 
-    served = _serve_all(campaign, annotator, half_right)
+    served = serve_all(campaign, annotator, half_right)
     assert len(served) == len(golds)  # only training pairs before admission
     tasks = set(GoldPair.objects.filter(campaign=campaign).values_list("task_id", flat=True))
     assert {pair.pk for pair, _ in served} == tasks
@@ -153,7 +119,7 @@ def test_qualification_trains_scores_cools_down_and_admits(people):
     assert assignment.has_work_for(campaign, annotator)  # may retry later
     # After the cool-down: a second try, all right -> admitted, then real pairs come.
     later = timezone.now() + timedelta(hours=2)
-    served = _serve_all(
+    served = serve_all(
         campaign,
         annotator,
         lambda pair: truth(pair) if pair.pk in tasks else "relevant",
@@ -167,14 +133,14 @@ def test_qualification_trains_scores_cools_down_and_admits(people):
 
 def test_three_failed_tries_end_it_until_an_admin_admits(people):
     campaign = make_campaign(n_queries=3, depth=2, seed=4)
-    _with_gold(campaign, 2, rate=0.0, qualification=True, threshold=1.0, cooldown_seconds=10)
+    add_gold(campaign, 2, rate=0.0, qualification=True, threshold=1.0, cooldown_seconds=10)
     gold_queue.ensure_tasks(campaign)
     truth = {g.task_id: g.label for g in GoldPair.objects.filter(campaign=campaign)}
     annotator = people["other"]
     now = timezone.now()
     for attempt in range(3):
         at = now + timedelta(minutes=attempt)
-        wrong = _serve_all(
+        wrong = serve_all(
             campaign,
             annotator,
             lambda pair: "irrelevant" if truth[pair.pk] == "relevant" else "relevant",
@@ -231,7 +197,7 @@ def test_create_campaign_takes_the_gold_settings(db):
 
 def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
     campaign = make_campaign(n_queries=4, depth=2, seed=9)
-    _with_gold(campaign, 2, rate=0.0, qualification=True, threshold=0.5)
+    add_gold(campaign, 2, rate=0.0, qualification=True, threshold=0.5)
     annotator = people["annotator"]
     current = assignment.assign(campaign, annotator).current
     GoldPair.objects.filter(task=current.pair).delete()
@@ -239,7 +205,7 @@ def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
     client.force_login(annotator)
     response = client.post(
         f"/api/campaigns/{campaign.pk}/submit/",
-        {"pair": current.pair.pk, "label": "relevant", "uuid": str(uuid.uuid4())},
+        {"pair": current.token, "label": "relevant", "uuid": str(uuid.uuid4())},
         format="json",
     )
     assert response.status_code == 404
@@ -254,13 +220,13 @@ def test_training_pairs_are_balanced_so_always_no_fails(people):
     54 irrelevant and 6 relevant gave an always-"not relevant" annotator about 90%; the
     training set takes every relevant gold pair it can (up to half), so they score 70%."""
     campaign = make_campaign(n_queries=9, depth=3, seed=5)
-    golds = _with_gold(campaign, 60, rate=0.0, qualification=True, training_pairs=20)
+    golds = add_gold(campaign, 60, rate=0.0, qualification=True, training_pairs=20)
     assert len(golds) == 60
     relevant = [g.pk for g in golds[:6]]
     GoldPair.objects.filter(campaign=campaign).update(label="irrelevant")
     GoldPair.objects.filter(pk__in=relevant).update(label="relevant")
     annotator = people["annotator"]
-    served = _serve_all(campaign, annotator)  # always "irrelevant"
+    served = serve_all(campaign, annotator)  # always "irrelevant"
     assert len(served) == 20
     trained = GoldPair.objects.filter(task__in=[pair.pk for pair, _ in served])
     assert trained.filter(label="relevant").count() == 6
@@ -270,7 +236,7 @@ def test_training_pairs_are_balanced_so_always_no_fails(people):
 
 def test_gold_added_mid_campaign_is_served_and_answers_free_their_task(people):
     campaign = make_campaign(n_queries=10, depth=3, seed=11)
-    first = _with_gold(campaign, 3, rate=1.0)
+    first = add_gold(campaign, 3, rate=1.0)
     annotator = people["annotator"]
     held = assignment.assign(campaign, annotator)
     gold_tasks = dict(GoldPair.objects.filter(campaign=campaign).values_list("task_id", "label"))
@@ -289,7 +255,7 @@ def test_gold_added_mid_campaign_is_served_and_answers_free_their_task(people):
         explanation="added late",
         source=GoldPair.Source.IMPORTED,
     )
-    served = [pair.pk for pair, _ in _serve_all(campaign, annotator, lambda pair: "relevant")]
+    served = [pair.pk for pair, _ in serve_all(campaign, annotator, lambda pair: "relevant")]
     late.refresh_from_db()
     assert late.task_id is not None and late.task_id in served
     answers = GoldJudgement.objects.filter(annotator=annotator, purpose="queue")
@@ -298,7 +264,7 @@ def test_gold_added_mid_campaign_is_served_and_answers_free_their_task(people):
 
 def test_a_gold_answer_id_someone_else_used_is_a_conflict(people):
     campaign = make_campaign(n_queries=10, depth=3, seed=12)
-    _with_gold(campaign, 4, rate=1.0)
+    add_gold(campaign, 4, rate=1.0)
     one, other = people["annotator"], people["other"]
     client_uuid = uuid.uuid4()
     mine = assignment.assign(campaign, one).current.pair

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.models import Escalation, Judgement, Lease, Pair
-from annotation.services import assignment
+from annotation.services import assignment, task_ids
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium
@@ -70,8 +70,9 @@ def open_judge_page(browser, base_url: str, campaign, username: str = "ann", vie
     return page
 
 
-def wait_for_pair(page, previous: str = "") -> int:
-    """Wait until a pair other than ``previous`` is on screen and its video has been shown."""
+def wait_for_pair(page, previous: str = "") -> str:
+    """Wait until a task other than ``previous`` is on screen and its video has been shown;
+    the task's id as the page was served it (:func:`pair_of` gives its pair)."""
     page.wait_for_function(
         "prev => document.body.dataset.pair && document.body.dataset.pair !== prev",
         arg=previous,
@@ -81,10 +82,15 @@ def wait_for_pair(page, previous: str = "") -> int:
     page.wait_for_function(
         "pair => window.__shown.some((d) => String(d.pair) === pair)", arg=pair, timeout=15000
     )
-    return int(pair)
+    return pair
 
 
-def assert_plays(page, pair: int) -> None:
+def pair_of(task: str, username: str = "ann") -> int:
+    """The pair behind a task id served to ``username``."""
+    return task_ids.decode(get_user_model().objects.get(username=username).pk, task)
+
+
+def assert_plays(page, pair: str) -> None:
     state = page.evaluate(PLAYBACK)
     assert state["pair"] == state["body"] == str(pair), state
     assert state["error"] is None, state
@@ -107,7 +113,7 @@ def test_keyboard_judging_preloads_and_undoes(live_server, browser):
     assert "judged today 0" in page.locator("#judge-progress").inner_text()
     page.screenshot(path=SCREENSHOT)
 
-    pressed: list[tuple[int, str]] = []
+    pressed: list[tuple[str, str]] = []
     for key in ["r", "n", "r", "n", "r"]:
         page.wait_for_timeout(150)  # a judgement takes some time: seconds > 0
         pressed.append((pair, key))
@@ -136,10 +142,10 @@ def test_keyboard_judging_preloads_and_undoes(live_server, browser):
     live = Judgement.objects.filter(annotator=user, undone_at__isnull=True)
     undone = Judgement.objects.filter(annotator=user, undone_at__isnull=False)
     assert live.count() == 4
-    assert list(undone.values_list("pair_id", flat=True)) == [last_pair]
+    assert list(undone.values_list("pair_id", flat=True)) == [pair_of(last_pair)]
     labels = {"r": "relevant", "n": "irrelevant"}
     assert dict(live.values_list("pair_id", "label")) == {
-        pair_id: labels[key] for pair_id, key in pressed[:-1]
+        pair_of(task): labels[key] for task, key in pressed[:-1]
     }
     assert all(seconds and seconds > 0 for seconds in live.values_list("seconds", flat=True))
 
@@ -196,9 +202,9 @@ def test_guidelines_panel_and_escalation(live_server, browser):
     new_pair = wait_for_pair(page, str(pair))
     assert new_pair != pair
     escalation = Escalation.objects.get(annotator=user)
-    assert escalation.pair_id == pair
+    assert escalation.pair_id == pair_of(pair)
     assert escalation.reason == "red ball hidden: cannot tell"
-    assert Pair.objects.get(pk=pair).held
+    assert Pair.objects.get(pk=pair_of(pair)).held
     assert not Judgement.objects.filter(annotator=user).exists()
 
 
@@ -237,7 +243,7 @@ def test_network_failure_is_retried_with_the_same_uuid(live_server, browser):
     assert len(bodies) >= 2 and len({body["uuid"] for body in bodies}) == 1
     judgement = Judgement.objects.get(annotator=user)
     assert (judgement.pair_id, judgement.label, str(judgement.uuid)) == (
-        pair,
+        pair_of(pair),
         "relevant",
         bodies[0]["uuid"],
     )
@@ -250,11 +256,11 @@ def test_expired_lease_moves_on(live_server, browser):
     pair = wait_for_pair(page)
     # The lease ran out (released by the next request for work) and someone else took the
     # pair's only slot.
-    Lease.objects.filter(annotator=user, pair_id=pair).update(
+    Lease.objects.filter(annotator=user, pair_id=pair_of(pair)).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
     assignment.release_expired(campaign, timezone.now())
-    Pair.objects.filter(pk=pair).update(leased=1, open_slots=0)
+    Pair.objects.filter(pk=pair_of(pair)).update(leased=1, open_slots=0)
     page.keyboard.press("n")
     new_pair = wait_for_pair(page, str(pair))
     assert new_pair != pair
@@ -331,7 +337,7 @@ def test_caption_roles_are_underlined_with_a_legend(live_server, browser):
     make_annotator()
     page = open_judge_page(browser, live_server.url, campaign)
     pair = wait_for_pair(page)
-    caption = Pair.objects.select_related("caption").get(pk=pair).caption
+    caption = Pair.objects.select_related("caption").get(pk=pair_of(pair)).caption
     assert caption.role_spans, "pooling stored the caption's role spans"
     heading = page.locator("#judge-caption")
     assert heading.inner_text() == caption.text  # the words are unchanged

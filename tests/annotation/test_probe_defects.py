@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from annotation.forms import CampaignSettingsForm
 from annotation.jobs import PoolForm
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair
-from annotation.services import assignment
+from annotation.services import assignment, task_ids
 from annotation.services.exports import EXPORT_FORMATS
 from tests.factories import make_campaign
 
@@ -124,6 +124,7 @@ def test_escalating_needs_the_pair_on_screen_and_is_capped(people):
     mine = api(user).post(base + "next/").json()["current"]["pair"]
     theirs = api(other).post(base + "next/").json()["current"]["pair"]
     never = Pair.objects.filter(campaign=campaign, leased=0).first().pk
+    theirs_pair = task_ids.decode(other.pk, theirs)
 
     def escalate(client, pair):
         return client.post(
@@ -132,15 +133,17 @@ def test_escalating_needs_the_pair_on_screen_and_is_capped(people):
             format="json",
         )
 
-    for pair in (never, theirs):
-        refused = escalate(api(user), pair)
+    for pair in (never, theirs_pair):  # named as the server would name them to the user
+        refused = escalate(api(user), task_ids.encode(user.pk, pair))
         assert refused.status_code == 409 and refused.json()["code"] == "not_leased"
+    # Another annotator's task id names nothing for this one.
+    assert escalate(api(user), theirs).status_code == 404
     assert not Pair.objects.filter(held=True).exists()
     # A resolved pair cannot be escalated either, nor one of a closed campaign.
     Pair.objects.filter(pk=never).update(status=Pair.Status.RELEVANT, needed=0, open_slots=0)
-    assert escalate(api(user), never).status_code == 409
+    assert escalate(api(user), task_ids.encode(user.pk, never)).status_code == 409
     assert escalate(api(user), mine).status_code == 200
-    assert Pair.objects.get(pk=mine).held
+    assert Pair.objects.get(pk=task_ids.decode(user.pk, mine)).held
     # The one just judged may still be escalated (a second look at the video).
     client = api(other)
     done = client.post(
@@ -165,7 +168,7 @@ def test_escalating_needs_the_pair_on_screen_and_is_capped(people):
     closed_pair = closed.pairs.first().pk
     response = api(user).post(
         f"/api/campaigns/{closed.pk}/escalate/",
-        {"pair": closed_pair, "reason": "x", "uuid": str(uuid.uuid4())},
+        {"pair": task_ids.encode(user.pk, closed_pair), "reason": "x", "uuid": str(uuid.uuid4())},
         format="json",
     )
     assert response.status_code == 409 and not Pair.objects.get(pk=closed_pair).held
@@ -180,7 +183,7 @@ def test_submit_needs_a_lease_or_a_recently_lapsed_one(people):
     client = api(user)
     base = f"/api/campaigns/{campaign.pk}/"
     held = client.post(base + "next/").json()
-    leased = {held["current"]["pair"], held["upcoming"]["pair"]}
+    leased = {task_ids.decode(user.pk, held[k]["pair"]) for k in ("current", "upcoming")}
     free = Pair.objects.filter(campaign=campaign).exclude(pk__in=leased).first().pk
 
     def submit(pair):
@@ -190,18 +193,19 @@ def test_submit_needs_a_lease_or_a_recently_lapsed_one(people):
             format="json",
         )
 
-    refused = submit(free)
+    refused = submit(task_ids.encode(user.pk, free))
     assert refused.status_code == 409 and refused.json()["code"] == "not_leased"
     assert not Judgement.objects.filter(pair_id=free).exists()
     # A lease that ran out moments ago still takes the label while a slot is free.
     late = held["current"]["pair"]
-    Lease.objects.filter(pair_id=late).update(expires_at=timezone.now() - timedelta(seconds=5))
+    late_pair = task_ids.decode(user.pk, late)
+    Lease.objects.filter(pair_id=late_pair).update(expires_at=timezone.now() - timedelta(seconds=5))
     assignment.release_expired(campaign, timezone.now())
-    assert LapsedLease.objects.filter(pair_id=late, annotator=user).exists()
+    assert LapsedLease.objects.filter(pair_id=late_pair, annotator=user).exists()
     assert submit(late).status_code == 200
     # ... but not once the grace period is over.
     stale = held["upcoming"]["pair"]
-    Lease.objects.filter(pair_id=stale).update(
+    Lease.objects.filter(pair_id=task_ids.decode(user.pk, stale)).update(
         expires_at=timezone.now() - timedelta(seconds=assignment.GRACE_SECONDS + 5)
     )
     assignment.release_expired(campaign, timezone.now())
@@ -222,7 +226,8 @@ def test_uuid_of_an_undone_judgement_is_a_conflict(people):
     assert client.post(base + "undo/").status_code == 200
     again = client.post(base + "submit/", body, format="json")
     assert again.status_code == 409 and again.json()["code"] == "undone"
-    assert not Judgement.objects.filter(pair_id=pair, undone_at__isnull=True).exists()
+    pair_id = task_ids.decode(people["annotator"].pk, pair)
+    assert not Judgement.objects.filter(pair_id=pair_id, undone_at__isnull=True).exists()
 
 
 # 6. GET never leases.
@@ -378,5 +383,6 @@ def test_a_huge_lease_in_the_database_cannot_break_next(people):
     Campaign.objects.filter(pk=campaign.pk).update(lease_seconds=huge)
     response = api(people["annotator"]).post(f"/api/campaigns/{campaign.pk}/next/")
     assert response.status_code == 200 and response.json()["current"] is not None
-    lease = Lease.objects.get(pair_id=response.json()["current"]["pair"])
+    served = response.json()["current"]["pair"]
+    lease = Lease.objects.get(pair_id=task_ids.decode(people["annotator"].pk, served))
     assert lease.expires_at <= timezone.now() + timedelta(days=1)

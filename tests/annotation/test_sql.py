@@ -241,3 +241,49 @@ def test_plain_rows_refuse_columns_other_than_named(db):
     assert sql.plain_rows("SELECT 1 AS a, 2 AS b", {}, ("a", "b")) == [(1, 2)]
     with pytest.raises(ValueError, match="are not"):
         sql.plain_rows("SELECT 1 AS a, 2 AS b", {}, ("b", "a"))
+
+
+def test_gold_answer_and_earlier_judgements_match_the_orm(people):
+    """The answer statements of the submit path: the gold evidence :data:`sql.GOLD_ANSWER`
+    reads with an answer (live queue answers since reinstatement, right and in all) and the
+    id each one finds in the other kind's table, against the same through the ORM."""
+    from annotation.models import AnnotatorStanding, GoldJudgement, GoldPair
+    from annotation.services import gold_queue
+    from tests.factories import add_gold
+
+    campaign = make_campaign(n_queries=6, depth=3, seed=3)
+    add_gold(campaign, 8, rate=1.0)
+    user = people["annotator"]
+    answers = []
+    for label in ("relevant", "irrelevant", "relevant", "relevant"):
+        task = assignment.assign(campaign, user).current.pair
+        key = uuid.uuid4()
+        assignment.submit(user, task.pk, label, key, seconds=3.0)
+        answers.append(key)
+    assignment.undo(user, campaign)  # the last answer is taken back: it no longer counts
+    reinstated = GoldJudgement._base_manager.get(uuid=answers[0]).created_at
+    AnnotatorStanding.objects.create(campaign=campaign, annotator=user, reinstated_at=reinstated)
+    gold_queue.ensure_tasks(campaign)
+    task_id = GoldPair.objects.filter(campaign=campaign).first().task_id
+    live = GoldJudgement.objects.filter(
+        annotator=user,
+        gold_pair__campaign=campaign,
+        purpose=GoldJudgement.Purpose.QUEUE,
+        created_at__gt=reinstated,
+    )
+    assert GoldJudgement._base_manager.filter(undone_at__isnull=False).count() == 1
+    for client_uuid in (answers[1], answers[3], uuid.uuid4()):
+        found, stored = sql.gold_answer(task_id, user.pk, client_uuid)
+        assert found.paused_at is None
+        assert found.gold_total == live.count() == 2
+        assert found.gold_correct == live.filter(label=F("gold_pair__label")).count()
+        assert found.label_uses is None
+        expected = GoldJudgement._base_manager.filter(uuid=client_uuid).first()
+        assert (stored and fields(stored)) == (expected and fields(expected))
+    real = Judgement.objects.create(pair=campaign.pairs.first(), annotator=user, label="relevant")
+    found, _ = sql.gold_answer(task_id, user.pk, real.uuid)
+    assert found.label_uses == real.pk
+    judgements, gold_uses = sql.earlier_judgements(answers[1], real.pair_id, user.pk)
+    assert gold_uses and [j.pk for j in judgements] == [real.pk]
+    judgements, gold_uses = sql.earlier_judgements(uuid.uuid4(), real.pair_id + 10**6, user.pk)
+    assert (judgements, gold_uses) == ([], False)

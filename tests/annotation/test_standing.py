@@ -8,8 +8,7 @@ from rest_framework.test import APIClient
 from annotation import policy
 from annotation.models import AnnotatorStanding, GoldPair, Judgement, Lease, Pair
 from annotation.services import assignment, exports, standing
-from tests.annotation.test_gold_queue import _serve_all, _with_gold
-from tests.factories import make_campaign
+from tests.factories import add_gold, make_campaign, serve_all
 
 
 def _flip(label: str) -> str:
@@ -18,14 +17,14 @@ def _flip(label: str) -> str:
 
 def test_wrong_gold_answers_pause_and_an_admin_reinstates(people):
     campaign = make_campaign(n_queries=30, depth=4, seed=5)
-    _with_gold(campaign, 12, rate=0.5)
+    add_gold(campaign, 12, rate=0.5)
     annotator = people["annotator"]
 
     def answer(pair):
         gold = GoldPair.objects.filter(task=pair).first()
         return _flip(gold.label) if gold else "irrelevant"  # wrong on every gold pair
 
-    served = _serve_all(campaign, annotator, answer)
+    served = serve_all(campaign, annotator, answer)
     row = standing.paused(campaign, annotator)
     assert row is not None and "gold accuracy" in row.reason
     wrong = sum(1 for pair, _ in served if GoldPair.objects.filter(task=pair).exists())
@@ -65,7 +64,7 @@ def test_too_fast_pauses_and_careful_annotators_are_not_paused(people):
 def test_discounting_requeues_under_the_same_policy_and_keeps_the_labels(people):
     campaign = make_campaign(n_queries=6, depth=3, rate=0.5, seed=7)
     spammer, good = people["annotator"], people["other"]
-    _serve_all(campaign, spammer, lambda pair: "relevant")
+    serve_all(campaign, spammer, lambda pair: "relevant")
     labelled = set(Judgement.objects.filter(annotator=spammer).values_list("pair_id", flat=True))
     assert labelled
     discounted = standing.discount(campaign, spammer)
@@ -79,7 +78,7 @@ def test_discounting_requeues_under_the_same_policy_and_keeps_the_labels(people)
             [pair.relevant_count], [pair.label_count], pair.double, campaign.max_labels
         )[0]
         assert pair.needed == needed > 0  # back in the queue for a fresh label
-    served = _serve_all(campaign, good, lambda pair: "irrelevant")
+    served = serve_all(campaign, good, lambda pair: "irrelevant")
     assert {pair.pk for pair, _ in served} >= labelled
     raw = [
         json.loads(line)
@@ -105,7 +104,7 @@ def test_annotators_command_lists_discounts_and_reinstates(people):
 
     campaign = make_campaign(n_queries=4, depth=2, seed=8)
     spammer = people["annotator"]
-    _serve_all(campaign, spammer, lambda pair: "relevant")
+    serve_all(campaign, spammer, lambda pair: "relevant")
     out = io.StringIO()
     call_command("annotators", "--campaign", campaign.name, "--discount", "annotator", stdout=out)
     assert "Discounted 8 labels" in out.getvalue()
