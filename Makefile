@@ -32,6 +32,7 @@ setup: install
 # missing, by bin/local-postgres when we are root); the concurrency tests need PostgreSQL.
 test: install browser
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest
 	@if url=$$(bin/local-postgres); then \
 	  echo "Running the suite again on PostgreSQL"; \
@@ -88,6 +89,7 @@ bench: install browser
 
 lint:
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m ruff format --check .
 
 format:
@@ -95,4 +97,4 @@ format:
 	$(PY) -m ruff check --fix .
 
 clean:
-	rm -rf var/static var/cache .pytest_cache .ruff_cache
+	rm -rf var/static var/cache .pytest_cache .ruff_cache .import_linter_cache
