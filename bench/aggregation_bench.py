@@ -1,4 +1,4 @@
-"""Majority against Dawid-Skene on a simulated crowd under FIRE's labelling policy (issue 16 §5).
+"""Majority against Dawid-Skene on a simulated crowd under FIRE's labelling policy.
 
 A pool of ``--pairs`` pairs with ``--relevant`` of them truly relevant (FIRE §3.2: 7-30%) is
 labelled as FIRE §3.1 does: one label per pair, a second for a seeded 10% sample, a third when

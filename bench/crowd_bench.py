@@ -1,4 +1,4 @@
-"""Measured A/B/C crowd benchmark on the demo world's truth (issue 16 §7).
+"""Measured A/B/C crowd benchmark on the demo world's truth.
 
 Builds a demo world (``manage.py demo``, ``--videos`` clips, its four models) in a temporary
 SQLite database, pools the four runs at depth 10 into one campaign per configuration, and lets
@@ -7,7 +7,7 @@ the same seeded crowd of simulated annotators judge each through the real assign
 FIRE's policy (one label, a second for 10%, a third when two disagree):
 
 - reference: a spammer-free crowd (careful annotators in the spammers' place), as A;
-- A: as before issue 16: majority, no gold, no qualification, no pausing;
+- A: the plain protocol: majority, no gold, no qualification, no pausing;
 - B: qualification (20 training pairs, threshold 0.9), 5% gold in the queue, automatic
   pausing; the bench acts as the admin and discounts every paused annotator's labels, so
   their pairs go back to the queue, and lets the crowd judge again until nobody new is paused;
@@ -151,7 +151,7 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool):
     if gold:
         settings["cooldown_seconds"] = 0  # retries at once: the bench runs in minutes
     else:
-        settings["floor_seconds"] = 0.0  # as before issue 16: nobody is paused
+        settings["floor_seconds"] = 0.0  # the plain protocol: nobody is paused
     options["gold"] = settings
     campaign.options = options
     campaign.save(update_fields=["options"])

@@ -1,4 +1,4 @@
-"""Measure the judging orders of issue 17 on a synthetic MSVD-scale replay.
+"""Measure the judging orders (depth, metric-first, RRF, maxmean, ...) on a synthetic MSVD-scale replay.
 
 27,763 queries (MSVD's test captions), three correlated runs of depth 10 pooled as FIRE
 §2.2.1 does (each caption's own video left out as an implicit positive), complete synthetic

@@ -1,4 +1,4 @@
-"""Time building a leaderboard (issue 18): the demo world's models, and synthetic runs at scale.
+"""Time building a leaderboard: the demo world's models, and synthetic runs at scale.
 
 Two parts, best of ``--repeats`` each:
 

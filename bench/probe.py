@@ -1,4 +1,4 @@
-"""Replay issue 26's outside probes against a running firepool (``make run``) and report every
+"""Replay an outside tester's probes against a running firepool (``make run``) and report every
 5xx and every false success.
 
 Logs in as each demo role, crawls the pages it can reach (links two levels deep, same host

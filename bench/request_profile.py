@@ -1,4 +1,4 @@
-"""Where one judging request's time goes in the web process (issue 20: measure first).
+"""Where one judging request's time goes in the web process (measure before optimising).
 
 Builds the load bench's PostgreSQL campaign (``bench/load.py``'s set-up, smaller by default),
 then judges ``--judgements`` pairs as a few annotators through Django's full WSGI stack in

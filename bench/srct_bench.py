@@ -1,4 +1,4 @@
-"""SRCT against random, mme and jpose on a demo world, with the expert ablation (issue 19 §5).
+"""SRCT against random, mme and jpose on a demo world, with the expert ablation.
 
 Builds a demo world (``--videos`` clips, world seed 0) in a throw-away database, extracts
 the clip vectors and the three feature experts from the decoded frames, then for each

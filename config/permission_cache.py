@@ -5,7 +5,7 @@ would log everyone out.)
 
 Django's ``ModelBackend`` caches a user's permissions on the user object, which lives for
 one request; every judging request then spent two queries (user permissions, group
-permissions) and about a tenth of its CPU re-reading the same few rows (issue 20's profile,
+permissions) and about a tenth of its CPU re-reading the same few rows (measured by
 ``bench/request_profile.py``). :class:`CachedPermissionBackend` keeps each user's set in this
 process's memory:
 
@@ -18,7 +18,7 @@ process's memory:
 Whether a user is active or a superuser is read from the user row, which every request
 loads anyway; so deactivating an account takes effect on its next request. That row is read
 by :func:`user_statement` rather than the ORM: composing ``User.objects.get(pk=...)`` cost
-several times running it, on every request (issue 20's profile).
+several times running it, on every request (``bench/request_profile.py``).
 """
 
 import functools

@@ -1,7 +1,7 @@
 """Hand-written statements and their rows, the same on PostgreSQL and SQLite.
 
-Where composing a query through the ORM cost several times running it (the judging path
-of issue 20, ``bench/request_profile.py``), a module writes the statement once and reads
+Where composing a query through the ORM cost several times running it (the judging path,
+measured by ``bench/request_profile.py``), a module writes the statement once and reads
 the rows with these helpers. One style throughout: tables come from the models' ``_meta``
 and columns are quoted by name (:func:`quote`, :func:`table`), every selected column has an
 alias (:func:`select_list`), and rows come back as named tuples keyed by the aliases

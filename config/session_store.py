@@ -1,8 +1,8 @@
 """Django's database sessions, with the one read every request makes written by hand.
 
 ``SessionStore.load`` of ``django.contrib.sessions.backends.db`` reads the row through the
-ORM; composing that query cost several times running it on every request (issue 20's
-profile, ``bench/request_profile.py``). This store reads the same table, under the same rule
+ORM; composing that query cost several times running it on every request (measured
+by ``bench/request_profile.py``). This store reads the same table, under the same rule
 (a session past its expiry date does not exist), with :func:`load_statement` written once; everything
 else (saving, cycling keys, deleting, clearing expired rows) is Django's.
 """

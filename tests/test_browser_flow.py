@@ -1,4 +1,4 @@
-"""Real browser, end to end (issue 18 §6): a researcher uploads a run file and finds its
+"""Real browser, end to end: a researcher uploads a run file and finds its
 leaderboard row with Judged@10 and the bias note; an admin makes the "judge what is missing"
 campaign for it, two simulated annotators finish it, the admin resolves it, and the new
 version of the label set changes the model's row. Screenshots go to FIREPOOL_SCREENSHOTS

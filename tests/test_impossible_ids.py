@@ -1,4 +1,4 @@
-"""Ids no row can have, in every page URL and id field, are a 4xx, never a 5xx (issue 26 §6).
+"""Ids no row can have, in every page URL and id field, are a 4xx, never a 5xx.
 
 The API's integer slots are covered with the schema fuzzing (``test_api_schema_fuzz``); this
 module walks the page routes with an integer in their path, and the id fields and page

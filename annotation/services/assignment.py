@@ -299,8 +299,8 @@ def submit(
     next assignment. With ``campaign`` (the API's URL names one), a pair of another
     campaign is not found.
 
-    A gold task's answer runs as many statements as a label (issue 26: nothing, response
-    time included, may tell the kinds apart): the campaign named is not read again, and the
+    A gold task's answer runs as many statements as a label (nothing the annotator
+    receives, response time included, may tell the kinds apart): the campaign named is not read again, and the
     gold evidence comes with the answer's own statement (:data:`sql.GOLD_ANSWER`); the
     pace is looked at, as after a label, only when the answer came too fast.
 

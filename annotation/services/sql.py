@@ -3,7 +3,7 @@
 Each statement here replaced an ORM query that measured too slow on a hot path (see
 ``bench/RESULTS.md``): the judging queue's two queries, the progress tallies, the label
 loader of the agreement report, the export join and the bulk insert of a campaign's pairs.
-So did the judging path's queries, gold pairs and standing included (issue 20). The style
+So did the judging path's queries, gold pairs and standing included (bench/request_profile.py). The style
 is :mod:`config.raw_sql`'s: tables from the models' ``_meta``, columns quoted by name,
 every selected column aliased, parameters named (``%(name)s``, which Django turns into
 SQLite's ``:name``; only the bulk insert binds positions, generated from its column
@@ -184,7 +184,7 @@ def next_pair(
 
 # The submit path (annotation.services.assignment, pair_state, standing, gold_queue): the
 # same trade as the queue's queries above; composing each through the ORM cost 1-3 ms of CPU
-# per request, several times its run (issue 20's profile, bench/request_profile.py).
+# per request, several times its run (measured by bench/request_profile.py).
 
 PAIR_TARGET = (
     f"SELECT p.{_q('campaign_id')} AS campaign, p.{_q('caption_id')} AS caption, "

@@ -162,7 +162,7 @@ def test_hand_built_responses_equal_the_serializers(show_roles):
     assert checked == 72
 
 
-# Ids no row can have (issue 26 §6): refused with a 400 or 404, never a 500 (the hand-written
+# Ids no row can have: refused with a 400 or 404, never a 500 (the hand-written
 # SQL once overflowed on them), on SQLite and PostgreSQL alike.
 
 IMPOSSIBLE_IDS = [2**31, 2**63, 10**30, -1, 0]
@@ -203,7 +203,7 @@ def test_ids_no_row_can_have_are_a_400_or_404(people, value):
     assert not Judgement.objects.exists()
 
 
-# One client id, one answer (issue 26 §7): a retry with the same body returns the stored
+# One client id, one answer: a retry with the same body returns the stored
 # answer; the same id with another body is a 409, whatever kind of task it is sent for.
 
 

@@ -1,4 +1,4 @@
-"""Gold tasks cannot be told from real ones by anything the annotator receives (issue 26 §2).
+"""Gold tasks cannot be told from real ones by anything the annotator receives.
 
 Two annotators each judge a few hundred tasks through the API of a campaign with a 20% gold
 rate; every response is recorded as the annotator sees it, and the kind of each task is

@@ -1,5 +1,5 @@
 """Judge only what is missing: a campaign of one run's unjudged top-k pairs, and the label
-set version its resolution makes (issue 18 §3)."""
+set version its resolution makes."""
 
 import pytest
 

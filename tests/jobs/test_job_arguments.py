@@ -1,4 +1,4 @@
-"""Every job kind's arguments are checked by its form before anything is queued (issue 26 §6).
+"""Every job kind's arguments are checked by its form before anything is queued.
 
 Whichever door a job comes through (the jobs page, ``manage.py jobs submit``, the upload
 pages and the API, which all go through :func:`jobs.runner.submit`), an out-of-range or

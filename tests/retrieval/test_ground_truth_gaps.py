@@ -1,4 +1,4 @@
-"""A ground-truth dataset and captions or videos without ground truth (issue 26 §6).
+"""A ground-truth dataset and captions or videos without ground truth.
 
 An import into a synthetic world is refused when the file gives no scene or assertion (no
 caption file can), with the file, line and field. Rows stored before that refusal existed
