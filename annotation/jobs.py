@@ -8,7 +8,6 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
-from django.core.management.base import CommandError
 from django.urls import reverse
 
 from annotation import campaign_spec, policy
@@ -99,10 +98,7 @@ class ExportForm(forms.Form):
     format = forms.ChoiceField(choices=[(name, name) for name in EXPORT_FORMATS])
 
     def clean_campaign(self) -> str:
-        try:
-            return get_campaign(self.cleaned_data["campaign"]).name
-        except CommandError as exc:
-            raise forms.ValidationError(str(exc)) from None
+        return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name
 
 
 def output_path(job_id: int, fmt: str) -> Path:

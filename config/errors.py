@@ -26,3 +26,11 @@ class UserError(Exception):
             self.code = code
         if status is not None:
             self.status = status
+
+
+class NotFound(UserError):
+    """Nothing goes by the name the user gave (a dataset, model, run, label set or campaign);
+    the message lists names that do."""
+
+    code = "not_found"
+    status = 404

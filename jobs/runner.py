@@ -11,7 +11,6 @@ from datetime import timedelta
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -182,10 +181,10 @@ def json_ready(value):
 def user_message(exc: BaseException) -> str:
     """The message of an error the user can fix, or "" for anything else (a bug).
 
-    User errors are a :class:`UserError` from a service, a ``CommandError`` from the
-    lookups that name an unknown dataset or model, and a form's ``ValidationError``.
+    User errors are a :class:`UserError` from a service or a lookup (an unknown dataset or
+    model is a :class:`config.errors.NotFound`) and a form's ``ValidationError``.
     """
-    if isinstance(exc, UserError | CommandError):
+    if isinstance(exc, UserError):
         return str(exc)
     if isinstance(exc, ValidationError):
         return "; ".join(exc.messages)

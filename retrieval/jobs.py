@@ -7,8 +7,8 @@ progress through the job's reporter.
 """
 
 from django import forms
-from django.core.management.base import CommandError
 
+from config.errors import UserError
 from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
@@ -52,7 +52,7 @@ def found_or_invalid(lookup, *args):
     """The looked-up object, with a missing one turned into a form error."""
     try:
         return lookup(*args)
-    except CommandError as exc:
+    except UserError as exc:
         raise forms.ValidationError(str(exc)) from None
 
 

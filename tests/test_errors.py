@@ -1,8 +1,11 @@
 """User errors: raised deep in a service, shown as a message by each boundary.
 
 A command ends in ``CommandError``, a page in a 400 page, the API in ``{"code", "detail"}``
-with the error's status; the job boundary is tested in ``tests/jobs/test_jobs.py``.
+with the error's status; the job boundary is tested in ``tests/jobs/test_jobs.py``, and a
+lookup's :class:`config.errors.NotFound` at every boundary here.
 """
+
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -10,13 +13,16 @@ from django.urls import include, path
 from rest_framework.test import APIClient
 
 from annotation.agreement import AgreementError
+from annotation.jobs import ExportForm
 from annotation.models import Campaign
 from annotation.services.assignment import AssignmentError
 from annotation.services.campaigns import CampaignError
 from annotation.services.exports import ExportError
 from annotation.services.simulation import SimulationError
 from config import roles
-from config.errors import UserError
+from config.errors import NotFound, UserError
+from jobs import runner
+from jobs.models import Job
 from jobs.runner import JobError
 from retrieval.formats.records import DuplicateKeyError, FormatError
 from retrieval.models import RetrievalModel
@@ -47,6 +53,7 @@ SERVICE_ERRORS = (
     JobError,
     LabelSetError,
     MissingEmbeddings,
+    NotFound,
     PredictError,
     ProxyError,
     RegistrationError,
@@ -115,3 +122,21 @@ def test_the_api_answers_a_service_error_with_its_code_and_status():
         "code": "inactive",
         "detail": "this campaign is paused: it takes no judgements now",
     }
+
+
+@pytest.mark.django_db
+def test_a_lookup_of_an_unknown_name_is_a_clean_message_at_every_boundary():
+    """The lookups raise a UserError (NotFound), not a CommandError: a command, a job form
+    and a job each show its message as their own boundary does."""
+    make_campaign()
+    message = "no campaign named 'gone' (known: "
+    with pytest.raises(CommandError, match=f"^{re.escape(message)}") as raised:
+        call_command("export_labels", campaign="gone", format="jsonl", output="-")
+    assert isinstance(raised.value.__cause__, NotFound)
+    form = ExportForm({"campaign": "gone", "format": "jsonl"})
+    assert not form.is_valid() and form.errors["campaign"][0].startswith(message)
+    job = Job.objects.create(kind="export", arguments={"campaign": "gone", "format": "jsonl"})
+    runner.execute(job.pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and job.error.startswith(message)
+    assert job.error.endswith(")") and "Internal error" not in job.error

@@ -1,8 +1,8 @@
-"""Find the campaign a command names, with a clear error when there is none."""
-
-from django.core.management.base import CommandError
+"""Find the campaign a command or a job names; a missing one raises
+:class:`config.errors.NotFound` listing known names, shown by each boundary as its message."""
 
 from annotation.models import Campaign
+from config.errors import NotFound
 
 
 def get_campaign(name: str) -> Campaign:
@@ -10,4 +10,4 @@ def get_campaign(name: str) -> Campaign:
         return Campaign.objects.select_related("dataset").get(name=name)
     except Campaign.DoesNotExist:
         known = ", ".join(Campaign.objects.values_list("name", flat=True)[:20]) or "none"
-        raise CommandError(f"no campaign named {name!r} (known: {known})") from None
+        raise NotFound(f"no campaign named {name!r} (known: {known})") from None

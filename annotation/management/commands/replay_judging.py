@@ -3,7 +3,6 @@
 import json
 import sys
 
-from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from annotation.judging_order import STRATEGIES
@@ -34,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
-        from annotation.services.replay import ReplayError, replay_dataset
+        from annotation.services.replay import replay_dataset
 
         dataset = get_dataset(options["dataset"])
         label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None
@@ -45,20 +44,17 @@ class Command(BaseCommand):
             bar = tqdm(total=total, unit=" steps", file=sys.stderr, disable=quiet, leave=False)
             return lambda: bar.update()
 
-        try:
-            result = replay_dataset(
-                dataset,
-                options["strategy"],
-                run_names=None if names == ["all"] else names,
-                label_set=label_set,
-                depth=options["depth"],
-                budget=options["budget"],
-                seeds=options["seeds"],
-                steps=options["steps"],
-                progress=progress,
-            )
-        except ReplayError as exc:
-            raise CommandError(str(exc)) from None
+        result = replay_dataset(
+            dataset,
+            options["strategy"],
+            run_names=None if names == ["all"] else names,
+            label_set=label_set,
+            depth=options["depth"],
+            budget=options["budget"],
+            seeds=options["seeds"],
+            steps=options["steps"],
+            progress=progress,
+        )
         if result.dropped_queries:
             self.stderr.write(
                 f"{result.dropped_queries} queries left out: the label set does not decide "

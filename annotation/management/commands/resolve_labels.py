@@ -12,7 +12,6 @@ from config.commands import BaseCommand
 from retrieval import label_status
 from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
-from retrieval.formats.records import FormatError
 
 FORMATS = ("jsonl", "csv")
 COLUMNS = ("caption_id", "video_id", "label", "labels", "confidence")
@@ -41,11 +40,8 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", type=Path, required=True, help="File to write.")
 
     def handle(self, *args, **options):
-        try:
-            records = read_raw_jsonl(options["labels"], options["duplicates"])
-            resolved = resolve_raw(records, options["method"])
-        except FormatError as exc:
-            raise CommandError(str(exc)) from None
+        records = read_raw_jsonl(options["labels"], options["duplicates"])
+        resolved = resolve_raw(records, options["method"])
         output = options["output"]
         partial = output.with_name(f".{output.name}.partial")
         try:
