@@ -429,6 +429,14 @@ def queue_positions(
     return position[layout.query_of, layout.slot_of], parked[layout.query_of, layout.slot_of]
 
 
+def live_relevant(relevant, total):
+    """Whether the order counts a pair with ``relevant`` of ``total`` live labels as relevant
+    (scalars or arrays): at least half of its labels say so. A tie counts as relevant until a
+    further label (or an admin) settles it, so a possible positive is not held against the
+    runs that retrieved it meanwhile; a pair with no labels is not relevant."""
+    return (2 * relevant >= total) & (relevant > 0)
+
+
 def query_state(
     strategy: str,
     ranks: np.ndarray,

@@ -216,7 +216,7 @@ _QUERY_COLUMNS = ("pk", *sql.QUERY_PAIR_COLUMNS[1:])
 
 def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     """(judged, relevant) per pair of a query from its stored labels: an admin's or a
-    proxy's label, else the live labels' majority (a tie counts as relevant until settled)."""
+    proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them."""
     judged = np.zeros(len(rows), bool)
     relevant = np.zeros(len(rows), bool)
     for i, (_, _, _, labels, rel, status, adjudicated, auto, *_) in enumerate(rows):
@@ -225,7 +225,9 @@ def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
         elif auto or status != Pair.Status.PENDING or labels:
             judged[i] = True
             relevant[i] = (
-                status == Pair.Status.RELEVANT if not labels else 2 * rel >= labels and rel > 0
+                status == Pair.Status.RELEVANT
+                if not labels
+                else judging_order.live_relevant(rel, labels)
             )
     return judged, relevant
 

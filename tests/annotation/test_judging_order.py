@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.judging_order import STRATEGIES, exact_correct_at, full_order, make_order
+from annotation.judging_order import (
+    STRATEGIES,
+    exact_correct_at,
+    full_order,
+    live_relevant,
+    make_order,
+)
 from annotation.pooling import pool
 from retrieval.runs import RankedLists
 
@@ -265,3 +271,14 @@ def test_exact_correct_at_equals_brute_force_for_every_rank_dtype(seed, dtype, k
         ranks.tolist(), query_of.tolist(), judged.tolist(), relevant.tolist(), known.tolist(), ks
     )
     np.testing.assert_allclose(shares, expected)
+
+
+def test_a_tie_counts_as_relevant_until_settled():
+    """The order's rule for a pair's live labels, on scalars (the live queue) and arrays."""
+    relevant = np.array([0, 1, 1, 1, 2, 0, 2])
+    total = np.array([0, 1, 2, 3, 4, 1, 3])
+    expected = [False, True, True, False, True, False, True]
+    assert live_relevant(relevant, total).tolist() == expected
+    assert [
+        bool(live_relevant(r, t)) for r, t in zip(relevant.tolist(), total.tolist(), strict=True)
+    ] == expected
