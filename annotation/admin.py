@@ -182,13 +182,13 @@ class EscalationAdmin(ManagesCampaigns):
 
     @admin.action(permissions=["manage_campaigns"], description="Adjudicate the pairs as relevant")
     def adjudicate_relevant(self, request, queryset):
-        self._resolve(request, queryset, "relevant")
+        self._resolve(request, queryset, Judgement.Label.RELEVANT)
 
     @admin.action(
         permissions=["manage_campaigns"], description="Adjudicate the pairs as not relevant"
     )
     def adjudicate_irrelevant(self, request, queryset):
-        self._resolve(request, queryset, "irrelevant")
+        self._resolve(request, queryset, Judgement.Label.IRRELEVANT)
 
 
 class AdminsOnly(ManagesCampaigns):

@@ -4,6 +4,7 @@ from django import forms
 
 from annotation import campaign_spec, policy
 from annotation.campaign_spec import CampaignSpec, spec_errors
+from annotation.models import Judgement
 from jobs.fields import YesNoField
 
 
@@ -133,12 +134,16 @@ class CampaignSettingsForm(forms.Form):
         )
 
 
+RETURN = "return"
+"""The adjudication decision that hands an escalated pair back to the judging queue."""
+
+
 class AdjudicationForm(forms.Form):
     """An admin's decision on one pair: a final label, or back to the judging queue."""
 
     pair = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     decision = forms.ChoiceField(
-        choices=[("relevant", "relevant"), ("irrelevant", "irrelevant"), ("return", "return")],
+        choices=[*Judgement.Label.choices, (RETURN, RETURN)],
         error_messages={"invalid_choice": "Choose relevant, irrelevant or return to the queue."},
     )
     note = forms.CharField(max_length=1000, required=False)

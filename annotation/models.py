@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
-from retrieval.label_status import LabelStatus
+from retrieval.label_status import LABELS, LabelStatus
 from retrieval.models import Caption, Dataset, Run, Video
 
 FIRE_GUIDELINES = """\
@@ -173,7 +173,7 @@ class Pair(models.Model):
     adjudicated = models.CharField(
         max_length=16,
         blank=True,
-        choices=[("relevant", "relevant"), ("irrelevant", "irrelevant")],
+        choices=[(label.label, label.label) for label in LABELS],  # Judgement.Label's
         help_text="An admin's final label; wins over the annotators' labels.",
     )
     adjudicated_by = models.ForeignKey(
@@ -293,8 +293,10 @@ class Judgement(models.Model):
     """One annotator's label for one pair; ``uuid`` makes a retried submit count once."""
 
     class Label(models.TextChoices):
-        RELEVANT = "relevant", "relevant"
-        IRRELEVANT = "irrelevant", "irrelevant"
+        """The labels a person gives: :data:`retrieval.label_status.LABELS`, by name."""
+
+        RELEVANT = LabelStatus.RELEVANT.label, LabelStatus.RELEVANT.label
+        IRRELEVANT = LabelStatus.IRRELEVANT.label, LabelStatus.IRRELEVANT.label
 
     uuid = models.UUIDField(unique=True, default=uuid.uuid4)
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgements")

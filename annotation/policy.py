@@ -19,10 +19,6 @@ DEFAULT_CAP = 3
 NOT_ADJUDICATED = -1
 
 
-Status = LabelStatus
-"""Where a pair stands (FIRE Table 2): the one vocabulary of :mod:`retrieval.label_status`."""
-
-
 def second_label_count(n_pairs: int, rate: float) -> int:
     """How many pairs get a second label: ``rate x n_pairs`` rounded half up (FIRE §3.1).
 
@@ -77,7 +73,8 @@ def resolve(
     cap: int = DEFAULT_CAP,
     adjudicated: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Status code (:class:`Status`, int8) of each pair under the FIRE §3.1 policy.
+    """Status code (:class:`~retrieval.label_status.LabelStatus`, int8) of each pair under
+    the FIRE §3.1 policy.
 
     Pending while :func:`labels_needed` asks for more; then the strict majority, or
     disagreement when there is none. An ``adjudicated`` 0/1 (-1: not adjudicated) always wins.
@@ -85,7 +82,7 @@ def resolve(
     relevant = np.asarray(relevant, dtype=np.int64)
     total = np.asarray(total, dtype=np.int64)
     status = majority(relevant, total)
-    status = np.where(labels_needed(relevant, total, double, cap) > 0, Status.PENDING, status)
+    status = np.where(labels_needed(relevant, total, double, cap) > 0, LabelStatus.PENDING, status)
     if adjudicated is not None:
         adjudicated = np.asarray(adjudicated, dtype=np.int64)
         if not np.isin(adjudicated, (NOT_ADJUDICATED, 0, 1)).all():
@@ -98,7 +95,12 @@ def summary(status: np.ndarray) -> dict[str, int | float]:
     """Pair counts per status and the share of complete pairs resolved to a label (FIRE Table 2)."""
     status = np.asarray(status, dtype=np.int64)
     result: dict[str, int | float] = {"pairs": len(status)}
-    for s in (Status.IRRELEVANT, Status.RELEVANT, Status.DISAGREEMENT, Status.PENDING):
+    for s in (
+        LabelStatus.IRRELEVANT,
+        LabelStatus.RELEVANT,
+        LabelStatus.DISAGREEMENT,
+        LabelStatus.PENDING,
+    ):
         result[s.label] = int((status == s).sum())
     complete = result["pairs"] - result["pending"]
     resolved = result["relevant"] + result["irrelevant"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from retrieval.label_status import IRRELEVANT, RELEVANT
+
 NONE = -1
 """No automatic label (see :func:`auto_labels`)."""
 
@@ -59,7 +61,8 @@ def check_thresholds(relevant_at: float | None, irrelevant_at: float | None) -> 
 def auto_labels(
     scores: np.ndarray, relevant_at: float | None, irrelevant_at: float | None
 ) -> np.ndarray:
-    """int8 per score: 1 when ``>= relevant_at``, 0 when ``<= irrelevant_at``, else -1.
+    """int8 per score: RELEVANT (1) when ``>= relevant_at``, IRRELEVANT (0) when
+    ``<= irrelevant_at``, else NONE (-1).
 
     NaN scores get -1; a threshold of None turns that side off.
     """
@@ -68,9 +71,9 @@ def auto_labels(
     out = np.full(scores.shape, NONE, dtype=np.int8)
     with np.errstate(invalid="ignore"):
         if relevant_at is not None:
-            out[scores >= relevant_at] = 1
+            out[scores >= relevant_at] = RELEVANT
         if irrelevant_at is not None:
-            out[scores <= irrelevant_at] = 0
+            out[scores <= irrelevant_at] = IRRELEVANT
     return out
 
 

@@ -15,9 +15,10 @@ rest.
 - :func:`should_pause`: the pause rule (accuracy's upper bound below a threshold after
   enough gold, or judging faster than a floor).
 - :func:`majority` and :func:`dawid_skene`: aggregations with one interface
-  (:class:`Aggregation`, a status per item in :class:`annotation.policy.Status` codes and a
-  confidence, the probability of relevance). Majority is the policy's strict-majority rule;
-  Dawid-Skene (Dawid & Skene 1979) fits per-annotator confusion matrices by EM.
+  (:class:`Aggregation`, a status per item in :class:`retrieval.label_status.LabelStatus`
+  codes and a confidence, the probability of relevance). Majority is the policy's
+  strict-majority rule; Dawid-Skene (Dawid & Skene 1979) fits per-annotator confusion
+  matrices by EM.
 """
 
 import math
@@ -30,6 +31,7 @@ from scipy.special import expit
 from annotation import agreement, policy
 from retrieval.formats.labels import RawLabel
 from retrieval.intervals import Interval
+from retrieval.label_status import LabelStatus
 
 UNKNOWN = -1
 """Known-label value of an item whose true label is not known (not a gold pair)."""
@@ -152,7 +154,7 @@ def annotator_scores(
     if resolved is None:
         status = majority(item_index, labels, n_items).status
         resolved = np.select(
-            [status == policy.Status.RELEVANT, status == policy.Status.IRRELEVANT], [1, 0], -1
+            [status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT], [1, 0], -1
         )
     order = _time_order(annotator_index, times)
     spent = judgement_seconds(annotator_index, times, seconds)
@@ -268,7 +270,8 @@ def _share(part: int, whole: int) -> float | None:
 
 @dataclass(frozen=True)
 class Aggregation:
-    """Per item: ``status`` (:class:`annotation.policy.Status` codes, int8) and ``confidence``.
+    """Per item: ``status`` (:class:`retrieval.label_status.LabelStatus` codes, int8) and
+    ``confidence``.
 
     ``confidence`` is the probability that the item is relevant: 1, 0 or 0.5 (disagreement)
     for majority, the posterior for Dawid-Skene; NaN for an item nobody labelled (pending).
@@ -314,9 +317,9 @@ def majority(
     adjudicated = None if known is None else _check_known(known, n_items)
     status = policy.resolve(counts[:, 1], counts.sum(axis=1), cap=1, adjudicated=adjudicated)
     confidence = np.select(
-        [status == policy.Status.RELEVANT, status == policy.Status.IRRELEVANT],
+        [status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT],
         [1.0, 0.0],
-        default=np.where(status == policy.Status.DISAGREEMENT, 0.5, np.nan),
+        default=np.where(status == LabelStatus.DISAGREEMENT, 0.5, np.nan),
     )
     return Aggregation(MAJORITY, status, confidence)
 
@@ -379,10 +382,10 @@ def dawid_skene(
     posterior = np.where(labelled, posterior, np.where(clamped, gold, np.nan)).astype(np.float64)
     status = np.where(
         posterior > 0.5,
-        policy.Status.RELEVANT,
-        np.where(posterior < 0.5, policy.Status.IRRELEVANT, policy.Status.DISAGREEMENT),
+        LabelStatus.RELEVANT,
+        np.where(posterior < 0.5, LabelStatus.IRRELEVANT, LabelStatus.DISAGREEMENT),
     )
-    status = np.where(labelled | clamped, status, policy.Status.PENDING).astype(np.int8)
+    status = np.where(labelled | clamped, status, LabelStatus.PENDING).astype(np.int8)
     return DawidSkeneFit(DAWID_SKENE, status, posterior, confusion, prior, iterations, converged)
 
 

@@ -11,7 +11,7 @@ from django.utils.http import content_disposition_header, url_has_allowed_host_a
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation import report_figures
-from annotation.forms import AdjudicationForm, EstimateSampleForm, PromoteForm
+from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 from annotation.services import assignment, exports, gold, gold_queue, judging_queue, pair_state
 from annotation.services.annotator_progress import (
@@ -194,6 +194,9 @@ def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 2
             "campaign": campaign,
             "page": page,
             "recent": recent,
+            "Label": Judgement.Label,
+            "Status": Pair.Status,
+            "RETURN": RETURN,
             "gold_pair_ids": set(
                 gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
                     "pair_id", flat=True
@@ -211,7 +214,7 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
     if pair is None:
         messages.error(request, "That pair is not in this campaign.")
         return _adjudication_page(request, campaign, status=404)
-    label = None if data["decision"] == "return" else data["decision"]
+    label = None if data["decision"] == RETURN else data["decision"]
     note = data["note"].strip()
     open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
     if open_escalation is not None:

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotation import quality  # noqa: E402
-from annotation.policy import Status  # noqa: E402
+from retrieval.label_status import LabelStatus  # noqa: E402
 
 CROWD = (("careful", 0.6, 0.02), ("normal", 0.2, 0.08), ("random", 0.1, None), ("no", 0.1, None))
 CLEAN = (("careful", 0.8, 0.02), ("normal", 0.2, 0.08))
@@ -77,8 +77,8 @@ def gold_answers(people, n_labels_each: np.ndarray, rate: float, n_items: int, r
 
 
 def accuracy(status: np.ndarray, truth: np.ndarray) -> tuple[float, float, float]:
-    decided = (status == Status.RELEVANT) | (status == Status.IRRELEVANT)
-    right = decided & ((status == Status.RELEVANT) == (truth == 1))
+    decided = (status == LabelStatus.RELEVANT) | (status == LabelStatus.IRRELEVANT)
+    right = decided & ((status == LabelStatus.RELEVANT) == (truth == 1))
     return float(right.mean()), float(right[truth == 1].mean()), float((~decided).mean())
 
 

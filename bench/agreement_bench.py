@@ -161,7 +161,9 @@ def build(args: argparse.Namespace):
     relevant = np.bincount(pair_of_label, weights=labels, minlength=args.pairs)
     tied = np.flatnonzero(2 * relevant == per_pair)
     adjudicate = tied[: len(tied) // 2]
-    campaign.pairs.filter(pk__in=pair_pks[adjudicate].tolist()).update(adjudicated="relevant")
+    campaign.pairs.filter(pk__in=pair_pks[adjudicate].tolist()).update(
+        adjudicated=Judgement.Label.RELEVANT
+    )
     return campaign
 
 

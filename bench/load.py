@@ -688,7 +688,7 @@ def excess_judgements(campaign_id: int) -> int:
             <= 0
         ):
             excess += 1
-        state[pair_id] = (relevant + (label == "relevant"), total + 1)
+        state[pair_id] = (relevant + (label == Judgement.Label.RELEVANT), total + 1)
     return excess
 
 

@@ -1,7 +1,8 @@
 """Pure: the one vocabulary of where a judged caption-video pair stands, and the majority rule.
 
 Codes are integers so whole campaigns resolve as arrays, and names are what pages, the
-database (``Pair.status``) and files show. A label is relevant (1) or irrelevant (0); a pair
+database (``Pair.status``, ``Pair.adjudicated``, ``Judgement.label``, whose choices derive
+from here) and files show. A label is relevant (1) or irrelevant (0); a pair
 whose labels have no strict majority once the labelling policy stops asking is a
 disagreement (-1, FIRE Table 2: kept apart, never a positive); a pair still waiting for
 labels is pending (-2). Label sets store the first three; negative codes are never
@@ -40,8 +41,12 @@ RELEVANT, IRRELEVANT = LabelStatus.RELEVANT, LabelStatus.IRRELEVANT
 DISAGREEMENT, PENDING = LabelStatus.DISAGREEMENT, LabelStatus.PENDING
 FINAL = (RELEVANT, IRRELEVANT, DISAGREEMENT)
 """The statuses a label set may hold."""
+LABELS = (RELEVANT, IRRELEVANT)
+"""The labels a person gives: an annotator's judgement, an admin's adjudication, a gold answer."""
 CODES = {status.label: int(status) for status in LabelStatus}
 """Code of each status name, for turning stored names into arrays in bulk."""
+NAMES = {int(status): status.label for status in LabelStatus}
+"""Name of each status code (the inverse of :data:`CODES`)."""
 _OFFSET = -min(LabelStatus)
 _NAMES = np.array([LabelStatus(code - _OFFSET).label for code in range(len(LabelStatus))])
 

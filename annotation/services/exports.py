@@ -286,7 +286,6 @@ def _pair_rows(
     run_names = campaign.run_names()
     ranks = load_provenance(campaign)
     usernames = _usernames()
-    relevant = Judgement.Label.RELEVANT.value
     rare = wanted == {Pair.Status.DISAGREEMENT} and override is None
     pair_and_label = sql.reader(
         sql.EXPORT_COLUMNS,
@@ -326,7 +325,7 @@ def _pair_rows(
                 )
             if annotator is not None:
                 pair.annotators.append(usernames[annotator])
-                pair.annotator_labels.append(1 if label == relevant else 0)
+                pair.annotator_labels.append(CODES[label])
                 pair.response_ids.append(sql.uuid_text(uuid))
         if pair is not None:
             yield pair
@@ -381,7 +380,6 @@ def _qrels_rows(
 def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
     """Every live label, pair by pair, each pair's labels in the order they were given."""
     usernames = _usernames()
-    relevant = Judgement.Label.RELEVANT.value
     label_of = sql.reader(
         sql.EXPORT_COLUMNS,
         *("caption_key", "video_key", "annotator_id", "label", "seconds", "created_at"),
@@ -395,7 +393,7 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
                 caption_key=caption_key,
                 video_key=video_key,
                 annotator=usernames[annotator],
-                label=1 if label == relevant else 0,
+                label=CODES[label],
                 seconds=seconds,
                 created_at=sql.aware_time(created).isoformat(),
             )
@@ -417,7 +415,7 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
             caption_key=caption_key,
             video_key=video_key,
             annotator=usernames[annotator],
-            label=1 if label == relevant else 0,
+            label=CODES[label],
             seconds=seconds,
             created_at=created.isoformat(),
             discounted=True,
@@ -440,11 +438,12 @@ def _fire_metadata(campaign: Campaign) -> dict:
         "guidelines": campaign.guidelines,
         "models": campaign.run_names(),
         "counts": {
-            "annotations": counts.get("relevant", 0) + counts.get("irrelevant", 0),
-            "relevant": counts.get("relevant", 0),
-            "irrelevant": counts.get("irrelevant", 0),
-            "disagreements": counts.get("disagreement", 0),
-            "pending": counts.get("pending", 0),
+            "annotations": counts.get(Pair.Status.RELEVANT, 0)
+            + counts.get(Pair.Status.IRRELEVANT, 0),
+            "relevant": counts.get(Pair.Status.RELEVANT, 0),
+            "irrelevant": counts.get(Pair.Status.IRRELEVANT, 0),
+            "disagreements": counts.get(Pair.Status.DISAGREEMENT, 0),
+            "pending": counts.get(Pair.Status.PENDING, 0),
         },
     }
 

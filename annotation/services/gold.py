@@ -22,12 +22,11 @@ from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from annotation.services import gold_queue
 from config.errors import UserError
 from retrieval.formats.records import FormatError
+from retrieval.label_status import CODES, NAMES
 from retrieval.services.runs import KeyIndex
 
 MIN_UNANIMOUS = 2
 """Labels a pair needs, all the same, to count as decided without an admin."""
-LABELS = {1: Judgement.Label.RELEVANT.value, 0: Judgement.Label.IRRELEVANT.value}
-CODES = {name: code for code, name in LABELS.items()}
 
 
 class GoldError(UserError):
@@ -112,7 +111,7 @@ def import_gold(
                 campaign=campaign,
                 caption_id=caption,
                 video_id=video,
-                label=LABELS[record.label],
+                label=NAMES[record.label],
                 explanation=record.explanation,
                 guideline=record.guideline,
                 source=GoldPair.Source.IMPORTED,

@@ -25,7 +25,7 @@ from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
 from annotation.models import Campaign, CampaignTally, Lease, Pair
 from annotation.services import sql
-from retrieval.label_status import CODES
+from retrieval.label_status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
 """Pairs per ``bulk_update`` query."""
@@ -145,7 +145,7 @@ def _apply_policy(pair: Pair, campaign: Campaign) -> None:
     )
     pair.needed = int(policy.labels_needed(relevant, total, pair.double, campaign.max_labels)[0])
     code = int(policy.resolve(relevant, total, pair.double, campaign.max_labels, adjudicated)[0])
-    pair.status = policy.Status(code).label
+    pair.status = NAMES[code]
     if pair.adjudicated:
         pair.needed = 0
     pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
@@ -160,7 +160,7 @@ def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None
     The caller has locked the pair and settled its leases (``pair.leased`` is current).
     """
     pair.label_count += change
-    pair.relevant_count += change * (label == "relevant")
+    pair.relevant_count += change * (label == RELEVANT.label)
     _apply_policy(pair, campaign)
     sql.save_counts(pair)
 
@@ -175,7 +175,7 @@ def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
         for row in Judgement.objects.filter(pair_id__in=pair_ids, undone_at__isnull=True)
         .order_by()
         .values("pair_id")
-        .annotate(n=Count("pk"), rel=Count("pk", filter=Q(label="relevant")))
+        .annotate(n=Count("pk"), rel=Count("pk", filter=Q(label=RELEVANT.label)))
     }
     pairs = list(Pair.objects.filter(pk__in=pair_ids))
     for pair in pairs:

@@ -27,6 +27,7 @@ from annotation.proxy_ordering import (
 )
 from annotation.services import pair_state
 from annotation.services.campaigns import campaign_split
+from retrieval.label_status import IRRELEVANT, RELEVANT
 
 
 def _open_pairs(campaign: Campaign, proxy: str):
@@ -92,8 +93,8 @@ def auto_label(
         else:
             codes = np.zeros(0, dtype=np.int8)
         for code, status, threshold, op in (
-            (1, Pair.Status.RELEVANT, relevant_at, ">="),
-            (0, Pair.Status.IRRELEVANT, irrelevant_at, "<="),
+            (RELEVANT, Pair.Status.RELEVANT, relevant_at, ">="),
+            (IRRELEVANT, Pair.Status.IRRELEVANT, irrelevant_at, "<="),
         ):
             if threshold is not None:
                 rule = rule_text(proxy, op, threshold)
@@ -102,8 +103,8 @@ def auto_label(
             "proxy": proxy,
             "relevant_at": relevant_at,
             "irrelevant_at": irrelevant_at,
-            "relevant": int((codes == 1).sum()),
-            "irrelevant": int((codes == 0).sum()),
+            "relevant": int((codes == RELEVANT).sum()),
+            "irrelevant": int((codes == IRRELEVANT).sum()),
         }
         _record(campaign, "auto_label", result)
     return result

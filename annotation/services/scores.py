@@ -28,7 +28,6 @@ from annotation.services.sql import queryset_array
 from retrieval.json_data import JsonData
 from retrieval.label_status import CODES
 
-LABEL_CODES = {Judgement.Label.RELEVANT.value: 1, Judgement.Label.IRRELEVANT.value: 0}
 LABEL_ROWS = np.dtype(
     [
         ("pair_id", np.int64),
@@ -116,7 +115,7 @@ def campaign_scores(
     codes = np.array([CODES[status] for status in statuses["status"].tolist()], dtype=np.int64)
     resolved[statuses["id"] - first] = np.where(codes >= 0, codes, -1)
     known = np.full(n_items, quality.UNKNOWN, dtype=np.int64)
-    known[n_pairs:] = [LABEL_CODES[row[0]] for row in gold]
+    known[n_pairs:] = [CODES[row[0]] for row in gold]
 
     User = get_user_model()
     ids = sorted(set(np.unique(labels["annotator_id"]).tolist()) | {row[1] for row in gold})
@@ -128,9 +127,7 @@ def campaign_scores(
     annotator_index = lookup[
         np.concatenate([labels["annotator_id"], np.array([r[1] for r in gold], np.int64)])
     ]
-    values = np.concatenate(
-        [labels["relevant"], np.array([LABEL_CODES[r[2]] for r in gold], np.int64)]
-    )
+    values = np.concatenate([labels["relevant"], np.array([CODES[r[2]] for r in gold], np.int64)])
     seconds = np.concatenate(
         [
             np.where(labels["spent"] < 0, np.nan, labels["spent"]),

@@ -22,6 +22,7 @@ from annotation.models import Campaign, Pair
 from annotation.services import assignment, pair_state
 from config import roles
 from config.errors import UserError
+from retrieval.label_status import NAMES
 from retrieval.services.demo import DemoError, ground_truth_relevance
 
 ERROR = "error"
@@ -267,7 +268,7 @@ def simulate(
             assignment.submit(
                 user,
                 current.pair.pk,
-                "relevant" if answer else "irrelevant",
+                NAMES[int(answer)],
                 uuid.uuid4(),  # a fresh client id: one seeded from `seed` clashed in a second campaign
                 seconds=float(rng.gamma(GAMMA_SHAPE, profile.mean_seconds / GAMMA_SHAPE)),
             )

@@ -5,7 +5,6 @@ import pytest
 
 from annotation.policy import (
     NOT_ADJUDICATED,
-    Status,
     labels_needed,
     needed_for,
     resolve,
@@ -14,7 +13,7 @@ from annotation.policy import (
     summary,
     tally,
 )
-from retrieval.label_status import names
+from retrieval.label_status import LabelStatus, names
 
 REL, IRR = True, False
 
@@ -25,7 +24,7 @@ def resolve_labels(labels, double=False, cap=3, adjudicated=NOT_ADJUDICATED) -> 
     code = resolve(
         np.array([relevant]), np.array([total]), np.array([double]), cap, np.array([adjudicated])
     )[0]
-    return Status(int(code)).label
+    return LabelStatus(int(code)).label
 
 
 def test_single_label_pair_is_done_after_one():
@@ -77,7 +76,11 @@ def test_adjudication_wins():
     status = resolve(
         np.array([1, 1, 2]), np.array([2, 2, 2]), True, cap=2, adjudicated=np.array([-1, 1, 0])
     )
-    assert status.tolist() == [Status.DISAGREEMENT, Status.RELEVANT, Status.IRRELEVANT]
+    assert status.tolist() == [
+        LabelStatus.DISAGREEMENT,
+        LabelStatus.RELEVANT,
+        LabelStatus.IRRELEVANT,
+    ]
     with pytest.raises(ValueError):
         resolve(np.array([0]), np.array([1]), adjudicated=np.array([2]))
 
@@ -129,8 +132,15 @@ def test_second_label_sample_is_seeded():
 
 
 def test_summary_counts_like_table_2():
-    codes = np.array([Status.RELEVANT, Status.IRRELEVANT, Status.IRRELEVANT, Status.DISAGREEMENT])
-    result = summary(np.append(codes, Status.PENDING))
+    codes = np.array(
+        [
+            LabelStatus.RELEVANT,
+            LabelStatus.IRRELEVANT,
+            LabelStatus.IRRELEVANT,
+            LabelStatus.DISAGREEMENT,
+        ]
+    )
+    result = summary(np.append(codes, LabelStatus.PENDING))
     assert result == {
         "pairs": 5,
         "irrelevant": 2,
@@ -174,7 +184,7 @@ def test_simulated_campaign_follows_the_policy_exactly():
     assert (double & first_two_disagree).sum() > 0
 
     status = resolve(relevant, total, double)
-    assert not np.isin(status, [Status.PENDING, Status.DISAGREEMENT]).any()
+    assert not np.isin(status, [LabelStatus.PENDING, LabelStatus.DISAGREEMENT]).any()
     assert summary(status)["resolved_share"] == 1.0
     # the scalar helpers agree with the vectorised ones on every simulated pair
     sample = rng.choice(n, size=300, replace=False)

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from scipy.stats import binomtest
 
 from annotation import policy, quality
-from annotation.policy import Status
 from retrieval import label_status
+from retrieval.label_status import LabelStatus
 
 # crowd-kit 1.4.2 uses pandas keywords that pandas 3 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")
@@ -147,7 +147,7 @@ def test_dawid_skene_one_iteration_by_hand():
     assert fit.confusion[0, 1, 1] == pytest.approx(fit.confusion[0, 0, 0])
     reference = _crowdkit(HAND_ITEMS, HAND_ANNOTATORS, HAND_LABELS, n_iter=1)
     np.testing.assert_allclose(fit.confidence, reference, atol=1e-9)
-    assert fit.status.tolist() == [Status.RELEVANT, Status.IRRELEVANT] * 2
+    assert fit.status.tolist() == [LabelStatus.RELEVANT, LabelStatus.IRRELEVANT] * 2
 
 
 def _crowdkit(items, annotators, labels, n_iter=1000, tol=1e-12, true_labels=None):
@@ -259,13 +259,13 @@ def test_dawid_skene_degenerate_cases():
     np.testing.assert_allclose(fit.confidence[:4], _crowdkit(items, annotators, labels), atol=1e-6)
     assert fit.confusion[2, :, 0] == pytest.approx([1.0, 1.0])  # always "irrelevant"
     assert fit.confidence[3] == pytest.approx(fit.prior)  # only the uninformative one
-    assert fit.status[4] == Status.PENDING and np.isnan(fit.confidence[4])
+    assert fit.status[4] == LabelStatus.PENDING and np.isnan(fit.confidence[4])
     assert np.isfinite(fit.confusion).all()
 
     empty = quality.dawid_skene(np.array([], int), np.array([], int), np.array([], int), 0)
     assert empty.status.shape == empty.confidence.shape == (0,) and empty.converged
     nobody = quality.dawid_skene(np.array([], int), np.array([], int), np.array([], int), 2)
-    assert nobody.status.tolist() == [Status.PENDING] * 2
+    assert nobody.status.tolist() == [LabelStatus.PENDING] * 2
 
 
 def test_majority_is_the_policy_rule():
@@ -282,11 +282,11 @@ def test_majority_is_the_policy_rule():
     assert label_status.names(vote.status).tolist() == expected
     np.testing.assert_array_equal(vote.confidence, [1.0, 0.0, 0.5, 0.0, np.nan])
     assert quality.majority(items, labels, 5, np.array([0, -1, 1, -1, 1])).status.tolist() == [
-        Status.IRRELEVANT,
-        Status.IRRELEVANT,
-        Status.RELEVANT,
-        Status.IRRELEVANT,
-        Status.RELEVANT,
+        LabelStatus.IRRELEVANT,
+        LabelStatus.IRRELEVANT,
+        LabelStatus.RELEVANT,
+        LabelStatus.IRRELEVANT,
+        LabelStatus.RELEVANT,
     ]
 
 
@@ -383,4 +383,4 @@ def resolve_one(labels: list[bool]) -> str:
     """The policy's status name for one pair labelled ``labels`` (no label cap)."""
     relevant, total = policy.tally(labels)
     code = policy.resolve(np.array([relevant]), np.array([total]), False, cap=1)[0]
-    return policy.Status(int(code)).label
+    return LabelStatus(int(code)).label

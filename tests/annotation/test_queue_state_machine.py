@@ -35,6 +35,7 @@ from annotation import policy
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
 from annotation.services import assignment
 from annotation.services.assignment import AssignmentError
+from retrieval.label_status import LabelStatus
 from tests.factories import make_campaign
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))
@@ -169,7 +170,7 @@ class JudgingQueue(RuleBasedStateMachine):
         status = policy.resolve(
             np.array([relevant]), np.array([total]), self.double[pair], MAX_LABELS, np.array([code])
         )[0]
-        return policy.Status(int(status)).label
+        return LabelStatus(int(status)).label
 
     def leased(self, pair: int) -> int:
         return sum(1 for (_, p) in self.leases if p == pair)

@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotation import policy
 from annotation.models import Judgement, Pair
 from annotation.services import reporting
+from retrieval.label_status import LabelStatus
 from tests.factories import make_campaign
 
 R, IR = "relevant", "irrelevant"
@@ -75,7 +75,7 @@ def test_load_campaign_labels(campaign):
         for a, label, seconds in labels
     )
     assert got == expected  # the undone label on pair 3 is left out
-    S = policy.Status
+    S = LabelStatus
     assert data.status.tolist() == [
         S.RELEVANT,
         S.IRRELEVANT,

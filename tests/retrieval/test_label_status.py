@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from retrieval import judged
-from retrieval.label_status import CODES, LabelStatus, has_majority, majority, names
+from retrieval.label_status import (
+    CODES,
+    FINAL,
+    LABELS,
+    NAMES,
+    LabelStatus,
+    has_majority,
+    majority,
+    names,
+)
 
 
 def test_codes_and_names_round_trip():
@@ -35,3 +44,15 @@ def test_majority_by_hand():
     assert has_majority(relevant, total).tolist() == [
         False, True, False, True, True, True, False, True,
     ]  # fmt: skip
+
+
+def test_names_and_codes_are_one_vocabulary():
+    """CODES and NAMES are inverses over every status, and the labels a person gives are the
+    final statuses that are not a disagreement."""
+    assert {int(status): status.label for status in LabelStatus} == NAMES
+    assert {name: code for code, name in NAMES.items()} == CODES
+    assert [CODES[NAMES[code]] for code in NAMES] == list(NAMES)
+    assert names(np.array(list(NAMES))).tolist() == list(NAMES.values())
+    assert LABELS == (LabelStatus.RELEVANT, LabelStatus.IRRELEVANT)
+    assert set(LABELS) == set(FINAL) - {LabelStatus.DISAGREEMENT}
+    assert {code: NAMES[code] for code in map(int, FINAL)} == judged.LABEL_NAMES
