@@ -1,17 +1,29 @@
 """What an admin asks for when creating a campaign, and the bounds every entry point checks.
 
 The admin form, the pool job and ``create_campaign`` all describe a campaign with
-:class:`CampaignSpec` and check it with :func:`spec_errors`, so a value one of them accepts
-is never rejected later by another (a form that took ``max_labels=1`` surfaced as a failed
+:class:`CampaignSpec` (built from their flat values by :meth:`CampaignSpec.from_values`, its
+settings one :class:`annotation.settings.CampaignSettings`) and check it with
+:func:`spec_errors`, so a value one of them accepts is never rejected later by another (a form that took ``max_labels=1`` surfaced as a failed
 job). Checks that need the database (run ownership, unique names) live in
 :func:`annotation.services.campaigns.check_spec`.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from annotation import policy
-from annotation.judging_order import STRATEGIES
 from annotation.pooling import MAX_DEPTH
+from annotation.settings import (
+    DEFAULT_GOLD_RATE,
+    DEFAULT_STRATEGY,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TRAINING_PAIRS,
+    CampaignSettings,
+    GoldSettings,
+    JudgingSettings,
+)
 from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
 NAME_LENGTH = NAME_MAX_LENGTH
@@ -24,16 +36,15 @@ LEASE_SECONDS = (10, 86_400)
 """From ten seconds to a day: a lease past the calendar's end broke every request."""
 DEFAULT_LEASE_SECONDS = 300
 DEFAULT_DEPTH = 10
-BUDGET = (1, 1_000_000_000)
 GOLD_RATE_MAX = 0.5
+"""Highest gold rate a new campaign may ask for (a stored one may be up to 1)."""
 QUALIFICATION_PAIRS_MAX = 500
-JUDGING_ORDERS = tuple(STRATEGIES)
-"""The strategies of :mod:`annotation.judging_order`; ``depth`` is today's order."""
 
 
 @dataclass(frozen=True)
 class CampaignSpec:
-    """A campaign's settings as asked for (FIRE §3.1 policy: a second label for a sample)."""
+    """A campaign as asked for: its columns, its settings (checked when built) and the name
+    of the label set it completes (FIRE §3.1 policy: a second label for a sample)."""
 
     name: str
     depth: int = DEFAULT_DEPTH
@@ -43,21 +54,50 @@ class CampaignSpec:
     max_labels: int = policy.DEFAULT_CAP
     lease_seconds: int = DEFAULT_LEASE_SECONDS
     guidelines: str | None = None
-    show_roles: bool = True
-    """Underline the caption's semantic roles on the judging page (who, does what, ...)."""
-    judging_order: str = "depth"
-    """Which pair is served next (:mod:`annotation.judging_order`)."""
-    budget: int | None = None
-    """Labels after which judging stops (none: until nothing is needed)."""
-    gold_rate: float = 0.05
-    """Share of served tasks that are gold pairs (when the campaign has any)."""
-    qualification: int = 0
-    """Training pairs (from the gold pairs) an annotator judges before real work; 0: none."""
-    qualification_threshold: float = 0.9
-    """Accuracy on the training pairs that admits an annotator."""
+    settings: CampaignSettings = field(default_factory=CampaignSettings)
+    """Judging order and budget, gold and qualification, roles (``extends`` is set when the
+    campaign is made, from :attr:`extends`)."""
     extends: str | None = None
     """A label set of the dataset this campaign completes: its pairs are not pooled again,
     and resolving the campaign makes a new version of it (judge only what is missing)."""
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, object]) -> CampaignSpec:
+        """The spec from flat values named as the campaign form's fields (what the form,
+        the pool job and ``create_campaign`` receive); a missing or empty value takes its
+        default. Values out of the settings' bounds raise :class:`SettingsError`."""
+        given = {name: value for name, value in values.items() if value not in (None, "")}
+        qualification = int(given.get("qualification", 0))
+        gold = GoldSettings(
+            rate=given.get("gold_rate", DEFAULT_GOLD_RATE),
+            qualification=qualification > 0,
+            training_pairs=qualification or DEFAULT_TRAINING_PAIRS,
+            threshold=given.get("qualification_threshold", DEFAULT_THRESHOLD),
+        )
+        judging = JudgingSettings(
+            strategy=given.get("judging_order", DEFAULT_STRATEGY), budget=given.get("budget")
+        )
+        columns = {name: given[key] for name, key in COLUMN_VALUES.items() if key in given}
+        return cls(
+            **columns,
+            settings=CampaignSettings(
+                judging=judging, gold=gold, show_roles=bool(given.get("show_roles", True))
+            ),
+            extends=str(given["extends"]).strip() or None if "extends" in given else None,
+        )
+
+
+COLUMN_VALUES = {
+    "name": "name",
+    "depth": "depth",
+    "query_sample": "queries",
+    "seed": "seed",
+    "second_label_rate": "second_label_rate",
+    "max_labels": "max_labels",
+    "lease_seconds": "lease_seconds",
+    "guidelines": "guidelines",
+}
+"""Spec field -> the flat value that gives it (``queries`` is the form's name)."""
 
 
 def _outside(value, bounds: tuple[int, int]) -> bool:
@@ -79,19 +119,14 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
     }
     if spec.query_sample is not None:
         integers["query_sample"] = (spec.query_sample, QUERY_SAMPLE)
-    if spec.budget is not None:
-        integers["budget"] = (spec.budget, BUDGET)
-    for field, (value, bounds) in integers.items():
+    for name, (value, bounds) in integers.items():
         if _outside(value, bounds):
-            errors[field] = f"must be between {bounds[0]} and {bounds[1]}"
+            errors[name] = f"must be between {bounds[0]} and {bounds[1]}"
     if not 0.0 <= spec.second_label_rate <= 1.0:  # also rejects NaN
         errors["second_label_rate"] = "must be between 0 and 1"
-    if not 0.0 <= spec.gold_rate <= GOLD_RATE_MAX:
+    gold = spec.settings.gold
+    if not gold.rate <= GOLD_RATE_MAX:
         errors["gold_rate"] = f"must be between 0 and {GOLD_RATE_MAX}"
-    if not 0 <= spec.qualification <= QUALIFICATION_PAIRS_MAX:
+    if gold.qualification and not gold.training_pairs <= QUALIFICATION_PAIRS_MAX:
         errors["qualification"] = f"must be between 0 and {QUALIFICATION_PAIRS_MAX}"
-    if not 0.0 < spec.qualification_threshold <= 1.0:
-        errors["qualification_threshold"] = "must be above 0 and at most 1"
-    if spec.judging_order not in JUDGING_ORDERS:
-        errors["judging_order"] = f"must be one of {', '.join(JUDGING_ORDERS)}"
     return errors

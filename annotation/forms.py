@@ -2,9 +2,10 @@
 
 from django import forms
 
-from annotation import campaign_spec, policy
+from annotation import campaign_spec, policy, settings
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import Judgement
+from annotation.settings import SettingsError
 from jobs.fields import YesNoField
 
 
@@ -17,7 +18,8 @@ class CampaignSettingsForm(forms.Form):
 
     The admin's creation form and the pool job's form both derive from this one, and the
     ``create_campaign`` command validates its options through it, so all three accept
-    exactly the same values. ``spec()`` gives the validated :class:`CampaignSpec`.
+    exactly the same values. ``spec()`` gives the validated :class:`CampaignSpec`, built as
+    the job and the command build it (:meth:`CampaignSpec.from_values`).
     """
 
     name = forms.CharField(max_length=campaign_spec.NAME_LENGTH)
@@ -50,15 +52,15 @@ class CampaignSettingsForm(forms.Form):
     )
 
     judging_order = forms.ChoiceField(
-        choices=[(name, name) for name in campaign_spec.JUDGING_ORDERS],
-        initial="depth",
+        choices=[(name, name) for name in settings.JUDGING_ORDERS],
+        initial=settings.DEFAULT_STRATEGY,
         required=False,
         help_text="Which pair comes next: depth (caption by caption), metric-first (only pairs "
         "that can still change a run's Correct@K), or an adaptive order (maxmean, mtf, "
         "rbp-adaptive) or static fusion (rrf, rbp).",
     )
     budget = _bounded(
-        campaign_spec.BUDGET,
+        settings.BUDGET,
         required=False,
         help_text="Stop serving pairs after this many labels (empty: no budget).",
     )
@@ -66,7 +68,7 @@ class CampaignSettingsForm(forms.Form):
     gold_rate = forms.FloatField(
         min_value=0.0,
         max_value=campaign_spec.GOLD_RATE_MAX,
-        initial=0.05,
+        initial=settings.DEFAULT_GOLD_RATE,
         required=False,
         help_text="Share of tasks that are gold pairs, mixed in unseen (when there are any).",
     )
@@ -81,7 +83,7 @@ class CampaignSettingsForm(forms.Form):
     qualification_threshold = forms.FloatField(
         min_value=0.01,
         max_value=1.0,
-        initial=0.9,
+        initial=settings.DEFAULT_THRESHOLD,
         required=False,
         help_text="Training accuracy that admits an annotator.",
     )
@@ -95,43 +97,18 @@ class CampaignSettingsForm(forms.Form):
 
     def clean(self) -> dict:
         data = super().clean()
-        for field, default in (("gold_rate", 0.05), ("qualification_threshold", 0.9)):
-            if field in data and data[field] is None:
-                data[field] = default
-        if not data.get("judging_order") and "judging_order" not in self.errors:
-            data["judging_order"] = "depth"
-        for field, default in (
-            ("seed", 0),
-            ("second_label_rate", policy.DEFAULT_SECOND_LABEL_RATE),
-            ("max_labels", policy.DEFAULT_CAP),
-            ("lease_seconds", campaign_spec.DEFAULT_LEASE_SECONDS),
-        ):
-            if field in data and data[field] is None:
-                data[field] = default
         if not self.errors:
-            for field, message in spec_errors(self.spec()).items():
+            try:
+                spec = self.spec()
+            except SettingsError as exc:
+                raise forms.ValidationError(str(exc)) from None
+            for field, message in spec_errors(spec).items():
                 self.add_error("queries" if field == "query_sample" else field, message)
         return data
 
     def spec(self) -> CampaignSpec:
-        data = self.cleaned_data
-        return CampaignSpec(
-            name=data["name"],
-            depth=data["depth"],
-            query_sample=data.get("queries"),
-            seed=data["seed"],
-            second_label_rate=data["second_label_rate"],
-            max_labels=data["max_labels"],
-            lease_seconds=data["lease_seconds"],
-            guidelines=data.get("guidelines") or None,
-            show_roles=bool(data.get("show_roles")),
-            judging_order=data.get("judging_order") or "depth",
-            budget=data.get("budget"),
-            gold_rate=data.get("gold_rate", 0.05),
-            qualification=data.get("qualification") or 0,
-            qualification_threshold=data.get("qualification_threshold", 0.9),
-            extends=(data.get("extends") or "").strip() or None,
-        )
+        """The validated values as one spec (defaults for those left empty)."""
+        return CampaignSpec.from_values(self.cleaned_data)
 
 
 RETURN = "return"

@@ -10,7 +10,6 @@ from django import forms
 from django.conf import settings
 from django.urls import reverse
 
-from annotation import campaign_spec, policy
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
 from annotation.management.lookup import get_campaign
@@ -45,44 +44,13 @@ class PoolForm(DatasetForm, CampaignSettingsForm):
         return data
 
 
-def run_pool(
-    reporter: Reporter,
-    dataset: str,
-    name: str,
-    runs: str,
-    depth: int = campaign_spec.DEFAULT_DEPTH,
-    queries: int | None = None,
-    seed: int = 0,
-    second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
-    max_labels: int = policy.DEFAULT_CAP,
-    lease_seconds: int = campaign_spec.DEFAULT_LEASE_SECONDS,
-    show_roles: bool = True,
-    judging_order: str = "depth",
-    budget: int | None = None,
-    gold_rate: float = 0.05,
-    qualification: int = 0,
-    qualification_threshold: float = 0.9,
-    extends: str = "",
-) -> dict:
+def run_pool(reporter: Reporter, dataset: str, runs: str, **values) -> dict:
+    """Pool the named runs into the campaign the form's other values describe (built as the
+    form built it when the job was checked: :meth:`CampaignSpec.from_values`)."""
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
-    reporter.step(f"pooling {len(pooled)} runs at depth {depth}")
-    spec = CampaignSpec(
-        name=name,
-        depth=depth,
-        query_sample=queries,
-        seed=seed,
-        second_label_rate=second_label_rate,
-        max_labels=max_labels,
-        lease_seconds=lease_seconds,
-        show_roles=show_roles,
-        judging_order=judging_order,
-        budget=budget,
-        gold_rate=gold_rate,
-        qualification=qualification,
-        qualification_threshold=qualification_threshold,
-        extends=extends or None,
-    )
+    spec = CampaignSpec.from_values(values)
+    reporter.step(f"pooling {len(pooled)} runs at depth {spec.depth}")
     campaign = create_campaign(found, pooled, spec)
     return {
         "campaign": campaign.name,

@@ -11,11 +11,13 @@ judgements and leases.
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
 from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
+from annotation.settings import CampaignSettings, SettingsError
 from retrieval.label_status import LABELS, LabelStatus
 from retrieval.models import Caption, Dataset, Run, Video
 
@@ -42,11 +44,20 @@ count as labels.
 class CampaignManager(models.Manager):
     """Campaigns without their provenance blob (megabytes for a big pool), which only
     exports and the judging order read, on demand, and without the hidden companions that
-    serve gold pairs (``options["gold_of"]``; see :mod:`annotation.services.gold_queue`,
-    which reaches them through ``Campaign._base_manager``)."""
+    serve gold pairs (``gold_of`` set; see :mod:`annotation.services.gold_queue`, which
+    reaches them through ``Campaign._base_manager``)."""
 
     def get_queryset(self):
-        return super().get_queryset().defer("provenance").exclude(options__has_key="gold_of")
+        return super().get_queryset().defer("provenance").filter(gold_of__isnull=True)
+
+
+def validate_options(value) -> None:
+    """Refuse a ``Campaign.options`` value :class:`CampaignSettings` cannot read (the admin
+    edits the JSON by hand)."""
+    try:
+        CampaignSettings.from_options(value)
+    except SettingsError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 class Campaign(models.Model):
@@ -80,7 +91,20 @@ class Campaign(models.Model):
     guidelines = models.TextField(default=FIRE_GUIDELINES)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     options = models.JSONField(
-        default=dict, blank=True, help_text="Optional behaviour, e.g. proxy ordering."
+        default=dict,
+        blank=True,
+        validators=[validate_options],
+        help_text="Optional behaviour, e.g. proxy ordering: read and written only as "
+        "settings (annotation.settings.CampaignSettings).",
+    )
+    gold_of = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="gold_companion",
+        help_text="Set on the hidden companion that holds a campaign's gold tasks: that campaign.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -102,9 +126,27 @@ class Campaign(models.Model):
         return self.name
 
     @property
+    def settings(self) -> CampaignSettings:
+        """The typed ``options``, read once per instance (again when ``options`` is replaced,
+        as ``refresh_from_db`` does)."""
+        cached = self.__dict__.get("_settings")
+        if cached is None or cached[0] is not self.options:
+            cached = (self.options, CampaignSettings.from_options(self.options))
+            self.__dict__["_settings"] = cached
+        return cached[1]
+
+    def set_settings(self, settings: CampaignSettings, save: bool = True) -> None:
+        """The one writer of ``options``: store ``settings`` (saved at once unless ``save``
+        is false, as for a campaign not created yet)."""
+        self.options = settings.to_options()
+        self.__dict__["_settings"] = (self.options, settings)
+        if save:
+            self.save(update_fields=["options"])
+
+    @property
     def shows_roles(self) -> bool:
         """Whether the judging page underlines the captions' semantic roles (on by default)."""
-        return bool((self.options or {}).get("show_roles", True))
+        return self.settings.show_roles
 
     def run_names(self) -> list[str]:
         """Names of the pooled runs in provenance order (the columns of ``provenance``)."""

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.special import expit
 
 from annotation import agreement, policy
+from annotation.settings import DEFAULT_FLOOR_SECONDS
 from retrieval.formats.labels import RawLabel
 from retrieval.intervals import Interval
 from retrieval.label_status import LabelStatus
@@ -43,8 +44,9 @@ ROLLING_GOLD = 50
 """Gold pairs in the rolling gold accuracy window."""
 MIN_GOLD = 10
 """Gold pairs an annotator must have judged before accuracy can pause them."""
-FLOOR_SECONDS = 1.0
-"""Median seconds per judgement below which an annotator is paused (not reading)."""
+FLOOR_SECONDS = DEFAULT_FLOOR_SECONDS
+"""Median seconds per judgement below which an annotator is paused (not reading); a
+campaign may set another (``GoldSettings.floor_seconds``)."""
 EPS = 1e-10
 """Floor of a confusion-matrix entry and of the class prior in Dawid-Skene (as crowd-kit)."""
 

@@ -136,26 +136,14 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
 def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool):
     """A campaign of the four runs at depth 10; with ``gold``, B's settings, else A's."""
     from annotation.services.campaigns import CampaignSpec, create_campaign
+    from annotation.settings import CampaignSettings, GoldSettings
 
-    spec = CampaignSpec(
-        name=name,
-        depth=DEPTH,
-        seed=seed,
-        gold_rate=0.05 if gold else 0.0,
-        qualification=20 if gold else 0,
-        qualification_threshold=0.9,
-    )
-    campaign = create_campaign(dataset, runs, spec)
-    options = dict(campaign.options or {})
-    settings = dict(options.get("gold") or {})
-    if gold:
-        settings["cooldown_seconds"] = 0  # retries at once: the bench runs in minutes
-    else:
-        settings["floor_seconds"] = 0.0  # the plain protocol: nobody is paused
-    options["gold"] = settings
-    campaign.options = options
-    campaign.save(update_fields=["options"])
-    return campaign
+    if gold:  # retries at once: the bench runs in minutes
+        settings = GoldSettings(rate=0.05, qualification=True, threshold=0.9, cooldown_seconds=0)
+    else:  # the plain protocol: nobody is paused
+        settings = GoldSettings(rate=0.0, floor_seconds=0.0)
+    spec = CampaignSpec(name=name, depth=DEPTH, seed=seed, settings=CampaignSettings(gold=settings))
+    return create_campaign(dataset, runs, spec)
 
 
 def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> dict:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +46,7 @@ def build_world(n_videos: int, depth: int, roles: bool = True) -> int:
 
     dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)
     campaign = random_run_campaign(dataset, "latency", depth, seed=7)
-    campaign.options = {**(campaign.options or {}), "show_roles": roles}
-    campaign.save(update_fields=["options"])
+    campaign.set_settings(replace(campaign.settings, show_roles=roles))
     user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
     user.groups.add(ensure_groups()[ANNOTATOR])
     return campaign.pk

@@ -52,7 +52,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -146,6 +146,7 @@ def build_campaign(
     from annotation.pooling import Pool
     from annotation.services import judging_queue
     from annotation.services.sql import column_rows
+    from annotation.settings import CampaignSettings, JudgingSettings
     from retrieval.models import Caption, Dataset, Video
 
     n_queries = max(1, n_pairs // DEPTH)
@@ -189,19 +190,22 @@ def build_campaign(
         ranks = np.stack([(rank + 3 * r) % DEPTH + 1 for r in range(RUNS)], axis=1)
         pool = Pool(caption_pks[query], videos, ranks.astype(np.int16))
         known = np.zeros((n_queries, RUNS), np.int16)
-        settings = judging_queue.JudgingSettings(strategy=judging_order)
+        settings = CampaignSettings(judging=JudgingSettings(strategy=judging_order))
         source = judging_queue.Provenance(pool.ranks, caption_pks.astype(np.int64), known)
-        campaign = Campaign.objects.create(
+        campaign = Campaign(
             dataset=dataset,
             name="load",
             depth=DEPTH,
             lease_seconds=lease_seconds,
-            options=settings.options(),
             provenance=source.to_bytes(),
         )
+        campaign.set_settings(settings, save=False)
+        campaign.save(force_insert=True)
         double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
         began = time.perf_counter()
-        position, parked = judging_queue.initial_queue(settings, pool, source, campaign.seed)
+        position, parked = judging_queue.initial_queue(
+            settings.judging, pool, source, campaign.seed
+        )
         log(
             f"initial {judging_order} order of {total:,} pairs: {time.perf_counter() - began:.2f} s"
         )
@@ -237,6 +241,7 @@ def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) ->
     annotators are admitted by :func:`admit`, as if they had passed)."""
     from annotation.models import Campaign, GoldPair
     from annotation.services import gold_queue
+    from annotation.settings import GoldSettings
     from retrieval.models import Caption
 
     campaign = Campaign.objects.get(pk=campaign_id)
@@ -259,10 +264,8 @@ def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) ->
             for caption, video in captions
         ]
     )
-    settings = gold_queue.GoldSettings(rate=rate, qualification=qualification)
-    options = {**(campaign.options or {}), **settings.options()}
-    Campaign.objects.filter(pk=campaign_id).update(options=options)
-    campaign.refresh_from_db()
+    gold = GoldSettings(rate=rate, qualification=qualification)
+    campaign.set_settings(replace(campaign.settings, gold=gold))
     gold_queue.ensure_tasks(campaign)
 
 

@@ -1,12 +1,14 @@
 """Data builders the tests share: small campaigns, randomly scored runs."""
 
 import uuid
+from dataclasses import replace
 
 import numpy as np
 
 from annotation.models import GoldPair
-from annotation.services import assignment, gold_queue
+from annotation.services import assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
+from annotation.settings import GoldSettings
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
 from retrieval.services.runs import store_run
@@ -44,14 +46,16 @@ def make_campaign(
             -np.arange(depth, dtype=float)[None].repeat(n_queries, 0),
         ),
     )
-    spec = CampaignSpec(
-        name=f"c{uuid.uuid4().hex[:6]}",
-        depth=depth,
-        second_label_rate=rate,
-        seed=seed,
-        lease_seconds=lease_seconds,
-        judging_order=judging_order,
-        budget=budget,
+    spec = CampaignSpec.from_values(
+        {
+            "name": f"c{uuid.uuid4().hex[:6]}",
+            "depth": depth,
+            "second_label_rate": rate,
+            "seed": seed,
+            "lease_seconds": lease_seconds,
+            "judging_order": judging_order,
+            "budget": budget,
+        }
     )
     return create_campaign(dataset, [run], spec)
 
@@ -160,8 +164,7 @@ def add_gold(campaign, n: int, **settings) -> list:
                         source=GoldPair.Source.IMPORTED,
                     )
                 )
-    campaign.options = {**campaign.options, **gold_queue.GoldSettings(**settings).options()}
-    campaign.save(update_fields=["options"])
+    campaign.set_settings(replace(campaign.settings, gold=GoldSettings(**settings)))
     return golds
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from django.apps import apps as django_apps
@@ -31,10 +31,11 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import assignment, gold_queue, task_ids
+from annotation.services import assignment, task_ids
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.resolution import resolve_campaign
+from annotation.settings import GoldSettings
 from config import roles
 from retrieval.models import Caption, Dataset, Video
 from retrieval.services.demo import create_demo_dataset
@@ -1027,11 +1028,8 @@ def _admin_world(world: World) -> None:
     campaign, other = world.campaign, world.other_annotator
     current = assignment.assign(campaign, other).current
     assignment.escalate(other, current.pair.pk, "video does not play", uuid.uuid4())
-    campaign.options = {
-        **campaign.options,
-        **gold_queue.GoldSettings(rate=0.0, qualification=True).options(),
-    }
-    campaign.save(update_fields=["options"])
+    gold = GoldSettings(rate=0.0, qualification=True)
+    campaign.set_settings(replace(campaign.settings, gold=gold))
     pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
     caption, video = next(
         (caption, video)

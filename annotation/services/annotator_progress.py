@@ -28,7 +28,6 @@ from annotation.models import (
     Judgement,
     Pair,
 )
-from annotation.services.gold_queue import GoldSettings
 
 
 @dataclass(frozen=True)
@@ -193,10 +192,10 @@ def annotator_progress(
     today = _utc_day(now or timezone.now())
     ids = [campaign.pk for campaign in campaigns]
     judged = _judged(ids, annotator, today)
-    gold = _gold_answers([c.pk for c in campaigns if GoldSettings.of(c).rate > 0], annotator, today)
+    gold = _gold_answers([c.pk for c in campaigns if c.settings.gold.rate > 0], annotator, today)
     totals = _totals(ids)
     mine = _left_on_mine(ids, annotator)
-    budgets = {c.pk: b for c in campaigns if (b := _budget(c)) is not None}
+    budgets = {c.pk: b for c in campaigns if (b := c.settings.judging.budget) is not None}
     spent = _spent(list(budgets))
     found = []
     for campaign in campaigns:
@@ -225,11 +224,6 @@ def work_first(progress: Sequence[CampaignProgress]) -> tuple[CampaignProgress, 
     """Campaigns with work for the annotator first, then those done for them, then finished
     ones; the given order within each."""
     return tuple(sorted(progress, key=lambda item: (item.finished, item.nothing_for_me)))
-
-
-def _budget(campaign: Campaign) -> int | None:
-    budget = (campaign.options or {}).get("budget")
-    return None if budget is None else int(budget)
 
 
 def judging_campaigns():

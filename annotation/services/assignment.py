@@ -31,7 +31,6 @@ from annotation.models import (
     Pair,
 )
 from annotation.services import gold_queue, judging_queue, pair_state, sql, standing, task_ids
-from annotation.services.gold_queue import GoldSettings
 from config.errors import UserError
 
 HOLD = 2
@@ -178,13 +177,13 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         else:
             _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
             leases = [lease for lease in found if lease.expires_at > now]
-        settings = judging_queue.JudgingSettings.of(campaign)
+        settings = campaign.settings.judging
         stopped = paused is not None or (
             settings.budget is not None and judging_queue.budget_spent(campaign)
         )
         qualified = None
         if campaign.status == Campaign.Status.ACTIVE and len(leases) < HOLD and not stopped:
-            gold = gold_queue.GoldSettings.of(campaign)
+            gold = campaign.settings.gold
             if gold.qualification:
                 state = gold_queue.qualification(campaign, annotator, now)
                 # Admitted stays admitted; a training pick may start an attempt, so an
@@ -316,7 +315,7 @@ def submit(
         raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
     target = judging_queue.target_of(pair_id)
-    main_id = (target[2] or {}).get("gold_of") if target is not None else None
+    main_id = target[3] if target is not None else None
     if campaign is not None and (target is None or campaign.pk not in (target[0], main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
     if main_id is not None:  # a gold task: an answer that scores the annotator
@@ -329,7 +328,7 @@ def submit(
             require_active(campaign)
             got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                if seconds is not None and seconds < standing.floor_seconds(campaign):
+                if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
                     standing.check(campaign, annotator, now)  # too fast, as after any label
                 else:
                     standing.check_gold(campaign, annotator, got.evidence, now)
@@ -373,7 +372,7 @@ def submit(
             pair_state.count_label(pair, campaign, label, +1)
             judging_queue.reprioritise(campaign, pair.caption_id)
             created = True
-            if seconds is not None and seconds < standing.floor_seconds(campaign):
+            if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
                 standing.check(campaign, annotator, now)  # too fast to have watched?
     return SubmitResult(judgement, created, assign(campaign, annotator, now))
 
@@ -441,7 +440,7 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
             _undo_gold(judgement, annotator, campaign, held, now)
             return assign(campaign, annotator, now)
         query = []
-        if judging_queue.is_adaptive(campaign.options):
+        if campaign.settings.judging.adaptive:
             query = list(
                 Pair.objects.filter(
                     campaign=campaign, caption_id=judgement.pair.caption_id
@@ -601,7 +600,7 @@ def has_work_for(campaign: Campaign, annotator) -> bool:
         return False
     if standing.paused(campaign, annotator) is not None:
         return False
-    if GoldSettings.of(campaign).qualification:
+    if campaign.settings.gold.qualification:
         trained = gold_queue.qualification(campaign, annotator)
         if not trained.admitted:
             return not trained.out_of_tries
@@ -660,7 +659,7 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     (~90 ms at 600,000 pairs) and every judgement of the annotator.
     """
     now = now or timezone.now()
-    gold = GoldSettings.of(campaign).rate > 0
+    gold = campaign.settings.gold.rate > 0
     if connection.vendor == "postgresql":
         tally = sql.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
         gold_total = tally.gold_total if gold else 0

@@ -20,10 +20,10 @@ from django.utils import timezone
 
 from annotation.models import AnnotatorTally, Campaign, Escalation, Judgement, Pair
 from annotation.services import judging_queue, pair_state
-from annotation.services.gold_queue import GoldSettings
-from annotation.services.judging_queue import JudgingSettings, JudgingStatus
+from annotation.services.judging_queue import JudgingStatus
 from annotation.services.reporting import CampaignAgreement, campaign_report
 from annotation.services.resolution import extended_label_set
+from annotation.settings import GoldSettings, JudgingSettings
 from retrieval.models import LabelSet
 
 
@@ -145,8 +145,8 @@ def campaign_settings(campaign: Campaign) -> CampaignSettings:
         second_label_rate=campaign.second_label_rate,
         max_labels=campaign.max_labels,
         lease_seconds=campaign.lease_seconds,
-        judging=JudgingSettings.of(campaign),
-        gold=GoldSettings.of(campaign),
+        judging=campaign.settings.judging,
+        gold=campaign.settings.gold,
         status=campaign.status,
         created_at=campaign.created_at,
         created_by=campaign.created_by.get_username() if campaign.created_by else None,

@@ -9,7 +9,7 @@ pairs through the ORM's per-object machinery would take far longer than pooling 
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db import transaction
@@ -17,7 +17,7 @@ from django.db import transaction
 from annotation import policy, pooling
 from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.models import Campaign, CampaignRun, Pair
-from annotation.services import gold_queue, judging_queue, pair_state, sql
+from annotation.services import judging_queue, pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, LabelSet, Run
 from retrieval.names import derived_name
@@ -164,7 +164,7 @@ class PooledRuns:
 
 def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Pool the runs' top-``depth`` per query, leaving out own videos and judged pairs."""
-    settle = max(spec.depth, *judging_queue.JudgingSettings().ks)
+    settle = max(spec.depth, *spec.settings.judging.ks)
     full: list[RankedLists] = [load_run(run).truncated(settle) for run in runs]
     lists = [lst.truncated(spec.depth) for lst in full]
     all_queries = np.unique(np.concatenate([lst.query_ids for lst in lists]))
@@ -256,22 +256,9 @@ def create_campaign(
     """
     pooled = checked_pool(dataset, runs, spec) if pool is None else pool
     pool = pooled.pool
-    settings = judging_queue.JudgingSettings(strategy=spec.judging_order, budget=spec.budget)
-    options = settings.options()
-    options.update(
-        gold_queue.GoldSettings(
-            rate=spec.gold_rate,
-            qualification=spec.qualification > 0,
-            training_pairs=spec.qualification or gold_queue.DEFAULT_TRAINING_PAIRS,
-            threshold=spec.qualification_threshold,
-        ).options()
-    )
-    if not spec.show_roles:
-        options["show_roles"] = False
     base = extended_label_set(dataset, spec)
-    if base is not None:
-        options["extends"] = base.pk
-    campaign = Campaign.objects.create(
+    settings = replace(spec.settings, extends=None if base is None else base.pk)
+    campaign = Campaign(
         dataset=dataset,
         name=spec.name,
         depth=spec.depth,
@@ -282,16 +269,19 @@ def create_campaign(
         lease_seconds=spec.lease_seconds,
         created_by=created_by,
         provenance=pooled.provenance.to_bytes(),
-        options=options,
         **({"guidelines": spec.guidelines} if spec.guidelines else {}),
     )
+    campaign.set_settings(settings, save=False)
+    campaign.save(force_insert=True)
     CampaignRun.objects.bulk_create(
         [CampaignRun(campaign=campaign, run=run, position=i) for i, run in enumerate(runs)]
     )
     double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
-    position, parked = judging_queue.initial_queue(settings, pool, pooled.provenance, spec.seed)
+    position, parked = judging_queue.initial_queue(
+        settings.judging, pool, pooled.provenance, spec.seed
+    )
     write_pairs(campaign, pool, double, position, parked)
-    if spec.show_roles:
+    if settings.show_roles:
         fill_role_spans(np.unique(pool.caption_ids).tolist())
     return campaign
 

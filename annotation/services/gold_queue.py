@@ -36,72 +36,24 @@ from annotation.models import (
     QualificationAttempt,
 )
 from annotation.services import pair_state, sql
+from annotation.settings import DEFAULT_TRIES
 from config.errors import UserError
-
-DEFAULT_RATE = 0.05
-DEFAULT_TRAINING_PAIRS = 20
-DEFAULT_THRESHOLD = 0.9
-DEFAULT_COOLDOWN_SECONDS = 3600
-DEFAULT_TRIES = 3
-
-
-@dataclass(frozen=True)
-class GoldSettings:
-    """A campaign's gold rate and qualification rule (``Campaign.options["gold"]``)."""
-
-    rate: float = DEFAULT_RATE
-    qualification: bool = False
-    training_pairs: int = DEFAULT_TRAINING_PAIRS
-    threshold: float = DEFAULT_THRESHOLD
-    cooldown_seconds: int = DEFAULT_COOLDOWN_SECONDS
-    tries: int = DEFAULT_TRIES
-
-    @classmethod
-    def of(cls, campaign: Campaign) -> GoldSettings:
-        stored = (campaign.options or {}).get("gold") or {}
-        return cls(
-            rate=float(stored.get("rate", DEFAULT_RATE)),
-            qualification=bool(stored.get("qualification", False)),
-            training_pairs=int(stored.get("training_pairs", DEFAULT_TRAINING_PAIRS)),
-            threshold=float(stored.get("threshold", DEFAULT_THRESHOLD)),
-            cooldown_seconds=int(stored.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS)),
-            tries=int(stored.get("tries", DEFAULT_TRIES)),
-        )
-
-    def options(self) -> dict:
-        """The ``Campaign.options`` entry for these settings (none for the defaults)."""
-        if self == GoldSettings():
-            return {}
-        return {
-            "gold": {
-                "rate": self.rate,
-                "qualification": self.qualification,
-                "training_pairs": self.training_pairs,
-                "threshold": self.threshold,
-                "cooldown_seconds": self.cooldown_seconds,
-                "tries": self.tries,
-            }
-        }
-
-    @property
-    def active(self) -> bool:
-        return self.rate > 0 or self.qualification
 
 
 def gold_of(campaign: Campaign) -> int | None:
     """The campaign whose gold tasks this hidden companion serves (None: a real campaign)."""
-    return (campaign.options or {}).get("gold_of")
+    return campaign.gold_of_id
 
 
 def companion_id(campaign: Campaign) -> int | None:
     """The id of the campaign's hidden companion that holds its gold tasks, if any."""
-    return ((campaign.options or {}).get("gold") or {}).get("companion")
+    return Campaign._base_manager.filter(gold_of=campaign).values_list("pk", flat=True).first()
 
 
 def visible(campaigns):
     """Leave hidden gold companions out of a campaign queryset (``Campaign.objects`` does
     already; a queryset from ``_base_manager`` may not)."""
-    return campaigns.exclude(options__has_key="gold_of")
+    return campaigns.filter(gold_of__isnull=True)
 
 
 def ensure_tasks(campaign: Campaign) -> int:
@@ -116,22 +68,15 @@ def ensure_tasks(campaign: Campaign) -> int:
         return 0
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
-        options = dict(locked.options or {})
-        gold = dict(options.get("gold") or {})
-        companion = Campaign._base_manager.filter(pk=gold.get("companion")).first()
+        companion = Campaign._base_manager.filter(gold_of=locked).first()
         if companion is None:
             companion = Campaign._base_manager.create(
                 dataset_id=campaign.dataset_id,
                 name=f"{campaign.name[:60]} · gold tasks {campaign.pk}",
                 depth=campaign.depth,
                 status=Campaign.Status.CLOSED,
-                options={"gold_of": campaign.pk},
+                gold_of=locked,
             )
-            gold["companion"] = companion.pk
-            options["gold"] = gold
-            locked.options = options
-            locked.save(update_fields=["options"])
-            campaign.options = options
         tasks = Pair.objects.bulk_create(
             [
                 Pair(
@@ -183,7 +128,7 @@ class QualificationError(UserError):
 
 def qualification(campaign: Campaign, annotator, now: datetime | None = None) -> Qualification:
     """The annotator's qualification state (admitted at once when none is required)."""
-    settings = GoldSettings.of(campaign)
+    settings = campaign.settings.gold
     if not settings.qualification:
         return Qualification(required=False, admitted=True)
     now = now or timezone.now()
@@ -233,7 +178,7 @@ def _running_attempt(campaign: Campaign, annotator, now: datetime) -> Qualificat
 
 def admit(campaign: Campaign, annotator, admin) -> QualificationAttempt:
     """An admin admits the annotator by hand (recorded as an attempt they admitted)."""
-    if not GoldSettings.of(campaign).qualification:
+    if not campaign.settings.gold.qualification:
         raise QualificationError(f"campaign {campaign.name!r} requires no qualification")
     return QualificationAttempt.objects.create(
         campaign=campaign,
@@ -263,7 +208,7 @@ def pick(
     probability ``rate``, a gold pair the annotator has not met in the queue. ``training``
     (whether the annotator is still qualifying) is worked out here unless the caller knows.
     """
-    settings = GoldSettings.of(campaign)
+    settings = campaign.settings.gold
     if training is None:
         training = settings.qualification and not qualification(campaign, annotator, now).admitted
     if not training and (settings.rate <= 0 or random.random() >= settings.rate):
@@ -417,7 +362,7 @@ def _score(attempt_id: int, campaign: Campaign, gold: GoldPair, label: str, now:
     fields = ["correct"]
     if answered >= attempt.total:
         attempt.finished_at = now
-        threshold = GoldSettings.of(campaign).threshold
+        threshold = campaign.settings.gold.threshold
         attempt.passed = attempt.total > 0 and attempt.correct / attempt.total >= threshold
         fields += ["finished_at", "passed"]
     attempt.save(update_fields=fields)

@@ -1,7 +1,7 @@
 """The campaign's judging order applied live: queue positions, parked pairs and the budget.
 
-A campaign names a strategy of :mod:`annotation.judging_order` (``depth`` by default) in
-``Campaign.options["judging_order"]``. Creation gives every pair its first position; an
+A campaign names a strategy of :mod:`annotation.judging_order` (``depth`` by default) in its
+settings (``campaign.settings.judging``). Creation gives every pair its first position; an
 adaptive strategy then recomputes the positions of one query's open pairs on every label
 of that query (:func:`reprioritise`, called by the assignment service in the submit's
 transaction, the query's pair rows locked), so the next-task query (an index walk in
@@ -21,7 +21,7 @@ import functools
 import io
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db import connection, transaction
@@ -31,54 +31,8 @@ from annotation import judging_order
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.pooling import Pool
 from annotation.services import pair_state, sql
+from annotation.settings import CampaignSettings, JudgingSettings
 from config.errors import UserError
-
-DEFAULT_STRATEGY = "depth"
-
-
-@dataclass(frozen=True)
-class JudgingSettings:
-    """A campaign's judging order, its Correct@K cut-offs, RBP's p and its label budget."""
-
-    strategy: str = DEFAULT_STRATEGY
-    ks: tuple[int, ...] = judging_order.DEFAULT_KS
-    p: float = judging_order.RBP_P
-    budget: int | None = None
-
-    @classmethod
-    def of(cls, campaign: Campaign) -> JudgingSettings:
-        options = campaign.options or {}
-        order = options.get("judging_order") or {}
-        strategy = order.get("strategy", DEFAULT_STRATEGY)
-        if strategy not in judging_order.STRATEGIES:
-            strategy = DEFAULT_STRATEGY
-        return cls(
-            strategy=strategy,
-            ks=tuple(int(k) for k in order.get("ks", judging_order.DEFAULT_KS)),
-            p=float(order.get("p", judging_order.RBP_P)),
-            budget=options.get("budget"),
-        )
-
-    def options(self) -> dict:
-        """The entries ``Campaign.options`` stores for these settings (none for the default)."""
-        stored: dict = {}
-        if self != JudgingSettings(budget=self.budget):
-            stored["judging_order"] = {"strategy": self.strategy, "ks": list(self.ks), "p": self.p}
-        if self.budget is not None:
-            stored["budget"] = int(self.budget)
-        return stored
-
-    @property
-    def order(self) -> type[judging_order.JudgingOrder]:
-        return judging_order.STRATEGIES[self.strategy]
-
-    def state(self, pool: Pool, known: np.ndarray | None) -> judging_order.JudgingOrder:
-        return judging_order.make_order(
-            self.strategy, pool, known_positive_rank=known, ks=self.ks, p=self.p
-        )
-
-
-# -- provenance ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -232,33 +186,31 @@ def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     return judged, relevant
 
 
-def is_adaptive(options: dict | None) -> bool:
-    """Whether a campaign with these options re-orders a query's pairs on every label."""
-    strategy = ((options or {}).get("judging_order") or {}).get("strategy", DEFAULT_STRATEGY)
-    order = judging_order.STRATEGIES.get(strategy)
-    return order is not None and order.adaptive
+def target_of(pair_id: int) -> tuple[int, int, CampaignSettings, int | None] | None:
+    """(campaign id, caption id, campaign settings, the campaign a gold task serves or None)
+    of a pair, read without locking it."""
+    found = sql.pair_target(pair_id)
+    if found is None:
+        return None
+    campaign_id, caption_id, options, gold_of = found
+    return campaign_id, caption_id, CampaignSettings.from_options(options), gold_of
 
 
-def target_of(pair_id: int) -> tuple[int, int, dict] | None:
-    """(campaign id, caption id, campaign options) of a pair, read without locking it."""
-    return sql.pair_target(pair_id)
-
-
-def lock_query_of(pair_id: int, target: tuple[int, int, dict] | None = None) -> None:
+def lock_query_of(pair_id: int, target: tuple | None = None) -> None:
     """Before a label on ``pair_id`` changes its query's order, lock the query's pairs in id
     order (and their tally rows), so two labels on one query (and lease releases, which lock
     in id order too) cannot deadlock. Nothing to do for a static order. ``target`` is
     :func:`target_of` when the caller has read it already."""
     found = target if target is not None else target_of(pair_id)
-    if found is not None and is_adaptive(found[2]):
+    if found is not None and found[2].judging.adaptive:
         pair_state.lock_query(found[0], found[1])
 
 
 def reprioritise(campaign: Campaign, caption_id: int) -> None:
     """Recompute one query's open pairs' positions after a label (or an undo) and park or
     reopen its pairs as the strategy needs them. Called inside the caller's transaction."""
-    settings = JudgingSettings.of(campaign)
-    if not settings.order.adaptive or caption_id in sampled_captions(campaign):
+    settings = campaign.settings.judging
+    if not settings.adaptive or caption_id in sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
     rows = sql.query_pairs(campaign.pk, caption_id)
@@ -353,8 +305,8 @@ def labels_spent(campaign: Campaign) -> int:
 
 def budget_spent(campaign: Campaign) -> bool:
     """Whether the campaign has a label budget and has used it up."""
-    budget = (campaign.options or {}).get("budget")
-    return budget is not None and labels_spent(campaign) >= int(budget)
+    budget = campaign.settings.judging.budget
+    return budget is not None and labels_spent(campaign) >= budget
 
 
 # -- what judging has settled --------------------------------------------------------------
@@ -393,7 +345,7 @@ class JudgingStatus:
 def judging_status(campaign: Campaign) -> JudgingStatus:
     """Labels spent against the budget, what is still needed, and per run which Correct@K
     are exact (whatever the order, so a depth campaign shows it too)."""
-    settings = JudgingSettings.of(campaign)
+    settings = campaign.settings.judging
     source = provenance(campaign)
     rows = list(
         Pair.objects.filter(campaign=campaign)
@@ -447,8 +399,7 @@ class SampleError(UserError):
 
 def sampled_captions(campaign: Campaign) -> set[int]:
     """Captions drawn for an estimation sample: every pooled pair of theirs gets judged."""
-    sample = (campaign.options or {}).get("estimation_sample") or {}
-    return set(sample.get("captions", ()))
+    return set(campaign.settings.estimation_sample.captions)
 
 
 @dataclass(frozen=True)
@@ -487,16 +438,14 @@ def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
         chosen = [row for row in rows if row[1] in set(drawn.tolist())]
         pair_state.reopen([row[0] for row in chosen if row[2] == 0])
         pair_state.move({row[0]: 0 for row in chosen})
-        options = dict(campaign.options or {})
-        sample = dict(options.get("estimation_sample") or {})
-        sample["captions"] = sorted(already | set(drawn.tolist()))
-        sample["pairs"] = sorted(set(sample.get("pairs", [])) | {row[0] for row in chosen})
-        sample.setdefault("draws", []).append({"requested": pairs, "seed": seed})
-        options["estimation_sample"] = sample
-        if options.get("budget") is not None:
-            options["budget"] = int(options["budget"]) + len(chosen)
-        campaign.options = options
-        campaign.save(update_fields=["options"])
+        settings = campaign.settings
+        judging = settings.judging
+        if judging.budget is not None:
+            judging = replace(judging, budget=judging.budget + len(chosen))
+        sample = settings.estimation_sample.drawn(
+            drawn.tolist(), [row[0] for row in chosen], pairs, seed
+        )
+        campaign.set_settings(replace(settings, judging=judging, estimation_sample=sample))
     return SampleDraw(int(drawn.size), len(chosen), pairs, seed)
 
 
@@ -510,9 +459,9 @@ def pool_state(campaign: Campaign):
         ),
         dtype=np.int64,
     ).reshape(-1, 2)
-    sample = (campaign.options or {}).get("estimation_sample") or {}
+    sample = campaign.settings.estimation_sample
     sampled = np.array(
-        Pair.objects.filter(pk__in=sample.get("pairs", []))
+        Pair.objects.filter(pk__in=sample.pairs)
         .exclude(status=Pair.Status.PENDING)
         .values_list("caption_id", "video_id"),
         dtype=np.int64,
@@ -520,5 +469,5 @@ def pool_state(campaign: Campaign):
     return PoolState(
         (pending[:, 0], pending[:, 1]),
         (sampled[:, 0], sampled[:, 1]),
-        np.array(sample.get("captions", []), dtype=np.int64),
+        np.array(sample.captions, dtype=np.int64),
     )

@@ -1,7 +1,7 @@
 """Optional campaign settings driven by a semantic proxy S(video, caption)
 (Wray et al., CVPR 2021, §4.4 Eq. 5).
 
-Both are off by default and recorded in ``Campaign.options`` when applied:
+Both are off by default and recorded in the campaign's settings when applied:
 
 - **queue order**: within each caption's block of pending, unlabelled pairs, the positions
   are permuted so higher-scoring pairs are judged first (ties keep their old order).
@@ -13,6 +13,8 @@ Pairs whose video or caption lies outside the proxy's split (NaN score) are left
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from django.db import transaction
@@ -27,6 +29,7 @@ from annotation.proxy_ordering import (
 )
 from annotation.services import pair_state
 from annotation.services.campaigns import campaign_split
+from annotation.settings import AutoLabel, QueueOrder
 from retrieval.label_status import IRRELEVANT, RELEVANT
 
 
@@ -54,9 +57,9 @@ def _open_pairs(campaign: Campaign, proxy: str):
     return table, relevance.pair_scores(table[:, 1], table[:, 2])
 
 
-def _record(campaign: Campaign, key: str, value: dict) -> None:
-    campaign.options = {**(campaign.options or {}), key: value}
-    campaign.save(update_fields=["options"])
+def _record(campaign: Campaign, **record) -> None:
+    """Keep what was applied in the campaign's settings (``queue_order`` or ``auto_label``)."""
+    campaign.set_settings(replace(campaign.settings, **record))
 
 
 def order_queue(campaign: Campaign, proxy: str) -> dict:
@@ -73,7 +76,7 @@ def order_queue(campaign: Campaign, proxy: str) -> dict:
             "pairs_moved": moved,
             "pairs_scored": int((~np.isnan(scores)).sum()),
         }
-        _record(campaign, "queue_order", result)
+        _record(campaign, queue_order=QueueOrder(**result))
     return result
 
 
@@ -106,5 +109,5 @@ def auto_label(
             "relevant": int((codes == RELEVANT).sum()),
             "irrelevant": int((codes == IRRELEVANT).sum()),
         }
-        _record(campaign, "auto_label", result)
+        _record(campaign, auto_label=AutoLabel(**result))
     return result

@@ -301,7 +301,7 @@ def resolve_campaign(
 def extended_label_set(campaign: Campaign) -> LabelSet | None:
     """The label set a campaign completes (see ``CampaignSpec.extends``), or None (also when
     that set was deleted since: the campaign's own labels then make a set of their own)."""
-    base_id = (campaign.options or {}).get("extends")
-    if not isinstance(base_id, int):
+    base_id = campaign.settings.extends
+    if base_id is None:
         return None
     return LabelSet.objects.filter(pk=base_id, dataset=campaign.dataset).first()

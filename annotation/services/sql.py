@@ -188,21 +188,22 @@ def next_pair(
 
 PAIR_TARGET = (
     f"SELECT p.{_q('campaign_id')} AS campaign, p.{_q('caption_id')} AS caption, "
-    f"k.{_q('options')} AS options FROM {_table(Pair)} p "
+    f"k.{_q('options')} AS options, k.{_q('gold_of_id')} AS gold_of FROM {_table(Pair)} p "
     f"JOIN {_table(Campaign)} k ON k.{_q('id')} = p.{_q('campaign_id')} "
     f"WHERE p.{_q('id')} = %(pair)s"
 )
-"""A pair's campaign, caption and campaign options, read without locking."""
+"""A pair's campaign, caption, campaign options and the campaign a gold task serves, read
+without locking."""
 
 
-def pair_target(pair_id: int) -> tuple[int, int, dict] | None:
-    """(campaign id, caption id, campaign options) of :data:`PAIR_TARGET`, or None."""
+def pair_target(pair_id: int) -> tuple[int, int, dict, int | None] | None:
+    """(campaign id, caption id, campaign options, gold_of) of :data:`PAIR_TARGET`, or None."""
     found = rows(PAIR_TARGET, {"pair": pair_id})
     if not found:
         return None
     (row,) = found
     options = _converted(Campaign, "k", "options", row.options)
-    return row.campaign, row.caption, options
+    return row.campaign, row.caption, options, row.gold_of
 
 
 @functools.cache
@@ -363,7 +364,7 @@ def campaign(campaign_id: object) -> Campaign | None:
     if not found:
         return None
     (loaded,) = instances(CAMPAIGN_ROW, found[0])
-    return None if "gold_of" in (loaded.options or {}) else loaded
+    return None if loaded.gold_of_id is not None else loaded
 
 
 SAVE_COUNTS_COLUMNS = ("label_count", "relevant_count", "needed", "leased", "open_slots", "status")

@@ -26,16 +26,9 @@ from annotation.models import (
     Judgement,
 )
 from annotation.services import pair_state, sql
-from annotation.services.gold_queue import GoldSettings
 
 RECENT = 25
 """Judgements whose median time decides the speed rule."""
-DEFAULT_FLOOR_SECONDS = quality.FLOOR_SECONDS
-
-
-def floor_seconds(campaign: Campaign) -> float:
-    gold = (campaign.options or {}).get("gold") or {}
-    return float(gold.get("floor_seconds", DEFAULT_FLOOR_SECONDS))
 
 
 def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
@@ -60,8 +53,8 @@ def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
         return True
     reason = _inaccurate(campaign, found.correct, found.total)
     if reason is None:
-        threshold = GoldSettings.of(campaign).threshold
-        floor = floor_seconds(campaign)
+        threshold = campaign.settings.gold.threshold
+        floor = campaign.settings.gold.floor_seconds
         median = _median(sql.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT))
         if not quality.should_pause(
             found.correct, found.total, median, threshold, floor_seconds=floor
@@ -92,7 +85,7 @@ def check_gold(campaign: Campaign, annotator, evidence, now: datetime | None = N
 
 def _inaccurate(campaign: Campaign, correct: int, total: int) -> str | None:
     """Why the gold answers alone pause the annotator, or None when they do not."""
-    threshold = GoldSettings.of(campaign).threshold
+    threshold = campaign.settings.gold.threshold
     if not quality.should_pause(correct, total, float("nan"), threshold):
         return None
     return f"gold accuracy {correct}/{total} is too far below {threshold:.0%} to be chance"

@@ -1,6 +1,7 @@
 """The judging API over HTTP: roles, next/submit/undo/escalate, idempotent retries, schema."""
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from rest_framework.test import APIClient
@@ -224,8 +225,8 @@ def test_a_uuid_retried_with_another_body_is_a_conflict(people):
     got = client.post(base + "next/").json()
     gold_task = got["current"]["pair"]
     assert is_gold_task(task_ids.decode(annotator.pk, gold_task))
-    campaign.options = {**campaign.options, "gold": {**campaign.options["gold"], "rate": 0.0}}
-    campaign.save(update_fields=["options"])
+    settings = campaign.settings
+    campaign.set_settings(replace(settings, gold=replace(settings.gold, rate=0.0)))
     key = str(uuid.uuid4())
     body = {"pair": gold_task, "label": "relevant", "uuid": key, "seconds": 3.5}
     first = submit(body)

@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from annotation.settings import CampaignSettings
 from config import roles
 from retrieval.models import Caption
 from retrieval.semantic_roles import role_graphs, role_spans
@@ -30,8 +31,7 @@ def test_coordinated_verbs_share_their_subject_once():
 @pytest.mark.parametrize("show", [True, False])
 def test_tasks_carry_role_spans_when_the_campaign_shows_them(django_user_model, show):
     campaign = make_campaign()
-    campaign.options = {"show_roles": show}
-    campaign.save(update_fields=["options"])
+    campaign.set_settings(CampaignSettings(show_roles=show))
     Caption.objects.filter(dataset=campaign.dataset).update(role_spans=[[0, 7, "ARG0"]])
     user = django_user_model.objects.create_user("ann", password="pw-annotator-1")
     user.groups.add(roles.ensure_groups()[roles.ANNOTATOR])

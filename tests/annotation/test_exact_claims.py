@@ -42,12 +42,14 @@ def _campaign(seed: int, annotator):
     rng = random.Random(seed)
     dataset, _, _ = query_dataset(f"exact-{seed}", n=rng.randint(5, 9))
     runs = [random_run(dataset, f"r{i}", seed=100 * seed + i) for i in range(rng.randint(1, 3))]
-    spec = CampaignSpec(
-        name=f"exact-{seed}",
-        depth=1 + seed % 3,
-        second_label_rate=0.0,
-        seed=seed,
-        judging_order=ORDERS[seed % len(ORDERS)],
+    spec = CampaignSpec.from_values(
+        {
+            "name": f"exact-{seed}",
+            "depth": 1 + seed % 3,
+            "second_label_rate": 0.0,
+            "seed": seed,
+            "judging_order": ORDERS[seed % len(ORDERS)],
+        }
     )
     campaign = create_campaign(dataset, runs, spec)
     _judge(campaign, annotator, round(SHARES[seed] * campaign.pairs.count()), rng)

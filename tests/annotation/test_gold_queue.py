@@ -178,7 +178,7 @@ def test_create_campaign_takes_the_gold_settings(db):
         "--qualification-threshold",
         "0.8",
     )
-    settings = gold_queue.GoldSettings.of(Campaign.objects.get(name="with-gold"))
+    settings = Campaign.objects.get(name="with-gold").settings.gold
     assert (settings.rate, settings.qualification, settings.training_pairs) == (0.1, True, 12)
     assert settings.threshold == 0.8
     with pytest.raises(Exception, match="qualification"):

@@ -3,6 +3,7 @@ escalation, a network failure, and a finished campaign, checked against the data
 
 import json
 import os
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from annotation.models import Escalation, Judgement, Lease, Pair
 from annotation.services import assignment, task_ids
+from annotation.settings import GoldSettings
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium
@@ -355,7 +357,6 @@ def test_qualification_shows_feedback_then_the_score(live_server, browser):
     """Before admission the page says where the annotator stands, explains each training
     answer, and shows the score with the retry time when the try fails."""
     from annotation.models import GoldPair
-    from annotation.services import gold_queue
 
     campaign = build_campaign("q")
     pooled = set(campaign.pairs.values_list("caption_id", "video_id"))
@@ -375,11 +376,8 @@ def test_qualification_shows_feedback_then_the_score(live_server, browser):
                     source=GoldPair.Source.IMPORTED,
                 )
                 made += 1
-    campaign.options = {
-        **campaign.options,
-        **gold_queue.GoldSettings(rate=0.0, qualification=True, threshold=1.0).options(),
-    }
-    campaign.save(update_fields=["options"])
+    gold = GoldSettings(rate=0.0, qualification=True, threshold=1.0)
+    campaign.set_settings(replace(campaign.settings, gold=gold))
     make_annotator()
     page = open_judge_page(browser, live_server.url, campaign)
     pair = wait_for_pair(page)

@@ -33,13 +33,15 @@ def world(db):
 
 def _campaign(world, order: str, **kwargs) -> Campaign:
     dataset, runs = world
-    spec = CampaignSpec(
-        name=f"jq-{order}-{uuid.uuid4().hex[:4]}",
-        depth=4,
-        second_label_rate=0.0,
-        seed=5,
-        judging_order=order,
-        **kwargs,
+    spec = CampaignSpec.from_values(
+        {
+            "name": f"jq-{order}-{uuid.uuid4().hex[:4]}",
+            "depth": 4,
+            "second_label_rate": 0.0,
+            "seed": 5,
+            "judging_order": order,
+            **kwargs,
+        }
     )
     return create_campaign(dataset, runs, spec)
 
@@ -240,7 +242,7 @@ def test_create_campaign_command_takes_order_and_budget(world, capsys):
         "json",
     )
     campaign = Campaign.objects.get(name="cmd-mf")
-    settings = judging_queue.JudgingSettings.of(campaign)
+    settings = campaign.settings.judging
     assert settings.strategy == "metric-first" and settings.budget == 30
     with pytest.raises(Exception, match="budget"):
         call_command(

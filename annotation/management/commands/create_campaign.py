@@ -5,7 +5,7 @@ import time
 
 from django.core.management.base import CommandError
 
-from annotation import campaign_spec, policy
+from annotation import campaign_spec, policy, settings
 from annotation.forms import CampaignSettingsForm
 from annotation.services.campaigns import create_campaign
 from config.commands import BaseCommand
@@ -41,16 +41,17 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--judging-order",
-            choices=campaign_spec.JUDGING_ORDERS,
-            default="depth",
-            help="Which pair is served next (default: depth, caption by caption).",
+            choices=settings.JUDGING_ORDERS,
+            default=settings.DEFAULT_STRATEGY,
+            help="Which pair is served next (default: %(default)s, caption by caption).",
         )
         parser.add_argument("--budget", type=int, help="Stop serving pairs after this many labels.")
         parser.add_argument(
             "--gold-rate",
             type=float,
-            default=0.05,
-            help="Share of tasks that are gold pairs, once the campaign has any (default 0.05).",
+            default=settings.DEFAULT_GOLD_RATE,
+            help="Share of tasks that are gold pairs, once the campaign has any "
+            "(default %(default)s).",
         )
         parser.add_argument(
             "--qualification",
@@ -63,8 +64,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--qualification-threshold",
             type=float,
-            default=0.9,
-            help="Training accuracy that admits an annotator (default 0.9).",
+            default=settings.DEFAULT_THRESHOLD,
+            help="Training accuracy that admits an annotator (default %(default)s).",
         )
         parser.add_argument(
             "--extends",
@@ -78,21 +79,21 @@ class Command(BaseCommand):
         dataset = get_dataset(options["dataset"])
         names = [name.strip() for name in options["runs"].split(",") if name.strip()]
         runs = [get_run(dataset, name) for name in names]
-        settings = CampaignSettingsForm(
+        form = CampaignSettingsForm(
             {
                 field: options[field]
                 for field in CampaignSettingsForm.base_fields
                 if options[field] is not None
             }
         )
-        if not settings.is_valid():
+        if not form.is_valid():
             raise CommandError(
                 "; ".join(
                     f"--{field.replace('_', '-')}: {' '.join(messages)}"
-                    for field, messages in settings.errors.items()
+                    for field, messages in form.errors.items()
                 )
             )
-        spec = settings.spec()
+        spec = form.spec()
         began = time.perf_counter()
         campaign = create_campaign(dataset, runs, spec)
         pairs = campaign.pairs.count()
@@ -103,8 +104,8 @@ class Command(BaseCommand):
             "runs": names,
             "pairs": pairs,
             "second_label_pairs": doubles,
-            "judging_order": spec.judging_order,
-            "budget": spec.budget,
+            "judging_order": spec.settings.judging.strategy,
+            "budget": spec.settings.judging.budget,
             "extends": spec.extends,
             "parked_pairs": campaign.pairs.filter(needed=0, label_count=0).count(),
             "queries": campaign.pairs.values("caption_id").distinct().count(),
