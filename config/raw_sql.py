@@ -71,7 +71,8 @@ a cursor's description on every call cost more than the short queries themselves
 
 def rows(statement: str, params: Mapping[str, object]) -> list[tuple]:
     """Run an unregistered ``statement`` and return every row as a named tuple keyed by the
-    column aliases (prefer a registered :class:`Statement`)."""
+    column aliases: for the session store's one statement; new code registers a
+    :class:`Statement`."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         key = (connection.vendor, statement)

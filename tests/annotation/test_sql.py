@@ -348,6 +348,7 @@ def examples(world) -> dict:
         "seconds": 2.5,
         "queue": "queue",
         "purpose": "queue",
+        "pk": fresh.pk,
     }
     values.update({name: getattr(leased, name) for name in sql.SAVE_COUNTS_COLUMNS})
     values.update({f"exclude_{i}": pk for i, pk in enumerate(pairs)})
@@ -443,7 +444,8 @@ def test_epoch_seconds_match_the_stored_times(world):
 
 def test_the_django_internals_raw_sql_uses_behave_as_it_expects(world):
     """``Field.get_col``, the backend's and the column's ``get_db_converters``,
-    ``Model.from_db`` and ``DEFERRED``: what :func:`config.raw_sql.instances` needs of them.
+    ``Model.from_db`` and ``DEFERRED`` (what :func:`config.raw_sql.instances` needs of
+    them), and ``Query.sql_with_params`` (what :class:`config.raw_sql.Compiled` rebinds).
     A Django upgrade that changes them fails here, not in a judgement."""
     import inspect
 
@@ -475,3 +477,8 @@ def test_the_django_internals_raw_sql_uses_behave_as_it_expects(world):
     built = Pair.from_db(connection.alias, names, values)
     assert built.pk == pair.pk and built.get_deferred_fields() == {"status"}
     assert not built._state.adding and built._state.db == connection.alias
+    # Compiled statements: a queryset's SQL with one %s per parameter, in order.
+    text, params = Pair.objects.filter(
+        campaign_id=-32000, caption_id=-32001
+    ).query.sql_with_params()
+    assert isinstance(text, str) and text.count("%s") == 2 and tuple(params) == (-32000, -32001)
