@@ -482,3 +482,77 @@ def test_the_django_internals_raw_sql_uses_behave_as_it_expects(world):
         campaign_id=-32000, caption_id=-32001
     ).query.sql_with_params()
     assert isinstance(text, str) and text.count("%s") == 2 and tuple(params) == (-32000, -32001)
+
+
+def loaded(instance) -> dict:
+    """:func:`fields` less the fields the instance left deferred."""
+    deferred = instance.get_deferred_fields()
+    return {
+        f.attname: getattr(instance, f.attname)
+        for f in instance._meta.concrete_fields
+        if f.attname not in deferred
+    }
+
+
+def test_the_submit_and_gold_reads_match_the_orm(world):
+    """The submit path's single-row reads and the gold statements against the ORM: the locked
+    pair and its campaign, the campaign, a pausing standing, recent times, gold answers in
+    the queue, the gold evidence, the qualification count and a gold task to serve."""
+    from annotation.models import AnnotatorStanding, GoldJudgement
+
+    campaign, (a, b, _) = world
+    add_gold(campaign, 3, rate=0.5)
+    gold_queue.ensure_tasks(campaign)
+    pair = Pair.objects.filter(campaign=campaign).order_by("pk").first()
+    with transaction.atomic():
+        locked = sql.locked_pair(pair.pk)
+    assert fields(locked) == fields(pair)
+    full = Campaign.objects.get(pk=campaign.pk)
+    assert "provenance" in locked.campaign.get_deferred_fields()
+    assert loaded(locked.campaign) == {k: v for k, v in fields(full).items() if k != "provenance"}
+    assert loaded(sql.campaign(str(campaign.pk))) == loaded(locked.campaign)
+    assert sql.campaign("1e3") is None and sql.campaign(2**64) is None
+    assert sql.locked_pair(pair.pk + 10**6) is None
+
+    now = timezone.now()
+    AnnotatorStanding.objects.create(campaign=campaign, annotator=a, paused_at=now)
+    assert fields(sql.paused(campaign.pk, a.pk)) == fields(
+        AnnotatorStanding.objects.get(campaign=campaign, annotator=a)
+    )
+    assert sql.paused(campaign.pk, b.pk) is None
+
+    live = Judgement.objects.filter(
+        annotator=a, pair__campaign=campaign, undone_at__isnull=True, seconds__isnull=False
+    ).order_by("-created_at")
+    assert sql.recent_seconds(campaign.pk, a.pk, None, 5) == list(
+        live.values_list("seconds", flat=True)[:5]
+    )
+    first = live.last().created_at
+    assert sql.recent_seconds(campaign.pk, a.pk, first, 5) == list(
+        live.filter(created_at__gt=first).values_list("seconds", flat=True)[:5]
+    )
+
+    golds = list(GoldPair.objects.filter(campaign=campaign).order_by("pk"))
+    for gold, label in zip(golds[:2], ("relevant", "irrelevant"), strict=True):
+        GoldJudgement.objects.create(gold_pair=gold, annotator=a, label=label)
+    answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign, annotator=a)
+    since = now - timedelta(hours=1)
+    assert sql.gold_queue_answers(campaign.pk, a.pk, "queue", since) == (
+        answers.filter(created_at__gte=since).count(),
+        answers.count(),
+    )
+    evidence = sql.gold_evidence(campaign.pk, a.pk)
+    assert (evidence.total, evidence.correct) == (
+        answers.count(),
+        answers.filter(label=F("gold_pair__label")).count(),
+    )
+    assert evidence.paused_at == AnnotatorStanding.objects.get(annotator=a).paused_at
+    gold_pairs, attempts = sql.qualification(campaign.pk, a.pk)
+    assert (gold_pairs, attempts) == (len(golds), [])
+
+    answered = {gold.task_id for gold in golds[:2]}
+    row = sql.gold_task(campaign.pk, a.pk, [])
+    task, _, _ = sql.instances(sql.PAIR_ROW, row)
+    assert task.pk in {gold.task_id for gold in golds} - answered
+    assert row.untasked == GoldPair.objects.filter(campaign=campaign, task__isnull=True).count()
+    assert sql.gold_task(campaign.pk, a.pk, [task.pk]) is None
