@@ -270,8 +270,8 @@ class CampaignTally(models.Model):
     ``needed`` over all pairs on every request costs ~90 ms at 600,000 pairs. Statement
     triggers (migration 0004) add each write's change to the row of shard ``pair id % 16``
     in the same transaction, so the sum over a campaign's shards is exact and concurrent
-    submits rarely wait on the same row. SQLite has no such triggers: there
-    :func:`annotation.services.assignment.progress` counts the pairs instead.
+    submits rarely wait on the same row. SQLite's row triggers (migration 0013) keep the
+    same rows.
     """
 
     SHARDS = 16
@@ -374,9 +374,9 @@ class AnnotatorTally(models.Model):
     """Live judgements of one annotator in one campaign on one day (UTC), kept by triggers.
 
     Progress shows annotators what they judged today and in total; counting their
-    judgements on every request grows with their work (~1 ms per 500). PostgreSQL triggers
-    on the judgement table (migration 0004) keep these counts in the same transaction;
-    on SQLite :func:`annotation.services.assignment.progress` counts the judgements instead.
+    judgements on every request grows with their work (~1 ms per 500). Triggers on the
+    judgement table (migration 0004 on PostgreSQL, 0013 on SQLite) keep these counts in
+    the same transaction.
     """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")

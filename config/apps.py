@@ -5,13 +5,16 @@ from django.apps import AppConfig
 
 class ProjectConfig(AppConfig):
     """Connects the permission cache's receivers when Django starts (not when the backend is
-    first imported, which a command or a worker may never do)."""
+    first imported, which a command or a worker may never do), and fills every registered
+    statement, so a field renamed under one stops the start."""
 
     name = "config"
     label = "firepool"
     verbose_name = "firepool"
 
     def ready(self) -> None:
-        from config import permission_cache
+        from config import permission_cache, raw_sql
 
         permission_cache.connect()
+        # Last of the apps: every app has registered its statements by now.
+        raw_sql.check_registry()

@@ -30,7 +30,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import ValidationError
-from django.db import connection
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from config import raw_sql
@@ -58,13 +57,15 @@ def _user_row() -> raw_sql.Sources:
 
 
 @functools.cache
-def user_statement(vendor: str) -> str:
-    """The user with primary key ``%(pk)s``, every concrete field (on ``vendor``'s backend)."""
-    (source,) = _user_row()
-    pk = source[0]._meta.pk.column
-    return (
-        f"SELECT {raw_sql.select_list(raw_sql.model_columns(_user_row()))} "
-        f"FROM {raw_sql.table(source[0])} u WHERE u.{raw_sql.quote(pk)} = %(pk)s"
+def user_statement() -> raw_sql.Statement:
+    """The user with primary key ``%(pk)s``, every concrete field (registered when Django
+    starts, by :func:`connect`: the user model is known only then)."""
+    model = get_user_model()
+    return raw_sql.Statement(
+        "user",
+        {"user": model},
+        f"SELECT {{user:u.*}} FROM {{user}} u WHERE u.{{user.{model._meta.pk.name}}} = %(pk)s",
+        raw_sql.model_row("UserRow", _user_row()),
     )
 
 
@@ -78,7 +79,7 @@ class CachedPermissionBackend(ModelBackend):
             pk = model._meta.pk.to_python(user_id)
         except ValidationError:
             return None
-        found = raw_sql.rows(user_statement(connection.vendor), {"pk": pk})
+        found = user_statement().rows({"pk": pk})
         if not found:
             return None
         (user,) = raw_sql.instances(_user_row(), found[0])
@@ -133,7 +134,9 @@ def _memberships_changed(sender, instance, action, reverse, pk_set, **kwargs) ->
 
 def connect() -> None:
     """Connect the receivers above (from ``config.apps.ProjectConfig.ready``, so every
-    process forgets, whether or not it has authenticated anyone yet)."""
+    process forgets, whether or not it has authenticated anyone yet), and register the
+    user's statement."""
+    user_statement()
     user = get_user_model()
     post_save.connect(_user_changed, sender=user, dispatch_uid="perm-cache-user-save")
     post_delete.connect(_user_changed, sender=user, dispatch_uid="perm-cache-user-del")

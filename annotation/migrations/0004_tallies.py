@@ -6,7 +6,7 @@ day. Statement-level triggers with transition tables see every write to the pair
 judgement tables (the ORM, ``create_campaign``'s raw INSERTs, COPY, bulk updates,
 cascading deletes) and apply its change in the same transaction; rows are updated in key
 order, so two multi-row statements cannot deadlock on them. On SQLite nothing is
-installed and :func:`annotation.services.assignment.progress` counts instead.
+installed here: migration 0013 adds its row-level triggers.
 """
 
 import django.db.models.deletion

@@ -4,10 +4,9 @@ The judging page shows one campaign's :func:`annotation.services.assignment.prog
 home lists many campaigns, so each figure here is that function's figure for all of them
 at once: one aggregate query per figure (judged today and in all, gold answers, the
 campaign's pairs and labels left, the labels left on pairs the annotator already judged,
-labels spent against a budget), never a query per campaign. On PostgreSQL the counts come
-from the running tallies its triggers keep (:class:`~annotation.models.AnnotatorTally`,
-:class:`~annotation.models.CampaignTally`), as the judging page's do; on SQLite from the
-rows themselves, again as the judging page's do.
+labels spent against a budget), never a query per campaign. The counts come from the
+running tallies the database's triggers keep (:class:`~annotation.models.AnnotatorTally`,
+:class:`~annotation.models.CampaignTally`), as the judging page's do.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
-from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -26,7 +24,6 @@ from annotation.models import (
     CampaignTally,
     GoldJudgement,
     Judgement,
-    Pair,
 )
 
 
@@ -73,25 +70,13 @@ def _utc_day(now: datetime) -> date:
 
 def _judged(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]]:
     """Campaign id -> (the annotator's live judgements today (UTC), in all)."""
-    if connection.vendor == "postgresql":
-        rows = (
-            AnnotatorTally.objects.filter(campaign_id__in=ids, annotator=annotator)
-            .order_by()
-            .values("campaign_id")
-            .annotate(today=Sum("judged", filter=Q(day=today)), total=Sum("judged"))
-            .values_list("campaign_id", "today", "total")
-        )
-    else:
-        start = datetime.combine(today, time.min, tzinfo=UTC)
-        rows = (
-            Judgement.objects.filter(
-                annotator=annotator, pair__campaign_id__in=ids, undone_at__isnull=True
-            )
-            .order_by()
-            .values("pair__campaign_id")
-            .annotate(today=Count("pk", filter=Q(created_at__gte=start)), total=Count("pk"))
-            .values_list("pair__campaign_id", "today", "total")
-        )
+    rows = (
+        AnnotatorTally.objects.filter(campaign_id__in=ids, annotator=annotator)
+        .order_by()
+        .values("campaign_id")
+        .annotate(today=Sum("judged", filter=Q(day=today)), total=Sum("judged"))
+        .values_list("campaign_id", "today", "total")
+    )
     return {campaign: (int(t or 0), int(n or 0)) for campaign, t, n in rows}
 
 
@@ -118,22 +103,13 @@ def _gold_answers(ids: list[int], annotator, today: date) -> dict[int, tuple[int
 def _totals(ids: list[int]) -> dict[int, tuple[int, int]]:
     """Campaign id -> (pairs not held, labels they still need), as
     :func:`annotation.services.assignment.campaign_totals` counts them."""
-    if connection.vendor == "postgresql":
-        rows = (
-            CampaignTally.objects.filter(campaign_id__in=ids)
-            .order_by()
-            .values("campaign_id")
-            .annotate(pairs=Sum("pairs"), left=Sum("labels_left"))
-            .values_list("campaign_id", "pairs", "left")
-        )
-    else:
-        rows = (
-            Pair.objects.filter(campaign_id__in=ids, held=False)
-            .order_by()
-            .values("campaign_id")
-            .annotate(pairs=Count("pk"), left=Sum("needed"))
-            .values_list("campaign_id", "pairs", "left")
-        )
+    rows = (
+        CampaignTally.objects.filter(campaign_id__in=ids)
+        .order_by()
+        .values("campaign_id")
+        .annotate(pairs=Sum("pairs"), left=Sum("labels_left"))
+        .values_list("campaign_id", "pairs", "left")
+    )
     return {campaign: (int(n or 0), int(left or 0)) for campaign, n, left in rows}
 
 
@@ -162,22 +138,13 @@ def _spent(ids: list[int]) -> dict[int, int]:
     """Campaign id -> live labels, as :func:`annotation.services.judging_queue.labels_spent`."""
     if not ids:
         return {}
-    if connection.vendor == "postgresql":
-        rows = (
-            AnnotatorTally.objects.filter(campaign_id__in=ids)
-            .order_by()
-            .values("campaign_id")
-            .annotate(n=Sum("judged"))
-            .values_list("campaign_id", "n")
-        )
-    else:
-        rows = (
-            Judgement.objects.filter(pair__campaign_id__in=ids, undone_at__isnull=True)
-            .order_by()
-            .values("pair__campaign_id")
-            .annotate(n=Count("pk"))
-            .values_list("pair__campaign_id", "n")
-        )
+    rows = (
+        AnnotatorTally.objects.filter(campaign_id__in=ids)
+        .order_by()
+        .values("campaign_id")
+        .annotate(n=Sum("judged"))
+        .values_list("campaign_id", "n")
+    )
     return {campaign: int(n or 0) for campaign, n in rows}
 
 

@@ -9,16 +9,15 @@ on SQLite every write transaction is ``IMMEDIATE`` (see settings), so they run o
 time. Submits are idempotent: the client's UUID makes a retry return the stored judgement.
 Writers lock a pair's row before its leases' rows (several pairs in id order), so a submit
 and the release of the same expired lease cannot deadlock. Progress reads running totals
-that PostgreSQL triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
+that the database's triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 """
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from uuid import UUID
 
-from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.models import (
@@ -315,8 +314,8 @@ def submit(
         raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
     target = judging_queue.target_of(pair_id)
-    main_id = target[3] if target is not None else None
-    if campaign is not None and (target is None or campaign.pk not in (target[0], main_id)):
+    main_id = target.gold_of if target is not None else None
+    if campaign is not None and (target is None or campaign.pk not in (target.campaign, main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
@@ -624,27 +623,15 @@ def _utc_day(now: datetime) -> date:
 
 
 def campaign_totals(campaign: Campaign) -> tuple[int, int]:
-    """(pairs not held, labels they still need): exact, and cheap on PostgreSQL."""
-    if connection.vendor == "postgresql":
-        tally = sql.tallies(campaign.pk, None, _utc_day(timezone.now()))
-        return tally.pairs, tally.labels_left
-    totals = Pair.objects.filter(campaign=campaign, held=False).aggregate(
-        n=Count("pk"), left=Coalesce(Sum("needed"), Value(0))
-    )
-    return int(totals["n"]), int(totals["left"])
+    """(pairs not held, labels they still need): exact, from the triggers' running totals."""
+    tally = sql.tallies(campaign.pk, None, _utc_day(timezone.now()))
+    return tally.pairs, tally.labels_left
 
 
 def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, int]:
-    """(live judgements of the annotator here today (UTC), in all): cheap on PostgreSQL."""
-    today = _utc_day(now)
-    if connection.vendor == "postgresql":
-        tally = sql.tallies(campaign.pk, annotator.pk, today)
-        return tally.judged_today, tally.judged_total
-    start = datetime.combine(today, time.min, tzinfo=UTC)
-    counts = Judgement.objects.filter(
-        annotator=annotator, pair__campaign=campaign, undone_at__isnull=True
-    ).aggregate(today=Count("pk", filter=Q(created_at__gte=start)), total=Count("pk"))
-    return int(counts["today"]), int(counts["total"])
+    """(live judgements of the annotator here today (UTC), in all), from the tallies."""
+    tally = sql.tallies(campaign.pk, annotator.pk, _utc_day(now))
+    return tally.judged_today, tally.judged_total
 
 
 def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
@@ -653,32 +640,19 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     Gold answers in the queue count as judgements here, so a gold pair changes nothing the
     annotator can see: each also counts as a label done in the annotator's ``labels_left``
     (the campaign's labels still needed less their live gold answers, at least 0), which
-    would otherwise stay put after a gold answer and fall after any other. On PostgreSQL one query (:func:`annotation.services.sql.
-    tallies_statement`) reads the running totals its triggers keep, gold answers included:
+    would otherwise stay put after a gold answer and fall after any other. One query
+    (:func:`annotation.services.sql.tallies_statement`) reads the running totals the
+    database's triggers keep (on PostgreSQL and SQLite alike), gold answers included:
     a few index lookups however large the campaign, where counting would read every pair
     (~90 ms at 600,000 pairs) and every judgement of the annotator.
     """
     now = now or timezone.now()
     gold = campaign.settings.gold.rate > 0
-    if connection.vendor == "postgresql":
-        tally = sql.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
-        gold_total = tally.gold_total if gold else 0
-        return Progress(
-            judged_today=tally.judged_today + (tally.gold_today if gold else 0),
-            judged_total=tally.judged_total + gold_total,
-            labels_left=max(tally.labels_left - gold_total, 0),
-            pairs=tally.pairs,
-        )
-    judged_today, judged_total = judged_counts(campaign, annotator, now)
-    total = 0
-    if gold:
-        start = datetime.combine(_utc_day(now), time.min, tzinfo=UTC)
-        today, total = gold_queue.queue_answers(campaign, annotator, start)
-        judged_today, judged_total = judged_today + today, judged_total + total
-    pairs, labels_left = campaign_totals(campaign)
+    tally = sql.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
+    gold_total = tally.gold_total if gold else 0
     return Progress(
-        judged_today=judged_today,
-        judged_total=judged_total,
-        labels_left=max(labels_left - total, 0),
-        pairs=pairs,
+        judged_today=tally.judged_today + (tally.gold_today if gold else 0),
+        judged_total=tally.judged_total + gold_total,
+        labels_left=max(tally.labels_left - gold_total, 0),
+        pairs=tally.pairs,
     )

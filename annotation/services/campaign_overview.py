@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime
 
-from django.db import connection
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from annotation.models import AnnotatorTally, Campaign, Escalation, Judgement, Pair
+from annotation.models import AnnotatorTally, Campaign, Escalation, Pair
 from annotation.services import judging_queue, pair_state
 from annotation.services.judging_queue import JudgingStatus
 from annotation.services.reporting import CampaignAgreement, campaign_report
@@ -155,17 +154,12 @@ def campaign_settings(campaign: Campaign) -> CampaignSettings:
 
 
 def judged_today(campaign: Campaign, now: datetime | None = None) -> int:
-    """Live labels given in the campaign today (UTC), by everyone (PostgreSQL: the tallies)."""
+    """Live labels given in the campaign today (UTC), by everyone (from the tallies)."""
     today = (now or timezone.now()).astimezone(UTC).date()
-    if connection.vendor == "postgresql":
-        total = AnnotatorTally.objects.filter(campaign=campaign, day=today).aggregate(
-            n=Sum("judged")
-        )["n"]
-        return int(total or 0)
-    start = datetime.combine(today, time.min, tzinfo=UTC)
-    return Judgement.objects.filter(
-        pair__campaign=campaign, undone_at__isnull=True, created_at__gte=start
-    ).count()
+    total = AnnotatorTally.objects.filter(campaign=campaign, day=today).aggregate(n=Sum("judged"))[
+        "n"
+    ]
+    return int(total or 0)
 
 
 def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPage:

@@ -22,9 +22,10 @@ import io
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Min, Sum
 
 from annotation import judging_order
@@ -164,16 +165,18 @@ def initial_queue(
 
 # -- live updates --------------------------------------------------------------------------
 
-_QUERY_COLUMNS = ("pk", *sql.QUERY_PAIR_COLUMNS[1:])
-"""A query's pair columns as the judging order reads them (the ORM's names)."""
+_QUERY_COLUMNS = sql.QUERY_PAIR_COLUMNS
+"""A query's pair columns as the judging order reads them (field names, read by name)."""
 
 
-def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+def _decided(rows: Sequence[sql.QueryPair]) -> tuple[np.ndarray, np.ndarray]:
     """(judged, relevant) per pair of a query from its stored labels: an admin's or a
     proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them."""
     judged = np.zeros(len(rows), bool)
     relevant = np.zeros(len(rows), bool)
-    for i, (_, _, _, labels, rel, status, adjudicated, auto, *_) in enumerate(rows):
+    for i, row in enumerate(rows):
+        labels, rel, status = row.label_count, row.relevant_count, row.status
+        adjudicated, auto = row.adjudicated, row.auto_label
         if adjudicated:
             judged[i], relevant[i] = True, adjudicated == Pair.Status.RELEVANT
         elif auto or status != Pair.Status.PENDING or labels:
@@ -186,24 +189,33 @@ def _decided(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     return judged, relevant
 
 
-def target_of(pair_id: int) -> tuple[int, int, CampaignSettings, int | None] | None:
-    """(campaign id, caption id, campaign settings, the campaign a gold task serves or None)
-    of a pair, read without locking it."""
+class Target(NamedTuple):
+    """A pair's campaign and caption ids, its campaign's settings and the campaign a gold
+    task serves (None for a campaign's own pairs)."""
+
+    campaign: int
+    caption: int
+    settings: CampaignSettings
+    gold_of: int | None
+
+
+def target_of(pair_id: int) -> Target | None:
+    """:class:`Target` of a pair, read without locking it."""
     found = sql.pair_target(pair_id)
     if found is None:
         return None
-    campaign_id, caption_id, options, gold_of = found
-    return campaign_id, caption_id, CampaignSettings.from_options(options), gold_of
+    settings = CampaignSettings.from_options(found.options)
+    return Target(found.campaign, found.caption, settings, found.gold_of)
 
 
-def lock_query_of(pair_id: int, target: tuple | None = None) -> None:
+def lock_query_of(pair_id: int, target: Target | None = None) -> None:
     """Before a label on ``pair_id`` changes its query's order, lock the query's pairs in id
     order (and their tally rows), so two labels on one query (and lease releases, which lock
     in id order too) cannot deadlock. Nothing to do for a static order. ``target`` is
     :func:`target_of` when the caller has read it already."""
     found = target if target is not None else target_of(pair_id)
-    if found is not None and found[2].judging.adaptive:
-        pair_state.lock_query(found[0], found[1])
+    if found is not None and found.settings.judging.adaptive:
+        pair_state.lock_query(found.campaign, found.caption)
 
 
 def reprioritise(campaign: Campaign, caption_id: int) -> None:
@@ -220,7 +232,7 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     judged_at = np.flatnonzero(judged)
     if settings.strategy == "mtf" and judged_at.size > 1:
         judged_at = _in_label_order(rows, judged_at)
-    pool_rows = np.array([row[1] for row in rows], dtype=np.int64)
+    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
     query = int(np.searchsorted(source.queries, caption_id))
     ranks, known_ranks = source.for_strategy(settings.strategy)
     known = (
@@ -242,7 +254,7 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     )
     moves, park, reopen_ids = {}, [], []
     for i, row in enumerate(rows):
-        pk, _, old_position, labels, _, status, adjudicated, auto, needed, leased, _ = row
+        pk, old_position, needed, leased = row.id, row.position, row.needed, row.leased
         if judged[i]:
             continue
         if parked[i]:
@@ -260,9 +272,9 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
         pair_state.move(moves)
 
 
-def _in_label_order(rows: list[tuple], judged_at: np.ndarray) -> np.ndarray:
+def _in_label_order(rows: Sequence[sql.QueryPair], judged_at: np.ndarray) -> np.ndarray:
     """The judged pairs ordered by their first live label (move-to-front follows the last)."""
-    ids = [rows[i][0] for i in judged_at]
+    ids = [rows[i].id for i in judged_at]
     first = dict(
         Judgement.objects.filter(pair_id__in=ids, undone_at__isnull=True)
         .order_by()
@@ -270,7 +282,7 @@ def _in_label_order(rows: list[tuple], judged_at: np.ndarray) -> np.ndarray:
         .annotate(at=Min("pk"))
         .values_list("pair_id", "at")
     )
-    return judged_at[np.argsort([first.get(rows[i][0], 0) for i in judged_at], kind="stable")]
+    return judged_at[np.argsort([first.get(rows[i].id, 0) for i in judged_at], kind="stable")]
 
 
 def reopen(campaign: Campaign) -> int:
@@ -296,11 +308,9 @@ def parked_pairs(campaign: Campaign):
 
 
 def labels_spent(campaign: Campaign) -> int:
-    """Live labels in the campaign (PostgreSQL: from the triggers' annotator tallies)."""
-    if connection.vendor == "postgresql":
-        total = AnnotatorTally.objects.filter(campaign=campaign).aggregate(n=Sum("judged"))["n"]
-        return int(total or 0)
-    return Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True).count()
+    """Live labels in the campaign (from the triggers' annotator tallies)."""
+    total = AnnotatorTally.objects.filter(campaign=campaign).aggregate(n=Sum("judged"))["n"]
+    return int(total or 0)
 
 
 def budget_spent(campaign: Campaign) -> bool:
@@ -350,11 +360,11 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     rows = list(
         Pair.objects.filter(campaign=campaign)
         .order_by("pool_row")
-        .values_list(*_QUERY_COLUMNS[:8], "caption_id", "needed", "open_slots")
+        .values_list(*_QUERY_COLUMNS[:8], "caption_id", "needed", "open_slots", named=True)
     )
     judged, relevant = _decided(rows)
-    pool_rows = np.array([row[1] for row in rows], dtype=np.int64).reshape(-1)
-    captions = np.array([row[8] for row in rows], dtype=np.int64).reshape(-1)
+    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64).reshape(-1)
+    captions = np.array([row.caption_id for row in rows], dtype=np.int64).reshape(-1)
     queries = source.queries if source.queries.size else np.unique(captions)
     ranks, known = source.settling
     if known.shape[0] != queries.size:
@@ -371,14 +381,18 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     parked = sum(
         1
         for i, row in enumerate(rows)
-        if not judged[i] and row[9] == 0 and row[3] == 0 and not row[6] and not row[7]
+        if not judged[i]
+        and row.needed == 0
+        and row.label_count == 0
+        and not row.adjudicated
+        and not row.auto_label
     )
     return JudgingStatus(
         strategy=settings.strategy,
         budget=settings.budget,
         labels_spent=labels_spent(campaign),
-        labels_left=sum(row[9] for row in rows),
-        open_pairs=sum(1 for row in rows if row[10] > 0),
+        labels_left=sum(row.needed for row in rows),
+        open_pairs=sum(1 for row in rows if row.open_slots > 0),
         parked_pairs=parked,
         runs=tuple(
             RunExactness(name, tuple(zip(settings.ks, map(float, shares[r]), strict=True)))

@@ -85,7 +85,7 @@ def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
     tally shards in whatever order its statements come, and two such transactions can
     deadlock; taking the rows up front, in order, makes every later update find them held.
     """
-    if connection.vendor != "postgresql":
+    if not connection.features.has_select_for_update:
         return
     shards = sorted({int(pk) % CampaignTally.SHARDS for pk in pair_ids})
     if shards:

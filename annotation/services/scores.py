@@ -17,10 +17,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db import connection
-from django.db.models import CharField, F, FloatField, IntegerField, Value, When
+from django.db.models import FloatField, Func, IntegerField, Value, When
 from django.db.models.expressions import Case
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Coalesce
 
 from annotation import quality
 from annotation.models import Campaign, GoldJudgement, Judgement, Pair
@@ -34,25 +33,31 @@ LABEL_ROWS = np.dtype(
         ("annotator_id", np.int64),
         ("relevant", np.int64),
         ("spent", np.float64),
-        ("created", object),
+        ("created", np.float64),
     ]
 )
 
 
-def _created(field: str = "created_at"):
-    """The submission time as SQLite's text (no per-row datetime parsing: 1.5 µs a row,
-    a second at FIRE's 660,000 labels), or PostgreSQL's aware datetime."""
-    if connection.vendor == "sqlite":
-        return Cast(field, output_field=CharField())
-    return F(field)
+class EpochSeconds(Func):
+    """A time column as seconds since 1970 (UTC), computed by the database, so reading a
+    campaign's labels builds no datetime per row (1.5 µs a row, a second at FIRE's 660,000
+    labels). Each backend compiles it its own way, as Django's own functions do."""
 
+    output_field = FloatField()
+    arity = 1
 
-def epoch_seconds(values: np.ndarray) -> np.ndarray:
-    """Times from :func:`_created` as seconds since 1970 (UTC), in bulk."""
-    if len(values) and isinstance(values[0], str):
-        # SQLite keeps UTC as "YYYY-MM-DD HH:MM:SS[.ffffff]" (naive, USE_TZ).
-        return np.array([t[:26] for t in values], dtype="datetime64[us]").astype(np.int64) / 1e6
-    return np.fromiter((value.timestamp() for value in values), np.float64, len(values))
+    def as_postgresql(self, compiler, connection, **extra):
+        template = "EXTRACT(EPOCH FROM %(expressions)s)::double precision"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # SQLite keeps UTC as "YYYY-MM-DD HH:MM:SS[.ffffff]" (naive, USE_TZ): the whole
+        # seconds through julianday (rounded, so exact), then the fraction as written.
+        template = (
+            "(ROUND((julianday(substr(%(expressions)s, 1, 19)) - 2440587.5) * 86400.0) "
+            "+ COALESCE(CAST(NULLIF(substr(%(expressions)s, 20), '') AS REAL), 0.0))"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra)
 
 
 @dataclass(frozen=True)
@@ -96,12 +101,12 @@ def campaign_scores(
                 output_field=IntegerField(),
             ),
             spent=Coalesce("seconds", Value(-1.0), output_field=FloatField()),
-            created=_created(),
+            created=EpochSeconds("created_at"),
         )
         .values_list("pair_id", "annotator_id", "relevant", "spent", "created"),
         LABEL_ROWS,
     )
-    label_times = epoch_seconds(labels["created"])
+    label_times = labels["created"]
     answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign)
     if not include_qualification:
         answers = answers.filter(purpose=GoldJudgement.Purpose.QUEUE)

@@ -3,16 +3,25 @@
 Each statement here replaced an ORM query that measured too slow on a hot path (see
 ``bench/RESULTS.md``): the judging queue's two queries, the progress tallies, the label
 loader of the agreement report, the export join and the bulk insert of a campaign's pairs.
-So did the judging path's queries, gold pairs and standing included (bench/request_profile.py). The style
-is :mod:`config.raw_sql`'s: tables from the models' ``_meta``, columns quoted by name,
-every selected column aliased, parameters named (``%(name)s``, which Django turns into
-SQLite's ``:name``; only the bulk insert binds positions, generated from its column
-names). Rows come back as named tuples keyed by the aliases (``raw_sql.rows``), as plain
-tuples whose columns are read by name (:func:`plain_rows`, :func:`reader`; for many rows),
-as numpy structured arrays whose fields are the aliases (:func:`array`), or as model
-instances (``raw_sql.instances``). Values the two backends return in different types
-are normalised here too (:func:`uuid_text`, :func:`aware_time`). The PostgreSQL triggers
-stay with their migration (0004).
+So did the judging path's queries, gold pairs and standing included (bench/request_profile.py).
+Each is a :class:`config.raw_sql.Statement`: readable SQL whose table and column names are
+filled from the models' ``_meta`` (``{pair}``, ``{pair.open_slots}``, ``{pair:p.*}``) once
+per backend, registered with the named tuple its rows come back as, filled at start-up and
+run by one test on every backend; where the ORM writes the same query, it is compiled once
+and its parameters rebound (:class:`config.raw_sql.Compiled`). Every selected column is
+aliased and parameters are named (``%(name)s``, which Django turns into SQLite's ``:name``;
+only the bulk insert binds positions, generated from its column names). Rows come back as
+their named tuples, as plain tuples whose columns are read by name (:func:`reader`; for
+many rows), as numpy structured arrays whose fields are the aliases (:func:`array`), or as
+model instances (``raw_sql.instances``). Values the two backends return in different types
+are normalised here too (:func:`uuid_text`, :func:`aware_time`). The triggers that keep
+the tallies stay with their migrations (0004 on PostgreSQL, 0013 on SQLite).
+
+Statements whose rows become instances of several models at once (a lease with its pair,
+caption and video; a pair with its campaign) or that read several aggregates in one row
+stay hand-written: a compiled queryset would give the same SQL, but its instances would
+come back through the ORM's per-row machinery, which is what measured slow. Those the
+ORM reads as plain values (a query's pairs, the ids to lock) are compiled from querysets.
 """
 
 import functools
@@ -20,6 +29,7 @@ import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime
+from typing import NamedTuple
 
 import numpy as np
 from django.db import connection
@@ -37,33 +47,18 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from config.raw_sql import Sources, instances, rows
+from config.raw_sql import Compiled, Sources, Statement, instances, model_row
 from config.raw_sql import column_names as _names
 from config.raw_sql import converted as _converted
-from config.raw_sql import model_columns as _model_columns
 from config.raw_sql import quote as _q
-from config.raw_sql import select_list as _select
 from config.raw_sql import table as _table
 from retrieval.models import Caption, Video
 
 FETCH_ROWS = 50_000
 """Rows fetched from the cursor at a time while filling an array."""
 
-MAX_PARAMETERS = {"sqlite": 32000, "postgresql": 60000}
-"""Bound parameters per INSERT: under SQLite's 32,766 and PostgreSQL's 65,535 limits."""
-
-
-def plain_rows(statement: str, params: Mapping[str, object], names: Sequence[str]) -> list[tuple]:
-    """Run ``statement``, check that its columns are ``names``, and return plain tuples.
-
-    For results of many rows, read through :func:`reader`: the garbage collector never
-    untracks tuple subclasses, and named tuples made a 70,000-label export 8-20% slower.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        if _names(cursor) != tuple(names):
-            raise ValueError(f"columns {_names(cursor)} are not {tuple(names)}")
-        return cursor.fetchall()
+MAX_PARAMETERS = 60_000
+"""Bound parameters per multi-row INSERT: under PostgreSQL's limit of 65,535."""
 
 
 def reader(names: Iterable[str], *wanted: str) -> Callable[[tuple], object]:
@@ -73,28 +68,32 @@ def reader(names: Iterable[str], *wanted: str) -> Callable[[tuple], object]:
     return operator.itemgetter(*(order.index(name) for name in wanted))
 
 
-def array(statement: str, params: Mapping[str, object], dtype: np.dtype) -> np.ndarray:
+def array(
+    statement: Statement, params: Mapping[str, object], dtype: np.dtype, **variant
+) -> np.ndarray:
     """The rows of ``statement`` as a structured array whose fields are the column aliases.
 
     Rows go straight from the driver into numpy, in chunks, without a Python object per
     value: the way to read hundreds of thousands of rows.
     """
-    return _fetch_array(statement, params, dtype)
+    with connection.cursor() as cursor:
+        statement.cursor_rows(cursor, params, **variant)
+        return _fetch_array(cursor, dtype)
 
 
 def queryset_array(queryset: QuerySet, dtype: np.dtype) -> np.ndarray:
     """The rows of a ``values_list`` queryset as a structured array, without model objects."""
-    return _fetch_array(*queryset.query.sql_with_params(), dtype)
-
-
-def _fetch_array(statement: str, params, dtype: np.dtype) -> np.ndarray:
-    chunks = [np.empty(0, dtype=dtype)]
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        if _names(cursor) != dtype.names:
-            raise ValueError(f"columns {_names(cursor)} do not match the fields {dtype.names}")
-        while batch := cursor.fetchmany(FETCH_ROWS):
-            chunks.append(np.array(batch, dtype=dtype))
+        cursor.execute(*queryset.query.sql_with_params())
+        return _fetch_array(cursor, dtype)
+
+
+def _fetch_array(cursor, dtype: np.dtype) -> np.ndarray:
+    if _names(cursor) != dtype.names:
+        raise ValueError(f"columns {_names(cursor)} do not match the fields {dtype.names}")
+    chunks = [np.empty(0, dtype=dtype)]
+    while batch := cursor.fetchmany(FETCH_ROWS):
+        chunks.append(np.array(batch, dtype=dtype))
     return np.concatenate(chunks)
 
 
@@ -103,6 +102,38 @@ LEASE_ROW: Sources = ((Lease, "l"), *PAIR_ROW)
 LOCKED_PAIR_ROW: Sources = ((Pair, "p"), (Campaign, "k", ("provenance",)))
 STANDING_ROW: Sources = ((AnnotatorStanding, "s"),)
 
+MODELS = {
+    "pair": Pair,
+    "caption": Caption,
+    "video": Video,
+    "lease": Lease,
+    "campaign": Campaign,
+    "judgement": Judgement,
+    "gold_pair": GoldPair,
+    "gold_judgement": GoldJudgement,
+    "standing": AnnotatorStanding,
+    "attempt": QualificationAttempt,
+    "annotator_tally": AnnotatorTally,
+    "campaign_tally": CampaignTally,
+}
+"""The names a statement's text uses for the models (``{pair}``, ``{pair.open_slots}``)."""
+
+
+def _statement(name: str, text, row, variants=({},)) -> Statement:
+    """Register one of this module's statements (see :class:`config.raw_sql.Statement`)."""
+    return Statement(name, MODELS, text, row, variants)
+
+
+class Inserted(NamedTuple):
+    """The row of an ``INSERT ... RETURNING`` the new row's id."""
+
+    id: int
+
+
+def _in_list(prefix: str, n: int) -> str:
+    """``%(prefix_0)s, %(prefix_1)s, ...``: the parameters of an ``IN`` list of ``n`` values."""
+    return ", ".join(f"%({prefix}_{i})s" for i in range(n))
+
 
 def joined_pair(pair: Pair, caption: Caption, video: Video) -> Pair:
     """``pair`` with the caption and video read in the same row (:data:`PAIR_ROW`'s rest)."""
@@ -110,75 +141,84 @@ def joined_pair(pair: Pair, caption: Caption, video: Video) -> Pair:
     return pair
 
 
-def _with_caption_and_video() -> str:
-    return (
-        f"JOIN {_table(Caption)} c ON c.{_q('id')} = p.{_q('caption_id')} "
-        f"JOIN {_table(Video)} v ON v.{_q('id')} = p.{_q('video_id')}"
-    )
+WITH_CAPTION_AND_VIDEO = """
+JOIN {caption} c ON c.{caption.id} = p.{pair.caption}
+JOIN {video} v ON v.{video.id} = p.{pair.video}"""
 
 
 # The judging queue (annotation.services.assignment): composing these two through the ORM
 # took 1.4-1.9 ms of CPU each, about eight times the cost of running them.
 
-HELD_AND_EXPIRED = (
-    f"SELECT {_select(_model_columns(LEASE_ROW))} FROM {_table(Lease)} l "
-    f"JOIN {_table(Pair)} p ON p.{_q('id')} = l.{_q('pair_id')} {_with_caption_and_video()} "
-    f"WHERE (p.{_q('campaign_id')} = %(campaign)s OR p.{_q('id')} IN "
-    f"(SELECT g.{_q('task_id')} FROM {_table(GoldPair)} g "
-    f"WHERE g.{_q('campaign_id')} = %(campaign)s AND g.{_q('task_id')} IS NOT NULL)) "
-    f"AND (l.{_q('annotator_id')} = %(annotator)s OR l.{_q('expires_at')} <= %(now)s) "
-    f"ORDER BY l.{_q('created_at')}, l.{_q('id')}"
+LeaseRow = model_row("LeaseRow", LEASE_ROW)
+HELD_AND_EXPIRED = _statement(
+    "held_and_expired",
+    """
+    SELECT {lease:l.*}, {pair:p.*}, {caption:c.*}, {video:v.*}
+    FROM {lease} l JOIN {pair} p ON p.{pair.id} = l.{lease.pair}"""
+    + WITH_CAPTION_AND_VIDEO
+    + """
+    WHERE (p.{pair.campaign} = %(campaign)s OR p.{pair.id} IN (
+            SELECT g.{gold_pair.task} FROM {gold_pair} g
+            WHERE g.{gold_pair.campaign} = %(campaign)s AND g.{gold_pair.task} IS NOT NULL))
+      AND (l.{lease.annotator} = %(annotator)s OR l.{lease.expires_at} <= %(now)s)
+    ORDER BY l.{lease.created_at}, l.{lease.id}""",
+    LeaseRow,
 )
 """An annotator's leases in a campaign (its gold tasks included) and everyone's expired ones,
 oldest first, with pair, caption and video (:data:`LEASE_ROW`)."""
 
 
-def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[tuple]:
+def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[LeaseRow]:
     """Rows of :data:`HELD_AND_EXPIRED`; turn each into instances with :data:`LEASE_ROW`."""
     moment = connection.ops.adapt_datetimefield_value(now)
     params = {"campaign": campaign_id, "annotator": annotator_id, "now": moment}
-    return rows(HELD_AND_EXPIRED, params)
+    return HELD_AND_EXPIRED.rows(params)
 
 
-@functools.cache
-def next_pair_statement(same_caption: bool, excluded: int, lock: bool) -> str:
+def _next_pair_text(same_caption: bool, excluded: int) -> str:
     """The first open pair in queue order that the annotator has not judged, with caption
     and video (:data:`PAIR_ROW`).
 
     ``same_caption`` limits it to ``%(caption)s``; ``excluded`` pairs ``%(exclude_0)s``...
-    are left out; ``lock`` locks its row, skipping rows other transactions hold
-    (PostgreSQL's ``FOR UPDATE SKIP LOCKED``).
+    are left out; where the database can, it locks its row, skipping rows other
+    transactions hold (PostgreSQL's ``FOR UPDATE SKIP LOCKED``). NOT EXISTS per candidate
+    row goes through the (pair, annotator) index: NOT IN the annotator's judged pairs would
+    grow with everything they judged.
     """
-    statement = (
-        f"SELECT {_select(_model_columns(PAIR_ROW))} FROM {_table(Pair)} p "
-        f"{_with_caption_and_video()} "
-        f"WHERE p.{_q('campaign_id')} = %(campaign)s AND p.{_q('open_slots')} > 0"
+    return (
+        "SELECT {pair:p.*}, {caption:c.*}, {video:v.*} FROM {pair} p"
+        + WITH_CAPTION_AND_VIDEO
+        + "\nWHERE p.{pair.campaign} = %(campaign)s AND p.{pair.open_slots} > 0"
+        + (" AND p.{pair.caption} = %(caption)s" if same_caption else "")
+        + (f" AND p.{{pair.id}} NOT IN ({_in_list('exclude', excluded)})" if excluded else "")
+        + """
+        AND NOT EXISTS (SELECT 1 FROM {judgement} j WHERE j.{judgement.pair} = p.{pair.id}
+            AND j.{judgement.annotator} = %(annotator)s AND j.{judgement.undone_at} IS NULL)
+        ORDER BY p.{pair.position} LIMIT 1"""
+        + (
+            " FOR UPDATE OF p SKIP LOCKED"
+            if connection.features.has_select_for_update_skip_locked
+            else ""
+        )
     )
-    if same_caption:
-        statement += f" AND p.{_q('caption_id')} = %(caption)s"
-    if excluded:
-        names = ", ".join(f"%(exclude_{i})s" for i in range(excluded))
-        statement += f" AND p.{_q('id')} NOT IN ({names})"
-    # NOT EXISTS per candidate row through the (pair, annotator) index: NOT IN the
-    # annotator's judged pairs would grow with everything they judged.
-    statement += (
-        f" AND NOT EXISTS (SELECT 1 FROM {_table(Judgement)} j "
-        f"WHERE j.{_q('pair_id')} = p.{_q('id')} AND j.{_q('annotator_id')} = %(annotator)s "
-        f"AND j.{_q('undone_at')} IS NULL) ORDER BY p.{_q('position')} LIMIT 1"
-    )
-    if lock:
-        statement += " FOR UPDATE OF p SKIP LOCKED"
-    return statement
+
+
+PairRow = model_row("PairRow", PAIR_ROW)
+NEXT_PAIR = _statement(
+    "next_pair",
+    _next_pair_text,
+    PairRow,
+    [{"same_caption": same, "excluded": n} for same in (False, True) for n in (0, 2)],
+)
 
 
 def next_pair(
     campaign_id: int, annotator_id: int, exclude: Sequence[int], caption_id: int | None
-) -> tuple | None:
-    """The row of :func:`next_pair_statement` (on ``caption_id`` when given), or None."""
-    lock = connection.features.has_select_for_update_skip_locked
+) -> PairRow | None:
+    """The row of :data:`NEXT_PAIR` (on ``caption_id`` when given), or None."""
     params = {"campaign": campaign_id, "annotator": annotator_id, "caption": caption_id}
     params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
-    found = rows(next_pair_statement(caption_id is not None, len(exclude), lock), params)
+    found = NEXT_PAIR.rows(params, same_caption=caption_id is not None, excluded=len(exclude))
     return found[0] if found else None
 
 
@@ -186,42 +226,57 @@ def next_pair(
 # same trade as the queue's queries above; composing each through the ORM cost 1-3 ms of CPU
 # per request, several times its run (measured by bench/request_profile.py).
 
-PAIR_TARGET = (
-    f"SELECT p.{_q('campaign_id')} AS campaign, p.{_q('caption_id')} AS caption, "
-    f"k.{_q('options')} AS options, k.{_q('gold_of_id')} AS gold_of FROM {_table(Pair)} p "
-    f"JOIN {_table(Campaign)} k ON k.{_q('id')} = p.{_q('campaign_id')} "
-    f"WHERE p.{_q('id')} = %(pair)s"
+
+class PairTarget(NamedTuple):
+    """A pair's campaign and caption ids, the campaign's options and the campaign a gold task
+    serves (None for a campaign's own pairs)."""
+
+    campaign: int
+    caption: int
+    options: dict
+    gold_of: int | None
+
+
+PAIR_TARGET = _statement(
+    "pair_target",
+    """
+    SELECT p.{pair.campaign} AS campaign, p.{pair.caption} AS caption, k.{campaign.options} AS options,
+           k.{campaign.gold_of} AS gold_of
+    FROM {pair} p JOIN {campaign} k ON k.{campaign.id} = p.{pair.campaign}
+    WHERE p.{pair.id} = %(pair)s""",
+    PairTarget,
 )
 """A pair's campaign, caption, campaign options and the campaign a gold task serves, read
 without locking."""
 
 
-def pair_target(pair_id: int) -> tuple[int, int, dict, int | None] | None:
-    """(campaign id, caption id, campaign options, gold_of) of :data:`PAIR_TARGET`, or None."""
-    found = rows(PAIR_TARGET, {"pair": pair_id})
+def pair_target(pair_id: int) -> PairTarget | None:
+    """The row of :data:`PAIR_TARGET`, options as the ORM reads them, or None."""
+    found = PAIR_TARGET.rows({"pair": pair_id})
     if not found:
         return None
     (row,) = found
-    options = _converted(Campaign, "k", "options", row.options)
-    return row.campaign, row.caption, options, row.gold_of
+    return row._replace(options=_converted(Campaign, "k", "options", row.options))
 
 
-@functools.cache
-def locked_pair_statement(lock: bool) -> str:
-    """A pair with its campaign (less the provenance), its row locked when ``lock``."""
-    statement = (
-        f"SELECT {_select(_model_columns(LOCKED_PAIR_ROW))} FROM {_table(Pair)} p "
-        f"JOIN {_table(Campaign)} k ON k.{_q('id')} = p.{_q('campaign_id')} "
-        f"WHERE p.{_q('id')} = %(pair)s"
-    )
-    return statement + (" FOR UPDATE OF p" if lock else "")
+LockedPairRow = model_row("LockedPairRow", LOCKED_PAIR_ROW)
+LOCKED_PAIR = _statement(
+    "locked_pair",
+    lambda: (
+        """
+    SELECT {pair:p.*}, {campaign:k.* -provenance}
+    FROM {pair} p JOIN {campaign} k ON k.{campaign.id} = p.{pair.campaign}
+    WHERE p.{pair.id} = %(pair)s"""
+        + (" FOR UPDATE OF p" if connection.features.has_select_for_update else "")
+    ),
+    LockedPairRow,
+)
+"""A pair with its campaign (less the provenance), its row locked where the database can."""
 
 
 def locked_pair(pair_id: int) -> Pair | None:
-    """The pair of :func:`locked_pair_statement` with ``.campaign`` filled in, or None."""
-    found = rows(
-        locked_pair_statement(connection.features.has_select_for_update), {"pair": pair_id}
-    )
+    """The pair of :data:`LOCKED_PAIR` with ``.campaign`` filled in, or None."""
+    found = LOCKED_PAIR.rows({"pair": pair_id})
     if not found:
         return None
     pair, campaign = instances(LOCKED_PAIR_ROW, found[0])
@@ -229,64 +284,91 @@ def locked_pair(pair_id: int) -> Pair | None:
     return pair
 
 
-@functools.cache
-def query_pair_ids_statement(lock: bool) -> str:
-    """Ids of one query's pairs in a campaign, in id order, locked when ``lock``."""
-    statement = (
-        f"SELECT p.{_q('id')} AS id FROM {_table(Pair)} p "
-        f"WHERE p.{_q('campaign_id')} = %(campaign)s AND p.{_q('caption_id')} = %(caption)s "
-        f"ORDER BY p.{_q('id')}"
-    )
-    return statement + (" FOR UPDATE" if lock else "")
+class PairId(NamedTuple):
+    id: int
+
+
+QUERY_PAIR_IDS = Compiled(
+    "query_pair_ids",
+    lambda campaign, caption: (
+        Pair.objects.filter(campaign_id=campaign, caption_id=caption)
+        .order_by("pk")
+        .select_for_update()
+        .values_list("id")
+    ),
+    ("campaign", "caption"),
+    PairId,
+)
+"""Ids of one query's pairs in a campaign, in id order, locked where the database can."""
 
 
 def query_pair_ids(campaign_id: int, caption_id: int) -> list[int]:
-    """The rows of :func:`query_pair_ids_statement`, locked where the database can."""
-    statement = query_pair_ids_statement(connection.features.has_select_for_update)
-    with connection.cursor() as cursor:
-        cursor.execute(statement, {"campaign": campaign_id, "caption": caption_id})
-        return [pk for (pk,) in cursor.fetchall()]
+    """The ids of :data:`QUERY_PAIR_IDS` (call inside a transaction)."""
+    rows = QUERY_PAIR_IDS.plain_rows({"campaign": campaign_id, "caption": caption_id})
+    return [pk for (pk,) in rows]
 
 
-LOCK_TALLIES = (
-    f"SELECT t.{_q('id')} AS id FROM {_table(CampaignTally)} t "
-    f"WHERE t.{_q('campaign_id')} = %(campaign)s AND t.{_q('shard')} = ANY(%(shards)s) "
-    f"ORDER BY t.{_q('shard')} FOR UPDATE"
+class TallyId(NamedTuple):
+    id: int
+
+
+LOCK_TALLIES = _statement(
+    "lock_tallies",
+    lambda shards: (
+        f"""
+    SELECT t.{{campaign_tally.id}} AS id FROM {{campaign_tally}} t
+    WHERE t.{{campaign_tally.campaign}} = %(campaign)s
+      AND t.{{campaign_tally.shard}} IN ({_in_list("shard", shards)})
+    ORDER BY t.{{campaign_tally.shard}}"""
+        + (" FOR UPDATE" if connection.features.has_select_for_update else "")
+    ),
+    TallyId,
+    [{"shards": 1}, {"shards": 3}],
 )
-"""Lock a campaign's tally rows of the given shards, in shard order (PostgreSQL only)."""
+"""A campaign's tally rows of shards ``%(shard_0)s``..., in shard order, locked where the
+database can."""
 
 
 def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(LOCK_TALLIES, {"campaign": campaign_id, "shards": list(shards)})
-        cursor.fetchall()
+    """Lock a campaign's tally rows of the given shards, in shard order."""
+    params = {"campaign": campaign_id}
+    params.update((f"shard_{i}", shard) for i, shard in enumerate(shards))
+    LOCK_TALLIES.plain_rows(params, shards=len(shards))
 
 
-QUERY_PAIR_COLUMNS = (
-    "id",
-    "pool_row",
-    "position",
-    "label_count",
-    "relevant_count",
-    "status",
-    "adjudicated",
-    "auto_label",
-    "needed",
-    "leased",
-    "double",
-)
-QUERY_PAIRS = (
-    f"SELECT {_select({name: f'p.{name}' for name in QUERY_PAIR_COLUMNS})} "
-    f"FROM {_table(Pair)} p WHERE p.{_q('campaign_id')} = %(campaign)s "
-    f"AND p.{_q('caption_id')} = %(caption)s ORDER BY p.{_q('pool_row')}"
+class QueryPair(NamedTuple):
+    """A query's pair as the judging order re-ranks it."""
+
+    id: int
+    pool_row: int
+    position: int
+    label_count: int
+    relevant_count: int
+    status: str
+    adjudicated: str
+    auto_label: str
+    needed: int
+    leased: int
+    double: bool
+
+
+QUERY_PAIR_COLUMNS = QueryPair._fields
+QUERY_PAIRS = Compiled(
+    "query_pairs",
+    lambda campaign, caption: (
+        Pair.objects.filter(campaign_id=campaign, caption_id=caption)
+        .order_by("pool_row")
+        .values_list(*QUERY_PAIR_COLUMNS)
+    ),
+    ("campaign", "caption"),
+    QueryPair,
 )
 """One query's pairs in pool order, with what the judging order re-ranks them by."""
 
 
-def query_pairs(campaign_id: int, caption_id: int) -> list[tuple]:
-    """Plain rows of :data:`QUERY_PAIRS` (columns :data:`QUERY_PAIR_COLUMNS`)."""
-    params = {"campaign": campaign_id, "caption": caption_id}
-    return plain_rows(QUERY_PAIRS, params, QUERY_PAIR_COLUMNS)
+def query_pairs(campaign_id: int, caption_id: int) -> list[QueryPair]:
+    """The rows of :data:`QUERY_PAIRS`."""
+    return QUERY_PAIRS.rows({"campaign": campaign_id, "caption": caption_id})
 
 
 INSERT_LEASE = (
@@ -344,10 +426,23 @@ def delete_lease(pair_id: int, annotator_id: int, free_slot: bool = False) -> in
         return deleted
 
 
+# Registered as written above (the pair-state writer owns their rules): the statement
+# test runs them too.
+_statement("insert_lease", INSERT_LEASE, Inserted)
+_statement("delete_lease", DELETE_LEASE, None)
+_statement(
+    "leased",
+    lambda step: leased_statement(connection.vendor, step),
+    None,
+    [{"step": 1}, {"step": -1}],
+)
+
 CAMPAIGN_ROW: Sources = ((Campaign, "k", ("provenance",)),)
-CAMPAIGN = (
-    f"SELECT {_select(_model_columns(CAMPAIGN_ROW))} FROM {_table(Campaign)} k "
-    f"WHERE k.{_q('id')} = %(campaign)s"
+CampaignRow = model_row("CampaignRow", CAMPAIGN_ROW)
+CAMPAIGN = _statement(
+    "campaign",
+    "SELECT {campaign:k.* -provenance} FROM {campaign} k WHERE k.{campaign.id} = %(campaign)s",
+    CampaignRow,
 )
 """A campaign without its provenance (as ``Campaign.objects`` reads it)."""
 
@@ -360,7 +455,7 @@ def campaign(campaign_id: object) -> Campaign | None:
     text = str(campaign_id)
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_ID:
         return None
-    found = rows(CAMPAIGN, {"campaign": int(text)})
+    found = CAMPAIGN.rows({"campaign": int(text)})
     if not found:
         return None
     (loaded,) = instances(CAMPAIGN_ROW, found[0])
@@ -374,6 +469,7 @@ SAVE_COUNTS = (
     + f" WHERE {_q('id')} = %(pair)s"
 )
 """A pair's label counts and what the policy needs of it, after a label or an undo."""
+_statement("save_counts", SAVE_COUNTS, None)
 
 
 def save_counts(pair: Pair) -> None:
@@ -384,12 +480,16 @@ def save_counts(pair: Pair) -> None:
 
 
 JUDGEMENT_ROW: Sources = ((Judgement, "j"),)
-EARLIER_JUDGEMENTS = (
-    f"SELECT (SELECT e.{_q('id')} FROM {_table(GoldJudgement)} e WHERE e.{_q('uuid')} = "
-    f"%(uuid)s) AS gold_uses, {_select(_model_columns(JUDGEMENT_ROW))} "
-    f"FROM (SELECT 1 AS one) x LEFT JOIN {_table(Judgement)} j "
-    f"ON j.{_q('uuid')} = %(uuid)s OR (j.{_q('pair_id')} = %(pair)s "
-    f"AND j.{_q('annotator_id')} = %(annotator)s AND j.{_q('undone_at')} IS NULL)"
+EarlierJudgementRow = model_row("EarlierJudgementRow", JUDGEMENT_ROW, "gold_uses")
+EARLIER_JUDGEMENTS = _statement(
+    "earlier_judgements",
+    """
+    SELECT {judgement:j.*}, (SELECT e.{gold_judgement.id} FROM {gold_judgement} e
+            WHERE e.{gold_judgement.uuid} = %(uuid)s) AS gold_uses
+    FROM (SELECT 1 AS one) x LEFT JOIN {judgement} j ON j.{judgement.uuid} = %(uuid)s
+        OR (j.{judgement.pair} = %(pair)s AND j.{judgement.annotator} = %(annotator)s
+            AND j.{judgement.undone_at} IS NULL)""",
+    EarlierJudgementRow,
 )
 """The judgement a client's id already names, and the annotator's live one on the pair (none:
 one row of nulls); ``gold_uses``: the gold answer the id names, if any (one id, one answer
@@ -405,24 +505,25 @@ def earlier_judgements(
 ) -> tuple[list[Judgement], bool]:
     """The judgements of :data:`EARLIER_JUDGEMENTS`, and whether a gold answer has the id."""
     params = {"uuid": _uuid_value(client_uuid), "pair": pair_id, "annotator": annotator_id}
-    found = rows(EARLIER_JUDGEMENTS, params)
+    found = EARLIER_JUDGEMENTS.rows(params)
     judgements = [instances(JUDGEMENT_ROW, row)[0] for row in found if row.j_id is not None]
     return judgements, found[0].gold_uses is not None
 
 
-def _inserted_id(statement: str, params: Mapping[str, object]) -> int:
+def _inserted_id(statement: Statement, params: Mapping[str, object]) -> int:
     """Run an ``INSERT ... RETURNING id`` and return the new row's id."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        (new_id,) = cursor.fetchone()
-    return new_id
+    (row,) = statement.rows(params)
+    return row.id
 
 
-INSERT_JUDGEMENT = (
-    f"INSERT INTO {_table(Judgement)} ({_q('uuid')}, {_q('pair_id')}, {_q('annotator_id')}, "
-    f"{_q('label')}, {_q('seconds')}, {_q('created_at')}) "
-    f"VALUES (%(uuid)s, %(pair)s, %(annotator)s, %(label)s, %(seconds)s, %(now)s) "
-    f"RETURNING {_q('id')}"
+INSERT_JUDGEMENT = _statement(
+    "insert_judgement",
+    """
+    INSERT INTO {judgement} ({judgement.uuid}, {judgement.pair}, {judgement.annotator},
+        {judgement.label}, {judgement.seconds}, {judgement.created_at})
+    VALUES (%(uuid)s, %(pair)s, %(annotator)s, %(label)s, %(seconds)s, %(now)s)
+    RETURNING {judgement.id}""",
+    Inserted,
 )
 
 
@@ -450,25 +551,43 @@ def insert_judgement(
     )
 
 
-QUALIFICATION = (
-    f"SELECT (SELECT COUNT(*) FROM {_table(GoldPair)} g WHERE g.{_q('campaign_id')} = "
-    f"%(campaign)s) AS gold_pairs, a.{_q('id')} AS id, a.{_q('passed')} AS passed, "
-    f"a.{_q('admitted_by_id')} AS admitted_by, a.{_q('finished_at')} AS finished_at, "
-    f"a.{_q('correct')} AS correct, a.{_q('total')} AS total, "
-    f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} j WHERE j.{_q('attempt_id')} = a.{_q('id')} "
-    f"AND j.{_q('undone_at')} IS NULL) AS answered FROM (SELECT 1 AS one) x LEFT JOIN {_table(QualificationAttempt)} a "
-    f"ON a.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
-    f"ORDER BY a.{_q('started_at')}, a.{_q('id')}"
+class QualificationRow(NamedTuple):
+    """A campaign's gold pairs, and one qualification attempt of an annotator in it."""
+
+    gold_pairs: int
+    id: int | None
+    passed: bool | None
+    admitted_by: int | None
+    finished_at: datetime | None
+    correct: int | None
+    total: int | None
+    answered: int
+
+
+QUALIFICATION = _statement(
+    "qualification",
+    """
+    SELECT (SELECT COUNT(*) FROM {gold_pair} g WHERE g.{gold_pair.campaign} = %(campaign)s)
+            AS gold_pairs,
+        a.{attempt.id} AS id, a.{attempt.passed} AS passed,
+        a.{attempt.admitted_by} AS admitted_by, a.{attempt.finished_at} AS finished_at,
+        a.{attempt.correct} AS correct, a.{attempt.total} AS total,
+        (SELECT COUNT(*) FROM {gold_judgement} j WHERE j.{gold_judgement.attempt} = a.{attempt.id}
+            AND j.{gold_judgement.undone_at} IS NULL) AS answered
+    FROM (SELECT 1 AS one) x LEFT JOIN {attempt} a
+        ON a.{attempt.campaign} = %(campaign)s AND a.{attempt.annotator} = %(annotator)s
+    ORDER BY a.{attempt.started_at}, a.{attempt.id}""",
+    QualificationRow,
 )
 """A campaign's gold pairs and an annotator's qualification attempts in it, oldest first,
 with how many training pairs each answered, in one statement (a row with a null ``id``
 when there is no attempt)."""
 
 
-def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[tuple]]:
+def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[QualificationRow]]:
     """(gold pairs, attempt rows) of :data:`QUALIFICATION`; ``finished_at`` as an aware
     datetime or None."""
-    found = rows(QUALIFICATION, {"campaign": campaign_id, "annotator": annotator_id})
+    found = QUALIFICATION.rows({"campaign": campaign_id, "annotator": annotator_id})
     attempts = [
         row._replace(finished_at=None if row.finished_at is None else aware_time(row.finished_at))
         for row in found
@@ -477,25 +596,39 @@ def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[tuple]
     return int(found[0].gold_pairs), attempts
 
 
-PAUSED = (
-    f"SELECT {_select(_model_columns(STANDING_ROW))} FROM {_table(AnnotatorStanding)} s "
-    f"WHERE s.{_q('campaign_id')} = %(campaign)s AND s.{_q('annotator_id')} = %(annotator)s "
-    f"AND s.{_q('paused_at')} IS NOT NULL ORDER BY s.{_q('id')} LIMIT 1"
+StandingRow = model_row("StandingRow", STANDING_ROW)
+PAUSED = _statement(
+    "paused",
+    """
+    SELECT {standing:s.*} FROM {standing} s
+    WHERE s.{standing.campaign} = %(campaign)s AND s.{standing.annotator} = %(annotator)s
+      AND s.{standing.paused_at} IS NOT NULL
+    ORDER BY s.{standing.id} LIMIT 1""",
+    StandingRow,
 )
 """An annotator's standing in a campaign if it pauses them."""
 
 
 def paused(campaign_id: int, annotator_id: int) -> AnnotatorStanding | None:
-    found = rows(PAUSED, {"campaign": campaign_id, "annotator": annotator_id})
+    found = PAUSED.rows({"campaign": campaign_id, "annotator": annotator_id})
     return instances(STANDING_ROW, found[0])[0] if found else None
 
 
-GOLD_QUEUE_ANSWERS = (
-    f"SELECT COALESCE(SUM(CASE WHEN a.{_q('created_at')} >= %(since)s THEN 1 ELSE 0 END), 0) "
-    f"AS today, COUNT(*) AS total FROM {_table(GoldJudgement)} a "
-    f"JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
-    f"WHERE g.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
-    f"AND a.{_q('purpose')} = %(purpose)s AND a.{_q('undone_at')} IS NULL"
+class GoldQueueAnswers(NamedTuple):
+    today: int
+    total: int
+
+
+GOLD_QUEUE_ANSWERS = _statement(
+    "gold_queue_answers",
+    """
+    SELECT COALESCE(SUM(CASE WHEN a.{gold_judgement.created_at} >= %(since)s THEN 1 ELSE 0 END), 0)
+            AS today,
+        COUNT(*) AS total
+    FROM {gold_judgement} a JOIN {gold_pair} g ON g.{gold_pair.id} = a.{gold_judgement.gold_pair}
+    WHERE g.{gold_pair.campaign} = %(campaign)s AND a.{gold_judgement.annotator} = %(annotator)s
+      AND a.{gold_judgement.purpose} = %(purpose)s AND a.{gold_judgement.undone_at} IS NULL""",
+    GoldQueueAnswers,
 )
 """How many gold pairs an annotator answered in a campaign's queue since a moment, and in all
 (answers not taken back)."""
@@ -510,78 +643,100 @@ def gold_queue_answers(
         "purpose": purpose,
         "since": connection.ops.adapt_datetimefield_value(since),
     }
-    (row,) = rows(GOLD_QUEUE_ANSWERS, params)
+    (row,) = GOLD_QUEUE_ANSWERS.rows(params)
     return int(row.today), int(row.total)
 
 
-@functools.cache
-def gold_task_statement(excluded: int) -> str:
+def _gold_task_text(excluded: int) -> str:
     """A random gold task of ``%(campaign)s`` to serve ``%(annotator)s`` in the queue, with
     caption and video (:data:`PAIR_ROW`): one they have not answered there and do not hold,
     not among ``%(exclude_0)s``...; ``untasked`` counts the campaign's gold pairs that have
     no task yet (made on demand by ``gold_queue.ensure_tasks``)."""
-    statement = (
-        f"SELECT {_select(_model_columns(PAIR_ROW))}, (SELECT COUNT(*) FROM {_table(GoldPair)} u "
-        f"WHERE u.{_q('campaign_id')} = %(campaign)s AND u.{_q('task_id')} IS NULL) AS untasked "
-        f"FROM {_table(GoldPair)} g JOIN {_table(Pair)} p ON p.{_q('id')} = g.{_q('task_id')} "
-        f"{_with_caption_and_video()} WHERE g.{_q('campaign_id')} = %(campaign)s "
-        f"AND NOT EXISTS (SELECT 1 FROM {_table(GoldJudgement)} a "
-        f"WHERE a.{_q('gold_pair_id')} = g.{_q('id')} AND a.{_q('annotator_id')} = %(annotator)s "
-        f"AND a.{_q('purpose')} = %(queue)s AND a.{_q('undone_at')} IS NULL) "
-        f"AND NOT EXISTS (SELECT 1 FROM {_table(Lease)} l WHERE l.{_q('pair_id')} = p.{_q('id')} "
-        f"AND l.{_q('annotator_id')} = %(annotator)s)"
+    return (
+        """
+    SELECT {pair:p.*}, {caption:c.*}, {video:v.*},
+        (SELECT COUNT(*) FROM {gold_pair} u
+            WHERE u.{gold_pair.campaign} = %(campaign)s AND u.{gold_pair.task} IS NULL) AS untasked
+    FROM {gold_pair} g JOIN {pair} p ON p.{pair.id} = g.{gold_pair.task}"""
+        + WITH_CAPTION_AND_VIDEO
+        + """
+    WHERE g.{gold_pair.campaign} = %(campaign)s
+      AND NOT EXISTS (SELECT 1 FROM {gold_judgement} a
+            WHERE a.{gold_judgement.gold_pair} = g.{gold_pair.id}
+              AND a.{gold_judgement.annotator} = %(annotator)s
+              AND a.{gold_judgement.purpose} = %(queue)s AND a.{gold_judgement.undone_at} IS NULL)
+      AND NOT EXISTS (SELECT 1 FROM {lease} l
+            WHERE l.{lease.pair} = p.{pair.id} AND l.{lease.annotator} = %(annotator)s)"""
+        + (f" AND p.{{pair.id}} NOT IN ({_in_list('exclude', excluded)})" if excluded else "")
+        + " ORDER BY RANDOM() LIMIT 1"
     )
-    if excluded:
-        names = ", ".join(f"%(exclude_{i})s" for i in range(excluded))
-        statement += f" AND p.{_q('id')} NOT IN ({names})"
-    return statement + " ORDER BY RANDOM() LIMIT 1"
 
 
-def gold_task(campaign_id: int, annotator_id: int, exclude: Sequence[int]) -> tuple | None:
-    """The row of :func:`gold_task_statement`, or None when no gold task is left to serve."""
+GoldTaskRow = model_row("GoldTaskRow", PAIR_ROW, "untasked")
+GOLD_TASK = _statement(
+    "gold_task", _gold_task_text, GoldTaskRow, [{"excluded": 0}, {"excluded": 2}]
+)
+
+
+def gold_task(campaign_id: int, annotator_id: int, exclude: Sequence[int]) -> GoldTaskRow | None:
+    """The row of :data:`GOLD_TASK`, or None when no gold task is left to serve."""
     params = {
         "campaign": campaign_id,
         "annotator": annotator_id,
         "queue": GoldJudgement.Purpose.QUEUE.value,
     }
     params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
-    found = rows(gold_task_statement(len(exclude)), params)
+    found = GOLD_TASK.rows(params, excluded=len(exclude))
     return found[0] if found else None
 
 
-GOLD_JUDGEMENT_ROW: Sources = ((GoldJudgement, "e"),)
-GOLD_ANSWER = (
-    f"SELECT g.{_q('id')} AS gold, g.{_q('campaign_id')} AS campaign, g.{_q('label')} AS label, "
-    f"g.{_q('explanation')} AS explanation, g.{_q('guideline')} AS guideline, "
-    f"(SELECT a.{_q('id')} FROM {_table(QualificationAttempt)} a "
-    f"WHERE a.{_q('campaign_id')} = g.{_q('campaign_id')} "
-    f"AND a.{_q('annotator_id')} = %(annotator)s AND a.{_q('finished_at')} IS NULL "
-    f"ORDER BY a.{_q('id')} LIMIT 1) AS attempt, "
-    f"(SELECT COUNT(*) FROM {_table(GoldJudgement)} q WHERE q.{_q('gold_pair_id')} = g.{_q('id')} "
-    f"AND q.{_q('annotator_id')} = %(annotator)s AND q.{_q('purpose')} = %(queue)s "
-    f"AND q.{_q('undone_at')} IS NULL) AS answered, "
-    f"(SELECT j.{_q('id')} FROM {_table(Judgement)} j WHERE j.{_q('uuid')} = %(uuid)s) "
-    f"AS label_uses, s.{_q('paused_at')} AS paused_at, "
-    + ", ".join(
-        f"(SELECT {value} FROM {_table(GoldJudgement)} a "
-        f"JOIN {_table(GoldPair)} h ON h.{_q('id')} = a.{_q('gold_pair_id')} "
-        f"WHERE h.{_q('campaign_id')} = g.{_q('campaign_id')} "
-        f"AND a.{_q('annotator_id')} = %(annotator)s AND a.{_q('purpose')} = %(queue)s "
-        f"AND a.{_q('undone_at')} IS NULL AND (s.{_q('reinstated_at')} IS NULL "
-        f"OR a.{_q('created_at')} > s.{_q('reinstated_at')})) AS {name}"
-        for name, value in (
-            ("gold_total", "COUNT(*)"),
-            (
-                "gold_correct",
-                f"COALESCE(SUM(CASE WHEN a.{_q('label')} = h.{_q('label')} THEN 1 ELSE 0 END), 0)",
-            ),
-        )
+def _gold_since_reinstated(value: str, name: str) -> str:
+    """A column of :data:`GOLD_ANSWER`: ``value`` over the annotator's live queue answers on
+    the campaign's gold since their reinstatement."""
+    return (
+        f"(SELECT {value} FROM {{gold_judgement}} a "
+        "JOIN {gold_pair} h ON h.{gold_pair.id} = a.{gold_judgement.gold_pair} "
+        "WHERE h.{gold_pair.campaign} = g.{gold_pair.campaign} "
+        "AND a.{gold_judgement.annotator} = %(annotator)s AND a.{gold_judgement.purpose} = %(queue)s "
+        "AND a.{gold_judgement.undone_at} IS NULL AND (s.{standing.reinstated_at} IS NULL "
+        f"OR a.{{gold_judgement.created_at}} > s.{{standing.reinstated_at}})) AS {name}"
     )
-    + f", {_select(_model_columns(GOLD_JUDGEMENT_ROW))} FROM (SELECT 1 AS one) x "
-    f"LEFT JOIN {_table(GoldPair)} g ON g.{_q('task_id')} = %(task)s "
-    f"LEFT JOIN {_table(AnnotatorStanding)} s ON s.{_q('campaign_id')} = g.{_q('campaign_id')} "
-    f"AND s.{_q('annotator_id')} = %(annotator)s "
-    f"LEFT JOIN {_table(GoldJudgement)} e ON e.{_q('uuid')} = %(uuid)s"
+
+
+GOLD_JUDGEMENT_ROW: Sources = ((GoldJudgement, "e"),)
+GoldAnswerRow = model_row(
+    "GoldAnswerRow",
+    *("gold", "campaign", "label", "explanation", "guideline", "attempt", "answered"),
+    *("label_uses", "paused_at", "gold_total", "gold_correct"),
+    GOLD_JUDGEMENT_ROW,
+)
+GOLD_ANSWER = _statement(
+    "gold_answer",
+    """
+    SELECT g.{gold_pair.id} AS gold, g.{gold_pair.campaign} AS campaign,
+        g.{gold_pair.label} AS label, g.{gold_pair.explanation} AS explanation,
+        g.{gold_pair.guideline} AS guideline,
+        (SELECT a.{attempt.id} FROM {attempt} a WHERE a.{attempt.campaign} = g.{gold_pair.campaign}
+            AND a.{attempt.annotator} = %(annotator)s AND a.{attempt.finished_at} IS NULL
+            ORDER BY a.{attempt.id} LIMIT 1) AS attempt,
+        (SELECT COUNT(*) FROM {gold_judgement} q WHERE q.{gold_judgement.gold_pair} = g.{gold_pair.id}
+            AND q.{gold_judgement.annotator} = %(annotator)s AND q.{gold_judgement.purpose} = %(queue)s
+            AND q.{gold_judgement.undone_at} IS NULL) AS answered,
+        (SELECT j.{judgement.id} FROM {judgement} j WHERE j.{judgement.uuid} = %(uuid)s) AS label_uses,
+        s.{standing.paused_at} AS paused_at, """
+    + _gold_since_reinstated("COUNT(*)", "gold_total")
+    + ", "
+    + _gold_since_reinstated(
+        "COALESCE(SUM(CASE WHEN a.{gold_judgement.label} = h.{gold_pair.label} THEN 1 ELSE 0 END), 0)",
+        "gold_correct",
+    )
+    + """, {gold_judgement:e.*}
+    FROM (SELECT 1 AS one) x
+    LEFT JOIN {gold_pair} g ON g.{gold_pair.task} = %(task)s
+    LEFT JOIN {standing} s ON s.{standing.campaign} = g.{gold_pair.campaign}
+        AND s.{standing.annotator} = %(annotator)s
+    LEFT JOIN {gold_judgement} e ON e.{gold_judgement.uuid} = %(uuid)s""",
+    GoldAnswerRow,
 )
 """Everything an answer on a gold task needs, in one row: the gold pair (null ``gold`` when
 it is gone), the annotator's qualification attempt in progress, whether they answered the
@@ -601,18 +756,23 @@ def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
         "queue": GoldJudgement.Purpose.QUEUE.value,
         "uuid": _uuid_value(client_uuid),
     }
-    (row,) = rows(GOLD_ANSWER, params)
+    (row,) = GOLD_ANSWER.rows(params)
     stored = instances(GOLD_JUDGEMENT_ROW, row)[0] if row.e_id is not None else None
     return row._replace(
         gold_total=int(row.gold_total or 0), gold_correct=int(row.gold_correct or 0)
     ), stored
 
 
-INSERT_GOLD_JUDGEMENT = (
-    f"INSERT INTO {_table(GoldJudgement)} ({_q('uuid')}, {_q('gold_pair_id')}, "
-    f"{_q('annotator_id')}, {_q('label')}, {_q('seconds')}, {_q('created_at')}, "
-    f"{_q('purpose')}, {_q('attempt_id')}) VALUES (%(uuid)s, %(gold)s, %(annotator)s, "
-    f"%(label)s, %(seconds)s, %(now)s, %(purpose)s, %(attempt)s) RETURNING {_q('id')}"
+INSERT_GOLD_JUDGEMENT = _statement(
+    "insert_gold_judgement",
+    """
+    INSERT INTO {gold_judgement} ({gold_judgement.uuid}, {gold_judgement.gold_pair},
+        {gold_judgement.annotator}, {gold_judgement.label}, {gold_judgement.seconds},
+        {gold_judgement.created_at}, {gold_judgement.purpose}, {gold_judgement.attempt})
+    VALUES (%(uuid)s, %(gold)s, %(annotator)s, %(label)s, %(seconds)s, %(now)s, %(purpose)s,
+        %(attempt)s)
+    RETURNING {gold_judgement.id}""",
+    Inserted,
 )
 
 
@@ -651,32 +811,47 @@ def insert_gold_judgement(
     )
 
 
-GOLD_EVIDENCE = (
-    f"SELECT s.{_q('paused_at')} AS paused_at, s.{_q('reinstated_at')} AS reinstated_at, "
-    f"COUNT(a.{_q('id')}) AS total, "
-    f"COALESCE(SUM(CASE WHEN a.{_q('label')} = g.{_q('label')} THEN 1 ELSE 0 END), 0) AS correct "
-    f"FROM (SELECT 1 AS one) x LEFT JOIN {_table(AnnotatorStanding)} s "
-    f"ON s.{_q('campaign_id')} = %(campaign)s AND s.{_q('annotator_id')} = %(annotator)s "
-    f"LEFT JOIN {_table(GoldJudgement)} a ON a.{_q('annotator_id')} = %(annotator)s "
-    f"AND a.{_q('purpose')} = %(queue)s AND a.{_q('undone_at')} IS NULL "
-    f"AND (s.{_q('reinstated_at')} IS NULL OR a.{_q('created_at')} > s.{_q('reinstated_at')}) "
-    f"AND a.{_q('gold_pair_id')} IN (SELECT g2.{_q('id')} FROM {_table(GoldPair)} g2 "
-    f"WHERE g2.{_q('campaign_id')} = %(campaign)s) "
-    f"LEFT JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
-    f"GROUP BY s.{_q('paused_at')}, s.{_q('reinstated_at')}"
+class GoldEvidence(NamedTuple):
+    """An annotator's standing in a campaign and their queue answers on its gold since."""
+
+    paused_at: datetime | None
+    reinstated_at: datetime | None
+    total: int
+    correct: int
+
+
+GOLD_EVIDENCE = _statement(
+    "gold_evidence",
+    """
+    SELECT s.{standing.paused_at} AS paused_at, s.{standing.reinstated_at} AS reinstated_at,
+        COUNT(a.{gold_judgement.id}) AS total,
+        COALESCE(SUM(CASE WHEN a.{gold_judgement.label} = g.{gold_pair.label} THEN 1 ELSE 0 END), 0)
+            AS correct
+    FROM (SELECT 1 AS one) x
+    LEFT JOIN {standing} s
+        ON s.{standing.campaign} = %(campaign)s AND s.{standing.annotator} = %(annotator)s
+    LEFT JOIN {gold_judgement} a ON a.{gold_judgement.annotator} = %(annotator)s
+        AND a.{gold_judgement.purpose} = %(queue)s AND a.{gold_judgement.undone_at} IS NULL
+        AND (s.{standing.reinstated_at} IS NULL
+            OR a.{gold_judgement.created_at} > s.{standing.reinstated_at})
+        AND a.{gold_judgement.gold_pair} IN (SELECT g2.{gold_pair.id} FROM {gold_pair} g2
+            WHERE g2.{gold_pair.campaign} = %(campaign)s)
+    LEFT JOIN {gold_pair} g ON g.{gold_pair.id} = a.{gold_judgement.gold_pair}
+    GROUP BY s.{standing.paused_at}, s.{standing.reinstated_at}""",
+    GoldEvidence,
 )
 """An annotator's standing in a campaign (paused, reinstated: null without one) and their
 queue answers on its gold pairs since the reinstatement: how many, how many right."""
 
 
-def gold_evidence(campaign_id: int, annotator_id: int) -> tuple:
+def gold_evidence(campaign_id: int, annotator_id: int) -> GoldEvidence:
     """The row of :data:`GOLD_EVIDENCE`, times as aware datetimes or None and counts as ints."""
     params = {
         "campaign": campaign_id,
         "annotator": annotator_id,
         "queue": GoldJudgement.Purpose.QUEUE.value,
     }
-    (row,) = rows(GOLD_EVIDENCE, params)
+    (row,) = GOLD_EVIDENCE.rows(params)
     return row._replace(
         paused_at=None if row.paused_at is None else aware_time(row.paused_at),
         reinstated_at=None if row.reinstated_at is None else aware_time(row.reinstated_at),
@@ -685,19 +860,26 @@ def gold_evidence(campaign_id: int, annotator_id: int) -> tuple:
     )
 
 
-@functools.cache
-def recent_seconds_statement(since: bool) -> str:
-    """The times an annotator spent on their ``%(recent)s`` latest live labels in a campaign
-    (after ``%(since)s`` when ``since``), newest first, through the (annotator, time) index."""
-    statement = (
-        f"SELECT j.{_q('seconds')} AS seconds FROM {_table(Judgement)} j "
-        f"JOIN {_table(Pair)} p ON p.{_q('id')} = j.{_q('pair_id')} "
-        f"WHERE j.{_q('annotator_id')} = %(annotator)s AND p.{_q('campaign_id')} = %(campaign)s "
-        f"AND j.{_q('undone_at')} IS NULL AND j.{_q('seconds')} IS NOT NULL"
-    )
-    if since:
-        statement += f" AND j.{_q('created_at')} > %(since)s"
-    return statement + f" ORDER BY j.{_q('created_at')} DESC LIMIT %(recent)s"
+class Seconds(NamedTuple):
+    seconds: float
+
+
+RECENT_SECONDS = _statement(
+    "recent_seconds",
+    lambda since: (
+        """
+    SELECT j.{judgement.seconds} AS seconds
+    FROM {judgement} j JOIN {pair} p ON p.{pair.id} = j.{judgement.pair}
+    WHERE j.{judgement.annotator} = %(annotator)s AND p.{pair.campaign} = %(campaign)s
+      AND j.{judgement.undone_at} IS NULL AND j.{judgement.seconds} IS NOT NULL"""
+        + (" AND j.{judgement.created_at} > %(since)s" if since else "")
+        + " ORDER BY j.{judgement.created_at} DESC LIMIT %(recent)s"
+    ),
+    Seconds,
+    [{"since": False}, {"since": True}],
+)
+"""The times an annotator spent on their ``%(recent)s`` latest live labels in a campaign
+(after ``%(since)s`` when ``since``), newest first, through the (annotator, time) index."""
 
 
 def recent_seconds(
@@ -706,68 +888,96 @@ def recent_seconds(
     params = {"campaign": campaign_id, "annotator": annotator_id, "recent": recent}
     if since is not None:
         params["since"] = connection.ops.adapt_datetimefield_value(since)
-    with connection.cursor() as cursor:
-        cursor.execute(recent_seconds_statement(since is not None), params)
-        return [float(seconds) for (seconds,) in cursor.fetchall()]
+    rows = RECENT_SECONDS.plain_rows(params, since=since is not None)
+    return [float(seconds) for (seconds,) in rows]
 
 
 TALLY_COLUMNS = {
-    "judged_today": (
-        f"SELECT coalesce(sum({_q('judged')}), 0) FROM {_table(AnnotatorTally)} "
-        f"WHERE {_q('campaign_id')} = %(campaign)s AND {_q('annotator_id')} = %(annotator)s "
-        f"AND {_q('day')} = %(day)s"
-    ),
-    "judged_total": (
-        f"SELECT coalesce(sum({_q('judged')}), 0) FROM {_table(AnnotatorTally)} "
-        f"WHERE {_q('campaign_id')} = %(campaign)s AND {_q('annotator_id')} = %(annotator)s"
-    ),
-    "pairs": (
-        f"SELECT coalesce(sum({_q('pairs')}), 0) FROM {_table(CampaignTally)} "
-        f"WHERE {_q('campaign_id')} = %(campaign)s"
-    ),
-    "labels_left": (
-        f"SELECT coalesce(sum({_q('labels_left')}), 0) FROM {_table(CampaignTally)} "
-        f"WHERE {_q('campaign_id')} = %(campaign)s"
-    ),
+    "judged_today": """
+        SELECT coalesce(sum({annotator_tally.judged}), 0) FROM {annotator_tally}
+        WHERE {annotator_tally.campaign} = %(campaign)s
+          AND {annotator_tally.annotator} = %(annotator)s AND {annotator_tally.day} = %(day)s""",
+    "judged_total": """
+        SELECT coalesce(sum({annotator_tally.judged}), 0) FROM {annotator_tally}
+        WHERE {annotator_tally.campaign} = %(campaign)s
+          AND {annotator_tally.annotator} = %(annotator)s""",
+    "pairs": """
+        SELECT coalesce(sum({campaign_tally.pairs}), 0) FROM {campaign_tally}
+        WHERE {campaign_tally.campaign} = %(campaign)s""",
+    "labels_left": """
+        SELECT coalesce(sum({campaign_tally.labels_left}), 0) FROM {campaign_tally}
+        WHERE {campaign_tally.campaign} = %(campaign)s""",
 }
 GOLD_TALLY_COLUMNS = {
-    name: (
-        f"SELECT {count} FROM {_table(GoldJudgement)} a "
-        f"JOIN {_table(GoldPair)} g ON g.{_q('id')} = a.{_q('gold_pair_id')} "
-        f"WHERE g.{_q('campaign_id')} = %(campaign)s AND a.{_q('annotator_id')} = %(annotator)s "
-        f"AND a.{_q('purpose')} = %(queue)s AND a.{_q('undone_at')} IS NULL"
-    )
+    name: f"""
+        SELECT {count} FROM {{gold_judgement}} a
+        JOIN {{gold_pair}} g ON g.{{gold_pair.id}} = a.{{gold_judgement.gold_pair}}
+        WHERE g.{{gold_pair.campaign}} = %(campaign)s
+          AND a.{{gold_judgement.annotator}} = %(annotator)s
+          AND a.{{gold_judgement.purpose}} = %(queue)s AND a.{{gold_judgement.undone_at}} IS NULL"""
     for name, count in (
         (
             "gold_today",
-            f"COALESCE(SUM(CASE WHEN a.{_q('created_at')} >= %(since)s THEN 1 ELSE 0 END), 0)",
+            "COALESCE(SUM(CASE WHEN a.{gold_judgement.created_at} >= %(since)s THEN 1 ELSE 0 END), 0)",
         ),
         ("gold_total", "COUNT(*)"),
     )
 }
 
 
-@functools.cache
-def tallies_statement(gold: bool) -> str:
+class Tallies(NamedTuple):
+    """An annotator's live judgements on a day and in all; a campaign's pairs not held and
+    the labels they need."""
+
+    judged_today: int
+    judged_total: int
+    pairs: int
+    labels_left: int
+
+
+class GoldTallies(NamedTuple):
+    """:class:`Tallies` and the annotator's queue answers on gold that day and in all."""
+
+    judged_today: int
+    judged_total: int
+    pairs: int
+    labels_left: int
+    gold_today: int
+    gold_total: int
+
+
+def _tallies_text(gold: bool) -> str:
     """An annotator's live judgements on a UTC day and in all, and a campaign's pairs not
-    held and labels left, from the running totals PostgreSQL's triggers keep (migration
-    0004): a few index lookups however large the campaign, where counting would read every
-    pair. With ``gold``, also the annotator's queue answers on gold since ``%(since)s``
-    (the day's start) and in all, which progress counts as judgements."""
+    held and labels left, from the running totals the database's triggers keep (migrations
+    0004 and 0013): a few index lookups however large the campaign, where counting would
+    read every pair. With ``gold``, also the annotator's queue answers on gold since
+    ``%(since)s`` (the day's start) and in all, which progress counts as judgements."""
     columns = {**TALLY_COLUMNS, **(GOLD_TALLY_COLUMNS if gold else {})}
     return "SELECT " + ", ".join(f"({query}) AS {name}" for name, query in columns.items())
 
 
+TALLIES = _statement(
+    "tallies",
+    _tallies_text,
+    lambda gold: GoldTallies if gold else Tallies,
+    [{"gold": False}, {"gold": True}],
+)
+
+
 def tallies(campaign_id: int, annotator_id: int | None, day: date, gold: bool = False) -> tuple:
-    """The row of :func:`tallies_statement`, its counts as ints."""
-    params = {"campaign": campaign_id, "annotator": annotator_id, "day": day}
+    """The row of :data:`TALLIES`, its counts as ints."""
+    params = {
+        "campaign": campaign_id,
+        "annotator": annotator_id,
+        "day": connection.ops.adapt_datefield_value(day),
+    }
     if gold:
         start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
         params.update(
             queue=GoldJudgement.Purpose.QUEUE.value,
             since=connection.ops.adapt_datetimefield_value(start),
         )
-    (row,) = rows(tallies_statement(gold), params)
+    (row,) = TALLIES.rows(params, gold=gold)
     return row._make(int(value) for value in row)
 
 
@@ -778,8 +988,18 @@ ANNOTATOR_SPAN = 2**32
 """Annotator ids below this are packed with the pair and label into one integer per row."""
 
 
-@functools.cache
-def judgement_keys_statement(packed: bool, contiguous: bool) -> str:
+class PackedKey(NamedTuple):
+    key: int
+    seconds: float
+
+
+class JudgementKey(NamedTuple):
+    key: int
+    annotator: int
+    seconds: float
+
+
+def _judgement_keys_text(packed: bool, contiguous: bool) -> str:
     """A campaign's live judgements, one row each: ``key`` is ``(pair_id - %(first)s) * 2 +
     (1 if relevant)``, times :data:`ANNOTATOR_SPAN` plus the annotator id when ``packed``
     (else an ``annotator`` column), and ``seconds`` (-1 when missing).
@@ -787,31 +1007,38 @@ def judgement_keys_statement(packed: bool, contiguous: bool) -> str:
     With ``contiguous`` pair ids, ``pair_id BETWEEN %(first)s AND %(last)s`` (an index)
     selects them without a join; otherwise a join on ``%(campaign)s`` does.
     """
-    pair_id = f"j.{_q('pair_id')}"
     key = (
-        f"({pair_id} - %(first)s) * 2 + CASE WHEN j.{_q('label')} = %(relevant)s THEN 1 ELSE 0 END"
+        "(j.{judgement.pair} - %(first)s) * 2 "
+        "+ CASE WHEN j.{judgement.label} = %(relevant)s THEN 1 ELSE 0 END"
     )
     columns = (
-        {"key": f"({key}) * {ANNOTATOR_SPAN} + j.{_q('annotator_id')}"}
+        f"({key}) * {ANNOTATOR_SPAN} + j.{{judgement.annotator}} AS key"
         if packed
-        else {"key": key, "annotator": "j.annotator_id"}
+        else f"{key} AS key, j.{{judgement.annotator}} AS annotator"
     )
-    columns["seconds"] = f"COALESCE(j.{_q('seconds')}, -1.0)"
-    statement = f"SELECT {_select(columns)} FROM {_table(Judgement)} j "
-    if contiguous:
-        statement += f"WHERE {pair_id} BETWEEN %(first)s AND %(last)s"
-    else:
-        statement += (
-            f"JOIN {_table(Pair)} p ON p.{_q('id')} = {pair_id} "
-            f"WHERE p.{_q('campaign_id')} = %(campaign)s"
-        )
-    return statement + f" AND j.{_q('undone_at')} IS NULL"
+    where = (
+        "WHERE j.{judgement.pair} BETWEEN %(first)s AND %(last)s"
+        if contiguous
+        else "JOIN {pair} p ON p.{pair.id} = j.{judgement.pair} WHERE p.{pair.campaign} = %(campaign)s"
+    )
+    return (
+        f"SELECT {columns}, COALESCE(j.{{judgement.seconds}}, -1.0) AS seconds "
+        f"FROM {{judgement}} j {where} AND j.{{judgement.undone_at}} IS NULL"
+    )
+
+
+JUDGEMENT_KEYS = _statement(
+    "judgement_keys",
+    _judgement_keys_text,
+    lambda packed, contiguous: PackedKey if packed else JudgementKey,
+    [{"packed": p, "contiguous": c} for p in (True, False) for c in (True, False)],
+)
 
 
 def judgement_keys(
     campaign_id: int, first_pair: int, last_pair: int, contiguous: bool, packed: bool
 ) -> np.ndarray:
-    """The rows of :func:`judgement_keys_statement` as an array (``key``, [``annotator``,] ``seconds``)."""
+    """The rows of :data:`JUDGEMENT_KEYS` as an array (``key``, [``annotator``,] ``seconds``)."""
     names = ["key", "seconds"] if packed else ["key", "annotator", "seconds"]
     dtype = np.dtype([(name, np.float64 if name == "seconds" else np.int64) for name in names])
     params = {
@@ -820,37 +1047,53 @@ def judgement_keys(
         "campaign": campaign_id,
         "relevant": Judgement.Label.RELEVANT.value,
     }
-    return array(judgement_keys_statement(packed, contiguous), params, dtype)
+    return array(JUDGEMENT_KEYS, params, dtype, packed=packed, contiguous=contiguous)
 
 
 # Exports (annotation.services.exports): a join in the database beats assembling pairs,
 # captions, videos and judgements in Python by a third at FIRE's scale.
 
-EXPORT_COLUMNS = {
-    "pair_id": "p.id",
-    "campaign_id": "p.campaign_id",
-    "pool_row": "p.pool_row",
-    "status": "p.status",
-    "adjudicated": "p.adjudicated",
-    "caption_id": "p.caption_id",
-    "caption_key": "c.key",
-    "caption_text": "c.text",
-    "video_key": "v.key",
-    "annotator_id": "j.annotator_id",
-    "label": "j.label",
-    "seconds": "j.seconds",
-    "created_at": "j.created_at",
-    "uuid": "j.uuid",
-    "auto_label": "p.auto_label",
-}
-"""The columns of :data:`EXPORT_ROWS`: alias and expression, in select order."""
 
-EXPORT_ROWS = (
-    f"SELECT {_select(EXPORT_COLUMNS)} FROM {_table(Pair)} p {_with_caption_and_video()} "
-    f"LEFT JOIN {_table(Judgement)} j ON j.{_q('pair_id')} = p.{_q('id')} "
-    f"AND j.{_q('undone_at')} IS NULL "
-    f"WHERE p.{_q('id')} >= %(low)s AND p.{_q('id')} < %(high)s "
-    f"ORDER BY p.{_q('id')}, j.{_q('created_at')}, j.{_q('id')}"
+class ExportRow(NamedTuple):
+    """One live label of a pair (or the pair alone when unlabelled), as exports read it."""
+
+    pair_id: int
+    campaign_id: int
+    pool_row: int
+    status: str
+    adjudicated: str
+    caption_id: int
+    caption_key: str
+    caption_text: str
+    video_key: str
+    annotator_id: int | None
+    label: str | None
+    seconds: float | None
+    created_at: object
+    uuid: object
+    auto_label: str
+
+
+EXPORT_COLUMNS = ExportRow._fields
+"""The columns of :data:`EXPORT_ROWS`, in select order."""
+
+EXPORT_ROWS = _statement(
+    "export_rows",
+    """
+    SELECT p.{pair.id} AS pair_id, p.{pair.campaign} AS campaign_id, p.{pair.pool_row} AS pool_row,
+        p.{pair.status} AS status, p.{pair.adjudicated} AS adjudicated,
+        p.{pair.caption} AS caption_id, c.{caption.key} AS caption_key,
+        c.{caption.text} AS caption_text, v.{video.key} AS video_key,
+        j.{judgement.annotator} AS annotator_id, j.{judgement.label} AS label,
+        j.{judgement.seconds} AS seconds, j.{judgement.created_at} AS created_at,
+        j.{judgement.uuid} AS uuid, p.{pair.auto_label} AS auto_label
+    FROM {pair} p"""
+    + WITH_CAPTION_AND_VIDEO
+    + """
+    LEFT JOIN {judgement} j ON j.{judgement.pair} = p.{pair.id} AND j.{judgement.undone_at} IS NULL
+    WHERE p.{pair.id} >= %(low)s AND p.{pair.id} < %(high)s
+    ORDER BY p.{pair.id}, j.{judgement.created_at}, j.{judgement.id}""",
+    ExportRow,
 )
 """One row per live label (or one per unlabelled pair) of the pairs with ids in
 ``[%(low)s, %(high)s)``, pairs in id order and each pair's labels in the order given.
@@ -860,7 +1103,7 @@ Every campaign's pairs in the window come back: the caller keeps its own."""
 def export_rows(low: int, high: int) -> list[tuple]:
     """The rows of :data:`EXPORT_ROWS` for the id window ``[low, high)``, as plain tuples
     in :data:`EXPORT_COLUMNS` order: read them with ``reader(EXPORT_COLUMNS, ...)``."""
-    return plain_rows(EXPORT_ROWS, {"low": low, "high": high}, tuple(EXPORT_COLUMNS))
+    return EXPORT_ROWS.plain_rows({"low": low, "high": high})
 
 
 def uuid_text(value: object) -> str:
@@ -896,8 +1139,9 @@ def insert(model: type[Model], columns: Mapping[str, object]) -> int:
     """Insert rows into ``model``'s table, given by column (see :func:`column_rows`).
 
     Every name must be a column of the model; the others take their database defaults.
-    On SQLite the driver's ``executemany`` runs one prepared statement per row in C (the
-    fastest path); elsewhere multi-row INSERTs of up to :data:`MAX_PARAMETERS` values.
+    Where the backend caps a statement's parameters (SQLite's qmark driver), the driver's
+    ``executemany`` runs one prepared statement per row in C (the fastest path there);
+    elsewhere multi-row INSERTs of up to :data:`MAX_PARAMETERS` values.
     Both bind positional placeholders, generated from the same names as the rows.
     """
     names, values = column_rows(columns)
@@ -906,12 +1150,12 @@ def insert(model: type[Model], columns: Mapping[str, object]) -> int:
         raise ValueError(f"{model.__name__} has no columns {sorted(unknown)}")
     table = f"{_table(model)} ({', '.join(map(_q, names))})"
     connection.ensure_connection()
-    if connection.vendor == "sqlite":
+    if connection.features.max_query_params is not None:
         row_list = list(values)
         placeholders = ", ".join("?" * len(names))
         connection.connection.executemany(f"INSERT INTO {table} VALUES ({placeholders})", row_list)
         return len(row_list)
-    batch = MAX_PARAMETERS.get(connection.vendor, 30000) // len(names)
+    batch = MAX_PARAMETERS // len(names)
     row = "(" + ", ".join(["%s"] * len(names)) + ")"
     written = 0
     with connection.cursor() as cursor:

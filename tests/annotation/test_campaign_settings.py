@@ -170,7 +170,7 @@ def test_the_gold_companion_is_a_column():
     assert sql.campaign(companion.pk) is None and sql.campaign(campaign.pk) == campaign
     pair = companion.pairs.first()
     target = sql.pair_target(pair.pk)
-    assert (target[0], target[3]) == (companion.pk, campaign.pk)
+    assert (target.campaign, target.gold_of) == (companion.pk, campaign.pk)
     campaign.delete()  # the hidden companion goes with its campaign
     assert not Campaign._base_manager.filter(pk=companion.pk).exists()
 

@@ -1,19 +1,25 @@
-"""Every hand-written statement of :mod:`annotation.services.sql` against the same answer
-computed through the ORM, on a small campaign (SQLite here, PostgreSQL in the second pass)."""
+"""Every registered statement (:data:`config.raw_sql.REGISTRY`) run on the current database
+(SQLite here, PostgreSQL in the second pass), its rows of its registered row type; and each
+statement that replaces an ORM query against the same answer computed through the ORM, on
+a small campaign."""
 
 import uuid
 from datetime import timedelta
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
-from annotation.models import Judgement, Lease, Pair
-from annotation.services import assignment, sql
-from tests.factories import make_campaign
+from annotation.models import Campaign, GoldPair, Judgement, Lease, Pair
+from annotation.services import assignment, gold_queue, sql
+from annotation.services.scores import EpochSeconds
+from config import raw_sql
+from tests.factories import add_gold, make_campaign
 
 
 @pytest.fixture
@@ -90,10 +96,6 @@ def test_next_pair_is_none_when_nothing_is_open(world):
     assert sql.next_pair(campaign.pk, a.pk, [], None) is None
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="the tallies are kept by PostgreSQL triggers only (SQLite counts instead)",
-)
 def test_tallies_match_counts_through_the_orm(world):
     campaign, (a, _, _) = world
     now = timezone.now()
@@ -237,10 +239,22 @@ def test_queryset_array_reads_columns_by_name(world):
         sql.queryset_array(pairs.values_list("needed", "id"), dtype)
 
 
-def test_plain_rows_refuse_columns_other_than_named(db):
-    assert sql.plain_rows("SELECT 1 AS a, 2 AS b", {}, ("a", "b")) == [(1, 2)]
-    with pytest.raises(ValueError, match="are not"):
-        sql.plain_rows("SELECT 1 AS a, 2 AS b", {}, ("b", "a"))
+def test_a_statement_refuses_columns_other_than_its_row_type(db):
+    """A statement whose select list drifts from its row type fails on its first run, with
+    both lists named (never a row read by the wrong name)."""
+
+    class Two(NamedTuple):
+        a: int
+        b: int
+
+    good = raw_sql.Statement("test_two_good", {}, "SELECT 1 AS a, 2 AS b", Two)
+    bad = raw_sql.Statement("test_two_bad", {}, "SELECT 1 AS b, 2 AS a", Two)
+    try:
+        assert good.rows({}) == [Two(1, 2)]
+        with pytest.raises(ImproperlyConfigured, match="are not"):
+            bad.rows({})
+    finally:
+        del raw_sql.REGISTRY["test_two_good"], raw_sql.REGISTRY["test_two_bad"]
 
 
 def test_gold_answer_and_earlier_judgements_match_the_orm(people):
@@ -287,3 +301,258 @@ def test_gold_answer_and_earlier_judgements_match_the_orm(people):
     assert gold_uses and [j.pk for j in judgements] == [real.pk]
     judgements, gold_uses = sql.earlier_judgements(uuid.uuid4(), real.pair_id + 10**6, user.pk)
     assert (judgements, gold_uses) == ([], False)
+
+
+# -- the registry: every statement, every variant, on this database -------------------------
+
+VARIANTS = [
+    pytest.param(statement, variant, id=f"{name}-{'-'.join(map(str, variant.values())) or 'one'}")
+    for name, statement in raw_sql.REGISTRY.items()
+    for variant in statement.variants
+]
+
+
+@pytest.fixture
+def examples(world) -> dict:
+    """A value for every parameter a registered statement takes, naming rows of ``world``
+    (with two gold pairs) so that writes keep every constraint."""
+    campaign, users = world
+    add_gold(campaign, 2, rate=0.5)
+    gold_queue.ensure_tasks(campaign)
+    gold = GoldPair.objects.filter(campaign=campaign).order_by("pk").first()
+    leased = Pair.objects.filter(campaign=campaign, leased__gt=0).order_by("pk").first()
+    pairs = sorted(Pair.objects.filter(campaign=campaign).values_list("pk", flat=True))
+    fresh = get_user_model().objects.create_user("s-registry", password="pw-sql-1")
+    now = timezone.now()
+    adapt = connection.ops.adapt_datetimefield_value
+    values = {
+        "campaign": campaign.pk,
+        "annotator": fresh.pk,
+        "pair": leased.pk,
+        "caption": leased.caption_id,
+        "now": adapt(now),
+        "expires": adapt(now + timedelta(minutes=5)),
+        "since": adapt(now - timedelta(days=1)),
+        "day": connection.ops.adapt_datefield_value(now.date()),
+        "uuid": Judgement._meta.get_field("uuid").get_db_prep_value(uuid.uuid4(), connection),
+        "task": gold.task_id,
+        "gold": gold.pk,
+        "attempt": None,
+        "recent": 5,
+        "first": pairs[0],
+        "last": pairs[-1],
+        "low": pairs[0],
+        "high": pairs[-1] + 1,
+        "relevant": "relevant",
+        "label": "relevant",
+        "seconds": 2.5,
+        "queue": "queue",
+        "purpose": "queue",
+        "pk": fresh.pk,
+    }
+    values.update({name: getattr(leased, name) for name in sql.SAVE_COUNTS_COLUMNS})
+    values.update({f"exclude_{i}": pk for i, pk in enumerate(pairs)})
+    values.update({f"shard_{i}": i for i in range(16)})
+    return values
+
+
+@pytest.mark.parametrize(("statement", "variant"), VARIANTS)
+def test_every_registered_statement_runs_and_gives_its_row_type(examples, statement, variant):
+    """Each statement (a new one is covered by registering it) runs here, and its columns are
+    its row type's fields; writes return no rows, or the new row's id."""
+    missing = set(statement.parameters(**variant)) - set(examples)
+    assert not missing, f"give the test an example value for {sorted(missing)}"
+    params = {name: examples[name] for name in statement.parameters(**variant)}
+    row = statement.row_type(**variant)
+    with transaction.atomic():  # locking statements need one
+        if row is None:
+            assert statement.execute(params, **variant) >= 0
+            return
+        got = statement.rows(params, **variant)
+    assert all(type(found) is row for found in got)
+    assert all(len(found) == len(row._fields) for found in got)
+
+
+def test_every_statement_is_filled_at_start_up_and_a_missing_field_stops_it():
+    """:func:`config.raw_sql.check_registry` (run by the app's ``ready``) fills every
+    variant; a statement naming a field the models lack fails there, naming itself."""
+    raw_sql.check_registry()
+    raw_sql.Statement(
+        "test_broken", sql.MODELS, "SELECT p.{pair.open_slot} AS n FROM {pair} p", None
+    )
+    try:
+        with pytest.raises(ImproperlyConfigured, match="test_broken.*open_slot"):
+            raw_sql.check_registry()
+    finally:
+        del raw_sql.REGISTRY["test_broken"]
+    raw_sql.check_registry()
+
+
+def test_placeholders_are_filled_from_the_models():
+    statement = raw_sql.Statement(
+        "test_filled",
+        sql.MODELS,
+        "SELECT {campaign:k.* -provenance} FROM {campaign} k WHERE k.{campaign.created_by} = 1",
+        None,
+    )
+    try:
+        text = statement.fill()
+    finally:
+        del raw_sql.REGISTRY["test_filled"]
+    q = connection.ops.quote_name
+    assert f"FROM {q('annotation_campaign')} k WHERE k.{q('created_by_id')} = 1" in text
+    assert f"k.{q('options')} AS {q('k_options')}" in text and "provenance" not in text
+
+
+def test_query_pairs_match_the_orm(world):
+    """:data:`sql.QUERY_PAIRS` (compiled once from a queryset) reads what the ORM does."""
+    campaign, _ = world
+    caption = Pair.objects.filter(campaign=campaign).first().caption_id
+    expected = list(
+        Pair.objects.filter(campaign=campaign, caption_id=caption)
+        .order_by("pool_row")
+        .values_list(*sql.QUERY_PAIR_COLUMNS)
+    )
+    got = sql.query_pairs(campaign.pk, caption)
+    assert [tuple(row) for row in got] == expected and len(got) == 3
+    assert got[0].id == expected[0][0] and got[0].needed == expected[0][8]
+    with transaction.atomic():
+        ids = sql.query_pair_ids(campaign.pk, caption)
+    assert ids == sorted(row[0] for row in expected)
+
+
+def test_pair_target_reads_by_name(world):
+    campaign, _ = world
+    pair = Pair.objects.filter(campaign=campaign).first()
+    target = sql.pair_target(pair.pk)
+    assert (target.campaign, target.caption) == (campaign.pk, pair.caption_id)
+    assert target.options == campaign.options
+    assert sql.pair_target(pair.pk + 10**6) is None
+
+
+def test_epoch_seconds_match_the_stored_times(world):
+    """The scores' times computed by the database equal the ORM's datetimes, to the
+    microsecond."""
+    times = Judgement._base_manager.order_by("pk").values_list(
+        EpochSeconds("created_at"), "created_at"
+    )
+    assert times and all(abs(got - at.timestamp()) < 1e-6 for got, at in times)
+
+
+# -- the semi-internal Django APIs config.raw_sql builds instances with ----------------------
+
+
+def test_the_django_internals_raw_sql_uses_behave_as_it_expects(world):
+    """``Field.get_col``, the backend's and the column's ``get_db_converters``,
+    ``Model.from_db`` and ``DEFERRED`` (what :func:`config.raw_sql.instances` needs of
+    them), and ``Query.sql_with_params`` (what :class:`config.raw_sql.Compiled` rebinds).
+    A Django upgrade that changes them fails here, not in a judgement."""
+    import inspect
+
+    from django.db.models import DEFERRED
+    from django.db.models.expressions import Col
+
+    field = Pair._meta.get_field("campaign")
+    column = field.get_col("p")
+    assert isinstance(column, Col) and column.alias == "p" and column.target is field
+    assert list(inspect.signature(connection.ops.get_db_converters).parameters) == ["expression"]
+    assert list(inspect.signature(column.get_db_converters).parameters) == ["connection"]
+    for converter in connection.ops.get_db_converters(column) + column.get_db_converters(
+        connection
+    ):
+        assert list(inspect.signature(converter).parameters)[:3] == [
+            "value",
+            "expression",
+            "connection",
+        ]
+    options = Campaign._meta.get_field("options").get_col("k")
+    converters = connection.ops.get_db_converters(options) + options.get_db_converters(connection)
+    value = '{"a": 1}'
+    for converter in converters:
+        value = converter(value, options, connection)
+    assert value == {"a": 1}
+    pair = Pair.objects.filter(campaign=world[0]).first()
+    names = [f.attname for f in Pair._meta.concrete_fields]
+    values = [getattr(pair, name) if name != "status" else DEFERRED for name in names]
+    built = Pair.from_db(connection.alias, names, values)
+    assert built.pk == pair.pk and built.get_deferred_fields() == {"status"}
+    assert not built._state.adding and built._state.db == connection.alias
+    # Compiled statements: a queryset's SQL with one %s per parameter, in order.
+    text, params = Pair.objects.filter(
+        campaign_id=-32000, caption_id=-32001
+    ).query.sql_with_params()
+    assert isinstance(text, str) and text.count("%s") == 2 and tuple(params) == (-32000, -32001)
+
+
+def loaded(instance) -> dict:
+    """:func:`fields` less the fields the instance left deferred."""
+    deferred = instance.get_deferred_fields()
+    return {
+        f.attname: getattr(instance, f.attname)
+        for f in instance._meta.concrete_fields
+        if f.attname not in deferred
+    }
+
+
+def test_the_submit_and_gold_reads_match_the_orm(world):
+    """The submit path's single-row reads and the gold statements against the ORM: the locked
+    pair and its campaign, the campaign, a pausing standing, recent times, gold answers in
+    the queue, the gold evidence, the qualification count and a gold task to serve."""
+    from annotation.models import AnnotatorStanding, GoldJudgement
+
+    campaign, (a, b, _) = world
+    add_gold(campaign, 3, rate=0.5)
+    gold_queue.ensure_tasks(campaign)
+    pair = Pair.objects.filter(campaign=campaign).order_by("pk").first()
+    with transaction.atomic():
+        locked = sql.locked_pair(pair.pk)
+    assert fields(locked) == fields(pair)
+    full = Campaign.objects.get(pk=campaign.pk)
+    assert "provenance" in locked.campaign.get_deferred_fields()
+    assert loaded(locked.campaign) == {k: v for k, v in fields(full).items() if k != "provenance"}
+    assert loaded(sql.campaign(str(campaign.pk))) == loaded(locked.campaign)
+    assert sql.campaign("1e3") is None and sql.campaign(2**64) is None
+    assert sql.locked_pair(pair.pk + 10**6) is None
+
+    now = timezone.now()
+    AnnotatorStanding.objects.create(campaign=campaign, annotator=a, paused_at=now)
+    assert fields(sql.paused(campaign.pk, a.pk)) == fields(
+        AnnotatorStanding.objects.get(campaign=campaign, annotator=a)
+    )
+    assert sql.paused(campaign.pk, b.pk) is None
+
+    live = Judgement.objects.filter(
+        annotator=a, pair__campaign=campaign, undone_at__isnull=True, seconds__isnull=False
+    ).order_by("-created_at")
+    assert sql.recent_seconds(campaign.pk, a.pk, None, 5) == list(
+        live.values_list("seconds", flat=True)[:5]
+    )
+    first = live.last().created_at
+    assert sql.recent_seconds(campaign.pk, a.pk, first, 5) == list(
+        live.filter(created_at__gt=first).values_list("seconds", flat=True)[:5]
+    )
+
+    golds = list(GoldPair.objects.filter(campaign=campaign).order_by("pk"))
+    for gold, label in zip(golds[:2], ("relevant", "irrelevant"), strict=True):
+        GoldJudgement.objects.create(gold_pair=gold, annotator=a, label=label)
+    answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign, annotator=a)
+    since = now - timedelta(hours=1)
+    assert sql.gold_queue_answers(campaign.pk, a.pk, "queue", since) == (
+        answers.filter(created_at__gte=since).count(),
+        answers.count(),
+    )
+    evidence = sql.gold_evidence(campaign.pk, a.pk)
+    assert (evidence.total, evidence.correct) == (
+        answers.count(),
+        answers.filter(label=F("gold_pair__label")).count(),
+    )
+    assert evidence.paused_at == AnnotatorStanding.objects.get(annotator=a).paused_at
+    gold_pairs, attempts = sql.qualification(campaign.pk, a.pk)
+    assert (gold_pairs, attempts) == (len(golds), [])
+
+    answered = {gold.task_id for gold in golds[:2]}
+    row = sql.gold_task(campaign.pk, a.pk, [])
+    task, _, _ = sql.instances(sql.PAIR_ROW, row)
+    assert task.pk in {gold.task_id for gold in golds} - answered
+    assert row.untasked == GoldPair.objects.filter(campaign=campaign, task__isnull=True).count()
+    assert sql.gold_task(campaign.pk, a.pk, [task.pk]) is None

@@ -1,0 +1,132 @@
+"""The running totals progress reads (``CampaignTally``, ``AnnotatorTally``), kept by the
+database's triggers on PostgreSQL and SQLite alike, equal a recount after every kind of
+write: the ORM, raw SQL, bulk updates, deletes and cascades."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db.models import Sum
+from django.utils import timezone
+
+from annotation.models import AnnotatorTally, Campaign, CampaignTally, Judgement, Pair
+from annotation.services import assignment
+from tests.factories import make_campaign
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_tallies_follow_every_kind_of_write():
+    """The trigger-kept counts that progress reads equal a recount after each kind of write."""
+    campaign = make_campaign(n_queries=6, depth=4, rate=0.5, seed=1)
+    other = make_campaign(n_queries=3, depth=3)
+    admin, *annotators = [
+        get_user_model().objects.create_user(f"tally{i}", password="pw-tally-user")
+        for i in range(4)
+    ]
+
+    def check(campaign: Campaign) -> None:
+        pairs = Pair.objects.filter(campaign=campaign, held=False)
+        left = pairs.aggregate(left=Sum("needed"))["left"] or 0
+        assert assignment.campaign_totals(campaign) == (pairs.count(), left)
+        now = timezone.now()
+        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        for annotator in annotators:
+            live = Judgement.objects.filter(
+                pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
+            )
+            expected = (live.filter(created_at__gte=start).count(), live.count())
+            assert assignment.judged_counts(campaign, annotator, now) == expected
+
+    assert assignment.campaign_totals(campaign) == (24, 24 + 12)
+    check(campaign)
+    for annotator in annotators * 2:  # submits (and the lease updates around them)
+        current = assignment.assign(campaign, annotator).current
+        assignment.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
+    check(campaign)
+    assignment.undo(annotators[0], campaign)
+    check(campaign)
+    earlier = Judgement.objects.filter(annotator=annotators[1]).first()
+    Judgement.objects.filter(pk=earlier.pk).update(
+        created_at=earlier.created_at - timedelta(days=1)
+    )
+    check(campaign)
+    held = assignment.assign(campaign, annotators[1]).current.pair
+    assignment.escalate(annotators[1], held.pk, "video does not play", uuid.uuid4())
+    check(campaign)
+    assignment.adjudicate(Pair.objects.get(pk=held.pk), admin, "irrelevant")
+    check(campaign)
+    bulk = list(Pair.objects.filter(campaign=campaign, label_count=0)[:5])
+    for pair in bulk:  # what the semantic-proxy queue does
+        pair.needed = pair.open_slots = 0
+    Pair.objects.bulk_update(bulk, ["needed", "open_slots"])
+    Judgement.objects.filter(annotator=annotators[2]).first().delete()
+    Pair.objects.filter(pk=bulk[0].pk).delete()
+    check(campaign)
+    assert assignment.campaign_totals(other) == (9, 9)
+    gone = campaign.pk
+    campaign.delete()
+    assert not CampaignTally.objects.filter(campaign_id=gone).exists()
+    assert not AnnotatorTally.objects.filter(campaign_id=gone).exists()
+    assert assignment.campaign_totals(other) == (9, 9)
+
+
+def recount() -> tuple[dict, dict]:
+    """Every tally row as the pair and judgement rows give it: (campaign, shard) ->
+    (pairs not held, labels they need); (campaign, annotator, UTC day) -> live judgements."""
+    pairs: dict = {}
+    for campaign, pk, held, needed in Pair.objects.values_list(
+        "campaign_id", "pk", "held", "needed"
+    ):
+        n, left = pairs.get((campaign, pk % CampaignTally.SHARDS), (0, 0))
+        pairs[campaign, pk % CampaignTally.SHARDS] = (
+            n + (not held),
+            left + (0 if held else needed),
+        )
+    judged: dict = {}
+    for campaign, annotator, created in Judgement.objects.filter(
+        undone_at__isnull=True
+    ).values_list("pair__campaign_id", "annotator_id", "created_at"):
+        key = (campaign, annotator, created.date())
+        judged[key] = judged.get(key, 0) + 1
+    return pairs, judged
+
+
+def kept() -> tuple[dict, dict]:
+    """The tally rows the triggers keep, without the rows that count nothing."""
+    pairs = {
+        (c, s): (n, left)
+        for c, s, n, left in CampaignTally.objects.values_list(
+            "campaign_id", "shard", "pairs", "labels_left"
+        )
+        if (n, left) != (0, 0)
+    }
+    judged = {
+        (c, a, d): n
+        for c, a, d, n in AnnotatorTally.objects.values_list(
+            "campaign_id", "annotator_id", "day", "judged"
+        )
+        if n
+    }
+    return pairs, judged
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_tally_row_equals_a_recount_of_the_rows():
+    """Row by row (every shard, every annotator's day), not only the sums progress reads."""
+    campaign = make_campaign(n_queries=5, depth=4, rate=0.5, seed=2)
+    make_campaign(n_queries=2, depth=3)
+    annotators = [
+        get_user_model().objects.create_user(f"recount{i}", password="pw-recount-user")
+        for i in range(3)
+    ]
+    for annotator in annotators * 3:
+        current = assignment.assign(campaign, annotator).current
+        assignment.submit(annotator, current.pair.pk, "irrelevant", uuid.uuid4())
+    assignment.undo(annotators[2], campaign)
+    moved = Judgement.objects.filter(undone_at__isnull=True).first()
+    Judgement.objects.filter(pk=moved.pk).update(created_at=moved.created_at - timedelta(days=2))
+    Pair.objects.filter(campaign=campaign, label_count=0).update(needed=3)
+    Pair.objects.filter(pk=Pair.objects.filter(campaign=campaign).first().pk).update(held=True)
+    assert kept() == recount()
+    assert sum(kept()[1].values()) == 8
