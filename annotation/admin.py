@@ -151,7 +151,7 @@ class ManagesCampaigns(admin.ModelAdmin):
     (:data:`config.roles.MANAGE_CAMPAIGNS`), so a role without it is not even offered them."""
 
     def has_manage_campaigns_permission(self, request) -> bool:
-        return request.user.has_perm(roles.MANAGE_CAMPAIGNS)
+        return roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
 
 
 @admin.register(Escalation)

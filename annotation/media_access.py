@@ -12,7 +12,7 @@ from config import roles
 
 def judging_video(user, name: str) -> bool:
     """True when ``name`` is the video of a pair ``user`` may judge now or holds a lease on."""
-    if not user.has_perm(roles.JUDGE_PAIRS):
+    if not roles.has_perm(user, roles.JUDGE_PAIRS):
         return False
     return (
         Pair.objects.filter(video__media=name)

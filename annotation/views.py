@@ -35,10 +35,10 @@ def home(request: HttpRequest) -> HttpResponse:
     """Landing page: the datasets, and the campaigns to judge with the user's own progress;
     annotators, who only judge, go straight to their campaigns."""
     user = request.user
-    if user.has_perm(roles.JUDGE_PAIRS) and not user.has_perm(roles.VIEW_REPORTS):
+    if roles.has_perm(user, roles.JUDGE_PAIRS) and not roles.has_perm(user, roles.VIEW_REPORTS):
         return redirect("judge-campaigns")
     progress = ()
-    if user.has_perm(roles.JUDGE_PAIRS):
+    if roles.has_perm(user, roles.JUDGE_PAIRS):
         progress = work_first(annotator_progress(judging_campaigns(), user))
     return render(
         request,

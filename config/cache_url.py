@@ -1,8 +1,9 @@
 """Turn ``FIREPOOL_CACHE_URL`` into a Django ``CACHES`` entry.
 
-The cache holds login-failure counters and short-lived media grants, so every web worker
-must share it for the limits to hold: ``locmem://`` (the default) is per process and right
-for ``runserver`` and a single worker; a gunicorn deployment with several workers uses
+The cache holds login-failure counters, short-lived media grants and sessions (Django's
+cached database sessions), so every web worker must share it for the limits, and logouts, to
+hold: ``locmem://`` (the default) is per process and right for ``runserver`` and a single
+worker; a gunicorn deployment with several workers uses
 ``db://<table>`` (after ``manage.py createcachetable``), ``redis://host:6379/0`` (needs the
 ``redis`` package) or ``file:///var/cache/firepool`` on one machine.
 """

@@ -2,10 +2,14 @@
 
 Views and API views let user errors through; these two hooks, named in the settings
 (``MIDDLEWARE`` and ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``), show the message with the
-error's status, never a traceback.
+error's status, never a traceback. The API's handler builds the one error body of the API,
+``{"code", "detail"}``, for DRF's own errors too: views raise, they never build one.
 """
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
 from django.shortcuts import render
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
@@ -29,8 +33,22 @@ class UserErrorMiddleware:
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
-    """DRF's handler, plus ``{"code", "detail"}`` with the error's status for a UserError."""
+    """Every API error as one body, ``{"code", "detail"}``, with the error's status: a
+    UserError's code and message; DRF's errors (validation, 404, 403, throttling, a
+    malformed body) keep DRF's status, headers and message, with the error's code beside
+    it (``invalid`` for a serializer's errors, whose ``detail`` maps fields to messages)."""
     if isinstance(exc, UserError):
         set_rollback()  # as DRF does for its own errors: an atomic request changes nothing
         return Response({"code": exc.code, "detail": str(exc)}, status=exc.status)
-    return exception_handler(exc, context)
+    if isinstance(exc, Http404):  # what DRF's handler does, done first to know the code
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
+    response = exception_handler(exc, context)
+    if response is not None and isinstance(exc, exceptions.APIException):
+        if isinstance(exc, exceptions.ValidationError):
+            code, detail = exc.default_code, exc.detail
+        else:
+            code, detail = getattr(exc.detail, "code", exc.default_code), exc.detail
+        response.data = {"code": code, "detail": detail}
+    return response

@@ -1,10 +1,15 @@
 """The three roles of firepool as Django groups, and the one question every check asks.
 
-A role is a group holding Django permissions; views, the API, templates and media access
-ask only ``user.has_perm(name)`` with the names below (superusers hold every permission).
-Django caches a user's permissions on the user object, so a request asks many times for
-the price of one query. The roles span both apps and ``retrieval`` must not import
-``annotation``, so they live here, in the project layer that already knows every app.
+A role is a group holding Django permissions. Every check asks :func:`has_perm` with the
+names below, through one door per boundary: :func:`permission_required` (or
+:func:`require`) in views, :class:`HasPerm` in the API, ``permissions=[...]`` on admin
+actions (``has_<name>_permission`` asks :func:`has_perm`), and ``{% if perms.app.codename %}``
+in templates, which asks the same ``user.has_perm``. A permission asked about one object
+may add a rule (:data:`OBJECT_RULES`), such as "only the uploader's own scoring jobs".
+Superusers hold every permission. The user's permission set is cached (see
+:mod:`config.permission_cache`), so a request asks many times for at most one query. The
+roles span both apps and ``retrieval`` must not import ``annotation``, so they live here,
+in the project layer that already knows every app.
 
 annotator: judges pairs and sees only their own work;
 researcher: reads datasets, runs, campaigns and reports (the admin site's view permissions)
@@ -19,6 +24,8 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import BasePermission
 
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
@@ -39,6 +46,23 @@ UPLOAD_DATASETS = START_ADMIN_JOB
 """Upload captions as a new dataset (or into one): an admin's job."""
 ADD_MODELS = START_RESEARCH_JOB
 """Add a model to a dataset (a run file, embeddings or a built-in encoder): researchers too."""
+SCORE_RUNS = START_RESEARCH_JOB
+"""Upload a run file to the scoring API and read its scores: researchers too; one scoring
+job's scores only for its uploader or an admin (:data:`OBJECT_RULES`)."""
+VIEW_VIDEOS = "retrieval.view_video"
+"""Fetch any known media file: researchers and admins (the researcher role's ``view_``
+permissions). Annotators fetch only what a media grant allows: the videos they judge
+(:func:`retrieval.media_access.register_grant`)."""
+
+
+def _uploader_or_admin(user, job) -> bool:
+    return job.created_by_id == user.pk or user.has_perm(START_ADMIN_JOB)
+
+
+OBJECT_RULES: dict[tuple[str, str], Callable[[object, object], bool]] = {
+    (SCORE_RUNS, "jobs.job"): _uploader_or_admin,
+}
+"""(permission, the object's ``app_label.model``) -> the rule an object must pass as well."""
 
 
 def _codename(permission: str) -> str:
@@ -61,9 +85,20 @@ def ensure_groups() -> dict[str, Group]:
     return groups
 
 
-def require(user, permission: str, message: str = "You may not do this.") -> None:
-    """Raise PermissionDenied (403) unless ``user`` holds ``permission``."""
+def has_perm(user, permission: str, obj=None) -> bool:
+    """Whether ``user`` holds ``permission`` (through a role group), and, asked about
+    ``obj``, whether ``obj`` also passes the permission's rule for its model, if any."""
     if not user.has_perm(permission):
+        return False
+    if obj is None:
+        return True
+    rule = OBJECT_RULES.get((permission, obj._meta.label_lower))
+    return rule is None or rule(user, obj)
+
+
+def require(user, permission: str, message: str = "You may not do this.", obj=None) -> None:
+    """Raise PermissionDenied (403) unless :func:`has_perm`."""
+    if not has_perm(user, permission, obj):
         raise PermissionDenied(message)
 
 
@@ -80,3 +115,20 @@ def permission_required(permission: str, message: str) -> Callable:
         return login_required(checked)
 
     return decorate
+
+
+class HasPerm(BasePermission):
+    """The API's door: let in users holding ``permission`` (a subclass names it and the
+    refusal's ``message``, a 403). For an object DRF's ``get_object`` looked up, it asks
+    the permission's object rule too and refuses with a 404 worded as a missing row's, so
+    the answer does not tell another user's objects from ids no row has."""
+
+    permission = ""
+
+    def has_permission(self, request, view) -> bool:
+        return has_perm(request.user, self.permission)
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        if has_perm(request.user, self.permission, obj):
+            return True
+        raise NotFound(f"No {obj._meta.object_name} matches the given query.")

@@ -16,6 +16,6 @@ class JobAdmin(admin.ModelAdmin):
         """Every field, but a traceback only for admins (``start_admin_job``): researchers
         read jobs here too, and pages never show one."""
         fields = super().get_fields(request, obj)
-        if request.user.has_perm(roles.START_ADMIN_JOB):
+        if roles.has_perm(request.user, roles.START_ADMIN_JOB):
             return fields
         return [name for name in fields if name != "traceback"]

@@ -40,7 +40,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpResponse:
-    startable = [kind for kind in kinds() if request.user.has_perm(kind.permission)]
+    startable = [kind for kind in kinds() if roles.has_perm(request.user, kind.permission)]
     chosen = next((k for k in startable if k.name == kind_name), None)
     if chosen is not None and form is None:
         # Links may prefill fields, e.g. /jobs/?kind=proxies&dataset=demo.
@@ -72,7 +72,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: status, progress, result or the reason it failed."""
     job = get_object_or_404(Job.objects.select_related("created_by", "retry_of"), pk=job_id)
     kind = _kind_or_none(job.kind)
-    may_rerun = kind is not None and request.user.has_perm(kind.permission)
+    may_rerun = kind is not None and roles.has_perm(request.user, kind.permission)
     return render(
         request,
         "jobs/detail.html",

@@ -3,7 +3,7 @@
 Only files the database knows (a video's media or features file) are ever served, and only
 when the path, with every symlink followed, stays inside the media root, or inside the
 directory a dataset import linked in as ``datasets/<name>`` (see
-:mod:`retrieval.services.importing`). Researchers and admins (``retrieval.view_video``)
+:mod:`retrieval.services.importing`). Researchers and admins (:data:`config.roles.VIEW_VIDEOS`)
 may fetch any such file; everyone else only what a registered grant allows: the annotation
 app grants annotators the videos of the campaigns they judge, without this app knowing
 about campaigns.
@@ -19,10 +19,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Q
 
+from config import roles
 from retrieval.models import Video
 from retrieval.services.importing import LINK_DIR
 
-VIEW_PERMISSION = "retrieval.view_video"
 GRANT_SECONDS = 300
 """How long a yes is remembered per user and file, so a video's Range requests stay cheap
 (and so how long a right taken away with the data, such as a closed campaign's videos, may
@@ -69,7 +69,7 @@ def may_fetch(user, name: str) -> bool:
     key = "media-grant:" + hashlib.sha256(token.encode()).hexdigest()
     if cache.get(key):
         return True
-    if user.has_perm(VIEW_PERMISSION):
+    if roles.has_perm(user, roles.VIEW_VIDEOS):
         allowed = Video.objects.filter(Q(media=name) | Q(features=name)).exists()
     else:
         allowed = any(grant(user, name) for grant in _grants)

@@ -18,7 +18,7 @@ from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
 from config.errors import UserError
-from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, permission_required
+from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
 from retrieval import media_access, report_figures
 from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.leaderboard import sort_keys
@@ -354,6 +354,6 @@ def dataset_model(request: HttpRequest, dataset_name: str, model_name: str) -> H
         "model": model,
         "runs": runs,
         "jobs": model_jobs(found, model.name),
-        "may_add": request.user.has_perm(ADD_MODELS),
+        "may_add": has_perm(request.user, ADD_MODELS),
     }
     return render(request, "retrieval/model.html", context)

@@ -1,5 +1,5 @@
-"""The request's user and session read by hand-written SQL, and the permission cache's
-invalidation (config/permission_cache.py, config/session_store.py)."""
+"""The request's user read by hand-written SQL, the permission cache's invalidation
+(config/permission_cache.py), and the session engine (Django's cached database sessions)."""
 
 import os
 import subprocess
@@ -11,13 +11,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
+from django.contrib.sessions.backends.cached_db import SessionStore
 from django.contrib.sessions.models import Session
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from config import permission_cache, roles
-from config.session_store import SessionStore
 from tests.factories import make_campaign
 
 FIELDS = [field.attname for field in get_user_model()._meta.concrete_fields]
@@ -42,6 +43,11 @@ def test_the_user_is_the_one_the_orm_reads_in_one_statement():
     assert backend.get_user(user.pk) is None  # deactivated: logged out on the next request
 
 
+def test_sessions_are_djangos_cached_database_sessions_on_the_default_cache(settings):
+    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"
+    assert settings.SESSION_CACHE_ALIAS == "default"
+
+
 @pytest.mark.django_db
 def test_a_session_loads_until_it_expires():
     store = SessionStore()
@@ -50,10 +56,26 @@ def test_a_session_loads_until_it_expires():
     key = store.session_key
     with CaptureQueriesContext(connection) as queries:
         assert SessionStore(key).load() == {"answer": 42}
-    assert len(queries) == 1
+    assert len(queries) == 0  # from the cache
+    cache.delete(store.cache_key)  # another process's cache, or an evicted entry
+    with CaptureQueriesContext(connection) as queries:
+        assert SessionStore(key).load() == {"answer": 42}
+    assert len(queries) == 1  # one read of the row, then cached again
+    with CaptureQueriesContext(connection) as queries:
+        assert SessionStore(key).load() == {"answer": 42}
+    assert len(queries) == 0
+    # Expired in the database and not in the cache: it does not exist.
+    cache.delete(store.cache_key)
     Session.objects.filter(pk=key).update(expire_date=timezone.now() - timedelta(seconds=1))
     expired = SessionStore(key)
     assert expired.load() == {} and expired.session_key is None
+    # Saved with an expiry in the past: neither the cache nor the database keeps it.
+    late = SessionStore()
+    late["answer"] = 43
+    late.set_expiry(-1)
+    late.create()
+    gone = SessionStore(late.session_key)
+    assert gone.load() == {} and gone.session_key is None
     assert SessionStore("no-such-session-key-000000000000").load() == {}
 
 
@@ -64,8 +86,13 @@ def test_a_logged_in_client_and_a_logout_go_through_the_store(client):
     campaign = make_campaign(n_queries=3, depth=2, seed=1)
     assert client.login(username="bob", password="pw-bob-12345")
     assert client.post(f"/api/campaigns/{campaign.pk}/next/").status_code == 200
+    key = client.cookies["sessionid"].value
     client.logout()
     assert client.post(f"/api/campaigns/{campaign.pk}/next/").status_code in (401, 403)
+    # The old cookie, replayed, names a session gone from the cache and the database alike.
+    client.cookies["sessionid"] = key
+    assert client.post(f"/api/campaigns/{campaign.pk}/next/").status_code in (401, 403)
+    assert SessionStore(key).load() == {}
 
 
 @pytest.mark.django_db

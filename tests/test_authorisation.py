@@ -490,9 +490,9 @@ CASES: list[Case] = [
         **API_READ,
         anonymous=API_ANON,
     ),
-    page("api/^campaigns/(?P<pk>[^/.]+)/$", "/api/campaigns/{c}/", **API_READ, anonymous=API_ANON),
+    page("api/^campaigns/(?P<pk>[0-9]+)/$", "/api/campaigns/{c}/", **API_READ, anonymous=API_ANON),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/$",
         "/api/campaigns/{closed}/",
         annotator=404,
         researcher=200,
@@ -500,14 +500,14 @@ CASES: list[Case] = [
         anonymous=API_ANON,
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}.json",
         **API_READ,
         anonymous=API_ANON,
     ),
     # Taking leases is a state change: next/ answers POST only, and GET changes nothing.
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/next/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/next/$",
         "/api/campaigns/{c}/next/",
         405,
         403,
@@ -515,7 +515,7 @@ CASES: list[Case] = [
         anonymous=API_ANON,
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/next\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)/next\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}/next.json",
         405,
         403,
@@ -523,33 +523,33 @@ CASES: list[Case] = [
         anonymous=API_ANON,
     ),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/next/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/next/$",
         "/api/campaigns/{c}/next/",
         **JUDGES,
         anonymous=API_ANON,
         method="post",
     ),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/progress/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/progress/$",
         "/api/campaigns/{c}/progress/",
         **JUDGES,
         anonymous=API_ANON,
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/progress\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)/progress\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}/progress.json",
         **JUDGES,
         anonymous=API_ANON,
     ),
     # Annotator scores are a campaign report: researchers and admins.
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/annotator-scores/$",
         "/api/campaigns/{c}/annotator-scores/",
         **STAFF_ONLY,
         anonymous=API_ANON,
     ),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/annotator-scores/$",
         "/api/campaigns/999999/annotator-scores/",
         annotator=403,
         researcher=404,
@@ -557,7 +557,7 @@ CASES: list[Case] = [
         anonymous=API_ANON,
     ),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/annotator-scores/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/annotator-scores/$",
         "/api/campaigns/{c}/annotator-scores/",
         annotator=403,
         researcher=405,
@@ -566,14 +566,14 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/annotator-scores\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)/annotator-scores\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}/annotator-scores.json",
         **STAFF_ONLY,
         anonymous=API_ANON,
     ),
     # An empty body is refused as invalid (400) only once the role is allowed in.
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/submit/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/submit/$",
         "/api/campaigns/{c}/submit/",
         400,
         403,
@@ -582,7 +582,7 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/submit\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)/submit\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}/submit.json",
         400,
         403,
@@ -591,7 +591,7 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/submit/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/submit/$",
         "/api/campaigns/{c}/submit/",
         405,
         403,
@@ -599,7 +599,7 @@ CASES: list[Case] = [
         anonymous=API_ANON,
     ),
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/escalate/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/escalate/$",
         "/api/campaigns/{c}/escalate/",
         400,
         403,
@@ -608,7 +608,7 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/escalate\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)/escalate\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}/escalate.json",
         400,
         403,
@@ -619,7 +619,7 @@ CASES: list[Case] = [
     # Undo takes back the caller's own latest label (200, or 409 once too old); the admin has
     # none of their own in this campaign (404) and never undoes an annotator's.
     page(
-        "api/^campaigns/(?P<pk>[^/.]+)/undo/$",
+        "api/^campaigns/(?P<pk>[0-9]+)/undo/$",
         "/api/campaigns/{c}/undo/",
         (200, 409),
         403,
@@ -628,7 +628,7 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
-        r"api/^campaigns/(?P<pk>[^/.]+)/undo\.(?P<format>[a-z0-9]+)/?$",
+        r"api/^campaigns/(?P<pk>[0-9]+)/undo\.(?P<format>[a-z0-9]+)/?$",
         "/api/campaigns/{c}/undo.json",
         (200, 409),
         403,

@@ -140,3 +140,37 @@ def test_a_lookup_of_an_unknown_name_is_a_clean_message_at_every_boundary():
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and job.error.startswith(message)
     assert job.error.endswith(")") and "Internal error" not in job.error
+
+
+@pytest.mark.django_db
+def test_the_api_answers_drfs_own_errors_in_the_same_body():
+    """Validation, a missing object, a refused role and an unknown task: one body each,
+    built by the exception handler, never by a view."""
+    campaign = make_campaign()
+    annotator = roles.ensure_groups()[roles.ANNOTATOR].user_set.create(username="ann")
+    client = APIClient()
+    client.force_authenticate(annotator)
+    base = f"/api/campaigns/{campaign.pk}/"
+    invalid = client.post(base + "submit/", {"pair": "nope", "label": "maybe"}, format="json")
+    assert invalid.status_code == 400
+    assert invalid.json()["code"] == "invalid"
+    assert set(invalid.json()["detail"]) == {"pair", "label", "uuid"}
+    unknown = client.post(
+        base + "submit/",
+        {"pair": "0" * 32, "label": "relevant", "uuid": "00000000-0000-4000-8000-000000000000"},
+        format="json",
+    )
+    assert unknown.status_code == 404
+    assert unknown.json() == {
+        "code": "not_found",
+        "detail": "no such task of yours in this campaign",
+    }
+    missing = client.post("/api/campaigns/999999/next/")
+    assert missing.status_code == 404
+    assert missing.json() == {"code": "not_found", "detail": "No such campaign."}
+    refused = client.get(base + "annotator-scores/")
+    assert refused.status_code == 403
+    assert refused.json() == {
+        "code": "permission_denied",
+        "detail": "Only researchers and admins can see campaign reports.",
+    }

@@ -215,7 +215,9 @@ def test_the_run_upload_api_refuses_a_bad_model_name(world, bad):
         "/api/datasets/tiny/runs/", {"run": upload("r.txt", RUN_FILE), "name": bad}
     )
     assert answer.status_code == 400, answer.content
-    assert answer.json()["name"][0].startswith(f"the model name {bad!r}")
+    # The API's one error body: {"code", "detail"}, a serializer's field errors in detail.
+    assert answer.json()["code"] == "invalid"
+    assert answer.json()["detail"]["name"][0].startswith(f"the model name {bad!r}")
     assert counts() == before
 
 

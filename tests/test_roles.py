@@ -15,6 +15,7 @@ ROLE_PERMISSIONS = {
         roles.VIEW_REPORTS,
         roles.VIEW_JOBS,
         roles.START_RESEARCH_JOB,
+        roles.VIEW_VIDEOS,
     },
     roles.ADMIN: {
         roles.JUDGE_PAIRS,
@@ -24,6 +25,7 @@ ROLE_PERMISSIONS = {
         roles.VIEW_JOBS,
         roles.START_RESEARCH_JOB,
         roles.START_ADMIN_JOB,
+        roles.VIEW_VIDEOS,
     },
 }
 EVERY_ROLE_PERMISSION = set().union(*ROLE_PERMISSIONS.values())
@@ -101,3 +103,41 @@ def test_only_campaign_managers_see_the_campaign_actions(client):
     assert adjudicate not in client.get("/campaigns/").content.decode()
     client.force_login(member(roles.ADMIN))
     assert adjudicate in client.get("/campaigns/").content.decode()
+
+
+@pytest.mark.django_db
+def test_every_permission_the_roles_module_names_exists():
+    from django.contrib.auth.models import Permission
+
+    roles.ensure_groups()
+    named = {
+        value
+        for name, value in vars(roles).items()
+        if name.isupper() and isinstance(value, str) and "." in value
+    }
+    existing = {
+        f"{app}.{codename}"
+        for app, codename in Permission.objects.values_list("content_type__app_label", "codename")
+    }
+    assert named and named <= existing, named - existing
+    assert {permission for permission, _ in roles.OBJECT_RULES} <= named
+
+
+@pytest.mark.django_db
+def test_a_scoring_job_passes_the_object_rule_only_for_its_uploader_or_an_admin():
+    from jobs.models import Job
+
+    uploader = member(roles.RESEARCHER)
+    other = get_user_model().objects.create_user("m-researcher-2", password="pw-member-12345")
+    other.groups.add(roles.ensure_groups()[roles.RESEARCHER])
+    admin = member(roles.ADMIN)
+    annotator = member(roles.ANNOTATOR)
+    job = Job.objects.create(kind="score_run", created_by=uploader)
+    assert roles.has_perm(uploader, roles.SCORE_RUNS, job)
+    assert roles.has_perm(admin, roles.SCORE_RUNS, job)
+    assert not roles.has_perm(other, roles.SCORE_RUNS, job)
+    assert roles.has_perm(other, roles.SCORE_RUNS)  # the model-level permission stays
+    assert not roles.has_perm(annotator, roles.SCORE_RUNS, job)
+    # A permission with no rule for the object's model is the model-level answer.
+    assert roles.has_perm(other, roles.VIEW_JOBS, job)
+    assert not roles.has_perm(annotator, roles.VIEW_JOBS, job)

@@ -1,17 +1,16 @@
 """Permissions of the judging API, on :mod:`config.roles`' permissions."""
 
 from config import roles
-from config.api_permissions import HasPermission
 
 
-class IsAnnotator(HasPermission):
+class IsAnnotator(roles.HasPerm):
     """Those who may judge (the annotator and admin roles)."""
 
     permission = roles.JUDGE_PAIRS
     message = "Only annotators can judge pairs."
 
 
-class CanViewCampaignReports(HasPermission):
+class CanViewCampaignReports(roles.HasPerm):
     """Those who may read campaigns' reports (the researcher and admin roles)."""
 
     permission = roles.VIEW_CAMPAIGN_REPORTS

@@ -1,9 +1,12 @@
 """Serializers of the judging API: they validate input and shape output, nothing more."""
 
+from django.db.models import Q
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 
-from annotation.models import Campaign, Judgement
+from annotation.models import Campaign, Judgement, Pair
+from annotation.services import task_ids
 
 
 class TaskSerializer(serializers.Serializer):
@@ -112,8 +115,30 @@ def task_field() -> serializers.RegexField:
     )
 
 
-class SubmitSerializer(serializers.Serializer):
+NO_TASK = "no such task of yours in this campaign"
+
+
+class TaskInputSerializer(serializers.Serializer):
+    """Input naming a task by its opaque id: once the fields are valid, ``pair`` becomes the
+    pair id the task names for the request's user (a 404 when it names none of theirs).
+    With a ``campaign`` in the context, the pair must be one of its own or its gold
+    companion's (a 404 otherwise)."""
+
     pair = task_field()
+
+    def validate(self, attrs: dict) -> dict:
+        pair_id = task_ids.decode(self.context["request"].user.pk, attrs["pair"])
+        if pair_id is None:
+            raise NotFound(NO_TASK)
+        campaign = self.context.get("campaign")
+        if campaign is not None:
+            in_campaign = Q(campaign=campaign) | Q(gold_task__campaign=campaign)
+            if not Pair.objects.filter(in_campaign, pk=pair_id).exists():
+                raise NotFound(NO_TASK)
+        return {**attrs, "pair": pair_id}
+
+
+class SubmitSerializer(TaskInputSerializer):
     label = serializers.ChoiceField(choices=Judgement.Label.values)
     uuid = serializers.UUIDField(
         help_text="Client-generated; a retry with the same id and the same body counts once "
@@ -122,8 +147,7 @@ class SubmitSerializer(serializers.Serializer):
     seconds = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=86400)
 
 
-class EscalateSerializer(serializers.Serializer):
-    pair = task_field()
+class EscalateSerializer(TaskInputSerializer):
     reason = serializers.CharField(max_length=2000)
     uuid = serializers.UUIDField(
         help_text="Client-generated; a retry with the same id and body counts once; the same "

@@ -7,7 +7,6 @@ from rest_framework.exceptions import Throttled
 from rest_framework.throttling import UserRateThrottle
 
 from config import roles
-from config.api_permissions import HasPermission
 from config.errors import UserError
 
 SCRIPT_AUTHENTICATION = [SessionAuthentication, TokenAuthentication]
@@ -16,10 +15,11 @@ SCRIPT_AUTHENTICATION = [SessionAuthentication, TokenAuthentication]
 is a 403 as elsewhere in the API, not the 401 a token challenge would make it."""
 
 
-class CanScoreRuns(HasPermission):
-    """Those who may start research jobs (the researcher and admin roles)."""
+class CanScoreRuns(roles.HasPerm):
+    """Those who may score runs (the researcher and admin roles); a scoring job's scores
+    only its uploader or an admin (:data:`config.roles.OBJECT_RULES`)."""
 
-    permission = roles.START_RESEARCH_JOB
+    permission = roles.SCORE_RUNS
     message = "Only researchers and admins can score runs."
 
 

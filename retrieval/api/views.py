@@ -2,12 +2,10 @@
 
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework.generics import get_object_or_404
+from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from config import roles
 from jobs.models import Job
 from retrieval.api.permissions import SCRIPT_AUTHENTICATION, CanScoreRuns, RunUploadThrottle
 from retrieval.api.serializers import (
@@ -28,13 +26,17 @@ def error_schema(description: str) -> dict:
     }
 
 
-class RunUploadView(APIView):
+class RunUploadView(GenericAPIView):
     """Register a run file as a model of the dataset and start scoring it."""
 
     authentication_classes = SCRIPT_AUTHENTICATION
     permission_classes = [CanScoreRuns]
     parser_classes = [MultiPartParser]
     throttle_classes = [RunUploadThrottle]
+    queryset = Dataset.objects.all()
+    lookup_field = "name"
+    lookup_url_kwarg = "dataset_name"
+    serializer_class = RunUploadSerializer
 
     def throttled(self, request, wait):
         raise RunUploadThrottle.refusal(wait)
@@ -58,8 +60,8 @@ class RunUploadView(APIView):
     def post(self, request, dataset_name: str):
         """Parse the TREC run in ``run`` and register it as model ``name``; 202 with the URL
         of its scores. A malformed file is a 400 naming the line and field, and writes nothing."""
-        dataset = get_object_or_404(Dataset, name=dataset_name)
-        upload = RunUploadSerializer(data=request.data)
+        dataset = self.get_object()
+        upload = self.get_serializer(data=request.data)
         upload.is_valid(raise_exception=True)
         values = upload.validated_data
         job = submit_run_file(
@@ -70,19 +72,19 @@ class RunUploadView(APIView):
         return Response(body, status=202, headers={"Location": url})
 
 
-class JobScoresView(APIView):
-    """A scoring job's status and scores, for the user who uploaded the run (or an admin)."""
+class JobScoresView(GenericAPIView):
+    """A scoring job's status and scores, for the user who uploaded the run (or an admin:
+    the object rule of :data:`config.roles.SCORE_RUNS`; anyone else gets the 404 of a job
+    that does not exist)."""
 
     authentication_classes = SCRIPT_AUTHENTICATION
     permission_classes = [CanScoreRuns]
+    queryset = Job.objects.filter(kind=SCORE_RUN)
+    lookup_url_kwarg = "job_id"
+    serializer_class = JobScoresSerializer
 
     @extend_schema(responses={200: JobScoresSerializer, 404: error_schema("No such job.")})
     def get(self, request, job_id: int):
         """``status`` is queued, running, done or failed; ``scores`` and ``original`` are
         fractions in [0, 1] once done (null before)."""
-        job = get_object_or_404(Job, pk=job_id, kind=SCORE_RUN)
-        if job.created_by_id != request.user.pk and not request.user.has_perm(
-            roles.START_ADMIN_JOB
-        ):
-            return Response({"code": "not_found", "detail": "No such job."}, status=404)
-        return Response(JobScoresSerializer(job_scores(job)).data)
+        return Response(self.get_serializer(job_scores(self.get_object())).data)

@@ -159,6 +159,9 @@ def test_only_the_uploader_or_an_admin_reads_a_jobs_scores(
     assert owner.get(url).status_code == 200
     other = token_client(user("res2", roles.RESEARCHER))
     assert other.get(url).status_code == 404
+    # Another user's job reads as a job that does not exist, word for word.
+    assert other.get(url).json() == owner.get("/api/scores/999999/").json()
+    assert other.get(url).json()["code"] == "not_found"
     admin = token_client(user("boss", roles.ADMIN))
     assert admin.get(url).json()["status"] == "done"
     annotator = token_client(user("ann", roles.ANNOTATOR))
