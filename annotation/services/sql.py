@@ -295,34 +295,13 @@ INSERT_LEASE = (
 )
 
 
-@functools.cache
-def leased_statement(vendor: str, step: int) -> str:
-    """One lease more (``step`` 1) or fewer (-1) on a pair: its leased count, and its open
-    slots as ``pair_state.open_slots`` computes them (``GREATEST`` is SQLite's two-argument
-    ``MAX``)."""
-    if step not in (1, -1):
-        raise ValueError(f"a lease count moves by 1 or -1, not {step}")
-    greatest = "GREATEST" if vendor == "postgresql" else "MAX"
-    more, less = ("+", "-") if step == 1 else ("-", "+")
-    leased = _q("leased")
-    return (
-        f"UPDATE {_table(Pair)} SET {leased} = {leased} {more} 1, "
-        f"{_q('open_slots')} = CASE WHEN {_q('held')} THEN 0 ELSE "
-        f"{greatest}({_q('needed')} - {leased} {less} 1, 0) END WHERE {_q('id')} = %(pair)s"
-    )
-
-
 def insert_lease(pair_id: int, annotator_id: int, now: datetime, expires: datetime) -> int:
-    """Store a lease (:data:`INSERT_LEASE`) and take its slot on the pair
-    (:func:`leased_statement`); the lease's id."""
+    """Store a lease (:data:`INSERT_LEASE`); the lease's id. The pair's counts are
+    ``pair_state``'s to move."""
     adapt = connection.ops.adapt_datetimefield_value
     params = {"pair": pair_id, "annotator": annotator_id, "now": adapt(now)}
     params["expires"] = adapt(expires)
-    with connection.cursor() as cursor:
-        cursor.execute(INSERT_LEASE, params)
-        (lease_id,) = cursor.fetchone()
-        cursor.execute(leased_statement(connection.vendor, 1), {"pair": pair_id})
-    return lease_id
+    return _inserted_id(INSERT_LEASE, params)
 
 
 DELETE_LEASE = (
@@ -331,16 +310,12 @@ DELETE_LEASE = (
 )
 
 
-def delete_lease(pair_id: int, annotator_id: int, free_slot: bool = False) -> int:
-    """Delete the annotator's lease on the pair; how many rows went (0 or 1). With
-    ``free_slot`` the pair's counts follow at once (:func:`leased_statement`); otherwise the
-    caller saves them with the label's."""
+def delete_lease(pair_id: int, annotator_id: int) -> int:
+    """Delete the annotator's lease on the pair; how many rows went (0 or 1). The pair's
+    counts are ``pair_state``'s to move."""
     with connection.cursor() as cursor:
         cursor.execute(DELETE_LEASE, {"pair": pair_id, "annotator": annotator_id})
-        deleted = cursor.rowcount
-        if deleted and free_slot:
-            cursor.execute(leased_statement(connection.vendor, -1), {"pair": pair_id})
-        return deleted
+        return cursor.rowcount
 
 
 CAMPAIGN_ROW: Sources = ((Campaign, "k", ("provenance",)),)
