@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import BooleanField, Case, Count, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
@@ -58,15 +58,14 @@ def open_slots(needed, leased, held):
     return int(slots) if slots.ndim == 0 else slots
 
 
-def open_slots_expression(needed=None, leased=None):
-    """:func:`open_slots` in SQL over the row's own columns, or over the expressions given
-    for ``needed`` and ``leased`` (their values after an update that sets them too)."""
+def open_slots_expression(needed=None, leased=None, held: bool | None = None):
+    """:func:`open_slots` in SQL over the row's own columns, or over the expressions (or,
+    for ``held``, the value) given in their place: their values after an update that sets
+    them too."""
     needed = F("needed") if needed is None else needed
     leased = F("leased") if leased is None else leased
-    return Case(
-        When(held=True, then=Value(0)),
-        default=Greatest(needed - leased, Value(0)),
-    )
+    is_held = Q(held=True) if held is None else Value(held, output_field=BooleanField())
+    return Case(When(is_held, then=Value(0)), default=Greatest(needed - leased, Value(0)))
 
 
 def servable(prefix: str = "", *, once_leases_end: bool = False) -> Q:
@@ -149,8 +148,10 @@ def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
         sql.lock_tallies(campaign_id, shards)
 
 
-def recount_leases(pair_ids: Iterable[int]) -> None:
-    """Recount live leases of the pairs and recompute how many more may be leased."""
+def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
+    """Recount live leases of the pairs and recompute how many more may be leased, in one
+    statement (the pair's row never breaks the rule between two); with ``held`` the pairs
+    are held or let go in the same statement."""
     pair_ids = list(pair_ids)
     if not pair_ids:
         return
@@ -161,9 +162,11 @@ def recount_leases(pair_ids: Iterable[int]) -> None:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    pairs = Pair.objects.filter(pk__in=pair_ids)
-    pairs.update(leased=Coalesce(Subquery(live), Value(0)))
-    pairs.update(open_slots=open_slots_expression())
+    leased = Coalesce(Subquery(live), Value(0))
+    values = {"leased": leased, "open_slots": open_slots_expression(leased=leased, held=held)}
+    if held is not None:
+        values["held"] = held
+    Pair.objects.filter(pk__in=pair_ids).update(**values)
 
 
 _PAIR = -7_654_321
@@ -291,14 +294,12 @@ def hold(pair_id: int) -> None:
     """Keep an escalated pair from annotators until an admin decides: every lease on it
     ends (the caller has locked the pair), so nobody is shown it meanwhile."""
     Lease.objects.filter(pair_id=pair_id).delete()
-    Pair.objects.filter(pk=pair_id).update(held=True)
-    recount_leases([pair_id])
+    recount_leases([pair_id], held=True)
 
 
 def unhold(pair_id: int) -> None:
     """Return an escalated pair to the judging queue."""
-    Pair.objects.filter(pk=pair_id).update(held=False)
-    recount_leases([pair_id])
+    recount_leases([pair_id], held=False)
 
 
 def adjudicate(pair: Pair, admin, label: str) -> None:

@@ -350,3 +350,22 @@ def test_the_runtime_check_sees_a_write_elsewhere():
         Pair.objects.filter(pk=pair.pk).update(needed=0, open_slots=0)
         pair_state.park([pair.pk])
     assert len(strangers) == 1
+
+
+@pytest.mark.django_db
+def test_escalating_a_pair_with_a_free_slot_holds_it(django_user_model):
+    """A double-sample pair leased once still has a slot open: holding it closes the slot
+    in the same statement (setting ``held`` alone broke ``pair_held_has_no_slots``)."""
+    campaign = make_campaign(rate=1.0)
+    annotator = django_user_model.objects.create_user("a", password="pw-annotator-1")
+    pair = assignment.assign(campaign, annotator).current.pair
+    pair.refresh_from_db()
+    assert (pair.needed, pair.leased, pair.open_slots) == (2, 1, 1)
+    assignment.escalate(annotator, pair.pk, "too dark", uuid.uuid4())
+    pair.refresh_from_db()
+    assert (pair.held, pair.leased, pair.open_slots) == (True, 0, 0)
+    escalation = Escalation.objects.get(pair=pair)
+    admin = django_user_model.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
+    assignment.resolve_escalation(escalation, admin)
+    pair.refresh_from_db()
+    assert (pair.held, pair.leased, pair.open_slots) == (False, 0, 2)
