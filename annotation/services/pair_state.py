@@ -6,7 +6,8 @@ for), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 
 held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a pair pooled
 or made a gold task, a label added or taken back, a lease taken or released, a hold, an
 adjudication, an auto-label, a re-queue) goes through a function here, so the rule linking
-them is written once (:func:`open_slots`, and :func:`open_slots_expression` for SQL); no
+them is written once (:func:`open_slots`, and for SQL ``open_slots_expression``, which
+the pair table's check constraint shares and so lives with the model); no
 other module writes these columns (a test reads the sources for writers elsewhere), and
 check constraints on :class:`~annotation.models.Pair` make a writer that breaks them fail
 loudly. Whether an annotator may be served a pair is asked once too: :func:`servable`.
@@ -21,14 +22,14 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import BooleanField, Case, Count, F, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
-from annotation.models import Campaign, CampaignTally, Lease, Pair
+from annotation.models import Campaign, CampaignTally, Lease, Pair, open_slots_expression
 from annotation.services import sql
 from retrieval.label_status import CODES
 
@@ -56,16 +57,6 @@ def open_slots(needed, leased, held):
     ``max(needed - leased, 0)``. Ints give an int; arrays (many pairs) give an array."""
     slots = np.where(held, 0, np.maximum(np.subtract(needed, leased), 0))
     return int(slots) if slots.ndim == 0 else slots
-
-
-def open_slots_expression(needed=None, leased=None, held: bool | None = None):
-    """:func:`open_slots` in SQL over the row's own columns, or over the expressions (or,
-    for ``held``, the value) given in their place: their values after an update that sets
-    them too."""
-    needed = F("needed") if needed is None else needed
-    leased = F("leased") if leased is None else leased
-    is_held = Q(held=True) if held is None else Value(held, output_field=BooleanField())
-    return Case(When(is_held, then=Value(0)), default=Greatest(needed - leased, Value(0)))
 
 
 def servable(prefix: str = "", *, once_leases_end: bool = False) -> Q:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Value
 from django.utils import timezone
 
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
@@ -38,12 +39,12 @@ def test_sql_rule_equals_python_rule():
     cases = [(2, 0, False), (2, 1, False), (1, 3, False), (0, 1, False), (2, 0, True)]
     pairs = list(Pair.objects.filter(campaign=campaign).order_by("pk"))[: len(cases)]
     for pair, (needed, leased, held) in zip(pairs, cases, strict=True):
+        # The expression over the values being written (the check constraint then holds the
+        # row to the expression over its columns: both must agree with the Python rule).
+        slots = pair_state.open_slots_expression(Value(needed), Value(leased), held)
         Pair.objects.filter(pk=pair.pk).update(
-            needed=needed, leased=leased, held=held, open_slots=0
+            needed=needed, leased=leased, held=held, open_slots=slots
         )
-    Pair.objects.filter(pk__in=[p.pk for p in pairs]).update(
-        open_slots=pair_state.open_slots_expression()
-    )
     for pair, case in zip(pairs, cases, strict=True):
         pair.refresh_from_db()
         assert pair.open_slots == pair_state.open_slots(*case)
@@ -58,6 +59,9 @@ def test_sql_rule_equals_python_rule():
         {"held": True, "open_slots": 1},
         {"relevant_count": 3, "label_count": 2},
         {"leased": -1},
+        {"open_slots": 0},
+        {"needed": 2},
+        {"leased": 1},
     ],
 )
 def test_a_writer_that_breaks_an_invariant_fails_loudly(broken):
