@@ -36,25 +36,11 @@ from retrieval.label_status import CODES
 BATCH = 5_000
 """Pairs per ``bulk_update`` query."""
 
-STATE_FIELDS = (
-    "label_count",
-    "relevant_count",
-    "needed",
-    "leased",
-    "open_slots",
-    "held",
-    "status",
-    "adjudicated",
-    "adjudicated_by",
-    "adjudicated_at",
-    "auto_label",
-)
-"""A pair's state: the columns only this module writes."""
-
 
 def open_slots(needed, leased, held):
     """How many more annotators may lease a pair now: 0 while held, else
-    ``max(needed - leased, 0)``. Ints give an int; arrays (many pairs) give an array."""
+    ``max(needed - leased, 0)``. Ints give an int; arrays (many pairs) give an array.
+    ``open_slots_expression`` (:mod:`annotation.models`) is the same rule in SQL."""
     slots = np.where(held, 0, np.maximum(np.subtract(needed, leased), 0))
     return int(slots) if slots.ndim == 0 else slots
 
