@@ -60,9 +60,9 @@ def servable(prefix: str = "", *, once_leases_end: bool = False) -> Q:
 
 
 def first_needed(double: np.ndarray, parked: np.ndarray | None = None) -> np.ndarray:
-    """Labels freshly pooled pairs need: one, two in the double sample, none when
-    ``parked`` (the judging order keeps them back)."""
-    needed = np.where(np.asarray(double, dtype=bool), 2, 1)
+    """Labels freshly pooled pairs need: what the policy asks of a pair with no label (one,
+    two in the double sample), none when ``parked`` (the judging order keeps them back)."""
+    needed = policy.labels_needed(0, 0, double)
     return needed if parked is None else np.where(parked, 0, needed)
 
 
@@ -315,7 +315,7 @@ def park(pair_ids: list[int]) -> None:
 def reopen(pair_ids: list[int]) -> None:
     """Serve parked pairs again: they need their first labels (two in the double sample)."""
     if pair_ids:
-        needed = Case(When(double=True, then=Value(2)), default=Value(1))
+        needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
         Pair.objects.filter(pk__in=pair_ids).update(
             needed=needed, open_slots=open_slots_expression(needed=needed)
         )
