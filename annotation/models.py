@@ -14,7 +14,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import BooleanField, Case, F, Q, Value, When
+from django.db.models.functions import Greatest
 
 from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
 from annotation.settings import CampaignSettings, SettingsError
@@ -171,6 +172,18 @@ class CampaignRun(models.Model):
         return f"{self.campaign_id}#{self.position}"
 
 
+def open_slots_expression(needed=None, leased=None, held: bool | None = None):
+    """How many more annotators may lease a pair, in SQL: 0 while held, else
+    ``max(needed - leased, 0)``, over the row's own columns or the expressions (or, for
+    ``held``, the value) given in their place. A check constraint holds every pair to it;
+    :mod:`annotation.services.pair_state`, the pairs' one writer, sets ``open_slots`` with
+    it and states it in Python (``pair_state.open_slots``)."""
+    needed = F("needed") if needed is None else needed
+    leased = F("leased") if leased is None else leased
+    is_held = Q(held=True) if held is None else Value(held, output_field=BooleanField())
+    return Case(When(is_held, then=Value(0)), default=Greatest(needed - leased, Value(0)))
+
+
 class Pair(models.Model):
     """A caption-video pair to judge, with running label counts.
 
@@ -244,6 +257,9 @@ class Pair(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(held=False) | Q(open_slots=0), name="pair_held_has_no_slots"
+            ),
+            models.CheckConstraint(
+                condition=Q(open_slots=open_slots_expression()), name="pair_open_slots_rule"
             ),
             models.CheckConstraint(
                 condition=Q(relevant_count__lte=F("label_count")),

@@ -144,7 +144,7 @@ def build_campaign(
     from annotation import policy
     from annotation.models import Campaign, Pair
     from annotation.pooling import Pool
-    from annotation.services import judging_queue
+    from annotation.services import judging_queue, pair_state
     from annotation.services.sql import column_rows
     from annotation.settings import CampaignSettings, JudgingSettings
     from retrieval.models import Caption, Dataset, Video
@@ -209,7 +209,6 @@ def build_campaign(
         log(
             f"initial {judging_order} order of {total:,} pairs: {time.perf_counter() - began:.2f} s"
         )
-        needed = np.where(parked, 0, 1 + double)
         columns, rows = column_rows(
             {
                 "campaign_id": campaign.pk,
@@ -218,14 +217,7 @@ def build_campaign(
                 "position": position.tolist(),
                 "pool_row": list(range(total)),
                 "double": double.tolist(),
-                "label_count": 0,
-                "relevant_count": 0,
-                "needed": needed.tolist(),
-                "leased": 0,
-                "open_slots": needed.tolist(),
-                "held": False,
-                "status": "pending",
-                "adjudicated": "",
+                **pair_state.initial(pair_state.first_needed(double, parked)),
                 "auto_label": "",
             }
         )

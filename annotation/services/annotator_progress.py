@@ -25,6 +25,7 @@ from annotation.models import (
     GoldJudgement,
     Judgement,
 )
+from annotation.services import pair_state
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,10 @@ def _left_on_mine(ids: list[int], annotator) -> dict[int, int]:
     not with the campaigns' size."""
     rows = (
         Judgement.objects.filter(
+            pair_state.servable("pair__", once_leases_end=True),
             annotator=annotator,
             undone_at__isnull=True,
             pair__campaign_id__in=ids,
-            pair__held=False,
-            pair__needed__gt=0,
         )
         .order_by()
         .values("pair__campaign_id")

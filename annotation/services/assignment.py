@@ -270,8 +270,7 @@ def _take_back_lease(pair: Pair, annotator, now: datetime) -> None:
     lease lapsed less than :data:`GRACE_SECONDS` ago and the pair still has a free slot;
     a pair never leased to the annotator is refused, so nobody picks pairs by hand.
     """
-    if sql.delete_lease(pair.pk, annotator.pk):
-        pair.leased -= 1
+    if pair_state.give_back_lease(pair, annotator.pk):
         return
     lapsed = LapsedLease.objects.filter(
         pair=pair, annotator=annotator, expired_at__gt=now - timedelta(seconds=GRACE_SECONDS)
@@ -594,7 +593,10 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
 
 def has_work_for(campaign: Campaign, annotator) -> bool:
     """Whether any pair may still come to the annotator (now, once leases expire, or once a
-    paused campaign resumes); a closed campaign has nothing more to give."""
+    paused campaign resumes); a closed campaign has nothing more to give.
+
+    The pairs are those the next-pair query would serve once every lease has ended
+    (:func:`pair_state.servable`), less those the annotator judged."""
     if campaign.status == Campaign.Status.CLOSED or judging_queue.budget_spent(campaign):
         return False
     if standing.paused(campaign, annotator) is not None:
@@ -604,7 +606,7 @@ def has_work_for(campaign: Campaign, annotator) -> bool:
         if not trained.admitted:
             return not trained.out_of_tries
     return (
-        Pair.objects.filter(campaign=campaign, needed__gt=0, held=False)
+        Pair.objects.filter(pair_state.servable(once_leases_end=True), campaign=campaign)
         .filter(~_judged_by(annotator))
         .exists()
     )

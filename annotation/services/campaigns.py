@@ -202,9 +202,6 @@ def write_pairs(
 ) -> int:
     """Insert the pool's pairs (``pool_row`` = row of the provenance array) at their queue
     ``position`` (pool order by default); ``parked`` pairs start needing nothing."""
-    needed, slots = pair_state.initial(double)
-    if parked is not None:
-        needed, slots = np.where(parked, 0, needed), np.where(parked, 0, slots)
     rows = list(range(len(pool)))
     return sql.insert(
         Pair,
@@ -215,14 +212,7 @@ def write_pairs(
             "position": rows if position is None else np.asarray(position).tolist(),
             "pool_row": rows,
             "double": double.tolist(),
-            "label_count": 0,
-            "relevant_count": 0,
-            "needed": needed.tolist(),
-            "leased": 0,
-            "open_slots": slots.tolist(),
-            "held": False,
-            "status": Pair.Status.PENDING.value,
-            "adjudicated": "",
+            **pair_state.initial(pair_state.first_needed(double, parked)),
         },
     )
 

@@ -84,8 +84,8 @@ def ensure_tasks(campaign: Campaign) -> int:
                     caption_id=g.caption_id,
                     video_id=g.video_id,
                     position=0,
-                    needed=0,
-                    open_slots=0,
+                    # Served by gold_queue.pick, never by the queue: nothing needed.
+                    **pair_state.initial(0),
                 )
                 for g in missing
             ]

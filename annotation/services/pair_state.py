@@ -3,10 +3,14 @@
 A pair carries running counts so the next-task query is an index lookup: ``label_count``
 and ``relevant_count`` (live labels), ``needed`` (labels the FIRE §3.1 policy still asks
 for), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
-held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a label added
-or taken back, a lease taken or released, a hold, an adjudication, an auto-label, a
-re-queue) goes through a function here, so the rule linking them is written once; check
-constraints on :class:`~annotation.models.Pair` make a writer that breaks it fail loudly.
+held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a pair pooled
+or made a gold task, a label added or taken back, a lease taken or released, a hold, an
+adjudication, an auto-label, a re-queue) goes through a function here, so the rule linking
+them is written once (:func:`open_slots`, and for SQL ``open_slots_expression``, which
+the pair table's check constraint shares and so lives with the model); no
+other module writes these columns (a test reads the sources for writers elsewhere), and
+check constraints on :class:`~annotation.models.Pair` make a writer that breaks them fail
+loudly. Whether an annotator may be served a pair is asked once too: :func:`servable`.
 
 Writers lock a pair's row before its leases' rows (several pairs in id order), so a submit
 and the release of the same expired lease cannot deadlock.
@@ -18,12 +22,12 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db import connection
 from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
-from annotation.models import Campaign, CampaignTally, Lease, Pair
+from annotation.models import Campaign, CampaignTally, Lease, Pair, open_slots_expression
 from annotation.services import sql
 from retrieval.label_status import CODES, NAMES, RELEVANT
 
@@ -31,23 +35,50 @@ BATCH = 5_000
 """Pairs per ``bulk_update`` query."""
 
 
-def open_slots(needed: int, leased: int, held: bool) -> int:
-    """How many more annotators may lease a pair now."""
-    return 0 if held else max(needed - leased, 0)
+def open_slots(needed, leased, held):
+    """How many more annotators may lease a pair now: 0 while held, else
+    ``max(needed - leased, 0)``. Ints give an int; arrays (many pairs) give an array.
+    ``open_slots_expression`` (:mod:`annotation.models`) is the same rule in SQL."""
+    slots = np.where(held, 0, np.maximum(np.subtract(needed, leased), 0))
+    return int(slots) if slots.ndim == 0 else slots
 
 
-def open_slots_expression(extra_leases: int = 0):
-    """:func:`open_slots` in SQL over the row's own columns (``leased + extra_leases``)."""
-    return Case(
-        When(held=True, then=Value(0)),
-        default=Greatest(F("needed") - F("leased") - Value(extra_leases), Value(0)),
-    )
+def servable(prefix: str = "", *, once_leases_end: bool = False) -> Q:
+    """Pairs an annotator may be served: those with an open slot now, or, with
+    ``once_leases_end``, those that will have one when every live lease on them ends.
+
+    Both are :func:`open_slots` > 0, the first with the stored count (the next-pair
+    statement's ``open_slots > 0``, which the partial index ``pair_queue`` serves), the
+    second with ``leased = 0``, which the rule reduces to ``needed > 0`` and not held.
+    ``prefix`` names the pair from another model (``"pair__"``).
+    """
+    if once_leases_end:
+        return Q(**{f"{prefix}needed__gt": 0, f"{prefix}held": False})
+    return Q(**{f"{prefix}open_slots__gt": 0})
 
 
-def initial(double: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(needed, open_slots) of freshly pooled pairs: one label, two for the double sample."""
-    needed = np.where(np.asarray(double, dtype=bool), 2, 1)
-    return needed, needed.copy()
+def first_needed(double: np.ndarray, parked: np.ndarray | None = None) -> np.ndarray:
+    """Labels freshly pooled pairs need: what the policy asks of a pair with no label (one,
+    two in the double sample), none when ``parked`` (the judging order keeps them back)."""
+    needed = policy.labels_needed(0, 0, double)
+    return needed if parked is None else np.where(parked, 0, needed)
+
+
+def initial(needed) -> dict[str, object]:
+    """The state of new pairs, by column: no label, no lease, not held, pending, needing
+    ``needed`` labels. An int gives one pair's values (for ``Pair(**...)``); an array gives
+    a list per varying column (as :func:`annotation.services.sql.insert` takes them)."""
+    needed = np.asarray(needed, dtype=np.int64)
+    return {
+        "label_count": 0,
+        "relevant_count": 0,
+        "needed": needed.tolist(),
+        "leased": 0,
+        "open_slots": np.asarray(open_slots(needed, 0, False)).tolist(),
+        "held": False,
+        "status": Pair.Status.PENDING.value,
+        "adjudicated": "",
+    }
 
 
 def waiting_for_admin() -> Q:
@@ -92,8 +123,10 @@ def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
         sql.lock_tallies(campaign_id, shards)
 
 
-def recount_leases(pair_ids: Iterable[int]) -> None:
-    """Recount live leases of the pairs and recompute how many more may be leased."""
+def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
+    """Recount live leases of the pairs and recompute how many more may be leased, in one
+    statement (the pair's row never breaks the rule between two); with ``held`` the pairs
+    are held or let go in the same statement."""
     pair_ids = list(pair_ids)
     if not pair_ids:
         return
@@ -104,9 +137,17 @@ def recount_leases(pair_ids: Iterable[int]) -> None:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    pairs = Pair.objects.filter(pk__in=pair_ids)
-    pairs.update(leased=Coalesce(Subquery(live), Value(0)))
-    pairs.update(open_slots=open_slots_expression())
+    leased = Coalesce(Subquery(live), Value(0))
+    values = {"leased": leased, "open_slots": open_slots_expression(leased=leased, held=held)}
+    if held is not None:
+        values["held"] = held
+    Pair.objects.filter(pk__in=pair_ids).update(**values)
+
+
+def _step_leases(pair_id: int, step: int) -> None:
+    """One lease more (``step`` 1) or fewer (-1) on the pair, open slots recomputed
+    (:data:`sql.LEASES_MOVED`)."""
+    sql.LEASES_MOVED.execute({"pair": pair_id, "step": step})
 
 
 def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
@@ -115,6 +156,7 @@ def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Leas
     seconds = min(campaign.lease_seconds, LEASE_SECONDS[1])
     expires = now + timedelta(seconds=seconds)
     lease_id = sql.insert_lease(pair.pk, annotator.pk, now, expires)
+    _step_leases(pair.pk, 1)
     lease = Lease(pk=lease_id, pair=pair, annotator=annotator, created_at=now, expires_at=expires)
     pair.leased += 1
     pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
@@ -124,7 +166,22 @@ def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Leas
 def end_lease(pair_id: int, annotator_id: int) -> bool:
     """End the annotator's lease on the pair and free its slot (a gold task's answer or
     escalation); whether they held one."""
-    return bool(sql.delete_lease(pair_id, annotator_id, free_slot=True))
+    if not sql.delete_lease(pair_id, annotator_id):
+        return False
+    _step_leases(pair_id, -1)
+    return True
+
+
+def give_back_lease(pair: Pair, annotator_id: int) -> bool:
+    """End the annotator's lease on the pair as their label comes in; whether they held one.
+
+    Only the lease row goes now: the pair's counts are saved with the label's
+    (:func:`count_label`, the caller's next step), one statement for both."""
+    if not sql.delete_lease(pair.pk, annotator_id):
+        return False
+    pair.leased -= 1
+    pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
+    return True
 
 
 def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
@@ -189,14 +246,12 @@ def hold(pair_id: int) -> None:
     """Keep an escalated pair from annotators until an admin decides: every lease on it
     ends (the caller has locked the pair), so nobody is shown it meanwhile."""
     Lease.objects.filter(pair_id=pair_id).delete()
-    Pair.objects.filter(pk=pair_id).update(held=True)
-    recount_leases([pair_id])
+    recount_leases([pair_id], held=True)
 
 
 def unhold(pair_id: int) -> None:
     """Return an escalated pair to the judging queue."""
-    Pair.objects.filter(pk=pair_id).update(held=False)
-    recount_leases([pair_id])
+    recount_leases([pair_id], held=False)
 
 
 def adjudicate(pair: Pair, admin, label: str) -> None:
@@ -210,8 +265,11 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
 
 def auto_label(pair_ids: Iterable[int], status: str, rule: str) -> int:
     """Give unleased, unlabelled pairs a proxy's label: they leave the judging queue."""
+    # Unleased (the caller checked) and needing nothing, so no slot is open.
+    slots = open_slots(0, 0, False)
     pairs = [
-        Pair(pk=int(pk), status=status, needed=0, open_slots=0, auto_label=rule) for pk in pair_ids
+        Pair(pk=int(pk), status=status, needed=0, open_slots=slots, auto_label=rule)
+        for pk in pair_ids
     ]
     Pair.objects.bulk_update(pairs, ["status", "needed", "open_slots", "auto_label"], BATCH)
     return len(pairs)
@@ -222,19 +280,17 @@ def park(pair_ids: list[int]) -> None:
     nothing is needed of them, so nobody is offered them."""
     if pair_ids:
         # Checked in the UPDATE itself: a lease taken since the caller read the row wins.
-        Pair.objects.filter(pk__in=pair_ids, leased=0).update(needed=0, open_slots=0)
+        Pair.objects.filter(pk__in=pair_ids, leased=0).update(
+            needed=0, open_slots=open_slots_expression(needed=Value(0))
+        )
 
 
 def reopen(pair_ids: list[int]) -> None:
     """Serve parked pairs again: they need their first labels (two in the double sample)."""
     if pair_ids:
-        needed = Case(When(double=True, then=Value(2)), default=Value(1))
+        needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
         Pair.objects.filter(pk__in=pair_ids).update(
-            needed=needed,
-            open_slots=Case(
-                When(held=True, then=Value(0)),
-                default=Greatest(needed - F("leased"), Value(0)),
-            ),
+            needed=needed, open_slots=open_slots_expression(needed=needed)
         )
 
 

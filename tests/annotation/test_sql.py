@@ -92,7 +92,7 @@ def test_next_pair_matches_the_orm(world, same_caption, excluded, who):
 
 def test_next_pair_is_none_when_nothing_is_open(world):
     campaign, (a, _, _) = world
-    Pair.objects.filter(campaign=campaign).update(open_slots=0)
+    Pair.objects.filter(campaign=campaign).update(needed=0, open_slots=0)
     assert sql.next_pair(campaign.pk, a.pk, [], None) is None
 
 
@@ -349,6 +349,7 @@ def examples(world) -> dict:
         "queue": "queue",
         "purpose": "queue",
         "pk": fresh.pk,
+        "step": 1,
     }
     values.update({name: getattr(leased, name) for name in sql.SAVE_COUNTS_COLUMNS})
     values.update({f"exclude_{i}": pk for i, pk in enumerate(pairs)})

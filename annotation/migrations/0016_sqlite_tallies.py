@@ -114,6 +114,6 @@ def uninstall(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotation", "0014_gold_of_from_options")]
+    dependencies = [("annotation", "0015_pair_open_slots_rule")]
 
     operations = [migrations.RunPython(install, uninstall)]
