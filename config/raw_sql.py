@@ -342,18 +342,26 @@ class Compiled(Statement):
         stand_ins = {name: -32000 - i for i, name in enumerate(self.params)}
         sql, params = self.build(**stand_ins, **variant).query.sql_with_params()
         by_value = {value: name for name, value in stand_ins.items()}
-        unknown = [value for value in params if value not in by_value]
+        unknown = [value for value in params if value not in by_value and not _literal(value)]
         if unknown:
             raise ValueError(f"parameters {unknown} are not among {self.params}")
-        # Rebind by name: each %s becomes the named placeholder of its stand-in.
+        # Rebind by name: each %s becomes the named placeholder of its stand-in, or the
+        # integer constant the query wrote (``Value(0)``) as a literal.
         pieces = sql.replace("%%", "\0").split("%s")
         if len(pieces) != len(params) + 1:
             raise ValueError(f"{len(pieces) - 1} placeholders for {len(params)} parameters")
         named = pieces[0]
         for value, piece in zip(params, pieces[1:], strict=True):
-            named += f"%({by_value[value]})s" + piece
+            bound = f"%({by_value[value]})s" if value in by_value else str(int(value))
+            named += bound + piece
         # Braces in the SQL must survive the statement's filling.
         return named.replace("\0", "%%").replace("{", "{{").replace("}", "}}")
+
+
+def _literal(value: object) -> bool:
+    """Whether a compiled query's parameter is a constant safe to write into the SQL: a
+    small integer (a plain int, never a bool or a stand-in)."""
+    return type(value) is int and -32000 < value < 32000
 
 
 def check_registry() -> None:

@@ -372,10 +372,12 @@ def query_pairs(campaign_id: int, caption_id: int) -> list[QueryPair]:
     return QUERY_PAIRS.rows({"campaign": campaign_id, "caption": caption_id})
 
 
-INSERT_LEASE = (
-    f"INSERT INTO {_table(Lease)} ({_q('pair_id')}, {_q('annotator_id')}, {_q('created_at')}, "
-    f"{_q('expires_at')}) VALUES (%(pair)s, %(annotator)s, %(now)s, %(expires)s) "
-    f"RETURNING {_q('id')}"
+INSERT_LEASE = _statement(
+    "insert_lease",
+    """
+    INSERT INTO {lease} ({lease.pair}, {lease.annotator}, {lease.created_at}, {lease.expires_at})
+    VALUES (%(pair)s, %(annotator)s, %(now)s, %(expires)s) RETURNING {lease.id}""",
+    Inserted,
 )
 
 
@@ -388,24 +390,18 @@ def insert_lease(pair_id: int, annotator_id: int, now: datetime, expires: dateti
     return _inserted_id(INSERT_LEASE, params)
 
 
-DELETE_LEASE = (
-    f"DELETE FROM {_table(Lease)} WHERE {_q('pair_id')} = %(pair)s "
-    f"AND {_q('annotator_id')} = %(annotator)s"
+DELETE_LEASE = _statement(
+    "delete_lease",
+    """
+    DELETE FROM {lease} WHERE {lease.pair} = %(pair)s AND {lease.annotator} = %(annotator)s""",
+    None,
 )
 
 
 def delete_lease(pair_id: int, annotator_id: int) -> int:
     """Delete the annotator's lease on the pair; how many rows went (0 or 1). The pair's
     counts are ``pair_state``'s to move."""
-    with connection.cursor() as cursor:
-        cursor.execute(DELETE_LEASE, {"pair": pair_id, "annotator": annotator_id})
-        return cursor.rowcount
-
-
-# Registered as written above (the pair-state writer owns their rules): the statement
-# test runs them too.
-_statement("insert_lease", INSERT_LEASE, Inserted)
-_statement("delete_lease", DELETE_LEASE, None)
+    return DELETE_LEASE.execute({"pair": pair_id, "annotator": annotator_id})
 
 
 class _Update(NamedTuple):
