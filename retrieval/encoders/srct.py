@@ -36,7 +36,7 @@ from ..semantic_roles import ROLE_ORDER, RoleGraph, role_graphs
 from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
 from .features import EXPERTS, ExpertSequences
 from .losses import batch_relevance
-from .text import MINILM_DIM, embed_tokens
+from .text import MINILM_DIM, embed_tokens, load_spacy
 from .training import Standardiser, train
 
 LEVELS = 3
@@ -256,7 +256,7 @@ def caption_graphs(texts: Sequence[str], *, batch_size: int = 256) -> list[RoleG
     with _GRAPHS_LOCK:
         missing = [t for t in dict.fromkeys(texts) if t not in _GRAPHS]
     if missing:
-        parsed = role_graphs(missing, batch_size=batch_size)
+        parsed = role_graphs(missing, nlp=load_spacy(), batch_size=batch_size)
         with _GRAPHS_LOCK:
             _GRAPHS.update(zip(missing, parsed, strict=True))
     with _GRAPHS_LOCK:
