@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrieval.formats.csv_safety import csv_line
-from retrieval.formats.generic import csv_rows
+from retrieval.formats.generic import csv_rows, json_objects
 from retrieval.formats.labels import parse_raw_label
 from retrieval.formats.records import (
     FormatError,
-    json_type,
-    loads_json,
     parse_field,
     parse_key,
     parse_optional_str,
-    read_lines,
 )
 from retrieval.judged import LABEL_NAMES
 
@@ -81,7 +78,7 @@ def file_format(path: Path, fmt: str | None = None) -> str:
 def read_gold(path: Path, fmt: str | None = None) -> Iterator[GoldRecord]:
     """Yield one record per data row (CSV) or non-blank line (JSONL); a pair may appear once."""
     path = Path(path)
-    rows = _csv_objects(path) if file_format(path, fmt) == "csv" else _json_objects(path)
+    rows = _csv_objects(path) if file_format(path, fmt) == "csv" else json_objects(path, REQUIRED)
     seen: dict[tuple[str, str], int] = {}
     for line, values in rows:
         record = GoldRecord(
@@ -117,19 +114,6 @@ def _parse_explanation(value: object) -> str:
 def _csv_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
     for line, values in csv_rows(path, REQUIRED):
         yield line, {name: (value if value.strip() else None) for name, value in values.items()}
-
-
-def _json_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
-    for line, text in read_lines(path):
-        if not text.strip():
-            continue
-        values = loads_json(path, line, text)
-        if not isinstance(values, dict):
-            raise FormatError(path, line, None, f"expected a JSON object, got {json_type(values)}")
-        for name in REQUIRED:
-            if name not in values:
-                raise FormatError(path, line, name, "missing required field")
-        yield line, values
 
 
 # The gold export: every gold pair with every answer given on it.

@@ -193,7 +193,7 @@ def main() -> None:
         import krippendorff
 
         from annotation import agreement
-        from annotation.services import reporting
+        from annotation.services import campaign_labels, reporting
 
         began = time.perf_counter()
         campaign = build(args)
@@ -203,7 +203,9 @@ def main() -> None:
             lambda: reporting.campaign_report(campaign, resamples=args.resamples), args.repeats
         )
         report = report.to_json()  # the flat form the agreement command prints
-        load_times, data = timed(lambda: reporting.load_campaign_labels(campaign), args.repeats)
+        load_times, data = timed(
+            lambda: campaign_labels.load_campaign_labels(campaign), args.repeats
+        )
         counts = agreement.value_counts(data.pair_index, data.labels, data.n_pairs)
         multi = agreement.multiply_labelled(counts)
         package_times, package_alpha = timed(

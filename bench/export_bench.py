@@ -79,7 +79,7 @@ def settle_pairs(campaign) -> None:
     from django.db import connection, transaction
 
     from annotation.models import Pair
-    from annotation.services.reporting import load_campaign_labels
+    from annotation.services.campaign_labels import load_campaign_labels
     from retrieval import label_status
 
     data = load_campaign_labels(campaign)

@@ -17,9 +17,10 @@ from harness import machine
 
 
 def table(title: str, captions: dict) -> None:
+    from retrieval.encoders.text import load_spacy
     from retrieval.semantic_roles import frames, role_graphs, score_frames
 
-    predicted = [frames(graph) for graph in role_graphs(list(captions))]
+    predicted = [frames(graph) for graph in role_graphs(list(captions), nlp=load_spacy())]
     print(f"\n{title}: {len(captions)} captions")
     print("| role | expected | predicted | correct | precision | recall | F1 |")
     print("|---|---|---|---|---|---|---|")
@@ -52,7 +53,7 @@ def main() -> None:
 
     load_spacy()
     start = time.perf_counter()
-    graphs = role_graphs(list(LABELLED))
+    graphs = role_graphs(list(LABELLED), nlp=load_spacy())
     elapsed = time.perf_counter() - start
     print(f"machine: {machine()}; spaCy pipeline {settings.FIREPOOL_SPACY_MODEL}")
     print(f"parse + rules: {len(LABELLED)} captions in {elapsed * 1000:.0f} ms")

@@ -2,7 +2,7 @@
 
 Services raise a subclass of :class:`UserError` when the input, not the code, is wrong;
 commands (:class:`config.commands.BaseCommand`), pages and the API
-(:mod:`config.error_handling`) and jobs (:mod:`jobs.runner`) each show its message in one
+(:mod:`config.error_handling`) and jobs (:mod:`jobs.tasks`) each show its message in one
 place. Anything else, a numpy ``ValueError`` included, is a bug and is reported as an
 internal error. It lives in ``config``, the project layer every app already imports (as
 ``config.roles``): ``retrieval``, ``annotation`` and ``jobs`` all raise or catch it and none

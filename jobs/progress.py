@@ -12,6 +12,7 @@ it on demand, so the pages that show jobs only read.
 import logging
 import threading
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -29,6 +30,26 @@ def heartbeat_seconds() -> float:
 def stale_seconds() -> float:
     """How old a heartbeat may get before its job counts as lost."""
     return float(getattr(settings, "FIREPOOL_JOB_STALE_SECONDS", 60))
+
+
+def reap_stale(now=None) -> int:
+    """Mark failed every held job whose heartbeat is older than the stale limit.
+
+    A held job (running, or queued on an in-process backend) is beaten by its process; a
+    stale one lost that process (killed, crashed, restarted). Returns how many were reaped.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=stale_seconds())
+    return Job.objects.filter(
+        status__in=(Job.Status.QUEUED, Job.Status.RUNNING), heartbeat_at__lt=cutoff
+    ).update(
+        status=Job.Status.FAILED,
+        error=(
+            "The process running this job stopped answering (it was killed, crashed or "
+            f"restarted); no heartbeat for over {stale_seconds():.0f} s. Retry it."
+        ),
+        finished_at=now,
+    )
 
 
 class Reporter:
@@ -88,8 +109,6 @@ class Beater:
         Returns how many were reaped; our own jobs are fresh by then, so never among them.
         A process that holds no job does nothing (an idle web process stays off the database).
         """
-        from jobs.runner import reap_stale  # the runner imports this module
-
         with self._lock:
             held = list(self._held)
         if not held:

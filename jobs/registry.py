@@ -23,7 +23,7 @@ class JobKind:
     """A kind of job: ``run(reporter, **arguments)`` does the work and returns a summary.
 
     ``form`` validates arguments from a page or the command line into JSON values;
-    a user error (:func:`jobs.runner.user_message`) is shown as the job's error, anything
+    a user error (:func:`jobs.tasks.user_message`) is shown as the job's error, anything
     else as an internal error (traceback for admins).
 
     ``atomic`` kinds run in one transaction with the row that records their success, so

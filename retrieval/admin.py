@@ -9,8 +9,9 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from retrieval.forms import NameValidator
 from retrieval.models import Caption, Dataset, LabelSet, Video
-from retrieval.names import InvalidName, NameValidator
+from retrieval.names import InvalidName
 from retrieval.services.labelsets import LabelSetError, check_rename, dependants, make_default
 
 

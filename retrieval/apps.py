@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.conf import settings
+
+from retrieval.formats import records
 
 
 class RetrievalConfig(AppConfig):
@@ -15,6 +18,7 @@ class RetrievalConfig(AppConfig):
         from retrieval import jobs  # noqa: F401 - registers the app's job kinds
 
         _register_converters()
+        records.read_upload_limit_from(upload_limit_setting)
 
 
 def _register_converters() -> None:
@@ -24,3 +28,10 @@ def _register_converters() -> None:
     from retrieval.names import NameConverter
 
     register_converter(NameConverter, "name")
+
+
+def upload_limit_setting() -> int:
+    """``settings.FIREPOOL_MAX_UPLOAD_BYTES``, read at each call (tests change it), else the
+    environment's limit."""
+    limit = getattr(settings, "FIREPOOL_MAX_UPLOAD_BYTES", None)
+    return records.environment_upload_limit() if limit is None else int(limit)

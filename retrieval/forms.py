@@ -1,4 +1,5 @@
-"""Forms of the upload pages: a dataset's captions, and a model from a file or an encoder.
+"""Forms of the upload pages: a dataset's captions, and a model from a file or an encoder;
+and the field validator of the name rule that forms, the admin and the API share.
 
 They check what a page can check (choices, lengths, which files a source needs); the
 services check the rest and their errors come back on the same form.
@@ -11,7 +12,7 @@ from retrieval.encoders.registry import ENCODERS
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import SPLIT_MAX_LENGTH, URL_MAX_LENGTH, check_chars
 from retrieval.models import LabelSet
-from retrieval.names import NAME_MAX_LENGTH, NameValidator
+from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
 FORMAT_HELP = {
     "jsonl": "JSON Lines: video_id, caption_id, caption, split (optional video_path, video_url, "
@@ -22,6 +23,23 @@ FORMAT_HELP = {
     "epic-csv": "EPIC-KITCHENS-100 retrieval CSV (narration_id, narration, verb_class, "
     "all_noun_classes)",
 }
+
+
+class NameValidator:
+    """A form or serializer field validator applying :func:`check_name` to one kind of thing.
+
+    Django forms and Django REST framework both turn its ``ValidationError`` into an error
+    on the field, so a page or an API client sees the same message the service would give.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __call__(self, value: str) -> None:
+        try:
+            check_name(value, self.what)
+        except InvalidName as exc:
+            raise forms.ValidationError(str(exc), code=InvalidName.code) from None
 
 
 def _storable(value: str) -> str:

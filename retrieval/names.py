@@ -1,6 +1,5 @@
-"""Pure (no ORM; Django's ValidationError only for form fields): the one rule for the names
-people give datasets, models, runs, campaigns and label sets, and how any stored name, even
-one from before the rule, travels in a link.
+"""Pure: the one rule for the names people give datasets, models, runs, campaigns and label
+sets, and how any stored name, even one from before the rule, travels in a link.
 
 A name is shown on pages, put in links, CSV cells, job descriptions and log lines, so it
 must read as one line and name one path segment. :func:`check_name` refuses what breaks
@@ -10,7 +9,8 @@ characters, ``.`` and ``..`` (which links resolve to the folder above), ``/`` an
 character of the Unicode categories below (line and paragraph separators, control, format,
 private-use, surrogate and unassigned code points). Services check every name they store
 with it; forms, serializers, commands and jobs reach it through them (and forms and
-serializers through :class:`NameValidator`, to show the message on the field).
+serializers through :class:`retrieval.forms.NameValidator`, to show the message on the
+field).
 
 Rows written before the rule may still hold any text. :func:`name_to_segment` turns every
 name into one URL path segment and :func:`segment_to_name` back: a name the rule accepts is
@@ -24,8 +24,6 @@ before :class:`NameConverter` sees it, so the round trip is exact for every stri
 
 import unicodedata
 from urllib.parse import quote, unquote
-
-from django.core.exceptions import ValidationError
 
 from config.errors import UserError
 
@@ -111,23 +109,6 @@ def derived_name(text: str, fallback: str = "unnamed") -> str:
     ]
     name = " ".join("".join(kept).split())[:NAME_MAX_LENGTH].strip()
     return fallback if name in ("", ".", "..") else name
-
-
-class NameValidator:
-    """A form or serializer field validator applying :func:`check_name` to one kind of thing.
-
-    Django forms and Django REST framework both turn its ``ValidationError`` into an error
-    on the field, so a page or an API client sees the same message the service would give.
-    """
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __call__(self, value: str) -> None:
-        try:
-            check_name(value, self.what)
-        except InvalidName as exc:
-            raise ValidationError(str(exc), code=InvalidName.code) from None
 
 
 def name_to_segment(name: str) -> str:

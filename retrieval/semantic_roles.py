@@ -41,7 +41,7 @@ two minutes", "past a blue star | on grass"). Coordinated verbs share the first 
 subject ("a man opens the door and walks in") and, for "peel and chop the onions", the
 last verb's object. The parser tags some subject-less demo captions' verbs as nouns ("a
 disc rolls" as one noun phrase): a noun root that is a known motion verb form
-(:data:`~retrieval.encoders.text.MOTION_FORMS`) or has a direct object is read as the
+(:data:`MOTION_FORMS`) or has a direct object is read as the
 verb, its left dependents as its subject. Imperatives have no ARG0. A caption without a
 verb ("an emerald cross") has no frame; its root noun phrase is an entity node (role
 ``ENT``) of the sentence, with its prepositional modifiers as the sentence's modifiers.
@@ -54,7 +54,44 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.encoders.text import MOTION_FORMS
+MOTION_VERBS: frozenset[str] = frozenset(
+    {
+        "move", "roll", "slide", "drift", "rise", "float", "sink", "fall", "drop", "spin",
+        "rotate", "turn", "grow", "expand", "shrink", "bounce", "hop", "jump", "sit", "stay",
+        "fly", "run", "walk", "swim", "climb", "glide", "swing", "shake", "wobble", "travel",
+    }
+)  # fmt: skip
+"""Motion verbs recognised in any inflection whatever spaCy's tag: the small English
+model tags subject-less caption verbs ("a disc rolls", "a square falls") as plural nouns."""
+
+
+def _inflections(lemma: str) -> set[str]:
+    stem = lemma[:-1] if lemma.endswith("e") else lemma
+    forms = {lemma, lemma + "s", lemma + "es", stem + "ing", stem + "ed", lemma + "ed"}
+    if lemma.endswith("y"):
+        forms |= {lemma[:-1] + "ies", lemma[:-1] + "ied"}
+    if (
+        len(lemma) > 2
+        and lemma[-1] not in "aeiouwy"
+        and lemma[-2] in "aeiou"
+        and lemma[-3] not in "aeiou"
+    ):
+        forms |= {lemma + lemma[-1] + "ing", lemma + lemma[-1] + "ed"}  # hop -> hopping
+    return forms
+
+
+_IRREGULAR = {
+    "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "sank": "sink",
+    "sunk": "sink", "spun": "spin", "grew": "grow", "grown": "grow", "shrank": "shrink",
+    "shrunk": "shrink", "sat": "sit", "flew": "fly", "flies": "fly", "ran": "run",
+    "swam": "swim", "swung": "swing", "shook": "shake",
+}  # fmt: skip
+MOTION_FORMS: dict[str, str] = {
+    **{form: lemma for lemma in MOTION_VERBS for form in _inflections(lemma)},
+    **_IRREGULAR,
+}
+"""Inflected form -> lemma for :data:`MOTION_VERBS`."""
+
 
 ARGM_LOC, ARGM_DIR, ARGM_MNR, ARGM_TMP = "ARGM-LOC", "ARGM-DIR", "ARGM-MNR", "ARGM-TMP"
 ROLE_ORDER: tuple[str, ...] = (
@@ -360,19 +397,17 @@ def role_graph(doc: Any) -> RoleGraph:
 
 
 def role_graphs(
-    captions: Sequence[str | Any], *, nlp: Any = None, batch_size: int = 256
+    captions: Sequence[str | Any], *, nlp: Any, batch_size: int = 256
 ) -> list[RoleGraph]:
     """Role graphs of captions (strings, parsed with ``nlp.pipe``, or spaCy ``Doc``\\ s).
 
-    ``nlp`` defaults to the project's pipeline (``settings.FIREPOOL_SPACY_MODEL``).
+    ``nlp`` is a spaCy pipeline: the project's is
+    :func:`retrieval.encoders.text.load_spacy` (``settings.FIREPOOL_SPACY_MODEL``), passed
+    in by the caller so that this module needs neither Django nor torch.
     """
     texts = [caption for caption in captions if isinstance(caption, str)]
     parsed: dict[str, Any] = {}
     if texts:
-        if nlp is None:
-            from retrieval.encoders.text import load_spacy
-
-            nlp = load_spacy()
         unique = list(dict.fromkeys(texts))
         parsed = dict(zip(unique, nlp.pipe(unique, batch_size=batch_size), strict=True))
     return [role_graph(parsed[c] if isinstance(c, str) else c) for c in captions]

@@ -1,57 +1,24 @@
 """Agreement reports from the database or a labels file (FIRE §3.2, Table 2, Fig. 7).
 
-The ORM side of :mod:`annotation.agreement`: gather a campaign's live judgements into the
-plain arrays the pure module takes, resolve each pair under the labelling policy
-(:mod:`annotation.policy`, FIRE §3.1), and return the report as frozen dataclasses that the
-agreement page reads and whose ``to_json()`` the ``agreement`` command prints.
-
-At FIRE's scale (660,000 labels over 555,000 pairs) the per-object ORM would dominate, so
-the judgements come from one raw query (:func:`annotation.services.sql.judgement_keys`)
-whose rows go straight into numpy, and a pair's
-dense index is its id minus the campaign's first pair id (a campaign's pairs are written
-in bulk, so their ids are contiguous; a mask covers the rare case where they are not).
+The ORM side of :mod:`annotation.agreement`: hand a campaign's live judgements, as the
+plain arrays of :func:`annotation.services.campaign_labels.load_campaign_labels`, to the
+pure module, and return the report as frozen dataclasses that the agreement page reads and
+whose ``to_json()`` the ``agreement`` command prints.
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from django.contrib.auth import get_user_model
-from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation import agreement, policy
-from annotation.models import Campaign, Pair
+from annotation.models import Campaign
 from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
+from annotation.services.campaign_labels import campaign_judged, load_campaign_labels
 from annotation.services.campaigns import campaign_split
-from annotation.services.resolution import campaign_judged
-from annotation.services.sql import ANNOTATOR_SPAN, judgement_keys, queryset_array
-from retrieval import label_status
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.proxies import PROXIES, PROXY_LABELS
-
-
-@dataclass
-class CampaignLabels:
-    """A campaign's live labels as arrays, one entry per label, and each pair's resolution.
-
-    ``pair_index`` is dense (pair id minus ``first_pair_id``) over ``n_pairs`` slots;
-    ``in_campaign`` marks the slots that are the campaign's pairs (all of them unless its
-    pair ids have gaps). ``resolved`` is 1/0 for a pair resolved to relevant/irrelevant and
-    -1 (DISAGREEMENT) otherwise; ``status`` holds :class:`retrieval.label_status.LabelStatus` codes.
-    """
-
-    pair_index: np.ndarray
-    annotator_index: np.ndarray
-    labels: np.ndarray
-    seconds: np.ndarray
-    annotators: list[str]
-    n_pairs: int
-    resolved: np.ndarray
-    status: np.ndarray
-    in_campaign: np.ndarray
-    pool_pairs: int
-    first_pair_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -203,131 +170,6 @@ class ProxyReport:
     @property
     def missing_labels(self) -> list[str]:
         return [PROXY_LABELS[name] for name in self.missing]
-
-
-def _fetch_judgements(
-    campaign: Campaign, first: int, last: int, contiguous: bool, packed: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Live judgements as arrays: dense pair index, annotator id, label (1 relevant), seconds.
-
-    Unpacks the rows of :func:`annotation.services.sql.judgement_keys`; missing or negative
-    times read back as NaN.
-    """
-    rows = judgement_keys(campaign.pk, first, last, contiguous, packed)
-    key = rows["key"]
-    if packed:
-        key, annotators = np.divmod(key, ANNOTATOR_SPAN)
-    else:
-        annotators = rows["annotator"]
-    seconds = np.where(rows["seconds"] < 0, np.nan, rows["seconds"])
-    return key >> 1, annotators, key & 1, seconds
-
-
-def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
-    """The campaign's live judgements as arrays, and each pair resolved under FIRE §3.1.
-
-    Undone judgements are left out. A pair's status comes from :func:`policy.resolve` with
-    its live label counts, its second-label flag, the campaign's ``max_labels`` and any
-    adjudicated label (which always wins).
-    """
-    pairs = Pair.objects.filter(campaign=campaign)
-    pool_pairs = pairs.count()
-    if not pool_pairs:
-        empty = np.zeros(0, dtype=np.int64)
-        return CampaignLabels(
-            pair_index=empty,
-            annotator_index=empty,
-            labels=empty,
-            seconds=np.zeros(0),
-            annotators=[],
-            n_pairs=0,
-            resolved=empty,
-            status=np.zeros(0, dtype=np.int8),
-            in_campaign=np.zeros(0, dtype=bool),
-            pool_pairs=0,
-        )
-    # Apart, not in one aggregate: SQLite answers a lone MIN or MAX with one index seek.
-    first = pairs.aggregate(first=Min("id"))["first"]
-    last = pairs.aggregate(last=Max("id"))["last"]
-    n_pairs = last - first + 1
-    contiguous = n_pairs == pool_pairs
-    in_campaign = np.full(n_pairs, contiguous)
-    if not contiguous:
-        ids = queryset_array(pairs.values_list("id"), np.dtype([("id", np.int64)]))["id"]
-        in_campaign[ids - first] = True
-
-    User = get_user_model()
-    top_user = User.objects.aggregate(top=Max("pk"))["top"] or 0
-    # Packing needs (2 * n_pairs) * ANNOTATOR_SPAN to fit in 63 bits.
-    packed = n_pairs < 2**30 and 0 <= top_user < ANNOTATOR_SPAN
-    pair_index, annotator_ids, labels, seconds = _fetch_judgements(
-        campaign, first, last, contiguous, packed
-    )
-
-    annotators, annotator_index = _annotators(annotator_ids, User)
-
-    # Only the few pairs whose flags matter: second-label ones and adjudicated ones.
-    flagged = queryset_array(
-        pairs.filter(Q(double=True) | ~Q(adjudicated=""))
-        .annotate(
-            verdict=Case(
-                When(adjudicated=Pair.Status.RELEVANT, then=Value(1)),
-                When(adjudicated=Pair.Status.IRRELEVANT, then=Value(0)),
-                default=Value(policy.NOT_ADJUDICATED),
-            )
-        )
-        .values_list("id", "double", "verdict"),
-        np.dtype([("id", np.int64), ("double", np.bool_), ("verdict", np.int64)]),
-    )
-    double = np.zeros(n_pairs, dtype=bool)
-    double[flagged["id"] - first] = flagged["double"]
-    adjudicated = np.full(n_pairs, policy.NOT_ADJUDICATED, dtype=np.int64)
-    adjudicated[flagged["id"] - first] = flagged["verdict"]
-
-    counts = agreement.value_counts(pair_index, labels, n_pairs)
-    status = policy.resolve(
-        counts[:, 1], counts[:, 0] + counts[:, 1], double, campaign.max_labels, adjudicated
-    )
-    return CampaignLabels(
-        pair_index=pair_index,
-        annotator_index=annotator_index,
-        labels=labels,
-        seconds=seconds,
-        annotators=annotators,
-        n_pairs=n_pairs,
-        resolved=resolved_labels(status, in_campaign),
-        status=status,
-        in_campaign=in_campaign,
-        pool_pairs=pool_pairs,
-        first_pair_id=first,
-    )
-
-
-def _annotators(annotator_ids: np.ndarray, User) -> tuple[list[str], np.ndarray]:
-    """Usernames in alphabetical order, and each label's index into them."""
-    if annotator_ids.size and annotator_ids.min() >= 0 and annotator_ids.max() < 1 << 24:
-        seen = np.bincount(annotator_ids) > 0  # small ids: a lookup table beats sorting
-        present, dense = np.flatnonzero(seen), (np.cumsum(seen) - 1)[annotator_ids]
-    else:
-        present, dense = np.unique(annotator_ids, return_inverse=True)
-    names = dict(
-        User.objects.filter(pk__in=present.tolist()).values_list("pk", User.USERNAME_FIELD)
-    )
-    labels = [str(names.get(pk, pk)) for pk in present.tolist()]
-    order = sorted(range(len(present)), key=lambda i: labels[i])
-    rank = np.empty(len(present), dtype=np.int64)
-    rank[order] = np.arange(len(present))
-    return [labels[i] for i in order], rank[dense]
-
-
-def resolved_labels(status: np.ndarray, in_campaign: np.ndarray | None = None) -> np.ndarray:
-    """Each pair's final label (1, 0), or DISAGREEMENT (-1) for pending and disagreeing pairs
-    and pairs outside the campaign: what agreement with "the resolved label" compares to."""
-    status = np.asarray(status, dtype=np.int64)
-    resolved = np.where(status >= 0, status, label_status.DISAGREEMENT)
-    if in_campaign is not None:
-        resolved[~in_campaign] = label_status.DISAGREEMENT
-    return resolved
 
 
 def campaign_report(

@@ -26,6 +26,7 @@ from django.contrib.auth import get_user_model
 from annotation import quality
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
 from annotation.services import judging_queue
+from annotation.services.campaign_labels import load_campaign_labels
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet
@@ -39,24 +40,6 @@ from retrieval.services.labelsets import (
 
 METHODS = quality.METHODS
 MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
-
-
-def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
-    """The campaign's pairs that have a final label or are disagreements, as arrays.
-
-    ``humans_only`` leaves out pairs a proxy rule labelled (``Pair.auto_label``).
-    """
-    pairs = Pair.objects.filter(campaign=campaign).exclude(status=Pair.Status.PENDING)
-    if humans_only:
-        pairs = pairs.filter(auto_label="")
-    rows = list(pairs.values_list("caption_id", "video_id", "status", "label_count", "adjudicated"))
-    return Judged.build(
-        np.fromiter((row[0] for row in rows), np.int64, len(rows)),
-        np.fromiter((row[1] for row in rows), np.int64, len(rows)),
-        np.fromiter((CODES[row[2]] for row in rows), np.int64, len(rows)),
-        np.fromiter((row[3] for row in rows), np.int64, len(rows)),
-        np.fromiter((bool(row[4]) for row in rows), bool, len(rows)),
-    )
 
 
 @dataclass(frozen=True)
@@ -137,9 +120,6 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     pairs themselves. A pair the model cannot place (no labels: a proxy labelled it) keeps
     its policy status.
     """
-    # Imported here: reporting imports this module (campaign_judged).
-    from annotation.services.reporting import load_campaign_labels
-
     data = load_campaign_labels(campaign)
     first, n_pairs = data.first_pair_id, data.n_pairs
     names = list(data.annotators)

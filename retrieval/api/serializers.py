@@ -4,8 +4,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from retrieval.forms import NameValidator
 from retrieval.models import LabelSet
-from retrieval.names import NAME_MAX_LENGTH, NameValidator
+from retrieval.names import NAME_MAX_LENGTH
 from retrieval.services.run_scoring import STATUS_NAMES
 
 

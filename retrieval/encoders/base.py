@@ -153,9 +153,10 @@ class TrainingData:
 class Encoder(ABC):
     """A retrieval model: captions and videos -> L2-normalised vectors of size ``dim``.
 
-    Subclasses set ``name``; ``trainable`` ones implement :meth:`fit` and keep their
-    learned tensors in :meth:`state`. ``uses_features`` / ``uses_captions`` /
-    ``uses_experts`` say which fields of :class:`VideoInputs` :meth:`encode_videos` reads
+    Subclasses set ``name`` and implement ``_encode_captions`` and ``_encode_videos`` (the
+    public methods resolve the device and call them); ``trainable`` ones implement ``_fit``
+    and keep their learned tensors in :meth:`state`. ``uses_features`` / ``uses_captions``
+    / ``uses_experts`` say which fields of :class:`VideoInputs` :meth:`encode_videos` reads
     (and, for ``uses_experts``, that :meth:`fit` needs ``TrainingData.video_experts``).
     """
 
@@ -174,7 +175,6 @@ class Encoder(ABC):
     def config(self) -> dict[str, Any]:
         """Plain (JSON-able) constructor arguments that rebuild this encoder."""
 
-    @abstractmethod
     def encode_captions(
         self,
         texts: Sequence[str],
@@ -184,8 +184,8 @@ class Encoder(ABC):
         progress: bool = False,
     ) -> np.ndarray:
         """Float32 [len(texts), dim], rows of unit norm."""
+        return self._encode_captions(texts, resolve_device(device), batch_size, progress)
 
-    @abstractmethod
     def encode_videos(
         self,
         inputs: VideoInputs,
@@ -195,6 +195,7 @@ class Encoder(ABC):
         progress: bool = False,
     ) -> np.ndarray:
         """Float32 [len(inputs), dim], rows of unit norm (zero where nothing is known)."""
+        return self._encode_videos(inputs, resolve_device(device), batch_size, progress)
 
     def fit(
         self,
@@ -207,7 +208,35 @@ class Encoder(ABC):
         on_epoch: EpochCallback | None = None,
     ) -> list[float]:
         """Train on ``data``; returns the mean loss of each epoch."""
-        raise TypeError(f"the {self.name} encoder is not trainable")
+        if not self.trainable:
+            raise TypeError(f"the {self.name} encoder is not trainable")
+        return self._fit(data, epochs, seed, resolve_device(device), progress, on_epoch)
+
+    # What each encoder implements: the public methods above, with the device resolved.
+
+    @abstractmethod
+    def _encode_captions(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        """:meth:`encode_captions` on a resolved ``device``."""
+
+    @abstractmethod
+    def _encode_videos(
+        self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        """:meth:`encode_videos` on a resolved ``device``."""
+
+    def _fit(
+        self,
+        data: TrainingData,
+        epochs: int | None,
+        seed: int,
+        device: torch.device,
+        progress: bool,
+        on_epoch: EpochCallback | None,
+    ) -> list[float]:
+        """:meth:`fit` on a resolved ``device``, for ``trainable`` encoders."""
+        raise NotImplementedError
 
     def state(self) -> dict[str, Any]:
         """Learned tensors to save (empty for encoders without learned weights)."""

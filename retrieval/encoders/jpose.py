@@ -28,10 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import EpochCallback, TrainingData
-from .losses import MARGIN, BagRelevance, LossWeights, batch_relevance, mmen_loss
+from .base import TrainingData
+from .losses import BagRelevance, batch_relevance, mmen_loss
 from .text import MINILM_DIM, POS_GROUPS, pos_features, split_pos
-from .training import Standardiser, Tower, TrainedEncoder
+from .training import Standardiser, Step, Tower, TrainedEncoder
 
 PCA_SAMPLES = 10_000
 """Videos and captions (each at most) whose PoS embeddings initialise the joint layer."""
@@ -97,41 +97,29 @@ class JPoSENet(nn.Module):
 
 
 class JPoSEEncoder(TrainedEncoder):
-    """JPoSE(Verb, Noun) over hand-made video features and MiniLM lemma vectors."""
+    """JPoSE(Verb, Noun) over hand-made video features and MiniLM lemma vectors.
+
+    Beyond MME's settings: the PoS ``groups`` and each group's loss weight ``alpha``
+    (α_k of Eq. 7, 1 unless given).
+    """
 
     name = "jpose"
+    DROPOUT = 0.1
+    EPOCHS = 10
 
     def __init__(
         self,
         *,
-        feature_dim: int | None = None,
         groups: Sequence[str] = POS_GROUPS,
-        hidden: int = 512,
-        embed_dim: int = 256,
-        dropout: float = 0.1,
-        margin: float = MARGIN,
-        mining: str = "all",
-        weights: dict[str, float] | None = None,
         alpha: dict[str, float] | None = None,
-        lr: float = 1e-3,
-        weight_decay: float = 1e-5,
-        batch_size: int = 128,
-        epochs: int = 10,
+        **settings: Any,
     ) -> None:
-        self.feature_dim = feature_dim
         self.groups = tuple(groups)
         unknown = set(self.groups) - set(POS_GROUPS)
         if unknown:
             raise ValueError(f"unknown PoS groups {sorted(unknown)}; known: {POS_GROUPS}")
-        self.hidden, self.embed_dim, self.dropout = hidden, embed_dim, dropout
-        self.margin, self.mining = margin, mining
-        self.weights = LossWeights(**(weights or {}))
         self.alpha = {g: 1.0 for g in self.groups} | dict(alpha or {})
-        self.lr, self.weight_decay = lr, weight_decay
-        self.batch_size, self.epochs = batch_size, epochs
-        self.net: JPoSENet | None = None
-        if feature_dim is not None:
-            self.net = self._build(feature_dim)
+        super().__init__(**settings)
 
     def _build(self, feature_dim: int) -> JPoSENet:
         return JPoSENet(
@@ -139,22 +127,7 @@ class JPoSEEncoder(TrainedEncoder):
         )
 
     def config(self) -> dict[str, Any]:
-        w = self.weights
-        return {
-            "feature_dim": self.feature_dim,
-            "groups": list(self.groups),
-            "hidden": self.hidden,
-            "embed_dim": self.embed_dim,
-            "dropout": self.dropout,
-            "margin": self.margin,
-            "mining": self.mining,
-            "weights": {"vt": w.vt, "tv": w.tv, "vv": w.vv, "tt": w.tt},
-            "alpha": dict(self.alpha),
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-            "batch_size": self.batch_size,
-            "epochs": self.epochs,
-        }
+        return super().config() | {"groups": list(self.groups), "alpha": dict(self.alpha)}
 
     def _text_features(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
@@ -162,51 +135,35 @@ class JPoSEEncoder(TrainedEncoder):
         parts = pos_features(texts, device=device, batch_size=batch_size)
         return np.concatenate([parts[g] for g in self.groups], axis=1)
 
-    def fit(
-        self,
-        data: TrainingData,
-        *,
-        epochs: int | None = None,
-        seed: int = 0,
-        device: str | torch.device = "auto",
-        progress: bool = False,
-        on_epoch: EpochCallback | None = None,
-    ) -> list[float]:
-        dev, net, videos = self._start_fit(data, seed, device)
+    def _prepare(
+        self, data: TrainingData, seed: int, device: torch.device, progress: bool
+    ) -> tuple[JPoSENet, Step]:
+        net, videos = self._start_fit(data, device)
         splits = split_pos(data.captions)
-        parts = pos_features(data.captions, device=dev, splits=splits)
-        texts = {g: torch.from_numpy(parts[g]).to(dev) for g in self.groups}
+        parts = pos_features(data.captions, device=device, splits=splits)
+        texts = {g: torch.from_numpy(parts[g]).to(device) for g in self.groups}
         pos_relevance = {
             g: BagRelevance([s.group(g) for s in splits], data.caption_video, data.n_videos)
             for g in self.groups
         }
         net.eval()
         sample = torch.randperm(len(data.captions), generator=torch.Generator().manual_seed(seed))
-        sample = sample[:PCA_SAMPLES].to(dev)
+        sample = sample[:PCA_SAMPLES].to(device)
         net.init_joint_pca(videos[:PCA_SAMPLES], {g: texts[g][sample] for g in self.groups})
         loss_args = {"weights": self.weights, "margin": self.margin, "mining": self.mining}
 
         def step(batch: np.ndarray) -> torch.Tensor:
             video_idx = np.unique(data.caption_video[batch])
-            rows = torch.from_numpy(batch).to(dev)
-            v_parts = net.pos_videos(videos[torch.from_numpy(video_idx).to(dev)])
+            rows = torch.from_numpy(batch).to(device)
+            v_parts = net.pos_videos(videos[torch.from_numpy(video_idx).to(device)])
             t_parts = net.pos_texts({g: texts[g][rows] for g in self.groups})
-            joint = batch_relevance(data, batch, video_idx, dev)
+            joint = batch_relevance(data, batch, video_idx, device)
             loss = mmen_loss(net.combine(v_parts), net.combine(t_parts), joint, **loss_args)
             for g in self.groups:
-                relevance = pos_relevance[g].batch(batch, video_idx, dev)
+                relevance = pos_relevance[g].batch(batch, video_idx, device)
                 loss = loss + self.alpha[g] * mmen_loss(
                     v_parts[g], t_parts[g], relevance, **loss_args
                 )
             return loss
 
-        return self._train(
-            net,
-            step,
-            len(data.captions),
-            epochs=epochs,
-            seed=seed,
-            device=dev,
-            progress=progress,
-            on_epoch=on_epoch,
-        )
+        return net, step

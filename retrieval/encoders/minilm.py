@@ -34,23 +34,13 @@ class MiniLMEncoder(Encoder):
     def config(self) -> dict[str, Any]:
         return {}
 
-    def encode_captions(
-        self,
-        texts: Sequence[str],
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_captions(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         return embed_sentences(texts, device=device, batch_size=batch_size, progress=progress)
 
-    def encode_videos(
-        self,
-        inputs: VideoInputs,
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_videos(
+        self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         if inputs.captions is None:
             raise ValueError("the minilm encoder describes videos by their captions: none given")

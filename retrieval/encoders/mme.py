@@ -16,16 +16,15 @@ overfit, and this takes well under a minute on 2 CPU cores with features precomp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from .base import EpochCallback, TrainingData
-from .losses import MARGIN, LossWeights, batch_relevance, mmen_loss
+from .base import TrainingData
+from .losses import batch_relevance, mmen_loss
 from .text import MINILM_DIM, embed_sentences
-from .training import Standardiser, Tower, TrainedEncoder
+from .training import Standardiser, Step, Tower, TrainedEncoder
 
 
 class MMENet(nn.Module):
@@ -50,87 +49,31 @@ class MMEEncoder(TrainedEncoder):
     """MME over hand-made video features and MiniLM captions (defaults: 512 hidden, 256 out)."""
 
     name = "mme"
-
-    def __init__(
-        self,
-        *,
-        feature_dim: int | None = None,
-        hidden: int = 512,
-        embed_dim: int = 256,
-        dropout: float = 0.3,
-        margin: float = MARGIN,
-        mining: str = "all",
-        weights: dict[str, float] | None = None,
-        lr: float = 1e-3,
-        weight_decay: float = 1e-5,
-        batch_size: int = 128,
-        epochs: int = 20,
-    ) -> None:
-        self.feature_dim = feature_dim
-        self.hidden, self.embed_dim, self.dropout = hidden, embed_dim, dropout
-        self.margin, self.mining = margin, mining
-        self.weights = LossWeights(**(weights or {}))
-        self.lr, self.weight_decay = lr, weight_decay
-        self.batch_size, self.epochs = batch_size, epochs
-        self.net: MMENet | None = None
-        if feature_dim is not None:
-            self.net = self._build(feature_dim)
+    DROPOUT = 0.3
+    EPOCHS = 20
 
     def _build(self, feature_dim: int) -> MMENet:
         return MMENet(feature_dim, MINILM_DIM, self.hidden, self.embed_dim, self.dropout)
-
-    def config(self) -> dict[str, Any]:
-        w = self.weights
-        return {
-            "feature_dim": self.feature_dim,
-            "hidden": self.hidden,
-            "embed_dim": self.embed_dim,
-            "dropout": self.dropout,
-            "margin": self.margin,
-            "mining": self.mining,
-            "weights": {"vt": w.vt, "tv": w.tv, "vv": w.vv, "tt": w.tt},
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-            "batch_size": self.batch_size,
-            "epochs": self.epochs,
-        }
 
     def _text_features(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         return embed_sentences(texts, device=device, batch_size=batch_size, progress=progress)
 
-    def fit(
-        self,
-        data: TrainingData,
-        *,
-        epochs: int | None = None,
-        seed: int = 0,
-        device: str | torch.device = "auto",
-        progress: bool = False,
-        on_epoch: EpochCallback | None = None,
-    ) -> list[float]:
-        dev, net, videos = self._start_fit(data, seed, device)
-        texts = torch.from_numpy(embed_sentences(data.captions, device=dev, progress=progress)).to(
-            dev
-        )
+    def _prepare(
+        self, data: TrainingData, seed: int, device: torch.device, progress: bool
+    ) -> tuple[MMENet, Step]:
+        net, videos = self._start_fit(data, device)
+        texts = torch.from_numpy(embed_sentences(data.captions, device=device, progress=progress))
+        texts = texts.to(device)
 
         def step(batch: np.ndarray) -> torch.Tensor:
             video_idx = np.unique(data.caption_video[batch])
-            relevance = batch_relevance(data, batch, video_idx, dev)
-            v = net.embed_videos(videos[torch.from_numpy(video_idx).to(dev)])
-            t = net.embed_texts(texts[torch.from_numpy(batch).to(dev)])
+            relevance = batch_relevance(data, batch, video_idx, device)
+            v = net.embed_videos(videos[torch.from_numpy(video_idx).to(device)])
+            t = net.embed_texts(texts[torch.from_numpy(batch).to(device)])
             return mmen_loss(
                 v, t, relevance, weights=self.weights, margin=self.margin, mining=self.mining
             )
 
-        return self._train(
-            net,
-            step,
-            len(data.captions),
-            epochs=epochs,
-            seed=seed,
-            device=dev,
-            progress=progress,
-            on_epoch=on_epoch,
-        )
+        return net, step

@@ -43,22 +43,12 @@ class RandomEncoder(Encoder):
             out[i] = self.vector(kind, key)
         return out
 
-    def encode_captions(
-        self,
-        texts: Sequence[str],
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_captions(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         return self._encode("caption", texts)
 
-    def encode_videos(
-        self,
-        inputs: VideoInputs,
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_videos(
+        self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         return self._encode("video", inputs.keys)

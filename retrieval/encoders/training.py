@@ -1,4 +1,5 @@
-"""Building blocks and the training loop shared by the trained encoders (MME, JPoSE).
+"""Building blocks, the training loop and the base classes of the trained encoders (MME,
+JPoSE, SRCT).
 
 Towers are the two-layer perceptrons of JPoSE §4.1.1 (ReLU, L2-normalised output);
 training is Adam over shuffled caption batches with a seeded generator, bf16 autocast
@@ -7,9 +8,9 @@ on CUDA, and a tqdm bar that shows the running loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -17,7 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
+from .base import Encoder, EpochCallback, TrainingData, VideoInputs
+from .losses import MARGIN, LossWeights
 
 
 class Tower(nn.Module):
@@ -131,35 +133,26 @@ def run_batched(
     return np.concatenate(out).astype(np.float32)
 
 
-class TrainedEncoder(Encoder):
-    """What MME and JPoSE share: learned weights, the fitting preamble, and encoding.
+Step = Callable[[np.ndarray], torch.Tensor]
+"""A batch of caption indices -> its loss."""
 
-    A subclass builds its network with ``_build(feature_dim)`` (a module with a
-    ``standardise`` layer, ``embed_videos`` and ``embed_texts``), turns caption texts into
-    the network's text input with ``_text_features``, and defines the batch loss in ``fit``.
+
+class NetworkEncoder(Encoder):
+    """A trainable encoder whose learned weights are one torch module, ``net``.
+
+    Holds what every trained encoder (MME, JPoSE, SRCT) shares: saving and loading the
+    module's state, refusing to encode before training, and the fitting loop. A subclass
+    builds a fresh network for the data and the loss of a batch in ``_prepare``; ``fit``
+    seeds torch, trains it with this encoder's settings (:func:`train`) and parks the
+    weights on the CPU.
     """
 
     trainable = True
-    uses_features = True
     net: nn.Module | None
-    embed_dim: int
-    feature_dim: int | None
     lr: float
     weight_decay: float
     batch_size: int
     epochs: int
-
-    def _build(self, feature_dim: int) -> nn.Module:
-        raise NotImplementedError
-
-    def _text_features(
-        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
-    ) -> np.ndarray:
-        raise NotImplementedError
-
-    @property
-    def dim(self) -> int:
-        return self.embed_dim
 
     def state(self) -> dict[str, Any]:
         return {} if self.net is None else {k: v.cpu() for k, v in self.net.state_dict().items()}
@@ -173,35 +166,37 @@ class TrainedEncoder(Encoder):
             raise RuntimeError(f"the {self.name} encoder has not been trained (call fit first)")
         return self.net
 
-    def _start_fit(
-        self, data: TrainingData, seed: int, device: str | torch.device
-    ) -> tuple[torch.device, nn.Module, torch.Tensor]:
-        """Seed, build a fresh network for the data's feature size, standardise the videos."""
-        dev = resolve_device(device)
-        torch.manual_seed(seed)
-        self.feature_dim = data.video_features.shape[1]
-        net = self.net = self._build(self.feature_dim).to(dev)
-        videos = torch.from_numpy(data.video_features).to(dev)
-        net.standardise.fit(videos)
-        return dev, net, videos
+    @contextmanager
+    def _on(self, device: torch.device) -> Iterator[nn.Module]:
+        """The trained network in eval mode on ``device``, back on the CPU afterwards."""
+        net = self._require()
+        net.to(device).eval()
+        try:
+            yield net
+        finally:
+            net.cpu()
 
-    def _train(
+    def _prepare(
+        self, data: TrainingData, seed: int, device: torch.device, progress: bool
+    ) -> tuple[nn.Module, Step]:
+        """Build ``self.net`` afresh for ``data`` on ``device``; return it and its batch loss."""
+        raise NotImplementedError
+
+    def _fit(
         self,
-        net: nn.Module,
-        step: Callable[[np.ndarray], torch.Tensor],
-        n_captions: int,
-        *,
+        data: TrainingData,
         epochs: int | None,
         seed: int,
         device: torch.device,
         progress: bool,
-        on_epoch: EpochCallback | None = None,
+        on_epoch: EpochCallback | None,
     ) -> list[float]:
-        """Run :func:`train` with this encoder's settings, then park the weights on the CPU."""
+        torch.manual_seed(seed)
+        net, step = self._prepare(data, seed, device, progress)
         history = train(
             net,
             step,
-            n_captions,
+            len(data.captions),
             epochs=self.epochs if epochs is None else epochs,
             batch_size=self.batch_size,
             lr=self.lr,
@@ -215,46 +210,106 @@ class TrainedEncoder(Encoder):
         net.cpu()
         return history
 
+
+class TrainedEncoder(NetworkEncoder):
+    """What MME and JPoSE share: their settings, the fitting preamble, and encoding.
+
+    A subclass sets :attr:`DROPOUT` and :attr:`EPOCHS` (its defaults), builds its network
+    with ``_build(feature_dim)`` (a module with a ``standardise`` layer, ``embed_videos``
+    and ``embed_texts``), turns caption texts into the network's text input with
+    ``_text_features``, and defines the batch loss in ``_prepare``.
+    """
+
+    uses_features = True
+    DROPOUT: ClassVar[float]
+    EPOCHS: ClassVar[int]
+
+    def __init__(
+        self,
+        *,
+        feature_dim: int | None = None,
+        hidden: int = 512,
+        embed_dim: int = 256,
+        dropout: float | None = None,
+        margin: float = MARGIN,
+        mining: str = "all",
+        weights: dict[str, float] | None = None,
+        lr: float = 1e-3,
+        weight_decay: float = 1e-5,
+        batch_size: int = 128,
+        epochs: int | None = None,
+    ) -> None:
+        self.feature_dim = feature_dim
+        self.hidden, self.embed_dim = hidden, embed_dim
+        self.dropout = self.DROPOUT if dropout is None else dropout
+        self.margin, self.mining = margin, mining
+        self.weights = LossWeights(**(weights or {}))
+        self.lr, self.weight_decay = lr, weight_decay
+        self.batch_size = batch_size
+        self.epochs = self.EPOCHS if epochs is None else epochs
+        self.net = None if feature_dim is None else self._build(feature_dim)
+
+    def _build(self, feature_dim: int) -> nn.Module:
+        raise NotImplementedError
+
+    def _text_features(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        return self.embed_dim
+
+    def config(self) -> dict[str, Any]:
+        w = self.weights
+        return {
+            "feature_dim": self.feature_dim,
+            "hidden": self.hidden,
+            "embed_dim": self.embed_dim,
+            "dropout": self.dropout,
+            "margin": self.margin,
+            "mining": self.mining,
+            "weights": {"vt": w.vt, "tv": w.tv, "vv": w.vv, "tt": w.tt},
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "batch_size": self.batch_size,
+            "epochs": self.epochs,
+        }
+
+    def _start_fit(
+        self, data: TrainingData, device: torch.device
+    ) -> tuple[nn.Module, torch.Tensor]:
+        """Build a fresh network for the data's feature size and standardise the videos."""
+        self.feature_dim = data.video_features.shape[1]
+        net = self.net = self._build(self.feature_dim).to(device)
+        videos = torch.from_numpy(data.video_features).to(device)
+        net.standardise.fit(videos)
+        return net, videos
+
     def _run(
         self, fn_name: str, x: np.ndarray, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
-        net = self._require()
-        net.to(device).eval()
-        try:
+        with self._on(device) as net:
             return run_batched(
                 getattr(net, fn_name), x, device=device, batch_size=batch_size, progress=progress
             )
-        finally:
-            net.cpu()
 
-    def encode_captions(
-        self,
-        texts: Sequence[str],
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_captions(
+        self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         self._require()
-        dev = resolve_device(device)
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        features = self._text_features(texts, dev, batch_size, progress)
-        return self._run("embed_texts", features, dev, batch_size, progress)
+        features = self._text_features(texts, device, batch_size, progress)
+        return self._run("embed_texts", features, device, batch_size, progress)
 
-    def encode_videos(
-        self,
-        inputs: VideoInputs,
-        *,
-        device: str | torch.device = "auto",
-        batch_size: int = 256,
-        progress: bool = False,
+    def _encode_videos(
+        self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         self._require()
         if inputs.features is None:
             raise ValueError(f"the {self.name} encoder needs video features (VideoInputs.features)")
         if len(inputs) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._run(
-            "embed_videos", inputs.features, resolve_device(device), batch_size, progress
-        )
+        return self._run("embed_videos", inputs.features, device, batch_size, progress)

@@ -8,7 +8,7 @@ class-id lists ``verb_classes`` and ``noun_classes`` (space-separated in CSV, or
 """
 
 import csv
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from retrieval.formats.csv_safety import unescape
@@ -17,6 +17,7 @@ from retrieval.formats.records import (
     CaptionRecord,
     FormatError,
     check_clip,
+    json_type,
     loads_json,
     parse_bool,
     parse_class_ids,
@@ -36,15 +37,7 @@ CLASS_FIELDS = ("verb_classes", "noun_classes")
 
 def parse_jsonl(path: Path) -> Iterator[CaptionRecord]:
     """Yield one record per non-blank line, each a JSON object."""
-    for line, text in read_lines(path):
-        if not text.strip():
-            continue
-        values = loads_json(path, line, text.rstrip("\r\n"))
-        if not isinstance(values, dict):
-            raise FormatError(path, line, None, "expected a JSON object")
-        for name in REQUIRED:
-            if name not in values:
-                raise FormatError(path, line, name, "missing required field")
+    for line, values in json_objects(path, REQUIRED):
         yield _record(path, line, values)
 
 
@@ -53,6 +46,21 @@ def parse_csv(path: Path) -> Iterator[CaptionRecord]:
     rows = csv_rows(path, REQUIRED)
     for line, values in rows:
         yield _record(path, line, values)
+
+
+def json_objects(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line, object)`` for each non-blank line of a JSON Lines file, each a JSON
+    object holding every ``required`` key (the JSON Lines side of :func:`csv_rows`)."""
+    for line, text in read_lines(path):
+        if not text.strip():
+            continue
+        values = loads_json(path, line, text.rstrip("\r\n"))  # columns count in the line
+        if not isinstance(values, dict):
+            raise FormatError(path, line, None, f"expected a JSON object, got {json_type(values)}")
+        for name in required:
+            if name not in values:
+                raise FormatError(path, line, name, "missing required field")
+        yield line, values
 
 
 def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from retrieval.formats.csv_safety import csv_line
-from retrieval.formats.generic import csv_rows
+from retrieval.formats.generic import csv_rows, json_objects
 from retrieval.formats.records import (
     KEY_MAX_LENGTH,
     FormatError,
     json_type,
-    loads_json,
     parse_bool,
     parse_field,
     parse_int,
@@ -34,7 +33,6 @@ from retrieval.formats.records import (
     parse_optional_str,
     parse_probability,
     parse_seconds,
-    read_lines,
 )
 from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES, MAX_VOTES
 
@@ -116,7 +114,7 @@ class RawLabel:
 def read_jsonl(path: Path) -> Iterator[LabelRecord]:
     """Yield one record per non-blank line of a label JSONL file."""
     seen: dict[tuple[str, str], int] = {}
-    for line, values in _json_objects(path, REQUIRED):
+    for line, values in json_objects(path, REQUIRED):
         annotators = parse_field(
             path, line, "annotators", _parse_annotator_list, values.get("annotators")
         )
@@ -441,7 +439,7 @@ def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLab
         raise ValueError(f"duplicates must be one of {', '.join(DUPLICATES)} or None")
     first_line: dict[tuple[str, str, str], int] = {}  # (caption, video, annotator): line
     latest: dict[tuple[str, str, str], RawLabel] = {}  # with "last", in order of last line
-    for line, values in _json_objects(path, RAW_REQUIRED):
+    for line, values in json_objects(path, RAW_REQUIRED):
         if values.get("discounted") is True:
             continue
         label = RawLabel(
@@ -522,17 +520,3 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
         if record.discounted:
             values["discounted"] = True
         yield json.dumps(values, ensure_ascii=False) + "\n"
-
-
-def _json_objects(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line, object)`` for each non-blank line, checking the required keys exist."""
-    for line, text in read_lines(path):
-        if not text.strip():
-            continue
-        values = loads_json(path, line, text)
-        if not isinstance(values, dict):
-            raise FormatError(path, line, None, f"expected a JSON object, got {json_type(values)}")
-        for name in required:
-            if name not in values:
-                raise FormatError(path, line, name, "missing required field")
-        yield line, values

@@ -87,17 +87,31 @@ class FormatError(UserError):
         return f"{', '.join(parts)}: {self.message}"
 
 
+def environment_upload_limit() -> int:
+    """``FIREPOOL_MAX_UPLOAD_BYTES`` from the environment, or the default."""
+    return int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
+
+
+_upload_limit: Callable[[], int] = environment_upload_limit
+
+
+def read_upload_limit_from(source: Callable[[], int]) -> None:
+    """Make ``source`` what :func:`max_upload_bytes` asks from now on.
+
+    The retrieval app installs one that reads ``settings.FIREPOOL_MAX_UPLOAD_BYTES`` when
+    Django starts, so this module stays free of Django and the parsers stay pure.
+    """
+    global _upload_limit
+    _upload_limit = source
+
+
 def max_upload_bytes() -> int:
-    """The size limit of imported files: ``settings.FIREPOOL_MAX_UPLOAD_BYTES`` if configured.
+    """The size limit of imported files: ``settings.FIREPOOL_MAX_UPLOAD_BYTES`` under Django.
 
     Read at call time so tests and deployments can change it; outside Django the
     environment variable of the same name (or the default) applies.
     """
-    from django.conf import settings
-
-    if settings.configured and hasattr(settings, "FIREPOOL_MAX_UPLOAD_BYTES"):
-        return int(settings.FIREPOOL_MAX_UPLOAD_BYTES)
-    return int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
+    return int(_upload_limit())
 
 
 def check_size(path: Path | str, *, name: Path | str | None = None) -> int:

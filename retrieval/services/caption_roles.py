@@ -7,6 +7,7 @@ annotator waits for the next pair.
 
 from collections.abc import Iterable
 
+from retrieval.encoders.text import load_spacy
 from retrieval.models import Caption
 from retrieval.semantic_roles import role_graphs, role_spans
 
@@ -26,7 +27,7 @@ def fill_role_spans(caption_ids: Iterable[int], progress=None) -> int:
         )
         if not missing:
             continue
-        graphs = role_graphs([text for _, text in missing])
+        graphs = role_graphs([text for _, text in missing], nlp=load_spacy())
         Caption.objects.bulk_update(
             [
                 Caption(pk=pk, role_spans=[list(span) for span in role_spans(graph)])

@@ -8,19 +8,20 @@ from rest_framework.test import APIClient
 
 from annotation.settings import CampaignSettings
 from config import roles
+from retrieval.encoders.text import load_spacy
 from retrieval.models import Caption
 from retrieval.semantic_roles import role_graphs, role_spans
 from tests.factories import make_campaign
 
 
 def test_spans_of_the_slides_example():
-    graph = role_graphs(["cut the roll with a sharp knife"])[0]
+    graph = role_graphs(["cut the roll with a sharp knife"], nlp=load_spacy())[0]
     assert role_spans(graph) == [(0, 3, "V"), (4, 12, "ARG1"), (13, 31, "ARGM-MNR")]
 
 
 def test_coordinated_verbs_share_their_subject_once():
     text = "a man opens the door and walks in"
-    spans = role_spans(role_graphs([text])[0])
+    spans = role_spans(role_graphs([text], nlp=load_spacy())[0])
     assert [(text[s:e], r) for s, e, r in spans] == [
         ("a man", "ARG0"), ("opens", "V"), ("the door", "ARG1"), ("walks", "V"), ("in", "ARGM-DIR"),
     ]  # fmt: skip
@@ -51,4 +52,4 @@ def test_pooling_fills_spans_and_the_command_fills_the_rest():
     call_command("roles", fill_dataset=campaign.dataset.name, verbosity=0, stdout=out)
     assert "Role spans stored for" in out.getvalue()
     text, spans = pooled.values_list("text", "role_spans").first()
-    assert spans == [list(span) for span in role_spans(role_graphs([text])[0])]
+    assert spans == [list(span) for span in role_spans(role_graphs([text], nlp=load_spacy())[0])]

@@ -49,6 +49,7 @@ from annotation.services import assignment, task_ids
 from config.roles import ANNOTATOR, ensure_groups
 from jobs import runner
 from jobs.models import Job
+from jobs.progress import reap_stale
 from tests.factories import make_campaign
 from tests.jobs import kinds  # noqa: F401 - the slow job the killed worker runs
 from tests.jobs.worker_support import DATABASE_TASKS, start_worker, stop, wait_for
@@ -311,7 +312,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
 
     # The killed worker's job is found by its stale heartbeat, and a retry completes it.
     time.sleep(max(0.0, 3.5 - (timezone.now() - restarted).total_seconds()))
-    assert runner.reap_stale() == 1
+    assert reap_stale() == 1
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and "stopped answering" in job.error
     again = runner.retry(job)

@@ -13,9 +13,10 @@ from django.db.models import Count
 
 from annotation.models import Pair
 from annotation.services import assignment
+from annotation.services.campaign_labels import campaign_judged
 from annotation.services.campaigns import CampaignSpec, create_campaign, load_provenance
 from annotation.services.exports import EXPORT_FORMATS, export_to_file
-from annotation.services.resolution import campaign_judged, resolve_campaign
+from annotation.services.resolution import resolve_campaign
 from config import roles
 from retrieval import judged
 from retrieval.formats import fire_json, trec

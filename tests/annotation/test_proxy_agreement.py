@@ -73,7 +73,7 @@ def test_campaign_report_scores_every_judged_pair(judged_campaign):
     assert bow.label == "BoW" and bow.error == ""
     assert bow.result.pairs == report.pairs > 0
     # Independent check of the AUC from the cached matrix and the pairs' final labels.
-    from annotation.services.resolution import campaign_judged
+    from annotation.services.campaign_labels import campaign_judged
 
     judged = campaign_judged(judged_campaign)
     keep = judged.relevance >= 0

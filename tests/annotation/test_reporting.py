@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.models import Judgement, Pair
-from annotation.services import reporting
+from annotation.services import campaign_labels, reporting
 from retrieval.label_status import LabelStatus
 from tests.factories import make_campaign
 
@@ -57,7 +57,7 @@ def campaign(users):
 
 
 def test_load_campaign_labels(campaign):
-    data = reporting.load_campaign_labels(campaign)
+    data = campaign_labels.load_campaign_labels(campaign)
     assert data.n_pairs == data.pool_pairs == 6 and data.in_campaign.all()
     assert data.annotators == ["a0", "a1", "a2", "a3"]
     got = sorted(
@@ -150,11 +150,11 @@ def test_campaign_report_json_is_one_flat_object(campaign):
 
 def test_same_report_with_gaps_in_pair_ids_and_unpacked_rows(campaign, monkeypatch):
     expected = reporting.campaign_report(campaign, resamples=50)
-    monkeypatch.setattr(reporting, "ANNOTATOR_SPAN", 1)  # forces the unpacked query
+    monkeypatch.setattr(campaign_labels, "ANNOTATOR_SPAN", 1)  # forces the unpacked query
     assert reporting.campaign_report(campaign, resamples=50) == expected
     # Deleting pair 1 leaves a gap in the ids: the loader then joins on the campaign.
     Pair.objects.filter(campaign=campaign).order_by("pk")[1].delete()
-    data = reporting.load_campaign_labels(campaign)
+    data = campaign_labels.load_campaign_labels(campaign)
     assert (data.n_pairs, data.pool_pairs, int(data.in_campaign.sum())) == (6, 5, 5)
     report = reporting.campaign_report(campaign, resamples=50)
     assert report.status.pairs == report.pool_pairs == 5

@@ -9,9 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from config.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_groups
-from jobs import runner
+from jobs import runner, tasks
 from jobs.models import Job
-from jobs.progress import Beater
+from jobs.progress import Beater, reap_stale
 from tests.factories import make_campaign
 from tests.jobs import kinds  # noqa: F401 - registers the test kinds
 
@@ -109,7 +109,7 @@ def test_a_failed_job_is_retried_with_the_same_arguments():
 @pytest.mark.django_db
 def test_a_job_is_claimed_once_even_if_its_task_is_delivered_twice():
     job = run_now("test-count", {"units": "3"})
-    assert runner.execute(job.pk) is None  # already ran: skipped
+    assert tasks.execute(job.pk) is None  # already ran: skipped
     job.refresh_from_db()
     assert job.attempts == 1
 
@@ -125,7 +125,7 @@ def test_jobs_whose_process_stopped_beating_are_reaped(settings):
         kind="test-count", status=Job.Status.RUNNING, heartbeat_at=now - timedelta(seconds=5)
     )
     waiting = Job.objects.create(kind="test-count", status=Job.Status.QUEUED)  # on a queue
-    assert runner.reap_stale(now) == 1
+    assert reap_stale(now) == 1
     lost.refresh_from_db(), alive.refresh_from_db(), waiting.refresh_from_db()
     assert lost.status == Job.Status.FAILED and "stopped answering" in lost.error
     assert alive.status == Job.Status.RUNNING and waiting.status == Job.Status.QUEUED

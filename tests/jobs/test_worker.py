@@ -12,6 +12,7 @@ from django.db import connection
 
 from jobs import runner
 from jobs.models import Job
+from jobs.progress import reap_stale
 from tests.jobs import kinds  # noqa: F401 - registers the test kinds here as in the workers
 from tests.jobs.worker_support import DATABASE_TASKS, start_worker, stop, wait_for
 
@@ -55,7 +56,7 @@ def test_a_real_worker_runs_jobs_and_a_killed_workers_job_is_reaped_and_retried(
         slow = wait_for(slow, lambda j: j.status == Job.Status.RUNNING and j.done > 0)
         stop(workers[0])
         time.sleep(4.0)
-        assert runner.reap_stale() == 1
+        assert reap_stale() == 1
         slow.refresh_from_db()
         assert slow.status == Job.Status.FAILED and "stopped answering" in slow.error
         assert 0 < slow.done < 40

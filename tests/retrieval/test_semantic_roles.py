@@ -12,6 +12,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from retrieval.encoders.text import load_spacy
 from retrieval.semantic_roles import frames, role_graph, role_graphs, score_frames
 
 DEMO = {
@@ -334,7 +335,7 @@ the 278 labelled spans found, 272 predicted)."""
 
 @pytest.fixture(scope="module")
 def graphs():
-    return dict(zip(LABELLED, role_graphs(list(LABELLED)), strict=True))
+    return dict(zip(LABELLED, role_graphs(list(LABELLED), nlp=load_spacy()), strict=True))
 
 
 def test_enough_hand_labelled_captions():
@@ -395,11 +396,9 @@ def test_verbless_caption_has_entities_but_no_frames(graphs):
 
 
 def test_accepts_parsed_docs():
-    from retrieval.encoders.text import load_spacy
-
     nlp = load_spacy()
     doc = nlp("a woman is singing on a stage")
-    assert frames(role_graph(doc)) == frames(role_graphs([doc, doc.text])[1])
+    assert frames(role_graph(doc)) == frames(role_graphs([doc, doc.text], nlp=nlp)[1])
 
 
 def test_score_frames_counts_exact_spans():

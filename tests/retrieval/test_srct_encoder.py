@@ -20,6 +20,7 @@ from retrieval.encoders.srct import (
     node_weights,
     padded_experts,
 )
+from retrieval.encoders.text import load_spacy
 from retrieval.models import Caption, RetrievalModel, Run
 from retrieval.semantic_roles import role_graphs
 from retrieval.services.demo import create_demo_dataset
@@ -65,7 +66,7 @@ def trained() -> tuple[SRCTEncoder, TrainingData]:
 
 
 def test_node_weights_average_the_pieces_inside_each_span():
-    graph = role_graphs(["cut the roll with a sharp knife"])[0]
+    graph = role_graphs(["cut the roll with a sharp knife"], nlp=load_spacy())[0]
     spans = np.array([[0, 3], [4, 7], [8, 12], [13, 17], [18, 19], [20, 25], [26, 31]])
     weights = node_weights(graph, spans)
     texts = [node.text for node in graph.nodes]

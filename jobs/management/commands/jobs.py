@@ -7,7 +7,9 @@ from django.core.management.base import CommandError
 from config.commands import BaseCommand
 from jobs import runner
 from jobs.models import Job
+from jobs.progress import reap_stale
 from jobs.registry import kinds
+from jobs.tasks import in_process
 
 
 class Command(BaseCommand):
@@ -52,7 +54,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{kind.name:10} [{kind.queue}] {kind.title}: {fields}")
             return
         if action == "reap":
-            self.stdout.write(f"Reaped {runner.reap_stale()} job(s).")
+            self.stdout.write(f"Reaped {reap_stale()} job(s).")
             return
         if action == "list":
             jobs = Job.objects.all()
@@ -63,7 +65,7 @@ class Command(BaseCommand):
         if action == "submit":
             data = dict(parse_value(text) for text in options["values"])
             job = runner.submit(options["kind"], data)
-            if options["wait"] or runner.in_process():
+            if options["wait"] or in_process():
                 job = wait(job)
         else:
             job = Job.objects.filter(pk=options["id"]).first()
@@ -71,7 +73,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no job {options['id']}")
             if action == "retry":
                 job = runner.retry(job)
-                if runner.in_process():
+                if in_process():
                     job = wait(job)
         job.refresh_from_db()
         self.emit(describe(job), options)
@@ -126,5 +128,5 @@ def wait(job: Job, poll: float = 0.5) -> Job:
         job.refresh_from_db()
         if job.finished:
             return job
-        runner.reap_stale()
+        reap_stale()
         time.sleep(poll)

@@ -6,6 +6,7 @@ from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from config.commands import BaseCommand
+from retrieval.encoders.text import load_spacy
 from retrieval.management.lookup import get_dataset
 from retrieval.semantic_roles import frames, role_graphs
 from retrieval.services.caption_roles import fill_role_spans
@@ -38,7 +39,7 @@ class Command(BaseCommand):
             return
         if options["caption"] is None:
             raise CommandError("give a caption, or --fill-dataset D")
-        graph = role_graphs([options["caption"]])[0]
+        graph = role_graphs([options["caption"]], nlp=load_spacy())[0]
         if options["format"] == "json":
             self.stdout.write(json.dumps(frames(graph), indent=2))
             return
