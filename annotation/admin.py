@@ -5,6 +5,8 @@ from django import forms
 from django.contrib import admin, messages
 
 from annotation.forms import CampaignSettingsForm
+from annotation.judging import gold as gold_queue
+from annotation.judging import standing, submit
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -15,7 +17,6 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import assignment, gold_queue, standing
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.admin import NameRuleAdmin
@@ -125,7 +126,7 @@ class PairAdmin(admin.ModelAdmin):
     list_select_related = ["campaign", "caption", "video"]
     raw_id_fields = ["caption", "video", "adjudicated_by"]
 
-    # A pair's counters and status change only through annotation.services.pair_state (and
+    # A pair's counters and status change only through annotation.judging.pair_state (and
     # adjudication through its page or the escalation actions): the admin shows pairs, it
     # does not write them, so no admin edit can skip the judging core's invariants.
     def has_add_permission(self, request):
@@ -171,7 +172,7 @@ class EscalationAdmin(ManagesCampaigns):
 
     def _resolve(self, request, queryset, label):
         for escalation in queryset.filter(resolved_at__isnull=True):
-            assignment.resolve_escalation(escalation, request.user, label=label)
+            submit.resolve_escalation(escalation, request.user, label=label)
         self.message_user(request, "Escalations resolved.")
 
     @admin.action(

@@ -17,7 +17,7 @@ class AnnotationConfig(AppConfig):
         post_migrate.connect(create_role_groups, sender=self)
         register_grant(judging_video)
         from annotation import jobs  # noqa: F401 - registers the app's job kinds
-        from annotation.services import sql  # noqa: F401 - registers the statements (filled by config's ready)
+        from annotation.judging import statements  # noqa: F401 - registers the statements (filled by config's ready
 
 
 def create_role_groups(**kwargs) -> None:

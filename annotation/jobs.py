@@ -10,11 +10,11 @@ from django import forms
 from django.conf import settings
 from django.urls import reverse
 
+from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
 from annotation.management.lookup import get_campaign
 from annotation.services.campaigns import CampaignError, check_spec, create_campaign
-from annotation.services.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
 from retrieval.jobs import DatasetForm, found_or_invalid, split_names

@@ -45,7 +45,7 @@ count as labels.
 class CampaignManager(models.Manager):
     """Campaigns without their provenance blob (megabytes for a big pool), which only
     exports and the judging order read, on demand, and without the hidden companions that
-    serve gold pairs (``gold_of`` set; see :mod:`annotation.services.gold_queue`, which
+    serve gold pairs (``gold_of`` set; see :mod:`annotation.judging.gold`, which
     reaches them through ``Campaign._base_manager``)."""
 
     def get_queryset(self):
@@ -176,7 +176,7 @@ def open_slots_expression(needed=None, leased=None, held: bool | None = None):
     """How many more annotators may lease a pair, in SQL: 0 while held, else
     ``max(needed - leased, 0)``, over the row's own columns or the expressions (or, for
     ``held``, the value) given in their place. A check constraint holds every pair to it;
-    :mod:`annotation.services.pair_state`, the pairs' one writer, sets ``open_slots`` with
+    :mod:`annotation.judging.pair_state`, the pairs' one writer, sets ``open_slots`` with
     it and states it in Python (``pair_state.open_slots``)."""
     needed = F("needed") if needed is None else needed
     leased = F("leased") if leased is None else leased
@@ -249,7 +249,7 @@ class Pair(models.Model):
         ordering = ["campaign", "position"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "caption", "video"], name="pair_once"),
-            # The invariants annotation.services.pair_state keeps: a writer that breaks one
+            # The invariants annotation.judging.pair_state keeps: a writer that breaks one
             # fails here instead of corrupting the queue.
             models.CheckConstraint(
                 condition=Q(open_slots__gte=0) & Q(open_slots__lte=F("needed")),
@@ -594,7 +594,7 @@ class GoldJudgement(models.Model):
 class AnnotatorStanding(models.Model):
     """Whether an annotator may judge in a campaign: paused automatically when gold shows
     they cannot be trusted or they answer faster than anyone can watch, until an admin
-    reinstates them (see :mod:`annotation.services.standing`)."""
+    reinstates them (see :mod:`annotation.judging.standing`)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="standings")
     annotator = models.ForeignKey(

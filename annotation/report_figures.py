@@ -1,12 +1,12 @@
-"""Turn agreement reports (:mod:`annotation.services.reporting`) into SVG for the agreement page.
+"""Turn agreement reports (:mod:`annotation.campaign_read.reporting`) into SVG for the agreement page.
 
 The annotation side of :mod:`retrieval.report_figures`: kept apart from the view so the
 page stays a template over ready markup, and apart from the services so the JSON the
 ``agreement`` command prints carries numbers, not markup.
 """
 
+from annotation.campaign_read.reporting import AgreementReport, ProxyReport
 from annotation.services.replay import OrderComparison
-from annotation.services.reporting import AgreementReport, ProxyReport
 from annotation.services.scores import CampaignScores
 from retrieval import plots
 from retrieval.proxies import PROXY_LABELS

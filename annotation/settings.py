@@ -152,7 +152,7 @@ class JudgingSettings:
 @dataclass(frozen=True)
 class GoldSettings:
     """A campaign's gold rate, qualification rule and the pace below which annotators are
-    paused (:mod:`annotation.services.gold_queue`, :mod:`annotation.services.standing`)."""
+    paused (:mod:`annotation.judging.gold`, :mod:`annotation.judging.standing`)."""
 
     rate: float = DEFAULT_GOLD_RATE
     qualification: bool = False
@@ -190,7 +190,7 @@ class SampleRequest:
 
 @dataclass(frozen=True)
 class EstimationSample:
-    """The queries drawn for estimates so far (:func:`annotation.services.judging_queue.
+    """The queries drawn for estimates so far (:func:`annotation.judging.priorities.
     draw_sample`), the pairs they added, and each draw as asked."""
 
     captions: tuple[int, ...] = ()

@@ -11,19 +11,22 @@ from django.utils.http import content_disposition_header, url_has_allowed_host_a
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation import report_figures
+from annotation.campaign_read import exports
+from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
+from annotation.campaign_read.overview import campaign_page, campaign_rows
+from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
+from annotation.campaign_read.resolution import MAJORITY, METHODS, resolve_campaign
 from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
+from annotation.judging import gold as gold_queue
+from annotation.judging import pair_state, priorities, submit
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
-from annotation.services import assignment, exports, gold, gold_queue, judging_queue, pair_state
+from annotation.services import gold
 from annotation.services.annotator_progress import (
     annotator_progress,
     judging_campaigns,
     work_first,
 )
-from annotation.services.campaign_overview import campaign_page, campaign_rows
-from annotation.services.exports import EXPORT_FORMATS, export_chunks
 from annotation.services.replay import ReplayError, compare_orders
-from annotation.services.reporting import campaign_proxy_report, campaign_report
-from annotation.services.resolution import MAJORITY, METHODS, resolve_campaign
 from annotation.services.scores import campaign_scores
 from config import roles
 from retrieval.models import Dataset, LabelSet
@@ -118,7 +121,7 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     report = campaign_report(campaign)
     proxies = campaign_proxy_report(campaign, cache_only=True)
-    judging = judging_queue.judging_status(campaign)
+    judging = priorities.judging_status(campaign)
     scores = campaign_scores(campaign)
     return render(
         request,
@@ -218,9 +221,9 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
     note = data["note"].strip()
     open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
     if open_escalation is not None:
-        assignment.resolve_escalation(open_escalation, request.user, label=label, note=note)
+        submit.resolve_escalation(open_escalation, request.user, label=label, note=note)
     elif label is not None:
-        assignment.adjudicate(pair, request.user, label)
+        submit.adjudicate(pair, request.user, label)
     messages.success(
         request,
         f"Pair {pair.caption.key} × {pair.video.key}: "
@@ -305,7 +308,7 @@ def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Serve the pairs the judging order had parked as no longer needed (admins only)."""
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     with transaction.atomic():
-        reopened = judging_queue.reopen(campaign)
+        reopened = priorities.reopen(campaign)
     messages.success(request, f"{reopened} parked pairs are back in the judging queue.")
     return _back(request, "campaign-agreement", campaign_id=campaign.pk)
 
@@ -321,8 +324,8 @@ def estimate_sample(request: HttpRequest, campaign_id: int) -> HttpResponse:
             messages.error(request, f"{field}: {' '.join(errors)}")
     else:
         try:
-            draw = judging_queue.draw_sample(campaign, form.cleaned_data["pairs"])
-        except judging_queue.SampleError as exc:
+            draw = priorities.draw_sample(campaign, form.cleaned_data["pairs"])
+        except priorities.SampleError as exc:
             messages.error(request, str(exc))
         else:
             messages.success(

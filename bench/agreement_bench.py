@@ -4,7 +4,7 @@ Builds, in a throw-away SQLite database, a campaign of ``--pairs`` pairs judged 
 ``--annotators`` annotators (FIRE §3.1: one label per pair, a second for 10%, a third where
 two disagree, plus extra labels on some pairs as in FIRE's MSVD collection, Fig. 7), with
 about 5% pairwise disagreement, some undone judgements (not live) and missing times. Setup is
-not timed. Then times :func:`annotation.services.reporting.campaign_report` (load from the database,
+not timed. Then times :func:`annotation.campaign_read.reporting.campaign_report` (load from the database,
 resolve, agreement, alpha, bootstrap CIs, per-annotator figures) and, in the same run, the
 ``krippendorff`` package alone on the same value counts::
 
@@ -193,7 +193,8 @@ def main() -> None:
         import krippendorff
 
         from annotation import agreement
-        from annotation.services import campaign_labels, reporting
+        from annotation.campaign_read import labels as campaign_labels
+        from annotation.campaign_read import reporting
 
         began = time.perf_counter()
         campaign = build(args)

@@ -151,8 +151,8 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
     and judge again until nobody new is paused. Returns who was paused, per profile."""
     from django.contrib.auth import get_user_model
 
+    from annotation.judging import standing
     from annotation.models import AnnotatorStanding
-    from annotation.services import standing
     from annotation.services.simulation import simulate
 
     discounted: set[int] = set()
@@ -236,8 +236,8 @@ def spent(campaign) -> dict[str, int]:
 
 def measure(dataset, campaign, method: str, name: str) -> dict:
     """Accuracy of the resolution, and the models re-scored with its label set."""
+    from annotation.campaign_read.resolution import campaign_resolution, resolve_campaign
     from annotation.models import Pair
-    from annotation.services.resolution import campaign_resolution, resolve_campaign
     from retrieval.label_status import LabelStatus
     from retrieval.services.rescoring import rescore_dataset
 

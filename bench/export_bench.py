@@ -78,8 +78,8 @@ def settle_pairs(campaign) -> None:
     """Write each pair's label counts and status, as judging through the API would have."""
     from django.db import connection, transaction
 
+    from annotation.campaign_read.labels import load_campaign_labels
     from annotation.models import Pair
-    from annotation.services.campaign_labels import load_campaign_labels
     from retrieval import label_status
 
     data = load_campaign_labels(campaign)
@@ -111,8 +111,8 @@ def main() -> None:
     with temporary_django() as tmp:
         from django.db.models import Count
 
+        from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file
         from annotation.models import Judgement
-        from annotation.services.exports import EXPORT_FORMATS, export_to_file
 
         campaign = build(args)
         add_provenance(campaign, np.random.default_rng(args.seed))

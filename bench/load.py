@@ -142,10 +142,10 @@ def build_campaign(
     from django.db import connection, transaction
 
     from annotation import policy
+    from annotation.judging import pair_state, priorities
+    from annotation.judging.statements import column_rows
     from annotation.models import Campaign, Pair
     from annotation.pooling import Pool
-    from annotation.services import judging_queue, pair_state
-    from annotation.services.sql import column_rows
     from annotation.settings import CampaignSettings, JudgingSettings
     from retrieval.models import Caption, Dataset, Video
 
@@ -191,7 +191,7 @@ def build_campaign(
         pool = Pool(caption_pks[query], videos, ranks.astype(np.int16))
         known = np.zeros((n_queries, RUNS), np.int16)
         settings = CampaignSettings(judging=JudgingSettings(strategy=judging_order))
-        source = judging_queue.Provenance(pool.ranks, caption_pks.astype(np.int64), known)
+        source = priorities.Provenance(pool.ranks, caption_pks.astype(np.int64), known)
         campaign = Campaign(
             dataset=dataset,
             name="load",
@@ -203,9 +203,7 @@ def build_campaign(
         campaign.save(force_insert=True)
         double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
         began = time.perf_counter()
-        position, parked = judging_queue.initial_queue(
-            settings.judging, pool, source, campaign.seed
-        )
+        position, parked = priorities.initial_queue(settings.judging, pool, source, campaign.seed)
         log(
             f"initial {judging_order} order of {total:,} pairs: {time.perf_counter() - began:.2f} s"
         )
@@ -231,8 +229,8 @@ def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) ->
     """``n_gold`` gold pairs (15% relevant) served at ``rate``, their hidden task pairs made
     now rather than under load; with ``qualification`` the campaign asks for it (the
     annotators are admitted by :func:`admit`, as if they had passed)."""
+    from annotation.judging import gold as gold_queue
     from annotation.models import Campaign, GoldPair
-    from annotation.services import gold_queue
     from annotation.settings import GoldSettings
     from retrieval.models import Caption
 
@@ -691,8 +689,8 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
     """Count the acknowledged judgements in the database: lost, duplicated and the rest."""
     from django.db.models import Count
 
+    from annotation.judging import queue
     from annotation.models import Campaign, GoldJudgement, Judgement, Lease, Pair
-    from annotation.services import assignment
 
     live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
     stored = Counter(str(key) for key in live.values_list("uuid", flat=True))
@@ -720,7 +718,7 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
         )
         if counted[pk] != label_count
     )
-    tallied = assignment.campaign_totals(Campaign.objects.get(pk=campaign_id))
+    tallied = queue.campaign_totals(Campaign.objects.get(pk=campaign_id))
     pairs = Pair.objects.filter(campaign_id=campaign_id, held=False)
     exact = pairs.aggregate(n=Count("pk"))["n"], sum(pairs.values_list("needed", flat=True))
     log(

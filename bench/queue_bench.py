@@ -26,7 +26,7 @@ def main() -> None:
     with temporary_django():
         from django.contrib.auth import get_user_model
 
-        from annotation.services import assignment
+        from annotation.judging import queue, submit
         from tests.factories import make_campaign
 
         campaign = make_campaign(n_queries=-(-args.pairs // DEPTH), depth=DEPTH)
@@ -36,7 +36,7 @@ def main() -> None:
             get_user_model().objects.create_user(f"a{i}", password="x")
             for i in range(args.annotators)
         ]
-        current = {user.pk: assignment.assign(campaign, user).current for user in users}
+        current = {user.pk: queue.assign(campaign, user).current for user in users}
         assign_ms, submit_ms = [], []
         for turn in range(args.submits):
             user = users[turn % len(users)]
@@ -44,10 +44,10 @@ def main() -> None:
             if task is None:
                 break
             start = time.perf_counter()
-            result = assignment.submit(user, task.pair.pk, "relevant", uuid.uuid4(), seconds=1.0)
+            result = submit.submit(user, task.pair.pk, "relevant", uuid.uuid4(), seconds=1.0)
             submit_ms.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
-            current[user.pk] = assignment.assign(campaign, user).current
+            current[user.pk] = queue.assign(campaign, user).current
             assign_ms.append((time.perf_counter() - start) * 1000)
             assert result.created
         print(machine())

@@ -74,8 +74,8 @@ def main() -> None:
         client.cookies[settings.SESSION_COOKIE_NAME] = key
         clients.append(client)
     base = f"/api/campaigns/{campaign_id}/"
+    from annotation.judging import task_ids
     from annotation.models import GoldPair
-    from annotation.services import task_ids
 
     gold_labels = dict(
         GoldPair.objects.filter(campaign_id=campaign_id).values_list("task_id", "label")

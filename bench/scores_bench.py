@@ -3,7 +3,7 @@
 Builds the campaign of ``bench/agreement_bench.py`` (660,000 live labels over 555,000 pairs,
 40 annotators) in a throw-away SQLite database, untimed, then times
 :func:`annotation.services.scores.campaign_scores` (what the agreement page and the
-annotator-scores API add) and :func:`annotation.services.resolution.campaign_resolution`
+annotator-scores API add) and :func:`annotation.campaign_read.resolution.campaign_resolution`
 by majority and by Dawid-Skene::
 
     .venv/bin/python bench/scores_bench.py [--labels 660000] [--pairs 555000] [--repeats 3]
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--database-url", help="A throw-away database instead of SQLite.")
     args = parser.parse_args()
     with temporary_django(args.database_url):
-        from annotation.services.resolution import campaign_resolution
+        from annotation.campaign_read.resolution import campaign_resolution
         from annotation.services.scores import campaign_scores
 
         began = time.perf_counter()

@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from annotation.judging import queue, submit
 from annotation.models import GoldPair
-from annotation.services import assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.settings import GoldSettings
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
@@ -172,8 +172,8 @@ def serve_all(campaign, annotator, answer=lambda pair: "irrelevant", now=None) -
     """Let ``annotator`` judge through the services until nothing is served, labels given by
     ``answer(pair)``; the (pair, submit result) of each task."""
     served = []
-    while (current := assignment.assign(campaign, annotator, now).current) is not None:
-        result = assignment.submit(
+    while (current := queue.assign(campaign, annotator, now).current) is not None:
+        result = submit.submit(
             annotator, current.pair.pk, answer(current.pair), uuid.uuid4(), now=now
         )
         served.append((current.pair, result))

@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
+from annotation.judging import task_ids
 from annotation.models import Campaign
-from annotation.services import task_ids
 from config import roles
 from jobs.models import Job
 from tests.factories import make_campaign

@@ -22,6 +22,9 @@ from django.test import Client, RequestFactory
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from annotation.campaign_read.exports import EXPORT_FORMATS
+from annotation.campaign_read.resolution import resolve_campaign
+from annotation.judging import queue, submit, task_ids
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -31,10 +34,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import assignment, task_ids
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.exports import EXPORT_FORMATS
-from annotation.services.resolution import resolve_campaign
 from annotation.settings import GoldSettings
 from config import roles
 from retrieval.models import Caption, Dataset, Video
@@ -91,12 +91,12 @@ def _judge_all(campaign: Campaign, annotator, *, flip: bool, limit: int | None =
     """Let ``annotator`` judge until nothing is left (or ``limit`` labels), labels set by ``flip``."""
     done = 0
     while limit is None or done < limit:
-        current = assignment.assign(campaign, annotator).current
+        current = queue.assign(campaign, annotator).current
         if current is None:
             break
         relevant = (current.pair.video_id % 2 == 0) != flip
         label = "relevant" if relevant else "irrelevant"
-        assignment.submit(annotator, current.pair.pk, label, uuid.uuid4(), seconds=2.0)
+        submit.submit(annotator, current.pair.pk, label, uuid.uuid4(), seconds=2.0)
         done += 1
     return done
 
@@ -142,7 +142,7 @@ def world(db, _isolated_media, settings, tmp_path) -> World:
     _judge_all(campaign, other, flip=True, limit=total // 2)
     resolve_campaign(campaign)
     # The second annotator's unused leases run out, as if they had walked away.
-    assignment.release_expired(campaign, campaign.created_at.replace(year=9999))
+    queue.release_expired(campaign, campaign.created_at.replace(year=9999))
     elsewhere = create_demo_dataset(name="elsewhere", n_videos=6, seed=4, workers=1)
     closed = create_campaign(
         elsewhere,
@@ -1026,8 +1026,8 @@ def _admin_world(world: World) -> None:
     set that is not its dataset's default and a dataset nothing uses, for the admin actions
     to work on."""
     campaign, other = world.campaign, world.other_annotator
-    current = assignment.assign(campaign, other).current
-    assignment.escalate(other, current.pair.pk, "video does not play", uuid.uuid4())
+    current = queue.assign(campaign, other).current
+    submit.escalate(other, current.pair.pk, "video does not play", uuid.uuid4())
     gold = GoldSettings(rate=0.0, qualification=True)
     campaign.set_settings(replace(campaign.settings, gold=gold))
     pooled = set(campaign.pairs.values_list("caption_id", "video_id"))

@@ -13,11 +13,11 @@ from django.urls import include, path
 from rest_framework.test import APIClient
 
 from annotation.agreement import AgreementError
+from annotation.campaign_read.exports import ExportError
 from annotation.jobs import ExportForm
+from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign
-from annotation.services.assignment import AssignmentError
 from annotation.services.campaigns import CampaignError
-from annotation.services.exports import ExportError
 from annotation.services.simulation import SimulationError
 from config import roles
 from config.errors import NotFound, UserError

@@ -5,8 +5,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 
+from annotation.judging import task_ids
 from annotation.models import Campaign, Judgement, Pair
-from annotation.services import task_ids
 
 
 class TaskSerializer(serializers.Serializer):

@@ -20,21 +20,22 @@ from annotation.api.serializers import (
     SubmitSerializer,
     assignment_data,
 )
+from annotation.judging import gold as gold_queue
+from annotation.judging import queue, statements, submit
 from annotation.models import Campaign
-from annotation.services import assignment, gold_queue, sql
 from annotation.services.scores import campaign_scores
 from config import roles
 
 
-def assignment_payload(campaign: Campaign, user, got: assignment.Assignment) -> dict:
+def assignment_payload(campaign: Campaign, user, got: queue.Assignment) -> dict:
     return {
         "campaign": campaign,
         "current": got.current,
         "upcoming": got.upcoming,
-        "progress": assignment.progress(campaign, user),
+        "progress": queue.progress(campaign, user),
         # Finished only when nothing can come to this annotator any more; with no current
         # pair but work left (others hold the leases) the page waits and polls.
-        "finished": got.current is None and not assignment.has_work_for(campaign, user),
+        "finished": got.current is None and not queue.has_work_for(campaign, user),
         "qualification": got.qualification or gold_queue.qualification(campaign, user),
         "paused": got.paused,
     }
@@ -63,13 +64,13 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_object(self) -> Campaign:
         """The campaign the URL names. The judging actions run on every judgement, so they
-        read it with one hand-written statement (:func:`annotation.services.sql.campaign`)
+        read it with one hand-written statement (:func:`annotation.judging.statements.campaign`)
         rather than through :meth:`get_queryset`, whose ORM query and pair count cost
         several times more; the object permissions are DRF's either way. A 404 for an id no
         campaign has, however large."""
         if self.action == "retrieve":
             return super().get_object()
-        found = sql.campaign(self.kwargs[self.lookup_field])
+        found = statements.campaign(self.kwargs[self.lookup_field])
         if found is None:
             raise NotFound("No such campaign.")
         self.check_object_permissions(self.request, found)
@@ -92,7 +93,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         never does it. Asking again returns the same leases while they last.
         """
         campaign = self.get_object()
-        got = assignment.assign(campaign, request.user)
+        got = queue.assign(campaign, request.user)
         return Response(
             assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
@@ -111,7 +112,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.get_object()
         values = self.valid_input(SubmitSerializer)
-        result = assignment.submit(  # checks the pair is in the campaign: one query fewer
+        result = submit.submit(  # checks the pair is in the campaign: one query fewer
             request.user,
             values["pair"],
             values["label"],
@@ -132,9 +133,9 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
     def undo(self, request, pk=None, format=None):
         """Take back your latest answer in this campaign (within two minutes) and show its
-        task again: the same for every task, gold or not (see ``assignment.undo``)."""
+        task again: the same for every task, gold or not (see ``submit.undo``)."""
         campaign = self.get_object()
-        got = assignment.undo(request.user, campaign)
+        got = submit.undo(request.user, campaign)
         return Response(
             assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
@@ -153,7 +154,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """Send a pair you cannot judge to the admins, with a reason (not a label)."""
         campaign = self.get_object()
         values = self.valid_input(EscalateSerializer, campaign=campaign)
-        got = assignment.escalate(request.user, values["pair"], values["reason"], values["uuid"])
+        got = submit.escalate(request.user, values["pair"], values["reason"], values["uuid"])
         return Response(
             assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
@@ -163,7 +164,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     def progress(self, request, pk=None, format=None):
         """What you judged today and how many labels the campaign still needs."""
         campaign = self.get_object()
-        return Response(ProgressSerializer(assignment.progress(campaign, request.user)).data)
+        return Response(ProgressSerializer(queue.progress(campaign, request.user)).data)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(

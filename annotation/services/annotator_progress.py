@@ -1,6 +1,6 @@
 """An annotator's own progress over every campaign listed on their home, in bulk.
 
-The judging page shows one campaign's :func:`annotation.services.assignment.progress`; the
+The judging page shows one campaign's :func:`annotation.judging.queue.progress`; the
 home lists many campaigns, so each figure here is that function's figure for all of them
 at once: one aggregate query per figure (judged today and in all, gold answers, the
 campaign's pairs and labels left, the labels left on pairs the annotator already judged,
@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime, time
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from annotation.judging import pair_state
 from annotation.models import (
     AnnotatorTally,
     Campaign,
@@ -25,7 +26,6 @@ from annotation.models import (
     GoldJudgement,
     Judgement,
 )
-from annotation.services import pair_state
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def _judged(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]
 
 def _gold_answers(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]]:
     """Campaign id -> (queue answers on gold today, in all): progress counts them as
-    judgements (see :func:`annotation.services.gold_queue.queue_answers`)."""
+    judgements (see :func:`annotation.judging.gold.queue_answers`)."""
     if not ids:
         return {}
     start = datetime.combine(today, time.min, tzinfo=UTC)
@@ -103,7 +103,7 @@ def _gold_answers(ids: list[int], annotator, today: date) -> dict[int, tuple[int
 
 def _totals(ids: list[int]) -> dict[int, tuple[int, int]]:
     """Campaign id -> (pairs not held, labels they still need), as
-    :func:`annotation.services.assignment.campaign_totals` counts them."""
+    :func:`annotation.judging.queue.campaign_totals` counts them."""
     rows = (
         CampaignTally.objects.filter(campaign_id__in=ids)
         .order_by()
@@ -135,7 +135,7 @@ def _left_on_mine(ids: list[int], annotator) -> dict[int, int]:
 
 
 def _spent(ids: list[int]) -> dict[int, int]:
-    """Campaign id -> live labels, as :func:`annotation.services.judging_queue.labels_spent`."""
+    """Campaign id -> live labels, as :func:`annotation.judging.priorities.labels_spent`."""
     if not ids:
         return {}
     rows = (

@@ -4,7 +4,7 @@ Pooling itself is pure (:mod:`annotation.pooling`); this module gathers its inpu
 the database (runs, each query's own video, pairs judged in earlier campaigns of the same
 dataset, whose labels are reused rather than asked for again, and for a campaign that
 completes a label set, the pairs that set already judges) and writes the pairs with
-one bulk insert (:func:`annotation.services.sql.insert`), because hundreds of thousands of
+one bulk insert (:func:`annotation.judging.statements.insert`), because hundreds of thousands of
 pairs through the ORM's per-object machinery would take far longer than pooling them.
 """
 
@@ -16,8 +16,8 @@ from django.db import transaction
 
 from annotation import policy, pooling
 from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
+from annotation.judging import pair_state, priorities, statements
 from annotation.models import Campaign, CampaignRun, Pair
-from annotation.services import judging_queue, pair_state, sql
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, LabelSet, Run
 from retrieval.names import derived_name
@@ -156,7 +156,7 @@ class PooledRuns:
     down to the deepest Correct@K when that lies below the pooling depth."""
 
     pool: pooling.Pool
-    provenance: judging_queue.Provenance
+    provenance: priorities.Provenance
 
     def __len__(self) -> int:
         return len(self.pool)
@@ -182,14 +182,14 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
     pooled = np.unique(pool.caption_ids)
     own = dict(zip(origin[0].tolist(), origin[1].tolist(), strict=True))
     own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
-    deep_known = judging_queue.known_positive_ranks(full, pooled, own_videos)
+    deep_known = priorities.known_positive_ranks(full, pooled, own_videos)
     known = np.where(deep_known <= spec.depth, deep_known, 0).astype(np.int16)
     deep_ranks = None
     if settle > spec.depth:
         deep_ranks = pooling.ranks_within(pool, full, settle)
     else:
         deep_known = None
-    source = judging_queue.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
+    source = priorities.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
     return PooledRuns(pool, source)
 
 
@@ -203,7 +203,7 @@ def write_pairs(
     """Insert the pool's pairs (``pool_row`` = row of the provenance array) at their queue
     ``position`` (pool order by default); ``parked`` pairs start needing nothing."""
     rows = list(range(len(pool)))
-    return sql.insert(
+    return statements.insert(
         Pair,
         {
             "campaign_id": campaign.pk,
@@ -219,7 +219,7 @@ def write_pairs(
 
 def load_provenance(campaign: Campaign) -> np.ndarray:
     """Ranks int16 [pairs x runs] by ``Pair.pool_row`` (1-based; 0: the run missed the pair)."""
-    return judging_queue.Provenance.from_bytes(campaign.provenance).ranks
+    return priorities.Provenance.from_bytes(campaign.provenance).ranks
 
 
 def checked_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
@@ -267,7 +267,7 @@ def create_campaign(
         [CampaignRun(campaign=campaign, run=run, position=i) for i, run in enumerate(runs)]
     )
     double = policy.second_label_sample(len(pool), spec.second_label_rate, spec.seed)
-    position, parked = judging_queue.initial_queue(
+    position, parked = priorities.initial_queue(
         settings.judging, pool, pooled.provenance, spec.seed
     )
     write_pairs(campaign, pool, double, position, parked)

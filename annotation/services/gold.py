@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 
 from annotation import gold_file
+from annotation.judging import gold as gold_queue
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
-from annotation.services import gold_queue
 from config.errors import UserError
 from retrieval.formats.records import FormatError
 from retrieval.label_status import CODES, NAMES

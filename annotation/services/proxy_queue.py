@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 from django.db import transaction
 
+from annotation.judging import pair_state
 from annotation.models import Campaign, Pair
 from annotation.proxy_ordering import (
     NONE,
@@ -27,7 +28,6 @@ from annotation.proxy_ordering import (
     order_within_captions,
     rule_text,
 )
-from annotation.services import pair_state
 from annotation.services.campaigns import campaign_split
 from annotation.settings import AutoLabel, QueueOrder
 from retrieval.label_status import IRRELEVANT, RELEVANT

@@ -22,8 +22,8 @@ from django.db.models.expressions import Case
 from django.db.models.functions import Coalesce
 
 from annotation import quality
+from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, GoldJudgement, Judgement, Pair
-from annotation.services.sql import queryset_array
 from retrieval.json_data import JsonData
 from retrieval.label_status import CODES
 

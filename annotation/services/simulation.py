@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.contrib.auth import get_user_model
 
+from annotation.judging import pair_state, queue, submit
 from annotation.models import Campaign, Pair
-from annotation.services import assignment, pair_state
 from config import roles
 from config.errors import UserError
 from retrieval.label_status import NAMES
@@ -257,7 +257,7 @@ def simulate(
     while active and (max_judgements is None or judgements < max_judgements):
         for i in list(active):
             user, profile = users[i], people[i]
-            current = assignment.assign(campaign, user).current
+            current = queue.assign(campaign, user).current
             if current is None:
                 active.remove(i)
                 continue
@@ -265,7 +265,7 @@ def simulate(
             answer = profile.answer(true, given[i], rng)
             rng.integers(0, 2**63)  # once the client id's draw: seeded answers stay as they were
             wrong[i] += answer != true
-            assignment.submit(
+            submit.submit(
                 user,
                 current.pair.pk,
                 NAMES[int(answer)],

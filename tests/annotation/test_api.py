@@ -105,8 +105,8 @@ def _payloads():
     from datetime import UTC, datetime, timedelta
     from types import SimpleNamespace
 
-    from annotation.services.assignment import Progress, Task
-    from annotation.services.gold_queue import Feedback, Qualification
+    from annotation.judging.gold import Feedback, Qualification
+    from annotation.judging.queue import Progress, Task
 
     when = datetime(2026, 11, 24, 20, 0, 5, 123456, tzinfo=UTC)
 
@@ -171,7 +171,7 @@ IMPOSSIBLE_IDS = [2**31, 2**63, 10**30, -1, 0]
 
 @pytest.mark.parametrize("value", IMPOSSIBLE_IDS)
 def test_ids_no_row_can_have_are_a_400_or_404(people, value):
-    from annotation.services import assignment
+    from annotation.judging import errors, submit
 
     campaign = make_campaign()
     annotator = people["annotator"]
@@ -195,10 +195,10 @@ def test_ids_no_row_can_have_are_a_400_or_404(people, value):
     assert scores.status_code == 404
     # The services refuse them too, whoever calls.
     for call in (
-        lambda: assignment.submit(annotator, value, "relevant", uuid.uuid4()),
-        lambda: assignment.escalate(annotator, value, "no picture", uuid.uuid4()),
+        lambda: submit.submit(annotator, value, "relevant", uuid.uuid4()),
+        lambda: submit.escalate(annotator, value, "no picture", uuid.uuid4()),
     ):
-        with pytest.raises(assignment.AssignmentError) as refused:
+        with pytest.raises(errors.AssignmentError) as refused:
             call()
         assert refused.value.code == "not_found"
     assert not Judgement.objects.exists()
@@ -209,8 +209,8 @@ def test_ids_no_row_can_have_are_a_400_or_404(people, value):
 
 
 def test_a_uuid_retried_with_another_body_is_a_conflict(people):
+    from annotation.judging import task_ids
     from annotation.models import Escalation, GoldJudgement
-    from annotation.services import task_ids
     from tests.factories import add_gold
 
     campaign = make_campaign(n_queries=4, depth=3)

@@ -7,9 +7,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.judging import queue, submit
+from annotation.judging.errors import AssignmentError
 from annotation.models import Escalation, Judgement, Lease, Pair
-from annotation.services import assignment
-from annotation.services.assignment import AssignmentError
 from tests.factories import make_campaign
 
 
@@ -20,21 +20,21 @@ def users(db):
 
 
 def judge(annotator, campaign, label="relevant"):
-    current = assignment.assign(campaign, annotator).current
+    current = queue.assign(campaign, annotator).current
     if current is None:
         return None
-    return assignment.submit(annotator, current.pair.pk, label, uuid.uuid4(), seconds=1.5)
+    return submit.submit(annotator, current.pair.pk, label, uuid.uuid4(), seconds=1.5)
 
 
 def test_assign_holds_current_and_upcoming_of_same_caption(users):
     campaign = make_campaign()
     a = users[0]
-    got = assignment.assign(campaign, a)
+    got = queue.assign(campaign, a)
     assert got.current is not None and got.upcoming is not None
     assert got.current.pair.caption_id == got.upcoming.pair.caption_id
     assert got.current.pair.position < got.upcoming.pair.position
     # Asking again returns the same leases, not new ones.
-    again = assignment.assign(campaign, a)
+    again = queue.assign(campaign, a)
     assert again.current.pair.pk == got.current.pair.pk
     assert Lease.objects.filter(annotator=a).count() == 2
 
@@ -42,11 +42,11 @@ def test_assign_holds_current_and_upcoming_of_same_caption(users):
 def test_submit_is_idempotent_and_moves_on(users):
     campaign = make_campaign()
     a = users[0]
-    first = assignment.assign(campaign, a).current.pair
+    first = queue.assign(campaign, a).current.pair
     key = uuid.uuid4()
-    result = assignment.submit(a, first.pk, "irrelevant", key, seconds=2.0)
+    result = submit.submit(a, first.pk, "irrelevant", key, seconds=2.0)
     assert result.created and result.assignment.current.pair.pk != first.pk
-    retry = assignment.submit(a, first.pk, "irrelevant", key, seconds=2.0)
+    retry = submit.submit(a, first.pk, "irrelevant", key, seconds=2.0)
     assert not retry.created and retry.judgement.pk == result.judgement.pk
     pair = Pair.objects.get(pk=first.pk)
     assert (pair.label_count, pair.relevant_count, pair.needed, pair.status) == (
@@ -57,7 +57,7 @@ def test_submit_is_idempotent_and_moves_on(users):
     )
     assert Judgement.objects.count() == 1
     with pytest.raises(AssignmentError) as error:
-        assignment.submit(users[1], first.pk, "relevant", key)
+        submit.submit(users[1], first.pk, "relevant", key)
     assert error.value.code == "conflict"
 
 
@@ -84,35 +84,35 @@ def test_disagreement_asks_a_third_annotator(users):
     pair = Pair.objects.get(campaign=campaign)
     a, b, c = users[:3]
     for user, label in ((a, "relevant"), (b, "irrelevant")):
-        current = assignment.assign(campaign, user).current
+        current = queue.assign(campaign, user).current
         assert current.pair.pk == pair.pk
-        assignment.submit(user, pair.pk, label, uuid.uuid4())
+        submit.submit(user, pair.pk, label, uuid.uuid4())
     pair.refresh_from_db()
     assert (pair.needed, pair.status) == (1, "pending")
-    assert assignment.assign(campaign, a).current is None  # judged already
-    assignment.submit(c, assignment.assign(campaign, c).current.pair.pk, "relevant", uuid.uuid4())
+    assert queue.assign(campaign, a).current is None  # judged already
+    submit.submit(c, queue.assign(campaign, c).current.pair.pk, "relevant", uuid.uuid4())
     pair.refresh_from_db()
     assert (pair.label_count, pair.needed, pair.status) == (3, 0, "relevant")
 
 
 def test_policy_never_leases_more_than_needed(users):
     campaign = make_campaign(n_queries=1, depth=1, rate=0.0)
-    assert assignment.assign(campaign, users[0]).current is not None
-    assert assignment.assign(campaign, users[1]).current is None  # its one slot is taken
+    assert queue.assign(campaign, users[0]).current is not None
+    assert queue.assign(campaign, users[1]).current is None  # its one slot is taken
 
 
 def test_expired_lease_returns_to_queue_and_late_submit(users):
     campaign = make_campaign(n_queries=1, depth=1, lease_seconds=60)
     a, b = users[:2]
-    pair = assignment.assign(campaign, a).current.pair
+    pair = queue.assign(campaign, a).current.pair
     later = timezone.now() + timedelta(seconds=61)
-    got = assignment.assign(campaign, b, now=later)
+    got = queue.assign(campaign, b, now=later)
     assert got.current.pair.pk == pair.pk  # a's lease expired
     assert not Lease.objects.filter(annotator=a).exists()
     with pytest.raises(AssignmentError) as error:
-        assignment.submit(a, pair.pk, "relevant", uuid.uuid4(), now=later)
+        submit.submit(a, pair.pk, "relevant", uuid.uuid4(), now=later)
     assert error.value.code == "lease_expired"
-    assignment.submit(b, pair.pk, "relevant", uuid.uuid4(), now=later)
+    submit.submit(b, pair.pk, "relevant", uuid.uuid4(), now=later)
 
 
 def test_undo_within_window_restores_the_pair(users):
@@ -120,34 +120,32 @@ def test_undo_within_window_restores_the_pair(users):
     a = users[0]
     result = judge(a, campaign, "relevant")
     judged = result.judgement.pair_id
-    back = assignment.undo(a, campaign)
+    back = submit.undo(a, campaign)
     assert back.current.pair.pk == judged
     pair = Pair.objects.get(pk=judged)
     assert (pair.label_count, pair.needed, pair.status) == (0, 1, "pending")
     assert Judgement.objects.get(pk=result.judgement.pk).undone_at is not None
-    assignment.submit(a, judged, "irrelevant", uuid.uuid4())
+    submit.submit(a, judged, "irrelevant", uuid.uuid4())
     assert Pair.objects.get(pk=judged).status == "irrelevant"
     judge(a, campaign)
     with pytest.raises(AssignmentError) as error:
-        assignment.undo(
-            a, campaign, now=timezone.now() + timedelta(seconds=assignment.UNDO_SECONDS + 1)
-        )
+        submit.undo(a, campaign, now=timezone.now() + timedelta(seconds=submit.UNDO_SECONDS + 1))
     assert error.value.code == "undo_window"
 
 
 def test_escalation_holds_pair_until_admin_decides(users):
     campaign = make_campaign(n_queries=1, depth=1)
     a, b, admin = users[:3]
-    pair = assignment.assign(campaign, a).current.pair
+    pair = queue.assign(campaign, a).current.pair
     with pytest.raises(AssignmentError):
-        assignment.escalate(a, pair.pk, "  ", uuid.uuid4())
-    assignment.escalate(a, pair.pk, "video does not play", uuid.uuid4())
-    assert assignment.assign(campaign, b).current is None
+        submit.escalate(a, pair.pk, "  ", uuid.uuid4())
+    submit.escalate(a, pair.pk, "video does not play", uuid.uuid4())
+    assert queue.assign(campaign, b).current is None
     pair.refresh_from_db()
     assert pair.held and pair.label_count == 0
     escalation = Escalation.objects.get()
-    assignment.resolve_escalation(escalation, admin, label=None)
-    assert assignment.assign(campaign, b).current.pair.pk == pair.pk
+    submit.resolve_escalation(escalation, admin, label=None)
+    assert queue.assign(campaign, b).current.pair.pk == pair.pk
     escalation.refresh_from_db()
     assert escalation.resolved_at is not None
 
@@ -155,9 +153,9 @@ def test_escalation_holds_pair_until_admin_decides(users):
 def test_progress_counts(users):
     campaign = make_campaign()
     a = users[0]
-    before = assignment.progress(campaign, a)
+    before = queue.progress(campaign, a)
     judge(a, campaign)
     judge(a, campaign)
-    after = assignment.progress(campaign, a)
+    after = queue.progress(campaign, a)
     assert (after.judged_today, after.judged_total) == (2, 2)
     assert after.labels_left == before.labels_left - 2

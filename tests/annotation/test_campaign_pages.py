@@ -10,12 +10,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from annotation.campaign_read.exports import EXPORT_FORMATS
+from annotation.campaign_read.reporting import campaign_report
+from annotation.campaign_read.resolution import resolve_campaign
+from annotation.judging import queue, submit
 from annotation.models import Campaign, Judgement
-from annotation.services import assignment
 from annotation.services.annotator_progress import annotator_progress, judging_campaigns
-from annotation.services.exports import EXPORT_FORMATS
-from annotation.services.reporting import campaign_report
-from annotation.services.resolution import resolve_campaign
 from config import roles
 from tests.factories import make_campaign
 
@@ -32,10 +32,10 @@ def judge(campaign: Campaign, annotator, limit: int | None = None) -> list[int]:
     """Let ``annotator`` label pairs relevant until nothing is left (or ``limit``): no ties."""
     judged = []
     while limit is None or len(judged) < limit:
-        current = assignment.assign(campaign, annotator).current
+        current = queue.assign(campaign, annotator).current
         if current is None:
             break
-        assignment.submit(annotator, current.pair.pk, "relevant", uuid.uuid4(), seconds=1.0)
+        submit.submit(annotator, current.pair.pk, "relevant", uuid.uuid4(), seconds=1.0)
         judged.append(current.pair.pk)
     return judged
 
@@ -84,7 +84,7 @@ def test_home_progress_against_a_hand_built_case(two_annotators):
     # The judging page's own progress, campaign by campaign, says the same.
     for annotator, progress in ((ann1, mine), (ann2, theirs)):
         for campaign in campaigns:
-            one = assignment.progress(campaign, annotator)
+            one = queue.progress(campaign, annotator)
             item = progress[campaign.name]
             assert (one.judged_today, one.judged_total, one.labels_left, one.pairs) == (
                 item.judged_today,
@@ -93,7 +93,7 @@ def test_home_progress_against_a_hand_built_case(two_annotators):
                 item.pairs,
             )
             assert item.nothing_for_me == (
-                not item.finished and not assignment.has_work_for(campaign, annotator)
+                not item.finished and not queue.has_work_for(campaign, annotator)
             )
 
 
@@ -160,8 +160,8 @@ def resolved(db):
     campaign.max_labels = 2
     campaign.save(update_fields=["max_labels"])
     judge(campaign, ann1)
-    current = assignment.assign(campaign, ann2).current
-    assignment.submit(ann2, current.pair.pk, "irrelevant", uuid.uuid4(), seconds=1.0)
+    current = queue.assign(campaign, ann2).current
+    submit.submit(ann2, current.pair.pk, "irrelevant", uuid.uuid4(), seconds=1.0)
     judge(campaign, ann2)
     label_set = resolve_campaign(campaign)
     return Campaign.objects.select_related("dataset").get(pk=campaign.pk), label_set

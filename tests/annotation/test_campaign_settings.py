@@ -13,8 +13,9 @@ from django.db.migrations.executor import MigrationExecutor
 
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
+from annotation.judging import gold as gold_queue
+from annotation.judging import statements
 from annotation.models import Campaign
-from annotation.services import gold_queue, sql
 from annotation.settings import (
     DEFAULT_GOLD_RATE,
     DEFAULT_THRESHOLD,
@@ -167,9 +168,11 @@ def test_the_gold_companion_is_a_column():
     assert gold_queue.companion_id(campaign) == companion.pk
     assert companion.options == {} and "companion" not in campaign.options.get("gold", {})
     assert not Campaign.objects.filter(pk=companion.pk).exists()
-    assert sql.campaign(companion.pk) is None and sql.campaign(campaign.pk) == campaign
+    assert (
+        statements.campaign(companion.pk) is None and statements.campaign(campaign.pk) == campaign
+    )
     pair = companion.pairs.first()
-    target = sql.pair_target(pair.pk)
+    target = statements.pair_target(pair.pk)
     assert (target.campaign, target.gold_of) == (companion.pk, campaign.pk)
     campaign.delete()  # the hidden companion goes with its campaign
     assert not Campaign._base_manager.filter(pk=companion.pk).exists()

@@ -16,8 +16,8 @@ from django.db import connection, connections
 from django.db.models import Count
 
 from annotation import policy
+from annotation.judging import queue, submit
 from annotation.models import Judgement, Lease, Pair
-from annotation.services import assignment
 from tests.factories import make_campaign
 
 THREADS = 20
@@ -52,18 +52,18 @@ def test_twenty_annotators_never_overcommit_and_nothing_is_lost(order):
             start.wait()
             count = 0
             while True:
-                current = assignment.assign(campaign, user).current
+                current = queue.assign(campaign, user).current
                 if current is None:
-                    if not assignment.has_work_for(campaign, user) or errors:
+                    if not queue.has_work_for(campaign, user) or errors:
                         break  # done, or another thread failed: stop rather than wait
                     time.sleep(0.05)  # others hold the remaining leases
                     continue
                 key = uuid.uuid4()
                 label = "relevant" if (current.pair.pk + rng_seed) % 3 == 0 else "irrelevant"
-                result = assignment.submit(user, current.pair.pk, label, key, seconds=1.0)
+                result = submit.submit(user, current.pair.pk, label, key, seconds=1.0)
                 count += 1
                 if count % 5 == 0:  # the client retries: the same UUID must count once
-                    retry = assignment.submit(user, current.pair.pk, label, key, seconds=1.0)
+                    retry = submit.submit(user, current.pair.pk, label, key, seconds=1.0)
                     assert not retry.created
                 with lock:
                     acknowledged.append((key, user.pk, current.pair.pk))
@@ -137,17 +137,17 @@ def test_twenty_annotators_never_overcommit_and_nothing_is_lost(order):
 def test_discounting_while_others_judge_keeps_every_count_right():
     """An admin discounts one annotator's labels while ten others judge: every pair's counts
     still equal its counting labels, and the policy is satisfied at the end."""
-    from annotation.services import standing
+    from annotation.judging import standing
 
     campaign = make_campaign(n_queries=30, depth=5, rate=0.3, seed=3, lease_seconds=600)
     User = get_user_model()
     spammer = User.objects.create_user("spam", password="pw-thread-123")
     for _ in range(40):  # the spammer labels first
-        current = assignment.assign(campaign, spammer).current
+        current = queue.assign(campaign, spammer).current
         if current is None:
             break
-        assignment.submit(spammer, current.pair.pk, "relevant", uuid.uuid4(), seconds=2.0)
-    assignment.release_expired(campaign, campaign.created_at.replace(year=9999))
+        submit.submit(spammer, current.pair.pk, "relevant", uuid.uuid4(), seconds=2.0)
+    queue.release_expired(campaign, campaign.created_at.replace(year=9999))
     annotators = [User.objects.create_user(f"d{i}", password="pw-thread-123") for i in range(10)]
     errors: list[BaseException] = []
     start = threading.Barrier(len(annotators) + 2)
@@ -156,14 +156,14 @@ def test_discounting_while_others_judge_keeps_every_count_right():
         try:
             start.wait()
             while True:
-                current = assignment.assign(campaign, user).current
+                current = queue.assign(campaign, user).current
                 if current is None:
-                    if not assignment.has_work_for(campaign, user):
+                    if not queue.has_work_for(campaign, user):
                         break
                     time.sleep(0.05)
                     continue
                 label = "relevant" if current.pair.pk % 3 == 0 else "irrelevant"
-                assignment.submit(user, current.pair.pk, label, uuid.uuid4(), seconds=2.0)
+                submit.submit(user, current.pair.pk, label, uuid.uuid4(), seconds=2.0)
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
         finally:

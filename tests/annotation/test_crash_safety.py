@@ -39,13 +39,13 @@ from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from annotation import policy
+from annotation.judging import queue, task_ids
 from annotation.models import (
     Campaign,
     Judgement,
     Lease,
     Pair,
 )
-from annotation.services import assignment, task_ids
 from config.roles import ANNOTATOR, ensure_groups
 from jobs import runner
 from jobs.models import Job
@@ -346,7 +346,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
     per_pair = Counter(live.values_list("pair_id", flat=True))
     for pk, label_count in pairs.values_list("pk", "label_count"):
         assert per_pair[pk] == label_count
-    assert assignment.campaign_totals(campaign) == (pairs.count(), 0)
+    assert queue.campaign_totals(campaign) == (pairs.count(), 0)
     log = server.log_path.read_text()
     assert "Traceback" not in log, log[-3000:]
 
@@ -361,7 +361,7 @@ def test_submit_racing_the_release_of_its_expired_lease_does_not_deadlock(monkey
         get_user_model().objects.create_user(f"race{i}", password="pw-race-annotator")
         for i in range(2)
     )
-    pair = assignment.assign(campaign, late).current.pair
+    pair = queue.assign(campaign, late).current.pair
     Lease.objects.filter(annotator=late).update(expires_at=timezone.now() - timedelta(seconds=1))
 
     original_delete = QuerySet.delete
@@ -388,12 +388,12 @@ def test_submit_racing_the_release_of_its_expired_lease_does_not_deadlock(monkey
     key = uuid.uuid4()
     submit = threading.Thread(
         target=run,
-        args=(lambda: assignment.submit(late, pair.pk, "relevant", key),),
+        args=(lambda: submit.submit(late, pair.pk, "relevant", key),),
         name="late",
     )
     submit.start()
     assert submitting.wait(10)
-    release = threading.Thread(target=run, args=(lambda: assignment.assign(campaign, other),))
+    release = threading.Thread(target=run, args=(lambda: queue.assign(campaign, other),))
     release.start()
     submit.join(30)
     release.join(30)

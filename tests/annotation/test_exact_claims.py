@@ -22,8 +22,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from annotation.campaign_read import resolution
+from annotation.judging import priorities, queue, submit
 from annotation.models import Campaign, Pair
-from annotation.services import assignment, judging_queue, resolution
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.models import Caption
 from retrieval.services.reports import build_report
@@ -54,18 +55,18 @@ def _campaign(seed: int, annotator):
     campaign = create_campaign(dataset, runs, spec)
     _judge(campaign, annotator, round(SHARES[seed] * campaign.pairs.count()), rng)
     if seed % 2 and campaign.pairs.filter(status=Pair.Status.PENDING, label_count=0).exists():
-        drawn = judging_queue.draw_sample(campaign, rng.randint(1, 4), seed=seed)
+        drawn = priorities.draw_sample(campaign, rng.randint(1, 4), seed=seed)
         _judge(Campaign.objects.get(pk=campaign.pk), annotator, drawn.pairs, rng)
     return Campaign.objects.select_related("dataset").get(pk=campaign.pk), runs
 
 
 def _judge(campaign: Campaign, annotator, count: int, rng: random.Random) -> None:
     for _ in range(count):
-        current = assignment.assign(campaign, annotator).current
+        current = queue.assign(campaign, annotator).current
         if current is None:
             return
         label = "relevant" if rng.random() < 0.4 else "irrelevant"
-        assignment.submit(annotator, current.pair.pk, label, uuid.uuid4())
+        submit.submit(annotator, current.pair.pk, label, uuid.uuid4())
 
 
 class World:
@@ -150,7 +151,7 @@ def test_the_agreement_page_says_exact_only_when_no_labelling_changes_correct_at
     campaign, runs = _campaign(seed, people["annotator"])
     world = World(campaign, runs)
     queries = sorted({c for c, _ in world.status})
-    status = judging_queue.judging_status(campaign)
+    status = priorities.judging_status(campaign)
     exact = []
     for run, row in zip(runs, status.runs, strict=True):
         assert row.run == run.name

@@ -13,8 +13,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Pair
-from annotation.services import assignment, gold
+from annotation.services import gold
 from jobs.models import Job
 from retrieval.formats import labels
 from retrieval.formats.csv_safety import unescape
@@ -54,10 +55,10 @@ def hostile(people):
     Run.objects.filter(dataset=campaign.dataset).update(name="@SUM(A1)")
     first, second = people["annotator"], people["other"]
     for user in (first, second):
-        while (current := assignment.assign(campaign, user).current) is not None:
+        while (current := queue.assign(campaign, user).current) is not None:
             relevant = current.pair.video.key in ("v0", "v1", "v2")  # they agree
             label = "relevant" if relevant else "irrelevant"
-            assignment.submit(user, current.pair.pk, label, uuid.uuid4(), 3.0)
+            submit.submit(user, current.pair.pk, label, uuid.uuid4(), 3.0)
     gold.promote(
         campaign, all_decided=True, explanation=HOSTILE[0], guideline=HOSTILE[1], user=first
     )

@@ -11,12 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 
+from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file
+from annotation.campaign_read.labels import campaign_judged
+from annotation.campaign_read.resolution import resolve_campaign
+from annotation.judging import queue, submit
 from annotation.models import Pair
-from annotation.services import assignment
-from annotation.services.campaign_labels import campaign_judged
 from annotation.services.campaigns import CampaignSpec, create_campaign, load_provenance
-from annotation.services.exports import EXPORT_FORMATS, export_to_file
-from annotation.services.resolution import resolve_campaign
 from config import roles
 from retrieval import judged
 from retrieval.formats import fire_json, trec
@@ -79,7 +79,7 @@ def campaign(db):
         first_of_query.setdefault(pair.caption_id, pair.pk)
     for index, annotator in enumerate(annotators):
         while True:
-            current = assignment.assign(campaign, annotator).current
+            current = queue.assign(campaign, annotator).current
             if current is None:
                 break
             pair = current.pair
@@ -87,10 +87,10 @@ def campaign(db):
             if index == 1 and first_of_query[pair.caption_id] == pair.pk:
                 relevant = not relevant
             label = "relevant" if relevant else "irrelevant"
-            assignment.submit(annotator, pair.pk, label, uuid.uuid4(), seconds=2.0 + index)
+            submit.submit(annotator, pair.pk, label, uuid.uuid4(), seconds=2.0 + index)
     admin = User.objects.create_superuser("boss", password="pw-admin-12345")
     disputed = Pair.objects.filter(campaign=campaign, status="disagreement").order_by("pk")
-    assignment.adjudicate(disputed.first(), admin, "relevant")
+    submit.adjudicate(disputed.first(), admin, "relevant")
     return campaign
 
 

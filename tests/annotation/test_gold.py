@@ -8,10 +8,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 
+from annotation.campaign_read.exports import export_to_file
+from annotation.campaign_read.reporting import campaign_report
+from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
-from annotation.services import assignment, gold
-from annotation.services.exports import export_to_file
-from annotation.services.reporting import campaign_report
+from annotation.services import gold
 from retrieval.formats.records import FormatError
 from tests.factories import make_campaign
 
@@ -22,11 +23,11 @@ def judged(people):
     disagree elsewhere (the policy's tie then waits for a third label)."""
     campaign = make_campaign(n_queries=3, depth=3, rate=1.0)
     for user in (people["annotator"], people["other"]):
-        while (current := assignment.assign(campaign, user).current) is not None:
+        while (current := queue.assign(campaign, user).current) is not None:
             key = current.pair.video.key
             agree = key in ("v0", "v1", "v2", "v3")
             relevant = key in ("v0", "v1") if agree else user == people["annotator"]
-            assignment.submit(
+            submit.submit(
                 user, current.pair.pk, "relevant" if relevant else "irrelevant", uuid.uuid4(), 3.0
             )
     return campaign
@@ -118,7 +119,7 @@ def test_promote_decided_pairs(judged, people):
     campaign = judged
     pairs = {p.video.key: p for p in Pair.objects.filter(campaign=campaign).select_related("video")}
     tied = next(p for key, p in pairs.items() if key not in ("v0", "v1", "v2", "v3"))
-    assignment.adjudicate(tied, people["admin"], "irrelevant")
+    submit.adjudicate(tied, people["admin"], "irrelevant")
     unanimous = Pair.objects.filter(campaign=campaign, video__key__in=("v0", "v1", "v2", "v3"))
     expected = unanimous.count() + 1
     result = gold.promote(campaign, all_decided=True, user=people["admin"])
@@ -256,7 +257,7 @@ def test_promote_from_the_adjudication_page(judged, people, client):
     tied = Pair.objects.filter(campaign=campaign).exclude(video__key__in=("v0", "v1", "v2", "v3"))[
         0
     ]
-    assignment.adjudicate(tied, people["admin"], "relevant")
+    submit.adjudicate(tied, people["admin"], "relevant")
     client.force_login(people["admin"])
     page = client.get(f"/campaigns/{campaign.pk}/adjudicate/").content.decode()
     assert "Promote to gold" in page and 'name="explanation"' in page

@@ -33,8 +33,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from annotation.judging import errors, submit, task_ids
+from annotation.judging import gold as gold_queue
 from annotation.models import Escalation, GoldPair
-from annotation.services import assignment, gold_queue, task_ids
 from tests.factories import add_gold, make_campaign
 
 TASKS_PER_ANNOTATOR = 170
@@ -207,11 +208,11 @@ def test_escalating_answers_alike_for_gold_and_real_tasks(people):
         if step % 2:  # answer it, then try to escalate it once the undo window is over
             answer = {"pair": current["pair"], "label": "irrelevant", "uuid": str(uuid.uuid4())}
             body = client.post(base + "submit/", answer, format="json").json()
-            later = timezone.now() + timedelta(seconds=assignment.UNDO_SECONDS + 5)
+            later = timezone.now() + timedelta(seconds=submit.UNDO_SECONDS + 5)
             try:
-                assignment.escalate(user, pair_id, "no picture", uuid.uuid4(), now=later)
+                submit.escalate(user, pair_id, "no picture", uuid.uuid4(), now=later)
                 late[which].add("accepted")
-            except assignment.AssignmentError as refused:
+            except errors.AssignmentError as refused:
                 late[which].add(refused.code)
             continue
         escalation = {"pair": current["pair"], "reason": "no picture", "uuid": str(uuid.uuid4())}

@@ -8,9 +8,11 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from annotation.campaign_read import exports
+from annotation.judging import errors, queue, submit
+from annotation.judging import gold as gold_queue
+from annotation.judging.task_ids import decode as served_pair
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
-from annotation.services import assignment, exports, gold_queue
-from annotation.services.task_ids import decode as served_pair
 from retrieval.models import Video
 from tests.factories import add_gold, make_campaign, serve_all
 
@@ -49,7 +51,7 @@ def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
     assert set(companion.pairs.values_list("pk", flat=True)) == task_ids
     assert not gold_queue.visible(Campaign.objects).filter(pk=companion.pk).exists()
     # Progress counts gold answers too, so the counter moves after every pair.
-    shown = assignment.progress(campaign, annotator)
+    shown = queue.progress(campaign, annotator)
     assert shown.judged_total == shown.judged_today == len(served)
 
 
@@ -115,8 +117,8 @@ def test_qualification_trains_scores_cools_down_and_admits(people):
     assert [f.label for f in feedback] == [truth(pair) for pair, _ in served]
     state = gold_queue.qualification(campaign, annotator)
     assert not state.admitted and state.last_score == 0.5 and state.retry_at is not None
-    assert assignment.assign(campaign, annotator).current is None
-    assert assignment.has_work_for(campaign, annotator)  # may retry later
+    assert queue.assign(campaign, annotator).current is None
+    assert queue.has_work_for(campaign, annotator)  # may retry later
     # After the cool-down: a second try, all right -> admitted, then real pairs come.
     later = timezone.now() + timedelta(hours=2)
     served = serve_all(
@@ -149,10 +151,10 @@ def test_three_failed_tries_end_it_until_an_admin_admits(people):
         assert len(wrong) == 2
     state = gold_queue.qualification(campaign, annotator, now + timedelta(hours=1))
     assert state.out_of_tries and not state.admitted
-    assert not assignment.has_work_for(campaign, annotator)
+    assert not queue.has_work_for(campaign, annotator)
     gold_queue.admit(campaign, annotator, people["admin"])
     assert gold_queue.qualification(campaign, annotator).admitted
-    assert assignment.assign(campaign, annotator).current is not None
+    assert queue.assign(campaign, annotator).current is not None
     assert not Pair.objects.filter(campaign=campaign, label_count__gt=0).exists()
 
 
@@ -199,7 +201,7 @@ def test_a_gold_pair_removed_while_on_screen_is_a_clear_404(people):
     campaign = make_campaign(n_queries=4, depth=2, seed=9)
     add_gold(campaign, 2, rate=0.0, qualification=True, threshold=0.5)
     annotator = people["annotator"]
-    current = assignment.assign(campaign, annotator).current
+    current = queue.assign(campaign, annotator).current
     GoldPair.objects.filter(task=current.pair).delete()
     client = APIClient()
     client.force_login(annotator)
@@ -238,11 +240,11 @@ def test_gold_added_mid_campaign_is_served_and_answers_free_their_task(people):
     campaign = make_campaign(n_queries=10, depth=3, seed=11)
     first = add_gold(campaign, 3, rate=1.0)
     annotator = people["annotator"]
-    held = assignment.assign(campaign, annotator)
+    held = queue.assign(campaign, annotator)
     gold_tasks = dict(GoldPair.objects.filter(campaign=campaign).values_list("task_id", "label"))
     assert {held.current.pair.pk, held.upcoming.pair.pk} <= set(gold_tasks)  # rate 1: gold only
     for task in (held.current, held.upcoming):
-        assignment.submit(annotator, task.pair.pk, gold_tasks[task.pair.pk], uuid.uuid4())
+        submit.submit(annotator, task.pair.pk, gold_tasks[task.pair.pk], uuid.uuid4())
     # Each answer ended its lease and freed the task's count (as a full recount finds it).
     answered = Pair._base_manager.filter(pk__in=[held.current.pair.pk, held.upcoming.pair.pk])
     assert set(answered.values_list("leased", "open_slots")) == {(0, 0)}
@@ -267,12 +269,12 @@ def test_a_gold_answer_id_someone_else_used_is_a_conflict(people):
     add_gold(campaign, 4, rate=1.0)
     one, other = people["annotator"], people["other"]
     client_uuid = uuid.uuid4()
-    mine = assignment.assign(campaign, one).current.pair
-    first = assignment.submit(one, mine.pk, "relevant", client_uuid)
-    again = assignment.submit(one, mine.pk, "relevant", client_uuid)  # a retry: the same answer
+    mine = queue.assign(campaign, one).current.pair
+    first = submit.submit(one, mine.pk, "relevant", client_uuid)
+    again = submit.submit(one, mine.pk, "relevant", client_uuid)  # a retry: the same answer
     assert first.created and not again.created and again.judgement.pk == first.judgement.pk
-    theirs = assignment.assign(campaign, other).current.pair
-    with pytest.raises(assignment.AssignmentError) as refused:
-        assignment.submit(other, theirs.pk, "relevant", client_uuid)
+    theirs = queue.assign(campaign, other).current.pair
+    with pytest.raises(errors.AssignmentError) as refused:
+        submit.submit(other, theirs.pk, "relevant", client_uuid)
     assert refused.value.code == "conflict"
     assert GoldJudgement.objects.filter(annotator=other).count() == 0

@@ -3,9 +3,9 @@ set version its resolution makes."""
 
 import pytest
 
+from annotation.campaign_read.resolution import resolve_campaign
 from annotation.models import Campaign
 from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
-from annotation.services.resolution import resolve_campaign
 from annotation.services.simulation import simulate
 from jobs.models import Job
 from retrieval.models import Caption, LabelSet

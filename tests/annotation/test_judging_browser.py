@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.judging import queue, task_ids
 from annotation.models import Escalation, Judgement, Lease, Pair
-from annotation.services import assignment, task_ids
 from annotation.settings import GoldSettings
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
@@ -261,7 +261,7 @@ def test_expired_lease_moves_on(live_server, browser):
     Lease.objects.filter(annotator=user, pair_id=pair_of(pair)).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
-    assignment.release_expired(campaign, timezone.now())
+    queue.release_expired(campaign, timezone.now())
     Pair.objects.filter(pk=pair_of(pair)).update(leased=1, open_slots=0)
     page.keyboard.press("n")
     new_pair = wait_for_pair(page, str(pair))

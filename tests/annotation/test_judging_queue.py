@@ -9,9 +9,10 @@ import pytest
 from django.core.management import call_command
 
 from annotation import judging_order
+from annotation.campaign_read import exports
+from annotation.judging import priorities, queue, submit
 from annotation.models import Campaign, Pair
 from annotation.pooling import Pool
-from annotation.services import assignment, exports, judging_queue
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.services.runs import load_run
 from tests.factories import query_dataset, random_run
@@ -51,7 +52,7 @@ def _pool(campaign: Campaign) -> tuple[Pool, np.ndarray, dict[int, int]]:
     rows = list(
         campaign.pairs.order_by("pool_row").values_list("pk", "caption_id", "video_id", "pool_row")
     )
-    source = judging_queue.provenance(campaign)
+    source = priorities.provenance(campaign)
     pool = Pool(
         np.array([r[1] for r in rows]), np.array([r[2] for r in rows]), source.ranks.astype(int)
     )
@@ -61,10 +62,10 @@ def _pool(campaign: Campaign) -> tuple[Pool, np.ndarray, dict[int, int]]:
 def _judge_all(campaign: Campaign, annotator) -> list[int]:
     """One annotator judges by the truth until nothing is served; the pairs in serving order."""
     served = []
-    while (current := assignment.assign(campaign, annotator).current) is not None:
+    while (current := queue.assign(campaign, annotator).current) is not None:
         pair = current.pair
         label = "relevant" if _truth(pair.caption_id, pair.video_id) else "irrelevant"
-        assignment.submit(annotator, pair.pk, label, uuid.uuid4())
+        submit.submit(annotator, pair.pk, label, uuid.uuid4())
         served.append(pair.pk)
     return served
 
@@ -95,7 +96,7 @@ def test_maxmean_follows_the_arm_with_the_best_posterior(world, people):
     annotator = people["annotator"]
     seen: dict[int, list[tuple[int, bool]]] = {}
     checked = mismatches = 0
-    while (current := assignment.assign(campaign, annotator).current) is not None:
+    while (current := queue.assign(campaign, annotator).current) is not None:
         pair = current.pair
         row = row_of[pair.pk]
         query = pair.caption_id
@@ -126,7 +127,7 @@ def test_maxmean_follows_the_arm_with_the_best_posterior(world, people):
             checked += 1
         label = _truth(pair.caption_id, pair.video_id)
         history.append((row, label))
-        assignment.submit(annotator, pair.pk, "relevant" if label else "irrelevant", uuid.uuid4())
+        submit.submit(annotator, pair.pk, "relevant" if label else "irrelevant", uuid.uuid4())
     assert checked > 10
     assert mismatches <= 1  # the last query's last pair was preloaded before its label
 
@@ -136,13 +137,13 @@ def test_metric_first_stops_with_exact_correct_at_k(world, people):
     run's C@1/5/10 from the labels given equals its value under the complete truth."""
     campaign = _campaign(world, "metric-first")
     served = _judge_all(campaign, people["annotator"])
-    parked = judging_queue.parked_pairs(campaign)
+    parked = priorities.parked_pairs(campaign)
     assert parked.exists()
     assert len(served) + parked.count() == campaign.pairs.count()
-    status = judging_queue.judging_status(campaign)
+    status = priorities.judging_status(campaign)
     assert all(run.exact_ks == (1, 5, 10) for run in status.runs)
     assert status.parked_pairs == parked.count()
-    assert not assignment.has_work_for(campaign, people["other"])
+    assert not queue.has_work_for(campaign, people["other"])
 
     dataset, runs = world
     judged = {
@@ -172,19 +173,19 @@ def test_metric_first_stops_with_exact_correct_at_k(world, people):
 def test_undo_and_reopen_bring_parked_pairs_back(world, people):
     campaign = _campaign(world, "metric-first")
     annotator = people["annotator"]
-    at_start = judging_queue.parked_pairs(campaign).count()
+    at_start = priorities.parked_pairs(campaign).count()
     # Judge until a relevant label parks more pairs.
-    while judging_queue.parked_pairs(campaign).count() == at_start:
-        current = assignment.assign(campaign, annotator).current
+    while priorities.parked_pairs(campaign).count() == at_start:
+        current = queue.assign(campaign, annotator).current
         assert current is not None
-        assignment.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
-    parked_before = set(judging_queue.parked_pairs(campaign).values_list("pk", flat=True))
-    assignment.undo(annotator, campaign)
-    parked_after = set(judging_queue.parked_pairs(campaign).values_list("pk", flat=True))
+        submit.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
+    parked_before = set(priorities.parked_pairs(campaign).values_list("pk", flat=True))
+    submit.undo(annotator, campaign)
+    parked_after = set(priorities.parked_pairs(campaign).values_list("pk", flat=True))
     assert parked_after < parked_before  # the undone positive no longer settles them
-    reopened = judging_queue.reopen(campaign)
+    reopened = priorities.reopen(campaign)
     assert reopened == len(parked_after)
-    assert not judging_queue.parked_pairs(campaign).exists()
+    assert not priorities.parked_pairs(campaign).exists()
     assert campaign.pairs.filter(label_count=0, needed=0).count() == 0
 
 
@@ -192,9 +193,9 @@ def test_a_budget_stops_judging(world, people):
     campaign = _campaign(world, "maxmean", budget=5)
     served = _judge_all(campaign, people["annotator"])
     assert len(served) == 5
-    assert not assignment.has_work_for(campaign, people["other"])
-    assert assignment.assign(campaign, people["other"]).current is None
-    status = judging_queue.judging_status(campaign)
+    assert not queue.has_work_for(campaign, people["other"])
+    assert queue.assign(campaign, people["other"]).current is None
+    status = priorities.judging_status(campaign)
     assert status.budget_spent and status.labels_spent == 5
 
 
@@ -262,7 +263,7 @@ def test_create_campaign_command_takes_order_and_budget(world, capsys):
 def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people):
     """metric-first stops with every C@K exact and AP only bounded; a random sample of the
     remaining queries, once judged, turns AP into an estimate inside those bounds."""
-    from annotation.services.resolution import resolve_campaign
+    from annotation.campaign_read.resolution import resolve_campaign
     from retrieval.services.rescoring import rescore_dataset
 
     campaign = _campaign(world, "metric-first")
@@ -278,7 +279,7 @@ def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people)
 
     call_command("estimate_sample", "--campaign", campaign.name, "--pairs", "6", "--seed", "1")
     campaign.refresh_from_db()
-    drawn = judging_queue.sampled_captions(campaign)
+    drawn = priorities.sampled_captions(campaign)
     assert drawn
     served = _judge_all(campaign, people["annotator"])
     assert {Pair.objects.get(pk=pk).caption_id for pk in served} <= drawn
@@ -295,7 +296,7 @@ def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people)
 
 
 def test_report_page_and_rescore_table_show_how_settled_scores_are(world, people, client):
-    from annotation.services.resolution import resolve_campaign
+    from annotation.campaign_read.resolution import resolve_campaign
 
     campaign = _campaign(world, "metric-first")
     _judge_all(campaign, people["annotator"])

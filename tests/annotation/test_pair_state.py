@@ -15,9 +15,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Value
 from django.utils import timezone
 
+from annotation.judging import pair_state, queue, submit
+from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
-from annotation.services import assignment, pair_state
-from annotation.services.assignment import AssignmentError
 from tests.factories import make_campaign
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,15 +74,13 @@ def test_a_writer_that_breaks_an_invariant_fails_loudly(broken):
 @pytest.mark.django_db
 def test_adjudicating_a_leased_pair_keeps_the_invariants(django_user_model):
     """needed drops to 0 while a lease is live: open_slots is 0, not -1."""
-    from annotation.services import assignment
+    from annotation.judging import queue, submit
 
     campaign = make_campaign()
     annotator = django_user_model.objects.create_user("a", password="pw-annotator-1")
     admin = django_user_model.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
-    pair = assignment.assign(campaign, annotator).current.pair
-    assignment.adjudicate(
-        Pair.objects.select_related("campaign").get(pk=pair.pk), admin, "relevant"
-    )
+    pair = queue.assign(campaign, annotator).current.pair
+    submit.adjudicate(Pair.objects.select_related("campaign").get(pk=pair.pk), admin, "relevant")
     pair.refresh_from_db()
     assert (pair.needed, pair.leased, pair.open_slots, pair.status) == (0, 1, 0, "relevant")
 
@@ -179,9 +177,11 @@ def pair_writes_checked():
                 for frame in traceback.extract_stack()[:-1]  # less this function
                 if frame.filename.startswith(str(ROOT))
                 and "/.venv/" not in frame.filename
-                and not frame.filename.endswith(("annotation/services/sql.py", "config/raw_sql.py"))
+                and not frame.filename.endswith(
+                    ("annotation/judging/statements.py", "config/raw_sql.py")
+                )
             ]
-            if not frames or not frames[-1].endswith("annotation/services/pair_state.py"):
+            if not frames or not frames[-1].endswith("annotation/judging/pair_state.py"):
                 strangers.append((statement, frames[-1:]))
         return execute(statement, params, many, context)
 
@@ -192,7 +192,7 @@ def pair_writes_checked():
 def _probe(campaign, annotator, now):
     """Whether ``assign`` would serve the annotator a pair at ``now``; changes nothing."""
     with transaction.atomic():
-        got = assignment.assign(Campaign.objects.get(pk=campaign.pk), annotator, now)
+        got = queue.assign(Campaign.objects.get(pk=campaign.pk), annotator, now)
         transaction.set_rollback(True)
     return got.current is not None
 
@@ -202,11 +202,11 @@ def _random_state(rng: random.Random, campaign, annotators, admin, now):
     for _ in range(rng.randint(0, 14)):
         annotator = rng.choice(annotators)
         action = rng.random()
-        current = assignment.assign(campaign, annotator, now).current
+        current = queue.assign(campaign, annotator, now).current
         if current is None:
             continue
         if action < 0.6:
-            assignment.submit(
+            submit.submit(
                 annotator,
                 current.pair.pk,
                 rng.choice(["relevant", "irrelevant"]),
@@ -214,17 +214,17 @@ def _random_state(rng: random.Random, campaign, annotators, admin, now):
                 now=now,
             )
         elif action < 0.7:
-            assignment.escalate(annotator, current.pair.pk, "unclear", uuid.uuid4(), now=now)
+            submit.escalate(annotator, current.pair.pk, "unclear", uuid.uuid4(), now=now)
         elif action < 0.8:
             pair = Pair.objects.select_related("campaign").get(pk=current.pair.pk)
-            assignment.adjudicate(pair, admin, rng.choice(["relevant", "irrelevant"]))
+            submit.adjudicate(pair, admin, rng.choice(["relevant", "irrelevant"]))
         elif action < 0.85:
             with contextlib.suppress(AssignmentError):
-                assignment.undo(annotator, campaign, now)
+                submit.undo(annotator, campaign, now)
         elif action < 0.9:
             escalation = Escalation.objects.filter(resolved_at__isnull=True).first()
             if escalation is not None:
-                assignment.resolve_escalation(escalation, admin)
+                submit.resolve_escalation(escalation, admin)
         elif action < 0.95:
             unleased = campaign.pairs.filter(leased=0, label_count=0).values_list("pk", flat=True)
             pair_state.park(rng.sample(list(unleased), min(2, len(unleased))))
@@ -266,7 +266,7 @@ def test_there_is_work_exactly_when_the_next_pair_query_serves_one(seed, django_
         holds = Lease.objects.filter(annotator=annotator, pair__campaign=campaign).exists()
         assert _probe(campaign, annotator, now) == (servable_now or holds)
         later = now + timedelta(days=1)
-        assert assignment.has_work_for(campaign, annotator) == _probe(campaign, annotator, later)
+        assert queue.has_work_for(campaign, annotator) == _probe(campaign, annotator, later)
 
 
 WRITES = {"update", "bulk_update", "create", "bulk_create", "get_or_create", "update_or_create"}
@@ -276,8 +276,8 @@ SQL_WRITERS = {"save_counts"}
 SQL_STATEMENTS = {"LEASES_MOVED"}
 """Registered statements of ``sql`` that write a pair's state: only ``pair_state`` runs them."""
 EXEMPT = {
-    "annotation/services/pair_state.py": "the writer",
-    "annotation/services/sql.py": "holds the writer's statements (SQL_WRITERS)",
+    "annotation/judging/pair_state.py": "the writer",
+    "annotation/judging/statements.py": "holds the writer's statements (SQL_WRITERS)",
     "bench/export_bench.py": "fabricates a finished 600,000-pair campaign in one executemany",
 }
 
@@ -367,14 +367,14 @@ def test_escalating_a_pair_with_a_free_slot_holds_it(django_user_model):
     in the same statement (setting ``held`` alone broke ``pair_held_has_no_slots``)."""
     campaign = make_campaign(rate=1.0)
     annotator = django_user_model.objects.create_user("a", password="pw-annotator-1")
-    pair = assignment.assign(campaign, annotator).current.pair
+    pair = queue.assign(campaign, annotator).current.pair
     pair.refresh_from_db()
     assert (pair.needed, pair.leased, pair.open_slots) == (2, 1, 1)
-    assignment.escalate(annotator, pair.pk, "too dark", uuid.uuid4())
+    submit.escalate(annotator, pair.pk, "too dark", uuid.uuid4())
     pair.refresh_from_db()
     assert (pair.held, pair.leased, pair.open_slots) == (True, 0, 0)
     escalation = Escalation.objects.get(pair=pair)
     admin = django_user_model.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
-    assignment.resolve_escalation(escalation, admin)
+    submit.resolve_escalation(escalation, admin)
     pair.refresh_from_db()
     assert (pair.held, pair.leased, pair.open_slots) == (False, 0, 2)

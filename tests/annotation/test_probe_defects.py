@@ -17,11 +17,11 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.forms import CampaignSettingsForm
 from annotation.jobs import PoolForm
+from annotation.judging import queue, submit, task_ids
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair
-from annotation.services import assignment, task_ids
-from annotation.services.exports import EXPORT_FORMATS
 from tests.factories import make_campaign
 
 
@@ -157,7 +157,7 @@ def test_escalating_needs_the_pair_on_screen_and_is_capped(people):
     Escalation.objects.bulk_create(
         [
             Escalation(pair_id=never, annotator=user, reason="x")
-            for _ in range(assignment.MAX_OPEN_ESCALATIONS)
+            for _ in range(submit.MAX_OPEN_ESCALATIONS)
         ]
     )
     current = api(user).post(base + "next/").json()["current"]["pair"]
@@ -200,15 +200,15 @@ def test_submit_needs_a_lease_or_a_recently_lapsed_one(people):
     late = held["current"]["pair"]
     late_pair = task_ids.decode(user.pk, late)
     Lease.objects.filter(pair_id=late_pair).update(expires_at=timezone.now() - timedelta(seconds=5))
-    assignment.release_expired(campaign, timezone.now())
+    queue.release_expired(campaign, timezone.now())
     assert LapsedLease.objects.filter(pair_id=late_pair, annotator=user).exists()
     assert submit(late).status_code == 200
     # ... but not once the grace period is over.
     stale = held["upcoming"]["pair"]
     Lease.objects.filter(pair_id=task_ids.decode(user.pk, stale)).update(
-        expires_at=timezone.now() - timedelta(seconds=assignment.GRACE_SECONDS + 5)
+        expires_at=timezone.now() - timedelta(seconds=queue.GRACE_SECONDS + 5)
     )
-    assignment.release_expired(campaign, timezone.now())
+    queue.release_expired(campaign, timezone.now())
     too_late = submit(stale)
     assert too_late.status_code == 409 and too_late.json()["code"] == "not_leased"
 
@@ -240,7 +240,7 @@ def test_get_next_changes_nothing(people):
         assert client.get(f"/api/campaigns/{campaign.pk}/{path}").status_code == 405
     assert not Lease.objects.exists()
     assert client.post(f"/api/campaigns/{campaign.pk}/next/").status_code == 200
-    assert Lease.objects.count() == assignment.HOLD
+    assert Lease.objects.count() == queue.HOLD
 
 
 # 7. Adjudication input.

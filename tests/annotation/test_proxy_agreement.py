@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from scipy.stats import mannwhitneyu
 
+from annotation.campaign_read.reporting import campaign_proxy_report
 from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement, roc_auc
-from annotation.services.reporting import campaign_proxy_report
 from annotation.services.simulation import simulate
 from config.roles import RESEARCHER, ensure_groups
 from retrieval.services.demo import create_demo_dataset
@@ -73,7 +73,7 @@ def test_campaign_report_scores_every_judged_pair(judged_campaign):
     assert bow.label == "BoW" and bow.error == ""
     assert bow.result.pairs == report.pairs > 0
     # Independent check of the AUC from the cached matrix and the pairs' final labels.
-    from annotation.services.campaign_labels import campaign_judged
+    from annotation.campaign_read.labels import campaign_judged
 
     judged = campaign_judged(judged_campaign)
     keep = judged.relevance >= 0

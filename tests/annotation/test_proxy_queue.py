@@ -10,11 +10,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from annotation.campaign_read.exports import export_to_file
+from annotation.judging import queue, submit
 from annotation.models import Pair
 from annotation.proxy_ordering import auto_labels, order_within_captions, rule_text
-from annotation.services import assignment
 from annotation.services.campaigns import campaign_split
-from annotation.services.exports import export_to_file
 from annotation.services.proxy_queue import auto_label, order_queue
 from retrieval.formats import fire_json
 from retrieval.services.demo import create_demo_dataset
@@ -111,7 +111,7 @@ def test_order_queue_serves_the_best_pair_first(campaign):
         assert [scores[p.pk] for p in mine] == sorted((scores[p.pk] for p in mine), reverse=True)
     first = after[0]
     annotator = get_user_model().objects.create_user("fresh", password="pw-fresh-123")
-    task = assignment.assign(campaign, annotator).current
+    task = queue.assign(campaign, annotator).current
     assert task.pair.pk == first.pk
     best = max(scores[p.pk] for p in after if p.caption_id == first.caption_id)
     assert scores[task.pair.pk] == best
@@ -137,9 +137,9 @@ def test_auto_label_takes_pairs_out_of_the_queue_and_exports_show_it(campaign, t
     # Annotators judge everything else and never see an auto-labelled pair.
     annotator = get_user_model().objects.create_user("judge", password="pw-judge-123")
     served = set()
-    while (task := assignment.assign(campaign, annotator).current) is not None:
+    while (task := queue.assign(campaign, annotator).current) is not None:
         served.add(task.pair.pk)
-        assignment.submit(annotator, task.pair.pk, "irrelevant", uuid.uuid4())
+        submit.submit(annotator, task.pair.pk, "irrelevant", uuid.uuid4())
     assert served and not served & set(auto)
     assert served | set(auto) == set(
         Pair.objects.filter(campaign=campaign).values_list("pk", flat=True)

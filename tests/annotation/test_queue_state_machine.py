@@ -32,9 +32,9 @@ from hypothesis.stateful import (
 )
 
 from annotation import policy
+from annotation.judging import queue, submit
+from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
-from annotation.services import assignment
-from annotation.services.assignment import AssignmentError
 from retrieval.label_status import LabelStatus
 from tests.factories import make_campaign
 
@@ -213,13 +213,13 @@ class JudgingQueue(RuleBasedStateMachine):
         assert expected is None, f"expected {expected!r}, the call succeeded"
         return result
 
-    def served(self, a: int, got: assignment.Assignment) -> None:
+    def served(self, a: int, got: queue.Assignment) -> None:
         """Check an assignment handed to annotator ``a`` and record its new leases."""
         self.expire()
         tasks = [task for task in (got.current, got.upcoming) if task is not None]
         assert got.current is not None or got.upcoming is None
         returned = {task.pair.pk: task.expires_at for task in tasks}
-        assert len(returned) == len(tasks) <= assignment.HOLD
+        assert len(returned) == len(tasks) <= queue.HOLD
         kept = {p: e for (b, p), e in self.leases.items() if b == a}
         if self.status == ACTIVE:  # paused or closed campaigns show nothing, leases or not
             assert kept.items() <= returned.items(), "a live lease went missing from the screen"
@@ -247,7 +247,7 @@ class JudgingQueue(RuleBasedStateMachine):
 
     @rule(a=st.integers(0, ANNOTATORS - 1))
     def claim(self, a):
-        got = assignment.assign(self.campaign(), self.users[a], now=self.now)
+        got = queue.assign(self.campaign(), self.users[a], now=self.now)
         self.served(a, got)
 
     @rule(
@@ -262,7 +262,7 @@ class JudgingQueue(RuleBasedStateMachine):
         expected = self.submit_refusal(a, pair)
         result = self.attempt(
             expected,
-            lambda: assignment.submit(self.users[a], pair, label, key, seconds=2.0, now=self.now),
+            lambda: submit.submit(self.users[a], pair, label, key, seconds=2.0, now=self.now),
         )
         if result is None:
             return
@@ -283,7 +283,7 @@ class JudgingQueue(RuleBasedStateMachine):
         if (a, pair) in self.leases:
             return None
         lapsed = self.lapsed.get((a, pair))
-        if lapsed is None or lapsed <= self.now - timedelta(seconds=assignment.GRACE_SECONDS):
+        if lapsed is None or lapsed <= self.now - timedelta(seconds=queue.GRACE_SECONDS):
             return "not_leased"
         return None if self.open_slots(pair) > 0 else "lease_expired"
 
@@ -296,7 +296,7 @@ class JudgingQueue(RuleBasedStateMachine):
         expected = "conflict" if other else ("undone" if judged.undone else None)
         result = self.attempt(
             expected,
-            lambda: assignment.submit(
+            lambda: submit.submit(
                 self.users[a], judged.pair, judged.label, key, seconds=2.0, now=self.now
             ),
         )
@@ -312,12 +312,12 @@ class JudgingQueue(RuleBasedStateMachine):
             expected = "inactive"
         elif latest is None:
             expected = "not_found"
-        elif (self.now - latest.at).total_seconds() > assignment.UNDO_SECONDS:
+        elif (self.now - latest.at).total_seconds() > submit.UNDO_SECONDS:
             expected = "undo_window"
         else:
             expected = None
         got = self.attempt(
-            expected, lambda: assignment.undo(self.users[a], self.campaign(), now=self.now)
+            expected, lambda: submit.undo(self.users[a], self.campaign(), now=self.now)
         )
         if got is None:
             return
@@ -342,7 +342,7 @@ class JudgingQueue(RuleBasedStateMachine):
         just_judged = (
             latest is not None
             and latest.pair == pair
-            and (self.now - latest.at).total_seconds() <= assignment.UNDO_SECONDS
+            and (self.now - latest.at).total_seconds() <= submit.UNDO_SECONDS
         )
         waiting = sum(1 for e in self.escalations.values() if e.open and e.annotator == a)
         if not reason.strip():
@@ -351,13 +351,13 @@ class JudgingQueue(RuleBasedStateMachine):
             expected = "inactive"
         elif self.held(pair) or not ((a, pair) in self.leases or just_judged):
             expected = "not_leased"
-        elif waiting >= assignment.MAX_OPEN_ESCALATIONS:
+        elif waiting >= submit.MAX_OPEN_ESCALATIONS:
             expected = "too_many_escalations"
         else:
             expected = None
         got = self.attempt(
             expected,
-            lambda: assignment.escalate(self.users[a], pair, reason, key, now=self.now),
+            lambda: submit.escalate(self.users[a], pair, reason, key, now=self.now),
         )
         if got is None:
             return
@@ -374,7 +374,7 @@ class JudgingQueue(RuleBasedStateMachine):
         waiting = sorted(key for key, e in self.escalations.items() if e.open)
         key = waiting[index % len(waiting)]
         escalation = Escalation.objects.get(uuid=key)
-        assignment.resolve_escalation(escalation, self.admin, label=label, note="")
+        submit.resolve_escalation(escalation, self.admin, label=label, note="")
         pair = self.escalations[key].pair
         for e in self.escalations.values():
             if e.pair == pair:
@@ -385,7 +385,7 @@ class JudgingQueue(RuleBasedStateMachine):
     @rule(index=st.integers(0, 8), label=st.sampled_from(LABELS))
     def adjudicate(self, index, label):
         pair = self.pairs[index % len(self.pairs)]
-        assignment.adjudicate(Pair.objects.get(pk=pair), self.admin, label)
+        submit.adjudicate(Pair.objects.get(pk=pair), self.admin, label)
         self.adjudicated[pair] = label
 
     @rule(status=st.sampled_from([ACTIVE, ACTIVE, PAUSED, CLOSED]))
@@ -401,7 +401,7 @@ class JudgingQueue(RuleBasedStateMachine):
 
     @rule()
     def release_expired(self):
-        released = assignment.release_expired(self.campaign(), self.now)
+        released = queue.release_expired(self.campaign(), self.now)
         before = len(self.leases)
         self.expire()
         assert released == before - len(self.leases)
@@ -501,10 +501,10 @@ def test_nothing_is_served_while_paused():
     campaign = make_campaign(lease_seconds=LEASE_SECONDS)
     user = get_user_model().objects.create_user("paused-claimer")
     now = timezone.now()
-    assert assignment.assign(campaign, user, now=now).current is not None
+    assert queue.assign(campaign, user, now=now).current is not None
     Campaign.objects.filter(pk=campaign.pk).update(status=PAUSED)
     campaign.refresh_from_db()
-    assert assignment.assign(campaign, user, now=now).current is None
+    assert queue.assign(campaign, user, now=now).current is None
 
 
 @pytest.mark.django_db
@@ -514,8 +514,8 @@ def test_held_pair_is_not_served():
     campaign = make_campaign(rate=1.0, lease_seconds=LEASE_SECONDS)
     first, second = (get_user_model().objects.create_user(f"held-{i}") for i in range(2))
     now = timezone.now()
-    pair = assignment.assign(campaign, first, now=now).current.pair.pk
-    assert assignment.assign(campaign, second, now=now).current.pair.pk == pair
-    assignment.escalate(first, pair, "video does not play", uuid.uuid4(), now=now)
+    pair = queue.assign(campaign, first, now=now).current.pair.pk
+    assert queue.assign(campaign, second, now=now).current.pair.pk == pair
+    submit.escalate(first, pair, "video does not play", uuid.uuid4(), now=now)
     assert Pair.objects.get(pk=pair).held
-    assert assignment.assign(campaign, second, now=now).current.pair.pk != pair
+    assert queue.assign(campaign, second, now=now).current.pair.pk != pair

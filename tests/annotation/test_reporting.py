@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from annotation.campaign_read import labels as campaign_labels
+from annotation.campaign_read import reporting
 from annotation.models import Judgement, Pair
-from annotation.services import campaign_labels, reporting
 from retrieval.label_status import LabelStatus
 from tests.factories import make_campaign
 

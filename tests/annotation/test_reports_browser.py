@@ -6,9 +6,9 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.models import Pair
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.exports import EXPORT_FORMATS
 from annotation.services.simulation import simulate
 from config.roles import ADMIN, RESEARCHER, ensure_groups
 from retrieval.formats import fire_json, labels, trec

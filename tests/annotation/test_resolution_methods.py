@@ -11,11 +11,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from annotation.campaign_read.exports import export_to_file
+from annotation.campaign_read.resolution import campaign_resolution, resolve_campaign
+from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
-from annotation.services import assignment, gold
+from annotation.services import gold
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.exports import export_to_file
-from annotation.services.resolution import campaign_resolution, resolve_campaign
 from annotation.services.simulation import (
     ADVERSARIAL,
     ALWAYS_IRRELEVANT,
@@ -144,12 +145,12 @@ def test_dawid_skene_beats_majority_with_an_adversarial_annotator(demo_world):
 def test_majority_resolution_records_method_and_confidence(db, people):
     campaign = make_campaign(n_queries=2, depth=3, rate=1.0)
     for user, flip in ((people["annotator"], False), (people["other"], True)):
-        while (current := assignment.assign(campaign, user).current) is not None:
+        while (current := queue.assign(campaign, user).current) is not None:
             relevant = (current.pair.video.key in ("v0", "v1")) != (
                 flip and current.pair.video.key == "v1"
             )
             label = "relevant" if relevant else "irrelevant"
-            assignment.submit(user, current.pair.pk, label, uuid.uuid4(), 2.0)
+            submit.submit(user, current.pair.pk, label, uuid.uuid4(), 2.0)
     label_set = resolve_campaign(campaign)
     assert label_set.metadata["method"] == "majority"
     stored = load_judged(label_set)
@@ -162,8 +163,8 @@ def test_majority_resolution_records_method_and_confidence(db, people):
 
 def test_a_gold_campaign_pair_keeps_its_gold_label_under_dawid_skene(db, people, tmp_path):
     campaign = make_campaign(n_queries=1, depth=3, rate=0.0)
-    while (current := assignment.assign(campaign, people["annotator"]).current) is not None:
-        assignment.submit(people["annotator"], current.pair.pk, "relevant", uuid.uuid4(), 2.0)
+    while (current := queue.assign(campaign, people["annotator"]).current) is not None:
+        submit.submit(people["annotator"], current.pair.pk, "relevant", uuid.uuid4(), 2.0)
     path = tmp_path / "g.csv"
     path.write_text("caption_key,video_key,label,explanation\nc0,v1,irrelevant,No.\n")
     gold.import_gold(campaign, path)
@@ -229,8 +230,8 @@ def test_exports_carry_the_dawid_skene_confidence(demo_world, tmp_path):
 
 def test_resolve_campaign_command_method(db, people, capsys):
     campaign = make_campaign(n_queries=1, depth=3)
-    while (current := assignment.assign(campaign, people["annotator"]).current) is not None:
-        assignment.submit(people["annotator"], current.pair.pk, "irrelevant", uuid.uuid4(), 2.0)
+    while (current := queue.assign(campaign, people["annotator"]).current) is not None:
+        submit.submit(people["annotator"], current.pair.pk, "irrelevant", uuid.uuid4(), 2.0)
     call_command(
         "resolve_campaign",
         "--campaign",
@@ -272,8 +273,8 @@ def test_simulate_annotators_command_profiles(demo_world, capsys):
 
 def test_resolve_from_the_campaigns_page_by_method(db, people):
     campaign = make_campaign(n_queries=1, depth=3)
-    while (current := assignment.assign(campaign, people["annotator"]).current) is not None:
-        assignment.submit(people["annotator"], current.pair.pk, "irrelevant", uuid.uuid4(), 2.0)
+    while (current := queue.assign(campaign, people["annotator"]).current) is not None:
+        submit.submit(people["annotator"], current.pair.pk, "irrelevant", uuid.uuid4(), 2.0)
     client = Client()
     client.force_login(people["admin"])
     page = client.get("/campaigns/").content.decode()

@@ -8,8 +8,9 @@ import uuid
 import pytest
 from django.test import Client
 
+from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Judgement
-from annotation.services import assignment, gold
+from annotation.services import gold
 from annotation.services.scores import campaign_scores
 from tests.factories import make_campaign
 
@@ -29,9 +30,9 @@ def scored(people, tmp_path):
     answers = {a: {"v0": "relevant", "v1": "irrelevant", "v2": "relevant"}}
     answers[b] = {"v0": "relevant", "v1": "irrelevant", "v2": "irrelevant"}
     for user in (a, b):
-        while (current := assignment.assign(campaign, user).current) is not None:
+        while (current := queue.assign(campaign, user).current) is not None:
             label = answers[user][current.pair.video.key]
-            assignment.submit(user, current.pair.pk, label, uuid.uuid4(), 7.0)
+            submit.submit(user, current.pair.pk, label, uuid.uuid4(), 7.0)
     for key, offset in (("v0", 0), ("v1", 5), ("v2", 10)):
         Judgement.objects.filter(annotator=a, pair__video__key=key).update(
             seconds=None, created_at=T0 + datetime.timedelta(seconds=offset)

@@ -15,8 +15,10 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
+from annotation.judging import gold as gold_queue
+from annotation.judging import queue, submit
+from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldPair, Judgement, Lease, Pair
-from annotation.services import assignment, gold_queue, sql
 from annotation.services.scores import EpochSeconds
 from config import raw_sql
 from tests.factories import add_gold, make_campaign
@@ -29,10 +31,10 @@ def world(db):
     users = [get_user_model().objects.create_user(f"s{i}", password="pw-sql-1") for i in range(3)]
     for user, labels in zip(users, (["relevant", "irrelevant"], ["relevant"], []), strict=True):
         for label in labels:
-            pair = assignment.assign(campaign, user).current.pair
-            assignment.submit(user, pair.pk, label, uuid.uuid4(), seconds=2.5)
-    assignment.undo(users[1], campaign)  # undone: counts as not judged
-    assignment.assign(campaign, users[2])
+            pair = queue.assign(campaign, user).current.pair
+            submit.submit(user, pair.pk, label, uuid.uuid4(), seconds=2.5)
+    submit.undo(users[1], campaign)  # undone: counts as not judged
+    queue.assign(campaign, users[2])
     return campaign, users
 
 
@@ -261,8 +263,8 @@ def test_gold_answer_and_earlier_judgements_match_the_orm(people):
     """The answer statements of the submit path: the gold evidence :data:`sql.GOLD_ANSWER`
     reads with an answer (live queue answers since reinstatement, right and in all) and the
     id each one finds in the other kind's table, against the same through the ORM."""
+    from annotation.judging import gold as gold_queue
     from annotation.models import AnnotatorStanding, GoldJudgement, GoldPair
-    from annotation.services import gold_queue
     from tests.factories import add_gold
 
     campaign = make_campaign(n_queries=6, depth=3, seed=3)
@@ -270,11 +272,11 @@ def test_gold_answer_and_earlier_judgements_match_the_orm(people):
     user = people["annotator"]
     answers = []
     for label in ("relevant", "irrelevant", "relevant", "relevant"):
-        task = assignment.assign(campaign, user).current.pair
+        task = queue.assign(campaign, user).current.pair
         key = uuid.uuid4()
-        assignment.submit(user, task.pk, label, key, seconds=3.0)
+        submit.submit(user, task.pk, label, key, seconds=3.0)
         answers.append(key)
-    assignment.undo(user, campaign)  # the last answer is taken back: it no longer counts
+    submit.undo(user, campaign)  # the last answer is taken back: it no longer counts
     reinstated = GoldJudgement._base_manager.get(uuid=answers[0]).created_at
     AnnotatorStanding.objects.create(campaign=campaign, annotator=user, reinstated_at=reinstated)
     gold_queue.ensure_tasks(campaign)

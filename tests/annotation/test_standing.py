@@ -6,8 +6,9 @@ import uuid
 from rest_framework.test import APIClient
 
 from annotation import policy
+from annotation.campaign_read import exports
+from annotation.judging import queue, standing, submit
 from annotation.models import AnnotatorStanding, GoldPair, Judgement, Lease, Pair
-from annotation.services import assignment, exports, standing
 from tests.factories import add_gold, make_campaign, serve_all
 
 
@@ -30,18 +31,18 @@ def test_wrong_gold_answers_pause_and_an_admin_reinstates(people):
     wrong = sum(1 for pair, _ in served if GoldPair.objects.filter(task=pair).exists())
     assert wrong == 10  # paused at the tenth gold pair: the first moment the rule may act
     assert Pair.objects.filter(campaign=campaign, needed__gt=0).exists()  # work was left
-    assert assignment.assign(campaign, annotator).current is None
+    assert queue.assign(campaign, annotator).current is None
     assert not Lease.objects.filter(annotator=annotator).exists()  # nothing kept from others
-    assert not assignment.has_work_for(campaign, annotator)
+    assert not queue.has_work_for(campaign, annotator)
     client = APIClient()
     client.force_login(annotator)
     body = client.post(f"/api/campaigns/{campaign.pk}/next/").json()
     assert body["current"] is None and "gold accuracy" in body["paused"]
     # Another annotator is not affected; reinstating lets this one judge again.
-    assert assignment.assign(campaign, people["other"]).current is not None
+    assert queue.assign(campaign, people["other"]).current is not None
     standing.reinstate(campaign, annotator, people["admin"])
     assert standing.paused(campaign, annotator) is None
-    assert assignment.assign(campaign, annotator).current is not None
+    assert queue.assign(campaign, annotator).current is not None
     assert not standing.check(campaign, annotator)  # earlier evidence no longer counts
 
 
@@ -50,10 +51,10 @@ def test_too_fast_pauses_and_careful_annotators_are_not_paused(people):
     fast, careful = people["annotator"], people["other"]
     for who, seconds in ((fast, 0.3), (careful, 4.0)):
         for _ in range(20):
-            current = assignment.assign(campaign, who).current
+            current = queue.assign(campaign, who).current
             if current is None:
                 break
-            assignment.submit(who, current.pair.pk, "relevant", uuid.uuid4(), seconds=seconds)
+            submit.submit(who, current.pair.pk, "relevant", uuid.uuid4(), seconds=seconds)
     row = standing.paused(campaign, fast)
     assert row is not None and "too fast" in row.reason
     assert Judgement.objects.filter(annotator=fast).count() == 12  # median over 12 answers

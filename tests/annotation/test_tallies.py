@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Sum, Value
 from django.utils import timezone
 
+from annotation.judging import queue, submit
 from annotation.models import (
     AnnotatorTally,
     Campaign,
@@ -18,7 +19,6 @@ from annotation.models import (
     Pair,
     open_slots_expression,
 )
-from annotation.services import assignment
 from tests.factories import make_campaign
 
 
@@ -35,7 +35,7 @@ def test_progress_tallies_follow_every_kind_of_write():
     def check(campaign: Campaign) -> None:
         pairs = Pair.objects.filter(campaign=campaign, held=False)
         left = pairs.aggregate(left=Sum("needed"))["left"] or 0
-        assert assignment.campaign_totals(campaign) == (pairs.count(), left)
+        assert queue.campaign_totals(campaign) == (pairs.count(), left)
         now = timezone.now()
         start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         for annotator in annotators:
@@ -43,25 +43,25 @@ def test_progress_tallies_follow_every_kind_of_write():
                 pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
             )
             expected = (live.filter(created_at__gte=start).count(), live.count())
-            assert assignment.judged_counts(campaign, annotator, now) == expected
+            assert queue.judged_counts(campaign, annotator, now) == expected
 
-    assert assignment.campaign_totals(campaign) == (24, 24 + 12)
+    assert queue.campaign_totals(campaign) == (24, 24 + 12)
     check(campaign)
     for annotator in annotators * 2:  # submits (and the lease updates around them)
-        current = assignment.assign(campaign, annotator).current
-        assignment.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
+        current = queue.assign(campaign, annotator).current
+        submit.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
     check(campaign)
-    assignment.undo(annotators[0], campaign)
+    submit.undo(annotators[0], campaign)
     check(campaign)
     earlier = Judgement.objects.filter(annotator=annotators[1]).first()
     Judgement.objects.filter(pk=earlier.pk).update(
         created_at=earlier.created_at - timedelta(days=1)
     )
     check(campaign)
-    held = assignment.assign(campaign, annotators[1]).current.pair
-    assignment.escalate(annotators[1], held.pk, "video does not play", uuid.uuid4())
+    held = queue.assign(campaign, annotators[1]).current.pair
+    submit.escalate(annotators[1], held.pk, "video does not play", uuid.uuid4())
     check(campaign)
-    assignment.adjudicate(Pair.objects.get(pk=held.pk), admin, "irrelevant")
+    submit.adjudicate(Pair.objects.get(pk=held.pk), admin, "irrelevant")
     check(campaign)
     bulk = list(Pair.objects.filter(campaign=campaign, label_count=0)[:5])
     for pair in bulk:  # what the semantic-proxy queue does
@@ -70,12 +70,12 @@ def test_progress_tallies_follow_every_kind_of_write():
     Judgement.objects.filter(annotator=annotators[2]).first().delete()
     Pair.objects.filter(pk=bulk[0].pk).delete()
     check(campaign)
-    assert assignment.campaign_totals(other) == (9, 9)
+    assert queue.campaign_totals(other) == (9, 9)
     gone = campaign.pk
     campaign.delete()
     assert not CampaignTally.objects.filter(campaign_id=gone).exists()
     assert not AnnotatorTally.objects.filter(campaign_id=gone).exists()
-    assert assignment.campaign_totals(other) == (9, 9)
+    assert queue.campaign_totals(other) == (9, 9)
 
 
 def recount() -> tuple[dict, dict]:
@@ -128,9 +128,9 @@ def test_every_tally_row_equals_a_recount_of_the_rows():
         for i in range(3)
     ]
     for annotator in annotators * 3:
-        current = assignment.assign(campaign, annotator).current
-        assignment.submit(annotator, current.pair.pk, "irrelevant", uuid.uuid4())
-    assignment.undo(annotators[2], campaign)
+        current = queue.assign(campaign, annotator).current
+        submit.submit(annotator, current.pair.pk, "irrelevant", uuid.uuid4())
+    submit.undo(annotators[2], campaign)
     moved = Judgement.objects.filter(undone_at__isnull=True).first()
     Judgement.objects.filter(pk=moved.pk).update(created_at=moved.created_at - timedelta(days=2))
     # Written behind the writer's back, keeping the open-slots rule the constraint checks.

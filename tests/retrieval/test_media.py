@@ -316,11 +316,11 @@ def test_who_may_fetch_which_media(client, judged_media):
 
 def test_annotator_keeps_the_videos_of_pairs_they_hold(client, judged_media):
     """A pair leased before its campaign closed still plays for the annotator holding it."""
-    from annotation.services import assignment
+    from annotation.judging import queue
 
     active, _ = judged_media
     holder, other = _user("holder", roles.ANNOTATOR), _user("other", roles.ANNOTATOR)
-    leased = assignment.assign(active, holder).current.pair.video.media.name
+    leased = queue.assign(active, holder).current.pair.video.media.name
     active.status = "paused"
     active.save()
     client.force_login(holder)

@@ -5,13 +5,13 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from annotation.management.lookup import get_campaign
-from annotation.services.reporting import (
+from annotation.campaign_read.reporting import (
     AgreementReport,
     PairStatus,
     campaign_report,
     file_report,
 )
+from annotation.management.lookup import get_campaign
 from config.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
 

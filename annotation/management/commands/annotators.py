@@ -6,8 +6,8 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from annotation.judging import gold, standing
 from annotation.management.lookup import get_campaign
-from annotation.services import gold_queue, standing
 from config.commands import BaseCommand
 
 
@@ -36,7 +36,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Reinstated {options['reinstate']} in {campaign.name!r}.")
             return
         if options["admit"]:
-            gold_queue.admit(campaign, self._user(options["admit"]), admin)
+            gold.admit(campaign, self._user(options["admit"]), admin)
             self.stdout.write(f"Admitted {options['admit']} to {campaign.name!r}.")
             return
         if options["discount"]:

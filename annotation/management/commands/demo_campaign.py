@@ -2,9 +2,9 @@
 
 from django.core.management.base import CommandError
 
+from annotation.campaign_read.resolution import resolve_campaign
 from annotation.models import Campaign
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.resolution import resolve_campaign
 from annotation.services.simulation import simulate
 from config.commands import BaseCommand
 from retrieval.models import Dataset, Run

@@ -5,9 +5,9 @@ import time
 
 from django.core.management.base import CommandError
 
+from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file, write_export
+from annotation.campaign_read.resolution import METHODS
 from annotation.management.lookup import get_campaign
-from annotation.services.exports import EXPORT_FORMATS, export_to_file, write_export
-from annotation.services.resolution import METHODS
 from config.commands import BaseCommand
 
 

@@ -7,9 +7,9 @@ from dataclasses import asdict
 
 from django.core.management.base import CommandError
 
+from annotation.campaign_read.exports import export_to_file, write_export
 from annotation.management.lookup import get_campaign
 from annotation.services import gold
-from annotation.services.exports import export_to_file, write_export
 from config.commands import BaseCommand
 
 ACTIONS = ("import", "promote", "list", "export")

@@ -2,8 +2,8 @@
 
 import json
 
+from annotation.campaign_read.resolution import MAJORITY, METHODS, resolve_campaign
 from annotation.management.lookup import get_campaign
-from annotation.services.resolution import MAJORITY, METHODS, resolve_campaign
 from config.commands import BaseCommand
 
 

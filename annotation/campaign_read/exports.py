@@ -16,7 +16,7 @@ exported as pairs; pending pairs have no final label yet.
   labelled by a proxy rule carries an extra ``auto_label`` field.
 - Resolution: pairs are labelled by the policy's strict majority (``Pair.status``), or, with
   ``method="dawid-skene"`` (the default once the campaign was last resolved that way), by
-  :func:`annotation.services.resolution.campaign_resolution`; then every csv / jsonl row and
+  :func:`annotation.campaign_read.resolution.campaign_resolution`; then every csv / jsonl row and
   FIRE entry carries a ``confidence`` (probability of relevance) and the FIRE metadata
   names the ``method``.
 - ``gold`` / ``gold-csv``: the campaign's gold pairs with every answer given on them
@@ -33,10 +33,11 @@ from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from annotation import gold_file
+from annotation.campaign_read.resolution import MAJORITY, METHODS, campaign_resolution
+from annotation.judging import statements
 from annotation.models import Campaign, Judgement, Pair
-from annotation.services import gold, sql
+from annotation.services import gold
 from annotation.services.campaigns import load_provenance
-from annotation.services.resolution import MAJORITY, METHODS, campaign_resolution
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES, names
@@ -267,11 +268,11 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
 
 
 def _joined_rows(campaign: Campaign, status: str | None = None) -> Iterator[list[tuple]]:
-    """The campaign's rows of :data:`annotation.services.sql.EXPORT_ROWS`, one list per id
+    """The campaign's rows of :data:`annotation.judging.statements.EXPORT_ROWS`, one list per id
     window (other campaigns' rows dropped)."""
-    campaign_of = sql.reader(sql.EXPORT_COLUMNS, "campaign_id")
+    campaign_of = statements.reader(statements.EXPORT_COLUMNS, "campaign_id")
     for low, high in _windows(campaign, status):
-        yield [row for row in sql.export_rows(low, high) if campaign_of(row) == campaign.pk]
+        yield [row for row in statements.export_rows(low, high) if campaign_of(row) == campaign.pk]
 
 
 def _pair_rows(
@@ -287,12 +288,17 @@ def _pair_rows(
     ranks = load_provenance(campaign)
     usernames = _usernames()
     rare = wanted == {Pair.Status.DISAGREEMENT} and override is None
-    pair_and_label = sql.reader(
-        sql.EXPORT_COLUMNS,
+    pair_and_label = statements.reader(
+        statements.EXPORT_COLUMNS,
         *("pair_id", "status", "pool_row", "caption_id", "annotator_id", "label", "uuid"),
     )
-    described = sql.reader(
-        sql.EXPORT_COLUMNS, "caption_key", "caption_text", "video_key", "adjudicated", "auto_label"
+    described = statements.reader(
+        statements.EXPORT_COLUMNS,
+        "caption_key",
+        "caption_text",
+        "video_key",
+        "adjudicated",
+        "auto_label",
     )
     for rows in _joined_rows(campaign, Pair.Status.DISAGREEMENT if rare else None):
         pair: _PairRow | None = None
@@ -326,7 +332,7 @@ def _pair_rows(
             if annotator is not None:
                 pair.annotators.append(usernames[annotator])
                 pair.annotator_labels.append(CODES[label])
-                pair.response_ids.append(sql.uuid_text(uuid))
+                pair.response_ids.append(statements.uuid_text(uuid))
         if pair is not None:
             yield pair
 
@@ -380,8 +386,8 @@ def _qrels_rows(
 def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
     """Every live label, pair by pair, each pair's labels in the order they were given."""
     usernames = _usernames()
-    label_of = sql.reader(
-        sql.EXPORT_COLUMNS,
+    label_of = statements.reader(
+        statements.EXPORT_COLUMNS,
         *("caption_key", "video_key", "annotator_id", "label", "seconds", "created_at"),
     )
     for rows in _joined_rows(campaign):
@@ -395,7 +401,7 @@ def _raw_labels(campaign: Campaign) -> Iterator[labels.RawLabel]:
                 annotator=usernames[annotator],
                 label=CODES[label],
                 seconds=seconds,
-                created_at=sql.aware_time(created).isoformat(),
+                created_at=statements.aware_time(created).isoformat(),
             )
     # Labels an admin discounted: kept, marked, and listed after the ones that count.
     discounted = (

@@ -24,9 +24,9 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation import quality
+from annotation.campaign_read.labels import load_campaign_labels
+from annotation.judging import priorities
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
-from annotation.services import judging_queue
-from annotation.services.campaign_labels import load_campaign_labels
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet
@@ -274,7 +274,7 @@ def resolve_campaign(
             "pool_depth": campaign.depth,
         },
         replace=True,
-        pool_state=judging_queue.pool_state(campaign),
+        pool_state=priorities.pool_state(campaign),
     )
 
 

@@ -3,8 +3,8 @@
 The table's figures (pairs per status, open escalations, the resolved label set) come from
 three grouped queries whatever the number of campaigns. A campaign's page adds its
 settings as the judging order and gold queue read them, labels judged today, the agreement
-report of :mod:`annotation.services.reporting` (the same figures as the agreement page),
-the judging order's status (:func:`annotation.services.judging_queue.judging_status`), the
+report of :mod:`annotation.campaign_read.reporting` (the same figures as the agreement page),
+the judging order's status (:func:`annotation.judging.priorities.judging_status`), the
 pairs waiting for an admin and every label set made from it.
 """
 
@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from annotation.campaign_read.reporting import CampaignAgreement, campaign_report
+from annotation.campaign_read.resolution import extended_label_set
+from annotation.judging import pair_state, priorities
+from annotation.judging.priorities import JudgingStatus
 from annotation.models import AnnotatorTally, Campaign, Escalation, Pair
-from annotation.services import judging_queue, pair_state
-from annotation.services.judging_queue import JudgingStatus
-from annotation.services.reporting import CampaignAgreement, campaign_report
-from annotation.services.resolution import extended_label_set
 from annotation.settings import GoldSettings, JudgingSettings
 from retrieval.models import LabelSet
 
@@ -176,7 +176,7 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         row=row,
         settings=campaign_settings(campaign),
         judged_today=judged_today(campaign, now),
-        judging=judging_queue.judging_status(campaign),
+        judging=priorities.judging_status(campaign),
         agreement=campaign_report(campaign),
         waiting_for_admin=Pair.objects.filter(campaign=campaign)
         .filter(pair_state.waiting_for_admin())

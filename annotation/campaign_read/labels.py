@@ -4,11 +4,11 @@ The read model of a campaign's judgements: :func:`load_campaign_labels` gathers 
 labels into the plain arrays that :mod:`annotation.agreement` and
 :mod:`annotation.quality` take, with each pair resolved under the labelling policy
 (:mod:`annotation.policy`, FIRE §3.1); :func:`campaign_judged` gives its finished pairs as
-stored. Agreement reports (:mod:`annotation.services.reporting`) and resolution
-(:mod:`annotation.services.resolution`) both read them here.
+stored. Agreement reports (:mod:`annotation.campaign_read.reporting`) and resolution
+(:mod:`annotation.campaign_read.resolution`) both read them here.
 
 At FIRE's scale (660,000 labels over 555,000 pairs) the per-object ORM would dominate, so
-the judgements come from one raw query (:func:`annotation.services.sql.judgement_keys`)
+the judgements come from one raw query (:func:`annotation.judging.statements.judgement_keys`)
 whose rows go straight into numpy, and a pair's dense index is its id minus the campaign's
 first pair id (a campaign's pairs are written in bulk, so their ids are contiguous; a mask
 covers the rare case where they are not).
@@ -21,8 +21,8 @@ from django.contrib.auth import get_user_model
 from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation import agreement, policy
+from annotation.judging.statements import ANNOTATOR_SPAN, judgement_keys, queryset_array
 from annotation.models import Campaign, Pair
-from annotation.services.sql import ANNOTATOR_SPAN, judgement_keys, queryset_array
 from retrieval import label_status
 from retrieval.judged import Judged
 from retrieval.label_status import CODES
@@ -56,7 +56,7 @@ def _fetch_judgements(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Live judgements as arrays: dense pair index, annotator id, label (1 relevant), seconds.
 
-    Unpacks the rows of :func:`annotation.services.sql.judgement_keys`; missing or negative
+    Unpacks the rows of :func:`annotation.judging.statements.judgement_keys`; missing or negative
     times read back as NaN.
     """
     rows = judgement_keys(campaign.pk, first, last, contiguous, packed)

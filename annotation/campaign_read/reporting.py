@@ -1,7 +1,7 @@
 """Agreement reports from the database or a labels file (FIRE §3.2, Table 2, Fig. 7).
 
 The ORM side of :mod:`annotation.agreement`: hand a campaign's live judgements, as the
-plain arrays of :func:`annotation.services.campaign_labels.load_campaign_labels`, to the
+plain arrays of :func:`annotation.campaign_read.labels.load_campaign_labels`, to the
 pure module, and return the report as frozen dataclasses that the agreement page reads and
 whose ``to_json()`` the ``agreement`` command prints.
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotation import agreement, policy
+from annotation.campaign_read.labels import campaign_judged, load_campaign_labels
 from annotation.models import Campaign
 from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
-from annotation.services.campaign_labels import campaign_judged, load_campaign_labels
 from annotation.services.campaigns import campaign_split
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain

@@ -5,7 +5,7 @@ its gold rate (5% by default): the task the annotator sees has the same markup, 
 statements per request and undo as any other. Each gold pair is served through a *task*: a
 hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never listed),
 made after the pool, so its pair id is above every real one; no client ever sees it, since
-every task is served under an opaque id (:mod:`annotation.services.task_ids`). Answers on
+every task is served under an opaque id (:mod:`annotation.judging.task_ids`). Answers on
 gold tasks are stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they
 change no pair's state, count or agreement figure. Nobody meets the same gold pair twice in
 the queue.
@@ -26,6 +26,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.judging import pair_state
+from annotation.judging import statements as sql
 from annotation.models import (
     Campaign,
     GoldJudgement,
@@ -35,7 +37,6 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import pair_state, sql
 from annotation.settings import DEFAULT_TRIES
 from config.errors import UserError
 
@@ -306,12 +307,12 @@ def answer(
 ) -> GoldAnswer:
     """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
     UUID); the caller runs it in a transaction with the task's row locked. One statement
-    reads all it needs (:data:`annotation.services.sql.GOLD_ANSWER`). A task whose gold pair
+    reads all it needs (:data:`annotation.judging.statements.GOLD_ANSWER`). A task whose gold pair
     is gone only has its lease ended (``gone``): the caller commits that, then refuses.
     Retries follow a judgement's rules (``assignment.submit``): the same id and body return
     the stored answer, the same id with another body (or naming a judgement) is a conflict,
     and an id whose answer was undone is refused."""
-    from annotation.services.assignment import ID_USED, AssignmentError, same_answer
+    from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 
     found, stored = sql.gold_answer(task.pk, annotator.pk, client_uuid)
     if found.gold is None:  # an admin removed the gold pair while it was on screen

@@ -27,8 +27,8 @@ from django.utils import timezone
 
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
+from annotation.judging import statements as sql
 from annotation.models import Campaign, CampaignTally, Lease, Pair, open_slots_expression
-from annotation.services import sql
 from retrieval.label_status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
@@ -67,7 +67,7 @@ def first_needed(double: np.ndarray, parked: np.ndarray | None = None) -> np.nda
 def initial(needed) -> dict[str, object]:
     """The state of new pairs, by column: no label, no lease, not held, pending, needing
     ``needed`` labels. An int gives one pair's values (for ``Pair(**...)``); an array gives
-    a list per varying column (as :func:`annotation.services.sql.insert` takes them)."""
+    a list per varying column (as :func:`annotation.judging.statements.insert` takes them)."""
     needed = np.asarray(needed, dtype=np.int64)
     return {
         "label_count": 0,

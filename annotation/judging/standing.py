@@ -20,12 +20,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation import quality
+from annotation.judging import pair_state, statements
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
     Judgement,
 )
-from annotation.services import pair_state, sql
 
 RECENT = 25
 """Judgements whose median time decides the speed rule."""
@@ -33,7 +33,7 @@ RECENT = 25
 
 def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
     """The annotator's standing if they are paused in the campaign."""
-    return sql.paused(campaign.pk, annotator.pk)
+    return statements.paused(campaign.pk, annotator.pk)
 
 
 def _median(recent: list[float]) -> float:
@@ -45,17 +45,19 @@ def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
     """Pause the annotator if the evidence says so; returns whether they are paused now.
 
     Runs on every gold answer in the queue and every too-fast label, so it reads the
-    standing and the gold evidence in one statement (:data:`sql.GOLD_EVIDENCE`), and the
+    standing and the gold evidence in one statement (:data:`statements.GOLD_EVIDENCE`), and the
     recent pace only when the gold evidence alone does not pause.
     """
-    found = sql.gold_evidence(campaign.pk, annotator.pk)
+    found = statements.gold_evidence(campaign.pk, annotator.pk)
     if found.paused_at is not None:
         return True
     reason = _inaccurate(campaign, found.correct, found.total)
     if reason is None:
         threshold = campaign.settings.gold.threshold
         floor = campaign.settings.gold.floor_seconds
-        median = _median(sql.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT))
+        median = _median(
+            statements.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT)
+        )
         if not quality.should_pause(
             found.correct, found.total, median, threshold, floor_seconds=floor
         ):

@@ -29,9 +29,9 @@ from django.db import transaction
 from django.db.models import Min, Sum
 
 from annotation import judging_order
+from annotation.judging import pair_state, statements
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.pooling import Pool
-from annotation.services import pair_state, sql
 from annotation.settings import CampaignSettings, JudgingSettings
 from config.errors import UserError
 
@@ -165,11 +165,11 @@ def initial_queue(
 
 # -- live updates --------------------------------------------------------------------------
 
-_QUERY_COLUMNS = sql.QUERY_PAIR_COLUMNS
+_QUERY_COLUMNS = statements.QUERY_PAIR_COLUMNS
 """A query's pair columns as the judging order reads them (field names, read by name)."""
 
 
-def _decided(rows: Sequence[sql.QueryPair]) -> tuple[np.ndarray, np.ndarray]:
+def _decided(rows: Sequence[statements.QueryPair]) -> tuple[np.ndarray, np.ndarray]:
     """(judged, relevant) per pair of a query from its stored labels: an admin's or a
     proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them."""
     judged = np.zeros(len(rows), bool)
@@ -201,7 +201,7 @@ class Target(NamedTuple):
 
 def target_of(pair_id: int) -> Target | None:
     """:class:`Target` of a pair, read without locking it."""
-    found = sql.pair_target(pair_id)
+    found = statements.pair_target(pair_id)
     if found is None:
         return None
     settings = CampaignSettings.from_options(found.options)
@@ -225,7 +225,7 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     if not settings.adaptive or caption_id in sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
-    rows = sql.query_pairs(campaign.pk, caption_id)
+    rows = statements.query_pairs(campaign.pk, caption_id)
     if not rows:
         return
     judged, relevant = _decided(rows)
@@ -272,7 +272,7 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
         pair_state.move(moves)
 
 
-def _in_label_order(rows: Sequence[sql.QueryPair], judged_at: np.ndarray) -> np.ndarray:
+def _in_label_order(rows: Sequence[statements.QueryPair], judged_at: np.ndarray) -> np.ndarray:
     """The judged pairs ordered by their first live label (move-to-front follows the last)."""
     ids = [rows[i].id for i in judged_at]
     first = dict(

@@ -147,7 +147,7 @@ JOIN {caption} c ON c.{caption.id} = p.{pair.caption}
 JOIN {video} v ON v.{video.id} = p.{pair.video}"""
 
 
-# The judging queue (annotation.services.assignment): composing these two through the ORM
+# The judging queue (annotation.judging.queue): composing these two through the ORM
 # took 1.4-1.9 ms of CPU each, about eight times the cost of running them.
 
 LeaseRow = model_row("LeaseRow", LEASE_ROW)
@@ -223,7 +223,7 @@ def next_pair(
     return found[0] if found else None
 
 
-# The submit path (annotation.services.assignment, pair_state, standing, gold_queue): the
+# The submit path (annotation.judging.queue, pair_state, standing, gold_queue): the
 # same trade as the queue's queries above; composing each through the ORM cost 1-3 ms of CPU
 # per request, several times its run (measured by bench/request_profile.py).
 
@@ -969,7 +969,7 @@ def tallies(campaign_id: int, annotator_id: int | None, day: date, gold: bool = 
     return row._make(int(value) for value in row)
 
 
-# The agreement report's label loader (annotation.services.reporting): building a Python
+# The agreement report's label loader (annotation.campaign_read.reporting): building a Python
 # object per row is most of its cost, so each row carries as few values as it can.
 
 ANNOTATOR_SPAN = 2**32
@@ -1038,7 +1038,7 @@ def judgement_keys(
     return array(JUDGEMENT_KEYS, params, dtype, packed=packed, contiguous=contiguous)
 
 
-# Exports (annotation.services.exports): a join in the database beats assembling pairs,
+# Exports (annotation.campaign_read.exports): a join in the database beats assembling pairs,
 # captions, videos and judgements in Python by a third at FIRE's scale.
 
 
