@@ -9,7 +9,8 @@ error's status, never a traceback. The API's handler builds the one error body o
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.shortcuts import render
-from rest_framework import exceptions
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
@@ -52,3 +53,15 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
             code, detail = getattr(exc.detail, "code", exc.default_code), exc.detail
         response.data = {"code": code, "detail": detail}
     return response
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every API error, as :func:`api_exception_handler` builds it (for the schema)."""
+
+    code = serializers.CharField()
+    detail = serializers.JSONField(help_text="A message, or each invalid field's messages.")
+
+
+def error_response(description: str) -> OpenApiResponse:
+    """An API error response for the schema: the one body, with what the status means here."""
+    return OpenApiResponse(ErrorSerializer, description=description)

@@ -55,31 +55,8 @@ def _column(expression: str) -> str:
     return f"{alias}.{quote(column)}"
 
 
-@functools.cache
-def _row_type(names: tuple[str, ...]) -> type:
-    return namedtuple("Row", names)
-
-
 def column_names(cursor) -> tuple[str, ...]:
     return tuple(column[0] for column in cursor.description)
-
-
-_ROW_TYPES: dict[tuple[str, str], type] = {}
-"""The row type of each statement run through :func:`rows`, by (vendor, statement): reading
-a cursor's description on every call cost more than the short queries themselves."""
-
-
-def rows(statement: str, params: Mapping[str, object]) -> list[tuple]:
-    """Run an unregistered ``statement`` and return every row as a named tuple keyed by the
-    column aliases: for the session store's one statement; new code registers a
-    :class:`Statement`."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        key = (connection.vendor, statement)
-        row_type = _ROW_TYPES.get(key)
-        if row_type is None:
-            row_type = _ROW_TYPES[key] = _row_type(column_names(cursor))
-        return [row_type._make(row) for row in cursor.fetchall()]
 
 
 # Model instances from raw rows: every concrete column of each (model, table alias) is

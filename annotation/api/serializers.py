@@ -155,11 +155,6 @@ class EscalateSerializer(TaskInputSerializer):
     )
 
 
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    detail = serializers.CharField()
-
-
 class CampaignSerializer(serializers.ModelSerializer):
     dataset = serializers.CharField(source="dataset.name")
     runs = serializers.ListField(child=serializers.CharField(), source="run_names")

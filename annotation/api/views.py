@@ -13,7 +13,6 @@ from annotation.api.permissions import CanViewCampaignReports, IsAnnotator
 from annotation.api.serializers import (
     AssignmentSerializer,
     CampaignSerializer,
-    ErrorSerializer,
     EscalateSerializer,
     ProgressSerializer,
     SubmitResponseSerializer,
@@ -25,6 +24,7 @@ from annotation.judging import queue, statements, submit
 from annotation.models import Campaign
 from annotation.services.scores import campaign_scores
 from config import roles
+from config.error_handling import ErrorSerializer
 
 
 def assignment_payload(campaign: Campaign, user, got: queue.Assignment) -> dict:

@@ -96,8 +96,9 @@ def campaign_rows(campaigns: Iterable[Campaign]) -> list[CampaignRow]:
 
 
 @dataclass(frozen=True)
-class CampaignSettings:
-    """What a campaign was created with, as the judging order and the gold queue read it."""
+class CampaignFacts:
+    """What the campaign page shows of how a campaign was made: its dataset and runs, the
+    pool's columns and its typed settings' judging and gold parts."""
 
     dataset: str
     runs: tuple[str, ...]
@@ -121,7 +122,7 @@ class CampaignPage:
     """Everything a campaign's page shows; ``agreement`` is the agreement page's report."""
 
     row: CampaignRow
-    settings: CampaignSettings
+    settings: CampaignFacts
     judged_today: int
     judging: JudgingStatus
     agreement: CampaignAgreement
@@ -133,9 +134,9 @@ class CampaignPage:
         return self.row.campaign
 
 
-def campaign_settings(campaign: Campaign) -> CampaignSettings:
+def campaign_facts(campaign: Campaign) -> CampaignFacts:
     """The campaign's settings (``campaign`` with its dataset and creator selected)."""
-    return CampaignSettings(
+    return CampaignFacts(
         dataset=campaign.dataset.name,
         runs=tuple(campaign.run_names()),
         depth=campaign.depth,
@@ -174,7 +175,7 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
     )
     return CampaignPage(
         row=row,
-        settings=campaign_settings(campaign),
+        settings=campaign_facts(campaign),
         judged_today=judged_today(campaign, now),
         judging=priorities.judging_status(campaign),
         agreement=campaign_report(campaign),

@@ -6,6 +6,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
+from config.error_handling import error_response
 from jobs.models import Job
 from retrieval.api.permissions import SCRIPT_AUTHENTICATION, CanScoreRuns, RunUploadThrottle
 from retrieval.api.serializers import (
@@ -15,15 +16,6 @@ from retrieval.api.serializers import (
 )
 from retrieval.models import Dataset
 from retrieval.services.run_scoring import SCORE_RUN, job_scores, submit_run_file
-
-
-def error_schema(description: str) -> dict:
-    """The ``{"code", "detail"}`` body of an API error, for the schema."""
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {"code": {"type": "string"}, "detail": {}},
-    }
 
 
 class RunUploadView(GenericAPIView):
@@ -46,10 +38,10 @@ class RunUploadView(GenericAPIView):
         request={"multipart/form-data": RunUploadSerializer},
         responses={
             202: ScoreLinkSerializer,
-            400: error_schema("A malformed run file (the message names its line and field)."),
-            404: error_schema("No such dataset or label set."),
-            409: error_schema("The dataset already has a model or run with this name."),
-            429: error_schema("Too many uploads; wait and try again."),
+            400: error_response("A malformed run file (the message names its line and field)."),
+            404: error_response("No such dataset or label set."),
+            409: error_response("The dataset already has a model or run with this name."),
+            429: error_response("Too many uploads; wait and try again."),
         },
         examples=[
             OpenApiExample(
@@ -83,7 +75,7 @@ class JobScoresView(GenericAPIView):
     lookup_url_kwarg = "job_id"
     serializer_class = JobScoresSerializer
 
-    @extend_schema(responses={200: JobScoresSerializer, 404: error_schema("No such job.")})
+    @extend_schema(responses={200: JobScoresSerializer, 404: error_response("No such job.")})
     def get(self, request, job_id: int):
         """``status`` is queued, running, done or failed; ``scores`` and ``original`` are
         fractions in [0, 1] once done (null before)."""
