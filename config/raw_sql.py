@@ -360,8 +360,8 @@ class Compiled(Statement):
 
 def _literal(value: object) -> bool:
     """Whether a compiled query's parameter is a constant safe to write into the SQL: a
-    small integer (a plain int, never a bool or a stand-in)."""
-    return type(value) is int and -32000 < value < 32000
+    small integer (an int, psycopg's ``Int4`` included; never a bool or a stand-in)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -32000 < value < 32000
 
 
 def check_registry() -> None:
