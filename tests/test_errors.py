@@ -21,7 +21,7 @@ from annotation.services.campaigns import CampaignError
 from annotation.services.simulation import SimulationError
 from config import roles
 from config.errors import NotFound, UserError
-from jobs import runner
+from jobs import tasks
 from jobs.models import Job
 from jobs.runner import JobError
 from retrieval.formats.records import DuplicateKeyError, FormatError
@@ -136,7 +136,7 @@ def test_a_lookup_of_an_unknown_name_is_a_clean_message_at_every_boundary():
     form = ExportForm({"campaign": "gone", "format": "jsonl"})
     assert not form.is_valid() and form.errors["campaign"][0].startswith(message)
     job = Job.objects.create(kind="export", arguments={"campaign": "gone", "format": "jsonl"})
-    runner.execute(job.pk)
+    tasks.execute(job.pk)
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and job.error.startswith(message)
     assert job.error.endswith(")") and "Internal error" not in job.error

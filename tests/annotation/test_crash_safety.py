@@ -39,7 +39,7 @@ from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from annotation import policy
-from annotation.judging import queue, task_ids
+from annotation.judging import queue, submit, task_ids
 from annotation.models import (
     Campaign,
     Judgement,
@@ -386,16 +386,16 @@ def test_submit_racing_the_release_of_its_expired_lease_does_not_deadlock(monkey
             connections.close_all()
 
     key = uuid.uuid4()
-    submit = threading.Thread(
+    submitter = threading.Thread(
         target=run,
         args=(lambda: submit.submit(late, pair.pk, "relevant", key),),
         name="late",
     )
-    submit.start()
+    submitter.start()
     assert submitting.wait(10)
     release = threading.Thread(target=run, args=(lambda: queue.assign(campaign, other),))
     release.start()
-    submit.join(30)
+    submitter.join(30)
     release.join(30)
     assert not errors, errors
     assert Judgement.objects.get(uuid=key).pair_id == pair.pk
