@@ -17,6 +17,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
+from annotation.services import lifecycle
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.admin import NameRuleAdmin
@@ -37,6 +38,7 @@ SPEC_FIELDS = [
     "gold_rate",
     "qualification",
     "qualification_threshold",
+    "speed_floor",
     "extends",
     "guidelines",
 ]
@@ -67,6 +69,19 @@ class CampaignCreateForm(CampaignSettingsForm, forms.ModelForm):
         return cleaned
 
 
+class CampaignChangeForm(forms.ModelForm):
+    """A campaign's admin form: a new status must be one the life cycle allows."""
+
+    def clean_status(self):
+        status = self.cleaned_data["status"]
+        if self.instance.pk and status != self.instance.status:
+            try:
+                lifecycle.check_transition(Campaign.objects.get(pk=self.instance.pk), status)
+            except lifecycle.LifecycleError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return status
+
+
 @admin.register(Campaign)
 class CampaignAdmin(NameRuleAdmin):
     named = "campaign"
@@ -78,8 +93,7 @@ class CampaignAdmin(NameRuleAdmin):
         return gold_queue.visible(super().get_queryset(request))
 
     def get_form(self, request, obj=None, **kwargs):
-        if obj is None:
-            kwargs["form"] = CampaignCreateForm
+        kwargs["form"] = CampaignCreateForm if obj is None else CampaignChangeForm
         return super().get_form(request, obj, **kwargs)
 
     def get_fields(self, request, obj=None):
@@ -92,7 +106,13 @@ class CampaignAdmin(NameRuleAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            return super().save_model(request, obj, form, change)
+            wanted = obj.status
+            if "status" in form.changed_data:  # through the life cycle's one writer
+                obj.status = form.initial["status"]
+            super().save_model(request, obj, form, change)
+            if wanted != obj.status:
+                lifecycle.change_status(obj, wanted)
+            return None
         campaign = create_campaign(
             form.cleaned_data["dataset"],
             list(form.cleaned_data["runs"]),
@@ -100,6 +120,13 @@ class CampaignAdmin(NameRuleAdmin):
             request.user,
             pool=form.pool,
         )
+        if lifecycle.qualification_shortfall(
+            campaign.settings.gold, lifecycle.gold_balance(campaign)
+        ):
+            lifecycle.change_status(campaign, Campaign.Status.PAUSED)
+            messages.warning(
+                request, "It starts paused: qualification needs gold pairs (then resume it)."
+            )
         obj.pk = campaign.pk
         obj.created_at = campaign.created_at
         messages.info(request, f"Pooled {campaign.pairs.count()} pairs into {campaign.name!r}.")

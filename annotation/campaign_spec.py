@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from annotation import policy
 from annotation.pooling import MAX_DEPTH
 from annotation.settings import (
+    DEFAULT_FLOOR_SECONDS,
     DEFAULT_GOLD_RATE,
     DEFAULT_STRATEGY,
     DEFAULT_THRESHOLD,
@@ -39,6 +40,10 @@ DEFAULT_DEPTH = 10
 GOLD_RATE_MAX = 0.5
 """Highest gold rate a new campaign may ask for (a stored one may be up to 1)."""
 QUALIFICATION_PAIRS_MAX = 500
+SPEED_FLOOR_MAX = 600.0
+"""Highest speed floor a form offers (seconds per judgement; the settings allow a day)."""
+GUIDELINES_MAX = 20_000
+"""Longest guidelines a form takes (characters)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class CampaignSpec:
             qualification=qualification > 0,
             training_pairs=qualification or DEFAULT_TRAINING_PAIRS,
             threshold=given.get("qualification_threshold", DEFAULT_THRESHOLD),
+            floor_seconds=given.get("speed_floor", DEFAULT_FLOOR_SECONDS),
         )
         judging = JudgingSettings(
             strategy=given.get("judging_order", DEFAULT_STRATEGY), budget=given.get("budget")

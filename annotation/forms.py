@@ -4,7 +4,7 @@ from django import forms
 
 from annotation import campaign_spec, policy, settings
 from annotation.campaign_spec import CampaignSpec, spec_errors
-from annotation.models import Judgement
+from annotation.models import FIRE_GUIDELINES, Judgement
 from annotation.settings import SettingsError
 from jobs.fields import YesNoField
 
@@ -86,6 +86,22 @@ class CampaignSettingsForm(forms.Form):
         initial=settings.DEFAULT_THRESHOLD,
         required=False,
         help_text="Training accuracy that admits an annotator.",
+    )
+
+    speed_floor = forms.FloatField(
+        min_value=0.0,
+        max_value=campaign_spec.SPEED_FLOOR_MAX,
+        initial=settings.DEFAULT_FLOOR_SECONDS,
+        required=False,
+        help_text="Median seconds per judgement below which an annotator is paused: nobody "
+        "watches a video that fast (0: never paused for speed).",
+    )
+    guidelines = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8}),
+        max_length=campaign_spec.GUIDELINES_MAX,
+        initial=FIRE_GUIDELINES,
+        required=False,
+        help_text="What annotators read before judging (empty: FIRE's guidelines).",
     )
 
     extends = forms.CharField(

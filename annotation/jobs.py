@@ -8,17 +8,21 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from django.db import transaction
 from django.urls import reverse
 
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
 from annotation.management.lookup import get_campaign
-from annotation.services.campaigns import CampaignError, check_spec, create_campaign
+from annotation.services import lifecycle
+from annotation.services.campaigns import CampaignError, check_spec
+from config.errors import UserError
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
 from retrieval.jobs import DatasetForm, found_or_invalid, split_names
 from retrieval.management.lookup import get_dataset, get_run
+from retrieval.services.uploads import discard, input_file
 
 
 class PoolForm(DatasetForm, CampaignSettingsForm):
@@ -26,6 +30,13 @@ class PoolForm(DatasetForm, CampaignSettingsForm):
     job is queued (bounds, run names, a run listed twice, a name already taken)."""
 
     runs = forms.CharField(max_length=2000, help_text="Comma-separated run names.")
+    gold = forms.CharField(
+        max_length=1000,
+        required=False,
+        help_text="An uploaded gold file to import with the campaign; filled in by the New "
+        "campaign page.",
+    )
+    gold_name = forms.CharField(max_length=200, required=False, widget=forms.HiddenInput)
 
     def clean(self) -> dict:
         data = super().clean()
@@ -41,23 +52,47 @@ class PoolForm(DatasetForm, CampaignSettingsForm):
             check_spec(dataset, self.spec(), runs)
         except CampaignError as exc:
             raise forms.ValidationError(str(exc)) from None
+        if data.get("gold"):
+            try:
+                lifecycle.check_gold_file(dataset, gold_upload(data), self.spec())
+            except UserError as exc:
+                self.add_error("gold", str(exc))
         return data
 
 
-def run_pool(reporter: Reporter, dataset: str, runs: str, **values) -> dict:
+def gold_upload(values: dict) -> lifecycle.GoldUpload:
+    """The uploaded gold file the job's ``gold`` value names (UploadError if it is gone)."""
+    path = input_file(values["gold"])
+    return lifecycle.GoldUpload(path, values.get("gold_name") or path.name)
+
+
+def run_pool(
+    reporter: Reporter, dataset: str, runs: str, gold: str = "", gold_name: str = "", **values
+) -> dict:
     """Pool the named runs into the campaign the form's other values describe (built as the
-    form built it when the job was checked: :meth:`CampaignSpec.from_values`)."""
+    form built it when the job was checked: :meth:`CampaignSpec.from_values`), with its
+    uploaded gold file if one was given (removed once the campaign is committed)."""
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
     spec = CampaignSpec.from_values(values)
+    upload = gold_upload({"gold": gold, "gold_name": gold_name}) if gold else None
     reporter.step(f"pooling {len(pooled)} runs at depth {spec.depth}")
-    campaign = create_campaign(found, pooled, spec)
+    try:
+        campaign = lifecycle.open_campaign(found, pooled, spec, gold_file=upload)
+    except UserError:
+        if upload is not None:
+            discard(upload.path)
+        raise
+    if upload is not None:
+        transaction.on_commit(lambda: discard(upload.path))
     return {
         "campaign": campaign.name,
         "campaign_id": campaign.pk,
         "page": reverse("campaign", args=[campaign.pk]),
+        "status": campaign.status,
         "pairs": campaign.pairs.count(),
         "second_label_pairs": campaign.pairs.filter(double=True).count(),
+        "gold_pairs": campaign.gold_pairs.count(),
     }
 
 

@@ -51,6 +51,15 @@ EPS = 1e-10
 """Floor of a confusion-matrix entry and of the class prior in Dawid-Skene (as crowd-kit)."""
 
 
+def training_split(total: int) -> tuple[int, int]:
+    """(relevant, irrelevant) gold pairs of a balanced qualification of ``total`` training
+    pairs: half relevant, rounded down, the rest irrelevant. Drawn at random from gold that
+    is mostly irrelevant (7-30% of pooled pairs are relevant, FIRE §3.2), a training set let
+    an annotator who always answers "not relevant" pass; balanced, such an annotator scores
+    about half."""
+    return total // 2, total - total // 2
+
+
 def wilson_interval(
     successes: np.ndarray | int, trials: np.ndarray | int, z: float = Z_95
 ) -> tuple[np.ndarray, np.ndarray]:

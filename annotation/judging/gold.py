@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import quality
 from annotation.judging import pair_state
 from annotation.judging import statements as sql
 from annotation.models import (
@@ -244,12 +245,8 @@ def pick(
 
 def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[int]:
     """The attempt's training pairs in serving order (seeded by the attempt): as many
-    relevant as irrelevant gold pairs, as far as the gold pairs allow.
-
-    Drawn at random from gold that is mostly irrelevant (7-30% of pooled pairs are relevant,
-    FIRE §3.2), the training set let an annotator who always answers "not relevant" score
-    90% and be admitted; balanced, such an annotator scores about half.
-    """
+    relevant as irrelevant gold pairs (:func:`annotation.quality.training_split`), as far as
+    the gold pairs allow."""
 
     def key(pk: int) -> float:
         return random.Random(attempt.pk * 1_000_003 + pk).random()
@@ -260,7 +257,8 @@ def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[i
     relevant.sort(key=key)
     irrelevant.sort(key=key)
     total = attempt.total
-    n_relevant = min(len(relevant), max(total // 2, total - len(irrelevant)))
+    balanced, _ = quality.training_split(total)
+    n_relevant = min(len(relevant), max(balanced, total - len(irrelevant)))
     return sorted(relevant[:n_relevant] + irrelevant[: total - n_relevant], key=key)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 
 from annotation import gold_file
 from annotation.judging import gold as gold_queue
@@ -23,6 +23,7 @@ from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from config.errors import UserError
 from retrieval.formats.records import FormatError
 from retrieval.label_status import CODES, NAMES
+from retrieval.models import Dataset
 from retrieval.services.runs import KeyIndex
 
 MIN_UNANIMOUS = 2
@@ -68,64 +69,109 @@ class GoldSummary:
     correct: int
 
 
-def import_gold(
-    campaign: Campaign, path: Path | str, fmt: str | None = None, *, user=None
-) -> GoldImport:
-    """Add the gold pairs of a CSV or JSONL file to ``campaign``, all or nothing.
+@dataclass(frozen=True)
+class GoldRows:
+    """A gold file read against a dataset: its pairs as rows to store (no campaign set yet),
+    and how many of them are relevant and irrelevant."""
 
-    Keys must name captions and videos of the campaign's dataset, and a pair may not be a
-    gold pair of the campaign already: both are errors naming the line and field.
+    file: str
+    rows: tuple[GoldPair, ...]
+
+    @property
+    def relevant(self) -> int:
+        return sum(row.label == Judgement.Label.RELEVANT for row in self.rows)
+
+    @property
+    def irrelevant(self) -> int:
+        return len(self.rows) - self.relevant
+
+
+def read_gold_rows(
+    dataset: Dataset,
+    path: Path | str,
+    fmt: str | None = None,
+    *,
+    shown: str | None = None,
+    campaign: Campaign | None = None,
+    user=None,
+) -> GoldRows:
+    """The gold pairs of a CSV or JSONL file as rows for ``campaign`` (or for a campaign not
+    made yet), writing nothing.
+
+    Keys must name captions and videos of ``dataset``, and a pair may not be a gold pair of
+    ``campaign`` already: both are errors naming the line and field. ``shown`` names the
+    file in errors (an upload's own name, not the server's copy).
     """
     path = Path(path)
-    captions = KeyIndex.captions(campaign.dataset).by_key
-    videos = KeyIndex.videos(campaign.dataset).by_key
-    existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
-    rows = []
-    for record in gold_file.read_gold(path, fmt):
-        caption = captions.get(record.caption_key)
-        if caption is None:
-            raise FormatError(
-                path,
-                record.line,
-                "caption_key",
-                f"no caption with key {record.caption_key!r} in dataset {campaign.dataset.name!r}",
-            )
-        video = videos.get(record.video_key)
-        if video is None:
-            raise FormatError(
-                path,
-                record.line,
-                "video_key",
-                f"no video with key {record.video_key!r} in dataset {campaign.dataset.name!r}",
-            )
-        if (caption, video) in existing:
-            raise FormatError(
-                path,
-                record.line,
-                "video_key",
-                f"({record.caption_key!r}, {record.video_key!r}) is already a gold pair of "
-                f"campaign {campaign.name!r}",
-            )
-        rows.append(
-            GoldPair(
-                campaign=campaign,
-                caption_id=caption,
-                video_id=video,
-                label=NAMES[record.label],
-                explanation=record.explanation,
-                guideline=record.guideline,
-                source=GoldPair.Source.IMPORTED,
-                created_by=user,
-            )
+    captions = KeyIndex.captions(dataset).by_key
+    videos = KeyIndex.videos(dataset).by_key
+    existing = set()
+    if campaign is not None:
+        existing = set(
+            GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id")
         )
+    rows = []
+    try:
+        for record in gold_file.read_gold(path, fmt):
+            caption = captions.get(record.caption_key)
+            if caption is None:
+                raise FormatError(
+                    path,
+                    record.line,
+                    "caption_key",
+                    f"no caption with key {record.caption_key!r} in dataset {dataset.name!r}",
+                )
+            video = videos.get(record.video_key)
+            if video is None:
+                raise FormatError(
+                    path,
+                    record.line,
+                    "video_key",
+                    f"no video with key {record.video_key!r} in dataset {dataset.name!r}",
+                )
+            if (caption, video) in existing:
+                raise FormatError(
+                    path,
+                    record.line,
+                    "video_key",
+                    f"({record.caption_key!r}, {record.video_key!r}) is already a gold pair of "
+                    f"campaign {campaign.name!r}",
+                )
+            rows.append(
+                GoldPair(
+                    campaign=campaign,
+                    caption_id=caption,
+                    video_id=video,
+                    label=NAMES[record.label],
+                    explanation=record.explanation,
+                    guideline=record.guideline,
+                    source=GoldPair.Source.IMPORTED,
+                    created_by=user,
+                )
+            )
+    except FormatError as exc:
+        if shown is None or Path(str(exc.path)) != path:
+            raise
+        raise FormatError(shown, exc.line, exc.field, exc.message, where=exc.where) from None
+    return GoldRows(file=shown or path.name, rows=tuple(rows))
+
+
+def import_gold(
+    campaign: Campaign,
+    path: Path | str,
+    fmt: str | None = None,
+    *,
+    user=None,
+    shown: str | None = None,
+) -> GoldImport:
+    """Add the gold pairs of a CSV or JSONL file to ``campaign``, all or nothing (the
+    checks of :func:`read_gold_rows`)."""
+    read = read_gold_rows(campaign.dataset, path, fmt, shown=shown, campaign=campaign, user=user)
     with transaction.atomic():
-        GoldPair.objects.bulk_create(rows, batch_size=1000)
+        GoldPair.objects.bulk_create(read.rows, batch_size=1000)
         gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
     return GoldImport(
-        campaign=campaign.name,
-        file=path.name,
-        created=len(rows),
-        relevant=sum(row.label == Judgement.Label.RELEVANT for row in rows),
+        campaign=campaign.name, file=read.file, created=len(read.rows), relevant=read.relevant
     )
 
 
@@ -136,6 +182,15 @@ def decided() -> Q:
     )
     resolved = Q(status__in=(Pair.Status.RELEVANT, Pair.Status.IRRELEVANT))
     return resolved & (~Q(adjudicated="") | (unanimous & Q(auto_label="")))
+
+
+def promotable(campaign: Campaign) -> int:
+    """Decided pairs of ``campaign`` that are not gold pairs yet: what promoting every
+    decided pair adds (one query)."""
+    gold = GoldPair.objects.filter(
+        campaign=campaign, caption_id=OuterRef("caption_id"), video_id=OuterRef("video_id")
+    )
+    return Pair.objects.filter(campaign=campaign).filter(decided()).exclude(Exists(gold)).count()
 
 
 def promote(

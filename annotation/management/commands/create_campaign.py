@@ -1,15 +1,24 @@
 """Create a judging campaign by pooling runs' top-k videos per query caption."""
 
+import argparse
 import json
 import time
+from pathlib import Path
 
 from django.core.management.base import CommandError
 
 from annotation import campaign_spec, policy, settings
 from annotation.forms import CampaignSettingsForm
-from annotation.services.campaigns import create_campaign
+from annotation.services import lifecycle
 from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_run
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
 
 
 class Command(BaseCommand):
@@ -68,6 +77,27 @@ class Command(BaseCommand):
             help="Training accuracy that admits an annotator (default %(default)s).",
         )
         parser.add_argument(
+            "--speed-floor",
+            type=float,
+            default=settings.DEFAULT_FLOOR_SECONDS,
+            metavar="SECONDS",
+            help="Median seconds per judgement below which an annotator is paused "
+            "(default %(default)s; 0: never).",
+        )
+        parser.add_argument(
+            "--guidelines",
+            metavar="FILE",
+            type=_read_text,
+            help="A text file of guidelines annotators read (default: FIRE's).",
+        )
+        parser.add_argument(
+            "--gold",
+            metavar="FILE",
+            help="Gold pairs to import with the campaign (csv or jsonl, as 'gold import'); "
+            "with --qualification it must hold enough of each label, and without it a "
+            "campaign that requires qualification starts paused.",
+        )
+        parser.add_argument(
             "--extends",
             metavar="LABEL_SET",
             help="Complete this label set of the dataset: pool only pairs it does not judge; "
@@ -95,7 +125,10 @@ class Command(BaseCommand):
             )
         spec = form.spec()
         began = time.perf_counter()
-        campaign = create_campaign(dataset, runs, spec)
+        upload = None
+        if options["gold"]:
+            upload = lifecycle.GoldUpload(Path(options["gold"]), options["gold"])
+        campaign = lifecycle.open_campaign(dataset, runs, spec, gold_file=upload)
         pairs = campaign.pairs.count()
         doubles = campaign.pairs.filter(double=True).count()
         summary = {
@@ -109,6 +142,8 @@ class Command(BaseCommand):
             "extends": spec.extends,
             "parked_pairs": campaign.pairs.filter(needed=0, label_count=0).count(),
             "queries": campaign.pairs.values("caption_id").distinct().count(),
+            "status": campaign.status,
+            "gold_pairs": campaign.gold_pairs.count(),
             "seconds": round(time.perf_counter() - began, 3),
         }
         if options["format"] == "json":
@@ -118,4 +153,11 @@ class Command(BaseCommand):
                 f"Campaign {campaign.name!r}: {pairs} pairs from {summary['queries']} queries "
                 f"({doubles} to be labelled twice) pooled from {', '.join(names)} at depth "
                 f"{spec.depth} in {summary['seconds']} s."
+                + (f" {summary['gold_pairs']} gold pairs." if summary["gold_pairs"] else "")
+                + (
+                    " It starts paused: qualification needs gold pairs (import or promote "
+                    "them, then resume it)."
+                    if campaign.status == campaign.Status.PAUSED
+                    else ""
+                )
             )
