@@ -20,7 +20,7 @@ from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, Promo
 from annotation.judging import gold as gold_queue
 from annotation.judging import pair_state, priorities, submit
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
-from annotation.services import gold
+from annotation.services import gold, lifecycle
 from annotation.services.annotator_progress import (
     annotator_progress,
     judging_campaigns,
@@ -93,6 +93,12 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     found = get_object_or_404(
         Campaign.objects.select_related("dataset", "created_by"), pk=campaign_id
     )
+    return render_campaign(request, found)
+
+
+def render_campaign(request: HttpRequest, found: Campaign, status: int = 200) -> HttpResponse:
+    """The campaign's page (with its life cycle and gold for admins), as any status."""
+    managing = roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
     return render(
         request,
         "annotation/campaign.html",
@@ -101,7 +107,9 @@ def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "campaign": found,
             "formats": EXPORT_FORMATS,
             "methods": METHODS,
+            "lifecycle": lifecycle.facts(found) if managing else None,
         },
+        status=status,
     )
 
 

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation import campaign_views
 from annotation import views as annotation_views
 from config.auth_views import ThrottledLoginView
 from retrieval import views as retrieval_views
@@ -20,6 +21,23 @@ urlpatterns = [
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),
     path("judge/<int:campaign_id>/", annotation_views.judge, name="judge"),
     path("campaigns/", annotation_views.campaigns, name="campaigns"),
+    path("campaigns/new/", campaign_views.campaign_new, name="campaign-new"),
+    path("campaigns/<int:campaign_id>/edit/", campaign_views.campaign_edit, name="campaign-edit"),
+    path(
+        "campaigns/<int:campaign_id>/status/",
+        campaign_views.campaign_status,
+        name="campaign-status",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/gold/import/",
+        campaign_views.gold_import,
+        name="campaign-gold-import",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/gold/promote-decided/",
+        campaign_views.gold_promote,
+        name="campaign-gold-promote",
+    ),
     path("campaigns/<int:campaign_id>/", annotation_views.campaign, name="campaign"),
     path(
         "campaigns/<int:campaign_id>/agreement/",

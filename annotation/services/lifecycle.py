@@ -25,7 +25,7 @@ from django.db.models import Count
 
 from annotation import quality
 from annotation.campaign_spec import CampaignSpec, spec_errors
-from annotation.models import Campaign, GoldPair, Judgement
+from annotation.models import Campaign, GoldPair, Judgement, Pair
 from annotation.services import gold
 from annotation.services.campaigns import create_campaign
 from annotation.settings import CampaignSettings, GoldSettings
@@ -286,3 +286,31 @@ def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
     locked.set_settings(settings, save=False)
     locked.save(update_fields=["name", "guidelines", "lease_seconds", "options"])
     return locked
+
+
+@dataclass(frozen=True)
+class LifecycleFacts:
+    """What the campaign page offers an admin: the status and the moves it allows, the
+    gold pairs by label and what qualification still lacks, the decided pairs that are not
+    gold yet, and the pairs still pending (what closing leaves unjudged)."""
+
+    status: str
+    actions: tuple[str, ...]
+    gold: GoldBalance
+    shortfall: str | None
+    promotable: int
+    pending: int
+
+
+def facts(campaign: Campaign) -> LifecycleFacts:
+    """The campaign's :class:`LifecycleFacts` (three queries)."""
+    balance = gold_balance(campaign)
+    allowed = TRANSITIONS[campaign.status]
+    return LifecycleFacts(
+        status=campaign.status,
+        actions=tuple(action for action, status in ACTIONS.items() if status in allowed),
+        gold=balance,
+        shortfall=qualification_shortfall(campaign.settings.gold, balance),
+        promotable=gold.promotable(campaign),
+        pending=Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count(),
+    )

@@ -1,0 +1,242 @@
+"""Pages of a campaign's life cycle: create one (the pool job's form, runs picked from the
+dataset's list, an optional gold file), edit what may change once pooled, pause, resume and
+close it, import gold pairs and promote decided pairs, all for admins.
+
+Every page checks what the pool job and ``create_campaign`` check, through the same form
+(:class:`annotation.jobs.PoolForm`) and the same services (:mod:`annotation.services.lifecycle`,
+:mod:`annotation.services.gold`): a GET never writes, and a refused POST is a 400 page that
+names the problem and changes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.forms import CampaignSettingsForm, PromoteForm
+from annotation.jobs import PoolForm
+from annotation.models import Campaign
+from annotation.services import gold, lifecycle
+from annotation.views import admins_only, render_campaign
+from config.errors import UserError
+from jobs.registry import get_kind
+from jobs.runner import cleaned, create
+from retrieval.models import Dataset
+from retrieval.services.uploads import (
+    input_name,
+    new_input_folder,
+    save_upload,
+    shown_name,
+)
+
+GOLD_SUFFIXES = {".csv": ".csv", ".jsonl": ".jsonl", ".json": ".jsonl", ".ndjson": ".jsonl"}
+"""What a gold upload's own suffix makes of the stored copy (the reader goes by it)."""
+
+SETTINGS_GROUPS = (
+    ("Pool", ("name", "depth", "queries", "seed", "extends")),
+    ("Labelling policy", ("second_label_rate", "max_labels", "lease_seconds")),
+    ("Judging order", ("judging_order", "budget", "show_roles")),
+    (
+        "Gold and qualification",
+        ("gold_rate", "qualification", "qualification_threshold", "speed_floor"),
+    ),
+    ("Guidelines", ("guidelines",)),
+)
+"""The campaign form's fields as the page groups them (every field, once)."""
+
+
+def _save_gold(upload, folder: Path) -> tuple[Path, str]:
+    """Copy an uploaded gold file into ``folder``: (the copy, the uploader's name for it),
+    the copy's suffix the reader's (it goes by the suffix)."""
+    name = shown_name(upload, "gold file")
+    suffix = next((s for s in GOLD_SUFFIXES if name.lower().endswith(s)), "")
+    return save_upload(upload, folder, "gold" + GOLD_SUFFIXES.get(suffix, ".txt")), name
+
+
+def _groups(form) -> list[tuple[str, list]]:
+    return [(title, [form[name] for name in names]) for title, names in SETTINGS_GROUPS]
+
+
+@admins_only
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    """A new campaign: the dataset from a list, its runs as checkboxes, every option of
+    ``create_campaign`` and an optional gold file; POST starts the pool job and goes to its
+    page (GET ``?dataset=`` picks the dataset whose runs are offered)."""
+    datasets = list(Dataset.objects.order_by("name").values_list("name", flat=True))
+    source = request.POST if request.method == "POST" else request.GET
+    dataset = Dataset.objects.filter(name=source.get("dataset") or "").first()
+    if dataset is None and request.method == "GET" and len(datasets) == 1:
+        dataset = Dataset.objects.get(name=datasets[0])
+    runs = list(dataset.runs.defer("arrays").order_by("name")) if dataset else []
+    chosen = source.getlist("runs") if request.method == "POST" else []
+    status = 200
+    gold_error = None
+    if request.method == "POST":
+        data = {**request.POST.dict(), "runs": ",".join(chosen), "gold": "", "gold_name": ""}
+        upload = request.FILES.get("gold_file")
+        folder = new_input_folder() if upload is not None else None
+        if folder is not None:
+            try:
+                path, data["gold_name"] = _save_gold(upload, folder)
+                data["gold"] = input_name(path)
+            except UserError as exc:
+                gold_error = str(exc)
+        form = PoolForm(data)
+        if gold_error is None and form.is_valid():
+            job = create(get_kind("pool"), cleaned(form), request.user)
+            messages.success(request, f"Pooling {form.cleaned_data['name']!r}: job {job.pk}.")
+            return redirect("job-detail", job_id=job.pk)
+        if folder is not None:  # refused: no job owns the copy
+            shutil.rmtree(folder, ignore_errors=True)
+        status = 400
+    else:
+        form = PoolForm(initial={"dataset": dataset.name if dataset else ""})
+    context = {
+        "datasets": datasets,
+        "dataset": dataset,
+        "runs": runs,
+        "chosen": set(chosen),
+        "form": form,
+        "groups": _groups(form),
+        "gold_error": gold_error or (form.errors.get("gold", [None])[0] if form.errors else None),
+        "mode": "new",
+    }
+    return render(request, "annotation/campaign_form.html", context, status=status)
+
+
+@admins_only
+def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Change what may change once a campaign is pooled (name, guidelines, lease, budget,
+    gold, qualification, speed floor); the pool's own settings are shown and refused if
+    changed."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    status = 200
+    error = None
+    if request.method == "POST":
+        form = CampaignSettingsForm(request.POST)
+        if form.is_valid():
+            try:
+                lifecycle.edit_campaign(campaign, form.spec())
+            except lifecycle.LifecycleError as exc:
+                error = str(exc)
+            else:
+                messages.success(request, f"Campaign {form.cleaned_data['name']!r} saved.")
+                return redirect("campaign", campaign_id=campaign.pk)
+        status = 400
+    else:
+        form = CampaignSettingsForm(initial=lifecycle.form_values(lifecycle.current_spec(campaign)))
+    for name in lifecycle.FIXED.values():
+        form.fields[name].widget.attrs["readonly"] = True
+    form.fields["judging_order"].widget.attrs["data-fixed"] = "1"
+    context = {
+        "campaign": campaign,
+        "form": form,
+        "groups": _groups(form),
+        "error": error,
+        "fixed": [*lifecycle.FIXED.values(), "judging_order"],
+        "mode": "edit",
+    }
+    return render(request, "annotation/campaign_form.html", context, status=status)
+
+
+@admins_only
+def campaign_status(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Pause, resume or close the campaign (POST ``action``); closing, which is final, is
+    asked first (GET ``?action=close`` shows what is left, its POST closes)."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    source = request.POST if request.method == "POST" else request.GET
+    action = source.get("action", "")
+    if action not in lifecycle.ACTIONS:
+        messages.error(request, "Choose pause, resume or close.")
+        return render_campaign(request, campaign, status=400)
+    if request.method != "POST":
+        if action != "close":
+            messages.error(request, f"To {action} the campaign, use its button.")
+            return render_campaign(request, campaign, status=405)
+        return render(
+            request,
+            "annotation/campaign_close.html",
+            {"campaign": campaign, "facts": lifecycle.facts(campaign)},
+        )
+    try:
+        lifecycle.change_status(campaign, lifecycle.ACTIONS[action])
+    except lifecycle.LifecycleError as exc:
+        messages.error(request, str(exc))
+        return render_campaign(request, campaign, status=400)
+    done = {"pause": "paused", "resume": "resumed", "close": "closed"}[action]
+    messages.success(request, f"Campaign {campaign.name!r} {done}.")
+    return redirect("campaign", campaign_id=campaign.pk)
+
+
+class GoldFileForm(forms.Form):
+    file = forms.FileField(
+        help_text="CSV or JSON lines: caption_key, video_key, label, "
+        "explanation and, optionally, guideline."
+    )
+
+
+@require_POST
+@admins_only
+def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Add the gold pairs of an uploaded file to the campaign, all or nothing; a bad file is
+    a 400 naming its line and field."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    form = GoldFileForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, "Choose a gold file to import.")
+        return render_campaign(request, campaign, status=400)
+    folder = new_input_folder()
+    try:
+        path, name = _save_gold(form.cleaned_data["file"], folder)
+        result = gold.import_gold(campaign, path, user=request.user, shown=name)
+    except UserError as exc:
+        messages.error(request, str(exc))
+        return render_campaign(request, campaign, status=400)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    messages.success(
+        request,
+        f"{result.created} gold pairs imported from {result.file} ({result.relevant} relevant).",
+    )
+    return redirect("campaign", campaign_id=campaign.pk)
+
+
+@admins_only
+def gold_promote(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Promote every decided pair that is not gold yet: GET names the count, POST does it."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    if request.method == "POST":
+        form = PromoteForm({**request.POST.dict(), "pair": "", "all_decided": "on"})
+        if not form.is_valid():
+            for field, errors in form.errors.items():
+                messages.error(request, f"{field}: {' '.join(errors)}")
+            return render(
+                request,
+                "annotation/campaign_promote.html",
+                {"campaign": campaign, "count": gold.promotable(campaign)},
+                status=400,
+            )
+        result = gold.promote(
+            campaign,
+            all_decided=True,
+            explanation=form.cleaned_data["explanation"],
+            guideline=form.cleaned_data["guideline"],
+            user=request.user,
+        )
+        messages.success(
+            request,
+            f"{result.promoted} pair{'s' if result.promoted != 1 else ''} promoted to gold"
+            + (f" ({result.already_gold} already gold)." if result.already_gold else "."),
+        )
+        return redirect("campaign", campaign_id=campaign.pk)
+    return render(
+        request,
+        "annotation/campaign_promote.html",
+        {"campaign": campaign, "count": gold.promotable(campaign)},
+    )
