@@ -246,6 +246,65 @@ CASES: list[Case] = [
         anonymous=405,
         method="post",
     ),
+    # A campaign's life cycle: admins only; POSTs past the role check are refused as bad
+    # input or aimed at the closed campaign, so the table's world stays as it is.
+    page("campaigns/new/", "/campaigns/new/", **ADMIN_ONLY),
+    page("campaigns/new/", "/campaigns/new/", 403, 403, 400, method="post"),
+    page("campaigns/<int:campaign_id>/edit/", "/campaigns/{c}/edit/", **ADMIN_ONLY),
+    page("campaigns/<int:campaign_id>/edit/", "/campaigns/999999/edit/", 403, 403, 404),
+    page("campaigns/<int:campaign_id>/edit/", "/campaigns/{c}/edit/", 403, 403, 400, method="post"),
+    page("campaigns/<int:campaign_id>/status/", "/campaigns/{c}/status/", 403, 403, 400),
+    page(
+        "campaigns/<int:campaign_id>/status/",
+        "/campaigns/{c}/status/?action=close",
+        **ADMIN_ONLY,
+    ),
+    page("campaigns/<int:campaign_id>/status/", "/campaigns/999999/status/", 403, 403, 404),
+    page(
+        "campaigns/<int:campaign_id>/status/",
+        "/campaigns/{closed}/status/",
+        403,
+        403,
+        400,  # a closed campaign stays closed
+        method="post",
+        data={"action": "resume"},
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/import/",
+        "/campaigns/{c}/gold/import/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/import/",
+        "/campaigns/{c}/gold/import/",
+        403,
+        403,
+        400,  # no file
+        method="post",
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote-decided/",
+        "/campaigns/{c}/gold/promote-decided/",
+        **ADMIN_ONLY,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote-decided/",
+        "/campaigns/999999/gold/promote-decided/",
+        403,
+        403,
+        404,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/gold/promote-decided/",
+        "/campaigns/{closed}/gold/promote-decided/",
+        403,
+        403,
+        302,  # nothing decided there: nothing promoted
+        method="post",
+    ),
     page("campaigns/<int:campaign_id>/agreement/", "/campaigns/{c}/agreement/", **STAFF_ONLY),
     page(
         "campaigns/<int:campaign_id>/agreement/",
