@@ -133,7 +133,6 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
         form = CampaignSettingsForm(initial=lifecycle.form_values(lifecycle.current_spec(campaign)))
     for name in lifecycle.FIXED.values():
         form.fields[name].widget.attrs["readonly"] = True
-    form.fields["judging_order"].widget.attrs["data-fixed"] = "1"
     context = {
         "campaign": campaign,
         "form": form,

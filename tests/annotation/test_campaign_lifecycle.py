@@ -408,3 +408,26 @@ def test_promote_names_the_count_and_post_does_it(campaign, people, client):
     assert set(GoldPair.objects.values_list("pair_id", flat=True)) == {p.pk for p in decided}
     assert "No decided pair" in client.get(url).content.decode()
     assert Pair.objects.filter(campaign=campaign).count() == 9
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_the_command_takes_the_same_gold_file_and_rule(campaign, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    short = tmp_path / "short.csv"
+    short.write_bytes(gold_csv(balanced(1, 1)).read())
+    enough = tmp_path / "enough.csv"
+    enough.write_bytes(gold_csv(balanced(2, 2)).read())
+    common = ["--dataset", campaign.dataset.name, "--runs", "m", "--depth", "3"]
+    with pytest.raises(CommandError, match="short.csv: qualification needs 4 gold pairs"):
+        call_command("create_campaign", *common, "--name", "a", "--qualification", "4",
+                     "--gold", str(short))  # fmt: skip
+    assert not Campaign.objects.filter(name="a").exists()
+    call_command("create_campaign", *common, "--name", "b", "--qualification", "4",
+                 "--gold", str(enough), "--speed-floor", "4")  # fmt: skip
+    made = Campaign.objects.get(name="b")
+    assert made.status == Campaign.Status.ACTIVE and made.settings.gold.floor_seconds == 4
+    call_command("create_campaign", *common, "--name", "c", "--qualification", "4")
+    assert Campaign.objects.get(name="c").status == Campaign.Status.PAUSED

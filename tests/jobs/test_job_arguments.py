@@ -79,6 +79,8 @@ BAD = {
         "qualification_threshold": ["0", "1.5", "nan"],
         "show_roles": ["maybe", "2", HUGE],
         "judging_order": ["nope"],
+        "speed_floor": ["-1", "nan", "inf", HUGE],
+        "gold": ["../etc/passwd", "ghost"],
         "runs": ["ghost", "r1,r1"],
     },
     "export": {"format": ["nope"], "campaign": ["ghost"]},
