@@ -133,6 +133,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
         form = CampaignSettingsForm(initial=lifecycle.form_values(lifecycle.current_spec(campaign)))
     for name in lifecycle.FIXED.values():
         form.fields[name].widget.attrs["readonly"] = True
+    form.fields["guidelines"].help_text = "What annotators read before judging (empty: kept)."
     context = {
         "campaign": campaign,
         "form": form,

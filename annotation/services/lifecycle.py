@@ -74,9 +74,11 @@ def gold_balance(campaign: Campaign) -> GoldBalance:
     return GoldBalance(relevant=relevant, irrelevant=sum(counts.values()))
 
 
-def qualification_shortfall(settings: GoldSettings, balance: GoldBalance) -> str | None:
+def qualification_shortfall(
+    settings: GoldSettings, balance: GoldBalance, *, advice: bool = True
+) -> str | None:
     """Why ``balance`` cannot serve the qualification ``settings`` ask for (None: it can, or
-    no qualification is required)."""
+    no qualification is required), with what to do about it unless ``advice`` is false."""
     if not settings.qualification:
         return None
     relevant, irrelevant = quality.training_split(settings.training_pairs)
@@ -85,8 +87,12 @@ def qualification_shortfall(settings: GoldSettings, balance: GoldBalance) -> str
     return (
         f"qualification needs {settings.training_pairs} gold pairs, {relevant} relevant and "
         f"{irrelevant} irrelevant; this campaign has {balance.relevant} relevant and "
-        f"{balance.irrelevant} irrelevant: import a gold file or promote decided pairs, "
-        "or ask for fewer training pairs"
+        f"{balance.irrelevant} irrelevant"
+        + (
+            ": import a gold file or promote decided pairs, or ask for fewer training pairs"
+            if advice
+            else ""
+        )
     )
 
 
@@ -138,7 +144,7 @@ def check_gold_file(dataset: Dataset, upload: GoldUpload, spec: CampaignSpec) ->
     FormatError for a bad file, LifecycleError when it cannot serve the qualification."""
     rows = gold.read_gold_rows(dataset, upload.path, shown=upload.shown)
     problem = qualification_shortfall(
-        spec.settings.gold, GoldBalance(rows.relevant, rows.irrelevant)
+        spec.settings.gold, GoldBalance(rows.relevant, rows.irrelevant), advice=False
     )
     if problem:
         raise LifecycleError(f"{upload.shown}: {problem}")
