@@ -431,3 +431,23 @@ def test_the_command_takes_the_same_gold_file_and_rule(campaign, tmp_path):
     assert made.status == Campaign.Status.ACTIVE and made.settings.gold.floor_seconds == 4
     call_command("create_campaign", *common, "--name", "c", "--qualification", "4")
     assert Campaign.objects.get(name="c").status == Campaign.Status.PAUSED
+
+
+# -- the admin -----------------------------------------------------------------------------
+
+
+def test_the_admin_changes_status_through_the_same_rule(campaign, people, client):
+    client.force_login(people["admin"])
+    url = f"/admin/annotation/campaign/{campaign.pk}/change/"
+    values = {
+        "name": campaign.name,
+        "lease_seconds": "300",
+        "guidelines": campaign.guidelines,
+        "options": "{}",
+    }
+    assert client.post(url, {**values, "status": "closed"}).status_code == 302
+    assert Campaign.objects.get(pk=campaign.pk).status == "closed"
+    refused = client.post(url, {**values, "status": "active"})
+    assert refused.status_code == 200  # the form again, with the error
+    assert "a closed campaign stays closed" in refused.content.decode()
+    assert Campaign.objects.get(pk=campaign.pk).status == "closed"
