@@ -2,7 +2,10 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation import views as annotation_views
@@ -16,6 +19,8 @@ urlpatterns = [
     # The admin site's login form goes through the same throttle as the site's own.
     path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico where a page names no icon (a JSON answer, a video).
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg")), name="favicon"),
     path("media/<path:path>", retrieval_views.serve_media, name="media"),
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),
     path("judge/<int:campaign_id>/", annotation_views.judge, name="judge"),

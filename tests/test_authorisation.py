@@ -216,6 +216,7 @@ CASES: list[Case] = [
     page("login/", "/login/", 200, 200, 200, anonymous=200),
     page("logout/", "/logout/", 405, 405, 405, anonymous=405),
     page("logout/", "/logout/", 302, 302, 302, anonymous=302, method="post"),
+    page("favicon.ico", "/favicon.ico", 302, 302, 302, anonymous=302),
     # Media: annotators only get the videos of campaigns they can judge.
     page("media/<path:path>", "/media/{video}", 200, 200, 200),
     page("media/<path:path>", "/media/{other_video}", 404, 200, 200),
