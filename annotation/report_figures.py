@@ -64,7 +64,8 @@ def proxy_alpha_chart(proxies: ProxyReport) -> str:
 
 def judging_order_charts(comparison: OrderComparison) -> list[str]:
     """Positives found, and the runs' mean absolute C@1 error, against judgements made, one
-    line per judging order (replayed against complete labels)."""
+    line per judging order (replayed against complete labels), each named at its end: with
+    up to eight orders a legend's colours are too many to match by eye."""
     replays = comparison.replays
     if not replays or not replays[0].steps:
         return []
@@ -94,6 +95,7 @@ def judging_order_charts(comparison: OrderComparison) -> list[str]:
             x_label="judgements",
             y_label="% of positives",
             y_max=100,
+            direct_labels=True,
         ),
         plots.line_chart(
             x,
@@ -101,6 +103,7 @@ def judging_order_charts(comparison: OrderComparison) -> list[str]:
             title="C@1 error vs judgements (mean over runs, points)",
             x_label="judgements",
             y_label="|error|, points",
+            direct_labels=True,
         ),
     ]
 

@@ -6,9 +6,11 @@ error's status, never a traceback. The API's handler builds the one error body o
 ``{"code", "detail"}``, for DRF's own errors too: views raise, they never build one.
 """
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import Resolver404, get_resolver, get_urlconf, resolve
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -31,6 +33,40 @@ class UserErrorMiddleware:
             return None
         context = {"message": str(exception)}
         return render(request, "error.html", context, status=exception.status)
+
+
+class SiteNotFoundMiddleware:
+    """In debug mode too, an unknown address or a view's Http404 gets the site's own 404 page
+    (``404.html``, in the site's frame) instead of Django's technical page, so what a
+    developer sees is what users see. Placed after ``CommonMiddleware``, whose trailing-slash
+    redirect still answers a 404 that only lacks the slash."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if settings.DEBUG:
+            # Django turns a failed URL match into its technical page before any middleware
+            # sees the exception, so the match is tried here first.
+            try:
+                resolve(request.path_info, getattr(request, "urlconf", None))
+            except Resolver404 as exc:
+                return _not_found(request, exc)
+        return self.get_response(request)
+
+    def process_exception(self, request, exception: Exception):
+        if settings.DEBUG and isinstance(exception, Http404):
+            return _not_found(request, exception)
+        return None
+
+
+def _not_found(request, exception: Http404):
+    """The site's 404 answer: the URL configuration's handler404 (Django's page_not_found,
+    which renders ``404.html``, unless one is set)."""
+    handler = get_resolver(
+        getattr(request, "urlconf", None) or get_urlconf()
+    ).resolve_error_handler(404)
+    return handler(request, exception=exception)
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:

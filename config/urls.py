@@ -1,14 +1,23 @@
 """URL map of the whole site."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation import campaign_views
 from annotation import views as annotation_views
 from config.auth_views import ThrottledLoginView
+from retrieval import report_index
 from retrieval import views as retrieval_views
+
+
+def _favicon_url() -> str:
+    return f"{settings.STATIC_URL}favicon.svg"
+
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
@@ -17,6 +26,13 @@ urlpatterns = [
     # The admin site's login form goes through the same throttle as the site's own.
     path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico where a page names no icon (a JSON answer, a video). The
+    # file's unhashed name, which stays the same across deployments: the redirect is permanent.
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=lazy(_favicon_url, str)(), permanent=True),
+        name="favicon",
+    ),
     path("media/<path:path>", retrieval_views.serve_media, name="media"),
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),
     path("judge/<int:campaign_id>/", annotation_views.judge, name="judge"),
@@ -91,6 +107,7 @@ urlpatterns = [
         name="dataset-model",
     ),
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
+    path("reports/", report_index.reports, name="reports"),
     path("reports/<name:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<name:dataset_name>/data/", retrieval_views.report_data, name="report-data"),
     path(

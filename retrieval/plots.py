@@ -2,9 +2,13 @@
 
 Charts are built from plain numbers and returned as SVG markup with every text escaped, so
 templates can include them with ``|safe``. They are static pictures, readable without
-JavaScript, and each carries a ``<title>`` and ``<desc>`` for screen readers.
+JavaScript, and each carries a ``<title>`` and ``<desc>`` for screen readers. Colours are
+Okabe and Ito's (2008) palette, told apart with the common colour-vision deficiencies, and
+lines differ in dash pattern too; legends are laid out from estimated text widths, wrapping
+onto more rows rather than running entries together.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -17,7 +21,34 @@ MARGIN_TOP = 40
 MARGIN_BOTTOM = 44
 PLOT_W = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
 PLOT_H = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
-PALETTE = ("#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#b91c1c", "#0f766e", "#a16207")
+# Okabe & Ito (2008), "Color Universal Design", yellow last: it is faint on white.
+PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
+DASHES = ("", "6 3", "2 3", "8 3 2 3", "4 4", "1 3", "10 4", "3 2 1 2")
+FONT_SIZE = 12
+LEGEND_ROW = 14
+# Advance widths of DejaVu Sans (a wide sans-serif, so estimates err on the roomy side) for
+# the characters " " to "~", in hundredths of an em; anything else counts as 0.7 em, or 1 em
+# from the CJK blocks on.
+_WIDTHS = (
+    32, 40, 46, 84, 64, 95, 78, 27, 39, 39, 50, 84, 32, 36, 32, 34, 64, 64, 64, 64, 64, 64, 64,
+    64, 64, 64, 34, 34, 84, 84, 84, 53, 100, 68, 69, 70, 77, 63, 58, 77, 75, 29, 29, 66, 56, 86,
+    75, 79, 60, 79, 69, 63, 61, 73, 68, 99, 69, 61, 69, 39, 34, 39, 84, 50, 50, 61, 63, 55, 63,
+    62, 35, 63, 63, 28, 28, 58, 28, 97, 63, 61, 63, 63, 41, 52, 39, 63, 59, 82, 59, 59, 52, 64,
+    34, 64, 84,
+)  # fmt: skip
+
+
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """Estimated width of ``text`` in a sans-serif at ``size`` px, to lay out labels that
+    must not touch (the browser measures nothing for us: charts are drawn on the server)."""
+    total = 0
+    for char in text:
+        code = ord(char)
+        if 32 <= code < 127:
+            total += _WIDTHS[code - 32]
+        else:
+            total += 100 if code >= 0x2E80 else 70
+    return total * size / 100
 
 
 @dataclass(frozen=True)
@@ -69,7 +100,11 @@ def bar_chart(
     n = max(len(categories), 1)
     group_w = PLOT_W / n
     bar_w = group_w * 0.8 / max(len(series), 1)
-    parts = _frame(title, description or title, y_label, top)
+    parts = _open(title, description or title, _legend(series))
+    parts.extend(_grid(y_label, top))
+    # Name every category whose name fits its group, else every second (third...) one.
+    widest = max((text_width(str(c)) for c in categories), default=0.0)
+    every = max(1, math.ceil((widest + 4) / group_w))
     for i, category in enumerate(categories):
         x0 = MARGIN_LEFT + i * group_w + group_w * 0.1
         for j, s in enumerate(series):
@@ -81,17 +116,17 @@ def bar_chart(
             y = MARGIN_TOP + PLOT_H - h
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w * 0.92:.1f}" height="{h:.1f}" '
-                f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(s.name)} · '
+                f'fill="{_colour(j)}"><title>{escape(s.name)} · '
                 f"{escape(str(category))}: {_fmt(value)}</title></rect>"
             )
-        parts.append(
-            f'<text x="{MARGIN_LEFT + (i + 0.5) * group_w:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" '
-            f'text-anchor="middle">{escape(str(category))}</text>'
-        )
+        if i % every == 0:
+            parts.append(
+                f'<text x="{MARGIN_LEFT + (i + 0.5) * group_w:.1f}" '
+                f'y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="middle">'
+                f"{escape(str(category))}</text>"
+            )
     parts.extend(_axis_labels(x_label, ""))
-    parts.extend(_legend(series))
-    parts.append("</svg>")
-    return "".join(parts)
+    return _close(parts)
 
 
 def line_chart(
@@ -103,46 +138,85 @@ def line_chart(
     y_label: str = "",
     y_max: float | None = None,
     description: str = "",
+    direct_labels: bool = False,
 ) -> str:
-    """Lines with point markers over a numeric x axis (one line per series)."""
+    """Lines with point markers over a numeric x axis (one line per series). With
+    ``direct_labels`` each line is named at its right end instead of in a legend (the plot
+    narrows to make room; names are pushed apart where lines end close together)."""
     top = _axis_top(series, y_max)
     low, high = (min(x_values), max(x_values)) if x_values else (0.0, 1.0)
     span = (high - low) or 1.0
-    parts = _frame(title, description or title, y_label, top)
+    right = WIDTH - MARGIN_RIGHT
+    if direct_labels and series:
+        right -= 22 + max(text_width(s.name) for s in series)
+    plot_w = right - MARGIN_LEFT
+    parts = _open(title, description or title, [] if direct_labels else _legend(series))
+    parts.extend(_grid(y_label, top, right))
 
     def xy(x: float, y: float) -> tuple[float, float]:
         return (
-            MARGIN_LEFT + PLOT_W * (x - low) / span,
+            MARGIN_LEFT + plot_w * (x - low) / span,
             MARGIN_TOP + PLOT_H - PLOT_H * min(max(y / top, 0.0), 1.0),
         )
 
+    ends = []
     for j, s in enumerate(series):
-        colour = PALETTE[j % len(PALETTE)]
-        points = [xy(x, y) for x, y in zip(x_values, s.values, strict=True) if y is not None]
+        colour = _colour(j)
+        known = [(x, y) for x, y in zip(x_values, s.values, strict=True) if y is not None]
+        points = [xy(x, y) for x, y in known]
         if len(points) > 1:
             path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+            dash = DASHES[j % len(DASHES)]
             parts.append(
-                f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>'
+                f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"'
+                + (f' stroke-dasharray="{dash}"' if dash else "")
+                + "/>"
             )
-        for (x, y), (xv, yv) in zip(
-            points,
-            [(x, y) for x, y in zip(x_values, s.values, strict=True) if y is not None],
-            strict=True,
-        ):
+        for (x, y), (xv, yv) in zip(points, known, strict=True):
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"><title>'
                 f"{escape(s.name)} at {_fmt(xv)}: {_fmt(yv)}</title></circle>"
             )
+        if points:
+            ends.append((points[-1][1], j, points[-1]))
+    if direct_labels:
+        parts.extend(_end_labels(series, ends, right))
     for x in _ticks(low, high):
         px, _ = xy(x, 0)
         parts.append(
             f'<text x="{px:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="middle">'
             f"{_fmt(x)}</text>"
         )
-    parts.extend(_axis_labels(x_label, ""))
-    parts.extend(_legend(series))
-    parts.append("</svg>")
-    return "".join(parts)
+    parts.extend(_axis_labels(x_label, "", plot_w))
+    return _close(parts)
+
+
+def _end_labels(
+    series: Sequence[Series], ends: list[tuple[float, int, tuple[float, float]]], right: float
+) -> list[str]:
+    """Each line's name just right of the plot, level with the line's last point where it
+    can be, at least one text line from its neighbours (and inside the chart), joined to
+    the point by a short stroke in the line's colour."""
+    ends = sorted(ends)
+    gap = FONT_SIZE + 1
+    wanted = [y for y, _, _ in ends]
+    placed: list[float] = []
+    for y in wanted:  # top to bottom, each at least a line below the one before
+        placed.append(max(y, placed[-1] + gap) if placed else y)
+    bottom = HEIGHT - MARGIN_BOTTOM + 4
+    if placed and placed[-1] > bottom:  # then back up from the bottom
+        placed[-1] = bottom
+        for i in range(len(placed) - 2, -1, -1):
+            placed[i] = min(placed[i], placed[i + 1] - gap)
+    parts = []
+    for (_, j, (px, py)), y in zip(ends, placed, strict=True):
+        parts.append(
+            f'<polyline points="{px:.1f},{py:.1f} {right + 4:.1f},{y:.1f} {right + 10:.1f},{y:.1f}" '
+            f'fill="none" stroke="{_colour(j)}" stroke-width="1.5"/>'
+            f'<text x="{right + 13:.1f}" y="{y + 4:.1f}" class="line-label">'
+            f"{escape(series[j].name)}</text>"
+        )
+    return parts
 
 
 def _axis_top(series: Sequence[Series], y_max: float | None) -> float:
@@ -158,13 +232,13 @@ def _ticks(low: float, high: float, count: int = 6) -> list[float]:
     return [low + i * step for i in range(count)]
 
 
-def _frame(title: str, description: str, y_label: str, top: float) -> list[str]:
-    parts = _header(title, description)
+def _grid(y_label: str, top: float, right: float = WIDTH - MARGIN_RIGHT) -> list[str]:
+    parts = []
     for i in range(5):
         value = top * i / 4
         y = MARGIN_TOP + PLOT_H - PLOT_H * i / 4
         parts.append(
-            f'<line x1="{MARGIN_LEFT}" x2="{WIDTH - MARGIN_RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'<line x1="{MARGIN_LEFT}" x2="{right:.1f}" y1="{y:.1f}" y2="{y:.1f}" '
             f'stroke="#e3dfd9"/><text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" '
             f'text-anchor="end">{_fmt(value)}</text>'
         )
@@ -172,20 +246,20 @@ def _frame(title: str, description: str, y_label: str, top: float) -> list[str]:
     return parts
 
 
-def _header(title: str, description: str) -> list[str]:
+def _header(title: str, description: str, height: int = HEIGHT) -> list[str]:
     return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
         f'class="chart" role="img" font-size="12" font-family="system-ui, sans-serif">'
         f"<title>{escape(title)}</title><desc>{escape(description or title)}</desc>",
         f'<text x="{MARGIN_LEFT}" y="16" font-weight="600">{escape(title)}</text>',
     ]
 
 
-def _axis_labels(x_label: str, y_label: str) -> list[str]:
+def _axis_labels(x_label: str, y_label: str, plot_w: float = PLOT_W) -> list[str]:
     parts = []
     if x_label:
         parts.append(
-            f'<text x="{MARGIN_LEFT + PLOT_W / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" '
+            f'<text x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" '
             f'class="axis-label">{escape(x_label)}</text>'
         )
     if y_label:
@@ -196,19 +270,49 @@ def _axis_labels(x_label: str, y_label: str) -> list[str]:
     return parts
 
 
-def _legend(series: Sequence[Series]) -> list[str]:
+def _legend(series: Sequence[Series]) -> list[tuple[int, str, float, int]]:
+    """Where each legend entry goes, ``(series index, name, x, row)``: left to right under
+    the title, the next entry a gap after the measured end of the last one's name, a new row
+    when the width is used up. No legend for a single series."""
     if len(series) < 2:
         return []
-    parts = []
-    x = WIDTH - MARGIN_RIGHT
-    for j, s in reversed(list(enumerate(series))):
-        width = 14 + 7 * len(s.name)
-        x -= width + 10
+    entries, x, row = [], float(MARGIN_LEFT), 0
+    for j, s in enumerate(series):
+        width = 14 + text_width(s.name)
+        if x > MARGIN_LEFT and x + width > WIDTH - MARGIN_RIGHT:
+            x, row = float(MARGIN_LEFT), row + 1
+        entries.append((j, s.name, x, row))
+        x += width + 14
+    return entries
+
+
+def _open(title: str, description: str, legend: list, height: int = HEIGHT) -> list[str]:
+    """The chart's start: its title, its legend rows, and the plot group, moved down by the
+    rows the legend needs beyond the first (close it with :func:`_close`)."""
+    extra = _legend_extra(legend)
+    parts = _header(title, description, height + extra)
+    for j, name, x, row in legend:
+        y = 22 + row * LEGEND_ROW
         parts.append(
-            f'<rect x="{x:.0f}" y="22" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
-            f'<text x="{x + 14:.0f}" y="31">{escape(s.name)}</text>'
+            f'<rect x="{x:.0f}" y="{y}" width="10" height="10" fill="{_colour(j)}"/>'
+            f'<text x="{x + 14:.0f}" y="{y + 9}">{escape(name)}</text>'
         )
+    parts.append(f'<g transform="translate(0 {extra})">')
     return parts
+
+
+def _legend_extra(legend: list) -> int:
+    rows = max((row for *_, row in legend), default=0)
+    return rows * LEGEND_ROW
+
+
+def _close(parts: list[str]) -> str:
+    parts.append("</g></svg>")
+    return "".join(parts)
+
+
+def _colour(j: int) -> str:
+    return PALETTE[j % len(PALETTE)]
 
 
 def heatmap(
@@ -226,7 +330,7 @@ def heatmap(
     top = max((max(row, default=0) for row in counts), default=0) or 1
     cell_w = PLOT_W / max(n_cols, 1)
     cell_h = PLOT_H / max(n_rows, 1)
-    parts = _header(title, description)
+    parts = _open(title, description, [])
     for i, label in enumerate(row_labels):
         # Row 0 at the bottom, like a y axis.
         y = MARGIN_TOP + PLOT_H - (i + 1) * cell_h
@@ -256,5 +360,4 @@ def heatmap(
             f'text-anchor="middle">{escape(str(label))}</text>'
         )
     parts.extend(_axis_labels(x_label, y_label))
-    parts.append("</svg>")
-    return "".join(parts)
+    return _close(parts)
