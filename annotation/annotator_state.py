@@ -269,7 +269,8 @@ def state_of(inputs: Inputs) -> State:
         return State(
             FINISHED,
             "Nothing left for you",
-            "The labels still needed are on pairs you have judged already: they need someone else.",
+            "Nothing is left for you here: the labels still needed are on pairs you have "
+            "judged already, and need someone else.",
             "Pick another campaign from your list.",
             "done",
             False,
