@@ -156,6 +156,7 @@
       button.disabled = !canJudge;
     });
     els.stage.classList.toggle("is-empty", mode === "finished" || mode === "waiting");
+    root.classList.toggle("is-idle", mode === "finished" || mode === "waiting");
     root.classList.toggle("is-feedback", mode === "feedback");
   }
 
@@ -184,6 +185,12 @@
     }
     const n = (value) => (typeof value === "number" ? value.toLocaleString("en") : "–");
     const q = state.qualification;
+    const key = state.annotator ? state.annotator.key : "";
+    if (key === "qualification_failed" && q) {
+      // Between tries nothing counts up: say how many tries are used, not a fresh counter.
+      els.progress.textContent = `qualification · ${n(Math.min(q.tries_used, q.tries))} of ${n(q.tries)} tries used`;
+      return;
+    }
     if (q && q.required && !q.admitted) {
       // Before admission the annotator sees where they stand; afterwards nothing of it.
       const tries = `try ${Math.min(q.tries_used || 1, q.tries)} of ${q.tries}`;
@@ -210,6 +217,7 @@
     els.meterFill.style.width = `${percent}%`;
     els.meter.querySelector("[role=progressbar]").setAttribute("aria-valuenow", String(percent));
     els.meter.title = `${percent}% of the campaign's labels given`;
+    byId("judge-meter-text").textContent = `campaign ${percent}% done`;
     els.meter.hidden = false;
   }
 
@@ -456,6 +464,7 @@
     state.finished = Boolean(data.finished);
     state.annotator = data.state || null;
     expose("annotatorState", state.annotator ? state.annotator.key : "");
+    root.dataset.state = state.annotator ? state.annotator.key : ""; // styles what is offered
     renderProgress(state.progress);
     if (data.feedback && state.current) {
       // A training answer: explain it beside the pair it is about; the next pair (or the
