@@ -6,7 +6,10 @@ at once: one aggregate query per figure (judged today and in all, gold answers, 
 campaign's pairs and labels left, the labels left on pairs the annotator already judged,
 labels spent against a budget), never a query per campaign. The counts come from the
 running tallies the database's triggers keep (:class:`~annotation.models.AnnotatorTally`,
-:class:`~annotation.models.CampaignTally`), as the judging page's do.
+:class:`~annotation.models.CampaignTally`), as the judging page's do. Each campaign also
+carries the annotator's state there (:mod:`annotation.annotator_state`, read by
+:func:`annotation.services.annotator_state.campaign_states` in three queries more), so the
+list says what the judging page says and offers judging only where it is possible.
 """
 
 from __future__ import annotations

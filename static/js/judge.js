@@ -11,6 +11,10 @@
  *
  * Every key, button and on-screen key hint comes from one table, ACTIONS.
  *
+ * With no pair on screen the page shows the annotator's state as the API reports it
+ * (`state`: heading, message, next step and tone, from annotation/annotator_state.py), the
+ * same the home list shows. A training answer's feedback stays beside its pair until Next.
+ *
  * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
  * browser tests and bench/judge_latency.py set it before the page's scripts run):
  * window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
