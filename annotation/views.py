@@ -71,7 +71,13 @@ def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return render(
         request,
         "annotation/judge.html",
-        {"campaign": campaign, "api_base": f"/api/campaigns/{campaign.pk}/"},
+        {
+            "campaign": campaign,
+            "api_base": f"/api/campaigns/{campaign.pk}/",
+            # The progress bar's start: everyone's labels so far (the API then says what is left).
+            "labels_done": priorities.labels_spent(campaign),
+            "needed_now": campaign.settings.judging.adaptive,
+        },
     )
 
 

@@ -919,6 +919,8 @@ def test_annotator_api_answers_only_about_their_own_work(world):
         "qualification",  # the caller's own standing
         "feedback",  # only after the caller's own training answers
         "paused",  # why the caller is paused, if they are
+        "state",  # the caller's own state in the campaign
+        "warning",  # only when the caller's own answers come too fast
     }
     assert submitted.json()["feedback"] is None
     listing = json.dumps(client.get("/api/campaigns/").json())

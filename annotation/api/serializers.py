@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 
+from annotation import annotator_state
 from annotation.judging import task_ids
 from annotation.models import Campaign, Judgement, Pair
 
@@ -79,6 +80,30 @@ class FeedbackSerializer(serializers.Serializer):
     guideline = serializers.CharField(allow_blank=True)
 
 
+class StateSerializer(serializers.Serializer):
+    """Where the annotator stands in the campaign (:mod:`annotation.annotator_state`): the
+    same key, heading, message and next step as the judging page and the home list."""
+
+    key = serializers.ChoiceField(
+        choices=list(annotator_state.PRECEDENCE),
+        help_text="The state; when several hold, the first in this list wins.",
+    )
+    heading = serializers.CharField()
+    message = serializers.CharField()
+    next_step = serializers.CharField()
+    tone = serializers.ChoiceField(choices=["ok", "info", "warn", "stop", "done"])
+    can_judge = serializers.BooleanField()
+    action = serializers.CharField(allow_blank=True)
+    rule = serializers.CharField(allow_null=True, help_text="The rule that paused you, if any.")
+    since = serializers.DateTimeField(allow_null=True)
+    retry_at = serializers.DateTimeField(allow_null=True)
+    polls = serializers.BooleanField(help_text="Ask again shortly: something may free up.")
+
+
+class ProgressStateSerializer(ProgressSerializer):
+    state = StateSerializer()
+
+
 class AssignmentSerializer(serializers.Serializer):
     """What to show now, what to preload next, and the annotator's progress."""
 
@@ -93,12 +118,18 @@ class AssignmentSerializer(serializers.Serializer):
         required=False,
         help_text="Why the annotator is paused in this campaign (null: not paused).",
     )
+    state = StateSerializer()
 
 
 class SubmitResponseSerializer(AssignmentSerializer):
     judgement = serializers.UUIDField()
     created = serializers.BooleanField()
     feedback = FeedbackSerializer(allow_null=True, required=False)
+    warning = serializers.CharField(
+        allow_null=True,
+        required=False,
+        help_text="Set when the answer came too fast and more like it would pause you.",
+    )
 
 
 TASK_ID_PATTERN = r"^[0-9a-f]{32}$"
@@ -216,6 +247,15 @@ def _qualification(state) -> dict:
     }
 
 
+def state_data(state) -> dict:
+    """:class:`StateSerializer`'s output for an :class:`annotation.annotator_state.State`."""
+    data = state.to_json()
+    for name in ("since", "retry_at"):
+        moment = getattr(state, name)
+        data[name] = None if moment is None else _DATETIME.to_representation(moment)
+    return data
+
+
 def assignment_data(payload: dict, show_roles: bool) -> dict:
     """:class:`AssignmentSerializer`'s output for ``payload``, or with ``judgement`` in it
     :class:`SubmitResponseSerializer`'s."""
@@ -233,6 +273,7 @@ def assignment_data(payload: dict, show_roles: bool) -> dict:
         "finished": bool(payload["finished"]),
         "qualification": _qualification(payload["qualification"]),
         "paused": None if payload["paused"] is None else str(payload["paused"]),
+        "state": state_data(payload["state"]),
     }
     if "judgement" in payload:
         feedback = payload.get("feedback")
@@ -248,4 +289,6 @@ def assignment_data(payload: dict, show_roles: bool) -> dict:
                 "guideline": str(feedback.guideline),
             }
         )
+        warning = payload.get("warning")
+        data["warning"] = None if warning is None else str(warning)
     return data

@@ -15,29 +15,36 @@ from annotation.api.serializers import (
     CampaignSerializer,
     EscalateSerializer,
     ProgressSerializer,
+    ProgressStateSerializer,
     SubmitResponseSerializer,
     SubmitSerializer,
     assignment_data,
+    state_data,
 )
 from annotation.judging import gold as gold_queue
 from annotation.judging import queue, statements, submit
 from annotation.models import Campaign
+from annotation.services.annotator_progress import annotator_progress
+from annotation.services.annotator_state import judging_state
 from annotation.services.scores import campaign_scores
 from config import roles
 from config.error_handling import ErrorSerializer
 
 
 def assignment_payload(campaign: Campaign, user, got: queue.Assignment) -> dict:
+    # Finished only when nothing can come to this annotator any more; with no current
+    # pair but work left (others hold the leases) the page waits and polls.
+    finished = got.current is None and not queue.has_work_for(campaign, user)
+    qualification = got.qualification or gold_queue.qualification(campaign, user)
     return {
         "campaign": campaign,
         "current": got.current,
         "upcoming": got.upcoming,
         "progress": queue.progress(campaign, user),
-        # Finished only when nothing can come to this annotator any more; with no current
-        # pair but work left (others hold the leases) the page waits and polls.
-        "finished": got.current is None and not queue.has_work_for(campaign, user),
-        "qualification": got.qualification or gold_queue.qualification(campaign, user),
+        "finished": finished,
+        "qualification": qualification,
         "paused": got.paused,
+        "state": judging_state(campaign, got, qualification, work_left=not finished),
     }
 
 
@@ -122,7 +129,10 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(
-            judgement=result.judgement.uuid, created=result.created, feedback=result.feedback
+            judgement=result.judgement.uuid,
+            created=result.created,
+            feedback=result.feedback,
+            warning=result.warning,
         )
         return Response(assignment_data(payload, campaign.shows_roles))
 
@@ -159,12 +169,15 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )
 
-    @extend_schema(responses={200: ProgressSerializer})
+    @extend_schema(responses={200: ProgressStateSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
     def progress(self, request, pk=None, format=None):
-        """What you judged today and how many labels the campaign still needs."""
+        """What you judged today, how many labels the campaign still needs, and your state
+        in it as your home list shows it (``judging`` there: work is left for you)."""
         campaign = self.get_object()
-        return Response(ProgressSerializer(queue.progress(campaign, request.user)).data)
+        (listed,) = annotator_progress([campaign], request.user)
+        data = ProgressSerializer(queue.progress(campaign, request.user)).data
+        return Response({**data, "state": state_data(listed.state)})
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(

@@ -135,6 +135,14 @@ def qualification(campaign: Campaign, annotator, now: datetime | None = None) ->
         return Qualification(required=False, admitted=True)
     now = now or timezone.now()
     gold_pairs, attempts = sql.qualification(campaign.pk, annotator.pk)  # one statement
+    return qualification_from(settings, gold_pairs, attempts, now)
+
+
+def qualification_from(settings, gold_pairs: int, attempts: list, now: datetime) -> Qualification:
+    """The qualification state from the campaign's gold settings, its number of gold pairs
+    and the annotator's attempts there, oldest first (each with ``passed``, ``admitted_by``,
+    ``finished_at``, ``correct``, ``total`` and ``answered``): shared by the judging page
+    and the home list, which reads the attempts of many campaigns at once."""
     admitted = any(a.passed or a.admitted_by for a in attempts)
     finished = [a for a in attempts if a.finished_at is not None]
     running = next((a for a in attempts if a.finished_at is None), None)

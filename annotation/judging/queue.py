@@ -52,6 +52,8 @@ class Assignment:
     current: Task | None
     upcoming: Task | None
     paused: str | None = None
+    paused_since: datetime | None = None
+    """When the annotator was paused (with ``paused``)."""
     qualification: gold_queue.Qualification | None = None
     """The annotator's qualification state when this assignment found it settled (read
     once per request); None when the caller must read it."""
@@ -195,7 +197,12 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         # Paused or closed: nothing is served; leases held stay until they run out, so work
         # on screen can resume if the campaign does. A spent budget stops judging the same
         # way (a label already on screen may still be submitted).
-        return Assignment(current=None, upcoming=None, paused=getattr(paused, "reason", None))
+        return Assignment(
+            current=None,
+            upcoming=None,
+            paused=getattr(paused, "reason", None),
+            paused_since=getattr(paused, "paused_at", None),
+        )
     tasks = [_task(lease) for lease in leases]
     return Assignment(
         current=tasks[0] if tasks else None,

@@ -12,6 +12,7 @@ the pairs they labelled go back to the queue under the same policy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -19,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import quality
+from annotation import annotator_state, quality
 from annotation.judging import pair_state, statements
 from annotation.models import (
     AnnotatorStanding,
@@ -42,32 +43,44 @@ def _median(recent: list[float]) -> float:
 
 
 def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
-    """Pause the annotator if the evidence says so; returns whether they are paused now.
+    """Pause the annotator if the evidence says so; returns whether they are paused now
+    (see :func:`check_pace`)."""
+    return check_pace(campaign, annotator, now).paused
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What :func:`check_pace` found: whether the annotator is paused now, and a warning
+    to show them when they are not but answer too fast (None: no warning)."""
+
+    paused: bool
+    warning: str | None = None
+
+
+def check_pace(campaign: Campaign, annotator, now: datetime | None = None) -> Pace:
+    """Pause the annotator if the evidence says so, or warn them before the speed rule does.
 
     Runs on every gold answer in the queue and every too-fast label, so it reads the
     standing and the gold evidence in one statement (:data:`statements.GOLD_EVIDENCE`), and the
-    recent pace only when the gold evidence alone does not pause.
+    recent pace only when the gold evidence alone does not pause; the warning counts the
+    too-fast answers among those recent times, so it costs no statement more.
     """
     found = statements.gold_evidence(campaign.pk, annotator.pk)
     if found.paused_at is not None:
-        return True
+        return Pace(True)
     reason = _inaccurate(campaign, found.correct, found.total)
     if reason is None:
         threshold = campaign.settings.gold.threshold
         floor = campaign.settings.gold.floor_seconds
-        median = _median(
-            statements.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT)
-        )
+        recent = statements.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT)
+        median = _median(recent)
         if not quality.should_pause(
             found.correct, found.total, median, threshold, floor_seconds=floor
         ):
-            return False
-        reason = (
-            f"a median of {median:.1f} s per judgement is below {floor:.0f} s: "
-            "too fast to have watched the videos"
-        )
+            return Pace(False, annotator_state.speed_warning(recent, floor))
+        reason = annotator_state.speed_reason(median, floor)
     _pause(campaign, annotator, reason, now)
-    return True
+    return Pace(True)
 
 
 def check_gold(campaign: Campaign, annotator, evidence, now: datetime | None = None) -> bool:
@@ -90,7 +103,7 @@ def _inaccurate(campaign: Campaign, correct: int, total: int) -> str | None:
     threshold = campaign.settings.gold.threshold
     if not quality.should_pause(correct, total, float("nan"), threshold):
         return None
-    return f"gold accuracy {correct}/{total} is too far below {threshold:.0%} to be chance"
+    return annotator_state.gold_reason(correct, total, threshold)
 
 
 def _pause(campaign: Campaign, annotator, reason: str, now: datetime | None) -> None:

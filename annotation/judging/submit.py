@@ -45,6 +45,8 @@ class SubmitResult:
     assignment: Assignment
     feedback: gold_queue.Feedback | None = None
     """Set after a qualification training answer: whether it was right, and why."""
+    warning: str | None = None
+    """Set when the answer came too fast and more like it would pause the annotator."""
 
 
 def require_active(campaign: Campaign) -> None:
@@ -122,16 +124,19 @@ def submit(
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
             got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
+            warning = None
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
                 if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
-                    standing.check(campaign, annotator, now)  # too fast, as after any label
+                    # too fast, as after any label
+                    warning = standing.check_pace(campaign, annotator, now).warning
                 else:
                     standing.check_gold(campaign, annotator, got.evidence, now)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go
             raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(
-            got.judgement, got.created, assign(campaign, annotator, now), got.feedback
+            got.judgement, got.created, assign(campaign, annotator, now), got.feedback, warning
         )
+    warning = None
     with transaction.atomic():
         priorities.lock_query_of(pair_id, target)
         pair = _locked_pair(pair_id)
@@ -168,8 +173,9 @@ def submit(
             priorities.reprioritise(campaign, pair.caption_id)
             created = True
             if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
-                standing.check(campaign, annotator, now)  # too fast to have watched?
-    return SubmitResult(judgement, created, assign(campaign, annotator, now))
+                # too fast to have watched?
+                warning = standing.check_pace(campaign, annotator, now).warning
+    return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
 
 
 def _latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | None:

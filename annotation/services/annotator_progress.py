@@ -6,18 +6,22 @@ at once: one aggregate query per figure (judged today and in all, gold answers, 
 campaign's pairs and labels left, the labels left on pairs the annotator already judged,
 labels spent against a budget), never a query per campaign. The counts come from the
 running tallies the database's triggers keep (:class:`~annotation.models.AnnotatorTally`,
-:class:`~annotation.models.CampaignTally`), as the judging page's do.
+:class:`~annotation.models.CampaignTally`), as the judging page's do. Each campaign also
+carries the annotator's state there (:mod:`annotation.annotator_state`, read by
+:func:`annotation.services.annotator_state.campaign_states` in three queries more), so the
+list says what the judging page says and offers judging only where it is possible.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from annotation.annotator_state import State
 from annotation.judging import pair_state
 from annotation.models import (
     AnnotatorTally,
@@ -26,6 +30,7 @@ from annotation.models import (
     GoldJudgement,
     Judgement,
 )
+from annotation.services.annotator_state import campaign_states
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,18 @@ class CampaignProgress:
     left_for_me: int
     budget: int | None = None
     labels_spent: int | None = None
+    labels_done: int = 0
+    """Live labels in the campaign, everyone's (the progress bar's done part)."""
+    needed_now: bool = False
+    """The judging order is adaptive: what is needed changes as labels come in."""
+    state: State | None = None
+    """The annotator's state here (:mod:`annotation.annotator_state`)."""
+
+    @property
+    def done_percent(self) -> int:
+        """The campaign's share of labels given, of those given and still needed."""
+        whole = self.labels_done + self.labels_left
+        return round(100 * self.labels_done / whole) if whole else 100
 
     @property
     def budget_spent(self) -> bool:
@@ -163,7 +180,7 @@ def annotator_progress(
     totals = _totals(ids)
     mine = _left_on_mine(ids, annotator)
     budgets = {c.pk: b for c in campaigns if (b := c.settings.judging.budget) is not None}
-    spent = _spent(list(budgets))
+    spent = _spent(ids)
     found = []
     for campaign in campaigns:
         today_n, total_n = judged.get(campaign.pk, (0, 0))
@@ -182,15 +199,28 @@ def annotator_progress(
                 left_for_me=max(left - mine.get(campaign.pk, 0), 0),
                 budget=budgets.get(campaign.pk),
                 labels_spent=spent.get(campaign.pk, 0) if campaign.pk in budgets else None,
+                labels_done=spent.get(campaign.pk, 0),
+                needed_now=campaign.settings.judging.adaptive,
             )
         )
-    return tuple(found)
+    states = campaign_states(campaigns, annotator, found, now)
+    return tuple(replace(item, state=states[item.campaign_id]) for item in found)
 
 
 def work_first(progress: Sequence[CampaignProgress]) -> tuple[CampaignProgress, ...]:
-    """Campaigns with work for the annotator first, then those done for them, then finished
-    ones; the given order within each."""
-    return tuple(sorted(progress, key=lambda item: (item.finished, item.nothing_for_me)))
+    """Campaigns the annotator may judge now first, then those where they may not (paused,
+    waiting to retry qualification), those done for them, then finished ones; the given
+    order within each."""
+    return tuple(
+        sorted(
+            progress,
+            key=lambda item: (
+                item.state is not None and not item.state.can_judge,
+                item.finished,
+                item.nothing_for_me,
+            ),
+        )
+    )
 
 
 def judging_campaigns():

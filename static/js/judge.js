@@ -11,6 +11,10 @@
  *
  * Every key, button and on-screen key hint comes from one table, ACTIONS.
  *
+ * With no pair on screen the page shows the annotator's state as the API reports it
+ * (`state`: heading, message, next step and tone, from annotation/annotator_state.py), the
+ * same the home list shows. A training answer's feedback stays beside its pair until Next.
+ *
  * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
  * browser tests and bench/judge_latency.py set it before the page's scripts run):
  * window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
@@ -33,6 +37,13 @@
     stage: byId("judge-stage"),
     progress: byId("judge-progress"),
     feedback: byId("judge-feedback"),
+    feedbackPair: byId("judge-feedback-pair"),
+    question: root.querySelector(".judge-question"),
+    stateBox: byId("judge-state"),
+    stateMessage: byId("judge-state-message"),
+    stateNext: byId("judge-state-next"),
+    meter: byId("judge-meter"),
+    meterFill: byId("judge-meter-fill"),
     status: byId("judge-status"),
     statusText: byId("judge-status-text"),
     retry: byId("judge-retry"),
@@ -46,9 +57,9 @@
   let standby = byId("judge-video-b");
 
   const MESSAGES = {
-    finished: "Nothing left to judge in this campaign — thank you",
-    notAdmitted: "Qualification not passed",
-    waiting: "No pair is free right now (others hold the rest); checking again shortly…",
+    finished: "All done",
+    waiting: "Waiting for a free pair",
+    slowDown: "Several of your recent answers came faster than a video can be watched; more will pause you here.",
     leaseExpired: "Your time on this pair ran out; here is the next one",
     network: "Network problem — your judgement is kept and will be retried",
     networkSync: "Network problem — will retry",
@@ -64,7 +75,10 @@
   const WAITING_POLL_MS = 15000;
 
   const state = {
-    mode: "loading", // loading | judging | finished | waiting
+    mode: "loading", // loading | judging | feedback | finished | waiting
+    annotator: null, // the annotator's state (annotation.annotator_state), as the API says it
+    held: null, // after a training answer: the response to apply once "Next" is pressed
+    meterWhole: null, // the progress bar's whole: labels given at page load + left then
     campaign: null,
     current: null,
     upcoming: null,
@@ -146,6 +160,8 @@
       button.disabled = !canJudge;
     });
     els.stage.classList.toggle("is-empty", mode === "finished" || mode === "waiting");
+    root.classList.toggle("is-idle", mode === "finished" || mode === "waiting");
+    root.classList.toggle("is-feedback", mode === "feedback");
   }
 
   function setBusy(busy) {
@@ -173,16 +189,62 @@
     }
     const n = (value) => (typeof value === "number" ? value.toLocaleString("en") : "–");
     const q = state.qualification;
+    const key = state.annotator ? state.annotator.key : "";
+    if (key === "qualification_failed" && q) {
+      // Between tries nothing counts up: say how many tries are used, not a fresh counter.
+      els.progress.textContent = `qualification · ${n(Math.min(q.tries_used, q.tries))} of ${n(q.tries)} tries used`;
+      return;
+    }
     if (q && q.required && !q.admitted) {
       // Before admission the annotator sees where they stand; afterwards nothing of it.
       const tries = `try ${Math.min(q.tries_used || 1, q.tries)} of ${q.tries}`;
       els.progress.textContent = `qualification ${n(q.done)} / ${n(q.total)} · ${tries}`;
       return;
     }
-    els.progress.textContent = `judged today ${n(progress.judged_today)} · labels left ${n(progress.labels_left)}`;
+    const left = root.dataset.neededNow === "1" ? "labels needed now" : "labels left";
+    els.progress.textContent =
+      `judged today ${n(progress.judged_today)} · in all ${n(progress.judged_total)} · ${left} ${n(progress.labels_left)}`;
+    renderMeter(progress.labels_left);
   }
 
-  function renderFeedback(feedback) {
+  function renderMeter(labelsLeft) {
+    // The campaign's labels given, of given + still needed: the whole is fixed at the first
+    // answer (labels given at page load + left then) and grows only when an adaptive order
+    // asks for more, so the bar never jumps back for labels others give meanwhile.
+    const done = Number(root.dataset.labelsDone) || 0;
+    if (!els.meter || typeof labelsLeft !== "number") {
+      return;
+    }
+    state.meterWhole = Math.max(state.meterWhole || 0, done + labelsLeft);
+    const whole = state.meterWhole;
+    const percent = whole ? Math.round((100 * (whole - labelsLeft)) / whole) : 100;
+    els.meterFill.style.width = `${percent}%`;
+    els.meter.querySelector("[role=progressbar]").setAttribute("aria-valuenow", String(percent));
+    els.meter.title = `${percent}% of the campaign's labels given`;
+    byId("judge-meter-text").textContent = `campaign ${percent}% done`;
+    els.meter.hidden = false;
+  }
+
+  function short(text) {
+    const value = String(text || "");
+    return value.length > 60 ? `${value.slice(0, 57)}…` : value;
+  }
+
+  function renderState(annotator) {
+    // The annotator's state, as the home list and the API say it: its heading replaces the
+    // caption, its message and next step fill the box, its tone colours it.
+    if (!annotator) {
+      els.stateBox.hidden = true;
+      return;
+    }
+    els.stateBox.className = `annotator-state state-${annotator.tone}`;
+    els.stateBox.dataset.state = annotator.key;
+    els.stateMessage.textContent = annotator.message;
+    els.stateNext.textContent = annotator.next_step;
+    els.stateBox.hidden = false;
+  }
+
+  function renderFeedback(feedback, task) {
     if (!els.feedback) {
       return;
     }
@@ -190,6 +252,9 @@
       els.feedback.hidden = true;
       return;
     }
+    // The pair the feedback is about stays on screen; this names it too.
+    const video = task ? String(task.video_url || "").split("/").pop() : "";
+    els.feedbackPair.textContent = task ? `About this pair: “${short(task.caption)}”${video ? ` · video ${video}` : ""}` : "";
     els.feedback.hidden = false;
     els.feedback.classList.toggle("is-right", feedback.correct);
     els.feedback.classList.toggle("is-wrong", !feedback.correct);
@@ -334,6 +399,11 @@
         closeEscalate(true);
       }
       apply(data, attempt);
+      if (attempt.kind === "undo" && state.current) {
+        showStatus(`Undone: “${short(state.current.caption)}” is back — judge it again.`, "info", false);
+      } else if (attempt.kind === "escalate") {
+        showStatus(`Sent to an admin: “${short(attempt.caption)}”. Thank you — judge on.`, "info", false);
+      }
       return;
     }
     const detail = describe(data.detail || data.message) || `The server answered ${result.status}.`;
@@ -396,8 +466,21 @@
     state.qualification = data.qualification || state.qualification;
     state.paused = data.paused || null;
     state.finished = Boolean(data.finished);
+    state.annotator = data.state || null;
+    expose("annotatorState", state.annotator ? state.annotator.key : "");
+    root.dataset.state = state.annotator ? state.annotator.key : ""; // styles what is offered
     renderProgress(state.progress);
-    renderFeedback(data.feedback);
+    if (data.feedback && state.current) {
+      // A training answer: explain it beside the pair it is about; the next pair (or the
+      // qualification's outcome) comes when the annotator presses Next.
+      state.held = { data: Object.assign({}, data, { feedback: null, warning: null }), attempt: attempt };
+      renderFeedback(data.feedback, state.current);
+      closeEscalate(false);
+      setMode("feedback");
+      els.feedback.querySelector("[data-action=next]").focus();
+      return;
+    }
+    renderFeedback(null);
     const previous = state.mode === "judging" ? state.current : null;
     state.current = data.current || null;
     state.upcoming = data.upcoming || null;
@@ -405,10 +488,24 @@
       showNothing();
       return;
     }
+    renderState(null);
+    els.question.hidden = false;
     if (!previous || previous.pair !== state.current.pair) {
       show(state.current, attempt);
     }
     preload(state.upcoming);
+    if (data.warning) {
+      showStatus(`${data.warning}. ${MESSAGES.slowDown}`, "warn", false);
+    }
+  }
+
+  function continueAfterFeedback(pressAt) {
+    if (state.mode !== "feedback" || !state.held) {
+      return;
+    }
+    const held = state.held;
+    state.held = null;
+    apply(held.data, { kind: "next", cause: "next", pressAt: pressAt });
   }
 
   function makeActive(video) {
@@ -532,29 +629,17 @@
     unload(active);
     unload(standby);
     closeEscalate(false);
-    els.caption.textContent = state.finished ? "All done" : "Waiting for a free pair";
+    const annotator = state.annotator;
+    els.caption.textContent = annotator ? annotator.heading : state.finished ? MESSAGES.finished : MESSAGES.waiting;
     els.caption.title = "";
+    els.question.hidden = true;
     expose("pair", "");
-    const q = state.qualification;
-    if (state.paused) {
-      setMode("finished");
-      showStatus(`You are paused in this campaign: ${state.paused}. An admin can reinstate you.`, "done", false);
-    } else if (state.finished && q && q.required && !q.admitted) {
-      setMode("finished");
-      const score = typeof q.last_score === "number" ? ` (you scored ${Math.round(100 * q.last_score)}%)` : "";
-      showStatus(`${MESSAGES.notAdmitted}${score}; no tries are left — ask an admin.`, "done", false);
-    } else if (!state.finished && q && q.required && !q.admitted && q.retry_at) {
-      setMode("waiting");
-      const score = typeof q.last_score === "number" ? `you scored ${Math.round(100 * q.last_score)}%; ` : "";
-      const when = new Date(q.retry_at).toLocaleTimeString();
-      showStatus(`${MESSAGES.notAdmitted}: ${score}you may try again at ${when}.`, "info", false);
-      waitingTimer = setTimeout(() => perform(nextAttempt("poll")), WAITING_POLL_MS);
-    } else if (state.finished) {
-      setMode("finished");
-      showStatus(MESSAGES.finished, "done", false);
-    } else {
-      setMode("waiting");
-      showStatus(MESSAGES.waiting, "info", false);
+    renderState(annotator);
+    // Wait and ask again where something may free up (a pair, a retry time, the campaign
+    // resuming); otherwise there is nothing more to do on this page.
+    const polls = annotator ? annotator.polls || annotator.can_judge : !state.finished;
+    setMode(polls ? "waiting" : "finished");
+    if (polls) {
       waitingTimer = setTimeout(() => perform(nextAttempt("poll")), WAITING_POLL_MS);
     }
   }
@@ -595,6 +680,9 @@
     }
     state.escalating = true;
     els.form.hidden = false;
+    root.classList.add("is-escalating");
+    // On a narrow or short screen the box sits under the video: bring it, Send included, into view.
+    els.form.scrollIntoView({ block: "nearest" });
     els.escalateButton.setAttribute("aria-expanded", "true");
     if (typeof reason === "string") {
       els.reason.value = reason;
@@ -605,6 +693,7 @@
   function closeEscalate(clear) {
     state.escalating = false;
     els.form.hidden = true;
+    root.classList.remove("is-escalating");
     els.escalateButton.setAttribute("aria-expanded", "false");
     if (clear) {
       els.reason.value = "";
@@ -631,6 +720,7 @@
       method: "POST",
       path: "escalate/",
       pressAt: pressAt,
+      caption: state.current.caption,
       body: { pair: state.current.pair, reason: reason, uuid: newUuid() },
     });
   }
@@ -679,8 +769,13 @@
       run: () => closeEscalate(false),
     },
     retry: { keys: [], run: () => retryPending() },
+    next: {
+      keys: ["Enter"],
+      when: () => state.mode === "feedback",
+      run: (at) => continueAfterFeedback(at),
+    },
   };
-  const KEY_LABELS = { " ": "Space", Escape: "Esc" };
+  const KEY_LABELS = { " ": "Space", Escape: "Esc", Enter: "Enter" };
 
   function keyOf(name) {
     return ACTIONS[name].keys[0];

@@ -105,6 +105,7 @@ def _payloads():
     from datetime import UTC, datetime, timedelta
     from types import SimpleNamespace
 
+    from annotation.annotator_state import SLOW_DOWN, Inputs, speed_reason, state_of
     from annotation.judging.gold import Feedback, Qualification
     from annotation.judging.queue import Progress, Task
 
@@ -124,8 +125,15 @@ def _payloads():
     ]
     feedbacks = [None, Feedback(True, "relevant", "the cat is there", "Every element ...")]
     tasks = [(task(1, [[0, 1, "ARG0"]]), task(2, None)), (task(3, []), None), (None, None)]
-    for (current, upcoming), qualification, feedback, paused, submitted in itertools.product(
-        tasks, qualifications, feedbacks, [None, "too fast"], [False, True]
+    states = [
+        state_of(Inputs("active", serving=True)),
+        state_of(Inputs("active", paused_at=when, pause_reason=speed_reason(0.2, 1))),
+        state_of(
+            Inputs("active", qualification_required=True, admitted=False, tries=3, retry_at=when)
+        ),
+    ]
+    for n, ((current, upcoming), qualification, feedback, paused, submitted) in enumerate(
+        itertools.product(tasks, qualifications, feedbacks, [None, "too fast"], [False, True])
     ):
         payload = {
             "campaign": campaign,
@@ -135,9 +143,13 @@ def _payloads():
             "finished": current is None,
             "qualification": qualification,
             "paused": paused,
+            "state": states[n % len(states)],
         }
         if submitted:
-            payload.update(judgement=uuid.UUID(int=12345), created=True, feedback=feedback)
+            warning = None if feedback else SLOW_DOWN
+            payload.update(
+                judgement=uuid.UUID(int=12345), created=True, feedback=feedback, warning=warning
+            )
         yield payload
 
 

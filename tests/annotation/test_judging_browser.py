@@ -132,6 +132,7 @@ def test_keyboard_judging_preloads_and_undoes(live_server, browser):
     page.wait_for_function(
         "() => document.getElementById('judge-progress').textContent.includes('judged today 4')"
     )
+    assert "Undone:" in page.locator("#judge-status").inner_text()  # said, not only done
 
     # A tablet in portrait: the same page, narrower.
     page.set_viewport_size({"width": 820, "height": 1180})
@@ -206,6 +207,7 @@ def test_guidelines_panel_and_escalation(live_server, browser):
     escalation = Escalation.objects.get(annotator=user)
     assert escalation.pair_id == pair_of(pair)
     assert escalation.reason == "red ball hidden: cannot tell"
+    assert "Sent to an admin" in page.locator("#judge-status").inner_text()
     assert Pair.objects.get(pk=pair_of(pair)).held
     assert not Judgement.objects.filter(annotator=user).exists()
 
@@ -279,14 +281,16 @@ def test_finished_campaign_says_so(live_server, browser):
     Pair.objects.filter(campaign=campaign).update(needed=0, open_slots=0)
     page = open_judge_page(browser, live_server.url, campaign)
     page.wait_for_function("() => document.body.dataset.judgeState === 'finished'")
-    status = page.locator("#judge-status")
-    assert status.is_visible()
-    assert "Nothing left to judge in this campaign — thank you" in status.inner_text()
+    status = page.locator("#judge-state")
+    assert status.is_visible() and page.locator("#judge-caption").inner_text() == "Finished"
+    assert "Nothing is left to judge here, for anyone" in status.inner_text()
+    assert page.evaluate("document.body.dataset.annotatorState") == "finished"
     assert page.locator("[data-action=relevant]").is_disabled()
     assert page.evaluate("document.body.dataset.pair") == ""
     page.keyboard.press("r")  # nothing to judge: no request, no error
     page.wait_for_timeout(200)
-    assert "Nothing left" in status.inner_text()
+    assert "Nothing is left" in status.inner_text()
+    assert page.locator("#judge-status").is_hidden()
 
 
 def test_key_hints_come_from_the_action_table_and_test_hooks_stay_off(live_server, browser):
@@ -319,6 +323,7 @@ def test_key_hints_come_from_the_action_table_and_test_hooks_stay_off(live_serve
         "guidelines": ("G", "G ?"),
         "play": ("Space", None),
         "guidelines-close": ("Esc", "Escape"),
+        "next": ("Enter", "Enter"),
     }
     page.keyboard.press("r")
     page.wait_for_function(
@@ -382,19 +387,28 @@ def test_qualification_shows_feedback_then_the_score(live_server, browser):
     page = open_judge_page(browser, live_server.url, campaign)
     pair = wait_for_pair(page)
     assert "qualification 0 / 2" in page.locator("#judge-progress").inner_text()
+    caption = page.locator("#judge-caption").inner_text()
     page.keyboard.press("n")  # wrong: every training pair is relevant
     page.wait_for_selector("#judge-feedback:not([hidden])", timeout=15000)
     feedback = page.locator("#judge-feedback").inner_text()
     assert "Not right." in feedback and "The pair is relevant." in feedback
     assert "every element" in feedback
+    # The feedback stays with the pair it is about until Next.
+    assert page.evaluate("document.body.dataset.pair") == pair
+    assert page.locator("#judge-caption").inner_text() == caption
+    assert caption[:40] in page.locator("#judge-feedback-pair").inner_text()
+    page.keyboard.press("Enter")
     pair = wait_for_pair(page, str(pair))
     assert "qualification 1 / 2" in page.locator("#judge-progress").inner_text()
     page.screenshot(path=SCREENSHOT_QUALIFICATION)
     page.keyboard.press("r")
+    page.wait_for_selector("#judge-feedback:not([hidden])", timeout=15000)
+    page.locator("[data-action=next]").click()
     page.wait_for_function(
-        "() => document.getElementById('judge-status-text').textContent.includes('you scored')",
+        "() => document.getElementById('judge-state-message').textContent.includes('You scored')",
         timeout=15000,
     )
-    status = page.locator("#judge-status-text").inner_text()
-    assert "Qualification not passed" in status and "50%" in status and "try again" in status
+    status = page.locator("#judge-state-message").inner_text()
+    assert page.locator("#judge-caption").inner_text() == "Qualification not passed"
+    assert "50%" in status and "try again" in status and "2 of 3 tries left" in status
     assert not Judgement.objects.filter(pair__campaign=campaign).exists()

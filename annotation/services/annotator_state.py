@@ -1,0 +1,155 @@
+"""Read what decides an annotator's state (:mod:`annotation.annotator_state`) from the database.
+
+Two readers, one rule: :func:`judging_state` for the judging API, which already holds most
+inputs (the assignment, the qualification and whether work is left) and reads more only
+when nothing is served; :func:`campaign_states` for the home list, which reads every
+campaign's pauses and qualification attempts in a fixed number of queries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation.annotator_state import Inputs, State, state_of
+from annotation.judging import gold as gold_queue
+from annotation.judging import priorities, queue
+from annotation.models import AnnotatorStanding, Campaign, GoldPair, QualificationAttempt
+
+
+def _qualification_inputs(state: gold_queue.Qualification) -> dict:
+    return {
+        "qualification_required": state.required,
+        "admitted": state.admitted,
+        "qualification_done": state.done,
+        "qualification_total": state.total,
+        "tries_used": state.tries_used,
+        "tries": state.tries,
+        "last_score": state.last_score,
+        "retry_at": None if state.out_of_tries else state.retry_at,
+        "out_of_tries": state.out_of_tries,
+    }
+
+
+def judging_state(
+    campaign: Campaign,
+    got: queue.Assignment,
+    qualification: gold_queue.Qualification,
+    work_left: bool,
+) -> State:
+    """The state the judging page shows after ``got`` (an assignment just made).
+
+    With a pair served this runs no query (the judging path); with none, ``work_left``
+    (:func:`annotation.judging.queue.has_work_for`) tells "nothing free right now" from
+    "finished", and only a finished annotator costs two queries more: whether the campaign
+    is finished for everyone (its labels left, its budget) or only for them."""
+    finished = budget = False
+    left_for_me = True
+    serving = got.current is not None
+    active = campaign.status == Campaign.Status.ACTIVE
+    if not serving and not work_left and active and got.paused_since is None:
+        budget = priorities.budget_spent(campaign)
+        finished = budget or queue.campaign_totals(campaign)[1] == 0
+        left_for_me = False
+    return state_of(
+        Inputs(
+            campaign_status=campaign.status,
+            paused_at=got.paused_since,
+            pause_reason=got.paused or "",
+            finished=finished,
+            budget_spent=budget,
+            left_for_me=left_for_me,
+            serving=serving,
+            **_qualification_inputs(qualification),
+        )
+    )
+
+
+class _Attempt(NamedTuple):
+    passed: bool | None
+    admitted_by: int | None
+    finished_at: datetime | None
+    correct: int
+    total: int
+    answered: int
+
+
+def _qualifications(
+    campaigns: list[Campaign], annotator, now: datetime
+) -> dict[int, gold_queue.Qualification]:
+    """Campaign id -> the annotator's qualification state, for every campaign given (two
+    queries: the gold pairs per campaign and the annotator's attempts)."""
+    asking = [c for c in campaigns if c.settings.gold.qualification]
+    found = {c.pk: gold_queue.Qualification(required=False, admitted=True) for c in campaigns}
+    if not asking:
+        return found
+    ids = [c.pk for c in asking]
+    gold_pairs = dict(
+        GoldPair.objects.filter(campaign_id__in=ids)
+        .order_by()
+        .values("campaign_id")
+        .annotate(n=Count("pk"))
+        .values_list("campaign_id", "n")
+    )
+    attempts: dict[int, list[_Attempt]] = defaultdict(list)
+    rows = (
+        QualificationAttempt.objects.filter(campaign_id__in=ids, annotator=annotator)
+        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
+        .order_by("started_at", "pk")
+        .values_list(
+            "campaign_id",
+            "passed",
+            "admitted_by_id",
+            "finished_at",
+            "correct",
+            "total",
+            "answered",
+        )
+    )
+    for campaign_id, *values in rows:
+        attempts[campaign_id].append(_Attempt(*values))
+    for campaign in asking:
+        found[campaign.pk] = gold_queue.qualification_from(
+            campaign.settings.gold, gold_pairs.get(campaign.pk, 0), attempts[campaign.pk], now
+        )
+    return found
+
+
+def campaign_states(
+    campaigns: Sequence[Campaign], annotator, progress: Sequence, now: datetime | None = None
+) -> dict[int, State]:
+    """Campaign id -> the annotator's state there, for the home list; ``progress`` holds
+    each campaign's :class:`~annotation.services.annotator_progress.CampaignProgress`
+    (what is left, for everyone and for them). Three queries, however many campaigns."""
+    now = now or timezone.now()
+    campaigns = list(campaigns)
+    ids = [c.pk for c in campaigns]
+    paused = {
+        row[0]: row[1:]
+        for row in AnnotatorStanding.objects.filter(
+            campaign_id__in=ids, annotator=annotator, paused_at__isnull=False
+        ).values_list("campaign_id", "paused_at", "reason")
+    }
+    qualifications = _qualifications(campaigns, annotator, now)
+    by_id = {item.campaign_id: item for item in progress}
+    states = {}
+    for campaign in campaigns:
+        item = by_id[campaign.pk]
+        paused_at, reason = paused.get(campaign.pk, (None, ""))
+        states[campaign.pk] = state_of(
+            Inputs(
+                campaign_status=campaign.status,
+                paused_at=paused_at,
+                pause_reason=reason,
+                finished=item.finished,
+                budget_spent=item.budget_spent,
+                left_for_me=item.left_for_me > 0,
+                **_qualification_inputs(qualifications[campaign.pk]),
+            )
+        )
+    return states
