@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 
 from annotation.forms import CampaignSettingsForm
 from annotation.judging import gold as gold_queue
-from annotation.judging import standing, submit
+from annotation.judging import submit
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -17,6 +17,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
+from annotation.services import people
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.admin import NameRuleAdmin
@@ -260,9 +261,26 @@ class QualificationAttemptAdmin(AdminsOnly):
     )
     def admit(self, request, queryset):
         admitted = {(a.campaign_id, a.annotator_id): a for a in queryset}
-        for attempt in admitted.values():
-            gold_queue.admit(attempt.campaign, attempt.annotator, request.user)
-        messages.info(request, f"Admitted {len(admitted)} annotator(s).")
+        done = _each(
+            request,
+            [(a.campaign, a.annotator) for a in admitted.values()],
+            lambda campaign, annotator: people.admit(campaign, annotator, request.user),
+        )
+        messages.info(request, f"Admitted {done} annotator(s).")
+
+
+def _each(request, targets, act) -> int:
+    """Run one people action per (campaign, annotator), as the campaign's people page does;
+    a refusal (already admitted, not paused) is shown and the rest go on."""
+    done = 0
+    for campaign, annotator in targets:
+        try:
+            act(campaign, annotator)
+        except people.PeopleError as exc:
+            messages.warning(request, str(exc))
+        else:
+            done += 1
+    return done
 
 
 @admin.register(AnnotatorStanding)
@@ -285,9 +303,13 @@ class AnnotatorStandingAdmin(AdminsOnly):
 
     @admin.action(permissions=["manage_campaigns"], description="Reinstate these annotators")
     def reinstate(self, request, queryset):
-        for row in queryset.select_related("campaign", "annotator"):
-            standing.reinstate(row.campaign, row.annotator, request.user)
-        messages.info(request, f"Reinstated {queryset.count()} annotator(s).")
+        rows = queryset.select_related("campaign", "annotator")
+        done = _each(
+            request,
+            [(row.campaign, row.annotator) for row in rows],
+            lambda campaign, annotator: people.reinstate(campaign, annotator, request.user),
+        )
+        messages.info(request, f"Reinstated {done} annotator(s).")
 
     @admin.action(
         permissions=["manage_campaigns"],
@@ -295,7 +317,7 @@ class AnnotatorStandingAdmin(AdminsOnly):
     )
     def discount(self, request, queryset):
         total = sum(
-            standing.discount(row.campaign, row.annotator)
+            people.discount(row.campaign, row.annotator, by=request.user)
             for row in queryset.select_related("campaign", "annotator")
         )
         messages.info(request, f"Discounted {total} labels; their pairs are back in the queue.")

@@ -132,8 +132,16 @@ def qualification(campaign: Campaign, annotator, now: datetime | None = None) ->
     settings = campaign.settings.gold
     if not settings.qualification:
         return Qualification(required=False, admitted=True)
-    now = now or timezone.now()
     gold_pairs, attempts = sql.qualification(campaign.pk, annotator.pk)  # one statement
+    return qualification_state(settings, gold_pairs, attempts, now or timezone.now())
+
+
+def qualification_state(settings, gold_pairs: int, attempts, now: datetime) -> Qualification:
+    """The qualification state from a campaign's gold settings, its number of gold pairs and
+    one annotator's attempts (``statements.QualificationRow``, oldest first): shared by the
+    judging page (one annotator) and the campaign's people page (every annotator at once)."""
+    if not settings.qualification:
+        return Qualification(required=False, admitted=True)
     admitted = any(a.passed or a.admitted_by for a in attempts)
     finished = [a for a in attempts if a.finished_at is not None]
     running = next((a for a in attempts if a.finished_at is None), None)
