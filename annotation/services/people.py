@@ -230,7 +230,14 @@ def campaign_people(campaign: Campaign, now: datetime | None = None) -> Campaign
     )
 
 
-def annotator(campaign: Campaign, annotator_id: int):
+def judges() -> list[tuple[int, str]]:
+    """Everyone who may judge, as (id, username): whom an invitation may name."""
+    User = get_user_model()
+    found = roles.users_with(roles.JUDGE_PAIRS).order_by(User.USERNAME_FIELD)
+    return list(found.values_list("pk", User.USERNAME_FIELD))
+
+
+def annotator(annotator_id: int):
     """The user ``annotator_id`` if they may judge (an annotator or an admin); NotFound
     (a 404 on pages) for any other id, so an odd id never reaches an action."""
     found = roles.users_with(roles.JUDGE_PAIRS).filter(pk=annotator_id).first()
@@ -376,7 +383,10 @@ def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
         .values_list("annotator_id", flat=True)
         .distinct()
     )
-    new = [user for user in wanted.order_by(User.USERNAME_FIELD) if user.pk not in listed]
+    judges = list(wanted.order_by(User.USERNAME_FIELD))
+    if not judges:
+        raise PeopleError("nobody named may judge: invite annotators")
+    new = [user for user in judges if user.pk not in listed]
     if not new:
         raise PeopleError("everyone named is on this campaign's list already")
     now = timezone.now()
