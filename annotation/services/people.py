@@ -91,6 +91,11 @@ class Person:
         return "paused by an admin" if self.paused_by else "paused by a rule"
 
     @property
+    def pause_note(self) -> str:
+        """Why they are paused, without the "paused by an admin" the status already says."""
+        return self.paused_reason.removeprefix(ADMIN_PAUSE).removeprefix(":").strip()
+
+    @property
     def paused(self) -> bool:
         return self.paused_at is not None
 

@@ -227,6 +227,8 @@ def test_page_actions_post_with_messages(people):
     assert b"is not paused" in response.content
     discount = _url(campaign, f"{annotator.pk}/discount/")
     assert admin.post(discount).status_code == 400  # no confirmed count: nothing done
+    since = admin.get(discount, {"since": "2000-01-01T00:00:00"})
+    assert since.status_code == 200 and b"given since 2000-01-01 00:00:00 UTC" in since.content
     n = Judgement.objects.filter(annotator=annotator).count()
     assert admin.post(discount, {"expected": str(n - 1)}).status_code == 409  # a stale count
     assert Judgement.objects.filter(annotator=annotator, undone_at__isnull=True).count() == n
