@@ -285,19 +285,21 @@ def _each(request, targets, act) -> int:
 
 @admin.register(AnnotatorStanding)
 class AnnotatorStandingAdmin(AdminsOnly):
-    """Paused and discounted annotators; admins reinstate them or discount their labels."""
+    """Paused and discounted annotators; admins reinstate them or discount their labels
+    (the campaign's annotators page does the same through the same service, and more)."""
 
     list_display = [
         "campaign",
         "annotator",
         "paused_at",
+        "paused_by",
         "reason",
         "reinstated_at",
         "reinstated_by",
         "discounted_labels",
     ]
     list_filter = ["campaign"]
-    list_select_related = ["campaign", "annotator", "reinstated_by"]
+    list_select_related = ["campaign", "annotator", "paused_by", "reinstated_by"]
     readonly_fields = ["discounted_at", "discounted_labels"]
     actions = ["reinstate", "discount"]
 

@@ -240,3 +240,23 @@ def test_page_actions_post_with_messages(people):
     assert b"Invited other" in response.content
     response = admin.post(_url(campaign, "invite/"), {"annotators": ["x"]}, follow=True)
     assert response.status_code == 200 and b"annotators:" in response.content
+
+
+def test_the_admin_sites_actions_share_the_service(people):
+    campaign = make_campaign(n_queries=4, depth=2, seed=14)
+    annotator, boss = people["annotator"], people["admin"]
+    serve_all(campaign, annotator, lambda pair: "relevant")
+    people_service.pause(campaign, annotator, boss, "check")
+    row = AnnotatorStanding.objects.get(campaign=campaign, annotator=annotator)
+    admin = _client(boss)
+    changelist = "/admin/annotation/annotatorstanding/"
+    for action in ("reinstate", "reinstate", "discount"):  # the second is refused, shown
+        response = admin.post(changelist, {"action": action, "_selected_action": [row.pk]})
+        assert response.status_code == 302
+    events = StandingEvent.objects.filter(campaign=campaign, annotator=annotator)
+    assert [(e.action, e.by_id) for e in events.order_by("pk")] == [
+        ("paused", boss.pk),
+        ("reinstated", boss.pk),
+        ("discounted", boss.pk),
+    ]
+    assert not Judgement.objects.filter(annotator=annotator, undone_at__isnull=True).exists()
