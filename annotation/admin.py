@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 
 from annotation.forms import CampaignSettingsForm
 from annotation.judging import gold as gold_queue
-from annotation.judging import standing, submit
+from annotation.judging import submit
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -17,7 +17,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import lifecycle
+from annotation.services import lifecycle, people
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.admin import NameRuleAdmin
@@ -287,34 +287,57 @@ class QualificationAttemptAdmin(AdminsOnly):
     )
     def admit(self, request, queryset):
         admitted = {(a.campaign_id, a.annotator_id): a for a in queryset}
-        for attempt in admitted.values():
-            gold_queue.admit(attempt.campaign, attempt.annotator, request.user)
-        messages.info(request, f"Admitted {len(admitted)} annotator(s).")
+        done = _each(
+            request,
+            [(a.campaign, a.annotator) for a in admitted.values()],
+            lambda campaign, annotator: people.admit(campaign, annotator, request.user),
+        )
+        messages.info(request, f"Admitted {done} annotator(s).")
+
+
+def _each(request, targets, act) -> int:
+    """Run one people action per (campaign, annotator), as the campaign's people page does;
+    a refusal (already admitted, not paused) is shown and the rest go on."""
+    done = 0
+    for campaign, annotator in targets:
+        try:
+            act(campaign, annotator)
+        except people.PeopleError as exc:
+            messages.warning(request, str(exc))
+        else:
+            done += 1
+    return done
 
 
 @admin.register(AnnotatorStanding)
 class AnnotatorStandingAdmin(AdminsOnly):
-    """Paused and discounted annotators; admins reinstate them or discount their labels."""
+    """Paused and discounted annotators; admins reinstate them or discount their labels
+    (the campaign's annotators page does the same through the same service, and more)."""
 
     list_display = [
         "campaign",
         "annotator",
         "paused_at",
+        "paused_by",
         "reason",
         "reinstated_at",
         "reinstated_by",
         "discounted_labels",
     ]
     list_filter = ["campaign"]
-    list_select_related = ["campaign", "annotator", "reinstated_by"]
+    list_select_related = ["campaign", "annotator", "paused_by", "reinstated_by"]
     readonly_fields = ["discounted_at", "discounted_labels"]
     actions = ["reinstate", "discount"]
 
     @admin.action(permissions=["manage_campaigns"], description="Reinstate these annotators")
     def reinstate(self, request, queryset):
-        for row in queryset.select_related("campaign", "annotator"):
-            standing.reinstate(row.campaign, row.annotator, request.user)
-        messages.info(request, f"Reinstated {queryset.count()} annotator(s).")
+        rows = queryset.select_related("campaign", "annotator")
+        done = _each(
+            request,
+            [(row.campaign, row.annotator) for row in rows],
+            lambda campaign, annotator: people.reinstate(campaign, annotator, request.user),
+        )
+        messages.info(request, f"Reinstated {done} annotator(s).")
 
     @admin.action(
         permissions=["manage_campaigns"],
@@ -322,7 +345,7 @@ class AnnotatorStandingAdmin(AdminsOnly):
     )
     def discount(self, request, queryset):
         total = sum(
-            standing.discount(row.campaign, row.annotator)
+            people.discount(row.campaign, row.annotator, by=request.user)
             for row in queryset.select_related("campaign", "annotator")
         )
         messages.info(request, f"Discounted {total} labels; their pairs are back in the queue.")

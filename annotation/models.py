@@ -602,6 +602,14 @@ class AnnotatorStanding(models.Model):
     )
     paused_at = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=300, blank=True)
+    paused_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The admin who paused the annotator (empty: a rule did).",
+    )
     reinstated_at = models.DateTimeField(null=True, blank=True)
     reinstated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -617,3 +625,44 @@ class AnnotatorStanding(models.Model):
     def __str__(self) -> str:
         state = "paused" if self.paused_at else "active"
         return f"{self.annotator_id} in {self.campaign_id}: {state}"
+
+
+class StandingEvent(models.Model):
+    """One step in an annotator's history with a campaign: invited, admitted, paused (by a
+    rule or an admin), reinstated, or labels discounted. :class:`AnnotatorStanding` holds only
+    the present state (a reinstatement clears the pause), so the history lives here, written
+    by :mod:`annotation.services.people` and by the pause rule."""
+
+    class Action(models.TextChoices):
+        INVITED = "invited", "invited"
+        ADMITTED = "admitted", "admitted"
+        PAUSED = "paused", "paused"
+        REINSTATED = "reinstated", "reinstated"
+        DISCOUNTED = "discounted", "discounted"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    action = models.CharField(max_length=16, choices=Action.choices)
+    at = models.DateTimeField()
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The admin who acted (empty: a rule, or a command run without a user).",
+    )
+    reason = models.CharField(max_length=300, blank=True)
+    labels = models.PositiveIntegerField(default=0, help_text="Labels discounted.")
+    since = models.DateTimeField(
+        null=True, blank=True, help_text="Discounted labels given from this time on (empty: all)."
+    )
+
+    class Meta:
+        ordering = ["campaign", "annotator", "at", "pk"]
+        indexes = [models.Index(fields=["campaign", "annotator"], name="standing_event_by_person")]
+
+    def __str__(self) -> str:
+        return f"{self.annotator_id} {self.action} in {self.campaign_id} at {self.at}"

@@ -7,8 +7,8 @@ rest.
 
 - :func:`wilson_interval`: the Wilson score interval of a proportion (Wilson 1927), which
   stays inside [0, 1] and is sensible for the few gold pairs an annotator sees.
-- :func:`annotator_scores`: gold accuracy with its Wilson interval, sensitivity and
-  specificity on gold (with 7-30% relevant pairs, accuracy alone rewards answering "not
+- :func:`annotator_scores`: gold accuracy, sensitivity and specificity on gold, each with
+  its Wilson interval (with 7-30% relevant pairs, accuracy alone rewards answering "not
   relevant"), agreement with co-annotators and the resolved label, labels per hour, the
   median seconds per judgement with breaks (gaps over 5 minutes) removed, and a rolling
   gold accuracy over the last 50 gold pairs, so drift shows.
@@ -135,6 +135,10 @@ class AnnotatorScore:
     median_seconds: float | None
     recent_gold_accuracy: float | None
     rolling_gold_accuracy: tuple[float, ...]
+    sensitivity_interval: Interval | None = None
+    """``sensitivity`` with its Wilson interval (None without relevant gold)."""
+    specificity_interval: Interval | None = None
+    """``specificity`` with its Wilson interval (None without irrelevant gold)."""
 
 
 def annotator_scores(
@@ -185,8 +189,20 @@ def annotator_scores(
     gold_n, gold_right = per(on_gold), per(on_gold & correct)
     relevant_n, relevant_right = per(truth == 1), per((truth == 1) & correct)
     irrelevant_n, irrelevant_right = per(truth == 0), per((truth == 0) & correct)
-    low, high = wilson_interval(gold_right, gold_n, z)
     level = math.erf(z / math.sqrt(2))  # two-sided normal coverage of z
+
+    def intervals(right: np.ndarray, n: np.ndarray) -> list[Interval | None]:
+        lows, highs = wilson_interval(right, n, z)
+        return [
+            Interval(float(right[a] / n[a]), float(lows[a]), float(highs[a]), level)
+            if n[a]
+            else None
+            for a in range(n_annotators)
+        ]
+
+    accuracy = intervals(gold_right, gold_n)
+    sensitivity = intervals(relevant_right, relevant_n)
+    specificity = intervals(irrelevant_right, irrelevant_n)
     gold_order = order[on_gold[order]]
     rolling = np.split(
         _rolling_share(annotator_index[gold_order], correct[gold_order], window),
@@ -203,11 +219,7 @@ def annotator_scores(
                 labels=labelled,
                 gold=int(gold_n[a]),
                 gold_correct=int(gold_right[a]),
-                gold_accuracy=Interval(
-                    float(gold_right[a] / gold_n[a]), float(low[a]), float(high[a]), level
-                )
-                if gold_n[a]
-                else None,
+                gold_accuracy=accuracy[a],
                 sensitivity=_share(relevant_right[a], relevant_n[a]),
                 specificity=_share(irrelevant_right[a], irrelevant_n[a]),
                 agreement_with_coannotators=rows[a].get("agreement_with_coannotators"),
@@ -216,6 +228,8 @@ def annotator_scores(
                 median_seconds=rows[a].get("median_seconds"),
                 recent_gold_accuracy=float(rolling[a][-1]) if rolling[a].size else None,
                 rolling_gold_accuracy=tuple(rolling[a].tolist()),
+                sensitivity_interval=sensitivity[a],
+                specificity_interval=specificity[a],
             )
         )
     return scores

@@ -151,8 +151,8 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
     and judge again until nobody new is paused. Returns who was paused, per profile."""
     from django.contrib.auth import get_user_model
 
-    from annotation.judging import standing
     from annotation.models import AnnotatorStanding
+    from annotation.services import people
     from annotation.services.simulation import simulate
 
     discounted: set[int] = set()
@@ -170,7 +170,7 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
         if not paused:
             break
         for user in get_user_model().objects.filter(pk__in=paused):
-            n = standing.discount(campaign, user)
+            n = people.discount(campaign, user)
             log(f"  {campaign.name}: discounted {n} labels of paused {user.username}")
         discounted |= paused
     return paused_by_profile(campaign)

@@ -20,6 +20,7 @@ admin: everything, including users, adjudication, resolution and exports.
 from collections.abc import Callable
 from functools import wraps
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied
@@ -94,6 +95,13 @@ def has_perm(user, permission: str, obj=None) -> bool:
         return True
     rule = OBJECT_RULES.get((permission, obj._meta.label_lower))
     return rule is None or rule(user, obj)
+
+
+def users_with(permission: str):
+    """The active users holding ``permission`` (through a role group, or as superusers), as
+    a queryset: for lists of people (who may be invited to judge), where asking
+    :func:`has_perm` user by user would cost a query each."""
+    return get_user_model().objects.with_perm(permission)
 
 
 def require(user, permission: str, message: str = "You may not do this.", obj=None) -> None:

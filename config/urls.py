@@ -8,7 +8,7 @@ from django.utils.functional import lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation import campaign_views
+from annotation import campaign_views, people_views
 from annotation import views as annotation_views
 from config.auth_views import ThrottledLoginView
 from retrieval import report_index
@@ -59,6 +59,26 @@ urlpatterns = [
         "campaigns/<int:campaign_id>/agreement/",
         annotation_views.agreement,
         name="campaign-agreement",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/annotators/",
+        people_views.annotators,
+        name="campaign-annotators",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/annotators/invite/",
+        people_views.invite,
+        name="campaign-annotators-invite",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
+        people_views.discount,
+        name="campaign-annotator-discount",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/<str:action>/",
+        people_views.annotator_action,
+        name="campaign-annotator-action",
     ),
     path(
         "campaigns/<int:campaign_id>/adjudicate/",

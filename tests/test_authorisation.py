@@ -77,6 +77,7 @@ class World:
             research_job=self.research_job,
             admin_job=self.admin_job,
             score_job=self.score_job,
+            ann=self.users[ANNOTATOR].pk,
         )
 
 
@@ -313,6 +314,85 @@ CASES: list[Case] = [
         annotator=403,
         researcher=404,
         admin=404,
+    ),
+    # A campaign's annotators: researchers read, admins act (POST only, the discount after
+    # a GET confirmation); odd ids are 404 after the role check.
+    page("campaigns/<int:campaign_id>/annotators/", "/campaigns/{c}/annotators/", **STAFF_ONLY),
+    page(
+        "campaigns/<int:campaign_id>/annotators/",
+        "/campaigns/999999/annotators/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/",
+        "/campaigns/{c}/annotators/",
+        405,
+        405,
+        405,
+        anonymous=405,
+        method="post",
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/invite/",
+        "/campaigns/{c}/annotators/invite/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/invite/",
+        "/campaigns/{c}/annotators/invite/",
+        annotator=403,
+        researcher=403,
+        admin=302,  # past the role check: nobody named, a message and back
+        method="post",
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
+        "/campaigns/{c}/annotators/{ann}/discount/",
+        **ADMIN_ONLY,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
+        "/campaigns/{c}/annotators/999999/discount/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
+        "/campaigns/{c}/annotators/{ann}/discount/",
+        annotator=403,
+        researcher=403,
+        admin=400,  # past the role check: no confirmed count, nothing discounted
+        method="post",
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/<str:action>/",
+        "/campaigns/{c}/annotators/{ann}/reinstate/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/<str:action>/",
+        "/campaigns/{c}/annotators/{ann}/reinstate/",
+        annotator=403,
+        researcher=403,
+        admin=302,  # past the role check: not paused, a message and back
+        method="post",
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/<str:action>/",
+        "/campaigns/{c}/annotators/{ann}/explode/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+        method="post",
     ),
     page("campaigns/<int:campaign_id>/adjudicate/", "/campaigns/{c}/adjudicate/", **ADMIN_ONLY),
     page(
@@ -1000,6 +1080,9 @@ def test_state_changing_requests_need_the_csrf_token(world):
         (ANNOTATOR, f"/api/campaigns/{c}/undo/"),
         (ADMIN, f"/campaigns/{c}/resolve/"),
         (ADMIN, f"/campaigns/{c}/adjudicate/"),
+        (ADMIN, f"/campaigns/{c}/annotators/invite/"),
+        (ADMIN, f"/campaigns/{c}/annotators/{world.users[ANNOTATOR].pk}/pause/"),
+        (ADMIN, f"/campaigns/{c}/annotators/{world.users[ANNOTATOR].pk}/discount/"),
         (RESEARCHER, "/jobs/start/rescore/"),
         (ADMIN, "/upload/dataset/"),
         (RESEARCHER, "/datasets/authz/add-model/"),

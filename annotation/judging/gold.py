@@ -133,16 +133,17 @@ def qualification(campaign: Campaign, annotator, now: datetime | None = None) ->
     settings = campaign.settings.gold
     if not settings.qualification:
         return Qualification(required=False, admitted=True)
-    now = now or timezone.now()
     gold_pairs, attempts = sql.qualification(campaign.pk, annotator.pk)  # one statement
-    return qualification_from(settings, gold_pairs, attempts, now)
+    return qualification_from(settings, gold_pairs, attempts, now or timezone.now())
 
 
-def qualification_from(settings, gold_pairs: int, attempts: list, now: datetime) -> Qualification:
-    """The qualification state from the campaign's gold settings, its number of gold pairs
-    and the annotator's attempts there, oldest first (each with ``passed``, ``admitted_by``,
-    ``finished_at``, ``correct``, ``total`` and ``answered``): shared by the judging page
-    and the home list, which reads the attempts of many campaigns at once."""
+def qualification_from(settings, gold_pairs: int, attempts, now: datetime) -> Qualification:
+    """The qualification state from a campaign's gold settings, its number of gold pairs and
+    one annotator's attempts there, oldest first (each with ``passed``, ``admitted_by``,
+    ``finished_at``, ``correct``, ``total`` and ``answered``): shared by the judging page,
+    the home list and the campaign's people page, which read many attempts at once."""
+    if not settings.qualification:
+        return Qualification(required=False, admitted=True)
     admitted = any(a.passed or a.admitted_by for a in attempts)
     finished = [a for a in attempts if a.finished_at is not None]
     running = next((a for a in attempts if a.finished_at is None), None)

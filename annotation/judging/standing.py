@@ -4,10 +4,9 @@ An annotator is paused automatically (:func:`check`) when, after at least ten go
 the queue, the upper Wilson 95% bound of their gold accuracy is below the campaign's
 threshold, or when their median time per judgement is below a floor (1 s by default:
 nobody watches a video that fast); :func:`annotation.quality.should_pause` is the rule.
-A paused annotator is served nothing and told why; an admin can reinstate them, after which
-only later evidence counts. An admin can also discount an annotator's labels in a campaign
-(all, or since a time): they stop counting (marked, kept, and listed in the raw export) and
-the pairs they labelled go back to the queue under the same policy.
+A paused annotator is served nothing and told why. What an admin does about it (pause by
+hand, reinstate, after which only later evidence counts, discount labels) is
+:mod:`annotation.services.people`.
 """
 
 from __future__ import annotations
@@ -16,17 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation import annotator_state, quality
-from annotation.judging import pair_state, statements
-from annotation.models import (
-    AnnotatorStanding,
-    Campaign,
-    Judgement,
-)
+from annotation.judging import statements
+from annotation.models import AnnotatorStanding, Campaign, StandingEvent
 
 RECENT = 25
 """Judgements whose median time decides the speed rule."""
@@ -107,59 +100,18 @@ def _inaccurate(campaign: Campaign, correct: int, total: int) -> str | None:
 
 
 def _pause(campaign: Campaign, annotator, reason: str, now: datetime | None) -> None:
+    """Pause by a rule, and write the pause into the annotator's history (rare: once per
+    pause, so the judging path pays for it only when it pauses)."""
+    now = now or timezone.now()
     AnnotatorStanding.objects.update_or_create(
         campaign=campaign,
         annotator=annotator,
-        defaults={"paused_at": now or timezone.now(), "reason": reason},
+        defaults={"paused_at": now, "reason": reason, "paused_by": None},
     )
-
-
-def reinstate(campaign: Campaign, annotator, admin) -> None:
-    """An admin lets a paused annotator judge again; earlier evidence no longer counts."""
-    AnnotatorStanding.objects.update_or_create(
+    StandingEvent.objects.create(
         campaign=campaign,
         annotator=annotator,
-        defaults={
-            "paused_at": None,
-            "reason": "",
-            "reinstated_at": timezone.now(),
-            "reinstated_by": admin,
-        },
-    )
-
-
-@transaction.atomic
-def discount(campaign: Campaign, annotator, since: datetime | None = None) -> int:
-    """Stop counting the annotator's labels in the campaign (all, or since ``since``) and
-    send the pairs they labelled back to the queue; returns how many labels were discounted.
-
-    The pairs are locked in id order before their counts are recomputed from the labels
-    still counting, so concurrent submits on them wait and then see the new counts.
-    """
-    now = timezone.now()
-    labels = Judgement.objects.filter(
-        pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
-    )
-    if since is not None:
-        labels = labels.filter(created_at__gte=since)
-    pair_ids = sorted(set(labels.values_list("pair_id", flat=True)))
-    if not pair_ids:
-        return 0
-    pair_state.lock_pairs(pair_ids)
-    discounted = labels.filter(pair_id__in=pair_ids).update(undone_at=now, discounted_at=now)
-    pair_state.recount_labels(pair_ids, campaign)
-    standing, _ = AnnotatorStanding.objects.get_or_create(campaign=campaign, annotator=annotator)
-    standing.discounted_at = now
-    standing.discounted_labels += discounted
-    standing.save(update_fields=["discounted_at", "discounted_labels"])
-    return discounted
-
-
-def standings(campaign: Campaign) -> list[AnnotatorStanding]:
-    """Paused or discounted annotators of the campaign, for the admin's page."""
-    return list(
-        AnnotatorStanding.objects.filter(campaign=campaign)
-        .filter(Q(paused_at__isnull=False) | Q(discounted_labels__gt=0))
-        .select_related("annotator", "reinstated_by")
-        .order_by("annotator__username")
+        action=StandingEvent.Action.PAUSED,
+        at=now,
+        reason=reason[:300],
     )

@@ -9,6 +9,7 @@ from annotation import policy
 from annotation.campaign_read import exports
 from annotation.judging import queue, standing, submit
 from annotation.models import AnnotatorStanding, GoldPair, Judgement, Lease, Pair
+from annotation.services import people as people_service
 from tests.factories import add_gold, make_campaign, serve_all
 
 
@@ -40,7 +41,7 @@ def test_wrong_gold_answers_pause_and_an_admin_reinstates(people):
     assert body["current"] is None and "gold accuracy" in body["paused"]
     # Another annotator is not affected; reinstating lets this one judge again.
     assert queue.assign(campaign, people["other"]).current is not None
-    standing.reinstate(campaign, annotator, people["admin"])
+    people_service.reinstate(campaign, annotator, people["admin"])
     assert standing.paused(campaign, annotator) is None
     assert queue.assign(campaign, annotator).current is not None
     assert not standing.check(campaign, annotator)  # earlier evidence no longer counts
@@ -68,7 +69,7 @@ def test_discounting_requeues_under_the_same_policy_and_keeps_the_labels(people)
     serve_all(campaign, spammer, lambda pair: "relevant")
     labelled = set(Judgement.objects.filter(annotator=spammer).values_list("pair_id", flat=True))
     assert labelled
-    discounted = standing.discount(campaign, spammer)
+    discounted = people_service.discount(campaign, spammer)
     assert discounted == len(labelled)
     kept = Judgement.objects.filter(annotator=spammer)
     assert kept.count() == discounted and all(j.discounted_at for j in kept)

@@ -6,8 +6,8 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from annotation.judging import gold, standing
 from annotation.management.lookup import get_campaign
+from annotation.services import people
 from config.commands import BaseCommand
 
 
@@ -32,11 +32,11 @@ class Command(BaseCommand):
         campaign = get_campaign(options["campaign"])
         admin = None
         if options["reinstate"]:
-            standing.reinstate(campaign, self._user(options["reinstate"]), admin)
+            people.reinstate(campaign, self._user(options["reinstate"]), admin)
             self.stdout.write(f"Reinstated {options['reinstate']} in {campaign.name!r}.")
             return
         if options["admit"]:
-            gold.admit(campaign, self._user(options["admit"]), admin)
+            people.admit(campaign, self._user(options["admit"]), admin)
             self.stdout.write(f"Admitted {options['admit']} to {campaign.name!r}.")
             return
         if options["discount"]:
@@ -50,7 +50,7 @@ class Command(BaseCommand):
                     ) from None
                 if since.tzinfo is None:
                     raise CommandError("--since: give a time zone, e.g. 2026-11-24T10:00:00+00:00")
-            n = standing.discount(campaign, self._user(options["discount"]), since)
+            n = people.discount(campaign, self._user(options["discount"]), since)
             self.stdout.write(f"Discounted {n} labels; their pairs are back in the queue.")
             return
         rows = [
@@ -60,7 +60,7 @@ class Command(BaseCommand):
                 "reason": row.reason,
                 "discounted_labels": row.discounted_labels,
             }
-            for row in standing.standings(campaign)
+            for row in people.standings(campaign)
         ]
         if options["format"] == "json":
             self.stdout.write(json.dumps(rows))

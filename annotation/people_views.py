@@ -1,0 +1,161 @@
+"""The campaign's people page: every annotator with their scores and status, and an
+admin's actions on them (admit, pause, reinstate, discount labels, invite).
+
+Researchers read the page (the scores are the agreement page's, a campaign report); only
+admins act. Every action is a POST with CSRF to :mod:`annotation.services.people`;
+discounting has a real confirmation step: a GET names the count, the POST does it.
+"""
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from annotation.models import Campaign
+from annotation.people_forms import DiscountForm, InviteForm, PauseForm
+from annotation.services import people
+from config import roles
+
+researchers_only = roles.permission_required(
+    roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see a campaign's annotators."
+)
+admins_only = roles.permission_required(
+    roles.MANAGE_CAMPAIGNS, "Only admins can act on a campaign's annotators."
+)
+
+
+def _campaign(campaign_id: int) -> Campaign:
+    return get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+
+
+def _back(campaign: Campaign) -> HttpResponse:
+    return redirect("campaign-annotators", campaign_id=campaign.pk)
+
+
+def _form_errors(request: HttpRequest, form) -> None:
+    for field, errors in form.errors.items():
+        messages.error(request, f"{field}: {' '.join(errors)}")
+
+
+@require_safe
+@researchers_only
+def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status."""
+    campaign = _campaign(campaign_id)
+    page = people.campaign_people(campaign)
+    return render(
+        request,
+        "annotation/annotators.html",
+        {
+            "campaign": campaign,
+            "page": page,
+            "invite_form": InviteForm(choices=page.invitable),
+        },
+    )
+
+
+def _admit(request, campaign, annotator) -> str:
+    people.admit(campaign, annotator, request.user)
+    return f"{annotator.username} is admitted: they judge without further qualification."
+
+
+def _pause(request, campaign, annotator) -> str:
+    form = PauseForm(request.POST)
+    if not form.is_valid():
+        raise people.PeopleError(" ".join(e for errors in form.errors.values() for e in errors))
+    people.pause(campaign, annotator, request.user, form.cleaned_data["reason"])
+    return f"{annotator.username} is paused: they are served nothing until reinstated."
+
+
+def _reinstate(request, campaign, annotator) -> str:
+    people.reinstate(campaign, annotator, request.user)
+    return f"{annotator.username} is reinstated: only their work from now on counts."
+
+
+ACTIONS = {"admit": _admit, "pause": _pause, "reinstate": _reinstate}
+
+
+@require_POST
+@admins_only
+def annotator_action(
+    request: HttpRequest, campaign_id: int, annotator_id: int, action: str
+) -> HttpResponse:
+    """Admit, pause or reinstate one annotator, then back to the people page with a message."""
+    act = ACTIONS.get(action)
+    if act is None:
+        raise Http404("unknown action")
+    campaign = _campaign(campaign_id)
+    annotator = people.annotator(annotator_id)
+    try:
+        done = act(request, campaign, annotator)
+    except people.PeopleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done)
+    return _back(campaign)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@admins_only
+def discount(request: HttpRequest, campaign_id: int, annotator_id: int) -> HttpResponse:
+    """GET: how many of the annotator's labels (all, or since a time) would stop counting
+    and how many pairs go back to the queue. POST, with that count: do it."""
+    campaign = _campaign(campaign_id)
+    annotator = people.annotator(annotator_id)
+    posted = request.method == "POST"
+    form = DiscountForm(request.POST if posted else request.GET)
+    if not form.is_valid():
+        return _confirmation(request, campaign, annotator, form, None, status=400)
+    since = form.cleaned_data["since"]
+    preview = people.discount_preview(campaign, annotator, since)
+    if not posted:
+        return _confirmation(request, campaign, annotator, form, preview)
+    expected = form.cleaned_data["expected"]
+    if expected is None:
+        messages.error(request, "Nothing was discounted: confirm the count on this page first.")
+        return _confirmation(request, campaign, annotator, form, preview, status=400)
+    if expected != preview.labels:
+        messages.warning(
+            request,
+            f"The count changed from {expected} to {preview.labels} since you looked "
+            "(labels came in or were undone): nothing was discounted; confirm again.",
+        )
+        return _confirmation(request, campaign, annotator, form, preview, status=409)
+    n = people.discount(campaign, annotator, since, by=request.user)
+    if n:
+        messages.success(
+            request,
+            f"Discounted {n} label{'s' if n != 1 else ''} of {annotator.username}: "
+            f"{preview.pairs} pair{'s' if preview.pairs != 1 else ''} went back to the "
+            "judging queue.",
+        )
+    else:
+        messages.info(request, f"{annotator.username} had no labels to discount.")
+    return _back(campaign)
+
+
+def _confirmation(request, campaign, annotator, form, preview, status: int = 200):
+    return render(
+        request,
+        "annotation/annotator_discount.html",
+        {"campaign": campaign, "annotator": annotator, "form": form, "preview": preview},
+        status=status,
+    )
+
+
+@require_POST
+@admins_only
+def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Put annotators on the campaign's list before their first label."""
+    campaign = _campaign(campaign_id)
+    form = InviteForm(request.POST, choices=people.judges())
+    if not form.is_valid():
+        _form_errors(request, form)
+        return _back(campaign)
+    try:
+        names = people.invite(campaign, form.cleaned_data["annotators"], request.user)
+    except people.PeopleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Invited {', '.join(names)} to {campaign.name}.")
+    return _back(campaign)

@@ -1,0 +1,425 @@
+"""A campaign's people: who judges it, how far each can be trusted, and an admin's remedies.
+
+:func:`campaign_people` lists everyone with a part in a campaign (labels, gold answers,
+qualification attempts, or a standing: invited, paused, reinstated, discounted) with their
+qualification state, their scores (:func:`annotation.services.scores.campaign_scores`) and
+their status, in a fixed number of statements whatever the number of annotators. The
+actions (:func:`admit`, :func:`pause`, :func:`reinstate`, :func:`discount`, :func:`invite`)
+are the one implementation behind the people page, the Django admin's actions and the
+``annotators`` command; each writes a :class:`~annotation.models.StandingEvent`, so a
+reinstatement keeps the pause it ended in the annotator's history.
+
+Every annotator may judge every active campaign: an invitation does not gate judging, it
+puts an annotator on the campaign's list before their first label, so an admin can admit
+them past the qualification (or pause them) before they start.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation.judging import gold as gold_queue
+from annotation.judging import pair_state
+from annotation.judging.statements import QualificationRow
+from annotation.models import (
+    AnnotatorStanding,
+    Campaign,
+    GoldJudgement,
+    Judgement,
+    QualificationAttempt,
+    StandingEvent,
+)
+from annotation.quality import AnnotatorScore
+from annotation.services.scores import campaign_scores
+from config import roles
+from config.errors import NotFound, UserError
+
+ADMIN_PAUSE = "paused by an admin"
+"""The reason an annotator paused by hand is shown, before the admin's own words."""
+
+
+class PeopleError(UserError):
+    """An admin's action on a campaign's annotator cannot be done as asked."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One step of an annotator's history in a campaign (``by``: empty for a rule)."""
+
+    action: str
+    at: datetime
+    by: str
+    reason: str = ""
+    labels: int = 0
+    since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Person:
+    """One annotator of a campaign: qualification, scores, and where they stand now."""
+
+    id: int
+    username: str
+    qualification: gold_queue.Qualification
+    score: AnnotatorScore | None
+    paused_at: datetime | None
+    paused_reason: str
+    paused_by: str | None
+    """The admin who paused them; None while not paused or when a rule did."""
+    reinstated_at: datetime | None
+    reinstated_by: str | None
+    discounted_labels: int
+    history: tuple[Event, ...]
+
+    @property
+    def labels(self) -> int:
+        """Campaign labels that count (gold answers and discounted labels left out)."""
+        return self.score.labels if self.score else 0
+
+    @property
+    def status(self) -> str:
+        """``active``, ``paused by a rule`` or ``paused by an admin``."""
+        if self.paused_at is None:
+            return "active"
+        return "paused by an admin" if self.paused_by else "paused by a rule"
+
+    @property
+    def pause_note(self) -> str:
+        """Why they are paused, without the "paused by an admin" the status already says."""
+        return self.paused_reason.removeprefix(ADMIN_PAUSE).removeprefix(":").strip()
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    @property
+    def qualification_state(self) -> str:
+        """The qualification in a few words: not required, admitted, qualifying, failed."""
+        q = self.qualification
+        if not q.required:
+            return "not required"
+        if q.admitted:
+            return "admitted"
+        if q.out_of_tries:
+            return "failed, no tries left"
+        if q.blocked:
+            return "failed, may retry"
+        if q.done or q.tries_used:
+            return "qualifying"
+        return "not started"
+
+
+@dataclass(frozen=True)
+class CampaignPeople:
+    """The people page of one campaign."""
+
+    campaign: str
+    qualification_required: bool
+    gold_pairs: int
+    gold_answers: int
+    people: tuple[Person, ...]
+    invitable: tuple[tuple[int, str], ...]
+    """Annotators (those who may judge) not on the list yet: (id, username)."""
+
+
+def _username(user) -> str:
+    return getattr(user, get_user_model().USERNAME_FIELD)
+
+
+def campaign_people(campaign: Campaign, now: datetime | None = None) -> CampaignPeople:
+    """Everyone with a part in ``campaign``, in username order, in a fixed number of
+    statements (the scores', then one each for labels, gold answers, attempts, standings,
+    history, users and the annotators who could be invited)."""
+    now = now or timezone.now()
+    scores = campaign_scores(campaign)
+    by_name = {score.annotator: score for score in scores.annotators}
+    labelled = set(
+        Judgement.objects.filter(pair__campaign=campaign)
+        .order_by()
+        .values_list("annotator_id", flat=True)
+        .distinct()
+    )
+    answered = set(
+        GoldJudgement._base_manager.filter(gold_pair__campaign=campaign)
+        .order_by()
+        .values_list("annotator_id", flat=True)
+        .distinct()
+    )
+    attempts: dict[int, list[QualificationRow]] = defaultdict(list)
+    for row in (
+        QualificationAttempt.objects.filter(campaign=campaign)
+        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
+        .order_by("started_at", "pk")
+        .values_list(
+            "annotator_id",
+            "pk",
+            "passed",
+            "admitted_by",
+            "finished_at",
+            "correct",
+            "total",
+            "answered",
+        )
+    ):
+        annotator_id, *fields, n_answered = row
+        attempts[annotator_id].append(QualificationRow(scores.gold_pairs, *fields, n_answered))
+    standings = {
+        row.annotator_id: row
+        for row in AnnotatorStanding.objects.filter(campaign=campaign).select_related(
+            "paused_by", "reinstated_by"
+        )
+    }
+    history: dict[int, list[Event]] = defaultdict(list)
+    for event in (
+        StandingEvent.objects.filter(campaign=campaign).select_related("by").order_by("at", "pk")
+    ):
+        history[event.annotator_id].append(
+            Event(
+                action=event.action,
+                at=event.at,
+                by=_username(event.by) if event.by else "",
+                reason=event.reason,
+                labels=event.labels,
+                since=event.since,
+            )
+        )
+    ids = labelled | answered | set(attempts) | set(standings)
+    User = get_user_model()
+    users = sorted(User.objects.filter(pk__in=ids), key=_username)
+    settings = campaign.settings.gold
+    people = []
+    for user in users:
+        standing = standings.get(user.pk)
+        paused_at = standing.paused_at if standing else None
+        people.append(
+            Person(
+                id=user.pk,
+                username=_username(user),
+                qualification=gold_queue.qualification_from(
+                    settings, scores.gold_pairs, attempts.get(user.pk, []), now
+                ),
+                score=by_name.get(_username(user)),
+                paused_at=paused_at,
+                paused_reason=standing.reason if paused_at else "",
+                paused_by=_username(standing.paused_by)
+                if paused_at and standing.paused_by
+                else None,
+                reinstated_at=standing.reinstated_at if standing else None,
+                reinstated_by=_username(standing.reinstated_by)
+                if standing and standing.reinstated_by
+                else None,
+                discounted_labels=standing.discounted_labels if standing else 0,
+                history=tuple(reversed(history.get(user.pk, []))),
+            )
+        )
+    invitable = (
+        roles.users_with(roles.JUDGE_PAIRS)
+        .exclude(pk__in=ids)
+        .order_by(User.USERNAME_FIELD)
+        .values_list("pk", User.USERNAME_FIELD)
+    )
+    return CampaignPeople(
+        campaign=campaign.name,
+        qualification_required=settings.qualification,
+        gold_pairs=scores.gold_pairs,
+        gold_answers=scores.gold_answers,
+        people=tuple(people),
+        invitable=tuple(invitable),
+    )
+
+
+def judges() -> list[tuple[int, str]]:
+    """Everyone who may judge, as (id, username): whom an invitation may name."""
+    User = get_user_model()
+    found = roles.users_with(roles.JUDGE_PAIRS).order_by(User.USERNAME_FIELD)
+    return list(found.values_list("pk", User.USERNAME_FIELD))
+
+
+def annotator(annotator_id: int):
+    """The user ``annotator_id`` if they may judge (an annotator or an admin); NotFound
+    (a 404 on pages) for any other id, so an odd id never reaches an action."""
+    found = roles.users_with(roles.JUDGE_PAIRS).filter(pk=annotator_id).first()
+    if found is None:
+        raise NotFound(f"no annotator has id {annotator_id}")
+    return found
+
+
+def _event(campaign: Campaign, annotator, action: str, by, now: datetime, **fields) -> None:
+    StandingEvent.objects.create(
+        campaign=campaign, annotator=annotator, action=action, at=now, by=by, **fields
+    )
+
+
+def admit(campaign: Campaign, annotator, admin) -> None:
+    """Let the annotator judge without (or after failing) the campaign's qualification."""
+    name = _username(annotator)
+    if not campaign.settings.gold.qualification:
+        raise PeopleError(
+            f"campaign {campaign.name!r} requires no qualification: {name} may judge already"
+        )
+    if gold_queue.qualification(campaign, annotator).admitted:
+        raise PeopleError(f"{name} is admitted already")
+    with transaction.atomic():
+        attempt = gold_queue.admit(campaign, annotator, admin)
+        _event(campaign, annotator, StandingEvent.Action.ADMITTED, admin, attempt.finished_at)
+
+
+def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
+    """Stop serving the annotator in the campaign until an admin reinstates them; the
+    annotator sees ``reason`` after "paused by an admin"."""
+    name = _username(annotator)
+    reason = reason.strip()
+    shown = f"{ADMIN_PAUSE}: {reason}" if reason else ADMIN_PAUSE
+    now = timezone.now()
+    with transaction.atomic():
+        standing, _ = AnnotatorStanding.objects.select_for_update().get_or_create(
+            campaign=campaign, annotator=annotator
+        )
+        if standing.paused_at is not None:
+            raise PeopleError(f"{name} is paused already ({standing.reason})")
+        standing.paused_at, standing.paused_by, standing.reason = now, admin, shown[:300]
+        standing.save(update_fields=["paused_at", "paused_by", "reason"])
+        _event(campaign, annotator, StandingEvent.Action.PAUSED, admin, now, reason=shown[:300])
+
+
+def reinstate(campaign: Campaign, annotator, admin) -> None:
+    """An admin lets a paused annotator judge again; earlier gold evidence and pace no
+    longer count. The pause stays in the history: the event names the reason it ended."""
+    name = _username(annotator)
+    now = timezone.now()
+    with transaction.atomic():
+        standing = (
+            AnnotatorStanding.objects.select_for_update()
+            .filter(campaign=campaign, annotator=annotator, paused_at__isnull=False)
+            .first()
+        )
+        if standing is None:
+            raise PeopleError(f"{name} is not paused in {campaign.name!r}")
+        ended = standing.reason
+        standing.paused_at, standing.paused_by, standing.reason = None, None, ""
+        standing.reinstated_at, standing.reinstated_by = now, admin
+        standing.save(
+            update_fields=["paused_at", "paused_by", "reason", "reinstated_at", "reinstated_by"]
+        )
+        _event(campaign, annotator, StandingEvent.Action.REINSTATED, admin, now, reason=ended)
+
+
+def _discountable(campaign: Campaign, annotator, since: datetime | None):
+    """The labels a discount takes back: the annotator's live labels in the campaign, all
+    or given at or after ``since``. The preview and the discount share it, so the count
+    an admin confirms is the count changed."""
+    labels = Judgement.objects.filter(
+        pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
+    )
+    return labels if since is None else labels.filter(created_at__gte=since)
+
+
+@dataclass(frozen=True)
+class DiscountPreview:
+    """What a discount would do now: how many labels stop counting, on how many pairs."""
+
+    annotator: str
+    labels: int
+    pairs: int
+    since: datetime | None
+
+
+def discount_preview(campaign: Campaign, annotator, since: datetime | None = None):
+    """Count what :func:`discount` would change, writing nothing (the confirmation page)."""
+    found = _discountable(campaign, annotator, since).aggregate(
+        labels=Count("pk"), pairs=Count("pair_id", distinct=True)
+    )
+    return DiscountPreview(_username(annotator), found["labels"], found["pairs"], since)
+
+
+@transaction.atomic
+def discount(campaign: Campaign, annotator, since: datetime | None = None, by=None) -> int:
+    """Stop counting the annotator's labels in the campaign (all, or since ``since``) and
+    send the pairs they labelled back to the queue; returns how many labels were discounted.
+
+    Discounted labels are marked (``undone_at`` and ``discounted_at``), kept, and listed in
+    the raw export. The pairs are locked in id order before their counts are recomputed
+    from the labels still counting (:func:`annotation.judging.pair_state.recount_labels`),
+    so concurrent submits on them wait and then see the new counts.
+    """
+    now = timezone.now()
+    labels = _discountable(campaign, annotator, since)
+    pair_ids = sorted(set(labels.values_list("pair_id", flat=True)))
+    if not pair_ids:
+        return 0
+    pair_state.lock_pairs(pair_ids)
+    discounted = labels.filter(pair_id__in=pair_ids).update(undone_at=now, discounted_at=now)
+    pair_state.recount_labels(pair_ids, campaign)
+    standing, _ = AnnotatorStanding.objects.get_or_create(campaign=campaign, annotator=annotator)
+    standing.discounted_at = now
+    standing.discounted_labels += discounted
+    standing.save(update_fields=["discounted_at", "discounted_labels"])
+    _event(
+        campaign,
+        annotator,
+        StandingEvent.Action.DISCOUNTED,
+        by,
+        now,
+        labels=discounted,
+        since=since,
+    )
+    return discounted
+
+
+def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
+    """Put annotators on the campaign's list (only users who may judge; those listed
+    already are left as they are); returns the usernames invited."""
+    User = get_user_model()
+    wanted = roles.users_with(roles.JUDGE_PAIRS).filter(pk__in=annotator_ids)
+    listed = set(
+        AnnotatorStanding.objects.filter(campaign=campaign, annotator__in=wanted).values_list(
+            "annotator_id", flat=True
+        )
+    ) | set(
+        Judgement.objects.filter(pair__campaign=campaign, annotator__in=wanted)
+        .order_by()
+        .values_list("annotator_id", flat=True)
+        .distinct()
+    )
+    judges = list(wanted.order_by(User.USERNAME_FIELD))
+    if not judges:
+        raise PeopleError("nobody named may judge: invite annotators")
+    new = [user for user in judges if user.pk not in listed]
+    if not new:
+        raise PeopleError("everyone named is on this campaign's list already")
+    now = timezone.now()
+    with transaction.atomic():
+        AnnotatorStanding.objects.bulk_create(
+            [AnnotatorStanding(campaign=campaign, annotator=user) for user in new],
+            ignore_conflicts=True,
+        )
+        StandingEvent.objects.bulk_create(
+            [
+                StandingEvent(
+                    campaign=campaign,
+                    annotator=user,
+                    action=StandingEvent.Action.INVITED,
+                    at=now,
+                    by=admin,
+                )
+                for user in new
+            ]
+        )
+    return [_username(user) for user in new]
+
+
+def standings(campaign: Campaign) -> list[AnnotatorStanding]:
+    """Paused or discounted annotators of the campaign (the ``annotators`` command's list)."""
+    return list(
+        AnnotatorStanding.objects.filter(campaign=campaign)
+        .filter(Q(paused_at__isnull=False) | Q(discounted_labels__gt=0))
+        .select_related("annotator", "reinstated_by")
+        .order_by("annotator__username")
+    )

@@ -1,0 +1,262 @@
+"""The campaign's people: the service's actions through the real ORM, and the page's rules
+(a GET never writes, odd ids are 404, only admins act, the discount's count is the one done)."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation.judging import gold as gold_queue
+from annotation.judging import queue, standing, submit
+from annotation.models import (
+    AnnotatorStanding,
+    Judgement,
+    Pair,
+    QualificationAttempt,
+    StandingEvent,
+)
+from annotation.services import people as people_service
+from config import roles
+from tests.factories import add_gold, make_campaign, serve_all
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _url(campaign, tail: str = "") -> str:
+    return f"/campaigns/{campaign.pk}/annotators/{tail}"
+
+
+def _row_counts() -> dict[str, int]:
+    return {
+        model.__name__: model.objects.count()
+        for model in (AnnotatorStanding, StandingEvent, Judgement, QualificationAttempt)
+    } | {"live": Judgement.objects.filter(undone_at__isnull=True).count()}
+
+
+def test_pause_and_reinstate_keep_the_history(people):
+    campaign = make_campaign(n_queries=4, depth=2, seed=3)
+    annotator, admin = people["annotator"], people["admin"]
+    people_service.pause(campaign, annotator, admin, "checking the labels")
+    row = standing.paused(campaign, annotator)
+    assert row is not None and row.paused_by_id == admin.pk
+    assert row.reason == "paused by an admin: checking the labels"
+    assert queue.assign(campaign, annotator).current is None
+    with pytest.raises(people_service.PeopleError, match="paused already"):
+        people_service.pause(campaign, annotator, admin)
+    people_service.reinstate(campaign, annotator, admin)
+    assert standing.paused(campaign, annotator) is None
+    assert queue.assign(campaign, annotator).current is not None
+    with pytest.raises(people_service.PeopleError, match="not paused"):
+        people_service.reinstate(campaign, annotator, admin)
+    events = list(
+        StandingEvent.objects.filter(campaign=campaign, annotator=annotator).order_by("pk")
+    )
+    assert [(e.action, e.by_id) for e in events] == [("paused", admin.pk), ("reinstated", admin.pk)]
+    assert events[1].reason == "paused by an admin: checking the labels"  # the pause it ended
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.status == "active" and person.reinstated_by == admin.username
+    assert [e.action for e in person.history] == ["reinstated", "paused"]  # newest first
+
+
+def test_a_rule_pause_is_in_the_history_and_says_so(people):
+    campaign = make_campaign(n_queries=20, depth=3, seed=6)
+    fast = people["annotator"]
+    for _ in range(20):
+        current = queue.assign(campaign, fast).current
+        if current is None:
+            break
+        submit.submit(fast, current.pair.pk, "relevant", uuid.uuid4(), seconds=0.2)
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.status == "paused by a rule" and "too fast" in person.paused_reason
+    assert person.paused_by is None
+    assert [(e.action, e.by) for e in person.history] == [("paused", "")]
+    people_service.reinstate(campaign, fast, people["admin"])
+    (person,) = people_service.campaign_people(campaign).people
+    assert [e.action for e in person.history] == ["reinstated", "paused"]
+    assert "too fast" in person.history[0].reason
+
+
+def test_admit_lets_a_failed_annotator_in_once(people):
+    campaign = make_campaign(n_queries=6, depth=3, seed=4)
+    add_gold(campaign, 8, qualification=True, training_pairs=4, tries=1)
+    annotator, admin = people["annotator"], people["admin"]
+    served = serve_all(campaign, annotator, lambda pair: "relevant")  # half wrong: fails
+    assert served
+    before = gold_queue.qualification(campaign, annotator)
+    assert not before.admitted and before.out_of_tries
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.qualification_state == "failed, no tries left"
+    assert person.qualification.tries_used == 1
+    people_service.admit(campaign, annotator, admin)
+    assert gold_queue.qualification(campaign, annotator).admitted
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.qualification_state == "admitted"
+    assert [(e.action, e.by) for e in person.history] == [("admitted", admin.username)]
+    with pytest.raises(people_service.PeopleError, match="admitted already"):
+        people_service.admit(campaign, annotator, admin)
+    plain = make_campaign(n_queries=2, depth=2, seed=5)
+    with pytest.raises(people_service.PeopleError, match="requires no qualification"):
+        people_service.admit(plain, annotator, admin)
+
+
+def test_discount_preview_counts_what_the_discount_changes(people):
+    campaign = make_campaign(n_queries=6, depth=3, seed=7)
+    spammer = people["annotator"]
+    serve_all(campaign, spammer, lambda pair: "relevant")
+    cut = timezone.now()
+    early = Judgement.objects.filter(annotator=spammer).order_by("pk")[:5]
+    Judgement.objects.filter(pk__in=list(early.values_list("pk", flat=True))).update(
+        created_at=cut - timedelta(hours=1)
+    )
+    before = _row_counts()
+    recent = people_service.discount_preview(campaign, spammer, since=cut - timedelta(minutes=1))
+    whole = people_service.discount_preview(campaign, spammer)
+    assert _row_counts() == before  # a preview writes nothing
+    live = Judgement.objects.filter(annotator=spammer, undone_at__isnull=True).count()
+    assert whole.labels == whole.pairs == live and recent.labels == live - 5
+    needed_before = sum(Pair.objects.filter(campaign=campaign).values_list("needed", flat=True))
+    done = people_service.discount(
+        campaign, spammer, since=cut - timedelta(minutes=1), by=people["admin"]
+    )
+    assert done == recent.labels
+    assert Judgement.objects.filter(annotator=spammer, undone_at__isnull=True).count() == 5
+    needed_after = sum(Pair.objects.filter(campaign=campaign).values_list("needed", flat=True))
+    assert needed_after - needed_before == recent.pairs  # each pair wants its label again
+    event = StandingEvent.objects.get(campaign=campaign, action="discounted")
+    assert event.labels == done and event.since is not None
+    assert people_service.discount_preview(campaign, spammer).labels == 5
+
+
+def test_invite_lists_annotators_before_their_first_label(people):
+    campaign = make_campaign(n_queries=2, depth=2, seed=9)
+    admin = people["admin"]
+    page = people_service.campaign_people(campaign)
+    assert page.people == ()
+    names = dict(page.invitable)
+    assert people["annotator"].pk in names and people["researcher"].pk not in names
+    invited = people_service.invite(
+        campaign, [people["annotator"].pk, people["researcher"].pk], admin
+    )
+    assert invited == ["annotator"]  # a researcher may not judge: not invited
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.username == "annotator" and person.labels == 0
+    assert [(e.action, e.by) for e in person.history] == [("invited", admin.username)]
+    with pytest.raises(people_service.PeopleError, match="on this campaign's list already"):
+        people_service.invite(campaign, [people["annotator"].pk], admin)
+
+
+def test_the_page_reads_every_annotator_in_a_fixed_number_of_queries(people, django_user_model):
+    campaign = make_campaign(n_queries=8, depth=3, seed=11)
+    add_gold(campaign, 6, rate=0.3)
+    workers = [people["annotator"], people["other"]]
+    for i, worker in enumerate(workers):
+        serve_all(campaign, worker, lambda pair, i=i: "relevant" if i else "irrelevant")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            people_service.campaign_people(campaign)
+        return len(queries)
+
+    two = count()
+    for n in range(4):
+        extra = django_user_model.objects.create_user(f"extra{n}", password="pw-extra-123")
+        extra.groups.add(roles.ensure_groups()[roles.ANNOTATOR])
+        people_service.invite(campaign, [extra.pk], people["admin"])
+        people_service.pause(campaign, extra, people["admin"])
+    assert count() == two
+
+
+def test_page_roles_get_writes_nothing_and_odd_ids_are_404(people):
+    campaign = make_campaign(n_queries=4, depth=2, seed=12)
+    annotator = people["annotator"]
+    serve_all(campaign, annotator, lambda pair: "relevant")
+    people_service.pause(campaign, annotator, people["admin"], "look")
+    admin, researcher = _client(people["admin"]), _client(people["researcher"])
+    before = _row_counts()
+    page = admin.get(_url(campaign))
+    assert page.status_code == 200 and b'id="people-table"' in page.content
+    assert b"Reinstate" in page.content
+    read_only = researcher.get(_url(campaign))
+    assert read_only.status_code == 200 and b"Reinstate" not in read_only.content
+    confirm = admin.get(_url(campaign, f"{annotator.pk}/discount/"))
+    n = Judgement.objects.filter(annotator=annotator).count()
+    assert confirm.status_code == 200
+    assert f"Discount <strong>{n}</strong> labels".encode() in confirm.content
+    assert _row_counts() == before  # no GET writes
+    assert _client(annotator).get(_url(campaign)).status_code == 403
+    for tail in ("reinstate/", "pause/", "admit/", "discount/"):
+        url = _url(campaign, f"{annotator.pk}/{tail}")
+        assert researcher.post(url).status_code == 403
+        assert _client(annotator).post(url).status_code == 403
+    assert researcher.post(_url(campaign, "invite/"), {"annotators": [1]}).status_code == 403
+    odd = [
+        _url(campaign, "999999/reinstate/"),
+        _url(campaign, f"{people['researcher'].pk}/pause/"),  # not someone who judges
+        _url(campaign, f"{annotator.pk}/explode/"),
+        f"/campaigns/999999/annotators/{annotator.pk}/reinstate/",
+    ]
+    for url in odd:
+        assert admin.post(url).status_code == 404, url
+    assert admin.get("/campaigns/999999/annotators/").status_code == 404
+    assert admin.get(_url(campaign, "999999/discount/")).status_code == 404
+    assert admin.get(_url(campaign, f"{annotator.pk}/discount/?since=yesterday")).status_code == 400
+    assert admin.get(_url(campaign, f"{annotator.pk}/reinstate/")).status_code == 405
+    assert _row_counts() == before
+
+
+def test_page_actions_post_with_messages(people):
+    campaign = make_campaign(n_queries=4, depth=2, seed=13)
+    annotator = people["annotator"]
+    serve_all(campaign, annotator, lambda pair: "relevant")
+    admin = _client(people["admin"])
+    response = admin.post(_url(campaign, f"{annotator.pk}/pause/"), {"reason": "x" * 300})
+    assert response.status_code == 302 and standing.paused(campaign, annotator) is None
+    response = admin.post(_url(campaign, f"{annotator.pk}/pause/"), {"reason": "odd"}, follow=True)
+    assert b"annotator is paused" in response.content
+    response = admin.post(_url(campaign, f"{annotator.pk}/reinstate/"), follow=True)
+    assert b"annotator is reinstated" in response.content
+    response = admin.post(_url(campaign, f"{annotator.pk}/reinstate/"), follow=True)
+    assert b"is not paused" in response.content
+    discount = _url(campaign, f"{annotator.pk}/discount/")
+    assert admin.post(discount).status_code == 400  # no confirmed count: nothing done
+    since = admin.get(discount, {"since": "2000-01-01T00:00:00"})
+    assert since.status_code == 200 and b"given since 2000-01-01 00:00:00 UTC" in since.content
+    n = Judgement.objects.filter(annotator=annotator).count()
+    assert admin.post(discount, {"expected": str(n - 1)}).status_code == 409  # a stale count
+    assert Judgement.objects.filter(annotator=annotator, undone_at__isnull=True).count() == n
+    response = admin.post(discount, {"expected": str(n)}, follow=True)
+    assert f"Discounted {n} labels of annotator: {n} pairs went back".encode() in response.content
+    assert not Judgement.objects.filter(annotator=annotator, undone_at__isnull=True).exists()
+    other = people["other"]
+    response = admin.post(_url(campaign, "invite/"), {"annotators": [other.pk]}, follow=True)
+    assert b"Invited other" in response.content
+    response = admin.post(_url(campaign, "invite/"), {"annotators": ["x"]}, follow=True)
+    assert response.status_code == 200 and b"annotators:" in response.content
+
+
+def test_the_admin_sites_actions_share_the_service(people):
+    campaign = make_campaign(n_queries=4, depth=2, seed=14)
+    annotator, boss = people["annotator"], people["admin"]
+    serve_all(campaign, annotator, lambda pair: "relevant")
+    people_service.pause(campaign, annotator, boss, "check")
+    row = AnnotatorStanding.objects.get(campaign=campaign, annotator=annotator)
+    admin = _client(boss)
+    changelist = "/admin/annotation/annotatorstanding/"
+    for action in ("reinstate", "reinstate", "discount"):  # the second is refused, shown
+        response = admin.post(changelist, {"action": action, "_selected_action": [row.pk]})
+        assert response.status_code == 302
+    events = StandingEvent.objects.filter(campaign=campaign, annotator=annotator)
+    assert [(e.action, e.by_id) for e in events.order_by("pk")] == [
+        ("paused", boss.pk),
+        ("reinstated", boss.pk),
+        ("discounted", boss.pk),
+    ]
+    assert not Judgement.objects.filter(annotator=annotator, undone_at__isnull=True).exists()
