@@ -501,8 +501,8 @@ class GoldPair(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="gold_task",
-        help_text="The hidden pair that serves it in the queue (see annotation.services."
-        "gold_queue); clients never see its id, only an opaque task id.",
+        help_text="The hidden pair that serves it in the queue (see annotation.judging."
+        "gold); clients never see its id, only an opaque task id.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
