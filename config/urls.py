@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation import views as annotation_views
+from config import token_views
 from config.auth_views import ThrottledLoginView
 from retrieval import views as retrieval_views
 
@@ -16,6 +17,8 @@ urlpatterns = [
     # The admin site's login form goes through the same throttle as the site's own.
     path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
+    path("account/tokens/", token_views.tokens, name="account-tokens"),
+    path("account/tokens/<int:token_id>/revoke/", token_views.revoke, name="account-token-revoke"),
     path("media/<path:path>", retrieval_views.serve_media, name="media"),
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),
     path("judge/<int:campaign_id>/", annotation_views.judge, name="judge"),
