@@ -98,6 +98,7 @@ register(
         permission=ADMIN,
         atomic=True,
         describe=lambda a: f"campaign {a['name']} on {a['dataset']} from {a['runs']}",
+        result_template="annotation/job_results/pool.html",
     )
 )
 register(
@@ -108,5 +109,6 @@ register(
         ExportForm,
         permission=ADMIN,
         describe=lambda a: f"{a['format']} export of {a['campaign']}",
+        result_template="annotation/job_results/export.html",
     )
 )

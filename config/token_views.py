@@ -3,7 +3,7 @@ last used, and revokes them (:mod:`config.api_tokens`)."""
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
@@ -56,7 +56,6 @@ def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     """Delete one of the user's tokens: scripts sending its key get a 401 from now on."""
     name = api_tokens.revoke(request.user, token_id)
     if name is None:
-        messages.error(request, "No such token of yours (revoked already?).")
-    else:
-        messages.success(request, f"Revoked the token {name!r}: its key no longer works.")
+        raise Http404("No such token of yours (revoked already?).")
+    messages.success(request, f"Revoked the token {name!r}: its key no longer works.")
     return redirect("account-tokens")

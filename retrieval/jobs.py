@@ -12,6 +12,7 @@ from config.errors import UserError
 from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
+from retrieval import job_results
 from retrieval.encoders.base import DEVICES, EPOCHS, SEEDS, device_problem
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
@@ -369,6 +370,13 @@ def run_build_model(
     return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")
 
 
+RESULTS = "retrieval/job_results/"
+MODEL_RESULT = {
+    "result_template": RESULTS + "model.html",
+    "result_context": job_results.model_result,
+}
+
+
 def _model_description(verb: str):
     return lambda a: f"{verb} {a.get('model')} on {a.get('dataset')} ({a.get('split', 'train')})"
 
@@ -381,6 +389,7 @@ for _kind in (
         EmbedForm,
         queue="gpu",
         describe=_model_description("embed with"),
+        **MODEL_RESULT,
     ),
     JobKind(
         "train",
@@ -389,6 +398,7 @@ for _kind in (
         TrainForm,
         queue="gpu",
         describe=lambda a: f"train {a['model']} on {a['dataset']}",
+        **MODEL_RESULT,
     ),
     JobKind(
         "predict",
@@ -396,6 +406,7 @@ for _kind in (
         run_predict,
         PredictForm,
         describe=_model_description("predict with"),
+        **MODEL_RESULT,
     ),
     JobKind(
         "proxies",
@@ -403,6 +414,8 @@ for _kind in (
         run_proxies,
         ProxiesForm,
         describe=lambda a: f"{a['proxy']} proxy matrices of {a['dataset']}",
+        result_template=RESULTS + "proxies.html",
+        result_context=job_results.proxies,
     ),
     JobKind(
         "rescore",
@@ -413,6 +426,8 @@ for _kind in (
         describe=lambda a: (
             f"re-score {a['dataset']}" + (f" with {a['labels']}" if a.get("labels") else "")
         ),
+        result_template=RESULTS + "rescore.html",
+        result_context=job_results.rescore,
     ),
     JobKind(
         "score_run",
@@ -424,6 +439,8 @@ for _kind in (
             f"score {a['run']} on {a['dataset']}"
             + (f" with {a['labels']}" if a.get("labels") else "")
         ),
+        result_template=RESULTS + "score_run.html",
+        result_context=job_results.score_run,
     ),
     JobKind(
         "import_dataset",
@@ -435,6 +452,8 @@ for _kind in (
         describe=lambda a: (
             f"import {a.get('file_name') or 'captions'} ({a['format']}) into {a['name']}"
         ),
+        result_template=RESULTS + "import_dataset.html",
+        result_context=job_results.import_dataset,
     ),
     JobKind(
         "build_model",
@@ -443,6 +462,7 @@ for _kind in (
         BuildModelForm,
         queue="gpu",
         describe=lambda a: f"build {a['model']} on {a['dataset']} (top {a.get('k', 20)})",
+        **MODEL_RESULT,
     ),
 ):
     register(_kind)

@@ -67,8 +67,7 @@ def test_several_named_tokens_each_revoked_alone_and_only_by_their_owner():
     first, second = make(researcher, "one"), make(researcher, "two")
     theirs = make(admin, "admin's")
     one = ApiToken.objects.get(name="one")
-    answer = admin.post(f"/account/tokens/{one.pk}/revoke/", follow=True)
-    assert "No such token" in answer.content.decode()
+    assert admin.post(f"/account/tokens/{one.pk}/revoke/").status_code == 404
     assert ApiToken.objects.count() == 3
     researcher.post(f"/account/tokens/{one.pk}/revoke/")
     assert scores_api(first).status_code == 401
