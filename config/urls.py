@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation import resolve_views
 from annotation import views as annotation_views
 from config import token_views
 from config.auth_views import ThrottledLoginView
@@ -44,7 +45,7 @@ urlpatterns = [
         annotation_views.export,
         name="campaign-export",
     ),
-    path("campaigns/<int:campaign_id>/resolve/", annotation_views.resolve, name="campaign-resolve"),
+    path("campaigns/<int:campaign_id>/resolve/", resolve_views.resolve, name="campaign-resolve"),
     path("campaigns/<int:campaign_id>/reopen/", annotation_views.reopen, name="campaign-reopen"),
     path(
         "campaigns/<int:campaign_id>/sample/",

@@ -299,14 +299,8 @@ CASES: list[Case] = [
         researcher=403,
         admin=404,
     ),
-    page(
-        "campaigns/<int:campaign_id>/resolve/",
-        "/campaigns/{c}/resolve/",
-        405,
-        405,
-        405,
-        anonymous=405,
-    ),
+    # A GET shows what resolving would make or replace (the confirmation), writing nothing.
+    page("campaigns/<int:campaign_id>/resolve/", "/campaigns/{c}/resolve/", **ADMIN_ONLY),
     page(
         "campaigns/<int:campaign_id>/resolve/",
         "/campaigns/{c}/resolve/",
