@@ -17,7 +17,7 @@ from annotation.management.lookup import get_campaign
 from annotation.services.campaigns import CampaignError, check_spec, create_campaign
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
-from retrieval.jobs import DatasetForm, found_or_invalid, split_names
+from retrieval.jobs import DatasetForm, PickedName, found_or_invalid, split_names
 from retrieval.management.lookup import get_dataset, get_run
 
 
@@ -61,8 +61,15 @@ def run_pool(reporter: Reporter, dataset: str, runs: str, **values) -> dict:
     }
 
 
+def campaign_names() -> list:
+    from annotation.models import Campaign
+
+    names = Campaign.objects.order_by("name").values_list("name", flat=True)
+    return [(name, name) for name in names]
+
+
 class ExportForm(forms.Form):
-    campaign = forms.CharField(max_length=200, help_text="Campaign name.")
+    campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
     format = forms.ChoiceField(choices=[(name, name) for name in EXPORT_FORMATS])
 
     def clean_campaign(self) -> str:

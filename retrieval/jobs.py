@@ -7,6 +7,7 @@ progress through the job's reporter.
 """
 
 from django import forms
+from django.utils.choices import CallableChoiceIterator
 
 from config.errors import UserError
 from jobs.fields import YesNoField
@@ -49,6 +50,46 @@ def epochs_field() -> forms.IntegerField:
     return forms.IntegerField(min_value=EPOCHS[0], max_value=EPOCHS[1], required=False)
 
 
+class PickedName(forms.CharField):
+    """A name the form looks up, offered as a select box of the names the database holds
+    (grouped by dataset where names are per dataset). The validation is the text field's:
+    the form's ``clean`` finds the name or says which exist, so ``manage.py jobs submit``
+    passes the same text. ``names()`` runs only when the box is drawn, never to validate."""
+
+    def __init__(self, names, *, blank: str = "", **kwargs):
+        super().__init__(**kwargs)
+        empty = [("", blank or "—")] if not self.required or blank else []
+        self.widget = forms.Select(choices=CallableChoiceIterator(lambda: [*empty, *names()]))
+
+
+def names_by_dataset(model_path: str):
+    """A ``names()`` for :class:`PickedName`: each dataset's rows of ``app.Model``, as
+    option groups (one query)."""
+
+    def names() -> list:
+        from django.apps import apps
+
+        rows = (
+            apps.get_model(model_path)
+            .objects.order_by("dataset__name", "name")
+            .values_list("dataset__name", "name")
+        )
+        groups: dict[str, list] = {}
+        for dataset, name in rows:
+            groups.setdefault(dataset, []).append((name, name))
+        return list(groups.items())
+
+    return names
+
+
+def dataset_names() -> list:
+    from retrieval.models import Dataset
+
+    return [
+        (name, name) for name in Dataset.objects.order_by("name").values_list("name", flat=True)
+    ]
+
+
 def found_or_invalid(lookup, *args):
     """The looked-up object, with a missing one turned into a form error."""
     try:
@@ -58,14 +99,19 @@ def found_or_invalid(lookup, *args):
 
 
 class DatasetForm(forms.Form):
-    dataset = forms.CharField(max_length=100)
+    dataset = PickedName(dataset_names, max_length=100)
 
     def clean_dataset(self) -> str:
         return found_or_invalid(get_dataset, self.cleaned_data["dataset"]).name
 
 
+MODEL_NAMES = names_by_dataset("retrieval.RetrievalModel")
+RUN_NAMES = names_by_dataset("retrieval.Run")
+LABEL_SET_NAMES = names_by_dataset("retrieval.LabelSet")
+
+
 class ModelForm(DatasetForm):
-    model = forms.CharField(max_length=100)
+    model = PickedName(MODEL_NAMES, max_length=100)
     split = forms.CharField(max_length=20, initial="test", required=False)
 
     def clean(self) -> dict:
@@ -113,7 +159,7 @@ def run_embed(
 
 
 class TrainForm(DatasetForm):
-    model = forms.CharField(max_length=100)
+    model = PickedName(MODEL_NAMES, max_length=100)
     epochs = epochs_field()
     seed = seed_field()
     device = DeviceField()
@@ -217,7 +263,13 @@ def run_proxies(
 class ScoringForm(DatasetForm):
     """A label set and runs of the dataset to score, each checked to exist."""
 
-    labels = forms.CharField(max_length=200, required=False, help_text="Label set name.")
+    labels = PickedName(
+        LABEL_SET_NAMES,
+        blank="the original positives only",
+        max_length=200,
+        required=False,
+        help_text="Label set name.",
+    )
 
     def run_names(self, data: dict) -> list[str]:
         return []
@@ -264,7 +316,7 @@ def run_rescore(
 
 
 class ScoreRunForm(ScoringForm):
-    run = forms.CharField(max_length=100)
+    run = PickedName(RUN_NAMES, max_length=100)
 
     def run_names(self, data: dict) -> list[str]:
         return [data["run"]] if data.get("run") else []
@@ -336,7 +388,7 @@ def run_import_dataset(reporter: Reporter, **arguments) -> dict:
 class BuildModelForm(DatasetForm):
     """A built-in encoder model of the dataset to take from features to a run."""
 
-    model = forms.CharField(max_length=100)
+    model = PickedName(MODEL_NAMES, max_length=100)
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, required=False)
     epochs = epochs_field()
     seed = seed_field()
