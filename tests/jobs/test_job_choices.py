@@ -4,21 +4,9 @@
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
-from config import roles
 from jobs.models import Job
 from tests.factories import make_campaign, pooled_world
-
-
-@pytest.fixture
-def admin(db):
-    user = get_user_model().objects.create_user("boss", password="pw-long-enough-1")
-    user.groups.add(roles.ensure_groups()[roles.ADMIN])
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def select(page: str, name: str) -> str:

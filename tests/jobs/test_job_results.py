@@ -2,26 +2,14 @@
 in points and a link to the leaderboard; never the result as a Python dict."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
-from config import roles
 from jobs import runner
 from jobs.models import Job
 from retrieval.models import RetrievalModel
 from tests.factories import pooled_world
 
 IMMEDIATE = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
-
-
-@pytest.fixture
-def admin(db):
-    user = get_user_model().objects.create_user("boss", password="pw-long-enough-1")
-    user.groups.add(roles.ensure_groups()[roles.ADMIN])
-    client = Client()
-    client.force_login(user)
-    client.user = user
-    return client
 
 
 def run_now(kind: str, data: dict, user) -> Job:
