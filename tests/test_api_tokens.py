@@ -132,3 +132,21 @@ def test_anonymous_users_go_to_login_and_annotators_are_refused():
     assert login("ann", roles.ANNOTATOR).get("/account/tokens/").status_code == 403
     assert Client().post("/account/tokens/", {"name": "x"}).status_code == 302
     assert not ApiToken.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_migration_lists_earlier_drf_keys_and_revoking_one_ends_it():
+    from importlib import import_module
+
+    from django.apps import apps
+
+    copy_drf_tokens = import_module("config.migrations.0001_api_tokens").copy_drf_tokens
+    researcher = login("res", roles.RESEARCHER)
+    legacy = Token.objects.create(user=researcher.user).key
+    copy_drf_tokens(apps, None)
+    token = ApiToken.objects.get()
+    assert token.digest == api_tokens.digest(legacy) and token.prefix == legacy[:8]
+    assert "made on the server" in researcher.get("/account/tokens/").content.decode()
+    assert scores_api(legacy).status_code == 404
+    researcher.post(f"/account/tokens/{token.pk}/revoke/")
+    assert not Token.objects.exists() and scores_api(legacy).status_code == 401
