@@ -20,7 +20,7 @@ from annotation.services.campaigns import CampaignError, check_spec
 from config.errors import UserError
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
-from retrieval.jobs import DatasetForm, found_or_invalid, split_names
+from retrieval.jobs import DatasetForm, PickedName, found_or_invalid, split_names
 from retrieval.management.lookup import get_dataset, get_run
 from retrieval.services.uploads import discard, input_file
 
@@ -96,8 +96,15 @@ def run_pool(
     }
 
 
+def campaign_names() -> list:
+    from annotation.models import Campaign
+
+    names = Campaign.objects.order_by("name").values_list("name", flat=True)
+    return [(name, name) for name in names]
+
+
 class ExportForm(forms.Form):
-    campaign = forms.CharField(max_length=200, help_text="Campaign name.")
+    campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
     format = forms.ChoiceField(choices=[(name, name) for name in EXPORT_FORMATS])
 
     def clean_campaign(self) -> str:
@@ -133,6 +140,7 @@ register(
         permission=ADMIN,
         atomic=True,
         describe=lambda a: f"campaign {a['name']} on {a['dataset']} from {a['runs']}",
+        result_template="annotation/job_results/pool.html",
     )
 )
 register(
@@ -143,5 +151,6 @@ register(
         ExportForm,
         permission=ADMIN,
         describe=lambda a: f"{a['format']} export of {a['campaign']}",
+        result_template="annotation/job_results/export.html",
     )
 )

@@ -15,7 +15,7 @@ from annotation.campaign_read import exports
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.overview import campaign_page, campaign_rows
 from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
-from annotation.campaign_read.resolution import MAJORITY, METHODS, resolve_campaign
+from annotation.campaign_read.resolution import METHODS
 from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.judging import gold as gold_queue
 from annotation.judging import pair_state, priorities, submit
@@ -291,29 +291,6 @@ def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
         True, exports.filename(campaign, fmt)
     )
     return response
-
-
-@require_POST
-@admins_only
-def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Store the campaign's final labels as a label set that re-scoring reads (admins only)."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
-    method = request.POST.get("method") or MAJORITY
-    if method not in METHODS:
-        messages.error(request, f"Unknown resolution method {method[:40]!r}.")
-        return _back(request, "campaigns")
-    try:
-        label_set = resolve_campaign(campaign, method=method)
-    except LabelSetError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(
-            request,
-            f"Label set {label_set.name!r} ({method}): {label_set.relevant_count} relevant, "
-            f"{label_set.irrelevant_count} irrelevant, {label_set.disagreement_count} "
-            "disagreements.",
-        )
-    return _back(request, "campaigns")
 
 
 @require_POST

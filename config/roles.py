@@ -50,6 +50,9 @@ ADD_MODELS = START_RESEARCH_JOB
 SCORE_RUNS = START_RESEARCH_JOB
 """Upload a run file to the scoring API and read its scores: researchers too; one scoring
 job's scores only for its uploader or an admin (:data:`OBJECT_RULES`)."""
+MAKE_API_TOKENS = START_RESEARCH_JOB
+"""Make and revoke one's own API tokens (``/account/tokens/``): those whom the token-accepting
+API (the scoring API) lets in, researchers and admins."""
 VIEW_VIDEOS = "retrieval.view_video"
 """Fetch any known media file: researchers and admins (the researcher role's ``view_``
 permissions). Annotators fetch only what a media grant allows: the videos they judge

@@ -8,8 +8,9 @@ from django.utils.functional import lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation import campaign_views, people_views
+from annotation import campaign_views, people_views, resolve_views
 from annotation import views as annotation_views
+from config import token_views
 from config.auth_views import ThrottledLoginView
 from retrieval import report_index
 from retrieval import views as retrieval_views
@@ -33,6 +34,8 @@ urlpatterns = [
         RedirectView.as_view(url=lazy(_favicon_url, str)(), permanent=True),
         name="favicon",
     ),
+    path("account/tokens/", token_views.tokens, name="account-tokens"),
+    path("account/tokens/<int:token_id>/revoke/", token_views.revoke, name="account-token-revoke"),
     path("media/<path:path>", retrieval_views.serve_media, name="media"),
     path("judge/", annotation_views.campaign_list, name="judge-campaigns"),
     path("judge/<int:campaign_id>/", annotation_views.judge, name="judge"),
@@ -95,7 +98,7 @@ urlpatterns = [
         annotation_views.export,
         name="campaign-export",
     ),
-    path("campaigns/<int:campaign_id>/resolve/", annotation_views.resolve, name="campaign-resolve"),
+    path("campaigns/<int:campaign_id>/resolve/", resolve_views.resolve, name="campaign-resolve"),
     path("campaigns/<int:campaign_id>/reopen/", annotation_views.reopen, name="campaign-reopen"),
     path(
         "campaigns/<int:campaign_id>/sample/",

@@ -14,6 +14,7 @@ from django import forms
 from config import roles
 
 QUEUES = ("default", "gpu")
+GENERIC_RESULT = "jobs/results/generic.html"
 RESEARCH = roles.START_RESEARCH_JOB
 ADMIN = roles.START_ADMIN_JOB
 
@@ -30,6 +31,12 @@ class JobKind:
     their writes and the outcome the job reports stand or fall together (an import that
     committed its rows and then failed to build its summary said "failed"). Their progress
     is only seen by others once they end, so it suits work that writes all or nothing anyway.
+
+    A succeeded job's page shows its result through ``result_template``, given ``result``,
+    ``arguments`` and whatever ``result_context(arguments, result)`` adds (links, table rows),
+    so each kind tells its outcome in words with links to what it made; kinds without one
+    get :data:`GENERIC_RESULT`, a table of the result's fields. ``result_context`` must
+    accept results of older versions of the kind (read keys with ``.get``).
     """
 
     name: str
@@ -40,6 +47,8 @@ class JobKind:
     permission: str = RESEARCH
     describe: Callable[[dict], str] = field(default=lambda arguments: "")
     atomic: bool = False
+    result_template: str = ""
+    result_context: Callable[[dict, dict], dict] = field(default=lambda arguments, result: {})
 
     def __post_init__(self) -> None:
         if self.queue not in QUEUES:

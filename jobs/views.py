@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from config import roles
 from jobs import runner
 from jobs.models import Job
-from jobs.registry import JobKind, get_kind, kinds
+from jobs.registry import GENERIC_RESULT, JobKind, get_kind, kinds
 
 REFUSED = "You may not see or start these jobs."
 # Checked before any lookup: job ids and kind names are not for outsiders.
@@ -73,11 +73,35 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job.objects.select_related("created_by", "retry_of"), pk=job_id)
     kind = _kind_or_none(job.kind)
     may_rerun = kind is not None and roles.has_perm(request.user, kind.permission)
-    return render(
-        request,
-        "jobs/detail.html",
-        {"job": job, "kind": kind, "may_rerun": may_rerun, "retries": job.retries.all()},
-    )
+    context = {"job": job, "kind": kind, "may_rerun": may_rerun, "retries": job.retries.all()}
+    if job.status == Job.Status.SUCCEEDED and isinstance(job.result, dict):
+        context.update(_result_context(kind, job))
+    return render(request, "jobs/detail.html", context)
+
+
+def _result_context(kind: JobKind | None, job: Job) -> dict:
+    """What the result part of the page needs: the kind's template and context, or the
+    generic table of fields (for a kind no longer registered too)."""
+    arguments = job.arguments if isinstance(job.arguments, dict) else {}
+    fields = [(name, _field_text(value)) for name, value in job.result.items()]
+    context = {"result_template": GENERIC_RESULT, "result_fields": fields}
+    if kind is not None and kind.result_template:
+        context["result_template"] = kind.result_template
+        context.update(kind.result_context(arguments, job.result))
+    return context
+
+
+def _field_text(value) -> str:
+    """One result field in words: a list as its items, a mapping as ``name value`` pairs."""
+    if isinstance(value, dict):
+        return "; ".join(f"{name} {_field_text(item)}" for name, item in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_field_text(item) for item in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "–" if value is None else str(value)
 
 
 def _kind_or_none(name: str) -> JobKind | None:

@@ -153,8 +153,12 @@ class ModelAddForm(forms.Form):
         help_text="Training epochs of a trainable encoder (default: the encoder's own).",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, label_sets: list[str] = (), **kwargs):
         super().__init__(*args, **kwargs)
+        # The dataset's label sets as a select box; the name is still checked as text (by
+        # the service), as a script's would be.
+        choices = [("", "the dataset's default label set"), *((n, n) for n in label_sets)]
+        self.fields["labels"].widget = forms.Select(choices=choices)
         for name in ("run", "encoder", *EMBEDDING_FIELDS):
             self.fields[name].needed_by_source = True  # required when its source is chosen
 

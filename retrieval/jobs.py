@@ -7,11 +7,13 @@ progress through the job's reporter.
 """
 
 from django import forms
+from django.utils.choices import CallableChoiceIterator
 
 from config.errors import UserError
 from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
+from retrieval import job_results
 from retrieval.encoders.base import DEVICES, EPOCHS, SEEDS, device_problem
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
@@ -48,6 +50,46 @@ def epochs_field() -> forms.IntegerField:
     return forms.IntegerField(min_value=EPOCHS[0], max_value=EPOCHS[1], required=False)
 
 
+class PickedName(forms.CharField):
+    """A name the form looks up, offered as a select box of the names the database holds
+    (grouped by dataset where names are per dataset). The validation is the text field's:
+    the form's ``clean`` finds the name or says which exist, so ``manage.py jobs submit``
+    passes the same text. ``names()`` runs only when the box is drawn, never to validate."""
+
+    def __init__(self, names, *, blank: str = "", **kwargs):
+        super().__init__(**kwargs)
+        empty = [("", blank or "—")] if not self.required or blank else []
+        self.widget = forms.Select(choices=CallableChoiceIterator(lambda: [*empty, *names()]))
+
+
+def names_by_dataset(model_path: str):
+    """A ``names()`` for :class:`PickedName`: each dataset's rows of ``app.Model``, as
+    option groups (one query)."""
+
+    def names() -> list:
+        from django.apps import apps
+
+        rows = (
+            apps.get_model(model_path)
+            .objects.order_by("dataset__name", "name")
+            .values_list("dataset__name", "name")
+        )
+        groups: dict[str, list] = {}
+        for dataset, name in rows:
+            groups.setdefault(dataset, []).append((name, name))
+        return list(groups.items())
+
+    return names
+
+
+def dataset_names() -> list:
+    from retrieval.models import Dataset
+
+    return [
+        (name, name) for name in Dataset.objects.order_by("name").values_list("name", flat=True)
+    ]
+
+
 def found_or_invalid(lookup, *args):
     """The looked-up object, with a missing one turned into a form error."""
     try:
@@ -57,14 +99,19 @@ def found_or_invalid(lookup, *args):
 
 
 class DatasetForm(forms.Form):
-    dataset = forms.CharField(max_length=100)
+    dataset = PickedName(dataset_names, max_length=100)
 
     def clean_dataset(self) -> str:
         return found_or_invalid(get_dataset, self.cleaned_data["dataset"]).name
 
 
+MODEL_NAMES = names_by_dataset("retrieval.RetrievalModel")
+RUN_NAMES = names_by_dataset("retrieval.Run")
+LABEL_SET_NAMES = names_by_dataset("retrieval.LabelSet")
+
+
 class ModelForm(DatasetForm):
-    model = forms.CharField(max_length=100)
+    model = PickedName(MODEL_NAMES, max_length=100)
     split = forms.CharField(max_length=20, initial="test", required=False)
 
     def clean(self) -> dict:
@@ -112,7 +159,7 @@ def run_embed(
 
 
 class TrainForm(DatasetForm):
-    model = forms.CharField(max_length=100)
+    model = PickedName(MODEL_NAMES, max_length=100)
     epochs = epochs_field()
     seed = seed_field()
     device = DeviceField()
@@ -216,7 +263,13 @@ def run_proxies(
 class ScoringForm(DatasetForm):
     """A label set and runs of the dataset to score, each checked to exist."""
 
-    labels = forms.CharField(max_length=200, required=False, help_text="Label set name.")
+    labels = PickedName(
+        LABEL_SET_NAMES,
+        blank="the original positives only",
+        max_length=200,
+        required=False,
+        help_text="Label set name.",
+    )
 
     def run_names(self, data: dict) -> list[str]:
         return []
@@ -263,7 +316,7 @@ def run_rescore(
 
 
 class ScoreRunForm(ScoringForm):
-    run = forms.CharField(max_length=100)
+    run = PickedName(RUN_NAMES, max_length=100)
 
     def run_names(self, data: dict) -> list[str]:
         return [data["run"]] if data.get("run") else []
@@ -335,7 +388,7 @@ def run_import_dataset(reporter: Reporter, **arguments) -> dict:
 class BuildModelForm(DatasetForm):
     """A built-in encoder model of the dataset to take from features to a run."""
 
-    model = forms.CharField(max_length=100)
+    model = PickedName(MODEL_NAMES, max_length=100)
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, required=False)
     epochs = epochs_field()
     seed = seed_field()
@@ -369,6 +422,13 @@ def run_build_model(
     return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")
 
 
+RESULTS = "retrieval/job_results/"
+MODEL_RESULT = {
+    "result_template": RESULTS + "model.html",
+    "result_context": job_results.model_result,
+}
+
+
 def _model_description(verb: str):
     return lambda a: f"{verb} {a.get('model')} on {a.get('dataset')} ({a.get('split', 'train')})"
 
@@ -381,6 +441,7 @@ for _kind in (
         EmbedForm,
         queue="gpu",
         describe=_model_description("embed with"),
+        **MODEL_RESULT,
     ),
     JobKind(
         "train",
@@ -389,6 +450,7 @@ for _kind in (
         TrainForm,
         queue="gpu",
         describe=lambda a: f"train {a['model']} on {a['dataset']}",
+        **MODEL_RESULT,
     ),
     JobKind(
         "predict",
@@ -396,6 +458,7 @@ for _kind in (
         run_predict,
         PredictForm,
         describe=_model_description("predict with"),
+        **MODEL_RESULT,
     ),
     JobKind(
         "proxies",
@@ -403,6 +466,8 @@ for _kind in (
         run_proxies,
         ProxiesForm,
         describe=lambda a: f"{a['proxy']} proxy matrices of {a['dataset']}",
+        result_template=RESULTS + "proxies.html",
+        result_context=job_results.proxies,
     ),
     JobKind(
         "rescore",
@@ -413,6 +478,8 @@ for _kind in (
         describe=lambda a: (
             f"re-score {a['dataset']}" + (f" with {a['labels']}" if a.get("labels") else "")
         ),
+        result_template=RESULTS + "rescore.html",
+        result_context=job_results.rescore,
     ),
     JobKind(
         "score_run",
@@ -424,6 +491,8 @@ for _kind in (
             f"score {a['run']} on {a['dataset']}"
             + (f" with {a['labels']}" if a.get("labels") else "")
         ),
+        result_template=RESULTS + "score_run.html",
+        result_context=job_results.score_run,
     ),
     JobKind(
         "import_dataset",
@@ -435,6 +504,8 @@ for _kind in (
         describe=lambda a: (
             f"import {a.get('file_name') or 'captions'} ({a['format']}) into {a['name']}"
         ),
+        result_template=RESULTS + "import_dataset.html",
+        result_context=job_results.import_dataset,
     ),
     JobKind(
         "build_model",
@@ -443,6 +514,7 @@ for _kind in (
         BuildModelForm,
         queue="gpu",
         describe=lambda a: f"build {a['model']} on {a['dataset']} (top {a.get('k', 20)})",
+        **MODEL_RESULT,
     ),
 ):
     register(_kind)

@@ -25,7 +25,7 @@ from retrieval.leaderboard import (
     Leaderboard,
     Row,
 )
-from retrieval.rescoring import table_cell
+from retrieval.rescoring import points, table_cell
 
 FORMATS = ("table", "csv", "json", "latex")
 LATEX_LAYOUTS = ("rows", "fire")
@@ -40,7 +40,7 @@ def value_text(metric: str, value: float | None, depth: int | None = None) -> st
         if depth is not None and value > depth:
             return f"> {depth}"
         return f"{round(value, 1):g}"
-    return f"{100 * value:.1f}"
+    return points(value)
 
 
 def row_label(row: Row) -> str:
@@ -155,7 +155,7 @@ def leaderboard_columns(board: Leaderboard) -> Display:
                 judged_low=not math.isnan(row.judged) and row.judged < JUDGED_ENOUGH,
                 cells=cells,
                 estimates=tuple(
-                    (m, value_text(m, row.adjusted[m]), f"{100 * row.bias[m]:+.1f}")
+                    (m, value_text(m, row.adjusted[m]), points(row.bias[m], signed=True))
                     for m in ADJUSTED_METRICS
                 )
                 if row.adjusted and row.bias
@@ -166,7 +166,7 @@ def leaderboard_columns(board: Leaderboard) -> Display:
             )
         )
     errors = tuple(
-        (run, ", ".join(f"{m} {100 * error[m]:+.1f}" for m in ADJUSTED_METRICS))
+        (run, ", ".join(f"{m} {points(error[m], signed=True)}" for m in ADJUSTED_METRICS))
         for run, error in (board.loo_errors or {}).items()
     )
     return Display(columns, tuple(rows), errors)
@@ -261,7 +261,7 @@ def to_text(board: Leaderboard) -> str:
             "Pooling bias (mean leave-one-run-out error of "
             + ", ".join(board.bias_runs)
             + "): "
-            + ", ".join(f"{m} {100 * board.bias[m]:+.1f}" for m in ADJUSTED_METRICS),
+            + ", ".join(f"{m} {points(board.bias[m], signed=True)}" for m in ADJUSTED_METRICS),
         ]
         for row in board.rows:
             if row.adjusted:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from retrieval import plots
 from retrieval.proxies import PROXY_LABELS
-from retrieval.rescoring import table_cell
+from retrieval.rescoring import points, table_cell
 from retrieval.services.reports import Report
 
 
@@ -41,9 +41,9 @@ def table1_rows(report: Report) -> list[Table1Cells]:
         cells = [
             table_cell(row.corrected[m], original[m] if original else None) for m in report.metrics
         ]
-        true = [f"{100 * row.true[m]:.1f}" for m in report.metrics] if row.true else []
+        true = [points(row.true[m]) for m in report.metrics] if row.true else []
         bias = (
-            [f"{100 * row.pooling_bias[m]:+.1f}" for m in report.metrics]
+            [points(row.pooling_bias[m], signed=True) for m in report.metrics]
             if row.pooling_bias
             else []
         )

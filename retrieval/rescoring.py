@@ -14,6 +14,7 @@ Nothing here touches the database: the file mode of ``rescore`` calls it directl
 :mod:`retrieval.services.rescoring` gathers a dataset's arrays for it.
 """
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,13 +204,21 @@ def _row_count(runs: Mapping[str, np.ndarray], qrels: Qrels) -> int:
     return n
 
 
-def table_cell(corrected: float, original: float | None, scale: float = 100.0) -> str:
+def points(value: float | None, *, signed: bool = False) -> str:
+    """A score in [0, 1] as every page shows it: points (percent without the sign) with one
+    decimal, ``0.4312`` → ``43.1``; a difference with its sign (``signed``), ``-0.215`` →
+    ``-21.5``; missing or NaN → ``–``. The one number format of the model page, the
+    leaderboard, the reports and their job results (headers name the unit)."""
+    if value is None or value == "" or math.isnan(float(value)):
+        return "–"
+    return f"{100 * float(value):{'+' if signed else ''}.1f}"
+
+
+def table_cell(corrected: float, original: float | None) -> str:
     """FIRE Table 1's "A (B + C)": corrected, then original plus the gain, in points."""
     if original is None:
-        return f"{corrected * scale:.1f}"
-    return (
-        f"{corrected * scale:.1f} ({original * scale:.1f} + {(corrected - original) * scale:.1f})"
-    )
+        return points(corrected)
+    return f"{points(corrected)} ({points(original)} + {points(corrected - original)})"
 
 
 @dataclass

@@ -296,9 +296,10 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     from retrieval.services import uploads
 
     found = get_object_or_404(Dataset, name=dataset_name)
+    labels = list(found.label_sets.order_by("name").values_list("name", flat=True))
     status = 200
     if request.method == "POST":
-        form = ModelAddForm(request.POST, request.FILES)
+        form = ModelAddForm(request.POST, request.FILES, label_sets=labels)
         if form.is_valid():
             values = form.cleaned_data
             name = values["name"]
@@ -326,12 +327,10 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
                 return redirect("dataset-model", dataset_name=found.name, model_name=name)
         status = max(status, 400)
     else:
-        form = ModelAddForm()
-    labels = list(found.label_sets.defer("arrays").values_list("name", flat=True))
+        form = ModelAddForm(label_sets=labels)
     context = {
         "dataset": found,
         "form": form,
-        "label_sets": labels,
         "common": [form["name"], form["source"]],
         "run_fields": [form["run"], form["labels"]],
         "embedding_fields": [form[name] for name in EMBEDDING_FIELDS],

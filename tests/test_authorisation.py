@@ -439,14 +439,8 @@ CASES: list[Case] = [
         researcher=403,
         admin=404,
     ),
-    page(
-        "campaigns/<int:campaign_id>/resolve/",
-        "/campaigns/{c}/resolve/",
-        405,
-        405,
-        405,
-        anonymous=405,
-    ),
+    # A GET shows what resolving would make or replace (the confirmation), writing nothing.
+    page("campaigns/<int:campaign_id>/resolve/", "/campaigns/{c}/resolve/", **ADMIN_ONLY),
     page(
         "campaigns/<int:campaign_id>/resolve/",
         "/campaigns/{c}/resolve/",
@@ -602,6 +596,26 @@ CASES: list[Case] = [
     ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
     page("reports/", "/reports/", **STAFF_ONLY),
+    # API tokens: those the token-accepting API lets in; an empty name comes back as 400, and
+    # revoking a token that is not the user's finds nothing (a message, back to the page).
+    page("account/tokens/", "/account/tokens/", **STAFF_ONLY),
+    page("account/tokens/", "/account/tokens/", 403, 400, 400, method="post"),
+    page(
+        "account/tokens/<int:token_id>/revoke/",
+        "/account/tokens/1/revoke/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "account/tokens/<int:token_id>/revoke/",
+        "/account/tokens/999999/revoke/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+        method="post",
+    ),
     page("reports/<name:dataset_name>/", "/reports/{ds}/", **STAFF_ONLY),
     page(
         "reports/<name:dataset_name>/", "/reports/nope/", annotator=403, researcher=404, admin=404

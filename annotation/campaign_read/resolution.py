@@ -72,6 +72,49 @@ class Resolution:
         )
 
 
+@dataclass(frozen=True)
+class Overturns:
+    """How a model's resolution differs from the majority's over the same pairs.
+
+    ``pairs``: pairs with a majority label (relevant or irrelevant) that the model labelled
+    the other way; ``settled``: majority disagreements the model gave a label;
+    ``by_annotator``: per annotator index, their labels on overturned pairs that the model
+    contradicts (the labels it overturned).
+    """
+
+    pairs: int
+    settled: int
+    by_annotator: np.ndarray
+
+
+def overturned(
+    majority: np.ndarray,
+    model: np.ndarray,
+    judgement_pairs: np.ndarray,
+    judgement_annotators: np.ndarray,
+    judgement_labels: np.ndarray,
+    n_annotators: int,
+) -> Overturns:
+    """Compare two resolutions of the same pairs (status codes, one per pair position) and
+    count, in one pass over the judgements (``judgement_pairs`` are pair positions, -1 for
+    a judgement of no resolved pair), whose labels the model overturned."""
+    majority, model = np.asarray(majority), np.asarray(model)
+    decided = (majority == LabelStatus.RELEVANT) | (majority == LabelStatus.IRRELEVANT)
+    labelled = (model == LabelStatus.RELEVANT) | (model == LabelStatus.IRRELEVANT)
+    flipped = decided & labelled & (model != majority)
+    settled = (majority == LabelStatus.DISAGREEMENT) & labelled
+    at = np.asarray(judgement_pairs, dtype=np.int64)
+    known = at >= 0
+    at, who = at[known], np.asarray(judgement_annotators, dtype=np.int64)[known]
+    said = np.asarray(judgement_labels)[known]
+    lost = flipped[at] & (said != model[at])
+    return Overturns(
+        pairs=int(flipped.sum()),
+        settled=int(settled.sum()),
+        by_annotator=np.bincount(who[lost], minlength=n_annotators)[:n_annotators],
+    )
+
+
 def majority_confidence(status: np.ndarray) -> np.ndarray:
     """Probability of relevance of a majority-resolved pair: 1, 0, or 0.5 for a disagreement."""
     status = np.asarray(status)
@@ -175,6 +218,17 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     status = np.where(placed, fit.status[at], majority.status)
     confidence = np.where(placed, fit.confidence[at], majority.confidence)
     confusion = fit.confusion
+    # Live judgements' pair positions in ``majority`` (-1: a pair not resolved, e.g. pending).
+    slot = np.full(n_pairs, -1, dtype=np.int64)
+    slot[at] = np.arange(len(at))
+    turned = overturned(
+        majority.status,
+        status,
+        slot[data.pair_index],
+        data.annotator_index,
+        data.labels,
+        len(names),
+    )
     summary = {
         "prior": fit.prior,
         "iterations": fit.iterations,
@@ -188,6 +242,15 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
                 "specificity": round(float(confusion[a, 0, 0]), 6),
             }
             for a, name in enumerate(names)
+        },
+        "overturned": {
+            "pairs": turned.pairs,
+            "settled_disagreements": turned.settled,
+            "annotators": {
+                names[a]: int(turned.by_annotator[a])
+                for a in np.argsort(-turned.by_annotator, kind="stable")
+                if turned.by_annotator[a]
+            },
         },
     }
     return Resolution(
@@ -215,22 +278,7 @@ def resolve_campaign(
     pairs carry their confidence.
     """
     base = extended_label_set(campaign)
-    if not name:
-        previous = (
-            LabelSet.objects.filter(dataset=campaign.dataset, metadata__campaign_id=campaign.pk)
-            .order_by("-created_at", "-pk")
-            .values_list("name", flat=True)
-            .first()
-        )
-        name = derived_name(
-            previous or (version_name(base, campaign.name) if base else campaign.name)
-        )
-    clash = LabelSet.objects.filter(dataset=campaign.dataset, name=name).first()
-    if clash is not None and clash.metadata.get("campaign_id") != campaign.pk:
-        raise LabelSetError(
-            f"dataset {campaign.dataset.name!r} already has a label set named {name!r} that "
-            f"does not come from campaign {campaign.name!r}; choose another name"
-        )
+    name, _ = resolution_target(campaign, name, base)
     resolution = campaign_resolution(campaign, method)
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
     extra = {"dawid_skene": resolution.fit} if resolution.fit else {}
@@ -276,6 +324,33 @@ def resolve_campaign(
         replace=True,
         pool_state=priorities.pool_state(campaign),
     )
+
+
+def resolution_target(
+    campaign: Campaign, name: str | None = None, base: LabelSet | None = None
+) -> tuple[str, LabelSet | None]:
+    """The label set name :func:`resolve_campaign` writes to, and the set it would replace
+    there (None: a new one). Without ``name`` it is the name of the campaign's last
+    resolution (an admin may have renamed it), else the campaign's; a set of that name that
+    comes from elsewhere is refused (:class:`LabelSetError`)."""
+    if not name:
+        base = base if base is not None else extended_label_set(campaign)
+        previous = (
+            LabelSet.objects.filter(dataset=campaign.dataset, metadata__campaign_id=campaign.pk)
+            .order_by("-created_at", "-pk")
+            .values_list("name", flat=True)
+            .first()
+        )
+        name = derived_name(
+            previous or (version_name(base, campaign.name) if base else campaign.name)
+        )
+    clash = LabelSet.objects.filter(dataset=campaign.dataset, name=name).first()
+    if clash is not None and clash.metadata.get("campaign_id") != campaign.pk:
+        raise LabelSetError(
+            f"dataset {campaign.dataset.name!r} already has a label set named {name!r} that "
+            f"does not come from campaign {campaign.name!r}; choose another name"
+        )
+    return name, clash
 
 
 def extended_label_set(campaign: Campaign) -> LabelSet | None:

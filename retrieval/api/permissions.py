@@ -2,16 +2,17 @@
 page, which registers run files the same way)."""
 
 from django.conf import settings
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import UserRateThrottle
 
 from config import roles
+from config.api_tokens import TokenAuthentication
 from config.errors import UserError
 
 SCRIPT_AUTHENTICATION = [SessionAuthentication, TokenAuthentication]
-"""A browser's session, or a script's ``Authorization: Token <key>`` header (keys come from
-``manage.py drf_create_token <username>``). The session comes first, so an anonymous request
+"""A browser's session, or a script's ``Authorization: Token <key>`` header (keys are made on
+the tokens page, ``/account/tokens/``; see :mod:`config.api_tokens`). The session comes first, so an anonymous request
 is a 403 as elsewhere in the API, not the 401 a token challenge would make it."""
 
 

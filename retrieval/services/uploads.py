@@ -30,6 +30,7 @@ from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import FormatError, check_chars, max_upload_bytes
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.names import check_name
+from retrieval.rescoring import points
 from retrieval.services.importing import ImportOptionError, check_url_template, import_dataset
 
 IMPORT_DATASET = "import_dataset"
@@ -388,12 +389,12 @@ def job_summary(kind: str, result: dict | None) -> str:
     if kind == "score_run" and result.get("scores"):
         scores = result["scores"]
         shown = ", ".join(
-            f"{name} {scores[name]:.3f}"
+            f"{name} {points(scores[name])}"
             for name in ("C@1", "C@10", "nDCG@10", "Judged@10")
             if isinstance(scores.get(name), int | float)
         )
         labels = result.get("label_set") or "the original positives only"
-        return f"{shown} (with {labels})"
+        return f"{shown} points (with {labels})"
     if result.get("run"):
         return f"run {result['run']}: {result.get('queries', '?')} queries"
     return ""

@@ -1,6 +1,8 @@
-"""Template filters for report pages."""
+"""Template filters for report pages: shares in percent (campaigns), scores in points (runs)."""
 
 from django import template
+
+from retrieval import rescoring
 
 register = template.Library()
 
@@ -14,8 +16,13 @@ def percent(value: float | None, digits: int = 1) -> str:
 
 
 @register.filter
+def points(value: float | None) -> str:
+    """A score in points with one decimal, ``0.4312`` → ``43.1`` (:func:`retrieval.rescoring.points`,
+    the leaderboard's and the reports' one format)."""
+    return rescoring.points(value)
+
+
+@register.filter
 def signed_points(value: float | None) -> str:
-    """A difference of shares in points with its sign, e.g. ``-0.215`` → ``-21.5``."""
-    if value is None or value == "":
-        return "—"
-    return f"{100 * float(value):+.1f}"
+    """A difference of scores in points with its sign, e.g. ``-0.215`` → ``-21.5``."""
+    return rescoring.points(value, signed=True)

@@ -233,7 +233,7 @@ def test_a_token_for_a_script_comes_from_manage_py(dataset, capsys):
     answer = Client(HTTP_AUTHORIZATION=f"Token {key}").post("/api/datasets/tiny/runs/", {})
     assert answer.status_code == 400  # past authentication and the role check
     bad = Client(HTTP_AUTHORIZATION="Token not-a-key").post("/api/datasets/tiny/runs/", {})
-    assert bad.status_code == 403
+    assert bad.status_code == 401 and bad["WWW-Authenticate"] == "Token"
 
 
 def _registered() -> tuple[int, int, int]:

@@ -225,7 +225,7 @@ def test_a_researcher_adds_a_run_file_and_sees_it_scored(tiny, django_capture_on
     assert job.result["original"]["C@1"] == 1.0
     page = researcher.get(answer["Location"]).content.decode()
     assert f'href="/jobs/{job.pk}/"' in page and "score_run" in page and "succeeded" in page
-    assert "C@1 1.000, C@10 1.000" in page  # the scores job's result, in a line
+    assert "C@1 100.0, C@10 100.0" in page  # the scores job's result, in a line
     assert "Runs" in page and ">mine</a>" in page
     assert (
         'href="/datasets/tiny/models/mine/"' in researcher.get("/datasets/tiny/").content.decode()

@@ -1,0 +1,30 @@
+"""The project layer's one table: named API tokens (see :mod:`config.api_tokens`)."""
+
+from django.conf import settings
+from django.db import models
+
+
+class ApiToken(models.Model):
+    """A named key a script sends as ``Authorization: Token <key>``. Only the key's SHA-256
+    digest is stored, so the key is shown once, when it is made, and a copy of the database
+    holds no working key; a user may hold several, each revoked on its own."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(
+        max_length=12, help_text="The key's first characters, to tell keys apart."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="api_token_name_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} / {self.name}"
