@@ -30,14 +30,15 @@ BEAT := $(PYTHON) bin/heartbeat --drop "$(PIP_NOISE)"
 # `manage.py startup_jobs`, which prints its progress here and exits when it is done (the
 # home page shows it too). Stopping the server stops it; the next `make run` resumes.
 run: setup
-	@$(PY) manage.py startup_jobs & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@$(BEAT) --until "^Quit the server with" "starting the server and the deferred jobs" -- \
+	  bash -c '$(PY) manage.py startup_jobs & worker=$$!; \
+	    trap "kill $$worker 2>/dev/null; wait $$worker 2>/dev/null" EXIT INT TERM; \
+	    $(PY) manage.py runserver $(HOST):$(PORT)'
 
 # Install, then (one process) migrate, collect static files, build the quick part of the demo
 # world, create the demo users (printing logins) and record the deferred jobs.
 setup: install
-	$(PY) manage.py setup_demo
+	@$(BEAT) "setting up the demo world" -- $(PY) manage.py setup_demo
 
 # The suite runs on SQLite, then again on a local PostgreSQL (started, and installed when
 # missing, by bin/local-postgres when we are root); the concurrency tests need PostgreSQL.

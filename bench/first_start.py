@@ -117,6 +117,9 @@ def start(clone: Path, port: int, log_path: Path) -> tuple[subprocess.Popen, Out
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        # Started from a shell's background job, we would pass on an ignored SIGINT, and the
+        # server would not stop on it as it does on a terminal's Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     output = Output(started=time.monotonic())
     reader = threading.Thread(target=read_output, args=(process, output, log), daemon=True)

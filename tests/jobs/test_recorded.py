@@ -103,3 +103,13 @@ def test_heartbeat_passes_output_on_and_fills_silences():
         timeout=60,
     )
     assert failed.returncode == 1 and "x: failed (exit status 1)" in failed.stdout
+    # After the --until line (a server that is up) a quiet command is left quiet.
+    served = "print('Quit the server', flush=True); import time; time.sleep(2.5)"
+    up = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "heartbeat"), "--quiet", "1", "--until", "^Quit"]
+        + ["serving", "--", sys.executable, "-c", served],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "still working" not in up.stdout and "Quit the server" in up.stdout
