@@ -81,35 +81,31 @@ def test_console_lines_count_from_the_make_start_and_tick_when_quiet():
     assert [line.split("] ")[1] for line in said] == ["clips: 1 of 10", "clips: 10 of 10"]
 
 
-def test_heartbeat_passes_output_on_and_fills_silences():
-    command = "print('hello', flush=True); import time; time.sleep(2.5); print('bye')"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bin" / "heartbeat"), "--quiet", "1", "--drop", "^bye"]
-        + ["napping", "--", sys.executable, "-c", command],
+def beat(*args: str, env=None) -> subprocess.CompletedProcess:
+    """bin/heartbeat with ``args``, its output captured."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "heartbeat"), *args],
         capture_output=True,
         text=True,
-        env={"FIREPOOL_START": str(time.time()), "PATH": "/usr/bin:/bin"},
+        env=env,
         timeout=60,
+    )
+
+
+def test_heartbeat_passes_output_on_and_fills_silences():
+    command = "print('hello', flush=True); import time; time.sleep(2.5); print('bye')"
+    done = beat(
+        *("--quiet", "1", "--drop", "^bye", "napping", "--", sys.executable, "-c", command),
+        env={"FIREPOOL_START": str(time.time()), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert lines[0].endswith("] napping ...") and lines[1] == "hello"
     assert any("napping: still working" in line for line in lines)
     assert "bye" not in lines and lines[-1].split("] ")[1].startswith("napping: done in")
-    failed = subprocess.run(
-        [sys.executable, str(ROOT / "bin" / "heartbeat"), "x", "--", sys.executable, "-c", "1/0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    failed = beat("x", "--", sys.executable, "-c", "1/0")
     assert failed.returncode == 1 and "x: failed (exit status 1)" in failed.stdout
     # After the --until line (a server that is up) a quiet command is left quiet.
     served = "print('Quit the server', flush=True); import time; time.sleep(2.5)"
-    up = subprocess.run(
-        [sys.executable, str(ROOT / "bin" / "heartbeat"), "--quiet", "1", "--until", "^Quit"]
-        + ["serving", "--", sys.executable, "-c", served],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    up = beat("--quiet", "1", "--until", "^Quit", "serving", "--", sys.executable, "-c", served)
     assert "still working" not in up.stdout and "Quit the server" in up.stdout
