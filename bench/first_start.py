@@ -53,17 +53,48 @@ class Output:
     """Lines of a process's output with the seconds (since ``started``) they arrived."""
 
     started: float
+    session: int = 0
     lines: list[tuple[float, str]] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, text: str) -> None:
         now = time.monotonic() - self.started
+        used = session_cpu(self.session)
         with self.lock:
             self.lines.append((now, text))
+            self.cpu.append(used)
 
     def snapshot(self) -> list[tuple[float, str]]:
         with self.lock:
             return list(self.lines)
+
+    def cpu_at(self, seconds: float) -> float:
+        """CPU seconds the session had used by the last line at or before ``seconds``."""
+        with self.lock:
+            used = [c for (t, _), c in zip(self.lines, self.cpu, strict=True) if t <= seconds]
+        return used[-1] if used else 0.0
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def session_cpu(session: int) -> float:
+    """CPU seconds (user + system) used by the processes of ``session``, with the children
+    they have reaped: make reaps each finished recipe, so the whole run is counted. On an idle
+    machine a one-process step's wall time is about its CPU time; on a busy one, far more."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # field 6 of stat, the session id
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / TICKS
 
 
 def read_output(process: subprocess.Popen, output: Output, log) -> None:
@@ -121,7 +152,7 @@ def start(clone: Path, port: int, log_path: Path) -> tuple[subprocess.Popen, Out
         # server would not stop on it as it does on a terminal's Ctrl-C.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    output = Output(started=time.monotonic())
+    output = Output(started=time.monotonic(), session=process.pid)
     reader = threading.Thread(target=read_output, args=(process, output, log), daemon=True)
     reader.start()
     return process, output, log
@@ -166,8 +197,10 @@ def longest_silence(lines: list[tuple[float, str]], until: float) -> tuple[float
     return best, at, before
 
 
-def steps(lines: list[tuple[float, str]], until: float) -> list[tuple[str, float, float, float]]:
-    """(name, start, seconds, longest silence) of each step up to ``until``."""
+def steps(
+    lines: list[tuple[float, str]], until: float, output: Output | None = None
+) -> list[tuple[str, float, float, float, float]]:
+    """(name, start, seconds, longest silence, CPU seconds) of each step up to ``until``."""
     starts = []
     for when, line in lines:
         if when > until:
@@ -184,7 +217,8 @@ def steps(lines: list[tuple[float, str]], until: float) -> list[tuple[str, float
         end = starts[i + 1][0] if i + 1 < len(starts) else until
         inside = [(t - when, text) for t, text in lines if when <= t <= end]
         silence = longest_silence(inside, end - when)[0]
-        rows.append((shorten(name), when, end - when, silence))
+        cpu = output.cpu_at(end) - output.cpu_at(when - 1e-9) if output else float("nan")
+        rows.append((shorten(name), when, end - when, silence, cpu))
     return rows
 
 
@@ -209,7 +243,8 @@ def open_jobs(clone: Path) -> tuple[int, int] | None:
     return unfinished, total
 
 
-def report(title: str, seconds: float | None, lines: list[tuple[float, str]], until: float) -> None:
+def report(title: str, seconds: float | None, output: Output, until: float) -> None:
+    lines = output.snapshot()
     silence, at, before = longest_silence(lines, until)
     print(f"\n{title}")
     shown = f"{seconds:7.1f} s" if seconds is not None else "  never"
@@ -220,9 +255,13 @@ def report(title: str, seconds: float | None, lines: list[tuple[float, str]], un
         f"  longest silence:       {silence:7.1f} s   (target {TARGET_SILENCE:.0f} s){verdict}"
         f"  from {at:.1f} s, after: {shorten(before)!r}"
     )
-    print(f"  {'step':<70} {'start':>7} {'seconds':>8} {'silence':>8}")
-    for name, when, length, quiet in steps(lines, until):
-        print(f"  {name:<70} {when:7.1f} {length:8.1f} {quiet:8.1f}")
+    print(
+        f"  CPU seconds used by then: {output.cpu_at(until):.1f} (about the wall time of an idle "
+        "machine for one-process steps)"
+    )
+    print(f"  {'step':<70} {'start':>7} {'seconds':>8} {'silence':>8} {'CPU s':>7}")
+    for name, when, length, quiet, cpu in steps(lines, until, output):
+        print(f"  {name:<70} {when:7.1f} {length:8.1f} {quiet:8.1f} {cpu:7.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         first = wait_for_200(process, url, args.timeout, output.started)
         until = first if first is not None else time.monotonic() - output.started
-        report("First `make run` of a fresh clone", first, output.snapshot(), until)
+        report("First `make run` of a fresh clone", first, output, until)
         if first is None:
             status = 1
             print("  the server never answered; the log's last lines:")
@@ -289,12 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         process, output, log = start(clone, port, log_path)
         try:
             again = wait_for_200(process, url, args.timeout, output.started)
-            report(
-                "Second `make run` of the same clone",
-                again,
-                output.snapshot(),
-                again or args.timeout,
-            )
+            report("Second `make run` of the same clone", again, output, again or args.timeout)
         finally:
             stop(process)
             log.close()
