@@ -20,10 +20,10 @@ NOTICE = "still being prepared"
 
 
 def demo_dataset(*, trained_runs: bool = False) -> Dataset:
-    """A tiny stand-in for the demo dataset with mme and jpose registered (not built), or,
-    with ``trained_runs``, with runs of those names."""
+    """A tiny stand-in for the demo dataset with minilm, mme and jpose registered (not built),
+    or, with ``trained_runs``, with runs of those names."""
     dataset, _, _ = query_dataset(startup.DEMO_DATASET)
-    for name in ("mme", "jpose"):
+    for name in ("minilm", "mme", "jpose"):
         if trained_runs:
             random_run(dataset, name, seed=1)
         else:
@@ -44,9 +44,11 @@ def test_every_deferred_step_is_a_registered_kind_whose_form_accepts_it():
     assert [step.kind for step in steps] == [
         "build_model",
         "build_model",
+        "build_model",
         "demo_campaign",
         "proxies",
     ]
+    assert [step.arguments.get("model") for step in steps[:3]] == ["minilm", "mme", "jpose"]
     for step in steps:
         kind = get_kind(step.kind)
         assert runner.check_arguments(kind, step.arguments)
@@ -58,18 +60,18 @@ def test_each_missing_step_is_recorded_once_and_again_only_when_its_job_ended_un
     demo_dataset()
     pending = startup.record_deferred()
     jobs = [job for _, job in pending]
-    assert [job.kind for job in jobs] == ["build_model", "build_model", "demo_campaign", "proxies"]
+    assert [job.kind for job in jobs] == [*["build_model"] * 3, "demo_campaign", "proxies"]
     assert all(job.status == Job.Status.QUEUED for job in jobs)
     assert all(job.task_id == f"{runner.RECORDED}{runner.STARTUP}" for job in jobs)
 
     again = startup.record_deferred()
     assert [job.pk for _, job in again] == [job.pk for job in jobs]
-    assert Job.objects.count() == 4
+    assert Job.objects.count() == 5
 
     # A stopped make run leaves its job failed: the next one records that step anew.
     Job.objects.filter(pk=jobs[0].pk).update(status=Job.Status.FAILED)
     third = startup.record_deferred()
-    assert Job.objects.count() == 5
+    assert Job.objects.count() == 6
     assert third[0][1].pk not in {job.pk for job in jobs}
     assert [job.pk for _, job in third[1:]] == [job.pk for job in jobs[1:]]
 
@@ -79,7 +81,7 @@ def test_a_step_whose_product_exists_is_not_recorded():
     demo_dataset(trained_runs=True)
     kinds = [job.kind for _, job in startup.record_deferred()]
     assert kinds == ["demo_campaign", "proxies"]
-    assert Run.objects.filter(name__in=("mme", "jpose")).count() == 2
+    assert Run.objects.filter(name__in=("minilm", "mme", "jpose")).count() == 3
 
 
 @pytest.mark.django_db
@@ -123,10 +125,7 @@ def test_setup_demo_twice_builds_once_and_records_the_deferred_jobs_once(setting
     first = StringIO()
     call_command("setup_demo", videos=6, workers=1, stdout=first)
     dataset = Dataset.objects.get(name=startup.DEMO_DATASET)
-    assert set(Run.objects.filter(dataset=dataset).values_list("name", flat=True)) == {
-        "random",
-        "minilm",
-    }
+    assert set(Run.objects.filter(dataset=dataset).values_list("name", flat=True)) == {"random"}
     assert set(dataset.models.values_list("name", flat=True)) == {
         "random",
         "minilm",
@@ -134,7 +133,7 @@ def test_setup_demo_twice_builds_once_and_records_the_deferred_jobs_once(setting
         "jpose",
     }
     jobs = list(Job.objects.order_by("pk").values_list("pk", "kind"))
-    assert [kind for _, kind in jobs] == ["build_model", "build_model", "demo_campaign", "proxies"]
+    assert [kind for _, kind in jobs] == [*["build_model"] * 3, "demo_campaign", "proxies"]
     assert "rendering clips: 6 of 6" in first.getvalue()
     assert "still being prepared" in first.getvalue()
 

@@ -10,9 +10,9 @@ from config.console import Console
 class Command(BaseCommand):
     help = (
         "Migrate, collect static files, build what the server needs at once (the demo "
-        "dataset, the random and minilm runs, the demo accounts) and record the rest as jobs "
-        "for `manage.py startup_jobs` (training mme and jpose, the demo campaign, the proxy "
-        "matrices). Prints a timestamped line at least every 8 seconds. Rebuilds nothing "
+        "dataset, the random run, the demo accounts) and record the rest as jobs for "
+        "`manage.py startup_jobs` (minilm, training mme and jpose, the demo campaign, the "
+        "proxy matrices). Prints a timestamped line at least every 8 seconds. Rebuilds nothing "
         "that exists, so a second run takes seconds."
     )
 

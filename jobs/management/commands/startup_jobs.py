@@ -14,7 +14,7 @@ def _interrupt(signum, frame) -> None:
 class Command(BaseCommand):
     help = (
         "Run the jobs that `manage.py setup_demo` recorded instead of doing them before the "
-        "server could start (training the built-in models, the demo campaign, the proxy "
+        "server could start (building minilm, mme and jpose, the demo campaign, the proxy "
         "matrices), oldest first, in this process, printing their progress; exits when none "
         "is left. `make run` starts it beside the server. Stopped (Ctrl-C, or SIGTERM when "
         "`make run` ends), it marks the job it was running as failed; the next `make run` "
