@@ -41,10 +41,12 @@ def create_demo_campaign(
     fill: float = 0.6,
     error_rate: float = 0.05,
     seed: int = 0,
-    say: Callable[[str], object] = lambda text: None,
+    say: Callable[[str, int | None], object] = lambda text, total=None: None,
+    advance: Callable[[int], object] | None = None,
 ) -> DemoCampaign:
     """Pool the demo runs at ``depth`` into campaign ``name``, pre-fill ``fill`` of its labels
-    by two simulated annotators and resolve it. CampaignError when a demo run is missing."""
+    by two simulated annotators and resolve it. CampaignError when a demo run is missing.
+    ``say(step, total)`` names each step, ``advance(1)`` counts each simulated label."""
     found = {run.name: run for run in Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)}
     missing = [name for name in DEMO_RUNS if name not in found]
     if missing:
@@ -53,18 +55,22 @@ def create_demo_campaign(
             "they are built by `manage.py demo` (or the jobs `make run` starts)"
         )
     runs = [found[run] for run in DEMO_RUNS]
-    say(f"pooling {', '.join(DEMO_RUNS)} at depth {depth}")
+    say(f"pooling {', '.join(DEMO_RUNS)} at depth {depth}", None)
     campaign = create_campaign(dataset, runs, CampaignSpec(name=name, depth=depth, seed=seed))
     labels = sum(campaign.pairs.values_list("needed", flat=True))
-    say(f"two simulated annotators pre-fill {int(labels * fill)} of {labels} labels")
+    say(
+        f"two simulated annotators pre-fill {int(labels * fill)} of {labels} labels",
+        int(labels * fill),
+    )
     result = simulate(
         campaign,
         annotators=2,
         error_rate=error_rate,
         seed=seed,
         max_judgements=int(labels * fill),
+        progress=advance,
     )
-    say("resolving the labels into a label set")
+    say("resolving the labels into a label set", None)
     label_set = resolve_campaign(campaign)
     return DemoCampaign(
         campaign=campaign,

@@ -124,7 +124,9 @@ def run_demo_campaign(reporter: Reporter, dataset: str, name: str) -> dict:
     trained models' runs exist."""
     existing = Campaign.objects.filter(name=name).first()
     if existing is None:
-        made = create_demo_campaign(get_dataset(dataset), name=name, say=reporter.step)
+        made = create_demo_campaign(
+            get_dataset(dataset), name=name, say=reporter.step, advance=reporter.advance
+        )
         existing = made.campaign
     return {
         "campaign": existing.name,

@@ -143,3 +143,32 @@ def test_setup_demo_twice_builds_once_and_records_the_deferred_jobs_once(setting
     assert Dataset.objects.get(name=startup.DEMO_DATASET).pk == dataset.pk
     assert list(Job.objects.order_by("pk").values_list("pk", "kind")) == jobs
     assert get_user_model().objects.filter(username="annotator1").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_campaign_job_waits_for_the_four_runs_then_pools_them_once():
+    from annotation.models import Campaign
+    from jobs.tasks import execute
+    from retrieval.services.demo import create_demo_dataset
+
+    dataset = create_demo_dataset(name=startup.DEMO_DATASET, n_videos=36, seed=1, workers=2)
+    arguments = {"dataset": dataset.name, "name": "demo-campaign"}
+    early = runner.record("demo_campaign", arguments, runner.STARTUP)
+    execute(early.pk)
+    early.refresh_from_db()
+    assert early.status == Job.Status.FAILED
+    assert "lacks the demo runs random, minilm, mme, jpose" in early.error
+
+    for seed, name in enumerate(("random", "minilm", "mme", "jpose")):
+        random_run(dataset, name, seed)
+    job = runner.record("demo_campaign", arguments, runner.STARTUP)
+    execute(job.pk)
+    job.refresh_from_db()
+    campaign = Campaign.objects.get(name="demo-campaign")
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert job.result["campaign_id"] == campaign.pk and job.result["pairs"] > 0
+    again = runner.record("demo_campaign", arguments, runner.STARTUP)
+    execute(again.pk)
+    again.refresh_from_db()
+    assert again.result["campaign_id"] == campaign.pk and Campaign.objects.count() == 1
