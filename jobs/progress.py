@@ -63,11 +63,12 @@ class Reporter:
         self.message = ""
         self._written = 0.0
 
-    def step(self, message: str, total: int | None = None) -> None:
-        """Start a step called ``message`` of ``total`` units (counts restart at 0)."""
+    def step(self, message: str, total: int | None = None, done: int = 0) -> None:
+        """Start a step called ``message`` of ``total`` units, ``done`` of them done (a step
+        that names its own count, as a training epoch does)."""
         self.message = message[:300]
         self.total = total
-        self.done = 0
+        self.done = done
         self.flush()
 
     def advance(self, units: int = 1) -> None:

@@ -43,6 +43,36 @@ def submit(kind_name: str, data: Mapping, user=None) -> Job:
     return create(kind, check_arguments(kind, data), user)
 
 
+RECORDED = "recorded:"
+"""``task_id`` prefix of a job recorded for a named worker rather than the task backend."""
+STARTUP = "startup"
+"""The worker ``make run`` starts beside the server (``manage.py startup_jobs``)."""
+
+
+def record(kind_name: str, data: Mapping, tag: str) -> Job:
+    """Validate ``data`` and record a queued job that no task backend is told about.
+
+    The worker named ``tag`` (``manage.py startup_jobs`` for ``make run``'s deferred work)
+    runs it: set-up records what can wait while the server starts, in a process that ends
+    before the work could be done, so the thread backend, whose queue lives in the process
+    that enqueued, cannot hold it.
+    """
+    kind = get_kind(kind_name)
+    arguments = check_arguments(kind, data)
+    return Job.objects.create(
+        kind=kind.name,
+        arguments=arguments,
+        description=kind.describe(arguments)[:300],
+        queue=kind.queue,
+        task_id=f"{RECORDED}{tag}"[:64],
+    )
+
+
+def recorded(tag: str):
+    """The jobs recorded for ``tag``, oldest first."""
+    return Job.objects.filter(task_id=f"{RECORDED}{tag}"[:64]).order_by("pk")
+
+
 def create(kind: JobKind, arguments: dict, user=None) -> Job:
     """Record a queued job of ``kind`` with checked ``arguments`` and enqueue it."""
     job = Job.objects.create(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from annotation.judging import pair_state, queue, submit
 from annotation.models import Campaign, Pair
@@ -278,10 +279,12 @@ def simulate(
                 progress(1)
             if max_judgements is not None and judgements >= max_judgements:
                 break
-    # Hand back leases still held, so real annotators are not kept waiting.
+    # Hand back leases still held, so real annotators are not kept waiting (in a transaction:
+    # on PostgreSQL the pairs are locked first, which needs one).
     for user in users:
         held = list(user.leases.filter(pair__campaign=campaign).values_list("pk", "pair_id"))
-        pair_state.release_leases(held)
+        with transaction.atomic():
+            pair_state.release_leases(held)
     return SimulationResult(
         annotators=len(users),
         judgements=judgements,

@@ -38,7 +38,8 @@ comes from a demo scene's ground truth.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import multiprocessing
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -536,6 +537,45 @@ def extract_video(
     frames = decode_frames(path)
     vector = extract_frames_features(torch.from_numpy(frames).unsqueeze(0).to(device))[0]
     return vector.cpu().numpy(), extract_experts(frames) if experts else None
+
+
+Extracted = tuple[np.ndarray | None, "ExpertSequences | None", str | None]
+"""A clip's vector and experts, or (None, None, why it could not be read)."""
+
+
+def _extract_or_problem(path: str, device: str | torch.device, experts: bool) -> Extracted:
+    try:
+        vector, sequences = extract_video(path, device=device, experts=experts)
+    except Exception as exc:  # PyAV raises many error types for broken files
+        return None, None, str(exc) or type(exc).__name__
+    return vector, sequences, None
+
+
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def _extract_job(job: tuple[str, bool]) -> Extracted:
+    return _extract_or_problem(job[0], "cpu", job[1])
+
+
+def extract_videos(
+    paths: Sequence[str],
+    *,
+    device: str | torch.device = "cpu",
+    experts: bool = False,
+    workers: int = 1,
+) -> Iterator[Extracted]:
+    """:func:`extract_video` of each path, in order, as each is done; a file that cannot be
+    read yields its problem instead. ``workers`` > 1 (CPU only) spreads the clips over that
+    many spawned processes of one torch thread each; the vectors are the same."""
+    if workers <= 1 or len(paths) < 2 or torch.device(device).type != "cpu":
+        for path in paths:
+            yield _extract_or_problem(path, device, experts)
+        return
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(min(workers, len(paths)), initializer=_one_thread) as pool:
+        yield from pool.imap(_extract_job, [(path, experts) for path in paths], chunksize=4)
 
 
 # Feature experts: three sequences per clip, for models that attend over time and regions

@@ -15,12 +15,15 @@ from pathlib import Path
 
 from django.conf import settings
 
+from retrieval.encoders.registry import ENCODERS
 from retrieval.metrics import mean_correct_at_ks
 from retrieval.models import Dataset, RetrievalModel, Run
 from retrieval.services import encoding, search
 from retrieval.services.evaluation import ground_truth_hits, original_hits
 
 DEMO_MODELS = ("random", "minilm", "mme", "jpose")
+QUICK_MODELS = ("random",)
+"""Built before ``make run`` serves (a second of work); the rest follow as jobs."""
 OPTIONAL_MODELS = ("srct",)
 """Built on request only (``demo --with-srct``)."""
 TRAINED = ("mme", "jpose", "srct")
@@ -54,21 +57,23 @@ def build_demo_models(
     videos = dataset.videos.exclude(media="")
     experts = "srct" in models
     root = Path(settings.MEDIA_ROOT)
-    if videos.filter(features="").exists() or (
-        experts and any(not (root / encoding.experts_path(v)).is_file() for v in videos)
+    wanted = [m for m in models if not Run.objects.filter(dataset=dataset, name=m).exists()]
+    needs_features = any(ENCODERS[m].uses_features or ENCODERS[m].uses_experts for m in wanted)
+    if needs_features and (
+        videos.filter(features="").exists()
+        or (experts and any(not (root / encoding.experts_path(v)).is_file() for v in videos))
     ):
         say("Extracting video features" + (" and feature experts ..." if experts else " ..."))
-        encoding.extract_dataset_features(dataset, device=device, experts=experts)
+        encoding.extract_dataset_features(
+            dataset, device=device, experts=experts, workers=encoding.feature_workers(device)
+        )
     runs = []
     for name in models:
         existing = Run.objects.filter(dataset=dataset, name=name).first()
         if existing is not None:
             runs.append(existing)
             continue
-        model = RetrievalModel.objects.filter(dataset=dataset, name=name).first()
-        if model is None:
-            config = {"seed": seed} if name == "random" else {}
-            model = encoding.register_encoder(dataset, name, name, config)
+        model = register_demo_model(dataset, name, seed)
         if model.encoder in TRAINED and not model.weights:
             say(f"Training {name} ...")
             encoding.train(model, epochs=epochs, seed=seed, device=device, progress=progress)
@@ -76,6 +81,15 @@ def build_demo_models(
         encoding.embed(model, device=device)
         runs.append(search.predict(model, k=k))
     return runs
+
+
+def register_demo_model(dataset: Dataset, name: str, seed: int = 0) -> RetrievalModel:
+    """The built-in model ``name`` of the demo dataset, registered if it is not yet."""
+    model = RetrievalModel.objects.filter(dataset=dataset, name=name).first()
+    if model is None:
+        config = {"seed": seed} if name == "random" else {}
+        model = encoding.register_encoder(dataset, name, name, config)
+    return model
 
 
 def score_runs(runs: list[Run]) -> list[RunScores]:

@@ -5,6 +5,7 @@ database and stores what they produce as model artifacts. Embedding is resumable
 chunk of items is saved as it is finished, and a rerun skips the chunks already on disk.
 """
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -115,11 +116,14 @@ def extract_dataset_features(
     force: bool = False,
     experts: bool = False,
     progress: Progress | None = None,
+    workers: int = 1,
 ) -> int:
     """Compute and store features for the dataset's local videos that lack them.
 
     With ``experts`` the three expert sequences are stored too (``<key>.npz`` beside the
-    vector), and videos that have a vector but no experts are done again.
+    vector), and videos that have a vector but no experts are done again. ``workers`` > 1
+    extracts in that many processes of one torch thread each (see
+    :func:`feature_workers`).
     """
     check_device(device)
     videos = Video.objects.filter(dataset=dataset).exclude(media="").order_by("pk")
@@ -133,23 +137,35 @@ def extract_dataset_features(
         ]
     target_device = resolve_device(device)
     done: list[Video] = []
-    for video in todo:
-        try:
-            vector, sequences = video_features.extract_video(
-                root / video.media.name, device=target_device, experts=experts
-            )
-        except Exception as exc:  # PyAV raises many error types for broken files
+    paths = [str(root / video.media.name) for video in todo]
+    results = video_features.extract_videos(
+        paths, device=target_device, experts=experts, workers=workers
+    )
+    for video, (vector, sequences, problem) in zip(todo, results, strict=True):
+        if problem is not None:  # PyAV raises many error types for broken files
             Video.objects.bulk_update(done, ["features"], batch_size=2000)
             raise EncodingError(
-                f"{video.media.name} (video {video.key!r}): cannot read frames ({exc}); "
+                f"{video.media.name} (video {video.key!r}): cannot read frames ({problem}); "
                 f"features of the {len(done)} videos before it are kept"
-            ) from None
+            )
         _store(root, video, vector.astype(np.float32), sequences)
         done.append(video)
         if progress:
             progress(1)
     Video.objects.bulk_update(done, ["features"], batch_size=2000)
     return len(done)
+
+
+def feature_workers(device: str = "auto") -> int:
+    """Processes for feature extraction: one per core (at most two) on the CPU, else one.
+
+    Clips are small, so torch's own threads mostly wait on each other: on two cores shared
+    with other work, two threads made one clip 20 times slower than one thread
+    (bench/RESULTS.md, first start); a process per core with one thread each is never worse.
+    """
+    if resolve_device(device).type != "cpu":
+        return 1
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def _store(

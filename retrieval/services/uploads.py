@@ -187,7 +187,7 @@ def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:
 class Steps(Protocol):
     """What a long service reports to: a job's :class:`jobs.progress.Reporter` fits."""
 
-    def step(self, message: str, total: int | None = None) -> None: ...
+    def step(self, message: str, total: int | None = None, done: int = 0) -> None: ...
 
     def advance(self, units: int = 1) -> None: ...
 
@@ -331,7 +331,12 @@ def build_model(
     missing = Video.objects.filter(dataset=dataset, features="").exclude(media="")
     if encoder.uses_features and missing.exists():
         say(1, "extracting video features", total=missing.count())
-        encoding.extract_dataset_features(dataset, device=device, progress=steps.advance)
+        encoding.extract_dataset_features(
+            dataset,
+            device=device,
+            progress=steps.advance,
+            workers=encoding.feature_workers(device),
+        )
         done.append("features")
     else:
         say(1, "video features (nothing to extract)")
@@ -342,8 +347,8 @@ def build_model(
             steps.step(
                 f"step 2 of 4: training {model.name}: epoch {number} of {total}, loss {loss:.4f}",
                 total=total,
+                done=number,
             )
-            steps.advance(number)
 
         encoding.train(model, epochs=epochs, seed=seed, device=device, on_epoch=epoch_done)
         done.append("train")

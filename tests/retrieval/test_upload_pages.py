@@ -436,8 +436,8 @@ class Recorder:
     def __init__(self):
         self.steps: list[list] = []
 
-    def step(self, message: str, total: int | None = None) -> None:
-        self.steps.append([message, total, 0])
+    def step(self, message: str, total: int | None = None, done: int = 0) -> None:
+        self.steps.append([message, total, done])
 
     def advance(self, units: int = 1) -> None:
         self.steps[-1][2] += units

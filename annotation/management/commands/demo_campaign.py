@@ -2,14 +2,10 @@
 
 from django.core.management.base import CommandError
 
-from annotation.campaign_read.resolution import resolve_campaign
+from annotation.demo_campaign import DEMO_CAMPAIGN, create_demo_campaign
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.simulation import simulate
 from config.commands import BaseCommand
-from retrieval.models import Dataset, Run
-
-DEMO_RUNS = ("random", "minilm", "mme", "jpose")
+from retrieval.models import Dataset
 
 
 class Command(BaseCommand):
@@ -23,7 +19,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--dataset", default="demo")
-        parser.add_argument("--name", default="demo-campaign")
+        parser.add_argument("--name", default=DEMO_CAMPAIGN)
         parser.add_argument("--depth", type=int, default=10)
         parser.add_argument("--fill", type=float, default=0.6, help="Share of labels to pre-fill.")
         parser.add_argument("--error-rate", type=float, default=0.05)
@@ -36,28 +32,18 @@ class Command(BaseCommand):
         dataset = Dataset.objects.filter(name=options["dataset"]).first()
         if dataset is None:
             raise CommandError(f"no dataset named {options['dataset']!r}; run `manage.py demo`")
-        runs = list(Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS))
-        runs.sort(key=lambda run: DEMO_RUNS.index(run.name))
-        if not runs:
-            raise CommandError(f"dataset {dataset.name!r} has no demo runs; run `manage.py demo`")
-        campaign = create_campaign(
+        made = create_demo_campaign(
             dataset,
-            runs,
-            CampaignSpec(name=options["name"], depth=options["depth"], seed=options["seed"]),
-        )
-        labels = sum(campaign.pairs.values_list("needed", flat=True))
-        result = simulate(
-            campaign,
-            annotators=2,
+            name=options["name"],
+            depth=options["depth"],
+            fill=options["fill"],
             error_rate=options["error_rate"],
             seed=options["seed"],
-            max_judgements=int(labels * options["fill"]),
         )
-        label_set = resolve_campaign(campaign)
         self.stdout.write(
-            f"Campaign {campaign.name!r}: {campaign.pairs.count()} pairs from "
-            f"{', '.join(run.name for run in runs)}; {result.judgements} labels pre-filled by "
-            f"{result.annotators} simulated annotators (error rate {options['error_rate']}); "
-            f"label set {label_set.name!r} holds {label_set.relevant_count} judged positives so "
+            f"Campaign {made.campaign.name!r}: {made.campaign.pairs.count()} pairs from "
+            f"{', '.join(made.runs)}; {made.labels} labels pre-filled by "
+            f"{made.annotators} simulated annotators (error rate {options['error_rate']}); "
+            f"label set {made.label_set!r} holds {made.positives} judged positives so "
             "far (re-resolve it from the campaigns page as judging goes on)."
         )

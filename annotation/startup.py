@@ -1,0 +1,118 @@
+"""What ``make run`` builds before the server starts, and what it leaves to jobs.
+
+Before serving: the demo dataset (clips, captions, ground truth), the random model's run
+(a second of work), the other built-in models registered, and the demo accounts. Deferred,
+as jobs that ``manage.py startup_jobs`` runs beside the server in this order: building
+minilm (a pre-trained text encoder: 20 CPU seconds, mostly loading it), then mme and jpose
+(features, training, embedding, search), the demo campaign (it pools all four runs, so it
+waits for them) and the semantic-proxy matrices (the report's proxy sections). Each step is
+skipped when its product exists, and a deferred one is recorded only when no unfinished job
+already makes it, so a second ``make run`` rebuilds nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from annotation.demo_campaign import DEMO_CAMPAIGN
+from annotation.models import Campaign
+from config.console import Console
+from jobs import runner
+from jobs.models import Job
+from jobs.pending import unfinished_job
+from retrieval.models import Dataset, Run
+from retrieval.proxies import PROXIES
+from retrieval.services.demo import create_demo_dataset
+from retrieval.services.demo_models import (
+    DEMO_MODELS,
+    QUICK_MODELS,
+    build_demo_models,
+    register_demo_model,
+)
+
+DEMO_DATASET = "demo"
+DEMO_VIDEOS = 600
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A deferred step: the job kind and arguments that make it, and what it makes."""
+
+    kind: str
+    arguments: dict = field(default_factory=dict)
+    product: str = ""
+
+    def ready(self) -> bool:
+        """Whether its product exists already."""
+        if self.kind == "build_model":
+            return Run.objects.filter(
+                dataset__name=self.arguments["dataset"], name=self.arguments["model"]
+            ).exists()
+        if self.kind == "demo_campaign":
+            return Campaign.objects.filter(name=self.arguments["name"]).exists()
+        if self.kind == "proxies":
+            return proxies_cached(self.arguments["dataset"])
+        raise ValueError(f"unknown deferred kind {self.kind!r}")
+
+
+def deferred_steps(dataset: str = DEMO_DATASET) -> tuple[Deferred, ...]:
+    """The deferred steps, in the order they run."""
+    later = [m for m in DEMO_MODELS if m not in QUICK_MODELS]
+    return (
+        *(
+            Deferred("build_model", {"dataset": dataset, "model": m}, f"the {m} model")
+            for m in later
+        ),
+        Deferred("demo_campaign", {"dataset": dataset, "name": DEMO_CAMPAIGN}, "the demo campaign"),
+        Deferred(
+            "proxies",
+            {"dataset": dataset, "proxy": "all", "split": "test"},
+            "the semantic-proxy matrices",
+        ),
+    )
+
+
+def proxies_cached(dataset_name: str) -> bool:
+    """Whether every proxy matrix of the dataset's test split is cached."""
+    # Imported here: the proxies pull in spaCy, which only this check needs.
+    from retrieval.services.proxies import ProxyOptions, proxy_relevance
+
+    dataset = Dataset.objects.get(name=dataset_name)
+    return all(
+        proxy_relevance(dataset, ProxyOptions(proxy, split="test"), cache_only=True) is not None
+        for proxy in PROXIES
+    )
+
+
+def build_quick(console: Console, *, videos: int = DEMO_VIDEOS, workers: int = 2) -> Dataset:
+    """The demo dataset and what the server needs at once (see the module's docstring)."""
+    dataset = Dataset.objects.filter(name=DEMO_DATASET).first()
+    if dataset is None:
+        console.say(f"rendering the demo world's {videos} clips ...")
+        dataset = create_demo_dataset(
+            DEMO_DATASET,
+            n_videos=videos,
+            progress=console.counter("rendering clips"),
+            workers=workers,
+        )
+    missing = [m for m in QUICK_MODELS if not Run.objects.filter(dataset=dataset, name=m).exists()]
+    if missing:
+        with console.ticking(f"embedding and searching with {' and '.join(missing)}"):
+            build_demo_models(dataset, models=QUICK_MODELS, say=console.say)
+    for model in DEMO_MODELS:
+        register_demo_model(dataset, model)
+    return dataset
+
+
+def record_deferred(dataset: str = DEMO_DATASET) -> list[tuple[Deferred, Job]]:
+    """Record a job for each deferred step whose product is missing and that no unfinished
+    job makes yet; each step with the job that makes it (new or earlier)."""
+    pending = []
+    for step in deferred_steps(dataset):
+        if step.ready():
+            continue
+        job = unfinished_job(step.kind, **step.arguments)
+        if job is None:
+            job = runner.record(step.kind, step.arguments, runner.STARTUP)
+        pending.append((step, job))
+    return pending

@@ -1,0 +1,343 @@
+"""Time the first ``make run`` of a fresh clone: seconds to the first HTTP 200, and silences.
+
+Clones the repository (its committed HEAD) into a temporary folder, whose ``var/`` starts
+empty, runs ``make run`` there and records every line of output (a tqdm bar's carriage
+return counts as a line, as it does on a terminal) with the seconds since the start. It
+polls the login page until it answers 200, then prints the time to it and the longest
+silence between two output lines beside the targets (two minutes, ten seconds), with a
+breakdown per step (each recipe line that make echoes, and each ``[ 12.3 s] ... ...``
+progress line of ``bin/heartbeat`` or ``manage.py setup_demo``, begins a step). With
+``--wait-jobs`` it goes on until the jobs that start-up deferred have finished (read from the clone's SQLite file), and with ``--again``
+it stops the server and times a second ``make run`` of the same clone, which must rebuild
+nothing.
+
+    .venv/bin/python bench/first_start.py                  # HEAD of this checkout
+    .venv/bin/python bench/first_start.py --wait-jobs --again --keep
+
+The figure depends on the machine and on what runs beside it; bench/RESULTS.md records both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TARGET_SECONDS = 120.0
+TARGET_SILENCE = 10.0
+ROOT = Path(__file__).resolve().parent.parent
+# Environment that would point the clone at another checkout's database or files.
+FOREIGN_ENV = ("DATABASE_URL", "FIREPOOL_", "DJANGO_", "VIRTUAL_ENV", "PYTHONPATH")
+STEP_PREFIXES = (".venv/bin/", "test -", "touch ", "mkdir ")
+# "[  12.3 s] migrating the database ..." begins a step; counters and "still working" lines
+# of a step end otherwise.
+PROGRESS_STEP = re.compile(r"^\[\s*\d+(\.\d+)? s\] (?P<step>.+?) \.\.\.$")
+SERVER_STEP = ("Watching for file changes", "Performing system checks")
+
+
+@dataclass
+class Output:
+    """Lines of a process's output with the seconds (since ``started``) they arrived."""
+
+    started: float
+    session: int = 0
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, text: str) -> None:
+        now = time.monotonic() - self.started
+        used = session_cpu(self.session)
+        with self.lock:
+            self.lines.append((now, text))
+            self.cpu.append(used)
+
+    def snapshot(self) -> list[tuple[float, str]]:
+        with self.lock:
+            return list(self.lines)
+
+    def cpu_at(self, seconds: float) -> float:
+        """CPU seconds the session had used by the last line at or before ``seconds``."""
+        with self.lock:
+            used = [c for (t, _), c in zip(self.lines, self.cpu, strict=True) if t <= seconds]
+        return used[-1] if used else 0.0
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def session_cpu(session: int) -> float:
+    """CPU seconds (user + system) used by the processes of ``session``, with the children
+    they have reaped: make reaps each finished recipe, so the whole run is counted. On an idle
+    machine a one-process step's wall time is about its CPU time; on a busy one, far more."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # field 6 of stat, the session id
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / TICKS
+
+
+def read_output(process: subprocess.Popen, output: Output, log) -> None:
+    """Split the process's bytes on newlines and carriage returns as they arrive."""
+    pending = b""
+    fd = process.stdout.fileno()
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        log.write(chunk)
+        log.flush()
+        pending += chunk
+        *complete, pending = re.split(rb"[\r\n]", pending)
+        for piece in complete:
+            text = piece.decode("utf-8", "replace").rstrip()
+            if text:
+                output.add(text)
+    if pending.strip():
+        output.add(pending.decode("utf-8", "replace").rstrip())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    """True once ``url`` answers 200 (after redirects)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def start(clone: Path, port: int, log_path: Path) -> tuple[subprocess.Popen, Output, object]:
+    log = log_path.open("ab")
+    process = subprocess.Popen(
+        ["make", "run", f"PORT={port}"],
+        cwd=clone,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        # Started from a shell's background job, we would pass on an ignored SIGINT, and the
+        # server would not stop on it as it does on a terminal's Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    output = Output(started=time.monotonic(), session=process.pid)
+    reader = threading.Thread(target=read_output, args=(process, output, log), daemon=True)
+    reader.start()
+    return process, output, log
+
+
+def wait_for_200(process: subprocess.Popen, url: str, timeout: float, began: float) -> float | None:
+    while time.monotonic() - began < timeout:
+        if process.poll() is not None:
+            return None
+        if answers(url):
+            return time.monotonic() - began
+        time.sleep(0.25)
+    return None
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Interrupt the whole process group (as Ctrl-C would), then insist."""
+    for sig, grace in ((signal.SIGINT, 10), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        if process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def longest_silence(lines: list[tuple[float, str]], until: float) -> tuple[float, float, str]:
+    """The longest gap (seconds, where it began, the line before it) from 0 to ``until``."""
+    best, at, before, last, text = 0.0, 0.0, "(start)", 0.0, "(start)"
+    for when, line in lines:
+        if when > until:
+            break
+        if when - last > best:
+            best, at, before = when - last, last, text
+        last, text = when, line
+    if until - last > best:
+        best, at, before = until - last, last, text
+    return best, at, before
+
+
+def steps(
+    lines: list[tuple[float, str]], until: float, output: Output | None = None
+) -> list[tuple[str, float, float, float, float]]:
+    """(name, start, seconds, longest silence, CPU seconds) of each step up to ``until``."""
+    starts = []
+    for when, line in lines:
+        if when > until:
+            break
+        match = PROGRESS_STEP.match(line)
+        if line.startswith(STEP_PREFIXES):
+            starts.append((when, line))
+        elif match:
+            starts.append((when, match.group("step")))
+        elif line.startswith(SERVER_STEP) and not (starts and starts[-1][1] == "server start"):
+            starts.append((when, "server start"))
+    rows = []
+    for i, (when, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else until
+        inside = [(t - when, text) for t, text in lines if when <= t <= end]
+        silence = longest_silence(inside, end - when)[0]
+        cpu = output.cpu_at(end) - output.cpu_at(when - 1e-9) if output else float("nan")
+        rows.append((shorten(name), when, end - when, silence, cpu))
+    return rows
+
+
+def shorten(command: str) -> str:
+    command = command.replace(".venv/bin/python ", "").replace("2>&1 | { grep", "| grep")
+    return command if len(command) <= 70 else command[:67] + "..."
+
+
+def open_jobs(clone: Path) -> tuple[int, int] | None:
+    """(unfinished, all) deferred jobs in the clone's database, or None before it exists."""
+    path = clone / "var" / "firepool.sqlite3"
+    if not path.exists():
+        return None
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            unfinished = db.execute(
+                "SELECT count(*) FROM jobs_job WHERE status IN ('queued', 'running')"
+            ).fetchone()[0]
+            total = db.execute("SELECT count(*) FROM jobs_job").fetchone()[0]
+    except sqlite3.Error:
+        return None
+    return unfinished, total
+
+
+def report(title: str, seconds: float | None, output: Output, until: float) -> None:
+    lines = output.snapshot()
+    silence, at, before = longest_silence(lines, until)
+    print(f"\n{title}")
+    shown = f"{seconds:7.1f} s" if seconds is not None else "  never"
+    verdict = "" if seconds is None else ("  ok" if seconds <= TARGET_SECONDS else "  OVER")
+    print(f"  first HTTP 200:        {shown}   (target {TARGET_SECONDS:.0f} s){verdict}")
+    verdict = "  ok" if silence <= TARGET_SILENCE else "  OVER"
+    print(
+        f"  longest silence:       {silence:7.1f} s   (target {TARGET_SILENCE:.0f} s){verdict}"
+        f"  from {at:.1f} s, after: {shorten(before)!r}"
+    )
+    print(
+        f"  CPU seconds used by then: {output.cpu_at(until):.1f} (about the wall time of an idle "
+        "machine for one-process steps)"
+    )
+    print(f"  {'step':<70} {'start':>7} {'seconds':>8} {'silence':>8} {'CPU s':>7}")
+    for name, when, length, quiet, cpu in steps(lines, until, output):
+        print(f"  {name:<70} {when:7.1f} {length:8.1f} {quiet:8.1f} {cpu:7.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", default=str(ROOT), help="Repository to clone (its HEAD).")
+    parser.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
+    parser.add_argument("--timeout", type=float, default=900, help="Give up after this long.")
+    parser.add_argument(
+        "--wait-jobs", action="store_true", help="Also wait for the deferred jobs to finish."
+    )
+    parser.add_argument("--again", action="store_true", help="Time a second `make run` too.")
+    parser.add_argument("--keep", action="store_true", help="Keep the clone (prints where).")
+    parser.add_argument("--dir", help="Clone here instead of a new temporary folder.")
+    args = parser.parse_args(argv)
+
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="firepool-first-start-"))
+    clone = base / "firepool"
+    port = args.port or free_port()
+    url = f"http://127.0.0.1:{port}/login/"
+    log_path = base / "make-run.log"
+    subprocess.run(["git", "clone", "--quiet", args.repo, str(clone)], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(clone), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    print(f"Cloned {args.repo} at {head[:90]}")
+    print(f"into {clone}; `make run PORT={port}`, output in {log_path}")
+    print(f"{os.cpu_count()} cores; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    status = 0
+    process, output, log = start(clone, port, log_path)
+    try:
+        first = wait_for_200(process, url, args.timeout, output.started)
+        until = first if first is not None else time.monotonic() - output.started
+        report("First `make run` of a fresh clone", first, output, until)
+        if first is None:
+            status = 1
+            print("  the server never answered; the log's last lines:")
+            for _, line in output.snapshot()[-15:]:
+                print(f"    {line}")
+        elif args.wait_jobs:
+            while time.monotonic() - output.started < args.timeout and process.poll() is None:
+                counts = open_jobs(clone)
+                if counts is not None and counts[0] == 0:
+                    break
+                time.sleep(1)
+            done = time.monotonic() - output.started
+            counts = open_jobs(clone)
+            print(
+                f"  deferred jobs: {counts[1] if counts else 0}, all finished after {done:.1f} s"
+                if counts and counts[0] == 0
+                else f"  deferred jobs still unfinished after {done:.1f} s: {counts}"
+            )
+            silence, at, before = longest_silence(output.snapshot(), done)
+            print(
+                f"  longest silence until then: {silence:.1f} s from {at:.1f} s, after "
+                f"{shorten(before)!r}"
+            )
+    finally:
+        stop(process)
+        log.close()
+    if args.again and status == 0:
+        process, output, log = start(clone, port, log_path)
+        try:
+            again = wait_for_200(process, url, args.timeout, output.started)
+            report("Second `make run` of the same clone", again, output, again or args.timeout)
+        finally:
+            stop(process)
+            log.close()
+    if args.keep or args.dir:
+        print(f"\nKept {base}")
+    else:
+        shutil.rmtree(base, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
