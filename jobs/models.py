@@ -64,7 +64,10 @@ class Job(models.Model):
 
     @property
     def percent(self) -> float | None:
-        """Share of the work done, when the job knows its total."""
+        """Share of the work done, when the job knows its total; a job that succeeded did
+        all of it, whatever its last step counted."""
+        if self.status == self.Status.SUCCEEDED:
+            return 100.0
         if not self.total:
             return None
         return min(100.0, 100.0 * self.done / self.total)

@@ -224,5 +224,9 @@ def work_first(progress: Sequence[CampaignProgress]) -> tuple[CampaignProgress, 
 
 
 def judging_campaigns():
-    """The campaigns an annotator's home lists: the active ones, newest first."""
-    return Campaign.objects.filter(status=Campaign.Status.ACTIVE).select_related("dataset")
+    """The campaigns an annotator's home lists: the active ones and the paused ones (whose
+    state says they are paused, so nobody wonders where their work went); closed campaigns
+    leave the list."""
+    return Campaign.objects.filter(
+        status__in=(Campaign.Status.ACTIVE, Campaign.Status.PAUSED)
+    ).select_related("dataset")

@@ -60,9 +60,15 @@ def test_campaign_closed_and_paused(people):
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.PAUSED)
     body = check(campaign, user, states.CAMPAIGN_PAUSED)
     assert body["state"]["heading"] == "Campaign paused" and not body["state"]["can_judge"]
+    # The home list keeps a paused campaign, saying it is paused and offering no judging.
+    listed = Client()
+    listed.force_login(user)
+    page = listed.get("/judge/").content.decode()
+    assert "Campaign paused" in page and "Continue judging" not in page
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CLOSED)
     body = check(campaign, user, states.CLOSED)
     assert body["state"]["heading"] == "Campaign closed"
+    assert campaign.name not in listed.get("/judge/").content.decode()
 
 
 def test_paused_by_the_speed_rule_after_a_warning(people):

@@ -147,3 +147,14 @@ def test_no_model_row_is_needed_to_link_a_model(admin):
         status=Job.Status.SUCCEEDED,
     )
     assert 'href="/datasets/x/models/y/"' in result_of(admin, job)
+
+
+@pytest.mark.django_db
+def test_a_succeeded_job_shows_all_of_its_work_done():
+    """The bar of a job that succeeded is full even when its last step counted less."""
+    job = Job.objects.create(
+        kind="rescore", arguments={}, status=Job.Status.SUCCEEDED, done=1, total=5
+    )
+    assert job.percent == 100.0
+    job.status = Job.Status.RUNNING
+    assert job.percent == 20.0
