@@ -43,6 +43,7 @@ def world(db, settings, tmp_path):
         "build_model": {"dataset": "args", "model": "enc", "k": "5", "device": "cpu"},
         "pool": {"dataset": "args", "name": "pp", "runs": "r1", "depth": "2"},
         "export": {"campaign": campaign.name, "format": "qrels"},
+        "demo_campaign": {"dataset": "args", "name": "demo-c"},
     }
 
 
@@ -84,6 +85,7 @@ BAD = {
         "runs": ["ghost", "r1,r1"],
     },
     "export": {"format": ["nope"], "campaign": ["ghost"]},
+    "demo_campaign": {"dataset": ["ghost", ""], "name": ["", "x" * 201]},
 }
 
 
