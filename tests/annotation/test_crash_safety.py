@@ -205,7 +205,11 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
     # A job worker runs a job meanwhile; it is killed with the web server.
     settings.TASKS = DATABASE_TASKS
     settings.FIREPOOL_JOB_STALE_SECONDS = 3
-    job = runner.submit("test-count", {"units": "30", "seconds": "8"})
+    # The job counts one unit, then waits while the gate file exists: it is still running
+    # when the worker is killed, however slowly this machine set the test up.
+    gate = tmp_path / "job-gate"
+    gate.touch()
+    job = runner.submit("test-count", {"units": "30", "seconds": "0.3", "gate": str(gate)})
     worker = start_worker("default")
     campaign = make_campaign(n_queries=20, depth=4, rate=0.3, seed=3)
     # Shorter than any admin may set (10 s), so that leases run out during the test.
@@ -315,6 +319,7 @@ def test_sigkill_mid_campaign_loses_nothing_and_leases_expire(tmp_path, settings
     assert reap_stale() == 1
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and "stopped answering" in job.error
+    gate.unlink()  # the retry counts straight through
     again = runner.retry(job)
     worker = start_worker("default")
     try:

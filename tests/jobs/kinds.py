@@ -6,6 +6,7 @@ learns these kinds.
 """
 
 import time
+from pathlib import Path
 
 import numpy as np
 from django import forms
@@ -21,14 +22,28 @@ class CountForm(forms.Form):
     fail = forms.ChoiceField(
         choices=[("", "no"), ("user", "user"), ("bug", "bug"), ("numpy", "numpy")], required=False
     )
+    gate = forms.CharField(required=False)
 
 
-def count(reporter: Reporter, units: int, seconds: float = 0.0, fail: str = "") -> dict:
-    """Count ``units`` over ``seconds``, then fail as asked or return the count."""
+GATE_POLL_SECONDS = 0.05
+
+
+def count(
+    reporter: Reporter, units: int, seconds: float = 0.0, fail: str = "", gate: str = ""
+) -> dict:
+    """Count ``units`` over ``seconds``, then fail as asked or return the count.
+
+    With ``gate`` (a file path), counting stops after the first unit while that file exists:
+    a test holds the job running for as long as it needs, however slow the machine, and
+    removes the file to let a later attempt finish at once."""
     reporter.step("counting", total=units)
-    for _ in range(units):
+    for done in range(units):
         time.sleep(seconds / max(units, 1))
         reporter.advance()
+        if gate and done == 0 and Path(gate).exists():
+            reporter.flush()  # the first unit shows before the wait
+            while Path(gate).exists():
+                time.sleep(GATE_POLL_SECONDS)
     if fail == "user":
         raise UserError("the count file test.txt, line 3, field 'units': not a number")
     if fail == "bug":

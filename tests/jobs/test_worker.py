@@ -26,7 +26,7 @@ pytestmark = [
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_real_worker_runs_jobs_and_a_killed_workers_job_is_reaped_and_retried(settings):
+def test_a_real_worker_runs_jobs_and_a_killed_workers_job_is_reaped_and_retried(settings, tmp_path):
     settings.TASKS = DATABASE_TASKS
     settings.FIREPOOL_GPU_QUEUE = True
     settings.FIREPOOL_JOB_STALE_SECONDS = 3
@@ -52,7 +52,10 @@ def test_a_real_worker_runs_jobs_and_a_killed_workers_job_is_reaped_and_retried(
         assert gpu.worker.endswith(f":{workers[1].pid}")
 
         # 3. kill -9 the worker in the middle of a job.
-        slow = runner.submit("test-count", {"units": "40", "seconds": "4"})
+        # It waits after its first unit while the gate exists, so it is surely mid-way.
+        gate = tmp_path / "job-gate"
+        gate.touch()
+        slow = runner.submit("test-count", {"units": "40", "seconds": "4", "gate": str(gate)})
         slow = wait_for(slow, lambda j: j.status == Job.Status.RUNNING and j.done > 0)
         stop(workers[0])
         time.sleep(4.0)
@@ -62,6 +65,7 @@ def test_a_real_worker_runs_jobs_and_a_killed_workers_job_is_reaped_and_retried(
         assert 0 < slow.done < 40
 
         # ... and retried on a new worker, it completes.
+        gate.unlink()
         again = runner.retry(slow)
         workers.append(start_worker("default"))
         again = wait_for(again, lambda j: j.finished)
