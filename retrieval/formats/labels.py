@@ -477,6 +477,32 @@ def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLab
     yield from latest.values()
 
 
+GOLD_REQUIRED = ("caption_id", "video_id", "label")
+
+
+def read_gold_jsonl(path: Path) -> dict[tuple[str, str], int]:
+    """Trusted labels of some pairs, in the raw file's layout (``caption_id``, ``video_id``,
+    ``label``: relevant or irrelevant), as {(caption key, video key): 1 or 0}. A pair given
+    twice must be given the same label."""
+    gold: dict[tuple[str, str], int] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for line, values in json_objects(path, GOLD_REQUIRED):
+        pair = (
+            parse_field(path, line, "caption_id", parse_key, values["caption_id"]),
+            parse_field(path, line, "video_id", parse_key, values["video_id"]),
+        )
+        label = parse_field(path, line, "label", parse_raw_label, values["label"])
+        if pair in gold and gold[pair] != label:
+            raise FormatError(
+                path, line, "label", f"pair {pair!r} has another label on line {lines[pair]}"
+            )
+        gold.setdefault(pair, label)
+        lines.setdefault(pair, line)
+    if not gold:
+        raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
+    return gold
+
+
 def parse_raw_label(value: object) -> int:
     """One annotator's label: ``relevant`` or ``irrelevant``, never a disagreement."""
     code = parse_label(value)

@@ -1,0 +1,155 @@
+"""Replay a labelling policy on a crowd file: what ``manage.py replay_labels`` runs.
+
+Reads a raw label file (one annotator's label per line, the raw export's layout) and a gold
+file (trusted labels of some pairs), replays the policy once per seed
+(:func:`annotation.crowd_replay.replay`: labels taken one at a time, only when the policy
+asks; the annotator model learns only from labels taken, never from the gold file) and
+scores each replay against the gold labels. For scale it also scores Dawid-Skene and
+majority on every available label. No database: the files are the whole input.
+"""
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from annotation import crowd_replay, policy, quality
+from config.errors import UserError
+from retrieval.formats.labels import read_gold_jsonl, read_raw_jsonl
+
+SEEDS = (1, 1000)
+MAX_LABELS = (1, 1000)
+
+
+class ReplayLabelsError(UserError):
+    """The replay cannot run as asked (bounds, or files that share no pair)."""
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    seed: int
+    labels_used: int
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    """A policy's replays on one crowd: means over the seeds, and each seed's figures.
+
+    Accuracies are over the gold pairs that have labels; a pair left as a disagreement
+    counts as wrong."""
+
+    policy: str
+    confidence: float | None
+    max_labels: int
+    pairs: int
+    annotators: int
+    gold_pairs: int
+    gold_without_labels: int
+    labels_available: int
+    labels_used: float
+    labels_used_share: float
+    accuracy: float
+    accuracy_all_labels: float
+    accuracy_majority_all_labels: float
+    seeds: int
+    per_seed: tuple[SeedResult, ...]
+
+    def as_dict(self) -> dict:
+        result = asdict(self)
+        result["per_seed"] = [asdict(seed) for seed in self.per_seed]
+        return result
+
+
+def read_crowd(
+    labels_path: Path, gold_path: Path, duplicates: str | None = None
+) -> tuple[crowd_replay.Crowd, np.ndarray, int]:
+    """The raw file as a :class:`~annotation.crowd_replay.Crowd`, each pair's gold label (-1
+    none) and how many gold pairs have no label in the raw file."""
+    items: dict[tuple[str, str], int] = {}
+    names: dict[str, int] = {}
+    item_index, annotator_index, labels = [], [], []
+    for record in read_raw_jsonl(Path(labels_path), duplicates):
+        item_index.append(items.setdefault((record.caption_key, record.video_key), len(items)))
+        annotator_index.append(names.setdefault(record.annotator, len(names)))
+        labels.append(record.label)
+    gold_labels = read_gold_jsonl(Path(gold_path))
+    gold = np.full(len(items), -1, dtype=np.int64)
+    missing = 0
+    for pair, label in gold_labels.items():
+        at = items.get(pair)
+        if at is None:
+            missing += 1
+        else:
+            gold[at] = label
+    crowd = crowd_replay.Crowd(
+        np.asarray(item_index, dtype=np.int64),
+        np.asarray(annotator_index, dtype=np.int64),
+        np.asarray(labels, dtype=np.int64),
+        len(items),
+        len(names),
+    )
+    return crowd, gold, missing
+
+
+def replay_labels(
+    labels_path: Path,
+    gold_path: Path,
+    policy_name: str,
+    *,
+    confidence: float = policy.DEFAULT_CONFIDENCE,
+    max_labels: int | None = None,
+    seeds: int = 10,
+    duplicates: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReplaySummary:
+    """Replay ``policy_name`` on the crowd once per seed (0 .. seeds - 1) and score it."""
+    if policy_name not in policy.POLICIES:
+        raise ReplayLabelsError(f"policy must be one of {', '.join(policy.POLICIES)}")
+    if not SEEDS[0] <= seeds <= SEEDS[1]:
+        raise ReplayLabelsError(f"seeds must be between {SEEDS[0]} and {SEEDS[1]}")
+    low, high = policy.CONFIDENCE_RANGE
+    if not low <= confidence <= high:
+        raise ReplayLabelsError(f"confidence must be between {low} and {high}")
+    default_cap = policy.DEFAULT_CAP if policy_name == policy.FIRE else policy.DEFAULT_ADAPTIVE_CAP
+    cap = default_cap if max_labels is None else max_labels
+    if not MAX_LABELS[0] <= cap <= MAX_LABELS[1]:
+        raise ReplayLabelsError(f"max-labels must be between {MAX_LABELS[0]} and {MAX_LABELS[1]}")
+    crowd, gold, missing = read_crowd(labels_path, gold_path, duplicates)
+    if not (gold >= 0).any():
+        raise ReplayLabelsError(
+            f"{gold_path}: none of its pairs has a label in {labels_path}: nothing to score"
+        )
+    runs = []
+    for seed in range(seeds):
+        outcome = crowd_replay.replay(
+            crowd, policy_name, seed, confidence=confidence, max_labels=cap
+        )
+        runs.append(
+            SeedResult(seed, outcome.labels_used, crowd_replay.accuracy(outcome.status, gold))
+        )
+        if progress is not None:
+            progress(seed + 1)
+    everything = quality.dawid_skene(
+        crowd.item_index, crowd.annotator_index, crowd.labels, crowd.n_items, crowd.n_annotators
+    )
+    majority = quality.majority(crowd.item_index, crowd.labels, crowd.n_items)
+    used = float(np.mean([run.labels_used for run in runs]))
+    return ReplaySummary(
+        policy=policy_name,
+        confidence=confidence if policy_name == policy.ADAPTIVE else None,
+        max_labels=cap,
+        pairs=crowd.n_items,
+        annotators=crowd.n_annotators,
+        gold_pairs=int((gold >= 0).sum()),
+        gold_without_labels=missing,
+        labels_available=int(crowd.labels.size),
+        labels_used=used,
+        labels_used_share=used / crowd.labels.size if crowd.labels.size else 0.0,
+        accuracy=float(np.mean([run.accuracy for run in runs])),
+        accuracy_all_labels=crowd_replay.accuracy(everything.status, gold),
+        accuracy_majority_all_labels=crowd_replay.accuracy(majority.status, gold),
+        seeds=seeds,
+        per_seed=tuple(runs),
+    )
