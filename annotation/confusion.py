@@ -120,6 +120,31 @@ class Fit:
     converged: bool
 
 
+MAX_RUN_SETS = 6
+"""Up to this many pooled runs, a stratum tells which runs retrieved the pair; beyond, how
+many did."""
+
+
+def pool_strata(ranks: np.ndarray) -> np.ndarray:
+    """Each pooled pair's stratum for the class prior, from its ranks (pairs x runs, 1-based,
+    0 = not retrieved): which runs retrieved it (how many, past :data:`MAX_RUN_SETS` runs)
+    and the best rank any gave it. A weak run's rank-1 video is far less often relevant
+    than one that every run puts first, and one class prior for both would let a single
+    label settle the weak run's pair too easily."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if ranks.ndim != 2 or not ranks.size:
+        return np.zeros(ranks.shape[0] if ranks.ndim else 0, dtype=np.int64)
+    retrieved = ranks > 0
+    depth = int(ranks.max(initial=1))
+    best = np.where(retrieved, ranks, depth + 1).min(axis=1)
+    best = np.minimum(best, depth) - 1
+    if ranks.shape[1] <= MAX_RUN_SETS:
+        group = (retrieved * (1 << np.arange(ranks.shape[1]))).sum(axis=1)
+    else:
+        group = retrieved.sum(axis=1)
+    return group * depth + best
+
+
 def first_labels(item_index: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Whether each label is its item's first: the earliest by ``order`` (e.g. judgement ids;
     by default the labels' own order)."""

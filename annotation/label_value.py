@@ -1,0 +1,91 @@
+"""Pure: which pairs decide a reported score, and what one more label on each is worth.
+
+A pair *decides* run m's Correct@K (FIRE §2.1) when the run ranks it within the top K and
+no other positive (judged, or the caption's own video) sits there: then flipping its label
+flips that C@K. Its *impact* counts those (run, K) cells, plus its summed reciprocal rank
+over the runs, the weight of a positive at that rank in AP (so among pairs that decide no
+C@K, the ones high in some run come first). The *value* of one more label is the chance the
+pair's current label is wrong (one minus the posterior of its resolved label; for a pair
+with no label, its prior's lesser side) times its impact: the adaptive policy's
+metric-aware order serves the most valuable task first, and asks for no label that
+decides nothing.
+
+Arrays are laid out queries x slots (x runs), as :class:`annotation.judging_order.Layout`
+lays out a pool: ``ranks`` 1-based, 0 where the run did not retrieve the pair (or padding),
+``known_rank`` queries x runs the rank of a positive outside the pool (0 none).
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from annotation import policy
+
+_NEVER = np.iinfo(np.int64).max // 4
+
+
+def deciding_cells(
+    ranks: np.ndarray, relevant: np.ndarray, known_rank: np.ndarray, ks: Sequence[int]
+) -> np.ndarray:
+    """Queries x slots: how many (run, K) Correct@K cells each pair decides, given each
+    pair's current label (``relevant``, bool) and the known positives."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    relevant = np.asarray(relevant, dtype=bool)
+    known = np.asarray(known_rank, dtype=np.int64)
+    in_run = ranks > 0
+    known = np.where(known > 0, known, _NEVER)[:, None, :]
+    hit = np.where(in_run & relevant[:, :, None], ranks, _NEVER)
+    if hit.shape[1] >= 2:
+        two = np.partition(hit, 1, axis=1)[:, :2, :]
+    else:
+        two = np.concatenate([hit, np.full_like(hit, _NEVER)], axis=1)[:, :2, :]
+    first, second = two[:, :1, :], two[:, 1:2, :]
+    # The first positive other than the pair itself: the second when it is the first.
+    other = np.minimum(np.where(hit == first, second, first), known)
+    cells = np.zeros(ranks.shape[:2], dtype=np.int64)
+    for k in ks:
+        cells += (in_run & (ranks <= int(k)) & (other > int(k))).sum(axis=2)
+    return cells
+
+
+def impact(
+    ranks: np.ndarray, relevant: np.ndarray, known_rank: np.ndarray, ks: Sequence[int]
+) -> np.ndarray:
+    """Queries x slots: the C@K cells a pair decides plus its summed reciprocal rank."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    reciprocal = np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0).sum(axis=2)
+    return deciding_cells(ranks, relevant, known_rank, ks) + reciprocal
+
+
+def chance_wrong(posterior) -> np.ndarray:
+    """The chance a pair's current label is wrong: one minus :func:`policy.certainty`."""
+    return 1.0 - policy.certainty(posterior)
+
+
+def wanted(
+    ranks: np.ndarray,
+    relevant: np.ndarray,
+    known_rank: np.ndarray,
+    labels: np.ndarray,
+    posterior: np.ndarray,
+    *,
+    confidence: float,
+    cap: int,
+    ks: Sequence[int],
+    metric_aware: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(wanted, value), queries x slots: whether the adaptive policy asks for one more label
+    on each pair now, and what that label is worth.
+
+    With ``metric_aware``, only pairs that decide some C@K are asked for: a first label for
+    an unlabelled one, another while its posterior is below ``confidence`` and it has fewer
+    than ``cap`` labels. Without, every pair is asked for as :func:`policy.adaptive_needed`
+    says. Padding (``ranks`` all 0) is never wanted."""
+    labels = np.asarray(labels, dtype=np.int64)
+    valid = (np.asarray(ranks) > 0).any(axis=2)
+    needed = policy.adaptive_needed(labels, posterior, confidence, cap) > 0
+    worth = chance_wrong(posterior) * impact(ranks, relevant, known_rank, ks)
+    if metric_aware:
+        needed &= deciding_cells(ranks, relevant, known_rank, ks) > 0
+    wanted_now = needed & valid
+    return wanted_now, np.where(wanted_now, worth, -np.inf)
