@@ -1,0 +1,192 @@
+"""FIRE's protocol against the adaptive policy on the demo world, replayed offline (issue 29 §5).
+
+Builds (or reuses, ``--world``) a demo world of ``--videos`` clips with its four models, pools
+them at depth 10 against the world's ground truth (:func:`annotation.services.replay.
+replay_world`: each caption's own video is a known positive outside the pool), and judges the
+pool offline (:mod:`annotation.offline_campaign`) with the quality bench's crowd (20
+annotators: 60% careful 2% error, 20% normal 8%, 10% random spammers, 10% always "not
+relevant"), the same seeds for both configurations:
+
+- FIRE: FIRE §3.1's policy on every pooled pair (one label, a second for 10%, a third on a
+  tie; majority), with today's quality control: qualification on 20 balanced training
+  pairs (threshold 0.9, three tries) and 5% gold tasks in the queue;
+- adaptive: the same quality control, ``--confidence`` 0.95 and a cap of 5 labels, the
+  metric-first order (only pairs that decide some run's C@K, the most valuable first).
+
+Labels spent count gold and qualification answers. Each model's C@1, C@5, C@10 and AP are
+re-scored with the resolved labels (a pair nobody labelled counts irrelevant, as a label set
+leaves it out) and compared with the same metrics under the true labels of the pooled pairs.
+Target: every model's C@1, C@5 and C@10 within 1 point of its true-label value, with at most
+50% of the labels FIRE spends. With ``--coverage N`` it also runs N seeded adaptive replays
+and reports how often each score's 95% interval (:mod:`retrieval.score_intervals`: label
+noise from the posteriors, the unjudged pooled pairs as bounds) contains the true-label
+value (target: at least 90% per metric).
+
+    nice -n 5 .venv/bin/python bench/adaptive_bench.py --videos 1500 --world /tmp/w1500 \\
+        [--seeds 5] [--coverage 50]
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from harness import machine, save_var, temporary_django
+
+DEMO_RUNS = ("random", "minilm", "mme", "jpose")
+DEPTH = 10
+CROWD = ((0.6, 0.98, 0.98), (0.2, 0.92, 0.92), (0.1, 0.5, 0.5), (0.1, 0.0, 1.0))
+ANNOTATORS = 20
+METRICS = ("C@1", "C@5", "C@10", "AP")
+TARGET_GAP = 0.01
+TARGET_SHARE = 0.5
+TARGET_COVERAGE = 0.9
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def scores(world, labels: np.ndarray) -> dict[str, dict[str, float]]:
+    """Each run's C@K and AP with ``labels`` (bool per pool pair) as the pool's positives."""
+    from annotation.judging_replay import ReplayWorld
+
+    view = ReplayWorld(
+        world.pool, labels, world.run_names, world.depth, world.known_positive, world.known_count
+    )
+    return view.scores(np.ones(len(world.pool), bool))
+
+
+def run_config(world, crowd, policy_name: str, order: str, seed: int, confidence: float):
+    from annotation import offline_campaign
+
+    outcome = offline_campaign.simulate(
+        world.pool,
+        world.labels,
+        world.known_positive_rank(),
+        crowd,
+        policy_name=policy_name,
+        order=order,
+        seed=seed,
+        confidence=confidence,
+    )
+    return outcome, scores(world, outcome.status == 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--videos", type=int, default=1500)
+    parser.add_argument("--world", type=Path, help="Keep (or reuse) the built demo world here.")
+    parser.add_argument("--seeds", type=int, default=5, help="Seeded campaigns per config.")
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--coverage", type=int, default=0, help="Seeded replays for coverage.")
+    args = parser.parse_args()
+    began = time.perf_counter()
+    load = os.getloadavg()
+    reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
+    with temporary_django(template=args.world if reuse else None) as tmp:
+        from django.core.management import call_command
+
+        from annotation import offline_campaign
+        from annotation.services.replay import replay_world
+        from retrieval.models import Dataset
+
+        if not reuse:
+            log(f"building a demo world of {args.videos} videos")
+            call_command("demo", videos=args.videos, workers=2, verbosity=0)
+            if args.world is not None:
+                save_var(tmp, args.world)
+        dataset = Dataset.objects.get(name="demo")
+        world, dropped = replay_world(dataset, list(DEMO_RUNS), DEPTH, None)
+        log(f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped")
+        crowd = offline_campaign.SimulatedCrowd.of(CROWD, ANNOTATORS)
+        true = scores(world, world.labels)
+        configs = {"FIRE": ("fire", "depth"), "adaptive": ("adaptive", "metric-first")}
+        results: dict[str, list] = {name: [] for name in configs}
+        for seed in range(args.seeds):
+            for name, (policy_name, order) in configs.items():
+                started = time.perf_counter()
+                outcome, got = run_config(world, crowd, policy_name, order, seed, args.confidence)
+                results[name].append((outcome, got, time.perf_counter() - started))
+            log(f"seed {seed} done")
+        coverage = coverage_of(world, crowd, args) if args.coverage else None
+    report(args, world, true, results, coverage, load, time.perf_counter() - began)
+
+
+def coverage_of(world, crowd, args) -> dict[str, float]:
+    """Share of (seed, run) whose 95% interval holds the true-label value, per metric."""
+    from annotation import offline_campaign
+    from retrieval import score_intervals
+
+    true = scores(world, world.labels)
+    held: dict[str, list[bool]] = {}
+    for seed in range(1000, 1000 + args.coverage):
+        outcome = offline_campaign.simulate(
+            world.pool,
+            world.labels,
+            world.known_positive_rank(),
+            crowd,
+            policy_name="adaptive",
+            order="metric-first",
+            seed=seed,
+            confidence=args.confidence,
+        )
+        intervals = score_intervals.replay_world_intervals(world, outcome.posterior, outcome.status)
+        for run, metrics in intervals.items():
+            for metric, interval in metrics.items():
+                if metric in true[run]:
+                    inside = interval.low - 1e-12 <= true[run][metric] <= interval.high + 1e-12
+                    held.setdefault(metric, []).append(inside)
+    return {metric: float(np.mean(values)) for metric, values in held.items()}
+
+
+def report(args, world, true, results, coverage, load, seconds) -> None:
+    fire_spent = np.mean([o.total_spent for o, _, _ in results["FIRE"]])
+    print(
+        f"Machine: {machine()}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+    print(
+        f"Demo world {args.videos} videos, {len(world.pool):,} pooled pairs ({', '.join(DEMO_RUNS)}"
+        f" @ {DEPTH}), {ANNOTATORS} annotators, seeds 0-{args.seeds - 1}, adaptive confidence "
+        f"{args.confidence}, cap 5\n"
+    )
+    print("| config | labels: campaign + gold + qualification = total | share of FIRE's | seconds |")
+    print("|---|---|---|---|")
+    for name, rows in results.items():
+        spent = {key: np.mean([o.spent[key] for o, _, _ in rows]) for key in rows[0][0].spent}
+        total = np.mean([o.total_spent for o, _, _ in rows])
+        share = total / fire_spent
+        mark = "" if name == "FIRE" else (" ✓" if share <= TARGET_SHARE else " ✗")
+        print(
+            f"| {name} | {spent['campaign']:,.0f} + {spent['gold']:,.0f} + "
+            f"{spent['qualification']:,.0f} = {total:,.0f} | {100 * share:.1f}%{mark} | "
+            f"{np.mean([t for _, _, t in rows]):.1f} |"
+        )
+    print("\nScore minus its true-label value, in points: mean over seeds (worst seed)\n")
+    print("| model | metric | true | FIRE | adaptive |")
+    print("|---|---|---|---|---|")
+    for run in world.run_names:
+        for metric in METRICS:
+            cells = []
+            for name in results:
+                gaps = np.array([got[run][metric] - true[run][metric] for _, got, _ in results[name]])
+                worst = gaps[np.argmax(np.abs(gaps))]
+                mark = ""
+                if metric != "AP":
+                    mark = " ✓" if np.abs(gaps).max() <= TARGET_GAP + 1e-12 else " ✗"
+                cells.append(f"{100 * gaps.mean():+.2f} ({100 * worst:+.2f}){mark}")
+            print(f"| {run} | {metric} | {100 * true[run][metric]:.2f} | {' | '.join(cells)} |")
+    if coverage is not None:
+        print(f"\n95% interval coverage over {args.coverage} seeded adaptive replays, per metric:\n")
+        print("| metric | coverage (target >= 90%) |")
+        print("|---|---|")
+        for metric, share in coverage.items():
+            mark = "✓" if share >= TARGET_COVERAGE else "✗"
+            print(f"| {metric} | {100 * share:.1f}% {mark} |")
+    print(f"\nWhole bench: {seconds:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
