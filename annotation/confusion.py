@@ -100,9 +100,13 @@ def posteriors(
     confusion: Confusion,
 ) -> np.ndarray:
     """Every item's probability of relevance: :func:`posterior` for all items at once."""
-    ratios = log_ratios(
-        confusion.sensitivity[annotator_index], confusion.specificity[annotator_index], labels
+    # One ratio per (annotator, answer), looked up per label: no logarithm per label.
+    table = log_ratios(
+        np.repeat(confusion.sensitivity, 2),
+        np.repeat(confusion.specificity, 2),
+        np.tile([0, 1], len(confusion)),
     )
+    ratios = table[np.asarray(annotator_index, np.int64) * 2 + np.asarray(labels, np.int64)]
     evidence = np.bincount(item_index, weights=ratios, minlength=len(prior_per_item))
     return expit(logit(prior_per_item) + evidence)
 
@@ -173,7 +177,8 @@ def fit(
     strata: np.ndarray | None = None,
     n_strata: int | None = None,
     start: np.ndarray | None = None,
-    tol: float = 1e-5,
+    warm: tuple[Confusion, np.ndarray] | None = None,
+    tol: float = 1e-4,
     max_iter: int = 200,
 ) -> Fit:
     """Fit confusions and class priors by EM (see the module docstring), and every item's
@@ -181,9 +186,11 @@ def fit(
 
     ``first`` marks each item's first label (default :func:`first_labels` in the given
     order); ``known`` is -1 (unknown), 0 or 1 per item; ``strata`` an int per item (default
-    one stratum); ``start`` the posteriors to start from (a previous fit's), else each
-    item's share of "relevant" labels with a half pseudo-label each way. Stops when no
-    posterior moves more than ``tol``.
+    one stratum); ``start`` the posteriors to start from (a previous fit's), or ``warm``
+    a previous fit's confusions and stratum priors to compute them from (a refit as labels
+    arrive: a few iterations instead of dozens), else each item's share of "relevant"
+    labels with a half pseudo-label each way. Stops when no posterior moves more than
+    ``tol``.
     """
     item_index = np.asarray(item_index, dtype=np.int64)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
@@ -216,6 +223,10 @@ def fit(
         annotator_index[evidence],
         labels[evidence],
     )
+    if start is None and warm is not None and len(warm[0]) == n_annotators:
+        earlier, earlier_prior = warm
+        if len(earlier_prior) == n_strata:
+            start = posteriors(earlier_prior[strata], item_index, annotator_index, labels, earlier)
     if start is None:
         current = (relevant + 0.5) / (counts + 1.0)
     else:

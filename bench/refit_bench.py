@@ -1,0 +1,62 @@
+"""The adaptive policy's annotator-model refit at FIRE's scale (issue 29 §5: under 5 s).
+
+A synthetic campaign of FIRE's size (552,880 pairs, 680,000 labels from 100 annotators, 7%
+relevant, 80 strata) fitted by :func:`annotation.confusion.fit`: cold (from the labels alone),
+and warm from the previous fit's confusions and priors after 5,000 more labels, as the
+background refit runs while labels arrive. The anchor beside it is one pass of the work every
+iteration repeats, a ``bincount`` of the labels.
+
+    .venv/bin/python bench/refit_bench.py [--pairs 552880] [--labels 680000]
+"""
+
+import argparse
+import time
+
+import numpy as np
+from harness import machine
+
+from annotation import confusion
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=552_880)
+    parser.add_argument("--labels", type=int, default=680_000)
+    parser.add_argument("--annotators", type=int, default=100)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    pairs, labels, annotators = args.pairs, args.labels, args.annotators
+    truth = rng.random(pairs) < 0.07
+    item = np.concatenate([np.arange(pairs), rng.integers(0, pairs, max(labels - pairs, 0))])
+    who = rng.integers(0, annotators, item.size)
+    accuracy = np.where(np.arange(annotators) < 0.6 * annotators, 0.98, 0.92)
+    accuracy[int(0.9 * annotators) :] = 0.5
+    said = np.where(rng.random(item.size) < accuracy[who], truth[item], ~truth[item]).astype(int)
+    strata = rng.integers(0, 80, pairs)
+    started = time.perf_counter()
+    np.bincount(item, weights=said, minlength=pairs)
+    anchor = time.perf_counter() - started
+    started = time.perf_counter()
+    cold = confusion.fit(item, who, said, pairs, annotators, strata=strata)
+    cold_seconds = time.perf_counter() - started
+    more = 5_000
+    item = np.concatenate([item, rng.integers(0, pairs, more)])
+    who = np.concatenate([who, rng.integers(0, annotators, more)])
+    said = np.concatenate([said, rng.integers(0, 2, more)])
+    started = time.perf_counter()
+    warm = confusion.fit(
+        item, who, said, pairs, annotators, strata=strata, warm=(cold.confusion, cold.prior)
+    )
+    warm_seconds = time.perf_counter() - started
+    print(f"Machine: {machine()}")
+    print(f"{pairs:,} pairs, {labels:,} labels, {annotators} annotators, 80 strata")
+    print(f"anchor: one bincount of the labels {1000 * anchor:.1f} ms")
+    print(f"cold fit: {cold_seconds:.2f} s, {cold.iterations} iterations (target < 5 s)")
+    print(
+        f"warm refit after {more:,} more labels: {warm_seconds:.2f} s, {warm.iterations} "
+        "iterations (target < 5 s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
