@@ -24,6 +24,7 @@ from annotation.settings import (
     CampaignSettings,
     GoldSettings,
     JudgingSettings,
+    LabelPolicy,
 )
 from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
@@ -56,12 +57,15 @@ class CampaignSpec:
     query_sample: int | None = None
     seed: int = 0
     second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE
+    """FIRE's second-label sample; 0 under the adaptive policy (``from_values`` sets it)."""
     max_labels: int = policy.DEFAULT_CAP
+    """The cap on labels per pair, under either policy (``from_values`` defaults it to
+    :data:`policy.DEFAULT_ADAPTIVE_CAP` for the adaptive one)."""
     lease_seconds: int = DEFAULT_LEASE_SECONDS
     guidelines: str | None = None
     settings: CampaignSettings = field(default_factory=CampaignSettings)
-    """Judging order and budget, gold and qualification, roles (``extends`` is set when the
-    campaign is made, from :attr:`extends`)."""
+    """Judging order and budget, gold and qualification, roles, the label policy
+    (``extends`` is set when the campaign is made, from :attr:`extends`)."""
     extends: str | None = None
     """A label set of the dataset this campaign completes: its pairs are not pooled again,
     and resolving the campaign makes a new version of it (judge only what is missing)."""
@@ -83,11 +87,22 @@ class CampaignSpec:
         judging = JudgingSettings(
             strategy=given.get("judging_order", DEFAULT_STRATEGY), budget=given.get("budget")
         )
+        label_policy = LabelPolicy(
+            name=given.get("policy", policy.FIRE),
+            confidence=given.get("confidence", policy.DEFAULT_CONFIDENCE),
+        )
         columns = {name: given[key] for name, key in COLUMN_VALUES.items() if key in given}
+        if label_policy.adaptive:
+            # No second-label sample: the posterior asks for second labels where needed.
+            columns["second_label_rate"] = 0.0
+            columns.setdefault("max_labels", policy.DEFAULT_ADAPTIVE_CAP)
         return cls(
             **columns,
             settings=CampaignSettings(
-                judging=judging, gold=gold, show_roles=bool(given.get("show_roles", True))
+                judging=judging,
+                gold=gold,
+                show_roles=bool(given.get("show_roles", True)),
+                label_policy=label_policy,
             ),
             extends=str(given["extends"]).strip() or None if "extends" in given else None,
         )
@@ -130,6 +145,11 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
             errors[name] = f"must be between {bounds[0]} and {bounds[1]}"
     if not 0.0 <= spec.second_label_rate <= 1.0:  # also rejects NaN
         errors["second_label_rate"] = "must be between 0 and 1"
+    label_policy = spec.settings.label_policy
+    if label_policy.adaptive and spec.second_label_rate:
+        errors["second_label_rate"] = (
+            "must be 0 under the adaptive policy (it asks for second labels where needed)"
+        )
     gold = spec.settings.gold
     if not gold.rate <= GOLD_RATE_MAX:
         errors["gold_rate"] = f"must be between 0 and {GOLD_RATE_MAX}"

@@ -40,7 +40,10 @@ GOLD_SUFFIXES = {".csv": ".csv", ".jsonl": ".jsonl", ".json": ".jsonl", ".ndjson
 
 SETTINGS_GROUPS = (
     ("Pool", ("name", "depth", "queries", "seed", "extends")),
-    ("Labelling policy", ("second_label_rate", "max_labels", "lease_seconds")),
+    (
+        "Labelling policy",
+        ("policy", "confidence", "second_label_rate", "max_labels", "lease_seconds"),
+    ),
     ("Judging order", ("judging_order", "budget", "show_roles")),
     (
         "Gold and qualification",
@@ -131,7 +134,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
         status = 400
     else:
         form = CampaignSettingsForm(initial=lifecycle.form_values(lifecycle.current_spec(campaign)))
-    for name in lifecycle.FIXED.values():
+    for name in [*lifecycle.FIXED.values(), *lifecycle.FIXED_POLICY.values()]:
         form.fields[name].widget.attrs["readonly"] = True
     form.fields["guidelines"].help_text = "What annotators read before judging (empty: kept)."
     context = {
@@ -139,7 +142,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "form": form,
         "groups": _groups(form),
         "error": error,
-        "fixed": [*lifecycle.FIXED.values(), "judging_order"],
+        "fixed": [*lifecycle.FIXED.values(), *lifecycle.FIXED_POLICY.values(), "judging_order"],
         "mode": "edit",
     }
     return render(request, "annotation/campaign_form.html", context, status=status)

@@ -2,7 +2,8 @@
 
 from django import forms
 
-from annotation import campaign_spec, policy, settings
+from annotation import campaign_spec, settings
+from annotation import policy as label_policy
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import FIRE_GUIDELINES, Judgement
 from annotation.settings import SettingsError
@@ -31,13 +32,33 @@ class CampaignSettingsForm(forms.Form):
     )
     seed = _bounded(campaign_spec.SEED, initial=0, required=False)
     second_label_rate = forms.FloatField(
-        min_value=0.0, max_value=1.0, initial=policy.DEFAULT_SECOND_LABEL_RATE, required=False
+        min_value=0.0,
+        max_value=1.0,
+        initial=label_policy.DEFAULT_SECOND_LABEL_RATE,
+        required=False,
+        help_text="Fire policy: share of pairs labelled twice (ignored under adaptive).",
+    )
+    policy = forms.ChoiceField(
+        choices=[(name, name) for name in label_policy.POLICIES],
+        initial=label_policy.FIRE,
+        required=False,
+        help_text="fire: one label, a second for the second-label sample, a third while labels "
+        "tie (FIRE); adaptive: more labels, each from another annotator, while the pair's "
+        "label is less sure than the confidence, weighing each annotator by their accuracy.",
+    )
+    confidence = forms.FloatField(
+        min_value=label_policy.CONFIDENCE_RANGE[0],
+        max_value=label_policy.CONFIDENCE_RANGE[1],
+        initial=label_policy.DEFAULT_CONFIDENCE,
+        required=False,
+        help_text="Adaptive policy: how sure a pair's label must be before it needs no more.",
     )
     max_labels = _bounded(
         campaign_spec.MAX_LABELS,
-        initial=policy.DEFAULT_CAP,
         required=False,
-        help_text="Labels after which a tie stays a disagreement.",
+        help_text=f"Labels after which a pair gets no more (empty: {label_policy.DEFAULT_CAP} under "
+        f"fire, where a tie then stays a disagreement; {label_policy.DEFAULT_ADAPTIVE_CAP} under "
+        "adaptive).",
     )
     lease_seconds = _bounded(
         campaign_spec.LEASE_SECONDS,

@@ -1,5 +1,6 @@
 """Background job kinds of the annotation app: pool runs into a campaign, export labels,
-create the demo campaign (deferred by ``make run``).
+refit an adaptive campaign's annotator models, create the demo campaign (deferred by
+``make run``).
 
 All are admins' work. An export job writes its file under FIREPOOL_JOB_OUTPUT_DIR, which
 is never served as media; the job page hands it to those allowed to start exports.
@@ -18,7 +19,7 @@ from annotation.demo_campaign import DEMO_CAMPAIGN, create_demo_campaign
 from annotation.forms import CampaignSettingsForm
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
-from annotation.services import lifecycle
+from annotation.services import lifecycle, policy_fit
 from annotation.services.campaigns import CampaignError, check_spec
 from config.errors import UserError
 from jobs.progress import Reporter
@@ -155,6 +156,33 @@ register(
         permission=ADMIN,
         describe=lambda a: f"{a['format']} export of {a['campaign']}",
         result_template="annotation/job_results/export.html",
+    )
+)
+
+
+class RefitForm(forms.Form):
+    campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
+
+    def clean_campaign(self) -> str:
+        return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name
+
+
+def run_refit(reporter: Reporter, campaign: str) -> dict:
+    """Refit the adaptive campaign's annotator models and priors, and recompute its pairs."""
+    found = get_campaign(campaign)
+    reporter.step(f"refitting the label policy of {found.name}")
+    return policy_fit.refit(found).summary()
+
+
+register(
+    JobKind(
+        policy_fit.JOB_KIND,
+        "Refit an adaptive campaign's annotator models",
+        run_refit,
+        RefitForm,
+        permission=ADMIN,
+        atomic=True,
+        describe=lambda a: f"label policy refit of {a['campaign']}",
     )
 )
 

@@ -666,3 +666,47 @@ class StandingEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.annotator_id} {self.action} in {self.campaign_id} at {self.at}"
+
+
+class AnnotatorModel(models.Model):
+    """An annotator's estimated confusion in one campaign (:mod:`annotation.confusion`), as the
+    adaptive label policy's last refit left it; an annotator without a row is at the prior."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    sensitivity = models.FloatField(help_text="P(says relevant | relevant).")
+    specificity = models.FloatField(help_text="P(says irrelevant | irrelevant).")
+    evidence = models.FloatField(
+        default=0.0, help_text="Answers that informed the estimate (gold answers, later labels)."
+    )
+    fitted_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "annotator"], name="annotator_model_once"),
+            models.CheckConstraint(
+                condition=Q(sensitivity__gte=0, sensitivity__lte=1)
+                & Q(specificity__gte=0, specificity__lte=1),
+                name="annotator_model_probabilities",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator_id} in {self.campaign_id}: {self.sensitivity:.3f}/{self.specificity:.3f}"
+
+
+class PolicyFit(models.Model):
+    """The adaptive label policy's last refit of a campaign: each stratum's class prior (a
+    pair's stratum is its best pooled rank minus one), the live labels it saw, and whether a
+    refit has been asked for since (``requested_at``: claimed by one request at a time)."""
+
+    campaign = models.OneToOneField(Campaign, on_delete=models.CASCADE, related_name="+")
+    priors = models.JSONField(default=list, blank=True, help_text="P(relevant) per stratum.")
+    labels = models.PositiveIntegerField(default=0, help_text="Live labels at the last fit.")
+    fitted_at = models.DateTimeField(null=True, blank=True)
+    requested_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"fit of {self.campaign_id} at {self.fitted_at}"

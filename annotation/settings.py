@@ -1,7 +1,7 @@
 """A campaign's settings: one typed, validated, frozen object, and its JSON form.
 
 :class:`CampaignSettings` is everything a campaign may set beyond its columns: the judging
-order and label budget, gold pairs and qualification, whether the judging page underlines
+order and label budget, the label policy (FIRE's or the adaptive one, with its confidence), gold pairs and qualification, whether the judging page underlines
 roles, the label set it completes, the estimation sample drawn so far and what proxy rules
 were applied. It is read from ``Campaign.options`` with :meth:`CampaignSettings.from_options`
 (``campaign.settings``) and written back only with :meth:`CampaignSettings.to_options`
@@ -15,6 +15,7 @@ the defaults stores ``{}``)::
      "gold": {"rate", "qualification", "training_pairs", "threshold", "cooldown_seconds",
               "tries", "floor_seconds"},
      "show_roles": false, "extends": label set id,
+     "label_policy": {"name": "fire" | "adaptive", "confidence"},
      "estimation_sample": {"captions", "pairs", "draws": [{"requested", "seed"}]},
      "queue_order": {"proxy", "pairs_moved", "pairs_scored"},
      "auto_label": {"proxy", "relevant_at", "irrelevant_at", "relevant", "irrelevant"}}
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from annotation import judging_order
+from annotation import judging_order, policy
 from annotation.pooling import Pool
 from config.errors import UserError
 
@@ -189,6 +190,25 @@ class SampleRequest:
 
 
 @dataclass(frozen=True)
+class LabelPolicy:
+    """How many labels a pair needs (:mod:`annotation.policy`): FIRE's rule (``fire``), or
+    labels until the posterior of the pair's label reaches ``confidence`` (``adaptive``).
+    The cap on labels per pair is the campaign's ``max_labels`` column."""
+
+    name: str = policy.FIRE
+    confidence: float = policy.DEFAULT_CONFIDENCE
+
+    def __post_init__(self) -> None:
+        if self.name not in policy.POLICIES:
+            _fail("label_policy.name", f"must be one of {', '.join(policy.POLICIES)}")
+        _number("label_policy.confidence", self.confidence, *policy.CONFIDENCE_RANGE)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.name == policy.ADAPTIVE
+
+
+@dataclass(frozen=True)
 class EstimationSample:
     """The queries drawn for estimates so far (:func:`annotation.judging.priorities.
     draw_sample`), the pairs they added, and each draw as asked."""
@@ -259,9 +279,12 @@ class CampaignSettings:
     estimation_sample: EstimationSample = field(default_factory=EstimationSample)
     queue_order: QueueOrder | None = None
     auto_label: AutoLabel | None = None
+    label_policy: LabelPolicy = field(default_factory=LabelPolicy)
 
     def __post_init__(self) -> None:
         _flag("show_roles", self.show_roles)
+        if not isinstance(self.label_policy, LabelPolicy):
+            _fail("label_policy", "must be a label policy")
         if self.extends is not None:
             _integer("extends", self.extends, 1)
 
@@ -308,6 +331,9 @@ class CampaignSettings:
             ),
             queue_order=_record("queue_order", stored.get("queue_order"), QueueOrder),
             auto_label=_record("auto_label", stored.get("auto_label"), AutoLabel),
+            label_policy=LabelPolicy(
+                **_entry("label_policy", stored.get("label_policy", {}), LabelPolicy)
+            ),
         )
 
     def to_options(self) -> dict:
@@ -342,6 +368,8 @@ class CampaignSettings:
             record = getattr(self, name)
             if record is not None:
                 stored[name] = asdict(record)
+        if self.label_policy != LabelPolicy():
+            stored["label_policy"] = asdict(self.label_policy)
         return stored
 
 
@@ -354,6 +382,7 @@ OPTION_KEYS = (
     "estimation_sample",
     "queue_order",
     "auto_label",
+    "label_policy",
 )
 """The top-level keys of ``Campaign.options``; any other is refused."""
 

@@ -15,9 +15,17 @@ from retrieval.services.runs import store_run
 
 
 def make_campaign(
-    n_queries=3, depth=3, rate=0.0, seed=0, lease_seconds=300, judging_order="depth", budget=None
+    n_queries=3,
+    depth=3,
+    rate=0.0,
+    seed=0,
+    lease_seconds=300,
+    judging_order="depth",
+    budget=None,
+    **values,
 ):
-    """A small campaign: ``n_queries`` captions, one run ranking nine of ten videos to ``depth``."""
+    """A small campaign: ``n_queries`` captions, one run ranking nine of ten videos to ``depth``
+    (``values``: more of the campaign form's values, e.g. ``policy="adaptive"``)."""
     dataset = Dataset.objects.create(name=f"d{uuid.uuid4().hex[:6]}")
     videos = Video.objects.bulk_create(
         [Video(dataset=dataset, key=f"v{i}", split="test") for i in range(10)]
@@ -55,6 +63,7 @@ def make_campaign(
             "lease_seconds": lease_seconds,
             "judging_order": judging_order,
             "budget": budget,
+            **values,
         }
     )
     return create_campaign(dataset, [run], spec)

@@ -190,6 +190,8 @@ class CampaignSerializer(serializers.ModelSerializer):
     dataset = serializers.CharField(source="dataset.name")
     runs = serializers.ListField(child=serializers.CharField(), source="run_names")
     pairs = serializers.IntegerField(source="pair_count", read_only=True)
+    policy = serializers.CharField(source="settings.label_policy.name", read_only=True)
+    confidence = serializers.FloatField(source="settings.label_policy.confidence", read_only=True)
 
     class Meta:
         model = Campaign
@@ -202,6 +204,8 @@ class CampaignSerializer(serializers.ModelSerializer):
             "query_sample",
             "second_label_rate",
             "max_labels",
+            "policy",
+            "confidence",
             "status",
             "pairs",
             "created_at",

@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation import agreement, policy
+from annotation.judging import label_models
 from annotation.judging.statements import ANNOTATOR_SPAN, judgement_keys, queryset_array
 from annotation.models import Campaign, Pair
 from retrieval import label_status
@@ -70,11 +71,14 @@ def _fetch_judgements(
 
 
 def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
-    """The campaign's live judgements as arrays, and each pair resolved under FIRE §3.1.
+    """The campaign's live judgements as arrays, and each pair resolved under the
+    campaign's label policy.
 
-    Undone judgements are left out. A pair's status comes from :func:`policy.resolve` with
-    its live label counts, its second-label flag, the campaign's ``max_labels`` and any
-    adjudicated label (which always wins).
+    Undone judgements are left out. Under FIRE §3.1 a pair's status comes from
+    :func:`policy.resolve` with its live label counts, its second-label flag, the campaign's
+    ``max_labels`` and any adjudicated label (which always wins); under the adaptive policy
+    from its posterior, as the live writer computes it
+    (:func:`annotation.judging.label_models.adaptive_state`).
     """
     pairs = Pair.objects.filter(campaign=campaign)
     pool_pairs = pairs.count()
@@ -131,9 +135,14 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     adjudicated[flagged["id"] - first] = flagged["verdict"]
 
     counts = agreement.value_counts(pair_index, labels, n_pairs)
-    status = policy.resolve(
-        counts[:, 1], counts[:, 0] + counts[:, 1], double, campaign.max_labels, adjudicated
-    )
+    total = counts[:, 0] + counts[:, 1]
+    if label_models.is_adaptive(campaign):
+        posterior = label_models.campaign_posteriors(
+            campaign, first, n_pairs, pair_index, annotator_ids, labels
+        )
+        _, status = label_models.adaptive_state(campaign, total, posterior, adjudicated)
+    else:
+        status = policy.resolve(counts[:, 1], total, double, campaign.max_labels, adjudicated)
     return CampaignLabels(
         pair_index=pair_index,
         annotator_index=annotator_index,

@@ -1,8 +1,8 @@
 """The one writer of a pair's state: counters, status, holds, adjudication and auto-labels.
 
 A pair carries running counts so the next-task query is an index lookup: ``label_count``
-and ``relevant_count`` (live labels), ``needed`` (labels the FIRE §3.1 policy still asks
-for), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
+and ``relevant_count`` (live labels), ``needed`` (labels the campaign's label policy still
+asks for: FIRE §3.1's, or the adaptive one through :mod:`annotation.judging.label_models`), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
 held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a pair pooled
 or made a gold task, a label added or taken back, a lease taken or released, a hold, an
 adjudication, an auto-label, a re-queue) goes through a function here, so the rule linking
@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
+from annotation.judging import label_models
 from annotation.judging import statements as sql
 from annotation.models import Campaign, CampaignTally, Lease, Pair, open_slots_expression
 from retrieval.label_status import CODES, NAMES, RELEVANT
@@ -193,16 +194,25 @@ def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
         recount_leases(pair_id for _, pair_id in leases)
 
 
-def _apply_policy(pair: Pair, campaign: Campaign) -> None:
-    """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts."""
+def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None) -> None:
+    """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts
+    under the campaign's label policy (:mod:`annotation.policy`); for the adaptive one,
+    from the pair's posterior (``posterior``, else read: :mod:`label_models`)."""
     relevant = np.array([pair.relevant_count])
     total = np.array([pair.label_count])
     adjudicated = np.array(
         [CODES[pair.adjudicated] if pair.adjudicated else policy.NOT_ADJUDICATED]
     )
-    pair.needed = int(policy.labels_needed(relevant, total, pair.double, campaign.max_labels)[0])
-    code = int(policy.resolve(relevant, total, pair.double, campaign.max_labels, adjudicated)[0])
-    pair.status = NAMES[code]
+    if label_models.is_adaptive(campaign):
+        if posterior is None:
+            posterior = label_models.pair_posterior(pair, campaign)
+        needed, code = label_models.adaptive_state(campaign, total, [posterior], adjudicated)
+        pair.needed, pair.status = int(needed[0]), NAMES[int(code[0])]
+    else:
+        cap = campaign.max_labels
+        pair.needed = int(policy.labels_needed(relevant, total, pair.double, cap)[0])
+        code = int(policy.resolve(relevant, total, pair.double, cap, adjudicated)[0])
+        pair.status = NAMES[code]
     if pair.adjudicated:
         pair.needed = 0
     pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
@@ -224,22 +234,83 @@ def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None
 
 def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
     """Recompute the pairs' label counts from the labels that still count (after labels were
-    discounted) and what the policy now needs of them; the caller has locked the pairs."""
+    discounted) and what the policy now needs of them; the caller has locked the pairs.
+    Bulk: a query for the counts (with the posteriors under the adaptive policy), one for
+    the pairs, and batched updates."""
     from annotation.models import Judgement
 
-    live = {
-        row["pair_id"]: row
-        for row in Judgement.objects.filter(pair_id__in=pair_ids, undone_at__isnull=True)
-        .order_by()
-        .values("pair_id")
-        .annotate(n=Count("pk"), rel=Count("pk", filter=Q(label=RELEVANT.label)))
-    }
     pairs = list(Pair.objects.filter(pk__in=pair_ids))
-    for pair in pairs:
-        counts = live.get(pair.pk, {"n": 0, "rel": 0})
-        pair.label_count, pair.relevant_count = counts["n"], counts["rel"]
-        _apply_policy(pair, campaign)
+    if label_models.is_adaptive(campaign):
+        seen = label_models.snapshot(campaign, [(pair.pk, pair.pool_row) for pair in pairs])
+        for i, pair in enumerate(pairs):
+            pair.label_count, pair.relevant_count = int(seen.total[i]), int(seen.relevant[i])
+            _apply_policy(pair, campaign, float(seen.posterior[i]))
+    else:
+        live = {
+            row["pair_id"]: row
+            for row in Judgement.objects.filter(pair_id__in=pair_ids, undone_at__isnull=True)
+            .order_by()
+            .values("pair_id")
+            .annotate(n=Count("pk"), rel=Count("pk", filter=Q(label=RELEVANT.label)))
+        }
+        for pair in pairs:
+            counts = live.get(pair.pk, {"n": 0, "rel": 0})
+            pair.label_count, pair.relevant_count = counts["n"], counts["rel"]
+            _apply_policy(pair, campaign)
     Pair.objects.bulk_update(pairs, COUNT_FIELDS, batch_size=BATCH)
+
+
+def apply_refit(campaign: Campaign) -> int:
+    """Recompute ``needed`` and ``status`` of every labelled pair of an adaptive campaign
+    under its newly stored annotator models and priors; how many pairs changed.
+
+    The labels are read once (the snapshot); only pairs whose values change are written, in
+    one statement per group of new values, each guarded so that a pair whose labels or
+    adjudication changed since the snapshot keeps what its own writer gave it. The changed
+    pairs are locked in id order, then their tally rows, as every writer here locks.
+    """
+    from annotation.models import Judgement
+
+    rows = list(
+        Pair.objects.filter(campaign=campaign, label_count__gt=0, adjudicated="")
+        .order_by("pk")
+        .values_list("pk", "pool_row", "needed", "status")
+    )
+    if not rows:
+        return 0
+    seen = label_models.snapshot(
+        campaign,
+        [(pk, pool_row) for pk, pool_row, _, _ in rows],
+        Judgement.objects.filter(pair__campaign=campaign),
+    )
+    unadjudicated = np.full(len(rows), policy.NOT_ADJUDICATED)
+    needed, codes = label_models.adaptive_state(campaign, seen.total, seen.posterior, unadjudicated)
+    before_needed = np.array([r[2] for r in rows], dtype=np.int64)
+    before_codes = np.array([CODES[r[3]] for r in rows], dtype=np.int64)
+    changed = np.flatnonzero((needed != before_needed) | (codes != before_codes))
+    if not changed.size:
+        return 0
+    ids = seen.pair_ids[changed]
+    lock_pairs(ids.tolist())
+    lock_tallies(campaign.pk, ids.tolist())
+    groups: dict[tuple[int, int, int, int], list[int]] = {}
+    for i in changed.tolist():
+        key = (int(needed[i]), int(codes[i]), int(seen.total[i]), int(seen.relevant[i]))
+        groups.setdefault(key, []).append(int(seen.pair_ids[i]))
+    written = 0
+    for (new_needed, code, total, relevant), pks in groups.items():
+        for start in range(0, len(pks), BATCH):
+            written += Pair.objects.filter(
+                pk__in=pks[start : start + BATCH],
+                label_count=total,
+                relevant_count=relevant,
+                adjudicated="",
+            ).update(
+                needed=new_needed,
+                status=NAMES[code],
+                open_slots=open_slots_expression(needed=Value(new_needed)),
+            )
+    return written
 
 
 def hold(pair_id: int) -> None:

@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.judging import gold as gold_queue
-from annotation.judging import pair_state, priorities, standing, task_ids
+from annotation.judging import label_models, pair_state, priorities, standing, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import GRACE_SECONDS, Assignment, assign
@@ -171,6 +171,8 @@ def submit(
             )
             pair_state.count_label(pair, campaign, label, +1)
             priorities.reprioritise(campaign, pair.caption_id)
+            # The adaptive policy's refit runs as a job once this commits, if it is due.
+            label_models.request_refit(campaign, judgement.pk, now)
             created = True
             if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
                 # too fast to have watched?

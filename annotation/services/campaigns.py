@@ -17,7 +17,7 @@ from django.db import transaction
 from annotation import policy, pooling
 from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.judging import pair_state, priorities, statements
-from annotation.models import Campaign, CampaignRun, Pair
+from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, LabelSet, Run
 from retrieval.names import derived_name
@@ -263,6 +263,8 @@ def create_campaign(
     )
     campaign.set_settings(settings, save=False)
     campaign.save(force_insert=True)
+    if settings.label_policy.adaptive:  # the adaptive policy's fit record, none fitted yet
+        PolicyFit.objects.create(campaign=campaign)
     CampaignRun.objects.bulk_create(
         [CampaignRun(campaign=campaign, run=run, position=i) for i, run in enumerate(runs)]
     )

@@ -230,6 +230,8 @@ def form_values(spec: CampaignSpec) -> dict:
         "qualification_threshold": settings.gold.threshold,
         "speed_floor": settings.gold.floor_seconds,
         "extends": spec.extends or "",
+        "policy": settings.label_policy.name,
+        "confidence": settings.label_policy.confidence,
     }
 
 
@@ -239,7 +241,18 @@ def fixed_changes(campaign: Campaign, spec: CampaignSpec) -> list[str]:
     changed = [field for name, field in FIXED.items() if getattr(spec, name) != getattr(now, name)]
     if spec.settings.judging.strategy != now.settings.judging.strategy:
         changed.append("judging_order")
+    asked, pooled = spec.settings.label_policy, now.settings.label_policy
+    changed += [
+        field
+        for name, field in FIXED_POLICY.items()
+        if getattr(asked, name) != getattr(pooled, name)
+    ]
     return changed
+
+
+FIXED_POLICY = {"name": "policy", "confidence": "confidence"}
+"""The label policy's settings, by the form field that names them: fixed once pooled (the
+pairs' needed labels were computed under them)."""
 
 
 @transaction.atomic
@@ -248,7 +261,7 @@ def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
     budget, gold rate, qualification, speed floor and role underlining.
 
     What decided the pool (depth, queries, seed, second-label rate, the label cap, the
-    judging order, the label set it completes) is refused with the fields named; so is
+    label policy and its confidence, the judging order, the label set it completes) is refused with the fields named; so is
     turning qualification on (or asking more training pairs) while the campaign is active
     and its gold is short.
     """

@@ -44,6 +44,7 @@ def world(db, settings, tmp_path):
         "pool": {"dataset": "args", "name": "pp", "runs": "r1", "depth": "2"},
         "export": {"campaign": campaign.name, "format": "qrels"},
         "demo_campaign": {"dataset": "args", "name": "demo-c"},
+        "refit-policy": {"campaign": campaign.name},
     }
 
 
@@ -80,12 +81,15 @@ BAD = {
         "qualification_threshold": ["0", "1.5", "nan"],
         "show_roles": ["maybe", "2", HUGE],
         "judging_order": ["nope"],
+        "policy": ["nope", "FIRE"],
+        "confidence": ["0.2", "1", "nan", "inf", "abc", HUGE],
         "speed_floor": ["-1", "nan", "inf", HUGE],
         "gold": ["../etc/passwd", "ghost"],
         "runs": ["ghost", "r1,r1"],
     },
     "export": {"format": ["nope"], "campaign": ["ghost"]},
     "demo_campaign": {"dataset": ["ghost", ""], "name": ["", "x" * 201]},
+    "refit-policy": {"campaign": ["ghost", ""]},
 }
 
 

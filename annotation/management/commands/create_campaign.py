@@ -36,9 +36,33 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, help="Sample this many query captions.")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
-            "--second-label-rate", type=float, default=policy.DEFAULT_SECOND_LABEL_RATE
+            "--policy",
+            choices=policy.POLICIES,
+            default=policy.FIRE,
+            help="How many labels a pair gets: fire (one, a second for the --second-label-rate "
+            "sample, a third while they tie) or adaptive (more, each from another annotator, "
+            "while the pair's label is less sure than --confidence). Default %(default)s.",
         )
-        parser.add_argument("--max-labels", type=int, default=policy.DEFAULT_CAP)
+        parser.add_argument(
+            "--confidence",
+            type=float,
+            metavar="C",
+            help="Adaptive policy: the posterior probability a pair's label must reach "
+            f"(between {policy.CONFIDENCE_RANGE[0]} and {policy.CONFIDENCE_RANGE[1]}; "
+            f"default {policy.DEFAULT_CONFIDENCE}).",
+        )
+        parser.add_argument(
+            "--second-label-rate",
+            type=float,
+            help="Fire policy: share of pairs labelled twice "
+            f"(default {policy.DEFAULT_SECOND_LABEL_RATE}; 0 under adaptive).",
+        )
+        parser.add_argument(
+            "--max-labels",
+            type=int,
+            help=f"Cap on labels per pair (default {policy.DEFAULT_CAP} under fire, "
+            f"{policy.DEFAULT_ADAPTIVE_CAP} under adaptive).",
+        )
         parser.add_argument(
             "--lease-seconds", type=int, default=campaign_spec.DEFAULT_LEASE_SECONDS
         )
@@ -137,6 +161,8 @@ class Command(BaseCommand):
             "runs": names,
             "pairs": pairs,
             "second_label_pairs": doubles,
+            "policy": spec.settings.label_policy.name,
+            "max_labels": spec.max_labels,
             "judging_order": spec.settings.judging.strategy,
             "budget": spec.settings.judging.budget,
             "extends": spec.extends,

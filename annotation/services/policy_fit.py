@@ -1,0 +1,224 @@
+"""Refit the adaptive label policy of a campaign: annotator confusions and class priors.
+
+:func:`refit` reads every live judgement of the campaign and every live gold answer (gold
+pairs are known items, as in resolution's Dawid-Skene: :mod:`annotation.campaign_read.
+resolution`), runs the regularised EM of :func:`annotation.confusion.fit` with each pair's
+first label (by judgement id) kept out of the confusion evidence and a class prior per
+stratum (:func:`annotation.judging.label_models.strata`), stores the confusions
+(:class:`~annotation.models.AnnotatorModel`) and the priors
+(:class:`~annotation.models.PolicyFit`), and then has the pairs' one writer recompute every
+labelled pair's ``needed`` and ``status`` (:func:`annotation.judging.pair_state.apply_refit`),
+all in one transaction.
+
+It runs as the ``refit-policy`` job (queued after a label once enough new labels came in:
+:func:`annotation.judging.label_models.request_refit`, never inside the judging request) or at once through
+``manage.py refit_policy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Case, IntegerField, Q, Value, When
+from django.utils import timezone
+
+from annotation import confusion
+from annotation.judging import label_models, pair_state
+from annotation.judging.statements import queryset_array
+from annotation.models import (
+    AnnotatorModel,
+    Campaign,
+    GoldJudgement,
+    GoldPair,
+    Judgement,
+    Pair,
+    PolicyFit,
+)
+from config.errors import UserError
+from retrieval.label_status import CODES, RELEVANT
+
+JOB_KIND = label_models.REFIT_JOB
+
+
+class PolicyFitError(UserError):
+    """A campaign that cannot be refitted (not under the adaptive policy)."""
+
+
+@dataclass(frozen=True)
+class RefitResult:
+    campaign: str
+    labels: int
+    gold_answers: int
+    annotators: int
+    strata: int
+    priors: list[float]
+    iterations: int
+    converged: bool
+    pairs_changed: int
+    fitted_at: datetime
+
+    def summary(self) -> dict:
+        """JSON-ready: the job's result and the command's output."""
+        return {
+            "campaign": self.campaign,
+            "labels": self.labels,
+            "gold_answers": self.gold_answers,
+            "annotators": self.annotators,
+            "priors": self.priors,
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "pairs_changed": self.pairs_changed,
+            "fitted_at": self.fitted_at.isoformat(),
+        }
+
+
+_LABEL = Case(
+    When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
+)
+_JUDGEMENT_ROW = np.dtype(
+    [("id", np.int64), ("pair_id", np.int64), ("annotator_id", np.int64), ("said", np.int64)]
+)
+_GOLD_ROW = np.dtype([("gold_pair_id", np.int64), ("annotator_id", np.int64), ("said", np.int64)])
+
+
+@transaction.atomic
+def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
+    """Fit and store the campaign's annotator models and priors, then recompute its labelled
+    pairs' ``needed`` and ``status`` (see the module docstring)."""
+    if not label_models.is_adaptive(campaign):
+        raise PolicyFitError(
+            f"campaign {campaign.name!r} follows the {campaign.settings.label_policy.name} "
+            "policy: only adaptive campaigns have annotator models to fit"
+        )
+    now = now or timezone.now()
+    judged = queryset_array(
+        Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
+        .order_by()
+        .annotate(said=_LABEL)
+        .values_list("id", "pair_id", "annotator_id", "said"),
+        _JUDGEMENT_ROW,
+    )
+    pairs = queryset_array(
+        Pair.objects.filter(campaign=campaign)
+        .order_by("pk")
+        .annotate(
+            verdict=Case(
+                When(adjudicated=RELEVANT.label, then=Value(1)),
+                When(~Q(adjudicated=""), then=Value(0)),
+                default=Value(-1),
+                output_field=IntegerField(),
+            )
+        )
+        .values_list("id", "pool_row", "verdict"),
+        np.dtype([("id", np.int64), ("pool_row", np.int64), ("verdict", np.int64)]),
+    )
+    gold = list(
+        GoldPair.objects.filter(campaign=campaign).order_by("pk").values_list("pk", "label")
+    )
+    answers = queryset_array(
+        GoldJudgement.objects.filter(gold_pair__campaign=campaign)
+        .order_by()
+        .annotate(said=_LABEL)
+        .values_list("gold_pair_id", "annotator_id", "said"),
+        _GOLD_ROW,
+    )
+    n_pairs, n_gold = len(pairs), len(gold)
+    gold_item = {pk: n_pairs + i for i, (pk, _) in enumerate(gold)}
+    pair_item = np.searchsorted(pairs["id"], judged["pair_id"])
+    items = np.concatenate(
+        [pair_item, np.array([gold_item[g] for g in answers["gold_pair_id"].tolist()], np.int64)]
+    ).astype(np.int64)
+    who = np.concatenate([judged["annotator_id"], answers["annotator_id"]])
+    annotators, annotator_index = np.unique(who, return_inverse=True)
+    said = np.concatenate([judged["said"], answers["said"]])
+    order = np.concatenate([judged["id"], np.zeros(len(answers), np.int64)])
+    first = confusion.first_labels(items, order)
+    first[len(judged) :] = False  # gold answers are always fair evidence
+    known = np.concatenate(
+        [pairs["verdict"], np.array([CODES[label] for _, label in gold], np.int64)]
+    ).astype(np.int64)
+    strata = np.concatenate(
+        [label_models.strata(campaign, pairs["pool_row"]), np.zeros(n_gold, np.int64)]
+    )
+    n_strata = label_models.n_strata(campaign)
+    fitted = confusion.fit(
+        items,
+        annotator_index.astype(np.int64),
+        said,
+        n_pairs + n_gold,
+        len(annotators),
+        first=first,
+        known=known,
+        strata=strata,
+        n_strata=n_strata,
+        warm=_previous(campaign, annotators, n_strata),
+    )
+    _store(campaign, annotators, fitted, len(judged), now)
+    changed = pair_state.apply_refit(campaign)
+    return RefitResult(
+        campaign=campaign.name,
+        labels=len(judged),
+        gold_answers=len(answers),
+        annotators=len(annotators),
+        strata=n_strata,
+        priors=[round(float(p), 6) for p in fitted.prior],
+        iterations=fitted.iterations,
+        converged=fitted.converged,
+        pairs_changed=changed,
+        fitted_at=now,
+    )
+
+
+def _previous(
+    campaign: Campaign, annotators: np.ndarray, n_strata: int
+) -> tuple[confusion.Confusion, np.ndarray] | None:
+    """The last fit's confusions (the prior for annotators it did not know) and priors, for
+    EM to start from: a refit as labels arrive then takes a few iterations, not dozens
+    (``bench/refit_bench.py``)."""
+    priors = label_models.stored_priors(campaign)
+    if len(priors) != n_strata:
+        return None
+    start = confusion.Confusion.default(len(annotators))
+    at = {int(a): i for i, a in enumerate(annotators.tolist())}
+    for annotator, sens, spec in AnnotatorModel.objects.filter(
+        campaign=campaign, annotator_id__in=list(at)
+    ).values_list("annotator_id", "sensitivity", "specificity"):
+        start.sensitivity[at[annotator]] = sens
+        start.specificity[at[annotator]] = spec
+    return start, priors
+
+
+def _store(campaign: Campaign, annotators: np.ndarray, fitted, labels: int, now) -> None:
+    """Replace the campaign's annotator models and priors with the fit's."""
+    model = fitted.confusion
+    AnnotatorModel.objects.filter(campaign=campaign).exclude(
+        annotator_id__in=annotators.tolist()
+    ).delete()
+    AnnotatorModel.objects.bulk_create(
+        [
+            AnnotatorModel(
+                campaign=campaign,
+                annotator_id=int(annotator),
+                sensitivity=float(model.sensitivity[i]),
+                specificity=float(model.specificity[i]),
+                evidence=float(model.evidence[i]),
+                fitted_at=now,
+            )
+            for i, annotator in enumerate(annotators.tolist())
+        ],
+        update_conflicts=True,
+        unique_fields=["campaign", "annotator"],
+        update_fields=["sensitivity", "specificity", "evidence", "fitted_at"],
+    )
+    PolicyFit.objects.update_or_create(
+        campaign=campaign,
+        defaults={
+            "priors": [float(p) for p in fitted.prior],
+            "labels": labels,
+            "fitted_at": now,
+            "requested_at": None,
+        },
+    )

@@ -1,0 +1,441 @@
+"""The adaptive label policy: settings, entry points, the live rule, the refit."""
+
+import io
+import json
+import uuid
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from annotation import confusion, policy
+from annotation.campaign_read.labels import load_campaign_labels
+from annotation.campaign_spec import CampaignSpec
+from annotation.forms import CampaignSettingsForm
+from annotation.judging import label_models, pair_state, queue, submit
+from annotation.models import AnnotatorModel, Campaign, Judgement, Pair, PolicyFit
+from annotation.services import lifecycle, policy_fit
+from annotation.settings import CampaignSettings, LabelPolicy, SettingsError
+from retrieval.label_status import CODES
+from tests.factories import make_campaign, query_dataset, random_run
+
+# Settings and entry points.
+
+
+def test_label_policy_round_trips_and_defaults_store_nothing():
+    assert CampaignSettings().to_options() == {}
+    chosen = CampaignSettings(label_policy=LabelPolicy("adaptive", 0.9))
+    stored = chosen.to_options()
+    assert stored == {"label_policy": {"name": "adaptive", "confidence": 0.9}}
+    assert CampaignSettings.from_options(json.loads(json.dumps(stored))) == chosen
+
+
+@pytest.mark.parametrize(
+    ("stored", "named"),
+    [
+        ({"name": "bogus"}, "label_policy.name"),
+        ({"confidence": 0.2}, "label_policy.confidence"),
+        ({"confidence": 1.0}, "label_policy.confidence"),
+        ({"confidence": "high"}, "label_policy.confidence"),
+        ({"cap": 3}, "label_policy: unknown setting cap"),
+    ],
+)
+def test_bad_label_policies_are_refused_by_name(stored, named):
+    with pytest.raises(SettingsError, match=named):
+        CampaignSettings.from_options({"label_policy": stored})
+
+
+def test_the_spec_of_an_adaptive_campaign_has_no_double_sample_and_its_own_cap():
+    spec = CampaignSpec.from_values({"name": "a", "policy": "adaptive", "second_label_rate": 0.3})
+    assert spec.settings.label_policy == LabelPolicy("adaptive", policy.DEFAULT_CONFIDENCE)
+    assert spec.second_label_rate == 0.0
+    assert spec.max_labels == policy.DEFAULT_ADAPTIVE_CAP
+    assert (
+        CampaignSpec.from_values({"name": "a", "policy": "adaptive", "max_labels": 7}).max_labels
+        == 7
+    )
+    fire = CampaignSpec.from_values({"name": "f"})
+    assert fire.max_labels == policy.DEFAULT_CAP
+    assert fire.second_label_rate == policy.DEFAULT_SECOND_LABEL_RATE
+    assert not fire.settings.label_policy.adaptive
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"policy": "bogus"}, "policy"),
+        ({"confidence": 0.3}, "confidence"),
+        ({"confidence": 1}, "confidence"),
+    ],
+)
+def test_the_form_names_a_bad_policy_field(values, field):
+    form = CampaignSettingsForm({"name": "x", "depth": 3, **values})
+    assert not form.is_valid()
+    assert field in form.errors
+
+
+def test_the_form_takes_an_adaptive_policy():
+    form = CampaignSettingsForm({"name": "x", "depth": 3, "policy": "adaptive", "confidence": 0.9})
+    assert form.is_valid(), form.errors
+    spec = form.spec()
+    assert spec.settings.label_policy == LabelPolicy("adaptive", 0.9)
+    assert (spec.max_labels, spec.second_label_rate) == (policy.DEFAULT_ADAPTIVE_CAP, 0.0)
+
+
+@pytest.fixture
+def dataset(db):
+    dataset, _, _ = query_dataset("ap", n=6)
+    random_run(dataset, "r0", seed=1)
+    return dataset
+
+
+def _create(dataset, *flags):
+    out = io.StringIO()
+    call_command(
+        "create_campaign", "--dataset", dataset.name, "--runs", "r0", "--depth", "3",
+        "--format", "json", *flags, stdout=out,
+    )  # fmt: skip
+    return json.loads(out.getvalue())
+
+
+def test_the_command_creates_an_adaptive_campaign(dataset):
+    made = _create(dataset, "--name", "ad", "--policy", "adaptive", "--confidence", "0.9")
+    assert made["policy"] == "adaptive"
+    assert made["second_label_pairs"] == 0
+    campaign = Campaign.objects.get(name="ad")
+    assert campaign.max_labels == policy.DEFAULT_ADAPTIVE_CAP
+    assert campaign.second_label_rate == 0.0
+    assert campaign.settings.label_policy == LabelPolicy("adaptive", 0.9)
+    assert set(campaign.pairs.values_list("needed", flat=True)) == {1}
+    fire = _create(dataset, "--name", "fi")
+    assert fire["policy"] == "fire" and fire["max_labels"] == policy.DEFAULT_CAP
+    assert Campaign.objects.get(name="fi").options == {}
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [(["--confidence", "0.2"], "--confidence"), (["--confidence", "2"], "--confidence")],
+)
+def test_the_command_names_a_bad_confidence(dataset, flags, named):
+    with pytest.raises(CommandError, match=named):
+        _create(dataset, "--name", "bad", "--policy", "adaptive", *flags)
+    assert not Campaign.objects.filter(name="bad").exists()
+
+
+def test_the_command_refuses_an_unknown_policy(dataset):
+    with pytest.raises(CommandError, match="policy"):
+        _create(dataset, "--name", "bad", "--policy", "bogus")
+
+
+def test_the_policy_is_fixed_once_pooled(db):
+    campaign = make_campaign(policy="adaptive")
+    spec = lifecycle.current_spec(campaign)
+    values = lifecycle.form_values(spec)
+    assert (values["policy"], values["confidence"]) == ("adaptive", policy.DEFAULT_CONFIDENCE)
+    for change, field in (({"policy": "fire"}, "policy"), ({"confidence": 0.8}, "confidence")):
+        asked = CampaignSpec.from_values({**values, **change})
+        with pytest.raises(lifecycle.LifecycleError, match=field):
+            lifecycle.edit_campaign(campaign, asked)
+    # Unchanged values are taken (the edit form posts them back).
+    lifecycle.edit_campaign(campaign, CampaignSpec.from_values({**values, "lease_seconds": 60}))
+
+
+def test_the_edit_page_refuses_a_policy_change(db, people, client):
+    campaign = make_campaign(policy="adaptive")
+    values = lifecycle.form_values(lifecycle.current_spec(campaign))
+    client.force_login(people["admin"])
+    posted = {k: "" if v is None else v for k, v in {**values, "policy": "fire"}.items()}
+    response = client.post(f"/campaigns/{campaign.pk}/edit/", posted)
+    assert response.status_code == 400
+    assert b"policy" in response.content
+    campaign.refresh_from_db()
+    assert campaign.settings.label_policy.adaptive
+
+
+# The live rule.
+
+
+def _people(django_user_model, *names):
+    return [django_user_model.objects.create_user(n, password="pw-adaptive-1") for n in names]
+
+
+def _model(campaign, annotator, accuracy):
+    AnnotatorModel.objects.update_or_create(
+        campaign=campaign,
+        annotator=annotator,
+        defaults={
+            "sensitivity": accuracy,
+            "specificity": accuracy,
+            "evidence": 100,
+            "fitted_at": timezone.now(),
+        },
+    )
+
+
+def _judge(campaign, annotator, label="relevant"):
+    """Serve the annotator their next pair and label it; the pair (None: nothing served)."""
+    current = queue.assign(campaign, annotator).current
+    if current is None:
+        return None
+    submit.submit(annotator, current.pair.pk, label, uuid.uuid4())
+    return Pair.objects.get(pk=current.pair.pk)
+
+
+def _expected(campaign, pair):
+    """needed and status recomputed from scratch, as the read model computes them."""
+    seen = label_models.snapshot(campaign, [(pair.pk, pair.pool_row)])
+    adjudicated = [CODES[pair.adjudicated] if pair.adjudicated else -1]
+    needed, code = label_models.adaptive_state(campaign, seen.total, seen.posterior, adjudicated)
+    return int(needed[0]), int(code[0])
+
+
+@pytest.mark.django_db
+def test_a_careful_annotator_settles_a_pair_with_one_label(django_user_model):
+    campaign = make_campaign(n_queries=1, policy="adaptive")
+    (careful,) = _people(django_user_model, "careful")
+    _model(campaign, careful, 0.99)
+    pair = _judge(campaign, careful)
+    assert (pair.label_count, pair.needed, pair.open_slots) == (1, 0, 0)
+    assert pair.status == "relevant"
+    pair = _judge(campaign, careful, "irrelevant")
+    assert (pair.needed, pair.status) == (0, "irrelevant")
+
+
+@pytest.mark.django_db
+def test_an_annotator_at_the_prior_needs_company(django_user_model):
+    """Credited 0.8 each way: one label gives 0.8, two agreeing 0.94, three 0.985."""
+    campaign = make_campaign(n_queries=1, policy="adaptive")
+    people = _people(django_user_model, "a", "b", "c")
+    pair = _judge(campaign, people[0])
+    assert (pair.needed, pair.status) == (1, "relevant")
+    assert _judge(campaign, people[1]).pk == pair.pk
+    pair.refresh_from_db()
+    assert (pair.label_count, pair.needed) == (2, 1)
+    assert _judge(campaign, people[2]).pk == pair.pk
+    pair.refresh_from_db()
+    assert (pair.label_count, pair.needed, pair.status) == (3, 0, "relevant")
+
+
+@pytest.mark.django_db
+def test_spammers_never_settle_a_pair_and_it_stops_at_the_cap(django_user_model):
+    campaign = make_campaign(n_queries=1, depth=1, policy="adaptive", max_labels=3)
+    spammers = _people(django_user_model, "s1", "s2", "s3", "s4")
+    for spammer in spammers:
+        _model(campaign, spammer, 0.5)
+    pair = campaign.pairs.get()
+    for i, spammer in enumerate(spammers[:3]):
+        served = _judge(campaign, spammer, "relevant" if i % 2 else "irrelevant")
+        assert served.pk == pair.pk
+        assert served.label_count == i + 1
+        assert served.needed == (1 if i < 2 else 0)
+    pair.refresh_from_db()
+    assert pair.status == "disagreement"  # a spammer's labels leave it at the prior, 0.5
+    assert _judge(campaign, spammers[3]) is None  # the cap holds
+
+
+@pytest.mark.django_db
+def test_each_extra_label_comes_from_another_annotator(django_user_model):
+    campaign = make_campaign(n_queries=2, policy="adaptive")
+    first, second = _people(django_user_model, "first", "second")
+    labelled = []
+    while (pair := _judge(campaign, first)) is not None:
+        labelled.append(pair.pk)
+    # Every pair still needs a label, yet none is served to the one who judged it.
+    assert sorted(labelled) == sorted(campaign.pairs.values_list("pk", flat=True))
+    assert set(campaign.pairs.values_list("label_count", "needed")) == {(1, 1)}
+    served = []
+    while (pair := _judge(campaign, second)) is not None:
+        served.append(pair.pk)
+    assert sorted(served) == sorted(labelled)
+    for pair_id in labelled:
+        assert Judgement.objects.filter(pair_id=pair_id).values("annotator").distinct().count() == 2
+
+
+@pytest.mark.django_db
+def test_undo_and_discount_recompute(django_user_model):
+    campaign = make_campaign(n_queries=1, policy="adaptive")
+    careful, other = _people(django_user_model, "careful", "other")
+    _model(campaign, careful, 0.99)
+    pair = _judge(campaign, careful)
+    assert pair.needed == 0
+    submit.undo(careful, campaign)
+    pair.refresh_from_db()
+    assert (pair.label_count, pair.needed, pair.status) == (0, 1, "pending")
+    # Judged again, then a second label from someone at the prior on another pair.
+    pair = _judge(campaign, careful)
+    assert (pair.label_count, pair.needed) == (1, 0)
+    # Discounting the careful annotator's label: the pair needs labels again.
+    Judgement.objects.filter(pair=pair, annotator=careful).update(
+        undone_at=timezone.now(), discounted_at=timezone.now()
+    )
+    pair_state.recount_labels([pair.pk], campaign)
+    pair.refresh_from_db()
+    assert (pair.label_count, pair.needed, pair.status) == (0, 1, "pending")
+    other_pair = _judge(campaign, other)
+    assert (other_pair.needed, other_pair.status) == (1, "relevant")
+    assert _expected(campaign, other_pair) == (1, CODES["relevant"])
+
+
+@pytest.mark.django_db
+def test_the_read_model_resolves_as_the_live_path(django_user_model):
+    campaign = make_campaign(n_queries=2, policy="adaptive")
+    careful, prior, spammer = _people(django_user_model, "careful", "prior", "spammer")
+    _model(campaign, careful, 0.97)
+    _model(campaign, spammer, 0.5)
+    for annotator, label in ((careful, "irrelevant"), (prior, "relevant"), (spammer, "relevant")):
+        for _ in range(3):
+            _judge(campaign, annotator, label)
+    read = load_campaign_labels(campaign)
+    for pk, status in campaign.pairs.values_list("pk", "status"):
+        assert read.status[pk - read.first_pair_id] == CODES[status]
+
+
+@pytest.mark.django_db
+def test_fire_campaigns_keep_fires_rule(django_user_model):
+    campaign = make_campaign(n_queries=1)
+    (careful,) = _people(django_user_model, "careful")
+    _model(campaign, careful, 0.99)  # ignored: fire does not weigh annotators
+    pair = _judge(campaign, careful)
+    assert (pair.needed, pair.status) == (0, "relevant")
+    assert not label_models.is_adaptive(campaign)
+
+
+# Strata.
+
+
+@pytest.mark.django_db
+def test_strata_are_the_pool_strata_of_each_pairs_row():
+    campaign = make_campaign(n_queries=2, depth=3, policy="adaptive")
+    rows = np.array(sorted(campaign.pairs.values_list("pool_row", flat=True)))
+    ranks = label_models.provenance(campaign).ranks
+    expected = confusion.pool_strata(ranks)[rows]
+    assert label_models.strata(campaign, rows).tolist() == expected.tolist()
+    # One run: its best rank tells the strata apart (rank r, stratum group + r - 1).
+    assert len(set(expected.tolist())) == 3
+    assert label_models.strata(campaign, [10**6]).tolist() == [0]
+
+
+def test_priors_fall_back_to_the_class_prior():
+    priors = np.array([0.9, 0.2])
+    assert label_models.prior_of(priors, [0, 1, 2]).tolist() == [0.9, 0.2, confusion.CLASS_PRIOR]
+    assert label_models.prior_of(np.zeros(0), [0]).tolist() == [confusion.CLASS_PRIOR]
+
+
+# The refit.
+
+
+@pytest.mark.django_db
+def test_apply_refit_changes_labelled_pairs_but_not_one_labelled_since(
+    django_user_model, monkeypatch
+):
+    campaign = make_campaign(n_queries=2, policy="adaptive")
+    careful, late = _people(django_user_model, "careful", "late")
+    labelled = [_judge(campaign, careful).pk for _ in range(4)]
+    assert set(Pair.objects.filter(pk__in=labelled).values_list("needed", flat=True)) == {1}
+    _model(campaign, careful, 0.99)
+    raced = labelled[0]
+    original = pair_state.lock_pairs
+
+    _model(campaign, late, 0.99)
+
+    def label_in_between(pair_ids):
+        # A careful contrarian's label lands after the refit read its snapshot.
+        pair = Pair.objects.get(pk=raced)
+        Judgement.objects.create(pair=pair, annotator=late, label="irrelevant")
+        pair_state.count_label(pair, campaign, "irrelevant", +1)  # as the submit counts it
+        original(pair_ids)
+
+    monkeypatch.setattr(pair_state, "lock_pairs", label_in_between)
+    changed = pair_state.apply_refit(campaign)
+    assert changed == 3
+    for pk in labelled[1:]:
+        pair = Pair.objects.get(pk=pk)
+        assert (pair.needed, pair.open_slots, pair.status) == (0, 0, "relevant")
+    pair = Pair.objects.get(pk=raced)
+    assert pair.label_count == 2  # its own writer's values stand, not the refit's
+    assert (pair.needed, pair.status) == (1, "disagreement")
+
+
+@pytest.mark.django_db
+def test_the_refit_command_fits_stores_and_recomputes(django_user_model):
+    campaign = make_campaign(n_queries=3, policy="adaptive")
+    people = _people(django_user_model, "a", "b", "c")
+    truth = {pk: (pk % 3 == 0) for pk in campaign.pairs.values_list("pk", flat=True)}
+    for annotator in people:
+        while (current := queue.assign(campaign, annotator).current) is not None:
+            label = "relevant" if truth[current.pair.pk] else "irrelevant"
+            submit.submit(annotator, current.pair.pk, label, uuid.uuid4())
+    out = io.StringIO()
+    call_command("refit_policy", "--campaign", campaign.name, "--format", "json", stdout=out)
+    summary = json.loads(out.getvalue())
+    assert summary["annotators"] == 3
+    assert summary["labels"] == Judgement.objects.filter(pair__campaign=campaign).count()
+    assert len(summary["priors"]) == label_models.n_strata(campaign)
+    fit = PolicyFit.objects.get(campaign=campaign)
+    assert fit.labels == summary["labels"] and fit.requested_at is None
+    models = AnnotatorModel.objects.filter(campaign=campaign)
+    assert models.count() == 3
+    by_name = {m.annotator.username: m for m in models.select_related("annotator")}
+    # "a" gave every pair's first label: no evidence on them, so still at the prior; the
+    # others agreed with the pairs' labels and are trusted more than the prior.
+    assert (by_name["a"].evidence, by_name["a"].sensitivity) == (0, confusion.PRIOR_ACCURACY)
+    for name in ("b", "c"):
+        assert by_name[name].evidence == 9
+        assert by_name[name].sensitivity > confusion.PRIOR_ACCURACY
+        assert by_name[name].specificity > confusion.PRIOR_ACCURACY
+    for pair in campaign.pairs.all():
+        assert (pair.needed, CODES[pair.status]) == _expected(campaign, pair)
+
+
+@pytest.mark.django_db
+def test_only_adaptive_campaigns_refit():
+    campaign = make_campaign()
+    with pytest.raises(CommandError, match="fire"):
+        call_command("refit_policy", "--campaign", campaign.name)
+
+
+@pytest.mark.django_db
+def test_a_refit_is_queued_after_enough_labels(
+    django_user_model, monkeypatch, django_capture_on_commit_callbacks
+):
+    from jobs.models import Job
+
+    monkeypatch.setattr(label_models, "REFIT_EVERY", 1)
+    monkeypatch.setattr(label_models, "MIN_NEW_LABELS", 3)
+    submitted = []
+    monkeypatch.setattr(
+        label_models.runner, "submit", lambda kind, data: submitted.append((kind, data))
+    )
+    campaign = make_campaign(n_queries=2, policy="adaptive")
+    (annotator,) = _people(django_user_model, "a")
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(5):
+            _judge(campaign, annotator)
+    assert submitted == [(policy_fit.JOB_KIND, {"campaign": campaign.name})]  # claimed once
+    assert PolicyFit.objects.get(campaign=campaign).requested_at is not None
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_refit_job_runs(django_user_model):
+    from jobs.registry import get_kind
+    from jobs.runner import check_arguments
+
+    campaign = make_campaign(n_queries=1, policy="adaptive")
+    (annotator,) = _people(django_user_model, "a")
+    _judge(campaign, annotator)
+    kind = get_kind(policy_fit.JOB_KIND)
+    arguments = check_arguments(kind, {"campaign": campaign.name})
+
+    class Reporter:
+        job_id = 0
+
+        def step(self, *args, **kwargs):
+            pass
+
+        def advance(self, *args, **kwargs):
+            pass
+
+    result = kind.run(Reporter(), **arguments)
+    assert result["campaign"] == campaign.name and result["labels"] == 1
