@@ -22,7 +22,7 @@ binary gain in nDCG), 0 a judged negative, and a negative value means "pooled bu
 (trec_eval's reading): such a pair counts neither as judged nor towards N.
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -328,25 +328,34 @@ def evaluate(
     *,
     ndcg_k: int = 10,
     judged_k: int = 10,
+    only: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every per-query metric (float64, one value per row), keyed as :func:`metric_names`
     orders them, plus :data:`FIRST_POSITIVE` (the first positive's rank, NaN if none).
 
     The running counts down each list are computed once and shared by all the metrics.
+    ``only`` names the metrics to compute (all when None), for callers that score many lists
+    for a few of them (:mod:`retrieval.score_intervals`).
     """
     c = _Counts(j.relevant, j.judged)
+    wanted = None if only is None else set(only)
     per_query: dict[str, np.ndarray] = {}
+
+    def put(name: str, compute) -> None:
+        if wanted is None or name in wanted:
+            per_query[name] = compute()
+
     for k in ks:
-        per_query[f"C@{k}"] = _correct(c, k)
+        put(f"C@{k}", lambda k=k: _correct(c, k))
     for k in ks:
-        per_query[f"R@{k}"] = _recall(c, k, j.n_relevant)
-    per_query["AP"] = _average_precision(c, j.n_relevant)
-    per_query["FIRE-AP"] = _fire_average_precision(c, FIRE_AP_CUTOFF)
-    per_query[f"nDCG@{ndcg_k}"] = _ndcg(c, ndcg_k, j.n_relevant)
-    per_query[f"Judged@{judged_k}"] = _judged(c, judged_k, j.n_retrieved)
-    per_query["bpref"] = _bpref(c, j.n_relevant, j.n_nonrelevant)
-    per_query["AP'"] = _condensed_average_precision(c, j.n_relevant)
-    per_query[FIRST_POSITIVE] = first_positive_rank(j.relevant)
+        put(f"R@{k}", lambda k=k: _recall(c, k, j.n_relevant))
+    put("AP", lambda: _average_precision(c, j.n_relevant))
+    put("FIRE-AP", lambda: _fire_average_precision(c, FIRE_AP_CUTOFF))
+    put(f"nDCG@{ndcg_k}", lambda: _ndcg(c, ndcg_k, j.n_relevant))
+    put(f"Judged@{judged_k}", lambda: _judged(c, judged_k, j.n_retrieved))
+    put("bpref", lambda: _bpref(c, j.n_relevant, j.n_nonrelevant))
+    put("AP'", lambda: _condensed_average_precision(c, j.n_relevant))
+    put(FIRST_POSITIVE, lambda: first_positive_rank(j.relevant))
     return per_query
 
 

@@ -15,13 +15,13 @@ Nothing here touches the database: the file mode of ``rescore`` calls it directl
 """
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from retrieval import analysis, metrics
+from retrieval import analysis, metrics, score_intervals
 from retrieval.formats import trec
 from retrieval.formats.records import FormatError
 from retrieval.ids import PairKeys, contains
@@ -83,6 +83,27 @@ class Rescoring:
     kinds: dict[str, dict] = field(default_factory=dict)
     """Run -> metric -> :class:`retrieval.estimation.Score` when the label set's campaign had
     unjudged pooled pairs: whether each corrected score is exact, bounds or an estimate."""
+    interval_source: Callable[[], dict] | None = field(default=None, repr=False)
+    """What computes :attr:`intervals` when the labels are not all certain (a label set's
+    probabilities, unjudged pooled pairs): :func:`retrieval.score_intervals.score_intervals`
+    with its arguments bound. None: every label certain, each interval the score itself."""
+    _intervals: dict | None = field(default=None, init=False, repr=False)
+
+    @property
+    def intervals(self) -> dict[str, dict[str, score_intervals.ScoreInterval]]:
+        """Run -> metric -> :class:`retrieval.score_intervals.ScoreInterval` of each corrected
+        C@K, AP and nDCG@10, computed on first read: the Monte Carlo behind them costs more
+        than the rest of a rescoring where every pair has a probability (Dawid-Skene), and
+        most readers (reports, leaderboards) never ask (``bench/score_intervals_bench.py``)."""
+        if self._intervals is None:
+            if self.interval_source is not None:
+                self._intervals = self.interval_source()
+            else:
+                self._intervals = {
+                    run: score_intervals.exact_intervals(scores.means)
+                    for run, scores in self.blocks.get("corrected", {}).items()
+                }
+        return self._intervals
 
     def means(self, block: str) -> dict[str, dict[str, float]]:
         return {run: scores.means for run, scores in self.blocks.get(block, {}).items()}
@@ -110,8 +131,15 @@ class Rescoring:
                 run: {metric: score.as_dict() for metric, score in scores.items()}
                 for run, scores in self.kinds.items()
             }
-        if self.notes:
-            result["notes"] = self.notes
+        notes = list(self.notes)
+        if self.intervals:
+            result["intervals"] = {
+                run: {metric: interval.as_dict() for metric, interval in intervals.items()}
+                for run, intervals in self.intervals.items()
+            }
+            notes.append(score_intervals.NOTE)
+        if notes:
+            result["notes"] = notes
         return result
 
 

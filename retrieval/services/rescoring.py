@@ -5,17 +5,21 @@ Rows are the query captions the runs answer (or, with ``only_labelled``, those t
 set judges), in primary-key order; items are video primary keys. Original positives are
 each caption's own video; the corrected set adds the label set's judgements; leave-one-run-
 out needs the label set to say which runs were pooled and how deep (campaign label sets
-do); the true set exists on datasets with exhaustive ground truth (the demo world).
+do); the true set exists on datasets with exhaustive ground truth (the demo world). Each
+corrected C@K, AP and nDCG@10 gets its 95% interval (:mod:`retrieval.score_intervals`) from
+the label set's confidences and pool state, computed when first read.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from config.errors import UserError
-from retrieval import estimation
+from retrieval import estimation, score_intervals
 from retrieval import judged as judged_values
+from retrieval.ids import positions_of
 from retrieval.metrics import align_rows
 from retrieval.models import Caption, Dataset, LabelSet, Run, Video
 from retrieval.rescoring import Qrels, Rescoring, rescore
@@ -89,23 +93,57 @@ def rescore_dataset(
     if pairs is None:
         result.notes.append("no label set: scores use the original positives only")
     else:
-        _judging_kinds(result, label_set, caption_ids, item_ids, corrected)
+        state = load_pool_state(label_set)
+        _judging_kinds(result, state, caption_ids, item_ids, corrected)
+        result.interval_source = _interval_source(
+            result, pairs, state, caption_ids, item_ids, original
+        )
     lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
     return DatasetRescoring(
         dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
     )
 
 
+def _interval_source(
+    result: Rescoring,
+    pairs: judged_values.Judged,
+    state: estimation.PoolState | None,
+    caption_ids: np.ndarray,
+    item_ids: dict[str, np.ndarray],
+    original: Qrels,
+) -> Callable[[], dict]:
+    """The corrected scores' intervals, to compute when first read: label noise from the label
+    set's confidences (its disagreements included), the unjudged pooled pairs' envelope, and
+    the sampled estimates of :func:`_judging_kinds` widened by the noise."""
+    rows = positions_of(caption_ids, pairs.caption_ids)
+    keep = rows >= 0
+    confidence = None if pairs.confidence is None else pairs.confidence[keep]
+    labels = score_intervals.JudgedPairs.of(
+        rows[keep], pairs.video_ids[keep], pairs.relevance[keep], confidence
+    )
+    unjudged = None
+    if state is not None and len(state.unjudged[0]):
+        at = positions_of(caption_ids, state.unjudged[0])
+        unjudged = (at[at >= 0], np.asarray(state.unjudged[1], np.int64)[at >= 0])
+    return partial(
+        score_intervals.score_intervals,
+        item_ids,
+        labels,
+        (original.rows, original.items),
+        unjudged=unjudged,
+        estimates=score_intervals.sampled_estimates(result.kinds),
+    )
+
+
 def _judging_kinds(
     result: Rescoring,
-    label_set: LabelSet,
+    state: estimation.PoolState | None,
     caption_ids: np.ndarray,
     item_ids: dict[str, np.ndarray],
     corrected: Qrels,
 ) -> None:
     """Say for each corrected C@K and AP whether it is exact, bounded or estimated, when the
     label set's campaign stopped before every pooled pair was judged."""
-    state = load_pool_state(label_set)
     if state is None or not (len(state.unjudged[0]) or len(state.sampled[0])):
         return
     rows = len(caption_ids)

@@ -107,6 +107,14 @@ def test_hand_computed_means_skip_queries_without_positives():
     assert means[FIRST_POSITIVE_FOUND] == pytest.approx(2 / 3)
 
 
+def test_evaluate_only_the_named_metrics_gives_the_same_values():
+    full = evaluate(hand_case(), (1, 3))
+    some = evaluate(hand_case(), (1, 3), only=("C@3", "AP", "nDCG@10", FIRST_POSITIVE))
+    assert list(some) == ["C@3", "AP", "nDCG@10", FIRST_POSITIVE]
+    for name, values in some.items():
+        np.testing.assert_array_equal(values, full[name])
+
+
 def test_fire_ap_only_looks_at_the_top_cutoff():
     relevant = np.zeros((2, 25), bool)
     relevant[0, [1, 21]] = True  # rank 2 in, rank 22 out: (1/2) / 1

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from ir_measures import AP, Bpref, Judged, R, Success, nDCG
 
+from retrieval.estimation import PoolState
 from retrieval.formats import trec
 from retrieval.judged import Judged as JudgedPairs
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
@@ -209,3 +210,64 @@ def test_database_mode_errors(world):
         call_command("rescore", dataset="w", runs="first,ghost")
     with pytest.raises(CommandError, match="choose database mode"):
         call_command("rescore", dataset="w", qrels="x")
+
+
+def rescore_json(**options) -> dict:
+    out = io.StringIO()
+    call_command("rescore", format="json", stdout=out, **options)
+    return json.loads(out.getvalue())
+
+
+def test_file_mode_intervals_are_the_scores_themselves(tmp_path):
+    """TREC qrels carry no probabilities: every interval is exact."""
+    qrels, original, runs = write_files(tmp_path, 0)
+    result = rescore_json(qrels=str(qrels), run=[str(r) for r in runs])
+    for run in runs:
+        intervals = result["intervals"][run.stem]
+        assert list(intervals) == ["C@1", "C@5", "C@10", "AP", "nDCG@10"]
+        for metric, interval in intervals.items():
+            value = result["runs"][run.stem][metric]
+            assert interval == {"value": value, "low": value, "high": value, "parts": []}
+    assert any(note.startswith("intervals:") for note in result["notes"])
+
+
+def test_a_label_set_with_confidences_widens_the_intervals(world):
+    """The same judgements with probabilities: first's C@1 rests on c0's v1 (0.7 relevant),
+    so it is 1/3 in 70% of the labellings and 0 in the rest."""
+    exact = rescore_json(dataset="w", labels="fire")
+    captions = {c.key: c.pk for c in Caption.objects.filter(dataset=world)}
+    videos = {v.key: v.pk for v in Video.objects.filter(dataset=world)}
+    pairs = JudgedPairs.build(
+        [captions["c0"]] * 3,
+        [videos["v1"], videos["v2"], videos["v3"]],
+        [1, 0, -1],
+        confidence=[0.7, 0.2, 0.5],
+    )
+    store_label_set(world, "fire-p", pairs, source="campaign")
+    noisy = rescore_json(dataset="w", labels="fire-p")
+    assert noisy["runs"] == exact["runs"]  # the same resolved labels
+    for run in ("first", "second"):
+        for metric, interval in exact["intervals"][run].items():
+            assert interval["low"] == interval["value"] == interval["high"]
+            assert interval["parts"] == []
+            wider = noisy["intervals"][run][metric]
+            assert wider["value"] == interval["value"]
+            assert wider["low"] <= interval["low"] and wider["high"] >= interval["high"]
+    c1 = noisy["intervals"]["first"]["C@1"]
+    assert (c1["low"], c1["value"], c1["high"]) == pytest.approx((0, 1 / 3, 1 / 3))
+    assert c1["parts"] == ["label noise"]
+
+
+def test_unjudged_pooled_pairs_widen_the_intervals(world):
+    """A set made before judging ended: c1's v2, first's top result for c1, is unjudged."""
+    captions = {c.key: c.pk for c in Caption.objects.filter(dataset=world)}
+    videos = {v.key: v.pk for v in Video.objects.filter(dataset=world)}
+    pairs = JudgedPairs.build([captions["c0"]], [videos["v1"]], [1])
+    none = np.zeros(0, np.int64)
+    state = PoolState((np.array([captions["c1"]]), np.array([videos["v2"]])), (none, none), none)
+    store_label_set(world, "early", pairs, source="campaign", pool_state=state)
+    result = rescore_json(dataset="w", labels="early")
+    c1 = result["intervals"]["first"]["C@1"]
+    assert (c1["low"], c1["value"], c1["high"]) == pytest.approx((1 / 3, 1 / 3, 2 / 3))
+    assert c1["parts"] == ["unjudged pairs"]
+    assert result["kinds"]["first"]["C@1"]["kind"] == "bounds"
