@@ -89,3 +89,40 @@ def wanted(
         needed &= deciding_cells(ranks, relevant, known_rank, ks) > 0
     wanted_now = needed & valid
     return wanted_now, np.where(wanted_now, worth, -np.inf)
+
+
+def queue(
+    ranks: np.ndarray,
+    relevant: np.ndarray,
+    known_rank: np.ndarray,
+    labels: np.ndarray,
+    posterior: np.ndarray,
+    fixed: np.ndarray,
+    turn: np.ndarray,
+    queries: int,
+    *,
+    confidence: float,
+    cap: int,
+    ks: Sequence[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(wanted, position), queries x slots: the adaptive policy's metric-aware queue.
+
+    ``fixed`` pairs (an admin's or a proxy's label) are never asked for and count as judged;
+    the others are asked for as :func:`wanted` says. Within a query the wanted tasks, first
+    labels and extra labels alike, go by value; across queries round-robin, the query with
+    the fewest judged pairs first (``turn`` breaks ties), as every interleaved judging order
+    does (:func:`annotation.judging_order.queue_positions`): a wanted task's position is
+    ``(judged + place) x queries + turn``. Positions of tasks not wanted are -1."""
+    fixed = np.asarray(fixed, dtype=bool)
+    want, value = wanted(
+        ranks, relevant, known_rank, labels, posterior, confidence=confidence, cap=cap, ks=ks
+    )
+    want &= ~fixed
+    value = np.where(want, value, -np.inf)
+    judged = ((np.asarray(labels) > 0) | fixed).sum(axis=1)
+    order = np.argsort(-value, axis=1, kind="stable")
+    place = np.empty_like(order)
+    np.put_along_axis(place, order, np.broadcast_to(np.arange(order.shape[1]), order.shape), axis=1)
+    turn = np.asarray(turn, dtype=np.int64).reshape(-1, 1)
+    position = (judged[:, None] + place) * int(queries) + turn
+    return want, np.where(want, position, -1)

@@ -347,8 +347,9 @@ def auto_label(pair_ids: Iterable[int], status: str, rule: str) -> int:
 
 
 def park(pair_ids: list[int]) -> None:
-    """Keep unlabelled, unleased pairs the judging order no longer needs from annotators:
-    nothing is needed of them, so nobody is offered them."""
+    """Keep unleased pairs the judging order no longer needs from annotators: nothing is
+    needed of them, so nobody is offered them (unlabelled ones; under the adaptive policy's
+    metric-aware order also labelled ones whose next label would change no score)."""
     if pair_ids:
         # Checked in the UPDATE itself: a lease taken since the caller read the row wins.
         Pair.objects.filter(pk__in=pair_ids, leased=0).update(
@@ -357,7 +358,8 @@ def park(pair_ids: list[int]) -> None:
 
 
 def reopen(pair_ids: list[int]) -> None:
-    """Serve parked pairs again: they need their first labels (two in the double sample)."""
+    """Serve parked pairs again: they need their first labels (two in the double sample), or,
+    under the adaptive policy's metric-aware order, one more label."""
     if pair_ids:
         needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
         Pair.objects.filter(pk__in=pair_ids).update(

@@ -26,8 +26,8 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Min, Sum
 
-from annotation import judging_order
-from annotation.judging import pair_state, statements
+from annotation import judging_order, label_value
+from annotation.judging import label_models, pair_state, statements
 from annotation.judging.provenance import Provenance, provenance
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.pooling import Pool
@@ -81,9 +81,12 @@ _QUERY_COLUMNS = statements.QUERY_PAIR_COLUMNS
 """A query's pair columns as the judging order reads them (field names, read by name)."""
 
 
-def _decided(rows: Sequence[statements.QueryPair]) -> tuple[np.ndarray, np.ndarray]:
+def _decided(
+    rows: Sequence[statements.QueryPair], by_status: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """(judged, relevant) per pair of a query from its stored labels: an admin's or a
-    proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them."""
+    proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them
+    (``by_status``: as the pair's status says, the adaptive policy's posterior label)."""
     judged = np.zeros(len(rows), bool)
     relevant = np.zeros(len(rows), bool)
     for i, row in enumerate(rows):
@@ -95,7 +98,7 @@ def _decided(rows: Sequence[statements.QueryPair]) -> tuple[np.ndarray, np.ndarr
             judged[i] = True
             relevant[i] = (
                 status == Pair.Status.RELEVANT
-                if not labels
+                if not labels or by_status
                 else judging_order.live_relevant(rel, labels)
             )
     return judged, relevant
@@ -140,7 +143,11 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     rows = statements.query_pairs(campaign.pk, caption_id)
     if not rows:
         return
-    judged, relevant = _decided(rows)
+    label_policy = campaign.settings.label_policy
+    if label_policy.adaptive and settings.strategy == METRIC_AWARE:
+        _reprioritise_by_value(campaign, caption_id, rows, source)
+        return
+    judged, relevant = _decided(rows, by_status=label_policy.adaptive)
     judged_at = np.flatnonzero(judged)
     if settings.strategy == "mtf" and judged_at.size > 1:
         judged_at = _in_label_order(rows, judged_at)
@@ -182,6 +189,138 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
     pair_state.reopen(reopen_ids)
     if moves:
         pair_state.move(moves)
+
+
+METRIC_AWARE = "metric-first"
+"""The judging order that, under the adaptive policy, serves tasks by their value
+(:mod:`annotation.label_value`): first labels and extra labels alike, only where they can
+change some run's Correct@K."""
+
+
+def _reprioritise_by_value(
+    campaign: Campaign,
+    caption_id: int,
+    rows: Sequence[statements.QueryPair],
+    source: Provenance,
+) -> None:
+    """One query under the adaptive policy's metric-aware order: ask for a label (a first one
+    or another) exactly where :func:`label_value.queue` wants one, at its position; a pair on
+    someone's screen keeps its lease and what it needed when leased."""
+    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
+    seen = label_models.snapshot(campaign, [(row.id, row.pool_row) for row in rows])
+    query = int(np.searchsorted(source.queries, caption_id))
+    found = query < source.queries.size and source.queries[query] == caption_id
+    ranks, known_ranks = source.settling
+    known = known_ranks[query] if found else np.zeros(ranks.shape[1], np.int64)
+    turn = turn_of(source.queries.size, campaign.seed)[min(query, source.queries.size - 1)]
+    want, position = _value_queue(campaign, rows, ranks[pool_rows], known, seen, turn, source)
+    apply_value_queue(rows, want, position)
+
+
+def _value_queue(campaign, rows, ranks, known, seen, turn, source):
+    """:func:`label_value.queue` for one query's rows (pool order)."""
+    judging, chosen = campaign.settings.judging, campaign.settings.label_policy
+    fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows])
+    _, relevant = _decided(rows, by_status=True)
+    want, position = label_value.queue(
+        ranks[None].astype(np.int64),
+        relevant[None],
+        np.asarray(known, dtype=np.int64)[None],
+        seen.total[None],
+        seen.posterior[None],
+        fixed[None],
+        np.array([turn]),
+        max(source.queries.size, 1),
+        confidence=chosen.confidence,
+        cap=campaign.max_labels,
+        ks=judging.ks,
+    )
+    return want[0], position[0]
+
+
+def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) -> None:
+    """Write a metric-aware queue's decisions through the pairs' one writer: reopen the wanted
+    pairs that need nothing, park the unwanted ones that need something (unless leased),
+    move the wanted ones to their positions."""
+    park, reopen_ids, moves = [], [], {}
+    for i, row in enumerate(rows):
+        if want[i]:
+            if row.needed == 0:
+                reopen_ids.append(row.id)
+            if int(position[i]) != row.position:
+                moves[row.id] = int(position[i])
+        elif row.needed > 0 and row.leased == 0:
+            park.append(row.id)
+    pair_state.park(park)
+    pair_state.reopen(reopen_ids)
+    if moves:
+        pair_state.move(moves)
+
+
+def reprioritise_campaign(campaign: Campaign) -> int:
+    """Every query of an adaptive campaign under its metric-aware order at once, after a
+    refit changed what its pairs' posteriors say (:mod:`annotation.services.policy_fit`);
+    how many pairs' needs or positions changed. One read of the pairs and one of the labels,
+    the whole campaign's queue computed in one pass, written in bulk."""
+    settings = campaign.settings
+    if not (settings.label_policy.adaptive and settings.judging.strategy == METRIC_AWARE):
+        return 0
+    rows = list(
+        Pair.objects.filter(campaign=campaign)
+        .exclude(caption_id__in=sampled_captions(campaign))
+        .order_by("caption_id", "pool_row")
+        .values_list(*_QUERY_COLUMNS, "caption_id", named=True)
+    )
+    if not rows:
+        return 0
+    source = provenance(campaign)
+    seen = label_models.snapshot(
+        campaign,
+        [(row.id, row.pool_row) for row in rows],
+        Judgement.objects.filter(pair__campaign=campaign),
+    )
+    captions = np.array([row.caption_id for row in rows], dtype=np.int64)
+    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
+    queries, query_of = np.unique(captions, return_inverse=True)
+    starts = np.searchsorted(captions, queries)
+    slot_of = np.arange(len(rows)) - starts[query_of]
+    shape = (queries.size, int(slot_of.max()) + 1)
+    ranks, known_ranks = source.settling
+    at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
+    found = source.queries.size > 0 and (source.queries[at] == queries)
+    known = np.where(np.asarray(found)[:, None], known_ranks[at], 0).astype(np.int64)
+    _, relevant = _decided(rows, by_status=True)
+    fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows])
+
+    def grid(values, fill=0):
+        values = np.asarray(values)
+        out = np.full(shape + values.shape[1:], fill, dtype=values.dtype)
+        out[query_of, slot_of] = values
+        return out
+
+    chosen = settings.label_policy
+    want, position = label_value.queue(
+        grid(ranks[pool_rows].astype(np.int64)),
+        grid(relevant),
+        known,
+        grid(seen.total),
+        grid(seen.posterior, 0.5),
+        grid(fixed, True),
+        turn_of(max(source.queries.size, 1), campaign.seed)[at],
+        max(source.queries.size, 1),
+        confidence=chosen.confidence,
+        cap=campaign.max_labels,
+        ks=settings.judging.ks,
+    )
+    want, position = want[query_of, slot_of], position[query_of, slot_of]
+    changed = sum(
+        1
+        for i, row in enumerate(rows)
+        if (want[i] and (row.needed == 0 or position[i] != row.position))
+        or (not want[i] and row.needed > 0 and row.leased == 0)
+    )
+    apply_value_queue(rows, want, position)
+    return changed
 
 
 def _in_label_order(rows: Sequence[statements.QueryPair], judged_at: np.ndarray) -> np.ndarray:

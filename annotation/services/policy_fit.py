@@ -26,7 +26,7 @@ from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 
 from annotation import confusion
-from annotation.judging import label_models, pair_state
+from annotation.judging import label_models, pair_state, priorities
 from annotation.judging.statements import queryset_array
 from annotation.models import (
     AnnotatorModel,
@@ -58,6 +58,8 @@ class RefitResult:
     iterations: int
     converged: bool
     pairs_changed: int
+    queue_changed: int
+    """Pairs the metric-aware order asked for, parked or moved after the refit."""
     fitted_at: datetime
 
     def summary(self) -> dict:
@@ -71,6 +73,7 @@ class RefitResult:
             "iterations": self.iterations,
             "converged": self.converged,
             "pairs_changed": self.pairs_changed,
+            "queue_changed": self.queue_changed,
             "fitted_at": self.fitted_at.isoformat(),
         }
 
@@ -158,6 +161,7 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
     )
     _store(campaign, annotators, fitted, len(judged), now)
     changed = pair_state.apply_refit(campaign)
+    requeued = priorities.reprioritise_campaign(campaign)
     return RefitResult(
         campaign=campaign.name,
         labels=len(judged),
@@ -168,6 +172,7 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
         iterations=fitted.iterations,
         converged=fitted.converged,
         pairs_changed=changed,
+        queue_changed=requeued,
         fitted_at=now,
     )
 

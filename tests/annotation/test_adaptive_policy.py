@@ -439,3 +439,68 @@ def test_the_refit_job_runs(django_user_model):
 
     result = kind.run(Reporter(), **arguments)
     assert result["campaign"] == campaign.name and result["labels"] == 1
+
+
+# The metric-aware order: labels only where they can change a score.
+
+
+def _by_rank(campaign):
+    """The campaign's pairs keyed by their rank in its one run (pool order is rank order)."""
+    return {rank: pair for rank, pair in enumerate(campaign.pairs.order_by("pool_row"), start=1)}
+
+
+def _leased_to(pair, annotator) -> bool:
+    return pair.leases.filter(annotator=annotator).exists()
+
+
+@pytest.mark.django_db
+def test_a_settled_first_hit_parks_everything_below_it(django_user_model):
+    campaign = make_campaign(n_queries=1, depth=3, policy="adaptive", judging_order="metric-first")
+    careful, other = _people(django_user_model, "careful", "other")
+    _model(campaign, careful, 0.99)
+    pair = _judge(campaign, careful)  # rank 1 first: the most valuable task
+    assert pair.pk == _by_rank(campaign)[1].pk
+    assert (pair.status, pair.needed) == ("relevant", 0)
+    below = _by_rank(campaign)
+    # C@1, C@5 and C@10 of the one run are settled: ranks 2 and 3 can change no score. Rank
+    # 2 was preloaded for "careful" (a pair on someone's screen keeps what it needed when
+    # leased); rank 3 is parked, and nobody else is served anything.
+    assert _leased_to(below[2], careful) and below[2].needed == 1
+    assert below[3].needed == 0
+    assert _judge(campaign, other) is None
+
+
+@pytest.mark.django_db
+def test_an_unsure_first_hit_is_asked_again_before_anything_below_it(django_user_model):
+    campaign = make_campaign(n_queries=1, depth=3, policy="adaptive", judging_order="metric-first")
+    first, second, third = _people(django_user_model, "first", "second", "third")
+    top = _judge(campaign, first)  # at the prior: 0.8 relevant, below the target
+    assert top.pk == _by_rank(campaign)[1].pk and top.needed == 1
+    ranks = _by_rank(campaign)
+    assert ranks[3].needed == 0  # parked while rank 1 reads relevant (rank 2: preloaded)
+    assert ranks[1].open_slots == 1  # open to another annotator at once
+    again = _judge(campaign, second, "irrelevant")  # the extra label, from another annotator
+    assert again.pk == top.pk
+    ranks = _by_rank(campaign)
+    assert ranks[1].status in ("disagreement", "irrelevant")
+    # Rank 1 no longer reads relevant: rank 3 decides C@5 and C@10 again and is asked for.
+    assert ranks[3].needed == 1
+    served = _judge(campaign, third)
+    assert served is not None
+
+
+@pytest.mark.django_db
+def test_a_refit_requeues_the_campaign_by_value(django_user_model):
+    from annotation.judging import priorities
+
+    campaign = make_campaign(n_queries=1, depth=3, policy="adaptive", judging_order="metric-first")
+    careful, other = _people(django_user_model, "careful", "other")
+    top = _judge(campaign, careful)  # relevant, at the prior: asked again
+    assert top.needed == 1
+    # A refit now trusts "careful": the rank-1 label settles the query.
+    _model(campaign, careful, 0.995)
+    assert pair_state.apply_refit(campaign) == 1
+    priorities.reprioritise_campaign(campaign)
+    ranks = _by_rank(campaign)
+    assert (ranks[1].needed, ranks[3].needed) == (0, 0)
+    assert _judge(campaign, other) is None  # rank 2 is only on careful's screen
