@@ -40,7 +40,8 @@ crowd's own pooled confusion (empirical Bayes) did worse still while that is est
 from few labels."""
 CLASS_PRIOR = 0.5
 CLASS_PRIOR_STRENGTH = 2.0
-"""Beta(1, 1) on each stratum's share of relevant pairs."""
+"""Pseudo-pairs behind each stratum's share of relevant pairs, at the whole pool's share
+(itself under Beta(1, 1) at :data:`CLASS_PRIOR`)."""
 EPS = 1e-6
 
 
@@ -234,8 +235,7 @@ def fit(
     current = np.where(clamped, known, current)
     alpha = PRIOR_STRENGTH * PRIOR_ACCURACY
     beta = PRIOR_STRENGTH * (1.0 - PRIOR_ACCURACY)
-    c_alpha = CLASS_PRIOR_STRENGTH * CLASS_PRIOR
-    c_beta = CLASS_PRIOR_STRENGTH * (1.0 - CLASS_PRIOR)
+    c_alpha, c_beta = CLASS_PRIOR, 1.0 - CLASS_PRIOR  # Beta(1, 1) on the whole pool's share
     stratum_size = np.bincount(strata[labelled], minlength=n_strata).astype(np.float64)
     iterations, converged = 0, False
     while True:
@@ -254,7 +254,11 @@ def fit(
             np.bincount(ev_annotators, minlength=n_annotators).astype(np.float64),
         )
         share = np.bincount(strata[labelled], weights=current[labelled], minlength=n_strata)
-        prior = (share + c_alpha) / (stratum_size + c_alpha + c_beta)
+        # Each stratum's share is pulled toward the whole pool's: a stratum with a few pairs
+        # says little of its own, and a prior of one half there would let one label settle
+        # a pair of a stratum that is almost never relevant.
+        pooled = (share.sum() + c_alpha) / (stratum_size.sum() + c_alpha + c_beta)
+        prior = (share + CLASS_PRIOR_STRENGTH * pooled) / (stratum_size + CLASS_PRIOR_STRENGTH)
         if converged or iterations >= max_iter:
             break
         # E-step.

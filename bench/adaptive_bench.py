@@ -100,7 +100,9 @@ def main() -> None:
                 save_var(tmp, args.world)
         dataset = Dataset.objects.get(name="demo")
         world, dropped = replay_world(dataset, list(DEMO_RUNS), DEPTH, None)
-        log(f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped")
+        log(
+            f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped"
+        )
         crowd = offline_campaign.SimulatedCrowd.of(CROWD, ANNOTATORS)
         true = scores(world, world.labels)
         configs = {"FIRE": ("fire", "depth"), "adaptive": ("adaptive", "metric-first")}
@@ -133,7 +135,7 @@ def coverage_of(world, crowd, args) -> dict[str, float]:
             seed=seed,
             confidence=args.confidence,
         )
-        intervals = score_intervals.replay_world_intervals(world, outcome.posterior, outcome.status)
+        intervals = world_intervals(world, outcome, score_intervals)
         for run, metrics in intervals.items():
             for metric, interval in metrics.items():
                 if metric in true[run]:
@@ -142,17 +144,48 @@ def coverage_of(world, crowd, args) -> dict[str, float]:
     return {metric: float(np.mean(values)) for metric, values in held.items()}
 
 
+def world_intervals(world, outcome, score_intervals) -> dict:
+    """Each run's 95% intervals from the outcome's posteriors, the pool's unlabelled pairs
+    as unjudged: the replay world's pairs are items 0..n-1, each caption's own video item
+    n + its query."""
+    n = len(world.pool)
+    queries = world.known_positive.shape[0]
+    own = n + np.arange(queries)[:, None]
+    runs = {
+        name: np.where(
+            world.pair_at[:, r] >= 0,
+            world.pair_at[:, r],
+            np.where(world.known_positive[:, r], own, -1),
+        )
+        for r, name in enumerate(world.run_names)
+    }
+    labelled = np.flatnonzero(np.bincount(outcome.pair, minlength=n) > 0)
+    status = outcome.status[labelled].astype(np.int64)
+    relevance = np.where(status == 1, 1, np.where(status == 0, 0, -1))
+    judged = score_intervals.JudgedPairs.of(
+        world.layout.query_of[labelled], labelled, relevance, outcome.posterior[labelled]
+    )
+    unlabelled = np.setdiff1d(np.arange(n), labelled)
+    return score_intervals.score_intervals(
+        runs,
+        judged,
+        (np.arange(queries), n + np.arange(queries)),
+        unjudged=(world.layout.query_of[unlabelled], unlabelled),
+        draws=1000,
+    )
+
+
 def report(args, world, true, results, coverage, load, seconds) -> None:
     fire_spent = np.mean([o.total_spent for o, _, _ in results["FIRE"]])
-    print(
-        f"Machine: {machine()}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
-    )
+    print(f"Machine: {machine()}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print(
         f"Demo world {args.videos} videos, {len(world.pool):,} pooled pairs ({', '.join(DEMO_RUNS)}"
         f" @ {DEPTH}), {ANNOTATORS} annotators, seeds 0-{args.seeds - 1}, adaptive confidence "
         f"{args.confidence}, cap 5\n"
     )
-    print("| config | labels: campaign + gold + qualification = total | share of FIRE's | seconds |")
+    print(
+        "| config | labels: campaign + gold + qualification = total | share of FIRE's | seconds |"
+    )
     print("|---|---|---|---|")
     for name, rows in results.items():
         spent = {key: np.mean([o.spent[key] for o, _, _ in rows]) for key in rows[0][0].spent}
@@ -171,7 +204,9 @@ def report(args, world, true, results, coverage, load, seconds) -> None:
         for metric in METRICS:
             cells = []
             for name in results:
-                gaps = np.array([got[run][metric] - true[run][metric] for _, got, _ in results[name]])
+                gaps = np.array(
+                    [got[run][metric] - true[run][metric] for _, got, _ in results[name]]
+                )
                 worst = gaps[np.argmax(np.abs(gaps))]
                 mark = ""
                 if metric != "AP":
@@ -179,7 +214,9 @@ def report(args, world, true, results, coverage, load, seconds) -> None:
                 cells.append(f"{100 * gaps.mean():+.2f} ({100 * worst:+.2f}){mark}")
             print(f"| {run} | {metric} | {100 * true[run][metric]:.2f} | {' | '.join(cells)} |")
     if coverage is not None:
-        print(f"\n95% interval coverage over {args.coverage} seeded adaptive replays, per metric:\n")
+        print(
+            f"\n95% interval coverage over {args.coverage} seeded adaptive replays, per metric:\n"
+        )
         print("| metric | coverage (target >= 90%) |")
         print("|---|---|")
         for metric, share in coverage.items():
