@@ -126,3 +126,41 @@ def queue(
     turn = np.asarray(turn, dtype=np.int64).reshape(-1, 1)
     position = (judged[:, None] + place) * int(queries) + turn
     return want, np.where(want, position, -1)
+
+
+def settled_correct_at(
+    ranks: np.ndarray,
+    relevant: np.ndarray,
+    known_rank: np.ndarray,
+    labels: np.ndarray,
+    posterior: np.ndarray,
+    fixed: np.ndarray,
+    *,
+    confidence: float,
+    ks: Sequence[int],
+) -> np.ndarray:
+    """Runs x ks: the share of queries whose Correct@K is settled under the adaptive policy:
+    every pair that decides it (see :func:`deciding_cells`) has labels and a posterior at
+    least ``confidence`` (or an admin's or a proxy's label, ``fixed``). A C@K no pair
+    decides is settled, as it is exact (:func:`annotation.judging_order.exact_correct_at`)."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    relevant = np.asarray(relevant, dtype=bool)
+    in_run = ranks > 0
+    known = np.asarray(known_rank, dtype=np.int64)
+    known = np.where(known > 0, known, _NEVER)[:, None, :]
+    hit = np.where(in_run & relevant[:, :, None], ranks, _NEVER)
+    padded = np.concatenate([hit, np.full_like(hit[:, :1], _NEVER)], axis=1)
+    two = np.partition(padded, 1, axis=1)[:, :2, :]
+    first, second = two[:, :1, :], two[:, 1:2, :]
+    other = np.minimum(np.where(hit == first, second, first), known)
+    sure = (np.asarray(labels) > 0) & (policy.certainty(posterior) >= confidence)
+    shaky = ~(sure | np.asarray(fixed, dtype=bool))
+    queries = ranks.shape[0]
+    shares = np.ones((ranks.shape[2], len(ks)))
+    if not queries:
+        return shares
+    for j, k in enumerate(ks):
+        decides = in_run & (ranks <= int(k)) & (other > int(k))
+        unsettled = (decides & shaky[:, :, None]).any(axis=1)  # queries x runs
+        shares[:, j] = 1.0 - unsettled.mean(axis=0)
+    return shares

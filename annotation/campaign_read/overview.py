@@ -22,7 +22,7 @@ from annotation.campaign_read.resolution import extended_label_set
 from annotation.judging import pair_state, priorities
 from annotation.judging.priorities import JudgingStatus
 from annotation.models import AnnotatorTally, Campaign, Escalation, Pair
-from annotation.settings import GoldSettings, JudgingSettings
+from annotation.settings import GoldSettings, JudgingSettings, LabelPolicy
 from retrieval.models import LabelSet
 
 
@@ -115,6 +115,7 @@ class CampaignFacts:
     created_by: str | None
     extends: LabelSet | None = None
     """The label set the campaign completes (its resolution makes that set's next version)."""
+    label_policy: LabelPolicy = LabelPolicy()
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ def campaign_facts(campaign: Campaign) -> CampaignFacts:
         gold=campaign.settings.gold,
         status=campaign.status,
         created_at=campaign.created_at,
+        label_policy=campaign.settings.label_policy,
         created_by=campaign.created_by.get_username() if campaign.created_by else None,
         extends=extended_label_set(campaign),
     )

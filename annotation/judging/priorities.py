@@ -30,6 +30,7 @@ from annotation import judging_order, label_value
 from annotation.judging import label_models, pair_state, statements
 from annotation.judging.provenance import Provenance, provenance
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
+from annotation.policy import certainty
 from annotation.pooling import Pool
 from annotation.settings import CampaignSettings, JudgingSettings
 from config.errors import UserError
@@ -257,6 +258,66 @@ def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) ->
         pair_state.move(moves)
 
 
+@dataclass(frozen=True)
+class _CampaignGrid:
+    """A campaign's pairs laid out queries x slots for :mod:`annotation.label_value`, with
+    their posteriors: ``query_of``/``slot_of`` place each row; ``turn`` and ``known`` are
+    per query."""
+
+    query_of: np.ndarray
+    slot_of: np.ndarray
+    ranks: np.ndarray
+    known: np.ndarray
+    relevant: np.ndarray
+    labels: np.ndarray
+    posterior: np.ndarray
+    fixed: np.ndarray
+    turn: np.ndarray
+    queries: int
+
+
+def _campaign_grid(campaign: Campaign, rows: Sequence) -> _CampaignGrid:
+    """:class:`_CampaignGrid` of ``rows`` (sorted by caption, then pool row; each with the
+    query columns and ``caption_id``): one read of the campaign's labels for the posteriors."""
+    source = provenance(campaign)
+    seen = label_models.snapshot(
+        campaign,
+        [(row.id, row.pool_row) for row in rows],
+        Judgement.objects.filter(pair__campaign=campaign),
+    )
+    captions = np.array([row.caption_id for row in rows], dtype=np.int64)
+    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
+    queries, query_of = np.unique(captions, return_inverse=True)
+    slot_of = np.arange(len(rows)) - np.searchsorted(captions, queries)[query_of]
+    shape = (queries.size, int(slot_of.max(initial=-1)) + 1)
+    ranks, known_ranks = source.settling
+    at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
+    found = (source.queries[at] == queries) if source.queries.size else np.zeros(0, bool)
+    known = np.where(found[:, None], known_ranks[at], 0).astype(np.int64)
+    _, relevant = _decided(rows, by_status=True)
+    fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows], dtype=bool)
+
+    def grid(values, fill=0):
+        values = np.asarray(values)
+        out = np.full(shape + values.shape[1:], fill, dtype=values.dtype)
+        out[query_of, slot_of] = values
+        return out
+
+    count = max(source.queries.size, 1)
+    return _CampaignGrid(
+        query_of,
+        slot_of,
+        grid(ranks[pool_rows].astype(np.int64)),
+        known,
+        grid(relevant),
+        grid(seen.total),
+        grid(seen.posterior, 0.5),
+        grid(fixed, True),
+        turn_of(count, campaign.seed)[at] if queries.size else np.zeros(0, np.int64),
+        count,
+    )
+
+
 def reprioritise_campaign(campaign: Campaign) -> int:
     """Every query of an adaptive campaign under its metric-aware order at once, after a
     refit changed what its pairs' posteriors say (:mod:`annotation.services.policy_fit`);
@@ -273,46 +334,21 @@ def reprioritise_campaign(campaign: Campaign) -> int:
     )
     if not rows:
         return 0
-    source = provenance(campaign)
-    seen = label_models.snapshot(
-        campaign,
-        [(row.id, row.pool_row) for row in rows],
-        Judgement.objects.filter(pair__campaign=campaign),
-    )
-    captions = np.array([row.caption_id for row in rows], dtype=np.int64)
-    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
-    queries, query_of = np.unique(captions, return_inverse=True)
-    starts = np.searchsorted(captions, queries)
-    slot_of = np.arange(len(rows)) - starts[query_of]
-    shape = (queries.size, int(slot_of.max()) + 1)
-    ranks, known_ranks = source.settling
-    at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
-    found = source.queries.size > 0 and (source.queries[at] == queries)
-    known = np.where(np.asarray(found)[:, None], known_ranks[at], 0).astype(np.int64)
-    _, relevant = _decided(rows, by_status=True)
-    fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows])
-
-    def grid(values, fill=0):
-        values = np.asarray(values)
-        out = np.full(shape + values.shape[1:], fill, dtype=values.dtype)
-        out[query_of, slot_of] = values
-        return out
-
-    chosen = settings.label_policy
+    g = _campaign_grid(campaign, rows)
     want, position = label_value.queue(
-        grid(ranks[pool_rows].astype(np.int64)),
-        grid(relevant),
-        known,
-        grid(seen.total),
-        grid(seen.posterior, 0.5),
-        grid(fixed, True),
-        turn_of(max(source.queries.size, 1), campaign.seed)[at],
-        max(source.queries.size, 1),
-        confidence=chosen.confidence,
+        g.ranks,
+        g.relevant,
+        g.known,
+        g.labels,
+        g.posterior,
+        g.fixed,
+        g.turn,
+        g.queries,
+        confidence=settings.label_policy.confidence,
         cap=campaign.max_labels,
         ks=settings.judging.ks,
     )
-    want, position = want[query_of, slot_of], position[query_of, slot_of]
+    want, position = want[g.query_of, g.slot_of], position[g.query_of, g.slot_of]
     changed = sum(
         1
         for i, row in enumerate(rows)
@@ -397,6 +433,14 @@ class JudgingStatus:
     parked_pairs: int
     runs: tuple[RunExactness, ...]
     ks: tuple[int, ...]
+    policy: str = "fire"
+    confidence: float | None = None
+    """The adaptive policy's target; None under FIRE's."""
+    below_target: int = 0
+    """Adaptive: labelled pairs whose resolved label's posterior is below the target."""
+    settled: tuple[RunExactness, ...] = ()
+    """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
+    (:func:`annotation.label_value.settled_correct_at`)."""
 
     @property
     def budget_spent(self) -> bool:
@@ -413,7 +457,8 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
         .order_by("pool_row")
         .values_list(*_QUERY_COLUMNS[:8], "caption_id", "needed", "open_slots", named=True)
     )
-    judged, relevant = _decided(rows)
+    label_policy = campaign.settings.label_policy
+    judged, relevant = _decided(rows, by_status=label_policy.adaptive)
     pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64).reshape(-1)
     captions = np.array([row.caption_id for row in rows], dtype=np.int64).reshape(-1)
     queries = source.queries if source.queries.size else np.unique(captions)
@@ -450,7 +495,35 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
             for r, name in enumerate(names)
         ),
         ks=settings.ks,
+        **(_adaptive_status(campaign, rows, names) if label_policy.adaptive and rows else {}),
     )
+
+
+def _adaptive_status(campaign: Campaign, rows: Sequence, names: Sequence[str]) -> dict:
+    """What the adaptive policy adds to :class:`JudgingStatus`: its target, the labelled
+    pairs below it and, per run, the share of each C@K that every deciding pair is sure of."""
+    chosen, ks = campaign.settings.label_policy, campaign.settings.judging.ks
+    g = _campaign_grid(campaign, sorted(rows, key=lambda row: (row.caption_id, row.pool_row)))
+    unsure = (g.labels > 0) & ~g.fixed & (certainty(g.posterior) < chosen.confidence)
+    settled = label_value.settled_correct_at(
+        g.ranks,
+        g.relevant,
+        g.known,
+        g.labels,
+        g.posterior,
+        g.fixed,
+        confidence=chosen.confidence,
+        ks=ks,
+    )
+    return {
+        "policy": chosen.name,
+        "confidence": chosen.confidence,
+        "below_target": int(unsure.sum()),
+        "settled": tuple(
+            RunExactness(name, tuple(zip(ks, map(float, settled[r]), strict=True)))
+            for r, name in enumerate(names)
+        ),
+    }
 
 
 # -- estimation samples --------------------------------------------------------------------

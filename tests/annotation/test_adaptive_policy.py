@@ -13,7 +13,7 @@ from annotation import confusion, policy
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
-from annotation.judging import label_models, pair_state, queue, submit
+from annotation.judging import label_models, pair_state, priorities, queue, submit
 from annotation.models import AnnotatorModel, Campaign, Judgement, Pair, PolicyFit
 from annotation.services import lifecycle, policy_fit
 from annotation.settings import CampaignSettings, LabelPolicy, SettingsError
@@ -491,7 +491,6 @@ def test_an_unsure_first_hit_is_asked_again_before_anything_below_it(django_user
 
 @pytest.mark.django_db
 def test_a_refit_requeues_the_campaign_by_value(django_user_model):
-    from annotation.judging import priorities
 
     campaign = make_campaign(n_queries=1, depth=3, policy="adaptive", judging_order="metric-first")
     careful, other = _people(django_user_model, "careful", "other")
@@ -504,3 +503,19 @@ def test_a_refit_requeues_the_campaign_by_value(django_user_model):
     ranks = _by_rank(campaign)
     assert (ranks[1].needed, ranks[3].needed) == (0, 0)
     assert _judge(campaign, other) is None  # rank 2 is only on careful's screen
+
+
+@pytest.mark.django_db
+def test_the_campaign_pages_show_the_target_and_what_is_settled(people, client):
+    campaign = make_campaign(n_queries=1, depth=3, policy="adaptive", judging_order="metric-first")
+    _judge(campaign, people["annotator"])  # rank 1 relevant, at the prior: below the target
+    status = priorities.judging_status(campaign)
+    assert (status.policy, status.confidence, status.below_target) == ("adaptive", 0.95, 1)
+    assert [share for _, share in status.settled[0].shares] == [0.0, 0.0, 0.0]
+    client.force_login(people["admin"])
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "adaptive: one label per pair" in page
+    assert 'id="progress-below-target">1<' in page and 'id="settled-metrics"' in page
+    agreement = client.get(f"/campaigns/{campaign.pk}/agreement/").content.decode()
+    assert "1 labelled pairs below the 95.0% target" in agreement
+    assert 'id="confident-metrics"' in agreement

@@ -152,3 +152,39 @@ def test_qualification_admits_by_balanced_training_answers(sens, spec, admitted)
     assert bool(got[0]) == admitted
     tries = 1 if admitted else offline_campaign.QualityControl().tries
     assert evidence.arrays()[0].size == 20 * tries
+
+
+def test_settled_correct_at_needs_every_deciding_pair_sure():
+    ranks = np.array([[[1], [2], [6]]])
+    relevant = np.array([[True, False, False]])
+    known = np.zeros((1, 1))
+    fixed = np.zeros((1, 3), bool)
+    options = {"confidence": 0.95, "ks": KS}
+    sure = label_value.settled_correct_at(
+        ranks,
+        relevant,
+        known,
+        np.array([[1, 0, 0]]),
+        np.array([[0.99, 0.5, 0.5]]),
+        fixed,
+        **options,
+    )
+    assert sure.tolist() == [[1.0, 1.0, 1.0]]  # the sure first hit settles every C@K
+    unsure = label_value.settled_correct_at(
+        ranks, relevant, known, np.array([[1, 0, 0]]), np.array([[0.9, 0.5, 0.5]]), fixed, **options
+    )
+    assert unsure.tolist() == [[0.0, 0.0, 0.0]]
+    nothing = label_value.settled_correct_at(
+        ranks, relevant & False, known, np.zeros((1, 3)), np.full((1, 3), 0.3), fixed, **options
+    )
+    assert nothing.tolist() == [[0.0, 0.0, 0.0]]  # unjudged pairs decide every C@K
+    # Where no pair is unsure or unjudged, the settled shares are the exact ones.
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        query_ranks, rel, own = random_query(rng, slots=8, runs=2, depth=6)
+        labels = np.ones((1, 8), np.int64)
+        got = label_value.settled_correct_at(
+            query_ranks[None], rel[None], own[None], labels, np.where(rel, 1.0, 0.0)[None],
+            np.zeros((1, 8), bool), **options,
+        )  # fmt: skip
+        assert (got == 1.0).all()
