@@ -14,6 +14,11 @@ leave-one-run-out). Each run gets one row:
 - per column, the best run marked, and the runs a paired sign-flip randomization test with
   Holm's correction over the comparisons with the best cannot tell from it
   (:func:`retrieval.analysis.randomization_test`, :func:`retrieval.analysis.holm`);
+- each corrected C@K, AP and nDCG@10 also with its 95% interval from the labels
+  (:attr:`retrieval.rescoring.Rescoring.intervals`: label noise, unjudged pooled pairs, a
+  sampled estimate; :mod:`retrieval.score_intervals`), read once per board; it answers a
+  different question from the bootstrap (how far the labels could move the score, not how
+  far another sample of queries could);
 - for runs that were not pooled, the pooling bias measured on the pooled runs (FIRE §4.2,
   Table 4: each pooled run's corrected score minus its score without the positives only it
   contributed) and Webber & Park's (2009) adjusted estimate: the run's corrected score plus
@@ -24,13 +29,14 @@ Formats for the page's exports (CSV, JSON, LaTeX) are in :mod:`retrieval.leaderb
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from retrieval import analysis, metrics
 from retrieval.json_data import JsonData, omitted_if_none
 from retrieval.rescoring import Rescoring, Scores
+from retrieval.score_intervals import ScoreInterval
 
 MEDR = "MedR"
 SCORE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10", MEDR)
@@ -73,7 +79,9 @@ class Cell:
 class Row:
     """A run's row. ``bias`` and ``adjusted`` are set for unpooled runs when the bias could be
     measured (``adjusted`` is an estimate, never a measurement); ``true`` where the dataset's
-    relevance is known exhaustively."""
+    relevance is known exhaustively. ``intervals``: per metric of :data:`ADJUSTED_METRICS`,
+    the corrected score's 95% interval from the labels (no ``parts``: exact), apart from
+    each cell's bootstrap interval over queries."""
 
     run: str
     model: str
@@ -88,6 +96,7 @@ class Row:
     """Means under exhaustive relevance, on synthetic datasets only (how far off the
     corrected scores and the estimate are)."""
     notes: tuple[str, ...] = ()
+    intervals: dict[str, ScoreInterval] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -279,6 +288,7 @@ def build(
             "pooled runs are not among this dataset's runs), so the pooling bias is unknown."
         )
 
+    intervals = result.intervals  # computed here, once per board
     rows = []
     for run in runs:
         judged = float(corrected[run].means.get(JUDGED, math.nan))
@@ -316,6 +326,9 @@ def build(
                 if run in true
                 else None,
                 notes=tuple(row_notes),
+                intervals={
+                    m: intervals[run][m] for m in ADJUSTED_METRICS if m in intervals.get(run, {})
+                },
             )
         )
     board = Leaderboard(

@@ -7,6 +7,15 @@ layouts: one row per run (original and corrected blocks side by side, the best s
 the scores not significantly different from it underlined), and FIRE Table 1's (Rodriguez et
 al. 2022, §2.2.1): one row per metric, one column per run, each cell "A (B + C)", the
 corrected score, then the original one plus the gain.
+
+Each corrected C@K, AP and nDCG@10 also has its 95% interval from the labels (``Row.intervals``,
+:mod:`retrieval.score_intervals`), beside its bootstrap interval over queries: the page shows
+it as ``[low–high]`` under the value (nothing where the score is exact) with one legend for the
+table; JSON carries it as each row's ``intervals`` (metric -> ``value``, ``low``, ``high``,
+``parts``); CSV appends, after the existing columns (``notes`` last of those, so no column
+moves), ``corrected M labels low``, ``corrected M labels high`` and ``corrected M labels parts``
+(``;``-separated, empty where exact) per metric; the text table lists them below the scores
+where some are not exact. LaTeX shows the scores alone.
 """
 
 import json
@@ -25,7 +34,8 @@ from retrieval.leaderboard import (
     Leaderboard,
     Row,
 )
-from retrieval.rescoring import points, table_cell
+from retrieval.rescoring import interval_legend, interval_text, points, table_cell
+from retrieval.score_intervals import ScoreInterval
 
 FORMATS = ("table", "csv", "json", "latex")
 LATEX_LAYOUTS = ("rows", "fire")
@@ -65,15 +75,26 @@ class DisplayCell:
     """The first column of its block (the page draws a rule before it)."""
     show_interval: bool = True
     """Whether the interval is printed under the value (else only in the tooltip)."""
+    labels: str = ""
+    """The corrected score's 95% interval from the labels, ``[low–high]``; empty where it
+    is exact or the cell has none (original scores, MedR)."""
 
 
-def display_cell(metric: str, cell: Cell | None, depth: int) -> DisplayCell:
-    """How the page shows ``cell``: value, ``[low, high]`` and a tooltip saying its mark."""
+def display_cell(
+    metric: str, cell: Cell | None, depth: int, labels: ScoreInterval | None = None
+) -> DisplayCell:
+    """How the page shows ``cell``: value, ``[low, high]``, the labels' interval ``labels``
+    and a tooltip saying both and its mark."""
     if cell is None:
         return DisplayCell("–", "", False, False, "")
     low, high = value_text(metric, cell.low, depth), value_text(metric, cell.high, depth)
     interval = f"[{low}, {high}]" if not math.isnan(cell.low) else ""
-    title = f"interval {interval}" if interval else ""
+    title = f"bootstrap interval {interval}" if interval else ""
+    label_text = interval_text(labels)
+    if label_text:
+        title += f"; labels' 95% interval {label_text} ({', '.join(labels.parts)})"
+    elif labels is not None:
+        title += "; exact under the labels"
     if cell.best:
         title += "; best in this column"
     elif cell.tied:
@@ -82,7 +103,14 @@ def display_cell(metric: str, cell: Cell | None, depth: int) -> DisplayCell:
         )
     elif cell.p_holm is not None:
         title += f"; significantly worse than the best (Holm-adjusted p = {cell.p_holm:.3f})"
-    return DisplayCell(value_text(metric, cell.value, depth), interval, cell.best, cell.tied, title)
+    return DisplayCell(
+        value_text(metric, cell.value, depth),
+        interval,
+        cell.best,
+        cell.tied,
+        title.removeprefix("; "),
+        labels=label_text,
+    )
 
 
 @dataclass(frozen=True)
@@ -119,6 +147,13 @@ class Display:
     rows: tuple[DisplayRow, ...]
     loo_errors: tuple[tuple[str, str], ...]
     """Per pooled run, its leave-one-run-out errors as text."""
+    legend: str = ""
+    """What the labels' intervals under the corrected scores hold, once for the table."""
+
+    @property
+    def labels_shown(self) -> bool:
+        """Whether some corrected score shows an interval from the labels (not exact)."""
+        return any(cell.labels for row in self.rows for cell in row.cells)
 
     def blocks(self) -> list[tuple[str, int]]:
         """(title, column count) per block, for the header's first line."""
@@ -140,7 +175,12 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     for row in board.rows:
         cells = tuple(
             replace(
-                display_cell(c.metric, (getattr(row, c.block) or {}).get(c.metric), row.depth),
+                display_cell(
+                    c.metric,
+                    (getattr(row, c.block) or {}).get(c.metric),
+                    row.depth,
+                    row.intervals.get(c.metric) if c.block == "corrected" else None,
+                ),
                 first=c.first,
                 show_interval=c.block == "corrected",
             )
@@ -169,7 +209,8 @@ def leaderboard_columns(board: Leaderboard) -> Display:
         (run, ", ".join(f"{m} {points(error[m], signed=True)}" for m in ADJUSTED_METRICS))
         for run, error in (board.loo_errors or {}).items()
     )
-    return Display(columns, tuple(rows), errors)
+    shown = [interval for row in board.rows for interval in row.intervals.values()]
+    return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
 
 
 def render(board: Leaderboard, fmt: str, *, layout: str = "rows") -> str:
@@ -202,7 +243,23 @@ def csv_header(board: Leaderboard) -> list[str]:
     header += [f"bias {m}" for m in ADJUSTED_METRICS]
     header += [f"adjusted {m} (estimate)" for m in ADJUSTED_METRICS]
     header += [f"true {m}" for m in ADJUSTED_METRICS]
-    return [*header, "notes"]
+    labels = [f"corrected {m} labels {end}" for m in ADJUSTED_METRICS for end in LABEL_ENDS]
+    return [*header, "notes", *labels]
+
+
+LABEL_ENDS = ("low", "high", "parts")
+"""The CSV's columns per metric for the labels' 95% interval, after ``notes``."""
+
+
+def _labels_columns(row: Row) -> list[float | str]:
+    line: list[float | str] = []
+    for m in ADJUSTED_METRICS:
+        interval = row.intervals.get(m)
+        if interval is None:
+            line += ["", "", ""]
+        else:
+            line += [_number(interval.low), _number(interval.high), "; ".join(interval.parts)]
+    return line
 
 
 def to_csv(board: Leaderboard) -> str:
@@ -227,7 +284,7 @@ def to_csv(board: Leaderboard) -> str:
         line += [_number(row.bias[m]) if row.bias else "" for m in ADJUSTED_METRICS]
         line += [_number(row.adjusted[m]) if row.adjusted else "" for m in ADJUSTED_METRICS]
         line += [_number(row.true[m]) if row.true else "" for m in ADJUSTED_METRICS]
-        lines.append(csv_line([*line, " ".join(row.notes)]))
+        lines.append(csv_line([*line, " ".join(row.notes), *_labels_columns(row)]))
     return "".join(lines)
 
 
@@ -255,6 +312,21 @@ def to_text(board: Leaderboard) -> str:
                 mark = "*" if shown.best else ("~" if shown.tied else " ")
                 text += f"{shown.text + mark + ' ' + shown.interval:>22}"
             lines.append(text)
+    if any(interval.parts for row in board.rows for interval in row.intervals.values()):
+        shown = [interval for row in board.rows for interval in row.intervals.values()]
+        lines += [
+            "",
+            f"Corrected scores with their 95% intervals [low–high] from the labels. {interval_legend(shown)}",
+        ]
+        for row in board.rows:
+            lines.append(
+                row.run.ljust(width)
+                + "; ".join(
+                    f"{m} {value_text(m, i.value)}"
+                    + (f" {interval_text(i)}" if interval_text(i) else " exact")
+                    for m, i in row.intervals.items()
+                )
+            )
     if board.bias is not None:
         lines += [
             "",

@@ -8,18 +8,41 @@ from dataclasses import dataclass
 
 from retrieval import plots
 from retrieval.proxies import PROXY_LABELS
-from retrieval.rescoring import points, table_cell
+from retrieval.rescoring import interval_legend, interval_text, points
 from retrieval.services.reports import Report
 
 
 @dataclass(frozen=True)
+class ScoreText:
+    """A corrected score as text: ``value`` (points), its 95% ``interval`` (``[low–high]``,
+    empty where exact) and, in FIRE Table 1, ``gain``: ``(B + C)``, the original score plus
+    the gain (empty without original positives)."""
+
+    value: str
+    interval: str
+    gain: str = ""
+
+
+@dataclass(frozen=True)
 class Table1Cells:
-    """One run's row of FIRE Table 1 as text: "A (B + C)" cells, true scores and bias."""
+    """One run's row of FIRE Table 1 as text: "A [interval] (B + C)" cells, true scores and
+    bias."""
 
     run: str
-    cells: list[str]
+    cells: list[ScoreText]
     true: list[str]
     bias: list[str]
+
+
+@dataclass(frozen=True)
+class Table4Cells:
+    """One run's row of FIRE Table 4 as text: corrected scores with their intervals, then the
+    leave-one-run-out ("New") scores and the unpooled bias."""
+
+    run: str
+    corrected: list[ScoreText]
+    leave_one_out: list[str]
+    unpooled_bias: list[str]
 
 
 @dataclass(frozen=True)
@@ -34,12 +57,20 @@ class ReportCharts:
 
 
 def table1_rows(report: Report) -> list[Table1Cells]:
-    """FIRE Table 1 rows: "A (B + C)" cells, then the true score and pooling bias if known."""
+    """FIRE Table 1 rows: "A [interval] (B + C)" cells, then the true score and pooling bias
+    if known."""
     rows = []
     for row in report.table1:
         original = row.original
         cells = [
-            table_cell(row.corrected[m], original[m] if original else None) for m in report.metrics
+            ScoreText(
+                points(row.corrected[m]),
+                interval_text(row.intervals[m]),
+                f"({points(original[m])} + {points(row.corrected[m] - original[m])})"
+                if original
+                else "",
+            )
+            for m in report.metrics
         ]
         true = [points(row.true[m]) for m in report.metrics] if row.true else []
         bias = (
@@ -49,6 +80,33 @@ def table1_rows(report: Report) -> list[Table1Cells]:
         )
         rows.append(Table1Cells(run=row.run, cells=cells, true=true, bias=bias))
     return rows
+
+
+def table4_rows(report: Report) -> list[Table4Cells]:
+    """FIRE Table 4 rows, each corrected score with its interval (from Table 1's row)."""
+    intervals = {row.run: row.intervals for row in report.table1}
+    return [
+        Table4Cells(
+            run=row.run,
+            corrected=[
+                ScoreText(points(row.corrected[m]), interval_text(intervals[row.run][m]))
+                for m in report.metrics
+            ],
+            leave_one_out=[points(row.leave_one_out[m]) for m in report.metrics],
+            unpooled_bias=[
+                points(row.unpooled_bias_c1, signed=True),
+                points(row.unpooled_bias_c10, signed=True),
+            ]
+            if row.unpooled_bias
+            else [],
+        )
+        for row in report.table4
+    ]
+
+
+def intervals_legend(report: Report) -> str:
+    """What the brackets of the report's corrected scores hold (or that all are exact)."""
+    return interval_legend(row.intervals[m] for row in report.table1 for m in report.metrics)
 
 
 def charts(report: Report) -> ReportCharts:

@@ -242,6 +242,49 @@ def points(value: float | None, *, signed: bool = False) -> str:
     return f"{100 * float(value):{'+' if signed else ''}.1f}"
 
 
+def interval_text(interval: score_intervals.ScoreInterval | None) -> str:
+    """A score's 95% interval (:mod:`retrieval.score_intervals`) in :func:`points`,
+    ``[41.9–44.2]``; empty where the score is exact (its interval holds nothing: no label
+    noise, no unjudged pair, no sample) or unknown (NaN), so no page shows ``[x–x]``."""
+    if interval is None or not interval.parts or math.isnan(interval.low):
+        return ""
+    return f"[{points(interval.low)}–{points(interval.high)}]"
+
+
+def interval_cell(interval: score_intervals.ScoreInterval) -> str:
+    """The score with its interval beside it, ``43.1 [41.9–44.2]``; exact: ``43.1``."""
+    bracket = interval_text(interval)
+    return f"{points(interval.value)} {bracket}" if bracket else points(interval.value)
+
+
+def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
+    """One sentence for a table of ``intervals``: what its brackets hold (the union of their
+    ``parts``), or that every score is exact."""
+    shown = list(intervals)
+    parts = [
+        part
+        for part in (score_intervals.LABEL_NOISE, score_intervals.UNJUDGED, score_intervals.SAMPLED)
+        if any(part in interval.parts for interval in shown)
+    ]
+    if not parts:
+        return (
+            "Every corrected score is exact: the label set gives no label a probability and "
+            "leaves no pooled pair unjudged, so no interval is shown."
+        )
+    held = {
+        score_intervals.LABEL_NOISE: "label noise (each judged pair's probability of relevance)",
+        score_intervals.UNJUDGED: "unjudged pairs (every labelling of the pooled pairs not "
+        "judged yet)",
+        score_intervals.SAMPLED: "the sampled estimate's own interval",
+    }
+    text = "Each corrected score's 95% interval from the labels holds " + ", ".join(
+        held[part] for part in parts
+    )
+    if any(not interval.parts for interval in shown):
+        text += "; a score shown without one is exact"
+    return text + "."
+
+
 def table_cell(corrected: float, original: float | None) -> str:
     """FIRE Table 1's "A (B + C)": corrected, then original plus the gain, in points."""
     if original is None:

@@ -164,6 +164,8 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
             **context,
             "report": data,
             "table1": report_figures.table1_rows(data),
+            "table4": report_figures.table4_rows(data),
+            "intervals_legend": report_figures.intervals_legend(data),
             "charts": report_figures.charts(data),
             "proxies": report_figures.proxy_section(proxy_table(asked.dataset, cache_only=True)),
         },

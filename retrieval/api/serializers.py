@@ -7,7 +7,10 @@ from rest_framework import serializers
 from retrieval.forms import NameValidator
 from retrieval.models import LabelSet
 from retrieval.names import NAME_MAX_LENGTH
+from retrieval.score_intervals import LABEL_NOISE, SAMPLED, UNJUDGED
 from retrieval.services.run_scoring import STATUS_NAMES
+
+INTERVAL_PARTS = (LABEL_NOISE, UNJUDGED, SAMPLED)
 
 
 @extend_schema_field(OpenApiTypes.BINARY)
@@ -49,6 +52,18 @@ class MetricsField(serializers.DictField):
     child = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
 
 
+class IntervalSerializer(serializers.Serializer):
+    """A corrected score's 95% interval from the labels, fractions in [0, 1]."""
+
+    value = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
+    low = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
+    high = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
+    parts = serializers.ListField(
+        child=serializers.ChoiceField(choices=INTERVAL_PARTS),
+        help_text="What the interval holds; empty: the score is exact (low = value = high).",
+    )
+
+
 class JobScoresSerializer(serializers.Serializer):
     """A scoring job's status and, once done, the run's corrected and original scores."""
 
@@ -61,3 +76,9 @@ class JobScoresSerializer(serializers.Serializer):
     scores = MetricsField(allow_null=True, help_text="Under the corrected positives.")
     original = MetricsField(allow_null=True, help_text="With each caption's own video only.")
     pooled = serializers.BooleanField(help_text="Whether the label set's campaign pooled the run.")
+    intervals = serializers.DictField(
+        child=IntervalSerializer(),
+        allow_null=True,
+        help_text="Per corrected C@1, C@5, C@10, AP and nDCG@10: its 95% interval from the "
+        "labels (label noise, unjudged pooled pairs, a sampled estimate).",
+    )

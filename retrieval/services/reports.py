@@ -15,6 +15,7 @@ import numpy as np
 from retrieval import analysis
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.models import Dataset, LabelSet
+from retrieval.score_intervals import ScoreInterval
 from retrieval.services.rescoring import DatasetRescoring, RescoreError, rescore_dataset
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
@@ -28,10 +29,15 @@ Scores = dict[str, float]
 
 @dataclass(frozen=True)
 class Table1Row:
-    """FIRE Table 1: a run's corrected means, and its original and true ones when known."""
+    """FIRE Table 1: a run's corrected means, and its original and true ones when known.
+
+    ``intervals``: per metric, the corrected score's 95% interval
+    (:class:`retrieval.score_intervals.ScoreInterval`: ``value``, ``low``, ``high`` and the
+    ``parts`` it holds; no parts, exact)."""
 
     run: str
     corrected: Scores
+    intervals: dict[str, ScoreInterval]
     original: Scores | None = omitted_if_none()
     true: Scores | None = omitted_if_none()
     pooling_bias: Scores | None = omitted_if_none()
@@ -216,6 +222,7 @@ def build_report(
         known = ", ".join(corrected[runs[0]].per_query)
         raise RescoreError(f"unknown metric {metric!r}; choose from {known}")
     per_query = {run: corrected[run].per_query[metric] for run in runs}
+    intervals = result.intervals  # the Monte Carlo runs here, once per report
 
     table1 = []
     for run in runs:
@@ -225,6 +232,7 @@ def build_report(
             Table1Row(
                 run=run,
                 corrected=means,
+                intervals={m: intervals[run][m] for m in TABLE_METRICS},
                 original=_pick(original[run].means) if run in original else None,
                 true=true_means,
                 pooling_bias=_difference(means, true_means) if true_means else None,

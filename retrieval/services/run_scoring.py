@@ -7,7 +7,7 @@ nothing behind. The job (kind ``score_run``, :mod:`retrieval.jobs`) stores a
 """
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
@@ -39,6 +39,9 @@ class RunScores:
 
     ``pooled`` says whether the label set's campaign pooled this run (FIRE §4: an unpooled
     run is scored against labels others' runs found, so its score is biased low).
+    ``intervals``: per corrected C@K, AP and nDCG@10, its 95% interval from the labels
+    (:meth:`retrieval.score_intervals.ScoreInterval.as_dict`: value, low, high and the parts
+    it holds; no parts, exact).
     """
 
     run: str
@@ -47,6 +50,7 @@ class RunScores:
     scores: dict[str, float | None]
     original: dict[str, float | None]
     pooled: bool
+    intervals: dict[str, dict] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
@@ -56,6 +60,7 @@ class RunScores:
             "scores": self.scores,
             "original": self.original,
             "pooled": self.pooled,
+            "intervals": self.intervals,
         }
 
 
@@ -71,6 +76,7 @@ class JobScores:
     scores: dict[str, float | None] | None
     original: dict[str, float | None] | None
     pooled: bool
+    intervals: dict[str, dict] | None = None
 
 
 def score_run(dataset: Dataset, run_name: str, label_set: LabelSet | None) -> RunScores:
@@ -86,6 +92,9 @@ def score_run(dataset: Dataset, run_name: str, label_set: LabelSet | None) -> Ru
         scores={name: corrected[name] for name in METRICS},
         original={name: original[name] for name in METRICS},
         pooled=run_name in pooled_runs,
+        intervals={
+            name: interval.as_dict() for name, interval in scored.intervals[run_name].items()
+        },
     )
 
 
@@ -147,4 +156,5 @@ def job_scores(job: Job) -> JobScores:
         scores=result.get("scores"),
         original=result.get("original"),
         pooled=bool(result.get("pooled", False)),
+        intervals=result.get("intervals"),
     )

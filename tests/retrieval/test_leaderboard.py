@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from ir_measures import AP, Success, nDCG
 
-from retrieval import analysis, leaderboard
+from retrieval import analysis, leaderboard, score_intervals
 from retrieval.leaderboard import SortError, mark_column, mean_error, sort_rows, webber_park
 from retrieval.leaderboard_formats import csv_header, leaderboard_columns, render, to_latex
-from retrieval.rescoring import Qrels, rescore
+from retrieval.rescoring import Qrels, points, rescore
 
 # Four queries; query q's own video is item q. Runs rank three items each.
 RUNS = {
@@ -285,3 +285,82 @@ def test_page_cells():
     assert by_run["A"].cells[0].text == "75.0" and by_run["A"].cells[0].best
     assert by_run["U"].judged_low and by_run["U"].estimates[0] == ("C@1", "62.5", "+12.5")
     assert [run for run, _ in display.loo_errors] == ["A", "B"]
+
+
+def noisy_board(calls: list | None = None):
+    """The toy board with a probability on each judged pair: (1, 5) 0.6 relevant, (2, 7) 0.9,
+    (0, 5) 0.2, so the corrected C@K, AP and nDCG@10 get intervals from the labels."""
+    result = rescore(RUNS, CORRECTED, original=ORIGINAL)
+    judged = score_intervals.JudgedPairs.of([1, 2, 0], [5, 7, 5], [1, 1, 0], [0.6, 0.9, 0.2])
+
+    def source():
+        if calls is not None:
+            calls.append(1)
+        positives = (ORIGINAL.rows, ORIGINAL.items)
+        return score_intervals.score_intervals(RUNS, judged, positives, draws=500)
+
+    result.interval_source = source
+    board = leaderboard.build(result, dataset="toy", label_set="p", resamples=200)
+    return result, board
+
+
+def test_corrected_cells_carry_the_labels_intervals_once_computed():
+    calls = []
+    result, b = noisy_board(calls)
+    display = leaderboard_columns(b)
+    render(b, "csv"), render(b, "json"), render(b, "table")
+    assert calls == [1]  # read once, by build; every output reads the board's rows
+    for line in display.rows:
+        expected = result.intervals[line.row.run]
+        assert line.row.intervals == {m: expected[m] for m in leaderboard.ADJUSTED_METRICS}
+        for column, cell in zip(display.columns, line.cells, strict=True):
+            interval = expected.get(column.metric) if column.block == "corrected" else None
+            if interval is None or not interval.parts:
+                assert cell.labels == ""
+            else:
+                assert cell.labels == f"[{points(interval.low)}–{points(interval.high)}]"
+                assert cell.labels in cell.title
+    assert any(cell.labels for line in display.rows for cell in line.cells)
+    assert display.labels_shown and "label noise" in display.legend
+
+
+def test_exports_carry_the_labels_intervals_after_the_old_columns():
+    result, b = noisy_board()
+    plain_board = board()
+    table = list(csv.DictReader(io.StringIO(render(b, "csv"))))
+    header = csv_header(b)
+    old = header[: header.index("notes") + 1]
+    assert old == csv_header(plain_board)[: len(old)]  # no existing column moved
+    assert header[len(old) :] == [
+        f"corrected {m} labels {end}"
+        for m in leaderboard.ADJUSTED_METRICS
+        for end in ("low", "high", "parts")
+    ]
+    data = json.loads(render(b, "json"))
+    for line, row in zip(table, data["rows"], strict=True):
+        for m in leaderboard.ADJUSTED_METRICS:
+            interval = result.intervals[line["run"]][m]
+            assert float(line[f"corrected {m} labels low"]) == pytest.approx(interval.low)
+            assert float(line[f"corrected {m} labels high"]) == pytest.approx(interval.high)
+            assert line[f"corrected {m} labels parts"] == "; ".join(interval.parts)
+            assert row["intervals"][m] == {"metric": m, **interval.as_dict()}
+    text = render(b, "table")
+    assert "95% intervals [low–high] from the labels" in text
+    c1 = result.intervals["B"]["C@1"]
+    assert f"C@1 {points(c1.value)} [{points(c1.low)}–{points(c1.high)}]" in text
+
+
+def test_exact_scores_show_no_labels_interval():
+    """No probabilities, nothing unjudged: each interval is the score; nothing in brackets."""
+    b = board()
+    display = leaderboard_columns(b)
+    assert not display.labels_shown and "exact" in display.legend
+    assert all(cell.labels == "" for line in display.rows for cell in line.cells)
+    for row in b.rows:
+        for m, interval in row.intervals.items():
+            assert interval.parts == () and interval.low == interval.value == interval.high
+            assert interval.value == pytest.approx(row.corrected[m].value)
+    line = next(csv.DictReader(io.StringIO(render(b, "csv"))))
+    assert line["corrected C@1 labels parts"] == ""
+    assert float(line["corrected C@1 labels low"]) == pytest.approx(float(line["corrected C@1"]))
+    assert "from the labels" not in render(b, "table")

@@ -5,14 +5,17 @@ import io
 import json
 import re
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
 from config.roles import ANNOTATOR, RESEARCHER
 from retrieval.judged import Judged
 from retrieval.leaderboard import sort_keys
+from retrieval.rescoring import points
 from retrieval.services.labelsets import load_judged, store_label_set
 from retrieval.services.leaderboard import build_leaderboard
+from retrieval.services.rescoring import rescore_dataset
 from tests.factories import pooled_world, random_run
 from tests.retrieval.test_report import person
 
@@ -205,3 +208,43 @@ def test_junk_parameters_never_give_a_server_error(world, client):
         }
         response = client.get(rng.choice(urls), params)
         assert response.status_code in (200, 400, 404), (params, response.status_code)
+
+
+def test_page_and_exports_show_the_labels_intervals(world, client):
+    """A label set whose pairs each have a probability: each corrected C@K, AP and nDCG@10
+    cell shows its interval from the labels; exact ones show none."""
+    pairs = load_judged(world.label_sets.get(name="pooled"))
+    confidence = np.where(pairs.relevance == 1, 0.8, 0.15)
+    store_label_set(
+        world,
+        "noisy",
+        Judged.build(pairs.caption_ids, pairs.video_ids, pairs.relevance, confidence=confidence),
+        source="campaign",
+        metadata={"pooled_runs": ["alpha", "beta"], "pool_depth": 3},
+    )
+    intervals = rescore_dataset(world, world.label_sets.get(name="noisy")).result.intervals
+    client.force_login(person(RESEARCHER))
+    html = client.get("/datasets/rep/leaderboard/?labels=noisy").content.decode()
+    shown = 0
+    for run, scores in intervals.items():
+        row = html[html.index(f'<tr class="run-row" data-run="{run}"') :].split("</tr>")[0]
+        for metric, interval in scores.items():
+            text = f'<span class="labels-interval">[{points(interval.low)}–{points(interval.high)}]'
+            assert (text in row) == bool(interval.parts), (run, metric)
+            shown += bool(interval.parts)
+    assert shown and 'id="leaderboard-intervals"' in html and "label noise" in html
+    base = "/datasets/rep/leaderboard/export"
+    rows = list(
+        csv.DictReader(io.StringIO(client.get(f"{base}/csv/?labels=noisy").content.decode()))
+    )
+    for row in rows:
+        c1 = intervals[row["run"]]["C@1"]
+        assert float(row["corrected C@1 labels low"]) == pytest.approx(c1.low)
+        assert float(row["corrected C@1 labels high"]) == pytest.approx(c1.high)
+    data = json.loads(client.get(f"{base}/json/?labels=noisy").content)
+    for row in data["rows"]:
+        assert row["intervals"]["AP"] == {"metric": "AP", **intervals[row["run"]]["AP"].as_dict()}
+    exact = client.get("/datasets/rep/leaderboard/?labels=pooled").content.decode()
+    assert 'class="labels-interval"' not in exact
+    legend = exact[exact.index('id="leaderboard-intervals"') :].split("</p>")[0]
+    assert "exact" in legend

@@ -10,7 +10,8 @@ from django.core.management import call_command
 
 from config.roles import ANNOTATOR, RESEARCHER, ensure_groups
 from retrieval.judged import Judged
-from retrieval.services.labelsets import store_label_set
+from retrieval.rescoring import interval_text, points
+from retrieval.services.labelsets import load_judged, store_label_set
 from retrieval.services.rescoring import rescore_dataset
 from tests.factories import pooled_world
 
@@ -116,3 +117,60 @@ def test_report_get_writes_nothing(world, client):
         if q["sql"].lstrip().split()[0].upper() in {"INSERT", "UPDATE", "DELETE", "REPLACE"}
     ]
     assert writes == []
+
+
+def with_probabilities(dataset, name: str = "noisy"):
+    """The "pooled" labels again, each with a probability of relevance (as Dawid-Skene
+    gives): the resolved labels are the same, the intervals are not exact."""
+    pairs = load_judged(dataset.label_sets.get(name="pooled"))
+    confidence = np.where(pairs.relevance == 1, 0.8, 0.15)
+    store_label_set(
+        dataset,
+        name,
+        Judged.build(pairs.caption_ids, pairs.video_ids, pairs.relevance, confidence=confidence),
+        source="campaign",
+        metadata={"pooled_runs": ["alpha", "beta"], "pool_depth": 3},
+    )
+    return rescore_dataset(dataset, dataset.label_sets.get(name=name)).result.intervals
+
+
+def test_report_shows_each_corrected_score_with_its_interval(world, client):
+    intervals = with_probabilities(world)
+    client.force_login(person(RESEARCHER))
+    html = client.get("/reports/rep/?labels=noisy").content.decode()
+    table1 = html[html.index('id="table1"') : html.index('id="table1-intervals"')]
+    table4 = html[html.index('id="table4"') : html.index('id="table4-intervals"')]
+    for run in ("alpha", "beta"):
+        for metric in ("C@1", "C@5", "C@10", "AP", "nDCG@10"):
+            shown = intervals[run][metric]
+            if not shown.parts:  # no labelling moves it (C@10 of a run always right by 10)
+                assert interval_text(shown) == ""
+                continue
+            cell = f'{points(shown.value)} <span class="interval">{interval_text(shown)}</span>'
+            assert interval_text(shown) == f"[{points(shown.low)}–{points(shown.high)}]"
+            assert cell in table1 and cell in table4
+    assert sum(bool(i.parts) for run in intervals.values() for i in run.values()) >= 6
+    legend = html[html.index('id="table1-intervals"') :].split("</p>")[0]
+    assert "95% interval" in legend and "label noise" in legend
+    assert "unjudged" not in legend and "exact" in legend
+    data = client.get("/reports/rep/data/?labels=noisy").json()
+    for row in data["table1"]:
+        for metric, interval in row["intervals"].items():
+            expected = intervals[row["run"]][metric]
+            assert interval == {"metric": metric, **expected.as_dict()}
+
+
+def test_exact_scores_show_no_interval(world, client):
+    """ "pooled" has no probabilities and nothing unjudged: no brackets, a legend saying so."""
+    client.force_login(person(RESEARCHER))
+    html = client.get("/reports/rep/?labels=pooled").content.decode()
+    table1 = html[html.index('id="table1"') : html.index('id="table1-intervals"')]
+    assert 'class="interval"' not in table1 and "[" not in table1
+    legend = html[html.index('id="table1-intervals"') :].split("</p>")[0]
+    assert "exact" in legend
+    data = client.get("/reports/rep/data/?labels=pooled").json()
+    for row in data["table1"]:
+        for metric, interval in row["intervals"].items():
+            assert interval["parts"] == []
+            assert interval["low"] == interval["value"] == interval["high"]
+            assert interval["value"] == pytest.approx(row["corrected"][metric])

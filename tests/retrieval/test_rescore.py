@@ -1,5 +1,6 @@
 """The rescore command: file mode against ir_measures, database mode with label sets."""
 
+import csv
 import io
 import json
 
@@ -12,8 +13,9 @@ from ir_measures import AP, Bpref, Judged, R, Success, nDCG
 from retrieval.estimation import PoolState
 from retrieval.formats import trec
 from retrieval.judged import Judged as JudgedPairs
+from retrieval.metrics import METRIC_NAMES
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
-from retrieval.rescoring import Qrels, leave_one_out_qrels, table_cell
+from retrieval.rescoring import Qrels, leave_one_out_qrels, points, table_cell
 from retrieval.runs import RankedLists
 from retrieval.services.labelsets import store_label_set
 from retrieval.services.runs import store_run
@@ -256,6 +258,32 @@ def test_a_label_set_with_confidences_widens_the_intervals(world):
     c1 = noisy["intervals"]["first"]["C@1"]
     assert (c1["low"], c1["value"], c1["high"]) == pytest.approx((0, 1 / 3, 1 / 3))
     assert c1["parts"] == ["label noise"]
+
+    # The table shows the corrected scores with their intervals, in points, where not exact ...
+    table = io.StringIO()
+    call_command("rescore", dataset="w", labels="fire-p", stdout=table)
+    text = table.getvalue()
+    assert "95% intervals [low–high]" in text and "label noise" in text
+    section = text[text.index("Corrected scores with") :].splitlines()
+    first = next(line for line in section if line.startswith("first "))
+    assert f"{points(c1['value'])} [{points(c1['low'])}–{points(c1['high'])}]" in first
+    # ... and not at all where every score is exact.
+    table = io.StringIO()
+    call_command("rescore", dataset="w", labels="fire", stdout=table)
+    assert "95% intervals" not in table.getvalue() and "[" not in table.getvalue()
+
+    # CSV: low and high columns after the metrics, filled on the corrected rows only.
+    out = io.StringIO()
+    call_command("rescore", dataset="w", labels="fire-p", format="csv", stdout=out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert list(rows[0])[: 2 + len(METRIC_NAMES)] == ["run", "positives", *METRIC_NAMES]
+    assert list(rows[0])[-2:] == ["nDCG@10 low", "nDCG@10 high"]
+    by_block = {(row["run"], row["positives"]): row for row in rows}
+    corrected = by_block[("first", "corrected")]
+    for metric, interval in noisy["intervals"]["first"].items():
+        assert float(corrected[f"{metric} low"]) == pytest.approx(interval["low"])
+        assert float(corrected[f"{metric} high"]) == pytest.approx(interval["high"])
+    assert by_block[("first", "original")]["C@1 low"] == ""
 
 
 def test_unjudged_pooled_pairs_widen_the_intervals(world):

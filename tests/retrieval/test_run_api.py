@@ -13,7 +13,7 @@ from config import roles
 from jobs.models import Job
 from retrieval.judged import Judged
 from retrieval.models import RetrievalModel, Run
-from retrieval.services.labelsets import store_label_set
+from retrieval.services.labelsets import load_judged, store_label_set
 from retrieval.services.rescoring import rescore_dataset
 from retrieval.services.run_scoring import METRICS, score_run
 from tests.factories import query_dataset, random_run
@@ -110,6 +110,11 @@ def test_a_run_uploaded_with_a_token_is_scored_like_rescore(
         assert body["original"][name] == pytest.approx(original[name], abs=1e-9)
         assert 0.0 <= body["scores"][name] <= 1.0
     assert body["scores"]["C@1"] > body["original"]["C@1"] == 0.0
+    # Labels without probabilities and nothing unjudged: every interval is the score itself.
+    assert list(body["intervals"]) == ["C@1", "C@5", "C@10", "AP", "nDCG@10"]
+    for name, interval in body["intervals"].items():
+        assert interval["parts"] == []
+        assert interval["low"] == interval["value"] == interval["high"] == body["scores"][name]
     model = RetrievalModel.objects.get(dataset=dataset, name="mine")
     assert model.source == RetrievalModel.Source.RUN and model.config["run_file"] == "my-run.txt"
 
@@ -195,7 +200,36 @@ def test_a_session_works_too_and_a_queued_job_has_no_scores_yet(dataset):
         "scores": None,
         "original": None,
         "pooled": False,
+        "intervals": None,
     }
+
+
+def test_a_label_set_with_probabilities_gives_the_api_its_intervals(
+    dataset, django_capture_on_commit_callbacks
+):
+    """The same labels with a probability each (as Dawid-Skene gives): the API's intervals
+    are :attr:`Rescoring.intervals`, and C@1 now rests on uncertain labels."""
+    pairs = load_judged(dataset.label_sets.get())
+    noisy = Judged.build(
+        pairs.caption_ids,
+        pairs.video_ids,
+        pairs.relevance,
+        confidence=[0.8 if r == 1 else 0.3 for r in pairs.relevance.tolist()],
+    )
+    store_label_set(dataset, "noisy", noisy, source="import")
+    researcher = token_client(user("res", roles.RESEARCHER))
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = upload(researcher, VALID, labels="noisy")
+    body = poll(researcher, answer.json()["url"])
+    assert body["status"] == "done" and body["label_set"] == "noisy"
+    expected = rescore_dataset(
+        dataset, dataset.label_sets.get(name="noisy"), ["mine"]
+    ).result.intervals["mine"]
+    assert body["intervals"] == {name: interval.as_dict() for name, interval in expected.items()}
+    c1 = body["intervals"]["C@1"]
+    assert c1["parts"] == ["label noise"]
+    assert c1["value"] == pytest.approx(body["scores"]["C@1"])
+    assert c1["low"] < c1["value"] <= c1["high"]
 
 
 def test_a_run_the_label_sets_campaign_pooled_is_marked_pooled(dataset):

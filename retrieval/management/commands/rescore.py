@@ -8,7 +8,15 @@ from config.commands import BaseCommand
 from retrieval.formats.csv_safety import csv_line
 from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.metrics import METRIC_NAMES
-from retrieval.rescoring import Rescoring, read_trec_inputs, rescore, table_cell
+from retrieval.rescoring import (
+    Rescoring,
+    interval_cell,
+    interval_legend,
+    read_trec_inputs,
+    rescore,
+    table_cell,
+)
+from retrieval.score_intervals import interval_metrics
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "FIRE-AP", "nDCG@10", "Judged@10", "bpref")
 BLOCK_TITLES = {
@@ -69,14 +77,27 @@ class Command(BaseCommand):
 
 def render(result: Rescoring, fmt: str) -> str:
     """The result as JSON, CSV (one row per run and positive set; a metric a block lacks is
-    empty; names neutralised against spreadsheet formulas) or FIRE Table 1 text."""
+    empty; names neutralised against spreadsheet formulas; after the metrics, ``M low`` and
+    ``M high`` of each corrected C@K, AP and nDCG@10's 95% interval, on the corrected rows
+    only, equal to the score where it is exact) or FIRE Table 1 text, followed by the
+    corrected scores' intervals where some are not exact."""
     if fmt == "json":
         return json.dumps(result.as_dict(), indent=2)
+    intervals = result.intervals  # computed once, for every row
     if fmt == "csv":
-        lines = [csv_line(["run", "positives", *METRIC_NAMES])]
+        ends = [f"{name} {end}" for name in interval_metrics() for end in ("low", "high")]
+        lines = [csv_line(["run", "positives", *METRIC_NAMES, *ends])]
         for block in ("corrected", "original", "leave_one_out", "true"):
             for run, means in result.means(block).items():
-                lines.append(csv_line([run, block, *(means.get(name) for name in METRIC_NAMES)]))
+                held = intervals.get(run, {}) if block == "corrected" else {}
+                bounds = [
+                    getattr(held[name], end) if name in held else None
+                    for name in interval_metrics()
+                    for end in ("low", "high")
+                ]
+                lines.append(
+                    csv_line([run, block, *(means.get(name) for name in METRIC_NAMES), *bounds])
+                )
         return "".join(lines).rstrip("\n")
     lines = [f"{result.n_queries} queries"]
     original = result.means("original")
@@ -93,6 +114,16 @@ def render(result: Rescoring, fmt: str) -> str:
             cells = [
                 table_cell(values[m], base[m] if base else None).rjust(22) for m in TABLE_METRICS
             ]
+            lines.append(run.ljust(width) + "  ".join(cells))
+    shown = [interval for scores in intervals.values() for interval in scores.values()]
+    if any(interval.parts for interval in shown):
+        lines += ["", "Corrected scores with their 95% intervals [low–high], in points"]
+        lines.append(interval_legend(shown))
+        width = max(len(run) for run in intervals) + 2
+        names = interval_metrics()
+        lines.append("run".ljust(width) + "  ".join(m.rjust(20) for m in names))
+        for run, scores in intervals.items():
+            cells = [interval_cell(scores[m]).rjust(20) for m in names if m in scores]
             lines.append(run.ljust(width) + "  ".join(cells))
     if result.kinds:
         lines += ["", "How settled each corrected score is (judging stopped early)"]
