@@ -15,17 +15,20 @@ Two methods (:data:`annotation.quality.METHODS`):
 Either way an admin's adjudicated label wins, and the label set covers the same pairs:
 those the policy has finished with (pending pairs, still waiting for labels, are left
 out). Each pair carries a confidence, the probability that it is relevant: 1, 0 or 0.5 (a
-disagreement) under majority, the posterior under Dawid-Skene.
+disagreement) under majority, the posterior under Dawid-Skene, and under an adaptive
+campaign's own resolution (``majority`` there resolves each pair by the policy's posterior,
+:mod:`annotation.judging.label_models`) that posterior, so intervals can be computed from the
+label set alone.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation import quality
 from annotation.campaign_read.labels import load_campaign_labels
-from annotation.judging import priorities
+from annotation.judging import label_models, priorities
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
@@ -133,7 +136,9 @@ def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolutio
         Pair.objects.filter(campaign=campaign)
         .exclude(status=Pair.Status.PENDING)
         .order_by("pk")
-        .values_list("pk", "caption_id", "video_id", "status", "label_count", "adjudicated")
+        .values_list(
+            "pk", "caption_id", "video_id", "status", "label_count", "adjudicated", "pool_row"
+        )
     )
     n = len(rows)
     pair_ids = np.fromiter((row[0] for row in rows), np.int64, n)
@@ -150,6 +155,13 @@ def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolutio
         adjudicated=adjudicated,
         fit={},
     )
+    if method == MAJORITY and n and label_models.is_adaptive(campaign):
+        # The adaptive policy's own resolution: each pair keeps its posterior, so a re-score
+        # from the label set alone says how sure each score is (an admin's label is sure).
+        rows_at = [(row[0], row[6]) for row in rows]
+        posterior = label_models.snapshot(campaign, rows_at).posterior
+        confidence = np.where(adjudicated, resolution.confidence, posterior)
+        return replace(resolution, confidence=confidence)
     if method == MAJORITY or not n:
         return resolution
     return _dawid_skene(campaign, resolution)

@@ -519,3 +519,32 @@ def test_the_campaign_pages_show_the_target_and_what_is_settled(people, client):
     agreement = client.get(f"/campaigns/{campaign.pk}/agreement/").content.decode()
     assert "1 labelled pairs below the 95.0% target" in agreement
     assert 'id="confident-metrics"' in agreement
+
+
+@pytest.mark.django_db
+def test_an_adaptive_label_set_keeps_each_pairs_posterior_for_intervals(django_user_model):
+    from annotation.campaign_read.resolution import resolve_campaign
+    from retrieval.services.labelsets import load_judged
+    from retrieval.services.rescoring import rescore_dataset
+
+    campaign = make_campaign(n_queries=2, depth=2, policy="adaptive")
+    careful, unknown = _people(django_user_model, "careful", "unknown")
+    _model(campaign, careful, 0.999)
+    _judge(campaign, careful)  # sure
+    _judge(campaign, unknown)  # at the prior: 0.8
+    label_set = resolve_campaign(campaign, name="adaptive-set", method="majority")
+    judged = load_judged(label_set)
+    expected = {
+        (pair.caption_id, pair.video_id): label_models.snapshot(
+            campaign, [(pair.pk, pair.pool_row)]
+        ).posterior[0]
+        for pair in campaign.pairs.exclude(status="pending")
+    }
+    got = dict(zip(zip(judged.caption_ids.tolist(), judged.video_ids.tolist()), judged.confidence))
+    assert got.keys() == expected.keys()
+    for pair, posterior in expected.items():
+        assert got[pair] == pytest.approx(posterior)
+    assert sorted(round(policy.certainty(p), 3) for p in got.values()) == [0.8, 0.999]
+    scored = rescore_dataset(campaign.dataset, label_set)
+    intervals = scored.result.intervals["m"]
+    assert "label noise" in intervals["C@1"].parts or "label noise" in intervals["C@5"].parts
