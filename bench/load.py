@@ -114,6 +114,9 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
         "DJANGO_DEBUG": "1" if debug else "0",
         "DJANGO_SECRET_KEY": "firepool-load-bench-" + uuid.uuid4().hex,
         "DJANGO_SECURE_SSL_REDIRECT": "0",
+        # Jobs (the adaptive policy's refits) go to a database queue that a separate worker
+        # process runs, as in a deployment: never in the web server's processes.
+        "FIREPOOL_TASKS_BACKEND": "database",
     }
 
 
@@ -135,7 +138,11 @@ run r, so every run retrieves every pooled pair and adaptive orders have arms to
 
 
 def build_campaign(
-    n_pairs: int, lease_seconds: int, judging_order: str = "depth"
+    n_pairs: int,
+    lease_seconds: int,
+    judging_order: str = "depth",
+    label_policy: str = "fire",
+    confidence: float = 0.95,
 ) -> tuple[int, int]:
     """A dataset of ``n_pairs / DEPTH`` query captions and one active campaign of their
     top-``DEPTH`` videos, queued in ``judging_order``; (campaign id, pairs)."""
@@ -146,7 +153,7 @@ def build_campaign(
     from annotation.judging.statements import column_rows
     from annotation.models import Campaign, Pair
     from annotation.pooling import Pool
-    from annotation.settings import CampaignSettings, JudgingSettings
+    from annotation.settings import CampaignSettings, JudgingSettings, LabelPolicy
     from retrieval.models import Caption, Dataset, Video
 
     n_queries = max(1, n_pairs // DEPTH)
@@ -190,7 +197,11 @@ def build_campaign(
         ranks = np.stack([(rank + 3 * r) % DEPTH + 1 for r in range(RUNS)], axis=1)
         pool = Pool(caption_pks[query], videos, ranks.astype(np.int16))
         known = np.zeros((n_queries, RUNS), np.int16)
-        settings = CampaignSettings(judging=JudgingSettings(strategy=judging_order))
+        settings = CampaignSettings(
+            judging=JudgingSettings(strategy=judging_order),
+            label_policy=LabelPolicy(label_policy, confidence),
+        )
+        adaptive = settings.label_policy.adaptive
         source = priorities.Provenance(pool.ranks, caption_pks.astype(np.int64), known)
         campaign = Campaign(
             dataset=dataset,
@@ -198,9 +209,15 @@ def build_campaign(
             depth=DEPTH,
             lease_seconds=lease_seconds,
             provenance=source.to_bytes(),
+            second_label_rate=0.0 if adaptive else policy.DEFAULT_SECOND_LABEL_RATE,
+            max_labels=policy.DEFAULT_ADAPTIVE_CAP if adaptive else policy.DEFAULT_CAP,
         )
         campaign.set_settings(settings, save=False)
         campaign.save(force_insert=True)
+        if adaptive:
+            from annotation.models import PolicyFit
+
+            PolicyFit.objects.create(campaign=campaign)
         double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
         began = time.perf_counter()
         position, parked = priorities.initial_queue(settings.judging, pool, source, campaign.seed)
@@ -665,6 +682,15 @@ def excess_judgements(campaign_id: int) -> int:
     from annotation.models import Campaign, Judgement
 
     campaign = Campaign.objects.get(pk=campaign_id)
+    if campaign.settings.label_policy.adaptive:
+        # What a label needed depends on the annotator models of the moment (refitted as
+        # labels came in), so only the cap is checked afterwards: no pair above it.
+        per_pair = Counter(
+            Judgement.objects.filter(
+                pair__campaign_id=campaign_id, undone_at__isnull=True
+            ).values_list("pair_id", flat=True)
+        )
+        return sum(max(n - campaign.max_labels, 0) for n in per_pair.values())
     rows = (
         Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
         .order_by("pair_id", "created_at", "pk")
@@ -745,6 +771,21 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
     return round(float(p50), 1), round(float(p95), 1), round(float(p99), 1)
 
 
+def refit_jobs() -> dict[str, object]:
+    """The adaptive policy's refit jobs during the run: how many ran and how long each took."""
+    from jobs.models import Job
+
+    jobs = list(
+        Job.objects.filter(kind="refit-policy").values_list("status", "started_at", "finished_at")
+    )
+    took = [(end - start).total_seconds() for _, start, end in jobs if start and end]
+    return {
+        "refits": len(jobs),
+        "refits_succeeded": sum(1 for status, _, _ in jobs if status == Job.Status.SUCCEEDED),
+        "refit_seconds_max": round(max(took), 2) if took else None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotators", type=int, default=100)
@@ -794,6 +835,14 @@ def main() -> None:
         action="store_true",
         help="the campaign requires qualification, and every annotator has passed it",
     )
+    parser.add_argument(
+        "--policy",
+        choices=["fire", "adaptive"],
+        default="fire",
+        help="the campaign's labelling policy; adaptive refits run in a job worker beside "
+        "the server (manage.py db_worker), as in a deployment",
+    )
+    parser.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
     parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -812,7 +861,9 @@ def main() -> None:
     began = time.perf_counter()
     call_command("migrate", verbosity=0)
     migrated = time.perf_counter()
-    campaign_id, pairs = build_campaign(args.pairs, args.lease_seconds, args.judging_order)
+    campaign_id, pairs = build_campaign(
+        args.pairs, args.lease_seconds, args.judging_order, args.policy, args.confidence
+    )
     sessions = create_annotators(args.annotators)
     if args.gold_rate > 0 or args.qualified:
         add_gold(campaign_id, 200, args.gold_rate, args.qualified)
@@ -827,6 +878,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="firepool-load-") as tmp:
         server = Server(free_port(), args.workers, args.threads, env, Path(tmp) / "gunicorn.log")
         server.start()
+        worker = None
+        if args.policy == "adaptive":  # the refits' job worker, beside the server
+            worker = subprocess.Popen(
+                [sys.executable, "manage.py", "db_worker", "--queue-name", "default",
+                 "--interval", "1", "--no-reload", "--no-startup-delay"],
+                cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
         try:
             server.wait_until_up()
             log(
@@ -846,6 +905,9 @@ def main() -> None:
             )
         finally:
             server.stop()
+            if worker is not None:
+                worker.terminate()
+                worker.wait(timeout=60)
             if server.log_path.exists():
                 tail = server.log_path.read_text(errors="replace").splitlines()[-5:]
                 log("gunicorn log tail:\n  " + "\n  ".join(tail))
@@ -853,6 +915,7 @@ def main() -> None:
     record = run.record
     log(f"load average after the run: {os.getloadavg()[0]:.2f}")
     checks = verify(campaign_id, record.acknowledged + run.warm_acknowledged)
+    refits = refit_jobs() if args.policy == "adaptive" else {}
     connections.close_all()
     if not args.keep:
         drop_database(database_url)
@@ -920,6 +983,8 @@ def main() -> None:
         gold_answers=checks["gold_answers"],
         label_count_mismatches=checks["label_count_mismatches"],
         progress_exact=bool(checks["progress_exact"]),
+        policy=args.policy,
+        **refits,
     )
     log(f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0")
     print(json.dumps(result), flush=True)
