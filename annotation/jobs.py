@@ -181,7 +181,7 @@ register(
         run_refit,
         RefitForm,
         permission=ADMIN,
-        atomic=True,
+        # Not one transaction: the pairs are written in short ones (pair_state.apply_refit).
         describe=lambda a: f"label policy refit of {a['campaign']}",
     )
 )

@@ -318,45 +318,22 @@ def _campaign_grid(campaign: Campaign, rows: Sequence) -> _CampaignGrid:
     )
 
 
-def reprioritise_campaign(campaign: Campaign) -> int:
-    """Every query of an adaptive campaign under its metric-aware order at once, after a
-    refit changed what its pairs' posteriors say (:mod:`annotation.services.policy_fit`);
-    how many pairs' needs or positions changed. One read of the pairs and one of the labels,
-    the whole campaign's queue computed in one pass, written in bulk."""
+def requeue(campaign: Campaign, caption_ids) -> int:
+    """Run the adaptive policy's metric-aware order again on these queries, one short
+    transaction each that locks the query's pairs in id order and then their tally rows, as
+    a submit locks them: what a refit does for the queries whose pairs it changed (one
+    transaction over the whole campaign deadlocked with submits, each waiting for rows the
+    other held). How many queries it ran on (none for another policy or order)."""
     settings = campaign.settings
     if not (settings.label_policy.adaptive and settings.judging.strategy == METRIC_AWARE):
         return 0
-    rows = list(
-        Pair.objects.filter(campaign=campaign)
-        .exclude(caption_id__in=sampled_captions(campaign))
-        .order_by("caption_id", "pool_row")
-        .values_list(*_QUERY_COLUMNS, "caption_id", named=True)
-    )
-    if not rows:
-        return 0
-    g = _campaign_grid(campaign, rows)
-    want, position = label_value.queue(
-        g.ranks,
-        g.relevant,
-        g.known,
-        g.labels,
-        g.posterior,
-        g.fixed,
-        g.turn,
-        g.queries,
-        confidence=settings.label_policy.confidence,
-        cap=campaign.max_labels,
-        ks=settings.judging.ks,
-    )
-    want, position = want[g.query_of, g.slot_of], position[g.query_of, g.slot_of]
-    changed = sum(
-        1
-        for i, row in enumerate(rows)
-        if (want[i] and (row.needed == 0 or position[i] != row.position))
-        or (not want[i] and row.needed > 0 and row.leased == 0)
-    )
-    apply_value_queue(rows, want, position)
-    return changed
+    done = 0
+    for caption_id in sorted({int(c) for c in caption_ids}):
+        with transaction.atomic():
+            pair_state.lock_query(campaign.pk, caption_id)
+            reprioritise(campaign, caption_id)
+        done += 1
+    return done
 
 
 def _in_label_order(rows: Sequence[statements.QueryPair], judged_at: np.ndarray) -> np.ndarray:

@@ -6,9 +6,11 @@ resolution`), runs the regularised EM of :func:`annotation.confusion.fit` with e
 first label (by judgement id) kept out of the confusion evidence and a class prior per
 stratum (:func:`annotation.judging.label_models.strata`), stores the confusions
 (:class:`~annotation.models.AnnotatorModel`) and the priors
-(:class:`~annotation.models.PolicyFit`), and then has the pairs' one writer recompute every
-labelled pair's ``needed`` and ``status`` (:func:`annotation.judging.pair_state.apply_refit`),
-all in one transaction.
+(:class:`~annotation.models.PolicyFit`) in one transaction, and then has the pairs' one
+writer recompute every labelled pair's ``needed`` and ``status`` a chunk at a time
+(:func:`annotation.judging.pair_state.apply_refit`) and the metric-aware order run again on
+the queries whose pairs changed (:func:`annotation.judging.priorities.requeue`), each in
+short transactions that lock as a submit does, so judging goes on meanwhile.
 
 It runs as the ``refit-policy`` job (queued after a label once enough new labels came in:
 :func:`annotation.judging.label_models.request_refit`, never inside the judging request) or at once through
@@ -87,81 +89,88 @@ _JUDGEMENT_ROW = np.dtype(
 _GOLD_ROW = np.dtype([("gold_pair_id", np.int64), ("annotator_id", np.int64), ("said", np.int64)])
 
 
-@transaction.atomic
 def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
-    """Fit and store the campaign's annotator models and priors, then recompute its labelled
-    pairs' ``needed`` and ``status`` (see the module docstring)."""
+    """Fit and store the campaign's annotator models and priors (one transaction), then
+    recompute its labelled pairs' ``needed`` and ``status`` a chunk at a time and run the
+    metric-aware order again on the queries that changed, each in short transactions of
+    its own (see :func:`annotation.judging.pair_state.apply_refit` for why)."""
     if not label_models.is_adaptive(campaign):
         raise PolicyFitError(
             f"campaign {campaign.name!r} follows the {campaign.settings.label_policy.name} "
             "policy: only adaptive campaigns have annotator models to fit"
         )
     now = now or timezone.now()
-    judged = queryset_array(
-        Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
-        .order_by()
-        .annotate(said=_LABEL)
-        .values_list("id", "pair_id", "annotator_id", "said"),
-        _JUDGEMENT_ROW,
-    )
-    pairs = queryset_array(
-        Pair.objects.filter(campaign=campaign)
-        .order_by("pk")
-        .annotate(
-            verdict=Case(
-                When(adjudicated=RELEVANT.label, then=Value(1)),
-                When(~Q(adjudicated=""), then=Value(0)),
-                default=Value(-1),
-                output_field=IntegerField(),
-            )
+    with transaction.atomic():
+        judged = queryset_array(
+            Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
+            .order_by()
+            .annotate(said=_LABEL)
+            .values_list("id", "pair_id", "annotator_id", "said"),
+            _JUDGEMENT_ROW,
         )
-        .values_list("id", "pool_row", "verdict"),
-        np.dtype([("id", np.int64), ("pool_row", np.int64), ("verdict", np.int64)]),
-    )
-    gold = list(
-        GoldPair.objects.filter(campaign=campaign).order_by("pk").values_list("pk", "label")
-    )
-    answers = queryset_array(
-        GoldJudgement.objects.filter(gold_pair__campaign=campaign)
-        .order_by()
-        .annotate(said=_LABEL)
-        .values_list("gold_pair_id", "annotator_id", "said"),
-        _GOLD_ROW,
-    )
-    n_pairs, n_gold = len(pairs), len(gold)
-    gold_item = {pk: n_pairs + i for i, (pk, _) in enumerate(gold)}
-    pair_item = np.searchsorted(pairs["id"], judged["pair_id"])
-    items = np.concatenate(
-        [pair_item, np.array([gold_item[g] for g in answers["gold_pair_id"].tolist()], np.int64)]
-    ).astype(np.int64)
-    who = np.concatenate([judged["annotator_id"], answers["annotator_id"]])
-    annotators, annotator_index = np.unique(who, return_inverse=True)
-    said = np.concatenate([judged["said"], answers["said"]])
-    order = np.concatenate([judged["id"], np.zeros(len(answers), np.int64)])
-    first = confusion.first_labels(items, order)
-    first[len(judged) :] = False  # gold answers are always fair evidence
-    known = np.concatenate(
-        [pairs["verdict"], np.array([CODES[label] for _, label in gold], np.int64)]
-    ).astype(np.int64)
-    strata = np.concatenate(
-        [label_models.strata(campaign, pairs["pool_row"]), np.zeros(n_gold, np.int64)]
-    )
-    n_strata = label_models.n_strata(campaign)
-    fitted = confusion.fit(
-        items,
-        annotator_index.astype(np.int64),
-        said,
-        n_pairs + n_gold,
-        len(annotators),
-        first=first,
-        known=known,
-        strata=strata,
-        n_strata=n_strata,
-        warm=_previous(campaign, annotators, n_strata),
-    )
-    _store(campaign, annotators, fitted, len(judged), now)
-    changed = pair_state.apply_refit(campaign)
-    requeued = priorities.reprioritise_campaign(campaign)
+        pairs = queryset_array(
+            Pair.objects.filter(campaign=campaign)
+            .order_by("pk")
+            .annotate(
+                verdict=Case(
+                    When(adjudicated=RELEVANT.label, then=Value(1)),
+                    When(~Q(adjudicated=""), then=Value(0)),
+                    default=Value(-1),
+                    output_field=IntegerField(),
+                )
+            )
+            .values_list("id", "pool_row", "verdict"),
+            np.dtype([("id", np.int64), ("pool_row", np.int64), ("verdict", np.int64)]),
+        )
+        gold = list(
+            GoldPair.objects.filter(campaign=campaign).order_by("pk").values_list("pk", "label")
+        )
+        answers = queryset_array(
+            GoldJudgement.objects.filter(gold_pair__campaign=campaign)
+            .order_by()
+            .annotate(said=_LABEL)
+            .values_list("gold_pair_id", "annotator_id", "said"),
+            _GOLD_ROW,
+        )
+        n_pairs, n_gold = len(pairs), len(gold)
+        gold_item = {pk: n_pairs + i for i, (pk, _) in enumerate(gold)}
+        pair_item = np.searchsorted(pairs["id"], judged["pair_id"])
+        items = np.concatenate(
+            [
+                pair_item,
+                np.array([gold_item[g] for g in answers["gold_pair_id"].tolist()], np.int64),
+            ]
+        ).astype(np.int64)
+        who = np.concatenate([judged["annotator_id"], answers["annotator_id"]])
+        annotators, annotator_index = np.unique(who, return_inverse=True)
+        said = np.concatenate([judged["said"], answers["said"]])
+        order = np.concatenate([judged["id"], np.zeros(len(answers), np.int64)])
+        first = confusion.first_labels(items, order)
+        first[len(judged) :] = False  # gold answers are always fair evidence
+        known = np.concatenate(
+            [pairs["verdict"], np.array([CODES[label] for _, label in gold], np.int64)]
+        ).astype(np.int64)
+        strata = np.concatenate(
+            [label_models.strata(campaign, pairs["pool_row"]), np.zeros(n_gold, np.int64)]
+        )
+        n_strata = label_models.n_strata(campaign)
+        fitted = confusion.fit(
+            items,
+            annotator_index.astype(np.int64),
+            said,
+            n_pairs + n_gold,
+            len(annotators),
+            first=first,
+            known=known,
+            strata=strata,
+            n_strata=n_strata,
+            warm=_previous(campaign, annotators, n_strata),
+        )
+        _store(campaign, annotators, fitted, len(judged), now)
+    metric_aware = campaign.settings.judging.strategy == priorities.METRIC_AWARE
+    applied = pair_state.apply_refit(campaign, reopen=not metric_aware)
+    requeued = priorities.requeue(campaign, applied.captions)
+    changed = applied.written
     return RefitResult(
         campaign=campaign.name,
         labels=len(judged),

@@ -348,7 +348,7 @@ def test_apply_refit_changes_labelled_pairs_but_not_one_labelled_since(
 
     monkeypatch.setattr(pair_state, "lock_pairs", label_in_between)
     changed = pair_state.apply_refit(campaign)
-    assert changed == 3
+    assert changed.written == 3
     for pk in labelled[1:]:
         pair = Pair.objects.get(pk=pk)
         assert (pair.needed, pair.open_slots, pair.status) == (0, 0, "relevant")
@@ -498,8 +498,9 @@ def test_a_refit_requeues_the_campaign_by_value(django_user_model):
     assert top.needed == 1
     # A refit now trusts "careful": the rank-1 label settles the query.
     _model(campaign, careful, 0.995)
-    assert pair_state.apply_refit(campaign) == 1
-    priorities.reprioritise_campaign(campaign)
+    applied = pair_state.apply_refit(campaign, reopen=False)
+    assert applied.written == 1
+    assert priorities.requeue(campaign, applied.captions) == 1
     ranks = _by_rank(campaign)
     assert (ranks[1].needed, ranks[3].needed) == (0, 0)
     assert _judge(campaign, other) is None  # rank 2 is only on careful's screen
@@ -540,7 +541,8 @@ def test_an_adaptive_label_set_keeps_each_pairs_posterior_for_intervals(django_u
         ).posterior[0]
         for pair in campaign.pairs.exclude(status="pending")
     }
-    got = dict(zip(zip(judged.caption_ids.tolist(), judged.video_ids.tolist()), judged.confidence))
+    keys = zip(judged.caption_ids.tolist(), judged.video_ids.tolist(), strict=True)
+    got = dict(zip(keys, judged.confidence, strict=True))
     assert got.keys() == expected.keys()
     for pair, posterior in expected.items():
         assert got[pair] == pytest.approx(posterior)
