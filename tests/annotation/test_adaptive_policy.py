@@ -418,6 +418,22 @@ def test_a_refit_is_queued_after_enough_labels(
 
 
 @pytest.mark.django_db
+def test_a_refit_waits_for_the_minimum_interval(monkeypatch):
+    from datetime import timedelta
+
+    monkeypatch.setattr(label_models, "MIN_NEW_LABELS", 0)
+    campaign = make_campaign(n_queries=1, policy="adaptive")
+    now = timezone.now()
+    PolicyFit.objects.update_or_create(
+        campaign=campaign, defaults={"labels": 0, "fitted_at": now, "requested_at": None}
+    )
+    assert not label_models.refit_due(campaign, now + timedelta(seconds=30))
+    later = now + label_models.MIN_INTERVAL + timedelta(seconds=1)
+    assert label_models.refit_due(campaign, later)
+    assert not label_models.refit_due(campaign, later)  # claimed: asked for once
+
+
+@pytest.mark.django_db
 def test_the_refit_job_runs(django_user_model):
     from jobs.registry import get_kind
     from jobs.runner import check_arguments
