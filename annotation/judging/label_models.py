@@ -38,6 +38,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import confusion, policy
+from annotation.judging import statements
 from annotation.judging.provenance import provenance
 from annotation.judging.statements import queryset_array
 from annotation.models import (
@@ -179,8 +180,9 @@ def adaptive_state(
 
 
 def pair_posterior(pair: Pair, campaign: Campaign) -> float:
-    """One pair's posterior from its live labels (one query) and its stratum's prior."""
-    rows = list(live_labels(Judgement.objects.filter(pair_id=pair.pk)))
+    """One pair's posterior from its live labels (one statement,
+    :data:`annotation.judging.statements.LIVE_LABELS`) and its stratum's prior."""
+    rows = statements.live_labels(confusion.PRIOR_ACCURACY, pair=pair.pk)
     prior = prior_of(stored_priors(campaign), strata(campaign, [pair.pool_row]))
     said = np.array([r[1] for r in rows], dtype=np.int64)
     sens = np.array([r[2] for r in rows], dtype=np.float64)
@@ -199,16 +201,34 @@ class Snapshot:
     posterior: np.ndarray
 
 
-def snapshot(campaign: Campaign, pairs: Iterable[tuple[int, int]], judgements=None) -> Snapshot:
+def query_snapshot(campaign: Campaign, caption_id: int, pairs: Iterable[tuple[int, int]]):
+    """:func:`snapshot` of one query's ``pairs``, its labels read by one statement
+    (:data:`annotation.judging.statements.LIVE_LABELS`): what every label of an adaptive
+    campaign under a metric-aware order reads."""
+    rows = statements.live_labels(
+        confusion.PRIOR_ACCURACY, campaign=campaign.pk, caption=caption_id
+    )
+    labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
+    return snapshot(campaign, pairs, labels=labels)
+
+
+def snapshot(
+    campaign: Campaign,
+    pairs: Iterable[tuple[int, int]],
+    judgements=None,
+    *,
+    labels: np.ndarray | None = None,
+) -> Snapshot:
     """The posteriors of ``pairs`` (pair id, pool row), from their live labels (one query
-    over all of them, ``judgements`` if given: a queryset holding at least theirs) and the
-    stored priors."""
+    over all of them, ``judgements`` if given: a queryset holding at least theirs; or the
+    rows already read, ``labels``, :data:`LABEL_ROW`) and the stored priors."""
     pairs = list(pairs)
     ids = np.array([p for p, _ in pairs], dtype=np.int64)
     rows = np.array([r for _, r in pairs], dtype=np.int64)
-    if judgements is None:
-        judgements = Judgement.objects.filter(pair_id__in=ids.tolist())
-    labels = queryset_array(live_labels(judgements), LABEL_ROW)
+    if labels is None:
+        if judgements is None:
+            judgements = Judgement.objects.filter(pair_id__in=ids.tolist())
+        labels = queryset_array(live_labels(judgements), LABEL_ROW)
     order = np.argsort(ids, kind="stable")
     at = np.searchsorted(ids, labels["pair_id"], sorter=order)
     at = np.minimum(at, max(len(ids) - 1, 0))

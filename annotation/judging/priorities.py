@@ -208,7 +208,9 @@ def _reprioritise_by_value(
     or another) exactly where :func:`label_value.queue` wants one, at its position; a pair on
     someone's screen keeps its lease and what it needed when leased."""
     pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
-    seen = label_models.snapshot(campaign, [(row.id, row.pool_row) for row in rows])
+    seen = label_models.query_snapshot(
+        campaign, caption_id, [(row.id, row.pool_row) for row in rows]
+    )
     query = int(np.searchsorted(source.queries, caption_id))
     found = query < source.queries.size and source.queries[query] == caption_id
     ranks, known_ranks = source.settling

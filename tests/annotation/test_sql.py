@@ -348,6 +348,7 @@ def examples(world) -> dict:
         "relevant": "relevant",
         "label": "relevant",
         "seconds": 2.5,
+        "prior": 0.8,
         "queue": "queue",
         "purpose": "queue",
         "pk": fresh.pk,
@@ -559,3 +560,36 @@ def test_the_submit_and_gold_reads_match_the_orm(world):
     assert task.pk in {gold.task_id for gold in golds} - answered
     assert row.untasked == GoldPair.objects.filter(campaign=campaign, task__isnull=True).count()
     assert sql.gold_task(campaign.pk, a.pk, [task.pk]) is None
+
+
+def test_live_labels_match_the_orm(world):
+    """The adaptive policy's read of live labels with their annotators' stored models (one
+    model stored, the other annotator at the prior; an undone label left out)."""
+    from django.utils import timezone as tz
+
+    from annotation.judging import label_models
+    from annotation.models import AnnotatorModel
+
+    campaign, _ = world
+    users = [get_user_model().objects.create_user(f"live{i}", password="pw-sql-1") for i in (0, 1)]
+    pairs = list(Pair.objects.filter(campaign=campaign).order_by("pk")[:3])
+    for pair, user, label in ((pairs[0], users[0], "relevant"), (pairs[0], users[1], "irrelevant"),
+                              (pairs[1], users[0], "irrelevant")):  # fmt: skip
+        Judgement.objects.create(pair=pair, annotator=user, label=label)
+    Judgement.objects.create(
+        pair=pairs[2], annotator=users[1], label="relevant", undone_at=tz.now()
+    )
+    AnnotatorModel.objects.create(
+        campaign=campaign, annotator=users[0], sensitivity=0.9, specificity=0.7, fitted_at=tz.now()
+    )
+
+    def orm(judgements):
+        return sorted(tuple(row) for row in label_models.live_labels(judgements))
+
+    for pair in pairs:
+        got = sorted(tuple(row) for row in sql.live_labels(0.8, pair=pair.pk))
+        assert got == orm(Judgement.objects.filter(pair=pair))
+    caption = pairs[0].caption_id
+    got = sorted(tuple(row) for row in sql.live_labels(0.8, campaign=campaign.pk, caption=caption))
+    assert got == orm(Judgement.objects.filter(pair__campaign=campaign, pair__caption_id=caption))
+    assert got  # the world's first pairs share a caption
