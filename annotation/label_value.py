@@ -24,24 +24,28 @@ from annotation import policy
 _NEVER = np.iinfo(np.int64).max // 4
 
 
+def _other_first_hit(ranks: np.ndarray, relevant, known_rank) -> np.ndarray:
+    """Queries x slots x runs: the rank of each run's first positive other than the pair
+    itself (the second one when the pair is the first; a known positive counts; ``_NEVER``
+    when there is none)."""
+    in_run = ranks > 0
+    known = np.asarray(known_rank, dtype=np.int64)
+    known = np.where(known > 0, known, _NEVER)[:, None, :]
+    hit = np.where(in_run & np.asarray(relevant, dtype=bool)[:, :, None], ranks, _NEVER)
+    padded = np.concatenate([hit, np.full_like(hit[:, :1], _NEVER)], axis=1)
+    two = np.partition(padded, 1, axis=1)[:, :2, :]
+    first, second = two[:, :1, :], two[:, 1:2, :]
+    return np.minimum(np.where(hit == first, second, first), known)
+
+
 def deciding_cells(
     ranks: np.ndarray, relevant: np.ndarray, known_rank: np.ndarray, ks: Sequence[int]
 ) -> np.ndarray:
     """Queries x slots: how many (run, K) Correct@K cells each pair decides, given each
     pair's current label (``relevant``, bool) and the known positives."""
     ranks = np.asarray(ranks, dtype=np.int64)
-    relevant = np.asarray(relevant, dtype=bool)
-    known = np.asarray(known_rank, dtype=np.int64)
     in_run = ranks > 0
-    known = np.where(known > 0, known, _NEVER)[:, None, :]
-    hit = np.where(in_run & relevant[:, :, None], ranks, _NEVER)
-    if hit.shape[1] >= 2:
-        two = np.partition(hit, 1, axis=1)[:, :2, :]
-    else:
-        two = np.concatenate([hit, np.full_like(hit, _NEVER)], axis=1)[:, :2, :]
-    first, second = two[:, :1, :], two[:, 1:2, :]
-    # The first positive other than the pair itself: the second when it is the first.
-    other = np.minimum(np.where(hit == first, second, first), known)
+    other = _other_first_hit(ranks, relevant, known_rank)
     cells = np.zeros(ranks.shape[:2], dtype=np.int64)
     for k in ks:
         cells += (in_run & (ranks <= int(k)) & (other > int(k))).sum(axis=2)
@@ -144,15 +148,8 @@ def settled_correct_at(
     least ``confidence`` (or an admin's or a proxy's label, ``fixed``). A C@K no pair
     decides is settled, as it is exact (:func:`annotation.judging_order.exact_correct_at`)."""
     ranks = np.asarray(ranks, dtype=np.int64)
-    relevant = np.asarray(relevant, dtype=bool)
     in_run = ranks > 0
-    known = np.asarray(known_rank, dtype=np.int64)
-    known = np.where(known > 0, known, _NEVER)[:, None, :]
-    hit = np.where(in_run & relevant[:, :, None], ranks, _NEVER)
-    padded = np.concatenate([hit, np.full_like(hit[:, :1], _NEVER)], axis=1)
-    two = np.partition(padded, 1, axis=1)[:, :2, :]
-    first, second = two[:, :1, :], two[:, 1:2, :]
-    other = np.minimum(np.where(hit == first, second, first), known)
+    other = _other_first_hit(ranks, relevant, known_rank)
     sure = (np.asarray(labels) > 0) & (policy.certainty(posterior) >= confidence)
     shaky = ~(sure | np.asarray(fixed, dtype=bool))
     queries = ranks.shape[0]

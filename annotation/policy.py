@@ -103,12 +103,17 @@ def resolve(
     total = np.asarray(total, dtype=np.int64)
     status = majority(relevant, total)
     status = np.where(labels_needed(relevant, total, double, cap) > 0, LabelStatus.PENDING, status)
+    return _with_adjudication(status, adjudicated)
+
+
+def _with_adjudication(status: np.ndarray, adjudicated: np.ndarray | None) -> np.ndarray:
+    """Status codes (int8) with an ``adjudicated`` 0/1 (-1: not adjudicated) winning."""
     if adjudicated is not None:
         adjudicated = np.asarray(adjudicated, dtype=np.int64)
         if not np.isin(adjudicated, (NOT_ADJUDICATED, 0, 1)).all():
             raise ValueError("adjudicated values must be -1, 0 or 1")
         status = np.where(adjudicated != NOT_ADJUDICATED, adjudicated, status)
-    return status.astype(np.int8)
+    return np.asarray(status).astype(np.int8)
 
 
 def summary(status: np.ndarray) -> dict[str, int | float]:
@@ -178,9 +183,4 @@ def adaptive_resolve(total, posterior, adjudicated: np.ndarray | None = None) ->
         np.where(posterior < 0.5, LabelStatus.IRRELEVANT, LabelStatus.DISAGREEMENT),
     )
     status = np.where(total > 0, status, LabelStatus.PENDING)
-    if adjudicated is not None:
-        adjudicated = np.asarray(adjudicated, dtype=np.int64)
-        if not np.isin(adjudicated, (NOT_ADJUDICATED, 0, 1)).all():
-            raise ValueError("adjudicated values must be -1, 0 or 1")
-        status = np.where(adjudicated != NOT_ADJUDICATED, adjudicated, status)
-    return status.astype(np.int8)
+    return _with_adjudication(status, adjudicated)
