@@ -133,16 +133,28 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
     return path, float(truth.mean())
 
 
-def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool):
-    """A campaign of the four runs at depth 10; with ``gold``, B's settings, else A's."""
+def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: bool = False):
+    """A campaign of the four runs at depth 10; with ``gold``, B's settings, else A's; with
+    ``adaptive``, D's: B's quality control under the adaptive policy (confidence 0.95, at
+    most 5 labels) and the metric-first order."""
+    from annotation import policy
     from annotation.services.campaigns import CampaignSpec, create_campaign
-    from annotation.settings import CampaignSettings, GoldSettings
+    from annotation.settings import CampaignSettings, GoldSettings, JudgingSettings, LabelPolicy
 
     if gold:  # retries at once: the bench runs in minutes
         settings = GoldSettings(rate=0.05, qualification=True, threshold=0.9, cooldown_seconds=0)
     else:  # the plain protocol: nobody is paused
         settings = GoldSettings(rate=0.0, floor_seconds=0.0)
-    spec = CampaignSpec(name=name, depth=DEPTH, seed=seed, settings=CampaignSettings(gold=settings))
+    chosen = CampaignSettings(gold=settings)
+    extra = {}
+    if adaptive:
+        chosen = CampaignSettings(
+            gold=settings,
+            judging=JudgingSettings(strategy="metric-first"),
+            label_policy=LabelPolicy(policy.ADAPTIVE, policy.DEFAULT_CONFIDENCE),
+        )
+        extra = {"second_label_rate": 0.0, "max_labels": policy.DEFAULT_ADAPTIVE_CAP}
+    spec = CampaignSpec(name=name, depth=DEPTH, seed=seed, settings=chosen, **extra)
     return create_campaign(dataset, runs, spec)
 
 
@@ -156,10 +168,20 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
     from annotation.services.simulation import simulate
 
     discounted: set[int] = set()
+    adaptive = campaign.settings.label_policy.adaptive
     for round_ in range(20):
         random.seed(seed * 1000 + round_)  # gold_queue draws gold tasks with `random`
         result = simulate(campaign, annotators=annotators, seed=seed + round_, profiles=profiles)
         log(f"  {campaign.name}: round {round_ + 1}, {result.judgements:,} judgements")
+        if adaptive:
+            # The background refit the submits queue runs at most every two minutes; refit
+            # once more when the crowd runs out of work, and judge on while that asks for more.
+            from annotation.services.policy_fit import refit
+
+            fitted = refit(campaign)
+            log(f"  {campaign.name}: refit, {fitted.pairs_changed} pairs changed")
+            if result.judgements and (fitted.pairs_changed or fitted.queue_changed):
+                continue
         if not requeue:
             break
         paused = set(
@@ -250,7 +272,8 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     label_set = resolve_campaign(campaign, name=name, method=method)
     scored = rescore_dataset(dataset, label_set, run_names=list(DEMO_RUNS))
     models = {
-        run: (means["C@1"], means["AP"]) for run, means in scored.result.means("corrected").items()
+        run: (means["C@1"], means["AP"], means["C@5"], means["C@10"])
+        for run, means in scored.result.means("corrected").items()
     }
     return {
         "pairs": len(truth),
@@ -278,7 +301,7 @@ def true_scores(dataset, campaign, scored) -> dict[str, tuple[float, float]]:
     result = {}
     for run, items in scored.runs.items():
         means = score(items, qrels).means
-        result[run] = (means["C@1"], means["AP"])
+        result[run] = (means["C@1"], means["AP"], means["C@5"], means["C@10"])
     return result
 
 
@@ -302,7 +325,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         nargs="+",
-        choices=["reference", "A", "B"],
+        choices=["reference", "A", "B", "D"],
         help="Judge only these configurations (B gives rows B and C); with --json, run "
         "several such processes side by side on copies of one --world and --merge them.",
     )
@@ -336,15 +359,18 @@ def main() -> None:
         configs = args.only or ["reference", "A", "B"]
         log(f"creating the campaigns: {', '.join(configs)}")
         campaigns = {
-            name: make_campaign(dataset, runs, f"crowd-{name}", args.seed, gold=name == "B")
+            name: make_campaign(
+                dataset, runs, f"crowd-{name}", args.seed, gold=name in "BD", adaptive=name == "D"
+            )
             for name in configs
         }
         gold_relevant = None
-        if "B" in campaigns:
-            from annotation.services.gold import import_gold
+        for name in ("B", "D"):
+            if name in campaigns:
+                from annotation.services.gold import import_gold
 
-            path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, Path(tmp))
-            import_gold(campaigns["B"], path)
+                path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, Path(tmp))
+                import_gold(campaigns[name], path)
         crowd = crowd_profiles(CROWD, args.spammer_seconds)
         clean = crowd_profiles(CLEAN, args.spammer_seconds)
         paused, took = {}, {}
@@ -353,7 +379,7 @@ def main() -> None:
             start = time.perf_counter()
             profiles = clean if name == "reference" else crowd
             paused[name] = judge(
-                campaign, profiles, args.annotators, args.seed, requeue=name == "B"
+                campaign, profiles, args.annotators, args.seed, requeue=name in "BD"
             )
             took[name] = time.perf_counter() - start
         log("resolving and re-scoring")
@@ -362,6 +388,7 @@ def main() -> None:
             "A": ("A", "majority"),
             "B": ("B", "majority"),
             "C": ("B", "dawid-skene"),
+            "D": ("D", "majority"),  # an adaptive campaign's own resolution: its posteriors
         }
         figures = {
             row: measure(dataset, campaigns[config], method, f"crowd-{row}")
@@ -471,10 +498,10 @@ def report(args, result: dict) -> None:
     )
     print("|---|---|" + "---|" * 4)
     for run in DEMO_RUNS:
-        t_c1, t_ap = truth_models[run]
+        t_c1, t_ap = truth_models[run][:2]
         cells = []
         for row in ("reference", "A", "B", "C"):
-            c1, ap = figures[row]["models"][run]
+            c1, ap = figures[row]["models"][run][:2]
             gap = c1 - t_c1
             mark = " ✓" if abs(gap) <= TARGET_C1_GAP + 1e-9 else " ✗"
             cells.append(
