@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 from django.urls import NoReverseMatch, reverse
 
 from retrieval.leaderboard_formats import value_text
-from retrieval.rescoring import table_cell
+from retrieval.rescoring import interval_legend, interval_text, table_cell
+from retrieval.score_intervals import ScoreInterval
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
 """The scores a re-score or scoring job shows, in points (as the leaderboard's first columns)."""
@@ -45,22 +46,46 @@ def _model_links(arguments: dict, result: dict) -> dict:
     }
 
 
-def _score_rows(corrected: dict, original: dict | None) -> list[tuple[str, list[str]]]:
-    """One row per run: each metric's "A (B + C)" (corrected, original plus gain) in points."""
-    rows = []
+def _interval(metric: str, stored: object) -> ScoreInterval | None:
+    """A stored interval (``{"value", "low", "high", "parts"}``), or None where the result
+    has none (a job from before intervals) or it does not read as one."""
+    if not isinstance(stored, dict):
+        return None
+    numbers = [stored.get(key) for key in ("value", "low", "high")]
+    parts = stored.get("parts")
+    if not all(isinstance(n, int | float) for n in numbers) or not isinstance(parts, list):
+        return None
+    return ScoreInterval(metric, *map(float, numbers), tuple(str(part) for part in parts))
+
+
+def _score_rows(
+    corrected: dict, original: dict | None, intervals: dict | None = None
+) -> tuple[list[tuple[str, list[str]]], str]:
+    """One row per run: each metric's "A (B + C)" (corrected, original plus gain) in points,
+    with its 95% interval from the labels where the result has one that is not exact; and
+    the legend of those intervals ("" when there are none)."""
+    rows, shown = [], []
     for run, scores in corrected.items():
         base = (original or {}).get(run) or {}
+        stored = (intervals or {}).get(run)
         cells = []
         for metric in TABLE_METRICS:
             value = scores.get(metric) if isinstance(scores, dict) else None
             if not isinstance(value, int | float):
                 cells.append("–")
-            elif isinstance(base.get(metric), int | float):
-                cells.append(table_cell(value, base[metric]))
+                continue
+            if isinstance(base.get(metric), int | float):
+                cell = table_cell(value, base[metric])
             else:
-                cells.append(value_text(metric, value))
+                cell = value_text(metric, value)
+            interval = _interval(metric, stored.get(metric)) if isinstance(stored, dict) else None
+            if interval is not None:
+                shown.append(interval)
+                bracket = interval_text(interval)
+                cell = f"{cell} {bracket}" if bracket else cell
+            cells.append(cell)
         rows.append((str(run), cells))
-    return rows
+    return rows, interval_legend(shown) if shown else ""
 
 
 def rescore(arguments: dict, result: dict) -> dict:
@@ -68,11 +93,14 @@ def rescore(arguments: dict, result: dict) -> dict:
     runs = result.get("runs") if isinstance(result.get("runs"), dict) else {}
     original = result.get("original") if isinstance(result.get("original"), dict) else None
     labels = arguments.get("labels") or ""
+    intervals = result.get("intervals") if isinstance(result.get("intervals"), dict) else None
+    rows, legend = _score_rows(runs, original, intervals)
     return {
         **_dataset_links(arguments.get("dataset") or "", labels),
         "labels": labels,
         "metrics": TABLE_METRICS,
-        "rows": _score_rows(runs, original),
+        "rows": rows,
+        "intervals_legend": legend,
         "with_original": original is not None,
         "notes": [str(note) for note in result.get("notes") or []],
     }
@@ -84,12 +112,17 @@ def score_run(arguments: dict, result: dict) -> dict:
     scores = result.get("scores") if isinstance(result.get("scores"), dict) else {}
     original = result.get("original") if isinstance(result.get("original"), dict) else None
     labels = result.get("label_set") or arguments.get("labels") or ""
+    stored = result.get("intervals") if isinstance(result.get("intervals"), dict) else None
+    rows, legend = _score_rows(
+        {run: scores}, {run: original} if original else None, {run: stored} if stored else None
+    )
     return {
         **_dataset_links(arguments.get("dataset") or "", labels),
         "labels": labels,
         "run": run,
         "metrics": TABLE_METRICS,
-        "rows": _score_rows({run: scores}, {run: original} if original else None),
+        "rows": rows,
+        "intervals_legend": legend,
         "with_original": original is not None,
     }
 

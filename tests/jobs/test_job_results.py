@@ -158,3 +158,26 @@ def test_a_succeeded_job_shows_all_of_its_work_done():
     assert job.percent == 100.0
     job.status = Job.Status.RUNNING
     assert job.percent == 20.0
+
+
+def test_a_score_tables_cells_carry_their_intervals_from_the_labels():
+    from retrieval import job_results
+
+    scores = {"C@1": 0.5, "C@5": 0.75, "C@10": 1.0, "AP": 0.4, "nDCG@10": 0.6}
+    intervals = {
+        "C@1": {"value": 0.5, "low": 0.25, "high": 0.75, "parts": ["label noise"]},
+        "C@5": {"value": 0.75, "low": 0.75, "high": 0.75, "parts": []},  # exact: no bracket
+    }
+    result = {"runs": {"mine": scores}, "intervals": {"mine": intervals}}
+    context = job_results.rescore({"dataset": "pw"}, result)
+    ((run, cells),) = context["rows"]
+    assert run == "mine" and cells[:2] == ["50.0 [25.0–75.0]", "75.0"]
+    assert "label noise" in context["intervals_legend"]
+    single = job_results.score_run(
+        {"dataset": "pw"}, {"run": "mine", "scores": scores, "intervals": intervals}
+    )
+    assert single["rows"][0][1][0] == "50.0 [25.0–75.0]"
+    older = job_results.rescore({"dataset": "pw"}, {"runs": {"mine": scores}})
+    assert older["intervals_legend"] == "" and older["rows"][0][1][0] == "50.0"
+    garbled = {"runs": {"mine": scores}, "intervals": {"mine": {"C@1": {"value": "x"}}}}
+    assert job_results.rescore({}, garbled)["rows"][0][1][0] == "50.0"
