@@ -1,4 +1,4 @@
-"""The adaptive policy's annotator-model refit at FIRE's scale (issue 29 §5: under 5 s).
+"""The adaptive policy's annotator-model refit at FIRE's scale (target: under 5 s).
 
 A synthetic campaign of FIRE's size (552,880 pairs, 680,000 labels from 100 annotators, 7%
 relevant, 80 strata) fitted by :func:`annotation.confusion.fit`: cold (from the labels alone),

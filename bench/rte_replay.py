@@ -1,4 +1,5 @@
-"""Replay FIRE's and the adaptive labelling policy on a real crowd (issue 29 §5).
+"""Replay FIRE's and the adaptive labelling policy on a real crowd: labels used and accuracy
+against Dawid-Skene on every label.
 
 The crowd is Snow et al.'s (EMNLP 2008) Mechanical Turk RTE data in ``../shared/data/
 crowd-rte/``: 800 items, 10 labels each by 164 workers, an expert gold label per item. This
