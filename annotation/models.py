@@ -706,6 +706,9 @@ class PolicyFit(models.Model):
     priors = models.JSONField(default=list, blank=True, help_text="P(relevant) per stratum.")
     labels = models.PositiveIntegerField(default=0, help_text="Live labels at the last fit.")
     fitted_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(
+        default=0.0, help_text="How long the last refit took, fit to re-ordered queue."
+    )
     requested_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

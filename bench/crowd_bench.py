@@ -174,10 +174,14 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
         result = simulate(campaign, annotators=annotators, seed=seed + round_, profiles=profiles)
         log(f"  {campaign.name}: round {round_ + 1}, {result.judgements:,} judgements")
         if adaptive:
-            # The background refit the submits queue runs at most every two minutes; refit
-            # once more when the crowd runs out of work, and judge on while that asks for more.
+            # The submits queue background refits (paced by their own cost); refit once
+            # more when the crowd runs out of work, and judge on while that asks for more.
             from annotation.services.policy_fit import refit
 
+            from jobs.models import Job
+
+            ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)
+            log(f"  {campaign.name}: background refits so far: {sorted(ran)}")
             fitted = refit(campaign)
             log(f"  {campaign.name}: refit, {fitted.pairs_changed} pairs changed")
             if result.judgements and (fitted.pairs_changed or fitted.queue_changed):

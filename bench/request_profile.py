@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--judging-order", default="maxmean")
     parser.add_argument("--gold-rate", type=float, default=0.0, help="as bench/load.py's")
     parser.add_argument("--qualified", action="store_true", help="as bench/load.py's")
+    parser.add_argument("--policy", default="fire", choices=["fire", "adaptive"])
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
     parser.add_argument("--sort", default="cumulative", help="cProfile's sort key")
     parser.add_argument("--only", help="print only functions whose path matches this regex")
@@ -61,7 +62,7 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     call_command("migrate", verbosity=0)
-    campaign_id, pairs = load.build_campaign(args.pairs, 300, args.judging_order)
+    campaign_id, pairs = load.build_campaign(args.pairs, 300, args.judging_order, args.policy)
     sessions = load.create_annotators(args.annotators)
     if args.gold_rate > 0 or args.qualified:
         load.add_gold(campaign_id, 200, args.gold_rate, args.qualified)
@@ -134,6 +135,7 @@ def main() -> None:
     result = {
         "pairs": pairs,
         "judging_order": args.judging_order,
+        "policy": args.policy,
         "judgements": args.judgements,
         "gold_rate": args.gold_rate,
         "qualified": args.qualified,

@@ -15,7 +15,8 @@ table; JSON carries it as each row's ``intervals`` (metric -> ``value``, ``low``
 ``parts``); CSV appends, after the existing columns (``notes`` last of those, so no column
 moves), ``corrected M labels low``, ``corrected M labels high`` and ``corrected M labels parts``
 (``;``-separated, empty where exact) per metric; the text table lists them below the scores
-where some are not exact. LaTeX shows the scores alone.
+where some are not exact. LaTeX puts it after the corrected score in small type
+(``\\scriptsize [low--high]``), with the legend in the caption.
 """
 
 import json
@@ -388,6 +389,9 @@ def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
             r" ``A (B + C)'': score with the corrected positives (A), with the original "
             r"positives only (B), and the difference (C), in \%."
         )
+    shown = [i for row in board.rows for i in row.intervals.values()]
+    if any(i.parts for i in shown):
+        caption += " Brackets: " + latex_escape(interval_legend(shown)).replace("–", "--")
     else:
         caption += (
             r" Scores in \%, MedR in ranks. Bold: best in the column; underlined: not "
@@ -407,15 +411,24 @@ def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
     )
 
 
-def _latex_value(metric: str, cell: Cell | None, depth: int) -> str:
+def _latex_value(
+    metric: str, cell: Cell | None, depth: int, interval: ScoreInterval | None = None
+) -> str:
+    """A cell's score, bold when best, underlined when tied with it, then its labels'
+    interval in small type (none where exact)."""
     if cell is None:
         return "--"
     text = value_text(metric, cell.value, depth).replace("–", "--").replace(">", "$>$")
     if cell.best:
-        return f"\\textbf{{{text}}}"
-    if cell.tied:
-        return f"\\underline{{{text}}}"
-    return text
+        text = f"\\textbf{{{text}}}"
+    elif cell.tied:
+        text = f"\\underline{{{text}}}"
+    return text + _latex_interval(interval)
+
+
+def _latex_interval(interval: ScoreInterval | None) -> str:
+    bracket = interval_text(interval).replace("–", "--")
+    return f" {{\\scriptsize {bracket}}}" if bracket else ""
 
 
 def _latex_rows(board: Leaderboard) -> list[str]:
@@ -434,7 +447,10 @@ def _latex_rows(board: Leaderboard) -> list[str]:
         cells = [latex_escape(row_label(row))]
         for block in blocks:
             scored = getattr(row, block) or {}
-            cells += [_latex_value(m, scored.get(m), row.depth) for m in SCORE_METRICS]
+            held = row.intervals if block == "corrected" else {}
+            cells += [
+                _latex_value(m, scored.get(m), row.depth, held.get(m)) for m in SCORE_METRICS
+            ]
         cells += [value_text(JUDGED, row.judged).replace("–", "--"), pooled_text(row.pooled)]
         lines.append(" & ".join(cells) + " \\\\")
     return [*lines, "\\bottomrule", "\\end{tabular}"]
@@ -458,6 +474,6 @@ def _latex_fire(board: Leaderboard) -> list[str]:
                 continue
             base = None if original is None or math.isnan(original.value) else original.value
             text = table_cell(corrected.value, base).replace("+ -", "$-$ ")
-            cells.append(text + "\\%")
+            cells.append(text + "\\%" + _latex_interval(row.intervals.get(m)))
         lines.append(" & ".join(cells) + " \\\\")
     return [*lines, "\\bottomrule", "\\end{tabular}"]

@@ -60,10 +60,15 @@ MIN_NEW_LABELS = 50
 NEW_SHARE = 0.1
 """A refit is due once ``max(MIN_NEW_LABELS, NEW_SHARE x labels at the last fit)`` labels
 came in since it."""
-MIN_INTERVAL = timedelta(minutes=2)
-"""At most one refit per campaign this often: refits queued back to back (every 50 labels at
-45 labels a second) kept both cores of the load bench's machine busy and the judging
-requests' p99 at 610 ms (``bench/load.py --policy adaptive``, 250 annotators)."""
+MIN_INTERVAL = timedelta(seconds=5)
+DUTY = 0.1
+"""A refit starts at least ``max(MIN_INTERVAL, seconds / DUTY)`` after the last one started,
+``seconds`` being how long that one took: refits then hold at most a tenth of one core
+whatever the label rate. Refits queued back to back (every 50 labels at 45 labels a second)
+kept both cores of the load bench's machine busy and the judging requests' p99 at 610 ms
+(``bench/load.py --policy adaptive``, 250 annotators); a fixed two minutes instead let a
+campaign judged fast run on models fitted on its first few hundred labels
+(``bench/crowd_bench.py --only D``)."""
 STALE_REQUEST = timedelta(hours=1)
 """A refit asked for this long ago and not done (its job failed) may be asked for again."""
 
@@ -179,15 +184,41 @@ def adaptive_state(
     return needed, policy.adaptive_resolve(total, posterior, adjudicated)
 
 
+@dataclass(frozen=True)
+class QueryLabels:
+    """One query's live labels (:data:`LABEL_ROW`) and the stored priors, read once after a
+    label: the labelled pair's posterior and the query's snapshot both come from them."""
+
+    labels: np.ndarray
+    priors: np.ndarray
+
+    def posterior(self, campaign: Campaign, pair: Pair) -> float:
+        """``pair``'s posterior from its labels among these and its stratum's prior."""
+        mine = self.labels[self.labels["pair_id"] == pair.pk]
+        prior = prior_of(self.priors, strata(campaign, [pair.pool_row]))
+        return float(
+            posteriors(
+                prior, np.zeros(len(mine), np.int64), mine["said"], mine["sens"], mine["spec"]
+            )[0]
+        )
+
+
+def read_query(campaign: Campaign, caption_id: int) -> QueryLabels:
+    """The live labels of a query of ``campaign`` with their annotators' stored models (one
+    statement, :data:`annotation.judging.statements.LIVE_LABELS`) and the stored priors."""
+    rows = statements.live_labels(
+        confusion.PRIOR_ACCURACY, campaign=campaign.pk, caption=caption_id
+    )
+    labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
+    return QueryLabels(labels, stored_priors(campaign))
+
+
 def pair_posterior(pair: Pair, campaign: Campaign) -> float:
     """One pair's posterior from its live labels (one statement,
     :data:`annotation.judging.statements.LIVE_LABELS`) and its stratum's prior."""
     rows = statements.live_labels(confusion.PRIOR_ACCURACY, pair=pair.pk)
-    prior = prior_of(stored_priors(campaign), strata(campaign, [pair.pool_row]))
-    said = np.array([r[1] for r in rows], dtype=np.int64)
-    sens = np.array([r[2] for r in rows], dtype=np.float64)
-    spec = np.array([r[3] for r in rows], dtype=np.float64)
-    return float(posteriors(prior, np.zeros(len(rows), np.int64), said, sens, spec)[0])
+    labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
+    return QueryLabels(labels, stored_priors(campaign)).posterior(campaign, pair)
 
 
 @dataclass(frozen=True)
@@ -201,15 +232,17 @@ class Snapshot:
     posterior: np.ndarray
 
 
-def query_snapshot(campaign: Campaign, caption_id: int, pairs: Iterable[tuple[int, int]]):
-    """:func:`snapshot` of one query's ``pairs``, its labels read by one statement
-    (:data:`annotation.judging.statements.LIVE_LABELS`): what every label of an adaptive
-    campaign under a metric-aware order reads."""
-    rows = statements.live_labels(
-        confusion.PRIOR_ACCURACY, campaign=campaign.pk, caption=caption_id
-    )
-    labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
-    return snapshot(campaign, pairs, labels=labels)
+def query_snapshot(
+    campaign: Campaign,
+    caption_id: int,
+    pairs: Iterable[tuple[int, int]],
+    read: QueryLabels | None = None,
+) -> Snapshot:
+    """:func:`snapshot` of one query's ``pairs`` from its labels (``read``, else
+    :func:`read_query`): what every label of an adaptive campaign under a metric-aware order
+    reads."""
+    read = read if read is not None else read_query(campaign, caption_id)
+    return snapshot(campaign, pairs, labels=read.labels, priors=read.priors)
 
 
 def snapshot(
@@ -218,10 +251,12 @@ def snapshot(
     judgements=None,
     *,
     labels: np.ndarray | None = None,
+    priors: np.ndarray | None = None,
 ) -> Snapshot:
     """The posteriors of ``pairs`` (pair id, pool row), from their live labels (one query
     over all of them, ``judgements`` if given: a queryset holding at least theirs; or the
-    rows already read, ``labels``, :data:`LABEL_ROW`) and the stored priors."""
+    rows already read, ``labels``, :data:`LABEL_ROW`) and the stored priors (``priors`` when
+    read already)."""
     pairs = list(pairs)
     ids = np.array([p for p, _ in pairs], dtype=np.int64)
     rows = np.array([r for _, r in pairs], dtype=np.int64)
@@ -234,7 +269,8 @@ def snapshot(
     at = np.minimum(at, max(len(ids) - 1, 0))
     found = (len(ids) > 0) & (ids[order[at]] == labels["pair_id"]) if len(ids) else at < 0
     labels, item = labels[found], order[at[found]]
-    prior = prior_of(stored_priors(campaign), strata(campaign, rows))
+    priors = priors if priors is not None else stored_priors(campaign)
+    prior = prior_of(priors, strata(campaign, rows))
     said = labels["said"]
     total = np.bincount(item, minlength=len(ids)).astype(np.int64)
     relevant = np.bincount(item, weights=said, minlength=len(ids)).astype(np.int64)
@@ -290,7 +326,7 @@ def adjudicated_codes(values: Iterable[str]) -> np.ndarray:
 
 def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
     """Claim the campaign's next refit if one is due: enough labels since the last fit, that
-    fit at least :data:`MIN_INTERVAL` ago, and no refit asked for (or one asked for so long
+    fit started long enough ago (:data:`DUTY`), and no refit asked for (or one asked for so long
     ago that its job must have failed).
 
     Called inside a submit, with pair rows locked: the claim skips a fit row that a running
@@ -305,7 +341,7 @@ def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
         fit, _ = PolicyFit.objects.get_or_create(campaign=campaign)
     if fit.requested_at is not None and fit.requested_at > now - STALE_REQUEST:
         return False
-    if fit.fitted_at is not None and fit.fitted_at > now - MIN_INTERVAL:
+    if fit.fitted_at is not None and fit.fitted_at > now - pause(fit.seconds):
         return False
     # The triggers' running tallies: a few rows, where counting the judgements would read
     # every label of the campaign (680,000 at FIRE's scale).
@@ -319,6 +355,11 @@ def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
     if not list(claimable.values_list("pk", flat=True)):
         return False
     return bool(PolicyFit.objects.filter(free, pk=fit.pk).update(requested_at=now))
+
+
+def pause(seconds: float) -> timedelta:
+    """How long after a refit that took ``seconds`` started the next may start."""
+    return max(MIN_INTERVAL, timedelta(seconds=max(float(seconds), 0.0) / DUTY))
 
 
 def request_refit(campaign: Campaign, judgement_id: int, now: datetime | None = None) -> bool:

@@ -222,14 +222,22 @@ def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None
 COUNT_FIELDS = list(sql.SAVE_COUNTS_COLUMNS)
 
 
-def count_label(pair: Pair, campaign: Campaign, label: str, change: int) -> None:
-    """Add (``change=1``) or take back (``-1``) one live label and save the pair's state.
+def count_label(
+    pair: Pair,
+    campaign: Campaign,
+    label: str,
+    change: int,
+    read: label_models.QueryLabels | None = None,
+) -> None:
+    """Add (``change=1``) or take back (``-1``) one live label and save the pair's state;
+    under the adaptive policy, its posterior from ``read`` (its query's labels, read after
+    the change) when given.
 
     The caller has locked the pair and settled its leases (``pair.leased`` is current).
     """
     pair.label_count += change
     pair.relevant_count += change * (label == RELEVANT.label)
-    _apply_policy(pair, campaign)
+    _apply_policy(pair, campaign, read.posterior(campaign, pair) if read is not None else None)
     sql.save_counts(pair)
 
 
@@ -388,7 +396,11 @@ def reopen(pair_ids: list[int]) -> None:
 
 
 def move(positions: dict[int, int]) -> int:
-    """New queue positions by pair id (the judging order; not part of a pair's state)."""
-    pairs = [Pair(pk=pk, position=position) for pk, position in positions.items()]
-    Pair.objects.bulk_update(pairs, ["position"], batch_size=BATCH)
-    return len(pairs)
+    """New queue positions by pair id (the judging order; not part of a pair's state): one
+    query's few by one statement, a campaign's many in ``bulk_update`` batches."""
+    if len(positions) <= sql.MOVE_MAX:
+        sql.move_pairs(positions)
+    else:
+        pairs = [Pair(pk=pk, position=position) for pk, position in positions.items()]
+        Pair.objects.bulk_update(pairs, ["position"], batch_size=BATCH)
+    return len(positions)

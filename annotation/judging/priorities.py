@@ -134,9 +134,13 @@ def lock_query_of(pair_id: int, target: Target | None = None) -> None:
         pair_state.lock_query(found.campaign, found.caption)
 
 
-def reprioritise(campaign: Campaign, caption_id: int) -> None:
+def reprioritise(
+    campaign: Campaign, caption_id: int, read: label_models.QueryLabels | None = None
+) -> None:
     """Recompute one query's open pairs' positions after a label (or an undo) and park or
-    reopen its pairs as the strategy needs them. Called inside the caller's transaction."""
+    reopen its pairs as the strategy needs them (under the adaptive policy, from ``read``:
+    the query's labels, when the caller has them). Called inside the caller's
+    transaction."""
     settings = campaign.settings.judging
     if not settings.adaptive or caption_id in sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
@@ -146,7 +150,7 @@ def reprioritise(campaign: Campaign, caption_id: int) -> None:
         return
     label_policy = campaign.settings.label_policy
     if label_policy.adaptive and settings.strategy == METRIC_AWARE:
-        _reprioritise_by_value(campaign, caption_id, rows, source)
+        _reprioritise_by_value(campaign, caption_id, rows, source, read)
         return
     judged, relevant = _decided(rows, by_status=label_policy.adaptive)
     judged_at = np.flatnonzero(judged)
@@ -203,13 +207,14 @@ def _reprioritise_by_value(
     caption_id: int,
     rows: Sequence[statements.QueryPair],
     source: Provenance,
+    read: label_models.QueryLabels | None = None,
 ) -> None:
     """One query under the adaptive policy's metric-aware order: ask for a label (a first one
     or another) exactly where :func:`label_value.queue` wants one, at its position; a pair on
     someone's screen keeps its lease and what it needed when leased."""
     pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
     seen = label_models.query_snapshot(
-        campaign, caption_id, [(row.id, row.pool_row) for row in rows]
+        campaign, caption_id, [(row.id, row.pool_row) for row in rows], read
     )
     query = int(np.searchsorted(source.queries, caption_id))
     found = query < source.queries.size and source.queries[query] == caption_id

@@ -169,8 +169,9 @@ def submit(
             judgement = sql.insert_judgement(
                 client_uuid, pair.pk, annotator.pk, label, seconds, now
             )
-            pair_state.count_label(pair, campaign, label, +1)
-            priorities.reprioritise(campaign, pair.caption_id)
+            read = _query_labels(campaign, pair.caption_id)
+            pair_state.count_label(pair, campaign, label, +1, read)
+            priorities.reprioritise(campaign, pair.caption_id, read)
             # The adaptive policy's refit runs as a job once this commits, if it is due.
             label_models.request_refit(campaign, judgement.pk, now)
             created = True
@@ -178,6 +179,16 @@ def submit(
                 # too fast to have watched?
                 warning = standing.check_pace(campaign, annotator, now).warning
     return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
+
+
+def _query_labels(campaign: Campaign, caption_id: int) -> label_models.QueryLabels | None:
+    """Under the adaptive policy, the query's live labels after a change, read once: the
+    pair's posterior and the query's order both come from them."""
+    return (
+        label_models.read_query(campaign, caption_id)
+        if label_models.is_adaptive(campaign)
+        else None
+    )
 
 
 def _latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | None:
@@ -259,8 +270,9 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
         pair_state.release_leases(held, locked=True)
         pair = judgement.pair
         pair.refresh_from_db()
-        pair_state.count_label(pair, campaign, judgement.label, -1)
-        priorities.reprioritise(campaign, pair.caption_id)
+        read = _query_labels(campaign, pair.caption_id)
+        pair_state.count_label(pair, campaign, judgement.label, -1, read)
+        priorities.reprioritise(campaign, pair.caption_id, read)
         pair.refresh_from_db(fields=["needed", "leased", "open_slots"])
         if pair.open_slots > 0:
             pair_state.take_lease(pair, annotator, campaign, now)

@@ -19,6 +19,7 @@ It runs as the ``refit-policy`` job (queued after a label once enough new labels
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -100,6 +101,7 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
             "policy: only adaptive campaigns have annotator models to fit"
         )
     now = now or timezone.now()
+    started = time.monotonic()
     with transaction.atomic():
         judged = queryset_array(
             Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
@@ -171,6 +173,8 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
     applied = pair_state.apply_refit(campaign, reopen=not metric_aware)
     requeued = priorities.requeue(campaign, applied.captions)
     changed = applied.written
+    # The refit's whole cost paces the next one (label_models.DUTY).
+    PolicyFit.objects.filter(campaign=campaign).update(seconds=time.monotonic() - started)
     return RefitResult(
         campaign=campaign.name,
         labels=len(judged),

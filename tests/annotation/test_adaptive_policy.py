@@ -418,19 +418,22 @@ def test_a_refit_is_queued_after_enough_labels(
 
 
 @pytest.mark.django_db
-def test_a_refit_waits_for_the_minimum_interval(monkeypatch):
+def test_a_refit_waits_ten_times_as_long_as_the_last_took(monkeypatch):
     from datetime import timedelta
 
     monkeypatch.setattr(label_models, "MIN_NEW_LABELS", 0)
     campaign = make_campaign(n_queries=1, policy="adaptive")
     now = timezone.now()
     PolicyFit.objects.update_or_create(
-        campaign=campaign, defaults={"labels": 0, "fitted_at": now, "requested_at": None}
+        campaign=campaign,
+        defaults={"labels": 0, "fitted_at": now, "seconds": 3.0, "requested_at": None},
     )
-    assert not label_models.refit_due(campaign, now + timedelta(seconds=30))
-    later = now + label_models.MIN_INTERVAL + timedelta(seconds=1)
-    assert label_models.refit_due(campaign, later)
-    assert not label_models.refit_due(campaign, later)  # claimed: asked for once
+    assert not label_models.refit_due(campaign, now + timedelta(seconds=29))
+    assert label_models.refit_due(campaign, now + timedelta(seconds=31))
+    assert not label_models.refit_due(campaign, now + timedelta(seconds=32))  # claimed once
+    PolicyFit.objects.filter(campaign=campaign).update(seconds=0.01, requested_at=None)
+    assert not label_models.refit_due(campaign, now + timedelta(seconds=4))  # MIN_INTERVAL
+    assert label_models.refit_due(campaign, now + label_models.MIN_INTERVAL)
 
 
 @pytest.mark.django_db
@@ -455,6 +458,7 @@ def test_the_refit_job_runs(django_user_model):
 
     result = kind.run(Reporter(), **arguments)
     assert result["campaign"] == campaign.name and result["labels"] == 1
+    assert PolicyFit.objects.get(campaign=campaign).seconds > 0  # paces the next refit
 
 
 # The metric-aware order: labels only where they can change a score.

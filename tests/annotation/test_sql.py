@@ -16,7 +16,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from annotation.judging import gold as gold_queue
-from annotation.judging import queue, submit
+from annotation.judging import pair_state, queue, submit
 from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldPair, Judgement, Lease, Pair
 from annotation.services.scores import EpochSeconds
@@ -357,7 +357,26 @@ def examples(world) -> dict:
     values.update({name: getattr(leased, name) for name in sql.SAVE_COUNTS_COLUMNS})
     values.update({f"exclude_{i}": pk for i, pk in enumerate(pairs)})
     values.update({f"shard_{i}": i for i in range(16)})
+    values.update({f"pair_{i}": pk for i, pk in enumerate(pairs)})
+    values.update({f"position_{i}": 1000 + i for i in range(len(pairs))})
     return values
+
+
+@pytest.mark.django_db
+def test_move_pairs_sets_the_positions_named_and_nothing_else(monkeypatch):
+    campaign = make_campaign(n_queries=2)
+    pairs = list(campaign.pairs.order_by("pk"))
+    before = {pair.pk: pair.position for pair in pairs}
+    moved = {pairs[0].pk: 2**31 - 1, pairs[2].pk: 5, pairs[3].pk: 0}
+    assert pair_state.move(moved) == 3
+    after = dict(campaign.pairs.values_list("pk", "position"))
+    assert after == {**before, **moved}
+    with pytest.raises(ValueError):
+        sql.move_pairs({i: i for i in range(sql.MOVE_MAX + 1)})
+    monkeypatch.setattr(sql, "MOVE_MAX", 2)  # more than one statement moves: bulk_update
+    many = {pair.pk: 7 for pair in pairs} | {pairs[0].pk: 8}
+    assert pair_state.move(many) == len(pairs)
+    assert dict(campaign.pairs.values_list("pk", "position")) == many
 
 
 @pytest.mark.parametrize(("statement", "variant"), VARIANTS)

@@ -348,6 +348,12 @@ def test_exports_carry_the_labels_intervals_after_the_old_columns():
     assert "95% intervals [low–high] from the labels" in text
     c1 = result.intervals["B"]["C@1"]
     assert f"C@1 {points(c1.value)} [{points(c1.low)}–{points(c1.high)}]" in text
+    bracket = f"{{\\scriptsize [{points(c1.low)}--{points(c1.high)}]}}"
+    for layout in ("rows", "fire"):
+        latex = to_latex(b, layout=layout)
+        assert bracket in latex and "from the labels holds" in latex
+        shown = sum(bool(i.parts) for row in b.rows for i in row.intervals.values())
+        assert latex.count("\\scriptsize") == shown  # each corrected score, once
 
 
 def test_exact_scores_show_no_labels_interval():
@@ -364,3 +370,4 @@ def test_exact_scores_show_no_labels_interval():
     assert line["corrected C@1 labels parts"] == ""
     assert float(line["corrected C@1 labels low"]) == pytest.approx(float(line["corrected C@1"]))
     assert "from the labels" not in render(b, "table")
+    assert "scriptsize" not in to_latex(b) and "from the labels" not in to_latex(b)
