@@ -177,7 +177,6 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
             # The submits queue background refits (paced by their own cost); refit once
             # more when the crowd runs out of work, and judge on while that asks for more.
             from annotation.services.policy_fit import refit
-
             from jobs.models import Job
 
             ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)
