@@ -136,8 +136,17 @@ class CampaignAdmin(NameRuleAdmin):
             super().save_related(request, form, formsets, change)
 
 
+class WithoutCampaignBlob(admin.ModelAdmin):
+    """A list that shows each row's campaign reads it without its provenance blob (3.7 MB at
+    FIRE's 552,880 pairs: the pair list's 100 rows took 2.8 s and +1.1 GB with it, 0.29 s
+    and +0 MB without), which no list shows."""
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("campaign__provenance")
+
+
 @admin.register(Pair)
-class PairAdmin(admin.ModelAdmin):
+class PairAdmin(WithoutCampaignBlob):
     list_display = [
         "pk",
         "campaign",
@@ -244,7 +253,7 @@ class AdminsOnly(ManagesCampaigns):
 
 
 @admin.register(GoldPair)
-class GoldPairAdmin(AdminsOnly):
+class GoldPairAdmin(WithoutCampaignBlob, AdminsOnly):
     list_display = ["pk", "campaign", "caption", "video", "label", "source", "created_at"]
     list_filter = ["campaign", "label", "source"]
     list_select_related = ["campaign", "caption", "video"]
@@ -264,7 +273,7 @@ class GoldJudgementAdmin(AdminsOnly):
 
 
 @admin.register(QualificationAttempt)
-class QualificationAttemptAdmin(AdminsOnly):
+class QualificationAttemptAdmin(WithoutCampaignBlob, AdminsOnly):
     list_display = [
         "pk",
         "campaign",
@@ -310,7 +319,7 @@ def _each(request, targets, act) -> int:
 
 
 @admin.register(AnnotatorStanding)
-class AnnotatorStandingAdmin(AdminsOnly):
+class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
     """Paused and discounted annotators; admins reinstate them or discount their labels
     (the campaign's annotators page does the same through the same service, and more)."""
 

@@ -119,3 +119,31 @@ def test_admin_site_cannot_write_a_pairs_state(admin_client):
     assert admin_client.get("/admin/annotation/pair/add/").status_code == 403
     assert admin_client.get("/admin/annotation/escalation/add/").status_code == 403
     assert Pair.objects.filter(pk=pair.pk).values().get() == before
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/annotation/pair/",
+        "/admin/annotation/goldpair/",
+        "/admin/annotation/qualificationattempt/",
+        "/admin/annotation/annotatorstanding/",
+        "/admin/annotation/campaign/",
+    ],
+)
+def test_admin_lists_never_read_a_campaigns_provenance(admin_client, url):
+    """The provenance blob is megabytes at FIRE's scale; no list shows it, none reads it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.models import GoldPair
+    from tests.factories import add_gold, make_campaign
+
+    campaign = make_campaign(n_queries=3)
+    add_gold(campaign, n=2)
+    assert GoldPair.objects.exists()
+    column = Campaign._meta.get_field("provenance").column
+    with CaptureQueriesContext(connection) as captured:
+        page = admin_client.get(url)
+    assert page.status_code == 200
+    assert not [q["sql"] for q in captured.captured_queries if column in q["sql"]]
