@@ -71,3 +71,25 @@ class Job(models.Model):
         if not self.total:
             return None
         return min(100.0, 100.0 * self.done / self.total)
+
+
+class StoredFigure(models.Model):
+    """A figure a page shows again and again, computed once from its inputs and kept: the
+    leaderboard of a label set, a campaign's agreement tables (see :mod:`jobs.figures`).
+    ``inputs`` fingerprints what it was computed from, so a reader knows whether it is
+    still current; ``payload`` is the pickled value."""
+
+    kind = models.CharField(max_length=60)
+    subject = models.CharField(max_length=200, help_text="What it is of, e.g. a label set.")
+    inputs = models.CharField(max_length=64, help_text="Fingerprint of what it was computed from.")
+    payload = models.BinaryField()
+    computed_at = models.DateTimeField()
+    seconds = models.FloatField(help_text="How long computing it took.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "subject"], name="one_figure_per_subject")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.subject} at {self.computed_at}"

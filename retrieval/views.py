@@ -27,7 +27,7 @@ from retrieval.leaderboard_formats import render as render_leaderboard
 from retrieval.models import Dataset, LabelSet, RetrievalModel
 from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import default_label_set
-from retrieval.services.leaderboard import LeaderboardError, build_leaderboard, read_request
+from retrieval.services.leaderboard import LeaderboardError, read_request, stored_leaderboard
 from retrieval.services.proxies import proxy_table
 from retrieval.services.reports import build_report
 from retrieval.services.rescoring import RescoreError
@@ -210,7 +210,7 @@ def _leaderboard(request: HttpRequest, dataset_name: str):
     """The dataset, the request read from ``?labels=`` and ``?sort=``, and the board built."""
     found = get_object_or_404(Dataset, name=dataset_name)
     asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
-    board = build_leaderboard(found, asked.label_set, sort=asked.sort)
+    board = stored_leaderboard(found, asked.label_set, sort=asked.sort).value
     return asked, board
 
 
@@ -227,12 +227,13 @@ def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
             sort=asked.sort,
             versions=asked.versions,
         )
-        board = build_leaderboard(found, asked.label_set, sort=asked.sort)
+        stored = stored_leaderboard(found, asked.label_set, sort=asked.sort)
+        board = stored.value
     except (LeaderboardError, RescoreError) as exc:
         context.setdefault("label_sets", tuple(found.label_sets.defer("arrays")))
         context["error"] = str(exc)
         return render(request, "retrieval/leaderboard.html", context, status=exc.status)
-    context.update(board=board, columns=leaderboard_columns(board))
+    context.update(board=board, columns=leaderboard_columns(board), computed=stored)
     return render(request, "retrieval/leaderboard.html", context)
 
 

@@ -1,0 +1,87 @@
+"""Figures computed once and served from storage (:mod:`jobs.figures`): a stored figure equals
+a fresh computation, is computed again exactly when its inputs change, and pages say when it
+was computed."""
+
+import pytest
+
+from config.roles import RESEARCHER
+from jobs import figures
+from jobs.models import StoredFigure
+from retrieval.judged import Judged
+from retrieval.services.labelsets import load_judged, store_label_set
+from retrieval.services.leaderboard import build_leaderboard, stored_leaderboard
+from tests.factories import random_run
+from tests.retrieval.test_leaderboard_page import leaderboard_world
+from tests.retrieval.test_report import person
+
+
+@pytest.mark.django_db
+def test_exact_computes_once_per_inputs_and_stored_says_whether_current():
+    calls = []
+
+    def compute(value):
+        def run():
+            calls.append(value)
+            return {"value": value}
+
+        return run
+
+    first = figures.exact("k", "s", figures.fingerprint(1), compute(1))
+    again = figures.exact("k", "s", figures.fingerprint(1), compute(99))
+    assert first.value == again.value == {"value": 1} and calls == [1] and again.current
+    assert figures.stored("k", "s", figures.fingerprint(2)).current is False  # the last one
+    changed = figures.exact("k", "s", figures.fingerprint(2), compute(2))
+    assert changed.value == {"value": 2} and calls == [1, 2]
+    assert StoredFigure.objects.filter(kind="k", subject="s").count() == 1  # replaced
+    assert figures.stored("k", "other", figures.fingerprint(2)) is None
+    StoredFigure.objects.filter(kind="k").update(payload=b"not a pickle")
+    assert figures.stored("k", "s", figures.fingerprint(2)) is None  # an older shape: missing
+
+
+def _rows(board):
+    return [
+        (row.run, {m: (c.value, c.low, c.high) for m, c in row.corrected.items()})
+        for row in board.rows
+    ]
+
+
+@pytest.mark.django_db
+def test_stored_leaderboard_equals_a_fresh_one_and_follows_its_inputs(
+    django_assert_max_num_queries,
+):
+    world = leaderboard_world("fig")
+    pooled = world.label_sets.get(name="pooled")
+    stored = stored_leaderboard(world, pooled, sort="original:C@1")
+    fresh = build_leaderboard(world, pooled, sort="original:C@1")
+    assert _rows(stored.value) == _rows(fresh) and stored.value.sort == "original:C@1"
+    with django_assert_max_num_queries(12):  # read back: no runs or labels loaded
+        again = stored_leaderboard(world, pooled)
+    assert again.computed_at == stored.computed_at and _rows(again.value) == _rows(
+        build_leaderboard(world, pooled)
+    )
+    # A new version of the label set is a new board; the old one's stays.
+    judged = load_judged(pooled)
+    keep = judged.relevance > 0
+    fewer = Judged.build(judged.caption_ids[keep], judged.video_ids[keep], judged.relevance[keep])
+    version = store_label_set(world, "pooled-v2", fewer, source="jsonl", parent=pooled)
+    assert _rows(stored_leaderboard(world, version).value) == _rows(
+        build_leaderboard(world, version)
+    )
+    assert stored_leaderboard(world, pooled).computed_at == stored.computed_at
+    # A new run of the dataset changes every board of it.
+    random_run(world, "delta", 5)
+    redone = stored_leaderboard(world, pooled)
+    assert redone.computed_at > stored.computed_at
+    assert "delta" in {row.run for row in redone.value.rows}
+    assert _rows(redone.value) == _rows(build_leaderboard(world, pooled))
+
+
+@pytest.mark.django_db
+def test_the_leaderboard_page_says_when_its_board_was_computed(client):
+    world = leaderboard_world("figpage")
+    client.force_login(person(RESEARCHER))
+    page = client.get("/datasets/figpage/leaderboard/?labels=pooled").content.decode()
+    assert "Computed " in page and "computed again only when that changes" in page
+    computed = StoredFigure.objects.get(kind="leaderboard").computed_at
+    assert computed.strftime("%Y-%m-%d %H:%M") in page
+    assert world.label_sets.filter(name="pooled").exists()
