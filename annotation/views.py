@@ -26,7 +26,7 @@ from annotation.services.annotator_progress import (
     judging_campaigns,
     work_first,
 )
-from annotation.services.replay import ReplayError, compare_orders
+from annotation.services.replay import ReplayError, stored_comparison
 from annotation.services.scores import campaign_scores
 from config import roles
 from retrieval.models import Dataset, LabelSet
@@ -340,17 +340,19 @@ def judging_orders(request: HttpRequest, dataset_name: str) -> HttpResponse:
             raise Http404("no such label set")
     context = {"dataset": dataset, "label_set": label_set}
     try:
-        comparison = compare_orders(dataset, label_set=label_set)
+        stored = stored_comparison(dataset, label_set)
     except ReplayError as exc:
         return render(
             request, "annotation/judging_orders.html", {**context, "error": str(exc)}, status=400
         )
+    comparison = stored.value
     rows = [(r, comparison.judged_for(r)) for r in comparison.replays]
     return render(
         request,
         "annotation/judging_orders.html",
         {
             **context,
+            "computed": stored,
             "comparison": comparison,
             "rows": rows,
             "charts": report_figures.judging_order_charts(comparison),

@@ -85,3 +85,23 @@ def test_the_leaderboard_page_says_when_its_board_was_computed(client):
     computed = StoredFigure.objects.get(kind="leaderboard").computed_at
     assert computed.strftime("%Y-%m-%d %H:%M") in page
     assert world.label_sets.filter(name="pooled").exists()
+
+
+@pytest.mark.django_db
+def test_the_judging_orders_comparison_is_stored_and_follows_the_runs(client):
+    from annotation.services.replay import compare_orders, stored_comparison
+    from retrieval.services.demo import create_demo_dataset
+
+    world = create_demo_dataset(name="figorders", n_videos=24, seed=6, workers=1)
+    random_run(world, "a", seed=1)
+    stored = stored_comparison(world)
+    assert stored.value == compare_orders(world)
+    assert stored_comparison(world).computed_at == stored.computed_at  # read back
+    client.force_login(person(RESEARCHER))
+    page = client.get("/reports/figorders/judging-orders/")
+    assert page.context["comparison"] == stored.value
+    assert "computed again only when that changes" in page.content.decode()
+    random_run(world, "b", seed=2)
+    redone = stored_comparison(world)
+    assert redone.computed_at > stored.computed_at and redone.value == compare_orders(world)
+    assert redone.value != stored.value

@@ -8,15 +8,13 @@ a label set without that record (an imported file, a merge) leaves "pooled" unkn
 
 from dataclasses import dataclass, replace
 
-from django.db.models import Count, Max
-
 from config.errors import UserError
 from jobs import figures
 from retrieval import leaderboard
 from retrieval.leaderboard import Leaderboard, SortError
-from retrieval.models import Caption, Dataset, LabelSet, Run, Video
+from retrieval.models import Dataset, LabelSet, Run
 from retrieval.services.labelsets import default_label_set, lineage
-from retrieval.services.rescoring import rescore_dataset
+from retrieval.services.rescoring import rescore_dataset, rescoring_inputs
 
 
 class LeaderboardError(UserError):
@@ -122,37 +120,10 @@ def leaderboard_inputs(
     permutations: int = leaderboard.DEFAULT_PERMUTATIONS,
     seed: int = 0,
 ) -> str:
-    """The fingerprint of everything a board is computed from: the label set (immutable once
-    made; replacing one makes a new row), the dataset's runs (a new search makes a new row)
-    and models' names, its captions and videos (counts and last ids: imports only add), and
-    the resampling options."""
-    runs = sorted(
-        Run.objects.filter(dataset=dataset).values_list("pk", "name", "model__name", "created_at")
-    )
-    captions = Caption.objects.filter(dataset=dataset).aggregate(n=Count("pk"), last=Max("pk"))
-    videos = Video.objects.filter(dataset=dataset).aggregate(n=Count("pk"), last=Max("pk"))
-    labels = None
-    if label_set is not None:
-        labels = (
-            label_set.pk,
-            label_set.name,
-            label_set.version,
-            label_set.pair_count,
-            label_set.created_at,
-            label_set.metadata.get("pooled_runs"),
-            label_set.metadata.get("pool_depth"),
-        )
-    return figures.fingerprint(
-        FIGURE_VERSION,
-        dataset.pk,
-        dataset.name,
-        labels,
-        runs,
-        sorted(captions.items()),
-        sorted(videos.items()),
-        resamples,
-        permutations,
-        seed,
+    """The fingerprint of what a board is computed from (:func:`rescoring_inputs`) and the
+    resampling options."""
+    return rescoring_inputs(
+        dataset, label_set, FIGURE, FIGURE_VERSION, resamples, permutations, seed
     )
 
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from django.db.models import Count, Max
 
 from config.errors import UserError
+from jobs import figures
 from retrieval import estimation, score_intervals
 from retrieval import judged as judged_values
 from retrieval.ids import positions_of
@@ -252,3 +254,37 @@ def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[
         np.repeat(rows, len(items)), np.tile(items, len(rows)), matrix.ravel().astype(np.int64)
     )
     return true, notes
+
+
+def rescoring_inputs(dataset: Dataset, label_set: LabelSet | None, *extra: object) -> str:
+    """A fingerprint (:func:`jobs.figures.fingerprint`) of everything a re-score of
+    ``dataset`` reads, with ``extra`` (the figure's kind, version and options): the label set
+    (immutable once made: replacing one makes a new row), the runs (a new search makes a new
+    row) and their models' names, the captions and videos (counts and last ids: imports only
+    add), and whether the dataset's ground truth is known."""
+    runs = sorted(
+        Run.objects.filter(dataset=dataset).values_list("pk", "name", "model__name", "created_at")
+    )
+    captions = Caption.objects.filter(dataset=dataset).aggregate(n=Count("pk"), last=Max("pk"))
+    videos = Video.objects.filter(dataset=dataset).aggregate(n=Count("pk"), last=Max("pk"))
+    labels = None
+    if label_set is not None:
+        labels = (
+            label_set.pk,
+            label_set.name,
+            label_set.version,
+            label_set.pair_count,
+            label_set.created_at,
+            label_set.metadata.get("pooled_runs"),
+            label_set.metadata.get("pool_depth"),
+        )
+    return figures.fingerprint(
+        dataset.pk,
+        dataset.name,
+        dataset.has_ground_truth,
+        labels,
+        runs,
+        sorted(captions.items()),
+        sorted(videos.items()),
+        *extra,
+    )
