@@ -29,7 +29,7 @@ from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import default_label_set
 from retrieval.services.leaderboard import LeaderboardError, read_request, stored_leaderboard
 from retrieval.services.proxies import proxy_table
-from retrieval.services.reports import build_report
+from retrieval.services.reports import stored_report
 from retrieval.services.rescoring import RescoreError
 
 REPORT_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
@@ -154,15 +154,17 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
             request, "retrieval/report.html", {**context, "error": asked.error}, status=404
         )
     try:
-        data = build_report(asked.dataset, asked.label_set, metric=asked.metric)
+        stored = stored_report(asked.dataset, asked.label_set, metric=asked.metric)
     except RescoreError as exc:
         return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
+    data = stored.value
     return render(
         request,
         "retrieval/report.html",
         {
             **context,
             "report": data,
+            "computed": stored,
             "table1": report_figures.table1_rows(data),
             "table4": report_figures.table4_rows(data),
             "intervals_legend": report_figures.intervals_legend(data),
@@ -179,7 +181,9 @@ def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
     if asked.error:
         return JsonResponse({"detail": asked.error}, status=404)
     try:
-        data = build_report(asked.dataset, asked.label_set, metric=asked.metric).to_json()
+        stored = stored_report(asked.dataset, asked.label_set, metric=asked.metric)
+        data = stored.value.to_json()
+        data["computed_at"] = stored.computed_at.isoformat()
         data["proxies"] = proxy_table(asked.dataset, cache_only=True)
         return JsonResponse(data)
     except RescoreError as exc:

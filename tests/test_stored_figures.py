@@ -105,3 +105,21 @@ def test_the_judging_orders_comparison_is_stored_and_follows_the_runs(client):
     redone = stored_comparison(world)
     assert redone.computed_at > stored.computed_at and redone.value == compare_orders(world)
     assert redone.value != stored.value
+
+
+@pytest.mark.django_db
+def test_the_report_is_stored_per_metric_and_its_page_and_data_say_when(client):
+    from retrieval.services.reports import build_report, stored_report
+
+    world = leaderboard_world("figreport")
+    pooled = world.label_sets.get(name="pooled")
+    stored = stored_report(world, pooled, metric="C@5")
+    assert stored.value.to_json() == build_report(world, pooled, metric="C@5").to_json()
+    assert stored_report(world, pooled, metric="C@5").computed_at == stored.computed_at
+    other = stored_report(world, pooled, metric="C@1")
+    assert other.value.metric == "C@1" and other.computed_at > stored.computed_at
+    client.force_login(person(RESEARCHER))
+    page = client.get("/reports/figreport/?labels=pooled&metric=C@5").content.decode()
+    assert "computed again only when that changes" in page
+    data = client.get("/reports/figreport/data/?labels=pooled&metric=C@5").json()
+    assert data["computed_at"] == stored.computed_at.isoformat()
