@@ -13,17 +13,19 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.campaign_read import live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaign_spec import CampaignSpec
 from annotation.demo_campaign import DEMO_CAMPAIGN, create_demo_campaign
 from annotation.forms import CampaignSettingsForm
+from annotation.judging import figures_due
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
 from annotation.services import lifecycle, policy_fit
 from annotation.services.campaigns import CampaignError, check_spec
 from config.errors import UserError
 from jobs.progress import Reporter
-from jobs.registry import ADMIN, JobKind, register
+from jobs.registry import ADMIN, RESEARCH, JobKind, register
 from retrieval.jobs import DatasetForm, PickedName, found_or_invalid, split_names
 from retrieval.management.lookup import get_dataset, get_run
 from retrieval.services.uploads import discard, input_file
@@ -161,6 +163,8 @@ register(
 
 
 class RefitForm(forms.Form):
+    """A campaign named (the refit's and the live figures' form)."""
+
     campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
 
     def clean_campaign(self) -> str:
@@ -183,6 +187,26 @@ register(
         permission=ADMIN,
         # Not one transaction: the pairs are written in short ones (pair_state.apply_refit).
         describe=lambda a: f"label policy refit of {a['campaign']}",
+    )
+)
+
+
+def run_campaign_figures(reporter: Reporter, campaign: str) -> dict:
+    """Compute a campaign's live figures (agreement, annotator scores, judging status,
+    proxies) and store them for its pages."""
+    found = get_campaign(campaign)
+    reporter.step(f"computing the figures of {found.name}")
+    return live_figures.refresh(found)
+
+
+register(
+    JobKind(
+        figures_due.JOB_KIND,
+        "Compute a campaign's agreement, annotator scores and judging status",
+        run_campaign_figures,
+        RefitForm,
+        permission=RESEARCH,
+        describe=lambda a: f"figures of {a['campaign']}",
     )
 )
 

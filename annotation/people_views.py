@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from annotation.campaign_read import live_figures
 from annotation.models import Campaign
 from annotation.people_forms import DiscountForm, InviteForm, PauseForm
 from annotation.services import people
@@ -42,12 +43,14 @@ def _form_errors(request: HttpRequest, form) -> None:
 def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status."""
     campaign = _campaign(campaign_id)
-    page = people.campaign_people(campaign)
+    live = live_figures.live_figures(campaign, (live_figures.SCORES,))
+    page = people.campaign_people(campaign, scores=live[live_figures.SCORES])
     return render(
         request,
         "annotation/annotators.html",
         {
             "campaign": campaign,
+            "live": live,
             "page": page,
             "invite_form": InviteForm(choices=page.invitable),
         },

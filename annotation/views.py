@@ -11,10 +11,9 @@ from django.utils.http import content_disposition_header, url_has_allowed_host_a
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation import report_figures
-from annotation.campaign_read import exports
+from annotation.campaign_read import exports, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.overview import campaign_page, campaign_rows
-from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
 from annotation.campaign_read.resolution import METHODS
 from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.judging import gold as gold_queue
@@ -27,7 +26,6 @@ from annotation.services.annotator_progress import (
     work_first,
 )
 from annotation.services.replay import ReplayError, stored_comparison
-from annotation.services.scores import campaign_scores
 from config import roles
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.labelsets import LabelSetError
@@ -133,15 +131,15 @@ def _back(request: HttpRequest, default: str, **kwargs) -> HttpResponse:
 def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Agreement figures with bootstrap intervals (FIRE §3.2, Table 2, Fig. 7)."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
-    report = campaign_report(campaign)
-    proxies = campaign_proxy_report(campaign, cache_only=True)
-    judging = priorities.judging_status(campaign)
-    scores = campaign_scores(campaign)
+    live = live_figures.live_figures(campaign)
+    report, proxies = live[live_figures.AGREEMENT], live[live_figures.PROXIES]
+    judging, scores = live[live_figures.JUDGING], live[live_figures.SCORES]
     return render(
         request,
         "annotation/agreement.html",
         {
             "campaign": campaign,
+            "live": live,
             "scores": scores,
             "gold_chart": report_figures.gold_accuracy_chart(scores),
             "report": report,

@@ -448,9 +448,7 @@ def _latex_rows(board: Leaderboard) -> list[str]:
         for block in blocks:
             scored = getattr(row, block) or {}
             held = row.intervals if block == "corrected" else {}
-            cells += [
-                _latex_value(m, scored.get(m), row.depth, held.get(m)) for m in SCORE_METRICS
-            ]
+            cells += [_latex_value(m, scored.get(m), row.depth, held.get(m)) for m in SCORE_METRICS]
         cells += [value_text(JUDGED, row.judged).replace("–", "--"), pooled_text(row.pooled)]
         lines.append(" & ".join(cells) + " \\\\")
     return [*lines, "\\bottomrule", "\\end{tabular}"]

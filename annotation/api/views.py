@@ -21,12 +21,12 @@ from annotation.api.serializers import (
     assignment_data,
     state_data,
 )
+from annotation.campaign_read import live_figures
 from annotation.judging import gold as gold_queue
 from annotation.judging import queue, statements, submit
 from annotation.models import Campaign
 from annotation.services.annotator_progress import annotator_progress
 from annotation.services.annotator_state import judging_state
-from annotation.services.scores import campaign_scores
 from config import roles
 from config.error_handling import ErrorSerializer
 
@@ -190,4 +190,11 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """Every annotator's gold accuracy (Wilson 95% interval), sensitivity, specificity,
         agreement, pace and rolling gold accuracy in this campaign (researchers and admins)."""
         campaign = self.get_object()
-        return Response(campaign_scores(campaign).to_json())
+        stored = live_figures.live_figure(campaign, live_figures.SCORES)
+        return Response(
+            {
+                **stored.value.to_json(),
+                "computed_at": stored.computed_at.isoformat(),
+                "current": stored.current,
+            }
+        )

@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from annotation.campaign_read.reporting import CampaignAgreement, campaign_report
+from annotation.campaign_read import live_figures
+from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
-from annotation.judging import pair_state, priorities
+from annotation.judging import pair_state
 from annotation.judging.priorities import JudgingStatus
 from annotation.models import AnnotatorTally, Campaign, Escalation, Pair
 from annotation.settings import GoldSettings, JudgingSettings, LabelPolicy
@@ -129,6 +130,8 @@ class CampaignPage:
     agreement: CampaignAgreement
     waiting_for_admin: int
     label_sets: tuple[LabelSet, ...]
+    live: live_figures.LiveFigures
+    """The stored figures ``judging`` and ``agreement`` come from, with their age."""
 
     @property
     def campaign(self) -> Campaign:
@@ -175,12 +178,14 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         open_escalations=_open_escalations(ids).get(campaign.pk, 0),
         label_set=label_sets[-1] if label_sets else None,
     )
+    live = live_figures.live_figures(campaign, (live_figures.JUDGING, live_figures.AGREEMENT))
     return CampaignPage(
         row=row,
         settings=campaign_facts(campaign),
         judged_today=judged_today(campaign, now),
-        judging=priorities.judging_status(campaign),
-        agreement=campaign_report(campaign),
+        judging=live[live_figures.JUDGING],
+        agreement=live[live_figures.AGREEMENT],
+        live=live,
         waiting_for_admin=Pair.objects.filter(campaign=campaign)
         .filter(pair_state.waiting_for_admin())
         .count(),

@@ -17,8 +17,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.judging import figures_due, label_models, pair_state, priorities, standing, task_ids
 from annotation.judging import gold as gold_queue
-from annotation.judging import label_models, pair_state, priorities, standing, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import GRACE_SECONDS, Assignment, assign
@@ -174,6 +174,8 @@ def submit(
             priorities.reprioritise(campaign, pair.caption_id, read)
             # The adaptive policy's refit runs as a job once this commits, if it is due.
             label_models.request_refit(campaign, judgement.pk, now)
+            # So do the campaign's stored figures (agreement, scores), paced by their cost.
+            figures_due.request_refresh(campaign, judgement.pk, now)
             created = True
             if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
                 # too fast to have watched?

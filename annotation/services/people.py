@@ -37,7 +37,7 @@ from annotation.models import (
     StandingEvent,
 )
 from annotation.quality import AnnotatorScore
-from annotation.services.scores import campaign_scores
+from annotation.services.scores import CampaignScores, campaign_scores
 from config import roles
 from config.errors import NotFound, UserError
 
@@ -133,12 +133,15 @@ def _username(user) -> str:
     return getattr(user, get_user_model().USERNAME_FIELD)
 
 
-def campaign_people(campaign: Campaign, now: datetime | None = None) -> CampaignPeople:
+def campaign_people(
+    campaign: Campaign, now: datetime | None = None, scores: CampaignScores | None = None
+) -> CampaignPeople:
     """Everyone with a part in ``campaign``, in username order, in a fixed number of
-    statements (the scores', then one each for labels, gold answers, attempts, standings,
-    history, users and the annotators who could be invited)."""
+    statements (the scores', unless given as ``scores``: the page's stored ones, then one
+    each for labels, gold answers, attempts, standings, history, users and the annotators who
+    could be invited)."""
     now = now or timezone.now()
-    scores = campaign_scores(campaign)
+    scores = scores if scores is not None else campaign_scores(campaign)
     by_name = {score.annotator: score for score in scores.annotators}
     labelled = set(
         Judgement.objects.filter(pair__campaign=campaign)

@@ -138,11 +138,25 @@ def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str
 
 
 def qrels_lines(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
-    """``qid 0 docno rel`` lines for ``(qid, docno, rel)`` rows, checked to read back the same."""
+    """``qid 0 docno rel`` lines for ``(qid, docno, rel)`` rows, checked to read back the same.
+
+    Each distinct qid and docno is checked once (they repeat on every line of a caption or
+    video; a campaign export writes half a million lines).
+    """
+    qids: set[str] = set()
+    docnos: set[str] = set()
     for qid, docno, rel in rows:
-        check_token(qid, "qid")
-        check_token(docno, "docno")
-        if isinstance(rel, bool) or int(rel) != rel:
+        if qid.__class__ is not str or qid not in qids:
+            check_token(qid, "qid")
+            if len(qids) >= 200_000:
+                qids.clear()
+            qids.add(qid)
+        if docno.__class__ is not str or docno not in docnos:
+            check_token(docno, "docno")
+            if len(docnos) >= 200_000:
+                docnos.clear()
+            docnos.add(docno)
+        if rel.__class__ is not int and (isinstance(rel, bool) or int(rel) != rel):
             raise ValueError(f"rel for ({qid!r}, {docno!r}) is not an integer: {rel!r}")
         yield f"{qid} 0 {docno} {int(rel)}\n"
 

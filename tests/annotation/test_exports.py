@@ -371,11 +371,11 @@ def test_admin_adjudicates_from_the_page(campaign, people, client):
 
 
 def test_failed_export_leaves_no_partial_file(campaign, tmp_path, monkeypatch):
-    def broken(records, run_names):
+    def broken(rows, run_names, **options):
         yield "caption_key,video_key\n"
         raise ValueError("annotator 'a;b' contains ';'")
 
-    monkeypatch.setattr("retrieval.formats.labels.csv_lines", broken)
+    monkeypatch.setattr("retrieval.formats.labels.csv_pair_lines", broken)
     target = tmp_path / "out.csv"
     target.write_text("an earlier export\n")
     with pytest.raises(CommandError, match="cannot export 'exports-campaign'"):

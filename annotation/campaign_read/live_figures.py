@@ -1,0 +1,150 @@
+"""A campaign's live figures, computed in a job and served from storage: the agreement
+report, every annotator's scores, the judging status and the proxies' agreement.
+
+At FIRE's scale (552,880 pairs, 679,232 labels) computing them took seconds on every view
+of the campaign, agreement and annotators pages and the annotator-scores API. Each is now
+stored (:mod:`jobs.figures`) with a fingerprint of the campaign's label state
+(:func:`live_state`), and a page shows the stored one with when it was computed and from how
+many labels. It is computed again:
+
+- by the ``campaign-figures`` job, which the submits queue as labels arrive
+  (:func:`annotation.judging.figures_due.request_refresh`, paced by the figures' own cost),
+  or which a user asks for on the page;
+- in the request itself only when none is stored yet, or when it is out of date and the
+  last computation took less than :data:`INLINE_SECONDS` (a small campaign's pages stay
+  exact at no cost worth a job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import Count, Max, Q, Sum
+
+from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
+from annotation.judging import figures_due, priorities
+from annotation.models import (
+    AnnotatorStanding,
+    AnnotatorTally,
+    Campaign,
+    CampaignTally,
+    GoldJudgement,
+    Pair,
+    PolicyFit,
+)
+from annotation.services.scores import campaign_scores
+from jobs import figures
+
+VERSION = 1
+"""Bump when what a live figure computes changes, so stored ones are redone."""
+INLINE_SECONDS = 0.25
+"""An out-of-date figure whose last computation took less than this is computed again in
+the request; a slower one is shown with its age until the job computes it."""
+
+SCORES = "campaign-scores"
+AGREEMENT = figures_due.PACED_BY
+JUDGING = "campaign-judging"
+PROXIES = "campaign-proxies"
+COMPUTE: dict[str, Callable[[Campaign], object]] = {
+    SCORES: campaign_scores,
+    JUDGING: priorities.judging_status,
+    PROXIES: lambda campaign: campaign_proxy_report(campaign, cache_only=True),
+    AGREEMENT: campaign_report,  # last: the one that paces the refreshes
+}
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What a campaign's live figures are computed from, in a few aggregate queries: live
+    labels (the triggers' tallies), what the pairs still need, gold answers, adjudications,
+    pauses and discounts, and the adaptive policy's last fit."""
+
+    labels: int
+    tally_rows: int
+    labels_left: int
+    gold_answers: int
+    last_gold_answer: int
+    adjudicated: int
+    standings: tuple
+    fitted_at: object
+
+    @property
+    def inputs(self) -> str:
+        return figures.fingerprint(VERSION, self)
+
+
+def live_state(campaign: Campaign) -> LiveState:
+    tallies = AnnotatorTally.objects.filter(campaign=campaign).aggregate(
+        n=Sum("judged"), rows=Count("pk")
+    )
+    left = CampaignTally.objects.filter(campaign=campaign).aggregate(n=Sum("labels_left"))
+    gold = GoldJudgement._base_manager.filter(gold_pair__campaign=campaign).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    adjudicated = Pair.objects.filter(campaign=campaign).filter(~Q(adjudicated="")).count()
+    standings = AnnotatorStanding.objects.filter(campaign=campaign).aggregate(
+        paused=Count("paused_at"),
+        last_pause=Max("paused_at"),
+        discounted=Sum("discounted_labels"),
+    )
+    fit = PolicyFit.objects.filter(campaign=campaign).values_list("fitted_at", flat=True).first()
+    return LiveState(
+        labels=int(tallies["n"] or 0),
+        tally_rows=int(tallies["rows"] or 0),
+        labels_left=int(left["n"] or 0),
+        gold_answers=int(gold["n"] or 0),
+        last_gold_answer=int(gold["last"] or 0),
+        adjudicated=adjudicated,
+        standings=tuple(sorted(standings.items())),
+        fitted_at=fit,
+    )
+
+
+def live_figure(campaign: Campaign, kind: str, state: LiveState | None = None) -> figures.Figure:
+    """The campaign's stored ``kind`` figure (see the module for when it is computed here)."""
+    state = state or live_state(campaign)
+    subject = figures_due.subject(campaign.pk)
+    found = figures.stored(kind, subject, state.inputs)
+    if found is None or (not found.current and found.seconds < INLINE_SECONDS):
+        return figures.store(kind, subject, state.inputs, lambda: COMPUTE[kind](campaign))
+    return found
+
+
+@dataclass(frozen=True)
+class LiveFigures:
+    """Live figures of one campaign as a page shows them, with the state they were read at."""
+
+    state: LiveState
+    figures: dict[str, figures.Figure]
+
+    def __getitem__(self, kind: str):
+        return self.figures[kind].value
+
+    @property
+    def oldest(self) -> figures.Figure:
+        """The figure computed longest ago (what the page's age line reports)."""
+        return min(self.figures.values(), key=lambda figure: figure.computed_at)
+
+    @property
+    def current(self) -> bool:
+        return all(figure.current for figure in self.figures.values())
+
+
+def live_figures(campaign: Campaign, kinds: tuple[str, ...] = tuple(COMPUTE)) -> LiveFigures:
+    """The ``kinds`` of the campaign's live figures, read with one state."""
+    state = live_state(campaign)
+    return LiveFigures(state, {kind: live_figure(campaign, kind, state) for kind in kinds})
+
+
+def refresh(campaign: Campaign) -> dict:
+    """Compute and store every live figure of the campaign now (the ``campaign-figures``
+    job); seconds per figure."""
+    inputs = live_state(campaign).inputs
+    subject = figures_due.subject(campaign.pk)
+    took = {}
+    for kind, compute in COMPUTE.items():
+        took[kind] = round(
+            figures.store(kind, subject, inputs, lambda c=compute: c(campaign)).seconds, 3
+        )
+    return {"campaign": campaign.name, "seconds": took}

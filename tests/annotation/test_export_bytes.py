@@ -1,0 +1,210 @@
+"""Every label export, byte for byte, against a straightforward rendering read row by row.
+
+The exports read hand-written joins and write plain rows with cached escaping (for speed at
+FIRE's scale); this renders the same campaign through the ORM, one pair and one label at a
+time, with the record writers (``LabelRecord``, ``RawLabel``, ``FireEntry``), and asserts
+the bytes are identical: labels, a discounted annotator, an adjudication, proxy auto labels,
+awkward text (quotes, a line break, non-ASCII, a spreadsheet trigger) and a Dawid-Skene
+resolution's confidences.
+"""
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation.campaign_read import exports
+from annotation.campaign_read.resolution import (
+    DAWID_SKENE,
+    MAJORITY,
+    campaign_resolution,
+    resolve_campaign,
+)
+from annotation.judging import queue, submit
+from annotation.models import Judgement, Pair
+from annotation.services import people
+from annotation.services.campaigns import load_provenance
+from retrieval.formats import fire_json, labels, trec
+from retrieval.label_status import CODES, names
+from retrieval.models import Caption
+from tests.annotation.test_exports import campaign  # noqa: F401 (the fixture)
+
+NOW = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
+PAIR_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json")
+
+
+@pytest.fixture
+def rich(campaign):  # noqa: F811 (the fixture imported above)
+    """The export test's campaign, plus a third annotator whose labels were discounted, a
+    spreadsheet trigger in a caption, and two pairs a proxy labelled."""
+    Caption.objects.filter(pk=Pair.objects.filter(campaign=campaign).first().caption_id).update(
+        text='=SUM(A1) "x", \\ tab\tend'
+    )
+    third = get_user_model().objects.create_user("zoë", password="pw-annotator-3")
+    campaign.max_labels = 3
+    campaign.save(update_fields=["max_labels"])
+    Pair.objects.filter(campaign=campaign).update(open_slots=1, needed=1)
+    for _ in range(4):
+        current = queue.assign(campaign, third).current
+        if current is None:
+            break
+        submit.submit(third, current.pair.pk, "relevant", uuid.uuid4(), seconds=1.25)
+    assert Judgement.objects.filter(annotator=third).exists()
+    people.discount(campaign, third)
+    later = list(Pair.objects.filter(campaign=campaign).order_by("-pk")[:2])
+    Pair.objects.filter(pk__in=[pair.pk for pair in later]).update(
+        auto_label="bow>=0.90", status="relevant"
+    )
+    # A time with whole seconds, as well as the ones with a fraction.
+    Judgement.objects.filter(pk=Judgement.objects.order_by("pk").first().pk).update(
+        created_at=datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
+    )
+    return campaign
+
+
+def reference(target, fmt: str, method: str) -> str:
+    """The export as the record writers render it from the ORM, row by row."""
+    run_names = target.run_names()
+    ranks = load_provenance(target)
+    override = None
+    if method != MAJORITY:
+        resolution = campaign_resolution(target, method)
+        override = {
+            int(pk): (str(status), float(conf))
+            for pk, status, conf in zip(
+                resolution.pair_ids, names(resolution.status), resolution.confidence, strict=True
+            )
+        }
+    auto = Pair.objects.filter(campaign=target).exclude(auto_label="").exists()
+    pairs = []
+    for pair in Pair.objects.filter(campaign=target).order_by("pk"):
+        status, confidence = pair.status, None
+        if override is not None:
+            status, confidence = override.get(pair.pk, ("pending", None))
+        live = list(
+            Judgement.objects.filter(pair=pair, undone_at__isnull=True).order_by("created_at", "pk")
+        )
+        runs = {
+            name: int(rank)
+            for name, rank in zip(run_names, ranks[pair.pool_row], strict=True)
+            if rank
+        }
+        pairs.append((pair, status, confidence, live, runs))
+    finished = ("relevant", "irrelevant", "disagreement")
+    if fmt in ("csv", "jsonl"):
+        records = [
+            labels.LabelRecord(
+                caption_key=pair.caption.key,
+                video_key=pair.video.key,
+                label=CODES[status],
+                votes=len(live),
+                adjudicated=bool(pair.adjudicated),
+                caption=pair.caption.text,
+                annotators=tuple(j.annotator.username for j in live),
+                runs=runs,
+                auto_label=pair.auto_label,
+                confidence=confidence,
+            )
+            for pair, status, confidence, live, runs in pairs
+            if status in finished
+        ]
+        options = {"auto_label": True} if auto else {}
+        if fmt == "jsonl":
+            return "".join(labels.jsonl_lines(records, **options))
+        if override is not None:
+            options["confidence"] = True
+        return "".join(labels.csv_lines(records, run_names, **options))
+    if fmt == "qrels":
+        originals = {
+            c.pk: (c.key, c.video.key)
+            for c in Caption.objects.filter(
+                pk__in={pair.caption_id for pair, *_ in pairs}
+            ).order_by("pk")
+        }
+        rows, written = [], set()
+        for pair, status, _, _, _ in pairs:
+            if status in ("relevant", "irrelevant"):
+                original = pair.caption.video_id == pair.video_id
+                if original:
+                    written.add(pair.caption_id)
+                rows.append(
+                    (pair.caption.key, pair.video.key, int(original or status == "relevant"))
+                )
+        rows += [(key, video, 1) for pk, (key, video) in originals.items() if pk not in written]
+        return "".join(trec.qrels_lines(rows))
+    if fmt == "raw":
+
+        def raw(j: Judgement, discounted: bool = False) -> labels.RawLabel:
+            return labels.RawLabel(
+                caption_key=j.pair.caption.key,
+                video_key=j.pair.video.key,
+                annotator=j.annotator.username,
+                label=CODES[j.label],
+                seconds=j.seconds,
+                created_at=j.created_at.isoformat(),
+                discounted=discounted,
+            )
+
+        records = [raw(j) for _, _, _, live, _ in pairs for j in live]
+        gone = Judgement.objects.filter(pair__campaign=target, discounted_at__isnull=False)
+        records += [raw(j, True) for j in gone.order_by("pair_id", "created_at", "pk")]
+        return "".join(labels.raw_lines(records))
+    metadata = exports._fire_metadata(target)
+    if override is not None:
+        metadata["method"] = method
+        statuses = [status for status, _ in override.values()]
+        metadata["counts"].update(
+            annotations=sum(status != "disagreement" for status in statuses),
+            relevant=statuses.count("relevant"),
+            irrelevant=statuses.count("irrelevant"),
+            disagreements=statuses.count("disagreement"),
+        )
+
+    def entries(wanted: tuple[str, ...]) -> list[fire_json.FireEntry]:
+        return [
+            fire_json.FireEntry(
+                query=pair.caption.text,
+                video_id=pair.video.key,
+                label=None if status == "disagreement" else CODES[status],
+                annotator_ids=tuple(j.annotator.username for j in live),
+                annotator_labels=tuple(CODES[j.label] for j in live),
+                response_ids=tuple(str(j.uuid) for j in live),
+                queue_ids=(str(pair.pk),),
+                models=tuple(runs),
+                dataset=target.dataset.name,
+                auto_label=pair.auto_label,
+                confidence=confidence,
+            )
+            for pair, status, confidence, live, runs in pairs
+            if status in wanted
+        ]
+
+    return "".join(
+        fire_json.fire_json_chunks(
+            metadata, entries(("relevant", "irrelevant")), entries(("disagreement",))
+        )
+    )
+
+
+@pytest.mark.parametrize("method", [MAJORITY, DAWID_SKENE])
+@pytest.mark.parametrize("fmt", PAIR_FORMATS)
+def test_export_bytes_equal_a_row_by_row_rendering(rich, fmt, method, monkeypatch):
+    monkeypatch.setattr("django.utils.timezone.now", lambda: NOW)
+    if method == DAWID_SKENE:
+        resolve_campaign(rich, method=DAWID_SKENE)  # and the default method becomes it
+    got = "".join(exports.export_chunks(rich, fmt, method))
+    assert got == reference(rich, fmt, method)
+    if method == DAWID_SKENE:
+        assert got == "".join(exports.export_chunks(rich, fmt))
+
+
+def test_the_campaign_covers_what_the_comparison_needs(rich):
+    pairs = Pair.objects.filter(campaign=rich)
+    assert pairs.exclude(auto_label="").count() == 2
+    assert pairs.exclude(adjudicated="").exists()
+    assert pairs.filter(status="disagreement").exists()
+    assert Judgement.objects.filter(pair__campaign=rich, discounted_at__isnull=False).exists()
+    raw = "".join(exports.export_chunks(rich, "raw"))
+    assert '"discounted": true' in raw and "zoë" in raw
+    assert "T10:00:00+00:00" in raw and ".000000+00:00" not in raw
