@@ -17,6 +17,7 @@ from django.db import transaction
 from annotation import policy, pooling
 from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.judging import pair_state, priorities, statements
+from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
 from config.errors import UserError
 from retrieval.models import Caption, Dataset, LabelSet, Run
@@ -31,15 +32,21 @@ class CampaignError(UserError):
     """The campaign cannot be created as asked; nothing was written."""
 
 
+_ID_PAIR = np.dtype([("caption_id", np.int64), ("video_id", np.int64)])
+"""Rows read straight into numpy (:func:`queryset_array`): 550,000 pairs as Python tuples
+first held the judge-missing page at 1.6 s and +195 MB at FIRE's scale."""
+
+
 def judged_pairs(dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """(caption ids, video ids) of pairs already judged in the dataset's campaigns."""
-    rows = np.array(
+    rows = queryset_array(
         Pair.objects.filter(campaign__dataset=dataset)
         .exclude(label_count=0, adjudicated="")
+        .order_by()
         .values_list("caption_id", "video_id"),
-        dtype=np.int64,
-    ).reshape(-1, 2)
-    return rows[:, 0], rows[:, 1]
+        _ID_PAIR,
+    )
+    return rows["caption_id"].copy(), rows["video_id"].copy()
 
 
 def extended_label_set(dataset: Dataset, spec: CampaignSpec) -> LabelSet | None:
@@ -70,11 +77,11 @@ def excluded_pairs(dataset: Dataset, base: LabelSet | None) -> tuple[np.ndarray,
 
 def origin_videos(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(caption ids, their own video ids) for the pooled queries."""
-    rows = np.array(
-        Caption.objects.filter(pk__in=query_ids.tolist()).values_list("pk", "video_id"),
-        dtype=np.int64,
-    ).reshape(-1, 2)
-    return rows[:, 0], rows[:, 1]
+    rows = queryset_array(
+        Caption.objects.filter(pk__in=query_ids.tolist()).order_by().values_list("id", "video_id"),
+        np.dtype([("id", np.int64), ("video_id", np.int64)]),
+    )
+    return rows["id"].copy(), rows["video_id"].copy()
 
 
 def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> None:
