@@ -28,7 +28,7 @@ from retrieval.models import Dataset, LabelSet, RetrievalModel
 from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import default_label_set
 from retrieval.services.leaderboard import LeaderboardError, read_request, stored_leaderboard
-from retrieval.services.proxies import proxy_table
+from retrieval.services.proxies import stored_proxy_table
 from retrieval.services.reports import stored_report
 from retrieval.services.rescoring import RescoreError
 
@@ -169,7 +169,7 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
             "table4": report_figures.table4_rows(data),
             "intervals_legend": report_figures.intervals_legend(data),
             "charts": report_figures.charts(data),
-            "proxies": report_figures.proxy_section(proxy_table(asked.dataset, cache_only=True)),
+            "proxies": report_figures.proxy_section(stored_proxy_table(asked.dataset).value),
         },
     )
 
@@ -184,7 +184,7 @@ def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
         stored = stored_report(asked.dataset, asked.label_set, metric=asked.metric)
         data = stored.value.to_json()
         data["computed_at"] = stored.computed_at.isoformat()
-        data["proxies"] = proxy_table(asked.dataset, cache_only=True)
+        data["proxies"] = stored_proxy_table(asked.dataset).value
         return JsonResponse(data)
     except RescoreError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)

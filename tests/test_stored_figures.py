@@ -123,3 +123,17 @@ def test_the_report_is_stored_per_metric_and_its_page_and_data_say_when(client):
     assert "computed again only when that changes" in page
     data = client.get("/reports/figreport/data/?labels=pooled&metric=C@5").json()
     assert data["computed_at"] == stored.computed_at.isoformat()
+
+
+@pytest.mark.django_db
+def test_the_proxy_table_is_stored_until_a_proxy_is_cached(settings):
+    from retrieval.services.proxies import proxy_table, stored_proxy_table
+
+    world = leaderboard_world("figproxies")
+    stored = stored_proxy_table(world)
+    assert repr(stored.value) == repr(proxy_table(world, cache_only=True))
+    assert stored_proxy_table(world).computed_at == stored.computed_at
+    cache = settings.FIREPOOL_PROXY_CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "another-proxy.npz").write_bytes(b"cached since")
+    assert stored_proxy_table(world).computed_at > stored.computed_at

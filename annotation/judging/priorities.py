@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Min, Sum
+from django.db.models import Case, Min, Q, Sum, Value, When
 
 from annotation import judging_order, label_value
 from annotation.judging import label_models, pair_state, statements
@@ -431,20 +431,68 @@ class JudgingStatus:
         return self.budget is not None and self.labels_spent >= self.budget
 
 
+_STATUS_COLUMNS = np.dtype(
+    [
+        ("pool_row", np.int64),
+        ("caption_id", np.int64),
+        ("label_count", np.int64),
+        ("relevant_count", np.int64),
+        ("needed", np.int64),
+        ("open_slots", np.int64),
+        ("pending", np.bool_),
+        ("status_relevant", np.bool_),
+        ("adjudicated_any", np.bool_),
+        ("adjudicated_relevant", np.bool_),
+        ("auto", np.bool_),
+    ]
+)
+"""A campaign's pairs as :func:`judging_status` reads them, straight into numpy: 552,880
+named tuples took a second and +300 MB of the campaign page at FIRE's scale."""
+
+
+def _status_rows(campaign: Campaign) -> np.ndarray:
+    def flag(condition: Q) -> Case:
+        return Case(When(condition, then=Value(True)), default=Value(False))
+
+    return statements.queryset_array(
+        Pair.objects.filter(campaign=campaign)
+        .order_by("pool_row")
+        .annotate(
+            pending=flag(Q(status=Pair.Status.PENDING)),
+            status_relevant=flag(Q(status=Pair.Status.RELEVANT)),
+            adjudicated_any=flag(~Q(adjudicated="")),
+            adjudicated_relevant=flag(Q(adjudicated=Pair.Status.RELEVANT)),
+            auto=flag(~Q(auto_label="")),
+        )
+        .values_list(*_STATUS_COLUMNS.names),
+        _STATUS_COLUMNS,
+    )
+
+
+def decided_arrays(rows: np.ndarray, by_status: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_decided` over :data:`_STATUS_COLUMNS` rows, vectorised (the same rule)."""
+    labels = rows["label_count"]
+    adjudicated = rows["adjudicated_any"]
+    judged = adjudicated | rows["auto"] | ~rows["pending"] | (labels > 0)
+    by_label = judging_order.live_relevant(rows["relevant_count"], labels)
+    from_status = (labels == 0) | by_status
+    relevant = np.where(
+        adjudicated,
+        rows["adjudicated_relevant"],
+        np.where(from_status, rows["status_relevant"], by_label),
+    )
+    return judged, relevant & judged
+
+
 def judging_status(campaign: Campaign) -> JudgingStatus:
     """Labels spent against the budget, what is still needed, and per run which Correct@K
     are exact (whatever the order, so a depth campaign shows it too)."""
     settings = campaign.settings.judging
     source = provenance(campaign)
-    rows = list(
-        Pair.objects.filter(campaign=campaign)
-        .order_by("pool_row")
-        .values_list(*_QUERY_COLUMNS[:8], "caption_id", "needed", "open_slots", named=True)
-    )
     label_policy = campaign.settings.label_policy
-    judged, relevant = _decided(rows, by_status=label_policy.adaptive)
-    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64).reshape(-1)
-    captions = np.array([row.caption_id for row in rows], dtype=np.int64).reshape(-1)
+    rows = _status_rows(campaign)
+    judged, relevant = decided_arrays(rows, by_status=label_policy.adaptive)
+    pool_rows, captions = rows["pool_row"], rows["caption_id"]
     queries = source.queries if source.queries.size else np.unique(captions)
     ranks, known = source.settling
     if known.shape[0] != queries.size:
@@ -458,28 +506,34 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
         settings.ks,
     )
     names = campaign.run_names()
-    parked = sum(
-        1
-        for i, row in enumerate(rows)
-        if not judged[i]
-        and row.needed == 0
-        and row.label_count == 0
-        and not row.adjudicated
-        and not row.auto_label
+    parked = (
+        ~judged
+        & (rows["needed"] == 0)
+        & (rows["label_count"] == 0)
+        & ~rows["adjudicated_any"]
+        & ~rows["auto"]
     )
+    adaptive = {}
+    if label_policy.adaptive and len(rows):
+        every = list(
+            Pair.objects.filter(campaign=campaign)
+            .order_by("pool_row")
+            .values_list(*_QUERY_COLUMNS[:8], "caption_id", named=True)
+        )
+        adaptive = _adaptive_status(campaign, every, names)
     return JudgingStatus(
         strategy=settings.strategy,
         budget=settings.budget,
         labels_spent=labels_spent(campaign),
-        labels_left=sum(row.needed for row in rows),
-        open_pairs=sum(1 for row in rows if row.open_slots > 0),
-        parked_pairs=parked,
+        labels_left=int(rows["needed"].sum()),
+        open_pairs=int((rows["open_slots"] > 0).sum()),
+        parked_pairs=int(parked.sum()),
         runs=tuple(
             RunExactness(name, tuple(zip(settings.ks, map(float, shares[r]), strict=True)))
             for r, name in enumerate(names)
         ),
         ks=settings.ks,
-        **(_adaptive_status(campaign, rows, names) if label_policy.adaptive and rows else {}),
+        **adaptive,
     )
 
 

@@ -20,6 +20,7 @@ from annotation.judging import pair_state, priorities, statements
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
 from config.errors import UserError
+from retrieval.ids import contains
 from retrieval.models import Caption, Dataset, LabelSet, Run
 from retrieval.names import derived_name
 from retrieval.runs import RankedLists
@@ -77,10 +78,18 @@ def excluded_pairs(dataset: Dataset, base: LabelSet | None) -> tuple[np.ndarray,
 
 def origin_videos(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(caption ids, their own video ids) for the pooled queries."""
+    query_ids = np.unique(np.asarray(query_ids, dtype=np.int64))
+    if query_ids.size == 0:
+        return query_ids, query_ids.copy()
+    # The id range, then the wanted ones in numpy: an IN list of 27,763 ids took 0.66 s of
+    # the judge-missing page at FIRE's scale (PostgreSQL parsing the parameters).
     rows = queryset_array(
-        Caption.objects.filter(pk__in=query_ids.tolist()).order_by().values_list("id", "video_id"),
+        Caption.objects.filter(pk__gte=int(query_ids[0]), pk__lte=int(query_ids[-1]))
+        .order_by()
+        .values_list("id", "video_id"),
         np.dtype([("id", np.int64), ("video_id", np.int64)]),
     )
+    rows = rows[contains(query_ids, rows["id"])]
     return rows["id"].copy(), rows["video_id"].copy()
 
 
@@ -127,16 +136,28 @@ def missing_pairs(dataset: Dataset, run: Run, base: LabelSet, depth: int) -> Mis
     lacking = pooling.pool(
         lists, depth, origin=origin, exclude=(judged.caption_ids, judged.video_ids)
     )
-    pool = pooling.pool(lists, depth, origin=origin, exclude=excluded_pairs(dataset, base))
+    # What a campaign would pool: those not judged in another campaign either (pooling once
+    # and taking those out costs half of pooling twice: 0.4 s at FIRE's scale).
+    elsewhere = _pair_in(lacking.caption_ids, lacking.video_ids, *judged_pairs(dataset))
+    pooled = lacking.caption_ids[~elsewhere]
     return MissingPairs(
         run=run.name,
         label_set=base.name,
         depth=depth,
-        pairs=len(pool),
-        queries=len(np.unique(pool.caption_ids)),
-        judged_elsewhere=len(lacking) - len(pool),
+        pairs=len(pooled),
+        queries=len(np.unique(pooled)),
+        judged_elsewhere=int(elsewhere.sum()),
         suggested_name=free_campaign_name(f"{run.name} missing from {base.name}"),
     )
+
+
+def _pair_in(
+    captions: np.ndarray, videos: np.ndarray, in_captions: np.ndarray, in_videos: np.ndarray
+) -> np.ndarray:
+    """Whether each (caption, video) pair is among the ``in_`` pairs (ids packed in one int64:
+    both are database ids far below 2**31)."""
+    span = int(max(videos.max(initial=0), in_videos.max(initial=0))) + 1
+    return np.isin(captions * span + videos, in_captions * span + in_videos)
 
 
 def free_campaign_name(wanted: str) -> str:

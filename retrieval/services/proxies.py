@@ -21,6 +21,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from config.errors import UserError
+from jobs import figures
 from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
 from retrieval.proxies import PROXIES, synsets
@@ -34,6 +35,7 @@ from retrieval.proxies.relevance import (
     video_set_matrix,
 )
 from retrieval.services.artifacts import load_embeddings
+from retrieval.services.rescoring import rescoring_inputs
 from retrieval.services.runs import load_run
 
 CACHE_VERSION = 1
@@ -556,3 +558,34 @@ def proxy_summary(relevance: ProxyRelevance) -> dict:
         ],
         "path": relevance.path,
     }
+
+
+TABLE_FIGURE = "proxy-table"
+TABLE_FIGURE_VERSION = 1
+"""Bump when what :func:`proxy_table` computes changes, so stored tables are redone."""
+
+
+def stored_proxy_table(dataset: Dataset) -> figures.Figure[dict]:
+    """:func:`proxy_table` of the cached proxies (``cache_only``, the report page's), computed
+    once per set of inputs and served from storage: re-reading and re-splitting the
+    dataset's captions and scoring every model under each cached proxy took seconds and
+    hundreds of MB of every report view at FIRE's scale (111,000 captions). The inputs are the
+    dataset's runs and captions (:func:`retrieval.services.rescoring.rescoring_inputs`), its
+    models, and the proxy cache's files (a proxy cached since is a new file there)."""
+    cache = Path(settings.FIREPOOL_PROXY_CACHE_DIR)
+    files = (
+        sorted(
+            (path.name, path.stat().st_size, path.stat().st_mtime_ns)
+            for path in cache.glob("*.npz")
+        )
+        if cache.is_dir()
+        else []
+    )
+    models = list(dataset.models.order_by("name").values_list("pk", "name"))
+    inputs = rescoring_inputs(dataset, None, TABLE_FIGURE, TABLE_FIGURE_VERSION, models, files)
+    return figures.exact(
+        TABLE_FIGURE,
+        f"dataset {dataset.pk}",
+        inputs,
+        lambda: proxy_table(dataset, cache_only=True),
+    )

@@ -13,8 +13,10 @@ from annotation.judging_order import (
     live_relevant,
     make_order,
 )
+from annotation.models import Pair
 from annotation.pooling import pool
 from retrieval.runs import RankedLists
+from tests.factories import make_campaign
 
 
 def make_pool(*runs: list[list[int]], depth: int = 10):
@@ -282,3 +284,36 @@ def test_a_tie_counts_as_relevant_until_settled():
     assert [
         bool(live_relevant(r, t)) for r, t in zip(relevant.tolist(), total.tolist(), strict=True)
     ] == expected
+
+
+@pytest.mark.django_db
+def test_decided_arrays_agree_with_the_row_rule_on_every_kind_of_pair(django_user_model):
+    """judging_status reads the pairs into numpy; its rule is :func:`priorities._decided`'s."""
+    from annotation.judging import priorities
+
+    campaign = make_campaign(n_queries=6, depth=3, rate=0.5)
+    pairs = list(campaign.pairs.order_by("pool_row"))
+    shapes = [
+        dict(label_count=0, relevant_count=0, status="pending"),
+        dict(label_count=1, relevant_count=1, status="pending"),
+        dict(label_count=2, relevant_count=1, status="disagreement"),
+        dict(label_count=2, relevant_count=0, status="irrelevant"),
+        dict(label_count=1, relevant_count=1, status="relevant"),
+        dict(label_count=0, relevant_count=0, status="relevant", auto_label="bow"),
+        dict(label_count=2, relevant_count=1, status="relevant", adjudicated="relevant"),
+        dict(label_count=2, relevant_count=2, status="irrelevant", adjudicated="irrelevant"),
+        dict(label_count=3, relevant_count=1, status="irrelevant"),
+    ]
+    for pair, shape in zip(pairs, shapes * 3, strict=False):
+        Pair.objects.filter(pk=pair.pk).update(**shape)
+    rows = priorities._status_rows(campaign)
+    named = list(
+        campaign.pairs.order_by("pool_row").values_list(
+            *priorities._QUERY_COLUMNS[:8], "caption_id", named=True
+        )
+    )
+    for by_status in (False, True):
+        judged, relevant = priorities.decided_arrays(rows, by_status)
+        expected = priorities._decided(named, by_status)
+        assert judged.tolist() == expected[0].tolist()
+        assert relevant.tolist() == expected[1].tolist()
