@@ -17,6 +17,11 @@ class AnnotationConfig(AppConfig):
         post_migrate.connect(create_role_groups, sender=self)
         register_grant(judging_video)
         from annotation import jobs  # noqa: F401 - registers the app's job kinds
+        from annotation.services.replay import stored_comparison
+        from retrieval.services.stored_figures import WARMERS
+
+        # A new label set's judging-orders comparison is computed with its other figures.
+        WARMERS["judging orders"] = lambda dataset, label_set: stored_comparison(dataset, label_set)
         from annotation.judging import statements  # noqa: F401 - registers the statements (filled by config's ready
 
 

@@ -17,6 +17,7 @@ from retrieval import job_results
 from retrieval.encoders.base import DEVICES, EPOCHS, SEEDS, device_problem
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
+from retrieval.services.labelsets import WARM_JOB
 
 
 class DeviceField(forms.ChoiceField):
@@ -293,6 +294,14 @@ class RescoreForm(ScoringForm):
         return split_names(data.get("runs", ""))
 
 
+def run_label_set_figures(reporter: Reporter, dataset: str, labels: str = "") -> dict:
+    """Compute and store what pages show of a label set (queued when the set is made)."""
+    from retrieval.services.stored_figures import warm
+
+    found = get_dataset(dataset)
+    return warm(found, get_label_set(found, labels) if labels else None, reporter.step)
+
+
 def split_names(text: str) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
 
@@ -493,6 +502,14 @@ for _kind in (
         ),
         result_template=RESULTS + "score_run.html",
         result_context=job_results.score_run,
+    ),
+    JobKind(
+        WARM_JOB,
+        "Compute a label set's leaderboard, report and judging-orders comparison",
+        run_label_set_figures,
+        ScoringForm,
+        permission=RESEARCH,
+        describe=lambda a: f"figures of {a['dataset']} under {a.get('labels') or 'original'}",
     ),
     JobKind(
         "import_dataset",

@@ -17,6 +17,7 @@ def _isolated_artifacts(settings, tmp_path):
     settings.FIREPOOL_ARTIFACTS_DIR = tmp_path / "artifacts"
     settings.FIREPOOL_PROXY_CACHE_DIR = tmp_path / "proxy-cache"
     settings.FIREPOOL_JOB_INPUT_DIR = tmp_path / "job-input"
+    settings.FIREPOOL_WARM_FIGURES = False  # tested alone (tests/test_stored_figures.py)
     return settings.FIREPOOL_ARTIFACTS_DIR
 
 

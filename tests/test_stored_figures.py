@@ -137,3 +137,39 @@ def test_the_proxy_table_is_stored_until_a_proxy_is_cached(settings):
     cache.mkdir(parents=True, exist_ok=True)
     (cache / "another-proxy.npz").write_bytes(b"cached since")
     assert stored_proxy_table(world).computed_at > stored.computed_at
+
+
+@pytest.mark.django_db
+def test_a_new_label_set_queues_the_job_that_computes_its_figures(
+    settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    from jobs import runner
+    from jobs.registry import get_kind
+    from jobs.runner import check_arguments
+    from retrieval.services import stored_figures
+
+    world = leaderboard_world("figwarm")
+    pooled = world.label_sets.get(name="pooled")
+    settings.FIREPOOL_WARM_FIGURES = True
+    queued = []
+    monkeypatch.setattr(runner, "submit", lambda kind, data: queued.append((kind, data)))
+    with django_capture_on_commit_callbacks(execute=True):
+        store_label_set(world, "warm", load_judged(pooled), source="jsonl")
+    assert queued == [(stored_figures.JOB_KIND, {"dataset": "figwarm", "labels": "warm"})]
+    kind = get_kind(stored_figures.JOB_KIND)
+
+    class Reporter:
+        def step(self, *args, **kwargs):
+            pass
+
+    result = kind.run(Reporter(), **check_arguments(kind, queued[0][1]))
+    assert set(result["seconds"]) | set(result["not computed"]) == set(stored_figures.WARMERS)
+    assert "judging orders" in stored_figures.WARMERS  # the annotation app's
+    kinds = set(StoredFigure.objects.values_list("kind", flat=True))
+    assert {"leaderboard", "report", "proxy-table"} <= kinds
+    warm = world.label_sets.get(name="warm")
+    computed = stored_leaderboard(world, warm).computed_at  # read, not computed again
+    assert (
+        StoredFigure.objects.get(kind="leaderboard", subject__endswith=f" {warm.pk}").computed_at
+        == computed
+    )

@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 
 from config.errors import UserError
+from jobs import runner
 from retrieval import judged, label_status
 from retrieval.estimation import PoolState
 from retrieval.formats import fire_json, labels, trec
@@ -75,6 +77,11 @@ def load_pool_state(label_set: LabelSet) -> PoolState | None:
     return PoolState.from_bytes(label_set.arrays)
 
 
+WARM_JOB = "label-set-figures"
+"""The job that computes a new label set's stored figures
+(:mod:`retrieval.services.stored_figures`)."""
+
+
 def store_label_set(
     dataset: Dataset,
     name: str,
@@ -104,7 +111,7 @@ def store_label_set(
                     "(choose another name, or replace it)"
                 )
             existing.delete()
-        return LabelSet.objects.create(
+        made = LabelSet.objects.create(
             is_default=not LabelSet.objects.filter(dataset=dataset, is_default=True).exists(),
             dataset=dataset,
             name=name,
@@ -119,6 +126,11 @@ def store_label_set(
             parent=parent,
             version=1 if parent is None else parent.version + 1,
         )
+        if settings.FIREPOOL_WARM_FIGURES:
+            # Its leaderboard and report are computed once, now, not by a page view.
+            fields = {"dataset": dataset.name, "labels": made.name}
+            transaction.on_commit(lambda: runner.submit(WARM_JOB, fields))
+        return made
 
 
 def check_rename(label_set: LabelSet, name: str) -> str:

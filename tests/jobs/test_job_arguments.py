@@ -45,6 +45,8 @@ def world(db, settings, tmp_path):
         "export": {"campaign": campaign.name, "format": "qrels"},
         "demo_campaign": {"dataset": "args", "name": "demo-c"},
         "refit-policy": {"campaign": campaign.name},
+        "campaign-figures": {"campaign": campaign.name},
+        "label-set-figures": {"dataset": "args"},
     }
 
 
@@ -90,6 +92,8 @@ BAD = {
     "export": {"format": ["nope"], "campaign": ["ghost"]},
     "demo_campaign": {"dataset": ["ghost", ""], "name": ["", "x" * 201]},
     "refit-policy": {"campaign": ["ghost", ""]},
+    "campaign-figures": {"campaign": ["ghost", "", HUGE]},
+    "label-set-figures": {"dataset": ["ghost", ""], "labels": ["ghost", HUGE]},
 }
 
 

@@ -1,0 +1,1232 @@
+"""Time every page, JSON endpoint and label export of a FIRE-scale campaign on PostgreSQL.
+
+Builds once, in a dedicated database (``--db-name``, created on the server of
+``DATABASE_URL`` or ``bin/local-postgres``), an MSVD-like campaign through the project's
+services: 27,763 query captions on 670 videos, three runs (``store_run``) pooled at depth 10
+by ``create_campaign`` (~553,000 pairs), ~679,000 labels from 100 annotators written with
+one COPY as an import would (FIRE's policy, a few pairs with up to six, some undone), pair
+counts by ``pair_state.recount_labels``, half the ties adjudicated, a label set by
+``resolve_campaign`` and the proxies cached. Later runs reuse it (``--rebuild`` starts over).
+
+Then each GET page and endpoint naming the campaign, dataset, label set, runs or people, a
+few lists, the API and the admin is requested ``--repeats`` times through Django's test
+client as a superuser (``DJANGO_DEBUG=0``, in-process: server-side time, streamed exports
+read to the last chunk). Each request runs in a child forked from one warm process (modules
+imported, templates compiled, one request served, ``gc.freeze``, connections closed), so all
+start alike; the child times the first and last byte and reports over a pipe the rise of its
+peak RSS (``ru_maxrss``, which starts at the child's RSS when forked) during the request.
+Jobs a request starts finish, untimed, in its child. The table gives the median time, the
+largest rise and anything but a 200 beside the targets, with an anchor (``SELECT count(*)``
+over the pairs) and the machine.
+
+Stored figures (``--figures``): ``jobs`` (the default) first drops every stored figure and
+runs, timed, the jobs the product queues for them (a new label set's ``label-set-figures``;
+the campaign's ``campaign-figures``, which submits queue as labels arrive), so pages show
+what a deployment serves; ``forget`` drops them so each page's first view computes its own;
+``keep`` leaves what an earlier run stored::
+
+    .venv/bin/python bench/scale_pages.py [--rebuild] [--only agreement] [--json rows.json]
+    .venv/bin/python bench/scale_pages.py --db-name firepool_scale_small \\
+        --queries 1500 --videos 100 --annotators 20    # a small build, to try it
+"""
+
+import argparse
+import contextlib
+import gc
+import json
+import logging
+import os
+import pkgutil
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import numpy as np
+from harness import ROOT, machine
+
+FIRE_PAIRS, FIRE_LABELS = 552_880, 679_232
+"""FIRE's MSVD campaign: pairs pooled and labels collected; the label total is scaled by it."""
+DATASET, CAMPAIGN, ADMIN = "msvd-scale", "fire-scale", "scale-admin"
+BUILD_VERSION = 1
+"""Bump when the build changes, so an older build is not reused as if it were the same."""
+PAGE_SECONDS, PAGE_MB = 1.0, 300.0
+EXPORT_SECONDS, EXPORT_FIRST_BYTE, EXPORT_MB = 4.0, 0.5, 50.0
+CANDIDATES = 38
+"""Videos a query's runs choose their lists from besides its own (overlapping runs)."""
+RUN_NOISE, RUN_BOOSTS = 2.0, (3.0, 2.6, 2.2)
+"""Each run ranks by a shared affinity plus its own noise; its own video is raised by a boost."""
+MAX_LABELS = 6
+"""Labels of a pair at most (FIRE's MSVD collection: a few pairs with up to six)."""
+SESSION_LABELS = 300
+"""Labels an annotator gives in one sitting before a break of hours."""
+UNDONE_RATE, NO_SECONDS_RATE = 0.01, 0.005
+JOB_WAIT_SECONDS = 1800
+
+_STARTED = time.monotonic()
+
+
+def log(message: str) -> None:
+    print(f"[{time.monotonic() - _STARTED:8.1f} s] {message}", flush=True)
+
+
+# -- the database -------------------------------------------------------------------------
+
+
+def base_database_url(given: str | None) -> str:
+    """A PostgreSQL URL: ``--database-url``, ``DATABASE_URL``, or ``bin/local-postgres``'s."""
+    url = given or os.environ.get("DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        return url
+    found = subprocess.run(
+        [str(ROOT / "bin" / "local-postgres")], capture_output=True, text=True, check=False
+    )
+    lines = found.stdout.strip().splitlines()
+    if found.returncode != 0 or not lines:
+        raise SystemExit("no PostgreSQL: pass --database-url or run bin/local-postgres as root")
+    return lines[-1]
+
+
+def with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/" + name))
+
+
+def stored_build(url: str) -> dict | None:
+    """What an earlier run recorded of its build in ``url``'s database (None: nothing)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url) as conn:
+            row = conn.execute(
+                "SELECT metadata FROM retrieval_dataset WHERE name = %s", [DATASET]
+            ).fetchone()
+    except psycopg.Error:
+        return None
+    return (row[0] or {}).get("scale_pages") if row else None
+
+
+def prepare_database(base_url: str, name: str, rebuild: bool, params: dict) -> bool:
+    """Create the database when missing (dropping it first with ``rebuild``, or when it
+    holds no finished build); whether a finished build of ``params`` is there to reuse."""
+    import psycopg
+    from psycopg import sql
+
+    url = with_database(base_url, name)
+    with psycopg.connect(base_url, autocommit=True) as server:
+        exists = server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if exists and not rebuild:
+            built = stored_build(url)
+            if built and built.get("complete"):
+                if built.get("params") != params:
+                    raise SystemExit(
+                        f"database {name} holds a build of {built.get('params')}, not of "
+                        f"{params}: pass the same sizes, --rebuild, or another --db-name"
+                    )
+                return True
+            log(f"database {name} holds no finished build: building it again")
+        if exists:
+            log(f"dropping database {name}")
+            server.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        log(f"created database {name}")
+    return False
+
+
+def setup_django(database_url: str, var: Path) -> None:
+    """Django on ``database_url`` as a deployment runs it (``DJANGO_DEBUG=0``), migrated."""
+    var.mkdir(parents=True, exist_ok=True)
+    os.environ.update(
+        {
+            "FIREPOOL_VAR_DIR": str(var),
+            "DATABASE_URL": database_url,
+            "DATABASE_CONN_MAX_AGE": "600",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": "firepool-scale-pages-" + uuid.uuid4().hex,
+            "DJANGO_SECURE_SSL_REDIRECT": "0",
+        }
+    )
+    wordnet = ROOT / "var" / "nltk_data"  # what `make run` installed, for the syn proxy
+    if wordnet.is_dir():
+        os.environ.setdefault("FIREPOOL_NLTK_DATA", str(wordnet))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    began = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    log(f"migrated ({time.perf_counter() - began:.1f} s)")
+    # Pages name their static files by the manifest a deployment's collectstatic writes.
+    call_command("collectstatic", interactive=False, verbosity=0)
+    # A failing request is listed with its exception, not logged with its traceback.
+    logging.getLogger("django.request").setLevel(logging.CRITICAL)
+
+
+def latest_job() -> int:
+    from jobs.models import Job
+
+    return Job.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def wait_for_jobs(after: int, quiet: bool = False) -> int:
+    """Wait until the jobs created after job ``after`` have finished; how many there were."""
+    from jobs.models import Job
+    from jobs.pending import UNFINISHED
+
+    began = time.monotonic()
+    said = 0.0
+    while True:
+        started = Job.objects.filter(pk__gt=after)
+        waiting = list(started.filter(status__in=UNFINISHED).values_list("kind", flat=True))
+        if not waiting or time.monotonic() - began > JOB_WAIT_SECONDS:
+            return started.count()
+        if not quiet and time.monotonic() - said > 10:
+            log(f"waiting for jobs: {', '.join(waiting)}")
+            said = time.monotonic()
+        time.sleep(0.5)
+
+
+# -- the build ----------------------------------------------------------------------------
+
+SUBJECTS = (
+    ("man", "guy", "person", "gentleman"),
+    ("woman", "lady", "girl"),
+    ("boy", "kid", "child"),
+    ("cat", "kitten"),
+    ("dog", "puppy"),
+    ("chef", "cook"),
+    ("player", "athlete"),
+    ("baby", "toddler"),
+    ("monkey", "ape"),
+    ("band", "group of musicians"),
+)
+ACTIONS = (
+    "is playing a guitar",
+    "is slicing a tomato",
+    "is riding a bicycle",
+    "is cutting an onion",
+    "is swimming in a pool",
+    "is dancing on a stage",
+    "is playing the piano",
+    "is pouring water into a glass",
+    "is riding a horse",
+    "is eating a banana",
+    "is peeling a potato",
+    "is driving a car",
+    "is talking on a phone",
+    "is singing into a microphone",
+    "is frying an egg",
+    "is jumping on a trampoline",
+    "is throwing a ball",
+    "is mixing flour in a bowl",
+    "is climbing a wall",
+    "is walking along a beach",
+    "is playing the drums",
+    "is slicing bread",
+    "is feeding a bird",
+    "is brushing its hair",
+    "is skating on ice",
+    "is reading a book",
+    "is washing a plate",
+    "is chopping garlic",
+    "is kicking a football",
+    "is opening a door",
+)
+PLACES = ("", "", " in a kitchen", " outside", " on the street", " in a park", " at home")
+MANNERS = ("", "", "", " quickly", " slowly", " carefully")
+
+
+@dataclass
+class World:
+    """What the build made, as arrays in primary-key order."""
+
+    video_pks: np.ndarray
+    caption_pks: np.ndarray
+    own: np.ndarray  # video index of each caption
+    candidates: np.ndarray  # [queries x CANDIDATES] video indices
+    affinity: np.ndarray  # [queries x CANDIDATES]
+    action: np.ndarray  # per video
+    subject: np.ndarray  # per video
+
+
+def caption_texts(own: np.ndarray, action: np.ndarray, subject: np.ndarray, rng) -> list[str]:
+    """MSVD-like captions: most say what their video shows, in varied words."""
+    n = len(own)
+    drift = rng.random(n) < 0.15  # some describe another action (annotators' noise)
+    acts = np.where(drift, rng.integers(0, len(ACTIONS), n), action[own])
+    synonym = rng.integers(0, 4, n)
+    place = rng.integers(0, len(PLACES), n)
+    manner = rng.integers(0, len(MANNERS), n)
+    texts = []
+    for i in range(n):
+        words = SUBJECTS[subject[own[i]]]
+        noun = words[synonym[i] % len(words)]
+        article = "an" if noun[0] in "aeiou" else "a"
+        texts.append(f"{article} {noun} {ACTIONS[acts[i]]}{MANNERS[manner[i]]}{PLACES[place[i]]}")
+    return texts
+
+
+def make_world(args, rng) -> World:
+    """The dataset, its videos and captions, and each query's candidate videos."""
+    from retrieval.models import Caption, Dataset, Video
+
+    dataset = Dataset.objects.create(
+        name=DATASET,
+        description="MSVD-like synthetic world of bench/scale_pages.py",
+        source_format="synthetic",
+    )
+    action = rng.integers(0, len(ACTIONS), args.videos)
+    subject = rng.integers(0, len(SUBJECTS), args.videos)
+    Video.objects.bulk_create(
+        (
+            Video(
+                dataset=dataset,
+                key=f"video{i:05d}",
+                split="test",
+                duration=float(round(rng.uniform(4, 30), 2)),
+            )
+            for i in range(args.videos)
+        ),
+        batch_size=5000,
+    )
+    video_pks = np.array(
+        Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
+    )
+    own = np.arange(args.queries) % args.videos  # ~41 captions per video, as MSVD's test split
+    texts = caption_texts(own, action, subject, rng)
+    Caption.objects.bulk_create(
+        (
+            Caption(
+                dataset=dataset,
+                key=f"caption{i:06d}",
+                text=texts[i],
+                video_id=int(video_pks[own[i]]),
+                split="test",
+                is_query=True,
+            )
+            for i in range(args.queries)
+        ),
+        batch_size=5000,
+    )
+    caption_pks = np.array(
+        Caption.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
+    )
+    # Candidates: videos other than the caption's own, those of the same action six times as
+    # likely (Gumbel top-k), each with an affinity the runs share (so runs overlap partly).
+    n_cand = min(max(CANDIDATES, 2 * args.depth), args.videos - 1)
+    candidates = np.empty((args.queries, n_cand), dtype=np.int64)
+    for low in range(0, args.queries, 2000):
+        rows = np.arange(low, min(low + 2000, args.queries))
+        same = action[None, :] == action[own[rows], None]
+        keys = np.where(same, np.log(6.0), 0.0) + rng.gumbel(size=(len(rows), args.videos))
+        keys[np.arange(len(rows)), own[rows]] = -np.inf
+        candidates[rows] = np.argpartition(-keys, n_cand - 1, axis=1)[:, :n_cand]
+    same_action = action[candidates] == action[own][:, None]
+    same_subject = subject[candidates] == subject[own][:, None]
+    affinity = 1.8 * same_action + 0.6 * same_subject + rng.normal(size=candidates.shape)
+    log(f"dataset {DATASET}: {args.videos:,} videos, {args.queries:,} query captions")
+    return World(video_pks, caption_pks, own, candidates, affinity, action, subject)
+
+
+def make_runs(args, world: World, rng) -> list:
+    """``--runs`` runs of top-``--depth`` lists, stored with the project's ``store_run``."""
+    from retrieval.models import Dataset, RetrievalModel
+    from retrieval.runs import RankedLists
+    from retrieval.services.runs import store_run
+
+    dataset = Dataset.objects.get(name=DATASET)
+    columns = np.concatenate([world.own[:, None], world.candidates], axis=1)
+    base = np.concatenate([np.full((len(world.own), 1), 2.4), world.affinity], axis=1)
+    runs = []
+    for r in range(args.runs):
+        scores = base + rng.normal(scale=RUN_NOISE, size=base.shape)
+        scores[:, 0] += RUN_BOOSTS[r % len(RUN_BOOSTS)]
+        order = np.argsort(-scores, axis=1)[:, : args.depth]
+        items = world.video_pks[np.take_along_axis(columns, order, axis=1)]
+        ranked = np.take_along_axis(scores, order, axis=1)
+        name = f"model-{chr(ord('a') + r)}" if r < 26 else f"model-{r}"
+        model = RetrievalModel.objects.create(dataset=dataset, name=name, source="run")
+        runs.append(store_run(model, name, RankedLists(world.caption_pks, items, ranked)))
+        recall = float((order[:, 0] == 0).mean())
+        log(f"run {name}: top-{args.depth} of {len(world.own):,} queries (R@1 {recall:.2f})")
+    return runs
+
+
+def make_people(args) -> tuple:
+    """The superuser who browses and adjudicates, and the annotators (in the annotator role)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+
+    from config import roles
+
+    User = get_user_model()
+    admin = User.objects.create_superuser(ADMIN, "scale-admin@example.org", None)
+    unusable = make_password(None)
+    User.objects.bulk_create(
+        [
+            User(username=f"scale-annotator{i:03d}", password=unusable)
+            for i in range(args.annotators)
+        ]
+    )
+    annotators = np.array(
+        User.objects.filter(username__startswith="scale-annotator")
+        .order_by("username")
+        .values_list("pk", flat=True)
+    )
+    group = roles.ensure_groups()[roles.ANNOTATOR]
+    Member = User.groups.through
+    Member.objects.bulk_create(
+        [Member(user_id=int(pk), group_id=group.pk) for pk in annotators.tolist()]
+    )
+    log(f"{args.annotators} annotators and the superuser {ADMIN}")
+    return admin, annotators
+
+
+def label_plan(args, truth: np.ndarray, double: np.ndarray, rng) -> dict[str, np.ndarray]:
+    """Who labels which pair, how, when: one label per pair, two in the second-label sample,
+    a third where those two disagree (FIRE's policy), and 2-5 more on some single-labelled
+    pairs (FIRE's MSVD duplicates) up to the label total; arrays per label, pair order."""
+    n_pairs, n_ann = len(truth), args.annotators
+    # Annotators differ in care (a few sloppy, one or two near random) and in workload.
+    error = rng.uniform(0.01, 0.04, n_ann)
+    error[rng.permutation(n_ann)[: max(1, n_ann // 20)]] = 0.15
+    error[rng.permutation(n_ann)[: max(1, n_ann // 50)]] = 0.45
+    share = rng.lognormal(0.0, 0.8, n_ann)
+    start = rng.choice(n_ann, n_pairs, p=share / share.sum())
+    step = rng.integers(1, max(1, (n_ann - 1) // (MAX_LABELS - 1)) + 1, n_pairs)
+    slots = np.arange(MAX_LABELS)
+    annotator = (start[:, None] + slots[None, :] * step[:, None]) % n_ann
+    votes = truth[:, None] ^ (rng.random((n_pairs, MAX_LABELS)) < error[annotator])
+    per_pair = np.where(double, 2, 1)
+    per_pair[double & (votes[:, 0] != votes[:, 1])] = 3
+    spare = args.labels - int(per_pair.sum())
+    if spare > 0:
+        singles = np.flatnonzero(per_pair == 1)
+        rng.shuffle(singles)
+        extra = rng.integers(2, MAX_LABELS, len(singles))
+        used = min(int(np.searchsorted(np.cumsum(extra), spare)), len(extra) - 1)
+        extra = extra[: used + 1]
+        extra[-1] = max(0, extra[-1] - (int(extra.sum()) - spare))
+        per_pair[singles[: len(extra)]] += extra
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    slot = np.arange(len(pair)) - np.repeat(np.cumsum(per_pair) - per_pair, per_pair)
+    who = annotator[pair, slot]
+    pace = rng.lognormal(0.0, 0.3, n_ann)
+    seconds = np.round(rng.lognormal(np.log(5.0), 0.6, len(pair)) * pace[who], 2)
+    # Each annotator works through their labels (first labels before later ones) in sittings
+    # of SESSION_LABELS, with hours between, from a start of their own.
+    order = np.lexsort((rng.random(len(pair)), slot, who))
+    who_sorted = who[order]
+    first = np.searchsorted(who_sorted, np.arange(n_ann))
+    index_in_own = np.arange(len(order)) - first[who_sorted]
+    breaks = np.where(
+        (index_in_own % SESSION_LABELS == 0) & (index_in_own > 0),
+        rng.uniform(2 * 3600, 20 * 3600, len(order)),
+        0.0,
+    )
+    elapsed = np.cumsum(seconds[order] + 1.5 + breaks)
+    elapsed -= np.concatenate([[0.0], elapsed])[first][who_sorted]
+    offset = rng.uniform(0, 5 * 86400, n_ann)
+    at = np.empty(len(pair))
+    at[order] = offset[who_sorted] + elapsed
+    return {
+        "pair": pair,
+        "annotator": who,
+        "relevant": votes[pair, slot],
+        "seconds": seconds,
+        "at": at,
+    }
+
+
+def stamps(seconds_since: np.ndarray) -> list[str]:
+    """ISO times (UTC) ``seconds_since`` the campaign's first day, as COPY reads them."""
+    moments = np.datetime64("2024-03-04T08:00:00", "ms") + (seconds_since * 1000).astype(
+        "timedelta64[ms]"
+    )
+    return [f"{text}+00:00" for text in np.datetime_as_string(moments, unit="ms").tolist()]
+
+
+def write_labels(campaign, plan: dict, pair_pks: np.ndarray, user_pks: np.ndarray, rng) -> int:
+    """The labels as an import writes them: one COPY into the judgement table (the tally
+    triggers fire as for any insert); a few labels were undone and given again."""
+    from django.db import connection, transaction
+
+    from annotation.models import Judgement
+
+    n = len(plan["pair"])
+    undone = rng.random(n) < UNDONE_RATE
+    missing = rng.random(n) < NO_SECONDS_RATE
+    created = stamps(plan["at"])
+    earlier = stamps(plan["at"] - 30.0)
+    retracted = stamps(plan["at"] - 20.0)
+    columns = ("uuid", "pair_id", "annotator_id", "label", "seconds", "created_at", "undone_at")
+    quote = connection.ops.quote_name
+    table = f"{quote(Judgement._meta.db_table)} ({', '.join(map(quote, columns))})"
+    rows = zip(
+        pair_pks[plan["pair"]].tolist(),
+        user_pks[plan["annotator"]].tolist(),
+        plan["relevant"].tolist(),
+        plan["seconds"].tolist(),
+        missing.tolist(),
+        undone.tolist(),
+        strict=True,
+    )
+    written = 0
+    with transaction.atomic():
+        connection.ensure_connection()
+        with (
+            connection.connection.cursor() as cursor,
+            cursor.copy(f"COPY {table} FROM STDIN") as copy,
+        ):
+            for i, (pair, annotator, relevant, seconds, gone, redone) in enumerate(rows):
+                label = "relevant" if relevant else "irrelevant"
+                if redone:  # first said the opposite, then undid it
+                    flipped = "irrelevant" if relevant else "relevant"
+                    copy.write_row(
+                        (uuid.uuid4(), pair, annotator, flipped, 3.0, earlier[i], retracted[i])
+                    )
+                    written += 1
+                copy.write_row(
+                    (
+                        uuid.uuid4(),
+                        pair,
+                        annotator,
+                        label,
+                        None if gone else seconds,
+                        created[i],
+                        None,
+                    )
+                )
+                written += 1
+                if (i + 1) % 100_000 == 0:
+                    log(f"  labels copied: {i + 1:,} of {n:,}")
+    return written
+
+
+def build(args) -> dict:
+    """Build the world, the campaign, its labels and label set; what was built."""
+    from django.db import transaction
+
+    from annotation.campaign_read.resolution import resolve_campaign
+    from annotation.judging import pair_state
+    from annotation.models import Pair
+    from annotation.services.campaigns import CampaignSpec, create_campaign
+    from retrieval.label_status import IRRELEVANT, RELEVANT
+
+    timings = {}
+    rng = np.random.default_rng(args.seed)
+
+    def step(name: str, began: float) -> None:
+        timings[name] = round(time.perf_counter() - began, 1)
+        log(f"{name}: {timings[name]} s")
+
+    began = time.perf_counter()
+    world = make_world(args, rng)
+    admin, user_pks = make_people(args)
+    step("dataset and people", began)
+
+    began = time.perf_counter()
+    runs = make_runs(args, world, rng)
+    step("runs", began)
+
+    began = time.perf_counter()
+    dataset = runs[0].dataset
+    campaign = create_campaign(
+        dataset, runs, CampaignSpec(name=CAMPAIGN, depth=args.depth), created_by=admin
+    )
+    step("create_campaign (pool and write pairs)", began)
+    pairs = np.array(
+        Pair.objects.filter(campaign=campaign)
+        .order_by("pk")
+        .values_list("pk", "caption_id", "video_id", "double")
+    )
+    pair_pks, double = pairs[:, 0], pairs[:, 3].astype(bool)
+    log(f"campaign {CAMPAIGN}: {len(pair_pks):,} pairs (FIRE: {FIRE_PAIRS:,})")
+
+    # A pair's truth: its caption's candidate video's affinity (pooled pairs are candidates).
+    query = np.searchsorted(world.caption_pks, pairs[:, 1])
+    video = np.searchsorted(world.video_pks, pairs[:, 2])
+    column = (world.candidates[query] == video[:, None]).argmax(axis=1)
+    truth = world.affinity[query, column] > 1.9
+    if args.labels is None:
+        args.labels = round(len(pair_pks) * FIRE_LABELS / FIRE_PAIRS)
+    began = time.perf_counter()
+    plan = label_plan(args, truth, double, rng)
+    written = write_labels(campaign, plan, pair_pks, user_pks, rng)
+    step("labels (COPY)", began)
+    log(f"{len(plan['pair']):,} live labels ({written:,} rows with the undone ones)")
+
+    began = time.perf_counter()
+    # 1,000 pairs a call: recount_labels' bulk_update writes CASE statements whose cost grows
+    # with the square of their length (5,000 a call took twice as long per pair).
+    chunk = 1000
+    for low in range(0, len(pair_pks), chunk):
+        ids = pair_pks[low : low + chunk].tolist()
+        with transaction.atomic():
+            pair_state.lock_pairs(ids)
+            pair_state.recount_labels(ids, campaign)
+        done = min(low + chunk, len(pair_pks))
+        if done % 20_000 == 0 or done == len(pair_pks):
+            log(f"  pairs recounted: {done:,} of {len(pair_pks):,}")
+    step("pair counts (pair_state.recount_labels)", began)
+
+    began = time.perf_counter()
+    truth_of = dict(zip(pair_pks.tolist(), truth.tolist(), strict=True))
+    ties = list(
+        Pair.objects.filter(campaign=campaign, status=Pair.Status.DISAGREEMENT).order_by("pk")
+    )
+    for pair in ties[: len(ties) // 2]:
+        pair.campaign = campaign  # already loaded: not once per pair, with its provenance
+        label = RELEVANT.label if truth_of[pair.pk] else IRRELEVANT.label
+        with transaction.atomic():
+            pair_state.lock_pairs([pair.pk])
+            pair_state.adjudicate(pair, admin, label)
+    step(f"adjudication ({len(ties) // 2} of {len(ties)} disagreements)", began)
+
+    began = time.perf_counter()
+    jobs_before = latest_job()
+    label_set = resolve_campaign(campaign)
+    wait_for_jobs(jobs_before)
+    step("resolve_campaign", began)
+    log(
+        f"label set {label_set.name}: {label_set.pair_count:,} pairs, "
+        f"{label_set.relevant_count:,} relevant, {label_set.disagreement_count:,} disagreements"
+    )
+
+    began = time.perf_counter()
+    make_proxies(args, dataset)
+    step("semantic proxies", began)
+    return {
+        "pairs": len(pair_pks),
+        "labels": len(plan["pair"]),
+        "judgement_rows": written,
+        "relevant_pairs": int(truth.sum()),
+        "seconds": timings,
+    }
+
+
+def make_proxies(args, dataset) -> None:
+    """Cache the semantic-proxy matrices the agreement and report pages read."""
+    from retrieval.proxies import PROXIES
+    from retrieval.services.proxies import ProxyOptions, proxy_relevance
+
+    if args.proxies == "none":
+        return
+    wanted = PROXIES if args.proxies == "all" else [p for p in args.proxies.split(",") if p]
+    for proxy in wanted:
+        began = time.perf_counter()
+        try:
+            proxy_relevance(dataset, ProxyOptions(proxy, split="test"), workers=args.workers)
+        except Exception as exc:  # a proxy that cannot be computed here: the page says so
+            log(f"  proxy {proxy}: not cached ({type(exc).__name__}: {exc})")
+            continue
+        log(f"  proxy {proxy}: {time.perf_counter() - began:.1f} s")
+
+
+# -- the pages ----------------------------------------------------------------------------
+
+
+@dataclass
+class Page:
+    name: str
+    url: str
+    export: bool = False
+
+
+@dataclass
+class Row:
+    page: str
+    url: str
+    export: bool
+    statuses: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    first_byte: list[float] = field(default_factory=list)
+    bytes: int = 0
+    mb: float = 0.0
+    jobs: int = 0
+    crashes: int = 0
+    error: str = ""
+    median_s: float | None = None
+    first_byte_s: float | None = None
+    target: str = ""
+    met: str = ""
+
+
+def pages() -> list[Page]:
+    """Every GET page and endpoint naming the campaign, its dataset, label set, runs, people
+    or jobs, a few list pages, the API and the admin's lists and change pages."""
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+    from django.db.models import Count
+    from django.urls import reverse
+
+    from annotation.campaign_read.exports import EXPORT_FORMATS
+    from annotation.models import Campaign, Judgement
+    from jobs.models import Job
+    from retrieval.models import Dataset, LabelSet
+    from retrieval.views import LEADERBOARD_EXPORTS
+
+    campaign = Campaign.objects.defer("provenance").get(name=CAMPAIGN)
+    dataset = Dataset.objects.get(name=DATASET)
+    label_set = LabelSet.objects.defer("arrays").filter(dataset=dataset).order_by("pk").first()
+    runs = list(dataset.runs.defer("arrays").select_related("model").order_by("name"))
+    busiest = (
+        Judgement.objects.filter(pair__campaign=campaign)
+        .values("annotator_id")
+        .annotate(n=Count("pk"))
+        .order_by("-n")
+        .values_list("annotator_id", flat=True)
+        .first()
+    )
+    judgement = Judgement.objects.filter(pair__campaign=campaign).order_by("pk").first()
+    pair = campaign.pairs.order_by("pk").first()
+    job = Job.objects.order_by("-pk").first()
+    c, d = campaign.pk, dataset.name
+    ls = {"labels": label_set.name} if label_set else {}
+    listed = [
+        Page("anchor: tokens page (tiny)", reverse("account-tokens")),
+        Page("home", reverse("home")),
+        Page("judging list", reverse("judge-campaigns")),
+        Page("judging page", reverse("judge", args=[c])),
+        Page("campaigns", reverse("campaigns")),
+        Page("campaign", reverse("campaign", args=[c])),
+        Page("campaign edit", reverse("campaign-edit", args=[c])),
+        Page("campaign close (confirm)", reverse("campaign-status", args=[c]) + "?action=close"),
+        Page("agreement", reverse("campaign-agreement", args=[c])),
+        Page("annotators", reverse("campaign-annotators", args=[c])),
+        Page("adjudication", reverse("campaign-adjudicate", args=[c])),
+        Page("resolve (confirm)", reverse("campaign-resolve", args=[c])),
+        Page("promote decided to gold (count)", reverse("campaign-gold-promote", args=[c])),
+        Page("new campaign form", reverse("campaign-new") + "?" + urlencode({"dataset": d})),
+    ]
+    if busiest is not None:
+        listed.append(
+            Page(
+                "discount an annotator (preview)",
+                reverse("campaign-annotator-discount", args=[c, busiest]),
+            )
+        )
+    listed += [
+        Page(f"label export {fmt}", reverse("campaign-export", args=[c, fmt]), export=True)
+        for fmt in EXPORT_FORMATS
+    ]
+    if runs and label_set:
+        query = urlencode({"run": runs[0].name, **ls})
+        listed.append(
+            Page("judge what is missing", reverse("campaign-missing", args=[d]) + "?" + query)
+        )
+    listed += [
+        Page("datasets", reverse("datasets")),
+        Page("dataset", reverse("dataset", args=[d])),
+        Page("leaderboard", reverse("leaderboard", args=[d])),
+        *(
+            Page(f"leaderboard {fmt}", reverse("leaderboard-export", args=[d, fmt]))
+            for fmt in LEADERBOARD_EXPORTS
+        ),
+        Page("add model form", reverse("add-model", args=[d])),
+        *(
+            Page(f"model {run.model.name}", reverse("dataset-model", args=[d, run.model.name]))
+            for run in runs[:1]
+        ),
+        Page("label sets", reverse("label-sets")),
+        Page("reports", reverse("reports")),
+        Page("report", reverse("report", args=[d])),
+        Page("report data", reverse("report-data", args=[d])),
+        Page(
+            "judging orders",
+            reverse("judging-orders", args=[d]) + ("?" + urlencode(ls) if ls else ""),
+        ),
+        Page("jobs", reverse("jobs")),
+    ]
+    if job is not None:
+        listed += [
+            Page("job", reverse("job-detail", args=[job.pk])),
+            Page("job status", reverse("job-status", args=[job.pk])),
+        ]
+    listed += [
+        Page("api root", reverse("api-root")),
+        Page("api campaigns", reverse("campaign-list")),
+        Page("api campaign", reverse("campaign-detail", args=[c])),
+        Page("api progress", reverse("campaign-progress", args=[c])),
+        Page("annotator-scores api", reverse("campaign-annotator-scores", args=[c])),
+        Page("api schema", reverse("schema")),
+        Page("api docs", reverse("api-docs")),
+        Page("admin index", reverse("admin:index")),
+    ]
+    for model in admin.site._registry:
+        opts = model._meta
+        listed.append(
+            Page(
+                f"admin list {opts.app_label}.{opts.model_name}",
+                reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"),
+            )
+        )
+    annotator = get_user_model().objects.filter(username__startswith="scale-annotator").first()
+    for obj in (campaign, dataset, label_set, pair, judgement, annotator, job):
+        if obj is not None and type(obj) in admin.site._registry:
+            opts = obj._meta
+            listed.append(
+                Page(
+                    f"admin change {opts.app_label}.{opts.model_name}",
+                    reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]),
+                )
+            )
+    return listed
+
+
+def not_timed(timed: list[Page]) -> list[str]:
+    """Names in the URL map (outside the admin) that no timed URL reaches: POST-only views
+    and those needing an object the build does not make."""
+    from django.urls import URLPattern, URLResolver, get_resolver, resolve
+
+    def names(patterns, namespace: str = ""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                if pattern.namespace != "admin":
+                    yield from names(pattern.url_patterns, pattern.namespace or namespace)
+            elif isinstance(pattern, URLPattern) and pattern.name:
+                yield pattern.name
+
+    reached = {resolve(urlsplit(page.url).path).url_name for page in timed}
+    return sorted(set(names(get_resolver().url_patterns)) - reached)
+
+
+def warm_process() -> None:
+    """Import what the views import lazily and compile the project's templates, as a
+    worker that has served these pages once has: a child pays only for its request."""
+    from django.template import TemplateDoesNotExist
+    from django.template.loader import get_template
+
+    skipped = (
+        ".migrations",
+        ".management",
+        "retrieval.encoders",
+        "retrieval.index",
+        "retrieval.demo",
+    )
+    for package in ("config", "jobs", "annotation", "retrieval"):
+        module = __import__(package)
+        for info in pkgutil.walk_packages(module.__path__, package + "."):
+            if any(part in info.name for part in skipped):
+                continue
+            try:
+                __import__(info.name)
+            except Exception as exc:  # a module that cannot load here is not a page's
+                log(f"  not imported: {info.name} ({type(exc).__name__})")
+    for path in (ROOT / "templates").rglob("*.html"):
+        try:
+            get_template(path.relative_to(ROOT / "templates").as_posix())
+        except TemplateDoesNotExist:
+            pass
+        except Exception as exc:
+            log(f"  template not compiled: {path.name} ({type(exc).__name__})")
+
+
+def release_free_memory() -> None:
+    """Give the C heap's free memory back to the system (glibc), so that a child's request
+    cannot grow into memory this process freed without its peak RSS rising."""
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+
+
+class RequestTimeout(BaseException):
+    """Raised in a child whose request ran past ``--request-timeout`` (not an Exception, so
+    Django's handler does not turn it into a 500)."""
+
+
+def _alarm(signum, frame):
+    raise RequestTimeout
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def request_once(client, url: str, timeout: int) -> dict:
+    """In the child: one GET, read to its last byte; times, size, status, memory rise."""
+    before_jobs = latest_job()  # also opens the child's connection, kept as a worker keeps it
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    start_mb = peak_mb()
+    began = time.perf_counter()
+    response = client.get(url)
+    if response.streaming:
+        first = None
+        size = 0
+        for chunk in response.streaming_content:
+            if first is None:
+                first = time.perf_counter() - began
+            size += len(chunk)
+        response.close()
+        last = time.perf_counter() - began
+        first = last if first is None else first
+    else:
+        size = len(response.content)
+        last = first = time.perf_counter() - began
+    signal.alarm(0)
+    result = {
+        "status": response.status_code,
+        "seconds": last,
+        "first_byte": first,
+        "bytes": size,
+        "mb": peak_mb() - start_mb,
+    }
+    exc_info = getattr(response, "exc_info", None)
+    if exc_info:
+        result["error"] = f"{exc_info[0].__name__}: {str(exc_info[1])[:300]}{where(exc_info[2])}"
+    elif response.status_code >= 300 and response.status_code != 304:
+        target = response.get("Location", "")
+        result["error"] = f"HTTP {response.status_code}" + (f" to {target}" if target else "")
+    result["jobs"] = wait_for_jobs(before_jobs, quiet=True)
+    return result
+
+
+def where(trace) -> str:
+    """`` at file:line`` of the innermost frame of the project's own code in ``trace``."""
+    import traceback
+
+    ours = [
+        frame
+        for frame in traceback.extract_tb(trace)
+        if frame.filename.startswith(str(ROOT)) and "/.venv/" not in frame.filename
+    ]
+    if not ours:
+        return ""
+    return f" (at {Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno})"
+
+
+def measure(client, url: str, timeout: int) -> dict:
+    """One request in a forked child; its figures, read from a pipe."""
+    from django.db import connections
+
+    connections.close_all()  # the child must not share the parent's connection
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read_end)
+        try:
+            result = request_once(client, url, timeout)
+        except RequestTimeout:
+            result = {"crash": f"no answer within {timeout} s"}
+        except BaseException as exc:
+            result = {"crash": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        with os.fdopen(write_end, "w") as pipe:
+            pipe.write(json.dumps(result))
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        text = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not text:
+        return {"crash": f"the child died (wait status {status}; out of memory?)"}
+    return json.loads(text)
+
+
+def judge_row(row: Row) -> None:
+    """Median, target and whether it is met."""
+    if row.seconds:
+        row.median_s = statistics.median(row.seconds)
+        row.first_byte_s = statistics.median(row.first_byte)
+    if row.export:
+        row.target = (
+            f"≤ {EXPORT_SECONDS:g} s, first byte ≤ {EXPORT_FIRST_BYTE:g} s, ≤ +{EXPORT_MB:g} MB"
+        )
+    else:
+        row.target = f"≤ {PAGE_SECONDS:g} s, ≤ +{PAGE_MB:g} MB"
+    misses = []
+    bad = sorted({s for s in row.statuses if s != 200})
+    if row.crashes:
+        misses.append(f"{row.crashes} request{'s' if row.crashes > 1 else ''} failed")
+    if bad:
+        misses.append("HTTP " + "/".join(map(str, bad)))
+    if row.median_s is not None:
+        limit = EXPORT_SECONDS if row.export else PAGE_SECONDS
+        if row.median_s > limit:
+            misses.append(f"{row.median_s:.2f} s")
+        if row.export and row.first_byte_s > EXPORT_FIRST_BYTE:
+            misses.append(f"first byte {row.first_byte_s:.2f} s")
+        if row.mb > (EXPORT_MB if row.export else PAGE_MB):
+            misses.append(f"+{row.mb:.0f} MB")
+    row.met = "yes" if not misses else "no: " + ", ".join(misses)
+
+
+def prepare_figures(how: str) -> dict[str, float]:
+    """Drop the stored figures unless ``how`` is "keep"; with "jobs", run the jobs that
+    compute them in a forked child (as a worker would) and return each job's seconds."""
+    from django.db import connections
+
+    from jobs.models import StoredFigure
+
+    if how == "keep":
+        return {}
+    deleted, _ = StoredFigure.objects.all().delete()
+    log(f"dropped {deleted} stored figures")
+    if how == "forget":
+        return {}
+    connections.close_all()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        os.close(read)
+        took = {}
+        try:
+            from annotation.models import Campaign
+            from jobs.registry import get_kind
+            from jobs.runner import check_arguments
+            from retrieval.models import LabelSet
+
+            class Quiet:
+                def step(self, *args, **kwargs):
+                    pass
+
+            work = [
+                ("label-set-figures", {"dataset": s.dataset.name, "labels": s.name})
+                for s in LabelSet.objects.select_related("dataset").defer("arrays")
+            ]
+            work += [("campaign-figures", {"campaign": c.name}) for c in Campaign.objects.all()]
+            for kind_name, data in work:
+                kind = get_kind(kind_name)
+                began = time.perf_counter()
+                kind.run(Quiet(), **check_arguments(kind, data))
+                took[f"{kind_name} {'/'.join(data.values())}"] = time.perf_counter() - began
+        finally:
+            with os.fdopen(write, "w") as out:
+                out.write(json.dumps(took))
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        took = json.loads(answer.read() or "{}")
+    os.waitpid(pid, 0)
+    for name, seconds in took.items():
+        log(f"  job {name}: {seconds:.1f} s")
+    return took
+
+
+def time_pages(args) -> list[Row]:
+    from django.contrib.auth import get_user_model
+    from django.db import connections
+    from django.test import Client
+    from django.urls import reverse
+
+    listed = pages()
+    skipped = not_timed(listed)
+    if args.only:
+        wanted = args.only.lower()
+        listed = [p for p in listed if wanted in p.name.lower() or wanted in p.url.lower()]
+    client = Client(raise_request_exception=False)
+    client.force_login(get_user_model().objects.get(username=ADMIN))
+    log("importing the views' modules and compiling templates")
+    warm_process()
+    # One tiny request builds the middleware chain (WhiteNoise's index of static files) and
+    # the URL resolver's caches, once, as in a worker that has served a request.
+    client.get(reverse("account-tokens"))
+    connections.close_all()
+    gc.collect()
+    gc.freeze()  # the children's collections skip what they inherit (no copy-on-write)
+    release_free_memory()
+    log(f"timing {len(listed)} URLs, {args.repeats} requests each, each in a forked child")
+    rows = []
+    for page in listed:
+        row = Row(page.name, page.url, page.export)
+        for _ in range(args.repeats):
+            result = measure(client, page.url, args.request_timeout)
+            if "crash" in result:
+                row.error = result["crash"]
+                row.crashes += 1
+                continue
+            row.statuses.append(result["status"])
+            row.seconds.append(round(result["seconds"], 4))
+            row.first_byte.append(round(result["first_byte"], 4))
+            row.bytes = result["bytes"]
+            row.mb = max(row.mb, round(result["mb"], 1))
+            row.jobs = max(row.jobs, result["jobs"])
+            row.error = result.get("error", row.error)
+        judge_row(row)
+        median = "-" if row.median_s is None else f"{row.median_s:.3f} s"
+        log(f"  {page.name}: {median}, {row.bytes:,} bytes, +{row.mb:.0f} MB, {row.met}")
+        rows.append(row)
+    if skipped:
+        log("URL names not timed (POST-only, or no such object here): " + ", ".join(skipped))
+    return rows
+
+
+def anchor(repeats: int) -> float:
+    """Median seconds of ``SELECT count(*)`` over the campaign's pairs (a fresh connection)."""
+    from django.db import connection, connections
+
+    from annotation.models import Campaign, Pair
+
+    campaign = Campaign.objects.only("pk").get(name=CAMPAIGN)
+    table = connection.ops.quote_name(Pair._meta.db_table)
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE campaign_id = %s", [campaign.pk])
+            cursor.fetchone()
+        times.append(time.perf_counter() - began)
+    connections.close_all()
+    return statistics.median(times)
+
+
+def postgres_version() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        (version,) = cursor.fetchone()
+    return version.split()[0]
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| page | URL | median s | first byte s | bytes | +MB | target | met |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        median = "-" if r.median_s is None else f"{r.median_s:.3f}"
+        first = "-" if r.first_byte_s is None else f"{r.first_byte_s:.3f}"
+        url = r.url.replace("|", "%7C")
+        lines.append(
+            f"| {r.page} | `{url}` | {median} | {first} | {r.bytes:,} | {r.mb:.0f} | {r.target} | {r.met} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", help="a PostgreSQL server (default: DATABASE_URL)")
+    parser.add_argument("--db-name", default="firepool_scale", help="the dedicated database")
+    parser.add_argument("--var", type=Path, help="var dir (default /tmp/firepool-scale-var/DB)")
+    parser.add_argument("--rebuild", action="store_true", help="drop the database, build again")
+    parser.add_argument("--queries", type=int, default=27_763)
+    parser.add_argument("--videos", type=int, default=670)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=10)
+    parser.add_argument("--annotators", type=int, default=100)
+    parser.add_argument(
+        "--labels",
+        type=int,
+        help=f"live labels in all (default: pairs x {FIRE_LABELS:,}/{FIRE_PAIRS:,})",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--proxies", default="all", help="proxies to cache: all, none or a list (bow,pos,syn,met)"
+    )
+    parser.add_argument("--workers", type=int, default=0, help="METEOR processes (0: per core)")
+    parser.add_argument("--repeats", type=int, default=3, help="requests per URL (median)")
+    parser.add_argument("--only", help="time only URLs whose name or path contains this")
+    parser.add_argument("--request-timeout", type=int, default=900, help="seconds per request")
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument(
+        "--figures",
+        choices=["jobs", "forget", "keep"],
+        default="jobs",
+        help="stored figures before timing: computed by their jobs, dropped, or kept",
+    )
+    args = parser.parse_args()
+    if args.videos < 2 or args.annotators < MAX_LABELS:
+        raise SystemExit(f"need at least 2 videos and {MAX_LABELS} annotators")
+    params = {
+        "version": BUILD_VERSION,
+        "queries": args.queries,
+        "videos": args.videos,
+        "runs": args.runs,
+        "depth": args.depth,
+        "annotators": args.annotators,
+        "labels": args.labels,
+        "seed": args.seed,
+        "proxies": args.proxies,
+    }
+    base_url = base_database_url(args.database_url)
+    url = with_database(base_url, args.db_name)
+    var = args.var or Path("/tmp/firepool-scale-var") / args.db_name
+    reuse = prepare_database(base_url, args.db_name, args.rebuild, params)
+    if not reuse:
+        shutil.rmtree(var, ignore_errors=True)
+    setup_django(url, var)
+    from retrieval.models import Dataset
+
+    if reuse:
+        dataset = Dataset.objects.get(name=DATASET)
+        built = dataset.metadata["scale_pages"]
+        log(f"reusing the build in {args.db_name} ({built['built_at']})")
+        make_proxies(args, dataset)  # from the var dir's cache, or again if it was removed
+    else:
+        log(f"building in {args.db_name} (var {var})")
+        began = time.perf_counter()
+        built = {"params": params, **build(args)}
+        built.update(complete=True, built_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+        built["seconds"]["total"] = round(time.perf_counter() - began, 1)
+        dataset = Dataset.objects.get(name=DATASET)
+        dataset.metadata = {**dataset.metadata, "scale_pages": built}
+        dataset.save(update_fields=["metadata"])
+        log(f"built in {built['seconds']['total']} s")
+        # Time in a fresh process: the build leaves freed memory in this one that requests
+        # would reuse unseen, hiding what they allocate.
+        again = [a for a in sys.argv if a != "--rebuild"]
+        log("timing in a fresh process: " + " ".join(again))
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, *again])
+    figure_jobs = prepare_figures(args.figures)
+    rows = time_pages(args)
+    anchor_s = anchor(args.repeats)
+    print()
+    print(f"machine: {machine()}, PostgreSQL {postgres_version()}")
+    print(
+        f"world: {built['pairs']:,} pairs, {built['labels']:,} live labels "
+        f"({built['judgement_rows']:,} rows), {built['params']['annotators']} annotators, "
+        f"{built['params']['queries']:,} queries x {built['params']['videos']:,} videos, "
+        f"{built['params']['runs']} runs at depth {built['params']['depth']} "
+        f"(database {args.db_name}, built {built['built_at']})"
+    )
+    print(f"anchor: SELECT count(*) over the campaign's pairs, median {anchor_s * 1000:.1f} ms")
+    print(
+        f"{args.repeats} requests per URL, server-side in-process, DJANGO_DEBUG=0; "
+        "median s to the last byte, +MB the largest rise of peak RSS"
+    )
+    print()
+    print(table(rows))
+    if figure_jobs:
+        print()
+        print(
+            "Stored figures computed by their jobs before timing: "
+            + "; ".join(f"{name} {seconds:.1f} s" for name, seconds in figure_jobs.items())
+        )
+    started = [f"{r.page} ({r.jobs})" for r in rows if r.jobs]
+    if started:
+        print()
+        print("Requests that started jobs (run to their end, untimed): " + ", ".join(started))
+    failed = [r for r in rows if r.error]
+    if failed:
+        print()
+        print("Errors and answers other than 200:")
+        for r in failed:
+            print(f"- {r.page} `{r.url}`: {r.error}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": f"{machine()}, PostgreSQL {postgres_version()}",
+                    "anchor_count_seconds": anchor_s,
+                    "build": built,
+                    "rows": [asdict(r) for r in rows],
+                },
+                indent=2,
+            )
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
