@@ -317,7 +317,7 @@ def fire_json_row_chunks(
                 f'{{"annotator_ids": [{", ".join([encoded[a] for a in annotators])}]{verdict}, '
                 f'"video_id": {encoded[video_id]}, "query": {encoded[query]}, '
                 f'"annotator_labels": [{said}], '
-                f'"response_ids": [{", ".join([json_string(r) for r in responses])}], '
+                f'"response_ids": [{_json_strings(responses)}], '
                 f'"queue_ids": [{json_string(queue_id)}], "models": [{retrieved}{tail}'
             )
             if auto:
@@ -328,3 +328,18 @@ def fire_json_row_chunks(
             yield line + "}"
 
     return _document(metadata, lines(ANNOTATIONS, annotations), lines(DISAGREEMENTS, disagreements))
+
+
+def _json_strings(texts: tuple) -> str:
+    """``", ".join(json_string(t) for t in texts)``, checked for escapes all at once: the
+    response ids are UUIDs, which never need any, and a :func:`json_string` per id cost
+    0.85 s of a 7 s profiled FIRE JSON export at FIRE's 679,000 labels."""
+    if not texts:
+        return ""
+    try:
+        joined = "".join(texts)
+    except TypeError:  # not all text: each its own way
+        joined = None
+    if joined is not None and joined.isprintable() and '"' not in joined and "\\" not in joined:
+        return '"' + '", "'.join(texts) + '"'
+    return ", ".join([json_string(text) for text in texts])

@@ -208,3 +208,45 @@ def test_the_campaign_covers_what_the_comparison_needs(rich):
     raw = "".join(exports.export_chunks(rich, "raw"))
     assert '"discounted": true' in raw and "zoë" in raw
     assert "T10:00:00+00:00" in raw and ".000000+00:00" not in raw
+
+
+@pytest.mark.parametrize("fmt", PAIR_FORMATS)
+def test_export_bytes_are_the_same_read_in_small_windows(rich, fmt, monkeypatch):
+    """Many id windows: on PostgreSQL each is read ahead of its writing (pipeline mode)."""
+    monkeypatch.setattr("django.utils.timezone.now", lambda: NOW)
+    whole = "".join(exports.export_chunks(rich, fmt))
+    monkeypatch.setattr(exports, "FIRST_BATCH", 1)
+    monkeypatch.setattr(exports, "BATCH", 2)
+    assert len(list(exports._windows(rich))) > 3
+    assert "".join(exports.export_chunks(rich, fmt)) == whole == reference(rich, fmt, MAJORITY)
+
+
+def test_queries_between_windows_see_an_ordinary_connection(rich, monkeypatch):
+    """Another query while a window is read ahead collects it first: an update counts its
+    rows, and the windows read on (what a caller between two chunks, or after abandoning
+    an export half-way, may do)."""
+    from django.db import connection
+
+    from annotation.judging import statements
+
+    sent = []
+    send = statements._ReadAhead.send
+    monkeypatch.setattr(
+        statements._ReadAhead, "send", lambda self, *a: sent.append(send(self, *a)) or sent[-1]
+    )
+    windows = [(low, low + 2) for low, _ in exports._windows(rich)]
+    windows = [(low, low + 2) for low in range(windows[0][0], windows[0][0] + 12, 2)]
+    expected = [statements.export_rows(low, high, "labels", rich.pk) for low, high in windows]
+    read = statements.export_windows(windows, "labels", rich.pk)
+    got = [next(read), next(read)]
+    first = Pair.objects.filter(campaign=rich).order_by("pk").first()
+    assert Pair.objects.filter(pk=first.pk).update(adjudicated=first.adjudicated) == 1
+    got += list(read)
+    assert got == expected
+    # Read ahead on PostgreSQL until the update, plainly after it.
+    assert (True in sent and False in sent) == (connection.vendor == "postgresql")
+    abandoned = statements.export_windows(windows, "labels", rich.pk)
+    next(abandoned), next(abandoned)
+    assert Pair.objects.filter(campaign=rich).count() == len(list(exports._pair_ids(rich, "pk")))
+    del abandoned
+    assert Pair.objects.filter(pk=first.pk).update(adjudicated=first.adjudicated) == 1

@@ -1,6 +1,7 @@
 """Judge only what is missing: a campaign of one run's unjudged top-k pairs, and the label
 set version its resolution makes."""
 
+import numpy as np
 import pytest
 
 from annotation.campaign_read.resolution import resolve_campaign
@@ -12,7 +13,7 @@ from retrieval.models import Caption, LabelSet
 from retrieval.services.labelsets import LabelSetError, load_judged
 from retrieval.services.leaderboard import build_leaderboard, read_request
 from retrieval.services.runs import load_run
-from tests.factories import pooled_world, random_run
+from tests.factories import make_campaign, pooled_world, random_run
 
 IMMEDIATE = {
     "default": {
@@ -219,3 +220,19 @@ def test_the_leaderboard_offers_the_button_to_admins_only(world, people, client)
     assert 'class="judge-missing"' in page and "run=gamma" in page
     client.force_login(people["researcher"])
     assert 'class="judge-missing"' not in client.get(url, {"labels": "pooled"}).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_run_the_label_set_covers_wholly_misses_nothing():
+    """Nothing lacking: no query for judged pairs of no caption (an empty ``IN``)."""
+    from annotation.judging.statements import queryset_array
+    from annotation.models import Pair
+    from annotation.services.campaigns import judged_pairs
+
+    campaign = make_campaign(n_queries=2)
+    captions, videos = judged_pairs(campaign.dataset, np.zeros(0, np.int64))
+    assert captions.size == videos.size == 0
+    empty = queryset_array(
+        Pair.objects.filter(pk__in=[]).values_list("id"), np.dtype([("id", np.int64)])
+    )
+    assert empty.size == 0
