@@ -250,8 +250,9 @@ FIREPOOL_NLTK_DATA = Path(os.environ.get("FIREPOOL_NLTK_DATA", VAR_DIR / "nltk_d
 # Model weights, embeddings and faiss indexes: never served over HTTP.
 FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR / "artifacts"))
 # Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
-# A new label set's leaderboard and report are computed by a job when it is made
-# (retrieval.services.stored_figures); the test suite turns it off and tests it alone.
+# Stored figures are computed by jobs: a new label set's (retrieval.services.stored_figures)
+# when it is made, a campaign's live ones (annotation.judging.figures_due) as labels arrive.
+# The test suite turns this off and tests the jobs alone.
 FIREPOOL_WARM_FIGURES = env_bool("FIREPOOL_WARM_FIGURES", True)
 FIREPOOL_PROXY_CACHE_DIR = Path(
     os.environ.get("FIREPOOL_PROXY_CACHE_DIR", VAR_DIR / "cache" / "proxies")

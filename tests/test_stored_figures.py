@@ -173,3 +173,24 @@ def test_a_new_label_set_queues_the_job_that_computes_its_figures(
         StoredFigure.objects.get(kind="leaderboard", subject__endswith=f" {warm.pk}").computed_at
         == computed
     )
+
+
+@pytest.mark.django_db
+def test_resolving_again_makes_a_new_board():
+    """A re-resolve replaces the campaign's label set (a new row): its board is computed
+    again from the new labels, equal to a fresh one."""
+    from annotation.campaign_read.resolution import resolve_campaign
+    from tests.factories import make_campaign
+
+    campaign = make_campaign(n_queries=3, depth=2)
+    Pair = campaign.pairs.model
+    first = resolve_campaign(campaign)
+    before = stored_leaderboard(campaign.dataset, first)
+    Pair.objects.filter(pk=campaign.pairs.order_by("pk").first().pk).update(
+        adjudicated="relevant", status="relevant"
+    )
+    again = resolve_campaign(campaign)
+    assert again.pk != first.pk
+    after = stored_leaderboard(campaign.dataset, again)
+    assert after.computed_at > before.computed_at
+    assert _rows(after.value) == _rows(build_leaderboard(campaign.dataset, again))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -34,22 +35,20 @@ def subject(campaign_id: int) -> str:
 
 def request_refresh(campaign, judgement_id: int, now: datetime | None = None) -> bool:
     """After a label is stored (in its transaction): queue the ``campaign-figures`` job when
-    the campaign's figures were computed long enough ago and none is queued or running.
-    Whether one was queued. A campaign whose figures were never computed waits for its page
-    (which computes them once)."""
-    if judgement_id % EVERY:
+    the campaign's figures were never computed or were computed long enough ago, and none
+    is queued or running. Whether one was queued."""
+    if judgement_id % EVERY or not settings.FIREPOOL_WARM_FIGURES:
         return False
     last = (
         StoredFigure.objects.filter(kind=PACED_BY, subject=subject(campaign.pk))
         .values_list("computed_at", "seconds")
         .first()
     )
-    if last is None:
-        return False
-    computed_at, seconds = last
-    pause = max(MIN_INTERVAL, timedelta(seconds=max(seconds, 0.0) / DUTY))
-    if computed_at > (now or timezone.now()) - pause:
-        return False
+    if last is not None:
+        computed_at, seconds = last
+        pause = max(MIN_INTERVAL, timedelta(seconds=max(seconds, 0.0) / DUTY))
+        if computed_at > (now or timezone.now()) - pause:
+            return False
     waiting = Job.objects.filter(
         kind=JOB_KIND,
         status__in=[Job.Status.QUEUED, Job.Status.RUNNING],

@@ -84,7 +84,7 @@ def test_a_cheap_out_of_date_figure_is_computed_again_in_the_request(campaign):
 
 
 def test_submits_queue_the_refresh_when_due_and_once(
-    campaign, monkeypatch, django_capture_on_commit_callbacks
+    campaign, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
     from datetime import timedelta
 
@@ -92,10 +92,14 @@ def test_submits_queue_the_refresh_when_due_and_once(
 
     from jobs.models import StoredFigure
 
+    settings.FIREPOOL_WARM_FIGURES = True  # the suite turns the jobs off; here they are tested
     monkeypatch.setattr(figures_due, "EVERY", 1)
     submitted = []
     monkeypatch.setattr(figures_due.runner, "submit", lambda k, d: submitted.append((k, d)))
-    assert not figures_due.request_refresh(campaign, 7)  # never computed: the page does it
+    with django_capture_on_commit_callbacks(execute=True):
+        assert figures_due.request_refresh(campaign, 7)  # never computed: the job does it
+    assert submitted == [(figures_due.JOB_KIND, {"campaign": campaign.name})]
+    submitted.clear()
     live_figures.live_figures(campaign)
     assert not figures_due.request_refresh(campaign, 7)  # computed just now
     later = timezone.now() + figures_due.MIN_INTERVAL + timedelta(seconds=1)
