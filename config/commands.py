@@ -8,6 +8,7 @@ below ``handle`` into one, so no command catches service errors itself.
 from django.core.management import base
 
 from config.errors import UserError
+from jobs.runner import finish_in_process
 
 
 class BaseCommand(base.BaseCommand):
@@ -17,8 +18,16 @@ class BaseCommand(base.BaseCommand):
     as everywhere else in Django.
     """
 
+    finish_jobs = True
+    """Whether :meth:`execute` waits for the jobs ``handle`` queued in this process."""
+
     def execute(self, *args, **options):
         try:
-            return super().execute(*args, **options)
+            done = super().execute(*args, **options)
         except UserError as exc:
             raise base.CommandError(str(exc)) from exc
+        # Jobs the command queued in this process (a new label set's figures) finish before
+        # it exits, rather than being lost with it; a stopped command does not wait.
+        if self.finish_jobs:
+            finish_in_process()
+        return done

@@ -56,6 +56,12 @@ class ThreadBackend(ImmediateBackend):
                 self._execute_task(result)
             finally:
                 connections.close_all()
+                self._queue.task_done()
+
+    def drain(self) -> None:
+        """Wait until every task enqueued here has run: a command's process calls it before
+        it exits, so the jobs it queued (a new label set's figures) are not lost with it."""
+        self._queue.join()
 
 
 def _hold_job(args) -> None:

@@ -100,3 +100,14 @@ def retry(job: Job, user=None) -> Job:
     )
     enqueue(again)
     return again
+
+
+def finish_in_process() -> None:
+    """Wait for the jobs this process queued on an in-process backend to finish (nothing to
+    wait for with a real queue): what a command does before its process exits."""
+    from django_tasks import task_backends
+
+    for backend in task_backends.all():
+        drain = getattr(backend, "drain", None)
+        if drain is not None:
+            drain()

@@ -43,7 +43,9 @@ class Command(BaseCommand):
             ran = run_recorded(tag, console.say)
         except KeyboardInterrupt:
             console.say("deferred jobs stopped; the next `make run` starts them again")
+            self.finish_jobs = False  # stopped: nothing more waits
             return
+        console.say("finishing the figures the deferred jobs queued")
         if ran:
             failed = [job for job in ran if job.status == job.Status.FAILED]
             console.say(
