@@ -1,6 +1,12 @@
 """Shared pytest setup: every test gets its own media root and NLTK data stays offline."""
 
+import os
+
 import pytest
+
+# The stored figures' jobs stay off in the servers and workers tests start too (their own
+# tests turn them on): a job they queued would be one more for the job tests to count.
+os.environ["FIREPOOL_WARM_FIGURES"] = "0"
 
 
 @pytest.fixture(autouse=True)
