@@ -91,6 +91,8 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             except UserError as exc:
                 gold_error = str(exc)
         form = PoolForm(data)
+        if dataset is not None:
+            form.offer_label_sets(dataset)
         if gold_error is None and form.is_valid():
             job = create(get_kind("pool"), cleaned(form), request.user)
             messages.success(request, f"Pooling {form.cleaned_data['name']!r}: job {job.pk}.")
@@ -100,6 +102,8 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         status = 400
     else:
         form = PoolForm(initial={"dataset": dataset.name if dataset else ""})
+        if dataset is not None:
+            form.offer_label_sets(dataset)
     context = {
         "datasets": datasets,
         "dataset": dataset,
@@ -113,6 +117,18 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/campaign_form.html", context, status=status)
 
 
+def _edit_form(campaign: Campaign, initial: dict, data=None) -> CampaignSettingsForm:
+    """The campaign form as the edit page shows it: what pooling fixed (``FIXED_FIELDS``) is
+    disabled, so a browser cannot change it and a posted value is ignored for the
+    campaign's own; ``extends`` offers the campaign's dataset's label sets."""
+    form = CampaignSettingsForm(data, initial=initial)
+    form.offer_label_sets(campaign.dataset)
+    for name in lifecycle.FIXED_FIELDS:
+        form.fields[name].disabled = True
+    form.fields["guidelines"].help_text = "What annotators read before judging (empty: kept)."
+    return form
+
+
 @admins_only
 def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Change what may change once a campaign is pooled (name, guidelines, lease, budget,
@@ -121,8 +137,9 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     status = 200
     error = None
+    initial = lifecycle.form_values(lifecycle.current_spec(campaign))
     if request.method == "POST":
-        form = CampaignSettingsForm(request.POST)
+        form = _edit_form(campaign, initial, request.POST)
         if form.is_valid():
             try:
                 lifecycle.edit_campaign(campaign, form.spec())
@@ -133,16 +150,13 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
                 return redirect("campaign", campaign_id=campaign.pk)
         status = 400
     else:
-        form = CampaignSettingsForm(initial=lifecycle.form_values(lifecycle.current_spec(campaign)))
-    for name in [*lifecycle.FIXED.values(), *lifecycle.FIXED_POLICY.values()]:
-        form.fields[name].widget.attrs["readonly"] = True
-    form.fields["guidelines"].help_text = "What annotators read before judging (empty: kept)."
+        form = _edit_form(campaign, initial)
     context = {
         "campaign": campaign,
         "form": form,
         "groups": _groups(form),
         "error": error,
-        "fixed": [*lifecycle.FIXED.values(), *lifecycle.FIXED_POLICY.values(), "judging_order"],
+        "fixed": lifecycle.FIXED_FIELDS,
         "mode": "edit",
     }
     return render(request, "annotation/campaign_form.html", context, status=status)

@@ -1,6 +1,7 @@
 """Forms of the annotation app: one campaign form for the admin site and the pool job."""
 
 from django import forms
+from django.utils.choices import CallableChoiceIterator
 
 from annotation import campaign_spec, settings
 from annotation import policy as label_policy
@@ -8,6 +9,10 @@ from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import FIRE_GUIDELINES, Judgement
 from annotation.settings import SettingsError
 from jobs.fields import YesNoField
+from retrieval.jobs import LABEL_SET_NAMES, PickedName
+
+OWN_CAMPAIGN = "none: a campaign of its own"
+"""The ``extends`` choice that completes no label set."""
 
 
 def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
@@ -125,12 +130,24 @@ class CampaignSettingsForm(forms.Form):
         help_text="What annotators read before judging (empty: FIRE's guidelines).",
     )
 
-    extends = forms.CharField(
+    extends = PickedName(
+        LABEL_SET_NAMES,
+        blank=OWN_CAMPAIGN,
         max_length=100,
         required=False,
         help_text="A label set of the dataset to complete: pairs it judges are not pooled "
         "again, and resolving makes a new version of it (empty: a campaign of its own).",
     )
+
+    def offer_label_sets(self, dataset) -> None:
+        """Offer only ``dataset``'s label sets for ``extends`` (the pages that know the
+        dataset); drawn lazily, and validated as the typed name is, by the spec check."""
+
+        def names() -> list:
+            found = dataset.label_sets.order_by("name").values_list("name", flat=True)
+            return [("", OWN_CAMPAIGN), *[(name, name) for name in found]]
+
+        self.fields["extends"].widget.choices = CallableChoiceIterator(names)
 
     def clean(self) -> dict:
         data = super().clean()

@@ -254,6 +254,10 @@ FIXED_POLICY = {"name": "policy", "confidence": "confidence"}
 """The label policy's settings, by the form field that names them: fixed once pooled (the
 pairs' needed labels were computed under them)."""
 
+FIXED_FIELDS = (*FIXED.values(), "judging_order", *FIXED_POLICY.values())
+"""Every form field :func:`fixed_changes` refuses to change once pooled: the edit page shows
+them disabled (their posted values ignored, the campaign's own kept)."""
+
 
 @transaction.atomic
 def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
