@@ -1,6 +1,8 @@
 """Forms of the campaign's people page: what an admin types beside an action."""
 
 from django import forms
+from django.contrib.auth.forms import UsernameField
+from django.contrib.auth.validators import UnicodeUsernameValidator
 
 
 class PauseForm(forms.Form):
@@ -30,3 +32,17 @@ class InviteForm(forms.Form):
     def __init__(self, *args, choices=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["annotators"].choices = choices
+
+
+class NewAnnotatorForm(forms.Form):
+    """A new annotator account: a username under Django's own rule (letters, digits and
+    ``@.+-_``, at most 150 characters, NFKC-normalised), and an email address if wanted.
+    Whether the name is taken is the service's question
+    (:func:`annotation.services.people.create_annotator`)."""
+
+    username = UsernameField(
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
+        help_text="Letters, digits and @ . + - _ only; at most 150 characters.",
+    )
+    email = forms.EmailField(required=False, max_length=254)

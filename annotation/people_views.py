@@ -1,5 +1,6 @@
 """The campaign's people page: every annotator with their scores and status, and an
-admin's actions on them (admit, pause, reinstate, discount labels, invite).
+admin's actions on them (admit, pause, reinstate, discount labels, invite, and add a new
+annotator account, whose generated password the answer to that POST shows once).
 
 Researchers read the page (the scores are the agreement page's, a campaign report); only
 admins act. Every action is a POST with CSRF to :mod:`annotation.services.people`;
@@ -9,11 +10,12 @@ discounting has a real confirmation step: a GET names the count, the POST does i
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotation.campaign_read import live_figures
 from annotation.models import Campaign
-from annotation.people_forms import DiscountForm, InviteForm, PauseForm
+from annotation.people_forms import DiscountForm, InviteForm, NewAnnotatorForm, PauseForm
 from annotation.services import people
 from config import roles
 
@@ -38,11 +40,9 @@ def _form_errors(request: HttpRequest, form) -> None:
         messages.error(request, f"{field}: {' '.join(errors)}")
 
 
-@require_safe
-@researchers_only
-def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status."""
-    campaign = _campaign(campaign_id)
+def _people_page(
+    request: HttpRequest, campaign: Campaign, new_form=None, status: int = 200
+) -> HttpResponse:
     live = live_figures.live_figures(campaign, (live_figures.SCORES,))
     page = people.campaign_people(campaign, scores=live[live_figures.SCORES])
     return render(
@@ -53,8 +53,17 @@ def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "live": live,
             "page": page,
             "invite_form": InviteForm(choices=page.invitable),
+            "new_form": new_form or NewAnnotatorForm(),
         },
+        status=status,
     )
+
+
+@require_safe
+@researchers_only
+def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status."""
+    return _people_page(request, _campaign(campaign_id))
 
 
 def _admit(request, campaign, annotator) -> str:
@@ -162,3 +171,32 @@ def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
     else:
         messages.success(request, f"Invited {', '.join(names)} to {campaign.name}.")
     return _back(campaign)
+
+
+@require_POST
+@admins_only
+def add_annotator(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Make a new annotator account and invite it to the campaign. A refused or taken name
+    shows the people page again with the form's error (400); a made account answers with a
+    page showing its generated password, this once: the answer is not a redirect (the
+    password never goes into the session's messages) and is never cached."""
+    campaign = _campaign(campaign_id)
+    form = NewAnnotatorForm(request.POST)
+    if form.is_valid():
+        try:
+            made = people.create_annotator(
+                campaign, form.cleaned_data["username"], form.cleaned_data["email"], request.user
+            )
+        except people.AccountError as exc:
+            form.add_error(exc.field, str(exc))
+        except people.PeopleError as exc:
+            form.add_error(None, str(exc))
+        else:
+            response = render(
+                request,
+                "annotation/annotator_created.html",
+                {"campaign": campaign, "made": made},
+            )
+            add_never_cache_headers(response)
+            return response
+    return _people_page(request, campaign, new_form=form, status=400)

@@ -74,6 +74,11 @@ urlpatterns = [
         name="campaign-annotators-invite",
     ),
     path(
+        "campaigns/<int:campaign_id>/annotators/add/",
+        people_views.add_annotator,
+        name="campaign-annotators-add",
+    ),
+    path(
         "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
         people_views.discount,
         name="campaign-annotator-discount",

@@ -351,6 +351,30 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
+        "campaigns/<int:campaign_id>/annotators/add/",
+        "/campaigns/{c}/annotators/add/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/add/",
+        "/campaigns/{c}/annotators/add/",
+        annotator=403,
+        researcher=403,
+        admin=400,  # past the role check: no username, the form's error, nothing made
+        method="post",
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/add/",
+        "/campaigns/999999/annotators/add/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+        method="post",
+    ),
+    page(
         "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
         "/campaigns/{c}/annotators/{ann}/discount/",
         **ADMIN_ONLY,
@@ -1095,6 +1119,7 @@ def test_state_changing_requests_need_the_csrf_token(world):
         (ADMIN, f"/campaigns/{c}/resolve/"),
         (ADMIN, f"/campaigns/{c}/adjudicate/"),
         (ADMIN, f"/campaigns/{c}/annotators/invite/"),
+        (ADMIN, f"/campaigns/{c}/annotators/add/"),
         (ADMIN, f"/campaigns/{c}/annotators/{world.users[ANNOTATOR].pk}/pause/"),
         (ADMIN, f"/campaigns/{c}/annotators/{world.users[ANNOTATOR].pk}/discount/"),
         (RESEARCHER, "/jobs/start/rescore/"),

@@ -65,7 +65,7 @@ def test_admin_reinstates_and_discounts(live_server, browser, width):
     page.click("#annotators-link")
     page.wait_for_url(f"{live_server.url}/campaigns/{campaign.pk}/annotators/")
     speedy = page.locator("#person-speedy")
-    assert "paused by a rule" in speedy.inner_text() and "too fast" in speedy.inner_text()
+    assert "paused by the speed rule" in speedy.inner_text() and "too fast" in speedy.inner_text()
     _fits(page, width)
     _shot(page, f"people-paused-{width}")
 
@@ -76,7 +76,7 @@ def test_admin_reinstates_and_discounts(live_server, browser, width):
     assert "active" in speedy.inner_text() and "reinstated" in speedy.inner_text()
     speedy.locator("details.history summary").click()
     history = speedy.locator("details.history").inner_text()
-    assert "reinstated by boss" in history and "paused by a rule" in history  # kept
+    assert "reinstated by boss" in history and "paused by the speed rule" in history  # kept
     assert standing.paused(campaign, fast) is None
 
     page.locator("#person-steady a.discount-link").click()

@@ -1,5 +1,5 @@
 """Property tests of the HTML form endpoints that take a POST (not in the OpenAPI schema):
-adjudicate, resolve, promote to gold, job start and job retry, posted as an admin with random fields. No
+adjudicate, resolve, promote to gold, add an annotator, job start and job retry, posted as an admin with random fields. No
 input may give a 5xx."""
 
 import pytest
@@ -35,6 +35,8 @@ FIELDS = [
     "all_decided",
     "explanation",
     "guideline",
+    "username",
+    "email",
 ]
 VALUES = st.one_of(
     st.text(max_size=40),
@@ -68,7 +70,7 @@ def test_campaign_forms_never_answer_with_a_server_error(admin_client):
     @given(
         data=FORMS,
         pair=st.sampled_from([None, *pairs]),
-        path=st.sampled_from(["adjudicate", "resolve", "gold/promote"]),
+        path=st.sampled_from(["adjudicate", "resolve", "gold/promote", "annotators/add"]),
     )
     def check(data, pair, path):
         if pair is not None:

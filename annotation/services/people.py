@@ -4,8 +4,9 @@
 qualification attempts, or a standing: invited, paused, reinstated, discounted) with their
 qualification state, their scores (:func:`annotation.services.scores.campaign_scores`) and
 their status, in a fixed number of statements whatever the number of annotators. The
-actions (:func:`admit`, :func:`pause`, :func:`reinstate`, :func:`discount`, :func:`invite`)
-are the one implementation behind the people page, the Django admin's actions and the
+actions (:func:`admit`, :func:`pause`, :func:`reinstate`, :func:`discount`, :func:`invite`,
+and :func:`create_annotator`, which makes a new annotator account and invites it) are the one
+implementation behind the people page, the Django admin's actions and the
 ``annotators`` command; each writes a :class:`~annotation.models.StandingEvent`, so a
 reinstatement keeps the pause it ended in the annotator's history.
 
@@ -16,15 +17,19 @@ them past the qualification (or pause them) before they start.
 
 from __future__ import annotations
 
+import secrets
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from annotation.annotator_state import pause_rule
 from annotation.judging import gold as gold_queue
 from annotation.judging import pair_state
 from annotation.judging.statements import QualificationRow
@@ -49,6 +54,15 @@ class PeopleError(UserError):
     """An admin's action on a campaign's annotator cannot be done as asked."""
 
 
+class AccountError(PeopleError):
+    """A new annotator account cannot be made as asked; ``field`` names the input at fault
+    (``username`` or ``email``), so a form can show the message beside it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True)
 class Event:
     """One step of an annotator's history in a campaign (``by``: empty for a rule)."""
@@ -59,6 +73,13 @@ class Event:
     reason: str = ""
     labels: int = 0
     since: datetime | None = None
+
+    @property
+    def rule(self) -> str | None:
+        """The automatic rule (``speed``, ``gold``) behind a pause no admin made, else None."""
+        if self.action != StandingEvent.Action.PAUSED or self.by:
+            return None
+        return pause_rule(self.reason)
 
 
 @dataclass(frozen=True)
@@ -84,11 +105,25 @@ class Person:
         return self.score.labels if self.score else 0
 
     @property
+    def pause_rule(self) -> str | None:
+        """The automatic rule (``speed``, ``gold``) that paused them, read from the pause's
+        reason (:func:`annotation.annotator_state.pause_rule`); None when an admin did or
+        while they are not paused."""
+        if self.paused_at is None or self.paused_by:
+            return None
+        return pause_rule(self.paused_reason)
+
+    @property
     def status(self) -> str:
-        """``active``, ``paused by a rule`` or ``paused by an admin``."""
+        """``active``, ``paused by an admin``, or the rule that paused them: ``paused by the
+        speed rule``, ``paused by the gold rule`` (``paused by a rule`` for a reason no rule
+        of this version wrote)."""
         if self.paused_at is None:
             return "active"
-        return "paused by an admin" if self.paused_by else "paused by a rule"
+        if self.paused_by or self.paused_reason.startswith(ADMIN_PAUSE):
+            return "paused by an admin"
+        rule = self.pause_rule
+        return f"paused by the {rule} rule" if rule else "paused by a rule"
 
     @property
     def pause_note(self) -> str:
@@ -416,6 +451,82 @@ def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
             ]
         )
     return [_username(user) for user in new]
+
+
+PASSWORD_BYTES = 12
+"""Random bytes in a new account's password (16 URL-safe characters, 96 bits)."""
+
+
+@dataclass(frozen=True)
+class NewAnnotator:
+    """An annotator account just made and invited: ``password`` is the only copy in clear."""
+
+    id: int
+    username: str
+    email: str
+    password: str
+    campaign: str
+
+
+def _new_username(username: str) -> str:
+    """``username`` as Django's user model would store it (NFKC-normalised), if its own
+    rule takes it (letters, digits and ``@.+-_``, at most 150 characters) and no account
+    has it, in any letter case (as Django's ``UserCreationForm`` refuses); else AccountError."""
+    User = get_user_model()
+    field = User._meta.get_field(User.USERNAME_FIELD)
+    username = User.normalize_username(username)
+    if not username:
+        raise AccountError("username", "a username is needed")
+    try:
+        field.run_validators(username)
+    except ValidationError as exc:
+        raise AccountError("username", " ".join(exc.messages)) from None
+    if User._default_manager.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
+        raise AccountError(
+            "username", f"the username {username!r} is taken: an account has it (letter case aside)"
+        )
+    return username
+
+
+def _new_email(email: str) -> str:
+    if not email:
+        return ""
+    User = get_user_model()
+    email = User._default_manager.normalize_email(email.strip())
+    try:
+        validate_email(email)
+        User._meta.get_field("email").run_validators(email)
+    except ValidationError as exc:
+        raise AccountError("email", " ".join(exc.messages)) from None
+    return email
+
+
+def create_annotator(campaign: Campaign, username: str, email: str, admin) -> NewAnnotator:
+    """Make an account with the annotator role and a generated password, and invite it to
+    ``campaign`` (:func:`invite`), all in one transaction: a refused name, a taken one (also
+    when another admin takes it at the same moment) or a failed invitation leaves no
+    account behind. Raises :class:`AccountError` naming the field at fault.
+
+    The password is returned in clear once, for the page that answers the admin's POST to
+    show, and stored only hashed. A shown-once password is the simpler robust choice here:
+    firepool sends no mail, so a set-password link would have to be handed over by the
+    admin just the same, and would add a page and a token's expiry to get wrong; 96 random
+    bits pass the password validators (``AUTH_PASSWORD_VALIDATORS``) by construction.
+    """
+    User = get_user_model()
+    username = _new_username(username)
+    email = _new_email(email)
+    password = secrets.token_urlsafe(PASSWORD_BYTES)
+    try:
+        with transaction.atomic():
+            user = User._default_manager.create_user(username, email=email, password=password)
+            user.groups.add(roles.ensure_groups()[roles.ANNOTATOR])
+            invite(campaign, [user.pk], admin)
+    except IntegrityError:
+        raise AccountError(
+            "username", f"the username {username!r} is taken: an account has it (letter case aside)"
+        ) from None
+    return NewAnnotator(user.pk, username, email, password, campaign.name)
 
 
 def standings(campaign: Campaign) -> list[AnnotatorStanding]:

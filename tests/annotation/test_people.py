@@ -75,7 +75,7 @@ def test_a_rule_pause_is_in_the_history_and_says_so(people):
             break
         submit.submit(fast, current.pair.pk, "relevant", uuid.uuid4(), seconds=0.2)
     (person,) = people_service.campaign_people(campaign).people
-    assert person.status == "paused by a rule" and "too fast" in person.paused_reason
+    assert person.status == "paused by the speed rule" and "too fast" in person.paused_reason
     assert person.paused_by is None
     assert [(e.action, e.by) for e in person.history] == [("paused", "")]
     people_service.reinstate(campaign, fast, people["admin"])
