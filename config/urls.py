@@ -135,6 +135,11 @@ urlpatterns = [
         name="dataset-model",
     ),
     path("label-sets/", retrieval_views.label_sets, name="label-sets"),
+    path(
+        "datasets/<name:dataset_name>/default-label-set/",
+        retrieval_views.choose_default_label_set,
+        name="choose-default-label-set",
+    ),
     path("reports/", report_index.reports, name="reports"),
     path("reports/<name:dataset_name>/", retrieval_views.report, name="report"),
     path("reports/<name:dataset_name>/data/", retrieval_views.report_data, name="report-data"),

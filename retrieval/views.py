@@ -4,6 +4,7 @@ import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import (
     FileResponse,
@@ -15,7 +16,7 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import http_date
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from config.errors import UserError
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
@@ -26,7 +27,7 @@ from retrieval.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
 from retrieval.leaderboard_formats import render as render_leaderboard
 from retrieval.models import Dataset, LabelSet, RetrievalModel
 from retrieval.services.datasets import dataset_overview, dataset_summaries
-from retrieval.services.labelsets import default_label_set
+from retrieval.services.labelsets import choose_default, default_label_set
 from retrieval.services.leaderboard import LeaderboardError, read_request, stored_leaderboard
 from retrieval.services.proxies import stored_proxy_table
 from retrieval.services.reports import stored_report
@@ -97,8 +98,33 @@ def serve_media(request: HttpRequest, path: str) -> HttpResponse:
 @reports_only
 def label_sets(request: HttpRequest) -> HttpResponse:
     """The label sets re-scoring can use, from campaigns and imported files."""
+    return _label_sets_page(request)
+
+
+def _label_sets_page(request: HttpRequest, status: int = 200) -> HttpResponse:
     sets = LabelSet.objects.select_related("dataset").defer("arrays")
-    return render(request, "retrieval/label_sets.html", {"label_sets": sets})
+    return render(request, "retrieval/label_sets.html", {"label_sets": sets}, status=status)
+
+
+CHOOSE_DEFAULT_LABEL_SET = UPLOAD_DATASETS
+"""Choosing a dataset's default label set is an admin's work on the dataset, as uploading is."""
+
+
+@require_POST
+@permission_required(
+    CHOOSE_DEFAULT_LABEL_SET, "Only admins can choose a dataset's default label set."
+)
+def choose_default_label_set(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """Make the posted ``label_set`` the dataset's default (what its report and leaderboard
+    show when no set is named); an unknown name is a 400 that changes nothing."""
+    dataset = get_object_or_404(Dataset, name=dataset_name)
+    try:
+        chosen = choose_default(dataset, request.POST.get("label_set", ""))
+    except UserError as exc:
+        messages.error(request, str(exc))
+        return _label_sets_page(request, status=400)
+    messages.success(request, f"{chosen.name!r} is now the default label set of {dataset.name!r}.")
+    return redirect("label-sets")
 
 
 @dataclass(frozen=True)

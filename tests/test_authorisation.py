@@ -619,6 +619,34 @@ CASES: list[Case] = [
         admin=404,
     ),
     page("label-sets/", "/label-sets/", **STAFF_ONLY),
+    # Choosing a dataset's default label set: POST only, admins only; a name the dataset
+    # has no set of is refused (400), so the world stays as it is.
+    page(
+        "datasets/<name:dataset_name>/default-label-set/",
+        "/datasets/{ds}/default-label-set/",
+        405,
+        405,
+        405,
+        anonymous=405,
+    ),
+    page(
+        "datasets/<name:dataset_name>/default-label-set/",
+        "/datasets/{ds}/default-label-set/",
+        annotator=403,
+        researcher=403,
+        admin=400,
+        method="post",
+        data={"label_set": "nope"},
+    ),
+    page(
+        "datasets/<name:dataset_name>/default-label-set/",
+        "/datasets/nope/default-label-set/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+        method="post",
+        data={"label_set": "nope"},
+    ),
     page("reports/", "/reports/", **STAFF_ONLY),
     # API tokens: those the token-accepting API lets in; an empty name comes back as 400, and
     # revoking a token that is not the user's finds nothing (a message, back to the page).

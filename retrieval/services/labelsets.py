@@ -153,6 +153,20 @@ def make_default(label_set: LabelSet) -> None:
     label_set.is_default = True
 
 
+def choose_default(dataset: Dataset, name: str) -> LabelSet:
+    """Make ``dataset``'s label set called ``name`` the default its report and leaderboard
+    use (:func:`make_default`); LabelSetError, writing nothing, when it has no such set."""
+    found = LabelSet.objects.filter(dataset=dataset, name=name).defer("arrays").first()
+    if found is None:
+        known = LabelSet.objects.filter(dataset=dataset).order_by("name")
+        names = ", ".join(known.values_list("name", flat=True)) or "none"
+        raise LabelSetError(
+            f"dataset {dataset.name!r} has no label set named {str(name)[:100]!r} (known: {names})"
+        )
+    make_default(found)
+    return found
+
+
 def default_label_set(label_sets: Iterable[LabelSet]) -> LabelSet | None:
     """The default among one dataset's label sets, or None when it has none."""
     return next((s for s in label_sets if s.is_default), None)
