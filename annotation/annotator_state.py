@@ -87,8 +87,9 @@ class Inputs:
 
     ``finished``: nothing is left for anyone (no label needed, or the budget spent);
     ``left_for_me``: labels are still needed on pairs this annotator may judge;
-    ``serving``: a pair is on screen now (None where nobody asked for one, as on the home
-    list, where work left means "judging").
+    ``serving``: a pair is on screen now; the home list, which asks for none, says False
+    where no pair would be served now (:func:`annotation.judging.queue.free_now`) and None
+    where one would (work left then means "judging").
     """
 
     campaign_status: str

@@ -11,17 +11,20 @@ time. The order pairs come in is :mod:`annotation.judging.priorities`'s; answers
 triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.judging import gold as gold_queue
 from annotation.judging import pair_state, priorities, standing, statements, task_ids
 from annotation.models import (
     Campaign,
+    GoldJudgement,
+    GoldPair,
     Judgement,
     LapsedLease,
     Lease,
@@ -232,6 +235,56 @@ def has_work_for(campaign: Campaign, annotator) -> bool:
     )
 
 
+def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = None) -> set[int]:
+    """The ids of the campaigns given where :func:`assign` would serve the annotator a pair
+    now, read without taking a lease or releasing one (a GET's question), in one query
+    however many campaigns.
+
+    A campaign counts when one of these holds: an open pair (``open_slots`` > 0, the
+    next-pair statement's test) the annotator has not judged; a pair not held and still
+    needing labels whose lease has run out (:func:`assign` releases it first); a live lease
+    of the annotator's own on a pair of it (served again); with gold in the queue, a gold
+    pair the annotator has not answered there (:func:`annotation.judging.gold.pick` may
+    serve it). The caller asks only where the annotator may judge (active, not paused,
+    admitted, labels left for them); the rest of :func:`assign`'s rules are theirs.
+    Each test is an ``EXISTS`` that stops at its first row: the open pairs' through the
+    partial index the next-pair statement uses, the leases' through the few live leases.
+    """
+    now = now or timezone.now()
+    ids = [campaign.pk for campaign in campaigns]
+    if not ids:
+        return set()
+    open_pair = Pair.objects.filter(pair_state.servable(), campaign=OuterRef("pk")).filter(
+        ~_judged_by(annotator)
+    )
+    not_judged = ~Exists(
+        Judgement.objects.filter(pair=OuterRef("pair"), annotator=annotator, undone_at__isnull=True)
+    )
+    lapsed = Lease.objects.filter(
+        pair_state.servable("pair__", once_leases_end=True),
+        pair__campaign=OuterRef("pk"),
+        expires_at__lte=now,
+    ).filter(not_judged)
+    held = Lease.objects.filter(
+        annotator=annotator, pair__campaign=OuterRef("pk"), expires_at__gt=now
+    )
+    free = Q(Exists(open_pair)) | Q(Exists(lapsed)) | Q(Exists(held))
+    with_gold = [c.pk for c in campaigns if c.settings.gold.rate > 0]
+    if with_gold:
+        unanswered = GoldPair.objects.filter(campaign=OuterRef("pk")).filter(
+            ~Exists(
+                GoldJudgement.objects.filter(
+                    gold_pair=OuterRef("pk"),
+                    annotator=annotator,
+                    purpose=GoldJudgement.Purpose.QUEUE,
+                    undone_at__isnull=True,
+                )
+            )
+        )
+        free |= Q(pk__in=with_gold) & Q(Exists(unanswered))
+    return set(Campaign.objects.filter(free, pk__in=ids).values_list("pk", flat=True))
+
+
 @dataclass(frozen=True)
 class Progress:
     judged_today: int
@@ -256,25 +309,49 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
     return tally.judged_today, tally.judged_total
 
 
-def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
-    """What the annotator did today (UTC) and how much the campaign still needs.
+def shown_progress(
+    judged: tuple[int, int], gold: tuple[int, int], pairs: int, labels_left: int
+) -> Progress:
+    """The figures an annotator is shown, from the running totals: the one rule of the
+    judging page (:func:`progress`, the judging API) and the home list
+    (:func:`annotation.services.annotator_progress.annotator_progress`), so the two never
+    disagree.
 
-    Gold answers in the queue count as judgements here, so a gold pair changes nothing the
-    annotator can see: each also counts as a label done in the annotator's ``labels_left``
-    (the campaign's labels still needed less their live gold answers, at least 0), which
-    would otherwise stay put after a gold answer and fall after any other. One query
-    (:func:`annotation.judging.statements.tallies_statement`) reads the running totals the
-    database's triggers keep (on PostgreSQL and SQLite alike), gold answers included:
-    a few index lookups however large the campaign, where counting would read every pair
-    (~90 ms at 600,000 pairs) and every judgement of the annotator.
+    ``judged`` and ``gold`` are the annotator's (today (UTC), in all) live judgements and
+    queue answers on gold, ``(0, 0)`` where the campaign serves no gold in its queue;
+    ``pairs`` and ``labels_left`` the campaign's pairs not held and the labels they still
+    need (:func:`campaign_totals`). Gold answers count as judgements, and each also counts
+    as a label done in ``labels_left`` (the campaign's labels still needed less the
+    annotator's live gold answers, at least 0): otherwise it would stay put after a gold
+    answer and fall after any other, telling the annotator which pairs were gold. Whether
+    the campaign is finished, or has work left for them, is read from the campaign's own
+    figure, never this one.
+    """
+    judged_today, judged_total = judged
+    gold_today, gold_total = gold
+    return Progress(
+        judged_today=judged_today + gold_today,
+        judged_total=judged_total + gold_total,
+        labels_left=max(labels_left - gold_total, 0),
+        pairs=pairs,
+    )
+
+
+def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
+    """What the annotator did today (UTC) and how much the campaign still needs, as
+    :func:`shown_progress` counts them (gold answers as judgements and as labels done).
+
+    One query (:func:`annotation.judging.statements.tallies_statement`) reads the running
+    totals the database's triggers keep (on PostgreSQL and SQLite alike), gold answers
+    included: a few index lookups however large the campaign, where counting would read
+    every pair (~90 ms at 600,000 pairs) and every judgement of the annotator.
     """
     now = now or timezone.now()
     gold = campaign.settings.gold.rate > 0
     tally = statements.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
-    gold_total = tally.gold_total if gold else 0
-    return Progress(
-        judged_today=tally.judged_today + (tally.gold_today if gold else 0),
-        judged_total=tally.judged_total + gold_total,
-        labels_left=max(tally.labels_left - gold_total, 0),
-        pairs=tally.pairs,
+    return shown_progress(
+        (tally.judged_today, tally.judged_total),
+        (tally.gold_today, tally.gold_total) if gold else (0, 0),
+        tally.pairs,
+        tally.labels_left,
     )

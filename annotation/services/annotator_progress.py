@@ -1,15 +1,18 @@
 """An annotator's own progress over every campaign listed on their home, in bulk.
 
 The judging page shows one campaign's :func:`annotation.judging.queue.progress`; the
-home lists many campaigns, so each figure here is that function's figure for all of them
-at once: one aggregate query per figure (judged today and in all, gold answers, the
+home lists many campaigns, so each total here is the one that function reads, for all of
+them at once: one aggregate query per total (judged today and in all, gold answers, the
 campaign's pairs and labels left, the labels left on pairs the annotator already judged,
-labels spent against a budget), never a query per campaign. The counts come from the
-running tallies the database's triggers keep (:class:`~annotation.models.AnnotatorTally`,
+labels spent against a budget), never a query per campaign. Both turn the totals into the
+figures shown with one function, :func:`annotation.judging.queue.shown_progress`, so the
+labels left agree with gold in the queue too. The counts come from the running tallies
+the database's triggers keep (:class:`~annotation.models.AnnotatorTally`,
 :class:`~annotation.models.CampaignTally`), as the judging page's do. Each campaign also
 carries the annotator's state there (:mod:`annotation.annotator_state`, read by
-:func:`annotation.services.annotator_state.campaign_states` in three queries more), so the
-list says what the judging page says and offers judging only where it is possible.
+:func:`annotation.services.annotator_state.campaign_states` in four queries more at
+most), so the list says what the judging page says, "nothing free right now" included,
+and offers judging only where it is possible.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.annotator_state import State
-from annotation.judging import pair_state
+from annotation.judging import pair_state, queue
 from annotation.models import (
     AnnotatorTally,
     Campaign,
@@ -37,10 +40,13 @@ from annotation.services.annotator_state import campaign_states
 class CampaignProgress:
     """One campaign as one annotator sees it.
 
-    ``labels_left`` and ``pairs`` are the judging page's (labels the policy still needs
-    over pairs not held, and those pairs); ``left_for_me`` is the part of ``labels_left``
-    on pairs the annotator has not judged (none of the rest can come to them: nobody
-    labels a pair twice). ``budget`` and ``labels_spent`` are None without a label budget.
+    ``judged_today``, ``judged_total``, ``labels_left`` and ``pairs`` are the judging
+    page's, from the same function (:func:`annotation.judging.queue.shown_progress`: the
+    annotator's gold answers count as judgements and as labels done). ``labels_needed`` is
+    the campaign's own figure (labels the policy still needs over pairs not held), which
+    says whether it is finished; ``left_for_me`` is the part of it on pairs the annotator
+    has not judged (none of the rest can come to them: nobody labels a pair twice).
+    ``budget`` and ``labels_spent`` are None without a label budget.
     """
 
     campaign_id: int
@@ -52,18 +58,21 @@ class CampaignProgress:
     labels_left: int
     pairs: int
     left_for_me: int
+    labels_needed: int = 0
     budget: int | None = None
     labels_spent: int | None = None
     labels_done: int = 0
     """Live labels in the campaign, everyone's (the progress bar's done part)."""
     needed_now: bool = False
-    """The judging order is adaptive: what is needed changes as labels come in."""
+    """The judging order is adaptive: what is needed changes as labels come in, so both
+    pages say "needed now" where they would say "left"."""
     state: State | None = None
     """The annotator's state here (:mod:`annotation.annotator_state`)."""
 
     @property
     def done_percent(self) -> int:
-        """The campaign's share of labels given, of those given and still needed."""
+        """The campaign's share of labels given, of those given and still needed: the
+        judging page's bar when it opens (labels given then, of those and ``labels_left``)."""
         whole = self.labels_done + self.labels_left
         return round(100 * self.labels_done / whole) if whole else 100
 
@@ -74,7 +83,7 @@ class CampaignProgress:
     @property
     def finished(self) -> bool:
         """Nothing is left for anyone: no label needed, or the label budget used up."""
-        return self.labels_left == 0 or self.budget_spent
+        return self.labels_needed == 0 or self.budget_spent
 
     @property
     def nothing_for_me(self) -> bool:
@@ -183,20 +192,22 @@ def annotator_progress(
     spent = _spent(ids)
     found = []
     for campaign in campaigns:
-        today_n, total_n = judged.get(campaign.pk, (0, 0))
-        gold_today, gold_total = gold.get(campaign.pk, (0, 0))
         pairs, left = totals.get(campaign.pk, (0, 0))
+        shown = queue.shown_progress(
+            judged.get(campaign.pk, (0, 0)), gold.get(campaign.pk, (0, 0)), pairs, left
+        )
         found.append(
             CampaignProgress(
                 campaign_id=campaign.pk,
                 name=campaign.name,
                 dataset=campaign.dataset.name,
                 status=campaign.status,
-                judged_today=today_n + gold_today,
-                judged_total=total_n + gold_total,
-                labels_left=left,
-                pairs=pairs,
+                judged_today=shown.judged_today,
+                judged_total=shown.judged_total,
+                labels_left=shown.labels_left,
+                pairs=shown.pairs,
                 left_for_me=max(left - mine.get(campaign.pk, 0), 0),
+                labels_needed=left,
                 budget=budgets.get(campaign.pk),
                 labels_spent=spent.get(campaign.pk, 0) if campaign.pk in budgets else None,
                 labels_done=spent.get(campaign.pk, 0),

@@ -3,20 +3,23 @@
 Two readers, one rule: :func:`judging_state` for the judging API, which already holds most
 inputs (the assignment, the qualification and whether work is left) and reads more only
 when nothing is served; :func:`campaign_states` for the home list, which reads every
-campaign's pauses and qualification attempts in a fixed number of queries.
+campaign's pauses and qualification attempts in a fixed number of queries, and asks
+:func:`annotation.judging.queue.free_now` (read-only, one query for all campaigns) whether a
+pair would be served now, so it says "nothing free right now" where the judging page would.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotation.annotator_state import Inputs, State, state_of
+from annotation.annotator_state import JUDGING, Inputs, State, state_of
 from annotation.judging import gold as gold_queue
 from annotation.judging import priorities, queue
 from annotation.models import AnnotatorStanding, Campaign, GoldPair, QualificationAttempt
@@ -125,7 +128,10 @@ def campaign_states(
 ) -> dict[int, State]:
     """Campaign id -> the annotator's state there, for the home list; ``progress`` holds
     each campaign's :class:`~annotation.services.annotator_progress.CampaignProgress`
-    (what is left, for everyone and for them). Three queries, however many campaigns."""
+    (what is left, for everyone and for them). Three queries, however many campaigns, and
+    a fourth where the annotator may judge somewhere: :func:`queue.free_now` tells
+    "judging" from "nothing free right now" (every pair they may take held by others) the
+    way the judging page's assignment would, without taking a lease."""
     now = now or timezone.now()
     campaigns = list(campaigns)
     ids = [c.pk for c in campaigns]
@@ -137,19 +143,23 @@ def campaign_states(
     }
     qualifications = _qualifications(campaigns, annotator, now)
     by_id = {item.campaign_id: item for item in progress}
-    states = {}
+    inputs = {}
     for campaign in campaigns:
         item = by_id[campaign.pk]
         paused_at, reason = paused.get(campaign.pk, (None, ""))
-        states[campaign.pk] = state_of(
-            Inputs(
-                campaign_status=campaign.status,
-                paused_at=paused_at,
-                pause_reason=reason,
-                finished=item.finished,
-                budget_spent=item.budget_spent,
-                left_for_me=item.left_for_me > 0,
-                **_qualification_inputs(qualifications[campaign.pk]),
-            )
+        inputs[campaign.pk] = Inputs(
+            campaign_status=campaign.status,
+            paused_at=paused_at,
+            pause_reason=reason,
+            finished=item.finished,
+            budget_spent=item.budget_spent,
+            left_for_me=item.left_for_me > 0,
+            **_qualification_inputs(qualifications[campaign.pk]),
         )
+    states = {pk: state_of(given) for pk, given in inputs.items()}
+    judging = [c for c in campaigns if states[c.pk].key == JUDGING]
+    free = queue.free_now(judging, annotator, now) if judging else set()
+    for campaign in judging:
+        if campaign.pk not in free:
+            states[campaign.pk] = state_of(replace(inputs[campaign.pk], serving=False))
     return states

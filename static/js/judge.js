@@ -221,7 +221,11 @@
     els.meterFill.style.width = `${percent}%`;
     els.meter.querySelector("[role=progressbar]").setAttribute("aria-valuenow", String(percent));
     els.meter.title = `${percent}% of the campaign's labels given`;
-    byId("judge-meter-text").textContent = `campaign ${percent}% done`;
+    // The home list's words (templates/annotation/_progress.html), figure for figure.
+    const given = whole - labelsLeft;
+    const order = root.dataset.neededNow === "1" ? "; the judging order decides what is needed now" : "";
+    byId("judge-meter-text").textContent =
+      `${given.toLocaleString("en")} label${given === 1 ? "" : "s"} given (${percent}%)${order}`;
     els.meter.hidden = false;
   }
 

@@ -5,7 +5,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -13,7 +15,14 @@ from annotation import annotator_state as states
 from annotation.annotator_state import Inputs, state_of
 from annotation.judging import gold as gold_queue
 from annotation.judging import queue, standing, submit
-from annotation.models import AnnotatorStanding, Campaign, GoldPair, Pair
+from annotation.models import (
+    AnnotatorStanding,
+    Campaign,
+    GoldJudgement,
+    GoldPair,
+    Lease,
+    Pair,
+)
 from annotation.services.annotator_progress import annotator_progress
 from tests.factories import add_gold, make_campaign, serve_all
 
@@ -145,12 +154,66 @@ def test_finished_for_everyone_and_for_me(people):
 
 
 def test_nothing_free_while_others_hold_the_pairs(people):
+    """The home list says "nothing free right now" where the judging page does, from a
+    read-only query: opening the list takes no lease and releases none."""
     campaign = make_campaign(n_queries=1, depth=2)
     user, other = people["annotator"], people["other"]
     assert queue.assign(campaign, other).current is not None  # holds both pairs
     assert not Pair.objects.filter(campaign=campaign, open_slots__gt=0).exists()
-    body = check(campaign, user, states.NOTHING_FREE, home=states.JUDGING)
+    body = check(campaign, user, states.NOTHING_FREE)
     assert body["state"]["polls"] and body["current"] is None
+    assert body["listed"]["heading"] == "No pair is free right now"
+    client = Client()
+    client.force_login(user)
+    leases = list(Lease.objects.order_by("pk").values_list("pk", "annotator_id", "expires_at"))
+    page = client.get("/judge/").content.decode()
+    card = page[page.index(f'data-campaign="{campaign.pk}"') :]
+    card = card[: card.index("</li>")]
+    assert 'data-state="nothing_free"' in card and "No pair is free right now" in card
+    assert "Continue judging" not in card and "Start judging" not in card
+    assert list(Lease.objects.order_by("pk").values_list("pk", "annotator_id", "expires_at")) == (
+        leases
+    )
+    # Once the other's leases run out (not yet released: the list never writes), both say
+    # the pairs are free again.
+    Lease.objects.filter(annotator=other).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert home_state(campaign, user).key == states.JUDGING
+    check(campaign, user, states.JUDGING)
+
+
+def test_nothing_free_holds_for_each_campaign_in_one_query(people):
+    """Over several campaigns the home list asks once, and a campaign whose pairs the
+    annotator holds themselves (or whose gold they have not all answered) offers judging."""
+    user, other = people["annotator"], people["other"]
+    held_by_other, held_by_me, with_gold = (make_campaign(n_queries=1, depth=2) for _ in "abc")
+    for campaign in (held_by_other, with_gold):
+        assert queue.assign(campaign, other).current is not None
+        assert not Pair.objects.filter(campaign=campaign, open_slots__gt=0).exists()
+    add_gold(with_gold, 2, rate=0.5)  # after the other took the pairs: none of it is gold
+    assert queue.assign(held_by_me, user).current is not None
+    campaigns = list(
+        Campaign.objects.select_related("dataset").filter(
+            pk__in=[held_by_other.pk, held_by_me.pk, with_gold.pk]
+        )
+    )
+    assert queue.free_now(campaigns, user) == {held_by_me.pk, with_gold.pk}
+    listed = {item.campaign_id: item.state.key for item in annotator_progress(campaigns, user)}
+    assert listed == {
+        held_by_other.pk: states.NOTHING_FREE,
+        held_by_me.pk: states.JUDGING,
+        with_gold.pk: states.JUDGING,
+    }
+    with CaptureQueriesContext(connection) as queries:
+        assert queue.free_now(campaigns, user) == {held_by_me.pk, with_gold.pk}
+    assert len(queries) == 1
+    # Every gold pair answered: only the other's pairs are left, and none is free.
+    for _ in range(200):  # gold comes by chance (rate 0.5): ask until both are answered
+        if GoldJudgement.objects.filter(annotator=user).count() == 2:
+            break
+        serve_all(with_gold, user)
+    assert GoldJudgement.objects.filter(annotator=user).count() == 2
+    assert queue.free_now(campaigns, user) == {held_by_me.pk}
+    assert home_state(with_gold, user).key == states.NOTHING_FREE
 
 
 def test_the_list_offers_judging_only_where_it_is_possible(people):

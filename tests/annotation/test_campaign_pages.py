@@ -1,23 +1,26 @@
 """An annotator's campaigns with their own progress, and a campaign's own page."""
 
+import random
 import uuid
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaign_read.reporting import campaign_report
 from annotation.campaign_read.resolution import resolve_campaign
-from annotation.judging import queue, submit
-from annotation.models import Campaign, Judgement
+from annotation.judging import priorities, queue, submit
+from annotation.models import Campaign, GoldJudgement, Judgement
 from annotation.services.annotator_progress import annotator_progress, judging_campaigns
 from config import roles
-from tests.factories import make_campaign
+from tests.factories import add_gold, make_campaign
 
 PASSWORD = "pw-campaign-page-1"
 
@@ -95,6 +98,124 @@ def test_home_progress_against_a_hand_built_case(two_annotators):
             assert item.nothing_for_me == (
                 not item.finished and not queue.has_work_for(campaign, annotator)
             )
+
+
+def _api_progress(campaign, user) -> dict:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client.get(f"/api/campaigns/{campaign.pk}/progress/").json()
+
+
+def _home_card(client, campaign) -> str:
+    page = client.get("/judge/").content.decode()
+    card = page[page.index(f'data-campaign="{campaign.pk}"') :]
+    return card[: card.index("</li>")]
+
+
+def test_gold_in_the_queue_counts_the_same_on_both_pages(db):
+    """Gold rate 0.5, 12 answers: the annotator's gold answers count as judgements and as
+    labels done on the judging page (so a gold pair changes nothing they see); the home
+    list, the judging API and the judging page's progress say the same figures."""
+    random.seed(7)
+    ann = member("ann", roles.ANNOTATOR)
+    campaign = make_campaign(n_queries=4, depth=5, rate=1.0)  # 20 pairs, 40 labels
+    add_gold(campaign, 10, rate=0.5)
+    judge(campaign, ann, limit=12)
+    gold = GoldJudgement.objects.filter(annotator=ann, purpose=GoldJudgement.Purpose.QUEUE)
+    answered_gold = gold.count()
+    assert 0 < answered_gold < 12
+    needed = queue.campaign_totals(campaign)[1]
+    assert needed == 40 - (12 - answered_gold)
+
+    one = queue.progress(campaign, ann)
+    (item,) = annotator_progress(
+        [Campaign.objects.select_related("dataset").get(pk=campaign.pk)], ann
+    )
+    api = _api_progress(campaign, ann)
+    figures = (12, 12, needed - answered_gold, 20)
+    assert (one.judged_today, one.judged_total, one.labels_left, one.pairs) == figures
+    assert (item.judged_today, item.judged_total, item.labels_left, item.pairs) == figures
+    assert (api["judged_today"], api["judged_total"], api["labels_left"], api["pairs"]) == figures
+    # Whether the campaign is finished, or has work for them, reads the campaign's own figure.
+    # Each pair ann labelled needs its second label from someone else.
+    assert item.labels_needed == needed and item.left_for_me == needed - (12 - answered_gold)
+    assert not item.finished and item.state.key == "judging"
+    client = Client()
+    client.force_login(ann)
+    card = _home_card(client, campaign)
+    assert f'<dd class="labels-left">{needed - answered_gold}</dd>' in card
+    assert '<dd class="judged-total">12</dd>' in card
+
+
+NEEDED_NOW = "the judging order decides what is needed now"
+
+
+def test_an_adaptive_order_says_needed_now_and_both_pages_agree(db):
+    """metric-first parks pairs as labels come in (a label may take several off what is
+    needed): the service, the home list, the judging API's progress and the judging page
+    all say "needed now", with the same figures after every answer."""
+    ann = member("ann", roles.ANNOTATOR)
+    campaign = make_campaign(n_queries=3, depth=5, judging_order="metric-first")
+    assert campaign.settings.judging.adaptive
+    client = Client()
+    client.force_login(ann)
+    api = APIClient()
+    api.force_authenticate(ann)
+    page = client.get(f"/judge/{campaign.pk}/").content.decode()
+    assert 'data-needed-now="1"' in page
+    lefts = []
+    while True:
+        one = queue.progress(campaign, ann)
+        fresh = Campaign.objects.select_related("dataset").get(pk=campaign.pk)
+        (item,) = annotator_progress([fresh], ann)
+        shown = api.get(f"/api/campaigns/{campaign.pk}/progress/").json()
+        assert item.needed_now
+        figures = (one.judged_today, one.judged_total, one.labels_left, one.pairs)
+        assert (item.judged_today, item.judged_total, item.labels_left, item.pairs) == figures
+        assert (
+            shown["judged_today"],
+            shown["judged_total"],
+            shown["labels_left"],
+            shown["pairs"],
+        ) == figures
+        assert shown["state"]["key"] == item.state.key
+        card = _home_card(client, campaign)
+        assert "Labels needed now in the campaign" in card and NEEDED_NOW in card
+        assert f'<dd class="labels-left">{one.labels_left}</dd>' in card
+        # The bar: labels given, of those and the ones needed now (the judging page's too).
+        given = priorities.labels_spent(campaign)
+        percent = round(100 * given / (given + one.labels_left)) if given + one.labels_left else 100
+        assert item.done_percent == percent and f'aria-valuenow="{percent}"' in card
+        lefts.append(one.labels_left)
+        got = api.post(f"/api/campaigns/{campaign.pk}/next/").json()
+        assert got["progress"]["labels_left"] == one.labels_left
+        if got["current"] is None:
+            break
+        judge(campaign, ann, limit=1)
+    # The order changed what is needed: some answer took more than its own label off.
+    assert any(before - after > 1 for before, after in zip(lefts, lefts[1:], strict=False))
+    assert priorities.parked_pairs(campaign).exists()
+    assert lefts[-1] == 0 and item.state.key == "finished"
+
+
+def test_a_fixed_order_says_left(db):
+    ann = member("ann", roles.ANNOTATOR)
+    campaign = make_campaign(n_queries=2, depth=2, judging_order="depth")
+    assert not campaign.settings.judging.adaptive
+    client = Client()
+    client.force_login(ann)
+    card = _home_card(client, campaign)
+    assert "Labels left in the campaign" in card and NEEDED_NOW not in card
+    assert 'data-needed-now="0"' in client.get(f"/judge/{campaign.pk}/").content.decode()
+
+
+def test_the_judging_page_bar_says_the_home_list_words():
+    """judge.js writes the bar's text itself: the same words as the home list's."""
+    script = (settings.BASE_DIR / "static" / "js" / "judge.js").read_text()
+    template = (settings.BASE_DIR / "templates" / "annotation" / "_progress.html").read_text()
+    for words in (" given (", NEEDED_NOW):
+        assert words in script and words in template
+    assert "% done" not in script
 
 
 def test_the_judge_list_shows_the_figures_and_the_messages(two_annotators):
