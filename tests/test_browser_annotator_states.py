@@ -4,6 +4,7 @@ the speed rule, and find the judging page and the home list agreeing. Then every
 page once, at 1280x800 and 768x1024. Screenshots go to FIREPOOL_SCREENSHOTS when it is set."""
 
 import os
+import re
 import time
 from dataclasses import replace
 
@@ -118,6 +119,31 @@ def list_card(page, base_url: str, campaign) -> str:
     return page.locator(f".progress-card[data-campaign='{campaign.pk}']").inner_text()
 
 
+def judging_bar(page) -> tuple[str, str, str]:
+    """The judging page's progress bar: its percentage, its text, and the labels left."""
+    meter = page.locator("#judge-meter")
+    assert meter.is_visible()
+    percent = meter.locator("[role=progressbar]").get_attribute("aria-valuenow")
+    left = re.search(
+        r"labels (?:left|needed now) ([\d,]+)", page.locator("#judge-progress").inner_text()
+    )
+    return percent, page.locator("#judge-meter-text").inner_text(), left.group(1)
+
+
+def assert_list_bar_matches(page, base_url: str, campaign, judging: tuple[str, str, str]) -> None:
+    """The home list's bar for ``campaign`` is on screen with the judging page's figures."""
+    percent, text, left = judging
+    list_card(page, base_url, campaign)
+    card = page.locator(f".progress-card[data-campaign='{campaign.pk}']")
+    meter = card.locator(".state-meter")
+    assert meter.is_visible()
+    assert meter.locator("[role=progressbar]").get_attribute("aria-valuenow") == percent
+    assert card.locator(".state-meter-fill").evaluate("el => el.style.width") == f"{percent}%"
+    assert f"({percent}%)" in text
+    assert card.locator(".state-meter-text").inner_text() == text
+    assert card.locator(".labels-left").inner_text() == left
+
+
 def test_fail_then_pass_qualification_then_paused_for_speed(live_server, browser):
     campaign = build_campaign()
     assert campaign.pairs.count() >= 16  # enough for the speed rule to decide
@@ -193,6 +219,8 @@ def test_fail_then_pass_qualification_then_paused_for_speed(live_server, browser
     assert "state-stop" in box.get_attribute("class")
     assert "All done" not in page.content()
     shoot(page, "paused-speed")
+    # The home list's bar: visible, with the judging page's percentage, words and figure.
+    assert_list_bar_matches(page, base, campaign, judging_bar(page))
     card = list_card(page, base, campaign)
     assert "Paused: too fast" in card and "Continue judging" not in card
     shoot(page, "home-paused-speed")
@@ -244,6 +272,8 @@ def test_every_state_page(live_server, browser):
     Pair.objects.filter(campaign=campaign).update(needed=1, leased=1, open_slots=0)
     page = _state_page(browser, base, campaign, states.NOTHING_FREE, "nothing-free")
     assert page.locator("#judge-caption").inner_text() == "No pair is free right now"
+    card = list_card(page, base, campaign)
+    assert "No pair is free right now" in card and "Continue judging" not in card
     page.close()
     Pair.objects.filter(campaign=campaign, held=False).update(leased=0, open_slots=1)
 
