@@ -147,6 +147,7 @@ register(
         atomic=True,
         describe=lambda a: f"campaign {a['name']} on {a['dataset']} from {a['runs']}",
         result_template="annotation/job_results/pool.html",
+        form_url="campaign-new",
     )
 )
 register(

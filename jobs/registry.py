@@ -49,6 +49,10 @@ class JobKind:
     atomic: bool = False
     result_template: str = ""
     result_context: Callable[[dict, dict], dict] = field(default=lambda arguments, result: {})
+    form_url: str = ""
+    """The URL name of a page that starts this kind in place of the generic form on the job
+    list (``/jobs/?kind=`` goes there, its other query values passed on); the form still
+    checks every page's, the CLI's and the API's values."""
 
     def __post_init__(self) -> None:
         if self.queue not in QUEUES:

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from config import roles
@@ -35,7 +36,14 @@ def _kind(name: str) -> JobKind:
 
 @staff_only
 def job_list(request: HttpRequest) -> HttpResponse:
-    """Recent jobs, and a form for the kind picked with ``?kind=`` among those you may start."""
+    """Recent jobs, and a form for the kind picked with ``?kind=`` among those you may start
+    (a kind with a page of its own, ``form_url``, goes to that page)."""
+    kind = _kind_or_none(request.GET.get("kind") or "")
+    if kind is not None and kind.form_url and roles.has_perm(request.user, kind.permission):
+        query = request.GET.copy()
+        del query["kind"]
+        target = reverse(kind.form_url)
+        return redirect(f"{target}?{query.urlencode()}" if query else target)
     return _render_list(request, request.GET.get("kind"), None)
 
 

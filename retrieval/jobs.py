@@ -63,6 +63,30 @@ class PickedName(forms.CharField):
         self.widget = forms.Select(choices=CallableChoiceIterator(lambda: [*empty, *names()]))
 
 
+class NameBoxes(forms.CheckboxSelectMultiple):
+    """Checkboxes whose value may also be a comma-separated text (a link's, a rerun's)."""
+
+    def format_value(self, value) -> list[str]:
+        return super().format_value(split_names(value) if isinstance(value, str) else value)
+
+
+class PickedNames(forms.CharField):
+    """Several names the form looks up, offered as checkboxes of the names the database holds
+    (grouped by dataset, as :class:`PickedName`'s). A page posts one value per box; the CLI
+    and the JSON API pass the same names as comma-separated text. Either way the cleaned
+    value is that text, the job's argument, checked by the form's ``clean`` as the typed
+    names were."""
+
+    def __init__(self, names, **kwargs):
+        super().__init__(**kwargs)
+        self.widget = NameBoxes(choices=CallableChoiceIterator(names))
+
+    def to_python(self, value) -> str:
+        if isinstance(value, list | tuple):
+            value = ",".join(str(item) for item in value)
+        return super().to_python(value)
+
+
 def names_by_dataset(model_path: str):
     """A ``names()`` for :class:`PickedName`: each dataset's rows of ``app.Model``, as
     option groups (one query)."""
@@ -287,7 +311,12 @@ class ScoringForm(DatasetForm):
 
 
 class RescoreForm(ScoringForm):
-    runs = forms.CharField(max_length=2000, required=False, help_text="Comma-separated.")
+    runs = PickedNames(
+        RUN_NAMES,
+        max_length=2000,
+        required=False,
+        help_text="Runs of the dataset to re-score (none ticked: every run).",
+    )
     only_labelled = YesNoField()
 
     def run_names(self, data: dict) -> list[str]:
