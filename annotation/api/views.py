@@ -173,7 +173,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
     def progress(self, request, pk=None, format=None):
         """What you judged today, how many labels the campaign still needs, and your state
-        in it as your home list shows it (``judging`` there: work is left for you)."""
+        in it as your home list shows it (``judging`` there: a pair is free for you now; ``nothing_free``: work is left, but others hold it)."""
         campaign = self.get_object()
         (listed,) = annotator_progress([campaign], request.user)
         data = ProgressSerializer(queue.progress(campaign, request.user)).data
