@@ -34,6 +34,8 @@ def shoot(page, name: str) -> None:
     for width, height in reversed(WIDTHS):
         page.set_viewport_size({"width": width, "height": height})
         page.screenshot(path=os.path.join(folder, f"{name}-{width}.png"), full_page=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(100)
 
 
 def gold_file(tmp_path, relevant: int, irrelevant: int):
