@@ -54,19 +54,23 @@ def fingerprint(*parts: object) -> str:
 def stored(kind: str, subject: str, inputs: str) -> Figure | None:
     """The last figure stored for ``(kind, subject)``, ``current`` when it was computed from
     ``inputs``; None if there is none (or it no longer unpickles: the code changed)."""
-    row = (
-        StoredFigure.objects.filter(kind=kind, subject=subject)
-        .values_list("payload", "computed_at", "seconds", "inputs")
-        .first()
+    return stored_many((kind,), subject, inputs)[kind]
+
+
+def stored_many(kinds: tuple[str, ...], subject: str, inputs: str) -> dict[str, Figure | None]:
+    """:func:`stored` for several kinds of one subject, read in one query (a page showing
+    four live figures makes one round trip instead of four)."""
+    rows = StoredFigure.objects.filter(kind__in=kinds, subject=subject).values_list(
+        "kind", "payload", "computed_at", "seconds", "inputs"
     )
-    if row is None:
-        return None
-    payload, computed_at, seconds, found = row
-    try:
-        value = pickle.loads(bytes(payload))
-    except Exception:  # a figure of an older shape: as if missing  # noqa: BLE001
-        return None
-    return Figure(value, computed_at, seconds, found == inputs)
+    found: dict[str, Figure | None] = dict.fromkeys(kinds)
+    for kind, payload, computed_at, seconds, made_from in rows:
+        try:
+            value = pickle.loads(bytes(payload))
+        except Exception:  # a figure of an older shape: as if missing  # noqa: BLE001
+            continue
+        found[kind] = Figure(value, computed_at, seconds, made_from == inputs)
+    return found
 
 
 def store(kind: str, subject: str, inputs: str, compute: Callable[[], T]) -> Figure[T]:

@@ -103,11 +103,20 @@ def live_state(campaign: Campaign) -> LiveState:
 
 def live_figure(campaign: Campaign, kind: str, state: LiveState | None = None) -> figures.Figure:
     """The campaign's stored ``kind`` figure (see the module for when it is computed here)."""
-    state = state or live_state(campaign)
+    return _live(campaign, (kind,), state or live_state(campaign))[kind]
+
+
+def _live(
+    campaign: Campaign, kinds: tuple[str, ...], state: LiveState
+) -> dict[str, figures.Figure]:
+    """The ``kinds`` as stored (one read), each missing or cheap stale one computed now."""
     subject = figures_due.subject(campaign.pk)
-    found = figures.stored(kind, subject, state.inputs)
-    if found is None or (not found.current and found.seconds < INLINE_SECONDS):
-        return figures.store(kind, subject, state.inputs, lambda: COMPUTE[kind](campaign))
+    found = figures.stored_many(kinds, subject, state.inputs)
+    for kind, figure in found.items():
+        if figure is None or (not figure.current and figure.seconds < INLINE_SECONDS):
+            found[kind] = figures.store(
+                kind, subject, state.inputs, lambda k=kind: COMPUTE[k](campaign)
+            )
     return found
 
 
@@ -134,7 +143,7 @@ class LiveFigures:
 def live_figures(campaign: Campaign, kinds: tuple[str, ...] = tuple(COMPUTE)) -> LiveFigures:
     """The ``kinds`` of the campaign's live figures, read with one state."""
     state = live_state(campaign)
-    return LiveFigures(state, {kind: live_figure(campaign, kind, state) for kind in kinds})
+    return LiveFigures(state, _live(campaign, tuple(kinds), state))
 
 
 def refresh(campaign: Campaign) -> dict:

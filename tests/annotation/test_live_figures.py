@@ -6,13 +6,15 @@ import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation.campaign_read import live_figures
 from annotation.judging import figures_due, pair_state, queue, submit
 from annotation.models import Pair
 from annotation.services import people
 from config import roles
-from jobs.models import Job
+from jobs.models import Job, StoredFigure
 from tests.factories import make_campaign, serve_all
 
 
@@ -145,3 +147,13 @@ def test_pages_and_the_api_say_how_old_their_figures_are(campaign, client, monke
         assert "labels changed since" in page and "/jobs/start/campaign-figures/" in page, url
     data = client.get(f"/api/campaigns/{campaign.pk}/annotator-scores/").json()
     assert data["current"] is False and data["computed_at"]
+
+
+def test_a_page_reads_its_stored_figures_in_one_query(campaign):
+    live_figures.live_figures(campaign)  # every kind computed and stored
+    table = StoredFigure._meta.db_table
+    with CaptureQueriesContext(connection) as seen:
+        again = live_figures.live_figures(campaign)
+    assert again.current and set(again.figures) == set(live_figures.COMPUTE)
+    reads = [q["sql"] for q in seen.captured_queries if table in q["sql"]]
+    assert len(reads) == 1, reads
