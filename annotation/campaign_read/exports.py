@@ -26,12 +26,14 @@ exported as pairs; pending pairs have no final label yet.
 import itertools
 import operator
 from array import array
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
@@ -274,6 +276,79 @@ def _window_rows(campaign: Campaign, kind: str, status: str | None = None) -> It
     return statements.export_windows(_windows(campaign, status), kind, campaign.pk)
 
 
+class _WindowCaptions:
+    """The captions each id window's pairs name, read one query per window as the window is
+    sent: key and text by caption id, for the window's rows only.
+
+    Holding every caption of the campaign for the whole export instead took 16.5 MiB at
+    FIRE's 55,288 captions (tracemalloc). While the windows are read ahead (psycopg's
+    pipeline mode, :func:`~annotation.judging.statements.export_windows`), a query through
+    Django would end the read-ahead, so the window's captions query (the ORM's SQL) goes into
+    the pipeline on a psycopg cursor of the same connection, just before the window's rows
+    (like the rows, it is not in ``connection.queries``); its result has arrived by the time
+    those rows have. Otherwise it is an ordinary query.
+    """
+
+    def __init__(self, campaign: Campaign) -> None:
+        self.campaign = campaign
+        self.pending: deque = deque()  # per window sent and not yet written: rows or a cursor
+
+    def windows(self, windows: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+        """``windows``, each window's captions query sent as the window is taken."""
+        for low, high in windows:
+            self.pending.append(self._read(low, high))
+            yield low, high
+
+    def _read(self, low: int, high: int) -> list[tuple] | object:
+        """The window's captions: read now, or a cursor with the query sent in the pipeline."""
+        in_window = Pair.objects.filter(campaign=self.campaign, pk__gte=low, pk__lt=high)
+        captions = (
+            Caption.objects.filter(pk__in=in_window.values("caption_id"))
+            .order_by()
+            .values_list("pk", "key", "text")
+        )
+        raw = connection.connection
+        if not getattr(getattr(raw, "pgconn", None), "pipeline_status", 0):
+            return list(captions)
+        cursor = raw.cursor()
+        cursor.execute(*captions.query.sql_with_params())
+        return cursor
+
+    def next(self) -> dict[int, tuple[str, str]]:
+        """The captions of the window whose rows come next: (key, text) by id."""
+        read = self.pending.popleft()
+        if isinstance(read, list):
+            return {pk: (key, text) for pk, key, text in read}
+        try:
+            return {pk: (key, text) for pk, key, text in read.fetchall()}
+        finally:
+            read.close()
+
+    def close(self) -> None:
+        """Close the cursors of windows never written (an export abandoned half-way)."""
+        while self.pending:
+            read = self.pending.popleft()
+            if not isinstance(read, list):
+                read.close()
+
+
+def _windows_with_captions(
+    campaign: Campaign, kind: str, status: str | None = None
+) -> Iterator[tuple[list[tuple], dict[int, tuple[str, str]]]]:
+    """:func:`_window_rows` with each window's captions (:class:`_WindowCaptions`): only two
+    windows' captions are held at a time, whatever the campaign's size."""
+    captions = _WindowCaptions(campaign)
+    windows = statements.export_windows(
+        captions.windows(_windows(campaign, status)), kind, campaign.pk
+    )
+    try:
+        for rows in windows:
+            yield rows, captions.next()
+    finally:
+        windows.close()  # leaves pipeline mode, collecting what is in flight
+        captions.close()
+
+
 class _RankTuples:
     """Each pool row's ranks (one per run) as a tuple, the same tuple object for equal ranks.
 
@@ -326,7 +401,7 @@ def _pair_rows(
     ranks = _RankTuples(load_provenance(campaign))
     packed, tuples, rank_tuple = ranks.packed, ranks.tuples, ranks.__getitem__
     usernames = _usernames()
-    captions, videos = _captions(campaign), _video_keys(campaign)
+    videos = _video_keys(campaign)
     rare = wanted == {Pair.Status.DISAGREEMENT} and override is None
     kind = "responses" if fire else "labels"
     columns = _RESPONSE_COLUMNS if fire else _LABEL_COLUMNS
@@ -339,7 +414,8 @@ def _pair_rows(
     pending, disagreement = Pair.Status.PENDING, Pair.Status.DISAGREEMENT
     codes = CODES
     first = operator.itemgetter(0)
-    for rows in _window_rows(campaign, kind, Pair.Status.DISAGREEMENT if rare else None):
+    windows = _windows_with_captions(campaign, kind, Pair.Status.DISAGREEMENT if rare else None)
+    for rows, captions in windows:
         for pk, group in itertools.groupby(rows, first):
             labelled = list(group)
             row = labelled[0]
@@ -387,19 +463,6 @@ def _pair_rows(
                     auto_label or "",
                     confidence,
                 )
-
-
-def _captions(campaign: Campaign) -> dict[int, tuple[str, str]]:
-    """Each of the campaign's captions by id: (key, text). Read once per export rather
-    than joined into every window's rows (see :func:`annotation.judging.statements._export_rows_text`);
-    the bench's FIRE-scale campaign's 55,288 captions hold 16.5 MiB (tracemalloc), read in
-    about 0.1 s."""
-    return {
-        pk: (key, text)
-        for pk, key, text in Caption.objects.filter(pk__in=_pair_ids(campaign, "caption_id"))
-        .order_by()
-        .values_list("pk", "key", "text")
-    }
 
 
 def _caption_keys(campaign: Campaign) -> dict[int, str]:

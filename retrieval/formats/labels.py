@@ -550,8 +550,12 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
 
 # Writing plain rows: the campaign exports' fast path.
 
-CACHE_LIMIT = 50_000
-"""Distinct strings a writer's caches hold before starting over: about 10 MiB at most."""
+CACHE_LIMIT = 4_096
+"""Distinct strings a writer's caches hold before starting over: about 1 MiB each. The
+strings that repeat are near one another (a caption's pairs are adjacent) or few (videos,
+annotators), so a small cache hits as often as a large one; at 50,000 the caches held
+caption texts worth 12-13 MiB of a FIRE-scale export's peak (tracemalloc,
+``bench/export_bench.py``), at no measurable cost in time."""
 
 
 class JsonStrings(dict):

@@ -250,3 +250,79 @@ def test_queries_between_windows_see_an_ordinary_connection(rich, monkeypatch):
     assert Pair.objects.filter(campaign=rich).count() == len(list(exports._pair_ids(rich, "pk")))
     del abandoned
     assert Pair.objects.filter(pk=first.pk).update(adjudicated=first.adjudicated) == 1
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "fire-json"])
+def test_captions_are_read_per_window_inside_the_read_ahead(rich, fmt, monkeypatch):
+    """Each id window reads only the captions its pairs name, one query per window, and on
+    PostgreSQL those queries go with the windows' own, so every window is read ahead."""
+    from django.db import connection
+
+    from annotation.judging import statements
+
+    monkeypatch.setattr("django.utils.timezone.now", lambda: NOW)
+    monkeypatch.setattr(exports, "FIRST_BATCH", 1)
+    monkeypatch.setattr(exports, "BATCH", 2)
+    sent, reads, given = [], [], []
+    send = statements._ReadAhead.send
+    monkeypatch.setattr(
+        statements._ReadAhead, "send", lambda self, *a: sent.append(send(self, *a)) or sent[-1]
+    )
+    read, give = exports._WindowCaptions._read, exports._WindowCaptions.next
+    monkeypatch.setattr(
+        exports._WindowCaptions, "_read", lambda self, *w: reads.append(w) or read(self, *w)
+    )
+    monkeypatch.setattr(
+        exports._WindowCaptions, "next", lambda self: given.append(give(self)) or given[-1]
+    )
+    assert "".join(exports.export_chunks(rich, fmt)) == reference(rich, fmt, MAJORITY)
+    windows = list(exports._windows(rich))
+    if fmt == "fire-json":
+        windows += list(exports._windows(rich, Pair.Status.DISAGREEMENT))
+    assert reads == windows and len(given) == len(windows) > 3
+    captions = {
+        pk: (key, text) for pk, key, text in Caption.objects.values_list("pk", "key", "text")
+    }
+    for (low, high), held in zip(windows, given, strict=True):
+        named = Pair.objects.filter(campaign=rich, pk__gte=low, pk__lt=high)
+        assert held == {pk: captions[pk] for pk in named.values_list("caption_id", flat=True)}
+    assert all(sent) and bool(sent) == (connection.vendor == "postgresql")
+
+
+def test_an_export_abandoned_half_way_leaves_an_ordinary_connection(rich, monkeypatch):
+    """A download stopped after its first chunk: the windows' captions queries in flight are
+    collected and closed, and the next query runs as usual."""
+    from django.db import connection
+
+    monkeypatch.setattr(exports, "FIRST_BATCH", 1)
+    monkeypatch.setattr(exports, "BATCH", 2)
+    monkeypatch.setattr(exports, "FIRST_LINES", 1)
+    chunks = exports.export_chunks(rich, "jsonl")
+    assert next(chunks).count("\n") == 1
+
+    def in_pipeline():
+        return bool(getattr(getattr(connection.connection, "pgconn", None), "pipeline_status", 0))
+
+    assert in_pipeline() == (connection.vendor == "postgresql")  # the next window in flight
+    chunks.close()
+    assert not in_pipeline()
+    first = Pair.objects.filter(campaign=rich).order_by("pk").first()
+    assert Pair.objects.filter(pk=first.pk).update(adjudicated=first.adjudicated) == 1
+
+
+def test_a_query_between_chunks_keeps_the_windows_captions(rich, monkeypatch):
+    """A query between two chunks ends the read-ahead: the captions queries already sent are
+    collected with it, and the export reads on, the same bytes."""
+    monkeypatch.setattr("django.utils.timezone.now", lambda: NOW)
+    monkeypatch.setattr(exports, "FIRST_BATCH", 1)
+    monkeypatch.setattr(exports, "BATCH", 2)
+    monkeypatch.setattr(exports, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(exports, "FIRST_LINES", 1)
+    first = Pair.objects.filter(campaign=rich).order_by("pk").first()
+    for fmt in ("csv", "jsonl"):
+        chunks = []
+        for chunk in exports.export_chunks(rich, fmt):
+            chunks.append(chunk)
+            if len(chunks) == 3:
+                assert Pair.objects.filter(pk=first.pk).update(adjudicated=first.adjudicated) == 1
+        assert len(chunks) > 4 and "".join(chunks) == reference(rich, fmt, MAJORITY)
