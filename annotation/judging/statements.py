@@ -1199,7 +1199,8 @@ def _export_rows_text(kind: str) -> str:
     text for qrels, the times for every format but raw) was most of an export's time.
 
     The kinds an export reads name the caption and video by id, not by key and text: the
-    export reads its campaign's captions and videos once. Joining them here hashed the
+    export reads the videos once and each window's captions beside the window
+    (``annotation.campaign_read.exports._WindowCaptions``). Joining them here hashed the
     dataset's 55,288 captions for every window and carried each caption's text on every
     label row, so the window's sort spilled to disk with PostgreSQL's default 4 MB
     ``work_mem``: 61 ms a 20,000-pair window, 29 ms without the joins (FIRE scale,
