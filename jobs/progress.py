@@ -122,6 +122,9 @@ class Beater:
     def _beat(self) -> None:
         while True:
             time.sleep(heartbeat_seconds())
+            with self._lock:
+                if not self._held:  # idle: stay off the database (and out of its connections)
+                    continue
             try:
                 close_old_connections()
                 self.beat()
