@@ -41,3 +41,27 @@ def login(page, base_url: str, username: str, password: str, landing: str = "/")
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{base_url}{landing}")
+
+
+# Jobs run in the request that queues them, so a browser test meets their result at once.
+IMMEDIATE_TASKS = {
+    "default": {
+        "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
+        "QUEUES": ["default", "gpu"],
+    }
+}
+SCREEN_WIDTHS = ((1280, 800), (768, 1024))
+
+
+def shoot_full(page, name: str) -> None:
+    """Full-page screenshots at 768 and 1280 px into FIREPOOL_SCREENSHOTS, when it is set; the
+    page is left at 1280 px, scrolled to the top (after a full-page shot at another width
+    Chromium dropped the next click)."""
+    folder = os.environ.get("FIREPOOL_SCREENSHOTS")
+    if not folder:
+        return
+    for width, height in reversed(SCREEN_WIDTHS):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=os.path.join(folder, f"{name}-{width}.png"), full_page=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(100)

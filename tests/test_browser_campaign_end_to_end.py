@@ -7,7 +7,6 @@ browsers make is recorded and none goes to ``/admin/``. Screenshots at 1280x800 
 768x1024 go to FIREPOOL_SCREENSHOTS when it is set."""
 
 import csv
-import os
 import re
 
 import pytest
@@ -17,28 +16,11 @@ from annotation.models import Campaign, Judgement
 from config.roles import RESEARCHER, ensure_groups
 from retrieval.models import LabelSet
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import RECORD_SHOWN, login, needs_chromium
+from tests.browser_support import IMMEDIATE_TASKS, RECORD_SHOWN, login, needs_chromium, shoot_full
 from tests.factories import random_run
 
 pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-end-to-end-12345"
-IMMEDIATE = {
-    "default": {
-        "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
-        "QUEUES": ["default", "gpu"],
-    }
-}
-WIDTHS = ((1280, 800), (768, 1024))
-
-
-def shoot(page, name: str) -> None:
-    """A full-page screenshot at each width (the page is left at the first)."""
-    folder = os.environ.get("FIREPOOL_SCREENSHOTS")
-    if not folder:
-        return
-    for width, height in reversed(WIDTHS):
-        page.set_viewport_size({"width": width, "height": height})
-        page.screenshot(path=os.path.join(folder, f"{name}-{width}.png"), full_page=True)
 
 
 def watched(context, seen: list[str]):
@@ -48,7 +30,7 @@ def watched(context, seen: list[str]):
 
 
 def test_a_campaign_from_creation_to_export_and_leaderboard(live_server, browser, settings):
-    settings.TASKS = IMMEDIATE
+    settings.TASKS = IMMEDIATE_TASKS
     dataset = create_demo_dataset(name="e2e-world", n_videos=12, seed=3, workers=1)
     random_run(dataset, "alpha", 1)
     random_run(dataset, "beta", 2)
@@ -91,7 +73,7 @@ def test_a_campaign_from_creation_to_export_and_leaderboard(live_server, browser
     admin.wait_for_selector("#new-password")
     password = admin.inner_text("#new-password").strip()
     assert len(password) >= 12
-    shoot(admin, "e2e-1-new-annotator")
+    shoot_full(admin, "e2e-1-new-annotator")
 
     # She judges every pair served to her, relevant when the clip is the caption's own.
     judge_context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -125,7 +107,7 @@ def test_a_campaign_from_creation_to_export_and_leaderboard(live_server, browser
         Judgement.objects.filter(pair__campaign=campaign, annotator__username="judy").count()
         == pairs
     )
-    shoot(annotator, "e2e-2-finished")
+    shoot_full(annotator, "e2e-2-finished")
     judge_context.close()
 
     # The admin resolves the labels into a label set and downloads the CSV export.
@@ -136,7 +118,7 @@ def test_a_campaign_from_creation_to_export_and_leaderboard(live_server, browser
     assert "Label set" in admin.inner_text(".messages")
     label_set = LabelSet.objects.get(dataset=dataset, name=campaign.name)
     assert label_set.pair_count == pairs
-    shoot(admin, "e2e-3-resolved")
+    shoot_full(admin, "e2e-3-resolved")
     with admin.expect_download() as download:
         admin.click("#exports a >> text=csv")
     with open(download.value.path(), encoding="utf-8") as exported:
@@ -154,6 +136,6 @@ def test_a_campaign_from_creation_to_export_and_leaderboard(live_server, browser
     reader.wait_for_selector("#leaderboard")
     board = reader.inner_text("#leaderboard")
     assert "alpha" in board and "beta" in board
-    shoot(reader, "e2e-4-leaderboard")
+    shoot_full(reader, "e2e-4-leaderboard")
 
     assert not [url for url in seen if "/admin/" in url], "a step went through /admin/"

@@ -4,7 +4,6 @@ qualification it has too little gold for, and promotes decided pairs after a con
 that names the count. Screenshots at 1280x800 and 768x1024 go to FIREPOOL_SCREENSHOTS when
 it is set."""
 
-import os
 import re
 
 import pytest
@@ -12,30 +11,11 @@ from django.contrib.auth import get_user_model
 
 from annotation.judging import submit
 from annotation.models import Campaign, GoldPair
-from tests.browser_support import login, needs_chromium
+from tests.browser_support import IMMEDIATE_TASKS, login, needs_chromium, shoot_full
 from tests.factories import query_dataset, random_run
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 PASSWORD = "pw-lifecycle-12345"
-IMMEDIATE = {
-    "default": {
-        "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
-        "QUEUES": ["default", "gpu"],
-    }
-}
-WIDTHS = ((1280, 800), (768, 1024))
-
-
-def shoot(page, name: str) -> None:
-    """A full-page screenshot at each width (the page is left at the first)."""
-    folder = os.environ.get("FIREPOOL_SCREENSHOTS")
-    if not folder:
-        return
-    for width, height in reversed(WIDTHS):
-        page.set_viewport_size({"width": width, "height": height})
-        page.screenshot(path=os.path.join(folder, f"{name}-{width}.png"), full_page=True)
-    page.evaluate("window.scrollTo(0, 0)")
-    page.wait_for_timeout(100)
 
 
 def gold_file(tmp_path, relevant: int, irrelevant: int):
@@ -55,7 +35,7 @@ def gold_file(tmp_path, relevant: int, irrelevant: int):
 def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
     live_server, browser, settings, tmp_path
 ):
-    settings.TASKS = IMMEDIATE
+    settings.TASKS = IMMEDIATE_TASKS
     dataset, _, _ = query_dataset("lifecycle-world", n=8)
     random_run(dataset, "alpha", 1)
     random_run(dataset, "beta", 2)
@@ -77,7 +57,7 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
     page.fill("#id_qualification", "4")
     page.fill("#id_speed_floor", "2")
     page.set_input_files("#id_gold_file", str(gold_file(tmp_path, 2, 1)))
-    shoot(page, "lifecycle-1-new-campaign")
+    shoot_full(page, "lifecycle-1-new-campaign")
 
     # Too few irrelevant gold pairs for four training pairs: refused, named, nothing made.
     page.click("button[type=submit] >> text=Create the campaign")
@@ -87,7 +67,7 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
         "this campaign has 2 relevant and 1 irrelevant"
     ) in error
     assert not Campaign.objects.filter(name="browser campaign").exists()
-    shoot(page, "lifecycle-2-gold-refused")
+    shoot_full(page, "lifecycle-2-gold-refused")
 
     # The choices stay; a balanced file goes through the pool job to the job's page.
     assert page.is_checked("input[name=runs][value=alpha]")
@@ -95,14 +75,14 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
     page.click("button[type=submit] >> text=Create the campaign")
     page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
     page.wait_for_selector("a.result-page")
-    shoot(page, "lifecycle-3-pool-job")
+    shoot_full(page, "lifecycle-3-pool-job")
     page.click("a.result-page")
     campaign = Campaign.objects.get(name="browser campaign")
     page.wait_for_url(f"{base}/campaigns/{campaign.pk}/")
     assert page.inner_text("#lifecycle-status") == "active"
     assert "4 gold pairs: 2 relevant, 2 irrelevant" in page.inner_text("#gold-counts")
     assert "4 training pairs" in page.inner_text("#setting-qualification")
-    shoot(page, "lifecycle-4-campaign-page")
+    shoot_full(page, "lifecycle-4-campaign-page")
 
     page.click("#pause-campaign")
     page.wait_for_selector("#resume-campaign")
@@ -111,14 +91,14 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
     # Asking for more training pairs than the gold can balance is refused on the edit page.
     page.click("#edit-campaign")
     page.fill("#id_qualification", "6")
-    shoot(page, "lifecycle-5-edit")
+    shoot_full(page, "lifecycle-5-edit")
     page.click("button[type=submit] >> text=Save")
     page.wait_for_selector("#campaign-name")
     page.click("#resume-campaign")
     refused = page.locator(".messages").inner_text()
     assert "qualification needs 6 gold pairs, 3 relevant and 3 irrelevant" in refused, refused
     assert Campaign.objects.get(pk=campaign.pk).status == "paused"
-    shoot(page, "lifecycle-6-resume-refused")
+    shoot_full(page, "lifecycle-6-resume-refused")
     page.click("#edit-campaign")
     page.fill("#id_qualification", "4")
     page.click("button[type=submit] >> text=Save")
@@ -132,7 +112,7 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
     page.reload()
     page.click("#promote-link")
     assert "Promote 3 pairs" in page.inner_text("#promote-summary")
-    shoot(page, "lifecycle-7-promote-confirm")
+    shoot_full(page, "lifecycle-7-promote-confirm")
     page.click("#confirm-promote")
     page.wait_for_url(f"{base}/campaigns/{campaign.pk}/")
     assert "3 pairs promoted to gold" in page.inner_text(".messages")
@@ -141,9 +121,9 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
 
     page.click("#close-campaign")
     assert "pairs still pending" in page.inner_text("#close-summary")
-    shoot(page, "lifecycle-8-close-confirm")
+    shoot_full(page, "lifecycle-8-close-confirm")
     page.click("#confirm-close")
     page.wait_for_url(f"{base}/campaigns/{campaign.pk}/")
     assert page.inner_text("#lifecycle-status") == "closed"
     assert page.locator("#resume-campaign").count() == 0
-    shoot(page, "lifecycle-9-closed")
+    shoot_full(page, "lifecycle-9-closed")

@@ -76,12 +76,19 @@ def test_a_rule_pause_is_in_the_history_and_says_so(people):
         submit.submit(fast, current.pair.pk, "relevant", uuid.uuid4(), seconds=0.2)
     (person,) = people_service.campaign_people(campaign).people
     assert person.status == "paused by the speed rule" and "too fast" in person.paused_reason
-    assert person.paused_by is None
+    assert person.paused_by is None and person.pause_rule == "speed"
     assert [(e.action, e.by) for e in person.history] == [("paused", "")]
+    assert person.history[0].rule == "speed"
+    page = _client(people["admin"]).get(f"/campaigns/{campaign.pk}/annotators/")
+    assert b"paused by the speed rule" in page.content
+    assert b"by the speed rule" in page.content.split(b'class="history"')[1]
     people_service.reinstate(campaign, fast, people["admin"])
     (person,) = people_service.campaign_people(campaign).people
     assert [e.action for e in person.history] == ["reinstated", "paused"]
     assert "too fast" in person.history[0].reason
+    people_service.pause(campaign, fast, people["admin"], "a median of 1 s, I think")
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.status == "paused by an admin" and person.pause_rule is None
 
 
 def test_admit_lets_a_failed_annotator_in_once(people):

@@ -6,7 +6,6 @@ and a rule's pause names its rule."""
 
 import html
 import re
-import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -14,7 +13,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from annotation.judging import gold as gold_queue
-from annotation.judging import queue, submit
+from annotation.judging import queue
 from annotation.models import AnnotatorStanding, StandingEvent
 from annotation.services import people as people_service
 from config import roles
@@ -184,26 +183,6 @@ def test_pressing_admit_on_the_page_admits(people):
     assert gold_queue.qualification(campaign, annotator).admitted
     (person,) = people_service.campaign_people(campaign).people
     assert person.qualification_state == "admitted"
-
-
-def test_a_rule_pause_names_its_rule_on_the_page(people):
-    campaign = make_campaign(n_queries=20, depth=3, seed=6)
-    fast = people["annotator"]
-    for _ in range(20):
-        current = queue.assign(campaign, fast).current
-        if current is None:
-            break
-        submit.submit(fast, current.pair.pk, "relevant", uuid.uuid4(), seconds=0.2)
-    (person,) = people_service.campaign_people(campaign).people
-    assert person.pause_rule == "speed" and person.status == "paused by the speed rule"
-    assert person.history[0].rule == "speed"
-    page = _client(people["admin"]).get(f"/campaigns/{campaign.pk}/annotators/")
-    assert b"paused by the speed rule" in page.content
-    assert b"by the speed rule" in page.content.split(b'class="history"')[1]
-    people_service.reinstate(campaign, fast, people["admin"])
-    people_service.pause(campaign, fast, people["admin"], "a median of 1 s, I think")
-    (person,) = people_service.campaign_people(campaign).people
-    assert person.status == "paused by an admin" and person.pause_rule is None
 
 
 def test_a_missing_annotator_group_is_made_again(people):
