@@ -482,10 +482,14 @@ def _new_username(username: str) -> str:
     except ValidationError as exc:
         raise AccountError("username", " ".join(exc.messages)) from None
     if User._default_manager.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
-        raise AccountError(
-            "username", f"the username {username!r} is taken: an account has it (letter case aside)"
-        )
+        raise _taken(username)
     return username
+
+
+def _taken(username: str) -> AccountError:
+    return AccountError(
+        "username", f"the username {username!r} is taken: an account has it (letter case aside)"
+    )
 
 
 def _new_email(email: str) -> str:
@@ -523,9 +527,7 @@ def create_annotator(campaign: Campaign, username: str, email: str, admin) -> Ne
             user.groups.add(roles.ensure_groups()[roles.ANNOTATOR])
             invite(campaign, [user.pk], admin)
     except IntegrityError:
-        raise AccountError(
-            "username", f"the username {username!r} is taken: an account has it (letter case aside)"
-        ) from None
+        raise _taken(username) from None
     return NewAnnotator(user.pk, username, email, password, campaign.name)
 
 
