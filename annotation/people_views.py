@@ -1,6 +1,6 @@
 """The campaign's people page: every annotator with their scores and status, and an
 admin's actions on them (admit, pause, reinstate, discount labels, invite, and add a new
-annotator account, whose generated password the answer to that POST shows once).
+annotator account, whose generated password the page after that POST shows once).
 
 Researchers read the page (the scores are the agreement page's, a campaign report); only
 admins act. Every action is a POST with CSRF to :mod:`annotation.services.people`;
@@ -173,13 +173,17 @@ def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return _back(campaign)
 
 
+NEW_ACCOUNT_KEY = "firepool-new-annotator"
+"""Session key holding a just-made account until its page shows it (see :func:`annotator_made`)."""
+
+
 @require_POST
 @admins_only
 def add_annotator(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Make a new annotator account and invite it to the campaign. A refused or taken name
-    shows the people page again with the form's error (400); a made account answers with a
-    page showing its generated password, this once: the answer is not a redirect (the
-    password never goes into the session's messages) and is never cached."""
+    shows the people page again with the form's error (400); a made account redirects to
+    :func:`annotator_made`, which shows its generated password once, so reloading that page
+    never posts the form again (POST, redirect, GET)."""
     campaign = _campaign(campaign_id)
     form = NewAnnotatorForm(request.POST)
     if form.is_valid():
@@ -192,11 +196,32 @@ def add_annotator(request: HttpRequest, campaign_id: int) -> HttpResponse:
         except people.PeopleError as exc:
             form.add_error(None, str(exc))
         else:
-            response = render(
-                request,
-                "annotation/annotator_created.html",
-                {"campaign": campaign, "made": made},
-            )
-            add_never_cache_headers(response)
-            return response
+            request.session[NEW_ACCOUNT_KEY] = {
+                "campaign": campaign.pk,
+                "username": made.username,
+                "email": made.email,
+                "password": made.password,
+            }
+            return redirect("campaign-annotator-made", campaign_id=campaign.pk)
     return _people_page(request, campaign, new_form=form, status=400)
+
+
+@require_safe
+@admins_only
+def annotator_made(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Show the account :func:`add_annotator` just made, with its password, this once.
+
+    The password waits in the server-side session (never in a cookie or a message) and is
+    taken out as this page is drawn, like a flashed message: a reload, or another admin,
+    finds only the note that it was shown once. The page is never cached."""
+    campaign = _campaign(campaign_id)
+    made = request.session.get(NEW_ACCOUNT_KEY)
+    if made is not None and made.get("campaign") == campaign.pk:
+        del request.session[NEW_ACCOUNT_KEY]
+    else:
+        made = None
+    response = render(
+        request, "annotation/annotator_created.html", {"campaign": campaign, "made": made}
+    )
+    add_never_cache_headers(response)
+    return response

@@ -79,6 +79,11 @@ urlpatterns = [
         name="campaign-annotators-add",
     ),
     path(
+        "campaigns/<int:campaign_id>/annotators/made/",
+        people_views.annotator_made,
+        name="campaign-annotator-made",
+    ),
+    path(
         "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
         people_views.discount,
         name="campaign-annotator-discount",

@@ -375,6 +375,27 @@ CASES: list[Case] = [
         method="post",
     ),
     page(
+        "campaigns/<int:campaign_id>/annotators/made/",
+        "/campaigns/{c}/annotators/made/",
+        **ADMIN_ONLY,  # nothing made in this session: the note that a password shows once
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/made/",
+        "/campaigns/999999/annotators/made/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+    ),
+    page(
+        "campaigns/<int:campaign_id>/annotators/made/",
+        "/campaigns/{c}/annotators/made/",
+        405,
+        405,
+        405,
+        anonymous=405,
+        method="post",
+    ),
+    page(
         "campaigns/<int:campaign_id>/annotators/<int:annotator_id>/discount/",
         "/campaigns/{c}/annotators/{ann}/discount/",
         **ADMIN_ONLY,

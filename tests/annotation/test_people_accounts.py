@@ -109,12 +109,19 @@ def test_the_page_adds_an_annotator_and_shows_the_password_once(people):
         r'<form method="post" action="([^"#]+)#add-annotator"', page.content.decode()
     )
     assert action and action.group(1) == _add_url(campaign)
-    response = admin.post(action.group(1), {"username": "walk-in", "email": ""})
+    made_url = f"/campaigns/{campaign.pk}/annotators/made/"
+    posted = admin.post(action.group(1), {"username": "walk-in", "email": ""})
+    assert posted.status_code == 302 and posted["Location"] == made_url  # POST, redirect, GET
+    response = admin.get(made_url)
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     password = re.search(r'id="new-password">([^<]+)<', response.content.decode()).group(1)
     password = html.unescape(password)
     assert Client().login(username="walk-in", password=password)
+    reloaded = admin.get(made_url)  # a reload posts nothing again and shows no password
+    assert reloaded.status_code == 200 and b'id="new-annotator-gone"' in reloaded.content
+    assert password.encode() not in reloaded.content
+    assert get_user_model().objects.filter(username__iexact="walk-in").count() == 1
     listed = admin.get(f"/campaigns/{campaign.pk}/annotators/")
     assert b'id="person-walk-in"' in listed.content
     assert password.encode() not in listed.content  # shown once: never again
@@ -191,3 +198,15 @@ def test_a_missing_annotator_group_is_made_again(people):
     campaign = make_campaign(n_queries=2, depth=2, seed=28)
     made = people_service.create_annotator(campaign, "late", "", people["admin"])
     assert roles.has_perm(get_user_model().objects.get(pk=made.id), roles.JUDGE_PAIRS)
+
+
+def test_a_made_account_shows_only_on_its_own_campaigns_page(people):
+    first = make_campaign(n_queries=2, depth=2, seed=26)
+    second = make_campaign(n_queries=2, depth=2, seed=27)
+    admin = _client(people["admin"])
+    assert admin.post(_add_url(first), {"username": "only-first"}).status_code == 302
+    elsewhere = admin.get(f"/campaigns/{second.pk}/annotators/made/")
+    assert b'id="new-password"' not in elsewhere.content
+    assert b'id="new-annotator-gone"' in elsewhere.content
+    own = admin.get(f"/campaigns/{first.pk}/annotators/made/")
+    assert b'id="new-password"' in own.content and b"only-first" in own.content
