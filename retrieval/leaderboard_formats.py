@@ -471,7 +471,7 @@ def _latex_fire(board: Leaderboard) -> list[str]:
                 cells.append("--")
                 continue
             base = None if original is None or math.isnan(original.value) else original.value
-            text = table_cell(corrected.value, base).replace("+ -", "$-$ ")
+            text = table_cell(corrected.value, base).replace("− ", "$-$ ")
             cells.append(text + "\\%" + _latex_interval(row.intervals.get(m)))
         lines.append(" & ".join(cells) + " \\\\")
     return [*lines, "\\bottomrule", "\\end{tabular}"]

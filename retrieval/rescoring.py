@@ -286,10 +286,14 @@ def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
 
 
 def table_cell(corrected: float, original: float | None) -> str:
-    """FIRE Table 1's "A (B + C)": corrected, then original plus the gain, in points."""
+    """FIRE Table 1's "A (B + C)": corrected, then original plus the gain, in points; a loss
+    reads "A (B − C)", never "B + -C"."""
     if original is None:
         return points(corrected)
-    return f"{points(corrected)} ({points(original)} + {points(corrected - original)})"
+    gain = points(corrected - original)
+    size = gain.lstrip("-")
+    sign = "−" if gain.startswith("-") and size.strip("0.") else "+"
+    return f"{points(corrected)} ({points(original)} {sign} {size})"
 
 
 @dataclass

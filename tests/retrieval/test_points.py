@@ -32,5 +32,7 @@ def test_points_and_the_template_filters_agree(value, shown, signed):
 def test_the_leaderboard_the_report_cells_and_job_results_use_it():
     assert value_text("C@1", 0.4312) == points(0.4312) == "43.1"
     assert table_cell(0.61, 0.135) == "61.0 (13.5 + 47.5)"
+    assert table_cell(0.369, 0.625) == "36.9 (62.5 − 25.6)"  # a loss, never "+ -25.6"
+    assert table_cell(0.6249, 0.625) == "62.5 (62.5 + 0.0)"  # no minus sign on a zero
     summary = job_summary("score_run", {"scores": {"C@1": 0.4312, "C@10": 0.9}, "label_set": "h"})
     assert summary == "C@1 43.1, C@10 90.0 points (with h)"
