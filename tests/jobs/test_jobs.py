@@ -201,6 +201,12 @@ def test_job_pages_show_progress_errors_and_retry(client):
     assert page.status_code == 200
     assert "Internal error (RuntimeError)" in text and "Traceback" not in text
     assert "Retry" in text
+    if failed.percent is None:  # no total counted: no bar at all, never an endless moving one
+        assert 'id="job-progress"' not in text
+    else:  # a bar stopped where the job failed
+        assert f'id="job-progress" max="100" value="{failed.percent:.0f}"' in text
+    Job.objects.filter(pk=failed.pk).update(total=0, done=0)
+    assert 'id="job-progress"' not in client.get(f"/jobs/{failed.pk}/").content.decode()
     status = client.get(f"/jobs/{failed.pk}/status/").json()
     assert status["status"] == "failed" and status["finished"]
     response = client.post(f"/jobs/{failed.pk}/retry/")
