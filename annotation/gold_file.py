@@ -116,6 +116,41 @@ def _csv_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
         yield line, {name: (value if value.strip() else None) for name, value in values.items()}
 
 
+# The gold template: decided pairs, as a gold file to edit and import.
+
+TEMPLATE_COLUMNS = ("caption_key", "video_key", "caption", "label", "explanation", "guideline")
+
+
+@dataclass(frozen=True, slots=True)
+class GoldTemplateRow:
+    """A decided pair that is not gold yet, with its settled label (1 or 0) and the
+    explanation promoting it would give; ``caption`` is there to read, and ignored on import."""
+
+    caption_key: str
+    video_key: str
+    caption: str
+    label: int
+    explanation: str
+
+
+def gold_template_lines(rows: Iterable[GoldTemplateRow]) -> Iterator[str]:
+    """A gold CSV file of ``rows`` that :func:`read_gold` reads back as it is: a header,
+    then one line per pair with ``label`` as ``relevant`` or ``irrelevant`` and an empty
+    ``guideline`` for the admin to fill (or to delete the rows they do not want)."""
+    yield csv_line(TEMPLATE_COLUMNS)
+    for row in rows:
+        yield csv_line(
+            [
+                row.caption_key,
+                row.video_key,
+                row.caption,
+                LABEL_NAMES[row.label],
+                row.explanation,
+                "",
+            ]
+        )
+
+
 # The gold export: every gold pair with every answer given on it.
 
 

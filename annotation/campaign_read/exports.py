@@ -21,6 +21,8 @@ exported as pairs; pending pairs have no final label yet.
   names the ``method``.
 - ``gold`` / ``gold-csv``: the campaign's gold pairs with every answer given on them
   (:mod:`annotation.gold_file`); never labels, and like every export for admins only.
+- ``gold-template``: the decided pairs that are not gold yet, as a gold CSV file (keys, the
+  caption to read, the settled label, how it was settled) to edit and import.
 """
 
 import itertools
@@ -48,9 +50,19 @@ from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES, names
 from retrieval.models import Caption, LabelSet, Video
 
-EXPORT_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json", "gold", "gold-csv")
-GOLD_FORMATS = ("gold", "gold-csv")
-"""Exports of gold pairs and the answers on them, not of labels (admins only)."""
+EXPORT_FORMATS = (
+    "csv",
+    "jsonl",
+    "qrels",
+    "raw",
+    "fire-json",
+    "gold",
+    "gold-csv",
+    "gold-template",
+)
+GOLD_FORMATS = ("gold", "gold-csv", "gold-template")
+"""Exports of gold pairs and the answers on them, or of the decided pairs that could become
+gold, not of labels (admins only)."""
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
@@ -59,6 +71,7 @@ CONTENT_TYPES = {
     "fire-json": "application/json; charset=utf-8",
     "gold": "application/x-ndjson; charset=utf-8",
     "gold-csv": "text/csv; charset=utf-8",
+    "gold-template": "text/csv; charset=utf-8",
 }
 EXTENSIONS = {
     "csv": "csv",
@@ -68,6 +81,7 @@ EXTENSIONS = {
     "fire-json": "fire.json",
     "gold": "gold.jsonl",
     "gold-csv": "gold.csv",
+    "gold-template": "gold-template.csv",
 }
 
 BATCH = 20_000
@@ -108,6 +122,8 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
         raise ExportError(
             f"unknown resolution method {method!r} (choose from {', '.join(METHODS)})"
         )
+    if fmt == "gold-template":
+        return _buffered(gold_file.gold_template_lines(gold.gold_template_rows(campaign)))
     if fmt in GOLD_FORMATS:
         rows = gold.gold_export_rows(campaign)
         lines = (

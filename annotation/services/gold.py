@@ -249,12 +249,7 @@ def promote(
         if (caption, video) in existing:
             continue
         label = adjudicated or status
-        if explanation:
-            why = explanation
-        elif adjudicated:
-            why = f"Adjudicated {label} by {admin or 'an admin'}."
-        else:
-            why = f"All {label_count} annotators judged it {label}."
+        why = explanation or _how_settled(label, adjudicated, admin, label_count)
         created.append(
             GoldPair(
                 campaign=campaign,
@@ -272,6 +267,48 @@ def promote(
         GoldPair.objects.bulk_create(created, batch_size=1000)
         gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
     return Promotion(campaign.name, len(created), len(rows) - len(created))
+
+
+def _how_settled(label: str, adjudicated: str, admin: str | None, label_count: int) -> str:
+    """The explanation a promoted pair gets when the admin gives none."""
+    if adjudicated:
+        return f"Adjudicated {label} by {admin or 'an admin'}."
+    return f"All {label_count} annotators judged it {label}."
+
+
+def gold_template_rows(campaign: Campaign) -> Iterator[gold_file.GoldTemplateRow]:
+    """The decided pairs of ``campaign`` that are not gold yet, as rows of a gold file an
+    admin edits and imports (one query, read in batches): the same pairs, labels and
+    explanations that promoting every decided pair would make."""
+    gold = GoldPair.objects.filter(
+        campaign=campaign, caption_id=OuterRef("caption_id"), video_id=OuterRef("video_id")
+    )
+    rows = (
+        Pair.objects.filter(campaign=campaign)
+        .filter(decided())
+        .exclude(Exists(gold))
+        .order_by("pk")
+        .values_list(
+            "caption__key",
+            "video__key",
+            "caption__text",
+            "status",
+            "adjudicated",
+            "adjudicated_by__username",
+            "label_count",
+        )
+    )
+    for caption_key, video_key, text, status, adjudicated, admin, label_count in rows.iterator(
+        chunk_size=5000
+    ):
+        label = adjudicated or status
+        yield gold_file.GoldTemplateRow(
+            caption_key,
+            video_key,
+            text,
+            CODES[label],
+            _how_settled(label, adjudicated, admin, label_count),
+        )
 
 
 def _ids(ids: Sequence[int]) -> str:

@@ -312,3 +312,47 @@ def test_the_database_keeps_one_queue_answer_per_annotator_and_gold_pair(db, peo
         )
     with pytest.raises(IntegrityError), transaction.atomic():
         campaign.qualification_attempts.create(annotator=user, correct=3, total=2)
+
+
+def test_the_gold_template_imports_as_promoting_every_decided_pair_would(
+    judged, people, client, tmp_path
+):
+    """The template download lists the decided pairs that are not gold yet, with keys, the
+    caption, the settled label and how it was settled; imported unchanged into a twin
+    campaign it gives the gold pairs that promoting every decided pair gives."""
+    campaign = judged
+    tied = Pair.objects.filter(campaign=campaign).exclude(video__key__in=("v0", "v1", "v2", "v3"))
+    submit.adjudicate(tied[0], people["admin"], "irrelevant")
+    already = Pair.objects.select_related("caption", "video").filter(
+        campaign=campaign, video__key="v0"
+    )[0]
+    gold.promote(campaign, pair_ids=[already.pk], explanation="Already gold.")
+    client.force_login(people["admin"])
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert f'href="/campaigns/{campaign.pk}/export/gold-template/" id="gold-template-link"' in page
+    response = client.get(f"/campaigns/{campaign.pk}/export/gold-template/")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert "gold-template.csv" in response["Content-Disposition"]
+    text = b"".join(response.streaming_content).decode()
+    lines = text.splitlines()
+    assert lines[0] == "caption_key,video_key,caption,label,explanation,guideline"
+    assert len(lines) - 1 == gold.promotable(campaign) > 0
+    assert not any(line.startswith(f"{already.caption.key},{already.video.key},") for line in lines)
+    assert "Adjudicated irrelevant by boss." in text
+    twin = make_campaign()
+    twin.dataset = campaign.dataset
+    twin.save()
+    (tmp_path / "template.csv").write_text(text)
+    result = gold.import_gold(twin, tmp_path / "template.csv")
+    gold.promote(campaign, all_decided=True)
+    mine = set(
+        GoldPair.objects.filter(campaign=campaign)
+        .exclude(pair_id=already.pk)
+        .values_list("caption_id", "video_id", "label", "explanation")
+    )
+    theirs = set(
+        GoldPair.objects.filter(campaign=twin).values_list(
+            "caption_id", "video_id", "label", "explanation"
+        )
+    )
+    assert result.created == len(mine) and mine == theirs
