@@ -18,8 +18,9 @@ ifndef FIREPOOL_START
 FIREPOOL_START := $(shell date +%s.%N)
 endif
 export FIREPOOL_START
-# This machine's pip config names a local index folder that lacks most packages.
-PIP_NOISE := ^WARNING: Location .* is ignored
+# This machine's pip config names a local index folder that lacks most packages; setuptools
+# warns about editable installs in a block of stars (the lines of that block are dropped).
+PIP_NOISE := ^WARNING: Location .* is ignored|BuildBackendWarning: Editable installation|^ *!!$$|^ *\*{20,}$$|Please be careful with folders in your working|name as your package as they may take precedence|with strategy, WheelFile|^ *$$
 # Runs a step, saying it is still working whenever it is quiet for 8 s (bin/heartbeat).
 BEAT := $(PYTHON) bin/heartbeat --drop "$(PIP_NOISE)"
 
@@ -30,7 +31,8 @@ BEAT := $(PYTHON) bin/heartbeat --drop "$(PIP_NOISE)"
 # `manage.py startup_jobs`, which prints its progress here and exits when it is done (the
 # home page shows it too). Stopping the server stops it; the next `make run` resumes.
 run: setup
-	@$(BEAT) --until "^Quit the server with" "starting the server and the deferred jobs" -- \
+	@$(BEAT) --until "^Quit the server with" --ready "http://$(HOST):$(PORT)/login/" \
+	  "starting the server and the deferred jobs" -- \
 	  bash -c '$(PY) manage.py startup_jobs & worker=$$!; \
 	    trap "kill $$worker 2>/dev/null; wait $$worker 2>/dev/null" EXIT INT TERM; \
 	    $(PY) manage.py runserver $(HOST):$(PORT)'
