@@ -62,3 +62,38 @@ def test_leaderboard_sorts_switches_label_sets_and_exports(live_server, browser,
         page.click("#leaderboard-exports >> text=LaTeX, FIRE Table 1")
     text = Path(download.value.path()).read_text(encoding="utf-8")
     assert "\\toprule" in text and re.search(r"\d+\.\d \(\d+\.\d \+ \d+\.\d\)", text)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_narrow_window_says_the_table_scrolls_and_the_address_names_the_label_set(
+    live_server, browser
+):
+    """At 768 px the leaderboard is wider than the window: a hint says so above it (none at
+    1280 px where it fits), and the address names the default label set the page shows."""
+    dataset = leaderboard_world("narrow")
+    researcher = get_user_model().objects.create_user("res2", password=PASSWORD)
+    researcher.groups.add(roles.ensure_groups()[roles.RESEARCHER])
+    page = browser.new_page(viewport={"width": 768, "height": 900})
+    login(page, live_server.url, "res2", PASSWORD)
+    page.goto(f"{live_server.url}/datasets/{dataset.name}/leaderboard/")
+    page.wait_for_selector("#leaderboard")
+    chosen = page.locator("#labels").input_value()
+    page.wait_for_url(re.compile(r"labels=" + re.escape(chosen) + "$"))
+    box = page.locator(".table-scroll:has(#leaderboard)")
+    assert box.evaluate("b => b.scrollWidth > b.clientWidth")
+    hint = page.locator(".scroll-hint:visible")
+    assert hint.count() >= 1 and "scroll the table sideways" in hint.first.inner_text()
+    assert "overflowing" in box.get_attribute("class")
+    box.evaluate("b => { b.scrollLeft = b.scrollWidth; b.dispatchEvent(new Event('scroll')); }")
+    page.wait_for_function(
+        "() => document.querySelector('.table-scroll.scrolled-to-end #leaderboard') !== null"
+    )
+    shots = os.environ.get("FIREPOOL_SCREENSHOTS")
+    if shots:
+        page.screenshot(path=os.path.join(shots, "leaderboard-768.png"), full_page=True)
+    page.set_viewport_size({"width": 1600, "height": 900})
+    page.wait_for_function(
+        "() => { const b = document.querySelector('.table-scroll:has(#leaderboard)');"
+        " return b.scrollWidth > b.clientWidth || !b.previousElementSibling.matches("
+        "'.scroll-hint:not([hidden])'); }"
+    )
