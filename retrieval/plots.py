@@ -181,11 +181,15 @@ def line_chart(
             ends.append((points[-1][1], j, points[-1]))
     if direct_labels:
         parts.extend(_end_labels(series, ends, right))
-    for x in _ticks(low, high):
+    whole = all(float(x).is_integer() for x in x_values)
+    for x in _ticks(low, high, whole=whole):
         px, _ = xy(x, 0)
+        label = _fmt(x)
+        # A label at the right edge ends there instead of running off the chart.
+        anchor = "end" if px + text_width(label) / 2 > WIDTH - 2 else "middle"
         parts.append(
-            f'<text x="{px:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="middle">'
-            f"{_fmt(x)}</text>"
+            f'<text x="{px:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="{anchor}">'
+            f"{label}</text>"
         )
     parts.extend(_axis_labels(x_label, "", plot_w))
     return _close(parts)
@@ -225,11 +229,17 @@ def _axis_top(series: Sequence[Series], y_max: float | None) -> float:
     return nice_max(max((v for s in series for v in s.values if v is not None), default=0.0))
 
 
-def _ticks(low: float, high: float, count: int = 6) -> list[float]:
+def _ticks(low: float, high: float, count: int = 6, whole: bool = False) -> list[float]:
+    """At most ``count`` round positions in [low, high] (multiples of 1, 2 or 5 times a power
+    of ten: 0, 500, 1,000, never 369 or 1,772); whole numbers only when ``whole``."""
     if high <= low:
         return [low]
-    step = (high - low) / (count - 1)
-    return [low + i * step for i in range(count)]
+    step = nice_max((high - low) / (count - 1))
+    if whole:
+        step = max(step, 1.0)
+    first = math.ceil(low / step - 1e-9)
+    last = math.floor(high / step + 1e-9)
+    return [i * step for i in range(first, last + 1)]
 
 
 def _grid(y_label: str, top: float, right: float = WIDTH - MARGIN_RIGHT) -> list[str]:

@@ -1,7 +1,10 @@
 """The SVG charts' layout: legend entries and line labels never run into each other."""
 
+import math
 import re
 import xml.etree.ElementTree as ET
+
+import pytest
 
 from retrieval import plots
 
@@ -93,3 +96,18 @@ def test_crowded_category_names_are_thinned_not_overlapped():
     ]
     assert 1 < len(ticks) < len(categories)
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_axis_ticks_are_round_numbers_inside_the_range():
+    assert plots._ticks(0, 1845) == [0, 500, 1000, 1500]
+    assert plots._ticks(369, 1772) == [500, 1000, 1500]
+    assert plots._ticks(0, 1) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    assert plots._ticks(1, 3, whole=True) == [1, 2, 3]  # counts: no half ticks
+    for low, high in ((0, 7), (3, 3000), (0.05, 0.9), (10, 10_000_000)):
+        ticks = plots._ticks(low, high)
+        assert 2 <= len(ticks) <= 6 and low <= ticks[0] and ticks[-1] <= high
+        step = ticks[1] - ticks[0]
+        mantissa = step / 10 ** math.floor(math.log10(step))
+        assert round(mantissa, 9) in (1, 2, 5, 10)
+    svg = plots.line_chart([0, 369, 1845], [plots.Series("a", [1, 2, 3])], title="t")
+    assert ">369<" not in svg and ">1,000<" in svg
