@@ -4,8 +4,13 @@
  * The server leases two pairs at a time: `current` (on screen) and `upcoming`. Two
  * <video> elements take turns: the visible one plays `current`, the hidden one already
  * loads `upcoming` (preload="auto"), and on advance they swap, so the next video shows
- * and plays at once. Every judgement attempt carries a client UUID that is kept until the
- * server acknowledges it, so retries after a network failure never count twice. A task's
+ * and plays at once. A label does not wait for the server: the next pair shows on the key
+ * press and the answer is reconciled when it comes (one queue of requests, sent in order);
+ * an answer that does not get through brings its pair back in front with a message. Every
+ * judgement attempt carries a client UUID that is kept until the server acknowledges it, so
+ * retries after a network failure never count twice. R and N wait for the video's first
+ * frame (a label means the video was seen), every label says how many seconds of it played,
+ * and a video that does not play offers one key, B, to report it broken. A task's
  * `pair` is an opaque id (a string): it is sent back as it came and only compared, never
  * read, so nothing on the page depends on which pair, or which kind of task, it names.
  *
@@ -18,9 +23,11 @@
  * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
  * browser tests and bench/judge_latency.py set it before the page's scripts run):
  * window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
- * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause}}) once a pair's
- * video is visible and playable (ms: from the key press to playable); body[data-pair]
- * holds the id of the task on screen and body[data-judge-state] the page's mode; ?nopreload
+ * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause, waiting}}) once a
+ * pair's video is visible and playable (ms: from the key press to playable; waiting: answers
+ * not yet acknowledged then); body[data-pair] holds the id of the task on screen,
+ * body[data-judge-state] the page's mode and body[data-video-state] its video's (waiting,
+ * seen, broken); ?nopreload
  * switches preloading off, so the latency bench can show what it buys.
  */
 (function () {
@@ -579,6 +586,9 @@
     expose("annotatorState", state.annotator ? state.annotator.key : "");
     root.dataset.state = state.annotator ? state.annotator.key : ""; // styles what is offered
     renderProgress(state.progress);
+    if (wasTraining && !training() && state.qualification && state.qualification.admitted) {
+      state.passedNote = true; // said once the pair on screen gives way
+    }
     if (data.feedback && state.current) {
       // A training answer: explain it beside the pair it is about; the next pair (or the
       // qualification's outcome) comes when the annotator presses Next.
@@ -591,7 +601,8 @@
     }
     renderFeedback(null);
     reconcile(data, attempt);
-    if (wasTraining && state.qualification && state.qualification.admitted) {
+    if (state.passedNote) {
+      state.passedNote = false;
       showStatus(MESSAGES.passed, "done", false);
     } else if (data.warning) {
       showStatus(`${data.warning}. ${MESSAGES.slowDown}`, "warn", false);
@@ -644,9 +655,10 @@
     }
     const held = state.held;
     state.held = null;
-    const wasTraining = training();
+    renderFeedback(null);
     reconcile(held.data, { kind: "next", cause: "next", pressAt: pressAt });
-    if (wasTraining && state.qualification && state.qualification.admitted) {
+    if (state.passedNote) {
+      state.passedNote = false;
       showStatus(MESSAGES.passed, "done", false);
     }
   }
@@ -949,6 +961,9 @@
       return;
     }
     const task = state.current;
+    if (state.queue.some((a) => a.kind === "submit" && a !== state.pending && a.task.pair === task.pair)) {
+      return; // its answer is on its way again (a retry): one answer per pair
+    }
     const seconds = Math.max(0.001, (pressAt - state.shownAt) / 1000);
     const pending = state.pending && state.pending.kind === "submit" && state.pending.task.pair === task.pair ? state.pending : null;
     const body = {
@@ -977,7 +992,9 @@
       state.queue.push(attempt);
     }
     if (optimistic) {
-      clearStatus();
+      if (els.status.dataset.kind === "info" || els.statusText.dataset.about === "video") {
+        clearStatus(); // a warning (too fast) stays until it is answered or replaced
+      }
       const next = state.upcoming;
       state.upcoming = null;
       if (next) {
