@@ -116,3 +116,20 @@ def test_an_escalation_names_a_known_kind_and_a_reason_unless_broken(people):
     )
     assert sent.status_code == 200
     assert Escalation.objects.get().kind == "other"
+
+
+def test_a_gold_answer_stores_seconds_played_as_a_label_does(people):
+    from annotation.models import GoldJudgement
+    from tests.factories import add_gold
+
+    campaign = make_campaign(n_queries=3, depth=3)
+    add_gold(campaign, 4, rate=1.0)  # every task served is gold while gold lasts
+    client = client_for(people["annotator"])
+    base = f"/api/campaigns/{campaign.pk}/"
+    task = client.post(base + "next/").json()["current"]["pair"]
+    key = str(uuid.uuid4())
+    body = {"pair": task, "label": "relevant", "uuid": key, "seconds": 3.0, "seconds_played": 2.5}
+    assert client.post(base + "submit/", body, format="json").status_code == 200
+    assert GoldJudgement.objects.get(uuid=key).seconds_played == 2.5
+    refused = client.post(base + "submit/", {**body, "seconds_played": 1.0}, format="json")
+    assert refused.status_code == 409  # the same id, another answer: as for a label

@@ -274,6 +274,7 @@ def test_a_paused_campaign_changes_the_page_at_once(live_server, browser):
     send = page.locator(".judge-send").bounding_box()
     assert stage["height"] >= 180 and stage["y"] >= 0, stage  # not a strip
     assert send["y"] + send["height"] <= WIDE["height"], send
+    shoot(page, "escalating")
     page.keyboard.press("Escape")
 
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.PAUSED)
