@@ -1162,6 +1162,7 @@ class ExportRawRow(NamedTuple):
     annotator_id: int
     label: str
     seconds: float | None
+    seconds_played: float | None
     created_us: int
 
 
@@ -1244,6 +1245,7 @@ def _export_rows_text(kind: str) -> str:
         return (
             f"SELECT {ids}, j.{{judgement.annotator}} AS annotator_id, "
             "j.{judgement.label} AS label, j.{judgement.seconds} AS seconds, "
+            "j.{judgement.seconds_played} AS seconds_played, "
             f"{_epoch_microseconds_sql()} AS created_us FROM {{pair}} p"
             f"\nJOIN {{judgement}} j ON {live}\n{where} {order}"
         )

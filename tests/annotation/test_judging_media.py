@@ -133,3 +133,24 @@ def test_a_gold_answer_stores_seconds_played_as_a_label_does(people):
     assert GoldJudgement.objects.get(uuid=key).seconds_played == 2.5
     refused = client.post(base + "submit/", {**body, "seconds_played": 1.0}, format="json")
     assert refused.status_code == 409  # the same id, another answer: as for a label
+
+
+def test_the_raw_export_carries_seconds_played_and_reads_back(people, tmp_path):
+    from annotation.campaign_read.exports import export_to_file
+    from retrieval.formats.labels import read_raw_jsonl
+
+    campaign, client, base, got = _start(people)
+    for pair, played in ((got["current"]["pair"], 1.75), (got["upcoming"]["pair"], None)):
+        body = {"pair": pair, "label": "relevant", "uuid": str(uuid.uuid4()), "seconds": 2.0}
+        if played is not None:
+            body["seconds_played"] = played
+        assert client.post(base + "submit/", body, format="json").status_code == 200
+    path = tmp_path / "raw.jsonl"
+    export_to_file(campaign, "raw", path)
+    lines = path.read_text().splitlines()
+    assert sum('"seconds_played": 1.75' in line for line in lines) == 1
+    assert sum("seconds_played" in line for line in lines) == 1  # left out where unknown
+    assert sorted((r.seconds_played is None, r.seconds_played) for r in read_raw_jsonl(path)) == [
+        (False, 1.75),
+        (True, None),
+    ]
