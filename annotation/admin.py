@@ -193,8 +193,8 @@ class ManagesCampaigns(admin.ModelAdmin):
 
 @admin.register(Escalation)
 class EscalationAdmin(ManagesCampaigns):
-    list_display = ["pk", "pair", "annotator", "reason", "created_at", "resolved_at"]
-    list_filter = ["pair__campaign", ("resolved_at", admin.EmptyFieldListFilter)]
+    list_display = ["pk", "pair", "annotator", "kind", "reason", "created_at", "resolved_at"]
+    list_filter = ["pair__campaign", "kind", ("resolved_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["pair"]
     actions = ["return_to_queue", "adjudicate_relevant", "adjudicate_irrelevant"]
 

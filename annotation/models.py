@@ -363,6 +363,12 @@ class Judgement(models.Model):
     )
     label = models.CharField(max_length=16, choices=Label.choices)
     seconds = models.FloatField(null=True, blank=True, help_text="Time spent judging.")
+    seconds_played = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Seconds of the video that played before the label (the judging page "
+        "always sends it; null: a client that did not say).",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     undone_at = models.DateTimeField(null=True, blank=True)
     discounted_at = models.DateTimeField(
@@ -414,7 +420,14 @@ class AnnotatorTally(models.Model):
 
 
 class Escalation(models.Model):
-    """A pair an annotator could not judge, with the reason, for an admin to review."""
+    """A pair an annotator could not judge, with the reason, for an admin to review.
+
+    ``kind`` tells a broken video (the judging page found it would not play and says how,
+    in ``media_error``) from any other reason the annotator wrote."""
+
+    class Kind(models.TextChoices):
+        OTHER = "other", "cannot be judged"
+        BROKEN_VIDEO = "broken_video", "broken video"
 
     uuid = models.UUIDField(unique=True, default=uuid.uuid4)
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="escalations")
@@ -422,6 +435,12 @@ class Escalation(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="escalations"
     )
     reason = models.TextField()
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.OTHER)
+    media_error = models.TextField(
+        blank=True,
+        help_text="For a broken video: what the browser said (its media error's code and "
+        "message, or that no picture came).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolved_by = models.ForeignKey(
@@ -548,6 +567,9 @@ class GoldJudgement(models.Model):
     )
     label = models.CharField(max_length=16, choices=Judgement.Label.choices)
     seconds = models.FloatField(null=True, blank=True, help_text="Time spent judging.")
+    seconds_played = models.FloatField(
+        null=True, blank=True, help_text="Seconds of the video that played (as on a judgement)."
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.QUEUE)
     attempt = models.ForeignKey(

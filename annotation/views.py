@@ -212,6 +212,7 @@ def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 2
             "Label": Judgement.Label,
             "Status": Pair.Status,
             "RETURN": RETURN,
+            "BROKEN_VIDEO_REASON": submit.BROKEN_VIDEO_REASON,
             "gold_pair_ids": set(
                 gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
                     "pair_id", flat=True

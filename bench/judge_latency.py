@@ -8,9 +8,14 @@ annotator as too fast to have watched (a shorter dwell gets the bench annotator 
 the second phase then waits for a pair that never comes). The page reports every advance as a
 ``firepool:shown`` event whose ``ms`` runs from the key event to the moment the next
 pair's video is visible and playable (readyState >= 3). The same is then measured with
-preloading switched off (``?nopreload``), for contrast. Run with::
+preloading switched off (``?nopreload``), for contrast, and with the server's answer to
+each label held back ``--delays`` ms (an artificial delay: Playwright holds the submit/
+request in the browser before it goes out, so the server is untouched): the next pair shows
+on the key press and the answer is reconciled when it comes, so the figure must not grow with
+the delay (target p95 <= 100 ms whatever the delay). Run with::
 
     .venv/bin/python bench/judge_latency.py [--pairs 60] [--cold-pairs 30] [--dwell 1200]
+        [--delays 0,500] [--delayed-pairs 30]
 
 Anchor: Label Studio users still ask for the next task's media to be preloaded
 (HumanSignal/label-studio #9101).
@@ -31,8 +36,8 @@ from harness import ROOT, machine, temporary_django
 
 from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
 
-TARGET = "p95 <= 150 ms (key press to next video playable)"
-TARGET_MS = 150.0
+TARGET = "p95 <= 100 ms (key press to next video playing), whatever the server's delay"
+TARGET_MS = 100.0
 USERNAME, PASSWORD = "bench-annotator", "pw-bench-annotator-1"
 
 
@@ -72,16 +77,31 @@ def wait_until_up(url: str, server: subprocess.Popen, timeout: float = 60.0) -> 
     raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
 
 
-def judge_pairs(browser, base: str, campaign_id: int, n: int, dwell_ms: int, query: str):
-    """Judge ``n`` pairs by key press; return the firepool:shown details of the advances."""
+def judge_pairs(
+    browser, base: str, campaign_id: int, n: int, dwell_ms: int, query: str, delay_ms: int = 0
+):
+    """Judge ``n`` pairs by key press, each answer held back ``delay_ms``; return the
+    firepool:shown details of the advances and the submit/ round trips."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
+    if delay_ms:
+
+        def slow_server(route):
+            time.sleep(delay_ms / 1000)  # the page's clock runs on; only the answer waits
+            route.continue_()
+
+        page.route("**/submit/", slow_server)
     page.add_init_script(RECORD_SHOWN)
     login(page, base, USERNAME, PASSWORD, landing="/judge/")  # annotators land there
     page.goto(f"{base}/judge/{campaign_id}/{query}")
     page.wait_for_function("() => window.__shown.length >= 1", timeout=30000)
     for i in range(n):
         page.wait_for_timeout(dwell_ms)
+        page.wait_for_function(  # R and N wait for the video's first frame
+            "() => document.body.dataset.videoState === 'seen'"
+            " || document.body.dataset.judgeState === 'finished'",
+            timeout=30000,
+        )
         page.keyboard.press("r" if i % 2 == 0 else "n")
         page.wait_for_function(
             "k => window.__shown.length >= k || document.body.dataset.judgeState === 'finished'",
@@ -114,12 +134,19 @@ def main() -> None:
     parser.add_argument(
         "--dwell", type=int, default=1200, help="ms spent on each pair (>= 1000: see above)"
     )
-    parser.add_argument("--videos", type=int, default=120, help="clips in the demo world")
+    parser.add_argument(
+        "--delays", default="0,500", help="ms each answer is held back, comma-separated"
+    )
+    parser.add_argument(
+        "--delayed-pairs", type=int, default=30, help="advances measured per delay above 0"
+    )
+    parser.add_argument("--videos", type=int, default=200, help="clips in the demo world")
     parser.add_argument("--depth", type=int, default=5)
     parser.add_argument(
         "--roles", choices=["on", "off"], default="on", help="caption role spans on the page"
     )
     args = parser.parse_args()
+    delays = [int(value) for value in args.delays.split(",") if value.strip()]
     if not os.path.exists(CHROMIUM):
         sys.exit(f"{CHROMIUM} not found: install Debian's chromium to run this benchmark")
 
@@ -148,6 +175,13 @@ def main() -> None:
                 browser = launch(playwright)
                 version = browser.version
                 warm, submits = judge_pairs(browser, base, campaign_id, args.pairs, args.dwell, "")
+                delayed = {
+                    delay: judge_pairs(
+                        browser, base, campaign_id, args.delayed_pairs, args.dwell, "", delay
+                    )
+                    for delay in delays
+                    if delay
+                }
                 cold, _ = judge_pairs(
                     browser, base, campaign_id, args.cold_pairs, args.dwell, "?nopreload"
                 )
@@ -168,7 +202,7 @@ def main() -> None:
 
     ms = [d["ms"] for d in warm]
     preloaded = sum(d["preloaded"] for d in warm)
-    p95 = float(np.percentile(ms, 95)) if ms else float("nan")
+    p95s = [float(np.percentile(ms, 95)) if ms else float("nan")]
     print(f"machine: {machine()}")
     print(
         f"browser: headless Chromium {version}; server: manage.py runserver + SQLite (WAL); "
@@ -178,10 +212,20 @@ def main() -> None:
         f"key press -> next video playable, preloading on:  {summary(ms)}; "
         f"{preloaded}/{len(warm)} served from the preloaded player"
     )
-    print(f"  of which submit/ round trip (Resource Timing):  {summary(submits)}")
+    print(f"  submit/ round trip (Resource Timing), meanwhile: {summary(submits)}")
+    for delay, (shown, trips) in delayed.items():
+        times = [d["ms"] for d in shown]
+        p95s.append(float(np.percentile(times, 95)) if times else float("nan"))
+        early = sum(d["waiting"] > 0 for d in shown)
+        print(
+            f"key press -> next video playing, answers held {delay} ms: {summary(times)}; "
+            f"{early}/{len(shown)} shown before the answer came"
+        )
+        print(f"  submit/ round trip (Resource Timing), meanwhile: {summary(trips)}")
     print(f"key press -> next video playable, preloading off: {summary([d['ms'] for d in cold])}")
+    p95 = max(p95s)
     verdict = "met" if p95 <= TARGET_MS else "MISSED"
-    print(f"target: {TARGET}: {verdict} (p95 {p95:.1f} ms)")
+    print(f"target: {TARGET}: {verdict} (worst p95 {p95:.1f} ms)")
     print("anchor: Label Studio users still ask for preloading (HumanSignal/label-studio #9101)")
 
 

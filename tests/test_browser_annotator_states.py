@@ -85,8 +85,10 @@ def open_page(browser, base_url: str, path: str, username: str = "ann"):
 
 
 def wait_for_pair(page, previous: str = "") -> str:
+    """The next task on screen once its video shows (R and N wait for that)."""
     page.wait_for_function(
-        "prev => document.body.dataset.pair && document.body.dataset.pair !== prev",
+        "prev => document.body.dataset.pair && document.body.dataset.pair !== prev"
+        " && document.body.dataset.videoState === 'seen'",
         arg=previous,
         timeout=15000,
     )
@@ -192,6 +194,7 @@ def test_fail_then_pass_qualification_then_paused_for_speed(live_server, browser
         "() => document.getElementById('judge-progress').textContent.includes('judged today 0')"
     )
     assert page.evaluate("document.body.dataset.annotatorState") == states.JUDGING
+    assert "You passed the qualification" in page.locator("#judge-status").inner_text()
     assert not page.locator("#judge-meter").is_hidden()
     shoot(page, "judging")
 
@@ -200,7 +203,10 @@ def test_fail_then_pass_qualification_then_paused_for_speed(live_server, browser
     for _ in range(30):
         page.keyboard.press("r")
         page.wait_for_function(
-            "prev => document.body.dataset.pair !== prev", arg=pair, timeout=15000
+            "prev => document.body.dataset.pair !== prev"
+            " && (document.body.dataset.videoState === 'seen' || !document.body.dataset.pair)",
+            arg=pair,
+            timeout=15000,
         )
         pair = page.evaluate("document.body.dataset.pair")
         status = page.locator("#judge-status")

@@ -89,7 +89,8 @@ def test_a_campaign_from_creation_to_export_and_leaderboard(live_server, browser
     previous = ""
     while True:
         annotator.wait_for_function(
-            "prev => (document.body.dataset.pair && document.body.dataset.pair !== prev)"
+            "prev => (document.body.dataset.pair && document.body.dataset.pair !== prev"
+            " && document.body.dataset.videoState === 'seen')"  # R and N wait for the video
             " || document.body.dataset.annotatorState === 'finished'",
             arg=previous,
             timeout=15000,

@@ -7,7 +7,7 @@ from rest_framework.exceptions import NotFound
 
 from annotation import annotator_state
 from annotation.judging import task_ids
-from annotation.models import Campaign, Judgement, Pair
+from annotation.models import Campaign, Escalation, Judgement, Pair
 
 
 class TaskSerializer(serializers.Serializer):
@@ -176,10 +176,36 @@ class SubmitSerializer(TaskInputSerializer):
         "and returns the stored judgement; the same id with another body is a 409 conflict."
     )
     seconds = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=86400)
+    seconds_played = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=86400,
+        help_text="Seconds of the video that played before the answer. The judging page "
+        "always sends it (and takes no label before the video showed a frame); a script may "
+        "leave it out, and the judgement stores it as unknown.",
+    )
 
 
 class EscalateSerializer(TaskInputSerializer):
-    reason = serializers.CharField(max_length=2000)
+    reason = serializers.CharField(
+        max_length=2000,
+        required=False,
+        allow_blank=True,
+        help_text="Why the pair cannot be judged; required unless ``kind`` is broken_video.",
+    )
+    kind = serializers.ChoiceField(
+        choices=Escalation.Kind.values,
+        default=Escalation.Kind.OTHER,
+        help_text="broken_video: the video would not play (the judging page's report).",
+    )
+    media_error = serializers.CharField(
+        max_length=2000,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="For a broken video: what the browser said (media error code and message).",
+    )
     uuid = serializers.UUIDField(
         help_text="Client-generated; a retry with the same id and body counts once; the same "
         "id with another body is a 409 conflict."

@@ -126,6 +126,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
             values["uuid"],
             values.get("seconds"),
             campaign=campaign,
+            played=values.get("seconds_played"),
         )
         payload = assignment_payload(campaign, request.user, result.assignment)
         payload.update(
@@ -161,10 +162,18 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
     def escalate(self, request, pk=None, format=None):
-        """Send a pair you cannot judge to the admins, with a reason (not a label)."""
+        """Send a pair you cannot judge to the admins, with a reason (not a label), or
+        report its video broken (``kind`` broken_video, with the browser's error)."""
         campaign = self.get_object()
         values = self.valid_input(EscalateSerializer, campaign=campaign)
-        got = submit.escalate(request.user, values["pair"], values["reason"], values["uuid"])
+        got = submit.escalate(
+            request.user,
+            values["pair"],
+            values.get("reason", ""),
+            values["uuid"],
+            kind=values["kind"],
+            media_error=values["media_error"],
+        )
         return Response(
             assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
         )

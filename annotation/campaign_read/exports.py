@@ -11,7 +11,8 @@ exported as pairs; pending pairs have no final label yet.
 - ``qrels``: ``caption 0 video rel`` for resolved pairs, judged negatives kept as 0 so
   judged-fraction measures work, and each caption's own video as 1 (the benchmark's
   original positive, whatever annotators said). Disagreements are left out (unjudged).
-- ``raw``: every live label with annotator, time and seconds spent.
+- ``raw``: every live label with annotator, time and seconds spent (and seconds of video
+  played, where known).
 - ``fire-json``: the layout of the FIRE release (annotations and disagreements); an entry
   labelled by a proxy rule carries an extra ``auto_label`` field.
 - Resolution: pairs are labelled by the policy's strict majority (``Pair.status``), or, with
@@ -563,8 +564,8 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
     captions, videos = _caption_keys(campaign), _video_keys(campaign)
     codes = CODES
     for rows in _window_rows(campaign, "raw"):
-        times = _iso_times(np.fromiter((row[5] for row in rows), np.int64, len(rows)))
-        for (caption_id, video_id, annotator, label, seconds, _), created in zip(
+        times = _iso_times(np.fromiter((row[6] for row in rows), np.int64, len(rows)))
+        for (caption_id, video_id, annotator, label, seconds, played, _), created in zip(
             rows, times, strict=True
         ):
             yield (
@@ -575,6 +576,7 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
                 seconds,
                 created,
                 False,
+                played,
             )
     # Labels an admin discounted: kept, marked, and listed after the ones that count.
     discounted = (
@@ -587,9 +589,10 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
             "label",
             "seconds",
             "created_at",
+            "seconds_played",
         )
     )
-    for caption_key, video_key, annotator, label, seconds, created in discounted.iterator():
+    for caption_key, video_key, annotator, label, seconds, created, played in discounted.iterator():
         yield (
             caption_key,
             video_key,
@@ -598,6 +601,7 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
             seconds,
             created.isoformat(),
             True,
+            played,
         )
 
 

@@ -22,12 +22,18 @@ class AssignmentError(UserError):
 ID_USED = "this id was already used for another answer; send a new id with a new answer"
 
 
-def same_answer(stored, annotator_id: int, label: str, seconds: float | None) -> bool:
+def _same_figure(stored: float | None, sent: float | None) -> bool:
+    return (stored is None) == (sent is None) and (sent is None or float(stored) == float(sent))
+
+
+def same_answer(
+    stored, annotator_id: int, label: str, seconds: float | None, played: float | None = None
+) -> bool:
     """Whether a stored answer (a judgement or a gold answer) is the one a retry resends:
-    the same annotator, label and seconds (its pair the caller compares)."""
+    the same annotator, label, seconds and seconds played (its pair the caller compares)."""
     return (
         stored.annotator_id == annotator_id
         and stored.label == label
-        and (stored.seconds is None) == (seconds is None)
-        and (seconds is None or float(stored.seconds) == float(seconds))
+        and _same_figure(stored.seconds, seconds)
+        and _same_figure(stored.seconds_played, played)
     )

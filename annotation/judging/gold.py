@@ -311,6 +311,7 @@ def answer(
     client_uuid,
     seconds: float | None,
     now: datetime | None = None,
+    played: float | None = None,
 ) -> GoldAnswer:
     """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
     UUID); the caller runs it in a transaction with the task's row locked. One statement
@@ -335,7 +336,9 @@ def answer(
     if found.label_uses is not None:
         raise AssignmentError("conflict", ID_USED)
     if stored is not None:
-        if stored.gold_pair_id != gold.pk or not same_answer(stored, annotator.pk, label, seconds):
+        if stored.gold_pair_id != gold.pk or not same_answer(
+            stored, annotator.pk, label, seconds, played
+        ):
             raise AssignmentError("conflict", ID_USED)
         if stored.undone_at is not None:
             raise AssignmentError(
@@ -349,7 +352,15 @@ def answer(
         raise AssignmentError("conflict", "you have already judged this pair")
     now = now or timezone.now()
     judgement = sql.insert_gold_judgement(
-        client_uuid, gold.pk, annotator.pk, label, seconds, now, purpose.value, found.attempt
+        client_uuid,
+        gold.pk,
+        annotator.pk,
+        label,
+        seconds,
+        now,
+        purpose.value,
+        found.attempt,
+        played,
     )
     if found.attempt is not None:
         _score(found.attempt, campaign, gold, label, now)

@@ -550,23 +550,32 @@ INSERT_JUDGEMENT = _statement(
     "insert_judgement",
     """
     INSERT INTO {judgement} ({judgement.uuid}, {judgement.pair}, {judgement.annotator},
-        {judgement.label}, {judgement.seconds}, {judgement.created_at})
-    VALUES (%(uuid)s, %(pair)s, %(annotator)s, %(label)s, %(seconds)s, %(now)s)
+        {judgement.label}, {judgement.seconds}, {judgement.seconds_played},
+        {judgement.created_at})
+    VALUES (%(uuid)s, %(pair)s, %(annotator)s, %(label)s, %(seconds)s, %(played)s, %(now)s)
     RETURNING {judgement.id}""",
     Inserted,
 )
 
 
 def insert_judgement(
-    client_uuid: object, pair_id: int, annotator_id: int, label: str, seconds, now: datetime
+    client_uuid: object,
+    pair_id: int,
+    annotator_id: int,
+    label: str,
+    seconds,
+    now: datetime,
+    played=None,
 ) -> Judgement:
-    """Store a live judgement (:data:`INSERT_JUDGEMENT`) made at ``now``; the new row."""
+    """Store a live judgement (:data:`INSERT_JUDGEMENT`) made at ``now``, ``played`` seconds
+    of its video seen; the new row."""
     params = {
         "uuid": _uuid_value(client_uuid),
         "pair": pair_id,
         "annotator": annotator_id,
         "label": label,
         "seconds": seconds,
+        "played": played,
         "now": connection.ops.adapt_datetimefield_value(now),
     }
     judgement_id = _inserted_id(INSERT_JUDGEMENT, params)
@@ -577,6 +586,7 @@ def insert_judgement(
         annotator_id=annotator_id,
         label=label,
         seconds=seconds,
+        seconds_played=played,
         created_at=now,
     )
 
@@ -798,9 +808,10 @@ INSERT_GOLD_JUDGEMENT = _statement(
     """
     INSERT INTO {gold_judgement} ({gold_judgement.uuid}, {gold_judgement.gold_pair},
         {gold_judgement.annotator}, {gold_judgement.label}, {gold_judgement.seconds},
-        {gold_judgement.created_at}, {gold_judgement.purpose}, {gold_judgement.attempt})
-    VALUES (%(uuid)s, %(gold)s, %(annotator)s, %(label)s, %(seconds)s, %(now)s, %(purpose)s,
-        %(attempt)s)
+        {gold_judgement.seconds_played}, {gold_judgement.created_at}, {gold_judgement.purpose},
+        {gold_judgement.attempt})
+    VALUES (%(uuid)s, %(gold)s, %(annotator)s, %(label)s, %(seconds)s, %(played)s, %(now)s,
+        %(purpose)s, %(attempt)s)
     RETURNING {gold_judgement.id}""",
     Inserted,
 )
@@ -815,14 +826,17 @@ def insert_gold_judgement(
     now: datetime,
     purpose: str,
     attempt_id: int | None,
+    played=None,
 ) -> GoldJudgement:
-    """Store an answer on a gold pair (:data:`INSERT_GOLD_JUDGEMENT`) made at ``now``."""
+    """Store an answer on a gold pair (:data:`INSERT_GOLD_JUDGEMENT`) made at ``now``,
+    ``played`` seconds of its video seen."""
     params = {
         "uuid": _uuid_value(client_uuid),
         "gold": gold_pair_id,
         "annotator": annotator_id,
         "label": label,
         "seconds": seconds,
+        "played": played,
         "now": connection.ops.adapt_datetimefield_value(now),
         "purpose": purpose,
         "attempt": attempt_id,
@@ -835,6 +849,7 @@ def insert_gold_judgement(
         annotator_id=annotator_id,
         label=label,
         seconds=seconds,
+        seconds_played=played,
         created_at=now,
         purpose=purpose,
         attempt_id=attempt_id,
@@ -898,7 +913,8 @@ RECENT_SECONDS = _statement(
     "recent_seconds",
     lambda since: (
         """
-    SELECT j.{judgement.seconds} AS seconds
+    SELECT CASE WHEN j.{judgement.seconds_played} < j.{judgement.seconds}
+            THEN j.{judgement.seconds_played} ELSE j.{judgement.seconds} END AS seconds
     FROM {judgement} j JOIN {pair} p ON p.{pair.id} = j.{judgement.pair}
     WHERE j.{judgement.annotator} = %(annotator)s AND p.{pair.campaign} = %(campaign)s
       AND j.{judgement.undone_at} IS NULL AND j.{judgement.seconds} IS NOT NULL"""
@@ -909,7 +925,9 @@ RECENT_SECONDS = _statement(
     [{"since": False}, {"since": True}],
 )
 """The times an annotator spent on their ``%(recent)s`` latest live labels in a campaign
-(after ``%(since)s`` when ``since``), newest first, through the (annotator, time) index."""
+(after ``%(since)s`` when ``since``), newest first, through the (annotator, time) index: the
+seconds on the pair, or the seconds its video played where fewer (a label given while the
+video did not play was not watched)."""
 
 
 def recent_seconds(
@@ -1144,6 +1162,7 @@ class ExportRawRow(NamedTuple):
     annotator_id: int
     label: str
     seconds: float | None
+    seconds_played: float | None
     created_us: int
 
 
@@ -1226,6 +1245,7 @@ def _export_rows_text(kind: str) -> str:
         return (
             f"SELECT {ids}, j.{{judgement.annotator}} AS annotator_id, "
             "j.{judgement.label} AS label, j.{judgement.seconds} AS seconds, "
+            "j.{judgement.seconds_played} AS seconds_played, "
             f"{_epoch_microseconds_sql()} AS created_us FROM {{pair}} p"
             f"\nJOIN {{judgement}} j ON {live}\n{where} {order}"
         )

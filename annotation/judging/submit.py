@@ -90,6 +90,7 @@ def submit(
     seconds: float | None = None,
     now: datetime | None = None,
     campaign: Campaign | None = None,
+    played: float | None = None,
 ) -> SubmitResult:
     """Store one label (once per UUID) for a pair leased to the annotator, and return the
     next assignment. With ``campaign`` (the API's URL names one), a pair of another
@@ -100,6 +101,9 @@ def submit(
     gold evidence comes with the answer's own statement (:data:`sql.GOLD_ANSWER`); the
     pace is looked at, as after a label, only when the answer came too fast.
 
+    ``played`` is how many seconds of the video played before the answer (the judging page
+    always sends it; a script may leave it out, stored as unknown).
+
     A retry with the same UUID and the same pair, label and seconds returns the stored
     judgement (``created`` false); the same UUID with anything else is a conflict, whether
     it named a judgement or a gold answer (one rule for every task, so a reused id tells
@@ -108,6 +112,8 @@ def submit(
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     if seconds is not None and not (0 <= seconds < 24 * 3600):
         raise AssignmentError("invalid", "seconds must be between 0 and 86400")
+    if played is not None and not (0 <= played < 24 * 3600):
+        raise AssignmentError("invalid", "seconds_played must be between 0 and 86400")
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
@@ -123,10 +129,12 @@ def submit(
             if pair is None or campaign is None:  # deleted while on screen
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
-            got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
+            got = gold_queue.answer(
+                pair, campaign, annotator, label, client_uuid, seconds, now, played
+            )
             warning = None
             if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
+                if _too_fast(seconds, played, campaign):
                     # too fast, as after any label
                     warning = standing.check_pace(campaign, annotator, now).warning
                 else:
@@ -147,7 +155,7 @@ def submit(
         if gold_uses:
             raise AssignmentError("conflict", ID_USED)
         if existing is not None:
-            if not same_answer(existing, annotator.pk, label, seconds) or (
+            if not same_answer(existing, annotator.pk, label, seconds, played) or (
                 existing.pair_id != pair_id
             ):
                 raise AssignmentError("conflict", ID_USED)
@@ -167,7 +175,7 @@ def submit(
                 raise AssignmentError("conflict", "you have already judged this pair")
             _take_back_lease(pair, annotator, now)
             judgement = sql.insert_judgement(
-                client_uuid, pair.pk, annotator.pk, label, seconds, now
+                client_uuid, pair.pk, annotator.pk, label, seconds, now, played
             )
             read = _query_labels(campaign, pair.caption_id)
             pair_state.count_label(pair, campaign, label, +1, read)
@@ -177,10 +185,20 @@ def submit(
             # So do the campaign's stored figures (agreement, scores), paced by their cost.
             figures_due.request_refresh(campaign, judgement.pk, now)
             created = True
-            if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
+            if _too_fast(seconds, played, campaign):
                 # too fast to have watched?
                 warning = standing.check_pace(campaign, annotator, now).warning
     return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
+
+
+def _too_fast(seconds: float | None, played: float | None, campaign: Campaign) -> bool:
+    """Whether an answer came faster than the speed rule's floor: the time on the pair, or
+    the seconds its video played where fewer (:data:`statements.RECENT_SECONDS` reads the
+    same)."""
+    if seconds is None:
+        return False
+    watched = seconds if played is None else min(seconds, played)
+    return watched < campaign.settings.gold.floor_seconds
 
 
 def _query_labels(campaign: Campaign, caption_id: int) -> label_models.QueryLabels | None:
@@ -309,10 +327,25 @@ def _may_escalate(pair: Pair, campaign: Campaign, annotator, now: datetime) -> b
     return latest.pair_id == pair.pk
 
 
+BROKEN_VIDEO_REASON = "the video does not play"
+"""The reason of a broken-video report that names none."""
+
+
 def escalate(
-    annotator, pair_id: int, reason: str, client_uuid: UUID, now: datetime | None = None
+    annotator,
+    pair_id: int,
+    reason: str,
+    client_uuid: UUID,
+    now: datetime | None = None,
+    *,
+    kind: str = Escalation.Kind.OTHER,
+    media_error: str = "",
 ) -> Assignment:
     """Send the pair on screen to the admins (not a label); it is held from annotators meanwhile.
+
+    ``kind`` :attr:`~Escalation.Kind.BROKEN_VIDEO` is the judging page's report of a video
+    that would not play, ``media_error`` what the browser said (the reason may then be
+    empty: :data:`BROKEN_VIDEO_REASON`).
 
     Only a pair leased to the annotator, or the one they just judged, may be escalated, and
     at most :data:`MAX_OPEN_ESCALATIONS` of theirs may wait per campaign: otherwise one
@@ -322,7 +355,12 @@ def escalate(
     A retry with the same id, pair and reason counts once; the same id with another body
     is a conflict.
     """
+    if kind not in Escalation.Kind.values:
+        raise AssignmentError("invalid", f"kind must be one of {Escalation.Kind.values}")
     reason = (reason or "").strip()[:2000]
+    media_error = (media_error or "").strip()[:2000]
+    if not reason and kind == Escalation.Kind.BROKEN_VIDEO:
+        reason = BROKEN_VIDEO_REASON
     if not reason:
         raise AssignmentError("invalid", "say why the pair cannot be judged")
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
@@ -340,6 +378,8 @@ def escalate(
                 existing.annotator_id != annotator.pk
                 or existing.pair_id != pair_id
                 or existing.reason != reason
+                or existing.kind != kind
+                or existing.media_error != media_error
             ):
                 raise AssignmentError("conflict", "this escalation id was already used")
             campaign = existing.pair.campaign
@@ -372,12 +412,19 @@ def escalate(
                 pair=pair,
                 annotator=annotator,
                 reason=reason,
+                kind=kind,
+                media_error=media_error,
                 resolved_at=now,
                 resolution="gold task: given back to the queue",
             )
         else:
             Escalation.objects.create(
-                uuid=client_uuid, pair=pair, annotator=annotator, reason=reason
+                uuid=client_uuid,
+                pair=pair,
+                annotator=annotator,
+                reason=reason,
+                kind=kind,
+                media_error=media_error,
             )
             pair_state.hold(pair.pk)
     return assign(campaign, annotator, now)

@@ -93,8 +93,9 @@ class LabelRecord:
 class RawLabel:
     """One annotator's label (1 relevant, 0 irrelevant) for one caption-video pair.
 
-    ``seconds`` is the time the annotator took, ``created_at`` an ISO 8601 time; both may be
-    missing. ``line`` takes no part in equality.
+    ``seconds`` is the time the annotator took, ``seconds_played`` how much of the video
+    played meanwhile, ``created_at`` an ISO 8601 time; each may be missing. ``line`` takes no
+    part in equality.
     """
 
     caption_key: str
@@ -106,6 +107,7 @@ class RawLabel:
     line: int = field(default=0, compare=False)
     discounted: bool = False
     """An admin discounted it: stored and listed, but it no longer counts."""
+    seconds_played: float | None = None
 
 
 # Reading label files.
@@ -452,6 +454,9 @@ def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLab
                 path, line, "created_at", parse_created_at, values.get("created_at")
             ),
             line=line,
+            seconds_played=parse_field(
+                path, line, "seconds_played", parse_seconds, values.get("seconds_played")
+            ),
         )
         triple = (label.caption_key, label.video_key, label.annotator)
         if triple not in first_line:
@@ -532,6 +537,8 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
         try:
             if record.seconds is not None:
                 parse_seconds(record.seconds)
+            if record.seconds_played is not None:
+                parse_seconds(record.seconds_played)
             parse_created_at(record.created_at)
         except ValueError as exc:
             raise ValueError(f"{_owner(record)}: {exc}") from None
@@ -543,6 +550,8 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
             "seconds": record.seconds,
             "created_at": record.created_at or None,
         }
+        if record.seconds_played is not None:
+            values["seconds_played"] = record.seconds_played
         if record.discounted:
             values["discounted"] = True
         yield json.dumps(values, ensure_ascii=False) + "\n"
@@ -762,8 +771,8 @@ def _confidence_cell(value: float | None) -> str:
 
 RawLine = tuple
 """One raw label for :func:`raw_label_lines`, as a plain tuple: (caption key, video key,
-annotator, label code, seconds or None, created_at ISO text or "", discounted). Written
-exactly as the :class:`RawLabel` with those values."""
+annotator, label code, seconds or None, created_at ISO text or "", discounted[, seconds
+played or None]). Written exactly as the :class:`RawLabel` with those values."""
 
 
 def raw_label_lines(rows: Iterable[RawLine]) -> Iterator[str]:
@@ -773,18 +782,13 @@ def raw_label_lines(rows: Iterable[RawLine]) -> Iterator[str]:
     keys = _CheckedKeys(lambda key: RawLabel(key, "", "", 1))
     labels = {code: json_string(name) for code, name in LABEL_NAMES.items() if code != DISAGREEMENT}
     for row in rows:
-        caption_key, video_key, annotator, label, seconds, created_at, discounted = row
+        caption_key, video_key, annotator, label, seconds, created_at, discounted, *more = row
         keys[caption_key], keys[video_key], keys[annotator]
         name = labels.get(label)
         if name is None:
             record = RawLabel(caption_key, video_key, annotator, label)
             raise ValueError(f"{_owner(record)} must be 1 or 0, got {label!r}")
-        if seconds is None:
-            spent = "null"
-        elif seconds.__class__ is float and 0.0 <= seconds <= 1.8e308:
-            spent = float.__repr__(seconds)
-        else:
-            spent = json_number(_checked_raw(row, parse_seconds, seconds))
+        spent = _raw_figure(row, seconds)
         if created_at:
             _checked_raw(row, parse_created_at, created_at)
             when = json_string(created_at)
@@ -795,7 +799,19 @@ def raw_label_lines(rows: Iterable[RawLine]) -> Iterator[str]:
             f'"annotator": {encoded[annotator]}, "label": {name}, "seconds": {spent}, '
             f'"created_at": {when}'
         )
+        played = more[0] if more else None
+        if played is not None:
+            line += f', "seconds_played": {_raw_figure(row, played)}'
         yield line + (', "discounted": true}\n' if discounted else "}\n")
+
+
+def _raw_figure(row: RawLine, seconds: object) -> str:
+    """A number of seconds as JSON (``null`` for None), checked as the reader checks it."""
+    if seconds is None:
+        return "null"
+    if seconds.__class__ is float and 0.0 <= seconds <= 1.8e308:
+        return float.__repr__(seconds)
+    return json_number(_checked_raw(row, parse_seconds, seconds))
 
 
 def _checked_raw(row: RawLine, parse: Callable[[object], T], value: object) -> T:

@@ -4,8 +4,13 @@
  * The server leases two pairs at a time: `current` (on screen) and `upcoming`. Two
  * <video> elements take turns: the visible one plays `current`, the hidden one already
  * loads `upcoming` (preload="auto"), and on advance they swap, so the next video shows
- * and plays at once. Every judgement attempt carries a client UUID that is kept until the
- * server acknowledges it, so retries after a network failure never count twice. A task's
+ * and plays at once. A label does not wait for the server: the next pair shows on the key
+ * press and the answer is reconciled when it comes (one queue of requests, sent in order);
+ * an answer that does not get through brings its pair back in front with a message. Every
+ * judgement attempt carries a client UUID that is kept until the server acknowledges it, so
+ * retries after a network failure never count twice. R and N wait for the video's first
+ * frame (a label means the video was seen), every label says how many seconds of it played,
+ * and a video that does not play offers one key, B, to report it broken. A task's
  * `pair` is an opaque id (a string): it is sent back as it came and only compared, never
  * read, so nothing on the page depends on which pair, or which kind of task, it names.
  *
@@ -18,9 +23,11 @@
  * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
  * browser tests and bench/judge_latency.py set it before the page's scripts run):
  * window.firepoolJudge = {state, lastAdvanceMs, ...}; document receives
- * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause}}) once a pair's
- * video is visible and playable (ms: from the key press to playable); body[data-pair]
- * holds the id of the task on screen and body[data-judge-state] the page's mode; ?nopreload
+ * CustomEvent("firepool:shown", {detail: {pair, preloaded, ms, cause, waiting}}) once a
+ * pair's video is visible and playable (ms: from the key press to playable; waiting: answers
+ * not yet acknowledged then); body[data-pair] holds the id of the task on screen,
+ * body[data-judge-state] the page's mode and body[data-video-state] its video's (waiting,
+ * seen, broken); ?nopreload
  * switches preloading off, so the latency bench can show what it buys.
  */
 (function () {
@@ -51,6 +58,7 @@
     reason: byId("judge-reason"),
     guidelines: byId("judge-guidelines"),
     escalateButton: root.querySelector('[data-action="escalate"]'),
+    brokenButton: root.querySelector('[data-action="broken"]'),
     guidelinesButton: root.querySelector('[data-action="guidelines"]'),
   };
   let active = byId("judge-video-a");
@@ -65,7 +73,11 @@
     networkSync: "Network problem — will retry",
     signedOut: "You are signed out or may not judge this campaign — reload the page to log in.",
     emptyReason: "Say in a few words why this pair cannot be judged.",
-    videoError: "This video cannot be played — escalate it with E.",
+    videoBroken: "This video does not play, so this pair cannot be judged: report it with B. The browser says:",
+    notSeen: "R and N wait until the video shows: a label means the video was seen.",
+    notConfirmed: "Your answer was not confirmed, so its pair is back:",
+    passed: "You passed the qualification: your answers count from now on. Judge on.",
+    loadingNext: "Loading the next pair…",
   };
   const TESTING = window.FIREPOOL_TEST === true;
   const PRELOAD = !(TESTING && new URLSearchParams(window.location.search).has("nopreload"));
@@ -73,6 +85,9 @@
   const RETRY_FIRST_MS = 2000;
   const RETRY_MAX_MS = 30000;
   const WAITING_POLL_MS = 15000;
+  const NO_PICTURE_MS = 1500; // data loaded, no picture size: an undecodable video track
+  const STALL_MS = 12000; // nothing shown this long after the pair came: broken
+  const MAX_STEP_S = 1.5; // a larger jump of currentTime is a seek, not time played
 
   const state = {
     mode: "loading", // loading | judging | feedback | finished | waiting
@@ -86,6 +101,7 @@
     qualification: null,
     finished: false,
     busy: false, // a request is in flight
+    queue: [], // requests to send in order, the one in flight first (pump)
     pending: null, // a failed attempt, kept (same UUID) until the server acknowledges it
     shownAt: 0, // performance.now() when the current pair became visible
     escalating: false,
@@ -155,22 +171,32 @@
   function setMode(mode) {
     state.mode = mode;
     expose("judgeState", mode);
-    const canJudge = mode === "judging";
-    root.querySelectorAll(".judge-btn").forEach((button) => {
-      button.disabled = !canJudge;
-    });
+    refreshButtons();
     els.stage.classList.toggle("is-empty", mode === "finished" || mode === "waiting");
     root.classList.toggle("is-idle", mode === "finished" || mode === "waiting");
     root.classList.toggle("is-feedback", mode === "feedback");
   }
 
+  function refreshButtons() {
+    // R and N once the video was seen and nothing the server must answer first is queued;
+    // Escalate while a pair is on screen; Report broken video only for a broken one.
+    const judging = state.mode === "judging" && Boolean(state.current);
+    const seen = judging && media.seen && !blocked();
+    root.querySelectorAll(".judge-btn").forEach((button) => {
+      const name = button.dataset.action;
+      button.disabled = name === "escalate" ? !judging : name === "broken" ? !(judging && media.broken) : !seen;
+    });
+  }
+
   function setBusy(busy) {
+    refreshButtons();
     state.busy = busy;
     root.classList.toggle("is-busy", busy);
     root.setAttribute("aria-busy", busy ? "true" : "false");
   }
 
   function showStatus(text, kind, withRetry) {
+    delete els.statusText.dataset.about;
     els.statusText.textContent = text;
     els.status.dataset.kind = kind || "info";
     els.retry.hidden = !withRetry;
@@ -379,10 +405,34 @@
     };
   }
 
-  async function perform(attempt) {
-    if (state.busy) {
+  // --- the queue of requests ---------------------------------------------------------------
+  //
+  // Every request goes through one queue, sent one at a time in the order the annotator
+  // acted, so an undo or an escalation always follows the answers given before it. A label
+  // does not wait for its answer: the next pair shows at the key press (optimistic) and the
+  // server's answer is reconciled when it comes (reconcile). Undo, escalations and next/
+  // wait for theirs: they change what is on screen in ways only the server knows.
+
+  function perform(attempt) {
+    state.queue.push(attempt);
+    pump();
+  }
+
+  function waitingAnswers() {
+    // The tasks answered on this page whose answer the server has not acknowledged yet.
+    return state.queue.filter((a) => a.kind === "submit").map((a) => String(a.task.pair));
+  }
+
+  function blocked() {
+    // A request that decides what comes next is queued: wait for it before judging on.
+    return state.queue.some((a) => a.kind !== "submit");
+  }
+
+  async function pump() {
+    if (state.busy || !state.queue.length || (state.pending && state.pending === state.queue[0])) {
       return;
     }
+    const attempt = state.queue[0];
     clearTimeout(retryTimer);
     clearTimeout(waitingTimer);
     setBusy(true);
@@ -392,11 +442,17 @@
       failed(attempt);
       return;
     }
+    state.queue.shift();
     state.pending = null;
     retryDelay = RETRY_FIRST_MS;
+    answered(attempt, result);
+    pump();
+  }
+
+  function answered(attempt, result) {
     const data = result.data || {};
     if (result.ok) {
-      if (!attempt.keepStatus) {
+      if (!attempt.keepStatus && !(attempt.kind === "submit" && attempt.optimistic)) {
         clearStatus();
       }
       if (attempt.kind === "escalate") {
@@ -405,32 +461,43 @@
       apply(data, attempt);
       if (attempt.kind === "undo" && state.current) {
         showStatus(`Undone: “${short(state.current.caption)}” is back — judge it again.`, "info", false);
+      } else if (attempt.kind === "escalate" && attempt.body.kind === "broken_video") {
+        showStatus(`Reported the broken video of “${short(attempt.caption)}” to an admin. Judge on.`, "info", false);
       } else if (attempt.kind === "escalate") {
         showStatus(`Sent to an admin: “${short(attempt.caption)}”. Thank you — judge on.`, "info", false);
       }
       return;
     }
+    if (state.mode === "waiting-answer") {
+      setMode("judging"); // the pair stays; its buttons come back
+    }
     const detail = describe(data.detail || data.message) || `The server answered ${result.status}.`;
+    const about = attempt.task ? `Not stored, your answer to “${short(attempt.task.caption)}”: ` : "";
     if (result.status === 401 || result.status === 403) {
+      state.queue = [];
       showStatus(MESSAGES.signedOut, "error", false);
+      setMode("finished");
       return;
     }
-    if (data.code === "inactive") {
-      showStatus(detail, "info", false); // paused or closed: nothing to resynchronise
+    if (data.code === "inactive" || data.code === "paused") {
+      // Paused or closed (the campaign, or this annotator): nothing more is taken. The page
+      // leaves the pair at once and shows where the annotator stands (next/ says it).
+      state.queue = state.queue.filter((a) => a.kind !== "submit");
+      showStatus(`${about}${detail}`, "warn", false);
+      resync("paused");
       return;
     }
     if (data.code === "lease_expired" || data.code === "not_leased") {
-      showStatus(MESSAGES.leaseExpired, "info", false);
-      const next = nextAttempt("lease_expired", attempt.pressAt);
-      next.keepStatus = true;
-      perform(next);
+      const which = attempt.optimistic ? ` (not stored: your answer to “${short(attempt.task.caption)}”)` : "";
+      showStatus(`${MESSAGES.leaseExpired}${which}`, "info", false);
+      resync("lease_expired");
       return;
     }
     if (attempt.kind === "undo") {
       showStatus(detail, "info", false); // undo_window, not_found: nothing changed
       return;
     }
-    if (attempt.kind === "escalate" && result.status === 400) {
+    if (attempt.kind === "escalate" && result.status === 400 && attempt.body.kind !== "broken_video") {
       openEscalate(attempt.body.reason);
       showStatus(detail, "warn", false);
       return;
@@ -440,31 +507,76 @@
       return;
     }
     // conflict, invalid or not found: say so and resynchronise with the server.
-    showStatus(detail, "warn", false);
-    const next = nextAttempt("resync", attempt.pressAt);
+    showStatus(`${about}${detail}`, "warn", false);
+    resync("resync");
+  }
+
+  function resync(cause) {
+    // Ask the server where we stand, once the answers queued before are sent.
+    if (state.queue.some((a) => a.kind === "next")) {
+      return;
+    }
+    const next = nextAttempt(cause);
     next.keepStatus = true;
     perform(next);
   }
 
   function failed(attempt) {
     // Undo carries no id, so it is never repeated blindly: ask where we stand instead.
-    const retry = attempt.kind === "undo" ? nextAttempt("resync", attempt.pressAt) : attempt;
+    let retry = attempt;
+    if (attempt.kind === "undo") {
+      retry = nextAttempt("resync", attempt.pressAt);
+      state.queue[0] = retry;
+    }
     state.pending = retry;
     const judgement = retry.kind === "submit" || retry.kind === "escalate";
-    showStatus(judgement ? MESSAGES.network : MESSAGES.networkSync, "error", true);
+    const shown = state.current ? String(state.current.pair) : "";
+    if (retry.kind === "submit" && retry.optimistic && shown !== String(retry.task.pair)) {
+      // The answer did not reach the server: its pair comes back in front (the one shown
+      // meanwhile waits behind it), and the same id goes again on retry, so nothing is
+      // lost or counted twice.
+      bringBack(retry.task);
+    }
+    showStatus(
+      judgement && retry.task ? `${MESSAGES.notConfirmed} “${short(retry.task.caption)}”. ${MESSAGES.network}` : judgement ? MESSAGES.network : MESSAGES.networkSync,
+      "error",
+      true
+    );
     retryTimer = setTimeout(retryPending, retryDelay);
     retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
   }
 
   function retryPending() {
     if (state.pending && !state.busy) {
-      perform(state.pending);
+      const retry = state.pending;
+      state.pending = null;
+      if (retry.kind === "submit") {
+        retry.optimistic = false; // its pair is on screen again: wait for the answer
+        retry.pressAt = performance.now();
+      }
+      pump();
     }
+  }
+
+  function bringBack(task) {
+    const shown = state.current;
+    state.current = task;
+    if (shown && !waitingAnswers().includes(String(shown.pair))) {
+      state.upcoming = shown;
+    }
+    show(task, { kind: "back", cause: "back" });
   }
 
   // --- showing pairs --------------------------------------------------------------------
 
+  function training() {
+    // Before admission every answer gets feedback beside its pair: no optimistic next.
+    const q = state.qualification;
+    return Boolean(q && q.required && !q.admitted);
+  }
+
   function apply(data, attempt) {
+    const wasTraining = training();
     state.campaign = data.campaign || state.campaign;
     state.progress = data.progress || state.progress;
     state.qualification = data.qualification || state.qualification;
@@ -474,6 +586,9 @@
     expose("annotatorState", state.annotator ? state.annotator.key : "");
     root.dataset.state = state.annotator ? state.annotator.key : ""; // styles what is offered
     renderProgress(state.progress);
+    if (wasTraining && !training() && state.qualification && state.qualification.admitted) {
+      state.passedNote = true; // said once the pair on screen gives way
+    }
     if (data.feedback && state.current) {
       // A training answer: explain it beside the pair it is about; the next pair (or the
       // qualification's outcome) comes when the annotator presses Next.
@@ -485,22 +600,53 @@
       return;
     }
     renderFeedback(null);
-    const previous = state.mode === "judging" ? state.current : null;
-    state.current = data.current || null;
-    state.upcoming = data.upcoming || null;
-    if (!state.current) {
+    reconcile(data, attempt);
+    if (state.passedNote) {
+      state.passedNote = false;
+      showStatus(MESSAGES.passed, "done", false);
+    } else if (data.warning) {
+      showStatus(`${data.warning}. ${MESSAGES.slowDown}`, "warn", false);
+    }
+  }
+
+  function reconcile(data, attempt) {
+    // The server's current and upcoming task, less those answered here and not yet
+    // acknowledged (their answers are queued), against what is on screen. An undo, an
+    // escalation, or an answer with nothing queued behind it is the server's word on what
+    // comes now; otherwise the pair on screen stays while the server still leases it.
+    const waiting = waitingAnswers();
+    const offered = [data.current, data.upcoming].filter((t) => t && !waiting.includes(String(t.pair)));
+    // The pair whose answer this was is never kept on screen by it (it came back after a
+    // failure and the retry went through).
+    const answeredShown = attempt.task && state.current && String(attempt.task.pair) === String(state.current.pair);
+    const shown = state.mode === "judging" && !answeredShown ? state.current : null;
+    const decides = attempt.kind === "undo" || attempt.kind === "escalate" || attempt.cause === "load";
+    let target = null;
+    if (!decides && shown && offered.some((t) => String(t.pair) === String(shown.pair))) {
+      target = offered.find((t) => String(t.pair) === String(shown.pair));
+    } else if (!decides && waiting.length) {
+      target = shown; // later answers will say
+    } else {
+      target = offered[0] || null;
+    }
+    if (!target) {
+      if (waiting.length) {
+        return; // the next pair comes with a later answer
+      }
+      state.current = null;
+      state.upcoming = null;
       showNothing();
       return;
     }
     renderState(null);
     els.question.hidden = false;
-    if (!previous || previous.pair !== state.current.pair) {
-      show(state.current, attempt);
+    const same = shown && String(shown.pair) === String(target.pair);
+    state.current = target;
+    state.upcoming = offered.find((t) => String(t.pair) !== String(target.pair)) || null;
+    if (!same) {
+      show(target, attempt);
     }
     preload(state.upcoming);
-    if (data.warning) {
-      showStatus(`${data.warning}. ${MESSAGES.slowDown}`, "warn", false);
-    }
   }
 
   function continueAfterFeedback(pressAt) {
@@ -509,7 +655,12 @@
     }
     const held = state.held;
     state.held = null;
-    apply(held.data, { kind: "next", cause: "next", pressAt: pressAt });
+    renderFeedback(null);
+    reconcile(held.data, { kind: "next", cause: "next", pressAt: pressAt });
+    if (state.passedNote) {
+      state.passedNote = false;
+      showStatus(MESSAGES.passed, "done", false);
+    }
   }
 
   function makeActive(video) {
@@ -566,12 +717,14 @@
     if (playing && typeof playing.catch === "function") {
       playing.catch(() => {}); // autoplay refused: the controls still work
     }
+    state.current = task;
     showCaption(task);
     els.caption.title = task.caption_key || "";
     expose("pair", String(task.pair));
     state.shownAt = performance.now();
     setMode("judging");
     const token = (showToken += 1);
+    watchPicture(active, token);
     whenPlayable(active, () => {
       if (token !== showToken || !TESTING) {
         return;
@@ -582,6 +735,7 @@
         preloaded: preloaded,
         ms: Math.round(ms * 10) / 10,
         cause: attempt ? attempt.cause || attempt.kind : "load",
+        waiting: waitingAnswers().length, // answers sent and not yet acknowledged
       };
       api.lastAdvanceMs = detail.ms;
       api.advances.push(detail);
@@ -602,18 +756,146 @@
       cleanup();
       ready();
     };
-    const onError = () => {
-      cleanup();
-      if (video === active) {
-        showStatus(MESSAGES.videoError, "warn", false);
-      }
-    };
     const cleanup = () => {
       video.removeEventListener("canplay", onReady);
-      video.removeEventListener("error", onError);
+      video.removeEventListener("error", cleanup);
     };
     video.addEventListener("canplay", onReady);
-    video.addEventListener("error", onError);
+    video.addEventListener("error", cleanup);
+  }
+
+  // --- was the video seen? ----------------------------------------------------------------
+  //
+  // R and N wait for the video's first frame on screen: a frame presented
+  // (requestVideoFrameCallback), or decoded data with a picture size where that callback is
+  // missing. A video that fails (a media error), shows no picture once its data has loaded
+  // (an undecodable video track plays as audio alone, videoWidth 0), or shows nothing for
+  // STALL_MS is broken: the page says so and offers one key, report broken video. The seconds
+  // it played count from its first frame, in media time (a loop or a seek is not counted).
+
+  const media = { video: null, token: 0, seen: false, broken: "", played: 0, last: null, timers: [] };
+  const ERROR_NAMES = {
+    1: "MEDIA_ERR_ABORTED",
+    2: "MEDIA_ERR_NETWORK",
+    3: "MEDIA_ERR_DECODE",
+    4: "MEDIA_ERR_SRC_NOT_SUPPORTED",
+  };
+
+  function setVideoState(name) {
+    expose("videoState", name);
+    root.classList.toggle("is-broken", name === "broken");
+    root.classList.toggle("is-unseen", name === "waiting");
+    refreshButtons();
+  }
+
+  function watchPicture(video, token) {
+    stopWatching();
+    media.video = video;
+    media.token = token;
+    media.seen = false;
+    media.broken = "";
+    media.played = 0;
+    media.last = null;
+    setVideoState("waiting");
+    const mine = () => token === media.token && video === active;
+    const seen = () => {
+      if (!mine() || media.seen) {
+        return;
+      }
+      media.seen = true;
+      media.broken = "";
+      media.last = video.currentTime;
+      stopWatching();
+      setVideoState("seen");
+      if (els.statusText.dataset.about === "video") {
+        clearStatus();
+      }
+    };
+    const picture = () => video.readyState >= 2 && video.videoWidth > 0;
+    if (typeof video.requestVideoFrameCallback === "function") {
+      video.requestVideoFrameCallback(() => seen());
+    }
+    const check = () => {
+      if (!mine() || media.seen) {
+        return;
+      }
+      if (video.error) {
+        const code = video.error.code;
+        const name = ERROR_NAMES[code] || "MEDIA_ERR";
+        broken(`${name} (${code})${video.error.message ? `: ${video.error.message}` : ""}`);
+        return;
+      }
+      if (picture()) {
+        // A picture is decoded; where frames are not reported, it shows at the next paint.
+        if (typeof video.requestVideoFrameCallback !== "function" || video.paused) {
+          window.requestAnimationFrame(() => seen());
+        }
+        return;
+      }
+      if (video.readyState >= 2 && video.videoWidth === 0) {
+        media.timers.push(
+          setTimeout(() => {
+            if (mine() && !media.seen && video.videoWidth === 0) {
+              broken("no picture: no video track it can decode (sound alone, if any)");
+            }
+          }, NO_PICTURE_MS)
+        );
+      }
+    };
+    ["loadeddata", "canplay", "playing", "error", "pause"].forEach((name) => {
+      video.addEventListener(name, check, { once: false });
+      media.timers.push({ unlisten: () => video.removeEventListener(name, check) });
+    });
+    media.timers.push(
+      setTimeout(() => {
+        if (mine() && !media.seen && !media.broken && picture()) {
+          seen(); // a picture is there, though no frame was reported (a hidden page)
+        } else if (mine() && !media.seen && !media.broken) {
+          broken(`no picture after ${STALL_MS / 1000} s (readyState ${video.readyState}, networkState ${video.networkState})`);
+        }
+      }, STALL_MS)
+    );
+    check();
+  }
+
+  function stopWatching() {
+    media.timers.forEach((t) => (typeof t === "object" && t.unlisten ? t.unlisten() : clearTimeout(t)));
+    media.timers = [];
+  }
+
+  function broken(error) {
+    media.broken = error;
+    setVideoState("broken");
+    showStatus(`${MESSAGES.videoBroken} ${error}.`, "warn", false);
+    els.statusText.dataset.about = "video";
+    els.brokenButton.focus({ preventScroll: true });
+  }
+
+  function playedSeconds() {
+    // Media time played since the first frame: the counted steps plus the one under way.
+    let total = media.played;
+    if (media.seen && media.last !== null) {
+      const step = active.currentTime - media.last;
+      if (step > 0 && step < MAX_STEP_S) {
+        total += step;
+      }
+    }
+    return Math.round(total * 1000) / 1000;
+  }
+
+  function countPlayed(event) {
+    const video = event.target;
+    if (video !== active || !media.seen) {
+      return;
+    }
+    const now = video.currentTime;
+    if (media.last !== null) {
+      const step = now - media.last;
+      if (step > 0 && step < MAX_STEP_S) {
+        media.played += step; // a loop back to 0 or a seek is no time played
+      }
+    }
+    media.last = now;
   }
 
   function preload(task) {
@@ -630,6 +912,8 @@
 
   function showNothing() {
     showToken += 1;
+    media.token = -1;
+    stopWatching();
     unload(active);
     unload(standby);
     closeEscalate(false);
@@ -638,6 +922,8 @@
     els.caption.title = "";
     els.question.hidden = true;
     expose("pair", "");
+    expose("videoState", "");
+    root.classList.remove("is-broken", "is-unseen");
     renderState(annotator);
     // Wait and ask again where something may free up (a pair, a retry time, the campaign
     // resuming); otherwise there is nothing more to do on this page.
@@ -648,30 +934,82 @@
     }
   }
 
+  function showLoadingNext() {
+    // Answered faster than the server told us what comes next: wait for its answer.
+    showToken += 1;
+    media.token = -1;
+    stopWatching();
+    unload(active);
+    state.current = null;
+    els.caption.textContent = MESSAGES.loadingNext;
+    expose("pair", "");
+    setMode("loading");
+  }
+
   // --- actions --------------------------------------------------------------------------
 
   function judge(label, key, pressAt) {
-    if (state.busy || state.pending || state.mode !== "judging" || !state.current) {
+    if (state.mode !== "judging" || !state.current || blocked()) {
       return;
     }
+    if (!media.seen) {
+      // A label means the video was seen: nothing is sent before its first frame.
+      if (!media.broken) {
+        showStatus(MESSAGES.notSeen, "info", false);
+        els.statusText.dataset.about = "video";
+      }
+      return;
+    }
+    const task = state.current;
+    if (state.queue.some((a) => a.kind === "submit" && a !== state.pending && a.task.pair === task.pair)) {
+      return; // its answer is on its way again (a retry): one answer per pair
+    }
     const seconds = Math.max(0.001, (pressAt - state.shownAt) / 1000);
-    perform({
-      kind: "submit",
-      key: key,
-      method: "POST",
-      path: "submit/",
-      pressAt: pressAt,
-      body: {
-        pair: state.current.pair,
-        label: label,
-        uuid: newUuid(), // kept in state.pending across retries until acknowledged
-        seconds: Math.round(seconds * 1000) / 1000,
-      },
-    });
+    const pending = state.pending && state.pending.kind === "submit" && state.pending.task.pair === task.pair ? state.pending : null;
+    const body = {
+      pair: task.pair,
+      label: label,
+      // Kept across retries until acknowledged; a changed answer to a pair brought back is
+      // a new answer (a new id).
+      uuid: pending && pending.body.label === label ? pending.body.uuid : newUuid(),
+      seconds: Math.round(seconds * 1000) / 1000,
+      seconds_played: playedSeconds(),
+    };
+    if (pending) {
+      clearTimeout(retryTimer);
+      state.queue = state.queue.filter((a) => a !== pending);
+      state.pending = null;
+      if (pending.body.label === label) {
+        body.seconds = pending.body.seconds; // the same answer, sent again as it was
+        body.seconds_played = pending.body.seconds_played;
+      }
+    }
+    const optimistic = !training();
+    const attempt = { kind: "submit", key: key, method: "POST", path: "submit/", pressAt: pressAt, task: task, body: body, optimistic: optimistic };
+    if (pending) {
+      state.queue.unshift(attempt);
+    } else {
+      state.queue.push(attempt);
+    }
+    if (optimistic) {
+      if (els.status.dataset.kind === "info" || els.statusText.dataset.about === "video") {
+        clearStatus(); // a warning (too fast) stays until it is answered or replaced
+      }
+      const next = state.upcoming;
+      state.upcoming = null;
+      if (next) {
+        show(next, attempt);
+      } else {
+        showLoadingNext();
+      }
+    } else {
+      setMode("waiting-answer");
+    }
+    pump();
   }
 
   function undo(pressAt) {
-    if (state.busy || state.pending) {
+    if (blocked() || state.pending) {
       return;
     }
     closeEscalate(false);
@@ -708,7 +1046,7 @@
   }
 
   function sendEscalation(pressAt) {
-    if (state.busy || state.pending || !state.current) {
+    if (blocked() || state.pending || !state.current) {
       return;
     }
     const reason = els.reason.value.trim();
@@ -718,6 +1056,7 @@
       return;
     }
     closeEscalate(false);
+    setMode("waiting-answer");
     perform({
       kind: "escalate",
       key: keyOf("escalate"),
@@ -726,6 +1065,27 @@
       pressAt: pressAt,
       caption: state.current.caption,
       body: { pair: state.current.pair, reason: reason, uuid: newUuid() },
+    });
+  }
+
+  function reportBroken(pressAt) {
+    if (!media.broken || !state.current || blocked() || state.pending || state.mode !== "judging") {
+      return;
+    }
+    setMode("waiting-answer");
+    perform({
+      kind: "escalate",
+      key: keyOf("broken"),
+      method: "POST",
+      path: "escalate/",
+      pressAt: pressAt,
+      caption: state.current.caption,
+      body: {
+        pair: state.current.pair,
+        kind: "broken_video",
+        media_error: media.broken.slice(0, 2000),
+        uuid: newUuid(),
+      },
     });
   }
 
@@ -749,6 +1109,7 @@
     }
   }
 
+
   // --- the one table of actions ----------------------------------------------------------
   //
   // name (a button's data-action) -> keys (the first is the one shown), what it does and
@@ -758,6 +1119,7 @@
     relevant: { keys: ["r"], run: (at, key) => judge("relevant", key, at) },
     irrelevant: { keys: ["n"], run: (at, key) => judge("irrelevant", key, at) },
     escalate: { keys: ["e"], run: () => openEscalate() },
+    broken: { keys: ["b"], run: (at) => reportBroken(at) },
     undo: { keys: ["u"], run: (at) => undo(at) },
     guidelines: { keys: ["g", "?"], repeats: true, run: () => toggleGuidelines() },
     // Space always plays or pauses, so a focused judgement button is never pressed by it.
@@ -875,6 +1237,7 @@
 
   // Retry at once when the connection comes back.
   window.addEventListener("online", retryPending);
+  [active, standby].forEach((video) => video.addEventListener("timeupdate", countPlayed));
 
   renderHints();
   setMode("loading");

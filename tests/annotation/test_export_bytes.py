@@ -49,13 +49,16 @@ def rich(campaign):  # noqa: F811 (the fixture imported above)
         current = queue.assign(campaign, third).current
         if current is None:
             break
-        submit.submit(third, current.pair.pk, "relevant", uuid.uuid4(), seconds=1.25)
+        submit.submit(third, current.pair.pk, "relevant", uuid.uuid4(), seconds=1.25, played=0.75)
     assert Judgement.objects.filter(annotator=third).exists()
     people.discount(campaign, third)
     later = list(Pair.objects.filter(campaign=campaign).order_by("-pk")[:2])
     Pair.objects.filter(pk__in=[pair.pk for pair in later]).update(
         auto_label="bow>=0.90", status="relevant"
     )
+    # Seconds of video played on a few live labels (the judging page sends it; scripts may not).
+    played = Judgement.objects.filter(undone_at__isnull=True).order_by("pk")[:3]
+    Judgement.objects.filter(pk__in=[j.pk for j in played]).update(seconds_played=2.5)
     # A time with whole seconds, as well as the ones with a fraction.
     Judgement.objects.filter(pk=Judgement.objects.order_by("pk").first().pk).update(
         created_at=datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
@@ -144,6 +147,7 @@ def reference(target, fmt: str, method: str) -> str:
                 seconds=j.seconds,
                 created_at=j.created_at.isoformat(),
                 discounted=discounted,
+                seconds_played=j.seconds_played,
             )
 
         records = [raw(j) for _, _, _, live, _ in pairs for j in live]

@@ -318,6 +318,7 @@ def test_key_hints_come_from_the_action_table_and_test_hooks_stay_off(live_serve
         "relevant": ("R", "R"),
         "irrelevant": ("N", "N"),
         "escalate": ("E", "E"),
+        "broken": ("B", "B"),
         "escalate-cancel": ("Esc", "Escape"),
         "undo": ("U", "U"),
         "guidelines": ("G", "G ?"),
@@ -325,12 +326,13 @@ def test_key_hints_come_from_the_action_table_and_test_hooks_stay_off(live_serve
         "guidelines-close": ("Esc", "Escape"),
         "next": ("Enter", "Enter"),
     }
+    page.wait_for_selector("[data-action=relevant]:not([disabled])")  # once the video shows
     page.keyboard.press("r")
     page.wait_for_function(
         "() => document.getElementById('judge-progress').textContent.includes('judged today 1')"
     )
     assert Judgement.objects.filter(annotator=user, label="relevant").count() == 1
-    page.click("[data-action=irrelevant]")
+    page.click("[data-action=irrelevant]")  # Playwright waits for it to be enabled
     page.wait_for_function(
         "() => document.getElementById('judge-progress').textContent.includes('judged today 2')"
     )

@@ -348,6 +348,7 @@ def examples(world) -> dict:
         "relevant": "relevant",
         "label": "relevant",
         "seconds": 2.5,
+        "played": 2.0,
         "prior": 0.8,
         "queue": "queue",
         "purpose": "queue",
