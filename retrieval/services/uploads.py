@@ -212,6 +212,7 @@ def run_dataset_import(
     videos: str = "",
     video_url: str = "",
     split: str = "",
+    skip_broken: bool = False,
 ) -> dict:
     """Import an uploaded captions file; errors name the user's file, not the stored copy."""
     path = input_file(captions)
@@ -225,6 +226,7 @@ def run_dataset_import(
             video_url_template=video_url or None,
             split=split or None,
             progress=steps.advance,
+            skip_broken=skip_broken,
         )
     except FormatError as exc:
         discard(path)
@@ -248,6 +250,8 @@ def run_dataset_import(
         "queries": summary.queries,
         "splits": summary.splits,
         "seconds": round(summary.seconds, 2),
+        "broken": summary.broken,
+        "browser_files_to_make": summary.derived_pending,
     }
 
 

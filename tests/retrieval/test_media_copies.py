@@ -1,0 +1,157 @@
+"""Browser copies: what a copy is (H.264/yuv420p + AAC, faststart, the source's picture), and
+the ``media`` command and job that make each one once."""
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.test import TestCase
+
+from jobs import runner
+from jobs.models import Job
+from retrieval.media.probe import CopySettings, iso_layout, needs_copy, probe
+from retrieval.media.transcode import make_copy, make_poster, output_size
+from retrieval.models import DerivedMedia, Video
+from retrieval.services.media import browser_file, media_table
+from tests.media_support import BLUE, RED, SPECS, make_clip, mean_colour
+
+IMMEDIATE = {
+    "default": {
+        "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
+        "QUEUES": ["default", "gpu", "media"],
+    }
+}
+
+
+def test_output_size_keeps_shape_and_turns_upright():
+    assert output_size(1920, 1080, 0, 720) == (1280, 720)
+    assert output_size(1080, 1920, 0, 720) == (720, 1280)
+    assert output_size(1920, 1080, 90, 720) == (720, 1280)
+    assert output_size(320, 240, 0, 720) == (320, 240)
+    assert all(side % 2 == 0 for side in output_size(321, 241, 0, 720))  # yuv420p
+
+
+@pytest.mark.parametrize("kind", ["avi", "hevc", "prores", "mjpeg", "mkv", "big"])
+def test_a_copy_plays_in_browsers_and_shows_the_source(tmp_path, kind):
+    if kind == "big":
+        source = make_clip(
+            tmp_path / "big.mp4", "mp4_moov_end", seconds=0.5, fps=50, size=(1920, 1080)
+        )
+    else:
+        source = make_clip(tmp_path / f"src{SPECS[kind].suffix}", kind)
+    target = tmp_path / "copy.mp4"
+    made = make_copy(source, target, CopySettings())
+    copy = probe(target)
+    assert (copy.container, copy.video_codec, copy.pix_fmt) == ("mp4", "h264", "yuv420p")
+    assert copy.audio_codec == ("aac" if SPECS.get(kind, SPECS["mp4_moov_end"]).audio_codec else "")
+    assert iso_layout(target) == (iso_layout(target)[0], True)  # moov before mdat: faststart
+    assert needs_copy(copy, CopySettings()) == ()
+    source_facts = probe(source)
+    assert copy.duration == pytest.approx(source_facts.duration, abs=0.1)
+    assert made.bytes == target.stat().st_size and made.source_seconds > 0
+    if kind == "big":
+        assert (copy.width, copy.height, copy.fps) == (1280, 720, 30.0)
+    for at in (0.0, source_facts.duration * 0.8):
+        assert np.abs(mean_colour(target, at) - mean_colour(source, at)).max() < 6, at
+    assert np.abs(mean_colour(target, 0.0) - mean_colour(target, 0.8 * copy.duration)).max() > 50
+
+
+def test_a_segment_clip_is_its_span(tmp_path):
+    source = make_clip(tmp_path / "long.mp4", "mp4", seconds=4.0, first=RED, second=BLUE)
+    target = tmp_path / "clip.mp4"
+    make_copy(source, target, CopySettings(), start=2.5, end=3.5)
+    clip = probe(target)
+    assert clip.duration == pytest.approx(1.0, abs=0.1)
+    assert clip.audio_codec == "aac"
+    assert np.abs(mean_colour(target, 0.0) - mean_colour(source, 2.6)).max() < 6  # blue half
+    poster = tmp_path / "poster.jpg"
+    assert make_poster(source, poster, at=1.0) > 0 and poster.read_bytes()[:2] == b"\xff\xd8"
+
+
+def import_clips(folder: Path, name: str = "media") -> None:
+    records = [
+        {"video_id": "avi", "caption_id": "a", "caption": "red then blue"},
+        {"video_id": "mp4", "caption_id": "b", "caption": "red then blue"},
+        {"video_id": "s1", "caption_id": "c", "caption": "red", "video_path": "mp4.mp4",
+         "start": 0.1, "end": 0.4},
+    ]  # fmt: skip
+    captions = folder / "captions.jsonl"
+    captions.write_text("".join(json.dumps({"split": "test", **r}) + "\n" for r in records))
+    call_command(
+        "import_dataset", name=name, format="jsonl", captions=captions,
+        videos=str(folder), quiet=True, stdout=io.StringIO(),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    make_clip(tmp_path / "avi.avi", "avi")
+    make_clip(tmp_path / "mp4.mp4", "mp4")
+    return tmp_path
+
+
+@pytest.mark.django_db
+def test_media_command_makes_each_file_once(folder):
+    import_clips(folder)
+    from retrieval.models import Dataset
+
+    dataset = Dataset.objects.get(name="media")
+    table = media_table(dataset)
+    assert (table.as_is, table.pending, table.ready) == (1, 2, 0)
+    check = io.StringIO()
+    call_command("media", dataset="media", check=True, stdout=check)
+    assert "waiting            2" in check.getvalue()
+    assert not (Path(settings.MEDIA_ROOT) / "derived").exists()  # --check makes nothing
+    out = io.StringIO()
+    call_command("media", dataset="media", stdout=out)
+    assert "[1/2] copy:" in out.getvalue() and "[2/2] clip:" in out.getvalue()
+    assert "Made 2, reused 0, failed 0" in out.getvalue()
+    videos = {video.key: video for video in Video.objects.all()}
+    for key in ("avi", "s1"):
+        name = browser_file(videos[key])
+        assert name and name.startswith("derived/") and videos[key].source_url.endswith(name)
+        assert probe(Path(settings.MEDIA_ROOT) / name).video_codec == "h264"
+    assert browser_file(videos["mp4"]) == videos["mp4"].media.name
+    assert set(DerivedMedia.objects.values_list("status", flat=True)) == {"ready"}
+    stamps = {
+        p: p.stat().st_mtime_ns for p in (Path(settings.MEDIA_ROOT) / "derived").rglob("*.mp4")
+    }
+    again = io.StringIO()
+    call_command("media", dataset="media", stdout=again)
+    assert "Made 0, reused 0, failed 0" in again.getvalue()
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    # Another dataset of the same files finds its copies made: ready at import.
+    import_clips(folder, name="media-again")
+    assert set(
+        Video.objects.filter(dataset__name="media-again").values_list("media_state", flat=True)
+    ) == {"as_is", "ready"}
+    assert media_table(dataset).ready == 2
+
+
+@pytest.mark.django_db
+def test_a_file_already_made_is_reused_not_encoded(folder):
+    import_clips(folder)
+    call_command("media", dataset="media", stdout=io.StringIO())
+    DerivedMedia.objects.update(status="pending")  # as if a worker stopped before recording
+    out = io.StringIO()
+    call_command("media", dataset="media", stdout=out)
+    assert "Made 0, reused 2" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_import_queues_a_media_job(folder, settings):
+    settings.TASKS = IMMEDIATE
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        import_clips(folder)
+    job = Job.objects.get(kind="media")
+    assert job.status == Job.Status.SUCCEEDED and job.queue == "media"
+    assert job.result["made"] == 2
+    assert set(Video.objects.values_list("media_state", flat=True)) == {"as_is", "ready"}
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        again = runner.submit("media", {"dataset": "media"})
+    again.refresh_from_db()
+    assert again.result["made"] == 0
