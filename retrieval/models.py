@@ -130,6 +130,9 @@ class Video(models.Model):
     browser_media = models.CharField(
         max_length=500, blank=True, help_text="The derived file's name once it is ready."
     )
+    browser_start = models.FloatField(
+        null=True, blank=True, help_text="Where a segment clip starts in the original (s)."
+    )
 
     class Meta:
         ordering = ["dataset", "key"]
@@ -151,6 +154,32 @@ class Video(models.Model):
         if self.media:
             return self.media.url
         return self.url
+
+    @property
+    def browser_ready(self) -> bool:
+        """False while the browser copy or segment clip this video needs is not made."""
+        return self.media_state in (self.MediaState.AS_IS, self.MediaState.READY)
+
+    @property
+    def media_fragment(self) -> str:
+        """The media fragment (``#t=a,b``) that plays exactly this segment of what
+        :attr:`source_url` serves: the span inside a segment clip (which starts a margin
+        earlier), or inside the whole recording; "" for a whole video."""
+        if self.start is None and self.end is None:
+            return ""
+        offset = 0.0
+        if self.media_state == self.MediaState.READY and self.browser_start is not None:
+            offset = self.browser_start
+        elif self.media_state != self.MediaState.AS_IS:
+            return ""
+        start = max(0.0, (self.start or 0.0) - offset)
+        if self.end is None:
+            return f"#t={start:.3f}"
+        return f"#t={start:.3f},{max(start, self.end - offset):.3f}"
+
+
+BROWSER_READY_STATES = (Video.MediaState.AS_IS.value, Video.MediaState.READY.value)
+"""The media states of videos a browser can be given now (the judging queue serves only these)."""
 
 
 class Caption(models.Model):

@@ -122,6 +122,7 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
             continue
         wanted.setdefault(plan.key, (plan, video))
         needs.append((video, plan.key))
+        video.browser_start = plan.start
     if not needs:
         return 0
     DerivedMedia.objects.bulk_create(
