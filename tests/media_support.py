@@ -149,3 +149,20 @@ def playable_bytes(seconds: float = 10.0) -> bytes:
             make_clip(path, "mp4_faststart_silent", seconds=seconds, fps=5, size=(64, 48))
             _PLAYABLE[seconds] = path.read_bytes()
     return _PLAYABLE[seconds]
+
+
+def import_records(records: list[dict], videos: Path, name: str, captions: Path, **options) -> dict:
+    """Import caption ``records`` (JSON lines, split "test" unless given) with the files in
+    ``videos`` through ``manage.py import_dataset``; the command's JSON summary."""
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    captions.write_text("".join(json.dumps({"split": "test", **r}) + "\n" for r in records))
+    out = io.StringIO()
+    call_command(
+        "import_dataset", name=name, format="jsonl", captions=captions, videos=videos,
+        output="json", quiet=True, stdout=out, **options,
+    )  # fmt: skip
+    return json.loads(out.getvalue())

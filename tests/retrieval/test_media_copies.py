@@ -2,7 +2,6 @@
 the ``media`` command and job that make each one once."""
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ from retrieval.media.probe import CopySettings, iso_layout, needs_copy, probe
 from retrieval.media.transcode import make_copy, make_poster, output_size
 from retrieval.models import DerivedMedia, Video
 from retrieval.services.media import browser_file, media_table
-from tests.media_support import BLUE, RED, SPECS, make_clip, mean_colour
+from tests.media_support import BLUE, RED, SPECS, import_records, make_clip, mean_colour
 
 IMMEDIATE = {
     "default": {
@@ -79,12 +78,7 @@ def import_clips(folder: Path, name: str = "media") -> None:
         {"video_id": "s1", "caption_id": "c", "caption": "red", "video_path": "mp4.mp4",
          "start": 0.1, "end": 0.4},
     ]  # fmt: skip
-    captions = folder / "captions.jsonl"
-    captions.write_text("".join(json.dumps({"split": "test", **r}) + "\n" for r in records))
-    call_command(
-        "import_dataset", name=name, format="jsonl", captions=captions,
-        videos=str(folder), quiet=True, stdout=io.StringIO(),
-    )  # fmt: skip
+    import_records(records, folder, name, folder / "captions.jsonl")
 
 
 @pytest.fixture

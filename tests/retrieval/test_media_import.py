@@ -1,17 +1,15 @@
 """Video files at import: every file probed, broken ones refused or left out, segments checked,
 and a pending browser copy or segment clip for each video that needs one."""
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from retrieval.media.probe import CopySettings, ProbeError, needs_copy, probe
 from retrieval.models import Caption, Dataset, DerivedMedia, Video
-from tests.media_support import SPECS, make_clip, truncate
+from tests.media_support import SPECS, import_records, make_clip, truncate
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -20,19 +18,8 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 def run_import(captions: Path, videos: Path, name: str = "clips", **options) -> dict:
-    out = io.StringIO()
-    call_command(
-        "import_dataset",
-        name=name,
-        format="jsonl",
-        captions=str(captions),
-        videos=str(videos),
-        output="json",
-        quiet=True,
-        stdout=out,
-        **options,
-    )
-    return json.loads(out.getvalue())
+    records = [json.loads(line) for line in captions.read_text().splitlines()]
+    return import_records(records, videos, name, captions, **options)
 
 
 @pytest.fixture(scope="module")

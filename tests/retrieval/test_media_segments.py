@@ -2,7 +2,6 @@
 recording, and features of exactly that span."""
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ from retrieval.encoders.features import decode_frames, span_times
 from retrieval.media.probe import probe
 from retrieval.models import Dataset, Video
 from retrieval.services.media import segment_label
-from tests.media_support import BLUE, RED, make_clip, mean_colour
+from tests.media_support import BLUE, RED, import_records, make_clip, mean_colour
 
 
 def test_span_times_cover_the_segment():
@@ -41,12 +40,7 @@ def recording(db, tmp_path) -> Dataset:
         {"video_id": "P01_01_1", "caption_id": "n1", "caption": "blue", "video_path": "P01_01.mp4",
          "start": 2.5, "end": 3.5},
     ]  # fmt: skip
-    captions = tmp_path / "captions.jsonl"
-    captions.write_text("".join(json.dumps({"split": "test", **r}) + "\n" for r in records))
-    call_command(
-        "import_dataset", name="epic", format="jsonl", captions=captions, videos=folder,
-        quiet=True, stdout=io.StringIO(),
-    )  # fmt: skip
+    import_records(records, folder, "epic", tmp_path / "captions.jsonl")
     return Dataset.objects.get(name="epic")
 
 
