@@ -40,6 +40,7 @@ STALE_CLAIM = timedelta(minutes=2)
 SEGMENT_SLACK = 0.05
 """A span that covers its file within this many seconds at both ends is the whole file."""
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
+FAILURES_SHOWN = 20
 
 Say = Callable[[str], object]
 
@@ -340,42 +341,62 @@ class MediaTable:
     ready_seconds: float
     estimate_seconds: float | None
     running_jobs: int
+    failures: tuple[tuple[str, str], ...] = ()
+    ready_bytes: int = 0
 
     @property
     def total(self) -> int:
         return self.as_is + self.pending + self.ready + self.failed
 
 
-def media_table(dataset: Dataset) -> MediaTable:
-    """The media table of ``dataset`` (two grouped queries and one for running jobs)."""
+def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> MediaTable:
+    """The media table of ``dataset``: videos with files per media state (``states`` when the
+    caller counted them already), then, only when some video has or had a derived file,
+    what the derived files hold, the failures and the running media jobs (three queries)."""
     from jobs.models import Job
 
-    states = dict(
-        Video.objects.filter(dataset=dataset)
-        .exclude(media="")
-        .values_list("media_state")
-        .annotate(n=Count("pk"))
-        .values_list("media_state", "n")
-    )
-    rows = (
-        DerivedMedia.objects.filter(videos__dataset=dataset)
-        .distinct()
-        .values("status")
-        .annotate(seconds=Sum("source_seconds"), took=Sum("encode_seconds"))
-    )
-    seconds = {row["status"]: (row["seconds"] or 0.0, row["took"] or 0.0) for row in rows}
+    if states is None:
+        states = dict(
+            Video.objects.filter(dataset=dataset)
+            .exclude(media="")
+            .values_list("media_state")
+            .annotate(n=Count("pk"))
+            .values_list("media_state", "n")
+        )
+    broken: list[dict] = []
+    for entry in dataset.metadata.get("imports", []):
+        broken.extend(entry.get("broken", []))
+    derived = sum(states.get(state, 0) for state in ("pending", "ready", "failed"))
+    seconds: dict[str, tuple[float, float]] = {}
+    failures: tuple = ()
+    ready_bytes = running = 0
+    if derived:
+        rows = list(
+            DerivedMedia.objects.filter(videos__dataset=dataset)
+            .distinct()
+            .values("status")
+            .annotate(seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes"))
+        )
+        seconds = {row["status"]: (row["seconds"] or 0.0, row["took"] or 0.0) for row in rows}
+        ready_bytes = sum(row["size"] or 0 for row in rows if row["status"] == "ready")
+        running = Job.objects.filter(
+            kind=MEDIA_JOB, arguments__dataset=dataset.name, status__in=["queued", "running"]
+        ).count()
+        if states.get("failed"):
+            failures = tuple(
+                DerivedMedia.objects.filter(
+                    videos__dataset=dataset, status=DerivedMedia.Status.FAILED
+                )
+                .distinct()
+                .order_by("pk")
+                .values_list("source", "error")[:FAILURES_SHOWN]
+            )
     ready_seconds, ready_took = seconds.get(DerivedMedia.Status.READY, (0.0, 0.0))
     waiting = sum(
         seconds.get(status, (0.0, 0.0))[0]
         for status in (DerivedMedia.Status.PENDING, DerivedMedia.Status.RUNNING)
     )
     estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
-    broken: list[dict] = []
-    for entry in dataset.metadata.get("imports", []):
-        broken.extend(entry.get("broken", []))
-    running = Job.objects.filter(
-        kind=MEDIA_JOB, arguments__dataset=dataset.name, status__in=["queued", "running"]
-    ).count()
     return MediaTable(
         as_is=states.get(Video.MediaState.AS_IS, 0),
         pending=states.get(Video.MediaState.PENDING, 0),
@@ -386,4 +407,6 @@ def media_table(dataset: Dataset) -> MediaTable:
         ready_seconds=round(ready_seconds, 1),
         estimate_seconds=None if estimate is None else round(estimate, 1),
         running_jobs=running,
+        failures=failures,
+        ready_bytes=ready_bytes,
     )

@@ -149,3 +149,39 @@ def test_the_import_queues_a_media_job(folder, settings):
         again = runner.submit("media", {"dataset": "media"})
     again.refresh_from_db()
     assert again.result["made"] == 0
+
+
+@pytest.mark.django_db
+def test_dataset_and_home_pages_show_the_media(folder, client):
+    from django.contrib.auth import get_user_model
+
+    import_clips(folder)
+    admin = get_user_model().objects.create_superuser("boss", "b@example.org", "pw-boss-12345")
+    client.force_login(admin)
+    page = client.get("/datasets/media/").content.decode()
+    assert 'id="media-table"' in page and 'id="media-waiting"' in page
+    assert "2 videos wait for a browser file" in page
+    assert "manage.py media --dataset media" in page  # no job is running
+    Job.objects.create(kind="media", arguments={"dataset": "media"}, description="copies of media")
+    home = client.get("/").content.decode()
+    assert "copies of media" in home
+    Job.objects.all().delete()
+    call_command("media", dataset="media", stdout=io.StringIO())
+    page = client.get("/datasets/media/").content.decode()
+    assert 'id="media-waiting"' not in page and "Browser files made" in page
+
+
+@pytest.mark.django_db
+def test_a_source_changed_since_import_fails_with_its_reason(folder):
+    import_clips(folder)
+    make_clip(folder / "avi.avi", "avi", seconds=0.6)  # replaced after the import
+    out = io.StringIO()
+    call_command("media", dataset="media", stdout=out)
+    assert "failed: " in out.getvalue() and "changed since it was imported" in out.getvalue()
+    video = Video.objects.get(key="avi")
+    assert video.media_state == Video.MediaState.FAILED and video.source_url == ""
+    from retrieval.models import Dataset
+
+    table = media_table(Dataset.objects.get(name="media"))
+    assert (table.failed, table.ready) == (1, 1)
+    assert "changed since it was imported" in table.failures[0][1]
