@@ -47,9 +47,9 @@ def ffmpeg_command(source: Path, target: Path, settings: CopySettings) -> list[s
     return [*command, "-movflags", "+faststart", str(target)]
 
 
-def timed(action) -> float:
+def timed(action, *arguments, **options) -> float:
     began = time.perf_counter()
-    action()
+    action(*arguments, **options)
     return time.perf_counter() - began
 
 
@@ -75,9 +75,9 @@ def copies(seconds: float, repeat: int) -> None:
             length = probe(source).duration
             ours, anchor = [], []
             for _ in range(repeat):
-                ours.append(timed(lambda: make_copy(source, folder / "ours.mp4", settings)))
+                ours.append(timed(make_copy, source, folder / "ours.mp4", settings))
                 command = ffmpeg_command(source, folder / "theirs.mp4", settings)
-                anchor.append(timed(lambda: subprocess.run(command, check=True)))
+                anchor.append(timed(subprocess.run, command, check=True))
             mine, theirs = min(ours), min(anchor)
             print(
                 f"{name:<14} {length:>8.2f} {mine:>8.2f} {theirs:>9.2f} {length / mine:>7.2f} "
