@@ -283,6 +283,9 @@ TASKS = {
 }
 FIREPOOL_GPU_QUEUE = env_bool("FIREPOOL_GPU_QUEUE", False)
 FIREPOOL_MEDIA_QUEUE = env_bool("FIREPOOL_MEDIA_QUEUE", False)
+# Media jobs an import queues (each claims files one at a time, so as many media workers as
+# jobs share a dataset's copies).
+FIREPOOL_MEDIA_JOBS = int(os.environ.get("FIREPOOL_MEDIA_JOBS", "1"))
 # Browser copies and segment clips (retrieval.media): overrides of CopySettings' fields
 # (max_height 720, max_fps 30, crf 23, preset veryfast, audio_bitrate 128000, margin 0.5 s).
 FIREPOOL_MEDIA: dict = {}

@@ -163,12 +163,15 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
 
 
 def queue_media(dataset: Dataset, user=None) -> None:
-    """Once the current transaction commits, queue a ``media`` job for the dataset if any
-    of its videos waits for a derived file."""
+    """Once the current transaction commits, queue ``media`` jobs for the dataset if any of
+    its videos waits for a derived file: ``FIREPOOL_MEDIA_JOBS`` of them (at most one per
+    file), which media workers run side by side."""
     from jobs import runner
 
     def submit() -> None:
-        if pending(dataset).exists():
+        wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
+        count = len(pending(dataset).values_list("pk", flat=True)[:wanted])
+        for _ in range(count):
             runner.submit(MEDIA_JOB, {"dataset": dataset.name}, user)
 
     transaction.on_commit(submit)
@@ -186,6 +189,19 @@ def pending(dataset: Dataset):
         .distinct()
         .order_by("pk")
     )
+
+
+def retry_failed(dataset: Dataset) -> int:
+    """Make the dataset's failed derived files pending again (after the cause was fixed);
+    how many."""
+    failed = DerivedMedia.objects.filter(
+        videos__dataset=dataset, status=DerivedMedia.Status.FAILED
+    ).values_list("pk", flat=True)
+    ids = list(failed.distinct())
+    with transaction.atomic():
+        DerivedMedia.objects.filter(pk__in=ids).update(status=DerivedMedia.Status.PENDING, error="")
+        Video.objects.filter(derived_id__in=ids).update(media_state=Video.MediaState.PENDING)
+    return len(ids)
 
 
 def _claim(dataset: Dataset) -> DerivedMedia | None:

@@ -142,6 +142,7 @@ class DatasetUpload:
     videos: str = ""
     video_url: str = ""
     split: str = ""
+    skip_broken: bool = False
 
     def check(self) -> None:
         """Refuse options the importer would refuse, before the file is saved."""
@@ -175,6 +176,7 @@ def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:
         "videos": options.videos,
         "video_url": options.video_url,
         "split": options.split,
+        "skip_broken": options.skip_broken,
     }
     try:
         return runner.submit(IMPORT_DATASET, arguments, user)

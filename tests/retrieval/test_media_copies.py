@@ -185,3 +185,28 @@ def test_a_source_changed_since_import_fails_with_its_reason(folder):
     table = media_table(Dataset.objects.get(name="media"))
     assert (table.failed, table.ready) == (1, 1)
     assert "changed since it was imported" in table.failures[0][1]
+
+
+@pytest.mark.django_db
+def test_failed_files_are_tried_again_on_request(folder):
+    import_clips(folder)
+    original = (folder / "avi.avi").read_bytes()
+    (folder / "avi.avi").write_bytes(original[:-10] + b"0123456789")  # changed: fails
+    call_command("media", dataset="media", stdout=io.StringIO())
+    assert Video.objects.get(key="avi").media_state == Video.MediaState.FAILED
+    (folder / "avi.avi").write_bytes(original)
+    out = io.StringIO()
+    call_command("media", dataset="media", retry_failed=True, stdout=out)
+    assert "1 failed file(s) to try again" in out.getvalue() and "Made 1" in out.getvalue()
+    assert Video.objects.get(key="avi").media_state == Video.MediaState.READY
+
+
+@pytest.mark.django_db
+def test_an_import_queues_as_many_media_jobs_as_set(folder, settings):
+    settings.TASKS = IMMEDIATE
+    settings.FIREPOOL_MEDIA_JOBS = 3
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        import_clips(folder)
+    jobs = list(Job.objects.filter(kind="media").order_by("pk"))
+    assert len(jobs) == 2  # one per waiting file at most
+    assert sum(job.result["made"] for job in jobs) == 2

@@ -185,3 +185,40 @@ def test_a_segment_outside_its_file_names_line_and_field(clips, tmp_path, span, 
     with pytest.raises(CommandError, match=f"line 2, field '{field}'.*lies"):
         run_import(captions, clips)
     assert Video.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_upload_job_skips_broken_files_and_queues_the_copies(clips, tmp_path, settings):
+    from django.test import TestCase
+
+    from jobs import runner
+    from jobs.models import Job
+    from retrieval.services.uploads import input_name, new_input_folder
+
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
+            "QUEUES": ["default", "gpu", "media"],
+        }
+    }
+    settings.FIREPOOL_JOB_INPUT_DIR = tmp_path / "uploads"
+    upload = write_jsonl(
+        new_input_folder() / "captions",
+        [
+            {"video_id": "avi", "caption_id": "a", "caption": "fine"},
+            {"video_id": "bad", "caption_id": "b", "caption": "broken", "video_path": "junk.mp4"},
+        ],
+    )
+    arguments = {
+        "name": "uploaded", "format": "jsonl", "captions": input_name(upload),
+        "videos": str(clips), "skip_broken": "1",
+    }  # fmt: skip
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        job = runner.submit("import_dataset", arguments)
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert [item["line"] for item in job.result["broken"]] == [2]
+    assert job.result["browser_files_to_make"] == 1
+    media = Job.objects.get(kind="media")
+    assert media.status == Job.Status.SUCCEEDED and media.result["made"] == 1
+    assert Video.objects.get(key="avi").media_state == Video.MediaState.READY

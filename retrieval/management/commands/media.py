@@ -5,7 +5,7 @@ import time
 from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.models import DerivedMedia
-from retrieval.services.media import make_missing, media_table, pending
+from retrieval.services.media import make_missing, media_table, pending, retry_failed
 
 WAIT_SECONDS = 2.0
 
@@ -20,9 +20,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--dataset", required=True)
         parser.add_argument("--check", action="store_true", help="Only report; make nothing.")
+        parser.add_argument(
+            "--retry-failed",
+            action="store_true",
+            help="Try the files whose copy failed again (after fixing the cause).",
+        )
 
     def handle(self, *args, **options):
         dataset = get_dataset(options["dataset"])
+        if options["retry_failed"] and not options["check"]:
+            self.stdout.write(f"{retry_failed(dataset)} failed file(s) to try again")
         if not options["check"]:
             total = pending(dataset).count()
             done = 0
