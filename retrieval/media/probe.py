@@ -24,6 +24,9 @@ FINGERPRINT_BYTES = 64 * 1024
 """Bytes hashed at each end of a file for its fingerprint."""
 TAIL_SECONDS = 1.0
 """How much of a file's end :func:`probe` decodes to find a truncated file."""
+UNSEEKABLE_SECONDS = 60.0
+"""A seek towards the end that lands further back than this did not move: a file without an
+index, whose end is then taken on trust rather than decoded from the start."""
 BROWSER_VIDEO = {"mp4": frozenset({"h264"}), "webm": frozenset({"vp8", "vp9", "av1"})}
 BROWSER_AUDIO = {"mp4": frozenset({"aac", "mp3"}), "webm": frozenset({"opus", "vorbis"})}
 BROWSER_PIXELS = frozenset({"yuv420p", "yuvj420p"})
@@ -266,9 +269,13 @@ def _decoded_until(container, stream, duration: float, first) -> float:
     fps = float(rate) if rate else 0.0
     last = _frame_end(first, fps)
     begin = duration - TAIL_SECONDS
-    if begin > last and stream.time_base:
+    sought = begin > last and bool(stream.time_base)
+    if sought:
         container.seek(int(begin / stream.time_base), stream=stream, backward=True)
     for frame in container.decode(stream):
+        if sought and frame.time is not None and frame.time < begin - UNSEEKABLE_SECONDS:
+            return duration  # the seek did not move (no index): the end cannot be checked cheaply
+        sought = False
         last = max(last, _frame_end(frame, fps))
     return last
 

@@ -157,6 +157,8 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
         video.derived_id = pk
         if status == DerivedMedia.Status.READY:
             video.media_state, video.browser_media = Video.MediaState.READY, name
+        elif status == DerivedMedia.Status.FAILED:  # made for another dataset, and failed
+            video.media_state = Video.MediaState.FAILED
         else:
             video.media_state = Video.MediaState.PENDING
     return len(needs)

@@ -210,3 +210,12 @@ def test_an_import_queues_as_many_media_jobs_as_set(folder, settings):
     jobs = list(Job.objects.filter(kind="media").order_by("pk"))
     assert len(jobs) == 2  # one per waiting file at most
     assert sum(job.result["made"] for job in jobs) == 2
+
+
+@pytest.mark.django_db
+def test_a_failed_file_shared_by_a_new_import_says_failed(folder):
+    import_clips(folder)
+    DerivedMedia.objects.filter(kind="copy").update(status="failed", error="boom")
+    import_clips(folder, name="media-again")
+    video = Video.objects.get(dataset__name="media-again", key="avi")
+    assert video.media_state == Video.MediaState.FAILED  # not waiting for a file nobody makes
