@@ -219,3 +219,19 @@ def test_a_failed_file_shared_by_a_new_import_says_failed(folder):
     import_clips(folder, name="media-again")
     video = Video.objects.get(dataset__name="media-again", key="avi")
     assert video.media_state == Video.MediaState.FAILED  # not waiting for a file nobody makes
+
+
+def test_a_rotated_source_is_copied_upright(tmp_path):
+    source = make_clip(tmp_path / "phone.mov", "mjpeg", size=(160, 120), rotation=90)
+    assert probe(source).rotation == 90
+    make_copy(source, tmp_path / "copy.mp4", CopySettings())
+    copy = probe(tmp_path / "copy.mp4")
+    assert (copy.width, copy.height, copy.rotation) == (120, 160, 0)
+    # Turned 90 degrees counter-clockwise, as ffmpeg's autorotation turns it (checked by hand
+    # with ffmpeg 5.1): the white top-left corner of the stored picture ends bottom-left.
+    import av
+
+    with av.open(str(tmp_path / "copy.mp4")) as container:
+        picture = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    corners = [picture[:40, :30], picture[:40, -30:], picture[-40:, :30], picture[-40:, -30:]]
+    assert [round(float(corner.mean())) > 200 for corner in corners] == [False, False, True, False]
