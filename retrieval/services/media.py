@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +29,9 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from config.errors import UserError
-from retrieval.media.probe import CopySettings, Probe, clock, needs_copy
+from jobs import runner
+from jobs.models import Job
+from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
 from retrieval.media.transcode import TranscodeError, make_copy
 from retrieval.models import Dataset, DerivedMedia, Video
 
@@ -168,7 +170,6 @@ def queue_media(dataset: Dataset, user=None) -> None:
     """Once the current transaction commits, queue ``media`` jobs for the dataset if any of
     its videos waits for a derived file: ``FIREPOOL_MEDIA_JOBS`` of them (at most one per
     file), which media workers run side by side."""
-    from jobs import runner
 
     def submit() -> None:
         wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
@@ -293,8 +294,6 @@ def _make(root: Path, row: DerivedMedia):
 
     if not source.is_file():
         raise TranscodeError(f"{row.source}: the original is gone")
-    from retrieval.media.probe import fingerprint
-
     if fingerprint(source) != row.fingerprint:
         raise TranscodeError(f"{row.source} changed since it was imported; import it again")
     return make_copy(source, root / row.name, copy, start=row.start, end=row.end, progress=beat)
@@ -322,11 +321,6 @@ def browser_file(video: Video) -> str | None:
     if video.media_state == Video.MediaState.AS_IS and video.media:
         return video.media.name
     return None
-
-
-def derived_names(names: Iterable[str]) -> set[str]:
-    """Which of ``names`` are derived files (a browser copy, clip or poster) of some video."""
-    return set(DerivedMedia.objects.filter(name__in=list(names)).values_list("name", flat=True))
 
 
 def segment_label(video: Video) -> str:
@@ -371,8 +365,6 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
     """The media table of ``dataset``: videos with files per media state (``states`` when the
     caller counted them already), then, only when some video has or had a derived file,
     what the derived files hold, the failures and the running media jobs (three queries)."""
-    from jobs.models import Job
-
     if states is None:
         states = dict(
             Video.objects.filter(dataset=dataset)

@@ -56,7 +56,7 @@ def test_probe_reads_every_kind(clips):
     big = facts["big.mp4"]
     assert (big.width, big.height, big.fps, big.moov_first) == (1920, 1080, 50.0, False)
     assert len(needs_copy(big, settings)) == 3  # moov at the end, 1080p, 50 fps
-    assert facts["mov" if False else "prores.mov"].container == "mov"
+    assert facts["prores.mov"].container == "mov"
     assert facts["hevc.mp4"].video_codec == "hevc"
     assert facts["mjpeg.mov"].video_codec == "mjpeg"
     assert facts["mkv.mkv"].container == "matroska"
