@@ -33,7 +33,7 @@ class Dataset(models.Model):
 
 
 class DerivedMedia(models.Model):
-    """A file made from a video for browsers: a browser copy, a segment clip or a poster.
+    """A file made from a video for browsers: a browser copy or a segment clip.
 
     ``key`` hashes the source's fingerprint, the copy settings and the span, so a file is
     made once however many videos share it, and settings changed later make a new one (see
@@ -45,7 +45,6 @@ class DerivedMedia(models.Model):
     class Kind(models.TextChoices):
         COPY = "copy", "browser copy"
         CLIP = "clip", "segment clip"
-        POSTER = "poster", "poster frame"
 
     class Status(models.TextChoices):
         PENDING = "pending"
