@@ -266,6 +266,8 @@ FIREPOOL_MAX_UPLOAD_BYTES = int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", 2 * 
 # request; tests), "database" (a real queue in the database, run by `manage.py db_worker`
 # processes). FIREPOOL_GPU_QUEUE=1 sends GPU jobs (embedding, training) to the "gpu" queue
 # for a worker on a GPU machine (`db_worker --queue-name gpu`); otherwise any worker runs them.
+# FIREPOOL_MEDIA_QUEUE=1 likewise sends browser copies and segment clips to the "media" queue
+# (`db_worker --queue-name media`, as many as the machine has cores for).
 TASK_BACKENDS = {
     "thread": "jobs.backends.ThreadBackend",
     "immediate": "django_tasks.backends.immediate.ImmediateBackend",
@@ -276,8 +278,17 @@ if _TASKS_BACKEND not in TASK_BACKENDS:
     raise ImproperlyConfigured(
         f"FIREPOOL_TASKS_BACKEND must be one of {', '.join(TASK_BACKENDS)}, not {_TASKS_BACKEND!r}"
     )
-TASKS = {"default": {"BACKEND": TASK_BACKENDS[_TASKS_BACKEND], "QUEUES": ["default", "gpu"]}}
+TASKS = {
+    "default": {"BACKEND": TASK_BACKENDS[_TASKS_BACKEND], "QUEUES": ["default", "gpu", "media"]}
+}
 FIREPOOL_GPU_QUEUE = env_bool("FIREPOOL_GPU_QUEUE", False)
+FIREPOOL_MEDIA_QUEUE = env_bool("FIREPOOL_MEDIA_QUEUE", False)
+# Media jobs an import queues (each claims files one at a time, so as many media workers as
+# jobs share a dataset's copies).
+FIREPOOL_MEDIA_JOBS = int(os.environ.get("FIREPOOL_MEDIA_JOBS", "1"))
+# Browser copies and segment clips (retrieval.media): overrides of CopySettings' fields
+# (max_height 720, max_fps 30, crf 23, preset veryfast, audio_bitrate 128000, margin 0.5 s).
+FIREPOOL_MEDIA: dict = {}
 FIREPOOL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("FIREPOOL_JOB_HEARTBEAT_SECONDS", "10"))
 FIREPOOL_JOB_STALE_SECONDS = float(os.environ.get("FIREPOOL_JOB_STALE_SECONDS", "60"))
 # Files written by export jobs: served only through the job page, to those allowed.

@@ -41,6 +41,8 @@ def enqueue(job: Job) -> None:
     queue = job.queue
     if queue == "gpu" and not getattr(settings, "FIREPOOL_GPU_QUEUE", True):
         queue = "default"  # no GPU worker in this deployment: CPU workers take GPU jobs
+    if queue == "media" and not getattr(settings, "FIREPOOL_MEDIA_QUEUE", True):
+        queue = "default"  # no media worker: the default workers make the copies
 
     def send() -> None:
         result = run_job.using(queue_name=queue).enqueue(job.pk)

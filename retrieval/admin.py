@@ -13,6 +13,7 @@ from retrieval.forms import NameValidator
 from retrieval.models import Caption, Dataset, LabelSet, Video
 from retrieval.names import InvalidName
 from retrieval.services.labelsets import LabelSetError, check_rename, dependants, make_default
+from retrieval.services.media import segment_label
 
 
 class NameRuleAdmin(admin.ModelAdmin):
@@ -75,9 +76,14 @@ class VideoAdmin(admin.ModelAdmin):
     def player(self, obj: Video) -> str:
         src = obj.source_url
         if not src:
-            return "no media"
+            return "browser file not ready" if obj.media else "no media"
+        where = segment_label(obj)
         return format_html(
-            '<video src="{}" width="256" controls muted loop autoplay preload="auto"></video>', src
+            '<video src="{}{}" width="256" controls muted loop autoplay preload="auto"></video>'
+            "<div>{}</div>",
+            src,
+            obj.media_fragment,
+            where,
         )
 
 

@@ -79,6 +79,12 @@ class DatasetUploadForm(forms.Form):
         required=False,
         help_text="For records that carry none (a record's own split wins).",
     )
+    skip_broken = forms.BooleanField(
+        required=False,
+        label="Skip broken video files",
+        help_text="Import the rest when some files do not decode (their captions are left "
+        "out and listed); otherwise a broken file stops the import.",
+    )
 
     def clean_videos(self) -> str:
         return _storable(self.cleaned_data["videos"].strip())

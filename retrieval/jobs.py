@@ -1,5 +1,6 @@
 """Job kinds of the retrieval app, registered with the jobs app: embed, train, predict, proxies,
-rescore, score_run, and import_dataset and build_model for the upload pages.
+rescore, score_run, import_dataset and build_model for the upload pages, and media (browser
+copies and segment clips, on their own queue).
 
 Each form checks its arguments against the database before a job is queued, so a bad
 name is a form error, not a failed job; each ``run_*`` calls one service and reports
@@ -381,6 +382,7 @@ class ImportDatasetForm(forms.Form):
     videos = forms.CharField(max_length=1000, required=False)
     video_url = forms.CharField(max_length=1000, required=False)
     split = forms.CharField(max_length=32, required=False)
+    skip_broken = YesNoField()
 
     def __init__(self, *args, **kwargs):
         from retrieval.formats import CAPTION_FORMATS
@@ -458,6 +460,16 @@ def run_build_model(
 
     found = get_model(get_dataset(dataset), model)
     return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")
+
+
+def run_media(reporter: Reporter, dataset: str) -> dict:
+    """Make the dataset's missing browser copies and segment clips (see
+    :mod:`retrieval.services.media`); several such jobs share the work."""
+    from retrieval.services.media import make_missing, pending
+
+    found = get_dataset(dataset)
+    reporter.step(f"browser copies and segment clips of {found.name}", total=pending(found).count())
+    return {"dataset": found.name, **make_missing(found, advance=reporter.advance).as_dict()}
 
 
 RESULTS = "retrieval/job_results/"
@@ -552,6 +564,15 @@ for _kind in (
         ),
         result_template=RESULTS + "import_dataset.html",
         result_context=job_results.import_dataset,
+    ),
+    JobKind(
+        "media",
+        "Make browser copies and segment clips of a dataset's videos",
+        run_media,
+        DatasetForm,
+        queue="media",
+        permission=ADMIN,
+        describe=lambda a: f"browser copies and clips of {a['dataset']}",
     ),
     JobKind(
         "build_model",

@@ -1,12 +1,14 @@
 """Which file under the media root a request names, and whether its user may fetch it.
 
-Only files the database knows (a video's media or features file) are ever served, and only
+Only files the database knows (a video's media or features file, or the browser copy or
+segment clip a video is served through) are ever served, and only
 when the path, with every symlink followed, stays inside the media root, or inside the
 directory a dataset import linked in as ``datasets/<name>`` (see
 :mod:`retrieval.services.importing`). Researchers and admins (:data:`config.roles.VIEW_VIDEOS`)
 may fetch any such file; everyone else only what a registered grant allows: the annotation
 app grants annotators the videos of the campaigns they judge, without this app knowing
-about campaigns.
+about campaigns. A grant names originals: whoever may fetch a video's original may fetch
+the derived file it is served through.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.db.models import Q
 from config import roles
 from retrieval.models import Video
 from retrieval.services.importing import LINK_DIR
+from retrieval.services.media import DERIVED_DIR
 
 GRANT_SECONDS = 300
 """How long a yes is remembered per user and file, so a video's Range requests stay cheap
@@ -58,7 +61,8 @@ def media_file(name: str) -> Path | None:
 
 
 def may_fetch(user, name: str) -> bool:
-    """True when ``user`` may fetch media file ``name`` (a known video or features file)."""
+    """True when ``user`` may fetch media file ``name`` (a known video, features or derived
+    file)."""
     if not user.is_authenticated:
         return False
     # The session hash and the permissions tie the answer to this account as it is now (a
@@ -70,9 +74,28 @@ def may_fetch(user, name: str) -> bool:
     if cache.get(key):
         return True
     if roles.has_perm(user, roles.VIEW_VIDEOS):
-        allowed = Video.objects.filter(Q(media=name) | Q(features=name)).exists()
+        allowed = Video.objects.filter(
+            Q(media=name) | Q(features=name) | Q(browser_media=name)
+        ).exists()
     else:
-        allowed = any(grant(user, name) for grant in _grants)
+        allowed = any(grant(user, name) for grant in _grants) or _granted_original(user, name)
     if allowed:
         cache.set(key, True, GRANT_SECONDS)
     return allowed
+
+
+ORIGINALS_ASKED = 20
+"""At most this many originals are asked about for one derived file (a copy is shared only
+by videos of one file, so one name in practice)."""
+
+
+def _granted_original(user, name: str) -> bool:
+    """True when ``name`` is the derived file of a video whose original a grant allows."""
+    if not name.startswith(DERIVED_DIR + "/"):
+        return False
+    originals = (
+        Video.objects.filter(browser_media=name)
+        .values_list("media", flat=True)
+        .distinct()[:ORIGINALS_ASKED]
+    )
+    return any(grant(user, original) for original in originals for grant in _grants)

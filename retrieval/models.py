@@ -6,6 +6,7 @@ used as queries is stored per caption, because benchmarks differ: MSR-VTT 1k-A q
 one caption per test video, MSVD every test caption.
 """
 
+from django.conf import settings
 from django.db import models
 
 
@@ -31,8 +32,67 @@ class Dataset(models.Model):
         return self.name
 
 
+class DerivedMedia(models.Model):
+    """A file made from a video for browsers: a browser copy or a segment clip.
+
+    ``key`` hashes the source's fingerprint, the copy settings and the span, so a file is
+    made once however many videos share it, and settings changed later make a new one (see
+    :mod:`retrieval.services.media`). ``name`` lies under the media root (``derived/``);
+    the original is never touched. Workers claim a pending row with a conditional update,
+    so several run side by side and a stopped one's work is taken up again.
+    """
+
+    class Kind(models.TextChoices):
+        COPY = "copy", "browser copy"
+        CLIP = "clip", "segment clip"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        READY = "ready"
+        FAILED = "failed"
+
+    key = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    source = models.CharField(max_length=500, help_text="The original's name under the media root.")
+    fingerprint = models.CharField(max_length=32, help_text="The source's at import.")
+    start = models.FloatField(null=True, blank=True, help_text="Clip start in the source (s).")
+    end = models.FloatField(null=True, blank=True, help_text="Clip end in the source (s).")
+    copy_settings = models.JSONField(default=dict, blank=True)
+    name = models.CharField(max_length=500, help_text="The file under the media root.")
+    status = models.CharField(
+        max_length=8, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    error = models.TextField(blank=True)
+    source_seconds = models.FloatField(default=0.0, help_text="Seconds of source video it holds.")
+    bytes = models.BigIntegerField(null=True, blank=True)
+    encode_seconds = models.FloatField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} ({self.status})"
+
+
 class Video(models.Model):
-    """A video, or a clip cut from a longer one by ``start``/``end`` seconds."""
+    """A video, or a clip cut from a longer one by ``start``/``end`` seconds.
+
+    ``probe`` holds the file's facts read at import (:class:`retrieval.media.probe.Probe`).
+    ``media_state`` says what a browser gets: the original as it is (``as_is``, also for
+    videos imported before probing and for URLs), or ``derived`` (a browser copy or a
+    segment clip), which is served only once ``ready`` (``browser_media`` names it then).
+    """
+
+    class MediaState(models.TextChoices):
+        AS_IS = "as_is", "plays as it is"
+        PENDING = "pending", "browser file not made yet"
+        READY = "ready", "browser file ready"
+        FAILED = "failed", "browser file failed"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="videos")
     key = models.CharField(max_length=255)
@@ -54,6 +114,24 @@ class Video(models.Model):
     )
     split = models.CharField(max_length=32, blank=True, db_index=True)
     metadata = models.JSONField(default=dict, blank=True)
+    probe = models.JSONField(null=True, blank=True, help_text="The file's facts at import.")
+    media_state = models.CharField(
+        max_length=8, choices=MediaState.choices, default=MediaState.AS_IS, db_index=True
+    )
+    derived = models.ForeignKey(
+        DerivedMedia,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="videos",
+        help_text="The browser copy or segment clip a browser gets instead of the original.",
+    )
+    browser_media = models.CharField(
+        max_length=500, blank=True, help_text="The derived file's name once it is ready."
+    )
+    browser_start = models.FloatField(
+        null=True, blank=True, help_text="Where a segment clip starts in the original (s)."
+    )
 
     class Meta:
         ordering = ["dataset", "key"]
@@ -66,10 +144,41 @@ class Video(models.Model):
 
     @property
     def source_url(self) -> str:
-        """Where a browser fetches the video: the local file if any, else the URL."""
+        """Where a browser fetches the video: its browser copy or segment clip once ready,
+        the local file when it plays as it is, else the URL ("" while a copy is not ready)."""
+        if self.media_state == self.MediaState.READY and self.browser_media:
+            return settings.MEDIA_URL + self.browser_media
+        if self.media_state != self.MediaState.AS_IS:
+            return ""
         if self.media:
             return self.media.url
         return self.url
+
+    @property
+    def browser_ready(self) -> bool:
+        """False while the browser copy or segment clip this video needs is not made."""
+        return self.media_state in (self.MediaState.AS_IS, self.MediaState.READY)
+
+    @property
+    def media_fragment(self) -> str:
+        """The media fragment (``#t=a,b``) that plays exactly this segment of what
+        :attr:`source_url` serves: the span inside a segment clip (which starts a margin
+        earlier), or inside the whole recording; "" for a whole video."""
+        if self.start is None and self.end is None:
+            return ""
+        offset = 0.0
+        if self.media_state == self.MediaState.READY and self.browser_start is not None:
+            offset = self.browser_start
+        elif self.media_state != self.MediaState.AS_IS:
+            return ""
+        start = max(0.0, (self.start or 0.0) - offset)
+        if self.end is None:
+            return f"#t={start:.3f}"
+        return f"#t={start:.3f},{max(start, self.end - offset):.3f}"
+
+
+BROWSER_READY_STATES = (Video.MediaState.AS_IS.value, Video.MediaState.READY.value)
+"""The media states of videos a browser can be given now (the judging queue serves only these)."""
 
 
 class Caption(models.Model):

@@ -307,6 +307,7 @@ def upload_dataset(request: HttpRequest) -> HttpResponse:
                 values["videos"],
                 values["video_url"],
                 values["split"],
+                values["skip_broken"],
             )
             try:
                 job = uploads.start_dataset_import(values["captions"], options, request.user)

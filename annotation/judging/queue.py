@@ -30,6 +30,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from retrieval.models import BROWSER_READY_STATES
 
 HOLD = 2
 """Leases an annotator holds at once: the current pair and the preloaded next one."""
@@ -241,7 +242,8 @@ def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = No
     however many campaigns.
 
     A campaign counts when one of these holds: an open pair (``open_slots`` > 0, the
-    next-pair statement's test) the annotator has not judged; a pair not held and still
+    next-pair statement's test, its video playable now) the annotator has not judged; a
+    pair not held and still
     needing labels whose lease has run out (:func:`assign` releases it first); a live lease
     of the annotator's own on a pair of it (served again); with gold in the queue, a gold
     pair the annotator has not answered there (:func:`annotation.judging.gold.pick` may
@@ -254,15 +256,18 @@ def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = No
     ids = [campaign.pk for campaign in campaigns]
     if not ids:
         return set()
-    open_pair = Pair.objects.filter(pair_state.servable(), campaign=OuterRef("pk")).filter(
-        ~_judged_by(annotator)
-    )
+    open_pair = Pair.objects.filter(
+        pair_state.servable(),
+        campaign=OuterRef("pk"),
+        video__media_state__in=BROWSER_READY_STATES,
+    ).filter(~_judged_by(annotator))
     not_judged = ~Exists(
         Judgement.objects.filter(pair=OuterRef("pair"), annotator=annotator, undone_at__isnull=True)
     )
     lapsed = Lease.objects.filter(
         pair_state.servable("pair__", once_leases_end=True),
         pair__campaign=OuterRef("pk"),
+        pair__video__media_state__in=BROWSER_READY_STATES,
         expires_at__lte=now,
     ).filter(not_judged)
     held = Lease.objects.filter(

@@ -55,7 +55,7 @@ from config.raw_sql import column_names as _names
 from config.raw_sql import converted as _converted
 from config.raw_sql import quote as _q
 from config.raw_sql import table as _table
-from retrieval.models import Caption, Video
+from retrieval.models import BROWSER_READY_STATES, Caption, Video
 
 FETCH_ROWS = 50_000
 """Rows fetched from the cursor at a time while filling an array."""
@@ -189,7 +189,9 @@ def _next_pair_text(same_caption: bool, excluded: int) -> str:
     and video (:data:`PAIR_ROW`).
 
     ``same_caption`` limits it to ``%(caption)s``; ``excluded`` pairs ``%(exclude_0)s``...
-    are left out; where the database can, it locks its row, skipping rows other
+    are left out, and so are pairs whose video's browser copy or segment clip is not made
+    yet (``%(as_is)s``, ``%(ready)s``: the states a browser can play now); where the
+    database can, it locks its row, skipping rows other
     transactions hold (PostgreSQL's ``FOR UPDATE SKIP LOCKED``). NOT EXISTS per candidate
     row goes through the (pair, annotator) index: NOT IN the annotator's judged pairs would
     grow with everything they judged.
@@ -198,6 +200,7 @@ def _next_pair_text(same_caption: bool, excluded: int) -> str:
         "SELECT {pair:p.*}, {caption:c.*}, {video:v.*} FROM {pair} p"
         + WITH_CAPTION_AND_VIDEO
         + "\nWHERE p.{pair.campaign} = %(campaign)s AND p.{pair.open_slots} > 0"
+        + " AND v.{video.media_state} IN (%(as_is)s, %(ready)s)"
         + (" AND p.{pair.caption} = %(caption)s" if same_caption else "")
         + (f" AND p.{{pair.id}} NOT IN ({_in_list('exclude', excluded)})" if excluded else "")
         + """
@@ -226,6 +229,7 @@ def next_pair(
 ) -> PairRow | None:
     """The row of :data:`NEXT_PAIR` (on ``caption_id`` when given), or None."""
     params = {"campaign": campaign_id, "annotator": annotator_id, "caption": caption_id}
+    params["as_is"], params["ready"] = BROWSER_READY_STATES
     params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
     found = NEXT_PAIR.rows(params, same_caption=caption_id is not None, excluded=len(exclude))
     return found[0] if found else None

@@ -127,12 +127,21 @@ def sample_indices(n_available: int, n: int = N_FRAMES) -> np.ndarray:
     return np.rint(np.linspace(0, n_available - 1, n)).astype(np.int64)
 
 
-def decode_frames(path: str | Path, n: int = N_FRAMES, size: int = SIZE) -> np.ndarray:
+Span = tuple[float | None, float | None]
+"""A segment of a file, [start, end] seconds (None: from the beginning, to the end)."""
+
+
+def decode_frames(
+    path: str | Path, n: int = N_FRAMES, size: int = SIZE, span: Span | None = None
+) -> np.ndarray:
     """Decode ``n`` uniformly spaced frames of a video as uint8 RGB (n x size x size x 3).
 
     Frames are scaled by FFmpeg's swscale (bit-exact for a given build); when the stream
-    does not state its frame count, every frame is decoded first.
+    does not state its frame count, every frame is decoded first. With ``span`` only that
+    segment is read (see :func:`decode_span`), so two segments of one recording differ.
     """
+    if span is not None and (span[0] is not None or span[1] is not None):
+        return decode_span(path, span, n, size)
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         total = stream.frames
@@ -159,6 +168,58 @@ def decode_frames(path: str | Path, n: int = N_FRAMES, size: int = SIZE) -> np.n
                 raise ValueError(f"no video frames in {path}")
             frames = [everything[int(i)] for i in sample_indices(len(everything), n)]
     return np.stack(frames)
+
+
+def span_times(start: float, end: float, n: int = N_FRAMES) -> np.ndarray:
+    """``n`` instants spread uniformly over [start, end): the middles of ``n`` equal parts."""
+    return start + (np.arange(n) + 0.5) * (end - start) / n
+
+
+def decode_span(path: str | Path, span: Span, n: int = N_FRAMES, size: int = SIZE) -> np.ndarray:
+    """``n`` frames of the segment ``span`` of a video (n x size x size x 3 uint8 RGB): for
+    each of :func:`span_times`, the frame showing then. Decoding starts at the keyframe
+    before the span and stops at its end; only the chosen frames are converted."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stated = container.duration / av.time_base if container.duration else math.inf
+        start = max(0.0, span[0] or 0.0)
+        end = span[1] if span[1] is not None else stated
+        if not end > start:
+            raise ValueError(f"empty segment {start:g}-{end:g} s in {path}")
+        times = span_times(start, end, n) if math.isfinite(end) else None
+        if start > 0 and stream.time_base:
+            container.seek(int(start / stream.time_base), stream=stream, backward=True)
+        chosen: list[np.ndarray | None] = [None] * n
+        previous = None
+        index = 0
+        kept: list = []  # frames of a span without a known end: sampled afterwards
+        for frame in container.decode(stream):
+            when = frame.time if frame.time is not None else start
+            if when >= end:
+                break
+            if times is None:
+                if when >= start:
+                    kept.append(frame.to_ndarray(format="rgb24", width=size, height=size))
+                continue
+            while index < n and times[index] < when:
+                chosen[index] = _rgb(previous, size)
+                index += 1
+            previous = frame
+        if times is None:
+            if not kept:
+                raise ValueError(f"no video frames in {path} after {start:g} s")
+            return np.stack([kept[int(i)] for i in sample_indices(len(kept), n)])
+        while index < n:
+            chosen[index] = _rgb(previous, size)
+            index += 1
+        if previous is None:
+            raise ValueError(f"no video frames in {path} between {start:g} and {end:g} s")
+        first = next(frame for frame in chosen if frame is not None)
+        return np.stack([frame if frame is not None else first for frame in chosen])
+
+
+def _rgb(frame, size: int) -> np.ndarray | None:
+    return None if frame is None else frame.to_ndarray(format="rgb24", width=size, height=size)
 
 
 def prepare_frames(frames: torch.Tensor, n: int = N_FRAMES, size: int = SIZE) -> torch.Tensor:
@@ -524,17 +585,24 @@ def extract_clips_features(
     return out
 
 
-def extract_features(path: str | Path, *, device: str | torch.device = "cpu") -> np.ndarray:
-    """The FEATURE_DIM float32 feature vector of the video file at ``path``."""
-    return extract_video(path, device=device)[0]
+def extract_features(
+    path: str | Path, *, device: str | torch.device = "cpu", span: Span | None = None
+) -> np.ndarray:
+    """The FEATURE_DIM float32 feature vector of the video file at ``path`` (or of its
+    segment ``span``)."""
+    return extract_video(path, device=device, span=span)[0]
 
 
 def extract_video(
-    path: str | Path, *, device: str | torch.device = "cpu", experts: bool = False
+    path: str | Path,
+    *,
+    device: str | torch.device = "cpu",
+    experts: bool = False,
+    span: Span | None = None,
 ) -> tuple[np.ndarray, ExpertSequences | None]:
-    """The clip vector of the video file at ``path`` and, with ``experts``, its three
-    expert sequences, from one decoding."""
-    frames = decode_frames(path)
+    """The clip vector of the video file at ``path`` (or of its segment ``span``) and,
+    with ``experts``, its three expert sequences, from one decoding."""
+    frames = decode_frames(path, span=span)
     vector = extract_frames_features(torch.from_numpy(frames).unsqueeze(0).to(device))[0]
     return vector.cpu().numpy(), extract_experts(frames) if experts else None
 
@@ -543,9 +611,11 @@ Extracted = tuple[np.ndarray | None, "ExpertSequences | None", str | None]
 """A clip's vector and experts, or (None, None, why it could not be read)."""
 
 
-def _extract_or_problem(path: str, device: str | torch.device, experts: bool) -> Extracted:
+def _extract_or_problem(
+    path: str, device: str | torch.device, experts: bool, span: Span | None = None
+) -> Extracted:
     try:
-        vector, sequences = extract_video(path, device=device, experts=experts)
+        vector, sequences = extract_video(path, device=device, experts=experts, span=span)
     except Exception as exc:  # PyAV raises many error types for broken files
         return None, None, str(exc) or type(exc).__name__
     return vector, sequences, None
@@ -555,8 +625,8 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def _extract_job(job: tuple[str, bool]) -> Extracted:
-    return _extract_or_problem(job[0], "cpu", job[1])
+def _extract_job(job: tuple[str, bool, Span | None]) -> Extracted:
+    return _extract_or_problem(job[0], "cpu", job[1], job[2])
 
 
 def extract_videos(
@@ -565,17 +635,21 @@ def extract_videos(
     device: str | torch.device = "cpu",
     experts: bool = False,
     workers: int = 1,
+    spans: Sequence[Span | None] | None = None,
 ) -> Iterator[Extracted]:
-    """:func:`extract_video` of each path, in order, as each is done; a file that cannot be
-    read yields its problem instead. ``workers`` > 1 (CPU only) spreads the clips over that
-    many spawned processes of one torch thread each; the vectors are the same."""
+    """:func:`extract_video` of each path (of its segment, where ``spans`` gives one), in
+    order, as each is done; a file that cannot be read yields its problem instead.
+    ``workers`` > 1 (CPU only) spreads the clips over that many spawned processes of one
+    torch thread each; the vectors are the same."""
+    spans = list(spans) if spans is not None else [None] * len(paths)
     if workers <= 1 or len(paths) < 2 or torch.device(device).type != "cpu":
-        for path in paths:
-            yield _extract_or_problem(path, device, experts)
+        for path, span in zip(paths, spans, strict=True):
+            yield _extract_or_problem(path, device, experts, span)
         return
     context = multiprocessing.get_context("spawn")
+    jobs = [(path, experts, span) for path, span in zip(paths, spans, strict=True)]
     with context.Pool(min(workers, len(paths)), initializer=_one_thread) as pool:
-        yield from pool.imap(_extract_job, [(path, experts) for path in paths], chunksize=4)
+        yield from pool.imap(_extract_job, jobs, chunksize=4)
 
 
 # Feature experts: three sequences per clip, for models that attend over time and regions

@@ -21,6 +21,8 @@ class CaptionFormat:
     caption_field: str = "caption_id"
     video_field: str = "video_id"
     media_field: str = "video_id"
+    start_field: str = "start"
+    end_field: str = "end"
 
 
 CAPTION_FORMATS: dict[str, CaptionFormat] = {
@@ -31,6 +33,10 @@ CAPTION_FORMATS: dict[str, CaptionFormat] = {
     ),
     "msrvtt-csv": CaptionFormat(msrvtt.parse_msrvtt_csv, caption_field="key"),
     "epic-csv": CaptionFormat(
-        epic.parse_epic_csv, caption_field="narration_id", video_field="narration_id"
+        epic.parse_epic_csv,
+        caption_field="narration_id",
+        video_field="narration_id",
+        start_field="start_timestamp",
+        end_field="stop_timestamp",
     ),
 }

@@ -11,6 +11,7 @@ from datetime import datetime
 from django.db.models import Count, Prefetch, Q
 
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Run, Video
+from retrieval.services.media import MediaTable, media_table
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class DatasetOverview:
     models: tuple[ModelRow, ...]
     campaigns: tuple[CampaignRow, ...]
     label_sets: tuple[LabelSetRow, ...]
+    media: MediaTable | None = None
 
     @property
     def run_count(self) -> int:
@@ -88,14 +90,27 @@ class DatasetSummary:
     label_sets: int
 
 
-def split_counts(dataset: Dataset) -> tuple[SplitCounts, ...]:
-    """Videos, captions and query captions per split, splits by name ("" for none)."""
-    videos = dict(
+def split_counts(
+    dataset: Dataset, media_states: dict[str, int] | None = None
+) -> tuple[SplitCounts, ...]:
+    """Videos, captions and query captions per split, splits by name ("" for none); fills
+    ``media_states`` with the videos with files per media state, from the same query."""
+    with_file = ~Q(media="")
+    states = [state for state, _ in Video.MediaState.choices]
+    rows = (
         Video.objects.filter(dataset=dataset)
         .values("split")
-        .annotate(n=Count("pk"))
-        .values_list("split", "n")
+        .annotate(
+            n=Count("pk"),
+            **{state: Count("pk", filter=with_file & Q(media_state=state)) for state in states},
+        )
     )
+    videos = {}
+    for row in rows:
+        videos[row["split"]] = row["n"]
+        if media_states is not None:
+            for state in states:
+                media_states[state] = media_states.get(state, 0) + row[state]
     captions = {
         split: (n, queries)
         for split, n, queries in Caption.objects.filter(dataset=dataset)
@@ -123,12 +138,14 @@ def dataset_overview(dataset: Dataset) -> DatasetOverview:
     runs = Prefetch("runs", queryset=Run.objects.defer("arrays").order_by("name"))
     models = RetrievalModel.objects.filter(dataset=dataset).prefetch_related(runs).order_by("name")
     label_sets = LabelSet.objects.filter(dataset=dataset).defer("arrays").order_by("name")
+    states: dict[str, int] = {}
+    splits = split_counts(dataset, states)
     return DatasetOverview(
         name=dataset.name,
         description=dataset.description,
         source_format=dataset.source_format,
         has_ground_truth=dataset.has_ground_truth,
-        splits=split_counts(dataset),
+        splits=splits,
         models=tuple(
             ModelRow(
                 model.name,
@@ -153,6 +170,7 @@ def dataset_overview(dataset: Dataset) -> DatasetOverview:
             )
             for s in label_sets
         ),
+        media=media_table(dataset, states),
     )
 
 

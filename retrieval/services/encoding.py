@@ -120,15 +120,24 @@ def extract_dataset_features(
 ) -> int:
     """Compute and store features for the dataset's local videos that lack them.
 
-    With ``experts`` the three expert sequences are stored too (``<key>.npz`` beside the
+    A segment (a video with ``start``/``end`` in a longer file) is read on exactly its span
+    of the original, so two segments of one recording get their own features. With
+    ``experts`` the three expert sequences are stored too (``<key>.npz`` beside the
     vector), and videos that have a vector but no experts are done again. ``workers`` > 1
-    extracts in that many processes of one torch thread each (see
-    :func:`feature_workers`).
+    extracts in that many processes of one torch thread each (see :func:`feature_workers`).
+    A file that cannot be read does not stop the others: their features are stored, then
+    an EncodingError lists the ones that failed. Files whose browser copy failed are left
+    out (their probe found them unreadable).
     """
     check_device(device)
-    videos = Video.objects.filter(dataset=dataset).exclude(media="").order_by("pk")
+    videos = (
+        Video.objects.filter(dataset=dataset)
+        .exclude(media="")
+        .exclude(media_state=Video.MediaState.FAILED)
+        .order_by("pk")
+    )
     root = Path(settings.MEDIA_ROOT)
-    todo = list(videos.only("pk", "key", "media", "features", "dataset_id"))
+    todo = list(videos.only("pk", "key", "media", "features", "dataset_id", "start", "end"))
     if not force:
         todo = [
             v
@@ -137,22 +146,31 @@ def extract_dataset_features(
         ]
     target_device = resolve_device(device)
     done: list[Video] = []
+    problems: list[str] = []
     paths = [str(root / video.media.name) for video in todo]
+    spans = [
+        (video.start, video.end) if video.start is not None or video.end is not None else None
+        for video in todo
+    ]
     results = video_features.extract_videos(
-        paths, device=target_device, experts=experts, workers=workers
+        paths, device=target_device, experts=experts, workers=workers, spans=spans
     )
     for video, (vector, sequences, problem) in zip(todo, results, strict=True):
         if problem is not None:  # PyAV raises many error types for broken files
-            Video.objects.bulk_update(done, ["features"], batch_size=2000)
-            raise EncodingError(
-                f"{video.media.name} (video {video.key!r}): cannot read frames ({problem}); "
-                f"features of the {len(done)} videos before it are kept"
+            problems.append(
+                f"{video.media.name} (video {video.key!r}): cannot read frames ({problem})"
             )
+            continue
         _store(root, video, vector.astype(np.float32), sequences)
         done.append(video)
         if progress:
             progress(1)
     Video.objects.bulk_update(done, ["features"], batch_size=2000)
+    if problems:
+        shown = "; ".join(problems[:5]) + (
+            f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+        )
+        raise EncodingError(f"{shown}; features of the other {len(done)} videos are stored")
     return len(done)
 
 

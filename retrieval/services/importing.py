@@ -18,6 +18,13 @@ stored relative to ``MEDIA_ROOT``: when the directory lies outside ``MEDIA_ROOT`
 ``MEDIA_ROOT/datasets/<slugified dataset name>`` pointing at the resolved directory is
 created (or reused if it already points there) and paths go through it.
 
+Probing: every new video's file is probed once (:mod:`retrieval.media.probe`); a file that
+does not decode is an error naming it and why, or with ``skip_broken`` its records are left
+out and listed (``ImportSummary.broken``, and the dataset's import history), so a broken
+file never reaches a pool. A segment (``start``/``end``) must lie inside its file. Videos
+that need a browser copy or a segment clip get a pending derived file, and a ``media`` job
+is queued once the import commits (:mod:`retrieval.services.media`).
+
 URLs: ``video_url_template`` is formatted with ``{video_id}`` (the media file's id: the
 parent video for an EPIC clip, otherwise the video key), ``{key}`` (the video key),
 ``{start}`` and ``{end}``; it takes precedence over a URL given in the file.
@@ -39,9 +46,11 @@ from django.utils.text import slugify
 from config.errors import UserError
 from retrieval.formats import CAPTION_FORMATS, CaptionFormat
 from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError, check_chars
+from retrieval.media.probe import Probe, ProbeError, check_span, probe
 from retrieval.models import Caption, Dataset, Video
 from retrieval.names import check_name
 from retrieval.services.demo import stored_assertion, stored_scene
+from retrieval.services.media import attach_derived, copy_settings, queue_media
 
 BATCH_SIZE = 5000
 VIDEO_EXTENSIONS = ("mp4", "webm", "mkv", "avi", "mov")
@@ -74,6 +83,9 @@ class ImportSummary:
     splits: dict[str, int] = field(default_factory=dict)
     media_link: str = ""
     seconds: float = 0.0
+    broken: list[dict] = field(default_factory=list)
+    skipped_captions: int = 0
+    derived_pending: int = 0
 
 
 def import_dataset(
@@ -84,6 +96,7 @@ def import_dataset(
     video_url_template: str | None = None,
     split: str | None = None,
     progress: Callable[[int], None] | None = None,
+    skip_broken: bool = False,
 ) -> ImportSummary:
     """Import ``captions_path`` in format ``fmt`` into the dataset ``name``; see the module doc.
 
@@ -110,10 +123,13 @@ def import_dataset(
             importer = _Importer(
                 name, fmt, path, caption_format, media, video_url_template, split or "", summary
             )
+            importer.skip_broken = skip_broken
             importer.run(caption_format.parse(path), progress)
             if media is not None:
                 linked = media.link()
                 summary.media_link = media.link_path
+            if summary.derived_pending and importer.dataset is not None:
+                queue_media(importer.dataset)
     except BaseException:
         if linked and media is not None:
             media.unlink()
@@ -156,6 +172,7 @@ class _VideoEntry:
     attributes: tuple
     line: int
     id: int | None = None
+    broken: bool = False
 
 
 class _Importer:
@@ -189,6 +206,9 @@ class _Importer:
         self.new_videos: list[Video] = []
         self.pending: list[tuple[CaptionRecord, str, bool]] = []
         self.splits: Counter[str] = Counter()
+        self.skip_broken = False
+        self.copy = copy_settings() if media is not None else None
+        self.probes: dict[str, Probe | str] = {}
 
     def error(self, record: CaptionRecord, field: str | None, message: str) -> FormatError:
         """A FormatError located at ``record``."""
@@ -221,15 +241,17 @@ class _Importer:
             raise FormatError(self.path, None, None, "no captions found")
         self.summary.splits = dict(sorted(self.splits.items()))
         imports = dataset.metadata.setdefault("imports", [])
-        imports.append(
-            {
-                "file": self.path.name,
-                "format": self.fmt,
-                "captions": self.summary.captions,
-                "videos_created": self.summary.videos_created,
-                "at": timezone.now().isoformat(timespec="seconds"),
-            }
-        )
+        entry = {
+            "file": self.path.name,
+            "format": self.fmt,
+            "captions": self.summary.captions,
+            "videos_created": self.summary.videos_created,
+            "at": timezone.now().isoformat(timespec="seconds"),
+        }
+        if self.summary.broken:
+            entry["broken"] = self.summary.broken
+            entry["skipped_captions"] = self.summary.skipped_captions
+        imports.append(entry)
         dataset.save(update_fields=["metadata"])
 
     def add(self, record: CaptionRecord) -> None:
@@ -254,7 +276,9 @@ class _Importer:
         self.caption_lines[key] = record.line
         split = record.split or self.default_split
         is_query = record.is_query if record.is_query is not None else split == "test"
-        self.add_video(record, split)
+        if not self.add_video(record, split):
+            self.summary.skipped_captions += 1
+            return
         self.pending.append((record, split, is_query))
 
     def check_ground_truth(self, record: CaptionRecord) -> None:
@@ -278,14 +302,15 @@ class _Importer:
                 "import the file into another dataset",
             )
 
-    def add_video(self, record: CaptionRecord, split: str) -> None:
-        """Register the record's video: reuse it, check it agrees, or queue it for creation."""
+    def add_video(self, record: CaptionRecord, split: str) -> bool:
+        """Register the record's video: reuse it, check it agrees, or queue it for creation.
+        False when its file is broken and the import skips broken files."""
         attributes = tuple(getattr(record, name) for name in VIDEO_ATTRIBUTES)
         entry = self.videos.get(record.video_key)
         if entry is not None:
             if attributes != entry.attributes:
                 self.conflict(record, attributes, entry)
-            return
+            return not entry.broken
         media = self.resolve_media(record)
         url = self.video_url(record)
         existing = self.existing_videos.get(record.video_key)
@@ -293,7 +318,11 @@ class _Importer:
             self.check_existing(record, existing, media, url)
             self.videos[record.video_key] = _VideoEntry(attributes, record.line, id=existing.pk)
             self.summary.videos_reused += 1
-            return
+            return True
+        probed = self.probe_media(record, media) if media else None
+        if probed is None and media:
+            self.videos[record.video_key] = _VideoEntry(attributes, record.line, broken=True)
+            return False
         self.videos[record.video_key] = _VideoEntry(attributes, record.line)
         self.new_videos.append(
             Video(
@@ -306,8 +335,39 @@ class _Importer:
                 end=record.end,
                 split=split,
                 metadata=record.video_metadata,
+                probe=probed.to_json() if probed is not None else None,
             )
         )
+        return True
+
+    def probe_media(self, record: CaptionRecord, media: str) -> Probe | None:
+        """The probe of the record's file (once per file); a file that does not decode is
+        an error, or None when broken files are skipped. A segment must fit its file."""
+        found = self.probes.get(media)
+        if found is None:
+            try:
+                found = probe(self.media.real_path(media))  # type: ignore[union-attr]
+            except ProbeError as exc:
+                found = str(exc)
+                if self.skip_broken:
+                    self.summary.broken.append(
+                        {"file": media, "line": record.line, "reason": found}
+                    )
+            self.probes[media] = found
+        if isinstance(found, str):
+            if self.skip_broken:
+                return None
+            field_name = "video_path" if record.video_path else self.format.media_field
+            raise self.error(record, field_name, f"video file {media!r} does not decode: {found}")
+        problem = check_span(record.start, record.end, found.duration)
+        if problem is not None:
+            bad_start = problem.startswith("start")
+            raise self.error(
+                record,
+                self.format.start_field if bad_start else self.format.end_field,
+                f"video {record.video_key!r}: {problem} (video file {media!r})",
+            )
+        return found
 
     def conflict(self, record: CaptionRecord, attributes: tuple, entry: _VideoEntry) -> None:
         """Raise for a video whose attributes differ from its first record's."""
@@ -380,6 +440,8 @@ class _Importer:
     def flush(self) -> None:
         """Write the queued videos, then the queued captions that point at them."""
         if self.new_videos:
+            if self.copy is not None:
+                self.summary.derived_pending += attach_derived(self.new_videos, self.copy)
             created = Video.objects.bulk_create(self.new_videos, batch_size=BATCH_SIZE)
             missing = [video.key for video in created if video.pk is None]
             ids = {video.key: video.pk for video in created if video.pk is not None}
@@ -453,6 +515,12 @@ class MediaResolver:
                 )
         self._index: dict[str, list[str]] | None = None
         self._escaping: dict[str, str] = {}
+        self._paths: dict[str, Path] = {}
+
+    def real_path(self, media: str) -> Path:
+        """The file a name returned by :meth:`resolve` stands for (the link that makes it
+        reachable under MEDIA_ROOT is only made once the import succeeds)."""
+        return self._paths[media]
 
     def resolve(self, record: CaptionRecord) -> str:
         """The record's file relative to MEDIA_ROOT; LookupError when there is none.
@@ -477,7 +545,9 @@ class MediaResolver:
         else:
             relative = self.find(record.media_key or record.video_key)
         self.check_file(relative)
-        return f"{self.prefix}/{relative}" if self.prefix and self.prefix != "." else relative
+        name = f"{self.prefix}/{relative}" if self.prefix and self.prefix != "." else relative
+        self._paths[name] = self.base / relative
+        return name
 
     def check_file(self, relative: str) -> None:
         """Refuse a file that leaves the videos directory through a symlink or is no video."""

@@ -142,6 +142,7 @@ class DatasetUpload:
     videos: str = ""
     video_url: str = ""
     split: str = ""
+    skip_broken: bool = False
 
     def check(self) -> None:
         """Refuse options the importer would refuse, before the file is saved."""
@@ -175,6 +176,7 @@ def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:
         "videos": options.videos,
         "video_url": options.video_url,
         "split": options.split,
+        "skip_broken": options.skip_broken,
     }
     try:
         return runner.submit(IMPORT_DATASET, arguments, user)
@@ -212,6 +214,7 @@ def run_dataset_import(
     videos: str = "",
     video_url: str = "",
     split: str = "",
+    skip_broken: bool = False,
 ) -> dict:
     """Import an uploaded captions file; errors name the user's file, not the stored copy."""
     path = input_file(captions)
@@ -225,6 +228,7 @@ def run_dataset_import(
             video_url_template=video_url or None,
             split=split or None,
             progress=steps.advance,
+            skip_broken=skip_broken,
         )
     except FormatError as exc:
         discard(path)
@@ -248,6 +252,8 @@ def run_dataset_import(
         "queries": summary.queries,
         "splits": summary.splits,
         "seconds": round(summary.seconds, 2),
+        "broken": summary.broken,
+        "browser_files_to_make": summary.derived_pending,
     }
 
 

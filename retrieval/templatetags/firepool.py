@@ -26,3 +26,12 @@ def points(value: float | None) -> str:
 def signed_points(value: float | None) -> str:
     """A difference of scores in points with its sign, e.g. ``-0.215`` → ``-21.5``."""
     return rescoring.points(value, signed=True)
+
+
+@register.filter
+def segment_place(video) -> str:
+    """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00``
+    (:func:`retrieval.services.media.segment_label`); "" for a whole video."""
+    from retrieval.services.media import segment_label
+
+    return segment_label(video)

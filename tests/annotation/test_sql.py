@@ -21,6 +21,7 @@ from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldPair, Judgement, Lease, Pair
 from annotation.services.scores import EpochSeconds
 from config import raw_sql
+from retrieval.models import BROWSER_READY_STATES, Video
 from tests.factories import add_gold, make_campaign
 
 
@@ -70,11 +71,16 @@ def test_next_pair_matches_the_orm(world, same_caption, excluded, who):
     campaign, users = world
     annotator = users[who]  # 0 has live labels, 1 an undone one (which does not count)
     Pair.objects.filter(campaign=campaign).update(leased=0, open_slots=F("needed"))
+    # A video whose browser file is not made yet is never served.
+    first = Pair.objects.filter(campaign=campaign).order_by("position").first()
+    Video.objects.filter(pk=first.video_id).update(media_state=Video.MediaState.PENDING)
     judged = Judgement.objects.filter(
         pair=OuterRef("pk"), annotator=annotator, undone_at__isnull=True
     )
     open_pairs = (
-        Pair.objects.filter(campaign=campaign, open_slots__gt=0)
+        Pair.objects.filter(
+            campaign=campaign, open_slots__gt=0, video__media_state__in=BROWSER_READY_STATES
+        )
         .exclude(Exists(judged))
         .order_by("position")
     )
@@ -354,6 +360,8 @@ def examples(world) -> dict:
         "purpose": "queue",
         "pk": fresh.pk,
         "step": 1,
+        "as_is": "as_is",
+        "ready": "ready",
     }
     values.update({name: getattr(leased, name) for name in sql.SAVE_COUNTS_COLUMNS})
     values.update({f"exclude_{i}": pk for i, pk in enumerate(pairs)})

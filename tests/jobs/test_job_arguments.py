@@ -41,6 +41,7 @@ def world(db, settings, tmp_path):
         "score_run": {"dataset": "args", "run": "r1"},
         "import_dataset": {"name": "new", "format": "jsonl", "captions": input_name(upload)},
         "build_model": {"dataset": "args", "model": "enc", "k": "5", "device": "cpu"},
+        "media": {"dataset": "args"},
         "pool": {"dataset": "args", "name": "pp", "runs": "r1", "depth": "2"},
         "export": {"campaign": campaign.name, "format": "qrels"},
         "demo_campaign": {"dataset": "args", "name": "demo-c"},
@@ -63,7 +64,12 @@ BAD = {
     "proxies": {"proxy": ["nope"], "rebuild": ["maybe", "2", "-1", HUGE]},
     "rescore": {"only_labelled": ["maybe", "2", HUGE], "labels": ["ghost"], "runs": ["ghost"]},
     "score_run": {"run": ["ghost", ""], "labels": ["ghost"]},
-    "import_dataset": {"format": ["nope"], "captions": ["../etc/passwd", "ghost"]},
+    "import_dataset": {
+        "format": ["nope"],
+        "captions": ["../etc/passwd", "ghost"],
+        "skip_broken": ["maybe", "2", HUGE],
+    },
+    "media": {"dataset": ["ghost", "", HUGE]},
     "build_model": {
         "seed": OUT_OF_RANGE_INTS + WRONG_TYPE_INTS,
         "k": OUT_OF_RANGE_INTS + ["0", *WRONG_TYPE_INTS],

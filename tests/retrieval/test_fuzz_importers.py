@@ -28,8 +28,9 @@ from retrieval.formats.records import FormatError
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Run, Video
 from retrieval.proxies.synsets import ClassFileError, read_class_file
 from retrieval.services import registration
-from retrieval.services.importing import ImportOptionError, import_dataset
+from retrieval.services.importing import ImportOptionError, import_dataset, is_video_container
 from retrieval.services.labelsets import IMPORT_FORMATS, LabelSetError, import_label_file
+from tests.media_support import playable_bytes
 from tests.retrieval.fuzz_support import (
     FUZZ,
     FUZZ_PURE,
@@ -745,7 +746,7 @@ def video_tree(tmp_path):
     (outside / "v3.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42")
     videos = tmp_path / "videos"
     (videos / "clips").mkdir(parents=True)
-    (videos / "clips" / "v0.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    (videos / "clips" / "v0.mp4").write_bytes(playable_bytes())
     (videos / "v1.webm").write_bytes(b"\x1a\x45\xdf\xa3")
     (videos / "v2.mp4").symlink_to(outside / "secret.mp4")
     (videos / "clips" / "fake.mp4").write_text("not a video")
@@ -792,7 +793,7 @@ def _check_media(summary) -> None:
     for media in Video.objects.filter(dataset__name="tree").values_list("media", flat=True):
         target = (media_root / media).resolve(strict=True)
         assert target.is_relative_to((media_root / summary.media_link).resolve()), media
-        assert target.read_bytes()[:4] in (b"\x00\x00\x00\x18", b"\x1a\x45\xdf\xa3"), media
+        assert is_video_container(target.read_bytes()[:16]), media
 
 
 @FUZZ

@@ -21,6 +21,7 @@ from retrieval.formats.records import (
 )
 from retrieval.models import Caption, Dataset, Video
 from retrieval.services.importing import import_dataset
+from tests.media_support import playable_bytes
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "import"
 
@@ -51,7 +52,7 @@ def counts() -> tuple[int, int, int]:
 
 def touch(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    path.write_bytes(playable_bytes(90.0))
     return path
 
 

@@ -31,6 +31,7 @@ from retrieval.proxies.synsets import ClassFileError, read_class_file
 from retrieval.services import registration
 from retrieval.services.importing import ImportOptionError, import_dataset, is_video_container
 from retrieval.services.labelsets import import_label_file
+from tests.media_support import make_clip, playable_bytes
 
 MP4 = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 16
 WEBM = b"\x1a\x45\xdf\xa3" + b"\x00" * 16
@@ -311,7 +312,7 @@ def test_container_signatures():
 def videos(tmp_path):
     directory = tmp_path / "videos"
     (directory / "clips").mkdir(parents=True)
-    (directory / "clips" / "v1.mp4").write_bytes(MP4)
+    (directory / "clips" / "v1.mp4").write_bytes(playable_bytes())
     return directory
 
 
@@ -342,8 +343,8 @@ def test_video_path_needs_a_video_extension_and_container(db, tmp_path, videos):
     with pytest.raises(FormatError, match=r"field 'video_id': 'v1.webm' is not a video"):
         import_one(tmp_path, videos)
     assert counts() == (0,) * 6
-    for name, head in (("a.webm", WEBM), ("b.avi", AVI), ("c.mov", MP4)):
-        (videos / name).write_bytes(head)
+    for name, kind in (("a.webm", "webm"), ("b.avi", "avi"), ("c.mov", "mjpeg")):
+        make_clip(videos / name, kind, seconds=0.4)
     summary = import_dataset(
         "ok",
         "jsonl",

@@ -49,6 +49,12 @@ class Command(BaseCommand):
             default="table",
             help="Print the summary as a table (default) or as JSON.",
         )
+        parser.add_argument(
+            "--skip-broken",
+            action="store_true",
+            help="Import the rest when video files do not decode, and list the broken ones "
+            "(their captions are left out); without it a broken file stops the import.",
+        )
         parser.add_argument("--quiet", action="store_true", help="No progress bar.")
 
     def handle(self, *args, **options):
@@ -62,6 +68,7 @@ class Command(BaseCommand):
                 video_url_template=options["video_url"],
                 split=options["split"],
                 progress=bar.update,
+                skip_broken=options["skip_broken"],
             )
         if options["output"] == "json":
             self.stdout.write(json.dumps(asdict(summary), indent=2))
@@ -82,9 +89,18 @@ class Command(BaseCommand):
         ]
         if summary.media_link:
             rows.append(("media link", f"MEDIA_ROOT/{summary.media_link}"))
+        if summary.derived_pending:
+            rows.append(("browser files", f"{summary.derived_pending:,} to make (a media job)"))
+        if summary.broken:
+            rows.append(("broken files", f"{len(summary.broken):,} left out"))
+            rows.append(("captions skipped", f"{summary.skipped_captions:,}"))
         lines = [
             f"Imported {captions.name} ({summary.format}) into {state} dataset "
             f"{summary.dataset!r} in {summary.seconds:.1f} s"
         ]
         lines += [f"  {label:<15} {value}" for label, value in rows]
+        lines += [
+            f"  broken: {item['file']} (line {item['line']}): {item['reason']}"
+            for item in summary.broken
+        ]
         return "\n".join(lines)

@@ -1,0 +1,422 @@
+"""Browser copies and segment clips of a dataset's videos, kept in the database.
+
+At import every file is probed (:mod:`retrieval.media.probe`); a video whose file browsers
+cannot all play gets a *browser copy*, and a video that is a segment of a longer recording
+(``start``/``end`` inside the file) a *segment clip* of exactly that span plus a margin, so
+an annotator downloads seconds, not the recording. Each is a :class:`DerivedMedia` row keyed
+by the source's fingerprint, the settings and the span: videos that share a file share its
+copy, and a second run finds nothing to do. ``media`` jobs (and ``manage.py media``) make
+the pending ones: a worker claims a row with a conditional update, so several workers run
+side by side and a stopped one's row is claimed again once its claim is stale.
+
+A video is served (:func:`browser_file`) as it is, or through its derived file once that is
+ready; until then pages say it is not ready and the judging queue does not hand it out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from config.errors import UserError
+from jobs import runner
+from jobs.models import Job
+from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
+from retrieval.media.transcode import TranscodeError, make_copy
+from retrieval.models import Dataset, DerivedMedia, Video
+
+MEDIA_JOB = "media"
+DERIVED_DIR = "derived"
+STALE_CLAIM = timedelta(minutes=2)
+"""A running row whose claim is older than this (no progress heard) is claimed again."""
+SEGMENT_SLACK = 0.05
+"""A span that covers its file within this many seconds at both ends is the whole file."""
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+FAILURES_SHOWN = 20
+
+Say = Callable[[str], object]
+
+
+class MediaError(UserError):
+    """Browser files cannot be made as asked; the message says why."""
+
+
+def copy_settings() -> CopySettings:
+    """The deployment's copy settings (``FIREPOOL_MEDIA`` overrides the defaults)."""
+    try:
+        return CopySettings(**getattr(settings, "FIREPOOL_MEDIA", {}))
+    except TypeError as exc:
+        raise MediaError(f"FIREPOOL_MEDIA: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """What a browser gets for one video: a copy or a clip of [start, end] of its file."""
+
+    kind: str
+    key: str
+    start: float | None
+    end: float | None
+    seconds: float
+
+
+def derivation(
+    probed: Probe, start: float | None, end: float | None, copy: CopySettings
+) -> Derivation | None:
+    """The derived file a video of ``probed``'s file needs (None: the file as it is).
+
+    A segment (a span shorter than its file) gets a clip of the span widened by
+    ``copy.margin`` on each side, within the file; a whole file that not every browser
+    plays gets a browser copy.
+    """
+    duration = probed.duration
+    first = start if start is not None else 0.0
+    last = end if end is not None else duration
+    segment = first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK
+    if segment:
+        clip_start = round(max(0.0, first - copy.margin), 3)
+        clip_end = round(min(duration, last + copy.margin), 3)
+        parts = ["clip", probed.fingerprint, copy.key(), f"{clip_start:.3f}", f"{clip_end:.3f}"]
+        return Derivation(
+            DerivedMedia.Kind.CLIP, _key(parts), clip_start, clip_end, clip_end - clip_start
+        )
+    if needs_copy(probed, copy):
+        return Derivation(
+            DerivedMedia.Kind.COPY,
+            _key(["copy", probed.fingerprint, copy.key()]),
+            None,
+            None,
+            duration,
+        )
+    return None
+
+
+def _key(parts: list[str]) -> str:
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def derived_name(key: str) -> str:
+    """Where a derived file lives under the media root."""
+    return f"{DERIVED_DIR}/{key[:2]}/{key}.mp4"
+
+
+def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int:
+    """Give each unsaved video with a probed file the derived file it needs (rows made in
+    bulk, shared by key with any existing ones); returns how many videos need one."""
+    copy = copy or copy_settings()
+    wanted: dict[str, tuple[Derivation, Video]] = {}
+    needs: list[tuple[Video, str]] = []
+    for video in videos:
+        if not video.probe or not video.media:
+            continue
+        plan = derivation(Probe.from_json(video.probe), video.start, video.end, copy)
+        if plan is None:
+            video.media_state = Video.MediaState.AS_IS
+            continue
+        wanted.setdefault(plan.key, (plan, video))
+        needs.append((video, plan.key))
+        video.browser_start = plan.start
+    if not needs:
+        return 0
+    DerivedMedia.objects.bulk_create(
+        [
+            DerivedMedia(
+                key=plan.key,
+                kind=plan.kind,
+                source=video.media.name,
+                fingerprint=video.probe["fingerprint"],
+                start=plan.start,
+                end=plan.end,
+                copy_settings=copy.__dict__,
+                name=derived_name(plan.key),
+                source_seconds=plan.seconds,
+            )
+            for plan, video in wanted.values()
+        ],
+        ignore_conflicts=True,
+        batch_size=1000,
+    )
+    rows: dict[str, tuple[int, str, str]] = {}
+    keys = list(wanted)
+    for at in range(0, len(keys), 500):
+        found = DerivedMedia.objects.filter(key__in=keys[at : at + 500])
+        rows.update(
+            (k, (pk, status, name))
+            for k, pk, status, name in found.values_list("key", "pk", "status", "name")
+        )
+    for video, key in needs:
+        pk, status, name = rows[key]
+        video.derived_id = pk
+        if status == DerivedMedia.Status.READY:
+            video.media_state, video.browser_media = Video.MediaState.READY, name
+        elif status == DerivedMedia.Status.FAILED:  # made for another dataset, and failed
+            video.media_state = Video.MediaState.FAILED
+        else:
+            video.media_state = Video.MediaState.PENDING
+    return len(needs)
+
+
+def queue_media(dataset: Dataset, user=None) -> None:
+    """Once the current transaction commits, queue ``media`` jobs for the dataset if any of
+    its videos waits for a derived file: ``FIREPOOL_MEDIA_JOBS`` of them (at most one per
+    file), which media workers run side by side."""
+
+    def submit() -> None:
+        wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
+        count = len(pending(dataset).values_list("pk", flat=True)[:wanted])
+        for _ in range(count):
+            runner.submit(MEDIA_JOB, {"dataset": dataset.name}, user)
+
+    transaction.on_commit(submit)
+
+
+def pending(dataset: Dataset):
+    """The dataset's derived files not made yet (pending, or running under a stale claim)."""
+    stale = timezone.now() - STALE_CLAIM
+    return (
+        DerivedMedia.objects.filter(videos__dataset=dataset)
+        .filter(
+            Q(status=DerivedMedia.Status.PENDING)
+            | Q(status=DerivedMedia.Status.RUNNING, claimed_at__lt=stale)
+        )
+        .distinct()
+        .order_by("pk")
+    )
+
+
+def retry_failed(dataset: Dataset) -> int:
+    """Make the dataset's failed derived files pending again (after the cause was fixed);
+    how many."""
+    failed = DerivedMedia.objects.filter(
+        videos__dataset=dataset, status=DerivedMedia.Status.FAILED
+    ).values_list("pk", flat=True)
+    ids = list(failed.distinct())
+    with transaction.atomic():
+        DerivedMedia.objects.filter(pk__in=ids).update(status=DerivedMedia.Status.PENDING, error="")
+        Video.objects.filter(derived_id__in=ids).update(media_state=Video.MediaState.PENDING)
+    return len(ids)
+
+
+def _claim(dataset: Dataset) -> DerivedMedia | None:
+    """Claim the dataset's next derived file to make (None when none is left)."""
+    stale = timezone.now() - STALE_CLAIM
+    for pk, status in pending(dataset).values_list("pk", "status")[:50]:
+        condition = Q(pk=pk, status=status)
+        if status == DerivedMedia.Status.RUNNING:
+            condition &= Q(claimed_at__lt=stale)
+        claimed = DerivedMedia.objects.filter(condition).update(
+            status=DerivedMedia.Status.RUNNING, worker=WORKER, claimed_at=timezone.now()
+        )
+        if claimed:
+            return DerivedMedia.objects.get(pk=pk)
+    return None
+
+
+@dataclass(frozen=True)
+class MadeSummary:
+    """What :func:`make_missing` did."""
+
+    made: int
+    reused: int
+    failed: int
+    source_seconds: float
+    encode_seconds: float
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def make_missing(
+    dataset: Dataset,
+    *,
+    say: Say | None = None,
+    advance: Callable[[int], object] | None = None,
+) -> MadeSummary:
+    """Make every derived file the dataset's videos wait for, one claim at a time.
+
+    A file already on disk under its key (made for another dataset, or before a crash
+    that lost the row's update) is reused without encoding. A source that does not
+    decode marks its row and videos failed with the reason; the others go on.
+    """
+    root = Path(settings.MEDIA_ROOT)
+    made = reused = failed = 0
+    source_seconds = encode_seconds = 0.0
+    while (row := _claim(dataset)) is not None:
+        target = root / row.name
+        try:
+            if target.is_file():
+                reused += 1
+                outcome = None
+            else:
+                outcome = _make(root, row)
+        except (TranscodeError, OSError) as exc:
+            failed += 1
+            _finish(row, DerivedMedia.Status.FAILED, error=str(exc)[:2000])
+            if say:
+                say(f"failed: {row.source} ({row.kind}): {exc}")
+        else:
+            if outcome is not None:
+                made += 1
+                source_seconds += outcome.source_seconds
+                encode_seconds += outcome.seconds
+            _finish(
+                row,
+                DerivedMedia.Status.READY,
+                bytes=target.stat().st_size,
+                encode_seconds=outcome.seconds if outcome else row.encode_seconds,
+            )
+            if say:
+                span = "" if row.start is None else f" {row.start:g}-{row.end:g} s"
+                took = f" in {outcome.seconds:.1f} s" if outcome else " (already on disk)"
+                say(f"{row.kind}: {row.source}{span} -> {row.name}{took}")
+        if advance:
+            advance(1)
+    return MadeSummary(made, reused, failed, round(source_seconds, 3), round(encode_seconds, 3))
+
+
+def _make(root: Path, row: DerivedMedia):
+    """Encode one claimed row's file, refreshing the claim as the encoding goes."""
+    source = root / row.source
+    copy = CopySettings(**row.copy_settings)
+
+    def beat(_seconds: float) -> None:
+        DerivedMedia.objects.filter(pk=row.pk, worker=WORKER).update(claimed_at=timezone.now())
+
+    if not source.is_file():
+        raise TranscodeError(f"{row.source}: the original is gone")
+    if fingerprint(source) != row.fingerprint:
+        raise TranscodeError(f"{row.source} changed since it was imported; import it again")
+    return make_copy(source, root / row.name, copy, start=row.start, end=row.end, progress=beat)
+
+
+def _finish(row: DerivedMedia, status: str, **fields) -> None:
+    """Record a row's outcome and what its videos serve now, in one transaction."""
+    state = (
+        Video.MediaState.READY if status == DerivedMedia.Status.READY else Video.MediaState.FAILED
+    )
+    with transaction.atomic():
+        DerivedMedia.objects.filter(pk=row.pk).update(
+            status=status, finished_at=timezone.now(), **fields
+        )
+        Video.objects.filter(derived=row).update(
+            media_state=state, browser_media=row.name if state == Video.MediaState.READY else ""
+        )
+
+
+def browser_file(video: Video) -> str | None:
+    """The media file a browser gets for ``video``: its original when that plays as it is,
+    its copy or clip once ready; None when it has no local file or its file is not ready."""
+    if video.media_state == Video.MediaState.READY:
+        return video.browser_media or None
+    if video.media_state == Video.MediaState.AS_IS and video.media:
+        return video.media.name
+    return None
+
+
+def segment_label(video: Video) -> str:
+    """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00``, with the
+    clip's margin when it has one ("" for a whole video)."""
+    if not video.probe or (video.start is None and video.end is None):
+        return ""
+    duration = float(video.probe.get("duration") or 0.0)
+    start = video.start or 0.0
+    end = video.end if video.end is not None else duration
+    recording = Path(video.media.name).stem if video.media else video.key
+    text = f"{clock(start)}-{clock(end)} of {recording}, {clock(duration)}"
+    margin = copy_settings().margin
+    if margin:
+        text += f" (the clip adds up to {margin:g} s before and after)"
+    return text
+
+
+@dataclass(frozen=True)
+class MediaTable:
+    """A dataset's files for the dataset page: how many play as they are, wait for or have
+    a browser file, failed, or were left out as broken; and what the rest will cost."""
+
+    as_is: int
+    pending: int
+    ready: int
+    failed: int
+    broken: tuple[dict, ...]
+    pending_seconds: float
+    ready_seconds: float
+    estimate_seconds: float | None
+    running_jobs: int
+    failures: tuple[tuple[str, str], ...] = ()
+    ready_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.as_is + self.pending + self.ready + self.failed
+
+
+def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> MediaTable:
+    """The media table of ``dataset``: videos with files per media state (``states`` when the
+    caller counted them already), then, only when some video has or had a derived file,
+    what the derived files hold, the failures and the running media jobs (three queries)."""
+    if states is None:
+        states = dict(
+            Video.objects.filter(dataset=dataset)
+            .exclude(media="")
+            .values_list("media_state")
+            .annotate(n=Count("pk"))
+            .values_list("media_state", "n")
+        )
+    broken: list[dict] = []
+    for entry in dataset.metadata.get("imports", []):
+        broken.extend(entry.get("broken", []))
+    derived = sum(states.get(state, 0) for state in ("pending", "ready", "failed"))
+    seconds: dict[str, tuple[float, float]] = {}
+    failures: tuple = ()
+    ready_bytes = running = 0
+    if derived:
+        rows = list(
+            DerivedMedia.objects.filter(videos__dataset=dataset)
+            .distinct()
+            .values("status")
+            .annotate(seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes"))
+        )
+        seconds = {row["status"]: (row["seconds"] or 0.0, row["took"] or 0.0) for row in rows}
+        ready_bytes = sum(row["size"] or 0 for row in rows if row["status"] == "ready")
+        running = Job.objects.filter(
+            kind=MEDIA_JOB, arguments__dataset=dataset.name, status__in=["queued", "running"]
+        ).count()
+        if states.get("failed"):
+            failures = tuple(
+                DerivedMedia.objects.filter(
+                    videos__dataset=dataset, status=DerivedMedia.Status.FAILED
+                )
+                .distinct()
+                .order_by("pk")
+                .values_list("source", "error")[:FAILURES_SHOWN]
+            )
+    ready_seconds, ready_took = seconds.get(DerivedMedia.Status.READY, (0.0, 0.0))
+    waiting = sum(
+        seconds.get(status, (0.0, 0.0))[0]
+        for status in (DerivedMedia.Status.PENDING, DerivedMedia.Status.RUNNING)
+    )
+    estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
+    return MediaTable(
+        as_is=states.get(Video.MediaState.AS_IS, 0),
+        pending=states.get(Video.MediaState.PENDING, 0),
+        ready=states.get(Video.MediaState.READY, 0),
+        failed=states.get(Video.MediaState.FAILED, 0),
+        broken=tuple(broken),
+        pending_seconds=round(waiting, 1),
+        ready_seconds=round(ready_seconds, 1),
+        estimate_seconds=None if estimate is None else round(estimate, 1),
+        running_jobs=running,
+        failures=failures,
+        ready_bytes=ready_bytes,
+    )
