@@ -195,7 +195,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 MEDIA_URL = "/media/"
-MEDIA_ROOT = VAR_DIR / "media"
+MEDIA_ROOT = Path(os.environ.get("FIREPOOL_MEDIA_ROOT", VAR_DIR / "media")).resolve()
 # Who sends a media file's bytes once the app has allowed them: "django" (the web worker,
 # Range and conditional requests included: fine for one researcher) or "nginx" (the app
 # answers X-Accel-Redirect and nginx sends the file, so viewers never hold a web worker;
