@@ -6,6 +6,8 @@ ETag and Last-Modified, 304 for ``If-None-Match`` / ``If-Modified-Since`` (Djang
 while ``If-Range`` names this very file, 416 past the end. Under gunicorn the bytes go out by
 ``sendfile(2)`` (the range included), but the worker's thread is held until the last byte
 has left, so a dozen viewers on a slow link fill a small deployment's threads.
+(django-sendfile2's own backend for this case, ``simple``, answers neither Range nor
+If-None-Match, so this one is ours.)
 
 With ``"nginx"`` the view only authorises: the answer is an empty response carrying
 ``X-Accel-Redirect: /protected-media/<name, percent-encoded>`` (django-sendfile2's nginx
@@ -63,9 +65,11 @@ def _django_response(request: HttpRequest, name: str, path: Path) -> HttpRespons
         "Cache-Control": cache_control(name),
         "Accept-Ranges": "bytes",
     }
-    whole = HttpResponse(headers=validators)
-    answer = get_conditional_response(request, etag=etag, last_modified=modified, response=whole)
-    if answer is not whole:  # 304 Not Modified (or 412 for a failed If-Match)
+    unconditional = HttpResponse(headers=validators)
+    answer = get_conditional_response(
+        request, etag=etag, last_modified=modified, response=unconditional
+    )
+    if answer is not unconditional:  # 304 Not Modified (or 412 for a failed If-Match)
         return answer
     holds = if_range_holds(request.headers.get("If-Range"), etag, modified)
     try:
