@@ -395,10 +395,10 @@ def add_media(media_root: Path, clips: int, seconds: float) -> list[tuple[str, i
 
 
 def process_cpu(group: int | None, database: str) -> dict[str, float]:
-    """CPU seconds used so far by gunicorn (process group ``group``) and the bench database's
-    PostgreSQL backends, read from /proc (Linux; empty elsewhere). Diagnostics only."""
+    """CPU seconds used so far by gunicorn (process group ``group``), the bench database's
+    PostgreSQL backends and nginx, read from /proc (Linux; empty elsewhere). Diagnostics only."""
     ticks = os.sysconf("SC_CLK_TCK")
-    used = {"gunicorn": 0.0, "postgres": 0.0}
+    used = {"gunicorn": 0.0, "postgres": 0.0, "nginx": 0.0}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
@@ -410,6 +410,8 @@ def process_cpu(group: int | None, database: str) -> dict[str, float]:
             used["gunicorn"] += seconds
         elif cmdline.startswith(b"postgres: ") and database.encode() in cmdline:
             used["postgres"] += seconds
+        elif cmdline.startswith(b"nginx: "):
+            used["nginx"] += seconds
     return used
 
 
@@ -1184,6 +1186,15 @@ def main() -> None:
     )
     if args.media_server != "django":
         result["media_server"] = args.media_server
+    if args.media_server != "django" or run.views is not None:
+        log(
+            "CPU in the run, in cores: "
+            + ", ".join(
+                f"{name} {cpu[name] / run.elapsed:.2f}"
+                for name in ("gunicorn", "postgres", "nginx", "client")
+            )
+            + " (the client's includes the viewers' reading)"
+        )
     if run.views is not None:
         views = run.views
         first_byte = percentiles(views.first_byte)
