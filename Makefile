@@ -24,7 +24,7 @@ PIP_NOISE := ^WARNING: Location .* is ignored|BuildBackendWarning: Editable inst
 # Runs a step, saying it is still working whenever it is quiet for 8 s (bin/heartbeat).
 BEAT := $(PYTHON) bin/heartbeat --drop "$(PIP_NOISE)"
 
-.PHONY: run test install install-dev setup serve lint format browser bench clean
+.PHONY: run test install install-dev setup serve lint format browser nginx bench clean
 
 # Serve as soon as setup has built what the pages need at once; the deferred work (training
 # mme and jpose, the demo campaign, the proxy matrices) runs beside the server in
@@ -48,7 +48,7 @@ setup: install
 # free ports); side by side on 2 cores they take about 21 minutes instead of 36 one after the
 # other. PostgreSQL's output is shown as it goes once SQLite's run has ended.
 PG_LOG := var/pytest-postgresql.log
-test: install-dev browser
+test: install-dev browser nginx
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-logo
 	@mkdir -p var; if url=$$(bin/local-postgres); then \
@@ -91,6 +91,16 @@ browser:
 	    echo "Installing Debian chromium for browser tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
+	fi
+
+# Debian's nginx for tests/test_nginx.py, which starts it with deploy/nginx/firepool.conf on
+# free ports (installed when missing and root).
+nginx:
+	@if [ ! -x /usr/sbin/nginx ]; then \
+	  if [ "$$(id -u)" = "0" ]; then \
+	    echo "Installing Debian nginx for the nginx tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	  else echo "nginx missing and not root: the nginx tests will be skipped"; fi; \
 	fi
 
 # Every benchmark that finishes in a few minutes, at laptop sizes (bench/RESULTS.md quotes the

@@ -29,6 +29,18 @@ line of stdout is one JSON object; diagnostics (CPU per request, slow requests o
 the client's event-loop lag, which inflates every latency it measures) go to stderr::
 
     .venv/bin/python bench/load.py [--annotators 100] [--seconds 60] [--pairs 600000] [--crash]
+        [--viewers 100 --media-server nginx]
+
+With ``--viewers N``, N more annotators watch 1080p video beside them (a H.264 clip PyAV
+encodes at bench time, ``--clips`` copies of it as campaign videos): each asks for an
+open-ended range from a random offset, as a browser does, reads a few seconds ahead at once
+and then at the clip's bit rate for ``--watch-seconds`` (uniform between 0.5x and 1.5x), then
+drops the connection and moves on, as a browser does on the next pair or a seek. With
+``--media-server django`` (the default) gunicorn sends the bytes; with ``nginx``, Debian's
+nginx runs ``deploy/nginx/firepool.conf`` in front of gunicorn (the app only authorises and
+answers X-Accel-Redirect) and every request, judging included, goes through it (without
+viewers too: the proxy's own cost). Viewers' requests are counted apart: the judging
+percentiles stay the judging requests'.
 
 Targets: p99 <= 50 ms per request, nothing lost, nothing duplicated. Anchors: Label Studio
 needs over 15 s just to count tasks once a project has 10,000+ of them
@@ -42,6 +54,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -59,6 +72,8 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 from harness import ROOT, machine
 
+from tests.nginx_support import Nginx
+
 DB_NAME = "firepool_loadbench"
 DEPTH = 10
 """Pairs per query caption (the campaign's pooling depth)."""
@@ -68,6 +83,10 @@ CRASH_IN_FLIGHT = 3
 """Unanswered submits the crash waits for."""
 RECOVERY_WINDOW_S = 10.0
 """After a crash, requests finishing this long are left out of ``p99_ms_outside_recovery``."""
+CLIP_BIT_RATE = 6_000_000
+"""Bits per second of the 1080p clip: what streaming sites use for 1080p H.264."""
+READ_AHEAD_SECONDS = 2.0
+"""Seconds of video a viewer reads at once before settling to the clip's rate."""
 
 
 def log(message: str) -> None:
@@ -329,11 +348,57 @@ def create_annotators(n: int) -> list[tuple[int, str]]:
     return sessions
 
 
+def make_clip(path: Path, seconds: float) -> None:
+    """A 1920x1080, 25 fps H.264 mp4 of ``seconds`` at about :data:`CLIP_BIT_RATE` (a
+    moving random pattern, so the encoder spends its bit rate)."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    tiles = rng.integers(0, 256, (1080 // 8, 1920 // 8, 3), dtype=np.uint8)
+    pattern = np.kron(tiles, np.ones((8, 8, 1), dtype=np.uint8))
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 1920, 1080, "yuv420p"
+        stream.bit_rate = CLIP_BIT_RATE
+        stream.options = {"preset": "ultrafast"}
+        for i in range(int(seconds * 25)):
+            frame = av.VideoFrame.from_ndarray(np.roll(pattern, 7 * i, axis=1), format="rgb24")
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+def add_media(media_root: Path, clips: int, seconds: float) -> list[tuple[str, int]]:
+    """``clips`` copies of one 1080p clip as the media of campaign videos: (name, size)."""
+    from annotation.models import Pair
+    from retrieval.models import Video
+
+    began = time.perf_counter()
+    first = media_root / "load" / "clip0.mp4"
+    make_clip(first, seconds)
+    size = first.stat().st_size
+    log(
+        f"1080p clip: {seconds:.0f} s, {size / 1e6:.1f} MB ({size * 8 / seconds / 1e6:.1f} "
+        f"Mbit/s), encoded in {time.perf_counter() - began:.1f} s; {clips} copies"
+    )
+    videos = sorted(set(Pair.objects.values_list("video_id", flat=True)[:1000]))[:clips]
+    named = []
+    for i, video in enumerate(videos):
+        name = f"load/clip{i}.mp4"
+        if i:
+            shutil.copyfile(first, media_root / name)
+        Video.objects.filter(pk=video).update(media=name)
+        named.append((name, size))
+    return named
+
+
 def process_cpu(group: int | None, database: str) -> dict[str, float]:
-    """CPU seconds used so far by gunicorn (process group ``group``) and the bench database's
-    PostgreSQL backends, read from /proc (Linux; empty elsewhere). Diagnostics only."""
+    """CPU seconds used so far by gunicorn (process group ``group``), the bench database's
+    PostgreSQL backends and nginx, read from /proc (Linux; empty elsewhere). Diagnostics only."""
     ticks = os.sysconf("SC_CLK_TCK")
-    used = {"gunicorn": 0.0, "postgres": 0.0}
+    used = {"gunicorn": 0.0, "postgres": 0.0, "nginx": 0.0}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
@@ -345,6 +410,8 @@ def process_cpu(group: int | None, database: str) -> dict[str, float]:
             used["gunicorn"] += seconds
         elif cmdline.startswith(b"postgres: ") and database.encode() in cmdline:
             used["postgres"] += seconds
+        elif cmdline.startswith(b"nginx: "):
+            used["nginx"] += seconds
     return used
 
 
@@ -559,6 +626,61 @@ async def annotate(
                 return
 
 
+@dataclass
+class Views:
+    """What the viewers saw: time to the first byte of each range, bytes read, failures."""
+
+    first_byte: list[float] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    received: int = 0
+    failures: int = 0
+
+
+async def view(
+    http,
+    views: Views,
+    base: str,
+    session_key: str,
+    clips: list[tuple[str, int]],
+    byte_rate: float,
+    watch_s: float,
+    end: float,
+) -> None:
+    """One viewer until ``end``: an open-ended range of a random clip from a random offset,
+    read ahead for :data:`READ_AHEAD_SECONDS` and then at ``byte_rate`` for about
+    ``watch_s``; then the connection is dropped (the next pair, or a seek)."""
+    import aiohttp
+
+    rng = random.Random(session_key)
+    await asyncio.sleep(rng.uniform(0.0, watch_s))
+    while time.monotonic() < end:
+        name, size = rng.choice(clips)
+        first = rng.randrange(0, size // 2)
+        stop = min(end, time.monotonic() + watch_s * rng.uniform(0.5, 1.5))
+        headers = {"Cookie": f"sessionid={session_key}", "Range": f"bytes={first}-"}
+        began = time.perf_counter()
+        try:
+            async with http.get(base + name, headers=headers) as response:
+                views.first_byte.append((time.perf_counter() - began) * 1000.0)
+                views.statuses[response.status] += 1
+                if response.status != 206:
+                    raise RuntimeError(f"{name} answered {response.status}")
+                started, read = time.monotonic(), 0
+                while time.monotonic() < stop:
+                    block = await response.content.read(64 * 1024)
+                    if not block:
+                        break
+                    read += len(block)
+                    ahead = read / byte_rate - READ_AHEAD_SECONDS - (time.monotonic() - started)
+                    if ahead > 0:
+                        await asyncio.sleep(min(ahead, max(0.0, stop - time.monotonic())))
+                views.received += read
+                response.close()  # leaves the rest unread: the connection is dropped
+        except (TimeoutError, aiohttp.ClientError):
+            views.failures += 1
+            await asyncio.sleep(0.5)
+
+
 async def loop_lag(end: float, lags: list[float]) -> None:
     """How late the client's event loop wakes up: latency it adds to every measurement."""
     while time.monotonic() < end:
@@ -612,6 +734,7 @@ class Run:
     cpu: dict[str, float]
     began: float
     warm_acknowledged: list[tuple[str, int, str]]
+    views: Views | None = None
 
 
 async def drive(
@@ -622,12 +745,20 @@ async def drive(
     think_ms: float,
     crash: bool,
     one_request: bool = False,
+    port: int | None = None,
+    viewers: list[tuple[int, str]] = (),
+    clips: list[tuple[str, int]] = (),
+    watch_s: float = 5.0,
+    clip_seconds: float = 10.0,
 ) -> Run:
-    """Warm up, then run every annotator for ``seconds`` (crashing the server halfway)."""
+    """Warm up, then run every annotator (and viewer) for ``seconds`` (crashing the server
+    halfway); ``port``: where the clients connect (nginx's, or gunicorn's by default)."""
     import aiohttp
 
     record = Record()
-    base = f"http://127.0.0.1:{server.port}/api/campaigns/{campaign_id}/"
+    views = Views()
+    port = port or server.port
+    base = f"http://127.0.0.1:{port}/api/campaigns/{campaign_id}/"
     # A pooled connection is dropped by the client before the server would close it: a
     # request sent on a connection the server just closed fails with a reset, which a
     # browser retries unseen and this client would count as unanswered.
@@ -659,12 +790,34 @@ async def drive(
             )
             for user, key in sessions
         ]
+        # Viewers have connections of their own, as a browser's video element does.
+        viewing = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max(1, len(viewers)), force_close=True),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=30),
+        )
+        byte_rate = clips[0][1] / clip_seconds if clips else 1.0
+        tasks += [
+            asyncio.create_task(
+                view(
+                    viewing,
+                    views,
+                    f"http://127.0.0.1:{port}/media/",
+                    key,
+                    clips,
+                    byte_rate,
+                    watch_s,
+                    end,
+                )
+            )
+            for _, key in viewers
+        ]
         lag_task = asyncio.create_task(loop_lag(end, lags))
         crasher = None
         if crash:
             crasher = asyncio.create_task(crash_and_restart(server, record, began + seconds / 2))
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - began
+        await viewing.close()
         cpu_after = process_cpu(server.process.pid, DB_NAME)
         busy_after = machine_busy()
         cpu = {key: cpu_after[key] - cpu_before[key] for key in cpu_after}
@@ -673,7 +826,9 @@ async def drive(
         cpu["machine total"] = busy_after[1] - busy_before[1]
         await lag_task
         recovery = await asyncio.wait_for(crasher, timeout=60) if crasher is not None else None
-    return Run(record, elapsed, recovery, lags, cpu, began, warm.acknowledged)
+    return Run(
+        record, elapsed, recovery, lags, cpu, began, warm.acknowledged, views if viewers else None
+    )
 
 
 def excess_judgements(campaign_id: int) -> int:
@@ -843,6 +998,20 @@ def main() -> None:
         "the server (manage.py db_worker), as in a deployment",
     )
     parser.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
+    parser.add_argument(
+        "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
+    )
+    parser.add_argument(
+        "--media-server",
+        choices=["django", "nginx"],
+        default="django",
+        help="who sends the videos: gunicorn, or nginx in front of it (deploy/nginx/firepool.conf)",
+    )
+    parser.add_argument("--clips", type=int, default=4, help="distinct 1080p video files")
+    parser.add_argument("--clip-seconds", type=float, default=30.0, help="length of each clip")
+    parser.add_argument(
+        "--watch-seconds", type=float, default=5.0, help="mean time a viewer reads one range"
+    )
     parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -851,6 +1020,10 @@ def main() -> None:
     log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
     database_url = bench_database_url()
     env = server_environment(database_url, args.prepared, args.debug)
+    media_root = None
+    if args.viewers or args.media_server == "nginx":
+        media_root = Path(tempfile.mkdtemp(prefix="firepool-load-media-"))
+        env.update(FIREPOOL_MEDIA_ROOT=str(media_root), FIREPOOL_MEDIA_SERVER=args.media_server)
     os.environ.update(env)
     import django
 
@@ -864,7 +1037,9 @@ def main() -> None:
     campaign_id, pairs = build_campaign(
         args.pairs, args.lease_seconds, args.judging_order, args.policy, args.confidence
     )
-    sessions = create_annotators(args.annotators)
+    sessions = create_annotators(args.annotators + args.viewers)
+    sessions, viewers = sessions[: args.annotators], sessions[args.annotators :]
+    clips = add_media(media_root, args.clips, args.clip_seconds) if viewers else []
     if args.gold_rate > 0 or args.qualified:
         add_gold(campaign_id, 200, args.gold_rate, args.qualified)
     if args.qualified:
@@ -886,12 +1061,26 @@ def main() -> None:
                 cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )  # fmt: skip
+        front = None
         try:
             server.wait_until_up()
             log(
                 f"gunicorn: {args.workers} workers x {args.threads} threads, port {server.port}; "
                 f"{args.annotators} annotators for {args.seconds:.0f} s, think {args.think_ms} ms"
             )
+            if args.media_server == "nginx":
+                front = Nginx(
+                    Path(tmp) / "nginx",
+                    f"127.0.0.1:{server.port}",
+                    Path(tmp) / "static",
+                    media_root,
+                    workers=os.cpu_count() or 1,  # Debian's worker_processes auto
+                ).start()
+            if viewers or front:
+                log(
+                    f"{len(viewers)} viewers, media sent by {args.media_server}"
+                    + (f" (nginx on port {front.port}, every request through it)" if front else "")
+                )
             run = asyncio.run(
                 drive(
                     server,
@@ -901,10 +1090,19 @@ def main() -> None:
                     args.think_ms,
                     args.crash,
                     args.one_request,
+                    port=front.port if front else None,
+                    viewers=viewers,
+                    clips=clips,
+                    watch_s=args.watch_seconds,
+                    clip_seconds=args.clip_seconds,
                 )
             )
         finally:
+            if front is not None:
+                front.stop()
             server.stop()
+            if media_root is not None:
+                shutil.rmtree(media_root, ignore_errors=True)
             if worker is not None:
                 worker.terminate()
                 worker.wait(timeout=60)
@@ -986,6 +1184,35 @@ def main() -> None:
         policy=args.policy,
         **refits,
     )
+    if args.media_server != "django":
+        result["media_server"] = args.media_server
+    if args.media_server != "django" or run.views is not None:
+        log(
+            "CPU in the run, in cores: "
+            + ", ".join(
+                f"{name} {cpu[name] / run.elapsed:.2f}"
+                for name in ("gunicorn", "postgres", "nginx", "client")
+            )
+            + " (the client's includes the viewers' reading)"
+        )
+    if run.views is not None:
+        views = run.views
+        first_byte = percentiles(views.first_byte)
+        log(
+            f"viewers: {len(views.first_byte):,} ranges {dict(views.statuses)}, failed "
+            f"{views.failures}; first byte p50/p95/p99 = {first_byte} ms; "
+            f"{views.received * 8 / run.elapsed / 1e6:.0f} Mbit/s read"
+        )
+        result.update(
+            viewers=args.viewers,
+            media_server=args.media_server,
+            unanswered=record.failures,
+            media_ranges=len(views.first_byte),
+            media_failures=views.failures,
+            media_first_byte_p50_ms=first_byte[0],
+            media_first_byte_p99_ms=first_byte[2],
+            media_mbit_s=round(views.received * 8 / run.elapsed / 1e6, 1),
+        )
     log(f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0")
     print(json.dumps(result), flush=True)
 

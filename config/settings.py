@@ -195,7 +195,21 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 MEDIA_URL = "/media/"
-MEDIA_ROOT = VAR_DIR / "media"
+MEDIA_ROOT = Path(os.environ.get("FIREPOOL_MEDIA_ROOT", VAR_DIR / "media")).resolve()
+# Who sends a media file's bytes once the app has allowed them: "django" (the web worker,
+# Range and conditional requests included: fine for one researcher) or "nginx" (the app
+# answers X-Accel-Redirect and nginx sends the file, so viewers never hold a web worker;
+# deploy/nginx/ has the configuration, through django-sendfile2's nginx backend).
+MEDIA_SERVERS = ("django", "nginx")
+FIREPOOL_MEDIA_SERVER = os.environ.get("FIREPOOL_MEDIA_SERVER", "django")
+if FIREPOOL_MEDIA_SERVER not in MEDIA_SERVERS:
+    raise ImproperlyConfigured(
+        f"FIREPOOL_MEDIA_SERVER must be one of {', '.join(MEDIA_SERVERS)}, "
+        f"not {FIREPOOL_MEDIA_SERVER!r}"
+    )
+SENDFILE_BACKEND = "django_sendfile.backends.nginx"
+SENDFILE_ROOT = MEDIA_ROOT
+SENDFILE_URL = "/protected-media"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

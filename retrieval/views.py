@@ -1,30 +1,20 @@
 """Pages of the retrieval app: videos with HTTP Range support, datasets, label sets and reports."""
 
-import mimetypes
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import (
-    FileResponse,
-    Http404,
-    HttpRequest,
-    HttpResponse,
-    JsonResponse,
-    StreamingHttpResponse,
-)
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import http_date
 from django.views.decorators.http import require_POST, require_safe
 
 from config.errors import UserError
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
 from retrieval import media_access, report_figures
-from retrieval.byte_range import UnsatisfiableRange, parse_range
 from retrieval.leaderboard import sort_keys
 from retrieval.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
 from retrieval.leaderboard_formats import render as render_leaderboard
+from retrieval.media_delivery import media_response
 from retrieval.models import Dataset, LabelSet, RetrievalModel
 from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import choose_default, default_label_set
@@ -39,27 +29,12 @@ reports_only = permission_required(
     VIEW_REPORTS, "Only researchers and admins can see label sets and reports."
 )
 
-CHUNK = 64 * 1024
-mimetypes.add_type("video/webm", ".webm")
-mimetypes.add_type("video/mp4", ".mp4")
-
-
-def _read_slice(path: Path, first: int, length: int):
-    with open(path, "rb") as handle:
-        handle.seek(first)
-        remaining = length
-        while remaining > 0:
-            block = handle.read(min(CHUNK, remaining))
-            if not block:
-                break
-            remaining -= len(block)
-            yield block
-
 
 @require_safe
 @login_required
 def serve_media(request: HttpRequest, path: str) -> HttpResponse:
-    """Serve a known media file with Range support (206) so videos seek and start early.
+    """Send a known media file to a user allowed it (Range, ETag and 304; see
+    :mod:`retrieval.media_delivery` for who sends the bytes).
 
     Anything not found, outside the media root or not for this user is the same 404, so the
     answer says nothing about which files exist (see :mod:`retrieval.media_access`).
@@ -67,32 +42,7 @@ def serve_media(request: HttpRequest, path: str) -> HttpResponse:
     full = media_access.media_file(path)
     if full is None or not media_access.may_fetch(request.user, path):
         raise Http404("Not found")
-    stat = full.stat()
-    content_type = mimetypes.guess_type(full.name)[0] or "application/octet-stream"
-    try:
-        byte_range = parse_range(request.headers.get("Range"), stat.st_size)
-    except UnsatisfiableRange:
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{stat.st_size}"
-        response["Accept-Ranges"] = "bytes"
-        return response
-    if byte_range is None:
-        response: HttpResponse = FileResponse(open(full, "rb"), content_type=content_type)  # noqa: SIM115 (closed by FileResponse)
-        response["Content-Length"] = str(stat.st_size)
-    else:
-        body = (
-            b""
-            if request.method == "HEAD"
-            else _read_slice(full, byte_range.first, byte_range.length)
-        )
-        response = StreamingHttpResponse(body, status=206, content_type=content_type)
-        response["Content-Range"] = byte_range.content_range
-        response["Content-Length"] = str(byte_range.length)
-    response["Accept-Ranges"] = "bytes"
-    response["Last-Modified"] = http_date(stat.st_mtime)
-    response["Cache-Control"] = "private, max-age=3600"
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return media_response(request, path, full)
 
 
 @reports_only

@@ -14,6 +14,7 @@ def _isolated_media(settings, tmp_path):
     """Write uploaded and generated media under a per-test temporary directory."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.MEDIA_ROOT.mkdir()
+    settings.SENDFILE_ROOT = settings.MEDIA_ROOT  # where X-Accel-Redirect paths start
     return settings.MEDIA_ROOT
 
 

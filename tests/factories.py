@@ -187,3 +187,15 @@ def serve_all(campaign, annotator, answer=lambda pair: "irrelevant", now=None) -
         )
         served.append((current.pair, result))
     return served
+
+
+def make_user(username: str, role: str | None = None, password: str = "pw-factory-12345"):
+    """A user in ``role``'s group (a name from :mod:`config.roles`), or in none."""
+    from django.contrib.auth import get_user_model
+
+    from config.roles import ensure_groups
+
+    user = get_user_model().objects.create_user(username, password=password)
+    if role:
+        user.groups.add(ensure_groups()[role])
+    return user

@@ -44,6 +44,12 @@ def test_production_requires_secret_key(tmp_path):
     assert "DJANGO_SECRET_KEY must be set" in result.stderr
 
 
+def test_an_unknown_media_server_stops_the_start(tmp_path):
+    result = _manage("check", env_extra={"FIREPOOL_MEDIA_SERVER": "apache"}, tmp_path=tmp_path)
+    assert result.returncode != 0
+    assert "FIREPOOL_MEDIA_SERVER must be one of django, nginx, not 'apache'" in result.stderr
+
+
 def test_sqlite_default_uses_wal(db):
     from django.db import connection
 

@@ -1,13 +1,25 @@
-"""Video delivery: Range parsing and the media view (FIRE judging needs seekable video)."""
+"""Video delivery: Range parsing and the media view (FIRE judging needs seekable video):
+who may fetch what, our own type table, validators (ETag, 304, If-Range), caching rules,
+and the front-server answer (X-Accel-Redirect) with which nginx sends the bytes (nginx
+itself: ``tests/test_nginx.py``)."""
+
+import mimetypes
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
-from django.contrib.auth import get_user_model
+from django.utils.http import http_date
 
 from config import roles
 from retrieval.byte_range import ByteRange, UnsatisfiableRange, parse_range
+from retrieval.media_caching import cache_control, if_range_holds
 from retrieval.models import Dataset, Video
+from tests.factories import make_user
 
 PAYLOAD = bytes(range(256)) * 40  # 10,240 bytes, every offset distinguishable
+YEAR = "private, max-age=31536000, immutable"
 
 
 @pytest.mark.parametrize(
@@ -107,13 +119,13 @@ def clip(_isolated_media, db):
 @pytest.fixture
 def logged_in(client, db):
     """A researcher's client: researchers may fetch every known media file."""
-    user = get_user_model().objects.create_user("viewer", password="pw-viewer-123")
-    user.groups.add(roles.ensure_groups()[roles.RESEARCHER])
-    client.force_login(user)
+    client.force_login(make_user("viewer", roles.RESEARCHER))
     return client
 
 
 def _body(response) -> bytes:
+    if not response.streaming:  # 304, 412, 416
+        return response.content
     return b"".join(response.streaming_content)
 
 
@@ -264,13 +276,6 @@ def test_files_the_database_does_not_name_are_not_served(logged_in, clip, _isola
     assert logged_in.get("/media/videos/stray.webm").status_code == 404
 
 
-def _user(username: str, role: str | None):
-    user = get_user_model().objects.create_user(username, password="pw-media-12345")
-    if role:
-        user.groups.add(roles.ensure_groups()[role])
-    return user
-
-
 @pytest.fixture
 def judged_media(db, _isolated_media):
     """Two campaigns whose videos have files: one active, one closed; and a features file."""
@@ -306,7 +311,7 @@ def test_who_may_fetch_which_media(client, judged_media):
         None: {active_video: 404, closed_video: 404, "features/f.npy": 404},
     }
     for role, by_name in expected.items():
-        client.force_login(_user(f"user-{role}", role))
+        client.force_login(make_user(f"user-{role}", role))
         for name, status in by_name.items():
             response = client.get(f"/media/{name}")
             assert response.status_code == status, (role, name)
@@ -319,7 +324,7 @@ def test_annotator_keeps_the_videos_of_pairs_they_hold(client, judged_media):
     from annotation.judging import queue
 
     active, _ = judged_media
-    holder, other = _user("holder", roles.ANNOTATOR), _user("other", roles.ANNOTATOR)
+    holder, other = make_user("holder", roles.ANNOTATOR), make_user("other", roles.ANNOTATOR)
     leased = queue.assign(active, holder).current.pair.video.media.name
     active.status = "paused"
     active.save()
@@ -328,3 +333,277 @@ def test_annotator_keeps_the_videos_of_pairs_they_hold(client, judged_media):
     assert response.status_code == 200 and _body(response) == PAYLOAD
     client.force_login(other)
     assert client.get(f"/media/{leased}").status_code == 404
+
+
+TYPES = {
+    "mp4": "video/mp4",
+    "m4v": "video/mp4",
+    "mov": "video/quicktime",
+    "webm": "video/webm",
+    "mkv": "video/x-matroska",
+    "avi": "video/x-msvideo",
+    "ogv": "video/ogg",
+    "mpg": "video/mpeg",
+    "mpeg": "video/mpeg",
+    "ts": "video/mp2t",
+    "3gp": "video/3gpp",
+    "flv": "video/x-flv",
+    "wmv": "video/x-ms-wmv",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "png": "image/png",
+    "npy": "application/octet-stream",
+    "xyz": "application/octet-stream",
+}
+"""Each container a benchmark ships, with the type browsers play it as (IANA, or the de-facto
+``video/x-*`` name where none is registered)."""
+
+
+@pytest.fixture
+def known(_isolated_media, db):
+    """``known(name)`` writes a file under the media root that the database names as a video."""
+    dataset = Dataset.objects.create(name="delivery")
+
+    def make(name: str, payload: bytes = PAYLOAD) -> Path:
+        path = _isolated_media / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(payload)
+        Video.objects.create(dataset=dataset, key=name, media=name)
+        return path
+
+    return make
+
+
+@pytest.mark.parametrize(("suffix", "expected"), sorted(TYPES.items()))
+def test_every_container_has_its_type_whatever_the_host_table_says(
+    logged_in, known, monkeypatch, suffix, expected
+):
+    """The type comes from our table: a host whose mime table says otherwise (or nothing)
+    changes nothing, in either case of the suffix."""
+    monkeypatch.setattr(mimetypes, "guess_type", lambda *args, **kwargs: ("text/plain", None))
+    monkeypatch.setattr(mimetypes, "types_map", {})
+    for name in (f"videos/clip.{suffix}", f"videos/LOUD.{suffix.upper()}"):
+        known(name)
+        response = logged_in.get(f"/media/{name}")
+        assert response.status_code == 200, name
+        assert response["Content-Type"] == expected, name
+        assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_whole_file_with_validators(logged_in, known):
+    path = known("videos/clip.webm")
+    response = logged_in.get("/media/videos/clip.webm")
+    assert response.status_code == 200
+    assert _body(response) == PAYLOAD
+    assert response["Content-Length"] == str(len(PAYLOAD))
+    assert response["Accept-Ranges"] == "bytes"
+    assert response["Last-Modified"] == http_date(int(path.stat().st_mtime))
+    etag = response["ETag"]
+    assert etag.startswith('"') and etag.endswith('"') and len(etag) > 2  # strong
+    assert response["Cache-Control"] == "private, no-cache"
+
+
+def test_head_sends_headers_only(logged_in, known):
+    known("videos/clip.webm")
+    response = logged_in.head("/media/videos/clip.webm")
+    assert response.status_code == 200
+    assert response["Content-Length"] == str(len(PAYLOAD))
+    assert _body(response) == b""
+
+
+def test_etag_changes_with_the_file_and_only_with_it(logged_in, known):
+    path = known("videos/clip.webm")
+
+    def etag() -> str:
+        return logged_in.get("/media/videos/clip.webm")["ETag"]
+
+    first = etag()
+    assert etag() == first
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # rewritten in place, 1 ns later
+    touched = etag()
+    assert touched != first
+    # Replaced by another file of the same size and mtime: a new inode, a new tag.
+    copy = path.with_name("copy.webm")
+    shutil.copyfile(path, copy)
+    os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    os.replace(copy, path)
+    assert etag() not in (first, touched)
+
+
+@pytest.mark.parametrize(
+    "if_none_match", ["{etag}", '"other", {etag}', "*", "W/{etag}", '"a" , {etag} , "b"']
+)
+def test_if_none_match_gives_304_with_validators_and_no_body(logged_in, known, if_none_match):
+    known("videos/clip.webm")
+    whole = logged_in.get("/media/videos/clip.webm")
+    etag = whole["ETag"]
+    response = logged_in.get(
+        "/media/videos/clip.webm",
+        HTTP_IF_NONE_MATCH=if_none_match.format(etag=etag),
+        HTTP_RANGE="bytes=0-9",  # 304 comes before Range
+    )
+    assert response.status_code == 304
+    assert _body(response) == b""
+    assert response["ETag"] == etag
+    assert response["Cache-Control"] == whole["Cache-Control"]
+    assert response["Last-Modified"] == whole["Last-Modified"]
+
+
+def test_a_stale_if_none_match_gets_the_file(logged_in, known):
+    known("videos/clip.webm")
+    response = logged_in.get("/media/videos/clip.webm", HTTP_IF_NONE_MATCH='"not-this-one"')
+    assert response.status_code == 200 and _body(response) == PAYLOAD
+
+
+def test_if_modified_since(logged_in, known):
+    path = known("videos/clip.webm")
+    modified = int(path.stat().st_mtime)
+    for date, status in ((modified, 304), (modified + 60, 304), (modified - 60, 200)):
+        response = logged_in.get("/media/videos/clip.webm", HTTP_IF_MODIFIED_SINCE=http_date(date))
+        assert response.status_code == status, date
+    # If-None-Match decides when both are sent (RFC 9110 §13.2.2): a stale tag gets the file.
+    response = logged_in.get(
+        "/media/videos/clip.webm",
+        HTTP_IF_MODIFIED_SINCE=http_date(modified + 60),
+        HTTP_IF_NONE_MATCH='"stale"',
+    )
+    assert response.status_code == 200
+
+
+def test_a_failed_if_match_is_412(logged_in, known):
+    known("videos/clip.webm")
+    response = logged_in.get("/media/videos/clip.webm", HTTP_IF_MATCH='"another-version"')
+    assert response.status_code == 412
+
+
+def test_if_range_gives_the_range_only_for_this_very_file(logged_in, known):
+    path = known("videos/clip.webm")
+    etag = logged_in.get("/media/videos/clip.webm")["ETag"]
+    modified = int(path.stat().st_mtime)
+    cases = {
+        etag: 206,
+        '"stale"': 200,
+        f"W/{etag}": 200,  # a weak tag never matches (strong comparison)
+        http_date(modified): 206,
+        http_date(modified - 1): 200,
+        http_date(modified + 1): 200,  # a date must be exactly Last-Modified
+        "yesterday": 200,
+    }
+    for if_range, status in cases.items():
+        response = logged_in.get(
+            "/media/videos/clip.webm", HTTP_RANGE="bytes=100-199", HTTP_IF_RANGE=if_range
+        )
+        assert response.status_code == status, if_range
+        if status == 206:
+            assert _body(response) == PAYLOAD[100:200]
+            assert response["Content-Range"] == f"bytes 100-199/{len(PAYLOAD)}"
+        else:
+            assert _body(response) == PAYLOAD and "Content-Range" not in response
+
+
+def test_a_stale_if_range_never_gets_416(logged_in, known):
+    """An unsatisfiable range with a stale If-Range is ignored with the rest: the file, 200."""
+    known("videos/clip.webm")
+    response = logged_in.get(
+        "/media/videos/clip.webm", HTTP_RANGE="bytes=999999-", HTTP_IF_RANGE='"stale"'
+    )
+    assert response.status_code == 200 and _body(response) == PAYLOAD
+
+
+def test_partial_and_416_answers_carry_the_validators(logged_in, known):
+    known("derived/ab12/clip.webm")
+    whole = logged_in.get("/media/derived/ab12/clip.webm")
+    for header in ("bytes=0-9", "bytes=999999-"):
+        response = logged_in.get("/media/derived/ab12/clip.webm", HTTP_RANGE=header)
+        assert response.status_code in (206, 416)
+        for name in ("ETag", "Last-Modified", "Cache-Control", "Accept-Ranges"):
+            assert response[name] == whole[name], (header, name)
+
+
+def test_fingerprinted_copies_are_immutable_and_the_rest_revalidated(logged_in, known):
+    for name, expected in (
+        ("derived/ab12/clip.webm", YEAR),
+        ("derived/poster.jpg", YEAR),
+        ("videos/clip.webm", "private, no-cache"),
+        ("videos/derived/clip.webm", "private, no-cache"),  # only the media root's derived/
+        ("derivedx/clip.webm", "private, no-cache"),
+    ):
+        known(name)
+        assert logged_in.get(f"/media/{name}")["Cache-Control"] == expected, name
+
+
+def test_cache_control_and_if_range_rules():
+    """The pure rules, apart from any response."""
+    assert cache_control("derived/x.mp4") == YEAR
+    assert cache_control("derived") == YEAR  # the name of a file directly called so: harmless
+    assert cache_control("datasets/derived/x.mp4") == "private, no-cache"
+    assert if_range_holds(None, '"a"', 0)
+    assert if_range_holds(' "a" ', '"a"', 0)
+    assert not if_range_holds('"a"', 'W/"a"', 0)
+    assert not if_range_holds('W/"a"', 'W/"a"', 0)
+    assert if_range_holds(http_date(1_700_000_000), '"a"', 1_700_000_000)
+    assert not if_range_holds("", '"a"', 0)
+
+
+# The front server's answer (FIREPOOL_MEDIA_SERVER = "nginx").
+
+
+@pytest.fixture
+def nginx_mode(settings):
+    settings.FIREPOOL_MEDIA_SERVER = "nginx"
+
+
+@pytest.mark.parametrize(
+    ("name", "redirect", "media_type"),
+    [
+        ("videos/clip.mkv", "/protected-media/videos/clip.mkv", "video/x-matroska"),
+        ("videos/a b.avi", "/protected-media/videos/a%20b.avi", "video/x-msvideo"),
+        ("videos/100%.webm", "/protected-media/videos/100%25.webm", "video/webm"),
+        ("videos/what?#;.mp4", "/protected-media/videos/what%3F%23%3B.mp4", "video/mp4"),
+        (
+            "videos/\u00fc \u540d.mov",
+            "/protected-media/videos/%C3%BC%20%E5%90%8D.mov",
+            "video/quicktime",
+        ),
+        ("derived/ab/c.webm", "/protected-media/derived/ab/c.webm", "video/webm"),
+    ],
+)
+def test_front_server_answer_names_the_file_percent_encoded(
+    logged_in, known, nginx_mode, name, redirect, media_type
+):
+    known(name)
+    response = logged_in.get("/media/" + quote(name), HTTP_RANGE="bytes=0-9")
+    assert response.status_code == 200  # nginx turns it into the 206
+    assert response["X-Accel-Redirect"] == redirect
+    assert response["Content-Type"] == media_type
+    assert response["Cache-Control"] == cache_control(name)
+    assert response["Content-Length"] == "0" and _body(response) == b""
+    assert "ETag" not in response  # nginx's own validators apply
+
+
+def test_front_server_follows_dataset_links_by_their_name(logged_in, nginx_mode, _isolated_media):
+    """A dataset's file is named through its datasets/<name> link, which nginx's alias follows."""
+    outside = _isolated_media.parent / "corpus"
+    outside.mkdir()
+    (outside / "v1.webm").write_bytes(PAYLOAD)
+    (_isolated_media / "datasets").mkdir()
+    (_isolated_media / "datasets" / "corpus").symlink_to(outside, target_is_directory=True)
+    dataset = Dataset.objects.create(name="linked")
+    Video.objects.create(dataset=dataset, key="v1", media="datasets/corpus/v1.webm")
+    response = logged_in.get("/media/datasets/corpus/v1.webm")
+    assert response["X-Accel-Redirect"] == "/protected-media/datasets/corpus/v1.webm"
+
+
+def test_front_server_mode_refuses_as_before(client, known, nginx_mode, db):
+    """No redirect for anyone not allowed, nor for a name that escapes the media root."""
+    known("videos/clip.webm")
+    response = client.get("/media/videos/clip.webm")
+    assert response.status_code == 302 and "X-Accel-Redirect" not in response
+    client.force_login(make_user("annotator", roles.ANNOTATOR))
+    response = client.get("/media/videos/clip.webm")  # no campaign of theirs shows it
+    assert response.status_code == 404 and "X-Accel-Redirect" not in response
+    client.force_login(make_user("researcher", roles.RESEARCHER))
+    for url in ("/media/videos/../../secret", "/media/%2e%2e/x", "/media/videos/nope.webm"):
+        response = client.get(url)
+        assert response.status_code == 404 and "X-Accel-Redirect" not in response, url
