@@ -3,10 +3,21 @@
 import os
 
 import pytest
+from django.test import testcases
 
 # The stored figures' jobs stay off in the servers and workers tests start too (their own
 # tests turn them on): a job they queued would be one more for the job tests to count.
 os.environ["FIREPOOL_WARM_FIGURES"] = "0"
+
+
+def _app_serves_media(application):
+    """Django's live server answers ``MEDIA_URL`` itself (``_MediaFilesHandler``: no login, no
+    Range, no types of ours); the browser tests get the app's own media view instead, as a
+    deployment does, so they see its authorisation, ranges and seeking."""
+    return application
+
+
+testcases._MediaFilesHandler = _app_serves_media
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound
 from annotation import annotator_state
 from annotation.judging import task_ids
 from annotation.models import Campaign, Escalation, Judgement, Pair
+from retrieval.services.media import segment_label
 
 
 class TaskSerializer(serializers.Serializer):
@@ -22,12 +23,25 @@ class TaskSerializer(serializers.Serializer):
     caption = serializers.CharField(source="pair.caption.text")
     caption_key = serializers.CharField(source="pair.caption.key")
     video_url = serializers.CharField(source="pair.video.source_url")
+    video_fragment = serializers.CharField(
+        source="pair.video.media_fragment",
+        help_text="For a segment of a longer recording, the media fragment (#t=start,end, in "
+        "seconds of video_url) that plays exactly the captioned span, which the page loops; "
+        "empty for a whole video.",
+    )
+    segment = serializers.SerializerMethodField(
+        help_text="Where a segment sits in its recording, e.g. '0:21-0:26 of P01_01, "
+        "1:00:00'; empty for a whole video."
+    )
     expires_at = serializers.DateTimeField()
     roles = serializers.SerializerMethodField(
         help_text="[start, end, role] character spans of the caption's semantic roles "
         "(V, ARG0, ARG1, ARG2, ARGM-LOC, ARGM-DIR, ARGM-MNR, ARGM-TMP, ENT), in text order; "
         "empty when the campaign does not show roles."
     )
+
+    def get_segment(self, task) -> str:
+        return segment_label(task.pair.video)
 
     @extend_schema_field(
         serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
@@ -256,6 +270,8 @@ def _task(task, show_roles: bool) -> dict | None:
         "caption": str(caption.text),
         "caption_key": str(caption.key),
         "video_url": str(pair.video.source_url),
+        "video_fragment": str(pair.video.media_fragment),
+        "segment": segment_label(pair.video),
         "expires_at": _DATETIME.to_representation(task.expires_at),
         "roles": (caption.role_spans or []) if show_roles else [],
     }

@@ -41,6 +41,7 @@
   const byId = (id) => document.getElementById(id);
   const els = {
     caption: byId("judge-caption"),
+    segment: byId("judge-segment"),
     stage: byId("judge-stage"),
     progress: byId("judge-progress"),
     feedback: byId("judge-feedback"),
@@ -687,8 +688,42 @@
   function load(video, task) {
     video.muted = true;
     video.dataset.pair = String(task.pair);
-    video.src = task.video_url; // starts the resource selection (no load() needed)
+    // A segment of a longer recording: the fragment starts it at the captioned span, and
+    // keepInSpan loops it there (the element's own loop would go back to the clip's start).
+    const span = /^#t=([0-9.]+)(?:,([0-9.]+))?$/.exec(task.video_fragment || "");
+    if (span) {
+      video.dataset.spanStart = span[1];
+      video.dataset.spanEnd = span[2] || "";
+    } else {
+      delete video.dataset.spanStart;
+      delete video.dataset.spanEnd;
+    }
+    video.src = task.video_url + (span ? task.video_fragment : ""); // starts the resource selection
   }
+
+  function keepInSpan(event) {
+    // Outside a segment's span (before it on loading or after the element's own loop, at or
+    // past its end where the fragment pauses it): back to its start, playing if on screen.
+    const video = event.target;
+    if (video.dataset.spanStart === undefined) {
+      return;
+    }
+    const start = Number(video.dataset.spanStart);
+    const end = video.dataset.spanEnd ? Number(video.dataset.spanEnd) : Infinity;
+    const now = video.currentTime;
+    if (now >= start - 0.1 && now < end - 0.04 && !video.ended) {
+      return;
+    }
+    video.currentTime = start;
+    if (video === active) {
+      const playing = video.play();
+      if (playing && typeof playing.catch === "function") {
+        playing.catch(() => {});
+      }
+    }
+  }
+
+
 
   function unload(video) {
     video.pause();
@@ -720,6 +755,10 @@
     state.current = task;
     showCaption(task);
     els.caption.title = task.caption_key || "";
+    if (els.segment) {
+      els.segment.textContent = task.segment ? "Segment " + task.segment : "";
+      els.segment.hidden = !task.segment;
+    }
     expose("pair", String(task.pair));
     state.shownAt = performance.now();
     setMode("judging");
@@ -1238,6 +1277,22 @@
   // Retry at once when the connection comes back.
   window.addEventListener("online", retryPending);
   [active, standby].forEach((video) => video.addEventListener("timeupdate", countPlayed));
+  [active, standby].forEach((video) => {
+    ["loadedmetadata", "timeupdate", "pause", "ended"].forEach((type) =>
+      video.addEventListener(type, keepInSpan),
+    );
+    // timeupdate comes every quarter second or so: each frame shown is checked too, so a
+    // segment loops within a frame of its end instead of showing what follows it.
+    if ("requestVideoFrameCallback" in video) {
+      const onFrame = (now, frame) => {
+        if (video.dataset.spanEnd && frame.mediaTime >= Number(video.dataset.spanEnd) - 0.02) {
+          keepInSpan({ target: video, type: "frame" });
+        }
+        video.requestVideoFrameCallback(onFrame);
+      };
+      video.requestVideoFrameCallback(onFrame);
+    }
+  });
 
   renderHints();
   setMode("loading");
