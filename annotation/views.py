@@ -218,7 +218,7 @@ def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 2
                 )
             ),
             "gold_count": gold_pairs.count(),
-            "decided_count": Pair.objects.filter(campaign=campaign).filter(gold.decided()).count(),
+            "decided_count": gold.promotable(campaign),
         },
         status=status,
     )
@@ -247,7 +247,8 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
 @require_POST
 @admins_only
 def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Make a decided pair (or every decided pair) a gold pair, with an explanation."""
+    """Make a decided pair (or every decided pair, with the count its confirmation page
+    named) a gold pair, with an explanation; a refusal shows the page again with why."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     form = PromoteForm(request.POST)
     if not form.is_valid():
@@ -263,15 +264,12 @@ def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
             explanation=data["explanation"],
             guideline=data["guideline"],
             user=request.user,
+            expected=data["expected"] if data["all_decided"] else None,
         )
     except gold.GoldError as exc:
         messages.error(request, str(exc))
-    else:
-        messages.success(
-            request,
-            f"{result.promoted} pair{'s' if result.promoted != 1 else ''} promoted to gold"
-            + (f" ({result.already_gold} already gold)." if result.already_gold else "."),
-        )
+        return _adjudication_page(request, campaign, status=exc.status)
+    messages.success(request, result.summary)
     return redirect("campaign-adjudicate", campaign_id=campaign.pk)
 
 

@@ -154,6 +154,8 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 + [lease for lease in mine if lease.expires_at > now],
                 now,
             )
+            # ...and no grace either: what they still had on screen is refused (submit).
+            pair_state.forget_lapsed(campaign.pk, annotator.pk)
             leases = []
         else:
             _release_lapsed([lease for lease in found if lease.expires_at <= now], now)

@@ -123,14 +123,18 @@ def submit(
             if pair is None or campaign is None:  # deleted while on screen
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
-            got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
-            warning = None
-            if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
-                    # too fast, as after any label
-                    warning = standing.check_pace(campaign, annotator, now).warning
-                else:
-                    standing.check_gold(campaign, annotator, got.evidence, now)
+            paused = _refuse_paused(campaign, annotator)
+            if paused is None:
+                got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now)
+                warning = None
+                if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
+                    if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
+                        # too fast, as after any label
+                        warning = standing.check_pace(campaign, annotator, now).warning
+                    else:
+                        standing.check_gold(campaign, annotator, got.evidence, now)
+        if paused is not None:
+            raise _paused_error(paused)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go
             raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(
@@ -144,6 +148,7 @@ def submit(
         # gave up waiting) finds the stored judgement instead of a conflict.
         earlier, gold_uses = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
         existing = next((j for j in earlier if str(j.uuid) == str(client_uuid)), None)
+        paused = None
         if gold_uses:
             raise AssignmentError("conflict", ID_USED)
         if existing is not None:
@@ -158,6 +163,7 @@ def submit(
             created = False
             judgement = existing
             campaign = pair.campaign
+            paused = _refuse_paused(campaign, annotator)
         else:
             if pair is None:
                 raise AssignmentError("not_found", "no such pair")
@@ -165,6 +171,8 @@ def submit(
             require_active(campaign)
             if earlier:
                 raise AssignmentError("conflict", "you have already judged this pair")
+            paused = _refuse_paused(campaign, annotator)
+        if paused is None and existing is None:
             _take_back_lease(pair, annotator, now)
             judgement = sql.insert_judgement(
                 client_uuid, pair.pk, annotator.pk, label, seconds, now
@@ -180,7 +188,28 @@ def submit(
             if seconds is not None and seconds < campaign.settings.gold.floor_seconds:
                 # too fast to have watched?
                 warning = standing.check_pace(campaign, annotator, now).warning
+    if paused is not None:
+        raise _paused_error(paused)
     return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
+
+
+def _refuse_paused(campaign: Campaign, annotator):
+    """The annotator's standing if they are paused in the campaign, after ending every lease
+    they hold there (an admin's pause ends them too; this covers one taken as it came): the
+    caller stores nothing and, once this commits, refuses with :func:`_paused_error`. Asked
+    of every answer, a retry's and a gold task's alike (one rule, one statement for all)."""
+    paused = standing.paused(campaign, annotator)
+    if paused is not None:
+        pair_state.release_annotator(campaign.pk, annotator.pk)
+    return paused
+
+
+def _paused_error(paused) -> AssignmentError:
+    return AssignmentError(
+        "paused",
+        f"you are paused in this campaign ({paused.reason}): nothing you submit is taken "
+        "until an admin reinstates you",
+    )
 
 
 def _query_labels(campaign: Campaign, caption_id: int) -> label_models.QueryLabels | None:

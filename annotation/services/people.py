@@ -310,8 +310,9 @@ def admit(campaign: Campaign, annotator, admin) -> None:
 
 
 def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
-    """Stop serving the annotator in the campaign until an admin reinstates them; the
-    annotator sees ``reason`` after "paused by an admin"."""
+    """Stop serving the annotator in the campaign until an admin reinstates them: the pairs
+    they hold go back to the queue and their answers are refused from now; the annotator
+    sees ``reason`` after "paused by an admin"."""
     name = _username(annotator)
     reason = reason.strip()
     shown = f"{ADMIN_PAUSE}: {reason}" if reason else ADMIN_PAUSE
@@ -324,12 +325,16 @@ def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
             raise PeopleError(f"{name} is paused already ({standing.reason})")
         standing.paused_at, standing.paused_by, standing.reason = now, admin, shown[:300]
         standing.save(update_fields=["paused_at", "paused_by", "reason"])
+        # What they have on screen is refused from now (annotation.judging.submit).
+        pair_state.release_annotator(campaign.pk, annotator.pk)
         _event(campaign, annotator, StandingEvent.Action.PAUSED, admin, now, reason=shown[:300])
 
 
 def reinstate(campaign: Campaign, annotator, admin) -> None:
-    """An admin lets a paused annotator judge again; earlier gold evidence and pace no
-    longer count. The pause stays in the history: the event names the reason it ended."""
+    """An admin lets a paused annotator judge again. The pause rules (gold accuracy, pace)
+    look only at their answers from now on; their earlier labels still count until they
+    are discounted (:func:`discount`). The pause stays in the history: the event names the
+    reason it ended."""
     name = _username(annotator)
     now = timezone.now()
     with transaction.atomic():
