@@ -185,6 +185,8 @@ register(
         run_refit,
         RefitForm,
         permission=ADMIN,
+        joins=True,
+        lane="policy",
         # Not one transaction: the pairs are written in short ones (pair_state.apply_refit).
         describe=lambda a: f"label policy refit of {a['campaign']}",
     )
@@ -206,6 +208,8 @@ register(
         run_campaign_figures,
         RefitForm,
         permission=RESEARCH,
+        joins=True,
+        lane="figures",
         describe=lambda a: f"figures of {a['campaign']}",
     )
 )
@@ -221,6 +225,8 @@ def run_demo_campaign(reporter: Reporter, dataset: str, name: str) -> dict:
     made = create_demo_campaign(
         get_dataset(dataset), name=name, say=reporter.step, advance=reporter.advance
     )
+    if made.done:  # its pages' figures, from the labels it ends with
+        live_figures.refresh(made.campaign)
     return {
         "campaign": made.campaign.name,
         "campaign_id": made.campaign.pk,

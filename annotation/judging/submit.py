@@ -133,6 +133,8 @@ def submit(
                         warning = standing.check_pace(campaign, annotator, now).warning
                     else:
                         standing.check_gold(campaign, annotator, got.evidence, now)
+                if got.created:  # the annotator scores follow gold answers (no statement)
+                    figures_due.request_refresh(campaign, got.judgement.pk, now)
         if paused is not None:
             raise _paused_error(paused)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go

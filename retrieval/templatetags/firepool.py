@@ -1,6 +1,10 @@
-"""Template filters for report pages: shares in percent (campaigns), scores in points (runs)."""
+"""Template filters for report pages: shares in percent (campaigns), scores in points (runs),
+a stored figure's age."""
+
+from datetime import datetime
 
 from django import template
+from django.utils import timezone
 
 from retrieval import rescoring
 
@@ -26,3 +30,21 @@ def points(value: float | None) -> str:
 def signed_points(value: float | None) -> str:
     """A difference of scores in points with its sign, e.g. ``-0.215`` → ``-21.5``."""
     return rescoring.points(value, signed=True)
+
+
+@register.filter
+def age(when: datetime | None) -> str:
+    """How long ago ``when`` was, to the second under a minute (``12 s``, ``4 min 5 s``,
+    ``3 h 20 min``): a stored figure's age, where ``timesince`` says "0 minutes"."""
+    if when is None or when == "":
+        return "—"
+    seconds = max(int((timezone.now() - when).total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if minutes < 10 and seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} days"

@@ -334,3 +334,25 @@ def test_a_lease_taken_as_the_pause_came_is_refused_and_released(people):
     assert refused.value.code == "paused" and refused.value.status == 409
     assert not Lease.objects.filter(annotator=annotator).exists()
     assert not Judgement.objects.filter(annotator=annotator).exists()
+
+
+def test_a_speeder_paused_a_moment_ago_shows_their_labels_and_the_discount(people, monkeypatch):
+    """Issue 38 §2: the people page read an annotator's labels from the stored scores, so a
+    speeder just paused by the speed rule showed 0 labels and no Discount button until the
+    figures were computed again; the labels are read live."""
+    from annotation.campaign_read import live_figures
+
+    campaign = make_campaign(n_queries=20, depth=3, seed=6)
+    live_figures.live_figures(campaign)  # stored before any label
+    monkeypatch.setattr(live_figures, "INLINE_SECONDS", 0.0)  # as at scale: not redone here
+    fast = people["annotator"]
+    while (current := queue.assign(campaign, fast).current) is not None:
+        submit.submit(fast, current.pair.pk, "relevant", uuid.uuid4(), seconds=0.2)
+    labels = Judgement.objects.filter(annotator=fast, undone_at__isnull=True).count()
+    assert labels and standing.paused(campaign, fast) is not None
+    page = _client(people["admin"]).get(_url(campaign))
+    assert not page.context["live"].current  # the stored scores are older
+    (person,) = page.context["page"].people
+    assert person.labels == labels and person.status == "paused by the speed rule"
+    html = page.content.decode()
+    assert f'data-label="Labels">{labels}<' in html and "Discount labels…" in html
