@@ -222,3 +222,25 @@ def test_a_figures_age_reads_in_seconds_under_a_minute():
     assert age(now - timedelta(seconds=245)).startswith("4 min ")
     assert age(now - timedelta(hours=3, minutes=20, seconds=5)).startswith("3 h 20 min")
     assert age(None) == "—"
+
+
+def test_a_proxy_cached_since_makes_the_figures_out_of_date(campaign, settings):
+    """Issue 38 §2: the agreement page said the proxies were "not computed yet" after their
+    job had cached them, until labels changed; the proxy cache is among the figures' inputs."""
+    live_figures.live_figures(campaign)
+    assert live_figures.live_figures(campaign).current
+    cache = settings.FIREPOOL_PROXY_CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "bow-test.npz").write_bytes(b"not read here")
+    assert live_figures.live_state(campaign).proxy_files
+    stored = figures_of(campaign)
+    assert not stored.current
+    live_figures.refresh(campaign)
+    assert live_figures.live_figures(campaign).current
+
+
+def figures_of(campaign):
+    from jobs import figures
+
+    state = live_figures.live_state(campaign)
+    return figures.stored(live_figures.PROXIES, figures_due.subject(campaign.pk), state.inputs)
