@@ -226,34 +226,36 @@ def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 @admins_only
 def gold_promote(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Promote every decided pair that is not gold yet: GET names the count, POST does it."""
+    """Promote every decided pair that is not gold yet: GET names the count, POST with that
+    count does it (a changed or missing count, or nothing to promote, promotes nothing)."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     if request.method == "POST":
         form = PromoteForm({**request.POST.dict(), "pair": "", "all_decided": "on"})
         if not form.is_valid():
-            for field, errors in form.errors.items():
-                messages.error(request, f"{field}: {' '.join(errors)}")
-            return render(
-                request,
-                "annotation/campaign_promote.html",
-                {"campaign": campaign, "count": gold.promotable(campaign)},
-                status=400,
+            for errors in form.errors.values():
+                messages.error(request, " ".join(errors))
+            return _promote_page(request, campaign, status=400)
+        try:
+            result = gold.promote(
+                campaign,
+                all_decided=True,
+                explanation=form.cleaned_data["explanation"],
+                guideline=form.cleaned_data["guideline"],
+                user=request.user,
+                expected=form.cleaned_data["expected"],
             )
-        result = gold.promote(
-            campaign,
-            all_decided=True,
-            explanation=form.cleaned_data["explanation"],
-            guideline=form.cleaned_data["guideline"],
-            user=request.user,
-        )
-        messages.success(
-            request,
-            f"{result.promoted} pair{'s' if result.promoted != 1 else ''} promoted to gold"
-            + (f" ({result.already_gold} already gold)." if result.already_gold else "."),
-        )
+        except gold.GoldError as exc:
+            messages.error(request, str(exc))
+            return _promote_page(request, campaign, status=exc.status)
+        messages.success(request, result.summary)
         return redirect("campaign", campaign_id=campaign.pk)
+    return _promote_page(request, campaign)
+
+
+def _promote_page(request: HttpRequest, campaign: Campaign, status: int = 200) -> HttpResponse:
     return render(
         request,
         "annotation/campaign_promote.html",
         {"campaign": campaign, "count": gold.promotable(campaign)},
+        status=status,
     )

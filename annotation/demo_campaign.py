@@ -10,8 +10,9 @@ defers until the trained models' runs exist) both call :func:`create_demo_campai
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from annotation.campaign_read.overview import campaign_label_sets
 from annotation.campaign_read.resolution import resolve_campaign
-from annotation.models import Campaign
+from annotation.models import Campaign, Judgement
 from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
 from annotation.services.simulation import simulate
 from retrieval.models import Dataset, Run
@@ -19,11 +20,14 @@ from retrieval.services.demo_models import DEMO_MODELS
 
 DEMO_CAMPAIGN = "demo-campaign"
 DEMO_RUNS = DEMO_MODELS
+ANNOTATORS = 2
+"""Simulated annotators who pre-fill the demo campaign."""
 
 
 @dataclass(frozen=True)
 class DemoCampaign:
-    """What :func:`create_demo_campaign` made."""
+    """What :func:`create_demo_campaign` made, or found made (``done`` says which steps this
+    call did: empty when the campaign was complete already)."""
 
     campaign: Campaign
     runs: tuple[str, ...]
@@ -31,6 +35,7 @@ class DemoCampaign:
     annotators: int
     label_set: str
     positives: int
+    done: tuple[str, ...] = ()
 
 
 def create_demo_campaign(
@@ -46,7 +51,54 @@ def create_demo_campaign(
 ) -> DemoCampaign:
     """Pool the demo runs at ``depth`` into campaign ``name``, pre-fill ``fill`` of its labels
     by two simulated annotators and resolve it. CampaignError when a demo run is missing.
-    ``say(step, total)`` names each step, ``advance(1)`` counts each simulated label."""
+    ``say(step, total)`` names each step, ``advance(1)`` counts each simulated label.
+
+    Each step is skipped when done, so a call after one that failed half-way (pooled, but
+    the pre-fill or the resolution failed) finishes the campaign rather than finding it and
+    doing nothing: what retrying the failed ``demo_campaign`` job does."""
+    done = []
+    campaign = Campaign.objects.filter(name=name).first()
+    if campaign is not None and campaign.dataset_id != dataset.pk:
+        raise CampaignError(
+            f"campaign {name!r} exists on another dataset; choose another name for the demo"
+        )
+    if campaign is None:
+        campaign = _pool(dataset, name, depth, seed, say)
+        done.append("pooled")
+    # Labels given so far, and those the pairs still need: what the pool asked for in all.
+    given = live_labels(campaign)
+    wanted = int((given + sum(campaign.pairs.values_list("needed", flat=True))) * fill)
+    if given < wanted:
+        say(f"two simulated annotators pre-fill {wanted - given} of {wanted} labels", wanted)
+        if advance and given:
+            advance(given)
+        simulated = simulate(
+            campaign,
+            annotators=ANNOTATORS,
+            error_rate=error_rate,
+            seed=seed,
+            max_judgements=wanted - given,
+            progress=advance,
+        )
+        if simulated.judgements:
+            done.append("pre-filled")
+    label_set = campaign_label_sets(campaign).last()
+    if label_set is None or "pre-filled" in done:
+        say("resolving the labels into a label set", None)
+        label_set = resolve_campaign(campaign)
+        done.append("resolved")
+    return DemoCampaign(
+        campaign=campaign,
+        runs=DEMO_RUNS,
+        labels=live_labels(campaign),
+        annotators=ANNOTATORS,
+        label_set=label_set.name,
+        positives=label_set.relevant_count,
+        done=tuple(done),
+    )
+
+
+def _pool(dataset: Dataset, name: str, depth: int, seed: int, say) -> Campaign:
     found = {run.name: run for run in Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)}
     missing = [name for name in DEMO_RUNS if name not in found]
     if missing:
@@ -54,29 +106,11 @@ def create_demo_campaign(
             f"dataset {dataset.name!r} lacks the demo runs {', '.join(missing)}; "
             "they are built by `manage.py demo` (or the jobs `make run` starts)"
         )
-    runs = [found[run] for run in DEMO_RUNS]
     say(f"pooling {', '.join(DEMO_RUNS)} at depth {depth}", None)
-    campaign = create_campaign(dataset, runs, CampaignSpec(name=name, depth=depth, seed=seed))
-    labels = sum(campaign.pairs.values_list("needed", flat=True))
-    say(
-        f"two simulated annotators pre-fill {int(labels * fill)} of {labels} labels",
-        int(labels * fill),
-    )
-    result = simulate(
-        campaign,
-        annotators=2,
-        error_rate=error_rate,
-        seed=seed,
-        max_judgements=int(labels * fill),
-        progress=advance,
-    )
-    say("resolving the labels into a label set", None)
-    label_set = resolve_campaign(campaign)
-    return DemoCampaign(
-        campaign=campaign,
-        runs=DEMO_RUNS,
-        labels=result.judgements,
-        annotators=result.annotators,
-        label_set=label_set.name,
-        positives=label_set.relevant_count,
-    )
+    runs = [found[run] for run in DEMO_RUNS]
+    return create_campaign(dataset, runs, CampaignSpec(name=name, depth=depth, seed=seed))
+
+
+def live_labels(campaign: Campaign) -> int:
+    """Live labels in the campaign."""
+    return Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True).count()

@@ -197,9 +197,19 @@ class PromoteForm(forms.Form):
         help_text="Why the label is right (default: how the pair was decided).",
     )
     guideline = forms.CharField(max_length=2000, required=False)
+    expected = forms.IntegerField(
+        min_value=0,
+        max_value=2**63 - 1,
+        required=False,
+        help_text="Every decided pair: the count the confirmation page named.",
+    )
 
     def clean(self) -> dict:
         data = super().clean()
         if not self.errors and (data.get("pair") is None) == (not data.get("all_decided")):
             raise forms.ValidationError("Name one pair, or promote every decided pair.")
+        if not self.errors and data.get("all_decided") and data.get("expected") is None:
+            raise forms.ValidationError(
+                "Nothing was promoted: confirm the count on the confirmation page first."
+            )
         return data

@@ -103,7 +103,6 @@ def run_pool(
 
 
 def campaign_names() -> list:
-    from annotation.models import Campaign
 
     names = Campaign.objects.order_by("name").values_list("name", flat=True)
     return [(name, name) for name in names]
@@ -186,6 +185,8 @@ register(
         run_refit,
         RefitForm,
         permission=ADMIN,
+        joins=True,
+        lane="policy",
         # Not one transaction: the pairs are written in short ones (pair_state.apply_refit).
         describe=lambda a: f"label policy refit of {a['campaign']}",
     )
@@ -207,6 +208,8 @@ register(
         run_campaign_figures,
         RefitForm,
         permission=RESEARCH,
+        joins=True,
+        lane="figures",
         describe=lambda a: f"figures of {a['campaign']}",
     )
 )
@@ -217,19 +220,19 @@ class DemoCampaignForm(DatasetForm):
 
 
 def run_demo_campaign(reporter: Reporter, dataset: str, name: str) -> dict:
-    """Create the demo campaign (nothing when it exists): what ``make run`` defers until the
-    trained models' runs exist."""
-    existing = Campaign.objects.filter(name=name).first()
-    if existing is None:
-        made = create_demo_campaign(
-            get_dataset(dataset), name=name, say=reporter.step, advance=reporter.advance
-        )
-        existing = made.campaign
+    """Create the demo campaign, or finish one a failed run left half-made (nothing when it
+    is complete): what ``make run`` defers until the trained models' runs exist."""
+    made = create_demo_campaign(
+        get_dataset(dataset), name=name, say=reporter.step, advance=reporter.advance
+    )
+    if made.done:  # its pages' figures, from the labels it ends with
+        live_figures.refresh(made.campaign)
     return {
-        "campaign": existing.name,
-        "campaign_id": existing.pk,
-        "page": reverse("campaign", args=[existing.pk]),
-        "pairs": existing.pairs.count(),
+        "campaign": made.campaign.name,
+        "campaign_id": made.campaign.pk,
+        "page": reverse("campaign", args=[made.campaign.pk]),
+        "pairs": made.campaign.pairs.count(),
+        "done": ", ".join(made.done) or "nothing: it was complete already",
     }
 
 

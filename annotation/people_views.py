@@ -76,12 +76,19 @@ def _pause(request, campaign, annotator) -> str:
     if not form.is_valid():
         raise people.PeopleError(" ".join(e for errors in form.errors.values() for e in errors))
     people.pause(campaign, annotator, request.user, form.cleaned_data["reason"])
-    return f"{annotator.username} is paused: they are served nothing until reinstated."
+    return (
+        f"{annotator.username} is paused: the pairs they held went back to the queue, and "
+        "they are served nothing and their answers are refused until reinstated."
+    )
 
 
 def _reinstate(request, campaign, annotator) -> str:
     people.reinstate(campaign, annotator, request.user)
-    return f"{annotator.username} is reinstated: only their work from now on counts."
+    return (
+        f"{annotator.username} is reinstated: they are served pairs again, and the pause "
+        "rules look only at their answers from now on. Their earlier labels still count; "
+        "discount them to take them back."
+    )
 
 
 ACTIONS = {"admit": _admit, "pause": _pause, "reinstate": _reinstate}

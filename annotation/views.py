@@ -18,6 +18,7 @@ from annotation.campaign_read.resolution import METHODS
 from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.judging import gold as gold_queue
 from annotation.judging import pair_state, priorities, submit
+from annotation.judging import queue as judging_queue
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 from annotation.services import gold, lifecycle
 from annotation.services.annotator_progress import (
@@ -72,9 +73,10 @@ def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
         {
             "campaign": campaign,
             "api_base": f"/api/campaigns/{campaign.pk}/",
-            # The progress bar's start: everyone's labels so far (the API then says what is left).
-            "labels_done": priorities.labels_spent(campaign),
-            "needed_now": campaign.settings.judging.adaptive,
+            # The progress bar's start: labels given so far, as the API counts them
+            # (progress.labels_given), which then says what is left.
+            "labels_done": judging_queue.progress(campaign, request.user).labels_given,
+            "needed_now": not judging_queue.steady(campaign),
         },
     )
 
@@ -219,7 +221,7 @@ def _adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 2
                 )
             ),
             "gold_count": gold_pairs.count(),
-            "decided_count": Pair.objects.filter(campaign=campaign).filter(gold.decided()).count(),
+            "decided_count": gold.promotable(campaign),
         },
         status=status,
     )
@@ -248,7 +250,8 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
 @require_POST
 @admins_only
 def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Make a decided pair (or every decided pair) a gold pair, with an explanation."""
+    """Make a decided pair (or every decided pair, with the count its confirmation page
+    named) a gold pair, with an explanation; a refusal shows the page again with why."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     form = PromoteForm(request.POST)
     if not form.is_valid():
@@ -264,15 +267,12 @@ def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
             explanation=data["explanation"],
             guideline=data["guideline"],
             user=request.user,
+            expected=data["expected"] if data["all_decided"] else None,
         )
     except gold.GoldError as exc:
         messages.error(request, str(exc))
-    else:
-        messages.success(
-            request,
-            f"{result.promoted} pair{'s' if result.promoted != 1 else ''} promoted to gold"
-            + (f" ({result.already_gold} already gold)." if result.already_gold else "."),
-        )
+        return _adjudication_page(request, campaign, status=exc.status)
+    messages.success(request, result.summary)
     return redirect("campaign-adjudicate", campaign_id=campaign.pk)
 
 
@@ -299,7 +299,13 @@ def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     with transaction.atomic():
         reopened = priorities.reopen(campaign)
-    messages.success(request, f"{reopened} parked pairs are back in the judging queue.")
+    if reopened:
+        messages.success(
+            request,
+            f"{reopened} parked pair{'s are' if reopened != 1 else ' is'} back in the judging queue.",
+        )
+    else:  # a page older than the queue: not a success to report
+        messages.warning(request, "No pair was parked any more: nothing was reopened.")
     return _back(request, "campaign-agreement", campaign_id=campaign.pk)
 
 

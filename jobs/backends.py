@@ -1,9 +1,15 @@
-"""An in-process task backend that runs tasks on a background thread.
+"""An in-process task backend that runs tasks on background threads, one lane per kind of work.
 
 The embedded default: ``make run`` needs no queue and no worker, yet a page that starts a
-job returns at once and the job page shows it progress. Tasks run one at a time in the
-web process, in order; they are lost if the process stops, which the job's heartbeat
+job returns at once and the job page shows it progress. Tasks run in the web process, in
+order within their lane; they are lost if the process stops, which the job's heartbeat
 reveals (see :mod:`jobs.progress`). Deployments use a real queue and worker processes.
+
+Lanes: a job kind names its lane (:attr:`jobs.registry.JobKind.lane`), and each lane has its
+own thread. With one thread for everything, a campaign's figures refresh waited behind
+whatever else was queued (building a model, a proxy matrix, a pool: minutes), so the pages
+showed figures many minutes old while labels came in; the figures' own lane keeps them
+within their pacing of the labels whatever else runs.
 """
 
 import queue
@@ -14,14 +20,16 @@ from django_tasks.backends.immediate import ImmediateBackend
 from django_tasks.base import TaskResult, TaskResultStatus
 from django_tasks.utils import get_random_id
 
+DEFAULT_LANE = "jobs"
+
 
 class ThreadBackend(ImmediateBackend):
-    """Like the immediate backend, but tasks run on one daemon thread after ``enqueue``."""
+    """Like the immediate backend, but tasks run after ``enqueue`` on one daemon thread per
+    lane."""
 
     def __init__(self, alias: str, params: dict):
         super().__init__(alias, params)
-        self._queue: queue.Queue[TaskResult] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._lanes: dict[str, tuple[queue.Queue[TaskResult], threading.Thread]] = {}
         self._lock = threading.Lock()
 
     def enqueue(self, task, args, kwargs) -> TaskResult:
@@ -40,37 +48,52 @@ class ThreadBackend(ImmediateBackend):
             errors=[],
             worker_ids=[],
         )
-        _hold_job(args)
+        lane = _hold_job(args)
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._work, name="firepool-jobs")
-                self._thread.daemon = True
-                self._thread.start()
-        self._queue.put(result)
+            found = self._lanes.get(lane)
+            if found is None or not found[1].is_alive():
+                waiting: queue.Queue[TaskResult] = found[0] if found else queue.Queue()
+                thread = threading.Thread(
+                    target=self._work, args=(waiting,), name=f"firepool-{lane}", daemon=True
+                )
+                self._lanes[lane] = (waiting, thread)
+                thread.start()
+            self._lanes[lane][0].put(result)
         return result
 
-    def _work(self) -> None:
+    def _work(self, waiting: queue.Queue) -> None:
         while True:
-            result = self._queue.get()
+            result = waiting.get()
             try:
                 self._execute_task(result)
             finally:
                 connections.close_all()
-                self._queue.task_done()
+                waiting.task_done()
 
     def drain(self) -> None:
         """Wait until every task enqueued here has run: a command's process calls it before
         it exits, so the jobs it queued (a new label set's figures) are not lost with it."""
-        self._queue.join()
+        while True:
+            with self._lock:
+                waiting = [lane for lane, _ in self._lanes.values() if lane.unfinished_tasks]
+            if not waiting:
+                return
+            for lane in waiting:  # a task may queue another, in any lane: look again
+                lane.join()
 
 
-def _hold_job(args) -> None:
-    """Keep a queued job's heartbeat fresh while it waits in this process's queue."""
+def _hold_job(args) -> str:
+    """Keep a queued job's heartbeat fresh while it waits in this process's queue; the lane
+    its kind runs in."""
     from django.utils import timezone
 
     from jobs.models import Job
     from jobs.progress import beater
+    from jobs.registry import lane_of
 
-    if args and isinstance(args[0], int):
-        Job.objects.filter(pk=args[0]).update(heartbeat_at=timezone.now())
-        beater.hold(args[0])
+    if not (args and isinstance(args[0], int)):
+        return DEFAULT_LANE
+    Job.objects.filter(pk=args[0]).update(heartbeat_at=timezone.now())
+    beater.hold(args[0])
+    kind = Job.objects.filter(pk=args[0]).values_list("kind", flat=True).first()
+    return lane_of(kind) if kind else DEFAULT_LANE

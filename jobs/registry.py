@@ -49,6 +49,14 @@ class JobKind:
     atomic: bool = False
     result_template: str = ""
     result_context: Callable[[dict, dict], dict] = field(default=lambda arguments, result: {})
+    lane: str = "jobs"
+    """The in-process backend's thread this kind runs on (:mod:`jobs.backends`): ``figures``
+    for the quick refreshes of stored figures, which must not wait behind long jobs."""
+    joins: bool = False
+    """Starting this kind while a job of it with the same arguments is queued or running
+    gives that job instead of a second one (:func:`jobs.runner.create`): for work whose
+    result replaces the last, such as a campaign's figures, where ten clicks or ten submits
+    want one computation, not ten in a row."""
     form_url: str = ""
     """The URL name of a page that starts this kind in place of the generic form on the job
     list (``/jobs/?kind=`` goes there, its other query values passed on); the form still
@@ -80,3 +88,9 @@ def get_kind(name: str) -> JobKind:
 def kinds() -> list[JobKind]:
     """Every registered kind, by name."""
     return [_KINDS[name] for name in sorted(_KINDS)]
+
+
+def lane_of(name: str) -> str:
+    """The lane of the kind called ``name`` (the default lane for a kind no longer known)."""
+    found = _KINDS.get(name)
+    return found.lane if found is not None else "jobs"

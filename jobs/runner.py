@@ -7,6 +7,8 @@ A job is checked against its kind's form, recorded as a queued row and handed to
 
 from collections.abc import Mapping
 
+from django.db import transaction
+
 from config.errors import UserError
 from jobs.models import Job
 from jobs.registry import JobKind, get_kind
@@ -34,13 +36,14 @@ def cleaned(form) -> dict:
     return {name: value for name, value in form.cleaned_data.items() if value not in (None, "")}
 
 
-def submit(kind_name: str, data: Mapping, user=None) -> Job:
-    """Validate ``data`` for the kind, record a queued job and enqueue it after commit."""
+def submit(kind_name: str, data: Mapping, user=None, *, join_running: bool = True) -> Job:
+    """Validate ``data`` for the kind, record a queued job and enqueue it after commit (for
+    a kind that ``joins``, see :func:`start`)."""
     try:
         kind = get_kind(kind_name)
     except KeyError as exc:
         raise JobError(str(exc.args[0])) from None
-    return create(kind, check_arguments(kind, data), user)
+    return start(kind, check_arguments(kind, data), user, join_running=join_running)[0]
 
 
 RECORDED = "recorded:"
@@ -74,16 +77,38 @@ def recorded(tag: str):
 
 
 def create(kind: JobKind, arguments: dict, user=None) -> Job:
-    """Record a queued job of ``kind`` with checked ``arguments`` and enqueue it."""
-    job = Job.objects.create(
-        kind=kind.name,
-        arguments=arguments,
-        description=kind.describe(arguments)[:300],
-        queue=kind.queue,
-        created_by=user if user is not None and user.is_authenticated else None,
-    )
-    enqueue(job)
-    return job
+    """Record a queued job of ``kind`` with checked ``arguments`` and enqueue it; for a kind
+    that ``joins``, the job of the same arguments already queued or running, if any."""
+    return start(kind, arguments, user)[0]
+
+
+def start(
+    kind: JobKind, arguments: dict, user=None, *, join_running: bool = True
+) -> tuple[Job, bool]:
+    """:func:`create`, and whether the job is new (False: a waiting one was joined). Without
+    ``join_running`` only a queued job is joined: a refresh asked for after a change that a
+    running job may have read too early."""
+    with transaction.atomic():
+        if kind.joins:
+            waiting = unfinished(kind.name, arguments, running=join_running)
+            if waiting is not None:
+                return waiting, False
+        job = Job.objects.create(
+            kind=kind.name,
+            arguments=arguments,
+            description=kind.describe(arguments)[:300],
+            queue=kind.queue,
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        enqueue(job)
+    return job, True
+
+
+def unfinished(kind_name: str, arguments: dict, *, running: bool = True) -> Job | None:
+    """The oldest job of the kind with exactly these arguments that is queued (or running)."""
+    statuses = [Job.Status.QUEUED, Job.Status.RUNNING] if running else [Job.Status.QUEUED]
+    candidates = Job.objects.filter(kind=kind_name, status__in=statuses).order_by("pk")
+    return next((job for job in candidates if job.arguments == arguments), None)
 
 
 def retry(job: Job, user=None) -> Job:

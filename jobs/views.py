@@ -7,6 +7,7 @@ import mimetypes
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -71,7 +72,11 @@ def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
     form = kind.form(data=request.POST)
     if not form.is_valid():
         return _render_list(request, kind.name, form)
-    job = runner.create(kind, runner.cleaned(form), request.user)
+    job, new = runner.start(kind, runner.cleaned(form), request.user)
+    if not new:
+        messages.info(
+            request, f"Job {job.pk} was already {job.status} with these settings: this is it."
+        )
     return redirect("job-detail", job_id=job.pk)
 
 

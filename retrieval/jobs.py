@@ -550,6 +550,8 @@ for _kind in (
         run_label_set_figures,
         ScoringForm,
         permission=RESEARCH,
+        joins=True,
+        lane="figures",
         describe=lambda a: f"figures of {a['dataset']} under {a.get('labels') or 'original'}",
     ),
     JobKind(

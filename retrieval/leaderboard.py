@@ -13,7 +13,9 @@ leave-one-run-out). Each run gets one row:
   run was pooled (None: the label set does not say);
 - per column, the best run marked, and the runs a paired sign-flip randomization test with
   Holm's correction over the comparisons with the best cannot tell from it
-  (:func:`retrieval.analysis.randomization_test`, :func:`retrieval.analysis.holm`);
+  (:func:`retrieval.analysis.randomization_test`, :func:`retrieval.analysis.holm`), among
+  the runs whose scores are comparable: in the corrected columns the pooled runs only, where
+  the label set says which were pooled;
 - each corrected C@K, AP and nDCG@10 also with its 95% interval from the labels
   (:attr:`retrieval.rescoring.Rescoring.intervals`: label noise, unjudged pooled pairs, a
   sampled estimate; :mod:`retrieval.score_intervals`), read once per board; it answers a
@@ -235,6 +237,15 @@ def build(
     original = result.blocks.get("original", {})
     runs = list(corrected)
     models = models or {}
+    pooled_set = None if pooled_runs is None else set(pooled_runs)
+    comparable = {
+        "corrected": runs if pooled_set is None else [run for run in runs if run in pooled_set],
+        "original": runs,
+    }
+    # Runs whose scores in a block may be ranked against each other: every run's original
+    # scores (the same positives for all), but only the pooled runs' corrected ones where the
+    # label set says which were pooled (an unpooled run is scored against positives the others
+    # found, so its corrected score is biased low: FIRE §4.2).
     cells: dict[str, dict[str, dict[str, Cell]]] = {
         block: {run: {} for run in runs} for block in BLOCKS
     }
@@ -255,16 +266,17 @@ def build(
             if metric == MEDR:  # compare ranks on the depth every run reaches
                 cap = min(scores[run].judgements.depth for run in runs) + 1.0
                 tested = {run: np.minimum(v, cap) for run, v in values.items()}
+            ranked = comparable[block]
             marks = mark_column(
-                tested,
-                {run: interval.estimate for run, interval in intervals.items()},
+                {run: tested[run] for run in ranked},
+                {run: intervals[run].estimate for run in ranked},
                 lower_is_better=metric in LOWER_IS_BETTER,
                 permutations=permutations,
                 seed=stream,
                 alpha=alpha,
             )
             for run, interval in intervals.items():
-                best, tied, p_holm = marks[run]
+                best, tied, p_holm = marks.get(run, (False, False, None))
                 cells[block][run][metric] = Cell(
                     interval.estimate, interval.low, interval.high, best, tied, p_holm
                 )
@@ -275,8 +287,17 @@ def build(
         {run: s.means for run, s in corrected.items()}, {run: s.means for run, s in loo.items()}
     )
     bias = mean_error(errors)
-    pooled_set = None if pooled_runs is None else set(pooled_runs)
     notes = []
+    unpooled = [run for run in runs if run not in comparable["corrected"]]
+    if unpooled:
+        notes.append(
+            "Best and not-significantly-different marks in the corrected columns are among the "
+            f"pooled runs only; {', '.join(unpooled)} "
+            f"{'was' if len(unpooled) == 1 else 'were'} not pooled, so "
+            f"{'its' if len(unpooled) == 1 else 'their'} corrected scores count only positives "
+            "the pooled runs found and are biased low (FIRE §4.2): not comparable, and not "
+            "marked (the adjusted estimate beside them corrects for it)."
+        )
     if pooled_set is None:
         notes.append(
             "The label set does not record which runs were pooled, so no run is known to be "

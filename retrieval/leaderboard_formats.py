@@ -93,7 +93,7 @@ def display_cell(
     title = f"bootstrap interval {interval}" if interval else ""
     label_text = interval_text(labels)
     if label_text:
-        title += f"; labels' 95% interval {label_text} ({', '.join(labels.parts)})"
+        title += f"; interval from the labels {label_text} ({', '.join(labels.parts)})"
     elif labels is not None:
         title += "; exact under the labels"
     if cell.best:
@@ -317,7 +317,7 @@ def to_text(board: Leaderboard) -> str:
         shown = [interval for row in board.rows for interval in row.intervals.values()]
         lines += [
             "",
-            f"Corrected scores with their 95% intervals [low–high] from the labels. {interval_legend(shown)}",
+            f"Corrected scores with their intervals [low–high] from the labels. {interval_legend(shown)}",
         ]
         for row in board.rows:
             lines.append(

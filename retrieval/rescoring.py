@@ -243,7 +243,9 @@ def points(value: float | None, *, signed: bool = False) -> str:
 
 
 def interval_text(interval: score_intervals.ScoreInterval | None) -> str:
-    """A score's 95% interval (:mod:`retrieval.score_intervals`) in :func:`points`,
+    """A score's interval from the labels (:mod:`retrieval.score_intervals`: a 95% interval
+    over label noise, the bounds unjudged pairs allow, or both; :func:`interval_legend` says
+    which) in :func:`points`,
     ``[41.9–44.2]``; empty where the score is exact (its interval holds nothing: no label
     noise, no unjudged pair, no sample) or unknown (NaN), so no page shows ``[x–x]``."""
     if interval is None or not interval.parts or math.isnan(interval.low):
@@ -259,27 +261,32 @@ def interval_cell(interval: score_intervals.ScoreInterval) -> str:
 
 def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
     """One sentence for a table of ``intervals``: what its brackets hold (the union of their
-    ``parts``), or that every score is exact."""
+    ``parts``, each named for what it is: label noise gives a 95% interval, unjudged pairs
+    give bounds, which are not one), or that every score is exact."""
     shown = list(intervals)
-    parts = [
-        part
-        for part in (score_intervals.LABEL_NOISE, score_intervals.UNJUDGED, score_intervals.SAMPLED)
-        if any(part in interval.parts for interval in shown)
-    ]
+    parts = {part for interval in shown for part in interval.parts}
     if not parts:
         return (
             "Every corrected score is exact: the label set gives no label a probability and "
             "leaves no pooled pair unjudged, so no interval is shown."
         )
-    held = {
-        score_intervals.LABEL_NOISE: "label noise (each judged pair's probability of relevance)",
-        score_intervals.UNJUDGED: "unjudged pairs (every labelling of the pooled pairs not "
-        "judged yet)",
-        score_intervals.SAMPLED: "the sampled estimate's own interval",
-    }
-    text = "Each corrected score's 95% interval from the labels holds " + ", ".join(
-        held[part] for part in parts
-    )
+    held = []
+    if score_intervals.LABEL_NOISE in parts:
+        held.append("label noise: a 95% interval over each judged pair's probability of relevance")
+    if score_intervals.UNJUDGED in parts:
+        held.append(
+            "unjudged pairs: the bounds they allow, the least and the greatest score any "
+            "labelling of the pooled pairs not judged yet gives (the range the score stays in "
+            "whatever they turn out to be, not a 95% interval"
+            + (
+                "; where there is label noise too, its interval widened to them)"
+                if score_intervals.LABEL_NOISE in parts
+                else ")"
+            )
+        )
+    if score_intervals.SAMPLED in parts:
+        held.append("a sampled estimate: its own 95% interval, widened by the label noise")
+    text = "What the bracket beside a corrected score holds, by what moves it: " + "; ".join(held)
     if any(not interval.parts for interval in shown):
         text += "; a score shown without one is exact"
     return text + "."

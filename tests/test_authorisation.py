@@ -304,7 +304,7 @@ CASES: list[Case] = [
         "/campaigns/{closed}/gold/promote-decided/",
         403,
         403,
-        302,  # nothing decided there: nothing promoted
+        400,  # no confirmed count: nothing promoted
         method="post",
     ),
     page("campaigns/<int:campaign_id>/agreement/", "/campaigns/{c}/agreement/", **STAFF_ONLY),
@@ -472,7 +472,7 @@ CASES: list[Case] = [
         "/campaigns/{c}/gold/promote/",
         annotator=403,
         researcher=403,
-        admin=302,
+        admin=400,  # every decided pair needs the confirmed count: nothing promoted
         method="post",
         data={"all_decided": "on"},
     ),

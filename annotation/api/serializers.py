@@ -55,8 +55,14 @@ class TaskSerializer(serializers.Serializer):
 class ProgressSerializer(serializers.Serializer):
     judged_today = serializers.IntegerField()
     judged_total = serializers.IntegerField()
-    labels_left = serializers.IntegerField()
+    labels_left = serializers.IntegerField(
+        help_text="The campaign's labels still needed (the campaign page's figure); under "
+        "FIRE's policy in a fixed order, less your answers on gold."
+    )
     pairs = serializers.IntegerField()
+    labels_given = serializers.IntegerField(
+        help_text="The campaign's live labels, your answers on gold counted in."
+    )
 
 
 class CampaignBriefSerializer(serializers.ModelSerializer):
@@ -315,6 +321,7 @@ def assignment_data(payload: dict, show_roles: bool) -> dict:
             "judged_total": int(progress.judged_total),
             "labels_left": int(progress.labels_left),
             "pairs": int(progress.pairs),
+            "labels_given": int(progress.labels_given),
         },
         "finished": bool(payload["finished"]),
         "qualification": _qualification(payload["qualification"]),

@@ -36,7 +36,7 @@ from annotation.models import (
 from annotation.services.scores import campaign_scores
 from jobs import figures
 
-VERSION = 1
+VERSION = 2
 """Bump when what a live figure computes changes, so stored ones are redone."""
 INLINE_SECONDS = 0.25
 """An out-of-date figure whose last computation took less than this is computed again in
@@ -68,6 +68,9 @@ class LiveState:
     adjudicated: int
     standings: tuple
     fitted_at: object
+    proxy_files: tuple = ()
+    """The proxy cache's matrices: the proxies' agreement said "not computed yet" until the
+    labels changed, however long ago the proxies job had cached them."""
 
     @property
     def inputs(self) -> str:
@@ -89,6 +92,9 @@ def live_state(campaign: Campaign) -> LiveState:
         discounted=Sum("discounted_labels"),
     )
     fit = PolicyFit.objects.filter(campaign=campaign).values_list("fitted_at", flat=True).first()
+    # Imported here: the proxies' service pulls in SciPy, which a page not showing them skips.
+    from retrieval.services.proxies import cache_files
+
     return LiveState(
         labels=int(tallies["n"] or 0),
         tally_rows=int(tallies["rows"] or 0),
@@ -98,6 +104,7 @@ def live_state(campaign: Campaign) -> LiveState:
         adjudicated=adjudicated,
         standings=tuple(sorted(standings.items())),
         fitted_at=fit,
+        proxy_files=tuple(cache_files()),
     )
 
 

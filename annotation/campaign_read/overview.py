@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.campaign_read import live_figures
@@ -22,7 +22,7 @@ from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
 from annotation.judging import pair_state
 from annotation.judging.priorities import JudgingStatus
-from annotation.models import AnnotatorTally, Campaign, Escalation, Pair
+from annotation.models import AnnotatorTally, Campaign, CampaignTally, Escalation, Pair
 from annotation.settings import GoldSettings, JudgingSettings, LabelPolicy
 from retrieval.models import LabelSet
 
@@ -120,12 +120,34 @@ class CampaignFacts:
 
 
 @dataclass(frozen=True)
+class LabelCounts:
+    """A campaign's label counts read together from the triggers' running totals, exact at
+    the moment of the request: live labels today (UTC) and in all, and the labels its pairs
+    not held still need (the judging page's figure, :func:`annotation.judging.queue.progress`)."""
+
+    today: int
+    in_all: int
+    still_needed: int
+
+
+def label_counts(campaign: Campaign, now: datetime | None = None) -> LabelCounts:
+    """The campaign's :class:`LabelCounts` (two aggregate queries over its tally rows)."""
+    today = (now or timezone.now()).astimezone(UTC).date()
+    judged = AnnotatorTally.objects.filter(campaign=campaign).aggregate(
+        today=Sum("judged", filter=Q(day=today)), in_all=Sum("judged")
+    )
+    left = CampaignTally.objects.filter(campaign=campaign).aggregate(n=Sum("labels_left"))["n"]
+    return LabelCounts(int(judged["today"] or 0), int(judged["in_all"] or 0), int(left or 0))
+
+
+@dataclass(frozen=True)
 class CampaignPage:
     """Everything a campaign's page shows; ``agreement`` is the agreement page's report."""
 
     row: CampaignRow
     settings: CampaignFacts
-    judged_today: int
+    counts: LabelCounts
+    """Read live with the page, not from the stored figures."""
     judging: JudgingStatus
     agreement: CampaignAgreement
     waiting_for_admin: int
@@ -159,15 +181,6 @@ def campaign_facts(campaign: Campaign) -> CampaignFacts:
     )
 
 
-def judged_today(campaign: Campaign, now: datetime | None = None) -> int:
-    """Live labels given in the campaign today (UTC), by everyone (from the tallies)."""
-    today = (now or timezone.now()).astimezone(UTC).date()
-    total = AnnotatorTally.objects.filter(campaign=campaign, day=today).aggregate(n=Sum("judged"))[
-        "n"
-    ]
-    return int(total or 0)
-
-
 def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPage:
     """The figures of one campaign's page (``campaign`` with its dataset selected)."""
     ids = [campaign.pk]
@@ -182,7 +195,7 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
     return CampaignPage(
         row=row,
         settings=campaign_facts(campaign),
-        judged_today=judged_today(campaign, now),
+        counts=label_counts(campaign, now),
         judging=live[live_figures.JUDGING],
         agreement=live[live_figures.AGREEMENT],
         live=live,

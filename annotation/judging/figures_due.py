@@ -1,31 +1,47 @@
-"""When a campaign's live figures (agreement, annotator scores, judging status) are due to be
-computed again, asked after a label is stored: cheaply, and never computing them in the
-judging request (:mod:`annotation.campaign_read.live_figures` computes them in a job).
+"""When a campaign's live figures (agreement, annotator scores, judging status, proxies) are
+computed again after labels arrive: never in the judging request
+(:mod:`annotation.campaign_read.live_figures` computes them in a job), and at most
+:data:`MIN_INTERVAL` plus a second or two after the labels under a light load.
 
-Refreshes are paced like the adaptive policy's refits (:mod:`annotation.judging.label_models`):
-the next starts at least ``max(MIN_INTERVAL, seconds / DUTY)`` after the last was computed,
-``seconds`` being how long the last took, so they hold at most a tenth of a core whatever
-the label rate.
+A submit notes, once its label is committed, that the campaign's figures must follow it
+(:func:`request_refresh`); this process's :class:`Pacer` thread queues the
+``campaign-figures`` job for each noted campaign as soon as its refresh is due, unless one is
+queued already (it will read the new labels). Refreshes are paced like the adaptive
+policy's refits (:mod:`annotation.judging.label_models`): the next starts at least
+``max(MIN_INTERVAL, seconds / DUTY)`` after the last was computed, ``seconds`` being how
+long the last took, so they hold at most a fifth of a core whatever the label rate, and a
+campaign whose labels stop still gets the refresh that follows its last label.
+
+Before, a submit looked only when its judgement id was a multiple of 50 and queued nothing
+when the refresh was not due yet, so a campaign that got 35 labels (or whose last labels
+came within the pause) kept figures from before them until more labels came; and the job
+waited behind every other job on the one thread of the embedded backend (it has a lane of
+its own now: :mod:`jobs.backends`).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from jobs import runner
-from jobs.models import Job, StoredFigure
+from jobs.models import StoredFigure
+
+logger = logging.getLogger(__name__)
 
 JOB_KIND = "campaign-figures"
 PACED_BY = "campaign-agreement"
 """The figure whose age and cost pace the refreshes (the slowest of them, computed last)."""
-EVERY = 50
-"""A submit looks at whether a refresh is due only when its judgement id is a multiple of this."""
-MIN_INTERVAL = timedelta(seconds=30)
-DUTY = 0.1
+MIN_INTERVAL = timedelta(seconds=20)
+DUTY = 0.2
+TICK = 1.0
+"""Seconds between the pacer's looks at the campaigns noted."""
 
 
 def subject(campaign_id: int) -> str:
@@ -33,29 +49,91 @@ def subject(campaign_id: int) -> str:
     return f"campaign {campaign_id}"
 
 
-def request_refresh(campaign, judgement_id: int, now: datetime | None = None) -> bool:
-    """After a label is stored (in its transaction): queue the ``campaign-figures`` job when
-    the campaign's figures were never computed or were computed long enough ago, and none
-    is queued or running. Whether one was queued."""
-    if judgement_id % EVERY or not settings.FIREPOOL_WARM_FIGURES:
-        return False
+def pause(seconds: float) -> timedelta:
+    """How long after a refresh that took ``seconds`` was computed the next may start."""
+    return max(MIN_INTERVAL, timedelta(seconds=max(float(seconds), 0.0) / DUTY))
+
+
+def due_at(campaign_id: int) -> datetime | None:
+    """When the campaign's next refresh may start (None: never computed, so now)."""
     last = (
-        StoredFigure.objects.filter(kind=PACED_BY, subject=subject(campaign.pk))
+        StoredFigure.objects.filter(kind=PACED_BY, subject=subject(campaign_id))
         .values_list("computed_at", "seconds")
         .first()
     )
-    if last is not None:
-        computed_at, seconds = last
-        pause = max(MIN_INTERVAL, timedelta(seconds=max(seconds, 0.0) / DUTY))
-        if computed_at > (now or timezone.now()) - pause:
-            return False
-    waiting = Job.objects.filter(
-        kind=JOB_KIND,
-        status__in=[Job.Status.QUEUED, Job.Status.RUNNING],
-        arguments__campaign=campaign.name,
-    )
-    if waiting.exists():
+    return None if last is None else last[0] + pause(last[1])
+
+
+def queue_refresh(campaign_id: int, name: str, now: datetime | None = None) -> bool:
+    """Queue the campaign's ``campaign-figures`` job if its refresh is due and none is queued
+    (a running one may have read the labels before the newest); whether it is taken care of
+    (False: not due yet, look again later)."""
+    due = due_at(campaign_id)
+    if due is not None and due > (now or timezone.now()):
         return False
-    name = campaign.name
-    transaction.on_commit(lambda: runner.submit(JOB_KIND, {"campaign": name}))
+    runner.submit(JOB_KIND, {"campaign": name}, join_running=False)
+    return True
+
+
+class Pacer:
+    """This process's campaigns whose figures are behind their labels, and the thread that
+    queues their refreshes when due (one per process, started by the first note)."""
+
+    def __init__(self, autostart: bool = True) -> None:
+        self.autostart = autostart
+        self._lock = threading.Lock()
+        self._noted: dict[int, tuple[str, int]] = {}
+        self._count = 0
+        self._thread: threading.Thread | None = None
+
+    def note(self, campaign_id: int, name: str) -> None:
+        with self._lock:
+            self._count += 1
+            self._noted[campaign_id] = (name, self._count)
+            if self.autostart and (self._thread is None or not self._thread.is_alive()):
+                self._thread = threading.Thread(
+                    target=self._run, name="firepool-figures-pacer", daemon=True
+                )
+                self._thread.start()
+
+    def noted(self) -> dict[int, str]:
+        with self._lock:
+            return {campaign_id: name for campaign_id, (name, _) in self._noted.items()}
+
+    def look(self, now: datetime | None = None) -> list[int]:
+        """Queue the refreshes due now; the campaigns taken care of (no longer noted unless
+        noted again meanwhile)."""
+        with self._lock:
+            noted = dict(self._noted)
+        done = []
+        for campaign_id, (name, count) in noted.items():
+            if queue_refresh(campaign_id, name, now):
+                done.append(campaign_id)
+                with self._lock:
+                    if self._noted.get(campaign_id, (None, 0))[1] == count:
+                        del self._noted[campaign_id]
+        return done
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(TICK)
+            try:
+                self.look()
+            except Exception:  # a failed look is tried again next tick
+                logger.exception("campaign figures: queueing a refresh failed")
+            finally:
+                connections.close_all()
+
+
+pacer = Pacer()
+
+
+def request_refresh(campaign, judgement_id: int, now: datetime | None = None) -> bool:
+    """After a label is stored (in its transaction): once it commits, note that the
+    campaign's figures must follow it (:class:`Pacer` queues the refresh when due). Whether
+    noted (not when the figures' jobs are turned off, as in tests)."""
+    if not settings.FIREPOOL_WARM_FIGURES:
+        return False
+    campaign_id, name = campaign.pk, campaign.name
+    transaction.on_commit(lambda: pacer.note(campaign_id, name))
     return True

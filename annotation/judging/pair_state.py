@@ -30,7 +30,14 @@ from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
 from annotation.judging import label_models
 from annotation.judging import statements as sql
-from annotation.models import Campaign, CampaignTally, Lease, Pair, open_slots_expression
+from annotation.models import (
+    Campaign,
+    CampaignTally,
+    LapsedLease,
+    Lease,
+    Pair,
+    open_slots_expression,
+)
 from retrieval.label_status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
@@ -193,6 +200,31 @@ def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
             lock_pairs(pair_id for _, pair_id in leases)
         Lease.objects.filter(pk__in=[pk for pk, _ in leases]).delete()
         recount_leases(pair_id for _, pair_id in leases)
+
+
+def _in_campaign(campaign_id: int) -> Q:
+    """Leases (and lapsed ones) on the campaign's pairs or its gold tasks."""
+    return Q(pair__campaign_id=campaign_id) | Q(pair__gold_task__campaign_id=campaign_id)
+
+
+def forget_lapsed(campaign_id: int, annotator_id: int) -> None:
+    """Drop the annotator's lapsed leases in the campaign: no grace period to submit what
+    they had on screen (a paused annotator's)."""
+    LapsedLease.objects.filter(_in_campaign(campaign_id), annotator_id=annotator_id).delete()
+
+
+def release_annotator(campaign_id: int, annotator_id: int) -> int:
+    """End every lease the annotator holds in the campaign (its gold tasks' included) and
+    forget their lapsed ones, so nothing they still have on screen may be submitted: what
+    pausing them does. How many leases ended."""
+    held = list(
+        Lease.objects.filter(_in_campaign(campaign_id), annotator_id=annotator_id).values_list(
+            "pk", "pair_id"
+        )
+    )
+    release_leases(held)
+    forget_lapsed(campaign_id, annotator_id)
+    return len(held)
 
 
 def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None) -> None:

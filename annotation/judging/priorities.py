@@ -430,6 +430,16 @@ class JudgingStatus:
     def budget_spent(self) -> bool:
         return self.budget is not None and self.labels_spent >= self.budget
 
+    @property
+    def all_settled(self) -> bool:
+        """Adaptive: every run's every C@K settled, and labels given (a campaign with none
+        has settled nothing, whatever a grid with no deciding pair says)."""
+        return (
+            bool(self.settled)
+            and self.labels_spent > 0
+            and all(share >= 1.0 for run in self.settled for _, share in run.shares)
+        )
+
 
 _STATUS_COLUMNS = np.dtype(
     [
@@ -439,6 +449,7 @@ _STATUS_COLUMNS = np.dtype(
         ("relevant_count", np.int64),
         ("needed", np.int64),
         ("open_slots", np.int64),
+        ("held", np.bool_),
         ("pending", np.bool_),
         ("status_relevant", np.bool_),
         ("adjudicated_any", np.bool_),
@@ -525,7 +536,8 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
         strategy=settings.strategy,
         budget=settings.budget,
         labels_spent=labels_spent(campaign),
-        labels_left=int(rows["needed"].sum()),
+        # as the tallies count it (the campaign and judging pages' "labels still needed")
+        labels_left=int(rows["needed"][~rows["held"]].sum()),
         open_pairs=int((rows["open_slots"] > 0).sum()),
         parked_pairs=int(parked.sum()),
         runs=tuple(

@@ -155,6 +155,8 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 + [lease for lease in mine if lease.expires_at > now],
                 now,
             )
+            # ...and no grace either: what they still had on screen is refused (submit).
+            pair_state.forget_lapsed(campaign.pk, annotator.pk)
             leases = []
         else:
             _release_lapsed([lease for lease in found if lease.expires_at <= now], now)
@@ -296,6 +298,9 @@ class Progress:
     judged_total: int
     labels_left: int
     pairs: int
+    labels_given: int = 0
+    """The campaign's live labels in all, the annotator's gold answers counted in (the
+    judging page's meter and the home list's "labels given")."""
 
 
 def _utc_day(now: datetime) -> date:
@@ -315,7 +320,12 @@ def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, in
 
 
 def shown_progress(
-    judged: tuple[int, int], gold: tuple[int, int], pairs: int, labels_left: int
+    judged: tuple[int, int],
+    gold: tuple[int, int],
+    pairs: int,
+    labels_left: int,
+    labels_given: int = 0,
+    steady: bool = True,
 ) -> Progress:
     """The figures an annotator is shown, from the running totals: the one rule of the
     judging page (:func:`progress`, the judging API) and the home list
@@ -324,22 +334,33 @@ def shown_progress(
 
     ``judged`` and ``gold`` are the annotator's (today (UTC), in all) live judgements and
     queue answers on gold, ``(0, 0)`` where the campaign serves no gold in its queue;
-    ``pairs`` and ``labels_left`` the campaign's pairs not held and the labels they still
-    need (:func:`campaign_totals`). Gold answers count as judgements, and each also counts
-    as a label done in ``labels_left`` (the campaign's labels still needed less the
-    annotator's live gold answers, at least 0): otherwise it would stay put after a gold
-    answer and fall after any other, telling the annotator which pairs were gold. Whether
-    the campaign is finished, or has work left for them, is read from the campaign's own
-    figure, never this one.
+    ``pairs``, ``labels_left`` and ``labels_given`` the campaign's pairs not held, the labels
+    they still need (:func:`campaign_totals`, the campaign page's "labels still needed")
+    and its live labels. Every answer of the annotator's must move what they see the same
+    way, or the figures would tell which pairs were gold: gold answers count as judgements
+    and as labels given; and where each ordinary label takes one off the labels still
+    needed (``steady``: FIRE's policy in a fixed order), as a label done there too (less
+    the annotator's live gold answers, at least 0). Where it does not (the adaptive label
+    policy, or an adaptive judging order, which ask for labels as they learn), the figure
+    is the campaign's own, which a gold answer leaves as an ordinary one mostly does.
+    Whether the campaign is finished, or has work left for them, is read from the
+    campaign's own figure, never this one.
     """
     judged_today, judged_total = judged
     gold_today, gold_total = gold
     return Progress(
         judged_today=judged_today + gold_today,
         judged_total=judged_total + gold_total,
-        labels_left=max(labels_left - gold_total, 0),
+        labels_left=max(labels_left - gold_total, 0) if steady else labels_left,
         pairs=pairs,
+        labels_given=labels_given + gold_total,
     )
+
+
+def steady(campaign: Campaign) -> bool:
+    """Whether each ordinary label takes one off the campaign's labels still needed: FIRE's
+    label policy in a fixed judging order (see :func:`shown_progress`)."""
+    return not (campaign.settings.label_policy.adaptive or campaign.settings.judging.adaptive)
 
 
 def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
@@ -359,4 +380,6 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
         (tally.gold_today, tally.gold_total) if gold else (0, 0),
         tally.pairs,
         tally.labels_left,
+        tally.labels_given,
+        steady(campaign),
     )

@@ -959,6 +959,9 @@ TALLY_COLUMNS = {
     "labels_left": """
         SELECT coalesce(sum({campaign_tally.labels_left}), 0) FROM {campaign_tally}
         WHERE {campaign_tally.campaign} = %(campaign)s""",
+    "labels_given": """
+        SELECT coalesce(sum({annotator_tally.judged}), 0) FROM {annotator_tally}
+        WHERE {annotator_tally.campaign} = %(campaign)s""",
 }
 GOLD_TALLY_COLUMNS = {
     name: f"""
@@ -978,13 +981,14 @@ GOLD_TALLY_COLUMNS = {
 
 
 class Tallies(NamedTuple):
-    """An annotator's live judgements on a day and in all; a campaign's pairs not held and
-    the labels they need."""
+    """An annotator's live judgements on a day and in all; a campaign's pairs not held, the
+    labels they need and the live labels given in all."""
 
     judged_today: int
     judged_total: int
     pairs: int
     labels_left: int
+    labels_given: int
 
 
 class GoldTallies(NamedTuple):
@@ -994,6 +998,7 @@ class GoldTallies(NamedTuple):
     judged_total: int
     pairs: int
     labels_left: int
+    labels_given: int
     gold_today: int
     gold_total: int
 

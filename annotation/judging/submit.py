@@ -129,16 +129,22 @@ def submit(
             if pair is None or campaign is None:  # deleted while on screen
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
-            got = gold_queue.answer(
-                pair, campaign, annotator, label, client_uuid, seconds, now, played
-            )
-            warning = None
-            if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                if _too_fast(seconds, played, campaign):
-                    # too fast, as after any label
-                    warning = standing.check_pace(campaign, annotator, now).warning
-                else:
-                    standing.check_gold(campaign, annotator, got.evidence, now)
+            paused = _refuse_paused(campaign, annotator)
+            if paused is None:
+                got = gold_queue.answer(
+                    pair, campaign, annotator, label, client_uuid, seconds, now, played
+                )
+                warning = None
+                if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
+                    if _too_fast(seconds, played, campaign):
+                        # too fast, as after any label
+                        warning = standing.check_pace(campaign, annotator, now).warning
+                    else:
+                        standing.check_gold(campaign, annotator, got.evidence, now)
+                if got.created:  # the annotator scores follow gold answers (no statement)
+                    figures_due.request_refresh(campaign, got.judgement.pk, now)
+        if paused is not None:
+            raise _paused_error(paused)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go
             raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(
@@ -152,6 +158,7 @@ def submit(
         # gave up waiting) finds the stored judgement instead of a conflict.
         earlier, gold_uses = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
         existing = next((j for j in earlier if str(j.uuid) == str(client_uuid)), None)
+        paused = None
         if gold_uses:
             raise AssignmentError("conflict", ID_USED)
         if existing is not None:
@@ -166,6 +173,7 @@ def submit(
             created = False
             judgement = existing
             campaign = pair.campaign
+            paused = _refuse_paused(campaign, annotator)
         else:
             if pair is None:
                 raise AssignmentError("not_found", "no such pair")
@@ -173,6 +181,8 @@ def submit(
             require_active(campaign)
             if earlier:
                 raise AssignmentError("conflict", "you have already judged this pair")
+            paused = _refuse_paused(campaign, annotator)
+        if paused is None and existing is None:
             _take_back_lease(pair, annotator, now)
             judgement = sql.insert_judgement(
                 client_uuid, pair.pk, annotator.pk, label, seconds, now, played
@@ -188,6 +198,8 @@ def submit(
             if _too_fast(seconds, played, campaign):
                 # too fast to have watched?
                 warning = standing.check_pace(campaign, annotator, now).warning
+    if paused is not None:
+        raise _paused_error(paused)
     return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
 
 
@@ -199,6 +211,25 @@ def _too_fast(seconds: float | None, played: float | None, campaign: Campaign) -
         return False
     watched = seconds if played is None else min(seconds, played)
     return watched < campaign.settings.gold.floor_seconds
+
+
+def _refuse_paused(campaign: Campaign, annotator):
+    """The annotator's standing if they are paused in the campaign, after ending every lease
+    they hold there (an admin's pause ends them too; this covers one taken as it came): the
+    caller stores nothing and, once this commits, refuses with :func:`_paused_error`. Asked
+    of every answer, a retry's and a gold task's alike (one rule, one statement for all)."""
+    paused = standing.paused(campaign, annotator)
+    if paused is not None:
+        pair_state.release_annotator(campaign.pk, annotator.pk)
+    return paused
+
+
+def _paused_error(paused) -> AssignmentError:
+    return AssignmentError(
+        "paused",
+        f"you are paused in this campaign ({paused.reason}): nothing you submit is taken "
+        "until an admin reinstates you",
+    )
 
 
 def _query_labels(campaign: Campaign, caption_id: int) -> label_models.QueryLabels | None:

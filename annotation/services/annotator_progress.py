@@ -62,10 +62,11 @@ class CampaignProgress:
     budget: int | None = None
     labels_spent: int | None = None
     labels_done: int = 0
-    """Live labels in the campaign, everyone's (the progress bar's done part)."""
+    """Live labels in the campaign, everyone's, the annotator's gold answers counted in
+    (``shown_progress``'s ``labels_given``, the judging API's; the progress bar's done part)."""
     needed_now: bool = False
-    """The judging order is adaptive: what is needed changes as labels come in, so both
-    pages say "needed now" where they would say "left"."""
+    """The judging order or the label policy is adaptive: what is needed changes as labels
+    come in, so both pages say "needed now" where they would say "left"."""
     state: State | None = None
     """The annotator's state here (:mod:`annotation.annotator_state`)."""
 
@@ -194,7 +195,12 @@ def annotator_progress(
     for campaign in campaigns:
         pairs, left = totals.get(campaign.pk, (0, 0))
         shown = queue.shown_progress(
-            judged.get(campaign.pk, (0, 0)), gold.get(campaign.pk, (0, 0)), pairs, left
+            judged.get(campaign.pk, (0, 0)),
+            gold.get(campaign.pk, (0, 0)),
+            pairs,
+            left,
+            spent.get(campaign.pk, 0),
+            queue.steady(campaign),
         )
         found.append(
             CampaignProgress(
@@ -210,8 +216,8 @@ def annotator_progress(
                 labels_needed=left,
                 budget=budgets.get(campaign.pk),
                 labels_spent=spent.get(campaign.pk, 0) if campaign.pk in budgets else None,
-                labels_done=spent.get(campaign.pk, 0),
-                needed_now=campaign.settings.judging.adaptive,
+                labels_done=shown.labels_given,
+                needed_now=not queue.steady(campaign),
             )
         )
     states = campaign_states(campaigns, annotator, found, now)

@@ -52,6 +52,13 @@ class Promotion:
     promoted: int
     already_gold: int
 
+    @property
+    def summary(self) -> str:
+        """What it did, in words (the pages' message)."""
+        return f"{self.promoted} pair{'s' if self.promoted != 1 else ''} promoted to gold" + (
+            f" ({self.already_gold} already gold)." if self.already_gold else "."
+        )
+
 
 @dataclass(frozen=True)
 class GoldSummary:
@@ -201,12 +208,16 @@ def promote(
     explanation: str = "",
     guideline: str = "",
     user=None,
+    expected: int | None = None,
 ) -> Promotion:
     """Make decided pairs of ``campaign`` gold pairs, with their settled label.
 
     Either ``pair_ids`` (each must be a decided pair of the campaign, else nothing is
     promoted) or ``all_decided``. Without an ``explanation`` each gold pair says how its
-    label was settled. Pairs already gold are skipped and counted.
+    label was settled. Pairs already gold are skipped and counted. With ``expected`` (the
+    count a confirmation named, :func:`promotable`), nothing is promoted unless that many
+    would be; and a call that would promote nothing is refused rather than reported as
+    done.
     """
     if (pair_ids is None) == (not all_decided):
         raise GoldError("name the pairs to promote, or ask for every decided pair")
@@ -262,6 +273,24 @@ def promote(
                 pair_id=pk,
                 created_by=user,
             )
+        )
+    if expected is not None and expected != len(created):
+        raise GoldError(
+            f"the count changed from {expected} to {len(created)} since you looked (pairs "
+            "were decided, undone or promoted meanwhile): nothing promoted; confirm again",
+            code="count_changed",
+            status=409,
+        )
+    if not created:
+        raise GoldError(
+            "nothing to promote: "
+            + (
+                f"every decided pair of {campaign.name!r} is gold already"
+                if rows
+                else f"campaign {campaign.name!r} has no decided pair"
+            ),
+            code="nothing_to_promote",
+            status=409,
         )
     with transaction.atomic():
         GoldPair.objects.bulk_create(created, batch_size=1000)

@@ -26,7 +26,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.annotator_state import pause_rule
@@ -35,6 +35,7 @@ from annotation.judging import pair_state
 from annotation.judging.statements import QualificationRow
 from annotation.models import (
     AnnotatorStanding,
+    AnnotatorTally,
     Campaign,
     GoldJudgement,
     Judgement,
@@ -98,11 +99,10 @@ class Person:
     reinstated_by: str | None
     discounted_labels: int
     history: tuple[Event, ...]
-
-    @property
-    def labels(self) -> int:
-        """Campaign labels that count (gold answers and discounted labels left out)."""
-        return self.score.labels if self.score else 0
+    labels: int = 0
+    """Campaign labels that count now (gold answers and discounted labels left out), read
+    live with the page: the stored scores may be older (a speeder paused by the speed rule
+    a moment ago showed 0 labels and no Discount button)."""
 
     @property
     def pause_rule(self) -> str | None:
@@ -173,11 +173,18 @@ def campaign_people(
 ) -> CampaignPeople:
     """Everyone with a part in ``campaign``, in username order, in a fixed number of
     statements (the scores', unless given as ``scores``: the page's stored ones, then one
-    each for labels, gold answers, attempts, standings, history, users and the annotators who
+    each for live labels per annotator, who labelled, gold answers, attempts, standings, history, users and the annotators who
     could be invited)."""
     now = now or timezone.now()
     scores = scores if scores is not None else campaign_scores(campaign)
     by_name = {score.annotator: score for score in scores.annotators}
+    live = dict(
+        AnnotatorTally.objects.filter(campaign=campaign)
+        .order_by()
+        .values("annotator_id")
+        .annotate(n=Sum("judged"))
+        .values_list("annotator_id", "n")
+    )
     labelled = set(
         Judgement.objects.filter(pair__campaign=campaign)
         .order_by()
@@ -255,6 +262,7 @@ def campaign_people(
                 else None,
                 discounted_labels=standing.discounted_labels if standing else 0,
                 history=tuple(reversed(history.get(user.pk, []))),
+                labels=int(live.get(user.pk) or 0),
             )
         )
     invitable = (
@@ -310,8 +318,9 @@ def admit(campaign: Campaign, annotator, admin) -> None:
 
 
 def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
-    """Stop serving the annotator in the campaign until an admin reinstates them; the
-    annotator sees ``reason`` after "paused by an admin"."""
+    """Stop serving the annotator in the campaign until an admin reinstates them: the pairs
+    they hold go back to the queue and their answers are refused from now; the annotator
+    sees ``reason`` after "paused by an admin"."""
     name = _username(annotator)
     reason = reason.strip()
     shown = f"{ADMIN_PAUSE}: {reason}" if reason else ADMIN_PAUSE
@@ -324,12 +333,16 @@ def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
             raise PeopleError(f"{name} is paused already ({standing.reason})")
         standing.paused_at, standing.paused_by, standing.reason = now, admin, shown[:300]
         standing.save(update_fields=["paused_at", "paused_by", "reason"])
+        # What they have on screen is refused from now (annotation.judging.submit).
+        pair_state.release_annotator(campaign.pk, annotator.pk)
         _event(campaign, annotator, StandingEvent.Action.PAUSED, admin, now, reason=shown[:300])
 
 
 def reinstate(campaign: Campaign, annotator, admin) -> None:
-    """An admin lets a paused annotator judge again; earlier gold evidence and pace no
-    longer count. The pause stays in the history: the event names the reason it ended."""
+    """An admin lets a paused annotator judge again. The pause rules (gold accuracy, pace)
+    look only at their answers from now on; their earlier labels still count until they
+    are discounted (:func:`discount`). The pause stays in the history: the event names the
+    reason it ended."""
     name = _username(annotator)
     now = timezone.now()
     with transaction.atomic():

@@ -565,6 +565,18 @@ TABLE_FIGURE_VERSION = 1
 """Bump when what :func:`proxy_table` computes changes, so stored tables are redone."""
 
 
+def cache_files() -> list[tuple[str, int, int]]:
+    """The proxy cache's matrices (name, size, modification time): what a stored figure
+    made from cached proxies is computed from besides its own inputs (a proxy cached since
+    is a new file here)."""
+    cache = Path(settings.FIREPOOL_PROXY_CACHE_DIR)
+    if not cache.is_dir():
+        return []
+    return sorted(
+        (path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in cache.glob("*.npz")
+    )
+
+
 def stored_proxy_table(dataset: Dataset) -> figures.Figure[dict]:
     """:func:`proxy_table` of the cached proxies (``cache_only``, the report page's), computed
     once per set of inputs and served from storage: re-reading and re-splitting the
@@ -572,17 +584,10 @@ def stored_proxy_table(dataset: Dataset) -> figures.Figure[dict]:
     hundreds of MB of every report view at FIRE's scale (111,000 captions). The inputs are the
     dataset's runs and captions (:func:`retrieval.services.rescoring.rescoring_inputs`), its
     models, and the proxy cache's files (a proxy cached since is a new file there)."""
-    cache = Path(settings.FIREPOOL_PROXY_CACHE_DIR)
-    files = (
-        sorted(
-            (path.name, path.stat().st_size, path.stat().st_mtime_ns)
-            for path in cache.glob("*.npz")
-        )
-        if cache.is_dir()
-        else []
-    )
     models = list(dataset.models.order_by("name").values_list("pk", "name"))
-    inputs = rescoring_inputs(dataset, None, TABLE_FIGURE, TABLE_FIGURE_VERSION, models, files)
+    inputs = rescoring_inputs(
+        dataset, None, TABLE_FIGURE, TABLE_FIGURE_VERSION, models, cache_files()
+    )
     return figures.exact(
         TABLE_FIGURE,
         f"dataset {dataset.pk}",

@@ -166,8 +166,9 @@ def _judging_kinds(
     unjudged = len(state.unjudged[0])
     result.notes.append(
         f"judging stopped with {unjudged} pooled pairs unjudged: each corrected C@K and AP is "
-        "exact, bounds (unjudged counted irrelevant, then relevant) or an estimate from a "
-        "random sample of queries (see kinds)"
+        "exact, open (unjudged pairs can still move it: its interval holds every value they "
+        "allow) or an estimate from a random sample of queries, as the report's \"How "
+        'settled each corrected score is" says (kinds, in the JSON)'
     )
 
 

@@ -1,6 +1,10 @@
-"""Template filters for report pages: shares in percent (campaigns), scores in points (runs)."""
+"""Template filters for report pages: shares in percent (campaigns), scores in points (runs),
+a stored figure's age."""
+
+from datetime import datetime
 
 from django import template
+from django.utils import timezone
 
 from retrieval import rescoring
 
@@ -35,3 +39,21 @@ def segment_place(video) -> str:
     from retrieval.services.media import segment_label
 
     return segment_label(video)
+
+
+@register.filter
+def age(when: datetime | None) -> str:
+    """How long ago ``when`` was, to the second under a minute (``12 s``, ``4 min 5 s``,
+    ``3 h 20 min``): a stored figure's age, where ``timesince`` says "0 minutes"."""
+    if when is None or when == "":
+        return "—"
+    seconds = max(int((timezone.now() - when).total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if minutes < 10 and seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} days"

@@ -402,7 +402,9 @@ def test_promote_names_the_count_and_post_does_it(campaign, people, client):
     assert not GoldPair.objects.exists()  # a GET writes nothing
     assert client.post(url, {"explanation": "x" * 2001}).status_code == 400
     assert not GoldPair.objects.exists()
-    answer = client.post(url, {"explanation": "Seen by an admin."})
+    refused = client.post(url, {"explanation": "Seen by an admin."})  # no confirmed count
+    assert refused.status_code == 400 and not GoldPair.objects.exists()
+    answer = client.post(url, {"explanation": "Seen by an admin.", "expected": 3})
     assert answer.status_code == 302
     assert set(GoldPair.objects.values_list("pair_id", flat=True)) == {p.pk for p in decided}
     assert "No decided pair" in client.get(url).content.decode()

@@ -14,6 +14,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
+from annotation.campaign_read.overview import LabelCounts
 from annotation.campaign_read.reporting import campaign_report
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.judging import priorities, queue, submit
@@ -308,7 +309,8 @@ def test_the_campaign_page_shows_each_section(resolved):
         1,
         5,
     )
-    assert page.judged_today == 12 and page.judging.labels_left == 0
+    assert page.counts == LabelCounts(today=12, in_all=12, still_needed=0)
+    assert page.judging.labels_left == 0
     assert 'id="progress-today">12<' in html and 'id="progress-pairs">6<' in html
     # Agreement: the agreement page's report, figure for figure.
     report = campaign_report(campaign)

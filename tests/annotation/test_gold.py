@@ -132,9 +132,11 @@ def test_promote_decided_pairs(judged, people):
         assert by_pair[pair.pk].label == wanted
         assert by_pair[pair.pk].explanation == f"All 2 annotators judged it {wanted}."
         assert by_pair[pair.pk].source == "promoted"
-    # Again: nothing new, everything already gold.
-    again = gold.promote(campaign, all_decided=True)
-    assert (again.promoted, again.already_gold) == (0, expected)
+    # Again: nothing new, everything already gold: refused, not "0 pairs promoted".
+    with pytest.raises(gold.GoldError, match="is gold already") as refused:
+        gold.promote(campaign, all_decided=True)
+    assert refused.value.status == 409
+    assert GoldPair.objects.filter(campaign=campaign).count() == expected
 
 
 def test_promote_refuses_undecided_pairs_and_writes_nothing(judged):
@@ -356,3 +358,42 @@ def test_the_gold_template_imports_as_promoting_every_decided_pair_would(
         )
     )
     assert result.created == len(mine) and mine == theirs
+
+
+def test_promoting_every_decided_pair_takes_the_confirmed_count(judged, people):
+    """Issue 38 §3: the page names the count and the POST carries it, as a discount does: no
+    count, a changed count or nothing to promote promotes nothing and says so."""
+    from django.test import Client
+
+    campaign = judged
+    admin = Client()
+    admin.force_login(people["admin"])
+    count = gold.promotable(campaign)
+    assert count > 1
+    page = admin.get(f"/campaigns/{campaign.pk}/gold/promote-decided/")
+    assert f'name="expected" value="{count}"' in page.content.decode()
+    adjudicate = admin.get(f"/campaigns/{campaign.pk}/adjudicate/").content.decode()
+    assert 'name="all_decided"' not in adjudicate  # no one-click promotion of everything
+    assert f"/campaigns/{campaign.pk}/gold/promote-decided/" in adjudicate
+    for url in (
+        f"/campaigns/{campaign.pk}/gold/promote-decided/",
+        f"/campaigns/{campaign.pk}/gold/promote/",
+    ):
+        missing = admin.post(url, {"all_decided": "on"})
+        assert missing.status_code == 400 and "confirm the count" in missing.content.decode()
+        changed = admin.post(url, {"all_decided": "on", "expected": count - 1})
+        assert changed.status_code == 409, url
+        assert f"changed from {count - 1} to {count}" in changed.content.decode()
+    assert not GoldPair.objects.exists()
+    done = admin.post(
+        f"/campaigns/{campaign.pk}/gold/promote-decided/", {"expected": count}, follow=True
+    )
+    assert f"{count} pairs promoted to gold." in done.content.decode()
+    assert GoldPair.objects.count() == count
+    nothing = admin.post(f"/campaigns/{campaign.pk}/gold/promote-decided/", {"expected": 0})
+    assert nothing.status_code == 409 and "nothing to promote" in nothing.content.decode()
+    assert "0 pairs promoted" not in nothing.content.decode()
+    one = GoldPair.objects.first().pair_id
+    again = admin.post(f"/campaigns/{campaign.pk}/gold/promote/", {"pair": one})
+    assert again.status_code == 409 and "0 pairs promoted" not in again.content.decode()
+    assert GoldPair.objects.count() == count

@@ -267,3 +267,92 @@ def test_the_admin_sites_actions_share_the_service(people):
         ("discounted", boss.pk),
     ]
     assert not Judgement.objects.filter(annotator=annotator, undone_at__isnull=True).exists()
+
+
+@pytest.mark.parametrize("gold_rate", [0.0, 1.0])
+def test_a_paused_annotator_submits_nothing_and_holds_no_pair(people, gold_rate):
+    """Issue 38 §3: pausing ends the annotator's leases; what they still had on screen (a
+    pair or a gold task, a fresh answer or a retry of one stored before) is refused with 409
+    and stored nowhere; reinstating says truly what changes."""
+    from rest_framework.test import APIClient
+
+    from annotation.models import GoldJudgement, Lease
+
+    campaign = make_campaign(n_queries=6, depth=3, seed=11)
+    if gold_rate:
+        add_gold(campaign, 6, rate=gold_rate)
+    annotator, admin = people["annotator"], people["admin"]
+    api = APIClient(enforce_csrf_checks=True)
+    api.force_authenticate(annotator)
+    base = f"/api/campaigns/{campaign.pk}/"
+    got = api.post(base + "next/").json()
+    done = {"pair": got["current"]["pair"], "label": "relevant", "uuid": str(uuid.uuid4())}
+    assert api.post(base + "submit/", done, format="json").status_code == 200
+    got = api.post(base + "next/").json()
+    on_screen = [got["current"]["pair"], got["upcoming"]["pair"]]
+    assert Lease.objects.filter(annotator=annotator).count() == 2
+    stored = Judgement.objects.count() + GoldJudgement._base_manager.count()
+
+    page = _client(admin).post(_url(campaign, f"{annotator.pk}/pause/"), {"reason": "checking"})
+    assert page.status_code == 302
+    assert Lease.objects.filter(annotator=annotator).count() == 0  # back to the queue
+    shown = [str(m) for m in page.wsgi_request._messages]
+    assert shown == [
+        "annotator is paused: the pairs they held went back to the queue, and they are served "
+        "nothing and their answers are refused until reinstated."
+    ]
+    for pair in on_screen:
+        body = {"pair": pair, "label": "relevant", "uuid": str(uuid.uuid4())}
+        refused = api.post(base + "submit/", body, format="json")
+        assert refused.status_code == 409, refused.content
+        assert refused.json()["code"] == "paused" and "checking" in refused.json()["detail"]
+    retry = api.post(base + "submit/", done, format="json")  # stored before the pause
+    assert retry.status_code == 409 and retry.json()["code"] == "paused"
+    assert Judgement.objects.count() + GoldJudgement._base_manager.count() == stored
+
+    page = _client(admin).post(_url(campaign, f"{annotator.pk}/reinstate/"))
+    shown = [str(m) for m in page.wsgi_request._messages]
+    assert "Their earlier labels still count" in shown[0]
+    assert "only their work from now on counts" not in shown[0]
+    (person,) = people_service.campaign_people(campaign).people
+    assert person.labels == Judgement.objects.filter(annotator=annotator).count()
+
+
+def test_a_lease_taken_as_the_pause_came_is_refused_and_released(people):
+    """A lease the pause did not see (taken in a race) is refused at submit and ended."""
+    from annotation.judging.errors import AssignmentError
+    from annotation.models import Lease
+
+    campaign = make_campaign(n_queries=4, depth=2, seed=5)
+    annotator = people["annotator"]
+    current = queue.assign(campaign, annotator).current
+    AnnotatorStanding.objects.create(
+        campaign=campaign, annotator=annotator, paused_at=timezone.now(), reason="by a rule"
+    )
+    with pytest.raises(AssignmentError) as refused:
+        submit.submit(annotator, current.pair.pk, "relevant", uuid.uuid4())
+    assert refused.value.code == "paused" and refused.value.status == 409
+    assert not Lease.objects.filter(annotator=annotator).exists()
+    assert not Judgement.objects.filter(annotator=annotator).exists()
+
+
+def test_a_speeder_paused_a_moment_ago_shows_their_labels_and_the_discount(people, monkeypatch):
+    """Issue 38 §2: the people page read an annotator's labels from the stored scores, so a
+    speeder just paused by the speed rule showed 0 labels and no Discount button until the
+    figures were computed again; the labels are read live."""
+    from annotation.campaign_read import live_figures
+
+    campaign = make_campaign(n_queries=20, depth=3, seed=6)
+    live_figures.live_figures(campaign)  # stored before any label
+    monkeypatch.setattr(live_figures, "INLINE_SECONDS", 0.0)  # as at scale: not redone here
+    fast = people["annotator"]
+    while (current := queue.assign(campaign, fast).current) is not None:
+        submit.submit(fast, current.pair.pk, "relevant", uuid.uuid4(), seconds=0.2)
+    labels = Judgement.objects.filter(annotator=fast, undone_at__isnull=True).count()
+    assert labels and standing.paused(campaign, fast) is not None
+    page = _client(people["admin"]).get(_url(campaign))
+    assert not page.context["live"].current  # the stored scores are older
+    (person,) = page.context["page"].people
+    assert person.labels == labels and person.status == "paused by the speed rule"
+    html = page.content.decode()
+    assert f'data-label="Labels">{labels}<' in html and "Discount labels…" in html

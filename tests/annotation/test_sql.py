@@ -118,7 +118,9 @@ def test_tallies_match_counts_through_the_orm(world):
     assert row.judged_today == live.filter(created_at__date=now.date()).count() == 2
     assert row.judged_total == live.count() == 2
     assert (row.pairs, row.labels_left) == (pairs["n"], pairs["left"])
-    assert sql.tallies(campaign.pk, None, now.date())[2:] == (pairs["n"], pairs["left"])
+    assert sql.tallies(campaign.pk, None, now.date())[2:4] == (pairs["n"], pairs["left"])
+    everyone = Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
+    assert row.labels_given == everyone.count()
 
 
 @pytest.mark.parametrize("packed", [True, False])

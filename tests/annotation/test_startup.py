@@ -172,3 +172,50 @@ def test_the_demo_campaign_job_waits_for_the_four_runs_then_pools_them_once():
     execute(again.pk)
     again.refresh_from_db()
     assert again.result["campaign_id"] == campaign.pk and Campaign.objects.count() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_retrying_a_failed_demo_campaign_job_finishes_the_campaign(monkeypatch):
+    """Issue 38 §3: a demo-campaign job that failed after pooling left a half-made campaign;
+    its retry found the campaign and "succeeded" at once, doing nothing. The retry now
+    finishes what is missing (pre-fill, resolution), and only a complete campaign is kept
+    as it is."""
+    from annotation import demo_campaign
+    from annotation.campaign_read.overview import campaign_label_sets
+    from annotation.models import Campaign, Judgement
+    from jobs.tasks import execute
+    from retrieval.services.demo import create_demo_dataset
+
+    dataset = create_demo_dataset(name=startup.DEMO_DATASET, n_videos=36, seed=1, workers=2)
+    for seed, name in enumerate(("random", "minilm", "mme", "jpose")):
+        random_run(dataset, name, seed)
+    real = demo_campaign.resolve_campaign
+
+    def broken(campaign):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(demo_campaign, "resolve_campaign", broken)
+    arguments = {"dataset": dataset.name, "name": "demo-campaign"}
+    failed = runner.record("demo_campaign", arguments, runner.STARTUP)
+    execute(failed.pk)
+    failed.refresh_from_db()
+    assert failed.status == Job.Status.FAILED and "disk full" in failed.error
+    campaign = Campaign.objects.get(name="demo-campaign")
+    labels = Judgement.objects.filter(pair__campaign=campaign).count()
+    assert labels > 0 and not campaign_label_sets(campaign).exists()
+
+    monkeypatch.setattr(demo_campaign, "resolve_campaign", real)
+    again = runner.retry(failed)
+    execute(again.pk)
+    again.refresh_from_db()
+    assert again.status == Job.Status.SUCCEEDED, again.error
+    assert again.result["done"] == "resolved"
+    assert campaign_label_sets(campaign).count() == 1
+    assert Campaign.objects.count() == 1
+    assert Judgement.objects.filter(pair__campaign=campaign).count() == labels
+
+    third = runner.record("demo_campaign", arguments, runner.STARTUP)
+    execute(third.pk)
+    third.refresh_from_db()
+    assert third.result["done"] == "nothing: it was complete already"

@@ -345,13 +345,13 @@ def test_exports_carry_the_labels_intervals_after_the_old_columns():
             assert line[f"corrected {m} labels parts"] == "; ".join(interval.parts)
             assert row["intervals"][m] == {"metric": m, **interval.as_dict()}
     text = render(b, "table")
-    assert "95% intervals [low–high] from the labels" in text
+    assert "intervals [low–high] from the labels" in text
     c1 = result.intervals["B"]["C@1"]
     assert f"C@1 {points(c1.value)} [{points(c1.low)}–{points(c1.high)}]" in text
     bracket = f"{{\\scriptsize [{points(c1.low)}--{points(c1.high)}]}}"
     for layout in ("rows", "fire"):
         latex = to_latex(b, layout=layout)
-        assert bracket in latex and "from the labels holds" in latex
+        assert bracket in latex and "What the bracket beside a corrected score holds" in latex
         shown = sum(bool(i.parts) for row in b.rows for i in row.intervals.values())
         assert latex.count("\\scriptsize") == shown  # each corrected score, once
 
@@ -371,3 +371,25 @@ def test_exact_scores_show_no_labels_interval():
     assert float(line["corrected C@1 labels low"]) == pytest.approx(float(line["corrected C@1"]))
     assert "from the labels" not in render(b, "table")
     assert "scriptsize" not in to_latex(b) and "from the labels" not in to_latex(b)
+
+
+def test_best_is_marked_only_among_runs_whose_scores_compare():
+    """Issue 38 §3: an unpooled run's corrected score counts only positives the pooled runs
+    found, so it is not marked best (nor tied) in the corrected columns, and a note says why;
+    its original scores, on the same positives as everyone's, still compete."""
+    result = rescore(RUNS, CORRECTED, original=ORIGINAL, pooled={"B": RUNS["B"]}, pool_depth=3)
+    b = leaderboard.build(
+        result, dataset="toy", label_set="judged", pooled_runs=["B"], resamples=50
+    )
+    r = rows(b)
+    # Corrected C@1: U 0.5 and A 0.75 beat B 0.25, but neither was pooled.
+    assert r["A"].corrected["C@1"].value > r["B"].corrected["C@1"].value
+    for run in ("A", "U"):
+        cell = r[run].corrected["C@1"]
+        assert not cell.best and not cell.tied and cell.p_holm is None
+    assert r["B"].corrected["C@1"].best
+    assert r["A"].original["C@1"].best  # the original scores compare across every run
+    (note,) = [note for note in b.notes if "pooled runs only" in note]
+    assert "A, U were not pooled" in note
+    # Unknown pooling: every run competes, as before.
+    assert rows(board(pooled_runs=None))["A"].corrected["C@1"].best

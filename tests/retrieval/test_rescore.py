@@ -263,7 +263,7 @@ def test_a_label_set_with_confidences_widens_the_intervals(world):
     table = io.StringIO()
     call_command("rescore", dataset="w", labels="fire-p", stdout=table)
     text = table.getvalue()
-    assert "95% intervals [low–high]" in text and "label noise" in text
+    assert "intervals [low–high] from the labels" in text and "label noise" in text
     section = text[text.index("Corrected scores with") :].splitlines()
     first = next(line for line in section if line.startswith("first "))
     assert f"{points(c1['value'])} [{points(c1['low'])}–{points(c1['high'])}]" in first

@@ -3,7 +3,6 @@
 from django.core.management.base import CommandError
 
 from annotation.demo_campaign import DEMO_CAMPAIGN, create_demo_campaign
-from annotation.models import Campaign
 from config.commands import BaseCommand
 from retrieval.models import Dataset
 
@@ -26,9 +25,6 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **options):
-        if Campaign.objects.filter(name=options["name"]).exists():
-            self.stdout.write(f"Campaign {options['name']!r} already exists; keeping it.")
-            return
         dataset = Dataset.objects.filter(name=options["dataset"]).first()
         if dataset is None:
             raise CommandError(f"no dataset named {options['dataset']!r}; run `manage.py demo`")
@@ -40,8 +36,12 @@ class Command(BaseCommand):
             error_rate=options["error_rate"],
             seed=options["seed"],
         )
+        if not made.done:
+            self.stdout.write(f"Campaign {options['name']!r} is complete already; keeping it.")
+            return
         self.stdout.write(
-            f"Campaign {made.campaign.name!r}: {made.campaign.pairs.count()} pairs from "
+            f"Campaign {made.campaign.name!r} ({', '.join(made.done)}): "
+            f"{made.campaign.pairs.count()} pairs from "
             f"{', '.join(made.runs)}; {made.labels} labels pre-filled by "
             f"{made.annotators} simulated annotators (error rate {options['error_rate']}); "
             f"label set {made.label_set!r} holds {made.positives} judged positives so "

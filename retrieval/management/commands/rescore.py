@@ -117,7 +117,7 @@ def render(result: Rescoring, fmt: str) -> str:
             lines.append(run.ljust(width) + "  ".join(cells))
     shown = [interval for scores in intervals.values() for interval in scores.values()]
     if any(interval.parts for interval in shown):
-        lines += ["", "Corrected scores with their 95% intervals [low–high], in points"]
+        lines += ["", "Corrected scores with their intervals [low–high] from the labels, in points"]
         lines.append(interval_legend(shown))
         width = max(len(run) for run in intervals) + 2
         names = interval_metrics()
@@ -136,9 +136,11 @@ def render(result: Rescoring, fmt: str) -> str:
 
 
 def settled_text(score) -> str:
-    """``exact 41.2``, ``bounds 38.0-52.5`` or ``estimate 44.1 (40.3-47.9)``, in points."""
+    """``exact 41.2``, ``open`` (unjudged pairs can still move it: its one interval, in the
+    table above, holds what they allow) or ``estimate 44.1`` (its interval is above too), in
+    points: one interval per score."""
     if score.kind == "exact":
         return f"exact {100 * score.value:.1f}"
     if score.kind == "bounds":
-        return f"bounds {100 * score.low:.1f}-{100 * score.high:.1f}"
-    return f"estimate {100 * score.value:.1f} ({100 * score.low:.1f}-{100 * score.high:.1f})"
+        return "open"
+    return f"estimate {100 * score.value:.1f}"
