@@ -94,7 +94,6 @@
     mode: "loading", // loading | judging | feedback | finished | waiting
     annotator: null, // the annotator's state (annotation.annotator_state), as the API says it
     held: null, // after a training answer: the response to apply once "Next" is pressed
-    meterWhole: null, // the progress bar's whole: labels given at page load + left then
     campaign: null,
     current: null,
     upcoming: null,
@@ -231,25 +230,23 @@
     const left = root.dataset.neededNow === "1" ? "labels needed now" : "labels left";
     els.progress.textContent =
       `judged today ${n(progress.judged_today)} · in all ${n(progress.judged_total)} · ${left} ${n(progress.labels_left)}`;
-    renderMeter(progress.labels_left);
+    renderMeter(progress.labels_left, progress.labels_given);
   }
 
-  function renderMeter(labelsLeft) {
-    // The campaign's labels given, of given + still needed: the whole is fixed at the first
-    // answer (labels given at page load + left then) and grows only when an adaptive order
-    // asks for more, so the bar never jumps back for labels others give meanwhile.
-    const done = Number(root.dataset.labelsDone) || 0;
+  function renderMeter(labelsLeft, labelsGiven) {
+    // The campaign's labels given (everyone's, with this annotator's gold answers, so every
+    // answer moves it by one and gold is not told apart), of given + still needed.
     if (!els.meter || typeof labelsLeft !== "number") {
       return;
     }
-    state.meterWhole = Math.max(state.meterWhole || 0, done + labelsLeft);
-    const whole = state.meterWhole;
-    const percent = whole ? Math.round((100 * (whole - labelsLeft)) / whole) : 100;
+    const given =
+      typeof labelsGiven === "number" ? labelsGiven : Number(root.dataset.labelsDone) || 0;
+    const whole = given + labelsLeft;
+    const percent = whole ? Math.round((100 * given) / whole) : 100;
     els.meterFill.style.width = `${percent}%`;
     els.meter.querySelector("[role=progressbar]").setAttribute("aria-valuenow", String(percent));
     els.meter.title = `${percent}% of the campaign's labels given`;
     // The home list's words (templates/annotation/_progress.html), figure for figure.
-    const given = whole - labelsLeft;
     const order = root.dataset.neededNow === "1" ? "; the judging order decides what is needed now" : "";
     byId("judge-meter-text").textContent =
       `${given.toLocaleString("en")} label${given === 1 ? "" : "s"} given (${percent}%)${order}`;
