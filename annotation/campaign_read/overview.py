@@ -24,7 +24,7 @@ from annotation.judging import pair_state
 from annotation.judging.priorities import JudgingStatus
 from annotation.models import AnnotatorTally, Campaign, CampaignTally, Escalation, Pair
 from annotation.settings import GoldSettings, JudgingSettings, LabelPolicy
-from retrieval.models import LabelSet
+from retrieval.models import BROWSER_READY_STATES, LabelSet, Video
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,8 @@ class CampaignPage:
     waiting_for_admin: int
     label_sets: tuple[LabelSet, ...]
     live: live_figures.LiveFigures
+    waiting_for_media: int = 0
+    """Pairs not served yet because their video's browser copy or segment clip is not made."""
     """The stored figures ``judging`` and ``agreement`` come from, with their age."""
 
     @property
@@ -203,4 +205,17 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         .filter(pair_state.waiting_for_admin())
         .count(),
         label_sets=label_sets,
+        waiting_for_media=waiting_for_media(campaign),
     )
+
+
+def waiting_for_media(campaign: Campaign) -> int:
+    """Pairs of ``campaign`` whose video a browser cannot be given yet (the judging queue
+    skips them until the media job has made their file): one query on the dataset's videos,
+    and a count of pairs only when some video is waiting."""
+    waiting = Video.objects.filter(dataset_id=campaign.dataset_id).exclude(
+        media_state__in=BROWSER_READY_STATES
+    )
+    if not waiting.exists():
+        return 0
+    return Pair.objects.filter(campaign=campaign, video__in=waiting).count()

@@ -35,3 +35,14 @@ def test_pairs_wait_for_their_browser_files(campaign, people):
     assert served.pair.video.source_url.endswith("derived/aa/x.mp4")
     upcoming = assignment.upcoming
     assert upcoming is None or upcoming.pair.video_id == ready.pk
+
+
+def test_the_campaign_page_says_how_many_pairs_wait_for_their_files(campaign, people, client):
+    client.force_login(people["admin"])
+    assert b'id="waiting-for-media"' not in client.get(f"/campaigns/{campaign.pk}/").content
+    first = campaign.pairs.order_by("position").first()
+    Video.objects.filter(pk=first.video_id).update(media_state=Video.MediaState.PENDING)
+    waiting = campaign.pairs.filter(video_id=first.video_id).count()
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="waiting-for-media"' in page
+    assert f">{waiting} pair" in page and "served once the media job has made" in page
