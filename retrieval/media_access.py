@@ -77,8 +77,12 @@ def may_fetch(user, name: str) -> bool:
         allowed = Video.objects.filter(
             Q(media=name) | Q(features=name) | Q(browser_media=name)
         ).exists()
+    elif name.startswith(DERIVED_DIR + "/"):
+        allowed = _granted_original(user, name)
     else:
-        allowed = any(grant(user, name) for grant in _grants) or _granted_original(user, name)
+        # Everyone else gets what browsers play: an original only where it plays as it is,
+        # else its browser copy or segment clip (a recording's hour, never its segment).
+        allowed = _plays_as_is(name) and any(grant(user, name) for grant in _grants)
     if allowed:
         cache.set(key, True, GRANT_SECONDS)
     return allowed
@@ -89,10 +93,13 @@ ORIGINALS_ASKED = 20
 by videos of one file, so one name in practice)."""
 
 
+def _plays_as_is(name: str) -> bool:
+    """True when ``name`` is the original file of a video browsers are given as it is."""
+    return Video.objects.filter(media=name, media_state=Video.MediaState.AS_IS).exists()
+
+
 def _granted_original(user, name: str) -> bool:
     """True when ``name`` is the derived file of a video whose original a grant allows."""
-    if not name.startswith(DERIVED_DIR + "/"):
-        return False
     originals = (
         Video.objects.filter(browser_media=name)
         .values_list("media", flat=True)

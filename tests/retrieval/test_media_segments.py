@@ -88,3 +88,7 @@ def test_whoever_may_fetch_an_original_may_fetch_its_clip(recording, monkeypatch
     monkeypatch.setattr(media_access, "_grants", [lambda user, name: name == video.media.name])
     assert media_access.may_fetch(users[ANNOTATOR], video.browser_media)
     assert not media_access.may_fetch(users[ANNOTATOR], "derived/00/unknown.mp4")
+    # Annotators get the segment's clip, never the whole recording it was cut from; those
+    # who may see every video still may.
+    assert not media_access.may_fetch(users[ANNOTATOR], video.media.name)
+    assert media_access.may_fetch(users[RESEARCHER], video.media.name)
