@@ -52,7 +52,7 @@ class CaptionInline(admin.TabularInline):
 
 @admin.register(Video)
 class VideoAdmin(admin.ModelAdmin):
-    list_display = ["key", "dataset", "split", "duration", "start", "end"]
+    list_display = ["thumbnail", "key", "dataset", "split", "duration", "start", "end"]
     list_filter = ["dataset", "split"]
     search_fields = ["key"]
     list_select_related = ["dataset"]
@@ -71,6 +71,12 @@ class VideoAdmin(admin.ModelAdmin):
         "metadata",
     ]
     inlines = [CaptionInline]
+
+    @admin.display(description="")
+    def thumbnail(self, obj: Video) -> str:
+        if not obj.poster_url:
+            return ""
+        return format_html('<img src="{}" alt="" width="96" loading="lazy">', obj.poster_url)
 
     @admin.display(description="preview")
     def player(self, obj: Video) -> str:

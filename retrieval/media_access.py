@@ -73,11 +73,14 @@ def may_fetch(user, name: str) -> bool:
     key = "media-grant:" + hashlib.sha256(token.encode()).hexdigest()
     if cache.get(key):
         return True
+    derived = name.startswith(DERIVED_DIR + "/")
+    if derived and name.endswith(".jpg"):  # a poster: fetched by whoever may fetch its file
+        name = name[: -len(".jpg")] + ".mp4"
     if roles.has_perm(user, roles.VIEW_VIDEOS):
         allowed = Video.objects.filter(
             Q(media=name) | Q(features=name) | Q(browser_media=name)
         ).exists()
-    elif name.startswith(DERIVED_DIR + "/"):
+    elif derived:
         allowed = _granted_original(user, name)
     else:
         # Everyone else gets what browsers play: an original only where it plays as it is,

@@ -155,6 +155,14 @@ class Video(models.Model):
         return self.url
 
     @property
+    def poster_url(self) -> str:
+        """A still of the browser copy or segment clip (at the segment's start), shown while
+        it loads and as a thumbnail; "" where none was made (a file that plays as it is)."""
+        if self.media_state != self.MediaState.READY or not self.browser_media:
+            return ""
+        return settings.MEDIA_URL + poster_name(self.browser_media)
+
+    @property
     def browser_ready(self) -> bool:
         """False while the browser copy or segment clip this video needs is not made."""
         return self.media_state in (self.MediaState.AS_IS, self.MediaState.READY)
@@ -175,6 +183,11 @@ class Video(models.Model):
         if self.end is None:
             return f"#t={start:.3f}"
         return f"#t={start:.3f},{max(start, self.end - offset):.3f}"
+
+
+def poster_name(derived: str) -> str:
+    """The poster JPEG made beside a derived file (``derived/ab/<key>.mp4`` -> ``.jpg``)."""
+    return derived.rsplit(".", 1)[0] + ".jpg"
 
 
 BROWSER_READY_STATES = (Video.MediaState.AS_IS.value, Video.MediaState.READY.value)

@@ -29,6 +29,10 @@ class TaskSerializer(serializers.Serializer):
         "seconds of video_url) that plays exactly the captioned span, which the page loops; "
         "empty for a whole video.",
     )
+    poster_url = serializers.CharField(
+        source="pair.video.poster_url",
+        help_text="A still of the video shown while it loads; empty where none was made.",
+    )
     segment = serializers.SerializerMethodField(
         help_text="Where a segment sits in its recording, e.g. '0:21-0:26 of P01_01, "
         "1:00:00'; empty for a whole video."
@@ -277,6 +281,7 @@ def _task(task, show_roles: bool) -> dict | None:
         "caption_key": str(caption.key),
         "video_url": str(pair.video.source_url),
         "video_fragment": str(pair.video.media_fragment),
+        "poster_url": str(pair.video.poster_url),
         "segment": segment_label(pair.video),
         "expires_at": _DATETIME.to_representation(task.expires_at),
         "roles": (caption.role_spans or []) if show_roles else [],

@@ -32,8 +32,8 @@ from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
 from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
-from retrieval.media.transcode import TranscodeError, make_copy
-from retrieval.models import Dataset, DerivedMedia, Video
+from retrieval.media.transcode import TranscodeError, make_copy, make_poster
+from retrieval.models import Dataset, DerivedMedia, Video, poster_name
 
 MEDIA_JOB = "media"
 DERIVED_DIR = "derived"
@@ -265,6 +265,7 @@ def make_missing(
             if say:
                 say(f"failed: {row.source} ({row.kind}): {exc}")
         else:
+            _poster(root, row, say)
             if outcome is not None:
                 made += 1
                 source_seconds += outcome.source_seconds
@@ -297,6 +298,24 @@ def _make(root: Path, row: DerivedMedia):
     if fingerprint(source) != row.fingerprint:
         raise TranscodeError(f"{row.source} changed since it was imported; import it again")
     return make_copy(source, root / row.name, copy, start=row.start, end=row.end, progress=beat)
+
+
+def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
+    """Write the poster beside a made file: its frame at the segment's start (a clip starts
+    a margin earlier) or its first. A poster that cannot be made leaves the file without
+    one (the player shows its first frame instead)."""
+    target = root / poster_name(row.name)
+    if target.is_file():
+        return
+    at = 0.0
+    if row.kind == DerivedMedia.Kind.CLIP:
+        segment_start = Video.objects.filter(derived=row).values_list("start", flat=True).first()
+        at = max(0.0, (segment_start or row.start or 0.0) - (row.start or 0.0))
+    try:
+        make_poster(root / row.name, target, at=at)
+    except (TranscodeError, OSError) as exc:
+        if say:
+            say(f"no poster for {row.name}: {exc}")
 
 
 def _finish(row: DerivedMedia, status: str, **fields) -> None:

@@ -695,6 +695,11 @@
       delete video.dataset.spanStart;
       delete video.dataset.spanEnd;
     }
+    if (task.poster_url) {
+      video.poster = task.poster_url; // shown until the first frame
+    } else {
+      video.removeAttribute("poster");
+    }
     video.src = task.video_url + (span ? task.video_fragment : ""); // starts the resource selection
   }
 
@@ -725,6 +730,7 @@
   function unload(video) {
     video.pause();
     delete video.dataset.pair;
+    video.removeAttribute("poster");
     if (video.hasAttribute("src")) {
       video.removeAttribute("src");
       video.load();

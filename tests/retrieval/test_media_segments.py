@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from PIL import Image
 
 from retrieval.encoders.features import decode_frames, span_times
 from retrieval.media.probe import probe
@@ -60,6 +61,13 @@ def test_each_segment_gets_a_clip_of_its_span(recording):
         assert segment_label(video).startswith(
             f"0:0{int(video.start)}-0:0{int(video.end)} of P01_01, 0:04"
         )
+        # Its poster: a JPEG beside the clip, of the segment's first frame.
+        assert video.poster_url == settings.MEDIA_URL + video.browser_media[:-4] + ".jpg"
+        with Image.open(root / (video.browser_media[:-4] + ".jpg")) as poster:
+            assert poster.format == "JPEG"
+            still = np.asarray(poster.convert("RGB"), dtype=float)
+        centre = still[still.shape[0] // 2 :, still.shape[1] // 2 :].reshape(-1, 3).mean(0)
+        assert np.abs(centre - np.array(colour)).max() < 12, centre
 
 
 def test_two_segments_of_one_recording_get_different_features(recording):
@@ -92,3 +100,8 @@ def test_whoever_may_fetch_an_original_may_fetch_its_clip(recording, monkeypatch
     # who may see every video still may.
     assert not media_access.may_fetch(users[ANNOTATOR], video.media.name)
     assert media_access.may_fetch(users[RESEARCHER], video.media.name)
+    poster = video.browser_media[:-4] + ".jpg"  # a clip's poster goes with the clip
+    monkeypatch.setattr(media_access, "_grants", [])
+    assert not media_access.may_fetch(users[ANNOTATOR], poster)
+    monkeypatch.setattr(media_access, "_grants", [lambda user, name: name == video.media.name])
+    assert media_access.may_fetch(users[ANNOTATOR], poster)
