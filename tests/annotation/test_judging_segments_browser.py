@@ -3,6 +3,8 @@ Chromium the judging page starts the video at the span, loops it there, shows th
 picture, and says where the span sits in the recording. The recording is made here with PyAV
 (red for its first two seconds, blue for the last two)."""
 
+import os
+
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -88,5 +90,11 @@ def test_a_segment_plays_and_loops_only_its_span(live_server, browser):
         red, _, blue = seen["colour"]
         assert (red > blue + 60) if colour == RED else (blue > red + 60), seen["colour"]
         assert not seen["hidden"] and "of P01_01, 0:04" in seen["label"]
+        folder = os.environ.get("FIREPOOL_SCREENSHOTS")
+        if folder:
+            for width, height in ((1280, 800), (768, 1024)):
+                page.set_viewport_size({"width": width, "height": height})
+                page.screenshot(path=os.path.join(folder, f"judge-segment-{width}.png"))
+            page.set_viewport_size({"width": 1280, "height": 800})
         page.keyboard.press("n")
         page.wait_for_timeout(300)
