@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound
 from annotation import annotator_state
 from annotation.judging import task_ids
 from annotation.models import Campaign, Judgement, Pair
+from config.text_validators import TextValidator
 
 
 class TaskSerializer(serializers.Serializer):
@@ -179,7 +180,7 @@ class SubmitSerializer(TaskInputSerializer):
 
 
 class EscalateSerializer(TaskInputSerializer):
-    reason = serializers.CharField(max_length=2000)
+    reason = serializers.CharField(validators=[TextValidator("reason", 2000, lines=True)])
     uuid = serializers.UUIDField(
         help_text="Client-generated; a retry with the same id and body counts once; the same "
         "id with another body is a 409 conflict."
