@@ -26,6 +26,7 @@ from annotation.settings import (
     JudgingSettings,
     LabelPolicy,
 )
+from config.text_rule import text_problem
 from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
 NAME_LENGTH = NAME_MAX_LENGTH
@@ -132,6 +133,10 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
         check_name(spec.name, "campaign")
     except InvalidName as exc:
         errors["name"] = str(exc)
+    if spec.guidelines:
+        problem = text_problem(spec.guidelines, GUIDELINES_MAX, lines=True)
+        if problem is not None:
+            errors["guidelines"] = f"the guidelines {problem}"
     integers = {
         "depth": (spec.depth, DEPTH),
         "seed": (spec.seed, SEED),

@@ -8,6 +8,7 @@ from annotation import policy as label_policy
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import FIRE_GUIDELINES, Judgement
 from annotation.settings import SettingsError
+from config.text_validators import TextValidator
 from jobs.fields import YesNoField
 from retrieval.jobs import LABEL_SET_NAMES, PickedName
 
@@ -124,7 +125,7 @@ class CampaignSettingsForm(forms.Form):
     )
     guidelines = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8}),
-        max_length=campaign_spec.GUIDELINES_MAX,
+        validators=[TextValidator("guidelines", campaign_spec.GUIDELINES_MAX, lines=True)],
         initial=FIRE_GUIDELINES,
         required=False,
         help_text="What annotators read before judging (empty: FIRE's guidelines).",
@@ -177,7 +178,7 @@ class AdjudicationForm(forms.Form):
         choices=[*Judgement.Label.choices, (RETURN, RETURN)],
         error_messages={"invalid_choice": "Choose relevant, irrelevant or return to the queue."},
     )
-    note = forms.CharField(max_length=1000, required=False)
+    note = forms.CharField(required=False, validators=[TextValidator("note", 1000, lines=True)])
 
 
 class EstimateSampleForm(forms.Form):
@@ -192,11 +193,11 @@ class PromoteForm(forms.Form):
     pair = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     all_decided = forms.BooleanField(required=False)
     explanation = forms.CharField(
-        max_length=2000,
         required=False,
+        validators=[TextValidator("explanation", 2000, lines=True)],
         help_text="Why the label is right (default: how the pair was decided).",
     )
-    guideline = forms.CharField(max_length=2000, required=False)
+    guideline = forms.CharField(required=False, validators=[TextValidator("guideline", 2000)])
     expected = forms.IntegerField(
         min_value=0,
         max_value=2**63 - 1,

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from config.text_rule import text_problem
 from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.generic import csv_rows, json_objects
 from retrieval.formats.labels import parse_raw_label
@@ -26,6 +27,8 @@ from retrieval.judged import LABEL_NAMES
 
 FORMATS = ("csv", "jsonl")
 REQUIRED = ("caption_key", "video_key", "label", "explanation")
+TEXT_LENGTH = 2000
+"""Longest explanation or guideline of a gold pair (as the promote form's)."""
 EXPORT_JUDGEMENT_COLUMNS = (
     "annotator",
     "answer",
@@ -89,7 +92,7 @@ def read_gold(path: Path, fmt: str | None = None) -> Iterator[GoldRecord]:
                 path, line, "explanation", _parse_explanation, values["explanation"]
             ),
             guideline=parse_field(
-                path, line, "guideline", parse_optional_str, values.get("guideline")
+                path, line, "guideline", _parse_guideline, values.get("guideline")
             ),
             line=line,
         )
@@ -108,6 +111,18 @@ def _parse_explanation(value: object) -> str:
     text = parse_optional_str(value)
     if not text:
         raise ValueError("a gold pair needs an explanation")
+    return _shown_text(text, "explanation", lines=True)
+
+
+def _parse_guideline(value: object) -> str:
+    return _shown_text(parse_optional_str(value), "guideline", lines=False)
+
+
+def _shown_text(text: str, what: str, lines: bool) -> str:
+    """``text`` if the text rule (:mod:`config.text_rule`) takes it, else ValueError."""
+    problem = text_problem(text, TEXT_LENGTH, lines=lines)
+    if problem is not None:
+        raise ValueError(f"the {what} {problem}")
     return text
 
 

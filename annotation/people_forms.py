@@ -4,11 +4,15 @@ from django import forms
 from django.contrib.auth.forms import UsernameField
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
+from config.text_validators import TextValidator
+
 
 class PauseForm(forms.Form):
     """Why an admin pauses an annotator (shown to them after "paused by an admin")."""
 
-    reason = forms.CharField(max_length=200, required=False, strip=True)
+    reason = forms.CharField(
+        required=False, strip=True, validators=[TextValidator("pause reason", 200)]
+    )
 
 
 class DiscountForm(forms.Form):

@@ -23,6 +23,7 @@ from rest_framework.authtoken.models import Token
 
 from config.errors import UserError
 from config.models import ApiToken
+from config.text_rule import text_problem
 
 KEY_PREFIX = "fp_"
 """Every key made here starts so: a reader (or a secret scanner) tells it from other keys."""
@@ -67,8 +68,9 @@ def create(user, name: str) -> tuple[TokenRow, str]:
     name = " ".join(str(name).split())
     if not name:
         raise TokenError("Give the token a name, e.g. the script or machine that will use it.")
-    if len(name) > NAME_LENGTH:
-        raise TokenError(f"A token name has at most {NAME_LENGTH} characters.")
+    problem = text_problem(name, NAME_LENGTH)
+    if problem is not None:
+        raise TokenError(f"The token name {problem}.")
     key = KEY_PREFIX + secrets.token_urlsafe(30)
     with transaction.atomic():
         if ApiToken.objects.filter(user=user).count() >= MAX_TOKENS:

@@ -1,11 +1,13 @@
-"""Turn ``FIREPOOL_CACHE_URL`` into a Django ``CACHES`` entry.
+"""Turn ``FIREPOOL_CACHE_URL`` into a Django ``CACHES`` entry, and pick the session engine
+that is safe with it.
 
-The cache holds login-failure counters, short-lived media grants and sessions (Django's
-cached database sessions), so every web worker must share it for the limits, and logouts, to
-hold: ``locmem://`` (the default) is per process and right for ``runserver`` and a single
-worker; a gunicorn deployment with several workers uses
+The cache holds only what may be forgotten or kept apart per process: short-lived media
+grants (a yes remembered per user and file). ``locmem://`` (the default) is per process;
 ``db://<table>`` (after ``manage.py createcachetable``), ``redis://host:6379/0`` (needs the
-``redis`` package) or ``file:///var/cache/firepool`` on one machine.
+``redis`` package) or ``file:///var/cache/firepool`` are shared by every worker. Login and
+upload counts are in the database whatever the cache (:mod:`config.attempt_counts`), and
+sessions are read from the cache only when it is shared and is not the database again
+(:func:`session_engine`), so no choice here lets a logout or a limit reach one worker only.
 """
 
 from urllib.parse import urlsplit
@@ -42,3 +44,16 @@ def cache_from_url(url: str) -> dict:
     else:
         config["LOCATION"] = url
     return config
+
+
+SHARED_AND_FAST = {BACKENDS["redis"], BACKENDS["file"]}
+"""Caches every worker of a machine shares that answer without a database statement."""
+
+
+def session_engine(cache: dict) -> str:
+    """Django's cached database sessions when ``cache`` is shared and faster than the
+    database (Redis, a file cache), else the database sessions: a per-process cache would
+    keep a session that a logout in another worker deleted (it did, for 330 s and more),
+    and the database cache would read a table instead of a table."""
+    engine = "cached_db" if cache["BACKEND"] in SHARED_AND_FAST else "db"
+    return f"django.contrib.sessions.backends.{engine}"

@@ -4,13 +4,17 @@ Views and API views let user errors through; these two hooks, named in the setti
 (``MIDDLEWARE`` and ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``), show the message with the
 error's status, never a traceback. The API's handler builds the one error body of the API,
 ``{"code", "detail"}``, for DRF's own errors too: views raise, they never build one.
+:func:`bad_request` (``handler400``) answers a request over Django's size limits, which
+fails before any view runs, with the limit it broke, as a page or as the API's body.
 """
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, get_resolver, get_urlconf, resolve
+from django.views import defaults
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -101,3 +105,48 @@ class ErrorSerializer(serializers.Serializer):
 def error_response(description: str) -> OpenApiResponse:
     """An API error response for the schema: the one body, with what the status means here."""
     return OpenApiResponse(ErrorSerializer, description=description)
+
+
+API_PREFIX = "/api/"
+
+
+def too_large_message(exception: Exception, request) -> str | None:
+    """What a request over one of Django's size limits should hear (the limit and the
+    setting that holds it), or None for any other bad request."""
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        sent = request.META.get("CONTENT_LENGTH") or "more"
+        if str(sent).isdigit():
+            sent = f"{int(sent):,}"
+        return (
+            f"The request is too large: {sent} bytes, over the limit of {limit:,} bytes "
+            f"({limit / 2**20:.0f} MiB) for text fields (DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE). "
+            "Shorten the text; files go in file fields, which have their own limit."
+        )
+    if isinstance(exception, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return (
+            f"The request has too many fields: at most {limit:,} "
+            "(DJANGO_DATA_UPLOAD_MAX_NUMBER_FIELDS)."
+        )
+    if isinstance(exception, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        return f"The request has too many files: at most {limit:,}."
+    return None
+
+
+def bad_request(request, exception=None) -> HttpResponse:
+    """``handler400``: a request over a limit gets its message, as a page or, under
+    ``/api/``, as the API's ``{"code", "detail"}`` body: a 413 for a body too large, a 400
+    for too many fields or files; any other bad request gets Django's own answer. (Django
+    raises these while reading the body, in the CSRF check or a parser, before a view or
+    DRF's handler could.)"""
+    message = too_large_message(exception, request) if exception is not None else None
+    if message is None:
+        return defaults.bad_request(request, exception)
+    status, code = (
+        (413, "too_large") if isinstance(exception, RequestDataTooBig) else (400, "too_many")
+    )
+    if request.path_info.startswith(API_PREFIX):
+        return JsonResponse({"code": code, "detail": message}, status=status)
+    return render(request, "error.html", {"message": message}, status=status)

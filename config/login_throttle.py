@@ -5,23 +5,20 @@ per username and client address (``FIREPOOL_LOGIN_FAILURES_PER_USER``, to slow g
 account's password) and one per client address (``FIREPOOL_LOGIN_FAILURES_PER_IP``, to slow
 trying many accounts). Every attempt is counted before its password is checked and a
 successful one is taken back, so the counters hold failures. A successful login also clears
-the username's counter for that address, never the address's own. The counters live in the
-default cache, so every worker sees them only when that cache is shared (see
-:mod:`config.cache_url`); with the database cache, whose ``incr`` is not atomic, a burst of
-parallel attempts may be counted a little short.
+the username's counter for that address, never the address's own. The counters are
+:mod:`config.attempt_counts`, in the database: every worker adds to the same ones, and a
+burst of parallel attempts gets exactly the limit's worth of tries.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import math
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest
+
+from config import attempt_counts
 
 
 @dataclass(frozen=True)
@@ -72,34 +69,21 @@ def _keys(request: HttpRequest, username: str) -> tuple[str, str]:
 def check_attempt(request: HttpRequest, username: str) -> int:
     """Count a login attempt before its password is checked; seconds to wait if refused, else 0.
 
-    Counting first (atomically, with the cache's ``incr``) means a burst of parallel
+    Counting first (atomically, see :mod:`config.attempt_counts`) means a burst of parallel
     guesses cannot all slip in before the first failure is recorded; :func:`succeeded`
     takes a successful attempt back off the counters.
     """
     chosen = limits()
     user_key, ip_key = _keys(request, username)
     for key, limit in ((ip_key, chosen.per_ip), (user_key, chosen.per_user)):
-        if _increment(key, chosen.window) > limit:
-            until = cache.get(key + ":until") or time.time() + chosen.window
-            return max(1, math.ceil(until - time.time()))
+        count = attempt_counts.add(key, chosen.window)
+        if count.number > limit:
+            return count.seconds_left()
     return 0
-
-
-def _increment(key: str, window: int) -> int:
-    """Add one to the counter at ``key``, which lives ``window`` seconds from its first count."""
-    if cache.add(key, 1, window):
-        cache.set(key + ":until", time.time() + window, window)
-        return 1
-    try:
-        return cache.incr(key)
-    except ValueError:  # it expired just now: this attempt starts a new window
-        cache.add(key, 1, window)
-        return 1
 
 
 def succeeded(request: HttpRequest, username: str) -> None:
     """Forget the username's attempts from this client and give the address its attempt back."""
     user_key, ip_key = _keys(request, username)
-    cache.delete_many([user_key, user_key + ":until"])
-    with contextlib.suppress(ValueError):  # the window ended meanwhile
-        cache.decr(ip_key)
+    attempt_counts.forget(user_key)
+    attempt_counts.take_back(ip_key)

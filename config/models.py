@@ -1,4 +1,5 @@
-"""The project layer's one table: named API tokens (see :mod:`config.api_tokens`)."""
+"""The project layer's tables: named API tokens (see :mod:`config.api_tokens`) and attempt
+counters (see :mod:`config.attempt_counts`)."""
 
 from django.conf import settings
 from django.db import models
@@ -28,3 +29,15 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} / {self.name}"
+
+
+class AttemptCount(models.Model):
+    """How many attempts one key (a login's username and address, a user's run uploads) made
+    in its current window, which ends at ``ends`` (see :mod:`config.attempt_counts`)."""
+
+    key = models.CharField(max_length=120, primary_key=True)
+    count = models.PositiveIntegerField()
+    ends = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.count} until {self.ends:%Y-%m-%d %H:%M:%S}"

@@ -7,12 +7,12 @@ Everything that differs between a laptop and a deployment comes from the environ
 ``DJANGO_DEBUG=0`` the secure cookie and header settings switch on and a real secret key
 is required.
 
-``FIREPOOL_CACHE_URL`` picks the cache that holds login-failure counters, media grants and
-sessions (see ``config/cache_url.py``): ``locmem://`` (default, one process),
-``db://firepool_cache`` (run ``manage.py createcachetable`` first), ``redis://host:6379/0``
-(needs the ``redis`` package) or ``file:///path``. With several gunicorn workers use the
-database or Redis, or each worker counts failed logins on its own and a logout reaches one
-worker's cache only. Failed logins are limited by
+``FIREPOOL_CACHE_URL`` picks the cache (see ``config/cache_url.py``): ``locmem://`` (default,
+one per process), ``db://firepool_cache`` (run ``manage.py createcachetable`` first),
+``redis://host:6379/0`` (needs the ``redis`` package) or ``file:///path``. Every choice is
+safe with several gunicorn workers: failed logins and run uploads are counted in the
+database (``config/attempt_counts.py``), and sessions are read from the database unless the
+cache is Redis or a file cache, which every worker shares. Failed logins are limited by
 ``FIREPOOL_LOGIN_FAILURES_PER_USER`` (per username and client address, default 5) and
 ``FIREPOOL_LOGIN_FAILURES_PER_IP`` (per client address, default 50) within
 ``FIREPOOL_LOGIN_WINDOW_SECONDS`` (default 300); behind N reverse proxies that append to
@@ -29,7 +29,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.cache_url import cache_from_url
+from config.cache_url import cache_from_url, session_engine
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -93,15 +93,8 @@ INSTALLED_APPS = [
 ]
 
 # Role permissions are remembered across requests and the user row is read by hand-written
-# SQL (config/permission_cache.py). Sessions are Django's cached database sessions: written
-# to the database and the default cache (FIREPOOL_CACHE_URL), read from the cache, so a
-# judging request reads no session row; with several workers the cache must be shared
-# (database or Redis), as for the login throttle, or a logout reaches only one worker's
-# memory. Against the hand-written session load it replaced: the same CPU per judging
-# request within noise (10.0-10.5 against 9.9-10.7 ms) and one statement fewer (22 -> 21);
-# a load alone 980 -> 22 us on PostgreSQL (bench/RESULTS.md, cached database sessions).
+# SQL (config/permission_cache.py). Sessions: see SESSION_ENGINE below.
 AUTHENTICATION_BACKENDS = ["config.permission_cache.CachedPermissionBackend"]
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -174,12 +167,19 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-# Failed-login throttling (config/login_throttle.py), counted in the default cache.
+# Failed-login throttling (config/login_throttle.py), counted in the database.
 FIREPOOL_LOGIN_FAILURES_PER_USER = env_int("FIREPOOL_LOGIN_FAILURES_PER_USER", 5)
 FIREPOOL_LOGIN_FAILURES_PER_IP = env_int("FIREPOOL_LOGIN_FAILURES_PER_IP", 50)
 FIREPOOL_LOGIN_WINDOW_SECONDS = env_int("FIREPOOL_LOGIN_WINDOW_SECONDS", 300)
 FIREPOOL_TRUSTED_PROXIES = env_int("FIREPOOL_TRUSTED_PROXIES", 0)
 CACHES = {"default": cache_from_url(os.environ.get("FIREPOOL_CACHE_URL", "locmem://"))}
+# Sessions are read from the database on every request (one statement) unless the cache is
+# shared by every worker and answers without a statement (Redis, a file cache): then Django's
+# cached database sessions, written to both and read from the cache. Cached sessions on the
+# default per-process cache let another gunicorn worker accept a logged-out cookie for
+# minutes; `check --deploy` refuses that combination (config/checks.py). Measured against
+# cached sessions on the per-process cache: bench/RESULTS.md, "Sessions on every worker".
+SESSION_ENGINE = session_engine(CACHES["default"])
 
 # Request size limits: forms and JSON bodies stay small; larger uploaded files spill to disk.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)

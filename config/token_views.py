@@ -11,13 +11,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 from config import api_tokens, roles
 from config.errors import UserError
 from config.roles import permission_required
+from config.text_validators import TextValidator
 
 REFUSAL = "Only researchers and admins use the API, so only they make API tokens."
 
 
 class TokenForm(forms.Form):
     name = forms.CharField(
-        max_length=api_tokens.NAME_LENGTH,
+        validators=[TextValidator("token name", api_tokens.NAME_LENGTH)],
         help_text="What will use it, e.g. “laptop” or “nightly eval script”.",
     )
 

@@ -6,8 +6,8 @@ must read as one line and name one path segment. :func:`check_name` refuses what
 that: nothing or only blanks, blanks at either end, more than :data:`NAME_MAX_LENGTH`
 characters, ``.`` and ``..`` (which links resolve to the folder above), ``/`` and ``\\``
 (folder separators in links and file names; browsers read ``\\`` as ``/``), and every
-character of the Unicode categories below (line and paragraph separators, control, format,
-private-use, surrogate and unassigned code points). Services check every name they store
+character every shown text refuses (:data:`config.text_rule.REFUSED_CATEGORIES`: line and
+paragraph separators, control, format, private-use, surrogate and unassigned code points). Services check every name they store
 with it; forms, serializers, commands and jobs reach it through them (and forms and
 serializers through :class:`retrieval.forms.NameValidator`, to show the message on the
 field).
@@ -26,20 +26,10 @@ import unicodedata
 from urllib.parse import quote, unquote
 
 from config.errors import UserError
+from config.text_rule import REFUSED_CATEGORIES
 
 NAME_MAX_LENGTH = 100
 """The ``name`` columns of Dataset, RetrievalModel, Run, LabelSet and Campaign."""
-
-REFUSED_CATEGORIES = {
-    "Cc": "a control character",
-    "Cf": "an invisible format character",
-    "Zl": "a line separator",
-    "Zp": "a paragraph separator",
-    "Co": "a private-use character",
-    "Cs": "an unpaired surrogate",
-    "Cn": "an unassigned code point",
-}
-"""Unicode general categories no name may contain, and how a message calls each."""
 
 SEPARATORS = "/\\"
 ESCAPE = "\\"

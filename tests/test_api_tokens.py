@@ -102,7 +102,8 @@ def test_keys_made_by_drf_create_token_keep_working_and_unknown_keys_are_401():
     [
         ("", "This field is required"),
         ("   ", "This field is required"),
-        ("x" * 101, "at most 100 characters"),
+        ("x" * 101, "101 characters long, over the limit of 100"),
+        ("laptop\u202e", "invisible format character (U+202E)"),
         ("a\x00b", "Null characters are not allowed"),
     ],
 )

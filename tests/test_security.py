@@ -170,6 +170,8 @@ def test_request_size_limits_have_defaults_and_environment_overrides(monkeypatch
 @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000, DATA_UPLOAD_MAX_NUMBER_FIELDS=30)
 def test_oversized_requests_are_refused(client, db):
     big = client.post("/login/", {"username": "x" * 2000, "password": "y"})
-    assert big.status_code == 400
+    assert big.status_code == 413  # with the limit, not a bare "Bad Request (400)"
+    assert "over the limit of 1,000 bytes" in big.content.decode()
     many = client.post("/login/", {f"field{i}": "1" for i in range(40)})
     assert many.status_code == 400
+    assert "too many fields: at most 30" in many.content.decode()

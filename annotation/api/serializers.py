@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound
 from annotation import annotator_state
 from annotation.judging import task_ids
 from annotation.models import Campaign, Escalation, Judgement, Pair
+from config.text_validators import TextValidator
 from retrieval.services.media import segment_label
 
 
@@ -213,9 +214,9 @@ class SubmitSerializer(TaskInputSerializer):
 
 class EscalateSerializer(TaskInputSerializer):
     reason = serializers.CharField(
-        max_length=2000,
         required=False,
         allow_blank=True,
+        validators=[TextValidator("reason", 2000, lines=True)],
         help_text="Why the pair cannot be judged; required unless ``kind`` is broken_video.",
     )
     kind = serializers.ChoiceField(
@@ -224,10 +225,10 @@ class EscalateSerializer(TaskInputSerializer):
         help_text="broken_video: the video would not play (the judging page's report).",
     )
     media_error = serializers.CharField(
-        max_length=2000,
         required=False,
         allow_blank=True,
         default="",
+        validators=[TextValidator("media_error", 2000, lines=True)],
         help_text="For a broken video: what the browser said (media error code and message).",
     )
     uuid = serializers.UUIDField(

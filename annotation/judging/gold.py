@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from annotation import quality
@@ -39,6 +40,7 @@ from annotation.models import (
     QualificationAttempt,
 )
 from annotation.settings import DEFAULT_TRIES
+from config.batches import ID_BATCH
 from config.errors import UserError
 
 
@@ -79,7 +81,7 @@ def ensure_tasks(campaign: Campaign) -> int:
                 status=Campaign.Status.CLOSED,
                 gold_of=locked,
             )
-        tasks = Pair.objects.bulk_create(
+        Pair.objects.bulk_create(
             [
                 Pair(
                     campaign=companion,
@@ -90,11 +92,15 @@ def ensure_tasks(campaign: Campaign) -> int:
                     **pair_state.initial(0),
                 )
                 for g in missing
-            ]
+            ],
+            batch_size=ID_BATCH,
         )
-        for g, task in zip(missing, tasks, strict=True):
-            g.task = task
-        GoldPair.objects.bulk_update(missing, ["task"])
+        # One statement, its parameters fixed (not a bulk_update's CASE of a branch a row):
+        # each gold pair takes the companion's pair of its caption and video (pair_once).
+        task = Pair.objects.filter(
+            campaign=companion, caption_id=OuterRef("caption_id"), video_id=OuterRef("video_id")
+        ).values("pk")[:1]
+        GoldPair.objects.filter(campaign=locked, task__isnull=True).update(task=Subquery(task))
     return len(missing)
 
 

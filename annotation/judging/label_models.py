@@ -49,6 +49,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
+from config.batches import batches
 from jobs import runner
 from retrieval.label_status import CODES, RELEVANT
 
@@ -260,10 +261,15 @@ def snapshot(
     pairs = list(pairs)
     ids = np.array([p for p, _ in pairs], dtype=np.int64)
     rows = np.array([r for _, r in pairs], dtype=np.int64)
-    if labels is None:
-        if judgements is None:
-            judgements = Judgement.objects.filter(pair_id__in=ids.tolist())
+    if labels is None and judgements is not None:
         labels = queryset_array(live_labels(judgements), LABEL_ROW)
+    elif labels is None:  # one query per batch of ids: its parameters do not grow
+        labels = np.concatenate(
+            [
+                queryset_array(live_labels(Judgement.objects.filter(pair_id__in=batch)), LABEL_ROW)
+                for batch in list(batches(ids.tolist())) or [[]]
+            ]
+        )
     order = np.argsort(ids, kind="stable")
     at = np.searchsorted(ids, labels["pair_id"], sorter=order)
     at = np.minimum(at, max(len(ids) - 1, 0))

@@ -31,11 +31,16 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from config.text_rule import check_text, text_problem
 
 UNDO_SECONDS = 120
 """How long after submitting an annotator may take a judgement back."""
 MAX_OPEN_ESCALATIONS = 5
 """Escalations an annotator may have waiting for an admin in one campaign."""
+REASON_LENGTH = 2000
+"""Longest reason an annotator gives for an escalation."""
+NOTE_LENGTH = 1000
+"""Longest note an admin leaves when closing an escalation."""
 
 
 @dataclass(frozen=True)
@@ -388,12 +393,15 @@ def escalate(
     """
     if kind not in Escalation.Kind.values:
         raise AssignmentError("invalid", f"kind must be one of {Escalation.Kind.values}")
-    reason = (reason or "").strip()[:2000]
-    media_error = (media_error or "").strip()[:2000]
+    reason = (reason or "").strip()[:REASON_LENGTH]
+    media_error = (media_error or "").strip()[:REASON_LENGTH]
     if not reason and kind == Escalation.Kind.BROKEN_VIDEO:
         reason = BROKEN_VIDEO_REASON
     if not reason:
         raise AssignmentError("invalid", "say why the pair cannot be judged")
+    problem = text_problem(reason, REASON_LENGTH, lines=True)
+    if problem is not None:
+        raise AssignmentError("invalid", f"the reason {problem}")
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
@@ -465,6 +473,7 @@ def resolve_escalation(
     escalation: Escalation, admin, *, label: str | None = None, note: str = ""
 ) -> None:
     """Close an escalation: adjudicate the pair with ``label``, or return it to the queue."""
+    check_text(note, "note", NOTE_LENGTH)
     now = timezone.now()
     with transaction.atomic():
         pair = Pair.objects.select_related("campaign").get(pk=escalation.pair_id)

@@ -21,6 +21,7 @@ from annotation import gold_file
 from annotation.judging import gold as gold_queue
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from config.errors import UserError
+from config.text_rule import text_problem
 from retrieval.formats.records import FormatError
 from retrieval.label_status import CODES, NAMES
 from retrieval.models import Dataset
@@ -255,6 +256,10 @@ def promote(
     )
     existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
     explanation = explanation.strip()
+    for what, text, lines in (("explanation", explanation, True), ("guideline", guideline, False)):
+        problem = text_problem(text, gold_file.TEXT_LENGTH, lines=lines)
+        if problem is not None:
+            raise GoldError(f"the {what} {problem}")
     created = []
     for pk, caption, video, status, adjudicated, admin, label_count in rows:
         if (caption, video) in existing:

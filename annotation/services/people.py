@@ -45,10 +45,15 @@ from annotation.models import (
 from annotation.quality import AnnotatorScore
 from annotation.services.scores import CampaignScores, campaign_scores
 from config import roles
+from config.batches import batches
 from config.errors import NotFound, UserError
+from config.text_rule import text_problem
 
 ADMIN_PAUSE = "paused by an admin"
 """The reason an annotator paused by hand is shown, before the admin's own words."""
+PAUSE_REASON_LENGTH = 200
+"""Longest reason an admin gives for a pause (its line, after :data:`ADMIN_PAUSE`, fits the
+stored 300 characters)."""
 
 
 class PeopleError(UserError):
@@ -323,6 +328,9 @@ def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
     sees ``reason`` after "paused by an admin"."""
     name = _username(annotator)
     reason = reason.strip()
+    problem = text_problem(reason, PAUSE_REASON_LENGTH)
+    if problem is not None:
+        raise PeopleError(f"the pause reason {problem}")
     shown = f"{ADMIN_PAUSE}: {reason}" if reason else ADMIN_PAUSE
     now = timezone.now()
     with transaction.atomic():
@@ -406,7 +414,10 @@ def discount(campaign: Campaign, annotator, since: datetime | None = None, by=No
     if not pair_ids:
         return 0
     pair_state.lock_pairs(pair_ids)
-    discounted = labels.filter(pair_id__in=pair_ids).update(undone_at=now, discounted_at=now)
+    discounted = sum(
+        labels.filter(pair_id__in=batch).update(undone_at=now, discounted_at=now)
+        for batch in batches(pair_ids)
+    )
     pair_state.recount_labels(pair_ids, campaign)
     standing, _ = AnnotatorStanding.objects.get_or_create(campaign=campaign, annotator=annotator)
     standing.discounted_at = now

@@ -4,9 +4,9 @@ page, which registers run files the same way)."""
 from django.conf import settings
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import Throttled
-from rest_framework.throttling import UserRateThrottle
+from rest_framework.throttling import SimpleRateThrottle
 
-from config import roles
+from config import attempt_counts, roles
 from config.api_tokens import TokenAuthentication
 from config.errors import UserError
 
@@ -31,16 +31,28 @@ class RunUploadLimit(UserError):
     status = 429
 
 
-class RunUploadThrottle(UserRateThrottle):
+class RunUploadThrottle(SimpleRateThrottle):
     """Run files registered per user, at ``FIREPOOL_RUN_UPLOAD_RATE`` (read per request): one
-    count in the cache whichever door they come through, the scoring API (its
-    ``throttle_classes``: every request) or the add-model page (:meth:`check`: every valid
-    form), each refused with :meth:`refusal`'s message."""
+    count whichever door they come through, the scoring API (its ``throttle_classes``: every
+    request) or the add-model page (:meth:`check`: every valid form), each refused with
+    :meth:`refusal`'s message. The count is :mod:`config.attempt_counts`' (in the database,
+    atomic), not DRF's history in the cache, which each worker kept apart with the default
+    cache and which parallel uploads read before any wrote it: the window is fixed, from a
+    user's first upload after the last window ended."""
 
     scope = "run_upload"
 
     def get_rate(self) -> str:
         return settings.FIREPOOL_RUN_UPLOAD_RATE
+
+    def allow_request(self, request, view) -> bool:
+        user = request.user
+        who = f"user:{user.pk}" if user.is_authenticated else f"ip:{self.get_ident(request)}"
+        self.count = attempt_counts.add(f"{self.scope}:{who}", self.duration)
+        return self.count.number <= self.num_requests
+
+    def wait(self) -> float:
+        return self.count.seconds_left()
 
     @staticmethod
     def refusal(wait: float | None) -> Throttled:
@@ -50,6 +62,6 @@ class RunUploadThrottle(UserRateThrottle):
 
     def check(self, request) -> None:
         """Count one upload by the request's user; raise :class:`RunUploadLimit` with the
-        API's message once over the rate (nothing is counted then, as in the API)."""
+        API's message once over the rate."""
         if not self.allow_request(request, None):
             raise RunUploadLimit(str(self.refusal(self.wait()).detail))

@@ -7,6 +7,7 @@ relevant too.
 
 import numpy as np
 
+from config.batches import batches
 from retrieval.models import Caption, Run
 from retrieval.runs import RankedLists
 from retrieval.services.demo import DemoError, ground_truth_relevance
@@ -16,9 +17,11 @@ from retrieval.services.runs import KeyIndex, load_run
 def original_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
     """Bool queries x depth: the ranked video is the caption's own video."""
     lists = lists or load_run(run)
-    origin = dict(
-        Caption.objects.filter(pk__in=lists.query_ids.tolist()).values_list("pk", "video_id")
-    )
+    origin = {
+        pk: video
+        for batch in batches(lists.query_ids.tolist())
+        for pk, video in Caption.objects.filter(pk__in=batch).values_list("pk", "video_id")
+    }
     own = np.array([origin[int(pk)] for pk in lists.query_ids], dtype=np.int64)
     return lists.item_ids == own[:, None]
 

@@ -17,18 +17,11 @@ provokes) does not deadlock.
 
 import http.client
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
 from datetime import timedelta
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
@@ -53,8 +46,8 @@ from jobs.progress import reap_stale
 from tests.factories import make_campaign
 from tests.jobs import kinds  # noqa: F401 - the slow job the killed worker runs
 from tests.jobs.worker_support import DATABASE_TASKS, start_worker, stop, wait_for
+from tests.server_support import Server, free_port
 
-ROOT = Path(__file__).resolve().parents[2]
 LEASE_SECONDS = 3
 ANNOTATORS = 6
 LEAVING = 3
@@ -70,64 +63,6 @@ pytestmark = pytest.mark.skipif(
 
 class Unanswered(Exception):
     """No HTTP answer (refused, reset, timed out) or a 5xx: the request may be retried."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def server_database_url() -> str:
-    """The URL of the database this test runs on, for the server process."""
-    db = connection.settings_dict
-    user, password = quote(db["USER"] or "", safe=""), quote(db["PASSWORD"] or "", safe="")
-    return f"postgres://{user}:{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-class Server:
-    """gunicorn on the test database, in its own process group so one SIGKILL ends it all."""
-
-    def __init__(self, port: int, log_path: Path) -> None:
-        self.port = port
-        self.log_path = log_path
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        env = {
-            **os.environ,
-            "DATABASE_URL": server_database_url(),
-            "DATABASE_CONN_MAX_AGE": "600",
-            "DJANGO_SECRET_KEY": settings.SECRET_KEY,  # the sessions we write must verify
-            "DJANGO_DEBUG": "1",
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-        }
-        with open(self.log_path, "ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "config.wsgi", "-w", "2"]
-                + ["-b", f"127.0.0.1:{self.port}"],
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def wait_until_up(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log_path.read_text()[-2000:]
-            try:
-                call(self.port, "GET", "/api/", "")
-                return
-            except Unanswered:
-                time.sleep(0.1)
-        raise AssertionError(f"gunicorn did not answer: {self.log_path.read_text()[-2000:]}")
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
 
 
 def call(port: int, method: str, path: str, session: str, body: dict | None = None):

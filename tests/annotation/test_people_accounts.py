@@ -6,10 +6,13 @@ and a rule's pause names its rule."""
 
 import html
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import IntegrityError, connection, connections, transaction
 from django.test import Client
 
 from annotation.judging import gold as gold_queue
@@ -210,3 +213,45 @@ def test_a_made_account_shows_only_on_its_own_campaigns_page(people):
     assert b'id="new-annotator-gone"' in elsewhere.content
     own = admin.get(f"/campaigns/{first.pk}/annotators/made/")
     assert b'id="new-password"' in own.content and b"only-first" in own.content
+
+
+def test_the_database_holds_one_account_per_username_in_any_letter_case(people):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        get_user_model().objects.create_user("AnNoTaToR")
+    get_user_model().objects.create_user("annotator-2")  # other names still go in
+
+
+def test_a_race_lost_after_the_check_is_the_taken_error(people, monkeypatch):
+    """Another admin makes the name between the service's check and its insert: the
+    database's index refuses it, and the form gets the same error as for a taken name."""
+    campaign = make_campaign(n_queries=2, depth=2, seed=26)
+    monkeypatch.setattr(people_service, "_new_username", lambda username: username)
+    before = _counts()
+    with pytest.raises(people_service.AccountError, match="is taken") as refused:
+        people_service.create_annotator(campaign, "Annotator", "", people["admin"])
+    assert refused.value.field == "username"
+    assert _counts() == before
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="parallel writers need PostgreSQL (SQLite's in-memory test database refuses them)",
+)
+@pytest.mark.django_db(transaction=True)
+def test_parallel_requests_make_one_account_per_letter_case(people):
+    campaign = make_campaign(n_queries=2, depth=2, seed=27)
+    names = ["Walk-In", "walk-in", "WALK-IN", "wAlK-iN"]
+    barrier = threading.Barrier(len(names))
+
+    def add(name: str) -> int:
+        client = _client(people["admin"])
+        barrier.wait()
+        try:
+            return client.post(_add_url(campaign), {"username": name}).status_code
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        statuses = sorted(pool.map(add, names))
+    assert statuses == [302, 400, 400, 400]  # one made (POST, redirect, GET)
+    assert get_user_model().objects.filter(username__iexact="walk-in").count() == 1

@@ -1,0 +1,38 @@
+"""A run's queries are read in batches, so a run of 100,000 queries stays under PostgreSQL's
+65,535 parameters a statement (firepool binds them on the server; see config.batches).
+PostgreSQL only: SQLite has no such limit."""
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from retrieval.models import Caption, Dataset, Video
+from retrieval.runs import RankedLists
+from retrieval.services.evaluation import original_hits
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="PostgreSQL's limit of 65,535 parameters a statement (`make test` starts one)",
+)
+
+QUERIES = 100_000
+
+
+def test_original_hits_of_a_run_of_100000_queries(db):
+    dataset = Dataset.objects.create(name="wide")
+    videos = Video.objects.bulk_create(
+        [Video(dataset=dataset, key=f"v{i}", split="test") for i in range(10)]
+    )
+    captions = Caption.objects.bulk_create(
+        [
+            Caption(dataset=dataset, key=f"c{i}", text="c", video=videos[i % 10], split="test")
+            for i in range(QUERIES)
+        ],
+        batch_size=10_000,
+    )
+    query_ids = np.array([c.pk for c in captions], dtype=np.int64)
+    items = np.array([[videos[0].pk] for _ in range(QUERIES)], dtype=np.int64)
+    lists = RankedLists(query_ids, items, np.zeros(items.shape))
+    hits = original_hits(None, lists)
+    assert hits.shape == (QUERIES, 1)
+    assert hits[:, 0].sum() == QUERIES // 10  # the queries whose own video is v0
