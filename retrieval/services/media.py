@@ -353,7 +353,7 @@ def segment_label(video: Video) -> str:
     recording = Path(video.media.name).stem if video.media else video.key
     text = f"{clock(start)}-{clock(end)} of {recording}, {clock(duration)}"
     margin = copy_settings().margin
-    if margin:
+    if margin and video.media_state == Video.MediaState.READY:  # played from its own clip
         text += f" (the clip adds up to {margin:g} s before and after)"
     return text
 
