@@ -65,3 +65,17 @@ def shoot_full(page, name: str) -> None:
         page.screenshot(path=os.path.join(folder, f"{name}-{width}.png"), full_page=True)
     page.evaluate("window.scrollTo(0, 0)")
     page.wait_for_timeout(100)
+
+
+def shoot_screen(page, name: str) -> None:
+    """What is on screen (not the whole page) at 1280 and 768 px into FIREPOOL_SCREENSHOTS,
+    when it is set, as ``NAME-1280.png`` and ``NAME-768.png``; the viewport is put back."""
+    folder = os.environ.get("FIREPOOL_SCREENSHOTS")
+    if not folder:
+        return
+    size = page.viewport_size
+    for width, height in SCREEN_WIDTHS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(150)
+        page.screenshot(path=os.path.join(folder, f"{name}-{width}.png"))
+    page.set_viewport_size(size)

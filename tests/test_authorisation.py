@@ -1046,7 +1046,17 @@ def _api(world: World, user) -> Client:
     return client
 
 
-TASK_FIELDS = {"pair", "caption", "caption_key", "video_url", "expires_at", "roles"}
+TASK_FIELDS = {
+    "pair",
+    "caption",
+    "caption_key",
+    "video_url",
+    "video_fragment",
+    "poster_url",
+    "segment",
+    "expires_at",
+    "roles",
+}
 
 
 def test_annotator_api_answers_only_about_their_own_work(world):

@@ -18,7 +18,7 @@ from annotation.models import AnnotatorStanding, Campaign, GoldPair, Lease, Pair
 from annotation.settings import GoldSettings
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import RECORD_SHOWN, login, needs_chromium
+from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen
 from tests.factories import random_run_campaign
 
 PASSWORD = "pw-annotator-states-1"
@@ -29,16 +29,7 @@ pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.django_db(transac
 
 
 def shoot(page, name: str) -> None:
-    """A screenshot of what is on screen, at both widths when asked for."""
-    folder = os.environ.get("FIREPOOL_SCREENSHOTS")
-    if not folder:
-        return
-    size = page.viewport_size
-    for label, viewport in (("1280", WIDE), ("768", NARROW)):
-        page.set_viewport_size(viewport)
-        page.wait_for_timeout(150)
-        page.screenshot(path=os.path.join(folder, f"{name}-{label}.png"))
-    page.set_viewport_size(size)
+    shoot_screen(page, "" + name)
 
 
 def make_annotator(username: str = "ann"):

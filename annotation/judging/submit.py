@@ -444,27 +444,21 @@ def escalate(
                 "too_many_escalations",
                 f"you have {waiting} escalations waiting for an admin; judge on meanwhile",
             )
+        report = {
+            "uuid": client_uuid,
+            "pair": pair,
+            "annotator": annotator,
+            "reason": reason,
+            "kind": kind,
+            "media_error": media_error,
+        }
         if main_id is not None:  # a gold task: given back; it may come again later
             gold_queue.release(pair, annotator)
             Escalation.objects.create(
-                uuid=client_uuid,
-                pair=pair,
-                annotator=annotator,
-                reason=reason,
-                kind=kind,
-                media_error=media_error,
-                resolved_at=now,
-                resolution="gold task: given back to the queue",
+                **report, resolved_at=now, resolution="gold task: given back to the queue"
             )
         else:
-            Escalation.objects.create(
-                uuid=client_uuid,
-                pair=pair,
-                annotator=annotator,
-                reason=reason,
-                kind=kind,
-                media_error=media_error,
-            )
+            Escalation.objects.create(**report)
             pair_state.hold(pair.pk)
     return assign(campaign, annotator, now)
 

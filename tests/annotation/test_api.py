@@ -113,7 +113,18 @@ def _payloads():
 
     def task(n: int, roles):
         caption = SimpleNamespace(text=f"a cat {n} — “quoted”", key=f"c{n}", role_spans=roles)
-        video = SimpleNamespace(source_url=f"/media/v{n}.mp4")
+        whole = dict(probe=None, start=None, end=None, media_fragment="", poster_url="")
+        segment = dict(  # a segment of an hour's recording, with a poster
+            probe={"duration": 3600.0},
+            start=21.0,
+            end=26.5,
+            media=SimpleNamespace(name="videos/P01_01.mp4"),
+            key=f"v{n}",
+            media_state="ready",
+            media_fragment="#t=0.500,6.000",
+            poster_url=f"/media/derived/ab/v{n}.jpg",
+        )
+        video = SimpleNamespace(source_url=f"/media/v{n}.mp4", **(segment if n % 2 else whole))
         pair = SimpleNamespace(pk=n, caption=caption, video=video)
         return Task(pair, when + timedelta(n), f"{n:032x}")
 

@@ -84,6 +84,8 @@ def wait_for_pair(page, previous: str = "") -> str:
     page.wait_for_function(
         "pair => window.__shown.some((d) => String(d.pair) === pair)", arg=pair, timeout=15000
     )
+    # R and N wait for the video's first frame on screen.
+    page.wait_for_function("() => document.body.dataset.videoState === 'seen'", timeout=15000)
     return pair
 
 

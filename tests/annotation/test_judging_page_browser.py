@@ -5,7 +5,6 @@ campaign changes the page at once. Checked against the database; the videos that
 play are made here with PyAV (an HEVC MP4 with sound, an MPEG-4 Part 2 AVI)."""
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from annotation.models import Campaign, Escalation, Judgement
 from config.roles import ADMIN, ANNOTATOR, ensure_groups
 from retrieval.models import Video
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import RECORD_SHOWN, login, needs_chromium
+from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen
 from tests.factories import random_run_campaign
 
 pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.django_db(transaction=True)]
@@ -31,16 +30,7 @@ NARROW = {"width": 768, "height": 1024}
 
 
 def shoot(page, name: str) -> None:
-    """What is on screen at 1280 and 768 px, into FIREPOOL_SCREENSHOTS when it is set."""
-    folder = os.environ.get("FIREPOOL_SCREENSHOTS")
-    if not folder:
-        return
-    size = page.viewport_size
-    for label, viewport in (("1280", WIDE), ("768", NARROW)):
-        page.set_viewport_size(viewport)
-        page.wait_for_timeout(150)
-        page.screenshot(path=os.path.join(folder, f"judge-{name}-{label}.png"))
-    page.set_viewport_size(size)
+    shoot_screen(page, "judge-" + name)
 
 
 def make_user(username: str = "ann", group: str = ANNOTATOR):

@@ -3,8 +3,6 @@ Chromium the judging page starts the video at the span, loops it there, shows th
 picture, and says where the span sits in the recording. The recording is made here with PyAV
 (red for its first two seconds, blue for the last two)."""
 
-import os
-
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -13,7 +11,7 @@ from config.roles import ANNOTATOR, ensure_groups
 from retrieval.media.probe import probe
 from retrieval.models import Video
 from retrieval.services.demo import create_demo_dataset
-from tests.browser_support import RECORD_SHOWN, login, needs_chromium
+from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen
 from tests.factories import random_run_campaign
 from tests.media_support import BLUE, RED, make_clip
 
@@ -90,11 +88,6 @@ def test_a_segment_plays_and_loops_only_its_span(live_server, browser):
         red, _, blue = seen["colour"]
         assert (red > blue + 60) if colour == RED else (blue > red + 60), seen["colour"]
         assert not seen["hidden"] and "of P01_01, 0:04" in seen["label"]
-        folder = os.environ.get("FIREPOOL_SCREENSHOTS")
-        if folder:
-            for width, height in ((1280, 800), (768, 1024)):
-                page.set_viewport_size({"width": width, "height": height})
-                page.screenshot(path=os.path.join(folder, f"judge-segment-{width}.png"))
-            page.set_viewport_size({"width": 1280, "height": 800})
+        shoot_screen(page, "judge-segment")
         page.keyboard.press("n")
         page.wait_for_timeout(300)
