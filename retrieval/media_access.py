@@ -74,14 +74,14 @@ def may_fetch(user, name: str) -> bool:
     if cache.get(key):
         return True
     derived = name.startswith(DERIVED_DIR + "/")
-    if derived and name.endswith(".jpg"):  # a poster: fetched by whoever may fetch its file
-        name = name[: -len(".jpg")] + ".mp4"
+    # A poster (derived/ab/<key>.jpg) goes with its file (derived/ab/<key>.mp4).
+    names = [name, name[: -len(".jpg")] + ".mp4"] if derived and name.endswith(".jpg") else [name]
     if roles.has_perm(user, roles.VIEW_VIDEOS):
         allowed = Video.objects.filter(
-            Q(media=name) | Q(features=name) | Q(browser_media=name)
+            Q(media=name) | Q(features=name) | Q(browser_media__in=names)
         ).exists()
     elif derived:
-        allowed = _granted_original(user, name)
+        allowed = any(_granted_original(user, each) for each in names)
     else:
         # Everyone else gets what browsers play: an original only where it plays as it is,
         # else its browser copy or segment clip (a recording's hour, never its segment).
