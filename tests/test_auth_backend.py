@@ -43,9 +43,12 @@ def test_the_user_is_the_one_the_orm_reads_in_one_statement():
     assert backend.get_user(user.pk) is None  # deactivated: logged out on the next request
 
 
-def test_sessions_are_djangos_cached_database_sessions_on_the_default_cache(settings):
-    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"
-    assert settings.SESSION_CACHE_ALIAS == "default"
+def test_sessions_are_djangos_database_sessions_on_a_per_process_cache(settings):
+    """The default cache is each process's own, so sessions are read from the database on
+    every request (a logout then reaches every worker); a shared cache brings back cached
+    database sessions (config.cache_url.session_engine, tested with the login throttle)."""
+    assert settings.CACHES["default"]["BACKEND"].endswith("LocMemCache")
+    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.db"
 
 
 @pytest.mark.django_db
