@@ -628,7 +628,8 @@
       target = offered[0] || null;
     }
     if (!target) {
-      if (waiting.length) {
+      const stopped = Boolean(state.paused) || (state.annotator && state.annotator.can_judge === false);
+      if (waiting.length && !stopped) {
         return; // the next pair comes with a later answer
       }
       state.current = null;
