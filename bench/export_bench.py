@@ -1,6 +1,6 @@
 """Stream every label export of a FIRE-scale campaign; time the first and last byte, and memory.
 
-Target (issue 30): each full label export at most 4 s to the last byte, its first byte within
+Target: each full label export at most 4 s to the last byte, its first byte within
 0.5 s, memory flat (a few tens of MiB at most, whatever the size), at FIRE's scale: 552,880
 pairs, 679,000 live labels, 100 annotators. The campaign is built as in ``agreement_bench.py``
 (FIRE-like label counts, ~5% disagreement, some adjudications) with three pooled runs'

@@ -1,4 +1,4 @@
-"""Real browser, issue 38 §2-§3: the pages whose claims changed (campaign, agreement,
+"""Real browser: the pages whose figures and claims must hold (campaign, agreement,
 annotators, report, leaderboard) at 1280 and 768 px: the figures' age and the "compute them
 now" button (a POST form: the job page follows), no "Scores settled" claim without labels,
 the live label counts, one interval per score. Screenshots go to FIREPOOL_SCREENSHOTS."""

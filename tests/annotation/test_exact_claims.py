@@ -239,7 +239,7 @@ def test_report_and_rescore_kinds_say_exact_only_when_no_labelling_changes_the_s
     if any(world.pending(q) for q in queries):
         cells = _cells(page, "settled-scores")
         assert [cell == "exact" for cell in cells] == exact
-        # One interval per score (issue 38 §3): Table 1's bracket; none repeated here.
+        # One interval per score, Table 1's bracket: none repeated here.
         assert not any("–" in cell or "[" in cell for cell in cells), cells
         assert "(see kinds)" not in page
         legend = page[page.index('id="table1-intervals"') :].split("</p>")[0]
