@@ -187,6 +187,7 @@ register(
         permission=ADMIN,
         joins=True,
         lane="policy",
+        queue="live",
         # Not one transaction: the pairs are written in short ones (pair_state.apply_refit).
         describe=lambda a: f"label policy refit of {a['campaign']}",
     )
@@ -210,6 +211,7 @@ register(
         permission=RESEARCH,
         joins=True,
         lane="figures",
+        queue="live",
         describe=lambda a: f"figures of {a['campaign']}",
     )
 )

@@ -60,6 +60,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -79,6 +80,7 @@ DEPTH = 10
 """Pairs per query caption (the campaign's pooling depth)."""
 RELEVANT_SHARE = 0.3
 TARGET_P99_MS = 50.0
+TARGET_FIGURES_LAG_S = 60.0
 CRASH_IN_FLIGHT = 3
 """Unanswered submits the crash waits for."""
 RECOVERY_WINDOW_S = 10.0
@@ -134,8 +136,10 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
         "DJANGO_SECRET_KEY": "firepool-load-bench-" + uuid.uuid4().hex,
         "DJANGO_SECURE_SSL_REDIRECT": "0",
         # Jobs (the adaptive policy's refits) go to a database queue that a separate worker
-        # process runs, as in a deployment: never in the web server's processes.
+        # process runs, as in a deployment: never in the web server's processes; the work
+        # that follows the labels has a queue of its own (the README's deployment).
         "FIREPOOL_TASKS_BACKEND": "database",
+        "FIREPOOL_LIVE_QUEUE": "1",
     }
 
 
@@ -926,6 +930,59 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
     return round(float(p50), 1), round(float(p95), 1), round(float(p99), 1)
 
 
+class FigureWatch(threading.Thread):
+    """Samples, every ``every`` seconds while the annotators judge, how far the campaign's
+    stored figures (what its pages show) lag its labels: 0 when none came after the oldest
+    figure was computed, else the figure's age. The pages' target is 60 s at most."""
+
+    def __init__(self, campaign_id: int, every: float = 2.0) -> None:
+        super().__init__(name="figure-watch", daemon=True)
+        self.campaign_id = campaign_id
+        self.every = every
+        self.lags: list[float] = []
+        self.refreshed = 0
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        from django.db import connection
+        from django.db.models import Max, Min
+        from django.utils import timezone
+
+        from annotation.judging import figures_due
+        from annotation.models import Judgement
+        from jobs.models import StoredFigure
+
+        subject = figures_due.subject(self.campaign_id)
+        seen = None
+        try:
+            while not self._stop.wait(self.every):
+                now = timezone.now()
+                oldest = StoredFigure.objects.filter(subject=subject).aggregate(
+                    at=Min("computed_at")
+                )["at"]
+                newest_label = Judgement.objects.filter(
+                    pair__campaign_id=self.campaign_id
+                ).aggregate(at=Max("created_at"))["at"]
+                if oldest is not None and oldest != seen:
+                    self.refreshed += seen is not None
+                    seen = oldest
+                behind = newest_label is not None and (oldest is None or newest_label > oldest)
+                since = oldest or now
+                self.lags.append((now - since).total_seconds() if behind else 0.0)
+        finally:
+            connection.close()
+
+    def stop(self) -> dict[str, object]:
+        self._stop.set()
+        self.join(timeout=30)
+        lags = sorted(self.lags)
+        return {
+            "figures_lag_max_s": round(lags[-1], 1) if lags else None,
+            "figures_lag_p95_s": round(lags[int(0.95 * (len(lags) - 1))], 1) if lags else None,
+            "figures_refreshed": self.refreshed,
+        }
+
+
 def refit_jobs() -> dict[str, object]:
     """The adaptive policy's refit jobs during the run: how many ran and how long each took."""
     from jobs.models import Job
@@ -1053,14 +1110,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="firepool-load-") as tmp:
         server = Server(free_port(), args.workers, args.threads, env, Path(tmp) / "gunicorn.log")
         server.start()
-        worker = None
-        if args.policy == "adaptive":  # the refits' job worker, beside the server
-            worker = subprocess.Popen(
-                [sys.executable, "manage.py", "db_worker", "--queue-name", "default",
-                 "--interval", "1", "--no-reload", "--no-startup-delay"],
-                cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+        # The README's job workers beside the server: one for the default queue, one for the
+        # live queue (the campaign's figures, the adaptive policy's refits).
+        workers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "manage.py",
+                    "db_worker",
+                    "--queue-name",
+                    queue,
+                    "--interval",
+                    "1",
+                    "--no-reload",
+                    "--no-startup-delay",
+                ],
+                cwd=ROOT,
+                env={**os.environ, **env},
+                stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )  # fmt: skip
+            for queue in ("default", "live")
+        ]
+        watch = FigureWatch(campaign_id)
         front = None
         try:
             server.wait_until_up()
@@ -1081,6 +1153,7 @@ def main() -> None:
                     f"{len(viewers)} viewers, media sent by {args.media_server}"
                     + (f" (nginx on port {front.port}, every request through it)" if front else "")
                 )
+            watch.start()
             run = asyncio.run(
                 drive(
                     server,
@@ -1103,7 +1176,8 @@ def main() -> None:
             server.stop()
             if media_root is not None:
                 shutil.rmtree(media_root, ignore_errors=True)
-            if worker is not None:
+            freshness = watch.stop() if watch.is_alive() else {}
+            for worker in workers:
                 worker.terminate()
                 worker.wait(timeout=60)
             if server.log_path.exists():
@@ -1183,6 +1257,7 @@ def main() -> None:
         progress_exact=bool(checks["progress_exact"]),
         policy=args.policy,
         **refits,
+        **freshness,
     )
     if args.media_server != "django":
         result["media_server"] = args.media_server
@@ -1213,7 +1288,10 @@ def main() -> None:
             media_first_byte_p99_ms=first_byte[2],
             media_mbit_s=round(views.received * 8 / run.elapsed / 1e6, 1),
         )
-    log(f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0")
+    log(
+        f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0, the campaign's figures "
+        f"at most {TARGET_FIGURES_LAG_S:.0f} s behind its labels"
+    )
     print(json.dumps(result), flush=True)
 
 

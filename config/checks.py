@@ -35,3 +35,25 @@ def sessions_reach_every_worker(app_configs=None, **kwargs) -> list[checks.Check
             id="firepool.E001",
         )
     ]
+
+
+DATABASE_TASKS = "django_tasks_db.backend.DatabaseBackend"
+
+
+@checks.register(deploy=True)
+def figures_keep_up_with_the_labels(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """A warning when jobs run on database workers without a ``live`` queue: a campaign's
+    figures and the adaptive policy's refits then wait behind whatever long job (training a
+    model, a proxy matrix, browser copies) the workers hold, and the pages' figures fall
+    minutes behind the labels they describe."""
+    backend = settings.TASKS.get("default", {}).get("BACKEND")
+    if backend != DATABASE_TASKS or getattr(settings, "FIREPOOL_LIVE_QUEUE", False):
+        return []
+    return [
+        checks.Warning(
+            "Jobs run on database workers without FIREPOOL_LIVE_QUEUE: a campaign's figures "
+            "and policy refits wait behind long jobs, so pages can show figures minutes old.",
+            hint="Set FIREPOOL_LIVE_QUEUE=1 and run `manage.py db_worker --queue-name live`.",
+            id="firepool.W001",
+        )
+    ]

@@ -282,6 +282,10 @@ FIREPOOL_MAX_UPLOAD_BYTES = int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", 2 * 
 # for a worker on a GPU machine (`db_worker --queue-name gpu`); otherwise any worker runs them.
 # FIREPOOL_MEDIA_QUEUE=1 likewise sends browser copies and segment clips to the "media" queue
 # (`db_worker --queue-name media`, as many as the machine has cores for).
+# FIREPOOL_LIVE_QUEUE=1 sends the work that follows the labels (a campaign's figures, the
+# adaptive policy's refits, a label set's leaderboard) to the "live" queue, whose worker
+# (`db_worker --queue-name live`) never has a long job ahead of them: the pages' figures stay
+# within a minute of the labels while models train (`check --deploy` warns without it).
 TASK_BACKENDS = {
     "thread": "jobs.backends.ThreadBackend",
     "immediate": "django_tasks.backends.immediate.ImmediateBackend",
@@ -293,10 +297,14 @@ if _TASKS_BACKEND not in TASK_BACKENDS:
         f"FIREPOOL_TASKS_BACKEND must be one of {', '.join(TASK_BACKENDS)}, not {_TASKS_BACKEND!r}"
     )
 TASKS = {
-    "default": {"BACKEND": TASK_BACKENDS[_TASKS_BACKEND], "QUEUES": ["default", "gpu", "media"]}
+    "default": {
+        "BACKEND": TASK_BACKENDS[_TASKS_BACKEND],
+        "QUEUES": ["default", "gpu", "media", "live"],
+    }
 }
 FIREPOOL_GPU_QUEUE = env_bool("FIREPOOL_GPU_QUEUE", False)
 FIREPOOL_MEDIA_QUEUE = env_bool("FIREPOOL_MEDIA_QUEUE", False)
+FIREPOOL_LIVE_QUEUE = env_bool("FIREPOOL_LIVE_QUEUE", False)
 # Media jobs an import queues (each claims files one at a time, so as many media workers as
 # jobs share a dataset's copies).
 FIREPOOL_MEDIA_JOBS = int(os.environ.get("FIREPOOL_MEDIA_JOBS", "1"))

@@ -13,7 +13,7 @@ from django import forms
 
 from config import roles
 
-QUEUES = ("default", "gpu", "media")
+QUEUES = ("default", "gpu", "media", "live")
 GENERIC_RESULT = "jobs/results/generic.html"
 RESEARCH = roles.START_RESEARCH_JOB
 ADMIN = roles.START_ADMIN_JOB

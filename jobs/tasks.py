@@ -43,6 +43,8 @@ def enqueue(job: Job) -> None:
         queue = "default"  # no GPU worker in this deployment: CPU workers take GPU jobs
     if queue == "media" and not getattr(settings, "FIREPOOL_MEDIA_QUEUE", True):
         queue = "default"  # no media worker: the default workers make the copies
+    if queue == "live" and not getattr(settings, "FIREPOOL_LIVE_QUEUE", True):
+        queue = "default"  # no live worker: figures and refits wait behind other jobs
 
     def send() -> None:
         result = run_job.using(queue_name=queue).enqueue(job.pk)

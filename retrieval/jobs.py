@@ -552,6 +552,7 @@ for _kind in (
         permission=RESEARCH,
         joins=True,
         lane="figures",
+        queue="live",
         describe=lambda a: f"figures of {a['dataset']} under {a.get('labels') or 'original'}",
     ),
     JobKind(

@@ -192,6 +192,49 @@ DUMMY = "django_tasks.backends.dummy.DummyBackend"
 
 
 @pytest.mark.django_db
+def test_figures_and_refits_go_to_the_live_queue_only_when_a_live_worker_is_configured(
+    settings,
+):
+    """On database workers a campaign's figures must not wait behind a model's training: with
+    ``FIREPOOL_LIVE_QUEUE`` they go to the ``live`` queue, whose worker runs nothing else."""
+    from django.test import TestCase
+    from django_tasks import task_backends
+
+    campaign = make_campaign(n_queries=2, depth=2, seed=3)
+    settings.TASKS = {"default": {**IMMEDIATE["default"], "BACKEND": DUMMY}}
+    settings.TASKS["default"]["QUEUES"] = ["default", "gpu", "media", "live"]
+    for live, expected in ((True, "live"), (False, "default")):
+        settings.FIREPOOL_LIVE_QUEUE = live
+        for kind in ("campaign-figures", "refit-policy"):
+            Job.objects.all().delete()  # a kind that joins would give the queued one back
+            with TestCase.captureOnCommitCallbacks(execute=True):
+                runner.submit(kind, {"campaign": campaign.name})
+            assert task_backends["default"].results[-1].task.queue_name == expected, kind
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            runner.submit("test-count", {"units": "1"})
+        assert task_backends["default"].results[-1].task.queue_name == "default"
+
+
+@pytest.mark.parametrize(
+    ("backend", "live", "warned"),
+    [
+        ("django_tasks_db.backend.DatabaseBackend", False, True),
+        ("django_tasks_db.backend.DatabaseBackend", True, False),
+        ("jobs.backends.ThreadBackend", False, False),
+    ],
+)
+def test_deploy_check_warns_of_database_workers_without_a_live_queue(
+    settings, backend, live, warned
+):
+    from django.core import checks
+
+    settings.TASKS = {"default": {"BACKEND": backend, "QUEUES": ["default", "live"]}}
+    settings.FIREPOOL_LIVE_QUEUE = live
+    found = checks.run_checks(include_deployment_checks=True)
+    assert ("firepool.W001" in {message.id for message in found}) is warned
+
+
+@pytest.mark.django_db
 def test_job_pages_show_progress_errors_and_retry(client):
     researcher = user_with(RESEARCHER)
     client.force_login(researcher)
