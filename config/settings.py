@@ -319,11 +319,14 @@ FIREPOOL_JOB_OUTPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_OUTPUT_DIR", VAR_DIR
 # folder per upload, outside MEDIA_ROOT, so they are never served.
 FIREPOOL_JOB_INPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_INPUT_DIR", VAR_DIR / "job-input"))
 
+# The root's handler has the root's level: records that Django's own loggers print at INFO
+# (runserver's "Watching for file changes") propagate here too and were printed twice.
+LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
+    "handlers": {"console": {"class": "logging.StreamHandler", "level": LOG_LEVEL}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
 if not DEBUG:

@@ -106,3 +106,19 @@ def test_postgresql_prepares_statements_by_default_and_can_be_told_not_to(tmp_pa
     mine = _database_options(tmp_path, DATABASE_URL=url + "?prepare_threshold=2")
     assert "'prepare_threshold': 2" in mine
     assert "server_side_binding" not in _database_options(tmp_path)  # SQLite: nothing of this
+
+
+def test_djangos_own_info_lines_are_printed_once(tmp_path):
+    """runserver printed "Watching for file changes" twice under ``make run``: Django's
+    console handler printed it, and the record went on up to the root's handler too."""
+    script = (
+        "import django, logging; django.setup(); "
+        "logging.getLogger('django.utils.autoreload').info('watching once')"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
+    env.update({"FIREPOOL_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"})
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout + result.stderr).count("watching once") == 1
