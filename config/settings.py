@@ -73,6 +73,7 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
+    "config.accounts",  # before django.contrib.auth, whose createsuperuser it extends
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -45,6 +45,7 @@ from annotation.models import (
 from annotation.quality import AnnotatorScore
 from annotation.services.scores import CampaignScores, campaign_scores
 from config import roles
+from config.accounts.names import UsernameTaken, case_twin
 from config.batches import batches
 from config.errors import NotFound, UserError
 from config.text_rule import text_problem
@@ -505,15 +506,14 @@ def _new_username(username: str) -> str:
         field.run_validators(username)
     except ValidationError as exc:
         raise AccountError("username", " ".join(exc.messages)) from None
-    if User._default_manager.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
-        raise _taken(username)
+    twin = case_twin(username)
+    if twin is not None:
+        raise _taken(username, twin)
     return username
 
 
-def _taken(username: str) -> AccountError:
-    return AccountError(
-        "username", f"the username {username!r} is taken: an account has it (letter case aside)"
-    )
+def _taken(username: str, twin: str | None = None) -> AccountError:
+    return AccountError("username", str(UsernameTaken(username, twin)))
 
 
 def _new_email(email: str) -> str:
