@@ -347,6 +347,14 @@ def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
         _event(campaign, annotator, StandingEvent.Action.PAUSED, admin, now, reason=shown[:300])
 
 
+REINSTATED = (
+    "the pause rules look only at their answers from now on; their earlier labels still "
+    "count (discount them to take them back)"
+)
+"""What reinstating changes, as every door that reinstates says it (earlier labels are
+never touched by a pause or a reinstatement: only :func:`discount` takes them back)."""
+
+
 def reinstate(campaign: Campaign, annotator, admin) -> None:
     """An admin lets a paused annotator judge again. The pause rules (gold accuracy, pace)
     look only at their answers from now on; their earlier labels still count until they

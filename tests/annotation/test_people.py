@@ -267,9 +267,12 @@ def test_the_admin_sites_actions_share_the_service(people):
     row = AnnotatorStanding.objects.get(campaign=campaign, annotator=annotator)
     admin = _client(boss)
     changelist = "/admin/annotation/annotatorstanding/"
+    shown = []
     for action in ("reinstate", "reinstate", "discount"):  # the second is refused, shown
         response = admin.post(changelist, {"action": action, "_selected_action": [row.pk]})
         assert response.status_code == 302
+        shown += [str(m) for m in response.wsgi_request._messages]
+    assert shown[0] == f"Reinstated 1 annotator(s): {people_service.REINSTATED}."
     events = StandingEvent.objects.filter(campaign=campaign, annotator=annotator)
     assert [(e.action, e.by_id) for e in events.order_by("pk")] == [
         ("paused", boss.pk),
@@ -318,7 +321,7 @@ def test_a_paused_annotator_submits_nothing_and_holds_no_pair(people, gold_rate)
 
     page = _client(admin).post(_url(campaign, f"{annotator.pk}/reinstate/"))
     shown = [str(m) for m in page.wsgi_request._messages]
-    assert "Their earlier labels still count" in shown[0]
+    assert "their earlier labels still count (discount them" in shown[0]
     assert "only their work from now on counts" not in shown[0]
     (person,) = people_service.campaign_people(campaign).people
     assert person.labels == Judgement.objects.filter(annotator=annotator).count()
