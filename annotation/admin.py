@@ -346,7 +346,7 @@ class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
             [(row.campaign, row.annotator) for row in rows],
             lambda campaign, annotator: people.reinstate(campaign, annotator, request.user),
         )
-        messages.info(request, f"Reinstated {done} annotator(s).")
+        messages.info(request, f"Reinstated {done} annotator(s): {people.REINSTATED}.")
 
     @admin.action(
         permissions=["manage_campaigns"],

@@ -84,11 +84,7 @@ def _pause(request, campaign, annotator) -> str:
 
 def _reinstate(request, campaign, annotator) -> str:
     people.reinstate(campaign, annotator, request.user)
-    return (
-        f"{annotator.username} is reinstated: they are served pairs again, and the pause "
-        "rules look only at their answers from now on. Their earlier labels still count; "
-        "discount them to take them back."
-    )
+    return f"{annotator.username} is reinstated: they are served pairs again; {people.REINSTATED}."
 
 
 ACTIONS = {"admit": _admit, "pause": _pause, "reinstate": _reinstate}

@@ -1,5 +1,6 @@
 """Pages of the annotation app: judging, campaign overview, agreement, adjudication, exports."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -77,6 +78,7 @@ def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
             # (progress.labels_given), which then says what is left.
             "labels_done": judging_queue.progress(campaign, request.user).labels_given,
             "needed_now": not judging_queue.steady(campaign),
+            "standing_poll_ms": round(1000 * settings.FIREPOOL_STANDING_POLL_SECONDS),
         },
     )
 

@@ -73,6 +73,7 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
+    "config.accounts",  # before django.contrib.auth, whose createsuperuser it extends
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -268,6 +269,9 @@ FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR /
 # when it is made, a campaign's live ones (annotation.judging.figures_due) as labels arrive.
 # The test suite turns this off and tests the jobs alone.
 FIREPOOL_WARM_FIGURES = env_bool("FIREPOOL_WARM_FIGURES", True)
+# While a pair is on the judging page, how often it asks whether the annotator may still
+# judge (paused by an admin, the campaign paused or closed): one GET of one statement.
+FIREPOOL_STANDING_POLL_SECONDS = float(os.environ.get("FIREPOOL_STANDING_POLL_SECONDS", "12"))
 FIREPOOL_PROXY_CACHE_DIR = Path(
     os.environ.get("FIREPOOL_PROXY_CACHE_DIR", VAR_DIR / "cache" / "proxies")
 )

@@ -769,6 +769,39 @@ CASES: list[Case] = [
         **JUDGES,
         anonymous=API_ANON,
     ),
+    # Whether the caller may judge now (the judging page's poll): judges; a GET, POST 405.
+    page(
+        "api/^campaigns/(?P<pk>[0-9]+)/standing/$",
+        "/api/campaigns/{c}/standing/",
+        **JUDGES,
+        anonymous=API_ANON,
+    ),
+    *[
+        page(
+            "api/^campaigns/(?P<pk>[0-9]+)/standing/$",
+            f"/api/campaigns/{missing}/standing/",  # no row; past any id column's range
+            annotator=404,
+            researcher=403,
+            admin=404,
+            anonymous=API_ANON,
+        )
+        for missing in ("999999", "9" * 23)
+    ],
+    page(
+        "api/^campaigns/(?P<pk>[0-9]+)/standing/$",
+        "/api/campaigns/{c}/standing/",
+        405,
+        403,
+        405,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[0-9]+)/standing\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/standing.json",
+        **JUDGES,
+        anonymous=API_ANON,
+    ),
     # Annotator scores are a campaign report: researchers and admins.
     page(
         "api/^campaigns/(?P<pk>[0-9]+)/annotator-scores/$",

@@ -129,6 +129,15 @@ class ProgressStateSerializer(ProgressSerializer):
     state = StateSerializer()
 
 
+class StandingSerializer(serializers.Serializer):
+    """Whether the annotator may judge in the campaign now; if not, the refusal an answer
+    would get (``code`` inactive or paused, and its ``detail``)."""
+
+    may_judge = serializers.BooleanField()
+    code = serializers.CharField(allow_null=True)
+    detail = serializers.CharField(allow_blank=True)
+
+
 class AssignmentSerializer(serializers.Serializer):
     """What to show now, what to preload next, and the annotator's progress."""
 

@@ -1,4 +1,4 @@
-"""The judging API: campaigns, next task, submit, undo, escalate and progress."""
+"""The judging API: campaigns, next task, submit, undo, escalate, progress and standing."""
 
 from django.db.models import Count, Q
 from drf_spectacular.types import OpenApiTypes
@@ -16,6 +16,7 @@ from annotation.api.serializers import (
     EscalateSerializer,
     ProgressSerializer,
     ProgressStateSerializer,
+    StandingSerializer,
     SubmitResponseSerializer,
     SubmitSerializer,
     assignment_data,
@@ -187,6 +188,29 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         (listed,) = annotator_progress([campaign], request.user)
         data = ProgressSerializer(queue.progress(campaign, request.user)).data
         return Response({**data, "state": state_data(listed.state)})
+
+    @extend_schema(responses={200: StandingSerializer, 404: ErrorSerializer})
+    @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
+    def standing(self, request, pk=None, format=None):
+        """Whether you may judge in this campaign now, and if not the refusal your next
+        answer would get (``inactive``: the campaign is paused or closed; ``paused``: you
+        are, with the reason). The judging page asks every few seconds while a pair is on
+        screen, so that an admin's pause shows without an answer: one statement
+        (:func:`statements.judging_standing`, read instead of :meth:`get_object`'s), and it
+        writes nothing."""
+        found = None
+        if int(pk) <= statements.MAX_ID:  # digits by routing; beyond: no row, no overflow
+            found = statements.judging_standing(int(pk), request.user.pk)
+        if found is None or found.gold_of is not None:
+            raise NotFound("No such campaign.")
+        refused = submit.refusal(found.status, found.paused_reason)
+        return Response(
+            {
+                "may_judge": refused is None,
+                "code": None if refused is None else refused.code,
+                "detail": "" if refused is None else refused.message,
+            }
+        )
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(

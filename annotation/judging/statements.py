@@ -658,6 +658,37 @@ def paused(campaign_id: int, annotator_id: int) -> AnnotatorStanding | None:
     return instances(STANDING_ROW, found[0])[0] if found else None
 
 
+class JudgingStanding(NamedTuple):
+    """A campaign's status and the annotator's pause in it (``paused_reason`` None while
+    they are not paused; ``gold_of`` set for a gold companion, which no one judges)."""
+
+    status: str
+    gold_of: int | None
+    paused_reason: str | None
+
+
+JUDGING_STANDING = _statement(
+    "judging_standing",
+    """
+    SELECT k.{campaign.status} AS status, k.{campaign.gold_of} AS gold_of,
+        s.{standing.reason} AS paused_reason
+    FROM {campaign} k LEFT JOIN {standing} s
+        ON s.{standing.campaign} = k.{campaign.id} AND s.{standing.annotator} = %(annotator)s
+        AND s.{standing.paused_at} IS NOT NULL
+    WHERE k.{campaign.id} = %(campaign)s""",
+    JudgingStanding,
+)
+"""Whether an annotator may judge in a campaign now, in one statement of two primary-key
+lookups (a standing is unique per campaign and annotator): what the judging page's
+standing poll reads (:func:`annotation.judging.submit.refusal` says it)."""
+
+
+def judging_standing(campaign_id: int, annotator_id: int) -> JudgingStanding | None:
+    """:data:`JUDGING_STANDING`'s row, None for no such campaign."""
+    found = JUDGING_STANDING.rows({"campaign": campaign_id, "annotator": annotator_id})
+    return found[0] if found else None
+
+
 class GoldQueueAnswers(NamedTuple):
     today: int
     total: int

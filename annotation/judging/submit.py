@@ -2,6 +2,8 @@
 
 Submits are idempotent: the client's UUID makes a retry return the stored judgement, and
 the same UUID with another body is a conflict (:func:`annotation.judging.errors.same_answer`).
+Every write an annotator sends (answer, undo, escalation) is refused while the campaign is
+not active or they are paused in it (:func:`refusal`, :func:`refuse_paused`).
 A label is taken only for a pair leased to its annotator (or whose lease lapsed less than
 :data:`~annotation.judging.queue.GRACE_SECONDS` ago while a slot is free). Writers lock a
 pair's row before its leases' rows (several pairs in id order), so a submit and the release
@@ -56,10 +58,27 @@ class SubmitResult:
 
 def require_active(campaign: Campaign) -> None:
     """Paused and closed campaigns take no submit, undo or escalation."""
-    if campaign.status != Campaign.Status.ACTIVE:
-        raise AssignmentError(
-            "inactive", f"this campaign is {campaign.status}: it takes no judgements now"
+    refused = refusal(campaign.status, None)
+    if refused is not None:
+        raise refused
+
+
+def refusal(campaign_status: str, paused_reason: str | None) -> AssignmentError | None:
+    """The error the judging API answers every write with (an answer, an undo, an
+    escalation) while the campaign is not active (``inactive``) or the annotator is paused
+    in it (``paused``, with the pause's reason), else None: the judging page's standing
+    poll asks it without writing, so it shows the state a refused answer shows."""
+    if campaign_status != Campaign.Status.ACTIVE:
+        return AssignmentError(
+            "inactive", f"this campaign is {campaign_status}: it takes no judgements now"
         )
+    if paused_reason is not None:
+        return AssignmentError(
+            "paused",
+            f"you are paused in this campaign ({paused_reason}): nothing you submit is taken "
+            "until an admin reinstates you",
+        )
+    return None
 
 
 def _locked_pair(pair_id: int) -> Pair | None:
@@ -126,6 +145,8 @@ def submit(
     main_id = target.gold_of if target is not None else None
     if campaign is not None and (target is None or campaign.pk not in (target.campaign, main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
+    if target is not None:  # one check for every answer, a retry's and a gold task's alike
+        refuse_paused(main_id if main_id is not None else target.campaign, annotator)
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
             pair = _locked_pair(pair_id)
@@ -134,22 +155,18 @@ def submit(
             if pair is None or campaign is None:  # deleted while on screen
                 raise AssignmentError("not_found", "this pair is no longer in the campaign")
             require_active(campaign)
-            paused = _refuse_paused(campaign, annotator)
-            if paused is None:
-                got = gold_queue.answer(
-                    pair, campaign, annotator, label, client_uuid, seconds, now, played
-                )
-                warning = None
-                if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                    if _too_fast(seconds, played, campaign):
-                        # too fast, as after any label
-                        warning = standing.check_pace(campaign, annotator, now).warning
-                    else:
-                        standing.check_gold(campaign, annotator, got.evidence, now)
-                if got.created:  # the annotator scores follow gold answers (no statement)
-                    figures_due.request_refresh(campaign, got.judgement.pk, now)
-        if paused is not None:
-            raise _paused_error(paused)
+            got = gold_queue.answer(
+                pair, campaign, annotator, label, client_uuid, seconds, now, played
+            )
+            warning = None
+            if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
+                if _too_fast(seconds, played, campaign):
+                    # too fast, as after any label
+                    warning = standing.check_pace(campaign, annotator, now).warning
+                else:
+                    standing.check_gold(campaign, annotator, got.evidence, now)
+            if got.created:  # the annotator scores follow gold answers (no statement)
+                figures_due.request_refresh(campaign, got.judgement.pk, now)
         if got.gone:  # its lease ended above, committed; the answer has nowhere to go
             raise AssignmentError("not_found", "this pair is no longer in the campaign")
         return SubmitResult(
@@ -163,7 +180,6 @@ def submit(
         # gave up waiting) finds the stored judgement instead of a conflict.
         earlier, gold_uses = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
         existing = next((j for j in earlier if str(j.uuid) == str(client_uuid)), None)
-        paused = None
         if gold_uses:
             raise AssignmentError("conflict", ID_USED)
         if existing is not None:
@@ -178,7 +194,6 @@ def submit(
             created = False
             judgement = existing
             campaign = pair.campaign
-            paused = _refuse_paused(campaign, annotator)
         else:
             if pair is None:
                 raise AssignmentError("not_found", "no such pair")
@@ -186,8 +201,6 @@ def submit(
             require_active(campaign)
             if earlier:
                 raise AssignmentError("conflict", "you have already judged this pair")
-            paused = _refuse_paused(campaign, annotator)
-        if paused is None and existing is None:
             _take_back_lease(pair, annotator, now)
             judgement = sql.insert_judgement(
                 client_uuid, pair.pk, annotator.pk, label, seconds, now, played
@@ -203,8 +216,6 @@ def submit(
             if _too_fast(seconds, played, campaign):
                 # too fast to have watched?
                 warning = standing.check_pace(campaign, annotator, now).warning
-    if paused is not None:
-        raise _paused_error(paused)
     return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
 
 
@@ -218,23 +229,19 @@ def _too_fast(seconds: float | None, played: float | None, campaign: Campaign) -
     return watched < campaign.settings.gold.floor_seconds
 
 
-def _refuse_paused(campaign: Campaign, annotator):
-    """The annotator's standing if they are paused in the campaign, after ending every lease
-    they hold there (an admin's pause ends them too; this covers one taken as it came): the
-    caller stores nothing and, once this commits, refuses with :func:`_paused_error`. Asked
-    of every answer, a retry's and a gold task's alike (one rule, one statement for all)."""
-    paused = standing.paused(campaign, annotator)
-    if paused is not None:
-        pair_state.release_annotator(campaign.pk, annotator.pk)
-    return paused
-
-
-def _paused_error(paused) -> AssignmentError:
-    return AssignmentError(
-        "paused",
-        f"you are paused in this campaign ({paused.reason}): nothing you submit is taken "
-        "until an admin reinstates you",
-    )
+def refuse_paused(campaign_id: int, annotator) -> None:
+    """The one check of every write a judging annotator sends (an answer or its retry, on a
+    pair or a gold task; an undo; an escalation or a broken-video report): refused with 409
+    ``paused`` while they are paused in the campaign, before anything of it is done. Runs
+    before the write's own transaction, in one statement while they are not paused; when
+    they are, every lease they hold there ends first and stays ended (an admin's pause ends
+    them too; this covers one taken as the pause came)."""
+    paused = sql.paused(campaign_id, annotator.pk)
+    if paused is None:
+        return
+    with transaction.atomic():
+        pair_state.release_annotator(campaign_id, annotator.pk)
+    raise refusal(Campaign.Status.ACTIVE, paused.reason)
 
 
 def _query_labels(campaign: Campaign, caption_id: int) -> label_models.QueryLabels | None:
@@ -293,9 +300,12 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
     the judgement before it, which would tell the annotator that the task they just
     answered was gold. A careful annotator who slipped on a gold pair corrects it as they
     would any label; nothing is learnt by undoing, since queue answers get no feedback.
+    A paused annotator's undo is refused like their answers (:func:`refuse_paused`): a
+    label given before the pause stays as it is until an admin discounts it.
     """
     now = now or timezone.now()
     require_active(campaign)
+    refuse_paused(campaign.pk, annotator)
     with transaction.atomic():
         judgement = _latest_answer(campaign, annotator)
         if judgement is None:
@@ -389,7 +399,8 @@ def escalate(
     recorded the same way (so a retried or reused id is answered alike), but it is given
     back rather than held, and its escalation is closed at once: nothing waits on it.
     A retry with the same id, pair and reason counts once; the same id with another body
-    is a conflict.
+    is a conflict. A paused annotator's escalation, a retry included, is refused like
+    their answers (:func:`refuse_paused`): nothing is stored and no pair is held.
     """
     if kind not in Escalation.Kind.values:
         raise AssignmentError("invalid", f"kind must be one of {Escalation.Kind.values}")
@@ -404,6 +415,9 @@ def escalate(
         raise AssignmentError("invalid", f"the reason {problem}")
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
+    target = priorities.target_of(pair_id)
+    if target is not None:  # a retry of one stored before the pause included
+        refuse_paused(target.gold_of or target.campaign, annotator)
     now = now or timezone.now()
     with transaction.atomic():
         existing = (

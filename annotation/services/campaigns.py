@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from annotation import policy, pooling
 from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
@@ -299,7 +299,11 @@ def create_campaign(
         **({"guidelines": spec.guidelines} if spec.guidelines else {}),
     )
     campaign.set_settings(settings, save=False)
-    campaign.save(force_insert=True)
+    try:
+        with transaction.atomic():
+            campaign.save(force_insert=True)
+    except IntegrityError:  # the name was free when checked; another pool job took it since
+        raise CampaignError(f"a campaign named {spec.name!r} already exists") from None
     if settings.label_policy.adaptive:  # the adaptive policy's fit record, none fitted yet
         PolicyFit.objects.create(campaign=campaign)
     CampaignRun.objects.bulk_create(

@@ -45,6 +45,7 @@ from annotation.models import (
 from annotation.quality import AnnotatorScore
 from annotation.services.scores import CampaignScores, campaign_scores
 from config import roles
+from config.accounts.names import UsernameTaken, case_twin
 from config.batches import batches
 from config.errors import NotFound, UserError
 from config.text_rule import text_problem
@@ -346,6 +347,14 @@ def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
         _event(campaign, annotator, StandingEvent.Action.PAUSED, admin, now, reason=shown[:300])
 
 
+REINSTATED = (
+    "the pause rules look only at their answers from now on; their earlier labels still "
+    "count (discount them to take them back)"
+)
+"""What reinstating changes, as every door that reinstates says it (earlier labels are
+never touched by a pause or a reinstatement: only :func:`discount` takes them back)."""
+
+
 def reinstate(campaign: Campaign, annotator, admin) -> None:
     """An admin lets a paused annotator judge again. The pause rules (gold accuracy, pace)
     look only at their answers from now on; their earlier labels still count until they
@@ -505,15 +514,14 @@ def _new_username(username: str) -> str:
         field.run_validators(username)
     except ValidationError as exc:
         raise AccountError("username", " ".join(exc.messages)) from None
-    if User._default_manager.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
-        raise _taken(username)
+    twin = case_twin(username)
+    if twin is not None:
+        raise _taken(username, twin)
     return username
 
 
-def _taken(username: str) -> AccountError:
-    return AccountError(
-        "username", f"the username {username!r} is taken: an account has it (letter case aside)"
-    )
+def _taken(username: str, twin: str | None = None) -> AccountError:
+    return AccountError("username", str(UsernameTaken(username, twin)))
 
 
 def _new_email(email: str) -> str:

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from annotation.judging import pair_state, queue, submit
 from annotation.models import Campaign, Pair
 from config import roles
+from config.accounts.names import existing_or_new
 from config.errors import UserError
 from retrieval.label_status import NAMES
 from retrieval.services.demo import DemoError, ground_truth_relevance
@@ -184,14 +184,12 @@ class SimulationResult:
 
 def simulated_annotators(count: int, prefix: str = "sim-annotator") -> list:
     """Accounts ``{prefix}-1..count`` in the annotator group (created if missing)."""
-    User = get_user_model()
     group = roles.ensure_groups()[roles.ANNOTATOR]
     users = []
     for i in range(1, count + 1):
-        user, created = User.objects.get_or_create(username=f"{prefix}-{i}")
-        if created:
-            user.set_unusable_password()
-            user.save()
+        # made with no usable password; a name another account has in another letter case
+        # is refused (UsernameTaken) rather than left to the database's index
+        user, _ = existing_or_new(f"{prefix}-{i}")
         user.groups.add(group)
         users.append(user)
     return users

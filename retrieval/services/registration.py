@@ -5,10 +5,12 @@ values, unique and known ids, well-formed lines) before a model row is written, 
 rows are written in one transaction.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from config.errors import UserError
 from retrieval.formats import embeddings as embeddings_format
@@ -43,6 +45,19 @@ def check_name_free(dataset: Dataset, name: str) -> None:
         )
 
 
+@contextmanager
+def _taking_name(dataset: Dataset, name: str) -> Iterator[None]:
+    """One transaction writing the model ``name`` (and its run): a name another upload took
+    since :func:`check_name_free` passed (a file is read in between) is refused as that
+    check refuses it (409 ``name_taken``), not left to the unique index's error."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError:
+        check_name_free(dataset, name)
+        raise
+
+
 def known_pks(index: KeyIndex, keys: list[str], file_name: str, what: str) -> np.ndarray:
     """Primary keys for ``keys``; the first unknown key is an error naming its line."""
     pks = np.empty(len(keys), dtype=np.int64)
@@ -62,7 +77,7 @@ def register_embeddings(dataset: Dataset, name: str, directory: Path) -> Retriev
         KeyIndex.captions(dataset), uploaded.caption_keys, "caption_ids.txt", "caption"
     )
     video_pks = known_pks(KeyIndex.videos(dataset), uploaded.video_keys, "video_ids.txt", "video")
-    with transaction.atomic():
+    with _taking_name(dataset, name):
         model = RetrievalModel.objects.create(
             dataset=dataset,
             name=name,
@@ -108,7 +123,7 @@ def register_run_file(
     item_ids = np.where(doc_index < 0, -1, videos.pks[np.where(doc_index < 0, 0, doc_index)])
     query_ids = np.array([captions.by_key[key] for key in query_keys], dtype=np.int64)
     lists = RankedLists(query_ids, item_ids, np.nan_to_num(scores, nan=-np.inf))
-    with transaction.atomic():
+    with _taking_name(dataset, name):
         model = RetrievalModel.objects.create(
             dataset=dataset,
             name=name,

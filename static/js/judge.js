@@ -19,6 +19,8 @@
  * With no pair on screen the page shows the annotator's state as the API reports it
  * (`state`: heading, message, next step and tone, from annotation/annotator_state.py), the
  * same the home list shows. A training answer's feedback stays beside its pair until Next.
+ * While a pair is on screen the page asks standing/ every few seconds (and when it is seen
+ * again), so an admin's pause, or the campaign paused or closed, shows without an answer.
  *
  * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
  * browser tests and bench/judge_latency.py set it before the page's scripts run):
@@ -79,6 +81,7 @@
     notConfirmed: "Your answer was not confirmed, so its pair is back:",
     passed: "You passed the qualification: your answers count from now on. Judge on.",
     loadingNext: "Loading the next pair…",
+    stopped: "You may not judge in this campaign now.",
   };
   const TESTING = window.FIREPOOL_TEST === true;
   const PRELOAD = !(TESTING && new URLSearchParams(window.location.search).has("nopreload"));
@@ -86,6 +89,9 @@
   const RETRY_FIRST_MS = 2000;
   const RETRY_MAX_MS = 30000;
   const WAITING_POLL_MS = 15000;
+  // While a pair is on screen, how often the page asks whether the annotator may still judge
+  // (the server's setting FIREPOOL_STANDING_POLL_SECONDS, in data-standing-poll-ms).
+  const STANDING_POLL_MS = Number(root.dataset.standingPollMs) || 12000;
   const NO_PICTURE_MS = 1500; // data loaded, no picture size: an undecodable video track
   const STALL_MS = 12000; // nothing shown this long after the pair came: broken
   const MAX_STEP_S = 1.5; // a larger jump of currentTime is a seek, not time played
@@ -478,11 +484,8 @@
       return;
     }
     if (data.code === "inactive" || data.code === "paused") {
-      // Paused or closed (the campaign, or this annotator): nothing more is taken. The page
-      // leaves the pair at once and shows where the annotator stands (next/ says it).
       state.queue = state.queue.filter((a) => a.kind !== "submit");
-      showStatus(`${about}${detail}`, "warn", false);
-      resync("paused");
+      stopJudging(`${about}${detail}`);
       return;
     }
     if (data.code === "lease_expired" || data.code === "not_leased") {
@@ -507,6 +510,38 @@
     // conflict, invalid or not found: say so and resynchronise with the server.
     showStatus(`${about}${detail}`, "warn", false);
     resync("resync");
+  }
+
+  function stopJudging(text) {
+    // Paused or closed (the campaign, or this annotator): nothing more is taken. The page
+    // leaves the pair at once (R and N wait behind the next/ queued here) and shows where the
+    // annotator stands (next/ says it), whether an answer's reply or the standing poll said so.
+    showStatus(text, "warn", false);
+    resync("paused");
+    refreshButtons();
+  }
+
+  let standingAsked = false;
+
+  function onScreen() {
+    return state.mode === "judging" || state.mode === "feedback";
+  }
+
+  async function checkStanding() {
+    // Asked every STANDING_POLL_MS while a pair is on screen and the page is seen, and when
+    // it is seen again: an admin pausing the annotator, or the campaign paused or closed,
+    // changes the page within a poll rather than at the next answer. A GET that writes
+    // nothing, one statement on the server; with no pair on screen next/ is asked instead.
+    if (standingAsked || document.hidden || !onScreen() || state.queue.some((a) => a.kind === "next")) {
+      return;
+    }
+    standingAsked = true;
+    const result = await call({ method: "GET", path: "standing/" });
+    standingAsked = false;
+    const data = result && result.ok ? result.data : null;
+    if (data && data.may_judge === false && onScreen()) {
+      stopJudging(describe(data.detail) || MESSAGES.stopped);
+    }
   }
 
   function resync(cause) {
@@ -1295,6 +1330,13 @@
         video.requestVideoFrameCallback(onFrame);
       };
       video.requestVideoFrameCallback(onFrame);
+    }
+  });
+
+  setInterval(checkStanding, STANDING_POLL_MS);
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) {
+      checkStanding();
     }
   });
 

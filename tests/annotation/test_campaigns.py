@@ -8,6 +8,7 @@ from annotation.models import Campaign, Pair
 from annotation.services.campaigns import (
     CampaignError,
     CampaignSpec,
+    checked_pool,
     create_campaign,
     load_provenance,
 )
@@ -137,3 +138,16 @@ def test_duplicate_name_refused(setup):
     create_campaign(dataset, runs, CampaignSpec(name="one", depth=1))
     with pytest.raises(CampaignError, match="already exists"):
         create_campaign(dataset, runs, CampaignSpec(name="one", depth=1))
+
+
+def test_a_name_taken_after_the_check_is_the_same_error(setup):
+    """Two pool jobs with one name: the second checked before the first made it; the
+    unique name refuses its insert, said as the check says it, and nothing of it stays."""
+    dataset, runs, v, c = setup
+    spec = CampaignSpec(name="twice", depth=1)
+    pooled = checked_pool(dataset, runs, spec)  # the name is free now
+    create_campaign(dataset, runs, spec)
+    pairs = Pair.objects.count()
+    with pytest.raises(CampaignError, match="'twice' already exists"):
+        create_campaign(dataset, runs, spec, pool=pooled)
+    assert Campaign.objects.count() == 1 and Pair.objects.count() == pairs

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from annotation.judging import task_ids
 from annotation.models import Campaign, Escalation, Judgement
@@ -283,3 +284,46 @@ def test_a_paused_campaign_changes_the_page_at_once(live_server, browser):
     # Resumed: the page finds its pair again by itself (it asks while waiting).
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.ACTIVE)
     assert wait_for_pair(page) == task
+
+
+def test_a_pause_from_outside_changes_the_page_without_an_answer(live_server, browser, settings):
+    """An admin pausing the annotator, then (reinstated) the campaign being paused, while a
+    pair is on screen: the page's standing poll (every 0.3 s here, FIREPOOL_STANDING_POLL_SECONDS)
+    leaves the pair, disables R and N and says why, as a refused answer does; no key is
+    pressed and nothing is stored."""
+    from annotation.services import lifecycle
+    from annotation.services import people as people_service
+
+    settings.FIREPOOL_STANDING_POLL_SECONDS = 0.3
+    campaign = build_campaign()
+    user, admin = make_user(), make_user("boss", ADMIN)
+    page = open_page(browser, live_server.url, campaign)
+    wait_for_pair(page)
+    people_service.pause(campaign, user, admin, "checking the labels")
+    page.wait_for_function(
+        "() => document.body.dataset.pair === '' && document.body.dataset.annotatorState"
+        " === 'paused_by_admin'",
+        timeout=10000,
+    )
+    assert page.locator("[data-action=relevant]").is_disabled()
+    assert page.locator("[data-action=irrelevant]").is_disabled()
+    assert page.locator("#judge-stage").is_hidden()
+    assert "checking the labels" in page.locator("#judge-status").inner_text()
+    assert page.locator("#judge-state").is_visible()
+    shoot(page, "paused-by-admin")
+
+    people_service.reinstate(campaign, user, admin)
+    page.reload()
+    task = wait_for_pair(page)
+    with transaction.atomic():
+        lifecycle.change_status(campaign, Campaign.Status.PAUSED)
+    page.wait_for_function(
+        "() => document.body.dataset.pair === '' && document.body.dataset.judgeState === 'waiting'",
+        timeout=10000,
+    )
+    assert page.locator("[data-action=relevant]").is_disabled()
+    assert page.locator("#judge-caption").inner_text() == "Campaign paused"
+    assert "campaign is paused" in page.locator("#judge-status").inner_text()
+    assert not Judgement.objects.filter(annotator=user).exists()
+    # The GET wrote nothing: the paused campaign's lease on the pair shown is still there.
+    assert campaign.pairs.filter(pk=pair_of(task), leased=1).exists()

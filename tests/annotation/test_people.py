@@ -5,15 +5,16 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.judging import gold as gold_queue
-from annotation.judging import queue, standing, submit
+from annotation.judging import queue, standing, submit, task_ids
 from annotation.models import (
     AnnotatorStanding,
+    Campaign,
     Judgement,
     Pair,
     QualificationAttempt,
@@ -32,6 +33,15 @@ def _client(user) -> Client:
 
 def _url(campaign, tail: str = "") -> str:
     return f"/campaigns/{campaign.pk}/annotators/{tail}"
+
+
+def _judging_api(annotator, campaign):
+    """An API client signed in as ``annotator`` (CSRF checked), and the campaign's API base."""
+    from rest_framework.test import APIClient
+
+    api = APIClient(enforce_csrf_checks=True)
+    api.force_authenticate(annotator)
+    return api, f"/api/campaigns/{campaign.pk}/"
 
 
 def _row_counts() -> dict[str, int]:
@@ -257,9 +267,12 @@ def test_the_admin_sites_actions_share_the_service(people):
     row = AnnotatorStanding.objects.get(campaign=campaign, annotator=annotator)
     admin = _client(boss)
     changelist = "/admin/annotation/annotatorstanding/"
+    shown = []
     for action in ("reinstate", "reinstate", "discount"):  # the second is refused, shown
         response = admin.post(changelist, {"action": action, "_selected_action": [row.pk]})
         assert response.status_code == 302
+        shown += [str(m) for m in response.wsgi_request._messages]
+    assert shown[0] == f"Reinstated 1 annotator(s): {people_service.REINSTATED}."
     events = StandingEvent.objects.filter(campaign=campaign, annotator=annotator)
     assert [(e.action, e.by_id) for e in events.order_by("pk")] == [
         ("paused", boss.pk),
@@ -274,17 +287,13 @@ def test_a_paused_annotator_submits_nothing_and_holds_no_pair(people, gold_rate)
     """Issue 38 §3: pausing ends the annotator's leases; what they still had on screen (a
     pair or a gold task, a fresh answer or a retry of one stored before) is refused with 409
     and stored nowhere; reinstating says truly what changes."""
-    from rest_framework.test import APIClient
-
     from annotation.models import GoldJudgement, Lease
 
     campaign = make_campaign(n_queries=6, depth=3, seed=11)
     if gold_rate:
         add_gold(campaign, 6, rate=gold_rate)
     annotator, admin = people["annotator"], people["admin"]
-    api = APIClient(enforce_csrf_checks=True)
-    api.force_authenticate(annotator)
-    base = f"/api/campaigns/{campaign.pk}/"
+    api, base = _judging_api(annotator, campaign)
     got = api.post(base + "next/").json()
     done = {"pair": got["current"]["pair"], "label": "relevant", "uuid": str(uuid.uuid4())}
     assert api.post(base + "submit/", done, format="json").status_code == 200
@@ -312,7 +321,7 @@ def test_a_paused_annotator_submits_nothing_and_holds_no_pair(people, gold_rate)
 
     page = _client(admin).post(_url(campaign, f"{annotator.pk}/reinstate/"))
     shown = [str(m) for m in page.wsgi_request._messages]
-    assert "Their earlier labels still count" in shown[0]
+    assert "their earlier labels still count (discount them" in shown[0]
     assert "only their work from now on counts" not in shown[0]
     (person,) = people_service.campaign_people(campaign).people
     assert person.labels == Judgement.objects.filter(annotator=annotator).count()
@@ -356,3 +365,103 @@ def test_a_speeder_paused_a_moment_ago_shows_their_labels_and_the_discount(peopl
     assert person.labels == labels and person.status == "paused by the speed rule"
     html = page.content.decode()
     assert f'data-label="Labels">{labels}<' in html and "Discount labels…" in html
+
+
+def _stored_state() -> tuple:
+    """Everything an undo or an escalation could change: live and undone labels, gold
+    answers, escalations, held pairs."""
+    from annotation.models import Escalation, GoldJudgement
+
+    return (
+        Judgement.objects.filter(undone_at__isnull=True).count(),
+        Judgement.objects.exclude(undone_at=None).count(),
+        GoldJudgement._base_manager.filter(undone_at=None).count(),
+        Escalation.objects.count(),
+        Pair.objects.filter(held=True).count(),
+    )
+
+
+@pytest.mark.parametrize("by", ["admin", "speed rule"])
+def test_a_paused_annotator_can_neither_undo_nor_escalate(people, by):
+    """Undo, escalation and a broken-video report of a paused annotator (paused by an admin,
+    or by the speed rule on their last answer) are refused like their answers (409, code
+    paused) and change nothing, a retry of an escalation stored before the pause included;
+    once reinstated the same undo goes through."""
+    campaign = make_campaign(n_queries=6, depth=3, seed=13)
+    annotator, admin = people["annotator"], people["admin"]
+    api, base = _judging_api(annotator, campaign)
+    got = api.post(base + "next/").json()
+    escalation = {"pair": got["upcoming"]["pair"], "reason": "no sound", "uuid": str(uuid.uuid4())}
+    seconds = 0.2 if by == "speed rule" else 4.0
+    while True:  # the speed rule pauses on the answer that makes the pace too fast
+        judged = got["current"]["pair"]
+        body = {
+            "pair": judged,
+            "label": "irrelevant",
+            "uuid": str(uuid.uuid4()),
+            "seconds": seconds,
+        }
+        reply = api.post(base + "submit/", body, format="json")
+        assert reply.status_code == 200, reply.content
+        got = reply.json()
+        if by == "admin":
+            assert api.post(base + "escalate/", escalation, format="json").status_code == 200
+            people_service.pause(campaign, annotator, admin, "checking")
+            break
+        if got["paused"]:
+            assert "too fast" in got["paused"]
+            break
+    assert standing.paused(campaign, annotator) is not None
+    before = _stored_state()
+    fresh = {"pair": judged, "reason": "cannot tell", "uuid": str(uuid.uuid4())}
+    broken = {"pair": judged, "kind": "broken_video", "media_error": "x", "uuid": str(uuid.uuid4())}
+    writes = [("undo/", None), ("escalate/", fresh), ("escalate/", broken)]
+    if by == "admin":
+        writes.append(("escalate/", escalation))  # a retry of one stored before the pause
+    for path, data in writes:
+        refused = api.post(base + path, data, format="json")
+        assert refused.status_code == 409, (path, refused.content)
+        assert refused.json()["code"] == "paused", refused.json()
+        assert "paused in this campaign" in refused.json()["detail"]
+        assert _stored_state() == before, path
+    people_service.reinstate(campaign, annotator, admin)
+    assert api.post(base + "undo/").status_code == 200
+    taken_back = Judgement.objects.get(pair_id=task_ids.decode(annotator.pk, judged))
+    assert taken_back.undone_at is not None
+
+
+def test_the_standing_poll_says_what_an_answer_would_get_in_one_statement(people):
+    """GET standing/ (the judging page's poll) answers whether the annotator may judge, and
+    else the refusal an answer gets now (paused, with the admin's reason; inactive), in one
+    statement, writing nothing (a lease taken as the pause came stays for the next write)."""
+    from annotation.models import Lease
+    from annotation.services import lifecycle
+
+    campaign = make_campaign(n_queries=2, depth=2, seed=17)
+    annotator, admin = people["annotator"], people["admin"]
+    api, base = _judging_api(annotator, campaign)
+    assert api.get(base + "standing/").json() == {"may_judge": True, "code": None, "detail": ""}
+    people_service.pause(campaign, annotator, admin, "checking")
+    queue.assign(campaign, people["other"])
+    Lease.objects.create(  # taken as the pause came
+        pair=Pair.objects.filter(leased=0).first(),
+        annotator=annotator,
+        expires_at=timezone.now() + timedelta(minutes=5),
+    )
+    leases = list(Lease.objects.values_list("pk", flat=True))
+    with CaptureQueriesContext(connection) as run:
+        got = api.get(base + "standing/").json()
+    assert len(run.captured_queries) == 1, [q["sql"] for q in run.captured_queries]
+    assert list(Lease.objects.values_list("pk", flat=True)) == leases  # a GET writes nothing
+    lease = Lease.objects.get(annotator=annotator)
+    body = {"pair": task_ids.encode(annotator.pk, lease.pair_id), "label": "relevant"}
+    body["uuid"] = str(uuid.uuid4())
+    refused = api.post(base + "submit/", body, format="json").json()
+    assert got == {"may_judge": False, "code": "paused", "detail": refused["detail"]}
+    assert "checking" in got["detail"]
+    people_service.reinstate(campaign, annotator, admin)
+    with transaction.atomic():
+        lifecycle.change_status(campaign, Campaign.Status.PAUSED)
+    got = api.get(base + "standing/").json()
+    assert got["code"] == "inactive" and "campaign is paused" in got["detail"]
+    assert api.get(f"/api/campaigns/{campaign.pk + 1000}/standing/").status_code == 404

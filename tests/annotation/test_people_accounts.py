@@ -233,6 +233,18 @@ def test_a_race_lost_after_the_check_is_the_taken_error(people, monkeypatch):
     assert _counts() == before
 
 
+def test_the_page_shows_a_race_lost_after_its_check_as_the_form_error(people, monkeypatch):
+    """The page's own check passed (another admin made "ANNOTATOR" a moment later): the
+    index refuses the insert and the page answers with the form's error (400), not a 500."""
+    campaign = make_campaign(n_queries=2, depth=2, seed=28)
+    monkeypatch.setattr(people_service, "case_twin", lambda *args, **kwargs: None)
+    before = _counts()
+    page = _client(people["admin"]).post(_add_url(campaign), {"username": "ANNOTATOR"})
+    assert page.status_code == 400
+    assert "the username &#x27;ANNOTATOR&#x27; is taken" in page.content.decode()
+    assert _counts() == before
+
+
 @pytest.mark.skipif(
     connection.vendor != "postgresql",
     reason="parallel writers need PostgreSQL (SQLite's in-memory test database refuses them)",

@@ -166,6 +166,28 @@ def test_register_and_label_imports_refuse_big_files(small_limit, world, tmp_pat
     assert counts() == before
 
 
+def test_a_model_name_another_upload_took_meanwhile_is_the_name_error(world, tmp_path, monkeypatch):
+    """Two uploads of one model name: the second's check passed before the first committed
+    (a file is read in between); the unique index refuses its insert, and the upload gets
+    the check's own error (409 name_taken), writing nothing."""
+    run = tmp_path / "m.run"
+    run.write_text("c1 Q0 v1 1 0.9 mine\n")
+    registration.register_run_file(world, "m", run)
+    before = counts()
+    real, checks = registration.check_name_free, []
+
+    def passes_first(dataset, name):  # the check, as it ran before the other upload's commit
+        checks.append(name)
+        if len(checks) > 1:
+            real(dataset, name)
+
+    monkeypatch.setattr(registration, "check_name_free", passes_first)
+    with pytest.raises(registration.RegistrationError, match="already has a model named 'm'") as e:
+        registration.register_run_file(world, "m", run)
+    assert e.value.status == 409 and e.value.code == "name_taken"
+    assert counts() == before
+
+
 def test_lines_longer_than_the_line_limit_are_refused(tmp_path, monkeypatch):
     monkeypatch.setattr("retrieval.formats.records.MAX_LINE_BYTES", 100)
     path = tmp_path / "long.jsonl"

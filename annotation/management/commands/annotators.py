@@ -33,7 +33,9 @@ class Command(BaseCommand):
         admin = None
         if options["reinstate"]:
             people.reinstate(campaign, self._user(options["reinstate"]), admin)
-            self.stdout.write(f"Reinstated {options['reinstate']} in {campaign.name!r}.")
+            self.stdout.write(
+                f"Reinstated {options['reinstate']} in {campaign.name!r}: {people.REINSTATED}."
+            )
             return
         if options["admit"]:
             people.admit(campaign, self._user(options["admit"]), admin)

@@ -2,10 +2,10 @@
 
 import json
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from config import roles
+from config.accounts.names import existing_or_new
 from config.commands import BaseCommand
 
 DEMO_USERS = (
@@ -30,10 +30,9 @@ class Command(BaseCommand):
     @transaction.atomic
     def handle(self, *args, reset_passwords: bool, format: str, **options):
         groups = roles.ensure_groups()
-        User = get_user_model()
         rows = []
         for username, password, role in DEMO_USERS:
-            user, created = User.objects.get_or_create(username=username)
+            user, created = existing_or_new(username)  # refuses another case's twin
             if created or reset_passwords:
                 user.set_password(password)
             user.is_staff = role in roles.STAFF_ROLES
