@@ -567,15 +567,44 @@ async def annotate(
     end: float,
     judgements: int | None = None,
     one_request: bool = False,
+    standing_s: float = 0.0,
 ) -> None:
     """One annotator: POST next, think, POST submit with a fresh UUID, until ``end``
     (or after ``judgements`` submits). With ``one_request`` the task a submit answers with
-    is judged next, as the judging page does: one request per judgement."""
+    is judged next, as the judging page does: one request per judgement. With
+    ``standing_s`` the annotator also asks ``GET standing/`` that often, as the judging page
+    does while a pair is on screen (to notice a pause without an answer)."""
     headers = {"Cookie": f"sessionid={session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
     rng = random.Random(user_id)
-    backoff = 0.05
     # Annotators start spread over one think time, as people do, not in one burst.
     await asyncio.sleep(rng.uniform(0.0, think_ms / 1000.0))
+    poller = None
+    if standing_s > 0:
+        poller = asyncio.create_task(
+            poll_standing(http, record, base, headers, standing_s, end, rng.uniform(0, 1))
+        )
+    try:
+        await _judge(http, record, base, user_id, headers, rng, think_ms, end, judgements,
+                     one_request)  # fmt: skip
+    finally:
+        if poller is not None:
+            poller.cancel()
+
+
+async def poll_standing(http, record, base, headers, every_s, end, phase) -> None:
+    """``GET standing/`` every ``every_s`` seconds until ``end``, starting at ``phase`` of
+    a period (annotators' polls do not come in step)."""
+    await asyncio.sleep(every_s * phase)
+    while time.monotonic() < end:
+        with contextlib.suppress(Unanswered):
+            await request(http, record, "standing", "GET", base + "standing/", headers=headers)
+        await asyncio.sleep(every_s)
+
+
+async def _judge(http, record, base, user_id, headers, rng, think_ms, end, judgements,
+                 one_request) -> None:  # fmt: skip
+    """The judging loop of :func:`annotate`."""
+    backoff = 0.05
     following = None  # the next task a submit answered with (the judging page's one request)
     while time.monotonic() < end:
         if following is not None:
@@ -754,6 +783,7 @@ async def drive(
     clips: list[tuple[str, int]] = (),
     watch_s: float = 5.0,
     clip_seconds: float = 10.0,
+    standing_s: float = 0.0,
 ) -> Run:
     """Warm up, then run every annotator (and viewer) for ``seconds`` (crashing the server
     halfway); ``port``: where the clients connect (nginx's, or gunicorn's by default)."""
@@ -790,6 +820,7 @@ async def drive(
                     think_ms,
                     end,
                     one_request=one_request,
+                    standing_s=standing_s,
                 )
             )
             for user, key in sessions
@@ -1015,6 +1046,12 @@ def main() -> None:
     )
     parser.add_argument("--lease-seconds", type=int, default=300)
     parser.add_argument(
+        "--standing-seconds",
+        type=float,
+        default=12.0,
+        help="each annotator's GET standing/ period, as the judging page polls (0: none)",
+    )
+    parser.add_argument(
         "--no-prepared",
         dest="prepared",
         action="store_false",
@@ -1168,6 +1205,7 @@ def main() -> None:
                     clips=clips,
                     watch_s=args.watch_seconds,
                     clip_seconds=args.clip_seconds,
+                    standing_s=args.standing_seconds,
                 )
             )
         finally:
