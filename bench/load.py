@@ -181,13 +181,16 @@ def build_campaign(
 
     n_queries = max(1, n_pairs // DEPTH)
     n_videos = max(200, n_pairs // 30)
+    as_is = Video._meta.get_field("media_state").default  # a URL plays as it is
     with transaction.atomic():
         dataset = Dataset.objects.create(name="load", source_format="jsonl")
         copy_rows(
             Video._meta.db_table,
-            ["dataset_id", "key", "media", "url", "features", "split", "metadata"],
+            ["dataset_id", "key", "media", "url", "features", "split", "metadata"]
+            + ["media_state", "browser_media"],
             (
                 (dataset.pk, f"v{i:06d}", "", f"https://example.org/v/{i}.mp4", "", "test", "{}")
+                + (as_is, "")
                 for i in range(n_videos)
             ),
         )
@@ -972,7 +975,7 @@ class FigureWatch(threading.Thread):
         self.every = every
         self.lags: list[float] = []
         self.refreshed = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         from django.db import connection
@@ -986,7 +989,7 @@ class FigureWatch(threading.Thread):
         subject = figures_due.subject(self.campaign_id)
         seen = None
         try:
-            while not self._stop.wait(self.every):
+            while not self._halt.wait(self.every):
                 now = timezone.now()
                 oldest = StoredFigure.objects.filter(subject=subject).aggregate(
                     at=Min("computed_at")
@@ -1004,7 +1007,7 @@ class FigureWatch(threading.Thread):
             connection.close()
 
     def stop(self) -> dict[str, object]:
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=30)
         lags = sorted(self.lags)
         return {
