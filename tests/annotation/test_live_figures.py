@@ -123,17 +123,23 @@ def test_submits_note_the_campaign_and_the_pacer_queues_each_refresh_when_due(
     StoredFigure.objects.filter(kind=figures_due.PACED_BY).update(seconds=10.0)
     with django_capture_on_commit_callbacks(execute=True):
         figures_due.request_refresh(campaign, 11)
-    assert pacer.look(later) == [] and jobs.count() == 3  # 10 s of work: 50 s apart
+    assert pacer.look(later) == [] and jobs.count() == 3  # 10 s of work: 39 s apart
     settings.FIREPOOL_WARM_FIGURES = False
     assert not figures_due.request_refresh(campaign, 12)
 
 
 def test_the_pause_keeps_figures_within_a_minute_of_the_labels():
-    """The target: a label waits at most the pause plus a tick for its refresh to start, and
-    then the refresh's own time; within 60 s for figures taking up to 6 s."""
-    for seconds in (0.0, 0.5, 2.0, 6.0):
-        lag = figures_due.pause(seconds).total_seconds() + figures_due.TICK + seconds
-        assert lag <= 60, seconds
+    """The target: a label that comes just after a refresh read its inputs waits for that
+    refresh to end, the pause and a tick, and the next refresh's own time; within 60 s for
+    figures taking up to 19 s (FIRE's size took 12.3 s on a busy machine, 74 s behind at a
+    fifth of a core), and never more often than MIN_INTERVAL."""
+    for seconds in (0.0, 0.5, 2.0, 6.0, 12.3, 19.0):
+        pause = figures_due.pause(seconds).total_seconds()
+        assert seconds + pause + figures_due.TICK + seconds <= 60, seconds
+        assert pause >= figures_due.MIN_INTERVAL.total_seconds()
+    assert figures_due.pause(4.0).total_seconds() == 20.0  # a fifth of a core: 20 s anyway
+    assert figures_due.pause(8.0).total_seconds() == 40.0  # a fifth of a core, in time
+    assert figures_due.pause(12.3).total_seconds() == pytest.approx(34.4)  # cut to be in time
 
 
 def test_the_job_stores_every_figure(campaign):
