@@ -22,12 +22,14 @@ Anchor: Label Studio users still ask for the next task's media to be preloaded
 """
 
 import argparse
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,6 +77,35 @@ def wait_until_up(url: str, server: subprocess.Popen, timeout: float = 60.0) -> 
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def runserver(tmp: Path) -> Iterator[str]:
+    """``manage.py runserver`` on a free local port, on the bench's database; yields its
+    base URL, prints the end of its log if the block fails, and stops it afterwards."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = tmp / "runserver.log"
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            cwd=ROOT,
+            env={**os.environ, "DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until_up(f"{base}/login/", server)
+        yield base
+    except BaseException:
+        print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
+        raise
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 def judge_pairs(
@@ -156,19 +187,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        log_path = Path(tmp) / "runserver.log"
-        with open(log_path, "wb") as log:
-            server = subprocess.Popen(
-                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-                cwd=ROOT,
-                env={**os.environ, "DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            wait_until_up(f"{base}/login/", server)
+        with runserver(Path(tmp)) as base:
             from playwright.sync_api import sync_playwright
 
             with sync_playwright() as playwright:
@@ -186,15 +205,6 @@ def main() -> None:
                     browser, base, campaign_id, args.cold_pairs, args.dwell, "?nopreload"
                 )
                 browser.close()
-        except BaseException:
-            print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
-            raise
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
 
         from annotation.models import Judgement
 

@@ -11,16 +11,40 @@ ffmpeg``); firepool itself never runs it. Sources are made with PyAV first, a fe
 each::
 
     .venv/bin/python bench/media_bench.py --copies [--seconds 4] [--repeat 3]
+
+``--first-frame``: a dataset of clips per source format (MSVD-style AVI, MSR-VTT MP4, WebM
+VP9, MKV H.264, phone HEVC, ProRes MOV, MJPEG MOV, and 5 s segments of an EPIC-style 1080p
+50 fps recording with its index at the end), made with PyAV with a panning texture, imported
+through ``import_dataset --videos`` (whose ``media`` job, on the default thread backend,
+makes the copies, clips and posters in the importing process) and ``manage.py media`` (which
+makes whatever is left; the rows give each format's copy rate and disk per source second),
+served by ``manage.py runserver``, and
+judged in headless Chromium: for each task, the time from the page showing it
+(``body[data-pair]`` changes) to its first frame (``body[data-video-state]`` turns ``seen``,
+which the page sets from ``requestVideoFrameCallback``), cold (``?nopreload``, a fresh
+browser context) and warm (the page's preloading). Beside it, the anchor measured in the
+same run: a bare ``<video>`` element given the same served file, to its first frame
+(``requestVideoFrameCallback``), in a fresh context. Bytes per task are the encoded bytes
+Chromium fetched for the task's video and its poster (CDP ``Network.dataReceived`` and
+``loadingFinished``) in the cold pass; for the segments, beside the bytes of the whole
+recording. Then the cost of MSVD and of a 100-segment hour of EPIC-KITCHENS at the measured
+copy rates (``--sources DIR`` keeps the sources there for the next run)::
+
+    .venv/bin/python bench/media_bench.py --first-frame [--tasks 6] [--dwell 1200]
 """
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import harness  # noqa: F401 - puts the project on sys.path
+import numpy as np
 
 from retrieval.media.probe import CopySettings, probe
 from retrieval.media.transcode import make_copy, output_rate, output_size
@@ -87,15 +111,419 @@ def copies(seconds: float, repeat: int) -> None:
             print(f"  copies: ours {a.describe}, {a.size:,} B; ffmpeg's {b.describe}, {b.size:,} B")
 
 
+@dataclass(frozen=True)
+class Format:
+    """One source format of the first-frame bench: how make_clip writes it."""
+
+    kind: str
+    size: tuple[int, int]
+    fps: int
+    segments: bool = False
+
+
+FORMATS = {
+    "msvd-avi": Format("avi", (480, 360), 25),
+    "msrvtt-mp4": Format("mp4", (320, 240), 30),
+    "epic-segment": Format("mp4_moov_end", (1920, 1080), 50, segments=True),
+    "youtube-webm": Format("webm", (640, 360), 30),
+    "youtube-mkv": Format("mkv", (640, 360), 30),
+    "phone-hevc": Format("hevc", (1920, 1080), 30),
+    "prores-mov": Format("prores", (1280, 720), 25),
+    "mjpeg-mov": Format("mjpeg", (640, 480), 30),
+}
+SEGMENT_SECONDS = 5.0
+SEGMENT_GAP = 1.0
+USERNAME, PASSWORD = "bench-viewer", "pw-bench-viewer-1"
+MSVD_CLIPS, MSVD_MEAN_SECONDS = 1970, 10.0
+EPIC_SEGMENTS, EPIC_MARGIN = 100, 0.5
+FIRST_FRAME_MS = {"cold": 300.0, "warm": 50.0}
+SEGMENT_BYTES = 3_000_000
+
+# Turns the page's test hooks on and records, per task shown, the time from the page showing
+# it (body[data-pair] changes) to its first frame (body[data-video-state] turns "seen", set
+# from requestVideoFrameCallback), with the active player's source.
+RECORD_FIRST_FRAME = """
+window.FIREPOOL_TEST = true;
+window.__shown = [];
+window.__ff = [];
+document.addEventListener("firepool:shown", (e) => window.__shown.push(e.detail));
+(() => {
+  let pair = null, since = null;
+  new MutationObserver(() => {
+    const body = document.body;
+    if (!body) { return; }
+    const now = performance.now();
+    if (body.dataset.pair && body.dataset.pair !== pair) { pair = body.dataset.pair; since = now; }
+    const state = body.dataset.videoState;
+    if (since !== null && (state === "seen" || state === "broken")) {
+      const video = [...document.querySelectorAll("video.judge-video")]
+        .find((v) => v.classList.contains("is-active"));
+      window.__ff.push({pair, state, ms: now - since, src: video ? video.currentSrc : ""});
+      since = null;
+    }
+  }).observe(document,
+             {attributes: true, subtree: true, attributeFilter: ["data-pair", "data-video-state"]});
+})();
+"""
+
+BARE_VIDEO = """async (src) => {
+  const video = document.createElement("video");
+  video.muted = true; video.preload = "auto"; video.width = 320;
+  document.body.appendChild(video);
+  const began = performance.now();
+  const result = await new Promise((done) => {
+    video.requestVideoFrameCallback(() => done({ms: performance.now() - began}));
+    video.addEventListener("error", () => done({error: String(video.error && video.error.code)}));
+    setTimeout(() => done({error: "timeout"}), 20000);
+    video.src = src;
+    video.play().catch(() => {});
+  });
+  video.pause(); video.removeAttribute("src"); video.load(); video.remove();
+  return result;
+}"""
+
+
+def make_sources(folder: Path, tasks: int, seconds: float) -> tuple[list[dict], Path]:
+    """Write ``tasks`` clips per format (``tasks`` 5 s segments of one recording for EPIC) and
+    their caption records; returns the records and the recording's path."""
+    from tests.media_support import BLUE, RED, SPECS, make_clip
+
+    records: list[dict] = []
+    recording = None
+    for name, spec in FORMATS.items():
+        suffix = SPECS[spec.kind].suffix
+        if spec.segments:
+            length = tasks * (SEGMENT_SECONDS + SEGMENT_GAP) + SEGMENT_GAP
+            recording = make_clip(
+                folder / f"{name}-P01_01{suffix}", spec.kind, seconds=length, fps=spec.fps,
+                size=spec.size, texture=0,
+            )  # fmt: skip
+            for i in range(tasks):
+                start = SEGMENT_GAP + i * (SEGMENT_SECONDS + SEGMENT_GAP)
+                records.append(
+                    {"video_id": f"{name}-{i}", "caption_id": f"{name}-c{i}", "caption": name,
+                     "video_path": recording.name, "start": start, "end": start + SEGMENT_SECONDS}
+                )  # fmt: skip
+            continue
+        for i in range(tasks):
+            colours = (RED, BLUE) if i % 2 else (BLUE, RED)
+            clip = make_clip(
+                folder / f"{name}-{i}{suffix}", spec.kind, seconds=seconds, fps=spec.fps,
+                size=spec.size, first=colours[0], second=colours[1], texture=i,
+            )  # fmt: skip
+            records.append(
+                {"video_id": f"{name}-{i}", "caption_id": f"{name}-c{i}", "caption": name,
+                 "video_path": clip.name}
+            )  # fmt: skip
+    return records, recording
+
+
+def own_video_campaign(dataset) -> int:
+    """A campaign over the dataset where each query pools exactly one video, each video
+    once (so every task shows another file, and no video comes from the browser's cache),
+    and every pair takes two labels: one from the cold pass's annotator, one from the warm
+    pass's."""
+    from annotation.services.campaigns import CampaignSpec, create_campaign
+    from retrieval.models import Caption, RetrievalModel, Video
+    from retrieval.runs import RankedLists
+    from retrieval.services.runs import store_run
+
+    videos = list(Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True))
+    rows = Caption.objects.filter(dataset=dataset, is_query=True).order_by("video_id")
+    queries = list(rows.values_list("pk", flat=True))
+    # Query i ranks video i + 1 first: its own video is ground truth, never pooled.
+    items = [[videos[(i + 1) % len(videos)]] for i in range(len(queries))]
+    lists = RankedLists(np.array(queries), np.array(items), np.ones((len(items), 1)))
+    model = RetrievalModel.objects.create(dataset=dataset, name="own", source="run")
+    run = store_run(model, "own", lists)
+    spec = CampaignSpec(name="first-frame", depth=1, second_label_rate=1.0, max_labels=2)
+    return create_campaign(dataset, [run], spec).pk
+
+
+def count_bytes(context, page) -> dict[str, int]:
+    """Encoded bytes Chromium fetches per URL (fragment and query left off), kept up to date
+    from CDP's network events while the page runs."""
+    session = context.new_cdp_session(page)
+    session.send("Network.enable")
+    urls: dict[str, str] = {}
+    received: dict[str, int] = {}
+    finished: dict[str, int] = {}
+    totals: dict[str, int] = {}
+
+    def settle(request: str) -> None:
+        url = urls.get(request)
+        if url is not None:
+            key = url.split("#")[0].split("?")[0]
+            totals[key] = totals.get(key, 0) + max(
+                finished.pop(request, 0), received.pop(request, 0)
+            )
+
+    def sent(event) -> None:
+        urls[event["requestId"]] = event["request"]["url"]
+
+    def data(event) -> None:
+        request = event["requestId"]
+        received[request] = received.get(request, 0) + int(event.get("encodedDataLength", 0))
+
+    def done(event) -> None:
+        finished[event["requestId"]] = int(event.get("encodedDataLength", 0))
+        settle(event["requestId"])
+
+    session.on("Network.requestWillBeSent", sent)
+    session.on("Network.dataReceived", data)
+    session.on("Network.loadingFinished", done)
+    session.on("Network.loadingFailed", lambda event: settle(event["requestId"]))
+    return totals
+
+
+def judge_all(browser, base: str, campaign: int, dwell_ms: int, cold: bool):
+    """Judge every task of ``campaign`` by key press, waiting ``dwell_ms`` after each first
+    frame; the first-frame records (the first task, shown by the page load, left out) and
+    the bytes fetched per URL."""
+    from tests.browser_support import login
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.add_init_script(RECORD_FIRST_FRAME)
+    login(page, base, f"{USERNAME}-{'cold' if cold else 'warm'}", PASSWORD, landing="/judge/")
+    fetched = count_bytes(context, page)
+    page.goto(f"{base}/judge/{campaign}/{'?nopreload' if cold else ''}")
+    done = "['finished', 'waiting'].includes(document.body.dataset.judgeState)"  # none left
+    while True:
+        page.wait_for_function(
+            f"() => ['seen', 'broken'].includes(document.body.dataset.videoState) || {done}",
+            timeout=60000,
+        )
+        if page.evaluate(f"() => {done}"):
+            break
+        page.wait_for_timeout(dwell_ms)
+        state = page.evaluate("document.body.dataset.videoState")
+        counted = page.evaluate("window.__ff.length")  # before the key: the next may be quick
+        page.keyboard.press("b" if state == "broken" else "r")
+        page.wait_for_function(f"k => window.__ff.length > k || {done}", arg=counted, timeout=60000)
+    records = page.evaluate("window.__ff")[1:]
+    shown = page.evaluate("window.__shown")
+    page.wait_for_timeout(300)  # the last responses' events
+    context.close()
+    return records, shown, dict(fetched)
+
+
+def bare_video(browser, base: str, sources: list[str]) -> list[dict]:
+    """A bare <video> given each served file (with its fragment) on a page of the same
+    origin, in a fresh context: the time from src to its first frame."""
+    from tests.browser_support import login
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    login(page, base, f"{USERNAME}-cold", PASSWORD, landing="/judge/")
+    page.goto(f"{base}/media-bench-blank/")  # any page of the origin: its 404 will do
+    results = [page.evaluate(BARE_VIDEO, f"{base}{src}") for src in sources]
+    context.close()
+    return results
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "no samples"
+    p50, p95 = np.percentile(np.asarray(values, dtype=float), [50, 95])
+    return f"{p50:7.1f} {p95:7.1f}"
+
+
+def first_frame(tasks: int, seconds: float, dwell: int, sources: str | None) -> None:
+    from judge_latency import runserver
+
+    from tests.browser_support import CHROMIUM, launch
+
+    if not os.path.exists(CHROMIUM):
+        raise SystemExit(f"{CHROMIUM} not found: install Debian's chromium")
+    with harness.temporary_django() as tmp:
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+
+        from config.roles import ANNOTATOR, ensure_groups
+        from retrieval.models import Dataset, DerivedMedia, Video
+        from tests.media_support import import_records
+
+        folder = Path(sources) if sources else tmp / "source"
+        listing = folder / "records.json"
+        if listing.is_file():
+            saved = json.loads(listing.read_text())
+            records, recording = saved["records"], folder / saved["recording"]
+            print(f"sources from {folder} (made by an earlier run)")
+        else:
+            began = time.perf_counter()
+            records, recording = make_sources(folder, tasks, seconds)
+            listing.write_text(json.dumps({"records": records, "recording": recording.name}))
+            print(f"sources made with PyAV in {time.perf_counter() - began:.0f} s")
+        began = time.perf_counter()
+        summary = import_records(records, folder, "firstframe", tmp / "captions.jsonl")
+        print(f"import_dataset --videos (its media jobs included where they run at once): "
+              f"{time.perf_counter() - began:.1f} s; {json.dumps(summary)[:300]}")  # fmt: skip
+        began = time.perf_counter()
+        out = tmp / "media.log"
+        with open(out, "w") as log:
+            call_command("media", dataset="firstframe", stdout=log)
+        print(f"manage.py media: {time.perf_counter() - began:.1f} s; "
+              f"{out.read_text().strip().splitlines()[-7]}")  # fmt: skip
+        dataset = Dataset.objects.get(name="firstframe")
+        campaign = own_video_campaign(dataset)
+        for mode in ("cold", "warm"):
+            user = get_user_model().objects.create_user(f"{USERNAME}-{mode}", password=PASSWORD)
+            user.groups.add(ensure_groups()[ANNOTATOR])
+        videos = list(Video.objects.filter(dataset=dataset).select_related("derived"))
+        format_of = {v.key: v.key.rsplit("-", 1)[0] for v in videos}
+        served = {}
+        for video in videos:
+            served[video.source_url] = video.key
+        posters = {video.poster_url: video.key for video in videos if video.poster_url}
+        from django.db import connections
+
+        connections.close_all()
+
+        with runserver(tmp) as base:
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as playwright:
+                browser = launch(playwright)
+                version = browser.version
+                anchor = bare_video(
+                    browser, base, [v.source_url + v.media_fragment for v in videos]
+                )
+                cold, _, fetched = judge_all(browser, base, campaign, dwell, cold=True)
+                warm, shown, _ = judge_all(browser, base, campaign, dwell, cold=False)
+                browser.close()
+
+        def key_of(src: str) -> str:
+            path = "/" + src.split("#")[0].split("/", 3)[-1]
+            return served.get(path, "?")
+
+        rows = {name: {"anchor": [], "cold": [], "warm": [], "bytes": [], "broken": 0}
+                for name in FORMATS}  # fmt: skip
+        for video, result in zip(videos, anchor, strict=True):
+            if "ms" in result:
+                rows[format_of[video.key]]["anchor"].append(result["ms"])
+            else:
+                print(f"  anchor: {video.key} gave {result['error']}")
+        for mode, found in (("cold", cold), ("warm", warm)):
+            for record in found:
+                name = format_of.get(key_of(record["src"]))
+                if name is None:
+                    print(f"  {mode}: a task of unknown source {record['src']}")
+                    continue
+                if record["state"] == "broken":
+                    rows[name]["broken"] += 1
+                else:
+                    rows[name][mode].append(record["ms"])
+        per_task: dict[str, int] = {}  # a task's video and its poster
+        for url, size in fetched.items():
+            path = "/" + url.split("/", 3)[-1]
+            if path in served or path in posters:
+                key = served.get(path) or posters[path]
+                per_task[key] = per_task.get(key, 0) + size
+        for key, size in per_task.items():
+            rows[format_of[key]]["bytes"].append(size)
+        preloaded = sum(bool(d.get("preloaded")) for d in shown[1:])
+
+        import av
+
+        print(f"machine: {harness.machine()}; load average {os.getloadavg()[0]:.2f} (1 min) "
+              f"at the end; headless Chromium {version}, PyAV {av.__version__}; "
+              f"runserver + SQLite; {tasks} tasks per format, dwell {dwell} ms")  # fmt: skip
+        print(
+            "first frame, ms (p50 p95); cold: ?nopreload in a fresh context; warm: the page's "
+            f"preloading ({preloaded}/{max(0, len(shown) - 1)} warm tasks from the preloaded "
+            "player); anchor: a bare <video> on the same served file"
+        )
+        print(f"{'format':<14} {'served as':<10} {'anchor':>15} {'cold':>15} {'warm':>15} "
+              f"{'KB/task':>8} {'broken':>6}")  # fmt: skip
+        state_of = {}
+        for video in videos:
+            state_of.setdefault(format_of[video.key], set()).add(
+                video.derived.kind if video.derived else "as is"
+            )
+        every = {"cold": [], "warm": [], "anchor": []}
+        for name, row in rows.items():
+            for mode in every:
+                every[mode] += row[mode]
+            kilobytes = np.mean(row["bytes"]) / 1000 if row["bytes"] else float("nan")
+            print(f"{name:<14} {'/'.join(sorted(state_of.get(name, ()))):<10} "
+                  f"{percentiles(row['anchor']):>15} {percentiles(row['cold']):>15} "
+                  f"{percentiles(row['warm']):>15} {kilobytes:>8.0f} {row['broken']:>6}")  # fmt: skip
+        print(f"{'all':<14} {'':<10} {percentiles(every['anchor']):>15} "
+              f"{percentiles(every['cold']):>15} {percentiles(every['warm']):>15}")  # fmt: skip
+        playable = [d["ms"] for d in shown[1:]]
+        print(f"warm, key press to playable (the page's firepool:shown, readyState >= 3): "
+              f"p50 p95 {percentiles(playable)} (n={len(playable)})")  # fmt: skip
+        for mode, limit in FIRST_FRAME_MS.items():
+            worst = max(float(np.percentile(row[mode], 95)) for row in rows.values() if row[mode])
+            verdict = "met" if worst <= limit else "MISSED"
+            print(f"target {mode}: p95 <= {limit:g} ms per format: {verdict} (worst {worst:.1f})")
+
+        segment = rows["epic-segment"]["bytes"]
+        whole = recording.stat().st_size
+        length = probe_seconds(recording)
+        print(f"5 s segment of the 1080p50 recording: {np.mean(segment) / 1e6:.2f} MB mean, "
+              f"{max(segment) / 1e6:.2f} MB max fetched per task (n={len(segment)}); the whole "
+              f"recording ({length:.0f} s) is {whole / 1e6:.1f} MB, "
+              f"{whole / length * 180 / 1e6:.0f} MB per 3 minutes at its rate; target <= 3 MB: "
+              f"{'met' if segment and max(segment) <= SEGMENT_BYTES else 'MISSED'}")  # fmt: skip
+
+        print(
+            "copy cost per format (manage.py media above; source s per wall s on this machine, "
+            "bytes per source s)"
+        )
+        cost = {}
+        for name in FORMATS:
+            made = DerivedMedia.objects.filter(videos__key__startswith=f"{name}-").distinct()
+            totals = [(r.source_seconds, r.encode_seconds, r.bytes) for r in made]
+            if not totals:
+                print(f"  {name:<14} plays as it is: no copy")
+                continue
+            source_s, wall_s, size = (sum(column) for column in zip(*totals, strict=True))
+            cost[name] = (source_s / wall_s, size / source_s)
+            print(f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
+                  f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s")  # fmt: skip
+        if "msvd-avi" in cost:
+            rate, per_second = cost["msvd-avi"]
+            video_s = MSVD_CLIPS * MSVD_MEAN_SECONDS
+            print(f"MSVD: {MSVD_CLIPS} clips x {MSVD_MEAN_SECONDS:g} s (assumed mean) = "
+                  f"{video_s / 3600:.1f} h of video: {video_s / rate / 60:.0f} min of wall time on "
+                  f"one worker, {video_s * per_second / 1e9:.2f} GB of copies")  # fmt: skip
+        if "epic-segment" in cost:
+            rate, per_second = cost["epic-segment"]
+            video_s = EPIC_SEGMENTS * (SEGMENT_SECONDS + 2 * EPIC_MARGIN)
+            print(f"EPIC-KITCHENS hour, {EPIC_SEGMENTS} segments x ({SEGMENT_SECONDS:g} s + 2 x "
+                  f"{EPIC_MARGIN:g} s margin) = {video_s:.0f} s of 1080p50 to cut: "
+                  f"{video_s / rate / 60:.1f} min of wall time on one worker, "
+                  f"{video_s * per_second / 1e6:.0f} MB of clips")  # fmt: skip
+
+
+def probe_seconds(path: Path) -> float:
+    from retrieval.media.probe import probe
+
+    return probe(path).duration
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", action="store_true", help="browser copies vs ffmpeg")
+    parser.add_argument(
+        "--first-frame", action="store_true", help="first frame in Chromium per format, bytes, cost"
+    )
     parser.add_argument("--seconds", type=float, default=4.0, help="seconds per source")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=6, help="--first-frame: tasks per format")
+    parser.add_argument("--dwell", type=int, default=1200, help="--first-frame: ms per task")
+    parser.add_argument(
+        "--sources", help="--first-frame: a folder to keep the sources in and reuse them from"
+    )
     options = parser.parse_args()
-    if not options.copies:
-        parser.error("choose a part: --copies")
-    copies(options.seconds, options.repeat)
+    if options.copies:
+        copies(options.seconds, options.repeat)
+    if options.first_frame:
+        first_frame(options.tasks, min(options.seconds, 3.0), options.dwell, options.sources)
+    if not (options.copies or options.first_frame):
+        parser.error("choose a part: --copies and/or --first-frame")
 
 
 if __name__ == "__main__":

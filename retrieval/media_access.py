@@ -22,7 +22,7 @@ from django.core.cache import cache
 from django.db.models import Q
 
 from config import roles
-from retrieval.models import Video
+from retrieval.models import AS_IS_POSTER_DIR, Video
 from retrieval.services.importing import LINK_DIR
 from retrieval.services.media import DERIVED_DIR
 
@@ -74,12 +74,14 @@ def may_fetch(user, name: str) -> bool:
     if cache.get(key):
         return True
     derived = name.startswith(DERIVED_DIR + "/")
-    # A poster (derived/ab/<key>.jpg) goes with its file (derived/ab/<key>.mp4).
+    # A poster (derived/ab/<key>.jpg) goes with its file (derived/ab/<key>.mp4); a poster
+    # under derived/posters/ with the original file that plays as it is (its probe names it).
     names = [name, name[: -len(".jpg")] + ".mp4"] if derived and name.endswith(".jpg") else [name]
     if roles.has_perm(user, roles.VIEW_VIDEOS):
-        allowed = Video.objects.filter(
-            Q(media=name) | Q(features=name) | Q(browser_media__in=names)
-        ).exists()
+        known = Q(media=name) | Q(features=name) | Q(browser_media__in=names)
+        if _as_is_poster(name):
+            known = Q(probe__poster=name)
+        allowed = Video.objects.filter(known).exists()
     elif derived:
         allowed = any(_granted_original(user, each) for each in names)
     else:
@@ -101,11 +103,16 @@ def _plays_as_is(name: str) -> bool:
     return Video.objects.filter(media=name, media_state=Video.MediaState.AS_IS).exists()
 
 
+def _as_is_poster(name: str) -> bool:
+    """True when ``name`` lies where the posters of files that play as they are lie."""
+    return name.startswith(AS_IS_POSTER_DIR + "/") and name.endswith(".jpg")
+
+
 def _granted_original(user, name: str) -> bool:
-    """True when ``name`` is the derived file of a video whose original a grant allows."""
+    """True when ``name`` is the derived file (or the poster) of a video whose original a
+    grant allows."""
+    served = Q(probe__poster=name) if _as_is_poster(name) else Q(browser_media=name)
     originals = (
-        Video.objects.filter(browser_media=name)
-        .values_list("media", flat=True)
-        .distinct()[:ORIGINALS_ASKED]
+        Video.objects.filter(served).values_list("media", flat=True).distinct()[:ORIGINALS_ASKED]
     )
     return any(grant(user, original) for original in originals for grant in _grants)

@@ -156,11 +156,14 @@ class Video(models.Model):
 
     @property
     def poster_url(self) -> str:
-        """A still of the browser copy or segment clip (at the segment's start), shown while
-        it loads and as a thumbnail; "" where none was made (a file that plays as it is)."""
-        if self.media_state != self.MediaState.READY or not self.browser_media:
-            return ""
-        return settings.MEDIA_URL + poster_name(self.browser_media)
+        """A still shown while the video loads and as its thumbnail: of its browser copy or
+        segment clip (at the segment's start), or the first frame of a file that plays as it
+        is; "" while none is made (or none could be)."""
+        if self.media_state == self.MediaState.READY and self.browser_media:
+            return settings.MEDIA_URL + poster_name(self.browser_media)
+        if self.media_state == self.MediaState.AS_IS and self.probe and self.probe.get("poster"):
+            return settings.MEDIA_URL + self.probe["poster"]
+        return ""
 
     @property
     def browser_ready(self) -> bool:
@@ -183,6 +186,10 @@ class Video(models.Model):
         if self.end is None:
             return f"#t={start:.3f}"
         return f"#t={start:.3f},{max(start, self.end - offset):.3f}"
+
+
+AS_IS_POSTER_DIR = "derived/posters"
+"""Where the posters of files that play as they are lie, keyed by the file's fingerprint."""
 
 
 def poster_name(derived: str) -> str:

@@ -68,13 +68,23 @@ def make_clip(
     first: tuple[int, int, int] = RED,
     second: tuple[int, int, int] = BLUE,
     rotation: int = 0,
+    texture: int | None = None,
 ) -> Path:
-    """Write a ``kind`` clip (see :data:`SPECS`) of ``seconds`` at ``path``; returns ``path``."""
+    """Write a ``kind`` clip (see :data:`SPECS`) of ``seconds`` at ``path``; returns ``path``.
+
+    ``texture``: the seed of a smooth random texture that shades each half's colour and pans
+    2 px a frame, so an encoder spends bytes as on camera footage rather than on flat colour
+    (what byte counts are measured on); clips of different seeds are different files."""
     spec = SPECS[kind]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     width, height = size
     frames = max(1, round(seconds * fps))
+    shaded = {}
+    if texture is not None:
+        shade = _texture(height, width + 2 * frames, texture)[:, :, None]
+        for colour in (first, second):
+            shaded[colour] = (np.asarray(colour, dtype=np.uint16) * shade >> 8).astype(np.uint8)
     with av.open(str(path), "w", options=spec.options or {}) as container:
         video = container.add_stream(spec.video_codec, rate=fps, options=spec.codec_options or {})
         video.width, video.height, video.pix_fmt = width, height, spec.pix_fmt
@@ -86,8 +96,11 @@ def make_clip(
             audio.layout = "stereo"
         for index in range(frames):
             colour = first if index < frames / 2 else second
-            picture = np.empty((height, width, 3), dtype=np.uint8)
-            picture[:] = colour
+            if texture is not None:
+                picture = np.ascontiguousarray(shaded[colour][:, 2 * index : 2 * index + width])
+            else:
+                picture = np.empty((height, width, 3), dtype=np.uint8)
+                picture[:] = colour
             picture[: height // 4, : width // 4] = 255  # a white corner: not a flat frame
             frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
             frame.pts = index
@@ -97,6 +110,16 @@ def make_clip(
         if audio is not None:
             _write_tone(container, audio, seconds)
     return path
+
+
+def _texture(height: int, width: int, seed: int) -> np.ndarray:
+    """Smooth random shading (uint16, 96-255): noise on a coarse grid, enlarged and blurred."""
+    rng = np.random.default_rng(seed)
+    coarse = rng.integers(96, 256, size=(height // 8 + 2, width // 8 + 2)).astype(np.uint16)
+    fine = np.repeat(np.repeat(coarse, 8, 0), 8, 1)[:height, :width]
+    fine = (fine + np.roll(fine, 4, 0) + np.roll(fine, 4, 1) + np.roll(fine, (4, 4), (0, 1))) >> 2
+    grain = rng.integers(0, 24, size=(height, width), dtype=np.uint16)
+    return np.minimum(fine + grain, 255)
 
 
 def _write_tone(container, audio, seconds: float) -> None:

@@ -128,8 +128,8 @@ def import_dataset(
             if media is not None:
                 linked = media.link()
                 summary.media_link = media.link_path
-            if summary.derived_pending and importer.dataset is not None:
-                queue_media(importer.dataset)
+            if importer.dataset is not None and (summary.derived_pending or media is not None):
+                queue_media(importer.dataset)  # copies, clips, or only posters to make
     except BaseException:
         if linked and media is not None:
             media.unlink()

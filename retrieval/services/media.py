@@ -11,6 +11,11 @@ side by side and a stopped one's row is claimed again once its claim is stale.
 
 A video is served (:func:`browser_file`) as it is, or through its derived file once that is
 ready; until then pages say it is not ready and the judging queue does not hand it out.
+
+Every file gets a poster (a JPEG shown while its video loads and as its thumbnail): a derived
+file's beside it, and a file that plays as it is one of its first frame under
+``derived/posters/``, keyed by the file's fingerprint and named in the video's ``probe``
+(``"poster"``; "" where none could be made), made by the same ``media`` job.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from jobs import runner
 from jobs.models import Job
 from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
 from retrieval.media.transcode import TranscodeError, make_copy, make_poster
-from retrieval.models import Dataset, DerivedMedia, Video, poster_name
+from retrieval.models import AS_IS_POSTER_DIR, Dataset, DerivedMedia, Video, poster_name
 
 MEDIA_JOB = "media"
 DERIVED_DIR = "derived"
@@ -43,6 +48,8 @@ SEGMENT_SLACK = 0.05
 """A span that covers its file within this many seconds at both ends is the whole file."""
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 FAILURES_SHOWN = 20
+POSTER_BATCH = 200
+"""Posters of files that play as they are are recorded this many videos at a time."""
 
 Say = Callable[[str], object]
 
@@ -169,11 +176,13 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
 def queue_media(dataset: Dataset, user=None) -> None:
     """Once the current transaction commits, queue ``media`` jobs for the dataset if any of
     its videos waits for a derived file: ``FIREPOOL_MEDIA_JOBS`` of them (at most one per
-    file), which media workers run side by side."""
+    file), which media workers run side by side; one, if only posters are missing."""
 
     def submit() -> None:
         wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
         count = len(pending(dataset).values_list("pk", flat=True)[:wanted])
+        if not count and missing_posters(dataset).exists():
+            count = 1
         for _ in range(count):
             runner.submit(MEDIA_JOB, {"dataset": dataset.name}, user)
 
@@ -222,6 +231,61 @@ def _claim(dataset: Dataset) -> DerivedMedia | None:
     return None
 
 
+def missing_posters(dataset: Dataset):
+    """The dataset's videos that play as they are and have no poster yet (none tried)."""
+    return (
+        Video.objects.filter(dataset=dataset, media_state=Video.MediaState.AS_IS)
+        .exclude(media="")
+        .filter(probe__has_key="fingerprint")
+        .exclude(probe__has_key="poster")
+    )
+
+
+def as_is_poster_name(fingerprint: str) -> str:
+    """Where the poster of a file that plays as it is lives under the media root."""
+    return f"{AS_IS_POSTER_DIR}/{fingerprint[:2]}/{fingerprint}.jpg"
+
+
+def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
+    """Make the first-frame poster of each of the dataset's files that play as they are and
+    have none (once per file, however many videos share it, and none again for a file made
+    for another dataset), and name it in their ``probe``, recorded every
+    :data:`POSTER_BATCH` videos so a stopped job keeps what it made; how many posters were
+    written. A file that yields no frame is named with "" (no poster, not tried again)."""
+    root = Path(settings.MEDIA_ROOT)
+    names: dict[str, str] = {}
+    written = 0
+    while batch := list(missing_posters(dataset).only("pk", "media", "probe")[:POSTER_BATCH]):
+        for video in batch:
+            key = video.probe["fingerprint"]
+            if key not in names:
+                name = as_is_poster_name(key)
+                target = root / name
+                if not target.is_file():
+                    try:
+                        _write_poster(root / video.media.name, target, 0.0)
+                        written += 1
+                    except (TranscodeError, OSError) as exc:
+                        name = ""
+                        if say:
+                            say(f"no poster for {video.media.name}: {exc}")
+                names[key] = name
+            video.probe = {**video.probe, "poster": names[key]}
+        Video.objects.bulk_update(batch, ["probe"])
+    return written
+
+
+def _write_poster(source: Path, target: Path, at: float) -> None:
+    """Write a poster through a temporary name, so two workers making the same one never
+    leave half a JPEG where browsers find it."""
+    partial = target.with_name(f"{target.stem}.{os.getpid()}.partial.jpg")
+    try:
+        make_poster(source, partial, at=at)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 @dataclass(frozen=True)
 class MadeSummary:
     """What :func:`make_missing` did."""
@@ -231,6 +295,8 @@ class MadeSummary:
     failed: int
     source_seconds: float
     encode_seconds: float
+    posters: int = 0
+    """Posters made for files that play as they are."""
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -242,7 +308,8 @@ def make_missing(
     say: Say | None = None,
     advance: Callable[[int], object] | None = None,
 ) -> MadeSummary:
-    """Make every derived file the dataset's videos wait for, one claim at a time.
+    """Make every derived file the dataset's videos wait for, one claim at a time, then the
+    posters of the files that play as they are.
 
     A file already on disk under its key (made for another dataset, or before a crash
     that lost the row's update) is reused without encoding. A source that does not
@@ -282,7 +349,10 @@ def make_missing(
                 say(f"{row.kind}: {row.source}{span} -> {row.name}{took}")
         if advance:
             advance(1)
-    return MadeSummary(made, reused, failed, round(source_seconds, 3), round(encode_seconds, 3))
+    posters = make_as_is_posters(dataset, say)
+    return MadeSummary(
+        made, reused, failed, round(source_seconds, 3), round(encode_seconds, 3), posters
+    )
 
 
 def _make(root: Path, row: DerivedMedia):
@@ -312,7 +382,7 @@ def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
         segment_start = Video.objects.filter(derived=row).values_list("start", flat=True).first()
         at = max(0.0, (segment_start or row.start or 0.0) - (row.start or 0.0))
     try:
-        make_poster(root / row.name, target, at=at)
+        _write_poster(root / row.name, target, at)
     except (TranscodeError, OSError) as exc:
         if say:
             say(f"no poster for {row.name}: {exc}")

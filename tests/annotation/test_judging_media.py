@@ -154,3 +154,31 @@ def test_the_raw_export_carries_seconds_played_and_reads_back(people, tmp_path):
         (False, 1.75),
         (True, None),
     ]
+
+
+def test_the_adjudication_page_shows_posters_of_files_that_play_as_they_are(people, client):
+    from django.utils import timezone
+
+    campaign, api, base, got = _start(people)
+    held, other = (
+        Pair.objects.get(pk=task_ids.decode(people["annotator"].pk, got[slot]["pair"]))
+        for slot in ("current", "upcoming")
+    )
+    poster = "derived/posters/ab/" + "ab" * 32 + ".jpg"
+    probe = {"fingerprint": "ab" * 32, "poster": poster}
+    Video.objects.filter(pk__in=[held.video_id, other.video_id]).update(
+        media="videos/msrvtt/video7.mp4", media_state=Video.MediaState.AS_IS, probe=probe
+    )
+    body = {
+        "pair": got["current"]["pair"],
+        "reason": "two videos in one",
+        "uuid": str(uuid.uuid4()),
+    }
+    assert api.post(base + "escalate/", body, format="json").status_code == 200
+    Pair.objects.filter(pk=other.pk).update(
+        adjudicated="relevant", adjudicated_by=people["admin"], adjudicated_at=timezone.now()
+    )
+    client.force_login(people["admin"])
+    page = client.get(f"/campaigns/{campaign.pk}/adjudicate/").content.decode()
+    assert f'poster="/media/{poster}"' in page  # the escalated pair's player
+    assert f'<img class="thumb" src="/media/{poster}"' in page  # recently adjudicated

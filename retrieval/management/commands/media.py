@@ -14,7 +14,8 @@ class Command(BaseCommand):
     help = (
         "Make every browser copy and segment clip the dataset's videos wait for (H.264 + AAC "
         "MP4 with faststart, in this process), printing a line per file, and wait for those "
-        "other workers are making; --check only reports."
+        "other workers are making; then the posters of the files that play as they are; "
+        "--check only reports."
     )
 
     def add_arguments(self, parser):
@@ -49,7 +50,8 @@ class Command(BaseCommand):
                 summary = make_missing(dataset, say=say)
             self.stdout.write(
                 f"Made {summary.made}, reused {summary.reused}, failed {summary.failed}; "
-                f"{summary.source_seconds:g} s of video in {summary.encode_seconds:.1f} s."
+                f"{summary.source_seconds:g} s of video in {summary.encode_seconds:.1f} s; "
+                f"{summary.posters} posters of files that play as they are."
             )
         self.stdout.write(self.report(dataset))
 
