@@ -893,6 +893,13 @@
     if (typeof video.requestVideoFrameCallback === "function") {
       video.requestVideoFrameCallback(() => seen());
     }
+    if (picture() && !video.error) {
+      // Decoded before it was shown (the preloaded next video): its current frame is on
+      // screen at the paint that shows the player, one frame interval before playback
+      // presents a new one (33-40 ms at 25-30 fps). The second animation frame runs after
+      // that paint.
+      window.requestAnimationFrame(() => window.requestAnimationFrame(() => seen()));
+    }
     const check = () => {
       if (!mine() || media.seen) {
         return;
