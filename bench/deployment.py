@@ -9,6 +9,8 @@ workers send media themselves (``FIREPOOL_MEDIA_SERVER=django``, no
 ``FIREPOOL_TRUSTED_PROXIES``). The demo world is built as ``make setup`` builds it
 (``setup_demo``, then ``startup_jobs`` for the deferred part) into ``var/probe-deployment``
 and the database; both are kept, so a second run starts in seconds (``--fresh`` rebuilds).
+The servers' logs go to ``var/probe-deployment/logs/``; tracebacks and 500s in them are
+printed after the probe's report.
 
     .venv/bin/python bench/deployment.py [--fresh] [--build] [-- probe arguments]
 
@@ -18,10 +20,10 @@ Exit status: the probe's (1 when it found a 5xx, a false success or a failed che
 import argparse
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -126,8 +128,8 @@ def main() -> int:
     parser.add_argument("--var", type=Path, default=ROOT / "var" / "probe-deployment")
     parser.add_argument("probe", nargs=argparse.REMAINDER, help="arguments for bench/probe.py")
     args = parser.parse_args()
-    if args.fresh and args.var.exists():
-        subprocess.run(["rm", "-rf", str(args.var)], check=True)
+    if args.fresh:
+        shutil.rmtree(args.var, ignore_errors=True)
     args.var.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = environment(database_url(args.fresh), args.var, port)
@@ -139,33 +141,37 @@ def main() -> int:
     if args.build:
         return 0
     base = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="firepool-deployment-") as tmp:
-        logs = Path(tmp)
-        processes = [
-            start(
-                env,
-                logs / "gunicorn.log",
-                *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
-                *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
-            )
-        ] + [
-            start(env, logs / f"worker-{queue}.log", "manage.py", "db_worker", "--queue-name", queue, "--no-reload")
-            for queue in ("default", "live")
-        ]  # fmt: skip
-        try:
-            wait_until_up(base, processes)
-            print(f"deployment serving at {base}: gunicorn -w 2 --threads 4, workers default and live", flush=True)  # fmt: skip
-            probe = [sys.executable, str(ROOT / "bench" / "probe.py"), "--base", base]
-            rc = subprocess.run(
-                [*probe, *[a for a in args.probe if a != "--"]], cwd=ROOT
-            ).returncode
-        finally:
-            stop(processes)
-            for log in sorted(logs.iterdir()):
-                errors = [line for line in log.read_text().splitlines() if "Traceback" in line or " 500 " in line]  # fmt: skip
-                if errors:
-                    print(f"{log.name}: {len(errors)} tracebacks or 500s; last lines:")
-                    print("\n".join(log.read_text().splitlines()[-40:]))
+    logs = args.var / "logs"  # kept for a look afterwards; replaced on every run
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir()
+    processes = [
+        start(
+            env,
+            logs / "gunicorn.log",
+            *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
+            *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
+        )
+    ] + [
+        start(env, logs / f"worker-{queue}.log", "manage.py", "db_worker", "--queue-name", queue, "--no-reload")
+        for queue in ("default", "live")
+    ]  # fmt: skip
+    try:
+        wait_until_up(base, processes)
+        print(f"deployment serving at {base}: gunicorn -w 2 --threads 4, workers default and live", flush=True)  # fmt: skip
+        probe = [sys.executable, str(ROOT / "bench" / "probe.py"), "--base", base]
+        rc = subprocess.run([*probe, *[a for a in args.probe if a != "--"]], cwd=ROOT).returncode
+    finally:
+        stop(processes)
+    for log in sorted(logs.iterdir()):
+        lines = log.read_text(errors="replace").splitlines()
+        bad = [
+            i
+            for i, line in enumerate(lines)
+            if "Traceback" in line or "Internal Server Error" in line
+        ]
+        print(f"{log}: {len(bad)} tracebacks or 500s")
+        for i in bad[:5]:
+            print("\n".join(lines[i : i + 30]))
     return rc
 
 

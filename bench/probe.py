@@ -32,6 +32,7 @@ Loopback only; every loop is bounded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import itertools
@@ -48,7 +49,6 @@ from datetime import datetime
 from functools import partial
 from html import unescape
 from html.parser import HTMLParser
-from http.cookiejar import DefaultCookiePolicy
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -186,6 +186,8 @@ class Findings:
     failures: list[str] = field(default_factory=list)
     """Checks that failed otherwise: a wrong refusal, a stale figure, a limit not reached."""
     passed: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    """What the passed checks measured (counts, lags, times), for the report."""
     figure_lags: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -196,10 +198,13 @@ class Findings:
                 self.server_errors.append(f"{response.status_code} {what}")
         return response
 
-    def verdict(self, ok: bool, what: str, kind: str = "failures") -> bool:
-        """Record one check: passed, or failed as ``kind`` (failures or false_successes)."""
+    def verdict(self, ok: bool, what: str, kind: str = "failures", fact: bool = False) -> bool:
+        """Record one check: passed, or failed as ``kind`` (failures or false_successes);
+        ``fact``: ``what`` states what was measured, worth reporting when it passed too."""
         with self.lock:
             (self.passed if ok else getattr(self, kind)).append(what)
+            if ok and fact:
+                self.facts.append(what)
         return ok
 
     def report(self) -> dict:
@@ -209,21 +214,28 @@ class Findings:
             "false_successes": self.false_successes,
             "failures": self.failures,
             "passed": len(self.passed),
+            "facts": self.facts,
             "figure_lag_max_s": max(self.figure_lags, default=None),
         }
 
 
-class OverLoopback(DefaultCookiePolicy):
-    """Send cookies marked Secure over plain http too: the probe stands in for the TLS proxy
-    in front of a deployment (``DJANGO_DEBUG=0`` marks the session and CSRF cookies Secure)."""
-
-    def return_ok_secure(self, cookie, request) -> bool:
-        return True
+def plain_cookies(response: requests.Response, *args, **kwargs) -> requests.Response:
+    """Take ``Secure`` off the cookies a response sets, before the session stores them: the
+    probe stands in for the TLS proxy in front of a deployment (``DJANGO_DEBUG=0`` marks the
+    session, CSRF and message cookies Secure, which a client keeps off plain http)."""
+    original = getattr(response.raw, "_original_response", None)
+    headers = getattr(original, "msg", None)
+    cookies = headers.get_all("Set-Cookie") if headers is not None else None
+    if cookies:
+        del headers["Set-Cookie"]
+        for cookie in cookies:
+            headers["Set-Cookie"] = re.sub(r";\s*Secure(?=;|$)", "", cookie, flags=re.I)
+    return response
 
 
 def browser() -> requests.Session:
     session = requests.Session()
-    session.cookies.set_policy(OverLoopback())
+    session.hooks["response"].append(plain_cookies)
     return session
 
 
@@ -250,15 +262,19 @@ def csrf(session: requests.Session) -> str:
     return session.cookies.get("csrftoken") or ""
 
 
-def parallel(calls: list[Callable[[], requests.Response]]) -> list[requests.Response]:
-    """Run the calls at once (a barrier lines the threads up first); their answers in order."""
-    barrier = threading.Barrier(len(calls))
+def parallel(calls: list[Callable[[], requests.Response]], width: int = 8) -> list:
+    """Run the calls ``width`` at a time, the first ``width`` lined up by a barrier (Django's
+    development server queues at most 10 connections and resets the rest); their answers in
+    order."""
+    width = min(width, len(calls))
+    barrier = threading.Barrier(width)
 
     def run(call):
-        barrier.wait()
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=5)
         return call()
 
-    with ThreadPoolExecutor(len(calls)) as pool:
+    with ThreadPoolExecutor(width) as pool:
         return list(pool.map(run, calls))
 
 
@@ -417,6 +433,7 @@ def case_accounts(t: Target, found: Findings, variants: int = 5) -> None:
         f"{len(names)} parallel 'add annotator' with names differing only in case made "
         f"{len(made)} accounts (answers {codes})",
         "false_successes",
+        fact=True,
     )
     found.verdict(len(made) >= 1, f"no account made of {names} (answers {codes})")
     if not made:
@@ -488,7 +505,7 @@ def figure_lag(
         counted = labels is None or seen.in_all == labels
         if seen.fresh_since(moment) and counted:
             found.figure_lags.append(lag)
-            found.verdict(True, f"figures caught up with {event} in {lag:.1f} s")
+            found.verdict(True, f"figures caught up with {event} in {lag:.1f} s", fact=True)
             break
         if lag > limit:
             found.figure_lags.append(lag)
@@ -564,11 +581,28 @@ def compute_now(t: Target, found: Findings, presses: int = 10) -> None:
         match = re.search(r"/jobs/(\d+)/", answer.headers.get("Location", ""))
         if match:
             jobs.add(int(match.group(1)))
-    states = {job: t.admin.get(t.url(f"/jobs/{job}/status/")).json().get("status") for job in jobs}
+    times = {job: job_times(t, job) for job in sorted(jobs)}
+    overlapping = [
+        (a, b)
+        for a, b in itertools.pairwise(sorted(jobs))
+        if times[a][1] is None or times[b][0] < times[a][1]
+    ]
     found.verdict(
-        len(jobs) == 1,
-        f"{presses} parallel POSTs {start} gave {len(jobs)} jobs: {states}",
+        bool(jobs) and not overlapping,
+        f"{presses} parallel POSTs {start} gave {len(jobs)} jobs, "
+        f"{len(overlapping)} queued while another was unfinished: {times}",
+        fact=True,
     )
+
+
+def job_times(t: Target, job: int) -> tuple[str, str | None]:
+    """When a job was queued and when it finished (None: not yet), to the second."""
+    page = t.admin.get(t.url(f"/jobs/{job}/")).text
+    stamps = {
+        row: re.search(rf"<th>{row}</th><td>([0-9-]+ [0-9:]+)", page)
+        for row in ("Queued", "Finished")
+    }
+    return stamps["Queued"].group(1), stamps["Finished"].group(1) if stamps["Finished"] else None
 
 
 # --- Pauses and promotion ------------------------------------------------------------------
@@ -611,6 +645,7 @@ def paused_refused(t: Target, found: Findings) -> None:
             f"a paused annotator's {action} answered {answer.status_code} "
             f"(body {answer.text[:120]!r})",
             "false_successes" if answer.ok else "failures",
+            fact=True,
         )
     after = t.annotator.get(t.api + "progress/").json().get("judged_total")
     found.verdict(
@@ -640,6 +675,7 @@ def promote_refused(t: Target, found: Findings) -> None:
             not success and answer.status_code in (400, 409),
             f"promote every decided pair {what}: {answer.status_code} {said}",
             "false_successes" if success else "failures",
+            fact=True,
         )
     data = {"csrfmiddlewaretoken": csrf(t.admin), "all_decided": "on", "explanation": "probe"}
     answer = found.check(
@@ -724,9 +760,15 @@ def guidelines(t: Target, own: dict, found: Findings) -> None:
             ),
         )
         found.verdict(answer.status_code >= 400, f"guidelines of {what} saved", "false_successes")
-        words = re.sub(r"<[^>]+>|\s+", " ", answer.text).strip()
-        readable = "guidelines" in words.lower() and words != "Bad Request (400)"
-        found.verdict(readable, f"guidelines of {what}: {answer.status_code} {words[:100]!r}")
+        errors = re.findall(r'class="error"[^>]*>(.*?)</p>', answer.text, re.S)
+        words = " ".join(unescape(re.sub(r"<[^>]+>|\s+", " ", e)).strip() for e in errors)
+        readable = bool(words) and answer.status_code in (400, 413)
+        found.verdict(
+            readable,
+            f"guidelines of {what}: {answer.status_code} "
+            + (repr(words[:160]) if words else f"no error shown: {answer.text[:80]!r}"),
+            fact=True,
+        )
 
 
 def gold_file(t: Target, found: Findings, rows: int) -> bytes | None:
@@ -775,6 +817,7 @@ def big_gold(t: Target, own: dict, found: Findings, rows: int, limit: float) -> 
         answer.status_code == 302 and (state is None or state == "succeeded"),
         f"gold file of {rows} rows: {answer.status_code} {said} "
         f"({time.perf_counter() - began:.1f} s)",
+        fact=True,
     )
 
 
@@ -828,6 +871,7 @@ def logout_everywhere(t: Target, found: Findings, rounds: int) -> None:
         f"after POST /logout/ the old session cookie was accepted {accepted} of {len(after)} "
         "times (GET /api/campaigns/, POST next/)",
         "false_successes",
+        fact=True,
     )
 
 
@@ -852,6 +896,7 @@ def login_limit(t: Target, found: Findings, limit: int, tries: int) -> None:
         tried <= limit,
         f"{tries} parallel wrong passwords: {tried} tried, limit {limit}",
         "false_successes",
+        fact=True,
     )
     found.verdict(tried >= limit, f"{tries} parallel wrong passwords: only {tried} tried")
     right = login(t.base, t.username, t.password, must=False)
@@ -882,6 +927,7 @@ def upload_limit(t: Target, researcher: requests.Session, found: Findings, limit
         through <= limit and made == 0,
         f"{limit + 6} parallel run uploads: {through} let through (limit {limit}), {made} made",
         "false_successes",
+        fact=True,
     )
 
 
@@ -931,7 +977,10 @@ def main() -> int:
                 found.verdict(False, f"{name}: skipped, no probe annotator")
                 continue
             began = time.perf_counter()
-            step()
+            try:
+                step()
+            except requests.RequestException as exc:  # a reset or a timeout: no answer at all
+                found.verdict(False, f"{name}: no answer: {exc!r}"[:300])
             print(f"  {name}: {time.perf_counter() - began:.1f} s", flush=True)
     summary = found.report()
     if args.format == "json":
@@ -947,6 +996,8 @@ def main() -> int:
         for kind in ("server_errors", "false_successes", "failures"):
             for line in summary[kind]:
                 print(f"  {kind}: {line}")
+        for line in found.facts:
+            print(f"  measured: {line}")
     return 1 if found.server_errors or found.false_successes or found.failures else 0
 
 
