@@ -622,9 +622,12 @@ def is_paused(t: Target) -> bool:
 def paused_refused(t: Target, found: Findings) -> None:
     """A paused annotator's submit, undo and escalate are refused (409) and counted nowhere;
     a pause reason with U+202E is refused."""
-    judged = t.annotator.get(t.api + "progress/").json().get("judged_total")
     held = found.check("next before the pause", t.annotator.post(t.api + "next/", json={}))
+    judged_pair = ((held.json() if held.ok else {}).get("current") or {}).get("pair")
+    body = {"pair": judged_pair, "label": "relevant", "uuid": str(uuid.uuid4()), "seconds": 4}
+    held = found.check("submit before the pause", t.annotator.post(t.api + "submit/", json=body))
     pair = ((held.json() if held.ok else {}).get("current") or {}).get("pair")
+    judged = t.annotator.get(t.api + "progress/").json().get("judged_total")
     found.check("pause, reason with U+202E", annotator_action(t, "pause", reason=f"x{RLO}y"))
     found.verdict(not is_paused(t), "a pause reason with U+202E was accepted", "false_successes")
     if is_paused(t):
@@ -633,10 +636,10 @@ def paused_refused(t: Target, found: Findings) -> None:
     if not found.verdict(is_paused(t), "the pause did not take"):
         return
     before = figures(t, found).in_all
-    refused = {
+    refused = {  # the pair leased before the pause; the one just judged (escalate, undo)
         "submit": {"pair": pair, "label": "relevant", "uuid": str(uuid.uuid4()), "seconds": 4},
+        "escalate": {"pair": judged_pair, "reason": "probe", "uuid": str(uuid.uuid4())},
         "undo": {},
-        "escalate": {"pair": pair, "reason": "probe", "uuid": str(uuid.uuid4())},
     }
     for action, body in refused.items():
         answer = found.check(f"paused {action}", t.annotator.post(t.api + f"{action}/", json=body))
