@@ -9,7 +9,7 @@ workers send media themselves (``FIREPOOL_MEDIA_SERVER=django``, no
 ``FIREPOOL_TRUSTED_PROXIES``). The demo world is built as ``make setup`` builds it
 (``setup_demo``, then ``startup_jobs`` for the deferred part) into ``var/probe-deployment``
 and the database; both are kept, so a second run starts in seconds (``--fresh`` rebuilds).
-The servers' logs go to ``var/probe-deployment/logs/``; tracebacks and 500s in them are
+The servers' logs go to ``var/probe-deployment/logs/``; 500s and lost workers in them are
 printed after the probe's report.
 
     .venv/bin/python bench/deployment.py [--fresh] [--build] [-- probe arguments]
@@ -33,6 +33,8 @@ from urllib.parse import urlsplit, urlunsplit
 from harness import ROOT
 
 DB_NAME = "firepool_probes"
+TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
+"""What a 500 (Django's request log) or a lost gunicorn worker leaves in the logs."""
 
 
 def database_url(fresh: bool) -> str:
@@ -164,12 +166,8 @@ def main() -> int:
         stop(processes)
     for log in sorted(logs.iterdir()):
         lines = log.read_text(errors="replace").splitlines()
-        bad = [
-            i
-            for i, line in enumerate(lines)
-            if "Traceback" in line or "Internal Server Error" in line
-        ]
-        print(f"{log}: {len(bad)} tracebacks or 500s")
+        bad = [i for i, line in enumerate(lines) if any(sign in line for sign in TROUBLE)]
+        print(f"{log}: {len(bad)} 500s or worker failures")
         for i in bad[:5]:
             print("\n".join(lines[i : i + 30]))
     return rc

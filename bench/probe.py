@@ -52,6 +52,8 @@ from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 ROLES = {
     "admin": "firepool-admin",
@@ -234,8 +236,12 @@ def plain_cookies(response: requests.Response, *args, **kwargs) -> requests.Resp
 
 
 def browser() -> requests.Session:
+    """A client session as a browser keeps one: Secure cookies over loopback, and a GET sent
+    again on a new connection when a kept-alive one turns out closed (gunicorn closes one
+    after a 413 that left the body unread, without saying so; a POST is never sent twice)."""
     session = requests.Session()
     session.hooks["response"].append(plain_cookies)
+    session.mount("http://", HTTPAdapter(max_retries=Retry(total=1, connect=1, read=1, status=0)))
     return session
 
 
