@@ -5,9 +5,10 @@ A job is checked against its kind's form, recorded as a queued row and handed to
 :mod:`jobs.progress`'s.
 """
 
+import hashlib
 from collections.abc import Mapping
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from config.errors import UserError
 from jobs.models import Job
@@ -90,6 +91,7 @@ def start(
     running job may have read too early."""
     with transaction.atomic():
         if kind.joins:
+            _one_start_at_a_time(kind.name)
             waiting = unfinished(kind.name, arguments, running=join_running)
             if waiting is not None:
                 return waiting, False
@@ -102,6 +104,21 @@ def start(
         )
         enqueue(job)
     return job, True
+
+
+def _one_start_at_a_time(kind_name: str) -> None:
+    """Hold the starts of ``kind_name`` one at a time until this transaction ends, so parallel
+    starts (ten presses of a button, answered by two workers) find each other's job instead
+    of each queuing its own: a transaction-level advisory lock on PostgreSQL, whose next
+    statement then sees the job the previous holder committed. SQLite needs none: ``BEGIN
+    IMMEDIATE`` (the settings' transaction mode) lets one writing transaction in at a time."""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.sha256(f"firepool job start {kind_name}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)]
+        )
 
 
 def unfinished(kind_name: str, arguments: dict, *, running: bool = True) -> Job | None:

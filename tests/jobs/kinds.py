@@ -64,3 +64,6 @@ register(
         describe=lambda a: "count on gpu",
     )
 )
+JOINING = register(
+    JobKind("test-joining-count", "Count, joining (tests)", count, CountForm, joins=True)
+)

@@ -1,0 +1,177 @@
+"""Start the README's deployment on this machine and replay ``bench/probe.py`` against it.
+
+PostgreSQL (``bin/local-postgres``, a database of the probe's own: ``firepool_probes``),
+``DJANGO_DEBUG=0`` with the README's variables, the database job queue with its live queue,
+gunicorn ``-w 2 --threads 4`` and the README's two job workers (``default`` and ``live``).
+Two departures, for a loopback run without nginx or TLS: ``DJANGO_SECURE_SSL_REDIRECT=0``
+(the probe stands in for the TLS proxy and sends the Secure cookies over http) and the
+workers send media themselves (``FIREPOOL_MEDIA_SERVER=django``, no
+``FIREPOOL_TRUSTED_PROXIES``). The demo world is built as ``make setup`` builds it
+(``setup_demo``, then ``startup_jobs`` for the deferred part) into ``var/probe-deployment``
+and the database; both are kept, so a second run starts in seconds (``--fresh`` rebuilds).
+The servers' logs go to ``var/probe-deployment/logs/``; 500s and lost workers in them are
+printed after the probe's report.
+
+    .venv/bin/python bench/deployment.py [--fresh] [--build] [-- probe arguments]
+
+Exit status: the probe's (1 when it found a 5xx, a false success or a failed check).
+"""
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from harness import ROOT
+
+DB_NAME = "firepool_probes"
+TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
+"""What a 500 (Django's request log) or a lost gunicorn worker leaves in the logs."""
+
+
+def database_url(fresh: bool) -> str:
+    """The probe's own database on the local PostgreSQL (created when missing)."""
+    import psycopg
+
+    base = subprocess.run(
+        [str(ROOT / "bin" / "local-postgres")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    with psycopg.connect(base, autocommit=True) as conn:
+        if fresh:
+            conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone():
+            conn.execute(f"CREATE DATABASE {DB_NAME}")
+    return urlunsplit(urlsplit(base)._replace(path=f"/{DB_NAME}"))
+
+
+def environment(url: str, var: Path, port: int) -> dict[str, str]:
+    """The README's deployment variables, on loopback."""
+    return {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DATABASE_CONN_MAX_AGE": "60",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+        "FIREPOOL_TASKS_BACKEND": "database",
+        "FIREPOOL_LIVE_QUEUE": "1",
+        "FIREPOOL_VAR_DIR": str(var),
+        "FIREPOOL_NLTK_DATA": str(ROOT / "var" / "nltk_data"),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def manage(env: dict[str, str], *command: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
+
+
+def start(env: dict[str, str], log: Path, *command: str) -> subprocess.Popen:
+    """A server process in its own process group (one signal stops it and its children)."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, *command],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def wait_until_up(base: str, processes: list[subprocess.Popen], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in processes):
+            raise RuntimeError("a server process exited while starting")
+        try:
+            urllib.request.urlopen(f"{base}/login/", timeout=5)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"{base} gave no answer within {timeout:.0f} s")
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fresh", action="store_true", help="drop the database and var dir")
+    parser.add_argument("--build", action="store_true", help="build the demo world and stop")
+    parser.add_argument("--var", type=Path, default=ROOT / "var" / "probe-deployment")
+    parser.add_argument("probe", nargs=argparse.REMAINDER, help="arguments for bench/probe.py")
+    args = parser.parse_args()
+    if args.fresh:
+        shutil.rmtree(args.var, ignore_errors=True)
+    args.var.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = environment(database_url(args.fresh), args.var, port)
+    began = time.perf_counter()
+    manage(env, "setup_demo")
+    manage(env, "startup_jobs")  # the deferred demo work, in this process as `make run` does
+    manage(env, "check", "--deploy")
+    print(f"demo world ready in {time.perf_counter() - began:.0f} s", flush=True)
+    if args.build:
+        return 0
+    base = f"http://127.0.0.1:{port}"
+    logs = args.var / "logs"  # kept for a look afterwards; replaced on every run
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir()
+    processes = [
+        start(
+            env,
+            logs / "gunicorn.log",
+            *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
+            *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
+        )
+    ] + [
+        start(env, logs / f"worker-{queue}.log", "manage.py", "db_worker", "--queue-name", queue, "--no-reload")
+        for queue in ("default", "live")
+    ]  # fmt: skip
+    try:
+        wait_until_up(base, processes)
+        print(f"deployment serving at {base}: gunicorn -w 2 --threads 4, workers default and live", flush=True)  # fmt: skip
+        probe = [sys.executable, str(ROOT / "bench" / "probe.py"), "--base", base]
+        rc = subprocess.run([*probe, *[a for a in args.probe if a != "--"]], cwd=ROOT).returncode
+    finally:
+        stop(processes)
+    for log in sorted(logs.iterdir()):
+        lines = log.read_text(errors="replace").splitlines()
+        bad = [i for i, line in enumerate(lines) if any(sign in line for sign in TROUBLE)]
+        print(f"{log}: {len(bad)} 500s or worker failures")
+        for i in bad[:5]:
+            print("\n".join(lines[i : i + 30]))
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
