@@ -81,6 +81,11 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, UserError):
         set_rollback()  # as DRF does for its own errors: an atomic request changes nothing
         return Response({"code": exc.code, "detail": str(exc)}, status=exc.status)
+    request = context.get("request")
+    too_large = too_large_message(exc, request) if request is not None else None
+    if too_large is not None:  # read by a parser in the view: here in debug mode too
+        status, code = limit_status(exc)
+        return Response({"code": code, "detail": too_large}, status=status)
     if isinstance(exc, Http404):  # what DRF's handler does, done first to know the code
         exc = exceptions.NotFound(*exc.args)
     elif isinstance(exc, DjangoPermissionDenied):
@@ -135,6 +140,11 @@ def too_large_message(exception: Exception, request) -> str | None:
     return None
 
 
+def limit_status(exception: Exception) -> tuple[int, str]:
+    """The status and code of a request over a size limit: 413 for a body too large."""
+    return (413, "too_large") if isinstance(exception, RequestDataTooBig) else (400, "too_many")
+
+
 def bad_request(request, exception=None) -> HttpResponse:
     """``handler400``: a request over a limit gets its message, as a page or, under
     ``/api/``, as the API's ``{"code", "detail"}`` body: a 413 for a body too large, a 400
@@ -144,9 +154,33 @@ def bad_request(request, exception=None) -> HttpResponse:
     message = too_large_message(exception, request) if exception is not None else None
     if message is None:
         return defaults.bad_request(request, exception)
-    status, code = (
-        (413, "too_large") if isinstance(exception, RequestDataTooBig) else (400, "too_many")
-    )
+    status, code = limit_status(exception)
     if request.path_info.startswith(API_PREFIX):
         return JsonResponse({"code": code, "detail": message}, status=status)
     return render(request, "error.html", {"message": message}, status=status)
+
+
+class BodyLimitMiddleware:
+    """A form post over one of Django's size limits gets :func:`bad_request`'s readable
+    answer in debug mode too. Django raises the limit while the CSRF check reads the body and,
+    with ``DEBUG`` on (``make run``), answers with its technical page before ``handler400``
+    is asked: a 10 MB guidelines field showed a traceback. Placed just before
+    ``CsrfViewMiddleware``, this reads the body first, as the CSRF check would, for the same
+    requests (a view exempt from the CSRF check reads its own body, so it is left alone)."""
+
+    LIMITS = (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, callback, callback_args, callback_kwargs):
+        if request.method != "POST" or getattr(callback, "csrf_exempt", False):
+            return None
+        try:
+            request.POST  # noqa: B018 - read as the CSRF check would, to meet its limits here
+        except self.LIMITS as exc:
+            return bad_request(request, exc)
+        return None

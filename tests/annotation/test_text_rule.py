@@ -104,7 +104,10 @@ def test_a_gold_file_names_the_line_and_field(tmp_path):
     assert "U+202E" in str(refused.value)
 
 
-def test_a_body_over_the_limit_is_a_readable_413(people, settings):
+@pytest.mark.parametrize("debug", [False, True], ids=["deployment", "make-run"])
+def test_a_body_over_the_limit_is_a_readable_413(people, settings, debug):
+    """Under ``make run`` (DEBUG) too: Django answered with its technical page there."""
+    settings.DEBUG = debug
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
     campaign = make_campaign(n_queries=2, depth=2, seed=32)
     admin = Client()
