@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from config.batches import batches
 from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
@@ -202,8 +203,11 @@ def retry_failed(dataset: Dataset) -> int:
     ).values_list("pk", flat=True)
     ids = list(failed.distinct())
     with transaction.atomic():
-        DerivedMedia.objects.filter(pk__in=ids).update(status=DerivedMedia.Status.PENDING, error="")
-        Video.objects.filter(derived_id__in=ids).update(media_state=Video.MediaState.PENDING)
+        for batch in batches(ids):
+            DerivedMedia.objects.filter(pk__in=batch).update(
+                status=DerivedMedia.Status.PENDING, error=""
+            )
+            Video.objects.filter(derived_id__in=batch).update(media_state=Video.MediaState.PENDING)
     return len(ids)
 
 

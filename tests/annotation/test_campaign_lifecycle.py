@@ -386,6 +386,7 @@ def test_the_gold_page_queues_a_job_that_imports_and_a_bad_file_fails_it(
     job.refresh_from_db()
     assert job.status == "succeeded", job.error
     assert job.result["created"] == 4 and job.created_by == people["admin"]
+    assert (job.done, job.total) == (4, 4)  # the last step's progress: the rows written
     assert lifecycle.gold_balance(campaign) == GoldBalance(relevant=2, irrelevant=2)
     assert set(GoldPair.objects.values_list("created_by", flat=True)) == {people["admin"].pk}
     assert "Imported 4 gold pairs from" in client.get(answer["Location"]).content.decode()
