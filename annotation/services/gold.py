@@ -212,6 +212,17 @@ def import_gold(
         user=user,
         progress=steps.advance,
     )
+    return write_gold_rows(campaign, read, user=user, steps=steps)
+
+
+def write_gold_rows(
+    campaign: Campaign, read: GoldRows, *, user=None, steps: Steps | None = None
+) -> GoldImport:
+    """Store gold rows already read and checked (:func:`read_gold_rows`) as ``campaign``'s,
+    with their hidden tasks, in one transaction; the same pairs imported meanwhile are a
+    GoldError and nothing is written."""
+    steps = steps or _Quiet()
+    name = read.file
     columns = _gold_columns(read.rows, campaign, user)
     steps.step(f"writing {len(read.rows):,} gold pairs and their tasks", total=len(read.rows))
     try:
