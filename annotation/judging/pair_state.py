@@ -38,7 +38,7 @@ from annotation.models import (
     Pair,
     open_slots_expression,
 )
-from config.batches import batches
+from config.batches import id_filters, rows_in
 from retrieval.label_status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
@@ -105,8 +105,8 @@ def lock_pairs(pair_ids: Iterable[int]) -> None:
     """Lock pairs in id order before touching their leases (no-op on SQLite)."""
     pair_ids = sorted(set(pair_ids))
     if pair_ids and connection.features.has_select_for_update:
-        for batch in batches(pair_ids):  # in id order across batches too
-            locking = Pair.objects.filter(pk__in=batch).order_by("pk").select_for_update()
+        for where in id_filters("pk", pair_ids):  # in id order across batches too
+            locking = Pair.objects.filter(**where).order_by("pk").select_for_update()
             list(locking.values_list("pk", flat=True))
 
 
@@ -152,8 +152,8 @@ def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
     values = {"leased": leased, "open_slots": open_slots_expression(leased=leased, held=held)}
     if held is not None:
         values["held"] = held
-    for batch in batches(pair_ids):
-        Pair.objects.filter(pk__in=batch).update(**values)
+    for where in id_filters("pk", pair_ids):
+        Pair.objects.filter(**where).update(**values)
 
 
 def _step_leases(pair_id: int, step: int) -> None:
@@ -201,8 +201,8 @@ def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
     if leases:
         if not locked:
             lock_pairs(pair_id for _, pair_id in leases)
-        for batch in batches([pk for pk, _ in leases]):
-            Lease.objects.filter(pk__in=batch).delete()
+        for where in id_filters("pk", [pk for pk, _ in leases]):
+            Lease.objects.filter(**where).delete()
         recount_leases(pair_id for _, pair_id in leases)
 
 
@@ -295,7 +295,7 @@ def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
     the pairs, and one update per set of values (:func:`_save_counts`)."""
     from annotation.models import Judgement
 
-    pairs = [pair for batch in batches(pair_ids) for pair in Pair.objects.filter(pk__in=batch)]
+    pairs = rows_in(Pair.objects.all(), "pk", pair_ids)
     if label_models.is_adaptive(campaign):
         seen = label_models.snapshot(campaign, [(pair.pk, pair.pool_row) for pair in pairs])
         for i, pair in enumerate(pairs):
@@ -304,8 +304,8 @@ def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
     else:
         live = {
             row["pair_id"]: row
-            for batch in batches(pair_ids)
-            for row in Judgement.objects.filter(pair_id__in=batch, undone_at__isnull=True)
+            for where in id_filters("pair_id", pair_ids)
+            for row in Judgement.objects.filter(**where, undone_at__isnull=True)
             .order_by()
             .values("pair_id")
             .annotate(n=Count("pk"), rel=Count("pk", filter=Q(label=RELEVANT.label)))
@@ -326,8 +326,8 @@ def _save_counts(pairs: list[Pair]) -> None:
     for pair in pairs:
         groups.setdefault(tuple(getattr(pair, name) for name in COUNT_FIELDS), []).append(pair.pk)
     for values, pks in groups.items():
-        for batch in batches(pks):
-            Pair.objects.filter(pk__in=batch).update(**dict(zip(COUNT_FIELDS, values, strict=True)))
+        for where in id_filters("pk", pks):
+            Pair.objects.filter(**where).update(**dict(zip(COUNT_FIELDS, values, strict=True)))
 
 
 REFIT_CHUNK = 500
@@ -439,9 +439,9 @@ def park(pair_ids: list[int]) -> None:
     """Keep unleased pairs the judging order no longer needs from annotators: nothing is
     needed of them, so nobody is offered them (unlabelled ones; under the adaptive policy's
     metric-aware order also labelled ones whose next label would change no score)."""
-    for batch in batches(pair_ids):
+    for where in id_filters("pk", pair_ids):
         # Checked in the UPDATE itself: a lease taken since the caller read the row wins.
-        Pair.objects.filter(pk__in=batch, leased=0).update(
+        Pair.objects.filter(**where, leased=0).update(
             needed=0, open_slots=open_slots_expression(needed=Value(0))
         )
 
@@ -450,8 +450,8 @@ def reopen(pair_ids: list[int]) -> None:
     """Serve parked pairs again: they need their first labels (two in the double sample), or,
     under the adaptive policy's metric-aware order, one more label."""
     needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
-    for batch in batches(pair_ids):
-        Pair.objects.filter(pk__in=batch).update(
+    for where in id_filters("pk", pair_ids):
+        Pair.objects.filter(**where).update(
             needed=needed, open_slots=open_slots_expression(needed=needed)
         )
 

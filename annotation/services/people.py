@@ -45,7 +45,7 @@ from annotation.models import (
 from annotation.quality import AnnotatorScore
 from annotation.services.scores import CampaignScores, campaign_scores
 from config import roles
-from config.batches import batches
+from config.batches import id_filters
 from config.errors import NotFound, UserError
 from config.text_rule import text_problem
 
@@ -415,8 +415,8 @@ def discount(campaign: Campaign, annotator, since: datetime | None = None, by=No
         return 0
     pair_state.lock_pairs(pair_ids)
     discounted = sum(
-        labels.filter(pair_id__in=batch).update(undone_at=now, discounted_at=now)
-        for batch in batches(pair_ids)
+        labels.filter(**where).update(undone_at=now, discounted_at=now)
+        for where in id_filters("pair_id", pair_ids)
     )
     pair_state.recount_labels(pair_ids, campaign)
     standing, _ = AnnotatorStanding.objects.get_or_create(campaign=campaign, annotator=annotator)

@@ -146,6 +146,12 @@ def test_reading_rows_of_100000_ids(db):
         Caption.objects.values_list("pk", "key"), "pk", [pk for pk, _ in real] + PADDING
     )
     assert sorted(found) == sorted(real)
+    by_key = rows_in(
+        Caption.objects.values_list("pk", "key"),
+        "key",
+        [key for _, key in real] + [f"x{pk}" for pk in PADDING],
+    )
+    assert sorted(by_key) == sorted(real)
 
 
 def test_releasing_100000_leases(db):
