@@ -20,13 +20,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.forms import CampaignSettingsForm, PromoteForm
-from annotation.jobs import PoolForm
+from annotation.jobs import GOLD_IMPORT, PoolForm
 from annotation.models import Campaign
 from annotation.services import gold, lifecycle
 from annotation.views import admins_only, render_campaign
 from config.errors import UserError
 from jobs.registry import get_kind
-from jobs.runner import cleaned, create
+from jobs.runner import cleaned, create, submit
 from retrieval.models import Dataset
 from retrieval.services.uploads import (
     input_name,
@@ -201,8 +201,9 @@ class GoldFileForm(forms.Form):
 @require_POST
 @admins_only
 def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Add the gold pairs of an uploaded file to the campaign, all or nothing; a bad file is
-    a 400 naming its line and field."""
+    """Queue the import of an uploaded gold file into the campaign and go to its job page
+    (the job reads the file, all or nothing, with progress: a bad file fails it naming its
+    line and field); no file is a 400."""
     campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
     form = GoldFileForm(request.POST, request.FILES)
     if not form.is_valid():
@@ -211,17 +212,14 @@ def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
     folder = new_input_folder()
     try:
         path, name = _save_gold(form.cleaned_data["file"], folder)
-        result = gold.import_gold(campaign, path, user=request.user, shown=name)
+        arguments = {"campaign": campaign.name, "file": input_name(path), "file_name": name}
+        job = submit(GOLD_IMPORT, arguments, request.user)
     except UserError as exc:
+        # Refused before a job was recorded; after that, the job owns the file.
+        shutil.rmtree(folder, ignore_errors=True)
         messages.error(request, str(exc))
         return render_campaign(request, campaign, status=400)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    messages.success(
-        request,
-        f"{result.created} gold pairs imported from {result.file} ({result.relevant} relevant).",
-    )
-    return redirect("campaign", campaign_id=campaign.pk)
+    return redirect("job-detail", job_id=job.pk)
 
 
 @admins_only

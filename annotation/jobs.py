@@ -1,6 +1,6 @@
-"""Background job kinds of the annotation app: pool runs into a campaign, export labels,
-refit an adaptive campaign's annotator models, create the demo campaign (deferred by
-``make run``).
+"""Background job kinds of the annotation app: pool runs into a campaign, import a gold
+file, export labels, refit an adaptive campaign's annotator models, create the demo
+campaign (deferred by ``make run``).
 
 All are admins' work. An export job writes its file under FIREPOOL_JOB_OUTPUT_DIR, which
 is never served as media; the job page hands it to those allowed to start exports.
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
@@ -21,9 +22,11 @@ from annotation.forms import CampaignSettingsForm
 from annotation.judging import figures_due
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
+from annotation.services import gold as gold_service
 from annotation.services import lifecycle, policy_fit
 from annotation.services.campaigns import CampaignError, check_spec
 from config.errors import UserError
+from jobs.models import Job
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
 from retrieval.jobs import DatasetForm, PickedName, found_or_invalid, split_names
@@ -213,6 +216,64 @@ register(
         lane="figures",
         queue="live",
         describe=lambda a: f"figures of {a['campaign']}",
+    )
+)
+
+
+GOLD_IMPORT = "gold_import"
+
+
+class GoldImportForm(RefitForm):
+    """A campaign named and an uploaded gold file (the campaign page's Gold section fills
+    both in); the file is read by the job, whose error names its line and field."""
+
+    file = forms.CharField(
+        max_length=1000, help_text="The uploaded gold file; filled in by the campaign page."
+    )
+    file_name = forms.CharField(max_length=200, required=False)
+
+    def clean_file(self) -> str:
+        try:
+            input_file(self.cleaned_data["file"])
+        except UserError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return self.cleaned_data["file"]
+
+
+def run_gold_import(reporter: Reporter, campaign: str, file: str, file_name: str = "") -> dict:
+    """Import an uploaded gold file into the campaign, all or nothing, with progress; the
+    upload is removed either way (a retry asks for it again)."""
+    found = get_campaign(campaign)
+    path = input_file(file)
+    starter = Job.objects.filter(pk=reporter.job_id).values_list("created_by", flat=True).first()
+    user = get_user_model().objects.filter(pk=starter).first() if starter else None
+    try:
+        made = gold_service.import_gold(
+            found, path, user=user, shown=file_name or path.name, steps=reporter
+        )
+    finally:
+        discard(path)
+    return {
+        "campaign": found.name,
+        "campaign_id": found.pk,
+        "page": reverse("campaign", args=[found.pk]) + "#gold",
+        "file": made.file,
+        "created": made.created,
+        "relevant": made.relevant,
+        "irrelevant": made.created - made.relevant,
+    }
+
+
+register(
+    JobKind(
+        GOLD_IMPORT,
+        "Import a gold file into a campaign",
+        run_gold_import,
+        GoldImportForm,
+        permission=ADMIN,
+        # Not atomic: the file is read before the one short transaction that writes it.
+        describe=lambda a: f"gold file {a.get('file_name') or 'upload'} into {a['campaign']}",
+        result_template="annotation/job_results/gold_import.html",
     )
 )
 

@@ -195,7 +195,7 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     pair_of = {
         (caption, video): pk
         for pk, caption, video in Pair.objects.filter(campaign=campaign)
-        .filter(caption_id__in=[row[1] for row in gold])
+        .filter(caption_id__in=GoldPair.objects.filter(campaign=campaign).values("caption_id"))
         .values_list("pk", "caption_id", "video_id")
     }
     for _, caption, video, label in gold:

@@ -49,7 +49,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
-from config.batches import batches
+from config.batches import id_filters
 from jobs import runner
 from retrieval.label_status import CODES, RELEVANT
 
@@ -263,11 +263,12 @@ def snapshot(
     rows = np.array([r for _, r in pairs], dtype=np.int64)
     if labels is None and judgements is not None:
         labels = queryset_array(live_labels(judgements), LABEL_ROW)
-    elif labels is None:  # one query per batch of ids: its parameters do not grow
+    elif labels is None:  # filters whose parameters do not grow with the ids
         labels = np.concatenate(
-            [
-                queryset_array(live_labels(Judgement.objects.filter(pair_id__in=batch)), LABEL_ROW)
-                for batch in list(batches(ids.tolist())) or [[]]
+            [np.empty(0, LABEL_ROW)]
+            + [
+                queryset_array(live_labels(Judgement.objects.filter(**where)), LABEL_ROW)
+                for where in id_filters("pair_id", ids.tolist())
             ]
         )
     order = np.argsort(ids, kind="stable")

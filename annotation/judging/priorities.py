@@ -33,6 +33,7 @@ from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.policy import certainty
 from annotation.pooling import Pool
 from annotation.settings import CampaignSettings, JudgingSettings
+from config.batches import rows_in
 from config.errors import UserError
 
 
@@ -347,11 +348,15 @@ def _in_label_order(rows: Sequence[statements.QueryPair], judged_at: np.ndarray)
     """The judged pairs ordered by their first live label (move-to-front follows the last)."""
     ids = [rows[i].id for i in judged_at]
     first = dict(
-        Judgement.objects.filter(pair_id__in=ids, undone_at__isnull=True)
-        .order_by()
-        .values("pair_id")
-        .annotate(at=Min("pk"))
-        .values_list("pair_id", "at")
+        rows_in(
+            Judgement.objects.filter(undone_at__isnull=True)
+            .order_by()
+            .values("pair_id")
+            .annotate(at=Min("pk"))
+            .values_list("pair_id", "at"),
+            "pair_id",
+            ids,
+        )
     )
     return judged_at[np.argsort([first.get(rows[i].id, 0) for i in judged_at], kind="stable")]
 
@@ -613,11 +618,13 @@ def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         already = sampled_captions(campaign)
-        rows = list(
-            Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING, label_count=0)
-            .exclude(caption_id__in=already)
-            .values_list("pk", "caption_id", "needed", "held")
-        )
+        rows = [  # the sampled captions left out here: as a list, they grow with the samples
+            row
+            for row in Pair.objects.filter(
+                campaign=campaign, status=Pair.Status.PENDING, label_count=0
+            ).values_list("pk", "caption_id", "needed", "held")
+            if row[1] not in already
+        ]
         if not rows:
             raise SampleError("no unjudged pooled pair is left to sample")
         captions = np.array([row[1] for row in rows], dtype=np.int64)
@@ -649,9 +656,11 @@ def pool_state(campaign: Campaign):
     ).reshape(-1, 2)
     sample = campaign.settings.estimation_sample
     sampled = np.array(
-        Pair.objects.filter(pk__in=sample.pairs)
-        .exclude(status=Pair.Status.PENDING)
-        .values_list("caption_id", "video_id"),
+        rows_in(
+            Pair.objects.exclude(status=Pair.Status.PENDING).values_list("caption_id", "video_id"),
+            "pk",
+            sample.pairs,
+        ),
         dtype=np.int64,
     ).reshape(-1, 2)
     return PoolState(

@@ -30,6 +30,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from config.batches import ID_BATCH
 from retrieval.models import BROWSER_READY_STATES
 
 HOLD = 2
@@ -83,7 +84,8 @@ def _release_lapsed(expired: list[Lease], now: datetime) -> None:
                 pair_id=lease.pair_id, annotator_id=lease.annotator_id, expired_at=lease.expires_at
             )
             for lease in expired
-        ]
+        ],
+        batch_size=ID_BATCH,
     )
 
 

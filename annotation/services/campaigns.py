@@ -19,6 +19,7 @@ from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.judging import pair_state, priorities, statements
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
+from config.batches import id_filters
 from config.errors import UserError
 from retrieval.ids import contains
 from retrieval.models import Caption, Dataset, LabelSet, Run
@@ -44,9 +45,15 @@ def judged_pairs(
     """(caption ids, video ids) of pairs already judged in the dataset's campaigns (on the
     ``captions`` given only, when given)."""
     judged = Pair.objects.filter(campaign__dataset=dataset).exclude(label_count=0, adjudicated="")
-    if captions is not None:
-        judged = judged.filter(caption_id__in=np.unique(captions).tolist())
-    rows = queryset_array(judged.order_by().values_list("caption_id", "video_id"), _ID_PAIR)
+    judged = judged.order_by().values_list("caption_id", "video_id")
+    if captions is None:
+        rows = queryset_array(judged, _ID_PAIR)
+    else:  # filters whose parameters do not grow with the captions
+        parts = id_filters("caption_id", np.unique(captions).tolist())
+        rows = np.concatenate(
+            [np.empty(0, _ID_PAIR)]
+            + [queryset_array(judged.filter(**where), _ID_PAIR) for where in parts]
+        )
     return rows["caption_id"].copy(), rows["video_id"].copy()
 
 

@@ -9,23 +9,27 @@ pairs are :class:`~annotation.models.GoldJudgement` rows, never campaign labels;
 admin-only ``gold`` export (:func:`gold_export_rows`) lists them.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
+from django.utils import timezone
 
 from annotation import gold_file
 from annotation.judging import gold as gold_queue
+from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
+from config.batches import rows_in
 from config.errors import UserError
 from config.text_rule import text_problem
 from retrieval.formats.records import FormatError
 from retrieval.label_status import CODES, NAMES
 from retrieval.models import Dataset
 from retrieval.services.runs import KeyIndex
+from retrieval.services.uploads import Steps, estimate_records
 
 MIN_UNANIMOUS = 2
 """Labels a pair needs, all the same, to count as decided without an admin."""
@@ -102,13 +106,15 @@ def read_gold_rows(
     shown: str | None = None,
     campaign: Campaign | None = None,
     user=None,
+    progress: Callable[[int], None] | None = None,
 ) -> GoldRows:
     """The gold pairs of a CSV or JSONL file as rows for ``campaign`` (or for a campaign not
     made yet), writing nothing.
 
     Keys must name captions and videos of ``dataset``, and a pair may not be a gold pair of
     ``campaign`` already: both are errors naming the line and field. ``shown`` names the
-    file in errors (an upload's own name, not the server's copy).
+    file in errors (an upload's own name, not the server's copy); ``progress`` is told of
+    each row read.
     """
     path = Path(path)
     captions = KeyIndex.captions(dataset).by_key
@@ -157,11 +163,23 @@ def read_gold_rows(
                     created_by=user,
                 )
             )
+            if progress is not None:
+                progress(1)
     except FormatError as exc:
         if shown is None or Path(str(exc.path)) != path:
             raise
         raise FormatError(shown, exc.line, exc.field, exc.message, where=exc.where) from None
     return GoldRows(file=shown or path.name, rows=tuple(rows))
+
+
+class _Quiet:
+    """Steps nobody watches (an import called without a job or a command around it)."""
+
+    def step(self, message: str, total: int | None = None, done: int = 0) -> None:
+        pass
+
+    def advance(self, units: int = 1) -> None:
+        pass
 
 
 def import_gold(
@@ -171,16 +189,72 @@ def import_gold(
     *,
     user=None,
     shown: str | None = None,
+    steps: Steps | None = None,
 ) -> GoldImport:
     """Add the gold pairs of a CSV or JSONL file to ``campaign``, all or nothing (the
-    checks of :func:`read_gold_rows`)."""
-    read = read_gold_rows(campaign.dataset, path, fmt, shown=shown, campaign=campaign, user=user)
-    with transaction.atomic():
-        GoldPair.objects.bulk_create(read.rows, batch_size=1000)
-        gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
+    checks of :func:`read_gold_rows`), telling ``steps`` (a job's reporter) how far it got.
+
+    The file is read, checked and turned into columns before the one transaction that
+    writes them (the gold pairs and their hidden tasks, in bulk), so SQLite's write lock,
+    which every other writer waits for, is held only for the writes: reading 100,000 rows
+    inside it kept the start-up jobs out until they failed (``database is locked``).
+    """
+    steps = steps or _Quiet()
+    path = Path(path)
+    name = shown or path.name
+    steps.step(f"reading {name}", total=estimate_records(path, "csv"))
+    read = read_gold_rows(
+        campaign.dataset,
+        path,
+        fmt,
+        shown=shown,
+        campaign=campaign,
+        user=user,
+        progress=steps.advance,
+    )
+    return write_gold_rows(campaign, read, user=user, steps=steps)
+
+
+def write_gold_rows(
+    campaign: Campaign, read: GoldRows, *, user=None, steps: Steps | None = None
+) -> GoldImport:
+    """Store gold rows already read and checked (:func:`read_gold_rows`) as ``campaign``'s,
+    with their hidden tasks, in one transaction; the same pairs imported meanwhile are a
+    GoldError and nothing is written."""
+    steps = steps or _Quiet()
+    name = read.file
+    columns = _gold_columns(read.rows, campaign, user)
+    steps.step(f"writing {len(read.rows):,} gold pairs and their tasks", total=len(read.rows))
+    try:
+        with transaction.atomic():
+            sql.insert(GoldPair, columns)
+            gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
+    except IntegrityError:  # gold_pair_once: the same pairs imported meanwhile
+        raise GoldError(
+            f"{name}: some of its pairs became gold pairs of campaign {campaign.name!r} while "
+            "it was read; nothing was imported, import it again to be told which"
+        ) from None
+    steps.advance(len(read.rows))
     return GoldImport(
         campaign=campaign.name, file=read.file, created=len(read.rows), relevant=read.relevant
     )
+
+
+def _gold_columns(rows: Sequence[GoldPair], campaign: Campaign, user) -> dict[str, object]:
+    """Gold pairs as the columns :func:`annotation.judging.statements.insert` takes, worked
+    out before the write transaction (a model instance a row, compiled by ``bulk_create``
+    inside it, was most of the time the lock was held)."""
+    return {
+        "campaign_id": campaign.pk,
+        "caption_id": [row.caption_id for row in rows],
+        "video_id": [row.video_id for row in rows],
+        "label": [row.label for row in rows],
+        "explanation": [row.explanation for row in rows],
+        "guideline": [row.guideline for row in rows],
+        "source": GoldPair.Source.IMPORTED.value,
+        "created_by_id": user.pk if user is not None else None,
+        "created_at": connection.ops.adapt_datetimefield_value(timezone.now()),
+    }
 
 
 def decided() -> Q:
@@ -227,10 +301,10 @@ def promote(
         wanted = sorted(set(int(pk) for pk in pair_ids))
         if not wanted:
             raise GoldError("no pairs named")
-        found = dict(pairs.filter(pk__in=wanted).filter(decided()).values_list("pk", "status"))
+        found = dict(rows_in(pairs.filter(decided()).values_list("pk", "status"), "pk", wanted))
         missing = [pk for pk in wanted if pk not in found]
         if missing:
-            known = set(pairs.filter(pk__in=missing).values_list("pk", flat=True))
+            known = set(rows_in(pairs.values_list("pk", flat=True), "pk", missing))
             unknown = [pk for pk in missing if pk not in known]
             if unknown:
                 raise GoldError(
@@ -240,19 +314,17 @@ def promote(
                 f"pairs {_ids(missing)} are not decided (adjudicated, or unanimous with at "
                 f"least {MIN_UNANIMOUS} labels); nothing promoted"
             )
-        pairs = pairs.filter(pk__in=wanted)
-    rows = list(
-        pairs.filter(decided())
-        .values_list(
-            "pk",
-            "caption_id",
-            "video_id",
-            "status",
-            "adjudicated",
-            "adjudicated_by__username",
-            "label_count",
-        )
-        .order_by("pk")
+    rows = pairs.filter(decided()).values_list(
+        "pk",
+        "caption_id",
+        "video_id",
+        "status",
+        "adjudicated",
+        "adjudicated_by__username",
+        "label_count",
+    )
+    rows = (
+        sorted(rows_in(rows, "pk", wanted)) if pair_ids is not None else list(rows.order_by("pk"))
     )
     existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
     explanation = explanation.strip()

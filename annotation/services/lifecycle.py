@@ -166,9 +166,8 @@ def open_campaign(
     one, a campaign that requires qualification starts paused (resume it once it has gold).
     """
     campaign = create_campaign(dataset, runs, spec, user)
-    if gold_file is not None:
-        check_gold_file(dataset, gold_file, spec)
-        gold.import_gold(campaign, gold_file.path, user=user, shown=gold_file.shown)
+    if gold_file is not None:  # read once: checked, then written
+        gold.write_gold_rows(campaign, check_gold_file(dataset, gold_file, spec), user=user)
     if qualification_shortfall(spec.settings.gold, gold_balance(campaign)):
         campaign.status = Status.PAUSED
         campaign.save(update_fields=["status"])

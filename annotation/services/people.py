@@ -46,7 +46,7 @@ from annotation.quality import AnnotatorScore
 from annotation.services.scores import CampaignScores, campaign_scores
 from config import roles
 from config.accounts.names import UsernameTaken, case_twin
-from config.batches import batches
+from config.batches import id_filters
 from config.errors import NotFound, UserError
 from config.text_rule import text_problem
 
@@ -424,8 +424,8 @@ def discount(campaign: Campaign, annotator, since: datetime | None = None, by=No
         return 0
     pair_state.lock_pairs(pair_ids)
     discounted = sum(
-        labels.filter(pair_id__in=batch).update(undone_at=now, discounted_at=now)
-        for batch in batches(pair_ids)
+        labels.filter(**where).update(undone_at=now, discounted_at=now)
+        for where in id_filters("pair_id", pair_ids)
     )
     pair_state.recount_labels(pair_ids, campaign)
     standing, _ = AnnotatorStanding.objects.get_or_create(campaign=campaign, annotator=annotator)

@@ -17,6 +17,7 @@ import numpy as np
 from annotation.judging_order import STRATEGIES
 from annotation.judging_replay import Replay, ReplayWorld, budget_steps, replay
 from annotation.pooling import pool
+from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures
 from retrieval import judged as judged_values
@@ -132,8 +133,10 @@ def replay_world(
     queries = np.unique(np.concatenate([r.query_ids for r in lists]))
     queries = np.array(
         sorted(
-            Caption.objects.filter(pk__in=queries.tolist(), is_query=True).values_list(
-                "pk", flat=True
+            rows_in(
+                Caption.objects.filter(is_query=True).values_list("pk", flat=True),
+                "pk",
+                queries.tolist(),
             )
         ),
         dtype=np.int64,
@@ -141,7 +144,7 @@ def replay_world(
     judged = load_judged(label_set) if label_set is not None else None
     if judged is not None:
         queries = np.intersect1d(queries, judged.caption_ids)
-    own = dict(Caption.objects.filter(pk__in=queries.tolist()).values_list("pk", "video_id"))
+    own = dict(rows_in(Caption.objects.values_list("pk", "video_id"), "pk", queries.tolist()))
     origin = (queries, np.array([own[int(q)] for q in queries], dtype=np.int64))
     pooled = pool(lists, depth, origin=origin, queries=queries)
     if judged is None:

@@ -22,6 +22,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from config.batches import rows_in
 from config.errors import UserError
 from retrieval.demo.render import DURATION, FPS, N_FRAMES, SIZE, render_scene_file
 from retrieval.demo.scene import Assertion, Scene, relevance_matrix
@@ -198,11 +199,13 @@ def ground_truth_relevance(
     videos = Video.objects.filter(dataset=dataset)
     if split is not None:
         videos = videos.filter(split=split)
-    captions = Caption.objects.filter(dataset=dataset)
-    if caption_ids is not None:
-        captions = captions.filter(id__in=list(caption_ids))
+    captions = (
+        Caption.objects.filter(dataset=dataset).order_by("key").values_list("key", "metadata")
+    )
+    if caption_ids is not None:  # read per batch of ids (sorted here): parameters that do not grow
+        captions = sorted(rows_in(captions, "id", caption_ids), key=lambda row: row[0])
     scenes = _parsed(videos.order_by("key").values_list("key", "metadata"), stored_scene)
-    assertions = _parsed(captions.order_by("key").values_list("key", "metadata"), stored_assertion)
+    assertions = _parsed(captions, stored_assertion)
     matrix = relevance_matrix(list(assertions.values()), list(scenes.values()))
     return list(assertions), list(scenes), matrix
 

@@ -534,8 +534,8 @@ def embed(
         # A text-only model describes a video by its non-query captions (never the queries).
         texts: dict[int, list[str]] = {v.pk: [] for v in videos}
         for video_id, text in (
-            Caption.objects.filter(
-                dataset=dataset, video__in=[v.pk for v in videos], is_query=False
+            Caption.objects.filter(  # the split's videos as a subquery: no id list
+                dataset=dataset, video__dataset=dataset, video__split=split, is_query=False
             )
             .order_by("pk")
             .values_list("video_id", "text")

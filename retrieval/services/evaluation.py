@@ -7,7 +7,7 @@ relevant too.
 
 import numpy as np
 
-from config.batches import batches
+from config.batches import rows_in
 from retrieval.models import Caption, Run
 from retrieval.runs import RankedLists
 from retrieval.services.demo import DemoError, ground_truth_relevance
@@ -17,11 +17,8 @@ from retrieval.services.runs import KeyIndex, load_run
 def original_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
     """Bool queries x depth: the ranked video is the caption's own video."""
     lists = lists or load_run(run)
-    origin = {
-        pk: video
-        for batch in batches(lists.query_ids.tolist())
-        for pk, video in Caption.objects.filter(pk__in=batch).values_list("pk", "video_id")
-    }
+    captions = Caption.objects.values_list("pk", "video_id")
+    origin = dict(rows_in(captions, "pk", lists.query_ids.tolist()))
     own = np.array([origin[int(pk)] for pk in lists.query_ids], dtype=np.int64)
     return lists.item_ids == own[:, None]
 

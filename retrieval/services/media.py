@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from config.batches import id_filters
 from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
@@ -211,8 +212,12 @@ def retry_failed(dataset: Dataset) -> int:
     ).values_list("pk", flat=True)
     ids = list(failed.distinct())
     with transaction.atomic():
-        DerivedMedia.objects.filter(pk__in=ids).update(status=DerivedMedia.Status.PENDING, error="")
-        Video.objects.filter(derived_id__in=ids).update(media_state=Video.MediaState.PENDING)
+        for where in id_filters("pk", ids):
+            DerivedMedia.objects.filter(**where).update(
+                status=DerivedMedia.Status.PENDING, error=""
+            )
+        for where in id_filters("derived_id", ids):
+            Video.objects.filter(**where).update(media_state=Video.MediaState.PENDING)
     return len(ids)
 
 

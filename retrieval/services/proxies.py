@@ -20,6 +20,7 @@ from django.conf import settings
 from scipy import stats
 from tqdm.auto import tqdm
 
+from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures
 from retrieval.ids import positions_of
@@ -119,7 +120,7 @@ def split_captions(dataset: Dataset, split: str) -> SplitCaptions:
         raise ProxyError(f"dataset {dataset.name!r} has no videos")
     video_ids = np.array([pk for pk, _ in video_rows], dtype=np.int64)
     rows = list(
-        Caption.objects.filter(dataset=dataset, video_id__in=video_ids.tolist())
+        Caption.objects.filter(dataset=dataset, video__in=videos)  # a subquery: no id list
         .order_by("pk")
         .values_list("pk", "key", "text", "video_id", "metadata")
     )
@@ -430,9 +431,11 @@ def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray |
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=text_ids.tolist(), split=relevance.options.split
     )
-    key_of_caption = dict(Caption.objects.filter(pk__in=text_ids.tolist()).values_list("pk", "key"))
+    key_of_caption = dict(
+        rows_in(Caption.objects.values_list("pk", "key"), "pk", text_ids.tolist())
+    )
     key_of_video = dict(
-        Video.objects.filter(pk__in=relevance.video_ids.tolist()).values_list("pk", "key")
+        rows_in(Video.objects.values_list("pk", "key"), "pk", relevance.video_ids.tolist())
     )
     row = {key: i for i, key in enumerate(caption_keys)}
     col = {key: j for j, key in enumerate(video_keys)}

@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 from django.db.models import Count, Max
 
+from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures
 from retrieval import estimation, score_intervals
@@ -71,8 +72,8 @@ def rescore_dataset(
         for name, lists in loaded.items()
     }
 
-    captions = Caption.objects.filter(pk__in=caption_ids.tolist())
-    info = {pk: (own, text) for pk, own, text in captions.values_list("pk", "video_id", "text")}
+    captions = Caption.objects.values_list("pk", "video_id", "text")
+    info = {pk: (own, text) for pk, own, text in rows_in(captions, "pk", caption_ids.tolist())}
     original = Qrels.of(
         range(len(caption_ids)), [info[int(pk)][0] for pk in caption_ids], [1] * len(caption_ids)
     )
@@ -224,14 +225,19 @@ def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[
     what they leave out: a query without stored ground truth has no row (so no positive, and
     no place in the means), a video without a stored scene no pair (so it is not relevant)."""
     splits = set(
-        Caption.objects.filter(pk__in=caption_ids.tolist()).values_list("split", flat=True)
+        split
+        for _, split in rows_in(
+            Caption.objects.values_list("pk", "split"), "pk", caption_ids.tolist()
+        )
     )
     split = splits.pop() if len(splits) == 1 else None
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=caption_ids.tolist(), split=split
     )
     caption_pk = dict(
-        Caption.objects.filter(dataset=dataset, key__in=caption_keys).values_list("key", "pk")
+        rows_in(
+            Caption.objects.filter(dataset=dataset).values_list("key", "pk"), "key", caption_keys
+        )
     )
     videos = Video.objects.filter(dataset=dataset)
     video_pk = dict(videos.values_list("key", "pk"))

@@ -374,18 +374,49 @@ def test_non_admins_change_nothing(campaign, people, client):
 # -- gold ----------------------------------------------------------------------------------
 
 
-def test_import_gold_from_the_campaign_page(campaign, people, client):
+def test_the_gold_page_queues_a_job_that_imports_and_a_bad_file_fails_it(
+    campaign, people, client, django_capture_on_commit_callbacks
+):
     client.force_login(people["admin"])
     url = f"/campaigns/{campaign.pk}/gold/import/"
-    answer = client.post(url, {"file": gold_csv(balanced(2, 2))})
-    assert answer.status_code == 302
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(url, {"file": gold_csv(balanced(2, 2))})
+    job = Job.objects.get(kind="gold_import")
+    assert answer.status_code == 302 and answer["Location"] == f"/jobs/{job.pk}/"
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    assert job.result["created"] == 4 and job.created_by == people["admin"]
+    assert (job.done, job.total) == (4, 4)  # the last step's progress: the rows written
     assert lifecycle.gold_balance(campaign) == GoldBalance(relevant=2, irrelevant=2)
-    # The same pairs again: refused naming the line and field, nothing added.
-    again = client.post(url, {"file": gold_csv(balanced(2, 2), "again.csv")})
-    assert again.status_code == 400
-    assert "again.csv, line 2, field &#x27;video_key&#x27;" in again.content.decode()
+    assert set(GoldPair.objects.values_list("created_by", flat=True)) == {people["admin"].pk}
+    assert "Imported 4 gold pairs from" in client.get(answer["Location"]).content.decode()
+    # The same pairs again: the job fails naming the file, line and field; nothing added.
+    with django_capture_on_commit_callbacks(execute=True):
+        again = client.post(url, {"file": gold_csv(balanced(2, 2), "again.csv")})
+    failed = Job.objects.filter(kind="gold_import").latest("pk")
+    assert again["Location"] == f"/jobs/{failed.pk}/"
+    failed.refresh_from_db()
+    assert failed.status == "failed"
+    assert failed.error.startswith("again.csv, line 2, field 'video_key'"), failed.error
     assert GoldPair.objects.filter(campaign=campaign).count() == 4
+    assert Pair.objects.filter(campaign__gold_of=campaign).count() == 4
     assert client.post(url, {}).status_code == 400
+
+
+def test_a_bad_row_late_in_a_gold_file_writes_nothing(campaign, tmp_path):
+    """The rows before it are read, never written: the file is checked before the writes."""
+    from annotation.services import gold
+
+    path = tmp_path / "late.csv"
+    rows = balanced(2, 2) + [("c0", "no-such-video", "relevant")]
+    path.write_text(
+        "caption_key,video_key,label,explanation\n"
+        + "".join(f"{c},{v},{label},why\n" for c, v, label in rows)
+    )
+    with pytest.raises(gold.FormatError, match="late.csv, line 6, field 'video_key'"):
+        gold.import_gold(campaign, path)
+    assert not GoldPair.objects.exists()
+    assert not Pair.objects.filter(campaign__gold_of=campaign).exists()
 
 
 def test_promote_names_the_count_and_post_does_it(campaign, people, client):

@@ -234,7 +234,11 @@ def test_gold_command(judged, tmp_path, capsys):
         "caption_key,video_key,label,explanation\nc0,v8,irrelevant,Not there.\n",
     )
     call_command("gold", "import", "--campaign", campaign.name, str(path))
-    assert "Added 1 gold pairs" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "Added 1 gold pairs" in printed.out
+    # Progress lines: reading the file, then writing it.
+    assert "reading g.csv…" in printed.err and "g.csv: 1 of about 2" in printed.err
+    assert "writing 1 gold pairs and their tasks…" in printed.err
     call_command("gold", "--campaign", campaign.name, "--promote-decided")
     assert "Promoted" in capsys.readouterr().out
     call_command("gold", "list", "--campaign", campaign.name, "--format", "json")

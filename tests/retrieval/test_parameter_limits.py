@@ -8,6 +8,7 @@ from django.db import connection
 
 from retrieval.models import Caption, Dataset, Video
 from retrieval.runs import RankedLists
+from retrieval.services import rescoring
 from retrieval.services.evaluation import original_hits
 
 pytestmark = pytest.mark.skipif(
@@ -36,3 +37,12 @@ def test_original_hits_of_a_run_of_100000_queries(db):
     hits = original_hits(None, lists)
     assert hits.shape == (QUERIES, 1)
     assert hits[:, 0].sum() == QUERIES // 10  # the queries whose own video is v0
+
+
+def test_the_ground_truth_of_100000_queries(db):
+    """Their splits, then their stored truth (``ground_truth_relevance``), read by batch;
+    the ids match no caption, so each is a query without stored truth."""
+    dataset = Dataset.objects.create(name="truth", has_ground_truth=True)
+    padding = np.arange(10**9, 10**9 + QUERIES, dtype=np.int64)
+    true, notes = rescoring._true_qrels(dataset, padding)
+    assert notes[0].startswith(f"{QUERIES} queries have no stored ground truth")

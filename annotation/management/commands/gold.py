@@ -15,6 +15,25 @@ from config.commands import BaseCommand
 ACTIONS = ("import", "promote", "list", "export")
 
 
+class ProgressLines:
+    """A long step's progress as lines (a job's reporter, for a terminal): each step, then
+    each tenth of a step that names its total."""
+
+    def __init__(self, out):
+        self.out = out
+        self.message, self.total, self.done, self.tenths = "", None, 0, 0
+
+    def step(self, message: str, total: int | None = None, done: int = 0) -> None:
+        self.message, self.total, self.done, self.tenths = message, total, done, 0
+        self.out.write(f"{message}…")
+
+    def advance(self, units: int = 1) -> None:
+        self.done += units
+        if self.total and min(self.done * 10 // self.total, 10) > self.tenths:
+            self.tenths = min(self.done * 10 // self.total, 10)
+            self.out.write(f"{self.message}: {self.done:,} of about {self.total:,}")
+
+
 class Command(BaseCommand):
     help = (
         "Manage a campaign's gold pairs (caption-video pairs with a known label and an "
@@ -80,7 +99,10 @@ class Command(BaseCommand):
         getattr(self, f"_{action}")(campaign, options)
 
     def _import(self, campaign, options):
-        result = gold.import_gold(campaign, options["file"], options["file_format"])
+        # Read and checked first, written in one short transaction (the gold import job's path).
+        result = gold.import_gold(
+            campaign, options["file"], options["file_format"], steps=ProgressLines(self.stderr)
+        )
         self.stdout.write(
             f"Added {result.created} gold pairs ({result.relevant} relevant) from "
             f"{result.file} to campaign {result.campaign!r}."

@@ -1,0 +1,108 @@
+"""How long a 100,000-row gold import holds SQLite's write lock, as another writer sees it.
+
+A probe thread on its own connection takes and gives back the write lock (``BEGIN
+IMMEDIATE; COMMIT``) over and over while the import runs; its longest wait is how long the
+import kept every other writer (the job heartbeats, the start-up jobs, a submit) out. The
+anchor, measured in the same run on the same file, is the import inside one transaction
+(the file read and checked with the write lock held, as an atomic job runs it); the figure
+is ``annotation.services.gold.import_gold`` as the gold import job calls it (the file read
+and checked first, the lock held only for the bulk writes). Runs on a throw-away SQLite
+database::
+
+    .venv/bin/python bench/gold_lock_bench.py [--rows 100000]
+"""
+
+import argparse
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from harness import machine, temporary_django
+
+
+class LockProbe:
+    """Take SQLite's write lock again and again on a separate connection; the longest wait."""
+
+    def __init__(self, database: Path):
+        self.database = database
+        self.longest = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "LockProbe":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        link = sqlite3.connect(self.database, timeout=600, isolation_level=None)
+        while not self._stop.is_set():
+            began = time.perf_counter()
+            link.execute("BEGIN IMMEDIATE")
+            link.execute("COMMIT")
+            self.longest = max(self.longest, time.perf_counter() - began)
+            time.sleep(0.005)
+        link.close()
+
+
+def world(side: int):
+    """A campaign whose dataset has ``side`` more captions and videos."""
+    from retrieval.models import Caption, Video
+    from tests.factories import make_campaign
+
+    campaign = make_campaign(n_queries=2, depth=2, seed=41)
+    videos = Video.objects.bulk_create(
+        [Video(dataset=campaign.dataset, key=f"gv{i}", split="test") for i in range(side)]
+    )
+    captions = Caption.objects.bulk_create(
+        [
+            Caption(dataset=campaign.dataset, key=f"gc{i}", text=f"c {i}", video=videos[i])
+            for i in range(side)
+        ]
+    )
+    return campaign, [c.key for c in captions], [v.key for v in videos]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    args = parser.parse_args()
+    side = int(args.rows**0.5) + 1
+    with temporary_django() as tmp:
+        from django.db import connection, transaction
+
+        from annotation.models import GoldPair
+        from annotation.services import gold
+
+        database = Path(connection.settings_dict["NAME"])
+        path = tmp / "gold.csv"
+        figures = {}
+        for how in ("one transaction (anchor)", "import_gold (the job's path)"):
+            campaign, captions, videos = world(side)
+            with path.open("w", encoding="utf-8") as out:
+                out.write("caption_key,video_key,label,explanation\n")
+                for n in range(args.rows):
+                    out.write(f"{captions[n // side]},{videos[n % side]},relevant,why {n}\n")
+            began = time.perf_counter()
+            with LockProbe(database) as probe:
+                if how.startswith("one"):
+                    with transaction.atomic():
+                        gold.import_gold(campaign, path)
+                else:
+                    gold.import_gold(campaign, path)
+            took = time.perf_counter() - began
+            assert GoldPair.objects.filter(campaign=campaign).count() == args.rows
+            figures[how] = probe.longest
+            print(
+                f"{how}: {args.rows:,} rows in {took:.1f} s; write lock held {probe.longest:.1f} s"
+            )
+        anchor, now = figures.values()
+        print(f"the job's path holds the lock {anchor / max(now, 1e-3):.1f}x shorter ({machine()})")
+
+
+if __name__ == "__main__":
+    main()
