@@ -7,8 +7,10 @@ A job is checked against its kind's form, recorded as a queued row and handed to
 
 import hashlib
 from collections.abc import Mapping
+from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from config.errors import UserError
 from jobs.models import Job
@@ -37,7 +39,9 @@ def cleaned(form) -> dict:
     return {name: value for name, value in form.cleaned_data.items() if value not in (None, "")}
 
 
-def submit(kind_name: str, data: Mapping, user=None, *, join_running: bool = True) -> Job:
+def submit(
+    kind_name: str, data: Mapping, user=None, *, join_running: bool | datetime = True
+) -> Job:
     """Validate ``data`` for the kind, record a queued job and enqueue it after commit (for
     a kind that ``joins``, see :func:`start`)."""
     try:
@@ -84,11 +88,12 @@ def create(kind: JobKind, arguments: dict, user=None) -> Job:
 
 
 def start(
-    kind: JobKind, arguments: dict, user=None, *, join_running: bool = True
+    kind: JobKind, arguments: dict, user=None, *, join_running: bool | datetime = True
 ) -> tuple[Job, bool]:
     """:func:`create`, and whether the job is new (False: a waiting one was joined). Without
     ``join_running`` only a queued job is joined: a refresh asked for after a change that a
-    running job may have read too early."""
+    running job may have read too early; with a moment, a running job that started at or
+    after it is joined too (it read the change)."""
     with transaction.atomic():
         if kind.joins:
             _one_start_at_a_time(kind.name)
@@ -121,10 +126,15 @@ def _one_start_at_a_time(kind_name: str) -> None:
         )
 
 
-def unfinished(kind_name: str, arguments: dict, *, running: bool = True) -> Job | None:
-    """The oldest job of the kind with exactly these arguments that is queued (or running)."""
-    statuses = [Job.Status.QUEUED, Job.Status.RUNNING] if running else [Job.Status.QUEUED]
-    candidates = Job.objects.filter(kind=kind_name, status__in=statuses).order_by("pk")
+def unfinished(kind_name: str, arguments: dict, *, running: bool | datetime = True) -> Job | None:
+    """The oldest job of the kind with exactly these arguments that is queued, or running
+    (with ``running`` True; with a moment, running since then at least)."""
+    waiting = Q(status=Job.Status.QUEUED)
+    if running is True:
+        waiting |= Q(status=Job.Status.RUNNING)
+    elif isinstance(running, datetime):
+        waiting |= Q(status=Job.Status.RUNNING, started_at__gte=running)
+    candidates = Job.objects.filter(waiting, kind=kind_name).order_by("pk")
     return next((job for job in candidates if job.arguments == arguments), None)
 
 

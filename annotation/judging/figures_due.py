@@ -80,14 +80,21 @@ def due_at(campaign_id: int) -> datetime | None:
     return None if last is None else last[0] + pause(last[1])
 
 
-def queue_refresh(campaign_id: int, name: str, now: datetime | None = None) -> bool:
+def queue_refresh(
+    campaign_id: int, name: str, now: datetime | None = None, noted_at: datetime | None = None
+) -> bool:
     """Queue the campaign's ``campaign-figures`` job if its refresh is due and none is queued
-    (a running one may have read the labels before the newest); whether it is taken care of
-    (False: not due yet, look again later)."""
+    or running since ``noted_at`` (when the labels to follow were committed: a job that
+    started earlier may have read the labels before them); whether it is taken care of
+    (False: not due yet, look again later).
+
+    Every web process has its pacer: without ``noted_at`` the second of two gunicorn
+    workers queued a refresh the moment the first one's began to run, and every refresh ran
+    twice (at FIRE's size, twice 3 s of a worker's CPU every 30 s beside the judging)."""
     due = due_at(campaign_id)
     if due is not None and due > (now or timezone.now()):
         return False
-    runner.submit(JOB_KIND, {"campaign": name}, join_running=False)
+    runner.submit(JOB_KIND, {"campaign": name}, join_running=noted_at or False)
     return True
 
 
@@ -98,14 +105,15 @@ class Pacer:
     def __init__(self, autostart: bool = True) -> None:
         self.autostart = autostart
         self._lock = threading.Lock()
-        self._noted: dict[int, tuple[str, int]] = {}
+        self._noted: dict[int, tuple[str, int, datetime]] = {}
         self._count = 0
         self._thread: threading.Thread | None = None
 
     def note(self, campaign_id: int, name: str) -> None:
         with self._lock:
             self._count += 1
-            self._noted[campaign_id] = (name, self._count)
+            # The newest label to follow: a refresh that started after it read them all.
+            self._noted[campaign_id] = (name, self._count, timezone.now())
             if self.autostart and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(
                     target=self._run, name="firepool-figures-pacer", daemon=True
@@ -114,7 +122,7 @@ class Pacer:
 
     def noted(self) -> dict[int, str]:
         with self._lock:
-            return {campaign_id: name for campaign_id, (name, _) in self._noted.items()}
+            return {campaign_id: name for campaign_id, (name, *_) in self._noted.items()}
 
     def look(self, now: datetime | None = None) -> list[int]:
         """Queue the refreshes due now; the campaigns taken care of (no longer noted unless
@@ -122,8 +130,8 @@ class Pacer:
         with self._lock:
             noted = dict(self._noted)
         done = []
-        for campaign_id, (name, count) in noted.items():
-            if queue_refresh(campaign_id, name, now):
+        for campaign_id, (name, count, since) in noted.items():
+            if queue_refresh(campaign_id, name, now, noted_at=since):
                 done.append(campaign_id)
                 with self._lock:
                     if self._noted.get(campaign_id, (None, 0))[1] == count:

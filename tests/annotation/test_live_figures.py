@@ -250,3 +250,26 @@ def figures_of(campaign):
 
     state = live_figures.live_state(campaign)
     return figures.stored(live_figures.PROXIES, figures_due.subject(campaign.pk), state.inputs)
+
+
+def test_two_web_processes_queue_one_refresh_for_the_same_labels(
+    campaign, settings, django_capture_on_commit_callbacks
+):
+    """Each gunicorn worker has a pacer. The second used to queue a refresh the moment the
+    first one's began to run (it joined only queued jobs), so every refresh ran twice; a
+    running refresh that started after the labels were noted reads them, and is joined."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.FIREPOOL_WARM_FIGURES = True
+    first, second = figures_due.Pacer(autostart=False), figures_due.Pacer(autostart=False)
+    first.note(campaign.pk, campaign.name)
+    second.note(campaign.pk, campaign.name)
+    jobs = Job.objects.filter(kind=figures_due.JOB_KIND, arguments__campaign=campaign.name)
+    assert first.look() == [campaign.pk] and jobs.count() == 1
+    jobs.update(status=Job.Status.RUNNING, started_at=timezone.now())  # after both notes
+    assert second.look() == [campaign.pk] and jobs.count() == 1  # joined, not doubled
+    jobs.update(started_at=timezone.now() - timedelta(minutes=1))  # before a newer label
+    second.note(campaign.pk, campaign.name)
+    assert second.look() == [campaign.pk] and jobs.count() == 2  # that one may miss it
