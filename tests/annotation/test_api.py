@@ -66,6 +66,7 @@ def test_campaign_list_by_role(people):
     for who in ("annotator", "researcher", "admin"):
         data = client_for(people[who]).get("/api/campaigns/").json()
         assert [c["name"] for c in data] == [campaign.name]
+        assert [c["pairs"] for c in data] == [campaign.pairs.count()]
     campaign.status = "closed"
     campaign.save()
     assert client_for(people["annotator"]).get("/api/campaigns/").json() == []
