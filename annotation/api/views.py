@@ -1,7 +1,6 @@
 """The judging API: campaigns, next task, submit, undo, escalate, progress and standing."""
 
-from django.db.models import Count, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
@@ -31,6 +30,7 @@ from annotation.services.annotator_progress import annotator_progress
 from annotation.services.annotator_state import judging_state
 from config import roles
 from config.error_handling import ErrorSerializer
+from config.subqueries import row_count
 
 
 def assignment_payload(campaign: Campaign, user, got: queue.Assignment) -> dict:
@@ -59,19 +59,9 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     """Campaign ids are digits: anything else is no campaign's, a 404 by routing."""
 
     def get_queryset(self):
-        # Each campaign's pairs counted by a subquery on the pairs' campaign index: a
-        # COUNT over the join grouped every pair with its campaign and dataset (1.9 s for
-        # the list at FIRE's 524,887 pairs, bench/scale_pages.py).
-        pairs = (
-            Pair.objects.filter(campaign=OuterRef("pk"))
-            .order_by()
-            .values("campaign")
-            .annotate(n=Count("pk"))
-            .values("n")
-        )
         queryset = (
             gold_queue.visible(Campaign.objects.select_related("dataset"))
-            .annotate(pair_count=Coalesce(Subquery(pairs), 0))
+            .annotate(pair_count=row_count(Pair.objects.all(), "campaign"))
             .order_by("-created_at")
         )
         user = self.request.user

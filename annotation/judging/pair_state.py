@@ -22,8 +22,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models import Case, Count, F, Q, Value, When
 from django.utils import timezone
 
 from annotation import policy
@@ -39,6 +38,7 @@ from annotation.models import (
     open_slots_expression,
 )
 from config.batches import id_filters, rows_in
+from config.subqueries import row_count
 from retrieval.label_status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
@@ -141,14 +141,7 @@ def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
     pair_ids = sorted(set(pair_ids))
     if not pair_ids:
         return
-    live = (
-        Lease.objects.filter(pair=OuterRef("pk"))
-        .order_by()
-        .values("pair")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    leased = Coalesce(Subquery(live), Value(0))
+    leased = row_count(Lease.objects.all(), "pair")
     values = {"leased": leased, "open_slots": open_slots_expression(leased=leased, held=held)}
     if held is not None:
         values["held"] = held
