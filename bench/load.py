@@ -575,37 +575,42 @@ async def annotate(
     """One annotator: POST next, think, POST submit with a fresh UUID, until ``end``
     (or after ``judgements`` submits). With ``one_request`` the task a submit answers with
     is judged next, as the judging page does: one request per judgement. With
-    ``standing_s`` the annotator also asks ``GET standing/`` that often, as the judging page
-    does while a pair is on screen (to notice a pause without an answer)."""
+    ``standing_s`` the annotator also asks ``GET standing/`` when the server has not answered
+    for that long, as the judging page does while a pair is on screen (to notice a pause
+    without an answer)."""
     headers = {"Cookie": f"sessionid={session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
     rng = random.Random(user_id)
     # Annotators start spread over one think time, as people do, not in one burst.
     await asyncio.sleep(rng.uniform(0.0, think_ms / 1000.0))
     poller = None
+    heard = {"at": time.monotonic()}  # when the server last answered this annotator
     if standing_s > 0:
         poller = asyncio.create_task(
-            poll_standing(http, record, base, headers, standing_s, end, rng.uniform(0, 1))
+            poll_standing(http, record, base, headers, standing_s, end, heard)
         )
     try:
         await _judge(http, record, base, user_id, headers, rng, think_ms, end, judgements,
-                     one_request)  # fmt: skip
+                     one_request, heard)  # fmt: skip
     finally:
         if poller is not None:
             poller.cancel()
 
 
-async def poll_standing(http, record, base, headers, every_s, end, phase) -> None:
-    """``GET standing/`` every ``every_s`` seconds until ``end``, starting at ``phase`` of
-    a period (annotators' polls do not come in step)."""
-    await asyncio.sleep(every_s * phase)
+async def poll_standing(http, record, base, headers, every_s, end, heard) -> None:
+    """``GET standing/`` whenever the server has not answered this annotator for ``every_s``
+    seconds, looked at four times a period, until ``end``: what the judging page does (an
+    annotator who answers every few seconds never polls)."""
     while time.monotonic() < end:
+        await asyncio.sleep(every_s / 4)
+        if time.monotonic() - heard["at"] < every_s:
+            continue
         with contextlib.suppress(Unanswered):
             await request(http, record, "standing", "GET", base + "standing/", headers=headers)
-        await asyncio.sleep(every_s)
+        heard["at"] = time.monotonic()
 
 
 async def _judge(http, record, base, user_id, headers, rng, think_ms, end, judgements,
-                 one_request) -> None:  # fmt: skip
+                 one_request, heard) -> None:  # fmt: skip
     """The judging loop of :func:`annotate`."""
     backoff = 0.05
     following = None  # the next task a submit answered with (the judging page's one request)
@@ -617,6 +622,7 @@ async def _judge(http, record, base, user_id, headers, rng, think_ms, end, judge
                 status, body = await request(
                     http, record, "next", "POST", base + "next/", headers=headers
                 )
+                heard["at"] = time.monotonic()
             except Unanswered:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
@@ -643,6 +649,7 @@ async def _judge(http, record, base, user_id, headers, rng, think_ms, end, judge
                 status, body = await request(
                     http, record, "submit", "POST", base + "submit/", headers=headers, json=payload
                 )
+                heard["at"] = time.monotonic()
             except Unanswered:
                 record.submitting -= 1
                 record.retries += 1
@@ -1052,7 +1059,8 @@ def main() -> None:
         "--standing-seconds",
         type=float,
         default=12.0,
-        help="each annotator's GET standing/ period, as the judging page polls (0: none)",
+        help="seconds without an answer after which an annotator asks GET standing/, as the "
+        "judging page does (0: never)",
     )
     parser.add_argument(
         "--no-prepared",

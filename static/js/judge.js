@@ -19,8 +19,9 @@
  * With no pair on screen the page shows the annotator's state as the API reports it
  * (`state`: heading, message, next step and tone, from annotation/annotator_state.py), the
  * same the home list shows. A training answer's feedback stays beside its pair until Next.
- * While a pair is on screen the page asks standing/ every few seconds (and when it is seen
- * again), so an admin's pause, or the campaign paused or closed, shows without an answer.
+ * While a pair is on screen the page asks standing/ when the server has said nothing for a
+ * poll's time (and when it is seen again), so an admin's pause, or the campaign paused or
+ * closed, shows without an answer.
  *
  * Test hooks exist only when the page is opened with window.FIREPOOL_TEST = true (the
  * browser tests and bench/judge_latency.py set it before the page's scripts run):
@@ -92,6 +93,11 @@
   // While a pair is on screen, how often the page asks whether the annotator may still judge
   // (the server's setting FIREPOOL_STANDING_POLL_SECONDS, in data-standing-poll-ms).
   const STANDING_POLL_MS = Number(root.dataset.standingPollMs) || 12000;
+  // When the server last answered anything: a refused answer says a pause as the poll would,
+  // so the poll is asked only after STANDING_POLL_MS without one (an annotator who answers
+  // every few seconds never polls; bench/load.py: the polls of 250 annotators every 12 s
+  // lifted the judging p99 from 44.5 to 62.1 ms on two cores).
+  let lastHeardAt = performance.now();
   const NO_PICTURE_MS = 1500; // data loaded, no picture size: an undecodable video track
   const STALL_MS = 12000; // nothing shown this long after the pair came: broken
   const MAX_STEP_S = 1.5; // a larger jump of currentTime is a seek, not time played
@@ -320,6 +326,7 @@
     const timer = controller ? setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS) : null;
     try {
       const response = await fetch(apiBase + attempt.path, init);
+      lastHeardAt = performance.now();
       let data = null;
       try {
         data = await response.json();
@@ -527,13 +534,16 @@
     return state.mode === "judging" || state.mode === "feedback";
   }
 
-  async function checkStanding() {
+  async function checkStanding(seenAgain = false) {
     // Asked every STANDING_POLL_MS while a pair is on screen and the page is seen, and when
     // it is seen again: an admin pausing the annotator, or the campaign paused or closed,
     // changes the page within a poll rather than at the next answer. A GET that writes
     // nothing, one statement on the server; with no pair on screen next/ is asked instead.
     if (standingAsked || document.hidden || !onScreen() || state.queue.some((a) => a.kind === "next")) {
       return;
+    }
+    if (!seenAgain && performance.now() - lastHeardAt < STANDING_POLL_MS) {
+      return; // the server answered within a poll's time: it would have said a pause
     }
     standingAsked = true;
     const result = await call({ method: "GET", path: "standing/" });
@@ -1340,10 +1350,11 @@
     }
   });
 
-  setInterval(checkStanding, STANDING_POLL_MS);
+  // Looked at four times a poll, so a pause shows within 1.25 polls of the server's last word.
+  setInterval(() => checkStanding(false), Math.max(STANDING_POLL_MS / 4, 100));
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden) {
-      checkStanding();
+      checkStanding(true);
     }
   });
 
