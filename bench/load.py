@@ -971,6 +971,15 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
     return round(float(p50), 1), round(float(p95), 1), round(float(p99), 1)
 
 
+WORKER_PRIORITY = {
+    "same": [],
+    "nice": ["nice", "-n", "10"],
+    "idle": ["chrt", "--idle", "0"],
+}
+"""How the job workers run beside gunicorn: at its priority, niced, or under Linux's
+SCHED_IDLE policy (a CPU only when nothing else wants it)."""
+
+
 class FigureWatch(threading.Thread):
     """Samples, every ``every`` seconds while the annotators judge, how far the campaign's
     stored figures (what its pages show) lag its labels: 0 when none came after the oldest
@@ -1022,6 +1031,19 @@ class FigureWatch(threading.Thread):
             "figures_lag_p95_s": round(lags[int(0.95 * (len(lags) - 1))], 1) if lags else None,
             "figures_refreshed": self.refreshed,
         }
+
+
+def job_timeline(began: float) -> str:
+    """Every job that ran, by second of the run it started at and how long it took: what
+    to set beside the seconds whose requests were slow."""
+    from jobs.models import Job
+
+    rows = Job.objects.exclude(started_at=None).order_by("started_at")
+    parts = []
+    for kind, start, end in rows.values_list("kind", "started_at", "finished_at"):
+        took = f"{(end - start).total_seconds():.1f} s" if end else "unfinished"
+        parts.append(f"{kind} at {start.timestamp() - began:.0f}s ({took})")
+    return ", ".join(parts) or "none"
 
 
 def refit_jobs() -> dict[str, object]:
@@ -1102,6 +1124,12 @@ def main() -> None:
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
+    parser.add_argument(
+        "--worker-priority",
+        choices=sorted(WORKER_PRIORITY),
+        default="idle",
+        help="the job workers' CPU priority beside gunicorn (the README's: idle)",
+    )
     parser.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
     parser.add_argument(
         "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
@@ -1163,6 +1191,7 @@ def main() -> None:
         workers = [
             subprocess.Popen(
                 [
+                    *WORKER_PRIORITY[args.worker_priority],
                     sys.executable,
                     "manage.py",
                     "db_worker",
@@ -1236,6 +1265,7 @@ def main() -> None:
     record = run.record
     log(f"load average after the run: {os.getloadavg()[0]:.2f}")
     checks = verify(campaign_id, record.acknowledged + run.warm_acknowledged)
+    log(f"jobs by second of the run: {job_timeline(time.time() - (time.monotonic() - run.began))}")
     refits = refit_jobs() if args.policy == "adaptive" else {}
     connections.close_all()
     if not args.keep:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Max, Q, Sum
 
 from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
-from annotation.judging import figures_due, priorities
+from annotation.judging import figures_due, priorities, statements
 from annotation.models import (
     AnnotatorStanding,
     AnnotatorTally,
@@ -42,10 +42,7 @@ INLINE_SECONDS = 0.25
 """An out-of-date figure whose last computation took less than this is computed again in
 the request; a slower one is shown with its age until the job computes it."""
 
-SCORES = "campaign-scores"
-AGREEMENT = figures_due.PACED_BY
-JUDGING = "campaign-judging"
-PROXIES = "campaign-proxies"
+SCORES, JUDGING, PROXIES, AGREEMENT = figures_due.KINDS
 COMPUTE: dict[str, Callable[[Campaign], object]] = {
     SCORES: campaign_scores,
     JUDGING: priorities.judging_status,
@@ -160,7 +157,7 @@ def refresh(campaign: Campaign) -> dict:
     subject = figures_due.subject(campaign.pk)
     took = {}
     for kind, compute in COMPUTE.items():
-        took[kind] = round(
-            figures.store(kind, subject, inputs, lambda c=compute: c(campaign)).seconds, 3
-        )
+        with statements.streamed_reads():  # the server's scans paced by this job's reading
+            figure = figures.store(kind, subject, inputs, lambda c=compute: c(campaign))
+        took[kind] = round(figure.seconds, 3)
     return {"campaign": campaign.name, "seconds": took}

@@ -9,7 +9,7 @@ A submit notes, once its label is committed, that the campaign's figures must fo
 queued already (it will read the new labels). Refreshes are paced like the adaptive
 policy's refits (:mod:`annotation.judging.label_models`): the next starts at least
 ``max(MIN_INTERVAL, seconds / DUTY)`` after the last was computed, ``seconds`` being how
-long the last took, so they hold at most a fifth of a core whatever the label rate, unless
+long the last took, so they hold at most a tenth of a core whatever the label rate, unless
 that would leave the figures more than :data:`FRESH` behind (:func:`pause`); a campaign
 whose labels stop still gets the refresh that follows its last label.
 
@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.db.models import Max, Sum
 from django.utils import timezone
 
 from jobs import runner
@@ -38,9 +39,13 @@ logger = logging.getLogger(__name__)
 
 JOB_KIND = "campaign-figures"
 PACED_BY = "campaign-agreement"
-"""The figure whose age and cost pace the refreshes (the slowest of them, computed last)."""
+"""The figure a refresh computes last: its time marks when the refresh ended."""
+KINDS = ("campaign-scores", "campaign-judging", "campaign-proxies", PACED_BY)
+"""The live figures one refresh computes, in order; their seconds together pace the next.
+Pacing by the last one's seconds alone (0.3 s of a 5 s refresh at 600,000 pairs) started a
+refresh every 20 s, a quarter of a core beside the judging (``bench/load.py``)."""
 MIN_INTERVAL = timedelta(seconds=20)
-DUTY = 0.2
+DUTY = 0.1
 TICK = 1.0
 """Seconds between the pacer's looks at the campaigns noted."""
 
@@ -57,7 +62,7 @@ FRESH = timedelta(seconds=60)
 def pause(seconds: float) -> timedelta:
     """How long after a refresh that took ``seconds`` was computed the next may start.
 
-    At most a fifth of a core (``seconds / DUTY``), unless that would leave a label waiting
+    At most a tenth of a core (``seconds / DUTY``), unless that would leave a label waiting
     longer than :data:`FRESH` for figures that count it: a label that comes just after a
     refresh read its inputs is counted by the next one, ``pause + seconds`` after the first
     finished and a tick later, so the pause is cut to ``FRESH - 2 * seconds - TICK`` (never under
@@ -70,14 +75,22 @@ def pause(seconds: float) -> timedelta:
     return max(MIN_INTERVAL, min(thrifty, in_time))
 
 
-def due_at(campaign_id: int) -> datetime | None:
-    """When the campaign's next refresh may start (None: never computed, so now)."""
-    last = (
-        StoredFigure.objects.filter(kind=PACED_BY, subject=subject(campaign_id))
-        .values_list("computed_at", "seconds")
-        .first()
+def due_at(campaign_id: int, name: str | None = None) -> datetime | None:
+    """When the campaign (named ``name``) may start its next refresh (None: never computed
+    and none running, so now): a pause after the last one ended, or after the one running
+    now will end. Without the running one, both gunicorn workers' pacers, whose labels
+    always come after its start, queued a second refresh the moment the first began: two
+    back to back at every due time (``bench/load.py``)."""
+    last = StoredFigure.objects.filter(kind__in=KINDS, subject=subject(campaign_id)).aggregate(
+        at=Max("computed_at"), seconds=Sum("seconds")
     )
-    return None if last is None else last[0] + pause(last[1])
+    seconds = float(last["seconds"] or 0.0)
+    due = None if last["at"] is None else last["at"] + pause(seconds)
+    running = None if name is None else runner.unfinished(JOB_KIND, {"campaign": name})
+    if running is not None and running.started_at is not None:
+        after = running.started_at + timedelta(seconds=seconds) + pause(seconds)
+        due = after if due is None else max(due, after)
+    return due
 
 
 def queue_refresh(
@@ -91,7 +104,9 @@ def queue_refresh(
     Every web process has its pacer: without ``noted_at`` the second of two gunicorn
     workers queued a refresh the moment the first one's began to run, and every refresh ran
     twice (at FIRE's size, twice 3 s of a worker's CPU every 30 s beside the judging)."""
-    due = due_at(campaign_id)
+    if noted_at is not None and runner.unfinished(JOB_KIND, {"campaign": name}, running=noted_at):
+        return True  # one queued, or running since the labels came, reads them
+    due = due_at(campaign_id, name)
     if due is not None and due > (now or timezone.now()):
         return False
     runner.submit(JOB_KIND, {"campaign": name}, join_running=noted_at or False)

@@ -470,9 +470,11 @@ def _status_rows(campaign: Campaign) -> np.ndarray:
     def flag(condition: Q) -> Case:
         return Case(When(condition, then=Value(True)), default=Value(False))
 
-    return statements.queryset_array(
+    # Sorted here, not by the server: a sort must read every row before the first, so a
+    # streamed read (statements.streamed_reads) could not pace the scan.
+    rows = statements.queryset_array(
         Pair.objects.filter(campaign=campaign)
-        .order_by("pool_row")
+        .order_by()
         .annotate(
             pending=flag(Q(status=Pair.Status.PENDING)),
             status_relevant=flag(Q(status=Pair.Status.RELEVANT)),
@@ -483,6 +485,7 @@ def _status_rows(campaign: Campaign) -> np.ndarray:
         .values_list(*_STATUS_COLUMNS.names),
         _STATUS_COLUMNS,
     )
+    return rows[np.argsort(rows["pool_row"], kind="stable")]
 
 
 def decided_arrays(rows: np.ndarray, by_status: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -328,5 +328,11 @@ def create_campaign(
 
 def campaign_split(campaign: Campaign) -> str:
     """The split of the campaign's videos, whose proxy matrices score its pairs."""
-    split = Pair.objects.filter(campaign=campaign).values_list("video__split", flat=True).first()
+    # By id: the pairs' own order joins the campaign and sorts every pair (0.29 s at 600,000).
+    split = (
+        Pair.objects.filter(campaign=campaign)
+        .order_by("pk")
+        .values_list("video__split", flat=True)
+        .first()
+    )
     return split or "test"

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -214,13 +214,26 @@ class _Importer:
         """A FormatError located at ``record``."""
         return FormatError(self.path, record.line, field, message, where=self.format.where)
 
+    def _dataset(self) -> Dataset | None:
+        """The dataset to import into, locked until the import's transaction ends."""
+        return Dataset.objects.select_for_update().filter(name=self.name).first()
+
     def run(self, records: Iterable[CaptionRecord], progress: Callable[[int], None] | None) -> None:
         """Check and write every record, in batches; create the dataset if needed."""
-        dataset = Dataset.objects.select_for_update().filter(name=self.name).first()
+        dataset = self._dataset()
         if dataset is None:
-            dataset = Dataset.objects.create(name=self.name, source_format=self.fmt)
-            self.summary.dataset_created = True
-        else:
+            try:
+                with transaction.atomic():  # a savepoint: the import goes on if it fails
+                    dataset = Dataset.objects.create(name=self.name, source_format=self.fmt)
+                self.summary.dataset_created = True
+            except IntegrityError:
+                # Another import created it meanwhile and committed (PostgreSQL held this
+                # insert on the name's unique index until then): add to it, as if this
+                # import had come second. Before, the second of two imports failed with a 500.
+                dataset = self._dataset()
+                if dataset is None:
+                    raise
+        if not self.summary.dataset_created:
             self.existing_captions = set(
                 Caption.objects.filter(dataset=dataset).values_list("key", flat=True)
             )

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
@@ -247,6 +247,40 @@ def test_queryset_array_reads_columns_by_name(world):
     assert got.tolist() == list(pairs.values_list("id", "needed"))
     with pytest.raises(ValueError, match="do not match"):
         sql.queryset_array(pairs.values_list("needed", "id"), dtype)
+
+
+def test_streamed_reads_give_the_same_rows_in_fetches(world, monkeypatch):
+    """Inside ``streamed_reads`` a read goes through a server-side cursor on PostgreSQL (a
+    client cursor on SQLite), fetched STREAM_ROWS rows at a time: the same array, in as
+    many fetches as the rows need, inside or outside a transaction."""
+    campaign, _ = world
+    pairs = Pair.objects.filter(campaign=campaign).order_by("pk").values_list("id", "needed")
+    dtype = np.dtype([("id", np.int64), ("needed", np.int64)])
+    plain = sql.queryset_array(pairs, dtype)
+    assert len(plain) >= 3
+    monkeypatch.setattr(sql, "STREAM_ROWS", 2)
+    wrapper = connections["default"]
+    server_side, fetches = [], []
+    chunked = wrapper.chunked_cursor
+
+    def spy():
+        cursor = chunked()
+        server_side.append(cursor)
+        fetchmany = cursor.fetchmany
+        cursor.fetchmany = lambda size: fetches.append(size) or fetchmany(size)
+        return cursor
+
+    monkeypatch.setattr(wrapper, "chunked_cursor", spy)
+    with sql.streamed_reads():
+        streamed = sql.queryset_array(pairs, dtype)
+        with transaction.atomic():
+            assert sql.queryset_array(pairs, dtype).tolist() == plain.tolist()
+    assert streamed.tolist() == plain.tolist()
+    assert sql.queryset_array(pairs, dtype).tolist() == plain.tolist()  # outside: as before
+    postgres = connection.vendor == "postgresql"
+    assert len(server_side) == (2 if postgres else 0)
+    if postgres:
+        assert set(fetches) == {2} and len(fetches) == 2 * (len(plain) // 2 + 1)
 
 
 def test_a_statement_refuses_columns_other_than_its_row_type(db):

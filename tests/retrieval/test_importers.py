@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from retrieval.formats.epic import parse_epic_csv
 from retrieval.formats.generic import parse_csv, parse_jsonl
@@ -508,3 +509,63 @@ def test_table_output_and_progress():
     seen: list[int] = []
     import_dataset("again", "csv", fixture("good.csv"), progress=seen.append)
     assert sum(seen) == 6
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite lets one import write at a time (BEGIN IMMEDIATE): no race to test",
+)
+@pytest.mark.django_db(transaction=True)
+def test_two_imports_creating_one_dataset_at_once_both_land(tmp_path):
+    """Two imports of a new dataset's files at once (two admins, two job workers): the one
+    whose insert of the dataset waits on the other's (PostgreSQL's unique index) adds to the
+    dataset the other made, as if it had come second. Before, it failed on the name's
+    unique constraint, an error no user could act on."""
+    import threading
+
+    from django.db import transaction
+
+    second = tmp_path / "second.jsonl"
+    second.write_text(
+        json.dumps({"caption_id": "w1#0", "video_id": "w1", "caption": "a dog", "split": "test"})
+        + "\n"
+    )
+    created, go, results = threading.Event(), threading.Event(), {}
+
+    def first_import():
+        try:
+            with transaction.atomic():
+                results["first"] = import_dataset("race", "jsonl", fixture("good.jsonl"))
+                created.set()  # the dataset's row is written, not committed
+                go.wait(10)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            results["first"] = exc
+            created.set()
+        finally:
+            connection.close()
+
+    def second_import():
+        try:
+            created.wait(10)
+            results["second"] = import_dataset("race", "jsonl", second)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            results["second"] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first_import), threading.Thread(target=second_import)]
+    for thread in threads:
+        thread.start()
+    threads[1].join(1.0)  # the second waits on the first's uncommitted dataset
+    go.set()
+    for thread in threads:
+        thread.join(30)
+    assert not isinstance(results["first"], BaseException), results["first"]
+    assert not isinstance(results["second"], BaseException), results["second"]
+    assert results["first"].dataset_created and not results["second"].dataset_created
+    dataset = Dataset.objects.get(name="race")
+    assert set(dataset.captions.values_list("key", flat=True)) >= {"w1#0", "v1#1"}
+    assert [entry["file"] for entry in dataset.metadata["imports"]] == [
+        "good.jsonl",
+        "second.jsonl",
+    ]
