@@ -1127,8 +1127,8 @@ def main() -> None:
     parser.add_argument(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
-        default="idle",
-        help="the job workers' CPU priority beside gunicorn (the README's: idle)",
+        default="nice",
+        help="the job workers' CPU priority beside gunicorn (the README's: nice)",
     )
     parser.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
     parser.add_argument(

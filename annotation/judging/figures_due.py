@@ -9,7 +9,7 @@ A submit notes, once its label is committed, that the campaign's figures must fo
 queued already (it will read the new labels). Refreshes are paced like the adaptive
 policy's refits (:mod:`annotation.judging.label_models`): the next starts at least
 ``max(MIN_INTERVAL, seconds / DUTY)`` after the last was computed, ``seconds`` being how
-long the last took, so they hold at most a tenth of a core whatever the label rate, unless
+long the last took, so they hold at most a twentieth of a core whatever the label rate, unless
 that would leave the figures more than :data:`FRESH` behind (:func:`pause`); a campaign
 whose labels stop still gets the refresh that follows its last label.
 
@@ -45,7 +45,7 @@ KINDS = ("campaign-scores", "campaign-judging", "campaign-proxies", PACED_BY)
 Pacing by the last one's seconds alone (0.3 s of a 5 s refresh at 600,000 pairs) started a
 refresh every 20 s, a quarter of a core beside the judging (``bench/load.py``)."""
 MIN_INTERVAL = timedelta(seconds=20)
-DUTY = 0.1
+DUTY = 0.05
 TICK = 1.0
 """Seconds between the pacer's looks at the campaigns noted."""
 
@@ -62,7 +62,7 @@ FRESH = timedelta(seconds=60)
 def pause(seconds: float) -> timedelta:
     """How long after a refresh that took ``seconds`` was computed the next may start.
 
-    At most a tenth of a core (``seconds / DUTY``), unless that would leave a label waiting
+    At most a twentieth of a core (``seconds / DUTY``), unless that would leave a label waiting
     longer than :data:`FRESH` for figures that count it: a label that comes just after a
     refresh read its inputs is counted by the next one, ``pause + seconds`` after the first
     finished and a tick later, so the pause is cut to ``FRESH - 2 * seconds - TICK`` (never under

@@ -82,15 +82,24 @@ _STREAMED = contextvars.ContextVar("firepool_streamed_reads", default=False)
 def streamed_reads() -> Iterator[None]:
     """Inside, :func:`array` and :func:`queryset_array` read through a server-side cursor on
     PostgreSQL, :data:`STREAM_ROWS` rows at a time, so the server scans only as fast as the
-    reader takes the rows. A background job (the live figures' refresh, niced) thus paces
+    reader takes the rows, and no statement is planned in parallel. A background job (the live figures' refresh, niced) thus paces
     its own server work: read at once, the 600,000 pairs' judging status held a core of
     PostgreSQL, at normal priority, for 0.6 s beside 250 annotators judging
     (``bench/load.py``)."""
     token = _STREAMED.set(True)
+    postgres = connection.vendor == "postgresql"
+    if postgres:
+        # Nor a parallel plan: a COUNT over 600,000 pairs took the leader and two parallel
+        # workers, every core of a two-core server, from the judging beside it.
+        with connection.cursor() as cursor:
+            cursor.execute("SET max_parallel_workers_per_gather = 0")
     try:
         yield
     finally:
         _STREAMED.reset(token)
+        if postgres:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET max_parallel_workers_per_gather")
 
 
 @contextlib.contextmanager

@@ -151,9 +151,10 @@ def test_the_pause_keeps_figures_within_a_minute_of_the_labels():
         pause = figures_due.pause(seconds).total_seconds()
         assert seconds + pause + figures_due.TICK + seconds <= 60, seconds
         assert pause >= figures_due.MIN_INTERVAL.total_seconds()
-    assert figures_due.pause(1.0).total_seconds() == 20.0  # a tenth of a core: 20 s anyway
-    assert figures_due.pause(4.0).total_seconds() == 40.0  # a tenth of a core, in time
-    assert figures_due.pause(8.0).total_seconds() == 43.0  # cut to be in time
+    assert figures_due.pause(0.5).total_seconds() == 20.0  # a twentieth of a core: 20 s anyway
+    assert figures_due.pause(2.0).total_seconds() == 40.0  # a twentieth of a core, in time
+    assert figures_due.pause(4.0).total_seconds() == 51.0  # cut to be in time
+    assert figures_due.pause(8.0).total_seconds() == 43.0
     assert figures_due.pause(12.3).total_seconds() == pytest.approx(34.4)  # cut to be in time
 
 
