@@ -980,6 +980,30 @@ WORKER_PRIORITY = {
 SCHED_IDLE policy (a CPU only when nothing else wants it)."""
 
 
+def wait_settled(pids: list[int], timeout: float = 90.0) -> float:
+    """Wait until the processes ``pids`` (the job workers) have finished starting: less than
+    0.05 s of CPU between two looks a second apart, so that their start (Django and the app)
+    never overlaps the measured minute: a deployment starts them once. Seconds waited."""
+    began = time.monotonic()
+
+    def used() -> float:
+        total = 0.0
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
+    last = used()
+    while time.monotonic() - began < timeout:
+        time.sleep(1.0)
+        now = used()
+        if now - last < 0.05:
+            break
+        last = now
+    return time.monotonic() - began
+
+
 class FigureWatch(threading.Thread):
     """Samples, every ``every`` seconds while the annotators judge, how far the campaign's
     stored figures (what its pages show) lag its labels: 0 when none came after the oldest
@@ -1130,6 +1154,11 @@ def main() -> None:
         default="nice",
         help="the job workers' CPU priority beside gunicorn (the README's: nice)",
     )
+    parser.add_argument(
+        "--no-job-workers",
+        action="store_true",
+        help="start no job worker (nothing computes the figures: an isolation, not a deployment)",
+    )
     parser.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
     parser.add_argument(
         "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
@@ -1207,12 +1236,15 @@ def main() -> None:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )  # fmt: skip
-            for queue in ("default", "live")
+            for queue in (() if args.no_job_workers else ("default", "live"))
         ]
         watch = FigureWatch(campaign_id)
         front = None
         try:
             server.wait_until_up()
+            if workers:
+                waited = wait_settled([worker.pid for worker in workers])
+                log(f"job workers started in {waited:.1f} s (waited before the run)")
             log(
                 f"gunicorn: {args.workers} workers x {args.threads} threads, port {server.port}; "
                 f"{args.annotators} annotators for {args.seconds:.0f} s, think {args.think_ms} ms"
