@@ -1155,6 +1155,12 @@ def main() -> None:
         help="the job workers' CPU priority beside gunicorn (the README's: nice)",
     )
     parser.add_argument(
+        "--worker-interval",
+        type=float,
+        default=1.0,
+        help="seconds an idle job worker waits before looking at its queue again",
+    )
+    parser.add_argument(
         "--no-job-workers",
         action="store_true",
         help="start no job worker (nothing computes the figures: an isolation, not a deployment)",
@@ -1227,7 +1233,7 @@ def main() -> None:
                     "--queue-name",
                     queue,
                     "--interval",
-                    "1",
+                    str(args.worker_interval),
                     "--no-reload",
                     "--no-startup-delay",
                 ],
