@@ -78,35 +78,54 @@ STREAM_ROWS = 20_000
 _STREAMED = contextvars.ContextVar("firepool_streamed_reads", default=False)
 
 
+class BackgroundReads(NamedTuple):
+    """How a backend reads for a background job beside the judging: through a server-side
+    cursor (in a transaction: out of one, PostgreSQL computes every row at once to hold
+    them), and the session settings set around the job's reads and reset after."""
+
+    server_side: bool = False
+    settings: tuple[str, ...] = ()
+
+
+BACKGROUND_READS = {
+    # No parallel plan: a COUNT over 600,000 pairs took the leader and two parallel workers,
+    # every core of a two-core server, from the judging beside it.
+    "postgresql": BackgroundReads(True, ("max_parallel_workers_per_gather = 0",)),
+}
+"""Per backend (SQLite reads in process, one statement at a time: nothing to change)."""
+
+
+def _background() -> BackgroundReads:
+    return BACKGROUND_READS.get(connection.vendor, BackgroundReads())
+
+
 @contextlib.contextmanager
 def streamed_reads() -> Iterator[None]:
-    """Inside, :func:`array` and :func:`queryset_array` read through a server-side cursor on
-    PostgreSQL, :data:`STREAM_ROWS` rows at a time, so the server scans only as fast as the
-    reader takes the rows, and no statement is planned in parallel. A background job (the live figures' refresh, niced) thus paces
-    its own server work: read at once, the 600,000 pairs' judging status held a core of
-    PostgreSQL, at normal priority, for 0.6 s beside 250 annotators judging
-    (``bench/load.py``)."""
+    """Inside, :func:`array` and :func:`queryset_array` read as :data:`BACKGROUND_READS`
+    says: on PostgreSQL through a server-side cursor, :data:`STREAM_ROWS` rows at a time, so
+    the server scans only as fast as the reader takes the rows, and with no parallel plan.
+    A background job (the live figures' refresh, niced) thus paces its own server work:
+    read at once, the 600,000 pairs' judging status held a core of PostgreSQL, at normal
+    priority, for 0.6 s beside 250 annotators judging (``bench/load.py``)."""
     token = _STREAMED.set(True)
-    postgres = connection.vendor == "postgresql"
-    if postgres:
-        # Nor a parallel plan: a COUNT over 600,000 pairs took the leader and two parallel
-        # workers, every core of a two-core server, from the judging beside it.
-        with connection.cursor() as cursor:
-            cursor.execute("SET max_parallel_workers_per_gather = 0")
+    settings = _background().settings
+    with connection.cursor() as cursor:
+        for setting in settings:
+            cursor.execute(f"SET {setting}")
     try:
         yield
     finally:
         _STREAMED.reset(token)
-        if postgres:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET max_parallel_workers_per_gather")
+        with connection.cursor() as cursor:
+            for setting in settings:
+                cursor.execute(f"RESET {setting.split('=')[0].strip()}")
 
 
 @contextlib.contextmanager
 def _reading_cursor() -> Iterator:
-    """A client cursor, or a server-side one inside :func:`streamed_reads` on PostgreSQL (in
-    a transaction: out of one, the server would compute every row at once to hold them)."""
-    if not (_STREAMED.get() and connection.vendor == "postgresql"):
+    """A client cursor, or a server-side one inside :func:`streamed_reads` where the
+    backend has them (:data:`BACKGROUND_READS`)."""
+    if not (_STREAMED.get() and _background().server_side):
         with connection.cursor() as cursor:
             yield cursor
         return
