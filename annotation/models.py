@@ -284,14 +284,15 @@ class CampaignTally(models.Model):
 
     Progress shows every annotator how many labels the campaign still needs; summing
     ``needed`` over all pairs on every request costs ~90 ms at 600,000 pairs. Statement
-    triggers (migration 0004) add each write's change to the row of shard ``pair id % 16``
-    in the same transaction, so the sum over a campaign's shards is exact and concurrent
-    submits rarely wait on the same row. SQLite's row triggers (migration 0013) keep the
-    same rows.
+    triggers (migration 0004) add each write's change to the row of its query's shard
+    (``caption id % 16``, migration 0022) in the same transaction, so the sum over a
+    campaign's shards is exact, and a submit that re-orders its query locks one row, so two
+    submits on different queries wait for each other one time in sixteen. SQLite's row
+    triggers (migrations 0016, 0022) keep the same rows.
     """
 
     SHARDS = 16
-    """Rows per campaign: a pair counts in shard ``pair id % SHARDS`` (as migration 0004)."""
+    """Rows per campaign: a pair counts in shard ``caption id % SHARDS`` (migration 0022)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="tallies")
     shard = models.SmallIntegerField()

@@ -1057,6 +1057,43 @@ class FigureWatch(threading.Thread):
         }
 
 
+class LockWatch(threading.Thread):
+    """Samples PostgreSQL's sessions every ``every`` seconds while the annotators judge and
+    counts those waiting for a lock another transaction holds (``wait_event_type = 'Lock'``),
+    by the statement that waits: how much of the tail is queueing on rows, not work."""
+
+    def __init__(self, every: float = 0.01) -> None:
+        super().__init__(name="lock-watch", daemon=True)
+        self.every = every
+        self.samples = 0
+        self.waiting: Counter[str] = Counter()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            with connection.cursor() as cursor:
+                while not self._halt.wait(self.every):
+                    cursor.execute(
+                        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM"
+                        " pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        " AND datname = current_database()"
+                    )
+                    self.samples += 1
+                    self.waiting.update(row[0] for row in cursor.fetchall())
+        finally:
+            connection.close()
+
+    def stop(self) -> dict[str, object]:
+        self._halt.set()
+        self.join(timeout=30)
+        waits = sum(self.waiting.values())
+        for query, n in self.waiting.most_common(4):
+            log(f"  waiting for a lock in {n / max(1, self.samples):.1%} of samples: {query}")
+        return {"lock_waiters_mean": round(waits / max(1, self.samples), 3)}
+
+
 def job_timeline(began: float) -> str:
     """Every job that ran, by second of the run it started at and how long it took: what
     to set beside the seconds whose requests were slow."""
@@ -1183,6 +1220,11 @@ def main() -> None:
     parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument(
+        "--watch-locks",
+        action="store_true",
+        help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
+    )
     args = parser.parse_args()
 
     log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
@@ -1245,6 +1287,7 @@ def main() -> None:
             for queue in (() if args.no_job_workers else ("default", "live"))
         ]
         watch = FigureWatch(campaign_id)
+        locks = LockWatch() if args.watch_locks else None
         front = None
         try:
             server.wait_until_up()
@@ -1269,6 +1312,8 @@ def main() -> None:
                     + (f" (nginx on port {front.port}, every request through it)" if front else "")
                 )
             watch.start()
+            if locks is not None:
+                locks.start()
             run = asyncio.run(
                 drive(
                     server,
@@ -1293,6 +1338,8 @@ def main() -> None:
             if media_root is not None:
                 shutil.rmtree(media_root, ignore_errors=True)
             freshness = watch.stop() if watch.is_alive() else {}
+            if locks is not None and locks.is_alive():
+                freshness.update(locks.stop())
             for worker in workers:
                 worker.terminate()
                 worker.wait(timeout=60)

@@ -47,6 +47,9 @@ def main() -> None:
         "--by-package", action="store_true", help="with --profile: own CPU summed per package"
     )
     parser.add_argument("--no-prepared", dest="prepared", action="store_false")
+    parser.add_argument(
+        "--sql-gold", action="store_true", help="print the statements of the first gold request"
+    )
     args = parser.parse_args()
 
     load.log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
@@ -86,6 +89,8 @@ def main() -> None:
         tasks.append(client.post(base + "next/", content_type="application/json").json())
 
     cpu_by_kind: dict[str, list[float]] = {"gold": [], "other": []}
+    statements_by_kind: dict[str, list[int]] = {"gold": [], "other": []}
+    shown: list[str] = []
 
     def judge(i: int) -> None:
         """One submit; gold tasks are answered right (a wrong streak would pause the
@@ -98,8 +103,15 @@ def main() -> None:
         label = gold_labels.get(pair, "irrelevant")
         body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4())}
         body["seconds"] = 4.0
+        sent: list[str] = []
+
+        def count(execute, sql, params, many, context):
+            sent.append(sql)
+            return execute(sql, params, many, context)
+
         cpu0 = time.process_time()
-        answer = clients[k].post(base + "submit/", body, content_type="application/json")
+        with connection.execute_wrapper(count):
+            answer = clients[k].post(base + "submit/", body, content_type="application/json")
         cpu = time.process_time() - cpu0
         if answer.status_code != 200:
             raise SystemExit(f"submit answered {answer.status_code}: {answer.content[:300]!r}")
@@ -111,6 +123,9 @@ def main() -> None:
         ]
         gold = pair in gold_labels or any(p in gold_labels for p in served[1:])
         cpu_by_kind["gold" if gold else "other"].append(cpu)
+        statements_by_kind["gold" if gold else "other"].append(len(sent))
+        if args.sql_gold and gold and not shown:
+            shown.extend(sent)
 
     for i in range(40):
         judge(i)
@@ -124,7 +139,7 @@ def main() -> None:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    for values in cpu_by_kind.values():
+    for values in (*cpu_by_kind.values(), *statements_by_kind.values()):
         values.clear()
     for i in range(args.judgements):
         judge(i)
@@ -146,13 +161,18 @@ def main() -> None:
             for kind, v in cpu_by_kind.items()
             if v
         },
+        "statements_by_kind": {
+            kind: round(sum(v) / len(v), 1) for kind, v in statements_by_kind.items() if v
+        },
         "statements_per_request": len(queries),
         "statement_kinds": dict(statements),
         "profiled": bool(profiler),
     }
+    for sql_text in shown:
+        load.log("gold: " + " ".join(sql_text.split())[:300])
     if args.sql:
         for query in queries:
-            load.log(query["sql"][:400])
+            load.log(" ".join(query["sql"].split())[:300])
     if profiler:
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out).sort_stats(args.sort)

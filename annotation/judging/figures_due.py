@@ -28,7 +28,7 @@ import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import close_old_connections, transaction
 from django.db.models import Max, Sum
 from django.utils import timezone
 
@@ -154,6 +154,10 @@ class Pacer:
         return done
 
     def _run(self) -> None:
+        """Look every :data:`TICK` while campaigns are noted. The thread's connection is kept
+        as long as the deployment keeps a request's (``CONN_MAX_AGE``): closing it after each
+        look opened a PostgreSQL connection a second in every web process while annotators
+        judged (a new server process and its authentication each time)."""
         while True:
             time.sleep(TICK)
             try:
@@ -161,7 +165,7 @@ class Pacer:
             except Exception:  # a failed look is tried again next tick
                 logger.exception("campaign figures: queueing a refresh failed")
             finally:
-                connections.close_all()
+                close_old_connections()
 
 
 pacer = Pacer()

@@ -115,12 +115,13 @@ def lock_query(campaign_id: int, caption_id: int) -> list[int]:
     re-orders the query must before it locks any single pair of it (no-op on SQLite);
     returns their ids."""
     ids = sql.query_pair_ids(campaign_id, caption_id)
-    lock_tallies(campaign_id, ids)
+    lock_tallies(campaign_id, [caption_id])
     return ids
 
 
-def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
-    """Lock, in shard order, the PostgreSQL tally rows these pairs count in.
+def lock_tallies(campaign_id: int, caption_ids: Iterable[int]) -> None:
+    """Lock, in shard order, the PostgreSQL tally rows that the pairs of these queries
+    (captions) count in: one row per query (:class:`CampaignTally`).
 
     A transaction that changes several pairs' ``needed`` or ``held`` in several statements
     (a label, then the judging order parking or reopening pairs) would otherwise update
@@ -129,7 +130,7 @@ def lock_tallies(campaign_id: int, pair_ids: Iterable[int]) -> None:
     """
     if not connection.features.has_select_for_update:
         return
-    shards = sorted({int(pk) % CampaignTally.SHARDS for pk in pair_ids})
+    shards = sorted({int(caption) % CampaignTally.SHARDS for caption in caption_ids})
     if shards:
         sql.lock_tallies(campaign_id, shards)
 
@@ -378,7 +379,7 @@ def apply_refit(campaign: Campaign, *, reopen: bool = True) -> RefitApplied:
         with transaction.atomic():
             ids = seen.pair_ids[chunk].tolist()
             lock_pairs(ids)
-            lock_tallies(campaign.pk, ids)
+            lock_tallies(campaign.pk, (rows[i][4] for i in chunk.tolist()))
             groups: dict[tuple[int, int, int, int], list[int]] = {}
             for i in chunk.tolist():
                 key = (int(needed[i]), int(codes[i]), int(seen.total[i]), int(seen.relevant[i]))

@@ -107,22 +107,25 @@ def _decided(
 
 
 class Target(NamedTuple):
-    """A pair's campaign and caption ids, its campaign's settings and the campaign a gold
-    task serves (None for a campaign's own pairs)."""
+    """A pair's campaign and caption ids, its campaign's settings, the campaign a gold task
+    serves (None for a campaign's own pairs) and whether the annotator asking is paused in
+    the campaign judged."""
 
     campaign: int
     caption: int
     settings: CampaignSettings
     gold_of: int | None
+    paused: bool = False
 
 
-def target_of(pair_id: int) -> Target | None:
-    """:class:`Target` of a pair, read without locking it."""
-    found = statements.pair_target(pair_id)
+def target_of(pair_id: int, annotator_id: int | None = None) -> Target | None:
+    """:class:`Target` of a pair, read without locking it; ``paused`` says whether
+    ``annotator_id`` is paused (false when none is given)."""
+    found = statements.pair_target(pair_id, annotator_id)
     if found is None:
         return None
     settings = CampaignSettings.from_options(found.options)
-    return Target(found.campaign, found.caption, settings, found.gold_of)
+    return Target(found.campaign, found.caption, settings, found.gold_of, found.paused)
 
 
 def lock_query_of(pair_id: int, target: Target | None = None) -> None:

@@ -304,35 +304,44 @@ def next_pair(
 
 
 class PairTarget(NamedTuple):
-    """A pair's campaign and caption ids, the campaign's options and the campaign a gold task
-    serves (None for a campaign's own pairs)."""
+    """A pair's campaign and caption ids, the campaign's options, the campaign a gold task
+    serves (None for a campaign's own pairs) and whether the annotator is paused in the
+    campaign judged (the main one for a gold task)."""
 
     campaign: int
     caption: int
     options: dict
     gold_of: int | None
+    paused: bool
 
 
 PAIR_TARGET = _statement(
     "pair_target",
     """
     SELECT p.{pair.campaign} AS campaign, p.{pair.caption} AS caption, k.{campaign.options} AS options,
-           k.{campaign.gold_of} AS gold_of
+           k.{campaign.gold_of} AS gold_of, s.{standing.id} IS NOT NULL AS paused
     FROM {pair} p JOIN {campaign} k ON k.{campaign.id} = p.{pair.campaign}
+    LEFT JOIN {standing} s
+        ON s.{standing.campaign} = COALESCE(k.{campaign.gold_of}, k.{campaign.id})
+        AND s.{standing.annotator} = %(annotator)s AND s.{standing.paused_at} IS NOT NULL
     WHERE p.{pair.id} = %(pair)s""",
     PairTarget,
 )
-"""A pair's campaign, caption, campaign options and the campaign a gold task serves, read
-without locking."""
+"""A pair's campaign, caption, campaign options, the campaign a gold task serves and whether
+the annotator is paused there, read without locking: every write an annotator sends starts
+with it, so the paused check costs no statement of its own (a standing is unique per
+campaign and annotator, so the join adds no row)."""
 
 
-def pair_target(pair_id: int) -> PairTarget | None:
+def pair_target(pair_id: int, annotator_id: int | None = None) -> PairTarget | None:
     """The row of :data:`PAIR_TARGET`, options as the ORM reads them, or None."""
-    found = PAIR_TARGET.rows({"pair": pair_id})
+    found = PAIR_TARGET.rows({"pair": pair_id, "annotator": annotator_id})
     if not found:
         return None
     (row,) = found
-    return row._replace(options=_converted(Campaign, "k", "options", row.options))
+    return row._replace(
+        options=_converted(Campaign, "k", "options", row.options), paused=bool(row.paused)
+    )
 
 
 LockedPairRow = model_row("LockedPairRow", LOCKED_PAIR_ROW)

@@ -141,12 +141,12 @@ def submit(
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
     now = now or timezone.now()
-    target = priorities.target_of(pair_id)
+    target = priorities.target_of(pair_id, annotator.pk)
     main_id = target.gold_of if target is not None else None
     if campaign is not None and (target is None or campaign.pk not in (target.campaign, main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
     if target is not None:  # one check for every answer, a retry's and a gold task's alike
-        refuse_paused(main_id if main_id is not None else target.campaign, annotator)
+        refuse_paused(main_id if main_id is not None else target.campaign, annotator, target.paused)
     if main_id is not None:  # a gold task: an answer that scores the annotator
         with transaction.atomic():
             pair = _locked_pair(pair_id)
@@ -229,13 +229,16 @@ def _too_fast(seconds: float | None, played: float | None, campaign: Campaign) -
     return watched < campaign.settings.gold.floor_seconds
 
 
-def refuse_paused(campaign_id: int, annotator) -> None:
+def refuse_paused(campaign_id: int, annotator, known: bool | None = None) -> None:
     """The one check of every write a judging annotator sends (an answer or its retry, on a
     pair or a gold task; an undo; an escalation or a broken-video report): refused with 409
     ``paused`` while they are paused in the campaign, before anything of it is done. Runs
-    before the write's own transaction, in one statement while they are not paused; when
-    they are, every lease they hold there ends first and stays ended (an admin's pause ends
-    them too; this covers one taken as the pause came)."""
+    before the write's own transaction, in one statement while they are not paused, or none
+    where the write's first statement already said (``known``: :func:`priorities.target_of`
+    reads it with the pair); when they are, every lease they hold there ends first and stays
+    ended (an admin's pause ends them too; this covers one taken as the pause came)."""
+    if known is False:
+        return
     paused = sql.paused(campaign_id, annotator.pk)
     if paused is None:
         return
@@ -327,7 +330,7 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
                 ).values_list("pk", flat=True)
             )
         pair_state.lock_pairs([*query, judgement.pair_id, *(pair_id for _, pair_id in held)])
-        pair_state.lock_tallies(campaign.pk, query)
+        pair_state.lock_tallies(campaign.pk, [judgement.pair.caption_id] if query else [])
         if not Judgement.objects.filter(pk=judgement.pk, undone_at__isnull=True).update(
             undone_at=now
         ):
@@ -415,9 +418,9 @@ def escalate(
         raise AssignmentError("invalid", f"the reason {problem}")
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
-    target = priorities.target_of(pair_id)
+    target = priorities.target_of(pair_id, annotator.pk)
     if target is not None:  # a retry of one stored before the pause included
-        refuse_paused(target.gold_of or target.campaign, annotator)
+        refuse_paused(target.gold_of or target.campaign, annotator, target.paused)
     now = now or timezone.now()
     with transaction.atomic():
         existing = (

@@ -498,6 +498,31 @@ def test_pair_target_reads_by_name(world):
     assert sql.pair_target(pair.pk + 10**6) is None
 
 
+def test_pair_target_says_whether_the_annotator_is_paused_in_the_campaign_judged(world):
+    """The paused check every write needs comes with the pair's target: paused only by a
+    standing that pauses this annotator in this campaign (the main one for a gold task), as
+    :func:`sql.paused` says."""
+    from annotation.models import AnnotatorStanding
+
+    campaign, (a, b, _) = world
+    add_gold(campaign, 2, rate=0.5)
+    gold_queue.ensure_tasks(campaign)
+    pair = Pair.objects.filter(campaign=campaign).first()
+    task = GoldPair.objects.filter(campaign=campaign).first().task_id
+    other = make_campaign(n_queries=2, depth=2)
+    now = timezone.now()
+    AnnotatorStanding.objects.create(campaign=campaign, annotator=a, paused_at=now)
+    AnnotatorStanding.objects.create(campaign=campaign, annotator=b, reinstated_at=now)
+    AnnotatorStanding.objects.create(campaign=other, annotator=b, paused_at=now)
+    for pk in (pair.pk, task):
+        for user in (a, b):
+            target = sql.pair_target(pk, user.pk)
+            assert target.paused is (sql.paused(campaign.pk, user.pk) is not None)
+            assert target.paused is (user == a)
+        assert sql.pair_target(pk).paused is False
+        assert (sql.pair_target(pk).gold_of is not None) is (pk == task)
+
+
 def test_epoch_seconds_match_the_stored_times(world):
     """The scores' times computed by the database equal the ORM's datetimes, to the
     microsecond."""

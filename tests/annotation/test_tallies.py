@@ -78,15 +78,16 @@ def test_progress_tallies_follow_every_kind_of_write():
     assert queue.campaign_totals(other) == (9, 9)
 
 
-def recount() -> tuple[dict, dict]:
-    """Every tally row as the pair and judgement rows give it: (campaign, shard) ->
-    (pairs not held, labels they need); (campaign, annotator, UTC day) -> live judgements."""
+def recount(key: str = "caption_id") -> tuple[dict, dict]:
+    """Every tally row as the pair and judgement rows give it: (campaign, shard of the
+    pair's query; of the pair itself with ``key="id"``, before migration 0022) -> (pairs not
+    held, labels they need); (campaign, annotator, UTC day) -> live judgements."""
     pairs: dict = {}
-    for campaign, pk, held, needed in Pair.objects.values_list(
-        "campaign_id", "pk", "held", "needed"
+    for campaign, caption, held, needed in Pair.objects.values_list(
+        "campaign_id", key, "held", "needed"
     ):
-        n, left = pairs.get((campaign, pk % CampaignTally.SHARDS), (0, 0))
-        pairs[campaign, pk % CampaignTally.SHARDS] = (
+        n, left = pairs.get((campaign, caption % CampaignTally.SHARDS), (0, 0))
+        pairs[campaign, caption % CampaignTally.SHARDS] = (
             n + (not held),
             left + (0 if held else needed),
         )
@@ -140,6 +141,40 @@ def test_every_tally_row_equals_a_recount_of_the_rows():
     Pair.objects.filter(pk=first).update(held=True, open_slots=0)
     assert kept() == recount()
     assert sum(kept()[1].values()) == 8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_shards_move_to_the_queries_and_back_with_migration_0022():
+    """Migration 0022 shards by query (a submit that re-orders its query locks one row): the
+    rows are counted again both ways, and the triggers it installs keep them exact after."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("annotation", "0021_judging_page_media")]
+    after = [("annotation", "0022_tally_shard_by_query")]
+    campaign = make_campaign(n_queries=6, depth=4, rate=0.5, seed=5)
+    pairs = Pair.objects.filter(campaign=campaign).order_by("pk")
+    try:
+        MigrationExecutor(connection).migrate(before)
+        assert kept() == recount("id") != recount()
+        pairs.filter(pk__in=list(pairs.values_list("pk", flat=True)[:5])).update(
+            needed=4, open_slots=open_slots_expression(needed=Value(4))
+        )
+        assert kept() == recount("id")
+        MigrationExecutor(connection).migrate(after)
+        assert kept() == recount()
+        last = pairs.last().pk
+        Pair.objects.filter(pk=last).update(held=True, open_slots=0)
+        make_campaign(n_queries=2, depth=3)
+        assert kept() == recount()
+        MigrationExecutor(connection).migrate(before)
+        assert kept() == recount("id")
+    finally:
+        MigrationExecutor(connection).loader.build_graph()
+        MigrationExecutor(connection).migrate(
+            MigrationExecutor(connection).loader.graph.leaf_nodes()
+        )
+    assert kept() == recount()
 
 
 TRIGGER_NAMES = {
