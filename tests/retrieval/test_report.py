@@ -67,6 +67,16 @@ def test_report_page_and_data(world, client):
     assert client.get("/reports/nope/").status_code == 404
 
 
+def test_one_run_gets_a_sentence_not_an_empty_overlap_table(world, client):
+    """Table 3 compares runs two by two: with one run there is no row, so the page says why
+    instead of showing a header over nothing."""
+    world.runs.filter(name="beta").delete()
+    client.force_login(person(RESEARCHER))
+    html = client.get("/reports/rep/?labels=pooled").content.decode()
+    assert 'id="table3"' not in html and 'id="table3-none"' in html
+    assert "Needs two runs or more." in html
+
+
 def test_analyses_command_json(world):
     out = io.StringIO()
     call_command("analyses", dataset="rep", labels="pooled", resamples=500, stdout=out)
