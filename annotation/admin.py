@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from annotation.forms import CampaignSettingsForm
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import submit
 from annotation.models import (
     AnnotatorStanding,

@@ -19,10 +19,10 @@ from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_
 from annotation.campaign_spec import CampaignSpec
 from annotation.demo_campaign import DEMO_CAMPAIGN, create_demo_campaign
 from annotation.forms import CampaignSettingsForm
+from annotation.gold import service as gold_service
 from annotation.judging import figures_due
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
-from annotation.services import gold as gold_service
 from annotation.services import lifecycle, policy_fit
 from annotation.services.campaigns import CampaignError, check_spec
 from config.errors import UserError

@@ -45,7 +45,7 @@ count as labels.
 class CampaignManager(models.Manager):
     """Campaigns without their provenance blob (megabytes for a big pool), which only
     exports and the judging order read, on demand, and without the hidden companions that
-    serve gold pairs (``gold_of`` set; see :mod:`annotation.judging.gold`, which
+    serve gold pairs (``gold_of`` set; see :mod:`annotation.gold.tasks`, which
     reaches them through ``Campaign._base_manager``)."""
 
     def get_queryset(self):
@@ -521,8 +521,8 @@ class GoldPair(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="gold_task",
-        help_text="The hidden pair that serves it in the queue (see annotation.judging."
-        "gold); clients never see its id, only an opaque task id.",
+        help_text="The hidden pair that serves it in the queue (see annotation.gold."
+        "tasks); clients never see its id, only an opaque task id.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

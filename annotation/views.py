@@ -17,11 +17,12 @@ from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.overview import campaign_page, campaign_rows
 from annotation.campaign_read.resolution import METHODS
 from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
-from annotation.judging import gold as gold_queue
+from annotation.gold import service as gold
+from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, priorities, submit
 from annotation.judging import queue as judging_queue
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
-from annotation.services import gold, lifecycle
+from annotation.services import lifecycle
 from annotation.services.annotator_progress import (
     annotator_progress,
     judging_campaigns,

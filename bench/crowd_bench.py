@@ -370,7 +370,7 @@ def main() -> None:
         gold_relevant = None
         for name in ("B", "D"):
             if name in campaigns:
-                from annotation.services.gold import import_gold
+                from annotation.gold.service import import_gold
 
                 path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, Path(tmp))
                 import_gold(campaigns[name], path)

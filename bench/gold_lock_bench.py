@@ -5,7 +5,7 @@ IMMEDIATE; COMMIT``) over and over while the import runs; its longest wait is ho
 import kept every other writer (the job heartbeats, the start-up jobs, a submit) out. The
 anchor, measured in the same run on the same file, is the import inside one transaction
 (the file read and checked with the write lock held, as an atomic job runs it); the figure
-is ``annotation.services.gold.import_gold`` as the gold import job calls it (the file read
+is ``annotation.gold.service.import_gold`` as the gold import job calls it (the file read
 and checked first, the lock held only for the bulk writes). Runs on a throw-away SQLite
 database::
 
@@ -75,8 +75,8 @@ def main() -> None:
     with temporary_django() as tmp:
         from django.db import connection, transaction
 
+        from annotation.gold import service as gold
         from annotation.models import GoldPair
-        from annotation.services import gold
 
         database = Path(connection.settings_dict["NAME"])
         path = tmp / "gold.csv"

@@ -272,7 +272,7 @@ def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) ->
     """``n_gold`` gold pairs (15% relevant) served at ``rate``, their hidden task pairs made
     now rather than under load; with ``qualification`` the campaign asks for it (the
     annotators are admitted by :func:`admit`, as if they had passed)."""
-    from annotation.judging import gold as gold_queue
+    from annotation.gold import tasks as gold_queue
     from annotation.models import Campaign, GoldPair
     from annotation.settings import GoldSettings
     from retrieval.models import Caption

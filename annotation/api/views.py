@@ -23,7 +23,7 @@ from annotation.api.serializers import (
     state_data,
 )
 from annotation.campaign_read import live_figures
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import queue, statements, submit
 from annotation.models import Campaign, Pair
 from annotation.services.annotator_progress import annotator_progress

@@ -21,7 +21,7 @@ exported as pairs; pending pairs have no final label yet.
   FIRE entry carries a ``confidence`` (probability of relevance) and the FIRE metadata
   names the ``method``.
 - ``gold`` / ``gold-csv``: the campaign's gold pairs with every answer given on them
-  (:mod:`annotation.gold_file`); never labels, and like every export for admins only.
+  (:mod:`annotation.gold.file`); never labels, and like every export for admins only.
 - ``gold-template``: the decided pairs that are not gold yet, as a gold CSV file (keys, the
   caption to read, the settled label, how it was settled) to edit and import.
 """
@@ -40,11 +40,11 @@ from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
-from annotation import gold_file
 from annotation.campaign_read.resolution import MAJORITY, METHODS, campaign_resolution
+from annotation.gold import file as gold_file
+from annotation.gold import service as gold
 from annotation.judging import statements
 from annotation.models import Campaign, Judgement, Pair
-from annotation.services import gold
 from annotation.services.campaigns import load_provenance
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, priorities, standing, statements, task_ids
 from annotation.models import (
     Campaign,
@@ -250,7 +250,7 @@ def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = No
     pair not held and still
     needing labels whose lease has run out (:func:`assign` releases it first); a live lease
     of the annotator's own on a pair of it (served again); with gold in the queue, a gold
-    pair the annotator has not answered there (:func:`annotation.judging.gold.pick` may
+    pair the annotator has not answered there (:func:`annotation.gold.tasks.pick` may
     serve it). The caller asks only where the annotator may judge (active, not paused,
     admitted, labels left for them); the rest of :func:`assign`'s rules are theirs.
     Each test is an ``EXISTS`` that stops at its first row: the open pairs' through the

@@ -14,6 +14,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='goldpair',
             name='task',
-            field=models.OneToOneField(blank=True, help_text="The hidden pair that serves it in the queue (see annotation.judging.gold): its id comes from the same sequence as every pair's.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='gold_task', to='annotation.pair'),
+            field=models.OneToOneField(blank=True, help_text="The hidden pair that serves it in the queue (see annotation.gold.tasks): its id comes from the same sequence as every pair's.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='gold_task', to='annotation.pair'),
         ),
     ]

@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
             name="task",
             field=models.OneToOneField(
                 blank=True,
-                help_text="The hidden pair that serves it in the queue (see annotation.judging.gold); clients never see its id, only an opaque task id.",
+                help_text="The hidden pair that serves it in the queue (see annotation.gold.tasks); clients never see its id, only an opaque task id.",
                 null=True,
                 on_delete=django.db.models.deletion.SET_NULL,
                 related_name="gold_task",

@@ -20,7 +20,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.annotator_state import JUDGING, Inputs, State, state_of
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import priorities, queue
 from annotation.models import AnnotatorStanding, Campaign, GoldPair, QualificationAttempt
 

@@ -25,8 +25,8 @@ from django.db.models import Count
 
 from annotation import quality
 from annotation.campaign_spec import CampaignSpec, spec_errors
+from annotation.gold import service as gold
 from annotation.models import Campaign, GoldPair, Judgement, Pair
-from annotation.services import gold
 from annotation.services.campaigns import create_campaign
 from annotation.settings import CampaignSettings, GoldSettings
 from config.errors import UserError

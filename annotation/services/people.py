@@ -30,7 +30,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.annotator_state import pause_rule
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state
 from annotation.judging.statements import QualificationRow
 from annotation.models import (

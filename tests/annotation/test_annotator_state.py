@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from annotation import annotator_state as states
 from annotation.annotator_state import Inputs, state_of
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import queue, standing, submit
 from annotation.models import (
     AnnotatorStanding,

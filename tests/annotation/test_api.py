@@ -107,7 +107,7 @@ def _payloads():
     from types import SimpleNamespace
 
     from annotation.annotator_state import SLOW_DOWN, Inputs, speed_reason, state_of
-    from annotation.judging.gold import Feedback, Qualification
+    from annotation.gold.tasks import Feedback, Qualification
     from annotation.judging.queue import Progress, Task
 
     when = datetime(2026, 11, 24, 20, 0, 5, 123456, tzinfo=UTC)

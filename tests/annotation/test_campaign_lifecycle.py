@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import quality
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.models import Campaign, GoldPair, Pair, QualificationAttempt
 from annotation.services import lifecycle
 from annotation.services.lifecycle import GoldBalance, LifecycleError
@@ -405,7 +405,7 @@ def test_the_gold_page_queues_a_job_that_imports_and_a_bad_file_fails_it(
 
 def test_a_bad_row_late_in_a_gold_file_writes_nothing(campaign, tmp_path):
     """The rows before it are read, never written: the file is checked before the writes."""
-    from annotation.services import gold
+    from annotation.gold import service as gold
 
     path = tmp_path / "late.csv"
     rows = balanced(2, 2) + [("c0", "no-such-video", "relevant")]

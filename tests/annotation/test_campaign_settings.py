@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import statements
 from annotation.models import Campaign
 from annotation.settings import (

@@ -13,9 +13,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from annotation.gold import service as gold
 from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Pair
-from annotation.services import gold
 from jobs.models import Job
 from retrieval.formats import labels
 from retrieval.formats.csv_safety import unescape

@@ -20,10 +20,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotation.gold import service as gold_service
 from annotation.judging import pair_state, priorities
 from annotation.models import GoldPair, Judgement, Lease, Pair
 from annotation.services import campaigns, people
-from annotation.services import gold as gold_service
 from annotation.settings import EstimationSample
 from config.batches import rows_in
 from retrieval.models import Caption, Video

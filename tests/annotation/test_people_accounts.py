@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, connection, connections, transaction
 from django.test import Client
 
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import queue
 from annotation.models import AnnotatorStanding, StandingEvent
 from annotation.services import people as people_service

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from django.test import Client
 
+from annotation.gold import service as gold
 from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Judgement
-from annotation.services import gold
 from annotation.services.scores import campaign_scores
 from tests.factories import make_campaign
 

@@ -15,7 +15,7 @@ from django.db import connection, connections, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
-from annotation.judging import gold as gold_queue
+from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, queue, submit
 from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldPair, Judgement, Lease, Pair
@@ -305,7 +305,7 @@ def test_gold_answer_and_earlier_judgements_match_the_orm(people):
     """The answer statements of the submit path: the gold evidence :data:`sql.GOLD_ANSWER`
     reads with an answer (live queue answers since reinstatement, right and in all) and the
     id each one finds in the other kind's table, against the same through the ORM."""
-    from annotation.judging import gold as gold_queue
+    from annotation.gold import tasks as gold_queue
     from annotation.models import AnnotatorStanding, GoldJudgement, GoldPair
     from tests.factories import add_gold
 

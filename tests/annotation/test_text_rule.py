@@ -16,7 +16,7 @@ from django.test import Client
 
 from annotation.campaign_spec import GUIDELINES_MAX, CampaignSpec, spec_errors
 from annotation.forms import AdjudicationForm, PromoteForm
-from annotation.gold_file import read_gold
+from annotation.gold.file import read_gold
 from annotation.judging import submit
 from annotation.judging.errors import AssignmentError
 from annotation.people_forms import PauseForm

@@ -9,8 +9,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.campaign_read import exports
+from annotation.gold import tasks as gold_queue
 from annotation.judging import errors, queue, submit
-from annotation.judging import gold as gold_queue
 from annotation.judging.task_ids import decode as served_pair
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from retrieval.models import Video

@@ -10,9 +10,9 @@ from django.db import IntegrityError, transaction
 
 from annotation.campaign_read.exports import export_to_file
 from annotation.campaign_read.reporting import campaign_report
+from annotation.gold import service as gold
 from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
-from annotation.services import gold
 from retrieval.formats.records import FormatError
 from tests.factories import make_campaign
 

@@ -1,7 +1,7 @@
 """Gold pairs of a campaign: import them from a file, promote decided pairs, list, export.
 
 A gold pair is a caption-video pair of the campaign's dataset with a known label and an
-explanation. Admins add them by importing a gold file (:mod:`annotation.gold_file`; the
+explanation. Admins add them by importing a gold file (:mod:`annotation.gold.file`; the
 same error rules as every importer: the file, line and field of the first problem, and
 nothing written) or by promoting pairs the campaign has decided: adjudicated by an admin,
 or labelled unanimously by at least :data:`MIN_UNANIMOUS` annotators. Answers on gold
@@ -18,8 +18,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from annotation import gold_file
-from annotation.judging import gold as gold_queue
+from annotation.gold import file as gold_file
+from annotation.gold import tasks as gold_queue
 from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from config.batches import rows_in

@@ -33,8 +33,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from annotation.gold import tasks as gold_queue
 from annotation.judging import errors, submit, task_ids
-from annotation.judging import gold as gold_queue
 from annotation.models import Escalation, GoldPair
 from tests.factories import add_gold, make_campaign
 

@@ -1,6 +1,6 @@
 """Gold pairs in the judging queue, and the qualification an annotator passes before real work.
 
-A campaign with gold pairs (:mod:`annotation.services.gold`) mixes them into the queue at
+A campaign with gold pairs (:mod:`annotation.gold.service`) mixes them into the queue at
 its gold rate (5% by default): the task the annotator sees has the same markup, fields,
 statements per request and undo as any other. Each gold pair is served through a *task*: a
 hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never listed),
