@@ -17,7 +17,8 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services import lifecycle, people
+from annotation.people import service as people
+from annotation.services import lifecycle
 from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.admin import NameRuleAdmin

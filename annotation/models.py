@@ -617,7 +617,7 @@ class GoldJudgement(models.Model):
 class AnnotatorStanding(models.Model):
     """Whether an annotator may judge in a campaign: paused automatically when gold shows
     they cannot be trusted or they answer faster than anyone can watch, until an admin
-    reinstates them (see :mod:`annotation.judging.standing`)."""
+    reinstates them (see :mod:`annotation.people.standing`)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="standings")
     annotator = models.ForeignKey(
@@ -654,7 +654,7 @@ class StandingEvent(models.Model):
     """One step in an annotator's history with a campaign: invited, admitted, paused (by a
     rule or an admin), reinstated, or labels discounted. :class:`AnnotatorStanding` holds only
     the present state (a reinstatement clears the pause), so the history lives here, written
-    by :mod:`annotation.services.people` and by the pause rule."""
+    by :mod:`annotation.people.service` and by the pause rule."""
 
     class Action(models.TextChoices):
         INVITED = "invited", "invited"

@@ -153,7 +153,7 @@ class JudgingSettings:
 @dataclass(frozen=True)
 class GoldSettings:
     """A campaign's gold rate, qualification rule and the pace below which annotators are
-    paused (:mod:`annotation.gold.tasks`, :mod:`annotation.judging.standing`)."""
+    paused (:mod:`annotation.gold.tasks`, :mod:`annotation.people.standing`)."""
 
     rate: float = DEFAULT_GOLD_RATE
     qualification: bool = False

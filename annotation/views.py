@@ -22,12 +22,12 @@ from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, priorities, submit
 from annotation.judging import queue as judging_queue
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
-from annotation.services import lifecycle
-from annotation.services.annotator_progress import (
+from annotation.people.progress import (
     annotator_progress,
     judging_campaigns,
     work_first,
 )
+from annotation.services import lifecycle
 from annotation.services.replay import ReplayError, stored_comparison
 from config import roles
 from retrieval.models import Dataset, LabelSet

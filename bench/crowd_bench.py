@@ -164,7 +164,7 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
     from django.contrib.auth import get_user_model
 
     from annotation.models import AnnotatorStanding
-    from annotation.services import people
+    from annotation.people import service as people
     from annotation.services.simulation import simulate
 
     discounted: set[int] = set()

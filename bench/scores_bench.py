@@ -2,7 +2,7 @@
 
 Builds the campaign of ``bench/agreement_bench.py`` (660,000 live labels over 555,000 pairs,
 40 annotators) in a throw-away SQLite database, untimed, then times
-:func:`annotation.services.scores.campaign_scores` (what the agreement page and the
+:func:`annotation.people.scores.campaign_scores` (what the agreement page and the
 annotator-scores API add) and :func:`annotation.campaign_read.resolution.campaign_resolution`
 by majority and by Dawid-Skene::
 
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     with temporary_django(args.database_url):
         from annotation.campaign_read.resolution import campaign_resolution
-        from annotation.services.scores import campaign_scores
+        from annotation.people.scores import campaign_scores
 
         began = time.perf_counter()
         campaign = build(args)

@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation import annotator_state as states
-from annotation.judging import standing
 from annotation.models import AnnotatorStanding, Campaign, GoldPair, Lease, Pair
+from annotation.people import standing
+from annotation.people import state as states
 from annotation.settings import GoldSettings
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset

@@ -9,8 +9,9 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.judging import queue, standing, submit
+from annotation.judging import queue, submit
 from annotation.models import Judgement
+from annotation.people import standing
 from config import roles
 from tests.browser_support import login, needs_chromium
 from tests.factories import make_campaign, serve_all

@@ -5,9 +5,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 
-from annotation import annotator_state
 from annotation.judging import task_ids
 from annotation.models import Campaign, Escalation, Judgement, Pair
+from annotation.people import state as annotator_state
 from config.text_validators import TextValidator
 from retrieval.services.media import segment_label
 
@@ -106,7 +106,7 @@ class FeedbackSerializer(serializers.Serializer):
 
 
 class StateSerializer(serializers.Serializer):
-    """Where the annotator stands in the campaign (:mod:`annotation.annotator_state`): the
+    """Where the annotator stands in the campaign (:mod:`annotation.people.state`): the
     same key, heading, message and next step as the judging page and the home list."""
 
     key = serializers.ChoiceField(
@@ -315,7 +315,7 @@ def _qualification(state) -> dict:
 
 
 def state_data(state) -> dict:
-    """:class:`StateSerializer`'s output for an :class:`annotation.annotator_state.State`."""
+    """:class:`StateSerializer`'s output for an :class:`annotation.people.state.State`."""
     data = state.to_json()
     for name in ("since", "retry_at"):
         moment = getattr(state, name)

@@ -26,8 +26,8 @@ from annotation.campaign_read import live_figures
 from annotation.gold import tasks as gold_queue
 from annotation.judging import queue, statements, submit
 from annotation.models import Campaign, Pair
-from annotation.services.annotator_progress import annotator_progress
-from annotation.services.annotator_state import judging_state
+from annotation.people.progress import annotator_progress
+from annotation.people.state_service import judging_state
 from config import roles
 from config.error_handling import ErrorSerializer
 from config.subqueries import row_count

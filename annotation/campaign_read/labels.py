@@ -2,7 +2,7 @@
 
 The read model of a campaign's judgements: :func:`load_campaign_labels` gathers its live
 labels into the plain arrays that :mod:`annotation.agreement` and
-:mod:`annotation.quality` take, with each pair resolved under the labelling policy
+:mod:`annotation.people.quality` take, with each pair resolved under the labelling policy
 (:mod:`annotation.policy`, FIRE §3.1); :func:`campaign_judged` gives its finished pairs as
 stored. Agreement reports (:mod:`annotation.campaign_read.reporting`) and resolution
 (:mod:`annotation.campaign_read.resolution`) both read them here.

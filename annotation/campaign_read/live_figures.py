@@ -33,7 +33,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
-from annotation.services.scores import campaign_scores
+from annotation.people.scores import campaign_scores
 from jobs import figures
 
 VERSION = 2

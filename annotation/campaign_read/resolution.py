@@ -1,12 +1,12 @@
 """Turn a campaign's resolved pairs into a retrieval label set (FIRE §3.1-3.2).
 
-Two methods (:data:`annotation.quality.METHODS`):
+Two methods (:data:`annotation.people.quality.METHODS`):
 
 - ``majority`` (FIRE's rule): a pair's final label is its single label, or the strict
   majority of its labels; a pair with no majority once the policy stops asking is a
   disagreement, kept apart and never a positive (as in FIRE's released data).
 - ``dawid-skene``: every live judgement of the campaign goes into a Dawid & Skene (1979)
-  model (:func:`annotation.quality.dawid_skene`): per-annotator confusion matrices fitted
+  model (:func:`annotation.people.quality.dawid_skene`): per-annotator confusion matrices fitted
   by EM, so an annotator who is often wrong (or always answers the same) counts for less.
   Gold pairs are known items: the answers on them (:class:`~annotation.models.GoldJudgement`)
   inform the annotators' confusion matrices, and a campaign pair that is also a gold pair
@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 from django.contrib.auth import get_user_model
 
-from annotation import quality
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.judging import label_models, priorities
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
+from annotation.people import quality
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet

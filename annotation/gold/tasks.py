@@ -28,7 +28,6 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from annotation import quality
 from annotation.judging import pair_state
 from annotation.judging import statements as sql
 from annotation.models import (
@@ -40,6 +39,7 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
+from annotation.people import quality
 from annotation.settings import DEFAULT_TRIES
 from config.errors import UserError
 
@@ -266,7 +266,7 @@ def pick(
 
 def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[int]:
     """The attempt's training pairs in serving order (seeded by the attempt): as many
-    relevant as irrelevant gold pairs (:func:`annotation.quality.training_split`), as far as
+    relevant as irrelevant gold pairs (:func:`annotation.people.quality.training_split`), as far as
     the gold pairs allow."""
 
     def key(pk: int) -> float:

@@ -20,7 +20,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import pair_state, priorities, standing, statements, task_ids
+from annotation.judging import pair_state, priorities, statements, task_ids
 from annotation.models import (
     Campaign,
     GoldJudgement,
@@ -30,6 +30,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from annotation.people import standing
 from config.batches import ID_BATCH
 from retrieval.models import BROWSER_READY_STATES
 
@@ -331,7 +332,7 @@ def shown_progress(
 ) -> Progress:
     """The figures an annotator is shown, from the running totals: the one rule of the
     judging page (:func:`progress`, the judging API) and the home list
-    (:func:`annotation.services.annotator_progress.annotator_progress`), so the two never
+    (:func:`annotation.people.progress.annotator_progress`), so the two never
     disagree.
 
     ``judged`` and ``gold`` are the annotator's (today (UTC), in all) live judgements and

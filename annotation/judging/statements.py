@@ -1310,7 +1310,7 @@ _UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 
 def _epoch_microseconds_sql() -> str:
     """``created_at`` as whole microseconds since 1970 (UTC), exact, computed by the
-    database as :class:`annotation.services.scores.EpochSeconds` does: psycopg building a
+    database as :class:`annotation.people.scores.EpochSeconds` does: psycopg building a
     datetime per label cost 5.3 s of the raw export's 12 s at FIRE's scale."""
     column = "j.{judgement.created_at}"
     if connection.vendor == "postgresql":

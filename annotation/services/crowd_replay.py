@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation import crowd_replay, policy, quality
+from annotation import crowd_replay, policy
+from annotation.people import quality
 from config.errors import UserError
 from retrieval.formats.labels import read_gold_jsonl, read_raw_jsonl
 

@@ -7,7 +7,7 @@ resolution and export, but nothing is served or accepted again). The page, the a
 the ``create_campaign`` command all go through :func:`change_status` and :func:`open_campaign`.
 
 A campaign that requires qualification serves each annotator a balanced training set
-(:func:`annotation.quality.training_split`); with fewer gold pairs of either label the
+(:func:`annotation.people.quality.training_split`); with fewer gold pairs of either label the
 attempt could not be balanced, and with none annotators waited forever. So such a campaign
 is never active with too few gold pairs: created with a gold file that is short it is
 refused; created without one it starts paused, and resuming it (or turning qualification
@@ -23,10 +23,10 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Count
 
-from annotation import quality
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.gold import service as gold
 from annotation.models import Campaign, GoldPair, Judgement, Pair
+from annotation.people import quality
 from annotation.services.campaigns import create_campaign
 from annotation.settings import CampaignSettings, GoldSettings
 from config.errors import UserError

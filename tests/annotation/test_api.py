@@ -106,9 +106,9 @@ def _payloads():
     from datetime import UTC, datetime, timedelta
     from types import SimpleNamespace
 
-    from annotation.annotator_state import SLOW_DOWN, Inputs, speed_reason, state_of
     from annotation.gold.tasks import Feedback, Qualification
     from annotation.judging.queue import Progress, Task
+    from annotation.people.state import SLOW_DOWN, Inputs, speed_reason, state_of
 
     when = datetime(2026, 11, 24, 20, 0, 5, 123456, tzinfo=UTC)
 

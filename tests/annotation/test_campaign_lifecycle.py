@@ -6,9 +6,9 @@ from dataclasses import replace
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotation import quality
 from annotation.gold import tasks as gold_queue
 from annotation.models import Campaign, GoldPair, Pair, QualificationAttempt
+from annotation.people import quality
 from annotation.services import lifecycle
 from annotation.services.lifecycle import GoldBalance, LifecycleError
 from annotation.settings import GoldSettings

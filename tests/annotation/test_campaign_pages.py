@@ -19,7 +19,7 @@ from annotation.campaign_read.reporting import campaign_report
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.judging import priorities, queue, submit
 from annotation.models import Campaign, GoldJudgement, Judgement
-from annotation.services.annotator_progress import annotator_progress, judging_campaigns
+from annotation.people.progress import annotator_progress, judging_campaigns
 from config import roles
 from tests.factories import add_gold, make_campaign
 

@@ -137,7 +137,7 @@ def test_twenty_annotators_never_overcommit_and_nothing_is_lost(order):
 def test_discounting_while_others_judge_keeps_every_count_right():
     """An admin discounts one annotator's labels while ten others judge: every pair's counts
     still equal its counting labels, and the policy is satisfied at the end."""
-    from annotation.services import people as people_service
+    from annotation.people import service as people_service
 
     campaign = make_campaign(n_queries=30, depth=5, rate=0.3, seed=3, lease_seconds=600)
     User = get_user_model()

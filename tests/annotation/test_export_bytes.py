@@ -23,7 +23,7 @@ from annotation.campaign_read.resolution import (
 )
 from annotation.judging import queue, submit
 from annotation.models import Judgement, Pair
-from annotation.services import people
+from annotation.people import service as people
 from annotation.services.campaigns import load_provenance
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES, names

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation.campaign_read import live_figures
 from annotation.judging import figures_due, pair_state, queue, submit
 from annotation.models import Pair
-from annotation.services import people
+from annotation.people import service as people
 from config import roles
 from jobs.models import Job, StoredFigure
 from tests.factories import make_campaign, serve_all

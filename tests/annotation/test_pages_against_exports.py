@@ -24,7 +24,7 @@ from annotation.campaign_read.overview import campaign_page
 from annotation.judging import queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Escalation, Pair
-from annotation.services import people
+from annotation.people import service as people
 from annotation.services.policy_fit import refit
 from config import roles
 from tests.factories import add_gold, make_campaign

@@ -23,7 +23,8 @@ from django.utils import timezone
 from annotation.gold import service as gold_service
 from annotation.judging import pair_state, priorities
 from annotation.models import GoldPair, Judgement, Lease, Pair
-from annotation.services import campaigns, people
+from annotation.people import service as people
+from annotation.services import campaigns
 from annotation.settings import EstimationSample
 from config.batches import rows_in
 from retrieval.models import Caption, Video

@@ -19,7 +19,7 @@ from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, queue, submit
 from annotation.judging import statements as sql
 from annotation.models import Campaign, GoldPair, Judgement, Lease, Pair
-from annotation.services.scores import EpochSeconds
+from annotation.people.scores import EpochSeconds
 from config import raw_sql
 from retrieval.models import BROWSER_READY_STATES, Video
 from tests.factories import add_gold, make_campaign

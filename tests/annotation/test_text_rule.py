@@ -19,8 +19,8 @@ from annotation.forms import AdjudicationForm, PromoteForm
 from annotation.gold.file import read_gold
 from annotation.judging import submit
 from annotation.judging.errors import AssignmentError
-from annotation.people_forms import PauseForm
-from annotation.services import people as people_service
+from annotation.people import service as people_service
+from annotation.people.forms import PauseForm
 from config import api_tokens
 from config.models import ApiToken
 from config.text_rule import InvalidText, check_text, text_problem

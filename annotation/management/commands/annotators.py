@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from annotation.management.lookup import get_campaign
-from annotation.services import people
+from annotation.people import service as people
 from config.commands import BaseCommand
 
 

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import queue, standing, submit, task_ids
+from annotation.judging import queue, submit, task_ids
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -20,7 +20,8 @@ from annotation.models import (
     QualificationAttempt,
     StandingEvent,
 )
-from annotation.services import people as people_service
+from annotation.people import service as people_service
+from annotation.people import standing
 from config import roles
 from tests.factories import add_gold, make_campaign, serve_all
 

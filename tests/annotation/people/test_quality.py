@@ -1,4 +1,4 @@
-"""Annotator scores, the pause rule and label aggregation (annotation.quality), and the
+"""Annotator scores, the pause rule and label aggregation (annotation.people.quality), and the
 resolve_labels command; Dawid-Skene is checked against crowd-kit and a hand-worked case."""
 
 import json
@@ -10,7 +10,8 @@ from crowdkit.aggregation import DawidSkene
 from django.core.management import CommandError, call_command
 from scipy.stats import binomtest
 
-from annotation import policy, quality
+from annotation import policy
+from annotation.people import quality
 from retrieval import label_status
 from retrieval.label_status import LabelStatus
 

@@ -7,9 +7,10 @@ from rest_framework.test import APIClient
 
 from annotation import policy
 from annotation.campaign_read import exports
-from annotation.judging import queue, standing, submit
+from annotation.judging import queue, submit
 from annotation.models import AnnotatorStanding, GoldPair, Judgement, Lease, Pair
-from annotation.services import people as people_service
+from annotation.people import service as people_service
+from annotation.people import standing
 from tests.factories import add_gold, make_campaign, serve_all
 
 

@@ -9,8 +9,8 @@ figures shown with one function, :func:`annotation.judging.queue.shown_progress`
 labels left agree with gold in the queue too. The counts come from the running tallies
 the database's triggers keep (:class:`~annotation.models.AnnotatorTally`,
 :class:`~annotation.models.CampaignTally`), as the judging page's do. Each campaign also
-carries the annotator's state there (:mod:`annotation.annotator_state`, read by
-:func:`annotation.services.annotator_state.campaign_states` in four queries more at
+carries the annotator's state there (:mod:`annotation.people.state`, read by
+:func:`annotation.people.state_service.campaign_states` in four queries more at
 most), so the list says what the judging page says, "nothing free right now" included,
 and offers judging only where it is possible.
 """
@@ -24,7 +24,6 @@ from datetime import UTC, date, datetime, time
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotation.annotator_state import State
 from annotation.judging import pair_state, queue
 from annotation.models import (
     AnnotatorTally,
@@ -33,7 +32,8 @@ from annotation.models import (
     GoldJudgement,
     Judgement,
 )
-from annotation.services.annotator_state import campaign_states
+from annotation.people.state import State
+from annotation.people.state_service import campaign_states
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class CampaignProgress:
     """The judging order or the label policy is adaptive: what is needed changes as labels
     come in, so both pages say "needed now" where they would say "left"."""
     state: State | None = None
-    """The annotator's state here (:mod:`annotation.annotator_state`)."""
+    """The annotator's state here (:mod:`annotation.people.state`)."""
 
     @property
     def done_percent(self) -> int:

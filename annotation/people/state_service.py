@@ -1,4 +1,4 @@
-"""Read what decides an annotator's state (:mod:`annotation.annotator_state`) from the database.
+"""Read what decides an annotator's state (:mod:`annotation.people.state`) from the database.
 
 Two readers, one rule: :func:`judging_state` for the judging API, which already holds most
 inputs (the assignment, the qualification and whether work is left) and reads more only
@@ -19,10 +19,10 @@ from typing import NamedTuple
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotation.annotator_state import JUDGING, Inputs, State, state_of
 from annotation.gold import tasks as gold_queue
 from annotation.judging import priorities, queue
 from annotation.models import AnnotatorStanding, Campaign, GoldPair, QualificationAttempt
+from annotation.people.state import JUDGING, Inputs, State, state_of
 
 
 def _qualification_inputs(state: gold_queue.Qualification) -> dict:
@@ -127,7 +127,7 @@ def campaign_states(
     campaigns: Sequence[Campaign], annotator, progress: Sequence, now: datetime | None = None
 ) -> dict[int, State]:
     """Campaign id -> the annotator's state there, for the home list; ``progress`` holds
-    each campaign's :class:`~annotation.services.annotator_progress.CampaignProgress`
+    each campaign's :class:`~annotation.people.progress.CampaignProgress`
     (what is left, for everyone and for them). Three queries, however many campaigns, and
     a fourth where the annotator may judge somewhere: :func:`queue.free_now` tells
     "judging" from "nothing free right now" (every pair they may take held by others) the

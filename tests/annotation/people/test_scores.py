@@ -11,7 +11,7 @@ from django.test import Client
 from annotation.gold import service as gold
 from annotation.judging import queue, submit
 from annotation.models import GoldJudgement, GoldPair, Judgement
-from annotation.services.scores import campaign_scores
+from annotation.people.scores import campaign_scores
 from tests.factories import make_campaign
 
 T0 = datetime.datetime(2026, 1, 5, 9, 0, tzinfo=datetime.UTC)

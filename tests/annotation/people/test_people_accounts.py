@@ -18,7 +18,7 @@ from django.test import Client
 from annotation.gold import tasks as gold_queue
 from annotation.judging import queue
 from annotation.models import AnnotatorStanding, StandingEvent
-from annotation.services import people as people_service
+from annotation.people import service as people_service
 from config import roles
 from tests.factories import add_gold, make_campaign, serve_all
 

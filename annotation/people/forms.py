@@ -42,7 +42,7 @@ class NewAnnotatorForm(forms.Form):
     """A new annotator account: a username under Django's own rule (letters, digits and
     ``@.+-_``, at most 150 characters, NFKC-normalised), and an email address if wanted.
     Whether the name is taken is the service's question
-    (:func:`annotation.services.people.create_annotator`)."""
+    (:func:`annotation.people.service.create_annotator`)."""
 
     username = UsernameField(
         max_length=150,

@@ -1,6 +1,6 @@
-"""How far each annotator of a campaign can be trusted: the ORM side of :mod:`annotation.quality`.
+"""How far each annotator of a campaign can be trusted: the ORM side of :mod:`annotation.people.quality`.
 
-Per annotator (:class:`annotation.quality.AnnotatorScore`): gold accuracy with its Wilson
+Per annotator (:class:`annotation.people.quality.AnnotatorScore`): gold accuracy with its Wilson
 95% interval, sensitivity and specificity on gold, agreement with co-annotators and with
 the resolved label, judgements per hour and the median seconds per judgement with breaks
 (gaps over 5 minutes) left out, and the rolling gold accuracy over the last 50 gold
@@ -21,9 +21,9 @@ from django.db.models import FloatField, Func, IntegerField, Value, When
 from django.db.models.expressions import Case
 from django.db.models.functions import Coalesce
 
-from annotation import quality
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, GoldJudgement, Judgement, Pair
+from annotation.people import quality
 from retrieval.json_data import JsonData
 from retrieval.label_status import CODES
 

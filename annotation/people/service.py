@@ -2,7 +2,7 @@
 
 :func:`campaign_people` lists everyone with a part in a campaign (labels, gold answers,
 qualification attempts, or a standing: invited, paused, reinstated, discounted) with their
-qualification state, their scores (:func:`annotation.services.scores.campaign_scores`) and
+qualification state, their scores (:func:`annotation.people.scores.campaign_scores`) and
 their status, in a fixed number of statements whatever the number of annotators. The
 actions (:func:`admit`, :func:`pause`, :func:`reinstate`, :func:`discount`, :func:`invite`,
 and :func:`create_annotator`, which makes a new annotator account and invites it) are the one
@@ -29,7 +29,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotation.annotator_state import pause_rule
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state
 from annotation.judging.statements import QualificationRow
@@ -42,8 +41,9 @@ from annotation.models import (
     QualificationAttempt,
     StandingEvent,
 )
-from annotation.quality import AnnotatorScore
-from annotation.services.scores import CampaignScores, campaign_scores
+from annotation.people.quality import AnnotatorScore
+from annotation.people.scores import CampaignScores, campaign_scores
+from annotation.people.state import pause_rule
 from config import roles
 from config.accounts.names import UsernameTaken, case_twin
 from config.batches import id_filters
@@ -113,7 +113,7 @@ class Person:
     @property
     def pause_rule(self) -> str | None:
         """The automatic rule (``speed``, ``gold``) that paused them, read from the pause's
-        reason (:func:`annotation.annotator_state.pause_rule`); None when an admin did or
+        reason (:func:`annotation.people.state.pause_rule`); None when an admin did or
         while they are not paused."""
         if self.paused_at is None or self.paused_by:
             return None

@@ -3,7 +3,7 @@
 The judging page, the annotator's home list and the judging API all show the state this
 module computes (:func:`state_of`), so they never disagree: a paused annotator is never
 told "all done", nor offered "Continue judging". The inputs are plain values that
-:mod:`annotation.services.annotator_state` reads in a few queries; nothing here touches the
+:mod:`annotation.people.state_service` reads in a few queries; nothing here touches the
 database. When several states hold at once the first in :data:`PRECEDENCE` wins: what
 stops everyone (a closed or paused campaign) before what stops only this annotator (an
 admin's pause, then a rule's), before qualification, before what is left to judge.
@@ -83,7 +83,7 @@ def speed_warning(recent: list[float], floor: float) -> str | None:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What decides the state (read by :mod:`annotation.services.annotator_state`).
+    """What decides the state (read by :mod:`annotation.people.state_service`).
 
     ``finished``: nothing is left for anyone (no label needed, or the budget spent);
     ``left_for_me``: labels are still needed on pairs this annotator may judge;

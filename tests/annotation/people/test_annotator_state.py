@@ -11,10 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation import annotator_state as states
-from annotation.annotator_state import Inputs, state_of
 from annotation.gold import tasks as gold_queue
-from annotation.judging import queue, standing, submit
+from annotation.judging import queue, submit
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -23,7 +21,10 @@ from annotation.models import (
     Lease,
     Pair,
 )
-from annotation.services.annotator_progress import annotator_progress
+from annotation.people import standing
+from annotation.people import state as states
+from annotation.people.progress import annotator_progress
+from annotation.people.state import Inputs, state_of
 from tests.factories import add_gold, make_campaign, serve_all
 
 

@@ -3,10 +3,10 @@
 An annotator is paused automatically (:func:`check`) when, after at least ten gold pairs in
 the queue, the upper Wilson 95% bound of their gold accuracy is below the campaign's
 threshold, or when their median time per judgement is below a floor (1 s by default:
-nobody watches a video that fast); :func:`annotation.quality.should_pause` is the rule.
+nobody watches a video that fast); :func:`annotation.people.quality.should_pause` is the rule.
 A paused annotator is served nothing and told why. What an admin does about it (pause by
 hand, reinstate, after which only later evidence counts, discount labels) is
-:mod:`annotation.services.people`.
+:mod:`annotation.people.service`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from datetime import datetime
 import numpy as np
 from django.utils import timezone
 
-from annotation import annotator_state, quality
 from annotation.judging import statements
 from annotation.models import AnnotatorStanding, Campaign, StandingEvent
+from annotation.people import quality
+from annotation.people import state as annotator_state
 
 RECENT = 25
 """Judgements whose median time decides the speed rule."""

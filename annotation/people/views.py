@@ -3,7 +3,7 @@ admin's actions on them (admit, pause, reinstate, discount labels, invite, and a
 annotator account, whose generated password the page after that POST shows once).
 
 Researchers read the page (the scores are the agreement page's, a campaign report); only
-admins act. Every action is a POST with CSRF to :mod:`annotation.services.people`;
+admins act. Every action is a POST with CSRF to :mod:`annotation.people.service`;
 discounting has a real confirmation step: a GET names the count, the POST does it.
 """
 
@@ -15,8 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from annotation.campaign_read import live_figures
 from annotation.models import Campaign
-from annotation.people_forms import DiscountForm, InviteForm, NewAnnotatorForm, PauseForm
-from annotation.services import people
+from annotation.people import service as people
+from annotation.people.forms import DiscountForm, InviteForm, NewAnnotatorForm, PauseForm
 from config import roles
 
 researchers_only = roles.permission_required(
