@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from annotation import policy
+from annotation.policy import rules as policy
 from annotation.pooling import MAX_DEPTH
 from annotation.settings import (
     DEFAULT_FLOOR_SECONDS,

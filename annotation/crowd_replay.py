@@ -9,8 +9,8 @@ Both policies run in rounds: round r takes the r-th label (in the pair's seeded 
 every pair that still needs one and has one left. ``fire`` (FIRE §3.1): one label, a second
 for a seeded 10% sample, a third (up to the cap) while the labels tie; resolved by majority.
 ``adaptive``: one label, then more while the posterior of the pair's resolved label is below
-the confidence target (:func:`annotation.policy.adaptive_needed`); after every round the
-annotator model is refitted (:func:`annotation.confusion.fit`) on the labels taken so far,
+the confidence target (:func:`annotation.policy.rules.adaptive_needed`); after every round the
+annotator model is refitted (:func:`annotation.policy.confusion.fit`) on the labels taken so far,
 as the live campaign refits in the background, and the last fit resolves the pairs.
 """
 
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation import confusion, policy
+from annotation.policy import confusion
+from annotation.policy import rules as policy
 from retrieval.label_status import LabelStatus, majority
 
 

@@ -4,9 +4,9 @@ from django import forms
 from django.utils.choices import CallableChoiceIterator
 
 from annotation import campaign_spec, settings
-from annotation import policy as label_policy
 from annotation.campaign_spec import CampaignSpec, spec_errors
 from annotation.models import FIRE_GUIDELINES, Judgement
+from annotation.policy import rules as label_policy
 from annotation.settings import SettingsError
 from config.text_validators import TextValidator
 from jobs.fields import YesNoField

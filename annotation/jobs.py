@@ -23,7 +23,8 @@ from annotation.gold import service as gold_service
 from annotation.judging import figures_due
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
-from annotation.services import lifecycle, policy_fit
+from annotation.policy import fit as policy_fit
+from annotation.services import lifecycle
 from annotation.services.campaigns import CampaignError, check_spec
 from config.errors import UserError
 from jobs.models import Job

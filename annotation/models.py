@@ -3,7 +3,7 @@
 A campaign pools its runs' top-``depth`` videos per query caption into pairs (FIRE
 §2.2.1); annotators judge pairs under FIRE's rule (§3.1: relevant only if every element of
 the caption is in the video). Each pair keeps running counts of its labels, how many
-more the labelling policy (:mod:`annotation.policy`) still needs, and how many of those
+more the labelling policy (:mod:`annotation.policy.rules`) still needs, and how many of those
 are leased out, so the next-task query is an indexed lookup rather than an aggregate over
 judgements and leases.
 """
@@ -692,7 +692,7 @@ class StandingEvent(models.Model):
 
 
 class AnnotatorModel(models.Model):
-    """An annotator's estimated confusion in one campaign (:mod:`annotation.confusion`), as the
+    """An annotator's estimated confusion in one campaign (:mod:`annotation.policy.confusion`), as the
     adaptive label policy's last refit left it; an annotator without a row is at the prior."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")

@@ -14,9 +14,9 @@ always says "not relevant" 0/1). What the live campaign does is followed step fo
   two tie; resolved by majority;
 - ``adaptive``: one label, more while the posterior of the resolved label is below
   ``confidence``, up to ``cap``, the annotator model refitted after every round
-  (:func:`annotation.confusion.fit`, strata by best pooled rank); with the ``metric-first``
+  (:func:`annotation.policy.confusion.fit`, strata by best pooled rank); with the ``metric-first``
   order only pairs that decide some run's C@K are asked for, and each query's most valuable
-  task is served first (:mod:`annotation.label_value`).
+  task is served first (:mod:`annotation.policy.label_value`).
 
 Work proceeds in rounds: under a metric-aware order each query's best wanted task, else
 every wanted task; each task goes to a random admitted annotator who has not labelled the
@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from annotation import confusion, label_value, policy
 from annotation.judging_order import DEFAULT_KS, Layout
+from annotation.policy import confusion, label_value
+from annotation.policy import rules as policy
 from annotation.pooling import Pool
 from retrieval.label_status import LabelStatus, majority
 
@@ -90,7 +91,7 @@ class CampaignOutcome:
 
 
 def strata_of(pool: Pool) -> np.ndarray:
-    """Each pair's stratum for the class prior: :func:`annotation.confusion.pool_strata`."""
+    """Each pair's stratum for the class prior: :func:`annotation.policy.confusion.pool_strata`."""
     return confusion.pool_strata(pool.ranks)
 
 

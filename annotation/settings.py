@@ -33,7 +33,8 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from annotation import judging_order, policy
+from annotation import judging_order
+from annotation.policy import rules as policy
 from annotation.pooling import Pool
 from config.errors import UserError
 
@@ -191,7 +192,7 @@ class SampleRequest:
 
 @dataclass(frozen=True)
 class LabelPolicy:
-    """How many labels a pair needs (:mod:`annotation.policy`): FIRE's rule (``fire``), or
+    """How many labels a pair needs (:mod:`annotation.policy.rules`): FIRE's rule (``fire``), or
     labels until the posterior of the pair's label reaches ``confidence`` (``adaptive``).
     The cap on labels per pair is the campaign's ``max_labels`` column."""
 

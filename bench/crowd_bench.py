@@ -137,7 +137,7 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: 
     """A campaign of the four runs at depth 10; with ``gold``, B's settings, else A's; with
     ``adaptive``, D's: B's quality control under the adaptive policy (confidence 0.95, at
     most 5 labels) and the metric-first order."""
-    from annotation import policy
+    from annotation.policy import rules as policy
     from annotation.services.campaigns import CampaignSpec, create_campaign
     from annotation.settings import CampaignSettings, GoldSettings, JudgingSettings, LabelPolicy
 
@@ -176,7 +176,7 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
         if adaptive:
             # The submits queue background refits (paced by their own cost); refit once
             # more when the crowd runs out of work, and judge on while that asks for more.
-            from annotation.services.policy_fit import refit
+            from annotation.policy.fit import refit
             from jobs.models import Job
 
             ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)

@@ -171,10 +171,10 @@ def build_campaign(
     top-``DEPTH`` videos, queued in ``judging_order``; (campaign id, pairs)."""
     from django.db import connection, transaction
 
-    from annotation import policy
     from annotation.judging import pair_state, priorities
     from annotation.judging.statements import column_rows
     from annotation.models import Campaign, Pair
+    from annotation.policy import rules as policy
     from annotation.pooling import Pool
     from annotation.settings import CampaignSettings, JudgingSettings, LabelPolicy
     from retrieval.models import Caption, Dataset, Video
@@ -878,8 +878,8 @@ async def drive(
 
 def excess_judgements(campaign_id: int) -> int:
     """Judgements stored after their pair already had all the labels the policy asked for."""
-    from annotation import policy
     from annotation.models import Campaign, Judgement
+    from annotation.policy import rules as policy
 
     campaign = Campaign.objects.get(pk=campaign_id)
     if campaign.settings.label_policy.adaptive:

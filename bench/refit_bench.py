@@ -1,7 +1,7 @@
 """The adaptive policy's annotator-model refit at FIRE's scale (target: under 5 s).
 
 A synthetic campaign of FIRE's size (552,880 pairs, 680,000 labels from 100 annotators, 7%
-relevant, 80 strata) fitted by :func:`annotation.confusion.fit`: cold (from the labels alone),
+relevant, 80 strata) fitted by :func:`annotation.policy.confusion.fit`: cold (from the labels alone),
 and warm from the previous fit's confusions and priors after 5,000 more labels, as the
 background refit runs while labels arrive. The anchor beside it is one pass of the work every
 iteration repeats, a ``bincount`` of the labels.
@@ -15,7 +15,7 @@ import time
 import numpy as np
 from harness import machine
 
-from annotation import confusion
+from annotation.policy import confusion
 
 
 def main() -> None:

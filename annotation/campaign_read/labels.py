@@ -3,7 +3,7 @@
 The read model of a campaign's judgements: :func:`load_campaign_labels` gathers its live
 labels into the plain arrays that :mod:`annotation.agreement` and
 :mod:`annotation.people.quality` take, with each pair resolved under the labelling policy
-(:mod:`annotation.policy`, FIRE §3.1); :func:`campaign_judged` gives its finished pairs as
+(:mod:`annotation.policy.rules`, FIRE §3.1); :func:`campaign_judged` gives its finished pairs as
 stored. Agreement reports (:mod:`annotation.campaign_read.reporting`) and resolution
 (:mod:`annotation.campaign_read.resolution`) both read them here.
 
@@ -20,10 +20,11 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Case, Max, Min, Q, Value, When
 
-from annotation import agreement, policy
-from annotation.judging import label_models
+from annotation import agreement
 from annotation.judging.statements import ANNOTATOR_SPAN, judgement_keys, queryset_array
 from annotation.models import Campaign, Pair
+from annotation.policy import label_models
+from annotation.policy import rules as policy
 from retrieval import label_status
 from retrieval.judged import Judged
 from retrieval.label_status import CODES
@@ -78,7 +79,7 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     :func:`policy.resolve` with its live label counts, its second-label flag, the campaign's
     ``max_labels`` and any adjudicated label (which always wins); under the adaptive policy
     from its posterior, as the live writer computes it
-    (:func:`annotation.judging.label_models.adaptive_state`).
+    (:func:`annotation.policy.label_models.adaptive_state`).
     """
     pairs = Pair.objects.filter(campaign=campaign)
     pool_pairs = pairs.count()

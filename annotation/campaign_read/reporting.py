@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation import agreement, policy
+from annotation import agreement
 from annotation.campaign_read.labels import campaign_judged, load_campaign_labels
 from annotation.models import Campaign
+from annotation.policy import rules as policy
 from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
 from annotation.services.campaigns import campaign_split
 from retrieval.formats.labels import RawLabel

@@ -17,7 +17,7 @@ those the policy has finished with (pending pairs, still waiting for labels, are
 out). Each pair carries a confidence, the probability that it is relevant: 1, 0 or 0.5 (a
 disagreement) under majority, the posterior under Dawid-Skene, and under an adaptive
 campaign's own resolution (``majority`` there resolves each pair by the policy's posterior,
-:mod:`annotation.judging.label_models`) that posterior, so intervals can be computed from the
+:mod:`annotation.policy.label_models`) that posterior, so intervals can be computed from the
 label set alone.
 """
 
@@ -27,9 +27,10 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.campaign_read.labels import load_campaign_labels
-from annotation.judging import label_models, priorities
+from annotation.judging import priorities
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
 from annotation.people import quality
+from annotation.policy import label_models
 from retrieval.judged import Judged
 from retrieval.label_status import CODES, LabelStatus
 from retrieval.models import LabelSet

@@ -7,7 +7,7 @@ A submit notes, once its label is committed, that the campaign's figures must fo
 (:func:`request_refresh`); this process's :class:`Pacer` thread queues the
 ``campaign-figures`` job for each noted campaign as soon as its refresh is due, unless one is
 queued already (it will read the new labels). Refreshes are paced like the adaptive
-policy's refits (:mod:`annotation.judging.label_models`): the next starts at least
+policy's refits (:mod:`annotation.policy.label_models`): the next starts at least
 ``max(MIN_INTERVAL, seconds / DUTY)`` after the last was computed, ``seconds`` being how
 long the last took, so they hold at most a twentieth of a core whatever the label rate, unless
 that would leave the figures more than :data:`FRESH` behind (:func:`pause`); a campaign

@@ -2,7 +2,7 @@
 
 A pair carries running counts so the next-task query is an index lookup: ``label_count``
 and ``relevant_count`` (live labels), ``needed`` (labels the campaign's label policy still
-asks for: FIRE §3.1's, or the adaptive one through :mod:`annotation.judging.label_models`), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
+asks for: FIRE §3.1's, or the adaptive one through :mod:`annotation.policy.label_models`), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
 held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a pair pooled
 or made a gold task, a label added or taken back, a lease taken or released, a hold, an
 adjudication, an auto-label, a re-queue) goes through a function here, so the rule linking
@@ -25,9 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, F, Q, Value, When
 from django.utils import timezone
 
-from annotation import policy
 from annotation.campaign_spec import LEASE_SECONDS
-from annotation.judging import label_models
 from annotation.judging import statements as sql
 from annotation.models import (
     Campaign,
@@ -37,6 +35,8 @@ from annotation.models import (
     Pair,
     open_slots_expression,
 )
+from annotation.policy import label_models
+from annotation.policy import rules as policy
 from config.batches import id_filters, rows_in
 from config.subqueries import row_count
 from retrieval.label_status import CODES, NAMES, RELEVANT
@@ -227,7 +227,7 @@ def release_annotator(campaign_id: int, annotator_id: int) -> int:
 
 def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None) -> None:
     """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts
-    under the campaign's label policy (:mod:`annotation.policy`); for the adaptive one,
+    under the campaign's label policy (:mod:`annotation.policy.rules`); for the adaptive one,
     from the pair's posterior (``posterior``, else read: :mod:`label_models`)."""
     if label_models.is_adaptive(campaign) and posterior is None:
         posterior = label_models.pair_posterior(pair, campaign)

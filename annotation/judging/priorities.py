@@ -26,11 +26,12 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Case, Min, Q, Sum, Value, When
 
-from annotation import judging_order, label_value
-from annotation.judging import label_models, pair_state, statements
+from annotation import judging_order
+from annotation.judging import pair_state, statements
 from annotation.judging.provenance import Provenance, provenance
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
-from annotation.policy import certainty
+from annotation.policy import label_models, label_value
+from annotation.policy.rules import certainty
 from annotation.pooling import Pool
 from annotation.settings import CampaignSettings, JudgingSettings
 from config.batches import rows_in
@@ -202,7 +203,7 @@ def reprioritise(
 
 METRIC_AWARE = "metric-first"
 """The judging order that, under the adaptive policy, serves tasks by their value
-(:mod:`annotation.label_value`): first labels and extra labels alike, only where they can
+(:mod:`annotation.policy.label_value`): first labels and extra labels alike, only where they can
 change some run's Correct@K."""
 
 
@@ -271,7 +272,7 @@ def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) ->
 
 @dataclass(frozen=True)
 class _CampaignGrid:
-    """A campaign's pairs laid out queries x slots for :mod:`annotation.label_value`, with
+    """A campaign's pairs laid out queries x slots for :mod:`annotation.policy.label_value`, with
     their posteriors: ``query_of``/``slot_of`` place each row; ``turn`` and ``known`` are
     per query."""
 
@@ -432,7 +433,7 @@ class JudgingStatus:
     """Adaptive: labelled pairs whose resolved label's posterior is below the target."""
     settled: tuple[RunExactness, ...] = ()
     """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
-    (:func:`annotation.label_value.settled_correct_at`)."""
+    (:func:`annotation.policy.label_value.settled_correct_at`)."""
 
     @property
     def budget_spent(self) -> bool:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from annotation import agreement, policy
+from annotation import agreement
+from annotation.policy import rules as policy
 from annotation.settings import DEFAULT_FLOOR_SECONDS
 from retrieval.formats.labels import RawLabel
 from retrieval.intervals import Interval
@@ -332,7 +333,7 @@ def majority(
     n_items: int,
     known: np.ndarray | None = None,
 ) -> Aggregation:
-    """Strict majority of each item's labels (:func:`annotation.policy.resolve`, FIRE §3.1).
+    """Strict majority of each item's labels (:func:`annotation.policy.rules.resolve`, FIRE §3.1).
 
     Every label counts (no further labels are asked for); a known item takes its known label,
     as an admin's adjudication does.

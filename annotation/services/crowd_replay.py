@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation import crowd_replay, policy
+from annotation import crowd_replay
 from annotation.people import quality
+from annotation.policy import rules as policy
 from config.errors import UserError
 from retrieval.formats.labels import read_gold_jsonl, read_raw_jsonl
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from annotation import policy
 from annotation.models import Campaign, Pair
+from annotation.policy import rules as policy
 from annotation.services.campaigns import (
     CampaignError,
     CampaignSpec,

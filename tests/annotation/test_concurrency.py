@@ -15,9 +15,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection, connections
 from django.db.models import Count
 
-from annotation import policy
 from annotation.judging import queue, submit
 from annotation.models import Judgement, Lease, Pair
+from annotation.policy import rules as policy
 from tests.factories import make_campaign
 
 THREADS = 20

@@ -31,7 +31,6 @@ from django.db import connection, connections
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
-from annotation import policy
 from annotation.judging import queue, submit, task_ids
 from annotation.models import (
     Campaign,
@@ -39,6 +38,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from annotation.policy import rules as policy
 from config.roles import ANNOTATOR, ensure_groups
 from jobs import runner
 from jobs.models import Job

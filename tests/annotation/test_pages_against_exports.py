@@ -25,7 +25,7 @@ from annotation.judging import queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Escalation, Pair
 from annotation.people import service as people
-from annotation.services.policy_fit import refit
+from annotation.policy.fit import refit
 from config import roles
 from tests.factories import add_gold, make_campaign
 

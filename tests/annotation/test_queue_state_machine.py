@@ -2,7 +2,7 @@
 undos, escalations, admin decisions, pauses and lease expiry, checked against a model.
 
 The model is plain Python (judgements by UUID, leases, lapsed leases, open escalations,
-adjudications, the campaign's status); the FIRE §3.1 policy of :mod:`annotation.policy`
+adjudications, the campaign's status); the FIRE §3.1 policy of :mod:`annotation.policy.rules`
 says what each pair still needs. Every operation's outcome (stored or refused, and why)
 is predicted by the model, and after every step the database must agree with it. The
 clock is the test's: every call passes ``now=``, and ``timezone.now`` reads the same
@@ -31,10 +31,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from annotation import policy
 from annotation.judging import queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
+from annotation.policy import rules as policy
 from retrieval.label_status import LabelStatus
 from tests.factories import make_campaign
 

@@ -656,8 +656,8 @@ def test_live_labels_match_the_orm(world):
     model stored, the other annotator at the prior; an undone label left out)."""
     from django.utils import timezone as tz
 
-    from annotation.judging import label_models
     from annotation.models import AnnotatorModel
+    from annotation.policy import label_models
 
     campaign, _ = world
     users = [get_user_model().objects.create_user(f"live{i}", password="pw-sql-1") for i in (0, 1)]

@@ -3,7 +3,7 @@
 import json
 
 from annotation.management.lookup import get_campaign
-from annotation.services import policy_fit
+from annotation.policy import fit as policy_fit
 from config.commands import BaseCommand
 
 

@@ -5,7 +5,7 @@ import sys
 
 from tqdm import tqdm
 
-from annotation import policy
+from annotation.policy import rules as policy
 from annotation.services.crowd_replay import replay_labels
 from config.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from annotation import policy
 from annotation.people.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
+from annotation.policy import rules as policy
 from config.commands import BaseCommand
 from retrieval import label_status
 from retrieval.formats.csv_safety import csv_line

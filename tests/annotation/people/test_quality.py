@@ -10,8 +10,8 @@ from crowdkit.aggregation import DawidSkene
 from django.core.management import CommandError, call_command
 from scipy.stats import binomtest
 
-from annotation import policy
 from annotation.people import quality
+from annotation.policy import rules as policy
 from retrieval import label_status
 from retrieval.label_status import LabelStatus
 

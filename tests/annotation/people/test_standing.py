@@ -5,12 +5,12 @@ import uuid
 
 from rest_framework.test import APIClient
 
-from annotation import policy
 from annotation.campaign_read import exports
 from annotation.judging import queue, submit
 from annotation.models import AnnotatorStanding, GoldPair, Judgement, Lease, Pair
 from annotation.people import service as people_service
 from annotation.people import standing
+from annotation.policy import rules as policy
 from tests.factories import add_gold, make_campaign, serve_all
 
 

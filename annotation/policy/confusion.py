@@ -5,7 +5,7 @@ they call a relevant pair relevant, and ``specificity``, the chance they call an
 pair irrelevant. A pair's posterior probability of relevance is then its class prior's
 log-odds plus one log-likelihood ratio per label (:func:`log_ratios`), so one careful
 annotator's label can settle a pair while a spammer's (sensitivity + specificity near 1)
-moves it nowhere. The adaptive label policy (:mod:`annotation.policy`) acts on it.
+moves it nowhere. The adaptive label policy (:mod:`annotation.policy.rules`) acts on it.
 
 :func:`fit` estimates the confusions and the class priors by EM as a maximum a posteriori
 Dawid-Skene fit, with three changes that make it safe while labels are few:

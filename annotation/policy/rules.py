@@ -7,7 +7,7 @@ resolve").
 ``adaptive``: one label per pair, then another (from a different annotator) while the
 posterior probability of the pair's resolved label is below a confidence target, up to a
 cap; the posterior weighs each label by its annotator's estimated confusion
-(:mod:`annotation.confusion`), so a careful annotator's single label can settle a pair and
+(:mod:`annotation.policy.confusion`), so a careful annotator's single label can settle a pair and
 a spammer's never does. This is the dynamic overlap of crowd platforms (re-label only what
 is still uncertain; Yang et al., SIGIR 2010, reach full-overlap quality at about 1.4
 labels per item this way).

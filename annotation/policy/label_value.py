@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from annotation import policy
+from annotation.policy import rules as policy
 
 _NEVER = np.iinfo(np.int64).max // 4
 

@@ -9,13 +9,15 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotation import confusion, policy
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
-from annotation.judging import label_models, pair_state, priorities, queue, submit
+from annotation.judging import pair_state, priorities, queue, submit
 from annotation.models import AnnotatorModel, Campaign, Judgement, Pair, PolicyFit
-from annotation.services import lifecycle, policy_fit
+from annotation.policy import confusion, label_models
+from annotation.policy import fit as policy_fit
+from annotation.policy import rules as policy
+from annotation.services import lifecycle
 from annotation.settings import CampaignSettings, LabelPolicy, SettingsError
 from retrieval.label_status import CODES
 from tests.factories import make_campaign, query_dataset, random_run

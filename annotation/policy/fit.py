@@ -2,9 +2,9 @@
 
 :func:`refit` reads every live judgement of the campaign and every live gold answer (gold
 pairs are known items, as in resolution's Dawid-Skene: :mod:`annotation.campaign_read.
-resolution`), runs the regularised EM of :func:`annotation.confusion.fit` with each pair's
+resolution`), runs the regularised EM of :func:`annotation.policy.confusion.fit` with each pair's
 first label (by judgement id) kept out of the confusion evidence and a class prior per
-stratum (:func:`annotation.judging.label_models.strata`), stores the confusions
+stratum (:func:`annotation.policy.label_models.strata`), stores the confusions
 (:class:`~annotation.models.AnnotatorModel`) and the priors
 (:class:`~annotation.models.PolicyFit`) in one transaction, and then has the pairs' one
 writer recompute every labelled pair's ``needed`` and ``status`` a chunk at a time
@@ -13,7 +13,7 @@ the queries whose pairs changed (:func:`annotation.judging.priorities.requeue`),
 short transactions that lock as a submit does, so judging goes on meanwhile.
 
 It runs as the ``refit-policy`` job (queued after a label once enough new labels came in:
-:func:`annotation.judging.label_models.request_refit`, never inside the judging request) or at once through
+:func:`annotation.policy.label_models.request_refit`, never inside the judging request) or at once through
 ``manage.py refit_policy``.
 """
 
@@ -28,8 +28,7 @@ from django.db import transaction
 from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 
-from annotation import confusion
-from annotation.judging import label_models, pair_state, priorities
+from annotation.judging import pair_state, priorities
 from annotation.judging.statements import queryset_array
 from annotation.models import (
     AnnotatorModel,
@@ -40,6 +39,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
+from annotation.policy import confusion, label_models
 from config.errors import UserError
 from retrieval.label_status import CODES, RELEVANT
 

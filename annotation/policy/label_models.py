@@ -1,13 +1,13 @@
 """The adaptive label policy's live inputs: annotator confusions, class priors, strata.
 
-Under the ``adaptive`` policy (:mod:`annotation.policy`) a pair's ``needed`` and ``status``
+Under the ``adaptive`` policy (:mod:`annotation.policy.rules`) a pair's ``needed`` and ``status``
 follow the posterior probability that it is relevant: its stratum's class prior and one
 log-likelihood ratio per live label, weighed by the confusion of the annotator who gave it
-(:mod:`annotation.confusion`). The confusions (:class:`~annotation.models.AnnotatorModel`)
+(:mod:`annotation.policy.confusion`). The confusions (:class:`~annotation.models.AnnotatorModel`)
 and priors (:class:`~annotation.models.PolicyFit`) are what the last refit stored; an
 annotator without a row, and every stratum before the first refit, is at the prior.
 
-A pair's stratum is :func:`annotation.confusion.pool_strata` of its pooled ranks (which runs
+A pair's stratum is :func:`annotation.policy.confusion.pool_strata` of its pooled ranks (which runs
 retrieved it, and its best rank), read from the campaign's provenance: a run's rank-1 video
 is far likelier relevant than its rank-10 one. Every reader of a pair's adaptive state, the live writer
 (:mod:`annotation.judging.pair_state`), the refit and the campaign's read model
@@ -37,7 +37,6 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation import confusion, policy
 from annotation.judging import statements
 from annotation.judging.provenance import provenance
 from annotation.judging.statements import queryset_array
@@ -49,12 +48,14 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
+from annotation.policy import confusion
+from annotation.policy import rules as policy
 from config.batches import id_filters
 from jobs import runner
 from retrieval.label_status import CODES, RELEVANT
 
 REFIT_JOB = "refit-policy"
-"""The job kind that refits a campaign (:mod:`annotation.services.policy_fit`)."""
+"""The job kind that refits a campaign (:mod:`annotation.policy.fit`)."""
 REFIT_EVERY = 25
 """A submit looks at whether a refit is due only when its judgement id is a multiple of this."""
 MIN_NEW_LABELS = 50

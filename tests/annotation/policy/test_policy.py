@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from annotation.policy import (
+from annotation.policy.rules import (
     NOT_ADJUDICATED,
     labels_needed,
     needed_for,

@@ -4,7 +4,9 @@ label is worth, and a whole offline campaign under each policy on a small synthe
 import numpy as np
 import pytest
 
-from annotation import label_value, offline_campaign, policy
+from annotation import offline_campaign
+from annotation.policy import label_value
+from annotation.policy import rules as policy
 from annotation.pooling import Pool
 
 KS = (1, 5, 10)
