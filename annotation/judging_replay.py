@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.judging_order import DEFAULT_KS, FullOrder, Layout, full_order
+from annotation.ordering.orders import DEFAULT_KS, FullOrder, Layout, full_order
 from annotation.pooling import Pool
 from retrieval.estimation import RunJudgements, per_query_scores
 

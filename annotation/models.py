@@ -242,7 +242,7 @@ class Pair(models.Model):
         default="",
         db_default="",
         help_text="Set when a semantic proxy labelled the pair without a human, e.g. "
-        "'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.services.proxy_queue.",
+        "'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.ordering.proxy_queue.",
     )
 
     class Meta:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from annotation.judging_order import DEFAULT_KS, Layout
+from annotation.ordering.orders import DEFAULT_KS, Layout
 from annotation.policy import confusion, label_value
 from annotation.policy import rules as policy
 from annotation.pooling import Pool

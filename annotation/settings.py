@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from annotation import judging_order
+from annotation.ordering import orders as judging_order
 from annotation.policy import rules as policy
 from annotation.pooling import Pool
 from config.errors import UserError
@@ -211,7 +211,7 @@ class LabelPolicy:
 
 @dataclass(frozen=True)
 class EstimationSample:
-    """The queries drawn for estimates so far (:func:`annotation.judging.priorities.
+    """The queries drawn for estimates so far (:func:`annotation.ordering.priorities.
     draw_sample`), the pairs they added, and each draw as asked."""
 
     captions: tuple[int, ...] = ()
@@ -235,7 +235,7 @@ class EstimationSample:
 
 @dataclass(frozen=True)
 class QueueOrder:
-    """The last proxy ordering of the queue (:func:`annotation.services.proxy_queue.
+    """The last proxy ordering of the queue (:func:`annotation.ordering.proxy_queue.
     order_queue`)."""
 
     proxy: str
@@ -250,7 +250,7 @@ class QueueOrder:
 
 @dataclass(frozen=True)
 class AutoLabel:
-    """The last proxy auto-labelling (:func:`annotation.services.proxy_queue.auto_label`)."""
+    """The last proxy auto-labelling (:func:`annotation.ordering.proxy_queue.auto_label`)."""
 
     proxy: str
     relevant_at: float | None

@@ -19,9 +19,10 @@ from annotation.campaign_read.resolution import METHODS
 from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.gold import service as gold
 from annotation.gold import tasks as gold_queue
-from annotation.judging import pair_state, priorities, submit
+from annotation.judging import pair_state, submit
 from annotation.judging import queue as judging_queue
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
+from annotation.ordering import priorities
 from annotation.people.progress import (
     annotator_progress,
     judging_campaigns,

@@ -63,7 +63,7 @@ class PeakSampler:
 
 def add_provenance(campaign, rng: np.random.Generator) -> None:
     """Pooled runs and their ranks for every pair, as a real campaign has."""
-    from annotation.judging.provenance import Provenance
+    from annotation.campaigns.provenance import Provenance
     from annotation.models import CampaignRun
     from retrieval.models import RetrievalModel, Run
 

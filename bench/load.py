@@ -171,9 +171,10 @@ def build_campaign(
     top-``DEPTH`` videos, queued in ``judging_order``; (campaign id, pairs)."""
     from django.db import connection, transaction
 
-    from annotation.judging import pair_state, priorities
+    from annotation.judging import pair_state
     from annotation.judging.statements import column_rows
     from annotation.models import Campaign, Pair
+    from annotation.ordering import priorities
     from annotation.policy import rules as policy
     from annotation.pooling import Pool
     from annotation.settings import CampaignSettings, JudgingSettings, LabelPolicy

@@ -6,7 +6,7 @@ to a file or an HTTP response. Only pairs with a final label or a disagreement a
 exported as pairs; pending pairs have no final label yet.
 
 - ``csv`` / ``jsonl``: one row per pair (see :mod:`retrieval.formats.labels`). When a proxy
-  labelled some of the campaign's pairs (:mod:`annotation.services.proxy_queue`), every row also has
+  labelled some of the campaign's pairs (:mod:`annotation.ordering.proxy_queue`), every row also has
   an ``auto_label`` column naming the rule, empty for pairs humans labelled.
 - ``qrels``: ``caption 0 video rel`` for resolved pairs, judged negatives kept as 0 so
   judged-fraction measures work, and each caption's own video as 1 (the benchmark's
@@ -200,7 +200,7 @@ def _resolved_by(campaign: Campaign, method: str) -> Override:
 
 
 def _has_auto_labels(campaign: Campaign) -> bool:
-    """Whether a proxy labelled any of the campaign's pairs (see :mod:`annotation.services.proxy_queue`)."""
+    """Whether a proxy labelled any of the campaign's pairs (see :mod:`annotation.ordering.proxy_queue`)."""
     return Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Max, Q, Sum
 
 from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
-from annotation.judging import figures_due, priorities, statements
+from annotation.judging import figures_due, statements
 from annotation.models import (
     AnnotatorStanding,
     AnnotatorTally,
@@ -33,6 +33,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
+from annotation.ordering import priorities
 from annotation.people.scores import campaign_scores
 from jobs import figures
 

@@ -4,7 +4,7 @@ The table's figures (pairs per status, open escalations, the resolved label set)
 three grouped queries whatever the number of campaigns. A campaign's page adds its
 settings as the judging order and gold queue read them, labels judged today, the agreement
 report of :mod:`annotation.campaign_read.reporting` (the same figures as the agreement page),
-the judging order's status (:func:`annotation.judging.priorities.judging_status`), the
+the judging order's status (:func:`annotation.ordering.priorities.judging_status`), the
 pairs waiting for an admin and every label set made from it.
 """
 
@@ -21,8 +21,8 @@ from annotation.campaign_read import live_figures
 from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
 from annotation.judging import pair_state
-from annotation.judging.priorities import JudgingStatus
 from annotation.models import AnnotatorTally, Campaign, CampaignTally, Escalation, Pair
+from annotation.ordering.priorities import JudgingStatus
 from annotation.settings import GoldSettings, JudgingSettings, LabelPolicy
 from retrieval.models import BROWSER_READY_STATES, LabelSet, Video
 

@@ -27,8 +27,8 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.campaign_read.labels import load_campaign_labels
-from annotation.judging import priorities
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
+from annotation.ordering import priorities
 from annotation.people import quality
 from annotation.policy import label_models
 from retrieval.judged import Judged

@@ -6,7 +6,7 @@ once than its policy still needs (``Pair.open_slots``), never to someone who jud
 and leases expire so abandoned work returns to the queue. On PostgreSQL the next-task
 query locks its row and skips rows other transactions hold (``FOR UPDATE SKIP LOCKED``);
 on SQLite every write transaction is ``IMMEDIATE`` (see settings), so they run one at a
-time. The order pairs come in is :mod:`annotation.judging.priorities`'s; answers are
+time. The order pairs come in is :mod:`annotation.ordering.priorities`'s; answers are
 :mod:`annotation.judging.submit`'s. Progress reads running totals that the database's
 triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 """
@@ -20,7 +20,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import pair_state, priorities, statements, task_ids
+from annotation.judging import pair_state, statements, task_ids
 from annotation.models import (
     Campaign,
     GoldJudgement,
@@ -30,6 +30,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from annotation.ordering import priorities
 from annotation.people import standing
 from config.batches import ID_BATCH
 from retrieval.models import BROWSER_READY_STATES

@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import figures_due, pair_state, priorities, task_ids
+from annotation.judging import figures_due, pair_state, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import GRACE_SECONDS, Assignment, assign
@@ -33,6 +33,7 @@ from annotation.models import (
     Lease,
     Pair,
 )
+from annotation.ordering import priorities
 from annotation.people import standing
 from annotation.policy import label_models
 from config.text_rule import check_text, text_problem

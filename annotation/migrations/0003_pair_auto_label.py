@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
                 blank=True,
                 db_default="",
                 default="",
-                help_text="Set when a semantic proxy labelled the pair without a human, e.g. 'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.services.proxy_queue.",
+                help_text="Set when a semantic proxy labelled the pair without a human, e.g. 'bow>=0.90' (relevant) or 'bow<=0.05' (irrelevant); see annotation.ordering.proxy_queue.",
                 max_length=64,
             ),
         ),

@@ -162,7 +162,7 @@ def _left_on_mine(ids: list[int], annotator) -> dict[int, int]:
 
 
 def _spent(ids: list[int]) -> dict[int, int]:
-    """Campaign id -> live labels, as :func:`annotation.judging.priorities.labels_spent`."""
+    """Campaign id -> live labels, as :func:`annotation.ordering.priorities.labels_spent`."""
     if not ids:
         return {}
     rows = (

@@ -20,8 +20,9 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import priorities, queue
+from annotation.judging import queue
 from annotation.models import AnnotatorStanding, Campaign, GoldPair, QualificationAttempt
+from annotation.ordering import priorities
 from annotation.people.state import JUDGING, Inputs, State, state_of
 
 

@@ -9,7 +9,7 @@ stratum (:func:`annotation.policy.label_models.strata`), stores the confusions
 (:class:`~annotation.models.PolicyFit`) in one transaction, and then has the pairs' one
 writer recompute every labelled pair's ``needed`` and ``status`` a chunk at a time
 (:func:`annotation.judging.pair_state.apply_refit`) and the metric-aware order run again on
-the queries whose pairs changed (:func:`annotation.judging.priorities.requeue`), each in
+the queries whose pairs changed (:func:`annotation.ordering.priorities.requeue`), each in
 short transactions that lock as a submit does, so judging goes on meanwhile.
 
 It runs as the ``refit-policy`` job (queued after a label once enough new labels came in:
@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 
-from annotation.judging import pair_state, priorities
+from annotation.judging import pair_state
 from annotation.judging.statements import queryset_array
 from annotation.models import (
     AnnotatorModel,
@@ -39,6 +39,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
+from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
 from config.errors import UserError
 from retrieval.label_status import CODES, RELEVANT

@@ -37,8 +37,8 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.campaigns.provenance import provenance
 from annotation.judging import statements
-from annotation.judging.provenance import provenance
 from annotation.judging.statements import queryset_array
 from annotation.models import (
     AnnotatorModel,

@@ -10,7 +10,7 @@ with no label, its prior's lesser side) times its impact: the adaptive policy's
 metric-aware order serves the most valuable task first, and asks for no label that
 decides nothing.
 
-Arrays are laid out queries x slots (x runs), as :class:`annotation.judging_order.Layout`
+Arrays are laid out queries x slots (x runs), as :class:`annotation.ordering.orders.Layout`
 lays out a pool: ``ranks`` 1-based, 0 where the run did not retrieve the pair (or padding),
 ``known_rank`` queries x runs the rank of a positive outside the pool (0 none).
 """
@@ -115,7 +115,7 @@ def queue(
     the others are asked for as :func:`wanted` says. Within a query the wanted tasks, first
     labels and extra labels alike, go by value; across queries round-robin, the query with
     the fewest judged pairs first (``turn`` breaks ties), as every interleaved judging order
-    does (:func:`annotation.judging_order.queue_positions`): a wanted task's position is
+    does (:func:`annotation.ordering.orders.queue_positions`): a wanted task's position is
     ``(judged + place) x queries + turn``. Positions of tasks not wanted are -1."""
     fixed = np.asarray(fixed, dtype=bool)
     want, value = wanted(
@@ -146,7 +146,7 @@ def settled_correct_at(
     """Runs x ks: the share of queries whose Correct@K is settled under the adaptive policy:
     every pair that decides it (see :func:`deciding_cells`) has labels and a posterior at
     least ``confidence`` (or an admin's or a proxy's label, ``fixed``). A C@K no pair
-    decides is settled, as it is exact (:func:`annotation.judging_order.exact_correct_at`)."""
+    decides is settled, as it is exact (:func:`annotation.ordering.orders.exact_correct_at`)."""
     ranks = np.asarray(ranks, dtype=np.int64)
     in_run = ranks > 0
     other = _other_first_hit(ranks, relevant, known_rank)

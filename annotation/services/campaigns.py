@@ -16,9 +16,10 @@ from django.db import IntegrityError, transaction
 
 from annotation import pooling
 from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
-from annotation.judging import pair_state, priorities, statements
+from annotation.judging import pair_state, statements
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
+from annotation.ordering import priorities
 from annotation.policy import rules as policy
 from config.batches import id_filters
 from config.errors import UserError

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.judging_order import STRATEGIES
 from annotation.judging_replay import Replay, ReplayWorld, budget_steps, replay
+from annotation.ordering.orders import STRATEGIES
 from annotation.pooling import pool
 from config.batches import rows_in
 from config.errors import UserError

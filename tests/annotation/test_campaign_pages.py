@@ -17,8 +17,9 @@ from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaign_read.overview import LabelCounts
 from annotation.campaign_read.reporting import campaign_report
 from annotation.campaign_read.resolution import resolve_campaign
-from annotation.judging import priorities, queue, submit
+from annotation.judging import queue, submit
 from annotation.models import Campaign, GoldJudgement, Judgement
+from annotation.ordering import priorities
 from annotation.people.progress import annotator_progress, judging_campaigns
 from config import roles
 from tests.factories import add_gold, make_campaign

@@ -23,8 +23,9 @@ import pytest
 from django.core.management import call_command
 
 from annotation.campaign_read import resolution
-from annotation.judging import priorities, queue, submit
+from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
+from annotation.ordering import priorities
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.models import Caption
 from retrieval.services.reports import build_report

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotation import judging_order
 from annotation.campaign_read import exports
-from annotation.judging import priorities, queue, submit
+from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
+from annotation.ordering import orders as judging_order
+from annotation.ordering import priorities
 from annotation.pooling import Pool
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.services.runs import load_run

@@ -21,8 +21,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.gold import service as gold_service
-from annotation.judging import pair_state, priorities
+from annotation.judging import pair_state
 from annotation.models import GoldPair, Judgement, Lease, Pair
+from annotation.ordering import priorities
 from annotation.people import service as people
 from annotation.services import campaigns
 from annotation.settings import EstimationSample

@@ -2,8 +2,8 @@
 
 import json
 
-from annotation.judging.priorities import draw_sample
 from annotation.management.lookup import get_campaign
+from annotation.ordering.priorities import draw_sample
 from config.commands import BaseCommand
 
 

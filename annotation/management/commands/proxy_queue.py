@@ -5,9 +5,9 @@ import json
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from annotation import proxy_ordering
 from annotation.management.lookup import get_campaign
-from annotation.services import proxy_queue
+from annotation.ordering import proxy as proxy_ordering
+from annotation.ordering import proxy_queue
 from config.commands import BaseCommand
 from retrieval.proxies import PROXIES
 

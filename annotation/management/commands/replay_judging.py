@@ -5,8 +5,8 @@ import sys
 
 from tqdm import tqdm
 
-from annotation.judging_order import STRATEGIES
 from annotation.judging_replay import METRICS, Replay
+from annotation.ordering.orders import STRATEGIES
 from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
 

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.judging.priorities import JudgingStatus, RunExactness
 from annotation.models import Judgement
+from annotation.ordering.priorities import JudgingStatus, RunExactness
 from tests.factories import add_gold, make_campaign
 
 

@@ -12,8 +12,9 @@ from django.utils import timezone
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaign_spec import CampaignSpec
 from annotation.forms import CampaignSettingsForm
-from annotation.judging import pair_state, priorities, queue, submit
+from annotation.judging import pair_state, queue, submit
 from annotation.models import AnnotatorModel, Campaign, Judgement, Pair, PolicyFit
+from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
 from annotation.policy import fit as policy_fit
 from annotation.policy import rules as policy

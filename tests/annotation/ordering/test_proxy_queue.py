@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from annotation.campaign_read.exports import export_to_file
 from annotation.judging import queue, submit
 from annotation.models import Pair
-from annotation.proxy_ordering import auto_labels, order_within_captions, rule_text
+from annotation.ordering.proxy import auto_labels, order_within_captions, rule_text
+from annotation.ordering.proxy_queue import auto_label, order_queue
 from annotation.services.campaigns import campaign_split
-from annotation.services.proxy_queue import auto_label, order_queue
 from retrieval.formats import fire_json
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance

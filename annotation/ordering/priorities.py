@@ -1,6 +1,6 @@
 """The campaign's judging order applied live: queue positions, parked pairs and the budget.
 
-A campaign names a strategy of :mod:`annotation.judging_order` (``depth`` by default) in its
+A campaign names a strategy of :mod:`annotation.ordering.orders` (``depth`` by default) in its
 settings (``campaign.settings.judging``). Creation gives every pair its first position; an
 adaptive strategy then recomputes the positions of one query's open pairs on every label
 of that query (:func:`reprioritise`, called by the assignment service in the submit's
@@ -26,10 +26,10 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Case, Min, Q, Sum, Value, When
 
-from annotation import judging_order
+from annotation.campaigns.provenance import Provenance, provenance
 from annotation.judging import pair_state, statements
-from annotation.judging.provenance import Provenance, provenance
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
+from annotation.ordering import orders as judging_order
 from annotation.policy import label_models, label_value
 from annotation.policy.rules import certainty
 from annotation.pooling import Pool

@@ -2,7 +2,7 @@
 
 A semantic proxy S(video, caption) (Wray et al. 2021, §4) scores each pending pair; these
 functions turn scores into new queue positions within each caption and into automatic
-labels at two thresholds. :mod:`annotation.services.proxy_queue` applies them to a campaign.
+labels at two thresholds. :mod:`annotation.ordering.proxy_queue` applies them to a campaign.
 """
 
 from __future__ import annotations

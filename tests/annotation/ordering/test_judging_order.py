@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.judging_order import (
+from annotation.models import Pair
+from annotation.ordering.orders import (
     STRATEGIES,
     exact_correct_at,
     full_order,
     live_relevant,
     make_order,
 )
-from annotation.models import Pair
 from annotation.pooling import pool
 from retrieval.runs import RankedLists
 from tests.factories import make_campaign
@@ -289,7 +289,7 @@ def test_a_tie_counts_as_relevant_until_settled():
 @pytest.mark.django_db
 def test_decided_arrays_agree_with_the_row_rule_on_every_kind_of_pair(django_user_model):
     """judging_status reads the pairs into numpy; its rule is :func:`priorities._decided`'s."""
-    from annotation.judging import priorities
+    from annotation.ordering import priorities
 
     campaign = make_campaign(n_queries=6, depth=3, rate=0.5)
     pairs = list(campaign.pairs.order_by("pool_row"))

@@ -21,7 +21,7 @@ from django.db import transaction
 
 from annotation.judging import pair_state
 from annotation.models import Campaign, Pair
-from annotation.proxy_ordering import (
+from annotation.ordering.proxy import (
     NONE,
     auto_labels,
     check_thresholds,

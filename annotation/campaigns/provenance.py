@@ -1,6 +1,6 @@
 """What pooling knew about a campaign's pairs (:class:`Provenance`), read once per process.
 
-Apart from :mod:`annotation.judging.priorities` (which re-exports it) so that the pairs' one
+Apart from :mod:`annotation.ordering.priorities` (which re-exports it) so that the pairs' one
 writer, :mod:`annotation.judging.pair_state`, may read pool ranks without importing the
 judging order that itself writes through it.
 """
