@@ -17,7 +17,7 @@ class AnnotationConfig(AppConfig):
         post_migrate.connect(create_role_groups, sender=self)
         register_grant(judging_video)
         from annotation import jobs  # noqa: F401 - registers the app's job kinds
-        from annotation.services.replay import stored_comparison
+        from annotation.simulation.replay_service import stored_comparison
         from retrieval.services.stored_figures import WARMERS
 
         # A new label set's judging-orders comparison is computed with its other figures.

@@ -7,7 +7,7 @@ page stays a template over ready markup, and apart from the services so the JSON
 
 from annotation.campaign_read.reporting import AgreementReport, ProxyReport
 from annotation.people.scores import CampaignScores
-from annotation.services.replay import OrderComparison
+from annotation.simulation.replay_service import OrderComparison
 from retrieval import plots
 from retrieval.proxies import PROXY_LABELS
 

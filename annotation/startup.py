@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from annotation.demo_campaign import DEMO_CAMPAIGN
 from annotation.models import Campaign
+from annotation.simulation.demo import DEMO_CAMPAIGN
 from config.console import Console
 from jobs import runner
 from jobs.models import Job

@@ -29,7 +29,7 @@ from annotation.people.progress import (
     work_first,
 )
 from annotation.services import lifecycle
-from annotation.services.replay import ReplayError, stored_comparison
+from annotation.simulation.replay_service import ReplayError, stored_comparison
 from config import roles
 from retrieval.models import Dataset, LabelSet
 from retrieval.services.labelsets import LabelSetError

@@ -2,9 +2,9 @@
 spent and each model's C@K error, and the 95% intervals' coverage.
 
 Builds (or reuses, ``--world``) a demo world of ``--videos`` clips with its four models, pools
-them at depth 10 against the world's ground truth (:func:`annotation.services.replay.
+them at depth 10 against the world's ground truth (:func:`annotation.simulation.replay_service.
 replay_world`: each caption's own video is a known positive outside the pool), and judges the
-pool offline (:mod:`annotation.offline_campaign`) with the quality bench's crowd (20
+pool offline (:mod:`annotation.simulation.offline`) with the quality bench's crowd (20
 annotators: 60% careful 2% error, 20% normal 8%, 10% random spammers, 10% always "not
 relevant"), the same seeds for both configurations:
 
@@ -53,7 +53,7 @@ def log(message: str) -> None:
 
 def scores(world, labels: np.ndarray) -> dict[str, dict[str, float]]:
     """Each run's C@K and AP with ``labels`` (bool per pool pair) as the pool's positives."""
-    from annotation.judging_replay import ReplayWorld
+    from annotation.simulation.replay import ReplayWorld
 
     view = ReplayWorld(
         world.pool, labels, world.run_names, world.depth, world.known_positive, world.known_count
@@ -62,7 +62,7 @@ def scores(world, labels: np.ndarray) -> dict[str, dict[str, float]]:
 
 
 def run_config(world, crowd, policy_name: str, order: str, seed: int, confidence: float):
-    from annotation import offline_campaign
+    from annotation.simulation import offline as offline_campaign
 
     outcome = offline_campaign.simulate(
         world.pool,
@@ -91,8 +91,8 @@ def main() -> None:
     with temporary_django(template=args.world if reuse else None) as tmp:
         from django.core.management import call_command
 
-        from annotation import offline_campaign
-        from annotation.services.replay import replay_world
+        from annotation.simulation import offline as offline_campaign
+        from annotation.simulation.replay_service import replay_world
         from retrieval.models import Dataset
 
         if not reuse:
@@ -121,7 +121,7 @@ def main() -> None:
 
 def coverage_of(world, crowd, args) -> dict[str, float]:
     """Share of (seed, run) whose 95% interval holds the true-label value, per metric."""
-    from annotation import offline_campaign
+    from annotation.simulation import offline as offline_campaign
     from retrieval import score_intervals
 
     # The true-label value of every metric (nDCG@10 too): the intervals of the truth itself,

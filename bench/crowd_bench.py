@@ -3,7 +3,7 @@
 Builds a demo world (``manage.py demo``, ``--videos`` clips, its four models) in a temporary
 SQLite database, pools the four runs at depth 10 into one campaign per configuration, and lets
 the same seeded crowd of simulated annotators judge each through the real assignment service
-(:func:`annotation.services.simulation.simulate`: qualification, gold, pausing included), under
+(:func:`annotation.simulation.live.simulate`: qualification, gold, pausing included), under
 FIRE's policy (one label, a second for 10%, a third when two disagree):
 
 - reference: a spammer-free crowd (careful annotators in the spammers' place), as A;
@@ -61,7 +61,7 @@ def log(message: str) -> None:
 def crowd_profiles(text: str, spammer_seconds: float | None):
     from dataclasses import replace
 
-    from annotation.services.simulation import parse_profiles
+    from annotation.simulation.live import parse_profiles
 
     profiles = parse_profiles(text)
     if spammer_seconds is None:
@@ -165,7 +165,7 @@ def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> d
 
     from annotation.models import AnnotatorStanding
     from annotation.people import service as people
-    from annotation.services.simulation import simulate
+    from annotation.simulation.live import simulate
 
     discounted: set[int] = set()
     adaptive = campaign.settings.label_policy.adaptive

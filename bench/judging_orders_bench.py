@@ -23,9 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from annotation.judging_replay import ReplayWorld, exact_after  # noqa: E402
 from annotation.ordering.orders import STRATEGIES, full_order, make_order  # noqa: E402
 from annotation.pooling import pool  # noqa: E402
+from annotation.simulation.replay import ReplayWorld, exact_after  # noqa: E402
 from retrieval.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
 from retrieval.runs import RankedLists  # noqa: E402
 
@@ -211,7 +211,7 @@ def demo_world(videos: int) -> ReplayWorld:
     in a throw-away database), pooled at depth 10 with its ground truth."""
     from django.core.management import call_command
 
-    from annotation.services.replay import replay_world
+    from annotation.simulation.replay_service import replay_world
     from retrieval.models import Dataset
 
     call_command("demo", videos=videos, verbosity=0)

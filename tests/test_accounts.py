@@ -83,7 +83,7 @@ def test_the_admin_sites_user_forms_refuse_another_letter_case(taken):
 
 
 def test_fixed_accounts_are_refused_when_another_case_has_them(taken):
-    from annotation.services.simulation import simulated_annotators
+    from annotation.simulation.live import simulated_annotators
 
     get_user_model().objects.create_user("Annotator1")
     before = _users()

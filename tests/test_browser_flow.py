@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Campaign
-from annotation.services.simulation import simulate
+from annotation.simulation.live import simulate
 from config import roles
 from retrieval.models import Caption, LabelSet, Video
 from tests.browser_support import login, needs_chromium

@@ -18,7 +18,7 @@ from annotation.jobs import ExportForm
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign
 from annotation.services.campaigns import CampaignError
-from annotation.services.simulation import SimulationError
+from annotation.simulation.live import SimulationError
 from config import roles
 from config.errors import NotFound, UserError
 from jobs import tasks

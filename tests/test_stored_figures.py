@@ -89,7 +89,7 @@ def test_the_leaderboard_page_says_when_its_board_was_computed(client):
 
 @pytest.mark.django_db
 def test_the_judging_orders_comparison_is_stored_and_follows_the_runs(client):
-    from annotation.services.replay import compare_orders, stored_comparison
+    from annotation.simulation.replay_service import compare_orders, stored_comparison
     from retrieval.services.demo import create_demo_dataset
 
     world = create_demo_dataset(name="figorders", n_videos=24, seed=6, workers=1)

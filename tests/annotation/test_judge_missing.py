@@ -7,7 +7,7 @@ import pytest
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.models import Campaign
 from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
-from annotation.services.simulation import simulate
+from annotation.simulation.live import simulate
 from jobs.models import Job
 from retrieval.models import Caption, LabelSet
 from retrieval.services.labelsets import LabelSetError, load_judged

@@ -9,7 +9,7 @@ from scipy.stats import mannwhitneyu
 
 from annotation.campaign_read.reporting import campaign_proxy_report
 from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement, roc_auc
-from annotation.services.simulation import simulate
+from annotation.simulation.live import simulate
 from config.roles import RESEARCHER, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyOptions, proxy_relevance

@@ -17,7 +17,7 @@ from annotation.gold import service as gold
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.simulation import (
+from annotation.simulation.live import (
     ADVERSARIAL,
     ALWAYS_IRRELEVANT,
     ERROR,

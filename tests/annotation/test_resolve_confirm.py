@@ -10,7 +10,7 @@ from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaign_read.resolution import campaign_resolution, overturned
 from annotation.models import Judgement
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.services.simulation import parse_profiles, simulate
+from annotation.simulation.live import parse_profiles, simulate
 from retrieval.label_status import LabelStatus
 from retrieval.models import LabelSet
 from retrieval.services.demo import create_demo_dataset

@@ -181,9 +181,9 @@ def test_retrying_a_failed_demo_campaign_job_finishes_the_campaign(monkeypatch):
     its retry found the campaign and "succeeded" at once, doing nothing. The retry now
     finishes what is missing (pre-fill, resolution), and only a complete campaign is kept
     as it is."""
-    from annotation import demo_campaign
     from annotation.campaign_read.overview import campaign_label_sets
     from annotation.models import Campaign, Judgement
+    from annotation.simulation import demo as demo_campaign
     from jobs.tasks import execute
     from retrieval.services.demo import create_demo_dataset
 

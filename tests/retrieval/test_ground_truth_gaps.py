@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotation.services.replay import replay_world
+from annotation.simulation.replay_service import replay_world
 from config import roles
 from retrieval.formats.records import FormatError
 from retrieval.judged import Judged

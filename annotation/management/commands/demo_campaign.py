@@ -2,7 +2,7 @@
 
 from django.core.management.base import CommandError
 
-from annotation.demo_campaign import DEMO_CAMPAIGN, create_demo_campaign
+from annotation.simulation.demo import DEMO_CAMPAIGN, create_demo_campaign
 from config.commands import BaseCommand
 from retrieval.models import Dataset
 

@@ -5,8 +5,8 @@ import sys
 
 from tqdm import tqdm
 
-from annotation.judging_replay import METRICS, Replay
 from annotation.ordering.orders import STRATEGIES
+from annotation.simulation.replay import METRICS, Replay
 from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
-        from annotation.services.replay import replay_dataset
+        from annotation.simulation.replay_service import replay_dataset
 
         dataset = get_dataset(options["dataset"])
         label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None

@@ -6,7 +6,7 @@ import sys
 from tqdm import tqdm
 
 from annotation.policy import rules as policy
-from annotation.services.crowd_replay import replay_labels
+from annotation.simulation.crowd_service import replay_labels
 from config.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP
 

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from tqdm import tqdm
 
 from annotation.management.lookup import get_campaign
-from annotation.services.simulation import (
+from annotation.simulation.live import (
     DEFAULT_SECONDS,
     PROFILE_SYNTAX,
     parse_profiles,

@@ -4,10 +4,10 @@ label is worth, and a whole offline campaign under each policy on a small synthe
 import numpy as np
 import pytest
 
-from annotation import offline_campaign
 from annotation.policy import label_value
 from annotation.policy import rules as policy
 from annotation.pooling import Pool
+from annotation.simulation import offline as offline_campaign
 
 KS = (1, 5, 10)
 

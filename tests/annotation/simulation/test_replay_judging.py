@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.judging_replay import METRICS
-from annotation.services.replay import replay_world
+from annotation.simulation.replay import METRICS
+from annotation.simulation.replay_service import replay_world
 from retrieval.judged import Judged
 from retrieval.models import Dataset
 from retrieval.services.demo import create_demo_dataset

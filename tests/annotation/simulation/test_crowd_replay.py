@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import crowd_replay
 from annotation.policy import confusion
 from annotation.policy import rules as policy
+from annotation.simulation import crowd as crowd_replay
 from retrieval.label_status import LabelStatus
 
 ROOT = Path(__file__).resolve().parents[2]

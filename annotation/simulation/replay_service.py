@@ -1,5 +1,5 @@
 """ORM-facing: gather a dataset's runs and complete labels into a replay world, and replay a
-judging order on it (the loop is :mod:`annotation.judging_replay`).
+judging order on it (the loop is :mod:`annotation.simulation.replay`).
 
 Rows are the query captions the runs answer (with a label set, those it judges), pooled at
 ``depth`` as a campaign would be: each caption's own video is left out of the pool and counts
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.judging_replay import Replay, ReplayWorld, budget_steps, replay
 from annotation.ordering.orders import STRATEGIES
 from annotation.pooling import pool
+from annotation.simulation.replay import Replay, ReplayWorld, budget_steps, replay
 from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures

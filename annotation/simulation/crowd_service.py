@@ -2,7 +2,7 @@
 
 Reads a raw label file (one annotator's label per line, the raw export's layout) and a gold
 file (trusted labels of some pairs), replays the policy once per seed
-(:func:`annotation.crowd_replay.replay`: labels taken one at a time, only when the policy
+(:func:`annotation.simulation.crowd.replay`: labels taken one at a time, only when the policy
 asks; the annotator model learns only from labels taken, never from the gold file) and
 scores each replay against the gold labels. For scale it also scores Dawid-Skene and
 majority on every available label. No database: the files are the whole input.
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation import crowd_replay
 from annotation.people import quality
 from annotation.policy import rules as policy
+from annotation.simulation import crowd as crowd_replay
 from config.errors import UserError
 from retrieval.formats.labels import read_gold_jsonl, read_raw_jsonl
 
@@ -67,7 +67,7 @@ class ReplaySummary:
 def read_crowd(
     labels_path: Path, gold_path: Path, duplicates: str | None = None
 ) -> tuple[crowd_replay.Crowd, np.ndarray, int]:
-    """The raw file as a :class:`~annotation.crowd_replay.Crowd`, each pair's gold label (-1
+    """The raw file as a :class:`~annotation.simulation.crowd.Crowd`, each pair's gold label (-1
     none) and how many gold pairs have no label in the raw file."""
     items: dict[tuple[str, str], int] = {}
     names: dict[str, int] = {}
