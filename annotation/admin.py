@@ -4,7 +4,9 @@ gold pairs, their answers and qualification attempts (those three for admins onl
 from django import forms
 from django.contrib import admin, messages
 
-from annotation.forms import CampaignSettingsForm
+from annotation.campaigns import lifecycle
+from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.service import CampaignError, checked_pool, create_campaign
 from annotation.gold import tasks as gold_queue
 from annotation.judging import submit
 from annotation.models import (
@@ -18,8 +20,6 @@ from annotation.models import (
     QualificationAttempt,
 )
 from annotation.people import service as people
-from annotation.services import lifecycle
-from annotation.services.campaigns import CampaignError, checked_pool, create_campaign
 from config import roles
 from retrieval.admin import NameRuleAdmin
 from retrieval.models import Run

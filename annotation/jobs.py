@@ -16,15 +16,15 @@ from django.urls import reverse
 
 from annotation.campaign_read import live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
-from annotation.campaign_spec import CampaignSpec
-from annotation.forms import CampaignSettingsForm
+from annotation.campaigns import lifecycle
+from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.service import CampaignError, check_spec
+from annotation.campaigns.spec import CampaignSpec
 from annotation.gold import service as gold_service
 from annotation.judging import figures_due
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
 from annotation.policy import fit as policy_fit
-from annotation.services import lifecycle
-from annotation.services.campaigns import CampaignError, check_spec
 from annotation.simulation.demo import DEMO_CAMPAIGN, create_demo_campaign
 from config.errors import UserError
 from jobs.models import Job

@@ -17,8 +17,8 @@ from django.db import models
 from django.db.models import BooleanField, Case, F, Q, Value, When
 from django.db.models.functions import Greatest
 
-from annotation.campaign_spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
-from annotation.settings import CampaignSettings, SettingsError
+from annotation.campaigns.settings import CampaignSettings, SettingsError
+from annotation.campaigns.spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
 from retrieval.label_status import LABELS, LabelStatus
 from retrieval.models import Caption, Dataset, Run, Video
 
@@ -96,7 +96,7 @@ class Campaign(models.Model):
         blank=True,
         validators=[validate_options],
         help_text="Optional behaviour, e.g. proxy ordering: read and written only as "
-        "settings (annotation.settings.CampaignSettings).",
+        "settings (annotation.campaigns.settings.CampaignSettings).",
     )
     gold_of = models.OneToOneField(
         "self",
@@ -188,7 +188,7 @@ class Pair(models.Model):
     """A caption-video pair to judge, with running label counts.
 
     Which runs retrieved the pair, and at which ranks, is row ``pool_row`` of the
-    campaign's provenance array (see :func:`annotation.services.campaigns.load_provenance`).
+    campaign's provenance array (see :func:`annotation.campaigns.service.load_provenance`).
     """
 
     class Status(models.TextChoices):

@@ -16,7 +16,8 @@ from annotation.campaign_read import exports, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.overview import campaign_page, campaign_rows
 from annotation.campaign_read.resolution import METHODS
-from annotation.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
+from annotation.campaigns import lifecycle
+from annotation.campaigns.forms import RETURN, AdjudicationForm, EstimateSampleForm, PromoteForm
 from annotation.gold import service as gold
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, submit
@@ -28,7 +29,6 @@ from annotation.people.progress import (
     judging_campaigns,
     work_first,
 )
-from annotation.services import lifecycle
 from annotation.simulation.replay_service import ReplayError, stored_comparison
 from config import roles
 from retrieval.models import Dataset, LabelSet
@@ -374,8 +374,8 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """A campaign of exactly the pairs of one run's top k that a label set does not judge;
     resolving it makes the set's next version (GET shows what it would pool, POST starts
     the pool job with the campaign form's settings)."""
+    from annotation.campaigns.service import missing_pairs
     from annotation.jobs import PoolForm
-    from annotation.services.campaigns import missing_pairs
     from jobs.registry import get_kind
     from jobs.runner import cleaned, create
 

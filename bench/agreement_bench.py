@@ -60,9 +60,9 @@ def build(args: argparse.Namespace):
     from django.contrib.auth.hashers import make_password
     from django.db import connection, transaction
 
+    from annotation.campaigns.pooling import Pool
+    from annotation.campaigns.service import write_pairs
     from annotation.models import Campaign, Judgement
-    from annotation.pooling import Pool
-    from annotation.services.campaigns import write_pairs
     from retrieval.models import Caption, Dataset, Video
 
     rng = np.random.default_rng(args.seed)

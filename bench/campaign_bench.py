@@ -23,8 +23,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=10)
     args = parser.parse_args()
     with temporary_django():
+        from annotation.campaigns.service import CampaignSpec, build_pool, create_campaign
         from annotation.models import Pair
-        from annotation.services.campaigns import CampaignSpec, build_pool, create_campaign
         from retrieval.models import Caption, Dataset, RetrievalModel, Video
         from retrieval.runs import RankedLists
         from retrieval.services.runs import store_run

@@ -137,9 +137,14 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: 
     """A campaign of the four runs at depth 10; with ``gold``, B's settings, else A's; with
     ``adaptive``, D's: B's quality control under the adaptive policy (confidence 0.95, at
     most 5 labels) and the metric-first order."""
+    from annotation.campaigns.service import CampaignSpec, create_campaign
+    from annotation.campaigns.settings import (
+        CampaignSettings,
+        GoldSettings,
+        JudgingSettings,
+        LabelPolicy,
+    )
     from annotation.policy import rules as policy
-    from annotation.services.campaigns import CampaignSpec, create_campaign
-    from annotation.settings import CampaignSettings, GoldSettings, JudgingSettings, LabelPolicy
 
     if gold:  # retries at once: the bench runs in minutes
         settings = GoldSettings(rate=0.05, qualification=True, threshold=0.9, cooldown_seconds=0)

@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from annotation.campaigns.pooling import pool  # noqa: E402
 from annotation.ordering.orders import STRATEGIES, full_order, make_order  # noqa: E402
-from annotation.pooling import pool  # noqa: E402
 from annotation.simulation.replay import ReplayWorld, exact_after  # noqa: E402
 from retrieval.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
 from retrieval.runs import RankedLists  # noqa: E402

@@ -171,13 +171,13 @@ def build_campaign(
     top-``DEPTH`` videos, queued in ``judging_order``; (campaign id, pairs)."""
     from django.db import connection, transaction
 
+    from annotation.campaigns.pooling import Pool
+    from annotation.campaigns.settings import CampaignSettings, JudgingSettings, LabelPolicy
     from annotation.judging import pair_state
     from annotation.judging.statements import column_rows
     from annotation.models import Campaign, Pair
     from annotation.ordering import priorities
     from annotation.policy import rules as policy
-    from annotation.pooling import Pool
-    from annotation.settings import CampaignSettings, JudgingSettings, LabelPolicy
     from retrieval.models import Caption, Dataset, Video
 
     n_queries = max(1, n_pairs // DEPTH)
@@ -273,9 +273,9 @@ def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) ->
     """``n_gold`` gold pairs (15% relevant) served at ``rate``, their hidden task pairs made
     now rather than under load; with ``qualification`` the campaign asks for it (the
     annotators are admitted by :func:`admit`, as if they had passed)."""
+    from annotation.campaigns.settings import GoldSettings
     from annotation.gold import tasks as gold_queue
     from annotation.models import Campaign, GoldPair
-    from annotation.settings import GoldSettings
     from retrieval.models import Caption
 
     campaign = Campaign.objects.get(pk=campaign_id)

@@ -223,7 +223,7 @@ def own_video_campaign(dataset) -> int:
     once (so every task shows another file, and no video comes from the browser's cache),
     and every pair takes two labels: one from the cold pass's annotator, one from the warm
     pass's."""
-    from annotation.services.campaigns import CampaignSpec, create_campaign
+    from annotation.campaigns.service import CampaignSpec, create_campaign
     from retrieval.models import Caption, RetrievalModel, Video
     from retrieval.runs import RankedLists
     from retrieval.services.runs import store_run

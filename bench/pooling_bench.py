@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from annotation.pooling import pool
+from annotation.campaigns.pooling import pool
 from retrieval.runs import RankedLists
 
 TARGET = "pool build <= 5 s including DB writes (the lead measures writes)"

@@ -516,9 +516,9 @@ def build(args) -> dict:
     from django.db import transaction
 
     from annotation.campaign_read.resolution import resolve_campaign
+    from annotation.campaigns.service import CampaignSpec, create_campaign
     from annotation.judging import pair_state
     from annotation.models import Pair
-    from annotation.services.campaigns import CampaignSpec, create_campaign
     from retrieval.label_status import IRRELEVANT, RELEVANT
 
     timings = {}

@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from annotation.campaigns.service import CampaignSpec, create_campaign
+from annotation.campaigns.settings import GoldSettings
 from annotation.judging import queue, submit
 from annotation.models import GoldPair
-from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.settings import GoldSettings
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
 from retrieval.services.runs import store_run

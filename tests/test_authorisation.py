@@ -24,6 +24,8 @@ from django.utils import timezone
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaign_read.resolution import resolve_campaign
+from annotation.campaigns.service import CampaignSpec, create_campaign
+from annotation.campaigns.settings import GoldSettings
 from annotation.judging import queue, submit, task_ids
 from annotation.models import (
     AnnotatorStanding,
@@ -34,8 +36,6 @@ from annotation.models import (
     Pair,
     QualificationAttempt,
 )
-from annotation.services.campaigns import CampaignSpec, create_campaign
-from annotation.settings import GoldSettings
 from config import roles
 from retrieval.models import Caption, Dataset, Video
 from retrieval.services.demo import create_demo_dataset

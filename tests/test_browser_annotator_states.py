@@ -12,10 +12,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.campaigns.settings import GoldSettings
 from annotation.models import AnnotatorStanding, Campaign, GoldPair, Lease, Pair
 from annotation.people import standing
 from annotation.people import state as states
-from annotation.settings import GoldSettings
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen

@@ -8,8 +8,8 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.campaign_spec import CampaignSpec
-from annotation.services.campaigns import create_campaign
+from annotation.campaigns.service import create_campaign
+from annotation.campaigns.spec import CampaignSpec
 from config import roles
 from jobs.models import Job
 from tests.browser_support import login, needs_chromium

@@ -14,10 +14,10 @@ from rest_framework.test import APIClient
 
 from annotation.agreement import AgreementError
 from annotation.campaign_read.exports import ExportError
+from annotation.campaigns.service import CampaignError
 from annotation.jobs import ExportForm
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignError
 from annotation.simulation.live import SimulationError
 from config import roles
 from config.errors import NotFound, UserError

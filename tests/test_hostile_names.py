@@ -13,8 +13,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from config import roles
 from jobs.models import Job
 from retrieval.judged import Judged

@@ -15,8 +15,8 @@ from django.test import Client
 from django.utils.html import escape
 from rest_framework.authtoken.models import Token
 
+from annotation.campaigns.service import CampaignError, CampaignSpec, create_campaign
 from annotation.models import Campaign, Pair
-from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
 from config import roles
 from jobs import runner
 from jobs.models import Job

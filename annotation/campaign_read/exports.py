@@ -41,11 +41,11 @@ from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from annotation.campaign_read.resolution import MAJORITY, METHODS, campaign_resolution
+from annotation.campaigns.service import load_provenance
 from annotation.gold import file as gold_file
 from annotation.gold import service as gold
 from annotation.judging import statements
 from annotation.models import Campaign, Judgement, Pair
-from annotation.services.campaigns import load_provenance
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES, names

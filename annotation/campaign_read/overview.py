@@ -20,10 +20,10 @@ from django.utils import timezone
 from annotation.campaign_read import live_figures
 from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
+from annotation.campaigns.settings import GoldSettings, JudgingSettings, LabelPolicy
 from annotation.judging import pair_state
 from annotation.models import AnnotatorTally, Campaign, CampaignTally, Escalation, Pair
 from annotation.ordering.priorities import JudgingStatus
-from annotation.settings import GoldSettings, JudgingSettings, LabelPolicy
 from retrieval.models import BROWSER_READY_STATES, LabelSet, Video
 
 

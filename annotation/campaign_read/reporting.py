@@ -13,10 +13,10 @@ import numpy as np
 
 from annotation import agreement
 from annotation.campaign_read.labels import campaign_judged, load_campaign_labels
+from annotation.campaigns.service import campaign_split
 from annotation.models import Campaign
 from annotation.policy import rules as policy
 from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
-from annotation.services.campaigns import campaign_split
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.proxies import PROXIES, PROXY_LABELS

@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from annotation.campaigns.settings import DEFAULT_TRIES
 from annotation.judging import pair_state
 from annotation.judging import statements as sql
 from annotation.models import (
@@ -40,7 +41,6 @@ from annotation.models import (
     QualificationAttempt,
 )
 from annotation.people import quality
-from annotation.settings import DEFAULT_TRIES
 from config.errors import UserError
 
 

@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, F, Q, Value, When
 from django.utils import timezone
 
-from annotation.campaign_spec import LEASE_SECONDS
+from annotation.campaigns.spec import LEASE_SECONDS
 from annotation.judging import statements as sql
 from annotation.models import (
     Campaign,

@@ -1518,7 +1518,7 @@ def aware_time(value: object) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-# Bulk inserts (annotation.services.campaigns): hundreds of thousands of pairs through the
+# Bulk inserts (annotation.campaigns.service): hundreds of thousands of pairs through the
 # ORM's per-object machinery would take far longer than pooling them.
 
 

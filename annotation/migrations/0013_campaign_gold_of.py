@@ -34,7 +34,7 @@ class Migration(migrations.Migration):
                 blank=True,
                 default=dict,
                 help_text="Optional behaviour, e.g. proxy ordering: read and written only as "
-                "settings (annotation.settings.CampaignSettings).",
+                "settings (annotation.campaigns.settings.CampaignSettings).",
                 validators=[annotation.models.validate_options],
             ),
         ),

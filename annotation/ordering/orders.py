@@ -1,6 +1,6 @@
 """Pure: the order in which a pool's pairs are judged (numpy, no ORM).
 
-Every strategy works on a :class:`~annotation.pooling.Pool` (pairs sorted by caption, best rank
+Every strategy works on a :class:`~annotation.campaigns.pooling.Pool` (pairs sorted by caption, best rank
 and video, ``ranks`` pairs x runs, 1-based, 0 = not retrieved) laid out as queries x slots,
 one slot per pair of a caption in pool order. A strategy's state gives each open pair a
 priority (higher is served sooner, ``-inf`` once judged or no longer needed);
@@ -21,7 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
-from annotation.pooling import Pool
+from annotation.campaigns.pooling import Pool
 
 DEFAULT_KS = (1, 5, 10)
 RBP_P = 0.8

@@ -26,14 +26,14 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Case, Min, Q, Sum, Value, When
 
+from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import Provenance, provenance
+from annotation.campaigns.settings import CampaignSettings, JudgingSettings
 from annotation.judging import pair_state, statements
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
 from annotation.policy import label_models, label_value
 from annotation.policy.rules import certainty
-from annotation.pooling import Pool
-from annotation.settings import CampaignSettings, JudgingSettings
 from config.batches import rows_in
 from config.errors import UserError
 

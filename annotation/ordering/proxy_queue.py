@@ -19,6 +19,8 @@ from dataclasses import replace
 import numpy as np
 from django.db import transaction
 
+from annotation.campaigns.service import campaign_split
+from annotation.campaigns.settings import AutoLabel, QueueOrder
 from annotation.judging import pair_state
 from annotation.models import Campaign, Pair
 from annotation.ordering.proxy import (
@@ -28,8 +30,6 @@ from annotation.ordering.proxy import (
     order_within_captions,
     rule_text,
 )
-from annotation.services.campaigns import campaign_split
-from annotation.settings import AutoLabel, QueueOrder
 from retrieval.label_status import IRRELEVANT, RELEVANT
 
 

@@ -29,8 +29,8 @@ import numpy as np
 from scipy.special import expit
 
 from annotation import agreement
+from annotation.campaigns.settings import DEFAULT_FLOOR_SECONDS
 from annotation.policy import rules as policy
-from annotation.settings import DEFAULT_FLOOR_SECONDS
 from retrieval.formats.labels import RawLabel
 from retrieval.intervals import Interval
 from retrieval.label_status import LabelStatus

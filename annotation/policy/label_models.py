@@ -341,7 +341,7 @@ def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
     refit holds (``SKIP LOCKED``; that refit is what was asked for), so a submit never
     waits on a refit that may be waiting on the submit's pairs; then one conditional UPDATE
     claims it, so concurrent requests queue it once. The row is made with the campaign
-    (:func:`annotation.services.campaigns.create_campaign`); one made before is made here.
+    (:func:`annotation.campaigns.service.create_campaign`); one made before is made here.
     """
     now = now or timezone.now()
     fit = PolicyFit.objects.filter(campaign=campaign).first()

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from annotation.campaign_read.overview import campaign_label_sets
 from annotation.campaign_read.resolution import resolve_campaign
+from annotation.campaigns.service import CampaignError, CampaignSpec, create_campaign
 from annotation.models import Campaign, Judgement
-from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
 from annotation.simulation.live import simulate
 from retrieval.models import Dataset, Run
 from retrieval.services.demo_models import DEMO_MODELS

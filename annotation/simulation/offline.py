@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from annotation.campaigns.pooling import Pool
 from annotation.ordering.orders import DEFAULT_KS, Layout
 from annotation.policy import confusion, label_value
 from annotation.policy import rules as policy
-from annotation.pooling import Pool
 from retrieval.label_status import LabelStatus, majority
 
 DEPTH, METRIC_FIRST = "depth", "metric-first"

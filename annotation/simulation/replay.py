@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.campaigns.pooling import Pool
 from annotation.ordering.orders import DEFAULT_KS, FullOrder, Layout, full_order
-from annotation.pooling import Pool
 from retrieval.estimation import RunJudgements, per_query_scores
 
 METRICS = (*(f"C@{k}" for k in DEFAULT_KS), "AP")

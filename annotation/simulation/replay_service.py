@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.campaigns.pooling import pool
 from annotation.ordering.orders import STRATEGIES
-from annotation.pooling import pool
 from annotation.simulation.replay import Replay, ReplayWorld, budget_steps, replay
 from config.batches import rows_in
 from config.errors import UserError

@@ -5,8 +5,8 @@ dataset's label sets."""
 
 import pytest
 
+from annotation.campaigns import lifecycle
 from annotation.models import Campaign
-from annotation.services import lifecycle
 from jobs.models import Job
 from tests.factories import make_campaign
 
@@ -129,7 +129,7 @@ def _label_set(dataset, name: str):
 
 
 def test_the_new_page_offers_the_datasets_label_sets_to_extend(campaign, people, client):
-    from annotation.forms import OWN_CAMPAIGN
+    from annotation.campaigns.forms import OWN_CAMPAIGN
 
     _label_set(campaign.dataset, "mine")
     other = make_campaign()

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from annotation.settings import CampaignSettings
+from annotation.campaigns.settings import CampaignSettings
 from config import roles
 from retrieval.encoders.text import load_spacy
 from retrieval.models import Caption

@@ -23,10 +23,10 @@ import pytest
 from django.core.management import call_command
 
 from annotation.campaign_read import resolution
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
 from annotation.ordering import priorities
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.models import Caption
 from retrieval.services.reports import build_report
 from retrieval.services.runs import load_run

@@ -21,10 +21,10 @@ from annotation.campaign_read.resolution import (
     campaign_resolution,
     resolve_campaign,
 )
+from annotation.campaigns.service import load_provenance
 from annotation.judging import queue, submit
 from annotation.models import Judgement, Pair
 from annotation.people import service as people
-from annotation.services.campaigns import load_provenance
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES, names
 from retrieval.models import Caption

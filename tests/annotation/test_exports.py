@@ -14,9 +14,9 @@ from django.db.models import Count
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file
 from annotation.campaign_read.labels import campaign_judged
 from annotation.campaign_read.resolution import resolve_campaign
+from annotation.campaigns.service import CampaignSpec, create_campaign, load_provenance
 from annotation.judging import queue, submit
 from annotation.models import Pair
-from annotation.services.campaigns import CampaignSpec, create_campaign, load_provenance
 from config import roles
 from retrieval import judged
 from retrieval.formats import fire_json, trec

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from annotation.campaign_read.resolution import resolve_campaign
+from annotation.campaigns.service import CampaignError, CampaignSpec, create_campaign
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
 from annotation.simulation.live import simulate
 from jobs.models import Job
 from retrieval.models import Caption, LabelSet
@@ -225,9 +225,9 @@ def test_the_leaderboard_offers_the_button_to_admins_only(world, people, client)
 @pytest.mark.django_db
 def test_a_run_the_label_set_covers_wholly_misses_nothing():
     """Nothing lacking: no query for judged pairs of no caption (an empty ``IN``)."""
+    from annotation.campaigns.service import judged_pairs
     from annotation.judging.statements import queryset_array
     from annotation.models import Pair
-    from annotation.services.campaigns import judged_pairs
 
     campaign = make_campaign(n_queries=2)
     captions, videos = judged_pairs(campaign.dataset, np.zeros(0, np.int64))

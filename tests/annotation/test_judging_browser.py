@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.campaigns.settings import GoldSettings
 from annotation.judging import queue, task_ids
 from annotation.models import Escalation, Judgement, Lease, Pair
-from annotation.settings import GoldSettings
 from config.roles import ANNOTATOR, ensure_groups
 from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium

@@ -291,8 +291,8 @@ def test_a_pause_from_outside_changes_the_page_without_an_answer(live_server, br
     pair is on screen: the page's standing poll (every 0.3 s here, FIREPOOL_STANDING_POLL_SECONDS)
     leaves the pair, disables R and N and says why, as a refused answer does; no key is
     pressed and nothing is stored."""
+    from annotation.campaigns import lifecycle
     from annotation.people import service as people_service
-    from annotation.services import lifecycle
 
     settings.FIREPOOL_STANDING_POLL_SECONDS = 0.3
     campaign = build_campaign()

@@ -9,12 +9,12 @@ import pytest
 from django.core.management import call_command
 
 from annotation.campaign_read import exports
+from annotation.campaigns.pooling import Pool
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
 from annotation.ordering import orders as judging_order
 from annotation.ordering import priorities
-from annotation.pooling import Pool
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from retrieval.services.runs import load_run
 from tests.factories import query_dataset, random_run
 

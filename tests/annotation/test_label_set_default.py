@@ -1,7 +1,7 @@
 """Which label set a dataset's report uses by default, as campaigns are resolved."""
 
 from annotation.campaign_read.resolution import resolve_campaign
-from annotation.services.campaigns import CampaignSpec, create_campaign
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from retrieval.models import LabelSet
 from tests.factories import make_campaign
 

@@ -2,7 +2,7 @@
 (:mod:`retrieval.label_status`), and the names stored in the database stay what they were."""
 
 from annotation.api.serializers import SubmitSerializer
-from annotation.forms import RETURN, AdjudicationForm
+from annotation.campaigns.forms import RETURN, AdjudicationForm
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
 from retrieval.label_status import CODES, LABELS, NAMES, LabelStatus
 

@@ -20,13 +20,13 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotation.campaigns import service as campaigns
+from annotation.campaigns.settings import EstimationSample
 from annotation.gold import service as gold_service
 from annotation.judging import pair_state
 from annotation.models import GoldPair, Judgement, Lease, Pair
 from annotation.ordering import priorities
 from annotation.people import service as people
-from annotation.services import campaigns
-from annotation.settings import EstimationSample
 from config.batches import rows_in
 from retrieval.models import Caption, Video
 from tests.factories import make_campaign

@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
-from annotation.forms import CampaignSettingsForm
+from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.jobs import PoolForm
 from annotation.judging import queue, submit, task_ids
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.models import Pair
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.simulation.live import simulate
 from config.roles import ADMIN, RESEARCHER, ensure_groups
 from retrieval.formats import fire_json, labels, trec

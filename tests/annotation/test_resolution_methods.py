@@ -13,10 +13,10 @@ from django.test import Client
 
 from annotation.campaign_read.exports import export_to_file
 from annotation.campaign_read.resolution import campaign_resolution, resolve_campaign
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.gold import service as gold
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.simulation.live import (
     ADVERSARIAL,
     ALWAYS_IRRELEVANT,

@@ -8,8 +8,8 @@ from django.test import Client
 
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaign_read.resolution import campaign_resolution, overturned
+from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.models import Judgement
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.simulation.live import parse_profiles, simulate
 from retrieval.label_status import LabelStatus
 from retrieval.models import LabelSet

@@ -14,8 +14,8 @@ import uuid
 import pytest
 from django.test import Client
 
-from annotation.campaign_spec import GUIDELINES_MAX, CampaignSpec, spec_errors
-from annotation.forms import AdjudicationForm, PromoteForm
+from annotation.campaigns.forms import AdjudicationForm, PromoteForm
+from annotation.campaigns.spec import GUIDELINES_MAX, CampaignSpec, spec_errors
 from annotation.gold.file import read_gold
 from annotation.judging import submit
 from annotation.judging.errors import AssignmentError

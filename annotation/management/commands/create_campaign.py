@@ -7,10 +7,10 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from annotation import campaign_spec, settings
-from annotation.forms import CampaignSettingsForm
+from annotation.campaigns import lifecycle, settings
+from annotation.campaigns import spec as campaign_spec
+from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.policy import rules as policy
-from annotation.services import lifecycle
 from config.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_run
 

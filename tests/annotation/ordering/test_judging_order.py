@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from annotation.campaigns.pooling import pool
 from annotation.models import Pair
 from annotation.ordering.orders import (
     STRATEGIES,
@@ -14,7 +15,6 @@ from annotation.ordering.orders import (
     live_relevant,
     make_order,
 )
-from annotation.pooling import pool
 from retrieval.runs import RankedLists
 from tests.factories import make_campaign
 

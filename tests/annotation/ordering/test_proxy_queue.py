@@ -11,11 +11,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotation.campaign_read.exports import export_to_file
+from annotation.campaigns.service import campaign_split
 from annotation.judging import queue, submit
 from annotation.models import Pair
 from annotation.ordering.proxy import auto_labels, order_within_captions, rule_text
 from annotation.ordering.proxy_queue import auto_label, order_queue
-from annotation.services.campaigns import campaign_split
 from retrieval.formats import fire_json
 from retrieval.services.demo import create_demo_dataset
 from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance

@@ -435,8 +435,8 @@ def test_the_standing_poll_says_what_an_answer_would_get_in_one_statement(people
     """GET standing/ (the judging page's poll) answers whether the annotator may judge, and
     else the refusal an answer gets now (paused, with the admin's reason; inactive), in one
     statement, writing nothing (a lease taken as the pause came stays for the next write)."""
+    from annotation.campaigns import lifecycle
     from annotation.models import Lease
-    from annotation.services import lifecycle
 
     campaign = make_campaign(n_queries=2, depth=2, seed=17)
     annotator, admin = people["annotator"], people["admin"]

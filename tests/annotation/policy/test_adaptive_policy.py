@@ -10,16 +10,16 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.campaign_read.labels import load_campaign_labels
-from annotation.campaign_spec import CampaignSpec
-from annotation.forms import CampaignSettingsForm
+from annotation.campaigns import lifecycle
+from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.settings import CampaignSettings, LabelPolicy, SettingsError
+from annotation.campaigns.spec import CampaignSpec
 from annotation.judging import pair_state, queue, submit
 from annotation.models import AnnotatorModel, Campaign, Judgement, Pair, PolicyFit
 from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
 from annotation.policy import fit as policy_fit
 from annotation.policy import rules as policy
-from annotation.services import lifecycle
-from annotation.settings import CampaignSettings, LabelPolicy, SettingsError
 from retrieval.label_status import CODES
 from tests.factories import make_campaign, query_dataset, random_run
 

@@ -4,9 +4,9 @@ label is worth, and a whole offline campaign under each policy on a small synthe
 import numpy as np
 import pytest
 
+from annotation.campaigns.pooling import Pool
 from annotation.policy import label_value
 from annotation.policy import rules as policy
-from annotation.pooling import Pool
 from annotation.simulation import offline as offline_campaign
 
 KS = (1, 5, 10)

@@ -23,12 +23,12 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Count
 
-from annotation.campaign_spec import CampaignSpec, spec_errors
+from annotation.campaigns.service import create_campaign
+from annotation.campaigns.settings import CampaignSettings, GoldSettings
+from annotation.campaigns.spec import CampaignSpec, spec_errors
 from annotation.gold import service as gold
 from annotation.models import Campaign, GoldPair, Judgement, Pair
 from annotation.people import quality
-from annotation.services.campaigns import create_campaign
-from annotation.settings import CampaignSettings, GoldSettings
 from config.errors import UserError
 from retrieval.models import Dataset, LabelSet, Run
 

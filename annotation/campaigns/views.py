@@ -3,7 +3,7 @@ dataset's list, an optional gold file), edit what may change once pooled, pause,
 close it, import gold pairs and promote decided pairs, all for admins.
 
 Every page checks what the pool job and ``create_campaign`` check, through the same form
-(:class:`annotation.jobs.PoolForm`) and the same services (:mod:`annotation.services.lifecycle`,
+(:class:`annotation.jobs.PoolForm`) and the same services (:mod:`annotation.campaigns.lifecycle`,
 :mod:`annotation.gold.service`): a GET never writes, and a refused POST is a 400 page that
 names the problem and changes nothing.
 """
@@ -19,11 +19,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.forms import CampaignSettingsForm, PromoteForm
+from annotation.campaigns import lifecycle
+from annotation.campaigns.forms import CampaignSettingsForm, PromoteForm
 from annotation.gold import service as gold
 from annotation.jobs import GOLD_IMPORT, PoolForm
 from annotation.models import Campaign
-from annotation.services import lifecycle
 from annotation.views import admins_only, render_campaign
 from config.errors import UserError
 from jobs.registry import get_kind

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from annotation.models import Campaign, Pair
-from annotation.policy import rules as policy
-from annotation.services.campaigns import (
+from annotation.campaigns.service import (
     CampaignError,
     CampaignSpec,
     checked_pool,
     create_campaign,
     load_provenance,
 )
+from annotation.models import Campaign, Pair
+from annotation.policy import rules as policy
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.runs import RankedLists
 from retrieval.services.runs import store_run

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from annotation.pooling import MAX_DEPTH, Pool, pool, ranks_within, sample_queries
+from annotation.campaigns.pooling import MAX_DEPTH, Pool, pool, ranks_within, sample_queries
 from retrieval.runs import RankedLists
 
 

@@ -3,11 +3,12 @@
 from django import forms
 from django.utils.choices import CallableChoiceIterator
 
-from annotation import campaign_spec, settings
-from annotation.campaign_spec import CampaignSpec, spec_errors
+from annotation.campaigns import settings
+from annotation.campaigns import spec as campaign_spec
+from annotation.campaigns.settings import SettingsError
+from annotation.campaigns.spec import CampaignSpec, spec_errors
 from annotation.models import FIRE_GUIDELINES, Judgement
 from annotation.policy import rules as label_policy
-from annotation.settings import SettingsError
 from config.text_validators import TextValidator
 from jobs.fields import YesNoField
 from retrieval.jobs import LABEL_SET_NAMES, PickedName
@@ -21,7 +22,7 @@ def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
 
 
 class CampaignSettingsForm(forms.Form):
-    """A campaign's settings with the bounds of :mod:`annotation.campaign_spec`.
+    """A campaign's settings with the bounds of :mod:`annotation.campaigns.spec`.
 
     The admin's creation form and the pool job's form both derive from this one, and the
     ``create_campaign`` command validates its options through it, so all three accept

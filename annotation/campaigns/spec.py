@@ -2,10 +2,10 @@
 
 The admin form, the pool job and ``create_campaign`` all describe a campaign with
 :class:`CampaignSpec` (built from their flat values by :meth:`CampaignSpec.from_values`, its
-settings one :class:`annotation.settings.CampaignSettings`) and check it with
+settings one :class:`annotation.campaigns.settings.CampaignSettings`) and check it with
 :func:`spec_errors`, so a value one of them accepts is never rejected later by another (a form that took ``max_labels=1`` surfaced as a failed
 job). Checks that need the database (run ownership, unique names) live in
-:func:`annotation.services.campaigns.check_spec`.
+:func:`annotation.campaigns.service.check_spec`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from annotation.policy import rules as policy
-from annotation.pooling import MAX_DEPTH
-from annotation.settings import (
+from annotation.campaigns.pooling import MAX_DEPTH
+from annotation.campaigns.settings import (
     DEFAULT_FLOOR_SECONDS,
     DEFAULT_GOLD_RATE,
     DEFAULT_STRATEGY,
@@ -26,6 +25,7 @@ from annotation.settings import (
     JudgingSettings,
     LabelPolicy,
 )
+from annotation.policy import rules as policy
 from config.text_rule import text_problem
 from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 

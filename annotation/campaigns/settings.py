@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
+from annotation.campaigns.pooling import Pool
 from annotation.ordering import orders as judging_order
 from annotation.policy import rules as policy
-from annotation.pooling import Pool
 from config.errors import UserError
 
 DEFAULT_STRATEGY = "depth"

@@ -11,12 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from annotation.campaign_spec import CampaignSpec
-from annotation.forms import CampaignSettingsForm
-from annotation.gold import tasks as gold_queue
-from annotation.judging import statements
-from annotation.models import Campaign
-from annotation.settings import (
+from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.settings import (
     DEFAULT_GOLD_RATE,
     DEFAULT_THRESHOLD,
     AutoLabel,
@@ -28,6 +24,10 @@ from annotation.settings import (
     SampleRequest,
     SettingsError,
 )
+from annotation.campaigns.spec import CampaignSpec
+from annotation.gold import tasks as gold_queue
+from annotation.judging import statements
+from annotation.models import Campaign
 from config.errors import UserError
 from jobs.models import Job
 from retrieval.models import Dataset

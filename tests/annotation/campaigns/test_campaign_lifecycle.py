@@ -6,12 +6,12 @@ from dataclasses import replace
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from annotation.campaigns import lifecycle
+from annotation.campaigns.lifecycle import GoldBalance, LifecycleError
+from annotation.campaigns.settings import GoldSettings
 from annotation.gold import tasks as gold_queue
 from annotation.models import Campaign, GoldPair, Pair, QualificationAttempt
 from annotation.people import quality
-from annotation.services import lifecycle
-from annotation.services.lifecycle import GoldBalance, LifecycleError
-from annotation.settings import GoldSettings
 from jobs.models import Job
 from tests.factories import add_gold, make_campaign, serve_all
 

@@ -1,6 +1,6 @@
 """Create a judging campaign: pool its runs into pairs and write them in bulk.
 
-Pooling itself is pure (:mod:`annotation.pooling`); this module gathers its inputs from
+Pooling itself is pure (:mod:`annotation.campaigns.pooling`); this module gathers its inputs from
 the database (runs, each query's own video, pairs judged in earlier campaigns of the same
 dataset, whose labels are reused rather than asked for again, and for a campaign that
 completes a label set, the pairs that set already judges) and writes the pairs with
@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from django.db import IntegrityError, transaction
 
-from annotation import pooling
-from annotation.campaign_spec import NAME_LENGTH, CampaignSpec, spec_errors
+from annotation.campaigns import pooling
+from annotation.campaigns.spec import NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.judging import pair_state, statements
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
