@@ -11,7 +11,7 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from annotation.media_access import judging_video
+        from annotation.judging.media_access import judging_video
         from retrieval.media_access import register_grant
 
         post_migrate.connect(create_role_groups, sender=self)

@@ -14,14 +14,13 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
-from annotation.campaign_read import live_figures
+from annotation.campaign_read import figures_due, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.campaigns.service import CampaignError, check_spec
 from annotation.campaigns.spec import CampaignSpec
 from annotation.gold import service as gold_service
-from annotation.judging import figures_due
 from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
 from annotation.policy import fit as policy_fit

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe
 
-from annotation import report_figures
+from annotation.campaign_read import charts as report_figures
 from annotation.campaign_read import exports, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.overview import campaign_page, campaign_rows

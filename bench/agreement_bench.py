@@ -192,9 +192,8 @@ def main() -> None:
     with temporary_django(args.database_url):
         import krippendorff
 
-        from annotation import agreement
+        from annotation.campaign_read import agreement, reporting
         from annotation.campaign_read import labels as campaign_labels
-        from annotation.campaign_read import reporting
 
         began = time.perf_counter()
         campaign = build(args)

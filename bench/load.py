@@ -1023,7 +1023,7 @@ class FigureWatch(threading.Thread):
         from django.db.models import Max, Min
         from django.utils import timezone
 
-        from annotation.judging import figures_due
+        from annotation.campaign_read import figures_due
         from annotation.models import Judgement
         from jobs.models import StoredFigure
 

@@ -267,7 +267,7 @@ FIREPOOL_NLTK_DATA = Path(os.environ.get("FIREPOOL_NLTK_DATA", VAR_DIR / "nltk_d
 FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR / "artifacts"))
 # Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
 # Stored figures are computed by jobs: a new label set's (retrieval.services.stored_figures)
-# when it is made, a campaign's live ones (annotation.judging.figures_due) as labels arrive.
+# when it is made, a campaign's live ones (annotation.campaign_read.figures_due) as labels arrive.
 # The test suite turns this off and tests the jobs alone.
 FIREPOOL_WARM_FIGURES = env_bool("FIREPOOL_WARM_FIGURES", True)
 # While a pair is on the judging page, how often it asks whether the annotator may still

@@ -8,8 +8,8 @@ from django.utils.functional import lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation import resolve_views
 from annotation import views as annotation_views
+from annotation.campaign_read import views as resolve_views
 from annotation.campaigns import views as campaign_views
 from annotation.people import views as people_views
 from config import token_views

@@ -1,5 +1,5 @@
 """Pure: a bootstrap percentile interval around an estimate, the one used for run comparisons
-(:mod:`retrieval.analysis`) and for annotator agreement (:mod:`annotation.agreement`)."""
+(:mod:`retrieval.analysis`) and for annotator agreement (:mod:`annotation.campaign_read.agreement`)."""
 
 from dataclasses import dataclass
 

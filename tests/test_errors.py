@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import include, path
 from rest_framework.test import APIClient
 
-from annotation.agreement import AgreementError
+from annotation.campaign_read.agreement import AgreementError
 from annotation.campaign_read.exports import ExportError
 from annotation.campaigns.service import CampaignError
 from annotation.jobs import ExportForm

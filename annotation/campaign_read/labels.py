@@ -1,7 +1,7 @@
 """A campaign's labels, read once for the reports and the resolution that both use them.
 
 The read model of a campaign's judgements: :func:`load_campaign_labels` gathers its live
-labels into the plain arrays that :mod:`annotation.agreement` and
+labels into the plain arrays that :mod:`annotation.campaign_read.agreement` and
 :mod:`annotation.people.quality` take, with each pair resolved under the labelling policy
 (:mod:`annotation.policy.rules`, FIRE §3.1); :func:`campaign_judged` gives its finished pairs as
 stored. Agreement reports (:mod:`annotation.campaign_read.reporting`) and resolution
@@ -20,7 +20,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Case, Max, Min, Q, Value, When
 
-from annotation import agreement
+from annotation.campaign_read import agreement
 from annotation.judging.statements import ANNOTATOR_SPAN, judgement_keys, queryset_array
 from annotation.models import Campaign, Pair
 from annotation.policy import label_models

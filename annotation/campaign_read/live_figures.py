@@ -8,7 +8,7 @@ stored (:mod:`jobs.figures`) with a fingerprint of the campaign's label state
 many labels. It is computed again:
 
 - by the ``campaign-figures`` job, which the submits queue as labels arrive
-  (:func:`annotation.judging.figures_due.request_refresh`, paced by the figures' own cost),
+  (:func:`annotation.campaign_read.figures_due.request_refresh`, paced by the figures' own cost),
   or which a user asks for on the page;
 - in the request itself only when none is stored yet, or when it is out of date and the
   last computation took less than :data:`INLINE_SECONDS` (a small campaign's pages stay
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Max, Q, Sum
 
+from annotation.campaign_read import figures_due
 from annotation.campaign_read.reporting import campaign_proxy_report, campaign_report
-from annotation.judging import figures_due, statements
+from annotation.judging import statements
 from annotation.models import (
     AnnotatorStanding,
     AnnotatorTally,

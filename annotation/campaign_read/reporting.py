@@ -1,6 +1,6 @@
 """Agreement reports from the database or a labels file (FIRE §3.2, Table 2, Fig. 7).
 
-The ORM side of :mod:`annotation.agreement`: hand a campaign's live judgements, as the
+The ORM side of :mod:`annotation.campaign_read.agreement`: hand a campaign's live judgements, as the
 plain arrays of :func:`annotation.campaign_read.labels.load_campaign_labels`, to the
 pure module, and return the report as frozen dataclasses that the agreement page reads and
 whose ``to_json()`` the ``agreement`` command prints.
@@ -11,12 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation import agreement
+from annotation.campaign_read import agreement
 from annotation.campaign_read.labels import campaign_judged, load_campaign_labels
+from annotation.campaign_read.proxy_agreement import (
+    ProxyAgreement,
+    agreement_by_threshold,
+    proxy_agreement,
+)
 from annotation.campaigns.service import campaign_split
 from annotation.models import Campaign
 from annotation.policy import rules as policy
-from annotation.proxy_agreement import ProxyAgreement, agreement_by_threshold, proxy_agreement
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.proxies import PROXIES, PROXY_LABELS
@@ -53,7 +57,7 @@ class Intervals:
 
 @dataclass(frozen=True)
 class AgreementReport(JsonData):
-    """Agreement between annotators (FIRE §3.2): :func:`annotation.agreement.report` typed.
+    """Agreement between annotators (FIRE §3.2): :func:`annotation.campaign_read.agreement.report` typed.
 
     ``resolved_share`` is the share of labelled pairs with a resolved label; ``notes`` say
     why a figure is missing (None when nothing is).

@@ -19,8 +19,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.campaign_read import figures_due
 from annotation.gold import tasks as gold_queue
-from annotation.judging import figures_due, pair_state, task_ids
+from annotation.judging import pair_state, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import GRACE_SECONDS, Assignment, assign

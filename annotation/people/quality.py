@@ -1,7 +1,7 @@
 """Pure: how far each annotator can be trusted, and label aggregation beyond the majority.
 
 Inputs are plain arrays, one row per label: the item's (pair's) index, the annotator's index
-and the label (1 relevant, 0 irrelevant), as in :mod:`annotation.agreement`. Known items
+and the label (1 relevant, 0 irrelevant), as in :mod:`annotation.campaign_read.agreement`. Known items
 (gold pairs) are an array over items: 1 or 0 for a known label, -1 (:data:`UNKNOWN`) for the
 rest.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from annotation import agreement
+from annotation.campaign_read import agreement
 from annotation.campaigns.settings import DEFAULT_FLOOR_SECONDS
 from annotation.policy import rules as policy
 from retrieval.formats.labels import RawLabel
@@ -162,7 +162,7 @@ def annotator_scores(
     -1 unresolved; by default the strict majority). ``times`` are the labels' submission
     times in seconds (any origin; NaN unknown) and order each annotator's labels, input order
     otherwise; ``seconds`` the time spent on each label, when recorded (see
-    :func:`judgement_seconds`). Agreement figures are :func:`annotation.agreement.per_annotator`'s.
+    :func:`judgement_seconds`). Agreement figures are :func:`annotation.campaign_read.agreement.per_annotator`'s.
     """
     item_index, labels = _check_labels(item_index, labels, n_items)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)

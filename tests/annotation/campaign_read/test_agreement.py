@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from annotation import agreement
-from annotation.agreement import AgreementError
+from annotation.campaign_read import agreement
+from annotation.campaign_read.agreement import AgreementError
 
 
 def test_value_counts():

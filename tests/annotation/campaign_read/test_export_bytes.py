@@ -28,7 +28,7 @@ from annotation.people import service as people
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_status import CODES, names
 from retrieval.models import Caption
-from tests.annotation.test_exports import campaign  # noqa: F401 (the fixture)
+from tests.annotation.campaign_read.test_exports import campaign  # noqa: F401 (the fixture)
 
 NOW = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 PAIR_FORMATS = ("csv", "jsonl", "qrels", "raw", "fire-json")

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.campaign_read import live_figures
-from annotation.judging import figures_due, pair_state, queue, submit
+from annotation.campaign_read import figures_due, live_figures
+from annotation.judging import pair_state, queue, submit
 from annotation.models import Pair
 from annotation.people import service as people
 from config import roles

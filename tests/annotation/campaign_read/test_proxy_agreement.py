@@ -7,8 +7,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from scipy.stats import mannwhitneyu
 
+from annotation.campaign_read.proxy_agreement import (
+    agreement_by_threshold,
+    proxy_agreement,
+    roc_auc,
+)
 from annotation.campaign_read.reporting import campaign_proxy_report
-from annotation.proxy_agreement import agreement_by_threshold, proxy_agreement, roc_auc
 from annotation.simulation.live import simulate
 from config.roles import RESEARCHER, ensure_groups
 from retrieval.services.demo import create_demo_dataset
