@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from jobs.models import Job
 from jobs.registry import kinds
-from tests.annotation.test_assignment import make_campaign
+from tests.annotation.judging.test_assignment import make_campaign
 from tests.test_api_schema_fuzz import EXAMPLES, SCALE
 
 EXAMPLES = EXAMPLES.__class__(EXAMPLES, max_examples=max(1, int(80 * SCALE)))
