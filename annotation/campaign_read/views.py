@@ -1,14 +1,23 @@
-"""Resolving a campaign into a label set from its page (admins only), with a confirmation
+"""A campaign's read side as pages: agreement with its live figures, adjudication, label
+exports, and resolution.
+
+Resolving a campaign into a label set from its page (admins only) asks for confirmation
 before a Dawid-Skene resolution replaces a label set of the same name: a GET (or a POST
 without ``confirm``) shows what would be replaced, a POST with ``confirm`` does it. The
 success message says how many majority labels the model overturned, and whose."""
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_http_methods
 
+from annotation.campaign_read import charts as report_figures
+from annotation.campaign_read import exports, live_figures
+from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.resolution import (
     DAWID_SKENE,
     MAJORITY,
@@ -16,9 +25,18 @@ from annotation.campaign_read.resolution import (
     resolution_target,
     resolve_campaign,
 )
-from annotation.models import Campaign
-from annotation.views import _back, admins_only
+from annotation.campaigns.forms import RETURN, AdjudicationForm
+from annotation.gold import service as gold
+from annotation.judging import pair_state, submit
+from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
+from config import roles
+from config.redirects import back
 from retrieval.services.labelsets import LabelSetError
+
+admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
+researchers_only = roles.permission_required(
+    roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see campaign reports."
+)
 
 SHOWN_ANNOTATORS = 5
 """Annotators named in the message, those with the most overturned labels first."""
@@ -33,12 +51,12 @@ def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
     method = str(data.get("method") or MAJORITY)
     if method not in METHODS:
         messages.error(request, f"Unknown resolution method {method[:40]!r}.")
-        return _back(request, "campaigns")
+        return back(request, "campaigns")
     try:
         name, existing = resolution_target(campaign)
     except LabelSetError as exc:
         messages.error(request, str(exc))
-        return _back(request, "campaigns")
+        return back(request, "campaigns")
     asks = method == DAWID_SKENE and existing is not None
     if request.method == "GET" or (asks and data.get("confirm") != "yes"):
         context = {"campaign": campaign, "method": method, "name": name, "existing": existing}
@@ -50,7 +68,7 @@ def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, _outcome(label_set, method))
-    return _back(request, "campaigns")
+    return back(request, "campaigns")
 
 
 def _outcome(label_set, method: str) -> str:
@@ -71,3 +89,137 @@ def _outcome(label_set, method: str) -> str:
     if whose:
         text += "; labels overturned most: " + ", ".join(f"{n} {c}" for n, c in whose)
     return text + "."
+
+
+@researchers_only
+def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Agreement figures with bootstrap intervals (FIRE §3.2, Table 2, Fig. 7)."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    live = live_figures.live_figures(campaign)
+    report, proxies = live[live_figures.AGREEMENT], live[live_figures.PROXIES]
+    judging, scores = live[live_figures.JUDGING], live[live_figures.SCORES]
+    return render(
+        request,
+        "annotation/agreement.html",
+        {
+            "campaign": campaign,
+            "live": live,
+            "scores": scores,
+            "gold_chart": report_figures.gold_accuracy_chart(scores),
+            "report": report,
+            "judging": judging,
+            "charts": report_figures.agreement_charts(report.agreement),
+            "proxies": proxies,
+            "proxy_chart": report_figures.proxy_alpha_chart(proxies),
+        },
+    )
+
+
+@admins_only
+def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Disagreements, escalations and ties still waiting for a third label, for an admin.
+
+    Each pair is shown with its video and every label; the admin's label wins (FIRE §3.1).
+    """
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    if request.method == "POST":
+        form = AdjudicationForm(request.POST)
+        if form.is_valid():
+            return _adjudicate_post(request, campaign, form.cleaned_data)
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return adjudication_page(request, campaign, status=400)
+    return adjudication_page(request, campaign)
+
+
+def adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 200):
+    waiting = (
+        Pair.objects.filter(campaign=campaign)
+        .filter(pair_state.waiting_for_admin())
+        .select_related("caption", "video")
+        .prefetch_related(
+            Prefetch(
+                "judgements",
+                queryset=Judgement.objects.filter(undone_at__isnull=True)
+                .select_related("annotator")
+                .order_by("created_at"),
+                to_attr="live_judgements",
+            ),
+            Prefetch(
+                "escalations",
+                queryset=Escalation.objects.filter(resolved_at__isnull=True).select_related(
+                    "annotator"
+                ),
+                to_attr="open_escalations",
+            ),
+        )
+        .order_by("position")
+    )
+    page = Paginator(waiting, ADJUDICATION_PAGE).get_page(request.GET.get("page"))
+    recent = (
+        Pair.objects.filter(campaign=campaign)
+        .exclude(adjudicated="")
+        .select_related("caption", "video", "adjudicated_by")
+        .order_by("-adjudicated_at")[:10]
+    )
+    gold_pairs = GoldPair.objects.filter(campaign=campaign)
+    return render(
+        request,
+        "annotation/adjudicate.html",
+        {
+            "campaign": campaign,
+            "page": page,
+            "recent": recent,
+            "Label": Judgement.Label,
+            "Status": Pair.Status,
+            "RETURN": RETURN,
+            "BROKEN_VIDEO_REASON": submit.BROKEN_VIDEO_REASON,
+            "gold_pair_ids": set(
+                gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
+                    "pair_id", flat=True
+                )
+            ),
+            "gold_count": gold_pairs.count(),
+            "decided_count": gold.promotable(campaign),
+        },
+        status=status,
+    )
+
+
+def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> HttpResponse:
+    pair = Pair.objects.filter(pk=data["pair"], campaign=campaign).first()
+    if pair is None:
+        messages.error(request, "That pair is not in this campaign.")
+        return adjudication_page(request, campaign, status=404)
+    label = None if data["decision"] == RETURN else data["decision"]
+    note = data["note"].strip()
+    open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
+    if open_escalation is not None:
+        submit.resolve_escalation(open_escalation, request.user, label=label, note=note)
+    elif label is not None:
+        submit.adjudicate(pair, request.user, label)
+    messages.success(
+        request,
+        f"Pair {pair.caption.key} × {pair.video.key}: "
+        + ("returned to the judging queue." if label is None else f"adjudicated {label}."),
+    )
+    return redirect(request.get_full_path())
+
+
+@admins_only
+def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
+    """Stream one export format of the campaign's labels (admins only)."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    if fmt not in EXPORT_FORMATS:
+        raise Http404("unknown export format")
+    response = StreamingHttpResponse(
+        export_chunks(campaign, fmt), content_type=exports.CONTENT_TYPES[fmt]
+    )
+    # RFC 6266: quoted when the name allows it, else ``filename*`` (quotes, non-ASCII).
+    response["Content-Disposition"] = content_disposition_header(
+        True, exports.filename(campaign, fmt)
+    )
+    return response
+
+
+ADJUDICATION_PAGE = 10

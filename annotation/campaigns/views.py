@@ -1,6 +1,7 @@
-"""Pages of a campaign's life cycle: create one (the pool job's form, runs picked from the
-dataset's list, an optional gold file), edit what may change once pooled, pause, resume and
-close it, import gold pairs and promote decided pairs, all for admins.
+"""Campaign pages: the home page and the campaign list, a campaign's page, and its life cycle
+for admins: create one (the pool job's form, runs picked from the dataset's list, an optional
+gold file), one for the pairs a label set misses, edit what may change once pooled, pause,
+resume and close it.
 
 Every page checks what the pool job and ``create_campaign`` check, through the same form
 (:class:`annotation.jobs.PoolForm`) and the same services (:mod:`annotation.campaigns.lifecycle`,
@@ -11,33 +12,45 @@ names the problem and changes nothing.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
-from django import forms
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_safe
 
+from annotation.campaign_read.exports import EXPORT_FORMATS
+from annotation.campaign_read.overview import campaign_page, campaign_rows
+from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
-from annotation.campaigns.forms import CampaignSettingsForm, PromoteForm
-from annotation.gold import service as gold
-from annotation.jobs import GOLD_IMPORT, PoolForm
+from annotation.campaigns.forms import (
+    CampaignSettingsForm,
+)
+from annotation.gold import tasks as gold_queue
+from annotation.gold.forms import save_gold
+from annotation.jobs import PoolForm
 from annotation.models import Campaign
-from annotation.views import admins_only, render_campaign
+from annotation.people.progress import (
+    annotator_progress,
+    judging_campaigns,
+    work_first,
+)
+from config import roles
 from config.errors import UserError
 from jobs.registry import get_kind
-from jobs.runner import cleaned, create, submit
+from jobs.runner import cleaned, create
 from retrieval.models import Dataset
+from retrieval.services.labelsets import LabelSetError
 from retrieval.services.uploads import (
     input_name,
     new_input_folder,
-    save_upload,
-    shown_name,
 )
 
-GOLD_SUFFIXES = {".csv": ".csv", ".jsonl": ".jsonl", ".json": ".jsonl", ".ndjson": ".jsonl"}
-"""What a gold upload's own suffix makes of the stored copy (the reader goes by it)."""
+admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
+researchers_only = roles.permission_required(
+    roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see campaign reports."
+)
+
 
 SETTINGS_GROUPS = (
     ("Pool", ("name", "depth", "queries", "seed", "extends")),
@@ -53,14 +66,6 @@ SETTINGS_GROUPS = (
     ("Guidelines", ("guidelines",)),
 )
 """The campaign form's fields as the page groups them (every field, once)."""
-
-
-def _save_gold(upload, folder: Path) -> tuple[Path, str]:
-    """Copy an uploaded gold file into ``folder``: (the copy, the uploader's name for it),
-    the copy's suffix the reader's (it goes by the suffix)."""
-    name = shown_name(upload, "gold file")
-    suffix = next((s for s in GOLD_SUFFIXES if name.lower().endswith(s)), "")
-    return save_upload(upload, folder, "gold" + GOLD_SUFFIXES.get(suffix, ".txt")), name
 
 
 def _groups(form) -> list[tuple[str, list]]:
@@ -87,7 +92,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         folder = new_input_folder() if upload is not None else None
         if folder is not None:
             try:
-                path, data["gold_name"] = _save_gold(upload, folder)
+                path, data["gold_name"] = save_gold(upload, folder)
                 data["gold"] = input_name(path)
             except UserError as exc:
                 gold_error = str(exc)
@@ -192,69 +197,104 @@ def campaign_status(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return redirect("campaign", campaign_id=campaign.pk)
 
 
-class GoldFileForm(forms.Form):
-    file = forms.FileField(
-        help_text="CSV or JSON lines: caption_key, video_key, label, "
-        "explanation and, optionally, guideline."
-    )
-
-
-@require_POST
-@admins_only
-def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Queue the import of an uploaded gold file into the campaign and go to its job page
-    (the job reads the file, all or nothing, with progress: a bad file fails it naming its
-    line and field); no file is a 400."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
-    form = GoldFileForm(request.POST, request.FILES)
-    if not form.is_valid():
-        messages.error(request, "Choose a gold file to import.")
-        return render_campaign(request, campaign, status=400)
-    folder = new_input_folder()
-    try:
-        path, name = _save_gold(form.cleaned_data["file"], folder)
-        arguments = {"campaign": campaign.name, "file": input_name(path), "file_name": name}
-        job = submit(GOLD_IMPORT, arguments, request.user)
-    except UserError as exc:
-        # Refused before a job was recorded; after that, the job owns the file.
-        shutil.rmtree(folder, ignore_errors=True)
-        messages.error(request, str(exc))
-        return render_campaign(request, campaign, status=400)
-    return redirect("job-detail", job_id=job.pk)
-
-
-@admins_only
-def gold_promote(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Promote every decided pair that is not gold yet: GET names the count, POST with that
-    count does it (a changed or missing count, or nothing to promote, promotes nothing)."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
-    if request.method == "POST":
-        form = PromoteForm({**request.POST.dict(), "pair": "", "all_decided": "on"})
-        if not form.is_valid():
-            for errors in form.errors.values():
-                messages.error(request, " ".join(errors))
-            return _promote_page(request, campaign, status=400)
-        try:
-            result = gold.promote(
-                campaign,
-                all_decided=True,
-                explanation=form.cleaned_data["explanation"],
-                guideline=form.cleaned_data["guideline"],
-                user=request.user,
-                expected=form.cleaned_data["expected"],
-            )
-        except gold.GoldError as exc:
-            messages.error(request, str(exc))
-            return _promote_page(request, campaign, status=exc.status)
-        messages.success(request, result.summary)
-        return redirect("campaign", campaign_id=campaign.pk)
-    return _promote_page(request, campaign)
-
-
-def _promote_page(request: HttpRequest, campaign: Campaign, status: int = 200) -> HttpResponse:
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Landing page: the datasets, and the campaigns to judge with the user's own progress;
+    annotators, who only judge, go straight to their campaigns."""
+    user = request.user
+    if roles.has_perm(user, roles.JUDGE_PAIRS) and not roles.has_perm(user, roles.VIEW_REPORTS):
+        return redirect("judge-campaigns")
+    progress = ()
+    if roles.has_perm(user, roles.JUDGE_PAIRS):
+        progress = work_first(annotator_progress(judging_campaigns(), user))
     return render(
         request,
-        "annotation/campaign_promote.html",
-        {"campaign": campaign, "count": gold.promotable(campaign)},
+        "retrieval/home.html",
+        {"datasets": Dataset.objects.all(), "progress": progress},
+    )
+
+
+@researchers_only
+def campaigns(request: HttpRequest) -> HttpResponse:
+    """Every campaign with its pair counts per status, for researchers and admins."""
+    rows = campaign_rows(gold_queue.visible(Campaign.objects.select_related("dataset")))
+    return render(
+        request,
+        "annotation/campaign_overview.html",
+        {"rows": rows, "formats": EXPORT_FORMATS, "methods": METHODS},
+    )
+
+
+@require_safe
+@researchers_only
+def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """One campaign: its settings, progress, agreement, adjudication, exports, label sets."""
+    found = get_object_or_404(
+        Campaign.objects.select_related("dataset", "created_by"), pk=campaign_id
+    )
+    return render_campaign(request, found)
+
+
+def render_campaign(request: HttpRequest, found: Campaign, status: int = 200) -> HttpResponse:
+    """The campaign's page (with its life cycle and gold for admins), as any status."""
+    managing = roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
+    return render(
+        request,
+        "annotation/campaign.html",
+        {
+            "page": campaign_page(found),
+            "campaign": found,
+            "formats": EXPORT_FORMATS,
+            "methods": METHODS,
+            "lifecycle": lifecycle.facts(found) if managing else None,
+        },
         status=status,
     )
+
+
+@admins_only
+def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
+    """A campaign of exactly the pairs of one run's top k that a label set does not judge;
+    resolving it makes the set's next version (GET shows what it would pool, POST starts
+    the pool job with the campaign form's settings)."""
+    from annotation.campaigns.service import missing_pairs
+    from annotation.jobs import PoolForm
+    from jobs.registry import get_kind
+    from jobs.runner import cleaned, create
+
+    found = get_object_or_404(Dataset, name=dataset_name)
+    source = request.POST if request.method == "POST" else request.GET
+    run = found.runs.defer("arrays").filter(name=source.get("run") or "").first()
+    base = found.label_sets.defer("arrays").filter(name=source.get("labels") or "").first()
+    if run is None or base is None:
+        what = "run" if run is None else "label set"
+        raise LabelSetError(f"dataset {found.name!r} has no such {what}", status=404)
+    depth = min(run.depth, 10)
+    missing = missing_pairs(found, run, base, depth)
+    fixed = {"dataset": found.name, "runs": run.name, "extends": base.name, "depth": depth}
+    status = 200
+    if request.method == "POST":
+        form = PoolForm({**request.POST.dict(), **fixed})
+        if form.is_valid():
+            job = create(get_kind("pool"), cleaned(form), request.user)
+            return redirect("job-detail", job_id=job.pk)
+        status = 400
+    else:
+        form = PoolForm(initial={"name": missing.suggested_name})
+    shown = [
+        form[name]
+        for name in (
+            "name",
+            "judging_order",
+            "budget",
+            "second_label_rate",
+            "max_labels",
+            "gold_rate",
+            "qualification",
+            "qualification_threshold",
+            "lease_seconds",
+            "show_roles",
+        )
+    ]
+    context = {"dataset": found, "missing": missing, "form": form, "fields": shown, "fixed": fixed}
+    return render(request, "annotation/judge_missing.html", context, status=status)

@@ -1,0 +1,31 @@
+"""The gold file upload: its form, and the stored copy of the file that the gold import job
+reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+
+from retrieval.services.uploads import (
+    save_upload,
+    shown_name,
+)
+
+GOLD_SUFFIXES = {".csv": ".csv", ".jsonl": ".jsonl", ".json": ".jsonl", ".ndjson": ".jsonl"}
+"""What a gold upload's own suffix makes of the stored copy (the reader goes by it)."""
+
+
+def save_gold(upload, folder: Path) -> tuple[Path, str]:
+    """Copy an uploaded gold file into ``folder``: (the copy, the uploader's name for it),
+    the copy's suffix the reader's (it goes by the suffix)."""
+    name = shown_name(upload, "gold file")
+    suffix = next((s for s in GOLD_SUFFIXES if name.lower().endswith(s)), "")
+    return save_upload(upload, folder, "gold" + GOLD_SUFFIXES.get(suffix, ".txt")), name
+
+
+class GoldFileForm(forms.Form):
+    file = forms.FileField(
+        help_text="CSV or JSON lines: caption_key, video_key, label, "
+        "explanation and, optionally, guideline."
+    )

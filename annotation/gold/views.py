@@ -1,0 +1,120 @@
+"""Gold pages for admins: import a gold file, and promote decided pairs to gold (every decided
+pair from its confirmation page, or one from the adjudication page)."""
+
+from __future__ import annotations
+
+import shutil
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.campaign_read.views import adjudication_page
+from annotation.campaigns.forms import (
+    PromoteForm,
+)
+from annotation.campaigns.views import render_campaign
+from annotation.gold import service as gold
+from annotation.gold.forms import GoldFileForm, save_gold
+from annotation.jobs import GOLD_IMPORT
+from annotation.models import Campaign
+from config import roles
+from config.errors import UserError
+from jobs.runner import submit
+from retrieval.services.uploads import (
+    input_name,
+    new_input_folder,
+)
+
+admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
+
+
+@require_POST
+@admins_only
+def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Make a decided pair (or every decided pair, with the count its confirmation page
+    named) a gold pair, with an explanation; a refusal shows the page again with why."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    form = PromoteForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return adjudication_page(request, campaign, status=400)
+    data = form.cleaned_data
+    try:
+        result = gold.promote(
+            campaign,
+            pair_ids=None if data["all_decided"] else [data["pair"]],
+            all_decided=bool(data["all_decided"]),
+            explanation=data["explanation"],
+            guideline=data["guideline"],
+            user=request.user,
+            expected=data["expected"] if data["all_decided"] else None,
+        )
+    except gold.GoldError as exc:
+        messages.error(request, str(exc))
+        return adjudication_page(request, campaign, status=exc.status)
+    messages.success(request, result.summary)
+    return redirect("campaign-adjudicate", campaign_id=campaign.pk)
+
+
+@require_POST
+@admins_only
+def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Queue the import of an uploaded gold file into the campaign and go to its job page
+    (the job reads the file, all or nothing, with progress: a bad file fails it naming its
+    line and field); no file is a 400."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    form = GoldFileForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, "Choose a gold file to import.")
+        return render_campaign(request, campaign, status=400)
+    folder = new_input_folder()
+    try:
+        path, name = save_gold(form.cleaned_data["file"], folder)
+        arguments = {"campaign": campaign.name, "file": input_name(path), "file_name": name}
+        job = submit(GOLD_IMPORT, arguments, request.user)
+    except UserError as exc:
+        # Refused before a job was recorded; after that, the job owns the file.
+        shutil.rmtree(folder, ignore_errors=True)
+        messages.error(request, str(exc))
+        return render_campaign(request, campaign, status=400)
+    return redirect("job-detail", job_id=job.pk)
+
+
+@admins_only
+def gold_promote(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Promote every decided pair that is not gold yet: GET names the count, POST with that
+    count does it (a changed or missing count, or nothing to promote, promotes nothing)."""
+    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    if request.method == "POST":
+        form = PromoteForm({**request.POST.dict(), "pair": "", "all_decided": "on"})
+        if not form.is_valid():
+            for errors in form.errors.values():
+                messages.error(request, " ".join(errors))
+            return _promote_page(request, campaign, status=400)
+        try:
+            result = gold.promote(
+                campaign,
+                all_decided=True,
+                explanation=form.cleaned_data["explanation"],
+                guideline=form.cleaned_data["guideline"],
+                user=request.user,
+                expected=form.cleaned_data["expected"],
+            )
+        except gold.GoldError as exc:
+            messages.error(request, str(exc))
+            return _promote_page(request, campaign, status=exc.status)
+        messages.success(request, result.summary)
+        return redirect("campaign", campaign_id=campaign.pk)
+    return _promote_page(request, campaign)
+
+
+def _promote_page(request: HttpRequest, campaign: Campaign, status: int = 200) -> HttpResponse:
+    return render(
+        request,
+        "annotation/campaign_promote.html",
+        {"campaign": campaign, "count": gold.promotable(campaign)},
+        status=status,
+    )
