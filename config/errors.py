@@ -1,7 +1,7 @@
 """The one base class for errors a user can fix; each boundary turns it into a message.
 
 Services raise a subclass of :class:`UserError` when the input, not the code, is wrong;
-commands (:class:`config.commands.BaseCommand`), pages and the API
+commands (:class:`jobs.commands.BaseCommand`), pages and the API
 (:mod:`config.error_handling`) and jobs (:mod:`jobs.tasks`) each show its message in one
 place. Anything else, a numpy ``ValueError`` included, is a bug and is reported as an
 internal error. It lives in ``config``, the project layer every app already imports (as

@@ -12,7 +12,7 @@ from annotation.campaign_read.reporting import (
     file_report,
 )
 from annotation.management.lookup import get_campaign
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
 
 DASH = "—"

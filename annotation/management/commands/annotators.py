@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from annotation.management.lookup import get_campaign
 from annotation.people import service as people
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 
 class Command(BaseCommand):

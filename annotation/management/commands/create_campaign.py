@@ -11,7 +11,7 @@ from annotation.campaigns import lifecycle, settings
 from annotation.campaigns import spec as campaign_spec
 from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.policy import rules as policy
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_run
 
 

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from config import roles
 from config.accounts.names import existing_or_new
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 DEMO_USERS = (
     ("admin", "firepool-admin", roles.ADMIN),

@@ -3,7 +3,7 @@
 from django.core.management.base import CommandError
 
 from annotation.simulation.demo import DEMO_CAMPAIGN, create_demo_campaign
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.models import Dataset
 
 

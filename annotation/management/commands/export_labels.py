@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file, write_export
 from annotation.campaign_read.resolution import METHODS
 from annotation.management.lookup import get_campaign
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from annotation.campaign_read.exports import export_to_file, write_export
 from annotation.gold import service as gold
 from annotation.management.lookup import get_campaign
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 ACTIONS = ("import", "promote", "list", "export")
 

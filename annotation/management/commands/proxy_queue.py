@@ -8,7 +8,7 @@ from django.db import transaction
 from annotation.management.lookup import get_campaign
 from annotation.ordering import proxy as proxy_ordering
 from annotation.ordering import proxy_queue
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.proxies import PROXIES
 
 

@@ -4,7 +4,7 @@ import json
 
 from annotation.management.lookup import get_campaign
 from annotation.policy import fit as policy_fit
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 
 class Command(BaseCommand):

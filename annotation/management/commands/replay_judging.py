@@ -7,7 +7,7 @@ from tqdm import tqdm
 
 from annotation.ordering.orders import STRATEGIES
 from annotation.simulation.replay import METRICS, Replay
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
 
 

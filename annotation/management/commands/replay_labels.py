@@ -7,7 +7,7 @@ from tqdm import tqdm
 
 from annotation.policy import rules as policy
 from annotation.simulation.crowd_service import replay_labels
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP
 
 

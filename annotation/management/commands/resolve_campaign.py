@@ -4,7 +4,7 @@ import json
 
 from annotation.campaign_read.resolution import MAJORITY, METHODS, resolve_campaign
 from annotation.management.lookup import get_campaign
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 
 class Command(BaseCommand):

@@ -3,8 +3,8 @@
 from django.core.management import call_command
 
 from annotation import startup
-from config.commands import BaseCommand
 from config.console import Console
+from jobs.commands import BaseCommand
 
 
 class Command(BaseCommand):

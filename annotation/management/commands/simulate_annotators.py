@@ -13,7 +13,7 @@ from annotation.simulation.live import (
     parse_profiles,
     simulate,
 )
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 
 
 class Command(BaseCommand):

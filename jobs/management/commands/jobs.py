@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import CommandError
 
-from config.commands import BaseCommand
 from jobs import runner
+from jobs.commands import BaseCommand
 from jobs.models import Job
 from jobs.progress import reap_stale
 from jobs.registry import kinds

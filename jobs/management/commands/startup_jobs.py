@@ -2,8 +2,8 @@
 
 import signal
 
-from config.commands import BaseCommand
 from config.console import Console
+from jobs.commands import BaseCommand
 from jobs.worker import run_recorded
 
 

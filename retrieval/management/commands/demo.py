@@ -6,7 +6,7 @@ import time
 from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.models import Dataset
 from retrieval.services.demo import (
     DemoSummary,

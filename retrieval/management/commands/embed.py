@@ -4,7 +4,7 @@ import sys
 
 from tqdm import tqdm
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.models import Caption, Video
 from retrieval.services.encoding import embed

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model, get_run
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.services.encoding import extract_dataset_features, link_feature_files
 

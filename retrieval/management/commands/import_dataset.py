@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.services.importing import ImportSummary, import_dataset
 

@@ -2,7 +2,7 @@
 
 import json
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP
 from retrieval.management.lookup import get_dataset
 from retrieval.services.labelsets import IMPORT_FORMATS, import_label_file

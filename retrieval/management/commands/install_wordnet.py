@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval import wordnet
 
 

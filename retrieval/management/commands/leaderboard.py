@@ -1,6 +1,6 @@
 """Print a dataset's leaderboard under a label set, as a table, CSV, JSON or LaTeX."""
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.leaderboard import DEFAULT_RESAMPLES, sort_keys
 from retrieval.leaderboard_formats import FORMATS, LATEX_LAYOUTS, render
 from retrieval.management.lookup import get_dataset

@@ -2,7 +2,7 @@
 
 import time
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.models import DerivedMedia
 from retrieval.services.media import make_missing, media_table, pending, retry_failed

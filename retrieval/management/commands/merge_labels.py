@@ -2,7 +2,7 @@
 
 import json
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.services.labelsets import merge_label_sets
 

@@ -2,7 +2,7 @@
 
 import json
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.commands.proxies import add_proxy_options, options_for
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.proxies import PROXIES, PROXY_LABELS

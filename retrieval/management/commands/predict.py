@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import CommandError
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.services.search import predict
 

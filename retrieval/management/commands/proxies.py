@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.services.proxies import (

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.services import registration
 

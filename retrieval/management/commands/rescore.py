@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import CommandError
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.formats.csv_safety import csv_line
 from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.metrics import METRIC_NAMES

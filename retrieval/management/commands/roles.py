@@ -5,7 +5,7 @@ import json
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.encoders.text import load_spacy
 from retrieval.management.lookup import get_dataset
 from retrieval.semantic_roles import frames, role_graphs

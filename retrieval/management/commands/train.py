@@ -2,7 +2,7 @@
 
 import json
 
-from config.commands import BaseCommand
+from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.proxies import RELEVANCES
 from retrieval.services.encoding import DEFAULT_THRESHOLD, train
