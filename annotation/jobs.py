@@ -29,7 +29,7 @@ from config.errors import UserError
 from jobs.models import Job
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
-from retrieval.jobs import DatasetForm, PickedName, found_or_invalid, split_names
+from retrieval.forms import DatasetForm, PickedName, found_or_invalid, split_names
 from retrieval.management.lookup import get_dataset, get_run
 from retrieval.services.uploads import discard, input_file
 

@@ -1,16 +1,21 @@
 """Forms of the upload pages: a dataset's captions, and a model from a file or an encoder;
-and the field validator of the name rule that forms, the admin and the API share.
+the field validator of the name rule that forms, the admin and the API share; and the fields
+that pick datasets, models, runs and label sets by name, which every job kind's form (both
+apps') builds on.
 
 They check what a page can check (choices, lengths, which files a source needs); the
 services check the rest and their errors come back on the same form.
 """
 
 from django import forms
+from django.utils.choices import CallableChoiceIterator
 
+from config.errors import UserError
 from retrieval.encoders.base import EPOCHS
 from retrieval.encoders.registry import ENCODERS
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import SPLIT_MAX_LENGTH, URL_MAX_LENGTH, check_chars
+from retrieval.management.lookup import get_dataset
 from retrieval.models import LabelSet
 from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
@@ -188,3 +193,95 @@ class ModelAddForm(forms.Form):
     def embedding_files(self) -> dict:
         """The four uploaded files by the names registration reads."""
         return {name: self.cleaned_data[field] for field, name in EMBEDDING_FIELDS.items()}
+
+
+def split_names(text: str) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+class PickedName(forms.CharField):
+    """A name the form looks up, offered as a select box of the names the database holds
+    (grouped by dataset where names are per dataset). The validation is the text field's:
+    the form's ``clean`` finds the name or says which exist, so ``manage.py jobs submit``
+    passes the same text. ``names()`` runs only when the box is drawn, never to validate."""
+
+    def __init__(self, names, *, blank: str = "", **kwargs):
+        super().__init__(**kwargs)
+        empty = [("", blank or "—")] if not self.required or blank else []
+        self.widget = forms.Select(choices=CallableChoiceIterator(lambda: [*empty, *names()]))
+
+
+class NameBoxes(forms.CheckboxSelectMultiple):
+    """Checkboxes whose value may also be a comma-separated text (a link's, a rerun's)."""
+
+    def format_value(self, value) -> list[str]:
+        return super().format_value(split_names(value) if isinstance(value, str) else value)
+
+
+class PickedNames(forms.CharField):
+    """Several names the form looks up, offered as checkboxes of the names the database holds
+    (grouped by dataset, as :class:`PickedName`'s). A page posts one value per box; the CLI
+    and the JSON API pass the same names as comma-separated text. Either way the cleaned
+    value is that text, the job's argument, checked by the form's ``clean`` as the typed
+    names were."""
+
+    def __init__(self, names, **kwargs):
+        super().__init__(**kwargs)
+        self.widget = NameBoxes(choices=CallableChoiceIterator(names))
+
+    def to_python(self, value) -> str:
+        if isinstance(value, list | tuple):
+            value = ",".join(str(item) for item in value)
+        return super().to_python(value)
+
+
+def names_by_dataset(model_path: str):
+    """A ``names()`` for :class:`PickedName`: each dataset's rows of ``app.Model``, as
+    option groups (one query)."""
+
+    def names() -> list:
+        from django.apps import apps
+
+        rows = (
+            apps.get_model(model_path)
+            .objects.order_by("dataset__name", "name")
+            .values_list("dataset__name", "name")
+        )
+        groups: dict[str, list] = {}
+        for dataset, name in rows:
+            groups.setdefault(dataset, []).append((name, name))
+        return list(groups.items())
+
+    return names
+
+
+def dataset_names() -> list:
+    from retrieval.models import Dataset
+
+    return [
+        (name, name) for name in Dataset.objects.order_by("name").values_list("name", flat=True)
+    ]
+
+
+def found_or_invalid(lookup, *args):
+    """The looked-up object, with a missing one turned into a form error."""
+    try:
+        return lookup(*args)
+    except UserError as exc:
+        raise forms.ValidationError(str(exc)) from None
+
+
+class DatasetForm(forms.Form):
+    dataset = PickedName(dataset_names, max_length=100)
+
+    def clean_dataset(self) -> str:
+        return found_or_invalid(get_dataset, self.cleaned_data["dataset"]).name
+
+
+MODEL_NAMES = names_by_dataset("retrieval.RetrievalModel")
+
+
+RUN_NAMES = names_by_dataset("retrieval.Run")
+
+
+LABEL_SET_NAMES = names_by_dataset("retrieval.LabelSet")

@@ -11,7 +11,7 @@ from annotation.models import FIRE_GUIDELINES, Judgement
 from annotation.policy import rules as label_policy
 from config.text_validators import TextValidator
 from jobs.fields import YesNoField
-from retrieval.jobs import LABEL_SET_NAMES, PickedName
+from retrieval.forms import LABEL_SET_NAMES, PickedName
 
 OWN_CAMPAIGN = "none: a campaign of its own"
 """The ``extends`` choice that completes no label set."""
