@@ -5,13 +5,13 @@ A job is checked against its kind's form, recorded as a queued row and handed to
 :mod:`jobs.progress`'s.
 """
 
-import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 
+from config.backends import backend
 from config.errors import UserError
 from jobs.models import Job
 from jobs.registry import JobKind, get_kind
@@ -114,16 +114,8 @@ def start(
 def _one_start_at_a_time(kind_name: str) -> None:
     """Hold the starts of ``kind_name`` one at a time until this transaction ends, so parallel
     starts (ten presses of a button, answered by two workers) find each other's job instead
-    of each queuing its own: a transaction-level advisory lock on PostgreSQL, whose next
-    statement then sees the job the previous holder committed. SQLite needs none: ``BEGIN
-    IMMEDIATE`` (the settings' transaction mode) lets one writing transaction in at a time."""
-    if connection.vendor != "postgresql":
-        return
-    digest = hashlib.sha256(f"firepool job start {kind_name}".encode()).digest()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)]
-        )
+    of each queuing its own (:meth:`config.backends.Backend.hold_starts`)."""
+    backend().hold_starts(kind_name)
 
 
 def unfinished(kind_name: str, arguments: dict, *, running: bool | datetime = True) -> Job | None:
@@ -159,7 +151,7 @@ def finish_in_process() -> None:
     wait for with a real queue): what a command does before its process exits."""
     from django_tasks import task_backends
 
-    for backend in task_backends.all():
-        drain = getattr(backend, "drain", None)
+    for task_backend in task_backends.all():
+        drain = getattr(task_backend, "drain", None)
         if drain is not None:
             drain()

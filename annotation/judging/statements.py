@@ -52,6 +52,7 @@ from annotation.models import (
     QualificationAttempt,
     open_slots_expression,
 )
+from config.backends import backend
 from config.raw_sql import Compiled, Sources, Statement, instances, model_row
 from config.raw_sql import column_names as _names
 from config.raw_sql import converted as _converted
@@ -78,37 +79,16 @@ STREAM_ROWS = 20_000
 _STREAMED = contextvars.ContextVar("firepool_streamed_reads", default=False)
 
 
-class BackgroundReads(NamedTuple):
-    """How a backend reads for a background job beside the judging: through a server-side
-    cursor (in a transaction: out of one, PostgreSQL computes every row at once to hold
-    them), and the session settings set around the job's reads and reset after."""
-
-    server_side: bool = False
-    settings: tuple[str, ...] = ()
-
-
-BACKGROUND_READS = {
-    # No parallel plan: a COUNT over 600,000 pairs took the leader and two parallel workers,
-    # every core of a two-core server, from the judging beside it.
-    "postgresql": BackgroundReads(True, ("max_parallel_workers_per_gather = 0",)),
-}
-"""Per backend (SQLite reads in process, one statement at a time: nothing to change)."""
-
-
-def _background() -> BackgroundReads:
-    return BACKGROUND_READS.get(connection.vendor, BackgroundReads())
-
-
 @contextlib.contextmanager
 def streamed_reads() -> Iterator[None]:
-    """Inside, :func:`array` and :func:`queryset_array` read as :data:`BACKGROUND_READS`
-    says: on PostgreSQL through a server-side cursor, :data:`STREAM_ROWS` rows at a time, so
+    """Inside, :func:`array` and :func:`queryset_array` read as a background job should
+    (:class:`config.backends.Backend`): on PostgreSQL through a server-side cursor, :data:`STREAM_ROWS` rows at a time, so
     the server scans only as fast as the reader takes the rows, and with no parallel plan.
     A background job (the live figures' refresh, niced) thus paces its own server work:
     read at once, the 600,000 pairs' judging status held a core of PostgreSQL, at normal
     priority, for 0.6 s beside 250 annotators judging (``bench/load.py``)."""
     token = _STREAMED.set(True)
-    settings = _background().settings
+    settings = backend().background_settings
     with connection.cursor() as cursor:
         for setting in settings:
             cursor.execute(f"SET {setting}")
@@ -124,8 +104,8 @@ def streamed_reads() -> Iterator[None]:
 @contextlib.contextmanager
 def _reading_cursor() -> Iterator:
     """A client cursor, or a server-side one inside :func:`streamed_reads` where the
-    backend has them (:data:`BACKGROUND_READS`)."""
-    if not (_STREAMED.get() and _background().server_side):
+    backend has them (:attr:`config.backends.Backend.server_side_reads`)."""
+    if not (_STREAMED.get() and backend().server_side_reads):
         with connection.cursor() as cursor:
             yield cursor
         return
@@ -1295,35 +1275,6 @@ EXPORT_COLUMNS = ExportRow._fields
 """The columns of :data:`EXPORT_ROWS` (its ``all`` variant), in select order."""
 
 
-def _uuid_text_sql() -> str:
-    """The label's UUID as 8-4-4-4-12 lower-case text, made by the database (PostgreSQL
-    casts its uuid; SQLite keeps 32 hex digits): a ``uuid.UUID`` per row and
-    :func:`uuid_text` cost 1.1 s at FIRE's 679,000 labels."""
-    if connection.vendor == "postgresql":
-        return "CAST(j.{judgement.uuid} AS text)"
-    parts = [f"substr(j.{{judgement.uuid}}, {start}, {n})" for start, n in _UUID_PARTS]
-    return "lower(" + " || '-' || ".join(parts) + ")"
-
-
-_UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
-
-
-def _epoch_microseconds_sql() -> str:
-    """``created_at`` as whole microseconds since 1970 (UTC), exact, computed by the
-    database as :class:`annotation.people.scores.EpochSeconds` does: psycopg building a
-    datetime per label cost 5.3 s of the raw export's 12 s at FIRE's scale."""
-    column = "j.{judgement.created_at}"
-    if connection.vendor == "postgresql":
-        return f"CAST(EXTRACT(EPOCH FROM {column}) * 1000000 AS bigint)"
-    # SQLite keeps UTC as "YYYY-MM-DD HH:MM:SS[.ffffff]": whole seconds through julianday
-    # (rounded, so exact), then the fraction as written.
-    return (
-        f"CAST(ROUND((julianday(substr({column}, 1, 19)) - 2440587.5) * 86400.0) AS INTEGER)"
-        f" * 1000000 + CAST(ROUND(COALESCE(CAST(NULLIF(substr({column}, 20), '') AS REAL),"
-        " 0.0) * 1000000.0) AS INTEGER)"
-    )
-
-
 def _export_rows_text(kind: str) -> str:
     """The export join for ``kind`` (see :data:`EXPORT_KINDS`): each kind selects only the
     columns its formats print, since fetching and converting unused columns (the caption
@@ -1358,7 +1309,7 @@ def _export_rows_text(kind: str) -> str:
             f"SELECT {ids}, j.{{judgement.annotator}} AS annotator_id, "
             "j.{judgement.label} AS label, j.{judgement.seconds} AS seconds, "
             "j.{judgement.seconds_played} AS seconds_played, "
-            f"{_epoch_microseconds_sql()} AS created_us FROM {{pair}} p"
+            f"{backend().epoch_microseconds('j.{judgement.created_at}')} AS created_us FROM {{pair}} p"
             f"\nJOIN {{judgement}} j ON {live}\n{where} {order}"
         )
     if kind == "all":
@@ -1380,7 +1331,7 @@ def _export_rows_text(kind: str) -> str:
         f"{pair}, p.{{pair.pool_row}} AS pool_row, p.{{pair.status}} AS status, "
         f"p.{{pair.adjudicated}} AS adjudicated, {ids}, p.{{pair.auto_label}} AS auto_label, "
         "j.{judgement.annotator} AS annotator_id, j.{judgement.label} AS label"
-        + (f", {_uuid_text_sql()} AS uuid" if kind == "responses" else "")
+        + (f", {backend().uuid_text('j.{judgement.uuid}')} AS uuid" if kind == "responses" else "")
     )
     return f"SELECT {columns} FROM {{pair}} p\nLEFT JOIN {{judgement}} j ON {live}\n{where} {order}"
 
@@ -1460,8 +1411,6 @@ class _ReadAhead:
     def start(cls) -> "_ReadAhead | None":
         """A read-ahead on the default connection, or None where it has no pipeline mode
         (SQLite, psycopg2, libpq before 14)."""
-        if connection.vendor != "postgresql":
-            return None
         connection.ensure_connection()
         raw = connection.connection
         pipeline = getattr(type(raw), "pipeline", None)
