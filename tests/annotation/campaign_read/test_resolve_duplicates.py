@@ -22,7 +22,7 @@ from tests.factories import query_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CROWD_RTE = Path(
     os.environ.get("FIREPOOL_CROWD_RTE") or ROOT.parent / "shared" / "data" / "crowd-rte"
 )

@@ -20,7 +20,7 @@ from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
 from tests.factories import make_campaign
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COUNTERS = {"label_count", "relevant_count", "needed", "leased", "open_slots", "held"}
 """A pair's counters: written by ``pair_state`` alone."""
 

@@ -17,7 +17,7 @@ from annotation.policy import rules as policy
 from annotation.simulation import crowd as crowd_replay
 from retrieval.label_status import LabelStatus
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CROWD_RTE = Path(
     os.environ.get("FIREPOOL_CROWD_RTE") or ROOT.parent / "shared" / "data" / "crowd-rte"
 )
