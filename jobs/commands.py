@@ -1,14 +1,25 @@
-"""The base class of every management command of the apps.
+"""The base classes of every management command of the apps.
 
 Django turns a ``CommandError`` into a one-line message and exit status 1 in one place
-(``run_from_argv``); this class turns a :class:`config.errors.UserError` raised anywhere
-below ``handle`` into one, so no command catches service errors itself.
+(``run_from_argv``); :class:`BaseCommand` turns a :class:`config.errors.UserError` raised
+anywhere below ``handle`` into one, so no command catches service errors itself.
+:class:`JobCommand` is a command that runs one job kind here and now: its options are the
+kind's form's fields and that form validates them, so the command line, the job pages and
+``manage.py jobs submit`` describe and check a use case once.
 """
 
+import contextlib
+import json
+import sys
+
+from django import forms
 from django.core.management import base
+from django.db import transaction
 
 from config.errors import UserError
-from jobs.runner import finish_in_process
+from jobs.progress import ConsoleReporter
+from jobs.registry import JobKind, get_kind
+from jobs.runner import check_arguments, finish_in_process
 
 
 class BaseCommand(base.BaseCommand):
@@ -31,3 +42,60 @@ class BaseCommand(base.BaseCommand):
         if self.finish_jobs:
             finish_in_process()
         return done
+
+
+def _option_help(field: forms.Field) -> str:
+    text = str(field.help_text or "")
+    if isinstance(field, forms.ChoiceField) and field.choices:
+        named = ", ".join(str(value) for value, _ in field.choices if value != "")
+        text = f"{text} One of: {named}." if text else f"One of: {named}."
+    if field.initial not in (None, ""):
+        text += f" Default: {field.initial}."
+    return (text + (" Required." if field.required else "")).strip()
+
+
+class JobCommand(BaseCommand):
+    """Run the job kind :attr:`kind_name` in this process, with its form's fields as options
+    (``--batch-size`` for ``batch_size``), a progress bar on stderr, and either
+    :meth:`summary`'s line or, with ``--format json``, the job's result."""
+
+    kind_name = ""
+
+    @property
+    def kind(self) -> JobKind:
+        return get_kind(self.kind_name)
+
+    def add_arguments(self, parser) -> None:
+        for name, field in self.kind.form.base_fields.items():
+            option = "--" + name.replace("_", "-")
+            if isinstance(field, forms.BooleanField):
+                parser.add_argument(
+                    option, dest=name, action="store_true", help=_option_help(field)
+                )
+            else:
+                parser.add_argument(option, dest=name, help=_option_help(field))
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options) -> None:
+        kind = self.kind
+        given = {
+            name: options[name]
+            for name in kind.form.base_fields
+            if options.get(name) not in (None, False)
+        }
+        arguments = check_arguments(kind, given)
+        quiet = options["verbosity"] == 0 or options["format"] == "json"
+        reporter = ConsoleReporter(sys.stderr, quiet=quiet or not sys.stderr.isatty())
+        try:
+            with transaction.atomic() if kind.atomic else contextlib.nullcontext():
+                result = kind.run(reporter, **arguments) or {}
+        finally:
+            reporter.close()
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(result, default=str))
+        else:
+            self.stdout.write(self.summary(result, arguments))
+
+    def summary(self, result: dict, arguments: dict) -> str:
+        """The outcome in a line for people (the result's fields by default)."""
+        return ", ".join(f"{name} {value}" for name, value in result.items())

@@ -84,6 +84,37 @@ class Reporter:
         self._written = time.monotonic()
 
 
+class ConsoleReporter(Reporter):
+    """A :class:`Reporter` for a job run by its command in this process: the same steps and
+    counts, drawn as a progress bar on ``stream`` (none when ``quiet``) instead of written
+    to a job's row."""
+
+    def __init__(self, stream, quiet: bool = False):
+        super().__init__(job_id=0)
+        self.stream = stream
+        self.quiet = quiet
+        self._bar = None
+
+    def flush(self) -> None:
+        if self.quiet:
+            return
+        from tqdm import tqdm
+
+        if self._bar is None or self._bar.total != self.total:
+            self.close()
+            self._bar = tqdm(total=self.total, unit=" items", file=self.stream, leave=False)
+        self._bar.set_description_str(self.message, refresh=False)
+        self._bar.n = self.done
+        self._bar.refresh()
+        self._written = time.monotonic()
+
+    def close(self) -> None:
+        """End the bar, if one is drawn."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 class Beater:
     """A daemon thread that refreshes the heartbeat of the jobs this process holds."""
 

@@ -9,6 +9,7 @@ progress through the job's reporter.
 
 from django import forms
 
+from config.errors import UserError
 from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
@@ -114,14 +115,30 @@ class TrainForm(DatasetForm):
     seed = seed_field()
     device = DeviceField()
     relevance = forms.ChoiceField(
-        choices=[(name, name) for name in RELEVANCES], initial="instance", required=False
+        choices=[(name, name) for name in RELEVANCES],
+        initial="instance",
+        required=False,
+        help_text="Positives: 'instance' (own video only) or a proxy thresholded at threshold.",
     )
-    threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False)
+    threshold = forms.FloatField(
+        required=False,
+        help_text="Proxy relevance only: pairs with S >= T are positives, T in (0, 1] (default "
+        "0.4: Wray et al. 2021 find SYN, METEOR and PoS best near 0.4, BoW near 0.2).",
+    )
 
     def clean(self) -> dict:
+        from retrieval.services.encoding import check_relevance
+
         data = super().clean()
         if "dataset" in data and "model" in data:
             found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
+        if "relevance" in data and "threshold" in data:
+            try:  # the training service's own rule, before a job is queued
+                check_relevance(data["relevance"] or "instance", data["threshold"])
+            except UserError as exc:
+                self.add_error(
+                    "threshold" if data["threshold"] is not None else "relevance", str(exc)
+                )
         return data
 
 
@@ -158,11 +175,31 @@ def run_train(
 
 
 class PredictForm(ModelForm):
-    k = forms.IntegerField(min_value=1, max_value=10000, initial=20, required=False)
+    k = forms.IntegerField(
+        min_value=1,
+        max_value=10000,
+        initial=20,
+        required=False,
+        help_text="Depth of each ranked list.",
+    )
     index = forms.ChoiceField(
         choices=[("exact", "exact"), ("ivf", "ivf"), ("hnsw", "hnsw")],
         initial="exact",
         required=False,
+        help_text="exact: inner product on L2-normalised vectors; ivf or hnsw for large "
+        "collections (the run reports its recall@k against exact search).",
+    )
+    nlist = forms.IntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        help_text="IVF lists (default about 4 sqrt(n)).",
+    )
+    nprobe = forms.IntegerField(
+        min_value=1, max_value=1_000_000, required=False, help_text="IVF lists visited per query."
+    )
+    ef_search = forms.IntegerField(
+        min_value=1, max_value=1_000_000, required=False, help_text="HNSW candidates per query."
     )
 
 
@@ -173,12 +210,23 @@ def run_predict(
     split: str = "test",
     k: int = 20,
     index: str = "",
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    ef_search: int | None = None,
 ) -> dict:
     from retrieval.services.search import predict
 
     found = get_model(get_dataset(dataset), model)
     reporter.step(f"indexing and searching the {split} split (top {k})")
-    run = predict(found, k=k, split=split, index_kind=index or "exact")
+    run = predict(
+        found,
+        k=k,
+        split=split,
+        index_kind=index or "exact",
+        nlist=nlist,
+        nprobe=nprobe,
+        ef_search=ef_search,
+    )
     return {"run": run.name, "queries": run.query_count, "depth": run.depth, **run.metadata}
 
 

@@ -163,8 +163,10 @@ def test_cuda_without_cuda_is_a_field_error_unless_a_gpu_worker_runs_the_job(wor
 @pytest.mark.django_db
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_the_commands_refuse_cuda_and_odd_seeds_too(world):
-    """The train command reaches the service without a form: the service says the same."""
+    """The train command checks its options with the train job's form."""
     with pytest.raises(CommandError, match="device: torch has no CUDA device"):
         call_command("train", dataset="args", model="enc", device="cuda", verbosity=0)
-    with pytest.raises(CommandError, match="seed: .* is not between 0 and 2147483647"):
+    with pytest.raises(
+        CommandError, match="seed: Ensure this value is less than or equal to 2147483647"
+    ):
         call_command("train", dataset="args", model="enc", seed=10**30, verbosity=0)
