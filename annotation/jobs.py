@@ -18,6 +18,7 @@ from annotation.campaign_read import figures_due, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.pooling import MAX_DEPTH
 from annotation.campaigns.service import CampaignError, check_spec
 from annotation.campaigns.spec import CampaignSpec
 from annotation.gold import service as gold_service
@@ -29,7 +30,13 @@ from config.errors import UserError
 from jobs.models import Job
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
-from retrieval.forms import DatasetForm, PickedName, found_or_invalid, split_names
+from retrieval.forms import (
+    DatasetForm,
+    PickedName,
+    dataset_names,
+    found_or_invalid,
+    split_names,
+)
 from retrieval.management.lookup import get_dataset, get_run
 from retrieval.services.uploads import discard, input_file
 
@@ -279,14 +286,46 @@ register(
 
 
 class DemoCampaignForm(DatasetForm):
+    dataset = PickedName(dataset_names, max_length=100, initial="demo")
     name = forms.CharField(max_length=200, initial=DEMO_CAMPAIGN)
+    depth = forms.IntegerField(min_value=1, max_value=MAX_DEPTH, initial=10, required=False)
+    fill = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        initial=0.6,
+        required=False,
+        help_text="Share of labels to pre-fill.",
+    )
+    error_rate = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        initial=0.05,
+        required=False,
+        help_text="How often the simulated annotators answer wrong.",
+    )
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, required=False)
 
 
-def run_demo_campaign(reporter: Reporter, dataset: str, name: str) -> dict:
+def run_demo_campaign(
+    reporter: Reporter,
+    dataset: str,
+    name: str,
+    depth: int = 10,
+    fill: float = 0.6,
+    error_rate: float = 0.05,
+    seed: int = 0,
+) -> dict:
     """Create the demo campaign, or finish one a failed run left half-made (nothing when it
     is complete): what ``make run`` defers until the trained models' runs exist."""
     made = create_demo_campaign(
-        get_dataset(dataset), name=name, say=reporter.step, advance=reporter.advance
+        get_dataset(dataset),
+        name=name,
+        depth=depth,
+        fill=fill,
+        error_rate=error_rate,
+        seed=seed,
+        say=reporter.step,
+        advance=reporter.advance,
     )
     if made.done:  # its pages' figures, from the labels it ends with
         live_figures.refresh(made.campaign)
@@ -296,6 +335,11 @@ def run_demo_campaign(reporter: Reporter, dataset: str, name: str) -> dict:
         "page": reverse("campaign", args=[made.campaign.pk]),
         "pairs": made.campaign.pairs.count(),
         "done": ", ".join(made.done) or "nothing: it was complete already",
+        "runs": list(made.runs),
+        "labels": made.labels,
+        "annotators": made.annotators,
+        "label_set": made.label_set,
+        "positives": made.positives,
     }
 
 

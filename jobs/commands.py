@@ -50,13 +50,14 @@ def _option_help(field: forms.Field) -> str:
         named = ", ".join(str(value) for value, _ in field.choices if value != "")
         text = f"{text} One of: {named}." if text else f"One of: {named}."
     if field.initial not in (None, ""):
-        text += f" Default: {field.initial}."
+        return f"{text} Default: {field.initial}.".strip()
     return (text + (" Required." if field.required else "")).strip()
 
 
 class JobCommand(BaseCommand):
     """Run the job kind :attr:`kind_name` in this process, with its form's fields as options
-    (``--batch-size`` for ``batch_size``), a progress bar on stderr, and either
+    (``--batch-size`` for ``batch_size``, a field's initial value its default), a progress bar
+    on stderr, and either
     :meth:`summary`'s line or, with ``--format json``, the job's result."""
 
     kind_name = ""
@@ -72,8 +73,10 @@ class JobCommand(BaseCommand):
                 parser.add_argument(
                     option, dest=name, action="store_true", help=_option_help(field)
                 )
-            else:
-                parser.add_argument(option, dest=name, help=_option_help(field))
+            else:  # the form's initial value is the command's default
+                parser.add_argument(
+                    option, dest=name, default=field.initial, help=_option_help(field)
+                )
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options) -> None:

@@ -1,49 +1,27 @@
-"""Create the demo campaign from the demo world's runs and pre-fill it in part."""
+"""Create the demo campaign from the demo world's runs and pre-fill it in part (the
+``demo_campaign`` job kind, run here)."""
 
-from django.core.management.base import CommandError
-
-from annotation.simulation.demo import DEMO_CAMPAIGN, create_demo_campaign
-from jobs.commands import BaseCommand
-from retrieval.models import Dataset
+from jobs.commands import JobCommand
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
+    kind_name = "demo_campaign"
     help = (
         "Pool the demo world's four runs at depth 10 into the campaign 'demo-campaign' and "
         "let two simulated annotators judge part of it (--fill), so agreement figures exist at "
         "once and pairs are still left for people to judge. With two of them, a tie on a "
-        "doubly labelled pair waits for a third person or an admin's adjudication. Does "
-        "nothing if the campaign exists."
+        "doubly labelled pair waits for a third person or an admin's adjudication. Finishes a "
+        "campaign a failed run left half-made; does nothing if the campaign is complete."
     )
 
-    def add_arguments(self, parser):
-        parser.add_argument("--dataset", default="demo")
-        parser.add_argument("--name", default=DEMO_CAMPAIGN)
-        parser.add_argument("--depth", type=int, default=10)
-        parser.add_argument("--fill", type=float, default=0.6, help="Share of labels to pre-fill.")
-        parser.add_argument("--error-rate", type=float, default=0.05)
-        parser.add_argument("--seed", type=int, default=0)
-
-    def handle(self, *args, **options):
-        dataset = Dataset.objects.filter(name=options["dataset"]).first()
-        if dataset is None:
-            raise CommandError(f"no dataset named {options['dataset']!r}; run `manage.py demo`")
-        made = create_demo_campaign(
-            dataset,
-            name=options["name"],
-            depth=options["depth"],
-            fill=options["fill"],
-            error_rate=options["error_rate"],
-            seed=options["seed"],
-        )
-        if not made.done:
-            self.stdout.write(f"Campaign {options['name']!r} is complete already; keeping it.")
-            return
-        self.stdout.write(
-            f"Campaign {made.campaign.name!r} ({', '.join(made.done)}): "
-            f"{made.campaign.pairs.count()} pairs from "
-            f"{', '.join(made.runs)}; {made.labels} labels pre-filled by "
-            f"{made.annotators} simulated annotators (error rate {options['error_rate']}); "
-            f"label set {made.label_set!r} holds {made.positives} judged positives so "
-            "far (re-resolve it from the campaigns page as judging goes on)."
+    def summary(self, result: dict, arguments: dict) -> str:
+        if result["done"].startswith("nothing"):
+            return f"Campaign {result['campaign']!r} is complete already; keeping it."
+        return (
+            f"Campaign {result['campaign']!r} ({result['done']}): {result['pairs']} pairs from "
+            f"{', '.join(result['runs'])}; {result['labels']} labels pre-filled by "
+            f"{result['annotators']} simulated annotators (error rate "
+            f"{arguments.get('error_rate', 0.05)}); label set {result['label_set']!r} holds "
+            f"{result['positives']} judged positives so far (re-resolve it from the campaigns "
+            "page as judging goes on)."
         )
