@@ -81,10 +81,10 @@ class JobCommand(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         kind = self.kind
-        given = {
+        given = {  # an unset option or flag is absent (0 is a value: not ``in (None, False)``)
             name: options[name]
             for name in kind.form.base_fields
-            if options.get(name) not in (None, False)
+            if options.get(name) is not None and options.get(name) is not False
         }
         arguments = check_arguments(kind, given)
         quiet = options["verbosity"] == 0 or options["format"] == "json"
