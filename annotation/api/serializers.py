@@ -1,13 +1,18 @@
 """Serializers of the judging API: they validate input and shape output, nothing more."""
 
+import functools
+
 from django.db.models import Q
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 
 from annotation.judging import task_ids
+from annotation.judging.answer import JudgingAnswer, SubmitAnswer
 from annotation.models import Campaign, Escalation, Judgement, Pair
 from annotation.people import state as annotator_state
+from annotation.people.state import State
+from config.serializer_output import CompiledOutput
 from config.text_validators import TextValidator
 from retrieval.services.media import segment_label
 
@@ -52,9 +57,7 @@ class TaskSerializer(serializers.Serializer):
         serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
     )
     def get_roles(self, task) -> list:
-        if not self.context.get("show_roles"):
-            return []
-        return task.pair.caption.role_spans or []
+        return task.roles or []
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -139,7 +142,8 @@ class StandingSerializer(serializers.Serializer):
 
 
 class AssignmentSerializer(serializers.Serializer):
-    """What to show now, what to preload next, and the annotator's progress."""
+    """What to show now, what to preload next, and the annotator's progress: the
+    :class:`annotation.judging.answer.JudgingAnswer` of next/, undo/ and escalate/."""
 
     campaign = CampaignBriefSerializer()
     current = TaskSerializer(allow_null=True)
@@ -156,6 +160,8 @@ class AssignmentSerializer(serializers.Serializer):
 
 
 class SubmitResponseSerializer(AssignmentSerializer):
+    """submit/'s :class:`annotation.judging.answer.SubmitAnswer`."""
+
     judgement = serializers.UUIDField()
     created = serializers.BooleanField()
     feedback = FeedbackSerializer(allow_null=True, required=False)
@@ -272,91 +278,21 @@ class CampaignSerializer(serializers.ModelSerializer):
         ]
 
 
-# The two hot responses, built by hand: next/ and submit/ answer every judgement, and DRF's
-# serializers spent about a fifth of such a request's CPU binding fields (measured by
-# bench/request_profile.py). The serializers above stay the schema; tests/annotation/test_api.py checks that
-# these functions give exactly what the serializers give.
-
-_DATETIME = serializers.DateTimeField()
-
-
-def _task(task, show_roles: bool) -> dict | None:
-    if task is None:
-        return None
-    pair = task.pair
-    caption = pair.caption
+@functools.cache
+def _outputs() -> dict:
     return {
-        "pair": str(task.token),
-        "caption": str(caption.text),
-        "caption_key": str(caption.key),
-        "video_url": str(pair.video.source_url),
-        "video_fragment": str(pair.video.media_fragment),
-        "poster_url": str(pair.video.poster_url),
-        "segment": segment_label(pair.video),
-        "expires_at": _DATETIME.to_representation(task.expires_at),
-        "roles": (caption.role_spans or []) if show_roles else [],
+        JudgingAnswer: CompiledOutput(AssignmentSerializer),
+        SubmitAnswer: CompiledOutput(SubmitResponseSerializer),
+        State: CompiledOutput(StateSerializer),
     }
 
 
-def _qualification(state) -> dict:
-    retry_at = None
-    if state.retry_at is not None and not state.out_of_tries:
-        retry_at = _DATETIME.to_representation(state.retry_at)
-    return {
-        "required": bool(state.required),
-        "admitted": bool(state.admitted),
-        "done": int(state.done),
-        "total": int(state.total),
-        "tries_used": int(state.tries_used),
-        "tries": int(state.tries),
-        "last_score": None if state.last_score is None else float(state.last_score),
-        "retry_at": retry_at,
-    }
+def answer_data(found: JudgingAnswer) -> dict:
+    """The serializer's output for a judging answer (:class:`AssignmentSerializer`, or
+    :class:`SubmitResponseSerializer` after a submit), compiled for speed."""
+    return _outputs()[type(found)](found)
 
 
-def state_data(state) -> dict:
-    """:class:`StateSerializer`'s output for an :class:`annotation.people.state.State`."""
-    data = state.to_json()
-    for name in ("since", "retry_at"):
-        moment = getattr(state, name)
-        data[name] = None if moment is None else _DATETIME.to_representation(moment)
-    return data
-
-
-def assignment_data(payload: dict, show_roles: bool) -> dict:
-    """:class:`AssignmentSerializer`'s output for ``payload``, or with ``judgement`` in it
-    :class:`SubmitResponseSerializer`'s."""
-    campaign, progress = payload["campaign"], payload["progress"]
-    data = {
-        "campaign": {"id": campaign.pk, "name": str(campaign.name), "status": str(campaign.status)},
-        "current": _task(payload["current"], show_roles),
-        "upcoming": _task(payload["upcoming"], show_roles),
-        "progress": {
-            "judged_today": int(progress.judged_today),
-            "judged_total": int(progress.judged_total),
-            "labels_left": int(progress.labels_left),
-            "pairs": int(progress.pairs),
-            "labels_given": int(progress.labels_given),
-        },
-        "finished": bool(payload["finished"]),
-        "qualification": _qualification(payload["qualification"]),
-        "paused": None if payload["paused"] is None else str(payload["paused"]),
-        "state": state_data(payload["state"]),
-    }
-    if "judgement" in payload:
-        feedback = payload.get("feedback")
-        data["judgement"] = str(payload["judgement"])
-        data["created"] = bool(payload["created"])
-        data["feedback"] = (
-            None
-            if feedback is None
-            else {
-                "correct": bool(feedback.correct),
-                "label": str(feedback.label),
-                "explanation": str(feedback.explanation),
-                "guideline": str(feedback.guideline),
-            }
-        )
-        warning = payload.get("warning")
-        data["warning"] = None if warning is None else str(warning)
-    return data
+def state_data(state: State) -> dict:
+    """:class:`StateSerializer`'s output for an annotator's state, compiled for speed."""
+    return _outputs()[State](state)

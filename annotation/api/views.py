@@ -19,35 +19,17 @@ from annotation.api.serializers import (
     StandingSerializer,
     SubmitResponseSerializer,
     SubmitSerializer,
-    assignment_data,
+    answer_data,
     state_data,
 )
 from annotation.campaign_read import live_figures
 from annotation.gold import tasks as gold_queue
-from annotation.judging import queue, statements, submit
+from annotation.judging import answer, queue, statements, submit
 from annotation.models import Campaign, Pair
 from annotation.people.progress import annotator_progress
-from annotation.people.state_service import judging_state
 from config import roles
 from config.error_handling import ErrorSerializer
 from config.subqueries import row_count
-
-
-def assignment_payload(campaign: Campaign, user, got: queue.Assignment) -> dict:
-    # Finished only when nothing can come to this annotator any more; with no current
-    # pair but work left (others hold the leases) the page waits and polls.
-    finished = got.current is None and not queue.has_work_for(campaign, user)
-    qualification = got.qualification or gold_queue.qualification(campaign, user)
-    return {
-        "campaign": campaign,
-        "current": got.current,
-        "upcoming": got.upcoming,
-        "progress": queue.progress(campaign, user),
-        "finished": finished,
-        "qualification": qualification,
-        "paused": got.paused,
-        "state": judging_state(campaign, got, qualification, work_left=not finished),
-    }
 
 
 class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
@@ -101,11 +83,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         A POST: taking a lease changes the queue, so a crawler or a link prefetch (GET)
         never does it. Asking again returns the same leases while they last.
         """
-        campaign = self.get_object()
-        got = queue.assign(campaign, request.user)
-        return Response(
-            assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
-        )
+        return Response(answer_data(answer.next_task(self.get_object(), request.user)))
 
     @extend_schema(
         request=SubmitSerializer,
@@ -121,23 +99,16 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.get_object()
         values = self.valid_input(SubmitSerializer)
-        result = submit.submit(  # checks the pair is in the campaign: one query fewer
+        submitted = answer.submit_label(  # checks the pair is in the campaign: one query fewer
+            campaign,
             request.user,
             values["pair"],
             values["label"],
             values["uuid"],
             values.get("seconds"),
-            campaign=campaign,
-            played=values.get("seconds_played"),
+            values.get("seconds_played"),
         )
-        payload = assignment_payload(campaign, request.user, result.assignment)
-        payload.update(
-            judgement=result.judgement.uuid,
-            created=result.created,
-            feedback=result.feedback,
-            warning=result.warning,
-        )
-        return Response(assignment_data(payload, campaign.shows_roles))
+        return Response(answer_data(submitted))
 
     @extend_schema(
         request=None,
@@ -147,11 +118,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     def undo(self, request, pk=None, format=None):
         """Take back your latest answer in this campaign (within two minutes) and show its
         task again: the same for every task, gold or not (see ``submit.undo``)."""
-        campaign = self.get_object()
-        got = submit.undo(request.user, campaign)
-        return Response(
-            assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
-        )
+        return Response(answer_data(answer.undo_label(self.get_object(), request.user)))
 
     @extend_schema(
         request=EscalateSerializer,
@@ -168,17 +135,16 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         report its video broken (``kind`` broken_video, with the browser's error)."""
         campaign = self.get_object()
         values = self.valid_input(EscalateSerializer, campaign=campaign)
-        got = submit.escalate(
+        escalated = answer.escalate_pair(
+            campaign,
             request.user,
             values["pair"],
             values.get("reason", ""),
             values["uuid"],
-            kind=values["kind"],
-            media_error=values["media_error"],
+            values["kind"],
+            values["media_error"],
         )
-        return Response(
-            assignment_data(assignment_payload(campaign, request.user, got), campaign.shows_roles)
-        )
+        return Response(answer_data(escalated))
 
     @extend_schema(responses={200: ProgressStateSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])

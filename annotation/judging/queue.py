@@ -49,6 +49,9 @@ class Task:
     pair: Pair
     expires_at: datetime
     token: str
+    roles: list | None = None
+    """The caption's semantic-role spans the page underlines (None: the campaign shows none;
+    set by :mod:`annotation.judging.answer`)."""
 
 
 @dataclass(frozen=True)

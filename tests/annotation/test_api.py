@@ -100,8 +100,8 @@ def test_finished_only_when_nothing_can_come(people):
     assert done["finished"] is True
 
 
-def _payloads():
-    """Assignment payloads covering every branch of the hand-built responses."""
+def _answers(show_roles: bool):
+    """Judging answers covering every branch of the compiled responses."""
     import itertools
     from datetime import UTC, datetime, timedelta
     from types import SimpleNamespace
@@ -111,6 +111,8 @@ def _payloads():
     from annotation.people.state import SLOW_DOWN, Inputs, speed_reason, state_of
 
     when = datetime(2026, 11, 24, 20, 0, 5, 123456, tzinfo=UTC)
+
+    from annotation.judging.answer import JudgingAnswer, SubmitAnswer
 
     def task(n: int, roles):
         caption = SimpleNamespace(text=f"a cat {n} — “quoted”", key=f"c{n}", role_spans=roles)
@@ -127,7 +129,8 @@ def _payloads():
         )
         video = SimpleNamespace(source_url=f"/media/v{n}.mp4", **(segment if n % 2 else whole))
         pair = SimpleNamespace(pk=n, caption=caption, video=video)
-        return Task(pair, when + timedelta(n), f"{n:032x}")
+        shown = (roles or []) if show_roles else None
+        return Task(pair, when + timedelta(n), f"{n:032x}", shown)
 
     campaign = SimpleNamespace(pk=7, id=7, name="camp\nname", status="active")
     qualifications = [
@@ -147,42 +150,53 @@ def _payloads():
     for n, ((current, upcoming), qualification, feedback, paused, submitted) in enumerate(
         itertools.product(tasks, qualifications, feedbacks, [None, "too fast"], [False, True])
     ):
-        payload = {
-            "campaign": campaign,
-            "current": current,
-            "upcoming": upcoming,
-            "progress": Progress(judged_today=1, judged_total=5, labels_left=10**12, pairs=3),
-            "finished": current is None,
-            "qualification": qualification,
-            "paused": paused,
-            "state": states[n % len(states)],
-        }
+        found = JudgingAnswer(
+            campaign=campaign,
+            current=current,
+            upcoming=upcoming,
+            progress=Progress(judged_today=1, judged_total=5, labels_left=10**12, pairs=3),
+            finished=current is None,
+            qualification=qualification,
+            paused=paused,
+            state=states[n % len(states)],
+        )
         if submitted:
             warning = None if feedback else SLOW_DOWN
-            payload.update(
-                judgement=uuid.UUID(int=12345), created=True, feedback=feedback, warning=warning
+            fields = {name: getattr(found, name) for name in JudgingAnswer.__dataclass_fields__}
+            found = SubmitAnswer(
+                **fields,
+                judgement=uuid.UUID(int=12345),
+                created=True,
+                feedback=feedback,
+                warning=warning,
             )
-        yield payload
+        yield found
 
 
 @pytest.mark.parametrize("show_roles", [True, False])
-def test_hand_built_responses_equal_the_serializers(show_roles):
-    """next/ and submit/ build their JSON by hand for speed; the serializers are the schema,
-    so both must give the same JSON for every kind of payload."""
+def test_compiled_responses_equal_the_serializers(show_roles):
+    """next/ and submit/ render their answers through the serializers compiled once
+    (:class:`config.serializer_output.CompiledOutput`): the same JSON as the serializers
+    themselves for every kind of answer."""
     from rest_framework.renderers import JSONRenderer
 
     from annotation.api.serializers import (
         AssignmentSerializer,
         SubmitResponseSerializer,
-        assignment_data,
+        answer_data,
     )
+    from annotation.judging.answer import SubmitAnswer
 
     render = JSONRenderer().render
     checked = 0
-    for payload in _payloads():
-        serializer = SubmitResponseSerializer if "judgement" in payload else AssignmentSerializer
-        expected = render(serializer(payload, context={"show_roles": show_roles}).data)
-        assert render(assignment_data(payload, show_roles)) == expected, payload
+    for found in _answers(show_roles):
+        serializer = (
+            SubmitResponseSerializer if isinstance(found, SubmitAnswer) else AssignmentSerializer
+        )
+        expected = render(serializer(found).data)
+        assert render(answer_data(found)) == expected, found
+        if found.current is not None and found.current.pair.caption.role_spans:
+            assert (expected.count(b"ARG0") > 0) is show_roles
         checked += 1
     assert checked == 72
 
