@@ -310,6 +310,7 @@ def test_a_pause_from_outside_changes_the_page_without_an_answer(live_server, br
     assert page.locator("#judge-stage").is_hidden()
     assert "checking the labels" in page.locator("#judge-status").inner_text()
     assert page.locator("#judge-state").is_visible()
+    assert page.locator("[data-action=undo]").is_hidden()  # the server would refuse it
     shoot(page, "paused-by-admin")
 
     people_service.reinstate(campaign, user, admin)
