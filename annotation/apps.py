@@ -12,7 +12,7 @@ class AnnotationConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from annotation.judging.media_access import judging_video
-        from retrieval.media_access import register_grant
+        from retrieval.media.access import register_grant
 
         post_migrate.connect(create_role_groups, sender=self)
         register_grant(judging_video)

@@ -56,7 +56,7 @@ API (the scoring API) lets in, researchers and admins."""
 VIEW_VIDEOS = "retrieval.view_video"
 """Fetch any known media file: researchers and admins (the researcher role's ``view_``
 permissions). Annotators fetch only what a media grant allows: the videos they judge
-(:func:`retrieval.media_access.register_grant`)."""
+(:func:`retrieval.media.access.register_grant`)."""
 
 
 def _uploader_or_admin(user, job) -> bool:

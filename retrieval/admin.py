@@ -10,10 +10,10 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from retrieval.forms import NameValidator
+from retrieval.media.service import segment_label
 from retrieval.models import Caption, Dataset, LabelSet, Video
 from retrieval.names import InvalidName
 from retrieval.services.labelsets import LabelSetError, check_rename, dependants, make_default
-from retrieval.services.media import segment_label
 
 
 class NameRuleAdmin(admin.ModelAdmin):

@@ -432,8 +432,8 @@ def run_build_model(
 
 def run_media(reporter: Reporter, dataset: str) -> dict:
     """Make the dataset's missing browser copies and segment clips (see
-    :mod:`retrieval.services.media`); several such jobs share the work."""
-    from retrieval.services.media import make_missing, pending
+    :mod:`retrieval.media.service`); several such jobs share the work."""
+    from retrieval.media.service import make_missing, pending
 
     found = get_dataset(dataset)
     reporter.step(f"browser copies and segment clips of {found.name}", total=pending(found).count())

@@ -37,7 +37,7 @@ class DerivedMedia(models.Model):
 
     ``key`` hashes the source's fingerprint, the copy settings and the span, so a file is
     made once however many videos share it, and settings changed later make a new one (see
-    :mod:`retrieval.services.media`). ``name`` lies under the media root (``derived/``);
+    :mod:`retrieval.media.service`). ``name`` lies under the media root (``derived/``);
     the original is never touched. Workers claim a pending row with a conditional update,
     so several run side by side and a stopped one's work is taken up again.
     """

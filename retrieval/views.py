@@ -10,11 +10,12 @@ from django.views.decorators.http import require_POST, require_safe
 
 from config.errors import UserError
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
-from retrieval import media_access, report_figures
+from retrieval import report_figures
 from retrieval.leaderboard import sort_keys
 from retrieval.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
 from retrieval.leaderboard_formats import render as render_leaderboard
-from retrieval.media_delivery import media_response
+from retrieval.media import access as media_access
+from retrieval.media.delivery import media_response
 from retrieval.models import Dataset, LabelSet, RetrievalModel
 from retrieval.services.datasets import dataset_overview, dataset_summaries
 from retrieval.services.labelsets import choose_default, default_label_set
@@ -34,10 +35,10 @@ reports_only = permission_required(
 @login_required
 def serve_media(request: HttpRequest, path: str) -> HttpResponse:
     """Send a known media file to a user allowed it (Range, ETag and 304; see
-    :mod:`retrieval.media_delivery` for who sends the bytes).
+    :mod:`retrieval.media.delivery` for who sends the bytes).
 
     Anything not found, outside the media root or not for this user is the same 404, so the
-    answer says nothing about which files exist (see :mod:`retrieval.media_access`).
+    answer says nothing about which files exist (see :mod:`retrieval.media.access`).
     """
     full = media_access.media_file(path)
     if full is None or not media_access.may_fetch(request.user, path):

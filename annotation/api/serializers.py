@@ -14,7 +14,7 @@ from annotation.people import state as annotator_state
 from annotation.people.state import State
 from config.serializer_output import CompiledOutput
 from config.text_validators import TextValidator
-from retrieval.services.media import segment_label
+from retrieval.media.service import segment_label
 
 
 class TaskSerializer(serializers.Serializer):

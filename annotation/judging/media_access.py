@@ -1,7 +1,7 @@
 """Annotators may fetch the videos they judge: those of active campaigns (their pairs and their
 gold pairs, which qualification and gold tasks serve), and of pairs they hold.
 
-Registered with :func:`retrieval.media_access.register_grant` when the app is ready, so the
+Registered with :func:`retrieval.media.access.register_grant` when the app is ready, so the
 retrieval app serves media without knowing about campaigns.
 """
 

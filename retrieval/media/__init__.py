@@ -1,5 +1,5 @@
 """Video files as benchmarks ship them: probing, browser copies, segment clips and posters.
 
 :mod:`retrieval.media.probe` and :mod:`retrieval.media.transcode` are pure (a path in, facts
-or a file out); :mod:`retrieval.services.media` keeps their results in the database.
+or a file out); :mod:`retrieval.media.service` keeps their results in the database.
 """

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from django.db.models import Count, Prefetch, Q
 
+from retrieval.media.service import MediaTable, media_table
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Run, Video
-from retrieval.services.media import MediaTable, media_table
 
 
 @dataclass(frozen=True)

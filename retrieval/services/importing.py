@@ -23,7 +23,7 @@ does not decode is an error naming it and why, or with ``skip_broken`` its recor
 out and listed (``ImportSummary.broken``, and the dataset's import history), so a broken
 file never reaches a pool. A segment (``start``/``end``) must lie inside its file. Videos
 that need a browser copy or a segment clip get a pending derived file, and a ``media`` job
-is queued once the import commits (:mod:`retrieval.services.media`).
+is queued once the import commits (:mod:`retrieval.media.service`).
 
 URLs: ``video_url_template`` is formatted with ``{video_id}`` (the media file's id: the
 parent video for an EPIC clip, otherwise the video key), ``{key}`` (the video key),
@@ -47,10 +47,10 @@ from config.errors import UserError
 from retrieval.formats import CAPTION_FORMATS, CaptionFormat
 from retrieval.formats.records import URL_MAX_LENGTH, CaptionRecord, FormatError, check_chars
 from retrieval.media.probe import Probe, ProbeError, check_span, probe
+from retrieval.media.service import attach_derived, copy_settings, queue_media
 from retrieval.models import Caption, Dataset, Video
 from retrieval.names import check_name
 from retrieval.services.demo import stored_assertion, stored_scene
-from retrieval.services.media import attach_derived, copy_settings, queue_media
 
 BATCH_SIZE = 5000
 VIDEO_EXTENSIONS = ("mp4", "webm", "mkv", "avi", "mov")

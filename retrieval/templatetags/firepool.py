@@ -35,8 +35,8 @@ def signed_points(value: float | None) -> str:
 @register.filter
 def segment_place(video) -> str:
     """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00``
-    (:func:`retrieval.services.media.segment_label`); "" for a whole video."""
-    from retrieval.services.media import segment_label
+    (:func:`retrieval.media.service.segment_label`); "" for a whole video."""
+    from retrieval.media.service import segment_label
 
     return segment_label(video)
 

@@ -4,8 +4,8 @@ import time
 
 from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
+from retrieval.media.service import make_missing, media_table, pending, retry_failed
 from retrieval.models import DerivedMedia
-from retrieval.services.media import make_missing, media_table, pending, retry_failed
 
 WAIT_SECONDS = 2.0
 

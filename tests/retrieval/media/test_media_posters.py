@@ -14,8 +14,8 @@ from PIL import Image
 
 from jobs.models import Job
 from retrieval.media.probe import fingerprint
+from retrieval.media.service import as_is_poster_name
 from retrieval.models import Video
-from retrieval.services.media import as_is_poster_name
 from tests.media_support import BLUE, RED, import_records, make_clip
 
 IMMEDIATE = {
@@ -56,7 +56,7 @@ def centre(path: Path) -> np.ndarray:
 
 @pytest.mark.django_db
 def test_files_that_play_as_they_are_get_a_first_frame_poster(folder, monkeypatch):
-    from retrieval.services import media
+    from retrieval.media import service as media
 
     monkeypatch.setattr(media, "POSTER_BATCH", 2)  # three videos: two batches
     import_clips(folder)
@@ -119,7 +119,7 @@ def test_who_may_fetch_a_playable_file_may_fetch_its_poster(folder, monkeypatch,
     from django.contrib.auth import get_user_model
 
     from config.roles import ANNOTATOR, RESEARCHER, ensure_groups
-    from retrieval import media_access
+    from retrieval.media import access as media_access
 
     import_clips(folder, avi=False)
     call_command("media", dataset="posters", stdout=io.StringIO())

@@ -13,9 +13,9 @@ from django.test import TestCase
 from jobs import runner
 from jobs.models import Job
 from retrieval.media.probe import CopySettings, iso_layout, needs_copy, probe
+from retrieval.media.service import browser_file, media_table
 from retrieval.media.transcode import make_copy, make_poster, output_size
 from retrieval.models import DerivedMedia, Video
-from retrieval.services.media import browser_file, media_table
 from tests.media_support import BLUE, RED, SPECS, import_records, make_clip, mean_colour
 
 IMMEDIATE = {

@@ -11,11 +11,11 @@ If-None-Match, so this one is ours.)
 
 With ``"nginx"`` the view only authorises: the answer is an empty response carrying
 ``X-Accel-Redirect: /protected-media/<name, percent-encoded>`` (django-sendfile2's nginx
-backend), the type from :mod:`retrieval.media_types` and the ``Cache-Control`` of
-:mod:`retrieval.media_caching`, both of which nginx passes on; nginx then sends the file from
+backend), the type from :mod:`retrieval.media.types` and the ``Cache-Control`` of
+:mod:`retrieval.media.caching`, both of which nginx passes on; nginx then sends the file from
 its ``internal`` location and answers Range, If-Range and conditional requests with its own
 ETag and Last-Modified (``deploy/nginx/firepool-locations.conf``). The name was checked by
-:func:`retrieval.media_access.media_file` first, so the redirect never names a path outside
+:func:`retrieval.media.access.media_file` first, so the redirect never names a path outside
 the media root or its dataset links.
 """
 
@@ -27,9 +27,9 @@ from django.utils.cache import get_conditional_response
 from django.utils.http import http_date
 from django_sendfile import sendfile
 
-from retrieval.byte_range import UnsatisfiableRange, parse_range
-from retrieval.media_caching import cache_control, if_range_holds, strong_etag
-from retrieval.media_types import media_type
+from retrieval.media.byte_range import UnsatisfiableRange, parse_range
+from retrieval.media.caching import cache_control, if_range_holds, strong_etag
+from retrieval.media.types import media_type
 
 BLOCK = 64 * 1024
 """Bytes per read where the server cannot use sendfile(2) (runserver, TLS in gunicorn)."""

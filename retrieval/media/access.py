@@ -22,9 +22,9 @@ from django.core.cache import cache
 from django.db.models import Q
 
 from config import roles
+from retrieval.media.service import DERIVED_DIR
 from retrieval.models import AS_IS_POSTER_DIR, Video
 from retrieval.services.importing import LINK_DIR
-from retrieval.services.media import DERIVED_DIR
 
 GRANT_SECONDS = 300
 """How long a yes is remembered per user and file, so a video's Range requests stay cheap

@@ -12,8 +12,8 @@ from PIL import Image
 
 from retrieval.encoders.features import decode_frames, span_times
 from retrieval.media.probe import probe
+from retrieval.media.service import segment_label
 from retrieval.models import Dataset, Video
-from retrieval.services.media import segment_label
 from tests.media_support import BLUE, RED, import_records, make_clip, mean_colour
 
 
@@ -81,7 +81,7 @@ def test_whoever_may_fetch_an_original_may_fetch_its_clip(recording, monkeypatch
     from django.contrib.auth import get_user_model
 
     from config.roles import ANNOTATOR, RESEARCHER, ensure_groups
-    from retrieval import media_access
+    from retrieval.media import access as media_access
 
     call_command("media", dataset="epic", stdout=io.StringIO())
     video = Video.objects.order_by("key").first()
