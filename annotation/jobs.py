@@ -30,6 +30,7 @@ from config.errors import UserError
 from jobs.models import Job
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
+from retrieval.datasets.uploads import discard, input_file
 from retrieval.forms import (
     DatasetForm,
     PickedName,
@@ -38,7 +39,6 @@ from retrieval.forms import (
     split_names,
 )
 from retrieval.management.lookup import get_dataset, get_run
-from retrieval.services.uploads import discard, input_file
 
 
 class PoolForm(DatasetForm, CampaignSettingsForm):

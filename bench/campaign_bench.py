@@ -26,8 +26,8 @@ def main() -> None:
         from annotation.campaigns.service import CampaignSpec, build_pool, create_campaign
         from annotation.models import Pair
         from retrieval.models import Caption, Dataset, RetrievalModel, Video
-        from retrieval.runs import RankedLists
-        from retrieval.services.runs import store_run
+        from retrieval.search.runs import RankedLists
+        from retrieval.search.runs_service import store_run
 
         rng = np.random.default_rng(0)
         dataset = Dataset.objects.create(name="bench")

@@ -339,8 +339,8 @@ def make_world(args, rng) -> World:
 def make_runs(args, world: World, rng) -> list:
     """``--runs`` runs of top-``--depth`` lists, stored with the project's ``store_run``."""
     from retrieval.models import Dataset, RetrievalModel
-    from retrieval.runs import RankedLists
-    from retrieval.services.runs import store_run
+    from retrieval.search.runs import RankedLists
+    from retrieval.search.runs_service import store_run
 
     dataset = Dataset.objects.get(name=DATASET)
     columns = np.concatenate([world.own[:, None], world.candidates], axis=1)
@@ -519,7 +519,7 @@ def build(args) -> dict:
     from annotation.campaigns.service import CampaignSpec, create_campaign
     from annotation.judging import pair_state
     from annotation.models import Pair
-    from retrieval.label_status import IRRELEVANT, RELEVANT
+    from retrieval.label_sets.status import IRRELEVANT, RELEVANT
 
     timings = {}
     rng = np.random.default_rng(args.seed)
@@ -616,7 +616,7 @@ def build(args) -> dict:
 def make_proxies(args, dataset) -> None:
     """Cache the semantic-proxy matrices the agreement and report pages read."""
     from retrieval.proxies import PROXIES
-    from retrieval.services.proxies import ProxyOptions, proxy_relevance
+    from retrieval.proxies.service import ProxyOptions, proxy_relevance
 
     if args.proxies == "none":
         return
@@ -809,8 +809,8 @@ def warm_process() -> None:
         ".migrations",
         ".management",
         "retrieval.encoders",
-        "retrieval.index",
-        "retrieval.demo",
+        "retrieval.search.index",
+        "retrieval.datasets.demo",
     )
     for package in ("config", "jobs", "annotation", "retrieval"):
         module = __import__(package)

@@ -6,7 +6,7 @@ from pathlib import Path
 from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
 from retrieval.proxies import PROXIES, PROXY_LABELS
-from retrieval.services.proxies import (
+from retrieval.proxies.service import (
     SUMMARY_THRESHOLDS,
     ProxyOptions,
     proxy_relevance,
