@@ -232,8 +232,13 @@ def run_predict(
 
 class ProxiesForm(DatasetForm):
     proxy = forms.ChoiceField(choices=[(p, p) for p in (*PROXIES, "all")], initial="all")
-    split = forms.CharField(max_length=20, initial="test", required=False)
-    rebuild = YesNoField()
+    split = forms.CharField(
+        max_length=20,
+        initial="test",
+        required=False,
+        help_text="Videos and captions of this split.",
+    )
+    rebuild = YesNoField(help_text="Compute again, ignoring the cache.")
 
 
 def run_proxies(
