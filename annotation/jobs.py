@@ -19,11 +19,11 @@ from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_
 from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.lookup import get_campaign
 from annotation.campaigns.pooling import MAX_DEPTH
 from annotation.campaigns.service import CampaignError, check_spec
 from annotation.campaigns.spec import CampaignSpec
 from annotation.gold import service as gold_service
-from annotation.management.lookup import get_campaign
 from annotation.models import Campaign
 from annotation.policy import fit as policy_fit
 from annotation.simulation.demo import DEMO_CAMPAIGN, create_demo_campaign
@@ -31,6 +31,7 @@ from config.errors import UserError
 from jobs.models import Job
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
+from retrieval.datasets.lookup import get_dataset, get_run
 from retrieval.datasets.uploads import discard, input_file
 from retrieval.forms import (
     DatasetForm,
@@ -39,7 +40,6 @@ from retrieval.forms import (
     found_or_invalid,
     split_names,
 )
-from retrieval.management.lookup import get_dataset, get_run
 
 
 class PoolForm(DatasetForm, CampaignSettingsForm):

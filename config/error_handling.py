@@ -9,6 +9,7 @@ fails before any view runs, with the limit it broke, as a page or as the API's b
 """
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpResponse, JsonResponse
@@ -21,10 +22,12 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from config.errors import UserError
+from config.redirects import back
 
 
 class UserErrorMiddleware:
-    """Render a :class:`UserError` a view let through as a page with its message."""
+    """Render a :class:`UserError` a view let through as a page with its message (a
+    :class:`config.errors.NotFound` as the site's 404 page, as an ``Http404`` is)."""
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
@@ -35,8 +38,29 @@ class UserErrorMiddleware:
     def process_exception(self, request, exception: Exception):
         if not isinstance(exception, UserError):
             return None
+        if exception.status == 404:  # a lookup by a page's name or id: the site's 404 page
+            return _not_found(request, Http404(str(exception)))
+        match = getattr(request, "resolver_match", None)
+        marked = getattr(match.func, "user_errors_back", None) if match else None
+        if marked is not None:  # an action's refusal: a message on the page it came from
+            url_name, names = marked
+            messages.error(request, str(exception))
+            return back(request, url_name, **{name: match.kwargs[name] for name in names})
         context = {"message": str(exception)}
         return render(request, "error.html", context, status=exception.status)
+
+
+def user_errors_back(url_name: str, *url_arguments: str):
+    """Mark an action view (a POST that changes something and redirects) whose refusals
+    go back as a message: to the form's ``next`` when it is on this site, else to
+    ``url_name`` with the view's URL ``url_arguments``. :class:`UserErrorMiddleware` does
+    it, so the view itself lets the error through. Apply it outermost."""
+
+    def mark(view):
+        view.user_errors_back = (url_name, url_arguments)
+        return view
+
+    return mark
 
 
 class SiteNotFoundMiddleware:

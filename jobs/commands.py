@@ -82,6 +82,23 @@ def given_options(form_class: type[forms.Form], options: dict) -> dict:
     }
 
 
+def check_options(form_class: type[forms.Form], options: dict) -> forms.Form:
+    """``form_class`` (a job kind's form, or the form of the page a command mirrors) bound
+    to the command's options and valid, or a ``CommandError`` naming each bad option
+    (``--max-labels: ...``), so a command checks a use case as its page and its job do."""
+    form = form_class(data=given_options(form_class, options))
+    if not form.is_valid():
+        raise base.CommandError(
+            "; ".join(
+                " ".join(str(m) for m in messages)
+                if name == forms.forms.NON_FIELD_ERRORS
+                else f"--{name.replace('_', '-')}: {' '.join(str(m) for m in messages)}"
+                for name, messages in form.errors.items()
+            )
+        )
+    return form
+
+
 class JobCommand(BaseCommand):
     """Run the job kind :attr:`kind_name` in this process, with its form's fields as options
     (``--batch-size`` for ``batch_size``, a field's initial value its default), a progress bar

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from config.backends import backend
-from config.errors import UserError
+from config.errors import NotFound, UserError
 from jobs.models import Job
 from jobs.registry import JobKind, get_kind
 from jobs.tasks import enqueue
@@ -155,3 +155,20 @@ def finish_in_process() -> None:
         drain = getattr(task_backend, "drain", None)
         if drain is not None:
             drain()
+
+
+def recent_jobs():
+    """Every job, newest first (the model's order), with who started it: the jobs page."""
+    return Job.objects.select_related("created_by")
+
+
+def find_job(job_id: int, finished: bool = False) -> Job:
+    """Job ``job_id`` with who started it and what it retried (only a succeeded one when
+    ``finished``), or :class:`config.errors.NotFound`: the job pages' one read."""
+    found = Job.objects.select_related("created_by", "retry_of").filter(pk=job_id)
+    if finished:
+        found = found.filter(status=Job.Status.SUCCEEDED)
+    job = found.first()
+    if job is None:
+        raise NotFound(f"no job {job_id}" + (" that finished" if finished else ""))
+    return job

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -54,7 +54,7 @@ def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpRespo
     if chosen is not None and form is None:
         # Links may prefill fields, e.g. /jobs/?kind=proxies&dataset=demo.
         form = chosen.form(initial={k: v for k, v in request.GET.items() if k != "kind"})
-    page = Paginator(Job.objects.select_related("created_by"), 50).get_page(request.GET.get("page"))
+    page = Paginator(runner.recent_jobs(), 50).get_page(request.GET.get("page"))
     return render(
         request,
         "jobs/list.html",
@@ -83,10 +83,10 @@ def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
 @staff_only
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: status, progress, result or the reason it failed."""
-    job = get_object_or_404(Job.objects.select_related("created_by", "retry_of"), pk=job_id)
+    job = runner.find_job(job_id)
     kind = _kind_or_none(job.kind)
     may_rerun = kind is not None and roles.has_perm(request.user, kind.permission)
-    context = {"job": job, "kind": kind, "may_rerun": may_rerun, "retries": job.retries.all()}
+    context = {"job": job, "kind": kind, "may_rerun": may_rerun}
     if job.status == Job.Status.SUCCEEDED and isinstance(job.result, dict):
         context.update(_result_context(kind, job))
     return render(request, "jobs/detail.html", context)
@@ -127,7 +127,7 @@ def _kind_or_none(name: str) -> JobKind | None:
 @staff_only
 def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
     """The job's state as JSON, for the page to poll."""
-    job = get_object_or_404(Job, pk=job_id)
+    job = runner.find_job(job_id)
     return JsonResponse(
         {
             "id": job.pk,
@@ -146,7 +146,7 @@ def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
 @staff_only
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     """Queue a failed job again with the same arguments."""
-    job = get_object_or_404(Job, pk=job_id)
+    job = runner.find_job(job_id)
     _require(request.user, _kind(job.kind).permission)
     try:
         again = runner.retry(job, request.user)
@@ -158,7 +158,7 @@ def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
 @staff_only
 def job_output(request: HttpRequest, job_id: int) -> FileResponse:
     """The file a finished job wrote, to those who may start that kind of job."""
-    job = get_object_or_404(Job, pk=job_id, status=Job.Status.SUCCEEDED)
+    job = runner.find_job(job_id, finished=True)
     _require(request.user, _kind(job.kind).permission)
     root = Path(settings.FIREPOOL_JOB_OUTPUT_DIR).resolve()
     path = Path(job.output).resolve() if job.output else None

@@ -11,12 +11,12 @@ from django import forms
 from django.utils.choices import CallableChoiceIterator
 
 from config.errors import UserError
+from retrieval.datasets.lookup import get_dataset
 from retrieval.datasets.names import NAME_MAX_LENGTH, InvalidName, check_name
 from retrieval.encoders.base import EPOCHS
 from retrieval.encoders.registry import ENCODERS
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import SPLIT_MAX_LENGTH, URL_MAX_LENGTH, check_chars
-from retrieval.management.lookup import get_dataset
 from retrieval.models import LabelSet
 
 FORMAT_HELP = {

@@ -14,6 +14,7 @@ from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
 from retrieval import job_results
+from retrieval.datasets.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.encoders.base import DEVICES, EPOCHS, SEEDS, device_problem
 from retrieval.forms import (
     LABEL_SET_NAMES,
@@ -26,7 +27,6 @@ from retrieval.forms import (
     split_names,
 )
 from retrieval.label_sets.service import WARM_JOB
-from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
 
 

@@ -5,16 +5,23 @@ from dataclasses import dataclass
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from config.errors import UserError
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
+from retrieval.datasets.lookup import (
+    get_dataset,
+    get_model,
+    label_set_names,
+    label_sets_of,
+    runs_of,
+)
 from retrieval.datasets.overview import dataset_overview, dataset_summaries
 from retrieval.label_sets.service import choose_default, default_label_set
 from retrieval.media import access as media_access
 from retrieval.media.delivery import media_response
-from retrieval.models import Dataset, LabelSet, RetrievalModel
+from retrieval.models import Dataset, LabelSet
 from retrieval.proxies.service import stored_proxy_table
 from retrieval.scoring import report_figures
 from retrieval.scoring.leaderboard import sort_keys
@@ -53,7 +60,7 @@ def label_sets(request: HttpRequest) -> HttpResponse:
 
 
 def _label_sets_page(request: HttpRequest, status: int = 200) -> HttpResponse:
-    sets = LabelSet.objects.select_related("dataset").defer("arrays")
+    sets = label_sets_of()
     return render(request, "retrieval/label_sets.html", {"label_sets": sets}, status=status)
 
 
@@ -68,7 +75,7 @@ CHOOSE_DEFAULT_LABEL_SET = UPLOAD_DATASETS
 def choose_default_label_set(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Make the posted ``label_set`` the dataset's default (what its report and leaderboard
     show when no set is named); an unknown name is a 400 that changes nothing."""
-    dataset = get_object_or_404(Dataset, name=dataset_name)
+    dataset = get_dataset(dataset_name)
     try:
         chosen = choose_default(dataset, request.POST.get("label_set", ""))
     except UserError as exc:
@@ -96,8 +103,8 @@ class ReportRequest:
 def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
     """Which label set and metric a report asks for: ``?labels=`` names the set, empty for
     none (original positives only); without it, the dataset's default set. Reads only."""
-    dataset = get_object_or_404(Dataset, name=dataset_name)
-    label_sets = list(dataset.label_sets.defer("arrays"))
+    dataset = get_dataset(dataset_name)
+    label_sets = list(label_sets_of(dataset))
     metric = request.GET.get("metric", "C@1")
     metric = metric if metric in REPORT_METRICS else "C@1"
     chosen = request.GET.get("labels")
@@ -176,7 +183,7 @@ def datasets(request: HttpRequest) -> HttpResponse:
 @reports_only
 def dataset(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """One dataset: its splits, models and runs, campaigns and label sets, with links."""
-    found = get_object_or_404(Dataset, name=dataset_name)
+    found = get_dataset(dataset_name)
     return render(request, "retrieval/dataset.html", {"overview": dataset_overview(found)})
 
 
@@ -189,7 +196,7 @@ LEADERBOARD_EXPORTS = {
 
 def _leaderboard(request: HttpRequest, dataset_name: str):
     """The dataset, the request read from ``?labels=`` and ``?sort=``, and the board built."""
-    found = get_object_or_404(Dataset, name=dataset_name)
+    found = get_dataset(dataset_name)
     asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
     board = stored_leaderboard(found, asked.label_set, sort=asked.sort).value
     return asked, board
@@ -198,7 +205,7 @@ def _leaderboard(request: HttpRequest, dataset_name: str):
 @reports_only
 def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """One row per run under a chosen label set: scores with intervals, marks, reliability."""
-    found = get_object_or_404(Dataset, name=dataset_name)
+    found = get_dataset(dataset_name)
     context: dict = {"dataset": found, "sort_keys": sort_keys()}
     try:
         asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
@@ -211,7 +218,7 @@ def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
         stored = stored_leaderboard(found, asked.label_set, sort=asked.sort)
         board = stored.value
     except (LeaderboardError, RescoreError) as exc:
-        context.setdefault("label_sets", tuple(found.label_sets.defer("arrays")))
+        context.setdefault("label_sets", tuple(label_sets_of(found)))
         context["error"] = str(exc)
         return render(request, "retrieval/leaderboard.html", context, status=exc.status)
     context.update(board=board, columns=leaderboard_columns(board), computed=stored)
@@ -280,8 +287,8 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     from retrieval.datasets import uploads
     from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
 
-    found = get_object_or_404(Dataset, name=dataset_name)
-    labels = list(found.label_sets.order_by("name").values_list("name", flat=True))
+    found = get_dataset(dataset_name)
+    labels = label_set_names(found)
     status = 200
     if request.method == "POST":
         form = ModelAddForm(request.POST, request.FILES, label_sets=labels)
@@ -330,9 +337,9 @@ def dataset_model(request: HttpRequest, dataset_name: str, model_name: str) -> H
     """One model: where it came from, its runs, and its jobs with where each stands."""
     from retrieval.datasets.uploads import model_jobs
 
-    found = get_object_or_404(Dataset, name=dataset_name)
-    model = get_object_or_404(RetrievalModel, dataset=found, name=model_name)
-    runs = model.runs.defer("arrays").order_by("name")
+    found = get_dataset(dataset_name)
+    model = get_model(found, model_name)
+    runs = runs_of(model)
     context = {
         "dataset": found,
         "model": model,

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from annotation.campaign_read.agreement import AgreementError
 from annotation.campaign_read.exports import ExportError
+from annotation.campaigns.lookup import get_campaign
 from annotation.campaigns.service import CampaignError
 from annotation.jobs import ExportForm
 from annotation.judging.errors import AssignmentError
@@ -126,13 +127,15 @@ def test_the_api_answers_a_service_error_with_its_code_and_status():
 
 @pytest.mark.django_db
 def test_a_lookup_of_an_unknown_name_is_a_clean_message_at_every_boundary():
-    """The lookups raise a UserError (NotFound), not a CommandError: a command, a job form
-    and a job each show its message as their own boundary does."""
+    """The lookups raise a UserError (NotFound), not a CommandError: a command (through the
+    job kind's form), a job form and a job each show its message as their own boundary does."""
     make_campaign()
     message = "no campaign named 'gone' (known: "
-    with pytest.raises(CommandError, match=f"^{re.escape(message)}") as raised:
+    # The command checks its options with the export job kind's form, naming the option.
+    with pytest.raises(CommandError, match=f"^--campaign: {re.escape(message)}"):
         call_command("export_labels", campaign="gone", format="jsonl", output="-")
-    assert isinstance(raised.value.__cause__, NotFound)
+    with pytest.raises(NotFound, match=f"^{re.escape(message)}"):
+        get_campaign("gone")
     form = ExportForm({"campaign": "gone", "format": "jsonl"})
     assert not form.is_valid() and form.errors["campaign"][0].startswith(message)
     job = Job.objects.create(kind="export", arguments={"campaign": "gone", "format": "jsonl"})

@@ -49,8 +49,9 @@ def test_unknown_urls_get_the_sites_404(client, settings, debug):
         html = page.content.decode()
         assert 'class="topbar"' in html and "<h1>Not found</h1>" in html, url
         assert "URLconf" not in html and "technical" not in html, url
-    # A view's own message is kept (get_object_or_404 says what is missing).
-    assert "No Dataset matches" in client.get("/datasets/no-such-dataset/").content.decode()
+    # The lookup's own message is kept (it says what is missing).
+    missing = client.get("/datasets/no-such-dataset/").content.decode()
+    assert "no dataset named &#x27;no-such-dataset&#x27;" in missing
 
 
 def test_debug_404_keeps_the_trailing_slash_redirect(client, settings):

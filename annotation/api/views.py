@@ -1,6 +1,5 @@
 """The judging API: campaigns, next task, submit, undo, escalate, progress and standing."""
 
-from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
@@ -23,13 +22,12 @@ from annotation.api.serializers import (
     state_data,
 )
 from annotation.campaign_read import live_figures
-from annotation.gold import tasks as gold_queue
+from annotation.campaigns.lookup import listed_campaigns
 from annotation.judging import answer, queue, statements, submit
-from annotation.models import Campaign, Pair
+from annotation.models import Campaign
 from annotation.people.progress import annotator_progress
 from config import roles
 from config.error_handling import ErrorSerializer
-from config.subqueries import row_count
 
 
 class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
@@ -41,17 +39,12 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     """Campaign ids are digits: anything else is no campaign's, a 404 by routing."""
 
     def get_queryset(self):
-        queryset = (
-            gold_queue.visible(Campaign.objects.select_related("dataset"))
-            .annotate(pair_count=row_count(Pair.objects.all(), "campaign"))
-            .order_by("-created_at")
-        )
         user = self.request.user
         if roles.has_perm(user, roles.VIEW_CAMPAIGN_REPORTS):
-            return queryset
+            return listed_campaigns()
         if roles.has_perm(user, roles.JUDGE_PAIRS):
-            return queryset.filter(Q(status=Campaign.Status.ACTIVE))
-        return queryset.none()
+            return listed_campaigns(active_only=True)
+        return listed_campaigns().none()
 
     def get_object(self) -> Campaign:
         """The campaign the URL names. The judging actions run on every judgement, so they

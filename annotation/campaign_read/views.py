@@ -8,15 +8,15 @@ success message says how many majority labels the model overturned, and whose.""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_http_methods
 
 from annotation.campaign_read import charts as report_figures
 from annotation.campaign_read import exports, live_figures
+from annotation.campaign_read.adjudication import adjudication, decide
 from annotation.campaign_read.exports import EXPORT_FORMATS, export_chunks
 from annotation.campaign_read.resolution import (
     DAWID_SKENE,
@@ -26,12 +26,12 @@ from annotation.campaign_read.resolution import (
     resolve_campaign,
 )
 from annotation.campaigns.forms import RETURN, AdjudicationForm
-from annotation.gold import service as gold
-from annotation.judging import pair_state, submit
-from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
+from annotation.campaigns.lookup import campaign_by_id
+from annotation.judging import submit
+from annotation.models import Campaign, Judgement, Pair
 from config import roles
+from config.error_handling import user_errors_back
 from config.redirects import back
-from retrieval.label_sets.service import LabelSetError
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 researchers_only = roles.permission_required(
@@ -42,32 +42,25 @@ SHOWN_ANNOTATORS = 5
 """Annotators named in the message, those with the most overturned labels first."""
 
 
+@user_errors_back("campaigns")
 @require_http_methods(["GET", "POST"])
 @admins_only
 def resolve(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Store the campaign's final labels as a label set that re-scoring reads."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     data = request.POST if request.method == "POST" else request.GET
     method = str(data.get("method") or MAJORITY)
     if method not in METHODS:
         messages.error(request, f"Unknown resolution method {method[:40]!r}.")
         return back(request, "campaigns")
-    try:
-        name, existing = resolution_target(campaign)
-    except LabelSetError as exc:
-        messages.error(request, str(exc))
-        return back(request, "campaigns")
+    name, existing = resolution_target(campaign)
     asks = method == DAWID_SKENE and existing is not None
     if request.method == "GET" or (asks and data.get("confirm") != "yes"):
         context = {"campaign": campaign, "method": method, "name": name, "existing": existing}
         context["next"] = data.get("next") or reverse("campaign", args=[campaign.pk])
         return render(request, "annotation/resolve_confirm.html", context)
-    try:
-        label_set = resolve_campaign(campaign, method=method)
-    except LabelSetError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, _outcome(label_set, method))
+    label_set = resolve_campaign(campaign, method=method)
+    messages.success(request, _outcome(label_set, method))
     return back(request, "campaigns")
 
 
@@ -94,7 +87,7 @@ def _outcome(label_set, method: str) -> str:
 @researchers_only
 def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Agreement figures with bootstrap intervals (FIRE §3.2, Table 2, Fig. 7)."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     live = live_figures.live_figures(campaign)
     report, proxies = live[live_figures.AGREEMENT], live[live_figures.PROXIES]
     judging, scores = live[live_figures.JUDGING], live[live_figures.SCORES]
@@ -121,7 +114,7 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
     Each pair is shown with its video and every label; the admin's label wins (FIRE §3.1).
     """
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     if request.method == "POST":
         form = AdjudicationForm(request.POST)
         if form.is_valid():
@@ -133,71 +126,33 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 def adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 200):
-    waiting = (
-        Pair.objects.filter(campaign=campaign)
-        .filter(pair_state.waiting_for_admin())
-        .select_related("caption", "video")
-        .prefetch_related(
-            Prefetch(
-                "judgements",
-                queryset=Judgement.objects.filter(undone_at__isnull=True)
-                .select_related("annotator")
-                .order_by("created_at"),
-                to_attr="live_judgements",
-            ),
-            Prefetch(
-                "escalations",
-                queryset=Escalation.objects.filter(resolved_at__isnull=True).select_related(
-                    "annotator"
-                ),
-                to_attr="open_escalations",
-            ),
-        )
-        .order_by("position")
-    )
-    page = Paginator(waiting, ADJUDICATION_PAGE).get_page(request.GET.get("page"))
-    recent = (
-        Pair.objects.filter(campaign=campaign)
-        .exclude(adjudicated="")
-        .select_related("caption", "video", "adjudicated_by")
-        .order_by("-adjudicated_at")[:10]
-    )
-    gold_pairs = GoldPair.objects.filter(campaign=campaign)
+    found = adjudication(campaign)
+    page = Paginator(found.waiting, ADJUDICATION_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "annotation/adjudicate.html",
         {
             "campaign": campaign,
             "page": page,
-            "recent": recent,
+            "recent": found.recent,
             "Label": Judgement.Label,
             "Status": Pair.Status,
             "RETURN": RETURN,
             "BROKEN_VIDEO_REASON": submit.BROKEN_VIDEO_REASON,
-            "gold_pair_ids": set(
-                gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
-                    "pair_id", flat=True
-                )
-            ),
-            "gold_count": gold_pairs.count(),
-            "decided_count": gold.promotable(campaign),
+            "gold_pair_ids": found.gold_pair_ids,
+            "gold_count": found.gold_count,
+            "decided_count": found.decided_count,
         },
         status=status,
     )
 
 
 def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> HttpResponse:
-    pair = Pair.objects.filter(pk=data["pair"], campaign=campaign).first()
+    label = None if data["decision"] == RETURN else data["decision"]
+    pair = decide(campaign, data["pair"], request.user, label, data["note"].strip())
     if pair is None:
         messages.error(request, "That pair is not in this campaign.")
         return adjudication_page(request, campaign, status=404)
-    label = None if data["decision"] == RETURN else data["decision"]
-    note = data["note"].strip()
-    open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
-    if open_escalation is not None:
-        submit.resolve_escalation(open_escalation, request.user, label=label, note=note)
-    elif label is not None:
-        submit.adjudicate(pair, request.user, label)
     messages.success(
         request,
         f"Pair {pair.caption.key} × {pair.video.key}: "
@@ -209,7 +164,7 @@ def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> Ht
 @admins_only
 def export(request: HttpRequest, campaign_id: int, fmt: str) -> HttpResponse:
     """Stream one export format of the campaign's labels (admins only)."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     if fmt not in EXPORT_FORMATS:
         raise Http404("unknown export format")
     response = StreamingHttpResponse(

@@ -16,7 +16,7 @@ import shutil
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
@@ -26,7 +26,7 @@ from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import (
     CampaignSettingsForm,
 )
-from annotation.gold import tasks as gold_queue
+from annotation.campaigns.lookup import campaign_by_id, visible_campaigns
 from annotation.gold.forms import save_gold
 from annotation.jobs import PoolForm
 from annotation.models import Campaign
@@ -39,12 +39,20 @@ from config import roles
 from config.errors import UserError
 from jobs.registry import get_kind
 from jobs.runner import cleaned, create
+from retrieval.datasets.lookup import (
+    dataset_names,
+    find_dataset,
+    find_label_set,
+    find_run,
+    get_dataset,
+    runs_of,
+)
+from retrieval.datasets.lookup import datasets as all_datasets
 from retrieval.datasets.uploads import (
     input_name,
     new_input_folder,
 )
 from retrieval.label_sets.service import LabelSetError
-from retrieval.models import Dataset
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 researchers_only = roles.permission_required(
@@ -77,12 +85,12 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     """A new campaign: the dataset from a list, its runs as checkboxes, every option of
     ``create_campaign`` and an optional gold file; POST starts the pool job and goes to its
     page (GET ``?dataset=`` picks the dataset whose runs are offered)."""
-    datasets = list(Dataset.objects.order_by("name").values_list("name", flat=True))
+    datasets = dataset_names()
     source = request.POST if request.method == "POST" else request.GET
-    dataset = Dataset.objects.filter(name=source.get("dataset") or "").first()
+    dataset = find_dataset(source.get("dataset") or "")
     if dataset is None and request.method == "GET" and len(datasets) == 1:
-        dataset = Dataset.objects.get(name=datasets[0])
-    runs = list(dataset.runs.defer("arrays").order_by("name")) if dataset else []
+        dataset = find_dataset(datasets[0])
+    runs = list(runs_of(dataset)) if dataset else []
     chosen = source.getlist("runs") if request.method == "POST" else []
     status = 200
     gold_error = None
@@ -140,7 +148,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Change what may change once a campaign is pooled (name, guidelines, lease, budget,
     gold, qualification, speed floor); the pool's own settings are shown and refused if
     changed."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     status = 200
     error = None
     initial = lifecycle.form_values(lifecycle.current_spec(campaign))
@@ -172,7 +180,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def campaign_status(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Pause, resume or close the campaign (POST ``action``); closing, which is final, is
     asked first (GET ``?action=close`` shows what is left, its POST closes)."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     source = request.POST if request.method == "POST" else request.GET
     action = source.get("action", "")
     if action not in lifecycle.ACTIONS:
@@ -210,14 +218,14 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "retrieval/home.html",
-        {"datasets": Dataset.objects.all(), "progress": progress},
+        {"datasets": all_datasets(), "progress": progress},
     )
 
 
 @researchers_only
 def campaigns(request: HttpRequest) -> HttpResponse:
     """Every campaign with its pair counts per status, for researchers and admins."""
-    rows = campaign_rows(gold_queue.visible(Campaign.objects.select_related("dataset")))
+    rows = campaign_rows(visible_campaigns())
     return render(
         request,
         "annotation/campaign_overview.html",
@@ -229,9 +237,7 @@ def campaigns(request: HttpRequest) -> HttpResponse:
 @researchers_only
 def campaign(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """One campaign: its settings, progress, agreement, adjudication, exports, label sets."""
-    found = get_object_or_404(
-        Campaign.objects.select_related("dataset", "created_by"), pk=campaign_id
-    )
+    found = campaign_by_id(campaign_id, "created_by")
     return render_campaign(request, found)
 
 
@@ -262,10 +268,10 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
     from jobs.registry import get_kind
     from jobs.runner import cleaned, create
 
-    found = get_object_or_404(Dataset, name=dataset_name)
+    found = get_dataset(dataset_name)
     source = request.POST if request.method == "POST" else request.GET
-    run = found.runs.defer("arrays").filter(name=source.get("run") or "").first()
-    base = found.label_sets.defer("arrays").filter(name=source.get("labels") or "").first()
+    run = find_run(found, source.get("run") or "")
+    base = find_label_set(found, source.get("labels") or "")
     if run is None or base is None:
         what = "run" if run is None else "label set"
         raise LabelSetError(f"dataset {found.name!r} has no such {what}", status=404)

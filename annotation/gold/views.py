@@ -7,13 +7,14 @@ import shutil
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.campaign_read.views import adjudication_page
 from annotation.campaigns.forms import (
     PromoteForm,
 )
+from annotation.campaigns.lookup import campaign_by_id
 from annotation.campaigns.views import render_campaign
 from annotation.gold import service as gold
 from annotation.gold.forms import GoldFileForm, save_gold
@@ -35,7 +36,7 @@ admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can
 def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Make a decided pair (or every decided pair, with the count its confirmation page
     named) a gold pair, with an explanation; a refusal shows the page again with why."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     form = PromoteForm(request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
@@ -65,7 +66,7 @@ def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Queue the import of an uploaded gold file into the campaign and go to its job page
     (the job reads the file, all or nothing, with progress: a bad file fails it naming its
     line and field); no file is a 400."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     form = GoldFileForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, "Choose a gold file to import.")
@@ -87,7 +88,7 @@ def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def gold_promote(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Promote every decided pair that is not gold yet: GET names the count, POST with that
     count does it (a changed or missing count, or nothing to promote, promotes nothing)."""
-    campaign = get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     if request.method == "POST":
         form = PromoteForm({**request.POST.dict(), "pair": "", "all_decided": "on"})
         if not form.is_valid():

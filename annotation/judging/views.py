@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
+from annotation.campaigns.lookup import campaign_by_id
 from annotation.judging import queue as judging_queue
-from annotation.models import Campaign
 from annotation.people.progress import (
     annotator_progress,
     judging_campaigns,
@@ -29,7 +29,7 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @judges_only
 def judge(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """The judging page: the client talks to the API under ``api_base``."""
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     return render(
         request,
         "annotation/judge.html",

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.campaign_read import charts as report_figures
 from annotation.campaigns.forms import EstimateSampleForm
-from annotation.models import Campaign
+from annotation.campaigns.lookup import campaign_by_id
 from annotation.ordering import priorities
 from annotation.simulation.replay_service import ReplayError, stored_comparison
 from config import roles
+from config.error_handling import user_errors_back
 from config.redirects import back
-from retrieval.models import Dataset, LabelSet
+from retrieval.datasets.lookup import get_dataset, get_label_set
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 researchers_only = roles.permission_required(
@@ -28,7 +29,7 @@ researchers_only = roles.permission_required(
 @admins_only
 def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Serve the pairs the judging order had parked as no longer needed (admins only)."""
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     with transaction.atomic():
         reopened = priorities.reopen(campaign)
     if reopened:
@@ -41,26 +42,23 @@ def reopen(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return back(request, "campaign-agreement", campaign_id=campaign.pk)
 
 
+@user_errors_back("campaign-agreement", "campaign_id")
 @require_POST
 @admins_only
 def estimate_sample(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Draw random queries to judge next, for estimates of what judging has not settled."""
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    campaign = campaign_by_id(campaign_id)
     form = EstimateSampleForm(request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
             messages.error(request, f"{field}: {' '.join(errors)}")
     else:
-        try:
-            draw = priorities.draw_sample(campaign, form.cleaned_data["pairs"])
-        except priorities.SampleError as exc:
-            messages.error(request, str(exc))
-        else:
-            messages.success(
-                request,
-                f"{draw.queries} random queries drawn: their {draw.pairs} unjudged pairs "
-                "are served first.",
-            )
+        draw = priorities.draw_sample(campaign, form.cleaned_data["pairs"])
+        messages.success(
+            request,
+            f"{draw.queries} random queries drawn: their {draw.pairs} unjudged pairs "
+            "are served first.",
+        )
     return redirect("campaign-agreement", campaign_id=campaign.pk)
 
 
@@ -68,13 +66,11 @@ def estimate_sample(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def judging_orders(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Every judging order replayed against the dataset's complete labels (its ground truth,
     or a label set given as ``?labels=``): positives found and C@1 error per judgement."""
-    dataset = get_object_or_404(Dataset, name=dataset_name)
+    dataset = get_dataset(dataset_name)
     label_set = None
     wanted = request.GET.get("labels")
     if wanted:
-        label_set = LabelSet.objects.filter(dataset=dataset, name=wanted).first()
-        if label_set is None:
-            raise Http404("no such label set")
+        label_set = get_label_set(dataset, wanted)
     context = {"dataset": dataset, "label_set": label_set}
     try:
         stored = stored_comparison(dataset, label_set)

@@ -9,15 +9,17 @@ discounting has a real confirmation step: a GET names the count, the POST does i
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from annotation.campaign_read import live_figures
+from annotation.campaigns.lookup import campaign_by_id
 from annotation.models import Campaign
 from annotation.people import service as people
 from annotation.people.forms import DiscountForm, InviteForm, NewAnnotatorForm, PauseForm
 from config import roles
+from config.error_handling import user_errors_back
 
 researchers_only = roles.permission_required(
     roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see a campaign's annotators."
@@ -28,7 +30,7 @@ admins_only = roles.permission_required(
 
 
 def _campaign(campaign_id: int) -> Campaign:
-    return get_object_or_404(Campaign.objects.select_related("dataset"), pk=campaign_id)
+    return campaign_by_id(campaign_id)
 
 
 def _back(campaign: Campaign) -> HttpResponse:
@@ -90,6 +92,7 @@ def _reinstate(request, campaign, annotator) -> str:
 ACTIONS = {"admit": _admit, "pause": _pause, "reinstate": _reinstate}
 
 
+@user_errors_back("campaign-annotators", "campaign_id")
 @require_POST
 @admins_only
 def annotator_action(
@@ -101,12 +104,7 @@ def annotator_action(
         raise Http404("unknown action")
     campaign = _campaign(campaign_id)
     annotator = people.annotator(annotator_id)
-    try:
-        done = act(request, campaign, annotator)
-    except people.PeopleError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, done)
+    messages.success(request, act(request, campaign, annotator))
     return _back(campaign)
 
 
@@ -158,6 +156,7 @@ def _confirmation(request, campaign, annotator, form, preview, status: int = 200
     )
 
 
+@user_errors_back("campaign-annotators", "campaign_id")
 @require_POST
 @admins_only
 def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
@@ -167,12 +166,8 @@ def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if not form.is_valid():
         _form_errors(request, form)
         return _back(campaign)
-    try:
-        names = people.invite(campaign, form.cleaned_data["annotators"], request.user)
-    except people.PeopleError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Invited {', '.join(names)} to {campaign.name}.")
+    names = people.invite(campaign, form.cleaned_data["annotators"], request.user)
+    messages.success(request, f"Invited {', '.join(names)} to {campaign.name}.")
     return _back(campaign)
 
 

@@ -7,15 +7,14 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from config.error_handling import error_response
-from jobs.models import Job
 from retrieval.api.permissions import SCRIPT_AUTHENTICATION, CanScoreRuns, RunUploadThrottle
 from retrieval.api.serializers import (
     JobScoresSerializer,
     RunUploadSerializer,
     ScoreLinkSerializer,
 )
-from retrieval.models import Dataset
-from retrieval.scoring.run_scoring import SCORE_RUN, job_scores, submit_run_file
+from retrieval.datasets.lookup import datasets
+from retrieval.scoring.run_scoring import job_scores, scoring_jobs, submit_run_file
 
 
 class RunUploadView(GenericAPIView):
@@ -25,10 +24,12 @@ class RunUploadView(GenericAPIView):
     permission_classes = [CanScoreRuns]
     parser_classes = [MultiPartParser]
     throttle_classes = [RunUploadThrottle]
-    queryset = Dataset.objects.all()
     lookup_field = "name"
     lookup_url_kwarg = "dataset_name"
     serializer_class = RunUploadSerializer
+
+    def get_queryset(self):
+        return datasets()
 
     def throttled(self, request, wait):
         raise RunUploadThrottle.refusal(wait)
@@ -71,9 +72,11 @@ class JobScoresView(GenericAPIView):
 
     authentication_classes = SCRIPT_AUTHENTICATION
     permission_classes = [CanScoreRuns]
-    queryset = Job.objects.filter(kind=SCORE_RUN)
     lookup_url_kwarg = "job_id"
     serializer_class = JobScoresSerializer
+
+    def get_queryset(self):
+        return scoring_jobs()
 
     @extend_schema(responses={200: JobScoresSerializer, 404: error_response("No such job.")})
     def get(self, request, job_id: int):

@@ -144,6 +144,11 @@ def submit_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=
             return runner.submit(SCORE_RUN, arguments, user)
 
 
+def scoring_jobs():
+    """The jobs that score an uploaded run (what the scores API looks a job up among)."""
+    return Job.objects.filter(kind=SCORE_RUN)
+
+
 def job_scores(job: Job) -> JobScores:
     """A scoring job's status, error and, once done, the :class:`RunScores` it stored."""
     result = (job.result or {}) if job.status == Job.Status.SUCCEEDED else {}

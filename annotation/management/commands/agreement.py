@@ -11,7 +11,7 @@ from annotation.campaign_read.reporting import (
     campaign_report,
     file_report,
 )
-from annotation.management.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign
 from jobs.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
 

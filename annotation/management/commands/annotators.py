@@ -6,7 +6,7 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from annotation.management.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign
 from annotation.people import service as people
 from jobs.commands import BaseCommand
 

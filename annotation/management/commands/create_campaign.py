@@ -5,12 +5,10 @@ import json
 import time
 from pathlib import Path
 
-from django.core.management.base import CommandError
-
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
-from jobs.commands import BaseCommand, add_form_options, given_options
-from retrieval.management.lookup import get_dataset, get_run
+from jobs.commands import BaseCommand, add_form_options, check_options
+from retrieval.datasets.lookup import get_dataset, get_run
 
 
 def _read_text(path: str) -> str:
@@ -58,14 +56,7 @@ class Command(BaseCommand):
         dataset = get_dataset(options["dataset"])
         names = [name.strip() for name in options["runs"].split(",") if name.strip()]
         runs = [get_run(dataset, name) for name in names]
-        form = CampaignSettingsForm(given_options(CampaignSettingsForm, options))
-        if not form.is_valid():
-            raise CommandError(
-                "; ".join(
-                    f"--{field.replace('_', '-')}: {' '.join(messages)}"
-                    for field, messages in form.errors.items()
-                )
-            )
+        form = check_options(CampaignSettingsForm, options)
         spec = form.spec()
         began = time.perf_counter()
         upload = None

@@ -6,11 +6,10 @@ import time
 from django.core.management.base import CommandError
 
 from annotation.campaign_read.exports import export_to_file, write_export
+from annotation.campaigns.lookup import get_campaign
 from annotation.jobs import ExportForm
-from annotation.management.lookup import get_campaign
-from jobs.commands import BaseCommand, add_form_options, given_options
-from jobs.registry import get_kind
-from jobs.runner import check_arguments
+from jobs.commands import BaseCommand, add_form_options, check_options
+from jobs.runner import cleaned
 
 
 class Command(BaseCommand):
@@ -26,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", required=True, help="File to write, or '-'.")
 
     def handle(self, *args, **options):
-        given = check_arguments(get_kind("export"), given_options(ExportForm, options))
+        given = cleaned(check_options(ExportForm, options))
         campaign = get_campaign(given["campaign"])
         options = {**options, "method": given.get("method")}
         began = time.perf_counter()

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from django.core.management.base import CommandError
 
 from annotation.campaign_read.exports import export_to_file, write_export
+from annotation.campaigns.lookup import get_campaign
 from annotation.gold import service as gold
-from annotation.management.lookup import get_campaign
 from jobs.commands import BaseCommand
 
 ACTIONS = ("import", "promote", "list", "export")

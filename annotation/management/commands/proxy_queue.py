@@ -5,7 +5,7 @@ import json
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from annotation.management.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign
 from annotation.ordering import proxy as proxy_ordering
 from annotation.ordering import proxy_queue
 from jobs.commands import BaseCommand

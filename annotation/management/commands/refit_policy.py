@@ -2,7 +2,7 @@
 
 import json
 
-from annotation.management.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign
 from annotation.policy import fit as policy_fit
 from jobs.commands import BaseCommand
 

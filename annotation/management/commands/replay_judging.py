@@ -8,7 +8,7 @@ from tqdm import tqdm
 from annotation.ordering.orders import STRATEGIES
 from annotation.simulation.replay import METRICS, Replay
 from jobs.commands import BaseCommand
-from retrieval.management.lookup import get_dataset, get_label_set
+from retrieval.datasets.lookup import get_dataset, get_label_set
 
 
 class Command(BaseCommand):

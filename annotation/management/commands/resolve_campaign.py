@@ -3,7 +3,7 @@
 import json
 
 from annotation.campaign_read.resolution import MAJORITY, METHODS, resolve_campaign
-from annotation.management.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign
 from jobs.commands import BaseCommand
 
 

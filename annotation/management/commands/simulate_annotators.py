@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from tqdm import tqdm
 
-from annotation.management.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign
 from annotation.simulation.live import (
     DEFAULT_SECONDS,
     PROFILE_SYNTAX,

@@ -3,7 +3,7 @@
 import json
 
 from jobs.commands import BaseCommand
-from retrieval.management.lookup import get_dataset, get_label_set
+from retrieval.datasets.lookup import get_dataset, get_label_set
 from retrieval.scoring.reports import build_report
 
 

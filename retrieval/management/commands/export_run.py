@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from jobs.commands import BaseCommand
-from retrieval.management.lookup import get_dataset, get_model, get_run
+from retrieval.datasets.lookup import get_dataset, get_model, get_run
 
 
 class Command(BaseCommand):

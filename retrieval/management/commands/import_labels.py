@@ -3,9 +3,9 @@
 import json
 
 from jobs.commands import BaseCommand
+from retrieval.datasets.lookup import get_dataset
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP
 from retrieval.label_sets.service import IMPORT_FORMATS, import_label_file
-from retrieval.management.lookup import get_dataset
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """Print a dataset's leaderboard under a label set, as a table, CSV, JSON or LaTeX."""
 
 from jobs.commands import BaseCommand
-from retrieval.management.lookup import get_dataset
+from retrieval.datasets.lookup import get_dataset
 from retrieval.scoring.leaderboard import DEFAULT_RESAMPLES, sort_keys
 from retrieval.scoring.leaderboard_formats import FORMATS, LATEX_LAYOUTS, render
 from retrieval.scoring.leaderboard_service import build_leaderboard, read_request

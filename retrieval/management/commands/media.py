@@ -3,7 +3,7 @@
 import time
 
 from jobs.commands import BaseCommand
-from retrieval.management.lookup import get_dataset
+from retrieval.datasets.lookup import get_dataset
 from retrieval.media.service import make_missing, media_table, pending, retry_failed
 from retrieval.models import DerivedMedia
 

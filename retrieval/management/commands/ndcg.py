@@ -3,8 +3,8 @@
 import json
 
 from jobs.commands import BaseCommand
+from retrieval.datasets.lookup import get_dataset, get_model
 from retrieval.management.commands.proxies import add_proxy_options, options_for
-from retrieval.management.lookup import get_dataset, get_model
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.proxies.ndcg import GAINS
 from retrieval.proxies.service import (

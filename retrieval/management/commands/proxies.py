@@ -3,11 +3,10 @@
 import json
 from pathlib import Path
 
-from jobs.commands import BaseCommand, add_form_options, given_options
-from jobs.registry import get_kind
-from jobs.runner import check_arguments
+from jobs.commands import BaseCommand, add_form_options, check_options
+from jobs.runner import cleaned
+from retrieval.datasets.lookup import get_dataset
 from retrieval.jobs import ProxiesForm
-from retrieval.management.lookup import get_dataset
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.proxies.service import (
     SUMMARY_THRESHOLDS,
@@ -65,7 +64,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
-        given = check_arguments(get_kind("proxies"), given_options(ProxiesForm, options))
+        given = cleaned(check_options(ProxiesForm, options))
         options = {**options, **given, "split": given.get("split") or "test"}
         dataset = get_dataset(given["dataset"])
         rebuild = given.get("rebuild", False)

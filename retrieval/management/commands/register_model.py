@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from jobs.commands import BaseCommand
-from retrieval.management.lookup import get_dataset
+from retrieval.datasets.lookup import get_dataset
 from retrieval.search import registration
 
 

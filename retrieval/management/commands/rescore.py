@@ -4,13 +4,12 @@ import json
 
 from django.core.management.base import CommandError
 
-from jobs.commands import BaseCommand, add_form_options, given_options
-from jobs.registry import get_kind
-from jobs.runner import check_arguments
+from jobs.commands import BaseCommand, add_form_options, check_options
+from jobs.runner import cleaned
+from retrieval.datasets.lookup import get_dataset, get_label_set
 from retrieval.formats.csv_safety import csv_line
 from retrieval.forms import split_names
 from retrieval.jobs import RescoreForm
-from retrieval.management.lookup import get_dataset, get_label_set
 from retrieval.scoring.metrics import METRIC_NAMES
 from retrieval.scoring.rescoring import (
     Rescoring,
@@ -61,7 +60,7 @@ class Command(BaseCommand):
         """Database mode, validated by the ``rescore`` job kind's form."""
         from retrieval.scoring.rescoring_service import rescore_dataset
 
-        given = check_arguments(get_kind("rescore"), given_options(RescoreForm, options))
+        given = cleaned(check_options(RescoreForm, options))
         dataset = get_dataset(given["dataset"])
         label_set = get_label_set(dataset, given["labels"]) if given.get("labels") else None
         return rescore_dataset(

@@ -466,3 +466,21 @@ def test_the_standing_poll_says_what_an_answer_would_get_in_one_statement(people
     got = api.get(base + "standing/").json()
     assert got["code"] == "inactive" and "campaign is paused" in got["detail"]
     assert api.get(f"/api/campaigns/{campaign.pk + 1000}/standing/").status_code == 404
+
+
+def test_a_refused_action_comes_back_as_a_message_on_its_page(people, client):
+    """A view lets a service's refusal through; the one error boundary of the pages
+    (:func:`config.error_handling.user_errors_back`) shows it on the page the action
+    belongs to and changes nothing."""
+    from tests.factories import make_campaign
+
+    campaign = make_campaign()
+    client.force_login(people["admin"])
+    annotator = people["annotator"]
+    url = f"/campaigns/{campaign.pk}/annotators/{annotator.pk}/reinstate/"
+    response = client.post(url, follow=True)
+    assert response.redirect_chain == [(f"/campaigns/{campaign.pk}/annotators/", 302)]
+    shown = [str(message) for message in response.context["messages"]]
+    assert shown == [f"{annotator.username} is not paused in {campaign.name!r}"]
+    missing = client.post(f"/campaigns/{campaign.pk + 1000}/annotators/{annotator.pk}/pause/")
+    assert missing.status_code == 404  # a lookup's NotFound is the site's 404 page

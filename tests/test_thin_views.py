@@ -1,0 +1,106 @@
+"""A view never queries: every page and API view reads through a service (ARCHITECTURE,
+"Views ... parse input, call one service, and render").
+
+The check reads the source of each view module: no manager (``.objects``,
+``._base_manager``), no ``get_object_or_404``, no query expression (``Q``, ``F``,
+``Prefetch``, ...) and no queryset method. A queryset a service hands back may still be
+rendered (a template iterates it) or paginated; the view itself only passes it on."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("config", "jobs", "retrieval", "annotation")
+
+QUERY_NAMES = {
+    "get_object_or_404",
+    "get_list_or_404",
+    "Prefetch",
+    "Q",
+    "F",
+    "Subquery",
+    "OuterRef",
+    "Exists",
+    "Count",
+    "Sum",
+}
+QUERYSET_METHODS = {
+    "objects",
+    "_base_manager",
+    "_default_manager",
+    "filter",
+    "exclude",
+    "annotate",
+    "aggregate",
+    "values_list",
+    "select_related",
+    "prefetch_related",
+    "order_by",
+    "get_or_create",
+    "update_or_create",
+    "bulk_create",
+    "bulk_update",
+    "exists",
+    "iterator",
+    "defer",
+    "only",
+    "distinct",
+    "in_bulk",
+    "select_for_update",
+}
+NO_ARGUMENT_QUERIES = {"count", "all", "first", "last", "delete"}
+"""Methods that are queries when called with no argument (``list.count(x)`` takes one)."""
+
+
+def view_modules() -> list[Path]:
+    """Every module of page or API views in the apps."""
+    return sorted(
+        path
+        for app in APPS
+        for path in (ROOT / app).rglob("*.py")
+        if path.name == "views.py" or path.name.endswith("_views.py")
+    )
+
+
+def queries(source: str) -> list[str]:
+    """``line: what`` for each place ``source`` queries the database itself."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id in QUERY_NAMES:
+            found.append(f"{node.lineno}: {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in QUERYSET_METHODS:
+            found.append(f"{node.lineno}: .{node.attr}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in NO_ARGUMENT_QUERIES
+            and not node.args
+            and not node.keywords
+        ):
+            found.append(f"{node.lineno}: .{node.func.attr}()")
+    return sorted(found, key=lambda where: int(where.split(":")[0]))
+
+
+def test_the_check_finds_queries():
+    source = (
+        "a = get_object_or_404(Campaign, pk=1)\n"
+        "b = Pair.objects.filter(x=1)\n"
+        "c = campaign.pairs.count()\n"
+        "d = [1, 2].count(1)\n"
+        "e = service.campaign(1)\n"
+    )
+    assert queries(source) == [
+        "1: get_object_or_404",
+        "2: .filter",
+        "2: .objects",
+        "3: .count()",
+    ]
+
+
+def test_no_view_queries_the_database():
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{where}"
+        for path in view_modules()
+        for where in queries(path.read_text())
+    ]
+    assert found == []
