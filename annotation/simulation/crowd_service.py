@@ -66,8 +66,8 @@ class ReplaySummary:
 
 def read_crowd(
     labels_path: Path, gold_path: Path, duplicates: str | None = None
-) -> tuple[crowd_replay.Crowd, np.ndarray, int]:
-    """The raw file as a :class:`~annotation.simulation.crowd.Crowd`, each pair's gold label (-1
+) -> tuple[crowd_replay.RecordedCrowd, np.ndarray, int]:
+    """The raw file as a :class:`~annotation.simulation.crowd.RecordedCrowd`, each pair's gold label (-1
     none) and how many gold pairs have no label in the raw file."""
     items: dict[tuple[str, str], int] = {}
     names: dict[str, int] = {}
@@ -85,7 +85,7 @@ def read_crowd(
             missing += 1
         else:
             gold[at] = label
-    crowd = crowd_replay.Crowd(
+    crowd = crowd_replay.RecordedCrowd(
         np.asarray(item_index, dtype=np.int64),
         np.asarray(annotator_index, dtype=np.int64),
         np.asarray(labels, dtype=np.int64),

@@ -20,11 +20,13 @@ from django.db import transaction
 
 from annotation.judging import pair_state, queue, submit
 from annotation.models import Campaign, Pair
+from annotation.simulation.model import largest_remainder
+from annotation.simulation.replay_service import ground_truth
 from config import roles
 from config.accounts.names import existing_or_new
 from config.errors import UserError
 from retrieval.label_status import NAMES
-from retrieval.services.demo import DemoError, ground_truth_relevance
+from retrieval.services.demo import DemoError
 
 ERROR = "error"
 RANDOM = "random"
@@ -156,10 +158,7 @@ def crowd(profiles: Sequence[Profile], annotators: int) -> list[Profile]:
     """Each of ``annotators`` people's profile, shares split by largest remainder."""
     if annotators < 1:
         raise SimulationError("at least one annotator is needed")
-    exact = np.array([profile.share for profile in profiles]) * annotators
-    counts = np.floor(exact).astype(int)
-    order = np.argsort(-(exact - counts), kind="stable")
-    counts[order[: annotators - counts.sum()]] += 1
+    counts = largest_remainder([profile.share for profile in profiles], annotators)
     return [profile for profile, n in zip(profiles, counts.tolist(), strict=True) for _ in range(n)]
 
 
@@ -197,22 +196,21 @@ def simulated_annotators(count: int, prefix: str = "sim-annotator") -> list:
 
 def truth_for(campaign: Campaign) -> Callable[[Pair], bool]:
     """Exact relevance of any of the campaign's pairs (demo datasets only)."""
-    caption_ids = list(
-        Pair.objects.filter(campaign=campaign).values_list("caption_id", flat=True).distinct()
+    pks, captions, videos = (
+        np.array(Pair.objects.filter(campaign=campaign).values_list("pk", "caption_id", "video_id"))
+        .reshape(-1, 3)
+        .T
     )
-    caption_keys, video_keys, matrix = ground_truth_relevance(
-        campaign.dataset, caption_ids=caption_ids
-    )
-    row = {key: i for i, key in enumerate(caption_keys)}
-    col = {key: j for j, key in enumerate(video_keys)}
+    labels, known = ground_truth(campaign.dataset, captions, videos)
+    relevant = dict(zip(pks[known].tolist(), labels[known].tolist(), strict=True))
 
     def truth(pair: Pair) -> bool:
-        if pair.caption.key not in row or pair.video.key not in col:
+        if pair.pk not in relevant:
             raise DemoError(
                 f"caption {pair.caption.key!r} or video {pair.video.key!r} of dataset "
                 f"{campaign.dataset.name!r} has no stored ground truth to answer it by"
             )
-        return bool(matrix[row[pair.caption.key], col[pair.video.key]])
+        return relevant[pair.pk]
 
     return truth
 
