@@ -69,33 +69,10 @@ def crowd_profiles(text: str, spammer_seconds: float | None):
     return tuple(replace(p, seconds=spammer_seconds) if p.name in SPAMMERS else p for p in profiles)
 
 
-def truth_of(dataset, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
-    """The demo world's exact relevance of each (caption id, video id) pair."""
-    from retrieval.models import Caption, Video
-    from retrieval.services.demo import ground_truth_relevance
-
-    caption_keys, video_keys, matrix = ground_truth_relevance(
-        dataset, caption_ids=np.unique(caption_ids).tolist()
-    )
-    row = {key: i for i, key in enumerate(caption_keys)}
-    col = {key: j for j, key in enumerate(video_keys)}
-    caption_row = {
-        pk: row[key]
-        for pk, key in Caption.objects.filter(pk__in=np.unique(caption_ids).tolist()).values_list(
-            "pk", "key"
-        )
-    }
-    video_col = {
-        pk: col[key] for pk, key in Video.objects.filter(dataset=dataset).values_list("pk", "key")
-    }
-    rows = np.array([caption_row[int(c)] for c in caption_ids], dtype=np.int64)
-    cols = np.array([video_col[int(v)] for v in video_ids], dtype=np.int64)
-    return matrix[rows, cols].astype(bool)
-
-
 def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path, float]:
     """A JSONL gold file: ``n_gold`` pairs from the runs' ranks 11-20 that no run ranks in its
     top 10 (so never pooled), labelled with the truth; and their relevant share."""
+    from annotation.simulation.replay_service import ground_truth
     from retrieval.services.runs import load_run
 
     loaded = [load_run(run) for run in runs]
@@ -112,7 +89,7 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
     chosen = [candidates[i] for i in rng.choice(len(candidates), n_gold, replace=False)]
     captions = np.array([c for c, _ in chosen])
     videos = np.array([v for _, v in chosen])
-    truth = truth_of(dataset, captions, videos)
+    truth = ground_truth(dataset, captions, videos)[0]
     caption_key = dict(Caption.objects.filter(pk__in=captions.tolist()).values_list("pk", "key"))
     video_key = dict(Video.objects.filter(pk__in=videos.tolist()).values_list("pk", "key"))
     path = folder / "gold.jsonl"
@@ -268,12 +245,13 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     """Accuracy of the resolution, and the models re-scored with its label set."""
     from annotation.campaign_read.resolution import campaign_resolution, resolve_campaign
     from annotation.models import Pair
+    from annotation.simulation.replay_service import ground_truth
     from retrieval.label_status import LabelStatus
     from retrieval.services.rescoring import rescore_dataset
 
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
     resolution = campaign_resolution(campaign, method)
-    truth = truth_of(dataset, resolution.caption_ids, resolution.video_ids)
+    truth = ground_truth(dataset, resolution.caption_ids, resolution.video_ids)[0]
     said = resolution.status == LabelStatus.RELEVANT
     decided = said | (resolution.status == LabelStatus.IRRELEVANT)
     right = decided & (said == truth)
@@ -297,10 +275,11 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
 def true_scores(dataset, campaign, scored) -> dict[str, tuple[float, float]]:
     """C@1 and AP of each model with the true labels of the campaign's pooled pairs."""
     from annotation.models import Pair
+    from annotation.simulation.replay_service import ground_truth
     from retrieval.rescoring import Qrels, score
 
     rows = np.array(Pair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
-    truth = truth_of(dataset, rows[:, 0], rows[:, 1])
+    truth = ground_truth(dataset, rows[:, 0], rows[:, 1])[0]
     row_of = {int(pk): i for i, pk in enumerate(scored.caption_ids.tolist())}
     qrow = np.array([row_of.get(int(c), -1) for c in rows[:, 0]], dtype=np.int64)
     keep = qrow >= 0
@@ -347,60 +326,13 @@ def main() -> None:
     load = os.getloadavg()
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        from django.core.management import call_command
-
-        from retrieval.models import Dataset, Run
-
-        if reuse:
-            log(f"reusing the demo world in {args.world}")
-        else:
-            log(f"building a demo world of {args.videos} videos")
-            extra = {"epochs": args.epochs} if args.epochs else {}
-            call_command("demo", videos=args.videos, workers=2, verbosity=0, **extra)
-            if args.world is not None:
-                save_var(tmp, args.world)
-        dataset = Dataset.objects.get(name="demo")
-        runs = sorted(
-            Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS),
-            key=lambda run: DEMO_RUNS.index(run.name),
-        )
-        configs = args.only or ["reference", "A", "B"]
-        log(f"creating the campaigns: {', '.join(configs)}")
-        campaigns = {
-            name: make_campaign(
-                dataset, runs, f"crowd-{name}", args.seed, gold=name in "BD", adaptive=name == "D"
-            )
-            for name in configs
-        }
-        gold_relevant = None
-        for name in ("B", "D"):
-            if name in campaigns:
-                from annotation.gold.service import import_gold
-
-                path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, Path(tmp))
-                import_gold(campaigns[name], path)
-        crowd = crowd_profiles(CROWD, args.spammer_seconds)
-        clean = crowd_profiles(CLEAN, args.spammer_seconds)
-        paused, took = {}, {}
-        for name, campaign in campaigns.items():
-            log(f"judging {name}")
-            start = time.perf_counter()
-            profiles = clean if name == "reference" else crowd
-            paused[name] = judge(
-                campaign, profiles, args.annotators, args.seed, requeue=name in "BD"
-            )
-            took[name] = time.perf_counter() - start
+        dataset, runs = demo_world(args, tmp, reuse)
+        campaigns, gold_relevant = make_campaigns(dataset, runs, args, Path(tmp))
+        paused, took = judge_all(campaigns, args)
         log("resolving and re-scoring")
-        rows = {
-            "reference": ("reference", "majority"),
-            "A": ("A", "majority"),
-            "B": ("B", "majority"),
-            "C": ("B", "dawid-skene"),
-            "D": ("D", "majority"),  # an adaptive campaign's own resolution: its posteriors
-        }
         figures = {
             row: measure(dataset, campaigns[config], method, f"crowd-{row}")
-            for row, (config, method) in rows.items()
+            for row, (config, method) in ROWS.items()
             if config in campaigns
         }
         first = next(iter(campaigns))
@@ -424,6 +356,70 @@ def main() -> None:
         args.json.write_text(json.dumps(result))
     if set(figures) == {"reference", "A", "B", "C"}:
         report(args, result)
+
+
+ROWS = {
+    "reference": ("reference", "majority"),
+    "A": ("A", "majority"),
+    "B": ("B", "majority"),
+    "C": ("B", "dawid-skene"),
+    "D": ("D", "majority"),  # an adaptive campaign's own resolution: its posteriors
+}
+"""Each table row: the campaign it resolves and how."""
+
+
+def demo_world(args, tmp: Path, reuse: bool):
+    """The demo dataset (built, or reused from ``--world``) and its four runs."""
+    from django.core.management import call_command
+
+    from retrieval.models import Dataset, Run
+
+    if reuse:
+        log(f"reusing the demo world in {args.world}")
+    else:
+        log(f"building a demo world of {args.videos} videos")
+        extra = {"epochs": args.epochs} if args.epochs else {}
+        call_command("demo", videos=args.videos, workers=2, verbosity=0, **extra)
+        if args.world is not None:
+            save_var(tmp, args.world)
+    dataset = Dataset.objects.get(name="demo")
+    runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
+    return dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))
+
+
+def make_campaigns(dataset, runs, args, folder: Path):
+    """Every configuration's campaign, made before any is judged; the gold file imported
+    into those with gold, and its relevant share."""
+    from annotation.gold.service import import_gold
+
+    configs = args.only or ["reference", "A", "B"]
+    log(f"creating the campaigns: {', '.join(configs)}")
+    campaigns = {
+        name: make_campaign(
+            dataset, runs, f"crowd-{name}", args.seed, gold=name in "BD", adaptive=name == "D"
+        )
+        for name in configs
+    }
+    gold_relevant = None
+    for name in ("B", "D"):
+        if name in campaigns:
+            path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, folder)
+            import_gold(campaigns[name], path)
+    return campaigns, gold_relevant
+
+
+def judge_all(campaigns, args):
+    """Each campaign judged by its crowd: who was paused, and how long it took."""
+    crowd = crowd_profiles(CROWD, args.spammer_seconds)
+    clean = crowd_profiles(CLEAN, args.spammer_seconds)
+    paused, took = {}, {}
+    for name, campaign in campaigns.items():
+        log(f"judging {name}")
+        start = time.perf_counter()
+        profiles = clean if name == "reference" else crowd
+        paused[name] = judge(campaign, profiles, args.annotators, args.seed, requeue=name in "BD")
+        took[name] = time.perf_counter() - start
+    return paused, took
 
 
 def merge(args) -> None:
