@@ -36,7 +36,6 @@ spent, and annotators paused. Run with::
 import argparse
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -138,49 +137,6 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: 
         extra = {"second_label_rate": 0.0, "max_labels": policy.DEFAULT_ADAPTIVE_CAP}
     spec = CampaignSpec(name=name, depth=DEPTH, seed=seed, settings=chosen, **extra)
     return create_campaign(dataset, runs, spec)
-
-
-def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> dict:
-    """Let the crowd judge until done; with ``requeue``, discount paused annotators' labels
-    and judge again until nobody new is paused. Returns who was paused, per profile."""
-    from django.contrib.auth import get_user_model
-
-    from annotation.models import AnnotatorStanding
-    from annotation.people import service as people
-    from annotation.simulation.live import simulate
-
-    discounted: set[int] = set()
-    adaptive = campaign.settings.label_policy.adaptive
-    for round_ in range(20):
-        random.seed(seed * 1000 + round_)  # gold_queue draws gold tasks with `random`
-        result = simulate(campaign, annotators=annotators, seed=seed + round_, profiles=profiles)
-        log(f"  {campaign.name}: round {round_ + 1}, {result.judgements:,} judgements")
-        if adaptive:
-            # The submits queue background refits (paced by their own cost); refit once
-            # more when the crowd runs out of work, and judge on while that asks for more.
-            from annotation.policy.fit import refit
-            from jobs.models import Job
-
-            ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)
-            log(f"  {campaign.name}: background refits so far: {sorted(ran)}")
-            fitted = refit(campaign)
-            log(f"  {campaign.name}: refit, {fitted.pairs_changed} pairs changed")
-            if result.judgements and (fitted.pairs_changed or fitted.queue_changed):
-                continue
-        if not requeue:
-            break
-        paused = set(
-            AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False)
-            .exclude(annotator_id__in=discounted)
-            .values_list("annotator_id", flat=True)
-        )
-        if not paused:
-            break
-        for user in get_user_model().objects.filter(pk__in=paused):
-            n = people.discount(campaign, user)
-            log(f"  {campaign.name}: discounted {n} labels of paused {user.username}")
-        discounted |= paused
-    return paused_by_profile(campaign)
 
 
 def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
@@ -410,6 +366,8 @@ def make_campaigns(dataset, runs, args, folder: Path):
 
 def judge_all(campaigns, args):
     """Each campaign judged by its crowd: who was paused, and how long it took."""
+    from annotation.simulation.live import judge_until_settled
+
     crowd = crowd_profiles(CROWD, args.spammer_seconds)
     clean = crowd_profiles(CLEAN, args.spammer_seconds)
     paused, took = {}, {}
@@ -417,7 +375,10 @@ def judge_all(campaigns, args):
         log(f"judging {name}")
         start = time.perf_counter()
         profiles = clean if name == "reference" else crowd
-        paused[name] = judge(campaign, profiles, args.annotators, args.seed, requeue=name in "BD")
+        judge_until_settled(
+            campaign, profiles, args.annotators, args.seed, requeue=name in "BD", say=log
+        )
+        paused[name] = paused_by_profile(campaign)
         took[name] = time.perf_counter() - start
     return paused, took
 

@@ -2,10 +2,13 @@
 
 A :class:`World` is a pool whose every pair has a true label, plus the positives each run's
 top-D list holds outside the pool (the caption's own video, pairs judged before), pooled as
-FIRE §2.2.1 does. A crowd gives labels: one whose labels were recorded
-(:class:`annotation.simulation.crowd.RecordedCrowd`, e.g. Snow et al. 2008's RTE judgements)
-or one simulated from true confusions (:class:`annotation.simulation.offline.SimulatedCrowd`).
-:func:`judge` is the loop every labelling simulation runs: in rounds, the labelling
+FIRE (Rodriguez et al. 2022, §2.2.1) does. A crowd gives labels: one whose labels were recorded
+(:class:`annotation.simulation.crowd.RecordedCrowd`, e.g. Snow et al. 2008's RTE judgements),
+one simulated from true confusions (:class:`annotation.simulation.offline.SimulatedCrowd`), or
+simulated people judging through the real queue (:mod:`annotation.simulation.live`, whose
+truth is this world's: :func:`annotation.simulation.replay_service.ground_truth`).
+:func:`judge` is the one loop of the offline simulations (a recorded crowd replayed, a
+simulated campaign; the live simulation's loop is the real queue's): in rounds, the labelling
 :class:`Rules` (FIRE §3.1's or the adaptive one) say which pairs want a label, the crowd gives
 one to each it can, and under the adaptive policy the annotator model is refitted on what was
 taken, as the live campaign refits in the background.

@@ -212,9 +212,15 @@ def _labelled(judged, pooled) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ground_truth(dataset: Dataset, caption_ids, video_ids) -> tuple[np.ndarray, np.ndarray]:
-    """Each (caption id, video id) pair's ground-truth relevance (the demo world's FIRE §3.1
-    rule), and whether it has one (a caption or video without a stored assertion or scene
-    has none)."""
+    """Each (caption id, video id) pair's ground-truth relevance and whether it has one:
+    :func:`truth_table` of the pairs' captions."""
+    return truth_table(dataset, caption_ids)(caption_ids, video_ids)
+
+
+def truth_table(dataset: Dataset, caption_ids) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """The ground truth (the demo world's FIRE §3.1 rule) for these captions, as a function of
+    caption ids and video ids: each pair's relevance, and whether it has one (a caption or
+    video without a stored assertion or scene, or a caption not named here, has none)."""
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=np.unique(caption_ids).tolist()
     )
@@ -222,10 +228,13 @@ def ground_truth(dataset: Dataset, caption_ids, video_ids) -> tuple[np.ndarray, 
     video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
     row = {caption_pk[key]: i for i, key in enumerate(caption_keys)}
     column = {video_pk[key]: i for i, key in enumerate(video_keys)}
-    rows = np.array([row.get(int(c), -1) for c in caption_ids], dtype=np.int64)
-    columns = np.array([column.get(int(v), -1) for v in video_ids], dtype=np.int64)
-    known = (rows >= 0) & (columns >= 0)
-    if not known.any():
-        return known, known
-    labels = known & matrix[np.maximum(rows, 0), np.maximum(columns, 0)].astype(bool)
-    return labels, known
+
+    def relevance(caption_ids, video_ids) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.array([row.get(int(c), -1) for c in caption_ids], dtype=np.int64)
+        columns = np.array([column.get(int(v), -1) for v in video_ids], dtype=np.int64)
+        known = (rows >= 0) & (columns >= 0)
+        if not known.any():
+            return known, known
+        return known & matrix[np.maximum(rows, 0), np.maximum(columns, 0)].astype(bool), known
+
+    return relevance
