@@ -38,6 +38,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -157,13 +158,14 @@ def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
             "annotator__username", flat=True
         )
     )
-    counts: dict[str, list[int]] = {}
-    for name in active:
-        profile = name.split("-")[1]
-        entry = counts.setdefault(profile, [0, 0])
-        entry[0] += name in paused
-        entry[1] += 1
-    return {k: (v[0], v[1]) for k, v in sorted(counts.items())}
+    profiles = {name: name.split("-")[1] for name in active}  # sim-<profile>-<n>
+    return {
+        profile: (
+            sum(profiles[name] == profile and name in paused for name in active),
+            sum(profiles[name] == profile for name in active),
+        )
+        for profile in sorted(set(profiles.values()))
+    }
 
 
 def qualification_failed(campaign) -> dict[str, int]:
@@ -175,12 +177,7 @@ def qualification_failed(campaign) -> dict[str, int]:
         "annotator__username", "passed", "admitted_by"
     ):
         tried[name] = tried.get(name, False) or bool(passed) or admin is not None
-    failed: dict[str, int] = {}
-    for name, ok in tried.items():
-        if not ok:
-            profile = name.split("-")[1]
-            failed[profile] = failed.get(profile, 0) + 1
-    return failed
+    return dict(Counter(name.split("-")[1] for name, ok in tried.items() if not ok))
 
 
 def spent(campaign) -> dict[str, int]:

@@ -123,6 +123,21 @@ def replay_labels(
         raise ReplayLabelsError(
             f"{gold_path}: none of its pairs has a label in {labels_path}: nothing to score"
         )
+    return summarise(crowd, gold, missing, policy_name, cap, confidence, seeds, progress)
+
+
+def summarise(
+    crowd: crowd_replay.RecordedCrowd,
+    gold: np.ndarray,
+    missing: int,
+    policy_name: str,
+    cap: int,
+    confidence: float,
+    seeds: int,
+    progress: Callable[[int], None] | None = None,
+) -> ReplaySummary:
+    """Replay ``policy_name`` on the crowd once per seed (0 .. seeds - 1), score each replay
+    against ``gold`` (-1: none) and Dawid-Skene and majority on every label beside them."""
     runs = []
     for seed in range(seeds):
         outcome = crowd_replay.replay(

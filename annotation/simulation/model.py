@@ -111,6 +111,18 @@ class World:
         )
 
 
+class Record(list):
+    """Labels (or gold answers) in the order given: one (pairs, annotators, labels) per add."""
+
+    def add(self, *columns) -> None:
+        self.append(tuple(np.asarray(column, np.int64) for column in columns))
+
+    def arrays(self) -> list[np.ndarray]:
+        """Each column, concatenated over what was added."""
+        empty = [np.zeros(0, np.int64)]
+        return [np.concatenate([part[i] for part in self] or empty) for i in range(3)]
+
+
 @dataclass
 class Tally:
     """What a crowd has given so far: labels and relevant labels per pair, the adaptive
@@ -120,7 +132,7 @@ class Tally:
     total: np.ndarray
     relevant: np.ndarray
     posterior: np.ndarray | None = None
-    taken: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    taken: Record = field(default_factory=Record)
     rounds: int = 0
     spent: dict[str, int] = field(default_factory=dict)
 
@@ -129,14 +141,9 @@ class Tally:
         return cls(np.zeros(n_pairs, np.int64), np.zeros(n_pairs, np.int64))
 
     def add(self, pairs: np.ndarray, annotators: np.ndarray, labels: np.ndarray) -> None:
-        self.taken.append((pairs, annotators, labels))
+        self.taken.add(pairs, annotators, labels)
         np.add.at(self.total, pairs, 1)
         np.add.at(self.relevant, pairs, labels)
-
-    def arrays(self) -> list[np.ndarray]:
-        """Every label taken as (pairs, annotators, labels), in the order taken."""
-        empty = [np.zeros(0, np.int64)]
-        return [np.concatenate([part[i] for part in self.taken] or empty) for i in range(3)]
 
 
 @dataclass(frozen=True)
@@ -224,7 +231,7 @@ class Rules:
             status = np.where(total > 0, status, LabelStatus.PENDING).astype(np.int8)
             with np.errstate(invalid="ignore", divide="ignore"):
                 posterior = np.where(total > 0, tally.relevant / np.maximum(total, 1), np.nan)
-        pairs, annotators, labels = tally.arrays()
+        pairs, annotators, labels = tally.taken.arrays()
         spent = {**tally.spent, "campaign": int(pairs.size)}
         return Outcome(pairs, annotators, labels, posterior, status, tally.rounds, admitted, spent)
 

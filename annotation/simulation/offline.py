@@ -32,7 +32,15 @@ import numpy as np
 from annotation.ordering.orders import DEFAULT_KS, Layout
 from annotation.policy import confusion, label_value
 from annotation.policy import rules as policy
-from annotation.simulation.model import Outcome, Rules, Tally, World, judge, largest_remainder
+from annotation.simulation.model import (
+    Outcome,
+    Record,
+    Rules,
+    Tally,
+    World,
+    judge,
+    largest_remainder,
+)
 
 DEPTH, METRIC_FIRST = "depth", "metric-first"
 ORDERS = (DEPTH, METRIC_FIRST)
@@ -69,22 +77,7 @@ class QualityControl:
     gold_relevant_share: float = 0.3
 
 
-class Evidence:
-    """Gold answers (known items) gathered for the annotator model."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def add(self, annotators, labels, truth) -> None:
-        self.parts.append(tuple(np.asarray(a, np.int64) for a in (annotators, labels, truth)))
-
-    def arrays(self) -> list[np.ndarray]:
-        """(annotators, labels, truth) of every gold answer."""
-        empty = [np.zeros(0, np.int64)]
-        return [np.concatenate([part[i] for part in self.parts] or empty) for i in range(3)]
-
-
-def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Evidence) -> np.ndarray:
+def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Record) -> np.ndarray:
     """Who passes qualification (all, with no training pairs), recording every answer."""
     n = len(crowd.sensitivity)
     if qc.training_pairs <= 0:
@@ -109,7 +102,7 @@ class _Simulated:
 
     def __init__(self, world: World, crowd: SimulatedCrowd, qc: QualityControl, rng) -> None:
         self.world, self.crowd, self.qc, self.rng = world, crowd, qc, rng
-        self.evidence = Evidence()
+        self.evidence = Record()  # gold answers: annotators, labels, truth
         self.admitted = qualify(crowd, qc, rng, self.evidence)
         self.workers = np.flatnonzero(self.admitted)
         self.labelled_by = np.zeros((len(world.pool), len(crowd.sensitivity)), bool)
@@ -138,7 +131,7 @@ class _Simulated:
         """The pairs' posterior, gold answers as known items in a stratum of their own."""
         n_pairs = len(self.world.pool)
         g_annotator, g_label, g_truth = self.evidence.arrays()
-        pairs, annotators, labels = tally.arrays()
+        pairs, annotators, labels = tally.taken.arrays()
         strata = np.r_[self.strata, np.full(g_annotator.size, self.strata.max(initial=0) + 1)]
         start = None if tally.posterior is None else np.r_[tally.posterior, g_truth]
         return confusion.fit(

@@ -7,7 +7,7 @@ labels.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -36,16 +36,7 @@ class Replay:
     exact_after: int | None
 
     def as_dict(self) -> dict:
-        return {
-            "strategy": self.strategy,
-            "pool_pairs": self.pool_pairs,
-            "pool_positives": self.pool_positives,
-            "steps": [
-                {"judged": s.judged, "positives_found": s.positives_found, "errors": s.errors}
-                for s in self.steps
-            ],
-            "exact_after": self.exact_after,
-        }
+        return asdict(self)
 
 
 def budget_steps(pool_pairs: int, budget: int | None, count: int = 10) -> list[int]:

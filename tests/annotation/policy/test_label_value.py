@@ -8,7 +8,7 @@ from annotation.campaigns.pooling import Pool
 from annotation.policy import label_value
 from annotation.policy import rules as policy
 from annotation.simulation import offline as offline_campaign
-from annotation.simulation.model import World
+from annotation.simulation.model import Record, World
 
 KS = (1, 5, 10)
 
@@ -152,7 +152,7 @@ def test_offline_labels_come_from_distinct_annotators_within_the_cap():
 )
 def test_qualification_admits_by_balanced_training_answers(sens, spec, admitted):
     crowd = offline_campaign.SimulatedCrowd(np.array([sens]), np.array([spec]))
-    evidence = offline_campaign.Evidence()
+    evidence = Record()
     rng = np.random.default_rng(0)
     got = offline_campaign.qualify(crowd, offline_campaign.QualityControl(), rng, evidence)
     assert bool(got[0]) == admitted
