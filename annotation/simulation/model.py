@@ -182,20 +182,22 @@ class Rules:
     double: np.ndarray
 
     @classmethod
-    def of(cls, name: str, n_pairs: int, seed: int, cap: int | None, **options) -> "Rules":
-        """``name``'s rules with its default cap; ``confidence`` and ``second_label_rate``
-        optional."""
+    def of(
+        cls,
+        name: str,
+        n_pairs: int,
+        seed: int,
+        cap: int | None = None,
+        confidence: float = policy.DEFAULT_CONFIDENCE,
+        second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
+    ) -> "Rules":
+        """``name``'s rules (its default cap when ``cap`` is None), FIRE's double sample
+        seeded by ``seed``."""
         if name not in policy.POLICIES:
             raise ValueError(f"policy must be one of {', '.join(policy.POLICIES)}")
-        fire = name == policy.FIRE
-        default = policy.DEFAULT_CAP if fire else policy.DEFAULT_ADAPTIVE_CAP
-        rate = options.get("second_label_rate", policy.DEFAULT_SECOND_LABEL_RATE)
-        return cls(
-            name,
-            default if cap is None else int(cap),
-            options.get("confidence", policy.DEFAULT_CONFIDENCE),
-            policy.second_label_sample(n_pairs, rate, seed),
-        )
+        default = policy.DEFAULT_CAP if name == policy.FIRE else policy.DEFAULT_ADAPTIVE_CAP
+        double = policy.second_label_sample(n_pairs, second_label_rate, seed)
+        return cls(name, default if cap is None else int(cap), confidence, double)
 
     @property
     def adaptive(self) -> bool:
