@@ -51,30 +51,14 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def scores(world, labels: np.ndarray) -> dict[str, dict[str, float]]:
-    """Each run's C@K and AP with ``labels`` (bool per pool pair) as the pool's positives."""
-    from annotation.simulation.replay import ReplayWorld
-
-    view = ReplayWorld(
-        world.pool, labels, world.run_names, world.depth, world.known_positive, world.known_count
-    )
-    return view.scores(np.ones(len(world.pool), bool))
-
-
 def run_config(world, crowd, policy_name: str, order: str, seed: int, confidence: float):
-    from annotation.simulation import offline as offline_campaign
+    """One seeded offline campaign, and each run's scores with its resolved labels."""
+    from annotation.simulation import offline
 
-    outcome = offline_campaign.simulate(
-        world.pool,
-        world.labels,
-        world.known_positive_rank(),
-        crowd,
-        policy_name=policy_name,
-        order=order,
-        seed=seed,
-        confidence=confidence,
+    outcome = offline.simulate(
+        world, crowd, policy_name=policy_name, order=order, seed=seed, confidence=confidence
     )
-    return outcome, scores(world, outcome.status == 1)
+    return outcome, world.relabelled(outcome.status == 1).scores()
 
 
 def main() -> None:
@@ -91,7 +75,7 @@ def main() -> None:
     with temporary_django(template=args.world if reuse else None) as tmp:
         from django.core.management import call_command
 
-        from annotation.simulation import offline as offline_campaign
+        from annotation.simulation.offline import SimulatedCrowd
         from annotation.simulation.replay_service import replay_world
         from retrieval.models import Dataset
 
@@ -105,8 +89,8 @@ def main() -> None:
         log(
             f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped"
         )
-        crowd = offline_campaign.SimulatedCrowd.of(CROWD, ANNOTATORS)
-        true = scores(world, world.labels)
+        crowd = SimulatedCrowd.of(CROWD, ANNOTATORS)
+        true = world.scores()
         configs = {"FIRE": ("fire", "depth"), "adaptive": ("adaptive", "metric-first")}
         results: dict[str, list] = {name: [] for name in configs}
         for seed in range(args.seeds):
@@ -121,36 +105,20 @@ def main() -> None:
 
 def coverage_of(world, crowd, args) -> dict[str, float]:
     """Share of (seed, run) whose 95% interval holds the true-label value, per metric."""
-    from annotation.simulation import offline as offline_campaign
+    from annotation.simulation.model import Outcome
     from retrieval.scoring import score_intervals
 
     # The true-label value of every metric (nDCG@10 too): the intervals of the truth itself,
     # every pair labelled and certain, are the exact scores.
-    n = len(world.pool)
-    truth = offline_campaign.CampaignOutcome(
-        np.arange(n),
-        np.zeros(n, np.int64),
-        world.labels.astype(np.int64),
-        world.labels.astype(np.float64),
-        world.labels.astype(np.int8),
-        np.ones(1, bool),
-    )
+    n, labels = len(world.pool), world.labels
+    truth = Outcome(np.arange(n), np.zeros(n, np.int64), labels, labels * 1.0, labels * 1)
     true = {
         run: {metric: interval.value for metric, interval in metrics.items()}
         for run, metrics in world_intervals(world, truth, score_intervals).items()
     }
     held: dict[str, list[bool]] = {}
     for seed in range(1000, 1000 + args.coverage):
-        outcome = offline_campaign.simulate(
-            world.pool,
-            world.labels,
-            world.known_positive_rank(),
-            crowd,
-            policy_name="adaptive",
-            order="metric-first",
-            seed=seed,
-            confidence=args.confidence,
-        )
+        outcome, _ = run_config(world, crowd, "adaptive", "metric-first", seed, args.confidence)
         intervals = world_intervals(world, outcome, score_intervals)
         for run, metrics in intervals.items():
             for metric, interval in metrics.items():

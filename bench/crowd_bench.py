@@ -36,9 +36,9 @@ spent, and annotators paused. Run with::
 import argparse
 import json
 import os
-import random
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -69,33 +69,10 @@ def crowd_profiles(text: str, spammer_seconds: float | None):
     return tuple(replace(p, seconds=spammer_seconds) if p.name in SPAMMERS else p for p in profiles)
 
 
-def truth_of(dataset, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
-    """The demo world's exact relevance of each (caption id, video id) pair."""
-    from retrieval.datasets.demo.service import ground_truth_relevance
-    from retrieval.models import Caption, Video
-
-    caption_keys, video_keys, matrix = ground_truth_relevance(
-        dataset, caption_ids=np.unique(caption_ids).tolist()
-    )
-    row = {key: i for i, key in enumerate(caption_keys)}
-    col = {key: j for j, key in enumerate(video_keys)}
-    caption_row = {
-        pk: row[key]
-        for pk, key in Caption.objects.filter(pk__in=np.unique(caption_ids).tolist()).values_list(
-            "pk", "key"
-        )
-    }
-    video_col = {
-        pk: col[key] for pk, key in Video.objects.filter(dataset=dataset).values_list("pk", "key")
-    }
-    rows = np.array([caption_row[int(c)] for c in caption_ids], dtype=np.int64)
-    cols = np.array([video_col[int(v)] for v in video_ids], dtype=np.int64)
-    return matrix[rows, cols].astype(bool)
-
-
 def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path, float]:
     """A JSONL gold file: ``n_gold`` pairs from the runs' ranks 11-20 that no run ranks in its
     top 10 (so never pooled), labelled with the truth; and their relevant share."""
+    from annotation.simulation.replay_service import ground_truth
     from retrieval.search.runs_service import load_run
 
     loaded = [load_run(run) for run in runs]
@@ -112,7 +89,7 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
     chosen = [candidates[i] for i in rng.choice(len(candidates), n_gold, replace=False)]
     captions = np.array([c for c, _ in chosen])
     videos = np.array([v for _, v in chosen])
-    truth = truth_of(dataset, captions, videos)
+    truth = ground_truth(dataset, captions, videos)[0]
     caption_key = dict(Caption.objects.filter(pk__in=captions.tolist()).values_list("pk", "key"))
     video_key = dict(Video.objects.filter(pk__in=videos.tolist()).values_list("pk", "key"))
     path = folder / "gold.jsonl"
@@ -163,49 +140,6 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: 
     return create_campaign(dataset, runs, spec)
 
 
-def judge(campaign, profiles, annotators: int, seed: int, *, requeue: bool) -> dict:
-    """Let the crowd judge until done; with ``requeue``, discount paused annotators' labels
-    and judge again until nobody new is paused. Returns who was paused, per profile."""
-    from django.contrib.auth import get_user_model
-
-    from annotation.models import AnnotatorStanding
-    from annotation.people import service as people
-    from annotation.simulation.live import simulate
-
-    discounted: set[int] = set()
-    adaptive = campaign.settings.label_policy.adaptive
-    for round_ in range(20):
-        random.seed(seed * 1000 + round_)  # gold_queue draws gold tasks with `random`
-        result = simulate(campaign, annotators=annotators, seed=seed + round_, profiles=profiles)
-        log(f"  {campaign.name}: round {round_ + 1}, {result.judgements:,} judgements")
-        if adaptive:
-            # The submits queue background refits (paced by their own cost); refit once
-            # more when the crowd runs out of work, and judge on while that asks for more.
-            from annotation.policy.fit import refit
-            from jobs.models import Job
-
-            ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)
-            log(f"  {campaign.name}: background refits so far: {sorted(ran)}")
-            fitted = refit(campaign)
-            log(f"  {campaign.name}: refit, {fitted.pairs_changed} pairs changed")
-            if result.judgements and (fitted.pairs_changed or fitted.queue_changed):
-                continue
-        if not requeue:
-            break
-        paused = set(
-            AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False)
-            .exclude(annotator_id__in=discounted)
-            .values_list("annotator_id", flat=True)
-        )
-        if not paused:
-            break
-        for user in get_user_model().objects.filter(pk__in=paused):
-            n = people.discount(campaign, user)
-            log(f"  {campaign.name}: discounted {n} labels of paused {user.username}")
-        discounted |= paused
-    return paused_by_profile(campaign)
-
-
 def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
     """Profile name -> (annotators paused, annotators who judged or trained here)."""
     from annotation.models import AnnotatorStanding, GoldJudgement, Judgement
@@ -224,13 +158,14 @@ def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
             "annotator__username", flat=True
         )
     )
-    counts: dict[str, list[int]] = {}
-    for name in active:
-        profile = name.split("-")[1]
-        entry = counts.setdefault(profile, [0, 0])
-        entry[0] += name in paused
-        entry[1] += 1
-    return {k: (v[0], v[1]) for k, v in sorted(counts.items())}
+    profiles = {name: name.split("-")[1] for name in active}  # sim-<profile>-<n>
+    return {
+        profile: (
+            sum(profiles[name] == profile and name in paused for name in active),
+            sum(profiles[name] == profile for name in active),
+        )
+        for profile in sorted(set(profiles.values()))
+    }
 
 
 def qualification_failed(campaign) -> dict[str, int]:
@@ -242,12 +177,7 @@ def qualification_failed(campaign) -> dict[str, int]:
         "annotator__username", "passed", "admitted_by"
     ):
         tried[name] = tried.get(name, False) or bool(passed) or admin is not None
-    failed: dict[str, int] = {}
-    for name, ok in tried.items():
-        if not ok:
-            profile = name.split("-")[1]
-            failed[profile] = failed.get(profile, 0) + 1
-    return failed
+    return dict(Counter(name.split("-")[1] for name, ok in tried.items() if not ok))
 
 
 def spent(campaign) -> dict[str, int]:
@@ -268,12 +198,13 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     """Accuracy of the resolution, and the models re-scored with its label set."""
     from annotation.campaign_read.resolution import campaign_resolution, resolve_campaign
     from annotation.models import Pair
+    from annotation.simulation.replay_service import ground_truth
     from retrieval.label_sets.status import LabelStatus
     from retrieval.scoring.rescoring_service import rescore_dataset
 
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
     resolution = campaign_resolution(campaign, method)
-    truth = truth_of(dataset, resolution.caption_ids, resolution.video_ids)
+    truth = ground_truth(dataset, resolution.caption_ids, resolution.video_ids)[0]
     said = resolution.status == LabelStatus.RELEVANT
     decided = said | (resolution.status == LabelStatus.IRRELEVANT)
     right = decided & (said == truth)
@@ -297,10 +228,11 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
 def true_scores(dataset, campaign, scored) -> dict[str, tuple[float, float]]:
     """C@1 and AP of each model with the true labels of the campaign's pooled pairs."""
     from annotation.models import Pair
+    from annotation.simulation.replay_service import ground_truth
     from retrieval.scoring.rescoring import Qrels, score
 
     rows = np.array(Pair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
-    truth = truth_of(dataset, rows[:, 0], rows[:, 1])
+    truth = ground_truth(dataset, rows[:, 0], rows[:, 1])[0]
     row_of = {int(pk): i for i, pk in enumerate(scored.caption_ids.tolist())}
     qrow = np.array([row_of.get(int(c), -1) for c in rows[:, 0]], dtype=np.int64)
     keep = qrow >= 0
@@ -347,60 +279,13 @@ def main() -> None:
     load = os.getloadavg()
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        from django.core.management import call_command
-
-        from retrieval.models import Dataset, Run
-
-        if reuse:
-            log(f"reusing the demo world in {args.world}")
-        else:
-            log(f"building a demo world of {args.videos} videos")
-            extra = {"epochs": args.epochs} if args.epochs else {}
-            call_command("demo", videos=args.videos, workers=2, verbosity=0, **extra)
-            if args.world is not None:
-                save_var(tmp, args.world)
-        dataset = Dataset.objects.get(name="demo")
-        runs = sorted(
-            Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS),
-            key=lambda run: DEMO_RUNS.index(run.name),
-        )
-        configs = args.only or ["reference", "A", "B"]
-        log(f"creating the campaigns: {', '.join(configs)}")
-        campaigns = {
-            name: make_campaign(
-                dataset, runs, f"crowd-{name}", args.seed, gold=name in "BD", adaptive=name == "D"
-            )
-            for name in configs
-        }
-        gold_relevant = None
-        for name in ("B", "D"):
-            if name in campaigns:
-                from annotation.gold.service import import_gold
-
-                path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, Path(tmp))
-                import_gold(campaigns[name], path)
-        crowd = crowd_profiles(CROWD, args.spammer_seconds)
-        clean = crowd_profiles(CLEAN, args.spammer_seconds)
-        paused, took = {}, {}
-        for name, campaign in campaigns.items():
-            log(f"judging {name}")
-            start = time.perf_counter()
-            profiles = clean if name == "reference" else crowd
-            paused[name] = judge(
-                campaign, profiles, args.annotators, args.seed, requeue=name in "BD"
-            )
-            took[name] = time.perf_counter() - start
+        dataset, runs = demo_world(args, tmp, reuse)
+        campaigns, gold_relevant = make_campaigns(dataset, runs, args, Path(tmp))
+        paused, took = judge_all(campaigns, args)
         log("resolving and re-scoring")
-        rows = {
-            "reference": ("reference", "majority"),
-            "A": ("A", "majority"),
-            "B": ("B", "majority"),
-            "C": ("B", "dawid-skene"),
-            "D": ("D", "majority"),  # an adaptive campaign's own resolution: its posteriors
-        }
         figures = {
             row: measure(dataset, campaigns[config], method, f"crowd-{row}")
-            for row, (config, method) in rows.items()
+            for row, (config, method) in ROWS.items()
             if config in campaigns
         }
         first = next(iter(campaigns))
@@ -424,6 +309,75 @@ def main() -> None:
         args.json.write_text(json.dumps(result))
     if set(figures) == {"reference", "A", "B", "C"}:
         report(args, result)
+
+
+ROWS = {
+    "reference": ("reference", "majority"),
+    "A": ("A", "majority"),
+    "B": ("B", "majority"),
+    "C": ("B", "dawid-skene"),
+    "D": ("D", "majority"),  # an adaptive campaign's own resolution: its posteriors
+}
+"""Each table row: the campaign it resolves and how."""
+
+
+def demo_world(args, tmp: Path, reuse: bool):
+    """The demo dataset (built, or reused from ``--world``) and its four runs."""
+    from django.core.management import call_command
+
+    from retrieval.models import Dataset, Run
+
+    if reuse:
+        log(f"reusing the demo world in {args.world}")
+    else:
+        log(f"building a demo world of {args.videos} videos")
+        extra = {"epochs": args.epochs} if args.epochs else {}
+        call_command("demo", videos=args.videos, workers=2, verbosity=0, **extra)
+        if args.world is not None:
+            save_var(tmp, args.world)
+    dataset = Dataset.objects.get(name="demo")
+    runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
+    return dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))
+
+
+def make_campaigns(dataset, runs, args, folder: Path):
+    """Every configuration's campaign, made before any is judged; the gold file imported
+    into those with gold, and its relevant share."""
+    from annotation.gold.service import import_gold
+
+    configs = args.only or ["reference", "A", "B"]
+    log(f"creating the campaigns: {', '.join(configs)}")
+    campaigns = {
+        name: make_campaign(
+            dataset, runs, f"crowd-{name}", args.seed, gold=name in "BD", adaptive=name == "D"
+        )
+        for name in configs
+    }
+    gold_relevant = None
+    for name in ("B", "D"):
+        if name in campaigns:
+            path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, folder)
+            import_gold(campaigns[name], path)
+    return campaigns, gold_relevant
+
+
+def judge_all(campaigns, args):
+    """Each campaign judged by its crowd: who was paused, and how long it took."""
+    from annotation.simulation.live import judge_until_settled
+
+    crowd = crowd_profiles(CROWD, args.spammer_seconds)
+    clean = crowd_profiles(CLEAN, args.spammer_seconds)
+    paused, took = {}, {}
+    for name, campaign in campaigns.items():
+        log(f"judging {name}")
+        start = time.perf_counter()
+        profiles = clean if name == "reference" else crowd
+        judge_until_settled(
+            campaign, profiles, args.annotators, args.seed, requeue=name in "BD", say=log
+        )
+        paused[name] = paused_by_profile(campaign)
+        took[name] = time.perf_counter() - start
+    return paused, took
 
 
 def merge(args) -> None:

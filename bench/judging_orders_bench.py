@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotation.campaigns.pooling import pool  # noqa: E402
 from annotation.ordering.orders import STRATEGIES, full_order, make_order  # noqa: E402
-from annotation.simulation.replay import ReplayWorld, exact_after  # noqa: E402
+from annotation.simulation.model import World  # noqa: E402
+from annotation.simulation.replay import exact_after, judged_first, seeded_order  # noqa: E402
 from retrieval.scoring.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
 from retrieval.search.runs import RankedLists  # noqa: E402
 
@@ -44,7 +45,7 @@ TARGETS = {
 
 def synthetic_world(
     queries: int = MSVD_QUERIES, relevant_rate: float = 0.036, seed: int = 0
-) -> ReplayWorld:
+) -> World:
     """Three correlated depth-10 runs over ``queries`` queries and their complete labels.
 
     Each query's relevant rate is drawn from a Beta around ``relevant_rate`` (queries differ,
@@ -72,7 +73,7 @@ def synthetic_world(
     pooled = pool(runs, DEPTH, origin=origin)
     labels = relevant.ravel()[pooled.video_ids]
     known = np.stack([run.item_ids == videos[:, :1] for run in runs], axis=1)
-    return ReplayWorld(
+    return World(
         pooled,
         labels,
         ("strong", "middling", "weak"),
@@ -82,26 +83,22 @@ def synthetic_world(
     )
 
 
-def positives_needed(world: ReplayWorld, pairs: np.ndarray, share: float = 0.9) -> int:
+def positives_needed(world: World, pairs: np.ndarray, share: float = 0.9) -> int:
     """Judgements until ``share`` of the pool's positives are found."""
     found = np.cumsum(world.labels[pairs])
     return int(np.searchsorted(found, share * world.labels.sum()) + 1)
 
 
-def coverage(world: ReplayWorld, strategy: str, budget: float, seeds: int, sample: int) -> dict:
+def coverage(world: World, strategy: str, budget: float, seeds: int, sample: int) -> dict:
     """Over ``seeds`` replays stopped at ``budget`` of the pool, then about ``sample`` more
     pairs judged as a random query sample: how often each run's 95% interval holds the
     complete-label score, and the estimate's mean error."""
-    complete = world.scores(np.ones(len(world.pool), bool))
-    known_rank = world.known_positive_rank()
+    complete = world.scores()
     eligible = world.eligible()
     hits, errors, kinds = {}, {}, {}
     for seed in range(seeds):
-        order = full_order(
-            strategy, world.pool, world.labels, seed=seed, known_positive_rank=known_rank
-        )
-        judged = np.zeros(len(world.pool), bool)
-        judged[order.pairs[: int(budget * len(world.pool))]] = True
+        order = seeded_order(world, strategy, seed)
+        judged = judged_first(world, order, int(budget * len(world.pool)))
         before = world.run_judgements(judged)
         drawn = draw_queries(before[0].n_unjudged, sample, seed=10_000 + seed)
         after = world.run_judgements(judged | drawn[world.layout.query_of])
@@ -126,7 +123,7 @@ def coverage(world: ReplayWorld, strategy: str, budget: float, seeds: int, sampl
     }
 
 
-def report(world: ReplayWorld, title: str, args: argparse.Namespace) -> None:
+def report(world: World, title: str, args: argparse.Namespace) -> None:
     """Print every measurement of the issue for one world."""
     queries = world.layout.pair_of.shape[0]
     print(
@@ -134,8 +131,7 @@ def report(world: ReplayWorld, title: str, args: argparse.Namespace) -> None:
         f"{world.labels.mean():.1%} relevant"
     )
     known_rank = world.known_positive_rank()
-    complete = world.scores(np.ones(len(world.pool), bool))
-    for name, values in complete.items():
+    for name, values in world.scores().items():
         print(f"  {name}: " + ", ".join(f"{m} {v:.3f}" for m, v in values.items()))
 
     print(
@@ -206,7 +202,7 @@ def report(world: ReplayWorld, title: str, args: argparse.Namespace) -> None:
         )
 
 
-def demo_world(videos: int) -> ReplayWorld:
+def demo_world(videos: int) -> World:
     """A fresh demo world of ``videos`` videos with its four models' runs (``manage.py demo``,
     in a throw-away database), pooled at depth 10 with its ground truth."""
     from django.core.management import call_command

@@ -66,8 +66,8 @@ class ReplaySummary:
 
 def read_crowd(
     labels_path: Path, gold_path: Path, duplicates: str | None = None
-) -> tuple[crowd_replay.Crowd, np.ndarray, int]:
-    """The raw file as a :class:`~annotation.simulation.crowd.Crowd`, each pair's gold label (-1
+) -> tuple[crowd_replay.RecordedCrowd, np.ndarray, int]:
+    """The raw file as a :class:`~annotation.simulation.crowd.RecordedCrowd`, each pair's gold label (-1
     none) and how many gold pairs have no label in the raw file."""
     items: dict[tuple[str, str], int] = {}
     names: dict[str, int] = {}
@@ -85,7 +85,7 @@ def read_crowd(
             missing += 1
         else:
             gold[at] = label
-    crowd = crowd_replay.Crowd(
+    crowd = crowd_replay.RecordedCrowd(
         np.asarray(item_index, dtype=np.int64),
         np.asarray(annotator_index, dtype=np.int64),
         np.asarray(labels, dtype=np.int64),
@@ -123,6 +123,21 @@ def replay_labels(
         raise ReplayLabelsError(
             f"{gold_path}: none of its pairs has a label in {labels_path}: nothing to score"
         )
+    return summarise(crowd, gold, missing, policy_name, cap, confidence, seeds, progress)
+
+
+def summarise(
+    crowd: crowd_replay.RecordedCrowd,
+    gold: np.ndarray,
+    missing: int,
+    policy_name: str,
+    cap: int,
+    confidence: float,
+    seeds: int,
+    progress: Callable[[int], None] | None = None,
+) -> ReplaySummary:
+    """Replay ``policy_name`` on the crowd once per seed (0 .. seeds - 1), score each replay
+    against ``gold`` (-1: none) and Dawid-Skene and majority on every label beside them."""
     runs = []
     for seed in range(seeds):
         outcome = crowd_replay.replay(

@@ -6,25 +6,33 @@ sloppy), or ignores it (a spammer answering at random, a lazy one always answeri
 relevant", an adversarial one always answering the opposite). A profile may drift: after
 some labels its error rate rises, as a tired annotator's does. Time per judgement is drawn
 per profile (gamma, shape 4), spammers fast. So agreement figures, annotator scores, the
-labelling policy and the resolution methods can be exercised end to end without people.
+labelling policy and the resolution methods can be exercised end to end without people;
+:func:`judge_until_settled` also plays the admin (refits, discounts of paused annotators).
 """
 
 import math
+import random
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from annotation.judging import pair_state, queue, submit
-from annotation.models import Campaign, Pair
+from annotation.models import AnnotatorStanding, Campaign, Pair
+from annotation.people import service as people
+from annotation.policy.fit import refit
+from annotation.simulation.model import largest_remainder
+from annotation.simulation.replay_service import truth_table
 from config import roles
 from config.accounts.names import existing_or_new
 from config.errors import UserError
-from retrieval.datasets.demo.service import DemoError, ground_truth_relevance
+from jobs.models import Job
 from retrieval.label_sets.status import NAMES
+from retrieval.datasets.demo.service import DemoError
 
 ERROR = "error"
 RANDOM = "random"
@@ -156,10 +164,7 @@ def crowd(profiles: Sequence[Profile], annotators: int) -> list[Profile]:
     """Each of ``annotators`` people's profile, shares split by largest remainder."""
     if annotators < 1:
         raise SimulationError("at least one annotator is needed")
-    exact = np.array([profile.share for profile in profiles]) * annotators
-    counts = np.floor(exact).astype(int)
-    order = np.argsort(-(exact - counts), kind="stable")
-    counts[order[: annotators - counts.sum()]] += 1
+    counts = largest_remainder([profile.share for profile in profiles], annotators)
     return [profile for profile, n in zip(profiles, counts.tolist(), strict=True) for _ in range(n)]
 
 
@@ -196,23 +201,18 @@ def simulated_annotators(count: int, prefix: str = "sim-annotator") -> list:
 
 
 def truth_for(campaign: Campaign) -> Callable[[Pair], bool]:
-    """Exact relevance of any of the campaign's pairs (demo datasets only)."""
-    caption_ids = list(
-        Pair.objects.filter(campaign=campaign).values_list("caption_id", flat=True).distinct()
-    )
-    caption_keys, video_keys, matrix = ground_truth_relevance(
-        campaign.dataset, caption_ids=caption_ids
-    )
-    row = {key: i for i, key in enumerate(caption_keys)}
-    col = {key: j for j, key in enumerate(video_keys)}
+    """Exact relevance of any pair of the campaign's captions (demo datasets only)."""
+    captions = Pair.objects.filter(campaign=campaign).values_list("caption_id", flat=True)
+    table = truth_table(campaign.dataset, list(captions.distinct()))
 
     def truth(pair: Pair) -> bool:
-        if pair.caption.key not in row or pair.video.key not in col:
+        relevant, known = table([pair.caption_id], [pair.video_id])
+        if not known[0]:
             raise DemoError(
                 f"caption {pair.caption.key!r} or video {pair.video.key!r} of dataset "
                 f"{campaign.dataset.name!r} has no stored ground truth to answer it by"
             )
-        return bool(matrix[row[pair.caption.key], col[pair.video.key]])
+        return bool(relevant[0])
 
     return truth
 
@@ -292,3 +292,45 @@ def simulate(
             for user, profile, n, bad in zip(users, people, given, wrong, strict=True)
         ),
     )
+
+
+def judge_until_settled(
+    campaign: Campaign,
+    profiles: Sequence[Profile],
+    annotators: int,
+    seed: int,
+    *,
+    requeue: bool,
+    say: Callable[[str], object] = lambda text: None,
+) -> None:
+    """Let the crowd judge until done, as an admin would see it through: under the adaptive
+    policy, refit when the crowd runs out of work and judge on while that asks for more;
+    with ``requeue``, discount paused annotators' labels (their pairs go back to the queue)
+    and judge again until nobody new is paused. At most 20 rounds."""
+    discounted: set[int] = set()
+    adaptive = campaign.settings.label_policy.adaptive
+    for round_ in range(20):
+        random.seed(seed * 1000 + round_)  # gold_queue draws gold tasks with `random`
+        result = simulate(campaign, annotators=annotators, seed=seed + round_, profiles=profiles)
+        say(f"  {campaign.name}: round {round_ + 1}, {result.judgements:,} judgements")
+        if adaptive:
+            # The submits queue background refits (paced by their own cost); refit once
+            # more when the crowd runs out of work, and judge on while that asks for more.
+            ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)
+            say(f"  {campaign.name}: background refits so far: {sorted(ran)}")
+            fitted = refit(campaign)
+            say(f"  {campaign.name}: refit, {fitted.pairs_changed} pairs changed")
+            if result.judgements and (fitted.pairs_changed or fitted.queue_changed):
+                continue
+        if not requeue:
+            break
+        standing = AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False)
+        paused = set(
+            standing.exclude(annotator_id__in=discounted).values_list("annotator_id", flat=True)
+        )
+        if not paused:
+            break
+        for user in get_user_model().objects.filter(pk__in=paused):
+            n = people.discount(campaign, user)
+            say(f"  {campaign.name}: discounted {n} labels of paused {user.username}")
+        discounted |= paused

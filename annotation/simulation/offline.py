@@ -1,10 +1,11 @@
 """Pure: a whole campaign judged offline by simulated annotators, under either policy.
 
 For benchmarks and tests that need many seeded campaigns (interval coverage over 50
-replays, FIRE's protocol against the adaptive one) without the database: the pool, every
-pair's true label, and a crowd whose annotators are true confusions (a careful annotator
-with 2% error is sensitivity = specificity = 0.98; a random spammer 0.5/0.5; one who
-always says "not relevant" 0/1). What the live campaign does is followed step for step:
+replays, FIRE's protocol against the adaptive one) without the database: a
+:class:`~annotation.simulation.model.World` (the pool and every pair's true label) and a
+crowd whose annotators are true confusions (a careful annotator with 2% error is
+sensitivity = specificity = 0.98; a random spammer 0.5/0.5; one who always says "not
+relevant" 0/1). What the live campaign does is followed step for step:
 
 - quality control: qualification (``training_pairs`` balanced gold answers per try, admitted
   at ``threshold``, up to ``tries``) and a ``gold_rate`` share of gold tasks among those
@@ -18,21 +19,28 @@ always says "not relevant" 0/1). What the live campaign does is followed step fo
   order only pairs that decide some run's C@K are asked for, and each query's most valuable
   task is served first (:mod:`annotation.policy.label_value`).
 
-Work proceeds in rounds: under a metric-aware order each query's best wanted task, else
-every wanted task; each task goes to a random admitted annotator who has not labelled the
-pair (none left: the pair gets no more).
+The rounds are :func:`annotation.simulation.model.judge`'s: under a metric-aware order each
+query's best wanted task, else every wanted task; each task goes to a random admitted
+annotator who has not labelled the pair (none left: the pair gets no more).
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.campaigns.pooling import Pool
 from annotation.ordering.orders import DEFAULT_KS, Layout
 from annotation.policy import confusion, label_value
 from annotation.policy import rules as policy
-from retrieval.label_sets.status import LabelStatus, majority
+from annotation.simulation.model import (
+    Outcome,
+    Record,
+    Rules,
+    Tally,
+    World,
+    judge,
+    largest_remainder,
+)
 
 DEPTH, METRIC_FIRST = "depth", "metric-first"
 ORDERS = (DEPTH, METRIC_FIRST)
@@ -49,9 +57,7 @@ class SimulatedCrowd:
     def of(cls, shares: Sequence[tuple[float, float, float]], size: int) -> "SimulatedCrowd":
         """``size`` annotators from (share, sensitivity, specificity) profiles, by largest
         remainder so the shares hold as closely as the size allows."""
-        quotas = np.array([share for share, _, _ in shares]) * size
-        counts = np.floor(quotas).astype(np.int64)
-        counts[np.argsort(-(quotas - counts))[: size - counts.sum()]] += 1
+        counts = largest_remainder([share for share, _, _ in shares], size)
         sens = np.repeat([s for _, s, _ in shares], counts)
         spec = np.repeat([p for _, _, p in shares], counts)
         return cls(sens.astype(np.float64), spec.astype(np.float64))
@@ -71,51 +77,7 @@ class QualityControl:
     gold_relevant_share: float = 0.3
 
 
-@dataclass
-class CampaignOutcome:
-    """Labels taken (pair, annotator, label), each pair's posterior and status, who was
-    admitted, and the answers spent: campaign labels, gold and qualification."""
-
-    pair: np.ndarray
-    annotator: np.ndarray
-    label: np.ndarray
-    posterior: np.ndarray
-    status: np.ndarray
-    admitted: np.ndarray
-    spent: dict[str, int] = field(default_factory=dict)
-    rounds: int = 0
-
-    @property
-    def total_spent(self) -> int:
-        return sum(self.spent.values())
-
-
-def strata_of(pool: Pool) -> np.ndarray:
-    """Each pair's stratum for the class prior: :func:`annotation.policy.confusion.pool_strata`."""
-    return confusion.pool_strata(pool.ranks)
-
-
-class _Evidence:
-    """Gold answers (known items) gathered for the annotator model."""
-
-    def __init__(self) -> None:
-        self.annotator: list[np.ndarray] = []
-        self.label: list[np.ndarray] = []
-        self.truth: list[np.ndarray] = []
-
-    def add(self, annotators, labels, truth) -> None:
-        self.annotator.append(np.asarray(annotators, np.int64))
-        self.label.append(np.asarray(labels, np.int64))
-        self.truth.append(np.asarray(truth, np.int64))
-
-    def arrays(self):
-        if not self.annotator:
-            empty = np.zeros(0, np.int64)
-            return empty, empty, empty
-        return tuple(np.concatenate(parts) for parts in (self.annotator, self.label, self.truth))
-
-
-def _qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: _Evidence) -> np.ndarray:
+def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Record) -> np.ndarray:
     """Who passes qualification (all, with no training pairs), recording every answer."""
     n = len(crowd.sensitivity)
     if qc.training_pairs <= 0:
@@ -134,10 +96,54 @@ def _qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: _Evidence
     return admitted
 
 
+class _Simulated:
+    """The simulated crowd as a label source: admitted annotators answering the truth, gold
+    tasks mixed in, the annotator model fitted on campaign labels and gold answers."""
+
+    def __init__(self, world: World, crowd: SimulatedCrowd, qc: QualityControl, rng) -> None:
+        self.world, self.crowd, self.qc, self.rng = world, crowd, qc, rng
+        self.evidence = Record()  # gold answers: annotators, labels, truth
+        self.admitted = qualify(crowd, qc, rng, self.evidence)
+        self.workers = np.flatnonzero(self.admitted)
+        self.labelled_by = np.zeros((len(world.pool), len(crowd.sensitivity)), bool)
+        self.strata = confusion.pool_strata(world.pool.ranks)
+        self.spent = {"qualification": self.evidence.arrays()[0].size, "gold": 0}
+
+    def left(self, tally: Tally) -> np.ndarray:
+        """Pairs someone admitted has not labelled yet."""
+        return self.labelled_by[:, self.workers].sum(axis=1) < self.workers.size
+
+    def give(self, tasks: np.ndarray, tally: Tally) -> None:
+        who = _assign(tasks, self.workers, self.labelled_by, self.rng)
+        keep = who >= 0
+        tasks, who = tasks[keep], who[keep]
+        tally.add(tasks, who, self.crowd.answer(who, self.world.labels[tasks], self.rng))
+        self.labelled_by[tasks, who] = True
+        qc, rng = self.qc, self.rng
+        gold_tasks = rng.binomial(len(tasks), qc.gold_rate / (1 - qc.gold_rate))
+        if gold_tasks:
+            gold_truth = rng.random(gold_tasks) < qc.gold_relevant_share
+            gold_who = rng.choice(self.workers, gold_tasks)
+            self.evidence.add(gold_who, self.crowd.answer(gold_who, gold_truth, rng), gold_truth)
+            self.spent["gold"] += int(gold_tasks)
+
+    def fit(self, tally: Tally) -> np.ndarray:
+        """The pairs' posterior, gold answers as known items in a stratum of their own."""
+        n_pairs = len(self.world.pool)
+        g_annotator, g_label, g_truth = self.evidence.arrays()
+        pairs, annotators, labels = tally.taken.arrays()
+        strata = np.r_[self.strata, np.full(g_annotator.size, self.strata.max(initial=0) + 1)]
+        start = None if tally.posterior is None else np.r_[tally.posterior, g_truth]
+        return confusion.fit(
+            np.concatenate([pairs, n_pairs + np.arange(g_annotator.size)]),
+            np.concatenate([annotators, g_annotator]), np.concatenate([labels, g_label]),
+            n_pairs + g_annotator.size, len(self.crowd.sensitivity),
+            known=np.r_[np.full(n_pairs, -1), g_truth], strata=strata, start=start,
+        ).posterior[:n_pairs]  # fmt: skip
+
+
 def simulate(
-    pool: Pool,
-    truth: np.ndarray,
-    known_rank: np.ndarray,
+    world: World,
     crowd: SimulatedCrowd,
     *,
     policy_name: str,
@@ -147,119 +153,46 @@ def simulate(
     seed: int = 0,
     ks: Sequence[int] = DEFAULT_KS,
     quality: QualityControl | None = None,
-) -> CampaignOutcome:
-    """Judge the pool with the crowd under ``policy_name`` and ``order`` (see the module
-    docstring). ``truth`` is bool per pool pair; ``known_rank`` queries x runs."""
+) -> Outcome:
+    """Judge the world's pool with the crowd under ``policy_name`` and ``order`` (see the
+    module docstring)."""
     if policy_name not in policy.POLICIES or order not in ORDERS:
         raise ValueError(f"policy in {policy.POLICIES}, order in {ORDERS}")
-    qc = quality or QualityControl()
     rng = np.random.default_rng(seed)
-    truth = np.asarray(truth, dtype=bool)
-    n_pairs, n_annotators = len(pool), len(crowd.sensitivity)
-    layout = Layout.of(pool)
+    source = _Simulated(world, crowd, quality or QualityControl(), rng)
+    rules = Rules.of(policy_name, len(world.pool), seed, cap, confidence=confidence)
+    known_rank = world.known_positive_rank()
+    layout = world.layout
     q_of, s_of = layout.query_of, layout.slot_of
-    evidence = _Evidence()
-    admitted = _qualify(crowd, qc, rng, evidence)
-    spent = {"qualification": sum(len(a) for a in evidence.annotator), "gold": 0}
-    workers = np.flatnonzero(admitted)
-    fire = policy_name == policy.FIRE
-    cap = (policy.DEFAULT_CAP if fire else policy.DEFAULT_ADAPTIVE_CAP) if cap is None else cap
-    double = policy.second_label_sample(n_pairs, policy.DEFAULT_SECOND_LABEL_RATE, seed)
-    strata = strata_of(pool)
-    pairs, annotators, labels = [], [], []
-    total = np.zeros(n_pairs, np.int64)
-    relevant = np.zeros(n_pairs, np.int64)
-    labelled_by = np.zeros((n_pairs, n_annotators), bool)
-    posterior = np.full(n_pairs, 0.5)
-    model: confusion.Fit | None = None
-    rounds = 0
+    ranks = _grid(layout, world.pool.ranks)
 
-    def refit() -> None:
-        nonlocal posterior, model
-        g_annotator, g_label, g_truth = evidence.arrays()
-        items = np.concatenate([np.concatenate(pairs or [np.zeros(0, np.int64)]),
-                                n_pairs + np.arange(g_annotator.size)])  # fmt: skip
-        who = np.concatenate([np.concatenate(annotators or [np.zeros(0, np.int64)]), g_annotator])
-        said = np.concatenate([np.concatenate(labels or [np.zeros(0, np.int64)]), g_label])
-        known = np.r_[np.full(n_pairs, -1), g_truth]
-        all_strata = np.r_[strata, np.full(g_annotator.size, strata.max(initial=0) + 1)]
-        start = None if model is None else np.r_[posterior, g_truth]
-        model = confusion.fit(
-            items, who, said, n_pairs + g_annotator.size, n_annotators,
-            known=known, strata=all_strata, start=start,
-        )  # fmt: skip
-        posterior = model.posterior[:n_pairs]
-
-    while workers.size:
-        if fire:
-            resolved = majority(relevant, total) == LabelStatus.RELEVANT
-        else:  # a pair with no label is no positive, whatever its prior
-            resolved = (total > 0) & (posterior > 0.5)
-        if fire:
-            want = policy.labels_needed(relevant, total, double, cap) > 0
+    def ask(tally: Tally, left: np.ndarray) -> np.ndarray:
+        resolved = _grid(layout, rules.resolved_relevant(tally))
+        if not rules.adaptive:
+            want = rules.needed(tally)
             if order == METRIC_FIRST:
-                cells = label_value.deciding_cells(
-                    _grid(layout, pool.ranks), _grid(layout, resolved), known_rank, ks
-                )[q_of, s_of]
-                want &= (total > 0) | (cells > 0)
-            value = np.where(want, -strata.astype(np.float64), -np.inf)
+                cells = label_value.deciding_cells(ranks, resolved, known_rank, ks)[q_of, s_of]
+                want &= (tally.total > 0) | (cells > 0)
+            value = np.where(want, -source.strata.astype(np.float64), -np.inf)
         else:
             wanted, worth = label_value.wanted(
-                _grid(layout, pool.ranks),
-                _grid(layout, resolved),
-                known_rank,
-                _grid(layout, total),
-                _grid(layout, posterior),
-                confidence=confidence,
-                cap=cap,
-                ks=ks,
-                metric_aware=order == METRIC_FIRST,
-            )
+                ranks, resolved, known_rank, _grid(layout, tally.total),
+                _grid(layout, rules.posterior(tally)), confidence=rules.confidence,
+                cap=rules.cap, ks=ks, metric_aware=order == METRIC_FIRST,
+            )  # fmt: skip
             want, value = wanted[q_of, s_of], worth[q_of, s_of]
-        want &= labelled_by[:, workers].sum(axis=1) < workers.size  # someone left to ask
-        if not want.any():
-            break
-        if order == METRIC_FIRST:  # each query's most valuable wanted task
-            grid = np.full(layout.pair_of.shape, -np.inf)
-            grid[q_of[want], s_of[want]] = value[want]
-            best = np.argmax(grid, axis=1)
-            rows = np.flatnonzero(np.isfinite(grid[np.arange(grid.shape[0]), best]))
-            tasks = layout.pair_of[rows, best[rows]]
-        else:
-            tasks = np.flatnonzero(want)
-        who = _assign(tasks, workers, labelled_by, rng)
-        keep = who >= 0
-        tasks, who = tasks[keep], who[keep]
-        said = crowd.answer(who, truth[tasks], rng)
-        pairs.append(tasks)
-        annotators.append(who)
-        labels.append(said)
-        labelled_by[tasks, who] = True
-        np.add.at(total, tasks, 1)
-        np.add.at(relevant, tasks, said)
-        gold_tasks = rng.binomial(len(tasks), qc.gold_rate / (1 - qc.gold_rate))
-        if gold_tasks:
-            gold_truth = rng.random(gold_tasks) < qc.gold_relevant_share
-            gold_who = rng.choice(workers, gold_tasks)
-            evidence.add(gold_who, crowd.answer(gold_who, gold_truth, rng), gold_truth)
-            spent["gold"] += int(gold_tasks)
-        rounds += 1
-        if not fire:
-            refit()
-    if not fire and model is None:
-        refit()
-    flat = [
-        np.concatenate(parts or [np.zeros(0, np.int64)]) for parts in (pairs, annotators, labels)
-    ]
-    spent["campaign"] = int(flat[0].size)
-    if fire:
-        status = majority(relevant, total)
-        status = np.where(total > 0, status, LabelStatus.PENDING).astype(np.int8)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            posterior = np.where(total > 0, relevant / np.maximum(total, 1), np.nan)
-    else:
-        status = policy.adaptive_resolve(total, posterior)
-    return CampaignOutcome(*flat, posterior, status, admitted, spent, rounds)
+        want &= left
+        if order != METRIC_FIRST or not want.any():
+            return np.flatnonzero(want)
+        grid = np.full(layout.pair_of.shape, -np.inf)  # each query's most valuable wanted task
+        grid[q_of[want], s_of[want]] = value[want]
+        best = np.argmax(grid, axis=1)
+        rows = np.flatnonzero(np.isfinite(grid[np.arange(grid.shape[0]), best]))
+        return layout.pair_of[rows, best[rows]]
+
+    tally = Tally.empty(len(world.pool))
+    tally.spent = source.spent
+    return rules.outcome(judge(rules, source, tally, ask), source.admitted)
 
 
 def _grid(layout: Layout, values: np.ndarray) -> np.ndarray:

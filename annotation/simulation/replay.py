@@ -1,99 +1,18 @@
 """Pure: replay a judging order against complete labels and measure what partial judging gets.
 
-A :class:`ReplayWorld` is a pool whose every pair has a known label, plus the positives each
-run's top-D list holds outside the pool (the caption's own video, pairs judged before). After
-the first n pairs of a strategy's order are judged, each run is scored as trec_eval would
-(unjudged pairs irrelevant) and compared with its score under the complete labels.
+The world is :class:`annotation.simulation.model.World`, its labels the crowd (one right
+label per pair). After the first n pairs of a strategy's order are judged, each run is scored
+as trec_eval would (unjudged pairs irrelevant) and compared with its score under the complete
+labels.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from annotation.campaigns.pooling import Pool
-from annotation.ordering.orders import DEFAULT_KS, FullOrder, Layout, full_order
-from retrieval.scoring.estimation import RunJudgements, per_query_scores
-
-METRICS = (*(f"C@{k}" for k in DEFAULT_KS), "AP")
-
-
-@dataclass(frozen=True)
-class ReplayWorld:
-    """A fully labelled pool (``labels``: bool per pair) of runs cut at ``depth``.
-
-    ``known_positive``: queries x runs x depth, a positive outside the pool at that rank;
-    ``known_count``: positives per query outside the pool (R's part no pair can change).
-    Queries are the pool's captions in ascending order.
-    """
-
-    pool: Pool
-    labels: np.ndarray
-    run_names: tuple[str, ...]
-    depth: int
-    known_positive: np.ndarray
-    known_count: np.ndarray
-
-    def __post_init__(self) -> None:
-        layout = Layout.of(self.pool)
-        queries, runs = layout.pair_of.shape[0], self.pool.run_count
-        if self.known_positive.shape != (queries, runs, self.depth):
-            raise ValueError("known_positive must be queries x runs x depth")
-        if len(self.run_names) != runs or self.labels.shape != (len(self.pool),):
-            raise ValueError("one name per run and one label per pool pair are required")
-        pair_at = np.full((queries, runs, self.depth), -1, dtype=np.int64)
-        pair, run = np.nonzero(self.pool.ranks)
-        pair_at[layout.query_of[pair], run, self.pool.ranks[pair, run] - 1] = pair
-        object.__setattr__(self, "layout", layout)
-        object.__setattr__(self, "pair_at", pair_at)
-
-    def known_positive_rank(self) -> np.ndarray:
-        """Queries x runs: the first rank holding a known positive (0 when none)."""
-        has = self.known_positive.any(axis=2)
-        return np.where(has, np.argmax(self.known_positive, axis=2) + 1, 0)
-
-    def run_judgements(self, judged: np.ndarray) -> list[RunJudgements]:
-        """Each run's :class:`~retrieval.scoring.estimation.RunJudgements` once the pairs in ``judged``
-        (bool per pool pair) are labelled."""
-        judged = np.asarray(judged, bool)
-        hit = judged & self.labels
-        queries = self.layout.pair_of.shape[0]
-        n_relevant = self.known_count + np.bincount(self.layout.query_of[hit], minlength=queries)
-        n_unjudged = np.bincount(self.layout.query_of[~judged], minlength=queries)
-        pooled = self.pair_at >= 0
-        at = np.maximum(self.pair_at, 0)
-        result = []
-        for r in range(self.pool.run_count):
-            here = pooled[:, r]
-            result.append(
-                RunJudgements(
-                    relevant=self.known_positive[:, r] | (here & hit[at[:, r]]),
-                    unjudged=here & ~judged[at[:, r]],
-                    n_relevant=n_relevant,
-                    n_unjudged=n_unjudged,
-                )
-            )
-        return result
-
-    def scores(self, judged: np.ndarray) -> dict[str, dict[str, float]]:
-        """Each run's mean C@K and AP with the unjudged pairs irrelevant, over the queries
-        that have a positive under the complete labels."""
-        eligible = self.eligible()
-        return {
-            name: {
-                metric: float(values[eligible].mean()) if eligible.any() else float("nan")
-                for metric, values in per_query_scores(
-                    run.relevant, run.n_relevant, DEFAULT_KS
-                ).items()
-            }
-            for name, run in zip(self.run_names, self.run_judgements(judged), strict=True)
-        }
-
-    def eligible(self) -> np.ndarray:
-        queries = self.layout.pair_of.shape[0]
-        return (
-            self.known_count + np.bincount(self.layout.query_of[self.labels], minlength=queries) > 0
-        )
+from annotation.ordering.orders import DEFAULT_KS, FullOrder, full_order
+from annotation.simulation.model import METRICS, World
 
 
 @dataclass(frozen=True)
@@ -117,16 +36,7 @@ class Replay:
     exact_after: int | None
 
     def as_dict(self) -> dict:
-        return {
-            "strategy": self.strategy,
-            "pool_pairs": self.pool_pairs,
-            "pool_positives": self.pool_positives,
-            "steps": [
-                {"judged": s.judged, "positives_found": s.positives_found, "errors": s.errors}
-                for s in self.steps
-            ],
-            "exact_after": self.exact_after,
-        }
+        return asdict(self)
 
 
 def budget_steps(pool_pairs: int, budget: int | None, count: int = 10) -> list[int]:
@@ -135,7 +45,20 @@ def budget_steps(pool_pairs: int, budget: int | None, count: int = 10) -> list[i
     return sorted({int(round(top * (i + 1) / count)) for i in range(count)} - {0}) or [0]
 
 
-def exact_after(world: ReplayWorld, order: FullOrder, ks: Sequence[int] = DEFAULT_KS) -> int:
+def seeded_order(world: World, strategy: str, seed: int = 0) -> FullOrder:
+    """``strategy``'s order of the whole pool, the query order within rounds shuffled by ``seed``."""
+    known_rank = world.known_positive_rank()
+    return full_order(strategy, world.pool, world.labels, seed=seed, known_positive_rank=known_rank)
+
+
+def judged_first(world: World, order: FullOrder, n: int) -> np.ndarray:
+    """Bool per pool pair: the first ``n`` pairs of ``order``."""
+    judged = np.zeros(len(world.pool), bool)
+    judged[order.pairs[:n]] = True
+    return judged
+
+
+def exact_after(world: World, order: FullOrder, ks: Sequence[int] = DEFAULT_KS) -> int:
     """Judgements after which every run's C@K is exact for every K in ``ks``: for each run,
     query and K, the earlier of its first relevant top-K pair and its last top-K pair."""
     when = np.empty(len(world.pool), dtype=np.int64)
@@ -155,7 +78,7 @@ def exact_after(world: ReplayWorld, order: FullOrder, ks: Sequence[int] = DEFAUL
 
 
 def replay(
-    world: ReplayWorld,
+    world: World,
     strategy: str,
     steps: Sequence[int],
     *,
@@ -165,24 +88,19 @@ def replay(
     """Replay ``strategy`` ``seeds`` times (query order within rounds shuffled by the seed) and
     average positives found and score errors at each step; ``exact_after`` is the largest
     over the seeds (for metric-first: when no needed pair was left), None past the last step."""
-    complete = world.scores(np.ones(len(world.pool), bool))
+    complete = world.scores()
     positives = np.zeros(len(steps))
     errors = [{name: dict.fromkeys(METRICS, 0.0) for name in world.run_names} for _ in steps]
     exact = 0
-    known_rank = world.known_positive_rank()
     for seed in range(seeds):
-        order = full_order(
-            strategy, world.pool, world.labels, seed=seed, known_positive_rank=known_rank
-        )
+        order = seeded_order(world, strategy, seed)
         exact = max(
             exact, order.needed if strategy == "metric-first" else exact_after(world, order)
         )
         found = np.concatenate([[0], np.cumsum(world.labels[order.pairs])])
         for i, n in enumerate(steps):
-            judged = np.zeros(len(world.pool), bool)
-            judged[order.pairs[:n]] = True
             positives[i] += found[n]
-            for name, values in world.scores(judged).items():
+            for name, values in world.scores(judged_first(world, order, n)).items():
                 for metric, value in values.items():
                     errors[i][name][metric] += value - complete[name][metric]
             if progress is not None:

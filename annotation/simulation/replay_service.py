@@ -16,7 +16,8 @@ import numpy as np
 
 from annotation.campaigns.pooling import pool
 from annotation.ordering.orders import STRATEGIES
-from annotation.simulation.replay import Replay, ReplayWorld, budget_steps, replay
+from annotation.simulation.model import World
+from annotation.simulation.replay import Replay, budget_steps, replay
 from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures
@@ -124,7 +125,7 @@ def stored_comparison(
 
 def replay_world(
     dataset: Dataset, run_names: Sequence[str] | None, depth: int, label_set: LabelSet | None
-) -> tuple[ReplayWorld, int]:
+) -> tuple[World, int]:
     """The pooled runs with complete labels, and how many queries had to be dropped."""
     if label_set is None and not dataset.has_ground_truth:
         raise ReplayError(f"dataset {dataset.name!r} has no ground truth: name a label set")
@@ -148,7 +149,7 @@ def replay_world(
     origin = (queries, np.array([own[int(q)] for q in queries], dtype=np.int64))
     pooled = pool(lists, depth, origin=origin, queries=queries)
     if judged is None:
-        labels, known = _truth(dataset, pooled)
+        labels, known = ground_truth(dataset, pooled.caption_ids, pooled.video_ids)
     else:
         labels, known = _labelled(judged, pooled)
     dropped_queries = np.unique(pooled.caption_ids[~known])
@@ -165,7 +166,7 @@ def replay_world(
         # A run may rank fewer than ``depth`` items: past its end no rank holds a positive.
         hit = align_rows(lists_r.query_ids, lists_r.item_ids, rows) == own_video[:, None]
         known_positive[:, r, : hit.shape[1]] = hit
-    world = ReplayWorld(
+    world = World(
         pooled,
         labels,
         tuple(run.name for run in runs),
@@ -210,20 +211,30 @@ def _labelled(judged, pooled) -> tuple[np.ndarray, np.ndarray]:
     return found & (relevance[np.minimum(at, relevance.size - 1)] > 0), found
 
 
-def _truth(dataset: Dataset, pooled) -> tuple[np.ndarray, np.ndarray]:
-    """Each pool pair's ground-truth relevance (the demo world's FIRE §3.1 rule), and whether
-    it has one (a caption or video without a stored assertion or scene has none)."""
+def ground_truth(dataset: Dataset, caption_ids, video_ids) -> tuple[np.ndarray, np.ndarray]:
+    """Each (caption id, video id) pair's ground-truth relevance and whether it has one:
+    :func:`truth_table` of the pairs' captions."""
+    return truth_table(dataset, caption_ids)(caption_ids, video_ids)
+
+
+def truth_table(dataset: Dataset, caption_ids) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """The ground truth (the demo world's FIRE §3.1 rule) for these captions, as a function of
+    caption ids and video ids: each pair's relevance, and whether it has one (a caption or
+    video without a stored assertion or scene, or a caption not named here, has none)."""
     caption_keys, video_keys, matrix = ground_truth_relevance(
-        dataset, caption_ids=np.unique(pooled.caption_ids).tolist()
+        dataset, caption_ids=np.unique(caption_ids).tolist()
     )
     caption_pk = dict(Caption.objects.filter(dataset=dataset).values_list("key", "pk"))
     video_pk = dict(Video.objects.filter(dataset=dataset).values_list("key", "pk"))
     row = {caption_pk[key]: i for i, key in enumerate(caption_keys)}
     column = {video_pk[key]: i for i, key in enumerate(video_keys)}
-    rows = np.array([row.get(int(c), -1) for c in pooled.caption_ids], dtype=np.int64)
-    columns = np.array([column.get(int(v), -1) for v in pooled.video_ids], dtype=np.int64)
-    known = (rows >= 0) & (columns >= 0)
-    if not known.any():
-        return known, known
-    labels = known & matrix[np.maximum(rows, 0), np.maximum(columns, 0)].astype(bool)
-    return labels, known
+
+    def relevance(caption_ids, video_ids) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.array([row.get(int(c), -1) for c in caption_ids], dtype=np.int64)
+        columns = np.array([column.get(int(v), -1) for v in video_ids], dtype=np.int64)
+        known = (rows >= 0) & (columns >= 0)
+        if not known.any():
+            return known, known
+        return known & matrix[np.maximum(rows, 0), np.maximum(columns, 0)].astype(bool), known
+
+    return relevance

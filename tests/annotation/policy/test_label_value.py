@@ -8,6 +8,7 @@ from annotation.campaigns.pooling import Pool
 from annotation.policy import label_value
 from annotation.policy import rules as policy
 from annotation.simulation import offline as offline_campaign
+from annotation.simulation.model import Record, World
 
 KS = (1, 5, 10)
 
@@ -97,7 +98,9 @@ def synthetic_pool(queries=60, candidates=25, strengths=(2.0, 1.0, 0.0), depth=1
         np.array([ranks[key] for key in keys]),
     )
     truth = relevant[pool.caption_ids, pool.video_ids]
-    return pool, truth, np.zeros((queries, len(strengths)), np.int64)
+    known = np.zeros((queries, len(strengths), depth), bool)  # no positive outside the pool
+    names = tuple(f"run{r}" for r in range(len(strengths)))
+    return World(pool, truth, names, depth, known, np.zeros(queries, np.int64))
 
 
 def pooled_correct_at(pool: Pool, relevant: np.ndarray, k: int) -> np.ndarray:
@@ -110,35 +113,36 @@ def pooled_correct_at(pool: Pool, relevant: np.ndarray, k: int) -> np.ndarray:
 
 
 def test_a_perfect_crowd_gets_every_correct_at_k_exact_with_fewer_labels():
-    pool, truth, known = synthetic_pool()
+    world = synthetic_pool()
+    pool, truth = world.pool, world.labels
     perfect = offline_campaign.SimulatedCrowd(np.ones(6), np.ones(6))
     outcome = offline_campaign.simulate(
-        pool, truth, known, perfect, policy_name="adaptive", order="metric-first", seed=1
+        world, perfect, policy_name="adaptive", order="metric-first", seed=1
     )
     resolved = outcome.status == 1
     for k in KS:
         np.testing.assert_array_equal(
             pooled_correct_at(pool, resolved, k), pooled_correct_at(pool, truth, k)
         )
-    fire = offline_campaign.simulate(pool, truth, known, perfect, policy_name="fire", seed=1)
+    fire = offline_campaign.simulate(world, perfect, policy_name="fire", seed=1)
     assert fire.spent["campaign"] >= len(pool)
     assert outcome.spent["campaign"] < 0.8 * fire.spent["campaign"]
     assert outcome.spent["qualification"] == 6 * 20  # everyone passed at the first try
 
 
 def test_offline_labels_come_from_distinct_annotators_within_the_cap():
-    pool, truth, known = synthetic_pool(seed=3)
+    world = synthetic_pool(seed=3)
     crowd = offline_campaign.SimulatedCrowd.of([(0.5, 0.98, 0.98), (0.5, 0.6, 0.6)], 10)
     options = {"policy_name": "adaptive", "order": "depth", "cap": 3, "seed": 2}
     quality = offline_campaign.QualityControl(training_pairs=0)
-    outcome = offline_campaign.simulate(pool, truth, known, crowd, quality=quality, **options)
+    outcome = offline_campaign.simulate(world, crowd, quality=quality, **options)
     pairs = list(zip(outcome.pair.tolist(), outcome.annotator.tolist(), strict=True))
     assert len(pairs) == len(set(pairs))  # nobody labels a pair twice
-    per_pair = np.bincount(outcome.pair, minlength=len(pool))
+    per_pair = np.bincount(outcome.pair, minlength=len(world.pool))
     assert per_pair.min() >= 1 and per_pair.max() <= 3
     unsure = policy.certainty(outcome.posterior) < policy.DEFAULT_CONFIDENCE
     assert (per_pair[unsure] == 3).all()  # below target only where the cap stopped it
-    again = offline_campaign.simulate(pool, truth, known, crowd, quality=quality, **options)
+    again = offline_campaign.simulate(world, crowd, quality=quality, **options)
     np.testing.assert_array_equal(again.label, outcome.label)
 
 
@@ -148,9 +152,9 @@ def test_offline_labels_come_from_distinct_annotators_within_the_cap():
 )
 def test_qualification_admits_by_balanced_training_answers(sens, spec, admitted):
     crowd = offline_campaign.SimulatedCrowd(np.array([sens]), np.array([spec]))
-    evidence = offline_campaign._Evidence()
+    evidence = Record()
     rng = np.random.default_rng(0)
-    got = offline_campaign._qualify(crowd, offline_campaign.QualityControl(), rng, evidence)
+    got = offline_campaign.qualify(crowd, offline_campaign.QualityControl(), rng, evidence)
     assert bool(got[0]) == admitted
     tries = 1 if admitted else offline_campaign.QualityControl().tries
     assert evidence.arrays()[0].size == 20 * tries

@@ -1,0 +1,278 @@
+"""Pure: one model of a pool, a truth and a crowd, and the one loop that has a crowd judge it.
+
+A :class:`World` is a pool whose every pair has a true label, plus the positives each run's
+top-D list holds outside the pool (the caption's own video, pairs judged before), pooled as
+FIRE (Rodriguez et al. 2022, §2.2.1) does. A crowd gives labels: one whose labels were recorded
+(:class:`annotation.simulation.crowd.RecordedCrowd`, e.g. Snow et al. 2008's RTE judgements),
+one simulated from true confusions (:class:`annotation.simulation.offline.SimulatedCrowd`), or
+simulated people judging through the real queue (:mod:`annotation.simulation.live`, whose
+truth is this world's: :func:`annotation.simulation.replay_service.ground_truth`).
+:func:`judge` is the one loop of the offline simulations (a recorded crowd replayed, a
+simulated campaign; the live simulation's loop is the real queue's): in rounds, the labelling
+:class:`Rules` (FIRE §3.1's or the adaptive one) say which pairs want a label, the crowd gives
+one to each it can, and under the adaptive policy the annotator model is refitted on what was
+taken, as the live campaign refits in the background.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from annotation.campaigns.pooling import Pool
+from annotation.ordering.orders import DEFAULT_KS, Layout
+from annotation.policy import rules as policy
+from retrieval.scoring.estimation import RunJudgements, per_query_scores
+from retrieval.label_sets.status import LabelStatus, majority
+
+METRICS = (*(f"C@{k}" for k in DEFAULT_KS), "AP")
+
+
+@dataclass(frozen=True)
+class World:
+    """A fully labelled pool (``labels``: bool per pair) of runs cut at ``depth``.
+
+    ``known_positive``: queries x runs x depth, a positive outside the pool at that rank;
+    ``known_count``: positives per query outside the pool (R's part no pair can change).
+    Queries are the pool's captions in ascending order.
+    """
+
+    pool: Pool
+    labels: np.ndarray
+    run_names: tuple[str, ...]
+    depth: int
+    known_positive: np.ndarray
+    known_count: np.ndarray
+
+    def __post_init__(self) -> None:
+        layout = Layout.of(self.pool)
+        queries, runs = layout.pair_of.shape[0], self.pool.run_count
+        if self.known_positive.shape != (queries, runs, self.depth):
+            raise ValueError("known_positive must be queries x runs x depth")
+        if len(self.run_names) != runs or self.labels.shape != (len(self.pool),):
+            raise ValueError("one name per run and one label per pool pair are required")
+        pair_at = np.full((queries, runs, self.depth), -1, dtype=np.int64)
+        pair, run = np.nonzero(self.pool.ranks)
+        pair_at[layout.query_of[pair], run, self.pool.ranks[pair, run] - 1] = pair
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "pair_at", pair_at)
+
+    def relabelled(self, labels: np.ndarray) -> "World":
+        """The same pool and runs with ``labels`` (bool per pair) as its truth."""
+        return World(
+            self.pool, labels, self.run_names, self.depth, self.known_positive, self.known_count
+        )
+
+    def known_positive_rank(self) -> np.ndarray:
+        """Queries x runs: the first rank holding a known positive (0 when none)."""
+        has = self.known_positive.any(axis=2)
+        return np.where(has, np.argmax(self.known_positive, axis=2) + 1, 0)
+
+    def run_judgements(self, judged: np.ndarray) -> list[RunJudgements]:
+        """Each run's :class:`~retrieval.scoring.estimation.RunJudgements` once the pairs in ``judged``
+        (bool per pool pair) are labelled."""
+        judged = np.asarray(judged, bool)
+        hit = judged & self.labels
+        queries = self.layout.pair_of.shape[0]
+        n_relevant = self.known_count + np.bincount(self.layout.query_of[hit], minlength=queries)
+        n_unjudged = np.bincount(self.layout.query_of[~judged], minlength=queries)
+        pooled = self.pair_at >= 0
+        at = np.maximum(self.pair_at, 0)
+        return [
+            RunJudgements(
+                relevant=self.known_positive[:, r] | (pooled[:, r] & hit[at[:, r]]),
+                unjudged=pooled[:, r] & ~judged[at[:, r]],
+                n_relevant=n_relevant,
+                n_unjudged=n_unjudged,
+            )
+            for r in range(self.pool.run_count)
+        ]
+
+    def scores(self, judged: np.ndarray | None = None) -> dict[str, dict[str, float]]:
+        """Each run's mean C@K and AP with the unjudged pairs irrelevant (every pair judged by
+        default), over the queries that have a positive under the complete labels."""
+        judged = np.ones(len(self.pool), bool) if judged is None else judged
+        eligible = self.eligible()
+        return {
+            name: {
+                metric: float(values[eligible].mean()) if eligible.any() else float("nan")
+                for metric, values in per_query_scores(
+                    run.relevant, run.n_relevant, DEFAULT_KS
+                ).items()
+            }
+            for name, run in zip(self.run_names, self.run_judgements(judged), strict=True)
+        }
+
+    def eligible(self) -> np.ndarray:
+        queries = self.layout.pair_of.shape[0]
+        return (
+            self.known_count + np.bincount(self.layout.query_of[self.labels], minlength=queries) > 0
+        )
+
+
+class Record(list):
+    """Labels (or gold answers) in the order given: one (pairs, annotators, labels) per add."""
+
+    def add(self, *columns) -> None:
+        self.append(tuple(np.asarray(column, np.int64) for column in columns))
+
+    def arrays(self) -> list[np.ndarray]:
+        """Each column, concatenated over what was added."""
+        empty = [np.zeros(0, np.int64)]
+        return [np.concatenate([part[i] for part in self] or empty) for i in range(3)]
+
+
+@dataclass
+class Tally:
+    """What a crowd has given so far: labels and relevant labels per pair, the adaptive
+    policy's latest posterior (None before its first fit), the labels (pair, annotator,
+    label) in the order taken, the rounds, and the answers spent beside the labels."""
+
+    total: np.ndarray
+    relevant: np.ndarray
+    posterior: np.ndarray | None = None
+    taken: Record = field(default_factory=Record)
+    rounds: int = 0
+    spent: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, n_pairs: int) -> "Tally":
+        return cls(np.zeros(n_pairs, np.int64), np.zeros(n_pairs, np.int64))
+
+    def add(self, pairs: np.ndarray, annotators: np.ndarray, labels: np.ndarray) -> None:
+        self.taken.add(pairs, annotators, labels)
+        np.add.at(self.total, pairs, 1)
+        np.add.at(self.relevant, pairs, labels)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A judged crowd: labels taken (pair, annotator, label), each pair's probability of
+    relevance and status (:class:`retrieval.label_sets.status.LabelStatus` codes), the rounds, the
+    annotators admitted (None when the crowd has no qualification) and the answers spent."""
+
+    pair: np.ndarray
+    annotator: np.ndarray
+    label: np.ndarray
+    posterior: np.ndarray
+    status: np.ndarray
+    rounds: int = 0
+    admitted: np.ndarray | None = None
+    spent: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def labels_used(self) -> int:
+        return int(self.pair.size)
+
+    @property
+    def total_spent(self) -> int:
+        return sum(self.spent.values())
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The labelling policy: ``fire`` (FIRE §3.1: one label, a second for the ``double``
+    sample, a third while two tie, majority) or ``adaptive`` (more labels while the
+    posterior's certainty is below ``confidence``), at most ``cap`` labels a pair."""
+
+    name: str
+    cap: int
+    confidence: float
+    double: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        n_pairs: int,
+        seed: int,
+        cap: int | None = None,
+        confidence: float = policy.DEFAULT_CONFIDENCE,
+        second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
+    ) -> "Rules":
+        """``name``'s rules (its default cap when ``cap`` is None), FIRE's double sample
+        seeded by ``seed``."""
+        if name not in policy.POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(policy.POLICIES)}")
+        default = policy.DEFAULT_CAP if name == policy.FIRE else policy.DEFAULT_ADAPTIVE_CAP
+        double = policy.second_label_sample(n_pairs, second_label_rate, seed)
+        return cls(name, default if cap is None else int(cap), confidence, double)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.name == policy.ADAPTIVE
+
+    def needed(self, tally: Tally) -> np.ndarray:
+        """Whether each pair wants another label now: every pair's first one before a fit."""
+        if not self.adaptive:
+            return policy.labels_needed(tally.relevant, tally.total, self.double, self.cap) > 0
+        if tally.posterior is None:
+            return np.ones(tally.total.size, bool)
+        return policy.adaptive_needed(tally.total, tally.posterior, self.confidence, self.cap) > 0
+
+    def resolved_relevant(self, tally: Tally) -> np.ndarray:
+        """Pairs resolved relevant so far (a pair with no label is no positive, whatever its
+        prior)."""
+        if not self.adaptive:
+            return majority(tally.relevant, tally.total) == LabelStatus.RELEVANT
+        return (tally.total > 0) & (self.posterior(tally) > 0.5)
+
+    def posterior(self, tally: Tally) -> np.ndarray:
+        return np.full(tally.total.size, 0.5) if tally.posterior is None else tally.posterior
+
+    def outcome(self, tally: Tally, admitted: np.ndarray | None = None) -> Outcome:
+        """The tally resolved: majority and the relevant share under FIRE's policy (pending
+        where no label was taken), the posterior's likelier label under the adaptive one."""
+        if self.adaptive:
+            posterior = tally.posterior
+            status = policy.adaptive_resolve(tally.total, posterior)
+        else:
+            total = tally.total
+            status = majority(tally.relevant, total)
+            status = np.where(total > 0, status, LabelStatus.PENDING).astype(np.int8)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                posterior = np.where(total > 0, tally.relevant / np.maximum(total, 1), np.nan)
+        pairs, annotators, labels = tally.taken.arrays()
+        spent = {**tally.spent, "campaign": int(pairs.size)}
+        return Outcome(pairs, annotators, labels, posterior, status, tally.rounds, admitted, spent)
+
+
+class Crowd(Protocol):
+    """Where labels come from: which pairs someone can still label, labels for tasks (added
+    to the tally), and the annotator model's posterior refitted on what was taken."""
+
+    def left(self, tally: Tally) -> np.ndarray: ...
+
+    def give(self, tasks: np.ndarray, tally: Tally) -> None: ...
+
+    def fit(self, tally: Tally) -> np.ndarray: ...
+
+
+def judge(
+    rules: Rules,
+    crowd: Crowd,
+    tally: Tally,
+    ask: Callable[[Tally, np.ndarray], np.ndarray],
+) -> Tally:
+    """Judge in rounds until no pair that wants a label can get one: ``ask(tally, left)``
+    names the round's tasks among the pairs the crowd can still label (none: done); the crowd
+    labels them; under the adaptive rules the posterior is refitted after every round (and
+    once at the end if no round ran)."""
+    while (tasks := ask(tally, crowd.left(tally))).size:
+        crowd.give(tasks, tally)
+        tally.rounds += 1
+        if rules.adaptive:
+            tally.posterior = crowd.fit(tally)
+    if rules.adaptive and tally.posterior is None:
+        tally.posterior = crowd.fit(tally)
+    return tally
+
+
+def largest_remainder(shares, size: int) -> np.ndarray:
+    """How many of ``size`` go to each share, so the shares hold as closely as the size
+    allows (largest remainder)."""
+    exact = np.asarray(shares, dtype=np.float64) * size
+    counts = np.floor(exact).astype(np.int64)
+    counts[np.argsort(-(exact - counts), kind="stable")[: size - counts.sum()]] += 1
+    return counts
