@@ -109,10 +109,12 @@ class PostgreSQL(Backend):
         """One ``COPY ... FROM STDIN`` (psycopg 3), several times faster than any insert."""
         quote = default_connection.ops.quote_name
         names = ", ".join(map(quote, columns))
-        with default_connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+        with (
+            default_connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
 
     def bulk_update(
         self, table: str, key: str, columns: Sequence[str], rows: Iterable[Sequence]
@@ -127,7 +129,9 @@ class PostgreSQL(Backend):
                 f"CREATE TEMPORARY TABLE bulk ON COMMIT DROP AS SELECT "
                 f"{', '.join(map(quote, every))} FROM {quote(table)} WITH NO DATA"
             )
-            with cursor.cursor.copy(f"COPY bulk ({', '.join(map(quote, every))}) FROM STDIN") as copy:
+            with cursor.cursor.copy(
+                f"COPY bulk ({', '.join(map(quote, every))}) FROM STDIN"
+            ) as copy:
                 for row in rows:
                     copy.write_row(row)
             cursor.execute(
