@@ -9,12 +9,14 @@ come from the models' ``_meta``. Django must be set up before a function here is
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from harness import log
 
 MAX_LABELS = 6
 """Labels of a pair at most (FIRE's MSVD collection: a few pairs with up to six)."""
@@ -148,6 +150,61 @@ def pairs(campaign, pool, double: np.ndarray, position=None, parked=None) -> np.
         },
     )
     return pks(Pair.objects.filter(campaign=campaign))
+
+
+def synthetic_campaign(
+    media: Media,
+    depth: int,
+    runs: int = 3,
+    name: str = "load",
+    lease_seconds: int = 300,
+    judging_order: str = "depth",
+    label_policy: str = "fire",
+    confidence: float = 0.95,
+):
+    """An active campaign of each query caption's top-``depth`` videos in ``runs`` synthetic
+    runs (pair s of a query at rank (s + 3r) % depth + 1 of run r, so every run retrieves
+    every pooled pair and adaptive orders have arms to choose), queued in ``judging_order``
+    as the campaign service queues them; (campaign, pair pks)."""
+    from annotation.campaigns.pooling import Pool
+    from annotation.campaigns.settings import CampaignSettings, JudgingSettings, LabelPolicy
+    from annotation.models import Campaign, PolicyFit
+    from annotation.ordering import priorities
+    from annotation.policy import rules as policy
+
+    n_queries, n_videos = len(media.caption_pks), len(media.video_pks)
+    query = np.repeat(np.arange(n_queries), depth)
+    rank = np.tile(np.arange(depth), n_queries)
+    videos = media.video_pks[(query * 7 + rank * 13) % n_videos]
+    ranks = np.stack([(rank + 3 * r) % depth + 1 for r in range(runs)], axis=1)
+    pool = Pool(media.caption_pks[query], videos, ranks.astype(np.int16))
+    settings = CampaignSettings(
+        judging=JudgingSettings(strategy=judging_order),
+        label_policy=LabelPolicy(label_policy, confidence),
+    )
+    adaptive = settings.label_policy.adaptive
+    known = np.zeros((n_queries, runs), np.int16)
+    source = priorities.Provenance(pool.ranks, media.caption_pks.astype(np.int64), known)
+    campaign = Campaign(
+        dataset=media.dataset,
+        name=name,
+        depth=depth,
+        lease_seconds=lease_seconds,
+        provenance=source.to_bytes(),
+        second_label_rate=0.0 if adaptive else policy.DEFAULT_SECOND_LABEL_RATE,
+        max_labels=policy.DEFAULT_ADAPTIVE_CAP if adaptive else policy.DEFAULT_CAP,
+    )
+    campaign.set_settings(settings, save=False)
+    campaign.save(force_insert=True)
+    if adaptive:
+        PolicyFit.objects.create(campaign=campaign)
+    double = policy.second_label_sample(len(pool), campaign.second_label_rate, campaign.seed)
+    began = time.perf_counter()
+    position, parked = priorities.initial_queue(settings.judging, pool, source, campaign.seed)
+    log(
+        f"initial {judging_order} order of {len(pool):,} pairs: {time.perf_counter() - began:.2f} s"
+    )
+    return campaign, pairs(campaign, pool, double, position, parked)
 
 
 def gold(campaign, n_gold: int, rate: float, qualification: bool, seed: int = 1) -> None:
