@@ -113,6 +113,73 @@ def media(
     return Media(dataset, video_pks, caption_pks)
 
 
+SUBJECTS = (
+    ("man", "guy", "person", "gentleman"),
+    ("woman", "lady", "girl"),
+    ("boy", "kid", "child"),
+    ("cat", "kitten"),
+    ("dog", "puppy"),
+    ("chef", "cook"),
+    ("player", "athlete"),
+    ("baby", "toddler"),
+    ("monkey", "ape"),
+    ("band", "group of musicians"),
+)
+ACTIONS = (
+    "is playing a guitar",
+    "is slicing a tomato",
+    "is riding a bicycle",
+    "is cutting an onion",
+    "is swimming in a pool",
+    "is dancing on a stage",
+    "is playing the piano",
+    "is pouring water into a glass",
+    "is riding a horse",
+    "is eating a banana",
+    "is peeling a potato",
+    "is driving a car",
+    "is talking on a phone",
+    "is singing into a microphone",
+    "is frying an egg",
+    "is jumping on a trampoline",
+    "is throwing a ball",
+    "is mixing flour in a bowl",
+    "is climbing a wall",
+    "is walking along a beach",
+    "is playing the drums",
+    "is slicing bread",
+    "is feeding a bird",
+    "is brushing its hair",
+    "is skating on ice",
+    "is reading a book",
+    "is washing a plate",
+    "is chopping garlic",
+    "is kicking a football",
+    "is opening a door",
+)
+PLACES = ("", "", " in a kitchen", " outside", " on the street", " in a park", " at home")
+MANNERS = ("", "", "", " quickly", " slowly", " carefully")
+
+
+def caption_texts(own: np.ndarray, action: np.ndarray, subject: np.ndarray, rng) -> list[str]:
+    """MSVD-like captions of the videos ``own`` whose ``action`` and ``subject`` (indices in
+    :data:`ACTIONS` and :data:`SUBJECTS`) are given: most say what their video shows, in
+    varied words."""
+    n = len(own)
+    drift = rng.random(n) < 0.15  # some describe another action (annotators' noise)
+    acts = np.where(drift, rng.integers(0, len(ACTIONS), n), action[own])
+    synonym = rng.integers(0, 4, n)
+    place = rng.integers(0, len(PLACES), n)
+    manner = rng.integers(0, len(MANNERS), n)
+    texts = []
+    for i in range(n):
+        words = SUBJECTS[subject[own[i]]]
+        noun = words[synonym[i] % len(words)]
+        article = "an" if noun[0] in "aeiou" else "a"
+        texts.append(f"{article} {noun} {ACTIONS[acts[i]]}{MANNERS[manner[i]]}{PLACES[place[i]]}")
+    return texts
+
+
 def runs(media: Media, items: Sequence[np.ndarray], scores: Sequence[np.ndarray], names):
     """One stored run per (video pks [queries x depth], scores) of ``items``/``scores``,
     named by ``names``, each of a model of its own, through the project's ``store_run``."""
@@ -354,10 +421,11 @@ def label_plan(
     error: np.ndarray,
     rng,
     share: np.ndarray | None = None,
-    pace: np.ndarray | None = None,
+    pace_spread: float = 0.0,
 ) -> LabelPlan:
     """Labels of annotators who each say the pair's ``truth`` but with their ``error``
-    rate, ``share`` of the pairs (even by default) and ``pace`` (1 by default), counted by
+    rate, ``share`` of the pairs (even by default) and a pace of their own (log-normal of
+    ``pace_spread``; none by default), counted by
     :func:`labels_per_pair`; each works through their labels (first labels before later
     ones) in sittings of :data:`SESSION_LABELS` with hours between, from a start of their own."""
     n_pairs, n_ann = len(truth), len(error)
@@ -373,7 +441,7 @@ def label_plan(
     pair = np.repeat(np.arange(n_pairs), per_pair)
     slot = np.arange(len(pair)) - np.repeat(np.cumsum(per_pair) - per_pair, per_pair)
     who = annotator[pair, slot]
-    pace = np.ones(n_ann) if pace is None else pace
+    pace = rng.lognormal(0.0, pace_spread, n_ann) if pace_spread else np.ones(n_ann)
     seconds = np.round(rng.lognormal(np.log(5.0), 0.6, len(pair)) * pace[who], 2)
     order = np.lexsort((rng.random(len(pair)), slot, who))
     who_sorted = who[order]
