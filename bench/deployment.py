@@ -25,31 +25,21 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-from harness import ROOT
+from harness import ROOT, create_database, database_url, free_port, postgres_server, wait_until_up
 
 DB_NAME = "firepool_probes"
 TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
 """What a 500 (Django's request log) or a lost gunicorn worker leaves in the logs."""
 
 
-def database_url(fresh: bool) -> str:
-    """The probe's own database on the local PostgreSQL (created when missing)."""
-    import psycopg
-
-    base = subprocess.run(
-        [str(ROOT / "bin" / "local-postgres")], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    with psycopg.connect(base, autocommit=True) as conn:
-        if fresh:
-            conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone():
-            conn.execute(f"CREATE DATABASE {DB_NAME}")
-    return urlunsplit(urlsplit(base)._replace(path=f"/{DB_NAME}"))
+def probe_database(fresh: bool) -> str:
+    """The probe's own database on the local PostgreSQL (created when missing, dropped and
+    created again when ``fresh``); its URL."""
+    server = postgres_server()
+    create_database(server, DB_NAME, drop=fresh)
+    return database_url(server, DB_NAME)
 
 
 def environment(url: str, var: Path, port: int) -> dict[str, str]:
@@ -71,14 +61,6 @@ def environment(url: str, var: Path, port: int) -> dict[str, str]:
     }
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def manage(env: dict[str, str], *command: str) -> None:
     subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
 
@@ -94,21 +76,6 @@ def start(env: dict[str, str], log: Path, *command: str) -> subprocess.Popen:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-
-def wait_until_up(base: str, processes: list[subprocess.Popen], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in processes):
-            raise RuntimeError("a server process exited while starting")
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=5)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"{base} gave no answer within {timeout:.0f} s")
 
 
 def stop(processes: list[subprocess.Popen]) -> None:
@@ -134,7 +101,7 @@ def main() -> int:
         shutil.rmtree(args.var, ignore_errors=True)
     args.var.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = environment(database_url(args.fresh), args.var, port)
+    env = environment(probe_database(args.fresh), args.var, port)
     began = time.perf_counter()
     manage(env, "setup_demo")
     manage(env, "startup_jobs")  # the deferred demo work, in this process as `make run` does
@@ -158,7 +125,7 @@ def main() -> int:
         for queue in ("default", "live")
     ]  # fmt: skip
     try:
-        wait_until_up(base, processes)
+        wait_until_up(f"{base}/login/", processes, timeout=120)
         print(f"deployment serving at {base}: gunicorn -w 2 --threads 4, workers default and live", flush=True)  # fmt: skip
         probe = [sys.executable, str(ROOT / "bench" / "probe.py"), "--base", base]
         rc = subprocess.run([*probe, *[a for a in args.probe if a != "--"]], cwd=ROOT).returncode

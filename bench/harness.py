@@ -91,6 +91,42 @@ def anchor_count(model, repeats: int = 3, **where) -> float:
     return statistics.median(timed(count, repeats)[0])
 
 
+# -- servers ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_up(
+    url: str, processes: Sequence, timeout: float = 60.0, any_status: bool = True
+) -> None:
+    """Block until ``url`` answers (any HTTP status, or only 200 unless ``any_status``);
+    fail when one of ``processes`` (``subprocess.Popen``) exits first or time runs out."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(process.poll() is not None for process in processes):
+            raise RuntimeError("a server process exited while starting")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if any_status or response.status == 200:
+                    return
+        except urllib.error.HTTPError:
+            if any_status:
+                return  # 403 for an anonymous client: it answers
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
+
+
 # -- Django and its database --------------------------------------------------------------
 
 

@@ -56,14 +56,11 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -76,11 +73,13 @@ from harness import (
     create_database,
     database_url,
     drop_database,
+    free_port,
     log,
     machine,
     percentiles,
     postgres_server,
     setup_django,
+    wait_until_up,
 )
 
 from tests.nginx_support import Nginx
@@ -240,12 +239,6 @@ def machine_busy() -> tuple[float, float]:
     return (sum(values) - idle) / ticks, sum(values) / ticks
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 KEEP_ALIVE_SECONDS = 5
 """gunicorn's ``--keep-alive`` (threaded workers keep idle connections this long)."""
 
@@ -290,18 +283,7 @@ class Server:
 
     def wait_until_up(self, timeout: float = 60.0) -> None:
         """Block until the server answers HTTP (any status), or fail."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited with {self.process.returncode}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/", timeout=2)
-                return
-            except urllib.error.HTTPError:
-                return  # 403 for an anonymous client: it answers
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"gunicorn gave no answer within {timeout:.0f} s; see {self.log_path}")
+        wait_until_up(f"http://127.0.0.1:{self.port}/api/", [self.process], timeout)
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once: a crash, nothing shuts down cleanly."""
