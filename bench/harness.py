@@ -41,7 +41,8 @@ def parser(doc: str, database: bool = False, seed: bool = False) -> argparse.Arg
     options = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     if database:
         options.add_argument(
-            "--database-url", help="a PostgreSQL server to run on instead of SQLite"
+            "--database-url",
+            help="an empty, throw-away PostgreSQL database to run on instead of SQLite",
         )
     if seed:
         options.add_argument("--seed", type=int, default=0)
