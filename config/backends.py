@@ -106,7 +106,9 @@ class PostgreSQL(Backend):
             )
 
     def bulk_load(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
-        """One ``COPY ... FROM STDIN`` (psycopg 3), several times faster than any insert."""
+        """One ``COPY ... FROM STDIN`` (psycopg 3), several times faster than any insert,
+        then ``ANALYZE``: the planner would otherwise plan the next reads of a table it
+        believes empty (an export of a fresh 10,000-pair world took 17 s instead of 0.2)."""
         quote = default_connection.ops.quote_name
         names = ", ".join(map(quote, columns))
         with (
@@ -115,6 +117,8 @@ class PostgreSQL(Backend):
         ):
             for row in rows:
                 copy.write_row(row)
+        with default_connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {quote(table)}")
 
     def bulk_update(
         self, table: str, key: str, columns: Sequence[str], rows: Iterable[Sequence]
@@ -139,6 +143,7 @@ class PostgreSQL(Backend):
                 f"WHERE {quote(table)}.{quote(key)} = bulk.{quote(key)}"
             )
             cursor.execute("DROP TABLE bulk")  # a second call in the same transaction
+            cursor.execute(f"ANALYZE {quote(table)}")
 
 
 BACKENDS: dict[str, Backend] = {"postgresql": PostgreSQL()}
