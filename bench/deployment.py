@@ -21,13 +21,21 @@ import argparse
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from harness import ROOT, create_database, database_url, free_port, postgres_server, wait_until_up
+from harness import (
+    ROOT,
+    create_database,
+    database_url,
+    free_port,
+    postgres_server,
+    start_group,
+    stop_groups,
+    wait_until_up,
+)
 
 DB_NAME = "firepool_probes"
 TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
@@ -65,31 +73,6 @@ def manage(env: dict[str, str], *command: str) -> None:
     subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
 
 
-def start(env: dict[str, str], log: Path, *command: str) -> subprocess.Popen:
-    """A server process in its own process group (one signal stops it and its children)."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, *command],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fresh", action="store_true", help="drop the database and var dir")
@@ -114,14 +97,16 @@ def main() -> int:
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
     processes = [
-        start(
+        start_group(
+            [
+                *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
+                *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
+            ],
             env,
             logs / "gunicorn.log",
-            *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
-            *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
         )
     ] + [
-        start(env, logs / f"worker-{queue}.log", "manage.py", "db_worker", "--queue-name", queue, "--no-reload")
+        start_group(["manage.py", "db_worker", "--queue-name", queue, "--no-reload"], env, logs / f"worker-{queue}.log")
         for queue in ("default", "live")
     ]  # fmt: skip
     try:
@@ -130,7 +115,7 @@ def main() -> int:
         probe = [sys.executable, str(ROOT / "bench" / "probe.py"), "--base", base]
         rc = subprocess.run([*probe, *[a for a in args.probe if a != "--"]], cwd=ROOT).returncode
     finally:
-        stop(processes)
+        stop_groups(processes)
     for log in sorted(logs.iterdir()):
         lines = log.read_text(errors="replace").splitlines()
         bad = [i for i, line in enumerate(lines) if any(sign in line for sign in TROUBLE)]

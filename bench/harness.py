@@ -128,6 +128,39 @@ def wait_until_up(
     raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
 
 
+def start_group(command: Sequence[str], env: dict[str, str], log: Path):
+    """``command`` run by this Python from the project's root with ``env`` added to this
+    process's, its output appended to ``log``, in a process group of its own (one signal
+    reaches a server and its workers); the ``subprocess.Popen``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, *command],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_groups(processes: Sequence, timeout: float = 30.0) -> None:
+    """SIGTERM to the process groups of ``processes``, SIGKILL to those still there after
+    ``timeout`` seconds."""
+    import signal
+
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 # -- Django and its database --------------------------------------------------------------
 
 

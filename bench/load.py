@@ -79,6 +79,8 @@ from harness import (
     percentiles,
     postgres_server,
     setup_django,
+    start_group,
+    stop_groups,
     wait_until_up,
 )
 
@@ -255,31 +257,17 @@ class Server:
     process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "gunicorn",
-                    "config.wsgi",
-                    "-w",
-                    str(self.workers),
-                    "--threads",
-                    str(self.threads),
-                    "-b",
-                    f"127.0.0.1:{self.port}",
-                    "--backlog",
-                    "2048",
-                    "--keep-alive",  # the README's setting (threaded workers only)
-                    str(KEEP_ALIVE_SECONDS),
-                    "--preload",  # import Django once in the master: workers fork ready
-                ],
-                cwd=ROOT,
-                env={**os.environ, **self.env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: one killpg reaches all
-            )
+        self.process = start_group(
+            [
+                *("-m", "gunicorn", "config.wsgi", "-w", str(self.workers)),
+                *("--threads", str(self.threads), "-b", f"127.0.0.1:{self.port}"),
+                *("--backlog", "2048"),
+                *("--keep-alive", str(KEEP_ALIVE_SECONDS)),  # the README's (threaded workers)
+                "--preload",  # import Django once in the master: workers fork ready
+            ],
+            self.env,
+            self.log_path,
+        )
 
     def wait_until_up(self, timeout: float = 60.0) -> None:
         """Block until the server answers HTTP (any status), or fail."""
@@ -294,13 +282,8 @@ class Server:
         self.process.wait()
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            self.kill()
+        if self.process is not None:
+            stop_groups([self.process], timeout=20)
 
 
 @dataclass
