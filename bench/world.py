@@ -17,9 +17,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 from harness import log
+
+if TYPE_CHECKING:  # the models load only once Django is set up
+    from django.db.models import Model, QuerySet
+
+    from annotation.campaigns.pooling import Pool
+    from annotation.models import Campaign
+    from retrieval.models import Dataset, Run
 
 MAX_LABELS = 6
 """Labels of a pair at most (FIRE's MSVD collection: a few pairs with up to six)."""
@@ -28,7 +36,7 @@ SESSION_LABELS = 300
 FIRST_DAY = np.datetime64("2024-03-04T08:00:00", "ms")
 
 
-def load(model, columns: Mapping[str, object]) -> None:
+def load(model: type[Model], columns: Mapping[str, object]) -> None:
     """Insert rows into ``model``'s table in one bulk load, given by field name (or
     attname): a list or array for a field that varies, one value for one the same in every
     row. Every other field takes its default, as ``bulk_create`` gives it."""
@@ -60,7 +68,7 @@ def load(model, columns: Mapping[str, object]) -> None:
     backend().bulk_load(meta.db_table, list(given), zip(*values, strict=True))
 
 
-def pks(queryset) -> np.ndarray:
+def pks(queryset: QuerySet) -> np.ndarray:
     """The primary keys of ``queryset`` in their order (the order rows were loaded in)."""
     return np.array(queryset.order_by("pk").values_list("pk", flat=True))
 
@@ -72,13 +80,13 @@ def pks(queryset) -> np.ndarray:
 class Media:
     """A dataset's videos and query captions, primary keys in loading order."""
 
-    dataset: object
+    dataset: Dataset
     video_pks: np.ndarray
     caption_pks: np.ndarray
 
 
 def media(
-    dataset,
+    dataset: Dataset,
     n_videos: int,
     own: np.ndarray,
     texts: Sequence[str] | str = "x",
@@ -164,7 +172,9 @@ PLACES = ("", "", " in a kitchen", " outside", " on the street", " in a park", "
 MANNERS = ("", "", "", " quickly", " slowly", " carefully")
 
 
-def caption_texts(own: np.ndarray, action: np.ndarray, subject: np.ndarray, rng) -> list[str]:
+def caption_texts(
+    own: np.ndarray, action: np.ndarray, subject: np.ndarray, rng: np.random.Generator
+) -> list[str]:
     """MSVD-like captions of the videos ``own`` whose ``action`` and ``subject`` (indices in
     :data:`ACTIONS` and :data:`SUBJECTS`) are given: most say what their video shows, in
     varied words."""
@@ -183,7 +193,9 @@ def caption_texts(own: np.ndarray, action: np.ndarray, subject: np.ndarray, rng)
     return texts
 
 
-def runs(media: Media, items: Sequence[np.ndarray], scores: Sequence[np.ndarray], names):
+def runs(
+    media: Media, items: Sequence[np.ndarray], scores: Sequence[np.ndarray], names: Sequence[str]
+) -> list[Run]:
     """One stored run per (video pks [queries x depth], scores) of ``items``/``scores``,
     named by ``names``, each of a model of its own, through the project's ``store_run``."""
     from retrieval.models import RetrievalModel
@@ -200,7 +212,13 @@ def runs(media: Media, items: Sequence[np.ndarray], scores: Sequence[np.ndarray]
 # -- the campaign --------------------------------------------------------------------------
 
 
-def pairs(campaign, pool, double: np.ndarray, position=None, parked=None) -> np.ndarray:
+def pairs(
+    campaign: Campaign,
+    pool: Pool,
+    double: np.ndarray,
+    position: np.ndarray | None = None,
+    parked: np.ndarray | None = None,
+) -> np.ndarray:
     """The pool's pairs of ``campaign`` at their queue ``position`` (pool order by default),
     as the campaign service writes them (``parked`` ones needing nothing); their pks."""
     from annotation.judging import pair_state
@@ -231,7 +249,7 @@ def synthetic_campaign(
     judging_order: str = "depth",
     label_policy: str = "fire",
     confidence: float = 0.95,
-):
+) -> tuple[Campaign, np.ndarray]:
     """An active campaign of each query caption's top-``depth`` videos in ``runs`` synthetic
     runs (pair s of a query at rank (s + 3r) % depth + 1 of run r, so every run retrieves
     every pooled pair and adaptive orders have arms to choose), queued in ``judging_order``
@@ -277,7 +295,7 @@ def synthetic_campaign(
     return campaign, pairs(campaign, pool, double, position, parked)
 
 
-def gold(campaign, n_gold: int, rate: float, qualification: bool, seed: int = 1) -> None:
+def gold(campaign: Campaign, n_gold: int, rate: float, qualification: bool, seed: int = 1) -> None:
     """``n_gold`` gold pairs (15% relevant) on the first query captions and their own videos,
     served at ``rate``, their hidden task pairs made now; ``qualification``: the campaign asks
     for it (see :func:`admit`)."""
@@ -312,7 +330,7 @@ def gold(campaign, n_gold: int, rate: float, qualification: bool, seed: int = 1)
     gold_queue.ensure_tasks(campaign)
 
 
-def admit(campaign, user_pks: np.ndarray) -> None:
+def admit(campaign: Campaign, user_pks: np.ndarray) -> None:
     """Every one of ``user_pks`` has passed the campaign's qualification (20 of 20)."""
     from django.utils import timezone
 
@@ -334,7 +352,9 @@ def admit(campaign, user_pks: np.ndarray) -> None:
 # -- people --------------------------------------------------------------------------------
 
 
-def annotators(usernames: Sequence[str], password: str | None = None, role: bool = True):
+def annotators(
+    usernames: Sequence[str], password: str | None = None, role: bool = True
+) -> np.ndarray:
     """Accounts named ``usernames`` (``password`` hashed once; none: unusable), in the
     annotator role unless ``role`` is false; their pks in the order of ``usernames``."""
     from django.contrib.auth import get_user_model
@@ -399,7 +419,9 @@ class LabelPlan:
     """Seconds since :data:`FIRST_DAY`."""
 
 
-def labels_per_pair(votes: np.ndarray, double: np.ndarray, n_labels: int, rng) -> np.ndarray:
+def labels_per_pair(
+    votes: np.ndarray, double: np.ndarray, n_labels: int, rng: np.random.Generator
+) -> np.ndarray:
     """FIRE's policy: one label a pair, two in the second-label sample ``double``, a third
     where those two disagree, then 2-5 more on some single-labelled pairs (FIRE's MSVD
     duplicates) up to ``n_labels`` in all; ``votes[p, i]`` is the ``i``-th label of ``p``."""
@@ -422,7 +444,7 @@ def label_plan(
     double: np.ndarray,
     n_labels: int,
     error: np.ndarray,
-    rng,
+    rng: np.random.Generator,
     share: np.ndarray | None = None,
     pace_spread: float = 0.0,
 ) -> LabelPlan:
@@ -473,7 +495,7 @@ def judgements(
     plan: LabelPlan,
     pair_pks: np.ndarray,
     user_pks: np.ndarray,
-    rng,
+    rng: np.random.Generator,
     undone_rate: float = 0.01,
     no_seconds_rate: float = 0.005,
 ) -> int:
