@@ -2,8 +2,8 @@
 
 Sets up everything itself: a fresh PostgreSQL database (``firepool_loadbench``, dropped and
 recreated on every run; needs ``bin/local-postgres``), migrated, with one dataset and one
-active campaign of ``--pairs`` pairs written by COPY, ``--annotators`` annotator accounts
-logged in by writing their sessions directly, and ``gunicorn config.wsgi --preload`` with
+active campaign of ``--pairs`` pairs, ``--annotators`` annotator accounts logged in by
+writing their sessions directly (all built by ``bench/world.py``, rows by COPY), and ``gunicorn config.wsgi --preload`` with
 ``--workers`` sync workers on a free local port: a production set-up without TLS
 (``DJANGO_DEBUG=0``, persistent database connections and, unless ``--no-prepared``,
 server-side parameter binding with prepared statements: the settings' default on PostgreSQL).

@@ -6,7 +6,8 @@ services: 27,763 query captions on 670 videos, three runs (``store_run``) pooled
 by ``create_campaign`` (~553,000 pairs), ~679,000 labels from 100 annotators written with
 one COPY as an import would (FIRE's policy, a few pairs with up to six, some undone), pair
 counts by ``pair_state.recount_labels``, half the ties adjudicated, a label set by
-``resolve_campaign`` and the proxies cached. Later runs reuse it (``--rebuild`` starts over).
+``resolve_campaign`` and the proxies cached; the rows through ``bench/world.py``. Later
+runs reuse it (``--rebuild`` starts over).
 
 Then each GET page and endpoint naming the campaign, dataset, label set, runs or people, a
 few lists, the API and the admin is requested ``--repeats`` times through Django's test
