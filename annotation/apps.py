@@ -18,7 +18,7 @@ class AnnotationConfig(AppConfig):
         register_grant(judging_video)
         from annotation import jobs  # noqa: F401 - registers the app's job kinds
         from annotation.simulation.replay_service import stored_comparison
-        from retrieval.services.stored_figures import WARMERS
+        from retrieval.label_sets.figures import WARMERS
 
         # A new label set's judging-orders comparison is computed with its other figures.
         WARMERS["judging orders"] = lambda dataset, label_set: stored_comparison(dataset, label_set)

@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from annotation.campaign_read import figures_due, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
+from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.campaigns.pooling import MAX_DEPTH
@@ -30,6 +31,7 @@ from config.errors import UserError
 from jobs.models import Job
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
+from retrieval.datasets.uploads import discard, input_file
 from retrieval.forms import (
     DatasetForm,
     PickedName,
@@ -38,7 +40,6 @@ from retrieval.forms import (
     split_names,
 )
 from retrieval.management.lookup import get_dataset, get_run
-from retrieval.services.uploads import discard, input_file
 
 
 class PoolForm(DatasetForm, CampaignSettingsForm):
@@ -121,6 +122,12 @@ def campaign_names() -> list:
 class ExportForm(forms.Form):
     campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
     format = forms.ChoiceField(choices=[(name, name) for name in EXPORT_FORMATS])
+    method = forms.ChoiceField(
+        choices=[("", "the campaign's last resolution's, else majority")]
+        + [(name, name) for name in METHODS],
+        required=False,
+        help_text="How pairs resolve: majority or dawid-skene (adds a confidence to every pair).",
+    )
 
     def clean_campaign(self) -> str:
         return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name
@@ -131,12 +138,12 @@ def output_path(job_id: int, fmt: str) -> Path:
     return Path(settings.FIREPOOL_JOB_OUTPUT_DIR) / f"job-{job_id}.{EXTENSIONS[fmt]}"
 
 
-def run_export(reporter: Reporter, campaign: str, format: str) -> dict:
+def run_export(reporter: Reporter, campaign: str, format: str, method: str = "") -> dict:
     found = get_campaign(campaign)
     path = output_path(reporter.job_id, format)
     path.parent.mkdir(parents=True, exist_ok=True)
     reporter.step(f"writing the {format} export of {found.name}")
-    written = export_to_file(found, format, path)
+    written = export_to_file(found, format, path, method or None)
     return {
         "output": str(path),
         "filename": filename(found, format),

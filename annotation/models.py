@@ -19,7 +19,7 @@ from django.db.models.functions import Greatest
 
 from annotation.campaigns.settings import CampaignSettings, SettingsError
 from annotation.campaigns.spec import DEFAULT_LEASE_SECONDS, LEASE_SECONDS
-from retrieval.label_status import LABELS, LabelStatus
+from retrieval.label_sets.status import LABELS, LabelStatus
 from retrieval.models import Caption, Dataset, Run, Video
 
 FIRE_GUIDELINES = """\
@@ -192,7 +192,7 @@ class Pair(models.Model):
     """
 
     class Status(models.TextChoices):
-        """The names of :class:`retrieval.label_status.LabelStatus`, the one vocabulary."""
+        """The names of :class:`retrieval.label_sets.status.LabelStatus`, the one vocabulary."""
 
         PENDING = LabelStatus.PENDING.label, LabelStatus.PENDING.label
         RELEVANT = LabelStatus.RELEVANT.label, LabelStatus.RELEVANT.label
@@ -352,7 +352,7 @@ class Judgement(models.Model):
     """One annotator's label for one pair; ``uuid`` makes a retried submit count once."""
 
     class Label(models.TextChoices):
-        """The labels a person gives: :data:`retrieval.label_status.LABELS`, by name."""
+        """The labels a person gives: :data:`retrieval.label_sets.status.LABELS`, by name."""
 
         RELEVANT = LabelStatus.RELEVANT.label, LabelStatus.RELEVANT.label
         IRRELEVANT = LabelStatus.IRRELEVANT.label, LabelStatus.IRRELEVANT.label

@@ -20,15 +20,15 @@ from config.console import Console
 from jobs import runner
 from jobs.models import Job
 from jobs.pending import unfinished_job
-from retrieval.models import Dataset, Run
-from retrieval.proxies import PROXIES
-from retrieval.services.demo import create_demo_dataset
-from retrieval.services.demo_models import (
+from retrieval.datasets.demo.runs import (
     DEMO_MODELS,
     QUICK_MODELS,
     build_demo_models,
     register_demo_model,
 )
+from retrieval.datasets.demo.service import create_demo_dataset
+from retrieval.models import Dataset, Run
+from retrieval.proxies import PROXIES
 
 DEMO_DATASET = "demo"
 DEMO_VIDEOS = 600
@@ -75,7 +75,7 @@ def deferred_steps(dataset: str = DEMO_DATASET) -> tuple[Deferred, ...]:
 def proxies_cached(dataset_name: str) -> bool:
     """Whether every proxy matrix of the dataset's test split is cached."""
     # Imported here: the proxies pull in spaCy, which only this check needs.
-    from retrieval.services.proxies import ProxyOptions, proxy_relevance
+    from retrieval.proxies.service import ProxyOptions, proxy_relevance
 
     dataset = Dataset.objects.get(name=dataset_name)
     return all(

@@ -19,7 +19,7 @@ re-scored with the resolved labels (a pair nobody labelled counts irrelevant, as
 leaves it out) and compared with the same metrics under the true labels of the pooled pairs.
 Target: every model's C@1, C@5 and C@10 within 1 point of its true-label value, with at most
 50% of the labels FIRE spends. With ``--coverage N`` it also runs N seeded adaptive replays
-and reports how often each score's 95% interval (:mod:`retrieval.score_intervals`: label
+and reports how often each score's 95% interval (:mod:`retrieval.scoring.score_intervals`: label
 noise from the posteriors, the unjudged pooled pairs as bounds) contains the true-label
 value (target: at least 90% per metric).
 
@@ -122,7 +122,7 @@ def main() -> None:
 def coverage_of(world, crowd, args) -> dict[str, float]:
     """Share of (seed, run) whose 95% interval holds the true-label value, per metric."""
     from annotation.simulation import offline as offline_campaign
-    from retrieval import score_intervals
+    from retrieval.scoring import score_intervals
 
     # The true-label value of every metric (nDCG@10 too): the intervals of the truth itself,
     # every pair labelled and certain, are the exact scores.

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotation.people import quality  # noqa: E402
-from retrieval.label_status import LabelStatus  # noqa: E402
+from retrieval.label_sets.status import LabelStatus  # noqa: E402
 
 CROWD = (("careful", 0.6, 0.02), ("normal", 0.2, 0.08), ("random", 0.1, None), ("no", 0.1, None))
 CLEAN = (("careful", 0.8, 0.02), ("normal", 0.2, 0.08))

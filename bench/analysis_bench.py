@@ -1,6 +1,6 @@
 """Time the FIRE §4 analyses at MSVD's scale (27,763 test queries): budget bootstrap, RBO, significance.
 
-No Django: :mod:`retrieval.analysis` is pure numpy. Three synthetic runs rank 670 videos (MSVD's
+No Django: :mod:`retrieval.scoring.analysis` is pure numpy. Three synthetic runs rank 670 videos (MSVD's
 test set) for every query; their per-query Correct@1 is 0/1 with FIRE Table 4's rates, and a
 continuous per-query score (AP-like, every value distinct) stands for the worst case of the
 resampling code, which then has to draw one index or sign per query. Times are the best of
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from harness import machine, timed
 
-from retrieval import analysis
+from retrieval.scoring import analysis
 
 BUDGET_TARGET_SECONDS = 3.0
 SIZES = (500, 1000, 3000)

@@ -71,8 +71,8 @@ def crowd_profiles(text: str, spammer_seconds: float | None):
 
 def truth_of(dataset, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
     """The demo world's exact relevance of each (caption id, video id) pair."""
+    from retrieval.datasets.demo.service import ground_truth_relevance
     from retrieval.models import Caption, Video
-    from retrieval.services.demo import ground_truth_relevance
 
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=np.unique(caption_ids).tolist()
@@ -96,7 +96,7 @@ def truth_of(dataset, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndar
 def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path, float]:
     """A JSONL gold file: ``n_gold`` pairs from the runs' ranks 11-20 that no run ranks in its
     top 10 (so never pooled), labelled with the truth; and their relevant share."""
-    from retrieval.services.runs import load_run
+    from retrieval.search.runs_service import load_run
 
     loaded = [load_run(run) for run in runs]
     pooled, deeper = set(), set()
@@ -268,8 +268,8 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     """Accuracy of the resolution, and the models re-scored with its label set."""
     from annotation.campaign_read.resolution import campaign_resolution, resolve_campaign
     from annotation.models import Pair
-    from retrieval.label_status import LabelStatus
-    from retrieval.services.rescoring import rescore_dataset
+    from retrieval.label_sets.status import LabelStatus
+    from retrieval.scoring.rescoring_service import rescore_dataset
 
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
     resolution = campaign_resolution(campaign, method)
@@ -297,7 +297,7 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
 def true_scores(dataset, campaign, scored) -> dict[str, tuple[float, float]]:
     """C@1 and AP of each model with the true labels of the campaign's pooled pairs."""
     from annotation.models import Pair
-    from retrieval.rescoring import Qrels, score
+    from retrieval.scoring.rescoring import Qrels, score
 
     rows = np.array(Pair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
     truth = truth_of(dataset, rows[:, 0], rows[:, 1])

@@ -25,7 +25,7 @@ def main() -> None:
 
     with temporary_django() as tmp:
         var = tmp / "var"
-        from retrieval.services.demo import create_demo_dataset, summarize_demo_dataset
+        from retrieval.datasets.demo.service import create_demo_dataset, summarize_demo_dataset
 
         started = time.perf_counter()
         dataset = create_demo_dataset(n_videos=args.videos, seed=args.seed, workers=args.workers)

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from retrieval.demo.render import render_frames, write_webm  # noqa: E402
-from retrieval.demo.world import build_world  # noqa: E402
+from retrieval.datasets.demo.render import render_frames, write_webm  # noqa: E402
+from retrieval.datasets.demo.world import build_world  # noqa: E402
 from retrieval.encoders.base import TrainingData, VideoInputs  # noqa: E402
 from retrieval.encoders.features import extract_clips_features, extract_features  # noqa: E402
 from retrieval.encoders.jpose import JPoSEEncoder  # noqa: E402

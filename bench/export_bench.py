@@ -110,7 +110,7 @@ def settle_pairs(campaign) -> None:
     from annotation.campaign_read.labels import load_campaign_labels
     from annotation.models import Pair
     from config.backends import backend
-    from retrieval import label_status
+    from retrieval.label_sets import status as label_status
 
     data = load_campaign_labels(campaign)
     total = np.bincount(data.pair_index, minlength=data.n_pairs)

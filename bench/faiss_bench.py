@@ -22,7 +22,7 @@ import faiss
 import numpy as np
 import torch
 
-from retrieval.index import as_matrix, build_index, default_nlist, recall_at_k, search
+from retrieval.search.index import as_matrix, build_index, default_nlist, recall_at_k, search
 
 try:
     from threadpoolctl import threadpool_limits

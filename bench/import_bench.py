@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with temporary_django() as tmp:
-        from retrieval.services.importing import import_dataset
+        from retrieval.datasets.importing import import_dataset
 
         captions = tmp / "captions.jsonl"
         began = time.perf_counter()

@@ -46,7 +46,7 @@ def build_world(n_videos: int, depth: int, roles: bool = True) -> int:
     from django.contrib.auth import get_user_model
 
     from config.roles import ANNOTATOR, ensure_groups
-    from retrieval.services.demo import create_demo_dataset
+    from retrieval.datasets.demo.service import create_demo_dataset
     from tests.factories import random_run_campaign  # needs Django set up
 
     dataset = create_demo_dataset(name="latency", n_videos=n_videos, seed=7, workers=2)

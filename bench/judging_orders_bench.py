@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from annotation.campaigns.pooling import pool  # noqa: E402
 from annotation.ordering.orders import STRATEGIES, full_order, make_order  # noqa: E402
 from annotation.simulation.replay import ReplayWorld, exact_after  # noqa: E402
-from retrieval.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
-from retrieval.runs import RankedLists  # noqa: E402
+from retrieval.scoring.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
+from retrieval.search.runs import RankedLists  # noqa: E402
 
 MSVD_QUERIES = 27_763
 DEPTH = 10

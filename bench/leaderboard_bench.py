@@ -4,12 +4,12 @@ Two parts, best of ``--repeats`` each:
 
 - the demo world (``manage.py demo`` then ``demo_campaign``, in a temporary SQLite database):
   its four built-in models pooled by the demo campaign, plus one random run nobody pooled,
-  through :func:`retrieval.services.leaderboard.build_leaderboard` (re-scoring from the
+  through :func:`retrieval.scoring.leaderboard_service.build_leaderboard` (re-scoring from the
   database included);
 - synthetic runs, no Django: ``--queries`` queries (MSR-VTT's 1,000 by default) x 4 runs at
   depth 10 over 1,000 videos, a label set judging three pooled runs' top 10 (10% relevant),
-  the fourth unpooled, through :func:`retrieval.rescoring.rescore` and
-  :func:`retrieval.leaderboard.build`.
+  the fourth unpooled, through :func:`retrieval.scoring.rescoring.rescore` and
+  :func:`retrieval.scoring.leaderboard.build`.
 
 ::
 
@@ -29,7 +29,7 @@ DEPTH = 10
 
 def synthetic(n_queries: int, seed: int):
     """Four runs sharing part of their ranking signal, and pooled judgements of three."""
-    from retrieval.rescoring import Qrels
+    from retrieval.scoring.rescoring import Qrels
 
     rng = np.random.default_rng(seed)
     own = rng.integers(0, VIDEOS, n_queries)
@@ -51,8 +51,8 @@ def synthetic(n_queries: int, seed: int):
 
 
 def bench_synthetic(args) -> None:
-    from retrieval import leaderboard
-    from retrieval.rescoring import rescore
+    from retrieval.scoring import leaderboard
+    from retrieval.scoring.rescoring import rescore
 
     runs, original, corrected, pooled = synthetic(args.queries, args.seed)
 
@@ -79,7 +79,7 @@ def bench_demo(args) -> None:
         from django.core.management import call_command
 
         from retrieval.models import Dataset
-        from retrieval.services.leaderboard import build_leaderboard
+        from retrieval.scoring.leaderboard_service import build_leaderboard
         from tests.factories import random_run
 
         started = time.perf_counter()
@@ -95,7 +95,7 @@ def bench_demo(args) -> None:
             f"{len(board.rows)} runs ({len(board.bias_runs)} pooled) | {seconds:.2f} s |"
         )
         print(f"(building the demo world and its campaign took {built:.0f} s)")
-        from retrieval.leaderboard_formats import to_text
+        from retrieval.scoring.leaderboard_formats import to_text
 
         print(to_text(board))
 

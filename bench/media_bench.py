@@ -225,8 +225,8 @@ def own_video_campaign(dataset) -> int:
     pass's."""
     from annotation.campaigns.service import CampaignSpec, create_campaign
     from retrieval.models import Caption, RetrievalModel, Video
-    from retrieval.runs import RankedLists
-    from retrieval.services.runs import store_run
+    from retrieval.search.runs import RankedLists
+    from retrieval.search.runs_service import store_run
 
     videos = list(Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True))
     rows = Caption.objects.filter(dataset=dataset, is_query=True).order_by("video_id")

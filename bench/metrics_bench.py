@@ -6,7 +6,7 @@ query drawn from the candidates (retrieved by some runs, not by others) and, as 
 negatives, the rest of the three runs' pooled top 10 (FIRE §2.2.1, system pooling).
 
 Ours is timed in a COLD process: a fresh ``python -c`` imports numpy and
-:mod:`retrieval.metrics`, loads the arrays from an .npz this script writes, and computes every
+:mod:`retrieval.scoring.metrics`, loads the arrays from an .npz this script writes, and computes every
 metric (aligning rows, qrels lookup, evaluate, means) for the three runs; the figure counts
 the imports and excludes data generation. Beside it, on the same inputs: pytrec_eval
 (``RelevanceEvaluator`` with the trec_eval measures we share) and ranx (numba, timed warm and
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from harness import ROOT, machine, parser, timed
 
-from retrieval import metrics
+from retrieval.scoring import metrics
 
 TARGET_SECONDS = 0.3
 ANCHORS = "anchors: ranx 0.6-0.9 s warm and about a minute cold, pytrec_eval about 0.18 s"
@@ -60,7 +60,7 @@ import time
 start = time.perf_counter()
 import json, sys
 import numpy as np
-from retrieval import metrics
+from retrieval.scoring import metrics
 imported = time.perf_counter()
 data = dict(np.load(sys.argv[1]))
 query_ids, rows, items, rel = data["query_ids"], data["rows"], data["items"], data["rel"]

@@ -1,7 +1,7 @@
 """Per-role accuracy of the dependency-parse role rules on the hand-labelled captions.
 
-Scores :mod:`retrieval.semantic_roles` (spaCy ``FIREPOOL_SPACY_MODEL`` + the rule table)
-against the frames written by hand in ``tests/retrieval/test_semantic_roles.py``: exact
+Scores :mod:`retrieval.datasets.roles` (spaCy ``FIREPOOL_SPACY_MODEL`` + the rule table)
+against the frames written by hand in ``tests/retrieval/datasets/test_semantic_roles.py``: exact
 span match, per role and overall, for all captions and per style (demo grammar, cooking,
 open domain, and the captions labelled after the rules were frozen); ``--errors`` lists
 every mismatched caption::
@@ -17,8 +17,8 @@ from harness import machine
 
 
 def table(title: str, captions: dict) -> None:
+    from retrieval.datasets.roles import frames, role_graphs, score_frames
     from retrieval.encoders.text import load_spacy
-    from retrieval.semantic_roles import frames, role_graphs, score_frames
 
     predicted = [frames(graph) for graph in role_graphs(list(captions), nlp=load_spacy())]
     print(f"\n{title}: {len(captions)} captions")
@@ -41,9 +41,9 @@ def main() -> None:
     django.setup()
     from django.conf import settings
 
+    from retrieval.datasets.roles import frames, role_graphs
     from retrieval.encoders.text import load_spacy
-    from retrieval.semantic_roles import frames, role_graphs
-    from tests.retrieval.test_semantic_roles import (
+    from tests.retrieval.datasets.test_semantic_roles import (
         COOKING,
         DEMO,
         HELD_OUT,

@@ -252,7 +252,7 @@ def build(args) -> dict:
     from annotation.campaigns.service import CampaignSpec, create_campaign
     from annotation.judging import pair_state
     from annotation.models import Pair
-    from retrieval.label_status import IRRELEVANT, RELEVANT
+    from retrieval.label_sets.status import IRRELEVANT, RELEVANT
 
     timings = {}
     rng = np.random.default_rng(args.seed)
@@ -349,7 +349,7 @@ def build(args) -> dict:
 def make_proxies(args, dataset) -> None:
     """Cache the semantic-proxy matrices the agreement and report pages read."""
     from retrieval.proxies import PROXIES
-    from retrieval.services.proxies import ProxyOptions, proxy_relevance
+    from retrieval.proxies.service import ProxyOptions, proxy_relevance
 
     if args.proxies == "none":
         return
@@ -558,8 +558,8 @@ def warm_process() -> None:
         ".migrations",
         ".management",
         "retrieval.encoders",
-        "retrieval.index",
-        "retrieval.demo",
+        "retrieval.search.index",
+        "retrieval.datasets.demo",
     )
     for package in ("config", "jobs", "annotation", "retrieval"):
         module = __import__(package)

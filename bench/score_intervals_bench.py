@@ -6,8 +6,8 @@ own order, the query's own video among them for most queries; the judged pairs a
 runs' pooled top 10 (FIRE §2.2.1) less the own video, about a tenth relevant; 5% of them get
 a probability of relevance in (0.05, 0.95) (a fifth of those disagreements at 0.5), the rest
 none (NaN: certain). ``--everyone`` gives those others a probability too, 10^-4 to 10^-1.3
-off certainty, as Dawid-Skene's posteriors are. Timed: :func:`retrieval.rescoring.rescore`
-(the anchor: every metric, three runs) and :func:`retrieval.score_intervals.score_intervals`
+off certainty, as Dawid-Skene's posteriors are. Timed: :func:`retrieval.scoring.rescoring.rescore`
+(the anchor: every metric, three runs) and :func:`retrieval.scoring.score_intervals.score_intervals`
 (2,000 draws), without and with unjudged pooled pairs (on ``--unjudged`` of the queries, a
 third of their certain pairs left unjudged). The intervals' values are checked against the
 anchor's corrected means. OpenBLAS's threads matter on a busy machine (the polynomial's
@@ -23,7 +23,7 @@ import statistics
 import numpy as np
 from harness import machine, timed
 
-from retrieval import rescoring, score_intervals
+from retrieval.scoring import rescoring, score_intervals
 
 
 def build(queries: int, uncertain: float, unjudged: float, seed: int, everyone: bool) -> dict:

@@ -64,10 +64,11 @@ def main() -> None:
     torch.set_num_threads(os.cpu_count() or 1)
     results: dict[str, list[dict[str, float]]] = {name: [] for name in args.models}
     with temporary_django():
+        from retrieval.datasets.demo.service import create_demo_dataset
+        from retrieval.encoders import service as encoding
         from retrieval.models import Video
-        from retrieval.services import encoding, search
-        from retrieval.services.demo import create_demo_dataset
-        from retrieval.services.evaluation import ground_truth_hits, original_hits
+        from retrieval.scoring.evaluation import ground_truth_hits, original_hits
+        from retrieval.search import service as search
 
         started = time.perf_counter()
         dataset = create_demo_dataset(n_videos=args.videos, seed=0, workers=args.workers)

@@ -199,8 +199,8 @@ def runs(
     """One stored run per (video pks [queries x depth], scores) of ``items``/``scores``,
     named by ``names``, each of a model of its own, through the project's ``store_run``."""
     from retrieval.models import RetrievalModel
-    from retrieval.runs import RankedLists
-    from retrieval.services.runs import store_run
+    from retrieval.search.runs import RankedLists
+    from retrieval.search.runs_service import store_run
 
     stored = []
     for name, ranked, score in zip(names, items, scores, strict=True):

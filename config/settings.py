@@ -254,7 +254,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
-        "ScoreStatusEnum": "retrieval.services.run_scoring.STATUS_NAMES",
+        "ScoreStatusEnum": "retrieval.scoring.run_scoring.STATUS_NAMES",
         "CampaignStatusEnum": "annotation.models.Campaign.Status",
     },
 }
@@ -266,7 +266,7 @@ FIREPOOL_NLTK_DATA = Path(os.environ.get("FIREPOOL_NLTK_DATA", VAR_DIR / "nltk_d
 # Model weights, embeddings and faiss indexes: never served over HTTP.
 FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR / "artifacts"))
 # Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
-# Stored figures are computed by jobs: a new label set's (retrieval.services.stored_figures)
+# Stored figures are computed by jobs: a new label set's (retrieval.label_sets.figures)
 # when it is made, a campaign's live ones (annotation.campaign_read.figures_due) as labels arrive.
 # The test suite turns this off and tests the jobs alone.
 FIREPOOL_WARM_FIGURES = env_bool("FIREPOOL_WARM_FIGURES", True)

@@ -1,6 +1,6 @@
 """Pure: the one rule for free text people type and others read (token names, pause and
 escalation reasons, adjudication notes, gold explanations, campaign guidelines), and the
-characters every rule about text refuses, names included (:mod:`retrieval.names`).
+characters every rule about text refuses, names included (:mod:`retrieval.datasets.names`).
 
 Text is shown on pages, in exports and in log lines, so it may hold no character that
 changes how the text around it reads: control characters, invisible format characters

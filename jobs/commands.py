@@ -54,6 +54,34 @@ def _option_help(field: forms.Field) -> str:
     return (text + (" Required." if field.required else "")).strip()
 
 
+def add_form_options(
+    parser, form_class: type[forms.Form], skip: tuple[str, ...] = (), initial: bool = True
+) -> None:
+    """A command option per field of ``form_class`` (``--batch-size`` for ``batch_size``; a
+    flag for a yes/no field), so a command and the form it mirrors describe a use case once.
+    ``initial``: the field's initial value is the option's default; otherwise an unset
+    option is left out and the form decides."""
+    for name, field in form_class.base_fields.items():
+        if name in skip:
+            continue
+        option = "--" + name.replace("_", "-")
+        if isinstance(field, forms.BooleanField):
+            parser.add_argument(option, dest=name, action="store_true", help=_option_help(field))
+        else:
+            default = field.initial if initial else None
+            parser.add_argument(option, dest=name, default=default, help=_option_help(field))
+
+
+def given_options(form_class: type[forms.Form], options: dict) -> dict:
+    """The options that fill ``form_class``'s fields (an unset option or flag is absent; 0
+    is a value, so not ``in (None, False)``)."""
+    return {
+        name: options[name]
+        for name in form_class.base_fields
+        if options.get(name) is not None and options.get(name) is not False
+    }
+
+
 class JobCommand(BaseCommand):
     """Run the job kind :attr:`kind_name` in this process, with its form's fields as options
     (``--batch-size`` for ``batch_size``, a field's initial value its default), a progress bar
@@ -67,26 +95,12 @@ class JobCommand(BaseCommand):
         return get_kind(self.kind_name)
 
     def add_arguments(self, parser) -> None:
-        for name, field in self.kind.form.base_fields.items():
-            option = "--" + name.replace("_", "-")
-            if isinstance(field, forms.BooleanField):
-                parser.add_argument(
-                    option, dest=name, action="store_true", help=_option_help(field)
-                )
-            else:  # the form's initial value is the command's default
-                parser.add_argument(
-                    option, dest=name, default=field.initial, help=_option_help(field)
-                )
+        add_form_options(parser, self.kind.form)
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options) -> None:
         kind = self.kind
-        given = {  # an unset option or flag is absent (0 is a value: not ``in (None, False)``)
-            name: options[name]
-            for name in kind.form.base_fields
-            if options.get(name) is not None and options.get(name) is not False
-        }
-        arguments = check_arguments(kind, given)
+        arguments = check_arguments(kind, given_options(kind.form, options))
         quiet = options["verbosity"] == 0 or options["format"] == "json"
         reporter = ConsoleReporter(sys.stderr, quiet=quiet or not sys.stderr.isatty())
         try:

@@ -9,11 +9,11 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from retrieval.datasets.names import InvalidName
 from retrieval.forms import NameValidator
+from retrieval.label_sets.service import LabelSetError, check_rename, dependants, make_default
 from retrieval.media.service import segment_label
 from retrieval.models import Caption, Dataset, LabelSet, Video
-from retrieval.names import InvalidName
-from retrieval.services.labelsets import LabelSetError, check_rename, dependants, make_default
 
 
 class NameRuleAdmin(admin.ModelAdmin):

@@ -12,7 +12,7 @@ class RetrievalConfig(AppConfig):
     verbose_name = "Retrieval"
 
     def ready(self) -> None:
-        from retrieval import wordnet
+        from retrieval.proxies import wordnet
 
         wordnet.register_nltk_path()
         from retrieval import jobs  # noqa: F401 - registers the app's job kinds
@@ -25,7 +25,7 @@ def _register_converters() -> None:
     """``<name:...>`` in the URL patterns: any stored name, as one path segment."""
     from django.urls import register_converter
 
-    from retrieval.names import NameConverter
+    from retrieval.datasets.names import NameConverter
 
     register_converter(NameConverter, "name")
 

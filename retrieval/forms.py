@@ -11,13 +11,13 @@ from django import forms
 from django.utils.choices import CallableChoiceIterator
 
 from config.errors import UserError
+from retrieval.datasets.names import NAME_MAX_LENGTH, InvalidName, check_name
 from retrieval.encoders.base import EPOCHS
 from retrieval.encoders.registry import ENCODERS
 from retrieval.formats import CAPTION_FORMATS
 from retrieval.formats.records import SPLIT_MAX_LENGTH, URL_MAX_LENGTH, check_chars
 from retrieval.management.lookup import get_dataset
 from retrieval.models import LabelSet
-from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
 
 FORMAT_HELP = {
     "jsonl": "JSON Lines: video_id, caption_id, caption, split (optional video_path, video_url, "

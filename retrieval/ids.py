@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 #: Every pair key is below 2**61, so a key shifted left by two bits (a 2-bit tag in the low
-#: bits, as :func:`retrieval.metrics.judgements_from_arrays` uses) still fits in int64.
+#: bits, as :func:`retrieval.scoring.metrics.judgements_from_arrays` uses) still fits in int64.
 KEY_LIMIT = 1 << 61
 
 

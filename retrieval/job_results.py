@@ -8,9 +8,9 @@ from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
 
-from retrieval.leaderboard_formats import value_text
-from retrieval.rescoring import interval_legend, interval_text, table_cell
-from retrieval.score_intervals import ScoreInterval
+from retrieval.scoring.leaderboard_formats import value_text
+from retrieval.scoring.rescoring import interval_legend, interval_text, table_cell
+from retrieval.scoring.score_intervals import ScoreInterval
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
 """The scores a re-score or scoring job shows, in points (as the leaderboard's first columns)."""

@@ -25,9 +25,9 @@ from retrieval.forms import (
     found_or_invalid,
     split_names,
 )
+from retrieval.label_sets.service import WARM_JOB
 from retrieval.management.lookup import get_dataset, get_label_set, get_model, get_run
 from retrieval.proxies import PROXIES, RELEVANCES
-from retrieval.services.labelsets import WARM_JOB
 
 
 class DeviceField(forms.ChoiceField):
@@ -86,8 +86,8 @@ def run_embed(
     device: str = "",
     batch_size: int = 256,
 ) -> dict:
+    from retrieval.encoders.service import embed
     from retrieval.models import Caption, Video
-    from retrieval.services.encoding import embed
 
     found = get_model(get_dataset(dataset), model)
     total = (
@@ -127,7 +127,7 @@ class TrainForm(DatasetForm):
     )
 
     def clean(self) -> dict:
-        from retrieval.services.encoding import check_relevance
+        from retrieval.encoders.service import check_relevance
 
         data = super().clean()
         if "dataset" in data and "model" in data:
@@ -152,7 +152,7 @@ def run_train(
     relevance: str = "",
     threshold: float | None = None,
 ) -> dict:
-    from retrieval.services.encoding import train
+    from retrieval.encoders.service import train
 
     found = get_model(get_dataset(dataset), model)
     reporter.step(f"training {found.name} ({found.encoder}) on the train split")
@@ -214,7 +214,7 @@ def run_predict(
     nprobe: int | None = None,
     ef_search: int | None = None,
 ) -> dict:
-    from retrieval.services.search import predict
+    from retrieval.search.service import predict
 
     found = get_model(get_dataset(dataset), model)
     reporter.step(f"indexing and searching the {split} split (top {k})")
@@ -232,14 +232,19 @@ def run_predict(
 
 class ProxiesForm(DatasetForm):
     proxy = forms.ChoiceField(choices=[(p, p) for p in (*PROXIES, "all")], initial="all")
-    split = forms.CharField(max_length=20, initial="test", required=False)
-    rebuild = YesNoField()
+    split = forms.CharField(
+        max_length=20,
+        initial="test",
+        required=False,
+        help_text="Videos and captions of this split.",
+    )
+    rebuild = YesNoField(help_text="Compute again, ignoring the cache.")
 
 
 def run_proxies(
     reporter: Reporter, dataset: str, proxy: str, split: str = "", rebuild: bool = False
 ) -> dict:
-    from retrieval.services.proxies import ProxyOptions, proxy_relevance, proxy_summary
+    from retrieval.proxies.service import ProxyOptions, proxy_relevance, proxy_summary
 
     found = get_dataset(dataset)
     names = PROXIES if proxy == "all" else (proxy,)
@@ -290,7 +295,7 @@ class RescoreForm(ScoringForm):
         required=False,
         help_text="Runs of the dataset to re-score (none ticked: every run).",
     )
-    only_labelled = YesNoField()
+    only_labelled = YesNoField(help_text="Only the queries the label set judges.")
 
     def run_names(self, data: dict) -> list[str]:
         return split_names(data.get("runs", ""))
@@ -298,7 +303,7 @@ class RescoreForm(ScoringForm):
 
 def run_label_set_figures(reporter: Reporter, dataset: str, labels: str = "") -> dict:
     """Compute and store what pages show of a label set (queued when the set is made)."""
-    from retrieval.services.stored_figures import warm
+    from retrieval.label_sets.figures import warm
 
     found = get_dataset(dataset)
     return warm(found, get_label_set(found, labels) if labels else None, reporter.step)
@@ -311,7 +316,7 @@ def run_rescore(
     runs: str = "",
     only_labelled: bool = False,
 ) -> dict:
-    from retrieval.services.rescoring import rescore_dataset
+    from retrieval.scoring.rescoring_service import rescore_dataset
 
     found = get_dataset(dataset)
     label_set = get_label_set(found, labels) if labels else None
@@ -330,7 +335,7 @@ class ScoreRunForm(ScoringForm):
 
 
 def run_score_run(reporter: Reporter, dataset: str, run: str, labels: str = "") -> dict:
-    from retrieval.services.run_scoring import score_run
+    from retrieval.scoring.run_scoring import score_run
 
     found = get_dataset(dataset)
     label_set = get_label_set(found, labels) if labels else None
@@ -359,7 +364,7 @@ class ImportDatasetForm(forms.Form):
         self.fields["format"].choices = [(name, name) for name in CAPTION_FORMATS]
 
     def clean_captions(self) -> str:
-        from retrieval.services.uploads import UploadError, input_file
+        from retrieval.datasets.uploads import UploadError, input_file
 
         try:
             input_file(self.cleaned_data["captions"])
@@ -369,7 +374,7 @@ class ImportDatasetForm(forms.Form):
 
     def clean(self) -> dict:
         from config.errors import UserError
-        from retrieval.services.uploads import DatasetUpload
+        from retrieval.datasets.uploads import DatasetUpload
 
         data = super().clean()
         if "name" in data and "format" in data:
@@ -388,7 +393,7 @@ class ImportDatasetForm(forms.Form):
 
 
 def run_import_dataset(reporter: Reporter, **arguments) -> dict:
-    from retrieval.services.uploads import run_dataset_import
+    from retrieval.datasets.uploads import run_dataset_import
 
     return run_dataset_import(reporter, **arguments)
 
@@ -424,7 +429,7 @@ def run_build_model(
     seed: int = 0,
     device: str = "",
 ) -> dict:
-    from retrieval.services.uploads import build_model
+    from retrieval.datasets.uploads import build_model
 
     found = get_model(get_dataset(dataset), model)
     return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")

@@ -220,7 +220,7 @@ class Caption(models.Model):
         null=True,
         blank=True,
         help_text="[start, end, role] character spans of the caption's semantic roles "
-        "(retrieval.semantic_roles), computed once when a campaign pools the caption.",
+        "(retrieval.datasets.roles), computed once when a campaign pools the caption.",
     )
 
     class Meta:
@@ -281,7 +281,7 @@ class Run(models.Model):
 
     ``caption_ids`` (Q), ``video_ids`` (Q x k, -1 where a list is shorter) and ``scores``
     (Q x k) hold primary keys and scores in rank order, so a whole run loads in one row
-    in O(queries x k) (see :mod:`retrieval.runs`).
+    in O(queries x k) (see :mod:`retrieval.search.runs`).
     """
 
     model = models.ForeignKey(RetrievalModel, on_delete=models.CASCADE, related_name="runs")
@@ -308,10 +308,10 @@ class LabelSet(models.Model):
 
     A resolved campaign, an imported qrels file or an imported FIRE JSON release all become
     a label set; re-scoring reads only label sets. The pairs live in ``arrays`` (see
-    :class:`retrieval.judged.Judged`) so that hundreds of thousands of judgements load in
+    :class:`retrieval.label_sets.judged.Judged`) so that hundreds of thousands of judgements load in
     one row. A caption's own video is relevant by the benchmark's definition and is added
     when scoring, whether or not the set lists it. ``is_default`` marks the set a dataset's
-    report uses when none is named (see :mod:`retrieval.services.labelsets` for who sets it).
+    report uses when none is named (see :mod:`retrieval.label_sets.service` for who sets it).
     A set made from another one plus new labels (a campaign that judged only what a model's
     top k lacked) is a new row, a *version*, with ``parent`` the set it came from: label sets
     are never edited in place, so a score reported against one stays reproducible.

@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from retrieval import report_index
 from retrieval import views as retrieval_views
+from retrieval.scoring import report_index
 
 urlpatterns = [
     path("media/<path:path>", retrieval_views.serve_media, name="media"),

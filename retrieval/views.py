@@ -10,19 +10,19 @@ from django.views.decorators.http import require_POST, require_safe
 
 from config.errors import UserError
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
-from retrieval import report_figures
-from retrieval.leaderboard import sort_keys
-from retrieval.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
-from retrieval.leaderboard_formats import render as render_leaderboard
+from retrieval.datasets.overview import dataset_overview, dataset_summaries
+from retrieval.label_sets.service import choose_default, default_label_set
 from retrieval.media import access as media_access
 from retrieval.media.delivery import media_response
 from retrieval.models import Dataset, LabelSet, RetrievalModel
-from retrieval.services.datasets import dataset_overview, dataset_summaries
-from retrieval.services.labelsets import choose_default, default_label_set
-from retrieval.services.leaderboard import LeaderboardError, read_request, stored_leaderboard
-from retrieval.services.proxies import stored_proxy_table
-from retrieval.services.reports import stored_report
-from retrieval.services.rescoring import RescoreError
+from retrieval.proxies.service import stored_proxy_table
+from retrieval.scoring import report_figures
+from retrieval.scoring.leaderboard import sort_keys
+from retrieval.scoring.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
+from retrieval.scoring.leaderboard_formats import render as render_leaderboard
+from retrieval.scoring.leaderboard_service import LeaderboardError, read_request, stored_leaderboard
+from retrieval.scoring.reports import stored_report
+from retrieval.scoring.rescoring_service import RescoreError
 
 REPORT_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
 
@@ -244,8 +244,8 @@ model_adders_only = permission_required(ADD_MODELS, "Only researchers and admins
 @uploaders_only
 def upload_dataset(request: HttpRequest) -> HttpResponse:
     """Upload captions in any importer format; a job imports them (all or nothing)."""
+    from retrieval.datasets import uploads
     from retrieval.forms import DatasetUploadForm
-    from retrieval.services import uploads
 
     status = 200
     if request.method == "POST":
@@ -277,8 +277,8 @@ def upload_dataset(request: HttpRequest) -> HttpResponse:
 def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Add a model from a run file, uploaded embeddings or a built-in encoder."""
     from retrieval.api.permissions import RunUploadLimit, RunUploadThrottle
+    from retrieval.datasets import uploads
     from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
-    from retrieval.services import uploads
 
     found = get_object_or_404(Dataset, name=dataset_name)
     labels = list(found.label_sets.order_by("name").values_list("name", flat=True))
@@ -328,7 +328,7 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
 @reports_only
 def dataset_model(request: HttpRequest, dataset_name: str, model_name: str) -> HttpResponse:
     """One model: where it came from, its runs, and its jobs with where each stands."""
-    from retrieval.services.uploads import model_jobs
+    from retrieval.datasets.uploads import model_jobs
 
     found = get_object_or_404(Dataset, name=dataset_name)
     model = get_object_or_404(RetrievalModel, dataset=found, name=model_name)

@@ -10,8 +10,8 @@ from annotation.campaigns.settings import GoldSettings
 from annotation.judging import queue, submit
 from annotation.models import GoldPair
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
-from retrieval.runs import RankedLists
-from retrieval.services.runs import store_run
+from retrieval.search.runs import RankedLists
+from retrieval.search.runs_service import store_run
 
 
 def make_campaign(
@@ -122,10 +122,10 @@ def random_run_campaign(dataset, name: str, depth: int, seed: int):
 def pooled_world(name: str):
     """A 24-clip demo dataset with random runs alpha and beta and the label set "pooled" judging
     their top 3 truthfully, recorded as pooled from both at depth 3 (as a campaign's is)."""
-    from retrieval.judged import Judged
-    from retrieval.services.demo import create_demo_dataset, ground_truth_relevance
-    from retrieval.services.labelsets import store_label_set
-    from retrieval.services.runs import load_run
+    from retrieval.datasets.demo.service import create_demo_dataset, ground_truth_relevance
+    from retrieval.label_sets.judged import Judged
+    from retrieval.label_sets.service import store_label_set
+    from retrieval.search.runs_service import load_run
 
     dataset = create_demo_dataset(name=name, n_videos=24, seed=5, workers=1)
     runs = [random_run(dataset, run, seed) for run, seed in (("alpha", 1), ("beta", 2))]

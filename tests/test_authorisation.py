@@ -37,8 +37,8 @@ from annotation.models import (
     QualificationAttempt,
 )
 from config import roles
+from retrieval.datasets.demo.service import create_demo_dataset
 from retrieval.models import Caption, Dataset, Video
-from retrieval.services.demo import create_demo_dataset
 from tests.factories import random_run
 
 ANON, ANNOTATOR, RESEARCHER, ADMIN = "anonymous", "annotator", "researcher", "admin"

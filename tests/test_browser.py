@@ -16,7 +16,7 @@ pytestmark = [
 def test_demo_clip_plays_in_admin(live_server, browser, _isolated_media):
     import numpy as np
 
-    from retrieval.demo import render, scene
+    from retrieval.datasets.demo import render, scene
 
     world_scene = scene.sample_scene(np.random.default_rng(3))
     frames = render.render_frames(world_scene, seed=3)

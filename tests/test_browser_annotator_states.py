@@ -17,7 +17,7 @@ from annotation.models import AnnotatorStanding, Campaign, GoldPair, Lease, Pair
 from annotation.people import standing
 from annotation.people import state as states
 from config.roles import ANNOTATOR, ensure_groups
-from retrieval.services.demo import create_demo_dataset
+from retrieval.datasets.demo.service import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen
 from tests.factories import random_run_campaign
 

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import Campaign, Judgement
 from config.roles import RESEARCHER, ensure_groups
+from retrieval.datasets.demo.service import create_demo_dataset
 from retrieval.models import LabelSet
-from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import IMMEDIATE_TASKS, RECORD_SHOWN, login, needs_chromium, shoot_full
 from tests.factories import random_run
 

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 
 from config import roles
 from tests.browser_support import login, needs_chromium
-from tests.retrieval.test_leaderboard_page import leaderboard_world
+from tests.retrieval.scoring.test_leaderboard_page import leaderboard_world
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 PASSWORD = "pw-leaderboard-123"

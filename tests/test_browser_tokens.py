@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from config import roles
-from retrieval.judged import Judged
-from retrieval.services.labelsets import store_label_set
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.service import store_label_set
 from tests.browser_support import login, needs_chromium
 from tests.factories import query_dataset
 

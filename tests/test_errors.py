@@ -24,18 +24,18 @@ from config.errors import NotFound, UserError
 from jobs import tasks
 from jobs.models import Job
 from jobs.runner import JobError
+from retrieval.datasets.demo.service import DemoDatasetExists, DemoError
+from retrieval.datasets.importing import ImportOptionError
+from retrieval.encoders.service import EncodingError
 from retrieval.formats.records import DuplicateKeyError, FormatError
+from retrieval.label_sets.service import LabelSetError
 from retrieval.models import RetrievalModel
+from retrieval.proxies.service import ProxyError
 from retrieval.proxies.synsets import ClassFileError
-from retrieval.services.artifacts import MissingEmbeddings
-from retrieval.services.demo import DemoDatasetExists, DemoError
-from retrieval.services.encoding import EncodingError
-from retrieval.services.importing import ImportOptionError
-from retrieval.services.labelsets import LabelSetError
-from retrieval.services.proxies import ProxyError
-from retrieval.services.registration import RegistrationError
-from retrieval.services.rescoring import RescoreError
-from retrieval.services.search import PredictError, predict
+from retrieval.scoring.rescoring_service import RescoreError
+from retrieval.search.artifacts import MissingEmbeddings
+from retrieval.search.registration import RegistrationError
+from retrieval.search.service import PredictError, predict
 from tests.factories import make_campaign
 
 SERVICE_ERRORS = (

@@ -17,9 +17,9 @@ from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.models import Campaign
 from config import roles
 from jobs.models import Job
-from retrieval.judged import Judged
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.service import store_label_set
 from retrieval.models import Dataset, LabelSet, RetrievalModel, Run
-from retrieval.services.labelsets import store_label_set
 from tests.factories import query_dataset, random_run
 
 HOSTILE = [

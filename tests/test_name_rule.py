@@ -20,10 +20,10 @@ from annotation.models import Campaign, Pair
 from config import roles
 from jobs import runner
 from jobs.models import Job
-from retrieval.judged import Judged
+from retrieval.datasets.names import InvalidName
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.service import store_label_set
 from retrieval.models import Dataset, LabelSet, RetrievalModel, Run
-from retrieval.names import InvalidName
-from retrieval.services.labelsets import store_label_set
 from tests.factories import query_dataset, random_run
 
 BAD = ["slash/name", "..", "line\u2028break", "zero\u200bwidth", "<b>x</b>"]
@@ -340,7 +340,7 @@ def test_an_import_job_that_fails_after_its_writes_takes_them_back(
 ):
     """The upload of ``ds/slash`` committed the dataset, then building the link to it
     failed and the job said "failed"; now anything failing after the writes undoes them."""
-    from retrieval.services import uploads
+    from retrieval.datasets import uploads
 
     def broken_reverse(*args, **kwargs):
         raise RuntimeError("the summary could not be built")

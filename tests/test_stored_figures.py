@@ -7,12 +7,12 @@ import pytest
 from config.roles import RESEARCHER
 from jobs import figures
 from jobs.models import StoredFigure
-from retrieval.judged import Judged
-from retrieval.services.labelsets import load_judged, store_label_set
-from retrieval.services.leaderboard import build_leaderboard, stored_leaderboard
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.service import load_judged, store_label_set
+from retrieval.scoring.leaderboard_service import build_leaderboard, stored_leaderboard
 from tests.factories import random_run
-from tests.retrieval.test_leaderboard_page import leaderboard_world
-from tests.retrieval.test_report import person
+from tests.retrieval.scoring.test_leaderboard_page import leaderboard_world
+from tests.retrieval.scoring.test_report import person
 
 
 @pytest.mark.django_db
@@ -90,7 +90,7 @@ def test_the_leaderboard_page_says_when_its_board_was_computed(client):
 @pytest.mark.django_db
 def test_the_judging_orders_comparison_is_stored_and_follows_the_runs(client):
     from annotation.simulation.replay_service import compare_orders, stored_comparison
-    from retrieval.services.demo import create_demo_dataset
+    from retrieval.datasets.demo.service import create_demo_dataset
 
     world = create_demo_dataset(name="figorders", n_videos=24, seed=6, workers=1)
     random_run(world, "a", seed=1)
@@ -109,7 +109,7 @@ def test_the_judging_orders_comparison_is_stored_and_follows_the_runs(client):
 
 @pytest.mark.django_db
 def test_the_report_is_stored_per_metric_and_its_page_and_data_say_when(client):
-    from retrieval.services.reports import build_report, stored_report
+    from retrieval.scoring.reports import build_report, stored_report
 
     world = leaderboard_world("figreport")
     pooled = world.label_sets.get(name="pooled")
@@ -127,7 +127,7 @@ def test_the_report_is_stored_per_metric_and_its_page_and_data_say_when(client):
 
 @pytest.mark.django_db
 def test_the_proxy_table_is_stored_until_a_proxy_is_cached(settings):
-    from retrieval.services.proxies import proxy_table, stored_proxy_table
+    from retrieval.proxies.service import proxy_table, stored_proxy_table
 
     world = leaderboard_world("figproxies")
     stored = stored_proxy_table(world)
@@ -146,7 +146,7 @@ def test_a_new_label_set_queues_the_job_that_computes_its_figures(
     from jobs import runner
     from jobs.registry import get_kind
     from jobs.runner import check_arguments
-    from retrieval.services import stored_figures
+    from retrieval.label_sets import figures as stored_figures
 
     world = leaderboard_world("figwarm")
     pooled = world.label_sets.get(name="pooled")

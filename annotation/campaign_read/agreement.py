@@ -21,8 +21,8 @@ import numpy as np
 
 from config.errors import UserError
 from retrieval.ids import PairKeys
-from retrieval.intervals import Interval, percentile_interval
-from retrieval.label_status import majority
+from retrieval.label_sets.status import majority
+from retrieval.scoring.intervals import Interval, percentile_interval
 
 
 class AgreementError(UserError):

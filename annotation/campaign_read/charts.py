@@ -1,6 +1,6 @@
 """Turn agreement reports (:mod:`annotation.campaign_read.reporting`) into SVG for the agreement page.
 
-The annotation side of :mod:`retrieval.report_figures`: kept apart from the view so the
+The annotation side of :mod:`retrieval.scoring.report_figures`: kept apart from the view so the
 page stays a template over ready markup, and apart from the services so the JSON the
 ``agreement`` command prints carries numbers, not markup.
 """
@@ -8,8 +8,8 @@ page stays a template over ready markup, and apart from the services so the JSON
 from annotation.campaign_read.reporting import AgreementReport, ProxyReport
 from annotation.people.scores import CampaignScores
 from annotation.simulation.replay_service import OrderComparison
-from retrieval import plots
 from retrieval.proxies import PROXY_LABELS
+from retrieval.scoring import plots
 
 
 def agreement_charts(report: AgreementReport) -> list[str]:

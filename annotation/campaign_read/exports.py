@@ -48,7 +48,7 @@ from annotation.judging import statements
 from annotation.models import Campaign, Judgement, Pair
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
-from retrieval.label_status import CODES, names
+from retrieval.label_sets.status import CODES, names
 from retrieval.models import Caption, LabelSet, Video
 
 EXPORT_FORMATS = (

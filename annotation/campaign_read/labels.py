@@ -25,9 +25,9 @@ from annotation.judging.statements import ANNOTATOR_SPAN, judgement_keys, querys
 from annotation.models import Campaign, Pair
 from annotation.policy import label_models
 from annotation.policy import rules as policy
-from retrieval import label_status
-from retrieval.judged import Judged
-from retrieval.label_status import CODES
+from retrieval.label_sets import status as label_status
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.status import CODES
 
 
 @dataclass
@@ -37,7 +37,7 @@ class CampaignLabels:
     ``pair_index`` is dense (pair id minus ``first_pair_id``) over ``n_pairs`` slots;
     ``in_campaign`` marks the slots that are the campaign's pairs (all of them unless its
     pair ids have gaps). ``resolved`` is 1/0 for a pair resolved to relevant/irrelevant and
-    -1 (DISAGREEMENT) otherwise; ``status`` holds :class:`retrieval.label_status.LabelStatus` codes.
+    -1 (DISAGREEMENT) otherwise; ``status`` holds :class:`retrieval.label_sets.status.LabelStatus` codes.
     """
 
     pair_index: np.ndarray

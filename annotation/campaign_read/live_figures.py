@@ -92,7 +92,7 @@ def live_state(campaign: Campaign) -> LiveState:
     )
     fit = PolicyFit.objects.filter(campaign=campaign).values_list("fitted_at", flat=True).first()
     # Imported here: the proxies' service pulls in SciPy, which a page not showing them skips.
-    from retrieval.services.proxies import cache_files
+    from retrieval.proxies.service import cache_files
 
     return LiveState(
         labels=int(tallies["n"] or 0),

@@ -246,7 +246,7 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> Pr
     ``cache_only`` (pages) a proxy not cached yet is listed under ``missing``.
     """
     # Imported here: the proxies pull in spaCy, which every page need not load.
-    from retrieval.services.proxies import (
+    from retrieval.proxies.service import (
         ProxyError,
         ProxyOptions,
         cache_files,

@@ -31,16 +31,16 @@ from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
 from annotation.ordering import priorities
 from annotation.people import quality
 from annotation.policy import label_models
-from retrieval.judged import Judged
-from retrieval.label_status import CODES, LabelStatus
-from retrieval.models import LabelSet
-from retrieval.names import derived_name
-from retrieval.services.labelsets import (
+from retrieval.datasets.names import derived_name
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.service import (
     LabelSetError,
     extend_label_set,
     store_label_set,
     version_name,
 )
+from retrieval.label_sets.status import CODES, LabelStatus
+from retrieval.models import LabelSet
 
 METHODS = quality.METHODS
 MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
@@ -50,7 +50,7 @@ MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
 class Resolution:
     """A campaign's finished pairs resolved by ``method``, as arrays in pair id order.
 
-    ``status`` holds :class:`retrieval.label_status.LabelStatus` codes, ``confidence`` the
+    ``status`` holds :class:`retrieval.label_sets.status.LabelStatus` codes, ``confidence`` the
     probability of relevance, ``labels`` the live labels behind each pair. ``fit`` holds,
     for Dawid-Skene, the fitted model's summary (for the label set's metadata).
     """
@@ -286,7 +286,7 @@ def resolve_campaign(
 
     Without ``name`` the set keeps the name of the campaign's last resolution (an admin may
     have renamed it), else takes the campaign's. Resolving never moves the dataset's default
-    label set, unless the dataset has none (see :mod:`retrieval.services.labelsets`). The
+    label set, unless the dataset has none (see :mod:`retrieval.label_sets.service`). The
     set's metadata records the ``method`` (and for Dawid-Skene the fit's summary); its
     pairs carry their confidence.
     """

@@ -31,7 +31,7 @@ from annotation.judging import pair_state, submit
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 from config import roles
 from config.redirects import back
-from retrieval.services.labelsets import LabelSetError
+from retrieval.label_sets.service import LabelSetError
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 researchers_only = roles.permission_required(

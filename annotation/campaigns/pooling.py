@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.ids import PairKeys, contains, lookup
-from retrieval.metrics import align_rows
-from retrieval.runs import RankedLists
+from retrieval.scoring.metrics import align_rows
+from retrieval.search.runs import RankedLists
 
 #: Largest pooling depth: ranks are int16 and one value above the deepest rank is reserved.
 MAX_DEPTH = int(np.iinfo(np.int16).max) - 1

@@ -23,13 +23,13 @@ from annotation.ordering import priorities
 from annotation.policy import rules as policy
 from config.batches import id_filters
 from config.errors import UserError
+from retrieval.datasets.names import derived_name
+from retrieval.datasets.roles_service import fill_role_spans
 from retrieval.ids import contains
+from retrieval.label_sets.service import load_judged
 from retrieval.models import Caption, Dataset, LabelSet, Run
-from retrieval.names import derived_name
-from retrieval.runs import RankedLists
-from retrieval.services.caption_roles import fill_role_spans
-from retrieval.services.labelsets import load_judged
-from retrieval.services.runs import load_run
+from retrieval.search.runs import RankedLists
+from retrieval.search.runs_service import load_run
 
 
 class CampaignError(UserError):
@@ -179,7 +179,7 @@ def _pair_in(
 
 
 def free_campaign_name(wanted: str) -> str:
-    """``wanted`` made a name (:func:`~retrieval.names.derived_name`: it is built from stored
+    """``wanted`` made a name (:func:`~retrieval.datasets.names.derived_name`: it is built from stored
     names, which may predate the name rule), or with " 2", " 3", ... if it is taken."""
     stem = derived_name(" ".join(wanted.split()))
     taken = set(

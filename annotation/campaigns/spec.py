@@ -27,7 +27,7 @@ from annotation.campaigns.settings import (
 )
 from annotation.policy import rules as policy
 from config.text_rule import text_problem
-from retrieval.names import NAME_MAX_LENGTH, InvalidName, check_name
+from retrieval.datasets.names import NAME_MAX_LENGTH, InvalidName, check_name
 
 NAME_LENGTH = NAME_MAX_LENGTH
 """Longest campaign name (the ``Campaign.name`` column), as for every named thing."""

@@ -39,12 +39,12 @@ from config import roles
 from config.errors import UserError
 from jobs.registry import get_kind
 from jobs.runner import cleaned, create
-from retrieval.models import Dataset
-from retrieval.services.labelsets import LabelSetError
-from retrieval.services.uploads import (
+from retrieval.datasets.uploads import (
     input_name,
     new_input_folder,
 )
+from retrieval.label_sets.service import LabelSetError
+from retrieval.models import Dataset
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 researchers_only = roles.permission_required(

@@ -23,7 +23,7 @@ from retrieval.formats.records import (
     parse_key,
     parse_optional_str,
 )
-from retrieval.judged import LABEL_NAMES
+from retrieval.label_sets.judged import LABEL_NAMES
 
 FORMATS = ("csv", "jsonl")
 REQUIRED = ("caption_key", "video_key", "label", "explanation")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django import forms
 
-from retrieval.services.uploads import (
+from retrieval.datasets.uploads import (
     save_upload,
     shown_name,
 )

@@ -25,11 +25,11 @@ from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, Pair
 from config.batches import rows_in
 from config.errors import UserError
 from config.text_rule import text_problem
+from retrieval.datasets.uploads import Steps, estimate_records
 from retrieval.formats.records import FormatError
-from retrieval.label_status import CODES, NAMES
+from retrieval.label_sets.status import CODES, NAMES
 from retrieval.models import Dataset
-from retrieval.services.runs import KeyIndex
-from retrieval.services.uploads import Steps, estimate_records
+from retrieval.search.runs_service import KeyIndex
 
 MIN_UNANIMOUS = 2
 """Labels a pair needs, all the same, to count as decided without an admin."""

@@ -22,7 +22,7 @@ from annotation.models import Campaign
 from config import roles
 from config.errors import UserError
 from jobs.runner import submit
-from retrieval.services.uploads import (
+from retrieval.datasets.uploads import (
     input_name,
     new_input_folder,
 )

@@ -39,7 +39,7 @@ from annotation.policy import label_models
 from annotation.policy import rules as policy
 from config.batches import id_filters, rows_in
 from config.subqueries import row_count
-from retrieval.label_status import CODES, NAMES, RELEVANT
+from retrieval.label_sets.status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
 """Pairs per ``bulk_update`` query."""

@@ -43,7 +43,7 @@ def known_positive_ranks(
 ) -> np.ndarray:
     """Queries x runs: where each run ranked the caption's own video (1-based, 0 = not in
     its lists), the positive every benchmark already counts."""
-    from retrieval.metrics import align_rows
+    from retrieval.scoring.metrics import align_rows
 
     known = np.zeros((queries.size, len(lists)), dtype=np.int16)
     for r, lst in enumerate(lists):
@@ -606,7 +606,7 @@ def sampled_captions(campaign: Campaign) -> set[int]:
 class SampleDraw:
     """A draw of random queries whose unjudged pairs are all served next, for an estimate
     of the scores judging has not settled (Horvitz-Thompson over queries; see
-    :mod:`retrieval.estimation`)."""
+    :mod:`retrieval.scoring.estimation`)."""
 
     queries: int
     pairs: int
@@ -618,7 +618,7 @@ def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
     """ "Judge ``pairs`` more random pairs to estimate": draw queries uniformly among those
     with unjudged pooled pairs until ``pairs`` are covered, reopen their parked pairs and
     serve them before anything else. A budget grows by what the sample adds."""
-    from retrieval.estimation import draw_queries
+    from retrieval.scoring.estimation import draw_queries
 
     if not SAMPLE_PAIRS[0] <= pairs <= SAMPLE_PAIRS[1]:
         raise SampleError(f"pairs must be between {SAMPLE_PAIRS[0]} and {SAMPLE_PAIRS[1]}")
@@ -653,7 +653,7 @@ def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
 
 def pool_state(campaign: Campaign):
     """The campaign's unjudged pooled pairs and its estimation sample, for its label set."""
-    from retrieval.estimation import PoolState
+    from retrieval.scoring.estimation import PoolState
 
     pending = np.array(
         Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).values_list(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.label_status import IRRELEVANT, RELEVANT
+from retrieval.label_sets.status import IRRELEVANT, RELEVANT
 
 NONE = -1
 """No automatic label (see :func:`auto_labels`)."""

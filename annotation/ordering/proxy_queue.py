@@ -30,13 +30,13 @@ from annotation.ordering.proxy import (
     order_within_captions,
     rule_text,
 )
-from retrieval.label_status import IRRELEVANT, RELEVANT
+from retrieval.label_sets.status import IRRELEVANT, RELEVANT
 
 
 def _open_pairs(campaign: Campaign, proxy: str):
     """Pending pairs with no live label (nor admin or auto label), with their proxy scores."""
     # Imported here: the proxies pull in spaCy, which every caller need not load.
-    from retrieval.services.proxies import ProxyOptions, proxy_relevance
+    from retrieval.proxies.service import ProxyOptions, proxy_relevance
 
     options = ProxyOptions(proxy, split=campaign_split(campaign))  # ProxyError: bad proxy
     rows = list(

@@ -15,7 +15,7 @@ rest.
 - :func:`should_pause`: the pause rule (accuracy's upper bound below a threshold after
   enough gold, or judging faster than a floor).
 - :func:`majority` and :func:`dawid_skene`: aggregations with one interface
-  (:class:`Aggregation`, a status per item in :class:`retrieval.label_status.LabelStatus`
+  (:class:`Aggregation`, a status per item in :class:`retrieval.label_sets.status.LabelStatus`
   codes and a confidence, the probability of relevance). Majority is the policy's
   strict-majority rule; Dawid-Skene (Dawid & Skene 1979) fits per-annotator confusion
   matrices by EM.
@@ -32,8 +32,8 @@ from annotation.campaign_read import agreement
 from annotation.campaigns.settings import DEFAULT_FLOOR_SECONDS
 from annotation.policy import rules as policy
 from retrieval.formats.labels import RawLabel
-from retrieval.intervals import Interval
-from retrieval.label_status import LabelStatus
+from retrieval.label_sets.status import LabelStatus
+from retrieval.scoring.intervals import Interval
 
 UNKNOWN = -1
 """Known-label value of an item whose true label is not known (not a gold pair)."""
@@ -296,7 +296,7 @@ def _share(part: int, whole: int) -> float | None:
 
 @dataclass(frozen=True)
 class Aggregation:
-    """Per item: ``status`` (:class:`retrieval.label_status.LabelStatus` codes, int8) and
+    """Per item: ``status`` (:class:`retrieval.label_sets.status.LabelStatus` codes, int8) and
     ``confidence``.
 
     ``confidence`` is the probability that the item is relevant: 1, 0 or 0.5 (disagreement)

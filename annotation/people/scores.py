@@ -25,7 +25,7 @@ from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, GoldJudgement, Judgement, Pair
 from annotation.people import quality
 from retrieval.json_data import JsonData
-from retrieval.label_status import CODES
+from retrieval.label_sets.status import CODES
 
 LABEL_ROWS = np.dtype(
     [

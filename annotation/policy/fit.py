@@ -42,7 +42,7 @@ from annotation.models import (
 from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
 from config.errors import UserError
-from retrieval.label_status import CODES, RELEVANT
+from retrieval.label_sets.status import CODES, RELEVANT
 
 JOB_KIND = label_models.REFIT_JOB
 

@@ -52,7 +52,7 @@ from annotation.policy import confusion
 from annotation.policy import rules as policy
 from config.batches import id_filters
 from jobs import runner
-from retrieval.label_status import CODES, RELEVANT
+from retrieval.label_sets.status import CODES, RELEVANT
 
 REFIT_JOB = "refit-policy"
 """The job kind that refits a campaign (:mod:`annotation.policy.fit`)."""

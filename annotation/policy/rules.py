@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from retrieval.label_status import LabelStatus, has_majority, majority
+from retrieval.label_sets.status import LabelStatus, has_majority, majority
 
 DEFAULT_SECOND_LABEL_RATE = 0.1
 DEFAULT_CAP = 3
@@ -93,7 +93,7 @@ def resolve(
     cap: int = DEFAULT_CAP,
     adjudicated: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Status code (:class:`~retrieval.label_status.LabelStatus`, int8) of each pair under
+    """Status code (:class:`~retrieval.label_sets.status.LabelStatus`, int8) of each pair under
     the FIRE §3.1 policy.
 
     Pending while :func:`labels_needed` asks for more; then the strict majority, or

@@ -20,7 +20,7 @@ import numpy as np
 
 from annotation.policy import confusion
 from annotation.policy import rules as policy
-from retrieval.label_status import LabelStatus, majority
+from retrieval.label_sets.status import LabelStatus, majority
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Crowd:
 @dataclass(frozen=True)
 class Outcome:
     """One replay: which labels were taken, each item's probability of relevance and status
-    (:class:`retrieval.label_status.LabelStatus` codes), and the rounds it took."""
+    (:class:`retrieval.label_sets.status.LabelStatus` codes), and the rounds it took."""
 
     taken: np.ndarray
     posterior: np.ndarray

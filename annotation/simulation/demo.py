@@ -15,8 +15,8 @@ from annotation.campaign_read.resolution import resolve_campaign
 from annotation.campaigns.service import CampaignError, CampaignSpec, create_campaign
 from annotation.models import Campaign, Judgement
 from annotation.simulation.live import simulate
+from retrieval.datasets.demo.runs import DEMO_MODELS
 from retrieval.models import Dataset, Run
-from retrieval.services.demo_models import DEMO_MODELS
 
 DEMO_CAMPAIGN = "demo-campaign"
 DEMO_RUNS = DEMO_MODELS

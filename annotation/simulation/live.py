@@ -23,8 +23,8 @@ from annotation.models import Campaign, Pair
 from config import roles
 from config.accounts.names import existing_or_new
 from config.errors import UserError
-from retrieval.label_status import NAMES
-from retrieval.services.demo import DemoError, ground_truth_relevance
+from retrieval.datasets.demo.service import DemoError, ground_truth_relevance
+from retrieval.label_sets.status import NAMES
 
 ERROR = "error"
 RANDOM = "random"

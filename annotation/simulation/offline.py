@@ -32,7 +32,7 @@ from annotation.campaigns.pooling import Pool
 from annotation.ordering.orders import DEFAULT_KS, Layout
 from annotation.policy import confusion, label_value
 from annotation.policy import rules as policy
-from retrieval.label_status import LabelStatus, majority
+from retrieval.label_sets.status import LabelStatus, majority
 
 DEPTH, METRIC_FIRST = "depth", "metric-first"
 ORDERS = (DEPTH, METRIC_FIRST)

@@ -13,7 +13,7 @@ import numpy as np
 
 from annotation.campaigns.pooling import Pool
 from annotation.ordering.orders import DEFAULT_KS, FullOrder, Layout, full_order
-from retrieval.estimation import RunJudgements, per_query_scores
+from retrieval.scoring.estimation import RunJudgements, per_query_scores
 
 METRICS = (*(f"C@{k}" for k in DEFAULT_KS), "AP")
 
@@ -53,7 +53,7 @@ class ReplayWorld:
         return np.where(has, np.argmax(self.known_positive, axis=2) + 1, 0)
 
     def run_judgements(self, judged: np.ndarray) -> list[RunJudgements]:
-        """Each run's :class:`~retrieval.estimation.RunJudgements` once the pairs in ``judged``
+        """Each run's :class:`~retrieval.scoring.estimation.RunJudgements` once the pairs in ``judged``
         (bool per pool pair) are labelled."""
         judged = np.asarray(judged, bool)
         hit = judged & self.labels

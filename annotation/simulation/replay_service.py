@@ -20,14 +20,14 @@ from annotation.simulation.replay import Replay, ReplayWorld, budget_steps, repl
 from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures
-from retrieval import judged as judged_values
+from retrieval.datasets.demo.service import ground_truth_relevance
 from retrieval.ids import PairKeys, lookup
-from retrieval.metrics import align_rows
+from retrieval.label_sets import judged as judged_values
+from retrieval.label_sets.service import load_judged
 from retrieval.models import Caption, Dataset, LabelSet, Run, Video
-from retrieval.services.demo import ground_truth_relevance
-from retrieval.services.labelsets import load_judged
-from retrieval.services.rescoring import rescoring_inputs
-from retrieval.services.runs import load_run
+from retrieval.scoring.metrics import align_rows
+from retrieval.scoring.rescoring_service import rescoring_inputs
+from retrieval.search.runs_service import load_run
 
 
 class ReplayError(UserError):
@@ -113,7 +113,7 @@ def stored_comparison(
     dataset: Dataset, label_set: LabelSet | None = None
 ) -> figures.Figure[OrderComparison]:
     """:func:`compare_orders` computed once per set of inputs (the dataset's runs and labels:
-    :func:`retrieval.services.rescoring.rescoring_inputs`) and served from storage after that:
+    :func:`retrieval.scoring.rescoring_service.rescoring_inputs`) and served from storage after that:
     replaying the seven orders took 8.5 s of the page's 9.9 s at FIRE's scale on every view."""
     subject = f"dataset {dataset.pk} labels {label_set.pk if label_set else 'truth'}"
     inputs = rescoring_inputs(dataset, label_set, ORDERS_FIGURE, ORDERS_FIGURE_VERSION)

@@ -4,11 +4,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from retrieval.datasets.names import NAME_MAX_LENGTH
 from retrieval.forms import NameValidator
 from retrieval.models import LabelSet
-from retrieval.names import NAME_MAX_LENGTH
-from retrieval.score_intervals import LABEL_NOISE, SAMPLED, UNJUDGED
-from retrieval.services.run_scoring import STATUS_NAMES
+from retrieval.scoring.run_scoring import STATUS_NAMES
+from retrieval.scoring.score_intervals import LABEL_NOISE, SAMPLED, UNJUDGED
 
 INTERVAL_PARTS = (LABEL_NOISE, UNJUDGED, SAMPLED)
 

@@ -15,7 +15,7 @@ from retrieval.api.serializers import (
     ScoreLinkSerializer,
 )
 from retrieval.models import Dataset
-from retrieval.services.run_scoring import SCORE_RUN, job_scores, submit_run_file
+from retrieval.scoring.run_scoring import SCORE_RUN, job_scores, submit_run_file
 
 
 class RunUploadView(GenericAPIView):

@@ -2,7 +2,7 @@
 Aware Correlation Transformer for Text to Video Retrieval", §3-§4): network blocks and the
 built-in encoder ``srct``.
 
-Text: role graphs (``retrieval/semantic_roles.py``) become node features (pooled contextual
+Text: role graphs (``retrieval/datasets/roles.py``) become node features (pooled contextual
 word vectors plus a role embedding) refined by role-typed attention restricted to graph
 edges (HGR, Chen et al., CVPR 2020, §3.2), pooled into sentence, action and entity levels.
 Video: appearance F_S, action F_T and object F_O sequences are correlated by the slides'
@@ -31,8 +31,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from config.errors import UserError
+from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
 
-from ..semantic_roles import ROLE_ORDER, RoleGraph, role_graphs
 from .base import TrainingData, VideoInputs
 from .features import EXPERTS, ExpertSequences
 from .losses import batch_relevance

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..semantic_roles import MOTION_FORMS
+from retrieval.datasets.roles import MOTION_FORMS
+
 from .base import l2_normalise, resolve_device
 
 MINILM_DIM = 384

@@ -25,7 +25,7 @@ from retrieval.formats.records import (
     parse_text,
     read_json_document,
 )
-from retrieval.judged import IRRELEVANT, LABEL_NAMES, RELEVANT
+from retrieval.label_sets.judged import IRRELEVANT, LABEL_NAMES, RELEVANT
 
 ANNOTATIONS = "annotations"
 DISAGREEMENTS = "disagreements"

@@ -34,7 +34,7 @@ from retrieval.formats.records import (
     parse_probability,
     parse_seconds,
 )
-from retrieval.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES, MAX_VOTES
+from retrieval.label_sets.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES, MAX_VOTES
 
 REQUIRED = ("caption_key", "video_key", "label")
 CSV_COLUMNS = (

@@ -4,7 +4,7 @@ Only files the database knows (a video's media or features file, or the browser 
 segment clip a video is served through) are ever served, and only
 when the path, with every symlink followed, stays inside the media root, or inside the
 directory a dataset import linked in as ``datasets/<name>`` (see
-:mod:`retrieval.services.importing`). Researchers and admins (:data:`config.roles.VIEW_VIDEOS`)
+:mod:`retrieval.datasets.importing`). Researchers and admins (:data:`config.roles.VIEW_VIDEOS`)
 may fetch any such file; everyone else only what a registered grant allows: the annotation
 app grants annotators the videos of the campaigns they judge, without this app knowing
 about campaigns. A grant names originals: whoever may fetch a video's original may fetch
@@ -22,9 +22,9 @@ from django.core.cache import cache
 from django.db.models import Q
 
 from config import roles
+from retrieval.datasets.importing import LINK_DIR
 from retrieval.media.service import DERIVED_DIR
 from retrieval.models import AS_IS_POSTER_DIR, Video
-from retrieval.services.importing import LINK_DIR
 
 GRANT_SECONDS = 300
 """How long a yes is remembered per user and file, so a video's Range requests stay cheap

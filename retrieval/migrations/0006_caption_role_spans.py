@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='caption',
             name='role_spans',
-            field=models.JSONField(blank=True, help_text="[start, end, role] character spans of the caption's semantic roles (retrieval.semantic_roles), computed once when a campaign pools the caption.", null=True),
+            field=models.JSONField(blank=True, help_text="[start, end, role] character spans of the caption's semantic roles (retrieval.datasets.roles), computed once when a campaign pools the caption.", null=True),
         ),
     ]

@@ -1,7 +1,7 @@
 """Pure: semantic-similarity proxies between captions (Wray et al., CVPR 2021, §4.4).
 
 Reading a split from the database, caching the matrices and scoring models by them is
-:mod:`retrieval.services.proxies`. The package imports nothing heavy: spaCy and NLTK load
+:mod:`retrieval.proxies.service`. The package imports nothing heavy: spaCy and NLTK load
 only when a proxy is computed.
 """
 

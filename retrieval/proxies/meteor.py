@@ -115,7 +115,7 @@ def prepare(
     """Precompute, once per caption, what METEOR needs (captions come pre-tokenised).
 
     ``wordnet`` is a WordNet corpus reader (default ``nltk.corpus.wordnet``; in this project
-    call :func:`retrieval.wordnet.register_nltk_path` first: nothing is downloaded) and
+    call :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is downloaded) and
     ``stemmer`` anything with ``stem(word)`` (default ``PorterStemmer()``, as in NLTK).
     Like NLTK, a caption given as one string (not a token list) is a ``TypeError``.
     """

@@ -6,7 +6,7 @@ from datetime import datetime
 from django import template
 from django.utils import timezone
 
-from retrieval import rescoring
+from retrieval.scoring import rescoring
 
 register = template.Library()
 
@@ -21,7 +21,7 @@ def percent(value: float | None, digits: int = 1) -> str:
 
 @register.filter
 def points(value: float | None) -> str:
-    """A score in points with one decimal, ``0.4312`` → ``43.1`` (:func:`retrieval.rescoring.points`,
+    """A score in points with one decimal, ``0.4312`` → ``43.1`` (:func:`retrieval.scoring.rescoring.points`,
     the leaderboard's and the reports' one format)."""
     return rescoring.points(value)
 

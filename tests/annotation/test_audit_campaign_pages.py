@@ -117,9 +117,9 @@ def test_the_service_still_refuses_a_changed_judging_order(campaign):
 
 
 def _label_set(dataset, name: str):
-    from retrieval.judged import Judged
+    from retrieval.label_sets.judged import Judged
+    from retrieval.label_sets.service import store_label_set
     from retrieval.models import Caption, Video
-    from retrieval.services.labelsets import store_label_set
 
     caption = Caption.objects.filter(dataset=dataset).first()
     video = Video.objects.filter(dataset=dataset).first()

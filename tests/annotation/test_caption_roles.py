@@ -8,9 +8,9 @@ from rest_framework.test import APIClient
 
 from annotation.campaigns.settings import CampaignSettings
 from config import roles
+from retrieval.datasets.roles import role_graphs, role_spans
 from retrieval.encoders.text import load_spacy
 from retrieval.models import Caption
-from retrieval.semantic_roles import role_graphs, role_spans
 from tests.factories import make_campaign
 
 

@@ -28,8 +28,8 @@ from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
 from annotation.ordering import priorities
 from retrieval.models import Caption
-from retrieval.services.reports import build_report
-from retrieval.services.runs import load_run
+from retrieval.scoring.reports import build_report
+from retrieval.search.runs_service import load_run
 from tests.factories import query_dataset, random_run
 
 KS = (1, 5, 10)

@@ -1,10 +1,10 @@
 """Every label the models, forms and API accept is a name of the one vocabulary
-(:mod:`retrieval.label_status`), and the names stored in the database stay what they were."""
+(:mod:`retrieval.label_sets.status`), and the names stored in the database stay what they were."""
 
 from annotation.api.serializers import SubmitSerializer
 from annotation.campaigns.forms import RETURN, AdjudicationForm
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
-from retrieval.label_status import CODES, LABELS, NAMES, LabelStatus
+from retrieval.label_sets.status import CODES, LABELS, NAMES, LabelStatus
 
 
 def choice_values(model, field: str) -> list[str]:

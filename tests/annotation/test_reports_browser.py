@@ -11,9 +11,9 @@ from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.models import Pair
 from annotation.simulation.live import simulate
 from config.roles import ADMIN, RESEARCHER, ensure_groups
+from retrieval.datasets.demo.service import create_demo_dataset
 from retrieval.formats import fire_json, labels, trec
 from retrieval.models import LabelSet
-from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import login, needs_chromium
 from tests.factories import random_run
 

@@ -12,8 +12,8 @@ from config.roles import ADMIN, ANNOTATOR, RESEARCHER, ensure_groups
 from jobs import runner
 from jobs.models import Job
 from jobs.registry import get_kind
+from retrieval.encoders.service import register_encoder
 from retrieval.models import Dataset, Run
-from retrieval.services.encoding import register_encoder
 from tests.factories import query_dataset, random_run
 
 NOTICE = "still being prepared"
@@ -150,7 +150,7 @@ def test_setup_demo_twice_builds_once_and_records_the_deferred_jobs_once(setting
 def test_the_demo_campaign_job_waits_for_the_four_runs_then_pools_them_once():
     from annotation.models import Campaign
     from jobs.tasks import execute
-    from retrieval.services.demo import create_demo_dataset
+    from retrieval.datasets.demo.service import create_demo_dataset
 
     dataset = create_demo_dataset(name=startup.DEMO_DATASET, n_videos=36, seed=1, workers=2)
     arguments = {"dataset": dataset.name, "name": "demo-campaign"}
@@ -185,7 +185,7 @@ def test_retrying_a_failed_demo_campaign_job_finishes_the_campaign(monkeypatch):
     from annotation.models import Campaign, Judgement
     from annotation.simulation import demo as demo_campaign
     from jobs.tasks import execute
-    from retrieval.services.demo import create_demo_dataset
+    from retrieval.datasets.demo.service import create_demo_dataset
 
     dataset = create_demo_dataset(name=startup.DEMO_DATASET, n_videos=36, seed=1, workers=2)
     for seed, name in enumerate(("random", "minilm", "mme", "jpose")):

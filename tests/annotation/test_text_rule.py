@@ -24,8 +24,8 @@ from annotation.people.forms import PauseForm
 from config import api_tokens
 from config.models import ApiToken
 from config.text_rule import InvalidText, check_text, text_problem
+from retrieval.datasets.names import name_problem
 from retrieval.formats.records import FormatError
-from retrieval.names import name_problem
 from tests.factories import make_campaign
 
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "txt.exe" shows as "exe.txt"

@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from jobs import runner
 from jobs.models import Job
 from jobs.registry import get_kind, kinds
-from retrieval.services.demo import create_demo_dataset
-from retrieval.services.encoding import register_encoder
-from retrieval.services.uploads import input_name, new_input_folder
+from retrieval.datasets.demo.service import create_demo_dataset
+from retrieval.datasets.uploads import input_name, new_input_folder
+from retrieval.encoders.service import register_encoder
 from tests.factories import make_campaign, random_run
 
 HUGE = str(10**30)

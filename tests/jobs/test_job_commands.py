@@ -50,7 +50,7 @@ def test_an_alias_refuses_with_the_forms_messages():
 
 @pytest.mark.django_db
 def test_an_alias_runs_its_kind_and_prints_the_result_or_its_json():
-    from retrieval.services.encoding import register_encoder
+    from retrieval.encoders.service import register_encoder
     from tests.factories import query_dataset
 
     dataset, _, _ = query_dataset("aliases")

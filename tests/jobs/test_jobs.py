@@ -313,8 +313,8 @@ def test_real_kinds_run_as_jobs(settings):
 def test_a_training_job_counts_its_epochs_then_embeds_and_predicts():
     from django.core.management import call_command
 
-    from retrieval.services.demo import create_demo_dataset
-    from retrieval.services.encoding import register_encoder
+    from retrieval.datasets.demo.service import create_demo_dataset
+    from retrieval.encoders.service import register_encoder
 
     dataset = create_demo_dataset(name="mini", n_videos=24, seed=4, workers=1)
     call_command("features", dataset="mini", verbosity=0)

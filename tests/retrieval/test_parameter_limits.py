@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 
 from retrieval.models import Caption, Dataset, Video
-from retrieval.runs import RankedLists
-from retrieval.services import rescoring
-from retrieval.services.evaluation import original_hits
+from retrieval.scoring import rescoring_service as rescoring
+from retrieval.scoring.evaluation import original_hits
+from retrieval.search.runs import RankedLists
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql",

@@ -5,10 +5,12 @@ import time
 
 from django.core.management.base import CommandError
 
-from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file, write_export
-from annotation.campaign_read.resolution import METHODS
+from annotation.campaign_read.exports import export_to_file, write_export
+from annotation.jobs import ExportForm
 from annotation.management.lookup import get_campaign
-from jobs.commands import BaseCommand
+from jobs.commands import BaseCommand, add_form_options, given_options
+from jobs.registry import get_kind
+from jobs.runner import check_arguments
 
 
 class Command(BaseCommand):
@@ -20,18 +22,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--campaign", required=True)
-        parser.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+        add_form_options(parser, ExportForm, initial=False)  # as the export job kind
         parser.add_argument("-o", "--output", required=True, help="File to write, or '-'.")
-        parser.add_argument(
-            "--method",
-            choices=METHODS,
-            help="How pairs resolve: majority or dawid-skene (adds a confidence to every "
-            "pair). Default: the method of the campaign's last resolution, else majority.",
-        )
 
     def handle(self, *args, **options):
-        campaign = get_campaign(options["campaign"])
+        given = check_arguments(get_kind("export"), given_options(ExportForm, options))
+        campaign = get_campaign(given["campaign"])
+        options = {**options, "method": given.get("method")}
         began = time.perf_counter()
         output = options["output"]
         try:

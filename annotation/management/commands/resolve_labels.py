@@ -9,9 +9,9 @@ from django.core.management.base import CommandError
 from annotation.people.quality import MAJORITY, METHODS, ResolvedPairs, resolve_raw
 from annotation.policy import rules as policy
 from jobs.commands import BaseCommand
-from retrieval import label_status
 from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP, read_raw_jsonl
+from retrieval.label_sets import status as label_status
 
 FORMATS = ("jsonl", "csv")
 COLUMNS = ("caption_id", "video_id", "label", "labels", "confidence")

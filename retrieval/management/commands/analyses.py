@@ -4,7 +4,7 @@ import json
 
 from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset, get_label_set
-from retrieval.services.reports import build_report
+from retrieval.scoring.reports import build_report
 
 
 class Command(BaseCommand):

@@ -7,18 +7,18 @@ from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from jobs.commands import BaseCommand
-from retrieval.models import Dataset
-from retrieval.services.demo import (
-    DemoSummary,
-    create_demo_dataset,
-    summarize_demo_dataset,
-)
-from retrieval.services.demo_models import (
+from retrieval.datasets.demo.runs import (
     DEMO_MODELS,
     OPTIONAL_MODELS,
     build_demo_models,
     score_runs,
 )
+from retrieval.datasets.demo.service import (
+    DemoSummary,
+    create_demo_dataset,
+    summarize_demo_dataset,
+)
+from retrieval.models import Dataset
 
 
 class Command(BaseCommand):

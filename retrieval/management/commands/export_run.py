@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", type=Path, required=True, help="Output file.")
 
     def handle(self, *args, **options):
-        from retrieval.services.runs import export_run
+        from retrieval.search.runs_service import export_run
 
         dataset = get_dataset(options["dataset"])
         model = get_model(dataset, options["model"])

@@ -6,8 +6,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from jobs.commands import BaseCommand
+from retrieval.encoders.service import extract_dataset_features, link_feature_files
 from retrieval.management.lookup import get_dataset
-from retrieval.services.encoding import extract_dataset_features, link_feature_files
 
 
 class Command(BaseCommand):

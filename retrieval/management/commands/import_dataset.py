@@ -8,8 +8,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from jobs.commands import BaseCommand
+from retrieval.datasets.importing import ImportSummary, import_dataset
 from retrieval.formats import CAPTION_FORMATS
-from retrieval.services.importing import ImportSummary, import_dataset
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ import json
 
 from jobs.commands import BaseCommand
 from retrieval.formats.labels import DUPLICATES, DUPLICATES_HELP
+from retrieval.label_sets.service import IMPORT_FORMATS, import_label_file
 from retrieval.management.lookup import get_dataset
-from retrieval.services.labelsets import IMPORT_FORMATS, import_label_file
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from jobs.commands import BaseCommand
-from retrieval import wordnet
+from retrieval.proxies import wordnet
 
 
 class Command(BaseCommand):

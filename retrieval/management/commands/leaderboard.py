@@ -1,10 +1,10 @@
 """Print a dataset's leaderboard under a label set, as a table, CSV, JSON or LaTeX."""
 
 from jobs.commands import BaseCommand
-from retrieval.leaderboard import DEFAULT_RESAMPLES, sort_keys
-from retrieval.leaderboard_formats import FORMATS, LATEX_LAYOUTS, render
 from retrieval.management.lookup import get_dataset
-from retrieval.services.leaderboard import build_leaderboard, read_request
+from retrieval.scoring.leaderboard import DEFAULT_RESAMPLES, sort_keys
+from retrieval.scoring.leaderboard_formats import FORMATS, LATEX_LAYOUTS, render
+from retrieval.scoring.leaderboard_service import build_leaderboard, read_request
 
 
 class Command(BaseCommand):

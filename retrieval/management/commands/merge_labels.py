@@ -3,8 +3,8 @@
 import json
 
 from jobs.commands import BaseCommand
+from retrieval.label_sets.service import merge_label_sets
 from retrieval.management.lookup import get_dataset, get_label_set
-from retrieval.services.labelsets import merge_label_sets
 
 
 class Command(BaseCommand):

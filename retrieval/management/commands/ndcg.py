@@ -7,7 +7,7 @@ from retrieval.management.commands.proxies import add_proxy_options, options_for
 from retrieval.management.lookup import get_dataset, get_model
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.proxies.ndcg import GAINS
-from retrieval.services.proxies import (
+from retrieval.proxies.service import (
     ProxyError,
     model_similarity,
     proxy_relevance,

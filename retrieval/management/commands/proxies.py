@@ -3,10 +3,13 @@
 import json
 from pathlib import Path
 
-from jobs.commands import BaseCommand
+from jobs.commands import BaseCommand, add_form_options, given_options
+from jobs.registry import get_kind
+from jobs.runner import check_arguments
+from retrieval.jobs import ProxiesForm
 from retrieval.management.lookup import get_dataset
 from retrieval.proxies import PROXIES, PROXY_LABELS
-from retrieval.services.proxies import (
+from retrieval.proxies.service import (
     SUMMARY_THRESHOLDS,
     ProxyOptions,
     proxy_relevance,
@@ -14,11 +17,13 @@ from retrieval.services.proxies import (
 )
 
 
-def add_proxy_options(parser, *, proxy_choices) -> None:
-    """Options shared by the commands that build proxy matrices."""
-    parser.add_argument("--dataset", required=True)
-    parser.add_argument("--proxy", required=True, choices=proxy_choices)
-    parser.add_argument("--split", default="test", help="Videos and captions of this split.")
+def add_proxy_options(parser, *, proxy_choices: list[str] | None = None) -> None:
+    """Options shared by the commands that build proxy matrices (``proxy_choices``: the
+    command's own --dataset, --proxy and --split, where no form gives them)."""
+    if proxy_choices is not None:
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--proxy", required=True, choices=proxy_choices)
+        parser.add_argument("--split", default="test", help="Videos and captions of this split.")
     parser.add_argument(
         "--dedupe-captions",
         action="store_true",
@@ -55,12 +60,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        add_proxy_options(parser, proxy_choices=[*PROXIES, "all"])
-        parser.add_argument("--rebuild", action="store_true", help="Ignore the cache.")
+        add_form_options(parser, ProxiesForm)  # as the proxies job kind
+        add_proxy_options(parser)
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
-        dataset = get_dataset(options["dataset"])
+        given = check_arguments(get_kind("proxies"), given_options(ProxiesForm, options))
+        options = {**options, **given, "split": given.get("split") or "test"}
+        dataset = get_dataset(given["dataset"])
+        rebuild = given.get("rebuild", False)
         proxies = PROXIES if options["proxy"] == "all" else (options["proxy"],)
         progress = options["verbosity"] > 0 and options["format"] == "table"
         results = []
@@ -70,7 +78,7 @@ class Command(BaseCommand):
                 options_for(proxy, options),
                 progress=progress,
                 workers=options["workers"],
-                rebuild=options["rebuild"],
+                rebuild=rebuild,
             )
             results.append(proxy_summary(relevance))
         if options["format"] == "json":

@@ -7,7 +7,7 @@ from django.core.management.base import CommandError
 
 from jobs.commands import BaseCommand
 from retrieval.management.lookup import get_dataset
-from retrieval.services import registration
+from retrieval.search import registration
 
 
 class Command(BaseCommand):
@@ -41,7 +41,7 @@ class Command(BaseCommand):
         elif options["run"]:
             model = registration.register_run_file(dataset, name, options["run"])
         else:
-            from retrieval.services.encoding import register_encoder
+            from retrieval.encoders.service import register_encoder
 
             try:
                 config = json.loads(options["config"])

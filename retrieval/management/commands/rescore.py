@@ -4,11 +4,15 @@ import json
 
 from django.core.management.base import CommandError
 
-from jobs.commands import BaseCommand
+from jobs.commands import BaseCommand, add_form_options, given_options
+from jobs.registry import get_kind
+from jobs.runner import check_arguments
 from retrieval.formats.csv_safety import csv_line
+from retrieval.forms import split_names
+from retrieval.jobs import RescoreForm
 from retrieval.management.lookup import get_dataset, get_label_set
-from retrieval.metrics import METRIC_NAMES
-from retrieval.rescoring import (
+from retrieval.scoring.metrics import METRIC_NAMES
+from retrieval.scoring.rescoring import (
     Rescoring,
     interval_cell,
     interval_legend,
@@ -16,7 +20,7 @@ from retrieval.rescoring import (
     rescore,
     table_cell,
 )
-from retrieval.score_intervals import interval_metrics
+from retrieval.scoring.score_intervals import interval_metrics
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "FIRE-AP", "nDCG@10", "Judged@10", "bpref")
 BLOCK_TITLES = {
@@ -36,14 +40,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--dataset", help="Database mode: the dataset whose runs to score.")
-        parser.add_argument("--labels", help="Database mode: the label set of corrected positives.")
-        parser.add_argument("--runs", help="Database mode: comma-separated run names (all).")
-        parser.add_argument(
-            "--only-labelled",
-            action="store_true",
-            help="Database mode: only the queries the label set judges.",
-        )
+        add_form_options(parser, RescoreForm, initial=False)  # database mode
         parser.add_argument("--qrels", help="File mode: TREC qrels of the corrected positives.")
         parser.add_argument("--original-qrels", help="File mode: TREC qrels of the originals.")
         parser.add_argument("--run", action="append", default=[], help="File mode: a TREC run.")
@@ -61,13 +58,17 @@ class Command(BaseCommand):
         self.stdout.write(render(result, options["format"]))
 
     def from_database(self, options) -> Rescoring:
-        from retrieval.services.rescoring import rescore_dataset
+        """Database mode, validated by the ``rescore`` job kind's form."""
+        from retrieval.scoring.rescoring_service import rescore_dataset
 
-        dataset = get_dataset(options["dataset"])
-        label_set = get_label_set(dataset, options["labels"]) if options["labels"] else None
-        names = [n.strip() for n in (options["runs"] or "").split(",") if n.strip()] or None
+        given = check_arguments(get_kind("rescore"), given_options(RescoreForm, options))
+        dataset = get_dataset(given["dataset"])
+        label_set = get_label_set(dataset, given["labels"]) if given.get("labels") else None
         return rescore_dataset(
-            dataset, label_set, names, only_labelled=options["only_labelled"]
+            dataset,
+            label_set,
+            split_names(given.get("runs", "")) or None,
+            only_labelled=given.get("only_labelled", False),
         ).result
 
     def from_files(self, options) -> Rescoring:

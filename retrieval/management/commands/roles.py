@@ -6,10 +6,10 @@ from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from jobs.commands import BaseCommand
+from retrieval.datasets.roles import frames, role_graphs
+from retrieval.datasets.roles_service import fill_role_spans
 from retrieval.encoders.text import load_spacy
 from retrieval.management.lookup import get_dataset
-from retrieval.semantic_roles import frames, role_graphs
-from retrieval.services.caption_roles import fill_role_spans
 
 
 class Command(BaseCommand):

@@ -26,7 +26,7 @@ from annotation.judging import queue, submit
 from annotation.models import Judgement, Pair
 from annotation.people import service as people
 from retrieval.formats import fire_json, labels, trec
-from retrieval.label_status import CODES, names
+from retrieval.label_sets.status import CODES, names
 from retrieval.models import Caption
 from tests.annotation.campaign_read.test_exports import campaign  # noqa: F401 (the fixture)
 

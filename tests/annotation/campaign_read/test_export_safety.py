@@ -19,8 +19,8 @@ from annotation.models import GoldJudgement, GoldPair, Pair
 from jobs.models import Job
 from retrieval.formats import labels
 from retrieval.formats.csv_safety import unescape
+from retrieval.label_sets.service import import_label_file, load_judged
 from retrieval.models import Caption, Run
-from retrieval.services.labelsets import import_label_file, load_judged
 from tests.factories import make_campaign
 
 HOSTILE = ('=HYPERLINK("http://x","y")', "+1", "-1+2", "@SUM(A1)", "\tx", "\rx")

@@ -18,13 +18,13 @@ from annotation.campaigns.service import CampaignSpec, create_campaign, load_pro
 from annotation.judging import queue, submit
 from annotation.models import Pair
 from config import roles
-from retrieval import judged
 from retrieval.formats import fire_json, trec
+from retrieval.label_sets import judged
+from retrieval.label_sets.service import import_label_file, load_judged
 from retrieval.models import Caption, Dataset, LabelSet, RetrievalModel, Video
-from retrieval.runs import RankedLists
-from retrieval.services.labelsets import import_label_file, load_judged
-from retrieval.services.rescoring import rescore_dataset
-from retrieval.services.runs import store_run
+from retrieval.scoring.rescoring_service import rescore_dataset
+from retrieval.search.runs import RankedLists
+from retrieval.search.runs_service import store_run
 
 N_QUERIES = 4
 DEPTH = 3

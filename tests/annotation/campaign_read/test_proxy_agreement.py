@@ -15,8 +15,8 @@ from annotation.campaign_read.proxy_agreement import (
 from annotation.campaign_read.reporting import campaign_proxy_report
 from annotation.simulation.live import simulate
 from config.roles import RESEARCHER, ensure_groups
-from retrieval.services.demo import create_demo_dataset
-from retrieval.services.proxies import ProxyOptions, proxy_relevance
+from retrieval.datasets.demo.service import create_demo_dataset
+from retrieval.proxies.service import ProxyOptions, proxy_relevance
 from tests.factories import random_run_campaign
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation.campaign_read import labels as campaign_labels
 from annotation.campaign_read import reporting
 from annotation.models import Judgement, Pair
-from retrieval.label_status import LabelStatus
+from retrieval.label_sets.status import LabelStatus
 from tests.factories import make_campaign
 
 R, IR = "relevant", "irrelevant"

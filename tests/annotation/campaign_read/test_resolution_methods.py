@@ -29,10 +29,10 @@ from annotation.simulation.live import (
     simulate,
     truth_for,
 )
-from retrieval.label_status import CODES
+from retrieval.datasets.demo.service import create_demo_dataset
+from retrieval.label_sets.service import import_label_file, load_judged
+from retrieval.label_sets.status import CODES
 from retrieval.models import LabelSet
-from retrieval.services.demo import create_demo_dataset
-from retrieval.services.labelsets import import_label_file, load_judged
 from tests.factories import make_campaign, random_run
 
 # Simulated crowds.

@@ -11,9 +11,9 @@ from annotation.campaign_read.resolution import campaign_resolution, overturned
 from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.models import Judgement
 from annotation.simulation.live import parse_profiles, simulate
-from retrieval.label_status import LabelStatus
+from retrieval.datasets.demo.service import create_demo_dataset
+from retrieval.label_sets.status import LabelStatus
 from retrieval.models import LabelSet
-from retrieval.services.demo import create_demo_dataset
 from tests.factories import random_run
 
 REL, IRR, DIS = LabelStatus.RELEVANT, LabelStatus.IRRELEVANT, LabelStatus.DISAGREEMENT

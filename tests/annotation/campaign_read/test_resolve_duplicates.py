@@ -16,8 +16,8 @@ import pytest
 from crowdkit.aggregation import DawidSkene, MajorityVote
 from django.core.management import CommandError, call_command
 
+from retrieval.label_sets.service import load_judged
 from retrieval.models import LabelSet
-from retrieval.services.labelsets import load_judged
 from tests.factories import query_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")

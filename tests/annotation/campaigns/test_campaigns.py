@@ -13,8 +13,8 @@ from annotation.campaigns.service import (
 from annotation.models import Campaign, Pair
 from annotation.policy import rules as policy
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
-from retrieval.runs import RankedLists
-from retrieval.services.runs import store_run
+from retrieval.search.runs import RankedLists
+from retrieval.search.runs_service import store_run
 
 
 @pytest.fixture

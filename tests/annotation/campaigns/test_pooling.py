@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from annotation.campaigns.pooling import MAX_DEPTH, Pool, pool, ranks_within, sample_queries
-from retrieval.runs import RankedLists
+from retrieval.search.runs import RankedLists
 
 
 def lists(rows: dict[int, list[int]], width: int | None = None) -> RankedLists:

@@ -9,10 +9,10 @@ from annotation.campaigns.service import CampaignError, CampaignSpec, create_cam
 from annotation.models import Campaign
 from annotation.simulation.live import simulate
 from jobs.models import Job
+from retrieval.label_sets.service import LabelSetError, load_judged
 from retrieval.models import Caption, LabelSet
-from retrieval.services.labelsets import LabelSetError, load_judged
-from retrieval.services.leaderboard import build_leaderboard, read_request
-from retrieval.services.runs import load_run
+from retrieval.scoring.leaderboard_service import build_leaderboard, read_request
+from retrieval.search.runs_service import load_run
 from tests.factories import make_campaign, pooled_world, random_run
 
 IMMEDIATE = {

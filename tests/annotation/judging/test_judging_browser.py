@@ -15,7 +15,7 @@ from annotation.campaigns.settings import GoldSettings
 from annotation.judging import queue, task_ids
 from annotation.models import Escalation, Judgement, Lease, Pair
 from config.roles import ANNOTATOR, ensure_groups
-from retrieval.services.demo import create_demo_dataset
+from retrieval.datasets.demo.service import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium
 from tests.factories import random_run_campaign
 

@@ -18,8 +18,8 @@ from django.db import transaction
 from annotation.judging import task_ids
 from annotation.models import Campaign, Escalation, Judgement
 from config.roles import ADMIN, ANNOTATOR, ensure_groups
+from retrieval.datasets.demo.service import create_demo_dataset
 from retrieval.models import Video
-from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen
 from tests.factories import random_run_campaign
 

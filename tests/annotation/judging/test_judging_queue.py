@@ -15,7 +15,7 @@ from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
 from annotation.ordering import orders as judging_order
 from annotation.ordering import priorities
-from retrieval.services.runs import load_run
+from retrieval.search.runs_service import load_run
 from tests.factories import query_dataset, random_run
 
 
@@ -265,7 +265,7 @@ def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people)
     """metric-first stops with every C@K exact and AP only bounded; a random sample of the
     remaining queries, once judged, turns AP into an estimate inside those bounds."""
     from annotation.campaign_read.resolution import resolve_campaign
-    from retrieval.services.rescoring import rescore_dataset
+    from retrieval.scoring.rescoring_service import rescore_dataset
 
     campaign = _campaign(world, "metric-first")
     _judge_all(campaign, people["annotator"])
@@ -321,7 +321,7 @@ def test_report_page_and_rescore_table_show_how_settled_scores_are(world, people
 def test_judging_orders_page_compares_every_order(people, client):
     """On a world with ground truth, the page replays every order: metric-first settles C@K
     first and every order finds every positive by the end."""
-    from retrieval.services.demo import create_demo_dataset
+    from retrieval.datasets.demo.service import create_demo_dataset
 
     dataset = create_demo_dataset(name="jo-demo", n_videos=24, seed=3, workers=1)
     for i in range(2):

@@ -8,9 +8,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from config.roles import ANNOTATOR, ensure_groups
+from retrieval.datasets.demo.service import create_demo_dataset
 from retrieval.media.probe import probe
 from retrieval.models import Video
-from retrieval.services.demo import create_demo_dataset
 from tests.browser_support import RECORD_SHOWN, login, needs_chromium, shoot_screen
 from tests.factories import random_run_campaign
 from tests.media_support import BLUE, RED, make_clip

@@ -35,7 +35,7 @@ from annotation.judging import queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
 from annotation.policy import rules as policy
-from retrieval.label_status import LabelStatus
+from retrieval.label_sets.status import LabelStatus
 from tests.factories import make_campaign
 
 SCALE = float(os.environ.get("FIREPOOL_FUZZ_SCALE", "1"))

@@ -15,7 +15,7 @@ from annotation.ordering.orders import (
     live_relevant,
     make_order,
 )
-from retrieval.runs import RankedLists
+from retrieval.search.runs import RankedLists
 from tests.factories import make_campaign
 
 

@@ -16,9 +16,9 @@ from annotation.judging import queue, submit
 from annotation.models import Pair
 from annotation.ordering.proxy import auto_labels, order_within_captions, rule_text
 from annotation.ordering.proxy_queue import auto_label, order_queue
+from retrieval.datasets.demo.service import create_demo_dataset
 from retrieval.formats import fire_json
-from retrieval.services.demo import create_demo_dataset
-from retrieval.services.proxies import ProxyError, ProxyOptions, proxy_relevance
+from retrieval.proxies.service import ProxyError, ProxyOptions, proxy_relevance
 from tests.factories import random_run_campaign
 
 

@@ -12,8 +12,8 @@ from scipy.stats import binomtest
 
 from annotation.people import quality
 from annotation.policy import rules as policy
-from retrieval import label_status
-from retrieval.label_status import LabelStatus
+from retrieval.label_sets import status as label_status
+from retrieval.label_sets.status import LabelStatus
 
 # crowd-kit 1.4.2 uses pandas keywords that pandas 3 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")

@@ -20,7 +20,7 @@ from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
 from annotation.policy import fit as policy_fit
 from annotation.policy import rules as policy
-from retrieval.label_status import CODES
+from retrieval.label_sets.status import CODES
 from tests.factories import make_campaign, query_dataset, random_run
 
 # Settings and entry points.
@@ -550,8 +550,8 @@ def test_the_campaign_pages_show_the_target_and_what_is_settled(people, client):
 @pytest.mark.django_db
 def test_an_adaptive_label_set_keeps_each_pairs_posterior_for_intervals(django_user_model):
     from annotation.campaign_read.resolution import resolve_campaign
-    from retrieval.services.labelsets import load_judged
-    from retrieval.services.rescoring import rescore_dataset
+    from retrieval.label_sets.service import load_judged
+    from retrieval.scoring.rescoring_service import rescore_dataset
 
     campaign = make_campaign(n_queries=2, depth=2, policy="adaptive")
     careful, unknown = _people(django_user_model, "careful", "unknown")

@@ -13,7 +13,7 @@ from annotation.policy.rules import (
     summary,
     tally,
 )
-from retrieval.label_status import LabelStatus, names
+from retrieval.label_sets.status import LabelStatus, names
 
 REL, IRR = True, False
 

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from annotation.policy import confusion
 from annotation.policy import rules as policy
 from annotation.simulation import crowd as crowd_replay
-from retrieval.label_status import LabelStatus
+from retrieval.label_sets.status import LabelStatus
 
 ROOT = Path(__file__).resolve().parents[3]
 CROWD_RTE = Path(

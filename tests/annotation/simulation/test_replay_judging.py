@@ -9,10 +9,10 @@ from django.core.management import CommandError, call_command
 
 from annotation.simulation.replay import METRICS
 from annotation.simulation.replay_service import replay_world
-from retrieval.judged import Judged
+from retrieval.datasets.demo.service import create_demo_dataset
+from retrieval.label_sets.judged import Judged
+from retrieval.label_sets.service import store_label_set
 from retrieval.models import Dataset
-from retrieval.services.demo import create_demo_dataset
-from retrieval.services.labelsets import store_label_set
 from tests.factories import random_run
 
 
@@ -112,8 +112,8 @@ def test_a_run_shorter_than_the_depth_replays_and_its_page_answers(world, client
 
     from config import roles
     from retrieval.models import Caption, RetrievalModel
-    from retrieval.runs import RankedLists
-    from retrieval.services.runs import load_run, store_run
+    from retrieval.search.runs import RankedLists
+    from retrieval.search.runs_service import load_run, store_run
 
     full = load_run(world.runs.get(name="a"))
     model = RetrievalModel.objects.create(dataset=world, name="short", source="run")

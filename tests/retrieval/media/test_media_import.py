@@ -193,7 +193,7 @@ def test_the_upload_job_skips_broken_files_and_queues_the_copies(clips, tmp_path
 
     from jobs import runner
     from jobs.models import Job
-    from retrieval.services.uploads import input_name, new_input_folder
+    from retrieval.datasets.uploads import input_name, new_input_folder
 
     settings.TASKS = {
         "default": {

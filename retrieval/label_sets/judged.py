@@ -1,0 +1,170 @@
+"""Judged relevance of caption-video pairs: the arrays behind a label set.
+
+A label set holds, per judged pair, the caption and video primary keys, the relevance
+(1 relevant, 0 irrelevant, -1 a disagreement that no label resolved), how many labels it
+rests on (0 when the source does not say), whether an admin adjudicated it and, when the
+source gives one, a confidence (the probability of relevance a model-based aggregation such
+as Dawid & Skene 1979 assigns; NaN where unknown). FIRE keeps
+disagreements apart from the positives (FIRE §3.2, Table 2); so do we: they are stored but
+count as neither relevant nor judged-irrelevant when scoring.
+"""
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.label_sets.status import DISAGREEMENT, FINAL, IRRELEVANT, RELEVANT
+
+LABEL_NAMES = {int(status): status.label for status in FINAL}
+"""Names of the codes a label set holds (see :mod:`retrieval.label_sets.status`)."""
+LABEL_CODES = {name: code for code, name in LABEL_NAMES.items()}
+MAX_VOTES = int(np.iinfo(np.int16).max)
+"""Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Judged pairs as parallel arrays, sorted by (caption, video) with no repeats."""
+
+    caption_ids: np.ndarray  # int64
+    video_ids: np.ndarray  # int64
+    relevance: np.ndarray  # int8: 1, 0 or -1
+    votes: np.ndarray  # int16: labels behind the relevance (0: unknown)
+    adjudicated: np.ndarray  # bool
+    confidence: np.ndarray | None = None  # float64 probability of relevance, NaN unknown
+
+    @classmethod
+    def build(
+        cls,
+        caption_ids: Sequence[int] | np.ndarray,
+        video_ids: Sequence[int] | np.ndarray,
+        relevance: Sequence[int] | np.ndarray,
+        votes: Sequence[int] | np.ndarray | None = None,
+        adjudicated: Sequence[bool] | np.ndarray | None = None,
+        confidence: Sequence[float] | np.ndarray | None = None,
+    ) -> "Judged":
+        """Check, sort and de-duplicate; a pair given twice must be given the same relevance.
+
+        ``confidence`` (None: the source gives none) must lie in [0, 1] or be NaN. Votes are
+        capped at :data:`MAX_VOTES`, the stored int16's largest value, rather than wrapped.
+        """
+        captions = np.asarray(caption_ids, dtype=np.int64).ravel()
+        videos = np.asarray(video_ids, dtype=np.int64).ravel()
+        rel = np.asarray(relevance, dtype=np.int64).ravel()
+        n = len(captions)
+        vote = np.zeros(n, np.int64) if votes is None else np.asarray(votes, np.int64).ravel()
+        adj = np.zeros(n, bool) if adjudicated is None else np.asarray(adjudicated, bool).ravel()
+        conf = None if confidence is None else np.asarray(confidence, np.float64).ravel()
+        if not (len(videos) == len(rel) == len(vote) == len(adj) == n):
+            raise ValueError("judged arrays must have the same length")
+        if conf is not None:
+            if len(conf) != n:
+                raise ValueError("judged arrays must have the same length")
+            if ((conf < 0) | (conf > 1)).any():
+                raise ValueError("confidence must lie between 0 and 1")
+        if n and not np.isin(rel, (RELEVANT, IRRELEVANT, DISAGREEMENT)).all():
+            raise ValueError("relevance must be 1, 0 or -1")
+        if n and (vote < 0).any():
+            raise ValueError("votes must be non-negative")
+        order = np.lexsort((videos, captions))
+        captions, videos, rel, vote, adj = (a[order] for a in (captions, videos, rel, vote, adj))
+        repeat = np.zeros(n, bool)
+        if n > 1:
+            repeat[1:] = (captions[1:] == captions[:-1]) & (videos[1:] == videos[:-1])
+            clash = repeat[1:] & (rel[1:] != rel[:-1])
+            if clash.any():
+                at = int(np.flatnonzero(clash)[0]) + 1
+                raise ValueError(
+                    f"pair (caption {captions[at]}, video {videos[at]}) is given two different "
+                    "relevance values"
+                )
+        keep = ~repeat
+        return cls(
+            captions[keep],
+            videos[keep],
+            rel[keep].astype(np.int8),
+            np.minimum(vote[keep], MAX_VOTES).astype(np.int16),
+            adj[keep],
+            None if conf is None else conf[order][keep],
+        )
+
+    def __len__(self) -> int:
+        return len(self.caption_ids)
+
+    def counts(self) -> dict[str, int]:
+        """Pairs per relevance value."""
+        return {name: int((self.relevance == code).sum()) for code, name in LABEL_NAMES.items()}
+
+    def to_bytes(self, **extra: np.ndarray) -> bytes:
+        """The arrays as npz; ``extra`` arrays ride along (a campaign's pool state)."""
+        buffer = io.BytesIO()
+        if self.confidence is not None:
+            extra = {**extra, "confidence": self.confidence}
+        np.savez(
+            buffer,
+            caption_ids=self.caption_ids,
+            video_ids=self.video_ids,
+            relevance=self.relevance,
+            votes=self.votes,
+            adjudicated=self.adjudicated,
+            **extra,
+        )
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Judged":
+        """Read :meth:`to_bytes`'s arrays (sets stored before confidences existed have none)."""
+        with np.load(io.BytesIO(bytes(data))) as arrays:
+            return cls(
+                arrays["caption_ids"],
+                arrays["video_ids"],
+                arrays["relevance"],
+                arrays["votes"],
+                arrays["adjudicated"],
+                arrays["confidence"] if "confidence" in arrays.files else None,
+            )
+
+    def confidence_of(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
+        """Confidence of the given pairs: NaN where not in the set or unknown."""
+        caption_ids = np.asarray(caption_ids, dtype=np.int64)
+        video_ids = np.asarray(video_ids, dtype=np.int64)
+        out = np.full(caption_ids.shape, np.nan)
+        if self.confidence is None or not len(self):
+            return out
+        at = np.searchsorted(
+            self.caption_ids * (1 << 32) + self.video_ids, caption_ids * (1 << 32) + video_ids
+        )
+        at = np.minimum(at, len(self) - 1)
+        found = (self.caption_ids[at] == caption_ids) & (self.video_ids[at] == video_ids)
+        out[found] = self.confidence[at[found]]
+        return out
+
+
+def merge(sets: Sequence[Judged]) -> Judged:
+    """Union of label sets; where two sets judge the same pair, the later one wins."""
+    if not sets:
+        return Judged.build([], [], [])
+    captions = np.concatenate([s.caption_ids for s in sets])
+    videos = np.concatenate([s.video_ids for s in sets])
+    # Stable sort keeps each pair's judgements in set order; the last of each run wins.
+    order = np.lexsort((videos, captions))
+    captions, videos = captions[order], videos[order]
+    last = np.ones(len(captions), bool)
+    if len(captions) > 1:
+        last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
+    pick = order[last]
+    confidence = None
+    if any(s.confidence is not None for s in sets):
+        confidence = np.concatenate(
+            [np.full(len(s), np.nan) if s.confidence is None else s.confidence for s in sets]
+        )[pick]
+    return Judged(
+        captions[last],
+        videos[last],
+        np.concatenate([s.relevance for s in sets])[pick],
+        np.concatenate([s.votes for s in sets])[pick],
+        np.concatenate([s.adjudicated for s in sets])[pick],
+        confidence,
+    )

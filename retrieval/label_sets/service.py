@@ -1,0 +1,503 @@
+"""Store, load, import and merge label sets: judged relevance that re-scoring reads.
+
+Imports resolve the keys (or, for FIRE JSON, the caption texts) of a file against one
+dataset and write a single :class:`~retrieval.models.LabelSet` row in a transaction, so a
+bad file changes nothing. Key-based files must name known captions and videos (an unknown
+key is an error with its line); FIRE JSON keys captions by text, so queries that match no
+caption are skipped and reported, as the issue asks.
+
+A dataset has at most one default label set, the one its report uses when none is named.
+The default is an explicit choice (:func:`make_default`, an admin action): a new label set
+becomes the default only when its dataset has none yet (its first set, or after the default
+was deleted), and replacing a set (re-resolving a campaign) keeps its place as default.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from config.errors import UserError
+from jobs import runner
+from retrieval.datasets.names import check_name, derived_name
+from retrieval.formats import fire_json, labels, trec
+from retrieval.formats.records import FormatError
+from retrieval.label_sets import judged
+from retrieval.label_sets import status as label_status
+from retrieval.label_sets.judged import Judged
+from retrieval.models import Caption, Dataset, LabelSet
+from retrieval.scoring.estimation import PoolState
+from retrieval.search.runs_service import KeyIndex
+
+IMPORT_FORMATS = ("qrels", "fire-json", "jsonl", "csv", "raw")
+MAX_VOTES = labels.MAX_VOTES
+TEXT_CHUNK = 500
+"""Caption texts looked up per query: SQLite limits the parameters of one statement."""
+
+
+class LabelSetError(UserError):
+    """The label set cannot be made as asked; nothing was written."""
+
+
+@dataclass
+class ImportReport:
+    """What an import made, and what in the file matched nothing."""
+
+    label_set: LabelSet
+    read: int
+    unmatched_queries: list[str] = field(default_factory=list)
+    unmatched_videos: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "label_set": self.label_set.name,
+            "dataset": self.label_set.dataset.name,
+            "read": self.read,
+            "pairs": self.label_set.pair_count,
+            "relevant": self.label_set.relevant_count,
+            "irrelevant": self.label_set.irrelevant_count,
+            "disagreement": self.label_set.disagreement_count,
+            "skipped": self.skipped,
+            "unmatched_queries": self.unmatched_queries,
+            "unmatched_videos": self.unmatched_videos,
+        }
+
+
+def load_judged(label_set: LabelSet) -> Judged:
+    """The label set's pairs as arrays of caption and video primary keys."""
+    return Judged.from_bytes(label_set.arrays)
+
+
+def load_pool_state(label_set: LabelSet) -> PoolState | None:
+    """What the label set knows of its pool's unjudged and sampled pairs (campaign sets)."""
+    return PoolState.from_bytes(label_set.arrays)
+
+
+WARM_JOB = "label-set-figures"
+"""The job that computes a new label set's stored figures
+(:mod:`retrieval.label_sets.figures`)."""
+
+
+def store_label_set(
+    dataset: Dataset,
+    name: str,
+    pairs: Judged,
+    *,
+    source: str,
+    description: str = "",
+    metadata: dict | None = None,
+    replace: bool = False,
+    pool_state: PoolState | None = None,
+    parent: LabelSet | None = None,
+) -> LabelSet:
+    """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked.
+
+    The new set is the dataset's default when the dataset has none (then also when it
+    replaces the default). With ``parent`` it is the next version of that set.
+    """
+    check_name(name, "label set")
+    counts = pairs.counts()
+    with transaction.atomic():
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()  # one writer at a time
+        existing = LabelSet.objects.filter(dataset=dataset, name=name)
+        if existing.exists():
+            if not replace:
+                raise LabelSetError(
+                    f"dataset {dataset.name!r} already has a label set named {name!r} "
+                    "(choose another name, or replace it)"
+                )
+            existing.delete()
+        made = LabelSet.objects.create(
+            is_default=not LabelSet.objects.filter(dataset=dataset, is_default=True).exists(),
+            dataset=dataset,
+            name=name,
+            source=source,
+            description=description,
+            pair_count=len(pairs),
+            relevant_count=counts["relevant"],
+            irrelevant_count=counts["irrelevant"],
+            disagreement_count=counts["disagreement"],
+            arrays=pairs.to_bytes(**(pool_state.arrays() if pool_state else {})),
+            metadata=metadata or {},
+            parent=parent,
+            version=1 if parent is None else parent.version + 1,
+        )
+        if settings.FIREPOOL_WARM_FIGURES:
+            # Its leaderboard and report are computed once, now, not by a page view.
+            fields = {"dataset": dataset.name, "labels": made.name}
+            transaction.on_commit(lambda: runner.submit(WARM_JOB, fields))
+        return made
+
+
+def check_rename(label_set: LabelSet, name: str) -> str:
+    """The new name of ``label_set``, if the name rule allows it and no other set of its
+    dataset has it."""
+    check_name(name, "label set")
+    clash = LabelSet.objects.filter(dataset_id=label_set.dataset_id, name=name)
+    if clash.exclude(pk=label_set.pk).exists():
+        raise LabelSetError(f"dataset {label_set.dataset.name!r} already has a label set {name!r}")
+    return name
+
+
+def make_default(label_set: LabelSet) -> None:
+    """Make ``label_set`` the one its dataset's report uses when no set is named."""
+    with transaction.atomic():
+        LabelSet.objects.filter(dataset_id=label_set.dataset_id, is_default=True).exclude(
+            pk=label_set.pk
+        ).update(is_default=False)
+        LabelSet.objects.filter(pk=label_set.pk).update(is_default=True)
+    label_set.is_default = True
+
+
+def choose_default(dataset: Dataset, name: str) -> LabelSet:
+    """Make ``dataset``'s label set called ``name`` the default its report and leaderboard
+    use (:func:`make_default`); LabelSetError, writing nothing, when it has no such set."""
+    found = LabelSet.objects.filter(dataset=dataset, name=name).defer("arrays").first()
+    if found is None:
+        known = LabelSet.objects.filter(dataset=dataset).order_by("name")
+        names = ", ".join(known.values_list("name", flat=True)) or "none"
+        raise LabelSetError(
+            f"dataset {dataset.name!r} has no label set named {str(name)[:100]!r} (known: {names})"
+        )
+    make_default(found)
+    return found
+
+
+def default_label_set(label_sets: Iterable[LabelSet]) -> LabelSet | None:
+    """The default among one dataset's label sets, or None when it has none."""
+    return next((s for s in label_sets if s.is_default), None)
+
+
+@dataclass(frozen=True)
+class Dependant:
+    """Something that relies on a label set, in words, for the admin's delete confirmation."""
+
+    label_set: str
+    what: str
+
+
+def dependants(label_sets: Iterable[LabelSet]) -> list[Dependant]:
+    """What relies on each label set: its dataset's report (if the default), its campaign.
+
+    A campaign's resolved set names the campaign in ``metadata["campaign_id"]`` (the
+    campaign itself lives in the annotation app, which this one does not import).
+    """
+    found = []
+    for label_set in label_sets:
+        if label_set.is_default:
+            found.append(
+                Dependant(
+                    str(label_set),
+                    f"the report of dataset {label_set.dataset.name!r} uses it by default; "
+                    "without it the report shows original positives only until another "
+                    "set is made the default",
+                )
+            )
+        campaign_id = label_set.metadata.get("campaign_id")
+        if campaign_id is not None:
+            campaign = label_set.metadata.get("campaign", "")
+            found.append(
+                Dependant(
+                    str(label_set),
+                    f"campaign {campaign!r} (id {campaign_id}) was resolved into it; "
+                    "resolve the campaign again to make a new one",
+                )
+            )
+    return found
+
+
+def merge_label_sets(
+    dataset: Dataset, sources: Sequence[LabelSet], name: str, *, replace: bool = False
+) -> LabelSet:
+    """A new label set holding the union of ``sources``; later sets win where they overlap."""
+    if not sources:
+        raise LabelSetError("name at least one label set to merge")
+    for source in sources:
+        if source.dataset_id != dataset.pk:
+            raise LabelSetError(f"label set {source.name!r} is not on dataset {dataset.name!r}")
+    merged = judged.merge([load_judged(source) for source in sources])
+    return store_label_set(
+        dataset,
+        name,
+        merged,
+        source=LabelSet.Source.MERGE,
+        description="Merged from " + ", ".join(source.name for source in sources),
+        metadata={"merged": [source.name for source in sources]},
+        replace=replace,
+    )
+
+
+def version_name(base: LabelSet, suffix: str) -> str:
+    """A name for the next version of ``base``: its family's name and the version number
+    ("truth v2"); ``suffix`` (a campaign's name, say) is added when another set of the
+    dataset already holds that name."""
+    family = base.name
+    if base.parent_id is not None and family.endswith(f" v{base.version}"):
+        family = family[: -len(f" v{base.version}")]
+    name = f"{family} v{base.version + 1}"
+    if LabelSet.objects.filter(dataset_id=base.dataset_id, name=name).exists():
+        name = f"{name} ({suffix})"
+    return derived_name(name)
+
+
+def extend_label_set(
+    base: LabelSet,
+    added: Judged,
+    name: str,
+    *,
+    source: str,
+    description: str = "",
+    metadata: dict | None = None,
+    replace: bool = False,
+) -> LabelSet:
+    """A new version of ``base``: its pairs plus ``added`` (which wins where both judge a
+    pair). ``base`` itself is left as it was; the new set records it as its parent."""
+    if (
+        replace
+        and LabelSet.objects.filter(
+            dataset_id=base.dataset_id, name=name, versions__isnull=False
+        ).exists()
+    ):
+        raise LabelSetError(
+            f"label set {name!r} has later versions; it is kept as it is (choose another name)"
+        )
+    merged = judged.merge([load_judged(base), added])
+    return store_label_set(
+        base.dataset,
+        name,
+        merged,
+        source=source,
+        description=description,
+        metadata={**(metadata or {}), "parent": base.name, "parent_id": base.pk},
+        replace=replace,
+        parent=base,
+    )
+
+
+def lineage(label_set: LabelSet, label_sets: Sequence[LabelSet]) -> list[LabelSet]:
+    """``label_set``'s family among ``label_sets``: its ancestors, itself and every set made
+    from any of them, oldest version first (what the leaderboard's version picker lists)."""
+    by_id = {s.pk: s for s in label_sets}
+    root = label_set
+    seen = {root.pk}
+    while root.parent_id in by_id and root.parent_id not in seen:
+        root = by_id[root.parent_id]
+        seen.add(root.pk)
+    family, frontier = {root.pk}, [root.pk]
+    while frontier:
+        children = [s.pk for s in label_sets if s.parent_id in frontier and s.pk not in family]
+        family.update(children)
+        frontier = children
+    return sorted((by_id[pk] for pk in family), key=lambda s: (s.version, s.created_at, s.pk))
+
+
+def import_label_file(
+    dataset: Dataset,
+    path: Path | str,
+    fmt: str,
+    name: str | None = None,
+    *,
+    replace: bool = False,
+    duplicates: str | None = None,
+) -> ImportReport:
+    """Read a label file of format ``fmt`` and store it as a label set of ``dataset``.
+
+    ``duplicates`` (raw files only) says what a second label by one annotator on one pair
+    means (see :func:`retrieval.formats.labels.read_raw_jsonl`); by default it is refused.
+
+    Raises :class:`~retrieval.formats.records.FormatError` for a bad file and
+    :class:`LabelSetError` for a bad request; in both cases nothing is written.
+    """
+    path = Path(path)
+    if fmt not in IMPORT_FORMATS:
+        raise LabelSetError(f"unknown format {fmt!r} (choose from {', '.join(IMPORT_FORMATS)})")
+    if duplicates is not None and (fmt != "raw" or duplicates not in labels.DUPLICATES):
+        raise LabelSetError(
+            f"duplicates={duplicates!r} applies to raw files only, as one of "
+            f"{', '.join(labels.DUPLICATES)}"
+        )
+    name = check_name(name or path.stem, "label set")
+    captions = KeyIndex.captions(dataset)
+    videos = KeyIndex.videos(dataset)
+    resolver = _KeyResolver(path, captions, videos)
+    report_extra: dict = {}
+    if fmt == "qrels":
+        pairs, read, skipped = _from_qrels(path, resolver)
+        report_extra["skipped"] = skipped
+    elif fmt in ("jsonl", "csv"):
+        records = labels.read_jsonl(path) if fmt == "jsonl" else labels.read_csv(path)
+        pairs, read = _from_records(records, resolver)
+    elif fmt == "raw":
+        pairs, read = _from_raw(labels.read_raw_jsonl(path, duplicates), resolver)
+    else:
+        pairs, read, unmatched = _from_fire_json(path, dataset, videos)
+        report_extra.update(unmatched)
+    if len(pairs) == 0:
+        raise FormatError(path, None, None, "no label in the file matches the dataset")
+    label_set = store_label_set(
+        dataset,
+        name,
+        pairs,
+        source=fmt,
+        description=f"Imported from {path.name}",
+        metadata={"file": path.name, "format": fmt, "read": read},
+        replace=replace,
+    )
+    return ImportReport(label_set, read, **report_extra)
+
+
+class _KeyResolver:
+    """Caption and video keys to primary keys, with errors that name the file, line and field."""
+
+    def __init__(self, path: Path, captions: KeyIndex, videos: KeyIndex) -> None:
+        self.path = path
+        self.captions = captions.by_key
+        self.videos = videos.by_key
+
+    def caption(self, key: str, line: int, field_name: str, **where: str) -> int:
+        try:
+            return self.captions[key]
+        except KeyError:
+            raise FormatError(
+                self.path, line, field_name, f"no caption with key {key!r} in the dataset", **where
+            ) from None
+
+    def video(self, key: str, line: int, field_name: str, **where: str) -> int:
+        try:
+            return self.videos[key]
+        except KeyError:
+            raise FormatError(
+                self.path, line, field_name, f"no video with key {key!r} in the dataset", **where
+            ) from None
+
+
+def _build(path: Path, *columns: Sequence) -> Judged:
+    try:
+        return Judged.build(*columns)
+    except ValueError as exc:
+        raise FormatError(path, None, None, str(exc)) from None
+
+
+def _from_qrels(path: Path, resolver: _KeyResolver) -> tuple[Judged, int, int]:
+    """Positive rel is relevant, 0 judged irrelevant; negative rel (unjudged) is skipped."""
+    caption_ids, video_ids, relevance = [], [], []
+    seen: set[tuple[str, str]] = set()
+    read = skipped = 0
+    for line, qid, docno, rel in trec.iter_qrels(path):
+        read += 1
+        if (qid, docno) in seen:
+            raise FormatError(path, line, "docno", f"{docno!r} is listed twice for qid {qid!r}")
+        seen.add((qid, docno))
+        caption = resolver.caption(qid, line, "qid")
+        video = resolver.video(docno, line, "docno")
+        if rel < 0:
+            skipped += 1
+            continue
+        caption_ids.append(caption)
+        video_ids.append(video)
+        relevance.append(judged.RELEVANT if rel > 0 else judged.IRRELEVANT)
+    if read == 0:
+        raise FormatError(path, None, None, "no qrels lines (empty, or only blanks and comments)")
+    return _build(path, caption_ids, video_ids, relevance), read, skipped
+
+
+def _from_records(
+    records: Iterable[labels.LabelRecord], resolver: _KeyResolver
+) -> tuple[Judged, int]:
+    caption_ids, video_ids, relevance, votes, adjudicated, confidence = [], [], [], [], [], []
+    for record in records:
+        caption_ids.append(resolver.caption(record.caption_key, record.line, "caption_key"))
+        video_ids.append(resolver.video(record.video_key, record.line, "video_key"))
+        relevance.append(record.label)
+        votes.append(record.votes)
+        adjudicated.append(record.adjudicated)
+        confidence.append(np.nan if record.confidence is None else record.confidence)
+    # A file without confidences (any file but a model-based resolution's) stores none.
+    known = not np.isnan(confidence).all() if confidence else False
+    return (
+        _build(
+            resolver.path,
+            caption_ids,
+            video_ids,
+            relevance,
+            votes,
+            adjudicated,
+            confidence if known else None,
+        ),
+        len(caption_ids),
+    )
+
+
+def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tuple[Judged, int]:
+    """Individual labels, resolved per pair by strict majority (a tie is a disagreement)."""
+    relevant: dict[tuple[int, int], int] = defaultdict(int)
+    total: dict[tuple[int, int], int] = defaultdict(int)
+    read = 0
+    for record in records:
+        read += 1
+        pair = (
+            resolver.caption(record.caption_key, record.line, "caption_id"),
+            resolver.video(record.video_key, record.line, "video_id"),
+        )
+        relevant[pair] += record.label
+        total[pair] += 1
+    if not total:
+        raise FormatError(resolver.path, None, None, "no labels in the file")
+    keys = np.array(list(total), dtype=np.int64).reshape(-1, 2)
+    rel = np.array([relevant[pair] for pair in total], dtype=np.int64)
+    tot = np.array(list(total.values()), dtype=np.int64)
+    resolved = label_status.majority(rel, tot)
+    votes = np.minimum(tot, MAX_VOTES)
+    return _build(resolver.path, keys[:, 0], keys[:, 1], resolved, votes), read
+
+
+def _from_fire_json(
+    path: Path, dataset: Dataset, videos: KeyIndex
+) -> tuple[Judged, int, dict[str, list[str]]]:
+    """FIRE entries keyed by caption text: each matches every caption with that exact text.
+
+    Query captions are preferred: when a text belongs to query captions, only those take the
+    label (FIRE judged queries); otherwise every caption with the text does.
+    """
+    document = fire_json.read_fire_json(path)
+    entries = [*document.annotations, *document.disagreements]
+    texts = list({entry.query: None for entry in entries})
+    by_text: dict[str, list[int]] = defaultdict(list)
+    query_by_text: dict[str, list[int]] = defaultdict(list)
+    for start in range(0, len(texts), TEXT_CHUNK):
+        chunk = texts[start : start + TEXT_CHUNK]
+        rows = Caption.objects.filter(dataset=dataset, text__in=chunk).values_list(
+            "pk", "text", "is_query"
+        )
+        for pk, text, is_query in rows:
+            by_text[text].append(pk)
+            if is_query:
+                query_by_text[text].append(pk)
+    caption_ids, video_ids, relevance, votes = [], [], [], []
+    unmatched_queries: dict[str, None] = {}
+    unmatched_videos: dict[str, None] = {}
+    for entry in entries:
+        matches = query_by_text.get(entry.query) or by_text.get(entry.query)
+        video = videos.by_key.get(entry.video_id)
+        if not matches:
+            unmatched_queries[entry.query] = None
+        if video is None:
+            unmatched_videos[entry.video_id] = None
+        if not matches or video is None:
+            continue
+        label = judged.DISAGREEMENT if entry.label is None else entry.label
+        for caption in matches:
+            caption_ids.append(caption)
+            video_ids.append(video)
+            relevance.append(label)
+            votes.append(min(len(entry.annotator_labels), MAX_VOTES))
+    unmatched = {
+        "unmatched_queries": list(unmatched_queries),
+        "unmatched_videos": list(unmatched_videos),
+    }
+    return _build(path, caption_ids, video_ids, relevance, votes), len(entries), unmatched

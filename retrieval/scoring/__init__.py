@@ -1,0 +1,1 @@
+"""Scoring: metrics, estimation when judging stopped early, intervals, re-scoring, leaderboards, analyses and reports."""

@@ -1,0 +1,308 @@
+"""Pure: what a run's Correct@K and AP are when judging stopped before every pair was judged.
+
+Each score is one of three kinds. ``exact``: every pooled pair that could change it is judged.
+``bounds``: the score with the unjudged pooled pairs counted irrelevant, then relevant (for
+C@K these are its true bounds; for AP they are the two extreme readings, as R grows with them).
+``estimate``: a random sample of the remaining unjudged pooled pairs was judged and the rest is
+inferred from it by inverse-probability weighting (Horvitz-Thompson; Schnabel et al. 2016, §3;
+the sampled-judgement idea of inferred AP, Yilmaz & Aslam 2006, §3). The sample is drawn by
+query: queries with unjudged pairs are drawn uniformly and all their unjudged pairs judged, so
+every remaining pair has the same inclusion probability and a drawn query's scores are exact.
+The estimate adds to the unjudged-as-irrelevant score the weighted gain the drawn queries
+show, which is unbiased for any metric with no assumption on how relevance is spread; its 95%
+interval is the normal one from the drawn queries' spread (sampling without replacement).
+
+Items of a run's list outside the pool and unjudged count as irrelevant (trec_eval's reading),
+as in :mod:`retrieval.scoring.metrics`, whose Correct@K and AP definitions every score here uses.
+"""
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.scoring import metrics
+
+EXACT, BOUNDS, ESTIMATE = "exact", "bounds", "estimate"
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class RunJudgements:
+    """What is known about one run's top-D lists (queries x depth, rank order).
+
+    ``relevant``: a judged (or implicit) positive; ``unjudged``: a pooled pair with no label
+    yet; ``n_relevant``: known positives per query, retrieved or not; ``n_unjudged``: unjudged
+    pooled pairs per query over all runs (they could add to R).
+    """
+
+    relevant: np.ndarray
+    unjudged: np.ndarray
+    n_relevant: np.ndarray
+    n_unjudged: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.relevant.shape != self.unjudged.shape or self.relevant.ndim != 2:
+            raise ValueError("relevant and unjudged must be equal-shaped queries x depth arrays")
+        if (self.relevant & self.unjudged).any():
+            raise ValueError("an unjudged pair cannot be a known positive")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Queries drawn uniformly among those with unjudged pooled pairs (``drawn``, bool per
+    query), and the run once every pooled pair of the drawn queries is judged."""
+
+    drawn: np.ndarray
+    judged: RunJudgements
+
+
+def draw_queries(n_unjudged: np.ndarray, pairs: int, seed: int) -> np.ndarray:
+    """Queries with unjudged pairs in a seeded random order until ``pairs`` pairs are covered
+    ("judge 500 more random pairs"): bool per query."""
+    candidates = np.flatnonzero(np.asarray(n_unjudged) > 0)
+    order = np.random.default_rng(seed).permutation(candidates)
+    covered = np.cumsum(np.asarray(n_unjudged)[order])
+    count = int(np.searchsorted(covered, pairs)) + 1
+    drawn = np.zeros(len(n_unjudged), dtype=bool)
+    drawn[order[:count]] = True
+    return drawn
+
+
+@dataclass(frozen=True)
+class Score:
+    """One run's mean score for one metric, and what kind of number it is.
+
+    ``value`` is the exact score or the estimate (None for bounds); ``low``/``high`` are the
+    bounds, or the estimate's 95% interval.
+    """
+
+    metric: str
+    kind: str
+    value: float | None
+    low: float
+    high: float
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "value": self.value, "low": self.low, "high": self.high}
+
+
+def score_run(
+    run: RunJudgements,
+    ks: Sequence[int] = metrics.DEFAULT_KS,
+    *,
+    sample: Sample | None = None,
+    eligible: np.ndarray | None = None,
+) -> dict[str, Score]:
+    """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated.
+
+    ``run`` is the state before the sample; means are over the ``eligible`` queries (all by
+    default; the queries with a positive, such as their own video). Whether a score is exact,
+    and its bounds, come from what is judged now, the sample included: a score the sample
+    settled is exact, not an estimate.
+    """
+    rows = run.relevant.shape[0]
+    eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
+    now = run if sample is None else sample.judged
+    low, high = _extremes(now, ks)
+    exact = _exact_queries(now, ks, low, high)
+    before_low, before_exact = low, exact
+    if sample is not None:
+        before_low, before_high = _extremes(run, ks)
+        before_exact = _exact_queries(run, ks, before_low, before_high)
+    result = {}
+    for name in low:
+        lo, hi = _mean(low[name], eligible), _mean(high[name], eligible)
+        open_ = ~before_exact[name] & eligible
+        if exact[name][eligible].all():
+            result[name] = Score(name, EXACT, lo, lo, lo)
+        elif sample is None or not (sample.drawn & open_).any():
+            # No sample, or none that holds a query this score can use.
+            result[name] = Score(name, BOUNDS, None, min(lo, hi), max(lo, hi))
+        else:
+            gain = low[name] - before_low[name]  # a drawn query is judged in full now
+            value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
+            share = open_.sum() / eligible.sum()
+            base = _mean(before_low[name], eligible)
+            # The estimate and its interval stay where the score can be: in C@K's bounds
+            # (the drawn gain carried to a query the sample judged in part can pass them),
+            # and in [0, 1] for AP, whose two readings bound nothing (the gain carried to an
+            # open query that already reads 1 would pass 1; one drawn query, whose spread is
+            # unknown, gives the whole range).
+            floor, ceiling = (0.0, 1.0) if name == "AP" else (min(lo, hi), max(lo, hi))
+            low_end, value, high_end = np.clip(
+                base + share * np.array([low_end, value, high_end]), floor, ceiling
+            ).tolist()
+            result[name] = Score(name, ESTIMATE, value, low_end, high_end)
+    return result
+
+
+def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict]:
+    """Per-query scores with every unjudged pooled pair counted irrelevant, then relevant."""
+    low = per_query_scores(run.relevant, run.n_relevant, ks)
+    high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
+    return low, high
+
+
+def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]) -> dict:
+    """Per-query C@K and AP of known positives ``relevant`` (queries x depth) and R per query,
+    by :func:`retrieval.scoring.metrics.evaluate`."""
+    zero = np.zeros(relevant.shape[0], dtype=np.int64)
+    judged = metrics.RankedJudgements(relevant, relevant, np.maximum(n_relevant, 0), zero)
+    per_query = metrics.evaluate(judged, ks)
+    return {name: per_query[name] for name in (*(f"C@{k}" for k in ks), "AP")}
+
+
+def _exact_queries(
+    run: RunJudgements, ks: Sequence[int], low: dict, high: dict
+) -> dict[str, np.ndarray]:
+    """Per query, whether no labelling of the unjudged pairs can change the score.
+
+    C@K: a positive in the top K, or no unjudged pair there. AP: nothing unjudged; nothing
+    the run could retrieve; or one unjudged pair, in the run's list, whose two readings
+    (``low``, ``high``) agree (as right below an unbroken run of every positive).
+    With two or more unjudged pairs AP always moves: the lower one, counted relevant, adds
+    1/rank more to the precision sum when the other is relevant too, and the same to R.
+    """
+    exact = {}
+    for k in ks:
+        found = run.relevant[:, :k].any(axis=1)
+        exact[f"C@{k}"] = found | ~run.unjudged[:, :k].any(axis=1)
+    in_list = run.unjudged.sum(axis=1)
+    nothing_retrievable = ~run.relevant.any(axis=1) & (in_list == 0)
+    one_that_cannot_move = (
+        (run.n_unjudged == 1)
+        & (in_list == 1)
+        & np.isclose(low["AP"], high["AP"], rtol=0, atol=1e-12)
+    )
+    exact["AP"] = (run.n_unjudged == 0) | nothing_retrievable | one_that_cannot_move
+    return exact
+
+
+def _mean(values: np.ndarray, eligible: np.ndarray) -> float:
+    return float(values[eligible].mean()) if eligible.any() else float("nan")
+
+
+def _horvitz_thompson(
+    gain: np.ndarray, population: np.ndarray, drawn: np.ndarray
+) -> tuple[float, float, float]:
+    """The mean gain over the ``population`` queries (those whose score is not exact) from the
+    drawn ones, a simple random sample of them once post-stratified, with a 95% interval:
+    Wilson's when every gain is 0 or 1 (C@K), else the normal one; both shrunk toward the
+    sample mean by the finite population correction."""
+    seen = gain[drawn & population]
+    n, size = seen.size, int(population.sum())
+    mean = float(seen.mean())
+    correction = np.sqrt(max(1.0 - n / size, 0.0))
+    if np.isin(seen, (0.0, 1.0)).all():
+        z2 = Z95**2
+        centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * np.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
+        low, high = max(centre - half, 0.0), min(centre + half, 1.0)
+        # Shrink toward the sample mean, which Wilson's interval always holds: when the
+        # sample is the whole population the interval closes on the exact mean.
+        return mean, mean - (mean - low) * correction, mean + (high - mean) * correction
+    spread = seen.var(ddof=1) if n > 1 else float("inf")
+    half = Z95 * correction * float(np.sqrt(spread / n))
+    return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """What a label set made before judging ended knows of the pool beyond its labels.
+
+    ``unjudged``: (caption ids, video ids) of pooled pairs with no final label yet.
+    ``sampled``: pairs judged only because an estimation sample drew their query, and
+    ``drawn``: the drawn queries' caption ids (every pooled pair of a drawn query is judged,
+    or the query is left out of the sample). Stored beside the label set's arrays.
+    """
+
+    unjudged: tuple[np.ndarray, np.ndarray]
+    sampled: tuple[np.ndarray, np.ndarray]
+    drawn: np.ndarray
+
+    KEYS = (
+        "unjudged_caption_ids",
+        "unjudged_video_ids",
+        "sampled_caption_ids",
+        "sampled_video_ids",
+        "drawn_caption_ids",
+    )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        values = (*self.unjudged, *self.sampled, self.drawn)
+        return {
+            key: np.asarray(v, dtype=np.int64) for key, v in zip(self.KEYS, values, strict=True)
+        }
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "PoolState | None":
+        """The pool state stored in a label set's arrays, or None (a set made another way)."""
+        with np.load(io.BytesIO(bytes(data))) as arrays:
+            if cls.KEYS[0] not in arrays:
+                return None
+            values = [arrays[key] for key in cls.KEYS]
+        return cls((values[0], values[1]), (values[2], values[3]), values[4])
+
+
+def pair_mask(
+    items: np.ndarray, caption_ids: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """Queries x depth: whether (caption of the row, item) is one of ``pairs``."""
+    items = np.asarray(items, dtype=np.int64)
+    if len(pairs[0]) == 0 or items.size == 0:
+        return np.zeros(items.shape, bool)
+    rows = np.repeat(np.asarray(caption_ids, dtype=np.int64), items.shape[1])
+    wanted = np.asarray(pairs[0], np.int64) * (1 << 32) + np.asarray(pairs[1], np.int64)
+    keys = rows * (1 << 32) + items.reshape(-1)
+    return np.isin(keys, wanted).reshape(items.shape) & (items >= 0)
+
+
+def score_runs(
+    runs: Mapping[str, np.ndarray],
+    caption_ids: np.ndarray,
+    positive: Mapping[str, np.ndarray],
+    n_relevant: np.ndarray,
+    n_sampled_relevant: np.ndarray,
+    state: PoolState,
+    ks: Sequence[int] = metrics.DEFAULT_KS,
+) -> dict[str, dict[str, Score]]:
+    """Every run's C@K and AP as exact, bounds or estimate, from a label set's pool state.
+
+    ``runs`` are item ids per row (queries x depth, -1 padding) for the rows ``caption_ids``;
+    ``positive[name]`` marks the run's known positives (own video or judged relevant);
+    ``n_relevant`` counts each row's known positives and ``n_sampled_relevant`` those among
+    the sampled pairs. The state before the sample treats the sampled pairs as unjudged
+    again; the sample is the drawn queries, each fully judged.
+    """
+    caption_ids = np.asarray(caption_ids, dtype=np.int64)
+    index = {int(c): i for i, c in enumerate(caption_ids)}
+    n_unjudged_now = _per_row(state.unjudged[0], index, len(caption_ids))
+    n_sampled = _per_row(state.sampled[0], index, len(caption_ids))
+    drawn = np.isin(caption_ids, state.drawn) & (n_unjudged_now == 0)
+    scores = {}
+    for name, items in runs.items():
+        unjudged_now = pair_mask(items, caption_ids, state.unjudged)
+        reopened = pair_mask(items, caption_ids, state.sampled)
+        relevant = np.asarray(positive[name], bool) & ~unjudged_now
+        before = RunJudgements(
+            relevant & ~reopened,
+            unjudged_now | reopened,
+            n_relevant - n_sampled_relevant,
+            n_unjudged_now + n_sampled,
+        )
+        sample = None
+        if len(state.sampled[0]):
+            # Even with no drawn query fully judged yet, exactness and bounds are read from
+            # what is judged now, the sampled pairs included.
+            sample = Sample(
+                drawn, RunJudgements(relevant, unjudged_now, n_relevant, n_unjudged_now)
+            )
+        scores[name] = score_run(before, ks, sample=sample)
+    return scores
+
+
+def _per_row(caption_ids: np.ndarray, index: dict[int, int], rows: int) -> np.ndarray:
+    at = [index[int(c)] for c in np.asarray(caption_ids).tolist() if int(c) in index]
+    return np.bincount(np.asarray(at, dtype=np.int64), minlength=rows)

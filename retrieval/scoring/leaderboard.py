@@ -1,0 +1,431 @@
+"""Pure: one dataset's runs ranked under one label set, with intervals, marks and reliability.
+
+Built from a :class:`~retrieval.scoring.rescoring.Rescoring` (every run scored under the original and
+the corrected positives, and, where the label set says which runs were pooled and how deep,
+leave-one-run-out). Each run gets one row:
+
+- original and corrected C@1, C@5, C@10, AP, nDCG@10 (means over the queries with a positive,
+  as :func:`retrieval.scoring.metrics.mean_scores`) and MedR (the median rank of the first positive;
+  a query whose list holds none ranks it at the run's depth + 1, so a MedR beyond the depth
+  reads "> depth"), each with a seeded percentile bootstrap interval over queries
+  (:func:`retrieval.scoring.analysis.bootstrap_intervals`);
+- Judged@10 under the label set (a caption's own video counts as judged), and whether the
+  run was pooled (None: the label set does not say);
+- per column, the best run marked, and the runs a paired sign-flip randomization test with
+  Holm's correction over the comparisons with the best cannot tell from it
+  (:func:`retrieval.scoring.analysis.randomization_test`, :func:`retrieval.scoring.analysis.holm`), among
+  the runs whose scores are comparable: in the corrected columns the pooled runs only, where
+  the label set says which were pooled;
+- each corrected C@K, AP and nDCG@10 also with its 95% interval from the labels
+  (:attr:`retrieval.scoring.rescoring.Rescoring.intervals`: label noise, unjudged pooled pairs, a
+  sampled estimate; :mod:`retrieval.scoring.score_intervals`), read once per board; it answers a
+  different question from the bootstrap (how far the labels could move the score, not how
+  far another sample of queries could);
+- for runs that were not pooled, the pooling bias measured on the pooled runs (FIRE §4.2,
+  Table 4: each pooled run's corrected score minus its score without the positives only it
+  contributed) and Webber & Park's (2009) adjusted estimate: the run's corrected score plus
+  that mean leave-one-run-out error, clipped to [0, 1].
+
+Formats for the page's exports (CSV, JSON, LaTeX) are in :mod:`retrieval.scoring.leaderboard_formats`.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from retrieval.json_data import JsonData, omitted_if_none
+from retrieval.scoring import analysis, metrics
+from retrieval.scoring.rescoring import Rescoring, Scores
+from retrieval.scoring.score_intervals import ScoreInterval
+
+MEDR = "MedR"
+SCORE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10", MEDR)
+"""The scored columns, in each block (original, corrected)."""
+ADJUSTED_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
+"""The columns Webber & Park's adjustment applies to (fractions; MedR is a rank)."""
+LOWER_IS_BETTER = frozenset({MEDR})
+JUDGED = "Judged@10"
+JUDGED_ENOUGH = 0.9
+"""Below this Judged@10 a row says in words that its corrected scores rest on few labels."""
+BLOCKS = ("corrected", "original")
+DEFAULT_RESAMPLES = 2_000
+DEFAULT_PERMUTATIONS = 10_000
+DEFAULT_LEVEL = 0.95
+DEFAULT_ALPHA = 0.05
+
+
+class SortError(ValueError):
+    """A sort key that names no column."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One score with its bootstrap interval and its marks in its column.
+
+    ``best``: the column's best score (ties all marked); ``tied``: not significantly
+    different from the best (Holm-adjusted p above alpha); ``p_holm``: that adjusted p against
+    the best run (None for a best run itself).
+    """
+
+    value: float
+    low: float
+    high: float
+    best: bool = False
+    tied: bool = False
+    p_holm: float | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """A run's row. ``bias`` and ``adjusted`` are set for unpooled runs when the bias could be
+    measured (``adjusted`` is an estimate, never a measurement); ``true`` where the dataset's
+    relevance is known exhaustively. ``intervals``: per metric of :data:`ADJUSTED_METRICS`,
+    the corrected score's 95% interval from the labels (no ``parts``: exact), apart from
+    each cell's bootstrap interval over queries."""
+
+    run: str
+    model: str
+    depth: int
+    judged: float
+    pooled: bool | None
+    corrected: dict[str, Cell]
+    original: dict[str, Cell] | None = omitted_if_none()
+    bias: dict[str, float] | None = omitted_if_none()
+    adjusted: dict[str, float] | None = omitted_if_none()
+    true: dict[str, float] | None = omitted_if_none()
+    """Means under exhaustive relevance, on synthetic datasets only (how far off the
+    corrected scores and the estimate are)."""
+    notes: tuple[str, ...] = ()
+    intervals: dict[str, ScoreInterval] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Leaderboard(JsonData):
+    """Every row, in the order asked for, with how the intervals and marks were made.
+
+    ``bias`` is the mean leave-one-run-out error per metric over ``bias_runs`` (the pooled
+    runs it was measured on), with each run's own error in ``loo_errors``.
+    """
+
+    dataset: str
+    label_set: str | None
+    queries: int
+    sort: str
+    level: float
+    resamples: int
+    permutations: int
+    alpha: float
+    seed: int
+    rows: tuple[Row, ...]
+    bias: dict[str, float] | None = omitted_if_none()
+    loo_errors: dict[str, dict[str, float]] | None = omitted_if_none()
+    bias_runs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def sorted_by(self, key: str) -> "Leaderboard":
+        """The same board with its rows in ``key``'s order (see :func:`sort_rows`)."""
+        return replace(self, rows=tuple(sort_rows(self.rows, key)), sort=key)
+
+
+def per_query(scores: Scores, metric: str) -> np.ndarray:
+    """A run's per-query values of ``metric`` over the queries its means use (R > 0).
+
+    For :data:`MEDR`, the first positive's rank, the run's depth + 1 where its list holds
+    none.
+    """
+    eligible = np.asarray(scores.judgements.n_relevant) > 0
+    if metric == MEDR:
+        ranks = scores.per_query[metrics.FIRST_POSITIVE][eligible]
+        return np.where(np.isnan(ranks), scores.judgements.depth + 1.0, ranks)
+    return np.asarray(scores.per_query[metric], dtype=np.float64)[eligible]
+
+
+def mark_column(
+    values: Mapping[str, np.ndarray],
+    estimates: Mapping[str, float],
+    *,
+    lower_is_better: bool = False,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+    alpha: float = DEFAULT_ALPHA,
+) -> dict[str, tuple[bool, bool, float | None]]:
+    """Per run: (best, not significantly different from the best, Holm-adjusted p).
+
+    The best is the highest estimate (lowest where ``lower_is_better``); every run tied with
+    it is best too. Each other run is compared with the first best run by a paired sign-flip
+    randomization test on ``values`` (per-query, aligned), and Holm's step-down correction
+    runs over those comparisons; a run whose adjusted p exceeds ``alpha`` is marked as not
+    significantly different. Runs with a NaN estimate get no mark.
+    """
+    sign = -1.0 if lower_is_better else 1.0
+    scored = [run for run in estimates if not math.isnan(estimates[run])]
+    marks: dict[str, tuple[bool, bool, float | None]] = {
+        run: (False, False, None) for run in estimates
+    }
+    if not scored:
+        return marks
+    top = max(sign * estimates[run] for run in scored)
+    best = [run for run in scored if sign * estimates[run] >= top - 1e-12]
+    others = [run for run in scored if run not in best]
+    leader = np.asarray(values[best[0]], dtype=np.float64)
+    raw = [analysis.randomization_test(leader, values[run], permutations, seed) for run in others]
+    for run in best:
+        marks[run] = (True, False, None)
+    for run, adjusted in zip(others, analysis.holm(raw), strict=True):
+        marks[run] = (False, bool(adjusted > alpha), float(adjusted))
+    return marks
+
+
+def leave_one_out_errors(
+    corrected: Mapping[str, Mapping[str, float]],
+    left_out: Mapping[str, Mapping[str, float]],
+    names: Sequence[str] = ADJUSTED_METRICS,
+) -> dict[str, dict[str, float]]:
+    """Per pooled run, how much its score drops without the positives only it contributed
+    (FIRE Table 4's "All" minus "New"): corrected minus leave-one-run-out, per metric."""
+    return {
+        run: {m: float(corrected[run][m]) - float(left_out[run][m]) for m in names}
+        for run in left_out
+        if run in corrected
+    }
+
+
+def mean_error(errors: Mapping[str, Mapping[str, float]]) -> dict[str, float] | None:
+    """The mean leave-one-run-out error per metric over the pooled runs (None without any)."""
+    if not errors:
+        return None
+    names = next(iter(errors.values())).keys()
+    return {m: float(np.mean([run[m] for run in errors.values()])) for m in names}
+
+
+def webber_park(scores: Mapping[str, float], bias: Mapping[str, float]) -> dict[str, float]:
+    """Webber & Park's (2009) adjusted estimate of an unpooled run's scores.
+
+    The run's score against the pool plus the mean error the pooled runs show when each is
+    left out of the pool in turn (:func:`mean_error`): pooled runs stand in for how much a run
+    that did not contribute to the pool is underrated. Clipped to [0, 1], where the scores
+    live.
+    """
+    return {m: min(1.0, max(0.0, float(scores[m]) + float(bias[m]))) for m in bias}
+
+
+def build(
+    result: Rescoring,
+    *,
+    dataset: str,
+    label_set: str | None,
+    models: Mapping[str, str] | None = None,
+    pooled_runs: Sequence[str] | None = None,
+    sort: str = "C@1",
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    level: float = DEFAULT_LEVEL,
+    alpha: float = DEFAULT_ALPHA,
+    seed: int = 0,
+) -> Leaderboard:
+    """The leaderboard of ``result``'s runs.
+
+    ``models`` names each run's model (the run's own name where missing); ``pooled_runs`` are
+    the runs the label set's campaign pooled, None when it does not say (pooled then reads
+    "unknown" and no bias is shown). Intervals and tests are seeded from ``seed``, the block
+    and the metric, so the same inputs give the same board.
+    """
+    sort_key(sort)  # refuse a bad key before the work
+    corrected = result.blocks.get("corrected", {})
+    original = result.blocks.get("original", {})
+    runs = list(corrected)
+    models = models or {}
+    pooled_set = None if pooled_runs is None else set(pooled_runs)
+    comparable = {
+        "corrected": runs if pooled_set is None else [run for run in runs if run in pooled_set],
+        "original": runs,
+    }
+    # Runs whose scores in a block may be ranked against each other: every run's original
+    # scores (the same positives for all), but only the pooled runs' corrected ones where the
+    # label set says which were pooled (an unpooled run is scored against positives the others
+    # found, so its corrected score is biased low: FIRE §4.2).
+    cells: dict[str, dict[str, dict[str, Cell]]] = {
+        block: {run: {} for run in runs} for block in BLOCKS
+    }
+    for b, block in enumerate(BLOCKS):
+        scores = result.blocks.get(block, {})
+        if not scores:
+            continue
+        for m, metric in enumerate(SCORE_METRICS):
+            stream = int(np.random.SeedSequence([seed, b, m]).generate_state(1)[0])
+            values = {run: per_query(scores[run], metric) for run in runs}
+            if not all(len(v) for v in values.values()):
+                for run in runs:
+                    cells[block][run][metric] = Cell(math.nan, math.nan, math.nan)
+                continue
+            statistic = "median" if metric == MEDR else "mean"
+            intervals = analysis.bootstrap_intervals(values, statistic, resamples, stream, level)
+            tested = values
+            if metric == MEDR:  # compare ranks on the depth every run reaches
+                cap = min(scores[run].judgements.depth for run in runs) + 1.0
+                tested = {run: np.minimum(v, cap) for run, v in values.items()}
+            ranked = comparable[block]
+            marks = mark_column(
+                {run: tested[run] for run in ranked},
+                {run: intervals[run].estimate for run in ranked},
+                lower_is_better=metric in LOWER_IS_BETTER,
+                permutations=permutations,
+                seed=stream,
+                alpha=alpha,
+            )
+            for run, interval in intervals.items():
+                best, tied, p_holm = marks.get(run, (False, False, None))
+                cells[block][run][metric] = Cell(
+                    interval.estimate, interval.low, interval.high, best, tied, p_holm
+                )
+
+    true = result.blocks.get("true", {})
+    loo = result.blocks.get("leave_one_out", {})
+    errors = leave_one_out_errors(
+        {run: s.means for run, s in corrected.items()}, {run: s.means for run, s in loo.items()}
+    )
+    bias = mean_error(errors)
+    notes = []
+    unpooled = [run for run in runs if run not in comparable["corrected"]]
+    if unpooled:
+        notes.append(
+            "Best and not-significantly-different marks in the corrected columns are among the "
+            f"pooled runs only; {', '.join(unpooled)} "
+            f"{'was' if len(unpooled) == 1 else 'were'} not pooled, so "
+            f"{'its' if len(unpooled) == 1 else 'their'} corrected scores count only positives "
+            "the pooled runs found and are biased low (FIRE §4.2): not comparable, and not "
+            "marked (the adjusted estimate beside them corrects for it)."
+        )
+    if pooled_set is None:
+        notes.append(
+            "The label set does not record which runs were pooled, so no run is known to be "
+            "unpooled and no pooling bias is shown."
+        )
+    elif bias is None:
+        notes.append(
+            "No pooled run could be left out (the label set records no pool depth, or its "
+            "pooled runs are not among this dataset's runs), so the pooling bias is unknown."
+        )
+
+    intervals = result.intervals  # computed here, once per board
+    rows = []
+    for run in runs:
+        judged = float(corrected[run].means.get(JUDGED, math.nan))
+        pooled = None if pooled_set is None else run in pooled_set
+        row_notes = []
+        row_bias = row_adjusted = None
+        if pooled is False and bias is not None:
+            row_bias = bias
+            row_adjusted = webber_park(corrected[run].means, bias)
+            row_notes.append(
+                "Not pooled: only the videos other runs also found are judged, so its "
+                "corrected scores are likely too low; the adjusted figures are an estimate "
+                "(Webber & Park 2009)."
+            )
+        elif pooled is False:
+            row_notes.append("Not pooled: its corrected scores are likely too low.")
+        if not math.isnan(judged) and judged < JUDGED_ENOUGH:
+            row_notes.append(
+                f"Only {judged:.0%} of its top 10 is judged (under {JUDGED_ENOUGH:.0%}): the "
+                "unjudged videos count as not relevant, so its corrected scores may be "
+                "well below the truth."
+            )
+        rows.append(
+            Row(
+                run=run,
+                model=models.get(run, run),
+                depth=corrected[run].judgements.depth,
+                judged=judged,
+                pooled=pooled,
+                corrected=cells["corrected"][run],
+                original=cells["original"][run] if original else None,
+                bias=row_bias,
+                adjusted=row_adjusted,
+                true={m: float(true[run].means[m]) for m in ADJUSTED_METRICS}
+                if run in true
+                else None,
+                notes=tuple(row_notes),
+                intervals={
+                    m: intervals[run][m] for m in ADJUSTED_METRICS if m in intervals.get(run, {})
+                },
+            )
+        )
+    board = Leaderboard(
+        dataset=dataset,
+        label_set=label_set,
+        queries=result.n_queries,
+        sort=sort,
+        level=level,
+        resamples=resamples,
+        permutations=permutations,
+        alpha=alpha,
+        seed=seed,
+        rows=tuple(rows),
+        bias=bias,
+        bias_runs=tuple(errors),
+        loo_errors=errors or None,
+        notes=(*notes, *result.notes),
+    )
+    return board.sorted_by(sort)
+
+
+# --------------------------------------------------------------------------------------------
+# Sorting
+# --------------------------------------------------------------------------------------------
+
+TEXT_KEYS = ("run", "model")
+OTHER_KEYS = (JUDGED, "pooled")
+
+
+def sort_keys() -> tuple[str, ...]:
+    """Every key :func:`sort_rows` takes: ``C@1`` (corrected), ``original:C@1``, ...,
+    ``Judged@10``, ``pooled``, ``run``, ``model``; a leading ``-`` reverses any."""
+    return (
+        *SCORE_METRICS,
+        *(f"original:{m}" for m in SCORE_METRICS),
+        *OTHER_KEYS,
+        *TEXT_KEYS,
+    )
+
+
+def sort_key(key: str) -> tuple[str, str, bool]:
+    """``key`` read as (block or kind, column, reversed); SortError if it names no column."""
+    reverse = key.startswith("-")
+    name = key[1:] if reverse else key
+    if name in SCORE_METRICS:
+        return "corrected", name, reverse
+    if name.startswith("original:") and name[len("original:") :] in SCORE_METRICS:
+        return "original", name[len("original:") :], reverse
+    if name in OTHER_KEYS or name in TEXT_KEYS:
+        return name, name, reverse
+    raise SortError(
+        f"cannot sort by {key[:40]!r}: choose one of {', '.join(sort_keys())} "
+        "(a leading '-' reverses the order)"
+    )
+
+
+def sort_rows(rows: Sequence[Row], key: str) -> list[Row]:
+    """Rows in ``key``'s order: scores best first (MedR lowest first), Judged@10 and pooled
+    highest first, names alphabetically; missing values last, ties by run name; a leading
+    ``-`` reverses the order (missing values stay last)."""
+    kind, column, reverse = sort_key(key)
+
+    def value(row: Row) -> float | str | None:
+        if kind in TEXT_KEYS:
+            return getattr(row, kind).lower()
+        if kind == JUDGED:
+            return -row.judged
+        if kind == "pooled":
+            return None if row.pooled is None else -float(row.pooled)
+        block = row.corrected if kind == "corrected" else row.original
+        if block is None or column not in block or math.isnan(block[column].value):
+            return None
+        sign = 1.0 if column in LOWER_IS_BETTER else -1.0
+        return sign * block[column].value
+
+    by_name = sorted(rows, key=lambda row: row.run)
+    known = [row for row in by_name if value(row) is not None and value(row) == value(row)]
+    missing = [row for row in by_name if row not in known]
+    return sorted(known, key=value, reverse=reverse) + missing

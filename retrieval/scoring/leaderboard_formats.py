@@ -1,0 +1,477 @@
+"""Pure: a :class:`~retrieval.scoring.leaderboard.Leaderboard` as text, CSV, JSON and LaTeX, and as the
+display cells of the page, so every output reads the numbers the same way.
+
+Scores are shown in points (percent, one decimal) and MedR as a rank ("> depth" when a run
+finds no positive for most queries); CSV and JSON carry the raw fractions. LaTeX comes in two
+layouts: one row per run (original and corrected blocks side by side, the best score bold and
+the scores not significantly different from it underlined), and FIRE Table 1's (Rodriguez et
+al. 2022, §2.2.1): one row per metric, one column per run, each cell "A (B + C)", the
+corrected score, then the original one plus the gain.
+
+Each corrected C@K, AP and nDCG@10 also has its 95% interval from the labels (``Row.intervals``,
+:mod:`retrieval.scoring.score_intervals`), beside its bootstrap interval over queries: the page shows
+it as ``[low–high]`` under the value (nothing where the score is exact) with one legend for the
+table; JSON carries it as each row's ``intervals`` (metric -> ``value``, ``low``, ``high``,
+``parts``); CSV appends, after the existing columns (``notes`` last of those, so no column
+moves), ``corrected M labels low``, ``corrected M labels high`` and ``corrected M labels parts``
+(``;``-separated, empty where exact) per metric; the text table lists them below the scores
+where some are not exact. LaTeX puts it after the corrected score in small type
+(``\\scriptsize [low--high]``), with the legend in the caption.
+"""
+
+import json
+import math
+from dataclasses import dataclass, replace
+
+from retrieval.formats.csv_safety import csv_line
+from retrieval.scoring.leaderboard import (
+    ADJUSTED_METRICS,
+    BLOCKS,
+    JUDGED,
+    JUDGED_ENOUGH,
+    MEDR,
+    SCORE_METRICS,
+    Cell,
+    Leaderboard,
+    Row,
+)
+from retrieval.scoring.rescoring import interval_legend, interval_text, points, table_cell
+from retrieval.scoring.score_intervals import ScoreInterval
+
+FORMATS = ("table", "csv", "json", "latex")
+LATEX_LAYOUTS = ("rows", "fire")
+BLOCK_TITLES = {"corrected": "Corrected", "original": "Original"}
+
+
+def value_text(metric: str, value: float | None, depth: int | None = None) -> str:
+    """A score as shown: points with one decimal, MedR as a rank ("> depth" past the list)."""
+    if value is None or math.isnan(value):
+        return "–"
+    if metric == MEDR:
+        if depth is not None and value > depth:
+            return f"> {depth}"
+        return f"{round(value, 1):g}"
+    return points(value)
+
+
+def row_label(row: Row) -> str:
+    """The model's name, with the run's in parentheses when they differ."""
+    return row.model if row.model == row.run else f"{row.model} ({row.run})"
+
+
+def pooled_text(pooled: bool | None) -> str:
+    return "unknown" if pooled is None else ("yes" if pooled else "no")
+
+
+@dataclass(frozen=True)
+class DisplayCell:
+    """A cell of the page: its text, interval text and marks."""
+
+    text: str
+    interval: str
+    best: bool
+    tied: bool
+    title: str
+    first: bool = False
+    """The first column of its block (the page draws a rule before it)."""
+    show_interval: bool = True
+    """Whether the interval is printed under the value (else only in the tooltip)."""
+    labels: str = ""
+    """The corrected score's 95% interval from the labels, ``[low–high]``; empty where it
+    is exact or the cell has none (original scores, MedR)."""
+
+
+def display_cell(
+    metric: str, cell: Cell | None, depth: int, labels: ScoreInterval | None = None
+) -> DisplayCell:
+    """How the page shows ``cell``: value, ``[low, high]``, the labels' interval ``labels``
+    and a tooltip saying both and its mark."""
+    if cell is None:
+        return DisplayCell("–", "", False, False, "")
+    low, high = value_text(metric, cell.low, depth), value_text(metric, cell.high, depth)
+    interval = f"[{low}, {high}]" if not math.isnan(cell.low) else ""
+    title = f"bootstrap interval {interval}" if interval else ""
+    label_text = interval_text(labels)
+    if label_text:
+        title += f"; interval from the labels {label_text} ({', '.join(labels.parts)})"
+    elif labels is not None:
+        title += "; exact under the labels"
+    if cell.best:
+        title += "; best in this column"
+    elif cell.tied:
+        title += (
+            f"; not significantly different from the best (Holm-adjusted p = {cell.p_holm:.3f})"
+        )
+    elif cell.p_holm is not None:
+        title += f"; significantly worse than the best (Holm-adjusted p = {cell.p_holm:.3f})"
+    return DisplayCell(
+        value_text(metric, cell.value, depth),
+        interval,
+        cell.best,
+        cell.tied,
+        title.removeprefix("; "),
+        labels=label_text,
+    )
+
+
+@dataclass(frozen=True)
+class Column:
+    """A score column of the page: its block, metric, title and sort key."""
+
+    block: str
+    metric: str
+    key: str
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class DisplayRow:
+    """A row of the page: the run's row and its cells as text, corrected block first."""
+
+    row: Row
+    label: str
+    pooled: str
+    judged: str
+    judged_low: bool
+    cells: tuple[DisplayCell, ...]
+    estimates: tuple[tuple[str, str, str], ...]
+    """Per adjusted metric: (metric, Webber & Park estimate, bias in signed points)."""
+    true: tuple[tuple[str, str], ...] = ()
+    """Per adjusted metric: (metric, score under exhaustive relevance), synthetic data only."""
+
+
+@dataclass(frozen=True)
+class Display:
+    """The page's table: score columns (corrected, then original when known) and rows."""
+
+    columns: tuple[Column, ...]
+    rows: tuple[DisplayRow, ...]
+    loo_errors: tuple[tuple[str, str], ...]
+    """Per pooled run, its leave-one-run-out errors as text."""
+    legend: str = ""
+    """What the labels' intervals under the corrected scores hold, once for the table."""
+
+    @property
+    def labels_shown(self) -> bool:
+        """Whether some corrected score shows an interval from the labels (not exact)."""
+        return any(cell.labels for row in self.rows for cell in row.cells)
+
+    def blocks(self) -> list[tuple[str, int]]:
+        """(title, column count) per block, for the header's first line."""
+        counts: dict[str, int] = {}
+        for column in self.columns:
+            counts[column.block] = counts.get(column.block, 0) + 1
+        return [(BLOCK_TITLES[block], n) for block, n in counts.items()]
+
+
+def leaderboard_columns(board: Leaderboard) -> Display:
+    """The page's view of ``board``: every score as text with its interval and marks."""
+    blocks = [b for b in BLOCKS if any(getattr(row, b) for row in board.rows)]
+    columns = tuple(
+        Column(block, m, m if block == "corrected" else f"{block}:{m}", i == 0)
+        for block in blocks
+        for i, m in enumerate(SCORE_METRICS)
+    )
+    rows = []
+    for row in board.rows:
+        cells = tuple(
+            replace(
+                display_cell(
+                    c.metric,
+                    (getattr(row, c.block) or {}).get(c.metric),
+                    row.depth,
+                    row.intervals.get(c.metric) if c.block == "corrected" else None,
+                ),
+                first=c.first,
+                show_interval=c.block == "corrected",
+            )
+            for c in columns
+        )
+        rows.append(
+            DisplayRow(
+                row=row,
+                label=row_label(row),
+                pooled=pooled_text(row.pooled),
+                judged=value_text(JUDGED, row.judged),
+                judged_low=not math.isnan(row.judged) and row.judged < JUDGED_ENOUGH,
+                cells=cells,
+                estimates=tuple(
+                    (m, value_text(m, row.adjusted[m]), points(row.bias[m], signed=True))
+                    for m in ADJUSTED_METRICS
+                )
+                if row.adjusted and row.bias
+                else (),
+                true=tuple((m, value_text(m, row.true[m])) for m in ADJUSTED_METRICS)
+                if row.true
+                else (),
+            )
+        )
+    errors = tuple(
+        (run, ", ".join(f"{m} {points(error[m], signed=True)}" for m in ADJUSTED_METRICS))
+        for run, error in (board.loo_errors or {}).items()
+    )
+    shown = [interval for row in board.rows for interval in row.intervals.values()]
+    return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
+
+
+def render(board: Leaderboard, fmt: str, *, layout: str = "rows") -> str:
+    """``board`` in one of :data:`FORMATS` (``layout`` is LaTeX's)."""
+    if fmt == "csv":
+        return to_csv(board)
+    if fmt == "json":
+        return json.dumps(board.to_json(), indent=2)
+    if fmt == "latex":
+        return to_latex(board, layout=layout)
+    if fmt == "table":
+        return to_text(board)
+    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def _number(value: float | None) -> float | str:
+    """A float for the CSV writer to write as a number (never escaped), empty if unknown."""
+    return "" if value is None or math.isnan(value) else float(value)
+
+
+def _mark(cell: Cell) -> str:
+    return "best" if cell.best else ("tied" if cell.tied else "")
+
+
+def csv_header(board: Leaderboard) -> list[str]:
+    header = ["run", "model", "pooled", JUDGED]
+    for block in BLOCKS:
+        for m in SCORE_METRICS:
+            header += [f"{block} {m}", f"{block} {m} low", f"{block} {m} high", f"{block} {m} mark"]
+    header += [f"bias {m}" for m in ADJUSTED_METRICS]
+    header += [f"adjusted {m} (estimate)" for m in ADJUSTED_METRICS]
+    header += [f"true {m}" for m in ADJUSTED_METRICS]
+    labels = [f"corrected {m} labels {end}" for m in ADJUSTED_METRICS for end in LABEL_ENDS]
+    return [*header, "notes", *labels]
+
+
+LABEL_ENDS = ("low", "high", "parts")
+"""The CSV's columns per metric for the labels' 95% interval, after ``notes``."""
+
+
+def _labels_columns(row: Row) -> list[float | str]:
+    line: list[float | str] = []
+    for m in ADJUSTED_METRICS:
+        interval = row.intervals.get(m)
+        if interval is None:
+            line += ["", "", ""]
+        else:
+            line += [_number(interval.low), _number(interval.high), "; ".join(interval.parts)]
+    return line
+
+
+def to_csv(board: Leaderboard) -> str:
+    """One line per run, raw fractions (MedR a rank), blank where unknown; names that a
+    spreadsheet would run as formulas are neutralised (:mod:`retrieval.formats.csv_safety`)."""
+    lines = [csv_line(csv_header(board))]
+    for row in board.rows:
+        line = [row.run, row.model, pooled_text(row.pooled), _number(row.judged)]
+        for block in BLOCKS:
+            cells = getattr(row, block) or {}
+            for m in SCORE_METRICS:
+                cell = cells.get(m)
+                if cell is None:
+                    line += ["", "", "", ""]
+                else:
+                    line += [
+                        _number(cell.value),
+                        _number(cell.low),
+                        _number(cell.high),
+                        _mark(cell),
+                    ]
+        line += [_number(row.bias[m]) if row.bias else "" for m in ADJUSTED_METRICS]
+        line += [_number(row.adjusted[m]) if row.adjusted else "" for m in ADJUSTED_METRICS]
+        line += [_number(row.true[m]) if row.true else "" for m in ADJUSTED_METRICS]
+        lines.append(csv_line([*line, " ".join(row.notes), *_labels_columns(row)]))
+    return "".join(lines)
+
+
+def to_text(board: Leaderboard) -> str:
+    """A plain-text table for the terminal: corrected then original, "*" best, "~" not
+    significantly different from it; estimates and notes follow."""
+    lines = [
+        f"{board.dataset}, label set {board.label_set or '(none)'}: {board.queries} queries; "
+        f"{100 * board.level:g}% bootstrap intervals; * best, ~ not significantly different "
+        f"(Holm, alpha {board.alpha:g}); sorted by {board.sort}"
+    ]
+    width = max([len("run"), *(len(row.run) for row in board.rows)]) + 2
+    for block in BLOCKS:
+        if not any(getattr(row, block) for row in board.rows):
+            continue
+        lines += ["", f"{BLOCK_TITLES[block]} positives"]
+        head = "run".ljust(width) + "pooled   " + f"{JUDGED:>10}"
+        lines.append(head + "".join(f"{m:>22}" for m in SCORE_METRICS))
+        for row in board.rows:
+            cells = getattr(row, block) or {}
+            text = row.run.ljust(width) + f"{pooled_text(row.pooled):9}"
+            text += f"{value_text(JUDGED, row.judged):>10}"
+            for m in SCORE_METRICS:
+                shown = display_cell(m, cells.get(m), row.depth)
+                mark = "*" if shown.best else ("~" if shown.tied else " ")
+                text += f"{shown.text + mark + ' ' + shown.interval:>22}"
+            lines.append(text)
+    if any(interval.parts for row in board.rows for interval in row.intervals.values()):
+        shown = [interval for row in board.rows for interval in row.intervals.values()]
+        lines += [
+            "",
+            f"Corrected scores with their intervals [low–high] from the labels. {interval_legend(shown)}",
+        ]
+        for row in board.rows:
+            lines.append(
+                row.run.ljust(width)
+                + "; ".join(
+                    f"{m} {value_text(m, i.value)}"
+                    + (f" {interval_text(i)}" if interval_text(i) else " exact")
+                    for m, i in row.intervals.items()
+                )
+            )
+    if board.bias is not None:
+        lines += [
+            "",
+            "Pooling bias (mean leave-one-run-out error of "
+            + ", ".join(board.bias_runs)
+            + "): "
+            + ", ".join(f"{m} {points(board.bias[m], signed=True)}" for m in ADJUSTED_METRICS),
+        ]
+        for row in board.rows:
+            if row.adjusted:
+                lines.append(
+                    f"{row.run}: adjusted estimate (Webber & Park 2009) "
+                    + ", ".join(f"{m} {value_text(m, row.adjusted[m])}" for m in ADJUSTED_METRICS)
+                )
+    for row in board.rows:
+        if row.true:
+            lines.append(
+                f"{row.run}: true (exhaustive ground truth) "
+                + ", ".join(f"{m} {value_text(m, row.true[m])}" for m in ADJUSTED_METRICS)
+            )
+    for row in board.rows:
+        lines += [f"note on {row.run}: {note}" for note in row.notes]
+    lines += [f"note: {note}" for note in board.notes]
+    return "\n".join(lines) + "\n"
+
+
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped."""
+    return "".join(LATEX_SPECIALS.get(char, char) for char in text)
+
+
+def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
+    """A booktabs table (needs ``\\usepackage{booktabs}``) in one of :data:`LATEX_LAYOUTS`."""
+    if layout not in LATEX_LAYOUTS:
+        raise ValueError(
+            f"unknown LaTeX layout {layout!r} (choose from {', '.join(LATEX_LAYOUTS)})"
+        )
+    body = _latex_fire(board) if layout == "fire" else _latex_rows(board)
+    caption = (
+        f"{latex_escape(board.dataset)}, label set {latex_escape(board.label_set or '(none)')}, "
+        f"{board.queries} queries."
+    )
+    if layout == "fire":
+        caption += (
+            r" ``A (B + C)'': score with the corrected positives (A), with the original "
+            r"positives only (B), and the difference (C), in \%."
+        )
+    shown = [i for row in board.rows for i in row.intervals.values()]
+    if any(i.parts for i in shown):
+        caption += " Brackets: " + latex_escape(interval_legend(shown)).replace("–", "--")
+    else:
+        caption += (
+            r" Scores in \%, MedR in ranks. Bold: best in the column; underlined: not "
+            r"significantly different from the best (paired randomization test, Holm, "
+            f"$\\alpha = {board.alpha:g}$)."
+        )
+    return "\n".join(
+        [
+            "% requires \\usepackage{booktabs}",
+            "\\begin{table}[t]",
+            "\\centering",
+            *body,
+            f"\\caption{{{caption}}}",
+            "\\end{table}",
+            "",
+        ]
+    )
+
+
+def _latex_value(
+    metric: str, cell: Cell | None, depth: int, interval: ScoreInterval | None = None
+) -> str:
+    """A cell's score, bold when best, underlined when tied with it, then its labels'
+    interval in small type (none where exact)."""
+    if cell is None:
+        return "--"
+    text = value_text(metric, cell.value, depth).replace("–", "--").replace(">", "$>$")
+    if cell.best:
+        text = f"\\textbf{{{text}}}"
+    elif cell.tied:
+        text = f"\\underline{{{text}}}"
+    return text + _latex_interval(interval)
+
+
+def _latex_interval(interval: ScoreInterval | None) -> str:
+    bracket = interval_text(interval).replace("–", "--")
+    return f" {{\\scriptsize {bracket}}}" if bracket else ""
+
+
+def _latex_rows(board: Leaderboard) -> list[str]:
+    blocks = [b for b in reversed(BLOCKS) if any(getattr(row, b) for row in board.rows)]
+    n = len(SCORE_METRICS)
+    spec = "l" + "r" * (n * len(blocks)) + "rr"
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule"]
+    groups, rules = [""], []
+    for i, block in enumerate(blocks):
+        groups.append(f"\\multicolumn{{{n}}}{{c}}{{{BLOCK_TITLES[block]}}}")
+        rules.append(f"\\cmidrule(lr){{{2 + i * n}-{1 + (i + 1) * n}}}")
+    lines += [" & ".join([*groups, "", ""]) + " \\\\", " ".join(rules)]
+    names = [latex_escape(m) for m in SCORE_METRICS] * len(blocks)
+    lines += [" & ".join(["Model", *names, "Judged@10", "Pooled"]) + " \\\\", "\\midrule"]
+    for row in board.rows:
+        cells = [latex_escape(row_label(row))]
+        for block in blocks:
+            scored = getattr(row, block) or {}
+            held = row.intervals if block == "corrected" else {}
+            cells += [_latex_value(m, scored.get(m), row.depth, held.get(m)) for m in SCORE_METRICS]
+        cells += [value_text(JUDGED, row.judged).replace("–", "--"), pooled_text(row.pooled)]
+        lines.append(" & ".join(cells) + " \\\\")
+    return [*lines, "\\bottomrule", "\\end{tabular}"]
+
+
+def _latex_fire(board: Leaderboard) -> list[str]:
+    """FIRE Table 1: metrics down, runs across, "A (B + C)" cells (no MedR: a rank has no
+    gain in points)."""
+    lines = [f"\\begin{{tabular}}{{l{'r' * len(board.rows)}}}", "\\toprule"]
+    lines.append(
+        " & ".join(["Metric", *(latex_escape(row_label(row)) for row in board.rows)]) + " \\\\"
+    )
+    lines.append("\\midrule")
+    for m in ADJUSTED_METRICS:
+        cells = [latex_escape(m)]
+        for row in board.rows:
+            corrected = row.corrected.get(m)
+            original = row.original.get(m) if row.original else None
+            if corrected is None or math.isnan(corrected.value):
+                cells.append("--")
+                continue
+            base = None if original is None or math.isnan(original.value) else original.value
+            text = table_cell(corrected.value, base).replace("− ", "$-$ ")
+            cells.append(text + "\\%" + _latex_interval(row.intervals.get(m)))
+        lines.append(" & ".join(cells) + " \\\\")
+    return [*lines, "\\bottomrule", "\\end{tabular}"]

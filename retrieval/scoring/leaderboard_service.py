@@ -1,0 +1,144 @@
+"""ORM-facing: a dataset's leaderboard under one of its label sets (see :mod:`retrieval.scoring.leaderboard`).
+
+The runs are re-scored once (:func:`retrieval.scoring.rescoring_service.rescore_dataset`); each run's
+row is labelled with its model's name. Which runs were pooled is what a campaign's label set
+records in ``metadata["pooled_runs"]`` (and ``"pool_depth"``, which leave-one-run-out needs);
+a label set without that record (an imported file, a merge) leaves "pooled" unknown.
+"""
+
+from dataclasses import dataclass, replace
+
+from config.errors import UserError
+from jobs import figures
+from retrieval.label_sets.service import default_label_set, lineage
+from retrieval.models import Dataset, LabelSet, Run
+from retrieval.scoring import leaderboard
+from retrieval.scoring.leaderboard import Leaderboard, SortError
+from retrieval.scoring.rescoring_service import rescore_dataset, rescoring_inputs
+
+
+class LeaderboardError(UserError):
+    """The leaderboard cannot be built as asked (a bad sort key, an unknown label set)."""
+
+
+@dataclass(frozen=True)
+class LeaderboardRequest:
+    """What a leaderboard request names: the dataset, its label sets, the chosen set and sort."""
+
+    dataset: Dataset
+    label_sets: tuple[LabelSet, ...]
+    label_set: LabelSet | None
+    sort: str
+
+    @property
+    def versions(self) -> tuple[LabelSet, ...]:
+        """The chosen set's versions (its ancestors and descendants), oldest first; empty
+        when it has no other version."""
+        if self.label_set is None:
+            return ()
+        family = lineage(self.label_set, self.label_sets)
+        return tuple(family) if len(family) > 1 else ()
+
+
+def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> LeaderboardRequest:
+    """The label set ``labels`` names (the dataset's default, else its newest, when None or
+    empty) and the sort key (corrected C@1 when None); LeaderboardError (404 for an unknown
+    set, 400 for a bad key) otherwise. Reads only; names are matched in Python, so any
+    string is safe."""
+    label_sets = tuple(dataset.label_sets.defer("arrays").order_by("-created_at", "-pk"))
+    sort = _checked_sort(sort or "C@1")
+    if not labels:
+        chosen = default_label_set(label_sets) or (label_sets[0] if label_sets else None)
+        return LeaderboardRequest(dataset, label_sets, chosen, sort)
+    chosen = next((s for s in label_sets if s.name == labels), None)
+    if chosen is None:
+        known = ", ".join(s.name for s in label_sets) or "none"
+        raise LeaderboardError(
+            f"dataset {dataset.name!r} has no label set named {labels[:60]!r} (known: {known})",
+            code="not_found",
+            status=404,
+        )
+    return LeaderboardRequest(dataset, label_sets, chosen, sort)
+
+
+def _checked_sort(sort: str) -> str:
+    try:
+        leaderboard.sort_key(sort)
+    except SortError as exc:
+        raise LeaderboardError(str(exc)) from None
+    return sort
+
+
+def pooled_runs(label_set: LabelSet | None) -> list[str] | None:
+    """The runs ``label_set``'s campaign pooled, or None when it does not record them."""
+    if label_set is None:
+        return None
+    names = label_set.metadata.get("pooled_runs")
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    return names
+
+
+def build_leaderboard(
+    dataset: Dataset,
+    label_set: LabelSet | None,
+    *,
+    sort: str = "C@1",
+    resamples: int = leaderboard.DEFAULT_RESAMPLES,
+    permutations: int = leaderboard.DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> Leaderboard:
+    """One row per run of ``dataset`` under ``label_set`` (original positives only if None)."""
+    scored = rescore_dataset(dataset, label_set)
+    models = dict(Run.objects.filter(dataset=dataset).values_list("name", "model__name"))
+    return leaderboard.build(
+        scored.result,
+        dataset=dataset.name,
+        label_set=label_set.name if label_set else None,
+        models=models,
+        pooled_runs=pooled_runs(label_set),
+        sort=_checked_sort(sort),
+        resamples=resamples,
+        permutations=permutations,
+        seed=seed,
+    )
+
+
+FIGURE = "leaderboard"
+FIGURE_VERSION = 1
+"""Bump when what :func:`build_leaderboard` computes changes, so stored boards are redone."""
+
+
+def _subject(dataset: Dataset, label_set: LabelSet | None) -> str:
+    return f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'}"
+
+
+def leaderboard_inputs(
+    dataset: Dataset,
+    label_set: LabelSet | None,
+    resamples: int = leaderboard.DEFAULT_RESAMPLES,
+    permutations: int = leaderboard.DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> str:
+    """The fingerprint of what a board is computed from (:func:`rescoring_inputs`) and the
+    resampling options."""
+    return rescoring_inputs(
+        dataset, label_set, FIGURE, FIGURE_VERSION, resamples, permutations, seed
+    )
+
+
+def stored_leaderboard(
+    dataset: Dataset, label_set: LabelSet | None, *, sort: str = "C@1"
+) -> figures.Figure[Leaderboard]:
+    """The board of :func:`build_leaderboard` (default resampling), computed once per set of
+    inputs (:func:`leaderboard_inputs`) and served from storage after that, sorted by
+    ``sort``: the bootstrap and the significance tests took 4.1 s of the page's 5.3 s at
+    FIRE's scale (27,763 queries, 3 runs) on every view."""
+    sort = _checked_sort(sort)
+    found = figures.exact(
+        FIGURE,
+        _subject(dataset, label_set),
+        leaderboard_inputs(dataset, label_set),
+        lambda: build_leaderboard(dataset, label_set),
+    )
+    return replace(found, value=found.value.sorted_by(sort))

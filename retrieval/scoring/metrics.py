@@ -1,0 +1,382 @@
+"""Retrieval metrics over whole runs as arrays (pure numpy, no ORM).
+
+A run is scored from a :class:`RankedJudgements`: bool queries x depth matrices saying, for
+the item at each rank, whether it is a positive and whether it is judged at all, plus the
+per-query counts of known positives (R) and judged negatives (N) from the qrels. Rows are the
+qrels' queries; a query the run does not answer has all-False rows and so scores 0 everywhere
+(ir_measures' convention, ``trec_eval -c``). Rows must already be in trec_eval's rank order
+(score descending, ties by docno descending: :func:`retrieval.search.runs.trec_sort`).
+
+Correct@K is FIRE §2.1's name for what text-to-video papers call Recall@K (1 when any
+positive is in the top K); Recall@K, AP, nDCG@K, bpref and judged-only AP are trec_eval's
+(``success``, ``recall``, ``map``, ``ndcg_cut``, ``bpref``, ``map -J``) and Judged@K is
+ir_measures' judgement rate; FIRE-AP is the AP of FIRE §2.1 Eq. 2 as the FIRE authors' code
+computes it (over the top 20, divided by the positives found there). The randomized tests
+hold every one of them equal to ir_measures / pytrec_eval to 1e-9, with one exception by
+design: ir_measures' own Judged provider breaks score ties by docno *ascending*, unlike
+trec_eval and the rest of ir_measures, so where tied items straddle rank K its Judged@K can
+differ from ours, which uses the same trec_eval order (and top K) as every other metric.
+
+Relevance follows trec_eval (relevance level 1): a qrels value > 0 is a positive (with a
+binary gain in nDCG), 0 a judged negative, and a negative value means "pooled but unjudged"
+(trec_eval's reading): such a pair counts neither as judged nor towards N.
+"""
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.ids import PairKeys, lookup
+
+DEFAULT_KS = (1, 5, 10)
+FIRE_AP_CUTOFF = 20
+
+LOOKUP_TABLE_CELLS = 1 << 26  # the largest queries x items byte table the lookup allocates
+_UNJUDGED, _NEGATIVE, _POSITIVE = 1, 2, 3
+
+FIRST_POSITIVE = "first positive rank"
+FIRST_POSITIVE_MEAN = "first positive: mean rank"
+FIRST_POSITIVE_MEDIAN = "first positive: median rank"
+FIRST_POSITIVE_FOUND = "first positive: found share"
+
+
+def metric_names(
+    ks: Sequence[int] = DEFAULT_KS, *, ndcg_k: int = 10, judged_k: int = 10
+) -> tuple[str, ...]:
+    """The keys of ``mean_scores(evaluate(j, ks, ndcg_k=..., judged_k=...), ...)``, in order."""
+    return (
+        *(f"C@{k}" for k in ks),
+        *(f"R@{k}" for k in ks),
+        "AP",
+        "FIRE-AP",
+        f"nDCG@{ndcg_k}",
+        f"Judged@{judged_k}",
+        "bpref",
+        "AP'",
+        FIRST_POSITIVE_MEAN,
+        FIRST_POSITIVE_MEDIAN,
+        FIRST_POSITIVE_FOUND,
+    )
+
+
+METRIC_NAMES = metric_names()
+
+
+@dataclass(frozen=True)
+class RankedJudgements:
+    """What the qrels say about each ranked item of a run, queries x depth, in rank order.
+
+    ``relevant[q, i]``: the item at rank ``i + 1`` is a positive; ``judged[q, i]``: it has a
+    judgement (positives are judged); ``n_relevant`` (R) and ``n_nonrelevant`` (N): known
+    positives and judged negatives per query in the qrels, retrieved or not; ``n_retrieved``:
+    list length per query (padding excluded), the full depth for every row when omitted.
+    """
+
+    relevant: np.ndarray
+    judged: np.ndarray
+    n_relevant: np.ndarray
+    n_nonrelevant: np.ndarray
+    n_retrieved: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        relevant = np.asarray(self.relevant, dtype=bool)
+        judged = np.asarray(self.judged, dtype=bool)
+        if relevant.ndim != 2 or judged.shape != relevant.shape:
+            raise ValueError("relevant and judged must be equal-shaped 2-D bool arrays")
+        rows, depth = relevant.shape
+        counts = {}
+        for name in ("n_relevant", "n_nonrelevant", "n_retrieved"):
+            value = getattr(self, name)
+            if value is None and name == "n_retrieved":
+                value = np.full(rows, depth, dtype=np.int64)
+            value = np.asarray(value, dtype=np.int64)
+            if value.shape != (rows,):
+                raise ValueError(f"{name} must hold one count per query row")
+            counts[name] = value
+        if (relevant & ~judged).any():
+            raise ValueError("every relevant item must also be judged")
+        object.__setattr__(self, "relevant", relevant)
+        object.__setattr__(self, "judged", judged)
+        for name, value in counts.items():
+            object.__setattr__(self, name, value)
+
+    def __len__(self) -> int:
+        return int(self.relevant.shape[0])
+
+    @property
+    def depth(self) -> int:
+        return int(self.relevant.shape[1])
+
+
+def judgements_from_arrays(
+    item_ids: np.ndarray, qrel_rows: np.ndarray, qrel_items: np.ndarray, qrel_rel: np.ndarray
+) -> RankedJudgements:
+    """Look every ranked item up in the qrels, all queries at once.
+
+    ``item_ids`` is queries x depth in rank order, -1 padding trailing each shorter list;
+    rows are the qrels' queries. Qrels ``i`` judges item ``qrel_items[i]`` for row
+    ``qrel_rows[i]`` with relevance ``qrel_rel[i]``. Each (row, item) pair becomes one int64
+    (items first renumbered densely when their ids are sparse); the pairs' classes are
+    scattered into a rows x items byte table and gathered at the ranked pairs when that
+    table is at most :data:`LOOKUP_TABLE_CELLS`, else found by binary search in the sorted
+    pairs. A pair judged twice is a ValueError, as in :func:`retrieval.formats.trec.read_qrels`.
+    """
+    item_ids = np.asarray(item_ids, dtype=np.int64)
+    if item_ids.ndim != 2:
+        raise ValueError("item_ids must be a 2-D queries x depth array")
+    n_rows, depth = item_ids.shape
+    rows = np.asarray(qrel_rows, dtype=np.int64).ravel()
+    items = np.asarray(qrel_items, dtype=np.int64).ravel()
+    rel = np.asarray(qrel_rel, dtype=np.int64).ravel()
+    if not rows.shape == items.shape == rel.shape:
+        raise ValueError("qrel_rows, qrel_items and qrel_rel must have one entry per qrel")
+    pad = item_ids < 0
+    if depth > 1 and (pad[:, :-1] & ~pad[:, 1:]).any():
+        raise ValueError("padding (-1) must only trail each ranked list")
+    n_retrieved = depth - np.count_nonzero(pad, axis=1)
+    if len(rows) and (rows.min() < 0 or rows.max() >= n_rows):
+        raise ValueError(f"qrel_rows must lie in 0..{n_rows - 1}")
+    if len(items) and items.min() < 0:
+        raise ValueError("qrel_items must be non-negative ids")
+    n_relevant = np.bincount(rows[rel > 0], minlength=n_rows)
+    n_nonrelevant = np.bincount(rows[rel == 0], minlength=n_rows)
+    if len(rows) == 0 or depth == 0:
+        nothing = np.zeros((n_rows, depth), dtype=bool)
+        return RankedJudgements(nothing, nothing, n_relevant, n_nonrelevant, n_retrieved)
+
+    # 1: pooled but unjudged (rel < 0), 2: judged negative, 3: positive; 0: not in the qrels
+    kind = np.where(rel > 0, _POSITIVE, np.where(rel == 0, _NEGATIVE, _UNJUDGED)).astype(np.int8)
+    keys = PairKeys.fit(n_rows, items, dense_limit=LOOKUP_TABLE_CELLS)
+    judged_pairs = keys.pack(rows, items)
+    ranked_pairs = keys.encode(np.arange(n_rows, dtype=np.int64)[:, None], item_ids)
+    pad = pad | (ranked_pairs < 0)  # padding, or an item no qrel judges
+    if n_rows * keys.span <= LOOKUP_TABLE_CELLS:
+        table = np.zeros(n_rows * keys.span, dtype=np.int8)
+        table[judged_pairs] = kind
+        if np.count_nonzero(table) != len(judged_pairs):
+            raise ValueError("a (query, item) pair is judged more than once in the qrels")
+        found = table[ranked_pairs]
+    else:
+        packed = np.sort(judged_pairs << 2 | kind)  # the kind rides in the two low bits
+        judged_keys = packed >> 2
+        if (judged_keys[1:] == judged_keys[:-1]).any():
+            raise ValueError("a (query, item) pair is judged more than once in the qrels")
+        at, hit = lookup(judged_keys, ranked_pairs)
+        found = np.where(hit, packed[at] & 3, 0)
+    found[pad] = 0
+    return RankedJudgements(
+        found == _POSITIVE, found >= _NEGATIVE, n_relevant, n_nonrelevant, n_retrieved
+    )
+
+
+def align_rows(
+    run_query_ids: np.ndarray, item_ids: np.ndarray, query_ids: np.ndarray
+) -> np.ndarray:
+    """A run's ranked lists re-rowed to ``query_ids`` (the qrels' queries), -1 rows if unanswered.
+
+    Queries the run answers but ``query_ids`` lacks are dropped, as trec_eval and ir_measures
+    ignore queries without judgements. Run query ids must be distinct.
+    """
+    run_query_ids = np.asarray(run_query_ids, dtype=np.int64)
+    item_ids = np.asarray(item_ids, dtype=np.int64)
+    query_ids = np.asarray(query_ids, dtype=np.int64)
+    aligned = np.full((len(query_ids), item_ids.shape[1]), -1, dtype=np.int64)
+    if len(run_query_ids) == 0:
+        return aligned
+    order = np.argsort(run_query_ids, kind="stable")
+    known = run_query_ids[order]
+    if (known[1:] == known[:-1]).any():
+        raise ValueError("a query appears twice in the run")
+    at, answered = lookup(known, query_ids)
+    aligned[answered] = item_ids[order[at[answered]]]
+    return aligned
+
+
+def _check_k(k: int) -> int:
+    if int(k) != k or k < 1:
+        raise ValueError(f"a cutoff must be a positive integer, not {k!r}")
+    return int(k)
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` as float64, 0 where the denominator is 0."""
+    numerator = np.asarray(numerator, dtype=np.float64)
+    return np.divide(
+        numerator, denominator, out=np.zeros_like(numerator), where=np.asarray(denominator) > 0
+    )
+
+
+def _inverse_ranks(depth: int) -> np.ndarray:
+    return 1.0 / np.arange(1, depth + 1, dtype=np.float64)
+
+
+class _Counts:
+    """Running counts down each ranked list, computed once and shared by every metric."""
+
+    def __init__(self, relevant: np.ndarray, judged: np.ndarray | None = None) -> None:
+        self.hits = np.asarray(relevant, dtype=bool)
+        self.depth = self.hits.shape[1]
+        self.hits_so_far = np.cumsum(self.hits, axis=1, dtype=np.int32)
+        self.judged = None if judged is None else np.asarray(judged, dtype=bool)
+        self._judged_so_far: np.ndarray | None = None
+        self._hit_numerators: np.ndarray | None = None
+
+    @property
+    def judged_so_far(self) -> np.ndarray:
+        if self._judged_so_far is None:
+            self._judged_so_far = np.cumsum(self.judged, axis=1, dtype=np.int32)
+        return self._judged_so_far
+
+    @property
+    def hit_numerators(self) -> np.ndarray:
+        """Positives so far at each positive's rank, 0 elsewhere (precision numerators)."""
+        if self._hit_numerators is None:
+            self._hit_numerators = self.hits_so_far * self.hits.astype(np.float64)
+        return self._hit_numerators
+
+    def top(self, so_far: np.ndarray, k: int) -> np.ndarray:
+        """How many of the first ``k`` ranks ``so_far`` counted."""
+        if self.depth == 0:
+            return np.zeros(so_far.shape[0], dtype=np.int32)
+        return so_far[:, min(k, self.depth) - 1]
+
+
+def _correct(c: _Counts, k: int) -> np.ndarray:
+    """Correct@K: 1.0 when a positive is among the first ``k`` ranks (FIRE §2.1; trec_eval
+    ``success_k``)."""
+    return (c.top(c.hits_so_far, _check_k(k)) > 0).astype(np.float64)
+
+
+def _recall(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
+    ``recall_k``); 0 when R = 0."""
+    return _ratio(c.top(c.hits_so_far, _check_k(k)), n_relevant)
+
+
+def _average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
+    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
+    return _ratio(c.hit_numerators @ _inverse_ranks(c.depth), n_relevant)
+
+
+def _fire_average_precision(c: _Counts, cutoff: int) -> np.ndarray:
+    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
+    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
+    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
+    """
+    depth = min(_check_k(cutoff), c.depth)
+    precision_sum = c.hit_numerators[:, :depth] @ _inverse_ranks(depth)
+    return _ratio(precision_sum, c.top(c.hits_so_far, cutoff))
+
+
+def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
+    the ideal list puts min(R, k) positives first. 0 when R = 0."""
+    k = _check_k(k)
+    discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+    hits = c.hits[:, :k]
+    dcg = hits.astype(np.float64) @ discount[: hits.shape[1]]
+    ideal = np.concatenate([[0.0], np.cumsum(discount)])[np.minimum(n_relevant, k)]
+    return _ratio(dcg, ideal)
+
+
+def _judged(c: _Counts, k: int, n_retrieved: np.ndarray) -> np.ndarray:
+    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``); like
+    ir_measures, a list shorter than ``k`` is divided by its own length, an empty one scores 0.
+    """
+    k = _check_k(k)
+    return _ratio(c.top(c.judged_so_far, k), np.minimum(n_retrieved, k))
+
+
+def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.ndarray:
+    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
+    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
+    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
+    negatives_above = c.judged_so_far - c.hits_so_far  # at a positive: judged negatives above it
+    cap = np.maximum(np.minimum(n_relevant, n_nonrelevant), 1)[:, None]
+    penalty = np.minimum(negatives_above, n_relevant[:, None]) / cap
+    return _ratio(c.top(c.hits_so_far, c.depth) - (penalty * c.hits).sum(axis=1), n_relevant)
+
+
+def _condensed_average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
+    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
+    unjudged items are removed from the ranking, so each positive's precision counts only
+    the judged items above it; still divided by R, 0 when R = 0."""
+    precision_sum = (c.hit_numerators / np.maximum(c.judged_so_far, 1)).sum(axis=1)
+    return _ratio(precision_sum, n_relevant)
+
+
+def mean_correct_at_ks(hits: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """Mean Correct@K over all rows of ``hits`` for each K, keyed ``"C@K"`` (0.0 if no rows)."""
+    counts = _Counts(hits)
+    return {f"C@{k}": float(_correct(counts, k).mean()) if len(hits) else 0.0 for k in ks}
+
+
+def first_positive_rank(relevant: np.ndarray) -> np.ndarray:
+    """1-based rank of the first positive per query (FIRE §2.1's "rank of the first correct
+    result"), NaN when the list holds none."""
+    relevant = np.asarray(relevant, dtype=bool)
+    ranks = np.argmax(relevant, axis=1).astype(np.float64) + 1.0
+    ranks[~relevant.any(axis=1)] = np.nan
+    return ranks
+
+
+def evaluate(
+    j: RankedJudgements,
+    ks: Sequence[int] = DEFAULT_KS,
+    *,
+    ndcg_k: int = 10,
+    judged_k: int = 10,
+    only: Collection[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Every per-query metric (float64, one value per row), keyed as :func:`metric_names`
+    orders them, plus :data:`FIRST_POSITIVE` (the first positive's rank, NaN if none).
+
+    The running counts down each list are computed once and shared by all the metrics.
+    ``only`` names the metrics to compute (all when None), for callers that score many lists
+    for a few of them (:mod:`retrieval.scoring.score_intervals`).
+    """
+    c = _Counts(j.relevant, j.judged)
+    wanted = None if only is None else set(only)
+    per_query: dict[str, np.ndarray] = {}
+
+    def put(name: str, compute) -> None:
+        if wanted is None or name in wanted:
+            per_query[name] = compute()
+
+    for k in ks:
+        put(f"C@{k}", lambda k=k: _correct(c, k))
+    for k in ks:
+        put(f"R@{k}", lambda k=k: _recall(c, k, j.n_relevant))
+    put("AP", lambda: _average_precision(c, j.n_relevant))
+    put("FIRE-AP", lambda: _fire_average_precision(c, FIRE_AP_CUTOFF))
+    put(f"nDCG@{ndcg_k}", lambda: _ndcg(c, ndcg_k, j.n_relevant))
+    put(f"Judged@{judged_k}", lambda: _judged(c, judged_k, j.n_retrieved))
+    put("bpref", lambda: _bpref(c, j.n_relevant, j.n_nonrelevant))
+    put("AP'", lambda: _condensed_average_precision(c, j.n_relevant))
+    put(FIRST_POSITIVE, lambda: first_positive_rank(j.relevant))
+    return per_query
+
+
+def mean_scores(per_query: dict[str, np.ndarray], n_relevant: np.ndarray) -> dict[str, float]:
+    """Means over the queries with at least one known positive (R > 0), in ``per_query``'s order.
+
+    Unanswered queries are in (scoring 0), queries without positives are out: trec_eval -c
+    over the qrels' queries that have a positive. :data:`FIRST_POSITIVE` becomes its mean and
+    median over the queries whose list holds a positive, plus the share of queries that do
+    (unanswered ones count as not found). Every value is NaN when no query has a positive.
+    """
+    eligible = np.asarray(n_relevant) > 0
+    count = int(eligible.sum())
+    means: dict[str, float] = {}
+    for name, values in per_query.items():
+        values = np.asarray(values, dtype=np.float64)[eligible]
+        if name != FIRST_POSITIVE:
+            means[name] = float(values.mean()) if count else float("nan")
+            continue
+        found = values[~np.isnan(values)]
+        means[FIRST_POSITIVE_MEAN] = float(found.mean()) if len(found) else float("nan")
+        means[FIRST_POSITIVE_MEDIAN] = float(np.median(found)) if len(found) else float("nan")
+        means[FIRST_POSITIVE_FOUND] = len(found) / count if count else float("nan")
+    return means

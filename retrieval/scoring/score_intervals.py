@@ -1,0 +1,750 @@
+"""Pure: a 95% interval around every re-scored C@K, AP and nDCG@10 that includes label noise.
+
+A corrected score rests on labels, and a label is not always certain: a model-based
+aggregation (Dawid & Skene 1979) gives each judged pair a probability of relevance, and a
+disagreement is a coin toss. The interval says where the score lies given those
+probabilities and, when judging stopped early, whatever the pooled pairs left unjudged are:
+
+- ``value``: the score under the resolved labels (relevance 1 relevant; 0, -1 and unjudged
+  not), the corrected mean of :func:`retrieval.scoring.rescoring.rescore`;
+- label noise: Monte Carlo over the labellings, each pair relevant with its probability
+  independently of the others (a parametric bootstrap of the labels; Efron & Tibshirani
+  1993, ch. 6), the interval being the central 95% of the mean score over the draws
+  (:func:`retrieval.scoring.intervals.percentile_interval`). R, a query's positives, is drawn with
+  the run's list, since a pair another run retrieves still counts in R; a draw in which no
+  query has a positive has no mean and is left out. The resolved score is the mean of no
+  draw in particular: where labels resolve against their probabilities (a disagreement,
+  0.5, resolved not relevant), the draws can lie to one side of it, and the interval is
+  then widened to reach it (the resolved labels are one possible reading), so a page never
+  shows a value outside its own interval; wider is still honest, it only covers the true
+  score more often. A sampled estimate's interval is not: it is about the estimate;
+- unjudged pairs: the envelope of every labelling of them. Per draw the low end takes for
+  each query the least score any labelling of its unjudged pairs gives, the high end the
+  greatest. C@K grows with every pair counted relevant, so these are every unjudged pair
+  irrelevant, then relevant; AP and nDCG fall as R grows, so theirs are the unjudged pairs
+  the run ranks highest relevant (the greatest) or those it ranks lowest relevant with
+  every one it does not retrieve (the least): moving a positive up a list never lowers AP
+  or DCG, so some top (bottom) stretch of the run's unjudged pairs holds the extreme, and
+  each is tried. The interval runs from the low end's 2.5% quantile to the high end's
+  97.5%. A query with no positive unless an unjudged pair is one may join the mean or
+  not: the low end counts it as 0 and the high end as 1, which bounds every choice;
+- a sampled estimate (:mod:`retrieval.scoring.estimation`, a random sample of queries judged): its
+  own 95% interval widened by the label noise's half-widths around ``value``,
+  ``[est_low - (value - noise_low), est_high + (noise_high - value)]`` within [0, 1], a
+  half-width below 0 (every draw to one side of the value) counting 0.
+
+How it is computed: a draw differs from the resolved labels only where a pair flips (with
+probability p where it resolves not relevant, else 1 - p), so flips are drawn, not labels:
+a uniform per draw for a likely flip, geometric gaps between flips for an unlikely one (as
+Dawid-Skene's near-certain posteriors are), in blocks of pairs seeded by (seed, block). A
+pair's flips depend on nothing but the seed and its place among the pairs that can flip
+(by row, then item), so the runs and both ends share them. Each draw's sums are the
+resolved labels' totals plus what the flips change on each query. A query with a few pairs
+that flip often has every labelling scored and the change written as a polynomial in its
+flips (Moebius inversion over the subsets of its pairs; Rota 1964), summed over the draws
+by one matrix product; any other has each labelling the draws give it scored once. Scores
+are :func:`retrieval.scoring.metrics.evaluate`'s; work follows the flips, a chunk of queries at a
+time. ``bench/score_intervals_bench.py`` times it (figures in ``bench/RESULTS.md``).
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.ids import PairKeys, contains, lookup
+from retrieval.scoring import estimation, metrics
+from retrieval.scoring.intervals import percentile_interval
+
+LABEL_NOISE, UNJUDGED, SAMPLED = "label noise", "unjudged pairs", "sampled estimate"
+DEFAULT_DRAWS = 2_000
+LEVEL = 0.95
+CHUNK_CELLS = 1 << 22
+"""Most draws x (1 + labellings) one chunk of queries scores: tens of MB of temporaries."""
+_BLOCK = 2_048  # pairs per seeded stream of flips
+_DENSE = 1 / 16  # flip probability from which a pair's draws are all drawn, not its gaps
+_WHOLE, _BUSY = 4, 0.02  # a query with at most 4 pairs that can flip, 0.02 flips a draw
+# or more, has every labelling scored; on the others the draws' labellings are scored
+_SMALL = 12  # a query with at most this many pairs that can flip names a labelling by bits
+_TOLERANCE = 1e-9  # a drawn mean this close to the value is the value
+
+NOTE = (
+    "intervals: a 95% interval around each corrected C@K, AP and nDCG@10; parts says what it "
+    "holds: label noise (Monte Carlo over each judged pair's probability of relevance), "
+    "unjudged pairs (every labelling of the pooled pairs judging left unjudged), sampled "
+    "estimate (the estimate's own interval, widened by the label noise); no parts: the score "
+    "is exact"
+)
+
+
+@dataclass(frozen=True)
+class ScoreInterval:
+    """One run's mean score for one metric and the interval the labels allow.
+
+    ``parts`` names what the interval holds (:data:`LABEL_NOISE`, :data:`UNJUDGED`,
+    :data:`SAMPLED`); none: the score is exact and ``low == value == high``.
+    """
+
+    metric: str
+    value: float
+    low: float
+    high: float
+    parts: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "low": self.low, "high": self.high, "parts": list(self.parts)}
+
+
+@dataclass(frozen=True)
+class JudgedPairs:
+    """Judged pairs on the scored rows: relevance (1, 0, -1 a disagreement) and the probability
+    that each is relevant (1.0 or 0.0 where the label is certain). Build with :meth:`of`."""
+
+    rows: np.ndarray
+    items: np.ndarray
+    relevance: np.ndarray
+    p_relevant: np.ndarray
+
+    @classmethod
+    def of(cls, rows, items, relevance, p_relevant=None) -> "JudgedPairs":
+        """Check the arrays; a probability that is unknown (NaN, or none given) is the
+        certainty of the relevance: 1.0 for a relevant pair, 0.0 for the others."""
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        items = np.asarray(items, dtype=np.int64).ravel()
+        relevance = np.asarray(relevance, dtype=np.int64).ravel()
+        certain = (relevance == 1).astype(np.float64)
+        p = certain if p_relevant is None else np.asarray(p_relevant, np.float64).ravel()
+        if not len(rows) == len(items) == len(relevance) == len(p):
+            raise ValueError("judged arrays must have the same length")
+        if not np.isin(relevance, (1, 0, -1)).all():
+            raise ValueError("relevance must be 1, 0 or -1")
+        if ((p < 0) | (p > 1)).any():
+            raise ValueError("a probability of relevance must lie between 0 and 1")
+        return cls(rows, items, relevance, np.where(np.isnan(p), certain, p))
+
+
+def interval_metrics(ks: Sequence[int] = metrics.DEFAULT_KS, ndcg_k: int = 10) -> tuple[str, ...]:
+    """The metrics that get an interval, in :func:`retrieval.scoring.metrics.metric_names` order."""
+    return (*(f"C@{k}" for k in ks), "AP", f"nDCG@{ndcg_k}")
+
+
+def exact_intervals(
+    means: Mapping[str, float], names: Sequence[str] | None = None
+) -> dict[str, ScoreInterval]:
+    """Point intervals (every label certain, nothing unjudged) for the ``names`` of ``means``
+    (by default each C@K, AP and nDCG it holds)."""
+    if names is None:
+        names = [name for name in means if name == "AP" or name.startswith(("C@", "nDCG@"))]
+    return {name: ScoreInterval(name, means[name], means[name], means[name]) for name in names}
+
+
+def sampled_estimates(
+    kinds: Mapping[str, Mapping[str, estimation.Score]],
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """The 95% intervals of the scores :mod:`retrieval.scoring.estimation` calls estimates, per run."""
+    return {
+        run: {m: (s.low, s.high) for m, s in scores.items() if s.kind == estimation.ESTIMATE}
+        for run, scores in kinds.items()
+    }
+
+
+def score_intervals(
+    runs: Mapping[str, np.ndarray],
+    judged: JudgedPairs,
+    positives: tuple[np.ndarray, np.ndarray],
+    *,
+    unjudged: tuple[np.ndarray, np.ndarray] | None = None,
+    estimates: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+    ks: Sequence[int] = metrics.DEFAULT_KS,
+    ndcg_k: int = 10,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict[str, dict[str, ScoreInterval]]:
+    """Run -> metric -> :class:`ScoreInterval` for C@K (each of ``ks``), AP and nDCG@``ndcg_k``.
+
+    ``runs``: item ids per query row (queries x depth, rank order, -1 padding trailing, no
+    item twice in a list); ``judged``: the judged pairs with their probabilities;
+    ``positives``: (rows, items) of the original positives, always relevant (they win over a
+    judgement of the same pair); ``unjudged``: (rows, items) of pooled pairs with no label
+    yet (a pair also judged, or an original positive, counts as such); ``estimates``: run ->
+    metric -> (low, high) of a sampled estimate's 95% interval (:func:`sampled_estimates`).
+    Means are over the queries with a positive, as :func:`retrieval.scoring.metrics.mean_scores`
+    takes them; with no such query the value is NaN, and so are the ends.
+    """
+    if not runs:
+        return {}
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    ks = tuple(int(k) for k in ks)
+    names = interval_metrics(ks, ndcg_k)
+    labels = _Labels.build(_row_count(runs), judged, positives, unjudged)
+    values = {run: _resolved_means(items, labels, ks, ndcg_k, names) for run, items in runs.items()}
+    drawn = None
+    if len(labels.uncertain) or len(labels.unjudged):
+        # Unjudged pairs alone draw nothing: one draw holds their envelope.
+        times = draws if len(labels.uncertain) else 1
+        drawn = _Engine(list(runs.values()), labels, ks, ndcg_k, times, seed).means()
+    estimates = estimates or {}
+    result: dict[str, dict[str, ScoreInterval]] = {}
+    for r, run in enumerate(runs):
+        result[run] = {}
+        for m, name in enumerate(names):
+            ends = None if drawn is None else tuple(part[r, m] for part in drawn)
+            sampled = estimates.get(run, {}).get(name)
+            result[run][name] = _interval(name, values[run][name], ends, sampled, level)
+    return result
+
+
+def _interval(
+    name: str,
+    value: float,
+    drawn: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    sampled: tuple[float, float] | None,
+    level: float,
+) -> ScoreInterval:
+    """One score's interval (:func:`_interval_ends`), widened to hold ``value``: the resolved
+    labels with the unjudged pairs irrelevant are one possible reading. Not for a sampled
+    estimate, whose interval is about the estimate, not that reading."""
+    found = _interval_ends(name, value, drawn, sampled, level)
+    if SAMPLED in found.parts or np.isnan([value, found.low, found.high]).any():
+        return found
+    low, high = min(found.low, value), max(found.high, value)
+    return ScoreInterval(name, value, low, high, found.parts)
+
+
+def _interval_ends(
+    name: str,
+    value: float,
+    drawn: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    sampled: tuple[float, float] | None,
+    level: float,
+) -> ScoreInterval:
+    """One score's interval from its drawn means: with the unjudged pairs irrelevant, and the
+    least and greatest any labelling of them gives (None: every label certain, none unjudged)."""
+    parts: list[str] = []
+    noise_low = noise_high = value
+    if drawn is not None:
+        resolved, least, greatest = drawn
+        if _moves(resolved, value):
+            parts.append(LABEL_NOISE)
+            noise_low, noise_high = _ends(resolved, level)
+    if sampled is not None:
+        below = 0.0 if np.isnan(value) else max(value - noise_low, 0.0)
+        above = 0.0 if np.isnan(value) else max(noise_high - value, 0.0)
+        low = float(np.clip(sampled[0] - below, 0.0, 1.0))
+        high = float(np.clip(sampled[1] + above, 0.0, 1.0))
+        return ScoreInterval(name, value, low, high, (*parts, SAMPLED))
+    if drawn is not None and (_moves(least, resolved) or _moves(greatest, resolved)):
+        low, high = _ends(least, level)[0], _ends(greatest, level)[1]
+        return ScoreInterval(name, value, low, high, (*parts, UNJUDGED))
+    return ScoreInterval(name, value, noise_low, noise_high, tuple(parts))
+
+
+def _moves(drawn: np.ndarray, reference) -> bool:
+    """Whether some drawn mean differs from ``reference`` (a value, or one mean per draw)."""
+    return bool((~np.isclose(drawn, reference, rtol=0.0, atol=_TOLERANCE, equal_nan=True)).any())
+
+
+def _ends(drawn: np.ndarray, level: float) -> tuple[float, float]:
+    """The central ``level`` share of the draws that have a mean (NaN, NaN when none has)."""
+    finite = drawn[np.isfinite(drawn)]
+    if not finite.size:
+        return float("nan"), float("nan")
+    interval = percentile_interval(float("nan"), finite, level)
+    return interval.low, interval.high
+
+
+def _row_count(runs: Mapping[str, np.ndarray]) -> int:
+    shapes = {np.shape(items) for items in runs.values()}
+    if any(len(shape) != 2 for shape in shapes) or len({shape[0] for shape in shapes}) > 1:
+        raise ValueError("every run must be a queries x depth array with the same rows")
+    return shapes.pop()[0]
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """The pairs as sorted int64 keys: the resolved positives, the pairs that can flip (with
+    the probability that each does, and +1 where a flip makes it relevant, -1 where it makes
+    it not), and the unjudged pairs; their rows ascending."""
+
+    n_rows: int
+    keys: PairKeys
+    resolved: np.ndarray
+    uncertain: np.ndarray
+    uncertain_rows: np.ndarray
+    flip: np.ndarray
+    sign: np.ndarray
+    unjudged: np.ndarray
+
+    @classmethod
+    def build(
+        cls,
+        n_rows: int,
+        judged: JudgedPairs,
+        positives: tuple[np.ndarray, np.ndarray],
+        unjudged: tuple[np.ndarray, np.ndarray] | None,
+    ) -> "_Labels":
+        pos_rows, pos_items = (np.asarray(a, dtype=np.int64).ravel() for a in positives)
+        none = np.zeros(0, np.int64)
+        out_rows, out_items = (
+            (none, none)
+            if unjudged is None
+            else (np.asarray(a, dtype=np.int64).ravel() for a in unjudged)
+        )
+        rows = np.concatenate([judged.rows, pos_rows, out_rows])
+        if rows.size and (rows.min() < 0 or rows.max() >= n_rows):
+            raise ValueError(f"pair rows must lie in 0..{n_rows - 1}")
+        keys = PairKeys.fit(n_rows, np.concatenate([judged.items, pos_items, out_items]))
+        original = np.unique(keys.pack(pos_rows, pos_items))
+        judged_keys = keys.pack(judged.rows, judged.items)
+        order = np.argsort(judged_keys, kind="stable")
+        judged_keys = judged_keys[order]
+        if (judged_keys[1:] == judged_keys[:-1]).any():
+            raise ValueError("a (query, item) pair is judged more than once")
+        relevant = judged.relevance[order] == 1
+        p = judged.p_relevant[order]
+        flip = np.where(relevant, 1.0 - p, p)
+        uncertain = ~contains(original, judged_keys) & (flip > 0)  # originals never flip
+        out = np.unique(keys.pack(out_rows, out_items))
+        out = out[~contains(original, out) & ~contains(judged_keys, out)]
+        return cls(
+            n_rows,
+            keys,
+            np.union1d(original, judged_keys[relevant]),
+            judged_keys[uncertain],
+            keys.unpack(judged_keys[uncertain])[0],
+            flip[uncertain],
+            np.where(relevant[uncertain], -1, 1).astype(np.int64),
+            out,
+        )
+
+    def cells(self, items: np.ndarray) -> np.ndarray:
+        """The pair key of each ranked item of a run (-1: padding, or an item no pair names)."""
+        items = np.asarray(items, dtype=np.int64)
+        rows = np.arange(items.shape[0], dtype=np.int64)[:, None]
+        return np.where(items >= 0, self.keys.encode(rows, items), -1)
+
+    def per_row(self, sorted_keys: np.ndarray) -> np.ndarray:
+        return np.bincount(self.keys.unpack(sorted_keys)[0], minlength=self.n_rows)
+
+
+def _in(cells: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    return contains(sorted_keys, cells) & (cells >= 0)
+
+
+def _resolved_means(
+    items: np.ndarray, labels: _Labels, ks: tuple[int, ...], ndcg_k: int, names: Sequence[str]
+) -> dict[str, float]:
+    """The run's means under the resolved labels, by :func:`retrieval.scoring.metrics.evaluate` and
+    :func:`retrieval.scoring.metrics.mean_scores` (so equal to the corrected block's)."""
+    relevant = _in(labels.cells(items), labels.resolved)
+    n_relevant = labels.per_row(labels.resolved)
+    judgements = metrics.RankedJudgements(relevant, relevant, n_relevant, np.zeros_like(n_relevant))
+    per_query = metrics.evaluate(judgements, ks, ndcg_k=ndcg_k, only=names)
+    return metrics.mean_scores({name: per_query[name] for name in names}, n_relevant)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run against the pairs: resolved positives and unjudged pairs (queries x depth) and
+    the 0-based rank of each pair that can flip (-1: not in the list)."""
+
+    relevant: np.ndarray
+    unjudged: np.ndarray
+    rank: np.ndarray
+
+    @classmethod
+    def of(cls, items: np.ndarray, labels: _Labels) -> "_Run":
+        cells = labels.cells(items)
+        at, found = lookup(labels.uncertain, cells)
+        found &= cells >= 0
+        rank = np.full(len(labels.uncertain), -1, dtype=np.int64)
+        rank[at[found]] = np.nonzero(found)[1]
+        return cls(_in(cells, labels.resolved), _in(cells, labels.unjudged), rank)
+
+
+class _Engine:
+    """Per draw, per run and metric, the mean score three ways: the unjudged pairs irrelevant,
+    the least and the greatest any labelling of them gives (:meth:`means`)."""
+
+    def __init__(
+        self,
+        runs: Sequence[np.ndarray],
+        labels: _Labels,
+        ks: tuple[int, ...],
+        ndcg_k: int,
+        draws: int,
+        seed: int,
+    ) -> None:
+        self.labels, self.ks, self.ndcg_k, self.draws = labels, ks, ndcg_k, draws
+        self.names = interval_metrics(ks, ndcg_k)
+        self.runs = [_Run.of(items, labels) for items in runs]
+        self.n_relevant = labels.per_row(labels.resolved)
+        self.n_unjudged = labels.per_row(labels.unjudged)
+        rows = labels.uncertain_rows
+        self.n_pairs = np.bincount(rows, minlength=labels.n_rows)
+        self.first_pair = np.r_[0, np.cumsum(self.n_pairs)]
+        self.slot = np.arange(len(rows)) - self.first_pair[rows]
+        self.flips = _Flips(labels.flip, draws, seed)
+        self.expected = np.bincount(rows, weights=labels.flip, minlength=labels.n_rows)
+        self.whole = (self.n_pairs <= _WHOLE) & (self.expected >= _BUSY)
+        # Columns: queries counted, queries that may join, then per run and metric the
+        # summed score with the unjudged pairs irrelevant, then what their least and their
+        # greatest labelling change in it (0 but on queries with unjudged pairs).
+        self.n_columns = 2 + 3 * len(self.runs) * len(self.names)
+
+    def means(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Runs x metrics x draws: resolved, least and greatest means."""
+        everyone = np.arange(self.labels.n_rows)
+        base = self._totals(everyone, [run.relevant for run in self.runs], self.n_relevant)
+        sums = np.tile(base.sum(axis=0), (self.draws, 1))
+        for rows in self._chunks():
+            self._add_chunk(rows, base, sums)
+        counted, optional = sums[:, 0], sums[:, 1]
+        shape = (3, len(self.runs), len(self.names), self.draws)
+        resolved, lower, higher = sums[:, 2:].T.reshape(shape)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            least = (resolved + lower) / (counted + optional)
+            greatest = (resolved + higher + optional) / (counted + optional)
+            return resolved / counted, least, greatest
+
+    def _chunks(self):
+        """Consecutive stretches of the queries with a pair that can flip, each within
+        :data:`CHUNK_CELLS` draws x (1 + labellings): every one for a query whose labellings
+        are all scored, the expected flips for the others."""
+        active = np.flatnonzero(self.n_pairs)
+        labellings = np.where(
+            self.whole[active],
+            1 << np.minimum(self.n_pairs[active], _WHOLE),
+            self.expected[active],
+        )
+        cumulative = np.cumsum((1.0 + labellings) * self.draws)
+        start = 0
+        while start < len(active):
+            done = cumulative[start - 1] if start else 0.0
+            end = int(np.searchsorted(cumulative, done + CHUNK_CELLS, side="right"))
+            end = max(end, start + 1)
+            yield active[start:end]
+            start = end
+
+    def _add_chunk(self, rows: np.ndarray, base: np.ndarray, sums: np.ndarray) -> None:
+        """Add to each draw what the flips of the chunk's queries change."""
+        self.flips.forget_before(self.first_pair[rows[0]])
+        whole = self.whole[rows]
+        if whole.any():
+            parts = [
+                self._whole(rows[whole & (self.n_pairs[rows] == n)], n, base)
+                for n in range(1, _WHOLE + 1)
+            ]
+            parts = [part for part in parts if part is not None]
+            if parts:
+                products = np.concatenate([p for p, _ in parts])
+                terms = np.concatenate([t for _, t in parts])
+                moved = np.flatnonzero(np.abs(terms).max(axis=0) > 0)
+                sums[:, moved] += products.T @ terms[:, moved]
+        if not whole.all():
+            self._add_flipped(rows[~whole], base, sums)
+
+    def _whole(self, rows: np.ndarray, n: int, base: np.ndarray):
+        """Queries with ``n`` pairs that can flip, often: every labelling scored, its change
+        written as a polynomial in the pairs' flips (the Moebius inversion over the subsets
+        of the pairs): per nonempty subset, its flips' product in each draw (monomials x
+        draws) and its coefficient (monomials x columns). None: no such query."""
+        if not len(rows):
+            return None
+        masks = np.arange(1 << n)
+        of_row = np.repeat(np.arange(len(rows)), len(masks))
+        of, slot = np.nonzero((np.tile(masks, len(rows))[:, None] >> np.arange(n)) & 1)
+        flipped = self.first_pair[rows[of_row[of]]] + slot
+        change = self._changes(rows[of_row], flipped, of, base)
+        coefficient = change.reshape(len(rows), len(masks), -1)
+        for b in range(n):
+            holds = (masks >> b) & 1 == 1
+            coefficient[:, holds] -= coefficient[:, masks[holds] ^ (1 << b)]
+        pairs = (self.first_pair[rows][:, None] + np.arange(n)).ravel()
+        flips = self.flips.bits(pairs).reshape(len(rows), n, self.draws)
+        products = np.empty((len(rows), len(masks) - 1, self.draws))
+        for mask in masks[1:]:
+            members = np.flatnonzero((mask >> np.arange(n)) & 1)
+            products[:, mask - 1] = np.logical_and.reduce(flips[:, members], axis=1)
+        width = coefficient.shape[2]
+        return products.reshape(-1, self.draws), coefficient[:, 1:].reshape(-1, width)
+
+    def _add_flipped(self, rows: np.ndarray, base: np.ndarray, sums: np.ndarray) -> None:
+        """Queries whose pairs flip rarely (or are many): each query and draw with a flip
+        holds one labelling; the distinct ones are scored and each draw gets their changes."""
+        pairs = _ranges(self.first_pair[rows], self.first_pair[rows + 1])
+        pairs, draw = self.flips.events(pairs)
+        if not len(pairs):
+            return
+        labellings = _Labellings.of(
+            rows, pairs, draw, self.draws, self.labels.uncertain_rows, self.slot, self.first_pair
+        )
+        global_rows = rows[labellings.row]
+        change = self._changes(global_rows, labellings.flipped, labellings.flip_of, base)
+        moved = np.flatnonzero(np.abs(change).max(axis=0) > 0)
+        if not len(moved):
+            return
+        cell_draw, cell_labelling = labellings.cell_draw, labellings.cell_labelling
+        if len(labellings.row) * self.draws <= CHUNK_CELLS:
+            # Few labellings, many draws: which labelling each draw holds, times the changes.
+            held = np.zeros((self.draws, len(labellings.row)))
+            held[cell_draw, cell_labelling] = 1.0
+            sums[:, moved] += held @ change[:, moved]
+        else:
+            by_column = np.ascontiguousarray(change[:, moved].T)  # one column at a time, cached
+            for column, values in zip(moved, by_column, strict=True):
+                weights = values[cell_labelling]
+                sums[:, column] += np.bincount(cell_draw, weights=weights, minlength=self.draws)
+
+    def _changes(self, rows, flipped, flip_of, base: np.ndarray) -> np.ndarray:
+        """Labellings x columns: what each labelling (query ``rows``, its ``flipped`` pairs
+        given with ``flip_of`` its labelling) changes in the totals of its query."""
+        n = len(rows)
+        drawn = np.bincount(flip_of, weights=self.labels.sign[flipped], minlength=n)
+        n_relevant = self.n_relevant[rows] + drawn.astype(np.int64)
+        relevants = []
+        for run in self.runs:
+            relevant = run.relevant[rows]
+            rank = run.rank[flipped]
+            listed = rank >= 0
+            relevant[flip_of[listed], rank[listed]] ^= True
+            relevants.append(relevant)
+        return self._totals(rows, relevants, n_relevant) - base[rows]
+
+    def _totals(self, rows: np.ndarray, relevants: list[np.ndarray], n_relevant) -> np.ndarray:
+        """Lists x columns: what each list (a query under one labelling, ``relevants`` per run,
+        R ``n_relevant``) adds to the counts and sums of :meth:`means`."""
+        names = self.names
+        out = np.zeros((len(rows), self.n_columns))
+        eligible = n_relevant > 0
+        open_ = self.n_unjudged[rows] > 0
+        out[:, 0] = eligible
+        out[:, 1] = ~eligible & open_
+        width = len(self.runs) * len(names)
+        for r, (run, relevant) in enumerate(zip(self.runs, relevants, strict=True)):
+            columns = 2 + r * len(names) + np.arange(len(names))
+            resolved = np.where(eligible[:, None], self._scores(relevant, n_relevant), 0.0)
+            out[:, columns] = resolved
+            if open_.any():
+                low, high = self._extremes(run, rows[open_], relevant[open_], n_relevant[open_])
+                counted = eligible[open_, None]
+                out[np.ix_(open_, columns + width)] = np.where(counted, low, 0.0) - resolved[open_]
+                out[np.ix_(open_, columns + 2 * width)] = (
+                    np.where(counted, high, 0.0) - resolved[open_]
+                )
+        return out
+
+    def _scores(self, relevant: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
+        """Lists x metrics, by :func:`retrieval.scoring.metrics.evaluate`."""
+        zero = np.zeros_like(n_relevant)
+        judged = metrics.RankedJudgements(relevant, relevant, n_relevant, zero)
+        per_query = metrics.evaluate(judged, self.ks, ndcg_k=self.ndcg_k, only=self.names)
+        return np.column_stack([per_query[name] for name in self.names])
+
+    def _extremes(self, run: _Run, rows, relevant, n_relevant) -> tuple[np.ndarray, np.ndarray]:
+        """Per list of a query with unjudged pairs, the least and greatest score over their
+        labellings: its m listed unjudged pairs with the top t (t = 0..m) relevant, and with
+        the bottom t plus every one the run does not list relevant, each scored."""
+        unjudged = run.unjudged[rows]
+        m = unjudged.sum(axis=1)
+        count = 2 * (m + 1)
+        starts = np.r_[0, np.cumsum(count)[:-1]]
+        of = np.repeat(np.arange(len(rows)), count)
+        place = np.arange(int(count.sum())) - np.repeat(starts, count)
+        listed = m[of]
+        bottom = place > listed
+        t = np.where(bottom, place - listed - 1, place)
+        order = np.cumsum(unjudged, axis=1)[of]  # 1..m down the list at the unjudged ranks
+        chosen = np.where(bottom[:, None], order > (listed - t)[:, None], order <= t[:, None])
+        unlisted = np.where(bottom, (self.n_unjudged[rows] - m)[of], 0)
+        scores = self._scores(relevant[of] | (unjudged[of] & chosen), n_relevant[of] + t + unlisted)
+        bounds = np.column_stack([starts, starts + m + 1]).ravel()
+        greatest = np.maximum.reduceat(scores, bounds, axis=0)[0::2]
+        least = np.minimum.reduceat(scores, bounds, axis=0)[1::2]
+        return least, greatest
+
+
+@dataclass(frozen=True)
+class _Labellings:
+    """The distinct labellings a chunk's flips give its queries: per labelling its chunk
+    ``row`` and the pairs it flips (``flipped``, with ``flip_of`` the labelling of each);
+    per cell (a query and a draw with a flip) its draw and labelling."""
+
+    row: np.ndarray
+    flipped: np.ndarray
+    flip_of: np.ndarray
+    cell_draw: np.ndarray
+    cell_labelling: np.ndarray
+
+    @classmethod
+    def of(cls, rows, pairs, draw, draws, pair_rows, slot, first_pair) -> "_Labellings":
+        """From the flips (``pairs`` x ``draw``) of the chunk's ``rows``. A query with at most
+        :data:`_SMALL` pairs names its labelling by the bits of its flipped pairs' slots; on
+        a larger one a single flip is named by its pair and two or more stand alone."""
+        local = np.searchsorted(rows, pair_rows[pairs])
+        key = local * draws + draw  # the cell of each flip
+        space = len(rows) * draws
+        count = np.bincount(key, minlength=space)
+        cells = np.flatnonzero(count)
+        cell_row, cell_draw = np.divmod(cells, draws)
+        n_pairs = np.diff(first_pair)[rows]
+        small = n_pairs <= _SMALL
+        labelling = np.empty(len(cells), dtype=np.int64)
+        groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, flipped, flip_of
+        made = 0
+
+        # Small queries: a cell's row and flipped slots (as bits) name its labelling.
+        in_small = small[cell_row]
+        if in_small.any():
+            weights = np.where(small[local], 2.0 ** slot[pairs], 0.0)  # exact below 2**53
+            bits = np.bincount(key, weights=weights, minlength=space)[cells[in_small]]
+            offset = np.r_[0, np.cumsum(np.where(small, 1 << np.minimum(n_pairs, _SMALL), 0))]
+            distinct, labelling[in_small] = _distinct(
+                offset[cell_row[in_small]] + bits.astype(np.int64), int(offset[-1])
+            )
+            row = np.searchsorted(offset, distinct, side="right") - 1
+            of, at = np.nonzero(((distinct - offset[row])[:, None] >> np.arange(_SMALL)) & 1)
+            groups.append((row, first_pair[rows[row[of]]] + at, of))
+            made = len(distinct)
+
+        # Large queries, one flip: its pair names the labelling.
+        single = ~in_small & (count[cells] == 1)
+        if single.any():
+            weights = np.where(small[local], 0.0, (pairs - pairs.min()).astype(np.float64))
+            pair = np.bincount(key, weights=weights, minlength=space)[cells[single]]
+            distinct, inverse = _distinct(pair.astype(np.int64), int(np.ptp(pairs)) + 1)
+            distinct = distinct + pairs.min()
+            labelling[single] = made + inverse
+            row = np.searchsorted(rows, pair_rows[distinct])
+            groups.append((row, distinct, made + np.arange(len(distinct))))
+            made += len(distinct)
+
+        # Large queries, several flips: each cell its own labelling.
+        several = ~in_small & (count[cells] >= 2)
+        if several.any():
+            own = cells[several]
+            labelling[several] = made + np.arange(len(own))
+            chosen = np.flatnonzero(~small[local] & (count[key] >= 2))
+            at = np.searchsorted(own, key[chosen])
+            groups.append((cell_row[several], pairs[chosen], made + at))
+            made += len(own)
+
+        # Labellings are numbered group after group, so the groups' rows line up with them.
+        return cls(
+            np.concatenate([g[0] for g in groups]),
+            np.concatenate([g[1] for g in groups]),
+            np.concatenate([g[2] for g in groups]),
+            cell_draw,
+            labelling,
+        )
+
+
+def _distinct(names: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``names`` (ints in 0..space - 1) ascending and each one's place among
+    them; a presence table where the space is small, else a sort."""
+    if space <= max(4 * len(names), 1 << 16):
+        present = np.zeros(space, dtype=bool)
+        present[names] = True
+        return np.flatnonzero(present), np.cumsum(present)[names] - 1
+    return np.unique(names, return_inverse=True)
+
+
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``starts[i]..stops[i] - 1`` for every i, one after the other."""
+    lengths = stops - starts
+    offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+    return np.arange(int(lengths.sum())) + offsets
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One block's flips: per pair its row in ``likely`` (draws bools; -1: a rare pair), and
+    the rare pairs' flips as (pair, draw)."""
+
+    start: int
+    likely_row: np.ndarray
+    likely: np.ndarray
+    rare_pairs: np.ndarray
+    rare_draws: np.ndarray
+
+
+class _Flips:
+    """Which pairs flip in which draws, in blocks of :data:`_BLOCK` pairs each drawn from its
+    own stream seeded by (seed, block): a pair flipping with probability at least
+    :data:`_DENSE` gets a uniform per draw, a rarer one geometric gaps between its flips
+    (the same Bernoulli process, at a cost that follows the flips)."""
+
+    def __init__(self, flip: np.ndarray, draws: int, seed: int) -> None:
+        self.flip = np.asarray(flip, dtype=np.float64)
+        self.draws, self.seed = draws, seed
+        self._cached: dict[int, _Block] = {}
+
+    def bits(self, pairs: np.ndarray) -> np.ndarray:
+        """Pairs x draws: whether each of ``pairs`` (ascending) flips in each draw."""
+        out = np.zeros((len(pairs), self.draws), dtype=bool)
+        for block, at in self._by_block(pairs):
+            local = pairs[at] - block.start
+            row = block.likely_row[local]
+            likely = row >= 0
+            out[at[likely]] = block.likely[row[likely]]
+            place = np.full(len(block.likely_row), -1, dtype=np.int64)
+            place[local] = at
+            found = place[block.rare_pairs - block.start]
+            out[found[found >= 0], block.rare_draws[found >= 0]] = True
+        return out
+
+    def events(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pair and draw of every flip of ``pairs`` (ascending)."""
+        found_pairs, found_draws = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for block, at in self._by_block(pairs):
+            local = pairs[at] - block.start
+            row = block.likely_row[local]
+            likely = row >= 0
+            hit, draw = np.nonzero(block.likely[row[likely]])
+            found_pairs.append(pairs[at[likely]][hit])
+            found_draws.append(draw)
+            wanted = np.zeros(len(block.likely_row), dtype=bool)
+            wanted[local] = True
+            keep = wanted[block.rare_pairs - block.start]
+            found_pairs.append(block.rare_pairs[keep])
+            found_draws.append(block.rare_draws[keep])
+        return np.concatenate(found_pairs), np.concatenate(found_draws)
+
+    def forget_before(self, pair: int) -> None:
+        """Drop the cached blocks wholly before ``pair`` (chunks come in order)."""
+        self._cached = {b: c for b, c in self._cached.items() if (b + 1) * _BLOCK > pair}
+
+    def _by_block(self, pairs: np.ndarray):
+        """Each block ``pairs`` reach, with the places of the pairs in it."""
+        if not len(pairs):
+            return
+        blocks, starts = np.unique(pairs // _BLOCK, return_index=True)
+        for b, a, z in zip(blocks, starts, np.r_[starts[1:], len(pairs)], strict=True):
+            if b not in self._cached:
+                self._cached[b] = self._block(int(b))
+            yield self._cached[b], np.arange(a, z)
+
+    def _block(self, block: int) -> _Block:
+        start = block * _BLOCK
+        flip = self.flip[start : start + _BLOCK]
+        rng = np.random.default_rng([self.seed, block])
+        likely = np.flatnonzero(flip >= _DENSE)
+        likely_row = np.full(len(flip), -1, dtype=np.int64)
+        likely_row[likely] = np.arange(len(likely))
+        bits = np.empty((len(likely), self.draws), dtype=bool)
+        for at in range(0, len(likely), 256):  # 256 pairs x draws uniforms at a time
+            some = likely[at : at + 256]
+            uniform = rng.random((len(some), self.draws), dtype=np.float32)
+            bits[at : at + 256] = uniform < flip[some, None]
+        rare = np.flatnonzero((flip > 0) & (flip < _DENSE))
+        position = np.full(len(rare), -1, dtype=np.int64)
+        going = np.arange(len(rare))
+        pairs, draws = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        while going.size:
+            position[going] += rng.geometric(flip[rare[going]])
+            going = going[position[going] < self.draws]
+            pairs.append(start + rare[going])
+            draws.append(position[going])
+        return _Block(start, likely_row, bits, np.concatenate(pairs), np.concatenate(draws))

@@ -1,0 +1,157 @@
+"""Turn a model's embeddings into a run: index the collection's videos, search every query.
+
+The collection is the videos of the evaluation split (all videos with embeddings when
+none has a split); the queries are that split's query captions. The default index is exact
+inner product on L2-normalised vectors; IVF and HNSW are for large collections, and their
+recall@k against exact search is measured and stored with the run.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from config.errors import UserError
+from retrieval.models import Caption, RetrievalModel, Run, Video
+from retrieval.search import index as faiss_index
+from retrieval.search.artifacts import StoredEmbeddings, load_embeddings, model_dir, relative
+from retrieval.search.runs import RankedLists
+from retrieval.search.runs_service import store_run
+
+
+class PredictError(UserError):
+    """The model cannot be searched as asked (no embeddings, no queries)."""
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What one search covers: query caption rows and collection video rows of embeddings."""
+
+    query_pks: np.ndarray
+    query_vectors: np.ndarray
+    video_pks: np.ndarray
+    video_vectors: np.ndarray
+
+
+def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: str) -> Collection:
+    """Select the split's query captions and collection videos among the embedded rows."""
+    dataset = model.dataset
+    query_pks = np.array(
+        Caption.objects.filter(dataset=dataset, split=split, is_query=True)
+        .order_by("pk")
+        .values_list("pk", flat=True),
+        dtype=np.int64,
+    )
+    if query_pks.size == 0:
+        raise PredictError(f"dataset {dataset.name!r} has no query captions in split {split!r}")
+    caption_row = {int(pk): row for row, pk in enumerate(embeddings.caption_ids)}
+    missing = [pk for pk in query_pks.tolist() if pk not in caption_row]
+    if missing:
+        raise PredictError(
+            f"model {model.name!r} has no embedding for {len(missing)} of {query_pks.size} query captions"
+        )
+    video_pks = np.array(
+        Video.objects.filter(dataset=dataset, split=split)
+        .order_by("pk")
+        .values_list("pk", flat=True),
+        dtype=np.int64,
+    )
+    embedded = (
+        np.isin(embeddings.video_ids, video_pks)
+        if video_pks.size
+        else np.ones(len(embeddings.video_ids), dtype=bool)
+    )
+    if not embedded.any():
+        raise PredictError(f"model {model.name!r} has no embedding for any {split!r} video")
+    rows = np.array([caption_row[pk] for pk in query_pks.tolist()], dtype=np.int64)
+    return Collection(
+        query_pks=query_pks,
+        query_vectors=embeddings.captions[rows],
+        video_pks=embeddings.video_ids[embedded],
+        video_vectors=embeddings.videos[embedded],
+    )
+
+
+def build_exact_index(model: RetrievalModel, split: str = "test") -> int:
+    """Build and save the exact index over the split's (new) embeddings; return its size."""
+    embeddings = load_embeddings(model)
+    collection = collection_for(model, embeddings, split)
+    return int(exact_index(model, collection, split, rebuild=True).ntotal)
+
+
+def exact_index(
+    model: RetrievalModel, collection: Collection, split: str, *, rebuild: bool = False
+):
+    """The model's saved exact index for ``split`` if it covers this collection, else a new one.
+
+    The index is saved beside the model with the video ids of its rows, so ``predict``
+    reuses what ``embed`` built instead of indexing the same vectors again; ``embed``
+    passes ``rebuild`` because its vectors are new.
+    """
+    directory = model_dir(model)
+    path, ids_path = directory / f"index-{split}.faiss", directory / f"index-{split}-ids.npy"
+    if (
+        path.exists()
+        and ids_path.exists()
+        and np.array_equal(np.load(ids_path), collection.video_pks)
+    ):
+        return faiss_index.load_index(path)
+    index = faiss_index.build_index(collection.video_vectors, "exact")
+    faiss_index.save_index(index, path)
+    np.save(ids_path, collection.video_pks)
+    model.index = relative(path)
+    model.save(update_fields=["index", "updated_at"])
+    return index
+
+
+def check_index_settings(
+    n_videos: int, nlist: int | None, nprobe: int | None, ef_search: int | None
+) -> None:
+    """Refuse index settings the collection cannot honour, before any index is built."""
+    if nlist is not None and not 1 <= nlist <= n_videos:
+        raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
+    for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
+        if value is not None and value < 1:
+            raise PredictError(f"{name} must be at least 1, got {value}")
+
+
+def predict(
+    model: RetrievalModel,
+    *,
+    k: int = 20,
+    split: str = "test",
+    index_kind: faiss_index.IndexKind = "exact",
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    ef_search: int | None = None,
+) -> Run:
+    """Search the top ``k`` videos for every query caption and store the run."""
+    if model.source == RetrievalModel.Source.RUN:
+        raise PredictError(
+            f"model {model.name!r} was registered from a run file; it has no embeddings"
+        )
+    embeddings = load_embeddings(model)
+    collection = collection_for(model, embeddings, split)
+    check_index_settings(len(collection.video_pks), nlist, nprobe, ef_search)
+    started = time.perf_counter()
+    if index_kind == "exact":
+        index = exact_index(model, collection, split)
+    else:
+        index = faiss_index.build_index(
+            collection.video_vectors, index_kind, nlist=nlist, nprobe=nprobe, ef_search=ef_search
+        )
+    scores, rows = faiss_index.search(index, collection.query_vectors, k)
+    seconds = time.perf_counter() - started
+    metadata: dict = {
+        "split": split,
+        "index": index_kind,
+        "collection_size": int(len(collection.video_pks)),
+        "search_seconds": round(seconds, 4),
+    }
+    if index_kind != "exact":
+        exact = exact_index(model, collection, split)
+        _, exact_rows = faiss_index.search(exact, collection.query_vectors, k)
+        metadata["recall_at_k_vs_exact"] = faiss_index.recall_at_k(rows, exact_rows)
+    item_ids = np.where(rows < 0, -1, collection.video_pks[np.where(rows < 0, 0, rows)])
+    lists = RankedLists(collection.query_pks, item_ids, scores.astype(np.float64))
+    return store_run(model, model.name, lists, metadata=metadata)
