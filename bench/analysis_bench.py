@@ -10,11 +10,10 @@ resampling code, which then has to draw one index or sign per query. Times are t
 """
 
 import argparse
-import time
 from collections.abc import Callable
 
 import numpy as np
-from harness import machine
+from harness import machine, timed
 
 from retrieval.scoring import analysis
 
@@ -27,12 +26,8 @@ DEPTH = 10
 
 def best_of(repeats: int, fn: Callable[[], object]) -> tuple[float, object]:
     """Smallest wall time of ``repeats`` calls, and the last result."""
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+    times, result = timed(fn, repeats)
+    return min(times), result
 
 
 def synthetic_runs(n_queries: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

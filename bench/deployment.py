@@ -21,35 +21,33 @@ import argparse
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-from harness import ROOT
+from harness import (
+    ROOT,
+    create_database,
+    database_url,
+    free_port,
+    postgres_server,
+    start_group,
+    stop_groups,
+    wait_until_up,
+)
 
 DB_NAME = "firepool_probes"
 TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
 """What a 500 (Django's request log) or a lost gunicorn worker leaves in the logs."""
 
 
-def database_url(fresh: bool) -> str:
-    """The probe's own database on the local PostgreSQL (created when missing)."""
-    import psycopg
-
-    base = subprocess.run(
-        [str(ROOT / "bin" / "local-postgres")], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    with psycopg.connect(base, autocommit=True) as conn:
-        if fresh:
-            conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone():
-            conn.execute(f"CREATE DATABASE {DB_NAME}")
-    return urlunsplit(urlsplit(base)._replace(path=f"/{DB_NAME}"))
+def probe_database(fresh: bool) -> str:
+    """The probe's own database on the local PostgreSQL (created when missing, dropped and
+    created again when ``fresh``); its URL."""
+    server = postgres_server()
+    create_database(server, DB_NAME, drop=fresh)
+    return database_url(server, DB_NAME)
 
 
 def environment(url: str, var: Path, port: int) -> dict[str, str]:
@@ -71,56 +69,8 @@ def environment(url: str, var: Path, port: int) -> dict[str, str]:
     }
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def manage(env: dict[str, str], *command: str) -> None:
     subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
-
-
-def start(env: dict[str, str], log: Path, *command: str) -> subprocess.Popen:
-    """A server process in its own process group (one signal stops it and its children)."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, *command],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def wait_until_up(base: str, processes: list[subprocess.Popen], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in processes):
-            raise RuntimeError("a server process exited while starting")
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=5)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"{base} gave no answer within {timeout:.0f} s")
-
-
-def stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def main() -> int:
@@ -134,7 +84,7 @@ def main() -> int:
         shutil.rmtree(args.var, ignore_errors=True)
     args.var.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = environment(database_url(args.fresh), args.var, port)
+    env = environment(probe_database(args.fresh), args.var, port)
     began = time.perf_counter()
     manage(env, "setup_demo")
     manage(env, "startup_jobs")  # the deferred demo work, in this process as `make run` does
@@ -147,23 +97,25 @@ def main() -> int:
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
     processes = [
-        start(
+        start_group(
+            [
+                *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
+                *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
+            ],
             env,
             logs / "gunicorn.log",
-            *("-m", "gunicorn", "config.wsgi", "-w", "2", "--threads", "4"),
-            *("--keep-alive", "5", "-b", f"127.0.0.1:{port}"),
         )
     ] + [
-        start(env, logs / f"worker-{queue}.log", "manage.py", "db_worker", "--queue-name", queue, "--no-reload")
+        start_group(["manage.py", "db_worker", "--queue-name", queue, "--no-reload"], env, logs / f"worker-{queue}.log")
         for queue in ("default", "live")
     ]  # fmt: skip
     try:
-        wait_until_up(base, processes)
+        wait_until_up(f"{base}/login/", processes, timeout=120)
         print(f"deployment serving at {base}: gunicorn -w 2 --threads 4, workers default and live", flush=True)  # fmt: skip
         probe = [sys.executable, str(ROOT / "bench" / "probe.py"), "--base", base]
         rc = subprocess.run([*probe, *[a for a in args.probe if a != "--"]], cwd=ROOT).returncode
     finally:
-        stop(processes)
+        stop_groups(processes)
     for log in sorted(logs.iterdir()):
         lines = log.read_text(errors="replace").splitlines()
         bad = [i for i, line in enumerate(lines) if any(sign in line for sign in TROUBLE)]

@@ -22,11 +22,10 @@ import resource
 import statistics
 import threading
 import time
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 from agreement_bench import build
-from harness import machine, temporary_django
+from harness import create_database, database_name, database_url, machine, parser, temporary_django
 
 TARGET_SECONDS, TARGET_FIRST_BYTE, TARGET_MIB = 4.0, 0.5, 50.0
 RUNS = 3
@@ -91,28 +90,26 @@ def add_provenance(campaign, rng: np.random.Generator) -> None:
 def caption_texts(campaign) -> None:
     """Give the captions text of a caption's length (MSVD's run 30-60 characters), one a
     caption, some with characters JSON escapes, instead of the build's ``x``."""
-    from django.db import connection, transaction
+    from django.db.models import CharField, Value
+    from django.db.models.functions import Cast, Concat
 
     from retrieval.models import Caption
 
-    table = connection.ops.quote_name(Caption._meta.db_table)
-    text = connection.ops.quote_name("text")
-    dataset = connection.ops.quote_name("dataset_id")
-    key = connection.ops.quote_name("id")
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET {text} = 'a man in a \"red\" shirt is slicing a tomato ' "
-            f"|| CAST({key} AS TEXT) || ' é' WHERE {dataset} = %s",
-            [campaign.dataset_id],
+    Caption.objects.filter(dataset_id=campaign.dataset_id).update(
+        text=Concat(
+            Value('a man in a "red" shirt is slicing a tomato '),
+            Cast("pk", CharField()),
+            Value(" é"),
         )
+    )
 
 
 def settle_pairs(campaign) -> None:
-    """Write each pair's label counts and status, as judging through the API would have."""
-    from django.db import connection, transaction
-
+    """Write each pair's label counts and status, as judging through the API would have,
+    in one bulk update."""
     from annotation.campaign_read.labels import load_campaign_labels
     from annotation.models import Pair
+    from config.backends import backend
     from retrieval.label_sets import status as label_status
 
     data = load_campaign_labels(campaign)
@@ -120,32 +117,13 @@ def settle_pairs(campaign) -> None:
     relevant = np.bincount(data.pair_index, weights=data.labels, minlength=data.n_pairs)
     names = label_status.names(data.status)
     rows = [
-        (int(t), int(r), str(name), data.first_pair_id + i)
+        (int(t), int(r), str(name), 0, 0, data.first_pair_id + i)
         for i, (t, r, name) in enumerate(zip(total, relevant, names, strict=True))
         if data.in_campaign[i]
     ]
-    table = connection.ops.quote_name(Pair._meta.db_table)
-    with transaction.atomic():
-        connection.ensure_connection()
-        if connection.vendor == "sqlite":
-            connection.connection.executemany(
-                f"UPDATE {table} SET label_count = ?, relevant_count = ?, status = ?, "
-                "needed = 0, open_slots = 0 WHERE id = ?",
-                rows,
-            )
-            return
-        with connection.connection.cursor() as cursor:  # PostgreSQL: COPY, then one UPDATE
-            cursor.execute(
-                "CREATE TEMPORARY TABLE settled (n integer, r integer, s text, id bigint) "
-                "ON COMMIT DROP"
-            )
-            with cursor.copy("COPY settled FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            cursor.execute(
-                f"UPDATE {table} p SET label_count = s.n, relevant_count = s.r, status = s.s, "
-                "needed = 0, open_slots = 0 FROM settled s WHERE p.id = s.id"
-            )
+    fields = ["label_count", "relevant_count", "status", "needed", "open_slots"]
+    columns = [Pair._meta.get_field(name).column for name in fields]
+    backend().bulk_update(Pair._meta.db_table, Pair._meta.pk.column, columns, rows)
 
 
 def discount_some(campaign, count: int) -> None:
@@ -157,22 +135,6 @@ def discount_some(campaign, count: int) -> None:
     live = Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
     ids = list(live.order_by("pk").values_list("pk", flat=True)[:: max(1, live.count() // count)])
     Judgement.objects.filter(pk__in=ids[:count]).update(discounted_at=timezone.now())
-
-
-def bench_database(url: str, name: str, rebuild: bool) -> tuple[str, bool]:
-    """(URL of the bench's own database on ``url``'s server, whether it must be built),
-    creating it (empty) when missing or when ``rebuild``."""
-    import psycopg
-
-    parts = urlsplit(url)
-    with psycopg.connect(url, autocommit=True) as admin:
-        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if exists and rebuild:
-            admin.execute(f'DROP DATABASE "{name}"')
-            exists = None
-        if not exists:
-            admin.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit(parts._replace(path=f"/{name}")), not exists
 
 
 def prepare(args: argparse.Namespace, fresh: bool):
@@ -230,26 +192,25 @@ def timed_export(campaign, fmt: str, path) -> tuple[float, float, int, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--labels", type=int, default=679_000)
-    parser.add_argument("--pairs", type=int, default=552_880)
-    parser.add_argument("--annotators", type=int, default=100)
-    parser.add_argument("--videos", type=int, default=670)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--formats", nargs="*", help="only these formats")
-    parser.add_argument("--database-url", help="PostgreSQL server to build the campaign on")
-    parser.add_argument("--db-name", help="the bench's database there (default: named by size)")
-    parser.add_argument("--rebuild", action="store_true", help="build the campaign again")
-    args = parser.parse_args()
+    options = parser(__doc__, seed=True)
+    options.add_argument("--labels", type=int, default=679_000)
+    options.add_argument("--pairs", type=int, default=552_880)
+    options.add_argument("--annotators", type=int, default=100)
+    options.add_argument("--videos", type=int, default=670)
+    options.add_argument("--repeats", type=int, default=3)
+    options.add_argument("--formats", nargs="*", help="only these formats")
+    options.add_argument("--database-url", help="PostgreSQL server to build the campaign on")
+    options.add_argument("--db-name", help="the bench's database there (default: named by size)")
+    options.add_argument("--rebuild", action="store_true", help="build the campaign again")
+    args = options.parse_args()
     url, fresh = None, True
     if args.database_url:
         name = args.db_name or (
             f"firepool_export_bench_{args.pairs}_{args.labels}_{args.annotators}_{args.seed}"
         )
-        url, fresh = bench_database(args.database_url, name, args.rebuild)
+        fresh = not create_database(args.database_url, name, drop=args.rebuild)
+        url = database_url(args.database_url, name)
     with temporary_django(url) as tmp:
-        from django.db import connection
         from django.db.models import Count
 
         from annotation.campaign_read.exports import EXPORT_FORMATS, GOLD_FORMATS
@@ -259,7 +220,7 @@ def main() -> None:
         live = Judgement.objects.filter(
             pair__campaign=campaign, undone_at__isnull=True, discounted_at__isnull=True
         ).count()
-        print(f"machine: {machine()}; database: {connection.vendor}")
+        print(f"machine: {machine()}; database: {database_name()}")
         statuses = dict(campaign.pairs.order_by().values_list("status").annotate(n=Count("pk")))
         print(
             f"data: {live:,} live labels over {campaign.pairs.count():,} pairs, {RUNS} runs; "

@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -36,9 +35,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import ROOT, free_port
+
 TARGET_SECONDS = 120.0
 TARGET_SILENCE = 10.0
-ROOT = Path(__file__).resolve().parent.parent
 # Environment that would point the clone at another checkout's database or files.
 FOREIGN_ENV = ("DATABASE_URL", "FIREPOOL_", "DJANGO_", "VIRTUAL_ENV", "PYTHONPATH")
 STEP_PREFIXES = (".venv/bin/", "test -", "touch ", "mkdir ")
@@ -115,12 +115,6 @@ def read_output(process: subprocess.Popen, output: Output, log) -> None:
                 output.add(text)
     if pending.strip():
         output.add(pending.decode("utf-8", "replace").rstrip())
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def answers(url: str) -> bool:

@@ -12,13 +12,14 @@ database::
     .venv/bin/python bench/gold_lock_bench.py [--rows 100000]
 """
 
-import argparse
 import sqlite3
 import threading
 import time
 from pathlib import Path
 
-from harness import machine, temporary_django
+import numpy as np
+import world
+from harness import machine, parser, temporary_django
 
 
 class LockProbe:
@@ -49,28 +50,20 @@ class LockProbe:
         link.close()
 
 
-def world(side: int):
-    """A campaign whose dataset has ``side`` more captions and videos."""
-    from retrieval.models import Caption, Video
+def campaign_with(side: int):
+    """A campaign whose dataset has ``side`` more captions and videos (their keys)."""
     from tests.factories import make_campaign
 
     campaign = make_campaign(n_queries=2, depth=2, seed=41)
-    videos = Video.objects.bulk_create(
-        [Video(dataset=campaign.dataset, key=f"gv{i}", split="test") for i in range(side)]
-    )
-    captions = Caption.objects.bulk_create(
-        [
-            Caption(dataset=campaign.dataset, key=f"gc{i}", text=f"c {i}", video=videos[i])
-            for i in range(side)
-        ]
-    )
-    return campaign, [c.key for c in captions], [v.key for v in videos]
+    texts = [f"c {i}" for i in range(side)]
+    world.media(campaign.dataset, side, np.arange(side), texts, "gv{}", "gc{}")
+    return campaign, [f"gc{i}" for i in range(side)], [f"gv{i}" for i in range(side)]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=100_000)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rows", type=int, default=100_000)
+    args = options.parse_args()
     side = int(args.rows**0.5) + 1
     with temporary_django() as tmp:
         from django.db import connection, transaction
@@ -82,7 +75,7 @@ def main() -> None:
         path = tmp / "gold.csv"
         figures = {}
         for how in ("one transaction (anchor)", "import_gold (the job's path)"):
-            campaign, captions, videos = world(side)
+            campaign, captions, videos = campaign_with(side)
             with path.open("w", encoding="utf-8") as out:
                 out.write("caption_key,video_key,label,explanation\n")
                 for n in range(args.rows):

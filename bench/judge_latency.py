@@ -24,17 +24,15 @@ Anchor: Label Studio users still ask for the next task's media to be preloaded
 import argparse
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from harness import ROOT, machine, temporary_django
+from harness import ROOT, free_port, machine, temporary_django, wait_until_up
 
 from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
 
@@ -59,26 +57,6 @@ def build_world(n_videos: int, depth: int, roles: bool = True) -> int:
     return campaign.pk
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_up(url: str, server: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"runserver exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
-
-
 @contextlib.contextmanager
 def runserver(tmp: Path) -> Iterator[str]:
     """``manage.py runserver`` on a free local port, on the bench's database; yields its
@@ -95,7 +73,7 @@ def runserver(tmp: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     try:
-        wait_until_up(f"{base}/login/", server)
+        wait_until_up(f"{base}/login/", [server], any_status=False)
         yield base
     except BaseException:
         print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)

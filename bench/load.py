@@ -2,8 +2,8 @@
 
 Sets up everything itself: a fresh PostgreSQL database (``firepool_loadbench``, dropped and
 recreated on every run; needs ``bin/local-postgres``), migrated, with one dataset and one
-active campaign of ``--pairs`` pairs written by COPY, ``--annotators`` annotator accounts
-logged in by writing their sessions directly, and ``gunicorn config.wsgi --preload`` with
+active campaign of ``--pairs`` pairs, ``--annotators`` annotator accounts logged in by
+writing their sessions directly (all built by ``bench/world.py``, rows by COPY), and ``gunicorn config.wsgi --preload`` with
 ``--workers`` sync workers on a free local port: a production set-up without TLS
 (``DJANGO_DEBUG=0``, persistent database connections and, unless ``--no-prepared``,
 server-side parameter binding with prepared statements: the settings' default on PostgreSQL).
@@ -56,22 +56,33 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-from harness import ROOT, machine
+import world
+from harness import (
+    ROOT,
+    create_database,
+    database_url,
+    drop_database,
+    free_port,
+    log,
+    machine,
+    percentiles,
+    postgres_server,
+    setup_django,
+    start_group,
+    stop_groups,
+    wait_until_up,
+)
 
 from tests.nginx_support import Nginx
 
@@ -89,35 +100,6 @@ CLIP_BIT_RATE = 6_000_000
 """Bits per second of the 1080p clip: what streaming sites use for 1080p H.264."""
 READ_AHEAD_SECONDS = 2.0
 """Seconds of video a viewer reads at once before settling to the clip's rate."""
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def bench_database_url() -> str:
-    """Drop and recreate the bench database on the local PostgreSQL; return its URL."""
-    import psycopg
-
-    try:
-        base = subprocess.run(
-            [str(ROOT / "bin" / "local-postgres")], check=True, capture_output=True, text=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as exc:
-        sys.exit(f"bin/local-postgres could not provide a PostgreSQL server: {exc}")
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB_NAME}")
-    parts = urlsplit(base)
-    return urlunsplit(parts._replace(path=f"/{DB_NAME}"))
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-
-    base = urlunsplit(urlsplit(url)._replace(path="/postgres"))
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
 
 
 def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[str, str]:
@@ -143,217 +125,45 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
     }
 
 
-def copy_rows(table: str, columns: list[str], rows) -> None:
-    """Write ``rows`` into ``table`` with one COPY."""
-    from django.db import connection
-
-    connection.ensure_connection()
-    with connection.cursor() as cursor:
-        raw = cursor.cursor
-        with raw.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-
-
-RUNS = 3
-"""Synthetic runs pooled by the campaign: pair s of a query is at rank (s + 3r) % DEPTH + 1 of
-run r, so every run retrieves every pooled pair and adaptive orders have arms to choose."""
-
-
-def build_campaign(
-    n_pairs: int,
-    lease_seconds: int,
-    judging_order: str = "depth",
-    label_policy: str = "fire",
-    confidence: float = 0.95,
-) -> tuple[int, int]:
-    """A dataset of ``n_pairs / DEPTH`` query captions and one active campaign of their
-    top-``DEPTH`` videos, queued in ``judging_order``; (campaign id, pairs)."""
+def build_world(args, annotators: int) -> tuple[int, int, list[tuple[int, str]]]:
+    """Through the world builder: a dataset of ``--pairs / DEPTH`` query captions, one active
+    campaign of their top-``DEPTH`` videos queued in ``--judging-order`` under ``--policy``,
+    ``annotators`` accounts with a live session each, and with ``--gold-rate`` or
+    ``--qualified`` 200 gold pairs (every annotator admitted). (campaign id, pairs,
+    [(user id, session key)])."""
     from django.db import connection, transaction
 
-    from annotation.campaigns.pooling import Pool
-    from annotation.campaigns.settings import CampaignSettings, JudgingSettings, LabelPolicy
-    from annotation.judging import pair_state
-    from annotation.judging.statements import column_rows
-    from annotation.models import Campaign, Pair
-    from annotation.ordering import priorities
-    from annotation.policy import rules as policy
-    from retrieval.models import Caption, Dataset, Video
+    from retrieval.models import Dataset
 
-    n_queries = max(1, n_pairs // DEPTH)
-    n_videos = max(200, n_pairs // 30)
-    as_is = Video._meta.get_field("media_state").default  # a URL plays as it is
+    n_queries = max(1, args.pairs // DEPTH)
+    n_videos = max(200, args.pairs // 30)
     with transaction.atomic():
-        dataset = Dataset.objects.create(name="load", source_format="jsonl")
-        copy_rows(
-            Video._meta.db_table,
-            ["dataset_id", "key", "media", "url", "features", "split", "metadata"]
-            + ["media_state", "browser_media"],
-            (
-                (dataset.pk, f"v{i:06d}", "", f"https://example.org/v/{i}.mp4", "", "test", "{}")
-                + (as_is, "")
-                for i in range(n_videos)
-            ),
+        media = world.media(
+            Dataset.objects.create(name="load", source_format="jsonl"),
+            n_videos,
+            np.arange(n_queries) % n_videos,
+            [f"a person slices vegetable {q} in a small kitchen" for q in range(n_queries)],
+            video_key="v{:06d}",
+            caption_key="c{:06d}",
+            videos={"url": [f"https://example.org/v/{i}.mp4" for i in range(n_videos)]},
         )
-        video_pks = np.array(
-            Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
+        campaign, pair_pks = world.synthetic_campaign(
+            media,
+            DEPTH,
+            lease_seconds=args.lease_seconds,
+            judging_order=args.judging_order,
+            label_policy=args.policy,
+            confidence=getattr(args, "confidence", 0.95),
         )
-        copy_rows(
-            Caption._meta.db_table,
-            ["dataset_id", "key", "text", "video_id", "split", "is_query", "metadata"],
-            (
-                (
-                    dataset.pk,
-                    f"c{q:06d}",
-                    f"a person slices vegetable {q} in a small kitchen",
-                    int(video_pks[q % n_videos]),
-                    "test",
-                    True,
-                    "{}",
-                )
-                for q in range(n_queries)
-            ),
-        )
-        caption_pks = np.array(
-            Caption.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
-        )
-        total = n_queries * DEPTH
-        query = np.repeat(np.arange(n_queries), DEPTH)
-        rank = np.tile(np.arange(DEPTH), n_queries)
-        videos = video_pks[(query * 7 + rank * 13) % n_videos]
-        ranks = np.stack([(rank + 3 * r) % DEPTH + 1 for r in range(RUNS)], axis=1)
-        pool = Pool(caption_pks[query], videos, ranks.astype(np.int16))
-        known = np.zeros((n_queries, RUNS), np.int16)
-        settings = CampaignSettings(
-            judging=JudgingSettings(strategy=judging_order),
-            label_policy=LabelPolicy(label_policy, confidence),
-        )
-        adaptive = settings.label_policy.adaptive
-        source = priorities.Provenance(pool.ranks, caption_pks.astype(np.int64), known)
-        campaign = Campaign(
-            dataset=dataset,
-            name="load",
-            depth=DEPTH,
-            lease_seconds=lease_seconds,
-            provenance=source.to_bytes(),
-            second_label_rate=0.0 if adaptive else policy.DEFAULT_SECOND_LABEL_RATE,
-            max_labels=policy.DEFAULT_ADAPTIVE_CAP if adaptive else policy.DEFAULT_CAP,
-        )
-        campaign.set_settings(settings, save=False)
-        campaign.save(force_insert=True)
-        if adaptive:
-            from annotation.models import PolicyFit
-
-            PolicyFit.objects.create(campaign=campaign)
-        double = policy.second_label_sample(total, campaign.second_label_rate, campaign.seed)
-        began = time.perf_counter()
-        position, parked = priorities.initial_queue(settings.judging, pool, source, campaign.seed)
-        log(
-            f"initial {judging_order} order of {total:,} pairs: {time.perf_counter() - began:.2f} s"
-        )
-        columns, rows = column_rows(
-            {
-                "campaign_id": campaign.pk,
-                "caption_id": caption_pks[query].tolist(),
-                "video_id": videos.tolist(),
-                "position": position.tolist(),
-                "pool_row": list(range(total)),
-                "double": double.tolist(),
-                **pair_state.initial(pair_state.first_needed(double, parked)),
-                "auto_label": "",
-            }
-        )
-        copy_rows(Pair._meta.db_table, columns, rows)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
-    return campaign.pk, total
-
-
-def add_gold(campaign_id: int, n_gold: int, rate: float, qualification: bool) -> None:
-    """``n_gold`` gold pairs (15% relevant) served at ``rate``, their hidden task pairs made
-    now rather than under load; with ``qualification`` the campaign asks for it (the
-    annotators are admitted by :func:`admit`, as if they had passed)."""
-    from annotation.campaigns.settings import GoldSettings
-    from annotation.gold import tasks as gold_queue
-    from annotation.models import Campaign, GoldPair
-    from retrieval.models import Caption
-
-    campaign = Campaign.objects.get(pk=campaign_id)
-    captions = list(
-        Caption.objects.filter(dataset_id=campaign.dataset_id)
-        .order_by("pk")
-        .values_list("pk", "video_id")[:n_gold]
-    )
-    rng = np.random.default_rng(1)
-    GoldPair.objects.bulk_create(
-        [
-            GoldPair(
-                campaign=campaign,
-                caption_id=caption,
-                video_id=video,
-                label="relevant" if rng.random() < 0.15 else "irrelevant",
-                explanation="synthetic gold pair of the load bench",
-                source=GoldPair.Source.IMPORTED,
-            )
-            for caption, video in captions
-        ]
-    )
-    gold = GoldSettings(rate=rate, qualification=qualification)
-    campaign.set_settings(replace(campaign.settings, gold=gold))
-    gold_queue.ensure_tasks(campaign)
-
-
-def admit(campaign_id: int, sessions: list[tuple[int, str]]) -> None:
-    """Every annotator has passed the campaign's qualification."""
-    from django.utils import timezone
-
-    from annotation.models import QualificationAttempt
-
-    now = timezone.now()
-    QualificationAttempt.objects.bulk_create(
-        [
-            QualificationAttempt(
-                campaign_id=campaign_id,
-                annotator_id=user_id,
-                finished_at=now,
-                correct=20,
-                total=20,
-                passed=True,
-            )
-            for user_id, _ in sessions
-        ]
-    )
-
-
-def create_annotators(n: int) -> list[tuple[int, str]]:
-    """``n`` annotator accounts with a live session each: (user id, session key)."""
-    from django.conf import settings
-    from django.contrib.auth import (
-        BACKEND_SESSION_KEY,
-        HASH_SESSION_KEY,
-        SESSION_KEY,
-        get_user_model,
-    )
-    from django.contrib.auth.hashers import make_password
-    from django.contrib.sessions.backends.db import SessionStore
-
-    from config.roles import ANNOTATOR, ensure_groups
-
-    User = get_user_model()
-    password = make_password("pw-load-annotator")  # hashed once: logins never check it
-    users = User.objects.bulk_create(
-        [User(username=f"load{i:04d}", password=password) for i in range(n)]
-    )
-    ensure_groups()[ANNOTATOR].user_set.add(*users)
-    sessions = []
-    for user in users:
-        store = SessionStore()
-        store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
-        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        store.create()
-        sessions.append((user.pk, store.session_key))
-    return sessions
+    user_pks = world.annotators([f"load{i:04d}" for i in range(annotators)], "pw-load-annotator")
+    keys = world.sessions(user_pks)
+    if args.gold_rate > 0 or args.qualified:
+        world.gold(campaign, 200, args.gold_rate, args.qualified)
+    if args.qualified:
+        world.admit(campaign, user_pks[: args.annotators])
+    return campaign.pk, len(pair_pks), list(zip(user_pks.tolist(), keys, strict=True))
 
 
 def make_clip(path: Path, seconds: float) -> None:
@@ -431,12 +241,6 @@ def machine_busy() -> tuple[float, float]:
     return (sum(values) - idle) / ticks, sum(values) / ticks
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 KEEP_ALIVE_SECONDS = 5
 """gunicorn's ``--keep-alive`` (threaded workers keep idle connections this long)."""
 
@@ -453,46 +257,21 @@ class Server:
     process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "gunicorn",
-                    "config.wsgi",
-                    "-w",
-                    str(self.workers),
-                    "--threads",
-                    str(self.threads),
-                    "-b",
-                    f"127.0.0.1:{self.port}",
-                    "--backlog",
-                    "2048",
-                    "--keep-alive",  # the README's setting (threaded workers only)
-                    str(KEEP_ALIVE_SECONDS),
-                    "--preload",  # import Django once in the master: workers fork ready
-                ],
-                cwd=ROOT,
-                env={**os.environ, **self.env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: one killpg reaches all
-            )
+        self.process = start_group(
+            [
+                *("-m", "gunicorn", "config.wsgi", "-w", str(self.workers)),
+                *("--threads", str(self.threads), "-b", f"127.0.0.1:{self.port}"),
+                *("--backlog", "2048"),
+                *("--keep-alive", str(KEEP_ALIVE_SECONDS)),  # the README's (threaded workers)
+                "--preload",  # import Django once in the master: workers fork ready
+            ],
+            self.env,
+            self.log_path,
+        )
 
     def wait_until_up(self, timeout: float = 60.0) -> None:
         """Block until the server answers HTTP (any status), or fail."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited with {self.process.returncode}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/", timeout=2)
-                return
-            except urllib.error.HTTPError:
-                return  # 403 for an anonymous client: it answers
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"gunicorn gave no answer within {timeout:.0f} s; see {self.log_path}")
+        wait_until_up(f"http://127.0.0.1:{self.port}/api/", [self.process], timeout)
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once: a crash, nothing shuts down cleanly."""
@@ -503,13 +282,8 @@ class Server:
         self.process.wait()
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            self.kill()
+        if self.process is not None:
+            stop_groups([self.process], timeout=20)
 
 
 @dataclass
@@ -965,13 +739,6 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
     }
 
 
-def percentiles(values: list[float]) -> tuple[float, float, float]:
-    if not values:
-        return (float("nan"),) * 3
-    p50, p95, p99 = np.percentile(np.asarray(values), [50, 95, 99])
-    return round(float(p50), 1), round(float(p95), 1), round(float(p99), 1)
-
-
 WORKER_PRIORITY = {
     "same": [],
     "nice": ["nice", "-n", "10"],
@@ -1123,8 +890,8 @@ def refit_jobs() -> dict[str, object]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def judging_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the annotators and their campaign."""
     parser.add_argument("--annotators", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--pairs", type=int, default=600_000)
@@ -1186,6 +953,10 @@ def main() -> None:
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
+
+
+def server_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the server, its job workers, the viewers and the diagnostics."""
     parser.add_argument(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
@@ -1226,68 +997,86 @@ def main() -> None:
         action="store_true",
         help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
     )
-    args = parser.parse_args()
 
+
+@dataclass
+class Setup:
+    """The bench's database, the server's environment and the world built in it."""
+
+    database_url: str
+    env: dict[str, str]
+    media_root: Path | None
+    campaign_id: int
+    pairs: int
+    sessions: list[tuple[int, str]]
+    viewers: list[tuple[int, str]]
+    clips: list[tuple[str, int]]
+
+
+def set_up(args) -> Setup:
+    """A fresh database (:data:`DB_NAME`, dropped and created again), Django on it as the
+    server runs it, migrated, and the world of the run (untimed)."""
     log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    database_url = bench_database_url()
-    env = server_environment(database_url, args.prepared, args.debug)
+    server = postgres_server()
+    create_database(server, DB_NAME)
+    url = database_url(server, DB_NAME)
+    env = server_environment(url, args.prepared, args.debug)
     media_root = None
     if args.viewers or args.media_server == "nginx":
         media_root = Path(tempfile.mkdtemp(prefix="firepool-load-media-"))
         env.update(FIREPOOL_MEDIA_ROOT=str(media_root), FIREPOOL_MEDIA_SERVER=args.media_server)
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connections
-
+    migrated = setup_django(env)
     began = time.perf_counter()
-    call_command("migrate", verbosity=0)
-    migrated = time.perf_counter()
-    campaign_id, pairs = build_campaign(
-        args.pairs, args.lease_seconds, args.judging_order, args.policy, args.confidence
-    )
-    sessions = create_annotators(args.annotators + args.viewers)
+    campaign_id, pairs, sessions = build_world(args, args.annotators + args.viewers)
     sessions, viewers = sessions[: args.annotators], sessions[args.annotators :]
     clips = add_media(media_root, args.clips, args.clip_seconds) if viewers else []
-    if args.gold_rate > 0 or args.qualified:
-        add_gold(campaign_id, 200, args.gold_rate, args.qualified)
-    if args.qualified:
-        admit(campaign_id, sessions)
     log(
-        f"set-up: migrate {migrated - began:.1f} s, {pairs:,} pairs and "
-        f"{args.annotators} annotators {time.perf_counter() - migrated:.1f} s"
+        f"set-up: migrate {migrated:.1f} s, {pairs:,} pairs and "
+        f"{args.annotators} annotators {time.perf_counter() - began:.1f} s"
     )
-    connections.close_all()
+    from django.db import connections
 
+    connections.close_all()
+    return Setup(url, env, media_root, campaign_id, pairs, sessions, viewers, clips)
+
+
+def job_workers(args, env: dict[str, str]) -> list[subprocess.Popen]:
+    """The README's job workers beside the server: one for the default queue, one for the
+    live queue (the campaign's figures, the adaptive policy's refits)."""
+    return [
+        subprocess.Popen(
+            [
+                *WORKER_PRIORITY[args.worker_priority],
+                sys.executable,
+                "manage.py",
+                "db_worker",
+                "--queue-name",
+                queue,
+                "--interval",
+                str(args.worker_interval),
+                "--no-reload",
+                "--no-startup-delay",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for queue in (() if args.no_job_workers else ("default", "live"))
+    ]
+
+
+def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
+    """Start gunicorn (behind nginx with ``--media-server nginx``) and the job workers, run
+    the annotators and viewers against it, stop everything; the run and the figures' and
+    locks' watches."""
     with tempfile.TemporaryDirectory(prefix="firepool-load-") as tmp:
-        server = Server(free_port(), args.workers, args.threads, env, Path(tmp) / "gunicorn.log")
+        server = Server(
+            free_port(), args.workers, args.threads, setup.env, Path(tmp) / "gunicorn.log"
+        )
         server.start()
-        # The README's job workers beside the server: one for the default queue, one for the
-        # live queue (the campaign's figures, the adaptive policy's refits).
-        workers = [
-            subprocess.Popen(
-                [
-                    *WORKER_PRIORITY[args.worker_priority],
-                    sys.executable,
-                    "manage.py",
-                    "db_worker",
-                    "--queue-name",
-                    queue,
-                    "--interval",
-                    str(args.worker_interval),
-                    "--no-reload",
-                    "--no-startup-delay",
-                ],
-                cwd=ROOT,
-                env={**os.environ, **env},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            for queue in (() if args.no_job_workers else ("default", "live"))
-        ]
-        watch = FigureWatch(campaign_id)
+        workers = job_workers(args, setup.env)
+        watch = FigureWatch(setup.campaign_id)
         locks = LockWatch() if args.watch_locks else None
         front = None
         try:
@@ -1304,12 +1093,12 @@ def main() -> None:
                     Path(tmp) / "nginx",
                     f"127.0.0.1:{server.port}",
                     Path(tmp) / "static",
-                    media_root,
+                    setup.media_root,
                     workers=os.cpu_count() or 1,  # Debian's worker_processes auto
                 ).start()
-            if viewers or front:
+            if setup.viewers or front:
                 log(
-                    f"{len(viewers)} viewers, media sent by {args.media_server}"
+                    f"{len(setup.viewers)} viewers, media sent by {args.media_server}"
                     + (f" (nginx on port {front.port}, every request through it)" if front else "")
                 )
             watch.start()
@@ -1318,15 +1107,15 @@ def main() -> None:
             run = asyncio.run(
                 drive(
                     server,
-                    campaign_id,
-                    sessions,
+                    setup.campaign_id,
+                    setup.sessions,
                     args.seconds,
                     args.think_ms,
                     args.crash,
                     args.one_request,
                     port=front.port if front else None,
-                    viewers=viewers,
-                    clips=clips,
+                    viewers=setup.viewers,
+                    clips=setup.clips,
                     watch_s=args.watch_seconds,
                     clip_seconds=args.clip_seconds,
                     standing_s=args.standing_seconds,
@@ -1336,8 +1125,8 @@ def main() -> None:
             if front is not None:
                 front.stop()
             server.stop()
-            if media_root is not None:
-                shutil.rmtree(media_root, ignore_errors=True)
+            if setup.media_root is not None:
+                shutil.rmtree(setup.media_root, ignore_errors=True)
             freshness = watch.stop() if watch.is_alive() else {}
             if locks is not None and locks.is_alive():
                 freshness.update(locks.stop())
@@ -1347,18 +1136,13 @@ def main() -> None:
             if server.log_path.exists():
                 tail = server.log_path.read_text(errors="replace").splitlines()[-5:]
                 log("gunicorn log tail:\n  " + "\n  ".join(tail))
+    return run, freshness
 
-    record = run.record
-    log(f"load average after the run: {os.getloadavg()[0]:.2f}")
-    checks = verify(campaign_id, record.acknowledged + run.warm_acknowledged)
-    log(f"jobs by second of the run: {job_timeline(time.time() - (time.monotonic() - run.began))}")
-    refits = refit_jobs() if args.policy == "adaptive" else {}
-    connections.close_all()
-    if not args.keep:
-        drop_database(database_url)
 
-    every = [ms for values in record.latencies.values() for ms in values]
-    p50, p95, p99 = percentiles(every)
+def diagnose(args, run: "Run", every: list[float]) -> None:
+    """The diagnostics on stderr: latencies by kind, statuses, the client's lag, slow
+    requests over time and CPU per request."""
+    record, cpu = run.record, run.cpu
     for kind, values in sorted(record.latencies.items()):
         log(f"{kind}: n={len(values):,} p50/p95/p99 = {percentiles(values)} ms")
     log(
@@ -1372,7 +1156,6 @@ def main() -> None:
         f"requests over {TARGET_P99_MS:.0f} ms by second of the run: "
         + ", ".join(f"{second}s: {n}" for second, n in sorted(buckets.items()))
     )
-    cpu = run.cpu
     per_request = 1000.0 / max(1, len(every))
     if args.crash:
         log("CPU of the killed server processes is lost: per-request CPU not counted")
@@ -1385,6 +1168,22 @@ def main() -> None:
         f"machine busy {cpu['machine busy'] / cpu['machine total']:.0%} of "
         f"{cpu['machine total'] / run.elapsed:.1f} cores during the run (all processes)"
     )
+    if args.media_server != "django" or run.views is not None:
+        log(
+            "CPU in the run, in cores: "
+            + ", ".join(
+                f"{name} {cpu[name] / run.elapsed:.2f}"
+                for name in ("gunicorn", "postgres", "nginx", "client")
+            )
+            + " (the client's includes the viewers' reading)"
+        )
+
+
+def figures(args, run: "Run", pairs: int, checks: dict, extra: dict) -> dict[str, object]:
+    """The run's figures: the JSON object of stdout's last line."""
+    record = run.record
+    every = [ms for values in record.latencies.values() for ms in values]
+    p50, p95, p99 = percentiles(every)
     result: dict[str, object] = {
         "annotators": args.annotators,
         "pairs": pairs,
@@ -1421,20 +1220,10 @@ def main() -> None:
         label_count_mismatches=checks["label_count_mismatches"],
         progress_exact=bool(checks["progress_exact"]),
         policy=args.policy,
-        **refits,
-        **freshness,
+        **extra,
     )
     if args.media_server != "django":
         result["media_server"] = args.media_server
-    if args.media_server != "django" or run.views is not None:
-        log(
-            "CPU in the run, in cores: "
-            + ", ".join(
-                f"{name} {cpu[name] / run.elapsed:.2f}"
-                for name in ("gunicorn", "postgres", "nginx", "client")
-            )
-            + " (the client's includes the viewers' reading)"
-        )
     if run.views is not None:
         views = run.views
         first_byte = percentiles(views.first_byte)
@@ -1453,6 +1242,27 @@ def main() -> None:
             media_first_byte_p99_ms=first_byte[2],
             media_mbit_s=round(views.received * 8 / run.elapsed / 1e6, 1),
         )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    judging_options(parser)
+    server_options(parser)
+    args = parser.parse_args()
+    setup = set_up(args)
+    run, freshness = serve_and_run(args, setup)
+    from django.db import connections
+
+    log(f"load average after the run: {os.getloadavg()[0]:.2f}")
+    checks = verify(setup.campaign_id, run.record.acknowledged + run.warm_acknowledged)
+    log(f"jobs by second of the run: {job_timeline(time.time() - (time.monotonic() - run.began))}")
+    refits = refit_jobs() if args.policy == "adaptive" else {}
+    connections.close_all()
+    if not args.keep:
+        drop_database(setup.database_url)
+    diagnose(args, run, [ms for values in run.record.latencies.values() for ms in values])
+    result = figures(args, run, setup.pairs, checks, {**refits, **freshness})
     log(
         f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0, the campaign's figures "
         f"at most {TARGET_FIGURES_LAG_S:.0f} s behind its labels"

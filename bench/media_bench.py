@@ -323,142 +323,29 @@ def bare_video(browser, base: str, sources: list[str]) -> list[dict]:
 
 
 def percentiles(values: list[float]) -> str:
+    """p50 and p95 of ``values``, for the table."""
     if not values:
         return "no samples"
-    p50, p95 = np.percentile(np.asarray(values, dtype=float), [50, 95])
+    p50, p95 = harness.percentiles(values, (50, 95), digits=6)
     return f"{p50:7.1f} {p95:7.1f}"
 
 
 def first_frame(tasks: int, seconds: float, dwell: int, sources: str | None) -> None:
-    from judge_latency import runserver
-
-    from tests.browser_support import CHROMIUM, launch
+    """The ``--first-frame`` measurement (see the module's docstring)."""
+    from tests.browser_support import CHROMIUM
 
     if not os.path.exists(CHROMIUM):
         raise SystemExit(f"{CHROMIUM} not found: install Debian's chromium")
     with harness.temporary_django() as tmp:
-        from django.contrib.auth import get_user_model
-        from django.core.management import call_command
-
-        from config.roles import ANNOTATOR, ensure_groups
-        from retrieval.models import Dataset, DerivedMedia, Video
-        from tests.media_support import import_records
-
-        folder = Path(sources) if sources else tmp / "source"
-        listing = folder / "records.json"
-        if listing.is_file():
-            saved = json.loads(listing.read_text())
-            records, recording = saved["records"], folder / saved["recording"]
-            print(f"sources from {folder} (made by an earlier run)")
-        else:
-            began = time.perf_counter()
-            records, recording = make_sources(folder, tasks, seconds)
-            listing.write_text(json.dumps({"records": records, "recording": recording.name}))
-            print(f"sources made with PyAV in {time.perf_counter() - began:.0f} s")
-        began = time.perf_counter()
-        summary = import_records(records, folder, "firstframe", tmp / "captions.jsonl")
-        print(f"import_dataset --videos (its media jobs included where they run at once): "
-              f"{time.perf_counter() - began:.1f} s; {json.dumps(summary)[:300]}")  # fmt: skip
-        began = time.perf_counter()
-        out = tmp / "media.log"
-        with open(out, "w") as log:
-            call_command("media", dataset="firstframe", stdout=log)
-        print(f"manage.py media: {time.perf_counter() - began:.1f} s; "
-              f"{out.read_text().strip().splitlines()[-7]}")  # fmt: skip
-        dataset = Dataset.objects.get(name="firstframe")
-        campaign = own_video_campaign(dataset)
-        for mode in ("cold", "warm"):
-            user = get_user_model().objects.create_user(f"{USERNAME}-{mode}", password=PASSWORD)
-            user.groups.add(ensure_groups()[ANNOTATOR])
-        videos = list(Video.objects.filter(dataset=dataset).select_related("derived"))
-        format_of = {v.key: v.key.rsplit("-", 1)[0] for v in videos}
-        served = {}
-        for video in videos:
-            served[video.source_url] = video.key
-        posters = {video.poster_url: video.key for video in videos if video.poster_url}
-        from django.db import connections
-
-        connections.close_all()
-
-        with runserver(tmp) as base:
-            from playwright.sync_api import sync_playwright
-
-            with sync_playwright() as playwright:
-                browser = launch(playwright)
-                version = browser.version
-                anchor = bare_video(
-                    browser, base, [v.source_url + v.media_fragment for v in videos]
-                )
-                cold, _, fetched = judge_all(browser, base, campaign, dwell, cold=True)
-                warm, shown, _ = judge_all(browser, base, campaign, dwell, cold=False)
-                browser.close()
-
-        def key_of(src: str) -> str:
-            path = "/" + src.split("#")[0].split("/", 3)[-1]
-            return served.get(path, "?")
-
-        rows = {name: {"anchor": [], "cold": [], "warm": [], "bytes": [], "broken": 0}
-                for name in FORMATS}  # fmt: skip
-        for video, result in zip(videos, anchor, strict=True):
-            if "ms" in result:
-                rows[format_of[video.key]]["anchor"].append(result["ms"])
-            else:
-                print(f"  anchor: {video.key} gave {result['error']}")
-        for mode, found in (("cold", cold), ("warm", warm)):
-            for record in found:
-                name = format_of.get(key_of(record["src"]))
-                if name is None:
-                    print(f"  {mode}: a task of unknown source {record['src']}")
-                    continue
-                if record["state"] == "broken":
-                    rows[name]["broken"] += 1
-                else:
-                    rows[name][mode].append(record["ms"])
-        per_task: dict[str, int] = {}  # a task's video and its poster
-        for url, size in fetched.items():
-            path = "/" + url.split("/", 3)[-1]
-            if path in served or path in posters:
-                key = served.get(path) or posters[path]
-                per_task[key] = per_task.get(key, 0) + size
-        for key, size in per_task.items():
-            rows[format_of[key]]["bytes"].append(size)
-        preloaded = sum(bool(d.get("preloaded")) for d in shown[1:])
-
+        campaign, videos, recording = first_frame_world(tmp, tasks, seconds, sources)
+        version, anchor, cold, warm, shown, fetched = in_browser(tmp, campaign, videos, dwell)
+        rows = by_format(videos, anchor, cold, warm, fetched)
         import av
 
         print(f"machine: {harness.machine()}; load average {os.getloadavg()[0]:.2f} (1 min) "
               f"at the end; headless Chromium {version}, PyAV {av.__version__}; "
               f"runserver + SQLite; {tasks} tasks per format, dwell {dwell} ms")  # fmt: skip
-        print(
-            "first frame, ms (p50 p95); cold: ?nopreload in a fresh context; warm: the page's "
-            f"preloading ({preloaded}/{max(0, len(shown) - 1)} warm tasks from the preloaded "
-            "player); anchor: a bare <video> on the same served file"
-        )
-        print(f"{'format':<14} {'served as':<10} {'anchor':>15} {'cold':>15} {'warm':>15} "
-              f"{'KB/task':>8} {'broken':>6}")  # fmt: skip
-        state_of = {}
-        for video in videos:
-            state_of.setdefault(format_of[video.key], set()).add(
-                video.derived.kind if video.derived else "as is"
-            )
-        every = {"cold": [], "warm": [], "anchor": []}
-        for name, row in rows.items():
-            for mode in every:
-                every[mode] += row[mode]
-            kilobytes = np.mean(row["bytes"]) / 1000 if row["bytes"] else float("nan")
-            print(f"{name:<14} {'/'.join(sorted(state_of.get(name, ()))):<10} "
-                  f"{percentiles(row['anchor']):>15} {percentiles(row['cold']):>15} "
-                  f"{percentiles(row['warm']):>15} {kilobytes:>8.0f} {row['broken']:>6}")  # fmt: skip
-        print(f"{'all':<14} {'':<10} {percentiles(every['anchor']):>15} "
-              f"{percentiles(every['cold']):>15} {percentiles(every['warm']):>15}")  # fmt: skip
-        playable = [d["ms"] for d in shown[1:]]
-        print(f"warm, key press to playable (the page's firepool:shown, readyState >= 3): "
-              f"p50 p95 {percentiles(playable)} (n={len(playable)})")  # fmt: skip
-        for mode, limit in FIRST_FRAME_MS.items():
-            worst = max(float(np.percentile(row[mode], 95)) for row in rows.values() if row[mode])
-            verdict = "met" if worst <= limit else "MISSED"
-            print(f"target {mode}: p95 <= {limit:g} ms per format: {verdict} (worst {worst:.1f})")
-
+        first_frame_table(videos, rows, shown)
         segment = rows["epic-segment"]["bytes"]
         whole = recording.stat().st_size
         length = probe_seconds(recording)
@@ -467,35 +354,179 @@ def first_frame(tasks: int, seconds: float, dwell: int, sources: str | None) -> 
               f"recording ({length:.0f} s) is {whole / 1e6:.1f} MB, "
               f"{whole / length * 180 / 1e6:.0f} MB per 3 minutes at its rate; target <= 3 MB: "
               f"{'met' if segment and max(segment) <= SEGMENT_BYTES else 'MISSED'}")  # fmt: skip
+        copy_cost()
 
-        print(
-            "copy cost per format (manage.py media above; source s per wall s on this machine, "
-            "bytes per source s)"
-        )
-        cost = {}
-        for name in FORMATS:
-            made = DerivedMedia.objects.filter(videos__key__startswith=f"{name}-").distinct()
-            totals = [(r.source_seconds, r.encode_seconds, r.bytes) for r in made]
-            if not totals:
-                print(f"  {name:<14} plays as it is: no copy")
+
+def first_frame_world(tmp: Path, tasks: int, seconds: float, sources: str | None):
+    """The sources (made, or an earlier run's), imported and their copies made, a campaign
+    of each video with its own caption and its two annotators: (campaign, videos,
+    the 1080p50 recording)."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from config.roles import ANNOTATOR, ensure_groups
+    from retrieval.models import Dataset, Video
+    from tests.media_support import import_records
+
+    folder = Path(sources) if sources else tmp / "source"
+    listing = folder / "records.json"
+    if listing.is_file():
+        saved = json.loads(listing.read_text())
+        records, recording = saved["records"], folder / saved["recording"]
+        print(f"sources from {folder} (made by an earlier run)")
+    else:
+        began = time.perf_counter()
+        records, recording = make_sources(folder, tasks, seconds)
+        listing.write_text(json.dumps({"records": records, "recording": recording.name}))
+        print(f"sources made with PyAV in {time.perf_counter() - began:.0f} s")
+    began = time.perf_counter()
+    summary = import_records(records, folder, "firstframe", tmp / "captions.jsonl")
+    print(f"import_dataset --videos (its media jobs included where they run at once): "
+          f"{time.perf_counter() - began:.1f} s; {json.dumps(summary)[:300]}")  # fmt: skip
+    began = time.perf_counter()
+    out = tmp / "media.log"
+    with open(out, "w") as log:
+        call_command("media", dataset="firstframe", stdout=log)
+    print(f"manage.py media: {time.perf_counter() - began:.1f} s; "
+          f"{out.read_text().strip().splitlines()[-7]}")  # fmt: skip
+    dataset = Dataset.objects.get(name="firstframe")
+    campaign = own_video_campaign(dataset)
+    for mode in ("cold", "warm"):
+        user = get_user_model().objects.create_user(f"{USERNAME}-{mode}", password=PASSWORD)
+        user.groups.add(ensure_groups()[ANNOTATOR])
+    videos = list(Video.objects.filter(dataset=dataset).select_related("derived"))
+    return campaign, videos, recording
+
+
+def in_browser(tmp: Path, campaign, videos, dwell: int):
+    """The bare-video anchor, then every task judged cold and warm, in headless Chromium
+    against runserver: (its version, anchor, cold, warm, shown, bytes fetched)."""
+    from django.db import connections
+    from judge_latency import runserver
+
+    from tests.browser_support import launch
+
+    connections.close_all()
+    with runserver(tmp) as base:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            version = browser.version
+            anchor = bare_video(browser, base, [v.source_url + v.media_fragment for v in videos])
+            cold, _, fetched = judge_all(browser, base, campaign, dwell, cold=True)
+            warm, shown, _ = judge_all(browser, base, campaign, dwell, cold=False)
+            browser.close()
+
+    return version, anchor, cold, warm, shown, fetched
+
+
+def by_format(videos, anchor, cold, warm, fetched) -> dict[str, dict]:
+    """First-frame times (anchor, cold, warm), bytes per task and broken tasks, per format."""
+    format_of = {v.key: v.key.rsplit("-", 1)[0] for v in videos}
+    served = {video.source_url: video.key for video in videos}
+    posters = {video.poster_url: video.key for video in videos if video.poster_url}
+
+    def key_of(src: str) -> str:
+        path = "/" + src.split("#")[0].split("/", 3)[-1]
+        return served.get(path, "?")
+
+    rows = {name: {"anchor": [], "cold": [], "warm": [], "bytes": [], "broken": 0}
+            for name in FORMATS}  # fmt: skip
+    for video, result in zip(videos, anchor, strict=True):
+        if "ms" in result:
+            rows[format_of[video.key]]["anchor"].append(result["ms"])
+        else:
+            print(f"  anchor: {video.key} gave {result['error']}")
+    for mode, found in (("cold", cold), ("warm", warm)):
+        for record in found:
+            name = format_of.get(key_of(record["src"]))
+            if name is None:
+                print(f"  {mode}: a task of unknown source {record['src']}")
                 continue
-            source_s, wall_s, size = (sum(column) for column in zip(*totals, strict=True))
-            cost[name] = (source_s / wall_s, size / source_s)
-            print(f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
-                  f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s")  # fmt: skip
-        if "msvd-avi" in cost:
-            rate, per_second = cost["msvd-avi"]
-            video_s = MSVD_CLIPS * MSVD_MEAN_SECONDS
-            print(f"MSVD: {MSVD_CLIPS} clips x {MSVD_MEAN_SECONDS:g} s (assumed mean) = "
-                  f"{video_s / 3600:.1f} h of video: {video_s / rate / 60:.0f} min of wall time on "
-                  f"one worker, {video_s * per_second / 1e9:.2f} GB of copies")  # fmt: skip
-        if "epic-segment" in cost:
-            rate, per_second = cost["epic-segment"]
-            video_s = EPIC_SEGMENTS * (SEGMENT_SECONDS + 2 * EPIC_MARGIN)
-            print(f"EPIC-KITCHENS hour, {EPIC_SEGMENTS} segments x ({SEGMENT_SECONDS:g} s + 2 x "
-                  f"{EPIC_MARGIN:g} s margin) = {video_s:.0f} s of 1080p50 to cut: "
-                  f"{video_s / rate / 60:.1f} min of wall time on one worker, "
-                  f"{video_s * per_second / 1e6:.0f} MB of clips")  # fmt: skip
+            if record["state"] == "broken":
+                rows[name]["broken"] += 1
+            else:
+                rows[name][mode].append(record["ms"])
+    per_task: dict[str, int] = {}  # a task's video and its poster
+    for url, size in fetched.items():
+        path = "/" + url.split("/", 3)[-1]
+        if path in served or path in posters:
+            key = served.get(path) or posters[path]
+            per_task[key] = per_task.get(key, 0) + size
+    for key, size in per_task.items():
+        rows[format_of[key]]["bytes"].append(size)
+    return rows
+
+
+def first_frame_table(videos, rows: dict[str, dict], shown) -> None:
+    """The table of first frames per format, against the targets."""
+    format_of = {v.key: v.key.rsplit("-", 1)[0] for v in videos}
+    preloaded = sum(bool(d.get("preloaded")) for d in shown[1:])
+
+    print(
+        "first frame, ms (p50 p95); cold: ?nopreload in a fresh context; warm: the page's "
+        f"preloading ({preloaded}/{max(0, len(shown) - 1)} warm tasks from the preloaded "
+        "player); anchor: a bare <video> on the same served file"
+    )
+    print(f"{'format':<14} {'served as':<10} {'anchor':>15} {'cold':>15} {'warm':>15} "
+          f"{'KB/task':>8} {'broken':>6}")  # fmt: skip
+    state_of = {}
+    for video in videos:
+        state_of.setdefault(format_of[video.key], set()).add(
+            video.derived.kind if video.derived else "as is"
+        )
+    every = {"cold": [], "warm": [], "anchor": []}
+    for name, row in rows.items():
+        for mode in every:
+            every[mode] += row[mode]
+        kilobytes = np.mean(row["bytes"]) / 1000 if row["bytes"] else float("nan")
+        print(f"{name:<14} {'/'.join(sorted(state_of.get(name, ()))):<10} "
+              f"{percentiles(row['anchor']):>15} {percentiles(row['cold']):>15} "
+              f"{percentiles(row['warm']):>15} {kilobytes:>8.0f} {row['broken']:>6}")  # fmt: skip
+    print(f"{'all':<14} {'':<10} {percentiles(every['anchor']):>15} "
+          f"{percentiles(every['cold']):>15} {percentiles(every['warm']):>15}")  # fmt: skip
+    playable = [d["ms"] for d in shown[1:]]
+    print(f"warm, key press to playable (the page's firepool:shown, readyState >= 3): "
+          f"p50 p95 {percentiles(playable)} (n={len(playable)})")  # fmt: skip
+    for mode, limit in FIRST_FRAME_MS.items():
+        worst = max(float(np.percentile(row[mode], 95)) for row in rows.values() if row[mode])
+        verdict = "met" if worst <= limit else "MISSED"
+        print(f"target {mode}: p95 <= {limit:g} ms per format: {verdict} (worst {worst:.1f})")
+
+
+def copy_cost() -> None:
+    """What each format's copies cost (``manage.py media``), and MSVD's and EPIC's at it."""
+    from retrieval.models import DerivedMedia
+
+    print(
+        "copy cost per format (manage.py media above; source s per wall s on this machine, "
+        "bytes per source s)"
+    )
+    cost = {}
+    for name in FORMATS:
+        made = DerivedMedia.objects.filter(videos__key__startswith=f"{name}-").distinct()
+        totals = [(r.source_seconds, r.encode_seconds, r.bytes) for r in made]
+        if not totals:
+            print(f"  {name:<14} plays as it is: no copy")
+            continue
+        source_s, wall_s, size = (sum(column) for column in zip(*totals, strict=True))
+        cost[name] = (source_s / wall_s, size / source_s)
+        print(f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
+              f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s")  # fmt: skip
+    if "msvd-avi" in cost:
+        rate, per_second = cost["msvd-avi"]
+        video_s = MSVD_CLIPS * MSVD_MEAN_SECONDS
+        print(f"MSVD: {MSVD_CLIPS} clips x {MSVD_MEAN_SECONDS:g} s (assumed mean) = "
+              f"{video_s / 3600:.1f} h of video: {video_s / rate / 60:.0f} min of wall time on "
+              f"one worker, {video_s * per_second / 1e9:.2f} GB of copies")  # fmt: skip
+    if "epic-segment" in cost:
+        rate, per_second = cost["epic-segment"]
+        video_s = EPIC_SEGMENTS * (SEGMENT_SECONDS + 2 * EPIC_MARGIN)
+        print(f"EPIC-KITCHENS hour, {EPIC_SEGMENTS} segments x ({SEGMENT_SECONDS:g} s + 2 x "
+              f"{EPIC_MARGIN:g} s margin) = {video_s:.0f} s of 1080p50 to cut: "
+              f"{video_s / rate / 60:.1f} min of wall time on one worker, "
+              f"{video_s * per_second / 1e6:.0f} MB of clips")  # fmt: skip
 
 
 def probe_seconds(path: Path) -> float:

@@ -16,13 +16,12 @@ project's WordNet (``make install``); Django is set up only to find it::
     .venv/bin/python bench/meteor_bench.py [--captions 2000] [--nltk-pairs 3000]
 """
 
-import argparse
 import json
 import os
 import time
 
 import numpy as np
-from harness import machine
+from harness import machine, parser
 
 TARGET_SPEEDUP = 50.0
 ANCHOR = "NLTK single_meteor_score, about 2,250 pairs/s on one core"
@@ -106,13 +105,9 @@ def caption(rng: np.random.Generator) -> list[str]:
     return text.split()[:40]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--captions", type=int, default=2000)
-    parser.add_argument("--nltk-pairs", type=int, default=3000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-
+def measure(args) -> dict:
+    """NLTK's METEOR on ``--nltk-pairs`` pairs and ours on the whole matrix of
+    ``--captions`` synthetic captions, on one core and on all: what the table reports."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
@@ -156,6 +151,28 @@ def main() -> None:
     pair_scores = meteor.meteor_pairs(corpus, refs, hyps)
     pairs_diff = float(np.abs(pair_scores - expected).max())
 
+    return {
+        "lengths": lengths,
+        "corpus": corpus,
+        "prepare_s": prepare_s,
+        "nltk_rate": nltk_rate,
+        "one_rate": one_rate,
+        "all_rate": all_rate,
+        "one_s": one_s,
+        "all_s": all_s,
+        "max_diff": max_diff,
+        "pairs_diff": pairs_diff,
+        "same": same,
+    }
+
+
+def report(args, m: dict) -> None:
+    """The table, and the figures as one JSON line."""
+    lengths, corpus, prepare_s = m["lengths"], m["corpus"], m["prepare_s"]
+    nltk_rate, one_rate, all_rate = m["nltk_rate"], m["one_rate"], m["all_rate"]
+    one_s, all_s, max_diff, pairs_diff, same = (
+        m["one_s"], m["all_s"], m["max_diff"], m["pairs_diff"], m["same"]
+    )  # fmt: skip
     youcook = YOUCOOK2_VALIDATION**2
     speedup = one_rate / nltk_rate
     print(f"Machine: {machine()}, load average {os.getloadavg()[0]:.2f} (1 min)")
@@ -209,6 +226,14 @@ def main() -> None:
         "youcook2_val_ours_all_cores_s": round(youcook / all_rate, 2),
     }
     print(json.dumps(figures))
+
+
+def main() -> None:
+    options = parser(__doc__, seed=True)
+    options.add_argument("--captions", type=int, default=2000)
+    options.add_argument("--nltk-pairs", type=int, default=3000)
+    args = options.parse_args()
+    report(args, measure(args))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ its disk cache filled). Our means are checked against pytrec_eval's. No Django n
     .venv/bin/python bench/metrics_bench.py [--queries 27763] [--repeats 5]
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import ROOT, machine
+from harness import ROOT, machine, parser, timed
 
 from retrieval.scoring import metrics
 
@@ -181,144 +180,108 @@ def trec_means(per_query: dict[str, dict[str, float]], qrels: dict, names: dict)
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=27_763)
-    parser.add_argument("--videos", type=int, default=1_000)
-    parser.add_argument("--candidates", type=int, default=30)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--depth", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-ranx", action="store_true", help="skip ranx (numba JIT)")
-    args = parser.parse_args()
-
-    data = synthetic(args.queries, args.videos, args.candidates, args.runs, args.depth, 0)
-    positives = np.bincount(data["rows"][data["rel"] > 0], minlength=args.queries)
-    print(
-        f"{args.runs} runs x {args.queries:,} queries x depth {args.depth}; {len(data['rows']):,} "
-        f"qrels ({int(positives.sum()):,} positives, {positives.min()}-{positives.max()} per query)"
+def time_ours(args, data: dict, npz: Path) -> tuple[list, list]:
+    """Ours in a cold process and warm: the table's rows and the warm means per run."""
+    reports = [cold(COLD_OURS, npz) for _ in range(args.repeats)]
+    totals = sorted(report["total"] for report, _ in reports)
+    walls = sorted(wall for _, wall in reports)
+    imports = statistics.median(report["imports"] for report, _ in reports)
+    load = statistics.median(report["load"] for report, _ in reports)
+    rows = [
+        (
+            "firepool, cold process: imports + load + all metrics",
+            f"{totals[0]:.3f} / {statistics.median(totals):.3f}",
+            f"best / median of {args.repeats}; imports {imports:.3f} s, .npz load "
+            f"{load:.3f} s; wall incl. interpreter start {walls[0]:.3f} / {statistics.median(walls):.3f} s; "
+            f"target <= {TARGET_SECONDS} s",
+        )
+    ]
+    times, warm_means = timed(lambda: ours_warm(data), args.repeats)
+    rows.append(
+        (
+            "firepool, warm (in process)",
+            f"{min(times):.3f} / {statistics.median(times):.3f}",
+            f"best / median of {args.repeats}",
+        )
     )
-    print(machine())
-    rows: list[tuple[str, str, str]] = []
-    with tempfile.TemporaryDirectory(prefix="firepool-metrics-") as tmp:
-        npz = Path(tmp) / "inputs.npz"
-        arrays = {k: v for k, v in data.items() if k != "runs"}
-        for r, (run_queries, items) in enumerate(data["runs"]):
-            arrays[f"run{r}_queries"], arrays[f"run{r}_items"] = run_queries, items
-        np.savez(npz, runs=len(data["runs"]), **arrays)
+    assert warm_means == reports[0][0]["means"]
+    return rows, warm_means
 
-        reports = [cold(COLD_OURS, npz) for _ in range(args.repeats)]
-        totals = sorted(report["total"] for report, _ in reports)
-        walls = sorted(wall for _, wall in reports)
-        imports = statistics.median(report["imports"] for report, _ in reports)
-        load = statistics.median(report["load"] for report, _ in reports)
-        cold_means = reports[0][0]["means"]
-        rows.append(
-            (
-                "firepool, cold process: imports + load + all metrics",
-                f"{totals[0]:.3f} / {statistics.median(totals):.3f}",
-                f"best / median of {args.repeats}; imports {imports:.3f} s, .npz load "
-                f"{load:.3f} s; wall incl. interpreter start {walls[0]:.3f} / {statistics.median(walls):.3f} s; "
-                f"target <= {TARGET_SECONDS} s",
-            )
+
+def time_pytrec(args, qrels, runs, warm_means) -> tuple[tuple, dict]:
+    """pytrec_eval on the same inputs: its row and its largest difference from ours."""
+    import pytrec_eval
+
+    start = time.perf_counter()
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC_MEASURES.values()))
+    build = time.perf_counter() - start
+    times, results = timed(lambda: [evaluator.evaluate(run) for run in runs], args.repeats)
+    row = (
+        f"pytrec_eval, {len(PYTREC_MEASURES)} measures, evaluate x {args.runs}",
+        f"{min(times):.3f} / {statistics.median(times):.3f}",
+        f"best / median of {args.repeats}; + {build:.3f} s building the evaluator "
+        "from the qrels dict; dicts built untimed",
+    )
+    differences = {
+        name: max(
+            abs(trec_means(result, qrels, PYTREC_MEASURES)[name] - ours[name])
+            for result, ours in zip(results, warm_means, strict=True)
         )
-        times = []
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            warm_means = ours_warm(data)
-            times.append(time.perf_counter() - start)
-        rows.append(
-            (
-                "firepool, warm (in process)",
-                f"{min(times):.3f} / {statistics.median(times):.3f}",
-                f"best / median of {args.repeats}",
-            )
-        )
-        assert warm_means == cold_means
+        for name in PYTREC_MEASURES
+    }
+    return row, differences
 
-        import pytrec_eval
 
-        qrels, runs = as_dicts(data)
+def time_ranx(args, qrels, runs, tmp: Path) -> tuple[list, list]:
+    """ranx cold (empty numba cache, then filled) and warm: the rows and its means."""
+    import pickle
+
+    with open(tmp / "dicts.pkl", "wb") as f:
+        pickle.dump((qrels, runs, list(RANX_METRICS.values())), f)
+    cache = {"NUMBA_CACHE_DIR": str(tmp / "numba-cache")}
+    first, first_wall = cold(COLD_RANX, tmp / "dicts.pkl", cache)
+    second, _ = cold(COLD_RANX, tmp / "dicts.pkl", cache)
+    rows = [
+        (
+            "ranx 0.3.21, cold process, empty numba cache",
+            f"{first['total']:.1f}",
+            f"imports {first['imports']:.1f} s + Qrels/Run.from_dict + evaluate x "
+            f"{args.runs} (first call JIT-compiles); wall {first_wall:.1f} s",
+        ),
+        (
+            "ranx 0.3.21, cold process, numba disk cache filled",
+            f"{second['total']:.2f}",
+            f"imports {second['imports']:.2f} s",
+        ),
+    ]
+    import ranx
+
+    wanted = list(RANX_METRICS.values())
+    ranx.evaluate(  # compile every metric before timing
+        ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(runs[0]), wanted, make_comparable=True
+    )
+    times, eval_times = [], []
+    for _ in range(args.repeats):
         start = time.perf_counter()
-        evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC_MEASURES.values()))
-        build = time.perf_counter() - start
-        times = []
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            results = [evaluator.evaluate(run) for run in runs]
-            times.append(time.perf_counter() - start)
-        rows.append(
-            (
-                f"pytrec_eval, {len(PYTREC_MEASURES)} measures, evaluate x {args.runs}",
-                f"{min(times):.3f} / {statistics.median(times):.3f}",
-                f"best / median of {args.repeats}; + {build:.3f} s building the evaluator "
-                "from the qrels dict; dicts built untimed",
-            )
+        q = ranx.Qrels.from_dict(qrels)
+        converted = [ranx.Run.from_dict(run) for run in runs]
+        middle = time.perf_counter()
+        means = [ranx.evaluate(q, run, wanted, make_comparable=True) for run in converted]
+        end = time.perf_counter()
+        times.append(end - start)
+        eval_times.append(end - middle)
+    rows.append(
+        (
+            f"ranx 0.3.21, warm, {len(RANX_METRICS)} metrics x {args.runs} runs",
+            f"{min(times):.3f} / {statistics.median(times):.3f}",
+            f"best / median of {args.repeats} incl. Qrels/Run.from_dict; evaluate alone "
+            f"{min(eval_times):.3f} / {statistics.median(eval_times):.3f} s",
         )
-        differences = {
-            name: max(
-                abs(trec_means(result, qrels, PYTREC_MEASURES)[name] - ours[name])
-                for result, ours in zip(results, warm_means, strict=True)
-            )
-            for name in PYTREC_MEASURES
-        }
+    )
+    return rows, means
 
-        ranx_means = None
-        if not args.no_ranx:
-            import pickle
 
-            with open(Path(tmp) / "dicts.pkl", "wb") as f:
-                pickle.dump((qrels, runs, list(RANX_METRICS.values())), f)
-            cache = Path(tmp) / "numba-cache"
-            first, first_wall = cold(
-                COLD_RANX, Path(tmp) / "dicts.pkl", {"NUMBA_CACHE_DIR": str(cache)}
-            )
-            second, _ = cold(COLD_RANX, Path(tmp) / "dicts.pkl", {"NUMBA_CACHE_DIR": str(cache)})
-            rows.append(
-                (
-                    "ranx 0.3.21, cold process, empty numba cache",
-                    f"{first['total']:.1f}",
-                    f"imports {first['imports']:.1f} s + Qrels/Run.from_dict + evaluate x "
-                    f"{args.runs} (first call JIT-compiles); wall {first_wall:.1f} s",
-                )
-            )
-            rows.append(
-                (
-                    "ranx 0.3.21, cold process, numba disk cache filled",
-                    f"{second['total']:.2f}",
-                    f"imports {second['imports']:.2f} s",
-                )
-            )
-            import ranx
-
-            ranx.evaluate(  # compile every metric before timing
-                ranx.Qrels.from_dict(qrels),
-                ranx.Run.from_dict(runs[0]),
-                list(RANX_METRICS.values()),
-                make_comparable=True,
-            )
-            times, eval_times = [], []
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                q = ranx.Qrels.from_dict(qrels)
-                converted = [ranx.Run.from_dict(run) for run in runs]
-                middle = time.perf_counter()
-                ranx_means = [
-                    ranx.evaluate(q, run, list(RANX_METRICS.values()), make_comparable=True)
-                    for run in converted
-                ]
-                end = time.perf_counter()
-                times.append(end - start)
-                eval_times.append(end - middle)
-            rows.append(
-                (
-                    f"ranx 0.3.21, warm, {len(RANX_METRICS)} metrics x {args.runs} runs",
-                    f"{min(times):.3f} / {statistics.median(times):.3f}",
-                    f"best / median of {args.repeats} incl. Qrels/Run.from_dict; evaluate alone "
-                    f"{min(eval_times):.3f} / {statistics.median(eval_times):.3f} s",
-                )
-            )
-
+def report(rows, differences: dict, warm_means, ranx_means) -> None:
     print(f"\n{'what':<56} {'seconds':>15}  note")
     for name, seconds, note in rows:
         print(f"{name:<56} {seconds:>15}  {note}")
@@ -339,6 +302,41 @@ def main() -> None:
         print("ranx, same inputs (make_comparable=True: unanswered queries score 0):")
         for r, means in enumerate(ranx_means):
             print(f"{r:<4} " + " ".join(f"{k} {means[v]:.4f}" for k, v in RANX_METRICS.items()))
+
+
+def main() -> None:
+    options = parser(__doc__)
+    options.add_argument("--queries", type=int, default=27_763)
+    options.add_argument("--videos", type=int, default=1_000)
+    options.add_argument("--candidates", type=int, default=30)
+    options.add_argument("--runs", type=int, default=3)
+    options.add_argument("--depth", type=int, default=20)
+    options.add_argument("--repeats", type=int, default=5)
+    options.add_argument("--no-ranx", action="store_true", help="skip ranx (numba JIT)")
+    args = options.parse_args()
+
+    data = synthetic(args.queries, args.videos, args.candidates, args.runs, args.depth, 0)
+    positives = np.bincount(data["rows"][data["rel"] > 0], minlength=args.queries)
+    print(
+        f"{args.runs} runs x {args.queries:,} queries x depth {args.depth}; {len(data['rows']):,} "
+        f"qrels ({int(positives.sum()):,} positives, {positives.min()}-{positives.max()} per query)"
+    )
+    print(machine())
+    with tempfile.TemporaryDirectory(prefix="firepool-metrics-") as tmp:
+        npz = Path(tmp) / "inputs.npz"
+        arrays = {k: v for k, v in data.items() if k != "runs"}
+        for r, (run_queries, items) in enumerate(data["runs"]):
+            arrays[f"run{r}_queries"], arrays[f"run{r}_items"] = run_queries, items
+        np.savez(npz, runs=len(data["runs"]), **arrays)
+        rows, warm_means = time_ours(args, data, npz)
+        qrels, runs = as_dicts(data)
+        row, differences = time_pytrec(args, qrels, runs, warm_means)
+        rows.append(row)
+        ranx_means = None
+        if not args.no_ranx:
+            ranx_rows, ranx_means = time_ranx(args, qrels, runs, Path(tmp))
+            rows += ranx_rows
+    report(rows, differences, warm_means, ranx_means)
 
 
 if __name__ == "__main__":

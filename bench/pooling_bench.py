@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from harness import timed
 
 from annotation.campaigns.pooling import pool
 from retrieval.search.runs import RankedLists
@@ -52,11 +53,7 @@ def first_queries(runs: list[RankedLists], n: int) -> list[RankedLists]:
 
 def median_seconds(work: Callable[[], object], repeats: int) -> tuple[float, object]:
     """Median wall time of ``repeats`` calls, and the last call's result."""
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - start)
+    times, result = timed(work, repeats)
     return statistics.median(times), result
 
 

@@ -18,19 +18,24 @@ import io
 import json
 import os
 import pstats
-import sys
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
-from harness import machine
+import load
+from harness import (
+    create_database,
+    database_url,
+    drop_database,
+    log,
+    machine,
+    postgres_server,
+    setup_django,
+)
 
-sys.path.insert(0, os.path.dirname(__file__))
-import load  # noqa: E402 - the load bench's set-up, reused
 
-
-def main() -> None:
+def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=60_000)
     parser.add_argument("--annotators", type=int, default=4)
@@ -51,56 +56,58 @@ def main() -> None:
         "--sql-gold", action="store_true", help="print the statements of the first gold request"
     )
     args = parser.parse_args()
+    args.lease_seconds = 300
+    return args
 
-    load.log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    url = load.bench_database_url()
-    os.environ.update(load.server_environment(url, args.prepared, debug=False))
-    import django
 
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
+class Judging:
+    """The annotators' test clients, each judging the task its last answer served."""
 
-    call_command("migrate", verbosity=0)
-    campaign_id, pairs = load.build_campaign(args.pairs, 300, args.judging_order, args.policy)
-    sessions = load.create_annotators(args.annotators)
-    if args.gold_rate > 0 or args.qualified:
-        load.add_gold(campaign_id, 200, args.gold_rate, args.qualified)
-    if args.qualified:
-        load.admit(campaign_id, sessions)
-    settings.ALLOWED_HOSTS = ["*"]
-    clients = []
-    for _, key in sessions:
-        client = Client(enforce_csrf_checks=False)
-        client.cookies[settings.SESSION_COOKIE_NAME] = key
-        clients.append(client)
-    base = f"/api/campaigns/{campaign_id}/"
-    from annotation.judging import task_ids
-    from annotation.models import GoldPair
+    def __init__(self, campaign_id: int, sessions: list[tuple[int, str]], sql_gold: bool):
+        from django.conf import settings
+        from django.test import Client
 
-    gold_labels = dict(
-        GoldPair.objects.filter(campaign_id=campaign_id).values_list("task_id", "label")
-    )
-    tasks = []
-    for client in clients:  # warm-up: first leases, imports, connection
-        tasks.append(client.post(base + "next/", content_type="application/json").json())
+        from annotation.models import GoldPair
 
-    cpu_by_kind: dict[str, list[float]] = {"gold": [], "other": []}
-    statements_by_kind: dict[str, list[int]] = {"gold": [], "other": []}
-    shown: list[str] = []
+        settings.ALLOWED_HOSTS = ["*"]
+        self.sessions = sessions
+        self.clients = []
+        for _, key in sessions:
+            client = Client(enforce_csrf_checks=False)
+            client.cookies[settings.SESSION_COOKIE_NAME] = key
+            self.clients.append(client)
+        self.base = f"/api/campaigns/{campaign_id}/"
+        self.gold_labels = dict(
+            GoldPair.objects.filter(campaign_id=campaign_id).values_list("task_id", "label")
+        )
+        # Warm-up: first leases, imports, connection.
+        self.tasks = [
+            client.post(self.base + "next/", content_type="application/json").json()
+            for client in self.clients
+        ]
+        self.cpu_by_kind: dict[str, list[float]] = {"gold": [], "other": []}
+        self.statements_by_kind: dict[str, list[int]] = {"gold": [], "other": []}
+        self.sql_gold = sql_gold
+        self.shown: list[str] = []
 
-    def judge(i: int) -> None:
+    def clear(self) -> None:
+        for values in (*self.cpu_by_kind.values(), *self.statements_by_kind.values()):
+            values.clear()
+
+    def judge(self, i: int) -> None:
         """One submit; gold tasks are answered right (a wrong streak would pause the
         annotator), and the request counts as "gold" when it answers or serves one."""
-        k = i % len(clients)
-        current = tasks[k]["current"]
+        from django.db import connection
+
+        from annotation.judging import task_ids
+
+        k = i % len(self.clients)
+        current = self.tasks[k]["current"]
         if current is None:
-            raise SystemExit(f"nothing served: {tasks[k]}")
-        pair = task_ids.decode(sessions[k][0], current["pair"])  # tasks come under opaque ids
-        label = gold_labels.get(pair, "irrelevant")
+            raise SystemExit(f"nothing served: {self.tasks[k]}")
+        user = self.sessions[k][0]
+        pair = task_ids.decode(user, current["pair"])  # tasks come under opaque ids
+        label = self.gold_labels.get(pair, "irrelevant")
         body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4())}
         body["seconds"] = 4.0
         sent: list[str] = []
@@ -111,44 +118,53 @@ def main() -> None:
 
         cpu0 = time.process_time()
         with connection.execute_wrapper(count):
-            answer = clients[k].post(base + "submit/", body, content_type="application/json")
+            answer = self.clients[k].post(
+                self.base + "submit/", body, content_type="application/json"
+            )
         cpu = time.process_time() - cpu0
         if answer.status_code != 200:
             raise SystemExit(f"submit answered {answer.status_code}: {answer.content[:300]!r}")
-        tasks[k] = answer.json()
+        self.tasks[k] = answer.json()
         served = [
-            task_ids.decode(sessions[k][0], t["pair"])
-            for t in (tasks[k]["current"], tasks[k]["upcoming"])
+            task_ids.decode(user, t["pair"])
+            for t in (self.tasks[k]["current"], self.tasks[k]["upcoming"])
             if t
         ]
-        gold = pair in gold_labels or any(p in gold_labels for p in served[1:])
-        cpu_by_kind["gold" if gold else "other"].append(cpu)
-        statements_by_kind["gold" if gold else "other"].append(len(sent))
-        if args.sql_gold and gold and not shown:
-            shown.extend(sent)
+        kind = (
+            "gold"
+            if pair in self.gold_labels or any(p in self.gold_labels for p in served[1:])
+            else "other"
+        )
+        self.cpu_by_kind[kind].append(cpu)
+        self.statements_by_kind[kind].append(len(sent))
+        if self.sql_gold and kind == "gold" and not self.shown:
+            self.shown.extend(sent)
+
+
+def measure(args, judging: Judging) -> tuple[dict, list, cProfile.Profile | None]:
+    """40 untimed judgements, one whose statements are captured, then ``--judgements``
+    timed (and profiled with ``--profile``): the figures, the statements, the profiler."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     for i in range(40):
-        judge(i)
-    statements: Counter = Counter()
+        judging.judge(i)
     with CaptureQueriesContext(connection) as captured:
-        judge(0)
+        judging.judge(0)
     queries = list(captured.captured_queries)
-    for query in queries:
-        statements[query["sql"].split(" ", 1)[0]] += 1
+    statements = Counter(query["sql"].split(" ", 1)[0] for query in queries)
     profiler = cProfile.Profile(time.process_time) if args.profile else None
+    judging.clear()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    for values in (*cpu_by_kind.values(), *statements_by_kind.values()):
-        values.clear()
     for i in range(args.judgements):
-        judge(i)
+        judging.judge(i)
     if profiler:
         profiler.disable()
     wall = (time.perf_counter() - wall0) / args.judgements * 1000
     cpu = (time.process_time() - cpu0) / args.judgements * 1000
     result = {
-        "pairs": pairs,
         "judging_order": args.judging_order,
         "policy": args.policy,
         "judgements": args.judgements,
@@ -158,29 +174,46 @@ def main() -> None:
         "cpu_ms_per_request": round(cpu, 2),
         "cpu_ms_by_kind": {
             kind: {"requests": len(v), "mean": round(sum(v) / len(v) * 1000, 2)}
-            for kind, v in cpu_by_kind.items()
+            for kind, v in judging.cpu_by_kind.items()
             if v
         },
         "statements_by_kind": {
-            kind: round(sum(v) / len(v), 1) for kind, v in statements_by_kind.items() if v
+            kind: round(sum(v) / len(v), 1) for kind, v in judging.statements_by_kind.items() if v
         },
         "statements_per_request": len(queries),
         "statement_kinds": dict(statements),
         "profiled": bool(profiler),
     }
-    for sql_text in shown:
-        load.log("gold: " + " ".join(sql_text.split())[:300])
+    return result, queries, profiler
+
+
+def main() -> None:
+    args = options()
+    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    server = postgres_server()
+    create_database(server, load.DB_NAME)
+    url = database_url(server, load.DB_NAME)
+    setup_django(load.server_environment(url, args.prepared, debug=False))
+    campaign_id, pairs, sessions = load.build_world(args, args.annotators)
+    judging = Judging(campaign_id, sessions, args.sql_gold)
+    result, queries, profiler = measure(args, judging)
+    result = {"pairs": pairs, **result}
+    for sql_text in judging.shown:
+        log("gold: " + " ".join(sql_text.split())[:300])
     if args.sql:
         for query in queries:
-            load.log(" ".join(query["sql"].split())[:300])
+            log(" ".join(query["sql"].split())[:300])
     if profiler:
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out).sort_stats(args.sort)
         stats.print_stats(*([args.only] if args.only else []), 45)
-        load.log(out.getvalue())
+        log(out.getvalue())
         if args.by_package:
-            load.log(by_package(stats))
-    load.drop_database(url)
+            log(by_package(stats))
+    from django.db import connections
+
+    connections.close_all()
+    drop_database(url)
     print(json.dumps(result))
 
 

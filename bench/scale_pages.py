@@ -6,7 +6,8 @@ services: 27,763 query captions on 670 videos, three runs (``store_run``) pooled
 by ``create_campaign`` (~553,000 pairs), ~679,000 labels from 100 annotators written with
 one COPY as an import would (FIRE's policy, a few pairs with up to six, some undone), pair
 counts by ``pair_state.recount_labels``, half the ties adjudicated, a label set by
-``resolve_campaign`` and the proxies cached. Later runs reuse it (``--rebuild`` starts over).
+``resolve_campaign`` and the proxies cached; the rows through ``bench/world.py``. Later
+runs reuse it (``--rebuild`` starts over).
 
 Then each GET page and endpoint naming the campaign, dataset, label set, runs or people, a
 few lists, the API and the admin is requested ``--repeats`` times through Django's test
@@ -41,16 +42,25 @@ import resource
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 import numpy as np
-from harness import ROOT, machine
+import world
+from harness import (
+    ROOT,
+    anchor_count,
+    create_database,
+    database_url,
+    log,
+    machine,
+    postgres_server,
+    setup_django,
+)
 
 FIRE_PAIRS, FIRE_LABELS = 552_880, 679_232
 """FIRE's MSVD campaign: pairs pooled and labels collected; the label total is scaled by it."""
@@ -63,39 +73,7 @@ CANDIDATES = 38
 """Videos a query's runs choose their lists from besides its own (overlapping runs)."""
 RUN_NOISE, RUN_BOOSTS = 2.0, (3.0, 2.6, 2.2)
 """Each run ranks by a shared affinity plus its own noise; its own video is raised by a boost."""
-MAX_LABELS = 6
-"""Labels of a pair at most (FIRE's MSVD collection: a few pairs with up to six)."""
-SESSION_LABELS = 300
-"""Labels an annotator gives in one sitting before a break of hours."""
-UNDONE_RATE, NO_SECONDS_RATE = 0.01, 0.005
 JOB_WAIT_SECONDS = 1800
-
-_STARTED = time.monotonic()
-
-
-def log(message: str) -> None:
-    print(f"[{time.monotonic() - _STARTED:8.1f} s] {message}", flush=True)
-
-
-# -- the database -------------------------------------------------------------------------
-
-
-def base_database_url(given: str | None) -> str:
-    """A PostgreSQL URL: ``--database-url``, ``DATABASE_URL``, or ``bin/local-postgres``'s."""
-    url = given or os.environ.get("DATABASE_URL", "")
-    if url.startswith(("postgres://", "postgresql://")):
-        return url
-    found = subprocess.run(
-        [str(ROOT / "bin" / "local-postgres")], capture_output=True, text=True, check=False
-    )
-    lines = found.stdout.strip().splitlines()
-    if found.returncode != 0 or not lines:
-        raise SystemExit("no PostgreSQL: pass --database-url or run bin/local-postgres as root")
-    return lines[-1]
-
-
-def with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
 
 
 def stored_build(url: str) -> dict | None:
@@ -112,40 +90,35 @@ def stored_build(url: str) -> dict | None:
     return (row[0] or {}).get("scale_pages") if row else None
 
 
-def prepare_database(base_url: str, name: str, rebuild: bool, params: dict) -> bool:
+def prepare_database(server: str, name: str, rebuild: bool, params: dict) -> bool:
     """Create the database when missing (dropping it first with ``rebuild``, or when it
     holds no finished build); whether a finished build of ``params`` is there to reuse."""
-    import psycopg
-    from psycopg import sql
-
-    url = with_database(base_url, name)
-    with psycopg.connect(base_url, autocommit=True) as server:
-        exists = server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if exists and not rebuild:
-            built = stored_build(url)
-            if built and built.get("complete"):
-                if built.get("params") != params:
-                    raise SystemExit(
-                        f"database {name} holds a build of {built.get('params')}, not of "
-                        f"{params}: pass the same sizes, --rebuild, or another --db-name"
-                    )
-                return True
-            log(f"database {name} holds no finished build: building it again")
-        if exists:
-            log(f"dropping database {name}")
-            server.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-        server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        log(f"created database {name}")
+    url = database_url(server, name)
+    if not rebuild and create_database(server, name, drop=False):
+        built = stored_build(url)
+        if built and built.get("complete"):
+            if built.get("params") != params:
+                raise SystemExit(
+                    f"database {name} holds a build of {built.get('params')}, not of "
+                    f"{params}: pass the same sizes, --rebuild, or another --db-name"
+                )
+            return True
+        log(f"database {name} holds no finished build: building it again")
+    create_database(server, name)
+    log(f"created database {name}")
     return False
 
 
-def setup_django(database_url: str, var: Path) -> None:
-    """Django on ``database_url`` as a deployment runs it (``DJANGO_DEBUG=0``), migrated."""
+def django_as_deployed(url: str, var: Path) -> None:
+    """Django on ``url`` as a deployment runs it (``DJANGO_DEBUG=0``), migrated."""
     var.mkdir(parents=True, exist_ok=True)
-    os.environ.update(
+    wordnet = ROOT / "var" / "nltk_data"  # what `make run` installed, for the syn proxy
+    if wordnet.is_dir():
+        os.environ.setdefault("FIREPOOL_NLTK_DATA", str(wordnet))
+    took = setup_django(
         {
             "FIREPOOL_VAR_DIR": str(var),
-            "DATABASE_URL": database_url,
+            "DATABASE_URL": url,
             "DATABASE_CONN_MAX_AGE": "600",
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "DJANGO_DEBUG": "0",
@@ -153,17 +126,9 @@ def setup_django(database_url: str, var: Path) -> None:
             "DJANGO_SECURE_SSL_REDIRECT": "0",
         }
     )
-    wordnet = ROOT / "var" / "nltk_data"  # what `make run` installed, for the syn proxy
-    if wordnet.is_dir():
-        os.environ.setdefault("FIREPOOL_NLTK_DATA", str(wordnet))
-    import django
-
-    django.setup()
+    log(f"migrated ({took:.1f} s)")
     from django.core.management import call_command
 
-    began = time.perf_counter()
-    call_command("migrate", verbosity=0)
-    log(f"migrated ({time.perf_counter() - began:.1f} s)")
     # Pages name their static files by the manifest a deployment's collectstatic writes.
     call_command("collectstatic", interactive=False, verbosity=0)
     # A failing request is listed with its exception, not logged with its traceback.
@@ -196,128 +161,33 @@ def wait_for_jobs(after: int, quiet: bool = False) -> int:
 
 # -- the build ----------------------------------------------------------------------------
 
-SUBJECTS = (
-    ("man", "guy", "person", "gentleman"),
-    ("woman", "lady", "girl"),
-    ("boy", "kid", "child"),
-    ("cat", "kitten"),
-    ("dog", "puppy"),
-    ("chef", "cook"),
-    ("player", "athlete"),
-    ("baby", "toddler"),
-    ("monkey", "ape"),
-    ("band", "group of musicians"),
-)
-ACTIONS = (
-    "is playing a guitar",
-    "is slicing a tomato",
-    "is riding a bicycle",
-    "is cutting an onion",
-    "is swimming in a pool",
-    "is dancing on a stage",
-    "is playing the piano",
-    "is pouring water into a glass",
-    "is riding a horse",
-    "is eating a banana",
-    "is peeling a potato",
-    "is driving a car",
-    "is talking on a phone",
-    "is singing into a microphone",
-    "is frying an egg",
-    "is jumping on a trampoline",
-    "is throwing a ball",
-    "is mixing flour in a bowl",
-    "is climbing a wall",
-    "is walking along a beach",
-    "is playing the drums",
-    "is slicing bread",
-    "is feeding a bird",
-    "is brushing its hair",
-    "is skating on ice",
-    "is reading a book",
-    "is washing a plate",
-    "is chopping garlic",
-    "is kicking a football",
-    "is opening a door",
-)
-PLACES = ("", "", " in a kitchen", " outside", " on the street", " in a park", " at home")
-MANNERS = ("", "", "", " quickly", " slowly", " carefully")
-
 
 @dataclass
 class World:
     """What the build made, as arrays in primary-key order."""
 
-    video_pks: np.ndarray
-    caption_pks: np.ndarray
+    media: world.Media
     own: np.ndarray  # video index of each caption
     candidates: np.ndarray  # [queries x CANDIDATES] video indices
     affinity: np.ndarray  # [queries x CANDIDATES]
-    action: np.ndarray  # per video
-    subject: np.ndarray  # per video
-
-
-def caption_texts(own: np.ndarray, action: np.ndarray, subject: np.ndarray, rng) -> list[str]:
-    """MSVD-like captions: most say what their video shows, in varied words."""
-    n = len(own)
-    drift = rng.random(n) < 0.15  # some describe another action (annotators' noise)
-    acts = np.where(drift, rng.integers(0, len(ACTIONS), n), action[own])
-    synonym = rng.integers(0, 4, n)
-    place = rng.integers(0, len(PLACES), n)
-    manner = rng.integers(0, len(MANNERS), n)
-    texts = []
-    for i in range(n):
-        words = SUBJECTS[subject[own[i]]]
-        noun = words[synonym[i] % len(words)]
-        article = "an" if noun[0] in "aeiou" else "a"
-        texts.append(f"{article} {noun} {ACTIONS[acts[i]]}{MANNERS[manner[i]]}{PLACES[place[i]]}")
-    return texts
 
 
 def make_world(args, rng) -> World:
     """The dataset, its videos and captions, and each query's candidate videos."""
-    from retrieval.models import Caption, Dataset, Video
+    from retrieval.models import Dataset
 
     dataset = Dataset.objects.create(
         name=DATASET,
         description="MSVD-like synthetic world of bench/scale_pages.py",
         source_format="synthetic",
     )
-    action = rng.integers(0, len(ACTIONS), args.videos)
-    subject = rng.integers(0, len(SUBJECTS), args.videos)
-    Video.objects.bulk_create(
-        (
-            Video(
-                dataset=dataset,
-                key=f"video{i:05d}",
-                split="test",
-                duration=float(round(rng.uniform(4, 30), 2)),
-            )
-            for i in range(args.videos)
-        ),
-        batch_size=5000,
-    )
-    video_pks = np.array(
-        Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
-    )
+    action = rng.integers(0, len(world.ACTIONS), args.videos)
+    subject = rng.integers(0, len(world.SUBJECTS), args.videos)
+    duration = np.round(rng.uniform(4, 30, args.videos), 2)
     own = np.arange(args.queries) % args.videos  # ~41 captions per video, as MSVD's test split
-    texts = caption_texts(own, action, subject, rng)
-    Caption.objects.bulk_create(
-        (
-            Caption(
-                dataset=dataset,
-                key=f"caption{i:06d}",
-                text=texts[i],
-                video_id=int(video_pks[own[i]]),
-                split="test",
-                is_query=True,
-            )
-            for i in range(args.queries)
-        ),
-        batch_size=5000,
-    )
-    caption_pks = np.array(
-        Caption.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True)
+    texts = world.caption_texts(own, action, subject, rng)
+    media = world.media(
+        dataset, args.videos, own, texts, "video{:05d}", "caption{:06d}", {"duration": duration}
     )
     # Candidates: videos other than the caption's own, those of the same action six times as
     # likely (Gumbel top-k), each with an affinity the runs share (so runs overlap partly).
@@ -333,182 +203,45 @@ def make_world(args, rng) -> World:
     same_subject = subject[candidates] == subject[own][:, None]
     affinity = 1.8 * same_action + 0.6 * same_subject + rng.normal(size=candidates.shape)
     log(f"dataset {DATASET}: {args.videos:,} videos, {args.queries:,} query captions")
-    return World(video_pks, caption_pks, own, candidates, affinity, action, subject)
+    return World(media, own, candidates, affinity)
 
 
-def make_runs(args, world: World, rng) -> list:
+def make_runs(args, built: World, rng) -> list:
     """``--runs`` runs of top-``--depth`` lists, stored with the project's ``store_run``."""
-    from retrieval.models import Dataset, RetrievalModel
-    from retrieval.search.runs import RankedLists
-    from retrieval.search.runs_service import store_run
-
-    dataset = Dataset.objects.get(name=DATASET)
-    columns = np.concatenate([world.own[:, None], world.candidates], axis=1)
-    base = np.concatenate([np.full((len(world.own), 1), 2.4), world.affinity], axis=1)
-    runs = []
+    columns = np.concatenate([built.own[:, None], built.candidates], axis=1)
+    base = np.concatenate([np.full((len(built.own), 1), 2.4), built.affinity], axis=1)
+    items, scores, names = [], [], []
     for r in range(args.runs):
-        scores = base + rng.normal(scale=RUN_NOISE, size=base.shape)
-        scores[:, 0] += RUN_BOOSTS[r % len(RUN_BOOSTS)]
-        order = np.argsort(-scores, axis=1)[:, : args.depth]
-        items = world.video_pks[np.take_along_axis(columns, order, axis=1)]
-        ranked = np.take_along_axis(scores, order, axis=1)
-        name = f"model-{chr(ord('a') + r)}" if r < 26 else f"model-{r}"
-        model = RetrievalModel.objects.create(dataset=dataset, name=name, source="run")
-        runs.append(store_run(model, name, RankedLists(world.caption_pks, items, ranked)))
+        noisy = base + rng.normal(scale=RUN_NOISE, size=base.shape)
+        noisy[:, 0] += RUN_BOOSTS[r % len(RUN_BOOSTS)]
+        order = np.argsort(-noisy, axis=1)[:, : args.depth]
+        items.append(built.media.video_pks[np.take_along_axis(columns, order, axis=1)])
+        scores.append(np.take_along_axis(noisy, order, axis=1))
+        names.append(f"model-{chr(ord('a') + r)}" if r < 26 else f"model-{r}")
         recall = float((order[:, 0] == 0).mean())
-        log(f"run {name}: top-{args.depth} of {len(world.own):,} queries (R@1 {recall:.2f})")
-    return runs
+        log(f"run {names[-1]}: top-{args.depth} of {len(built.own):,} queries (R@1 {recall:.2f})")
+    return world.runs(built.media, items, scores, names)
 
 
 def make_people(args) -> tuple:
     """The superuser who browses and adjudicates, and the annotators (in the annotator role)."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.hashers import make_password
 
-    from config import roles
-
-    User = get_user_model()
-    admin = User.objects.create_superuser(ADMIN, "scale-admin@example.org", None)
-    unusable = make_password(None)
-    User.objects.bulk_create(
-        [
-            User(username=f"scale-annotator{i:03d}", password=unusable)
-            for i in range(args.annotators)
-        ]
-    )
-    annotators = np.array(
-        User.objects.filter(username__startswith="scale-annotator")
-        .order_by("username")
-        .values_list("pk", flat=True)
-    )
-    group = roles.ensure_groups()[roles.ANNOTATOR]
-    Member = User.groups.through
-    Member.objects.bulk_create(
-        [Member(user_id=int(pk), group_id=group.pk) for pk in annotators.tolist()]
-    )
+    admin = get_user_model().objects.create_superuser(ADMIN, "scale-admin@example.org", None)
+    annotators = world.annotators([f"scale-annotator{i:03d}" for i in range(args.annotators)])
     log(f"{args.annotators} annotators and the superuser {ADMIN}")
     return admin, annotators
 
 
-def label_plan(args, truth: np.ndarray, double: np.ndarray, rng) -> dict[str, np.ndarray]:
-    """Who labels which pair, how, when: one label per pair, two in the second-label sample,
-    a third where those two disagree (FIRE's policy), and 2-5 more on some single-labelled
-    pairs (FIRE's MSVD duplicates) up to the label total; arrays per label, pair order."""
-    n_pairs, n_ann = len(truth), args.annotators
-    # Annotators differ in care (a few sloppy, one or two near random) and in workload.
+def label_plan(args, truth: np.ndarray, double: np.ndarray, rng) -> world.LabelPlan:
+    """FIRE's labels (:func:`world.label_plan`) of annotators who differ in care (a few
+    sloppy, one or two near random), in workload and in pace."""
+    n_ann = args.annotators
     error = rng.uniform(0.01, 0.04, n_ann)
     error[rng.permutation(n_ann)[: max(1, n_ann // 20)]] = 0.15
     error[rng.permutation(n_ann)[: max(1, n_ann // 50)]] = 0.45
     share = rng.lognormal(0.0, 0.8, n_ann)
-    start = rng.choice(n_ann, n_pairs, p=share / share.sum())
-    step = rng.integers(1, max(1, (n_ann - 1) // (MAX_LABELS - 1)) + 1, n_pairs)
-    slots = np.arange(MAX_LABELS)
-    annotator = (start[:, None] + slots[None, :] * step[:, None]) % n_ann
-    votes = truth[:, None] ^ (rng.random((n_pairs, MAX_LABELS)) < error[annotator])
-    per_pair = np.where(double, 2, 1)
-    per_pair[double & (votes[:, 0] != votes[:, 1])] = 3
-    spare = args.labels - int(per_pair.sum())
-    if spare > 0:
-        singles = np.flatnonzero(per_pair == 1)
-        rng.shuffle(singles)
-        extra = rng.integers(2, MAX_LABELS, len(singles))
-        used = min(int(np.searchsorted(np.cumsum(extra), spare)), len(extra) - 1)
-        extra = extra[: used + 1]
-        extra[-1] = max(0, extra[-1] - (int(extra.sum()) - spare))
-        per_pair[singles[: len(extra)]] += extra
-    pair = np.repeat(np.arange(n_pairs), per_pair)
-    slot = np.arange(len(pair)) - np.repeat(np.cumsum(per_pair) - per_pair, per_pair)
-    who = annotator[pair, slot]
-    pace = rng.lognormal(0.0, 0.3, n_ann)
-    seconds = np.round(rng.lognormal(np.log(5.0), 0.6, len(pair)) * pace[who], 2)
-    # Each annotator works through their labels (first labels before later ones) in sittings
-    # of SESSION_LABELS, with hours between, from a start of their own.
-    order = np.lexsort((rng.random(len(pair)), slot, who))
-    who_sorted = who[order]
-    first = np.searchsorted(who_sorted, np.arange(n_ann))
-    index_in_own = np.arange(len(order)) - first[who_sorted]
-    breaks = np.where(
-        (index_in_own % SESSION_LABELS == 0) & (index_in_own > 0),
-        rng.uniform(2 * 3600, 20 * 3600, len(order)),
-        0.0,
-    )
-    elapsed = np.cumsum(seconds[order] + 1.5 + breaks)
-    elapsed -= np.concatenate([[0.0], elapsed])[first][who_sorted]
-    offset = rng.uniform(0, 5 * 86400, n_ann)
-    at = np.empty(len(pair))
-    at[order] = offset[who_sorted] + elapsed
-    return {
-        "pair": pair,
-        "annotator": who,
-        "relevant": votes[pair, slot],
-        "seconds": seconds,
-        "at": at,
-    }
-
-
-def stamps(seconds_since: np.ndarray) -> list[str]:
-    """ISO times (UTC) ``seconds_since`` the campaign's first day, as COPY reads them."""
-    moments = np.datetime64("2024-03-04T08:00:00", "ms") + (seconds_since * 1000).astype(
-        "timedelta64[ms]"
-    )
-    return [f"{text}+00:00" for text in np.datetime_as_string(moments, unit="ms").tolist()]
-
-
-def write_labels(campaign, plan: dict, pair_pks: np.ndarray, user_pks: np.ndarray, rng) -> int:
-    """The labels as an import writes them: one COPY into the judgement table (the tally
-    triggers fire as for any insert); a few labels were undone and given again."""
-    from django.db import connection, transaction
-
-    from annotation.models import Judgement
-
-    n = len(plan["pair"])
-    undone = rng.random(n) < UNDONE_RATE
-    missing = rng.random(n) < NO_SECONDS_RATE
-    created = stamps(plan["at"])
-    earlier = stamps(plan["at"] - 30.0)
-    retracted = stamps(plan["at"] - 20.0)
-    columns = ("uuid", "pair_id", "annotator_id", "label", "seconds", "created_at", "undone_at")
-    quote = connection.ops.quote_name
-    table = f"{quote(Judgement._meta.db_table)} ({', '.join(map(quote, columns))})"
-    rows = zip(
-        pair_pks[plan["pair"]].tolist(),
-        user_pks[plan["annotator"]].tolist(),
-        plan["relevant"].tolist(),
-        plan["seconds"].tolist(),
-        missing.tolist(),
-        undone.tolist(),
-        strict=True,
-    )
-    written = 0
-    with transaction.atomic():
-        connection.ensure_connection()
-        with (
-            connection.connection.cursor() as cursor,
-            cursor.copy(f"COPY {table} FROM STDIN") as copy,
-        ):
-            for i, (pair, annotator, relevant, seconds, gone, redone) in enumerate(rows):
-                label = "relevant" if relevant else "irrelevant"
-                if redone:  # first said the opposite, then undid it
-                    flipped = "irrelevant" if relevant else "relevant"
-                    copy.write_row(
-                        (uuid.uuid4(), pair, annotator, flipped, 3.0, earlier[i], retracted[i])
-                    )
-                    written += 1
-                copy.write_row(
-                    (
-                        uuid.uuid4(),
-                        pair,
-                        annotator,
-                        label,
-                        None if gone else seconds,
-                        created[i],
-                        None,
-                    )
-                )
-                written += 1
-                if (i + 1) % 100_000 == 0:
-                    log(f"  labels copied: {i + 1:,} of {n:,}")
-    return written
+    return world.label_plan(truth, double, args.labels, error, rng, share, pace_spread=0.3)
 
 
 def build(args) -> dict:
@@ -529,12 +262,12 @@ def build(args) -> dict:
         log(f"{name}: {timings[name]} s")
 
     began = time.perf_counter()
-    world = make_world(args, rng)
+    built = make_world(args, rng)
     admin, user_pks = make_people(args)
     step("dataset and people", began)
 
     began = time.perf_counter()
-    runs = make_runs(args, world, rng)
+    runs = make_runs(args, built, rng)
     step("runs", began)
 
     began = time.perf_counter()
@@ -552,17 +285,17 @@ def build(args) -> dict:
     log(f"campaign {CAMPAIGN}: {len(pair_pks):,} pairs (FIRE: {FIRE_PAIRS:,})")
 
     # A pair's truth: its caption's candidate video's affinity (pooled pairs are candidates).
-    query = np.searchsorted(world.caption_pks, pairs[:, 1])
-    video = np.searchsorted(world.video_pks, pairs[:, 2])
-    column = (world.candidates[query] == video[:, None]).argmax(axis=1)
-    truth = world.affinity[query, column] > 1.9
+    query = np.searchsorted(built.media.caption_pks, pairs[:, 1])
+    video = np.searchsorted(built.media.video_pks, pairs[:, 2])
+    column = (built.candidates[query] == video[:, None]).argmax(axis=1)
+    truth = built.affinity[query, column] > 1.9
     if args.labels is None:
         args.labels = round(len(pair_pks) * FIRE_LABELS / FIRE_PAIRS)
     began = time.perf_counter()
     plan = label_plan(args, truth, double, rng)
-    written = write_labels(campaign, plan, pair_pks, user_pks, rng)
+    written = world.judgements(plan, pair_pks, user_pks, rng)
     step("labels (COPY)", began)
-    log(f"{len(plan['pair']):,} live labels ({written:,} rows with the undone ones)")
+    log(f"{len(plan.pair):,} live labels ({written:,} rows with the undone ones)")
 
     began = time.perf_counter()
     # 1,000 pairs a call: recount_labels' bulk_update writes CASE statements whose cost grows
@@ -606,7 +339,7 @@ def build(args) -> dict:
     step("semantic proxies", began)
     return {
         "pairs": len(pair_pks),
-        "labels": len(plan["pair"]),
+        "labels": len(plan.pair),
         "judgement_rows": written,
         "relevant_pairs": int(truth.sum()),
         "seconds": timings,
@@ -663,8 +396,6 @@ class Row:
 def pages() -> list[Page]:
     """Every GET page and endpoint naming the campaign, its dataset, label set, runs, people
     or jobs, a few list pages, the API and the admin's lists and change pages."""
-    from django.contrib import admin
-    from django.contrib.auth import get_user_model
     from django.db.models import Count
     from django.urls import reverse
 
@@ -672,7 +403,6 @@ def pages() -> list[Page]:
     from annotation.models import Campaign, Judgement
     from jobs.models import Job
     from retrieval.models import Dataset, LabelSet
-    from retrieval.views import LEADERBOARD_EXPORTS
 
     campaign = Campaign.objects.defer("provenance").get(name=CAMPAIGN)
     dataset = Dataset.objects.get(name=DATASET)
@@ -723,7 +453,26 @@ def pages() -> list[Page]:
         listed.append(
             Page("judge what is missing", reverse("campaign-missing", args=[d]) + "?" + query)
         )
+    listed += dataset_pages(d, runs, ls, job)
     listed += [
+        Page("api root", reverse("api-root")),
+        Page("api campaigns", reverse("campaign-list")),
+        Page("api campaign", reverse("campaign-detail", args=[c])),
+        Page("api progress", reverse("campaign-progress", args=[c])),
+        Page("annotator-scores api", reverse("campaign-annotator-scores", args=[c])),
+        Page("api schema", reverse("schema")),
+        Page("api docs", reverse("api-docs")),
+    ]
+    return listed + admin_pages(campaign, dataset, label_set, pair, judgement, job)
+
+
+def dataset_pages(d: str, runs: list, ls: dict, job) -> list[Page]:
+    """The dataset's pages (its leaderboard, models, label sets, reports) and the jobs'."""
+    from django.urls import reverse
+
+    from retrieval.views import LEADERBOARD_EXPORTS
+
+    listed = [
         Page("datasets", reverse("datasets")),
         Page("dataset", reverse("dataset", args=[d])),
         Page("leaderboard", reverse("leaderboard", args=[d])),
@@ -751,16 +500,16 @@ def pages() -> list[Page]:
             Page("job", reverse("job-detail", args=[job.pk])),
             Page("job status", reverse("job-status", args=[job.pk])),
         ]
-    listed += [
-        Page("api root", reverse("api-root")),
-        Page("api campaigns", reverse("campaign-list")),
-        Page("api campaign", reverse("campaign-detail", args=[c])),
-        Page("api progress", reverse("campaign-progress", args=[c])),
-        Page("annotator-scores api", reverse("campaign-annotator-scores", args=[c])),
-        Page("api schema", reverse("schema")),
-        Page("api docs", reverse("api-docs")),
-        Page("admin index", reverse("admin:index")),
-    ]
+    return listed
+
+
+def admin_pages(campaign, dataset, label_set, pair, judgement, job) -> list[Page]:
+    """The admin's lists, and the change pages of the campaign's objects."""
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    listed = [Page("admin index", reverse("admin:index"))]
     for model in admin.site._registry:
         opts = model._meta
         listed.append(
@@ -1061,25 +810,6 @@ def time_pages(args) -> list[Row]:
     return rows
 
 
-def anchor(repeats: int) -> float:
-    """Median seconds of ``SELECT count(*)`` over the campaign's pairs (a fresh connection)."""
-    from django.db import connection, connections
-
-    from annotation.models import Campaign, Pair
-
-    campaign = Campaign.objects.only("pk").get(name=CAMPAIGN)
-    table = connection.ops.quote_name(Pair._meta.db_table)
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE campaign_id = %s", [campaign.pk])
-            cursor.fetchone()
-        times.append(time.perf_counter() - began)
-    connections.close_all()
-    return statistics.median(times)
-
-
 def postgres_version() -> str:
     from django.db import connection
 
@@ -1104,7 +834,7 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", help="a PostgreSQL server (default: DATABASE_URL)")
     parser.add_argument("--db-name", default="firepool_scale", help="the dedicated database")
@@ -1136,26 +866,29 @@ def main() -> None:
         help="stored figures before timing: computed by their jobs, dropped, or kept",
     )
     args = parser.parse_args()
-    if args.videos < 2 or args.annotators < MAX_LABELS:
-        raise SystemExit(f"need at least 2 videos and {MAX_LABELS} annotators")
+    if args.videos < 2 or args.annotators < world.MAX_LABELS:
+        raise SystemExit(f"need at least 2 videos and {world.MAX_LABELS} annotators")
+    return args
+
+
+def build_or_reuse(args) -> dict:
+    """The build recorded in the database: reused (its proxies cached again if need be), or
+    made now, after which the script runs again in a fresh process (this one's freed memory
+    would hide what requests allocate) and does not return."""
     params = {
         "version": BUILD_VERSION,
-        "queries": args.queries,
-        "videos": args.videos,
-        "runs": args.runs,
-        "depth": args.depth,
-        "annotators": args.annotators,
-        "labels": args.labels,
-        "seed": args.seed,
+        **{
+            name: getattr(args, name)
+            for name in ("queries", "videos", "runs", "depth", "annotators", "labels", "seed")
+        },
         "proxies": args.proxies,
     }
-    base_url = base_database_url(args.database_url)
-    url = with_database(base_url, args.db_name)
+    server = postgres_server(args.database_url)
     var = args.var or Path("/tmp/firepool-scale-var") / args.db_name
-    reuse = prepare_database(base_url, args.db_name, args.rebuild, params)
+    reuse = prepare_database(server, args.db_name, args.rebuild, params)
     if not reuse:
         shutil.rmtree(var, ignore_errors=True)
-    setup_django(url, var)
+    django_as_deployed(database_url(server, args.db_name), var)
     from retrieval.models import Dataset
 
     if reuse:
@@ -1163,25 +896,24 @@ def main() -> None:
         built = dataset.metadata["scale_pages"]
         log(f"reusing the build in {args.db_name} ({built['built_at']})")
         make_proxies(args, dataset)  # from the var dir's cache, or again if it was removed
-    else:
-        log(f"building in {args.db_name} (var {var})")
-        began = time.perf_counter()
-        built = {"params": params, **build(args)}
-        built.update(complete=True, built_at=time.strftime("%Y-%m-%d %H:%M:%S"))
-        built["seconds"]["total"] = round(time.perf_counter() - began, 1)
-        dataset = Dataset.objects.get(name=DATASET)
-        dataset.metadata = {**dataset.metadata, "scale_pages": built}
-        dataset.save(update_fields=["metadata"])
-        log(f"built in {built['seconds']['total']} s")
-        # Time in a fresh process: the build leaves freed memory in this one that requests
-        # would reuse unseen, hiding what they allocate.
-        again = [a for a in sys.argv if a != "--rebuild"]
-        log("timing in a fresh process: " + " ".join(again))
-        sys.stdout.flush()
-        os.execv(sys.executable, [sys.executable, *again])
-    figure_jobs = prepare_figures(args.figures)
-    rows = time_pages(args)
-    anchor_s = anchor(args.repeats)
+        return built
+    log(f"building in {args.db_name} (var {var})")
+    began = time.perf_counter()
+    built = {"params": params, **build(args)}
+    built.update(complete=True, built_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+    built["seconds"]["total"] = round(time.perf_counter() - began, 1)
+    dataset = Dataset.objects.get(name=DATASET)
+    dataset.metadata = {**dataset.metadata, "scale_pages": built}
+    dataset.save(update_fields=["metadata"])
+    log(f"built in {built['seconds']['total']} s")
+    again = [a for a in sys.argv if a != "--rebuild"]
+    log("timing in a fresh process: " + " ".join(again))
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, *again])
+
+
+def report(args, built: dict, rows: list[Row], anchor_s: float, figure_jobs: dict) -> None:
+    """The table and its notes on stdout; the rows in ``--json``."""
     print()
     print(f"machine: {machine()}, PostgreSQL {postgres_version()}")
     print(
@@ -1226,6 +958,21 @@ def main() -> None:
                 indent=2,
             )
         )
+
+
+def main() -> None:
+    args = options()
+    built = build_or_reuse(args)
+    figure_jobs = prepare_figures(args.figures)
+    rows = time_pages(args)
+    from django.db import connections
+
+    from annotation.models import Campaign, Pair
+
+    campaign = Campaign.objects.only("pk").get(name=CAMPAIGN)
+    anchor_s = anchor_count(Pair, args.repeats, campaign=campaign.pk)
+    connections.close_all()
+    report(args, built, rows, anchor_s, figure_jobs)
 
 
 if __name__ == "__main__":

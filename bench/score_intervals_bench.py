@@ -19,10 +19,9 @@ matrix product): run it under ``OPENBLAS_NUM_THREADS=1`` too::
 import argparse
 import os
 import statistics
-import time
 
 import numpy as np
-from harness import machine
+from harness import machine, timed
 
 from retrieval.scoring import rescoring, score_intervals
 
@@ -64,15 +63,6 @@ def build(queries: int, uncertain: float, unjudged: float, seed: int, everyone: 
         "unjudged": (rows[left], items[left]),
         "positives": (np.arange(queries), np.arange(queries)),
     }
-
-
-def timed(work, repeats: int) -> tuple[list[float], object]:
-    times, result = [], None
-    for _ in range(repeats):
-        began = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - began)
-    return times, result
 
 
 def main() -> None:

@@ -11,8 +11,10 @@ SQLite's behaviour and the default for any other; :class:`PostgreSQL` overrides 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 
 from django.db import connection as default_connection
+from django.db import transaction
 
 _UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 
@@ -54,6 +56,27 @@ class Backend:
         here: ``BEGIN IMMEDIATE`` (the settings' transaction mode) lets one writing
         transaction in at a time."""
 
+    def bulk_load(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        """Write ``rows`` (database-ready values in ``columns``' order) into ``table`` in one
+        bulk operation, bypassing the ORM (a benchmark's world of 600,000 pairs): here one
+        ``executemany`` of an ``INSERT`` in one transaction, fed row by row."""
+        quote = default_connection.ops.quote_name
+        names = ", ".join(map(quote, columns))
+        marks = ", ".join(["%s"] * len(columns))
+        with transaction.atomic(), default_connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {quote(table)} ({names}) VALUES ({marks})", rows)
+
+    def bulk_update(
+        self, table: str, key: str, columns: Sequence[str], rows: Iterable[Sequence]
+    ) -> None:
+        """Set ``columns`` of the rows of ``table`` whose ``key`` is each row's last value
+        (the others in ``columns``' order), in one bulk operation: here one ``executemany``
+        of an ``UPDATE`` in one transaction."""
+        quote = default_connection.ops.quote_name
+        sets = ", ".join(f"{quote(column)} = %s" for column in columns)
+        with transaction.atomic(), default_connection.cursor() as cursor:
+            cursor.executemany(f"UPDATE {quote(table)} SET {sets} WHERE {quote(key)} = %s", rows)
+
 
 class PostgreSQL(Backend):
     """PostgreSQL: native UUIDs and times, server-side cursors, advisory locks, arrays."""
@@ -81,6 +104,46 @@ class PostgreSQL(Backend):
                 "SELECT pg_advisory_xact_lock(%s)",
                 [int.from_bytes(digest[:8], "big", signed=True)],
             )
+
+    def bulk_load(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+        """One ``COPY ... FROM STDIN`` (psycopg 3), several times faster than any insert,
+        then ``ANALYZE``: the planner would otherwise plan the next reads of a table it
+        believes empty (an export of a fresh 10,000-pair world took 17 s instead of 0.2)."""
+        quote = default_connection.ops.quote_name
+        names = ", ".join(map(quote, columns))
+        with (
+            default_connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+        with default_connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {quote(table)}")
+
+    def bulk_update(
+        self, table: str, key: str, columns: Sequence[str], rows: Iterable[Sequence]
+    ) -> None:
+        """The rows COPied into a temporary table of the same column types, then one
+        ``UPDATE ... FROM`` it."""
+        quote = default_connection.ops.quote_name
+        every = [*columns, key]
+        sets = ", ".join(f"{quote(column)} = bulk.{quote(column)}" for column in columns)
+        with transaction.atomic(), default_connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TEMPORARY TABLE bulk ON COMMIT DROP AS SELECT "
+                f"{', '.join(map(quote, every))} FROM {quote(table)} WITH NO DATA"
+            )
+            with cursor.cursor.copy(
+                f"COPY bulk ({', '.join(map(quote, every))}) FROM STDIN"
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(
+                f"UPDATE {quote(table)} SET {sets} FROM bulk "
+                f"WHERE {quote(table)}.{quote(key)} = bulk.{quote(key)}"
+            )
+            cursor.execute("DROP TABLE bulk")  # a second call in the same transaction
+            cursor.execute(f"ANALYZE {quote(table)}")
 
 
 BACKENDS: dict[str, Backend] = {"postgresql": PostgreSQL()}

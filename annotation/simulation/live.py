@@ -31,8 +31,8 @@ from config import roles
 from config.accounts.names import existing_or_new
 from config.errors import UserError
 from jobs.models import Job
-from retrieval.label_sets.status import NAMES
 from retrieval.datasets.demo.service import DemoError
+from retrieval.label_sets.status import NAMES
 
 ERROR = "error"
 RANDOM = "random"

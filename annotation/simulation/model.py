@@ -23,8 +23,8 @@ import numpy as np
 from annotation.campaigns.pooling import Pool
 from annotation.ordering.orders import DEFAULT_KS, Layout
 from annotation.policy import rules as policy
-from retrieval.scoring.estimation import RunJudgements, per_query_scores
 from retrieval.label_sets.status import LabelStatus, majority
+from retrieval.scoring.estimation import RunJudgements, per_query_scores
 
 METRICS = (*(f"C@{k}" for k in DEFAULT_KS), "AP")
 

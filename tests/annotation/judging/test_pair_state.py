@@ -278,7 +278,7 @@ SQL_STATEMENTS = {"LEASES_MOVED"}
 EXEMPT = {
     "annotation/judging/pair_state.py": "the writer",
     "annotation/judging/statements.py": "holds the writer's statements (SQL_WRITERS)",
-    "bench/export_bench.py": "fabricates a finished 600,000-pair campaign in one executemany",
+    "bench/export_bench.py": "fabricates a finished 600,000-pair campaign in one bulk update",
 }
 
 
