@@ -40,6 +40,7 @@ from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from annotation.campaign_read import export_rows
 from annotation.campaign_read.resolution import MAJORITY, METHODS, campaign_resolution
 from annotation.campaigns.service import load_provenance
 from annotation.gold import file as gold_file
@@ -288,9 +289,9 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
 
 
 def _window_rows(campaign: Campaign, kind: str, status: str | None = None) -> Iterator[list[tuple]]:
-    """The campaign's rows of :data:`annotation.judging.statements.EXPORT_ROWS` (variant
-    ``kind``), one list per id window (read ahead, :func:`~annotation.judging.statements.export_windows`)."""
-    return statements.export_windows(_windows(campaign, status), kind, campaign.pk)
+    """The campaign's rows of :data:`annotation.campaign_read.export_rows.EXPORT_ROWS` (variant
+    ``kind``), one list per id window (read ahead, :func:`~annotation.campaign_read.export_rows.export_windows`)."""
+    return export_rows.export_windows(_windows(campaign, status), kind, campaign.pk)
 
 
 class _WindowCaptions:
@@ -299,7 +300,7 @@ class _WindowCaptions:
 
     Holding every caption of the campaign for the whole export instead took 16.5 MiB at
     FIRE's 55,288 captions (tracemalloc). While the windows are read ahead (psycopg's
-    pipeline mode, :func:`~annotation.judging.statements.export_windows`), a query through
+    pipeline mode, :func:`~annotation.campaign_read.export_rows.export_windows`), a query through
     Django would end the read-ahead, so the window's captions query (the ORM's SQL) goes into
     the pipeline on a psycopg cursor of the same connection, just before the window's rows
     (like the rows, it is not in ``connection.queries``); its result has arrived by the time
@@ -355,7 +356,7 @@ def _windows_with_captions(
     """:func:`_window_rows` with each window's captions (:class:`_WindowCaptions`): only two
     windows' captions are held at a time, whatever the campaign's size."""
     captions = _WindowCaptions(campaign)
-    windows = statements.export_windows(
+    windows = export_rows.export_windows(
         captions.windows(_windows(campaign, status)), kind, campaign.pk
     )
     try:
@@ -395,8 +396,8 @@ class _RankTuples:
         return found
 
 
-_LABEL_COLUMNS = statements.EXPORT_ROW_TYPES["labels"]._fields
-_RESPONSE_COLUMNS = statements.EXPORT_ROW_TYPES["responses"]._fields
+_LABEL_COLUMNS = export_rows.EXPORT_ROW_TYPES["labels"]._fields
+_RESPONSE_COLUMNS = export_rows.EXPORT_ROW_TYPES["responses"]._fields
 
 
 def _pair_rows(

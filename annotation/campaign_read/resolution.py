@@ -180,29 +180,8 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     first, n_pairs = data.first_pair_id, data.n_pairs
     names = list(data.annotators)
     index = {name: i for i, name in enumerate(names)}
-    known = np.full(n_pairs, quality.UNKNOWN, dtype=np.int64)
-    adjudicated = Pair.objects.filter(campaign=campaign).exclude(adjudicated="")
-    for pk, verdict in adjudicated.values_list("pk", "adjudicated"):
-        known[pk - first] = CODES[verdict]
-
-    gold = list(
-        GoldPair.objects.filter(campaign=campaign)
-        .order_by("pk")
-        .values_list("pk", "caption_id", "video_id", "label")
-    )
+    known, gold = _known(campaign, first, n_pairs)
     gold_item = {pk: n_pairs + i for i, (pk, *_) in enumerate(gold)}
-    known = np.concatenate([known, [CODES[row[3]] for row in gold]]).astype(np.int64)
-    # A campaign pair that is also gold keeps the gold label (unless adjudicated).
-    pair_of = {
-        (caption, video): pk
-        for pk, caption, video in Pair.objects.filter(campaign=campaign)
-        .filter(caption_id__in=GoldPair.objects.filter(campaign=campaign).values("caption_id"))
-        .values_list("pk", "caption_id", "video_id")
-    }
-    for _, caption, video, label in gold:
-        pk = pair_of.get((caption, video))
-        if pk is not None and known[pk - first] == quality.UNKNOWN:
-            known[pk - first] = CODES[label]
 
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     gold_rows = list(
@@ -230,7 +209,6 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     placed = fit.status[at] != LabelStatus.PENDING
     status = np.where(placed, fit.status[at], majority.status)
     confidence = np.where(placed, fit.confidence[at], majority.confidence)
-    confusion = fit.confusion
     # Live judgements' pair positions in ``majority`` (-1: a pair not resolved, e.g. pending).
     slot = np.full(n_pairs, -1, dtype=np.int64)
     slot[at] = np.arange(len(at))
@@ -242,17 +220,61 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
         data.labels,
         len(names),
     )
-    summary = {
+    summary = _fit_summary(fit, names, len(gold), len(gold_rows), turned)
+    return Resolution(
+        method=DAWID_SKENE,
+        pair_ids=majority.pair_ids,
+        caption_ids=majority.caption_ids,
+        video_ids=majority.video_ids,
+        status=status.astype(np.int64),
+        confidence=confidence,
+        labels=majority.labels,
+        adjudicated=majority.adjudicated,
+        fit=summary,
+    )
+
+
+def _known(campaign: Campaign, first: int, n_pairs: int) -> tuple[np.ndarray, list[tuple]]:
+    """The labels Dawid-Skene takes as known, per item (the campaign's pairs, then its gold
+    pairs): adjudicated pairs, campaign pairs that are gold pairs (unless adjudicated) and
+    the gold pairs themselves; and the gold pairs (pk, caption, video, label) in item order."""
+    known = np.full(n_pairs, quality.UNKNOWN, dtype=np.int64)
+    adjudicated = Pair.objects.filter(campaign=campaign).exclude(adjudicated="")
+    for pk, verdict in adjudicated.values_list("pk", "adjudicated"):
+        known[pk - first] = CODES[verdict]
+    gold = list(
+        GoldPair.objects.filter(campaign=campaign)
+        .order_by("pk")
+        .values_list("pk", "caption_id", "video_id", "label")
+    )
+    known = np.concatenate([known, [CODES[row[3]] for row in gold]]).astype(np.int64)
+    pair_of = {
+        (caption, video): pk
+        for pk, caption, video in Pair.objects.filter(campaign=campaign)
+        .filter(caption_id__in=GoldPair.objects.filter(campaign=campaign).values("caption_id"))
+        .values_list("pk", "caption_id", "video_id")
+    }
+    for _, caption, video, label in gold:
+        pk = pair_of.get((caption, video))
+        if pk is not None and known[pk - first] == quality.UNKNOWN:
+            known[pk - first] = CODES[label]
+    return known, gold
+
+
+def _fit_summary(fit, names: list[str], gold_pairs: int, gold_answers: int, turned) -> dict:
+    """What the label set records of the fit: prior, convergence, each annotator's
+    sensitivity and specificity, and the majority labels it overturned, and whose."""
+    return {
         "prior": fit.prior,
         "iterations": fit.iterations,
         "converged": fit.converged,
-        "gold_pairs": len(gold),
-        "gold_answers": len(gold_rows),
+        "gold_pairs": gold_pairs,
+        "gold_answers": gold_answers,
         # Per annotator: P(says relevant | relevant) and P(says irrelevant | irrelevant).
         "annotators": {
             name: {
-                "sensitivity": round(float(confusion[a, 1, 1]), 6),
-                "specificity": round(float(confusion[a, 0, 0]), 6),
+                "sensitivity": round(float(fit.confusion[a, 1, 1]), 6),
+                "specificity": round(float(fit.confusion[a, 0, 0]), 6),
             }
             for a, name in enumerate(names)
         },
@@ -266,17 +288,6 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
             },
         },
     }
-    return Resolution(
-        method=DAWID_SKENE,
-        pair_ids=majority.pair_ids,
-        caption_ids=majority.caption_ids,
-        video_ids=majority.video_ids,
-        status=status.astype(np.int64),
-        confidence=confidence,
-        labels=majority.labels,
-        adjudicated=majority.adjudicated,
-        fit=summary,
-    )
 
 
 def resolve_campaign(

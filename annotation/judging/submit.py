@@ -136,14 +136,7 @@ def submit(
     judgement (``created`` false); the same UUID with anything else is a conflict, whether
     it named a judgement or a gold answer (one rule for every task, so a reused id tells
     nothing about the task it is sent for)."""
-    if label not in Judgement.Label.values:
-        raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
-    if seconds is not None and not (0 <= seconds < 24 * 3600):
-        raise AssignmentError("invalid", "seconds must be between 0 and 86400")
-    if played is not None and not (0 <= played < 24 * 3600):
-        raise AssignmentError("invalid", "seconds_played must be between 0 and 86400")
-    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
-        raise AssignmentError("not_found", "no such pair")
+    _check_answer(pair_id, label, seconds, played)
     now = now or timezone.now()
     target = priorities.target_of(pair_id, annotator.pk)
     main_id = target.gold_of if target is not None else None
@@ -152,30 +145,74 @@ def submit(
     if target is not None:  # one check for every answer, a retry's and a gold task's alike
         refuse_paused(main_id if main_id is not None else target.campaign, annotator, target.paused)
     if main_id is not None:  # a gold task: an answer that scores the annotator
-        with transaction.atomic():
-            pair = _locked_pair(pair_id)
-            if campaign is None:
-                campaign = sql.campaign(main_id)
-            if pair is None or campaign is None:  # deleted while on screen
-                raise AssignmentError("not_found", "this pair is no longer in the campaign")
-            require_active(campaign)
-            got = gold_queue.answer(
-                pair, campaign, annotator, label, client_uuid, seconds, now, played
-            )
-            warning = None
-            if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
-                if _too_fast(seconds, played, campaign):
-                    # too fast, as after any label
-                    warning = standing.check_pace(campaign, annotator, now).warning
-                else:
-                    standing.check_gold(campaign, annotator, got.evidence, now)
-            if got.created:  # the annotator scores follow gold answers (no statement)
-                figures_due.request_refresh(campaign, got.judgement.pk, now)
-        if got.gone:  # its lease ended above, committed; the answer has nowhere to go
-            raise AssignmentError("not_found", "this pair is no longer in the campaign")
-        return SubmitResult(
-            got.judgement, got.created, assign(campaign, annotator, now), got.feedback, warning
+        return _submit_gold(
+            annotator, pair_id, main_id, label, client_uuid, seconds, now, campaign, played
         )
+    return _submit_label(annotator, pair_id, target, label, client_uuid, seconds, now, played)
+
+
+def _check_answer(pair_id: int, label: str, seconds: float | None, played: float | None) -> None:
+    """Refuse an answer no pair can take (an ``invalid`` or ``not_found`` AssignmentError)."""
+    if label not in Judgement.Label.values:
+        raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
+    if seconds is not None and not (0 <= seconds < 24 * 3600):
+        raise AssignmentError("invalid", "seconds must be between 0 and 86400")
+    if played is not None and not (0 <= played < 24 * 3600):
+        raise AssignmentError("invalid", "seconds_played must be between 0 and 86400")
+    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+        raise AssignmentError("not_found", "no such pair")
+
+
+def _submit_gold(
+    annotator,
+    pair_id: int,
+    main_id: int,
+    label: str,
+    client_uuid: UUID,
+    seconds: float | None,
+    now: datetime,
+    campaign: Campaign | None,
+    played: float | None,
+) -> SubmitResult:
+    """A gold task's answer (to campaign ``main_id``): it scores the annotator, and checks
+    their gold accuracy, or their pace when it came too fast."""
+    with transaction.atomic():
+        pair = _locked_pair(pair_id)
+        if campaign is None:
+            campaign = sql.campaign(main_id)
+        if pair is None or campaign is None:  # deleted while on screen
+            raise AssignmentError("not_found", "this pair is no longer in the campaign")
+        require_active(campaign)
+        got = gold_queue.answer(pair, campaign, annotator, label, client_uuid, seconds, now, played)
+        warning = None
+        if got.created and got.judgement.purpose == GoldJudgement.Purpose.QUEUE:
+            if _too_fast(seconds, played, campaign):
+                # too fast, as after any label
+                warning = standing.check_pace(campaign, annotator, now).warning
+            else:
+                standing.check_gold(campaign, annotator, got.evidence, now)
+        if got.created:  # the annotator scores follow gold answers (no statement)
+            figures_due.request_refresh(campaign, got.judgement.pk, now)
+    if got.gone:  # its lease ended above, committed; the answer has nowhere to go
+        raise AssignmentError("not_found", "this pair is no longer in the campaign")
+    return SubmitResult(
+        got.judgement, got.created, assign(campaign, annotator, now), got.feedback, warning
+    )
+
+
+def _submit_label(
+    annotator,
+    pair_id: int,
+    target,
+    label: str,
+    client_uuid: UUID,
+    seconds: float | None,
+    now: datetime,
+    played: float | None,
+) -> SubmitResult:
+    """A label on a pair of the campaign, once per UUID: stored under the pair's lock, with
+    the pair's counters, its query's priorities and the requests for a refit and for fresh
+    figures, in one transaction."""
     warning = None
     with transaction.atomic():
         priorities.lock_query_of(pair_id, target)

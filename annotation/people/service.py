@@ -203,44 +203,14 @@ def campaign_people(
         .values_list("annotator_id", flat=True)
         .distinct()
     )
-    attempts: dict[int, list[QualificationRow]] = defaultdict(list)
-    for row in (
-        QualificationAttempt.objects.filter(campaign=campaign)
-        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
-        .order_by("started_at", "pk")
-        .values_list(
-            "annotator_id",
-            "pk",
-            "passed",
-            "admitted_by",
-            "finished_at",
-            "correct",
-            "total",
-            "answered",
-        )
-    ):
-        annotator_id, *fields, n_answered = row
-        attempts[annotator_id].append(QualificationRow(scores.gold_pairs, *fields, n_answered))
+    attempts = _attempts(campaign, scores.gold_pairs)
     standings = {
         row.annotator_id: row
         for row in AnnotatorStanding.objects.filter(campaign=campaign).select_related(
             "paused_by", "reinstated_by"
         )
     }
-    history: dict[int, list[Event]] = defaultdict(list)
-    for event in (
-        StandingEvent.objects.filter(campaign=campaign).select_related("by").order_by("at", "pk")
-    ):
-        history[event.annotator_id].append(
-            Event(
-                action=event.action,
-                at=event.at,
-                by=_username(event.by) if event.by else "",
-                reason=event.reason,
-                labels=event.labels,
-                since=event.since,
-            )
-        )
+    history = _history(campaign)
     ids = labelled | answered | set(attempts) | set(standings)
     User = get_user_model()
     users = sorted(User.objects.filter(pk__in=ids), key=_username)
@@ -285,6 +255,49 @@ def campaign_people(
         people=tuple(people),
         invitable=tuple(invitable),
     )
+
+
+def _attempts(campaign: Campaign, gold_pairs: int) -> dict[int, list[QualificationRow]]:
+    """Each annotator's qualification attempts in the campaign, oldest first, with the live
+    answers in each: one statement."""
+    attempts: dict[int, list[QualificationRow]] = defaultdict(list)
+    for row in (
+        QualificationAttempt.objects.filter(campaign=campaign)
+        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
+        .order_by("started_at", "pk")
+        .values_list(
+            "annotator_id",
+            "pk",
+            "passed",
+            "admitted_by",
+            "finished_at",
+            "correct",
+            "total",
+            "answered",
+        )
+    ):
+        annotator_id, *fields, n_answered = row
+        attempts[annotator_id].append(QualificationRow(gold_pairs, *fields, n_answered))
+    return attempts
+
+
+def _history(campaign: Campaign) -> dict[int, list[Event]]:
+    """Each annotator's standing events in the campaign, oldest first: one statement."""
+    history: dict[int, list[Event]] = defaultdict(list)
+    for event in (
+        StandingEvent.objects.filter(campaign=campaign).select_related("by").order_by("at", "pk")
+    ):
+        history[event.annotator_id].append(
+            Event(
+                action=event.action,
+                at=event.at,
+                by=_username(event.by) if event.by else "",
+                reason=event.reason,
+                labels=event.labels,
+                since=event.since,
+            )
+        )
+    return history
 
 
 def judges() -> list[tuple[int, str]]:

@@ -180,78 +180,9 @@ def state_of(inputs: Inputs) -> State:
             polls=True,
         )
     if i.paused_at is not None:
-        rule = pause_rule(i.pause_reason)
-        if rule is None:
-            reason = f": {i.pause_reason}" if i.pause_reason else ""
-            return State(
-                PAUSED_BY_ADMIN,
-                "Paused by an admin",
-                f"An admin paused you in this campaign on {_when(i.paused_at)}{reason}.",
-                "Ask an admin to reinstate you.",
-                "stop",
-                False,
-                since=i.paused_at,
-            )
-        what = "too fast" if rule == SPEED_RULE else "gold accuracy too low"
-        todo = (
-            "Watch each video before you answer; ask an admin to reinstate you."
-            if rule == SPEED_RULE
-            else "Re-read the guidelines; ask an admin to reinstate you."
-        )
-        return State(
-            PAUSED_BY_RULE,
-            f"Paused: {what}",
-            f"The {rule} rule paused you in this campaign on {_when(i.paused_at)}: "
-            f"{i.pause_reason}.",
-            todo,
-            "stop",
-            False,
-            rule=rule,
-            since=i.paused_at,
-        )
+        return _paused(i)
     if i.qualification_required and not i.admitted:
-        if i.out_of_tries:
-            return State(
-                QUALIFICATION_FAILED,
-                "Qualification failed",
-                f"{_score(i.last_score)}You have used all {i.tries} tries (0 of {i.tries} left).",
-                "Ask an admin to admit you by hand.",
-                "stop",
-                False,
-            )
-        if i.retry_at is not None:
-            left = max(i.tries - i.tries_used, 0)
-            return State(
-                QUALIFICATION_FAILED,
-                "Qualification not passed",
-                f"{_score(i.last_score)}You may try again at {_when(i.retry_at)} "
-                f"({left} of {i.tries} tries left).",
-                "Read the guidelines meanwhile; come back at that time.",
-                "warn",
-                False,
-                retry_at=i.retry_at,
-                polls=True,
-            )
-        attempt = min(max(i.tries_used, 1), i.tries) if i.tries else 1
-        if i.qualification_total == 0:
-            return State(
-                QUALIFYING,
-                "Qualification not ready",
-                "This campaign asks for qualification but has no gold pairs to train on yet.",
-                "Ask an admin to add gold pairs.",
-                "warn",
-                False,
-            )
-        return State(
-            QUALIFYING,
-            f"Qualifying: {i.qualification_done} of {i.qualification_total}",
-            f"Answer {i.qualification_total} training pairs; after each you see the right "
-            f"answer and why (try {attempt} of {i.tries}).",
-            "Judge the pair on screen.",
-            "info",
-            True,
-            action="Continue qualification" if i.qualification_done else "Start qualification",
-        )
+        return _qualification(i)
     if i.finished:
         why = (
             "its label budget is used up"
@@ -294,4 +225,82 @@ def state_of(inputs: Inputs) -> State:
         "ok",
         True,
         action="Continue judging",
+    )
+
+
+def _paused(i: Inputs) -> State:
+    """Paused in the campaign, by an admin or by a rule (speed or gold accuracy)."""
+    rule = pause_rule(i.pause_reason)
+    if rule is None:
+        reason = f": {i.pause_reason}" if i.pause_reason else ""
+        return State(
+            PAUSED_BY_ADMIN,
+            "Paused by an admin",
+            f"An admin paused you in this campaign on {_when(i.paused_at)}{reason}.",
+            "Ask an admin to reinstate you.",
+            "stop",
+            False,
+            since=i.paused_at,
+        )
+    what = "too fast" if rule == SPEED_RULE else "gold accuracy too low"
+    todo = (
+        "Watch each video before you answer; ask an admin to reinstate you."
+        if rule == SPEED_RULE
+        else "Re-read the guidelines; ask an admin to reinstate you."
+    )
+    return State(
+        PAUSED_BY_RULE,
+        f"Paused: {what}",
+        f"The {rule} rule paused you in this campaign on {_when(i.paused_at)}: {i.pause_reason}.",
+        todo,
+        "stop",
+        False,
+        rule=rule,
+        since=i.paused_at,
+    )
+
+
+def _qualification(i: Inputs) -> State:
+    """Not admitted yet where the campaign asks for qualification."""
+    if i.out_of_tries:
+        return State(
+            QUALIFICATION_FAILED,
+            "Qualification failed",
+            f"{_score(i.last_score)}You have used all {i.tries} tries (0 of {i.tries} left).",
+            "Ask an admin to admit you by hand.",
+            "stop",
+            False,
+        )
+    if i.retry_at is not None:
+        left = max(i.tries - i.tries_used, 0)
+        return State(
+            QUALIFICATION_FAILED,
+            "Qualification not passed",
+            f"{_score(i.last_score)}You may try again at {_when(i.retry_at)} "
+            f"({left} of {i.tries} tries left).",
+            "Read the guidelines meanwhile; come back at that time.",
+            "warn",
+            False,
+            retry_at=i.retry_at,
+            polls=True,
+        )
+    attempt = min(max(i.tries_used, 1), i.tries) if i.tries else 1
+    if i.qualification_total == 0:
+        return State(
+            QUALIFYING,
+            "Qualification not ready",
+            "This campaign asks for qualification but has no gold pairs to train on yet.",
+            "Ask an admin to add gold pairs.",
+            "warn",
+            False,
+        )
+    return State(
+        QUALIFYING,
+        f"Qualifying: {i.qualification_done} of {i.qualification_total}",
+        f"Answer {i.qualification_total} training pairs; after each you see the right "
+        f"answer and why (try {attempt} of {i.tries}).",
+        "Judge the pair on screen.",
+        "info",
+        True,
+        action="Continue qualification" if i.qualification_done else "Start qualification",
     )

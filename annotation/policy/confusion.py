@@ -193,19 +193,9 @@ def fit(
     labels with a half pseudo-label each way. Stops when no posterior moves more than
     ``tol``.
     """
-    item_index = np.asarray(item_index, dtype=np.int64)
-    annotator_index = np.asarray(annotator_index, dtype=np.int64)
-    labels = np.asarray(labels, dtype=np.int64)
-    if not (item_index.shape == annotator_index.shape == labels.shape):
-        raise ValueError("item_index, annotator_index and labels must have the same length")
-    if item_index.size and (item_index.min() < 0 or item_index.max() >= n_items):
-        raise ValueError("item_index must lie in 0..n_items - 1")
-    if annotator_index.size and (
-        annotator_index.min() < 0 or annotator_index.max() >= n_annotators
-    ):
-        raise ValueError("annotator_index must lie in 0..n_annotators - 1")
-    if not np.isin(labels, (0, 1)).all():
-        raise ValueError("labels must be 0 or 1")
+    item_index, annotator_index, labels = _label_arrays(
+        item_index, annotator_index, labels, n_items, n_annotators
+    )
     first = first_labels(item_index) if first is None else np.asarray(first, dtype=bool)
     known = np.full(n_items, -1, np.int64) if known is None else np.asarray(known, np.int64)
     if known.shape != (n_items,) or not np.isin(known, (-1, 0, 1)).all():
@@ -233,26 +223,12 @@ def fit(
     else:
         current = np.asarray(start, dtype=np.float64).copy()
     current = np.where(clamped, known, current)
-    alpha = PRIOR_STRENGTH * PRIOR_ACCURACY
-    beta = PRIOR_STRENGTH * (1.0 - PRIOR_ACCURACY)
     c_alpha, c_beta = CLASS_PRIOR, 1.0 - CLASS_PRIOR  # Beta(1, 1) on the whole pool's share
     stratum_size = np.bincount(strata[labelled], minlength=n_strata).astype(np.float64)
     iterations, converged = 0, False
     while True:
         # M-step: confusions from the fair evidence, priors from the labelled pairs.
-        p = current[ev_items]
-        said_relevant = ev_labels == 1
-        true_pos = np.bincount(ev_annotators, weights=p * said_relevant, minlength=n_annotators)
-        positives = np.bincount(ev_annotators, weights=p, minlength=n_annotators)
-        true_neg = np.bincount(
-            ev_annotators, weights=(1 - p) * ~said_relevant, minlength=n_annotators
-        )
-        negatives = np.bincount(ev_annotators, weights=1 - p, minlength=n_annotators)
-        confusion = Confusion(
-            (true_pos + alpha) / (positives + alpha + beta),
-            (true_neg + alpha) / (negatives + alpha + beta),
-            np.bincount(ev_annotators, minlength=n_annotators).astype(np.float64),
-        )
+        confusion = _confusions(current[ev_items], ev_annotators, ev_labels, n_annotators)
         share = np.bincount(strata[labelled], weights=current[labelled], minlength=n_strata)
         # Each stratum's share is pulled toward the whole pool's: a stratum with a few pairs
         # says little of its own, and a prior of one half there would let one label settle
@@ -270,3 +246,43 @@ def fit(
         converged = change <= tol
     final = posteriors(prior[strata], item_index, annotator_index, labels, confusion)
     return Fit(confusion, prior, np.where(clamped, known, final), iterations, converged)
+
+
+def _label_arrays(
+    item_index, annotator_index, labels, n_items: int, n_annotators: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The labels as int64 arrays of one length, checked against the item and annotator
+    counts (a ValueError names what is wrong)."""
+    item_index = np.asarray(item_index, dtype=np.int64)
+    annotator_index = np.asarray(annotator_index, dtype=np.int64)
+    labels = np.asarray(labels, dtype=np.int64)
+    if not (item_index.shape == annotator_index.shape == labels.shape):
+        raise ValueError("item_index, annotator_index and labels must have the same length")
+    if item_index.size and (item_index.min() < 0 or item_index.max() >= n_items):
+        raise ValueError("item_index must lie in 0..n_items - 1")
+    if annotator_index.size and (
+        annotator_index.min() < 0 or annotator_index.max() >= n_annotators
+    ):
+        raise ValueError("annotator_index must lie in 0..n_annotators - 1")
+    if not np.isin(labels, (0, 1)).all():
+        raise ValueError("labels must be 0 or 1")
+    return item_index, annotator_index, labels
+
+
+def _confusions(
+    p: np.ndarray, annotators: np.ndarray, labels: np.ndarray, n_annotators: int
+) -> Confusion:
+    """Each annotator's sensitivity and specificity from labels on items that are relevant
+    with probability ``p``, under the Beta prior of :data:`PRIOR_ACCURACY`."""
+    alpha = PRIOR_STRENGTH * PRIOR_ACCURACY
+    beta = PRIOR_STRENGTH * (1.0 - PRIOR_ACCURACY)
+    said_relevant = labels == 1
+    true_pos = np.bincount(annotators, weights=p * said_relevant, minlength=n_annotators)
+    positives = np.bincount(annotators, weights=p, minlength=n_annotators)
+    true_neg = np.bincount(annotators, weights=(1 - p) * ~said_relevant, minlength=n_annotators)
+    negatives = np.bincount(annotators, weights=1 - p, minlength=n_annotators)
+    return Confusion(
+        (true_pos + alpha) / (positives + alpha + beta),
+        (true_neg + alpha) / (negatives + alpha + beta),
+        np.bincount(annotators, minlength=n_annotators).astype(np.float64),
+    )

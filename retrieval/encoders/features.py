@@ -332,11 +332,9 @@ def _moments(
 def _bin_features(vivid: torch.Tensor, detail_pixels: torch.Tensor) -> torch.Tensor:
     """Per-bin shape and motion statistics of soft masks [B, T, K, H, W] -> [B, K, PER_BIN].
 
-    Each bin's centroid and spread are found on the whole frame, then refined inside a box
-    of 2.5 standard deviations around it, and the shape moments (up to order 5) are taken
-    in that box, so stray pixels far away cannot dominate the high orders. Moments come
-    from batched matrix products with centred coordinate powers: no per-pixel coordinate
-    tensor is built.
+    Each bin's centroid and spread are refined inside a box of 2.5 standard deviations, and
+    its shape moments (up to order 5) taken there, so stray pixels far away cannot dominate
+    the high orders; moments are batched matrix products with centred coordinate powers.
     """
     b, t, k, h, w = vivid.shape
     dev, dt = vivid.device, vivid.dtype
@@ -390,41 +388,20 @@ def _bin_features(vivid: torch.Tensor, detail_pixels: torch.Tensor) -> torch.Ten
     def over_time(v: torch.Tensor) -> torch.Tensor:
         return (per_video(v) * frame_w).sum(1) / frame_w.sum(1)
 
-    # Bounding-box fill of the mask thresholded at half its per-frame peak, in the window.
-    boxed = flat * wy.unsqueeze(-1) * wx.unsqueeze(1)
-    peak = boxed.amax(dim=(1, 2), keepdim=True)
-    hard = (boxed > 0.5 * peak) & (peak > 0.1)
-    rows, cols = hard.any(2), hard.any(1)
-    iy, ix = torch.arange(h, device=dev), torch.arange(w, device=dev)
-    height = (torch.where(rows, iy, -1).amax(1) - torch.where(rows, iy, h).amin(1) + 1).clamp_min(1)
-    width = (torch.where(cols, ix, -1).amax(1) - torch.where(cols, ix, w).amin(1) + 1).clamp_min(1)
-    fill = hard.sum(dim=(1, 2)).to(dt) / (height * width).to(dt)
+    fill = _box_fill(flat, wx, wy)
 
     pair_w = torch.minimum(present[:, 1:], present[:, :-1])  # [B, T-1, K]
-    a_start, a_end = _edges(area.transpose(1, 2), frame_w.transpose(1, 2))
-    x_start, x_end = _edges(cx.transpose(1, 2), frame_w.transpose(1, 2))
-    y_start, y_end = _edges(cy.transpose(1, 2), frame_w.transpose(1, 2))
-    path_y = (cy.diff(dim=1).abs() * pair_w).sum(1)
-    path_x = (cx.diff(dim=1).abs() * pair_w).sum(1)
+    (a_start, a_end), (x_start, x_end), (y_start, y_end) = (
+        _edges(v.transpose(1, 2), frame_w.transpose(1, 2)) for v in (area, cx, cy)
+    )
+    path_x, path_y = ((v.diff(dim=1).abs() * pair_w).sum(1) for v in (cx, cy))
 
     dshare = per_video(dmass.view(n) / (h * w) / (0.1 * PRESENT_AREA)).clamp(0.0, 1.0)
     offset = per_video(torch.sqrt(ux * ux + uy * uy) / spread.sqrt())
-    reliable = present * dshare * (offset / 0.2).clamp(0.0, 1.0)
-    phi = torch.atan2(per_video(uy), per_video(ux))
-    pair_r = torch.minimum(reliable[:, 1:], reliable[:, :-1])
-    turn = _wrap(phi.diff(dim=1)) * pair_r
-    detail_turn = turn.sum(1).abs() / math.pi
-    detail_jitter = turn.abs().sum(1) / math.pi / (t - 1)
-    # Moment phases: the order-n complex moment turns n times as fast as the shape; each
-    # order votes with its strength (an n-fold symmetric shape has a strong order n).
-    votes, weights = [], []
-    for order, (angle, magnitude) in enumerate(phase, start=2):
-        m = per_video(magnitude)
-        strength = torch.minimum(m[:, 1:], m[:, :-1]).clamp(max=1.0) * pair_w
-        step = _wrap(per_video(angle).diff(dim=1) * order) / order
-        votes.append((step * strength).sum(1))
-        weights.append(strength.sum(1))
-    moment_turn = sum(v.abs() for v in votes) / (sum(weights) + 0.05) / math.pi
+    detail_turn, detail_jitter = _detail_turn(
+        torch.atan2(per_video(uy), per_video(ux)), present * dshare * (offset / 0.2).clamp(0.0, 1.0)
+    )
+    moment_turn = _moment_turn([(per_video(a), per_video(m)) for a, m in phase], pair_w)
     moved = vivid.reshape(b, t, k, h * w).diff(dim=1).abs().sum(-1)  # [B, T-1, K]
     change = (moved / (mass[:, 1:] + mass[:, :-1] + 1.0)).mean(1)
 
@@ -452,6 +429,43 @@ def _bin_features(vivid: torch.Tensor, detail_pixels: torch.Tensor) -> torch.Ten
         dim=-1,
     )
     return feats * presence.unsqueeze(-1)
+
+
+def _detail_turn(phi: torch.Tensor, reliable: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """How far, and how unsteadily, the direction ``phi`` [B, T, K] from a bin's centroid to
+    its darker detail turns over the frames, each step weighed by how ``reliable`` both of
+    its frames are (in half turns)."""
+    t = phi.shape[1]
+    turn = _wrap(phi.diff(dim=1)) * torch.minimum(reliable[:, 1:], reliable[:, :-1])
+    return turn.sum(1).abs() / math.pi, turn.abs().sum(1) / math.pi / (t - 1)
+
+
+def _box_fill(flat: torch.Tensor, wx: torch.Tensor, wy: torch.Tensor) -> torch.Tensor:
+    """Bounding-box fill of each mask [N, H, W] thresholded at half its peak, in its window."""
+    n, h, w = flat.shape
+    boxed = flat * wy.unsqueeze(-1) * wx.unsqueeze(1)
+    peak = boxed.amax(dim=(1, 2), keepdim=True)
+    hard = (boxed > 0.5 * peak) & (peak > 0.1)
+    rows, cols = hard.any(2), hard.any(1)
+    iy, ix = torch.arange(h, device=flat.device), torch.arange(w, device=flat.device)
+    height = (torch.where(rows, iy, -1).amax(1) - torch.where(rows, iy, h).amin(1) + 1).clamp_min(1)
+    width = (torch.where(cols, ix, -1).amax(1) - torch.where(cols, ix, w).amin(1) + 1).clamp_min(1)
+    return hard.sum(dim=(1, 2)).to(flat.dtype) / (height * width).to(flat.dtype)
+
+
+def _moment_turn(
+    phases: list[tuple[torch.Tensor, torch.Tensor]], pair_w: torch.Tensor
+) -> torch.Tensor:
+    """How far the shape turns, from its complex moments' phases [B, T, K] of orders 2, 3,
+    ...: the order-n moment turns n times as fast as the shape, and each order votes with
+    its strength (an n-fold symmetric shape has a strong order n)."""
+    votes, weights = [], []
+    for order, (angle, magnitude) in enumerate(phases, start=2):
+        strength = torch.minimum(magnitude[:, 1:], magnitude[:, :-1]).clamp(max=1.0) * pair_w
+        step = _wrap(angle.diff(dim=1) * order) / order
+        votes.append((step * strength).sum(1))
+        weights.append(strength.sum(1))
+    return sum(v.abs() for v in votes) / (sum(weights) + 0.05) / math.pi
 
 
 def _pooled(bins: torch.Tensor) -> torch.Tensor:

@@ -234,18 +234,54 @@ def build(
     """
     sort_key(sort)  # refuse a bad key before the work
     corrected = result.blocks.get("corrected", {})
-    original = result.blocks.get("original", {})
     runs = list(corrected)
-    models = models or {}
     pooled_set = None if pooled_runs is None else set(pooled_runs)
-    comparable = {
-        "corrected": runs if pooled_set is None else [run for run in runs if run in pooled_set],
-        "original": runs,
-    }
     # Runs whose scores in a block may be ranked against each other: every run's original
     # scores (the same positives for all), but only the pooled runs' corrected ones where the
     # label set says which were pooled (an unpooled run is scored against positives the others
     # found, so its corrected score is biased low: FIRE §4.2).
+    comparable = {
+        "corrected": runs if pooled_set is None else [run for run in runs if run in pooled_set],
+        "original": runs,
+    }
+    cells = _cells(result, runs, comparable, resamples, permutations, level, alpha, seed)
+    loo = result.blocks.get("leave_one_out", {})
+    errors = leave_one_out_errors(
+        {run: s.means for run, s in corrected.items()}, {run: s.means for run, s in loo.items()}
+    )
+    bias = mean_error(errors)
+    unpooled = [run for run in runs if run not in comparable["corrected"]]
+    board = Leaderboard(
+        dataset=dataset,
+        label_set=label_set,
+        queries=result.n_queries,
+        sort=sort,
+        level=level,
+        resamples=resamples,
+        permutations=permutations,
+        alpha=alpha,
+        seed=seed,
+        rows=tuple(_rows(result, runs, cells, models or {}, pooled_set, bias)),
+        bias=bias,
+        bias_runs=tuple(errors),
+        loo_errors=errors or None,
+        notes=(*_board_notes(unpooled, pooled_set is None, bias), *result.notes),
+    )
+    return board.sorted_by(sort)
+
+
+def _cells(
+    result: Rescoring,
+    runs: list[str],
+    comparable: dict[str, list[str]],
+    resamples: int,
+    permutations: int,
+    level: float,
+    alpha: float,
+    seed: int,
+) -> dict[str, dict[str, dict[str, Cell]]]:
+    """Every block's, run's and metric's cell: the estimate with its bootstrap interval, and
+    the best and tied marks among the block's comparable runs."""
     cells: dict[str, dict[str, dict[str, Cell]]] = {
         block: {run: {} for run in runs} for block in BLOCKS
     }
@@ -280,15 +316,12 @@ def build(
                 cells[block][run][metric] = Cell(
                     interval.estimate, interval.low, interval.high, best, tied, p_holm
                 )
+    return cells
 
-    true = result.blocks.get("true", {})
-    loo = result.blocks.get("leave_one_out", {})
-    errors = leave_one_out_errors(
-        {run: s.means for run, s in corrected.items()}, {run: s.means for run, s in loo.items()}
-    )
-    bias = mean_error(errors)
+
+def _board_notes(unpooled: list[str], pooled_unknown: bool, bias: float | None) -> list[str]:
+    """What the board says under its table about pooling and its bias."""
     notes = []
-    unpooled = [run for run in runs if run not in comparable["corrected"]]
     if unpooled:
         notes.append(
             "Best and not-significantly-different marks in the corrected columns are among the "
@@ -298,7 +331,7 @@ def build(
             "the pooled runs found and are biased low (FIRE §4.2): not comparable, and not "
             "marked (the adjusted estimate beside them corrects for it)."
         )
-    if pooled_set is None:
+    if pooled_unknown:
         notes.append(
             "The label set does not record which runs were pooled, so no run is known to be "
             "unpooled and no pooling bias is shown."
@@ -308,7 +341,22 @@ def build(
             "No pooled run could be left out (the label set records no pool depth, or its "
             "pooled runs are not among this dataset's runs), so the pooling bias is unknown."
         )
+    return notes
 
+
+def _rows(
+    result: Rescoring,
+    runs: list[str],
+    cells: dict[str, dict[str, dict[str, Cell]]],
+    models: Mapping[str, str],
+    pooled_set: set[str] | None,
+    bias: float | None,
+) -> list[Row]:
+    """One row per run: its cells, whether it was pooled, its adjusted scores when it was
+    not (Webber & Park 2009), its true scores on a synthetic world, and its notes."""
+    corrected = result.blocks.get("corrected", {})
+    original = result.blocks.get("original", {})
+    true = result.blocks.get("true", {})
     intervals = result.intervals  # computed here, once per board
     rows = []
     for run in runs:
@@ -352,23 +400,7 @@ def build(
                 },
             )
         )
-    board = Leaderboard(
-        dataset=dataset,
-        label_set=label_set,
-        queries=result.n_queries,
-        sort=sort,
-        level=level,
-        resamples=resamples,
-        permutations=permutations,
-        alpha=alpha,
-        seed=seed,
-        rows=tuple(rows),
-        bias=bias,
-        bias_runs=tuple(errors),
-        loo_errors=errors or None,
-        notes=(*notes, *result.notes),
-    )
-    return board.sorted_by(sort)
+    return rows
 
 
 # --------------------------------------------------------------------------------------------

@@ -221,75 +221,12 @@ def build_report(
     scored = rescore_dataset(dataset, label_set)
     result = scored.result
     corrected = result.blocks["corrected"]
-    original = result.blocks.get("original", {})
-    true = result.blocks.get("true", {})
     runs = list(corrected)
     if runs and metric not in corrected[runs[0]].per_query:
         known = ", ".join(corrected[runs[0]].per_query)
         raise RescoreError(f"unknown metric {metric!r}; choose from {known}")
     per_query = {run: corrected[run].per_query[metric] for run in runs}
-    intervals = result.intervals  # the Monte Carlo runs here, once per report
-
-    table1 = []
-    for run in runs:
-        means = _pick(corrected[run].means)
-        true_means = _pick(true[run].means) if run in true else None
-        table1.append(
-            Table1Row(
-                run=run,
-                corrected=means,
-                intervals={m: intervals[run][m] for m in TABLE_METRICS},
-                original=_pick(original[run].means) if run in original else None,
-                true=true_means,
-                pooling_bias=_difference(means, true_means) if true_means else None,
-            )
-        )
-
-    loro = result.blocks.get("leave_one_out", {})
-    table4 = []
-    for run in runs:
-        if run not in loro:
-            continue
-        left_out = _pick(loro[run].means)
-        table4.append(
-            Table4Row(
-                run=run,
-                corrected=_pick(corrected[run].means),
-                leave_one_out=left_out,
-                drop=_difference(_pick(corrected[run].means), left_out),
-                # What pooling still hides from a run that was not pooled.
-                unpooled_bias=_difference(left_out, _pick(true[run].means))
-                if run in true
-                else None,
-            )
-        )
-
-    n_positive = scored.corrected.positives_per_row(result.n_queries)
-    true_histogram = None
-    if scored.true is not None:
-        true_histogram = _histogram(scored.true.positives_per_row(result.n_queries))
-    positive_ranks = None
-    if original:
-        best = max(runs, key=lambda run: corrected[run].means["C@10"])
-        relevant_original = original[best].judgements.relevant
-        relevant_judged = corrected[best].judgements.relevant & ~relevant_original
-        ranks = plain(analysis.positive_ranks_by_source(relevant_original, relevant_judged))
-        positive_ranks = PositiveRanksFigure(run=best, **ranks)
-    figures = Figures(
-        positives_per_query=_histogram(n_positive),
-        length_positives=_heatmap(scored.caption_lengths, n_positive),
-        correct_by_length=_by_length(scored, metric),
-        true_positives_per_query=true_histogram,
-        positive_ranks=positive_ranks,
-    )
-
     sizes = tuple(n for n in BUDGET_SIZES if n < result.n_queries) or (result.n_queries,)
-    budget = {}
-    for run in runs:
-        errors = analysis.budget_bootstrap(per_query[run], sizes, resamples=resamples, seed=seed)
-        summary = analysis.budget_summary(errors)
-        budget[run] = {str(n): BudgetErrors(**plain(summary[n])) for n in sizes}
-
     overlap = analysis.overlap_table(scored.runs, k=OVERLAP_K, p=RBO_P)
     compared = analysis.compare_runs(per_query, seed=seed) if len(runs) > 1 else []
     return Report(
@@ -299,13 +236,18 @@ def build_report(
         metric=metric,
         metrics=list(TABLE_METRICS),
         notes=result.notes,
-        table1=tuple(table1),
+        table1=_table1(result),
         table3=OverlapTable(
             k=OVERLAP_K, p=RBO_P, rows=tuple(OverlapRow(**plain(row)) for row in overlap)
         ),
-        table4=tuple(table4),
-        figures=figures,
-        budget=Budget(metric=metric, sizes=list(sizes), resamples=resamples, runs=budget),
+        table4=_table4(result),
+        figures=_figures(scored, metric),
+        budget=Budget(
+            metric=metric,
+            sizes=list(sizes),
+            resamples=resamples,
+            runs=_budget(per_query, sizes, resamples, seed),
+        ),
         significance=Significance(
             metric=metric, rows=tuple(SignificanceRow(**plain(row)) for row in compared)
         ),
@@ -319,6 +261,94 @@ def build_report(
             for run, scores in result.kinds.items()
         ),
     )
+
+
+def _table1(result) -> tuple[Table1Row, ...]:
+    """FIRE Table 1: each run's corrected scores with their intervals, beside the original
+    and (on a synthetic world) the true ones."""
+    corrected = result.blocks["corrected"]
+    original = result.blocks.get("original", {})
+    true = result.blocks.get("true", {})
+    intervals = result.intervals  # the Monte Carlo runs here, once per report
+    rows = []
+    for run in corrected:
+        means = _pick(corrected[run].means)
+        true_means = _pick(true[run].means) if run in true else None
+        rows.append(
+            Table1Row(
+                run=run,
+                corrected=means,
+                intervals={m: intervals[run][m] for m in TABLE_METRICS},
+                original=_pick(original[run].means) if run in original else None,
+                true=true_means,
+                pooling_bias=_difference(means, true_means) if true_means else None,
+            )
+        )
+    return tuple(rows)
+
+
+def _table4(result) -> tuple[Table4Row, ...]:
+    """FIRE Table 4: each run's corrected scores beside those with its own pooled pairs left
+    out, and what pooling still hides from it."""
+    corrected = result.blocks["corrected"]
+    true = result.blocks.get("true", {})
+    loro = result.blocks.get("leave_one_out", {})
+    rows = []
+    for run in corrected:
+        if run not in loro:
+            continue
+        left_out = _pick(loro[run].means)
+        rows.append(
+            Table4Row(
+                run=run,
+                corrected=_pick(corrected[run].means),
+                leave_one_out=left_out,
+                drop=_difference(_pick(corrected[run].means), left_out),
+                # What pooling still hides from a run that was not pooled.
+                unpooled_bias=_difference(left_out, _pick(true[run].means))
+                if run in true
+                else None,
+            )
+        )
+    return tuple(rows)
+
+
+def _figures(scored, metric: str) -> Figures:
+    """The figures: positives per query (FIRE Fig. 11), by caption length (Figs. 2 and 3),
+    and where the judged positives rank beside the original ones (Fig. 12)."""
+    result = scored.result
+    corrected = result.blocks["corrected"]
+    original = result.blocks.get("original", {})
+    n_positive = scored.corrected.positives_per_row(result.n_queries)
+    true_histogram = None
+    if scored.true is not None:
+        true_histogram = _histogram(scored.true.positives_per_row(result.n_queries))
+    positive_ranks = None
+    if original:
+        best = max(corrected, key=lambda run: corrected[run].means["C@10"])
+        relevant_original = original[best].judgements.relevant
+        relevant_judged = corrected[best].judgements.relevant & ~relevant_original
+        ranks = plain(analysis.positive_ranks_by_source(relevant_original, relevant_judged))
+        positive_ranks = PositiveRanksFigure(run=best, **ranks)
+    return Figures(
+        positives_per_query=_histogram(n_positive),
+        length_positives=_heatmap(scored.caption_lengths, n_positive),
+        correct_by_length=_by_length(scored, metric),
+        true_positives_per_query=true_histogram,
+        positive_ranks=positive_ranks,
+    )
+
+
+def _budget(
+    per_query: dict, sizes: tuple[int, ...], resamples: int, seed: int
+) -> dict[str, dict[str, BudgetErrors]]:
+    """Each run's bootstrap error of ``metric`` at each query budget."""
+    budget = {}
+    for run, values in per_query.items():
+        errors = analysis.budget_bootstrap(values, sizes, resamples=resamples, seed=seed)
+        summary = analysis.budget_summary(errors)
+        budget[run] = {str(n): BudgetErrors(**plain(summary[n])) for n in sizes}
+    return budget
 
 
 def _pick(means: dict[str, float]) -> Scores:

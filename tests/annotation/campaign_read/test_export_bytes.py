@@ -231,17 +231,17 @@ def test_queries_between_windows_see_an_ordinary_connection(rich, monkeypatch):
     an export half-way, may do)."""
     from django.db import connection
 
-    from annotation.judging import statements
+    from annotation.campaign_read import export_rows
 
     sent = []
-    send = statements._ReadAhead.send
+    send = export_rows._ReadAhead.send
     monkeypatch.setattr(
-        statements._ReadAhead, "send", lambda self, *a: sent.append(send(self, *a)) or sent[-1]
+        export_rows._ReadAhead, "send", lambda self, *a: sent.append(send(self, *a)) or sent[-1]
     )
     windows = [(low, low + 2) for low, _ in exports._windows(rich)]
     windows = [(low, low + 2) for low in range(windows[0][0], windows[0][0] + 12, 2)]
-    expected = [statements.export_rows(low, high, "labels", rich.pk) for low, high in windows]
-    read = statements.export_windows(windows, "labels", rich.pk)
+    expected = [export_rows.export_rows(low, high, "labels", rich.pk) for low, high in windows]
+    read = export_rows.export_windows(windows, "labels", rich.pk)
     got = [next(read), next(read)]
     first = Pair.objects.filter(campaign=rich).order_by("pk").first()
     assert Pair.objects.filter(pk=first.pk).update(adjudicated=first.adjudicated) == 1
@@ -249,7 +249,7 @@ def test_queries_between_windows_see_an_ordinary_connection(rich, monkeypatch):
     assert got == expected
     # Read ahead on PostgreSQL until the update, plainly after it.
     assert (True in sent and False in sent) == (connection.vendor == "postgresql")
-    abandoned = statements.export_windows(windows, "labels", rich.pk)
+    abandoned = export_rows.export_windows(windows, "labels", rich.pk)
     next(abandoned), next(abandoned)
     assert Pair.objects.filter(campaign=rich).count() == len(list(exports._pair_ids(rich, "pk")))
     del abandoned
@@ -262,15 +262,15 @@ def test_captions_are_read_per_window_inside_the_read_ahead(rich, fmt, monkeypat
     PostgreSQL those queries go with the windows' own, so every window is read ahead."""
     from django.db import connection
 
-    from annotation.judging import statements
+    from annotation.campaign_read import export_rows
 
     monkeypatch.setattr("django.utils.timezone.now", lambda: NOW)
     monkeypatch.setattr(exports, "FIRST_BATCH", 1)
     monkeypatch.setattr(exports, "BATCH", 2)
     sent, reads, given = [], [], []
-    send = statements._ReadAhead.send
+    send = export_rows._ReadAhead.send
     monkeypatch.setattr(
-        statements._ReadAhead, "send", lambda self, *a: sent.append(send(self, *a)) or sent[-1]
+        export_rows._ReadAhead, "send", lambda self, *a: sent.append(send(self, *a)) or sent[-1]
     )
     read, give = exports._WindowCaptions._read, exports._WindowCaptions.next
     monkeypatch.setattr(

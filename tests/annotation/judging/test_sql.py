@@ -15,6 +15,7 @@ from django.db import connection, connections, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
+from annotation.campaign_read import export_rows
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, queue, submit
 from annotation.judging import statements as sql
@@ -186,9 +187,9 @@ def test_export_rows_match_the_orm(world):
             expected.append((*common, *labelled, pair.auto_label))
         if not judgements:
             expected.append((*common, None, None, None, None, None, pair.auto_label))
-    read = sql.reader(sql.EXPORT_COLUMNS, *EXPORTED)
+    read = sql.reader(export_rows.EXPORT_COLUMNS, *EXPORTED)
     got = []
-    for row in sql.export_rows(low, high):
+    for row in export_rows.export_rows(low, high):
         *values, created, response, auto_label = read(row)
         created = created and sql.aware_time(created)
         got.append((*values, created, response and sql.uuid_text(response), auto_label))
