@@ -126,7 +126,8 @@ class ExportForm(forms.Form):
         choices=[("", "the campaign's last resolution's, else majority")]
         + [(name, name) for name in METHODS],
         required=False,
-        help_text="How pairs resolve: majority or dawid-skene (adds a confidence to every pair).",
+        help_text="How pairs resolve: majority or dawid-skene (adds a confidence to every pair); "
+        "empty: the method of the campaign's last resolution, else majority.",
     )
 
     def clean_campaign(self) -> str:
