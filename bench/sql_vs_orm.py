@@ -1,5 +1,6 @@
 """Each hand-written statement of the judging path against the ORM query that gives the same
-answer (issue 39 §3): which statements still earn their SQL on today's Django and psycopg.
+answer: which statements still save a judging request enough time (10% or more) to keep
+their SQL on today's Django and psycopg.
 
 Builds one PostgreSQL world (``bench/world.py``: a synthetic campaign of ``--pairs`` pairs,
 ``--annotators`` annotators, gold pairs and labels already given on the first ``--judged``

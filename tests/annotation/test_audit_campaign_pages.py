@@ -1,4 +1,4 @@
-"""Issue #28 §3/§4 audit: the pool job's result says when the campaign opened paused and
+"""Campaign pages checked in an audit: the pool job's result says when the campaign opened paused and
 what to do, the adjudication page points to the campaign page's gold form, the edit page's
 fixed fields are disabled (their posted values ignored), and ``extends`` is a choice of the
 dataset's label sets."""

@@ -177,7 +177,7 @@ def test_the_demo_campaign_job_waits_for_the_four_runs_then_pools_them_once():
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_retrying_a_failed_demo_campaign_job_finishes_the_campaign(monkeypatch):
-    """Issue 38 §3: a demo-campaign job that failed after pooling left a half-made campaign;
+    """A demo-campaign job that failed after pooling left a half-made campaign;
     its retry found the campaign and "succeeded" at once, doing nothing. The retry now
     finishes what is missing (pre-fill, resolution), and only a complete campaign is kept
     as it is."""

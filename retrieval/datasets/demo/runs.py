@@ -6,7 +6,7 @@ that some models miss (as clip4clip against TeachText in FIRE Table 3). Every st
 idempotent: a model that already has its run is left alone, so an interrupted build
 resumes where it stopped. srct is not among the default four: its feature experts and
 training add about three minutes to the first ``make run`` on two cores (bench/RESULTS.md,
-"Issue 19: SRCT"), over the 60 s we allow.
+the SRCT section), over the 60 s we allow.
 """
 
 from collections.abc import Callable, Sequence

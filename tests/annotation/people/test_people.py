@@ -285,7 +285,7 @@ def test_the_admin_sites_actions_share_the_service(people):
 
 @pytest.mark.parametrize("gold_rate", [0.0, 1.0])
 def test_a_paused_annotator_submits_nothing_and_holds_no_pair(people, gold_rate):
-    """Issue 38 §3: pausing ends the annotator's leases; what they still had on screen (a
+    """Pausing ends the annotator's leases; what they still had on screen (a
     pair or a gold task, a fresh answer or a retry of one stored before) is refused with 409
     and stored nowhere; reinstating says truly what changes."""
     from annotation.models import GoldJudgement, Lease
@@ -347,7 +347,7 @@ def test_a_lease_taken_as_the_pause_came_is_refused_and_released(people):
 
 
 def test_a_speeder_paused_a_moment_ago_shows_their_labels_and_the_discount(people, monkeypatch):
-    """Issue 38 §2: the people page read an annotator's labels from the stored scores, so a
+    """The people page once read an annotator's labels from the stored scores, so a
     speeder just paused by the speed rule showed 0 labels and no Discount button until the
     figures were computed again; the labels are read live."""
     from annotation.campaign_read import live_figures

@@ -1,4 +1,4 @@
-"""Issue #28 §3/§4 audit: the report's semantic-proxy table in points like every score table,
+"""Report pages checked in an audit: the report's semantic-proxy table in points like every score table,
 and a dataset's default label set chosen on the Label sets page (admins only, one service)."""
 
 import pytest

@@ -374,7 +374,7 @@ def test_exact_scores_show_no_labels_interval():
 
 
 def test_best_is_marked_only_among_runs_whose_scores_compare():
-    """Issue 38 §3: an unpooled run's corrected score counts only positives the pooled runs
+    """An unpooled run's corrected score counts only positives the pooled runs
     found, so it is not marked best (nor tied) in the corrected columns, and a note says why;
     its original scores, on the same positives as everyone's, still compete."""
     result = rescore(RUNS, CORRECTED, original=ORIGINAL, pooled={"B": RUNS["B"]}, pool_depth=3)
