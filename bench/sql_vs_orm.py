@@ -147,7 +147,7 @@ def anchor(ctx: Ctx, calls: int) -> dict[str, list[float]]:
 
 
 def queue_cases(ctx: Ctx) -> list[Case]:
-    """The judging queue's statements: held and expired leases, the next pair, query pairs."""
+    """The judging queue's statements: held and expired leases and the next pair."""
     from django.db import transaction
     from django.db.models import Exists, OuterRef, Q
     from django.utils import timezone
@@ -207,30 +207,12 @@ def queue_cases(ctx: Ctx) -> list[Case]:
     def next_same(_, s, o) -> bool:
         return (s is None and o is None) or fields(*s) == fields(o, o.caption, o.video)
 
-    def ids_sql(p):
-        with transaction.atomic():
-            return sql.query_pair_ids(c, p)
-
-    def ids_orm(p):
-        found = Pair.objects.filter(campaign_id=c, caption_id=p).order_by("pk").select_for_update()
-        with transaction.atomic():
-            return list(found.values_list("id", flat=True))
-
     def held_sql(a):
         return [sql.instances(sql.LEASE_ROW, row) for row in sql.held_and_expired(c, a, now)]
-
-    def query_orm(p):
-        found = Pair.objects.filter(campaign_id=c, caption_id=p).order_by("pool_row")
-        return list(found.values_list(*sql.QUERY_PAIR_COLUMNS))
-
-    def caption() -> int:
-        return a_pair()[1]
 
     return [
         Case("held_and_expired", held_sql, held_orm, annotator, held_same),
         Case("next_pair", next_sql, next_orm, next_draw, next_same),
-        Case("query_pairs", lambda p: list(map(tuple, sql.query_pairs(c, p))), query_orm, caption),
-        Case("query_pair_ids", ids_sql, ids_orm, caption),
     ]
 
 

@@ -113,8 +113,10 @@ def lock_pairs(pair_ids: Iterable[int]) -> None:
 def lock_query(campaign_id: int, caption_id: int) -> list[int]:
     """Lock all of one query's pairs in id order, then their tally rows, as a writer that
     re-orders the query must before it locks any single pair of it (no-op on SQLite);
-    returns their ids."""
-    ids = sql.query_pair_ids(campaign_id, caption_id)
+    returns their ids. Through the ORM: a statement of our own saved 0.5 ms of a 6 ms submit
+    (under a tenth: RESULTS, "each statement against the ORM")."""
+    query = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id).order_by("pk")
+    ids = list(query.select_for_update().values_list("pk", flat=True))
     lock_tallies(campaign_id, [caption_id])
     return ids
 

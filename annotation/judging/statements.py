@@ -349,30 +349,6 @@ def locked_pair(pair_id: int) -> Pair | None:
     return pair
 
 
-class PairId(NamedTuple):
-    id: int
-
-
-QUERY_PAIR_IDS = Compiled(
-    "query_pair_ids",
-    lambda campaign, caption: (
-        Pair.objects.filter(campaign_id=campaign, caption_id=caption)
-        .order_by("pk")
-        .select_for_update()
-        .values_list("id")
-    ),
-    ("campaign", "caption"),
-    PairId,
-)
-"""Ids of one query's pairs in a campaign, in id order, locked where the database can."""
-
-
-def query_pair_ids(campaign_id: int, caption_id: int) -> list[int]:
-    """The ids of :data:`QUERY_PAIR_IDS` (call inside a transaction)."""
-    rows = QUERY_PAIR_IDS.plain_rows({"campaign": campaign_id, "caption": caption_id})
-    return [pk for (pk,) in rows]
-
-
 class TallyId(NamedTuple):
     id: int
 
@@ -399,41 +375,6 @@ def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
     params = {"campaign": campaign_id}
     params.update((f"shard_{i}", shard) for i, shard in enumerate(shards))
     LOCK_TALLIES.plain_rows(params, shards=len(shards))
-
-
-class QueryPair(NamedTuple):
-    """A query's pair as the judging order re-ranks it."""
-
-    id: int
-    pool_row: int
-    position: int
-    label_count: int
-    relevant_count: int
-    status: str
-    adjudicated: str
-    auto_label: str
-    needed: int
-    leased: int
-    double: bool
-
-
-QUERY_PAIR_COLUMNS = QueryPair._fields
-QUERY_PAIRS = Compiled(
-    "query_pairs",
-    lambda campaign, caption: (
-        Pair.objects.filter(campaign_id=campaign, caption_id=caption)
-        .order_by("pool_row")
-        .values_list(*QUERY_PAIR_COLUMNS)
-    ),
-    ("campaign", "caption"),
-    QueryPair,
-)
-"""One query's pairs in pool order, with what the judging order re-ranks them by."""
-
-
-def query_pairs(campaign_id: int, caption_id: int) -> list[QueryPair]:
-    """The rows of :data:`QUERY_PAIRS`."""
-    return QUERY_PAIRS.rows({"campaign": campaign_id, "caption": caption_id})
 
 
 INSERT_LEASE = _statement(

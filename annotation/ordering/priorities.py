@@ -80,13 +80,36 @@ def initial_queue(
 
 # -- live updates --------------------------------------------------------------------------
 
-_QUERY_COLUMNS = statements.QUERY_PAIR_COLUMNS
+
+class QueryPair(NamedTuple):
+    """A query's pair as the judging order re-ranks it."""
+
+    id: int
+    pool_row: int
+    position: int
+    label_count: int
+    relevant_count: int
+    status: str
+    adjudicated: str
+    auto_label: str
+    needed: int
+    leased: int
+    double: bool
+
+
+_QUERY_COLUMNS = QueryPair._fields
 """A query's pair columns as the judging order reads them (field names, read by name)."""
 
 
-def _decided(
-    rows: Sequence[statements.QueryPair], by_status: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+def query_pairs(campaign_id: int, caption_id: int) -> list[QueryPair]:
+    """One query's pairs in pool order, with what the judging order re-ranks them by. Through
+    the ORM: a statement of our own saved 0.5 ms of a 6 ms submit (under a tenth: RESULTS,
+    "each statement against the ORM")."""
+    query = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id)
+    return [QueryPair(*row) for row in query.order_by("pool_row").values_list(*_QUERY_COLUMNS)]
+
+
+def _decided(rows: Sequence[QueryPair], by_status: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(judged, relevant) per pair of a query from its stored labels: an admin's or a
     proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them
     (``by_status``: as the pair's status says, the adaptive policy's posterior label)."""
@@ -150,7 +173,7 @@ def reprioritise(
     if not settings.adaptive or caption_id in sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
-    rows = statements.query_pairs(campaign.pk, caption_id)
+    rows = query_pairs(campaign.pk, caption_id)
     if not rows:
         return
     label_policy = campaign.settings.label_policy
@@ -210,7 +233,7 @@ change some run's Correct@K."""
 def _reprioritise_by_value(
     campaign: Campaign,
     caption_id: int,
-    rows: Sequence[statements.QueryPair],
+    rows: Sequence[QueryPair],
     source: Provenance,
     read: label_models.QueryLabels | None = None,
 ) -> None:
@@ -348,7 +371,7 @@ def requeue(campaign: Campaign, caption_ids) -> int:
     return done
 
 
-def _in_label_order(rows: Sequence[statements.QueryPair], judged_at: np.ndarray) -> np.ndarray:
+def _in_label_order(rows: Sequence[QueryPair], judged_at: np.ndarray) -> np.ndarray:
     """The judged pairs ordered by their first live label (move-to-front follows the last)."""
     ids = [rows[i].id for i in judged_at]
     first = dict(

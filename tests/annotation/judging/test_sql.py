@@ -473,23 +473,6 @@ def test_placeholders_are_filled_from_the_models():
     assert f"k.{q('options')} AS {q('k_options')}" in text and "provenance" not in text
 
 
-def test_query_pairs_match_the_orm(world):
-    """:data:`sql.QUERY_PAIRS` (compiled once from a queryset) reads what the ORM does."""
-    campaign, _ = world
-    caption = Pair.objects.filter(campaign=campaign).first().caption_id
-    expected = list(
-        Pair.objects.filter(campaign=campaign, caption_id=caption)
-        .order_by("pool_row")
-        .values_list(*sql.QUERY_PAIR_COLUMNS)
-    )
-    got = sql.query_pairs(campaign.pk, caption)
-    assert [tuple(row) for row in got] == expected and len(got) == 3
-    assert got[0].id == expected[0][0] and got[0].needed == expected[0][8]
-    with transaction.atomic():
-        ids = sql.query_pair_ids(campaign.pk, caption)
-    assert ids == sorted(row[0] for row in expected)
-
-
 def test_pair_target_reads_by_name(world):
     campaign, _ = world
     pair = Pair.objects.filter(campaign=campaign).first()
