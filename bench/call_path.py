@@ -19,6 +19,8 @@ from pathlib import Path
 
 import harness
 
+names: list[str] = []
+"""The function each recorded call entered (for ``--show``)."""
 PROJECT = ("annotation", "retrieval", "config", "jobs")
 
 
@@ -40,6 +42,7 @@ def follow(call, root: Path) -> list[tuple[str, str]]:
     """The calls from one project module into another that ``call()`` makes, in order, as
     (caller, callee); the first entry's caller is ``""``."""
     calls: list[tuple[str, str]] = []
+    names.clear()
     stack: list[str | None] = []
 
     def profile(frame, event, arg):
@@ -49,6 +52,7 @@ def follow(call, root: Path) -> list[tuple[str, str]]:
             stack.append(module)
             if module is not None and module != caller:
                 calls.append((caller, module))
+                names.append(frame.f_code.co_name)
         elif event == "return" and stack:
             stack.pop()
 
@@ -110,16 +114,24 @@ def main() -> None:
                 answer = client.post(base + "submit/", body, content_type="application/json")
             assert answer.status_code == 200, answer.content
 
-        calls = follow(request, harness.ROOT)
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as statements:
+            calls = follow(request, harness.ROOT)
         found = summary(calls)
         if args.show:
             for step, (caller, module) in enumerate(calls):
-                print(f"{step:3} {caller or '(client)'} -> {module}")
+                print(f"{step:3} {caller or '(client)'} -> {module}.{names[step]}")
         print(f"One {args.request} through the API ({harness.machine()}):")
         print(
             f"  {found['modules']} project modules, {found['steps']} calls between modules, "
             f"{found['returns']} of them into a module entered before"
         )
+        print(f"  {len(statements.captured_queries)} SQL statements")
+        if args.show:
+            for query in statements.captured_queries:
+                print("   ", query["sql"][:150])
         busiest = sorted(found["visits"].items(), key=lambda item: -item[1])[:8]
         print("  entered most: " + ", ".join(f"{m} {n}" for m, n in busiest))
 
