@@ -19,6 +19,7 @@ and the release of the same expired lease cannot deadlock.
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from uuid import UUID
 
 import numpy as np
 from django.db import connection, transaction
@@ -27,9 +28,11 @@ from django.utils import timezone
 
 from annotation.campaigns.spec import LEASE_SECONDS
 from annotation.judging import statements as sql
+from annotation.judging.errors import AssignmentError
 from annotation.models import (
     Campaign,
     CampaignTally,
+    Judgement,
     LapsedLease,
     Lease,
     Pair,
@@ -43,6 +46,8 @@ from retrieval.label_sets.status import CODES, NAMES, RELEVANT
 
 BATCH = 5_000
 """Pairs per ``bulk_update`` query."""
+GRACE_SECONDS = 120
+"""How long after a lease ran out its annotator may still submit (while a slot is free)."""
 
 
 def open_slots(needed, leased, held):
@@ -180,16 +185,47 @@ def end_lease(pair_id: int, annotator_id: int) -> bool:
     return True
 
 
-def give_back_lease(pair: Pair, annotator_id: int) -> bool:
-    """End the annotator's lease on the pair as their label comes in; whether they held one.
+def _give_back_lease(pair: Pair, annotator_id: int, now: datetime) -> None:
+    """End the annotator's lease on the pair as their label comes in.
 
-    Only the lease row goes now: the pair's counts are saved with the label's
-    (:func:`count_label`, the caller's next step), one statement for both."""
-    if not sql.delete_lease(pair.pk, annotator_id):
-        return False
-    pair.leased -= 1
-    pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
-    return True
+    A live lease is given back: only the lease row goes now, the pair's counts are saved
+    with the label's (:func:`count_label`), one statement for both. Without one, the label
+    is taken only if the annotator's lease lapsed less than :data:`GRACE_SECONDS` ago and
+    the pair still has a free slot; a pair never leased to them is refused, so nobody picks
+    pairs by hand."""
+    if sql.delete_lease(pair.pk, annotator_id):
+        pair.leased -= 1
+        pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
+        return
+    lapsed = LapsedLease.objects.filter(
+        pair=pair, annotator_id=annotator_id, expired_at__gt=now - timedelta(seconds=GRACE_SECONDS)
+    ).exists()
+    if not lapsed:
+        raise AssignmentError("not_leased", "this pair is not leased to you")
+    if pair.open_slots <= 0:
+        raise AssignmentError(
+            "lease_expired", "your time on this pair ran out and it no longer needs a label"
+        )
+
+
+def add_label(
+    pair: Pair,
+    campaign: Campaign,
+    annotator_id: int,
+    label: str,
+    client_uuid: UUID,
+    seconds: float | None,
+    played: float | None,
+    now: datetime,
+) -> tuple[Judgement, label_models.QueryLabels | None]:
+    """Store an annotator's label on a pair they hold (row locked by the caller) and move
+    the pair's state with it: their lease ends, the judgement is stored, the pair's counts,
+    needs and status are saved. Returns the judgement and what :func:`count_label` read."""
+    _give_back_lease(pair, annotator_id, now)
+    judgement = sql.insert_judgement(
+        client_uuid, pair.pk, annotator_id, label, seconds, now, played
+    )
+    return judgement, count_label(pair, campaign, label, +1)
 
 
 def release_leases(leases: list[tuple[int, int]], locked: bool = False) -> None:
@@ -231,7 +267,7 @@ def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None
     """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts
     under the campaign's label policy (:mod:`annotation.policy.rules`); for the adaptive one,
     from the pair's posterior (``posterior``, else read: :mod:`label_models`)."""
-    if label_models.is_adaptive(campaign) and posterior is None:
+    if posterior is None and label_models.is_adaptive(campaign):
         posterior = label_models.pair_posterior(pair, campaign)
     _apply_policies([pair], campaign, None if posterior is None else np.array([posterior]))
 
@@ -241,7 +277,8 @@ def _apply_policies(
 ) -> None:
     """:func:`_apply_policy` for many pairs at once, the policy's arrays computed once (one
     pair at a time, a discount of 66,000 labels spent 25 s in numpy's per-call overhead);
-    ``posteriors`` (by pair) under the adaptive policy."""
+    ``posteriors`` (by pair) under the adaptive policy, whose callers always give them; None
+    under FIRE's."""
     if not pairs:
         return
     relevant = np.array([pair.relevant_count for pair in pairs], dtype=np.int64)
@@ -249,7 +286,7 @@ def _apply_policies(
     adjudicated = np.array(
         [CODES[pair.adjudicated] if pair.adjudicated else policy.NOT_ADJUDICATED for pair in pairs]
     )
-    if label_models.is_adaptive(campaign):
+    if posteriors is not None:
         needed, code = label_models.adaptive_state(campaign, total, posteriors, adjudicated)
     else:
         cap = campaign.max_labels
@@ -270,18 +307,24 @@ def count_label(
     campaign: Campaign,
     label: str,
     change: int,
-    read: label_models.QueryLabels | None = None,
-) -> None:
-    """Add (``change=1``) or take back (``-1``) one live label and save the pair's state;
-    under the adaptive policy, its posterior from ``read`` (its query's labels, read after
-    the change) when given.
+) -> label_models.QueryLabels | None:
+    """Add (``change=1``) or take back (``-1``) one live label and save the pair's state.
+    Under the adaptive policy the query's live labels are read once, after the change: the
+    pair's posterior comes from them and they are returned, for the judging order to
+    re-rank the query from (None under FIRE's policy).
 
     The caller has locked the pair and settled its leases (``pair.leased`` is current).
     """
     pair.label_count += change
     pair.relevant_count += change * (label == RELEVANT.label)
-    _apply_policy(pair, campaign, read.posterior(campaign, pair) if read is not None else None)
+    read = None
+    posteriors = None
+    if label_models.is_adaptive(campaign):
+        read = label_models.read_query(campaign, pair.caption_id)
+        posteriors = np.array([read.posterior(campaign, pair)])
+    _apply_policies([pair], campaign, posteriors)
     sql.save_counts(pair)
+    return read
 
 
 def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
@@ -289,8 +332,6 @@ def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
     discounted) and what the policy now needs of them; the caller has locked the pairs.
     Bulk: a query for the counts (with the posteriors under the adaptive policy), one for
     the pairs, and one update per set of values (:func:`_save_counts`)."""
-    from annotation.models import Judgement
-
     pairs = rows_in(Pair.objects.all(), "pk", pair_ids)
     if label_models.is_adaptive(campaign):
         seen = label_models.snapshot(campaign, [(pair.pk, pair.pool_row) for pair in pairs])
@@ -354,8 +395,6 @@ def apply_refit(campaign: Campaign, *, reopen: bool = True) -> RefitApplied:
     what can change a score) a pair is never asked for more here, only for less: the
     order's own pass over the changed queries asks again where it matters.
     """
-    from annotation.models import Judgement
-
     rows = list(
         Pair.objects.filter(campaign=campaign, label_count__gt=0, adjudicated="")
         .order_by("pk")

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, statements, task_ids
+from annotation.judging.pair_state import GRACE_SECONDS
 from annotation.models import (
     Campaign,
     GoldJudgement,
@@ -37,8 +38,6 @@ from retrieval.models import BROWSER_READY_STATES
 
 HOLD = 2
 """Leases an annotator holds at once: the current pair and the preloaded next one."""
-GRACE_SECONDS = 120
-"""How long after a lease ran out its annotator may still submit (while a slot is free)."""
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,14 @@ the same UUID with another body is a conflict (:func:`annotation.judging.errors.
 Every write an annotator sends (answer, undo, escalation) is refused while the campaign is
 not active or they are paused in it (:func:`refusal`, :func:`refuse_paused`).
 A label is taken only for a pair leased to its annotator (or whose lease lapsed less than
-:data:`~annotation.judging.queue.GRACE_SECONDS` ago while a slot is free). Writers lock a
+:data:`~annotation.judging.pair_state.GRACE_SECONDS` ago while a slot is free). Writers lock a
 pair's row before its leases' rows (several pairs in id order), so a submit and the release
 of the same expired lease cannot deadlock. Every answer returns the next assignment
 (:func:`annotation.judging.queue.assign`).
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from uuid import UUID
 
 from django.db import transaction
@@ -20,17 +20,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.campaign_read import figures_due
+from annotation.campaigns.settings import CampaignSettings
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
-from annotation.judging.queue import GRACE_SECONDS, Assignment, assign
+from annotation.judging.queue import Assignment, assign
 from annotation.models import (
     Campaign,
     Escalation,
     GoldJudgement,
     Judgement,
-    LapsedLease,
     Lease,
     Pair,
 )
@@ -90,24 +90,12 @@ def _locked_pair(pair_id: int) -> Pair | None:
     return sql.locked_pair(pair_id)
 
 
-def _take_back_lease(pair: Pair, annotator, now: datetime) -> None:
-    """End the annotator's lease on the pair before their label is stored.
-
-    A live lease is given back. Without one, the label is taken only if the annotator's
-    lease lapsed less than :data:`GRACE_SECONDS` ago and the pair still has a free slot;
-    a pair never leased to the annotator is refused, so nobody picks pairs by hand.
-    """
-    if pair_state.give_back_lease(pair, annotator.pk):
-        return
-    lapsed = LapsedLease.objects.filter(
-        pair=pair, annotator=annotator, expired_at__gt=now - timedelta(seconds=GRACE_SECONDS)
-    ).exists()
-    if not lapsed:
-        raise AssignmentError("not_leased", "this pair is not leased to you")
-    if pair.open_slots <= 0:
-        raise AssignmentError(
-            "lease_expired", "your time on this pair ran out and it no longer needs a label"
-        )
+def _lock_query(target: sql.PairTarget | None) -> None:
+    """Before a label on a pair changes its query's order, lock the query's pairs in id
+    order (and their tally rows), so two labels on one query (and lease releases, which lock
+    in id order too) cannot deadlock. Nothing to do for a static order."""
+    if target is not None and CampaignSettings.from_options(target.options).judging.adaptive:
+        pair_state.lock_query(target.campaign, target.caption)
 
 
 def submit(
@@ -138,7 +126,7 @@ def submit(
     nothing about the task it is sent for)."""
     _check_answer(pair_id, label, seconds, played)
     now = now or timezone.now()
-    target = priorities.target_of(pair_id, annotator.pk)
+    target = sql.pair_target(pair_id, annotator.pk)
     main_id = target.gold_of if target is not None else None
     if campaign is not None and (target is None or campaign.pk not in (target.campaign, main_id)):
         raise AssignmentError("not_found", "pair is not in this campaign")
@@ -215,7 +203,7 @@ def _submit_label(
     figures, in one transaction."""
     warning = None
     with transaction.atomic():
-        priorities.lock_query_of(pair_id, target)
+        _lock_query(target)
         pair = _locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
@@ -242,12 +230,9 @@ def _submit_label(
             require_active(campaign)
             if earlier:
                 raise AssignmentError("conflict", "you have already judged this pair")
-            _take_back_lease(pair, annotator, now)
-            judgement = sql.insert_judgement(
-                client_uuid, pair.pk, annotator.pk, label, seconds, now, played
+            judgement, read = pair_state.add_label(
+                pair, campaign, annotator.pk, label, client_uuid, seconds, played, now
             )
-            read = _query_labels(campaign, pair.caption_id)
-            pair_state.count_label(pair, campaign, label, +1, read)
             priorities.reprioritise(campaign, pair.caption_id, read)
             # The adaptive policy's refit runs as a job once this commits, if it is due.
             label_models.request_refit(campaign, judgement.pk, now)
@@ -275,7 +260,7 @@ def refuse_paused(campaign_id: int, annotator, known: bool | None = None) -> Non
     pair or a gold task; an undo; an escalation or a broken-video report): refused with 409
     ``paused`` while they are paused in the campaign, before anything of it is done. Runs
     before the write's own transaction, in one statement while they are not paused, or none
-    where the write's first statement already said (``known``: :func:`priorities.target_of`
+    where the write's first statement already said (``known``: :func:`sql.pair_target`
     reads it with the pair); when they are, every lease they hold there ends first and stays
     ended (an admin's pause ends them too; this covers one taken as the pause came)."""
     if known is False:
@@ -286,16 +271,6 @@ def refuse_paused(campaign_id: int, annotator, known: bool | None = None) -> Non
     with transaction.atomic():
         pair_state.release_annotator(campaign_id, annotator.pk)
     raise refusal(Campaign.Status.ACTIVE, paused.reason)
-
-
-def _query_labels(campaign: Campaign, caption_id: int) -> label_models.QueryLabels | None:
-    """Under the adaptive policy, the query's live labels after a change, read once: the
-    pair's posterior and the query's order both come from them."""
-    return (
-        label_models.read_query(campaign, caption_id)
-        if label_models.is_adaptive(campaign)
-        else None
-    )
 
 
 def _latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | None:
@@ -380,8 +355,7 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
         pair_state.release_leases(held, locked=True)
         pair = judgement.pair
         pair.refresh_from_db()
-        read = _query_labels(campaign, pair.caption_id)
-        pair_state.count_label(pair, campaign, judgement.label, -1, read)
+        read = pair_state.count_label(pair, campaign, judgement.label, -1)
         priorities.reprioritise(campaign, pair.caption_id, read)
         pair.refresh_from_db(fields=["needed", "leased", "open_slots"])
         if pair.open_slots > 0:
@@ -459,7 +433,7 @@ def escalate(
         raise AssignmentError("invalid", f"the reason {problem}")
     if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
-    target = priorities.target_of(pair_id, annotator.pk)
+    target = sql.pair_target(pair_id, annotator.pk)
     if target is not None:  # a retry of one stored before the pause included
         refuse_paused(target.gold_of or target.campaign, annotator, target.paused)
     now = now or timezone.now()
@@ -544,6 +518,6 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
     with transaction.atomic():
-        priorities.lock_query_of(pair.pk)
+        _lock_query(sql.pair_target(pair.pk))
         pair_state.adjudicate(pair, admin, label)
         priorities.reprioritise(pair.campaign, pair.caption_id)

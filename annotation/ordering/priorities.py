@@ -28,7 +28,7 @@ from django.db.models import Case, Min, Q, Sum, Value, When
 
 from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import Provenance, provenance
-from annotation.campaigns.settings import CampaignSettings, JudgingSettings
+from annotation.campaigns.settings import JudgingSettings
 from annotation.judging import pair_state, statements
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
@@ -128,38 +128,6 @@ def _decided(rows: Sequence[QueryPair], by_status: bool = False) -> tuple[np.nda
                 else judging_order.live_relevant(rel, labels)
             )
     return judged, relevant
-
-
-class Target(NamedTuple):
-    """A pair's campaign and caption ids, its campaign's settings, the campaign a gold task
-    serves (None for a campaign's own pairs) and whether the annotator asking is paused in
-    the campaign judged."""
-
-    campaign: int
-    caption: int
-    settings: CampaignSettings
-    gold_of: int | None
-    paused: bool = False
-
-
-def target_of(pair_id: int, annotator_id: int | None = None) -> Target | None:
-    """:class:`Target` of a pair, read without locking it; ``paused`` says whether
-    ``annotator_id`` is paused (false when none is given)."""
-    found = statements.pair_target(pair_id, annotator_id)
-    if found is None:
-        return None
-    settings = CampaignSettings.from_options(found.options)
-    return Target(found.campaign, found.caption, settings, found.gold_of, found.paused)
-
-
-def lock_query_of(pair_id: int, target: Target | None = None) -> None:
-    """Before a label on ``pair_id`` changes its query's order, lock the query's pairs in id
-    order (and their tally rows), so two labels on one query (and lease releases, which lock
-    in id order too) cannot deadlock. Nothing to do for a static order. ``target`` is
-    :func:`target_of` when the caller has read it already."""
-    found = target if target is not None else target_of(pair_id)
-    if found is not None and found.settings.judging.adaptive:
-        pair_state.lock_query(found.campaign, found.caption)
 
 
 def reprioritise(
