@@ -8,7 +8,7 @@ from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.campaigns.service import CampaignError, checked_pool, create_campaign
 from annotation.gold import tasks as gold_queue
-from annotation.judging import submit
+from annotation.judging import escalations
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -209,7 +209,7 @@ class EscalationAdmin(ManagesCampaigns):
 
     def _resolve(self, request, queryset, label):
         for escalation in queryset.filter(resolved_at__isnull=True):
-            submit.resolve_escalation(escalation, request.user, label=label)
+            escalations.resolve_escalation(escalation, request.user, label=label)
         self.message_user(request, "Escalations resolved.")
 
     @admin.action(

@@ -26,7 +26,7 @@ from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.campaigns.settings import GoldSettings
-from annotation.judging import queue, submit, task_ids
+from annotation.judging import escalations, queue, submit, task_ids
 from annotation.models import (
     AnnotatorStanding,
     Campaign,
@@ -1304,7 +1304,7 @@ def _admin_world(world: World) -> None:
     to work on."""
     campaign, other = world.campaign, world.other_annotator
     current = queue.assign(campaign, other).current
-    submit.escalate(other, current.pair.pk, "video does not play", uuid.uuid4())
+    escalations.escalate(other, current.pair.pk, "video does not play", uuid.uuid4())
     gold = GoldSettings(rate=0.0, qualification=True)
     campaign.set_settings(replace(campaign.settings, gold=gold))
     pooled = set(campaign.pairs.values_list("caption_id", "video_id"))

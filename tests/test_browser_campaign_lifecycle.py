@@ -9,7 +9,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.judging import submit
+from annotation.judging import escalations
 from annotation.models import Campaign, GoldPair
 from tests.browser_support import IMMEDIATE_TASKS, login, needs_chromium, shoot_full
 from tests.factories import query_dataset, random_run
@@ -108,7 +108,7 @@ def test_admin_creates_pauses_resumes_and_promotes_in_the_browser(
 
     # Three pairs decided by the admin: the page offers them, the confirmation counts them.
     for pair in campaign.pairs.order_by("pk")[:3]:
-        submit.adjudicate(pair, boss, "relevant")
+        escalations.adjudicate(pair, boss, "relevant")
     page.reload()
     page.click("#promote-link")
     assert "Promote 3 pairs" in page.inner_text("#promote-summary")

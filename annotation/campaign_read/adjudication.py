@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Prefetch, QuerySet
 
 from annotation.gold import service as gold
-from annotation.judging import pair_state, submit
+from annotation.judging import escalations, pair_state
 from annotation.models import Campaign, Escalation, GoldPair, Judgement, Pair
 
 RECENT = 10
@@ -85,7 +85,7 @@ def decide(campaign: Campaign, pair_id: int, user, label: str | None, note: str)
         return None
     open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()
     if open_escalation is not None:
-        submit.resolve_escalation(open_escalation, user, label=label, note=note)
+        escalations.resolve_escalation(open_escalation, user, label=label, note=note)
     elif label is not None:
-        submit.adjudicate(pair, user, label)
+        escalations.adjudicate(pair, user, label)
     return pair

@@ -27,7 +27,7 @@ from annotation.campaign_read.resolution import (
 )
 from annotation.campaigns.forms import RETURN, AdjudicationForm
 from annotation.campaigns.lookup import campaign_by_id
-from annotation.judging import submit
+from annotation.judging import escalations
 from annotation.models import Campaign, Judgement, Pair
 from config import roles
 from config.error_handling import user_errors_back
@@ -138,7 +138,7 @@ def adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 20
             "Label": Judgement.Label,
             "Status": Pair.Status,
             "RETURN": RETURN,
-            "BROKEN_VIDEO_REASON": submit.BROKEN_VIDEO_REASON,
+            "BROKEN_VIDEO_REASON": escalations.BROKEN_VIDEO_REASON,
             "gold_pair_ids": found.gold_pair_ids,
             "gold_count": found.gold_count,
             "decided_count": found.decided_count,

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, replace
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.models import Campaign
 from annotation.people.state import State
 from annotation.people.state_service import judging_state
@@ -113,5 +113,7 @@ def escalate_pair(
     media_error: str,
 ) -> JudgingAnswer:
     """Send a pair to the admins (or report its video broken) and answer with what is next."""
-    got = submit.escalate(user, pair_id, reason, client_uuid, kind=kind, media_error=media_error)
+    got = escalations.escalate(
+        user, pair_id, reason, client_uuid, kind=kind, media_error=media_error
+    )
     return answer(campaign, user, got)

@@ -28,7 +28,6 @@ from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import Assignment, assign
 from annotation.models import (
     Campaign,
-    Escalation,
     GoldJudgement,
     Judgement,
     Lease,
@@ -37,16 +36,9 @@ from annotation.models import (
 from annotation.ordering import priorities
 from annotation.people import standing
 from annotation.policy import label_models
-from config.text_rule import check_text, text_problem
 
 UNDO_SECONDS = 120
 """How long after submitting an annotator may take a judgement back."""
-MAX_OPEN_ESCALATIONS = 5
-"""Escalations an annotator may have waiting for an admin in one campaign."""
-REASON_LENGTH = 2000
-"""Longest reason an annotator gives for an escalation."""
-NOTE_LENGTH = 1000
-"""Longest note an admin leaves when closing an escalation."""
 
 
 @dataclass(frozen=True)
@@ -85,12 +77,7 @@ def refusal(campaign_status: str, paused_reason: str | None) -> AssignmentError 
     return None
 
 
-def _locked_pair(pair_id: int) -> Pair | None:
-    """The pair with its campaign, row-locked on PostgreSQL (the pair before its leases)."""
-    return sql.locked_pair(pair_id)
-
-
-def _lock_query(target: sql.PairTarget | None) -> None:
+def lock_query(target: sql.PairTarget | None) -> None:
     """Before a label on a pair changes its query's order, lock the query's pairs in id
     order (and their tally rows), so two labels on one query (and lease releases, which lock
     in id order too) cannot deadlock. Nothing to do for a static order."""
@@ -165,7 +152,7 @@ def _submit_gold(
     """A gold task's answer (to campaign ``main_id``): it scores the annotator, and checks
     their gold accuracy, or their pace when it came too fast."""
     with transaction.atomic():
-        pair = _locked_pair(pair_id)
+        pair = sql.locked_pair(pair_id)
         if campaign is None:
             campaign = sql.campaign(main_id)
         if pair is None or campaign is None:  # deleted while on screen
@@ -203,8 +190,8 @@ def _submit_label(
     figures, in one transaction."""
     warning = None
     with transaction.atomic():
-        _lock_query(target)
-        pair = _locked_pair(pair_id)
+        lock_query(target)
+        pair = sql.locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
         earlier, gold_uses = sql.earlier_judgements(client_uuid, pair_id, annotator.pk)
@@ -273,7 +260,7 @@ def refuse_paused(campaign_id: int, annotator, known: bool | None = None) -> Non
     raise refusal(Campaign.Status.ACTIVE, paused.reason)
 
 
-def _latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | None:
+def latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | None:
     """The annotator's latest live answer in the campaign: a judgement, or an answer on a
     gold task in the queue (training answers, given with their feedback, stay)."""
     judgement = (
@@ -326,7 +313,7 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
     require_active(campaign)
     refuse_paused(campaign.pk, annotator)
     with transaction.atomic():
-        judgement = _latest_answer(campaign, annotator)
+        judgement = latest_answer(campaign, annotator)
         if judgement is None:
             raise AssignmentError("not_found", "there is nothing to undo")
         if (now - judgement.created_at).total_seconds() > UNDO_SECONDS:
@@ -376,148 +363,3 @@ def _undo_gold(
     task = Pair.objects.filter(pk=task_id).first() if task_id is not None else None
     if task is not None:
         pair_state.take_lease(task, annotator, campaign, now)
-
-
-def _may_escalate(pair: Pair, campaign: Campaign, annotator, now: datetime) -> bool:
-    """Whether the annotator holds a lease on the pair or answered it last, moments ago
-    (their latest answer of any kind: a gold task is no exception)."""
-    if Lease.objects.filter(pair=pair, annotator=annotator).exists():
-        return True
-    latest = _latest_answer(campaign, annotator)
-    if latest is None or (now - latest.created_at).total_seconds() > UNDO_SECONDS:
-        return False
-    if isinstance(latest, GoldJudgement):
-        return latest.gold_pair.task_id == pair.pk
-    return latest.pair_id == pair.pk
-
-
-BROKEN_VIDEO_REASON = "the video does not play"
-"""The reason of a broken-video report that names none."""
-
-
-def escalate(
-    annotator,
-    pair_id: int,
-    reason: str,
-    client_uuid: UUID,
-    now: datetime | None = None,
-    *,
-    kind: str = Escalation.Kind.OTHER,
-    media_error: str = "",
-) -> Assignment:
-    """Send the pair on screen to the admins (not a label); it is held from annotators meanwhile.
-
-    ``kind`` :attr:`~Escalation.Kind.BROKEN_VIDEO` is the judging page's report of a video
-    that would not play, ``media_error`` what the browser said (the reason may then be
-    empty: :data:`BROKEN_VIDEO_REASON`).
-
-    Only a pair leased to the annotator, or the one they just judged, may be escalated, and
-    at most :data:`MAX_OPEN_ESCALATIONS` of theirs may wait per campaign: otherwise one
-    script could hold back a whole campaign. A gold task follows the same rules and is
-    recorded the same way (so a retried or reused id is answered alike), but it is given
-    back rather than held, and its escalation is closed at once: nothing waits on it.
-    A retry with the same id, pair and reason counts once; the same id with another body
-    is a conflict. A paused annotator's escalation, a retry included, is refused like
-    their answers (:func:`refuse_paused`): nothing is stored and no pair is held.
-    """
-    if kind not in Escalation.Kind.values:
-        raise AssignmentError("invalid", f"kind must be one of {Escalation.Kind.values}")
-    reason = (reason or "").strip()[:REASON_LENGTH]
-    media_error = (media_error or "").strip()[:REASON_LENGTH]
-    if not reason and kind == Escalation.Kind.BROKEN_VIDEO:
-        reason = BROKEN_VIDEO_REASON
-    if not reason:
-        raise AssignmentError("invalid", "say why the pair cannot be judged")
-    problem = text_problem(reason, REASON_LENGTH, lines=True)
-    if problem is not None:
-        raise AssignmentError("invalid", f"the reason {problem}")
-    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
-        raise AssignmentError("not_found", "no such pair")
-    target = sql.pair_target(pair_id, annotator.pk)
-    if target is not None:  # a retry of one stored before the pause included
-        refuse_paused(target.gold_of or target.campaign, annotator, target.paused)
-    now = now or timezone.now()
-    with transaction.atomic():
-        existing = (
-            Escalation.objects.filter(uuid=client_uuid)
-            .select_related("pair__campaign")
-            .defer("pair__campaign__provenance")
-            .first()
-        )
-        if existing is not None:
-            if (
-                existing.annotator_id != annotator.pk
-                or existing.pair_id != pair_id
-                or existing.reason != reason
-                or existing.kind != kind
-                or existing.media_error != media_error
-            ):
-                raise AssignmentError("conflict", "this escalation id was already used")
-            campaign = existing.pair.campaign
-            main_id = gold_queue.gold_of(campaign)
-            if main_id is not None:
-                campaign = Campaign.objects.get(pk=main_id)
-            return assign(campaign, annotator, now)
-        pair = _locked_pair(pair_id)
-        if pair is None:
-            raise AssignmentError("not_found", "no such pair")
-        main_id = gold_queue.gold_of(pair.campaign)
-        campaign = pair.campaign if main_id is None else Campaign.objects.get(pk=main_id)
-        require_active(campaign)
-        if pair.held or not _may_escalate(pair, campaign, annotator, now):
-            raise AssignmentError(
-                "not_leased", "only the pair you are judging (or just judged) can be escalated"
-            )
-        waiting = Escalation.objects.filter(
-            annotator=annotator, pair__campaign=campaign, resolved_at__isnull=True
-        ).count()
-        if waiting >= MAX_OPEN_ESCALATIONS:
-            raise AssignmentError(
-                "too_many_escalations",
-                f"you have {waiting} escalations waiting for an admin; judge on meanwhile",
-            )
-        report = {
-            "uuid": client_uuid,
-            "pair": pair,
-            "annotator": annotator,
-            "reason": reason,
-            "kind": kind,
-            "media_error": media_error,
-        }
-        if main_id is not None:  # a gold task: given back; it may come again later
-            gold_queue.release(pair, annotator)
-            Escalation.objects.create(
-                **report, resolved_at=now, resolution="gold task: given back to the queue"
-            )
-        else:
-            Escalation.objects.create(**report)
-            pair_state.hold(pair.pk)
-    return assign(campaign, annotator, now)
-
-
-def resolve_escalation(
-    escalation: Escalation, admin, *, label: str | None = None, note: str = ""
-) -> None:
-    """Close an escalation: adjudicate the pair with ``label``, or return it to the queue."""
-    check_text(note, "note", NOTE_LENGTH)
-    now = timezone.now()
-    with transaction.atomic():
-        pair = Pair.objects.select_related("campaign").get(pk=escalation.pair_id)
-        if label is not None:
-            adjudicate(pair, admin, label)
-        Escalation.objects.filter(pair=pair, resolved_at__isnull=True).update(
-            resolved_at=now,
-            resolved_by=admin,
-            resolution=note or (label or "returned to the queue"),
-        )
-        pair_state.unhold(pair.pk)
-
-
-def adjudicate(pair: Pair, admin, label: str) -> None:
-    """Store an admin's final label for the pair; it wins over the annotators' labels."""
-    if label not in Judgement.Label.values:
-        raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
-    with transaction.atomic():
-        _lock_query(sql.pair_target(pair.pk))
-        pair_state.adjudicate(pair, admin, label)
-        priorities.reprioritise(pair.campaign, pair.caption_id)

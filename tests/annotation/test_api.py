@@ -209,7 +209,7 @@ IMPOSSIBLE_IDS = [2**31, 2**63, 10**30, -1, 0]
 
 @pytest.mark.parametrize("value", IMPOSSIBLE_IDS)
 def test_ids_no_row_can_have_are_a_400_or_404(people, value):
-    from annotation.judging import errors, submit
+    from annotation.judging import errors, escalations, submit
 
     campaign = make_campaign()
     annotator = people["annotator"]
@@ -234,7 +234,7 @@ def test_ids_no_row_can_have_are_a_400_or_404(people, value):
     # The services refuse them too, whoever calls.
     for call in (
         lambda: submit.submit(annotator, value, "relevant", uuid.uuid4()),
-        lambda: submit.escalate(annotator, value, "no picture", uuid.uuid4()),
+        lambda: escalations.escalate(annotator, value, "no picture", uuid.uuid4()),
     ):
         with pytest.raises(errors.AssignmentError) as refused:
             call()

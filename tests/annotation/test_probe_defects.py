@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.jobs import PoolForm
-from annotation.judging import queue, submit, task_ids
+from annotation.judging import escalations, queue, task_ids
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair
 from tests.factories import make_campaign
 
@@ -156,7 +156,7 @@ def test_escalating_needs_the_pair_on_screen_and_is_capped(people):
     Escalation.objects.bulk_create(
         [
             Escalation(pair_id=never, annotator=user, reason="x")
-            for _ in range(submit.MAX_OPEN_ESCALATIONS)
+            for _ in range(escalations.MAX_OPEN_ESCALATIONS)
         ]
     )
     current = api(user).post(base + "next/").json()["current"]["pair"]

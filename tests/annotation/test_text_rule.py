@@ -17,7 +17,7 @@ from django.test import Client
 from annotation.campaigns.forms import AdjudicationForm, PromoteForm
 from annotation.campaigns.spec import GUIDELINES_MAX, CampaignSpec, spec_errors
 from annotation.gold.file import read_gold
-from annotation.judging import submit
+from annotation.judging import escalations
 from annotation.judging.errors import AssignmentError
 from annotation.people import service as people_service
 from annotation.people.forms import PauseForm
@@ -78,7 +78,7 @@ def test_services_refuse_what_forms_would(people):
     with pytest.raises(api_tokens.TokenError, match="token name contains .*U\\+202E"):
         api_tokens.create(people["researcher"], f"laptop{RLO}")
     with pytest.raises(AssignmentError, match="reason contains .*U\\+202E"):
-        submit.escalate(people["annotator"], 1, f"odd{RLO}", uuid.uuid4())
+        escalations.escalate(people["annotator"], 1, f"odd{RLO}", uuid.uuid4())
 
 
 def test_the_token_page_shows_the_rule(people):

@@ -15,7 +15,7 @@ from annotation.campaign_read.exports import EXPORT_FORMATS, export_to_file
 from annotation.campaign_read.labels import campaign_judged
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.campaigns.service import CampaignSpec, create_campaign, load_provenance
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.models import Pair
 from config import roles
 from retrieval.formats import fire_json, trec
@@ -90,7 +90,7 @@ def campaign(db):
             submit.submit(annotator, pair.pk, label, uuid.uuid4(), seconds=2.0 + index)
     admin = User.objects.create_superuser("boss", password="pw-admin-12345")
     disputed = Pair.objects.filter(campaign=campaign, status="disagreement").order_by("pk")
-    submit.adjudicate(disputed.first(), admin, "relevant")
+    escalations.adjudicate(disputed.first(), admin, "relevant")
     return campaign
 
 

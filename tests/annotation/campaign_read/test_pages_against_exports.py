@@ -21,7 +21,7 @@ from annotation.campaign_read import live_figures as live_figures_module
 from annotation.campaign_read.exports import write_export
 from annotation.campaign_read.live_figures import live_figures
 from annotation.campaign_read.overview import campaign_page
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Escalation, Pair
 from annotation.people import service as people
@@ -83,13 +83,13 @@ class History(RuleBasedStateMachine):
         user = self.users[who]
         current = queue.assign(self.campaign, user).current
         if current is not None:
-            self._try(lambda: submit.escalate(user, current.pair.pk, "unclear", uuid.uuid4()))
+            self._try(lambda: escalations.escalate(user, current.pair.pk, "unclear", uuid.uuid4()))
 
     @rule(relevant=st.booleans())
     def adjudicate(self, relevant):
         pair = Pair.objects.filter(campaign=self.campaign, label_count__gt=0).order_by("?").first()
         if pair is not None:
-            submit.adjudicate(pair, self.admin, "relevant" if relevant else "irrelevant")
+            escalations.adjudicate(pair, self.admin, "relevant" if relevant else "irrelevant")
 
     @rule(who=st.integers(0, ANNOTATORS - 1))
     def pause(self, who):

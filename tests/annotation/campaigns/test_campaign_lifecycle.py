@@ -422,9 +422,9 @@ def test_a_bad_row_late_in_a_gold_file_writes_nothing(campaign, tmp_path):
 def test_promote_names_the_count_and_post_does_it(campaign, people, client):
     decided = list(campaign.pairs.order_by("pk")[:3])
     for pair in decided:
-        from annotation.judging import submit
+        from annotation.judging import escalations
 
-        submit.adjudicate(pair, people["admin"], "relevant")
+        escalations.adjudicate(pair, people["admin"], "relevant")
     client.force_login(people["admin"])
     url = f"/campaigns/{campaign.pk}/gold/promote-decided/"
     confirm = client.get(url)

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from annotation.campaign_read.exports import export_to_file
 from annotation.campaign_read.reporting import campaign_report
 from annotation.gold import service as gold
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
 from retrieval.formats.records import FormatError
 from tests.factories import make_campaign
@@ -119,7 +119,7 @@ def test_promote_decided_pairs(judged, people):
     campaign = judged
     pairs = {p.video.key: p for p in Pair.objects.filter(campaign=campaign).select_related("video")}
     tied = next(p for key, p in pairs.items() if key not in ("v0", "v1", "v2", "v3"))
-    submit.adjudicate(tied, people["admin"], "irrelevant")
+    escalations.adjudicate(tied, people["admin"], "irrelevant")
     unanimous = Pair.objects.filter(campaign=campaign, video__key__in=("v0", "v1", "v2", "v3"))
     expected = unanimous.count() + 1
     result = gold.promote(campaign, all_decided=True, user=people["admin"])
@@ -263,7 +263,7 @@ def test_promote_from_the_adjudication_page(judged, people, client):
     tied = Pair.objects.filter(campaign=campaign).exclude(video__key__in=("v0", "v1", "v2", "v3"))[
         0
     ]
-    submit.adjudicate(tied, people["admin"], "relevant")
+    escalations.adjudicate(tied, people["admin"], "relevant")
     client.force_login(people["admin"])
     page = client.get(f"/campaigns/{campaign.pk}/adjudicate/").content.decode()
     assert "Promote to gold" in page and 'name="explanation"' in page
@@ -328,7 +328,7 @@ def test_the_gold_template_imports_as_promoting_every_decided_pair_would(
     campaign it gives the gold pairs that promoting every decided pair gives."""
     campaign = judged
     tied = Pair.objects.filter(campaign=campaign).exclude(video__key__in=("v0", "v1", "v2", "v3"))
-    submit.adjudicate(tied[0], people["admin"], "irrelevant")
+    escalations.adjudicate(tied[0], people["admin"], "irrelevant")
     already = Pair.objects.select_related("caption", "video").filter(
         campaign=campaign, video__key="v0"
     )[0]

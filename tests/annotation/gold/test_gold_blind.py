@@ -34,7 +34,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.gold import tasks as gold_queue
-from annotation.judging import errors, submit, task_ids
+from annotation.judging import errors, escalations, submit, task_ids
 from annotation.models import Escalation, GoldPair
 from tests.factories import add_gold, make_campaign
 
@@ -210,7 +210,7 @@ def test_escalating_answers_alike_for_gold_and_real_tasks(people):
             body = client.post(base + "submit/", answer, format="json").json()
             later = timezone.now() + timedelta(seconds=submit.UNDO_SECONDS + 5)
             try:
-                submit.escalate(user, pair_id, "no picture", uuid.uuid4(), now=later)
+                escalations.escalate(user, pair_id, "no picture", uuid.uuid4(), now=later)
                 late[which].add("accepted")
             except errors.AssignmentError as refused:
                 late[which].add(refused.code)

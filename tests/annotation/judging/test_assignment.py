@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Escalation, Judgement, Lease, Pair
 from tests.factories import make_campaign
@@ -138,13 +138,13 @@ def test_escalation_holds_pair_until_admin_decides(users):
     a, b, admin = users[:3]
     pair = queue.assign(campaign, a).current.pair
     with pytest.raises(AssignmentError):
-        submit.escalate(a, pair.pk, "  ", uuid.uuid4())
-    submit.escalate(a, pair.pk, "video does not play", uuid.uuid4())
+        escalations.escalate(a, pair.pk, "  ", uuid.uuid4())
+    escalations.escalate(a, pair.pk, "video does not play", uuid.uuid4())
     assert queue.assign(campaign, b).current is None
     pair.refresh_from_db()
     assert pair.held and pair.label_count == 0
     escalation = Escalation.objects.get()
-    submit.resolve_escalation(escalation, admin, label=None)
+    escalations.resolve_escalation(escalation, admin, label=None)
     assert queue.assign(campaign, b).current.pair.pk == pair.pk
     escalation.refresh_from_db()
     assert escalation.resolved_at is not None

@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Value
 from django.utils import timezone
 
-from annotation.judging import pair_state, queue, submit
+from annotation.judging import escalations, pair_state, queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
 from tests.factories import make_campaign
@@ -74,13 +74,15 @@ def test_a_writer_that_breaks_an_invariant_fails_loudly(broken):
 @pytest.mark.django_db
 def test_adjudicating_a_leased_pair_keeps_the_invariants(django_user_model):
     """needed drops to 0 while a lease is live: open_slots is 0, not -1."""
-    from annotation.judging import queue, submit
+    from annotation.judging import queue
 
     campaign = make_campaign()
     annotator = django_user_model.objects.create_user("a", password="pw-annotator-1")
     admin = django_user_model.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
     pair = queue.assign(campaign, annotator).current.pair
-    submit.adjudicate(Pair.objects.select_related("campaign").get(pk=pair.pk), admin, "relevant")
+    escalations.adjudicate(
+        Pair.objects.select_related("campaign").get(pk=pair.pk), admin, "relevant"
+    )
     pair.refresh_from_db()
     assert (pair.needed, pair.leased, pair.open_slots, pair.status) == (0, 1, 0, "relevant")
 
@@ -214,17 +216,17 @@ def _random_state(rng: random.Random, campaign, annotators, admin, now):
                 now=now,
             )
         elif action < 0.7:
-            submit.escalate(annotator, current.pair.pk, "unclear", uuid.uuid4(), now=now)
+            escalations.escalate(annotator, current.pair.pk, "unclear", uuid.uuid4(), now=now)
         elif action < 0.8:
             pair = Pair.objects.select_related("campaign").get(pk=current.pair.pk)
-            submit.adjudicate(pair, admin, rng.choice(["relevant", "irrelevant"]))
+            escalations.adjudicate(pair, admin, rng.choice(["relevant", "irrelevant"]))
         elif action < 0.85:
             with contextlib.suppress(AssignmentError):
                 submit.undo(annotator, campaign, now)
         elif action < 0.9:
             escalation = Escalation.objects.filter(resolved_at__isnull=True).first()
             if escalation is not None:
-                submit.resolve_escalation(escalation, admin)
+                escalations.resolve_escalation(escalation, admin)
         elif action < 0.95:
             unleased = campaign.pairs.filter(leased=0, label_count=0).values_list("pk", flat=True)
             pair_state.park(rng.sample(list(unleased), min(2, len(unleased))))
@@ -370,11 +372,11 @@ def test_escalating_a_pair_with_a_free_slot_holds_it(django_user_model):
     pair = queue.assign(campaign, annotator).current.pair
     pair.refresh_from_db()
     assert (pair.needed, pair.leased, pair.open_slots) == (2, 1, 1)
-    submit.escalate(annotator, pair.pk, "too dark", uuid.uuid4())
+    escalations.escalate(annotator, pair.pk, "too dark", uuid.uuid4())
     pair.refresh_from_db()
     assert (pair.held, pair.leased, pair.open_slots) == (True, 0, 0)
     escalation = Escalation.objects.get(pair=pair)
     admin = django_user_model.objects.create_superuser("boss", "b@example.org", "pw-boss-123")
-    submit.resolve_escalation(escalation, admin)
+    escalations.resolve_escalation(escalation, admin)
     pair.refresh_from_db()
     assert (pair.held, pair.leased, pair.open_slots) == (False, 0, 2)

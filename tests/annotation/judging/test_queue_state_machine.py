@@ -31,7 +31,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign, Escalation, Judgement, Lease, Pair
 from annotation.policy import rules as policy
@@ -351,13 +351,13 @@ class JudgingQueue(RuleBasedStateMachine):
             expected = "inactive"
         elif self.held(pair) or not ((a, pair) in self.leases or just_judged):
             expected = "not_leased"
-        elif waiting >= submit.MAX_OPEN_ESCALATIONS:
+        elif waiting >= escalations.MAX_OPEN_ESCALATIONS:
             expected = "too_many_escalations"
         else:
             expected = None
         got = self.attempt(
             expected,
-            lambda: submit.escalate(self.users[a], pair, reason, key, now=self.now),
+            lambda: escalations.escalate(self.users[a], pair, reason, key, now=self.now),
         )
         if got is None:
             return
@@ -374,7 +374,7 @@ class JudgingQueue(RuleBasedStateMachine):
         waiting = sorted(key for key, e in self.escalations.items() if e.open)
         key = waiting[index % len(waiting)]
         escalation = Escalation.objects.get(uuid=key)
-        submit.resolve_escalation(escalation, self.admin, label=label, note="")
+        escalations.resolve_escalation(escalation, self.admin, label=label, note="")
         pair = self.escalations[key].pair
         for e in self.escalations.values():
             if e.pair == pair:
@@ -385,7 +385,7 @@ class JudgingQueue(RuleBasedStateMachine):
     @rule(index=st.integers(0, 8), label=st.sampled_from(LABELS))
     def adjudicate(self, index, label):
         pair = self.pairs[index % len(self.pairs)]
-        submit.adjudicate(Pair.objects.get(pk=pair), self.admin, label)
+        escalations.adjudicate(Pair.objects.get(pk=pair), self.admin, label)
         self.adjudicated[pair] = label
 
     @rule(status=st.sampled_from([ACTIVE, ACTIVE, PAUSED, CLOSED]))
@@ -516,6 +516,6 @@ def test_held_pair_is_not_served():
     now = timezone.now()
     pair = queue.assign(campaign, first, now=now).current.pair.pk
     assert queue.assign(campaign, second, now=now).current.pair.pk == pair
-    submit.escalate(first, pair, "video does not play", uuid.uuid4(), now=now)
+    escalations.escalate(first, pair, "video does not play", uuid.uuid4(), now=now)
     assert Pair.objects.get(pk=pair).held
     assert queue.assign(campaign, second, now=now).current.pair.pk != pair

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Sum, Value
 from django.utils import timezone
 
-from annotation.judging import queue, submit
+from annotation.judging import escalations, queue, submit
 from annotation.models import (
     AnnotatorTally,
     Campaign,
@@ -59,9 +59,9 @@ def test_progress_tallies_follow_every_kind_of_write():
     )
     check(campaign)
     held = queue.assign(campaign, annotators[1]).current.pair
-    submit.escalate(annotators[1], held.pk, "video does not play", uuid.uuid4())
+    escalations.escalate(annotators[1], held.pk, "video does not play", uuid.uuid4())
     check(campaign)
-    submit.adjudicate(Pair.objects.get(pk=held.pk), admin, "irrelevant")
+    escalations.adjudicate(Pair.objects.get(pk=held.pk), admin, "irrelevant")
     check(campaign)
     bulk = list(Pair.objects.filter(campaign=campaign, label_count=0)[:5])
     for pair in bulk:  # what the semantic-proxy queue does
