@@ -91,7 +91,8 @@ def exact_index(
     directory = model_dir(model)
     path, ids_path = directory / f"index-{split}.faiss", directory / f"index-{split}-ids.npy"
     if (
-        path.exists()
+        not rebuild
+        and path.exists()
         and ids_path.exists()
         and np.array_equal(np.load(ids_path), collection.video_pks)
     ):
