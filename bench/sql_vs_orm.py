@@ -293,6 +293,7 @@ def progress_cases(ctx: Ctx) -> list[Case]:
     from django.utils import timezone
 
     from annotation import models
+    from annotation.gold import statements as gold_sql
     from annotation.judging import statements as sql
     from annotation.models import AnnotatorTally, CampaignTally, GoldJudgement, Judgement
     from annotation.policy import confusion, label_models
@@ -357,7 +358,7 @@ def progress_cases(ctx: Ctx) -> list[Case]:
     return [
         Case("tallies (gold)", lambda a: sql.tallies(c, a, day, gold=True), tallies_orm, annotator),
         Case("recent_seconds", lambda a: sql.recent_seconds(c, a, None, 25), recent_orm, annotator),
-        Case("gold_task", lambda a: sql.gold_task(c, a, []), gold_orm, annotator, gold_same),
+        Case("gold_task", lambda a: gold_sql.gold_task(c, a, []), gold_orm, annotator, gold_same),
         Case(
             "live_labels (pair)", labels_sql, labels_orm, lambda: {"pair": pick()[1]}, sorted_same
         ),

@@ -29,6 +29,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from annotation.campaigns.settings import DEFAULT_TRIES
+from annotation.gold import statements as gold_sql
 from annotation.judging import pair_state
 from annotation.judging import statements as sql
 from annotation.models import (
@@ -145,7 +146,7 @@ def qualification(campaign: Campaign, annotator, now: datetime | None = None) ->
     settings = campaign.settings.gold
     if not settings.qualification:
         return Qualification(required=False, admitted=True)
-    gold_pairs, attempts = sql.qualification(campaign.pk, annotator.pk)  # one statement
+    gold_pairs, attempts = gold_sql.qualification(campaign.pk, annotator.pk)  # one statement
     return qualification_from(settings, gold_pairs, attempts, now or timezone.now())
 
 
@@ -256,9 +257,9 @@ def pick(
         return chosen.task if chosen else None
     # One statement on the hot path; a gold pair added since the last pick gets its task
     # first, so it has its chance at once (and when nothing is left, one may be waiting).
-    found = sql.gold_task(campaign.pk, annotator.pk, exclude)
+    found = gold_sql.gold_task(campaign.pk, annotator.pk, exclude)
     if (found is None or found.untasked) and ensure_tasks(campaign):
-        found = sql.gold_task(campaign.pk, annotator.pk, exclude)
+        found = gold_sql.gold_task(campaign.pk, annotator.pk, exclude)
     if found is None:
         return None
     return sql.joined_pair(*sql.instances(sql.PAIR_ROW, found))
@@ -327,14 +328,14 @@ def answer(
 ) -> GoldAnswer:
     """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
     UUID); the caller runs it in a transaction with the task's row locked. One statement
-    reads all it needs (:data:`annotation.judging.statements.GOLD_ANSWER`). A task whose gold pair
+    reads all it needs (:data:`annotation.gold.statements.GOLD_ANSWER`). A task whose gold pair
     is gone only has its lease ended (``gone``): the caller commits that, then refuses.
     Retries follow a judgement's rules (``assignment.submit``): the same id and body return
     the stored answer, the same id with another body (or naming a judgement) is a conflict,
     and an id whose answer was undone is refused."""
     from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 
-    found, stored = sql.gold_answer(task.pk, annotator.pk, client_uuid)
+    found, stored = gold_sql.gold_answer(task.pk, annotator.pk, client_uuid)
     if found.gold is None:  # an admin removed the gold pair while it was on screen
         pair_state.end_lease(task.pk, annotator.pk)  # kept: the caller refuses after commit
         return GoldAnswer(None, False, None, gone=True)
@@ -363,7 +364,7 @@ def answer(
     if purpose == GoldJudgement.Purpose.QUEUE and found.answered:
         raise AssignmentError("conflict", "you have already judged this pair")
     now = now or timezone.now()
-    judgement = sql.insert_gold_judgement(
+    judgement = gold_sql.insert_gold_judgement(
         client_uuid,
         gold.pk,
         annotator.pk,
@@ -418,6 +419,6 @@ def release(task: Pair, annotator) -> None:
 def queue_answers(campaign: Campaign, annotator, since: datetime) -> tuple[int, int]:
     """(today, total) of the annotator's queue answers on gold: progress counts them as
     judgements, so a gold pair changes nothing the annotator can see."""
-    return sql.gold_queue_answers(
+    return gold_sql.gold_queue_answers(
         campaign.pk, annotator.pk, GoldJudgement.Purpose.QUEUE.value, since
     )

@@ -171,7 +171,7 @@ MODELS = {
 """The names a statement's text uses for the models (``{pair}``, ``{pair.open_slots}``)."""
 
 
-def _statement(name: str, text, row, variants=({},)) -> Statement:
+def statement(name: str, text, row, variants=({},)) -> Statement:
     """Register one of this module's statements (see :class:`config.raw_sql.Statement`)."""
     return Statement(name, MODELS, text, row, variants)
 
@@ -182,7 +182,7 @@ class Inserted(NamedTuple):
     id: int
 
 
-def _in_list(prefix: str, n: int) -> str:
+def in_list(prefix: str, n: int) -> str:
     """``%(prefix_0)s, %(prefix_1)s, ...``: the parameters of an ``IN`` list of ``n`` values."""
     return ", ".join(f"%({prefix}_{i})s" for i in range(n))
 
@@ -202,7 +202,7 @@ JOIN {video} v ON v.{video.id} = p.{pair.video}"""
 # took 1.4-1.9 ms of CPU each, about eight times the cost of running them.
 
 LeaseRow = model_row("LeaseRow", LEASE_ROW)
-HELD_AND_EXPIRED = _statement(
+HELD_AND_EXPIRED = statement(
     "held_and_expired",
     """
     SELECT {lease:l.*}, {pair:p.*}, {caption:c.*}, {video:v.*}
@@ -245,7 +245,7 @@ def _next_pair_text(same_caption: bool, excluded: int) -> str:
         + "\nWHERE p.{pair.campaign} = %(campaign)s AND p.{pair.open_slots} > 0"
         + " AND v.{video.media_state} IN (%(as_is)s, %(ready)s)"
         + (" AND p.{pair.caption} = %(caption)s" if same_caption else "")
-        + (f" AND p.{{pair.id}} NOT IN ({_in_list('exclude', excluded)})" if excluded else "")
+        + (f" AND p.{{pair.id}} NOT IN ({in_list('exclude', excluded)})" if excluded else "")
         + """
         AND NOT EXISTS (SELECT 1 FROM {judgement} j WHERE j.{judgement.pair} = p.{pair.id}
             AND j.{judgement.annotator} = %(annotator)s AND j.{judgement.undone_at} IS NULL)
@@ -259,7 +259,7 @@ def _next_pair_text(same_caption: bool, excluded: int) -> str:
 
 
 PairRow = model_row("PairRow", PAIR_ROW)
-NEXT_PAIR = _statement(
+NEXT_PAIR = statement(
     "next_pair",
     _next_pair_text,
     PairRow,
@@ -295,7 +295,7 @@ class PairTarget(NamedTuple):
     paused: bool
 
 
-PAIR_TARGET = _statement(
+PAIR_TARGET = statement(
     "pair_target",
     """
     SELECT p.{pair.campaign} AS campaign, p.{pair.caption} AS caption, k.{campaign.options} AS options,
@@ -325,7 +325,7 @@ def pair_target(pair_id: int, annotator_id: int | None = None) -> PairTarget | N
 
 
 LockedPairRow = model_row("LockedPairRow", LOCKED_PAIR_ROW)
-LOCKED_PAIR = _statement(
+LOCKED_PAIR = statement(
     "locked_pair",
     lambda: (
         """
@@ -353,13 +353,13 @@ class TallyId(NamedTuple):
     id: int
 
 
-LOCK_TALLIES = _statement(
+LOCK_TALLIES = statement(
     "lock_tallies",
     lambda shards: (
         f"""
     SELECT t.{{campaign_tally.id}} AS id FROM {{campaign_tally}} t
     WHERE t.{{campaign_tally.campaign}} = %(campaign)s
-      AND t.{{campaign_tally.shard}} IN ({_in_list("shard", shards)})
+      AND t.{{campaign_tally.shard}} IN ({in_list("shard", shards)})
     ORDER BY t.{{campaign_tally.shard}}"""
         + (" FOR UPDATE" if connection.features.has_select_for_update else "")
     ),
@@ -377,7 +377,7 @@ def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
     LOCK_TALLIES.plain_rows(params, shards=len(shards))
 
 
-INSERT_LEASE = _statement(
+INSERT_LEASE = statement(
     "insert_lease",
     """
     INSERT INTO {lease} ({lease.pair}, {lease.annotator}, {lease.created_at}, {lease.expires_at})
@@ -392,10 +392,10 @@ def insert_lease(pair_id: int, annotator_id: int, now: datetime, expires: dateti
     adapt = connection.ops.adapt_datetimefield_value
     params = {"pair": pair_id, "annotator": annotator_id, "now": adapt(now)}
     params["expires"] = adapt(expires)
-    return _inserted_id(INSERT_LEASE, params)
+    return inserted_id(INSERT_LEASE, params)
 
 
-DELETE_LEASE = _statement(
+DELETE_LEASE = statement(
     "delete_lease",
     """
     DELETE FROM {lease} WHERE {lease.pair} = %(pair)s AND {lease.annotator} = %(annotator)s""",
@@ -432,7 +432,7 @@ judging path leases on nearly every request. Only ``pair_state`` runs it."""
 
 CAMPAIGN_ROW: Sources = ((Campaign, "k", ("provenance",)),)
 CampaignRow = model_row("CampaignRow", CAMPAIGN_ROW)
-CAMPAIGN = _statement(
+CAMPAIGN = statement(
     "campaign",
     "SELECT {campaign:k.* -provenance} FROM {campaign} k WHERE k.{campaign.id} = %(campaign)s",
     CampaignRow,
@@ -462,7 +462,7 @@ SAVE_COUNTS = (
     + f" WHERE {_q('id')} = %(pair)s"
 )
 """A pair's label counts and what the policy needs of it, after a label or an undo."""
-_statement("save_counts", SAVE_COUNTS, None)
+statement("save_counts", SAVE_COUNTS, None)
 
 
 def save_counts(pair: Pair) -> None:
@@ -483,12 +483,12 @@ def _move_pairs_text(n: int) -> str:
         "UPDATE {pair} SET {pair.position} = CASE {pair.id} "
         + cases
         + " END WHERE {pair.id} IN ("
-        + _in_list("pair", n)
+        + in_list("pair", n)
         + ")"
     )
 
 
-MOVE_PAIRS = _statement("move_pairs", _move_pairs_text, None, [{"n": 1}, {"n": 3}])
+MOVE_PAIRS = statement("move_pairs", _move_pairs_text, None, [{"n": 1}, {"n": 3}])
 """A query's pairs moved in the queue after a label under a judging order that re-ranks:
 the metric-aware order moves a few on nearly every label, and ``bulk_update`` composing the
 same ``CASE`` cost about 4 ms of CPU per request (``bench/request_profile.py --policy
@@ -508,7 +508,7 @@ def move_pairs(positions: Mapping[int, int]) -> None:
 
 JUDGEMENT_ROW: Sources = ((Judgement, "j"),)
 EarlierJudgementRow = model_row("EarlierJudgementRow", JUDGEMENT_ROW, "gold_uses")
-EARLIER_JUDGEMENTS = _statement(
+EARLIER_JUDGEMENTS = statement(
     "earlier_judgements",
     """
     SELECT {judgement:j.*}, (SELECT e.{gold_judgement.id} FROM {gold_judgement} e
@@ -523,7 +523,7 @@ one row of nulls); ``gold_uses``: the gold answer the id names, if any (one id, 
 of whatever kind)."""
 
 
-def _uuid_value(value: object) -> object:
+def uuid_value(value: object) -> object:
     return Judgement._meta.get_field("uuid").get_db_prep_value(value, connection)
 
 
@@ -531,19 +531,19 @@ def earlier_judgements(
     client_uuid: object, pair_id: int, annotator_id: int
 ) -> tuple[list[Judgement], bool]:
     """The judgements of :data:`EARLIER_JUDGEMENTS`, and whether a gold answer has the id."""
-    params = {"uuid": _uuid_value(client_uuid), "pair": pair_id, "annotator": annotator_id}
+    params = {"uuid": uuid_value(client_uuid), "pair": pair_id, "annotator": annotator_id}
     found = EARLIER_JUDGEMENTS.rows(params)
     judgements = [instances(JUDGEMENT_ROW, row)[0] for row in found if row.j_id is not None]
     return judgements, found[0].gold_uses is not None
 
 
-def _inserted_id(statement: Statement, params: Mapping[str, object]) -> int:
+def inserted_id(statement: Statement, params: Mapping[str, object]) -> int:
     """Run an ``INSERT ... RETURNING id`` and return the new row's id."""
     (row,) = statement.rows(params)
     return row.id
 
 
-INSERT_JUDGEMENT = _statement(
+INSERT_JUDGEMENT = statement(
     "insert_judgement",
     """
     INSERT INTO {judgement} ({judgement.uuid}, {judgement.pair}, {judgement.annotator},
@@ -567,7 +567,7 @@ def insert_judgement(
     """Store a live judgement (:data:`INSERT_JUDGEMENT`) made at ``now``, ``played`` seconds
     of its video seen; the new row."""
     params = {
-        "uuid": _uuid_value(client_uuid),
+        "uuid": uuid_value(client_uuid),
         "pair": pair_id,
         "annotator": annotator_id,
         "label": label,
@@ -575,7 +575,7 @@ def insert_judgement(
         "played": played,
         "now": connection.ops.adapt_datetimefield_value(now),
     }
-    judgement_id = _inserted_id(INSERT_JUDGEMENT, params)
+    judgement_id = inserted_id(INSERT_JUDGEMENT, params)
     return Judgement(
         pk=judgement_id,
         uuid=client_uuid,
@@ -588,53 +588,8 @@ def insert_judgement(
     )
 
 
-class QualificationRow(NamedTuple):
-    """A campaign's gold pairs, and one qualification attempt of an annotator in it."""
-
-    gold_pairs: int
-    id: int | None
-    passed: bool | None
-    admitted_by: int | None
-    finished_at: datetime | None
-    correct: int | None
-    total: int | None
-    answered: int
-
-
-QUALIFICATION = _statement(
-    "qualification",
-    """
-    SELECT (SELECT COUNT(*) FROM {gold_pair} g WHERE g.{gold_pair.campaign} = %(campaign)s)
-            AS gold_pairs,
-        a.{attempt.id} AS id, a.{attempt.passed} AS passed,
-        a.{attempt.admitted_by} AS admitted_by, a.{attempt.finished_at} AS finished_at,
-        a.{attempt.correct} AS correct, a.{attempt.total} AS total,
-        (SELECT COUNT(*) FROM {gold_judgement} j WHERE j.{gold_judgement.attempt} = a.{attempt.id}
-            AND j.{gold_judgement.undone_at} IS NULL) AS answered
-    FROM (SELECT 1 AS one) x LEFT JOIN {attempt} a
-        ON a.{attempt.campaign} = %(campaign)s AND a.{attempt.annotator} = %(annotator)s
-    ORDER BY a.{attempt.started_at}, a.{attempt.id}""",
-    QualificationRow,
-)
-"""A campaign's gold pairs and an annotator's qualification attempts in it, oldest first,
-with how many training pairs each answered, in one statement (a row with a null ``id``
-when there is no attempt)."""
-
-
-def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[QualificationRow]]:
-    """(gold pairs, attempt rows) of :data:`QUALIFICATION`; ``finished_at`` as an aware
-    datetime or None."""
-    found = QUALIFICATION.rows({"campaign": campaign_id, "annotator": annotator_id})
-    attempts = [
-        row._replace(finished_at=None if row.finished_at is None else aware_time(row.finished_at))
-        for row in found
-        if row.id is not None
-    ]
-    return int(found[0].gold_pairs), attempts
-
-
 StandingRow = model_row("StandingRow", STANDING_ROW)
-PAUSED = _statement(
+PAUSED = statement(
     "paused",
     """
     SELECT {standing:s.*} FROM {standing} s
@@ -660,7 +615,7 @@ class JudgingStanding(NamedTuple):
     paused_reason: str | None
 
 
-JUDGING_STANDING = _statement(
+JUDGING_STANDING = statement(
     "judging_standing",
     """
     SELECT k.{campaign.status} AS status, k.{campaign.gold_of} AS gold_of,
@@ -682,262 +637,11 @@ def judging_standing(campaign_id: int, annotator_id: int) -> JudgingStanding | N
     return found[0] if found else None
 
 
-class GoldQueueAnswers(NamedTuple):
-    today: int
-    total: int
-
-
-GOLD_QUEUE_ANSWERS = _statement(
-    "gold_queue_answers",
-    """
-    SELECT COALESCE(SUM(CASE WHEN a.{gold_judgement.created_at} >= %(since)s THEN 1 ELSE 0 END), 0)
-            AS today,
-        COUNT(*) AS total
-    FROM {gold_judgement} a JOIN {gold_pair} g ON g.{gold_pair.id} = a.{gold_judgement.gold_pair}
-    WHERE g.{gold_pair.campaign} = %(campaign)s AND a.{gold_judgement.annotator} = %(annotator)s
-      AND a.{gold_judgement.purpose} = %(purpose)s AND a.{gold_judgement.undone_at} IS NULL""",
-    GoldQueueAnswers,
-)
-"""How many gold pairs an annotator answered in a campaign's queue since a moment, and in all
-(answers not taken back)."""
-
-
-def gold_queue_answers(
-    campaign_id: int, annotator_id: int, purpose: str, since: datetime
-) -> tuple[int, int]:
-    params = {
-        "campaign": campaign_id,
-        "annotator": annotator_id,
-        "purpose": purpose,
-        "since": connection.ops.adapt_datetimefield_value(since),
-    }
-    (row,) = GOLD_QUEUE_ANSWERS.rows(params)
-    return int(row.today), int(row.total)
-
-
-def _gold_task_text(excluded: int) -> str:
-    """A random gold task of ``%(campaign)s`` to serve ``%(annotator)s`` in the queue, with
-    caption and video (:data:`PAIR_ROW`): one they have not answered there and do not hold,
-    not among ``%(exclude_0)s``...; ``untasked`` counts the campaign's gold pairs that have
-    no task yet (made on demand by ``gold_queue.ensure_tasks``)."""
-    return (
-        """
-    SELECT {pair:p.*}, {caption:c.*}, {video:v.*},
-        (SELECT COUNT(*) FROM {gold_pair} u
-            WHERE u.{gold_pair.campaign} = %(campaign)s AND u.{gold_pair.task} IS NULL) AS untasked
-    FROM {gold_pair} g JOIN {pair} p ON p.{pair.id} = g.{gold_pair.task}"""
-        + WITH_CAPTION_AND_VIDEO
-        + """
-    WHERE g.{gold_pair.campaign} = %(campaign)s
-      AND NOT EXISTS (SELECT 1 FROM {gold_judgement} a
-            WHERE a.{gold_judgement.gold_pair} = g.{gold_pair.id}
-              AND a.{gold_judgement.annotator} = %(annotator)s
-              AND a.{gold_judgement.purpose} = %(queue)s AND a.{gold_judgement.undone_at} IS NULL)
-      AND NOT EXISTS (SELECT 1 FROM {lease} l
-            WHERE l.{lease.pair} = p.{pair.id} AND l.{lease.annotator} = %(annotator)s)"""
-        + (f" AND p.{{pair.id}} NOT IN ({_in_list('exclude', excluded)})" if excluded else "")
-        + " ORDER BY RANDOM() LIMIT 1"
-    )
-
-
-GoldTaskRow = model_row("GoldTaskRow", PAIR_ROW, "untasked")
-GOLD_TASK = _statement(
-    "gold_task", _gold_task_text, GoldTaskRow, [{"excluded": 0}, {"excluded": 2}]
-)
-
-
-def gold_task(campaign_id: int, annotator_id: int, exclude: Sequence[int]) -> GoldTaskRow | None:
-    """The row of :data:`GOLD_TASK`, or None when no gold task is left to serve."""
-    params = {
-        "campaign": campaign_id,
-        "annotator": annotator_id,
-        "queue": GoldJudgement.Purpose.QUEUE.value,
-    }
-    params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
-    found = GOLD_TASK.rows(params, excluded=len(exclude))
-    return found[0] if found else None
-
-
-def _gold_since_reinstated(value: str, name: str) -> str:
-    """A column of :data:`GOLD_ANSWER`: ``value`` over the annotator's live queue answers on
-    the campaign's gold since their reinstatement."""
-    return (
-        f"(SELECT {value} FROM {{gold_judgement}} a "
-        "JOIN {gold_pair} h ON h.{gold_pair.id} = a.{gold_judgement.gold_pair} "
-        "WHERE h.{gold_pair.campaign} = g.{gold_pair.campaign} "
-        "AND a.{gold_judgement.annotator} = %(annotator)s AND a.{gold_judgement.purpose} = %(queue)s "
-        "AND a.{gold_judgement.undone_at} IS NULL AND (s.{standing.reinstated_at} IS NULL "
-        f"OR a.{{gold_judgement.created_at}} > s.{{standing.reinstated_at}})) AS {name}"
-    )
-
-
-GOLD_JUDGEMENT_ROW: Sources = ((GoldJudgement, "e"),)
-GoldAnswerRow = model_row(
-    "GoldAnswerRow",
-    *("gold", "campaign", "label", "explanation", "guideline", "attempt", "answered"),
-    *("label_uses", "paused_at", "gold_total", "gold_correct"),
-    GOLD_JUDGEMENT_ROW,
-)
-GOLD_ANSWER = _statement(
-    "gold_answer",
-    """
-    SELECT g.{gold_pair.id} AS gold, g.{gold_pair.campaign} AS campaign,
-        g.{gold_pair.label} AS label, g.{gold_pair.explanation} AS explanation,
-        g.{gold_pair.guideline} AS guideline,
-        (SELECT a.{attempt.id} FROM {attempt} a WHERE a.{attempt.campaign} = g.{gold_pair.campaign}
-            AND a.{attempt.annotator} = %(annotator)s AND a.{attempt.finished_at} IS NULL
-            ORDER BY a.{attempt.id} LIMIT 1) AS attempt,
-        (SELECT COUNT(*) FROM {gold_judgement} q WHERE q.{gold_judgement.gold_pair} = g.{gold_pair.id}
-            AND q.{gold_judgement.annotator} = %(annotator)s AND q.{gold_judgement.purpose} = %(queue)s
-            AND q.{gold_judgement.undone_at} IS NULL) AS answered,
-        (SELECT j.{judgement.id} FROM {judgement} j WHERE j.{judgement.uuid} = %(uuid)s) AS label_uses,
-        s.{standing.paused_at} AS paused_at, """
-    + _gold_since_reinstated("COUNT(*)", "gold_total")
-    + ", "
-    + _gold_since_reinstated(
-        "COALESCE(SUM(CASE WHEN a.{gold_judgement.label} = h.{gold_pair.label} THEN 1 ELSE 0 END), 0)",
-        "gold_correct",
-    )
-    + """, {gold_judgement:e.*}
-    FROM (SELECT 1 AS one) x
-    LEFT JOIN {gold_pair} g ON g.{gold_pair.task} = %(task)s
-    LEFT JOIN {standing} s ON s.{standing.campaign} = g.{gold_pair.campaign}
-        AND s.{standing.annotator} = %(annotator)s
-    LEFT JOIN {gold_judgement} e ON e.{gold_judgement.uuid} = %(uuid)s""",
-    GoldAnswerRow,
-)
-"""Everything an answer on a gold task needs, in one row: the gold pair (null ``gold`` when
-it is gone), the annotator's qualification attempt in progress, whether they answered the
-pair in the queue already (and not undone), the answer the client's id names if it was
-stored, and ``label_uses``: the campaign label that id names, if any (one id names one
-answer, whatever its kind, or a gold task would answer a reused id unlike any other). And
-the annotator's standing as :data:`GOLD_EVIDENCE` reads it (``paused_at``, and their live
-queue answers on the campaign's gold since their reinstatement: ``gold_total``,
-``gold_correct``), so that scoring a gold answer takes no statement of its own."""
-
-
-def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
-    """The row of :data:`GOLD_ANSWER`; ``stored`` is the stored answer or None."""
-    params = {
-        "task": task_id,
-        "annotator": annotator_id,
-        "queue": GoldJudgement.Purpose.QUEUE.value,
-        "uuid": _uuid_value(client_uuid),
-    }
-    (row,) = GOLD_ANSWER.rows(params)
-    stored = instances(GOLD_JUDGEMENT_ROW, row)[0] if row.e_id is not None else None
-    return row._replace(
-        gold_total=int(row.gold_total or 0), gold_correct=int(row.gold_correct or 0)
-    ), stored
-
-
-INSERT_GOLD_JUDGEMENT = _statement(
-    "insert_gold_judgement",
-    """
-    INSERT INTO {gold_judgement} ({gold_judgement.uuid}, {gold_judgement.gold_pair},
-        {gold_judgement.annotator}, {gold_judgement.label}, {gold_judgement.seconds},
-        {gold_judgement.seconds_played}, {gold_judgement.created_at}, {gold_judgement.purpose},
-        {gold_judgement.attempt})
-    VALUES (%(uuid)s, %(gold)s, %(annotator)s, %(label)s, %(seconds)s, %(played)s, %(now)s,
-        %(purpose)s, %(attempt)s)
-    RETURNING {gold_judgement.id}""",
-    Inserted,
-)
-
-
-def insert_gold_judgement(
-    client_uuid: object,
-    gold_pair_id: int,
-    annotator_id: int,
-    label: str,
-    seconds,
-    now: datetime,
-    purpose: str,
-    attempt_id: int | None,
-    played=None,
-) -> GoldJudgement:
-    """Store an answer on a gold pair (:data:`INSERT_GOLD_JUDGEMENT`) made at ``now``,
-    ``played`` seconds of its video seen."""
-    params = {
-        "uuid": _uuid_value(client_uuid),
-        "gold": gold_pair_id,
-        "annotator": annotator_id,
-        "label": label,
-        "seconds": seconds,
-        "played": played,
-        "now": connection.ops.adapt_datetimefield_value(now),
-        "purpose": purpose,
-        "attempt": attempt_id,
-    }
-    judgement_id = _inserted_id(INSERT_GOLD_JUDGEMENT, params)
-    return GoldJudgement(
-        pk=judgement_id,
-        uuid=client_uuid,
-        gold_pair_id=gold_pair_id,
-        annotator_id=annotator_id,
-        label=label,
-        seconds=seconds,
-        seconds_played=played,
-        created_at=now,
-        purpose=purpose,
-        attempt_id=attempt_id,
-    )
-
-
-class GoldEvidence(NamedTuple):
-    """An annotator's standing in a campaign and their queue answers on its gold since."""
-
-    paused_at: datetime | None
-    reinstated_at: datetime | None
-    total: int
-    correct: int
-
-
-GOLD_EVIDENCE = _statement(
-    "gold_evidence",
-    """
-    SELECT s.{standing.paused_at} AS paused_at, s.{standing.reinstated_at} AS reinstated_at,
-        COUNT(a.{gold_judgement.id}) AS total,
-        COALESCE(SUM(CASE WHEN a.{gold_judgement.label} = g.{gold_pair.label} THEN 1 ELSE 0 END), 0)
-            AS correct
-    FROM (SELECT 1 AS one) x
-    LEFT JOIN {standing} s
-        ON s.{standing.campaign} = %(campaign)s AND s.{standing.annotator} = %(annotator)s
-    LEFT JOIN {gold_judgement} a ON a.{gold_judgement.annotator} = %(annotator)s
-        AND a.{gold_judgement.purpose} = %(queue)s AND a.{gold_judgement.undone_at} IS NULL
-        AND (s.{standing.reinstated_at} IS NULL
-            OR a.{gold_judgement.created_at} > s.{standing.reinstated_at})
-        AND a.{gold_judgement.gold_pair} IN (SELECT g2.{gold_pair.id} FROM {gold_pair} g2
-            WHERE g2.{gold_pair.campaign} = %(campaign)s)
-    LEFT JOIN {gold_pair} g ON g.{gold_pair.id} = a.{gold_judgement.gold_pair}
-    GROUP BY s.{standing.paused_at}, s.{standing.reinstated_at}""",
-    GoldEvidence,
-)
-"""An annotator's standing in a campaign (paused, reinstated: null without one) and their
-queue answers on its gold pairs since the reinstatement: how many, how many right."""
-
-
-def gold_evidence(campaign_id: int, annotator_id: int) -> GoldEvidence:
-    """The row of :data:`GOLD_EVIDENCE`, times as aware datetimes or None and counts as ints."""
-    params = {
-        "campaign": campaign_id,
-        "annotator": annotator_id,
-        "queue": GoldJudgement.Purpose.QUEUE.value,
-    }
-    (row,) = GOLD_EVIDENCE.rows(params)
-    return row._replace(
-        paused_at=None if row.paused_at is None else aware_time(row.paused_at),
-        reinstated_at=None if row.reinstated_at is None else aware_time(row.reinstated_at),
-        total=int(row.total),
-        correct=int(row.correct),
-    )
-
-
 class Seconds(NamedTuple):
     seconds: float
 
 
-RECENT_SECONDS = _statement(
+RECENT_SECONDS = statement(
     "recent_seconds",
     lambda since: (
         """
@@ -1037,7 +741,7 @@ def _tallies_text(gold: bool) -> str:
     return "SELECT " + ", ".join(f"({query}) AS {name}" for name, query in columns.items())
 
 
-TALLIES = _statement(
+TALLIES = statement(
     "tallies",
     _tallies_text,
     lambda gold: GoldTallies if gold else Tallies,
@@ -1108,7 +812,7 @@ def _judgement_keys_text(packed: bool, contiguous: bool) -> str:
     )
 
 
-JUDGEMENT_KEYS = _statement(
+JUDGEMENT_KEYS = statement(
     "judgement_keys",
     _judgement_keys_text,
     lambda packed, contiguous: PackedKey if packed else JudgementKey,
@@ -1230,7 +934,7 @@ def _live_labels_text(by_pair: bool) -> str:
     )
 
 
-LIVE_LABELS = _statement(
+LIVE_LABELS = statement(
     "live_labels",
     _live_labels_text,
     LiveLabel,

@@ -101,7 +101,7 @@ def submit(
 
     A gold task's answer runs as many statements as a label (nothing the annotator
     receives, response time included, may tell the kinds apart): the campaign named is not read again, and the
-    gold evidence comes with the answer's own statement (:data:`sql.GOLD_ANSWER`); the
+    gold evidence comes with the answer's own statement (:data:`gold_sql.GOLD_ANSWER`); the
     pace is looked at, as after a label, only when the answer came too fast.
 
     ``played`` is how many seconds of the video played before the answer (the judging page

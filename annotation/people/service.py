@@ -30,8 +30,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
+from annotation.gold.statements import QualificationRow
 from annotation.judging import pair_state
-from annotation.judging.statements import QualificationRow
 from annotation.models import (
     AnnotatorStanding,
     AnnotatorTally,

@@ -17,6 +17,7 @@ from datetime import datetime
 import numpy as np
 from django.utils import timezone
 
+from annotation.gold import statements as gold_sql
 from annotation.judging import statements
 from annotation.models import AnnotatorStanding, Campaign, StandingEvent
 from annotation.people import quality
@@ -55,11 +56,11 @@ def check_pace(campaign: Campaign, annotator, now: datetime | None = None) -> Pa
     """Pause the annotator if the evidence says so, or warn them before the speed rule does.
 
     Runs on every gold answer in the queue and every too-fast label, so it reads the
-    standing and the gold evidence in one statement (:data:`statements.GOLD_EVIDENCE`), and the
+    standing and the gold evidence in one statement (:data:`gold_sql.GOLD_EVIDENCE`), and the
     recent pace only when the gold evidence alone does not pause; the warning counts the
     too-fast answers among those recent times, so it costs no statement more.
     """
-    found = statements.gold_evidence(campaign.pk, annotator.pk)
+    found = gold_sql.gold_evidence(campaign.pk, annotator.pk)
     if found.paused_at is not None:
         return Pace(True)
     reason = _inaccurate(campaign, found.correct, found.total)

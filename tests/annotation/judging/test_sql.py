@@ -16,6 +16,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from annotation.campaign_read import export_rows
+from annotation.gold import statements as gold_sql
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, queue, submit
 from annotation.judging import statements as sql
@@ -303,7 +304,7 @@ def test_a_statement_refuses_columns_other_than_its_row_type(db):
 
 
 def test_gold_answer_and_earlier_judgements_match_the_orm(people):
-    """The answer statements of the submit path: the gold evidence :data:`sql.GOLD_ANSWER`
+    """The answer statements of the submit path: the gold evidence :data:`gold_sql.GOLD_ANSWER`
     reads with an answer (live queue answers since reinstatement, right and in all) and the
     id each one finds in the other kind's table, against the same through the ORM."""
     from annotation.gold import tasks as gold_queue
@@ -332,7 +333,7 @@ def test_gold_answer_and_earlier_judgements_match_the_orm(people):
     )
     assert GoldJudgement._base_manager.filter(undone_at__isnull=False).count() == 1
     for client_uuid in (answers[1], answers[3], uuid.uuid4()):
-        found, stored = sql.gold_answer(task_id, user.pk, client_uuid)
+        found, stored = gold_sql.gold_answer(task_id, user.pk, client_uuid)
         assert found.paused_at is None
         assert found.gold_total == live.count() == 2
         assert found.gold_correct == live.filter(label=F("gold_pair__label")).count()
@@ -340,7 +341,7 @@ def test_gold_answer_and_earlier_judgements_match_the_orm(people):
         expected = GoldJudgement._base_manager.filter(uuid=client_uuid).first()
         assert (stored and fields(stored)) == (expected and fields(expected))
     real = Judgement.objects.create(pair=campaign.pairs.first(), annotator=user, label="relevant")
-    found, _ = sql.gold_answer(task_id, user.pk, real.uuid)
+    found, _ = gold_sql.gold_answer(task_id, user.pk, real.uuid)
     assert found.label_uses == real.pk
     judgements, gold_uses = sql.earlier_judgements(answers[1], real.pair_id, user.pk)
     assert gold_uses and [j.pk for j in judgements] == [real.pk]
@@ -614,25 +615,25 @@ def test_the_submit_and_gold_reads_match_the_orm(world):
         GoldJudgement.objects.create(gold_pair=gold, annotator=a, label=label)
     answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign, annotator=a)
     since = now - timedelta(hours=1)
-    assert sql.gold_queue_answers(campaign.pk, a.pk, "queue", since) == (
+    assert gold_sql.gold_queue_answers(campaign.pk, a.pk, "queue", since) == (
         answers.filter(created_at__gte=since).count(),
         answers.count(),
     )
-    evidence = sql.gold_evidence(campaign.pk, a.pk)
+    evidence = gold_sql.gold_evidence(campaign.pk, a.pk)
     assert (evidence.total, evidence.correct) == (
         answers.count(),
         answers.filter(label=F("gold_pair__label")).count(),
     )
     assert evidence.paused_at == AnnotatorStanding.objects.get(annotator=a).paused_at
-    gold_pairs, attempts = sql.qualification(campaign.pk, a.pk)
+    gold_pairs, attempts = gold_sql.qualification(campaign.pk, a.pk)
     assert (gold_pairs, attempts) == (len(golds), [])
 
     answered = {gold.task_id for gold in golds[:2]}
-    row = sql.gold_task(campaign.pk, a.pk, [])
+    row = gold_sql.gold_task(campaign.pk, a.pk, [])
     task, _, _ = sql.instances(sql.PAIR_ROW, row)
     assert task.pk in {gold.task_id for gold in golds} - answered
     assert row.untasked == GoldPair.objects.filter(campaign=campaign, task__isnull=True).count()
-    assert sql.gold_task(campaign.pk, a.pk, [task.pk]) is None
+    assert gold_sql.gold_task(campaign.pk, a.pk, [task.pk]) is None
 
 
 def test_live_labels_match_the_orm(world):
