@@ -106,25 +106,18 @@ class MeteorCorpus:
         return [self.words[w] for w in self.word_ids[start:end]]
 
 
-def prepare(
-    token_lists: Sequence[Sequence[str]],
-    *,
-    wordnet: Any = None,
-    stemmer: Any = None,
-) -> MeteorCorpus:
+def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
     """Precompute, once per caption, what METEOR needs (captions come pre-tokenised).
 
-    ``wordnet`` is a WordNet corpus reader (default ``nltk.corpus.wordnet``; in this project
-    call :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is downloaded) and
-    ``stemmer`` anything with ``stem(word)`` (default ``PorterStemmer()``, as in NLTK).
-    Like NLTK, a caption given as one string (not a token list) is a ``TypeError``.
+    Synonyms come from ``nltk.corpus.wordnet`` (in this project call
+    :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is downloaded) and
+    stems from NLTK's ``PorterStemmer()``. Like NLTK, a caption given as one string (not a
+    token list) is a ``TypeError``.
     """
-    if wordnet is None:
-        from nltk.corpus import wordnet
-    if stemmer is None:
-        from nltk.stem.porter import PorterStemmer
+    from nltk.corpus import wordnet
+    from nltk.stem.porter import PorterStemmer
 
-        stemmer = PorterStemmer()
+    stemmer = PorterStemmer()
 
     word_index: dict[str, int] = {}
     key_index: dict[tuple[int, int], int] = {}
