@@ -448,10 +448,6 @@ def _run(
                 bar.update(task.pairs)
 
 
-def _params(alpha: float, beta: float, gamma: float) -> tuple[float, float, float]:
-    return (float(alpha), float(beta), float(gamma))
-
-
 def meteor_matrix(
     corpus: MeteorCorpus,
     references: np.ndarray | None = None,
@@ -460,9 +456,6 @@ def meteor_matrix(
     workers: int = 0,
     progress: bool = False,
     dtype: Any = np.float64,
-    alpha: float = ALPHA,
-    beta: float = BETA,
-    gamma: float = GAMMA,
 ) -> np.ndarray:
     """METEOR of every (reference, hypothesis) caption pair: [len(references), len(hypotheses)].
 
@@ -492,7 +485,7 @@ def meteor_matrix(
     def deliver(rows: np.ndarray, scores: np.ndarray) -> None:
         out[rows] = scores
 
-    state = {"corpus": corpus, "hyps": hyps, "params": _params(alpha, beta, gamma), "dtype": dtype}
+    state = {"corpus": corpus, "hyps": hyps, "params": (ALPHA, BETA, GAMMA), "dtype": dtype}
     _run(tasks, state, workers, progress, deliver)
     return out
 
@@ -503,10 +496,6 @@ def meteor_pairs(
     hypotheses: np.ndarray,
     *,
     workers: int = 1,
-    progress: bool = False,
-    alpha: float = ALPHA,
-    beta: float = BETA,
-    gamma: float = GAMMA,
 ) -> np.ndarray:
     """METEOR of the pairs (``references[p]``, ``hypotheses[p]``) of caption indices: float64 [P].
 
@@ -536,8 +525,8 @@ def meteor_pairs(
     def deliver(positions: np.ndarray, scores: np.ndarray) -> None:
         out[positions] = scores
 
-    state = {"corpus": corpus, "params": _params(alpha, beta, gamma)}
-    _run(tasks, state, workers, progress, deliver)
+    state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA)}
+    _run(tasks, state, workers, False, deliver)
     return out
 
 
