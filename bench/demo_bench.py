@@ -8,11 +8,9 @@ Runs against a temporary SQLite database and media root, never the project's own
 import argparse
 import os
 import time
-from pathlib import Path
 
 from harness import temporary_django
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 120.0
 
 

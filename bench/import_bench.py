@@ -13,7 +13,6 @@ from pathlib import Path
 
 from harness import temporary_django
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 60.0
 VOCABULARY = (
     "a man woman dog cat child person cooks runs jumps opens closes slices pours a the red "

@@ -107,9 +107,9 @@ def users_with(permission: str):
     return get_user_model().objects.with_perm(permission)
 
 
-def require(user, permission: str, message: str = "You may not do this.", obj=None) -> None:
+def require(user, permission: str, message: str = "You may not do this.") -> None:
     """Raise PermissionDenied (403) unless :func:`has_perm`."""
-    if not has_perm(user, permission, obj):
+    if not has_perm(user, permission):
         raise PermissionDenied(message)
 
 

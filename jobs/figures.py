@@ -22,7 +22,7 @@ import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Generic, TypeVar
 
 from django.utils import timezone
@@ -41,9 +41,6 @@ class Figure(Generic[T]):
     computed_at: datetime
     seconds: float
     current: bool
-
-    def age(self, now: datetime | None = None) -> timedelta:
-        return (now or timezone.now()) - self.computed_at
 
 
 def fingerprint(*parts: object) -> str:
@@ -103,9 +100,3 @@ def exact(kind: str, subject: str, inputs: str, compute: Callable[[], T]) -> Fig
     stored (for figures of inputs that do not change once made, such as a label set)."""
     found = stored(kind, subject, inputs)
     return found if found is not None and found.current else store(kind, subject, inputs, compute)
-
-
-def forget(kind: str, subject_prefix: str = "") -> int:
-    """Drop the stored figures of ``kind`` whose subject starts with ``subject_prefix``."""
-    deleted, _ = StoredFigure.objects.filter(kind=kind, subject__startswith=subject_prefix).delete()
-    return deleted

@@ -8,29 +8,9 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from annotation.judging.statements import MODELS, WITH_CAPTION_AND_VIDEO
+from annotation.judging.statements import MODELS
 from config.backends import backend
 from config.raw_sql import Statement
-
-
-class ExportRow(NamedTuple):
-    """One live label of a pair (or the pair alone when unlabelled), as exports read it."""
-
-    pair_id: int
-    campaign_id: int
-    pool_row: int
-    status: str
-    adjudicated: str
-    caption_id: int
-    caption_key: str
-    caption_text: str
-    video_key: str
-    annotator_id: int | None
-    label: str | None
-    seconds: float | None
-    created_at: object
-    uuid: object
-    auto_label: str
 
 
 class ExportLabelRow(NamedTuple):
@@ -77,21 +57,17 @@ class ExportRawRow(NamedTuple):
     created_us: int
 
 
-EXPORT_KINDS = ("all", "labels", "responses", "pairs", "raw")
-"""What an export reads (:data:`EXPORT_ROWS`' variants): ``all`` every column (no campaign
-filter), ``labels`` / ``responses`` the pair formats' columns, ``pairs`` one row per pair
-for qrels, ``raw`` the labels alone with their times as numbers."""
+EXPORT_KINDS = ("labels", "responses", "pairs", "raw")
+"""What an export reads (:data:`EXPORT_ROWS`' variants): ``labels`` / ``responses`` the pair
+formats' columns, ``pairs`` one row per pair for qrels, ``raw`` the labels alone with their
+times as numbers."""
 
 EXPORT_ROW_TYPES = {
-    "all": ExportRow,
     "labels": ExportLabelRow,
     "responses": ExportResponseRow,
     "pairs": ExportPairRow,
     "raw": ExportRawRow,
 }
-
-EXPORT_COLUMNS = ExportRow._fields
-"""The columns of :data:`EXPORT_ROWS` (its ``all`` variant), in select order."""
 
 
 def _export_rows_text(kind: str) -> str:
@@ -99,23 +75,24 @@ def _export_rows_text(kind: str) -> str:
     columns its formats print, since fetching and converting unused columns (the caption
     text for qrels, the times for every format but raw) was most of an export's time.
 
-    The kinds an export reads name the caption and video by id, not by key and text: the
-    export reads the videos once and each window's captions beside the window
+    The kinds name the caption and video by id, not by key and text: the export reads the videos once and each window's captions beside the window
     (``annotation.campaign_read.exports._WindowCaptions``). Joining them here hashed the
     dataset's 55,288 captions for every window and carried each caption's text on every
     label row, so the window's sort spilled to disk with PostgreSQL's default 4 MB
     ``work_mem``: 61 ms a 20,000-pair window, 29 ms without the joins (FIRE scale,
     ``bench/export_bench.py``)."""
     pair = "p.{pair.id} AS pair_id"
-    where = "WHERE p.{pair.id} >= %(low)s AND p.{pair.id} < %(high)s"
-    if kind != "all":
-        where += " AND p.{pair.campaign} = %(campaign)s"
-    live = "j.{judgement.pair} = p.{pair.id} AND j.{judgement.undone_at} IS NULL"
-    if kind != "all":
-        # The window again, on the labels: PostgreSQL then reads the window's labels by
-        # their pair index instead of scanning every label of every campaign per window
-        # (190 ms a window, 5 of a FIRE-scale export's 9 s).
-        live += " AND j.{judgement.pair} >= %(low)s AND j.{judgement.pair} < %(high)s"
+    where = (
+        "WHERE p.{pair.id} >= %(low)s AND p.{pair.id} < %(high)s"
+        " AND p.{pair.campaign} = %(campaign)s"
+    )
+    # The window again, on the labels: PostgreSQL then reads the window's labels by their
+    # pair index instead of scanning every label of every campaign per window (190 ms a
+    # window, 5 of a FIRE-scale export's 9 s).
+    live = (
+        "j.{judgement.pair} = p.{pair.id} AND j.{judgement.undone_at} IS NULL"
+        " AND j.{judgement.pair} >= %(low)s AND j.{judgement.pair} < %(high)s"
+    )
     order = "ORDER BY p.{pair.id}, j.{judgement.created_at}, j.{judgement.id}"
     ids = "p.{pair.caption} AS caption_id, p.{pair.video} AS video_id"
     if kind == "pairs":
@@ -130,21 +107,6 @@ def _export_rows_text(kind: str) -> str:
             "j.{judgement.seconds_played} AS seconds_played, "
             f"{backend().epoch_microseconds('j.{judgement.created_at}')} AS created_us FROM {{pair}} p"
             f"\nJOIN {{judgement}} j ON {live}\n{where} {order}"
-        )
-    if kind == "all":
-        columns = (
-            f"{pair}, p.{{pair.campaign}} AS campaign_id, p.{{pair.pool_row}} AS pool_row, "
-            "p.{pair.status} AS status, p.{pair.adjudicated} AS adjudicated, "
-            "p.{pair.caption} AS caption_id, c.{caption.key} AS caption_key, "
-            "c.{caption.text} AS caption_text, v.{video.key} AS video_key, "
-            "j.{judgement.annotator} AS annotator_id, j.{judgement.label} AS label, "
-            "j.{judgement.seconds} AS seconds, j.{judgement.created_at} AS created_at, "
-            "j.{judgement.uuid} AS uuid, p.{pair.auto_label} AS auto_label"
-        )
-        return (
-            f"SELECT {columns} FROM {{pair}} p"
-            + WITH_CAPTION_AND_VIDEO
-            + f"\nLEFT JOIN {{judgement}} j ON {live}\n{where} {order}"
         )
     columns = (
         f"{pair}, p.{{pair.pool_row}} AS pool_row, p.{{pair.status}} AS status, "
@@ -164,18 +126,14 @@ EXPORT_ROWS = Statement(
 )
 """Rows of the pairs with ids in ``[%(low)s, %(high)s)``, pairs in id order and each pair's
 labels in the order given: one row per live label (or one per unlabelled pair; ``raw``:
-labels only, ``pairs``: one per pair). ``all`` returns every campaign's pairs in the window
-(the caller keeps its own); the other kinds only those of ``%(campaign)s``."""
+labels only, ``pairs``: one per pair), of ``%(campaign)s`` only."""
 
 
-def export_rows(low: int, high: int, kind: str = "all", campaign: int | None = None) -> list[tuple]:
-    """The rows of :data:`EXPORT_ROWS` for the id window ``[low, high)`` (of ``campaign``
-    unless ``kind`` is ``all``), as plain tuples in the kind's row type's field order: read
-    them with ``reader(EXPORT_ROW_TYPES[kind]._fields, ...)``."""
-    params: dict[str, object] = {"low": low, "high": high}
-    if kind != "all":
-        params["campaign"] = campaign
-    return EXPORT_ROWS.plain_rows(params, kind=kind)
+def export_rows(low: int, high: int, kind: str, campaign: int) -> list[tuple]:
+    """The rows of :data:`EXPORT_ROWS` for ``campaign``'s id window ``[low, high)``, as plain
+    tuples in the kind's row type's field order: read them with
+    ``reader(EXPORT_ROW_TYPES[kind]._fields, ...)``."""
+    return EXPORT_ROWS.plain_rows({"low": low, "high": high, "campaign": campaign}, kind=kind)
 
 
 def export_windows(

@@ -288,10 +288,10 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
         low, size = low + size, BATCH
 
 
-def _window_rows(campaign: Campaign, kind: str, status: str | None = None) -> Iterator[list[tuple]]:
+def _window_rows(campaign: Campaign, kind: str) -> Iterator[list[tuple]]:
     """The campaign's rows of :data:`annotation.campaign_read.export_rows.EXPORT_ROWS` (variant
     ``kind``), one list per id window (read ahead, :func:`~annotation.campaign_read.export_rows.export_windows`)."""
-    return export_rows.export_windows(_windows(campaign, status), kind, campaign.pk)
+    return export_rows.export_windows(_windows(campaign), kind, campaign.pk)
 
 
 class _WindowCaptions:

@@ -12,7 +12,7 @@ relevant".
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import rankdata
@@ -32,9 +32,6 @@ class ProxyAgreement:
     alpha: float | None
     predicted_relevant: int
     note: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:

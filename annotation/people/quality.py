@@ -240,13 +240,12 @@ def judgement_seconds(
     annotator_index: np.ndarray,
     times: np.ndarray | None = None,
     seconds: np.ndarray | None = None,
-    break_seconds: float = BREAK_SECONDS,
 ) -> np.ndarray:
     """Working seconds behind each label: NaN where unknown or a break.
 
     A label's time is its recorded ``seconds`` where finite, otherwise the gap since the
-    same annotator's previous submission (``times``); a time over ``break_seconds`` is a
-    break, not work, and is left out (NaN).
+    same annotator's previous submission (``times``); a time over :data:`BREAK_SECONDS` is
+    a break, not work, and is left out (NaN).
     """
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
     spent = np.full(annotator_index.shape, np.nan)
@@ -261,7 +260,7 @@ def judgement_seconds(
         seconds = np.asarray(seconds, dtype=np.float64)
         spent = np.where(np.isfinite(seconds), seconds, spent)
     with np.errstate(invalid="ignore"):
-        return np.where(spent <= break_seconds, spent, np.nan)
+        return np.where(spent <= BREAK_SECONDS, spent, np.nan)
 
 
 def _time_order(annotator_index: np.ndarray, times: np.ndarray | None) -> np.ndarray:

@@ -325,7 +325,7 @@ def _arguments(doc: Any, verb: Any) -> list[_Argument]:
     return arguments
 
 
-def _coordinated(doc: Any, verbs: list[Any], own: dict[int, list[_Argument]]) -> None:
+def _coordinated(verbs: list[Any], own: dict[int, list[_Argument]]) -> None:
     """Share the subject (and, for "peel and chop X", the object) across conjoined verbs."""
     for verb in verbs:
         if verb.dep_ != "conj" or verb.head.i not in own:
@@ -363,7 +363,7 @@ def role_graph(doc: Any) -> RoleGraph:
     """The role graph of one parsed caption (a spaCy ``Doc``)."""
     verbs = [token for token in doc if _is_predicate(token)]
     own = {verb.i: _arguments(doc, verb) for verb in verbs}
-    _coordinated(doc, verbs, own)
+    _coordinated(verbs, own)
 
     def node(index: int, kind: str, start: int, end: int) -> RoleNode:
         span = doc[start:end]

@@ -599,12 +599,9 @@ def extract_clips_features(
     return out
 
 
-def extract_features(
-    path: str | Path, *, device: str | torch.device = "cpu", span: Span | None = None
-) -> np.ndarray:
-    """The FEATURE_DIM float32 feature vector of the video file at ``path`` (or of its
-    segment ``span``)."""
-    return extract_video(path, device=device, span=span)[0]
+def extract_features(path: str | Path, *, device: str | torch.device = "cpu") -> np.ndarray:
+    """The FEATURE_DIM float32 feature vector of the whole video file at ``path``."""
+    return extract_video(path, device=device)[0]
 
 
 def extract_video(

@@ -27,15 +27,6 @@ class LabelStatus(enum.IntEnum):
         """The name shown in pages, files and ``Pair.status``: ``"relevant"``, ..."""
         return self.name.lower()
 
-    @classmethod
-    def from_label(cls, name: str) -> "LabelStatus":
-        """The status called ``name``; ValueError names the known ones."""
-        try:
-            return cls[name.strip().upper()]
-        except KeyError:
-            known = ", ".join(status.label for status in cls)
-            raise ValueError(f"unknown label {name.strip()!r}; expected one of {known}") from None
-
 
 RELEVANT, IRRELEVANT = LabelStatus.RELEVANT, LabelStatus.IRRELEVANT
 DISAGREEMENT, PENDING = LabelStatus.DISAGREEMENT, LabelStatus.PENDING

@@ -72,17 +72,15 @@ def _english_stop_words() -> frozenset[str]:
 
 
 def parse_captions(
-    texts: Sequence[str], *, nlp=None, batch_size: int = 512, progress=None
+    texts: Sequence[str], *, batch_size: int = 512, progress=None
 ) -> list[CaptionTerms]:
-    """Parse captions in batches with ``nlp.pipe``; identical texts are parsed once.
-
-    ``nlp`` defaults to the project's spaCy pipeline; ``progress`` (optional) is called
-    with the number of unique texts parsed so far.
+    """Parse captions in batches with the project's spaCy pipeline; identical texts are
+    parsed once. ``progress`` (optional) is called with the number of unique texts parsed
+    so far.
     """
-    if nlp is None:
-        from retrieval.encoders.text import load_spacy
+    from retrieval.encoders.text import load_spacy
 
-        nlp = load_spacy()
+    nlp = load_spacy()
     unique = list(dict.fromkeys(texts))
     parsed: dict[str, CaptionTerms] = {}
     for number, doc in enumerate(nlp.pipe(unique, batch_size=batch_size), start=1):

@@ -106,25 +106,18 @@ class MeteorCorpus:
         return [self.words[w] for w in self.word_ids[start:end]]
 
 
-def prepare(
-    token_lists: Sequence[Sequence[str]],
-    *,
-    wordnet: Any = None,
-    stemmer: Any = None,
-) -> MeteorCorpus:
+def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
     """Precompute, once per caption, what METEOR needs (captions come pre-tokenised).
 
-    ``wordnet`` is a WordNet corpus reader (default ``nltk.corpus.wordnet``; in this project
-    call :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is downloaded) and
-    ``stemmer`` anything with ``stem(word)`` (default ``PorterStemmer()``, as in NLTK).
-    Like NLTK, a caption given as one string (not a token list) is a ``TypeError``.
+    Synonyms come from ``nltk.corpus.wordnet`` (in this project call
+    :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is downloaded) and
+    stems from NLTK's ``PorterStemmer()``. Like NLTK, a caption given as one string (not a
+    token list) is a ``TypeError``.
     """
-    if wordnet is None:
-        from nltk.corpus import wordnet
-    if stemmer is None:
-        from nltk.stem.porter import PorterStemmer
+    from nltk.corpus import wordnet
+    from nltk.stem.porter import PorterStemmer
 
-        stemmer = PorterStemmer()
+    stemmer = PorterStemmer()
 
     word_index: dict[str, int] = {}
     key_index: dict[tuple[int, int], int] = {}
@@ -455,10 +448,6 @@ def _run(
                 bar.update(task.pairs)
 
 
-def _params(alpha: float, beta: float, gamma: float) -> tuple[float, float, float]:
-    return (float(alpha), float(beta), float(gamma))
-
-
 def meteor_matrix(
     corpus: MeteorCorpus,
     references: np.ndarray | None = None,
@@ -467,9 +456,6 @@ def meteor_matrix(
     workers: int = 0,
     progress: bool = False,
     dtype: Any = np.float64,
-    alpha: float = ALPHA,
-    beta: float = BETA,
-    gamma: float = GAMMA,
 ) -> np.ndarray:
     """METEOR of every (reference, hypothesis) caption pair: [len(references), len(hypotheses)].
 
@@ -499,7 +485,7 @@ def meteor_matrix(
     def deliver(rows: np.ndarray, scores: np.ndarray) -> None:
         out[rows] = scores
 
-    state = {"corpus": corpus, "hyps": hyps, "params": _params(alpha, beta, gamma), "dtype": dtype}
+    state = {"corpus": corpus, "hyps": hyps, "params": (ALPHA, BETA, GAMMA), "dtype": dtype}
     _run(tasks, state, workers, progress, deliver)
     return out
 
@@ -510,10 +496,6 @@ def meteor_pairs(
     hypotheses: np.ndarray,
     *,
     workers: int = 1,
-    progress: bool = False,
-    alpha: float = ALPHA,
-    beta: float = BETA,
-    gamma: float = GAMMA,
 ) -> np.ndarray:
     """METEOR of the pairs (``references[p]``, ``hypotheses[p]``) of caption indices: float64 [P].
 
@@ -543,8 +525,8 @@ def meteor_pairs(
     def deliver(positions: np.ndarray, scores: np.ndarray) -> None:
         out[positions] = scores
 
-    state = {"corpus": corpus, "params": _params(alpha, beta, gamma)}
-    _run(tasks, state, workers, progress, deliver)
+    state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA)}
+    _run(tasks, state, workers, False, deliver)
     return out
 
 

@@ -39,13 +39,9 @@ def incidence(
 
 
 def group_sets(
-    captions: sparse.csr_matrix,
-    group_of: np.ndarray,
-    n_groups: int,
-    *,
-    min_share: float = VIDEO_WORD_SHARE,
+    captions: sparse.csr_matrix, group_of: np.ndarray, n_groups: int
 ) -> sparse.csr_matrix:
-    """Each group's (video's) set: words in at least ``min_share`` of its captions.
+    """Each group's (video's) set: words in at least :data:`VIDEO_WORD_SHARE` of its captions.
 
     A group of one caption keeps that caption's set; a group without captions is empty.
     """
@@ -57,7 +53,7 @@ def group_sets(
     counts = (membership @ captions).tocsr()
     sizes = np.bincount(group_of, minlength=n_groups).astype(np.float64)
     rows = np.repeat(np.arange(n_groups), np.diff(counts.indptr))
-    keep = counts.data >= min_share * sizes[rows] - 1e-9
+    keep = counts.data >= VIDEO_WORD_SHARE * sizes[rows] - 1e-9
     kept = sparse.csr_matrix(
         (np.ones(int(keep.sum()), dtype=np.float32), (rows[keep], counts.indices[keep])),
         shape=counts.shape,

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import sparse
 
 from .captions import PARTS_OF_SPEECH, CaptionTerms, normalise_text
-from .overlap import VIDEO_WORD_SHARE, group_sets, incidence, iou_matrix
+from .overlap import group_sets, incidence, iou_matrix
 
 PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
 """alpha^p of Eq. 7-8: verbs and nouns weighted equally (Wray et al., CVPR 2021, §5)."""
@@ -106,14 +106,12 @@ def caption_set_matrix(
 def video_set_matrix(
     families: Mapping[str, tuple[float, Sequence[frozenset[str]]]],
     items: TextItems,
-    *,
-    min_share: float = VIDEO_WORD_SHARE,
 ) -> np.ndarray:
     """S(video, text item) for a word-set proxy: 25%-rule video sets against each text."""
     total = np.zeros((items.n_videos, items.n_texts), dtype=np.float32)
     for weight, sets in families.values():
         captions, _ = incidence(sets)
-        videos = group_sets(captions, items.caption_video, items.n_videos, min_share=min_share)
+        videos = group_sets(captions, items.caption_video, items.n_videos)
         texts = captions[items.representative]
         total += iou_matrix(videos, texts) * np.float32(weight)
     return with_owners(total, items)

@@ -463,18 +463,9 @@ def to_dict(score: DirectionalScore) -> dict:
     return {"nDCG": score.mean, "v2t": score.v2t, "t2v": score.t2v}
 
 
-def proxy_table(
-    dataset: Dataset,
-    *,
-    proxies: Sequence[str] = PROXIES,
-    split: str = "test",
-    dedupe: bool = False,
-    gain: str = "linear",
-    models: Sequence[RetrievalModel] | None = None,
-    progress: bool = False,
-    cache_only: bool = False,
-) -> dict:
-    """Every model's nDCG under each proxy (and the exhaustive truth on the demo world).
+def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = False) -> dict:
+    """Every model's nDCG (linear gain, captions not deduplicated) under each proxy (and the
+    exhaustive truth on the demo world).
 
     With ``cache_only`` proxies whose matrices are not cached are listed under
     ``missing`` instead of computed.
@@ -483,25 +474,19 @@ def proxy_table(
     truth gives: how well the proxy ranks models (Wray et al., CVPR 2021, compare models
     under each proxy in §5.3 and check the proxies against human rankings in Appendix A).
     """
-    models = list(models if models is not None else dataset.models.order_by("name"))
+    models = list(dataset.models.order_by("name"))
     try:
         captions = split_captions(dataset, split)
-        frame = relevance_frame(
-            dataset, ProxyOptions(PROXIES[0], split=split, dedupe=dedupe), captions
-        )
+        frame = relevance_frame(dataset, ProxyOptions(PROXIES[0], split=split), captions)
     except ProxyError as exc:
         return {"dataset": dataset.name, "split": split, "error": str(exc), "proxies": [],
                 "missing": [], "models": [], "errors": [], "has_truth": False,
                 "kendall_tau_vs_truth": {}, "videos": 0, "texts": 0}  # fmt: skip
     relevances: dict[str, ProxyRelevance] = {}
     missing = []
-    for proxy in proxies:
+    for proxy in PROXIES:
         relevance = proxy_relevance(
-            dataset,
-            ProxyOptions(proxy, split=split, dedupe=dedupe),
-            progress=progress,
-            cache_only=cache_only,
-            captions=captions,
+            dataset, ProxyOptions(proxy, split=split), cache_only=cache_only, captions=captions
         )
         if relevance is None:
             missing.append(proxy)
@@ -520,12 +505,10 @@ def proxy_table(
         row = {"model": model.name, "kind": similarity.kind, "note": similarity.note, "scores": {}}
         for proxy, rel in relevances.items():
             row["scores"][proxy] = to_dict(
-                score_similarity(model.name, similarity, rel.matrix, gain=gain).ndcg
+                score_similarity(model.name, similarity, rel.matrix).ndcg
             )
         if truth is not None:
-            row["scores"]["truth"] = to_dict(
-                score_similarity(model.name, similarity, truth, gain=gain).ndcg
-            )
+            row["scores"]["truth"] = to_dict(score_similarity(model.name, similarity, truth).ndcg)
         rows.append(row)
     agreement = {}
     if truth is not None and len(rows) >= 2:
@@ -536,8 +519,8 @@ def proxy_table(
     return {
         "dataset": dataset.name,
         "split": split,
-        "dedupe_captions": dedupe,
-        "gain": gain,
+        "dedupe_captions": False,
+        "gain": "linear",
         "proxies": list(proxies),
         "missing": missing,
         "videos": int(len(frame.video_ids)),

@@ -143,9 +143,9 @@ class LeskSynsets:
     cached by (lemma, part of speech, those words): repeated phrasing costs one lookup.
     """
 
-    def __init__(self, wordnet=None) -> None:
-        if wordnet is None:
-            from nltk.corpus import wordnet
+    def __init__(self) -> None:
+        from nltk.corpus import wordnet
+
         self.wordnet = wordnet
         self._candidates: dict[tuple[str, str], tuple[list[str], list[frozenset[str]]]] = {}
         self._vocabulary: dict[tuple[str, str], frozenset[str]] = {}
@@ -178,7 +178,6 @@ def caption_synsets(
     *,
     dataset_classes: Sequence[Mapping[str, Sequence]] | None = None,
     class_maps: Mapping[str, ClassMap] | None = None,
-    wordnet=None,
 ) -> dict[str, list[frozenset[str]]]:
     """Per part of speech, each caption's set of synset/class ids.
 
@@ -207,7 +206,7 @@ def caption_synsets(
                     ids.add(f"file:{found}" if found is not None else f"word:{lemma}")
                     continue
                 if lesk is None:
-                    lesk = LeskSynsets(wordnet)
+                    lesk = LeskSynsets()
                 sense = lesk.sense(lemma, WORDNET_POS[part], caption.tokens)
                 ids.add(f"wn:{sense}" if sense is not None else f"word:{lemma}")
             sets.append(frozenset(ids))

@@ -236,7 +236,7 @@ def _mark(cell: Cell) -> str:
     return "best" if cell.best else ("tied" if cell.tied else "")
 
 
-def csv_header(board: Leaderboard) -> list[str]:
+def csv_header() -> list[str]:
     header = ["run", "model", "pooled", JUDGED]
     for block in BLOCKS:
         for m in SCORE_METRICS:
@@ -266,7 +266,7 @@ def _labels_columns(row: Row) -> list[float | str]:
 def to_csv(board: Leaderboard) -> str:
     """One line per run, raw fractions (MedR a rank), blank where unknown; names that a
     spreadsheet would run as formulas are neutralised (:mod:`retrieval.formats.csv_safety`)."""
-    lines = [csv_line(csv_header(board))]
+    lines = [csv_line(csv_header())]
     for row in board.rows:
         line = [row.run, row.model, pooled_text(row.pooled), _number(row.judged)]
         for block in BLOCKS:

@@ -41,26 +41,21 @@ FIRST_POSITIVE_MEDIAN = "first positive: median rank"
 FIRST_POSITIVE_FOUND = "first positive: found share"
 
 
-def metric_names(
-    ks: Sequence[int] = DEFAULT_KS, *, ndcg_k: int = 10, judged_k: int = 10
-) -> tuple[str, ...]:
-    """The keys of ``mean_scores(evaluate(j, ks, ndcg_k=..., judged_k=...), ...)``, in order."""
-    return (
-        *(f"C@{k}" for k in ks),
-        *(f"R@{k}" for k in ks),
-        "AP",
-        "FIRE-AP",
-        f"nDCG@{ndcg_k}",
-        f"Judged@{judged_k}",
-        "bpref",
-        "AP'",
-        FIRST_POSITIVE_MEAN,
-        FIRST_POSITIVE_MEDIAN,
-        FIRST_POSITIVE_FOUND,
-    )
-
-
-METRIC_NAMES = metric_names()
+METRIC_NAMES: tuple[str, ...] = (
+    *(f"C@{k}" for k in DEFAULT_KS),
+    *(f"R@{k}" for k in DEFAULT_KS),
+    "AP",
+    "FIRE-AP",
+    "nDCG@10",
+    "Judged@10",
+    "bpref",
+    "AP'",
+    FIRST_POSITIVE_MEAN,
+    FIRST_POSITIVE_MEDIAN,
+    FIRST_POSITIVE_FOUND,
+)
+"""The keys of ``mean_scores(evaluate(j), ...)`` (the default ``ks``, ``ndcg_k`` and
+``judged_k``), in order."""
 
 
 @dataclass(frozen=True)

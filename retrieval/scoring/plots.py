@@ -93,14 +93,13 @@ def bar_chart(
     x_label: str = "",
     y_label: str = "",
     y_max: float | None = None,
-    description: str = "",
 ) -> str:
     """Grouped vertical bars: one group per category, one bar per series."""
     top = _axis_top(series, y_max)
     n = max(len(categories), 1)
     group_w = PLOT_W / n
     bar_w = group_w * 0.8 / max(len(series), 1)
-    parts = _open(title, description or title, _legend(series))
+    parts = _open(title, title, _legend(series))
     parts.extend(_grid(y_label, top))
     # Name every category whose name fits its group, else every second (third...) one.
     widest = max((text_width(str(c)) for c in categories), default=0.0)

@@ -307,7 +307,6 @@ def table_cell(corrected: float, original: float | None) -> str:
 class FileInputs:
     """Runs and qrels read from TREC files, on shared integer ids."""
 
-    query_keys: list[str]
     runs: dict[str, np.ndarray]
     corrected: Qrels
     original: Qrels | None
@@ -358,7 +357,6 @@ def read_trec_inputs(
         item_ids, _ = trec.to_arrays(run.rankings, query_keys, docnos, max(depth, 1))
         runs[run.run_id] = item_ids
     return FileInputs(
-        query_keys,
         runs,
         qrels_of(corrected_map),
         qrels_of(original_map) if original_map is not None else None,

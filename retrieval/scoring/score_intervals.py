@@ -128,13 +128,10 @@ def interval_metrics(ks: Sequence[int] = metrics.DEFAULT_KS, ndcg_k: int = 10) -
     return (*(f"C@{k}" for k in ks), "AP", f"nDCG@{ndcg_k}")
 
 
-def exact_intervals(
-    means: Mapping[str, float], names: Sequence[str] | None = None
-) -> dict[str, ScoreInterval]:
-    """Point intervals (every label certain, nothing unjudged) for the ``names`` of ``means``
-    (by default each C@K, AP and nDCG it holds)."""
-    if names is None:
-        names = [name for name in means if name == "AP" or name.startswith(("C@", "nDCG@"))]
+def exact_intervals(means: Mapping[str, float]) -> dict[str, ScoreInterval]:
+    """Point intervals (every label certain, nothing unjudged) for each C@K, AP and nDCG of
+    ``means``."""
+    names = [name for name in means if name == "AP" or name.startswith(("C@", "nDCG@"))]
     return {name: ScoreInterval(name, means[name], means[name], means[name]) for name in names}
 
 

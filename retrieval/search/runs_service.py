@@ -62,20 +62,19 @@ def store_run(
     *,
     videos: KeyIndex | None = None,
     metadata: dict | None = None,
-    replace: bool = True,
 ) -> Run:
-    """Save ``lists`` (caption and video primary keys) as the run ``name`` of ``model``."""
+    """Save ``lists`` (caption and video primary keys) as the run ``name`` of ``model``,
+    replacing an earlier run of that name."""
     videos = videos or KeyIndex.videos(model.dataset)
     lists = in_trec_order(lists, videos)
-    if replace:
-        try:
-            Run.objects.filter(dataset=model.dataset, name=name).delete()
-        except ProtectedError:
-            raise ValueError(
-                f"run {name!r} of {model.dataset.name!r} is in use (pooled into a judging "
-                "campaign), so it is kept and not replaced; register the model under a new "
-                "name to search again"
-            ) from None
+    try:
+        Run.objects.filter(dataset=model.dataset, name=name).delete()
+    except ProtectedError:
+        raise ValueError(
+            f"run {name!r} of {model.dataset.name!r} is in use (pooled into a judging "
+            "campaign), so it is kept and not replaced; register the model under a new "
+            "name to search again"
+        ) from None
     return Run.objects.create(
         model=model,
         dataset=model.dataset,

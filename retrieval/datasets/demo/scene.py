@@ -54,7 +54,6 @@ BACKGROUNDS: tuple[str, ...] = ("plain", "stripes", "grass")
 DIRECTIONAL_MOTIONS: frozenset[str] = frozenset({"left", "right", "up", "down"})
 MOVING = "moving"
 """Motion value an assertion may state meaning "any motion but still"."""
-RELATIONS: tuple[str, ...] = ("and", "past", "while")
 MAX_OBJECTS = 3
 
 # Geometry, in units of the frame side (the frame is the unit square, y pointing down).

@@ -15,7 +15,6 @@ from django.db import connection, connections, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
-from annotation.campaign_read import export_rows
 from annotation.gold import statements as gold_sql
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, queue, submit
@@ -153,49 +152,6 @@ def test_judgement_keys_match_the_orm(world, packed, contiguous):
         ).values_list("pair_id", "label", "annotator_id", "seconds")
     )
     assert got == expected and len(got) == 2
-
-
-EXPORTED = (
-    *("pair_id", "campaign_id", "pool_row", "status", "adjudicated", "caption_id"),
-    *("caption_key", "caption_text", "video_key", "annotator_id", "label", "seconds"),
-    *("created_at", "uuid", "auto_label"),
-)
-
-
-def test_export_rows_match_the_orm(world):
-    campaign, _ = world
-    Judgement.objects.filter(pk=Judgement.objects.first().pk).update(seconds=None)
-    pairs = list(Pair.objects.filter(campaign=campaign).select_related("caption", "video"))
-    low, high = pairs[0].pk, pairs[-1].pk + 1
-    expected = []
-    for pair in sorted(pairs, key=lambda p: p.pk):
-        common = (
-            pair.pk,
-            pair.campaign_id,
-            pair.pool_row,
-            pair.status,
-            pair.adjudicated,
-            pair.caption_id,
-            pair.caption.key,
-            pair.caption.text,
-            pair.video.key,
-        )
-        judgements = Judgement.objects.filter(pair=pair, undone_at__isnull=True).order_by(
-            "created_at", "pk"
-        )
-        for j in judgements:
-            labelled = (j.annotator_id, j.label, j.seconds, j.created_at, str(j.uuid))
-            expected.append((*common, *labelled, pair.auto_label))
-        if not judgements:
-            expected.append((*common, None, None, None, None, None, pair.auto_label))
-    read = sql.reader(export_rows.EXPORT_COLUMNS, *EXPORTED)
-    got = []
-    for row in export_rows.export_rows(low, high):
-        *values, created, response, auto_label = read(row)
-        created = created and sql.aware_time(created)
-        got.append((*values, created, response and sql.uuid_text(response), auto_label))
-    assert got == expected
-    assert sum(row[9] is not None for row in got) == 2
 
 
 def test_insert_writes_named_columns_and_leaves_the_rest_to_defaults(world):
