@@ -171,7 +171,7 @@ class Pacer:
 pacer = Pacer()
 
 
-def request_refresh(campaign, judgement_id: int, now: datetime | None = None) -> bool:
+def request_refresh(campaign) -> bool:
     """After a label is stored (in its transaction): once it commits, note that the
     campaign's figures must follow it (:class:`Pacer` queues the refresh when due). Whether
     noted (not when the figures' jobs are turned off, as in tests)."""

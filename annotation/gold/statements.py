@@ -69,39 +69,6 @@ def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[Qualif
     return int(found[0].gold_pairs), attempts
 
 
-class GoldQueueAnswers(NamedTuple):
-    today: int
-    total: int
-
-
-GOLD_QUEUE_ANSWERS = statement(
-    "gold_queue_answers",
-    """
-    SELECT COALESCE(SUM(CASE WHEN a.{gold_judgement.created_at} >= %(since)s THEN 1 ELSE 0 END), 0)
-            AS today,
-        COUNT(*) AS total
-    FROM {gold_judgement} a JOIN {gold_pair} g ON g.{gold_pair.id} = a.{gold_judgement.gold_pair}
-    WHERE g.{gold_pair.campaign} = %(campaign)s AND a.{gold_judgement.annotator} = %(annotator)s
-      AND a.{gold_judgement.purpose} = %(purpose)s AND a.{gold_judgement.undone_at} IS NULL""",
-    GoldQueueAnswers,
-)
-"""How many gold pairs an annotator answered in a campaign's queue since a moment, and in all
-(answers not taken back)."""
-
-
-def gold_queue_answers(
-    campaign_id: int, annotator_id: int, purpose: str, since: datetime
-) -> tuple[int, int]:
-    params = {
-        "campaign": campaign_id,
-        "annotator": annotator_id,
-        "purpose": purpose,
-        "since": connection.ops.adapt_datetimefield_value(since),
-    }
-    (row,) = GOLD_QUEUE_ANSWERS.rows(params)
-    return int(row.today), int(row.total)
-
-
 def _gold_task_text(excluded: int) -> str:
     """A random gold task of ``%(campaign)s`` to serve ``%(annotator)s`` in the queue, with
     caption and video (:data:`PAIR_ROW`): one they have not answered there and do not hold,

@@ -414,11 +414,3 @@ def _feedback(gold: GoldPair, judgement: GoldJudgement) -> Feedback | None:
 def release(task: Pair, annotator) -> None:
     """Give back a gold task without an answer (an escalation): it may come again later."""
     pair_state.end_lease(task.pk, annotator.pk)
-
-
-def queue_answers(campaign: Campaign, annotator, since: datetime) -> tuple[int, int]:
-    """(today, total) of the annotator's queue answers on gold: progress counts them as
-    judgements, so a gold pair changes nothing the annotator can see."""
-    return gold_sql.gold_queue_answers(
-        campaign.pk, annotator.pk, GoldJudgement.Purpose.QUEUE.value, since
-    )

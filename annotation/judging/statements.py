@@ -14,7 +14,7 @@ only the bulk insert binds positions, generated from its column names). Rows com
 their named tuples, as plain tuples whose columns are read by name (:func:`reader`; for
 many rows), as numpy structured arrays whose fields are the aliases (:func:`array`), or as
 model instances (``raw_sql.instances``). Values the two backends return in different types
-are normalised here too (:func:`uuid_text`, :func:`aware_time`). The triggers that keep
+are normalised here too (:func:`aware_time`). The triggers that keep
 the tallies stay with their migrations (0004 on PostgreSQL, 0013 on SQLite).
 
 Statements whose rows become instances of several models at once (a lease with its pair,
@@ -833,14 +833,6 @@ def judgement_keys(
         "relevant": Judgement.Label.RELEVANT.value,
     }
     return array(JUDGEMENT_KEYS, params, dtype, packed=packed, contiguous=contiguous)
-
-
-def uuid_text(value: object) -> str:
-    """``8-4-4-4-12`` form of a UUID column (32 hex digits on SQLite, a UUID on PostgreSQL)."""
-    text = str(value).lower()
-    if len(text) == 32:
-        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-    return text
 
 
 def aware_time(value: object) -> datetime:

@@ -167,7 +167,7 @@ def _submit_gold(
             else:
                 standing.check_gold(campaign, annotator, got.evidence, now)
         if got.created:  # the annotator scores follow gold answers (no statement)
-            figures_due.request_refresh(campaign, got.judgement.pk, now)
+            figures_due.request_refresh(campaign)
     if got.gone:  # its lease ended above, committed; the answer has nowhere to go
         raise AssignmentError("not_found", "this pair is no longer in the campaign")
     return SubmitResult(
@@ -224,7 +224,7 @@ def _submit_label(
             # The adaptive policy's refit runs as a job once this commits, if it is due.
             label_models.request_refit(campaign, judgement.pk, now)
             # So do the campaign's stored figures (agreement, scores), paced by their cost.
-            figures_due.request_refresh(campaign, judgement.pk, now)
+            figures_due.request_refresh(campaign)
             created = True
             if _too_fast(seconds, played, campaign):
                 # too fast to have watched?

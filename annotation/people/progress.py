@@ -110,7 +110,7 @@ def _judged(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]
 
 def _gold_answers(ids: list[int], annotator, today: date) -> dict[int, tuple[int, int]]:
     """Campaign id -> (queue answers on gold today, in all): progress counts them as
-    judgements (see :func:`annotation.gold.tasks.queue_answers`)."""
+    judgements."""
     if not ids:
         return {}
     start = datetime.combine(today, time.min, tzinfo=UTC)

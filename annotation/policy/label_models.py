@@ -52,7 +52,7 @@ from annotation.policy import confusion
 from annotation.policy import rules as policy
 from config.batches import id_filters
 from jobs import runner
-from retrieval.label_sets.status import CODES, RELEVANT
+from retrieval.label_sets.status import RELEVANT
 
 REFIT_JOB = "refit-policy"
 """The job kind that refits a campaign (:mod:`annotation.policy.fit`)."""
@@ -325,11 +325,6 @@ def campaign_posteriors(
     pool_rows[rows["id"] - first_pair_id] = rows["pool_row"]
     prior = prior_of(stored_priors(campaign), strata(campaign, pool_rows))
     return posteriors(prior, pair_index, labels, table[where, 0], table[where, 1])
-
-
-def adjudicated_codes(values: Iterable[str]) -> np.ndarray:
-    """``Pair.adjudicated`` values as 0/1, or -1 where empty."""
-    return np.array([CODES[v] if v else policy.NOT_ADJUDICATED for v in values], dtype=np.int64)
 
 
 def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:

@@ -100,24 +100,24 @@ def test_submits_note_the_campaign_and_the_pacer_queues_each_refresh_when_due(
     monkeypatch.setattr(figures_due, "pacer", pacer)
     jobs = Job.objects.filter(kind=figures_due.JOB_KIND, arguments__campaign=campaign.name)
     with django_capture_on_commit_callbacks(execute=True):
-        assert figures_due.request_refresh(campaign, 7)
+        assert figures_due.request_refresh(campaign)
     assert pacer.noted() == {campaign.pk: campaign.name}
     assert pacer.look() == [campaign.pk] and jobs.count() == 1  # never computed: now
     assert pacer.noted() == {}
     live_figures.refresh(campaign)  # the job ran
     jobs.update(status=Job.Status.SUCCEEDED)
     with django_capture_on_commit_callbacks(execute=True):
-        figures_due.request_refresh(campaign, 8)  # a label right after the refresh
+        figures_due.request_refresh(campaign)  # a label right after the refresh
     assert pacer.look() == [] and jobs.count() == 1  # not due yet, still noted
     assert pacer.noted() == {campaign.pk: campaign.name}
     later = timezone.now() + figures_due.MIN_INTERVAL + timedelta(seconds=1)
     assert pacer.look(later) == [campaign.pk] and jobs.count() == 2  # the trailing refresh
     with django_capture_on_commit_callbacks(execute=True):
-        figures_due.request_refresh(campaign, 9)
+        figures_due.request_refresh(campaign)
     assert pacer.look(later) == [campaign.pk] and jobs.count() == 2  # joins the queued one
     jobs.update(status=Job.Status.RUNNING)
     with django_capture_on_commit_callbacks(execute=True):
-        figures_due.request_refresh(campaign, 10)
+        figures_due.request_refresh(campaign)
     assert pacer.look(later) == [campaign.pk] and jobs.count() == 3  # not a running one
     jobs.update(status=Job.Status.SUCCEEDED)
     # A refresh running now paces the next as if it had ended: labels always come after its
@@ -127,7 +127,7 @@ def test_submits_note_the_campaign_and_the_pacer_queues_each_refresh_when_due(
         status=Job.Status.RUNNING, started_at=started
     )
     with django_capture_on_commit_callbacks(execute=True):
-        figures_due.request_refresh(campaign, 10)
+        figures_due.request_refresh(campaign)
     assert pacer.look(started + timedelta(seconds=5)) == [] and jobs.count() == 3
     due = started + figures_due.MIN_INTERVAL + timedelta(seconds=3)
     assert pacer.look(due) == [campaign.pk] and jobs.count() == 4
@@ -136,10 +136,10 @@ def test_submits_note_the_campaign_and_the_pacer_queues_each_refresh_when_due(
     # pairs started a refresh every 20 s).
     StoredFigure.objects.filter(kind=figures_due.KINDS[0]).update(seconds=10.0)
     with django_capture_on_commit_callbacks(execute=True):
-        figures_due.request_refresh(campaign, 11)
+        figures_due.request_refresh(campaign)
     assert pacer.look(later) == [] and jobs.count() == 4  # 10 s of work: 39 s apart
     settings.FIREPOOL_WARM_FIGURES = False
-    assert not figures_due.request_refresh(campaign, 12)
+    assert not figures_due.request_refresh(campaign)
 
 
 def test_the_pause_keeps_figures_within_a_minute_of_the_labels():

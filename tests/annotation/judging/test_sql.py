@@ -570,11 +570,6 @@ def test_the_submit_and_gold_reads_match_the_orm(world):
     for gold, label in zip(golds[:2], ("relevant", "irrelevant"), strict=True):
         GoldJudgement.objects.create(gold_pair=gold, annotator=a, label=label)
     answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign, annotator=a)
-    since = now - timedelta(hours=1)
-    assert gold_sql.gold_queue_answers(campaign.pk, a.pk, "queue", since) == (
-        answers.filter(created_at__gte=since).count(),
-        answers.count(),
-    )
     evidence = gold_sql.gold_evidence(campaign.pk, a.pk)
     assert (evidence.total, evidence.correct) == (
         answers.count(),
