@@ -77,12 +77,14 @@ def refusal(campaign_status: str, paused_reason: str | None) -> AssignmentError 
     return None
 
 
-def lock_query(target: sql.PairTarget | None) -> None:
+def lock_query(target: sql.PairTarget | None) -> list[pair_state.QueryPair] | None:
     """Before a label on a pair changes its query's order, lock the query's pairs in id
     order (and their tally rows), so two labels on one query (and lease releases, which lock
-    in id order too) cannot deadlock. Nothing to do for a static order."""
+    in id order too) cannot deadlock; the pairs as read under the lock. Nothing to do (None)
+    for a static order."""
     if target is not None and CampaignSettings.from_options(target.options).judging.adaptive:
-        pair_state.lock_query(target.campaign, target.caption)
+        return pair_state.lock_query(target.campaign, target.caption)
+    return None
 
 
 def submit(
@@ -190,7 +192,7 @@ def _submit_label(
     figures, in one transaction."""
     warning = None
     with transaction.atomic():
-        lock_query(target)
+        query = lock_query(target)
         pair = sql.locked_pair(pair_id)
         # Read under the pair's lock, so a retry racing its own first attempt (a client that
         # gave up waiting) finds the stored judgement instead of a conflict.
@@ -220,7 +222,9 @@ def _submit_label(
             judgement, read = pair_state.add_label(
                 pair, campaign, annotator.pk, label, client_uuid, seconds, played, now
             )
-            priorities.reprioritise(campaign, pair.caption_id, read)
+            # re-ranked from the pairs read under the lock, when the order is adaptive
+            locked = None if query is None else (query, pair)
+            priorities.reprioritise(campaign, pair.caption_id, read, locked)
             # The adaptive policy's refit runs as a job once this commits, if it is due.
             label_models.request_refit(campaign, judgement.pk, now)
             # So do the campaign's stored figures (agreement, scores), paced by their cost.

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 from django.db import transaction
@@ -30,6 +29,7 @@ from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import Provenance, provenance
 from annotation.campaigns.settings import JudgingSettings
 from annotation.judging import pair_state, statements
+from annotation.judging.pair_state import QueryPair
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
 from annotation.policy import label_models, label_value
@@ -81,24 +81,17 @@ def initial_queue(
 # -- live updates --------------------------------------------------------------------------
 
 
-class QueryPair(NamedTuple):
-    """A query's pair as the judging order re-ranks it."""
-
-    id: int
-    pool_row: int
-    position: int
-    label_count: int
-    relevant_count: int
-    status: str
-    adjudicated: str
-    auto_label: str
-    needed: int
-    leased: int
-    double: bool
-
-
 _QUERY_COLUMNS = QueryPair._fields
 """A query's pair columns as the judging order reads them (field names, read by name)."""
+
+
+def _after_label(rows: list[QueryPair], pair: Pair) -> list[QueryPair]:
+    """A query's pairs as read under its lock before a label, with the labelled ``pair``'s
+    counts as the label left them: the others cannot have changed, being locked."""
+    counts = {
+        name: getattr(pair, name) for name in pair_state.COUNT_FIELDS if name in rows[0]._fields
+    }
+    return [row._replace(**counts) if row.id == pair.pk else row for row in rows]
 
 
 def query_pairs(campaign_id: int, caption_id: int) -> list[QueryPair]:
@@ -131,17 +124,21 @@ def _decided(rows: Sequence[QueryPair], by_status: bool = False) -> tuple[np.nda
 
 
 def reprioritise(
-    campaign: Campaign, caption_id: int, read: label_models.QueryLabels | None = None
+    campaign: Campaign,
+    caption_id: int,
+    read: label_models.QueryLabels | None = None,
+    locked: tuple[list[QueryPair], Pair] | None = None,
 ) -> None:
     """Recompute one query's open pairs' positions after a label (or an undo) and park or
     reopen its pairs as the strategy needs them (under the adaptive policy, from ``read``:
-    the query's labels, when the caller has them). Called inside the caller's
-    transaction."""
+    the query's labels, when the caller has them). ``locked``: the query's pairs as the
+    caller read them under its lock before the label, and the labelled pair, so the pairs
+    are not read again. Called inside the caller's transaction."""
     settings = campaign.settings.judging
     if not settings.adaptive or caption_id in sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
-    rows = query_pairs(campaign.pk, caption_id)
+    rows = query_pairs(campaign.pk, caption_id) if locked is None else _after_label(*locked)
     if not rows:
         return
     label_policy = campaign.settings.label_policy
