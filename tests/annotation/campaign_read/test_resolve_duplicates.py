@@ -5,7 +5,6 @@ crowd (Snow et al. 2008's RTE judgements) and, for ``all``, against crowd-kit.""
 import csv
 import io
 import json
-import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -19,13 +18,11 @@ from django.core.management import CommandError, call_command
 from retrieval.label_sets.service import load_judged
 from retrieval.models import LabelSet
 from tests.factories import query_dataset
+from tests.shared_data import crowd_rte
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")
 
-ROOT = Path(__file__).resolve().parents[3]
-CROWD_RTE = Path(
-    os.environ.get("FIREPOOL_CROWD_RTE") or ROOT.parent / "shared" / "data" / "crowd-rte"
-)
+CROWD_RTE = crowd_rte()
 """The real crowd's folder, read in place and never copied (its README says so)."""
 
 Row = tuple[str, str, str, int]

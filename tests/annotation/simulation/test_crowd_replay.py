@@ -5,7 +5,6 @@ real crowd (Snow et al. 2008's RTE judgements, read in place)."""
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +15,9 @@ from annotation.policy import confusion
 from annotation.policy import rules as policy
 from annotation.simulation import crowd as crowd_replay
 from retrieval.label_sets.status import LabelStatus
+from tests.shared_data import crowd_rte
 
-ROOT = Path(__file__).resolve().parents[3]
-CROWD_RTE = Path(
-    os.environ.get("FIREPOOL_CROWD_RTE") or ROOT.parent / "shared" / "data" / "crowd-rte"
-)
+CROWD_RTE = crowd_rte()
 
 
 # -- the pure pieces --------------------------------------------------------------------
