@@ -89,7 +89,7 @@ def _after_label(rows: list[QueryPair], pair: Pair) -> list[QueryPair]:
     """A query's pairs as read under its lock before a label, with the labelled ``pair``'s
     counts as the label left them: the others cannot have changed, being locked."""
     counts = {
-        name: getattr(pair, name) for name in pair_state.COUNT_FIELDS if name in rows[0]._fields
+        name: getattr(pair, name) for name in pair_state.COUNT_FIELDS if name in QueryPair._fields
     }
     return [row._replace(**counts) if row.id == pair.pk else row for row in rows]
 
