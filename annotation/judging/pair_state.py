@@ -1,19 +1,12 @@
 """The one writer of a pair's state: counters, status, holds, adjudication and auto-labels.
 
-A pair carries running counts so the next-task query is an index lookup: ``label_count``
-and ``relevant_count`` (live labels), ``needed`` (labels the campaign's label policy still
-asks for: FIRE §3.1's, or the adaptive one through :mod:`annotation.policy.label_models`), ``leased`` (live leases) and ``open_slots`` (how many more may be leased: 0 while
-held, else ``max(needed - leased, 0)``), plus ``status``. Every transition (a pair pooled
-or made a gold task, a label added or taken back, a lease taken or released, a hold, an
-adjudication, an auto-label, a re-queue) goes through a function here, so the rule linking
-them is written once (:func:`open_slots`, and for SQL ``open_slots_expression``, which
-the pair table's check constraint shares and so lives with the model); no
-other module writes these columns (a test reads the sources for writers elsewhere), and
-check constraints on :class:`~annotation.models.Pair` make a writer that breaks them fail
-loudly. Whether an annotator may be served a pair is asked once too: :func:`servable`.
-
-Writers lock a pair's row before its leases' rows (several pairs in id order), so a submit
-and the release of the same expired lease cannot deadlock.
+A pair carries running counts so the next-task query is an index lookup: live labels
+(``label_count``, ``relevant_count``), ``needed`` (what the label policy still asks, FIRE
+§3.1 or adaptive), ``leased`` and ``open_slots`` (0 while held, else
+``max(needed - leased, 0)``: :func:`open_slots`, in SQL ``open_slots_expression``). Every
+transition goes through a function here (a test looks for writers elsewhere) and check
+constraints make a writer that breaks the rule fail loudly. Writers lock a pair's row before
+its leases' rows (several pairs in id order), so a submit and a lease release cannot deadlock.
 """
 
 from collections.abc import Iterable
@@ -60,14 +53,9 @@ def open_slots(needed, leased, held):
 
 
 def servable(prefix: str = "", *, once_leases_end: bool = False) -> Q:
-    """Pairs an annotator may be served: those with an open slot now, or, with
-    ``once_leases_end``, those that will have one when every live lease on them ends.
-
-    Both are :func:`open_slots` > 0, the first with the stored count (the next-pair
-    statement's ``open_slots > 0``, which the partial index ``pair_queue`` serves), the
-    second with ``leased = 0``, which the rule reduces to ``needed > 0`` and not held.
-    ``prefix`` names the pair from another model (``"pair__"``).
-    """
+    """Pairs an annotator may be served: :func:`open_slots` > 0 now (the stored count, which
+    the partial index ``pair_queue`` serves) or, with ``once_leases_end``, once every live
+    lease ends (``needed > 0``, not held). ``prefix`` names the pair from another model."""
     if once_leases_end:
         return Q(**{f"{prefix}needed__gt": 0, f"{prefix}held": False})
     return Q(**{f"{prefix}open_slots__gt": 0})
@@ -133,11 +121,10 @@ class QueryPair(NamedTuple):
 
 
 def lock_query(campaign_id: int, caption_id: int) -> list[QueryPair]:
-    """Lock all of one query's pairs in id order, then their tally rows, as a writer that
-    re-orders the query must before it locks any single pair of it (the lock is a no-op on
-    SQLite); returns the pairs as the judging order reads them, in pool order, so a label's
-    re-ranking reads nothing more. Through the ORM: a statement of our own
-    saved 0.5 ms of a 6 ms submit (under a tenth: RESULTS, "each statement against the ORM")."""
+    """Lock one query's pairs in id order, then their tally rows, as a writer that re-orders
+    the query must first; the pairs as the judging order reads them, in pool order. Through
+    the ORM: our own statement saved 0.5 ms of a 6 ms submit (RESULTS, "each statement
+    against the ORM")."""
     query = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id).order_by("pk")
     found = query.select_for_update().values_list(*QueryPair._fields)
     rows = sorted((QueryPair(*row) for row in found), key=lambda row: row.pool_row)
@@ -146,14 +133,9 @@ def lock_query(campaign_id: int, caption_id: int) -> list[QueryPair]:
 
 
 def lock_tallies(campaign_id: int, caption_ids: Iterable[int]) -> None:
-    """Lock, in shard order, the PostgreSQL tally rows that the pairs of these queries
-    (captions) count in: one row per query (:class:`CampaignTally`).
-
-    A transaction that changes several pairs' ``needed`` or ``held`` in several statements
-    (a label, then the judging order parking or reopening pairs) would otherwise update
-    tally shards in whatever order its statements come, and two such transactions can
-    deadlock; taking the rows up front, in order, makes every later update find them held.
-    """
+    """Lock, in shard order, the tally rows (:class:`CampaignTally`) these queries count in:
+    a transaction changing several pairs in several statements would otherwise update shards
+    in statement order, and two such transactions could deadlock."""
     if not connection.features.has_select_for_update:
         return
     shards = sorted({int(caption) % CampaignTally.SHARDS for caption in caption_ids})
@@ -205,13 +187,9 @@ def end_lease(pair_id: int, annotator_id: int) -> bool:
 
 
 def _give_back_lease(pair: Pair, annotator_id: int, now: datetime) -> None:
-    """End the annotator's lease on the pair as their label comes in.
-
-    A live lease is given back: only the lease row goes now, the pair's counts are saved
-    with the label's (:func:`count_label`), one statement for both. Without one, the label
-    is taken only if the annotator's lease lapsed less than :data:`GRACE_SECONDS` ago and
-    the pair still has a free slot; a pair never leased to them is refused, so nobody picks
-    pairs by hand."""
+    """End the annotator's lease on the pair as their label comes in (the counts are saved
+    with the label's). Without a lease the label is taken only if theirs lapsed less than
+    :data:`GRACE_SECONDS` ago and a slot is free: nobody picks pairs by hand."""
     if sql.delete_lease(pair.pk, annotator_id):
         pair.leased -= 1
         pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
@@ -399,21 +377,12 @@ class RefitApplied:
 
 
 def apply_refit(campaign: Campaign, *, reopen: bool = True) -> RefitApplied:
-    """Recompute ``needed`` and ``status`` of every labelled pair of an adaptive campaign
-    under its newly stored annotator models and priors.
-
-    The labels are read once (the snapshot); only pairs whose values change are written, in
-    one statement per group of new values, each guarded so that a pair whose labels or
-    adjudication changed since the snapshot keeps what its own writer gave it. The changed
-    pairs are written :data:`REFIT_CHUNK` at a time, each chunk its own transaction that
-    locks its pairs in id order, then their tally rows, as every writer here locks: one
-    transaction over them all held every tally shard for seconds, so submits queued behind
-    it (p99 305 ms at 250 annotators, ``bench/load.py --policy adaptive``), and each chunk
-    leaves its pairs right under the stored models, so one that fails leaves nothing
-    half-done. Without ``reopen`` (a metric-aware order, which decides what is asked for by
-    what can change a score) a pair is never asked for more here, only for less: the
-    order's own pass over the changed queries asks again where it matters.
-    """
+    """Recompute ``needed`` and ``status`` of every labelled pair of an adaptive campaign under
+    its newly stored annotator models, from one read of the labels. Only changed pairs are
+    written, guarded so a pair whose labels changed since keeps its own writer's values, in
+    :data:`REFIT_CHUNK`-pair transactions locking as a submit does (one transaction held
+    every tally shard for seconds: p99 305 ms at 250 annotators). Without ``reopen`` (a
+    metric-aware order, which asks again where it matters) a pair is only asked for less."""
     rows = list(
         Pair.objects.filter(campaign=campaign, label_count__gt=0, adjudicated="")
         .order_by("pk")

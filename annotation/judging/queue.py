@@ -245,21 +245,11 @@ def has_work_for(campaign: Campaign, annotator) -> bool:
 
 
 def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = None) -> set[int]:
-    """The ids of the campaigns given where :func:`assign` would serve the annotator a pair
-    now, read without taking a lease or releasing one (a GET's question), in one query
-    however many campaigns.
-
-    A campaign counts when one of these holds: an open pair (``open_slots`` > 0, the
-    next-pair statement's test, its video playable now) the annotator has not judged; a
-    pair not held and still
-    needing labels whose lease has run out (:func:`assign` releases it first); a live lease
-    of the annotator's own on a pair of it (served again); with gold in the queue, a gold
-    pair the annotator has not answered there (:func:`annotation.gold.tasks.pick` may
-    serve it). The caller asks only where the annotator may judge (active, not paused,
-    admitted, labels left for them); the rest of :func:`assign`'s rules are theirs.
-    Each test is an ``EXISTS`` that stops at its first row: the open pairs' through the
-    partial index the next-pair statement uses, the leases' through the few live leases.
-    """
+    """The ids of the given campaigns where :func:`assign` would serve the annotator a pair
+    now, read without touching a lease (a GET's question), in one query: an open playable
+    pair they have not judged, a lapsed lease :func:`assign` would release, a live lease of
+    theirs, or (gold in the queue) a gold pair they have not answered. Each test is an
+    ``EXISTS`` that stops at its first row. The caller checks they may judge there."""
     now = now or timezone.now()
     ids = [campaign.pk for campaign in campaigns]
     if not ids:
@@ -333,25 +323,12 @@ def shown_progress(
     labels_given: int = 0,
     steady: bool = True,
 ) -> Progress:
-    """The figures an annotator is shown, from the running totals: the one rule of the
-    judging page (:func:`progress`, the judging API) and the home list
-    (:func:`annotation.people.progress.annotator_progress`), so the two never
-    disagree.
-
-    ``judged`` and ``gold`` are the annotator's (today (UTC), in all) live judgements and
-    queue answers on gold, ``(0, 0)`` where the campaign serves no gold in its queue;
-    ``pairs``, ``labels_left`` and ``labels_given`` the campaign's pairs not held, the labels
-    they still need (:func:`campaign_totals`, the campaign page's "labels still needed")
-    and its live labels. Every answer of the annotator's must move what they see the same
-    way, or the figures would tell which pairs were gold: gold answers count as judgements
-    and as labels given; and where each ordinary label takes one off the labels still
-    needed (``steady``: FIRE's policy in a fixed order), as a label done there too (less
-    the annotator's live gold answers, at least 0). Where it does not (the adaptive label
-    policy, or an adaptive judging order, which ask for labels as they learn), the figure
-    is the campaign's own, which a gold answer leaves as an ordinary one mostly does.
-    Whether the campaign is finished, or has work left for them, is read from the
-    campaign's own figure, never this one.
-    """
+    """The figures an annotator is shown: the one rule of the judging page and the home list,
+    so the two never disagree. ``judged`` and ``gold`` are their (today (UTC), in all) live
+    judgements and gold queue answers. Every answer must move the figures alike, or they
+    would tell which pairs were gold: a gold answer counts as a judgement, a label given
+    and, where each label takes one off the labels still needed (``steady``), a label done.
+    Whether the campaign has work left is read from its own figure, never this one."""
     judged_today, judged_total = judged
     gold_today, gold_total = gold
     return Progress(
@@ -370,14 +347,9 @@ def steady(campaign: Campaign) -> bool:
 
 
 def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Progress:
-    """What the annotator did today (UTC) and how much the campaign still needs, as
-    :func:`shown_progress` counts them (gold answers as judgements and as labels done).
-
-    One query (:func:`annotation.judging.statements.tallies_statement`) reads the running
-    totals the database's triggers keep (on PostgreSQL and SQLite alike), gold answers
-    included: a few index lookups however large the campaign, where counting would read
-    every pair (~90 ms at 600,000 pairs) and every judgement of the annotator.
-    """
+    """What the annotator did today (UTC) and what the campaign still needs, as
+    :func:`shown_progress` counts them, from one read of the triggers' running totals
+    (counting would read every pair: ~90 ms at 600,000 pairs)."""
     now = now or timezone.now()
     gold = campaign.settings.gold.rate > 0
     tally = statements.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)

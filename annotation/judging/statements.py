@@ -1,27 +1,13 @@
 """Every hand-written SQL statement of the annotation app, and the helpers that run them.
 
-Each statement here replaced an ORM query that measured too slow on a hot path (see
-``bench/RESULTS.md``): the judging queue's two queries, the progress tallies, the label
-loader of the agreement report, the export join and the bulk insert of a campaign's pairs.
-So did the judging path's queries, gold pairs and standing included (bench/request_profile.py).
-Each is a :class:`config.raw_sql.Statement`: readable SQL whose table and column names are
-filled from the models' ``_meta`` (``{pair}``, ``{pair.open_slots}``, ``{pair:p.*}``) once
-per backend, registered with the named tuple its rows come back as, filled at start-up and
-run by one test on every backend; where the ORM writes the same query, it is compiled once
-and its parameters rebound (:class:`config.raw_sql.Compiled`). Every selected column is
-aliased and parameters are named (``%(name)s``, which Django turns into SQLite's ``:name``;
-only the bulk insert binds positions, generated from its column names). Rows come back as
-their named tuples, as plain tuples whose columns are read by name (:func:`reader`; for
-many rows), as numpy structured arrays whose fields are the aliases (:func:`array`), or as
-model instances (``raw_sql.instances``). Values the two backends return in different types
-are normalised here too (:func:`aware_time`). The triggers that keep
-the tallies stay with their migrations (0004 on PostgreSQL, 0013 on SQLite).
-
-Statements whose rows become instances of several models at once (a lease with its pair,
-caption and video; a pair with its campaign) or that read several aggregates in one row
-stay hand-written: a compiled queryset would give the same SQL, but its instances would
-come back through the ORM's per-row machinery, which is what measured slow. Those the
-ORM reads as plain values (a query's pairs, the ids to lock) are compiled from querysets.
+Each replaced an ORM query that measured too slow on a hot path (``bench/RESULTS.md``,
+``bench/request_profile.py``). Each is a :class:`config.raw_sql.Statement`: SQL whose names
+come from the models' ``_meta`` (``{pair}``, ``{pair.open_slots}``, ``{pair:p.*}``), with
+aliased columns and named parameters, registered with the named tuple of its rows and run
+by one test on every backend; an ORM-written query is compiled once and rebound
+(:class:`config.raw_sql.Compiled`). Statements whose rows become several models' instances
+at once stay hand-written: the ORM's per-row machinery is what measured slow. The triggers
+that keep the tallies live with their migrations (0004 on PostgreSQL, 0013 on SQLite).
 """
 
 import contextlib
@@ -81,12 +67,10 @@ _STREAMED = contextvars.ContextVar("firepool_streamed_reads", default=False)
 
 @contextlib.contextmanager
 def streamed_reads() -> Iterator[None]:
-    """Inside, :func:`array` and :func:`queryset_array` read as a background job should
-    (:class:`config.backends.Backend`): on PostgreSQL through a server-side cursor, :data:`STREAM_ROWS` rows at a time, so
-    the server scans only as fast as the reader takes the rows, and with no parallel plan.
-    A background job (the live figures' refresh, niced) thus paces its own server work:
-    read at once, the 600,000 pairs' judging status held a core of PostgreSQL, at normal
-    priority, for 0.6 s beside 250 annotators judging (``bench/load.py``)."""
+    """Inside, :func:`array` and :func:`queryset_array` read as a background job should: on
+    PostgreSQL through a server-side cursor, :data:`STREAM_ROWS` rows at a time and no
+    parallel plan, so a niced job paces its server work (read at once, 600,000 pairs' status
+    held a PostgreSQL core for 0.6 s beside 250 annotators judging, ``bench/load.py``)."""
     token = _STREAMED.set(True)
     settings = backend().background_settings
     with connection.cursor() as cursor:
@@ -116,11 +100,8 @@ def _reading_cursor() -> Iterator:
 def array(
     statement: Statement, params: Mapping[str, object], dtype: np.dtype, **variant
 ) -> np.ndarray:
-    """The rows of ``statement`` as a structured array whose fields are the column aliases.
-
-    Rows go straight from the driver into numpy, in chunks, without a Python object per
-    value: the way to read hundreds of thousands of rows.
-    """
+    """The rows of ``statement`` as a structured array whose fields are the column aliases,
+    in chunks straight from the driver: the way to read hundreds of thousands of rows."""
     with _reading_cursor() as cursor:
         statement.cursor_rows(cursor, params, **variant)
         return _fetch_array(cursor, dtype)
@@ -228,17 +209,10 @@ def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list
 
 
 def _next_pair_text(same_caption: bool, excluded: int) -> str:
-    """The first open pair in queue order that the annotator has not judged, with caption
-    and video (:data:`PAIR_ROW`).
-
-    ``same_caption`` limits it to ``%(caption)s``; ``excluded`` pairs ``%(exclude_0)s``...
-    are left out, and so are pairs whose video's browser copy or segment clip is not made
-    yet (``%(as_is)s``, ``%(ready)s``: the states a browser can play now); where the
-    database can, it locks its row, skipping rows other
-    transactions hold (PostgreSQL's ``FOR UPDATE SKIP LOCKED``). NOT EXISTS per candidate
-    row goes through the (pair, annotator) index: NOT IN the annotator's judged pairs would
-    grow with everything they judged.
-    """
+    """The first open, playable pair in queue order that the annotator has not judged, with
+    caption and video (on ``%(caption)s`` with ``same_caption``; ``excluded`` pairs left
+    out), its row locked where the database can, skipping rows others hold. NOT EXISTS goes
+    through the (pair, annotator) index; NOT IN their judged pairs would grow with them."""
     return (
         "SELECT {pair:p.*}, {caption:c.*}, {video:v.*} FROM {pair} p"
         + WITH_CAPTION_AND_VIDEO
@@ -732,11 +706,9 @@ class GoldTallies(NamedTuple):
 
 
 def _tallies_text(gold: bool) -> str:
-    """An annotator's live judgements on a UTC day and in all, and a campaign's pairs not
-    held and labels left, from the running totals the database's triggers keep (migrations
-    0004 and 0013): a few index lookups however large the campaign, where counting would
-    read every pair. With ``gold``, also the annotator's queue answers on gold since
-    ``%(since)s`` (the day's start) and in all, which progress counts as judgements."""
+    """:class:`Tallies` (with ``gold``, :class:`GoldTallies`) from the running totals the
+    triggers keep: a few index lookups however large the campaign, where counting would
+    read every pair."""
     columns = {**TALLY_COLUMNS, **(GOLD_TALLY_COLUMNS if gold else {})}
     return "SELECT " + ", ".join(f"({query}) AS {name}" for name, query in columns.items())
 
@@ -785,13 +757,9 @@ class JudgementKey(NamedTuple):
 
 
 def _judgement_keys_text(packed: bool, contiguous: bool) -> str:
-    """A campaign's live judgements, one row each: ``key`` is ``(pair_id - %(first)s) * 2 +
-    (1 if relevant)``, times :data:`ANNOTATOR_SPAN` plus the annotator id when ``packed``
-    (else an ``annotator`` column), and ``seconds`` (-1 when missing).
-
-    With ``contiguous`` pair ids, ``pair_id BETWEEN %(first)s AND %(last)s`` (an index)
-    selects them without a join; otherwise a join on ``%(campaign)s`` does.
-    """
+    """A campaign's live judgements: ``key`` is ``(pair_id - first) * 2 + relevant``, times
+    :data:`ANNOTATOR_SPAN` plus the annotator when ``packed``, and ``seconds`` (-1 when
+    missing); ``contiguous`` pair ids are selected by range, without a join."""
     key = (
         "(j.{judgement.pair} - %(first)s) * 2 "
         "+ CASE WHEN j.{judgement.label} = %(relevant)s THEN 1 ELSE 0 END"
@@ -857,14 +825,9 @@ def column_rows(columns: Mapping[str, object]) -> tuple[list[str], Iterator[tupl
 
 
 def insert(model: type[Model], columns: Mapping[str, object]) -> int:
-    """Insert rows into ``model``'s table, given by column (see :func:`column_rows`).
-
-    Every name must be a column of the model; the others take their database defaults.
-    Where the backend caps a statement's parameters (SQLite's qmark driver), the driver's
-    ``executemany`` runs one prepared statement per row in C (the fastest path there);
-    elsewhere multi-row INSERTs of up to :data:`MAX_PARAMETERS` values.
-    Both bind positional placeholders, generated from the same names as the rows.
-    """
+    """Insert rows into ``model``'s table, given by column (see :func:`column_rows`; other
+    columns take their defaults): SQLite's driver ``executemany`` (one prepared statement
+    per row, in C), elsewhere multi-row INSERTs of up to :data:`MAX_PARAMETERS` values."""
     names, values = column_rows(columns)
     unknown = set(names) - {field.column for field in model._meta.concrete_fields}
     if unknown:

@@ -1,18 +1,12 @@
 """Pure: the order in which a pool's pairs are judged (numpy, no ORM).
 
-Every strategy works on a :class:`~annotation.campaigns.pooling.Pool` (pairs sorted by caption, best rank
-and video, ``ranks`` pairs x runs, 1-based, 0 = not retrieved) laid out as queries x slots,
-one slot per pair of a caption in pool order. A strategy's state gives each open pair a
-priority (higher is served sooner, ``-inf`` once judged or no longer needed);
-:meth:`JudgingOrder.update` records one label and recomputes the priorities of that query's
-pairs only, so the live queue can call it on every submit. Ties go to the earlier slot (the
-lower best rank). Across queries the queue interleaves round-robin (the query with the fewest
-judgements first) so partial work covers every query evenly; ``depth`` keeps today's caption
-blocks. :func:`full_order` replays a strategy against known labels, all queries of a round at
-once, which is what ``replay_judging`` and the benchmarks time.
-
-``known_positive_rank`` (queries x runs, 1-based, 0 = none) is where each run already has a
-positive that is not in the pool: the caption's own video, or a pair judged before.
+A strategy lays a :class:`~annotation.campaigns.pooling.Pool` out as queries x slots and gives
+each open pair a priority (higher is served sooner, ``-inf`` once judged or not needed; ties
+to the lower best rank); :meth:`JudgingOrder.update` recomputes one query after a label.
+Across queries the queue interleaves round-robin, fewest judgements first, so partial work
+covers every query evenly (``depth`` keeps caption blocks). :func:`full_order` replays a
+strategy against known labels. ``known_positive_rank`` (queries x runs, 1-based, 0 = none)
+is where each run already has a positive outside the pool (the caption's own video).
 """
 
 from collections.abc import Sequence
@@ -246,16 +240,11 @@ class MetricFirst(JudgingOrder):
 
 
 class MaxMean(JudgingOrder):
-    """MaxMean (Losada, Parapar & Barreiro 2017, §3.3): per query the runs are arms and a
-    relevant judgement is the reward; the next pair is the next unjudged pair of the arm with
-    the highest posterior mean (rel + a) / (judged + a + b), ties by rank.
-
-    Our adaptation: the Beta prior (a, b) has strength 2 centred on the run's relevant rate
-    over all queries so far, which starts as the paper's Beta(1, 1): in an MSVD-like pool
-    (about 20 pairs per query, 7% relevant) a query's own arms see too few positives to learn
-    from. The live queue sees a new prior in a query at that query's next update;
-    :func:`full_order` refreshes it once per round.
-    """
+    """MaxMean (Losada, Parapar & Barreiro 2017, §3.3): runs are arms, a relevant judgement
+    the reward; serve the next pair of the arm with the highest posterior mean
+    (rel + a) / (judged + a + b), ties by rank. Our adaptation: the Beta prior has strength 2
+    centred on the run's relevant rate over all queries (at first the paper's Beta(1, 1)),
+    since in an MSVD-like pool a query's own arms see too few positives to learn from."""
 
     name = "maxmean"
     PRIOR_STRENGTH = 2.0
@@ -404,15 +393,10 @@ def queue_positions(
     state: JudgingOrder, turn: np.ndarray, queries: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each pool pair's queue position (lower is served sooner) and whether it is parked
-    (unjudged but no longer needed), from the strategy's current priorities.
-
-    Interleaved strategies give query ``q``'s i-th best open pair the position
-    ``(judged_q + i) * queries + turn[q]``: round-robin over queries, those with fewer
-    judgements first, so every query is covered evenly when judging stops early. A block
-    strategy (``depth``) serves caption after caption in ``turn`` order. ``queries`` is the
-    campaign's number of queries when ``state`` holds only some of them (the live queue
-    recomputes one query at a time).
-    """
+    (unjudged, no longer needed). Query ``q``'s i-th best open pair goes to
+    ``(judged_q + i) * queries + turn[q]`` (round-robin, fewest judgements first); a block
+    strategy serves caption after caption in ``turn`` order. ``queries``: the campaign's
+    count when ``state`` holds only some queries."""
     priority = state.priority
     rows, slots = priority.shape
     queries = rows if queries is None else int(queries)
@@ -444,14 +428,9 @@ def query_state(
     known_positive_rank: np.ndarray | None = None,
     **options,
 ) -> JudgingOrder:
-    """One query's state for the live queue: ``ranks`` (its pairs x runs, in pool order),
-    the labels so far as (pair index, relevant) in the order they were given, and the runs'
-    known positive ranks (1-based, 0 none).
-
-    The live queue rebuilds it from the database on every submit, so strategies keep no
-    state between requests; MaxMean's prior is therefore the paper's uniform one here
-    (the replay's cross-query prior needs every query's labels).
-    """
+    """One query's state for the live queue, rebuilt on every submit from ``ranks`` (pairs x
+    runs, pool order), the labels so far as (pair index, relevant) in the order given, and
+    the runs' known positive ranks; MaxMean's prior is therefore the paper's uniform one."""
     ranks = np.asarray(ranks, dtype=np.int32)
     n = ranks.shape[0]
     pool = Pool(np.zeros(n, dtype=np.int64), np.arange(n, dtype=np.int64), ranks)
@@ -473,15 +452,9 @@ def exact_correct_at(
     known_positive_rank: np.ndarray,
     ks: Sequence[int] = DEFAULT_KS,
 ) -> np.ndarray:
-    """Runs x ks: the share of queries whose Correct@K (FIRE §2.1) judging can no longer change.
-
-    A run's C@K on a query is settled when its top K holds a positive (judged, or
-    ``known_positive_rank``: 1-based, 0 = none), or no unjudged pool pair: then every
-    labelling of the unjudged pairs gives the same value.
-    ``ranks`` is pairs x runs (0 = not retrieved), ``query_of`` each pair's query index.
-    Both rank arrays are widened to int64 first: a campaign stores them as int16, into which
-    NumPy 2 would cast the ``_NEVER`` sentinel as -1, an unjudged pair ranked above all.
-    """
+    """Runs x ks: the share of queries whose Correct@K (FIRE §2.1) judging can no longer
+    change: the top K holds a positive (judged or known) or no unjudged pool pair. Ranks are
+    widened to int64 first: NumPy 2 would cast ``_NEVER`` into the stored int16 as -1."""
     ranks = np.asarray(ranks, dtype=np.int64)
     known = np.asarray(known_positive_rank, dtype=np.int64)
     judged = np.asarray(judged, dtype=bool)

@@ -1,18 +1,11 @@
 """The campaign's judging order applied live: queue positions, parked pairs and the budget.
 
-A campaign names a strategy of :mod:`annotation.ordering.orders` (``depth`` by default) in its
-settings (``campaign.settings.judging``). Creation gives every pair its first position; an
-adaptive strategy then recomputes the positions of one query's open pairs on every label
-of that query (:func:`reprioritise`, called by the assignment service in the submit's
-transaction, the query's pair rows locked), so the next-task query (an index walk in
-position order) serves the highest-priority open pair. ``metric-first`` parks pairs that
-can no longer change any run's Correct@K: ``needed`` drops to 0, so they are kept but not
-served, and come back if a later label (or an undo) makes them matter again, or when an
-admin reopens them (:func:`reopen`). A label budget stops serving once that many labels
-are in.
-
-Strategies keep no state between requests: a query's state is rebuilt from its pairs'
-labels and the campaign's provenance, which is read once per process and cached.
+Creation gives every pair its first position under the campaign's strategy
+(:mod:`annotation.ordering.orders`); an adaptive strategy recomputes one query's positions on
+every label of it (:func:`reprioritise`, in the submit's transaction, the query locked), so
+the next-task query, an index walk in position order, serves the best open pair. Pairs that
+can no longer change a score are parked (``needed`` 0) until they matter again or an admin
+reopens them. No state is kept between requests: a query's is rebuilt from its pairs.
 """
 
 from __future__ import annotations
@@ -55,11 +48,8 @@ def known_positive_ranks(
 
 @functools.lru_cache(maxsize=16)
 def turn_of(queries: int, seed: int) -> np.ndarray:
-    """Each query's turn within a round-robin round (a seeded permutation; read-only).
-
-    Kept per process: every label of an adaptive order needs one query's turn, and drawing
-    the permutation anew cost 5 ms a submit at 60,000 queries (the load bench's campaign).
-    """
+    """Each query's turn within a round-robin round (a seeded permutation; read-only), kept
+    per process: drawing it anew cost 5 ms a submit at 60,000 queries (the load bench)."""
     turns = np.argsort(np.random.default_rng(seed).permutation(queries)).astype(np.int64)
     turns.setflags(write=False)
     return turns
@@ -150,43 +140,32 @@ def reprioritise(
     if settings.strategy == "mtf" and judged_at.size > 1:
         judged_at = _in_label_order(rows, judged_at)
     pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
-    query = int(np.searchsorted(source.queries, caption_id))
+    query, found = _query_at(source, caption_id)
     ranks, known_ranks = source.for_strategy(settings.strategy)
-    known = (
-        known_ranks[query]
-        if query < source.queries.size and source.queries[query] == caption_id
-        else None
-    )
     state = judging_order.query_state(
         settings.strategy,
         ranks[pool_rows],
         [(int(i), bool(relevant[i])) for i in judged_at],
-        known_positive_rank=known,
+        known_positive_rank=known_ranks[query] if found else None,
         ks=settings.ks,
         p=settings.p,
     )
-    turn = turn_of(source.queries.size, campaign.seed)[min(query, source.queries.size - 1)]
     position, parked = judging_order.queue_positions(
-        state, np.array([turn]), queries=max(source.queries.size, 1)
+        state, np.array([_turn(campaign, source, query)]), queries=max(source.queries.size, 1)
     )
-    moves, park, reopen_ids = {}, [], []
-    for i, row in enumerate(rows):
-        pk, old_position, needed, leased = row.id, row.position, row.needed, row.leased
-        if judged[i]:
-            continue
-        if parked[i]:
-            # A pair on someone's screen keeps its label: it was needed when leased.
-            if needed > 0 and leased == 0:
-                park.append(pk)
-            continue
-        if needed == 0:
-            reopen_ids.append(pk)
-        if int(position[i]) != old_position:
-            moves[pk] = int(position[i])
-    pair_state.park(park)
-    pair_state.reopen(reopen_ids)
-    if moves:
-        pair_state.move(moves)
+    open_at = np.flatnonzero(~judged)
+    apply_value_queue([rows[i] for i in open_at], ~parked[open_at], position[open_at])
+
+
+def _query_at(source: Provenance, caption_id: int) -> tuple[int, bool]:
+    """The caption's index among the provenance's queries, and whether it is one of them."""
+    query = int(np.searchsorted(source.queries, caption_id))
+    return query, bool(query < source.queries.size and source.queries[query] == caption_id)
+
+
+def _turn(campaign: Campaign, source: Provenance, query: int) -> int:
+    """The query's turn in the campaign's round-robin (:func:`turn_of`)."""
+    return turn_of(source.queries.size, campaign.seed)[min(query, source.queries.size - 1)]
 
 
 METRIC_AWARE = "metric-first"
@@ -209,11 +188,10 @@ def _reprioritise_by_value(
     seen = label_models.query_snapshot(
         campaign, caption_id, [(row.id, row.pool_row) for row in rows], read
     )
-    query = int(np.searchsorted(source.queries, caption_id))
-    found = query < source.queries.size and source.queries[query] == caption_id
+    query, found = _query_at(source, caption_id)
     ranks, known_ranks = source.settling
     known = known_ranks[query] if found else np.zeros(ranks.shape[1], np.int64)
-    turn = turn_of(source.queries.size, campaign.seed)[min(query, source.queries.size - 1)]
+    turn = _turn(campaign, source, query)
     want, position = _value_queue(campaign, rows, ranks[pool_rows], known, seen, turn, source)
     apply_value_queue(rows, want, position)
 
@@ -240,9 +218,9 @@ def _value_queue(campaign, rows, ranks, known, seen, turn, source):
 
 
 def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) -> None:
-    """Write a metric-aware queue's decisions through the pairs' one writer: reopen the wanted
-    pairs that need nothing, park the unwanted ones that need something (unless leased),
-    move the wanted ones to their positions."""
+    """Write a queue's decisions through the pairs' one writer: reopen the wanted pairs that
+    need nothing, move them to their positions, and park the unwanted ones that need
+    something (a pair on someone's screen keeps what it needed when leased)."""
     park, reopen_ids, moves = [], [], {}
     for i, row in enumerate(rows):
         if want[i]:
@@ -319,11 +297,9 @@ def _campaign_grid(campaign: Campaign, rows: Sequence) -> _CampaignGrid:
 
 
 def requeue(campaign: Campaign, caption_ids) -> int:
-    """Run the adaptive policy's metric-aware order again on these queries, one short
-    transaction each that locks the query's pairs in id order and then their tally rows, as
-    a submit locks them: what a refit does for the queries whose pairs it changed (one
-    transaction over the whole campaign deadlocked with submits, each waiting for rows the
-    other held). How many queries it ran on (none for another policy or order)."""
+    """Run the metric-aware order again on the queries a refit changed, one short transaction
+    each locking as a submit does (one over the whole campaign deadlocked with submits); how
+    many queries it ran on (none for another policy or order)."""
     settings = campaign.settings
     if not (settings.label_policy.adaptive and settings.judging.strategy == METRIC_AWARE):
         return 0
