@@ -1,10 +1,7 @@
 """Time the FIRE §4 analyses at MSVD's scale (27,763 test queries): budget bootstrap, RBO, significance.
 
-No Django: :mod:`retrieval.scoring.analysis` is pure numpy. Three synthetic runs rank 670 videos (MSVD's
-test set) for every query; their per-query Correct@1 is 0/1 with FIRE Table 4's rates, and a
-continuous per-query score (AP-like, every value distinct) stands for the worst case of the
-resampling code, which then has to draw one index or sign per query. Times are the best of
-``--repeats``::
+Pure numpy on three synthetic runs with FIRE Table 4's Correct@1 rates and distinct per-query
+scores (the resampling's worst case); best of ``--repeats``::
 
     .venv/bin/python bench/analysis_bench.py [--queries 27763] [--repeats 3]
 """

@@ -1,34 +1,12 @@
 """Measured A/B/C crowd benchmark on the demo world's truth.
 
-Builds a demo world (``manage.py demo``, ``--videos`` clips, its four models) in a temporary
-SQLite database, pools the four runs at depth 10 into one campaign per configuration, and lets
-the same seeded crowd of simulated annotators judge each through the real assignment service
-(:func:`annotation.simulation.live.simulate`: qualification, gold, pausing included), under
-FIRE's policy (one label, a second for 10%, a third when two disagree):
-
-- reference: a spammer-free crowd (careful annotators in the spammers' place), as A;
-- A: the plain protocol: majority, no gold, no qualification, no pausing;
-- B: qualification (20 training pairs, threshold 0.9), 5% gold in the queue, automatic
-  pausing; the bench acts as the admin and discounts every paused annotator's labels, so
-  their pairs go back to the queue, and lets the crowd judge again until nobody new is paused;
-- C: B's labels resolved by Dawid-Skene (gold answers as known items).
-
-All campaigns are created before any is judged, so none reuses another's labels. The crowd is
-the issue's: 60% careful (2% error), 20% normal (8%), 10% random spammers, 10% always "not
-relevant"; times per judgement are the profiles' defaults (4 s, spammers 0.8 s) unless
-``--spammer-seconds`` says otherwise. A paused or failed annotator's qualification may be
-retried at once (cool-down 0: the bench runs in minutes, a campaign in days).
-
-Gold pairs come from a small, separately judged set: ``--gold`` pairs drawn at random from
-the four runs' ranks 11-20 (below the pool depth, so never campaign pairs), with labels taken
-from the demo world's truth, as an admin's trusted labels would be. Their answers
-(qualification and queue) are not campaign labels; label overhead = (gold + qualification
-answers) / campaign labels (discounted labels included: they were paid for).
-
-For each configuration: accuracy of the resolved labels against the truth (a disagreement
-counts as wrong), the same on truly relevant pairs, C@1 and AP of each model re-scored with
-the label set against the same metrics with the true labels of the same pooled pairs, labels
-spent, and annotators paused. Run with::
+A demo world's four runs are pooled at depth 10 into one campaign per configuration, judged by
+the same seeded simulated crowd (60% careful, 20% normal, 10% random spammers, 10% always "not
+relevant") through the real assignment service under FIRE's policy: the reference (no
+spammers); A, plain majority; B, qualification, 5% gold and automatic pausing (paused
+annotators' labels discounted); C, B resolved by Dawid-Skene. Gold pairs come from ranks 11-20
+with the world's true labels. Prints accuracy, C@1 and AP against the truth, labels spent
+and annotators paused::
 
     nice -n 5 .venv/bin/python bench/crowd_bench.py [--videos 1500] [--annotators 20]
 """

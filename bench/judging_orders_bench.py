@@ -1,15 +1,10 @@
 """Measure the judging orders (depth, metric-first, RRF, maxmean, ...) on a synthetic MSVD-scale replay.
 
-27,763 queries (MSVD's test captions), three correlated runs of depth 10 pooled as FIRE
-§2.2.1 does (each caption's own video left out as an implicit positive), complete synthetic
-labels with about 7% of the pool relevant (FIRE §3.2: 7.2% on MSVD). Each query has 40
-candidate videos; its own video and the relevant ones score higher in every run, by a
-run-specific margin (a strong, a middling and a weak run), and a noise term shared by the runs
-makes them agree on the irrelevant ones too. Prints, beside the issue's targets:
-metric-first's judgements for exact C@1/5/10 as a share of the pool; judgements to find 90% of
-the pool's positives per order; the coverage of the early-stop estimate's 95% interval at a
-20% budget over ``--coverage-seeds`` replays; the time of a full order and of one update.
-Run with ``.venv/bin/python bench/judging_orders_bench.py``.
+27,763 queries, three correlated depth-10 runs pooled as FIRE §2.2.1, ~7% relevant (FIRE
+§3.2). Prints, beside the targets, metric-first's judgements for exact C@1/5/10, judgements
+to find 90% of positives per order, the early stop's 95% interval coverage at a 20% budget
+and the times of an order and an update. Run with
+``.venv/bin/python bench/judging_orders_bench.py``.
 """
 
 import argparse

@@ -1,12 +1,8 @@
 """Time system pooling (FIRE §2.2.1) of 3 runs x 27,763 queries x top 10 against trectools.
 
-Each synthetic run ranks, per query, 20 of ``--candidates`` distinct videos (drawn from
-``--videos`` ids) in its own random order and lists the queries in its own order, so runs
-overlap partially (24 candidates give about 510,000 pairs at depth 10). Our pooler is timed
-on depth-10 arrays and on depth-20 arrays cut at 10; trectools' top-X pooling
-(``TrecPoolMaker().make_pool(runs, strategy="topX", topX=10)``, optional: ``pip install
-trectools``) on the first 1,000 and 5,000 queries. Run with
-``.venv/bin/python bench/pooling_bench.py``.
+Synthetic runs over ``--candidates`` videos per query; ours at depth 10 and 20 cut at 10,
+trectools' ``make_pool(strategy="topX")`` (optional) on the first 1,000 and 5,000 queries. Run
+with ``.venv/bin/python bench/pooling_bench.py``.
 """
 
 import argparse

@@ -1,13 +1,8 @@
 """Where one judging request's time goes in the web process (measure before optimising).
 
-Builds the load bench's PostgreSQL campaign (``bench/load.py``'s set-up, smaller by default),
-then judges ``--judgements`` pairs as a few annotators through Django's full WSGI stack in
-this process (middleware, session, authentication, DRF, the assignment service, JSON), one
-request per judgement as the judging page does (``submit/`` answers with the next task).
-Prints, per request: wall and CPU time of the process (web work plus the database client),
-the SQL statements and their count, and with ``--profile`` the functions that take the most
-CPU (cProfile, sorted by cumulative time). The database server's own time is not in these
-figures; ``bench/load.py`` measures it beside gunicorn's.
+Judges ``--judgements`` pairs on ``bench/load.py``'s PostgreSQL campaign through Django's full
+WSGI stack in this process; prints wall and CPU time per request, the SQL statements and,
+with ``--profile``, cProfile's top functions::
 
     .venv/bin/python bench/request_profile.py [--pairs 60000] [--judgements 400] [--profile]
 """

@@ -1,30 +1,12 @@
 """Time every page, JSON endpoint and label export of a FIRE-scale campaign on PostgreSQL.
 
-Builds once, in a dedicated database (``--db-name``, created on the server of
-``DATABASE_URL`` or ``bin/local-postgres``), an MSVD-like campaign through the project's
-services: 27,763 query captions on 670 videos, three runs (``store_run``) pooled at depth 10
-by ``create_campaign`` (~553,000 pairs), ~679,000 labels from 100 annotators written with
-one COPY as an import would (FIRE's policy, a few pairs with up to six, some undone), pair
-counts by ``pair_state.recount_labels``, half the ties adjudicated, a label set by
-``resolve_campaign`` and the proxies cached; the rows through ``bench/world.py``. Later
-runs reuse it (``--rebuild`` starts over).
-
-Then each GET page and endpoint naming the campaign, dataset, label set, runs or people, a
-few lists, the API and the admin is requested ``--repeats`` times through Django's test
-client as a superuser (``DJANGO_DEBUG=0``, in-process: server-side time, streamed exports
-read to the last chunk). Each request runs in a child forked from one warm process (modules
-imported, templates compiled, one request served, ``gc.freeze``, connections closed), so all
-start alike; the child times the first and last byte and reports over a pipe the rise of its
-peak RSS (``ru_maxrss``, which starts at the child's RSS when forked) during the request.
-Jobs a request starts finish, untimed, in its child. The table gives the median time, the
-largest rise and anything but a 200 beside the targets, with an anchor (``SELECT count(*)``
-over the pairs) and the machine.
-
-Stored figures (``--figures``): ``jobs`` (the default) first drops every stored figure and
-runs, timed, the jobs the product queues for them (a new label set's ``label-set-figures``;
-the campaign's ``campaign-figures``, which submits queue as labels arrive), so pages show
-what a deployment serves; ``forget`` drops them so each page's first view computes its own;
-``keep`` leaves what an earlier run stored::
+Builds once in ``--db-name`` (reused later; ``--rebuild``) an MSVD-like campaign through the
+services (~553,000 pairs, ~679,000 labels of 100 annotators, ties half adjudicated, a label
+set, proxies cached), then requests each GET page ``--repeats`` times through the test client
+as a superuser (``DJANGO_DEBUG=0``), each request in a child forked from one warm process:
+the median time, first byte, peak RSS rise and status beside the targets, with a
+``SELECT count(*)`` anchor. ``--figures``: stored figures computed by their jobs first
+(``jobs``), dropped (``forget``) or kept (``keep``)::
 
     .venv/bin/python bench/scale_pages.py [--rebuild] [--only agreement] [--json rows.json]
     .venv/bin/python bench/scale_pages.py --db-name firepool_scale_small \\

@@ -2,15 +2,10 @@
 answer: which statements still save a judging request enough time (10% or more) to keep
 their SQL on today's Django and psycopg.
 
-Builds one PostgreSQL world (``bench/world.py``: a synthetic campaign of ``--pairs`` pairs,
-``--annotators`` annotators, gold pairs and labels already given on the first ``--judged``
-pairs), times ``annotation.judging.answer.next_task`` and ``submit_label`` for a few hundred
-calls (the anchor: a judging request's server time in the service, without the WSGI stack,
-so each share below is an upper bound), then each statement and its ORM equivalent
-(mirroring ``tests/annotation/judging/test_sql.py``; equality asserted on the world first),
-interleaved, with parameters drawn from the world; and one export window against an ORM
-``values_list`` over it. Prints one table (stdout); a statement keeps its SQL where it saves
-at least ``--keep-share`` of a request.
+On one PostgreSQL world (``bench/world.py``), the anchor is ``next_task`` and ``submit_label``
+in the service; each statement and its ORM twin (``tests/annotation/judging/test_sql.py``'s,
+equality asserted first) are timed interleaved; a statement keeps its SQL where it saves at
+least ``--keep-share`` of a request::
 
     .venv/bin/python bench/sql_vs_orm.py [--pairs 200000] [--repeats 600] [--calls 300]
 """

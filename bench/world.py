@@ -1,13 +1,6 @@
 """The one world builder of the benchmarks: a synthetic dataset, runs, a campaign and its pool
-of pairs, annotators, gold pairs and labels, at any size.
-
-Every script builds its world here, so what differs between them is a parameter, not a copy
-(``load.py`` and ``request_profile.py``: :func:`synthetic_campaign` with sessions and gold;
-``scale_pages.py``: MSVD-like :func:`caption_texts`, :func:`runs` and FIRE's
-:func:`label_plan`; ``agreement_bench.py`` and ``export_bench.py``: the same plan at a flat
-error rate; ``campaign_bench.py`` and ``gold_lock_bench.py``: :func:`media`). Rows go in through the backend's one bulk load (:meth:`config.backends.Backend.bulk_load`:
-``COPY`` on PostgreSQL, an ``executemany`` elsewhere), by field name: table and column names
-come from the models' ``_meta``. Django must be set up before a function here is called.
+of pairs, annotators, gold pairs and labels, at any size, loaded by the backend's one bulk
+load (``COPY`` on PostgreSQL) by field name. Django must be set up first.
 """
 
 from __future__ import annotations
