@@ -14,13 +14,12 @@ and annotators paused::
 import argparse
 import json
 import os
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from harness import machine, save_var, temporary_django
+from harness import log, machine, save_var, temporary_django
 
 DEMO_RUNS = ("random", "minilm", "mme", "jpose")
 DEPTH = 10
@@ -30,10 +29,6 @@ SPAMMERS = ("spammer", "lazy")
 TARGET_ACCURACY_GAP = 0.01
 TARGET_C1_GAP = 0.01
 TARGET_OVERHEAD = 0.12
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def crowd_profiles(text: str, spammer_seconds: float | None):
@@ -71,20 +66,22 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
     caption_key = dict(Caption.objects.filter(pk__in=captions.tolist()).values_list("pk", "key"))
     video_key = dict(Video.objects.filter(pk__in=videos.tolist()).values_list("pk", "key"))
     path = folder / "gold.jsonl"
-    with path.open("w") as out:
-        for c, v, rel in zip(captions.tolist(), videos.tolist(), truth.tolist(), strict=True):
-            label = "relevant" if rel else "irrelevant"
-            out.write(
-                json.dumps(
-                    {
-                        "caption_key": caption_key[c],
-                        "video_key": video_key[v],
-                        "label": label,
-                        "explanation": f"the demo world's truth: {label}",
-                    }
-                )
-                + "\n"
+    labels = ["relevant" if rel else "irrelevant" for rel in truth.tolist()]
+    rows = zip(captions.tolist(), videos.tolist(), labels, strict=True)
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "caption_key": caption_key[c],
+                    "video_key": video_key[v],
+                    "label": label,
+                    "explanation": f"the demo world's truth: {label}",
+                }
             )
+            + "\n"
+            for c, v, label in rows
+        )
+    )
     return path, float(truth.mean())
 
 
@@ -122,19 +119,12 @@ def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
     """Profile name -> (annotators paused, annotators who judged or trained here)."""
     from annotation.models import AnnotatorStanding, GoldJudgement, Judgement
 
-    paused = set(
-        AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False).values_list(
-            "annotator__username", flat=True
-        )
-    )
-    active = set(
-        Judgement.objects.filter(pair__campaign=campaign).values_list(
-            "annotator__username", flat=True
-        )
-    ) | set(
-        GoldJudgement.objects.filter(gold_pair__campaign=campaign).values_list(
-            "annotator__username", flat=True
-        )
+    def names(rows) -> set[str]:
+        return set(rows.values_list("annotator__username", flat=True))
+
+    paused = names(AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False))
+    active = names(Judgement.objects.filter(pair__campaign=campaign)) | names(
+        GoldJudgement.objects.filter(gold_pair__campaign=campaign)
     )
     profiles = {name: name.split("-")[1] for name in active}  # sim-<profile>-<n>
     return {

@@ -20,10 +20,8 @@ from pathlib import Path
 
 from harness import (
     ROOT,
-    create_database,
-    database_url,
     free_port,
-    postgres_server,
+    postgres_database,
     start_group,
     stop_groups,
     wait_until_up,
@@ -32,14 +30,6 @@ from harness import (
 DB_NAME = "firepool_probes"
 TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
 """What a 500 (Django's request log) or a lost gunicorn worker leaves in the logs."""
-
-
-def probe_database(fresh: bool) -> str:
-    """The probe's own database on the local PostgreSQL (created when missing, dropped and
-    created again when ``fresh``); its URL."""
-    server = postgres_server()
-    create_database(server, DB_NAME, drop=fresh)
-    return database_url(server, DB_NAME)
 
 
 def environment(url: str, var: Path, port: int) -> dict[str, str]:
@@ -76,7 +66,7 @@ def main() -> int:
         shutil.rmtree(args.var, ignore_errors=True)
     args.var.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = environment(probe_database(args.fresh), args.var, port)
+    env = environment(postgres_database(DB_NAME, drop=args.fresh), args.var, port)
     began = time.perf_counter()
     manage(env, "setup_demo")
     manage(env, "startup_jobs")  # the deferred demo work, in this process as `make run` does

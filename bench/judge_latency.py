@@ -13,7 +13,6 @@ delay). Anchor: Label Studio users still ask for preloading (HumanSignal/label-s
 import argparse
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from harness import ROOT, free_port, machine, temporary_django, wait_until_up
+from harness import free_port, machine, start_group, stop_groups, temporary_django, wait_until_up
 
 from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
 
@@ -53,14 +52,8 @@ def runserver(tmp: Path) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = tmp / "runserver.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-            cwd=ROOT,
-            env={**os.environ, "DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    command = ["manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
+    server = start_group(command, {"DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"}, log_path)
     try:
         wait_until_up(f"{base}/login/", [server], any_status=False)
         yield base
@@ -68,11 +61,7 @@ def runserver(tmp: Path) -> Iterator[str]:
         print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
         raise
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_groups([server], timeout=10)
 
 
 def judge_pairs(

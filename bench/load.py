@@ -39,14 +39,11 @@ import numpy as np
 import world
 from harness import (
     ROOT,
-    create_database,
-    database_url,
     drop_database,
     free_port,
     log,
-    machine,
     percentiles,
-    postgres_server,
+    postgres_database,
     setup_django,
     start_group,
     stop_groups,
@@ -921,10 +918,7 @@ class Setup:
 def set_up(args) -> Setup:
     """A fresh database (:data:`DB_NAME`, dropped and created again), Django on it as the
     server runs it, migrated, and the world of the run (untimed)."""
-    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    server = postgres_server()
-    create_database(server, DB_NAME)
-    url = database_url(server, DB_NAME)
+    url = postgres_database(DB_NAME)
     env = server_environment(url, args.prepared, args.debug)
     media_root = None
     if args.viewers or args.media_server == "nginx":
@@ -1138,13 +1132,10 @@ def main() -> None:
     args = options()
     setup = set_up(args)
     run, freshness = serve_and_run(args, setup)
-    from django.db import connections
-
     log(f"load average after the run: {os.getloadavg()[0]:.2f}")
     checks = verify(setup.campaign_id, run.record.acknowledged + run.warm_acknowledged)
     log(f"jobs by second of the run: {job_timeline(time.time() - (time.monotonic() - run.began))}")
     refits = refit_jobs() if args.policy == "adaptive" else {}
-    connections.close_all()
     if not args.keep:
         drop_database(setup.database_url)
     diagnose(args, run, [ms for values in run.record.latencies.values() for ms in values])

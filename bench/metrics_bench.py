@@ -23,27 +23,16 @@ from retrieval.scoring import metrics
 
 TARGET_SECONDS = 0.3
 ANCHORS = "anchors: ranx 0.6-0.9 s warm and about a minute cold, pytrec_eval about 0.18 s"
+CUTS = (1, 5, 10)
 PYTREC_MEASURES = {
-    "C@1": "success_1",
-    "C@5": "success_5",
-    "C@10": "success_10",
-    "R@1": "recall_1",
-    "R@5": "recall_5",
-    "R@10": "recall_10",
-    "AP": "map",
-    "nDCG@10": "ndcg_cut_10",
-    "bpref": "bpref",
+    **{f"C@{k}": f"success_{k}" for k in CUTS},
+    **{f"R@{k}": f"recall_{k}" for k in CUTS},
+    **{"AP": "map", "nDCG@10": "ndcg_cut_10", "bpref": "bpref"},
 }
 RANX_METRICS = {
-    "C@1": "hit_rate@1",
-    "C@5": "hit_rate@5",
-    "C@10": "hit_rate@10",
-    "R@1": "recall@1",
-    "R@5": "recall@5",
-    "R@10": "recall@10",
-    "AP": "map",
-    "nDCG@10": "ndcg@10",
-    "bpref": "bpref",
+    **{f"C@{k}": f"hit_rate@{k}" for k in CUTS},
+    **{f"R@{k}": f"recall@{k}" for k in CUTS},
+    **{"AP": "map", "nDCG@10": "ndcg@10", "bpref": "bpref"},
 }
 
 COLD_OURS = """

@@ -11,7 +11,6 @@ import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import time
 import uuid
@@ -19,15 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import load
-from harness import (
-    create_database,
-    database_url,
-    drop_database,
-    log,
-    machine,
-    postgres_server,
-    setup_django,
-)
+from harness import drop_database, log, postgres_database, setup_django
 
 
 def options() -> argparse.Namespace:
@@ -184,10 +175,7 @@ def measure(args, judging: Judging) -> tuple[dict, list, cProfile.Profile | None
 
 def main() -> None:
     args = options()
-    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    server = postgres_server()
-    create_database(server, load.DB_NAME)
-    url = database_url(server, load.DB_NAME)
+    url = postgres_database(load.DB_NAME)
     setup_django(load.server_environment(url, args.prepared, debug=False))
     campaign_id, pairs, sessions = load.build_world(args, args.annotators)
     judging = Judging(campaign_id, sessions, args.sql_gold)
@@ -205,9 +193,6 @@ def main() -> None:
         log(out.getvalue())
         if args.by_package:
             log(by_package(stats))
-    from django.db import connections
-
-    connections.close_all()
     drop_database(url)
     print(json.dumps(result))
 

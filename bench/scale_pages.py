@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -44,17 +45,13 @@ from harness import (
     setup_django,
 )
 
-FIRE_PAIRS, FIRE_LABELS = 552_880, 679_232
-"""FIRE's MSVD campaign: pairs pooled and labels collected; the label total is scaled by it."""
+FIRE_PAIRS, FIRE_LABELS = 552_880, 679_232  # FIRE's MSVD campaign: the labels scale by it
 DATASET, CAMPAIGN, ADMIN = "msvd-scale", "fire-scale", "scale-admin"
-BUILD_VERSION = 1
-"""Bump when the build changes, so an older build is not reused as if it were the same."""
+BUILD_VERSION = 1  # bump when the build changes, so an older build is not reused
 PAGE_SECONDS, PAGE_MB = 1.0, 300.0
 EXPORT_SECONDS, EXPORT_FIRST_BYTE, EXPORT_MB = 4.0, 0.5, 50.0
-CANDIDATES = 38
-"""Videos a query's runs choose their lists from besides its own (overlapping runs)."""
-RUN_NOISE, RUN_BOOSTS = 2.0, (3.0, 2.6, 2.2)
-"""Each run ranks by a shared affinity plus its own noise; its own video is raised by a boost."""
+CANDIDATES = 38  # videos a query's runs choose from besides its own (overlapping runs)
+RUN_NOISE, RUN_BOOSTS = 2.0, (3.0, 2.6, 2.2)  # each run's own noise; the own video's boost
 JOB_WAIT_SECONDS = 1800
 
 
@@ -239,25 +236,23 @@ def build(args) -> dict:
     timings = {}
     rng = np.random.default_rng(args.seed)
 
-    def step(name: str, began: float) -> None:
-        timings[name] = round(time.perf_counter() - began, 1)
-        log(f"{name}: {timings[name]} s")
+    @contextlib.contextmanager
+    def step(name: str) -> Iterator[list[str]]:
+        """Time the block as ``name`` (or the name it puts in the yielded list)."""
+        began, named = time.perf_counter(), [name]
+        yield named
+        timings[named[-1]] = round(time.perf_counter() - began, 1)
+        log(f"{named[-1]}: {timings[named[-1]]} s")
 
-    began = time.perf_counter()
-    built = make_world(args, rng)
-    admin, user_pks = make_people(args)
-    step("dataset and people", began)
-
-    began = time.perf_counter()
-    runs = make_runs(args, built, rng)
-    step("runs", began)
-
-    began = time.perf_counter()
-    dataset = runs[0].dataset
-    campaign = create_campaign(
-        dataset, runs, CampaignSpec(name=CAMPAIGN, depth=args.depth), created_by=admin
-    )
-    step("create_campaign (pool and write pairs)", began)
+    with step("dataset and people"):
+        built = make_world(args, rng)
+        admin, user_pks = make_people(args)
+    with step("runs"):
+        runs = make_runs(args, built, rng)
+    with step("create_campaign (pool and write pairs)"):
+        dataset = runs[0].dataset
+        spec = CampaignSpec(name=CAMPAIGN, depth=args.depth)
+        campaign = create_campaign(dataset, runs, spec, created_by=admin)
     pairs = np.array(
         Pair.objects.filter(campaign=campaign)
         .order_by("pk")
@@ -273,52 +268,44 @@ def build(args) -> dict:
     truth = built.affinity[query, column] > 1.9
     if args.labels is None:
         args.labels = round(len(pair_pks) * FIRE_LABELS / FIRE_PAIRS)
-    began = time.perf_counter()
-    plan = label_plan(args, truth, double, rng)
-    written = world.judgements(plan, pair_pks, user_pks, rng)
-    step("labels (COPY)", began)
+    with step("labels (COPY)"):
+        plan = label_plan(args, truth, double, rng)
+        written = world.judgements(plan, pair_pks, user_pks, rng)
     log(f"{len(plan.pair):,} live labels ({written:,} rows with the undone ones)")
-
-    began = time.perf_counter()
-    # 1,000 pairs a call: recount_labels' bulk_update writes CASE statements whose cost grows
-    # with the square of their length (5,000 a call took twice as long per pair).
-    chunk = 1000
-    for low in range(0, len(pair_pks), chunk):
-        ids = pair_pks[low : low + chunk].tolist()
-        with transaction.atomic():
-            pair_state.lock_pairs(ids)
-            pair_state.recount_labels(ids, campaign)
-        done = min(low + chunk, len(pair_pks))
-        if done % 20_000 == 0 or done == len(pair_pks):
-            log(f"  pairs recounted: {done:,} of {len(pair_pks):,}")
-    step("pair counts (pair_state.recount_labels)", began)
-
-    began = time.perf_counter()
-    truth_of = dict(zip(pair_pks.tolist(), truth.tolist(), strict=True))
-    ties = list(
-        Pair.objects.filter(campaign=campaign, status=Pair.Status.DISAGREEMENT).order_by("pk")
-    )
-    for pair in ties[: len(ties) // 2]:
-        pair.campaign = campaign  # already loaded: not once per pair, with its provenance
-        label = RELEVANT.label if truth_of[pair.pk] else IRRELEVANT.label
-        with transaction.atomic():
-            pair_state.lock_pairs([pair.pk])
-            pair_state.adjudicate(pair, admin, label)
-    step(f"adjudication ({len(ties) // 2} of {len(ties)} disagreements)", began)
-
-    began = time.perf_counter()
-    jobs_before = latest_job()
-    label_set = resolve_campaign(campaign)
-    wait_for_jobs(jobs_before)
-    step("resolve_campaign", began)
+    with step("pair counts (pair_state.recount_labels)"):
+        # 1,000 pairs a call: recount_labels' bulk_update writes CASE statements whose cost
+        # grows with the square of their length (5,000 a call took twice as long per pair).
+        chunk = 1000
+        for low in range(0, len(pair_pks), chunk):
+            ids = pair_pks[low : low + chunk].tolist()
+            with transaction.atomic():
+                pair_state.lock_pairs(ids)
+                pair_state.recount_labels(ids, campaign)
+            done = min(low + chunk, len(pair_pks))
+            if done % 20_000 == 0 or done == len(pair_pks):
+                log(f"  pairs recounted: {done:,} of {len(pair_pks):,}")
+    with step("adjudication") as named:
+        truth_of = dict(zip(pair_pks.tolist(), truth.tolist(), strict=True))
+        ties = list(
+            Pair.objects.filter(campaign=campaign, status=Pair.Status.DISAGREEMENT).order_by("pk")
+        )
+        for pair in ties[: len(ties) // 2]:
+            pair.campaign = campaign  # already loaded: not once per pair, with its provenance
+            label = RELEVANT.label if truth_of[pair.pk] else IRRELEVANT.label
+            with transaction.atomic():
+                pair_state.lock_pairs([pair.pk])
+                pair_state.adjudicate(pair, admin, label)
+        named.append(f"adjudication ({len(ties) // 2} of {len(ties)} disagreements)")
+    with step("resolve_campaign"):
+        jobs_before = latest_job()
+        label_set = resolve_campaign(campaign)
+        wait_for_jobs(jobs_before)
     log(
         f"label set {label_set.name}: {label_set.pair_count:,} pairs, "
         f"{label_set.relevant_count:,} relevant, {label_set.disagreement_count:,} disagreements"
     )
-
-    began = time.perf_counter()
-    make_proxies(args, dataset)
-    step("semantic proxies", began)
+    with step("semantic proxies"):
+        make_proxies(args, dataset)
     return {
         "pairs": len(pair_pks),
         "labels": len(plan.pair),
@@ -491,25 +478,20 @@ def admin_pages(campaign, dataset, label_set, pair, judgement, job) -> list[Page
     from django.contrib.auth import get_user_model
     from django.urls import reverse
 
-    listed = [Page("admin index", reverse("admin:index"))]
-    for model in admin.site._registry:
-        opts = model._meta
-        listed.append(
-            Page(
-                f"admin list {opts.app_label}.{opts.model_name}",
-                reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"),
-            )
+    def page(what: str, opts, view: str, *args) -> Page:
+        name = f"{opts.app_label}.{opts.model_name}"
+        return Page(
+            f"admin {what} {name}", reverse(f"admin:{name.replace('.', '_')}_{view}", args=args)
         )
+
+    listed = [Page("admin index", reverse("admin:index"))]
+    listed += [page("list", model._meta, "changelist") for model in admin.site._registry]
     annotator = get_user_model().objects.filter(username__startswith="scale-annotator").first()
-    for obj in (campaign, dataset, label_set, pair, judgement, annotator, job):
-        if obj is not None and type(obj) in admin.site._registry:
-            opts = obj._meta
-            listed.append(
-                Page(
-                    f"admin change {opts.app_label}.{opts.model_name}",
-                    reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]),
-                )
-            )
+    listed += [
+        page("change", obj._meta, "change", obj.pk)
+        for obj in (campaign, dataset, label_set, pair, judgement, annotator, job)
+        if obj is not None and type(obj) in admin.site._registry
+    ]
     return listed
 
 
@@ -637,31 +619,46 @@ def where(trace) -> str:
     return f" (at {Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno})"
 
 
-def measure(client, url: str, timeout: int) -> dict:
-    """One request in a forked child; its figures, read from a pipe."""
+def in_child(fill: Callable[[dict], None]) -> tuple[dict | None, int]:
+    """Run ``fill`` on a dict in a forked child (no connection shared with this process);
+    the dict as it was when ``fill`` ended or raised (None if the child died), and the
+    child's wait status."""
     from django.db import connections
 
-    connections.close_all()  # the child must not share the parent's connection
+    connections.close_all()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
         os.close(read_end)
+        result: dict = {}
         try:
-            result = request_once(client, url, timeout)
-        except RequestTimeout:
-            result = {"crash": f"no answer within {timeout} s"}
-        except BaseException as exc:
-            result = {"crash": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        with os.fdopen(write_end, "w") as pipe:
-            pipe.write(json.dumps(result))
-        os._exit(0)
+            fill(result)
+        finally:
+            with os.fdopen(write_end, "w") as pipe:
+                pipe.write(json.dumps(result))
+            os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end) as pipe:
         text = pipe.read()
     _, status = os.waitpid(pid, 0)
-    if not text:
+    return (json.loads(text) if text else None), status
+
+
+def measure(client, url: str, timeout: int) -> dict:
+    """One request in a forked child; its figures."""
+
+    def fill(result: dict) -> None:
+        try:
+            result.update(request_once(client, url, timeout))
+        except RequestTimeout:
+            result["crash"] = f"no answer within {timeout} s"
+        except BaseException as exc:
+            result["crash"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+    result, status = in_child(fill)
+    if result is None:
         return {"crash": f"the child died (wait status {status}; out of memory?)"}
-    return json.loads(text)
+    return result
 
 
 def judge_row(row: Row) -> None:
@@ -695,8 +692,6 @@ def judge_row(row: Row) -> None:
 def prepare_figures(how: str) -> dict[str, float]:
     """Drop the stored figures unless ``how`` is "keep"; with "jobs", run the jobs that
     compute them in a forked child (as a worker would) and return each job's seconds."""
-    from django.db import connections
-
     from jobs.models import StoredFigure
 
     if how == "keep":
@@ -705,40 +700,29 @@ def prepare_figures(how: str) -> dict[str, float]:
     log(f"dropped {deleted} stored figures")
     if how == "forget":
         return {}
-    connections.close_all()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker
-        os.close(read)
-        took = {}
-        try:
-            from annotation.models import Campaign
-            from jobs.registry import get_kind
-            from jobs.runner import check_arguments
-            from retrieval.models import LabelSet
 
-            class Quiet:
-                def step(self, *args, **kwargs):
-                    pass
+    def run_jobs(took: dict) -> None:
+        from annotation.models import Campaign
+        from jobs.registry import get_kind
+        from jobs.runner import check_arguments
+        from retrieval.models import LabelSet
 
-            work = [
-                ("label-set-figures", {"dataset": s.dataset.name, "labels": s.name})
-                for s in LabelSet.objects.select_related("dataset").defer("arrays")
-            ]
-            work += [("campaign-figures", {"campaign": c.name}) for c in Campaign.objects.all()]
-            for kind_name, data in work:
-                kind = get_kind(kind_name)
-                began = time.perf_counter()
-                kind.run(Quiet(), **check_arguments(kind, data))
-                took[f"{kind_name} {'/'.join(data.values())}"] = time.perf_counter() - began
-        finally:
-            with os.fdopen(write, "w") as out:
-                out.write(json.dumps(took))
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as answer:
-        took = json.loads(answer.read() or "{}")
-    os.waitpid(pid, 0)
+        class Quiet:
+            def step(self, *args, **kwargs):
+                pass
+
+        work = [
+            ("label-set-figures", {"dataset": s.dataset.name, "labels": s.name})
+            for s in LabelSet.objects.select_related("dataset").defer("arrays")
+        ]
+        work += [("campaign-figures", {"campaign": c.name}) for c in Campaign.objects.all()]
+        for kind_name, data in work:
+            kind = get_kind(kind_name)
+            began = time.perf_counter()
+            kind.run(Quiet(), **check_arguments(kind, data))
+            took[f"{kind_name} {'/'.join(data.values())}"] = time.perf_counter() - began
+
+    took = in_child(run_jobs)[0] or {}
     for name, seconds in took.items():
         log(f"  job {name}: {seconds:.1f} s")
     return took

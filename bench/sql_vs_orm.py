@@ -23,16 +23,7 @@ from datetime import UTC, datetime
 import load
 import numpy as np
 import world
-from harness import (
-    create_database,
-    database_url,
-    drop_database,
-    log,
-    machine,
-    parser,
-    postgres_server,
-    setup_django,
-)
+from harness import drop_database, log, machine, parser, postgres_database, setup_django
 
 DB_NAME = "firepool_sqlbench"
 EXPORTED = ("pk", "pool_row", "status", "adjudicated", "caption_id", "video_id", "auto_label")
@@ -445,13 +436,8 @@ def main() -> None:
     options.add_argument("--window", type=int, default=20_000, help="pairs of an export window")
     options.add_argument("--keep-share", type=float, default=0.10)
     args = options.parse_args()
-    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    server = postgres_server()
-    create_database(server, DB_NAME)
-    url = database_url(server, DB_NAME)
+    url = postgres_database(DB_NAME)
     setup_django(load.server_environment(url, prepared=True, debug=False))
-    from django.db import connections
-
     try:
         ctx = build(args)
         anchors = anchor(ctx, args.calls)
@@ -463,7 +449,6 @@ def main() -> None:
         export = export_case(ctx, args.window)
         exported = measure(export, max(10, args.repeats // 30))
     finally:
-        connections.close_all()
         drop_database(url)
     print(f"machine: {machine()}, PostgreSQL; load average {os.getloadavg()[0]:.2f}")
     for kind, values in anchors.items():
