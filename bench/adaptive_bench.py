@@ -14,15 +14,13 @@ model's C@1/5/10 within 1 point of its true-label value with at most 50% of FIRE
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from harness import machine, save_var, temporary_django
+from crowd_bench import DEMO_RUNS, DEPTH, demo_world
+from harness import log, machine, temporary_django
 
-DEMO_RUNS = ("random", "minilm", "mme", "jpose")
-DEPTH = 10
 CROWD = ((0.6, 0.98, 0.98), (0.2, 0.92, 0.92), (0.1, 0.5, 0.5), (0.1, 0.0, 1.0))
 ANNOTATORS = 20
 METRICS = ("C@1", "C@5", "C@10", "AP")
@@ -30,10 +28,6 @@ METRICS = ("C@1", "C@5", "C@10", "AP")
 TARGET_GAP = 0.01
 TARGET_SHARE = 0.5
 TARGET_COVERAGE = 0.9
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def run_config(world, crowd, policy_name: str, order: str, seed: int, confidence: float):
@@ -58,18 +52,10 @@ def main() -> None:
     load = os.getloadavg()
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        from django.core.management import call_command
-
         from annotation.simulation.offline import SimulatedCrowd
         from annotation.simulation.replay_service import replay_world
-        from retrieval.models import Dataset
 
-        if not reuse:
-            log(f"building a demo world of {args.videos} videos")
-            call_command("demo", videos=args.videos, workers=2, verbosity=0)
-            if args.world is not None:
-                save_var(tmp, args.world)
-        dataset = Dataset.objects.get(name="demo")
+        dataset, _ = demo_world(args.videos, args.world, tmp, reuse)
         world, dropped = replay_world(dataset, list(DEMO_RUNS), DEPTH, None)
         log(
             f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped"

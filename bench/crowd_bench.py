@@ -247,7 +247,7 @@ def main() -> None:
     load = os.getloadavg()
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        dataset, runs = demo_world(args, tmp, reuse)
+        dataset, runs = demo_world(args.videos, args.world, tmp, reuse, args.epochs)
         campaigns, gold_relevant = make_campaigns(dataset, runs, args, Path(tmp))
         paused, took = judge_all(campaigns, args)
         log("resolving and re-scoring")
@@ -289,20 +289,21 @@ ROWS = {
 """Each table row: the campaign it resolves and how."""
 
 
-def demo_world(args, tmp: Path, reuse: bool):
-    """The demo dataset (built, or reused from ``--world``) and its four runs."""
+def demo_world(videos: int, keep: Path | None, tmp: Path, reuse: bool, epochs: int | None = None):
+    """The demo dataset of ``videos`` clips (built and saved in ``keep``, or reused from it)
+    and its four runs."""
     from django.core.management import call_command
 
     from retrieval.models import Dataset, Run
 
     if reuse:
-        log(f"reusing the demo world in {args.world}")
+        log(f"reusing the demo world in {keep}")
     else:
-        log(f"building a demo world of {args.videos} videos")
-        extra = {"epochs": args.epochs} if args.epochs else {}
-        call_command("demo", videos=args.videos, workers=2, verbosity=0, **extra)
-        if args.world is not None:
-            save_var(tmp, args.world)
+        log(f"building a demo world of {videos} videos")
+        extra = {"epochs": epochs} if epochs else {}
+        call_command("demo", videos=videos, workers=2, verbosity=0, **extra)
+        if keep is not None:
+            save_var(tmp, keep)
     dataset = Dataset.objects.get(name="demo")
     runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
     return dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))

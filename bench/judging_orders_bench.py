@@ -10,20 +10,17 @@ and the times of an order and an update. Run with
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from harness import timed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from annotation.campaigns.pooling import pool  # noqa: E402
-from annotation.ordering.orders import STRATEGIES, full_order, make_order  # noqa: E402
-from annotation.simulation.model import World  # noqa: E402
-from annotation.simulation.replay import exact_after, judged_first, seeded_order  # noqa: E402
-from retrieval.scoring.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
-from retrieval.search.runs import RankedLists  # noqa: E402
+from annotation.campaigns.pooling import pool
+from annotation.ordering.orders import STRATEGIES, full_order, make_order
+from annotation.simulation.model import World
+from annotation.simulation.replay import exact_after, judged_first, seeded_order
+from retrieval.scoring.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run
+from retrieval.search.runs import RankedLists
 
 MSVD_QUERIES = 27_763
 DEPTH = 10
@@ -134,11 +131,12 @@ def report(world: World, title: str, args: argparse.Namespace) -> None:
     )
     needed, orders, seconds = {}, {}, {}
     for strategy in STRATEGIES:
-        timings = []
-        for _ in range(3):
-            started = time.perf_counter()
-            order = full_order(strategy, world.pool, world.labels, known_positive_rank=known_rank)
-            timings.append(time.perf_counter() - started)
+        timings, order = timed(
+            lambda s=strategy: full_order(
+                s, world.pool, world.labels, known_positive_rank=known_rank
+            ),
+            3,
+        )
         orders[strategy], seconds[strategy] = order, min(timings)
         needed[strategy] = positives_needed(world, order.pairs)
     interleaved = full_order("depth", world.pool, world.labels, interleave=True)
