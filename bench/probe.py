@@ -244,6 +244,12 @@ def login(base: str, user: str, password: str, must: bool = True) -> requests.Se
     return session
 
 
+def listed(answer: requests.Response) -> list[dict]:
+    """The rows of an API list answer, paginated or not (none for a failed request)."""
+    rows = answer.json() if answer.ok else []
+    return rows.get("results", rows) if isinstance(rows, dict) else rows
+
+
 def csrf(session: requests.Session) -> str:
     return session.cookies.get("csrftoken") or ""
 
@@ -310,9 +316,7 @@ def hostile_names(base: str, admin: requests.Session, found: Findings) -> None:
 def judging(base: str, annotator: requests.Session, found: Findings) -> str | None:
     """Impossible ids and a retried submit with another label; returns a served video's URL."""
     campaigns = annotator.get(urljoin(base, "/api/campaigns/"), timeout=30)
-    found.check("GET /api/campaigns/", campaigns)
-    listed = campaigns.json() if campaigns.ok else []
-    rows = listed.get("results", listed) if isinstance(listed, dict) else listed
+    rows = listed(found.check("GET /api/campaigns/", campaigns))
     if not rows:
         print("  no campaign open to the annotator: judging probes skipped")
         return None
@@ -380,9 +384,8 @@ class Target:
 
 
 def active_campaign(base: str, admin: requests.Session, found: Findings) -> dict | None:
-    listed = found.check("admin GET /api/campaigns/", admin.get(urljoin(base, "/api/campaigns/")))
-    rows = listed.json() if listed.ok else []
-    rows = rows.get("results", rows) if isinstance(rows, dict) else rows
+    answer = found.check("admin GET /api/campaigns/", admin.get(urljoin(base, "/api/campaigns/")))
+    rows = listed(answer)
     active = [row for row in rows if row.get("status") == "active"]
     return next((r for r in active if r["name"] == "demo-campaign"), active[0] if active else None)
 
@@ -729,8 +732,7 @@ def own_campaign(t: Target, found: Findings, limit: float) -> dict | None:
     state = wait_for_job(t, found, int(job.group(1)), limit)
     if not found.verdict(state == "succeeded", f"pooling {name}: job {job.group(1)} {state}"):
         return None
-    rows = t.admin.get(t.url("/api/campaigns/")).json()
-    rows = rows.get("results", rows) if isinstance(rows, dict) else rows
+    rows = listed(t.admin.get(t.url("/api/campaigns/")))
     return next((row for row in rows if row["name"] == name), None)
 
 
