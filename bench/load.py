@@ -942,25 +942,13 @@ def set_up(args) -> Setup:
 def job_workers(args, env: dict[str, str]) -> list[subprocess.Popen]:
     """The README's job workers beside the server: one for the default queue, one for the
     live queue (the campaign's figures, the adaptive policy's refits)."""
+    command = [*WORKER_PRIORITY[args.worker_priority], sys.executable, "manage.py", "db_worker"]
+    command += ["--interval", str(args.worker_interval), "--no-reload", "--no-startup-delay"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     return [
         subprocess.Popen(
-            [
-                *WORKER_PRIORITY[args.worker_priority],
-                sys.executable,
-                "manage.py",
-                "db_worker",
-                "--queue-name",
-                queue,
-                "--interval",
-                str(args.worker_interval),
-                "--no-reload",
-                "--no-startup-delay",
-            ],
-            cwd=ROOT,
-            env={**os.environ, **env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [*command, "--queue-name", queue], cwd=ROOT, env={**os.environ, **env}, **quiet
+        )
         for queue in (() if args.no_job_workers else ("default", "live"))
     ]
 
