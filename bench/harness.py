@@ -62,6 +62,15 @@ def timed(work: Callable[[], object], repeats: int) -> tuple[list[float], object
     return times, result
 
 
+def summarised(
+    work: Callable[[], object], repeats: int, how: Callable[[list[float]], float] = min
+) -> tuple[float, object]:
+    """``how`` (the best by default, or the median...) of :func:`timed`'s seconds, and what
+    the last call returned."""
+    times, result = timed(work, repeats)
+    return how(times), result
+
+
 def percentiles(
     values: Sequence[float], which: Sequence[float] = (50, 95, 99), digits: int = 1
 ) -> tuple[float, ...]:
