@@ -1,27 +1,12 @@
 """FIRE's protocol against the adaptive policy on the demo world, replayed offline: labels
 spent and each model's C@K error, and the 95% intervals' coverage.
 
-Builds (or reuses, ``--world``) a demo world of ``--videos`` clips with its four models, pools
-them at depth 10 against the world's ground truth (:func:`annotation.simulation.replay_service.
-replay_world`: each caption's own video is a known positive outside the pool), and judges the
-pool offline (:mod:`annotation.simulation.offline`) with the quality bench's crowd (20
-annotators: 60% careful 2% error, 20% normal 8%, 10% random spammers, 10% always "not
-relevant"), the same seeds for both configurations:
-
-- FIRE: FIRE §3.1's policy on every pooled pair (one label, a second for 10%, a third on a
-  tie; majority), with today's quality control: qualification on 20 balanced training
-  pairs (threshold 0.9, three tries) and 5% gold tasks in the queue;
-- adaptive: the same quality control, ``--confidence`` 0.95 and a cap of 5 labels, the
-  metric-first order (only pairs that decide some run's C@K, the most valuable first).
-
-Labels spent count gold and qualification answers. Each model's C@1, C@5, C@10 and AP are
-re-scored with the resolved labels (a pair nobody labelled counts irrelevant, as a label set
-leaves it out) and compared with the same metrics under the true labels of the pooled pairs.
-Target: every model's C@1, C@5 and C@10 within 1 point of its true-label value, with at most
-50% of the labels FIRE spends. With ``--coverage N`` it also runs N seeded adaptive replays
-and reports how often each score's 95% interval (:mod:`retrieval.scoring.score_intervals`: label
-noise from the posteriors, the unjudged pooled pairs as bounds) contains the true-label
-value (target: at least 90% per metric).
+A demo world of ``--videos`` clips (reused with ``--world``) is pooled at depth 10
+(:func:`annotation.simulation.replay_service.replay_world`) and judged offline by the quality
+bench's crowd of 20, same seeds for both: FIRE §3.1's policy with qualification and 5% gold,
+against the adaptive policy (``--confidence`` 0.95, cap 5, metric-first order). Target: every
+model's C@1/5/10 within 1 point of its true-label value with at most 50% of FIRE's labels;
+``--coverage N`` also checks the 95% intervals cover the truth in 90% of N replays::
 
     nice -n 5 .venv/bin/python bench/adaptive_bench.py --videos 1500 --world /tmp/w1500 \\
         [--seeds 5] [--coverage 50]
@@ -29,15 +14,13 @@ value (target: at least 90% per metric).
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from harness import machine, save_var, temporary_django
+from crowd_bench import DEMO_RUNS, DEPTH, demo_world
+from harness import log, machine, temporary_django
 
-DEMO_RUNS = ("random", "minilm", "mme", "jpose")
-DEPTH = 10
 CROWD = ((0.6, 0.98, 0.98), (0.2, 0.92, 0.92), (0.1, 0.5, 0.5), (0.1, 0.0, 1.0))
 ANNOTATORS = 20
 METRICS = ("C@1", "C@5", "C@10", "AP")
@@ -45,10 +28,6 @@ METRICS = ("C@1", "C@5", "C@10", "AP")
 TARGET_GAP = 0.01
 TARGET_SHARE = 0.5
 TARGET_COVERAGE = 0.9
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def run_config(world, crowd, policy_name: str, order: str, seed: int, confidence: float):
@@ -73,18 +52,10 @@ def main() -> None:
     load = os.getloadavg()
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        from django.core.management import call_command
-
         from annotation.simulation.offline import SimulatedCrowd
         from annotation.simulation.replay_service import replay_world
-        from retrieval.models import Dataset
 
-        if not reuse:
-            log(f"building a demo world of {args.videos} videos")
-            call_command("demo", videos=args.videos, workers=2, verbosity=0)
-            if args.world is not None:
-                save_var(tmp, args.world)
-        dataset = Dataset.objects.get(name="demo")
+        dataset, _ = demo_world(args.videos, args.world, tmp, reuse)
         world, dropped = replay_world(dataset, list(DEMO_RUNS), DEPTH, None)
         log(
             f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped"

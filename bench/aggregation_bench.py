@@ -1,15 +1,10 @@
 """Majority against Dawid-Skene on a simulated crowd under FIRE's labelling policy.
 
-A pool of ``--pairs`` pairs with ``--relevant`` of them truly relevant (FIRE §3.2: 7-30%) is
-labelled as FIRE §3.1 does: one label per pair, a second for a seeded 10% sample, a third when
-two disagree; each label by a different annotator drawn at random from the crowd. The crowd is
-the issue's: 60% careful (2% error), 20% normal (8%), 10% random spammers, 10% always
-answering "not relevant"; the reference crowd replaces the spammers by careful annotators.
-Resolutions compared on the same labels: FIRE's strict majority, Dawid & Skene (1979), and
-Dawid-Skene with 5% gold (each annotator also answers known pairs, 5% of their labels).
-Accuracy counts a disagreement (no label) as wrong; "relevant" is accuracy on the truly
-relevant pairs. Last, the time of one Dawid-Skene fit at FIRE's scale (660,000 labels).
-Run with ``.venv/bin/python bench/aggregation_bench.py``.
+``--pairs`` pairs, ``--relevant`` truly relevant (FIRE §3.2: 7-30%), labelled as FIRE §3.1
+does by the issue's crowd (60% careful, 20% normal, 10% random spammers, 10% always "not
+relevant"; the reference crowd has no spammers), resolved by strict majority, Dawid & Skene
+(1979), and Dawid-Skene with 5% gold; a disagreement counts as wrong. Last, one Dawid-Skene
+fit at FIRE's scale (660,000 labels). Run with ``.venv/bin/python bench/aggregation_bench.py``.
 """
 
 import argparse

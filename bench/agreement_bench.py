@@ -1,12 +1,8 @@
 """Time the full agreement report of a FIRE-scale campaign (660,000 labels, 555,000 pairs).
 
-Builds, in a throw-away SQLite database, a campaign of ``--pairs`` pairs judged by
-``--annotators`` annotators (FIRE §3.1: one label per pair, a second for 10%, a third where
-two disagree, plus extra labels on some pairs as in FIRE's MSVD collection, Fig. 7), with
-about 5% pairwise disagreement, some undone judgements (not live) and missing times, built
-by ``bench/world.py``. Setup is not timed. Then times
-:func:`annotation.campaign_read.reporting.campaign_report` (load from the database, resolve,
-agreement, alpha, bootstrap CIs, per-annotator figures) and, in the same run, the
+The campaign (FIRE §3.1's label counts with extra labels as in Fig. 7, ~5% disagreement, some
+undone judgements) is built untimed by ``bench/world.py`` in a throw-away SQLite database;
+then :func:`annotation.campaign_read.reporting.campaign_report` is timed beside the
 ``krippendorff`` package alone on the same value counts::
 
     .venv/bin/python bench/agreement_bench.py [--labels 660000] [--pairs 555000] [--repeats 3]

@@ -1,19 +1,15 @@
 """Time the FIRE §4 analyses at MSVD's scale (27,763 test queries): budget bootstrap, RBO, significance.
 
-No Django: :mod:`retrieval.scoring.analysis` is pure numpy. Three synthetic runs rank 670 videos (MSVD's
-test set) for every query; their per-query Correct@1 is 0/1 with FIRE Table 4's rates, and a
-continuous per-query score (AP-like, every value distinct) stands for the worst case of the
-resampling code, which then has to draw one index or sign per query. Times are the best of
-``--repeats``::
+Pure numpy on three synthetic runs with FIRE Table 4's Correct@1 rates and distinct per-query
+scores (the resampling's worst case); best of ``--repeats``::
 
     .venv/bin/python bench/analysis_bench.py [--queries 27763] [--repeats 3]
 """
 
 import argparse
-from collections.abc import Callable
 
 import numpy as np
-from harness import machine, timed
+from harness import machine, summarised
 
 from retrieval.scoring import analysis
 
@@ -22,12 +18,6 @@ SIZES = (500, 1000, 3000)
 RESAMPLES = 10_000
 VIDEOS = 670
 DEPTH = 10
-
-
-def best_of(repeats: int, fn: Callable[[], object]) -> tuple[float, object]:
-    """Smallest wall time of ``repeats`` calls, and the last result."""
-    times, result = timed(fn, repeats)
-    return min(times), result
 
 
 def synthetic_runs(n_queries: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -72,37 +62,39 @@ def main() -> None:
     print(f"{q:,} queries, 3 runs, best of {args.repeats}\n")
     print("| what | time | target |\n|------|------|--------|")
 
-    seconds, errors = best_of(args.repeats, lambda: budget(correct))
+    seconds, errors = summarised(lambda: budget(correct), args.repeats)
     print(
         f"| budget bootstrap, C@1 (0/1), {RESAMPLES:,} resamples x N in {SIZES}, 3 runs "
         f"| {seconds:.3f} s | <= {BUDGET_TARGET_SECONDS:g} s |"
     )
-    seconds_c, _ = best_of(args.repeats, lambda: budget(continuous))
+    seconds_c, _ = summarised(lambda: budget(continuous), args.repeats)
     print(
         f"| same, continuous per-query scores (index draws) | {seconds_c:.3f} s "
         f"| <= {BUDGET_TARGET_SECONDS:g} s |"
     )
     stacked = np.column_stack(list(continuous.values()))
-    seconds_s, _ = best_of(
-        args.repeats, lambda: analysis.budget_bootstrap(stacked, SIZES, RESAMPLES, args.seed)
+    seconds_s, _ = summarised(
+        lambda: analysis.budget_bootstrap(stacked, SIZES, RESAMPLES, args.seed), args.repeats
     )
     print(
         f"| same, continuous, 3 runs as one queries x 3 matrix (shared draws) | {seconds_s:.3f} s | |"
     )
 
-    seconds_r, rbos = best_of(args.repeats, lambda: analysis.pairwise(runs, analysis.rbo, k=DEPTH))
+    seconds_r, rbos = summarised(
+        lambda: analysis.pairwise(runs, analysis.rbo, k=DEPTH), args.repeats
+    )
     print(f"| RBO_ext (p = 0.9) @ {DEPTH}, 3 pairs | {seconds_r:.3f} s | |")
-    seconds_o, overlaps = best_of(
-        args.repeats, lambda: analysis.pairwise(runs, analysis.overlap_at_k, k=DEPTH)
+    seconds_o, overlaps = summarised(
+        lambda: analysis.pairwise(runs, analysis.overlap_at_k, k=DEPTH), args.repeats
     )
     print(f"| overlap @ {DEPTH}, 3 pairs | {seconds_o:.3f} s | |")
 
-    seconds_b, rows = best_of(args.repeats, lambda: analysis.compare_runs(correct))
+    seconds_b, rows = summarised(lambda: analysis.compare_runs(correct), args.repeats)
     print(
         f"| compare_runs, C@1 (0/1): {RESAMPLES:,} bootstrap + 10,000 sign flips, 3 pairs "
         f"| {seconds_b:.3f} s | |"
     )
-    seconds_bc, _ = best_of(args.repeats, lambda: analysis.compare_runs(continuous))
+    seconds_bc, _ = summarised(lambda: analysis.compare_runs(continuous), args.repeats)
     print(f"| compare_runs, continuous scores, 3 pairs | {seconds_bc:.3f} s | |")
 
     print("\nBudget (C@1, FIRE §4.3): 95th percentile of |resampled mean - full mean|")

@@ -1,11 +1,8 @@
 """The call path of one judging request, followed call by call through the project's modules.
 
-Posts one label (or asks for the next pair) through the API (the test client, every
-middleware included) on a small campaign with gold pairs and an adaptive judging order, and
-records with ``sys.setprofile`` every call from one project module into another
-(``tests/call_path.py``, which ``tests/annotation/judging/test_call_path.py`` checks too):
-the modules visited, the steps, the steps into a module entered before, the statements sent,
-with and without the reads (property getters, value objects' dunders).
+Records with ``sys.setprofile`` every call between project modules of one API request on a
+small campaign (``tests/call_path.py``, which ``tests/annotation/judging/test_call_path.py``
+checks too)::
 
     .venv/bin/python bench/call_path.py [--request submit|next] [--show]
 """

@@ -1,34 +1,12 @@
 """Measured A/B/C crowd benchmark on the demo world's truth.
 
-Builds a demo world (``manage.py demo``, ``--videos`` clips, its four models) in a temporary
-SQLite database, pools the four runs at depth 10 into one campaign per configuration, and lets
-the same seeded crowd of simulated annotators judge each through the real assignment service
-(:func:`annotation.simulation.live.simulate`: qualification, gold, pausing included), under
-FIRE's policy (one label, a second for 10%, a third when two disagree):
-
-- reference: a spammer-free crowd (careful annotators in the spammers' place), as A;
-- A: the plain protocol: majority, no gold, no qualification, no pausing;
-- B: qualification (20 training pairs, threshold 0.9), 5% gold in the queue, automatic
-  pausing; the bench acts as the admin and discounts every paused annotator's labels, so
-  their pairs go back to the queue, and lets the crowd judge again until nobody new is paused;
-- C: B's labels resolved by Dawid-Skene (gold answers as known items).
-
-All campaigns are created before any is judged, so none reuses another's labels. The crowd is
-the issue's: 60% careful (2% error), 20% normal (8%), 10% random spammers, 10% always "not
-relevant"; times per judgement are the profiles' defaults (4 s, spammers 0.8 s) unless
-``--spammer-seconds`` says otherwise. A paused or failed annotator's qualification may be
-retried at once (cool-down 0: the bench runs in minutes, a campaign in days).
-
-Gold pairs come from a small, separately judged set: ``--gold`` pairs drawn at random from
-the four runs' ranks 11-20 (below the pool depth, so never campaign pairs), with labels taken
-from the demo world's truth, as an admin's trusted labels would be. Their answers
-(qualification and queue) are not campaign labels; label overhead = (gold + qualification
-answers) / campaign labels (discounted labels included: they were paid for).
-
-For each configuration: accuracy of the resolved labels against the truth (a disagreement
-counts as wrong), the same on truly relevant pairs, C@1 and AP of each model re-scored with
-the label set against the same metrics with the true labels of the same pooled pairs, labels
-spent, and annotators paused. Run with::
+A demo world's four runs are pooled at depth 10 into one campaign per configuration, judged by
+the same seeded simulated crowd (60% careful, 20% normal, 10% random spammers, 10% always "not
+relevant") through the real assignment service under FIRE's policy: the reference (no
+spammers); A, plain majority; B, qualification, 5% gold and automatic pausing (paused
+annotators' labels discounted); C, B resolved by Dawid-Skene. Gold pairs come from ranks 11-20
+with the world's true labels. Prints accuracy, C@1 and AP against the truth, labels spent
+and annotators paused::
 
     nice -n 5 .venv/bin/python bench/crowd_bench.py [--videos 1500] [--annotators 20]
 """
@@ -36,13 +14,12 @@ spent, and annotators paused. Run with::
 import argparse
 import json
 import os
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from harness import machine, save_var, temporary_django
+from harness import log, machine, save_var, temporary_django
 
 DEMO_RUNS = ("random", "minilm", "mme", "jpose")
 DEPTH = 10
@@ -52,10 +29,6 @@ SPAMMERS = ("spammer", "lazy")
 TARGET_ACCURACY_GAP = 0.01
 TARGET_C1_GAP = 0.01
 TARGET_OVERHEAD = 0.12
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def crowd_profiles(text: str, spammer_seconds: float | None):
@@ -93,20 +66,22 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
     caption_key = dict(Caption.objects.filter(pk__in=captions.tolist()).values_list("pk", "key"))
     video_key = dict(Video.objects.filter(pk__in=videos.tolist()).values_list("pk", "key"))
     path = folder / "gold.jsonl"
-    with path.open("w") as out:
-        for c, v, rel in zip(captions.tolist(), videos.tolist(), truth.tolist(), strict=True):
-            label = "relevant" if rel else "irrelevant"
-            out.write(
-                json.dumps(
-                    {
-                        "caption_key": caption_key[c],
-                        "video_key": video_key[v],
-                        "label": label,
-                        "explanation": f"the demo world's truth: {label}",
-                    }
-                )
-                + "\n"
+    labels = ["relevant" if rel else "irrelevant" for rel in truth.tolist()]
+    rows = zip(captions.tolist(), videos.tolist(), labels, strict=True)
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "caption_key": caption_key[c],
+                    "video_key": video_key[v],
+                    "label": label,
+                    "explanation": f"the demo world's truth: {label}",
+                }
             )
+            + "\n"
+            for c, v, label in rows
+        )
+    )
     return path, float(truth.mean())
 
 
@@ -144,19 +119,12 @@ def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
     """Profile name -> (annotators paused, annotators who judged or trained here)."""
     from annotation.models import AnnotatorStanding, GoldJudgement, Judgement
 
-    paused = set(
-        AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False).values_list(
-            "annotator__username", flat=True
-        )
-    )
-    active = set(
-        Judgement.objects.filter(pair__campaign=campaign).values_list(
-            "annotator__username", flat=True
-        )
-    ) | set(
-        GoldJudgement.objects.filter(gold_pair__campaign=campaign).values_list(
-            "annotator__username", flat=True
-        )
+    def names(rows) -> set[str]:
+        return set(rows.values_list("annotator__username", flat=True))
+
+    paused = names(AnnotatorStanding.objects.filter(campaign=campaign, paused_at__isnull=False))
+    active = names(Judgement.objects.filter(pair__campaign=campaign)) | names(
+        GoldJudgement.objects.filter(gold_pair__campaign=campaign)
     )
     profiles = {name: name.split("-")[1] for name in active}  # sim-<profile>-<n>
     return {
@@ -279,7 +247,7 @@ def main() -> None:
     load = os.getloadavg()
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        dataset, runs = demo_world(args, tmp, reuse)
+        dataset, runs = demo_world(args.videos, args.world, tmp, reuse, args.epochs)
         campaigns, gold_relevant = make_campaigns(dataset, runs, args, Path(tmp))
         paused, took = judge_all(campaigns, args)
         log("resolving and re-scoring")
@@ -321,20 +289,21 @@ ROWS = {
 """Each table row: the campaign it resolves and how."""
 
 
-def demo_world(args, tmp: Path, reuse: bool):
-    """The demo dataset (built, or reused from ``--world``) and its four runs."""
+def demo_world(videos: int, keep: Path | None, tmp: Path, reuse: bool, epochs: int | None = None):
+    """The demo dataset of ``videos`` clips (built and saved in ``keep``, or reused from it)
+    and its four runs."""
     from django.core.management import call_command
 
     from retrieval.models import Dataset, Run
 
     if reuse:
-        log(f"reusing the demo world in {args.world}")
+        log(f"reusing the demo world in {keep}")
     else:
-        log(f"building a demo world of {args.videos} videos")
-        extra = {"epochs": args.epochs} if args.epochs else {}
-        call_command("demo", videos=args.videos, workers=2, verbosity=0, **extra)
-        if args.world is not None:
-            save_var(tmp, args.world)
+        log(f"building a demo world of {videos} videos")
+        extra = {"epochs": epochs} if epochs else {}
+        call_command("demo", videos=videos, workers=2, verbosity=0, **extra)
+        if keep is not None:
+            save_var(tmp, keep)
     dataset = Dataset.objects.get(name="demo")
     runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
     return dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))

@@ -1,20 +1,12 @@
 """Start the README's deployment on this machine and replay ``bench/probe.py`` against it.
 
-PostgreSQL (``bin/local-postgres``, a database of the probe's own: ``firepool_probes``),
-``DJANGO_DEBUG=0`` with the README's variables, the database job queue with its live queue,
-gunicorn ``-w 2 --threads 4`` and the README's two job workers (``default`` and ``live``).
-Two departures, for a loopback run without nginx or TLS: ``DJANGO_SECURE_SSL_REDIRECT=0``
-(the probe stands in for the TLS proxy and sends the Secure cookies over http) and the
-workers send media themselves (``FIREPOOL_MEDIA_SERVER=django``, no
-``FIREPOOL_TRUSTED_PROXIES``). The demo world is built as ``make setup`` builds it
-(``setup_demo``, then ``startup_jobs`` for the deferred part) into ``var/probe-deployment``
-and the database; both are kept, so a second run starts in seconds (``--fresh`` rebuilds).
-The servers' logs go to ``var/probe-deployment/logs/``; 500s and lost workers in them are
-printed after the probe's report.
+PostgreSQL (database ``firepool_probes``), ``DJANGO_DEBUG=0``, gunicorn ``-w 2 --threads 4``
+and the two job workers, without nginx or TLS (``DJANGO_SECURE_SSL_REDIRECT=0``, media sent by
+the workers). The demo world in ``var/probe-deployment`` is kept for the next run
+(``--fresh`` rebuilds); 500s and lost workers in the servers' logs are printed after the
+report. Exit status: the probe's::
 
     .venv/bin/python bench/deployment.py [--fresh] [--build] [-- probe arguments]
-
-Exit status: the probe's (1 when it found a 5xx, a false success or a failed check).
 """
 
 import argparse
@@ -28,10 +20,8 @@ from pathlib import Path
 
 from harness import (
     ROOT,
-    create_database,
-    database_url,
     free_port,
-    postgres_server,
+    postgres_database,
     start_group,
     stop_groups,
     wait_until_up,
@@ -40,14 +30,6 @@ from harness import (
 DB_NAME = "firepool_probes"
 TROUBLE = ("Internal Server Error", "WORKER TIMEOUT", "Exception in worker", "was sent SIG")
 """What a 500 (Django's request log) or a lost gunicorn worker leaves in the logs."""
-
-
-def probe_database(fresh: bool) -> str:
-    """The probe's own database on the local PostgreSQL (created when missing, dropped and
-    created again when ``fresh``); its URL."""
-    server = postgres_server()
-    create_database(server, DB_NAME, drop=fresh)
-    return database_url(server, DB_NAME)
 
 
 def environment(url: str, var: Path, port: int) -> dict[str, str]:
@@ -84,7 +66,7 @@ def main() -> int:
         shutil.rmtree(args.var, ignore_errors=True)
     args.var.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = environment(probe_database(args.fresh), args.var, port)
+    env = environment(postgres_database(DB_NAME, drop=args.fresh), args.var, port)
     began = time.perf_counter()
     manage(env, "setup_demo")
     manage(env, "startup_jobs")  # the deferred demo work, in this process as `make run` does

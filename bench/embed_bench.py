@@ -1,11 +1,8 @@
 """Embedding throughput of the built-in encoders and the video feature extractor.
 
-Captions and videos come from a demo world (``--videos`` clips, their captions repeated
-up to ``--captions``). For each device (the CPU, and CUDA when present) the table gives
-items per second for: features from decoded frames, features from WebM files (decode
-included), and caption / video encoding by minilm, mme and jpose (mme and jpose trained
-for ``--epochs`` epochs first; their fit time is shown too). Model loading is timed apart
-by a warm-up call. Run with ``.venv/bin/python bench/embed_bench.py``.
+Items per second on each device for frame features, WebM features and minilm, mme and jpose
+encoding (trained ``--epochs`` first) on a demo world. Run with
+``.venv/bin/python bench/embed_bench.py``.
 """
 
 import argparse

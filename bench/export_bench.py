@@ -1,17 +1,9 @@
 """Stream every label export of a FIRE-scale campaign; time the first and last byte, and memory.
 
-Target: each full label export at most 4 s to the last byte, its first byte within
-0.5 s, memory flat (a few tens of MiB at most, whatever the size), at FIRE's scale: 552,880
-pairs, 679,000 live labels, 100 annotators. The campaign is built as in ``agreement_bench.py``
-(FIRE-like label counts, ~5% disagreement, some adjudications) with three pooled runs'
-provenance, captions of caption-like length and some discounted labels. On SQLite it lives
-in a throw-away file; with ``--database-url`` (PostgreSQL) it is built once in a database of
-its own on that server (``--db-name``, named after the sizes) and reused by later runs
-(``--rebuild`` starts over). Each format is read chunk by chunk as an HTTP response would
-be, ``--repeats`` times; the table gives the median time to the first and to the last
-chunk, the bytes and the largest growth of the process's peak resident memory. The anchor,
-measured in the same run, is the time to fetch every live label's id (and a ``count(*)``
-over the labels), so figures compare across machines::
+Target: each export within 4 s, first byte within 0.5 s, memory flat, at FIRE's scale (552,880
+pairs, 679,000 labels, 100 annotators; built as in ``agreement_bench.py``). SQLite in a
+throw-away file, or with ``--database-url`` a PostgreSQL database kept for later runs
+(``--db-name``, ``--rebuild``). Anchor: fetching every live label's id and a ``count(*)``::
 
     .venv/bin/python bench/export_bench.py --database-url "$(bin/local-postgres)"
     .venv/bin/python bench/export_bench.py --pairs 60000 --labels 70000   # SQLite, small

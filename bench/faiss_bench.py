@@ -1,11 +1,8 @@
 """Time top-k retrieval of captions over videos: faiss exact and IVF against torch and numpy.
 
-The embeddings are a Gaussian mixture (``--centres`` centres on the unit sphere, each point a
-centre plus isotropic noise of norm about ``--spread``), normalised, float32; queries come
-from the same mixture. The centres themselves are drawn around ``--topics`` topic centres
-(noise norm ``--topic-spread``), so clusters have neighbouring clusters as real embeddings
-do; ``--topics 0`` gives a flat mixture. ``--uniform`` uses plain normal vectors instead. Every method runs on
-``--threads`` threads (default: all cores). Run with ``.venv/bin/python bench/faiss_bench.py``.
+Normalised float32 embeddings from a Gaussian mixture (``--centres`` around ``--topics``;
+``--uniform``: plain normal vectors), on ``--threads`` threads. Run with
+``.venv/bin/python bench/faiss_bench.py``.
 """
 
 import argparse

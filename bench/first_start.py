@@ -1,20 +1,11 @@
 """Time the first ``make run`` of a fresh clone: seconds to the first HTTP 200, and silences.
 
-Clones the repository (its committed HEAD) into a temporary folder, whose ``var/`` starts
-empty, runs ``make run`` there and records every line of output (a tqdm bar's carriage
-return counts as a line, as it does on a terminal) with the seconds since the start. It
-polls the login page until it answers 200, then prints the time to it and the longest
-silence between two output lines beside the targets (two minutes, ten seconds), with a
-breakdown per step (each recipe line that make echoes, and each ``[ 12.3 s] ... ...``
-progress line of ``bin/heartbeat`` or ``manage.py setup_demo``, begins a step). With
-``--wait-jobs`` it goes on until the jobs that start-up deferred have finished (read from the clone's SQLite file), and with ``--again``
-it stops the server and times a second ``make run`` of the same clone, which must rebuild
-nothing.
+Clones HEAD into a temporary folder, runs ``make run`` and prints the time to the login page's
+first 200 and the longest silence between output lines beside the targets (two minutes, ten
+seconds), step by step; ``--wait-jobs`` waits for the deferred jobs, ``--again`` times a
+second start that must rebuild nothing. The figure depends on the machine::
 
-    .venv/bin/python bench/first_start.py                  # HEAD of this checkout
     .venv/bin/python bench/first_start.py --wait-jobs --again --keep
-
-The figure depends on the machine and on what runs beside it; bench/RESULTS.md records both.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """How long a 100,000-row gold import holds SQLite's write lock, as another writer sees it.
 
-A probe thread on its own connection takes and gives back the write lock (``BEGIN
-IMMEDIATE; COMMIT``) over and over while the import runs; its longest wait is how long the
-import kept every other writer (the job heartbeats, the start-up jobs, a submit) out. The
-anchor, measured in the same run on the same file, is the import inside one transaction
-(the file read and checked with the write lock held, as an atomic job runs it); the figure
-is ``annotation.gold.service.import_gold`` as the gold import job calls it (the file read
-and checked first, the lock held only for the bulk writes). Runs on a throw-away SQLite
-database::
+A probe thread takes and gives back the write lock over and over while
+``annotation.gold.service.import_gold`` runs; its longest wait is how long the import kept
+other writers out. Anchor: the same import inside one transaction::
 
     .venv/bin/python bench/gold_lock_bench.py [--rows 100000]
 """

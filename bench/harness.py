@@ -62,6 +62,15 @@ def timed(work: Callable[[], object], repeats: int) -> tuple[list[float], object
     return times, result
 
 
+def summarised(
+    work: Callable[[], object], repeats: int, how: Callable[[list[float]], float] = min
+) -> tuple[float, object]:
+    """``how`` (the best by default, or the median...) of :func:`timed`'s seconds, and what
+    the last call returned."""
+    times, result = timed(work, repeats)
+    return how(times), result
+
+
 def percentiles(
     values: Sequence[float], which: Sequence[float] = (50, 95, 99), digits: int = 1
 ) -> tuple[float, ...]:
@@ -247,11 +256,22 @@ def create_database(server: str, name: str, drop: bool = True) -> bool:
     return False
 
 
+def postgres_database(name: str, drop: bool = True) -> str:
+    """The URL of the database ``name`` on :func:`postgres_server`'s server, created (dropped
+    first when it exists and ``drop``); the machine logged beside it."""
+    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
+    server = postgres_server()
+    create_database(server, name, drop)
+    return database_url(server, name)
+
+
 def drop_database(url: str) -> None:
-    """Drop the database of ``url`` (connected to its server's ``postgres`` database)."""
+    """Drop the database of ``url`` (this process's Django connections closed first)."""
     import psycopg
+    from django.db import connections
     from psycopg import sql
 
+    connections.close_all()
     name = urlsplit(url).path.lstrip("/")
     with psycopg.connect(database_url(url, "postgres"), autocommit=True) as admin:
         admin.execute(

@@ -1,30 +1,18 @@
 """Key press to next video playable on the judging page, in a real browser.
 
-Builds a throw-away demo world and campaign, serves it with ``manage.py runserver`` on a
-free local port, logs an annotator in with Playwright (Debian's headless Chromium) and
-judges ``--pairs`` pairs by key press, alternating R and N, pausing ``--dwell`` ms on each
-pair as a (very fast) annotator would: 1.2 s by default, above the 1 s median that pauses an
-annotator as too fast to have watched (a shorter dwell gets the bench annotator paused and
-the second phase then waits for a pair that never comes). The page reports every advance as a
-``firepool:shown`` event whose ``ms`` runs from the key event to the moment the next
-pair's video is visible and playable (readyState >= 3). The same is then measured with
-preloading switched off (``?nopreload``), for contrast, and with the server's answer to
-each label held back ``--delays`` ms (an artificial delay: Playwright holds the submit/
-request in the browser before it goes out, so the server is untouched): the next pair shows
-on the key press and the answer is reconciled when it comes, so the figure must not grow with
-the delay (target p95 <= 100 ms whatever the delay). Run with::
+A throw-away demo campaign behind ``manage.py runserver``, judged in headless Chromium
+(Playwright) by key press with ``--dwell`` ms on each pair; the page's ``firepool:shown``
+event times the key to the next video playable. Then without preloading (``?nopreload``) and
+with each submit held back ``--delays`` ms in the browser (target p95 <= 100 ms whatever the
+delay). Anchor: Label Studio users still ask for preloading (HumanSignal/label-studio #9101)::
 
     .venv/bin/python bench/judge_latency.py [--pairs 60] [--cold-pairs 30] [--dwell 1200]
         [--delays 0,500] [--delayed-pairs 30]
-
-Anchor: Label Studio users still ask for the next task's media to be preloaded
-(HumanSignal/label-studio #9101).
 """
 
 import argparse
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -32,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from harness import ROOT, free_port, machine, temporary_django, wait_until_up
+from harness import free_port, machine, start_group, stop_groups, temporary_django, wait_until_up
 
 from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
 
@@ -64,14 +52,8 @@ def runserver(tmp: Path) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = tmp / "runserver.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-            cwd=ROOT,
-            env={**os.environ, "DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    command = ["manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
+    server = start_group(command, {"DJANGO_DEBUG": "1", "PYTHONUNBUFFERED": "1"}, log_path)
     try:
         wait_until_up(f"{base}/login/", [server], any_status=False)
         yield base
@@ -79,11 +61,7 @@ def runserver(tmp: Path) -> Iterator[str]:
         print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
         raise
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_groups([server], timeout=10)
 
 
 def judge_pairs(

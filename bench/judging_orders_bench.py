@@ -1,34 +1,26 @@
 """Measure the judging orders (depth, metric-first, RRF, maxmean, ...) on a synthetic MSVD-scale replay.
 
-27,763 queries (MSVD's test captions), three correlated runs of depth 10 pooled as FIRE
-§2.2.1 does (each caption's own video left out as an implicit positive), complete synthetic
-labels with about 7% of the pool relevant (FIRE §3.2: 7.2% on MSVD). Each query has 40
-candidate videos; its own video and the relevant ones score higher in every run, by a
-run-specific margin (a strong, a middling and a weak run), and a noise term shared by the runs
-makes them agree on the irrelevant ones too. Prints, beside the issue's targets:
-metric-first's judgements for exact C@1/5/10 as a share of the pool; judgements to find 90% of
-the pool's positives per order; the coverage of the early-stop estimate's 95% interval at a
-20% budget over ``--coverage-seeds`` replays; the time of a full order and of one update.
-Run with ``.venv/bin/python bench/judging_orders_bench.py``.
+27,763 queries, three correlated depth-10 runs pooled as FIRE §2.2.1, ~7% relevant (FIRE
+§3.2). Prints, beside the targets, metric-first's judgements for exact C@1/5/10, judgements
+to find 90% of positives per order, the early stop's 95% interval coverage at a 20% budget
+and the times of an order and an update. Run with
+``.venv/bin/python bench/judging_orders_bench.py``.
 """
 
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from harness import timed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from annotation.campaigns.pooling import pool  # noqa: E402
-from annotation.ordering.orders import STRATEGIES, full_order, make_order  # noqa: E402
-from annotation.simulation.model import World  # noqa: E402
-from annotation.simulation.replay import exact_after, judged_first, seeded_order  # noqa: E402
-from retrieval.scoring.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run  # noqa: E402
-from retrieval.search.runs import RankedLists  # noqa: E402
+from annotation.campaigns.pooling import pool
+from annotation.ordering.orders import STRATEGIES, full_order, make_order
+from annotation.simulation.model import World
+from annotation.simulation.replay import exact_after, judged_first, seeded_order
+from retrieval.scoring.estimation import ESTIMATE, EXACT, Sample, draw_queries, score_run
+from retrieval.search.runs import RankedLists
 
 MSVD_QUERIES = 27_763
 DEPTH = 10
@@ -139,11 +131,12 @@ def report(world: World, title: str, args: argparse.Namespace) -> None:
     )
     needed, orders, seconds = {}, {}, {}
     for strategy in STRATEGIES:
-        timings = []
-        for _ in range(3):
-            started = time.perf_counter()
-            order = full_order(strategy, world.pool, world.labels, known_positive_rank=known_rank)
-            timings.append(time.perf_counter() - started)
+        timings, order = timed(
+            lambda s=strategy: full_order(
+                s, world.pool, world.labels, known_positive_rank=known_rank
+            ),
+            3,
+        )
         orders[strategy], seconds[strategy] = order, min(timings)
         needed[strategy] = positives_needed(world, order.pairs)
     interleaved = full_order("depth", world.pool, world.labels, interleave=True)

@@ -1,17 +1,9 @@
 """Time building a leaderboard: the demo world's models, and synthetic runs at scale.
 
-Two parts, best of ``--repeats`` each:
-
-- the demo world (``manage.py demo`` then ``demo_campaign``, in a temporary SQLite database):
-  its four built-in models pooled by the demo campaign, plus one random run nobody pooled,
-  through :func:`retrieval.scoring.leaderboard_service.build_leaderboard` (re-scoring from the
-  database included);
-- synthetic runs, no Django: ``--queries`` queries (MSR-VTT's 1,000 by default) x 4 runs at
-  depth 10 over 1,000 videos, a label set judging three pooled runs' top 10 (10% relevant),
-  the fourth unpooled, through :func:`retrieval.scoring.rescoring.rescore` and
-  :func:`retrieval.scoring.leaderboard.build`.
-
-::
+Best of ``--repeats``: the demo campaign's four models plus an unpooled run through
+:func:`retrieval.scoring.leaderboard_service.build_leaderboard`, and, without Django,
+``--queries`` x 4 synthetic runs through :func:`retrieval.scoring.rescoring.rescore` and
+:func:`retrieval.scoring.leaderboard.build`::
 
     .venv/bin/python bench/leaderboard_bench.py [--videos 600] [--queries 1000] [--skip-demo]
 """

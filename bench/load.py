@@ -1,51 +1,20 @@
 """Many annotators judging one big campaign through gunicorn and PostgreSQL, with a crash.
 
-Sets up everything itself: a fresh PostgreSQL database (``firepool_loadbench``, dropped and
-recreated on every run; needs ``bin/local-postgres``), migrated, with one dataset and one
-active campaign of ``--pairs`` pairs, ``--annotators`` annotator accounts logged in by
-writing their sessions directly (all built by ``bench/world.py``, rows by COPY), and ``gunicorn config.wsgi --preload`` with
-``--workers`` sync workers on a free local port: a production set-up without TLS
-(``DJANGO_DEBUG=0``, persistent database connections and, unless ``--no-prepared``,
-server-side parameter binding with prepared statements: the settings' default on PostgreSQL).
-
-Every annotator is an asyncio task (aiohttp, one connection pool bounded at one connection
-per annotator). After an untimed warm-up in which each judges one pair, they start spread
-over one think time and loop for ``--seconds``: look at the pair for ``--think-ms``
-(uniform between 0.5x and 1.5x; a fast human), POST ``submit/`` with a fresh UUID and judge
-the task it answers with, as the judging page does (one request per judgement; with
-``--two-requests`` a POST ``next/`` before every pair); every request's latency is recorded.
-``--gold-rate`` mixes gold pairs in and ``--qualified`` requires a qualification every
-annotator has passed, so the judging path does all its checks. A submit that gets no answer (refused,
-reset, 5xx) is sent again with the same UUID, which the API treats idempotently; only a
-200 naming the UUID counts as acknowledged. With ``--crash``, halfway through and at a
-moment when several submits are unanswered, the gunicorn master and workers are killed
-with SIGKILL and gunicorn is started again; ``recovery_s`` runs from the kill to the
-first successful request.
-
-Afterwards the database is counted: ``lost`` is acknowledged UUIDs missing from it;
-``duplicated`` is UUIDs stored more than once, plus (pair, annotator) judged more than once,
-plus judgements stored after their pair had every label the policy asked for. The last
-line of stdout is one JSON object; diagnostics (CPU per request, slow requests over time,
-the client's event-loop lag, which inflates every latency it measures) go to stderr::
+A fresh database (``firepool_loadbench``) holds one campaign of ``--pairs`` pairs and
+``--annotators`` logged-in accounts (``bench/world.py``), served by ``gunicorn --preload`` as
+deployed (``DJANGO_DEBUG=0``, persistent connections, prepared statements unless
+``--no-prepared``). Each annotator is an aiohttp task that thinks ``--think-ms`` (0.5x-1.5x)
+and submits with a fresh UUID, retried with the same UUID until a 200 names it; ``--crash``
+SIGKILLs gunicorn halfway with submits in flight. Afterwards ``lost`` counts acknowledged
+UUIDs missing and ``duplicated`` repeats and labels past the policy; stdout's last line is one
+JSON object, diagnostics go to stderr. ``--viewers N`` adds annotators streaming a 1080p clip
+(through gunicorn or, with ``--media-server nginx``, nginx in front of everything). Targets:
+p99 <= 50 ms, nothing lost or duplicated. Anchors: Label Studio needs over 15 s to count tasks
+past 10,000 (HumanSignal/label-studio #9637); doccano freezes with 5-6 users
+(doccano/doccano #2304)::
 
     .venv/bin/python bench/load.py [--annotators 100] [--seconds 60] [--pairs 600000] [--crash]
         [--viewers 100 --media-server nginx]
-
-With ``--viewers N``, N more annotators watch 1080p video beside them (a H.264 clip PyAV
-encodes at bench time, ``--clips`` copies of it as campaign videos): each asks for an
-open-ended range from a random offset, as a browser does, reads a few seconds ahead at once
-and then at the clip's bit rate for ``--watch-seconds`` (uniform between 0.5x and 1.5x), then
-drops the connection and moves on, as a browser does on the next pair or a seek. With
-``--media-server django`` (the default) gunicorn sends the bytes; with ``nginx``, Debian's
-nginx runs ``deploy/nginx/firepool.conf`` in front of gunicorn (the app only authorises and
-answers X-Accel-Redirect) and every request, judging included, goes through it (without
-viewers too: the proxy's own cost). Viewers' requests are counted apart: the judging
-percentiles stay the judging requests'.
-
-Targets: p99 <= 50 ms per request, nothing lost, nothing duplicated. Anchors: Label Studio
-needs over 15 s just to count tasks once a project has 10,000+ of them
-(HumanSignal/label-studio #9637); doccano freezes with 5-6 simultaneous users
-(doccano/doccano #2304).
 """
 
 import argparse
@@ -70,14 +39,11 @@ import numpy as np
 import world
 from harness import (
     ROOT,
-    create_database,
-    database_url,
     drop_database,
     free_port,
     log,
-    machine,
     percentiles,
-    postgres_server,
+    postgres_database,
     setup_django,
     start_group,
     stop_groups,
@@ -87,28 +53,22 @@ from harness import (
 from tests.nginx_support import Nginx
 
 DB_NAME = "firepool_loadbench"
-DEPTH = 10
-"""Pairs per query caption (the campaign's pooling depth)."""
+DEPTH = 10  # pairs per query caption (the campaign's pooling depth)
 RELEVANT_SHARE = 0.3
 TARGET_P99_MS = 50.0
 TARGET_FIGURES_LAG_S = 60.0
-CRASH_IN_FLIGHT = 3
-"""Unanswered submits the crash waits for."""
-RECOVERY_WINDOW_S = 10.0
-"""After a crash, requests finishing this long are left out of ``p99_ms_outside_recovery``."""
-CLIP_BIT_RATE = 6_000_000
-"""Bits per second of the 1080p clip: what streaming sites use for 1080p H.264."""
-READ_AHEAD_SECONDS = 2.0
-"""Seconds of video a viewer reads at once before settling to the clip's rate."""
+CRASH_IN_FLIGHT = 3  # unanswered submits the crash waits for
+RECOVERY_WINDOW_S = 10.0  # after a crash: left out of p99_ms_outside_recovery
+CLIP_BIT_RATE = 6_000_000  # bits/s of the 1080p clip, what streaming sites use for H.264
+READ_AHEAD_SECONDS = 2.0  # video a viewer reads at once before settling to the clip's rate
+KEEP_ALIVE_SECONDS = 5  # gunicorn's --keep-alive (threaded workers keep idle connections)
+WORKER_PRIORITY = {"same": [], "nice": ["nice", "-n", "10"], "idle": ["chrt", "--idle", "0"]}
+"""How the job workers run beside gunicorn: at its priority, niced, or SCHED_IDLE."""
 
 
 def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[str, str]:
-    """Environment of both this process and gunicorn (same secret key: sessions must verify).
-
-    ``prepared``: psycopg binds parameters on the server and prepares statements run five
-    times, so PostgreSQL plans each of the judging queries once per connection (the
-    settings' default for PostgreSQL; without it, ``DATABASE_PREPARED=0``).
-    """
+    """Environment of both this process and gunicorn (same secret key: sessions must verify);
+    ``prepared``: server-side binding and prepared statements (the PostgreSQL default)."""
     return {
         "DATABASE_URL": database_url,
         "DATABASE_PREPARED": "1" if prepared else "0",
@@ -117,20 +77,15 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
         "DJANGO_DEBUG": "1" if debug else "0",
         "DJANGO_SECRET_KEY": "firepool-load-bench-" + uuid.uuid4().hex,
         "DJANGO_SECURE_SSL_REDIRECT": "0",
-        # Jobs (the adaptive policy's refits) go to a database queue that a separate worker
-        # process runs, as in a deployment: never in the web server's processes; the work
-        # that follows the labels has a queue of its own (the README's deployment).
+        # Jobs go to database queues that worker processes run, as the README deploys them.
         "FIREPOOL_TASKS_BACKEND": "database",
         "FIREPOOL_LIVE_QUEUE": "1",
     }
 
 
 def build_world(args, annotators: int) -> tuple[int, int, list[tuple[int, str]]]:
-    """Through the world builder: a dataset of ``--pairs / DEPTH`` query captions, one active
-    campaign of their top-``DEPTH`` videos queued in ``--judging-order`` under ``--policy``,
-    ``annotators`` accounts with a live session each, and with ``--gold-rate`` or
-    ``--qualified`` 200 gold pairs (every annotator admitted). (campaign id, pairs,
-    [(user id, session key)])."""
+    """One active campaign of ``--pairs`` pairs, ``annotators`` accounts with live sessions and
+    200 gold pairs if asked; (campaign id, pairs, [(user id, session key)])."""
     from django.db import connection, transaction
 
     from retrieval.models import Dataset
@@ -167,8 +122,7 @@ def build_world(args, annotators: int) -> tuple[int, int, list[tuple[int, str]]]
 
 
 def make_clip(path: Path, seconds: float) -> None:
-    """A 1920x1080, 25 fps H.264 mp4 of ``seconds`` at about :data:`CLIP_BIT_RATE` (a
-    moving random pattern, so the encoder spends its bit rate)."""
+    """A 1080p 25 fps H.264 mp4 of ``seconds``: a moving random pattern at CLIP_BIT_RATE."""
     import av
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,10 +166,14 @@ def add_media(media_root: Path, clips: int, seconds: float) -> list[tuple[str, i
     return named
 
 
+def stat_cpu(fields: list[str]) -> float:
+    """CPU seconds (user + system) of a /proc/PID/stat line's fields after the name."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def process_cpu(group: int | None, database: str) -> dict[str, float]:
-    """CPU seconds used so far by gunicorn (process group ``group``), the bench database's
-    PostgreSQL backends and nginx, read from /proc (Linux; empty elsewhere). Diagnostics only."""
-    ticks = os.sysconf("SC_CLK_TCK")
+    """CPU seconds used so far by gunicorn (process group ``group``), the database's
+    backends and nginx, from /proc (Linux). Diagnostics only."""
     used = {"gunicorn": 0.0, "postgres": 0.0, "nginx": 0.0}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -223,7 +181,7 @@ def process_cpu(group: int | None, database: str) -> dict[str, float]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        seconds = (int(fields[11]) + int(fields[12])) / ticks
+        seconds = stat_cpu(fields)
         if group is not None and int(fields[2]) == group:
             used["gunicorn"] += seconds
         elif cmdline.startswith(b"postgres: ") and database.encode() in cmdline:
@@ -239,10 +197,6 @@ def machine_busy() -> tuple[float, float]:
     idle = values[3] + values[4]
     ticks = os.sysconf("SC_CLK_TCK")
     return (sum(values) - idle) / ticks, sum(values) / ticks
-
-
-KEEP_ALIVE_SECONDS = 5
-"""gunicorn's ``--keep-alive`` (threaded workers keep idle connections this long)."""
 
 
 @dataclass
@@ -268,10 +222,6 @@ class Server:
             self.env,
             self.log_path,
         )
-
-    def wait_until_up(self, timeout: float = 60.0) -> None:
-        """Block until the server answers HTTP (any status), or fail."""
-        wait_until_up(f"http://127.0.0.1:{self.port}/api/", [self.process], timeout)
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once: a crash, nothing shuts down cleanly."""
@@ -340,32 +290,80 @@ async def annotate(
     base: str,
     user_id: int,
     session_key: str,
-    csrf: str,
     think_ms: float,
     end: float,
     judgements: int | None = None,
     one_request: bool = False,
     standing_s: float = 0.0,
 ) -> None:
-    """One annotator: POST next, think, POST submit with a fresh UUID, until ``end``
-    (or after ``judgements`` submits). With ``one_request`` the task a submit answers with
-    is judged next, as the judging page does: one request per judgement. With
-    ``standing_s`` the annotator also asks ``GET standing/`` when the server has not answered
-    for that long, as the judging page does while a pair is on screen (to notice a pause
-    without an answer)."""
+    """One annotator until ``end`` (or ``judgements`` submits): next, think, submit with a
+    fresh UUID; with ``one_request`` the task a submit answers with is judged next, and with
+    ``standing_s`` ``GET standing/`` after that long without an answer (as the judging page)."""
+    csrf = uuid.uuid4().hex
     headers = {"Cookie": f"sessionid={session_key}; csrftoken={csrf}", "X-CSRFToken": csrf}
     rng = random.Random(user_id)
     # Annotators start spread over one think time, as people do, not in one burst.
     await asyncio.sleep(rng.uniform(0.0, think_ms / 1000.0))
-    poller = None
     heard = {"at": time.monotonic()}  # when the server last answered this annotator
+    poller = None
     if standing_s > 0:
         poller = asyncio.create_task(
             poll_standing(http, record, base, headers, standing_s, end, heard)
         )
+
+    async def answer(kind: str, **kwargs) -> tuple[int, dict] | None:
+        """POST ``kind/`` until it is answered (None: the run ended first)."""
+        backoff, submits = 0.05, int(kind == "submit")
+        while time.monotonic() < end:
+            record.submitting += submits
+            try:
+                answered = await request(
+                    http, record, kind, "POST", f"{base}{kind}/", headers=headers, **kwargs
+                )
+            except Unanswered:
+                record.submitting -= submits
+                record.retries += submits
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            record.submitting -= submits
+            heard["at"] = time.monotonic()
+            return answered
+        return None
+
     try:
-        await _judge(http, record, base, user_id, headers, rng, think_ms, end, judgements,
-                     one_request, heard)  # fmt: skip
+        following = None  # the next task a submit answered with (the judging page's one request)
+        while time.monotonic() < end:
+            current, following = following, None
+            if current is None:
+                answered = await answer("next")
+                if answered is None:
+                    return
+                status, body = answered
+                if status != 200:
+                    raise RuntimeError(f"next/ answered {status}: {body}")
+                current = body["current"]
+                if current is None:
+                    if body["finished"]:
+                        return
+                    await asyncio.sleep(0.2)
+                    continue
+            think = think_ms * rng.uniform(0.5, 1.5) / 1000.0
+            if time.monotonic() + think >= end:
+                return  # the run ends while this pair is on screen
+            await asyncio.sleep(think)
+            key = str(uuid.uuid4())
+            label = "relevant" if rng.random() < RELEVANT_SHARE else "irrelevant"
+            payload = {"pair": current["pair"], "label": label, "uuid": key, "seconds": 1.0}
+            answered = await answer("submit", json=payload)
+            if answered is not None and answered[0] == 200 and answered[1].get("judgement") == key:
+                record.acknowledged.append((key, user_id, current["pair"]))
+                if one_request:
+                    following = answered[1].get("current")
+            if judgements is not None:
+                judgements -= 1
+                if judgements <= 0:
+                    return
     finally:
         if poller is not None:
             poller.cancel()
@@ -373,8 +371,7 @@ async def annotate(
 
 async def poll_standing(http, record, base, headers, every_s, end, heard) -> None:
     """``GET standing/`` whenever the server has not answered this annotator for ``every_s``
-    seconds, looked at four times a period, until ``end``: what the judging page does (an
-    annotator who answers every few seconds never polls)."""
+    seconds, looked at four times a period, until ``end`` (as the judging page does)."""
     while time.monotonic() < end:
         await asyncio.sleep(every_s / 4)
         if time.monotonic() - heard["at"] < every_s:
@@ -382,66 +379,6 @@ async def poll_standing(http, record, base, headers, every_s, end, heard) -> Non
         with contextlib.suppress(Unanswered):
             await request(http, record, "standing", "GET", base + "standing/", headers=headers)
         heard["at"] = time.monotonic()
-
-
-async def _judge(http, record, base, user_id, headers, rng, think_ms, end, judgements,
-                 one_request, heard) -> None:  # fmt: skip
-    """The judging loop of :func:`annotate`."""
-    backoff = 0.05
-    following = None  # the next task a submit answered with (the judging page's one request)
-    while time.monotonic() < end:
-        if following is not None:
-            current, following = following, None
-        else:
-            try:
-                status, body = await request(
-                    http, record, "next", "POST", base + "next/", headers=headers
-                )
-                heard["at"] = time.monotonic()
-            except Unanswered:
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-                continue
-            backoff = 0.05
-            if status != 200:
-                raise RuntimeError(f"next/ answered {status}: {body}")
-            current = body["current"]
-        if current is None:
-            if body["finished"]:
-                return
-            await asyncio.sleep(0.2)
-            continue
-        think = think_ms * rng.uniform(0.5, 1.5) / 1000.0
-        if time.monotonic() + think >= end:
-            return  # the run ends while this pair is on screen
-        await asyncio.sleep(think)
-        key = str(uuid.uuid4())
-        label = "relevant" if rng.random() < RELEVANT_SHARE else "irrelevant"
-        payload = {"pair": current["pair"], "label": label, "uuid": key, "seconds": 1.0}
-        while time.monotonic() < end:
-            record.submitting += 1
-            try:
-                status, body = await request(
-                    http, record, "submit", "POST", base + "submit/", headers=headers, json=payload
-                )
-                heard["at"] = time.monotonic()
-            except Unanswered:
-                record.submitting -= 1
-                record.retries += 1
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-                continue
-            record.submitting -= 1
-            backoff = 0.05
-            if status == 200 and body.get("judgement") == key:
-                record.acknowledged.append((key, user_id, current["pair"]))
-                if one_request:
-                    following = body.get("current")
-            break
-        if judgements is not None:
-            judgements -= 1
-            if judgements <= 0:
-                return
 
 
 @dataclass
@@ -533,10 +470,7 @@ async def warm_up(http, base: str, sessions: list[tuple[int, str]]) -> Record:
     record = Record()
     end = time.monotonic() + 60
     await asyncio.gather(
-        *(
-            annotate(http, record, base, user, key, uuid.uuid4().hex, 0.0, end, judgements=1)
-            for user, key in sessions
-        )
+        *(annotate(http, record, base, user, key, 0.0, end, judgements=1) for user, key in sessions)
     )
     return record
 
@@ -555,44 +489,28 @@ class Run:
     views: Views | None = None
 
 
-async def drive(
-    server: Server,
-    campaign_id: int,
-    sessions: list[tuple[int, str]],
-    seconds: float,
-    think_ms: float,
-    crash: bool,
-    one_request: bool = False,
-    port: int | None = None,
-    viewers: list[tuple[int, str]] = (),
-    clips: list[tuple[str, int]] = (),
-    watch_s: float = 5.0,
-    clip_seconds: float = 10.0,
-    standing_s: float = 0.0,
-) -> Run:
-    """Warm up, then run every annotator (and viewer) for ``seconds`` (crashing the server
-    halfway); ``port``: where the clients connect (nginx's, or gunicorn's by default)."""
+async def drive(server: Server, args, setup: "Setup", port: int | None) -> Run:
+    """Warm up, then run every annotator (and viewer) for ``--seconds`` (crashing the server
+    halfway with ``--crash``); ``port``: where the clients connect (nginx's, or gunicorn's)."""
     import aiohttp
 
-    record = Record()
-    views = Views()
+    record, views, lags = Record(), Views(), []
     port = port or server.port
-    base = f"http://127.0.0.1:{port}/api/campaigns/{campaign_id}/"
+    base = f"http://127.0.0.1:{port}/api/campaigns/{setup.campaign_id}/"
     # A pooled connection is dropped by the client before the server would close it: a
     # request sent on a connection the server just closed fails with a reset, which a
     # browser retries unseen and this client would count as unanswered.
     connector = aiohttp.TCPConnector(
-        limit=len(sessions), force_close=False, keepalive_timeout=KEEP_ALIVE_SECONDS - 1
+        limit=len(setup.sessions), force_close=False, keepalive_timeout=KEEP_ALIVE_SECONDS - 1
     )
     timeout = aiohttp.ClientTimeout(total=30)
-    lags: list[float] = []
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
-        warm = await warm_up(http, base, sessions)
+        warm = await warm_up(http, base, setup.sessions)
         cpu_before = process_cpu(server.process.pid, DB_NAME)
         busy_before = machine_busy()
         client_before = time.process_time()
         began = time.monotonic()
-        end = began + seconds
+        end = began + args.seconds
         tasks = [
             asyncio.create_task(
                 annotate(
@@ -601,40 +519,34 @@ async def drive(
                     base,
                     user,
                     key,
-                    uuid.uuid4().hex,
-                    think_ms,
+                    args.think_ms,
                     end,
-                    one_request=one_request,
-                    standing_s=standing_s,
+                    one_request=args.one_request,
+                    standing_s=args.standing_seconds,
                 )
             )
-            for user, key in sessions
+            for user, key in setup.sessions
         ]
         # Viewers have connections of their own, as a browser's video element does.
         viewing = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max(1, len(viewers)), force_close=True),
+            connector=aiohttp.TCPConnector(limit=max(1, len(setup.viewers)), force_close=True),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=30),
         )
-        byte_rate = clips[0][1] / clip_seconds if clips else 1.0
+        clips = setup.clips
+        byte_rate = clips[0][1] / args.clip_seconds if clips else 1.0
+        media = f"http://127.0.0.1:{port}/media/"
         tasks += [
             asyncio.create_task(
-                view(
-                    viewing,
-                    views,
-                    f"http://127.0.0.1:{port}/media/",
-                    key,
-                    clips,
-                    byte_rate,
-                    watch_s,
-                    end,
-                )
+                view(viewing, views, media, key, clips, byte_rate, args.watch_seconds, end)
             )
-            for _, key in viewers
+            for _, key in setup.viewers
         ]
         lag_task = asyncio.create_task(loop_lag(end, lags))
         crasher = None
-        if crash:
-            crasher = asyncio.create_task(crash_and_restart(server, record, began + seconds / 2))
+        if args.crash:
+            crasher = asyncio.create_task(
+                crash_and_restart(server, record, began + args.seconds / 2)
+            )
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - began
         await viewing.close()
@@ -646,9 +558,8 @@ async def drive(
         cpu["machine total"] = busy_after[1] - busy_before[1]
         await lag_task
         recovery = await asyncio.wait_for(crasher, timeout=60) if crasher is not None else None
-    return Run(
-        record, elapsed, recovery, lags, cpu, began, warm.acknowledged, views if viewers else None
-    )
+    viewed = views if setup.viewers else None
+    return Run(record, elapsed, recovery, lags, cpu, began, warm.acknowledged, viewed)
 
 
 def excess_judgements(campaign_id: int) -> int:
@@ -739,27 +650,16 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
     }
 
 
-WORKER_PRIORITY = {
-    "same": [],
-    "nice": ["nice", "-n", "10"],
-    "idle": ["chrt", "--idle", "0"],
-}
-"""How the job workers run beside gunicorn: at its priority, niced, or under Linux's
-SCHED_IDLE policy (a CPU only when nothing else wants it)."""
-
-
 def wait_settled(pids: list[int], timeout: float = 90.0) -> float:
-    """Wait until the processes ``pids`` (the job workers) have finished starting: less than
-    0.05 s of CPU between two looks a second apart, so that their start (Django and the app)
-    never overlaps the measured minute: a deployment starts them once. Seconds waited."""
+    """Wait until the job workers ``pids`` have finished starting (under 0.05 s of CPU in a
+    second), so their start never overlaps the measured run; seconds waited."""
     began = time.monotonic()
 
     def used() -> float:
         total = 0.0
         for pid in pids:
             with contextlib.suppress(OSError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+                total += stat_cpu(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split())
         return total
 
     last = used()
@@ -772,18 +672,28 @@ def wait_settled(pids: list[int], timeout: float = 90.0) -> float:
     return time.monotonic() - began
 
 
-class FigureWatch(threading.Thread):
-    """Samples, every ``every`` seconds while the annotators judge, how far the campaign's
-    stored figures (what its pages show) lag its labels: 0 when none came after the oldest
-    figure was computed, else the figure's age. The pages' target is 60 s at most."""
+class Watch(threading.Thread):
+    """A thread sampling something every ``every`` seconds until :meth:`halt`."""
+
+    def __init__(self, every: float) -> None:
+        super().__init__(daemon=True)
+        self.every = every
+        self._halt = threading.Event()
+
+    def halt(self) -> None:
+        self._halt.set()
+        self.join(timeout=30)
+
+
+class FigureWatch(Watch):
+    """How far the campaign's stored figures lag its labels while the annotators judge: 0
+    when no label came after the oldest figure was computed, else its age (target 60 s)."""
 
     def __init__(self, campaign_id: int, every: float = 2.0) -> None:
-        super().__init__(name="figure-watch", daemon=True)
+        super().__init__(every)
         self.campaign_id = campaign_id
-        self.every = every
         self.lags: list[float] = []
         self.refreshed = 0
-        self._halt = threading.Event()
 
     def run(self) -> None:
         from django.db import connection
@@ -815,8 +725,7 @@ class FigureWatch(threading.Thread):
             connection.close()
 
     def stop(self) -> dict[str, object]:
-        self._halt.set()
-        self.join(timeout=30)
+        self.halt()
         lags = sorted(self.lags)
         return {
             "figures_lag_max_s": round(lags[-1], 1) if lags else None,
@@ -825,17 +734,14 @@ class FigureWatch(threading.Thread):
         }
 
 
-class LockWatch(threading.Thread):
-    """Samples PostgreSQL's sessions every ``every`` seconds while the annotators judge and
-    counts those waiting for a lock another transaction holds (``wait_event_type = 'Lock'``),
-    by the statement that waits: how much of the tail is queueing on rows, not work."""
+class LockWatch(Watch):
+    """PostgreSQL's sessions waiting for a lock (``wait_event_type = 'Lock'``) by statement,
+    while the annotators judge: how much of the tail is queueing on rows, not work."""
 
     def __init__(self, every: float = 0.01) -> None:
-        super().__init__(name="lock-watch", daemon=True)
-        self.every = every
+        super().__init__(every)
         self.samples = 0
         self.waiting: Counter[str] = Counter()
-        self._halt = threading.Event()
 
     def run(self) -> None:
         from django.db import connection
@@ -854,8 +760,7 @@ class LockWatch(threading.Thread):
             connection.close()
 
     def stop(self) -> dict[str, object]:
-        self._halt.set()
-        self.join(timeout=30)
+        self.halt()
         waits = sum(self.waiting.values())
         for query, n in self.waiting.most_common(4):
             log(f"  waiting for a lock in {n / max(1, self.samples):.1%} of samples: {query}")
@@ -863,8 +768,7 @@ class LockWatch(threading.Thread):
 
 
 def job_timeline(began: float) -> str:
-    """Every job that ran, by second of the run it started at and how long it took: what
-    to set beside the seconds whose requests were slow."""
+    """Every job that ran: the second of the run it started at and how long it took."""
     from jobs.models import Job
 
     rows = Job.objects.exclude(started_at=None).order_by("started_at")
@@ -890,8 +794,9 @@ def refit_jobs() -> dict[str, object]:
     }
 
 
-def judging_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the annotators and their campaign."""
+def options() -> argparse.Namespace:
+    """The options of the annotators, their campaign, the server, its workers and viewers."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotators", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--pairs", type=int, default=600_000)
@@ -953,10 +858,6 @@ def judging_options(parser: argparse.ArgumentParser) -> None:
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
-
-
-def server_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the server, its job workers, the viewers and the diagnostics."""
     parser.add_argument(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
@@ -997,6 +898,7 @@ def server_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
     )
+    return parser.parse_args()
 
 
 @dataclass
@@ -1016,10 +918,7 @@ class Setup:
 def set_up(args) -> Setup:
     """A fresh database (:data:`DB_NAME`, dropped and created again), Django on it as the
     server runs it, migrated, and the world of the run (untimed)."""
-    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    server = postgres_server()
-    create_database(server, DB_NAME)
-    url = database_url(server, DB_NAME)
+    url = postgres_database(DB_NAME)
     env = server_environment(url, args.prepared, args.debug)
     media_root = None
     if args.viewers or args.media_server == "nginx":
@@ -1043,25 +942,13 @@ def set_up(args) -> Setup:
 def job_workers(args, env: dict[str, str]) -> list[subprocess.Popen]:
     """The README's job workers beside the server: one for the default queue, one for the
     live queue (the campaign's figures, the adaptive policy's refits)."""
+    command = [*WORKER_PRIORITY[args.worker_priority], sys.executable, "manage.py", "db_worker"]
+    command += ["--interval", str(args.worker_interval), "--no-reload", "--no-startup-delay"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     return [
         subprocess.Popen(
-            [
-                *WORKER_PRIORITY[args.worker_priority],
-                sys.executable,
-                "manage.py",
-                "db_worker",
-                "--queue-name",
-                queue,
-                "--interval",
-                str(args.worker_interval),
-                "--no-reload",
-                "--no-startup-delay",
-            ],
-            cwd=ROOT,
-            env={**os.environ, **env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [*command, "--queue-name", queue], cwd=ROOT, env={**os.environ, **env}, **quiet
+        )
         for queue in (() if args.no_job_workers else ("default", "live"))
     ]
 
@@ -1080,7 +967,7 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
         locks = LockWatch() if args.watch_locks else None
         front = None
         try:
-            server.wait_until_up()
+            wait_until_up(f"http://127.0.0.1:{server.port}/api/", [server.process])
             if workers:
                 waited = wait_settled([worker.pid for worker in workers])
                 log(f"job workers started in {waited:.1f} s (waited before the run)")
@@ -1104,23 +991,7 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
             watch.start()
             if locks is not None:
                 locks.start()
-            run = asyncio.run(
-                drive(
-                    server,
-                    setup.campaign_id,
-                    setup.sessions,
-                    args.seconds,
-                    args.think_ms,
-                    args.crash,
-                    args.one_request,
-                    port=front.port if front else None,
-                    viewers=setup.viewers,
-                    clips=setup.clips,
-                    watch_s=args.watch_seconds,
-                    clip_seconds=args.clip_seconds,
-                    standing_s=args.standing_seconds,
-                )
-            )
+            run = asyncio.run(drive(server, args, setup, front.port if front else None))
         finally:
             if front is not None:
                 front.stop()
@@ -1246,19 +1117,13 @@ def figures(args, run: "Run", pairs: int, checks: dict, extra: dict) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    judging_options(parser)
-    server_options(parser)
-    args = parser.parse_args()
+    args = options()
     setup = set_up(args)
     run, freshness = serve_and_run(args, setup)
-    from django.db import connections
-
     log(f"load average after the run: {os.getloadavg()[0]:.2f}")
     checks = verify(setup.campaign_id, run.record.acknowledged + run.warm_acknowledged)
     log(f"jobs by second of the run: {job_timeline(time.time() - (time.monotonic() - run.began))}")
     refits = refit_jobs() if args.policy == "adaptive" else {}
-    connections.close_all()
     if not args.keep:
         drop_database(setup.database_url)
     diagnose(args, run, [ms for values in run.record.latencies.values() for ms in values])

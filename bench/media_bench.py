@@ -1,35 +1,14 @@
 """Browser copies per second of source video, in-process with PyAV, beside the ffmpeg command line.
 
-``--copies``: for each source (an MSVD-like AVI with MPEG-4 Part 2 + MP3, and an
-EPIC-like 1080p 50 fps H.264 MP4 with its index at the end), make the browser copy with
-:func:`retrieval.media.transcode.make_copy` and with the ``ffmpeg`` command line given the
-same encoder settings (scale with limited range, fps, yuv420p, libx264 CRF and preset, AAC
-48 kHz stereo, faststart), interleaved, best of ``--repeat``; prints seconds of source
-video per second of wall time for both and their ratio (the target: PyAV within 1.3x of
-the command line). The anchor needs ``ffmpeg`` on the PATH (``apt-get install -y
-ffmpeg``); firepool itself never runs it. Sources are made with PyAV first, a few seconds
-each::
+``--copies``: the browser copy of an MSVD-like AVI and an EPIC-like 1080p MP4 by
+:func:`retrieval.media.transcode.make_copy` against the ``ffmpeg`` command line with the same
+settings, best of ``--repeat`` (target: PyAV within 1.3x; needs ``ffmpeg``).
+``--first-frame``: clips of each source format imported and served by ``manage.py
+runserver``, timed in headless Chromium from a task shown to its first frame, cold and warm,
+beside a bare ``<video>`` element (the anchor), with the bytes fetched per task and the cost
+of MSVD and an hour of EPIC-KITCHENS at the measured rates::
 
     .venv/bin/python bench/media_bench.py --copies [--seconds 4] [--repeat 3]
-
-``--first-frame``: a dataset of clips per source format (MSVD-style AVI, MSR-VTT MP4, WebM
-VP9, MKV H.264, phone HEVC, ProRes MOV, MJPEG MOV, and 5 s segments of an EPIC-style 1080p
-50 fps recording with its index at the end), made with PyAV with a panning texture, imported
-through ``import_dataset --videos`` (whose ``media`` job, on the default thread backend,
-makes the copies, clips and posters in the importing process) and ``manage.py media`` (which
-makes whatever is left; the rows give each format's copy rate and disk per source second),
-served by ``manage.py runserver``, and
-judged in headless Chromium: for each task, the time from the page showing it
-(``body[data-pair]`` changes) to its first frame (``body[data-video-state]`` turns ``seen``,
-which the page sets from ``requestVideoFrameCallback``), cold (``?nopreload``, a fresh
-browser context) and warm (the page's preloading). Beside it, the anchor measured in the
-same run: a bare ``<video>`` element given the same served file, to its first frame
-(``requestVideoFrameCallback``), in a fresh context. Bytes per task are the encoded bytes
-Chromium fetched for the task's video and its poster (CDP ``Network.dataReceived`` and
-``loadingFinished``) in the cold pass; for the segments, beside the bytes of the whole
-recording. Then the cost of MSVD and of a 100-segment hour of EPIC-KITCHENS at the measured
-copy rates (``--sources DIR`` keeps the sources there for the next run)::
-
     .venv/bin/python bench/media_bench.py --first-frame [--tasks 6] [--dwell 1200]
 """
 

@@ -2,16 +2,9 @@
 single_meteor_score.
 
 Anchor: NLTK 3.10.4 scores about 2,250 pairs/s on one core, so YouCook2's 3,350 x 3,350
-validation captions (11.2 M ordered pairs, METEOR is asymmetric) take well over an hour.
-:mod:`retrieval.proxies.meteor` must give the same values at least 50x faster on one core.
-
-Synthetic data (seeded, not timed): ``--captions`` MSR-VTT / YouCook2-like captions drawn
-from templates over a few hundred words with inflections (cut/cuts/cutting), WordNet
-synonyms (put/place/set, pan/saucepan, man/person), mixed case and 2-40 tokens. NLTK is
-timed pair by pair on ``--nltk-pairs`` random ordered pairs (after a warm-up, WordNet
-loaded); ours on the full matrix, on one core (``workers=1``) and on all cores; both on
-this machine in this run. Our values are compared with NLTK's on the timed pairs. Needs the
-project's WordNet (``make install``); Django is set up only to find it::
+validation captions take well over an hour; :mod:`retrieval.proxies.meteor` must give the
+same values at least 50x faster on one core. Seeded synthetic captions; NLTK timed on
+``--nltk-pairs`` pairs, ours on the full matrix on one and all cores::
 
     .venv/bin/python bench/meteor_bench.py [--captions 2000] [--nltk-pairs 3000]
 """

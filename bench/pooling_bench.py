@@ -1,21 +1,16 @@
 """Time system pooling (FIRE §2.2.1) of 3 runs x 27,763 queries x top 10 against trectools.
 
-Each synthetic run ranks, per query, 20 of ``--candidates`` distinct videos (drawn from
-``--videos`` ids) in its own random order and lists the queries in its own order, so runs
-overlap partially (24 candidates give about 510,000 pairs at depth 10). Our pooler is timed
-on depth-10 arrays and on depth-20 arrays cut at 10; trectools' top-X pooling
-(``TrecPoolMaker().make_pool(runs, strategy="topX", topX=10)``, optional: ``pip install
-trectools``) on the first 1,000 and 5,000 queries. Run with
-``.venv/bin/python bench/pooling_bench.py``.
+Synthetic runs over ``--candidates`` videos per query; ours at depth 10 and 20 cut at 10,
+trectools' ``make_pool(strategy="topX")`` (optional) on the first 1,000 and 5,000 queries. Run
+with ``.venv/bin/python bench/pooling_bench.py``.
 """
 
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
-from harness import timed
+from harness import summarised
 
 from annotation.campaigns.pooling import pool
 from retrieval.search.runs import RankedLists
@@ -49,12 +44,6 @@ def first_queries(runs: list[RankedLists], n: int) -> list[RankedLists]:
         for r in runs
         for keep in [r.query_ids < n]
     ]
-
-
-def median_seconds(work: Callable[[], object], repeats: int) -> tuple[float, object]:
-    """Median wall time of ``repeats`` calls, and the last call's result."""
-    times, result = timed(work, repeats)
-    return statistics.median(times), result
 
 
 def trectools_runs(runs: list[RankedLists], depth: int):
@@ -116,15 +105,17 @@ def main() -> None:
             {"origin": origin, "exclude": judged},
         ),
     ]:
-        seconds, result = median_seconds(
-            lambda r=runs, k=kwargs: pool(r, args.depth, **k), args.repeats
+        seconds, result = summarised(
+            lambda r=runs, k=kwargs: pool(r, args.depth, **k), args.repeats, statistics.median
         )
         rows.append((name, args.queries, seconds, len(result), f"median of {args.repeats}"))
     overlap = pool(shallow, args.depth).overlap_counts()
 
     for n in args.trectools_queries:
         subset = first_queries(shallow, n)
-        seconds, result = median_seconds(lambda s=subset: pool(s, args.depth), args.repeats)
+        seconds, result = summarised(
+            lambda s=subset: pool(s, args.depth), args.repeats, statistics.median
+        )
         rows.append(
             (f"firepool pool(), {label}", n, seconds, len(result), f"median of {args.repeats}")
         )

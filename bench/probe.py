@@ -2,29 +2,9 @@
 deployment: ``bench/deployment.py`` starts it and runs this) and report every 5xx, every false
 success, every other failed check and how far the campaign's figures lag the labels.
 
-Logs in as each demo role, crawls the pages it can reach (links two levels deep, same host
-only, GET only; a link to a POST-only view is a failure), then sends the odd requests the
-probe found: hostile names through the run upload API, impossible ids in the judging API,
-non-digit byte ranges, and a retried submit with another label. Then the checks of a safe,
-true and fresh app, each on objects of its own (a ``probe-<hex>`` annotator, campaign and
-token; the demo campaign gets that annotator's few labels, discounted at the end):
-
-- accounts: parallel "add annotator" requests with names differing only in case make one
-  account; U+202E in a token name and a pause reason is refused;
-- figures: labels submitted through the judging API appear on the campaign page within 60 s
-  (the lag is measured); the "compute them now" control is a POST answered with a page, and
-  ten parallel POSTs give one job;
-- pauses: a paused annotator's submit, undo and escalate are refused (409) and counted
-  nowhere; promoting every decided pair without the confirmed count (or with a wrong one) is
-  refused, and one that promotes nothing is not reported as a success;
-- sizes: a gold file of 22,000 rows imports into a campaign of the probe's own (no 5xx); its
-  guidelines refuse U+202E and answer a 10 MB text with a readable error;
-- limits: after ``POST /logout/`` the old session cookie is refused on every worker (fresh
-  connections, so each gunicorn worker answers some); N parallel wrong passwords get exactly
-  the limit's tries and the right one afterwards is refused too; parallel run uploads past
-  the limit are refused.
-
-Loopback only; every loop is bounded.
+Crawls each demo role's pages, sends hostile names, impossible ids and byte ranges, then
+checks accounts, figures (within 60 s of the labels), pauses, sizes and limits on objects of
+its own (``probe-<hex>``). Loopback only; every loop is bounded::
 
     .venv/bin/python bench/probe.py --base http://127.0.0.1:8000
 """
@@ -264,6 +244,12 @@ def login(base: str, user: str, password: str, must: bool = True) -> requests.Se
     return session
 
 
+def listed(answer: requests.Response) -> list[dict]:
+    """The rows of an API list answer, paginated or not (none for a failed request)."""
+    rows = answer.json() if answer.ok else []
+    return rows.get("results", rows) if isinstance(rows, dict) else rows
+
+
 def csrf(session: requests.Session) -> str:
     return session.cookies.get("csrftoken") or ""
 
@@ -330,9 +316,7 @@ def hostile_names(base: str, admin: requests.Session, found: Findings) -> None:
 def judging(base: str, annotator: requests.Session, found: Findings) -> str | None:
     """Impossible ids and a retried submit with another label; returns a served video's URL."""
     campaigns = annotator.get(urljoin(base, "/api/campaigns/"), timeout=30)
-    found.check("GET /api/campaigns/", campaigns)
-    listed = campaigns.json() if campaigns.ok else []
-    rows = listed.get("results", listed) if isinstance(listed, dict) else listed
+    rows = listed(found.check("GET /api/campaigns/", campaigns))
     if not rows:
         print("  no campaign open to the annotator: judging probes skipped")
         return None
@@ -400,9 +384,8 @@ class Target:
 
 
 def active_campaign(base: str, admin: requests.Session, found: Findings) -> dict | None:
-    listed = found.check("admin GET /api/campaigns/", admin.get(urljoin(base, "/api/campaigns/")))
-    rows = listed.json() if listed.ok else []
-    rows = rows.get("results", rows) if isinstance(rows, dict) else rows
+    answer = found.check("admin GET /api/campaigns/", admin.get(urljoin(base, "/api/campaigns/")))
+    rows = listed(answer)
     active = [row for row in rows if row.get("status") == "active"]
     return next((r for r in active if r["name"] == "demo-campaign"), active[0] if active else None)
 
@@ -749,8 +732,7 @@ def own_campaign(t: Target, found: Findings, limit: float) -> dict | None:
     state = wait_for_job(t, found, int(job.group(1)), limit)
     if not found.verdict(state == "succeeded", f"pooling {name}: job {job.group(1)} {state}"):
         return None
-    rows = t.admin.get(t.url("/api/campaigns/")).json()
-    rows = rows.get("results", rows) if isinstance(rows, dict) else rows
+    rows = listed(t.admin.get(t.url("/api/campaigns/")))
     return next((row for row in rows if row["name"] == name), None)
 
 

@@ -1,14 +1,8 @@
 """Time the word-set proxies (BoW, PoS, SYN; Wray et al., CVPR 2021, Eq. 6-8) on 10,000 x
 10,000 captions.
 
-Target: each caption-by-caption matrix in at most 30 s on this machine, through
-sparse incidence matrices. Anchor, measured in the same run: the same IoU in a Python loop
-over pairs of precomputed sets, timed on ``--loop-pairs`` random pairs and extrapolated to
-the whole matrix. Parsing with spaCy happens once for all three proxies and is reported on
-its own line, as is loading WordNet; SYN's time includes the Lesk disambiguation of every
-verb and noun.
-The sparse matrices are checked against the loop on the timed pairs. Captions come from
-:mod:`meteor_bench`'s seeded generator (MSR-VTT / YouCook2-like, 2-40 tokens)::
+Target: each matrix within 30 s through sparse incidence matrices. Anchor: the same IoU in a
+Python loop over ``--loop-pairs`` pairs, extrapolated, and checked against ours::
 
     .venv/bin/python bench/proxies_bench.py [--captions 10000] [--loop-pairs 200000]
 """

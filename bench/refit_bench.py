@@ -1,10 +1,7 @@
 """The adaptive policy's annotator-model refit at FIRE's scale (target: under 5 s).
 
-A synthetic campaign of FIRE's size (552,880 pairs, 680,000 labels from 100 annotators, 7%
-relevant, 80 strata) fitted by :func:`annotation.policy.confusion.fit`: cold (from the labels alone),
-and warm from the previous fit's confusions and priors after 5,000 more labels, as the
-background refit runs while labels arrive. The anchor beside it is one pass of the work every
-iteration repeats, a ``bincount`` of the labels.
+:func:`annotation.policy.confusion.fit` on 680,000 labels of 552,880 pairs, cold and warm
+after 5,000 more labels; anchor: one ``bincount`` of the labels::
 
     .venv/bin/python bench/refit_bench.py [--pairs 552880] [--labels 680000]
 """

@@ -1,13 +1,8 @@
 """Where one judging request's time goes in the web process (measure before optimising).
 
-Builds the load bench's PostgreSQL campaign (``bench/load.py``'s set-up, smaller by default),
-then judges ``--judgements`` pairs as a few annotators through Django's full WSGI stack in
-this process (middleware, session, authentication, DRF, the assignment service, JSON), one
-request per judgement as the judging page does (``submit/`` answers with the next task).
-Prints, per request: wall and CPU time of the process (web work plus the database client),
-the SQL statements and their count, and with ``--profile`` the functions that take the most
-CPU (cProfile, sorted by cumulative time). The database server's own time is not in these
-figures; ``bench/load.py`` measures it beside gunicorn's.
+Judges ``--judgements`` pairs on ``bench/load.py``'s PostgreSQL campaign through Django's full
+WSGI stack in this process; prints wall and CPU time per request, the SQL statements and,
+with ``--profile``, cProfile's top functions::
 
     .venv/bin/python bench/request_profile.py [--pairs 60000] [--judgements 400] [--profile]
 """
@@ -16,7 +11,6 @@ import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import time
 import uuid
@@ -24,15 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import load
-from harness import (
-    create_database,
-    database_url,
-    drop_database,
-    log,
-    machine,
-    postgres_server,
-    setup_django,
-)
+from harness import drop_database, log, postgres_database, setup_django
 
 
 def options() -> argparse.Namespace:
@@ -189,10 +175,7 @@ def measure(args, judging: Judging) -> tuple[dict, list, cProfile.Profile | None
 
 def main() -> None:
     args = options()
-    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    server = postgres_server()
-    create_database(server, load.DB_NAME)
-    url = database_url(server, load.DB_NAME)
+    url = postgres_database(load.DB_NAME)
     setup_django(load.server_environment(url, args.prepared, debug=False))
     campaign_id, pairs, sessions = load.build_world(args, args.annotators)
     judging = Judging(campaign_id, sessions, args.sql_gold)
@@ -210,9 +193,6 @@ def main() -> None:
         log(out.getvalue())
         if args.by_package:
             log(by_package(stats))
-    from django.db import connections
-
-    connections.close_all()
     drop_database(url)
     print(json.dumps(result))
 

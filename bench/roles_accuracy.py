@@ -1,10 +1,7 @@
 """Per-role accuracy of the dependency-parse role rules on the hand-labelled captions.
 
-Scores :mod:`retrieval.datasets.roles` (spaCy ``FIREPOOL_SPACY_MODEL`` + the rule table)
-against the frames written by hand in ``tests/retrieval/datasets/test_semantic_roles.py``: exact
-span match, per role and overall, for all captions and per style (demo grammar, cooking,
-open domain, and the captions labelled after the rules were frozen); ``--errors`` lists
-every mismatched caption::
+Scores :mod:`retrieval.datasets.roles` against ``tests/retrieval/datasets/test_semantic_roles.py``'s
+frames (exact span match, per role and style); ``--errors`` lists the mismatches::
 
     .venv/bin/python bench/roles_accuracy.py [--errors]
 """

@@ -1,12 +1,9 @@
 """Replay FIRE's and the adaptive labelling policy on a real crowd: labels used and accuracy
 against Dawid-Skene on every label.
 
-The crowd is Snow et al.'s (EMNLP 2008) Mechanical Turk RTE data in ``../shared/data/
-crowd-rte/``: 800 items, 10 labels each by 164 workers, an expert gold label per item, read as
-a recorded crowd (items and workers in order of first appearance, as ``manage.py
-replay_labels`` reads its files) and replayed and scored by that command's service
-(:func:`annotation.simulation.crowd_service.summarise`). Target: accuracy within 0.5 point of
-Dawid-Skene on all ten labels with at most 50% of the labels.
+Snow et al.'s (EMNLP 2008) RTE crowd in ``../shared/data/crowd-rte/`` (800 items, 10 labels
+each), replayed by :func:`annotation.simulation.crowd_service.summarise`. Target: within 0.5
+point of Dawid-Skene on all labels with at most 50% of them::
 
     .venv/bin/python bench/rte_replay.py [--seeds 10] [--crowd ../shared/data/crowd-rte]
 """

@@ -1,30 +1,12 @@
 """Time every page, JSON endpoint and label export of a FIRE-scale campaign on PostgreSQL.
 
-Builds once, in a dedicated database (``--db-name``, created on the server of
-``DATABASE_URL`` or ``bin/local-postgres``), an MSVD-like campaign through the project's
-services: 27,763 query captions on 670 videos, three runs (``store_run``) pooled at depth 10
-by ``create_campaign`` (~553,000 pairs), ~679,000 labels from 100 annotators written with
-one COPY as an import would (FIRE's policy, a few pairs with up to six, some undone), pair
-counts by ``pair_state.recount_labels``, half the ties adjudicated, a label set by
-``resolve_campaign`` and the proxies cached; the rows through ``bench/world.py``. Later
-runs reuse it (``--rebuild`` starts over).
-
-Then each GET page and endpoint naming the campaign, dataset, label set, runs or people, a
-few lists, the API and the admin is requested ``--repeats`` times through Django's test
-client as a superuser (``DJANGO_DEBUG=0``, in-process: server-side time, streamed exports
-read to the last chunk). Each request runs in a child forked from one warm process (modules
-imported, templates compiled, one request served, ``gc.freeze``, connections closed), so all
-start alike; the child times the first and last byte and reports over a pipe the rise of its
-peak RSS (``ru_maxrss``, which starts at the child's RSS when forked) during the request.
-Jobs a request starts finish, untimed, in its child. The table gives the median time, the
-largest rise and anything but a 200 beside the targets, with an anchor (``SELECT count(*)``
-over the pairs) and the machine.
-
-Stored figures (``--figures``): ``jobs`` (the default) first drops every stored figure and
-runs, timed, the jobs the product queues for them (a new label set's ``label-set-figures``;
-the campaign's ``campaign-figures``, which submits queue as labels arrive), so pages show
-what a deployment serves; ``forget`` drops them so each page's first view computes its own;
-``keep`` leaves what an earlier run stored::
+Builds once in ``--db-name`` (reused later; ``--rebuild``) an MSVD-like campaign through the
+services (~553,000 pairs, ~679,000 labels of 100 annotators, ties half adjudicated, a label
+set, proxies cached), then requests each GET page ``--repeats`` times through the test client
+as a superuser (``DJANGO_DEBUG=0``), each request in a child forked from one warm process:
+the median time, first byte, peak RSS rise and status beside the targets, with a
+``SELECT count(*)`` anchor. ``--figures``: stored figures computed by their jobs first
+(``jobs``), dropped (``forget``) or kept (``keep``)::
 
     .venv/bin/python bench/scale_pages.py [--rebuild] [--only agreement] [--json rows.json]
     .venv/bin/python bench/scale_pages.py --db-name firepool_scale_small \\
@@ -45,6 +27,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -62,17 +45,13 @@ from harness import (
     setup_django,
 )
 
-FIRE_PAIRS, FIRE_LABELS = 552_880, 679_232
-"""FIRE's MSVD campaign: pairs pooled and labels collected; the label total is scaled by it."""
+FIRE_PAIRS, FIRE_LABELS = 552_880, 679_232  # FIRE's MSVD campaign: the labels scale by it
 DATASET, CAMPAIGN, ADMIN = "msvd-scale", "fire-scale", "scale-admin"
-BUILD_VERSION = 1
-"""Bump when the build changes, so an older build is not reused as if it were the same."""
+BUILD_VERSION = 1  # bump when the build changes, so an older build is not reused
 PAGE_SECONDS, PAGE_MB = 1.0, 300.0
 EXPORT_SECONDS, EXPORT_FIRST_BYTE, EXPORT_MB = 4.0, 0.5, 50.0
-CANDIDATES = 38
-"""Videos a query's runs choose their lists from besides its own (overlapping runs)."""
-RUN_NOISE, RUN_BOOSTS = 2.0, (3.0, 2.6, 2.2)
-"""Each run ranks by a shared affinity plus its own noise; its own video is raised by a boost."""
+CANDIDATES = 38  # videos a query's runs choose from besides its own (overlapping runs)
+RUN_NOISE, RUN_BOOSTS = 2.0, (3.0, 2.6, 2.2)  # each run's own noise; the own video's boost
 JOB_WAIT_SECONDS = 1800
 
 
@@ -257,25 +236,23 @@ def build(args) -> dict:
     timings = {}
     rng = np.random.default_rng(args.seed)
 
-    def step(name: str, began: float) -> None:
-        timings[name] = round(time.perf_counter() - began, 1)
-        log(f"{name}: {timings[name]} s")
+    @contextlib.contextmanager
+    def step(name: str) -> Iterator[list[str]]:
+        """Time the block as ``name`` (or the name it puts in the yielded list)."""
+        began, named = time.perf_counter(), [name]
+        yield named
+        timings[named[-1]] = round(time.perf_counter() - began, 1)
+        log(f"{named[-1]}: {timings[named[-1]]} s")
 
-    began = time.perf_counter()
-    built = make_world(args, rng)
-    admin, user_pks = make_people(args)
-    step("dataset and people", began)
-
-    began = time.perf_counter()
-    runs = make_runs(args, built, rng)
-    step("runs", began)
-
-    began = time.perf_counter()
-    dataset = runs[0].dataset
-    campaign = create_campaign(
-        dataset, runs, CampaignSpec(name=CAMPAIGN, depth=args.depth), created_by=admin
-    )
-    step("create_campaign (pool and write pairs)", began)
+    with step("dataset and people"):
+        built = make_world(args, rng)
+        admin, user_pks = make_people(args)
+    with step("runs"):
+        runs = make_runs(args, built, rng)
+    with step("create_campaign (pool and write pairs)"):
+        dataset = runs[0].dataset
+        spec = CampaignSpec(name=CAMPAIGN, depth=args.depth)
+        campaign = create_campaign(dataset, runs, spec, created_by=admin)
     pairs = np.array(
         Pair.objects.filter(campaign=campaign)
         .order_by("pk")
@@ -291,52 +268,44 @@ def build(args) -> dict:
     truth = built.affinity[query, column] > 1.9
     if args.labels is None:
         args.labels = round(len(pair_pks) * FIRE_LABELS / FIRE_PAIRS)
-    began = time.perf_counter()
-    plan = label_plan(args, truth, double, rng)
-    written = world.judgements(plan, pair_pks, user_pks, rng)
-    step("labels (COPY)", began)
+    with step("labels (COPY)"):
+        plan = label_plan(args, truth, double, rng)
+        written = world.judgements(plan, pair_pks, user_pks, rng)
     log(f"{len(plan.pair):,} live labels ({written:,} rows with the undone ones)")
-
-    began = time.perf_counter()
-    # 1,000 pairs a call: recount_labels' bulk_update writes CASE statements whose cost grows
-    # with the square of their length (5,000 a call took twice as long per pair).
-    chunk = 1000
-    for low in range(0, len(pair_pks), chunk):
-        ids = pair_pks[low : low + chunk].tolist()
-        with transaction.atomic():
-            pair_state.lock_pairs(ids)
-            pair_state.recount_labels(ids, campaign)
-        done = min(low + chunk, len(pair_pks))
-        if done % 20_000 == 0 or done == len(pair_pks):
-            log(f"  pairs recounted: {done:,} of {len(pair_pks):,}")
-    step("pair counts (pair_state.recount_labels)", began)
-
-    began = time.perf_counter()
-    truth_of = dict(zip(pair_pks.tolist(), truth.tolist(), strict=True))
-    ties = list(
-        Pair.objects.filter(campaign=campaign, status=Pair.Status.DISAGREEMENT).order_by("pk")
-    )
-    for pair in ties[: len(ties) // 2]:
-        pair.campaign = campaign  # already loaded: not once per pair, with its provenance
-        label = RELEVANT.label if truth_of[pair.pk] else IRRELEVANT.label
-        with transaction.atomic():
-            pair_state.lock_pairs([pair.pk])
-            pair_state.adjudicate(pair, admin, label)
-    step(f"adjudication ({len(ties) // 2} of {len(ties)} disagreements)", began)
-
-    began = time.perf_counter()
-    jobs_before = latest_job()
-    label_set = resolve_campaign(campaign)
-    wait_for_jobs(jobs_before)
-    step("resolve_campaign", began)
+    with step("pair counts (pair_state.recount_labels)"):
+        # 1,000 pairs a call: recount_labels' bulk_update writes CASE statements whose cost
+        # grows with the square of their length (5,000 a call took twice as long per pair).
+        chunk = 1000
+        for low in range(0, len(pair_pks), chunk):
+            ids = pair_pks[low : low + chunk].tolist()
+            with transaction.atomic():
+                pair_state.lock_pairs(ids)
+                pair_state.recount_labels(ids, campaign)
+            done = min(low + chunk, len(pair_pks))
+            if done % 20_000 == 0 or done == len(pair_pks):
+                log(f"  pairs recounted: {done:,} of {len(pair_pks):,}")
+    with step("adjudication") as named:
+        truth_of = dict(zip(pair_pks.tolist(), truth.tolist(), strict=True))
+        ties = list(
+            Pair.objects.filter(campaign=campaign, status=Pair.Status.DISAGREEMENT).order_by("pk")
+        )
+        for pair in ties[: len(ties) // 2]:
+            pair.campaign = campaign  # already loaded: not once per pair, with its provenance
+            label = RELEVANT.label if truth_of[pair.pk] else IRRELEVANT.label
+            with transaction.atomic():
+                pair_state.lock_pairs([pair.pk])
+                pair_state.adjudicate(pair, admin, label)
+        named.append(f"adjudication ({len(ties) // 2} of {len(ties)} disagreements)")
+    with step("resolve_campaign"):
+        jobs_before = latest_job()
+        label_set = resolve_campaign(campaign)
+        wait_for_jobs(jobs_before)
     log(
         f"label set {label_set.name}: {label_set.pair_count:,} pairs, "
         f"{label_set.relevant_count:,} relevant, {label_set.disagreement_count:,} disagreements"
     )
-
-    began = time.perf_counter()
-    make_proxies(args, dataset)
-    step("semantic proxies", began)
+    with step("semantic proxies"):
+        make_proxies(args, dataset)
     return {
         "pairs": len(pair_pks),
         "labels": len(plan.pair),
@@ -509,25 +478,20 @@ def admin_pages(campaign, dataset, label_set, pair, judgement, job) -> list[Page
     from django.contrib.auth import get_user_model
     from django.urls import reverse
 
-    listed = [Page("admin index", reverse("admin:index"))]
-    for model in admin.site._registry:
-        opts = model._meta
-        listed.append(
-            Page(
-                f"admin list {opts.app_label}.{opts.model_name}",
-                reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"),
-            )
+    def page(what: str, opts, view: str, *args) -> Page:
+        name = f"{opts.app_label}.{opts.model_name}"
+        return Page(
+            f"admin {what} {name}", reverse(f"admin:{name.replace('.', '_')}_{view}", args=args)
         )
+
+    listed = [Page("admin index", reverse("admin:index"))]
+    listed += [page("list", model._meta, "changelist") for model in admin.site._registry]
     annotator = get_user_model().objects.filter(username__startswith="scale-annotator").first()
-    for obj in (campaign, dataset, label_set, pair, judgement, annotator, job):
-        if obj is not None and type(obj) in admin.site._registry:
-            opts = obj._meta
-            listed.append(
-                Page(
-                    f"admin change {opts.app_label}.{opts.model_name}",
-                    reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]),
-                )
-            )
+    listed += [
+        page("change", obj._meta, "change", obj.pk)
+        for obj in (campaign, dataset, label_set, pair, judgement, annotator, job)
+        if obj is not None and type(obj) in admin.site._registry
+    ]
     return listed
 
 
@@ -655,31 +619,46 @@ def where(trace) -> str:
     return f" (at {Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno})"
 
 
-def measure(client, url: str, timeout: int) -> dict:
-    """One request in a forked child; its figures, read from a pipe."""
+def in_child(fill: Callable[[dict], None]) -> tuple[dict | None, int]:
+    """Run ``fill`` on a dict in a forked child (no connection shared with this process);
+    the dict as it was when ``fill`` ended or raised (None if the child died), and the
+    child's wait status."""
     from django.db import connections
 
-    connections.close_all()  # the child must not share the parent's connection
+    connections.close_all()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
         os.close(read_end)
+        result: dict = {}
         try:
-            result = request_once(client, url, timeout)
-        except RequestTimeout:
-            result = {"crash": f"no answer within {timeout} s"}
-        except BaseException as exc:
-            result = {"crash": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        with os.fdopen(write_end, "w") as pipe:
-            pipe.write(json.dumps(result))
-        os._exit(0)
+            fill(result)
+        finally:
+            with os.fdopen(write_end, "w") as pipe:
+                pipe.write(json.dumps(result))
+            os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end) as pipe:
         text = pipe.read()
     _, status = os.waitpid(pid, 0)
-    if not text:
+    return (json.loads(text) if text else None), status
+
+
+def measure(client, url: str, timeout: int) -> dict:
+    """One request in a forked child; its figures."""
+
+    def fill(result: dict) -> None:
+        try:
+            result.update(request_once(client, url, timeout))
+        except RequestTimeout:
+            result["crash"] = f"no answer within {timeout} s"
+        except BaseException as exc:
+            result["crash"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+    result, status = in_child(fill)
+    if result is None:
         return {"crash": f"the child died (wait status {status}; out of memory?)"}
-    return json.loads(text)
+    return result
 
 
 def judge_row(row: Row) -> None:
@@ -713,8 +692,6 @@ def judge_row(row: Row) -> None:
 def prepare_figures(how: str) -> dict[str, float]:
     """Drop the stored figures unless ``how`` is "keep"; with "jobs", run the jobs that
     compute them in a forked child (as a worker would) and return each job's seconds."""
-    from django.db import connections
-
     from jobs.models import StoredFigure
 
     if how == "keep":
@@ -723,40 +700,29 @@ def prepare_figures(how: str) -> dict[str, float]:
     log(f"dropped {deleted} stored figures")
     if how == "forget":
         return {}
-    connections.close_all()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker
-        os.close(read)
-        took = {}
-        try:
-            from annotation.models import Campaign
-            from jobs.registry import get_kind
-            from jobs.runner import check_arguments
-            from retrieval.models import LabelSet
 
-            class Quiet:
-                def step(self, *args, **kwargs):
-                    pass
+    def run_jobs(took: dict) -> None:
+        from annotation.models import Campaign
+        from jobs.registry import get_kind
+        from jobs.runner import check_arguments
+        from retrieval.models import LabelSet
 
-            work = [
-                ("label-set-figures", {"dataset": s.dataset.name, "labels": s.name})
-                for s in LabelSet.objects.select_related("dataset").defer("arrays")
-            ]
-            work += [("campaign-figures", {"campaign": c.name}) for c in Campaign.objects.all()]
-            for kind_name, data in work:
-                kind = get_kind(kind_name)
-                began = time.perf_counter()
-                kind.run(Quiet(), **check_arguments(kind, data))
-                took[f"{kind_name} {'/'.join(data.values())}"] = time.perf_counter() - began
-        finally:
-            with os.fdopen(write, "w") as out:
-                out.write(json.dumps(took))
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as answer:
-        took = json.loads(answer.read() or "{}")
-    os.waitpid(pid, 0)
+        class Quiet:
+            def step(self, *args, **kwargs):
+                pass
+
+        work = [
+            ("label-set-figures", {"dataset": s.dataset.name, "labels": s.name})
+            for s in LabelSet.objects.select_related("dataset").defer("arrays")
+        ]
+        work += [("campaign-figures", {"campaign": c.name}) for c in Campaign.objects.all()]
+        for kind_name, data in work:
+            kind = get_kind(kind_name)
+            began = time.perf_counter()
+            kind.run(Quiet(), **check_arguments(kind, data))
+            took[f"{kind_name} {'/'.join(data.values())}"] = time.perf_counter() - began
+
+    took = in_child(run_jobs)[0] or {}
     for name, seconds in took.items():
         log(f"  job {name}: {seconds:.1f} s")
     return took

@@ -1,17 +1,11 @@
 """Time the label-noise intervals of 3 runs x 27,000 queries x depth 10 with 5% of the judged
 pairs uncertain, beside the plain re-scoring of the same arrays.
 
-Synthetic data (not timed): per query 25 candidate videos; each run ranks 10 of them in its
-own order, the query's own video among them for most queries; the judged pairs are the three
-runs' pooled top 10 (FIRE §2.2.1) less the own video, about a tenth relevant; 5% of them get
-a probability of relevance in (0.05, 0.95) (a fifth of those disagreements at 0.5), the rest
-none (NaN: certain). ``--everyone`` gives those others a probability too, 10^-4 to 10^-1.3
-off certainty, as Dawid-Skene's posteriors are. Timed: :func:`retrieval.scoring.rescoring.rescore`
-(the anchor: every metric, three runs) and :func:`retrieval.scoring.score_intervals.score_intervals`
-(2,000 draws), without and with unjudged pooled pairs (on ``--unjudged`` of the queries, a
-third of their certain pairs left unjudged). The intervals' values are checked against the
-anchor's corrected means. OpenBLAS's threads matter on a busy machine (the polynomial's
-matrix product): run it under ``OPENBLAS_NUM_THREADS=1`` too::
+Synthetic pooled runs (FIRE §2.2.1), 5% of judged pairs with a probability of relevance
+(``--everyone``: all of them, as Dawid-Skene's posteriors). Times
+:func:`retrieval.scoring.score_intervals.score_intervals` (2,000 draws, with and without
+``--unjudged`` pairs) against :func:`retrieval.scoring.rescoring.rescore` (the anchor) and
+checks them against it; try ``OPENBLAS_NUM_THREADS=1`` too::
 
     .venv/bin/python bench/score_intervals_bench.py [--queries 27000] [--everyone]
 """

@@ -1,10 +1,8 @@
 """Time the annotator scores and the Dawid-Skene resolution of a FIRE-scale campaign.
 
-Builds the campaign of ``bench/agreement_bench.py`` (660,000 live labels over 555,000 pairs,
-40 annotators) in a throw-away SQLite database, untimed, then times
-:func:`annotation.people.scores.campaign_scores` (what the agreement page and the
-annotator-scores API add) and :func:`annotation.campaign_read.resolution.campaign_resolution`
-by majority and by Dawid-Skene::
+On ``bench/agreement_bench.py``'s campaign (SQLite, untimed), times
+:func:`annotation.people.scores.campaign_scores` and
+:func:`annotation.campaign_read.resolution.campaign_resolution` by majority and Dawid-Skene::
 
     .venv/bin/python bench/scores_bench.py [--labels 660000] [--pairs 555000] [--repeats 3]
 """

@@ -2,15 +2,10 @@
 answer: which statements still save a judging request enough time (10% or more) to keep
 their SQL on today's Django and psycopg.
 
-Builds one PostgreSQL world (``bench/world.py``: a synthetic campaign of ``--pairs`` pairs,
-``--annotators`` annotators, gold pairs and labels already given on the first ``--judged``
-pairs), times ``annotation.judging.answer.next_task`` and ``submit_label`` for a few hundred
-calls (the anchor: a judging request's server time in the service, without the WSGI stack,
-so each share below is an upper bound), then each statement and its ORM equivalent
-(mirroring ``tests/annotation/judging/test_sql.py``; equality asserted on the world first),
-interleaved, with parameters drawn from the world; and one export window against an ORM
-``values_list`` over it. Prints one table (stdout); a statement keeps its SQL where it saves
-at least ``--keep-share`` of a request.
+On one PostgreSQL world (``bench/world.py``), the anchor is ``next_task`` and ``submit_label``
+in the service; each statement and its ORM twin (``tests/annotation/judging/test_sql.py``'s,
+equality asserted first) are timed interleaved; a statement keeps its SQL where it saves at
+least ``--keep-share`` of a request::
 
     .venv/bin/python bench/sql_vs_orm.py [--pairs 200000] [--repeats 600] [--calls 300]
 """
@@ -28,16 +23,7 @@ from datetime import UTC, datetime
 import load
 import numpy as np
 import world
-from harness import (
-    create_database,
-    database_url,
-    drop_database,
-    log,
-    machine,
-    parser,
-    postgres_server,
-    setup_django,
-)
+from harness import drop_database, log, machine, parser, postgres_database, setup_django
 
 DB_NAME = "firepool_sqlbench"
 EXPORTED = ("pk", "pool_row", "status", "adjudicated", "caption_id", "video_id", "auto_label")
@@ -450,13 +436,8 @@ def main() -> None:
     options.add_argument("--window", type=int, default=20_000, help="pairs of an export window")
     options.add_argument("--keep-share", type=float, default=0.10)
     args = options.parse_args()
-    log(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}")
-    server = postgres_server()
-    create_database(server, DB_NAME)
-    url = database_url(server, DB_NAME)
+    url = postgres_database(DB_NAME)
     setup_django(load.server_environment(url, prepared=True, debug=False))
-    from django.db import connections
-
     try:
         ctx = build(args)
         anchors = anchor(ctx, args.calls)
@@ -468,7 +449,6 @@ def main() -> None:
         export = export_case(ctx, args.window)
         exported = measure(export, max(10, args.repeats // 30))
     finally:
-        connections.close_all()
         drop_database(url)
     print(f"machine: {machine()}, PostgreSQL; load average {os.getloadavg()[0]:.2f}")
     for kind, values in anchors.items():

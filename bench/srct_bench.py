@@ -1,16 +1,9 @@
 """SRCT against random, mme and jpose on a demo world, with the expert ablation.
 
-Builds a demo world (``--videos`` clips, world seed 0) in a throw-away database, extracts
-the clip vectors and the three feature experts from the decoded frames, then for each
-training seed registers, trains, embeds and searches (full ranking of the test videos):
-
-- text-to-video R@1/5/10 and MedR with only each caption's own video as positive (the
-  slides' protocol, Zhu, Bresson & Lim, §5), and
-- C@1/5/10 and nDCG (full depth, binary) under the world's exhaustive ground truth.
-
-Rows: random, mme, jpose, srct (all three experts) and the ablation srct appearance only
-and appearance + action. Prints mean ± std over seeds and the CPU train / embed seconds;
-``--json PATH`` also writes every figure. Run with::
+For each training seed: train, embed and search a ``--videos`` demo world; text-to-video
+R@1/5/10 and MedR with the caption's own video as positive (Zhu, Bresson & Lim, §5) and
+C@1/5/10 and nDCG under the world's ground truth; mean ± std over seeds, ``--json PATH``
+writes every figure::
 
     .venv/bin/python bench/srct_bench.py --videos 1500 --seeds 0 1 2
 """

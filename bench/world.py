@@ -1,13 +1,6 @@
 """The one world builder of the benchmarks: a synthetic dataset, runs, a campaign and its pool
-of pairs, annotators, gold pairs and labels, at any size.
-
-Every script builds its world here, so what differs between them is a parameter, not a copy
-(``load.py`` and ``request_profile.py``: :func:`synthetic_campaign` with sessions and gold;
-``scale_pages.py``: MSVD-like :func:`caption_texts`, :func:`runs` and FIRE's
-:func:`label_plan`; ``agreement_bench.py`` and ``export_bench.py``: the same plan at a flat
-error rate; ``campaign_bench.py`` and ``gold_lock_bench.py``: :func:`media`). Rows go in through the backend's one bulk load (:meth:`config.backends.Backend.bulk_load`:
-``COPY`` on PostgreSQL, an ``executemany`` elsewhere), by field name: table and column names
-come from the models' ``_meta``. Django must be set up before a function here is called.
+of pairs, annotators, gold pairs and labels, at any size, loaded by the backend's one bulk
+load (``COPY`` on PostgreSQL) by field name. Django must be set up first.
 """
 
 from __future__ import annotations
@@ -136,37 +129,17 @@ SUBJECTS = (
     ("monkey", "ape"),
     ("band", "group of musicians"),
 )
-ACTIONS = (
-    "is playing a guitar",
-    "is slicing a tomato",
-    "is riding a bicycle",
-    "is cutting an onion",
-    "is swimming in a pool",
-    "is dancing on a stage",
-    "is playing the piano",
-    "is pouring water into a glass",
-    "is riding a horse",
-    "is eating a banana",
-    "is peeling a potato",
-    "is driving a car",
-    "is talking on a phone",
-    "is singing into a microphone",
-    "is frying an egg",
-    "is jumping on a trampoline",
-    "is throwing a ball",
-    "is mixing flour in a bowl",
-    "is climbing a wall",
-    "is walking along a beach",
-    "is playing the drums",
-    "is slicing bread",
-    "is feeding a bird",
-    "is brushing its hair",
-    "is skating on ice",
-    "is reading a book",
-    "is washing a plate",
-    "is chopping garlic",
-    "is kicking a football",
-    "is opening a door",
+ACTIONS = tuple(
+    (
+        "is playing a guitar|is slicing a tomato|is riding a bicycle|is cutting an onion|"
+        "is swimming in a pool|is dancing on a stage|is playing the piano|"
+        "is pouring water into a glass|is riding a horse|is eating a banana|is peeling a potato|"
+        "is driving a car|is talking on a phone|is singing into a microphone|is frying an egg|"
+        "is jumping on a trampoline|is throwing a ball|is mixing flour in a bowl|"
+        "is climbing a wall|is walking along a beach|is playing the drums|is slicing bread|"
+        "is feeding a bird|is brushing its hair|is skating on ice|is reading a book|"
+        "is washing a plate|is chopping garlic|is kicking a football|is opening a door"
+    ).split("|")
 )
 PLACES = ("", "", " in a kitchen", " outside", " on the street", " in a park", " at home")
 MANNERS = ("", "", "", " quickly", " slowly", " carefully")
