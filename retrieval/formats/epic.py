@@ -15,8 +15,8 @@ from retrieval.formats.generic import csv_rows
 from retrieval.formats.records import (
     CaptionRecord,
     check_clip,
+    field_reader,
     parse_class_ids,
-    parse_field,
     parse_int,
     parse_key,
     parse_optional_str,
@@ -31,10 +31,7 @@ REQUIRED = ("narration_id", "narration", "verb_class", "all_noun_classes")
 def parse_epic_csv(path: Path) -> Iterator[CaptionRecord]:
     """Yield one clip-and-caption record per narration row."""
     for line, row in csv_rows(path, REQUIRED):
-
-        def value(name: str, parse, row=row, line=line):
-            return parse_field(path, line, name, parse, row.get(name))
-
+        value = field_reader(path, line, row)
         key = value("narration_id", parse_key)
         start = value("start_timestamp", parse_timestamp)
         end = value("stop_timestamp", parse_timestamp)
