@@ -293,13 +293,10 @@ def csv_lines(
     auto_label: bool = False,
     confidence: bool = False,
 ) -> Iterator[str]:
-    """Yield the header row, then one CSV row per record with a ``rank:<run>`` column per run.
-
-    With ``auto_label`` an ``auto_label`` column follows ``annotators`` (else an automatic
-    label raises ValueError), then with ``confidence`` a ``confidence`` column. A run missing
-    from ``run_names`` or an annotator containing ``;`` raises ValueError (neither would read
-    back). Formula-like text is escaped (:mod:`retrieval.formats.csv_safety`).
-    """
+    """Yield the header, then one CSV row per record with a ``rank:<run>`` column per run,
+    after ``auto_label`` and ``confidence`` columns when asked; what would not read back (an
+    automatic label without ``auto_label``, an unlisted run, ``;`` in an annotator) raises
+    ValueError."""
     names = list(run_names)
     if len(set(names)) != len(names):
         raise ValueError("run_names lists a run twice")
@@ -381,12 +378,9 @@ def _check_key(value: object, record: "LabelRecord | RawLabel") -> None:
 
 
 def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLabel]:
-    """Yield one raw label per non-blank line, skipping ``"discounted": true`` ones.
-
-    A second line by one annotator on one pair (a re-posted crowd task) is refused, naming
-    both lines, unless ``duplicates`` says to keep the ``first``, the ``last`` (yielded where
-    its last line is) or ``all`` (each line a label, as crowd-kit counts rows).
-    """
+    """Yield one raw label per non-blank line, skipping ``"discounted": true`` ones; a second
+    line by one annotator on one pair is refused unless ``duplicates`` says to keep the
+    ``first``, the ``last`` (yielded where it is) or ``all`` (as crowd-kit counts rows)."""
     if duplicates not in (None, *DUPLICATES):
         raise ValueError(f"duplicates must be one of {', '.join(DUPLICATES)} or None")
     first_line: dict[tuple[str, str, str], int] = {}  # (caption, video, annotator): line

@@ -1,9 +1,6 @@
-"""TREC run files (``qid Q0 docno rank score run_id``) and qrels files (``qid 0 docno rel``).
-
-A qid is a caption key and a docno a video key. Fields are separated by ASCII whitespace;
-blank lines and lines starting with ``#`` are skipped, as trec_eval does. Anything else
-that is wrong is a :class:`~retrieval.formats.records.FormatError` naming the line and field.
-"""
+"""TREC run files (``qid Q0 docno rank score run_id``) and qrels files (``qid 0 docno rel``):
+qids are caption keys, docnos video keys; fields split on ASCII whitespace, and blank and
+``#`` lines are skipped, as trec_eval does."""
 
 import math
 import re
