@@ -9,7 +9,7 @@ a run file, uploaded embeddings or a built-in encoder (one ``build_model`` job).
 
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -156,10 +156,7 @@ def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:
         "format": options.format,
         "captions": input_name(path),
         "file_name": shown_name(upload, "captions"),
-        "videos": options.videos,
-        "video_url": options.video_url,
-        "split": options.split,
-        "skip_broken": options.skip_broken,
+        **asdict(options),  # the rest of the options, in their order
     }
     try:
         return runner.submit(IMPORT_DATASET, arguments, user)

@@ -90,11 +90,8 @@ def store_label_set(
     pool_state: PoolState | None = None,
     parent: LabelSet | None = None,
 ) -> LabelSet:
-    """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked.
-
-    The new set is the dataset's default when the dataset has none (then also when it
-    replaces the default). With ``parent`` it is the next version of that set.
-    """
+    """Save ``pairs`` as the label set ``name`` (replacing one only if asked; with ``parent``
+    its next version), the dataset's default when it has none."""
     check_name(name, "label set")
     counts = pairs.counts()
     with transaction.atomic():
@@ -114,7 +111,7 @@ def store_label_set(
             source=source,
             description=description,
             pair_count=len(pairs),
-            **{f"{name}_count": count for name, count in counts.items()},
+            **{f"{kind}_count": count for kind, count in counts.items()},
             arrays=pairs.to_bytes(**(pool_state.arrays() if pool_state else {})),
             metadata=metadata or {},
             parent=parent,
@@ -247,12 +244,8 @@ def extend_label_set(
 ) -> LabelSet:
     """A new version of ``base``: its pairs plus ``added`` (which wins where both judge a
     pair). ``base`` itself is left as it was; the new set records it as its parent."""
-    if (
-        replace
-        and LabelSet.objects.filter(
-            dataset_id=base.dataset_id, name=name, versions__isnull=False
-        ).exists()
-    ):
+    later = LabelSet.objects.filter(dataset_id=base.dataset_id, name=name, versions__isnull=False)
+    if replace and later.exists():
         raise LabelSetError(
             f"label set {name!r} has later versions; it is kept as it is (choose another name)"
         )
