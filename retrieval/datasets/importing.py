@@ -1,33 +1,15 @@
 """Import a caption file (and optionally its videos) into a Dataset, all or nothing.
 
-The parser streams records; they are checked and written in batches inside one
-transaction, so a problem on the last line of a large file still leaves the database as it
-was (the Dataset row included). Importing into an existing dataset adds to it: videos with
-a known key are reused, while a caption key that already exists is an error.
-
-Splits: a record's own split wins; ``split`` only fills records that carry none. A caption
-is a query when its record says so, else when its split is ``test``.
-
-Video files: with ``videos_dir`` every video must resolve to a file, by its ``video_path``
-(relative to the directory) or else by ``<key>.<ext>`` for ext in mp4, webm, mkv, avi, mov
-(any case), looked up in the directory and up to two levels of subdirectories (EPIC keeps
-``P01/videos/P01_11.MP4``); an EPIC clip resolves to its parent video. A file must have a
-video extension and an MP4/QuickTime, Matroska/WebM or AVI signature, and must stay inside
-the directory once symlinks are followed (links that lead out are never used). ``Video.media`` is
-stored relative to ``MEDIA_ROOT``: when the directory lies outside ``MEDIA_ROOT`` a symlink
-``MEDIA_ROOT/datasets/<slugified dataset name>`` pointing at the resolved directory is
-created (or reused if it already points there) and paths go through it.
-
-Probing: every new video's file is probed once (:mod:`retrieval.media.probe`); a file that
-does not decode is an error naming it and why, or with ``skip_broken`` its records are left
-out and listed (``ImportSummary.broken``, and the dataset's import history), so a broken
-file never reaches a pool. A segment (``start``/``end``) must lie inside its file. Videos
-that need a browser copy or a segment clip get a pending derived file, and a ``media`` job
-is queued once the import commits (:mod:`retrieval.media.service`).
-
-URLs: ``video_url_template`` is formatted with ``{video_id}`` (the media file's id: the
-parent video for an EPIC clip, otherwise the video key), ``{key}`` (the video key),
-``{start}`` and ``{end}``; it takes precedence over a URL given in the file.
+Records are checked and written in batches inside one transaction, so a problem on the last
+line leaves the database as it was. Importing into an existing dataset reuses videos by key;
+a caption key already there is an error. A record's own split wins over ``split``; a caption
+is a query when its record says so, else when its split is ``test``. With ``videos_dir``
+every video resolves to a file by ``video_path`` or ``<key>.<ext>`` (up to two folders
+down; an EPIC clip by its parent video) that must be a video by extension and signature and
+stay inside the folder; outside ``MEDIA_ROOT`` a link ``MEDIA_ROOT/datasets/<slug>`` is made
+for it. Each new file is probed once (with ``skip_broken`` a broken one's records are left
+out and listed) and a ``media`` job queued after commit. ``video_url_template`` takes
+``{video_id}`` (the media file's id), ``{key}``, ``{start}`` and ``{end}``.
 """
 
 import os
@@ -98,20 +80,15 @@ def import_dataset(
     progress: Callable[[int], None] | None = None,
     skip_broken: bool = False,
 ) -> ImportSummary:
-    """Import ``captions_path`` in format ``fmt`` into the dataset ``name``; see the module doc.
+    """Import ``captions_path`` in format ``fmt`` into the dataset ``name`` (module doc).
 
-    Raises :class:`FormatError` for a problem in the file (nothing is written),
-    :class:`~retrieval.datasets.names.InvalidName` for a name the name rule refuses and
-    :class:`ImportOptionError` for other unusable arguments. ``progress`` is called with the
-    number of records handled since its previous call.
+    Raises :class:`FormatError` for a bad file, :class:`~retrieval.datasets.names.InvalidName`
+    and :class:`ImportOptionError` for bad arguments; ``progress`` gets records handled since
+    its previous call.
     """
     began = time.perf_counter()
     check_name(name, "dataset")
-    caption_format = CAPTION_FORMATS.get(fmt)
-    if caption_format is None:
-        raise ImportOptionError(
-            f"unknown format {fmt!r}; choose one of {', '.join(CAPTION_FORMATS)}"
-        )
+    caption_format = format_named(fmt)
     if video_url_template is not None:
         check_url_template(video_url_template)
     media = MediaResolver(Path(videos_dir), name) if videos_dir is not None else None
@@ -121,7 +98,7 @@ def import_dataset(
     try:
         with transaction.atomic():
             importer = _Importer(
-                name, fmt, path, caption_format, media, video_url_template, split or "", summary
+                name, path, caption_format, media, video_url_template, split or "", summary
             )
             importer.skip_broken = skip_broken
             importer.run(caption_format.parse(path), progress)
@@ -136,6 +113,15 @@ def import_dataset(
         raise
     summary.seconds = time.perf_counter() - began
     return summary
+
+
+def format_named(fmt: str) -> CaptionFormat:
+    """The caption format called ``fmt``, or :class:`ImportOptionError`."""
+    if fmt not in CAPTION_FORMATS:
+        raise ImportOptionError(
+            f"unknown format {fmt!r}; choose one of {', '.join(CAPTION_FORMATS)}"
+        )
+    return CAPTION_FORMATS[fmt]
 
 
 def check_url_template(template: str) -> set[str]:
@@ -181,7 +167,6 @@ class _Importer:
     def __init__(
         self,
         name: str,
-        fmt: str,
         path: Path,
         caption_format: CaptionFormat,
         media: "MediaResolver | None",
@@ -190,7 +175,7 @@ class _Importer:
         summary: ImportSummary,
     ) -> None:
         self.name = name
-        self.fmt = fmt
+        self.fmt = summary.format
         self.path = path
         self.format = caption_format
         self.media = media
@@ -227,9 +212,7 @@ class _Importer:
                     dataset = Dataset.objects.create(name=self.name, source_format=self.fmt)
                 self.summary.dataset_created = True
             except IntegrityError:
-                # Another import created it meanwhile and committed (PostgreSQL held this
-                # insert on the name's unique index until then): add to it, as if this
-                # import had come second. Before, the second of two imports failed with a 500.
+                # Another import created it meanwhile and committed: add to it.
                 dataset = self._dataset()
                 if dataset is None:
                     raise
@@ -271,19 +254,11 @@ class _Importer:
         """Check one record against everything seen so far and queue it for writing."""
         key = record.caption_key
         first = self.caption_lines.get(key)
-        if first is not None:
-            where = self.format.where.format(first)
-            raise self.error(
-                record,
-                self.format.caption_field,
-                f"duplicate key {key!r} (first seen on {where})",
-            )
-        if key in self.existing_captions:
-            raise self.error(
-                record,
-                self.format.caption_field,
-                f"duplicate key {key!r} (already in dataset {self.name!r})",
-            )
+        if first is not None or key in self.existing_captions:
+            seen = f"already in dataset {self.name!r}"
+            if first is not None:
+                seen = f"first seen on {self.format.where.format(first)}"
+            raise self.error(record, self.format.caption_field, f"duplicate key {key!r} ({seen})")
         if self.dataset is not None and self.dataset.has_ground_truth:
             self.check_ground_truth(record)
         self.caption_lines[key] = record.line
@@ -295,25 +270,19 @@ class _Importer:
         self.pending.append((record, split, is_query))
 
     def check_ground_truth(self, record: CaptionRecord) -> None:
-        """Refuse a record that a synthetic world's exhaustive ground truth could not cover:
-        a caption without a stored assertion, or a new video without a stored scene (the
-        FIRE §3.1 rule judges one against the other; no caption format carries either)."""
-        world = f"dataset {self.name!r} has exhaustive ground truth (a synthetic world)"
+        """Refuse a caption without a stored assertion or a new video without a stored scene
+        in a synthetic world, whose ground truth (FIRE §3.1) judges one against the other."""
+        world = (
+            f"dataset {self.name!r} has exhaustive ground truth (a synthetic world); "
+            "import the file into another dataset"
+        )
         if stored_assertion(record.metadata) is None:
-            raise self.error(
-                record,
-                self.format.caption_field,
-                f"caption {record.caption_key!r} has no assertion to judge it by and {world}; "
-                "import the file into another dataset",
-            )
+            message = f"caption {record.caption_key!r} has no assertion to judge it by and {world}"
+            raise self.error(record, self.format.caption_field, message)
         known = record.video_key in self.existing_videos or record.video_key in self.videos
         if not known and stored_scene(record.video_metadata) is None:
-            raise self.error(
-                record,
-                self.format.video_field,
-                f"video {record.video_key!r} has no scene to judge it by and {world}; "
-                "import the file into another dataset",
-            )
+            message = f"video {record.video_key!r} has no scene to judge it by and {world}"
+            raise self.error(record, self.format.video_field, message)
 
     def add_video(self, record: CaptionRecord, split: str) -> bool:
         """Register the record's video: reuse it, check it agrees, or queue it for creation.
@@ -354,8 +323,8 @@ class _Importer:
         return True
 
     def probe_media(self, record: CaptionRecord, media: str) -> Probe | None:
-        """The probe of the record's file (once per file); a file that does not decode is
-        an error, or None when broken files are skipped. A segment must fit its file."""
+        """The probe of the record's file (once per file): an error if it does not decode
+        (None when broken files are skipped) or the segment does not fit it."""
         found = self.probes.get(media)
         if found is None:
             try:
@@ -387,12 +356,8 @@ class _Importer:
         for name, new, old in zip(VIDEO_ATTRIBUTES, attributes, entry.attributes, strict=True):
             if new != old:
                 field_name = self.format.media_field if name == "media_key" else name
-                raise self.error(
-                    record,
-                    field_name,
-                    f"video {record.video_key!r} has {name} {_show(new)} here but "
-                    f"{_show(old)} on {self.format.where.format(entry.line)}",
-                )
+                there = f"on {self.format.where.format(entry.line)}"
+                raise self.differs(record, field_name, name, (new, old), there)
 
     def check_existing(self, record: CaptionRecord, video: Video, media: str, url: str) -> None:
         """Raise when the record contradicts an already stored video; blanks never conflict."""
@@ -405,12 +370,15 @@ class _Importer:
         )
         for name, new, old in pairs:
             if new not in (None, "") and old not in (None, "") and new != old:
-                raise self.error(
-                    record,
-                    name,
-                    f"video {record.video_key!r} has {name} {_show(new)} here but "
-                    f"{_show(old)} in dataset {self.name!r}",
-                )
+                raise self.differs(record, name, name, (new, old), f"in dataset {self.name!r}")
+
+    def differs(
+        self, record: CaptionRecord, field_name: str, name: str, values: tuple, there: str
+    ) -> FormatError:
+        """The error for a video whose ``name`` is ``values[0]`` here but ``values[1]`` ``there``."""
+        new, old = values
+        message = f"video {record.video_key!r} has {name} {_show(new)} here but {_show(old)}"
+        return self.error(record, field_name, f"{message} {there}")
 
     def resolve_media(self, record: CaptionRecord) -> str:
         """The MEDIA_ROOT-relative path of the record's video file ("" without a directory)."""
@@ -419,12 +387,9 @@ class _Importer:
         try:
             media = self.media.resolve(record)
         except LookupError as exc:
-            if record.video_path:
-                field_name = "video_path"
-            elif record.media_key:
-                field_name = self.format.media_field
-            else:
-                field_name = self.format.video_field
+            fmt = self.format
+            field_name = fmt.media_field if record.media_key else fmt.video_field
+            field_name = "video_path" if record.video_path else field_name
             raise self.error(record, field_name, str(exc)) from None
         if len(media) > MEDIA_MAX_LENGTH:
             raise self.error(record, "video_path", f"path longer than {MEDIA_MAX_LENGTH}")
@@ -471,21 +436,20 @@ class _Importer:
             self.new_videos = []
         if not self.pending:
             return
-        captions = []
-        for record, split, is_query in self.pending:
-            captions.append(
-                Caption(
-                    dataset=self.dataset,
-                    key=record.caption_key,
-                    text=record.text,
-                    video_id=self.videos[record.video_key].id,
-                    split=split,
-                    is_query=is_query,
-                    metadata=record.metadata,
-                )
+        captions = [
+            Caption(
+                dataset=self.dataset,
+                key=record.caption_key,
+                text=record.text,
+                video_id=self.videos[record.video_key].id,
+                split=split,
+                is_query=is_query,
+                metadata=record.metadata,
             )
-            self.splits[split] += 1
-            self.summary.queries += is_query
+            for record, split, is_query in self.pending
+        ]
+        self.splits.update(split for _, split, _ in self.pending)
+        self.summary.queries += sum(is_query for _, _, is_query in self.pending)
         Caption.objects.bulk_create(captions, batch_size=BATCH_SIZE)
         self.summary.captions += len(captions)
         self.pending = []
@@ -536,11 +500,8 @@ class MediaResolver:
         return self._paths[media]
 
     def resolve(self, record: CaptionRecord) -> str:
-        """The record's file relative to MEDIA_ROOT; LookupError when there is none.
-
-        The file must be a video (by extension and by its container's signature) and must
-        stay inside the videos directory once symlinks are followed.
-        """
+        """The record's file relative to MEDIA_ROOT, a video (by extension and signature)
+        inside the videos directory once links are followed; LookupError when there is none."""
         if record.video_path:
             relative = record.video_path
             extension = relative.rpartition("/")[2].rpartition(".")[2].lower()
@@ -656,16 +617,10 @@ class MediaResolver:
 
 
 def is_video_container(head: bytes) -> bool:
-    """True when a file's first bytes are those of an MP4/QuickTime, Matroska/WebM or AVI file.
-
-    ISO base media files (mp4, mov) start with a box whose type is at bytes 4-8; Matroska
-    and WebM with the EBML magic; AVI with a RIFF header of form type ``AVI ``.
-    """
-    if head[4:8] in ISO_BOX_TYPES:
-        return True
-    if head.startswith(EBML_MAGIC):
-        return True
-    return head[:4] == b"RIFF" and head[8:12] == b"AVI "
+    """True when a file's first bytes are an ISO media box type (mp4, mov), the EBML magic
+    (Matroska, WebM) or a RIFF header of form type ``AVI ``."""
+    avi = head[:4] == b"RIFF" and head[8:12] == b"AVI "
+    return head[4:8] in ISO_BOX_TYPES or head.startswith(EBML_MAGIC) or avi
 
 
 def _rank(relative: str) -> tuple[int, int, str]:

@@ -1,25 +1,12 @@
-"""Pure: the one rule for the names people give datasets, models, runs, campaigns and label
-sets, and how any stored name, even one from before the rule, travels in a link.
+"""Pure: the one rule for the names of datasets, models, runs, campaigns and label sets, and
+how any stored name, even one from before the rule, travels in a link.
 
-A name is shown on pages, put in links, CSV cells, job descriptions and log lines, so it
-must read as one line and name one path segment. :func:`check_name` refuses what breaks
-that: nothing or only blanks, blanks at either end, more than :data:`NAME_MAX_LENGTH`
-characters, ``.`` and ``..`` (which links resolve to the folder above), ``/`` and ``\\``
-(folder separators in links and file names; browsers read ``\\`` as ``/``), and every
-character every shown text refuses (:data:`config.text_rule.REFUSED_CATEGORIES`: line and
-paragraph separators, control, format, private-use, surrogate and unassigned code points). Services check every name they store
-with it; forms, serializers, commands and jobs reach it through them (and forms and
-serializers through :class:`retrieval.forms.NameValidator`, to show the message on the
-field).
-
-Rows written before the rule may still hold any text. :func:`name_to_segment` turns every
-name into one URL path segment and :func:`segment_to_name` back: a name the rule accepts is
-its own segment (so links stay readable and hand-typed URLs keep working); any other name
-becomes ``\\`` followed by its percent-escaped UTF-8 with dots escaped too, which no
-accepted name can be (``\\`` is refused), contains no ``/`` and is never a dot segment,
-which browsers would resolve away however it is escaped (WHATWG URL Standard, "double-dot
-path segment"). Django's ``reverse`` quotes the segment and the server unquotes it
-before :class:`NameConverter` sees it, so the round trip is exact for every string.
+A name must read as one line and name one path segment: :func:`check_name` (which services
+apply to every name they store) refuses blank, padded or too long names, ``.`` and ``..``,
+``/`` and ``\\``, and the characters :data:`config.text_rule.REFUSED_CATEGORIES` refuses. A
+name the rule accepts is its own URL segment; any other becomes ``\\`` and its
+percent-escaped UTF-8 with dots escaped too, never a dot segment (WHATWG URL Standard,
+"double-dot path segment"), so the round trip is exact for every string.
 """
 
 import unicodedata
@@ -82,11 +69,9 @@ def check_name(name: object, what: str) -> str:
 
 
 def derived_name(text: str, fallback: str = "unnamed") -> str:
-    """A name the rule accepts, made from ``text`` that nobody typed as a name (a campaign's
-    name with a version number, a suggestion built from stored names, which may predate the
-    rule): ``/`` and ``\\`` become ``-``, refused characters and runs of blanks one space,
-    and the result is cut to the limit; ``fallback`` when nothing usable is left. A name
-    the rule accepts is returned as it is."""
+    """A name the rule accepts made from ``text`` nobody typed as one (a versioned name, a
+    suggestion from stored names): separators become ``-``, refused characters and blank
+    runs one space, cut to the limit; ``fallback`` when nothing is left."""
     if name_problem(text) is None:
         return text
     kept = [
@@ -109,11 +94,8 @@ def name_to_segment(name: str) -> str:
 
 
 def segment_to_name(segment: str) -> str:
-    """The name a path segment made by :func:`name_to_segment` stands for.
-
-    Raises ValueError for an escaped segment that is not valid percent-escaped UTF-8 (the
-    URL then matches nothing: a 404).
-    """
+    """The name a :func:`name_to_segment` segment stands for; ValueError (a 404) for an
+    escaped segment that is not valid percent-escaped UTF-8."""
     if not segment.startswith(ESCAPE):
         return segment
     return unquote(segment[1:], errors="surrogatepass")

@@ -1,9 +1,6 @@
 """ORM-facing: what a dataset holds, for the dataset pages: splits, models and runs, label sets
-and the campaigns judging it.
-
-Campaigns belong to the annotation app, which this app does not import; they are read through
-the reverse relation ``dataset.campaigns`` (name, status and id only).
-"""
+and the campaigns judging it (read through the reverse relation ``dataset.campaigns``, since
+this app does not import the annotation app)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -183,18 +180,9 @@ def _per_dataset(model) -> dict[int, int]:
 
 def dataset_summaries() -> list[DatasetSummary]:
     """Every dataset with its sizes, by name."""
-    videos, captions = _per_dataset(Video), _per_dataset(Caption)
-    models, label_sets = _per_dataset(RetrievalModel), _per_dataset(LabelSet)
+    counts = [_per_dataset(model) for model in (Video, Caption, RetrievalModel, LabelSet)]
+    datasets = Dataset.objects.order_by("name").values_list("pk", "name", "source_format")
     return [
-        DatasetSummary(
-            name,
-            source_format,
-            videos.get(pk, 0),
-            captions.get(pk, 0),
-            models.get(pk, 0),
-            label_sets.get(pk, 0),
-        )
-        for pk, name, source_format in Dataset.objects.order_by("name").values_list(
-            "pk", "name", "source_format"
-        )
+        DatasetSummary(name, source_format, *(count.get(pk, 0) for count in counts))
+        for pk, name, source_format in datasets
     ]

@@ -1,51 +1,14 @@
 """Captions -> semantic-role graphs (V, ARG0, ARG1, ARG2, ARGM-*) from spaCy's dependency parse.
 
 Zhu, Bresson & Lim ("Semantic Role Aware Correlation Transformer for Text to Video
-Retrieval", the role-graph slides) parse each caption into PropBank-style frames and build
-a graph of sentence, action (verb) and entity (argument) nodes, as HGR does (Chen et al.,
-CVPR 2020, §3.1). No semantic-role-labelling model can be downloaded here, so the frames
-come from the dependency parse by the rule table :data:`ROLE_RULES`: a child of a verb
-with dependency ``dep`` and word ``w`` takes the role ``ROLE_RULES[dep, w]``, else
-``ROLE_RULES[dep, "*"]``, else none:
-
-================================================  =========================================
-dependency (word)                                  role
-================================================  =========================================
-nsubj; agent (by); csubj                           ARG0 (agent; "by the chef" in a passive)
-nsubjpass; dobj; xcomp; ccomp                      ARG1 (patient, theme, clausal object)
-dative; attr; acomp; oprd                          ARG2 (recipient; a copula's predicate)
-prep (on in at over under against near ...)        ARGM-LOC
-prep (into onto to towards past through across)    ARGM-DIR
-prep (with by like); advmod (other adverbs)        ARGM-MNR ("with a sharp knife", "slowly")
-prep (for during until after before)               ARGM-TMP ("for two minutes")
-advmod (then now again first later finally ...)    ARGM-TMP
-advmod (left right up down around away in out)     ARGM-DIR; every ``prt`` particle too
-advcl (while until when before after as)           ARGM-TMP ("while a circle grows")
-neg                                                ARGM-NEG
-================================================  =========================================
-
-Exceptions, each one line in :func:`_role_of`: "to" is ARG2 when the verb also has a
-direct object ("add the onions to the pan"), ARGM-DIR otherwise; a preposition whose
-object is a time noun (:data:`TIME_NOUNS`, "at night") is ARGM-TMP; for a copula
-(:data:`COPULAS`: "is motionless", "gets smaller") the subject is ARG1 and, when there is no
-other predicate, the first prepositional phrase is ARG2 ("are in motion"); after
-existential "there" the ``attr`` is ARG1. Unaccusative subjects ("a square falls") stay
-ARG0: the table knows no verb senses, so every non-copular active subject is the agent.
-
-Spans are the head's subtree as it appears in the caption, determiners included and
-edge punctuation trimmed; a prepositional argument starts at its preposition ("with a
-sharp knife"). The small English parser attaches low, so a temporal or directional
-phrase inside an argument after the verb, and a locative phrase inside one that is not a
-direct or indirect object, is lifted to the verb ("with a wooden spoon | for
-two minutes", "past a blue star | on grass"). Coordinated verbs share the first verb's
-subject ("a man opens the door and walks in") and, for "peel and chop the onions", the
-last verb's object. The parser tags some subject-less demo captions' verbs as nouns ("a
-disc rolls" as one noun phrase): a noun root that is a known motion verb form
-(:data:`MOTION_FORMS`) or has a direct object is read as the
-verb, its left dependents as its subject. Imperatives have no ARG0. A caption without a
-verb ("an emerald cross") has no frame; its root noun phrase is an entity node (role
-``ENT``) of the sentence, with its prepositional modifiers as the sentence's modifiers.
-This module is not ``config/roles.py`` (the users' authorisation roles).
+Retrieval") build a graph of sentence, verb and argument nodes from PropBank-style frames,
+as HGR does (Chen et al., CVPR 2020, §3.1). No role-labelling model can be downloaded here,
+so a verb's child takes the role :data:`ROLE_RULES` gives its (dependency, word), with the
+exceptions of :func:`_role_of`. Spans are the child's subtree (a prepositional phrase from
+its preposition); trailing temporal, directional or locative phrases the small parser
+attaches low are lifted to the verb; coordinated verbs share subject and object; a noun
+root that is a motion verb form (:data:`MOTION_FORMS`) or has an object is read as the verb;
+a verbless caption's root noun phrase is an ``ENT`` node. Not ``config/roles.py``.
 """
 
 from __future__ import annotations
@@ -61,8 +24,8 @@ MOTION_VERBS: frozenset[str] = frozenset(
         "fly", "run", "walk", "swim", "climb", "glide", "swing", "shake", "wobble", "travel",
     }
 )  # fmt: skip
-"""Motion verbs recognised in any inflection whatever spaCy's tag: the small English
-model tags subject-less caption verbs ("a disc rolls", "a square falls") as plural nouns."""
+"""Motion verbs recognised in any inflection whatever spaCy's tag (its small model tags
+"a disc rolls" as a noun phrase)."""
 
 
 def _inflections(lemma: str) -> set[str]:
@@ -117,17 +80,9 @@ _DIR_ADVERBS = (
     "outside", "home", "off", "over", "along",
 )  # fmt: skip
 ROLE_RULES: dict[tuple[str, str], str] = {
-    ("nsubj", "*"): "ARG0",
-    ("csubj", "*"): "ARG0",
-    ("agent", "*"): "ARG0",
-    ("nsubjpass", "*"): "ARG1",
-    ("dobj", "*"): "ARG1",
-    ("xcomp", "*"): "ARG1",
-    ("ccomp", "*"): "ARG1",
-    ("dative", "*"): "ARG2",
-    ("attr", "*"): "ARG2",
-    ("acomp", "*"): "ARG2",
-    ("oprd", "*"): "ARG2",
+    **{(dep, "*"): "ARG0" for dep in ("nsubj", "csubj", "agent")},
+    **{(dep, "*"): "ARG1" for dep in ("nsubjpass", "dobj", "xcomp", "ccomp")},
+    **{(dep, "*"): "ARG2" for dep in ("dative", "attr", "acomp", "oprd")},
     **{("prep", word): ARGM_LOC for word in _LOC_PREPOSITIONS},
     **{("prep", word): ARGM_DIR for word in _DIR_PREPOSITIONS},
     **{("prep", word): ARGM_MNR for word in ("with", "by", "like", "without", "using")},
@@ -140,9 +95,8 @@ ROLE_RULES: dict[tuple[str, str], str] = {
     **{("advcl", word): ARGM_TMP for word in ("while", "until", "when", "before", "after", "as")},
     ("neg", "*"): "ARGM-NEG",
 }
-"""(dependency, lower-cased word) -> role; ``"*"`` is any word (see the module docstring).
-
-The word is the child itself, or for ``advcl`` the clause's subordinating conjunction."""
+"""(dependency, lower-cased word: the child, or for ``advcl`` its conjunction) -> role;
+``"*"`` is any word."""
 TIME_NOUNS: frozenset[str] = frozenset(
     {
         "second", "minute", "hour", "day", "night", "morning", "evening", "afternoon",
@@ -164,11 +118,8 @@ _NOMINAL_OBJECTS = frozenset({"dobj", "dative"})
 
 @dataclass(frozen=True)
 class RoleNode:
-    """A node of a role graph: the sentence, a verb or an argument span.
-
-    ``start``/``end`` are token offsets, ``start_char``/``end_char`` character offsets of
-    ``text`` in the caption (for underlining spans on a page).
-    """
+    """A node of a role graph (the sentence, a verb or an argument span), with token and
+    character offsets in the caption."""
 
     index: int
     kind: str
@@ -247,7 +198,9 @@ def _pobj_lemma(token: Any) -> str:
 
 
 def _role_of(child: Any, *, has_object: bool, copula: bool, existential: bool) -> str:
-    """The role of a verb's ``child`` by :data:`ROLE_RULES` and the documented exceptions."""
+    """The role of a verb's ``child`` by :data:`ROLE_RULES`, except that a copula's subject
+    and an existential's ``attr`` are ARG1, a time noun's phrase is ARGM-TMP ("at night")
+    and "to" beside a direct object is ARG2 ("add the onions to the pan")."""
     dep = child.dep_
     if dep == "advcl":
         return ROLE_RULES.get((dep, _marker(child)), "")
@@ -399,12 +352,8 @@ def role_graph(doc: Any) -> RoleGraph:
 def role_graphs(
     captions: Sequence[str | Any], *, nlp: Any, batch_size: int = 256
 ) -> list[RoleGraph]:
-    """Role graphs of captions (strings, parsed with ``nlp.pipe``, or spaCy ``Doc``\\ s).
-
-    ``nlp`` is a spaCy pipeline: the project's is
-    :func:`retrieval.encoders.text.load_spacy` (``settings.FIREPOOL_SPACY_MODEL``), passed
-    in by the caller so that this module needs neither Django nor torch.
-    """
+    """Role graphs of captions (strings, parsed with ``nlp.pipe``, or spaCy ``Doc``\\ s);
+    the caller passes ``nlp`` so that this module needs neither Django nor torch."""
     texts = [caption for caption in captions if isinstance(caption, str)]
     parsed: dict[str, Any] = {}
     if texts:
@@ -414,11 +363,8 @@ def role_graphs(
 
 
 def frames(graph: RoleGraph) -> list[dict[str, str]]:
-    """One ``{"V": ..., "ARG0": ..., ...}`` per verb in text order, roles in :data:`ROLE_ORDER`.
-
-    A role a verb has twice ("to the left", "past a blue star") lists both spans joined
-    by "; ".
-    """
+    """One ``{"V": ..., "ARG0": ..., ...}`` per verb in text order, roles in :data:`ROLE_ORDER`;
+    a role held twice lists both spans joined by "; "."""
     result = []
     for verb in graph.verbs():
         spans: dict[str, list[str]] = {"V": [verb.text]}
@@ -466,10 +412,8 @@ def _triples(frame_lists: Sequence[Sequence[dict[str, str]]]) -> set[tuple[int, 
 def score_frames(
     predicted: Sequence[Sequence[dict[str, str]]], expected: Sequence[Sequence[dict[str, str]]]
 ) -> list[RoleScore]:
-    """Per-role exact-match scores of predicted against hand-labelled frames, plus "all".
-
-    A span counts when the same caption's frame with the same verb has it in the same role.
-    """
+    """Per-role exact-match scores of predicted against hand-labelled frames, plus "all": a
+    span counts when the same caption's frame with the same verb has it in the same role."""
     found, wanted = _triples(predicted), _triples(expected)
     scores = []
     for role in (*ROLE_ORDER[:-1], "all"):
@@ -485,12 +429,9 @@ def score_frames(
 
 
 def role_spans(graph: RoleGraph) -> list[tuple[int, int, str]]:
-    """Non-overlapping ``(start_char, end_char, role)`` of the caption's verbs and arguments,
-    in text order, for underlining on the judging page (FIRE's rule: every element counts).
-
-    Verbs are ``V``; an argument shared by coordinated verbs appears once; where spans
-    overlap the earlier (then the longer) one wins.
-    """
+    """Non-overlapping ``(start_char, end_char, role)`` of the caption's verbs and arguments
+    in text order, for the judging page (FIRE: every element counts); where spans overlap
+    the earlier, then the longer, wins."""
     roles_by_node: dict[int, str] = {}
     for edge in graph.edges:
         roles_by_node.setdefault(edge.target, edge.role)

@@ -1,9 +1,6 @@
-"""ORM-facing: store each caption's semantic-role spans (built on :mod:`retrieval.datasets.roles`).
-
-The judging page underlines who does what to what, where and how; parsing happens once per
-caption, when a campaign pools it (or on demand for older campaigns), never while an
-annotator waits for the next pair.
-"""
+"""ORM-facing: store each caption's semantic-role spans (:mod:`retrieval.datasets.roles`),
+which the judging page underlines, once per caption when a campaign pools it, so that no
+annotator waits for a parse."""
 
 from collections.abc import Iterable
 

@@ -1,21 +1,15 @@
 """ORM-facing: datasets and models added from the browser, through files uploaded for a job.
 
-An uploaded file is checked against ``FIREPOOL_MAX_UPLOAD_BYTES`` and copied, under a fixed
-name, into a new folder of its own under ``FIREPOOL_JOB_INPUT_DIR`` (outside ``MEDIA_ROOT``,
-so it is never served); the user's file name is kept only to name the file in errors. The
-job that reads it removes the folder once it has succeeded or once the file itself was found
-wrong, and keeps it otherwise so that a job lost with its worker can be retried.
-
-A dataset upload is imported by an ``import_dataset`` job (all or nothing, see
-:mod:`retrieval.datasets.importing`). A model comes from a TREC run file (registered at once,
-then scored by a ``score_run`` job), from uploaded embeddings (registered at once, then
-searched by a ``predict`` job), or from a built-in encoder, which one ``build_model`` job
-takes through features, training, embedding and search, reporting each step.
+An upload is size-checked and copied under a fixed name into a new folder of its own under
+``FIREPOOL_JOB_INPUT_DIR`` (never served); the user's file name only names it in errors. The
+job that reads it removes the folder once it succeeded or found the file wrong, and keeps it
+otherwise for a retry. Datasets import through an ``import_dataset`` job; a model comes from
+a run file, uploaded embeddings or a built-in encoder (one ``build_model`` job).
 """
 
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -26,10 +20,14 @@ from django.urls import reverse
 from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
-from retrieval.datasets.importing import ImportOptionError, check_url_template, import_dataset
+from retrieval.datasets.importing import (
+    ImportOptionError,
+    check_url_template,
+    format_named,
+    import_dataset,
+)
 from retrieval.datasets.names import check_name
-from retrieval.formats import CAPTION_FORMATS
-from retrieval.formats.records import FormatError, check_chars, max_upload_bytes
+from retrieval.formats.records import FormatError, check_chars, check_size_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Video
 from retrieval.scoring.rescoring import points
 
@@ -64,15 +62,7 @@ def shown_name(upload, default: str = "upload") -> str:
 
 def save_upload(upload, folder: Path, stored_as: str) -> Path:
     """Copy ``upload`` (a Django uploaded file) to ``folder/stored_as`` after checking its size."""
-    limit = max_upload_bytes()
-    if upload.size > limit:
-        raise FormatError(
-            shown_name(upload, stored_as),
-            None,
-            None,
-            f"file is {upload.size:,} bytes, over the limit of {limit:,} bytes "
-            "(FIREPOOL_MAX_UPLOAD_BYTES)",
-        )
+    check_size_of(upload.size, shown_name(upload, stored_as))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / stored_as
     with open(path, "wb") as copy:
@@ -95,11 +85,7 @@ def input_name(path: Path) -> str:
 
 def input_file(value: str) -> Path:
     """The uploaded file ``value`` names (relative to the input root), which must lie in an
-    upload folder there.
-
-    Job arguments can be posted by hand on the jobs page; this keeps them from naming any
-    other file on the server.
-    """
+    upload folder there: job arguments posted by hand may name no other file on the server."""
     try:
         check_chars(value)
         path = (input_root() / value).resolve()
@@ -147,10 +133,7 @@ class DatasetUpload:
     def check(self) -> None:
         """Refuse options the importer would refuse, before the file is saved."""
         check_name(self.name, "dataset")
-        if self.format not in CAPTION_FORMATS:
-            raise ImportOptionError(
-                f"unknown format {self.format!r}; choose one of {', '.join(CAPTION_FORMATS)}"
-            )
+        format_named(self.format)
         if self.videos and self.video_url:
             raise ImportOptionError("give either a videos folder or a URL template, not both")
         if self.video_url:
@@ -173,10 +156,7 @@ def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:
         "format": options.format,
         "captions": input_name(path),
         "file_name": shown_name(upload, "captions"),
-        "videos": options.videos,
-        "video_url": options.video_url,
-        "split": options.split,
-        "skip_broken": options.skip_broken,
+        **asdict(options),  # the rest of the options, in their order
     }
     try:
         return runner.submit(IMPORT_DATASET, arguments, user)
@@ -240,17 +220,13 @@ def run_dataset_import(
     # The copy goes once the import is committed: the job's kind is atomic, so the summary
     # below and the job's success are written in the import's transaction.
     transaction.on_commit(lambda: discard(path))
+    counts = ("dataset_created", "videos_created", "videos_reused", "captions", "queries", "splits")
     return {
         "page": reverse("dataset", args=[summary.dataset]),
         "dataset": summary.dataset,
         "format": summary.format,
         "file": file_name,
-        "dataset_created": summary.dataset_created,
-        "videos_created": summary.videos_created,
-        "videos_reused": summary.videos_reused,
-        "captions": summary.captions,
-        "queries": summary.queries,
-        "splits": summary.splits,
+        **{name: getattr(summary, name) for name in counts},
         "seconds": round(summary.seconds, 2),
         "broken": summary.broken,
         "browser_files_to_make": summary.derived_pending,
@@ -289,13 +265,7 @@ def add_embeddings(
 
 
 def add_encoder(
-    dataset: Dataset,
-    name: str,
-    encoder: str,
-    *,
-    k: int = 20,
-    epochs: int | None = None,
-    user=None,
+    dataset: Dataset, name: str, encoder: str, *, k: int = 20, epochs: int | None = None, user=None
 ) -> tuple[RetrievalModel, Job]:
     """Register built-in ``encoder`` as model ``name`` and queue the job that builds its run."""
     from retrieval.encoders.service import register_encoder
@@ -319,11 +289,8 @@ def build_model(
     seed: int = 0,
     device: str = "auto",
 ) -> dict:
-    """Take a built-in encoder through features, training, embedding and search, in order.
-
-    Steps already done are skipped (features that exist, weights already trained), so a
-    retried chain resumes; each step restarts the progress count and names itself.
-    """
+    """Take a built-in encoder through features, training, embedding and search, skipping
+    steps already done (so a retried chain resumes); each step names itself."""
     from retrieval.encoders import service as encoding
     from retrieval.encoders.registry import ENCODERS
     from retrieval.search import service as search
@@ -339,10 +306,7 @@ def build_model(
     if encoder.uses_features and missing.exists():
         say(1, "extracting video features", total=missing.count())
         encoding.extract_dataset_features(
-            dataset,
-            device=device,
-            progress=steps.advance,
-            workers=encoding.feature_workers(device),
+            dataset, device=device, progress=steps.advance, workers=encoding.feature_workers(device)
         )
         done.append("features")
     else:
@@ -414,36 +378,17 @@ def job_summary(kind: str, result: dict | None) -> str:
 
 def model_jobs(dataset: Dataset, model_name: str, limit: int = 20) -> list[JobRow]:
     """The newest jobs that build, search or score ``model_name`` on ``dataset`` (one query)."""
-    jobs = Job.objects.filter(kind__in=MODEL_JOB_KINDS, arguments__dataset=dataset.name).only(
-        "pk",
-        "kind",
-        "status",
-        "message",
-        "error",
-        "done",
-        "total",
-        "created_at",
-        "arguments",
-        "result",
-    )
+    fields = ("pk", "kind", "status", "message", "error", "done", "total", "created_at")
+    jobs = Job.objects.filter(kind__in=MODEL_JOB_KINDS, arguments__dataset=dataset.name)
     rows = []
-    for job in jobs[:500]:
+    for job in jobs.only(*fields, "arguments", "result")[:500]:
         arguments = job.arguments or {}
         if model_name not in (arguments.get("model"), arguments.get("run")):
             continue
-        rows.append(
-            JobRow(
-                job.pk,
-                job.kind,
-                job.status,
-                job.message,
-                job.error,
-                job.percent,
-                job.created_at,
-                job.finished,
-                job_summary(job.kind, job.result) if job.status == Job.Status.SUCCEEDED else "",
-            )
-        )
+        done = job.status == Job.Status.SUCCEEDED
+        shown = (job.pk, job.kind, job.status, job.message, job.error, job.percent)
+        summary = job_summary(job.kind, job.result) if done else ""
+        rows.append(JobRow(*shown, job.created_at, job.finished, summary))
         if len(rows) >= limit:
             break
     return rows

@@ -10,11 +10,8 @@ from retrieval.formats.records import CaptionRecord
 
 @dataclass(frozen=True)
 class CaptionFormat:
-    """A caption-file parser, how it locates a record and what it calls the key fields.
-
-    The field names let errors found after parsing (duplicate keys, missing video files)
-    name the column the user has to fix.
-    """
+    """A caption-file parser, how it locates a record and what it calls the key fields, so
+    errors found after parsing (duplicate keys, missing files) name the column to fix."""
 
     parse: Callable[[Path], Iterator[CaptionRecord]]
     where: str = "line {}"

@@ -1,14 +1,11 @@
-"""Uploaded embeddings: a directory with ``captions.npy``, ``videos.npy`` and their id lists.
-
-``captions.npy`` is n_captions x d, ``videos.npy`` n_videos x d, and ``caption_ids.txt`` /
-``video_ids.txt`` hold one key per line in row order. Everything is checked before anything
-is registered: shapes, equal d, finite values, and ids that are unique and (by the caller)
-known in the dataset.
-"""
+"""Uploaded embeddings: ``captions.npy`` (n_captions x d), ``videos.npy`` (n_videos x d) and
+``caption_ids.txt`` / ``video_ids.txt`` (one key per line in row order), all checked (shapes,
+equal d, finite values, unique ids) before anything is registered."""
 
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from numpy.lib import format as np_format
@@ -51,12 +48,9 @@ def read_ids(path: Path) -> list[str]:
 
 
 def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
-    """Check that ``path`` is a plain ``.npy`` file whose data fills it exactly.
-
-    The header is read on its own, before any array is allocated, so a zip (``.npz``), a
-    pickle, a truncated file or a header that claims a terabyte are refused with a
-    FormatError naming the file, instead of a MemoryError or a half-read array.
-    """
+    """Check from its header alone that ``path`` is a plain ``.npy`` file whose data fills
+    it exactly, so a zip, a pickle, a truncated file or a header claiming a terabyte is a
+    FormatError naming the file, not a MemoryError or a half-read array."""
     size = check_size(path, name=path.name)
     try:
         with open(path, "rb") as handle:
@@ -64,11 +58,7 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
             if start != NPY_MAGIC:
                 raise FormatError(path.name, None, None, _not_npy(start))
             handle.seek(0)
-            version = np_format.read_magic(handle)
-            if version == (1, 0):
-                shape, fortran, dtype = np_format.read_array_header_1_0(handle)
-            else:
-                shape, fortran, dtype = np_format.read_array_header_2_0(handle)
+            shape, _, dtype = npy_header(handle)
             offset = handle.tell()
     except FormatError:
         raise
@@ -88,6 +78,14 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
             f"holds {size - offset:,} (truncated or corrupted)",
         )
     return tuple(shape), dtype
+
+
+def npy_header(handle: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran order, dtype)`` from the ``.npy`` header ``handle`` starts at."""
+    version = np_format.read_magic(handle)
+    if version == (1, 0):
+        return np_format.read_array_header_1_0(handle)
+    return np_format.read_array_header_2_0(handle)
 
 
 def _not_npy(start: bytes) -> str:

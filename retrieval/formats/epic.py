@@ -1,11 +1,9 @@
 """EPIC-KITCHENS-100 multi-instance retrieval annotations (``EPIC_100_retrieval_*.csv``).
 
-Each narration is its own clip: the video key and the caption key are both the
-``narration_id``, ``start``/``end`` come from the ``HH:MM:SS.ff`` timestamps, and the media
-file is the parent video (``video_id``, e.g. ``P01_11.MP4``). Verb and noun classes, which
-define EPIC's semantic relevance, go to the caption's metadata; the parent video and frame
-range go to the video's metadata. Only ``narration_id``, ``narration``, ``verb_class`` and
-``all_noun_classes`` are required.
+Each narration is a clip keyed by ``narration_id`` (video and caption), timed by its
+``HH:MM:SS.ff`` timestamps and played from its parent video (``video_id``); verb and noun
+classes (EPIC's semantic relevance) go to the caption's metadata, parent video and frames
+to the video's.
 """
 
 from collections.abc import Iterator
@@ -15,8 +13,8 @@ from retrieval.formats.generic import csv_rows
 from retrieval.formats.records import (
     CaptionRecord,
     check_clip,
+    field_reader,
     parse_class_ids,
-    parse_field,
     parse_int,
     parse_key,
     parse_optional_str,
@@ -31,10 +29,7 @@ REQUIRED = ("narration_id", "narration", "verb_class", "all_noun_classes")
 def parse_epic_csv(path: Path) -> Iterator[CaptionRecord]:
     """Yield one clip-and-caption record per narration row."""
     for line, row in csv_rows(path, REQUIRED):
-
-        def value(name: str, parse, row=row, line=line):
-            return parse_field(path, line, name, parse, row.get(name))
-
+        value = field_reader(path, line, row)
         key = value("narration_id", parse_key)
         start = value("start_timestamp", parse_timestamp)
         end = value("stop_timestamp", parse_timestamp)

@@ -1,19 +1,14 @@
-"""Uploaded feature experts: one ``<video key>.npz`` per video with three 2-D float arrays.
-
-``appearance`` (T x d, per frame), ``action`` (T x d, per motion step) and ``objects``
-(N x d, per region), the three sequences Zhu, Bresson & Lim's correlation transformer
-reads. Each member is checked from its header before any data is read (a pickle, an
-object array or a member larger than the upload limit is refused), then for real, finite
-values; every error names the file and the array.
-"""
+"""Uploaded feature experts: one ``<video key>.npz`` per video with three 2-D float arrays,
+``appearance`` (T x d), ``action`` (T x d) and ``objects`` (N x d), the sequences Zhu,
+Bresson & Lim's correlation transformer reads. Each is checked from its header before its
+data is read, then for finite values; every error names the file and the array."""
 
 import zipfile
 from pathlib import Path
 
 import numpy as np
-from numpy.lib import format as np_format
 
-from retrieval.formats.embeddings import check_matrix_header, finite_float32
+from retrieval.formats.embeddings import check_matrix_header, finite_float32, npy_header
 from retrieval.formats.records import FormatError, check_size, max_upload_bytes
 
 EXPERT_ARRAYS: tuple[str, ...] = ("appearance", "action", "objects")
@@ -25,13 +20,7 @@ def _read_member(archive: zipfile.ZipFile, name: str, shown: str) -> np.ndarray:
         raise FormatError(shown, None, name, f"{info.file_size:,} bytes: over the upload limit")
     with archive.open(info) as handle:
         try:
-            version = np_format.read_magic(handle)
-            read_header = (
-                np_format.read_array_header_1_0
-                if version == (1, 0)
-                else np_format.read_array_header_2_0
-            )
-            shape, fortran, dtype = read_header(handle)
+            shape, fortran, dtype = npy_header(handle)
         except Exception as exc:  # numpy parses the header with ast and tokenize: many types
             raise FormatError(shown, None, name, f"not a readable .npy array ({exc})") from None
         if dtype.hasobject:

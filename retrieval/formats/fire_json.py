@@ -2,24 +2,24 @@
 
 FIRE (Rodriguez et al., "Fighting FIRE with FIRE: Assessing the Validity of Text-to-Video
 Retrieval Benchmarks") re-annotated MSR-VTT and MSVD. Each entry pairs a caption's *text*
-(``query``) with a video key and lists the annotators, their labels, the response and queue
-ids and the models that retrieved the pair; annotations carry the agreed ``label``,
-disagreements do not. Every other top-level key is metadata. Errors are located as
-``annotations[i]`` or ``disagreements[i]``.
+(``query``) with a video key, the annotators and their labels, response and queue ids and
+the models that retrieved it; only annotations carry the agreed ``label``. Other top-level
+keys are metadata. Errors are located as ``annotations[i]`` or ``disagreements[i]``.
 """
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
-from retrieval.formats.labels import JsonStrings, json_number, json_string
+from retrieval.formats.labels import Memo, json_number, json_string
 from retrieval.formats.records import (
     FormatError,
+    field_reader,
+    json_entry,
     json_type,
-    parse_field,
     parse_key,
+    parse_list,
     parse_optional_str,
     parse_probability,
     parse_text,
@@ -32,20 +32,13 @@ DISAGREEMENTS = "disagreements"
 ARRAYS = (ANNOTATIONS, DISAGREEMENTS)
 CHUNK_CHARS = 64 * 1024
 
-T = TypeVar("T")
-
 
 @dataclass(frozen=True, slots=True)
 class FireEntry:
-    """One judged pair of the release: caption text, video key and the labels behind it.
-
-    ``label`` is 1 or 0 for an annotation and None for a disagreement; ``annotator_labels``
-    is parallel to ``annotator_ids``. ``auto_label`` (not in FIRE's release) names the proxy
-    rule that labelled the pair without a human, written only when set; so is ``confidence``
-    (also not in FIRE's release), the probability of relevance a model-based resolution
-    (Dawid & Skene 1979) gave the pair. ``index`` is the entry's position in its array, for
-    error messages, and takes no part in equality.
-    """
+    """One judged pair: ``label`` is 1 or 0 (None for a disagreement), ``annotator_labels``
+    parallel to ``annotator_ids``. Not in FIRE's release, written only when set:
+    ``auto_label`` (the proxy rule that labelled it) and ``confidence`` (a model-based
+    resolution's probability of relevance, Dawid & Skene 1979). ``index`` locates errors."""
 
     query: str
     video_id: str
@@ -71,11 +64,8 @@ class FireDocument:
 
 
 def read_fire_json(path: Path) -> FireDocument:
-    """Parse a FIRE release file; both arrays must be present and not both empty.
-
-    Reading is lenient where the release varies: ids may be strings or integers and
-    annotator labels may be ``relevant``/``irrelevant``, booleans or 1/0.
-    """
+    """Parse a FIRE release file (both arrays present, not both empty); ids may be strings
+    or integers and labels ``relevant``/``irrelevant``, booleans or 1/0, as the release varies."""
     document = read_json_document(path)
     if not isinstance(document, dict):
         raise FormatError(
@@ -89,34 +79,20 @@ def read_fire_json(path: Path) -> FireDocument:
     if not document[ANNOTATIONS] and not document[DISAGREEMENTS]:
         raise FormatError(path, None, None, "no annotations: both arrays are empty")
     return FireDocument(
-        metadata={key: value for key, value in document.items() if key not in ARRAYS},
-        annotations=[
-            _entry(path, ANNOTATIONS, index, values)
-            for index, values in enumerate(document[ANNOTATIONS])
-        ],
-        disagreements=[
-            _entry(path, DISAGREEMENTS, index, values)
-            for index, values in enumerate(document[DISAGREEMENTS])
-        ],
+        {key: value for key, value in document.items() if key not in ARRAYS},
+        *(
+            [_entry(path, name, index, values) for index, values in enumerate(document[name])]
+            for name in ARRAYS
+        ),
     )
 
 
 def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
     """Validate one entry of ``array``; only annotations read a ``label``."""
     where = f"{array}[{{}}]"
-    if not isinstance(values, dict):
-        raise FormatError(
-            path, index, None, f"expected an object, got {json_type(values)}", where=where
-        )
-    fields: dict = values
-
-    def parse(name: str, parser: Callable[[object], T]) -> T:
-        return parse_field(path, index, name, parser, fields.get(name), where=where)
-
     required = ("query", "video_id", "label") if array == ANNOTATIONS else ("query", "video_id")
-    for name in required:
-        if name not in values:
-            raise FormatError(path, index, name, "missing required field", where=where)
+    values = json_entry(path, index, values, required, where=where)
+    parse = field_reader(path, index, values, where=where)
     annotator_ids = parse("annotator_ids", _key_list)
     annotator_labels = parse("annotator_labels", _label_list)
     both = "annotator_ids" in values and "annotator_labels" in values
@@ -161,27 +137,11 @@ def parse_fire_label(value: object) -> int:
 
 def _key_list(value: object) -> tuple[str, ...]:
     """A list of ids or names, each a string or an integer; missing means empty."""
-    return _list(value, parse_key)
+    return parse_list(value, parse_key)
 
 
 def _label_list(value: object) -> tuple[int, ...]:
-    """A list of annotator labels; missing means empty."""
-    return _list(value, parse_fire_label)
-
-
-def _list(value: object, parse: Callable[[object], T]) -> tuple[T, ...]:
-    """Parse each item of a JSON list, naming the position of a bad item."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValueError(f"expected a list, got {json_type(value)}")
-    items = []
-    for position, item in enumerate(value):
-        try:
-            items.append(parse(item))
-        except ValueError as exc:
-            raise ValueError(f"item {position}: {exc}") from None
-    return tuple(items)
+    return parse_list(value, parse_fire_label)
 
 
 def entry_dict(entry: FireEntry) -> dict:
@@ -213,12 +173,9 @@ def fire_json_chunks(
     annotations: Iterable[FireEntry],
     disagreements: Iterable[FireEntry],
 ) -> Iterator[str]:
-    """Stream a release document as text: metadata keys, then both arrays, an entry a line.
-
-    Entries are encoded one at a time and yielded in chunks of about ``CHUNK_CHARS``, so
-    generators over hundreds of thousands of entries never sit in memory at once. An
-    annotation without a label, or a disagreement with one, raises ValueError.
-    """
+    """Stream a release document (metadata keys, then both arrays, an entry a line) in
+    chunks of about ``CHUNK_CHARS``, never holding all entries; an annotation without a
+    label, or a disagreement with one, raises ValueError."""
 
     def lines(name: str, entries: Iterable[FireEntry]) -> Iterator[str]:
         for entry in entries:
@@ -240,8 +197,7 @@ def _check_array(name: str, label: int | None, query: str, video_id: str) -> Non
 def _document(
     metadata: Mapping[str, object], annotations: Iterable[str], disagreements: Iterable[str]
 ) -> Iterator[str]:
-    """The document's text from its metadata and each array's encoded entries, in chunks
-    of about ``CHUNK_CHARS``."""
+    """The document's text from its metadata and each array's encoded entries, in chunks."""
     for name in ARRAYS:
         if name in metadata:
             raise ValueError(f"metadata may not hold the {name!r} key")
@@ -268,11 +224,10 @@ def _document(
 
 
 EntryLine = tuple
-"""One entry for :func:`fire_json_row_chunks`, as a plain tuple: (query, video id, label
-code or None, annotator ids, annotator label codes, response ids (each a tuple), queue id,
-ranks (one per run name, 0 where the run did not retrieve the pair), auto label,
-confidence or None). Written exactly as the :class:`FireEntry` with ``queue_ids`` the
-queue id alone, ``models`` the runs that retrieved it and the given ``dataset``."""
+"""One entry for :func:`fire_json_row_chunks`: (query, video id, label code or None,
+annotator ids, annotator label codes, response ids, queue id, ranks (one per run, 0: not
+retrieved), auto label, confidence or None); written as the :class:`FireEntry` with that
+queue id, the runs that retrieved it as ``models`` and the given ``dataset``."""
 
 
 def fire_json_row_chunks(
@@ -282,12 +237,17 @@ def fire_json_row_chunks(
     run_names: Sequence[str],
     dataset: str,
 ) -> Iterator[str]:
-    """:func:`fire_json_chunks` for plain rows (:data:`EntryLine`), byte for byte: the
-    campaign export's writer. Each distinct string is encoded once (a ``json.dumps`` per
-    entry cost 2.5 s of a 12 s FIRE-scale export), and so are the label and model lists."""
-    encoded = JsonStrings()
+    """:func:`fire_json_chunks` for plain rows (:data:`EntryLine`), byte for byte, each
+    distinct string and list encoded once (a ``json.dumps`` per entry cost 2.5 s of a 12 s
+    FIRE-scale export): the campaign export's writer."""
+
+    encoded = Memo(json_string)
     names = list(run_names)
-    models: dict[tuple, str] = {}
+    models = Memo(
+        lambda ranks: ", ".join(
+            encoded[run] for run, rank in zip(names, ranks, strict=True) if rank
+        )
+    )
     verdicts: dict[tuple, str] = {}
     labels = {code: json_string(LABEL_NAMES[code]) for code in (RELEVANT, IRRELEVANT)}
     tail = f'], "dataset": {json_string(dataset)}'
@@ -308,11 +268,7 @@ def fire_json_row_chunks(
                     if code not in labels:
                         raise ValueError(f"entry ({query!r}, {video_id!r}): bad label {code!r}")
                 said = verdicts[codes] = ", ".join([labels[code] for code in codes])
-            retrieved = models.get(ranks)
-            if retrieved is None:
-                retrieved = models[ranks] = ", ".join(
-                    encoded[run] for run, rank in zip(names, ranks, strict=True) if rank
-                )
+            retrieved = models[ranks]
             line = (
                 f'{{"annotator_ids": [{", ".join([encoded[a] for a in annotators])}]{verdict}, '
                 f'"video_id": {encoded[video_id]}, "query": {encoded[query]}, '

@@ -1,10 +1,9 @@
 """The project's own caption formats: JSON Lines and CSV with the same columns.
 
-Required: ``video_id``, ``caption_id``, ``caption`` and ``split`` (the split may be empty or
-null, to be filled by ``--split``). Optional: ``video_path`` (relative to the videos
-directory), ``video_url``, ``start``, ``end``, ``duration`` (seconds), ``is_query`` and the
-class-id lists ``verb_classes`` and ``noun_classes`` (space-separated in CSV, or written as
-``[3, 10]``). Other columns are ignored; blank lines are skipped.
+Required: ``video_id``, ``caption_id``, ``caption`` and ``split`` (may be empty, for
+``--split`` to fill). Optional: ``video_path`` (relative to the videos directory),
+``video_url``, ``start``, ``end``, ``duration`` (seconds), ``is_query``, ``verb_classes`` and
+``noun_classes`` (``3 10`` or ``[3, 10]``). Other columns are ignored; blank lines skipped.
 """
 
 import csv
@@ -17,11 +16,11 @@ from retrieval.formats.records import (
     CaptionRecord,
     FormatError,
     check_clip,
+    field_reader,
     json_type,
     loads_json,
     parse_bool,
     parse_class_ids,
-    parse_field,
     parse_key,
     parse_optional_str,
     parse_relative_path,
@@ -43,8 +42,7 @@ def parse_jsonl(path: Path) -> Iterator[CaptionRecord]:
 
 def parse_csv(path: Path) -> Iterator[CaptionRecord]:
     """Yield one record per data row of a CSV file whose first row names the columns."""
-    rows = csv_rows(path, REQUIRED)
-    for line, values in rows:
+    for line, values in csv_rows(path, REQUIRED):
         yield _record(path, line, values)
 
 
@@ -64,13 +62,9 @@ def json_objects(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dic
 
 
 def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line, {column: value})`` for each non-blank data row of a CSV file.
-
-    The header must name every ``required`` column; each row must have as many cells as the
-    header. ``line`` is the row's first physical line, so quoted multi-line cells are fine.
-    Each cell goes through :func:`~retrieval.formats.csv_safety.unescape`, so the text cells
-    firepool escaped against spreadsheet formulas read back as they were stored.
-    """
+    """Yield ``(line, {column: value})`` for each non-blank data row of a CSV file whose
+    header names every ``required`` column; ``line`` is the row's first physical line. Cells
+    are :func:`~retrieval.formats.csv_safety.unescape`\\ d, undoing the formula escape."""
     reader = csv.reader(text for _, text in read_lines(path))
     try:
         header = next(reader, None)
@@ -100,25 +94,22 @@ def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[
 
 def _record(path: Path, line: int, values: Mapping[str, object]) -> CaptionRecord:
     """Validate one row's values (JSON-typed or CSV strings) into a record."""
-    video_key = parse_field(path, line, "video_id", parse_key, values.get("video_id"))
-    caption_key = parse_field(path, line, "caption_id", parse_key, values.get("caption_id"))
-    text = parse_field(path, line, "caption", parse_text, values.get("caption"))
-    split = parse_field(path, line, "split", parse_split, values.get("split"))
-    video_path = parse_field(
-        path, line, "video_path", parse_relative_path, values.get("video_path")
-    )
-    video_url = parse_field(path, line, "video_url", _parse_url, values.get("video_url"))
-    start = parse_field(path, line, "start", parse_seconds, values.get("start"))
-    end = parse_field(path, line, "end", parse_seconds, values.get("end"))
+    read = field_reader(path, line, values)
+    video_key, caption_key = read("video_id", parse_key), read("caption_id", parse_key)
+    text, split = read("caption", parse_text), read("split", parse_split)
+    video_path = read("video_path", parse_relative_path)
+    video_url = read("video_url", _parse_url)
+    start, end = read("start", parse_seconds), read("end", parse_seconds)
     check_clip(path, line, start, end)
-    duration = parse_field(path, line, "duration", parse_seconds, values.get("duration"))
+    duration = read("duration", parse_seconds)
     if duration == 0:
         raise FormatError(path, line, "duration", "duration must be positive")
-    is_query = parse_field(path, line, "is_query", parse_bool, values.get("is_query"))
-    metadata = {}
-    for name in CLASS_FIELDS:
-        if values.get(name) not in (None, ""):
-            metadata[name] = parse_field(path, line, name, parse_class_ids, values[name])
+    is_query = read("is_query", parse_bool)
+    metadata = {
+        name: read(name, parse_class_ids)
+        for name in CLASS_FIELDS
+        if values.get(name) not in (None, "")
+    }
     return CaptionRecord(
         video_key=video_key,
         caption_key=caption_key,

@@ -1,16 +1,12 @@
 """Label files: one judged caption-video pair per record (JSONL or CSV), and raw labels.
 
-A label record carries the pair's label (``relevant``, ``irrelevant`` or ``disagreement``),
-how many annotator labels it rests on (``labels``), whether an admin adjudicated it, the
-caption text, the annotators and, per run, the 1-based rank at which that run retrieved the
-video; optionally its ``confidence``, the probability of relevance a model-based resolution
-(Dawid & Skene 1979) gave it. In CSV, annotators are joined with ``;`` and each run is a ``rank:<run name>`` column
-whose empty cells mean "not retrieved by that run".
-
-A raw label file holds one annotator's label per line (``caption_id``, ``video_id``,
-``annotator``, ``label``, optional ``seconds`` and ``created_at``); it is what the agreement
-command reads. Readers raise :class:`~retrieval.formats.records.FormatError` naming the line
-and field; writers are generators of complete lines, so callers can stream them.
+A label record carries the pair's label, how many annotator labels it rests on
+(``labels``), whether an admin adjudicated it, the caption, the annotators, per run the
+1-based rank it retrieved the video at (in CSV a ``rank:<run name>`` column, empty: not
+retrieved; annotators joined with ``;``) and optionally the ``confidence`` a model-based
+resolution (Dawid & Skene 1979) gave it. A raw label file holds one annotator's label per
+line. Readers raise :class:`~retrieval.formats.records.FormatError` naming line and field;
+writers are generators of complete lines, so callers can stream them.
 """
 
 import json
@@ -18,18 +14,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.generic import csv_rows, json_objects
 from retrieval.formats.records import (
     KEY_MAX_LENGTH,
     FormatError,
+    field_reader,
     json_type,
     parse_bool,
     parse_field,
     parse_int,
     parse_key,
+    parse_list,
     parse_optional_str,
     parse_probability,
     parse_seconds,
@@ -54,8 +52,7 @@ RANK_PREFIX = "rank:"
 ANNOTATOR_SEPARATOR = ";"
 RAW_REQUIRED = ("caption_id", "video_id", "annotator", "label")
 DUPLICATES = ("first", "last", "all")
-"""What a raw file's second line by one annotator on one pair (a re-posted crowd task) means:
-keep the first line, keep the last, or count every line as a label (as crowd-kit does)."""
+"""What a raw file's second line by one annotator on one pair means (see DUPLICATES_HELP)."""
 DUPLICATES_HELP = (
     "A raw file in which one annotator labelled one pair on two lines (a re-posted crowd "
     "task) is refused unless this says what to keep: first (the earliest line), last (the "
@@ -67,14 +64,9 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class LabelRecord:
-    """One judged caption-video pair; ``label`` is 1, 0 or -1 (a disagreement).
-
-    ``votes`` is the number of annotator labels behind it (0 when unknown) and ``runs`` maps a
-    run name to the 1-based rank at which it retrieved the video. ``auto_label`` names the
-    proxy rule that labelled the pair without a human (``"bow>=0.90"``), empty for human
-    labels. ``line`` locates the record
-    in the file it was read from and takes no part in equality.
-    """
+    """One judged pair: ``label`` 1, 0 or -1 (a disagreement), ``votes`` the labels behind it
+    (0: unknown), ``runs`` run name -> 1-based rank, ``auto_label`` the proxy rule that
+    labelled it (``"bow>=0.90"``; empty for humans); ``line`` takes no part in equality."""
 
     caption_key: str
     video_key: str
@@ -91,12 +83,8 @@ class LabelRecord:
 
 @dataclass(frozen=True, slots=True)
 class RawLabel:
-    """One annotator's label (1 relevant, 0 irrelevant) for one caption-video pair.
-
-    ``seconds`` is the time the annotator took, ``seconds_played`` how much of the video
-    played meanwhile, ``created_at`` an ISO 8601 time; each may be missing. ``line`` takes no
-    part in equality.
-    """
+    """One annotator's label (1 or 0) for one pair, with the ``seconds`` it took, the
+    ``seconds_played`` of the video and an ISO 8601 ``created_at``, each optional."""
 
     caption_key: str
     video_key: str
@@ -117,10 +105,8 @@ def read_jsonl(path: Path) -> Iterator[LabelRecord]:
     """Yield one record per non-blank line of a label JSONL file."""
     seen: dict[tuple[str, str], int] = {}
     for line, values in json_objects(path, REQUIRED):
-        annotators = parse_field(
-            path, line, "annotators", _parse_annotator_list, values.get("annotators")
-        )
-        runs = parse_field(path, line, "runs", _parse_runs, values.get("runs"))
+        read = field_reader(path, line, values)
+        annotators, runs = read("annotators", _parse_annotator_list), read("runs", _parse_runs)
         yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
     if not seen:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
@@ -136,11 +122,11 @@ def read_csv(path: Path) -> Iterator[LabelRecord]:
         annotators = parse_field(
             path, line, "annotators", _parse_annotator_cell, values.get("annotators")
         )
-        runs = {}
-        for column, name in run_columns.items():
-            cell = values[column].strip()
-            if cell:
-                runs[name] = parse_field(path, line, column, parse_rank, cell)
+        runs = {
+            name: parse_field(path, line, column, parse_rank, values[column].strip())
+            for column, name in run_columns.items()
+            if values[column].strip()
+        }
         yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
     if not seen:
         raise FormatError(path, None, None, "no labels (only a header row)")
@@ -154,18 +140,19 @@ def _label_record(
     runs: dict[str, int],
 ) -> LabelRecord:
     """Validate the fields JSONL and CSV share into a record."""
-    adjudicated = parse_field(path, line, "adjudicated", parse_bool, values.get("adjudicated"))
+    read = field_reader(path, line, values)
+    adjudicated = read("adjudicated", parse_bool)
     return LabelRecord(
-        caption_key=parse_field(path, line, "caption_key", parse_key, values.get("caption_key")),
-        video_key=parse_field(path, line, "video_key", parse_key, values.get("video_key")),
-        label=parse_field(path, line, "label", parse_label, values.get("label")),
-        votes=parse_field(path, line, "labels", parse_count, values.get("labels")),
+        caption_key=read("caption_key", parse_key),
+        video_key=read("video_key", parse_key),
+        label=read("label", parse_label),
+        votes=read("labels", parse_count),
         adjudicated=bool(adjudicated),
-        caption=parse_field(path, line, "caption", _parse_caption, values.get("caption")),
+        caption=read("caption", _parse_caption),
         annotators=annotators,
         runs=runs,
-        auto_label=parse_field(path, line, AUTO_LABEL, parse_optional_str, values.get(AUTO_LABEL)),
-        confidence=parse_field(path, line, CONFIDENCE, parse_probability, values.get(CONFIDENCE)),
+        auto_label=read(AUTO_LABEL, parse_optional_str),
+        confidence=read(CONFIDENCE, parse_probability),
         line=line,
     )
 
@@ -188,16 +175,14 @@ def _check_pair(path: Path, seen: dict[tuple[str, str], int], record: LabelRecor
 def _run_columns(path: Path, values: Mapping[str, str]) -> dict[str, str]:
     """Map each ``rank:<run name>`` column to its run name, rejecting empty or repeated names."""
     columns: dict[str, str] = {}
-    names: set[str] = set()
     for column in values:
         if not column.startswith(RANK_PREFIX):
             continue
         name = column.removeprefix(RANK_PREFIX).strip()
         if not name:
             raise FormatError(path, 1, column, "rank column without a run name")
-        if name in names:
+        if name in columns.values():
             raise FormatError(path, 1, column, f"run {name!r} has two rank columns")
-        names.add(name)
         columns[column] = name
     return columns
 
@@ -246,11 +231,7 @@ def _parse_caption(value: object) -> str:
 
 def _parse_annotator_list(value: object) -> tuple[str, ...]:
     """A JSON list of annotator names (strings or integers); missing means none."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValueError(f"expected a list of annotators, got {json_type(value)}")
-    return tuple(_item(parse_key, index, item) for index, item in enumerate(value))
+    return parse_list(value, parse_key, "a list of annotators")
 
 
 def _parse_annotator_cell(value: object) -> tuple[str, ...]:
@@ -275,14 +256,6 @@ def _parse_runs(value: object) -> dict[str, int]:
     return runs
 
 
-def _item(parse: Callable[[object], T], index: int, value: object) -> T:
-    """Parse one item of a list, naming its position when it is wrong."""
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise ValueError(f"item {index}: {exc}") from None
-
-
 def _names(codes: Mapping[str, int]) -> str:
     return ", ".join(repr(name) for name in codes)
 
@@ -291,11 +264,8 @@ def _names(codes: Mapping[str, int]) -> str:
 
 
 def jsonl_lines(records: Iterable[LabelRecord], *, auto_label: bool = False) -> Iterator[str]:
-    """Yield one JSON line (ending in ``\\n``) per record, in the layout :func:`read_jsonl` reads.
-
-    With ``auto_label`` every line has an ``auto_label`` field (empty for human labels);
-    otherwise only records with an automatic label carry it.
-    """
+    """Yield one JSON line per record, as :func:`read_jsonl` reads them; with ``auto_label``
+    every line has an ``auto_label`` field, else only records with an automatic label."""
     names: set[str] = set()
     for record in records:
         _check_record(record, names)
@@ -323,16 +293,10 @@ def csv_lines(
     auto_label: bool = False,
     confidence: bool = False,
 ) -> Iterator[str]:
-    """Yield the header row, then one CSV row per record with a ``rank:<run>`` column per run.
-
-    With ``auto_label`` an ``auto_label`` column follows ``annotators`` (empty for human
-    labels); without it a record with an automatic label raises ValueError. With
-    ``confidence`` a ``confidence`` column follows (empty where a record has none).
-
-    A record that names a run missing from ``run_names``, or an annotator name containing
-    ``;``, raises ValueError: neither would read back. Text cells a spreadsheet would run as
-    formulas are neutralised (:mod:`retrieval.formats.csv_safety`); :func:`read_csv` undoes it.
-    """
+    """Yield the header, then one CSV row per record with a ``rank:<run>`` column per run,
+    after ``auto_label`` and ``confidence`` columns when asked; what would not read back (an
+    automatic label without ``auto_label``, an unlisted run, ``;`` in an annotator) raises
+    ValueError."""
     names = list(run_names)
     if len(set(names)) != len(names):
         raise ValueError("run_names lists a run twice")
@@ -345,18 +309,11 @@ def csv_lines(
     checked: set[str] = set()
     for record in records:
         _check_record(record, checked)
-        for annotator in record.annotators:
-            if ANNOTATOR_SEPARATOR in annotator:
-                raise ValueError(
-                    f"annotator {annotator!r} contains {ANNOTATOR_SEPARATOR!r}, "
-                    "which separates annotators in CSV"
-                )
+        _check_annotators(record.annotators)
         unknown = set(record.runs) - known
         if unknown:
-            raise ValueError(
-                f"pair ({record.caption_key!r}, {record.video_key!r}) has ranks for runs "
-                f"not in run_names: {sorted(unknown)}"
-            )
+            message = f"has ranks for runs not in run_names: {sorted(unknown)}"
+            raise ValueError(f"{_owner(record)} {message}")
         if record.auto_label and not auto_label:
             raise ValueError(
                 f"{_owner(record)} has an automatic label: write it with auto_label=True"
@@ -372,22 +329,15 @@ def csv_lines(
                 "true" if record.adjudicated else "false",
                 ANNOTATOR_SEPARATOR.join(record.annotators),
                 *([record.auto_label] if auto_label else []),
-                *([_number(record.confidence)] if confidence else []),
+                *([record.confidence] if confidence else []),
                 *ranks,
             ]
         )
 
 
-def _number(value: float | None) -> object:
-    return "" if value is None else value
-
-
 def _check_record(record: LabelRecord, names: set[str]) -> None:
-    """Reject a record that would not read back as itself.
-
-    ``names`` caches the annotator and run names already checked: they repeat on every
-    record, and exports write hundreds of thousands of records.
-    """
+    """Reject a record that would not read back as itself; ``names`` caches the annotator
+    and run names already checked (they repeat on every record)."""
     for value in (record.caption_key, record.video_key):
         _check_key(value, record)
     for name in (*record.annotators, *record.runs):
@@ -428,15 +378,9 @@ def _check_key(value: object, record: "LabelRecord | RawLabel") -> None:
 
 
 def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLabel]:
-    """Yield one raw label per non-blank line.
-
-    Lines marked ``"discounted": true`` (labels an admin stopped counting) are skipped. A
-    second line by the same annotator on the same pair (a task a crowd platform re-posted)
-    is refused, naming both lines, unless ``duplicates`` (one of :data:`DUPLICATES`) says
-    which to keep: ``first`` or ``last`` keeps one line per annotator and pair (``last``
-    yields it where its last line is), ``all`` makes each line a label of its own, as
-    crowd-kit's aggregations count rows.
-    """
+    """Yield one raw label per non-blank line, skipping ``"discounted": true`` ones; a second
+    line by one annotator on one pair is refused unless ``duplicates`` says to keep the
+    ``first``, the ``last`` (yielded where it is) or ``all`` (as crowd-kit counts rows)."""
     if duplicates not in (None, *DUPLICATES):
         raise ValueError(f"duplicates must be one of {', '.join(DUPLICATES)} or None")
     first_line: dict[tuple[str, str, str], int] = {}  # (caption, video, annotator): line
@@ -444,19 +388,16 @@ def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLab
     for line, values in json_objects(path, RAW_REQUIRED):
         if values.get("discounted") is True:
             continue
+        read = field_reader(path, line, values)
         label = RawLabel(
-            caption_key=parse_field(path, line, "caption_id", parse_key, values["caption_id"]),
-            video_key=parse_field(path, line, "video_id", parse_key, values["video_id"]),
-            annotator=parse_field(path, line, "annotator", parse_key, values["annotator"]),
-            label=parse_field(path, line, "label", parse_raw_label, values["label"]),
-            seconds=parse_field(path, line, "seconds", parse_seconds, values.get("seconds")),
-            created_at=parse_field(
-                path, line, "created_at", parse_created_at, values.get("created_at")
-            ),
+            caption_key=read("caption_id", parse_key),
+            video_key=read("video_id", parse_key),
+            annotator=read("annotator", parse_key),
+            label=read("label", parse_raw_label),
+            seconds=read("seconds", parse_seconds),
+            created_at=read("created_at", parse_created_at),
             line=line,
-            seconds_played=parse_field(
-                path, line, "seconds_played", parse_seconds, values.get("seconds_played")
-            ),
+            seconds_played=read("seconds_played", parse_seconds),
         )
         triple = (label.caption_key, label.video_key, label.annotator)
         if triple not in first_line:
@@ -486,17 +427,14 @@ GOLD_REQUIRED = ("caption_id", "video_id", "label")
 
 
 def read_gold_jsonl(path: Path) -> dict[tuple[str, str], int]:
-    """Trusted labels of some pairs, in the raw file's layout (``caption_id``, ``video_id``,
-    ``label``: relevant or irrelevant), as {(caption key, video key): 1 or 0}. A pair given
-    twice must be given the same label."""
+    """Trusted labels of some pairs, in the raw file's layout, as {(caption key, video key):
+    1 or 0}; a pair given twice must be given the same label."""
     gold: dict[tuple[str, str], int] = {}
     lines: dict[tuple[str, str], int] = {}
     for line, values in json_objects(path, GOLD_REQUIRED):
-        pair = (
-            parse_field(path, line, "caption_id", parse_key, values["caption_id"]),
-            parse_field(path, line, "video_id", parse_key, values["video_id"]),
-        )
-        label = parse_field(path, line, "label", parse_raw_label, values["label"])
+        read = field_reader(path, line, values)
+        pair = (read("caption_id", parse_key), read("video_id", parse_key))
+        label = read("label", parse_raw_label)
         if pair in gold and gold[pair] != label:
             raise FormatError(
                 path, line, "label", f"pair {pair!r} has another label on line {lines[pair]}"
@@ -535,10 +473,9 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
         if record.label not in LABEL_NAMES or record.label == DISAGREEMENT:
             raise ValueError(f"{_owner(record)} must be 1 or 0, got {record.label!r}")
         try:
-            if record.seconds is not None:
-                parse_seconds(record.seconds)
-            if record.seconds_played is not None:
-                parse_seconds(record.seconds_played)
+            for seconds in (record.seconds, record.seconds_played):
+                if seconds is not None:
+                    parse_seconds(seconds)
             parse_created_at(record.created_at)
         except ValueError as exc:
             raise ValueError(f"{_owner(record)}: {exc}") from None
@@ -560,31 +497,25 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
 # Writing plain rows: the campaign exports' fast path.
 
 CACHE_LIMIT = 4_096
-"""Distinct strings a writer's caches hold before starting over: about 1 MiB each. The
-strings that repeat are near one another (a caption's pairs are adjacent) or few (videos,
-annotators), so a small cache hits as often as a large one; at 50,000 the caches held
-caption texts worth 12-13 MiB of a FIRE-scale export's peak (tracemalloc,
-``bench/export_bench.py``), at no measurable cost in time."""
+"""Distinct strings a writer's caches hold before starting over (about 1 MiB each): repeats
+are near one another or few, and at 50,000 the caches held 12-13 MiB of a FIRE-scale
+export's peak (tracemalloc, ``bench/export_bench.py``) at no gain in time."""
 
 
-class JsonStrings(dict):
-    """Each string's JSON text (``json.dumps(s, ensure_ascii=False)``), worked out once.
+class Memo(dict):
+    """``compute(key)`` per distinct key, worked out once (a ``json.dumps`` per value cost
+    2.5 s of a 12 s FIRE-scale export); holds at most ``limit`` keys, then starts over."""
 
-    Keys, names and caption texts repeat across an export's rows, and a ``json.dumps`` per
-    value cost 2.5 s of a 12 s FIRE-scale export; a hit here is one dict lookup. Text with
-    nothing JSON escapes is quoted as it is. Holds at most ``limit`` strings (then starts
-    over), so memory stays flat whatever the export's size.
-    """
-
-    def __init__(self, limit: int = CACHE_LIMIT) -> None:
+    def __init__(self, compute: Callable[[Any], Any], limit: int = CACHE_LIMIT) -> None:
         super().__init__()
+        self.compute = compute
         self.limit = limit
 
-    def __missing__(self, text: str) -> str:
+    def __missing__(self, key: Any) -> Any:
         if len(self) >= self.limit:
             self.clear()
-        encoded = self[text] = json_string(text)
-        return encoded
+        value = self[key] = self.compute(key)
+        return value
 
 
 def json_string(text: str) -> str:
@@ -600,45 +531,27 @@ def json_number(value: object) -> str:
     return float.__repr__(value) if value.__class__ is float else json.dumps(value)
 
 
-class _CheckedKeys(dict):
-    """Keys and names known to read back as themselves (:func:`_check_key`), checked once
-    each; ``owner`` builds the record an error names."""
-
-    def __init__(self, owner: Callable[[str], "LabelRecord | RawLabel"]) -> None:
-        super().__init__()
-        self.owner = owner
-
-    def __missing__(self, key: str) -> bool:
-        _check_key(key, self.owner(key))
-        if len(self) >= CACHE_LIMIT:
-            self.clear()
-        self[key] = True
-        return True
+def _checked_keys(owner: Callable[[str], "LabelRecord | RawLabel"]) -> Memo:
+    """Keys and names checked once each by :func:`_check_key`; ``owner`` builds the record
+    an error names."""
+    return Memo(lambda key: _check_key(key, owner(key)))
 
 
 PairLine = tuple
-"""One pair for :func:`jsonl_pair_lines` and :func:`csv_pair_lines`, as a plain tuple:
-(caption key, video key, caption text, label code, votes, adjudicated, annotators (a tuple
-of names), ranks (one per run name, 0 where the run did not retrieve the pair), auto label,
-confidence or None). Written exactly as the :class:`LabelRecord` with those values."""
+"""One pair for :func:`jsonl_pair_lines` and :func:`csv_pair_lines`: (caption key, video
+key, caption, label code, votes, adjudicated, annotators tuple, ranks (one per run name, 0:
+not retrieved), auto label, confidence or None), written as that :class:`LabelRecord`."""
 
 
-class _Ranks(dict):
-    """Per tuple of ranks (one per run): its runs as ``(name, rank)`` pairs, checked once."""
-
-    def __init__(self, run_names: Sequence[str]) -> None:
-        super().__init__()
-        self.run_names = list(run_names)
-
-    def __missing__(self, ranks: tuple) -> tuple:
-        runs = tuple((name, rank) for name, rank in zip(self.run_names, ranks, strict=True) if rank)
-        record = LabelRecord("", "", 1, runs=dict(runs))
-        for name, rank in runs:
-            _check_key(name, record)
-            if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-                raise ValueError(f"{_owner(record)} has a bad rank {rank!r} for run {name!r}")
-        self[ranks] = runs
-        return runs
+def _checked_runs(run_names: Sequence[str], ranks: tuple) -> tuple:
+    """A tuple of ranks (one per run, 0: not retrieved) as ``(name, rank)`` pairs, checked."""
+    runs = tuple((name, rank) for name, rank in zip(run_names, ranks, strict=True) if rank)
+    record = LabelRecord("", "", 1, runs=dict(runs))
+    for name, rank in runs:
+        _check_key(name, record)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+            raise ValueError(f"{_owner(record)} has a bad rank {rank!r} for run {name!r}")
+    return runs
 
 
 def _pair_record(row: PairLine) -> LabelRecord:
@@ -649,7 +562,7 @@ def _pair_record(row: PairLine) -> LabelRecord:
     )
 
 
-def _check_pair_line(row: PairLine, keys: _CheckedKeys) -> None:
+def _check_pair_line(row: PairLine, keys: Memo) -> None:
     """What :func:`_check_record` checks, for a plain row; the keys through ``keys``."""
     caption_key, video_key, _, label, votes, _, annotators, _, _, confidence = row
     keys[caption_key], keys[video_key]
@@ -667,28 +580,28 @@ def jsonl_pair_lines(
     rows: Iterable[PairLine], run_names: Sequence[str], *, auto_label: bool = False
 ) -> Iterator[str]:
     """:func:`jsonl_lines` for plain rows (:data:`PairLine`), byte for byte, with each
-    distinct string encoded once (:class:`JsonStrings`): the campaign exports' writer."""
-    encoded = JsonStrings()
-    keys = _CheckedKeys(lambda key: LabelRecord(key, "", 1))
-    ranks_of = _Ranks(run_names)
-    runs_text: dict[tuple, str] = {}
+    distinct string encoded once (:class:`Memo`): the campaign exports' writer."""
+    encoded = Memo(json_string)
+    keys = _checked_keys(lambda key: LabelRecord(key, "", 1))
+    names = list(run_names)
+
+    def runs_json(ranks: tuple) -> str:
+        runs = _checked_runs(names, ranks)
+        return "{" + ", ".join(f"{encoded[name]}: {rank}" for name, rank in runs) + "}"
+
+    runs_text = Memo(runs_json)
     labels = {code: json_string(name) for code, name in LABEL_NAMES.items()}
     for row in rows:
         _check_pair_line(row, keys)
         caption_key, video_key, caption, label, votes, adjudicated, annotators, ranks, auto = row[
             :9
         ]
-        runs = runs_text.get(ranks)
-        if runs is None:
-            runs = runs_text[ranks] = (
-                "{" + ", ".join(f"{encoded[name]}: {rank}" for name, rank in ranks_of[ranks]) + "}"
-            )
         line = (
             f'{{"caption_key": {encoded[caption_key]}, "video_key": {encoded[video_key]}, '
             f'"caption": {encoded[caption]}, "label": {labels[label]}, "labels": {votes}, '
             f'"adjudicated": {"true" if adjudicated else "false"}, '
             f'"annotators": [{", ".join([encoded[name] for name in annotators])}], '
-            f'"runs": {runs}'
+            f'"runs": {runs_text[ranks]}'
         )
         if auto_label or auto:
             line += f', "auto_label": {encoded[auto]}'
@@ -698,15 +611,14 @@ def jsonl_pair_lines(
         yield line + "}\n"
 
 
-class _CsvCells(dict):
-    """Each text's CSV cell (:func:`~retrieval.formats.csv_safety.csv_line`'s escaping and
-    quoting), worked out once per distinct text; bounded like :class:`JsonStrings`."""
-
-    def __missing__(self, text: str) -> str:
-        if len(self) >= CACHE_LIMIT:
-            self.clear()
-        encoded = self[text] = csv_line([text])[:-1] if text else ""
-        return encoded
+def _check_annotators(names: Iterable[str]) -> None:
+    """Refuse an annotator name holding the CSV separator: it would not read back."""
+    for name in names:
+        if ANNOTATOR_SEPARATOR in name:
+            raise ValueError(
+                f"annotator {name!r} contains {ANNOTATOR_SEPARATOR!r}, "
+                "which separates annotators in CSV"
+            )
 
 
 def csv_pair_lines(
@@ -717,36 +629,29 @@ def csv_pair_lines(
     confidence: bool = False,
 ) -> Iterator[str]:
     """:func:`csv_lines` for plain rows (:data:`PairLine`), byte for byte, with each
-    distinct text escaped once (:class:`_CsvCells`): the campaign exports' writer."""
+    distinct text escaped once (:class:`Memo`): the campaign exports' writer."""
     names = list(run_names)
     header = csv_lines((), names, auto_label=auto_label, confidence=confidence)
     yield from header  # checks the run names
-    cells = _CsvCells()
-    keys = _CheckedKeys(lambda key: LabelRecord(key, "", 1))
-    ranks_of = _Ranks(names)
-    ranks_text: dict[tuple, str] = {}
-    annotators_text: dict[tuple, str] = {}
+    cells = Memo(lambda text: csv_line([text])[:-1] if text else "")
+    keys = _checked_keys(lambda key: LabelRecord(key, "", 1))
+
+    def annotator_cell(annotators: tuple) -> str:
+        _check_annotators(annotators)
+        return cells[ANNOTATOR_SEPARATOR.join(annotators)]
+
+    def rank_cells(ranks: tuple) -> str:
+        _checked_runs(names, ranks)
+        return "".join("," + str(rank) if rank else "," for rank in ranks)
+
+    annotators_text, ranks_text = Memo(annotator_cell), Memo(rank_cells)
     labels = {code: cells[name] for code, name in LABEL_NAMES.items()}
     for row in rows:
         _check_pair_line(row, keys)
         caption_key, video_key, caption, label, votes, adjudicated, annotators, ranks, auto = row[
             :9
         ]
-        joined = annotators_text.get(annotators)
-        if joined is None:
-            for name in annotators:
-                if ANNOTATOR_SEPARATOR in name:
-                    raise ValueError(
-                        f"annotator {name!r} contains {ANNOTATOR_SEPARATOR!r}, "
-                        "which separates annotators in CSV"
-                    )
-            if len(annotators_text) >= CACHE_LIMIT:
-                annotators_text.clear()
-            joined = annotators_text[annotators] = cells[ANNOTATOR_SEPARATOR.join(annotators)]
-        text = ranks_text.get(ranks)
-        if text is None:
-            ranks_of[ranks]  # checks them
-            text = ranks_text[ranks] = ",".join(str(rank) if rank else "" for rank in ranks)
+        joined, text = annotators_text[annotators], ranks_text[ranks]
         if auto and not auto_label:
             raise ValueError(
                 f"{_owner(_pair_record(row))} has an automatic label: write it with auto_label=True"
@@ -758,28 +663,20 @@ def csv_pair_lines(
         if auto_label:
             line += "," + cells[auto]
         if confidence:
-            line += "," + _confidence_cell(row[9])
-        yield (line + "," + text + "\n") if names else (line + "\n")
-
-
-def _confidence_cell(value: float | None) -> str:
-    """The confidence cell :func:`csv_line` writes (empty for None)."""
-    if value is None:
-        return ""
-    return csv_line([value])[:-1]
+            line += "," + ("" if row[9] is None else csv_line([row[9]])[:-1])
+        yield line + text + "\n"
 
 
 RawLine = tuple
-"""One raw label for :func:`raw_label_lines`, as a plain tuple: (caption key, video key,
-annotator, label code, seconds or None, created_at ISO text or "", discounted[, seconds
-played or None]). Written exactly as the :class:`RawLabel` with those values."""
+"""One raw label for :func:`raw_label_lines`: (caption key, video key, annotator, label
+code, seconds or None, created_at or "", discounted[, seconds played or None])."""
 
 
 def raw_label_lines(rows: Iterable[RawLine]) -> Iterator[str]:
     """:func:`raw_lines` for plain rows (:data:`RawLine`), byte for byte, each distinct key
     and name encoded and checked once: the campaign exports' writer."""
-    encoded = JsonStrings()
-    keys = _CheckedKeys(lambda key: RawLabel(key, "", "", 1))
+    encoded = Memo(json_string)
+    keys = _checked_keys(lambda key: RawLabel(key, "", "", 1))
     labels = {code: json_string(name) for code, name in LABEL_NAMES.items() if code != DISAGREEMENT}
     for row in rows:
         caption_key, video_key, annotator, label, seconds, created_at, discounted, *more = row
@@ -815,8 +712,8 @@ def _raw_figure(row: RawLine, seconds: object) -> str:
 
 
 def _checked_raw(row: RawLine, parse: Callable[[object], T], value: object) -> T:
-    """``parse(value)``, its ValueError naming the raw label of ``row``; the value itself
-    is written (parse only checks it)."""
+    """``value`` once ``parse`` accepts it, its ValueError naming the raw label of ``row``."""
+
     try:
         parse(value)
     except ValueError as exc:

@@ -1,16 +1,13 @@
-"""What every caption-file parser yields, the error it raises, and the field parsers they share.
-
-Parsers are pure generators of :class:`CaptionRecord`; they never touch the ORM. Anything
-wrong with a file is a :class:`FormatError` that names the file, the position and the field,
-so a user can fix the file without a traceback.
-"""
+"""What every caption-file parser yields, the error it raises (naming file, position and
+field, so a user can fix the file without a traceback) and the field parsers they share."""
 
 import ast
 import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
@@ -31,13 +28,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaptionRecord:
-    """One caption and the video (or clip) it was written for, as read from a file.
-
-    ``metadata`` goes to the caption (e.g. verb and noun classes), ``video_metadata`` to the
-    video (e.g. an MSR-VTT category). ``media_key`` names the media file when it is not the
-    video's own key: an EPIC-KITCHENS clip plays from its parent video. ``line`` is the
-    record's position in the file (a line number, or an array index for JSON documents).
-    """
+    """One caption and its video (or clip); ``metadata`` goes to the caption,
+    ``video_metadata`` to the video, ``media_key`` names the media file when it is not the
+    video's own (an EPIC clip plays from its parent video); ``line`` is a line number or
+    array index."""
 
     video_key: str
     caption_key: str
@@ -56,11 +50,8 @@ class CaptionRecord:
 
 
 class FormatError(UserError):
-    """A problem in an input file, located by path, position and field.
-
-    ``where`` renders the position; it is ``"line {}"`` for line-based files and e.g.
-    ``"sentences[{}]"`` for an entry of a JSON array.
-    """
+    """A problem in an input file, located by path, position (rendered by ``where``:
+    ``"line {}"``, or e.g. ``"sentences[{}]"`` for a JSON array entry) and field."""
 
     def __init__(
         self,
@@ -96,63 +87,51 @@ _upload_limit: Callable[[], int] = environment_upload_limit
 
 
 def read_upload_limit_from(source: Callable[[], int]) -> None:
-    """Make ``source`` what :func:`max_upload_bytes` asks from now on.
-
-    The retrieval app installs one that reads ``settings.FIREPOOL_MAX_UPLOAD_BYTES`` when
-    Django starts, so this module stays free of Django and the parsers stay pure.
-    """
+    """Make ``source`` what :func:`max_upload_bytes` asks: the retrieval app installs one
+    reading Django's settings, so this module stays free of Django."""
     global _upload_limit
     _upload_limit = source
 
 
 def max_upload_bytes() -> int:
-    """The size limit of imported files: ``settings.FIREPOOL_MAX_UPLOAD_BYTES`` under Django.
-
-    Read at call time so tests and deployments can change it; outside Django the
-    environment variable of the same name (or the default) applies.
-    """
+    """The size limit of imported files (``FIREPOOL_MAX_UPLOAD_BYTES``), read at call time."""
     return int(_upload_limit())
 
 
-def check_size(path: Path | str, *, name: Path | str | None = None) -> int:
-    """Return the file's size, or raise a FormatError if it is missing or over the limit.
-
-    Called before a file is read, so an oversized upload is refused without loading it.
-    ``name`` is how errors name the file (default: the path).
-    """
-    shown = path if name is None else name
+@contextmanager
+def _os_errors(path: Path | str) -> Iterator[None]:
+    """Turn an OS error met while reading ``path`` into a FormatError naming it."""
     try:
-        size = os.stat(path).st_size
+        yield
     except OSError as exc:
-        raise FormatError(shown, None, None, exc.strerror or str(exc)) from None
+        raise FormatError(path, None, None, exc.strerror or str(exc)) from None
+
+
+def check_size(path: Path | str, *, name: Path | str | None = None) -> int:
+    """The file's size, or a FormatError (naming it ``name``, default the path) if it is
+    missing or over the limit: an oversized upload is refused before it is read."""
+    shown = path if name is None else name
+    with _os_errors(shown):
+        return check_size_of(os.stat(path).st_size, shown)
+
+
+def check_size_of(size: int, name: Path | str) -> int:
+    """``size``, or a FormatError naming the file ``name`` when it is over the upload limit."""
     limit = max_upload_bytes()
     if size > limit:
-        raise FormatError(
-            shown,
-            None,
-            None,
-            f"file is {size:,} bytes, over the limit of {limit:,} bytes "
-            "(FIREPOOL_MAX_UPLOAD_BYTES)",
-        )
+        message = f"file is {size:,} bytes, over the limit of {limit:,} bytes"
+        raise FormatError(name, None, None, message + " (FIREPOOL_MAX_UPLOAD_BYTES)")
     return size
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, text)`` from a UTF-8 file, decoding line by line.
-
-    Decoding each line on its own lets a stray byte be reported with its line number; a
-    leading byte-order mark is dropped. NUL bytes and lines over :data:`MAX_LINE_BYTES`
-    are errors: text files have neither, binary and UTF-16 files do.
-    """
+    """Yield ``(line number, text)`` from a UTF-8 file, decoded line by line so that a stray
+    byte is reported with its line; a leading BOM is dropped. NUL bytes and lines over
+    :data:`MAX_LINE_BYTES` (binary and UTF-16 files have them) are errors."""
     check_size(path)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as exc:
-        raise FormatError(path, None, None, exc.strerror or str(exc)) from None
-    with handle:
-        number = 0
-        while raw := _read_line(handle, path):
-            number += 1
+    with _os_errors(path), open(path, "rb") as handle:
+        lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")
+        for number, raw in enumerate(lines, start=1):
             if len(raw) > MAX_LINE_BYTES:
                 raise FormatError(path, number, None, f"line longer than {MAX_LINE_BYTES:,} bytes")
             nul = raw.find(b"\x00")
@@ -169,14 +148,6 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
-def _read_line(handle, path: Path) -> bytes:
-    """The next line, read up to one byte past the line limit; OS errors become FormatError."""
-    try:
-        return handle.readline(MAX_LINE_BYTES + 1)
-    except OSError as exc:
-        raise FormatError(path, None, None, exc.strerror or str(exc)) from None
-
-
 def _nul_message(offset: int) -> str:
     return f"NUL byte at byte {offset + 1} of the line (a binary or UTF-16 file?)"
 
@@ -184,10 +155,8 @@ def _nul_message(offset: int) -> str:
 def read_bytes(path: Path) -> bytes:
     """Read a whole file after checking its size, turning OS errors into a FormatError."""
     check_size(path)
-    try:
+    with _os_errors(path):
         return path.read_bytes()
-    except OSError as exc:
-        raise FormatError(path, None, None, exc.strerror or str(exc)) from None
 
 
 def decode_utf8(path: Path, data: bytes) -> str:
@@ -224,12 +193,8 @@ def _unique_object(pairs: list[tuple[str, object]]) -> dict:
 
 
 def loads_json(path: Path | str, line: int | None, text: str) -> object:
-    """Parse JSON text, turning every way it can fail into a FormatError at ``line``.
-
-    Besides syntax errors this covers repeated keys, nesting too deep for the parser and
-    integers too long for Python to convert; a syntax error in a whole document is located
-    by its own line when ``line`` is None.
-    """
+    """Parse JSON text; every failure (syntax, repeated keys, deep nesting, huge integers)
+    is a FormatError at ``line``, or for a whole document (None) at the error's own line."""
     try:
         return json.loads(text, object_pairs_hook=_unique_object)
     except json.JSONDecodeError as exc:
@@ -255,11 +220,8 @@ def read_json_document(path: Path) -> object:
 
 
 def check_chars(text: str) -> str:
-    """Reject characters no database column can store: NUL and lone UTF-16 surrogates.
-
-    JSON escapes (``\\u0000``, ``\\ud800``) can smuggle both past UTF-8 decoding;
-    PostgreSQL refuses NUL in text and neither database can encode a lone surrogate.
-    """
+    """Reject NUL (PostgreSQL refuses it) and lone surrogates (no database encodes them),
+    which JSON escapes can smuggle past UTF-8 decoding."""
     if "\x00" in text:
         raise ValueError("contains a NUL character")
     try:
@@ -448,6 +410,23 @@ def parse_str_list(value: object) -> list[str]:
     return [check_chars(item) for item in value]
 
 
+def parse_list(
+    value: object, parse: Callable[[object], T], expected: str = "a list"
+) -> tuple[T, ...]:
+    """Each item of a JSON list (missing: none) through ``parse``, naming a bad item's position."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"expected {expected}, got {json_type(value)}")
+    items = []
+    for position, item in enumerate(value):
+        try:
+            items.append(parse(item))
+        except ValueError as exc:
+            raise ValueError(f"item {position}: {exc}") from None
+    return tuple(items)
+
+
 def parse_relative_path(value: object) -> str:
     """A relative POSIX path that cannot leave its base directory (no ``..``, not absolute)."""
     text = parse_optional_str(value)
@@ -461,21 +440,20 @@ def parse_relative_path(value: object) -> str:
     return path.as_posix()
 
 
+_JSON_TYPES = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
 def json_type(value: object) -> str:
     """Name a value's type the way JSON would, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    kinds = (name for kind, name in _JSON_TYPES if isinstance(value, kind))
+    return next(kinds, type(value).__name__)
 
 
 def parse_field(
@@ -493,9 +471,34 @@ def parse_field(
         raise FormatError(path, line, name, str(exc), **kwargs) from None
 
 
+def json_entry(
+    path: Path, index: int, value: object, required: tuple[str, ...], *, where: str
+) -> dict:
+    """``value``, an entry of a JSON array, if it is an object holding every ``required``
+    field; else a :class:`FormatError` at ``where``."""
+    if not isinstance(value, dict):
+        message = f"expected an object, got {json_type(value)}"
+        raise FormatError(path, index, None, message, where=where)
+    for name in required:
+        if name not in value:
+            raise FormatError(path, index, name, "missing required field", where=where)
+    return value
+
+
+def field_reader(
+    path: Path, line: int | None, values: Mapping[str, object], **kwargs: str
+) -> Callable[[str, Callable[[object], T]], T]:
+    """A function that parses field ``name`` of ``values`` with ``parse`` (:func:`parse_field`)."""
+
+    def read(name: str, parse: Callable[[object], T]) -> T:
+        return parse_field(path, line, name, parse, values.get(name), **kwargs)
+
+    return read
+
+
 def check_clip(
-    path: Path, line: int, start: float | None, end: float | None, **kwargs: str
+    path: Path, line: int, start: float | None, end: float | None, name: str = "end", **kwargs: str
 ) -> None:
-    """Reject a clip whose end is not after its start."""
+    """Reject a clip whose end (field ``name``) is not after its start."""
     if start is not None and end is not None and end <= start:
-        raise FormatError(path, line, "end", f"end {end:g} is not after start {start:g}", **kwargs)
+        raise FormatError(path, line, name, f"end {end:g} is not after start {start:g}", **kwargs)

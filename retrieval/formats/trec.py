@@ -1,9 +1,6 @@
-"""TREC run files (``qid Q0 docno rank score run_id``) and qrels files (``qid 0 docno rel``).
-
-A qid is a caption key and a docno a video key. Fields are separated by ASCII whitespace;
-blank lines and lines starting with ``#`` are skipped, as trec_eval does. Anything else
-that is wrong is a :class:`~retrieval.formats.records.FormatError` naming the line and field.
-"""
+"""TREC run files (``qid Q0 docno rank score run_id``) and qrels files (``qid 0 docno rel``):
+qids are caption keys, docnos video keys; fields split on ASCII whitespace, and blank and
+``#`` lines are skipped, as trec_eval does."""
 
 import math
 import re
@@ -42,23 +39,15 @@ class RunFile:
 
 
 def trec_order(ranking: Iterable[tuple[str, float]]) -> Ranking:
-    """Sort ``(docno, score)`` pairs as trec_eval ranks them, ignoring any given order.
-
-    trec_eval (``comp_sim_docno`` in ``form_res_rels.c``) sorts by score descending and
-    breaks ties by docno *descending* (``strcmp(p2->docno, p1->docno)``), comparing scores
-    as C doubles (as current trec_eval stores them; old releases stored floats).
-    Python's ``str`` order equals ``strcmp`` on the UTF-8 bytes, so ``"b"`` ranks above ``"a"``
-    and ``"v10"`` above ``"v1"`` at equal scores.
-    """
+    """Sort ``(docno, score)`` pairs as trec_eval ranks them, ignoring any given order:
+    score then docno, both descending, as doubles (``comp_sim_docno`` in ``form_res_rels.c``;
+    Python's ``str`` order is ``strcmp`` on the UTF-8 bytes)."""
     return sorted(ranking, key=lambda pair: (pair[1], pair[0]), reverse=True)
 
 
 def read_run(source: Source, *, name: str | None = None) -> RunFile:
-    """Parse a TREC run; the rank column is ignored and each ranking is put in trec_order.
-
-    ``source`` is a path or an iterable of lines (named ``name`` in errors). All lines must
-    share one run_id, a (qid, docno) pair may appear once, and scores must be finite decimals.
-    """
+    """Parse a TREC run from a path or lines (named ``name`` in errors), each ranking put in
+    trec_order (the rank column is ignored); one run_id, each (qid, docno) once, finite scores."""
     path, lines = open_source(source, name)
     run_id: str | None = None
     scores: dict[str, dict[str, float]] = {}
@@ -84,12 +73,8 @@ def write_run(
     run_id: str,
     rankings: Mapping[str, Sequence[tuple[str, float]]],
 ) -> None:
-    """Write rankings in their given order with ranks 1..n and round-trip-exact scores.
-
-    Scores are written with ``repr(float)``, so :func:`read_run` gives back identical floats;
-    ``read_run(write_run(...))`` equals the input when every ranking is non-empty and already
-    in :func:`trec_order`. Queries with an empty ranking write no lines.
-    """
+    """Write rankings in their given order with ranks 1..n and ``repr(float)`` scores, so
+    :func:`read_run` gives back identical floats; empty rankings write no lines."""
     check_token(run_id, "run_id")
     with open_destination(destination) as out:
         for qid, ranking in rankings.items():
@@ -107,11 +92,8 @@ def write_run(
 
 
 def iter_qrels(source: Source, *, name: str | None = None) -> Iterator[tuple[int, str, str, int]]:
-    """Yield ``(line number, qid, docno, rel)`` for each qrels line; the iter column is ignored.
-
-    ``rel`` must be an integer (negative values are kept; trec_eval counts them as pooled
-    but unjudged). Duplicates are the caller's business (see :func:`read_qrels`).
-    """
+    """Yield ``(line number, qid, docno, rel)`` per qrels line, iter ignored; ``rel`` is an
+    integer (negative kept: pooled but unjudged to trec_eval); duplicates are the caller's."""
     path, lines = open_source(source, name)
     for number, (qid, _, docno, rel_text) in split_lines(path, lines, QRELS_FIELDS):
         if not INTEGER.fullmatch(rel_text):
@@ -122,10 +104,7 @@ def iter_qrels(source: Source, *, name: str | None = None) -> Iterator[tuple[int
 
 
 def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str, int]]:
-    """Parse TREC qrels into ``{qid: {docno: rel}}`` in file order.
-
-    A (qid, docno) pair may appear once (see :func:`iter_qrels` for the line rules).
-    """
+    """Parse TREC qrels into ``{qid: {docno: rel}}`` in file order, each pair once."""
     path, _ = open_source(source, name)  # the name errors use; nothing is read yet
     qrels: dict[str, dict[str, int]] = {}
     for number, qid, docno, rel in iter_qrels(source, name=name):
@@ -138,24 +117,17 @@ def read_qrels(source: Source, *, name: str | None = None) -> dict[str, dict[str
 
 
 def qrels_lines(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
-    """``qid 0 docno rel`` lines for ``(qid, docno, rel)`` rows, checked to read back the same.
-
-    Each distinct qid and docno is checked once (they repeat on every line of a caption or
-    video; a campaign export writes half a million lines).
-    """
-    qids: set[str] = set()
-    docnos: set[str] = set()
+    """``qid 0 docno rel`` lines for ``(qid, docno, rel)`` rows, checked to read back the same;
+    each distinct qid and docno is checked once (an export writes half a million lines)."""
+    checked: dict[str, set[str]] = {"qid": set(), "docno": set()}
     for qid, docno, rel in rows:
-        if qid.__class__ is not str or qid not in qids:
-            check_token(qid, "qid")
-            if len(qids) >= 200_000:
-                qids.clear()
-            qids.add(qid)
-        if docno.__class__ is not str or docno not in docnos:
-            check_token(docno, "docno")
-            if len(docnos) >= 200_000:
-                docnos.clear()
-            docnos.add(docno)
+        for field, value in (("qid", qid), ("docno", docno)):
+            seen = checked[field]
+            if value.__class__ is not str or value not in seen:
+                check_token(value, field)
+                if len(seen) >= 200_000:
+                    seen.clear()
+                seen.add(value)
         if rel.__class__ is not int and (isinstance(rel, bool) or int(rel) != rel):
             raise ValueError(f"rel for ({qid!r}, {docno!r}) is not an integer: {rel!r}")
         yield f"{qid} 0 {docno} {int(rel)}\n"
@@ -167,12 +139,9 @@ def to_arrays(
     doc_key_to_index: Mapping[str, int],
     depth: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Dense ``(doc_index int64 [q, depth], scores float64 [q, depth])`` for ``query_keys``.
-
-    Row ``i`` holds the first ``depth`` entries of ``rankings[query_keys[i]]`` in their stored
-    order; shorter rankings and absent queries are padded with index -1 and score NaN. A docno
-    missing from ``doc_key_to_index`` raises ``KeyError``.
-    """
+    """Dense ``(doc_index int64 [q, depth], scores float64 [q, depth])``: row ``i`` the first
+    ``depth`` entries of ``rankings[query_keys[i]]``, padded with -1 and NaN; an unknown
+    docno raises ``KeyError``."""
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     heads = [rankings.get(qid, ())[:depth] for qid in query_keys]
@@ -215,20 +184,11 @@ def split_lines(
         if not stripped or stripped.startswith("#"):
             continue
         fields = SEPARATOR.split(stripped)
-        if len(fields) < len(layout):
-            raise FormatError(
-                path,
-                number,
-                layout[len(fields)],
-                f"missing; expected {len(layout)} fields ({' '.join(layout)}), got {len(fields)}",
-            )
-        if len(fields) > len(layout):
-            raise FormatError(
-                path,
-                number,
-                None,
-                f"expected {len(layout)} fields ({' '.join(layout)}), got {len(fields)}",
-            )
+        if len(fields) != len(layout):
+            missing = len(fields) < len(layout)
+            message = f"expected {len(layout)} fields ({' '.join(layout)}), got {len(fields)}"
+            field = layout[len(fields)] if missing else None
+            raise FormatError(path, number, field, ("missing; " if missing else "") + message)
         yield number, fields
 
 

@@ -1,10 +1,7 @@
-"""Compute a label set's stored figures when the set is made (the ``label-set-figures`` job
-:func:`retrieval.label_sets.service.store_label_set` queues), so no page view computes them:
-the leaderboard, the report at its default metric and the dataset's proxy table, plus what
-other apps add to :data:`WARMERS` (the judging-orders comparison).
-
-At FIRE's scale their first views took 4.6 s, 8.5 s and +690 MB when a page computed them.
-"""
+"""Compute a label set's stored figures (leaderboard, report, proxy table and what other apps
+add to :data:`WARMERS`) in the job :func:`retrieval.label_sets.service.store_label_set`
+queues, so no page view computes them: at FIRE's scale their first views took 4.6 s, 8.5 s
+and +690 MB."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """Judged relevance of caption-video pairs: the arrays behind a label set.
 
-A label set holds, per judged pair, the caption and video primary keys, the relevance
-(1 relevant, 0 irrelevant, -1 a disagreement that no label resolved), how many labels it
-rests on (0 when the source does not say), whether an admin adjudicated it and, when the
-source gives one, a confidence (the probability of relevance a model-based aggregation such
-as Dawid & Skene 1979 assigns; NaN where unknown). FIRE keeps
-disagreements apart from the positives (FIRE §3.2, Table 2); so do we: they are stored but
-count as neither relevant nor judged-irrelevant when scoring.
+Per pair: caption and video keys, relevance (1, 0, or -1 for an unresolved disagreement,
+which like FIRE §3.2, Table 2 counts as neither relevant nor irrelevant), the labels behind
+it, whether an admin adjudicated it and optionally a confidence (a model-based
+aggregation's probability of relevance, Dawid & Skene 1979; NaN where unknown).
 """
 
 import io
@@ -45,11 +42,8 @@ class Judged:
         adjudicated: Sequence[bool] | np.ndarray | None = None,
         confidence: Sequence[float] | np.ndarray | None = None,
     ) -> "Judged":
-        """Check, sort and de-duplicate; a pair given twice must be given the same relevance.
-
-        ``confidence`` (None: the source gives none) must lie in [0, 1] or be NaN. Votes are
-        capped at :data:`MAX_VOTES`, the stored int16's largest value, rather than wrapped.
-        """
+        """Check, sort and de-duplicate (a pair given twice needs one relevance); confidence
+        lies in [0, 1] or is NaN, votes are capped at :data:`MAX_VOTES` rather than wrapped."""
         captions = np.asarray(caption_ids, dtype=np.int64).ravel()
         videos = np.asarray(video_ids, dtype=np.int64).ravel()
         rel = np.asarray(relevance, dtype=np.int64).ravel()
@@ -57,13 +51,11 @@ class Judged:
         vote = np.zeros(n, np.int64) if votes is None else np.asarray(votes, np.int64).ravel()
         adj = np.zeros(n, bool) if adjudicated is None else np.asarray(adjudicated, bool).ravel()
         conf = None if confidence is None else np.asarray(confidence, np.float64).ravel()
-        if not (len(videos) == len(rel) == len(vote) == len(adj) == n):
+        lengths = {len(videos), len(rel), len(vote), len(adj), n if conf is None else len(conf)}
+        if lengths != {n}:
             raise ValueError("judged arrays must have the same length")
-        if conf is not None:
-            if len(conf) != n:
-                raise ValueError("judged arrays must have the same length")
-            if ((conf < 0) | (conf > 1)).any():
-                raise ValueError("confidence must lie between 0 and 1")
+        if conf is not None and ((conf < 0) | (conf > 1)).any():
+            raise ValueError("confidence must lie between 0 and 1")
         if n and not np.isin(rel, (RELEVANT, IRRELEVANT, DISAGREEMENT)).all():
             raise ValueError("relevance must be 1, 0 or -1")
         if n and (vote < 0).any():

@@ -1,15 +1,11 @@
 """Store, load, import and merge label sets: judged relevance that re-scoring reads.
 
-Imports resolve the keys (or, for FIRE JSON, the caption texts) of a file against one
-dataset and write a single :class:`~retrieval.models.LabelSet` row in a transaction, so a
-bad file changes nothing. Key-based files must name known captions and videos (an unknown
-key is an error with its line); FIRE JSON keys captions by text, so queries that match no
-caption are skipped and reported, as the issue asks.
-
-A dataset has at most one default label set, the one its report uses when none is named.
-The default is an explicit choice (:func:`make_default`, an admin action): a new label set
-becomes the default only when its dataset has none yet (its first set, or after the default
-was deleted), and replacing a set (re-resolving a campaign) keeps its place as default.
+An import resolves a file's keys (FIRE JSON: caption texts) against one dataset and writes
+one :class:`~retrieval.models.LabelSet` in a transaction, so a bad file changes nothing; an
+unknown key is an error with its line, while FIRE queries that match no caption are skipped
+and reported. A dataset's default set (its report's) is an explicit choice
+(:func:`make_default`); a new set becomes it only when the dataset has none, and a
+replacement keeps its place.
 """
 
 from collections import defaultdict
@@ -21,6 +17,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from config.batches import rows_in
 from config.errors import UserError
 from jobs import runner
 from retrieval.datasets.names import check_name, derived_name
@@ -59,9 +56,7 @@ class ImportReport:
             "dataset": self.label_set.dataset.name,
             "read": self.read,
             "pairs": self.label_set.pair_count,
-            "relevant": self.label_set.relevant_count,
-            "irrelevant": self.label_set.irrelevant_count,
-            "disagreement": self.label_set.disagreement_count,
+            **{name: getattr(self.label_set, f"{name}_count") for name in judged.LABEL_CODES},
             "skipped": self.skipped,
             "unmatched_queries": self.unmatched_queries,
             "unmatched_videos": self.unmatched_videos,
@@ -95,11 +90,8 @@ def store_label_set(
     pool_state: PoolState | None = None,
     parent: LabelSet | None = None,
 ) -> LabelSet:
-    """Save ``pairs`` as the label set ``name``; an existing one is replaced only if asked.
-
-    The new set is the dataset's default when the dataset has none (then also when it
-    replaces the default). With ``parent`` it is the next version of that set.
-    """
+    """Save ``pairs`` as the label set ``name`` (replacing one only if asked; with ``parent``
+    its next version), the dataset's default when it has none."""
     check_name(name, "label set")
     counts = pairs.counts()
     with transaction.atomic():
@@ -119,9 +111,7 @@ def store_label_set(
             source=source,
             description=description,
             pair_count=len(pairs),
-            relevant_count=counts["relevant"],
-            irrelevant_count=counts["irrelevant"],
-            disagreement_count=counts["disagreement"],
+            **{f"{kind}_count": count for kind, count in counts.items()},
             arrays=pairs.to_bytes(**(pool_state.arrays() if pool_state else {})),
             metadata=metadata or {},
             parent=parent,
@@ -182,11 +172,8 @@ class Dependant:
 
 
 def dependants(label_sets: Iterable[LabelSet]) -> list[Dependant]:
-    """What relies on each label set: its dataset's report (if the default), its campaign.
-
-    A campaign's resolved set names the campaign in ``metadata["campaign_id"]`` (the
-    campaign itself lives in the annotation app, which this one does not import).
-    """
+    """What relies on each label set: its dataset's report (if the default), its campaign
+    (named in ``metadata``: this app does not import the annotation app)."""
     found = []
     for label_set in label_sets:
         if label_set.is_default:
@@ -257,12 +244,8 @@ def extend_label_set(
 ) -> LabelSet:
     """A new version of ``base``: its pairs plus ``added`` (which wins where both judge a
     pair). ``base`` itself is left as it was; the new set records it as its parent."""
-    if (
-        replace
-        and LabelSet.objects.filter(
-            dataset_id=base.dataset_id, name=name, versions__isnull=False
-        ).exists()
-    ):
+    later = LabelSet.objects.filter(dataset_id=base.dataset_id, name=name, versions__isnull=False)
+    if replace and later.exists():
         raise LabelSetError(
             f"label set {name!r} has later versions; it is kept as it is (choose another name)"
         )
@@ -305,13 +288,9 @@ def import_label_file(
     replace: bool = False,
     duplicates: str | None = None,
 ) -> ImportReport:
-    """Read a label file of format ``fmt`` and store it as a label set of ``dataset``.
-
-    ``duplicates`` (raw files only) says what a second label by one annotator on one pair
-    means (see :func:`retrieval.formats.labels.read_raw_jsonl`); by default it is refused.
-
-    Raises :class:`~retrieval.formats.records.FormatError` for a bad file and
-    :class:`LabelSetError` for a bad request; in both cases nothing is written.
+    """Read a label file of format ``fmt`` and store it as a label set of ``dataset``;
+    ``duplicates``: see :func:`retrieval.formats.labels.read_raw_jsonl`. Raises
+    :class:`~retrieval.formats.records.FormatError` or :class:`LabelSetError`, writing nothing.
     """
     path = Path(path)
     if fmt not in IMPORT_FORMATS:
@@ -356,24 +335,20 @@ class _KeyResolver:
 
     def __init__(self, path: Path, captions: KeyIndex, videos: KeyIndex) -> None:
         self.path = path
-        self.captions = captions.by_key
-        self.videos = videos.by_key
+        self.index = {"caption": captions.by_key, "video": videos.by_key}
 
-    def caption(self, key: str, line: int, field_name: str, **where: str) -> int:
+    def _find(self, what: str, key: str, line: int, field_name: str) -> int:
         try:
-            return self.captions[key]
+            return self.index[what][key]
         except KeyError:
-            raise FormatError(
-                self.path, line, field_name, f"no caption with key {key!r} in the dataset", **where
-            ) from None
+            message = f"no {what} with key {key!r} in the dataset"
+            raise FormatError(self.path, line, field_name, message) from None
 
-    def video(self, key: str, line: int, field_name: str, **where: str) -> int:
-        try:
-            return self.videos[key]
-        except KeyError:
-            raise FormatError(
-                self.path, line, field_name, f"no video with key {key!r} in the dataset", **where
-            ) from None
+    def caption(self, key: str, line: int, field_name: str) -> int:
+        return self._find("caption", key, line, field_name)
+
+    def video(self, key: str, line: int, field_name: str) -> int:
+        return self._find("video", key, line, field_name)
 
 
 def _build(path: Path, *columns: Sequence) -> Judged:
@@ -409,28 +384,21 @@ def _from_qrels(path: Path, resolver: _KeyResolver) -> tuple[Judged, int, int]:
 def _from_records(
     records: Iterable[labels.LabelRecord], resolver: _KeyResolver
 ) -> tuple[Judged, int]:
-    caption_ids, video_ids, relevance, votes, adjudicated, confidence = [], [], [], [], [], []
-    for record in records:
-        caption_ids.append(resolver.caption(record.caption_key, record.line, "caption_key"))
-        video_ids.append(resolver.video(record.video_key, record.line, "video_key"))
-        relevance.append(record.label)
-        votes.append(record.votes)
-        adjudicated.append(record.adjudicated)
-        confidence.append(np.nan if record.confidence is None else record.confidence)
+    rows = [
+        (
+            resolver.caption(record.caption_key, record.line, "caption_key"),
+            resolver.video(record.video_key, record.line, "video_key"),
+            record.label,
+            record.votes,
+            record.adjudicated,
+            np.nan if record.confidence is None else record.confidence,
+        )
+        for record in records
+    ]
+    *columns, confidence = zip(*rows, strict=True) if rows else ((),) * 6
     # A file without confidences (any file but a model-based resolution's) stores none.
-    known = not np.isnan(confidence).all() if confidence else False
-    return (
-        _build(
-            resolver.path,
-            caption_ids,
-            video_ids,
-            relevance,
-            votes,
-            adjudicated,
-            confidence if known else None,
-        ),
-        len(caption_ids),
-    )
+    known = bool(rows) and not np.isnan(confidence).all()
+    return _build(resolver.path, *columns, confidence if known else None), len(rows)
 
 
 def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tuple[Judged, int]:
@@ -459,25 +427,18 @@ def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tup
 def _from_fire_json(
     path: Path, dataset: Dataset, videos: KeyIndex
 ) -> tuple[Judged, int, dict[str, list[str]]]:
-    """FIRE entries keyed by caption text: each matches every caption with that exact text.
-
-    Query captions are preferred: when a text belongs to query captions, only those take the
-    label (FIRE judged queries); otherwise every caption with the text does.
-    """
+    """FIRE entries keyed by caption text: each labels the query captions with that exact
+    text (FIRE judged queries), or failing those every caption with it."""
     document = fire_json.read_fire_json(path)
     entries = [*document.annotations, *document.disagreements]
     texts = list({entry.query: None for entry in entries})
     by_text: dict[str, list[int]] = defaultdict(list)
     query_by_text: dict[str, list[int]] = defaultdict(list)
-    for start in range(0, len(texts), TEXT_CHUNK):
-        chunk = texts[start : start + TEXT_CHUNK]
-        rows = Caption.objects.filter(dataset=dataset, text__in=chunk).values_list(
-            "pk", "text", "is_query"
-        )
-        for pk, text, is_query in rows:
-            by_text[text].append(pk)
-            if is_query:
-                query_by_text[text].append(pk)
+    captions = Caption.objects.filter(dataset=dataset).values_list("pk", "text", "is_query")
+    for pk, text, is_query in rows_in(captions, "text", texts, TEXT_CHUNK):
+        by_text[text].append(pk)
+        if is_query:
+            query_by_text[text].append(pk)
     caption_ids, video_ids, relevance, votes = [], [], [], []
     unmatched_queries: dict[str, None] = {}
     unmatched_videos: dict[str, None] = {}

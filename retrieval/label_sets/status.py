@@ -1,12 +1,9 @@
 """Pure: the one vocabulary of where a judged caption-video pair stands, and the majority rule.
 
-Codes are integers so whole campaigns resolve as arrays, and names are what pages, the
-database (``Pair.status``, ``Pair.adjudicated``, ``Judgement.label``, whose choices derive
-from here) and files show. A label is relevant (1) or irrelevant (0); a pair
-whose labels have no strict majority once the labelling policy stops asking is a
-disagreement (-1, FIRE Table 2: kept apart, never a positive); a pair still waiting for
-labels is pending (-2). Label sets store the first three; negative codes are never
-relevant. Rodriguez et al. 2022 (FIRE), §3.1-3.2.
+Integer codes (so campaigns resolve as arrays) with the names pages, files and the
+database's choices show: relevant (1), irrelevant (0), disagreement (-1: no strict majority
+once labelling stops; kept apart, never a positive) and pending (-2). Label sets store the
+first three. Rodriguez et al. 2022 (FIRE), §3.1-3.2, Table 2.
 """
 
 import enum
@@ -58,7 +55,6 @@ def majority(relevant: np.ndarray, total: np.ndarray) -> np.ndarray:
     """Status codes (int8) by strict majority: RELEVANT, IRRELEVANT, or DISAGREEMENT for a
     tie (and for a pair with no labels), FIRE §3.1."""
     relevant = np.asarray(relevant, dtype=np.int64)
-    total = np.asarray(total, dtype=np.int64)
     return np.where(
         has_majority(relevant, total),
         np.where(2 * relevant > total, RELEVANT, IRRELEVANT),

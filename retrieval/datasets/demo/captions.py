@@ -1,12 +1,7 @@
-"""The caption grammar of the demo world: scene -> (text, assertion) pairs.
-
-Each caption is realised from choices made about one scene (which object, which of its
-attributes to mention, which synonym to use), and the :class:`~.scene.Assertion` is
-built from the very same choices, so text and assertion agree exactly and every caption
-is relevant to the video it was written for. Captions vary in specificity, like crowd
-captions do (FIRE §4.1): a generic "a shape moves" is relevant to most videos, a full
-"a crimson disc rolls to the left past a blue star on grass" to very few.
-"""
+"""The caption grammar of the demo world: scene -> (text, assertion) pairs, both built from
+the same choices (object, attributes, synonyms) so they agree exactly. Captions vary in
+specificity like crowd captions (FIRE §4.1): "a shape moves" fits most videos, "a crimson
+disc rolls to the left past a blue star on grass" very few."""
 
 from __future__ import annotations
 
@@ -85,12 +80,7 @@ MOTION_PHRASES: dict[str, tuple[tuple[str, str], ...]] = {
         ("floats upward", "float upward"),
         ("drifts up", "drift up"),
     ),
-    "down": (
-        ("moves down", "move down"),
-        ("sinks", "sink"),
-        ("falls", "fall"),
-        ("drops", "drop"),
-    ),
+    "down": (("moves down", "move down"), ("sinks", "sink"), ("falls", "fall"), ("drops", "drop")),
     "spinning": (
         ("spins", "spin"),
         ("rotates", "rotate"),
@@ -169,10 +159,7 @@ def _verb(rng: np.random.Generator, motion: str, shape: str | None, plural: bool
 
 
 def _noun_phrase(
-    rng: np.random.Generator,
-    spec: ObjectSpec,
-    lexicon: dict | None = None,
-    another: bool = False,
+    rng: np.random.Generator, spec: ObjectSpec, lexicon: dict | None = None, another: bool = False
 ) -> str:
     """ "a crimson disc", "two red shapes", "another red disc" (``another``), or
     "something" for a spec that states a motion but no noun."""
@@ -196,10 +183,7 @@ def _noun_phrase(
 
 
 def _clause(
-    rng: np.random.Generator,
-    spec: ObjectSpec,
-    lexicon: dict | None = None,
-    another: bool = False,
+    rng: np.random.Generator, spec: ObjectSpec, lexicon: dict | None = None, another: bool = False
 ) -> str:
     """A noun phrase with its verb phrase when the spec states a motion."""
     noun_phrase = _noun_phrase(rng, spec, lexicon, another)

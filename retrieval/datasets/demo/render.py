@@ -1,11 +1,6 @@
-"""Draw demo scenes as frames and encode them as WebM (VP9) clips that browsers play.
-
-Clips are ``N_FRAMES`` = 30 frames at ``FPS`` = 12 (2.5 s), ``SIZE`` x ``SIZE`` = 128 x 128
-pixels: long enough for every motion to be seen, small enough to build hundreds in
-seconds. Shapes are anti-aliased by supersampling; textures come from the scene's seed,
-so a scene always renders to the same frames (and, with a bit-exact single-threaded
-encoder, to the same bytes).
-"""
+"""Draw demo scenes as frames and encode them as WebM (VP9) clips that browsers play: 30
+frames at 12 fps, 128 x 128 pixels (every motion visible, hundreds built in seconds), shapes
+supersampled, textures from the scene's seed, so a scene always renders to the same bytes."""
 
 from __future__ import annotations
 
@@ -157,11 +152,8 @@ def render_frames(scene: Scene, seed: int | None = None, size: int = SIZE) -> np
 
 
 def write_webm(frames: np.ndarray, path: str | Path, fps: int = FPS) -> None:
-    """Encode uint8 RGB frames as a VP9 WebM file (yuv420p, which Chromium plays).
-
-    Realtime speed settings keep a 30-frame clip at a few hundredths of a second; one
-    encoder thread and bit-exact muxing make the bytes reproducible.
-    """
+    """Encode uint8 RGB frames as a VP9 WebM file (yuv420p, which Chromium plays), at
+    realtime speed, with one thread and bit-exact muxing so the bytes are reproducible."""
     _, height, width, _ = frames.shape
     with av.open(str(path), "w", format="webm", options={"fflags": "+bitexact"}) as container:
         stream = container.add_stream(

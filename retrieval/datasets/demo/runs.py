@@ -1,13 +1,7 @@
-"""The demo world's four runs: random, minilm, mme and jpose, each at depth k = 20, and
-srct on request (``manage.py demo --with-srct``).
-
-They differ in quality and overlap only partly, so pooling their top-k finds positives
-that some models miss (as clip4clip against TeachText in FIRE Table 3). Every step is
-idempotent: a model that already has its run is left alone, so an interrupted build
-resumes where it stopped. srct is not among the default four: its feature experts and
-training add about three minutes to the first ``make run`` on two cores (bench/RESULTS.md,
-the SRCT section), over the 60 s we allow.
-"""
+"""The demo world's runs at depth k = 20: random, minilm, mme and jpose, which overlap only
+partly (as clip4clip and TeachText in FIRE Table 3), and srct on request (it adds about
+three minutes to the first ``make run``, bench/RESULTS.md). Each step is idempotent, so an
+interrupted build resumes."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

@@ -1,30 +1,10 @@
-"""Ground truth of the synthetic demo world: scenes, caption assertions and relevance.
+"""Ground truth of the synthetic demo world: scenes (a background and one to three coloured
+shapes, each with one motion), caption assertions and their exact relevance.
 
-A *scene* is everything a demo video shows: a background and one to three coloured
-shapes, each with one motion. A caption's *assertion* is everything the caption says.
-Relevance follows FIRE §3.1: a caption is relevant to a video iff every element it
-mentions (object, colour, motion, count, background, relation) is present in the video.
-Because scenes are stored, the relevance of every caption-video pair is known exactly.
-
-Semantics of an assertion (checked by :func:`is_relevant`):
-
-- An :class:`ObjectSpec` *matches* an object when every attribute it states is equal to
-  the object's (``None`` states nothing). The motion ``"moving"`` matches any motion but
-  ``"still"``; every other motion matches only itself.
-- A spec without a count ("a red ball") needs at least one matching object. A spec with
-  a count ("two squares") needs *exactly* that many objects matching all of its stated
-  attributes: "two red squares" is false for a video with three red squares.
-- Several specs ("X and Y", "X past Y", "X while Y") must be satisfied by *distinct*
-  objects: there must be an assignment of different objects to the specs (``count``
-  objects to a counted spec). A relation adds nothing else; "X past Y" means both are
-  present and X carries its stated motion.
-- A stated background must be the scene's background kind.
-
-What the clip shows is fixed by :meth:`SceneObject.state`: positions are fractions of the
-frame side; left/right/up/down objects travel ``TRAVEL``, bouncing ones hop ``BOUNCES``
-times, growing/shrinking ones scale between ``SCALE_SMALL`` and ``SCALE_LARGE``, spinning
-ones turn ``SPIN_TURNS``. :func:`sample_scene` keeps every trajectory inside the frame and
-objects apart (``MIN_SEPARATION``), so nothing the ground truth contains is hidden.
+A caption is relevant to a video iff every element it mentions is present (FIRE §3.1): each
+stated attribute of a spec matches (``"moving"``: any motion but ``"still"``), a counted
+spec ("two squares") matches exactly that many objects, and all specs are met by distinct
+objects ("X past Y": both present, X with its motion); a stated background must match.
 """
 
 from __future__ import annotations
@@ -64,10 +44,8 @@ BOUNCES = 2
 SCALE_SMALL, SCALE_LARGE = 0.5, 1.5
 """Scale at the start and end of a growing object (reversed when shrinking)."""
 SPIN_TURNS = 0.75
-"""Turns a spinning object makes over the clip (about 9 degrees a frame at 30 frames).
-
-Every shape carries an off-centre spot (see ``render``), so no orientation repeats within
-the clip: a spinning circle or square never looks still, whichever frames are sampled."""
+"""Turns a spinning object makes over the clip; with every shape's off-centre spot, no
+orientation repeats, so a spinning circle never looks still."""
 RADIUS_RANGE = (0.09, 0.13)
 MIN_SEPARATION = 1.0
 """Centres stay at least this fraction of the summed radii apart, so none is hidden."""
@@ -222,10 +200,7 @@ def _slots(assertion: Assertion) -> list[ObjectSpec]:
 
 
 def is_relevant(assertion: Assertion, scene: Scene) -> bool:
-    """True iff every element of ``assertion`` is present in ``scene`` (FIRE §3.1).
-
-    See the module docstring for the exact semantics of counts and relations.
-    """
+    """True iff every element of ``assertion`` is present in ``scene`` (FIRE §3.1; module doc)."""
     if assertion.background is not None and assertion.background != scene.background.kind:
         return False
     for spec in assertion.objects:
@@ -312,11 +287,8 @@ def _relevance_row(assertion: Assertion, arrays: _SceneArrays) -> np.ndarray:
 
 
 def relevance_matrix(assertions: Sequence[Assertion], scenes: Sequence[Scene]) -> np.ndarray:
-    """Captions x videos boolean matrix of exact relevance (FIRE §3.1).
-
-    Agrees elementwise with :func:`is_relevant`; scenes are encoded as arrays once, each
-    distinct assertion is evaluated once over all videos, and spec masks are shared.
-    """
+    """Captions x videos boolean matrix of exact relevance, as :func:`is_relevant` (each
+    distinct assertion evaluated once over the scenes encoded as arrays)."""
     arrays = _SceneArrays.encode(scenes)
     out = np.zeros((len(assertions), len(scenes)), dtype=bool)
     rows: dict[str, np.ndarray] = {}
@@ -411,11 +383,8 @@ def _sample_background(rng: np.random.Generator) -> Background:
 
 
 def sample_scene(rng: np.random.Generator) -> Scene:
-    """Draw a random scene: a background and 1-3 objects that never hide one another.
-
-    Distractors that cannot be placed without occlusion after a few tries are dropped,
-    so the returned scene (not the draw) is the ground truth.
-    """
+    """Draw a random scene: a background and 1-3 objects that never hide one another
+    (a distractor that cannot be placed so after a few tries is dropped)."""
     background = _sample_background(rng)
     n_objects = int(rng.choice((1, 2, 3), p=(0.35, 0.4, 0.25)))
     objects: list[SceneObject] = []

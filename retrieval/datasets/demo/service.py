@@ -1,11 +1,6 @@
-"""ORM-facing: the synthetic demo world built into the database and its exact ground truth read
-back, built on :mod:`retrieval.datasets.demo`.
-
-The demo dataset lets the whole app run offline and lets every later stage be checked
-against exhaustive relevance (FIRE §3.1 rule, see :mod:`retrieval.datasets.demo.scene`). Clips are
-rendered first (in a process pool) into a staging folder; rows are then written in one
-transaction; only then does the folder move to ``MEDIA_ROOT/demo/<name>/``.
-"""
+"""ORM-facing: the synthetic demo world built into the database (clips rendered to a staging
+folder, rows written in one transaction, then the folder moved to ``MEDIA_ROOT/demo/<name>/``)
+and its exact ground truth read back, so every stage can be checked offline."""
 
 from __future__ import annotations
 
@@ -77,12 +72,8 @@ def create_demo_dataset(
     progress: Progress | None = None,
     workers: int = 2,
 ) -> Dataset:
-    """Generate, render and store a demo world as Dataset ``name``.
-
-    Raises :class:`DemoDatasetExists` if the name is taken, unless ``replace`` is set: then
-    the old dataset (rows and its ``MEDIA_ROOT/demo/<name>/`` folder) is replaced. On any
-    failure the rendered clips are removed and the database is left unchanged.
-    """
+    """Generate, render and store a demo world as Dataset ``name``, all or nothing;
+    :class:`DemoDatasetExists` if the name is taken and ``replace`` is not set."""
     check_name(name, "dataset")
     if not _NAME.match(name):  # stricter: the name is also a folder's
         raise DemoError(f"{name!r}: a demo dataset name is letters, digits, '_', '-', '.'")
@@ -186,14 +177,9 @@ def _write_rows(world: World, name: str, test_fraction: float) -> Dataset:
 def ground_truth_relevance(
     dataset: Dataset, caption_ids: Iterable[int] | None = None, split: str | None = None
 ) -> tuple[list[str], list[str], np.ndarray]:
-    """Exact relevance from stored scenes and assertions: (caption keys, video keys, matrix).
-
-    Rows are the dataset's captions (or those in ``caption_ids``), columns its videos (or
-    those of ``split``), both in key order; entries follow the FIRE §3.1 rule. A caption
-    without a stored assertion or a video without a stored scene (a row added by hand, or
-    imported before imports into a synthetic world were refused) has no ground truth: it is
-    left out, and callers see its key missing.
-    """
+    """Exact relevance from stored scenes and assertions: (caption keys, video keys, matrix),
+    captions (or ``caption_ids``) by videos (or those of ``split``), both in key order; a row
+    without a stored assertion or scene has no ground truth and is left out."""
     if not dataset.has_ground_truth:
         raise DemoError(f'Dataset "{dataset.name}" has no ground-truth relevance.')
     videos = Video.objects.filter(dataset=dataset)

@@ -1,9 +1,5 @@
-"""A whole demo benchmark as plain data: videos with scenes and splits, and captions.
-
-The world mirrors MSR-VTT 1k-A: a train split whose videos each have several captions and
-a test split whose videos each have exactly one query caption (plus further captions).
-Everything is drawn from one seeded generator, so a seed fixes the world exactly.
-"""
+"""A whole demo benchmark as plain data, mirroring MSR-VTT 1k-A (train videos with several
+captions, test videos with one query caption each), fixed exactly by one seed."""
 
 from __future__ import annotations
 
