@@ -534,9 +534,8 @@ Extracted = tuple[np.ndarray | None, "ExpertSequences | None", str | None]
 """A clip's vector and experts, or (None, None, why it could not be read)."""
 
 
-def _extract_or_problem(
-    path: str, device: str | torch.device, experts: bool, span: Span | None = None
-) -> Extracted:
+def _extract_or_problem(job: tuple[str, str | torch.device, bool, Span | None]) -> Extracted:
+    path, device, experts, span = job
     try:
         vector, sequences = extract_video(path, device=device, experts=experts, span=span)
     except Exception as exc:  # PyAV raises many error types for broken files
@@ -546,10 +545,6 @@ def _extract_or_problem(
 
 def _one_thread() -> None:
     torch.set_num_threads(1)
-
-
-def _extract_job(job: tuple[str, bool, Span | None]) -> Extracted:
-    return _extract_or_problem(job[0], "cpu", job[1], job[2])
 
 
 def extract_videos(
@@ -563,14 +558,13 @@ def extract_videos(
     """:func:`extract_video` of each path (segment: ``spans``) in order, or the problem of a
     file that cannot be read; ``workers`` > 1 (CPU only) spawns processes of one thread each."""
     spans = list(spans) if spans is not None else [None] * len(paths)
+    jobs = [(path, device, experts, span) for path, span in zip(paths, spans, strict=True)]
     if workers <= 1 or len(paths) < 2 or torch.device(device).type != "cpu":
-        for path, span in zip(paths, spans, strict=True):
-            yield _extract_or_problem(path, device, experts, span)
+        yield from map(_extract_or_problem, jobs)
         return
     context = multiprocessing.get_context("spawn")
-    jobs = [(path, experts, span) for path, span in zip(paths, spans, strict=True)]
     with context.Pool(min(workers, len(paths)), initializer=_one_thread) as pool:
-        yield from pool.imap(_extract_job, jobs, chunksize=4)
+        yield from pool.imap(_extract_or_problem, jobs, chunksize=4)
 
 
 APPEARANCE_NAMES: tuple[str, ...] = (

@@ -129,10 +129,7 @@ def extract_dataset_features(
     done: list[Video] = []
     problems: list[str] = []
     paths = [str(root / video.media.name) for video in todo]
-    spans = [
-        (video.start, video.end) if video.start is not None or video.end is not None else None
-        for video in todo
-    ]
+    spans = [(video.start, video.end) for video in todo]  # (None, None): the whole file
     results = video_features.extract_videos(
         paths, device=target_device, experts=experts, workers=workers, spans=spans
     )

@@ -207,7 +207,7 @@ def _probe(path: Path) -> Probe:
         if duration > 0 and last < duration - max(TAIL_SECONDS / 2, 3 / max(fps, 1.0)):
             raise ProbeError(f"truncated: frames decode up to {last:.2f} s of its {duration:.2f} s")
         codec = stream.codec_context
-        probed = Probe(
+        return Probe(
             container=container_name(path, container.format.name, layout),
             video_codec=codec.codec.canonical_name,
             pix_fmt=codec.pix_fmt or first.format.name,
@@ -223,7 +223,6 @@ def _probe(path: Path) -> Probe:
             moov_first=layout[1] if layout is not None else None,
             fingerprint=fingerprint(path),
         )
-    return probed
 
 
 def _duration(container, stream) -> float:

@@ -32,11 +32,6 @@ def default_nlist(n: int) -> int:
     return max(1, min(round(4 * math.sqrt(n)), n // 39))
 
 
-def default_nprobe(nlist: int) -> int:
-    """IVF lists visited per query: a 32nd of them, erring towards recall."""
-    return math.ceil(nlist / 32)
-
-
 @contextmanager
 def omp_threads(threads: int | None) -> Iterator[None]:
     """Run the block with faiss using ``threads`` OpenMP threads, then restore the setting."""
@@ -115,7 +110,8 @@ def build_index(
             index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
             index.cp.seed = seed
             index.cp.spherical = normalize
-            index.nprobe = default_nprobe(nlist) if nprobe is None else min(nprobe, nlist)
+            # By default a 32nd of the lists, erring towards recall.
+            index.nprobe = math.ceil(nlist / 32) if nprobe is None else min(nprobe, nlist)
             if index.nprobe < 1:
                 raise ValueError(f"nprobe must be at least 1, got {nprobe}")
             index.train(matrix)

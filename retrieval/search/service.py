@@ -96,17 +96,6 @@ def exact_index(
     return index
 
 
-def check_index_settings(
-    n_videos: int, nlist: int | None, nprobe: int | None, ef_search: int | None
-) -> None:
-    """Refuse index settings the collection cannot honour, before any index is built."""
-    if nlist is not None and not 1 <= nlist <= n_videos:
-        raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
-    for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
-        if value is not None and value < 1:
-            raise PredictError(f"{name} must be at least 1, got {value}")
-
-
 def predict(
     model: RetrievalModel,
     *,
@@ -124,7 +113,12 @@ def predict(
         )
     embeddings = load_embeddings(model)
     collection = collection_for(model, embeddings, split)
-    check_index_settings(len(collection.video_pks), nlist, nprobe, ef_search)
+    n_videos = len(collection.video_pks)  # settings it cannot honour are refused before building
+    if nlist is not None and not 1 <= nlist <= n_videos:
+        raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
+    for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
+        if value is not None and value < 1:
+            raise PredictError(f"{name} must be at least 1, got {value}")
     started = time.perf_counter()
     if index_kind == "exact":
         index = exact_index(model, collection, split)
