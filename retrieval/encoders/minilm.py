@@ -19,6 +19,9 @@ class MiniLMEncoder(Encoder):
     name = "minilm"
     uses_captions = True
 
+    def __init__(self) -> None:
+        pass
+
     @property
     def dim(self) -> int:
         return MINILM_DIM
