@@ -1,9 +1,5 @@
-"""The interface every built-in retrieval model (encoder) follows, and its plain inputs.
-
-An encoder maps captions and videos into one space where the dot product ranks videos
-for a caption (JPoSE §3.1: f and g into a shared space). Encoders are pure: numpy or
-torch in, L2-normalised float32 numpy out; nothing here touches the database.
-"""
+"""The interface of built-in retrieval models (encoders): captions and videos into one space
+where the dot product ranks videos (JPoSE §3.1), L2-normalised float32 out, no database."""
 
 from __future__ import annotations
 
@@ -33,11 +29,8 @@ EPOCHS = (1, 10_000)
 
 
 def device_problem(device: str, *, gpu_elsewhere: bool = False) -> str | None:
-    """Why work cannot run on ``device`` (one of :data:`DEVICES`), or None when it can.
-
-    ``cuda`` needs a CUDA device torch can use in this process, unless ``gpu_elsewhere``: the
-    work goes to a GPU machine's worker, which is where the device has to be.
-    """
+    """Why work cannot run on ``device`` (one of :data:`DEVICES`), or None when it can;
+    ``gpu_elsewhere``: the work goes to a GPU machine's worker, so CUDA is not needed here."""
     if device not in DEVICES:
         return f"unknown device {device!r} (choose one of {', '.join(DEVICES)})"
     if device == "cuda" and not gpu_elsewhere and not torch.cuda.is_available():
@@ -67,12 +60,8 @@ def stable_seed(*parts: object) -> int:
 
 @dataclass(frozen=True)
 class VideoInputs:
-    """What an encoder may use of each video: its key, its features, its known captions.
-
-    ``features`` (n x f float32) feed visual models; ``captions`` (one list of texts per
-    video) feed text-only models, which describe a video by its captions. At query time
-    these must be the video's non-query (training) captions.
-    """
+    """What an encoder may use of each video: its key, features (n x f float32), known
+    captions (at query time its non-query captions only) and experts."""
 
     keys: Sequence[str]
     features: np.ndarray | None = None
@@ -82,12 +71,13 @@ class VideoInputs:
 
     def __post_init__(self) -> None:
         n = len(self.keys)
-        if self.features is not None and len(self.features) != n:
-            raise ValueError(f"{len(self.features)} feature rows for {n} videos")
-        if self.experts is not None and len(self.experts) != n:
-            raise ValueError(f"{len(self.experts)} expert sets for {n} videos")
-        if self.captions is not None and len(self.captions) != n:
-            raise ValueError(f"{len(self.captions)} caption lists for {n} videos")
+        for value, what in (
+            (self.features, "feature rows"),
+            (self.experts, "expert sets"),
+            (self.captions, "caption lists"),
+        ):
+            if value is not None and len(value) != n:
+                raise ValueError(f"{len(value)} {what} for {n} videos")
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -101,13 +91,9 @@ def thresholded(similarity: np.ndarray, threshold: float) -> np.ndarray:
 
 @dataclass
 class TrainingData:
-    """A training split: video features, captions and which video each caption describes.
-
-    ``positives`` says which caption-video pairs are relevant: None for instance relevance
-    (only a caption's own video, as in IVR) or a bool caption x video matrix (for semantic
-    training, positives = S >= T, Wray et al., CVPR 2021, §4.3). A caption's own video is
-    always a positive.
-    """
+    """A training split: video features, captions and which video each caption describes;
+    ``positives``: None (instance relevance) or bool captions x videos, S >= T (Wray et al.,
+    CVPR 2021, §4.3). A caption's own video is always a positive."""
 
     video_features: np.ndarray
     captions: Sequence[str]
@@ -131,10 +117,8 @@ class TrainingData:
             )
         if len(self.captions) and (self.caption_video.min() < 0 or self.caption_video.max() >= n_v):
             raise ValueError("caption_video holds an index outside the videos")
-        if isinstance(self.positives, np.ndarray) and self.positives.shape != (
-            len(self.captions),
-            n_v,
-        ):
+        shape = (len(self.captions), n_v)
+        if isinstance(self.positives, np.ndarray) and self.positives.shape != shape:
             raise ValueError(f"positives must be captions x videos, got {self.positives.shape}")
 
     @property
@@ -152,13 +136,8 @@ class TrainingData:
 
 class Encoder(ABC):
     """A retrieval model: captions and videos -> L2-normalised vectors of size ``dim``.
-
-    Subclasses set ``name`` and implement ``_encode_captions`` and ``_encode_videos`` (the
-    public methods resolve the device and call them); ``trainable`` ones implement ``_fit``
-    and keep their learned tensors in :meth:`state`. ``uses_features`` / ``uses_captions``
-    / ``uses_experts`` say which fields of :class:`VideoInputs` :meth:`encode_videos` reads
-    (and, for ``uses_experts``, that :meth:`fit` needs ``TrainingData.video_experts``).
-    """
+    Subclasses implement ``_encode_captions``, ``_encode_videos`` (and ``_fit`` if trainable);
+    ``uses_*`` say which fields of :class:`VideoInputs` (and TrainingData) they read."""
 
     name: ClassVar[str]
     trainable: ClassVar[bool] = False
@@ -212,8 +191,6 @@ class Encoder(ABC):
             raise TypeError(f"the {self.name} encoder is not trainable")
         return self._fit(data, epochs, seed, resolve_device(device), progress, on_epoch)
 
-    # What each encoder implements: the public methods above, with the device resolved.
-
     @abstractmethod
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
@@ -249,14 +226,8 @@ class Encoder(ABC):
 
     def save(self, path: str | Path) -> None:
         """Write config and state as one torch file that :meth:`load` reads back."""
-        payload = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "name": self.name,
-            "config": self.config(),
-            "state": self.state(),
-        }
-        torch.save(payload, str(path))
+        payload = {"format": FORMAT, "version": FORMAT_VERSION, "name": self.name}
+        torch.save(payload | {"config": self.config(), "state": self.state()}, str(path))
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> Encoder:

@@ -1,38 +1,11 @@
 """Deterministic hand-made video features: colour, shape and motion statistics in torch.
 
-The extractor stands in for the pre-extracted appearance and motion features of JPoSE
-(Wray et al., ICCV 2019, §4.1.1: TSN on EPIC) and MME (Wray et al., CVPR 2021, §5): it turns
-any short clip into one fixed-length float32 vector, with no learned weights, so the same
-file always gives the same vector.
-
-A clip is sampled to ``N_FRAMES`` = 16 frames of ``SIZE`` x ``SIZE`` = 128 x 128 RGB.
-Vivid pixels (high saturation and value) are spread softly over ``HUE_BINS`` = 12 hue
-bins, analysed at ``BIN_SIZE`` = 64. Each bin's mask gives ``PER_BIN`` = 19 statistics
-(``BIN_FEATURES``, zero for an absent colour):
-
-- presence and growth: mean, start and end area, log area ratio (grow / shrink);
-- trajectory: centroid displacement dx, dy (left / right / up / down) and the path in
-  excess of the displacement (bounce: vertical velocity that changes sign);
-- shape, from windowed central moments up to order 5: compactness, radial kurtosis,
-  eccentricity, 3-, 4- and 5-fold symmetry (triangle, square / cross, star; circles have
-  none), bounding-box fill;
-- spin: the net turn of the direction to darker same-hue detail (a spot or shading) and
-  of the complex-moment phases, the detail direction's jitter, and the mask change rate.
-
-Then the same 19 averaged over bins by area (a colour-blind summary), a colour histogram
-(12 hues x vivid / dim / muted + 4 grey levels = 40), background texture on the temporal
-median frame with vivid regions masked out (14: gradient energy, strong / weak edge
-fractions, orientation coherence and direction, Laplacian energy, luma spread, mean
-colour, flicker; stripes, grass and plain differ here), and global motion energy (2).
-``FEATURE_DIM`` = 13 x 19 + 40 + 14 + 2 = 303, named in order by :data:`FEATURE_NAMES`.
-
-:func:`extract_experts` keeps time and regions apart instead, for models that attend over
-them (Zhu, Bresson & Lim's appearance, action and object experts): per frame the histogram,
-texture and vivid-pixel layout (:data:`APPEARANCE_NAMES`), per step between frames the luma
-change and each hue bin's area change and displacement (:data:`ACTION_NAMES`), and per
-region, a connected component of one hue bin in one frame (``scipy.ndimage.label``), its
-time, colour, place, size and shape moments (:data:`OBJECT_NAMES`). Pixels only: nothing
-comes from a demo scene's ground truth.
+They stand in for the pre-extracted TSN features of JPoSE (Wray et al., ICCV 2019, §4.1.1)
+and MME (Wray et al., CVPR 2021, §5): a clip of ``N_FRAMES`` x ``SIZE`` x ``SIZE`` RGB gives one
+float32 vector of :data:`FEATURE_NAMES` (per hue bin presence, trajectory, shape moments and
+spin; their area-weighted pool; a colour histogram; background texture; global motion), with
+no learned weights. :func:`extract_experts` keeps time and regions apart instead (Zhu, Bresson
+& Lim's appearance, action and object experts), from pixels only.
 """
 
 from __future__ import annotations
@@ -62,55 +35,30 @@ PRESENT_AREA = 0.003
 EDGE_FRAMES = 3
 """Frames averaged for the "start" and "end" of a clip."""
 
-BIN_FEATURES: tuple[str, ...] = (
-    "area",
-    "area_start",
-    "area_end",
-    "log_growth",
-    "dx",
-    "dy",
-    "excess_path_y",
-    "excess_path_x",
-    "compactness",
-    "radial_kurtosis",
-    "eccentricity",
-    "symmetry3",
-    "symmetry4",
-    "symmetry5",
-    "bbox_fill",
-    "detail_turn",
-    "detail_jitter",
-    "moment_turn",
-    "mask_change",
+BIN_FEATURES: tuple[str, ...] = tuple(
+    "area area_start area_end log_growth dx dy excess_path_y excess_path_x compactness "
+    "radial_kurtosis eccentricity symmetry3 symmetry4 symmetry5 bbox_fill detail_turn "
+    "detail_jitter moment_turn mask_change".split()
 )
 PER_BIN = len(BIN_FEATURES)
 HIST_CLASSES: tuple[str, ...] = ("vivid", "dim", "muted")
 GREY_LEVELS = 4
 HIST_FEATURES = HUE_BINS * len(HIST_CLASSES) + GREY_LEVELS
-TEXTURE_NAMES: tuple[str, ...] = (
-    "grad_mean",
-    "grad_strong",
-    "grad_weak",
-    "grad_coherence",
-    "grad_cos2",
-    "grad_sin2",
-    "laplacian",
-    "luma_std",
-    "bg_hue_cos",
-    "bg_hue_sin",
-    "bg_saturation",
-    "bg_value",
-    "bg_flicker",
-    "bg_fraction",
+TEXTURE_NAMES: tuple[str, ...] = tuple(
+    "grad_mean grad_strong grad_weak grad_coherence grad_cos2 grad_sin2 laplacian luma_std "
+    "bg_hue_cos bg_hue_sin bg_saturation bg_value bg_flicker bg_fraction".split()
 )
 TEXTURE_FEATURES = len(TEXTURE_NAMES)
 MOTION_NAMES: tuple[str, ...] = ("luma_change", "changed_fraction")
 MOTION_FEATURES = len(MOTION_NAMES)
+HIST_NAMES: tuple[str, ...] = (
+    *(f"hist_{cls}_{b:02d}" for cls in HIST_CLASSES for b in range(HUE_BINS)),
+    *(f"hist_grey_{g}" for g in range(GREY_LEVELS)),
+)
 FEATURE_NAMES: tuple[str, ...] = (
     *(f"bin{b:02d}_{name}" for b in range(HUE_BINS) for name in BIN_FEATURES),
     *(f"pooled_{name}" for name in BIN_FEATURES),
-    *(f"hist_{cls}_{b:02d}" for cls in HIST_CLASSES for b in range(HUE_BINS)),
-    *(f"hist_grey_{g}" for g in range(GREY_LEVELS)),
+    *HIST_NAMES,
     *(f"tex_{name}" for name in TEXTURE_NAMES),
     *(f"motion_{name}" for name in MOTION_NAMES),
 )
@@ -134,12 +82,8 @@ Span = tuple[float | None, float | None]
 def decode_frames(
     path: str | Path, n: int = N_FRAMES, size: int = SIZE, span: Span | None = None
 ) -> np.ndarray:
-    """Decode ``n`` uniformly spaced frames of a video as uint8 RGB (n x size x size x 3).
-
-    Frames are scaled by FFmpeg's swscale (bit-exact for a given build); when the stream
-    does not state its frame count, every frame is decoded first. With ``span`` only that
-    segment is read (see :func:`decode_span`), so two segments of one recording differ.
-    """
+    """``n`` uniformly spaced frames of a video (of its segment ``span``: :func:`decode_span`)
+    as uint8 RGB n x size x size x 3, scaled by FFmpeg's swscale (bit-exact per build)."""
     if span is not None and (span[0] is not None or span[1] is not None):
         return decode_span(path, span, n, size)
     with av.open(str(path)) as container:
@@ -152,7 +96,7 @@ def decode_frames(
             decoded: dict[int, np.ndarray] = {}
             for i, frame in enumerate(container.decode(stream)):
                 if i in keep:
-                    decoded[i] = frame.to_ndarray(format="rgb24", width=size, height=size)
+                    decoded[i] = _rgb(frame, size)
                 if i >= wanted[-1]:
                     break
             if decoded:
@@ -160,10 +104,7 @@ def decode_frames(
                 frames = [decoded.get(int(i), last) for i in wanted]
         if not frames:
             container.seek(0)
-            everything = [
-                frame.to_ndarray(format="rgb24", width=size, height=size)
-                for frame in container.decode(stream)
-            ]
+            everything = [_rgb(frame, size) for frame in container.decode(stream)]
             if not everything:
                 raise ValueError(f"no video frames in {path}")
             frames = [everything[int(i)] for i in sample_indices(len(everything), n)]
@@ -199,7 +140,7 @@ def decode_span(path: str | Path, span: Span, n: int = N_FRAMES, size: int = SIZ
                 break
             if times is None:
                 if when >= start:
-                    kept.append(frame.to_ndarray(format="rgb24", width=size, height=size))
+                    kept.append(_rgb(frame, size))
                 continue
             while index < n and times[index] < when:
                 chosen[index] = _rgb(previous, size)
@@ -250,12 +191,8 @@ def _hsv(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def _hue_response(
     hue: torch.Tensor, weight: torch.Tensor, *, width: float = HUE_WIDTH
 ) -> torch.Tensor:
-    """``weight`` spread over ``HUE_BINS`` hue bins: [..., H, W] -> [..., K, H, W].
-
-    A pixel's membership in the bin centred at c is max(0, cos(hue - c) - cos(width))
-    rescaled to 1 at the centre: a smooth triangle-like kernel that reaches zero one bin
-    width away. One small matrix product yields weight x membership for all bins.
-    """
+    """``weight`` spread over ``HUE_BINS`` hue bins, [..., H, W] -> [..., K, H, W]: membership
+    max(0, cos(hue - c) - cos(width)), 1 at the centre c, in one small matrix product."""
     centres = torch.arange(HUE_BINS, device=hue.device, dtype=hue.dtype) * HUE_WIDTH
     scale = 1.0 / (1.0 - math.cos(width))
     basis = torch.stack(
@@ -294,20 +231,11 @@ def _centred_powers(coords: torch.Tensor, centre: torch.Tensor, order: int) -> t
 
 def _complex_moment(mu: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Real and imaginary parts of sum M (x + iy)^n from central moments mu[..., y-power, x-power]."""
-    real = torch.zeros_like(mu[..., 0, 0])
-    imag = torch.zeros_like(real)
+    parts = [torch.zeros_like(mu[..., 0, 0])] * 2
     for a in range(n + 1):
-        term = math.comb(n, a) * mu[..., n - a, a]
-        k = (n - a) % 4  # power of i
-        if k == 0:
-            real = real + term
-        elif k == 1:
-            imag = imag + term
-        elif k == 2:
-            real = real - term
-        else:
-            imag = imag - term
-    return real, imag
+        k = (n - a) % 4  # the power of i: 1, i, -1, -i
+        parts[k % 2] = parts[k % 2] + (1 - 2 * (k // 2)) * math.comb(n, a) * mu[..., n - a, a]
+    return parts[0], parts[1]
 
 
 def _window(coords: torch.Tensor, centre: torch.Tensor, half: torch.Tensor) -> torch.Tensor:
@@ -319,10 +247,8 @@ def _window(coords: torch.Tensor, centre: torch.Tensor, half: torch.Tensor) -> t
 def _moments(
     flat: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, cx, cy, wx, wy, order: int
 ) -> torch.Tensor:
-    """Windowed central moments E[y^b x^a] (a, b <= order) of masks [N, H, W] -> [N, o+1, o+1].
-
-    The window is separable (wx [N, W], wy [N, H]), so two batched matrix products do it.
-    """
+    """Windowed central moments E[y^b x^a] (a, b <= order) of masks [N, H, W] -> [N, o+1, o+1],
+    in two batched matrix products (the window wx [N, W], wy [N, H] is separable)."""
     px = _centred_powers(xs, cx, order) * wx.unsqueeze(-1)  # [N, W, o+1]
     py = _centred_powers(ys, cy, order) * wy.unsqueeze(-1)  # [N, H, o+1]
     raw = torch.bmm(py.transpose(1, 2), torch.bmm(flat, px))
@@ -330,12 +256,8 @@ def _moments(
 
 
 def _bin_features(vivid: torch.Tensor, detail_pixels: torch.Tensor) -> torch.Tensor:
-    """Per-bin shape and motion statistics of soft masks [B, T, K, H, W] -> [B, K, PER_BIN].
-
-    Each bin's centroid and spread are refined inside a box of 2.5 standard deviations, and
-    its shape moments (up to order 5) taken there, so stray pixels far away cannot dominate
-    the high orders; moments are batched matrix products with centred coordinate powers.
-    """
+    """Per-bin shape and motion statistics of soft masks [B, T, K, H, W] -> [B, K, PER_BIN],
+    moments taken in a box of 2.5 standard deviations so that stray pixels cannot dominate."""
     b, t, k, h, w = vivid.shape
     dev, dt = vivid.device, vivid.dtype
     n = b * t * k
@@ -492,7 +414,7 @@ def _histogram(hue: torch.Tensor, saturation: torch.Tensor, value: torch.Tensor)
 
 def _texture(x: torch.Tensor, vivid_any: torch.Tensor, hue, saturation, value) -> torch.Tensor:
     """Background statistics on the per-pixel temporal median, vivid regions masked out."""
-    luma = 0.299 * x[:, :, 0] + 0.587 * x[:, :, 1] + 0.114 * x[:, :, 2]  # [B, T, H, W]
+    luma = _luma(x)  # [B, T, H, W]
     median = luma.median(dim=1).values
     background = 1 - F.max_pool2d(vivid_any.amax(1, keepdim=True), 5, 1, 2).squeeze(1)
     weight = background[:, 1:-1, 1:-1]
@@ -544,8 +466,7 @@ def _texture(x: torch.Tensor, vivid_any: torch.Tensor, hue, saturation, value) -
 
 def _motion(x: torch.Tensor) -> torch.Tensor:
     """Global motion energy: mean absolute luma change between sampled frames."""
-    luma = 0.299 * x[:, :, 0] + 0.587 * x[:, :, 1] + 0.114 * x[:, :, 2]
-    diff = luma.diff(dim=1).abs()
+    diff = _luma(x).diff(dim=1).abs()
     return torch.stack(
         [diff.mean(dim=(1, 2, 3)) * 10, (diff > 0.1).to(x.dtype).mean(dim=(1, 2, 3))], 1
     )
@@ -553,11 +474,8 @@ def _motion(x: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def extract_frames_features(frames: torch.Tensor) -> torch.Tensor:
-    """Features [B, FEATURE_DIM] (float32) of clips [B, T, H, W, 3] on ``frames.device``.
-
-    Frames are uint8 RGB or floats in [0, 1]; any T, H and W are resampled to
-    ``N_FRAMES`` x ``SIZE`` x ``SIZE`` first.
-    """
+    """Features [B, FEATURE_DIM] (float32) of clips [B, T, H, W, 3] (uint8 RGB or floats in
+    [0, 1], resampled to ``N_FRAMES`` x ``SIZE`` x ``SIZE``) on ``frames.device``."""
     x = prepare_frames(frames)
     hue, saturation, value = _hsv(x)  # [B, T, H, W]
     chroma_gate = _gate(saturation, VIVID_SATURATION)
@@ -574,14 +492,8 @@ def extract_frames_features(frames: torch.Tensor) -> torch.Tensor:
     darker = s_chroma * _gate(s_val, 0.2) * (1 - _gate(s_val, VIVID_VALUE - 0.1))
     detail = _hue_response(s_hue, darker)
     bins = _bin_features(vivid, detail)
-    feats = [
-        bins.flatten(1),
-        _pooled(bins),
-        _histogram(s_hue, s_sat, s_val),
-        texture,
-        _motion(x),
-    ]
-    return torch.cat(feats, dim=1).float()
+    parts = [bins.flatten(1), _pooled(bins), _histogram(s_hue, s_sat, s_val), texture, _motion(x)]
+    return torch.cat(parts, dim=1).float()
 
 
 def extract_clips_features(
@@ -622,9 +534,8 @@ Extracted = tuple[np.ndarray | None, "ExpertSequences | None", str | None]
 """A clip's vector and experts, or (None, None, why it could not be read)."""
 
 
-def _extract_or_problem(
-    path: str, device: str | torch.device, experts: bool, span: Span | None = None
-) -> Extracted:
+def _extract_or_problem(job: tuple[str, str | torch.device, bool, Span | None]) -> Extracted:
+    path, device, experts, span = job
     try:
         vector, sequences = extract_video(path, device=device, experts=experts, span=span)
     except Exception as exc:  # PyAV raises many error types for broken files
@@ -636,10 +547,6 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def _extract_job(job: tuple[str, bool, Span | None]) -> Extracted:
-    return _extract_or_problem(job[0], "cpu", job[1], job[2])
-
-
 def extract_videos(
     paths: Sequence[str],
     *,
@@ -648,33 +555,22 @@ def extract_videos(
     workers: int = 1,
     spans: Sequence[Span | None] | None = None,
 ) -> Iterator[Extracted]:
-    """:func:`extract_video` of each path (of its segment, where ``spans`` gives one), in
-    order, as each is done; a file that cannot be read yields its problem instead.
-    ``workers`` > 1 (CPU only) spreads the clips over that many spawned processes of one
-    torch thread each; the vectors are the same."""
+    """:func:`extract_video` of each path (segment: ``spans``) in order, or the problem of a
+    file that cannot be read; ``workers`` > 1 (CPU only) spawns processes of one thread each."""
     spans = list(spans) if spans is not None else [None] * len(paths)
+    jobs = [(path, device, experts, span) for path, span in zip(paths, spans, strict=True)]
     if workers <= 1 or len(paths) < 2 or torch.device(device).type != "cpu":
-        for path, span in zip(paths, spans, strict=True):
-            yield _extract_or_problem(path, device, experts, span)
+        yield from map(_extract_or_problem, jobs)
         return
     context = multiprocessing.get_context("spawn")
-    jobs = [(path, experts, span) for path, span in zip(paths, spans, strict=True)]
     with context.Pool(min(workers, len(paths)), initializer=_one_thread) as pool:
-        yield from pool.imap(_extract_job, jobs, chunksize=4)
+        yield from pool.imap(_extract_or_problem, jobs, chunksize=4)
 
-
-# Feature experts: three sequences per clip, for models that attend over time and regions
-# (Zhu, Bresson & Lim's correlation transformer reads appearance, action and object experts).
 
 APPEARANCE_NAMES: tuple[str, ...] = (
-    *(f"hist_{cls}_{b:02d}" for cls in HIST_CLASSES for b in range(HUE_BINS)),
-    *(f"hist_grey_{g}" for g in range(GREY_LEVELS)),
+    *HIST_NAMES,
     *(f"tex_{name}" for name in TEXTURE_NAMES),
-    "vivid_area",
-    "vivid_x",
-    "vivid_y",
-    "vivid_spread",
-    "vivid_eccentricity",
+    *"vivid_area vivid_x vivid_y vivid_spread vivid_eccentricity".split(),
 )
 """Per frame: the colour histogram and background texture of the clip vector, taken on that
 frame alone, and the position, spread and elongation of all its vivid pixels."""
@@ -684,32 +580,16 @@ ACTION_NAMES: tuple[str, ...] = (
 )
 """Per step between consecutive frames: global luma change, and per hue bin the change of
 vivid area and the centroid's displacement (zero where the colour is absent)."""
-OBJECT_NAMES: tuple[str, ...] = (
-    "time",
-    "hue_cos",
-    "hue_sin",
-    "saturation",
-    "value",
-    "area",
-    "x",
-    "y",
-    "width",
-    "height",
-    "bbox_fill",
-    "compactness",
-    "eccentricity",
-    "symmetry3",
-    "symmetry4",
-    "symmetry5",
+OBJECT_NAMES: tuple[str, ...] = tuple(
+    "time hue_cos hue_sin saturation value area x y width height bbox_fill compactness "
+    "eccentricity symmetry3 symmetry4 symmetry5".split()
 )
 """Per region (a connected component of one hue bin's vivid pixels in one frame): when, what
 colour, where, how big, and its shape moments (as in the clip vector, on a hard mask)."""
 EXPERTS: tuple[str, ...] = ("appearance", "action", "objects")
-EXPERT_DIMS: dict[str, int] = {
-    "appearance": len(APPEARANCE_NAMES),
-    "action": len(ACTION_NAMES),
-    "objects": len(OBJECT_NAMES),
-}
+EXPERT_DIMS: dict[str, int] = dict(
+    zip(EXPERTS, map(len, (APPEARANCE_NAMES, ACTION_NAMES, OBJECT_NAMES)), strict=True)
+)
 MIN_REGION_PIXELS = 6
 """Smallest connected component kept as an object, at ``BIN_SIZE`` (0.15% of the frame)."""
 MAX_REGIONS = 64
@@ -729,8 +609,7 @@ class ExpertSequences:
         return {name: getattr(self, name) for name in EXPERTS}
 
     def pooled(self) -> np.ndarray:
-        """Each expert averaged over its steps, concatenated: one vector per clip, for the
-        encoders that read a single feature vector (mme, jpose)."""
+        """Each expert averaged over its steps, concatenated: one vector per clip (mme, jpose)."""
         return np.concatenate([array.mean(0) for array in self.arrays().values()])
 
 
@@ -811,11 +690,8 @@ def _regions(vivid: np.ndarray, hue: np.ndarray, saturation, value) -> np.ndarra
 
 @torch.no_grad()
 def extract_experts(frames: np.ndarray) -> ExpertSequences:
-    """The three experts of one clip of uint8 RGB frames (T x H x W x 3), from pixels only.
-
-    Frames are resampled to ``N_FRAMES`` x ``SIZE`` x ``SIZE`` as for the clip vector;
-    regions and per-bin motion are analysed at ``BIN_SIZE``.
-    """
+    """The three experts of one clip of uint8 RGB frames (T x H x W x 3), from pixels only
+    (resampled as for the clip vector; regions and per-bin motion at ``BIN_SIZE``)."""
     x = prepare_frames(torch.from_numpy(np.asarray(frames))[None])[0]  # [T, 3, S, S]
     hue, saturation, value = _hsv(x)
     vivid_gate = _gate(saturation, VIVID_SATURATION) * _gate(value, VIVID_VALUE)
@@ -830,8 +706,7 @@ def extract_experts(frames: np.ndarray) -> ExpertSequences:
     layout = _vivid_layout(s_vivid.numpy().astype(np.float64))
     appearance = np.concatenate([histogram.numpy(), texture.numpy(), layout], axis=1)
 
-    luma = _luma(x)
-    step = luma.diff(dim=0).abs()
+    step = _luma(x).diff(dim=0).abs()
     global_motion = torch.stack([step.mean((1, 2)) * 10, (step > 0.1).float().mean((1, 2))], 1)
     mass = vivid.sum((-2, -1))  # [T, K]
     coords = (torch.arange(BIN_SIZE, dtype=vivid.dtype) + 0.5) / BIN_SIZE

@@ -1,21 +1,8 @@
-"""JPoSE: Joint Part-of-Speech Embedding (Wray et al., ICCV 2019).
-
-One MMEN per part of speech (verb, noun) embeds the video features and that PoS's bag of
-lemma vectors (§3.2); the PoS embeddings are concatenated (e_v, e_t, Eq. 6) and a single
-linear layer shared by both modalities, initialised with PCA, maps them to the final
-256-d space (§3.3, §4.1.1). All are trained jointly with Eq. 7,
-L = L̂ + Σ_k α_k L^k, α_k = 1, each term Eq. 5 with λ_vt = λ_tv = 1, λ_vv = λ_tt = 0.1
-(§4.1.1): PoS-aware relevance for L^k (``losses.BagRelevance``), the task's relevance
-for L̂. ``encode_*`` return embeddings of the final (joint) space.
-
-With semantic training (Wray et al., CVPR 2021, §4.3, ``TrainingData.positives`` = S >= T from a
-proxy) the proxy's positives are the task's relevance: they drive L̂ in the joint space
-through ``losses.batch_relevance``, as in MME; the verb and noun losses L^k keep their
-bag relevance, which is already PoS-semantic and which a PoS-agnostic S does not refine.
-
-As in MME: Adam lr 1e-3, batch 128, margin 0.2, every in-batch triplet (§4.1.1 samples
-random triplets; hardest-negative mining converged several times slower here), dropout
-0.1, 10 epochs (the best of 10-60 on the default demo world; later epochs overfit).
+"""JPoSE: Joint Part-of-Speech Embedding (Wray et al., ICCV 2019): one MMEN per part of speech
+(§3.2), concatenated (Eq. 6) into a PCA-initialised joint layer (§3.3, §4.1.1), trained with
+Eq. 7 (L^k on bag relevance, L̂ on the task's, semantic with Wray et al., CVPR 2021, §4.3).
+As MME but dropout 0.1 and 10 epochs (the best of 10-60 on the demo world; hardest-negative
+mining converged several times slower than every in-batch triplet).
 """
 
 from __future__ import annotations
@@ -79,8 +66,7 @@ class JPoSENet(nn.Module):
 
     @torch.no_grad()
     def init_joint_pca(self, videos: torch.Tensor, texts: dict[str, torch.Tensor]) -> None:
-        """Initialise the joint layer with the principal axes of the concatenated PoS
-        embeddings of the training videos and captions (§4.1.1)."""
+        """Initialise the joint layer with the principal axes of the PoS embeddings (§4.1.1)."""
         v = torch.cat([p for p in self.pos_videos(videos).values()], -1)
         t = torch.cat([p for p in self.pos_texts(texts).values()], -1)
         x = torch.cat([v, t]).double()
@@ -97,11 +83,8 @@ class JPoSENet(nn.Module):
 
 
 class JPoSEEncoder(TrainedEncoder):
-    """JPoSE(Verb, Noun) over hand-made video features and MiniLM lemma vectors.
-
-    Beyond MME's settings: the PoS ``groups`` and each group's loss weight ``alpha``
-    (α_k of Eq. 7, 1 unless given).
-    """
+    """JPoSE(Verb, Noun) over hand-made video features and MiniLM lemma vectors; beyond MME's
+    settings the PoS ``groups`` and their loss weights ``alpha`` (α_k of Eq. 7, default 1)."""
 
     name = "jpose"
     DROPOUT = 0.1

@@ -1,15 +1,10 @@
-"""Triplet (max-margin ranking) losses of a multi-modal embedding and their relevance sets.
-
-Wray et al., ICCV 2019 (JPoSE), §3.1, train each Multi-Modal Embedding Network (MMEN) with
-two cross-modal and two within-modal triplet losses (Eq. 1-4) weighted by λ (Eq. 5); Wray
-et al., CVPR 2021, §4.3, pick the triplets' positives as the pairs whose semantic similarity
-reaches a threshold. Triplets are formed inside a batch: every positive pair against every
-in-batch negative.
-"""
+"""In-batch triplet losses of a multi-modal embedding (Wray et al., ICCV 2019 (JPoSE), §3.1,
+Eq. 1-5) and their relevance sets (positives S >= T: Wray et al., CVPR 2021, §4.3)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -32,11 +27,8 @@ class LossWeights:
 
 @dataclass(frozen=True)
 class BatchRelevance:
-    """Which in-batch pairs are relevant: captions x videos, captions x captions, videos x videos.
-
-    ``text_valid`` marks captions that take part at all (a caption with an empty PoS bag
-    says nothing in that PoS space and is left out of its losses).
-    """
+    """Relevant in-batch pairs (captions x videos, captions x captions, videos x videos);
+    ``text_valid``: captions that take part (not those with an empty PoS bag)."""
 
     tv: torch.Tensor
     tt: torch.Tensor
@@ -55,15 +47,9 @@ def triplet_loss(
     item_valid: torch.Tensor | None = None,
     same_set: bool = False,
 ) -> torch.Tensor:
-    """Mean hinge max(0, γ - s(a, p) + s(a, n)) over in-batch triplets (JPoSE Eq. 1-4).
-
-    ``positive`` is bool [anchors, items]; every other valid item is a negative. With
-    ``mining="all"`` every in-batch triplet counts (JPoSE §4.1.1 samples random triplets);
-    with ``"hard"`` each (anchor, positive) pair meets only its hardest negative (VSE++).
-    ``"all"`` builds an anchors x items x items tensor: keep batches to a few hundred.
-    ``same_set`` drops the diagonal (within-modal).
-    Embeddings are unit vectors, so s is the cosine and d = 2 - 2s (Eq. 1 up to scale).
-    """
+    """Mean hinge max(0, γ - s(a, p) + s(a, n)) over in-batch triplets (JPoSE Eq. 1-4), s the
+    cosine; ``positive`` bool [anchors, items]. ``mining`` "all" (every triplet: an a x i x i
+    tensor) or "hard" (hardest negative, VSE++); ``same_set`` drops the diagonal."""
     sim = anchors.float() @ items.float().T
     positive = positive.bool()
     negative = ~positive
@@ -101,37 +87,22 @@ def mmen_loss(
 ) -> torch.Tensor:
     """Eq. 5: λ_vt L_vt + λ_tv L_tv + λ_vv L_vv + λ_tt L_tt on one batch."""
     valid = relevance.text_valid
-    common = {"margin": margin, "mining": mining}
-    loss = weights.vt * triplet_loss(videos, texts, relevance.tv.T, item_valid=valid, **common)
-    loss = loss + weights.tv * triplet_loss(
-        texts, videos, relevance.tv, anchor_valid=valid, **common
-    )
+    triplets = partial(triplet_loss, margin=margin, mining=mining)
+    loss = weights.vt * triplets(videos, texts, relevance.tv.T, item_valid=valid)
+    loss = loss + weights.tv * triplets(texts, videos, relevance.tv, anchor_valid=valid)
     if weights.vv:
-        loss = loss + weights.vv * triplet_loss(
-            videos, videos, relevance.vv, same_set=True, **common
-        )
+        loss = loss + weights.vv * triplets(videos, videos, relevance.vv, same_set=True)
     if weights.tt:
-        loss = loss + weights.tt * triplet_loss(
-            texts,
-            texts,
-            relevance.tt,
-            anchor_valid=valid,
-            item_valid=valid,
-            same_set=True,
-            **common,
-        )
+        within = {"anchor_valid": valid, "item_valid": valid, "same_set": True}
+        loss = loss + weights.tt * triplets(texts, texts, relevance.tt, **within)
     return loss
 
 
 def batch_relevance(
     data: TrainingData, caption_idx: np.ndarray, video_idx: np.ndarray, device: torch.device
 ) -> BatchRelevance:
-    """PoS-agnostic relevance inside a batch, from ``data.positive_mask``.
-
-    Two captions are relevant when they describe the same video or each is relevant to the
-    other's video; two videos are relevant when a caption of each (in the batch) is
-    relevant to the other. With instance relevance only a caption's own video counts.
-    """
+    """PoS-agnostic relevance inside a batch from ``data.positive_mask``: captions of one
+    video or each relevant to the other's video; videos with captions relevant both ways."""
     tv = data.positive_mask(caption_idx, video_idx)
     origin = data.caption_video[caption_idx]
     column = np.searchsorted(video_idx, origin)
@@ -149,14 +120,9 @@ def batch_relevance(
 
 
 class BagRelevance:
-    """PoS-aware relevance (JPoSE §3.2) from the lemma bags of one part of speech.
-
-    EPIC defines it by verb or noun classes (§4.1); without classes we use the bags: a
-    caption is relevant to a video when its bag is contained in the union of the bags of
-    that video's captions, to a caption whose bag contains its own, and two videos are
-    relevant when their bag unions overlap with Jaccard >= ``video_jaccard``. Captions
-    with an empty bag take no part. The ``vocabulary`` most frequent lemmas are kept.
-    """
+    """PoS-aware relevance (JPoSE §3.2; EPIC's classes, §4.1, replaced by lemma bags): bag
+    contained in the video's bag union or in the other caption's bag; videos whose unions
+    overlap with Jaccard >= ``video_jaccard``. Keeps the ``vocabulary`` commonest lemmas."""
 
     def __init__(
         self,

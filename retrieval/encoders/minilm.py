@@ -1,10 +1,5 @@
-"""A text-only baseline: all-MiniLM-L6-v2 sentence embeddings for captions and videos.
-
-A video is described by the mean embedding of the captions known for it (at query time
-its training, non-query captions), re-normalised: retrieval becomes caption-to-caption
-similarity, like the Features (Word2Vec) row of JPoSE Table 3. A video without captions
-gets a zero vector, so it scores 0 against every query and is never meaningfully ranked.
-"""
+"""A text-only baseline (like JPoSE Table 3's Features row): all-MiniLM-L6-v2 for captions, and
+for a video the normalised mean of its known captions' (zero without any)."""
 
 from __future__ import annotations
 

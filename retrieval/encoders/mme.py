@@ -1,16 +1,7 @@
-"""MME: the Multi-Modal Embedding baseline (Wray et al., CVPR 2021, §5;
-Wray et al., ICCV 2019 (JPoSE), §3.1, MMEN(Caption)).
-
-Two two-layer perceptrons map video features (``features.py``) and MiniLM caption
-embeddings into one 256-d space, outputs L2-normalised, trained with the bidirectional
-cross-modal and within-modal triplet losses of JPoSE Eq. 5 on in-batch triplets.
-Positives are a caption's own video or, given a relevance provider, every pair with
-semantic similarity >= T (Wray et al., CVPR 2021, §4.3).
-
-Training: Adam, lr 1e-3 (JPoSE uses 1e-5 for 4000 iterations; our sets are tiny), batch
-128 captions, margin 0.2, every in-batch triplet, dropout 0.3, 20 epochs: on the default
-demo world (400 training videos, about 2,000 captions) more epochs or less dropout
-overfit, and this takes well under a minute on 2 CPU cores with features precomputed.
+"""MME, the Multi-Modal Embedding baseline (Wray et al., CVPR 2021, §5; JPoSE §3.1,
+MMEN(Caption)): two towers into one 256-d space, trained with JPoSE Eq. 5 on in-batch triplets.
+Adam lr 1e-3 (JPoSE: 1e-5 for 4000 iterations), batch 128, margin 0.2, dropout 0.3, 20 epochs:
+on the demo world more epochs or less dropout overfit, and this takes under a minute on 2 CPUs.
 """
 
 from __future__ import annotations

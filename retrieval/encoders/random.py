@@ -1,9 +1,5 @@
-"""The random baseline: a fixed random unit vector per item (JPoSE Table 2, Random Baseline).
-
-Each vector is drawn from a generator seeded by (seed, kind, key), so an item gets the
-same vector whatever else is encoded with it and in whatever order. Captions are keyed
-by their text, videos by their key.
-"""
+"""The random baseline (JPoSE Table 2): a unit vector per item from a generator seeded by
+(seed, kind, key), the same whatever else is encoded with it (captions keyed by their text)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Built-in encoders on a dataset: video features, training, embedding and the index.
-
-The pure encoders live in :mod:`retrieval.encoders`; this module feeds them from the
-database and stores what they produce as model artifacts. Embedding is resumable: each
-chunk of items is saved as it is finished, and a rerun skips the chunks already on disk.
-"""
+"""Built-in encoders on a dataset: video features, training, embedding and the index, fed
+from the database and stored as model artifacts (embedding resumes chunk by chunk)."""
 
 import os
 import shutil
@@ -63,19 +59,12 @@ class EncodingError(UserError):
 
 
 def check_device(device: str) -> str:
-    """``device`` if work can run on it in this process, else EncodingError (a machine
-    without CUDA asked for ``cuda``: a clear refusal, not torch's AssertionError)."""
+    """``device`` if work can run on it in this process, else EncodingError (not torch's
+    AssertionError on a machine without CUDA)."""
     problem = device_problem(device)
     if problem is not None:
         raise EncodingError(f"device: {problem}")
     return device
-
-
-def check_seed(seed: int) -> int:
-    """``seed`` if a training run accepts it, else EncodingError."""
-    if not SEEDS[0] <= seed <= SEEDS[1]:
-        raise EncodingError(f"seed: {seed} is not between {SEEDS[0]} and {SEEDS[1]}")
-    return seed
 
 
 def register_encoder(
@@ -118,17 +107,9 @@ def extract_dataset_features(
     progress: Progress | None = None,
     workers: int = 1,
 ) -> int:
-    """Compute and store features for the dataset's local videos that lack them.
-
-    A segment (a video with ``start``/``end`` in a longer file) is read on exactly its span
-    of the original, so two segments of one recording get their own features. With
-    ``experts`` the three expert sequences are stored too (``<key>.npz`` beside the
-    vector), and videos that have a vector but no experts are done again. ``workers`` > 1
-    extracts in that many processes of one torch thread each (see :func:`feature_workers`).
-    A file that cannot be read does not stop the others: their features are stored, then
-    an EncodingError lists the ones that failed. Files whose browser copy failed are left
-    out (their probe found them unreadable).
-    """
+    """Compute and store features (and with ``experts`` the ``<key>.npz`` experts) of the
+    dataset's local, readable videos that lack them, a segment on its span only; a file that
+    cannot be read is named in an EncodingError raised after the others are stored."""
     check_device(device)
     videos = (
         Video.objects.filter(dataset=dataset)
@@ -148,10 +129,7 @@ def extract_dataset_features(
     done: list[Video] = []
     problems: list[str] = []
     paths = [str(root / video.media.name) for video in todo]
-    spans = [
-        (video.start, video.end) if video.start is not None or video.end is not None else None
-        for video in todo
-    ]
+    spans = [(video.start, video.end) for video in todo]  # (None, None): the whole file
     results = video_features.extract_videos(
         paths, device=target_device, experts=experts, workers=workers, spans=spans
     )
@@ -176,11 +154,7 @@ def extract_dataset_features(
 
 def feature_workers(device: str = "auto") -> int:
     """Processes for feature extraction: one per core (at most two) on the CPU, else one.
-
-    Clips are small, so torch's own threads mostly wait on each other: on two cores shared
-    with other work, two threads made one clip 20 times slower than one thread
-    (bench/RESULTS.md, first start); a process per core with one thread each is never worse.
-    """
+    Two torch threads made one clip 20 times slower than one (bench/RESULTS.md, first start)."""
     if resolve_device(device).type != "cpu":
         return 1
     return max(1, min(2, os.cpu_count() or 1))
@@ -199,13 +173,8 @@ def _store(
 
 
 def link_feature_files(dataset: Dataset, directory: Path) -> int:
-    """Attach user-supplied features (copied under the media root): ``<video key>.npy``
-    vectors and/or ``<video key>.npz`` experts (:mod:`retrieval.formats.expert_features`).
-
-    A video with experts but no vector gets the experts' pooled vector
-    (:meth:`~retrieval.encoders.features.ExpertSequences.pooled`). Widths must agree
-    across videos; everything is checked before anything is written.
-    """
+    """Attach user-supplied ``<video key>.npy`` vectors and/or ``.npz`` experts (a video with
+    experts only gets their pooled vector); all widths are checked before anything is written."""
     directory = Path(directory).resolve()
     videos = list(Video.objects.filter(dataset=dataset).only("pk", "key", "dataset_id"))
     # A key such as "../x" must not reach outside the folder, through a symlink either.
@@ -312,8 +281,7 @@ class TrainingSplit:
 def training_split(
     dataset: Dataset, split: str = "train", *, experts: bool = False
 ) -> TrainingSplit:
-    """The split's videos (features, and feature experts with ``experts``) and all their
-    captions, both in pk order, with their pks."""
+    """The split's videos (features, and experts with ``experts``) and captions, in pk order."""
     videos = list(Video.objects.filter(dataset=dataset, split=split).order_by("pk"))
     if not videos:
         raise EncodingError(f"dataset {dataset.name!r} has no {split!r} videos to train on")
@@ -362,12 +330,8 @@ def semantic_positives(
     caption_ids: np.ndarray,
     threshold: float,
 ) -> np.ndarray:
-    """Bool [captions, videos]: S(video, caption) >= ``threshold`` (Wray et al., CVPR 2021,
-    §4.3).
-
-    Rows follow ``caption_ids`` and columns ``video_ids`` (the training data's order),
-    whatever the order of the proxy matrix; every caption and video must be covered.
-    """
+    """Bool [captions, videos] in the order of ``caption_ids`` x ``video_ids``: S(video,
+    caption) >= ``threshold`` (Wray et al., CVPR 2021, §4.3)."""
     video_rows = _index_of(relevance.video_ids, video_ids, "videos")
     caption_rows = _index_of(relevance.caption_ids, caption_ids, "captions")
     columns = relevance.items.caption_text[caption_rows]
@@ -422,21 +386,14 @@ def train(
     threshold: float | None = None,
     on_epoch: EpochCallback | None = None,
 ) -> list[float]:
-    """Train a trainable encoder on the dataset's train split and save its weights.
-
-    ``relevance`` picks the triplets' positives (Wray et al., CVPR 2021, §4.3):
-    ``"instance"`` counts only a caption's own video; a proxy (bow, pos, syn, met) counts
-    every caption-video pair of the train split with S >= ``threshold`` (default
-    :data:`DEFAULT_THRESHOLD`), and every other pair is a negative. A caption's own video is
-    always a positive. For JPoSE these positives drive the joint-space loss; its verb and
-    noun spaces keep their PoS relevance. Arguments are checked before anything is computed;
-    a bad one changes nothing.
-    """
+    """Train a trainable encoder on the dataset's train split and save its weights; arguments
+    are checked first. ``relevance`` picks the positives (Wray et al., CVPR 2021, §4.3): a
+    caption's own video, plus with a proxy every pair with S >= ``threshold``."""
     threshold = check_relevance(relevance, threshold)
     check_device(device)
-    check_seed(seed)
-    if epochs is not None and not EPOCHS[0] <= epochs <= EPOCHS[1]:
-        raise EncodingError(f"epochs: {epochs} is not between {EPOCHS[0]} and {EPOCHS[1]}")
+    for name, value, (low, high) in (("seed", seed, SEEDS), ("epochs", epochs, EPOCHS)):
+        if value is not None and not low <= value <= high:
+            raise EncodingError(f"{name}: {value} is not between {low} and {high}")
     encoder = get_encoder(model.encoder, **model.config)
     if not encoder.trainable:
         raise EncodingError(f"the {model.encoder} encoder has nothing to train")

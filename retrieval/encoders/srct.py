@@ -1,20 +1,8 @@
-"""SRCT: the semantic-role-aware correlation transformer (Zhu, Bresson & Lim, "Semantic Role
-Aware Correlation Transformer for Text to Video Retrieval", §3-§4): network blocks and the
-built-in encoder ``srct``.
-
-Text: role graphs (``retrieval/datasets/roles.py``) become node features (pooled contextual
-word vectors plus a role embedding) refined by role-typed attention restricted to graph
-edges (HGR, Chen et al., CVPR 2020, §3.2), pooled into sentence, action and entity levels.
-Video: appearance F_S, action F_T and object F_O sequences are correlated by the slides'
-§3 equations. Padded steps are masked with ``key_padding_mask`` (True = padding) and
-never change an output; empty levels (a caption with no verb) come out as zero vectors.
-Matching is the mean of the three level cosines; :func:`pack_levels` turns it into one
-inner product for faiss (rows have unit norm unless a level is empty: a caption without
-a verb has norm sqrt(2/3), and its action level adds nothing to any score).
-
-Training (:class:`SRCTEncoder`): MiniLM stays frozen and is run once per caption per fit;
-role graphs are parsed once per distinct caption per process. Adam, lr 5e-4, batch 128
-captions, margin 0.2, dropout 0.1 in the attention blocks, 10 epochs.
+"""SRCT, the semantic-role-aware correlation transformer (Zhu, Bresson & Lim, "Semantic Role
+Aware Correlation Transformer for Text to Video Retrieval", §3-§4): role graphs refined by
+role-typed attention (HGR, Chen et al., CVPR 2020, §3.2) against correlated appearance, action
+and object experts, matched by the mean of three level cosines (empty levels are zero).
+Training: frozen MiniLM, Adam lr 5e-4, batch 128, margin 0.2, dropout 0.1, 10 epochs.
 """
 
 from __future__ import annotations
@@ -56,8 +44,7 @@ def pack_levels(levels: np.ndarray) -> np.ndarray:
 
 
 def masked_mean(x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` (b x n x d) over steps where ``padding`` (b x n) is False; zero when
-    every step is padding."""
+    """Mean of ``x`` (b x n x d) over steps where ``padding`` (b x n) is False (else zero)."""
     keep = (~padding).unsqueeze(-1).to(x.dtype)
     return (x * keep).sum(1) / keep.sum(1).clamp(min=1.0)
 
@@ -92,11 +79,9 @@ class AttentionBlock(nn.Module):
 
 
 class VideoCorrelation(nn.Module):
-    """The slides' video side: experts projected to ``dim``, then
-    f_e = Concat(F_T, F_O); s_e = block(f_e, f_e); z_s = self-attention of F_S;
-    E_S = Norm(FF(c_e) + c_e) with c_e = Norm(MultiHead(z_s, s_e, s_e) + z_s).
-    Returns b x 3 x dim: pooled E_S (sentence), pooled s_e over action steps (actions) and
-    over object steps (entities)."""
+    """The slides' video side: f_e = Concat(F_T, F_O); s_e = block(f_e, f_e); z_s = self-attention
+    of F_S; E_S = Norm(FF(c_e) + c_e), c_e = Norm(MultiHead(z_s, s_e, s_e) + z_s). Returns
+    b x 3 x dim: pooled E_S, s_e over action steps and s_e over object steps."""
 
     def __init__(
         self, dims: Sequence[int], dim: int = 256, heads: int = 4, dropout: float = 0.1
@@ -136,10 +121,8 @@ class VideoCorrelation(nn.Module):
 
 
 class GraphReasoning(nn.Module):
-    """HGR-style reasoning (Chen et al., CVPR 2020, §3.2): node features plus role embeddings,
-    then ``layers`` rounds of attention restricted to graph edges (both directions and
-    self-loops), each message transformed by its edge's role. Returns b x 3 x dim: the
-    sentence node, the mean of verb nodes, the mean of argument nodes (zero when empty)."""
+    """HGR-style reasoning (Chen et al., CVPR 2020, §3.2): ``layers`` rounds of role-gated
+    attention along graph edges; b x 3 x dim: sentence node, mean verb, mean argument."""
 
     def __init__(self, in_dim: int, dim: int = 256, layers: int = 2) -> None:
         super().__init__()
@@ -210,9 +193,8 @@ def level_similarity(text: torch.Tensor, video: torch.Tensor) -> torch.Tensor:
 def hardest_negative_loss(
     similarity: torch.Tensor, positive: torch.Tensor, margin: float = 0.2
 ) -> torch.Tensor:
-    """The slides' §4 contrastive ranking loss with the hardest in-batch negatives, both ways:
-    mean over positive pairs (i, j) of [m - s(i, j) + max_{j' not pos} s(i, j')]_+ plus
-    [m - s(i, j) + max_{i' not pos} s(i', j)]_+; ``positive`` is bool captions x videos."""
+    """The slides' §4 ranking loss with the hardest in-batch negatives both ways, mean over the
+    positive pairs (``positive``: bool captions x videos)."""
     low = torch.finfo(similarity.dtype).min
     negatives = similarity.masked_fill(positive, low)
     hardest_video = negatives.max(1, keepdim=True).values
@@ -226,9 +208,8 @@ def hardest_negative_loss(
 def padded_experts(
     clips: Sequence[ExpertSequences],
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per expert (appearance, action, objects): the clips' sequences zero-padded to the
-    longest (b x n x d float32) and the padding mask (b x n, True = padding), the
-    inputs of :class:`VideoCorrelation`."""
+    """Per expert: the clips' sequences zero-padded to the longest (b x n x d float32) and the
+    padding mask (b x n, True = padding)."""
     batches = []
     for name in EXPERTS:
         arrays = [np.asarray(getattr(clip, name), dtype=np.float32) for clip in clips]
@@ -251,8 +232,7 @@ _GRAPHS_LOCK = threading.Lock()
 
 
 def caption_graphs(texts: Sequence[str], *, batch_size: int = 256) -> list[RoleGraph]:
-    """Role graphs of ``texts``, parsed once per distinct caption per process (``nlp.pipe``
-    in batches) and cached: training and embedding parse each caption once."""
+    """Role graphs of ``texts``, parsed once per distinct caption per process and cached."""
     with _GRAPHS_LOCK:
         missing = [t for t in dict.fromkeys(texts) if t not in _GRAPHS]
     if missing:
@@ -265,8 +245,8 @@ def caption_graphs(texts: Sequence[str], *, batch_size: int = 256) -> list[RoleG
 
 @dataclass(frozen=True)
 class CaptionInput:
-    """One caption ready for the text side: frozen MiniLM word pieces (T x 384), the role
-    graph, and ``weights`` (nodes x T): each node's mean over the pieces inside its span."""
+    """One caption for the text side: MiniLM word pieces (T x 384), its role graph, and
+    ``weights`` (nodes x T) averaging each node's pieces."""
 
     tokens: np.ndarray
     weights: np.ndarray
@@ -274,8 +254,8 @@ class CaptionInput:
 
 
 def node_weights(graph: RoleGraph, spans: np.ndarray) -> np.ndarray:
-    """Nodes x pieces averaging weights: a piece belongs to a node when its characters lie
-    inside the node's span; the sentence node (and any node no piece falls in) takes all."""
+    """Nodes x pieces averaging weights over the pieces inside each node's span (all pieces for
+    the sentence node and any node no piece falls in)."""
     starts, ends = spans[:, 0], spans[:, 1]
     inside = np.zeros((len(graph.nodes), len(spans)), dtype=np.float32)
     for node in graph.nodes:
@@ -318,9 +298,8 @@ def collate_captions(
 
 
 class SRCTNet(nn.Module):
-    """Text side (frozen MiniLM pieces -> BiLSTM -> role-graph nodes -> :class:`GraphReasoning`)
-    and video side (standardised experts -> :class:`VideoCorrelation`), each b x 3 x dim.
-    Experts not in ``used`` are masked out entirely, so the levels they feed are zero."""
+    """Text side (MiniLM pieces -> BiLSTM -> :class:`GraphReasoning`) and video side
+    (:class:`VideoCorrelation`), each b x 3 x dim; experts not ``used`` are masked out."""
 
     def __init__(
         self,
@@ -369,13 +348,8 @@ class SRCTNet(nn.Module):
 
 
 class SRCTEncoder(NetworkEncoder):
-    """SRCT over the three feature experts and MiniLM word pieces; one faiss vector per item
-    (:func:`pack_levels`, 3 x ``embed_dim``), whose inner product is the mean level cosine.
-
-    Training (the slides' §4): Adam over caption batches, the hardest-negative ranking loss
-    on the mean level cosine, positives from ``TrainingData.positive_mask`` (instance or
-    semantic relevance, as for MME). ``experts`` picks the experts used (the ablation).
-    """
+    """SRCT over the feature experts (``experts``: those used) and MiniLM word pieces; one
+    :func:`pack_levels` vector per item, trained with the hardest-negative loss (§4)."""
 
     name = "srct"
     uses_experts = True
@@ -420,18 +394,10 @@ class SRCTEncoder(NetworkEncoder):
         return LEVELS * self.embed_dim
 
     def config(self) -> dict[str, Any]:
-        return {
-            "expert_dims": None if self.expert_dims is None else list(self.expert_dims),
-            "experts": list(self.experts),
-            "embed_dim": self.embed_dim,
-            "heads": self.heads,
-            "layers": self.layers,
-            "dropout": self.dropout,
-            "margin": self.margin,
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-            "batch_size": self.batch_size,
-            "epochs": self.epochs,
+        dims = None if self.expert_dims is None else list(self.expert_dims)
+        names = "embed_dim heads layers dropout margin lr weight_decay batch_size epochs".split()
+        return {"expert_dims": dims, "experts": list(self.experts)} | {
+            name: getattr(self, name) for name in names
         }
 
     def _prepare(

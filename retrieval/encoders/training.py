@@ -1,15 +1,11 @@
-"""Building blocks, the training loop and the base classes of the trained encoders (MME,
-JPoSE, SRCT).
-
-Towers are the two-layer perceptrons of JPoSE §4.1.1 (ReLU, L2-normalised output);
-training is Adam over shuffled caption batches with a seeded generator, bf16 autocast
-on CUDA, and a tqdm bar that shows the running loss.
-"""
+"""Building blocks, the training loop (Adam over seeded caption batches, bf16 autocast on
+CUDA) and the base classes of the trained encoders (MME, JPoSE, SRCT)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,11 +32,8 @@ class Tower(nn.Module):
 
 
 class Standardiser(nn.Module):
-    """z-scores with the training set's statistics, clipped; kept as buffers in the state.
-
-    Hand-made features mix scales (areas, angles, counts), so they are standardised
-    instead of L2-normalised as JPoSE's TSN features are.
-    """
+    """Clipped z-scores with the training set's statistics (buffers in the state): hand-made
+    features mix scales, so they are standardised instead of L2-normalised as JPoSE's TSN's."""
 
     def __init__(self, dim: int, clip: float = 6.0) -> None:
         super().__init__()
@@ -70,82 +63,13 @@ def caption_batches(n: int, batch_size: int, generator: torch.Generator) -> list
     return [b for b in batches if len(b) > 1]
 
 
-def train(
-    model: nn.Module,
-    step: Callable[[np.ndarray], torch.Tensor],
-    n_captions: int,
-    *,
-    epochs: int,
-    batch_size: int,
-    lr: float,
-    weight_decay: float,
-    seed: int,
-    device: torch.device,
-    progress: bool,
-    desc: str,
-    on_epoch: EpochCallback | None = None,
-) -> list[float]:
-    """Run ``epochs`` of Adam over caption batches; ``step`` maps a batch to its loss.
-
-    Returns the mean loss of each epoch. The batch order depends only on ``seed``.
-    ``on_epoch(epochs done, epochs in all, mean loss)`` follows along (a job's progress).
-    """
-    generator = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    history: list[float] = []
-    model.train()
-    bar = tqdm(range(epochs), desc=desc, disable=not progress, leave=False)
-    for _ in bar:
-        total, count = 0.0, 0
-        for batch in caption_batches(n_captions, batch_size, generator):
-            optimiser.zero_grad(set_to_none=True)
-            with autocast(device):
-                loss = step(batch)
-            loss.backward()
-            optimiser.step()
-            total += float(loss.detach()) * len(batch)
-            count += len(batch)
-        history.append(total / max(count, 1))
-        bar.set_postfix(loss=f"{history[-1]:.4f}")
-        if on_epoch is not None:
-            on_epoch(len(history), epochs, history[-1])
-    model.eval()
-    return history
-
-
-@torch.no_grad()
-def run_batched(
-    fn: Callable[[torch.Tensor], torch.Tensor],
-    x: np.ndarray,
-    *,
-    device: torch.device,
-    batch_size: int,
-    progress: bool = False,
-    desc: str = "encode",
-) -> np.ndarray:
-    """Apply ``fn`` to rows of ``x`` in batches on ``device`` (float32); numpy float32 out."""
-    out = []
-    for start in tqdm(range(0, len(x), batch_size), desc=desc, disable=not progress, leave=False):
-        chunk = torch.from_numpy(np.ascontiguousarray(x[start : start + batch_size], np.float32))
-        out.append(fn(chunk.to(device)).float().cpu().numpy())
-    if not out:
-        return np.zeros((0, 0), dtype=np.float32)
-    return np.concatenate(out).astype(np.float32)
-
-
 Step = Callable[[np.ndarray], torch.Tensor]
 """A batch of caption indices -> its loss."""
 
 
 class NetworkEncoder(Encoder):
-    """A trainable encoder whose learned weights are one torch module, ``net``.
-
-    Holds what every trained encoder (MME, JPoSE, SRCT) shares: saving and loading the
-    module's state, refusing to encode before training, and the fitting loop. A subclass
-    builds a fresh network for the data and the loss of a batch in ``_prepare``; ``fit``
-    seeds torch, trains it with this encoder's settings (:func:`train`) and parks the
-    weights on the CPU.
-    """
+    """A trainable encoder whose learned weights are one torch module, ``net``, built with
+    its batch loss by ``_prepare``: state, the untrained refusal and the fitting loop."""
 
     trainable = True
     net: nn.Module | None
@@ -191,34 +115,38 @@ class NetworkEncoder(Encoder):
         progress: bool,
         on_epoch: EpochCallback | None,
     ) -> list[float]:
+        """Adam over seeded caption batches (bf16 autocast on CUDA); each epoch's mean loss,
+        also passed to ``on_epoch``."""
         torch.manual_seed(seed)
         net, step = self._prepare(data, seed, device, progress)
-        history = train(
-            net,
-            step,
-            len(data.captions),
-            epochs=self.epochs if epochs is None else epochs,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            seed=seed,
-            device=device,
-            progress=progress,
-            desc=self.name,
-            on_epoch=on_epoch,
-        )
+        epochs = self.epochs if epochs is None else epochs
+        generator = torch.Generator().manual_seed(seed)
+        optimiser = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        history: list[float] = []
+        net.train()
+        bar = tqdm(range(epochs), desc=self.name, disable=not progress, leave=False)
+        for _ in bar:
+            total, count = 0.0, 0
+            for batch in caption_batches(len(data.captions), self.batch_size, generator):
+                optimiser.zero_grad(set_to_none=True)
+                with autocast(device):
+                    loss = step(batch)
+                loss.backward()
+                optimiser.step()
+                total += float(loss.detach()) * len(batch)
+                count += len(batch)
+            history.append(total / max(count, 1))
+            bar.set_postfix(loss=f"{history[-1]:.4f}")
+            if on_epoch is not None:
+                on_epoch(len(history), epochs, history[-1])
+        net.eval()
         net.cpu()
         return history
 
 
 class TrainedEncoder(NetworkEncoder):
-    """What MME and JPoSE share: their settings, the fitting preamble, and encoding.
-
-    A subclass sets :attr:`DROPOUT` and :attr:`EPOCHS` (its defaults), builds its network
-    with ``_build(feature_dim)`` (a module with a ``standardise`` layer, ``embed_videos``
-    and ``embed_texts``), turns caption texts into the network's text input with
-    ``_text_features``, and defines the batch loss in ``_prepare``.
-    """
+    """What MME and JPoSE share: settings (defaults :attr:`DROPOUT`, :attr:`EPOCHS`), the
+    fitting preamble and encoding; subclasses give ``_build``, ``_text_features``, ``_prepare``."""
 
     uses_features = True
     DROPOUT: ClassVar[float]
@@ -262,20 +190,9 @@ class TrainedEncoder(NetworkEncoder):
         return self.embed_dim
 
     def config(self) -> dict[str, Any]:
-        w = self.weights
-        return {
-            "feature_dim": self.feature_dim,
-            "hidden": self.hidden,
-            "embed_dim": self.embed_dim,
-            "dropout": self.dropout,
-            "margin": self.margin,
-            "mining": self.mining,
-            "weights": {"vt": w.vt, "tv": w.tv, "vv": w.vv, "tt": w.tt},
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-            "batch_size": self.batch_size,
-            "epochs": self.epochs,
-        }
+        names = "feature_dim hidden embed_dim dropout margin mining weights lr weight_decay"
+        config = {name: getattr(self, name) for name in (*names.split(), "batch_size", "epochs")}
+        return config | {"weights": asdict(self.weights)}
 
     def _start_fit(
         self, data: TrainingData, device: torch.device
@@ -287,13 +204,20 @@ class TrainedEncoder(NetworkEncoder):
         net.standardise.fit(videos)
         return net, videos
 
+    @torch.no_grad()
     def _run(
         self, fn_name: str, x: np.ndarray, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
+        """The trained network's ``fn_name`` over the rows of ``x`` (not empty), in batches."""
+        out = []
+        starts = tqdm(range(0, len(x), batch_size), "encode", disable=not progress, leave=False)
         with self._on(device) as net:
-            return run_batched(
-                getattr(net, fn_name), x, device=device, batch_size=batch_size, progress=progress
-            )
+            for start in starts:
+                chunk = torch.from_numpy(
+                    np.ascontiguousarray(x[start : start + batch_size], np.float32)
+                )
+                out.append(getattr(net, fn_name)(chunk.to(device)).float().cpu().numpy())
+        return np.concatenate(out).astype(np.float32)
 
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool

@@ -1,14 +1,6 @@
-"""Which file under the media root a request names, and whether its user may fetch it.
-
-Only files the database knows (a video's media or features file, or the browser copy or
-segment clip a video is served through) are ever served, and only
-when the path, with every symlink followed, stays inside the media root, or inside the
-directory a dataset import linked in as ``datasets/<name>`` (see
-:mod:`retrieval.datasets.importing`). Researchers and admins (:data:`config.roles.VIEW_VIDEOS`)
-may fetch any such file; everyone else only what a registered grant allows: the annotation
-app grants annotators the videos of the campaigns they judge, without this app knowing
-about campaigns. A grant names originals: whoever may fetch a video's original may fetch
-the derived file it is served through.
+"""Which file under the media root (or a ``datasets/<name>`` link) a request names, and whether
+its user may fetch it: :data:`config.roles.VIEW_VIDEOS` any file the database knows, everyone
+else what a registered grant allows (grants name originals; their derived files follow).
 """
 
 from __future__ import annotations
@@ -61,8 +53,7 @@ def media_file(name: str) -> Path | None:
 
 
 def may_fetch(user, name: str) -> bool:
-    """True when ``user`` may fetch media file ``name`` (a known video, features or derived
-    file)."""
+    """True when ``user`` may fetch media file ``name`` (a known video, features or derived file)."""
     if not user.is_authenticated:
         return False
     # The session hash and the permissions tie the answer to this account as it is now (a
@@ -94,8 +85,7 @@ def may_fetch(user, name: str) -> bool:
 
 
 ORIGINALS_ASKED = 20
-"""At most this many originals are asked about for one derived file (a copy is shared only
-by videos of one file, so one name in practice)."""
+"""At most this many originals are asked about for one derived file (one, in practice)."""
 
 
 def _plays_as_is(name: str) -> bool:
@@ -109,8 +99,7 @@ def _as_is_poster(name: str) -> bool:
 
 
 def _granted_original(user, name: str) -> bool:
-    """True when ``name`` is the derived file (or the poster) of a video whose original a
-    grant allows."""
+    """True when ``name`` is the derived file (or poster) of a video a grant allows."""
     served = Q(probe__poster=name) if _as_is_poster(name) else Q(browser_media=name)
     originals = (
         Video.objects.filter(served).values_list("media", flat=True).distinct()[:ORIGINALS_ASKED]

@@ -26,14 +26,9 @@ class ByteRange:
 
 
 def parse_range(header: str | None, size: int) -> ByteRange | None:
-    """Return the single range a ``Range`` header asks for, or None to send the whole file.
-
-    Positions are ASCII digits only, as RFC 9110 §14.1.1's grammar says (``1*DIGIT``): no
-    sign, underscore, inner space or other script's digits, all of which Python's ``int``
-    would accept. Malformed headers, other units and multi-range requests are ignored (None),
-    as the RFC allows; a valid range that starts at or beyond the end, or an empty suffix
-    (``-0``), raises :class:`UnsatisfiableRange`.
-    """
+    """The single range a ``Range`` header asks for (ASCII digits only, RFC 9110 §14.1.1), or
+    None to send the whole file (malformed, other units, multi-range); a range from past the
+    end or an empty suffix raises :class:`UnsatisfiableRange`."""
     if not header:
         return None
     unit, _, spec = header.strip().partition("=")
@@ -71,8 +66,7 @@ def _magnitude(digits: str) -> tuple[int, str]:
 
 
 def _position(digits: str, size: int) -> int:
-    """A byte position or suffix length, capped at ``size``: a larger one means the same
-    (past the end, or the whole file), and Python refuses to convert over 4,300 digits."""
+    """A byte position or suffix length, capped at ``size`` (``int`` refuses over 4,300 digits)."""
     if _magnitude(digits) > _magnitude(str(size)):
         return size
     return int(digits)

@@ -1,11 +1,6 @@
-"""Validators and caching rules of media responses (RFC 9110 §8.8, §13.1.5; RFC 9111 §5.2).
-
-A media file is never changed in place by firepool: an import writes new files and a browser
-copy made from a video lies under ``derived/`` at a name keyed by a fingerprint of what it was
-made from, so a changed source gets a new name. Browsers may therefore keep anything under
-``derived/`` for a year without asking again (``immutable``); every other file they keep but
-revalidate on each use (``no-cache``), which costs a 304 and no bytes while it is unchanged.
-Both are ``private``: a file is only for users allowed to see it, never for a shared cache.
+"""Validators and caching rules of media responses (RFC 9110 §8.8, §13.1.5; RFC 9111 §5.2):
+files under ``derived/`` are named by a fingerprint of their source, so browsers keep them a
+year (``immutable``); others they revalidate (``no-cache``); both ``private``.
 """
 
 import os
@@ -19,11 +14,8 @@ IMMUTABLE_SECONDS = 365 * 24 * 3600
 
 
 def strong_etag(stat: os.stat_result) -> str:
-    """A strong entity tag for the file ``stat`` describes: size, mtime (ns) and inode.
-
-    A file replaced by another (a new inode) or rewritten in place (a new mtime or size) gets
-    a new tag, so a cached copy or a resumed download never mixes two versions' bytes.
-    """
+    """A strong entity tag from size, mtime (ns) and inode, so a replaced or rewritten file
+    gets a new one and a resumed download never mixes two versions' bytes."""
     return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}-{stat.st_ino:x}"'
 
 
@@ -35,12 +27,8 @@ def cache_control(name: str) -> str:
 
 
 def if_range_holds(header: str | None, etag: str, last_modified: int) -> bool:
-    """True when a ``Range`` may be honoured: no ``If-Range``, or it names this very file.
-
-    RFC 9110 §13.1.5: an entity tag matches only by strong comparison (a weak tag never
-    does); an HTTP-date only when it equals ``Last-Modified`` exactly. Otherwise the whole
-    file is sent (200), so a client resuming a download of an older version starts over.
-    """
+    """True when a ``Range`` may be honoured: no ``If-Range``, or it names this very file
+    (RFC 9110 §13.1.5: a strong entity tag, or a date equal to ``Last-Modified``)."""
     if header is None:
         return True
     value = header.strip()

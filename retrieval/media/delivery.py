@@ -1,22 +1,7 @@
-"""The response that sends a media file the user may fetch: by this process, or by nginx.
-
-With ``FIREPOOL_MEDIA_SERVER = "django"`` the web worker sends the bytes itself: a strong
-ETag and Last-Modified, 304 for ``If-None-Match`` / ``If-Modified-Since`` (Django's
-:func:`~django.utils.cache.get_conditional_response`), a single ``Range`` (206) honoured only
-while ``If-Range`` names this very file, 416 past the end. Under gunicorn the bytes go out by
-``sendfile(2)`` (the range included), but the worker's thread is held until the last byte
-has left, so a dozen viewers on a slow link fill a small deployment's threads.
-(django-sendfile2's own backend for this case, ``simple``, answers neither Range nor
-If-None-Match, so this one is ours.)
-
-With ``"nginx"`` the view only authorises: the answer is an empty response carrying
-``X-Accel-Redirect: /protected-media/<name, percent-encoded>`` (django-sendfile2's nginx
-backend), the type from :mod:`retrieval.media.types` and the ``Cache-Control`` of
-:mod:`retrieval.media.caching`, both of which nginx passes on; nginx then sends the file from
-its ``internal`` location and answers Range, If-Range and conditional requests with its own
-ETag and Last-Modified (``deploy/nginx/firepool-locations.conf``). The name was checked by
-:func:`retrieval.media.access.media_file` first, so the redirect never names a path outside
-the media root or its dataset links.
+"""The response that sends a media file the user may fetch, with ``FIREPOOL_MEDIA_SERVER``:
+``"django"`` sends it here (ETag, 304, a single Range honoured while If-Range holds, 416; by
+sendfile(2) under gunicorn, which django-sendfile2's ``simple`` backend does not answer), and
+``"nginx"`` answers with an ``X-Accel-Redirect`` to the already checked name.
 """
 
 from pathlib import Path
@@ -93,8 +78,7 @@ def _django_response(request: HttpRequest, name: str, path: Path) -> HttpRespons
 
 
 class _Slice:
-    """``length`` bytes of a file from ``first``: read() stops there, fileno() lets gunicorn
-    send them with sendfile(2) from the current offset, bounded by Content-Length."""
+    """``length`` bytes of a file from ``first``, readable, or by sendfile(2) through fileno()."""
 
     def __init__(self, path: Path, first: int, length: int):
         self._file = open(path, "rb")  # noqa: SIM115 (closed by FileResponse)

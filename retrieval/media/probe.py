@@ -1,13 +1,5 @@
-"""What a video file is, read once at import with PyAV, and whether browsers can play it.
-
-:func:`probe` opens the file, decodes its first frame and its last second (a truncated
-download keeps its header but not its end), and returns a frozen :class:`Probe`; a file
-that does not decode raises :class:`ProbeError` saying why. :func:`needs_copy` says why a
-probed file needs a browser copy (H.264 + AAC in MP4 with faststart): the containers and
-codecs that not every browser plays (AVI, MOV, Matroska, MPEG-4 Part 2, HEVC, ProRes,
-MJPEG), an MP4 whose index (``moov``) follows its data, or more than the settings' height
-or frame rate. Nothing here touches the database.
-"""
+"""What a video file is, read once at import with PyAV (first frame and last second decoded,
+to catch truncation), and why browsers would need a copy of it (:func:`needs_copy`)."""
 
 from __future__ import annotations
 
@@ -45,9 +37,8 @@ class ProbeError(ValueError):
 
 @dataclass(frozen=True)
 class CopySettings:
-    """What a browser copy is: its limits (a bigger or faster source is copied down) and
-    its encoder settings. ``key()`` names them, so a copy made under other settings is
-    another file. ``margin`` is the seconds a segment clip keeps before and after its span."""
+    """A browser copy's limits and encoder settings (``key()`` names them) and ``margin``, the
+    seconds a segment clip keeps before and after its span."""
 
     max_height: int = 720
     max_fps: float = 30.0
@@ -63,12 +54,8 @@ class CopySettings:
 
 @dataclass(frozen=True)
 class Probe:
-    """The facts of one video file: container, codecs, picture, time and whether it is whole.
-
-    ``container`` is ``mp4``, ``mov``, ``webm``, ``matroska`` or ``avi`` (or FFmpeg's name
-    of another demuxer); ``moov_first`` is None for files that are not ISO media;
-    ``fingerprint`` hashes the size and both ends of the file (see :func:`fingerprint`).
-    """
+    """The facts of one video file (``moov_first``: None if not ISO media; ``fingerprint``:
+    see :func:`fingerprint`)."""
 
     container: str
     video_codec: str
@@ -113,12 +100,8 @@ def clock(seconds: float) -> str:
 
 
 def fingerprint(path: Path | str) -> str:
-    """The size and a hash of the first and last 64 KiB: what names a file's copies.
-
-    The modification time is left out on purpose, so a dataset moved or copied elsewhere
-    keeps its copies; a video edited in its middle only, at the same size, is not a case
-    benchmarks have.
-    """
+    """The size and a hash of the first and last 64 KiB, which names a file's copies (no
+    mtime, so a dataset moved elsewhere keeps them)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         handle.seek(0, 2)
@@ -175,11 +158,8 @@ def container_name(path: Path, format_name: str, layout: tuple[str, bool] | None
 
 
 def probe(path: Path | str) -> Probe:
-    """Probe the video file at ``path``; :class:`ProbeError` if it does not decode.
-
-    The first frame is decoded, then the last :data:`TAIL_SECONDS` (after a seek): a file
-    whose decoding stops well before its stated duration is truncated.
-    """
+    """Probe the video file at ``path``; :class:`ProbeError` if it does not decode or is
+    truncated (its last :data:`TAIL_SECONDS` do not decode)."""
     path = Path(path)
     try:
         return _probe(path)
@@ -227,7 +207,7 @@ def _probe(path: Path) -> Probe:
         if duration > 0 and last < duration - max(TAIL_SECONDS / 2, 3 / max(fps, 1.0)):
             raise ProbeError(f"truncated: frames decode up to {last:.2f} s of its {duration:.2f} s")
         codec = stream.codec_context
-        probed = Probe(
+        return Probe(
             container=container_name(path, container.format.name, layout),
             video_codec=codec.codec.canonical_name,
             pix_fmt=codec.pix_fmt or first.format.name,
@@ -243,7 +223,6 @@ def _probe(path: Path) -> Probe:
             moov_first=layout[1] if layout is not None else None,
             fingerprint=fingerprint(path),
         )
-    return probed
 
 
 def _duration(container, stream) -> float:
@@ -304,8 +283,7 @@ def needs_copy(probed: Probe, settings: CopySettings) -> tuple[str, ...]:
 
 
 def check_span(start: float | None, end: float | None, duration: float) -> str | None:
-    """Why a segment [start, end] does not fit a file of ``duration`` seconds (None if it
-    does); which field is at fault is the caller's to name (start first)."""
+    """Why a segment [start, end] does not fit a file of ``duration`` seconds (None if it does)."""
     slack = 0.05  # container durations round to the frame
     if start is not None and (not math.isfinite(start) or start < 0 or start >= duration):
         return f"start {start:g} s lies outside the file's {duration:.2f} s"

@@ -1,21 +1,9 @@
-"""Browser copies and segment clips of a dataset's videos, kept in the database.
+"""Browser copies, segment clips (a span plus a margin) and posters of a dataset's videos.
 
-At import every file is probed (:mod:`retrieval.media.probe`); a video whose file browsers
-cannot all play gets a *browser copy*, and a video that is a segment of a longer recording
-(``start``/``end`` inside the file) a *segment clip* of exactly that span plus a margin, so
-an annotator downloads seconds, not the recording. Each is a :class:`DerivedMedia` row keyed
-by the source's fingerprint, the settings and the span: videos that share a file share its
-copy, and a second run finds nothing to do. ``media`` jobs (and ``manage.py media``) make
-the pending ones: a worker claims a row with a conditional update, so several workers run
-side by side and a stopped one's row is claimed again once its claim is stale.
-
-A video is served (:func:`browser_file`) as it is, or through its derived file once that is
-ready; until then pages say it is not ready and the judging queue does not hand it out.
-
-Every file gets a poster (a JPEG shown while its video loads and as its thumbnail): a derived
-file's beside it, and a file that plays as it is one of its first frame under
-``derived/posters/``, keyed by the file's fingerprint and named in the video's ``probe``
-(``"poster"``; "" where none could be made), made by the same ``media`` job.
+Each derived file is a :class:`DerivedMedia` row keyed by the source's fingerprint, the
+settings and the span, so videos of one file share it; ``media`` jobs claim rows with a
+conditional update (several workers side by side, stale claims taken over). A file that plays
+as it is gets its first-frame poster under ``derived/posters/``, named in its ``probe``.
 """
 
 from __future__ import annotations
@@ -53,6 +41,11 @@ POSTER_BATCH = 200
 """Posters of files that play as they are are recorded this many videos at a time."""
 
 Say = Callable[[str], object]
+FROM_STATUS = {
+    DerivedMedia.Status.READY: Video.MediaState.READY,
+    DerivedMedia.Status.FAILED: Video.MediaState.FAILED,
+}
+"""What a video serves while its derived file has a status (finished ones)."""
 
 
 class MediaError(UserError):
@@ -81,12 +74,8 @@ class Derivation:
 def derivation(
     probed: Probe, start: float | None, end: float | None, copy: CopySettings
 ) -> Derivation | None:
-    """The derived file a video of ``probed``'s file needs (None: the file as it is).
-
-    A segment (a span shorter than its file) gets a clip of the span widened by
-    ``copy.margin`` on each side, within the file; a whole file that not every browser
-    plays gets a browser copy.
-    """
+    """The derived file a video of ``probed``'s file needs (None: the file as it is): a clip
+    of a segment widened by ``copy.margin``, or a copy of a file not every browser plays."""
     duration = probed.duration
     first = start if start is not None else 0.0
     last = end if end is not None else duration
@@ -99,13 +88,8 @@ def derivation(
             DerivedMedia.Kind.CLIP, _key(parts), clip_start, clip_end, clip_end - clip_start
         )
     if needs_copy(probed, copy):
-        return Derivation(
-            DerivedMedia.Kind.COPY,
-            _key(["copy", probed.fingerprint, copy.key()]),
-            None,
-            None,
-            duration,
-        )
+        key = _key(["copy", probed.fingerprint, copy.key()])
+        return Derivation(DerivedMedia.Kind.COPY, key, None, None, duration)
     return None
 
 
@@ -165,19 +149,16 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
     for video, key in needs:
         pk, status, name = rows[key]
         video.derived_id = pk
+        # A failed row was made for another dataset, and failed.
+        video.media_state = FROM_STATUS.get(status, Video.MediaState.PENDING)
         if status == DerivedMedia.Status.READY:
-            video.media_state, video.browser_media = Video.MediaState.READY, name
-        elif status == DerivedMedia.Status.FAILED:  # made for another dataset, and failed
-            video.media_state = Video.MediaState.FAILED
-        else:
-            video.media_state = Video.MediaState.PENDING
+            video.browser_media = name
     return len(needs)
 
 
 def queue_media(dataset: Dataset, user=None) -> None:
-    """Once the current transaction commits, queue ``media`` jobs for the dataset if any of
-    its videos waits for a derived file: ``FIREPOOL_MEDIA_JOBS`` of them (at most one per
-    file), which media workers run side by side; one, if only posters are missing."""
+    """On commit, queue ``FIREPOOL_MEDIA_JOBS`` ``media`` jobs for the dataset (at most one per
+    pending file; one if only posters are missing)."""
 
     def submit() -> None:
         wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
@@ -205,8 +186,7 @@ def pending(dataset: Dataset):
 
 
 def retry_failed(dataset: Dataset) -> int:
-    """Make the dataset's failed derived files pending again (after the cause was fixed);
-    how many."""
+    """Make the dataset's failed derived files pending again; how many."""
     failed = DerivedMedia.objects.filter(
         videos__dataset=dataset, status=DerivedMedia.Status.FAILED
     ).values_list("pk", flat=True)
@@ -252,11 +232,9 @@ def as_is_poster_name(fingerprint: str) -> str:
 
 
 def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
-    """Make the first-frame poster of each of the dataset's files that play as they are and
-    have none (once per file, however many videos share it, and none again for a file made
-    for another dataset), and name it in their ``probe``, recorded every
-    :data:`POSTER_BATCH` videos so a stopped job keeps what it made; how many posters were
-    written. A file that yields no frame is named with "" (no poster, not tried again)."""
+    """Make the first-frame poster of each file of the dataset that plays as it is and has none
+    (once per file) and name it in the ``probe`` ("" if none could be made) every
+    :data:`POSTER_BATCH` videos; how many posters were written."""
     root = Path(settings.MEDIA_ROOT)
     names: dict[str, str] = {}
     written = 0
@@ -281,8 +259,7 @@ def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
 
 
 def _write_poster(source: Path, target: Path, at: float) -> None:
-    """Write a poster through a temporary name, so two workers making the same one never
-    leave half a JPEG where browsers find it."""
+    """Write a poster through a temporary name, so browsers never find half a JPEG."""
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial.jpg")
     try:
         make_poster(source, partial, at=at)
@@ -313,24 +290,15 @@ def make_missing(
     say: Say | None = None,
     advance: Callable[[int], object] | None = None,
 ) -> MadeSummary:
-    """Make every derived file the dataset's videos wait for, one claim at a time, then the
-    posters of the files that play as they are.
-
-    A file already on disk under its key (made for another dataset, or before a crash
-    that lost the row's update) is reused without encoding. A source that does not
-    decode marks its row and videos failed with the reason; the others go on.
-    """
+    """Make every derived file the dataset's videos wait for, one claim at a time (reusing one
+    already on disk; a source that does not decode fails alone), then the as-is posters."""
     root = Path(settings.MEDIA_ROOT)
     made = reused = failed = 0
     source_seconds = encode_seconds = 0.0
     while (row := _claim(dataset)) is not None:
         target = root / row.name
         try:
-            if target.is_file():
-                reused += 1
-                outcome = None
-            else:
-                outcome = _make(root, row)
+            outcome = None if target.is_file() else _make(root, row)
         except (TranscodeError, OSError) as exc:
             failed += 1
             _finish(row, DerivedMedia.Status.FAILED, error=str(exc)[:2000])
@@ -338,7 +306,9 @@ def make_missing(
                 say(f"failed: {row.source} ({row.kind}): {exc}")
         else:
             _poster(root, row, say)
-            if outcome is not None:
+            if outcome is None:
+                reused += 1
+            else:
                 made += 1
                 source_seconds += outcome.source_seconds
                 encode_seconds += outcome.seconds
@@ -376,9 +346,7 @@ def _make(root: Path, row: DerivedMedia):
 
 
 def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
-    """Write the poster beside a made file: its frame at the segment's start (a clip starts
-    a margin earlier) or its first. A poster that cannot be made leaves the file without
-    one (the player shows its first frame instead)."""
+    """Write the poster beside a made file, its frame at the segment's start (if it can)."""
     target = root / poster_name(row.name)
     if target.is_file():
         return
@@ -395,9 +363,7 @@ def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
 
 def _finish(row: DerivedMedia, status: str, **fields) -> None:
     """Record a row's outcome and what its videos serve now, in one transaction."""
-    state = (
-        Video.MediaState.READY if status == DerivedMedia.Status.READY else Video.MediaState.FAILED
-    )
+    state = FROM_STATUS[status]
     with transaction.atomic():
         DerivedMedia.objects.filter(pk=row.pk).update(
             status=status, finished_at=timezone.now(), **fields
@@ -408,8 +374,8 @@ def _finish(row: DerivedMedia, status: str, **fields) -> None:
 
 
 def browser_file(video: Video) -> str | None:
-    """The media file a browser gets for ``video``: its original when that plays as it is,
-    its copy or clip once ready; None when it has no local file or its file is not ready."""
+    """The media file a browser gets for ``video`` (its original or its ready derived file), or
+    None when there is none yet."""
     if video.media_state == Video.MediaState.READY:
         return video.browser_media or None
     if video.media_state == Video.MediaState.AS_IS and video.media:
@@ -418,8 +384,8 @@ def browser_file(video: Video) -> str | None:
 
 
 def segment_label(video: Video) -> str:
-    """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00``, with the
-    clip's margin when it has one ("" for a whole video)."""
+    """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00`` ("" for a
+    whole video)."""
     if not video.probe or (video.start is None and video.end is None):
         return ""
     duration = float(video.probe.get("duration") or 0.0)
@@ -435,8 +401,7 @@ def segment_label(video: Video) -> str:
 
 @dataclass(frozen=True)
 class MediaTable:
-    """A dataset's files for the dataset page: how many play as they are, wait for or have
-    a browser file, failed, or were left out as broken; and what the rest will cost."""
+    """A dataset's files per media state, the broken ones, and what the rest will cost."""
 
     as_is: int
     pending: int
@@ -456,9 +421,8 @@ class MediaTable:
 
 
 def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> MediaTable:
-    """The media table of ``dataset``: videos with files per media state (``states`` when the
-    caller counted them already), then, only when some video has or had a derived file,
-    what the derived files hold, the failures and the running media jobs (three queries)."""
+    """The media table of ``dataset`` (``states``: the counts per media state, if known); the
+    derived files are only asked about when there are some."""
     if states is None:
         states = dict(
             Video.objects.filter(dataset=dataset)
@@ -467,9 +431,8 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
             .annotate(n=Count("pk"))
             .values_list("media_state", "n")
         )
-    broken: list[dict] = []
-    for entry in dataset.metadata.get("imports", []):
-        broken.extend(entry.get("broken", []))
+    imports = dataset.metadata.get("imports", [])
+    broken = tuple(file for entry in imports for file in entry.get("broken", []))
     derived = sum(states.get(state, 0) for state in ("pending", "ready", "failed"))
     seconds: dict[str, tuple[float, float]] = {}
     failures: tuple = ()
@@ -506,7 +469,7 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
         pending=states.get(Video.MediaState.PENDING, 0),
         ready=states.get(Video.MediaState.READY, 0),
         failed=states.get(Video.MediaState.FAILED, 0),
-        broken=tuple(broken),
+        broken=broken,
         pending_seconds=round(waiting, 1),
         ready_seconds=round(ready_seconds, 1),
         estimate_seconds=None if estimate is None else round(estimate, 1),

@@ -1,14 +1,6 @@
-"""Browser copies, segment clips and posters, made in-process with PyAV.
-
-:func:`make_copy` writes H.264 (yuv420p, constant frame rate, at most the settings' height
-and frame rate) and AAC in an MP4 whose index comes first (``movflags=+faststart``), so a
-browser starts playing after the first bytes. Given a span it cuts exactly that stretch
-(decoding from the keyframe before it, so the cut is frame-accurate) with timestamps from
-zero: a segment clip. The picture goes through FFmpeg's own filters (rotation, ``scale``,
-``fps``, ``format``), as ``ffmpeg -vf`` would, so a copy matches the command line's.
-The file is written beside the target and renamed into place, so a target that exists is
-always whole. Nothing here touches the database.
-"""
+"""Browser copies (H.264 + AAC in a faststart MP4, through FFmpeg's own filters as ``ffmpeg
+-vf``), frame-accurate segment clips and posters, made in-process with PyAV and renamed into
+place so that a target that exists is whole."""
 
 from __future__ import annotations
 
@@ -27,6 +19,11 @@ from retrieval.media.probe import CopySettings
 AUDIO_RATE = 48_000
 AAC_FRAME = 1024
 POSTER_WIDTH = 480
+ROTATIONS: dict[int, list[tuple[str, str]]] = {
+    90: [("transpose", "cclock")],
+    180: [("hflip", ""), ("vflip", "")],
+    270: [("transpose", "clock")],
+}
 
 
 class TranscodeError(ValueError):
@@ -57,16 +54,9 @@ def output_rate(fps: float, max_fps: float) -> Fraction:
 
 
 def rotation_filters(rotation: int) -> list[tuple[str, str]]:
-    """The filters that turn a frame upright, from its display rotation (counter-clockwise
-    degrees, as PyAV reports it), as ``ffmpeg``'s autorotation does."""
-    turn = rotation % 360
-    if turn == 90:
-        return [("transpose", "cclock")]
-    if turn == 270:
-        return [("transpose", "clock")]
-    if turn == 180:
-        return [("hflip", ""), ("vflip", "")]
-    return []
+    """The filters that turn a frame upright from its counter-clockwise display rotation, as
+    ``ffmpeg``'s autorotation does."""
+    return list(ROTATIONS.get(rotation % 360, []))
 
 
 def make_copy(
@@ -78,11 +68,8 @@ def make_copy(
     end: float | None = None,
     progress: Callable[[float], object] | None = None,
 ) -> Made:
-    """Write the browser copy of ``source`` (or of its span [start, end]) to ``target``.
-
-    ``progress`` is called with the seconds of source decoded so far, now and then.
-    Raises :class:`TranscodeError` when the source does not decode.
-    """
+    """Write the browser copy of ``source`` (or of its span [start, end]) to ``target``,
+    calling ``progress`` with the seconds decoded; :class:`TranscodeError` if it does not decode."""
     began = time.perf_counter()
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,5 @@
-"""The ``Content-Type`` of every media file a benchmark ships, from our own table.
-
-Python's :mod:`mimetypes` reads the host's ``/etc/mime.types`` (and the Windows registry),
-so the same ``.mkv`` was ``video/x-matroska`` on one server and ``application/octet-stream``
-on another, and browsers refused to play it under ``X-Content-Type-Options: nosniff``. The
-table here is the only source, in the Django view and (passed on in the response) behind
-nginx; a name it does not know is ``application/octet-stream``.
+"""The ``Content-Type`` of media files from our own table: :mod:`mimetypes` reads the host's
+files, so one ``.mkv`` was ``application/octet-stream`` on one server and refused under nosniff.
 """
 
 from pathlib import PurePosixPath

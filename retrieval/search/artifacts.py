@@ -16,9 +16,7 @@ class MissingEmbeddings(UserError):
 
 def model_dir(model: RetrievalModel) -> Path:
     """The model's private artifact directory (created on demand)."""
-    path = (
-        Path(settings.FIREPOOL_ARTIFACTS_DIR) / f"dataset-{model.dataset_id}" / f"model-{model.pk}"
-    )
+    path = resolve(f"dataset-{model.dataset_id}/model-{model.pk}")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -29,6 +27,7 @@ def resolve(relative: str) -> Path:
 
 
 def relative(path: Path) -> str:
+    """An artifact path as stored on a model (relative to the artifacts directory)."""
     return str(path.relative_to(settings.FIREPOOL_ARTIFACTS_DIR))
 
 

@@ -1,15 +1,10 @@
-"""Build, search, save and load faiss indexes over video embeddings.
-
-Vectors are compared by inner product on L2-normalised float32 copies, so a score is the
-cosine similarity. Results are ordered by score descending with ties broken by ascending
-video id, so a search is deterministic; which of several vectors tied at the k-th score is
-kept at all is up to faiss.
-"""
+"""Build, search, save and load faiss indexes over video embeddings: inner product on
+L2-normalised float32 copies (cosine), hits by score descending then id ascending."""
 
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -32,15 +27,9 @@ DEFAULT_EF_SEARCH = 64
 
 
 def default_nlist(n: int) -> int:
-    """IVF lists for ``n`` vectors: about 4 sqrt(n), but at most n / 39 (faiss's minimum of
-    39 training points per centroid) and at least 1."""
+    """IVF lists for ``n`` vectors: about 4 sqrt(n), at most n / 39 (faiss's minimum training
+    points per centroid), at least 1."""
     return max(1, min(round(4 * math.sqrt(n)), n // 39))
-
-
-def default_nprobe(nlist: int) -> int:
-    """IVF lists visited per query: a 32nd of them, erring towards recall; tune with
-    :func:`recall_at_k` against an exact search."""
-    return math.ceil(nlist / 32)
 
 
 @contextmanager
@@ -51,33 +40,33 @@ def omp_threads(threads: int | None) -> Iterator[None]:
         return
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    previous = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(threads)
-    try:
+    with _restored(faiss.omp_get_max_threads, faiss.omp_set_num_threads, threads):
         yield
-    finally:
-        faiss.omp_set_num_threads(previous)
+
+
+def blas_database_block(size: int) -> AbstractContextManager[None]:
+    """Run the block with faiss's (process-wide) BLAS database block set to ``size``."""
+    return _restored(
+        lambda: faiss.cvar.distance_compute_blas_database_bs,
+        lambda value: setattr(faiss.cvar, "distance_compute_blas_database_bs", value),
+        size,
+    )
 
 
 @contextmanager
-def blas_database_block(size: int) -> Iterator[None]:
-    """Run the block with faiss's BLAS database block set to ``size``, then restore it.
-
-    The setting is process-wide; concurrent searches may see either value, both valid.
-    """
-    previous = faiss.cvar.distance_compute_blas_database_bs
-    faiss.cvar.distance_compute_blas_database_bs = size
+def _restored(get: Callable[[], int], put: Callable[[int], object], value: int) -> Iterator[None]:
+    """Run the block with a setting ``put`` to ``value``, then put back what ``get`` read."""
+    previous = get()
+    put(value)
     try:
         yield
     finally:
-        faiss.cvar.distance_compute_blas_database_bs = previous
+        put(previous)
 
 
 def as_matrix(vectors: np.ndarray, *, normalize: bool = True, name: str = "vectors") -> np.ndarray:
-    """A C-contiguous float32 copy of a 2-D array of finite numbers, L2-normalised if asked.
-
-    Zero rows stay zero, so they score 0 against everything.
-    """
+    """A C-contiguous float32 copy of a 2-D array of finite numbers, L2-normalised if asked
+    (zero rows stay zero)."""
     array = np.asarray(vectors)
     if array.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, got shape {array.shape}")
@@ -103,14 +92,9 @@ def build_index(
     seed: int = 0,
     threads: int | None = None,
 ) -> faiss.Index:
-    """Index the rows of ``vectors`` for inner-product search; row ``i`` gets id ``i``.
-
-    ``exact`` is an ``IndexFlatIP``. ``ivf`` is an ``IndexIVFFlat`` whose ``nlist`` centroids
-    come from spherical k-means on the vectors (seeded by ``seed``) and which visits
-    ``nprobe`` lists per query. ``hnsw`` is an ``IndexHNSWFlat`` with ``hnsw_m`` links per
-    node and ``ef_search`` candidates per query. The search settings are stored in the index
-    and survive :func:`save_index`.
-    """
+    """Index the rows of ``vectors`` (row ``i`` gets id ``i``) for inner-product search:
+    ``exact`` (IndexFlatIP), ``ivf`` (IndexIVFFlat, seeded spherical k-means; ``nlist``,
+    ``nprobe``) or ``hnsw`` (IndexHNSWFlat; ``hnsw_m``, ``ef_search``), settings saved with it."""
     matrix = as_matrix(vectors, normalize=normalize)
     n, dim = matrix.shape
     if n == 0:
@@ -126,7 +110,8 @@ def build_index(
             index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
             index.cp.seed = seed
             index.cp.spherical = normalize
-            index.nprobe = default_nprobe(nlist) if nprobe is None else min(nprobe, nlist)
+            # By default a 32nd of the lists, erring towards recall.
+            index.nprobe = math.ceil(nlist / 32) if nprobe is None else min(nprobe, nlist)
             if index.nprobe < 1:
                 raise ValueError(f"nprobe must be at least 1, got {nprobe}")
             index.train(matrix)
@@ -160,9 +145,7 @@ def search_parameters(
 
 
 def sort_hits(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Order each row by score descending, then id ascending; missing hits (-1) go last.
-
-    Ids are widened to int64 first: the missing-hit sentinel would wrap to -1 in int32."""
+    """Order each row by score descending, then id ascending; missing hits (-1) go last."""
     ids = np.asarray(ids, dtype=np.int64)
     scores = np.where(ids < 0, -np.inf, scores).astype(np.float32, copy=False)
     order = np.lexsort((np.where(ids < 0, np.iinfo(np.int64).max, ids), -scores), axis=-1)
@@ -180,13 +163,9 @@ def search(
     batch_size: int = SEARCH_BATCH,
     threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The top ``k`` videos for each query row: ``(scores float32 [q, k'], ids int64 [q, k'])``.
-
-    ``k`` is clipped to the number of indexed vectors, so ``k' = min(k, index.ntotal)``. An
-    approximate index may find fewer than ``k'`` hits for a query; the rest are padded with
-    id -1 and score -inf. ``normalize`` should match the index's build. ``nprobe`` and
-    ``ef_search`` override the index's own settings for this call only.
-    """
+    """The top ``k' = min(k, index.ntotal)`` videos per query row: ``(scores float32 [q, k'],
+    ids int64 [q, k'])``, missing hits padded with id -1 and score -inf; ``nprobe`` and
+    ``ef_search`` override the index's settings for this call."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if batch_size < 1:
@@ -213,11 +192,8 @@ def search(
 
 
 def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray) -> float:
-    """Mean over queries of the share of the exact top-k ids that the approximate search found.
-
-    Both arrays are ``[q, k]``; -1 entries never match, and each row is divided by its number
-    of valid exact ids (``k`` unless the exact search was padded).
-    """
+    """Mean over queries of the share of the exact top-k ids (``[q, k]``, -1 never matches) that
+    the approximate search found."""
     approx_ids = np.asarray(approx_ids, dtype=np.int64)
     exact_ids = np.asarray(exact_ids, dtype=np.int64)
     if approx_ids.ndim != 2 or exact_ids.ndim != 2 or len(approx_ids) != len(exact_ids):

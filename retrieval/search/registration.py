@@ -1,9 +1,5 @@
-"""Register a retrieval model on a dataset from uploaded embeddings or a TREC run file.
-
-Every registration is all-or-nothing: the files are validated completely (shapes, finite
-values, unique and known ids, well-formed lines) before a model row is written, and the
-rows are written in one transaction.
-"""
+"""Register a retrieval model on a dataset from uploaded embeddings or a TREC run file, all or
+nothing: the files are validated completely first, then the rows written in one transaction."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,25 +27,19 @@ def check_name_free(dataset: Dataset, name: str) -> None:
     """Refuse a model name the name rule refuses or the dataset already uses (by a model, or
     by a run: a model's run takes its name)."""
     check_name(name, "model")
-    if RetrievalModel.objects.filter(dataset=dataset, name=name).exists():
-        raise RegistrationError(
-            f"dataset {dataset.name!r} already has a model named {name!r}",
-            code="name_taken",
-            status=409,
-        )
-    if Run.objects.filter(dataset=dataset, name=name).exists():
-        raise RegistrationError(
-            f"dataset {dataset.name!r} already has a run named {name!r}",
-            code="name_taken",
-            status=409,
-        )
+    for table, what in ((RetrievalModel, "model"), (Run, "run")):
+        if table.objects.filter(dataset=dataset, name=name).exists():
+            raise RegistrationError(
+                f"dataset {dataset.name!r} already has a {what} named {name!r}",
+                code="name_taken",
+                status=409,
+            )
 
 
 @contextmanager
 def _taking_name(dataset: Dataset, name: str) -> Iterator[None]:
     """One transaction writing the model ``name`` (and its run): a name another upload took
-    since :func:`check_name_free` passed (a file is read in between) is refused as that
-    check refuses it (409 ``name_taken``), not left to the unique index's error."""
+    meanwhile is refused as :func:`check_name_free` refuses it, not by the unique index."""
     try:
         with transaction.atomic():
             yield
@@ -93,11 +83,8 @@ def register_embeddings(dataset: Dataset, name: str, directory: Path) -> Retriev
 def register_run_file(
     dataset: Dataset, name: str, path: Path, *, shown_as: str | None = None
 ) -> RetrievalModel:
-    """Register a model known only by its TREC run (ranked by trec_eval's rule).
-
-    ``shown_as`` names the file in errors and in the model's config instead of ``path``
-    (an upload's own name, not the temporary copy the server read).
-    """
+    """Register a model known only by its TREC run (ranked by trec_eval's rule); ``shown_as``
+    names the file in errors and the config instead of ``path`` (an upload's own name)."""
     check_name_free(dataset, name)
     try:
         parsed = trec.read_run(Path(path))

@@ -1,10 +1,5 @@
-"""Pure: a run's top-k lists as dense arrays, and their compact binary form for the database.
-
-Later stages (pooling, metrics, overlap) work on whole runs at once, so a run is three
-arrays rather than one row per ranked video: ``query_ids`` (Q), ``item_ids`` (Q x k, -1
-pads lists shorter than k) and ``scores`` (Q x k, float64 so TREC files round-trip
-exactly), in rank order. Storing and loading them is :mod:`retrieval.search.runs_service`.
-"""
+"""Pure: a run's top-k lists as dense arrays in rank order (``query_ids`` Q, ``item_ids`` Q x k
+padded with -1, ``scores`` Q x k float64 so TREC files round-trip) and their binary form."""
 
 import io
 from dataclasses import dataclass
@@ -57,13 +52,8 @@ class RankedLists:
 def trec_sort(
     item_ids: np.ndarray, scores: np.ndarray, tiebreak: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Order each row as trec_eval ranks it: score descending, ties by docno descending.
-
-    ``tiebreak`` has the shape of ``item_ids`` and holds each entry's position in
-    descending docno order (see :func:`descending_key_rank`); padding (-1) goes last.
-    Every stored run uses this order, so the rank a file claims never matters and
-    exported runs read back identically.
-    """
+    """Order each row as trec_eval ranks it (score descending, ties by docno descending, from
+    ``tiebreak``: :func:`descending_key_rank` per entry), padding (-1) last."""
     pad = item_ids < 0
     # Widened first: in a narrower array NumPy 2 would cast the sentinel to -1.
     key = np.where(pad, np.iinfo(np.int64).max, np.asarray(tiebreak, dtype=np.int64))

@@ -25,12 +25,15 @@ class KeyIndex:
 
     @classmethod
     def videos(cls, dataset: Dataset) -> "KeyIndex":
-        rows = list(Video.objects.filter(dataset=dataset).values_list("pk", "key"))
-        return cls(np.array([pk for pk, _ in rows], dtype=np.int64), [key for _, key in rows])
+        return cls._of(Video, dataset)
 
     @classmethod
     def captions(cls, dataset: Dataset) -> "KeyIndex":
-        rows = list(Caption.objects.filter(dataset=dataset).values_list("pk", "key"))
+        return cls._of(Caption, dataset)
+
+    @classmethod
+    def _of(cls, table: type[Video] | type[Caption], dataset: Dataset) -> "KeyIndex":
+        rows = list(table.objects.filter(dataset=dataset).values_list("pk", "key"))
         return cls(np.array([pk for pk, _ in rows], dtype=np.int64), [key for _, key in rows])
 
     def positions(self, pks: np.ndarray) -> np.ndarray:

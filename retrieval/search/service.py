@@ -1,10 +1,5 @@
-"""Turn a model's embeddings into a run: index the collection's videos, search every query.
-
-The collection is the videos of the evaluation split (all videos with embeddings when
-none has a split); the queries are that split's query captions. The default index is exact
-inner product on L2-normalised vectors; IVF and HNSW are for large collections, and their
-recall@k against exact search is measured and stored with the run.
-"""
+"""Turn a model's embeddings into a run: index the split's videos (all embedded ones when none
+has a split), search its query captions; IVF and HNSW runs store their recall@k vs exact."""
 
 import time
 from dataclasses import dataclass
@@ -82,12 +77,8 @@ def build_exact_index(model: RetrievalModel, split: str = "test") -> int:
 def exact_index(
     model: RetrievalModel, collection: Collection, split: str, *, rebuild: bool = False
 ):
-    """The model's saved exact index for ``split`` if it covers this collection, else a new one.
-
-    The index is saved beside the model with the video ids of its rows, so ``predict``
-    reuses what ``embed`` built instead of indexing the same vectors again; ``embed``
-    passes ``rebuild`` because its vectors are new.
-    """
+    """The model's saved exact index for ``split`` if it covers this collection (by the video
+    ids saved beside it), else a new one, saved; ``rebuild`` after new embeddings."""
     directory = model_dir(model)
     path, ids_path = directory / f"index-{split}.faiss", directory / f"index-{split}-ids.npy"
     if (
@@ -103,17 +94,6 @@ def exact_index(
     model.index = relative(path)
     model.save(update_fields=["index", "updated_at"])
     return index
-
-
-def check_index_settings(
-    n_videos: int, nlist: int | None, nprobe: int | None, ef_search: int | None
-) -> None:
-    """Refuse index settings the collection cannot honour, before any index is built."""
-    if nlist is not None and not 1 <= nlist <= n_videos:
-        raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
-    for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
-        if value is not None and value < 1:
-            raise PredictError(f"{name} must be at least 1, got {value}")
 
 
 def predict(
@@ -133,7 +113,12 @@ def predict(
         )
     embeddings = load_embeddings(model)
     collection = collection_for(model, embeddings, split)
-    check_index_settings(len(collection.video_pks), nlist, nprobe, ef_search)
+    n_videos = len(collection.video_pks)  # settings it cannot honour are refused before building
+    if nlist is not None and not 1 <= nlist <= n_videos:
+        raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
+    for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
+        if value is not None and value < 1:
+            raise PredictError(f"{name} must be at least 1, got {value}")
     started = time.perf_counter()
     if index_kind == "exact":
         index = exact_index(model, collection, split)
