@@ -11,9 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.campaign_read.views import adjudication_page
-from annotation.campaigns.forms import (
-    PromoteForm,
-)
+from annotation.campaigns.forms import PromoteForm
 from annotation.campaigns.lookup import campaign_by_id
 from annotation.campaigns.views import render_campaign
 from annotation.gold import service as gold
@@ -23,10 +21,7 @@ from annotation.models import Campaign
 from config import roles
 from config.errors import UserError
 from jobs.runner import submit
-from retrieval.datasets.uploads import (
-    input_name,
-    new_input_folder,
-)
+from retrieval.datasets.uploads import input_name, new_input_folder
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 

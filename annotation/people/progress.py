@@ -17,13 +17,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.judging import pair_state, queue
-from annotation.models import (
-    AnnotatorTally,
-    Campaign,
-    CampaignTally,
-    GoldJudgement,
-    Judgement,
-)
+from annotation.models import AnnotatorTally, Campaign, CampaignTally, GoldJudgement, Judgement
 from annotation.people.state import State
 from annotation.people.state_service import campaign_states
 
@@ -73,7 +67,7 @@ class CampaignProgress:
         return not self.finished and self.left_for_me == 0
 
 
-def _sums(rows, key: str, **totals) -> dict[int, tuple[int, ...]]:
+def sums_by(rows, key: str, **totals) -> dict[int, tuple[int, ...]]:
     """``key`` -> the ``totals`` (aggregates, None read as 0) of ``rows`` grouped by it."""
     found = rows.order_by().values(key).annotate(**totals).values_list(key, *totals)
     return {group: tuple(int(value or 0) for value in values) for group, *values in found}
@@ -90,14 +84,14 @@ def annotator_progress(
     today = (now or timezone.now()).astimezone(UTC).date()
     ids = [campaign.pk for campaign in campaigns]
     tallies = AnnotatorTally.objects.filter(campaign_id__in=ids)
-    judged = _sums(
+    judged = sums_by(
         tallies.filter(annotator=annotator),
         "campaign_id",
         today=Sum("judged", filter=Q(day=today)),
         total=Sum("judged"),
     )
     # Queue answers on gold (today, in all): progress counts them as judgements.
-    gold = _sums(
+    gold = sums_by(
         GoldJudgement.objects.filter(
             gold_pair__campaign_id__in=[c.pk for c in campaigns if c.settings.gold.rate > 0],
             annotator=annotator,
@@ -107,7 +101,7 @@ def annotator_progress(
         today=Count("pk", filter=Q(created_at__gte=datetime.combine(today, time.min, tzinfo=UTC))),
         total=Count("pk"),
     )
-    totals = _sums(
+    totals = sums_by(
         CampaignTally.objects.filter(campaign_id__in=ids),
         "campaign_id",
         pairs=Sum("pairs"),
@@ -115,7 +109,7 @@ def annotator_progress(
     )
     # Labels still needed on pairs (not held) the annotator judged: read from their own
     # judgements, so the cost grows with their work, not with the campaigns' size.
-    mine = _sums(
+    mine = sums_by(
         Judgement.objects.filter(
             pair_state.servable("pair__", once_leases_end=True),
             annotator=annotator,
@@ -126,7 +120,7 @@ def annotator_progress(
         left=Sum("pair__needed"),
     )
     budgets = {c.pk: b for c in campaigns if (b := c.settings.judging.budget) is not None}
-    spent = _sums(tallies, "campaign_id", n=Sum("judged"))
+    spent = sums_by(tallies, "campaign_id", n=Sum("judged"))
     found = []
     for campaign in campaigns:
         pairs, left = totals.get(campaign.pk, (0, 0))

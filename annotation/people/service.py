@@ -31,6 +31,7 @@ from annotation.models import (
     Judgement,
     StandingEvent,
 )
+from annotation.people.progress import sums_by
 from annotation.people.quality import AnnotatorScore
 from annotation.people.scores import CampaignScores, campaign_scores
 from annotation.people.state import pause_rule
@@ -167,12 +168,8 @@ def campaign_people(
     now = now or timezone.now()
     scores = scores if scores is not None else campaign_scores(campaign)
     by_name = {score.annotator: score for score in scores.annotators}
-    live = dict(
-        AnnotatorTally.objects.filter(campaign=campaign)
-        .order_by()
-        .values("annotator_id")
-        .annotate(n=Sum("judged"))
-        .values_list("annotator_id", "n")
+    live = sums_by(
+        AnnotatorTally.objects.filter(campaign=campaign), "annotator_id", n=Sum("judged")
     )
     labelled = set(
         Judgement.objects.filter(pair__campaign=campaign)
@@ -217,7 +214,7 @@ def campaign_people(
                 reinstated_by=_name(standing.reinstated_by) if standing else None,
                 discounted_labels=standing.discounted_labels if standing else 0,
                 history=tuple(reversed(history.get(user.pk, []))),
-                labels=int(live.get(user.pk) or 0),
+                labels=live.get(user.pk, (0,))[0],
             )
         )
     invitable = (

@@ -1,12 +1,9 @@
 """ORM-facing: gather a dataset's runs and complete labels into a replay world, and replay a
 judging order on it (the loop is :mod:`annotation.simulation.replay`).
 
-Rows are the query captions the runs answer (with a label set, those it judges), pooled at
-``depth`` as a campaign would be: each caption's own video is left out of the pool and counts
-as a known positive, as in re-scoring. Complete labels come from the demo world's ground
-truth, or from a label set; queries with a pooled pair the label set does not decide (or,
-with the ground truth, a caption or video without a stored assertion or scene) are dropped
-(and counted), since their replay would need labels nobody has.
+Queries are pooled at ``depth`` as a campaign would be (each caption's own video a known
+positive); complete labels come from the demo ground truth or a label set, and queries with
+a pooled pair neither decides are dropped and counted.
 """
 
 from collections.abc import Callable, Sequence
