@@ -174,10 +174,11 @@ def read_query(campaign: Campaign, caption_id: int) -> QueryLabels:
     return _labels_of(campaign, campaign=campaign.pk, caption=caption_id)
 
 
-def _labels_of(campaign: Campaign, **where) -> QueryLabels:
+def _labels_of(of: Campaign, **where) -> QueryLabels:
+    """The live labels ``where`` says (one statement) and ``of``'s stored priors."""
     rows = statements.live_labels(confusion.PRIOR_ACCURACY, **where)
     labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
-    return QueryLabels(labels, stored_priors(campaign))
+    return QueryLabels(labels, stored_priors(of))
 
 
 def pair_posterior(pair: Pair, campaign: Campaign) -> float:
