@@ -1,11 +1,9 @@
 """Pure: gold pair files (CSV or JSON lines) and the admin-only gold export.
 
-A gold file lists caption-video pairs whose label is known: ``caption_key``, ``video_key``,
-``label`` (``relevant`` or ``irrelevant``), ``explanation`` (why; shown to an annotator
-after a training pair) and, optionally, ``guideline`` (the guideline sentence the label
-rests on). Other columns are ignored, so the ``gold`` export reads back as a gold file.
-Readers raise :class:`~retrieval.formats.records.FormatError` naming the file, line and
-field, like every importer; writers are generators of complete lines.
+A gold file lists ``caption_key``, ``video_key``, ``label`` (``relevant`` or ``irrelevant``),
+``explanation`` and optionally ``guideline``; other columns are ignored, so the export reads
+back as a gold file. Readers raise :class:`~retrieval.formats.records.FormatError` naming
+the file, line and field; writers yield complete lines.
 """
 
 import json
@@ -17,12 +15,7 @@ from config.text_rule import text_problem
 from retrieval.formats.csv_safety import csv_line
 from retrieval.formats.generic import csv_rows, json_objects
 from retrieval.formats.labels import parse_raw_label
-from retrieval.formats.records import (
-    FormatError,
-    parse_field,
-    parse_key,
-    parse_optional_str,
-)
+from retrieval.formats.records import FormatError, parse_field, parse_key, parse_optional_str
 from retrieval.label_sets.judged import LABEL_NAMES
 
 FORMATS = ("csv", "jsonl")
@@ -38,7 +31,7 @@ EXPORT_JUDGEMENT_COLUMNS = (
     "purpose",
     "attempt",
 )
-EXPORT_COLUMNS = (
+EXPORT_PAIR_COLUMNS = (
     "caption_key",
     "video_key",
     "caption",
@@ -48,8 +41,8 @@ EXPORT_COLUMNS = (
     "source",
     "created_by",
     "created_at",
-    *EXPORT_JUDGEMENT_COLUMNS,
 )
+EXPORT_COLUMNS = (*EXPORT_PAIR_COLUMNS, *EXPORT_JUDGEMENT_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +142,8 @@ class GoldTemplateRow:
 
 
 def gold_template_lines(rows: Iterable[GoldTemplateRow]) -> Iterator[str]:
-    """A gold CSV file of ``rows`` that :func:`read_gold` reads back as it is: a header,
-    then one line per pair with ``label`` as ``relevant`` or ``irrelevant`` and an empty
-    ``guideline`` for the admin to fill (or to delete the rows they do not want)."""
+    """A gold CSV file of ``rows`` that :func:`read_gold` reads back as it is, with an empty
+    ``guideline`` for the admin to fill."""
     yield csv_line(TEMPLATE_COLUMNS)
     for row in rows:
         yield csv_line(
@@ -197,19 +189,17 @@ class GoldExportRow:
     answers: tuple[GoldAnswer, ...] = ()
 
 
+def _pair_values(row: GoldExportRow) -> dict[str, object]:
+    """The gold pair's export columns, its label by name."""
+    return {name: getattr(row, name) for name in EXPORT_PAIR_COLUMNS} | {
+        "label": LABEL_NAMES[row.label]
+    }
+
+
 def gold_jsonl_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
     """One JSON line per gold pair, its answers in a ``judgements`` list."""
     for row in rows:
-        values = {
-            "caption_key": row.caption_key,
-            "video_key": row.video_key,
-            "caption": row.caption,
-            "label": LABEL_NAMES[row.label],
-            "explanation": row.explanation,
-            "guideline": row.guideline,
-            "source": row.source,
-            "created_by": row.created_by,
-            "created_at": row.created_at,
+        values = _pair_values(row) | {
             "judgements": [
                 {
                     "annotator": answer.annotator,
@@ -227,23 +217,11 @@ def gold_jsonl_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
 
 
 def gold_csv_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
-    """A header, then one row per answer (the gold pair's columns repeated); a gold pair
-    nobody answered yet has one row with empty answer columns. Text cells a spreadsheet would
-    run as formulas are neutralised (:mod:`retrieval.formats.csv_safety`); :func:`read_gold`
-    undoes it."""
+    """A header, then one row per answer (the gold pair's columns repeated; one row with empty
+    answer columns when nobody answered), formula cells neutralised (:mod:`retrieval.formats.csv_safety`)."""
     yield csv_line(EXPORT_COLUMNS)
     for row in rows:
-        pair = [
-            row.caption_key,
-            row.video_key,
-            row.caption,
-            LABEL_NAMES[row.label],
-            row.explanation,
-            row.guideline,
-            row.source,
-            row.created_by,
-            row.created_at,
-        ]
+        pair = list(_pair_values(row).values())
         if not row.answers:
             yield csv_line([*pair, *([""] * len(EXPORT_JUDGEMENT_COLUMNS))])
         for answer in row.answers:

@@ -7,10 +7,7 @@ from pathlib import Path
 
 from django import forms
 
-from retrieval.datasets.uploads import (
-    save_upload,
-    shown_name,
-)
+from retrieval.datasets.uploads import save_upload, shown_name
 
 GOLD_SUFFIXES = {".csv": ".csv", ".jsonl": ".jsonl", ".json": ".jsonl", ".ndjson": ".jsonl"}
 """What a gold upload's own suffix makes of the stored copy (the reader goes by it)."""

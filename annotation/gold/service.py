@@ -1,12 +1,8 @@
 """Gold pairs of a campaign: import them from a file, promote decided pairs, list, export.
 
-A gold pair is a caption-video pair of the campaign's dataset with a known label and an
-explanation. Admins add them by importing a gold file (:mod:`annotation.gold.file`; the
-same error rules as every importer: the file, line and field of the first problem, and
-nothing written) or by promoting pairs the campaign has decided: adjudicated by an admin,
-or labelled unanimously by at least :data:`MIN_UNANIMOUS` annotators. Answers on gold
-pairs are :class:`~annotation.models.GoldJudgement` rows, never campaign labels; only the
-admin-only ``gold`` export (:func:`gold_export_rows`) lists them.
+Admins add gold by importing a gold file (:mod:`annotation.gold.file`; errors name the
+file, line and field, and nothing is written) or by promoting decided pairs: adjudicated,
+or labelled unanimously by at least :data:`MIN_UNANIMOUS` annotators.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -83,8 +79,7 @@ class GoldSummary:
 
 @dataclass(frozen=True)
 class GoldRows:
-    """A gold file read against a dataset: its pairs as rows to store (no campaign set yet),
-    and how many of them are relevant and irrelevant."""
+    """A gold file read against a dataset: its pairs as rows to store."""
 
     file: str
     rows: tuple[GoldPair, ...]
@@ -108,17 +103,14 @@ def read_gold_rows(
     user=None,
     progress: Callable[[int], None] | None = None,
 ) -> GoldRows:
-    """The gold pairs of a CSV or JSONL file as rows for ``campaign`` (or for a campaign not
-    made yet), writing nothing.
-
-    Keys must name captions and videos of ``dataset``, and a pair may not be a gold pair of
-    ``campaign`` already: both are errors naming the line and field. ``shown`` names the
-    file in errors (an upload's own name, not the server's copy); ``progress`` is told of
-    each row read.
-    """
+    """The gold pairs of a CSV or JSONL file as rows for ``campaign`` (or one not made yet),
+    writing nothing. Keys must name captions and videos of ``dataset``, and a pair may not
+    be gold already (errors name the line and field); ``shown`` names the file in errors."""
     path = Path(path)
-    captions = KeyIndex.captions(dataset).by_key
-    videos = KeyIndex.videos(dataset).by_key
+    indexes = {
+        "caption": KeyIndex.captions(dataset).by_key,
+        "video": KeyIndex.videos(dataset).by_key,
+    }
     existing = set()
     if campaign is not None:
         existing = set(
@@ -127,22 +119,9 @@ def read_gold_rows(
     rows = []
     try:
         for record in gold_file.read_gold(path, fmt):
-            caption = captions.get(record.caption_key)
-            if caption is None:
-                raise FormatError(
-                    path,
-                    record.line,
-                    "caption_key",
-                    f"no caption with key {record.caption_key!r} in dataset {dataset.name!r}",
-                )
-            video = videos.get(record.video_key)
-            if video is None:
-                raise FormatError(
-                    path,
-                    record.line,
-                    "video_key",
-                    f"no video with key {record.video_key!r} in dataset {dataset.name!r}",
-                )
+            caption, video = (
+                _key_id(path, record, indexes, what, dataset) for what in ("caption", "video")
+            )
             if (caption, video) in existing:
                 raise FormatError(
                     path,
@@ -172,6 +151,16 @@ def read_gold_rows(
     return GoldRows(file=shown or path.name, rows=tuple(rows))
 
 
+def _key_id(path: Path, record: gold_file.GoldRecord, indexes, what: str, dataset) -> int:
+    """The id of the record's caption or video (``what``) in the dataset, else FormatError."""
+    key = getattr(record, f"{what}_key")
+    found = indexes[what].get(key)
+    if found is None:
+        message = f"no {what} with key {key!r} in dataset {dataset.name!r}"
+        raise FormatError(path, record.line, f"{what}_key", message)
+    return found
+
+
 class _Quiet:
     """Steps nobody watches (an import called without a job or a command around it)."""
 
@@ -191,14 +180,10 @@ def import_gold(
     shown: str | None = None,
     steps: Steps | None = None,
 ) -> GoldImport:
-    """Add the gold pairs of a CSV or JSONL file to ``campaign``, all or nothing (the
-    checks of :func:`read_gold_rows`), telling ``steps`` (a job's reporter) how far it got.
-
-    The file is read, checked and turned into columns before the one transaction that
-    writes them (the gold pairs and their hidden tasks, in bulk), so SQLite's write lock,
-    which every other writer waits for, is held only for the writes: reading 100,000 rows
-    inside it kept the start-up jobs out until they failed (``database is locked``).
-    """
+    """Add the gold pairs of a CSV or JSONL file to ``campaign``, all or nothing, telling
+    ``steps`` how far it got. The file is read and checked before the one write transaction:
+    reading 100,000 rows under SQLite's write lock failed the start-up jobs (``database is
+    locked``)."""
     steps = steps or _Quiet()
     path = Path(path)
     name = shown or path.name
@@ -218,11 +203,9 @@ def import_gold(
 def write_gold_rows(
     campaign: Campaign, read: GoldRows, *, user=None, steps: Steps | None = None
 ) -> GoldImport:
-    """Store gold rows already read and checked (:func:`read_gold_rows`) as ``campaign``'s,
-    with their hidden tasks, in one transaction; the same pairs imported meanwhile are a
-    GoldError and nothing is written."""
+    """Store checked gold rows as ``campaign``'s with their hidden tasks, in one transaction
+    (the same pairs imported meanwhile: GoldError, nothing written)."""
     steps = steps or _Quiet()
-    name = read.file
     columns = _gold_columns(read.rows, campaign, user)
     steps.step(f"writing {len(read.rows):,} gold pairs and their tasks", total=len(read.rows))
     try:
@@ -231,7 +214,7 @@ def write_gold_rows(
             gold_queue.ensure_tasks(campaign)  # now, not in the request that first serves one
     except IntegrityError:  # gold_pair_once: the same pairs imported meanwhile
         raise GoldError(
-            f"{name}: some of its pairs became gold pairs of campaign {campaign.name!r} while "
+            f"{read.file}: some of its pairs became gold pairs of campaign {campaign.name!r} while "
             "it was read; nothing was imported, import it again to be told which"
         ) from None
     steps.advance(len(read.rows))
@@ -241,9 +224,8 @@ def write_gold_rows(
 
 
 def _gold_columns(rows: Sequence[GoldPair], campaign: Campaign, user) -> dict[str, object]:
-    """Gold pairs as the columns :func:`annotation.judging.statements.insert` takes, worked
-    out before the write transaction (a model instance a row, compiled by ``bulk_create``
-    inside it, was most of the time the lock was held)."""
+    """Gold pairs as the columns :func:`annotation.judging.statements.insert` takes, before the
+    write transaction (``bulk_create``'s instances were most of the lock's time)."""
     return {
         "campaign_id": campaign.pk,
         "caption_id": [row.caption_id for row in rows],
@@ -266,13 +248,17 @@ def decided() -> Q:
     return resolved & (~Q(adjudicated="") | (unanimous & Q(auto_label="")))
 
 
-def promotable(campaign: Campaign) -> int:
-    """Decided pairs of ``campaign`` that are not gold pairs yet: what promoting every
-    decided pair adds (one query)."""
+def _promotable(campaign: Campaign):
+    """Decided pairs of ``campaign`` that are not gold pairs yet."""
     gold = GoldPair.objects.filter(
         campaign=campaign, caption_id=OuterRef("caption_id"), video_id=OuterRef("video_id")
     )
-    return Pair.objects.filter(campaign=campaign).filter(decided()).exclude(Exists(gold)).count()
+    return Pair.objects.filter(campaign=campaign).filter(decided()).exclude(Exists(gold))
+
+
+def promotable(campaign: Campaign) -> int:
+    """How many pairs promoting every decided pair adds (one query)."""
+    return _promotable(campaign).count()
 
 
 def promote(
@@ -285,15 +271,10 @@ def promote(
     user=None,
     expected: int | None = None,
 ) -> Promotion:
-    """Make decided pairs of ``campaign`` gold pairs, with their settled label.
-
-    Either ``pair_ids`` (each must be a decided pair of the campaign, else nothing is
-    promoted) or ``all_decided``. Without an ``explanation`` each gold pair says how its
-    label was settled. Pairs already gold are skipped and counted. With ``expected`` (the
-    count a confirmation named, :func:`promotable`), nothing is promoted unless that many
-    would be; and a call that would promote nothing is refused rather than reported as
-    done.
-    """
+    """Make decided pairs of ``campaign`` (``pair_ids``, each decided, or ``all_decided``)
+    gold pairs with their settled label; pairs already gold are skipped and counted. With
+    ``expected`` (:func:`promotable`'s count) nothing is promoted unless that many would be;
+    promoting nothing is refused."""
     if (pair_ids is None) == (not all_decided):
         raise GoldError("name the pairs to promote, or ask for every decided pair")
     pairs = Pair.objects.filter(campaign=campaign)
@@ -333,18 +314,17 @@ def promote(
         if problem is not None:
             raise GoldError(f"the {what} {problem}")
     created = []
-    for pk, caption, video, status, adjudicated, admin, label_count in rows:
+    for pk, caption, video, *settled in rows:
         if (caption, video) in existing:
             continue
-        label = adjudicated or status
-        why = explanation or _how_settled(label, adjudicated, admin, label_count)
+        label, how = _settled(*settled)
         created.append(
             GoldPair(
                 campaign=campaign,
                 caption_id=caption,
                 video_id=video,
                 label=label,
-                explanation=why,
+                explanation=explanation or how,
                 guideline=guideline.strip(),
                 source=GoldPair.Source.PROMOTED,
                 pair_id=pk,
@@ -375,24 +355,18 @@ def promote(
     return Promotion(campaign.name, len(created), len(rows) - len(created))
 
 
-def _how_settled(label: str, adjudicated: str, admin: str | None, label_count: int) -> str:
-    """The explanation a promoted pair gets when the admin gives none."""
+def _settled(status: str, adjudicated: str, admin: str | None, count: int) -> tuple[str, str]:
+    """A decided pair's label, and the explanation it gets promoted when the admin gives none."""
     if adjudicated:
-        return f"Adjudicated {label} by {admin or 'an admin'}."
-    return f"All {label_count} annotators judged it {label}."
+        return adjudicated, f"Adjudicated {adjudicated} by {admin or 'an admin'}."
+    return status, f"All {count} annotators judged it {status}."
 
 
 def gold_template_rows(campaign: Campaign) -> Iterator[gold_file.GoldTemplateRow]:
-    """The decided pairs of ``campaign`` that are not gold yet, as rows of a gold file an
-    admin edits and imports (one query, read in batches): the same pairs, labels and
-    explanations that promoting every decided pair would make."""
-    gold = GoldPair.objects.filter(
-        campaign=campaign, caption_id=OuterRef("caption_id"), video_id=OuterRef("video_id")
-    )
+    """The decided pairs of ``campaign`` not gold yet as rows of a gold file to edit and import
+    (one query, read in batches), as promoting every decided pair would make them."""
     rows = (
-        Pair.objects.filter(campaign=campaign)
-        .filter(decided())
-        .exclude(Exists(gold))
+        _promotable(campaign)
         .order_by("pk")
         .values_list(
             "caption__key",
@@ -404,17 +378,9 @@ def gold_template_rows(campaign: Campaign) -> Iterator[gold_file.GoldTemplateRow
             "label_count",
         )
     )
-    for caption_key, video_key, text, status, adjudicated, admin, label_count in rows.iterator(
-        chunk_size=5000
-    ):
-        label = adjudicated or status
-        yield gold_file.GoldTemplateRow(
-            caption_key,
-            video_key,
-            text,
-            CODES[label],
-            _how_settled(label, adjudicated, admin, label_count),
-        )
+    for caption_key, video_key, text, *settled in rows.iterator(chunk_size=5000):
+        label, how = _settled(*settled)
+        yield gold_file.GoldTemplateRow(caption_key, video_key, text, CODES[label], how)
 
 
 def _ids(ids: Sequence[int]) -> str:

@@ -52,14 +52,12 @@ QUALIFICATION = statement(
     ORDER BY a.{attempt.started_at}, a.{attempt.id}""",
     QualificationRow,
 )
-"""A campaign's gold pairs and an annotator's qualification attempts in it, oldest first,
-with how many training pairs each answered, in one statement (a row with a null ``id``
-when there is no attempt)."""
+"""A campaign's gold pairs and an annotator's attempts in it, oldest first, with answers
+counted (a row with a null ``id`` when there is no attempt)."""
 
 
 def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[QualificationRow]]:
-    """(gold pairs, attempt rows) of :data:`QUALIFICATION`; ``finished_at`` as an aware
-    datetime or None."""
+    """(gold pairs, attempt rows) of :data:`QUALIFICATION`, times aware."""
     found = QUALIFICATION.rows({"campaign": campaign_id, "annotator": annotator_id})
     attempts = [
         row._replace(finished_at=None if row.finished_at is None else aware_time(row.finished_at))
@@ -70,10 +68,8 @@ def qualification(campaign_id: int, annotator_id: int) -> tuple[int, list[Qualif
 
 
 def _gold_task_text(excluded: int) -> str:
-    """A random gold task of ``%(campaign)s`` to serve ``%(annotator)s`` in the queue, with
-    caption and video (:data:`PAIR_ROW`): one they have not answered there and do not hold,
-    not among ``%(exclude_0)s``...; ``untasked`` counts the campaign's gold pairs that have
-    no task yet (made on demand by ``gold_queue.ensure_tasks``)."""
+    """A random gold task (:data:`PAIR_ROW`) the annotator has not answered in the queue nor
+    holds, not excluded; ``untasked`` counts the campaign's gold pairs without a task."""
     return (
         """
     SELECT {pair:p.*}, {caption:c.*}, {video:v.*},
@@ -111,8 +107,7 @@ def gold_task(campaign_id: int, annotator_id: int, exclude: Sequence[int]) -> Go
 
 
 def _gold_since_reinstated(value: str, name: str) -> str:
-    """A column of :data:`GOLD_ANSWER`: ``value`` over the annotator's live queue answers on
-    the campaign's gold since their reinstatement."""
+    """``value`` over the annotator's live queue answers on gold since their reinstatement."""
     return (
         f"(SELECT {value} FROM {{gold_judgement}} a "
         "JOIN {gold_pair} h ON h.{gold_pair.id} = a.{gold_judgement.gold_pair} "
@@ -158,14 +153,10 @@ GOLD_ANSWER = statement(
     LEFT JOIN {gold_judgement} e ON e.{gold_judgement.uuid} = %(uuid)s""",
     GoldAnswerRow,
 )
-"""Everything an answer on a gold task needs, in one row: the gold pair (null ``gold`` when
-it is gone), the annotator's qualification attempt in progress, whether they answered the
-pair in the queue already (and not undone), the answer the client's id names if it was
-stored, and ``label_uses``: the campaign label that id names, if any (one id names one
-answer, whatever its kind, or a gold task would answer a reused id unlike any other). And
-the annotator's standing as :data:`GOLD_EVIDENCE` reads it (``paused_at``, and their live
-queue answers on the campaign's gold since their reinstatement: ``gold_total``,
-``gold_correct``), so that scoring a gold answer takes no statement of its own."""
+"""Everything an answer on a gold task needs, in one row: the gold pair (null when gone),
+the attempt in progress, whether it was answered in the queue already, the answer or
+campaign label (``label_uses``) the client's id names, and the standing as
+:data:`GOLD_EVIDENCE` reads it, so scoring the answer takes no statement of its own."""
 
 
 def gold_answer(task_id: int, annotator_id: int, client_uuid: object) -> tuple:
@@ -265,8 +256,8 @@ GOLD_EVIDENCE = statement(
     GROUP BY s.{standing.paused_at}, s.{standing.reinstated_at}""",
     GoldEvidence,
 )
-"""An annotator's standing in a campaign (paused, reinstated: null without one) and their
-queue answers on its gold pairs since the reinstatement: how many, how many right."""
+"""An annotator's standing in a campaign and their queue answers on its gold since the
+reinstatement: how many, how many right."""
 
 
 def gold_evidence(campaign_id: int, annotator_id: int) -> GoldEvidence:

@@ -1,31 +1,23 @@
 """Gold pairs in the judging queue, and the qualification an annotator passes before real work.
 
-A campaign with gold pairs (:mod:`annotation.gold.service`) mixes them into the queue at
-its gold rate (5% by default): the task the annotator sees has the same markup, fields,
-statements per request and undo as any other. Each gold pair is served through a *task*: a
-hidden :class:`~annotation.models.Pair` in a companion campaign (closed, never listed),
-made after the pool, so its pair id is above every real one; no client ever sees it, since
-every task is served under an opaque id (:mod:`annotation.judging.task_ids`). Answers on
-gold tasks are stored as :class:`~annotation.models.GoldJudgement`, apart from labels: they
-change no pair's state, count or agreement figure. Nobody meets the same gold pair twice in
-the queue.
-
-A campaign may require qualification: before real work the annotator judges N training
-pairs drawn from the gold pairs and, after each, is told whether they were right, the
-correct label, the explanation and the guideline sentence. At or above the threshold
-accuracy they are admitted; below it they may retry after a cool-down, a limited number of
-times; an admin may admit anyone by hand.
+Each gold pair is served at the campaign's gold rate through a *task*: a hidden
+:class:`~annotation.models.Pair` in a closed companion campaign, served under an opaque id
+like any other; answers are :class:`~annotation.models.GoldJudgement` rows, never labels.
+A campaign may require qualification: N training pairs drawn from its gold, with feedback
+after each; at or above the threshold the annotator is admitted, else may retry after a
+cool-down a limited number of times (or an admin admits them by hand).
 """
 
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from annotation.campaigns.settings import DEFAULT_TRIES
@@ -56,18 +48,13 @@ def companion_id(campaign: Campaign) -> int | None:
 
 
 def visible(campaigns):
-    """Leave hidden gold companions out of a campaign queryset (``Campaign.objects`` does
-    already; a queryset from ``_base_manager`` may not)."""
+    """Leave hidden gold companions out of a campaign queryset (one from ``_base_manager``)."""
     return campaigns.filter(gold_of__isnull=True)
 
 
 def ensure_tasks(campaign: Campaign) -> int:
     """Give every gold pair of the campaign its hidden task pair; returns how many were made.
-
-    Run when gold pairs are imported or promoted, so that the judging request that first
-    serves gold does not also make the tasks (a one-off burst of statements in the response
-    that brings a gold task would time it apart); gold added any other way (the admin, a
-    script) gets its tasks on the first pick."""
+    Run on import and promotion, so the judging request that first serves gold need not."""
     if not GoldPair.objects.filter(campaign=campaign, task__isnull=True).exists():
         return 0
     with transaction.atomic():
@@ -152,9 +139,7 @@ def qualification(campaign: Campaign, annotator, now: datetime | None = None) ->
 
 def qualification_from(settings, gold_pairs: int, attempts, now: datetime) -> Qualification:
     """The qualification state from a campaign's gold settings, its number of gold pairs and
-    one annotator's attempts there, oldest first (each with ``passed``, ``admitted_by``,
-    ``finished_at``, ``correct``, ``total`` and ``answered``): shared by the judging page,
-    the home list and the campaign's people page, which read many attempts at once."""
+    one annotator's attempts there, oldest first (:class:`QualificationRow`-like)."""
     if not settings.qualification:
         return Qualification(required=False, admitted=True)
     admitted = any(a.passed or a.admitted_by for a in attempts)
@@ -181,6 +166,25 @@ def qualification_from(settings, gold_pairs: int, attempts, now: datetime) -> Qu
     )
 
 
+def attempts_by(
+    key: str, gold_pairs: int = 0, **where
+) -> dict[int, list[gold_sql.QualificationRow]]:
+    """The qualification attempts matching ``where``, oldest first, grouped by the column
+    ``key``, with their live answers counted: one statement for many annotators or campaigns."""
+    found: dict[int, list[gold_sql.QualificationRow]] = defaultdict(list)
+    rows = (
+        QualificationAttempt.objects.filter(**where)
+        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
+        .order_by("started_at", "pk")
+        .values_list(
+            key, "pk", "passed", "admitted_by", "finished_at", "correct", "total", "answered"
+        )
+    )
+    for group, *fields in rows:
+        found[group].append(gold_sql.QualificationRow(gold_pairs, *fields))
+    return found
+
+
 def _running_attempt(campaign: Campaign, annotator, now: datetime) -> QualificationAttempt | None:
     """The annotator's attempt in progress, starting one if they may."""
     state = qualification(campaign, annotator, now)
@@ -205,10 +209,7 @@ def admit(campaign: Campaign, annotator, admin) -> QualificationAttempt:
     if not campaign.settings.gold.qualification:
         raise QualificationError(f"campaign {campaign.name!r} requires no qualification")
     return QualificationAttempt.objects.create(
-        campaign=campaign,
-        annotator=annotator,
-        finished_at=timezone.now(),
-        admitted_by=admin,
+        campaign=campaign, annotator=annotator, finished_at=timezone.now(), admitted_by=admin
     )
 
 
@@ -225,13 +226,9 @@ def pick(
     now: datetime,
     training: bool | None = None,
 ) -> Pair | None:
-    """A gold task to serve now, or None.
-
-    Before admission: the next training pair of the annotator's attempt (the campaign's
-    gold pairs in a seeded order, one attempt's pairs never repeated). After: with
-    probability ``rate``, a gold pair the annotator has not met in the queue. ``training``
-    (whether the annotator is still qualifying) is worked out here unless the caller knows.
-    """
+    """A gold task to serve now, or None: before admission the next training pair of the
+    annotator's attempt; after, with probability ``rate``, a gold pair they have not met in the
+    queue. ``training`` (still qualifying) is worked out here unless the caller knows."""
     settings = campaign.settings.gold
     if training is None:
         training = settings.qualification and not qualification(campaign, annotator, now).admitted
@@ -266,9 +263,8 @@ def pick(
 
 
 def _training_pairs(campaign: Campaign, attempt: QualificationAttempt) -> list[int]:
-    """The attempt's training pairs in serving order (seeded by the attempt): as many
-    relevant as irrelevant gold pairs (:func:`annotation.people.quality.training_split`), as far as
-    the gold pairs allow."""
+    """The attempt's training pairs in a seeded order, balanced as far as the gold allows
+    (:func:`annotation.people.quality.training_split`)."""
 
     def key(pk: int) -> float:
         return random.Random(attempt.pk * 1_000_003 + pk).random()
@@ -296,9 +292,8 @@ class Feedback:
 
 @dataclass(frozen=True)
 class GoldEvidence:
-    """An annotator's standing in a campaign just after a new queue answer on its gold:
-    whether they are paused already, and their live queue answers on its gold since their
-    reinstatement (the new one counted), right and in all."""
+    """Just after a queue answer on gold: whether the annotator is paused already, and their
+    live queue answers on gold since their reinstatement (the new one counted)."""
 
     paused: bool
     correct: int
@@ -326,13 +321,9 @@ def answer(
     now: datetime | None = None,
     played: float | None = None,
 ) -> GoldAnswer:
-    """Store an answer on a gold task of ``campaign`` the annotator holds (idempotent by
-    UUID); the caller runs it in a transaction with the task's row locked. One statement
-    reads all it needs (:data:`annotation.gold.statements.GOLD_ANSWER`). A task whose gold pair
-    is gone only has its lease ended (``gone``): the caller commits that, then refuses.
-    Retries follow a judgement's rules (``assignment.submit``): the same id and body return
-    the stored answer, the same id with another body (or naming a judgement) is a conflict,
-    and an id whose answer was undone is refused."""
+    """Store an answer on a gold task the annotator holds (idempotent by UUID, retries as a
+    judgement's); the caller holds the task's row locked. One statement reads all it needs. A
+    task whose gold pair is gone only has its lease ended (``gone``): the caller then refuses."""
     from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 
     found, stored = gold_sql.gold_answer(task.pk, annotator.pk, client_uuid)

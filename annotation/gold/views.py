@@ -11,9 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.campaign_read.views import adjudication_page
-from annotation.campaigns.forms import (
-    PromoteForm,
-)
+from annotation.campaigns.forms import PromoteForm
 from annotation.campaigns.lookup import campaign_by_id
 from annotation.campaigns.views import render_campaign
 from annotation.gold import service as gold
@@ -23,10 +21,7 @@ from annotation.models import Campaign
 from config import roles
 from config.errors import UserError
 from jobs.runner import submit
-from retrieval.datasets.uploads import (
-    input_name,
-    new_input_folder,
-)
+from retrieval.datasets.uploads import input_name, new_input_folder
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
 
@@ -42,22 +37,36 @@ def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
         for field, errors in form.errors.items():
             messages.error(request, f"{field}: {' '.join(errors)}")
         return adjudication_page(request, campaign, status=400)
+    every = form.cleaned_data["all_decided"]
+    return _promote(
+        request,
+        campaign,
+        form,
+        adjudication_page,
+        "campaign-adjudicate",
+        pair_ids=None if every else [form.cleaned_data["pair"]],
+        all_decided=bool(every),
+        expected=form.cleaned_data["expected"] if every else None,
+    )
+
+
+def _promote(request, campaign: Campaign, form, page, done: str, **which) -> HttpResponse:
+    """Promote the pairs ``which`` names with the form's texts: a refusal shows ``page`` again
+    with why, a success goes to the ``done`` page."""
     data = form.cleaned_data
     try:
         result = gold.promote(
             campaign,
-            pair_ids=None if data["all_decided"] else [data["pair"]],
-            all_decided=bool(data["all_decided"]),
             explanation=data["explanation"],
             guideline=data["guideline"],
             user=request.user,
-            expected=data["expected"] if data["all_decided"] else None,
+            **which,
         )
     except gold.GoldError as exc:
         messages.error(request, str(exc))
-        return adjudication_page(request, campaign, status=exc.status)
+        return page(request, campaign, status=exc.status)
     messages.success(request, result.summary)
-    return redirect("campaign-adjudicate", campaign_id=campaign.pk)
+    return redirect(done, campaign_id=campaign.pk)
 
 
 @require_POST
@@ -95,20 +104,10 @@ def gold_promote(request: HttpRequest, campaign_id: int) -> HttpResponse:
             for errors in form.errors.values():
                 messages.error(request, " ".join(errors))
             return _promote_page(request, campaign, status=400)
-        try:
-            result = gold.promote(
-                campaign,
-                all_decided=True,
-                explanation=form.cleaned_data["explanation"],
-                guideline=form.cleaned_data["guideline"],
-                user=request.user,
-                expected=form.cleaned_data["expected"],
-            )
-        except gold.GoldError as exc:
-            messages.error(request, str(exc))
-            return _promote_page(request, campaign, status=exc.status)
-        messages.success(request, result.summary)
-        return redirect("campaign", campaign_id=campaign.pk)
+        expected = form.cleaned_data["expected"]
+        return _promote(
+            request, campaign, form, _promote_page, "campaign", all_decided=True, expected=expected
+        )
     return _promote_page(request, campaign)
 
 

@@ -16,9 +16,7 @@ class PauseForm(forms.Form):
 
 
 class DiscountForm(forms.Form):
-    """Which labels a discount takes back (all, or those given since a time), and, when
-    confirming, the count the admin was shown: a discount whose count changed meanwhile is
-    shown again rather than done."""
+    """Which labels a discount takes back (since a time), and the count the admin confirmed."""
 
     since = forms.DateTimeField(
         required=False,
@@ -39,10 +37,7 @@ class InviteForm(forms.Form):
 
 
 class NewAnnotatorForm(forms.Form):
-    """A new annotator account: a username under Django's own rule (letters, digits and
-    ``@.+-_``, at most 150 characters, NFKC-normalised), and an email address if wanted.
-    Whether the name is taken is the service's question
-    (:func:`annotation.people.service.create_annotator`)."""
+    """A new annotator account: a username under Django's own rule, and an optional email."""
 
     username = UsernameField(
         max_length=150,

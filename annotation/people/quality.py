@@ -1,24 +1,9 @@
 """Pure: how far each annotator can be trusted, and label aggregation beyond the majority.
 
-Inputs are plain arrays, one row per label: the item's (pair's) index, the annotator's index
-and the label (1 relevant, 0 irrelevant), as in :mod:`annotation.campaign_read.agreement`. Known items
-(gold pairs) are an array over items: 1 or 0 for a known label, -1 (:data:`UNKNOWN`) for the
-rest.
-
-- :func:`wilson_interval`: the Wilson score interval of a proportion (Wilson 1927), which
-  stays inside [0, 1] and is sensible for the few gold pairs an annotator sees.
-- :func:`annotator_scores`: gold accuracy, sensitivity and specificity on gold, each with
-  its Wilson interval (with 7-30% relevant pairs, accuracy alone rewards answering "not
-  relevant"), agreement with co-annotators and the resolved label, labels per hour, the
-  median seconds per judgement with breaks (gaps over 5 minutes) removed, and a rolling
-  gold accuracy over the last 50 gold pairs, so drift shows.
-- :func:`should_pause`: the pause rule (accuracy's upper bound below a threshold after
-  enough gold, or judging faster than a floor).
-- :func:`majority` and :func:`dawid_skene`: aggregations with one interface
-  (:class:`Aggregation`, a status per item in :class:`retrieval.label_sets.status.LabelStatus`
-  codes and a confidence, the probability of relevance). Majority is the policy's
-  strict-majority rule; Dawid-Skene (Dawid & Skene 1979) fits per-annotator confusion
-  matrices by EM.
+Inputs are arrays with one row per label (item index, annotator index, label 1 or 0) and
+known labels per item (-1, :data:`UNKNOWN`, off gold): Wilson intervals (Wilson 1927),
+annotator scores, the pause rule, and the majority and Dawid-Skene (Dawid & Skene 1979)
+aggregations behind one interface (:class:`Aggregation`).
 """
 
 import math
@@ -46,29 +31,22 @@ ROLLING_GOLD = 50
 MIN_GOLD = 10
 """Gold pairs an annotator must have judged before accuracy can pause them."""
 FLOOR_SECONDS = DEFAULT_FLOOR_SECONDS
-"""Median seconds per judgement below which an annotator is paused (not reading); a
-campaign may set another (``GoldSettings.floor_seconds``)."""
+"""Median seconds per judgement below which an annotator is paused (not reading)."""
 EPS = 1e-10
 """Floor of a confusion-matrix entry and of the class prior in Dawid-Skene (as crowd-kit)."""
 
 
 def training_split(total: int) -> tuple[int, int]:
-    """(relevant, irrelevant) gold pairs of a balanced qualification of ``total`` training
-    pairs: half relevant, rounded down, the rest irrelevant. Drawn at random from gold that
-    is mostly irrelevant (7-30% of pooled pairs are relevant, FIRE §3.2), a training set let
-    an annotator who always answers "not relevant" pass; balanced, such an annotator scores
-    about half."""
+    """(relevant, irrelevant) pairs of a balanced qualification of ``total`` training pairs:
+    with 7-30% relevant gold (FIRE §3.2) a random draw let "always irrelevant" pass."""
     return total // 2, total - total // 2
 
 
 def wilson_interval(
     successes: np.ndarray | int, trials: np.ndarray | int, z: float = Z_95
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper Wilson score bounds of ``successes / trials``, elementwise.
-
-    ``(p + z^2/2n ± z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` (Wilson 1927; Agresti &
-    Coull 1998, eq. 2). With no trials nothing is known, so the bounds are 0 and 1.
-    """
+    """Lower and upper Wilson score bounds of ``successes / trials``, elementwise (Wilson 1927;
+    Agresti & Coull 1998, eq. 2); 0 and 1 with no trials."""
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
     if (n < 0).any() or (k < 0).any() or (k > n).any():
@@ -94,12 +72,9 @@ def should_pause(
     floor_seconds: float = FLOOR_SECONDS,
     z: float = Z_95,
 ) -> np.ndarray:
-    """Whether each annotator is paused: too inaccurate on gold, or too fast to have looked.
-
-    Paused when, after at least ``min_gold`` gold pairs, the upper Wilson bound of their gold
-    accuracy falls below ``threshold`` (so a few unlucky answers never pause anyone), or when
-    their median seconds per judgement is below ``floor_seconds`` (NaN: no timing, no pause).
-    """
+    """Whether each annotator is paused: after ``min_gold`` gold pairs the upper Wilson bound of
+    their gold accuracy is below ``threshold``, or their median seconds per judgement is below
+    ``floor_seconds`` (NaN: no pause)."""
     total = np.asarray(gold_total, dtype=np.int64)
     _, high = wilson_interval(gold_correct, total, z)
     inaccurate = (total >= min_gold) & (high < threshold)
@@ -109,19 +84,10 @@ def should_pause(
     return inaccurate | too_fast
 
 
-# Annotator scores.
-
-
 @dataclass(frozen=True)
 class AnnotatorScore:
-    """How far one annotator can be trusted; None where there is nothing to base a figure on.
-
-    ``gold_accuracy`` is the share of gold pairs judged right with its Wilson interval;
-    ``sensitivity`` is the share of relevant gold judged relevant and ``specificity`` the
-    share of irrelevant gold judged irrelevant. ``rolling_gold_accuracy`` holds, after each
-    gold pair in time order, the accuracy over the last :data:`ROLLING_GOLD` of them, and
-    ``recent_gold_accuracy`` its last value. Time figures leave out breaks.
-    """
+    """How far one annotator can be trusted (None: nothing to base a figure on); the rolling
+    accuracy is over the last :data:`ROLLING_GOLD` gold pairs after each, in time order."""
 
     annotator: str
     labels: int
@@ -137,9 +103,7 @@ class AnnotatorScore:
     recent_gold_accuracy: float | None
     rolling_gold_accuracy: tuple[float, ...]
     sensitivity_interval: Interval | None = None
-    """``sensitivity`` with its Wilson interval (None without relevant gold)."""
     specificity_interval: Interval | None = None
-    """``specificity`` with its Wilson interval (None without irrelevant gold)."""
 
 
 def annotator_scores(
@@ -156,14 +120,9 @@ def annotator_scores(
     window: int = ROLLING_GOLD,
     z: float = Z_95,
 ) -> list[AnnotatorScore]:
-    """One :class:`AnnotatorScore` per name in ``annotators`` (indexed by ``annotator_index``).
-
-    ``known`` marks gold items (-1 elsewhere); ``resolved`` is each item's final label (1, 0,
-    -1 unresolved; by default the strict majority). ``times`` are the labels' submission
-    times in seconds (any origin; NaN unknown) and order each annotator's labels, input order
-    otherwise; ``seconds`` the time spent on each label, when recorded (see
-    :func:`judgement_seconds`). Agreement figures are :func:`annotation.campaign_read.agreement.per_annotator`'s.
-    """
+    """One :class:`AnnotatorScore` per name in ``annotators``. ``resolved``: each item's final
+    label (1, 0, -1; default the strict majority); ``times``: submission times in seconds
+    (order each annotator's labels); ``seconds``: recorded time per label."""
     item_index, labels = _check_labels(item_index, labels, n_items)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
     n_annotators = len(annotators)
@@ -241,12 +200,8 @@ def judgement_seconds(
     times: np.ndarray | None = None,
     seconds: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Working seconds behind each label: NaN where unknown or a break.
-
-    A label's time is its recorded ``seconds`` where finite, otherwise the gap since the
-    same annotator's previous submission (``times``); a time over :data:`BREAK_SECONDS` is
-    a break, not work, and is left out (NaN).
-    """
+    """Working seconds behind each label: the recorded ``seconds``, else the gap since the
+    annotator's previous submission; NaN where unknown or a break (over :data:`BREAK_SECONDS`)."""
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
     spent = np.full(annotator_index.shape, np.nan)
     if times is not None:
@@ -271,10 +226,7 @@ def _time_order(annotator_index: np.ndarray, times: np.ndarray | None) -> np.nda
 
 
 def _rolling_share(group: np.ndarray, hits: np.ndarray, window: int) -> np.ndarray:
-    """Share of hits over the last ``window`` entries of each group, at every entry.
-
-    ``group`` must be sorted; one cumulative sum serves every group and window.
-    """
+    """Share of hits over the last ``window`` entries of each (sorted) group, at every entry."""
     if window < 1:
         raise ValueError("window must be at least 1")
     n = len(group)
@@ -290,17 +242,10 @@ def _share(part: int, whole: int) -> float | None:
     return float(part / whole) if whole else None
 
 
-# Aggregation.
-
-
 @dataclass(frozen=True)
 class Aggregation:
-    """Per item: ``status`` (:class:`retrieval.label_sets.status.LabelStatus` codes, int8) and
-    ``confidence``.
-
-    ``confidence`` is the probability that the item is relevant: 1, 0 or 0.5 (disagreement)
-    for majority, the posterior for Dawid-Skene; NaN for an item nobody labelled (pending).
-    """
+    """Per item: ``status`` (:class:`~retrieval.label_sets.status.LabelStatus` codes, int8) and
+    ``confidence``, the probability of relevance (NaN for an item nobody labelled)."""
 
     method: str
     status: np.ndarray
@@ -309,11 +254,8 @@ class Aggregation:
 
 @dataclass(frozen=True)
 class DawidSkeneFit(Aggregation):
-    """A Dawid-Skene aggregation with its fitted parameters.
-
-    ``confusion[a, t, o]`` is the probability that annotator ``a`` answers ``o`` on an item
-    whose true label is ``t``; ``prior`` is the share of relevant items.
-    """
+    """A Dawid-Skene aggregation with ``confusion[a, t, o]`` (annotator ``a`` answers ``o`` when
+    the truth is ``t``) and ``prior`` (the share of relevant items)."""
 
     confusion: np.ndarray
     prior: float
@@ -332,11 +274,7 @@ def majority(
     n_items: int,
     known: np.ndarray | None = None,
 ) -> Aggregation:
-    """Strict majority of each item's labels (:func:`annotation.policy.rules.resolve`, FIRE §3.1).
-
-    Every label counts (no further labels are asked for); a known item takes its known label,
-    as an admin's adjudication does.
-    """
+    """Strict majority of each item's labels (FIRE §3.1); a known item takes its known label."""
     item_index, labels = _check_labels(item_index, labels, n_items)
     counts = agreement.value_counts(item_index, labels, n_items)
     adjudicated = None if known is None else _check_known(known, n_items)
@@ -360,17 +298,9 @@ def dawid_skene(
     tol: float = 1e-6,
     max_iter: int = 1000,
 ) -> DawidSkeneFit:
-    """Posterior probability of relevance per item under the Dawid & Skene (1979) model.
-
-    Each annotator has a 2x2 confusion matrix and items a class prior; EM starts from the
-    share of each item's labels saying relevant (Dawid & Skene 1979 §4; a tie is 0.5), then
-    alternates an M-step (confusions and prior from the posteriors, entries floored at
-    :data:`EPS` as crowd-kit does; an annotator who only ever gave one answer carries no
-    information) and an E-step (posteriors from them). ``known`` (gold) items are clamped
-    to their label throughout. It stops when no posterior moves by more than
-    ``tol`` or after ``max_iter`` iterations. Status: relevant above 0.5, irrelevant below,
-    disagreement at exactly 0.5; an item nobody labelled is pending, with NaN confidence.
-    """
+    """Posterior probability of relevance per item under the Dawid & Skene (1979) model, by EM
+    from each item's share of relevant labels (§4), entries floored at :data:`EPS` as
+    crowd-kit; ``known`` items are clamped. Stops when no posterior moves over ``tol``."""
     item_index, labels = _check_labels(item_index, labels, n_items)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
     if annotator_index.shape != labels.shape:
@@ -405,12 +335,8 @@ def dawid_skene(
         prior, confusion = _m_step(posterior, labelled, item_index, cell, n_annotators)
         converged = bool(change <= tol)
     posterior = np.where(labelled, posterior, np.where(clamped, gold, np.nan)).astype(np.float64)
-    status = np.where(
-        posterior > 0.5,
-        LabelStatus.RELEVANT,
-        np.where(posterior < 0.5, LabelStatus.IRRELEVANT, LabelStatus.DISAGREEMENT),
-    )
-    status = np.where(labelled | clamped, status, LabelStatus.PENDING).astype(np.int8)
+    status = np.where(labelled | clamped, policy.likelier(posterior), LabelStatus.PENDING)
+    status = status.astype(np.int8)
     return DawidSkeneFit(DAWID_SKENE, status, posterior, confusion, prior, iterations, converged)
 
 
@@ -432,8 +358,7 @@ def aggregate(
 
 @dataclass(frozen=True)
 class ResolvedPairs:
-    """Raw labels resolved pair by pair: ``pairs`` (caption key, video key) in order of first
-    appearance, ``labels`` how many labels each rests on, and the aggregation."""
+    """Raw labels resolved per (caption key, video key), in order of first appearance."""
 
     pairs: tuple[tuple[str, str], ...]
     labels: np.ndarray
@@ -441,10 +366,15 @@ class ResolvedPairs:
 
 
 def resolve_raw(records: Iterable[RawLabel], method: str) -> ResolvedPairs:
-    """Resolve raw labels (one annotator's label per record) into one label per pair.
+    """Resolve raw labels (one annotator's label per record) into one label per pair."""
+    pairs, _, items, annotator_index, labels = index_raw(records)
+    result = aggregate(method, items, annotator_index, labels, len(pairs))
+    return ResolvedPairs(tuple(pairs), np.bincount(items, minlength=len(pairs)), result)
 
-    A pair is a distinct (caption key, video key); annotators are told apart by name.
-    """
+
+def index_raw(records: Iterable[RawLabel]) -> tuple[dict, dict, np.ndarray, np.ndarray, np.ndarray]:
+    """Raw labels as (pair -> item, annotator name -> index, item, annotator and label arrays),
+    pairs and names numbered in order of first appearance."""
     pairs: dict[tuple[str, str], int] = {}
     names: dict[str, int] = {}
     item_index, annotator_index, labels = [], [], []
@@ -452,11 +382,8 @@ def resolve_raw(records: Iterable[RawLabel], method: str) -> ResolvedPairs:
         item_index.append(pairs.setdefault((record.caption_key, record.video_key), len(pairs)))
         annotator_index.append(names.setdefault(record.annotator, len(names)))
         labels.append(record.label)
-    items = np.array(item_index, dtype=np.int64)
-    result = aggregate(
-        method, items, np.array(annotator_index, dtype=np.int64), np.array(labels), len(pairs)
-    )
-    return ResolvedPairs(tuple(pairs), np.bincount(items, minlength=len(pairs)), result)
+    arrays = (np.array(column, dtype=np.int64) for column in (item_index, annotator_index, labels))
+    return pairs, names, *arrays
 
 
 def _m_step(
@@ -476,8 +403,7 @@ def _m_step(
             np.bincount(cell, weights=p_relevant, minlength=size),
         ]
     )  # (true, annotator x answer)
-    # Only answers the annotator gave have entries (as in crowd-kit): one who only ever gave
-    # one answer gives it whatever the truth, and so carries no information.
+    # Only answers the annotator gave have entries (as in crowd-kit).
     given = np.bincount(cell, minlength=size).reshape(n_annotators, 2)[:, None, :] > 0
     confusion = np.where(
         given, np.maximum(answered.reshape(2, n_annotators, 2).transpose(1, 0, 2), EPS), 0.0

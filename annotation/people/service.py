@@ -1,18 +1,10 @@
 """A campaign's people: who judges it, how far each can be trusted, and an admin's remedies.
 
-:func:`campaign_people` lists everyone with a part in a campaign (labels, gold answers,
-qualification attempts, or a standing: invited, paused, reinstated, discounted) with their
-qualification state, their scores (:func:`annotation.people.scores.campaign_scores`) and
-their status, in a fixed number of statements whatever the number of annotators. The
-actions (:func:`admit`, :func:`pause`, :func:`reinstate`, :func:`discount`, :func:`invite`,
-and :func:`create_annotator`, which makes a new annotator account and invites it) are the one
-implementation behind the people page, the Django admin's actions and the
-``annotators`` command; each writes a :class:`~annotation.models.StandingEvent`, so a
-reinstatement keeps the pause it ended in the annotator's history.
-
-Every annotator may judge every active campaign: an invitation does not gate judging, it
-puts an annotator on the campaign's list before their first label, so an admin can admit
-them past the qualification (or pause them) before they start.
+:func:`campaign_people` lists everyone with a part in a campaign in a fixed number of
+statements; the actions (admit, pause, reinstate, discount, invite, create_annotator) are the
+one implementation behind the people page, the admin's actions and the ``annotators``
+command, and each writes a :class:`~annotation.models.StandingEvent`. An invitation does not
+gate judging: it lists an annotator before their first label, so an admin can act first.
 """
 
 from __future__ import annotations
@@ -30,7 +22,6 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
-from annotation.gold.statements import QualificationRow
 from annotation.judging import pair_state
 from annotation.models import (
     AnnotatorStanding,
@@ -38,9 +29,9 @@ from annotation.models import (
     Campaign,
     GoldJudgement,
     Judgement,
-    QualificationAttempt,
     StandingEvent,
 )
+from annotation.people.progress import sums_by
 from annotation.people.quality import AnnotatorScore
 from annotation.people.scores import CampaignScores, campaign_scores
 from annotation.people.state import pause_rule
@@ -53,8 +44,7 @@ from config.text_rule import text_problem
 ADMIN_PAUSE = "paused by an admin"
 """The reason an annotator paused by hand is shown, before the admin's own words."""
 PAUSE_REASON_LENGTH = 200
-"""Longest reason an admin gives for a pause (its line, after :data:`ADMIN_PAUSE`, fits the
-stored 300 characters)."""
+"""Longest reason an admin gives for a pause (after :data:`ADMIN_PAUSE` it fits 300)."""
 
 
 class PeopleError(UserError):
@@ -62,8 +52,7 @@ class PeopleError(UserError):
 
 
 class AccountError(PeopleError):
-    """A new annotator account cannot be made as asked; ``field`` names the input at fault
-    (``username`` or ``email``), so a form can show the message beside it."""
+    """A new account cannot be made as asked; ``field`` (``username``, ``email``) is at fault."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
@@ -100,30 +89,23 @@ class Person:
     paused_at: datetime | None
     paused_reason: str
     paused_by: str | None
-    """The admin who paused them; None while not paused or when a rule did."""
     reinstated_at: datetime | None
     reinstated_by: str | None
     discounted_labels: int
     history: tuple[Event, ...]
     labels: int = 0
-    """Campaign labels that count now (gold answers and discounted labels left out), read
-    live with the page: the stored scores may be older (a speeder paused by the speed rule
-    a moment ago showed 0 labels and no Discount button)."""
+    """Campaign labels that count now, read live: the stored scores may be older."""
 
     @property
     def pause_rule(self) -> str | None:
-        """The automatic rule (``speed``, ``gold``) that paused them, read from the pause's
-        reason (:func:`annotation.people.state.pause_rule`); None when an admin did or
-        while they are not paused."""
+        """The automatic rule (``speed``, ``gold``) that paused them, else None."""
         if self.paused_at is None or self.paused_by:
             return None
         return pause_rule(self.paused_reason)
 
     @property
     def status(self) -> str:
-        """``active``, ``paused by an admin``, or the rule that paused them: ``paused by the
-        speed rule``, ``paused by the gold rule`` (``paused by a rule`` for a reason no rule
-        of this version wrote)."""
+        """``active``, ``paused by an admin``, ``paused by the <rule> rule`` or ``paused by a rule``."""
         if self.paused_at is None:
             return "active"
         if self.paused_by or self.paused_reason.startswith(ADMIN_PAUSE):
@@ -174,22 +156,20 @@ def _username(user) -> str:
     return getattr(user, get_user_model().USERNAME_FIELD)
 
 
+def _name(user) -> str | None:
+    return None if user is None else _username(user)
+
+
 def campaign_people(
     campaign: Campaign, now: datetime | None = None, scores: CampaignScores | None = None
 ) -> CampaignPeople:
     """Everyone with a part in ``campaign``, in username order, in a fixed number of
-    statements (the scores', unless given as ``scores``: the page's stored ones, then one
-    each for live labels per annotator, who labelled, gold answers, attempts, standings, history, users and the annotators who
-    could be invited)."""
+    statements (``scores``: the page's stored ones, else computed)."""
     now = now or timezone.now()
     scores = scores if scores is not None else campaign_scores(campaign)
     by_name = {score.annotator: score for score in scores.annotators}
-    live = dict(
-        AnnotatorTally.objects.filter(campaign=campaign)
-        .order_by()
-        .values("annotator_id")
-        .annotate(n=Sum("judged"))
-        .values_list("annotator_id", "n")
+    live = sums_by(
+        AnnotatorTally.objects.filter(campaign=campaign), "annotator_id", n=Sum("judged")
     )
     labelled = set(
         Judgement.objects.filter(pair__campaign=campaign)
@@ -203,7 +183,7 @@ def campaign_people(
         .values_list("annotator_id", flat=True)
         .distinct()
     )
-    attempts = _attempts(campaign, scores.gold_pairs)
+    attempts = gold_queue.attempts_by("annotator_id", scores.gold_pairs, campaign=campaign)
     standings = {
         row.annotator_id: row
         for row in AnnotatorStanding.objects.filter(campaign=campaign).select_related(
@@ -229,16 +209,12 @@ def campaign_people(
                 score=by_name.get(_username(user)),
                 paused_at=paused_at,
                 paused_reason=standing.reason if paused_at else "",
-                paused_by=_username(standing.paused_by)
-                if paused_at and standing.paused_by
-                else None,
+                paused_by=_name(standing.paused_by) if paused_at else None,
                 reinstated_at=standing.reinstated_at if standing else None,
-                reinstated_by=_username(standing.reinstated_by)
-                if standing and standing.reinstated_by
-                else None,
+                reinstated_by=_name(standing.reinstated_by) if standing else None,
                 discounted_labels=standing.discounted_labels if standing else 0,
                 history=tuple(reversed(history.get(user.pk, []))),
-                labels=int(live.get(user.pk) or 0),
+                labels=live.get(user.pk, (0,))[0],
             )
         )
     invitable = (
@@ -257,30 +233,6 @@ def campaign_people(
     )
 
 
-def _attempts(campaign: Campaign, gold_pairs: int) -> dict[int, list[QualificationRow]]:
-    """Each annotator's qualification attempts in the campaign, oldest first, with the live
-    answers in each: one statement."""
-    attempts: dict[int, list[QualificationRow]] = defaultdict(list)
-    for row in (
-        QualificationAttempt.objects.filter(campaign=campaign)
-        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
-        .order_by("started_at", "pk")
-        .values_list(
-            "annotator_id",
-            "pk",
-            "passed",
-            "admitted_by",
-            "finished_at",
-            "correct",
-            "total",
-            "answered",
-        )
-    ):
-        annotator_id, *fields, n_answered = row
-        attempts[annotator_id].append(QualificationRow(gold_pairs, *fields, n_answered))
-    return attempts
-
-
 def _history(campaign: Campaign) -> dict[int, list[Event]]:
     """Each annotator's standing events in the campaign, oldest first: one statement."""
     history: dict[int, list[Event]] = defaultdict(list)
@@ -291,7 +243,7 @@ def _history(campaign: Campaign) -> dict[int, list[Event]]:
             Event(
                 action=event.action,
                 at=event.at,
-                by=_username(event.by) if event.by else "",
+                by=_name(event.by) or "",
                 reason=event.reason,
                 labels=event.labels,
                 since=event.since,
@@ -308,8 +260,7 @@ def judges() -> list[tuple[int, str]]:
 
 
 def annotator(annotator_id: int):
-    """The user ``annotator_id`` if they may judge (an annotator or an admin); NotFound
-    (a 404 on pages) for any other id, so an odd id never reaches an action."""
+    """The user ``annotator_id`` if they may judge; NotFound (a 404) for any other id."""
     found = roles.users_with(roles.JUDGE_PAIRS).filter(pk=annotator_id).first()
     if found is None:
         raise NotFound(f"no annotator has id {annotator_id}")
@@ -337,9 +288,8 @@ def admit(campaign: Campaign, annotator, admin) -> None:
 
 
 def pause(campaign: Campaign, annotator, admin, reason: str = "") -> None:
-    """Stop serving the annotator in the campaign until an admin reinstates them: the pairs
-    they hold go back to the queue and their answers are refused from now; the annotator
-    sees ``reason`` after "paused by an admin"."""
+    """Stop serving the annotator in the campaign until reinstated: their held pairs go back
+    to the queue and they see ``reason`` after "paused by an admin"."""
     name = _username(annotator)
     reason = reason.strip()
     problem = text_problem(reason, PAUSE_REASON_LENGTH)
@@ -364,15 +314,12 @@ REINSTATED = (
     "the pause rules look only at their answers from now on; their earlier labels still "
     "count (discount them to take them back)"
 )
-"""What reinstating changes, as every door that reinstates says it (earlier labels are
-never touched by a pause or a reinstatement: only :func:`discount` takes them back)."""
+"""What reinstating changes, as every door that reinstates says it."""
 
 
 def reinstate(campaign: Campaign, annotator, admin) -> None:
-    """An admin lets a paused annotator judge again. The pause rules (gold accuracy, pace)
-    look only at their answers from now on; their earlier labels still count until they
-    are discounted (:func:`discount`). The pause stays in the history: the event names the
-    reason it ended."""
+    """An admin lets a paused annotator judge again (see :data:`REINSTATED`); the event names
+    the reason of the pause it ended."""
     name = _username(annotator)
     now = timezone.now()
     with transaction.atomic():
@@ -393,9 +340,8 @@ def reinstate(campaign: Campaign, annotator, admin) -> None:
 
 
 def _discountable(campaign: Campaign, annotator, since: datetime | None):
-    """The labels a discount takes back: the annotator's live labels in the campaign, all
-    or given at or after ``since``. The preview and the discount share it, so the count
-    an admin confirms is the count changed."""
+    """The annotator's live labels in the campaign (since ``since``): what the preview counts
+    and the discount takes back."""
     labels = Judgement.objects.filter(
         pair__campaign=campaign, annotator=annotator, undone_at__isnull=True
     )
@@ -422,14 +368,10 @@ def discount_preview(campaign: Campaign, annotator, since: datetime | None = Non
 
 @transaction.atomic
 def discount(campaign: Campaign, annotator, since: datetime | None = None, by=None) -> int:
-    """Stop counting the annotator's labels in the campaign (all, or since ``since``) and
-    send the pairs they labelled back to the queue; returns how many labels were discounted.
-
-    Discounted labels are marked (``undone_at`` and ``discounted_at``), kept, and listed in
-    the raw export. The pairs are locked in id order before their counts are recomputed
-    from the labels still counting (:func:`annotation.judging.pair_state.recount_labels`),
-    so concurrent submits on them wait and then see the new counts.
-    """
+    """Stop counting the annotator's labels in the campaign (since ``since``), kept but marked,
+    and send their pairs back to the queue; returns how many labels were discounted. The
+    pairs are locked in id order before their counts are recomputed, so concurrent submits
+    wait and then see the new counts."""
     now = timezone.now()
     labels = _discountable(campaign, annotator, since)
     pair_ids = sorted(set(labels.values_list("pair_id", flat=True)))
@@ -458,8 +400,8 @@ def discount(campaign: Campaign, annotator, since: datetime | None = None, by=No
 
 
 def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
-    """Put annotators on the campaign's list (only users who may judge; those listed
-    already are left as they are); returns the usernames invited."""
+    """Put annotators who may judge on the campaign's list (those listed already left as they
+    are); returns the usernames invited."""
     User = get_user_model()
     wanted = roles.users_with(roles.JUDGE_PAIRS).filter(pk__in=annotator_ids)
     listed = set(
@@ -484,16 +426,11 @@ def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
             [AnnotatorStanding(campaign=campaign, annotator=user) for user in new],
             ignore_conflicts=True,
         )
+        invited = StandingEvent.Action.INVITED
         StandingEvent.objects.bulk_create(
             [
-                StandingEvent(
-                    campaign=campaign,
-                    annotator=user,
-                    action=StandingEvent.Action.INVITED,
-                    at=now,
-                    by=admin,
-                )
-                for user in new
+                StandingEvent(campaign=campaign, annotator=u, action=invited, at=now, by=admin)
+                for u in new
             ]
         )
     return [_username(user) for user in new]
@@ -515,9 +452,8 @@ class NewAnnotator:
 
 
 def _new_username(username: str) -> str:
-    """``username`` as Django's user model would store it (NFKC-normalised), if its own
-    rule takes it (letters, digits and ``@.+-_``, at most 150 characters) and no account
-    has it, in any letter case (as Django's ``UserCreationForm`` refuses); else AccountError."""
+    """``username`` normalised as Django stores it, if its validators take it and no account
+    has it in any letter case (as ``UserCreationForm``); else AccountError."""
     User = get_user_model()
     field = User._meta.get_field(User.USERNAME_FIELD)
     username = User.normalize_username(username)
@@ -551,17 +487,9 @@ def _new_email(email: str) -> str:
 
 
 def create_annotator(campaign: Campaign, username: str, email: str, admin) -> NewAnnotator:
-    """Make an account with the annotator role and a generated password, and invite it to
-    ``campaign`` (:func:`invite`), all in one transaction: a refused name, a taken one (also
-    when another admin takes it at the same moment) or a failed invitation leaves no
-    account behind. Raises :class:`AccountError` naming the field at fault.
-
-    The password is returned in clear once, for the page that answers the admin's POST to
-    show, and stored only hashed. A shown-once password is the simpler robust choice here:
-    firepool sends no mail, so a set-password link would have to be handed over by the
-    admin just the same, and would add a page and a token's expiry to get wrong; 96 random
-    bits pass the password validators (``AUTH_PASSWORD_VALIDATORS``) by construction.
-    """
+    """Make an annotator account with a generated password and invite it to ``campaign``, in
+    one transaction (a refused or taken name leaves no account); raises :class:`AccountError`.
+    The password is returned in clear once to show (firepool sends no mail) and stored hashed."""
     User = get_user_model()
     username = _new_username(username)
     email = _new_email(email)

@@ -1,11 +1,5 @@
-"""Pausing annotators who cannot be trusted, and discounting their labels.
-
-An annotator is paused automatically (:func:`check`) when, after at least ten gold pairs in
-the queue, the upper Wilson 95% bound of their gold accuracy is below the campaign's
-threshold, or when their median time per judgement is below a floor (1 s by default:
-nobody watches a video that fast); :func:`annotation.people.quality.should_pause` is the rule.
-A paused annotator is served nothing and told why. What an admin does about it (pause by
-hand, reinstate, after which only later evidence counts, discount labels) is
+"""Pausing annotators who cannot be trusted automatically (:func:`check`), by the rule
+:func:`annotation.people.quality.should_pause`; an admin's remedies are
 :mod:`annotation.people.service`.
 """
 
@@ -45,21 +39,16 @@ def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
 
 @dataclass(frozen=True)
 class Pace:
-    """What :func:`check_pace` found: whether the annotator is paused now, and a warning
-    to show them when they are not but answer too fast (None: no warning)."""
+    """Whether the annotator is paused now, and else a warning to slow down (or None)."""
 
     paused: bool
     warning: str | None = None
 
 
 def check_pace(campaign: Campaign, annotator, now: datetime | None = None) -> Pace:
-    """Pause the annotator if the evidence says so, or warn them before the speed rule does.
-
-    Runs on every gold answer in the queue and every too-fast label, so it reads the
-    standing and the gold evidence in one statement (:data:`gold_sql.GOLD_EVIDENCE`), and the
-    recent pace only when the gold evidence alone does not pause; the warning counts the
-    too-fast answers among those recent times, so it costs no statement more.
-    """
+    """Pause the annotator if the evidence says so, or warn them before the speed rule does:
+    one statement for the standing and gold evidence, one more for the recent pace when the
+    gold alone does not pause."""
     found = gold_sql.gold_evidence(campaign.pk, annotator.pk)
     if found.paused_at is not None:
         return Pace(True)
@@ -79,11 +68,9 @@ def check_pace(campaign: Campaign, annotator, now: datetime | None = None) -> Pa
 
 
 def check_gold(campaign: Campaign, annotator, evidence, now: datetime | None = None) -> bool:
-    """After a queue answer on gold, pause the annotator if their gold accuracy says so;
-    returns whether they are paused now. ``evidence`` (a ``gold_queue.GoldEvidence``) was
-    read with the answer, so this runs no statement unless it pauses. The pace is not looked
-    at: it is the median time of the annotator's labels, which a gold answer does not
-    change (a too-fast answer runs :func:`check`, as a too-fast label does)."""
+    """After a queue answer on gold, pause the annotator if their gold accuracy (``evidence``,
+    read with the answer) says so; returns whether they are paused now. No statement unless
+    it pauses; a gold answer does not change the pace."""
     if evidence.paused:
         return True
     reason = _inaccurate(campaign, evidence.correct, evidence.total)
@@ -102,18 +89,14 @@ def _inaccurate(campaign: Campaign, correct: int, total: int) -> str | None:
 
 
 def _pause(campaign: Campaign, annotator, reason: str, now: datetime | None) -> None:
-    """Pause by a rule, and write the pause into the annotator's history (rare: once per
-    pause, so the judging path pays for it only when it pauses)."""
+    """Pause by a rule, and write the pause into the annotator's history."""
     now = now or timezone.now()
     AnnotatorStanding.objects.update_or_create(
         campaign=campaign,
         annotator=annotator,
         defaults={"paused_at": now, "reason": reason, "paused_by": None},
     )
+    paused = StandingEvent.Action.PAUSED
     StandingEvent.objects.create(
-        campaign=campaign,
-        annotator=annotator,
-        action=StandingEvent.Action.PAUSED,
-        at=now,
-        reason=reason[:300],
+        campaign=campaign, annotator=annotator, action=paused, at=now, reason=reason[:300]
     )

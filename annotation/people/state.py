@@ -1,21 +1,14 @@
 """Where an annotator stands in a campaign: one state, with its heading, colour and next step.
 
-The judging page, the annotator's home list and the judging API all show the state this
-module computes (:func:`state_of`), so they never disagree: a paused annotator is never
-told "all done", nor offered "Continue judging". The inputs are plain values that
-:mod:`annotation.people.state_service` reads in a few queries; nothing here touches the
-database. When several states hold at once the first in :data:`PRECEDENCE` wins: what
-stops everyone (a closed or paused campaign) before what stops only this annotator (an
-admin's pause, then a rule's), before qualification, before what is left to judge.
-
-An automatic pause's reason is written by :func:`speed_reason` or :func:`gold_reason`, and
-:func:`pause_rule` reads which rule paused someone back from it; any other reason is an
-admin's pause.
+The judging page, the home list and the judging API all show :func:`state_of`'s state, so
+they never disagree; when several hold, the first in :data:`PRECEDENCE` wins. An automatic
+pause's reason is written by :func:`speed_reason` or :func:`gold_reason`, and
+:func:`pause_rule` reads the rule back from it (any other reason is an admin's).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 CLOSED = "campaign_closed"
@@ -47,8 +40,7 @@ _SPEED_PREFIX = "a median of "
 _GOLD_PREFIX = "gold accuracy "
 
 WARN_AFTER = 3
-"""Too-fast answers among the recent ones after which the annotator is warned (the speed
-rule pauses once the median of at least a dozen recent answers is too fast)."""
+"""Too-fast answers among the recent ones after which the annotator is warned."""
 SLOW_DOWN = "Slow down: videos must be watched"
 
 
@@ -75,22 +67,16 @@ def pause_rule(reason: str) -> str | None:
 
 
 def speed_warning(recent: list[float], floor: float) -> str | None:
-    """:data:`SLOW_DOWN` once :data:`WARN_AFTER` of the recent answers came faster than
-    the floor, else None."""
+    """:data:`SLOW_DOWN` once :data:`WARN_AFTER` recent answers came faster than the floor."""
     fast = sum(1 for seconds in recent if seconds < floor)
     return SLOW_DOWN if fast >= WARN_AFTER else None
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """What decides the state (read by :mod:`annotation.people.state_service`).
-
-    ``finished``: nothing is left for anyone (no label needed, or the budget spent);
-    ``left_for_me``: labels are still needed on pairs this annotator may judge;
-    ``serving``: a pair is on screen now; the home list, which asks for none, says False
-    where no pair would be served now (:func:`annotation.judging.queue.free_now`) and None
-    where one would (work left then means "judging").
-    """
+    """What decides the state. ``finished``: nothing is left for anyone; ``left_for_me``:
+    labels are still needed on pairs this annotator may judge; ``serving``: whether a pair is
+    on screen (None: unknown, work left then means "judging")."""
 
     campaign_status: str
     paused_at: datetime | None = None
@@ -112,12 +98,8 @@ class Inputs:
 
 @dataclass(frozen=True)
 class State:
-    """One annotator's state in one campaign, as every page and the API show it.
-
-    ``tone`` is the colour (a CSS class ``state-<tone>``); ``can_judge`` whether a pair may
-    be judged now (lists offer "Continue judging" only then); ``action`` the label of the
-    list's button, when there is one; ``retry_at``, ``since`` and ``rule`` the details the
-    heading and message name."""
+    """One annotator's state in one campaign: ``tone`` is the CSS class ``state-<tone>``,
+    ``can_judge`` whether a pair may be judged now, ``action`` the list's button label."""
 
     key: str
     heading: str
@@ -133,19 +115,8 @@ class State:
     """Whether the judging page should ask again shortly (something may free up)."""
 
     def to_json(self) -> dict:
-        return {
-            "key": self.key,
-            "heading": self.heading,
-            "message": self.message,
-            "next_step": self.next_step,
-            "tone": self.tone,
-            "can_judge": self.can_judge,
-            "action": self.action,
-            "rule": self.rule,
-            "since": None if self.since is None else self.since.isoformat(),
-            "retry_at": None if self.retry_at is None else self.retry_at.isoformat(),
-            "polls": self.polls,
-        }
+        moments = {"since": self.since, "retry_at": self.retry_at}
+        return asdict(self) | {k: v and v.isoformat() for k, v in moments.items()}
 
 
 def _when(moment: datetime) -> str:

@@ -1,27 +1,20 @@
-"""Read what decides an annotator's state (:mod:`annotation.people.state`) from the database.
-
-Two readers, one rule: :func:`judging_state` for the judging API, which already holds most
-inputs (the assignment, the qualification and whether work is left) and reads more only
-when nothing is served; :func:`campaign_states` for the home list, which reads every
-campaign's pauses and qualification attempts in a fixed number of queries, and asks
-:func:`annotation.judging.queue.free_now` (read-only, one query for all campaigns) whether a
-pair would be served now, so it says "nothing free right now" where the judging page would.
+"""Read what decides an annotator's state (:mod:`annotation.people.state`) from the database:
+:func:`judging_state` for the judging API (which holds most inputs already) and
+:func:`campaign_states` for the home list (a fixed number of queries for all campaigns).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import NamedTuple
 
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from annotation.gold import tasks as gold_queue
 from annotation.judging import queue
-from annotation.models import AnnotatorStanding, Campaign, GoldPair, QualificationAttempt
+from annotation.models import AnnotatorStanding, Campaign, GoldPair
 from annotation.ordering import priorities
 from annotation.people.state import JUDGING, Inputs, State, state_of
 
@@ -46,12 +39,9 @@ def judging_state(
     qualification: gold_queue.Qualification,
     work_left: bool,
 ) -> State:
-    """The state the judging page shows after ``got`` (an assignment just made).
-
-    With a pair served this runs no query (the judging path); with none, ``work_left``
-    (:func:`annotation.judging.queue.has_work_for`) tells "nothing free right now" from
-    "finished", and only a finished annotator costs two queries more: whether the campaign
-    is finished for everyone (its labels left, its budget) or only for them."""
+    """The state the judging page shows after ``got`` (an assignment just made): no query with
+    a pair served; ``work_left`` tells "nothing free" from "finished", and only a finished
+    annotator costs two queries more (finished for everyone, or only for them)."""
     finished = budget = False
     left_for_me = True
     serving = got.current is not None
@@ -74,20 +64,10 @@ def judging_state(
     )
 
 
-class _Attempt(NamedTuple):
-    passed: bool | None
-    admitted_by: int | None
-    finished_at: datetime | None
-    correct: int
-    total: int
-    answered: int
-
-
 def _qualifications(
     campaigns: list[Campaign], annotator, now: datetime
 ) -> dict[int, gold_queue.Qualification]:
-    """Campaign id -> the annotator's qualification state, for every campaign given (two
-    queries: the gold pairs per campaign and the annotator's attempts)."""
+    """Campaign id -> the annotator's qualification state (two queries)."""
     asking = [c for c in campaigns if c.settings.gold.qualification]
     found = {c.pk: gold_queue.Qualification(required=False, admitted=True) for c in campaigns}
     if not asking:
@@ -100,23 +80,7 @@ def _qualifications(
         .annotate(n=Count("pk"))
         .values_list("campaign_id", "n")
     )
-    attempts: dict[int, list[_Attempt]] = defaultdict(list)
-    rows = (
-        QualificationAttempt.objects.filter(campaign_id__in=ids, annotator=annotator)
-        .annotate(answered=Count("judgements", filter=Q(judgements__undone_at__isnull=True)))
-        .order_by("started_at", "pk")
-        .values_list(
-            "campaign_id",
-            "passed",
-            "admitted_by_id",
-            "finished_at",
-            "correct",
-            "total",
-            "answered",
-        )
-    )
-    for campaign_id, *values in rows:
-        attempts[campaign_id].append(_Attempt(*values))
+    attempts = gold_queue.attempts_by("campaign_id", campaign_id__in=ids, annotator=annotator)
     for campaign in asking:
         found[campaign.pk] = gold_queue.qualification_from(
             campaign.settings.gold, gold_pairs.get(campaign.pk, 0), attempts[campaign.pk], now
@@ -127,12 +91,9 @@ def _qualifications(
 def campaign_states(
     campaigns: Sequence[Campaign], annotator, progress: Sequence, now: datetime | None = None
 ) -> dict[int, State]:
-    """Campaign id -> the annotator's state there, for the home list; ``progress`` holds
-    each campaign's :class:`~annotation.people.progress.CampaignProgress`
-    (what is left, for everyone and for them). Three queries, however many campaigns, and
-    a fourth where the annotator may judge somewhere: :func:`queue.free_now` tells
-    "judging" from "nothing free right now" (every pair they may take held by others) the
-    way the judging page's assignment would, without taking a lease."""
+    """Campaign id -> the annotator's state there, for the home list (``progress``: each
+    campaign's :class:`~annotation.people.progress.CampaignProgress`). Three queries, and a
+    fourth (:func:`queue.free_now`, no lease taken) where the annotator may judge somewhere."""
     now = now or timezone.now()
     campaigns = list(campaigns)
     ids = [c.pk for c in campaigns]

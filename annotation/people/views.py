@@ -1,10 +1,6 @@
-"""The campaign's people page: every annotator with their scores and status, and an
-admin's actions on them (admit, pause, reinstate, discount labels, invite, and add a new
-annotator account, whose generated password the page after that POST shows once).
-
-Researchers read the page (the scores are the agreement page's, a campaign report); only
-admins act. Every action is a POST with CSRF to :mod:`annotation.people.service`;
-discounting has a real confirmation step: a GET names the count, the POST does it.
+"""The campaign's people page: every annotator with their scores and status, and an admin's
+actions on them (each a POST to :mod:`annotation.people.service`; a discount is confirmed
+on a GET page that names its count first). Researchers read it; only admins act.
 """
 
 from django.contrib import messages
@@ -27,10 +23,6 @@ researchers_only = roles.permission_required(
 admins_only = roles.permission_required(
     roles.MANAGE_CAMPAIGNS, "Only admins can act on a campaign's annotators."
 )
-
-
-def _campaign(campaign_id: int) -> Campaign:
-    return campaign_by_id(campaign_id)
 
 
 def _back(campaign: Campaign) -> HttpResponse:
@@ -65,7 +57,7 @@ def _people_page(
 @researchers_only
 def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status."""
-    return _people_page(request, _campaign(campaign_id))
+    return _people_page(request, campaign_by_id(campaign_id))
 
 
 def _admit(request, campaign, annotator) -> str:
@@ -102,7 +94,7 @@ def annotator_action(
     act = ACTIONS.get(action)
     if act is None:
         raise Http404("unknown action")
-    campaign = _campaign(campaign_id)
+    campaign = campaign_by_id(campaign_id)
     annotator = people.annotator(annotator_id)
     messages.success(request, act(request, campaign, annotator))
     return _back(campaign)
@@ -111,9 +103,9 @@ def annotator_action(
 @require_http_methods(["GET", "HEAD", "POST"])
 @admins_only
 def discount(request: HttpRequest, campaign_id: int, annotator_id: int) -> HttpResponse:
-    """GET: how many of the annotator's labels (all, or since a time) would stop counting
-    and how many pairs go back to the queue. POST, with that count: do it."""
-    campaign = _campaign(campaign_id)
+    """GET: how many of the annotator's labels (since a time) a discount takes back, on how
+    many pairs. POST, with that count: do it."""
+    campaign = campaign_by_id(campaign_id)
     annotator = people.annotator(annotator_id)
     posted = request.method == "POST"
     form = DiscountForm(request.POST if posted else request.GET)
@@ -161,7 +153,7 @@ def _confirmation(request, campaign, annotator, form, preview, status: int = 200
 @admins_only
 def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Put annotators on the campaign's list before their first label."""
-    campaign = _campaign(campaign_id)
+    campaign = campaign_by_id(campaign_id)
     form = InviteForm(request.POST, choices=people.judges())
     if not form.is_valid():
         _form_errors(request, form)
@@ -172,17 +164,15 @@ def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 NEW_ACCOUNT_KEY = "firepool-new-annotator"
-"""Session key holding a just-made account until its page shows it (see :func:`annotator_made`)."""
+"""Session key holding a just-made account until :func:`annotator_made` shows it."""
 
 
 @require_POST
 @admins_only
 def add_annotator(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Make a new annotator account and invite it to the campaign. A refused or taken name
-    shows the people page again with the form's error (400); a made account redirects to
-    :func:`annotator_made`, which shows its generated password once, so reloading that page
-    never posts the form again (POST, redirect, GET)."""
-    campaign = _campaign(campaign_id)
+    """Make a new annotator account and invite it (a refused name: the page again, 400), then
+    redirect to :func:`annotator_made` (POST, redirect, GET)."""
+    campaign = campaign_by_id(campaign_id)
     form = NewAnnotatorForm(request.POST)
     if form.is_valid():
         try:
@@ -207,12 +197,9 @@ def add_annotator(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @require_safe
 @admins_only
 def annotator_made(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Show the account :func:`add_annotator` just made, with its password, this once.
-
-    The password waits in the server-side session (never in a cookie or a message) and is
-    taken out as this page is drawn, like a flashed message: a reload, or another admin,
-    finds only the note that it was shown once. The page is never cached."""
-    campaign = _campaign(campaign_id)
+    """Show the account :func:`add_annotator` just made with its password, once: it waits in
+    the server-side session and is taken out as the (never cached) page is drawn."""
+    campaign = campaign_by_id(campaign_id)
     made = request.session.get(NEW_ACCOUNT_KEY)
     if made is not None and made.get("campaign") == campaign.pk:
         del request.session[NEW_ACCOUNT_KEY]

@@ -1,28 +1,11 @@
 """Pure: how far each annotator's labels can be trusted, and how sure each pair's label is.
 
-Every annotator has a binary confusion (Dawid & Skene 1979 §2): ``sensitivity``, the chance
-they call a relevant pair relevant, and ``specificity``, the chance they call an irrelevant
-pair irrelevant. A pair's posterior probability of relevance is then its class prior's
-log-odds plus one log-likelihood ratio per label (:func:`log_ratios`), so one careful
-annotator's label can settle a pair while a spammer's (sensitivity + specificity near 1)
-moves it nowhere. The adaptive label policy (:mod:`annotation.policy.rules`) acts on it.
-
-:func:`fit` estimates the confusions and the class priors by EM as a maximum a posteriori
-Dawid-Skene fit, with three changes that make it safe while labels are few:
-
-- Beta pseudo-answers (:data:`PRIOR_ACCURACY`, :data:`PRIOR_STRENGTH`) on every confusion,
-  so an annotator with a handful of answers is trusted moderately, never perfectly;
-- a pair's *first* label never informs its annotator's confusion. Under the adaptive
-  policy a pair gets a second label because of what its first one said, so the first
-  labels of pairs with several are a biased sample of that annotator's answers (a careful
-  annotator's "relevant" labels would look wrong half the time); and a pair labelled once
-  says nothing about who is right, EM would only confirm the label it started from. Every
-  later label was asked for before it was seen, so it is fair evidence, and so is every
-  answer on a pair whose truth is known (a gold pair: ``known``);
-- a class prior per stratum of pairs (``strata``: e.g. the best rank any pooled run gave
-  the pair), since a run's rank-1 video is far likelier relevant than its rank-10 one.
-
-Items here are indices: campaign pairs and gold pairs alike; the caller maps them.
+Each annotator has a binary confusion (sensitivity, specificity; Dawid & Skene 1979 §2) and
+a pair's posterior log-odds are its class prior's plus one log-likelihood ratio per label.
+:func:`fit` is a MAP Dawid-Skene EM made safe while labels are few: Beta pseudo-answers on
+every confusion; a pair's *first* label never informs its annotator's confusion (under the
+adaptive policy later labels are asked for because of it, so first labels are a biased
+sample), gold answers always do; and a class prior per stratum of pairs (``strata``).
 """
 
 from dataclasses import dataclass
@@ -32,23 +15,17 @@ import numpy as np
 PRIOR_ACCURACY = 0.8
 """The sensitivity and specificity an annotator is credited with before any evidence."""
 PRIOR_STRENGTH = 10.0
-"""Pseudo-answers per class behind :data:`PRIOR_ACCURACY`: an annotator is judged on their
-own answers once they have given a few dozen. Weaker priors made a replay of a real crowd
-overconfident in annotators with few answers (its 0.95-confident labels were 94% right at
-strength 4, and the replay less accurate for the same labels), and a prior centred on the
-crowd's own pooled confusion (empirical Bayes) did worse still while that is estimated
-from few labels."""
+"""Pseudo-answers per class behind :data:`PRIOR_ACCURACY`: at strength 4 a replay of a real
+crowd was overconfident (its 0.95-confident labels 94% right), and empirical Bayes worse."""
 CLASS_PRIOR = 0.5
 CLASS_PRIOR_STRENGTH = 2.0
-"""Pseudo-pairs behind each stratum's share of relevant pairs, at the whole pool's share
-(itself under Beta(1, 1) at :data:`CLASS_PRIOR`)."""
+"""Pseudo-pairs behind each stratum's share of relevant pairs, at the whole pool's share."""
 EPS = 1e-6
 
 
 @dataclass(frozen=True)
 class Confusion:
-    """Per annotator: ``sensitivity``, ``specificity`` and ``evidence`` (answers that informed
-    them: gold answers and labels that were not a pair's first)."""
+    """Per annotator: ``sensitivity``, ``specificity`` and ``evidence`` (answers that informed them)."""
 
     sensitivity: np.ndarray
     specificity: np.ndarray
@@ -69,8 +46,7 @@ class Confusion:
 
 def log_ratios(sensitivity, specificity, labels) -> np.ndarray:
     """Each label's log-likelihood ratio for relevance, log P(label | relevant) / P(label |
-    irrelevant): ``log(sens / (1 - spec))`` for "relevant" (1), ``log((1 - sens) / spec)``
-    for "irrelevant" (0). Confusions are clipped to [EPS, 1 - EPS]."""
+    irrelevant), confusions clipped to [EPS, 1 - EPS]."""
     sens = np.clip(np.asarray(sensitivity, dtype=np.float64), EPS, 1 - EPS)
     spec = np.clip(np.asarray(specificity, dtype=np.float64), EPS, 1 - EPS)
     labels = np.asarray(labels)
@@ -114,9 +90,7 @@ def posteriors(
 
 @dataclass(frozen=True)
 class Fit:
-    """A fitted model: the confusions, each stratum's share of relevant pairs (``prior``) and
-    each item's ``posterior`` probability of relevance (the known label on known items; the
-    stratum's prior on items nobody labelled)."""
+    """A fitted model: the confusions, each stratum's ``prior`` and each item's ``posterior``."""
 
     confusion: Confusion
     prior: np.ndarray
@@ -126,16 +100,12 @@ class Fit:
 
 
 MAX_RUN_SETS = 6
-"""Up to this many pooled runs, a stratum tells which runs retrieved the pair; beyond, how
-many did."""
+"""Up to this many pooled runs, a stratum tells which runs retrieved the pair; beyond, how many."""
 
 
 def pool_strata(ranks: np.ndarray) -> np.ndarray:
-    """Each pooled pair's stratum for the class prior, from its ranks (pairs x runs, 1-based,
-    0 = not retrieved): which runs retrieved it (how many, past :data:`MAX_RUN_SETS` runs)
-    and the best rank any gave it. A weak run's rank-1 video is far less often relevant
-    than one that every run puts first, and one class prior for both would let a single
-    label settle the weak run's pair too easily."""
+    """Each pooled pair's stratum for the class prior from its ranks (pairs x runs, 0 = not
+    retrieved): which runs retrieved it and the best rank any gave it."""
     ranks = np.asarray(ranks, dtype=np.int64)
     if ranks.ndim != 2 or not ranks.size:
         return np.zeros(ranks.shape[0] if ranks.ndim else 0, dtype=np.int64)
@@ -151,8 +121,7 @@ def pool_strata(ranks: np.ndarray) -> np.ndarray:
 
 
 def first_labels(item_index: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
-    """Whether each label is its item's first: the earliest by ``order`` (e.g. judgement ids;
-    by default the labels' own order)."""
+    """Whether each label is its item's first by ``order`` (default: the labels' own order)."""
     item_index = np.asarray(item_index, dtype=np.int64)
     n = item_index.size
     order = np.arange(n) if order is None else np.asarray(order)
@@ -183,16 +152,8 @@ def fit(
     max_iter: int = 200,
 ) -> Fit:
     """Fit confusions and class priors by EM (see the module docstring), and every item's
-    posterior.
-
-    ``first`` marks each item's first label (default :func:`first_labels` in the given
-    order); ``known`` is -1 (unknown), 0 or 1 per item; ``strata`` an int per item (default
-    one stratum); ``start`` the posteriors to start from (a previous fit's), or ``warm``
-    a previous fit's confusions and stratum priors to compute them from (a refit as labels
-    arrive: a few iterations instead of dozens), else each item's share of "relevant"
-    labels with a half pseudo-label each way. Stops when no posterior moves more than
-    ``tol``.
-    """
+    posterior. ``known``: -1, 0 or 1 per item; ``start`` posteriors, or ``warm`` confusions
+    and priors, to start from (a refit then takes a few iterations instead of dozens)."""
     item_index, annotator_index, labels = _label_arrays(
         item_index, annotator_index, labels, n_items, n_annotators
     )
@@ -230,9 +191,7 @@ def fit(
         # M-step: confusions from the fair evidence, priors from the labelled pairs.
         confusion = _confusions(current[ev_items], ev_annotators, ev_labels, n_annotators)
         share = np.bincount(strata[labelled], weights=current[labelled], minlength=n_strata)
-        # Each stratum's share is pulled toward the whole pool's: a stratum with a few pairs
-        # says little of its own, and a prior of one half there would let one label settle
-        # a pair of a stratum that is almost never relevant.
+        # Each stratum's share is pulled toward the whole pool's (a small one says little).
         pooled = (share.sum() + c_alpha) / (stratum_size.sum() + c_alpha + c_beta)
         prior = (share + CLASS_PRIOR_STRENGTH * pooled) / (stratum_size + CLASS_PRIOR_STRENGTH)
         if converged or iterations >= max_iter:
@@ -251,8 +210,7 @@ def fit(
 def _label_arrays(
     item_index, annotator_index, labels, n_items: int, n_annotators: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The labels as int64 arrays of one length, checked against the item and annotator
-    counts (a ValueError names what is wrong)."""
+    """The labels as int64 arrays of one length, checked (ValueError names what is wrong)."""
     item_index = np.asarray(item_index, dtype=np.int64)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
     labels = np.asarray(labels, dtype=np.int64)

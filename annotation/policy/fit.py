@@ -1,20 +1,10 @@
 """Refit the adaptive label policy of a campaign: annotator confusions and class priors.
 
-:func:`refit` reads every live judgement of the campaign and every live gold answer (gold
-pairs are known items, as in resolution's Dawid-Skene: :mod:`annotation.campaign_read.
-resolution`), runs the regularised EM of :func:`annotation.policy.confusion.fit` with each pair's
-first label (by judgement id) kept out of the confusion evidence and a class prior per
-stratum (:func:`annotation.policy.label_models.strata`), stores the confusions
-(:class:`~annotation.models.AnnotatorModel`) and the priors
-(:class:`~annotation.models.PolicyFit`) in one transaction, and then has the pairs' one
-writer recompute every labelled pair's ``needed`` and ``status`` a chunk at a time
-(:func:`annotation.judging.pair_state.apply_refit`) and the metric-aware order run again on
-the queries whose pairs changed (:func:`annotation.ordering.priorities.requeue`), each in
-short transactions that lock as a submit does, so judging goes on meanwhile.
-
-It runs as the ``refit-policy`` job (queued after a label once enough new labels came in:
-:func:`annotation.policy.label_models.request_refit`, never inside the judging request) or at once through
-``manage.py refit_policy``.
+:func:`refit` fits every live label and gold answer (gold pairs as known items) with
+:func:`annotation.policy.confusion.fit`, stores the confusions and priors in one transaction,
+then has the pairs' writer recompute labelled pairs and the metric-aware order requeue the
+changed queries in short transactions, so judging goes on. It runs as the ``refit-policy``
+job (:func:`annotation.policy.label_models.request_refit`) or ``manage.py refit_policy``.
 """
 
 from __future__ import annotations
@@ -93,9 +83,8 @@ _GOLD_ROW = np.dtype([("gold_pair_id", np.int64), ("annotator_id", np.int64), ("
 
 def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
     """Fit and store the campaign's annotator models and priors (one transaction), then
-    recompute its labelled pairs' ``needed`` and ``status`` a chunk at a time and run the
-    metric-aware order again on the queries that changed, each in short transactions of
-    its own (see :func:`annotation.judging.pair_state.apply_refit` for why)."""
+    recompute its labelled pairs and requeue the queries that changed in short transactions
+    (:func:`annotation.judging.pair_state.apply_refit`)."""
     if not label_models.is_adaptive(campaign):
         raise PolicyFitError(
             f"campaign {campaign.name!r} follows the {campaign.settings.label_policy.name} "
@@ -138,12 +127,8 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
         n_pairs, n_gold = len(pairs), len(gold)
         gold_item = {pk: n_pairs + i for i, (pk, _) in enumerate(gold)}
         pair_item = np.searchsorted(pairs["id"], judged["pair_id"])
-        items = np.concatenate(
-            [
-                pair_item,
-                np.array([gold_item[g] for g in answers["gold_pair_id"].tolist()], np.int64),
-            ]
-        ).astype(np.int64)
+        gold_items = [gold_item[g] for g in answers["gold_pair_id"].tolist()]
+        items = np.concatenate([pair_item, np.array(gold_items, np.int64)]).astype(np.int64)
         who = np.concatenate([judged["annotator_id"], answers["annotator_id"]])
         annotators, annotator_index = np.unique(who, return_inverse=True)
         said = np.concatenate([judged["said"], answers["said"]])
@@ -194,9 +179,8 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
 def _previous(
     campaign: Campaign, annotators: np.ndarray, n_strata: int
 ) -> tuple[confusion.Confusion, np.ndarray] | None:
-    """The last fit's confusions (the prior for annotators it did not know) and priors, for
-    EM to start from: a refit as labels arrive then takes a few iterations, not dozens
-    (``bench/refit_bench.py``)."""
+    """The last fit's confusions and priors for EM to start from: a refit then takes a few
+    iterations, not dozens (``bench/refit_bench.py``)."""
     priors = label_models.stored_priors(campaign)
     if len(priors) != n_strata:
         return None

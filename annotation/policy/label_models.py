@@ -1,18 +1,9 @@
 """The adaptive label policy's live inputs: annotator confusions, class priors, strata.
 
-Under the ``adaptive`` policy (:mod:`annotation.policy.rules`) a pair's ``needed`` and ``status``
-follow the posterior probability that it is relevant: its stratum's class prior and one
-log-likelihood ratio per live label, weighed by the confusion of the annotator who gave it
-(:mod:`annotation.policy.confusion`). The confusions (:class:`~annotation.models.AnnotatorModel`)
-and priors (:class:`~annotation.models.PolicyFit`) are what the last refit stored; an
-annotator without a row, and every stratum before the first refit, is at the prior.
-
-A pair's stratum is :func:`annotation.policy.confusion.pool_strata` of its pooled ranks (which runs
-retrieved it, and its best rank), read from the campaign's provenance: a run's rank-1 video
-is far likelier relevant than its rank-10 one. Every reader of a pair's adaptive state, the live writer
-(:mod:`annotation.judging.pair_state`), the refit and the campaign's read model
-(:mod:`annotation.campaign_read.labels`), goes through :func:`posteriors` and
-:func:`adaptive_state`, so all three agree.
+A pair's posterior is its stratum's class prior (:class:`~annotation.models.PolicyFit`) and
+one log-likelihood ratio per live label, weighed by its annotator's stored confusion
+(:class:`~annotation.models.AnnotatorModel`; the prior without one). The live writer, the
+refit and the read model all go through :func:`posteriors` and :func:`adaptive_state`.
 """
 
 from __future__ import annotations
@@ -23,31 +14,14 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import transaction
-from django.db.models import (
-    Case,
-    FloatField,
-    IntegerField,
-    OuterRef,
-    Q,
-    Subquery,
-    Sum,
-    Value,
-    When,
-)
+from django.db.models import Case, FloatField, IntegerField, OuterRef, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.campaigns.provenance import provenance
 from annotation.judging import statements
 from annotation.judging.statements import queryset_array
-from annotation.models import (
-    AnnotatorModel,
-    AnnotatorTally,
-    Campaign,
-    Judgement,
-    Pair,
-    PolicyFit,
-)
+from annotation.models import AnnotatorModel, AnnotatorTally, Campaign, Judgement, Pair, PolicyFit
 from annotation.policy import confusion
 from annotation.policy import rules as policy
 from config.batches import id_filters
@@ -64,13 +38,9 @@ NEW_SHARE = 0.1
 came in since it."""
 MIN_INTERVAL = timedelta(seconds=5)
 DUTY = 0.1
-"""A refit starts at least ``max(MIN_INTERVAL, seconds / DUTY)`` after the last one started,
-``seconds`` being how long that one took: refits then hold at most a tenth of one core
-whatever the label rate. Refits queued back to back (every 50 labels at 45 labels a second)
-kept both cores of the load bench's machine busy and the judging requests' p99 at 610 ms
-(``bench/load.py --policy adaptive``, 250 annotators); a fixed two minutes instead let a
-campaign judged fast run on models fitted on its first few hundred labels
-(``bench/crowd_bench.py --only D``)."""
+"""A refit starts at least ``max(MIN_INTERVAL, seconds / DUTY)`` after the last one started
+(``seconds``: how long it took), so refits hold at most a tenth of a core: back to back they
+kept the judging p99 at 610 ms (``bench/load.py --policy adaptive``)."""
 STALE_REQUEST = timedelta(hours=1)
 """A refit asked for this long ago and not done (its job failed) may be asked for again."""
 
@@ -80,9 +50,8 @@ def is_adaptive(campaign: Campaign) -> bool:
 
 
 def strata(campaign: Campaign, pool_rows) -> np.ndarray:
-    """Each pair's stratum (int64) by its provenance row: :func:`confusion.pool_strata` of
-    the campaign's pool (which runs retrieved the pair, and its best rank), computed over
-    every row once per process; 0 for a row the provenance lacks."""
+    """Each pair's stratum by its provenance row (:func:`confusion.pool_strata`, computed once
+    per process); 0 for a row the provenance lacks."""
     rows = np.asarray(pool_rows, dtype=np.int64)
     every = _pool_strata(campaign)
     out = np.zeros(rows.shape, dtype=np.int64)
@@ -100,9 +69,7 @@ _STRATA: dict[int, tuple[object, np.ndarray]] = {}
 
 
 def _pool_strata(campaign: Campaign) -> np.ndarray:
-    """Every pool row's stratum, kept beside the process's cached provenance (which never
-    changes after pooling): the depth the strata use is the pool's, so they are computed
-    over all rows at once."""
+    """Every pool row's stratum, kept beside the process's cached provenance."""
     found = provenance(campaign)
     kept = _STRATA.get(campaign.pk)
     if kept is not None and kept[0] is found:
@@ -126,8 +93,7 @@ def stored_priors(campaign: Campaign) -> np.ndarray:
 
 
 def prior_of(priors: np.ndarray, stratum: np.ndarray) -> np.ndarray:
-    """The class prior of each stratum: the stored one, or :data:`confusion.CLASS_PRIOR`
-    for a stratum the fit has none for."""
+    """The class prior of each stratum: the stored one, else :data:`confusion.CLASS_PRIOR`."""
     stratum = np.asarray(stratum, dtype=np.int64)
     prior = np.full(stratum.shape, confusion.CLASS_PRIOR, dtype=np.float64)
     known = stratum < priors.size
@@ -148,8 +114,7 @@ def _model(field: str):
 
 
 def live_labels(judgements):
-    """Rows (pair id, label as 1/0, sensitivity, specificity) of the live judgements in
-    ``judgements``, each with its annotator's stored confusion (one query)."""
+    """Rows (pair id, 1/0, sensitivity, specificity) of the live ``judgements`` (one query)."""
     said = Case(
         When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
     )
@@ -165,8 +130,7 @@ def live_labels(judgements):
 def posteriors(
     prior: np.ndarray, item: np.ndarray, said: np.ndarray, sens: np.ndarray, spec: np.ndarray
 ) -> np.ndarray:
-    """Each item's probability of relevance from its ``prior`` and its labels (``item``
-    index, ``said`` 1/0, and the giver's ``sens``/``spec``, one entry per label)."""
+    """Each item's probability of relevance from its ``prior`` and its labels (one entry each)."""
     n = len(said)
     weights = confusion.Confusion(np.asarray(sens, float), np.asarray(spec, float), np.zeros(n))
     return confusion.posteriors(
@@ -177,8 +141,8 @@ def posteriors(
 def adaptive_state(
     campaign: Campaign, total, posterior, adjudicated
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(needed, status code)`` of each pair under the campaign's adaptive policy: an
-    adjudicated pair (0/1; -1: none) needs nothing and has the admin's label."""
+    """``(needed, status code)`` of each pair under the campaign's adaptive policy (an
+    adjudicated pair needs nothing)."""
     chosen = campaign.settings.label_policy
     adjudicated = np.asarray(adjudicated, dtype=np.int64)
     needed = policy.adaptive_needed(total, posterior, chosen.confidence, campaign.max_labels)
@@ -188,8 +152,7 @@ def adaptive_state(
 
 @dataclass(frozen=True)
 class QueryLabels:
-    """One query's live labels (:data:`LABEL_ROW`) and the stored priors, read once after a
-    label: the labelled pair's posterior and the query's snapshot both come from them."""
+    """One query's live labels (:data:`LABEL_ROW`) and the stored priors, read once a label."""
 
     labels: np.ndarray
     priors: np.ndarray
@@ -206,27 +169,26 @@ class QueryLabels:
 
 
 def read_query(campaign: Campaign, caption_id: int) -> QueryLabels:
-    """The live labels of a query of ``campaign`` with their annotators' stored models (one
-    statement, :data:`annotation.judging.statements.LIVE_LABELS`) and the stored priors."""
-    rows = statements.live_labels(
-        confusion.PRIOR_ACCURACY, campaign=campaign.pk, caption=caption_id
-    )
+    """The live labels of a query with their annotators' stored models (one statement) and
+    the stored priors."""
+    return _labels_of(campaign, campaign=campaign.pk, caption=caption_id)
+
+
+def _labels_of(of: Campaign, **where) -> QueryLabels:
+    """The live labels ``where`` says (one statement) and ``of``'s stored priors."""
+    rows = statements.live_labels(confusion.PRIOR_ACCURACY, **where)
     labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
-    return QueryLabels(labels, stored_priors(campaign))
+    return QueryLabels(labels, stored_priors(of))
 
 
 def pair_posterior(pair: Pair, campaign: Campaign) -> float:
-    """One pair's posterior from its live labels (one statement,
-    :data:`annotation.judging.statements.LIVE_LABELS`) and its stratum's prior."""
-    rows = statements.live_labels(confusion.PRIOR_ACCURACY, pair=pair.pk)
-    labels = np.array([tuple(row) for row in rows], dtype=LABEL_ROW)
-    return QueryLabels(labels, stored_priors(campaign)).posterior(campaign, pair)
+    """One pair's posterior from its live labels (one statement) and its stratum's prior."""
+    return _labels_of(campaign, pair=pair.pk).posterior(campaign, pair)
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Pairs' live labels as read once: per pair (in ``pair_ids`` order) the live label and
-    relevant counts the labels gave, and each pair's posterior."""
+    """Pairs' live labels as read once: per pair, label and relevant counts and posterior."""
 
     pair_ids: np.ndarray
     total: np.ndarray
@@ -240,9 +202,7 @@ def query_snapshot(
     pairs: Iterable[tuple[int, int]],
     read: QueryLabels | None = None,
 ) -> Snapshot:
-    """:func:`snapshot` of one query's ``pairs`` from its labels (``read``, else
-    :func:`read_query`): what every label of an adaptive campaign under a metric-aware order
-    reads."""
+    """:func:`snapshot` of one query's ``pairs`` from its labels (``read``, else read)."""
     read = read if read is not None else read_query(campaign, caption_id)
     return snapshot(campaign, pairs, labels=read.labels, priors=read.priors)
 
@@ -255,10 +215,8 @@ def snapshot(
     labels: np.ndarray | None = None,
     priors: np.ndarray | None = None,
 ) -> Snapshot:
-    """The posteriors of ``pairs`` (pair id, pool row), from their live labels (one query
-    over all of them, ``judgements`` if given: a queryset holding at least theirs; or the
-    rows already read, ``labels``, :data:`LABEL_ROW`) and the stored priors (``priors`` when
-    read already)."""
+    """The posteriors of ``pairs`` (pair id, pool row) from their live labels (``labels`` when
+    read already, else from ``judgements`` or their own) and the stored priors."""
     pairs = list(pairs)
     ids = np.array([p for p, _ in pairs], dtype=np.int64)
     rows = np.array([r for _, r in pairs], dtype=np.int64)
@@ -301,9 +259,8 @@ def campaign_posteriors(
     annotator_ids: np.ndarray,
     labels: np.ndarray,
 ) -> np.ndarray:
-    """Every pair's posterior over the dense pair index of the campaign's read model
-    (:func:`annotation.campaign_read.labels.load_campaign_labels`), from its arrays of live
-    labels (dense pair index, annotator id, 1/0), the stored confusions and priors."""
+    """Every pair's posterior over the dense pair index of the campaign's read model, from its
+    live labels (pair index, annotator id, 1/0) and the stored confusions and priors."""
     stored = dict(
         (annotator, (sens, spec))
         for annotator, sens, spec in AnnotatorModel.objects.filter(campaign=campaign).values_list(
@@ -328,16 +285,10 @@ def campaign_posteriors(
 
 
 def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
-    """Claim the campaign's next refit if one is due: enough labels since the last fit, that
-    fit started long enough ago (:data:`DUTY`), and no refit asked for (or one asked for so long
-    ago that its job must have failed).
-
-    Called inside a submit, with pair rows locked: the claim skips a fit row that a running
-    refit holds (``SKIP LOCKED``; that refit is what was asked for), so a submit never
-    waits on a refit that may be waiting on the submit's pairs; then one conditional UPDATE
-    claims it, so concurrent requests queue it once. The row is made with the campaign
-    (:func:`annotation.campaigns.service.create_campaign`); one made before is made here.
-    """
+    """Claim the campaign's next refit if one is due: enough new labels, the last fit long
+    enough ago (:data:`DUTY`), and none asked for (or a stale request). Called inside a
+    submit: ``SKIP LOCKED`` keeps it from waiting on a running refit, and one conditional
+    UPDATE claims it, so concurrent requests queue it once."""
     now = now or timezone.now()
     fit = PolicyFit.objects.filter(campaign=campaign).first()
     if fit is None:
@@ -346,8 +297,7 @@ def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
         return False
     if fit.fitted_at is not None and fit.fitted_at > now - pause(fit.seconds):
         return False
-    # The triggers' running tallies: a few rows, where counting the judgements would read
-    # every label of the campaign (680,000 at FIRE's scale).
+    # The running tallies: counting judgements would read 680,000 labels at FIRE's scale.
     labels = int(
         AnnotatorTally.objects.filter(campaign=campaign).aggregate(n=Sum("judged"))["n"] or 0
     )
@@ -366,9 +316,8 @@ def pause(seconds: float) -> timedelta:
 
 
 def request_refit(campaign: Campaign, judgement_id: int, now: datetime | None = None) -> bool:
-    """After a label is stored (in its transaction): cheaply decide whether the adaptive
-    campaign's refit is due, and if so queue the ``refit-policy`` job once the transaction
-    commits. Whether one was queued."""
+    """After a label is stored: queue the ``refit-policy`` job on commit if a refit is due;
+    whether one was queued."""
     if judgement_id % REFIT_EVERY or not is_adaptive(campaign):
         return False
     if not refit_due(campaign, now):

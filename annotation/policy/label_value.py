@@ -1,18 +1,10 @@
 """Pure: which pairs decide a reported score, and what one more label on each is worth.
 
-A pair *decides* run m's Correct@K (FIRE §2.1) when the run ranks it within the top K and
-no other positive (judged, or the caption's own video) sits there: then flipping its label
-flips that C@K. Its *impact* counts those (run, K) cells, plus its summed reciprocal rank
-over the runs, the weight of a positive at that rank in AP (so among pairs that decide no
-C@K, the ones high in some run come first). The *value* of one more label is the chance the
-pair's current label is wrong (one minus the posterior of its resolved label; for a pair
-with no label, its prior's lesser side) times its impact: the adaptive policy's
-metric-aware order serves the most valuable task first, and asks for no label that
-decides nothing.
-
-Arrays are laid out queries x slots (x runs), as :class:`annotation.ordering.orders.Layout`
-lays out a pool: ``ranks`` 1-based, 0 where the run did not retrieve the pair (or padding),
-``known_rank`` queries x runs the rank of a positive outside the pool (0 none).
+A pair *decides* run m's Correct@K (FIRE §2.1) when it is in the run's top K and no other
+positive is; its *impact* counts those (run, K) cells plus its summed reciprocal rank (AP's
+weight), and one more label is worth the chance its current label is wrong times its
+impact. Arrays are queries x slots (x runs) as :class:`annotation.ordering.orders.Layout`
+lays out a pool (``ranks`` 1-based, 0 none; ``known_rank`` queries x runs, 0 none).
 """
 
 from collections.abc import Sequence
@@ -25,9 +17,8 @@ _NEVER = np.iinfo(np.int64).max // 4
 
 
 def _other_first_hit(ranks: np.ndarray, relevant, known_rank) -> np.ndarray:
-    """Queries x slots x runs: the rank of each run's first positive other than the pair
-    itself (the second one when the pair is the first; a known positive counts; ``_NEVER``
-    when there is none)."""
+    """Queries x slots x runs: the rank of each run's first positive other than the pair itself
+    (known positives count; ``_NEVER`` when none)."""
     in_run = ranks > 0
     known = np.asarray(known_rank, dtype=np.int64)
     known = np.where(known > 0, known, _NEVER)[:, None, :]
@@ -78,13 +69,9 @@ def wanted(
     ks: Sequence[int],
     metric_aware: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(wanted, value), queries x slots: whether the adaptive policy asks for one more label
-    on each pair now, and what that label is worth.
-
-    With ``metric_aware``, only pairs that decide some C@K are asked for: a first label for
-    an unlabelled one, another while its posterior is below ``confidence`` and it has fewer
-    than ``cap`` labels. Without, every pair is asked for as :func:`policy.adaptive_needed`
-    says. Padding (``ranks`` all 0) is never wanted."""
+    """(wanted, value), queries x slots: whether the adaptive policy asks for one more label on
+    each pair now (:func:`policy.adaptive_needed`; with ``metric_aware`` only on pairs that
+    decide some C@K; never on padding), and what that label is worth."""
     labels = np.asarray(labels, dtype=np.int64)
     valid = (np.asarray(ranks) > 0).any(axis=2)
     needed = policy.adaptive_needed(labels, posterior, confidence, cap) > 0
@@ -109,14 +96,10 @@ def queue(
     cap: int,
     ks: Sequence[int],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(wanted, position), queries x slots: the adaptive policy's metric-aware queue.
-
-    ``fixed`` pairs (an admin's or a proxy's label) are never asked for and count as judged;
-    the others are asked for as :func:`wanted` says. Within a query the wanted tasks, first
-    labels and extra labels alike, go by value; across queries round-robin, the query with
-    the fewest judged pairs first (``turn`` breaks ties), as every interleaved judging order
-    does (:func:`annotation.ordering.orders.queue_positions`): a wanted task's position is
-    ``(judged + place) x queries + turn``. Positions of tasks not wanted are -1."""
+    """(wanted, position), queries x slots: the adaptive policy's metric-aware queue. ``fixed``
+    pairs are never asked for and count as judged; within a query tasks go by value, across
+    queries round-robin as :func:`annotation.ordering.orders.queue_positions`
+    (``(judged + place) x queries + turn``); -1 where not wanted."""
     fixed = np.asarray(fixed, dtype=bool)
     want, value = wanted(
         ranks, relevant, known_rank, labels, posterior, confidence=confidence, cap=cap, ks=ks
@@ -143,10 +126,8 @@ def settled_correct_at(
     confidence: float,
     ks: Sequence[int],
 ) -> np.ndarray:
-    """Runs x ks: the share of queries whose Correct@K is settled under the adaptive policy:
-    every pair that decides it (see :func:`deciding_cells`) has labels and a posterior at
-    least ``confidence`` (or an admin's or a proxy's label, ``fixed``). A C@K no pair
-    decides is settled, as it is exact (:func:`annotation.ordering.orders.exact_correct_at`)."""
+    """Runs x ks: the share of queries whose Correct@K is settled: every pair deciding it has
+    labels and a posterior of at least ``confidence``, or is ``fixed``."""
     ranks = np.asarray(ranks, dtype=np.int64)
     in_run = ranks > 0
     other = _other_first_hit(ranks, relevant, known_rank)

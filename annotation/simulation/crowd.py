@@ -1,14 +1,9 @@
 """Pure: replay a labelling policy on a crowd whose every label is already known.
 
-A crowd file holds several labels per pair; a replay takes each pair's labels one at a time,
-in a seeded random order, and only while the policy asks for another, as a live campaign
-would have asked its annotators. What it costs (labels taken) and how right it is (against
-gold labels the replay never looks at) are then measured offline, on any crowd.
-
-The rounds are :func:`annotation.simulation.model.judge`'s: round r takes the r-th label (in
-the pair's seeded order) of every pair that still needs one and has one left. Under the
-adaptive policy the annotator model (:func:`annotation.policy.confusion.fit`) is refitted on
-the labels taken so far after every round, and the last fit resolves the pairs.
+Each pair's labels are taken one at a time, in a seeded order, only while the policy asks for
+another (rounds of :func:`annotation.simulation.model.judge`; the adaptive model refitted by
+:func:`annotation.policy.confusion.fit` after each), so cost and accuracy can be measured
+offline on any crowd.
 """
 
 from dataclasses import dataclass
@@ -22,9 +17,8 @@ from annotation.simulation.model import Outcome, Rules, Tally, judge
 
 @dataclass(frozen=True)
 class RecordedCrowd:
-    """Every available label: item, annotator and label (1 relevant, 0 irrelevant) per entry,
-    over ``n_items`` items and ``n_annotators`` annotators; ``strata`` optionally groups the
-    items for the class prior (e.g. by best rank), one stratum by default."""
+    """Every available label (item, annotator, label 1 or 0); ``strata`` optionally groups the
+    items for the class prior."""
 
     item_index: np.ndarray
     annotator_index: np.ndarray
@@ -92,10 +86,8 @@ def replay(
     max_labels: int | None = None,
     second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
 ) -> Outcome:
-    """Replay ``policy_name`` (``fire`` or ``adaptive``) once, with labels in ``seed``'s order.
-
-    ``max_labels`` is the cap (default 3 for fire, 5 for adaptive); ``confidence`` the
-    adaptive target; ``second_label_rate`` fire's double sample."""
+    """Replay ``policy_name`` (``fire`` or ``adaptive``) once, labels in ``seed``'s order, at
+    most ``max_labels`` a pair (default: the policy's)."""
     rules = Rules.of(
         policy_name, crowd.n_items, seed, max_labels,
         confidence=confidence, second_label_rate=second_label_rate,
@@ -111,8 +103,7 @@ def replay(
 
 
 def accuracy(status: np.ndarray, gold: np.ndarray) -> float:
-    """Share of the items with a gold label (0/1; -1 none) whose status matches it; a
-    disagreement or a pending item counts as wrong."""
+    """Share of the items with a gold label (0/1; -1 none) whose status matches it."""
     gold = np.asarray(gold, dtype=np.int64)
     scored = gold >= 0
     if not scored.any():

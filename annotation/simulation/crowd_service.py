@@ -1,11 +1,8 @@
 """Replay a labelling policy on a crowd file: what ``manage.py replay_labels`` runs.
 
-Reads a raw label file (one annotator's label per line, the raw export's layout) and a gold
-file (trusted labels of some pairs), replays the policy once per seed
-(:func:`annotation.simulation.crowd.replay`: labels taken one at a time, only when the policy
-asks; the annotator model learns only from labels taken, never from the gold file) and
-scores each replay against the gold labels. For scale it also scores Dawid-Skene and
-majority on every available label. No database: the files are the whole input.
+The raw labels are replayed once per seed (:func:`annotation.simulation.crowd.replay`; the
+model never sees the gold file) and each replay scored against the gold labels, beside
+Dawid-Skene and majority on every label. No database: the files are the whole input.
 """
 
 from collections.abc import Callable
@@ -37,10 +34,8 @@ class SeedResult:
 
 @dataclass(frozen=True)
 class ReplaySummary:
-    """A policy's replays on one crowd: means over the seeds, and each seed's figures.
-
-    Accuracies are over the gold pairs that have labels; a pair left as a disagreement
-    counts as wrong."""
+    """A policy's replays on one crowd: means over the seeds, and each seed's figures
+    (accuracies over the gold pairs with labels; a disagreement counts as wrong)."""
 
     policy: str
     confidence: float | None
@@ -67,15 +62,11 @@ class ReplaySummary:
 def read_crowd(
     labels_path: Path, gold_path: Path, duplicates: str | None = None
 ) -> tuple[crowd_replay.RecordedCrowd, np.ndarray, int]:
-    """The raw file as a :class:`~annotation.simulation.crowd.RecordedCrowd`, each pair's gold label (-1
-    none) and how many gold pairs have no label in the raw file."""
-    items: dict[tuple[str, str], int] = {}
-    names: dict[str, int] = {}
-    item_index, annotator_index, labels = [], [], []
-    for record in read_raw_jsonl(Path(labels_path), duplicates):
-        item_index.append(items.setdefault((record.caption_key, record.video_key), len(items)))
-        annotator_index.append(names.setdefault(record.annotator, len(names)))
-        labels.append(record.label)
+    """The raw file as a :class:`~annotation.simulation.crowd.RecordedCrowd`, each pair's gold
+    label (-1 none) and how many gold pairs have no label in the raw file."""
+    items, names, item_index, annotator_index, labels = quality.index_raw(
+        read_raw_jsonl(Path(labels_path), duplicates)
+    )
     gold_labels = read_gold_jsonl(Path(gold_path))
     gold = np.full(len(items), -1, dtype=np.int64)
     missing = 0
@@ -85,13 +76,7 @@ def read_crowd(
             missing += 1
         else:
             gold[at] = label
-    crowd = crowd_replay.RecordedCrowd(
-        np.asarray(item_index, dtype=np.int64),
-        np.asarray(annotator_index, dtype=np.int64),
-        np.asarray(labels, dtype=np.int64),
-        len(items),
-        len(names),
-    )
+    crowd = crowd_replay.RecordedCrowd(item_index, annotator_index, labels, len(items), len(names))
     return crowd, gold, missing
 
 
@@ -136,8 +121,8 @@ def summarise(
     seeds: int,
     progress: Callable[[int], None] | None = None,
 ) -> ReplaySummary:
-    """Replay ``policy_name`` on the crowd once per seed (0 .. seeds - 1), score each replay
-    against ``gold`` (-1: none) and Dawid-Skene and majority on every label beside them."""
+    """Replay ``policy_name`` once per seed, score each replay against ``gold`` (-1: none), and
+    Dawid-Skene and majority on every label beside them."""
     runs = []
     for seed in range(seeds):
         outcome = crowd_replay.replay(

@@ -1,10 +1,9 @@
 """The demo campaign: the demo world's four runs pooled, part judged by simulated annotators.
 
-Pooling runs that differ in quality finds positives some of them miss (FIRE, Table 3); two
-simulated annotators (error rate 5%) pre-fill part of it, so agreement figures exist at
-once and pairs are still left for people to judge, and the campaign is resolved into its
-label set. ``manage.py demo_campaign`` and the ``demo_campaign`` job (which ``make run``
-defers until the trained models' runs exist) both call :func:`create_demo_campaign`.
+Pooling runs of different quality finds positives some miss (FIRE, Table 3); two simulated
+annotators (5% error) pre-fill part of it so agreement figures exist at once, and it is
+resolved into its label set. ``manage.py demo_campaign`` and its job both call
+:func:`create_demo_campaign`.
 """
 
 from collections.abc import Callable
@@ -26,8 +25,7 @@ ANNOTATORS = 2
 
 @dataclass(frozen=True)
 class DemoCampaign:
-    """What :func:`create_demo_campaign` made, or found made (``done`` says which steps this
-    call did: empty when the campaign was complete already)."""
+    """What :func:`create_demo_campaign` made or found made (``done``: the steps this call did)."""
 
     campaign: Campaign
     runs: tuple[str, ...]
@@ -50,12 +48,8 @@ def create_demo_campaign(
     advance: Callable[[int], object] | None = None,
 ) -> DemoCampaign:
     """Pool the demo runs at ``depth`` into campaign ``name``, pre-fill ``fill`` of its labels
-    by two simulated annotators and resolve it. CampaignError when a demo run is missing.
-    ``say(step, total)`` names each step, ``advance(1)`` counts each simulated label.
-
-    Each step is skipped when done, so a call after one that failed half-way (pooled, but
-    the pre-fill or the resolution failed) finishes the campaign rather than finding it and
-    doing nothing: what retrying the failed ``demo_campaign`` job does."""
+    by two simulated annotators and resolve it (CampaignError when a demo run is missing).
+    Each step done already is skipped, so retrying a job that failed half-way finishes it."""
     done = []
     campaign = Campaign.objects.filter(name=name).first()
     if campaign is not None and campaign.dataset_id != dataset.pk:
@@ -72,12 +66,13 @@ def create_demo_campaign(
         say(f"two simulated annotators pre-fill {wanted - given} of {wanted} labels", wanted)
         if advance and given:
             advance(given)
+        left = wanted - given
         simulated = simulate(
             campaign,
             annotators=ANNOTATORS,
             error_rate=error_rate,
             seed=seed,
-            max_judgements=wanted - given,
+            max_judgements=left,
             progress=advance,
         )
         if simulated.judgements:

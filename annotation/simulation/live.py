@@ -1,12 +1,8 @@
 """Simulated annotators: judge a campaign through the real assignment service.
 
-Each simulated annotator follows a :class:`Profile`: it knows the demo world's exact
-relevance (FIRE §3.1 rule) and answers it wrongly with a profile's error rate (careful,
-sloppy), or ignores it (a spammer answering at random, a lazy one always answering "not
-relevant", an adversarial one always answering the opposite). A profile may drift: after
-some labels its error rate rises, as a tired annotator's does. Time per judgement is drawn
-per profile (gamma, shape 4), spammers fast. So agreement figures, annotator scores, the
-labelling policy and the resolution methods can be exercised end to end without people;
+Each follows a :class:`Profile` (careful, sloppy, random spammer, always one answer,
+adversarial, drifting) with gamma-distributed time per judgement, so agreement figures,
+scores, the labelling policy and the resolution methods run end to end without people;
 :func:`judge_until_settled` also plays the admin (refits, discounts of paused annotators).
 """
 
@@ -59,15 +55,9 @@ class SimulationError(UserError):
 
 @dataclass(frozen=True)
 class Profile:
-    """How one kind of simulated annotator answers, and what share of the crowd it is.
-
-    ``behaviour`` is :data:`ERROR` (the truth, wrong with probability ``error_rate``),
-    :data:`RANDOM`, :data:`ALWAYS_IRRELEVANT`, :data:`ALWAYS_RELEVANT` or
-    :data:`ADVERSARIAL` (always wrong). After ``drift_after`` labels an :data:`ERROR`
-    annotator's error rate becomes ``drift_error``. ``seconds`` is the mean time per
-    judgement (None: :data:`DEFAULT_SECONDS`, or :data:`SPAMMER_SECONDS` for those who do
-    not look).
-    """
+    """How one kind of simulated annotator answers (one of :data:`BEHAVIOURS`; :data:`ERROR`
+    is wrong with probability ``error_rate``, ``drift_error`` after ``drift_after`` labels),
+    and what share of the crowd it is; ``seconds`` the mean time per judgement."""
 
     name: str
     share: float = 1.0
@@ -117,13 +107,9 @@ class Profile:
 
 
 def parse_profiles(text: str) -> tuple[Profile, ...]:
-    """Profiles from ``careful=0.6:0.02,normal=0.2:0.08,spammer=0.1:random,lazy=0.1:always-irrelevant``.
-
-    Each is ``NAME=SHARE:BEHAVIOUR[:SECONDS][@AFTER>ERROR]``: BEHAVIOUR an error rate or
-    one of random, always-irrelevant (always-no), always-relevant (always-yes),
-    adversarial; SECONDS the mean time per judgement; ``@200>0.3`` a drift to error rate
-    0.3 after 200 labels. Shares must add up to 1.
-    """
+    """Profiles from ``careful=0.6:0.02,spammer=0.4:random`` (each :data:`PROFILE_SYNTAX`:
+    BEHAVIOUR an error rate or a behaviour's name; ``@200>0.3`` a drift to error 0.3 after
+    200 labels); shares must add up to 1."""
     profiles = []
     for part in (piece.strip() for piece in text.split(",")):
         if not part:
@@ -228,12 +214,9 @@ def simulate(
     profiles: Sequence[Profile] | None = None,
     progress: Callable[[int], object] | None = None,
 ) -> SimulationResult:
-    """Let ``annotators`` simulated people judge until the queue is empty or the cap is hit.
-
-    Without ``profiles`` everyone answers with ``error_rate`` and ``seconds_mean`` (accounts
-    ``sim-annotator-N``); with them the crowd is split by share (accounts
-    ``sim-<profile>-N``). Annotators take turns, one label each, so each gets a similar share.
-    """
+    """Let ``annotators`` simulated people judge, taking turns, until the queue is empty or the
+    cap is hit: with ``profiles`` split by share (``sim-<profile>-N``), else all answering with
+    ``error_rate`` (``sim-annotator-N``)."""
     if profiles is None:
         if not 0.0 <= error_rate <= 1.0:
             raise SimulationError("error rate must be between 0 and 1")
@@ -303,10 +286,9 @@ def judge_until_settled(
     requeue: bool,
     say: Callable[[str], object] = lambda text: None,
 ) -> None:
-    """Let the crowd judge until done, as an admin would see it through: under the adaptive
-    policy, refit when the crowd runs out of work and judge on while that asks for more;
-    with ``requeue``, discount paused annotators' labels (their pairs go back to the queue)
-    and judge again until nobody new is paused. At most 20 rounds."""
+    """Let the crowd judge until done, as an admin would see it through (at most 20 rounds):
+    refit under the adaptive policy while that asks for more; with ``requeue``, discount
+    paused annotators' labels and judge again until nobody new is paused."""
     discounted: set[int] = set()
     adaptive = campaign.settings.label_policy.adaptive
     for round_ in range(20):
@@ -314,8 +296,6 @@ def judge_until_settled(
         result = simulate(campaign, annotators=annotators, seed=seed + round_, profiles=profiles)
         say(f"  {campaign.name}: round {round_ + 1}, {result.judgements:,} judgements")
         if adaptive:
-            # The submits queue background refits (paced by their own cost); refit once
-            # more when the crowd runs out of work, and judge on while that asks for more.
             ran = Job.objects.filter(kind="refit-policy").values_list("status", flat=True)
             say(f"  {campaign.name}: background refits so far: {sorted(ran)}")
             fitted = refit(campaign)

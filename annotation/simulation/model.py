@@ -1,17 +1,10 @@
 """Pure: one model of a pool, a truth and a crowd, and the one loop that has a crowd judge it.
 
-A :class:`World` is a pool whose every pair has a true label, plus the positives each run's
-top-D list holds outside the pool (the caption's own video, pairs judged before), pooled as
-FIRE (Rodriguez et al. 2022, §2.2.1) does. A crowd gives labels: one whose labels were recorded
-(:class:`annotation.simulation.crowd.RecordedCrowd`, e.g. Snow et al. 2008's RTE judgements),
-one simulated from true confusions (:class:`annotation.simulation.offline.SimulatedCrowd`), or
-simulated people judging through the real queue (:mod:`annotation.simulation.live`, whose
-truth is this world's: :func:`annotation.simulation.replay_service.ground_truth`).
-:func:`judge` is the one loop of the offline simulations (a recorded crowd replayed, a
-simulated campaign; the live simulation's loop is the real queue's): in rounds, the labelling
-:class:`Rules` (FIRE §3.1's or the adaptive one) say which pairs want a label, the crowd gives
-one to each it can, and under the adaptive policy the annotator model is refitted on what was
-taken, as the live campaign refits in the background.
+A :class:`World` is a pool whose every pair has a true label, plus the positives outside
+the pool, pooled as FIRE (Rodriguez et al. 2022, §2.2.1) does. A crowd gives labels
+(recorded, e.g. Snow et al. 2008's RTE judgements, or simulated), and :func:`judge` is the
+one loop of the offline simulations: in rounds, the :class:`Rules` say which pairs want a
+label, the crowd gives them, and the adaptive policy's model is refitted.
 """
 
 from collections.abc import Callable
@@ -31,12 +24,8 @@ METRICS = (*(f"C@{k}" for k in DEFAULT_KS), "AP")
 
 @dataclass(frozen=True)
 class World:
-    """A fully labelled pool (``labels``: bool per pair) of runs cut at ``depth``.
-
-    ``known_positive``: queries x runs x depth, a positive outside the pool at that rank;
-    ``known_count``: positives per query outside the pool (R's part no pair can change).
-    Queries are the pool's captions in ascending order.
-    """
+    """A fully labelled pool (``labels``: bool per pair) of runs cut at ``depth``, with the
+    positives outside the pool per query x run x rank (``known_positive``) and per query."""
 
     pool: Pool
     labels: np.ndarray
@@ -70,8 +59,7 @@ class World:
         return np.where(has, np.argmax(self.known_positive, axis=2) + 1, 0)
 
     def run_judgements(self, judged: np.ndarray) -> list[RunJudgements]:
-        """Each run's :class:`~retrieval.scoring.estimation.RunJudgements` once the pairs in ``judged``
-        (bool per pool pair) are labelled."""
+        """Each run's :class:`~retrieval.scoring.estimation.RunJudgements` once ``judged`` are."""
         judged = np.asarray(judged, bool)
         hit = judged & self.labels
         queries = self.layout.pair_of.shape[0]
@@ -90,8 +78,8 @@ class World:
         ]
 
     def scores(self, judged: np.ndarray | None = None) -> dict[str, dict[str, float]]:
-        """Each run's mean C@K and AP with the unjudged pairs irrelevant (every pair judged by
-        default), over the queries that have a positive under the complete labels."""
+        """Each run's mean C@K and AP, unjudged pairs irrelevant, over the queries with a
+        positive under the complete labels."""
         judged = np.ones(len(self.pool), bool) if judged is None else judged
         eligible = self.eligible()
         return {
@@ -125,9 +113,8 @@ class Record(list):
 
 @dataclass
 class Tally:
-    """What a crowd has given so far: labels and relevant labels per pair, the adaptive
-    policy's latest posterior (None before its first fit), the labels (pair, annotator,
-    label) in the order taken, the rounds, and the answers spent beside the labels."""
+    """What a crowd has given so far: labels and relevant labels per pair, the latest
+    posterior (None before a fit), the labels taken in order, rounds and answers spent."""
 
     total: np.ndarray
     relevant: np.ndarray
@@ -148,9 +135,8 @@ class Tally:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A judged crowd: labels taken (pair, annotator, label), each pair's probability of
-    relevance and status (:class:`retrieval.label_sets.status.LabelStatus` codes), the rounds, the
-    annotators admitted (None when the crowd has no qualification) and the answers spent."""
+    """A judged crowd: labels taken, each pair's probability of relevance and status, the
+    rounds, the annotators admitted (None without qualification) and the answers spent."""
 
     pair: np.ndarray
     annotator: np.ndarray
@@ -172,9 +158,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Rules:
-    """The labelling policy: ``fire`` (FIRE §3.1: one label, a second for the ``double``
-    sample, a third while two tie, majority) or ``adaptive`` (more labels while the
-    posterior's certainty is below ``confidence``), at most ``cap`` labels a pair."""
+    """The labelling policy, ``fire`` (FIRE §3.1) or ``adaptive`` (labels while the posterior's
+    certainty is below ``confidence``), at most ``cap`` labels a pair."""
 
     name: str
     cap: int
@@ -191,8 +176,7 @@ class Rules:
         confidence: float = policy.DEFAULT_CONFIDENCE,
         second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
     ) -> "Rules":
-        """``name``'s rules (its default cap when ``cap`` is None), FIRE's double sample
-        seeded by ``seed``."""
+        """``name``'s rules (default cap when None), FIRE's double sample seeded by ``seed``."""
         if name not in policy.POLICIES:
             raise ValueError(f"policy must be one of {', '.join(policy.POLICIES)}")
         default = policy.DEFAULT_CAP if name == policy.FIRE else policy.DEFAULT_ADAPTIVE_CAP
@@ -212,8 +196,7 @@ class Rules:
         return policy.adaptive_needed(tally.total, tally.posterior, self.confidence, self.cap) > 0
 
     def resolved_relevant(self, tally: Tally) -> np.ndarray:
-        """Pairs resolved relevant so far (a pair with no label is no positive, whatever its
-        prior)."""
+        """Pairs resolved relevant so far (a pair with no label is no positive)."""
         if not self.adaptive:
             return majority(tally.relevant, tally.total) == LabelStatus.RELEVANT
         return (tally.total > 0) & (self.posterior(tally) > 0.5)
@@ -222,8 +205,7 @@ class Rules:
         return np.full(tally.total.size, 0.5) if tally.posterior is None else tally.posterior
 
     def outcome(self, tally: Tally, admitted: np.ndarray | None = None) -> Outcome:
-        """The tally resolved: majority and the relevant share under FIRE's policy (pending
-        where no label was taken), the posterior's likelier label under the adaptive one."""
+        """The tally resolved: by majority under FIRE's policy, by the posterior under the adaptive one."""
         if self.adaptive:
             posterior = tally.posterior
             status = policy.adaptive_resolve(tally.total, posterior)
@@ -239,8 +221,7 @@ class Rules:
 
 
 class Crowd(Protocol):
-    """Where labels come from: which pairs someone can still label, labels for tasks (added
-    to the tally), and the annotator model's posterior refitted on what was taken."""
+    """Where labels come from: pairs still labellable, labels for tasks, a refitted posterior."""
 
     def left(self, tally: Tally) -> np.ndarray: ...
 
@@ -255,10 +236,8 @@ def judge(
     tally: Tally,
     ask: Callable[[Tally, np.ndarray], np.ndarray],
 ) -> Tally:
-    """Judge in rounds until no pair that wants a label can get one: ``ask(tally, left)``
-    names the round's tasks among the pairs the crowd can still label (none: done); the crowd
-    labels them; under the adaptive rules the posterior is refitted after every round (and
-    once at the end if no round ran)."""
+    """Judge in rounds while ``ask(tally, left)`` names tasks among the pairs the crowd can
+    still label; under the adaptive rules the posterior is refitted after every round."""
     while (tasks := ask(tally, crowd.left(tally))).size:
         crowd.give(tasks, tally)
         tally.rounds += 1
@@ -270,8 +249,7 @@ def judge(
 
 
 def largest_remainder(shares, size: int) -> np.ndarray:
-    """How many of ``size`` go to each share, so the shares hold as closely as the size
-    allows (largest remainder)."""
+    """How many of ``size`` go to each share, by largest remainder."""
     exact = np.asarray(shares, dtype=np.float64) * size
     counts = np.floor(exact).astype(np.int64)
     counts[np.argsort(-(exact - counts), kind="stable")[: size - counts.sum()]] += 1

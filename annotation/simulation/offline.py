@@ -1,27 +1,11 @@
 """Pure: a whole campaign judged offline by simulated annotators, under either policy.
 
-For benchmarks and tests that need many seeded campaigns (interval coverage over 50
-replays, FIRE's protocol against the adaptive one) without the database: a
-:class:`~annotation.simulation.model.World` (the pool and every pair's true label) and a
-crowd whose annotators are true confusions (a careful annotator with 2% error is
-sensitivity = specificity = 0.98; a random spammer 0.5/0.5; one who always says "not
-relevant" 0/1). What the live campaign does is followed step for step:
-
-- quality control: qualification (``training_pairs`` balanced gold answers per try, admitted
-  at ``threshold``, up to ``tries``) and a ``gold_rate`` share of gold tasks among those
-  served; every gold answer informs the annotator model as a known item and is counted as
-  spent (as FIRE's bench counts it);
-- ``fire`` (FIRE §3.1): one label per pair, a second for a seeded 10% sample, a third while
-  two tie; resolved by majority;
-- ``adaptive``: one label, more while the posterior of the resolved label is below
-  ``confidence``, up to ``cap``, the annotator model refitted after every round
-  (:func:`annotation.policy.confusion.fit`, strata by best pooled rank); with the ``metric-first``
-  order only pairs that decide some run's C@K are asked for, and each query's most valuable
-  task is served first (:mod:`annotation.policy.label_value`).
-
-The rounds are :func:`annotation.simulation.model.judge`'s: under a metric-aware order each
-query's best wanted task, else every wanted task; each task goes to a random admitted
-annotator who has not labelled the pair (none left: the pair gets no more).
+For benchmarks and tests needing many seeded campaigns without the database: a
+:class:`~annotation.simulation.model.World` and a crowd of true confusions, following the
+live campaign: qualification and gold tasks (counted as spent), then ``fire`` (FIRE §3.1)
+or ``adaptive`` labelling (:func:`annotation.policy.confusion.fit` after every round; with
+the ``metric-first`` order only pairs deciding some run's C@K, each query's most valuable
+task first). Each task goes to a random admitted annotator who has not labelled the pair.
 """
 
 from collections.abc import Sequence
@@ -56,7 +40,7 @@ class SimulatedCrowd:
     @classmethod
     def of(cls, shares: Sequence[tuple[float, float, float]], size: int) -> "SimulatedCrowd":
         """``size`` annotators from (share, sensitivity, specificity) profiles, by largest
-        remainder so the shares hold as closely as the size allows."""
+        remainder."""
         counts = largest_remainder([share for share, _, _ in shares], size)
         sens = np.repeat([s for _, s, _ in shares], counts)
         spec = np.repeat([p for _, _, p in shares], counts)
@@ -97,8 +81,7 @@ def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Record) ->
 
 
 class _Simulated:
-    """The simulated crowd as a label source: admitted annotators answering the truth, gold
-    tasks mixed in, the annotator model fitted on campaign labels and gold answers."""
+    """The simulated crowd as a label source: admitted annotators, gold tasks mixed in."""
 
     def __init__(self, world: World, crowd: SimulatedCrowd, qc: QualityControl, rng) -> None:
         self.world, self.crowd, self.qc, self.rng = world, crowd, qc, rng

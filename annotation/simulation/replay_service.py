@@ -1,12 +1,9 @@
 """ORM-facing: gather a dataset's runs and complete labels into a replay world, and replay a
 judging order on it (the loop is :mod:`annotation.simulation.replay`).
 
-Rows are the query captions the runs answer (with a label set, those it judges), pooled at
-``depth`` as a campaign would be: each caption's own video is left out of the pool and counts
-as a known positive, as in re-scoring. Complete labels come from the demo world's ground
-truth, or from a label set; queries with a pooled pair the label set does not decide (or,
-with the ground truth, a caption or video without a stored assertion or scene) are dropped
-(and counted), since their replay would need labels nobody has.
+Queries are pooled at ``depth`` as a campaign would be (each caption's own video a known
+positive); complete labels come from the demo ground truth or a label set, and queries with
+a pooled pair neither decides are dropped and counted.
 """
 
 from collections.abc import Callable, Sequence
@@ -113,9 +110,8 @@ ORDERS_FIGURE_VERSION = 1
 def stored_comparison(
     dataset: Dataset, label_set: LabelSet | None = None
 ) -> figures.Figure[OrderComparison]:
-    """:func:`compare_orders` computed once per set of inputs (the dataset's runs and labels:
-    :func:`retrieval.scoring.rescoring_service.rescoring_inputs`) and served from storage after that:
-    replaying the seven orders took 8.5 s of the page's 9.9 s at FIRE's scale on every view."""
+    """:func:`compare_orders` computed once per set of inputs and stored: replaying the seven
+    orders took 8.5 s of the page's 9.9 s at FIRE's scale on every view."""
     subject = f"dataset {dataset.pk} labels {label_set.pk if label_set else 'truth'}"
     inputs = rescoring_inputs(dataset, label_set, ORDERS_FIGURE, ORDERS_FIGURE_VERSION)
     return figures.exact(
@@ -132,16 +128,8 @@ def replay_world(
     runs = _runs(dataset, run_names)
     lists = [load_run(run).truncated(depth) for run in runs]
     queries = np.unique(np.concatenate([r.query_ids for r in lists]))
-    queries = np.array(
-        sorted(
-            rows_in(
-                Caption.objects.filter(is_query=True).values_list("pk", flat=True),
-                "pk",
-                queries.tolist(),
-            )
-        ),
-        dtype=np.int64,
-    )
+    is_query = Caption.objects.filter(is_query=True).values_list("pk", flat=True)
+    queries = np.array(sorted(rows_in(is_query, "pk", queries.tolist())), dtype=np.int64)
     judged = load_judged(label_set) if label_set is not None else None
     if judged is not None:
         queries = np.intersect1d(queries, judged.caption_ids)
@@ -166,14 +154,8 @@ def replay_world(
         # A run may rank fewer than ``depth`` items: past its end no rank holds a positive.
         hit = align_rows(lists_r.query_ids, lists_r.item_ids, rows) == own_video[:, None]
         known_positive[:, r, : hit.shape[1]] = hit
-    world = World(
-        pooled,
-        labels,
-        tuple(run.name for run in runs),
-        depth,
-        known_positive,
-        np.ones(rows.size, dtype=np.int64),
-    )
+    names = tuple(run.name for run in runs)
+    world = World(pooled, labels, names, depth, known_positive, np.ones(rows.size, np.int64))
     return world, int(dropped_queries.size)
 
 
@@ -212,15 +194,13 @@ def _labelled(judged, pooled) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ground_truth(dataset: Dataset, caption_ids, video_ids) -> tuple[np.ndarray, np.ndarray]:
-    """Each (caption id, video id) pair's ground-truth relevance and whether it has one:
-    :func:`truth_table` of the pairs' captions."""
+    """Each (caption id, video id) pair's ground-truth relevance and whether it has one."""
     return truth_table(dataset, caption_ids)(caption_ids, video_ids)
 
 
 def truth_table(dataset: Dataset, caption_ids) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     """The ground truth (the demo world's FIRE §3.1 rule) for these captions, as a function of
-    caption ids and video ids: each pair's relevance, and whether it has one (a caption or
-    video without a stored assertion or scene, or a caption not named here, has none)."""
+    caption ids and video ids giving each pair's relevance and whether it has one."""
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=np.unique(caption_ids).tolist()
     )
