@@ -93,8 +93,8 @@ class ReportRequest:
 
 
 def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
-    """Which label set and metric a report asks for: ``?labels=`` names the set, empty for
-    none (original positives only); without it, the dataset's default set. Reads only."""
+    """Which label set (``?labels=``, empty for none, absent for the default) and metric a
+    report asks for."""
     dataset = get_dataset(dataset_name)
     label_sets = list(label_sets_of(dataset))
     metric = request.GET.get("metric", "C@1")
