@@ -60,7 +60,8 @@ def record(kind_name: str, data: Mapping, tag: str) -> Job:
     return _new_job(kind, check_arguments(kind, data), task_id=f"{RECORDED}{tag}"[:64])
 
 
-def _new_job(kind: JobKind, arguments: dict, **fields) -> Job:
+def _new_job(kind: JobKind, arguments: dict, **fields: object) -> Job:
+    """A queued job of ``kind`` with checked ``arguments`` (not yet enqueued)."""
     description = kind.describe(arguments)[:300]
     return Job.objects.create(
         kind=kind.name, arguments=arguments, description=description, queue=kind.queue, **fields

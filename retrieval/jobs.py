@@ -148,12 +148,11 @@ def run_train(
     reporter: Reporter,
     dataset: str,
     model: str,
-    epochs: int | None = None,
-    seed: int = 0,
     device: str = "",
     relevance: str = "",
-    threshold: float | None = None,
+    **options: float | None,
 ) -> dict:
+    """Train the model; ``options`` are the form's epochs, seed and threshold."""
     from retrieval.encoders.service import train
 
     found = get_model(get_dataset(dataset), model)
@@ -164,15 +163,8 @@ def run_train(
         reporter.message = f"training {found.name}: epoch {done} of {total}, loss {loss:.4f}"
         reporter.flush()
 
-    train(
-        found,
-        epochs=epochs,
-        seed=seed,
-        device=device or "auto",
-        relevance=relevance or "instance",
-        threshold=threshold,
-        on_epoch=epoch_done,
-    )
+    relevance = relevance or "instance"
+    train(found, device=device or "auto", relevance=relevance, on_epoch=epoch_done, **options)
     return found.training_log[-1]
 
 
@@ -211,24 +203,15 @@ def run_predict(
     model: str,
     split: str = "test",
     k: int = 20,
-    index: str = "",
-    nlist: int | None = None,
-    nprobe: int | None = None,
-    ef_search: int | None = None,
+    **search: str | int,
 ) -> dict:
+    """Search every query caption; ``search`` holds the form's index kind and its settings."""
     from retrieval.search.service import predict
 
     found = get_model(get_dataset(dataset), model)
     reporter.step(f"indexing and searching the {split} split (top {k})")
-    run = predict(
-        found,
-        k=k,
-        split=split,
-        index_kind=index or "exact",
-        nlist=nlist,
-        nprobe=nprobe,
-        ef_search=ef_search,
-    )
+    kind = search.pop("index", "") or "exact"
+    run = predict(found, k=k, split=split, index_kind=kind, **search)
     return {"run": run.name, "queries": run.query_count, "depth": run.depth, **run.metadata}
 
 
@@ -425,18 +408,13 @@ class BuildModelForm(ModelNameForm):
 
 
 def run_build_model(
-    reporter: Reporter,
-    dataset: str,
-    model: str,
-    k: int = 20,
-    epochs: int | None = None,
-    seed: int = 0,
-    device: str = "",
+    reporter: Reporter, dataset: str, model: str, device: str = "", **options: int | None
 ) -> dict:
+    """Build the model's run; ``options`` are the form's k, epochs and seed."""
     from retrieval.datasets.uploads import build_model
 
     found = get_model(get_dataset(dataset), model)
-    return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")
+    return build_model(found, reporter, device=device or "auto", **options)
 
 
 def run_media(reporter: Reporter, dataset: str) -> dict:

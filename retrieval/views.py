@@ -134,20 +134,16 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
     except RescoreError as exc:
         return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
     data = stored.value
-    return render(
-        request,
-        "retrieval/report.html",
-        {
-            **context,
-            "report": data,
-            "computed": stored,
-            "table1": report_figures.table1_rows(data),
-            "table4": report_figures.table4_rows(data),
-            "intervals_legend": report_figures.intervals_legend(data),
-            "charts": report_figures.charts(data),
-            "proxies": report_figures.proxy_section(stored_proxy_table(asked.dataset).value),
-        },
+    context.update(
+        report=data,
+        computed=stored,
+        table1=report_figures.table1_rows(data),
+        table4=report_figures.table4_rows(data),
+        intervals_legend=report_figures.intervals_legend(data),
+        charts=report_figures.charts(data),
+        proxies=report_figures.proxy_section(stored_proxy_table(asked.dataset).value),
     )
+    return render(request, "retrieval/report.html", context)
 
 
 @reports_only
