@@ -7,14 +7,9 @@ from rest_framework.parsers import JSONParser
 
 
 class SafeJSONParser(JSONParser):
-    """DRF's JSON parser, with bodies nested past Python's recursion limit answered 400, and
-    bodies over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` refused unread (the 413 of
-    :func:`config.error_handling.bad_request`, as for a form).
-
-    ``json.loads`` raises RecursionError (not ValueError) for about a thousand nested
-    arrays, which DRF would let through as a 500; two kilobytes of brackets are enough.
-    DRF reads a JSON body from the request's stream, which Django does not limit.
-    """
+    """DRF's JSON parser, answering 400 to bodies nested past the recursion limit (two
+    kilobytes of brackets were a 500) and refusing unread those over
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (a stream Django does not limit)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         request = (parser_context or {}).get("request")

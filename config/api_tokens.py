@@ -1,15 +1,7 @@
 """Named API tokens: make one (its key shown once), list, revoke, and authenticate with it.
-
-DRF's own ``authtoken`` keeps one plain-text key per user, made on the server with
-``manage.py drf_create_token``. A researcher without a shell needs several named keys, made
-and revoked on a page, and a stolen copy of the database should not hold working keys, so
-keys are random (``secrets``, 240 bits) and only their SHA-256 digest is stored: a fast hash
-suffices for a key with that much entropy (no dictionary to guess from), and it lets a
-request find its token with one indexed lookup. django-rest-knox stores digests too but has
-no names or last use, so this small model (:class:`config.models.ApiToken`) is the project's
-own. Keys made earlier by ``drf_create_token`` stay valid (:class:`TokenAuthentication`
-falls back to DRF's table) and the migration copied the existing ones here.
-"""
+Keys are random (240 bits) and only their SHA-256 is stored, so a stolen database holds no
+working key and a request finds its token in one indexed lookup (DRF's authtoken keeps one
+plain key per user; knox has no names). Keys from ``drf_create_token`` stay valid."""
 
 import hashlib
 import secrets
@@ -63,8 +55,7 @@ def tokens_of(user) -> list[TokenRow]:
 
 
 def create(user, name: str) -> tuple[TokenRow, str]:
-    """Make a token called ``name`` for ``user``; return it and its key, which is not stored
-    and so can be shown only now."""
+    """Make a token called ``name`` for ``user``; return it and its key (shown only now)."""
     name = " ".join(str(name).split())
     if not name:
         raise TokenError("Give the token a name, e.g. the script or machine that will use it.")
@@ -86,8 +77,8 @@ def create(user, name: str) -> tuple[TokenRow, str]:
 
 
 def revoke(user, token_id: int) -> str | None:
-    """Delete the user's token ``token_id`` (another user's is left alone) and any DRF key of
-    the user's with the same digest (a migrated one); return its name, or None if none."""
+    """Delete the user's token ``token_id`` and any DRF key of theirs with the same digest;
+    return its name, or None if the user has no such token."""
     token = ApiToken.objects.filter(user=user, pk=token_id).first()
     if token is None:
         return None
@@ -100,10 +91,8 @@ def revoke(user, token_id: int) -> str | None:
 
 
 class InvalidToken(exceptions.APIException):
-    """A key that opens nothing (never made, revoked, malformed, or its user inactive): a 401
-    with a ``Token`` challenge. DRF would make its own ``AuthenticationFailed`` a 403 here,
-    since the session comes first among the API's authenticators and has no challenge; a
-    script whose key was revoked should hear that its key, not its role, is wrong."""
+    """A key that opens nothing: a 401 with a ``Token`` challenge (DRF would answer 403, the
+    session authenticator coming first), so a script hears its key, not its role, is wrong."""
 
     status_code = 401
     default_detail = "Invalid or revoked token."
@@ -112,8 +101,7 @@ class InvalidToken(exceptions.APIException):
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
-    """``Authorization: Token <key>`` against the named tokens (by digest), then against
-    DRF's own table for keys ``drf_create_token`` made. A key that opens nothing is a 401."""
+    """``Authorization: Token <key>`` against the named tokens (by digest), then DRF's table."""
 
     def authenticate(self, request):
         try:

@@ -4,10 +4,8 @@ from django.apps import AppConfig
 
 
 class ProjectConfig(AppConfig):
-    """Connects the permission cache's receivers when Django starts (not when the backend is
-        first imported, which a command or a worker may never do), and fills every registered
-        statement, so a field renamed under one stops the start; registers the project's system
-    checks (:mod:`config.checks`)."""
+    """Connects the permission cache's receivers, fills every registered statement (a renamed
+    field stops the start) and registers the system checks, when Django starts."""
 
     name = "config"
     label = "firepool"

@@ -1,24 +1,9 @@
-"""Attempts counted per key within a window, atomically and in the database, so that every
-worker process and thread of a deployment adds to the one count.
-
-Failed logins (:mod:`config.login_throttle`) and run uploads
-(:class:`retrieval.api.permissions.RunUploadThrottle`) are limited by these counts. They
-used to live in the default cache, where they did not hold: a per-process cache (the
-default, ``locmem://``) gave each gunicorn worker its own counts (9 wrong passwords passed a
-limit of 5 with two workers), and the database cache's ``incr`` reads and then writes, so a
-burst of parallel attempts slipped past (8 of 20 against 5). Neither well-kept library
-fits: django-ratelimit counts in the cache and needs one whose ``incr`` is atomic and
-shared (Redis or Memcached; its installation guide says the database cache undercounts),
-and django-axes reads the failures stored before it authenticates and records a failure
-after, so parallel guesses all pass its check (jazzband/django-axes#592, closed as a known
-issue). Here one ``UPDATE`` adds the attempt, and the row lock it takes orders parallel
-attempts (PostgreSQL re-reads the row once the lock is free; SQLite's ``BEGIN IMMEDIATE``
-serialises the transactions), so N parallel attempts read the counts 1 to N, each once.
-It costs a login or an upload three statements; nothing on the judging path counts.
-
-A key's window starts with its first attempt after the previous window ended and lasts
-``window`` seconds; rows of windows that ended are deleted when a new key is counted.
-"""
+"""Attempts counted per key within a window, atomically in the database, so every worker adds
+to one count (failed logins, run uploads). Cache counts did not hold: a per-process cache let
+9 wrong passwords past a limit of 5 with two workers, and the database cache's read-then-write
+``incr`` let 8 of 20 parallel attempts past 5 (django-ratelimit and django-axes share those
+flaws; jazzband/django-axes#592). Here one ``UPDATE`` adds the attempt and its row lock orders
+parallel ones; a key's window starts with its first attempt and lasts ``window`` seconds."""
 
 from __future__ import annotations
 
@@ -35,8 +20,7 @@ from config.models import AttemptCount
 
 @dataclass(frozen=True)
 class Count:
-    """The attempts a key made in its current window (this one included), and when the
-    window ends."""
+    """The attempts a key made in its current window (this one included), and when it ends."""
 
     number: int
     ends: datetime
@@ -47,9 +31,8 @@ class Count:
 
 
 def add(key: str, window: int) -> Count:
-    """Count one attempt of ``key``, whose window lasts ``window`` seconds from its first
-    attempt; the count includes this attempt and every earlier one in the window, parallel
-    ones included (see the module docstring)."""
+    """Count one attempt of ``key`` (window ``window`` seconds); the count includes every
+    earlier attempt in the window, parallel ones too."""
     now = timezone.now()
     ends = now + timedelta(seconds=window)
     created = False
@@ -68,8 +51,7 @@ def add(key: str, window: int) -> Count:
 
 
 def _bump(key: str, now: datetime, ends: datetime) -> int:
-    """One more attempt on ``key``'s row, or the first of a new window if its window ended;
-    the number of rows changed (0 when the key has no row)."""
+    """One more attempt on ``key``'s row (the first of a new window if its ended); rows changed."""
     current = When(ends__gt=now, then=F("count") + 1)
     return AttemptCount.objects.filter(key=key).update(
         count=Case(current, default=Value(1)),

@@ -1,12 +1,7 @@
-"""What differs between the databases firepool runs on, in one place.
-
-Django keeps each backend's own SQL in its ``connection.ops``; this is the same for the few
-things firepool asks of a database beyond the ORM: code asks :func:`backend` for the
-operation (``backend().uuid_text(column)``), never which database it runs on, so no service
-branches on the vendor (``tests/test_house_rules.py`` checks that only this module, the
-statement registry and the migrations read ``connection.vendor``). :class:`Backend` is
-SQLite's behaviour and the default for any other; :class:`PostgreSQL` overrides it.
-"""
+"""What differs between the databases firepool runs on, in one place: code asks
+:func:`backend` for an operation, never which database it runs on (``tests/test_house_rules.py``
+checks that only this module, the statement registry and migrations read the vendor).
+:class:`Backend` is SQLite's behaviour and the default; :class:`PostgreSQL` overrides it."""
 
 from __future__ import annotations
 
@@ -24,15 +19,13 @@ class Backend:
     digits, times as UTC text, reads in process."""
 
     server_side_reads = False
-    """Whether a background job's reads go through a server-side cursor (in a transaction:
-    out of one, PostgreSQL computes every row at once to hold them)."""
+    """Whether a background job's reads go through a server-side cursor (in a transaction)."""
 
     background_settings: tuple[str, ...] = ()
     """Session settings set around a background job's reads, and reset after."""
 
     id_array_types: dict[frozenset, str] = {}
-    """The array type that passes many ids as one parameter, per Python type of the ids
-    (none here: ids go in batches of ``IN (...)`` lists)."""
+    """The array type that passes many ids as one parameter, per Python type of the ids."""
 
     def uuid_text(self, column: str) -> str:
         """SQL for the UUID ``column`` as 8-4-4-4-12 lower-case text: a ``uuid.UUID`` per
@@ -41,10 +34,8 @@ class Backend:
         return "lower(" + " || '-' || ".join(parts) + ")"
 
     def epoch_microseconds(self, column: str) -> str:
-        """SQL for the time ``column`` as whole microseconds since 1970 (UTC), exact: psycopg
-        building a datetime per label cost 5.3 s of the raw export's 12 s at FIRE's scale.
-        SQLite keeps UTC as "YYYY-MM-DD HH:MM:SS[.ffffff]": whole seconds through julianday
-        (rounded, so exact), then the fraction as written."""
+        """SQL for the time ``column`` as exact microseconds since 1970 (a datetime per label
+        cost 5.3 s of the raw export's 12 s at FIRE's scale): whole seconds via julianday."""
         return (
             f"CAST(ROUND((julianday(substr({column}, 1, 19)) - 2440587.5) * 86400.0) AS INTEGER)"
             f" * 1000000 + CAST(ROUND(COALESCE(CAST(NULLIF(substr({column}, 20), '') AS REAL),"
@@ -52,14 +43,12 @@ class Backend:
         )
 
     def hold_starts(self, name: str) -> None:
-        """Hold whoever else starts ``name`` until this transaction ends. Nothing to do
-        here: ``BEGIN IMMEDIATE`` (the settings' transaction mode) lets one writing
-        transaction in at a time."""
+        """Hold whoever else starts ``name`` until this transaction ends (here ``BEGIN
+        IMMEDIATE`` already lets one writer in at a time)."""
 
     def bulk_load(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
         """Write ``rows`` (database-ready values in ``columns``' order) into ``table`` in one
-        bulk operation, bypassing the ORM (a benchmark's world of 600,000 pairs): here one
-        ``executemany`` of an ``INSERT`` in one transaction, fed row by row."""
+        bulk operation, bypassing the ORM: here one ``executemany`` in a transaction."""
         quote = default_connection.ops.quote_name
         names = ", ".join(map(quote, columns))
         marks = ", ".join(["%s"] * len(columns))
@@ -69,9 +58,8 @@ class Backend:
     def bulk_update(
         self, table: str, key: str, columns: Sequence[str], rows: Iterable[Sequence]
     ) -> None:
-        """Set ``columns`` of the rows of ``table`` whose ``key`` is each row's last value
-        (the others in ``columns``' order), in one bulk operation: here one ``executemany``
-        of an ``UPDATE`` in one transaction."""
+        """Set ``columns`` of the rows of ``table`` whose ``key`` is each row's last value, in
+        one bulk operation: here one ``executemany`` in a transaction."""
         quote = default_connection.ops.quote_name
         sets = ", ".join(f"{quote(column)} = %s" for column in columns)
         with transaction.atomic(), default_connection.cursor() as cursor:
@@ -106,9 +94,8 @@ class PostgreSQL(Backend):
             )
 
     def bulk_load(self, table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
-        """One ``COPY ... FROM STDIN`` (psycopg 3), several times faster than any insert,
-        then ``ANALYZE``: the planner would otherwise plan the next reads of a table it
-        believes empty (an export of a fresh 10,000-pair world took 17 s instead of 0.2)."""
+        """One ``COPY ... FROM STDIN``, then ``ANALYZE`` (an export of a fresh 10,000-pair world
+        planned for an empty table took 17 s instead of 0.2)."""
         quote = default_connection.ops.quote_name
         names = ", ".join(map(quote, columns))
         with (

@@ -1,13 +1,6 @@
-"""Cut a list of ids into batches, so that no statement's parameters grow with the data.
-
-PostgreSQL takes at most 65,535 parameters in a statement (firepool binds them on the server),
-and Django neither batches ``filter(pk__in=...)`` nor, on PostgreSQL, ``bulk_update``: a
-22,000-row gold file was a 500. Every statement whose parameters come from user data (a
-file's rows, a campaign's pairs, an annotator's labels) runs once per :data:`ID_BATCH` ids,
-or passes ``batch_size`` to ``bulk_create`` and ``bulk_update``; :func:`id_filters` gives the
-filters that select rows by many ids so (on PostgreSQL one, the ids as one array parameter),
-and :func:`rows_in` reads the rows of a queryset by them.
-"""
+"""Cut a list of ids into batches, so no statement's parameters grow with the data: PostgreSQL
+takes at most 65,535 parameters and Django batches neither ``pk__in`` nor ``bulk_update`` there
+(a 22,000-row gold file was a 500)."""
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
@@ -28,11 +21,9 @@ def batches(items: Iterable[T], size: int = ID_BATCH) -> Iterator[Sequence[T]]:
 
 
 def id_filters(field: str, ids: Iterable, size: int = ID_BATCH) -> Iterator[dict]:
-    """Keyword filters that together select the rows whose ``field`` is among ``ids``, none
-    with parameters that grow with them: on PostgreSQL one, the ids passed as one array
-    (``IN (SELECT unnest(%s))``: 100,000 ids in a quarter of the time of ten batches of
-    10,000 parameters); elsewhere one ``field__in`` per batch of ids, in their order. Each
-    id counts once; no filter for no ids."""
+    """Keyword filters that together select the rows whose ``field`` is among ``ids``: on
+    PostgreSQL one, the ids as one array parameter (a quarter of the time of batches), else one
+    ``field__in`` per batch; each id counts once, and no ids give no filter."""
     from django.db.models.expressions import RawSQL
 
     from config.backends import backend
@@ -47,8 +38,7 @@ def id_filters(field: str, ids: Iterable, size: int = ID_BATCH) -> Iterator[dict
 
 
 def rows_in(queryset: Iterable[T], field: str, ids: Iterable, size: int = ID_BATCH) -> list[T]:
-    """The rows of ``queryset`` whose ``field`` is among ``ids`` (:func:`id_filters`): rows
-    come filter by filter, each in the queryset's order."""
+    """The rows of ``queryset`` whose ``field`` is among ``ids``, filter by filter."""
     return [
         row
         for where in id_filters(field, ids, size)

@@ -1,14 +1,5 @@
-"""Turn ``FIREPOOL_CACHE_URL`` into a Django ``CACHES`` entry, and pick the session engine
-that is safe with it.
-
-The cache holds only what may be forgotten or kept apart per process: short-lived media
-grants (a yes remembered per user and file). ``locmem://`` (the default) is per process;
-``db://<table>`` (after ``manage.py createcachetable``), ``redis://host:6379/0`` (needs the
-``redis`` package) or ``file:///var/cache/firepool`` are shared by every worker. Login and
-upload counts are in the database whatever the cache (:mod:`config.attempt_counts`), and
-sessions are read from the cache only when it is shared and is not the database again
-(:func:`session_engine`), so no choice here lets a logout or a limit reach one worker only.
-"""
+"""Turn ``FIREPOOL_CACHE_URL`` (``locmem://``, ``db://<table>``, ``redis://host:6379/0`` or
+``file:///path``) into a ``CACHES`` entry, and pick the session engine that is safe with it."""
 
 from urllib.parse import urlsplit
 
@@ -25,7 +16,7 @@ BACKENDS = {
 
 
 def cache_from_url(url: str) -> dict:
-    """The ``CACHES["default"]`` dict for ``url`` (see the module docstring for the schemes)."""
+    """The ``CACHES["default"]`` dict for ``url``."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in BACKENDS:
@@ -51,9 +42,7 @@ SHARED_AND_FAST = {BACKENDS["redis"], BACKENDS["file"]}
 
 
 def session_engine(cache: dict) -> str:
-    """Django's cached database sessions when ``cache`` is shared and faster than the
-    database (Redis, a file cache), else the database sessions: a per-process cache would
-    keep a session that a logout in another worker deleted (it did, for 330 s and more),
-    and the database cache would read a table instead of a table."""
+    """Cached database sessions when ``cache`` is shared and faster than the database, else
+    database sessions: a per-process cache kept a logged-out session for 330 s and more."""
     engine = "cached_db" if cache["BACKEND"] in SHARED_AND_FAST else "db"
     return f"django.contrib.sessions.backends.{engine}"

@@ -17,10 +17,8 @@ SESSIONS_IN_THE_CACHE = {
 
 @checks.register(checks.Tags.security, deploy=True)
 def sessions_reach_every_worker(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
-    """An error when sessions are read from a per-process cache: a logout in one gunicorn
-    worker deletes the session there and in the database, and another worker that read it
-    before goes on accepting the cookie until its own copy expires. The settings never
-    choose this (``config.cache_url.session_engine``); a ``SESSION_ENGINE`` set by hand can."""
+    """An error when sessions are read from a per-process cache, where a logout does not reach
+    the other workers (only a ``SESSION_ENGINE`` set by hand can choose it)."""
     if settings.SESSION_ENGINE not in SESSIONS_IN_THE_CACHE:
         return []
     backend = settings.CACHES[settings.SESSION_CACHE_ALIAS]["BACKEND"]
@@ -42,10 +40,8 @@ DATABASE_TASKS = "django_tasks_db.backend.DatabaseBackend"
 
 @checks.register(deploy=True)
 def figures_keep_up_with_the_labels(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
-    """A warning when jobs run on database workers without a ``live`` queue: a campaign's
-    figures and the adaptive policy's refits then wait behind whatever long job (training a
-    model, a proxy matrix, browser copies) the workers hold, and the pages' figures fall
-    minutes behind the labels they describe."""
+    """A warning when jobs run on database workers without a ``live`` queue: figures and
+    refits then wait behind long jobs and fall minutes behind the labels."""
     backend = settings.TASKS.get("default", {}).get("BACKEND")
     if backend != DATABASE_TASKS or getattr(settings, "FIREPOOL_LIVE_QUEUE", False):
         return []

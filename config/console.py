@@ -1,10 +1,5 @@
-"""Progress lines for long commands: ``[  42.1 s] what is happening``, never silent for long.
-
-``make run`` prints one of these at least every :data:`QUIET_SECONDS` while it sets up the
-demo, so a slow step is never mistaken for a hung one. The seconds count from
-``FIREPOOL_START`` (a Unix time the Makefile exports once, so every command of one ``make
-run`` counts from the same moment), else from when this module was imported.
-"""
+"""Progress lines for long commands, ``[  42.1 s] what is happening``, never silent for long,
+counted from ``FIREPOOL_START`` (one moment for every command of a ``make run``) or import."""
 
 from __future__ import annotations
 
@@ -48,8 +43,7 @@ class Console:
             self.last = time.monotonic()
 
     def counter(self, what: str, every: float = 3.0) -> Callable[[int, int], None]:
-        """A ``progress(done, total)`` callback that says ``what: done of total`` at most
-        every ``every`` seconds, and at the end."""
+        """A ``progress(done, total)`` callback saying so at most every ``every`` seconds."""
         shown = [0.0]
 
         def progress(done: int, total: int) -> None:
@@ -62,8 +56,7 @@ class Console:
 
     @contextmanager
     def ticking(self, what: str, quiet: float = QUIET_SECONDS) -> Iterator[None]:
-        """Say ``what ...``, then ``what: still working`` whenever nothing was printed for
-        ``quiet`` seconds, then ``what: done in N s``."""
+        """Say ``what ...``, ``still working`` after ``quiet`` silent seconds, then ``done``."""
         self.say(f"{what} ...")
         began = time.monotonic()
         stop = threading.Event()

@@ -1,12 +1,6 @@
-"""Where a :class:`config.errors.UserError` becomes a response: a page or an API answer.
-
-Views and API views let user errors through; these two hooks, named in the settings
-(``MIDDLEWARE`` and ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``), show the message with the
-error's status, never a traceback. The API's handler builds the one error body of the API,
-``{"code", "detail"}``, for DRF's own errors too: views raise, they never build one.
-:func:`bad_request` (``handler400``) answers a request over Django's size limits, which
-fails before any view runs, with the limit it broke, as a page or as the API's body.
-"""
+"""Where a :class:`config.errors.UserError` becomes a response, a page or the API's one error
+body ``{"code", "detail"}`` (for DRF's own errors too), never a traceback; and
+:func:`bad_request` (``handler400``) for a request over Django's size limits."""
 
 from django.conf import settings
 from django.contrib import messages
@@ -25,15 +19,19 @@ from config.errors import UserError
 from config.redirects import back
 
 
-class UserErrorMiddleware:
-    """Render a :class:`UserError` a view let through as a page with its message (a
-    :class:`config.errors.NotFound` as the site's 404 page, as an ``Http404`` is)."""
+class _Middleware:
+    """A middleware that only hooks ``process_*`` methods."""
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):
         return self.get_response(request)
+
+
+class UserErrorMiddleware(_Middleware):
+    """Render a :class:`UserError` a view let through as a page with its message (a
+    :class:`config.errors.NotFound` as the site's 404 page, as an ``Http404`` is)."""
 
     def process_exception(self, request, exception: Exception):
         if not isinstance(exception, UserError):
@@ -51,10 +49,8 @@ class UserErrorMiddleware:
 
 
 def user_errors_back(url_name: str, *url_arguments: str):
-    """Mark an action view (a POST that changes something and redirects) whose refusals
-    go back as a message: to the form's ``next`` when it is on this site, else to
-    ``url_name`` with the view's URL ``url_arguments``. :class:`UserErrorMiddleware` does
-    it, so the view itself lets the error through. Apply it outermost."""
+    """Mark an action view whose refusals go back as a message, to the form's on-site ``next``
+    or else ``url_name`` with the view's ``url_arguments`` (apply it outermost)."""
 
     def mark(view):
         view.user_errors_back = (url_name, url_arguments)
@@ -63,19 +59,13 @@ def user_errors_back(url_name: str, *url_arguments: str):
     return mark
 
 
-class SiteNotFoundMiddleware:
-    """In debug mode too, an unknown address or a view's Http404 gets the site's own 404 page
-    (``404.html``, in the site's frame) instead of Django's technical page, so what a
-    developer sees is what users see. Placed after ``CommonMiddleware``, whose trailing-slash
-    redirect still answers a 404 that only lacks the slash."""
-
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
+class SiteNotFoundMiddleware(_Middleware):
+    """In debug mode too, a 404 gets the site's own page instead of Django's technical one
+    (after ``CommonMiddleware``, whose trailing-slash redirect still answers first)."""
 
     def __call__(self, request):
         if settings.DEBUG:
-            # Django turns a failed URL match into its technical page before any middleware
-            # sees the exception, so the match is tried here first.
+            # Django renders a failed URL match before any middleware sees it: match here.
             try:
                 resolve(request.path_info, getattr(request, "urlconf", None))
             except Resolver404 as exc:
@@ -89,8 +79,7 @@ class SiteNotFoundMiddleware:
 
 
 def _not_found(request, exception: Http404):
-    """The site's 404 answer: the URL configuration's handler404 (Django's page_not_found,
-    which renders ``404.html``, unless one is set)."""
+    """The site's 404 answer: the URL configuration's handler404."""
     handler = get_resolver(
         getattr(request, "urlconf", None) or get_urlconf()
     ).resolve_error_handler(404)
@@ -98,10 +87,8 @@ def _not_found(request, exception: Http404):
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
-    """Every API error as one body, ``{"code", "detail"}``, with the error's status: a
-    UserError's code and message; DRF's errors (validation, 404, 403, throttling, a
-    malformed body) keep DRF's status, headers and message, with the error's code beside
-    it (``invalid`` for a serializer's errors, whose ``detail`` maps fields to messages)."""
+    """Every API error as ``{"code", "detail"}`` with its status: a UserError's, or DRF's own
+    status, headers and message with the error's code (``invalid`` for a serializer's)."""
     if isinstance(exc, UserError):
         set_rollback()  # as DRF does for its own errors: an atomic request changes nothing
         return Response({"code": exc.code, "detail": str(exc)}, status=exc.status)
@@ -140,8 +127,7 @@ API_PREFIX = "/api/"
 
 
 def too_large_message(exception: Exception, request) -> str | None:
-    """What a request over one of Django's size limits should hear (the limit and the
-    setting that holds it), or None for any other bad request."""
+    """The message of a request over one of Django's size limits, or None for another."""
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         sent = request.META.get("CONTENT_LENGTH") or "more"
@@ -170,11 +156,8 @@ def limit_status(exception: Exception) -> tuple[int, str]:
 
 
 def bad_request(request, exception=None) -> HttpResponse:
-    """``handler400``: a request over a limit gets its message, as a page or, under
-    ``/api/``, as the API's ``{"code", "detail"}`` body: a 413 for a body too large, a 400
-    for too many fields or files; any other bad request gets Django's own answer. (Django
-    raises these while reading the body, in the CSRF check or a parser, before a view or
-    DRF's handler could.)"""
+    """``handler400``: a request over a limit gets its message as a page or, under ``/api/``,
+    the API's error body; any other bad request gets Django's own answer."""
     message = too_large_message(exception, request) if exception is not None else None
     if message is None:
         return defaults.bad_request(request, exception)
@@ -184,21 +167,11 @@ def bad_request(request, exception=None) -> HttpResponse:
     return render(request, "error.html", {"message": message}, status=status)
 
 
-class BodyLimitMiddleware:
-    """A form post over one of Django's size limits gets :func:`bad_request`'s readable
-    answer in debug mode too. Django raises the limit while the CSRF check reads the body and,
-    with ``DEBUG`` on (``make run``), answers with its technical page before ``handler400``
-    is asked: a 10 MB guidelines field showed a traceback. Placed just before
-    ``CsrfViewMiddleware``, this reads the body first, as the CSRF check would, for the same
-    requests (a view exempt from the CSRF check reads its own body, so it is left alone)."""
+class BodyLimitMiddleware(_Middleware):
+    """A form post over a size limit gets :func:`bad_request`'s answer in debug mode too, where
+    the CSRF check would show a traceback: placed before it, this reads the body first."""
 
     LIMITS = (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)
-
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
 
     def process_view(self, request, callback, callback_args, callback_kwargs):
         if request.method != "POST" or getattr(callback, "csrf_exempt", False):

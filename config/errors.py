@@ -1,21 +1,11 @@
-"""The one base class for errors a user can fix; each boundary turns it into a message.
-
-Services raise a subclass of :class:`UserError` when the input, not the code, is wrong;
-commands (:class:`jobs.commands.BaseCommand`), pages and the API
-(:mod:`config.error_handling`) and jobs (:mod:`jobs.tasks`) each show its message in one
-place. Anything else, a numpy ``ValueError`` included, is a bug and is reported as an
-internal error. It lives in ``config``, the project layer every app already imports (as
-``config.roles``): ``retrieval``, ``annotation`` and ``jobs`` all raise or catch it and none
-may import an app above it. The module imports nothing, so pure modules may use it too.
-"""
+"""The one base class for errors a user can fix; commands, pages, the API and jobs each turn
+it into a message in one place (anything else is a bug). It imports nothing, so every app
+and pure module may use it."""
 
 
 class UserError(Exception):
-    """A request the user must change; ``str(error)`` is the message they see.
-
-    ``code`` names the problem for API clients and ``status`` is the HTTP status that
-    fits it (400 unless a subclass or the raiser says otherwise).
-    """
+    """A request the user must change: ``str(error)`` is the message they see, ``code`` names
+    the problem for API clients and ``status`` is its HTTP status."""
 
     code = "invalid"
     status = 400
@@ -29,8 +19,7 @@ class UserError(Exception):
 
 
 class NotFound(UserError):
-    """Nothing goes by the name the user gave (a dataset, model, run, label set or campaign);
-    the message lists names that do."""
+    """Nothing goes by the name the user gave; the message lists names that do."""
 
     code = "not_found"
     status = 404

@@ -1,14 +1,7 @@
-"""Count failed logins in the cache and refuse further attempts once a limit is reached.
-
-Two counters, each living for ``FIREPOOL_LOGIN_WINDOW_SECONDS`` from its first count: one
-per username and client address (``FIREPOOL_LOGIN_FAILURES_PER_USER``, to slow guessing one
-account's password) and one per client address (``FIREPOOL_LOGIN_FAILURES_PER_IP``, to slow
-trying many accounts). Every attempt is counted before its password is checked and a
-successful one is taken back, so the counters hold failures. A successful login also clears
-the username's counter for that address, never the address's own. The counters are
-:mod:`config.attempt_counts`, in the database: every worker adds to the same ones, and a
-burst of parallel attempts gets exactly the limit's worth of tries.
-"""
+"""Failed-login limits: per username and client address, and per address, within
+``FIREPOOL_LOGIN_WINDOW_SECONDS``. Every attempt is counted (:mod:`config.attempt_counts`)
+before its password is checked and a successful one taken back, so parallel guesses get
+exactly the limit's worth of tries."""
 
 from __future__ import annotations
 
@@ -40,12 +33,8 @@ def limits() -> Limits:
 
 
 def client_ip(request: HttpRequest) -> str:
-    """The client's address: REMOTE_ADDR, or X-Forwarded-For as written by trusted proxies.
-
-    With ``FIREPOOL_TRUSTED_PROXIES = n`` the n-th address from the right of X-Forwarded-For
-    is the client (each proxy appends the address it saw; the ones to its left are the
-    client's own claims and could be forged).
-    """
+    """The client's address: REMOTE_ADDR, or with ``FIREPOOL_TRUSTED_PROXIES = n`` the n-th
+    address from the right of X-Forwarded-For (those further left could be forged)."""
     proxies = getattr(settings, "FIREPOOL_TRUSTED_PROXIES", 0)
     if proxies > 0:
         forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
@@ -67,12 +56,7 @@ def _keys(request: HttpRequest, username: str) -> tuple[str, str]:
 
 
 def check_attempt(request: HttpRequest, username: str) -> int:
-    """Count a login attempt before its password is checked; seconds to wait if refused, else 0.
-
-    Counting first (atomically, see :mod:`config.attempt_counts`) means a burst of parallel
-    guesses cannot all slip in before the first failure is recorded; :func:`succeeded`
-    takes a successful attempt back off the counters.
-    """
+    """Count a login attempt before its password is checked; seconds to wait if refused, else 0."""
     chosen = limits()
     user_key, ip_key = _keys(request, username)
     for key, limit in ((ip_key, chosen.per_ip), (user_key, chosen.per_user)):

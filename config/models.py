@@ -6,9 +6,7 @@ from django.db import models
 
 
 class ApiToken(models.Model):
-    """A named key a script sends as ``Authorization: Token <key>``. Only the key's SHA-256
-    digest is stored, so the key is shown once, when it is made, and a copy of the database
-    holds no working key; a user may hold several, each revoked on its own."""
+    """A named key a script sends as ``Authorization: Token <key>``; only its SHA-256 is stored."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -32,8 +30,7 @@ class ApiToken(models.Model):
 
 
 class AttemptCount(models.Model):
-    """How many attempts one key (a login's username and address, a user's run uploads) made
-    in its current window, which ends at ``ends`` (see :mod:`config.attempt_counts`)."""
+    """How many attempts one key made in its window, which ends at ``ends``."""
 
     key = models.CharField(max_length=120, primary_key=True)
     count = models.PositiveIntegerField()

@@ -1,25 +1,9 @@
-"""The authentication backend of every request: the user read by one hand-written statement,
-and role permissions remembered across requests, so a judging request does not query them.
-(The module keeps its first name: sessions store the backend's dotted path, and renaming it
-would log everyone out.)
-
-Django's ``ModelBackend`` caches a user's permissions on the user object, which lives for
-one request; every judging request then spent two queries (user permissions, group
-permissions) and about a tenth of its CPU re-reading the same few rows (measured by
-``bench/request_profile.py``). :class:`CachedPermissionBackend` keeps each user's set in this
-process's memory:
-
-- dropped at once in this process when the user's groups or permissions or a group's
-  permissions change (from either side), when a user, group or permission is saved or
-  deleted (the receivers :func:`connect` connects when Django starts);
-- kept at most :data:`TTL_SECONDS` in any other process (another gunicorn worker does not
-  hear those signals), so a role taken away stops working everywhere within that time.
-
-Whether a user is active or a superuser is read from the user row, which every request
-loads anyway; so deactivating an account takes effect on its next request. That row is read
-by :func:`user_statement` rather than the ORM: composing ``User.objects.get(pk=...)`` cost
-several times running it, on every request (``bench/request_profile.py``).
-"""
+"""The authentication backend of every request (the module keeps its name: sessions store it).
+Django's ``ModelBackend`` re-read a user's permissions every request, two queries and about a
+tenth of a judging request's CPU (``bench/request_profile.py``); this keeps each user's set in
+memory, dropped at once in this process when users, groups or permissions change and kept at
+most :data:`TTL_SECONDS` in others. The user row is read by one hand-written statement, as
+composing the ORM's query cost several times running it."""
 
 import functools
 import threading
@@ -58,8 +42,8 @@ def _user_row() -> raw_sql.Sources:
 
 @functools.cache
 def user_statement() -> raw_sql.Statement:
-    """The user with primary key ``%(pk)s``, every concrete field (registered when Django
-    starts, by :func:`connect`: the user model is known only then)."""
+    """The user with primary key ``%(pk)s`` (registered by :func:`connect`, once the user
+    model is known)."""
     model = get_user_model()
     return raw_sql.Statement(
         "user",
@@ -70,8 +54,7 @@ def user_statement() -> raw_sql.Statement:
 
 
 class CachedPermissionBackend(ModelBackend):
-    """``ModelBackend`` whose permission sets outlive the request and whose user is read by
-    one hand-written statement (see the module)."""
+    """``ModelBackend`` with permission sets that outlive the request (see the module)."""
 
     def get_user(self, user_id):
         model = get_user_model()
@@ -111,14 +94,7 @@ def _everyone_changed(sender, **kwargs) -> None:
 
 def _memberships_changed(sender, instance, action, reverse, pk_set, **kwargs) -> None:
     """Forget the users a change of ``User.groups``, ``User.user_permissions`` or
-    ``Group.permissions`` concerns, from either side.
-
-    From the user's side (``user.groups.add(group)``) ``instance`` is the user. From the far
-    side (``group.user_set.add(user)``, ``permission.user_set.add(user)``) it is the group
-    or permission and ``pk_set`` names the users; a ``clear()`` there names nobody, so
-    everyone is forgotten. A group's permissions (either side) concern every member of the
-    groups involved.
-    """
+    ``Group.permissions`` concerns, from either side (a far-side ``clear()``: everyone)."""
     if not action.startswith("post_"):
         return
     if sender is Group.permissions.through:
@@ -133,9 +109,8 @@ def _memberships_changed(sender, instance, action, reverse, pk_set, **kwargs) ->
 
 
 def connect() -> None:
-    """Connect the receivers above (from ``config.apps.ProjectConfig.ready``, so every
-    process forgets, whether or not it has authenticated anyone yet), and register the
-    user's statement."""
+    """Connect the receivers above (from ``ProjectConfig.ready``, in every process) and
+    register the user's statement."""
     user_statement()
     user = get_user_model()
     post_save.connect(_user_changed, sender=user, dispatch_uid="perm-cache-user-save")

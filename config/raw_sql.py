@@ -1,20 +1,13 @@
 """Hand-written statements derived from the models, each registered with its row type.
 
 Where composing a query through the ORM cost several times running it (the judging path,
-measured by ``bench/request_profile.py``), a module writes the statement once as readable
-SQL whose names are placeholders filled from the models' ``_meta`` (:class:`Statement`):
-``{pair}`` is a model's table, ``{pair.open_slots}`` a field's column (``{pair.campaign}``
-a foreign key's ``campaign_id``), ``{pair:p.*}`` every concrete column read through the
-table alias ``p`` (as ``p_<column>``, for :func:`instances`), and ``{campaign:k.* -provenance}``
-the same less some fields. Where the ORM can write the query, :class:`Compiled` compiles it
-once per backend and rebinds its parameters instead. Every statement goes into
-:data:`REGISTRY` with the named tuple its rows come back as; :func:`check_registry` fills
-them all when the apps are ready, so a renamed field stops the project from starting rather
-than a judgement half-way, and a statement's first run on a backend checks its column
-aliases against its row type. Rows come back as those named tuples (:meth:`Statement.rows`),
-as plain tuples read by name (:meth:`Statement.plain_rows`), or as model instances built
-through the converters the ORM itself applies (:func:`instances`), so they equal what a
-queryset would give.
+``bench/request_profile.py``), a :class:`Statement` writes readable SQL whose placeholders are
+filled from the models' ``_meta``: ``{pair}`` a table, ``{pair.open_slots}`` a column,
+``{pair:p.*}`` every concrete column through alias ``p`` (as ``p_<column>``), and
+``{campaign:k.* -provenance}`` the same less some fields; :class:`Compiled` compiles an ORM
+query once per backend instead. :func:`check_registry` fills every statement at start-up, so
+a renamed field stops the project from starting, and rows come back as named tuples, plain
+tuples or model instances built through the ORM's own converters (:func:`instances`).
 """
 
 import functools
@@ -38,7 +31,7 @@ def table(model: type[Model]) -> str:
 
 
 def select_list(columns: Mapping[str, str]) -> str:
-    """A select list from ``{alias: expression}``; an expression ``"p.id"`` is quoted as a column."""
+    """A select list from ``{alias: expression}`` (an expression ``"p.id"`` is a column)."""
     return ", ".join(
         f"{_column(expression) if _is_column(expression) else expression} AS {quote(alias)}"
         for alias, expression in columns.items()
@@ -59,9 +52,6 @@ def column_names(cursor) -> tuple[str, ...]:
     return tuple(column[0] for column in cursor.description)
 
 
-# Model instances from raw rows: every concrete column of each (model, table alias) is
-# selected as "<alias>_<column>", and read back through the converters the ORM itself
-# applies, so instances are the same on PostgreSQL and SQLite.
 Source = tuple[type[Model], str] | tuple[type[Model], str, tuple[str, ...]]
 """(model, table alias[, field names left out: deferred on the instance, never read])."""
 Sources = tuple[Source, ...]
@@ -81,8 +71,7 @@ def model_columns(sources: Sources) -> dict[str, str]:
 def _fields(
     model: type[Model], alias: str, skip: tuple[str, ...] = ()
 ) -> list[tuple[str, str, object]]:
-    """(row field, attname, column expression) per concrete field of ``model`` read as
-    ``alias``, but those named in ``skip``."""
+    """(row field, attname, column) per concrete field of ``model`` as ``alias``, less ``skip``."""
     return [
         (f"{alias}_{field.column}", field.attname, field.get_col(alias))
         for field in model._meta.concrete_fields
@@ -94,9 +83,8 @@ def _fields(
 def _readers(
     vendor: str, model: type[Model], alias: str, skip: tuple[str, ...] = ()
 ) -> tuple[list[str], list[tuple[str, int | None, object, list]]]:
-    """Every concrete field's attname, and per field read (row field, its slot among the
-    attnames, column expression, the ORM's converters for it) on the ``vendor``'s backend:
-    working the converters out once per process, not per row, halved the readers' cost."""
+    """Every concrete attname, and per field read (row field, slot, column, the ORM's
+    converters): worked out once per process, not per row, halving the readers' cost."""
     attnames = [field.attname for field in model._meta.concrete_fields]
     return attnames, [
         (
@@ -141,9 +129,8 @@ def converted(model: type[Model], alias: str, name: str, value: object) -> objec
 
 
 def model_row(name: str, *parts: str | Sources) -> type:
-    """The named tuple of a row whose select list is ``parts`` in order: a name is one
-    column, a tuple of sources is :func:`model_columns` of them. Declared beside its
-    statement, its fields derived from the models."""
+    """The named tuple of a row whose select list is ``parts``: a name is one column, a tuple
+    of sources :func:`model_columns` of them."""
     fields = [
         field
         for part in parts
@@ -155,15 +142,14 @@ def model_row(name: str, *parts: str | Sources) -> type:
 # -- the registry ---------------------------------------------------------------------------
 
 REGISTRY: dict[str, "Statement"] = {}
-"""Every registered statement by name: what :func:`check_registry` fills at start-up and
-the statement test runs on each backend."""
+"""Every registered statement by name (filled at start-up, run by the test on each backend)."""
 
 Variant = Mapping[str, Any]
 
 
 class _Table:
-    """A model in a statement's text: its table; a field's column as an attribute; every
-    concrete column through a table alias as the format spec ``alias.* [-field ...]``."""
+    """A model in a statement's text: its table, a field's column as an attribute, and every
+    concrete column through an alias as the format spec ``alias.* [-field ...]``."""
 
     def __init__(self, model: type[Model]) -> None:
         self.model = model
@@ -189,14 +175,10 @@ class _Table:
 
 
 class Statement:
-    """A hand-written statement: ``text`` with ``{model}`` placeholders (see the module) named
-    in ``models``, or a function of a variant's keywords returning such text (a statement
-    whose shape varies: an optional filter, a lock where the database has one, a list of
-    ``n`` parameters). ``row`` is the named tuple of its rows (or a function of the variant
-    giving one; None for a statement that returns no rows); ``variants`` are the keyword
-    sets filled at start-up and run by the statement test (every branch of ``text``).
-    Parameters are named (``%(name)s``).
-    """
+    """A hand-written statement: ``text`` with ``{model}`` placeholders, or a function of a
+    variant's keywords giving it; ``row`` the named tuple of its rows (or a function of the
+    variant; None for none); ``variants`` the keyword sets checked at start-up and by the
+    statement test. Parameters are named (``%(name)s``)."""
 
     def __init__(
         self,
@@ -262,17 +244,14 @@ class Statement:
         return row
 
     def rows(self, params: Mapping[str, object], **variant) -> list:
-        """Run the statement and return its rows as its row type. Finding the filled SQL
-        (by backend and variant) costs about 4 µs, a microsecond more than the unregistered
-        :func:`rows`' lookup; most of both is asking the connection for its backend."""
+        """Run the statement and return its rows as its row type."""
         with connection.cursor() as cursor:
             row = self._execute(cursor, params, variant)
             return [row._make(values) for values in cursor.fetchall()]
 
     def plain_rows(self, params: Mapping[str, object], **variant) -> list[tuple]:
-        """Its rows as plain tuples, in the row type's field order: for results of many rows
-        (the garbage collector never untracks tuple subclasses, and named tuples made a
-        70,000-label export 8-20% slower); read them with :func:`reader`."""
+        """Its rows as plain tuples, for many rows: named tuples made a 70,000-label export
+        8-20% slower (the garbage collector never untracks tuple subclasses)."""
         with connection.cursor() as cursor:
             self._execute(cursor, params, variant)
             return cursor.fetchall()
@@ -291,10 +270,7 @@ class Statement:
 
 class Compiled(Statement):
     """A query the ORM writes, compiled once per backend and variant: ``build`` returns the
-    queryset for a variant given stand-in values for the parameters named in ``params``,
-    and each call binds the real values where the stand-ins were. Costs what a
-    hand-written statement costs per call, where composing the queryset would cost the
-    ORM's compiler each time."""
+    queryset given stand-ins for the ``params``, and each call binds the real values there."""
 
     def __init__(
         self,
@@ -309,8 +285,8 @@ class Compiled(Statement):
         super().__init__(name, {}, self._compile, row, variants)
 
     def check(self, **variant) -> None:
-        """Build the variant's queryset, which resolves its field names, without compiling
-        it (compiling a locking query asks the database whether a transaction is open)."""
+        """Build the variant's queryset (resolving its fields) without compiling it, which for a
+        locking query would ask the database whether a transaction is open."""
         self.build(**dict.fromkeys(self.params, 0), **variant)
 
     def _compile(self, **variant) -> str:
@@ -336,14 +312,14 @@ class Compiled(Statement):
 
 
 def _literal(value: object) -> bool:
-    """Whether a compiled query's parameter is a constant safe to write into the SQL: a
-    small integer (an int, psycopg's ``Int4`` included; never a bool or a stand-in)."""
+    """Whether a compiled query's parameter is a small integer constant safe to write into the
+    SQL (psycopg's ``Int4`` included; never a bool or a stand-in)."""
     return isinstance(value, int) and not isinstance(value, bool) and -32000 < value < 32000
 
 
 def check_registry() -> None:
-    """Fill every registered statement's variants on the default backend: a field renamed or
-    gone raises ``ImproperlyConfigured`` naming the statement (from the apps' ``ready``)."""
+    """Fill every statement's variants: a field renamed or gone raises ``ImproperlyConfigured``
+    naming the statement (from the apps' ``ready``)."""
     for statement in REGISTRY.values():
         for variant in statement.variants:
             statement.check(**variant)

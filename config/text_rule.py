@@ -1,17 +1,7 @@
-"""Pure: the one rule for free text people type and others read (token names, pause and
-escalation reasons, adjudication notes, gold explanations, campaign guidelines), and the
-characters every rule about text refuses, names included (:mod:`retrieval.datasets.names`).
-
-Text is shown on pages, in exports and in log lines, so it may hold no character that
-changes how the text around it reads: control characters, invisible format characters
-(among them the bidirectional overrides such as U+202E, which show "txt.exe" as
-"exe.txt"), line and paragraph separators, private-use, surrogate and unassigned code
-points. A line holds none of them; a multi-line text (``lines=True``, :func:`check_text`) may
-also hold line breaks and tabs. Each has a longest length, which the message names.
-Services check what they store; forms and serializers reach the same rule through
-:class:`config.text_validators.TextValidator`, to show the message on the field. The module
-imports no Django, so pure modules use it too.
-"""
+"""Pure: the one rule for free text people type and others read, and the characters every rule
+about text refuses: none that changes how the text around it reads (controls, invisible format
+characters such as U+202E, separators, private-use, surrogate and unassigned code points); a
+multi-line text may hold line breaks and tabs. Imports no Django, so pure modules use it."""
 
 import unicodedata
 
@@ -39,8 +29,8 @@ class InvalidText(UserError):
 
 
 def character_problem(text: str, allowed: str = "") -> str | None:
-    """Why ``text`` holds a character no shown text may (a phrase naming it and its
-    position), or None; characters in ``allowed`` pass."""
+    """Why ``text`` holds a character no shown text may (naming it and its position), or None;
+    characters in ``allowed`` pass."""
     for position, char in enumerate(text, start=1):
         category = unicodedata.category(char)
         if category in REFUSED_CATEGORIES and char not in allowed:

@@ -6,8 +6,7 @@ from config.text_rule import text_problem
 
 
 class TextValidator:
-    """The rule as a Django validator (forms and DRF serializers): ``TextValidator("pause
-    reason", 200)`` for a line, ``lines=True`` for a multi-line text."""
+    """``TextValidator("pause reason", 200)`` for a line, ``lines=True`` for a multi-line text."""
 
     def __init__(self, what: str, max_length: int, lines: bool = False) -> None:
         self.what, self.max_length, self.lines = what, max_length, lines

@@ -1,5 +1,4 @@
-"""The tokens page: a user makes named API tokens (each key shown once), sees when each was
-last used, and revokes them (:mod:`config.api_tokens`)."""
+"""The tokens page: make named API tokens (each key shown once), see their last use, revoke them."""
 
 from django import forms
 from django.contrib import messages
@@ -27,8 +26,7 @@ class TokenForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.MAKE_API_TOKENS, REFUSAL)
 def tokens(request: HttpRequest) -> HttpResponse:
-    """GET lists the user's tokens; POST makes one and shows its key in this one answer
-    (never cached, never shown again)."""
+    """GET lists the user's tokens; POST makes one and shows its key in this answer only."""
     form = TokenForm(request.POST if request.method == "POST" else None)
     made = key = None
     status = 200

@@ -22,8 +22,7 @@ urlpatterns = [
     # The admin site's login form goes through the same throttle as the site's own.
     path("admin/login/", ThrottledLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
-    # Browsers ask for /favicon.ico where a page names no icon (a JSON answer, a video). The
-    # file's unhashed name, which stays the same across deployments: the redirect is permanent.
+    # Browsers ask for /favicon.ico where a page names none; the unhashed name never changes.
     path(
         "favicon.ico",
         RedirectView.as_view(url=lazy(_favicon_url, str)(), permanent=True),

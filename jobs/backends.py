@@ -1,16 +1,7 @@
-"""An in-process task backend that runs tasks on background threads, one lane per kind of work.
-
-The embedded default: ``make run`` needs no queue and no worker, yet a page that starts a
-job returns at once and the job page shows it progress. Tasks run in the web process, in
-order within their lane; they are lost if the process stops, which the job's heartbeat
-reveals (see :mod:`jobs.progress`). Deployments use a real queue and worker processes.
-
-Lanes: a job kind names its lane (:attr:`jobs.registry.JobKind.lane`), and each lane has its
-own thread. With one thread for everything, a campaign's figures refresh waited behind
-whatever else was queued (building a model, a proxy matrix, a pool: minutes), so the pages
-showed figures many minutes old while labels came in; the figures' own lane keeps them
-within their pacing of the labels whatever else runs.
-"""
+"""An in-process task backend that runs tasks on background threads, one lane per kind of work:
+``make run`` needs no queue or worker, and a page starting a job returns at once. A lost task
+shows by its heartbeat (:mod:`jobs.progress`). With one thread for all, a campaign's figures
+waited minutes behind long jobs; the figures' own lane keeps them current."""
 
 import queue
 import threading
@@ -24,8 +15,7 @@ DEFAULT_LANE = "jobs"
 
 
 class ThreadBackend(ImmediateBackend):
-    """Like the immediate backend, but tasks run after ``enqueue`` on one daemon thread per
-    lane."""
+    """The immediate backend with tasks run after ``enqueue`` on a daemon thread per lane."""
 
     def __init__(self, alias: str, params: dict):
         super().__init__(alias, params)
@@ -71,8 +61,7 @@ class ThreadBackend(ImmediateBackend):
                 waiting.task_done()
 
     def drain(self) -> None:
-        """Wait until every task enqueued here has run: a command's process calls it before
-        it exits, so the jobs it queued (a new label set's figures) are not lost with it."""
+        """Wait until every task enqueued here has run (a command, before its process exits)."""
         while True:
             with self._lock:
                 waiting = [lane for lane, _ in self._lanes.values() if lane.unfinished_tasks]
@@ -83,8 +72,7 @@ class ThreadBackend(ImmediateBackend):
 
 
 def _hold_job(args) -> str:
-    """Keep a queued job's heartbeat fresh while it waits in this process's queue; the lane
-    its kind runs in."""
+    """Keep a queued job's heartbeat fresh while it waits here; the lane its kind runs in."""
     from django.utils import timezone
 
     from jobs.models import Job

@@ -1,12 +1,6 @@
-"""The base classes of every management command of the apps.
-
-Django turns a ``CommandError`` into a one-line message and exit status 1 in one place
-(``run_from_argv``); :class:`BaseCommand` turns a :class:`config.errors.UserError` raised
-anywhere below ``handle`` into one, so no command catches service errors itself.
-:class:`JobCommand` is a command that runs one job kind here and now: its options are the
-kind's form's fields and that form validates them, so the command line, the job pages and
-``manage.py jobs submit`` describe and check a use case once.
-"""
+"""The base classes of every management command of the apps: :class:`BaseCommand` turns a
+:class:`config.errors.UserError` into a ``CommandError``, and :class:`JobCommand` runs one job
+kind here and now with its form's fields as options, checked by that form."""
 
 import contextlib
 import json
@@ -23,11 +17,7 @@ from jobs.runner import check_arguments, finish_in_process
 
 
 class BaseCommand(base.BaseCommand):
-    """Django's ``BaseCommand``, with user errors ending as ``CommandError`` (their message).
-
-    Commands subclass it under its Django name, so ``class Command(BaseCommand)`` reads
-    as everywhere else in Django.
-    """
+    """Django's ``BaseCommand``, with user errors ending as ``CommandError`` (their message)."""
 
     finish_jobs = True
     """Whether :meth:`execute` waits for the jobs ``handle`` queued in this process."""
@@ -57,10 +47,8 @@ def _option_help(field: forms.Field) -> str:
 def add_form_options(
     parser, form_class: type[forms.Form], skip: tuple[str, ...] = (), initial: bool = True
 ) -> None:
-    """A command option per field of ``form_class`` (``--batch-size`` for ``batch_size``; a
-    flag for a yes/no field), so a command and the form it mirrors describe a use case once.
-    ``initial``: the field's initial value is the option's default; otherwise an unset
-    option is left out and the form decides."""
+    """A command option per field of ``form_class`` (``--batch-size`` for ``batch_size``, a flag
+    for a yes/no field); ``initial``: the field's initial value is the option's default."""
     for name, field in form_class.base_fields.items():
         if name in skip:
             continue
@@ -83,9 +71,8 @@ def given_options(form_class: type[forms.Form], options: dict) -> dict:
 
 
 def check_options(form_class: type[forms.Form], options: dict) -> forms.Form:
-    """``form_class`` (a job kind's form, or the form of the page a command mirrors) bound
-    to the command's options and valid, or a ``CommandError`` naming each bad option
-    (``--max-labels: ...``), so a command checks a use case as its page and its job do."""
+    """``form_class`` bound to the command's options and valid, or a ``CommandError`` naming
+    each bad option (``--max-labels: ...``)."""
     form = form_class(data=given_options(form_class, options))
     if not form.is_valid():
         raise base.CommandError(
@@ -100,10 +87,8 @@ def check_options(form_class: type[forms.Form], options: dict) -> forms.Form:
 
 
 class JobCommand(BaseCommand):
-    """Run the job kind :attr:`kind_name` in this process, with its form's fields as options
-    (``--batch-size`` for ``batch_size``, a field's initial value its default), a progress bar
-    on stderr, and either
-    :meth:`summary`'s line or, with ``--format json``, the job's result."""
+    """Run the job kind :attr:`kind_name` here with its form's fields as options, a progress bar
+    on stderr, and :meth:`summary`'s line or, with ``--format json``, the job's result."""
 
     kind_name = ""
 

@@ -1,7 +1,5 @@
-"""Form fields for job arguments, which come from page forms and, as text, from
-``manage.py jobs submit KIND name=value``: each value is read strictly, so a typed argument
-means what it says or is refused with a field error before the job is queued.
-"""
+"""Form fields for job arguments, read strictly from pages and from ``manage.py jobs submit``
+text, so a typed argument means what it says or is refused before the job is queued."""
 
 from django import forms
 
@@ -17,8 +15,8 @@ class YesNoInput(forms.CheckboxInput):
 
 
 class YesNoField(forms.BooleanField):
-    """A flag: a ticked box ("on"), true/false, 1/0, yes/no or off; anything else is an error
-    rather than True. Absent or empty is False, as an unticked box is."""
+    """A flag: "on", true/false, 1/0, yes/no or off (absent or empty: False); anything else
+    is an error rather than True."""
 
     widget = YesNoInput
 

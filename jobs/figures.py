@@ -1,18 +1,8 @@
-"""Figures computed once and served from storage: what a page would otherwise recompute on
-every view (a label set's leaderboard with its bootstrap and significance tests took 4.1 s
-of a 5.3 s page at FIRE's scale; a campaign's agreement tables 6 s).
-
-A figure is stored per ``(kind, subject)`` (one row, replaced when recomputed) with a
-fingerprint of its inputs (:func:`fingerprint`). A figure of immutable inputs (a label set)
-is read with :func:`exact`: computed when missing or when its inputs changed, so it is never
-stale. A live figure (a campaign's agreement while labels arrive) is read with
-:func:`stored`, which returns the last one with whether it is still ``current`` and its
-age, and recomputed with :func:`store` by a job or an explicit request, never per view.
-
-Django's cache framework was the first choice, but a figure must be shared by every web
-process and job worker (the default cache is per process), say when it was computed, and
-survive a restart; one table on the project's database does all three and is cleared with
-the rows it describes in tests.
+"""Figures computed once and served from storage, per ``(kind, subject)`` with a fingerprint of
+their inputs: a label set's leaderboard took 4.1 s of a 5.3 s page at FIRE's scale, a
+campaign's agreement tables 6 s. :func:`exact` serves figures of immutable inputs, never
+stale; :func:`stored` a live figure's last value and whether it is current, recomputed by a
+job with :func:`store`. A table, not the cache: every process shares it and it survives restarts.
 """
 
 from __future__ import annotations
@@ -34,8 +24,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Figure(Generic[T]):
-    """A stored figure: its value, when and how fast it was computed, and whether it was
-    computed from the inputs the reader asked with."""
+    """A stored figure: its value, when and how fast it was computed, and whether it is of the
+    inputs the reader asked with."""
 
     value: T
     computed_at: datetime
@@ -49,14 +39,13 @@ def fingerprint(*parts: object) -> str:
 
 
 def stored(kind: str, subject: str, inputs: str) -> Figure | None:
-    """The last figure stored for ``(kind, subject)``, ``current`` when it was computed from
-    ``inputs``; None if there is none (or it no longer unpickles: the code changed)."""
+    """The last figure stored for ``(kind, subject)``, ``current`` if of ``inputs``; None if
+    there is none (or it no longer unpickles)."""
     return stored_many((kind,), subject, inputs)[kind]
 
 
 def stored_many(kinds: tuple[str, ...], subject: str, inputs: str) -> dict[str, Figure | None]:
-    """:func:`stored` for several kinds of one subject, read in one query (a page showing
-    four live figures makes one round trip instead of four)."""
+    """:func:`stored` for several kinds of one subject, in one query."""
     rows = StoredFigure.objects.filter(kind__in=kinds, subject=subject).values_list(
         "kind", "payload", "computed_at", "seconds", "inputs"
     )
@@ -96,7 +85,6 @@ def store(kind: str, subject: str, inputs: str, compute: Callable[[], T]) -> Fig
 
 
 def exact(kind: str, subject: str, inputs: str, compute: Callable[[], T]) -> Figure[T]:
-    """The figure of ``inputs``: the stored one when it is current, else computed and
-    stored (for figures of inputs that do not change once made, such as a label set)."""
+    """The figure of ``inputs``: the stored one when current, else computed and stored."""
     found = stored(kind, subject, inputs)
     return found if found is not None and found.current else store(kind, subject, inputs, compute)

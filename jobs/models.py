@@ -5,13 +5,8 @@ from django.db import models
 
 
 class Job(models.Model):
-    """One run of a registered job kind (see :mod:`jobs.registry`) with its arguments.
-
-    The row is the job's truth for users: the task backend only carries its id. Progress
-    and a heartbeat are written while it runs, so a job whose worker died (kill -9, OOM,
-    a lost machine) is recognised by a stale heartbeat and marked failed, and can be
-    retried.
-    """
+    """One run of a registered job kind with its arguments: the truth for users (the task
+    backend carries only its id); a stale heartbeat marks a job whose worker died."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -64,8 +59,7 @@ class Job(models.Model):
 
     @property
     def percent(self) -> float | None:
-        """Share of the work done, when the job knows its total; a job that succeeded did
-        all of it, whatever its last step counted."""
+        """Share of the work done when the total is known (all of it once succeeded)."""
         if self.status == self.Status.SUCCEEDED:
             return 100.0
         if not self.total:
@@ -74,10 +68,8 @@ class Job(models.Model):
 
 
 class StoredFigure(models.Model):
-    """A figure a page shows again and again, computed once from its inputs and kept: the
-    leaderboard of a label set, a campaign's agreement tables (see :mod:`jobs.figures`).
-    ``inputs`` fingerprints what it was computed from, so a reader knows whether it is
-    still current; ``payload`` is the pickled value."""
+    """A figure computed once and kept (:mod:`jobs.figures`): ``payload`` pickled, ``inputs``
+    the fingerprint of what it was computed from."""
 
     kind = models.CharField(max_length=60)
     subject = models.CharField(max_length=200, help_text="What it is of, e.g. a label set.")

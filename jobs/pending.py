@@ -1,8 +1,4 @@
-"""Unfinished jobs as the pages ask for them: the one making a thing, and make run's own.
-
-A page whose data a job is still making says so ("still being prepared: job 3, 40%")
-instead of showing an empty or broken table; these are its one query.
-"""
+"""Unfinished jobs as the pages ask for them ("still being prepared: job 3, 40%"), in one query."""
 
 from jobs import runner
 from jobs.models import Job
@@ -17,8 +13,7 @@ def unfinished_job(kind: str, **arguments) -> Job | None:
 
 
 def unfinished_jobs(kinds: tuple[str, ...], **arguments) -> list[Job]:
-    """Queued or running jobs of any of ``kinds`` whose arguments include ``arguments``,
-    oldest first."""
+    """Queued or running jobs of ``kinds`` whose arguments include ``arguments``, oldest first."""
     jobs = Job.objects.filter(kind__in=kinds, status__in=UNFINISHED)
     for name, value in arguments.items():
         jobs = jobs.filter(**{f"arguments__{name}": value})

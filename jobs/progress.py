@@ -1,13 +1,7 @@
-"""Progress and liveness of running jobs, written to their rows.
-
-A :class:`Reporter` is what a job's function sees: it sets the current step and counts
-work done, writing at most a few times a second. The per-process :data:`beater` keeps the
-heartbeat of every job this process holds fresh from a daemon thread, so a job busy in one
-long step still looks alive, and a job whose process died is found by its stale heartbeat:
-the same thread reaps such jobs on every beat while this process holds jobs (a worker
-running one, or the in-process backend with one queued), and ``manage.py jobs reap`` does
-it on demand, so the pages that show jobs only read.
-"""
+"""Progress and liveness of running jobs, written to their rows: a :class:`Reporter` is what a
+job's function sees (writing a few times a second at most); :data:`beater` keeps the heartbeat
+of this process's jobs fresh from a daemon thread and reaps other processes' stale ones, so
+the pages that show jobs only read."""
 
 import logging
 import threading
@@ -33,11 +27,8 @@ def stale_seconds() -> float:
 
 
 def reap_stale(now=None) -> int:
-    """Mark failed every held job whose heartbeat is older than the stale limit.
-
-    A held job (running, or queued on an in-process backend) is beaten by its process; a
-    stale one lost that process (killed, crashed, restarted). Returns how many were reaped.
-    """
+    """Mark failed every held job whose heartbeat is older than the stale limit (its process
+    was killed, crashed or restarted); how many were reaped."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=stale_seconds())
     return Job.objects.filter(
@@ -64,8 +55,7 @@ class Reporter:
         self._written = 0.0
 
     def step(self, message: str, total: int | None = None, done: int = 0) -> None:
-        """Start a step called ``message`` of ``total`` units, ``done`` of them done (a step
-        that names its own count, as a training epoch does)."""
+        """Start a step called ``message`` of ``total`` units, ``done`` of them done."""
         self.message = message[:300]
         self.total = total
         self.done = done
@@ -85,9 +75,8 @@ class Reporter:
 
 
 class ConsoleReporter(Reporter):
-    """A :class:`Reporter` for a job run by its command in this process: the same steps and
-    counts, drawn as a progress bar on ``stream`` (none when ``quiet``) instead of written
-    to a job's row."""
+    """A :class:`Reporter` drawing a progress bar on ``stream`` (none when ``quiet``) instead of
+    writing a job's row: for a job its command runs in this process."""
 
     def __init__(self, stream, quiet: bool = False):
         super().__init__(job_id=0)
@@ -136,11 +125,8 @@ class Beater:
             self._held.discard(job_id)
 
     def beat(self) -> int:
-        """Refresh the heartbeat of the jobs held here, then reap other processes' lost jobs.
-
-        Returns how many were reaped; our own jobs are fresh by then, so never among them.
-        A process that holds no job does nothing (an idle web process stays off the database).
-        """
+        """Refresh the heartbeat of the jobs held here, then reap other processes' lost jobs
+        (how many); a process holding no job stays off the database."""
         with self._lock:
             held = list(self._held)
         if not held:

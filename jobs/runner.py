@@ -1,9 +1,5 @@
-"""Submit and retry jobs: the service between pages, the CLI and the task backend.
-
-A job is checked against its kind's form, recorded as a queued row and handed to
-:func:`jobs.tasks.enqueue`; running it is :mod:`jobs.tasks`'s, reaping lost ones
-:mod:`jobs.progress`'s.
-"""
+"""Submit and retry jobs: a job is checked against its kind's form, recorded as a queued row
+and handed to :func:`jobs.tasks.enqueue`."""
 
 from collections.abc import Mapping
 from datetime import datetime
@@ -58,21 +54,17 @@ STARTUP = "startup"
 
 
 def record(kind_name: str, data: Mapping, tag: str) -> Job:
-    """Validate ``data`` and record a queued job that no task backend is told about.
-
-    The worker named ``tag`` (``manage.py startup_jobs`` for ``make run``'s deferred work)
-    runs it: set-up records what can wait while the server starts, in a process that ends
-    before the work could be done, so the thread backend, whose queue lives in the process
-    that enqueued, cannot hold it.
-    """
+    """Validate ``data`` and record a queued job no task backend is told about, for the worker
+    named ``tag`` (set-up's process ends before the thread backend could run it)."""
     kind = get_kind(kind_name)
-    arguments = check_arguments(kind, data)
+    return _new_job(kind, check_arguments(kind, data), task_id=f"{RECORDED}{tag}"[:64])
+
+
+def _new_job(kind: JobKind, arguments: dict, **fields: object) -> Job:
+    """A queued job of ``kind`` with checked ``arguments`` (not yet enqueued)."""
+    description = kind.describe(arguments)[:300]
     return Job.objects.create(
-        kind=kind.name,
-        arguments=arguments,
-        description=kind.describe(arguments)[:300],
-        queue=kind.queue,
-        task_id=f"{RECORDED}{tag}"[:64],
+        kind=kind.name, arguments=arguments, description=description, queue=kind.queue, **fields
     )
 
 
@@ -91,31 +83,19 @@ def start(
     kind: JobKind, arguments: dict, user=None, *, join_running: bool | datetime = True
 ) -> tuple[Job, bool]:
     """:func:`create`, and whether the job is new (False: a waiting one was joined). Without
-    ``join_running`` only a queued job is joined: a refresh asked for after a change that a
-    running job may have read too early; with a moment, a running job that started at or
-    after it is joined too (it read the change)."""
+    ``join_running`` only a queued job is joined; with a moment, also a running job that
+    started at or after it (it read the change)."""
     with transaction.atomic():
         if kind.joins:
-            _one_start_at_a_time(kind.name)
+            # Starts one at a time, so parallel ones find each other's job.
+            backend().hold_starts(kind.name)
             waiting = unfinished(kind.name, arguments, running=join_running)
             if waiting is not None:
                 return waiting, False
-        job = Job.objects.create(
-            kind=kind.name,
-            arguments=arguments,
-            description=kind.describe(arguments)[:300],
-            queue=kind.queue,
-            created_by=user if user is not None and user.is_authenticated else None,
-        )
+        created_by = user if user is not None and user.is_authenticated else None
+        job = _new_job(kind, arguments, created_by=created_by)
         enqueue(job)
     return job, True
-
-
-def _one_start_at_a_time(kind_name: str) -> None:
-    """Hold the starts of ``kind_name`` one at a time until this transaction ends, so parallel
-    starts (ten presses of a button, answered by two workers) find each other's job instead
-    of each queuing its own (:meth:`config.backends.Backend.hold_starts`)."""
-    backend().hold_starts(kind_name)
 
 
 def unfinished(kind_name: str, arguments: dict, *, running: bool | datetime = True) -> Job | None:
@@ -147,8 +127,7 @@ def retry(job: Job, user=None) -> Job:
 
 
 def finish_in_process() -> None:
-    """Wait for the jobs this process queued on an in-process backend to finish (nothing to
-    wait for with a real queue): what a command does before its process exits."""
+    """Wait for the jobs this process queued on an in-process backend (before a command exits)."""
     from django_tasks import task_backends
 
     for task_backend in task_backends.all():
@@ -164,7 +143,7 @@ def recent_jobs():
 
 def find_job(job_id: int, finished: bool = False) -> Job:
     """Job ``job_id`` with who started it and what it retried (only a succeeded one when
-    ``finished``), or :class:`config.errors.NotFound`: the job pages' one read."""
+    ``finished``), or :class:`config.errors.NotFound`."""
     found = Job.objects.select_related("created_by", "retry_of").filter(pk=job_id)
     if finished:
         found = found.filter(status=Job.Status.SUCCEEDED)

@@ -1,9 +1,6 @@
-"""The one django.tasks task and both its ends: enqueueing a job, and running it in a worker.
-
-:func:`enqueue` hands a recorded job to the task backend once its row is committed; the
-backend's worker calls :func:`run_job`, which claims the job, runs its kind and records how
-it ended. Submitting (checking arguments, recording the row) is :mod:`jobs.runner`'s.
-"""
+"""The one django.tasks task and both its ends: :func:`enqueue` hands a recorded job to the
+task backend once its row is committed; the worker's :func:`run_job` claims it, runs its kind
+and records how it ended."""
 
 import logging
 import math
@@ -36,15 +33,19 @@ def run_job(job_id: int) -> dict | None:
     return execute(job_id)
 
 
+OWN_WORKERS = {
+    "gpu": "FIREPOOL_GPU_QUEUE",
+    "media": "FIREPOOL_MEDIA_QUEUE",
+    "live": "FIREPOOL_LIVE_QUEUE",
+}
+"""The queues that have workers of their own where their setting is on."""
+
+
 def enqueue(job: Job) -> None:
     """Hand the job to the task backend once the row that describes it is committed."""
     queue = job.queue
-    if queue == "gpu" and not getattr(settings, "FIREPOOL_GPU_QUEUE", True):
-        queue = "default"  # no GPU worker in this deployment: CPU workers take GPU jobs
-    if queue == "media" and not getattr(settings, "FIREPOOL_MEDIA_QUEUE", True):
-        queue = "default"  # no media worker: the default workers make the copies
-    if queue == "live" and not getattr(settings, "FIREPOOL_LIVE_QUEUE", True):
-        queue = "default"  # no live worker: figures and refits wait behind other jobs
+    if queue in OWN_WORKERS and not getattr(settings, OWN_WORKERS[queue], True):
+        queue = "default"  # no worker of its own in this deployment: the default ones take it
 
     def send() -> None:
         result = run_job.using(queue_name=queue).enqueue(job.pk)
@@ -59,11 +60,8 @@ def in_process() -> bool:
 
 
 def execute(job_id: int) -> dict | None:
-    """Run a queued job in this process; called by the task backend's worker.
-
-    The claim is one conditional UPDATE, so a job is never run twice even if its task is
-    delivered twice; a job no longer queued (reaped, or already run) is skipped.
-    """
+    """Run a queued job in this process, claimed by one conditional UPDATE so that a task
+    delivered twice runs once; a job no longer queued is skipped."""
     now = timezone.now()
     claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
         status=Job.Status.RUNNING,
@@ -107,16 +105,13 @@ def _run(job: Job) -> dict | None:
         _fail(job, "The worker was stopped while running this job.", exc)
         raise
     except Exception as exc:  # every failure is recorded on the job, never re-raised
-        # Also a result the database refuses: still say how it ended (for an atomic kind,
-        # after its writes were taken back).
         _fail(job, user_message(exc) or _internal_error(exc), exc)
         return None
     return result
 
 
 def json_ready(value):
-    """``value`` with NaN and infinities as None, numpy scalars as Python numbers and tuples
-    as lists (JSON columns refuse NaN); mappings and sequences are walked."""
+    """``value`` with NaN and infinities as None, numpy scalars as numbers, tuples as lists."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
@@ -129,11 +124,8 @@ def json_ready(value):
 
 
 def user_message(exc: BaseException) -> str:
-    """The message of an error the user can fix, or "" for anything else (a bug).
-
-    User errors are a :class:`UserError` from a service or a lookup (an unknown dataset or
-    model is a :class:`config.errors.NotFound`) and a form's ``ValidationError``.
-    """
+    """The message of an error the user can fix (a :class:`UserError` or a form's
+    ``ValidationError``), or "" for anything else (a bug)."""
     if isinstance(exc, UserError):
         return str(exc)
     if isinstance(exc, ValidationError):

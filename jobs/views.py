@@ -1,7 +1,5 @@
-"""Job pages: the list with forms to start jobs, one job's status, retry and its file.
-
-GET pages only read: lost jobs are reaped by the workers' heartbeat (see :mod:`jobs.progress`).
-"""
+"""Job pages: the list with forms to start jobs, one job's status, retry and its file (GET
+pages only read: the workers' heartbeat reaps lost jobs)."""
 
 import mimetypes
 from pathlib import Path
@@ -93,8 +91,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 def _result_context(kind: JobKind | None, job: Job) -> dict:
-    """What the result part of the page needs: the kind's template and context, or the
-    generic table of fields (for a kind no longer registered too)."""
+    """The kind's result template and context, or the generic table of fields."""
     arguments = job.arguments if isinstance(job.arguments, dict) else {}
     fields = [(name, _field_text(value)) for name, value in job.result.items()]
     context = {"result_template": GENERIC_RESULT, "result_fields": fields}
@@ -128,18 +125,8 @@ def _kind_or_none(name: str) -> JobKind | None:
 def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
     """The job's state as JSON, for the page to poll."""
     job = runner.find_job(job_id)
-    return JsonResponse(
-        {
-            "id": job.pk,
-            "status": job.status,
-            "done": job.done,
-            "total": job.total,
-            "percent": job.percent,
-            "message": job.message,
-            "error": job.error,
-            "finished": job.finished,
-        }
-    )
+    fields = ("status", "done", "total", "percent", "message", "error", "finished")
+    return JsonResponse({"id": job.pk, **{name: getattr(job, name) for name in fields}})
 
 
 @require_POST

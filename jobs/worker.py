@@ -1,12 +1,6 @@
-"""Run recorded jobs in this process, oldest first, printing their progress as they go.
-
-``make run`` starts ``manage.py startup_jobs`` beside the web server: it runs the jobs that
-set-up recorded (:func:`jobs.runner.record`) instead of doing them before the server could
-start, and exits when none is left. Each job is claimed and run exactly as a task worker
-would (:func:`jobs.tasks.execute`: heartbeat, progress, outcome on the row), so the pages
-show it as any other job. A watcher thread prints the running job's step and share done
-whenever it changes, and at least every few seconds, so the console is never silent.
-"""
+"""Run recorded jobs in this process, oldest first, printing their progress as they go: what
+``manage.py startup_jobs`` does beside ``make run``'s server, claiming each job as a task
+worker would (:func:`jobs.tasks.execute`), so pages show it as any other job."""
 
 from __future__ import annotations
 
@@ -33,8 +27,7 @@ def describe(job: Job) -> str:
 
 
 def _watch(job_id: int, say: Say, stop: threading.Event, interval: float, quiet: float) -> None:
-    """Say the job's progress when it changes (checked every ``interval`` s) or after
-    ``quiet`` s without a line."""
+    """Say the job's progress when it changes or after ``quiet`` s without a line."""
     shown, since = "", 0.0
     try:
         while not stop.wait(interval):

@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.conf import settings
+from django.urls import register_converter
 
+from retrieval.datasets.names import NameConverter
 from retrieval.formats import records
 
 
@@ -17,21 +19,13 @@ class RetrievalConfig(AppConfig):
         wordnet.register_nltk_path()
         from retrieval import jobs  # noqa: F401 - registers the app's job kinds
 
-        _register_converters()
+        # ``<name:...>`` in the URL patterns: any stored name, as one path segment.
+        register_converter(NameConverter, "name")
         records.read_upload_limit_from(upload_limit_setting)
 
 
-def _register_converters() -> None:
-    """``<name:...>`` in the URL patterns: any stored name, as one path segment."""
-    from django.urls import register_converter
-
-    from retrieval.datasets.names import NameConverter
-
-    register_converter(NameConverter, "name")
-
-
 def upload_limit_setting() -> int:
-    """``settings.FIREPOOL_MAX_UPLOAD_BYTES``, read at each call (tests change it), else the
-    environment's limit."""
+    """``settings.FIREPOOL_MAX_UPLOAD_BYTES`` read at each call (tests change it), else the
+    environment's."""
     limit = getattr(settings, "FIREPOOL_MAX_UPLOAD_BYTES", None)
     return records.environment_upload_limit() if limit is None else int(limit)

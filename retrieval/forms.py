@@ -1,11 +1,5 @@
-"""Forms of the upload pages: a dataset's captions, and a model from a file or an encoder;
-the field validator of the name rule that forms, the admin and the API share; and the fields
-that pick datasets, models, runs and label sets by name, which every job kind's form (both
-apps') builds on.
-
-They check what a page can check (choices, lengths, which files a source needs); the
-services check the rest and their errors come back on the same form.
-"""
+"""Forms of the upload pages, the name-rule field validator, and the fields that pick datasets,
+models, runs and label sets by name for every job kind's form; services check the rest."""
 
 from django import forms
 from django.utils.choices import CallableChoiceIterator
@@ -31,11 +25,8 @@ FORMAT_HELP = {
 
 
 class NameValidator:
-    """A form or serializer field validator applying :func:`check_name` to one kind of thing.
-
-    Django forms and Django REST framework both turn its ``ValidationError`` into an error
-    on the field, so a page or an API client sees the same message the service would give.
-    """
+    """A form or serializer field validator applying :func:`check_name` to one kind of thing,
+    so pages and API clients see the service's message on the field."""
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -166,8 +157,6 @@ class ModelAddForm(forms.Form):
 
     def __init__(self, *args, label_sets: list[str] = (), **kwargs):
         super().__init__(*args, **kwargs)
-        # The dataset's label sets as a select box; the name is still checked as text (by
-        # the service), as a script's would be.
         choices = [("", "the dataset's default label set"), *((n, n) for n in label_sets)]
         self.fields["labels"].widget = forms.Select(choices=choices)
         for name in ("run", "encoder", *EMBEDDING_FIELDS):
@@ -200,10 +189,8 @@ def split_names(text: str) -> list[str]:
 
 
 class PickedName(forms.CharField):
-    """A name the form looks up, offered as a select box of the names the database holds
-    (grouped by dataset where names are per dataset). The validation is the text field's:
-    the form's ``clean`` finds the name or says which exist, so ``manage.py jobs submit``
-    passes the same text. ``names()`` runs only when the box is drawn, never to validate."""
+    """A name the form's ``clean`` looks up, drawn as a select box of the stored names (``names()``
+    runs only when drawn); validated as text, so the CLI passes the same value."""
 
     def __init__(self, names, *, blank: str = "", **kwargs):
         super().__init__(**kwargs)
@@ -219,11 +206,8 @@ class NameBoxes(forms.CheckboxSelectMultiple):
 
 
 class PickedNames(forms.CharField):
-    """Several names the form looks up, offered as checkboxes of the names the database holds
-    (grouped by dataset, as :class:`PickedName`'s). A page posts one value per box; the CLI
-    and the JSON API pass the same names as comma-separated text. Either way the cleaned
-    value is that text, the job's argument, checked by the form's ``clean`` as the typed
-    names were."""
+    """Several names as checkboxes (as :class:`PickedName`); a page's list of boxes and the
+    CLI's or API's comma-separated text both clean to that text."""
 
     def __init__(self, names, **kwargs):
         super().__init__(**kwargs)
@@ -236,8 +220,7 @@ class PickedNames(forms.CharField):
 
 
 def names_by_dataset(model_path: str):
-    """A ``names()`` for :class:`PickedName`: each dataset's rows of ``app.Model``, as
-    option groups (one query)."""
+    """A ``names()`` for :class:`PickedName`: ``app.Model``'s names by dataset (one query)."""
 
     def names() -> list:
         from django.apps import apps
@@ -279,9 +262,5 @@ class DatasetForm(forms.Form):
 
 
 MODEL_NAMES = names_by_dataset("retrieval.RetrievalModel")
-
-
 RUN_NAMES = names_by_dataset("retrieval.Run")
-
-
 LABEL_SET_NAMES = names_by_dataset("retrieval.LabelSet")

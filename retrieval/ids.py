@@ -1,10 +1,5 @@
-"""Pure: where ids sit in an id array, and (row, item) pairs packed into one sortable int64 key.
-
-Metrics, analyses, re-scoring, the faiss recall check, pooling, agreement patterns and the
-proxy services look ids up and pack pairs through these functions, so the lookups stay
-vectorised (one ``searchsorted`` per call, never a Python loop) and the packing has one
-limit, checked: every key is below :data:`KEY_LIMIT`.
-"""
+"""Pure: where ids sit in an id array, and (row, item) pairs packed into one sortable int64 key,
+vectorised (one ``searchsorted`` per call) and with one checked limit, :data:`KEY_LIMIT`."""
 
 from dataclasses import dataclass
 
@@ -16,11 +11,8 @@ KEY_LIMIT = 1 << 61
 
 
 def lookup(sorted_ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position of each wanted id in ascending ``sorted_ids``, and a mask of those found.
-
-    Where an id is absent its position is still a valid index (clipped to the array) but
-    means nothing; with no ids at all every position is 0 and nothing is found.
-    """
+    """Position of each wanted id in ascending ``sorted_ids`` (a valid index even where absent),
+    and a mask of those found."""
     sorted_ids = np.asarray(sorted_ids)
     wanted = np.asarray(wanted)
     if sorted_ids.size == 0:
@@ -46,13 +38,9 @@ def positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PairKeys:
-    """How (row, item) pairs become int64 keys ``row * span + code`` that sort by row, then item.
-
-    ``code`` is the item id itself when ``vocabulary`` is None, otherwise the item's position
-    in ``vocabulary`` (its sorted distinct items), which keeps keys small when ids are sparse
-    or huge. Rows lie in ``0..n_rows - 1``; ``max(n_rows, 1) * span`` never exceeds
-    :data:`KEY_LIMIT`.
-    """
+    """(row, item) pairs as int64 keys ``row * span + code`` that sort by row, then item;
+    ``code`` is the item id, or its position in ``vocabulary`` (sorted distinct items) where
+    ids are sparse or huge. ``max(n_rows, 1) * span`` never exceeds :data:`KEY_LIMIT`."""
 
     n_rows: int
     span: int
@@ -69,12 +57,8 @@ class PairKeys:
 
     @classmethod
     def fit(cls, n_rows: int, items: np.ndarray, dense_limit: int = KEY_LIMIT) -> "PairKeys":
-        """Keys for pairs over ``n_rows`` rows and the non-negative ``items``.
-
-        Item ids are used as they are when ``n_rows x (largest item + 1)`` is at most
-        ``dense_limit`` (capped at :data:`KEY_LIMIT`), otherwise they are numbered by their
-        position among the distinct ``items``.
-        """
+        """Keys for pairs over ``n_rows`` rows and the non-negative ``items``: the ids themselves
+        when ``n_rows x (largest item + 1)`` fits ``dense_limit``, else numbered."""
         items = np.asarray(items, dtype=np.int64)
         if items.size and items.min() < 0:
             raise ValueError("item ids must be non-negative")
@@ -85,11 +69,8 @@ class PairKeys:
         return cls(n_rows, int(vocabulary.size), vocabulary)
 
     def encode(self, rows: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """Keys of arbitrary pairs; -1 for a pair whose item these keys cannot hold.
-
-        Rows must lie in ``0..n_rows - 1`` (a ValueError otherwise); negative items (padding)
-        and items beyond the span or outside the vocabulary give -1.
-        """
+        """Keys of arbitrary pairs (rows in ``0..n_rows - 1``, else a ValueError); -1 for a pair
+        whose item these keys cannot hold (padding, beyond the span or the vocabulary)."""
         rows = np.asarray(rows, dtype=np.int64)
         items = np.asarray(items, dtype=np.int64)
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_rows):

@@ -1,8 +1,6 @@
-"""How each retrieval job kind's result reads on its job page: the outcome in words, links to
-the dataset, model and leaderboard, and a re-score's table in points. Each function takes the
-job's arguments and result (a JSON dict, possibly from an older version of the kind, hence
-``.get``) and returns the context of the kind's template (``templates/retrieval/job_results/``).
-"""
+"""How each retrieval job kind's result reads on its job page: each function turns the job's
+arguments and result (JSON, possibly from an older version of the kind, hence ``.get``) into
+the context of the kind's template (``templates/retrieval/job_results/``)."""
 
 from urllib.parse import urlencode
 
@@ -47,8 +45,8 @@ def _model_links(arguments: dict, result: dict) -> dict:
 
 
 def _interval(metric: str, stored: object) -> ScoreInterval | None:
-    """A stored interval (``{"value", "low", "high", "parts"}``), or None where the result
-    has none (a job from before intervals) or it does not read as one."""
+    """A stored ``{"value", "low", "high", "parts"}`` interval, or None where it does not read
+    as one (a job from before intervals)."""
     if not isinstance(stored, dict):
         return None
     numbers = [stored.get(key) for key in ("value", "low", "high")]
@@ -61,9 +59,8 @@ def _interval(metric: str, stored: object) -> ScoreInterval | None:
 def _score_rows(
     corrected: dict, original: dict | None, intervals: dict | None = None
 ) -> tuple[list[tuple[str, list[str]]], str]:
-    """One row per run: each metric's "A (B + C)" (corrected, original plus gain) in points,
-    with its 95% interval from the labels where the result has one that is not exact; and
-    the legend of those intervals ("" when there are none)."""
+    """One row per run of each metric's "A (B + C)" (corrected, original plus gain) in points
+    with its 95% interval where one is not exact; and the intervals' legend ("" for none)."""
     rows, shown = [], []
     for run, scores in corrected.items():
         base = (original or {}).get(run) or {}
@@ -88,12 +85,16 @@ def _score_rows(
     return rows, interval_legend(shown) if shown else ""
 
 
-def rescore(arguments: dict, result: dict) -> dict:
-    """A re-score: the table of every run's scores and the leaderboard under the same labels."""
-    runs = result.get("runs") if isinstance(result.get("runs"), dict) else {}
-    original = result.get("original") if isinstance(result.get("original"), dict) else None
-    labels = arguments.get("labels") or ""
-    intervals = result.get("intervals") if isinstance(result.get("intervals"), dict) else None
+def _dict(result: dict, key: str) -> dict | None:
+    """``result[key]`` where it is a dict, else None (an older or garbled result)."""
+    value = result.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def _scores(
+    arguments: dict, labels: str, runs: dict, original: dict | None, intervals: dict | None
+) -> dict:
+    """What a re-score's and a scored run's pages share: links, the table and its legend."""
     rows, legend = _score_rows(runs, original, intervals)
     return {
         **_dataset_links(arguments.get("dataset") or "", labels),
@@ -102,6 +103,17 @@ def rescore(arguments: dict, result: dict) -> dict:
         "rows": rows,
         "intervals_legend": legend,
         "with_original": original is not None,
+    }
+
+
+def rescore(arguments: dict, result: dict) -> dict:
+    """A re-score: the table of every run's scores and the leaderboard under the same labels."""
+    labels = arguments.get("labels") or ""
+    original = _dict(result, "original")
+    return {
+        **_scores(
+            arguments, labels, _dict(result, "runs") or {}, original, _dict(result, "intervals")
+        ),
         "notes": [str(note) for note in result.get("notes") or []],
     }
 
@@ -109,21 +121,12 @@ def rescore(arguments: dict, result: dict) -> dict:
 def score_run(arguments: dict, result: dict) -> dict:
     """One scored run: its scores, and the leaderboard where it now stands."""
     run = result.get("run") or arguments.get("run") or ""
-    scores = result.get("scores") if isinstance(result.get("scores"), dict) else {}
-    original = result.get("original") if isinstance(result.get("original"), dict) else None
+    original, stored = _dict(result, "original"), _dict(result, "intervals")
     labels = result.get("label_set") or arguments.get("labels") or ""
-    stored = result.get("intervals") if isinstance(result.get("intervals"), dict) else None
-    rows, legend = _score_rows(
-        {run: scores}, {run: original} if original else None, {run: stored} if stored else None
-    )
+    runs = {run: _dict(result, "scores") or {}}
     return {
-        **_dataset_links(arguments.get("dataset") or "", labels),
-        "labels": labels,
+        **_scores(arguments, labels, runs, original and {run: original}, stored and {run: stored}),
         "run": run,
-        "metrics": TABLE_METRICS,
-        "rows": rows,
-        "intervals_legend": legend,
-        "with_original": original is not None,
     }
 
 

@@ -1,11 +1,6 @@
-"""Job kinds of the retrieval app, registered with the jobs app: embed, train, predict, proxies,
-rescore, score_run, import_dataset and build_model for the upload pages, and media (browser
-copies and segment clips, on their own queue).
-
-Each form checks its arguments against the database before a job is queued, so a bad
-name is a form error, not a failed job; each ``run_*`` calls one service and reports
-progress through the job's reporter.
-"""
+"""Job kinds of the retrieval app. Each form checks its arguments against the database before
+a job is queued (a bad name is a form error, not a failed job); each ``run_*`` calls one
+service and reports progress through the job's reporter."""
 
 from django import forms
 
@@ -31,9 +26,8 @@ from retrieval.proxies import PROXIES, RELEVANCES
 
 
 class DeviceField(forms.ChoiceField):
-    """Where a GPU job's work runs: auto, cpu or cuda, and cuda only where the job can have
-    it (a field error before queueing, not a failed job). With ``FIREPOOL_GPU_QUEUE`` the job
-    goes to a GPU machine's worker, so this machine's lack of CUDA says nothing."""
+    """Where a GPU job runs: auto, cpu or cuda, cuda only where the job can have it (with
+    ``FIREPOOL_GPU_QUEUE`` a GPU machine's worker runs it, so this machine's CUDA is moot)."""
 
     def __init__(self, **kwargs):
         labels = {"auto": "auto (GPU when present)"}
@@ -61,14 +55,25 @@ def epochs_field() -> forms.IntegerField:
     return forms.IntegerField(min_value=EPOCHS[0], max_value=EPOCHS[1], required=False)
 
 
-class ModelForm(DatasetForm):
+class ModelNameForm(DatasetForm):
+    """A model of the dataset, checked to exist (``found_model`` once cleaned)."""
+
     model = PickedName(MODEL_NAMES, max_length=100)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        self.found_model = None
+        if "dataset" in data and "model" in data:
+            dataset = get_dataset(data["dataset"])
+            self.found_model = found_or_invalid(get_model, dataset, data["model"])
+        return data
+
+
+class ModelForm(ModelNameForm):
     split = forms.CharField(max_length=20, initial="test", required=False)
 
     def clean(self) -> dict:
         data = super().clean()
-        if "dataset" in data and "model" in data:
-            found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
         data["split"] = data.get("split") or "test"
         return data
 
@@ -109,8 +114,7 @@ def run_embed(
     }
 
 
-class TrainForm(DatasetForm):
-    model = PickedName(MODEL_NAMES, max_length=100)
+class TrainForm(ModelNameForm):
     epochs = epochs_field()
     seed = seed_field()
     device = DeviceField()
@@ -130,8 +134,6 @@ class TrainForm(DatasetForm):
         from retrieval.encoders.service import check_relevance
 
         data = super().clean()
-        if "dataset" in data and "model" in data:
-            found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
         if "relevance" in data and "threshold" in data:
             try:  # the training service's own rule, before a job is queued
                 check_relevance(data["relevance"] or "instance", data["threshold"])
@@ -146,12 +148,11 @@ def run_train(
     reporter: Reporter,
     dataset: str,
     model: str,
-    epochs: int | None = None,
-    seed: int = 0,
     device: str = "",
     relevance: str = "",
-    threshold: float | None = None,
+    **options: float | None,
 ) -> dict:
+    """Train the model; ``options`` are the form's epochs, seed and threshold."""
     from retrieval.encoders.service import train
 
     found = get_model(get_dataset(dataset), model)
@@ -162,15 +163,8 @@ def run_train(
         reporter.message = f"training {found.name}: epoch {done} of {total}, loss {loss:.4f}"
         reporter.flush()
 
-    train(
-        found,
-        epochs=epochs,
-        seed=seed,
-        device=device or "auto",
-        relevance=relevance or "instance",
-        threshold=threshold,
-        on_epoch=epoch_done,
-    )
+    relevance = relevance or "instance"
+    train(found, device=device or "auto", relevance=relevance, on_epoch=epoch_done, **options)
     return found.training_log[-1]
 
 
@@ -209,24 +203,15 @@ def run_predict(
     model: str,
     split: str = "test",
     k: int = 20,
-    index: str = "",
-    nlist: int | None = None,
-    nprobe: int | None = None,
-    ef_search: int | None = None,
+    **search: str | int,
 ) -> dict:
+    """Search every query caption; ``search`` holds the form's index kind and its settings."""
     from retrieval.search.service import predict
 
     found = get_model(get_dataset(dataset), model)
     reporter.step(f"indexing and searching the {split} split (top {k})")
-    run = predict(
-        found,
-        k=k,
-        split=split,
-        index_kind=index or "exact",
-        nlist=nlist,
-        nprobe=nprobe,
-        ef_search=ef_search,
-    )
+    kind = search.pop("index", "") or "exact"
+    run = predict(found, k=k, split=split, index_kind=kind, **search)
     return {"run": run.name, "queries": run.query_count, "depth": run.depth, **run.metadata}
 
 
@@ -301,12 +286,17 @@ class RescoreForm(ScoringForm):
         return split_names(data.get("runs", ""))
 
 
+def _label_set(dataset, labels: str):
+    """The dataset's label set ``labels``, None for none (the original positives only)."""
+    return get_label_set(dataset, labels) if labels else None
+
+
 def run_label_set_figures(reporter: Reporter, dataset: str, labels: str = "") -> dict:
     """Compute and store what pages show of a label set (queued when the set is made)."""
     from retrieval.label_sets.figures import warm
 
     found = get_dataset(dataset)
-    return warm(found, get_label_set(found, labels) if labels else None, reporter.step)
+    return warm(found, _label_set(found, labels), reporter.step)
 
 
 def run_rescore(
@@ -319,7 +309,7 @@ def run_rescore(
     from retrieval.scoring.rescoring_service import rescore_dataset
 
     found = get_dataset(dataset)
-    label_set = get_label_set(found, labels) if labels else None
+    label_set = _label_set(found, labels)
     reporter.step("re-scoring runs with the corrected positives")
     scored = rescore_dataset(
         found, label_set, split_names(runs) or None, only_labelled=only_labelled
@@ -338,7 +328,7 @@ def run_score_run(reporter: Reporter, dataset: str, run: str, labels: str = "") 
     from retrieval.scoring.run_scoring import score_run
 
     found = get_dataset(dataset)
-    label_set = get_label_set(found, labels) if labels else None
+    label_set = _label_set(found, labels)
     reporter.step(f"scoring {run} with the corrected positives")
     return score_run(found, run, label_set).as_dict()
 
@@ -373,7 +363,6 @@ class ImportDatasetForm(forms.Form):
         return self.cleaned_data["captions"]
 
     def clean(self) -> dict:
-        from config.errors import UserError
         from retrieval.datasets.uploads import DatasetUpload
 
         data = super().clean()
@@ -398,10 +387,9 @@ def run_import_dataset(reporter: Reporter, **arguments) -> dict:
     return run_dataset_import(reporter, **arguments)
 
 
-class BuildModelForm(DatasetForm):
+class BuildModelForm(ModelNameForm):
     """A built-in encoder model of the dataset to take from features to a run."""
 
-    model = PickedName(MODEL_NAMES, max_length=100)
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, required=False)
     epochs = epochs_field()
     seed = seed_field()
@@ -411,33 +399,26 @@ class BuildModelForm(DatasetForm):
         from retrieval.models import RetrievalModel
 
         data = super().clean()
-        if "dataset" in data and "model" in data:
-            found = found_or_invalid(get_model, get_dataset(data["dataset"]), data["model"])
-            if found.source != RetrievalModel.Source.ENCODER:
-                raise forms.ValidationError(
-                    f"model {found.name!r} is not a built-in encoder; nothing to build"
-                )
+        found = self.found_model
+        if found is not None and found.source != RetrievalModel.Source.ENCODER:
+            raise forms.ValidationError(
+                f"model {found.name!r} is not a built-in encoder; nothing to build"
+            )
         return data
 
 
 def run_build_model(
-    reporter: Reporter,
-    dataset: str,
-    model: str,
-    k: int = 20,
-    epochs: int | None = None,
-    seed: int = 0,
-    device: str = "",
+    reporter: Reporter, dataset: str, model: str, device: str = "", **options: int | None
 ) -> dict:
+    """Build the model's run; ``options`` are the form's k, epochs and seed."""
     from retrieval.datasets.uploads import build_model
 
     found = get_model(get_dataset(dataset), model)
-    return build_model(found, reporter, k=k, epochs=epochs, seed=seed, device=device or "auto")
+    return build_model(found, reporter, device=device or "auto", **options)
 
 
 def run_media(reporter: Reporter, dataset: str) -> dict:
-    """Make the dataset's missing browser copies and segment clips (see
-    :mod:`retrieval.media.service`); several such jobs share the work."""
+    """Make the dataset's missing browser copies and segment clips (several jobs share them)."""
     from retrieval.media.service import make_missing, pending
 
     found = get_dataset(dataset)
@@ -454,6 +435,10 @@ MODEL_RESULT = {
 
 def _model_description(verb: str):
     return lambda a: f"{verb} {a.get('model')} on {a.get('dataset')} ({a.get('split', 'train')})"
+
+
+def _with_labels(arguments: dict) -> str:
+    return f" with {arguments['labels']}" if arguments.get("labels") else ""
 
 
 for _kind in (
@@ -498,9 +483,7 @@ for _kind in (
         run_rescore,
         RescoreForm,
         permission=RESEARCH,
-        describe=lambda a: (
-            f"re-score {a['dataset']}" + (f" with {a['labels']}" if a.get("labels") else "")
-        ),
+        describe=lambda a: f"re-score {a['dataset']}{_with_labels(a)}",
         result_template=RESULTS + "rescore.html",
         result_context=job_results.rescore,
     ),
@@ -510,10 +493,7 @@ for _kind in (
         run_score_run,
         ScoreRunForm,
         permission=RESEARCH,
-        describe=lambda a: (
-            f"score {a['run']} on {a['dataset']}"
-            + (f" with {a['labels']}" if a.get("labels") else "")
-        ),
+        describe=lambda a: f"score {a['run']} on {a['dataset']}{_with_labels(a)}",
         result_template=RESULTS + "score_run.html",
         result_context=job_results.score_run,
     ),

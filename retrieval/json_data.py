@@ -1,9 +1,6 @@
-"""Typed results as JSON-ready data: one path from a service's dataclasses to the JSON it prints.
-
-Services return frozen dataclasses that templates read by attribute; JSON views, commands and
-jobs call :meth:`JsonData.to_json` on the same objects, so a renamed field fails loudly in
-both places instead of leaving a page blank.
-"""
+"""Typed results as JSON-ready data: services return frozen dataclasses that templates read by
+attribute, and JSON views, commands and jobs print the same objects' :meth:`JsonData.to_json`,
+so a renamed field fails loudly in both places."""
 
 from dataclasses import field, fields, is_dataclass
 
@@ -18,12 +15,8 @@ def omitted_if_none():
 
 
 def plain(value):
-    """numpy arrays and scalars, dicts, lists, tuples and dataclasses as JSON-ready data.
-
-    Dict keys become strings, tuples lists, non-finite floats None; a dataclass becomes a
-    dict of its fields in declaration order, without the :func:`omitted_if_none` ones that
-    are None.
-    """
+    """numpy values, dicts, lists, tuples and dataclasses (a dict of their fields, less the
+    :func:`omitted_if_none` ones that are None) as JSON-ready data; non-finite floats None."""
     if isinstance(value, np.ndarray):
         return plain(value.tolist())
     if isinstance(value, np.generic):
@@ -33,13 +26,12 @@ def plain(value):
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for spec in fields(value):
-            item = getattr(value, spec.name)
-            if item is None and spec.metadata.get(OMIT_IF_NONE):
-                continue
-            out[spec.name] = plain(item)
-        return out
+        items = ((spec, getattr(value, spec.name)) for spec in fields(value))
+        return {
+            spec.name: plain(item)
+            for spec, item in items
+            if item is not None or not spec.metadata.get(OMIT_IF_NONE)
+        }
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value

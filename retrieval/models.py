@@ -1,10 +1,5 @@
-"""ORM for benchmarks: a dataset of videos and the captions that query them.
-
-A caption has one *origin* video (the one it was written for): the single implicit
-positive that benchmarks such as MSR-VTT and MSVD count (FIRE §2.1). Which captions are
-used as queries is stored per caption, because benchmarks differ: MSR-VTT 1k-A queries
-one caption per test video, MSVD every test caption.
-"""
+"""ORM for benchmarks: videos and the captions that query them. A caption's *origin* video
+is the single implicit positive benchmarks count (FIRE §2.1); queries are marked per caption."""
 
 from django.conf import settings
 from django.db import models
@@ -33,14 +28,9 @@ class Dataset(models.Model):
 
 
 class DerivedMedia(models.Model):
-    """A file made from a video for browsers: a browser copy or a segment clip.
-
-    ``key`` hashes the source's fingerprint, the copy settings and the span, so a file is
-    made once however many videos share it, and settings changed later make a new one (see
-    :mod:`retrieval.media.service`). ``name`` lies under the media root (``derived/``);
-    the original is never touched. Workers claim a pending row with a conditional update,
-    so several run side by side and a stopped one's work is taken up again.
-    """
+    """A browser copy or segment clip made from a video, once per ``key`` (a hash of the source's
+    fingerprint, the copy settings and the span); workers claim pending rows by a conditional
+    update (see :mod:`retrieval.media.service`)."""
 
     class Kind(models.TextChoices):
         COPY = "copy", "browser copy"
@@ -80,13 +70,8 @@ class DerivedMedia(models.Model):
 
 
 class Video(models.Model):
-    """A video, or a clip cut from a longer one by ``start``/``end`` seconds.
-
-    ``probe`` holds the file's facts read at import (:class:`retrieval.media.probe.Probe`).
-    ``media_state`` says what a browser gets: the original as it is (``as_is``, also for
-    videos imported before probing and for URLs), or ``derived`` (a browser copy or a
-    segment clip), which is served only once ``ready`` (``browser_media`` names it then).
-    """
+    """A video, or a clip of a longer one by ``start``/``end`` seconds; ``media_state`` says
+    whether a browser gets the original as it is or a derived file (served once ``ready``)."""
 
     class MediaState(models.TextChoices):
         AS_IS = "as_is", "plays as it is"
@@ -144,21 +129,16 @@ class Video(models.Model):
 
     @property
     def source_url(self) -> str:
-        """Where a browser fetches the video: its browser copy or segment clip once ready,
-        the local file when it plays as it is, else the URL ("" while a copy is not ready)."""
+        """Where a browser fetches the video ("" while its browser copy is not ready)."""
         if self.media_state == self.MediaState.READY and self.browser_media:
             return settings.MEDIA_URL + self.browser_media
         if self.media_state != self.MediaState.AS_IS:
             return ""
-        if self.media:
-            return self.media.url
-        return self.url
+        return self.media.url if self.media else self.url
 
     @property
     def poster_url(self) -> str:
-        """A still shown while the video loads and as its thumbnail: of its browser copy or
-        segment clip (at the segment's start), or the first frame of a file that plays as it
-        is; "" while none is made (or none could be)."""
+        """The video's still (poster and thumbnail), "" while none is made."""
         if self.media_state == self.MediaState.READY and self.browser_media:
             return settings.MEDIA_URL + poster_name(self.browser_media)
         if self.media_state == self.MediaState.AS_IS and self.probe and self.probe.get("poster"):
@@ -172,9 +152,8 @@ class Video(models.Model):
 
     @property
     def media_fragment(self) -> str:
-        """The media fragment (``#t=a,b``) that plays exactly this segment of what
-        :attr:`source_url` serves: the span inside a segment clip (which starts a margin
-        earlier), or inside the whole recording; "" for a whole video."""
+        """The ``#t=a,b`` fragment that plays this segment of what :attr:`source_url` serves
+        ("" for a whole video)."""
         if self.start is None and self.end is None:
             return ""
         offset = 0.0
@@ -237,13 +216,8 @@ class Caption(models.Model):
 
 
 class RetrievalModel(models.Model):
-    """A text-to-video model registered on a dataset, from one of three sources.
-
-    ``embeddings``: uploaded caption and video embeddings; ``run``: a TREC run file (no
-    embeddings, only ranked lists); ``encoder``: a built-in encoder that firepool trains
-    and runs itself. Artifacts (weights, embeddings, faiss index) live under
-    ``settings.FIREPOOL_ARTIFACTS_DIR``, which is never served over HTTP.
-    """
+    """A text-to-video model of a dataset: uploaded embeddings, a TREC run file or a built-in
+    encoder; its artifacts lie under ``FIREPOOL_ARTIFACTS_DIR``, never served over HTTP."""
 
     class Source(models.TextChoices):
         EMBEDDINGS = "embeddings", "uploaded embeddings"
@@ -277,12 +251,8 @@ class RetrievalModel(models.Model):
 
 
 class Run(models.Model):
-    """A model's ranked top-k videos for every query caption, stored as dense arrays.
-
-    ``caption_ids`` (Q), ``video_ids`` (Q x k, -1 where a list is shorter) and ``scores``
-    (Q x k) hold primary keys and scores in rank order, so a whole run loads in one row
-    in O(queries x k) (see :mod:`retrieval.search.runs`).
-    """
+    """A model's top-k videos per query caption as dense arrays (Q, Q x k ids with -1 padding,
+    Q x k scores), so a whole run loads in one row (see :mod:`retrieval.search.runs`)."""
 
     model = models.ForeignKey(RetrievalModel, on_delete=models.CASCADE, related_name="runs")
     name = models.CharField(max_length=100, help_text="Run id, unique per dataset.")
@@ -304,18 +274,10 @@ class Run(models.Model):
 
 
 class LabelSet(models.Model):
-    """Judged relevance for caption-video pairs of one dataset, from any source.
-
-    A resolved campaign, an imported qrels file or an imported FIRE JSON release all become
-    a label set; re-scoring reads only label sets. The pairs live in ``arrays`` (see
-    :class:`retrieval.label_sets.judged.Judged`) so that hundreds of thousands of judgements load in
-    one row. A caption's own video is relevant by the benchmark's definition and is added
-    when scoring, whether or not the set lists it. ``is_default`` marks the set a dataset's
-    report uses when none is named (see :mod:`retrieval.label_sets.service` for who sets it).
-    A set made from another one plus new labels (a campaign that judged only what a model's
-    top k lacked) is a new row, a *version*, with ``parent`` the set it came from: label sets
-    are never edited in place, so a score reported against one stays reproducible.
-    """
+    """Judged caption-video pairs of one dataset (from a campaign or an imported file), in
+    ``arrays`` (:class:`retrieval.label_sets.judged.Judged`) so they load in one row. Sets are
+    never edited in place: more labels make a new *version* with ``parent``, so scores stay
+    reproducible."""
 
     class Source(models.TextChoices):
         CAMPAIGN = "campaign", "resolved campaign"

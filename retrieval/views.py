@@ -41,12 +41,8 @@ reports_only = permission_required(
 @require_safe
 @login_required
 def serve_media(request: HttpRequest, path: str) -> HttpResponse:
-    """Send a known media file to a user allowed it (Range, ETag and 304; see
-    :mod:`retrieval.media.delivery` for who sends the bytes).
-
-    Anything not found, outside the media root or not for this user is the same 404, so the
-    answer says nothing about which files exist (see :mod:`retrieval.media.access`).
-    """
+    """Send a known media file to a user allowed it (Range, ETag and 304); anything else is
+    the same 404, so the answer says nothing about which files exist."""
     full = media_access.media_file(path)
     if full is None or not media_access.may_fetch(request.user, path):
         raise Http404("Not found")
@@ -73,8 +69,7 @@ CHOOSE_DEFAULT_LABEL_SET = UPLOAD_DATASETS
     CHOOSE_DEFAULT_LABEL_SET, "Only admins can choose a dataset's default label set."
 )
 def choose_default_label_set(request: HttpRequest, dataset_name: str) -> HttpResponse:
-    """Make the posted ``label_set`` the dataset's default (what its report and leaderboard
-    show when no set is named); an unknown name is a 400 that changes nothing."""
+    """Make the posted ``label_set`` the dataset's default; an unknown name is a 400."""
     dataset = get_dataset(dataset_name)
     try:
         chosen = choose_default(dataset, request.POST.get("label_set", ""))
@@ -87,11 +82,8 @@ def choose_default_label_set(request: HttpRequest, dataset_name: str) -> HttpRes
 
 @dataclass(frozen=True)
 class ReportRequest:
-    """A report request read: the dataset, its label sets, the chosen one and the metric.
-
-    ``error`` says why the request cannot be answered (a label set name the dataset does
-    not have); the page shows it instead of falling back to another set.
-    """
+    """A report request read; ``error`` says why it cannot be answered (an unknown label set),
+    shown instead of falling back to another set."""
 
     dataset: Dataset
     label_sets: list[LabelSet]
@@ -101,8 +93,8 @@ class ReportRequest:
 
 
 def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
-    """Which label set and metric a report asks for: ``?labels=`` names the set, empty for
-    none (original positives only); without it, the dataset's default set. Reads only."""
+    """Which label set (``?labels=``, empty for none, absent for the default) and metric a
+    report asks for."""
     dataset = get_dataset(dataset_name)
     label_sets = list(label_sets_of(dataset))
     metric = request.GET.get("metric", "C@1")
@@ -142,20 +134,16 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
     except RescoreError as exc:
         return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
     data = stored.value
-    return render(
-        request,
-        "retrieval/report.html",
-        {
-            **context,
-            "report": data,
-            "computed": stored,
-            "table1": report_figures.table1_rows(data),
-            "table4": report_figures.table4_rows(data),
-            "intervals_legend": report_figures.intervals_legend(data),
-            "charts": report_figures.charts(data),
-            "proxies": report_figures.proxy_section(stored_proxy_table(asked.dataset).value),
-        },
+    context.update(
+        report=data,
+        computed=stored,
+        table1=report_figures.table1_rows(data),
+        table4=report_figures.table4_rows(data),
+        intervals_legend=report_figures.intervals_legend(data),
+        charts=report_figures.charts(data),
+        proxies=report_figures.proxy_section(stored_proxy_table(asked.dataset).value),
     )
+    return render(request, "retrieval/report.html", context)
 
 
 @reports_only
@@ -194,14 +182,6 @@ LEADERBOARD_EXPORTS = {
 }
 
 
-def _leaderboard(request: HttpRequest, dataset_name: str):
-    """The dataset, the request read from ``?labels=`` and ``?sort=``, and the board built."""
-    found = get_dataset(dataset_name)
-    asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
-    board = stored_leaderboard(found, asked.label_set, sort=asked.sort).value
-    return asked, board
-
-
 @reports_only
 def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """One row per run under a chosen label set: scores with intervals, marks, reliability."""
@@ -233,7 +213,9 @@ def leaderboard_export(request: HttpRequest, dataset_name: str, fmt: str) -> Htt
     layout = request.GET.get("layout") or "rows"
     if layout not in LATEX_LAYOUTS:
         raise LeaderboardError(f"unknown layout {layout[:40]!r} (choose rows or fire)")
-    _, board = _leaderboard(request, dataset_name)
+    found = get_dataset(dataset_name)
+    asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
+    board = stored_leaderboard(found, asked.label_set, sort=asked.sort).value
     content_type, extension = LEADERBOARD_EXPORTS[fmt]
     response = HttpResponse(
         render_leaderboard(board, fmt, layout=layout), content_type=content_type

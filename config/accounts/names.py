@@ -1,6 +1,5 @@
-"""Usernames are one account in any letter case: the check every door that makes or renames
-an account asks, folded as the database's unique index folds them (``LOWER``), and the one
-error it gives."""
+"""Usernames are one account in any letter case (folded with ``LOWER``, as the database's
+unique index folds them): the check every door that makes or renames an account asks."""
 
 from __future__ import annotations
 
@@ -38,10 +37,8 @@ def case_twin(username: str, *, exclude: int | None = None, using: str = "defaul
 
 
 def existing_or_new(username: str):
-    """(the account named exactly ``username``, False), or (a new one with no usable
-    password, True); :class:`UsernameTaken` when an account has the name only in another
-    letter case, or when another process makes it meanwhile (the index refuses it). For
-    commands and jobs that make fixed accounts (demo logins, simulated annotators)."""
+    """(the account named exactly ``username``, False), or (a new one with no usable password,
+    True); :class:`UsernameTaken` when another letter case or a parallel process has it."""
     User = get_user_model()
     found = User._default_manager.filter(**{User.USERNAME_FIELD: username}).first()
     if found is not None:

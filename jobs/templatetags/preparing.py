@@ -1,10 +1,5 @@
-"""``{% preparing %}``: a page says which of its data a job is still making, and how far.
-
-``{% preparing %}`` lists the work ``make run`` deferred that is unfinished (the home
-page); ``{% preparing "build_model,proxies" dataset="demo" %}`` lists unfinished jobs of
-those kinds whose arguments include the given values (a dataset page waiting for its
-models). Nothing is shown once they are done. One query.
-"""
+"""``{% preparing %}``: the unfinished work ``make run`` deferred, or with ``"kind,kind"
+name=value`` the unfinished jobs of those kinds with those arguments (one query)."""
 
 from django import template
 

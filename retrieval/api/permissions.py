@@ -11,14 +11,12 @@ from config.api_tokens import TokenAuthentication
 from config.errors import UserError
 
 SCRIPT_AUTHENTICATION = [SessionAuthentication, TokenAuthentication]
-"""A browser's session, or a script's ``Authorization: Token <key>`` header (keys are made on
-the tokens page, ``/account/tokens/``; see :mod:`config.api_tokens`). The session comes first, so an anonymous request
-is a 403 as elsewhere in the API, not the 401 a token challenge would make it."""
+"""A browser's session or a script's ``Authorization: Token <key>``; the session comes first, so
+an anonymous request is a 403 as elsewhere in the API, not a token challenge's 401."""
 
 
 class CanScoreRuns(roles.HasPerm):
-    """Those who may score runs (the researcher and admin roles); a scoring job's scores
-    only its uploader or an admin (:data:`config.roles.OBJECT_RULES`)."""
+    """Those who may score runs; a job's scores only its uploader or an admin."""
 
     permission = roles.SCORE_RUNS
     message = "Only researchers and admins can score runs."
@@ -32,13 +30,9 @@ class RunUploadLimit(UserError):
 
 
 class RunUploadThrottle(SimpleRateThrottle):
-    """Run files registered per user, at ``FIREPOOL_RUN_UPLOAD_RATE`` (read per request): one
-    count whichever door they come through, the scoring API (its ``throttle_classes``: every
-    request) or the add-model page (:meth:`check`: every valid form), each refused with
-    :meth:`refusal`'s message. The count is :mod:`config.attempt_counts`' (in the database,
-    atomic), not DRF's history in the cache, which each worker kept apart with the default
-    cache and which parallel uploads read before any wrote it: the window is fixed, from a
-    user's first upload after the last window ended."""
+    """Run files registered per user at ``FIREPOOL_RUN_UPLOAD_RATE``, one count for the scoring
+    API and the add-model page (:meth:`check`), kept by :mod:`config.attempt_counts` (DRF's
+    cache history was per worker and let parallel uploads through)."""
 
     scope = "run_upload"
 
@@ -61,7 +55,6 @@ class RunUploadThrottle(SimpleRateThrottle):
         return Throttled(wait, detail=f"Too many run files uploaded: at most {rate} per user.")
 
     def check(self, request) -> None:
-        """Count one upload by the request's user; raise :class:`RunUploadLimit` with the
-        API's message once over the rate."""
+        """Count one upload; :class:`RunUploadLimit` with the API's message once over the rate."""
         if not self.allow_request(request, None):
             raise RunUploadLimit(str(self.refusal(self.wait()).detail))

@@ -66,9 +66,7 @@ class RunUploadView(GenericAPIView):
 
 
 class JobScoresView(GenericAPIView):
-    """A scoring job's status and scores, for the user who uploaded the run (or an admin:
-    the object rule of :data:`config.roles.SCORE_RUNS`; anyone else gets the 404 of a job
-    that does not exist)."""
+    """A scoring job's status and scores, for its uploader or an admin (others get a 404)."""
 
     authentication_classes = SCRIPT_AUTHENTICATION
     permission_classes = [CanScoreRuns]

@@ -21,8 +21,7 @@ def percent(value: float | None, digits: int = 1) -> str:
 
 @register.filter
 def points(value: float | None) -> str:
-    """A score in points with one decimal, ``0.4312`` → ``43.1`` (:func:`retrieval.scoring.rescoring.points`,
-    the leaderboard's and the reports' one format)."""
+    """A score in points with one decimal, ``0.4312`` → ``43.1``."""
     return rescoring.points(value)
 
 
@@ -34,8 +33,7 @@ def signed_points(value: float | None) -> str:
 
 @register.filter
 def segment_place(video) -> str:
-    """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00``
-    (:func:`retrieval.media.service.segment_label`); "" for a whole video."""
+    """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00``."""
     from retrieval.media.service import segment_label
 
     return segment_label(video)
@@ -43,8 +41,8 @@ def segment_place(video) -> str:
 
 @register.filter
 def age(when: datetime | None) -> str:
-    """How long ago ``when`` was, to the second under a minute (``12 s``, ``4 min 5 s``,
-    ``3 h 20 min``): a stored figure's age, where ``timesince`` says "0 minutes"."""
+    """How long ago ``when`` was (``12 s``, ``4 min 5 s``, ``3 h 20 min``), where ``timesince``
+    says "0 minutes"."""
     if when is None or when == "":
         return "—"
     seconds = max(int((timezone.now() - when).total_seconds()), 0)

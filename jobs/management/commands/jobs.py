@@ -100,24 +100,14 @@ def parse_value(text: str) -> tuple[str, str]:
     return name.replace("-", "_"), value
 
 
+SHOWN = (
+    "kind status description arguments queue done total message error result output attempts "
+    "created_at finished_at"
+).split()
+
+
 def describe(job: Job) -> dict:
-    return {
-        "id": job.pk,
-        "kind": job.kind,
-        "status": job.status,
-        "description": job.description,
-        "arguments": job.arguments,
-        "queue": job.queue,
-        "done": job.done,
-        "total": job.total,
-        "message": job.message,
-        "error": job.error,
-        "result": job.result,
-        "output": job.output,
-        "attempts": job.attempts,
-        "created_at": job.created_at,
-        "finished_at": job.finished_at,
-    }
+    return {"id": job.pk, **{name: getattr(job, name) for name in SHOWN}}
 
 
 def wait(job: Job, poll: float = 0.5) -> Job:

@@ -1,6 +1,7 @@
 """Re-score runs with corrected positives, from the database or from TREC files."""
 
 import json
+from collections.abc import Sequence
 
 from django.core.management.base import CommandError
 
@@ -107,32 +108,40 @@ def render(result: Rescoring, fmt: str) -> str:
             continue
         if block == "corrected" and not original:
             title = "Scores (no original positives given, so no gain to show)"
-        width = max(len(run) for run in means) + 2
-        lines += ["", title, "run".ljust(width) + "  ".join(m.rjust(22) for m in TABLE_METRICS)]
+        rows = {}
         for run, values in means.items():
             base = original.get(run) if block == "corrected" else None
-            cells = [
-                table_cell(values[m], base[m] if base else None).rjust(22) for m in TABLE_METRICS
-            ]
-            lines.append(run.ljust(width) + "  ".join(cells))
+            rows[run] = [table_cell(values[m], base[m] if base else None) for m in TABLE_METRICS]
+        lines += ["", title, *_table(rows, TABLE_METRICS, 22)]
     shown = [interval for scores in intervals.values() for interval in scores.values()]
     if any(interval.parts for interval in shown):
         lines += ["", "Corrected scores with their intervals [low–high] from the labels, in points"]
         lines.append(interval_legend(shown))
-        width = max(len(run) for run in intervals) + 2
         names = interval_metrics()
-        lines.append("run".ljust(width) + "  ".join(m.rjust(20) for m in names))
-        for run, scores in intervals.items():
-            cells = [interval_cell(scores[m]).rjust(20) for m in names if m in scores]
-            lines.append(run.ljust(width) + "  ".join(cells))
+        rows = {
+            run: [interval_cell(scores[m]) for m in names if m in scores]
+            for run, scores in intervals.items()
+        }
+        lines += _table(rows, names, 20)
     if result.kinds:
         lines += ["", "How settled each corrected score is (judging stopped early)"]
-        width = max(len(run) for run in result.kinds) + 2
-        for run, scores in result.kinds.items():
-            cells = [f"{metric} {settled_text(score)}" for metric, score in scores.items()]
-            lines.append(run.ljust(width) + "; ".join(cells))
+        rows = {
+            run: [f"{metric} {settled_text(score)}" for metric, score in scores.items()]
+            for run, scores in result.kinds.items()
+        }
+        lines += _table(rows, (), 0, "; ")
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def _table(rows: dict, header: Sequence[str], width: int, sep: str = "  ") -> list[str]:
+    """A run column, then each row's cells right-aligned to ``width`` (under ``header``, if any)."""
+    pad = max(len(run) for run in rows) + 2
+    lined = [("run", header)] if header else []
+    return [
+        run.ljust(pad) + sep.join(c.rjust(width) for c in cells)
+        for run, cells in [*lined, *rows.items()]
+    ]
 
 
 def settled_text(score) -> str:

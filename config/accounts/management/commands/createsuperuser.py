@@ -1,6 +1,5 @@
-"""Django's ``createsuperuser``, refusing a username another account has in any letter case
-(asked again when interactive, an error with ``--noinput``), and a name taken meanwhile by
-another process (the database's index refuses it) as an error instead of a traceback."""
+"""Django's ``createsuperuser``, refusing a username another account has in any letter case,
+and one taken meanwhile by another process, as an error instead of a traceback."""
 
 from django.contrib.auth.management.commands import createsuperuser
 from django.core.management.base import CommandError
