@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from config.subqueries import row_count
 from retrieval.datasets.names import InvalidName
 from retrieval.forms import NameValidator
 from retrieval.label_sets.service import LabelSetError, check_rename, dependants, make_default
@@ -34,13 +35,24 @@ class DatasetAdmin(NameRuleAdmin):
     list_display = ["name", "source_format", "has_ground_truth", "video_count", "caption_count"]
     search_fields = ["name", "description"]
 
-    @admin.display(description="videos")
-    def video_count(self, obj: Dataset) -> int:
-        return obj.videos.count()
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        """The counts read with the list, one query for the page rather than two per row."""
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                videos_n=row_count(Video.objects.all(), "dataset"),
+                captions_n=row_count(Caption.objects.all(), "dataset"),
+            )
+        )
 
-    @admin.display(description="captions")
+    @admin.display(description="videos", ordering="videos_n")
+    def video_count(self, obj: Dataset) -> int:
+        return obj.videos_n
+
+    @admin.display(description="captions", ordering="captions_n")
     def caption_count(self, obj: Dataset) -> int:
-        return obj.captions.count()
+        return obj.captions_n
 
 
 class CaptionInline(admin.TabularInline):
