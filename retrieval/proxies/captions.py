@@ -1,10 +1,8 @@
 """What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas.
 
-One spaCy pass per caption (Wray et al., CVPR 2021, §5, "Parsing and Semantic Knowledge")
-gives the bag of words of BoW (non-stop-word lemmas), the verb and noun lemma sets of PoS
-and SYN, and the tokens METEOR aligns. spaCy's stop list holds common caption verbs and
-numerals ("put", "show", "move", "two"), so a word counts as a stop word only when it is on
-that list and is not tagged as a verb, noun, proper noun, adjective or numeral.
+One spaCy pass per caption (Wray et al., CVPR 2021, §5); a word on spaCy's stop list counts as
+a stop word only when not tagged a verb, noun, proper noun, adjective or numeral (the list holds
+common caption verbs and numerals such as "put" and "two").
 """
 
 from __future__ import annotations
