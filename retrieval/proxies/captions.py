@@ -1,9 +1,7 @@
-"""What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas.
-
-One spaCy pass per caption (Wray et al., CVPR 2021, §5); a word on spaCy's stop list counts as
-a stop word only when not tagged a verb, noun, proper noun, adjective or numeral (the list holds
-common caption verbs and numerals such as "put" and "two").
-"""
+"""What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas. One spaCy
+pass per caption (Wray et al., CVPR 2021, §5); a word on spaCy's stop list counts as a stop word
+only when not tagged a verb, noun, proper noun, adjective or numeral (the list holds common caption
+verbs and numerals such as "put" and "two")."""
 
 from __future__ import annotations
 
@@ -72,10 +70,8 @@ def _english_stop_words() -> frozenset[str]:
 def parse_captions(
     texts: Sequence[str], *, batch_size: int = 512, progress=None
 ) -> list[CaptionTerms]:
-    """Parse captions in batches with the project's spaCy pipeline; identical texts are
-    parsed once. ``progress`` (optional) is called with the number of unique texts parsed
-    so far.
-    """
+    """Parse captions in batches with the project's spaCy pipeline; identical texts are parsed once.
+    ``progress`` (optional) is called with the number of unique texts parsed so far."""
     from retrieval.encoders.text import load_spacy
 
     nlp = load_spacy()

@@ -1,14 +1,12 @@
-"""METEOR between many caption pairs, equal to NLTK's ``single_meteor_score`` pair by pair.
-
-The METEOR proxy (Wray et al., CVPR 2021, §4.4) scores every caption against every other:
-11.2 M pairs for YouCook2's validation set, over an hour with NLTK at ~2,250 pairs/s. NLTK 3.10.4
-matches exact tokens, then Porter stems, then WordNet synonyms of the leftover stems, each
-hypothesis position (last to first) taking the largest free reference position. Here all string
-work happens once per caption (:func:`prepare`); a pair's reference positions are bits of one
-integer, so "largest free position" is the lowest set bit (``a & -a``) over a block of pairs;
-captions are grouped by length and scores read from a table computed in NLTK's float order, so
-every score is bit-identical to NLTK's.
-"""
+"""METEOR between many caption pairs, equal to NLTK's ``single_meteor_score`` pair by pair. The
+METEOR proxy (Wray et al., CVPR 2021, §4.4) scores every caption against every other: 11.2 M pairs
+for YouCook2's validation set, over an hour with NLTK at ~2,250 pairs/s. NLTK 3.10.4 matches exact
+tokens, then Porter stems, then WordNet synonyms of the leftover stems, each hypothesis position
+(last to first) taking the largest free reference position. Here all string work happens once per
+caption (:func:`prepare`); a pair's reference positions are bits of one integer, so "largest free
+position" is the lowest set bit (``a & -a``) over a block of pairs; captions are grouped by length
+and scores read from a table computed in NLTK's float order, so every score is bit-identical to
+NLTK's."""
 
 from __future__ import annotations
 
@@ -33,13 +31,11 @@ TASK_PAIRS = 262_144
 
 @dataclass(frozen=True)
 class MeteorCorpus:
-    """What METEOR needs about a list of captions, computed once by :func:`prepare`.
-
-    Caption ``c`` owns flat tokens ``offsets[c]:offsets[c + 1]``; ``key_ids`` are (word,
-    occurrences later in the caption), equal exactly when NLTK's exact stage pairs two tokens; the
-    WordNet relation is CSR over stem ids (``syn_indptr``, ``syn_indices``, a stem itself left
-    out). Plain arrays: it pickles cheaply to worker processes.
-    """
+    """What METEOR needs about a list of captions, computed once by :func:`prepare`. Caption ``c``
+    owns flat tokens ``offsets[c]:offsets[c + 1]``; ``key_ids`` are (word, occurrences later in the
+    caption), equal exactly when NLTK's exact stage pairs two tokens; the WordNet relation is CSR
+    over stem ids (``syn_indptr``, ``syn_indices``, a stem itself left out). Plain arrays: it
+    pickles cheaply to worker processes."""
 
     offsets: np.ndarray  # int64 [n + 1]
     word_ids: np.ndarray  # int32 [tokens]
@@ -67,11 +63,9 @@ class MeteorCorpus:
 
 
 def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
-    """Precompute, once per caption, what METEOR needs (captions come pre-tokenised).
-
-    WordNet from ``nltk.corpus`` (call :func:`retrieval.proxies.wordnet.register_nltk_path` first:
-    nothing is downloaded); like NLTK, a caption given as one string is a ``TypeError``.
-    """
+    """Precompute, once per caption, what METEOR needs (captions come pre-tokenised). WordNet from
+    ``nltk.corpus`` (call :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is
+    downloaded); like NLTK, a caption given as one string is a ``TypeError``."""
     from nltk.corpus import wordnet
     from nltk.stem.porter import PorterStemmer
 
@@ -170,8 +164,7 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 class _References:
     """Bit tables of same-length references (columns): per key, stem and hypothesis stem's synonyms,
-    the bits of the matching positions; a last zero key/stem row means "in none".
-    """
+    the bits of the matching positions; a last zero key/stem row means "in none"."""
 
     def __init__(self, corpus: MeteorCorpus, refs: np.ndarray, length: int, hyp_stems: np.ndarray):
         self.corpus = corpus
@@ -215,10 +208,8 @@ class _References:
 
     def match(self, tokens: np.ndarray, ref_columns: np.ndarray | None) -> np.ndarray:
         """Matched reference bit per hypothesis position and pair after NLTK's stages (0: none).
-
         ``tokens`` [hyp_len, hypotheses]; without ``ref_columns`` each hypothesis meets every
-        reference (hypothesis-major), with them hypothesis ``p`` meets ``ref_columns[p]``.
-        """
+        reference (hypothesis-major), with them hypothesis ``p`` meets ``ref_columns[p]``."""
         corpus = self.corpus
         stems = corpus.stem_ids[tokens]
 
@@ -240,8 +231,7 @@ class _References:
 
 def _greedy_stages(matched: np.ndarray, stages: Iterable[Callable[[], np.ndarray]]) -> None:
     """Run NLTK's stem and synonym stages in place on ``matched`` [hyp_len, pairs] (exact matches on
-    entry): positions last to first, each taking the lowest free candidate bit.
-    """
+    entry): positions last to first, each taking the lowest free candidate bit."""
     free = ~np.bitwise_or.reduce(matched, axis=0)
     zero = matched.dtype.type(0) if matched.dtype != object else 0
     for stage in stages:
@@ -278,8 +268,7 @@ def _score_group(
     params: tuple,
 ) -> np.ndarray:
     """Score same-length references against hypotheses: every pair [refs, hyps], or the pairs
-    (``refs[pair_refs[p]]``, ``hyps[pair_hyps[p]]``) [P], in blocks of ``BLOCK_PAIRS``.
-    """
+    (``refs[pair_refs[p]]``, ``hyps[pair_hyps[p]]``) [P], in blocks of ``BLOCK_PAIRS``."""
     lengths = corpus.lengths
     ref_len = int(lengths[refs[0]]) if len(refs) else 0
     matrix = pair_refs is None
@@ -349,9 +338,8 @@ def _run(
     progress: bool,
     out: np.ndarray,
 ) -> None:
-    """Run tasks here (``workers == 1``) or on a pool (0: one per CPU) into ``out``; ``state``
-    goes to each worker once, through the pool's initializer.
-    """
+    """Run tasks here (``workers == 1``) or on a pool (0: one per CPU) into ``out``; ``state`` goes
+    to each worker once, through the pool's initializer."""
     from tqdm.auto import tqdm
 
     workers = (os.cpu_count() or 1) if workers <= 0 else workers
@@ -386,11 +374,9 @@ def meteor_matrix(
     dtype: Any = np.float64,
 ) -> np.ndarray:
     """METEOR of every (reference, hypothesis) caption pair: [len(references), len(hypotheses)].
-
-    ``[a, b]`` is ``single_meteor_score(reference=tokens[references[a]], hypothesis=...[b])``
-    (not symmetric); both default to all captions. ``dtype=np.float32`` halves the memory.
-    ``workers``: processes (0: one per CPU, 1: this process); ``progress``: a tqdm bar.
-    """
+    ``[a, b]`` is ``single_meteor_score(reference=tokens[references[a]], hypothesis=...[b])`` (not
+    symmetric); both default to all captions. ``dtype=np.float32`` halves the memory. ``workers``:
+    processes (0: one per CPU, 1: this process); ``progress``: a tqdm bar."""
     lengths = corpus.lengths
     refs = np.arange(corpus.n_captions) if references is None else np.asarray(references, np.int64)
     hyps = np.arange(corpus.n_captions) if hypotheses is None else np.asarray(hypotheses, np.int64)
@@ -419,7 +405,7 @@ def meteor_pairs(
     *,
     workers: int = 1,
 ) -> np.ndarray:
-    """METEOR of the pairs (``references[p]``, ``hypotheses[p]``) of caption indices: float64 [P]."""
+    """METEOR of the pairs (``references[p]``, ``hypotheses[p]``) of caption indices, float64."""
     refs = np.asarray(references, dtype=np.int64).ravel()
     hyps = np.asarray(hypotheses, dtype=np.int64).ravel()
     if refs.shape != hyps.shape:

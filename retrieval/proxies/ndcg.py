@@ -1,10 +1,8 @@
-"""nDCG with graded (proxy) relevance over whole similarity matrices (Wray et al., CVPR 2021).
-
-Per query (§4.2, Eq. 2) items of the other modality are ranked by similarity, item j at rank r
-adding gain(S_qj) / log2(r + 1) down to rank |R_q| (the query's items with S > 0), over the ideal
-sum; gain is S as in the authors' code, or 2^S - 1 with ``gain="exp"``. A model's score is the
-mean of both directions (Eq. 3). An item a run did not retrieve (similarity -inf) earns nothing.
-"""
+"""nDCG with graded (proxy) relevance over whole similarity matrices (Wray et al., CVPR 2021). Per
+query (§4.2, Eq. 2) items of the other modality are ranked by similarity, item j at rank r adding
+gain(S_qj) / log2(r + 1) down to rank |R_q| (the query's items with S > 0), over the ideal sum; gain
+is S as in the authors' code, or 2^S - 1 with ``gain="exp"``. A model's score is the mean of both
+directions (Eq. 3). An item a run did not retrieve (similarity -inf) earns nothing."""
 
 from __future__ import annotations
 
@@ -43,10 +41,8 @@ def ndcg_per_query(
     *,
     gain: str = "linear",
 ) -> np.ndarray:
-    """nDCG of each row (query); NaN where the query has no relevant item.
-
-    ``similarity`` and ``relevance`` are [queries, items]; -inf marks unretrieved items.
-    """
+    """nDCG of each row (query); NaN where the query has no relevant item. ``similarity`` and
+    ``relevance`` are [queries, items]; -inf marks unretrieved items."""
     similarity = np.asarray(similarity, dtype=np.float32)
     relevance = np.asarray(relevance, dtype=np.float64)
     if similarity.shape != relevance.shape:

@@ -1,6 +1,5 @@
 """Set overlap (IoU) between many word sets at once (Wray et al., CVPR 2021, §4.4 Eq. 6-8):
-intersections are one sparse matrix product, unions |a| + |b| - |a ∩ b|, no loop over pairs.
-"""
+intersections are one sparse matrix product, unions |a| + |b| - |a ∩ b|, no loop over pairs."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ def group_sets(
 
 def iou_matrix(a: sparse.csr_matrix, b: sparse.csr_matrix, *, block: int = 2048) -> np.ndarray:
     """float32 [len(a), len(b)]: |a_i ∩ b_j| / |a_i ∪ b_j|, 0 where the union is empty; ``block``
-    rows at a time so the dense output is the only large allocation.
-    """
+    rows at a time so the dense output is the only large allocation."""
     a, b = sparse.csr_matrix(a), sparse.csr_matrix(b)
     if a.shape[1] != b.shape[1]:
         width = max(a.shape[1], b.shape[1])

@@ -1,10 +1,8 @@
-"""Video-to-caption relevance from a caption proxy (Wray et al., CVPR 2021, §4.4 Eq. 5).
-
-S(video, caption) is 1 where the caption describes the video, else the proxy between them: for
-word sets a video's set is the words in at least 25% of its captions (§5); for METEOR, the
-mean of the mean and max over its captions (the match kernel of Lyu, 2005, §5 cites). With
-``dedupe`` identical texts are one item, as EPIC-KITCHENS-100 counts them.
-"""
+"""Video-to-caption relevance from a caption proxy (Wray et al., CVPR 2021, §4.4 Eq. 5). S(video,
+caption) is 1 where the caption describes the video, else the proxy between them: for word sets a
+video's set is the words in at least 25% of its captions (§5); for METEOR, the mean of the mean and
+max over its captions (the match kernel of Lyu, 2005, §5 cites). With ``dedupe`` identical texts are
+one item, as EPIC-KITCHENS-100 counts them."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
 @dataclass(frozen=True)
 class TextItems:
     """Which video each caption describes and which text item it is; ``representative[t]``: text
-    item t's first caption; ``owner``: sparse 0/1 [videos, text items] "describes".
-    """
+    item t's first caption; ``owner``: sparse 0/1 [videos, text items] "describes"."""
 
     caption_video: np.ndarray
     n_videos: int
@@ -114,8 +111,7 @@ def video_meteor_matrix(
     caption_scores: Callable[[np.ndarray, np.ndarray], np.ndarray], items: TextItems
 ) -> np.ndarray:
     """S(video, text item) for METEOR from ``caption_scores(references, hypotheses)``: a video's
-    captions as references, each row (mean + max) / 2 over them.
-    """
+    captions as references, each row (mean + max) / 2 over them."""
     order = np.argsort(items.caption_video, kind="stable")
     scores = np.asarray(caption_scores(order, items.representative), dtype=np.float32)
     counts = np.bincount(items.caption_video, minlength=items.n_videos)

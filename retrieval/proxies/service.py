@@ -1,6 +1,5 @@
-"""ORM-facing: proxy relevance of a dataset split (Wray et al., CVPR 2021, §4.4), cached on
-disk by the dataset's content and the proxy settings, and models scored by it.
-"""
+"""ORM-facing: proxy relevance of a dataset split (Wray et al., CVPR 2021, §4.4), cached on disk by
+the dataset's content and the proxy settings, and models scored by it."""
 
 from __future__ import annotations
 
@@ -180,8 +179,7 @@ def _frame(
     dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
 ) -> tuple[SplitCaptions, ProxyRelevance]:
     """The split's rows and text items, and where the matrix is cached; no matrix yet. ``captions``:
-    the split already read, for callers of several proxies (0.65 s for 60,000 captions).
-    """
+    the split already read, for callers of several proxies (0.65 s for 60,000 captions)."""
     split = captions if captions is not None else split_captions(dataset, options.split)
     items = text_items(
         split.texts, split.caption_video, len(split.video_ids), dedupe=options.dedupe
@@ -199,7 +197,7 @@ def _frame(
 def relevance_frame(
     dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
 ) -> ProxyRelevance:
-    """Videos and text items of the split with an empty matrix, for other relevances and similarities."""
+    """The split's videos and text items with an empty matrix, to lay other matrices on."""
     return _frame(dataset, options, captions)[1]
 
 
@@ -214,8 +212,7 @@ def proxy_relevance(
     captions: SplitCaptions | None = None,
 ) -> ProxyRelevance | None:
     """S(video, text item) for the split, from the disk cache or computed and cached; with
-    ``cache_only`` (pages) None when not cached yet.
-    """
+    ``cache_only`` (pages) None when not cached yet."""
     split, result = _frame(dataset, options, captions)
     path = Path(result.path)
     if path.exists() and not rebuild:
@@ -454,8 +451,7 @@ def to_dict(score: DirectionalScore) -> dict:
 def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = False) -> dict:
     """Every model's nDCG (linear gain) under each proxy and the demo world's truth, with each
     proxy's Kendall tau against the truth's model order (Wray et al., CVPR 2021, §5.3, Appendix A);
-    with ``cache_only`` uncached proxies are listed under ``missing``.
-    """
+    with ``cache_only`` uncached proxies are listed under ``missing``."""
     models = list(dataset.models.order_by("name"))
     try:
         captions = split_captions(dataset, split)
@@ -553,7 +549,7 @@ TABLE_FIGURE_VERSION = 1
 
 
 def cache_files() -> list[tuple[str, int, int]]:
-    """The proxy cache's matrices (name, size, mtime): inputs of a figure made from cached proxies."""
+    """The proxy cache's files (name, size, mtime): inputs of figures made from cached proxies."""
     cache = Path(settings.FIREPOOL_PROXY_CACHE_DIR)
     if not cache.is_dir():
         return []
@@ -564,9 +560,8 @@ def cache_files() -> list[tuple[str, int, int]]:
 
 def stored_proxy_table(dataset: Dataset) -> figures.Figure[dict]:
     """:func:`proxy_table` of the cached proxies, computed once per set of inputs (runs, captions,
-    models, cache files) and served from storage: it took seconds and hundreds of MB per report
-    view at FIRE's scale (111,000 captions).
-    """
+    models, cache files) and served from storage: it took seconds and hundreds of MB per report view
+    at FIRE's scale (111,000 captions)."""
     models = list(dataset.models.order_by("name").values_list("pk", "name"))
     inputs = rescoring_inputs(
         dataset, None, TABLE_FIGURE, TABLE_FIGURE_VERSION, models, cache_files()

@@ -1,7 +1,6 @@
-"""Synset (class) sets of each caption's verbs and nouns, for the SYN proxy (Wray et al., CVPR
-2021, §4.4 Eq. 8): the dataset's own classes (EPIC-KITCHENS), else a class file (``id,key,
-instances``), else WordNet 3.0 with Lesk; an unknown lemma stands for itself.
-"""
+"""Synset (class) sets of each caption's verbs and nouns, for the SYN proxy (Wray et al., CVPR 2021,
+§4.4 Eq. 8): the dataset's own classes (EPIC-KITCHENS), else a class file (``id,key, instances``),
+else WordNet 3.0 with Lesk; an unknown lemma stands for itself."""
 
 from __future__ import annotations
 
@@ -36,11 +35,9 @@ class ClassMap:
 
 
 def read_class_file(path: Path) -> ClassMap:
-    """Read an ``id,key,instances`` CSV; every instance (and the key) maps to the id.
-
-    EPIC's ``head:modifier`` instances also map ``modifier head`` and, unless claimed, ``head``.
-    Any problem (size included) is a :class:`ClassFileError` naming file, line and field.
-    """
+    """Read an ``id,key,instances`` CSV; every instance (and the key) maps to the id. EPIC's
+    ``head:modifier`` instances also map ``modifier head`` and, unless claimed, ``head``. Any
+    problem (size included) is a :class:`ClassFileError` naming file, line and field."""
     classes: dict[str, str] = {}
     heads: dict[str, str] = {}
     try:
@@ -123,9 +120,8 @@ _INVALID = object()
 
 class LeskSynsets:
     """WordNet synset of a lemma in its caption by the simplified Lesk of NLTK's ``lesk`` (most
-    definition words shared, first on a tie), cached by lemma, part of speech and the context
-    words that can matter.
-    """
+    definition words shared, first on a tie), cached by lemma, part of speech and the context words
+    that can matter."""
 
     def __init__(self) -> None:
         from nltk.corpus import wordnet
@@ -164,9 +160,8 @@ def caption_synsets(
     class_maps: Mapping[str, ClassMap] | None = None,
 ) -> dict[str, list[frozenset[str]]]:
     """Per part of speech, each caption's set of synset/class ids: ``dataset_classes`` when given,
-    else the part's class file in ``class_maps``, else WordNet with Lesk; ids are prefixed by
-    source (``class:``, ``file:``, ``wn:``, ``word:``) so sources never collide.
-    """
+    else the part's class file in ``class_maps``, else WordNet with Lesk; ids are prefixed by source
+    (``class:``, ``file:``, ``wn:``, ``word:``) so sources never collide."""
     out: dict[str, list[frozenset[str]]] = {}
     lesk: LeskSynsets | None = None
     for part in PARTS_OF_SPEECH:

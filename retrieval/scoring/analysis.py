@@ -1,11 +1,9 @@
 """Analyses of runs and per-query scores behind FIRE §4 and Appendices D-G (pure numpy, no ORM).
-
 Runs are queries x depth matrices of item ids (-1 padding); per-query scores are float vectors.
-Overlap and RBO (§4.1, Table 3), leave-one-run-out positives (§4.2, Table 4), the budget
-bootstrap (§4.3, Fig. 4), paired significance, and counts for Figs. 2, 3, 11 and 12. Resampling
-is seeded; with few distinct values a resample is one multinomial or binomial draw over them
-(the same distribution, far fewer random numbers).
-"""
+Overlap and RBO (§4.1, Table 3), leave-one-run-out positives (§4.2, Table 4), the budget bootstrap
+(§4.3, Fig. 4), paired significance, and counts for Figs. 2, 3, 11 and 12. Resampling is seeded;
+with few distinct values a resample is one multinomial or binomial draw over them (the same
+distribution, far fewer random numbers)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,10 +27,8 @@ DEFAULT_POSITIVE_BINS = (0, 1, 2, 3, 4, 6, 11, 21, 51)
 
 def overlap_at_k(a: np.ndarray, b: np.ndarray, k: int = 10) -> np.ndarray:
     """Per query, ``|A_k ∩ B_k| / max(|A_k|, |B_k|)``: FIRE Table 3's simple overlap of top-k.
-
-    Padding never counts; both lists empty gives NaN; a repeated id, or padding before a list's
-    last result, raises ``ValueError``.
-    """
+    Padding never counts; both lists empty gives NaN; a repeated id, or padding before a list's last
+    result, raises ``ValueError``."""
     a, b = _aligned(a, b, k)
     shared = ((_positions(a, b) < a.shape[1]) & (a >= 0)).sum(axis=1)
     longer = np.maximum((a >= 0).sum(axis=1), (b >= 0).sum(axis=1))
@@ -41,13 +37,11 @@ def overlap_at_k(a: np.ndarray, b: np.ndarray, k: int = 10) -> np.ndarray:
 
 
 def rbo(a: np.ndarray, b: np.ndarray, p: float = 0.9, k: int | None = None) -> np.ndarray:
-    """Per query, extrapolated rank-biased overlap RBO_ext, uneven lengths allowed.
-
-    Webber, Moffat & Zobel (2010), "A similarity measure for indefinite rankings", eq. 32 (§4.2),
-    as FIRE §4.1 uses for Table 3 (whose variant and ``p`` FIRE does not give). ``p`` is the
-    persistence (expected depth ``1 / (1 - p)``); ``k`` truncates both runs first (None: all
-    columns). Both lists empty gives NaN, one empty 0; bad lists raise as in :func:`overlap_at_k`.
-    """
+    """Per query, extrapolated rank-biased overlap RBO_ext, uneven lengths allowed. Webber, Moffat &
+    Zobel (2010), "A similarity measure for indefinite rankings", eq. 32 (§4.2), as FIRE §4.1 uses
+    for Table 3 (whose variant and ``p`` FIRE does not give). ``p`` is the persistence (expected
+    depth ``1 / (1 - p)``); ``k`` truncates both runs first (None: all columns). Both lists empty
+    gives NaN, one empty 0; bad lists raise as in :func:`overlap_at_k`."""
     if not 0.0 < p < 1.0:
         raise ValueError("p must be strictly between 0 and 1")
     a, b = _aligned(a, b, k)
@@ -85,7 +79,7 @@ def pairwise(
     fn: Callable[..., np.ndarray] = rbo,
     **kwargs,
 ) -> dict[tuple[str, str], float]:
-    """Mean over defined (non-NaN) queries of ``fn(runs[x], runs[y], **kwargs)`` per pair of runs."""
+    """Per pair of runs, the mean of ``fn(runs[x], runs[y], **kwargs)`` over non-NaN queries."""
     result = {}
     for x, y in combinations(runs, 2):
         values = np.asarray(fn(runs[x], runs[y], **kwargs), dtype=np.float64)
@@ -108,8 +102,7 @@ def contributors(
     runs: Mapping[str, np.ndarray], depth: int, rows: np.ndarray, items: np.ndarray
 ) -> np.ndarray:
     """Which pooled run retrieved each judged pair (``rows[i]``, ``items[i]``) within ``depth``:
-    bool, pairs x runs in the runs' order.
-    """
+    bool, pairs x runs in the runs' order."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
     rows = np.asarray(rows, dtype=np.int64).ravel()
@@ -135,10 +128,8 @@ def contributors(
 
 def leave_one_out_mask(contrib: np.ndarray) -> np.ndarray:
     """Whether each judged pair stays known when each run is left out of the pool: pairs x runs.
-
-    False only where the run left out is the pair's sole contributor (FIRE Table 4 "New"); a pair
-    no pooled run contributed was judged for another reason and stays. Pass judged pairs only.
-    """
+    False only where the run left out is the pair's sole contributor (FIRE Table 4 "New"); a pair no
+    pooled run contributed was judged for another reason and stays. Pass judged pairs only."""
     contrib = np.asarray(contrib, dtype=bool)
     if contrib.ndim != 2:
         raise ValueError("contrib must be a pairs x runs matrix")
@@ -152,11 +143,10 @@ def budget_bootstrap(
     resamples: int = 10_000,
     seed: int = 0,
 ) -> dict[int, np.ndarray]:
-    """FIRE §4.3's bootstrap: ``|mean of N queries drawn with replacement - full mean|`` per resample.
-
-    Per size ``N``, ``resamples`` errors (a column per metric for a queries x metrics input), each
-    size on its own stream seeded by ``(seed, N)``; drawn in chunks of :data:`CHUNK_ELEMENTS`.
-    """
+    """FIRE §4.3's bootstrap: ``|mean of N queries drawn with replacement - full mean|`` per
+    resample. Per size ``N``, ``resamples`` errors (a column per metric for a queries x metrics
+    input), each size on its own stream seeded by ``(seed, N)``; drawn in chunks of
+    :data:`CHUNK_ELEMENTS`."""
     values = _scores(per_query)
     full = values.mean(axis=0)
     result = {}
@@ -172,10 +162,9 @@ def budget_bootstrap(
 def budget_summary(
     errors: Mapping[int, np.ndarray], quantiles: Sequence[float] = (0.5, 0.95)
 ) -> dict[int, dict[str, float | np.ndarray]]:
-    """Per sample size, the mean and quantiles (``"mean"``, ``"p50"``, ``"p95"``, ...) of the errors.
-
-    ``p95`` is FIRE §4.3's effect size detectable at 95% confidence (per metric for 2-D errors).
-    """
+    """Per sample size, the mean and quantiles (``"mean"``, ``"p50"``, ``"p95"``, ...) of the
+    errors. ``p95`` is FIRE §4.3's effect size detectable at 95% confidence (per metric for 2-D
+    errors)."""
     summary = {}
     for n, values in errors.items():
         row: dict[str, float | np.ndarray] = {"mean": _plain(np.mean(values, axis=0))}
@@ -188,11 +177,9 @@ def budget_summary(
 def randomization_test(
     a: np.ndarray, b: np.ndarray, permutations: int = 10_000, seed: int = 0
 ) -> float:
-    """Two-sided p-value of the paired sign-flip randomization test on ``mean(a - b)``.
-
-    Fisher's test as in Smucker, Allan & Carterette (2007); ``(r + 1) / (permutations + 1)``
-    (Phipson & Smyth 2010), so never 0; identical runs give 1.
-    """
+    """Two-sided p-value of the paired sign-flip randomization test on ``mean(a - b)``. Fisher's
+    test as in Smucker, Allan & Carterette (2007); ``(r + 1) / (permutations + 1)`` (Phipson & Smyth
+    2010), so never 0; identical runs give 1."""
     a, b = _paired(a, b)
     if permutations < 1:
         raise ValueError("permutations must be at least 1")
@@ -224,11 +211,9 @@ def bootstrap_intervals(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, Interval]:
-    """Each run's mean (or median) over queries with its percentile bootstrap interval.
-
-    Efron & Tibshirani (1993, ch. 13); means share query draws across runs, medians (rank-like
-    scores such as MedR) use each run's own. Seeded.
-    """
+    """Each run's mean (or median) over queries with its percentile bootstrap interval. Efron &
+    Tibshirani (1993, ch. 13); means share query draws across runs, medians (rank-like scores such
+    as MedR) use each run's own. Seeded."""
     if statistic not in ("mean", "median"):
         raise ValueError("statistic must be 'mean' or 'median'")
     names = list(per_query)
@@ -259,12 +244,10 @@ def compare_runs(
     level: float = 0.95,
     alpha: float = 0.05,
 ) -> list[dict]:
-    """Every pair of runs on one per-query metric: difference, interval, p and Holm-adjusted p.
-
-    Rows (runs' order) hold ``run_a``, ``run_b``, ``mean_a``, ``mean_b``, ``difference``,
-    ``ci_low``, ``ci_high`` (percentile bootstrap, Efron & Tibshirani 1993, ch. 13, on shared query
-    draws), ``p`` (:func:`randomization_test`), ``p_holm`` and ``significant`` (``p_holm <= alpha``).
-    """
+    """Every pair of runs on one per-query metric: difference, interval, p and Holm-adjusted p. Rows
+    (runs' order) hold ``run_a``, ``run_b``, ``mean_a``, ``mean_b``, ``difference``, ``ci_low``,
+    ``ci_high`` (percentile bootstrap, Efron & Tibshirani 1993, ch. 13, on shared query draws),
+    ``p`` (:func:`randomization_test`), ``p_holm`` and ``significant`` (``p_holm <= alpha``)."""
     names = list(per_query)
     if len(names) < 2:
         return []
@@ -299,7 +282,7 @@ def compare_runs(
 
 @dataclass(frozen=True)
 class Histogram:
-    """Counts per integer bin; bin ``i`` holds ``lower[i] <= x < lower[i + 1]``, the last is open."""
+    """Counts per integer bin ``lower[i] <= x < lower[i + 1]``, the last open above."""
 
     lower: np.ndarray
     labels: tuple[str, ...]
@@ -318,8 +301,7 @@ class Heatmap:
 @dataclass(frozen=True)
 class ByLength:
     """Per caption-length bin: query counts, each run's share correct and, for two 0/1 runs, the
-    both/only/neither shares (Fig. 3's stacked bars); NaN in empty bins.
-    """
+    both/only/neither shares (Fig. 3's stacked bars); NaN in empty bins."""
 
     labels: tuple[str, ...]
     counts: np.ndarray
@@ -341,7 +323,7 @@ def bin_labels(lower: Sequence[int]) -> tuple[str, ...]:
 
 
 def bin_index(values: np.ndarray, lower: Sequence[int]) -> np.ndarray:
-    """Bin of each value for strictly increasing lower bounds; values below the first bin join it."""
+    """Bin of each value for increasing lower bounds; values below the first bin join it."""
     bounds = np.asarray(lower, dtype=np.float64)
     if bounds.ndim != 1 or bounds.size == 0 or (np.diff(bounds) <= 0).any():
         raise ValueError("bins must be a non-empty, strictly increasing sequence of lower bounds")
@@ -353,8 +335,7 @@ def positives_per_query_histogram(
     n_positive: np.ndarray, bins: Sequence[int] | None = None
 ) -> Histogram:
     """How many queries have each number of known positives (Appendix F, Fig. 11); ``bins``: lower
-    bounds, None one bin per count.
-    """
+    bounds, None one bin per count."""
     n_positive = np.asarray(n_positive, dtype=np.int64).ravel()
     if bins is None:
         bins = range(int(n_positive.max()) + 1 if n_positive.size else 1)
@@ -386,8 +367,7 @@ def correct_by_length(
     bins: Sequence[int] = DEFAULT_LENGTH_BINS,
 ) -> ByLength:
     """Per caption-length bin, each run's mean of a per-query score such as Correct@K (Fig. 3);
-    ``joint`` for exactly two 0/1 runs.
-    """
+    ``joint`` for exactly two 0/1 runs."""
     lengths = np.asarray(caption_lengths).ravel()
     index = bin_index(lengths, bins)
     n_bins = len(bins)
@@ -414,11 +394,9 @@ def correct_by_length(
 def positive_ranks_by_source(
     relevant_original: np.ndarray, relevant_judged: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """How many positives sit at each rank 1..depth, by source (Appendix G, Fig. 12).
-
-    Inputs: bool queries x depth matrices (original positive, judged relevant) of one run; a rank
-    holding both counts as original. Returns ``"ranks"``, ``"original"`` and ``"judged"``.
-    """
+    """How many positives sit at each rank 1..depth, by source (Appendix G, Fig. 12). Inputs: bool
+    queries x depth matrices (original positive, judged relevant) of one run; a rank holding both
+    counts as original. Returns ``"ranks"``, ``"original"`` and ``"judged"``."""
     original = np.asarray(relevant_original, dtype=bool)
     judged = np.asarray(relevant_judged, dtype=bool)
     if original.ndim != 2 or original.shape != judged.shape:
@@ -539,8 +517,7 @@ def _resampled_means(
 
 def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Medians (resamples x columns) of ``len(values)`` rows drawn with replacement, per column; a
-    column with few values is one multinomial draw, its median read off cumulative counts.
-    """
+    column with few values is one multinomial draw, its median read off cumulative counts."""
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     n_rows, n_cols = values.shape
@@ -565,8 +542,7 @@ def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Genera
 
 def _sign_flip_sums(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:
     """``sum(sign * diff)`` for ``permutations`` fair random signs per query: a binomial per
-    distinct value when few, else random bytes looked up in a per-8-query table.
-    """
+    distinct value when few, else random bytes looked up in a per-8-query table."""
     nonzero = diff[diff != 0]
     total = float(nonzero.sum())
     if nonzero.size == 0:

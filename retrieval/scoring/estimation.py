@@ -1,11 +1,9 @@
-"""Pure: what a run's Correct@K and AP are when judging stopped before every pair was judged.
-
-Each score is ``exact`` (nothing unjudged can change it), ``bounds`` (unjudged pooled pairs
-counted irrelevant, then relevant) or ``estimate``: queries with unjudged pairs drawn uniformly
-and judged in full, the rest inferred by inverse-probability weighting (Horvitz-Thompson;
-Schnabel et al. 2016, §3; inferred AP, Yilmaz & Aslam 2006, §3), unbiased for any metric, with a
-95% interval from the drawn queries' spread. Unpooled unjudged items count as irrelevant.
-"""
+"""Pure: what a run's Correct@K and AP are when judging stopped before every pair was judged. Each
+score is ``exact`` (nothing unjudged can change it), ``bounds`` (unjudged pooled pairs counted
+irrelevant, then relevant) or ``estimate``: queries with unjudged pairs drawn uniformly and judged
+in full, the rest inferred by inverse-probability weighting (Horvitz-Thompson; Schnabel et al. 2016,
+§3; inferred AP, Yilmaz & Aslam 2006, §3), unbiased for any metric, with a 95% interval from the
+drawn queries' spread. Unpooled unjudged items count as irrelevant."""
 
 import io
 from collections.abc import Mapping, Sequence
@@ -22,8 +20,7 @@ Z95 = 1.959963984540054
 @dataclass(frozen=True)
 class RunJudgements:
     """What is known about one run's top-D lists (queries x depth): known positives, unjudged pooled
-    pairs, and per query R and the unjudged pooled pairs over all runs.
-    """
+    pairs, and per query R and the unjudged pooled pairs over all runs."""
 
     relevant: np.ndarray
     unjudged: np.ndarray
@@ -59,8 +56,7 @@ def draw_queries(n_unjudged: np.ndarray, pairs: int, seed: int) -> np.ndarray:
 @dataclass(frozen=True)
 class Score:
     """One run's mean for one metric and its kind: ``value`` exact or estimated (None for bounds),
-    ``low``/``high`` the bounds or the estimate's 95% interval.
-    """
+    ``low``/``high`` the bounds or the estimate's 95% interval."""
 
     metric: str
     kind: str
@@ -79,11 +75,9 @@ def score_run(
     sample: Sample | None = None,
     eligible: np.ndarray | None = None,
 ) -> dict[str, Score]:
-    """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated.
-
-    ``run`` is the state before the sample; means are over ``eligible`` (default: all). Exactness
-    and bounds come from what is judged now, the sample included.
-    """
+    """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated. ``run``
+    is the state before the sample; means are over ``eligible`` (default: all). Exactness and bounds
+    come from what is judged now, the sample included."""
     rows = run.relevant.shape[0]
     eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
     now = run if sample is None else sample.judged
@@ -135,11 +129,9 @@ def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[
 def _exact_queries(
     run: RunJudgements, ks: Sequence[int], low: dict, high: dict
 ) -> dict[str, np.ndarray]:
-    """Per query, whether no labelling of the unjudged pairs can change the score.
-
-    C@K: a positive in the top K, or nothing unjudged there. AP: nothing unjudged or retrievable,
-    or one unjudged listed pair whose two readings agree (two or more always move AP).
-    """
+    """Per query, whether no labelling of the unjudged pairs can change the score. C@K: a positive
+    in the top K, or nothing unjudged there. AP: nothing unjudged or retrievable, or one unjudged
+    listed pair whose two readings agree (two or more always move AP)."""
     exact = {}
     for k in ks:
         found = run.relevant[:, :k].any(axis=1)
@@ -163,8 +155,7 @@ def _horvitz_thompson(
     gain: np.ndarray, population: np.ndarray, drawn: np.ndarray
 ) -> tuple[float, float, float]:
     """The mean gain over the ``population`` queries from the drawn ones, with a 95% interval
-    (Wilson's for 0/1 gains, else normal) shrunk by the finite population correction.
-    """
+    (Wilson's for 0/1 gains, else normal) shrunk by the finite population correction."""
     seen = gain[drawn & population]
     n, size = seen.size, int(population.sum())
     mean = float(seen.mean())
@@ -183,8 +174,7 @@ def _horvitz_thompson(
 @dataclass(frozen=True)
 class PoolState:
     """What a label set made before judging ended knows of the pool, stored beside its arrays:
-    unjudged pairs, pairs judged only for the sample, and the drawn queries' caption ids.
-    """
+    unjudged pairs, pairs judged only for the sample, and the drawn queries' caption ids."""
 
     unjudged: tuple[np.ndarray, np.ndarray]
     sampled: tuple[np.ndarray, np.ndarray]
@@ -236,12 +226,10 @@ def score_runs(
     state: PoolState,
     ks: Sequence[int] = metrics.DEFAULT_KS,
 ) -> dict[str, dict[str, Score]]:
-    """Every run's C@K and AP as exact, bounds or estimate, from a label set's pool state.
-
-    ``runs``: item ids per row of ``caption_ids``; ``positive[name]``: known positives;
-    ``n_relevant`` / ``n_sampled_relevant``: positives per row, all and among sampled pairs (the
-    state before the sample treats sampled pairs as unjudged).
-    """
+    """Every run's C@K and AP as exact, bounds or estimate, from a label set's pool state. ``runs``:
+    item ids per row of ``caption_ids``; ``positive[name]``: known positives; ``n_relevant`` /
+    ``n_sampled_relevant``: positives per row, all and among sampled pairs (the state before the
+    sample treats sampled pairs as unjudged)."""
     caption_ids = np.asarray(caption_ids, dtype=np.int64)
     index = {int(c): i for i, c in enumerate(caption_ids)}
     n_unjudged_now = _per_row(state.unjudged[0], index, len(caption_ids))

@@ -1,6 +1,5 @@
 """Which ranked videos of a run are positives: each caption's own video (FIRE §2.1), or the
-synthetic dataset's exhaustive ground truth.
-"""
+synthetic dataset's exhaustive ground truth."""
 
 import numpy as np
 

@@ -1,11 +1,9 @@
-"""Pure: one dataset's runs ranked under one label set, with intervals, marks and reliability.
-
-Per run, from a :class:`~retrieval.scoring.rescoring.Rescoring`: original and corrected scores
-with seeded bootstrap intervals, Judged@10, best and not-significantly-different marks (sign-flip
-test with Holm's correction, among comparable runs), the labels' 95% intervals
+"""Pure: one dataset's runs ranked under one label set, with intervals, marks and reliability. Per
+run, from a :class:`~retrieval.scoring.rescoring.Rescoring`: original and corrected scores with
+seeded bootstrap intervals, Judged@10, best and not-significantly-different marks (sign-flip test
+with Holm's correction, among comparable runs), the labels' 95% intervals
 (:mod:`retrieval.scoring.score_intervals`) and, for unpooled runs, the pooling bias (FIRE §4.2,
-Table 4) and Webber & Park's (2009) adjusted estimate. Exports: :mod:`.leaderboard_formats`.
-"""
+Table 4) and Webber & Park's (2009) adjusted estimate. Exports: :mod:`.leaderboard_formats`."""
 
 import math
 from collections.abc import Mapping, Sequence
@@ -41,8 +39,7 @@ class SortError(ValueError):
 @dataclass(frozen=True)
 class Cell:
     """One score with its bootstrap interval and marks: ``best`` (ties all marked), ``tied`` (Holm-
-    adjusted p above alpha) and ``p_holm`` against the best run (None for a best run).
-    """
+    adjusted p above alpha) and ``p_holm`` against the best run (None for a best run)."""
 
     value: float
     low: float
@@ -55,8 +52,7 @@ class Cell:
 @dataclass(frozen=True)
 class Row:
     """A run's row: ``bias`` and ``adjusted`` (an estimate) for measurable unpooled runs, ``true``
-    under exhaustive relevance, ``intervals`` the labels' 95% interval per adjusted metric.
-    """
+    under exhaustive relevance, ``intervals`` the labels' 95% interval per adjusted metric."""
 
     run: str
     model: str
@@ -75,8 +71,7 @@ class Row:
 @dataclass(frozen=True)
 class Leaderboard(JsonData):
     """Every row, in the order asked for; ``bias`` is the mean leave-one-run-out error over
-    ``bias_runs``, each run's own in ``loo_errors``.
-    """
+    ``bias_runs``, each run's own in ``loo_errors``."""
 
     dataset: str
     label_set: str | None
@@ -116,11 +111,9 @@ def mark_column(
     seed: int = 0,
     alpha: float = DEFAULT_ALPHA,
 ) -> dict[str, tuple[bool, bool, float | None]]:
-    """Per run: (best, not significantly different from the best, Holm-adjusted p).
-
-    Each non-best run is compared with the first best one by a paired sign-flip randomization test
-    on ``values``, Holm-corrected over those comparisons; a NaN estimate gets no mark.
-    """
+    """Per run: (best, not significantly different from the best, Holm-adjusted p). Each non-best
+    run is compared with the first best one by a paired sign-flip randomization test on ``values``,
+    Holm-corrected over those comparisons; a NaN estimate gets no mark."""
     sign = -1.0 if lower_is_better else 1.0
     scored = [run for run in estimates if not math.isnan(estimates[run])]
     marks: dict[str, tuple[bool, bool, float | None]] = {
@@ -145,7 +138,7 @@ def leave_one_out_errors(
     left_out: Mapping[str, Mapping[str, float]],
     names: Sequence[str] = ADJUSTED_METRICS,
 ) -> dict[str, dict[str, float]]:
-    """Per pooled run, corrected minus leave-one-run-out score per metric (FIRE Table 4 "All" - "New")."""
+    """Per pooled run and metric, corrected minus leave-one-run-out score (FIRE Table 4)."""
     return {
         run: {m: float(corrected[run][m]) - float(left_out[run][m]) for m in names}
         for run in left_out
@@ -163,8 +156,7 @@ def mean_error(errors: Mapping[str, Mapping[str, float]]) -> dict[str, float] | 
 
 def webber_park(scores: Mapping[str, float], bias: Mapping[str, float]) -> dict[str, float]:
     """Webber & Park's (2009) adjusted estimate: the score plus the pooled runs' mean leave-one-out
-    error (:func:`mean_error`), clipped to [0, 1].
-    """
+    error (:func:`mean_error`), clipped to [0, 1]."""
     return {m: min(1.0, max(0.0, float(scores[m]) + float(bias[m]))) for m in bias}
 
 
@@ -182,11 +174,9 @@ def build(
     alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
 ) -> Leaderboard:
-    """The leaderboard of ``result``'s runs, seeded from ``seed``, block and metric.
-
-    ``models``: run -> model name (the run's name where missing); ``pooled_runs``: None when the
-    label set does not say (pooled reads "unknown", no bias shown).
-    """
+    """The leaderboard of ``result``'s runs, seeded from ``seed``, block and metric. ``models``: run
+    -> model name (the run's name where missing); ``pooled_runs``: None when the label set does not
+    say (pooled reads "unknown", no bias shown)."""
     sort_key(sort)  # refuse a bad key before the work
     corrected = result.blocks.get("corrected", {})
     runs = list(corrected)
@@ -300,7 +290,7 @@ def _rows(
     pooled_set: set[str] | None,
     bias: float | None,
 ) -> list[Row]:
-    """One row per run: cells, pooled, adjusted scores (Webber & Park 2009), true scores and notes."""
+    """One row per run: cells, pooled, adjusted (Webber & Park 2009) and true scores, notes."""
     corrected = result.blocks.get("corrected", {})
     original = result.blocks.get("original", {})
     true = result.blocks.get("true", {})
@@ -382,8 +372,7 @@ def sort_key(key: str) -> tuple[str, str, bool]:
 
 def sort_rows(rows: Sequence[Row], key: str) -> list[Row]:
     """Rows in ``key``'s order: best first, names alphabetically, missing values last (also when
-    reversed), ties by run name.
-    """
+    reversed), ties by run name."""
     kind, column, reverse = sort_key(key)
 
     def value(row: Row) -> float | str | None:

@@ -1,11 +1,9 @@
 """Pure: a :class:`~retrieval.scoring.leaderboard.Leaderboard` as text, CSV, JSON, LaTeX and the
-page's display cells, so every output reads the numbers the same way.
-
-Scores show in points, MedR as a rank; CSV and JSON carry raw fractions. LaTeX has a row per run
-or FIRE Table 1's layout (Rodriguez et al. 2022, §2.2.1: "A (B + C)" cells). The labels' 95%
-intervals (``Row.intervals``) follow the scores: ``[low–high]`` on the page and in text, CSV
-columns after ``notes`` (so no column moves), ``\\scriptsize`` in LaTeX, a legend once per table.
-"""
+page's display cells, so every output reads the numbers the same way. Scores show in points, MedR as
+a rank; CSV and JSON carry raw fractions. LaTeX has a row per run or FIRE Table 1's layout
+(Rodriguez et al. 2022, §2.2.1: "A (B + C)" cells). The labels' 95% intervals (``Row.intervals``)
+follow the scores: ``[low–high]`` on the page and in text, CSV columns after ``notes`` (so no column
+moves), ``\\scriptsize`` in LaTeX, a legend once per table."""
 
 import json
 import math
@@ -248,8 +246,7 @@ def _labels_columns(row: Row) -> list[float | str]:
 
 def to_csv(board: Leaderboard) -> str:
     """One line per run, raw fractions (MedR a rank), blank where unknown, formula-like names
-    neutralised (:mod:`retrieval.formats.csv_safety`).
-    """
+    neutralised (:mod:`retrieval.formats.csv_safety`)."""
     lines = [csv_line(csv_header())]
     for row in board.rows:
         line = [row.run, row.model, pooled_text(row.pooled), _number(row.judged)]

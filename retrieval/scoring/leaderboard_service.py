@@ -1,7 +1,6 @@
-"""ORM-facing: a dataset's leaderboard (:mod:`retrieval.scoring.leaderboard`) under one of its
-label sets; which runs were pooled (and how deep) is what a campaign's label set records in
-``metadata["pooled_runs"]`` and ``"pool_depth"``, else "pooled" is unknown.
-"""
+"""ORM-facing: a dataset's leaderboard (:mod:`retrieval.scoring.leaderboard`) under one of its label
+sets; which runs were pooled (and how deep) is what a campaign's label set records in
+``metadata["pooled_runs"]`` and ``"pool_depth"``, else "pooled" is unknown."""
 
 from dataclasses import dataclass, replace
 
@@ -29,7 +28,7 @@ class LeaderboardRequest:
 
     @property
     def versions(self) -> tuple[LabelSet, ...]:
-        """The chosen set's versions (ancestors and descendants), oldest first; empty if it has no other."""
+        """The chosen set's versions (ancestors, descendants), oldest first; empty if none other."""
         if self.label_set is None:
             return ()
         family = lineage(self.label_set, self.label_sets)
@@ -38,8 +37,7 @@ class LeaderboardRequest:
 
 def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> LeaderboardRequest:
     """The label set ``labels`` names (None or empty: the default, else the newest) and the sort key
-    (None: C@1); LeaderboardError (404 unknown set, 400 bad key) otherwise.
-    """
+    (None: C@1); LeaderboardError (404 unknown set, 400 bad key) otherwise."""
     label_sets = tuple(dataset.label_sets.defer("arrays").order_by("-created_at", "-pk"))
     sort = _checked_sort(sort or "C@1")
     if not labels:
@@ -120,9 +118,8 @@ def leaderboard_inputs(
 def stored_leaderboard(
     dataset: Dataset, label_set: LabelSet | None, *, sort: str = "C@1"
 ) -> figures.Figure[Leaderboard]:
-    """The board of :func:`build_leaderboard`, computed once per set of inputs and served from storage
-    sorted by ``sort``: the bootstrap and tests took 4.1 s of the page's 5.3 s at FIRE's scale.
-    """
+    """The board of :func:`build_leaderboard`, computed once per set of inputs, served from storage
+    sorted by ``sort``: the bootstrap and tests took 4.1 s of the page's 5.3 s at FIRE's scale."""
     sort = _checked_sort(sort)
     found = figures.exact(
         FIGURE,

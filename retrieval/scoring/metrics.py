@@ -1,12 +1,10 @@
-"""Retrieval metrics over whole runs as arrays (pure numpy, no ORM).
-
-A run is scored from a :class:`RankedJudgements` whose rows are the qrels' queries in trec_eval's
-rank order (:func:`retrieval.search.runs.trec_sort`); an unanswered query scores 0 (``trec_eval
--c``). Correct@K is FIRE §2.1's Recall@K of text-to-video papers; the others are trec_eval's or
+"""Retrieval metrics over whole runs as arrays (pure numpy, no ORM). A run is scored from a
+:class:`RankedJudgements` whose rows are the qrels' queries in trec_eval's rank order
+(:func:`retrieval.search.runs.trec_sort`); an unanswered query scores 0 (``trec_eval -c``).
+Correct@K is FIRE §2.1's Recall@K of text-to-video papers; the others are trec_eval's or
 ir_measures', equal to them to 1e-9 in the randomized tests, except Judged@K where ir_measures
 breaks ties by docno ascending; FIRE-AP is FIRE §2.1 Eq. 2 as the authors' code computes it.
-Relevance > 0 is a positive, 0 a judged negative, < 0 pooled but unjudged (trec_eval's reading).
-"""
+Relevance > 0 is a positive, 0 a judged negative, < 0 pooled but unjudged (trec_eval's reading)."""
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -46,10 +44,8 @@ METRIC_NAMES: tuple[str, ...] = (
 @dataclass(frozen=True)
 class RankedJudgements:
     """What the qrels say about each ranked item of a run, queries x depth, in rank order.
-
     ``relevant``/``judged`` per rank (positives are judged); ``n_relevant`` (R) and
-    ``n_nonrelevant`` (N) per query in the qrels; ``n_retrieved``: list lengths (default: depth).
-    """
+    ``n_nonrelevant`` (N) per query in the qrels; ``n_retrieved``: list lengths (default: depth)."""
 
     relevant: np.ndarray
     judged: np.ndarray
@@ -91,11 +87,9 @@ def judgements_from_arrays(
     item_ids: np.ndarray, qrel_rows: np.ndarray, qrel_items: np.ndarray, qrel_rel: np.ndarray
 ) -> RankedJudgements:
     """Look every ranked item (``item_ids``, queries x depth, -1 trailing) up in the qrels at once.
-
     (row, item) pairs become int64 keys, read from a byte table up to :data:`LOOKUP_TABLE_CELLS`,
     else by binary search. A pair judged twice is a ValueError, as in
-    :func:`retrieval.formats.trec.read_qrels`.
-    """
+    :func:`retrieval.formats.trec.read_qrels`."""
     item_ids = np.asarray(item_ids, dtype=np.int64)
     if item_ids.ndim != 2:
         raise ValueError("item_ids must be a 2-D queries x depth array")
@@ -148,8 +142,7 @@ def align_rows(
     run_query_ids: np.ndarray, item_ids: np.ndarray, query_ids: np.ndarray
 ) -> np.ndarray:
     """A run's ranked lists re-rowed to ``query_ids`` (the qrels' queries), -1 rows if unanswered;
-    other queries are dropped, as trec_eval does. Run query ids must be distinct.
-    """
+    other queries are dropped, as trec_eval does. Run query ids must be distinct."""
     run_query_ids = np.asarray(run_query_ids, dtype=np.int64)
     item_ids = np.asarray(item_ids, dtype=np.int64)
     query_ids = np.asarray(query_ids, dtype=np.int64)
@@ -230,9 +223,8 @@ def _average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
 
 
 def _fire_average_precision(c: _Counts, cutoff: int) -> np.ndarray:
-    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): mean precision at each positive
-    in the top ``cutoff``, divided by the positives found there, not by R.
-    """
+    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): mean precision at each
+    positive in the top ``cutoff``, divided by the positives found there, not by R."""
     depth = min(_check_k(cutoff), c.depth)
     precision_sum = c.hit_numerators[:, :depth] @ _inverse_ranks(depth)
     return _ratio(precision_sum, c.top(c.hits_so_far, cutoff))
@@ -249,7 +241,7 @@ def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
 
 
 def _judged(c: _Counts, k: int, n_retrieved: np.ndarray) -> np.ndarray:
-    """Share of the top ``k`` judged (ir_measures ``Judged@k``), over a shorter list's own length."""
+    """Share of the top ``k`` judged (ir_measures ``Judged@k``); a shorter list over its length."""
     k = _check_k(k)
     return _ratio(c.top(c.judged_so_far, k), np.minimum(n_retrieved, k))
 
@@ -291,8 +283,7 @@ def evaluate(
     only: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every per-query metric (float64 per row), keyed in :func:`metric_names` order, plus
-    :data:`FIRST_POSITIVE`; ``only`` names the metrics to compute (None: all).
-    """
+    :data:`FIRST_POSITIVE`; ``only`` names the metrics to compute (None: all)."""
     c = _Counts(j.relevant, j.judged)
     wanted = None if only is None else set(only)
     per_query: dict[str, np.ndarray] = {}
@@ -317,10 +308,8 @@ def evaluate(
 
 def mean_scores(per_query: dict[str, np.ndarray], n_relevant: np.ndarray) -> dict[str, float]:
     """Means over the queries with a positive (R > 0), as ``trec_eval -c``; NaN when none has one.
-
     :data:`FIRST_POSITIVE` becomes mean and median over the queries whose list holds a positive,
-    plus the share that do.
-    """
+    plus the share that do."""
     eligible = np.asarray(n_relevant) > 0
     count = int(eligible.sum())
     means: dict[str, float] = {}

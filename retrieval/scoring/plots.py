@@ -1,8 +1,6 @@
-"""Small, dependency-free SVG charts for report pages, every text escaped (``|safe``).
-
-Static, with ``<title>`` and ``<desc>`` for screen readers; Okabe and Ito's (2008) palette and
-dash patterns tell series apart under colour-vision deficiencies; legends wrap by text width.
-"""
+"""Small, dependency-free SVG charts for report pages, every text escaped (``|safe``). Static, with
+``<title>`` and ``<desc>`` for screen readers; Okabe and Ito's (2008) palette and dash patterns tell
+series apart under colour-vision deficiencies; legends wrap by text width."""
 
 import math
 from collections.abc import Sequence
@@ -35,7 +33,7 @@ _WIDTHS = (
 
 
 def text_width(text: str, size: float = FONT_SIZE) -> float:
-    """Estimated width of ``text`` in a sans-serif at ``size`` px (charts are drawn on the server)."""
+    """Estimated width of ``text`` in a sans-serif at ``size`` px (charts are drawn server-side)."""
     total = 0
     for char in text:
         code = ord(char)
@@ -134,9 +132,8 @@ def line_chart(
     description: str = "",
     direct_labels: bool = False,
 ) -> str:
-    """Lines with point markers over a numeric x axis; ``direct_labels`` names each line at its right
-    end instead of in a legend, names pushed apart.
-    """
+    """Lines with point markers over a numeric x axis; ``direct_labels`` names each line at its
+    right end instead of in a legend, names pushed apart."""
     top = _axis_top(series, y_max)
     low, high = (min(x_values), max(x_values)) if x_values else (0.0, 1.0)
     span = (high - low) or 1.0
@@ -193,8 +190,7 @@ def _end_labels(
     series: Sequence[Series], ends: list[tuple[float, int, tuple[float, float]]], right: float
 ) -> list[str]:
     """Each line's name right of the plot, level with its last point where it can be, a text line
-    from its neighbours, joined to the point by a short stroke in the line's colour.
-    """
+    from its neighbours, joined to the point by a short stroke in the line's colour."""
     ends = sorted(ends)
     gap = FONT_SIZE + 1
     wanted = [y for y, _, _ in ends]
@@ -225,8 +221,7 @@ def _axis_top(series: Sequence[Series], y_max: float | None) -> float:
 
 def _ticks(low: float, high: float, count: int = 6, whole: bool = False) -> list[float]:
     """At most ``count`` round positions in [low, high] (1, 2 or 5 times a power of ten); whole
-    numbers only when ``whole``.
-    """
+    numbers only when ``whole``."""
     if high <= low:
         return [low]
     step = nice_max((high - low) / (count - 1))
@@ -268,8 +263,7 @@ def _axis_labels(x_label: str, y_label: str, plot_w: float = PLOT_W) -> list[str
 
 def _legend(series: Sequence[Series]) -> list[tuple[int, str, float, int]]:
     """Where each legend entry goes, ``(series index, name, x, row)``, wrapping rows by measured
-    width; none for a single series.
-    """
+    width; none for a single series."""
     if len(series) < 2:
         return []
     entries, x, row = [], float(MARGIN_LEFT), 0

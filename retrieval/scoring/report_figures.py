@@ -1,6 +1,5 @@
-"""Turn a report (:func:`retrieval.scoring.reports.build_report`) into table cells and SVG, so
-the page stays a template over ready strings and the report's JSON carries numbers, not markup.
-"""
+"""Turn a report (:func:`retrieval.scoring.reports.build_report`) into table cells and SVG, so the
+page stays a template over ready strings and the report's JSON carries numbers, not markup."""
 
 from dataclasses import dataclass
 
@@ -13,8 +12,7 @@ from retrieval.scoring.rescoring import interval_legend, interval_text, points
 @dataclass(frozen=True)
 class ScoreText:
     """A corrected score as text: ``value``, its 95% ``interval`` (empty where exact) and, in FIRE
-    Table 1, ``gain`` "(B + C)" (empty without original positives).
-    """
+    Table 1, ``gain`` "(B + C)" (empty without original positives)."""
 
     value: str
     interval: str
@@ -53,7 +51,7 @@ class ReportCharts:
 
 
 def table1_rows(report: Report) -> list[Table1Cells]:
-    """FIRE Table 1 rows: "A [interval] (B + C)" cells, then true score and pooling bias if known."""
+    """FIRE Table 1 rows: "A [interval] (B + C)" cells, then true score and bias if known."""
     rows = []
     for row in report.table1:
         original = row.original
@@ -190,8 +188,7 @@ class ModelError:
 @dataclass(frozen=True)
 class ProxySection:
     """The report's semantic-proxy section from :func:`retrieval.proxies.service.proxy_table`;
-    ``taus``: Kendall's tau against the truth per proxy (empty without truth or two models).
-    """
+    ``taus``: Kendall's tau against the truth per proxy (empty without truth or two models)."""
 
     split: str
     videos: int
@@ -244,7 +241,7 @@ def proxy_columns(proxies: dict) -> list[tuple[str, str]]:
 
 
 def proxy_chart(proxies: dict) -> str:
-    """Grouped bars: each model's nDCG under each proxy and the truth (Wray et al., CVPR 2021, Fig. 7)."""
+    """Each model's nDCG under each proxy and the truth (Wray et al., CVPR 2021, Fig. 7)."""
     columns = proxy_columns(proxies)
     if not proxies["models"] or not columns:
         return ""

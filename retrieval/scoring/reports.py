@@ -1,8 +1,6 @@
 """The researcher's report on a dataset: FIRE Tables 1, 3 and 4 and Figures 2-4, 11 and 12.
-
 :func:`build_report` re-scores the dataset's runs and runs :mod:`retrieval.scoring.analysis` on
-them; score maps are keyed by the metrics of :data:`TABLE_METRICS`.
-"""
+them; score maps are keyed by the metrics of :data:`TABLE_METRICS`."""
 
 from dataclasses import dataclass
 
@@ -274,7 +272,7 @@ def _table4(result) -> tuple[Table4Row, ...]:
 
 
 def _figures(scored, metric: str) -> Figures:
-    """The figures: positives per query (FIRE Fig. 11), by caption length (Figs. 2, 3), ranks (Fig. 12)."""
+    """The figures: positives per query (FIRE Fig. 11), by caption length (2, 3), ranks (12)."""
     result = scored.result
     corrected = result.blocks["corrected"]
     original = result.blocks.get("original", {})
@@ -340,8 +338,7 @@ def stored_report(
     dataset: Dataset, label_set: LabelSet | None = None, *, metric: str = "C@1"
 ) -> figures.Figure[Report]:
     """:func:`build_report` computed once per set of inputs and metric, served from storage after
-    that (re-scoring on every view took 2.6 s at FIRE's scale).
-    """
+    that (re-scoring on every view took 2.6 s at FIRE's scale)."""
     subject = f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'} {metric}"
     inputs = rescoring_inputs(dataset, label_set, FIGURE, FIGURE_VERSION, metric)
     return figures.exact(

@@ -1,10 +1,8 @@
-"""Pure: re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4) as arrays.
-
-Runs are ranked item ids per query row (-1 padding). Positive sets: original (each caption's own
-video), corrected (plus what a label set judges relevant, its negatives kept as judged),
-leave-one-run-out (FIRE Table 4 "New") and true (exhaustive, synthetic datasets only).
-:mod:`retrieval.scoring.rescoring_service` gathers a dataset's arrays for it.
-"""
+"""Pure: re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4) as arrays. Runs
+are ranked item ids per query row (-1 padding). Positive sets: original (each caption's own video),
+corrected (plus what a label set judges relevant, its negatives kept as judged), leave-one-run-out
+(FIRE Table 4 "New") and true (exhaustive, synthetic datasets only).
+:mod:`retrieval.scoring.rescoring_service` gathers a dataset's arrays for it."""
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -73,20 +71,17 @@ class Rescoring:
     notes: list[str] = field(default_factory=list)
     kinds: dict[str, dict] = field(default_factory=dict)
     """Run -> metric -> :class:`retrieval.scoring.estimation.Score` (exact, bounds or estimate) when
-    the label set's campaign had unjudged pooled pairs.
-    """
+    the label set's campaign had unjudged pooled pairs."""
     interval_source: Callable[[], dict] | None = field(default=None, repr=False)
     """:func:`retrieval.scoring.score_intervals.score_intervals` with its arguments bound, or None:
-    every label certain, each interval the score itself.
-    """
+    every label certain, each interval the score itself."""
     _intervals: dict | None = field(default=None, init=False, repr=False)
 
     @property
     def intervals(self) -> dict[str, dict[str, score_intervals.ScoreInterval]]:
-        """Run -> metric -> corrected C@K, AP and nDCG@10's :class:`~.score_intervals.ScoreInterval`,
-        computed on first read: its Monte Carlo costs more than the rest of a rescoring
-        (``bench/score_intervals_bench.py``) and most readers never ask.
-        """
+        """Run -> metric -> each corrected C@K, AP and nDCG@10's :class:`~.ScoreInterval`, computed
+        on first read: its Monte Carlo costs more than the rest of a rescoring
+        (``bench/score_intervals_bench.py``) and most readers never ask."""
         if self._intervals is None:
             if self.interval_source is not None:
                 self._intervals = self.interval_source()
@@ -153,8 +148,7 @@ def rescore(
     ks: Sequence[int] = metrics.DEFAULT_KS,
 ) -> Rescoring:
     """Score ``runs`` under the corrected set and every other set given; ``pooled`` (at
-    ``pool_depth``) enables leave-one-run-out for the pooled runs.
-    """
+    ``pool_depth``) enables leave-one-run-out for the pooled runs."""
     n_queries = _row_count(runs, corrected)
     result = Rescoring(n_queries)
     result.blocks["corrected"] = {name: score(ids, corrected, ks) for name, ids in runs.items()}
@@ -175,8 +169,7 @@ def leave_one_out_qrels(
     corrected: Qrels, original: Qrels | None, pooled: Mapping[str, np.ndarray], depth: int
 ) -> dict[str, Qrels]:
     """Per pooled run, the corrected qrels without the judged pairs only it contributed; original
-    positives always stay (they need no pooling).
-    """
+    positives always stay (they need no pooling)."""
     names = list(pooled)
     judged = np.ones(len(corrected), bool)
     if original is not None and len(original):
@@ -220,8 +213,7 @@ def _row_count(runs: Mapping[str, np.ndarray], qrels: Qrels) -> int:
 
 def points(value: float | None, *, signed: bool = False) -> str:
     """A score in [0, 1] as every page shows it: points with one decimal (``0.4312`` → ``43.1``),
-    signed with ``signed``; missing or NaN → ``–``.
-    """
+    signed with ``signed``; missing or NaN → ``–``."""
     if value is None or value == "" or math.isnan(float(value)):
         return "–"
     return f"{100 * float(value):{'+' if signed else ''}.1f}"
@@ -229,8 +221,7 @@ def points(value: float | None, *, signed: bool = False) -> str:
 
 def interval_text(interval: score_intervals.ScoreInterval | None) -> str:
     """A score's interval from the labels in :func:`points`, ``[41.9–44.2]``; empty where the score
-    is exact or unknown, so no page shows ``[x–x]``.
-    """
+    is exact or unknown, so no page shows ``[x–x]``."""
     if interval is None or not interval.parts or math.isnan(interval.low):
         return ""
     return f"[{points(interval.low)}–{points(interval.high)}]"
@@ -243,7 +234,7 @@ def interval_cell(interval: score_intervals.ScoreInterval) -> str:
 
 
 def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
-    """One sentence for a table of ``intervals``: what its brackets hold, or that every score is exact."""
+    """One sentence for a table of ``intervals``: what its brackets hold, or that all are exact."""
     shown = list(intervals)
     parts = {part for interval in shown for part in interval.parts}
     if not parts:
@@ -295,10 +286,8 @@ class FileInputs:
 def read_trec_inputs(
     qrels_path: Path | str, run_paths: Sequence[Path | str], original_path: Path | str | None
 ) -> FileInputs:
-    """Read qrels and runs; rows are every query of either qrels file, in first-seen order.
-
-    Queries no qrels judge are ignored (as ir_measures does); two files with one run id raise.
-    """
+    """Read qrels and runs; rows are every query of either qrels file, in first-seen order. Queries
+    no qrels judge are ignored (as ir_measures does); two files with one run id raise."""
     corrected_map = trec.read_qrels(qrels_path)
     original_map = trec.read_qrels(original_path) if original_path else None
     query_keys = list(dict.fromkeys([*corrected_map, *(original_map or {})]))

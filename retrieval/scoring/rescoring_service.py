@@ -1,7 +1,6 @@
-"""ORM-facing: a dataset's runs, label set and ground truth gathered into arrays and re-scored
-by :mod:`retrieval.scoring.rescoring`; rows are the answered query captions (pk order), items
-video pks, intervals (:mod:`retrieval.scoring.score_intervals`) computed when first read.
-"""
+"""ORM-facing: a dataset's runs, label set and ground truth gathered into arrays and re-scored by
+:mod:`retrieval.scoring.rescoring`; rows are the answered query captions (pk order), items video
+pks, intervals (:mod:`retrieval.scoring.score_intervals`) computed when first read."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -109,8 +108,7 @@ def _interval_source(
     original: Qrels,
 ) -> Callable[[], dict]:
     """The corrected scores' intervals, computed when first read: label noise, the unjudged pooled
-    pairs' envelope, and :func:`_judging_kinds`' sampled estimates widened by the noise.
-    """
+    pairs' envelope, and :func:`_judging_kinds`' sampled estimates widened by the noise."""
     rows = positions_of(caption_ids, pairs.caption_ids)
     keep = rows >= 0
     confidence = None if pairs.confidence is None else pairs.confidence[keep]
@@ -138,7 +136,7 @@ def _judging_kinds(
     item_ids: dict[str, np.ndarray],
     corrected: Qrels,
 ) -> None:
-    """Say whether each corrected C@K and AP is exact, bounded or estimated, when judging stopped early."""
+    """Whether each corrected C@K and AP is exact, bounded or estimated (judging stopped early)."""
     if state is None or not (len(state.unjudged[0]) or len(state.sampled[0])):
         return
     rows = len(caption_ids)
@@ -214,8 +212,7 @@ def _pooled(
 
 def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:
     """Exhaustive judgements over the queries' split, with notes on what they leave out (queries
-    without stored ground truth, videos without a stored scene).
-    """
+    without stored ground truth, videos without a stored scene)."""
     splits = set(
         split
         for _, split in rows_in(
@@ -258,8 +255,7 @@ def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[
 def rescoring_inputs(dataset: Dataset, label_set: LabelSet | None, *extra: object) -> str:
     """A fingerprint (:func:`jobs.figures.fingerprint`) of everything a re-score of ``dataset``
     reads (label set, runs and models, caption and video counts and last ids, ground truth), with
-    ``extra`` (the figure's kind, version and options).
-    """
+    ``extra`` (the figure's kind, version and options)."""
     runs = sorted(
         Run.objects.filter(dataset=dataset).values_list("pk", "name", "model__name", "created_at")
     )

@@ -1,8 +1,6 @@
-"""ORM-facing: score one run with a label set, and take an uploaded run file to a scoring job.
-
-An upload is all-or-nothing: the file is checked first, then the model and its job (kind
-``score_run``, storing a :class:`RunScores`) are created in one transaction.
-"""
+"""ORM-facing: score one run with a label set, and take an uploaded run file to a scoring job. An
+upload is all-or-nothing: the file is checked first, then the model and its job (kind ``score_run``,
+storing a :class:`RunScores`) are created in one transaction."""
 
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -33,10 +31,9 @@ STATUS = {
 
 @dataclass(frozen=True)
 class RunScores:
-    """One run's means under the corrected and the original positives; ``pooled``: whether the
-    label set's campaign pooled it (FIRE §4: else biased low); ``intervals``: per corrected C@K,
-    AP and nDCG@10, :meth:`~retrieval.scoring.score_intervals.ScoreInterval.as_dict`.
-    """
+    """One run's means under the corrected and the original positives; ``pooled``: whether the label
+    set's campaign pooled it (FIRE §4: else biased low); ``intervals``: per corrected C@K, AP and
+    nDCG@10, :meth:`~retrieval.scoring.score_intervals.ScoreInterval.as_dict`."""
 
     run: str
     label_set: str | None
@@ -102,8 +99,7 @@ def chosen_label_set(dataset: Dataset, name: str = "") -> LabelSet | None:
 
 def submit_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=None) -> Job:
     """Register the uploaded TREC run ``upload`` as model ``name`` and queue its scoring job; its
-    size is checked against ``FIREPOOL_MAX_UPLOAD_BYTES`` first, errors name it by its own name.
-    """
+    size is checked against ``FIREPOOL_MAX_UPLOAD_BYTES`` first, errors name it by its own name."""
     label_set = chosen_label_set(dataset, labels)
     shown = Path(upload.name or "run").name
     limit = max_upload_bytes()

@@ -1,14 +1,12 @@
-"""Pure: a 95% interval around every re-scored C@K, AP and nDCG@10 that includes label noise.
-
-Label noise: Monte Carlo over labellings, each judged pair relevant with its Dawid & Skene (1979)
+"""Pure: a 95% interval around every re-scored C@K, AP and nDCG@10 that includes label noise. Label
+noise: Monte Carlo over labellings, each judged pair relevant with its Dawid & Skene (1979)
 probability (a parametric bootstrap; Efron & Tibshirani 1993, ch. 6), widened to hold the resolved
 score. Unjudged pairs: the envelope of every labelling of them (C@K: all irrelevant / relevant; AP
 and nDCG: some top or bottom stretch of the run's unjudged pairs relevant). A sampled estimate
 (:mod:`retrieval.scoring.estimation`): its own interval widened by the label noise's half-widths.
 Flips (not labels) are drawn in seeded blocks; a query with few busy pairs has every labelling
 scored as a polynomial in its flips (Moebius inversion; Rota 1964).
-``bench/score_intervals_bench.py`` times it (figures in ``bench/RESULTS.md``).
-"""
+``bench/score_intervals_bench.py`` times it (figures in ``bench/RESULTS.md``)."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,12 +113,10 @@ def score_intervals(
     level: float = LEVEL,
 ) -> dict[str, dict[str, ScoreInterval]]:
     """Run -> metric -> :class:`ScoreInterval` for C@K (each of ``ks``), AP and nDCG@``ndcg_k``.
-
     ``runs``: item ids per query row (queries x depth, -1 padding); ``positives``: (rows, items)
     always relevant; ``unjudged``: (rows, items) of pooled pairs with no label yet; ``estimates``:
-    run -> metric -> (low, high) of a sampled estimate. Means are over the queries with a
-    positive; with none the value and ends are NaN.
-    """
+    run -> metric -> (low, high) of a sampled estimate. Means are over the queries with a positive;
+    with none the value and ends are NaN."""
     if not runs:
         return {}
     if draws < 1:
@@ -199,8 +195,7 @@ def _row_count(runs: Mapping[str, np.ndarray]) -> int:
 @dataclass(frozen=True)
 class _Labels:
     """The pairs as sorted int64 keys: resolved positives, pairs that can flip (probability, and
-    sign +1 where a flip makes it relevant), and unjudged pairs.
-    """
+    sign +1 where a flip makes it relevant), and unjudged pairs."""
 
     n_rows: int
     keys: PairKeys
@@ -377,8 +372,7 @@ class _Engine:
 
     def _whole(self, rows: np.ndarray, n: int, base: np.ndarray):
         """Queries with ``n`` busy pairs: per nonempty subset its flips' product per draw and its
-        Moebius coefficient (monomials x columns). None: no such query.
-        """
+        Moebius coefficient (monomials x columns). None: no such query."""
         if not len(rows):
             return None
         masks = np.arange(1 << n)
@@ -492,8 +486,7 @@ class _Engine:
 @dataclass(frozen=True)
 class _Labellings:
     """The distinct labellings a chunk's flips give: per labelling its row and flipped pairs; per
-    cell (query x draw with a flip) its draw and labelling.
-    """
+    cell (query x draw with a flip) its draw and labelling."""
 
     row: np.ndarray
     flipped: np.ndarray
@@ -590,9 +583,8 @@ class _Block:
 
 
 class _Flips:
-    """Which pairs flip in which draws, per block of :data:`_BLOCK` pairs seeded (seed, block):
-    a uniform per draw from :data:`_DENSE`, geometric gaps between flips below it.
-    """
+    """Which pairs flip in which draws, per block of :data:`_BLOCK` pairs seeded (seed, block): a
+    uniform per draw from :data:`_DENSE`, geometric gaps between flips below it."""
 
     def __init__(self, flip: np.ndarray, draws: int, seed: int) -> None:
         self.flip = np.asarray(flip, dtype=np.float64)
