@@ -364,6 +364,15 @@ def _run(
                 bar.update(task.pairs)
 
 
+def _length_chunks(ref_lens: np.ndarray, size: int):
+    """Positions of ``ref_lens`` by non-zero length, ascending, ``size`` at a time."""
+    order = np.argsort(ref_lens, kind="stable")
+    for ref_len in np.unique(ref_lens[ref_lens > 0]):
+        rows = order[ref_lens[order] == ref_len]
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+
+
 def meteor_matrix(
     corpus: MeteorCorpus,
     references: np.ndarray | None = None,
@@ -381,15 +390,11 @@ def meteor_matrix(
     refs = np.arange(corpus.n_captions) if references is None else np.asarray(references, np.int64)
     hyps = np.arange(corpus.n_captions) if hypotheses is None else np.asarray(hypotheses, np.int64)
     out = np.zeros((len(refs), len(hyps)), dtype=dtype)
-    order = np.argsort(lengths[refs], kind="stable")
-    tasks = []
-    for ref_len in np.unique(lengths[refs]):
-        if ref_len == 0 or len(hyps) == 0:
-            continue
-        rows = order[lengths[refs[order]] == ref_len]
-        for start in range(0, len(rows), TASK_REFERENCES):
-            chunk = rows[start : start + TASK_REFERENCES]
-            tasks.append(_Task(_matrix_task, (refs[chunk],), len(chunk) * len(hyps), chunk))
+    tasks = [
+        _Task(_matrix_task, (refs[chunk],), len(chunk) * len(hyps), chunk)
+        for chunk in _length_chunks(lengths[refs], TASK_REFERENCES)
+        if len(hyps)
+    ]
     # Costliest first (references x their length), so that no long task is left to the end.
     tasks.sort(key=lambda task: -len(task.where) * int(lengths[task.args[0][0]]))
 
@@ -411,24 +416,12 @@ def meteor_pairs(
     if refs.shape != hyps.shape:
         raise ValueError(f"{len(refs)} references but {len(hyps)} hypotheses")
     out = np.zeros(len(refs), dtype=np.float64)
-    lengths = corpus.lengths
-    ref_lens = lengths[refs]
-    order = np.argsort(ref_lens, kind="stable")
     tasks = []
-    for ref_len in np.unique(ref_lens):
-        if ref_len == 0:
-            continue
-        positions = order[ref_lens[order] == ref_len]
-        for start in range(0, len(positions), TASK_PAIRS):
-            chunk = positions[start : start + TASK_PAIRS]
-            group_refs, pair_refs = np.unique(refs[chunk], return_inverse=True)
-            group_hyps, pair_hyps = np.unique(hyps[chunk], return_inverse=True)
-            args = (group_refs, group_hyps, pair_refs.ravel(), pair_hyps.ravel())
-            tasks.append(_Task(_pairs_task, args, len(chunk), chunk))
-
+    for chunk in _length_chunks(corpus.lengths[refs], TASK_PAIRS):
+        group_refs, pair_refs = np.unique(refs[chunk], return_inverse=True)
+        group_hyps, pair_hyps = np.unique(hyps[chunk], return_inverse=True)
+        args = (group_refs, group_hyps, pair_refs.ravel(), pair_hyps.ravel())
+        tasks.append(_Task(_pairs_task, args, len(chunk), chunk))
     state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA)}
     _run(tasks, state, workers, False, out)
     return out
-
-
-__all__ = ["MeteorCorpus", "meteor_matrix", "meteor_pairs", "prepare"]

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -242,11 +243,7 @@ def proxy_relevance(
 def _parse(texts: Sequence[str], progress: bool) -> list[caption_terms.CaptionTerms]:
     unique = len(set(texts))
     with tqdm(total=unique, desc="parse captions", disable=not progress, leave=False) as bar:
-
-        def advance(done: int) -> None:
-            bar.update(done - bar.n)
-
-        return caption_terms.parse_captions(texts, progress=advance)
+        return caption_terms.parse_captions(texts, progress=lambda done: bar.update(done - bar.n))
 
 
 def _compute(
@@ -273,12 +270,7 @@ def _compute(
         from retrieval.proxies import meteor
 
         corpus = meteor.prepare([t.tokens for t in terms])
-
-        def scores(references: np.ndarray, hypotheses: np.ndarray) -> np.ndarray:
-            return meteor.meteor_matrix(
-                corpus, references, hypotheses, workers=workers, progress=progress
-            )
-
+        scores = partial(meteor.meteor_matrix, corpus, workers=workers, progress=progress)
         return video_meteor_matrix(scores, items), "WordNet 3.0 synonyms (METEOR)"
     groups, source = None, ""
     if options.proxy == "syn":

@@ -432,14 +432,8 @@ def _aligned(a: np.ndarray, b: np.ndarray, k: int | None) -> tuple[np.ndarray, n
     if a.shape[0] != b.shape[0]:
         raise ValueError("both runs must have one row per query, in the same order")
     width = max(a.shape[1], b.shape[1])
-    return _padded(a, width), _padded(b, width)
-
-
-def _padded(ids: np.ndarray, width: int) -> np.ndarray:
-    if ids.shape[1] == width:
-        return ids
-    extra = np.full((ids.shape[0], width - ids.shape[1]), -1, dtype=np.int64)
-    return np.hstack([ids, extra])
+    a, b = (np.pad(ids, ((0, 0), (0, width - ids.shape[1])), constant_values=-1) for ids in (a, b))
+    return a, b
 
 
 def _row_count(matrices: Sequence[np.ndarray]) -> int:

@@ -7,6 +7,7 @@ moves), ``\\scriptsize`` in LaTeX, a legend once per table."""
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from retrieval.formats.csv_safety import csv_line
@@ -142,9 +143,7 @@ class Display:
 
     def blocks(self) -> list[tuple[str, int]]:
         """(title, column count) per block, for the header's first line."""
-        counts: dict[str, int] = {}
-        for column in self.columns:
-            counts[column.block] = counts.get(column.block, 0) + 1
+        counts = Counter(column.block for column in self.columns)
         return [(BLOCK_TITLES[block], n) for block, n in counts.items()]
 
 
@@ -433,11 +432,9 @@ def _latex_rows(board: Leaderboard) -> list[str]:
 
 def _latex_fire(board: Leaderboard) -> list[str]:
     """FIRE Table 1: metrics down, runs across, "A (B + C)" cells (no MedR: a rank has no gain)."""
+    header = " & ".join(["Metric", *(latex_escape(row_label(row)) for row in board.rows)])
     lines = [f"\\begin{{tabular}}{{l{'r' * len(board.rows)}}}", "\\toprule"]
-    lines.append(
-        " & ".join(["Metric", *(latex_escape(row_label(row)) for row in board.rows)]) + " \\\\"
-    )
-    lines.append("\\midrule")
+    lines += [header + " \\\\", "\\midrule"]
     for m in ADJUSTED_METRICS:
         cells = [latex_escape(m)]
         for row in board.rows:

@@ -8,6 +8,7 @@ Relevance > 0 is a positive, 0 a judged negative, < 0 pooled but unjudged (trec_
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class RankedJudgements:
         if relevant.ndim != 2 or judged.shape != relevant.shape:
             raise ValueError("relevant and judged must be equal-shaped 2-D bool arrays")
         rows, depth = relevant.shape
-        counts = {}
+        checked = {"relevant": relevant, "judged": judged}
         for name in ("n_relevant", "n_nonrelevant", "n_retrieved"):
             value = getattr(self, name)
             if value is None and name == "n_retrieved":
@@ -67,12 +68,10 @@ class RankedJudgements:
             value = np.asarray(value, dtype=np.int64)
             if value.shape != (rows,):
                 raise ValueError(f"{name} must hold one count per query row")
-            counts[name] = value
+            checked[name] = value
         if (relevant & ~judged).any():
             raise ValueError("every relevant item must also be judged")
-        object.__setattr__(self, "relevant", relevant)
-        object.__setattr__(self, "judged", judged)
-        for name, value in counts.items():
+        for name, value in checked.items():
             object.__setattr__(self, name, value)
 
     def __len__(self) -> int:
@@ -184,21 +183,15 @@ class _Counts:
         self.depth = self.hits.shape[1]
         self.hits_so_far = np.cumsum(self.hits, axis=1, dtype=np.int32)
         self.judged = None if judged is None else np.asarray(judged, dtype=bool)
-        self._judged_so_far: np.ndarray | None = None
-        self._hit_numerators: np.ndarray | None = None
 
-    @property
+    @cached_property
     def judged_so_far(self) -> np.ndarray:
-        if self._judged_so_far is None:
-            self._judged_so_far = np.cumsum(self.judged, axis=1, dtype=np.int32)
-        return self._judged_so_far
+        return np.cumsum(self.judged, axis=1, dtype=np.int32)
 
-    @property
+    @cached_property
     def hit_numerators(self) -> np.ndarray:
         """Positives so far at each positive's rank, 0 elsewhere (precision numerators)."""
-        if self._hit_numerators is None:
-            self._hit_numerators = self.hits_so_far * self.hits.astype(np.float64)
-        return self._hit_numerators
+        return self.hits_so_far * self.hits.astype(np.float64)
 
     def top(self, so_far: np.ndarray, k: int) -> np.ndarray:
         """How many of the first ``k`` ranks ``so_far`` counted."""

@@ -7,6 +7,7 @@ corrected (plus what a label set judges relevant, its negatives kept as judged),
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -300,22 +301,20 @@ def read_trec_inputs(
                 path, None, "run_id", f"run id {run.run_id!r} is also the id of {seen[run.run_id]}"
             )
         seen[run.run_id] = path
-    docnos: dict[str, int] = {}
-    for judged in (*corrected_map.values(), *(original_map or {}).values()):
-        for docno in judged:
-            docnos.setdefault(docno, len(docnos))
-    for run in run_files:
-        for ranking in run.rankings.values():
-            for docno, _ in ranking:
-                docnos.setdefault(docno, len(docnos))
+    judged_docnos = (
+        d for qrels in (corrected_map, original_map or {}) for q in qrels.values() for d in q
+    )
+    ranked_docnos = (
+        d for run in run_files for ranking in run.rankings.values() for d, _ in ranking
+    )
+    docnos = {d: i for i, d in enumerate(dict.fromkeys(chain(judged_docnos, ranked_docnos)))}
 
     def qrels_of(qrels_map: Mapping[str, Mapping[str, int]]) -> Qrels:
         rows, items, rel = [], [], []
         for qid, judged in qrels_map.items():
-            for docno, value in judged.items():
-                rows.append(row_of[qid])
-                items.append(docnos[docno])
-                rel.append(value)
+            rows += [row_of[qid]] * len(judged)
+            items += [docnos[docno] for docno in judged]
+            rel += judged.values()
         return Qrels.of(rows, items, rel)
 
     runs = {}

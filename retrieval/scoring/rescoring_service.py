@@ -213,12 +213,8 @@ def _pooled(
 def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:
     """Exhaustive judgements over the queries' split, with notes on what they leave out (queries
     without stored ground truth, videos without a stored scene)."""
-    splits = set(
-        split
-        for _, split in rows_in(
-            Caption.objects.values_list("pk", "split"), "pk", caption_ids.tolist()
-        )
-    )
+    captions = Caption.objects.values_list("pk", "split")
+    splits = {split for _, split in rows_in(captions, "pk", caption_ids.tolist())}
     split = splits.pop() if len(splits) == 1 else None
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=caption_ids.tolist(), split=split
