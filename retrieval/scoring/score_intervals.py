@@ -216,11 +216,7 @@ class _Labels:
     ) -> "_Labels":
         pos_rows, pos_items = (np.asarray(a, dtype=np.int64).ravel() for a in positives)
         none = np.zeros(0, np.int64)
-        out_rows, out_items = (
-            (none, none)
-            if unjudged is None
-            else (np.asarray(a, dtype=np.int64).ravel() for a in unjudged)
-        )
+        out_rows, out_items = (np.asarray(a, np.int64).ravel() for a in unjudged or (none, none))
         rows = np.concatenate([judged.rows, pos_rows, out_rows])
         if rows.size and (rows.min() < 0 or rows.max() >= n_rows):
             raise ValueError(f"pair rows must lie in 0..{n_rows - 1}")
