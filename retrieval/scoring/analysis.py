@@ -115,10 +115,7 @@ def contributors(
         raise ValueError("a pair names a query row the runs do not have")
     if items.size and items.min() < 0:
         raise ValueError("judged item ids must be non-negative")
-    entries = []
-    for ids in matrices:
-        r, c = np.nonzero(ids >= 0)
-        entries.append((r, ids[r, c]))
+    entries = [(np.nonzero(ids >= 0)[0], ids[ids >= 0]) for ids in matrices]
     *run_keys, pair_keys = _pack_pairs(n_queries, [*entries, (rows, items)])
     contrib = np.zeros((rows.size, len(matrices)), dtype=bool)
     for column, keys in enumerate(run_keys):
