@@ -30,6 +30,7 @@ from retrieval.proxies.relevance import (
     text_items,
     video_meteor_matrix,
     video_set_matrix,
+    with_owners,
 )
 from retrieval.scoring.rescoring_service import rescoring_inputs
 from retrieval.search.artifacts import load_embeddings
@@ -326,11 +327,9 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
                 f"model {model.name!r} lacks embeddings for {(video_rows < 0).sum()} videos and "
                 f"{(text_rows < 0).sum()} captions of the split: run `embed` again"
             )
-        videos = _unit(stored.videos[video_rows])
-        texts = _unit(stored.captions[text_rows])
         return ModelSimilarity(
             kind="embeddings",
-            video_text=videos @ texts.T,
+            video_text=_unit(stored.videos[video_rows]) @ _unit(stored.captions[text_rows]).T,
             note="full similarity matrix, both directions",
         )
     run = Run.objects.filter(model=model).order_by("-created_at", "-pk").first()
@@ -351,8 +350,7 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
     scores = lists.scores[keep_rows].astype(np.float32)
     cols = positions_of(relevance.video_ids, items.ravel()).reshape(items.shape)
     ok = (cols >= 0) & np.isfinite(scores)
-    row_index = np.broadcast_to(np.arange(len(keep_rows))[:, None], items.shape)
-    sim[row_index[ok], cols[ok]] = scores[ok]
+    sim[np.nonzero(ok)[0], cols[ok]] = scores[ok]
     return ModelSimilarity(
         kind="run",
         text_video=sim,
@@ -430,10 +428,7 @@ def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray |
         return None
     rows = np.array([row[key_of_caption[pk]] for pk in text_ids.tolist()], dtype=np.int64)
     cols = np.array([col[key_of_video[pk]] for pk in relevance.video_ids.tolist()], np.int64)
-    truth = matrix[np.ix_(rows, cols)].T.astype(np.float32)
-    owner = relevance.items.owner.tocoo()
-    truth[owner.row, owner.col] = 1.0
-    return truth
+    return with_owners(matrix[np.ix_(rows, cols)].T.astype(np.float32), relevance.items)
 
 
 def to_dict(score: DirectionalScore) -> dict:
