@@ -225,50 +225,41 @@ def build_report(
 
 def _table1(result) -> tuple[Table1Row, ...]:
     """FIRE Table 1: each run's corrected scores with intervals, original and true ones."""
-    corrected = result.blocks["corrected"]
-    original = result.blocks.get("original", {})
-    true = result.blocks.get("true", {})
+    corrected, original, true = _picked(result, "corrected", "original", "true")
     intervals = result.intervals  # the Monte Carlo runs here, once per report
-    rows = []
-    for run in corrected:
-        means = _pick(corrected[run].means)
-        true_means = _pick(true[run].means) if run in true else None
-        rows.append(
-            Table1Row(
-                run=run,
-                corrected=means,
-                intervals={m: intervals[run][m] for m in TABLE_METRICS},
-                original=_pick(original[run].means) if run in original else None,
-                true=true_means,
-                pooling_bias=_difference(means, true_means) if true_means else None,
-            )
+    return tuple(
+        Table1Row(
+            run=run,
+            corrected=means,
+            intervals={m: intervals[run][m] for m in TABLE_METRICS},
+            original=original.get(run),
+            true=true.get(run),
+            pooling_bias=_difference(means, true[run]) if run in true else None,
         )
-    return tuple(rows)
+        for run, means in corrected.items()
+    )
 
 
 def _table4(result) -> tuple[Table4Row, ...]:
     """FIRE Table 4: each run's corrected scores with and without its own pooled pairs."""
-    corrected = result.blocks["corrected"]
-    true = result.blocks.get("true", {})
-    loro = result.blocks.get("leave_one_out", {})
-    rows = []
-    for run in corrected:
-        if run not in loro:
-            continue
-        left_out = _pick(loro[run].means)
-        rows.append(
-            Table4Row(
-                run=run,
-                corrected=_pick(corrected[run].means),
-                leave_one_out=left_out,
-                drop=_difference(_pick(corrected[run].means), left_out),
-                # What pooling still hides from a run that was not pooled.
-                unpooled_bias=_difference(left_out, _pick(true[run].means))
-                if run in true
-                else None,
-            )
+    corrected, true, left_out = _picked(result, "corrected", "true", "leave_one_out")
+    return tuple(
+        Table4Row(
+            run=run,
+            corrected=corrected[run],
+            leave_one_out=left_out[run],
+            drop=_difference(corrected[run], left_out[run]),
+            # What pooling still hides from a run that was not pooled.
+            unpooled_bias=_difference(left_out[run], true[run]) if run in true else None,
         )
-    return tuple(rows)
+        for run in corrected
+        if run in left_out
+    )
+
+
+def _picked(result, *blocks: str) -> list[dict[str, Scores]]:
+    """Per block, each run's :data:`TABLE_METRICS` means."""
+    return [{run: _pick(means) for run, means in result.means(block).items()} for block in blocks]
 
 
 def _figures(scored, metric: str) -> Figures:
