@@ -1,9 +1,5 @@
-"""Pure: semantic-similarity proxies between captions (Wray et al., CVPR 2021, §4.4).
-
-Reading a split from the database, caching the matrices and scoring models by them is
-:mod:`retrieval.proxies.service`. The package imports nothing heavy: spaCy and NLTK load
-only when a proxy is computed.
-"""
+"""Pure: semantic-similarity proxies between captions (Wray et al., CVPR 2021, §4.4); the ORM side
+is :mod:`retrieval.proxies.service`. Nothing heavy is imported: spaCy and NLTK load lazily."""
 
 PROXIES: tuple[str, ...] = ("bow", "pos", "syn", "met")
 PROXY_LABELS: dict[str, str] = {"bow": "BoW", "pos": "PoS", "syn": "SYN", "met": "METEOR"}

@@ -1,11 +1,7 @@
-"""What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas.
-
-One spaCy pass per caption (Wray et al., CVPR 2021, §5, "Parsing and Semantic Knowledge")
-gives the bag of words of BoW (non-stop-word lemmas), the verb and noun lemma sets of PoS
-and SYN, and the tokens METEOR aligns. spaCy's stop list holds common caption verbs and
-numerals ("put", "show", "move", "two"), so a word counts as a stop word only when it is on
-that list and is not tagged as a verb, noun, proper noun, adjective or numeral.
-"""
+"""What the proxies read from each caption: tokens, content lemmas, verb and noun lemmas. One spaCy
+pass per caption (Wray et al., CVPR 2021, §5); a word on spaCy's stop list counts as a stop word
+only when not tagged a verb, noun, proper noun, adjective or numeral (the list holds common caption
+verbs and numerals such as "put" and "two")."""
 
 from __future__ import annotations
 
@@ -74,10 +70,8 @@ def _english_stop_words() -> frozenset[str]:
 def parse_captions(
     texts: Sequence[str], *, batch_size: int = 512, progress=None
 ) -> list[CaptionTerms]:
-    """Parse captions in batches with the project's spaCy pipeline; identical texts are
-    parsed once. ``progress`` (optional) is called with the number of unique texts parsed
-    so far.
-    """
+    """Parse captions in batches with the project's spaCy pipeline; identical texts are parsed once.
+    ``progress`` (optional) is called with the number of unique texts parsed so far."""
     from retrieval.encoders.text import load_spacy
 
     nlp = load_spacy()

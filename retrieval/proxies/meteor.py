@@ -1,47 +1,12 @@
-"""METEOR between many caption pairs, equal to NLTK's ``single_meteor_score`` pair by pair.
-
-The METEOR proxy (Wray et al., CVPR 2021, §4.4) scores every caption of a benchmark against
-every other: 11.2 M pairs for YouCook2's 3,350 validation clips, well over an hour with NLTK's
-``single_meteor_score`` at ~2,250 pairs/s on one core. This module gives the same numbers
-(same alignment, same float64 operations) orders of magnitude faster.
-
-What NLTK 3.10.4 computes for ``single_meteor_score(reference, hypothesis)`` with its
-defaults (``str.lower``, ``PorterStemmer()``, WordNet, alpha 0.9, beta 3, gamma 0.5):
-
-1. An exact stage on the lowercased tokens, then a stem stage on the Porter stems of the
-   tokens left unmatched, then a WordNet stage on those leftover *stems*: hypothesis stem
-   ``h`` matches reference stem ``r`` when ``r`` is ``h`` or the name (without ``_``) of a
-   lemma of ``wordnet.synsets(h)``. As the reference side is stemmed too, a synonym only
-   counts when Porter leaves it unchanged: ``car`` never matches ``automobile`` (stem
-   ``automobil``), ``big`` never ``large`` (``larg``), while ``put`` matches ``place``.
-2. In every stage the hypothesis positions are visited from last to first, and each takes
-   the largest still-unmatched reference position that matches it.
-3. With ``m`` matches sorted by hypothesis position, ``chunks`` is 1 plus the number of
-   neighbours in that order that do not continue each other (hypothesis +1 and reference
-   +1); ``P = m / len(hypothesis)``, ``R = m / len(reference)`` and
-   ``score = (1 - gamma * (chunks / m) ** beta) * P * R / (alpha * P + (1 - alpha) * R)``,
-   0.0 when ``m == 0`` (in particular when either caption is empty).
-
-Why it is fast, and why it stays exact:
-
-* :func:`prepare` does all string work once per caption: lowercasing, one ``stem`` call per
-  distinct word and one ``wordnet.synsets`` call per distinct stem. The exact stage pairs
-  equal words from the ends of both captions (the hypothesis' last ``w`` with the
-  reference's last ``w``, and so on), so every token gets a key (word, how often the word
-  occurs after it) and the exact stage is a key look-up. After the stem stage a stem is
-  left over on one side at most, so the identity never matches in the WordNet stage and
-  the relation keeps only ``r != h``.
-* The reference positions of a pair are bits of one integer: position ``j`` of a reference
-  of length ``L`` is bit ``L - 1 - j``. "The largest unmatched reference position that
-  matches" is then the lowest set bit of ``candidates & free``, ``a & -a``: each stage is
-  one loop over hypothesis positions whose body is a handful of numpy operations over a
-  whole block of pairs. Masks are ``uint16``/``uint32``/``uint64`` for references of up to
-  64 tokens and Python integers (``object`` arrays: the same code, slower) beyond.
-* Captions are grouped by exact length, so a block of pairs has one hypothesis and one
-  reference length and no padding. The final score depends only on (matches, chunks) in
-  such a block; it is read from a small table computed with Python floats in NLTK's order
-  of operations, so every score is bit-identical to NLTK's.
-"""
+"""METEOR between many caption pairs, equal to NLTK's ``single_meteor_score`` pair by pair. The
+METEOR proxy (Wray et al., CVPR 2021, §4.4) scores every caption against every other: 11.2 M pairs
+for YouCook2's validation set, over an hour with NLTK at ~2,250 pairs/s. NLTK 3.10.4 matches exact
+tokens, then Porter stems, then WordNet synonyms of the leftover stems, each hypothesis position
+(last to first) taking the largest free reference position. Here all string work happens once per
+caption (:func:`prepare`); a pair's reference positions are bits of one integer, so "largest free
+position" is the lowest set bit (``a & -a``) over a block of pairs; captions are grouped by length
+and scores read from a table computed in NLTK's float order, so every score is bit-identical to
+NLTK's."""
 
 from __future__ import annotations
 
@@ -57,29 +22,20 @@ import numpy as np
 ALPHA = 0.9
 BETA = 3.0
 GAMMA = 0.5
-# Pairs scored by one vectorised block: large enough to amortise numpy's per-call cost,
-# small enough that a block's [hypothesis length, pairs] masks stay in the CPU caches.
+# Pairs per vectorised block: amortises numpy's per-call cost, stays in the CPU caches.
 BLOCK_PAIRS = 8_192
-# Reference captions per task of meteor_matrix (each is scored against every hypothesis)
-# and pairs per task of meteor_pairs: the unit of work sent to a worker process.
+# Work sent to a worker: references per meteor_matrix task, pairs per meteor_pairs task.
 TASK_REFERENCES = 256
 TASK_PAIRS = 262_144
 
 
 @dataclass(frozen=True)
 class MeteorCorpus:
-    """What METEOR needs to know about a list of captions, computed once by :func:`prepare`.
-
-    Tokens of all captions are stored flat; caption ``c`` owns tokens
-    ``offsets[c]:offsets[c + 1]``. ``word_ids`` index ``words`` (lowercased tokens);
-    ``key_ids`` identify (word, occurrences of that word later in the same caption), and two
-    tokens are paired by NLTK's exact stage exactly when their keys are equal;
-    ``stem_ids`` index ``stems`` (Porter stems of the words). The WordNet relation is CSR
-    over stem ids: the hypothesis stem ``h`` may match the reference stems
-    ``syn_indices[syn_indptr[h]:syn_indptr[h + 1]]`` (stems of this corpus only, ``h``
-    itself left out). ``n_keys`` is the number of distinct keys. Plain arrays and tuples:
-    the corpus pickles cheaply to worker processes.
-    """
+    """What METEOR needs about a list of captions, computed once by :func:`prepare`. Caption ``c``
+    owns flat tokens ``offsets[c]:offsets[c + 1]``; ``key_ids`` are (word, occurrences later in the
+    caption), equal exactly when NLTK's exact stage pairs two tokens; the WordNet relation is CSR
+    over stem ids (``syn_indptr``, ``syn_indices``, a stem itself left out). Plain arrays: it
+    pickles cheaply to worker processes."""
 
     offsets: np.ndarray  # int64 [n + 1]
     word_ids: np.ndarray  # int32 [tokens]
@@ -107,13 +63,9 @@ class MeteorCorpus:
 
 
 def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
-    """Precompute, once per caption, what METEOR needs (captions come pre-tokenised).
-
-    Synonyms come from ``nltk.corpus.wordnet`` (in this project call
-    :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is downloaded) and
-    stems from NLTK's ``PorterStemmer()``. Like NLTK, a caption given as one string (not a
-    token list) is a ``TypeError``.
-    """
+    """Precompute, once per caption, what METEOR needs (captions come pre-tokenised). WordNet from
+    ``nltk.corpus`` (call :func:`retrieval.proxies.wordnet.register_nltk_path` first: nothing is
+    downloaded); like NLTK, a caption given as one string is a ``TypeError``."""
     from nltk.corpus import wordnet
     from nltk.stem.porter import PorterStemmer
 
@@ -171,15 +123,9 @@ def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
     )
 
 
-# --------------------------------------------------------------------------- scoring kernel
-
-
 @lru_cache(maxsize=4096)
 def _score_table(hyp_len: int, ref_len: int, alpha: float, beta: float, gamma: float) -> np.ndarray:
-    """Score of ``m`` matches in ``c`` chunks at index ``m * (k + 1) + c``, k = min length.
-
-    Python floats in NLTK's order of operations, so the table holds NLTK's exact values.
-    """
+    """``m`` matches in ``c`` chunks score at ``m * (k + 1) + c`` (k: min length), NLTK's floats."""
     k = min(hyp_len, ref_len)
     table = np.zeros((k + 1) * (k + 1), dtype=np.float64)
     for m in range(1, k + 1):
@@ -217,14 +163,8 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 class _References:
-    """Bit tables of a group of reference captions of one length, against given hypotheses.
-
-    For each reference (column) a row of ``key_bits`` holds the bit of the position with key
-    ``keys[row]``, a row of ``stem_bits`` the bits of all positions with stem
-    ``stems[row]``, and a row of ``syn_bits`` the bits of all positions whose stem is a
-    WordNet synonym of the hypothesis stem ``sources[row]``. A last all-zero row of the key
-    and stem tables stands for "in none of these references".
-    """
+    """Bit tables of same-length references (columns): per key, stem and hypothesis stem's synonyms,
+    the bits of the matching positions; a last zero key/stem row means "in none"."""
 
     def __init__(self, corpus: MeteorCorpus, refs: np.ndarray, length: int, hyp_stems: np.ndarray):
         self.corpus = corpus
@@ -267,13 +207,9 @@ class _References:
         return sources, syn_bits
 
     def match(self, tokens: np.ndarray, ref_columns: np.ndarray | None) -> np.ndarray:
-        """Matched reference bit per hypothesis position and pair, after NLTK's three stages.
-
-        ``tokens`` [hyp_len, hypotheses] are flat token indices of hypotheses of one length.
-        Without ``ref_columns`` every hypothesis meets every reference (pairs ordered
-        hypothesis-major); with them hypothesis ``p`` meets reference ``ref_columns[p]``.
-        Returns [hyp_len, pairs]; 0 where a hypothesis position stays unmatched.
-        """
+        """Matched reference bit per hypothesis position and pair after NLTK's stages (0: none).
+        ``tokens`` [hyp_len, hypotheses]; without ``ref_columns`` each hypothesis meets every
+        reference (hypothesis-major), with them hypothesis ``p`` meets ``ref_columns[p]``."""
         corpus = self.corpus
         stems = corpus.stem_ids[tokens]
 
@@ -294,14 +230,8 @@ class _References:
 
 
 def _greedy_stages(matched: np.ndarray, stages: Iterable[Callable[[], np.ndarray]]) -> None:
-    """Run NLTK's stem and synonym stages, in order, in place on ``matched`` [hyp_len, pairs].
-
-    ``matched[i]`` holds per pair the bit of the reference position that hypothesis position
-    ``i`` is matched to (0: unmatched); on entry the exact stage's matches. Each callable
-    gives its stage's candidate bits per hypothesis position, unmasked; it is called when
-    the stage is reached. Hypothesis positions go from last to first, each taking the
-    largest free candidate position, i.e. the lowest free candidate bit.
-    """
+    """Run NLTK's stem and synonym stages in place on ``matched`` [hyp_len, pairs] (exact matches on
+    entry): positions last to first, each taking the lowest free candidate bit."""
     free = ~np.bitwise_or.reduce(matched, axis=0)
     zero = matched.dtype.type(0) if matched.dtype != object else 0
     for stage in stages:
@@ -322,11 +252,7 @@ def _greedy_stages(matched: np.ndarray, stages: Iterable[Callable[[], np.ndarray
 
 
 def _scores(matched: np.ndarray, hyp_len: int, ref_len: int, params: tuple) -> np.ndarray:
-    """Scores of one block from its matched bits [hyp_len, pairs].
-
-    Hypothesis positions ``i`` and ``i + 1`` continue a chunk when ``i + 1`` is matched to
-    the reference position after ``i``'s, i.e. the next lower bit.
-    """
+    """Scores of one block from its matched bits [hyp_len, pairs] (chunks continue bit by bit)."""
     m = np.count_nonzero(matched, axis=0)
     continued = np.count_nonzero((matched[1:] == (matched[:-1] >> 1)) & (matched[1:] != 0), axis=0)
     k = min(hyp_len, ref_len)
@@ -341,13 +267,8 @@ def _score_group(
     pair_hyps: np.ndarray | None,
     params: tuple,
 ) -> np.ndarray:
-    """Score reference captions that all have one length against hypothesis captions.
-
-    Without ``pair_refs``, every pair: returns [len(refs), len(hyps)]. With ``pair_refs``
-    and ``pair_hyps``, the pairs (``refs[pair_refs[p]]``, ``hyps[pair_hyps[p]]``): returns
-    [len(pair_refs)]. Hypotheses are processed by exact length, in blocks of about
-    ``BLOCK_PAIRS`` pairs.
-    """
+    """Score same-length references against hypotheses: every pair [refs, hyps], or the pairs
+    (``refs[pair_refs[p]]``, ``hyps[pair_hyps[p]]``) [P], in blocks of ``BLOCK_PAIRS``."""
     lengths = corpus.lengths
     ref_len = int(lengths[refs[0]]) if len(refs) else 0
     matrix = pair_refs is None
@@ -372,8 +293,6 @@ def _score_group(
                 out[block] = scores
     return out
 
-
-# --------------------------------------------------------------------------- tasks & workers
 
 # Set once per worker process by the pool's initializer (see _run).
 _WORKER: dict[str, Any] = {}
@@ -417,13 +336,10 @@ def _run(
     state: dict[str, Any],
     workers: int,
     progress: bool,
-    deliver: Callable[[np.ndarray, np.ndarray], None],
+    out: np.ndarray,
 ) -> None:
-    """Run tasks in this process (``workers == 1``) or on a process pool; deliver results.
-
-    ``workers`` 0 means one process per CPU. ``state`` (corpus, hypotheses, parameters)
-    goes to each worker once, through the pool's initializer.
-    """
+    """Run tasks here (``workers == 1``) or on a pool (0: one per CPU) into ``out``; ``state`` goes
+    to each worker once, through the pool's initializer."""
     from tqdm.auto import tqdm
 
     workers = (os.cpu_count() or 1) if workers <= 0 else workers
@@ -433,7 +349,7 @@ def _run(
     ) as bar:
         if workers == 1 or len(tasks) <= 1:
             for task in tasks:
-                deliver(task.where, task.function(*task.args, state=state))
+                out[task.where] = task.function(*task.args, state=state)
                 bar.update(task.pairs)
             return
         with ProcessPoolExecutor(
@@ -444,8 +360,17 @@ def _run(
             }
             for future in as_completed(futures):
                 task = futures.pop(future)  # drop the finished result once delivered
-                deliver(task.where, future.result())
+                out[task.where] = future.result()
                 bar.update(task.pairs)
+
+
+def _length_chunks(ref_lens: np.ndarray, size: int):
+    """Positions of ``ref_lens`` by non-zero length, ascending, ``size`` at a time."""
+    order = np.argsort(ref_lens, kind="stable")
+    for ref_len in np.unique(ref_lens[ref_lens > 0]):
+        rows = order[ref_lens[order] == ref_len]
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
 
 
 def meteor_matrix(
@@ -458,35 +383,23 @@ def meteor_matrix(
     dtype: Any = np.float64,
 ) -> np.ndarray:
     """METEOR of every (reference, hypothesis) caption pair: [len(references), len(hypotheses)].
-
-    Entry ``[a, b]`` is ``single_meteor_score(reference=tokens[references[a]],
-    hypothesis=tokens[hypotheses[b]])`` (METEOR is not symmetric); both default to all
-    captions. Computed in float64; ``dtype=np.float32`` halves the memory of the result
-    (3,350 x 3,350 float64 is 90 MB), the values then being NLTK's rounded to float32.
-    ``workers``: processes (0: one per CPU, 1: in this process). ``progress`` shows a tqdm
-    bar counting pairs.
-    """
+    ``[a, b]`` is ``single_meteor_score(reference=tokens[references[a]], hypothesis=...[b])`` (not
+    symmetric); both default to all captions. ``dtype=np.float32`` halves the memory. ``workers``:
+    processes (0: one per CPU, 1: this process); ``progress``: a tqdm bar."""
     lengths = corpus.lengths
     refs = np.arange(corpus.n_captions) if references is None else np.asarray(references, np.int64)
     hyps = np.arange(corpus.n_captions) if hypotheses is None else np.asarray(hypotheses, np.int64)
     out = np.zeros((len(refs), len(hyps)), dtype=dtype)
-    order = np.argsort(lengths[refs], kind="stable")
-    tasks = []
-    for ref_len in np.unique(lengths[refs]):
-        if ref_len == 0 or len(hyps) == 0:
-            continue
-        rows = order[lengths[refs[order]] == ref_len]
-        for start in range(0, len(rows), TASK_REFERENCES):
-            chunk = rows[start : start + TASK_REFERENCES]
-            tasks.append(_Task(_matrix_task, (refs[chunk],), len(chunk) * len(hyps), chunk))
+    tasks = [
+        _Task(_matrix_task, (refs[chunk],), len(chunk) * len(hyps), chunk)
+        for chunk in _length_chunks(lengths[refs], TASK_REFERENCES)
+        if len(hyps)
+    ]
     # Costliest first (references x their length), so that no long task is left to the end.
     tasks.sort(key=lambda task: -len(task.where) * int(lengths[task.args[0][0]]))
 
-    def deliver(rows: np.ndarray, scores: np.ndarray) -> None:
-        out[rows] = scores
-
     state = {"corpus": corpus, "hyps": hyps, "params": (ALPHA, BETA, GAMMA), "dtype": dtype}
-    _run(tasks, state, workers, progress, deliver)
+    _run(tasks, state, workers, progress, out)
     return out
 
 
@@ -497,37 +410,18 @@ def meteor_pairs(
     *,
     workers: int = 1,
 ) -> np.ndarray:
-    """METEOR of the pairs (``references[p]``, ``hypotheses[p]``) of caption indices: float64 [P].
-
-    The same kernel as :func:`meteor_matrix`, for arbitrary pair lists (e.g. the judged
-    pairs of a campaign). ``workers`` as there (default: this process).
-    """
+    """METEOR of the pairs (``references[p]``, ``hypotheses[p]``) of caption indices, float64."""
     refs = np.asarray(references, dtype=np.int64).ravel()
     hyps = np.asarray(hypotheses, dtype=np.int64).ravel()
     if refs.shape != hyps.shape:
         raise ValueError(f"{len(refs)} references but {len(hyps)} hypotheses")
     out = np.zeros(len(refs), dtype=np.float64)
-    lengths = corpus.lengths
-    ref_lens = lengths[refs]
-    order = np.argsort(ref_lens, kind="stable")
     tasks = []
-    for ref_len in np.unique(ref_lens):
-        if ref_len == 0:
-            continue
-        positions = order[ref_lens[order] == ref_len]
-        for start in range(0, len(positions), TASK_PAIRS):
-            chunk = positions[start : start + TASK_PAIRS]
-            group_refs, pair_refs = np.unique(refs[chunk], return_inverse=True)
-            group_hyps, pair_hyps = np.unique(hyps[chunk], return_inverse=True)
-            args = (group_refs, group_hyps, pair_refs.ravel(), pair_hyps.ravel())
-            tasks.append(_Task(_pairs_task, args, len(chunk), chunk))
-
-    def deliver(positions: np.ndarray, scores: np.ndarray) -> None:
-        out[positions] = scores
-
+    for chunk in _length_chunks(corpus.lengths[refs], TASK_PAIRS):
+        group_refs, pair_refs = np.unique(refs[chunk], return_inverse=True)
+        group_hyps, pair_hyps = np.unique(hyps[chunk], return_inverse=True)
+        args = (group_refs, group_hyps, pair_refs.ravel(), pair_hyps.ravel())
+        tasks.append(_Task(_pairs_task, args, len(chunk), chunk))
     state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA)}
-    _run(tasks, state, workers, False, deliver)
+    _run(tasks, state, workers, False, out)
     return out
-
-
-__all__ = ["MeteorCorpus", "meteor_matrix", "meteor_pairs", "prepare"]

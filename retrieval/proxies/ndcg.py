@@ -1,22 +1,14 @@
-"""nDCG with graded (proxy) relevance over whole similarity matrices (Wray et al., CVPR 2021).
-
-Wray et al. (CVPR 2021, §4.2) evaluate semantic-similarity retrieval with this nDCG.
-
-For each query every item of the other modality is ranked by the model's similarity;
-item j at rank r adds gain(S_qj) / log2(r + 1); the sum stops at the query's number of
-items with non-zero relevance, |R_q| (Eq. 2), and is divided by the same sum over the
-relevances sorted best first (IDCG). Gain is the relevance itself, as in the authors'
-released evaluation code, or 2^S - 1 (Eq. 2 as printed) with ``gain="exp"``. The model's
-score is the mean of the video-to-text and the text-to-video means (Eq. 3). Items of
-equal relevance may swap places without changing any score.
-
-Run files rank only their top items: an item a run did not retrieve has similarity
--inf and earns nothing (no gain, no precision), whatever its relevance.
-"""
+"""nDCG with graded (proxy) relevance over whole similarity matrices (Wray et al., CVPR 2021). Per
+query (§4.2, Eq. 2) items of the other modality are ranked by similarity, item j at rank r adding
+gain(S_qj) / log2(r + 1) down to rank |R_q| (the query's items with S > 0), over the ideal sum; gain
+is S as in the authors' code, or 2^S - 1 with ``gain="exp"``. A model's score is the mean of both
+directions (Eq. 3). An item a run did not retrieve (similarity -inf) earns nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -49,10 +41,8 @@ def ndcg_per_query(
     *,
     gain: str = "linear",
 ) -> np.ndarray:
-    """nDCG of each row (query); NaN where the query has no relevant item.
-
-    ``similarity`` and ``relevance`` are [queries, items]; -inf marks unretrieved items.
-    """
+    """nDCG of each row (query); NaN where the query has no relevant item. ``similarity`` and
+    ``relevance`` are [queries, items]; -inf marks unretrieved items."""
     similarity = np.asarray(similarity, dtype=np.float32)
     relevance = np.asarray(relevance, dtype=np.float64)
     if similarity.shape != relevance.shape:
@@ -124,6 +114,25 @@ def _mean(values: np.ndarray) -> tuple[float | None, int]:
     return (float(valid.mean()) if len(valid) else None), int(len(valid))
 
 
+def _directional(
+    per_query: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    video_text_similarity: np.ndarray | None,
+    relevance: np.ndarray,
+    text_video_similarity: np.ndarray | None,
+    text_rows: np.ndarray | None,
+) -> DirectionalScore:
+    """Both directions' means of ``per_query`` from a [videos, texts] similarity, or
+    text-to-video only from a run's [queries, videos] similarity and its ``text_rows``."""
+    if video_text_similarity is not None:
+        v2t, n_v = _mean(per_query(video_text_similarity, relevance))
+        t2v, n_t = _mean(per_query(video_text_similarity.T, relevance.T))
+        return DirectionalScore(v2t, t2v, n_v, n_t)
+    if text_video_similarity is None or text_rows is None:
+        raise ValueError("give a video-text similarity, or a run's similarity and its rows")
+    t2v, n_t = _mean(per_query(text_video_similarity, relevance.T[text_rows]))
+    return DirectionalScore(None, t2v, 0, n_t)
+
+
 def semantic_ndcg(
     video_text_similarity: np.ndarray | None,
     video_text_relevance: np.ndarray,
@@ -132,21 +141,15 @@ def semantic_ndcg(
     text_video_similarity: np.ndarray | None = None,
     text_rows: np.ndarray | None = None,
 ) -> DirectionalScore:
-    """Eq. 3 from a [videos, texts] similarity; or text-to-video only from a run.
-
-    Give ``video_text_similarity`` for a model with embeddings (both directions over the
-    full matrix), or ``text_video_similarity`` [run queries, videos] with ``text_rows``
-    (the text item of each row) for a run file (text-to-video only, -inf = unretrieved).
-    """
-    if video_text_similarity is not None:
-        v2t, n_v = _mean(ndcg_per_query(video_text_similarity, video_text_relevance, gain=gain))
-        t2v, n_t = _mean(ndcg_per_query(video_text_similarity.T, video_text_relevance.T, gain=gain))
-        return DirectionalScore(v2t, t2v, n_v, n_t)
-    if text_video_similarity is None or text_rows is None:
-        raise ValueError("give a video-text similarity, or a run's similarity and its rows")
-    relevance = video_text_relevance.T[text_rows]
-    t2v, n_t = _mean(ndcg_per_query(text_video_similarity, relevance, gain=gain))
-    return DirectionalScore(None, t2v, 0, n_t)
+    """Eq. 3 from a model's [videos, texts] similarity (both directions), or text-to-video
+    only from a run (``text_video_similarity`` with ``text_rows``, -inf = unretrieved)."""
+    return _directional(
+        partial(ndcg_per_query, gain=gain),
+        video_text_similarity,
+        video_text_relevance,
+        text_video_similarity,
+        text_rows,
+    )
 
 
 def thresholded_map(
@@ -161,11 +164,10 @@ def thresholded_map(
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must lie in (0, 1], got {threshold}")
     relevant = video_text_relevance >= threshold
-    if video_text_similarity is not None:
-        v2t, n_v = _mean(average_precision_per_query(video_text_similarity, relevant))
-        t2v, n_t = _mean(average_precision_per_query(video_text_similarity.T, relevant.T))
-        return DirectionalScore(v2t, t2v, n_v, n_t)
-    if text_video_similarity is None or text_rows is None:
-        raise ValueError("give a video-text similarity, or a run's similarity and its rows")
-    t2v, n_t = _mean(average_precision_per_query(text_video_similarity, relevant.T[text_rows]))
-    return DirectionalScore(None, t2v, 0, n_t)
+    return _directional(
+        average_precision_per_query,
+        video_text_similarity,
+        relevant,
+        text_video_similarity,
+        text_rows,
+    )

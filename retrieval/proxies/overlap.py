@@ -1,10 +1,5 @@
-"""Set overlap (IoU) between many word sets at once, through sparse incidence matrices.
-
-BoW, PoS and SYN (Wray et al., CVPR 2021, §4.4 Eq. 6-8) are intersection-over-union of
-sets. With the sets as rows of a 0/1 sparse matrix over the vocabulary, every intersection
-size is one sparse matrix product and every union is |a| + |b| - |a ∩ b|: no loop over
-pairs.
-"""
+"""Set overlap (IoU) between many word sets at once (Wray et al., CVPR 2021, §4.4 Eq. 6-8):
+intersections are one sparse matrix product, unions |a| + |b| - |a ∩ b|, no loop over pairs."""
 
 from __future__ import annotations
 
@@ -41,10 +36,7 @@ def incidence(
 def group_sets(
     captions: sparse.csr_matrix, group_of: np.ndarray, n_groups: int
 ) -> sparse.csr_matrix:
-    """Each group's (video's) set: words in at least :data:`VIDEO_WORD_SHARE` of its captions.
-
-    A group of one caption keeps that caption's set; a group without captions is empty.
-    """
+    """Each group's (video's) set: words in at least :data:`VIDEO_WORD_SHARE` of its captions."""
     group_of = np.asarray(group_of, dtype=np.int64)
     membership = sparse.csr_matrix(
         (np.ones(len(group_of), dtype=np.float32), (group_of, np.arange(len(group_of)))),
@@ -63,11 +55,8 @@ def group_sets(
 
 
 def iou_matrix(a: sparse.csr_matrix, b: sparse.csr_matrix, *, block: int = 2048) -> np.ndarray:
-    """float32 [len(a), len(b)]: |a_i ∩ b_j| / |a_i ∪ b_j|, 0 where the union is empty.
-
-    Rows of ``a`` are taken ``block`` at a time so the dense output is the only large
-    allocation.
-    """
+    """float32 [len(a), len(b)]: |a_i ∩ b_j| / |a_i ∪ b_j|, 0 where the union is empty; ``block``
+    rows at a time so the dense output is the only large allocation."""
     a, b = sparse.csr_matrix(a), sparse.csr_matrix(b)
     if a.shape[1] != b.shape[1]:
         width = max(a.shape[1], b.shape[1])

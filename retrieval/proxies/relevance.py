@@ -1,15 +1,8 @@
-"""Video-to-caption relevance from a caption proxy (Wray et al., CVPR 2021, §4.4 Eq. 5).
-
-S(video_i, caption_j) = 1 when caption j describes video i, else the proxy S' between
-video i's caption(s) and caption j. For the word-set proxies a video's set is the words
-in at least 25% of its captions (§5); for METEOR, which compares word sequences, a video
-with several captions is scored by the many-to-many match kernel §5 cites (Lyu, 2005)
-reduced to one caption: the mean of the mean and the max of METEOR over its captions.
-
-With ``dedupe`` identical caption texts (ignoring case and whitespace) become one text
-item, relevant with 1 to each of their videos, as the EPIC-KITCHENS-100 benchmark counts
-them; otherwise every caption is its own item.
-"""
+"""Video-to-caption relevance from a caption proxy (Wray et al., CVPR 2021, §4.4 Eq. 5). S(video,
+caption) is 1 where the caption describes the video, else the proxy between them: for word sets a
+video's set is the words in at least 25% of its captions (§5); for METEOR, the mean of the mean and
+max over its captions (the match kernel of Lyu, 2005, §5 cites). With ``dedupe`` identical texts are
+one item, as EPIC-KITCHENS-100 counts them."""
 
 from __future__ import annotations
 
@@ -28,11 +21,8 @@ PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
 
 @dataclass(frozen=True)
 class TextItems:
-    """Which video each caption describes and which text item each caption is.
-
-    ``representative[t]`` is the first caption of text item t; ``owner`` is the sparse
-    0/1 [videos, text items] matrix of "a caption of this text describes this video".
-    """
+    """Which video each caption describes and which text item it is; ``representative[t]``: text
+    item t's first caption; ``owner``: sparse 0/1 [videos, text items] "describes"."""
 
     caption_video: np.ndarray
     n_videos: int
@@ -120,12 +110,8 @@ def video_set_matrix(
 def video_meteor_matrix(
     caption_scores: Callable[[np.ndarray, np.ndarray], np.ndarray], items: TextItems
 ) -> np.ndarray:
-    """S(video, text item) for METEOR from ``caption_scores(references, hypotheses)``.
-
-    ``caption_scores`` returns the [references, hypotheses] METEOR matrix with a video's
-    captions as references and text items' representatives as hypotheses; each video
-    row is (mean + max) / 2 over its captions (the match kernel, see the module doc).
-    """
+    """S(video, text item) for METEOR from ``caption_scores(references, hypotheses)``: a video's
+    captions as references, each row (mean + max) / 2 over them."""
     order = np.argsort(items.caption_video, kind="stable")
     scores = np.asarray(caption_scores(order, items.representative), dtype=np.float32)
     counts = np.bincount(items.caption_video, minlength=items.n_videos)

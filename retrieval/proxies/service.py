@@ -1,10 +1,5 @@
-"""ORM-facing: proxy relevance of a dataset split, cached on disk, and models scored by it, built
-on :mod:`retrieval.proxies` (the proxies of Wray et al., CVPR 2021, §4.4).
-
-The pure modules in :mod:`retrieval.proxies` compute; this module reads the split's
-videos and captions, picks the synset source, keys the cache by the dataset's content and
-the proxy settings, and turns a model's embeddings or run into the similarity nDCG ranks.
-"""
+"""ORM-facing: proxy relevance of a dataset split (Wray et al., CVPR 2021, §4.4), cached on disk by
+the dataset's content and the proxy settings, and models scored by it."""
 
 from __future__ import annotations
 
@@ -13,6 +8,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +30,7 @@ from retrieval.proxies.relevance import (
     text_items,
     video_meteor_matrix,
     video_set_matrix,
+    with_owners,
 )
 from retrieval.scoring.rescoring_service import rescoring_inputs
 from retrieval.search.artifacts import load_embeddings
@@ -183,10 +180,8 @@ def _cache_path(key: str) -> Path:
 def _frame(
     dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
 ) -> tuple[SplitCaptions, ProxyRelevance]:
-    """The split's rows and text items, and where the matrix is cached; no matrix yet.
-
-    ``captions``: the split as :func:`split_captions` read it, when a caller looks at several
-    proxies of one split (reading 60,000 captions took 0.65 s, four times per report)."""
+    """The split's rows and text items, and where the matrix is cached; no matrix yet. ``captions``:
+    the split already read, for callers of several proxies (0.65 s for 60,000 captions)."""
     split = captions if captions is not None else split_captions(dataset, options.split)
     items = text_items(
         split.texts, split.caption_video, len(split.video_ids), dedupe=options.dedupe
@@ -204,8 +199,7 @@ def _frame(
 def relevance_frame(
     dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
 ) -> ProxyRelevance:
-    """Videos and text items of the split with an empty matrix: the frame other relevances
-    (the demo's ground truth) and model similarities are laid on, without computing S."""
+    """The split's videos and text items with an empty matrix, to lay other matrices on."""
     return _frame(dataset, options, captions)[1]
 
 
@@ -219,11 +213,8 @@ def proxy_relevance(
     cache_only: bool = False,
     captions: SplitCaptions | None = None,
 ) -> ProxyRelevance | None:
-    """S(video, text item) for the split, from the disk cache or computed and cached.
-
-    With ``cache_only`` nothing is computed: None when the matrix is not cached yet
-    (pages use this, so a request never starts minutes of work).
-    """
+    """S(video, text item) for the split, from the disk cache or computed and cached; with
+    ``cache_only`` (pages) None when not cached yet."""
     split, result = _frame(dataset, options, captions)
     path = Path(result.path)
     if path.exists() and not rebuild:
@@ -253,11 +244,7 @@ def proxy_relevance(
 def _parse(texts: Sequence[str], progress: bool) -> list[caption_terms.CaptionTerms]:
     unique = len(set(texts))
     with tqdm(total=unique, desc="parse captions", disable=not progress, leave=False) as bar:
-
-        def advance(done: int) -> None:
-            bar.update(done - bar.n)
-
-        return caption_terms.parse_captions(texts, progress=advance)
+        return caption_terms.parse_captions(texts, progress=lambda done: bar.update(done - bar.n))
 
 
 def _compute(
@@ -284,12 +271,7 @@ def _compute(
         from retrieval.proxies import meteor
 
         corpus = meteor.prepare([t.tokens for t in terms])
-
-        def scores(references: np.ndarray, hypotheses: np.ndarray) -> np.ndarray:
-            return meteor.meteor_matrix(
-                corpus, references, hypotheses, workers=workers, progress=progress
-            )
-
+        scores = partial(meteor.meteor_matrix, corpus, workers=workers, progress=progress)
         return video_meteor_matrix(scores, items), "WordNet 3.0 synonyms (METEOR)"
     groups, source = None, ""
     if options.proxy == "syn":
@@ -322,9 +304,6 @@ def _synsets(
     return groups, source
 
 
-# --- scoring models -------------------------------------------------------------------
-
-
 @dataclass
 class ModelSimilarity:
     """What nDCG ranks for one model: a full matrix, or a run's rows (-inf = not retrieved)."""
@@ -348,11 +327,9 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
                 f"model {model.name!r} lacks embeddings for {(video_rows < 0).sum()} videos and "
                 f"{(text_rows < 0).sum()} captions of the split: run `embed` again"
             )
-        videos = _unit(stored.videos[video_rows])
-        texts = _unit(stored.captions[text_rows])
         return ModelSimilarity(
             kind="embeddings",
-            video_text=videos @ texts.T,
+            video_text=_unit(stored.videos[video_rows]) @ _unit(stored.captions[text_rows]).T,
             note="full similarity matrix, both directions",
         )
     run = Run.objects.filter(model=model).order_by("-created_at", "-pk").first()
@@ -373,8 +350,7 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
     scores = lists.scores[keep_rows].astype(np.float32)
     cols = positions_of(relevance.video_ids, items.ravel()).reshape(items.shape)
     ok = (cols >= 0) & np.isfinite(scores)
-    row_index = np.broadcast_to(np.arange(len(keep_rows))[:, None], items.shape)
-    sim[row_index[ok], cols[ok]] = scores[ok]
+    sim[np.nonzero(ok)[0], cols[ok]] = scores[ok]
     return ModelSimilarity(
         kind="run",
         text_video=sim,
@@ -429,8 +405,7 @@ def score_similarity(
 
 
 def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray | None:
-    """The demo world's exhaustive relevance on the same videos and text items, else None
-    (also when a caption or video among them has no stored ground truth)."""
+    """The demo world's exhaustive relevance on the same videos and text items, else None."""
     if not dataset.has_ground_truth:
         return None
     from retrieval.datasets.demo.service import ground_truth_relevance
@@ -453,10 +428,7 @@ def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray |
         return None
     rows = np.array([row[key_of_caption[pk]] for pk in text_ids.tolist()], dtype=np.int64)
     cols = np.array([col[key_of_video[pk]] for pk in relevance.video_ids.tolist()], np.int64)
-    truth = matrix[np.ix_(rows, cols)].T.astype(np.float32)
-    owner = relevance.items.owner.tocoo()
-    truth[owner.row, owner.col] = 1.0
-    return truth
+    return with_owners(matrix[np.ix_(rows, cols)].T.astype(np.float32), relevance.items)
 
 
 def to_dict(score: DirectionalScore) -> dict:
@@ -464,16 +436,9 @@ def to_dict(score: DirectionalScore) -> dict:
 
 
 def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = False) -> dict:
-    """Every model's nDCG (linear gain, captions not deduplicated) under each proxy (and the
-    exhaustive truth on the demo world).
-
-    With ``cache_only`` proxies whose matrices are not cached are listed under
-    ``missing`` instead of computed.
-
-    Adds, per proxy, Kendall's tau between the order of models it gives and the order the
-    truth gives: how well the proxy ranks models (Wray et al., CVPR 2021, compare models
-    under each proxy in §5.3 and check the proxies against human rankings in Appendix A).
-    """
+    """Every model's nDCG (linear gain) under each proxy and the demo world's truth, with each
+    proxy's Kendall tau against the truth's model order (Wray et al., CVPR 2021, §5.3, Appendix A);
+    with ``cache_only`` uncached proxies are listed under ``missing``."""
     models = list(dataset.models.order_by("name"))
     try:
         captions = split_captions(dataset, split)
@@ -495,6 +460,9 @@ def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = Fal
     proxies = list(relevances)
     # The truth column stands beside proxies; with none computed the section stays empty.
     truth = truth_relevance(dataset, frame) if relevances else None
+    targets = {proxy: relevance.matrix for proxy, relevance in relevances.items()}
+    if truth is not None:
+        targets["truth"] = truth
     rows, errors = [], []
     for model in models if relevances else ():
         try:
@@ -502,14 +470,18 @@ def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = Fal
         except (ProxyError, ValueError) as exc:
             errors.append({"model": model.name, "error": str(exc)})
             continue
-        row = {"model": model.name, "kind": similarity.kind, "note": similarity.note, "scores": {}}
-        for proxy, rel in relevances.items():
-            row["scores"][proxy] = to_dict(
-                score_similarity(model.name, similarity, rel.matrix).ndcg
-            )
-        if truth is not None:
-            row["scores"]["truth"] = to_dict(score_similarity(model.name, similarity, truth).ndcg)
-        rows.append(row)
+        scores = {
+            target: to_dict(score_similarity(model.name, similarity, matrix).ndcg)
+            for target, matrix in targets.items()
+        }
+        rows.append(
+            {
+                "model": model.name,
+                "kind": similarity.kind,
+                "note": similarity.note,
+                "scores": scores,
+            }
+        )
     agreement = {}
     if truth is not None and len(rows) >= 2:
         truth_scores = [r["scores"]["truth"]["nDCG"] for r in rows]
@@ -564,9 +536,7 @@ TABLE_FIGURE_VERSION = 1
 
 
 def cache_files() -> list[tuple[str, int, int]]:
-    """The proxy cache's matrices (name, size, modification time): what a stored figure
-    made from cached proxies is computed from besides its own inputs (a proxy cached since
-    is a new file here)."""
+    """The proxy cache's files (name, size, mtime): inputs of figures made from cached proxies."""
     cache = Path(settings.FIREPOOL_PROXY_CACHE_DIR)
     if not cache.is_dir():
         return []
@@ -576,12 +546,9 @@ def cache_files() -> list[tuple[str, int, int]]:
 
 
 def stored_proxy_table(dataset: Dataset) -> figures.Figure[dict]:
-    """:func:`proxy_table` of the cached proxies (``cache_only``, the report page's), computed
-    once per set of inputs and served from storage: re-reading and re-splitting the
-    dataset's captions and scoring every model under each cached proxy took seconds and
-    hundreds of MB of every report view at FIRE's scale (111,000 captions). The inputs are the
-    dataset's runs and captions (:func:`retrieval.scoring.rescoring_service.rescoring_inputs`), its
-    models, and the proxy cache's files (a proxy cached since is a new file there)."""
+    """:func:`proxy_table` of the cached proxies, computed once per set of inputs (runs, captions,
+    models, cache files) and served from storage: it took seconds and hundreds of MB per report view
+    at FIRE's scale (111,000 captions)."""
     models = list(dataset.models.order_by("name").values_list("pk", "name"))
     inputs = rescoring_inputs(
         dataset, None, TABLE_FIGURE, TABLE_FIGURE_VERSION, models, cache_files()

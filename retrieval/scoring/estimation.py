@@ -1,20 +1,9 @@
-"""Pure: what a run's Correct@K and AP are when judging stopped before every pair was judged.
-
-Each score is one of three kinds. ``exact``: every pooled pair that could change it is judged.
-``bounds``: the score with the unjudged pooled pairs counted irrelevant, then relevant (for
-C@K these are its true bounds; for AP they are the two extreme readings, as R grows with them).
-``estimate``: a random sample of the remaining unjudged pooled pairs was judged and the rest is
-inferred from it by inverse-probability weighting (Horvitz-Thompson; Schnabel et al. 2016, §3;
-the sampled-judgement idea of inferred AP, Yilmaz & Aslam 2006, §3). The sample is drawn by
-query: queries with unjudged pairs are drawn uniformly and all their unjudged pairs judged, so
-every remaining pair has the same inclusion probability and a drawn query's scores are exact.
-The estimate adds to the unjudged-as-irrelevant score the weighted gain the drawn queries
-show, which is unbiased for any metric with no assumption on how relevance is spread; its 95%
-interval is the normal one from the drawn queries' spread (sampling without replacement).
-
-Items of a run's list outside the pool and unjudged count as irrelevant (trec_eval's reading),
-as in :mod:`retrieval.scoring.metrics`, whose Correct@K and AP definitions every score here uses.
-"""
+"""Pure: what a run's Correct@K and AP are when judging stopped before every pair was judged. Each
+score is ``exact`` (nothing unjudged can change it), ``bounds`` (unjudged pooled pairs counted
+irrelevant, then relevant) or ``estimate``: queries with unjudged pairs drawn uniformly and judged
+in full, the rest inferred by inverse-probability weighting (Horvitz-Thompson; Schnabel et al. 2016,
+§3; inferred AP, Yilmaz & Aslam 2006, §3), unbiased for any metric, with a 95% interval from the
+drawn queries' spread. Unpooled unjudged items count as irrelevant."""
 
 import io
 from collections.abc import Mapping, Sequence
@@ -30,12 +19,8 @@ Z95 = 1.959963984540054
 
 @dataclass(frozen=True)
 class RunJudgements:
-    """What is known about one run's top-D lists (queries x depth, rank order).
-
-    ``relevant``: a judged (or implicit) positive; ``unjudged``: a pooled pair with no label
-    yet; ``n_relevant``: known positives per query, retrieved or not; ``n_unjudged``: unjudged
-    pooled pairs per query over all runs (they could add to R).
-    """
+    """What is known about one run's top-D lists (queries x depth): known positives, unjudged pooled
+    pairs, and per query R and the unjudged pooled pairs over all runs."""
 
     relevant: np.ndarray
     unjudged: np.ndarray
@@ -51,16 +36,14 @@ class RunJudgements:
 
 @dataclass(frozen=True)
 class Sample:
-    """Queries drawn uniformly among those with unjudged pooled pairs (``drawn``, bool per
-    query), and the run once every pooled pair of the drawn queries is judged."""
+    """Queries drawn uniformly among those with unjudged pairs, and the run once they are judged."""
 
     drawn: np.ndarray
     judged: RunJudgements
 
 
 def draw_queries(n_unjudged: np.ndarray, pairs: int, seed: int) -> np.ndarray:
-    """Queries with unjudged pairs in a seeded random order until ``pairs`` pairs are covered
-    ("judge 500 more random pairs"): bool per query."""
+    """Queries with unjudged pairs in seeded random order until ``pairs`` pairs are covered."""
     candidates = np.flatnonzero(np.asarray(n_unjudged) > 0)
     order = np.random.default_rng(seed).permutation(candidates)
     covered = np.cumsum(np.asarray(n_unjudged)[order])
@@ -72,11 +55,8 @@ def draw_queries(n_unjudged: np.ndarray, pairs: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Score:
-    """One run's mean score for one metric, and what kind of number it is.
-
-    ``value`` is the exact score or the estimate (None for bounds); ``low``/``high`` are the
-    bounds, or the estimate's 95% interval.
-    """
+    """One run's mean for one metric and its kind: ``value`` exact or estimated (None for bounds),
+    ``low``/``high`` the bounds or the estimate's 95% interval."""
 
     metric: str
     kind: str
@@ -95,13 +75,9 @@ def score_run(
     sample: Sample | None = None,
     eligible: np.ndarray | None = None,
 ) -> dict[str, Score]:
-    """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated.
-
-    ``run`` is the state before the sample; means are over the ``eligible`` queries (all by
-    default; the queries with a positive, such as their own video). Whether a score is exact,
-    and its bounds, come from what is judged now, the sample included: a score the sample
-    settled is exact, not an estimate.
-    """
+    """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated. ``run``
+    is the state before the sample; means are over ``eligible`` (default: all). Exactness and bounds
+    come from what is judged now, the sample included."""
     rows = run.relevant.shape[0]
     eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
     now = run if sample is None else sample.judged
@@ -125,11 +101,8 @@ def score_run(
             value, low_end, high_end = _horvitz_thompson(gain, open_, sample.drawn)
             share = open_.sum() / eligible.sum()
             base = _mean(before_low[name], eligible)
-            # The estimate and its interval stay where the score can be: in C@K's bounds
-            # (the drawn gain carried to a query the sample judged in part can pass them),
-            # and in [0, 1] for AP, whose two readings bound nothing (the gain carried to an
-            # open query that already reads 1 would pass 1; one drawn query, whose spread is
-            # unknown, gives the whole range).
+            # Clipped to where the score can be: C@K's bounds, [0, 1] for AP (whose two
+            # readings bound nothing).
             floor, ceiling = (0.0, 1.0) if name == "AP" else (min(lo, hi), max(lo, hi))
             low_end, value, high_end = np.clip(
                 base + share * np.array([low_end, value, high_end]), floor, ceiling
@@ -146,8 +119,7 @@ def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict]:
 
 
 def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]) -> dict:
-    """Per-query C@K and AP of known positives ``relevant`` (queries x depth) and R per query,
-    by :func:`retrieval.scoring.metrics.evaluate`."""
+    """Per-query C@K and AP of known positives ``relevant`` (queries x depth) and R per query."""
     zero = np.zeros(relevant.shape[0], dtype=np.int64)
     judged = metrics.RankedJudgements(relevant, relevant, np.maximum(n_relevant, 0), zero)
     per_query = metrics.evaluate(judged, ks)
@@ -157,14 +129,9 @@ def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[
 def _exact_queries(
     run: RunJudgements, ks: Sequence[int], low: dict, high: dict
 ) -> dict[str, np.ndarray]:
-    """Per query, whether no labelling of the unjudged pairs can change the score.
-
-    C@K: a positive in the top K, or no unjudged pair there. AP: nothing unjudged; nothing
-    the run could retrieve; or one unjudged pair, in the run's list, whose two readings
-    (``low``, ``high``) agree (as right below an unbroken run of every positive).
-    With two or more unjudged pairs AP always moves: the lower one, counted relevant, adds
-    1/rank more to the precision sum when the other is relevant too, and the same to R.
-    """
+    """Per query, whether no labelling of the unjudged pairs can change the score. C@K: a positive
+    in the top K, or nothing unjudged there. AP: nothing unjudged or retrievable, or one unjudged
+    listed pair whose two readings agree (two or more always move AP)."""
     exact = {}
     for k in ks:
         found = run.relevant[:, :k].any(axis=1)
@@ -187,10 +154,8 @@ def _mean(values: np.ndarray, eligible: np.ndarray) -> float:
 def _horvitz_thompson(
     gain: np.ndarray, population: np.ndarray, drawn: np.ndarray
 ) -> tuple[float, float, float]:
-    """The mean gain over the ``population`` queries (those whose score is not exact) from the
-    drawn ones, a simple random sample of them once post-stratified, with a 95% interval:
-    Wilson's when every gain is 0 or 1 (C@K), else the normal one; both shrunk toward the
-    sample mean by the finite population correction."""
+    """The mean gain over the ``population`` queries from the drawn ones, with a 95% interval
+    (Wilson's for 0/1 gains, else normal) shrunk by the finite population correction."""
     seen = gain[drawn & population]
     n, size = seen.size, int(population.sum())
     mean = float(seen.mean())
@@ -200,8 +165,6 @@ def _horvitz_thompson(
         centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
         half = Z95 / (1 + z2 / n) * np.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
         low, high = max(centre - half, 0.0), min(centre + half, 1.0)
-        # Shrink toward the sample mean, which Wilson's interval always holds: when the
-        # sample is the whole population the interval closes on the exact mean.
         return mean, mean - (mean - low) * correction, mean + (high - mean) * correction
     spread = seen.var(ddof=1) if n > 1 else float("inf")
     half = Z95 * correction * float(np.sqrt(spread / n))
@@ -210,13 +173,8 @@ def _horvitz_thompson(
 
 @dataclass(frozen=True)
 class PoolState:
-    """What a label set made before judging ended knows of the pool beyond its labels.
-
-    ``unjudged``: (caption ids, video ids) of pooled pairs with no final label yet.
-    ``sampled``: pairs judged only because an estimation sample drew their query, and
-    ``drawn``: the drawn queries' caption ids (every pooled pair of a drawn query is judged,
-    or the query is left out of the sample). Stored beside the label set's arrays.
-    """
+    """What a label set made before judging ended knows of the pool, stored beside its arrays:
+    unjudged pairs, pairs judged only for the sample, and the drawn queries' caption ids."""
 
     unjudged: tuple[np.ndarray, np.ndarray]
     sampled: tuple[np.ndarray, np.ndarray]
@@ -268,14 +226,10 @@ def score_runs(
     state: PoolState,
     ks: Sequence[int] = metrics.DEFAULT_KS,
 ) -> dict[str, dict[str, Score]]:
-    """Every run's C@K and AP as exact, bounds or estimate, from a label set's pool state.
-
-    ``runs`` are item ids per row (queries x depth, -1 padding) for the rows ``caption_ids``;
-    ``positive[name]`` marks the run's known positives (own video or judged relevant);
-    ``n_relevant`` counts each row's known positives and ``n_sampled_relevant`` those among
-    the sampled pairs. The state before the sample treats the sampled pairs as unjudged
-    again; the sample is the drawn queries, each fully judged.
-    """
+    """Every run's C@K and AP as exact, bounds or estimate, from a label set's pool state. ``runs``:
+    item ids per row of ``caption_ids``; ``positive[name]``: known positives; ``n_relevant`` /
+    ``n_sampled_relevant``: positives per row, all and among sampled pairs (the state before the
+    sample treats sampled pairs as unjudged)."""
     caption_ids = np.asarray(caption_ids, dtype=np.int64)
     index = {int(c): i for i, c in enumerate(caption_ids)}
     n_unjudged_now = _per_row(state.unjudged[0], index, len(caption_ids))
@@ -294,8 +248,6 @@ def score_runs(
         )
         sample = None
         if len(state.sampled[0]):
-            # Even with no drawn query fully judged yet, exactness and bounds are read from
-            # what is judged now, the sampled pairs included.
             sample = Sample(
                 drawn, RunJudgements(relevant, unjudged_now, n_relevant, n_unjudged_now)
             )

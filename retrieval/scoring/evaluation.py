@@ -1,9 +1,5 @@
-"""Which ranked videos of a run are positives, under the original or the exact relevance.
-
-Original positives are each caption's own video, as MSR-VTT and MSVD count them (FIRE
-§2.1); on a synthetic dataset the exhaustive ground truth says exactly which others are
-relevant too.
-"""
+"""Which ranked videos of a run are positives: each caption's own video (FIRE §2.1), or the
+synthetic dataset's exhaustive ground truth."""
 
 import numpy as np
 

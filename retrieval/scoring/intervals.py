@@ -1,5 +1,5 @@
-"""Pure: a bootstrap percentile interval around an estimate, the one used for run comparisons
-(:mod:`retrieval.scoring.analysis`) and for annotator agreement (:mod:`annotation.campaign_read.agreement`)."""
+"""Pure: a bootstrap percentile interval around an estimate, for run comparisons
+(:mod:`retrieval.scoring.analysis`) and agreement (:mod:`annotation.campaign_read.agreement`)."""
 
 from dataclasses import dataclass
 
@@ -17,10 +17,8 @@ class Interval:
 
 
 def percentile_interval(estimate: float, resampled: np.ndarray, level: float) -> Interval:
-    """The central ``level`` share of the ``resampled`` values around ``estimate``.
-
-    Efron & Tibshirani (1993, ch. 13), percentile method, with numpy's linear interpolation.
-    """
+    """The central ``level`` share of the ``resampled`` values around ``estimate``. Efron &
+    Tibshirani (1993, ch. 13), percentile method, with numpy's linear interpolation."""
     if not 0.0 < level < 1.0:
         raise ValueError("level must be strictly between 0 and 1")
     low, high = np.quantile(resampled, [(1 - level) / 2, 1 - (1 - level) / 2])

@@ -1,33 +1,9 @@
-"""Pure: one dataset's runs ranked under one label set, with intervals, marks and reliability.
-
-Built from a :class:`~retrieval.scoring.rescoring.Rescoring` (every run scored under the original and
-the corrected positives, and, where the label set says which runs were pooled and how deep,
-leave-one-run-out). Each run gets one row:
-
-- original and corrected C@1, C@5, C@10, AP, nDCG@10 (means over the queries with a positive,
-  as :func:`retrieval.scoring.metrics.mean_scores`) and MedR (the median rank of the first positive;
-  a query whose list holds none ranks it at the run's depth + 1, so a MedR beyond the depth
-  reads "> depth"), each with a seeded percentile bootstrap interval over queries
-  (:func:`retrieval.scoring.analysis.bootstrap_intervals`);
-- Judged@10 under the label set (a caption's own video counts as judged), and whether the
-  run was pooled (None: the label set does not say);
-- per column, the best run marked, and the runs a paired sign-flip randomization test with
-  Holm's correction over the comparisons with the best cannot tell from it
-  (:func:`retrieval.scoring.analysis.randomization_test`, :func:`retrieval.scoring.analysis.holm`), among
-  the runs whose scores are comparable: in the corrected columns the pooled runs only, where
-  the label set says which were pooled;
-- each corrected C@K, AP and nDCG@10 also with its 95% interval from the labels
-  (:attr:`retrieval.scoring.rescoring.Rescoring.intervals`: label noise, unjudged pooled pairs, a
-  sampled estimate; :mod:`retrieval.scoring.score_intervals`), read once per board; it answers a
-  different question from the bootstrap (how far the labels could move the score, not how
-  far another sample of queries could);
-- for runs that were not pooled, the pooling bias measured on the pooled runs (FIRE §4.2,
-  Table 4: each pooled run's corrected score minus its score without the positives only it
-  contributed) and Webber & Park's (2009) adjusted estimate: the run's corrected score plus
-  that mean leave-one-run-out error, clipped to [0, 1].
-
-Formats for the page's exports (CSV, JSON, LaTeX) are in :mod:`retrieval.scoring.leaderboard_formats`.
-"""
+"""Pure: one dataset's runs ranked under one label set, with intervals, marks and reliability. Per
+run, from a :class:`~retrieval.scoring.rescoring.Rescoring`: original and corrected scores with
+seeded bootstrap intervals, Judged@10, best and not-significantly-different marks (sign-flip test
+with Holm's correction, among comparable runs), the labels' 95% intervals
+(:mod:`retrieval.scoring.score_intervals`) and, for unpooled runs, the pooling bias (FIRE §4.2,
+Table 4) and Webber & Park's (2009) adjusted estimate. Exports: :mod:`.leaderboard_formats`."""
 
 import math
 from collections.abc import Mapping, Sequence
@@ -62,12 +38,8 @@ class SortError(ValueError):
 
 @dataclass(frozen=True)
 class Cell:
-    """One score with its bootstrap interval and its marks in its column.
-
-    ``best``: the column's best score (ties all marked); ``tied``: not significantly
-    different from the best (Holm-adjusted p above alpha); ``p_holm``: that adjusted p against
-    the best run (None for a best run itself).
-    """
+    """One score with its bootstrap interval and marks: ``best`` (ties all marked), ``tied`` (Holm-
+    adjusted p above alpha) and ``p_holm`` against the best run (None for a best run)."""
 
     value: float
     low: float
@@ -79,11 +51,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
-    """A run's row. ``bias`` and ``adjusted`` are set for unpooled runs when the bias could be
-    measured (``adjusted`` is an estimate, never a measurement); ``true`` where the dataset's
-    relevance is known exhaustively. ``intervals``: per metric of :data:`ADJUSTED_METRICS`,
-    the corrected score's 95% interval from the labels (no ``parts``: exact), apart from
-    each cell's bootstrap interval over queries."""
+    """A run's row: ``bias`` and ``adjusted`` (an estimate) for measurable unpooled runs, ``true``
+    under exhaustive relevance, ``intervals`` the labels' 95% interval per adjusted metric."""
 
     run: str
     model: str
@@ -95,19 +64,14 @@ class Row:
     bias: dict[str, float] | None = omitted_if_none()
     adjusted: dict[str, float] | None = omitted_if_none()
     true: dict[str, float] | None = omitted_if_none()
-    """Means under exhaustive relevance, on synthetic datasets only (how far off the
-    corrected scores and the estimate are)."""
     notes: tuple[str, ...] = ()
     intervals: dict[str, ScoreInterval] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Leaderboard(JsonData):
-    """Every row, in the order asked for, with how the intervals and marks were made.
-
-    ``bias`` is the mean leave-one-run-out error per metric over ``bias_runs`` (the pooled
-    runs it was measured on), with each run's own error in ``loo_errors``.
-    """
+    """Every row, in the order asked for; ``bias`` is the mean leave-one-run-out error over
+    ``bias_runs``, each run's own in ``loo_errors``."""
 
     dataset: str
     label_set: str | None
@@ -130,11 +94,7 @@ class Leaderboard(JsonData):
 
 
 def per_query(scores: Scores, metric: str) -> np.ndarray:
-    """A run's per-query values of ``metric`` over the queries its means use (R > 0).
-
-    For :data:`MEDR`, the first positive's rank, the run's depth + 1 where its list holds
-    none.
-    """
+    """A run's per-query ``metric`` over its means' queries (R > 0); MedR: depth + 1 where none."""
     eligible = np.asarray(scores.judgements.n_relevant) > 0
     if metric == MEDR:
         ranks = scores.per_query[metrics.FIRST_POSITIVE][eligible]
@@ -151,14 +111,9 @@ def mark_column(
     seed: int = 0,
     alpha: float = DEFAULT_ALPHA,
 ) -> dict[str, tuple[bool, bool, float | None]]:
-    """Per run: (best, not significantly different from the best, Holm-adjusted p).
-
-    The best is the highest estimate (lowest where ``lower_is_better``); every run tied with
-    it is best too. Each other run is compared with the first best run by a paired sign-flip
-    randomization test on ``values`` (per-query, aligned), and Holm's step-down correction
-    runs over those comparisons; a run whose adjusted p exceeds ``alpha`` is marked as not
-    significantly different. Runs with a NaN estimate get no mark.
-    """
+    """Per run: (best, not significantly different from the best, Holm-adjusted p). Each non-best
+    run is compared with the first best one by a paired sign-flip randomization test on ``values``,
+    Holm-corrected over those comparisons; a NaN estimate gets no mark."""
     sign = -1.0 if lower_is_better else 1.0
     scored = [run for run in estimates if not math.isnan(estimates[run])]
     marks: dict[str, tuple[bool, bool, float | None]] = {
@@ -183,8 +138,7 @@ def leave_one_out_errors(
     left_out: Mapping[str, Mapping[str, float]],
     names: Sequence[str] = ADJUSTED_METRICS,
 ) -> dict[str, dict[str, float]]:
-    """Per pooled run, how much its score drops without the positives only it contributed
-    (FIRE Table 4's "All" minus "New"): corrected minus leave-one-run-out, per metric."""
+    """Per pooled run and metric, corrected minus leave-one-run-out score (FIRE Table 4)."""
     return {
         run: {m: float(corrected[run][m]) - float(left_out[run][m]) for m in names}
         for run in left_out
@@ -201,13 +155,8 @@ def mean_error(errors: Mapping[str, Mapping[str, float]]) -> dict[str, float] | 
 
 
 def webber_park(scores: Mapping[str, float], bias: Mapping[str, float]) -> dict[str, float]:
-    """Webber & Park's (2009) adjusted estimate of an unpooled run's scores.
-
-    The run's score against the pool plus the mean error the pooled runs show when each is
-    left out of the pool in turn (:func:`mean_error`): pooled runs stand in for how much a run
-    that did not contribute to the pool is underrated. Clipped to [0, 1], where the scores
-    live.
-    """
+    """Webber & Park's (2009) adjusted estimate: the score plus the pooled runs' mean leave-one-out
+    error (:func:`mean_error`), clipped to [0, 1]."""
     return {m: min(1.0, max(0.0, float(scores[m]) + float(bias[m]))) for m in bias}
 
 
@@ -225,30 +174,20 @@ def build(
     alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
 ) -> Leaderboard:
-    """The leaderboard of ``result``'s runs.
-
-    ``models`` names each run's model (the run's own name where missing); ``pooled_runs`` are
-    the runs the label set's campaign pooled, None when it does not say (pooled then reads
-    "unknown" and no bias is shown). Intervals and tests are seeded from ``seed``, the block
-    and the metric, so the same inputs give the same board.
-    """
+    """The leaderboard of ``result``'s runs, seeded from ``seed``, block and metric. ``models``: run
+    -> model name (the run's name where missing); ``pooled_runs``: None when the label set does not
+    say (pooled reads "unknown", no bias shown)."""
     sort_key(sort)  # refuse a bad key before the work
     corrected = result.blocks.get("corrected", {})
     runs = list(corrected)
     pooled_set = None if pooled_runs is None else set(pooled_runs)
-    # Runs whose scores in a block may be ranked against each other: every run's original
-    # scores (the same positives for all), but only the pooled runs' corrected ones where the
-    # label set says which were pooled (an unpooled run is scored against positives the others
-    # found, so its corrected score is biased low: FIRE §4.2).
+    # Corrected scores of unpooled runs are biased low (FIRE §4.2): ranked among pooled only.
     comparable = {
         "corrected": runs if pooled_set is None else [run for run in runs if run in pooled_set],
         "original": runs,
     }
     cells = _cells(result, runs, comparable, resamples, permutations, level, alpha, seed)
-    loo = result.blocks.get("leave_one_out", {})
-    errors = leave_one_out_errors(
-        {run: s.means for run, s in corrected.items()}, {run: s.means for run, s in loo.items()}
-    )
+    errors = leave_one_out_errors(result.means("corrected"), result.means("leave_one_out"))
     bias = mean_error(errors)
     unpooled = [run for run in runs if run not in comparable["corrected"]]
     board = Leaderboard(
@@ -280,8 +219,7 @@ def _cells(
     alpha: float,
     seed: int,
 ) -> dict[str, dict[str, dict[str, Cell]]]:
-    """Every block's, run's and metric's cell: the estimate with its bootstrap interval, and
-    the best and tied marks among the block's comparable runs."""
+    """Every block's, run's and metric's cell, marked among the block's comparable runs."""
     cells: dict[str, dict[str, dict[str, Cell]]] = {
         block: {run: {} for run in runs} for block in BLOCKS
     }
@@ -352,8 +290,7 @@ def _rows(
     pooled_set: set[str] | None,
     bias: float | None,
 ) -> list[Row]:
-    """One row per run: its cells, whether it was pooled, its adjusted scores when it was
-    not (Webber & Park 2009), its true scores on a synthetic world, and its notes."""
+    """One row per run: cells, pooled, adjusted (Webber & Park 2009) and true scores, notes."""
     corrected = result.blocks.get("corrected", {})
     original = result.blocks.get("original", {})
     true = result.blocks.get("true", {})
@@ -403,17 +340,12 @@ def _rows(
     return rows
 
 
-# --------------------------------------------------------------------------------------------
-# Sorting
-# --------------------------------------------------------------------------------------------
-
 TEXT_KEYS = ("run", "model")
 OTHER_KEYS = (JUDGED, "pooled")
 
 
 def sort_keys() -> tuple[str, ...]:
-    """Every key :func:`sort_rows` takes: ``C@1`` (corrected), ``original:C@1``, ...,
-    ``Judged@10``, ``pooled``, ``run``, ``model``; a leading ``-`` reverses any."""
+    """Every key :func:`sort_rows` takes; a leading ``-`` reverses any."""
     return (
         *SCORE_METRICS,
         *(f"original:{m}" for m in SCORE_METRICS),
@@ -439,9 +371,8 @@ def sort_key(key: str) -> tuple[str, str, bool]:
 
 
 def sort_rows(rows: Sequence[Row], key: str) -> list[Row]:
-    """Rows in ``key``'s order: scores best first (MedR lowest first), Judged@10 and pooled
-    highest first, names alphabetically; missing values last, ties by run name; a leading
-    ``-`` reverses the order (missing values stay last)."""
+    """Rows in ``key``'s order: best first, names alphabetically, missing values last (also when
+    reversed), ties by run name."""
     kind, column, reverse = sort_key(key)
 
     def value(row: Row) -> float | str | None:

@@ -1,26 +1,13 @@
-"""Pure: a :class:`~retrieval.scoring.leaderboard.Leaderboard` as text, CSV, JSON and LaTeX, and as the
-display cells of the page, so every output reads the numbers the same way.
-
-Scores are shown in points (percent, one decimal) and MedR as a rank ("> depth" when a run
-finds no positive for most queries); CSV and JSON carry the raw fractions. LaTeX comes in two
-layouts: one row per run (original and corrected blocks side by side, the best score bold and
-the scores not significantly different from it underlined), and FIRE Table 1's (Rodriguez et
-al. 2022, §2.2.1): one row per metric, one column per run, each cell "A (B + C)", the
-corrected score, then the original one plus the gain.
-
-Each corrected C@K, AP and nDCG@10 also has its 95% interval from the labels (``Row.intervals``,
-:mod:`retrieval.scoring.score_intervals`), beside its bootstrap interval over queries: the page shows
-it as ``[low–high]`` under the value (nothing where the score is exact) with one legend for the
-table; JSON carries it as each row's ``intervals`` (metric -> ``value``, ``low``, ``high``,
-``parts``); CSV appends, after the existing columns (``notes`` last of those, so no column
-moves), ``corrected M labels low``, ``corrected M labels high`` and ``corrected M labels parts``
-(``;``-separated, empty where exact) per metric; the text table lists them below the scores
-where some are not exact. LaTeX puts it after the corrected score in small type
-(``\\scriptsize [low--high]``), with the legend in the caption.
-"""
+"""Pure: a :class:`~retrieval.scoring.leaderboard.Leaderboard` as text, CSV, JSON, LaTeX and the
+page's display cells, so every output reads the numbers the same way. Scores show in points, MedR as
+a rank; CSV and JSON carry raw fractions. LaTeX has a row per run or FIRE Table 1's layout
+(Rodriguez et al. 2022, §2.2.1: "A (B + C)" cells). The labels' 95% intervals (``Row.intervals``)
+follow the scores: ``[low–high]`` on the page and in text, CSV columns after ``notes`` (so no column
+moves), ``\\scriptsize`` in LaTeX, a legend once per table."""
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from retrieval.formats.csv_safety import csv_line
@@ -77,15 +64,13 @@ class DisplayCell:
     show_interval: bool = True
     """Whether the interval is printed under the value (else only in the tooltip)."""
     labels: str = ""
-    """The corrected score's 95% interval from the labels, ``[low–high]``; empty where it
-    is exact or the cell has none (original scores, MedR)."""
+    """The corrected score's interval from the labels, ``[low–high]``; empty where exact or none."""
 
 
 def display_cell(
     metric: str, cell: Cell | None, depth: int, labels: ScoreInterval | None = None
 ) -> DisplayCell:
-    """How the page shows ``cell``: value, ``[low, high]``, the labels' interval ``labels``
-    and a tooltip saying both and its mark."""
+    """How the page shows ``cell``: value, ``[low, high]``, the labels' interval and a tooltip."""
     if cell is None:
         return DisplayCell("–", "", False, False, "")
     low, high = value_text(metric, cell.low, depth), value_text(metric, cell.high, depth)
@@ -158,9 +143,7 @@ class Display:
 
     def blocks(self) -> list[tuple[str, int]]:
         """(title, column count) per block, for the header's first line."""
-        counts: dict[str, int] = {}
-        for column in self.columns:
-            counts[column.block] = counts.get(column.block, 0) + 1
+        counts = Counter(column.block for column in self.columns)
         return [(BLOCK_TITLES[block], n) for block, n in counts.items()]
 
 
@@ -210,21 +193,21 @@ def leaderboard_columns(board: Leaderboard) -> Display:
         (run, ", ".join(f"{m} {points(error[m], signed=True)}" for m in ADJUSTED_METRICS))
         for run, error in (board.loo_errors or {}).items()
     )
-    shown = [interval for row in board.rows for interval in row.intervals.values()]
+    shown = _label_intervals(board)
     return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
 
 
 def render(board: Leaderboard, fmt: str, *, layout: str = "rows") -> str:
     """``board`` in one of :data:`FORMATS` (``layout`` is LaTeX's)."""
-    if fmt == "csv":
-        return to_csv(board)
-    if fmt == "json":
-        return json.dumps(board.to_json(), indent=2)
-    if fmt == "latex":
-        return to_latex(board, layout=layout)
-    if fmt == "table":
-        return to_text(board)
-    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    writers = {
+        "table": to_text,
+        "csv": to_csv,
+        "json": lambda board: json.dumps(board.to_json(), indent=2),
+        "latex": lambda board: to_latex(board, layout=layout),
+    }
+    if fmt not in writers:
+        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    return writers[fmt](board)
 
 
 def _number(value: float | None) -> float | str:
@@ -241,9 +224,8 @@ def csv_header() -> list[str]:
     for block in BLOCKS:
         for m in SCORE_METRICS:
             header += [f"{block} {m}", f"{block} {m} low", f"{block} {m} high", f"{block} {m} mark"]
-    header += [f"bias {m}" for m in ADJUSTED_METRICS]
-    header += [f"adjusted {m} (estimate)" for m in ADJUSTED_METRICS]
-    header += [f"true {m}" for m in ADJUSTED_METRICS]
+    for name in ("bias {}", "adjusted {} (estimate)", "true {}"):
+        header += [name.format(m) for m in ADJUSTED_METRICS]
     labels = [f"corrected {m} labels {end}" for m in ADJUSTED_METRICS for end in LABEL_ENDS]
     return [*header, "notes", *labels]
 
@@ -256,16 +238,14 @@ def _labels_columns(row: Row) -> list[float | str]:
     line: list[float | str] = []
     for m in ADJUSTED_METRICS:
         interval = row.intervals.get(m)
-        if interval is None:
-            line += ["", "", ""]
-        else:
-            line += [_number(interval.low), _number(interval.high), "; ".join(interval.parts)]
+        ends = (interval.low, interval.high) if interval else (None, None)
+        line += [*map(_number, ends), "; ".join(interval.parts) if interval else ""]
     return line
 
 
 def to_csv(board: Leaderboard) -> str:
-    """One line per run, raw fractions (MedR a rank), blank where unknown; names that a
-    spreadsheet would run as formulas are neutralised (:mod:`retrieval.formats.csv_safety`)."""
+    """One line per run, raw fractions (MedR a rank), blank where unknown, formula-like names
+    neutralised (:mod:`retrieval.formats.csv_safety`)."""
     lines = [csv_line(csv_header())]
     for row in board.rows:
         line = [row.run, row.model, pooled_text(row.pooled), _number(row.judged)]
@@ -273,25 +253,24 @@ def to_csv(board: Leaderboard) -> str:
             cells = getattr(row, block) or {}
             for m in SCORE_METRICS:
                 cell = cells.get(m)
-                if cell is None:
-                    line += ["", "", "", ""]
-                else:
-                    line += [
-                        _number(cell.value),
-                        _number(cell.low),
-                        _number(cell.high),
-                        _mark(cell),
-                    ]
-        line += [_number(row.bias[m]) if row.bias else "" for m in ADJUSTED_METRICS]
-        line += [_number(row.adjusted[m]) if row.adjusted else "" for m in ADJUSTED_METRICS]
-        line += [_number(row.true[m]) if row.true else "" for m in ADJUSTED_METRICS]
+                values = (cell.value, cell.low, cell.high) if cell else (None, None, None)
+                line += [*map(_number, values), _mark(cell) if cell else ""]
+        for values in (row.bias, row.adjusted, row.true):
+            line += [_number(values[m]) if values else "" for m in ADJUSTED_METRICS]
         lines.append(csv_line([*line, " ".join(row.notes), *_labels_columns(row)]))
     return "".join(lines)
 
 
+def _label_intervals(board: Leaderboard) -> list[ScoreInterval]:
+    return [interval for row in board.rows for interval in row.intervals.values()]
+
+
+def _listed(scores: dict[str, float]) -> str:
+    return ", ".join(f"{m} {value_text(m, scores[m])}" for m in ADJUSTED_METRICS)
+
+
 def to_text(board: Leaderboard) -> str:
-    """A plain-text table for the terminal: corrected then original, "*" best, "~" not
-    significantly different from it; estimates and notes follow."""
+    """A plain-text table for the terminal ("*" best, "~" not significantly different from it)."""
     lines = [
         f"{board.dataset}, label set {board.label_set or '(none)'}: {board.queries} queries; "
         f"{100 * board.level:g}% bootstrap intervals; * best, ~ not significantly different "
@@ -313,8 +292,8 @@ def to_text(board: Leaderboard) -> str:
                 mark = "*" if shown.best else ("~" if shown.tied else " ")
                 text += f"{shown.text + mark + ' ' + shown.interval:>22}"
             lines.append(text)
-    if any(interval.parts for row in board.rows for interval in row.intervals.values()):
-        shown = [interval for row in board.rows for interval in row.intervals.values()]
+    shown = _label_intervals(board)
+    if any(interval.parts for interval in shown):
         lines += [
             "",
             f"Corrected scores with their intervals [low–high] from the labels. {interval_legend(shown)}",
@@ -336,18 +315,16 @@ def to_text(board: Leaderboard) -> str:
             + "): "
             + ", ".join(f"{m} {points(board.bias[m], signed=True)}" for m in ADJUSTED_METRICS),
         ]
-        for row in board.rows:
-            if row.adjusted:
-                lines.append(
-                    f"{row.run}: adjusted estimate (Webber & Park 2009) "
-                    + ", ".join(f"{m} {value_text(m, row.adjusted[m])}" for m in ADJUSTED_METRICS)
-                )
-    for row in board.rows:
-        if row.true:
-            lines.append(
-                f"{row.run}: true (exhaustive ground truth) "
-                + ", ".join(f"{m} {value_text(m, row.true[m])}" for m in ADJUSTED_METRICS)
-            )
+        lines += [
+            f"{row.run}: adjusted estimate (Webber & Park 2009) {_listed(row.adjusted)}"
+            for row in board.rows
+            if row.adjusted
+        ]
+    lines += [
+        f"{row.run}: true (exhaustive ground truth) {_listed(row.true)}"
+        for row in board.rows
+        if row.true
+    ]
     for row in board.rows:
         lines += [f"note on {row.run}: {note}" for note in row.notes]
     lines += [f"note: {note}" for note in board.notes]
@@ -389,7 +366,7 @@ def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
             r" ``A (B + C)'': score with the corrected positives (A), with the original "
             r"positives only (B), and the difference (C), in \%."
         )
-    shown = [i for row in board.rows for i in row.intervals.values()]
+    shown = _label_intervals(board)
     if any(i.parts for i in shown):
         caption += " Brackets: " + latex_escape(interval_legend(shown)).replace("–", "--")
     else:
@@ -414,8 +391,7 @@ def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
 def _latex_value(
     metric: str, cell: Cell | None, depth: int, interval: ScoreInterval | None = None
 ) -> str:
-    """A cell's score, bold when best, underlined when tied with it, then its labels'
-    interval in small type (none where exact)."""
+    """A cell's score, bold when best, underlined when tied, then its labels' interval, small."""
     if cell is None:
         return "--"
     text = value_text(metric, cell.value, depth).replace("–", "--").replace(">", "$>$")
@@ -455,13 +431,10 @@ def _latex_rows(board: Leaderboard) -> list[str]:
 
 
 def _latex_fire(board: Leaderboard) -> list[str]:
-    """FIRE Table 1: metrics down, runs across, "A (B + C)" cells (no MedR: a rank has no
-    gain in points)."""
+    """FIRE Table 1: metrics down, runs across, "A (B + C)" cells (no MedR: a rank has no gain)."""
+    header = " & ".join(["Metric", *(latex_escape(row_label(row)) for row in board.rows)])
     lines = [f"\\begin{{tabular}}{{l{'r' * len(board.rows)}}}", "\\toprule"]
-    lines.append(
-        " & ".join(["Metric", *(latex_escape(row_label(row)) for row in board.rows)]) + " \\\\"
-    )
-    lines.append("\\midrule")
+    lines += [header + " \\\\", "\\midrule"]
     for m in ADJUSTED_METRICS:
         cells = [latex_escape(m)]
         for row in board.rows:

@@ -1,10 +1,6 @@
-"""ORM-facing: a dataset's leaderboard under one of its label sets (see :mod:`retrieval.scoring.leaderboard`).
-
-The runs are re-scored once (:func:`retrieval.scoring.rescoring_service.rescore_dataset`); each run's
-row is labelled with its model's name. Which runs were pooled is what a campaign's label set
-records in ``metadata["pooled_runs"]`` (and ``"pool_depth"``, which leave-one-run-out needs);
-a label set without that record (an imported file, a merge) leaves "pooled" unknown.
-"""
+"""ORM-facing: a dataset's leaderboard (:mod:`retrieval.scoring.leaderboard`) under one of its label
+sets; which runs were pooled (and how deep) is what a campaign's label set records in
+``metadata["pooled_runs"]`` and ``"pool_depth"``, else "pooled" is unknown."""
 
 from dataclasses import dataclass, replace
 
@@ -32,8 +28,7 @@ class LeaderboardRequest:
 
     @property
     def versions(self) -> tuple[LabelSet, ...]:
-        """The chosen set's versions (its ancestors and descendants), oldest first; empty
-        when it has no other version."""
+        """The chosen set's versions (ancestors, descendants), oldest first; empty if none other."""
         if self.label_set is None:
             return ()
         family = lineage(self.label_set, self.label_sets)
@@ -41,10 +36,8 @@ class LeaderboardRequest:
 
 
 def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> LeaderboardRequest:
-    """The label set ``labels`` names (the dataset's default, else its newest, when None or
-    empty) and the sort key (corrected C@1 when None); LeaderboardError (404 for an unknown
-    set, 400 for a bad key) otherwise. Reads only; names are matched in Python, so any
-    string is safe."""
+    """The label set ``labels`` names (None or empty: the default, else the newest) and the sort key
+    (None: C@1); LeaderboardError (404 unknown set, 400 bad key) otherwise."""
     label_sets = tuple(dataset.label_sets.defer("arrays").order_by("-created_at", "-pk"))
     sort = _checked_sort(sort or "C@1")
     if not labels:
@@ -109,10 +102,6 @@ FIGURE_VERSION = 1
 """Bump when what :func:`build_leaderboard` computes changes, so stored boards are redone."""
 
 
-def _subject(dataset: Dataset, label_set: LabelSet | None) -> str:
-    return f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'}"
-
-
 def leaderboard_inputs(
     dataset: Dataset,
     label_set: LabelSet | None,
@@ -120,8 +109,7 @@ def leaderboard_inputs(
     permutations: int = leaderboard.DEFAULT_PERMUTATIONS,
     seed: int = 0,
 ) -> str:
-    """The fingerprint of what a board is computed from (:func:`rescoring_inputs`) and the
-    resampling options."""
+    """The fingerprint of a board's inputs (:func:`rescoring_inputs`) and resampling options."""
     return rescoring_inputs(
         dataset, label_set, FIGURE, FIGURE_VERSION, resamples, permutations, seed
     )
@@ -130,14 +118,12 @@ def leaderboard_inputs(
 def stored_leaderboard(
     dataset: Dataset, label_set: LabelSet | None, *, sort: str = "C@1"
 ) -> figures.Figure[Leaderboard]:
-    """The board of :func:`build_leaderboard` (default resampling), computed once per set of
-    inputs (:func:`leaderboard_inputs`) and served from storage after that, sorted by
-    ``sort``: the bootstrap and the significance tests took 4.1 s of the page's 5.3 s at
-    FIRE's scale (27,763 queries, 3 runs) on every view."""
+    """The board of :func:`build_leaderboard`, computed once per set of inputs, served from storage
+    sorted by ``sort``: the bootstrap and tests took 4.1 s of the page's 5.3 s at FIRE's scale."""
     sort = _checked_sort(sort)
     found = figures.exact(
         FIGURE,
-        _subject(dataset, label_set),
+        f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'}",
         leaderboard_inputs(dataset, label_set),
         lambda: build_leaderboard(dataset, label_set),
     )

@@ -1,29 +1,14 @@
-"""Retrieval metrics over whole runs as arrays (pure numpy, no ORM).
-
-A run is scored from a :class:`RankedJudgements`: bool queries x depth matrices saying, for
-the item at each rank, whether it is a positive and whether it is judged at all, plus the
-per-query counts of known positives (R) and judged negatives (N) from the qrels. Rows are the
-qrels' queries; a query the run does not answer has all-False rows and so scores 0 everywhere
-(ir_measures' convention, ``trec_eval -c``). Rows must already be in trec_eval's rank order
-(score descending, ties by docno descending: :func:`retrieval.search.runs.trec_sort`).
-
-Correct@K is FIRE §2.1's name for what text-to-video papers call Recall@K (1 when any
-positive is in the top K); Recall@K, AP, nDCG@K, bpref and judged-only AP are trec_eval's
-(``success``, ``recall``, ``map``, ``ndcg_cut``, ``bpref``, ``map -J``) and Judged@K is
-ir_measures' judgement rate; FIRE-AP is the AP of FIRE §2.1 Eq. 2 as the FIRE authors' code
-computes it (over the top 20, divided by the positives found there). The randomized tests
-hold every one of them equal to ir_measures / pytrec_eval to 1e-9, with one exception by
-design: ir_measures' own Judged provider breaks score ties by docno *ascending*, unlike
-trec_eval and the rest of ir_measures, so where tied items straddle rank K its Judged@K can
-differ from ours, which uses the same trec_eval order (and top K) as every other metric.
-
-Relevance follows trec_eval (relevance level 1): a qrels value > 0 is a positive (with a
-binary gain in nDCG), 0 a judged negative, and a negative value means "pooled but unjudged"
-(trec_eval's reading): such a pair counts neither as judged nor towards N.
-"""
+"""Retrieval metrics over whole runs as arrays (pure numpy, no ORM). A run is scored from a
+:class:`RankedJudgements` whose rows are the qrels' queries in trec_eval's rank order
+(:func:`retrieval.search.runs.trec_sort`); an unanswered query scores 0 (``trec_eval -c``).
+Correct@K is FIRE §2.1's Recall@K of text-to-video papers; the others are trec_eval's or
+ir_measures', equal to them to 1e-9 in the randomized tests, except Judged@K where ir_measures
+breaks ties by docno ascending; FIRE-AP is FIRE §2.1 Eq. 2 as the authors' code computes it.
+Relevance > 0 is a positive, 0 a judged negative, < 0 pooled but unjudged (trec_eval's reading)."""
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -54,19 +39,14 @@ METRIC_NAMES: tuple[str, ...] = (
     FIRST_POSITIVE_MEDIAN,
     FIRST_POSITIVE_FOUND,
 )
-"""The keys of ``mean_scores(evaluate(j), ...)`` (the default ``ks``, ``ndcg_k`` and
-``judged_k``), in order."""
+"""The keys of ``mean_scores(evaluate(j), ...)`` with the default cutoffs, in order."""
 
 
 @dataclass(frozen=True)
 class RankedJudgements:
     """What the qrels say about each ranked item of a run, queries x depth, in rank order.
-
-    ``relevant[q, i]``: the item at rank ``i + 1`` is a positive; ``judged[q, i]``: it has a
-    judgement (positives are judged); ``n_relevant`` (R) and ``n_nonrelevant`` (N): known
-    positives and judged negatives per query in the qrels, retrieved or not; ``n_retrieved``:
-    list length per query (padding excluded), the full depth for every row when omitted.
-    """
+    ``relevant``/``judged`` per rank (positives are judged); ``n_relevant`` (R) and
+    ``n_nonrelevant`` (N) per query in the qrels; ``n_retrieved``: list lengths (default: depth)."""
 
     relevant: np.ndarray
     judged: np.ndarray
@@ -80,7 +60,7 @@ class RankedJudgements:
         if relevant.ndim != 2 or judged.shape != relevant.shape:
             raise ValueError("relevant and judged must be equal-shaped 2-D bool arrays")
         rows, depth = relevant.shape
-        counts = {}
+        checked = {"relevant": relevant, "judged": judged}
         for name in ("n_relevant", "n_nonrelevant", "n_retrieved"):
             value = getattr(self, name)
             if value is None and name == "n_retrieved":
@@ -88,12 +68,10 @@ class RankedJudgements:
             value = np.asarray(value, dtype=np.int64)
             if value.shape != (rows,):
                 raise ValueError(f"{name} must hold one count per query row")
-            counts[name] = value
+            checked[name] = value
         if (relevant & ~judged).any():
             raise ValueError("every relevant item must also be judged")
-        object.__setattr__(self, "relevant", relevant)
-        object.__setattr__(self, "judged", judged)
-        for name, value in counts.items():
+        for name, value in checked.items():
             object.__setattr__(self, name, value)
 
     def __len__(self) -> int:
@@ -107,16 +85,10 @@ class RankedJudgements:
 def judgements_from_arrays(
     item_ids: np.ndarray, qrel_rows: np.ndarray, qrel_items: np.ndarray, qrel_rel: np.ndarray
 ) -> RankedJudgements:
-    """Look every ranked item up in the qrels, all queries at once.
-
-    ``item_ids`` is queries x depth in rank order, -1 padding trailing each shorter list;
-    rows are the qrels' queries. Qrels ``i`` judges item ``qrel_items[i]`` for row
-    ``qrel_rows[i]`` with relevance ``qrel_rel[i]``. Each (row, item) pair becomes one int64
-    (items first renumbered densely when their ids are sparse); the pairs' classes are
-    scattered into a rows x items byte table and gathered at the ranked pairs when that
-    table is at most :data:`LOOKUP_TABLE_CELLS`, else found by binary search in the sorted
-    pairs. A pair judged twice is a ValueError, as in :func:`retrieval.formats.trec.read_qrels`.
-    """
+    """Look every ranked item (``item_ids``, queries x depth, -1 trailing) up in the qrels at once.
+    (row, item) pairs become int64 keys, read from a byte table up to :data:`LOOKUP_TABLE_CELLS`,
+    else by binary search. A pair judged twice is a ValueError, as in
+    :func:`retrieval.formats.trec.read_qrels`."""
     item_ids = np.asarray(item_ids, dtype=np.int64)
     if item_ids.ndim != 2:
         raise ValueError("item_ids must be a 2-D queries x depth array")
@@ -168,11 +140,8 @@ def judgements_from_arrays(
 def align_rows(
     run_query_ids: np.ndarray, item_ids: np.ndarray, query_ids: np.ndarray
 ) -> np.ndarray:
-    """A run's ranked lists re-rowed to ``query_ids`` (the qrels' queries), -1 rows if unanswered.
-
-    Queries the run answers but ``query_ids`` lacks are dropped, as trec_eval and ir_measures
-    ignore queries without judgements. Run query ids must be distinct.
-    """
+    """A run's ranked lists re-rowed to ``query_ids`` (the qrels' queries), -1 rows if unanswered;
+    other queries are dropped, as trec_eval does. Run query ids must be distinct."""
     run_query_ids = np.asarray(run_query_ids, dtype=np.int64)
     item_ids = np.asarray(item_ids, dtype=np.int64)
     query_ids = np.asarray(query_ids, dtype=np.int64)
@@ -214,21 +183,15 @@ class _Counts:
         self.depth = self.hits.shape[1]
         self.hits_so_far = np.cumsum(self.hits, axis=1, dtype=np.int32)
         self.judged = None if judged is None else np.asarray(judged, dtype=bool)
-        self._judged_so_far: np.ndarray | None = None
-        self._hit_numerators: np.ndarray | None = None
 
-    @property
+    @cached_property
     def judged_so_far(self) -> np.ndarray:
-        if self._judged_so_far is None:
-            self._judged_so_far = np.cumsum(self.judged, axis=1, dtype=np.int32)
-        return self._judged_so_far
+        return np.cumsum(self.judged, axis=1, dtype=np.int32)
 
-    @property
+    @cached_property
     def hit_numerators(self) -> np.ndarray:
         """Positives so far at each positive's rank, 0 elsewhere (precision numerators)."""
-        if self._hit_numerators is None:
-            self._hit_numerators = self.hits_so_far * self.hits.astype(np.float64)
-        return self._hit_numerators
+        return self.hits_so_far * self.hits.astype(np.float64)
 
     def top(self, so_far: np.ndarray, k: int) -> np.ndarray:
         """How many of the first ``k`` ranks ``so_far`` counted."""
@@ -238,36 +201,30 @@ class _Counts:
 
 
 def _correct(c: _Counts, k: int) -> np.ndarray:
-    """Correct@K: 1.0 when a positive is among the first ``k`` ranks (FIRE §2.1; trec_eval
-    ``success_k``)."""
+    """Correct@K: 1.0 when a positive is in the top ``k`` (FIRE §2.1; trec_eval ``success_k``)."""
     return (c.top(c.hits_so_far, _check_k(k)) > 0).astype(np.float64)
 
 
 def _recall(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
-    """Positives in the top ``k`` over all known positives R (FIRE §2.1 Eq. 1; trec_eval
-    ``recall_k``); 0 when R = 0."""
+    """Positives in the top ``k`` over R (FIRE §2.1 Eq. 1; trec_eval ``recall_k``); 0 when R = 0."""
     return _ratio(c.top(c.hits_so_far, _check_k(k)), n_relevant)
 
 
 def _average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
-    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): precision at each retrieved positive,
-    summed and divided by R, so unretrieved positives count as precision 0; 0 when R = 0."""
+    """trec_eval's AP (``map``; FIRE §2.1 Eq. 2): summed precision at retrieved positives over R."""
     return _ratio(c.hit_numerators @ _inverse_ranks(c.depth), n_relevant)
 
 
 def _fire_average_precision(c: _Counts, cutoff: int) -> np.ndarray:
-    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): the mean precision at
-    each positive in the top ``cutoff`` (20), i.e. divided by the positives found there and
-    not by R; 0 when none is found. It ignores unretrieved positives, so it is at least AP@20.
-    """
+    """AP as the FIRE authors' code computes it (FIRE §2.1, Table 1): mean precision at each
+    positive in the top ``cutoff``, divided by the positives found there, not by R."""
     depth = min(_check_k(cutoff), c.depth)
     precision_sum = c.hit_numerators[:, :depth] @ _inverse_ranks(depth)
     return _ratio(precision_sum, c.top(c.hits_so_far, cutoff))
 
 
 def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
-    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount 1 / log2(rank + 1);
-    the ideal list puts min(R, k) positives first. 0 when R = 0."""
+    """nDCG@k with binary gains and trec_eval's ``ndcg_cut`` discount; 0 when R = 0."""
     k = _check_k(k)
     discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
     hits = c.hits[:, :k]
@@ -277,17 +234,13 @@ def _ndcg(c: _Counts, k: int, n_relevant: np.ndarray) -> np.ndarray:
 
 
 def _judged(c: _Counts, k: int, n_retrieved: np.ndarray) -> np.ndarray:
-    """Share of the top ``k`` that has any judgement (ir_measures ``Judged@k``); like
-    ir_measures, a list shorter than ``k`` is divided by its own length, an empty one scores 0.
-    """
+    """Share of the top ``k`` judged (ir_measures ``Judged@k``); a shorter list over its length."""
     k = _check_k(k)
     return _ratio(c.top(c.judged_so_far, k), np.minimum(n_retrieved, k))
 
 
 def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.ndarray:
-    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items are skipped; each retrieved
-    positive scores 1 - min(n, R) / min(R, N), n being the judged negatives ranked above it
-    (1 when n = 0); the sum is divided by R. 0 when R = 0."""
+    """trec_eval's bpref (Buckley & Voorhees 2004): unjudged items skipped; 0 when R = 0."""
     negatives_above = c.judged_so_far - c.hits_so_far  # at a positive: judged negatives above it
     cap = np.maximum(np.minimum(n_relevant, n_nonrelevant), 1)[:, None]
     penalty = np.minimum(negatives_above, n_relevant[:, None]) / cap
@@ -295,9 +248,7 @@ def _bpref(c: _Counts, n_relevant: np.ndarray, n_nonrelevant: np.ndarray) -> np.
 
 
 def _condensed_average_precision(c: _Counts, n_relevant: np.ndarray) -> np.ndarray:
-    """Judged-only AP (Sakai's condensed list; trec_eval ``map`` with ``-J``): AP after
-    unjudged items are removed from the ranking, so each positive's precision counts only
-    the judged items above it; still divided by R, 0 when R = 0."""
+    """Judged-only AP (Sakai's condensed list; trec_eval ``map -J``), still over R."""
     precision_sum = (c.hit_numerators / np.maximum(c.judged_so_far, 1)).sum(axis=1)
     return _ratio(precision_sum, n_relevant)
 
@@ -309,8 +260,7 @@ def mean_correct_at_ks(hits: np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict
 
 
 def first_positive_rank(relevant: np.ndarray) -> np.ndarray:
-    """1-based rank of the first positive per query (FIRE §2.1's "rank of the first correct
-    result"), NaN when the list holds none."""
+    """1-based rank of the first positive per query (FIRE §2.1), NaN when the list holds none."""
     relevant = np.asarray(relevant, dtype=bool)
     ranks = np.argmax(relevant, axis=1).astype(np.float64) + 1.0
     ranks[~relevant.any(axis=1)] = np.nan
@@ -325,13 +275,8 @@ def evaluate(
     judged_k: int = 10,
     only: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every per-query metric (float64, one value per row), keyed as :func:`metric_names`
-    orders them, plus :data:`FIRST_POSITIVE` (the first positive's rank, NaN if none).
-
-    The running counts down each list are computed once and shared by all the metrics.
-    ``only`` names the metrics to compute (all when None), for callers that score many lists
-    for a few of them (:mod:`retrieval.scoring.score_intervals`).
-    """
+    """Every per-query metric (float64 per row), keyed in :func:`metric_names` order, plus
+    :data:`FIRST_POSITIVE`; ``only`` names the metrics to compute (None: all)."""
     c = _Counts(j.relevant, j.judged)
     wanted = None if only is None else set(only)
     per_query: dict[str, np.ndarray] = {}
@@ -355,13 +300,9 @@ def evaluate(
 
 
 def mean_scores(per_query: dict[str, np.ndarray], n_relevant: np.ndarray) -> dict[str, float]:
-    """Means over the queries with at least one known positive (R > 0), in ``per_query``'s order.
-
-    Unanswered queries are in (scoring 0), queries without positives are out: trec_eval -c
-    over the qrels' queries that have a positive. :data:`FIRST_POSITIVE` becomes its mean and
-    median over the queries whose list holds a positive, plus the share of queries that do
-    (unanswered ones count as not found). Every value is NaN when no query has a positive.
-    """
+    """Means over the queries with a positive (R > 0), as ``trec_eval -c``; NaN when none has one.
+    :data:`FIRST_POSITIVE` becomes mean and median over the queries whose list holds a positive,
+    plus the share that do."""
     eligible = np.asarray(n_relevant) > 0
     count = int(eligible.sum())
     means: dict[str, float] = {}

@@ -1,12 +1,6 @@
-"""Small, dependency-free SVG charts for report pages.
-
-Charts are built from plain numbers and returned as SVG markup with every text escaped, so
-templates can include them with ``|safe``. They are static pictures, readable without
-JavaScript, and each carries a ``<title>`` and ``<desc>`` for screen readers. Colours are
-Okabe and Ito's (2008) palette, told apart with the common colour-vision deficiencies, and
-lines differ in dash pattern too; legends are laid out from estimated text widths, wrapping
-onto more rows rather than running entries together.
-"""
+"""Small, dependency-free SVG charts for report pages, every text escaped (``|safe``). Static, with
+``<title>`` and ``<desc>`` for screen readers; Okabe and Ito's (2008) palette and dash patterns tell
+series apart under colour-vision deficiencies; legends wrap by text width."""
 
 import math
 from collections.abc import Sequence
@@ -39,8 +33,7 @@ _WIDTHS = (
 
 
 def text_width(text: str, size: float = FONT_SIZE) -> float:
-    """Estimated width of ``text`` in a sans-serif at ``size`` px, to lay out labels that
-    must not touch (the browser measures nothing for us: charts are drawn on the server)."""
+    """Estimated width of ``text`` in a sans-serif at ``size`` px (charts are drawn server-side)."""
     total = 0
     for char in text:
         code = ord(char)
@@ -139,9 +132,8 @@ def line_chart(
     description: str = "",
     direct_labels: bool = False,
 ) -> str:
-    """Lines with point markers over a numeric x axis (one line per series). With
-    ``direct_labels`` each line is named at its right end instead of in a legend (the plot
-    narrows to make room; names are pushed apart where lines end close together)."""
+    """Lines with point markers over a numeric x axis; ``direct_labels`` names each line at its
+    right end instead of in a legend, names pushed apart."""
     top = _axis_top(series, y_max)
     low, high = (min(x_values), max(x_values)) if x_values else (0.0, 1.0)
     span = (high - low) or 1.0
@@ -197,9 +189,8 @@ def line_chart(
 def _end_labels(
     series: Sequence[Series], ends: list[tuple[float, int, tuple[float, float]]], right: float
 ) -> list[str]:
-    """Each line's name just right of the plot, level with the line's last point where it
-    can be, at least one text line from its neighbours (and inside the chart), joined to
-    the point by a short stroke in the line's colour."""
+    """Each line's name right of the plot, level with its last point where it can be, a text line
+    from its neighbours, joined to the point by a short stroke in the line's colour."""
     ends = sorted(ends)
     gap = FONT_SIZE + 1
     wanted = [y for y, _, _ in ends]
@@ -229,8 +220,8 @@ def _axis_top(series: Sequence[Series], y_max: float | None) -> float:
 
 
 def _ticks(low: float, high: float, count: int = 6, whole: bool = False) -> list[float]:
-    """At most ``count`` round positions in [low, high] (multiples of 1, 2 or 5 times a power
-    of ten: 0, 500, 1,000, never 369 or 1,772); whole numbers only when ``whole``."""
+    """At most ``count`` round positions in [low, high] (1, 2 or 5 times a power of ten); whole
+    numbers only when ``whole``."""
     if high <= low:
         return [low]
     step = nice_max((high - low) / (count - 1))
@@ -255,15 +246,6 @@ def _grid(y_label: str, top: float, right: float = WIDTH - MARGIN_RIGHT) -> list
     return parts
 
 
-def _header(title: str, description: str, height: int = HEIGHT) -> list[str]:
-    return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
-        f'class="chart" role="img" font-size="12" font-family="system-ui, sans-serif">'
-        f"<title>{escape(title)}</title><desc>{escape(description or title)}</desc>",
-        f'<text x="{MARGIN_LEFT}" y="16" font-weight="600">{escape(title)}</text>',
-    ]
-
-
 def _axis_labels(x_label: str, y_label: str, plot_w: float = PLOT_W) -> list[str]:
     parts = []
     if x_label:
@@ -280,9 +262,8 @@ def _axis_labels(x_label: str, y_label: str, plot_w: float = PLOT_W) -> list[str
 
 
 def _legend(series: Sequence[Series]) -> list[tuple[int, str, float, int]]:
-    """Where each legend entry goes, ``(series index, name, x, row)``: left to right under
-    the title, the next entry a gap after the measured end of the last one's name, a new row
-    when the width is used up. No legend for a single series."""
+    """Where each legend entry goes, ``(series index, name, x, row)``, wrapping rows by measured
+    width; none for a single series."""
     if len(series) < 2:
         return []
     entries, x, row = [], float(MARGIN_LEFT), 0
@@ -295,11 +276,16 @@ def _legend(series: Sequence[Series]) -> list[tuple[int, str, float, int]]:
     return entries
 
 
-def _open(title: str, description: str, legend: list, height: int = HEIGHT) -> list[str]:
+def _open(title: str, description: str, legend: list) -> list[str]:
     """The chart's start: its title, its legend rows, and the plot group, moved down by the
     rows the legend needs beyond the first (close it with :func:`_close`)."""
-    extra = _legend_extra(legend)
-    parts = _header(title, description, height + extra)
+    extra = max((row for *_, row in legend), default=0) * LEGEND_ROW
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT + extra}" '
+        f'class="chart" role="img" font-size="12" font-family="system-ui, sans-serif">'
+        f"<title>{escape(title)}</title><desc>{escape(description or title)}</desc>",
+        f'<text x="{MARGIN_LEFT}" y="16" font-weight="600">{escape(title)}</text>',
+    ]
     for j, name, x, row in legend:
         y = 22 + row * LEGEND_ROW
         parts.append(
@@ -308,11 +294,6 @@ def _open(title: str, description: str, legend: list, height: int = HEIGHT) -> l
         )
     parts.append(f'<g transform="translate(0 {extra})">')
     return parts
-
-
-def _legend_extra(legend: list) -> int:
-    rows = max((row for *_, row in legend), default=0)
-    return rows * LEGEND_ROW
 
 
 def _close(parts: list[str]) -> str:

@@ -1,8 +1,5 @@
-"""Turn a report (:func:`retrieval.scoring.reports.build_report`) into table cells and SVG.
-
-Kept apart from the view so the page stays a template over ready strings, and apart from
-the report builder so the JSON the command prints carries numbers, not markup.
-"""
+"""Turn a report (:func:`retrieval.scoring.reports.build_report`) into table cells and SVG, so the
+page stays a template over ready strings and the report's JSON carries numbers, not markup."""
 
 from dataclasses import dataclass
 
@@ -14,9 +11,8 @@ from retrieval.scoring.rescoring import interval_legend, interval_text, points
 
 @dataclass(frozen=True)
 class ScoreText:
-    """A corrected score as text: ``value`` (points), its 95% ``interval`` (``[low–high]``,
-    empty where exact) and, in FIRE Table 1, ``gain``: ``(B + C)``, the original score plus
-    the gain (empty without original positives)."""
+    """A corrected score as text: ``value``, its 95% ``interval`` (empty where exact) and, in FIRE
+    Table 1, ``gain`` "(B + C)" (empty without original positives)."""
 
     value: str
     interval: str
@@ -25,8 +21,7 @@ class ScoreText:
 
 @dataclass(frozen=True)
 class Table1Cells:
-    """One run's row of FIRE Table 1 as text: "A [interval] (B + C)" cells, true scores and
-    bias."""
+    """One run's row of FIRE Table 1 as text: "A [interval] (B + C)" cells, true scores and bias."""
 
     run: str
     cells: list[ScoreText]
@@ -36,8 +31,7 @@ class Table1Cells:
 
 @dataclass(frozen=True)
 class Table4Cells:
-    """One run's row of FIRE Table 4 as text: corrected scores with their intervals, then the
-    leave-one-run-out ("New") scores and the unpooled bias."""
+    """One run's row of FIRE Table 4 as text: corrected scores, "New" scores and unpooled bias."""
 
     run: str
     corrected: list[ScoreText]
@@ -57,8 +51,7 @@ class ReportCharts:
 
 
 def table1_rows(report: Report) -> list[Table1Cells]:
-    """FIRE Table 1 rows: "A [interval] (B + C)" cells, then the true score and pooling bias
-    if known."""
+    """FIRE Table 1 rows: "A [interval] (B + C)" cells, then true score and bias if known."""
     rows = []
     for row in report.table1:
         original = row.original
@@ -93,10 +86,7 @@ def table4_rows(report: Report) -> list[Table4Cells]:
                 for m in report.metrics
             ],
             leave_one_out=[points(row.leave_one_out[m]) for m in report.metrics],
-            unpooled_bias=[
-                points(row.unpooled_bias_c1, signed=True),
-                points(row.unpooled_bias_c10, signed=True),
-            ]
+            unpooled_bias=[points(row.unpooled_bias[m], signed=True) for m in ("C@1", "C@10")]
             if row.unpooled_bias
             else [],
         )
@@ -111,67 +101,66 @@ def intervals_legend(report: Report) -> str:
 
 def charts(report: Report) -> ReportCharts:
     """Every figure of the report as SVG markup."""
-    figures = report.figures
-    histogram = figures.positives_per_query
+    figures, budget = report.figures, report.budget
+    histogram, heat, by_length = (
+        figures.positives_per_query,
+        figures.length_positives,
+        figures.correct_by_length,
+    )
     series = [plots.Series("corrected", histogram.counts)]
     if figures.true_positives_per_query is not None:
         series.append(plots.Series("true", figures.true_positives_per_query.counts))
-    positives = plots.bar_chart(
-        histogram.labels,
-        series,
-        title="Positives per query (FIRE Fig. 11)",
-        x_label="positives",
-        y_label="queries",
-    )
-    heat = figures.length_positives
-    heatmap = plots.heatmap(
-        heat.row_labels,
-        heat.column_labels,
-        heat.counts,
-        title="Positives by caption length (FIRE Fig. 2)",
-        x_label="positives per query",
-        y_label="words",
-    )
-    by_length = figures.correct_by_length
-    by_length_chart = plots.bar_chart(
-        by_length.labels,
-        [
-            plots.Series(run, [None if v is None else 100 * v for v in shares])
-            for run, shares in by_length.share.items()
-        ],
-        title=f"Mean {by_length.metric} by caption length (FIRE Fig. 3)",
-        x_label="caption length (words)",
-        y_label=f"% {by_length.metric}",
-        y_max=100,
-    )
-    ranks_chart = ""
-    if figures.positive_ranks is not None:
-        ranks = figures.positive_ranks
-        ranks_chart = plots.bar_chart(
+    ranks = figures.positive_ranks
+    return ReportCharts(
+        positives=plots.bar_chart(
+            histogram.labels,
+            series,
+            title="Positives per query (FIRE Fig. 11)",
+            x_label="positives",
+            y_label="queries",
+        ),
+        heatmap=plots.heatmap(
+            heat.row_labels,
+            heat.column_labels,
+            heat.counts,
+            title="Positives by caption length (FIRE Fig. 2)",
+            x_label="positives per query",
+            y_label="words",
+        ),
+        by_length=plots.bar_chart(
+            by_length.labels,
+            [
+                plots.Series(run, [None if v is None else 100 * v for v in shares])
+                for run, shares in by_length.share.items()
+            ],
+            title=f"Mean {by_length.metric} by caption length (FIRE Fig. 3)",
+            x_label="caption length (words)",
+            y_label=f"% {by_length.metric}",
+            y_max=100,
+        ),
+        ranks=""
+        if ranks is None
+        else plots.bar_chart(
             [str(r) for r in ranks.ranks],
             [plots.Series("original", ranks.original), plots.Series("judged", ranks.judged)],
             title=f"Rank of positives by source, {ranks.run} (FIRE Fig. 12)",
             x_label="rank",
             y_label="positives",
-        )
-    budget = report.budget
-    budget_chart = plots.line_chart(
-        budget.sizes,
-        [
-            plots.Series(run, [100 * errors[str(n)].p95 for n in budget.sizes])
-            for run, errors in budget.runs.items()
-        ],
-        title=f"95th percentile of |estimate - full| {budget.metric} (FIRE Fig. 4)",
-        x_label="queries judged (N)",
-        y_label="points",
+        ),
+        budget=plots.line_chart(
+            budget.sizes,
+            [
+                plots.Series(run, [100 * errors[str(n)].p95 for n in budget.sizes])
+                for run, errors in budget.runs.items()
+            ],
+            title=f"95th percentile of |estimate - full| {budget.metric} (FIRE Fig. 4)",
+            x_label="queries judged (N)",
+            y_label="points",
+        ),
     )
-    return ReportCharts(
-        positives=positives,
-        heatmap=heatmap,
-        by_length=by_length_chart,
-        ranks=ranks_chart,
-        budget=budget_chart,
-    )
+
+
+NDCG_KEYS = ("nDCG", "v2t", "t2v")
 
 
 @dataclass(frozen=True)
@@ -198,11 +187,8 @@ class ModelError:
 
 @dataclass(frozen=True)
 class ProxySection:
-    """The report's semantic-proxy section, read from :func:`retrieval.proxies.service.proxy_table`.
-
-    ``taus`` holds Kendall's tau against the truth per proxy column (None where undefined),
-    and is empty when the dataset has no truth or fewer than two models.
-    """
+    """The report's semantic-proxy section from :func:`retrieval.proxies.service.proxy_table`;
+    ``taus``: Kendall's tau against the truth per proxy (empty without truth or two models)."""
 
     split: str
     videos: int
@@ -230,7 +216,17 @@ def proxy_section(proxies: dict) -> ProxySection:
         errors=[ModelError(row["model"], row["error"]) for row in proxies["errors"]],
         missing=list(proxies["missing"]),
         headings=[heading for _, heading in columns],
-        rows=proxy_rows(proxies),
+        rows=[
+            ProxyModelRow(
+                row["model"],
+                row["note"],
+                [
+                    ProxyCell(*(row["scores"].get(key, {}).get(k) for k in NDCG_KEYS))
+                    for key, _ in columns
+                ],
+            )
+            for row in proxies["models"]
+        ],
         taus=[tau.get(name) for name in proxies["proxies"]] if tau else [],
         chart=proxy_chart(proxies),
     )
@@ -244,22 +240,8 @@ def proxy_columns(proxies: dict) -> list[tuple[str, str]]:
     return columns
 
 
-def proxy_rows(proxies: dict) -> list[ProxyModelRow]:
-    """One row per model: its nDCG (mean, v2t, t2v) under each proxy and the truth."""
-    columns = proxy_columns(proxies)
-    rows = []
-    for row in proxies["models"]:
-        cells = []
-        for key, _ in columns:
-            score = row["scores"].get(key, {})
-            cells.append(ProxyCell(score.get("nDCG"), score.get("v2t"), score.get("t2v")))
-        rows.append(ProxyModelRow(model=row["model"], note=row["note"], cells=cells))
-    return rows
-
-
 def proxy_chart(proxies: dict) -> str:
-    """Grouped bars: each model's nDCG under each proxy (and the truth), as in Wray et al.,
-    CVPR 2021, Fig. 7."""
+    """Each model's nDCG under each proxy and the truth (Wray et al., CVPR 2021, Fig. 7)."""
     columns = proxy_columns(proxies)
     if not proxies["models"] or not columns:
         return ""

@@ -1,12 +1,6 @@
 """The researcher's report on a dataset: FIRE Tables 1, 3 and 4 and Figures 2-4, 11 and 12.
-
-:func:`build_report` re-scores the dataset's runs (see :mod:`retrieval.scoring.rescoring_service`)
-and runs the analyses of :mod:`retrieval.scoring.analysis` on the result, returning a
-:class:`Report` of frozen dataclasses; the report page draws its tables and SVG figures from
-it, and the ``analyses`` command and the report's JSON view print its :meth:`~Report.to_json`.
-Score maps (``corrected``, ``drop``, ...) are keyed by metric name, one of
-:data:`TABLE_METRICS`.
-"""
+:func:`build_report` re-scores the dataset's runs and runs :mod:`retrieval.scoring.analysis` on
+them; score maps are keyed by the metrics of :data:`TABLE_METRICS`."""
 
 from dataclasses import dataclass
 
@@ -15,13 +9,8 @@ import numpy as np
 from jobs import figures
 from retrieval.json_data import JsonData, omitted_if_none, plain
 from retrieval.models import Dataset, LabelSet
-from retrieval.scoring import analysis
-from retrieval.scoring.rescoring_service import (
-    DatasetRescoring,
-    RescoreError,
-    rescore_dataset,
-    rescoring_inputs,
-)
+from retrieval.scoring import analysis, estimation
+from retrieval.scoring.rescoring_service import RescoreError, rescore_dataset, rescoring_inputs
 from retrieval.scoring.score_intervals import ScoreInterval
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
@@ -35,11 +24,7 @@ Scores = dict[str, float]
 
 @dataclass(frozen=True)
 class Table1Row:
-    """FIRE Table 1: a run's corrected means, and its original and true ones when known.
-
-    ``intervals``: per metric, the corrected score's 95% interval
-    (:class:`retrieval.scoring.score_intervals.ScoreInterval`: ``value``, ``low``, ``high`` and the
-    ``parts`` it holds; no parts, exact)."""
+    """FIRE Table 1: a run's corrected means (with their 95% intervals), original and true ones."""
 
     run: str
     corrected: Scores
@@ -67,22 +52,11 @@ class OverlapTable:
 
 
 @dataclass(frozen=True)
-class SettledScore:
-    """One corrected mean and how settled it is when judging stopped early: ``exact``,
-    ``bounds`` (``low``-``high``: unjudged pairs counted irrelevant, then relevant) or an
-    ``estimate`` (``value`` with its 95% interval ``low``-``high``)."""
-
-    metric: str
-    kind: str
-    value: float | None
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class SettledRow:
+    """A run's corrected means and how settled each is when judging stopped early."""
+
     run: str
-    scores: tuple[SettledScore, ...]
+    scores: tuple[estimation.Score, ...]
 
 
 @dataclass(frozen=True)
@@ -94,14 +68,6 @@ class Table4Row:
     leave_one_out: Scores
     drop: Scores
     unpooled_bias: Scores | None = omitted_if_none()
-
-    @property
-    def unpooled_bias_c1(self) -> float | None:
-        return self.unpooled_bias["C@1"] if self.unpooled_bias else None
-
-    @property
-    def unpooled_bias_c10(self) -> float | None:
-        return self.unpooled_bias["C@10"] if self.unpooled_bias else None
 
 
 @dataclass(frozen=True)
@@ -252,70 +218,52 @@ def build_report(
             metric=metric, rows=tuple(SignificanceRow(**plain(row)) for row in compared)
         ),
         settled=tuple(
-            SettledRow(
-                run,
-                tuple(
-                    SettledScore(name, s.kind, s.value, s.low, s.high) for name, s in scores.items()
-                ),
-            )
-            for run, scores in result.kinds.items()
+            SettledRow(run, tuple(scores.values())) for run, scores in result.kinds.items()
         ),
     )
 
 
 def _table1(result) -> tuple[Table1Row, ...]:
-    """FIRE Table 1: each run's corrected scores with their intervals, beside the original
-    and (on a synthetic world) the true ones."""
-    corrected = result.blocks["corrected"]
-    original = result.blocks.get("original", {})
-    true = result.blocks.get("true", {})
+    """FIRE Table 1: each run's corrected scores with intervals, original and true ones."""
+    corrected, original, true = _picked(result, "corrected", "original", "true")
     intervals = result.intervals  # the Monte Carlo runs here, once per report
-    rows = []
-    for run in corrected:
-        means = _pick(corrected[run].means)
-        true_means = _pick(true[run].means) if run in true else None
-        rows.append(
-            Table1Row(
-                run=run,
-                corrected=means,
-                intervals={m: intervals[run][m] for m in TABLE_METRICS},
-                original=_pick(original[run].means) if run in original else None,
-                true=true_means,
-                pooling_bias=_difference(means, true_means) if true_means else None,
-            )
+    return tuple(
+        Table1Row(
+            run=run,
+            corrected=means,
+            intervals={m: intervals[run][m] for m in TABLE_METRICS},
+            original=original.get(run),
+            true=true.get(run),
+            pooling_bias=_difference(means, true[run]) if run in true else None,
         )
-    return tuple(rows)
+        for run, means in corrected.items()
+    )
 
 
 def _table4(result) -> tuple[Table4Row, ...]:
-    """FIRE Table 4: each run's corrected scores beside those with its own pooled pairs left
-    out, and what pooling still hides from it."""
-    corrected = result.blocks["corrected"]
-    true = result.blocks.get("true", {})
-    loro = result.blocks.get("leave_one_out", {})
-    rows = []
-    for run in corrected:
-        if run not in loro:
-            continue
-        left_out = _pick(loro[run].means)
-        rows.append(
-            Table4Row(
-                run=run,
-                corrected=_pick(corrected[run].means),
-                leave_one_out=left_out,
-                drop=_difference(_pick(corrected[run].means), left_out),
-                # What pooling still hides from a run that was not pooled.
-                unpooled_bias=_difference(left_out, _pick(true[run].means))
-                if run in true
-                else None,
-            )
+    """FIRE Table 4: each run's corrected scores with and without its own pooled pairs."""
+    corrected, true, left_out = _picked(result, "corrected", "true", "leave_one_out")
+    return tuple(
+        Table4Row(
+            run=run,
+            corrected=corrected[run],
+            leave_one_out=left_out[run],
+            drop=_difference(corrected[run], left_out[run]),
+            # What pooling still hides from a run that was not pooled.
+            unpooled_bias=_difference(left_out[run], true[run]) if run in true else None,
         )
-    return tuple(rows)
+        for run in corrected
+        if run in left_out
+    )
+
+
+def _picked(result, *blocks: str) -> list[dict[str, Scores]]:
+    """Per block, each run's :data:`TABLE_METRICS` means."""
+    return [{run: _pick(means) for run, means in result.means(block).items()} for block in blocks]
 
 
 def _figures(scored, metric: str) -> Figures:
-    """The figures: positives per query (FIRE Fig. 11), by caption length (Figs. 2 and 3),
-    and where the judged positives rank beside the original ones (Fig. 12)."""
+    """The figures: positives per query (FIRE Fig. 11), by caption length (2, 3), ranks (12)."""
     result = scored.result
     corrected = result.blocks["corrected"]
     original = result.blocks.get("original", {})
@@ -330,10 +278,18 @@ def _figures(scored, metric: str) -> Figures:
         relevant_judged = corrected[best].judgements.relevant & ~relevant_original
         ranks = plain(analysis.positive_ranks_by_source(relevant_original, relevant_judged))
         positive_ranks = PositiveRanksFigure(run=best, **ranks)
+    heatmap = analysis.length_positive_heatmap(scored.caption_lengths, n_positive)
+    by_length = analysis.correct_by_length(
+        scored.caption_lengths, {run: s.per_query[metric] for run, s in corrected.items()}
+    )
     return Figures(
         positives_per_query=_histogram(n_positive),
-        length_positives=_heatmap(scored.caption_lengths, n_positive),
-        correct_by_length=_by_length(scored, metric),
+        length_positives=HeatmapFigure(
+            list(heatmap.row_labels), list(heatmap.column_labels), plain(heatmap.counts)
+        ),
+        correct_by_length=ByLengthFigure(
+            metric, list(by_length.labels), plain(by_length.counts), plain(by_length.share)
+        ),
         true_positives_per_query=true_histogram,
         positive_ranks=positive_ranks,
     )
@@ -364,28 +320,6 @@ def _histogram(n_positive: np.ndarray) -> HistogramFigure:
     return HistogramFigure(labels=list(histogram.labels), counts=plain(histogram.counts))
 
 
-def _heatmap(lengths: np.ndarray, n_positive: np.ndarray) -> HeatmapFigure:
-    heatmap = analysis.length_positive_heatmap(lengths, n_positive)
-    return HeatmapFigure(
-        row_labels=list(heatmap.row_labels),
-        column_labels=list(heatmap.column_labels),
-        counts=plain(heatmap.counts),
-    )
-
-
-def _by_length(scored: DatasetRescoring, metric: str) -> ByLengthFigure:
-    corrected = scored.result.blocks["corrected"]
-    by_length = analysis.correct_by_length(
-        scored.caption_lengths, {run: s.per_query[metric] for run, s in corrected.items()}
-    )
-    return ByLengthFigure(
-        metric=metric,
-        labels=list(by_length.labels),
-        counts=plain(by_length.counts),
-        share=plain(by_length.share),
-    )
-
-
 FIGURE = "report"
 FIGURE_VERSION = 1
 """Bump when what :func:`build_report` computes changes, so stored reports are redone."""
@@ -394,10 +328,8 @@ FIGURE_VERSION = 1
 def stored_report(
     dataset: Dataset, label_set: LabelSet | None = None, *, metric: str = "C@1"
 ) -> figures.Figure[Report]:
-    """:func:`build_report` (default resampling) computed once per set of inputs
-    (:func:`retrieval.scoring.rescoring_service.rescoring_inputs`) and metric, and served from
-    storage after that: the page re-scored and resampled on every view (2.6 s at FIRE's
-    scale)."""
+    """:func:`build_report` computed once per set of inputs and metric, served from storage after
+    that (re-scoring on every view took 2.6 s at FIRE's scale)."""
     subject = f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'} {metric}"
     inputs = rescoring_inputs(dataset, label_set, FIGURE, FIGURE_VERSION, metric)
     return figures.exact(

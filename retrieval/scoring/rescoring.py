@@ -1,22 +1,13 @@
-"""Pure: re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4) as arrays.
-
-Every run is a matrix of ranked item ids per query row (-1 padding), rows shared by all
-runs and by the qrels. The positive sets are:
-
-- original: each query caption's own video (how MSR-VTT and MSVD score);
-- corrected: the original positives plus every pair a label set judges relevant, with the
-  pairs it judges irrelevant kept as judged negatives (for Judged@K and bpref);
-- leave-one-run-out: the corrected set minus the judged positives that only that run's
-  own pooled pairs contributed (FIRE Table 4 "New": what a new, unpooled model faces);
-- true: exhaustive relevance, on synthetic datasets only, to show what pooling misses.
-
-Nothing here touches the database: the file mode of ``rescore`` calls it directly, and
-:mod:`retrieval.scoring.rescoring_service` gathers a dataset's arrays for it.
-"""
+"""Pure: re-score runs under several positive sets (FIRE §2.1, §4, Tables 1 and 4) as arrays. Runs
+are ranked item ids per query row (-1 padding). Positive sets: original (each caption's own video),
+corrected (plus what a label set judges relevant, its negatives kept as judged), leave-one-run-out
+(FIRE Table 4 "New") and true (exhaustive, synthetic datasets only).
+:mod:`retrieval.scoring.rescoring_service` gathers a dataset's arrays for it."""
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +20,7 @@ from retrieval.scoring import analysis, metrics, score_intervals
 
 @dataclass(frozen=True)
 class Qrels:
-    """Judgements as arrays: query row, item id, relevance (> 0 relevant, 0 judged not relevant,
-    < 0 pooled but unjudged, as trec_eval reads qrels)."""
+    """Judgements as arrays: query row, item id, relevance (as trec_eval reads qrels)."""
 
     rows: np.ndarray
     items: np.ndarray
@@ -81,20 +71,18 @@ class Rescoring:
     blocks: dict[str, dict[str, Scores]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     kinds: dict[str, dict] = field(default_factory=dict)
-    """Run -> metric -> :class:`retrieval.scoring.estimation.Score` when the label set's campaign had
-    unjudged pooled pairs: whether each corrected score is exact, bounds or an estimate."""
+    """Run -> metric -> :class:`retrieval.scoring.estimation.Score` (exact, bounds or estimate) when
+    the label set's campaign had unjudged pooled pairs."""
     interval_source: Callable[[], dict] | None = field(default=None, repr=False)
-    """What computes :attr:`intervals` when the labels are not all certain (a label set's
-    probabilities, unjudged pooled pairs): :func:`retrieval.scoring.score_intervals.score_intervals`
-    with its arguments bound. None: every label certain, each interval the score itself."""
+    """:func:`retrieval.scoring.score_intervals.score_intervals` with its arguments bound, or None:
+    every label certain, each interval the score itself."""
     _intervals: dict | None = field(default=None, init=False, repr=False)
 
     @property
     def intervals(self) -> dict[str, dict[str, score_intervals.ScoreInterval]]:
-        """Run -> metric -> :class:`retrieval.scoring.score_intervals.ScoreInterval` of each corrected
-        C@K, AP and nDCG@10, computed on first read: the Monte Carlo behind them costs more
-        than the rest of a rescoring where every pair has a probability (Dawid-Skene), and
-        most readers (reports, leaderboards) never ask (``bench/score_intervals_bench.py``)."""
+        """Run -> metric -> each corrected C@K, AP and nDCG@10's :class:`~.ScoreInterval`, computed
+        on first read: its Monte Carlo costs more than the rest of a rescoring
+        (``bench/score_intervals_bench.py``) and most readers never ask."""
         if self._intervals is None:
             if self.interval_source is not None:
                 self._intervals = self.interval_source()
@@ -160,18 +148,14 @@ def rescore(
     pool_depth: int | None = None,
     ks: Sequence[int] = metrics.DEFAULT_KS,
 ) -> Rescoring:
-    """Score ``runs`` under the corrected set and every other set that is given.
-
-    ``pooled`` (the runs a campaign pooled, at ``pool_depth``) enables leave-one-run-out for
-    the scored runs that were pooled; ``original`` gives FIRE Table 1's original scores.
-    """
+    """Score ``runs`` under the corrected set and every other set given; ``pooled`` (at
+    ``pool_depth``) enables leave-one-run-out for the pooled runs."""
     n_queries = _row_count(runs, corrected)
     result = Rescoring(n_queries)
     result.blocks["corrected"] = {name: score(ids, corrected, ks) for name, ids in runs.items()}
-    if original is not None:
-        result.blocks["original"] = {name: score(ids, original, ks) for name, ids in runs.items()}
-    if true is not None:
-        result.blocks["true"] = {name: score(ids, true, ks) for name, ids in runs.items()}
+    for block, qrels in (("original", original), ("true", true)):
+        if qrels is not None:
+            result.blocks[block] = {name: score(ids, qrels, ks) for name, ids in runs.items()}
     if pooled and pool_depth:
         masks = leave_one_out_qrels(corrected, original, pooled, pool_depth)
         result.blocks["leave_one_out"] = {
@@ -185,12 +169,8 @@ def rescore(
 def leave_one_out_qrels(
     corrected: Qrels, original: Qrels | None, pooled: Mapping[str, np.ndarray], depth: int
 ) -> dict[str, Qrels]:
-    """Per pooled run, the corrected qrels without the judged positives only it contributed.
-
-    Original positives always stay (they need no pooling); judged negatives stay too, as
-    they do not change any metric but Judged@K, where a run left out of the pool would
-    indeed find its own pairs unjudged: so they go with the positives it alone contributed.
-    """
+    """Per pooled run, the corrected qrels without the judged pairs only it contributed; original
+    positives always stay (they need no pooling)."""
     names = list(pooled)
     judged = np.ones(len(corrected), bool)
     if original is not None and len(original):
@@ -233,21 +213,16 @@ def _row_count(runs: Mapping[str, np.ndarray], qrels: Qrels) -> int:
 
 
 def points(value: float | None, *, signed: bool = False) -> str:
-    """A score in [0, 1] as every page shows it: points (percent without the sign) with one
-    decimal, ``0.4312`` → ``43.1``; a difference with its sign (``signed``), ``-0.215`` →
-    ``-21.5``; missing or NaN → ``–``. The one number format of the model page, the
-    leaderboard, the reports and their job results (headers name the unit)."""
+    """A score in [0, 1] as every page shows it: points with one decimal (``0.4312`` → ``43.1``),
+    signed with ``signed``; missing or NaN → ``–``."""
     if value is None or value == "" or math.isnan(float(value)):
         return "–"
     return f"{100 * float(value):{'+' if signed else ''}.1f}"
 
 
 def interval_text(interval: score_intervals.ScoreInterval | None) -> str:
-    """A score's interval from the labels (:mod:`retrieval.scoring.score_intervals`: a 95% interval
-    over label noise, the bounds unjudged pairs allow, or both; :func:`interval_legend` says
-    which) in :func:`points`,
-    ``[41.9–44.2]``; empty where the score is exact (its interval holds nothing: no label
-    noise, no unjudged pair, no sample) or unknown (NaN), so no page shows ``[x–x]``."""
+    """A score's interval from the labels in :func:`points`, ``[41.9–44.2]``; empty where the score
+    is exact or unknown, so no page shows ``[x–x]``."""
     if interval is None or not interval.parts or math.isnan(interval.low):
         return ""
     return f"[{points(interval.low)}–{points(interval.high)}]"
@@ -260,9 +235,7 @@ def interval_cell(interval: score_intervals.ScoreInterval) -> str:
 
 
 def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
-    """One sentence for a table of ``intervals``: what its brackets hold (the union of their
-    ``parts``, each named for what it is: label noise gives a 95% interval, unjudged pairs
-    give bounds, which are not one), or that every score is exact."""
+    """One sentence for a table of ``intervals``: what its brackets hold, or that all are exact."""
     shown = list(intervals)
     parts = {part for interval in shown for part in interval.parts}
     if not parts:
@@ -293,8 +266,7 @@ def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
 
 
 def table_cell(corrected: float, original: float | None) -> str:
-    """FIRE Table 1's "A (B + C)": corrected, then original plus the gain, in points; a loss
-    reads "A (B − C)", never "B + -C"."""
+    """FIRE Table 1's "A (B + C)" in points; a loss reads "A (B − C)", never "B + -C"."""
     if original is None:
         return points(corrected)
     gain = points(corrected - original)
@@ -315,12 +287,8 @@ class FileInputs:
 def read_trec_inputs(
     qrels_path: Path | str, run_paths: Sequence[Path | str], original_path: Path | str | None
 ) -> FileInputs:
-    """Read qrels and runs; rows are every query of either qrels file, in first-seen order.
-
-    Queries a run answers but no qrels judge are ignored (as ir_measures does); each run's
-    rankings are already in trec_eval's order (:func:`retrieval.formats.trec.read_run`).
-    Two files with the same run id are an error, since the output is keyed by run id.
-    """
+    """Read qrels and runs; rows are every query of either qrels file, in first-seen order. Queries
+    no qrels judge are ignored (as ir_measures does); two files with one run id raise."""
     corrected_map = trec.read_qrels(qrels_path)
     original_map = trec.read_qrels(original_path) if original_path else None
     query_keys = list(dict.fromkeys([*corrected_map, *(original_map or {})]))
@@ -333,22 +301,20 @@ def read_trec_inputs(
                 path, None, "run_id", f"run id {run.run_id!r} is also the id of {seen[run.run_id]}"
             )
         seen[run.run_id] = path
-    docnos: dict[str, int] = {}
-    for judged in (*corrected_map.values(), *(original_map or {}).values()):
-        for docno in judged:
-            docnos.setdefault(docno, len(docnos))
-    for run in run_files:
-        for ranking in run.rankings.values():
-            for docno, _ in ranking:
-                docnos.setdefault(docno, len(docnos))
+    judged_docnos = (
+        d for qrels in (corrected_map, original_map or {}) for q in qrels.values() for d in q
+    )
+    ranked_docnos = (
+        d for run in run_files for ranking in run.rankings.values() for d, _ in ranking
+    )
+    docnos = {d: i for i, d in enumerate(dict.fromkeys(chain(judged_docnos, ranked_docnos)))}
 
     def qrels_of(qrels_map: Mapping[str, Mapping[str, int]]) -> Qrels:
         rows, items, rel = [], [], []
         for qid, judged in qrels_map.items():
-            for docno, value in judged.items():
-                rows.append(row_of[qid])
-                items.append(docnos[docno])
-                rel.append(value)
+            rows += [row_of[qid]] * len(judged)
+            items += [docnos[docno] for docno in judged]
+            rel += judged.values()
         return Qrels.of(rows, items, rel)
 
     runs = {}

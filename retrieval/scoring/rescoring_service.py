@@ -1,14 +1,6 @@
-"""ORM-facing: a dataset's runs, label set and ground truth gathered into arrays and re-scored,
-built on :mod:`retrieval.scoring.rescoring`.
-
-Rows are the query captions the runs answer (or, with ``only_labelled``, those the label
-set judges), in primary-key order; items are video primary keys. Original positives are
-each caption's own video; the corrected set adds the label set's judgements; leave-one-run-
-out needs the label set to say which runs were pooled and how deep (campaign label sets
-do); the true set exists on datasets with exhaustive ground truth (the demo world). Each
-corrected C@K, AP and nDCG@10 gets its 95% interval (:mod:`retrieval.scoring.score_intervals`) from
-the label set's confidences and pool state, computed when first read.
-"""
+"""ORM-facing: a dataset's runs, label set and ground truth gathered into arrays and re-scored by
+:mod:`retrieval.scoring.rescoring`; rows are the answered query captions (pk order), items video
+pks, intervals (:mod:`retrieval.scoring.score_intervals`) computed when first read."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,9 +107,8 @@ def _interval_source(
     item_ids: dict[str, np.ndarray],
     original: Qrels,
 ) -> Callable[[], dict]:
-    """The corrected scores' intervals, to compute when first read: label noise from the label
-    set's confidences (its disagreements included), the unjudged pooled pairs' envelope, and
-    the sampled estimates of :func:`_judging_kinds` widened by the noise."""
+    """The corrected scores' intervals, computed when first read: label noise, the unjudged pooled
+    pairs' envelope, and :func:`_judging_kinds`' sampled estimates widened by the noise."""
     rows = positions_of(caption_ids, pairs.caption_ids)
     keep = rows >= 0
     confidence = None if pairs.confidence is None else pairs.confidence[keep]
@@ -145,8 +136,7 @@ def _judging_kinds(
     item_ids: dict[str, np.ndarray],
     corrected: Qrels,
 ) -> None:
-    """Say for each corrected C@K and AP whether it is exact, bounded or estimated, when the
-    label set's campaign stopped before every pooled pair was judged."""
+    """Whether each corrected C@K and AP is exact, bounded or estimated (judging stopped early)."""
     if state is None or not (len(state.unjudged[0]) or len(state.sampled[0])):
         return
     rows = len(caption_ids)
@@ -221,15 +211,10 @@ def _pooled(
 
 
 def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:
-    """Exhaustive judgements over the videos of the queries' split (every pair judged), and
-    what they leave out: a query without stored ground truth has no row (so no positive, and
-    no place in the means), a video without a stored scene no pair (so it is not relevant)."""
-    splits = set(
-        split
-        for _, split in rows_in(
-            Caption.objects.values_list("pk", "split"), "pk", caption_ids.tolist()
-        )
-    )
+    """Exhaustive judgements over the queries' split, with notes on what they leave out (queries
+    without stored ground truth, videos without a stored scene)."""
+    captions = Caption.objects.values_list("pk", "split")
+    splits = {split for _, split in rows_in(captions, "pk", caption_ids.tolist())}
     split = splits.pop() if len(splits) == 1 else None
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=caption_ids.tolist(), split=split
@@ -264,11 +249,9 @@ def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[
 
 
 def rescoring_inputs(dataset: Dataset, label_set: LabelSet | None, *extra: object) -> str:
-    """A fingerprint (:func:`jobs.figures.fingerprint`) of everything a re-score of
-    ``dataset`` reads, with ``extra`` (the figure's kind, version and options): the label set
-    (immutable once made: replacing one makes a new row), the runs (a new search makes a new
-    row) and their models' names, the captions and videos (counts and last ids: imports only
-    add), and whether the dataset's ground truth is known."""
+    """A fingerprint (:func:`jobs.figures.fingerprint`) of everything a re-score of ``dataset``
+    reads (label set, runs and models, caption and video counts and last ids, ground truth), with
+    ``extra`` (the figure's kind, version and options)."""
     runs = sorted(
         Run.objects.filter(dataset=dataset).values_list("pk", "name", "model__name", "created_at")
     )

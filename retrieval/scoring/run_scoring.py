@@ -1,13 +1,9 @@
-"""ORM-facing: score one run with a label set, and take an uploaded run file to a scoring job.
-
-An upload is all-or-nothing: the file is parsed and checked before the model is written, and
-the model and its job are created in one transaction, so a bad file or a taken name leaves
-nothing behind. The job (kind ``score_run``, :mod:`retrieval.jobs`) stores a
-:class:`RunScores` as its result; :func:`job_scores` reads it back for the API.
-"""
+"""ORM-facing: score one run with a label set, and take an uploaded run file to a scoring job. An
+upload is all-or-nothing: the file is checked first, then the model and its job (kind ``score_run``,
+storing a :class:`RunScores`) are created in one transaction."""
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from django.db import transaction
@@ -35,14 +31,9 @@ STATUS = {
 
 @dataclass(frozen=True)
 class RunScores:
-    """One run's means under the corrected positives and under the original ones.
-
-    ``pooled`` says whether the label set's campaign pooled this run (FIRE §4: an unpooled
-    run is scored against labels others' runs found, so its score is biased low).
-    ``intervals``: per corrected C@K, AP and nDCG@10, its 95% interval from the labels
-    (:meth:`retrieval.scoring.score_intervals.ScoreInterval.as_dict`: value, low, high and the parts
-    it holds; no parts, exact).
-    """
+    """One run's means under the corrected and the original positives; ``pooled``: whether the label
+    set's campaign pooled it (FIRE §4: else biased low); ``intervals``: per corrected C@K, AP and
+    nDCG@10, :meth:`~retrieval.scoring.score_intervals.ScoreInterval.as_dict`."""
 
     run: str
     label_set: str | None
@@ -53,15 +44,7 @@ class RunScores:
     intervals: dict[str, dict] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {
-            "run": self.run,
-            "label_set": self.label_set,
-            "queries": self.queries,
-            "scores": self.scores,
-            "original": self.original,
-            "pooled": self.pooled,
-            "intervals": self.intervals,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -115,11 +98,8 @@ def chosen_label_set(dataset: Dataset, name: str = "") -> LabelSet | None:
 
 
 def submit_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=None) -> Job:
-    """Register the uploaded TREC run ``upload`` as model ``name`` and queue its scoring job.
-
-    ``upload`` is a Django uploaded file; its size is checked against
-    ``FIREPOOL_MAX_UPLOAD_BYTES`` before it is copied, and errors name it by its own name.
-    """
+    """Register the uploaded TREC run ``upload`` as model ``name`` and queue its scoring job; its
+    size is checked against ``FIREPOOL_MAX_UPLOAD_BYTES`` first, errors name it by its own name."""
     label_set = chosen_label_set(dataset, labels)
     shown = Path(upload.name or "run").name
     limit = max_upload_bytes()

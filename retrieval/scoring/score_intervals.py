@@ -1,51 +1,12 @@
-"""Pure: a 95% interval around every re-scored C@K, AP and nDCG@10 that includes label noise.
-
-A corrected score rests on labels, and a label is not always certain: a model-based
-aggregation (Dawid & Skene 1979) gives each judged pair a probability of relevance, and a
-disagreement is a coin toss. The interval says where the score lies given those
-probabilities and, when judging stopped early, whatever the pooled pairs left unjudged are:
-
-- ``value``: the score under the resolved labels (relevance 1 relevant; 0, -1 and unjudged
-  not), the corrected mean of :func:`retrieval.scoring.rescoring.rescore`;
-- label noise: Monte Carlo over the labellings, each pair relevant with its probability
-  independently of the others (a parametric bootstrap of the labels; Efron & Tibshirani
-  1993, ch. 6), the interval being the central 95% of the mean score over the draws
-  (:func:`retrieval.scoring.intervals.percentile_interval`). R, a query's positives, is drawn with
-  the run's list, since a pair another run retrieves still counts in R; a draw in which no
-  query has a positive has no mean and is left out. The resolved score is the mean of no
-  draw in particular: where labels resolve against their probabilities (a disagreement,
-  0.5, resolved not relevant), the draws can lie to one side of it, and the interval is
-  then widened to reach it (the resolved labels are one possible reading), so a page never
-  shows a value outside its own interval; wider is still honest, it only covers the true
-  score more often. A sampled estimate's interval is not: it is about the estimate;
-- unjudged pairs: the envelope of every labelling of them. Per draw the low end takes for
-  each query the least score any labelling of its unjudged pairs gives, the high end the
-  greatest. C@K grows with every pair counted relevant, so these are every unjudged pair
-  irrelevant, then relevant; AP and nDCG fall as R grows, so theirs are the unjudged pairs
-  the run ranks highest relevant (the greatest) or those it ranks lowest relevant with
-  every one it does not retrieve (the least): moving a positive up a list never lowers AP
-  or DCG, so some top (bottom) stretch of the run's unjudged pairs holds the extreme, and
-  each is tried. The interval runs from the low end's 2.5% quantile to the high end's
-  97.5%. A query with no positive unless an unjudged pair is one may join the mean or
-  not: the low end counts it as 0 and the high end as 1, which bounds every choice;
-- a sampled estimate (:mod:`retrieval.scoring.estimation`, a random sample of queries judged): its
-  own 95% interval widened by the label noise's half-widths around ``value``,
-  ``[est_low - (value - noise_low), est_high + (noise_high - value)]`` within [0, 1], a
-  half-width below 0 (every draw to one side of the value) counting 0.
-
-How it is computed: a draw differs from the resolved labels only where a pair flips (with
-probability p where it resolves not relevant, else 1 - p), so flips are drawn, not labels:
-a uniform per draw for a likely flip, geometric gaps between flips for an unlikely one (as
-Dawid-Skene's near-certain posteriors are), in blocks of pairs seeded by (seed, block). A
-pair's flips depend on nothing but the seed and its place among the pairs that can flip
-(by row, then item), so the runs and both ends share them. Each draw's sums are the
-resolved labels' totals plus what the flips change on each query. A query with a few pairs
-that flip often has every labelling scored and the change written as a polynomial in its
-flips (Moebius inversion over the subsets of its pairs; Rota 1964), summed over the draws
-by one matrix product; any other has each labelling the draws give it scored once. Scores
-are :func:`retrieval.scoring.metrics.evaluate`'s; work follows the flips, a chunk of queries at a
-time. ``bench/score_intervals_bench.py`` times it (figures in ``bench/RESULTS.md``).
-"""
+"""Pure: a 95% interval around every re-scored C@K, AP and nDCG@10 that includes label noise. Label
+noise: Monte Carlo over labellings, each judged pair relevant with its Dawid & Skene (1979)
+probability (a parametric bootstrap; Efron & Tibshirani 1993, ch. 6), widened to hold the resolved
+score. Unjudged pairs: the envelope of every labelling of them (C@K: all irrelevant / relevant; AP
+and nDCG: some top or bottom stretch of the run's unjudged pairs relevant). A sampled estimate
+(:mod:`retrieval.scoring.estimation`): its own interval widened by the label noise's half-widths.
+Flips (not labels) are drawn in seeded blocks; a query with few busy pairs has every labelling
+scored as a polynomial in its flips (Moebius inversion; Rota 1964).
+``bench/score_intervals_bench.py`` times it (figures in ``bench/RESULTS.md``)."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -79,11 +40,7 @@ NOTE = (
 
 @dataclass(frozen=True)
 class ScoreInterval:
-    """One run's mean score for one metric and the interval the labels allow.
-
-    ``parts`` names what the interval holds (:data:`LABEL_NOISE`, :data:`UNJUDGED`,
-    :data:`SAMPLED`); none: the score is exact and ``low == value == high``.
-    """
+    """One run's mean for one metric and its interval; no ``parts``: exact, low == value == high."""
 
     metric: str
     value: float
@@ -97,8 +54,7 @@ class ScoreInterval:
 
 @dataclass(frozen=True)
 class JudgedPairs:
-    """Judged pairs on the scored rows: relevance (1, 0, -1 a disagreement) and the probability
-    that each is relevant (1.0 or 0.0 where the label is certain). Build with :meth:`of`."""
+    """Judged pairs: relevance (1, 0, -1 a disagreement) and each one's probability of relevance."""
 
     rows: np.ndarray
     items: np.ndarray
@@ -107,8 +63,7 @@ class JudgedPairs:
 
     @classmethod
     def of(cls, rows, items, relevance, p_relevant=None) -> "JudgedPairs":
-        """Check the arrays; a probability that is unknown (NaN, or none given) is the
-        certainty of the relevance: 1.0 for a relevant pair, 0.0 for the others."""
+        """Check the arrays; an unknown (NaN or absent) probability is the relevance's certainty."""
         rows = np.asarray(rows, dtype=np.int64).ravel()
         items = np.asarray(items, dtype=np.int64).ravel()
         relevance = np.asarray(relevance, dtype=np.int64).ravel()
@@ -129,8 +84,7 @@ def interval_metrics(ks: Sequence[int] = metrics.DEFAULT_KS, ndcg_k: int = 10) -
 
 
 def exact_intervals(means: Mapping[str, float]) -> dict[str, ScoreInterval]:
-    """Point intervals (every label certain, nothing unjudged) for each C@K, AP and nDCG of
-    ``means``."""
+    """Point intervals (every label certain) for each C@K, AP and nDCG of ``means``."""
     names = [name for name in means if name == "AP" or name.startswith(("C@", "nDCG@"))]
     return {name: ScoreInterval(name, means[name], means[name], means[name]) for name in names}
 
@@ -138,7 +92,7 @@ def exact_intervals(means: Mapping[str, float]) -> dict[str, ScoreInterval]:
 def sampled_estimates(
     kinds: Mapping[str, Mapping[str, estimation.Score]],
 ) -> dict[str, dict[str, tuple[float, float]]]:
-    """The 95% intervals of the scores :mod:`retrieval.scoring.estimation` calls estimates, per run."""
+    """Per run, the 95% intervals of the scores :mod:`.estimation` calls estimates."""
     return {
         run: {m: (s.low, s.high) for m, s in scores.items() if s.kind == estimation.ESTIMATE}
         for run, scores in kinds.items()
@@ -159,16 +113,10 @@ def score_intervals(
     level: float = LEVEL,
 ) -> dict[str, dict[str, ScoreInterval]]:
     """Run -> metric -> :class:`ScoreInterval` for C@K (each of ``ks``), AP and nDCG@``ndcg_k``.
-
-    ``runs``: item ids per query row (queries x depth, rank order, -1 padding trailing, no
-    item twice in a list); ``judged``: the judged pairs with their probabilities;
-    ``positives``: (rows, items) of the original positives, always relevant (they win over a
-    judgement of the same pair); ``unjudged``: (rows, items) of pooled pairs with no label
-    yet (a pair also judged, or an original positive, counts as such); ``estimates``: run ->
-    metric -> (low, high) of a sampled estimate's 95% interval (:func:`sampled_estimates`).
-    Means are over the queries with a positive, as :func:`retrieval.scoring.metrics.mean_scores`
-    takes them; with no such query the value is NaN, and so are the ends.
-    """
+    ``runs``: item ids per query row (queries x depth, -1 padding); ``positives``: (rows, items)
+    always relevant; ``unjudged``: (rows, items) of pooled pairs with no label yet; ``estimates``:
+    run -> metric -> (low, high) of a sampled estimate. Means are over the queries with a positive;
+    with none the value and ends are NaN."""
     if not runs:
         return {}
     if draws < 1:
@@ -200,42 +148,27 @@ def _interval(
     sampled: tuple[float, float] | None,
     level: float,
 ) -> ScoreInterval:
-    """One score's interval (:func:`_interval_ends`), widened to hold ``value``: the resolved
-    labels with the unjudged pairs irrelevant are one possible reading. Not for a sampled
-    estimate, whose interval is about the estimate, not that reading."""
-    found = _interval_ends(name, value, drawn, sampled, level)
-    if SAMPLED in found.parts or np.isnan([value, found.low, found.high]).any():
-        return found
-    low, high = min(found.low, value), max(found.high, value)
-    return ScoreInterval(name, value, low, high, found.parts)
-
-
-def _interval_ends(
-    name: str,
-    value: float,
-    drawn: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-    sampled: tuple[float, float] | None,
-    level: float,
-) -> ScoreInterval:
-    """One score's interval from its drawn means: with the unjudged pairs irrelevant, and the
-    least and greatest any labelling of them gives (None: every label certain, none unjudged)."""
+    """One score's interval from its resolved, least and greatest means (None: all certain),
+    widened to hold ``value`` (one possible reading) unless it is a sampled estimate's."""
     parts: list[str] = []
-    noise_low = noise_high = value
+    low = high = value
     if drawn is not None:
         resolved, least, greatest = drawn
         if _moves(resolved, value):
             parts.append(LABEL_NOISE)
-            noise_low, noise_high = _ends(resolved, level)
+            low, high = _ends(resolved, level)
     if sampled is not None:
-        below = 0.0 if np.isnan(value) else max(value - noise_low, 0.0)
-        above = 0.0 if np.isnan(value) else max(noise_high - value, 0.0)
+        below = 0.0 if np.isnan(value) else max(value - low, 0.0)
+        above = 0.0 if np.isnan(value) else max(high - value, 0.0)
         low = float(np.clip(sampled[0] - below, 0.0, 1.0))
         high = float(np.clip(sampled[1] + above, 0.0, 1.0))
         return ScoreInterval(name, value, low, high, (*parts, SAMPLED))
     if drawn is not None and (_moves(least, resolved) or _moves(greatest, resolved)):
         low, high = _ends(least, level)[0], _ends(greatest, level)[1]
-        return ScoreInterval(name, value, low, high, (*parts, UNJUDGED))
-    return ScoreInterval(name, value, noise_low, noise_high, tuple(parts))
+        parts.append(UNJUDGED)
+    if not np.isnan([value, low, high]).any():
+        low, high = min(low, value), max(high, value)
+    return ScoreInterval(name, value, low, high, tuple(parts))
 
 
 def _moves(drawn: np.ndarray, reference) -> bool:
@@ -261,9 +194,8 @@ def _row_count(runs: Mapping[str, np.ndarray]) -> int:
 
 @dataclass(frozen=True)
 class _Labels:
-    """The pairs as sorted int64 keys: the resolved positives, the pairs that can flip (with
-    the probability that each does, and +1 where a flip makes it relevant, -1 where it makes
-    it not), and the unjudged pairs; their rows ascending."""
+    """The pairs as sorted int64 keys: resolved positives, pairs that can flip (probability, and
+    sign +1 where a flip makes it relevant), and unjudged pairs."""
 
     n_rows: int
     keys: PairKeys
@@ -284,11 +216,7 @@ class _Labels:
     ) -> "_Labels":
         pos_rows, pos_items = (np.asarray(a, dtype=np.int64).ravel() for a in positives)
         none = np.zeros(0, np.int64)
-        out_rows, out_items = (
-            (none, none)
-            if unjudged is None
-            else (np.asarray(a, dtype=np.int64).ravel() for a in unjudged)
-        )
+        out_rows, out_items = (np.asarray(a, np.int64).ravel() for a in unjudged or (none, none))
         rows = np.concatenate([judged.rows, pos_rows, out_rows])
         if rows.size and (rows.min() < 0 or rows.max() >= n_rows):
             raise ValueError(f"pair rows must lie in 0..{n_rows - 1}")
@@ -333,8 +261,7 @@ def _in(cells: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
 def _resolved_means(
     items: np.ndarray, labels: _Labels, ks: tuple[int, ...], ndcg_k: int, names: Sequence[str]
 ) -> dict[str, float]:
-    """The run's means under the resolved labels, by :func:`retrieval.scoring.metrics.evaluate` and
-    :func:`retrieval.scoring.metrics.mean_scores` (so equal to the corrected block's)."""
+    """The run's means under the resolved labels (equal to the corrected block's)."""
     relevant = _in(labels.cells(items), labels.resolved)
     n_relevant = labels.per_row(labels.resolved)
     judgements = metrics.RankedJudgements(relevant, relevant, n_relevant, np.zeros_like(n_relevant))
@@ -344,8 +271,7 @@ def _resolved_means(
 
 @dataclass(frozen=True)
 class _Run:
-    """One run against the pairs: resolved positives and unjudged pairs (queries x depth) and
-    the 0-based rank of each pair that can flip (-1: not in the list)."""
+    """One run's resolved and unjudged cells (queries x depth) and each flippable pair's rank."""
 
     relevant: np.ndarray
     unjudged: np.ndarray
@@ -362,8 +288,7 @@ class _Run:
 
 
 class _Engine:
-    """Per draw, per run and metric, the mean score three ways: the unjudged pairs irrelevant,
-    the least and the greatest any labelling of them gives (:meth:`means`)."""
+    """Per draw, run and metric: the mean with unjudged pairs irrelevant, its least and greatest."""
 
     def __init__(
         self,
@@ -407,9 +332,7 @@ class _Engine:
             return resolved / counted, least, greatest
 
     def _chunks(self):
-        """Consecutive stretches of the queries with a pair that can flip, each within
-        :data:`CHUNK_CELLS` draws x (1 + labellings): every one for a query whose labellings
-        are all scored, the expected flips for the others."""
+        """Stretches of queries with a flippable pair, each within :data:`CHUNK_CELLS`."""
         active = np.flatnonzero(self.n_pairs)
         labellings = np.where(
             self.whole[active],
@@ -444,10 +367,8 @@ class _Engine:
             self._add_flipped(rows[~whole], base, sums)
 
     def _whole(self, rows: np.ndarray, n: int, base: np.ndarray):
-        """Queries with ``n`` pairs that can flip, often: every labelling scored, its change
-        written as a polynomial in the pairs' flips (the Moebius inversion over the subsets
-        of the pairs): per nonempty subset, its flips' product in each draw (monomials x
-        draws) and its coefficient (monomials x columns). None: no such query."""
+        """Queries with ``n`` busy pairs: per nonempty subset its flips' product per draw and its
+        Moebius coefficient (monomials x columns). None: no such query."""
         if not len(rows):
             return None
         masks = np.arange(1 << n)
@@ -469,8 +390,7 @@ class _Engine:
         return products.reshape(-1, self.draws), coefficient[:, 1:].reshape(-1, width)
 
     def _add_flipped(self, rows: np.ndarray, base: np.ndarray, sums: np.ndarray) -> None:
-        """Queries whose pairs flip rarely (or are many): each query and draw with a flip
-        holds one labelling; the distinct ones are scored and each draw gets their changes."""
+        """Other queries: each distinct labelling the draws give is scored once."""
         pairs = _ranges(self.first_pair[rows], self.first_pair[rows + 1])
         pairs, draw = self.flips.events(pairs)
         if not len(pairs):
@@ -496,8 +416,7 @@ class _Engine:
                 sums[:, column] += np.bincount(cell_draw, weights=weights, minlength=self.draws)
 
     def _changes(self, rows, flipped, flip_of, base: np.ndarray) -> np.ndarray:
-        """Labellings x columns: what each labelling (query ``rows``, its ``flipped`` pairs
-        given with ``flip_of`` its labelling) changes in the totals of its query."""
+        """Labellings x columns: what each labelling changes in its query's totals."""
         n = len(rows)
         drawn = np.bincount(flip_of, weights=self.labels.sign[flipped], minlength=n)
         n_relevant = self.n_relevant[rows] + drawn.astype(np.int64)
@@ -511,8 +430,7 @@ class _Engine:
         return self._totals(rows, relevants, n_relevant) - base[rows]
 
     def _totals(self, rows: np.ndarray, relevants: list[np.ndarray], n_relevant) -> np.ndarray:
-        """Lists x columns: what each list (a query under one labelling, ``relevants`` per run,
-        R ``n_relevant``) adds to the counts and sums of :meth:`means`."""
+        """Lists x columns: what each list adds to the counts and sums of :meth:`means`."""
         names = self.names
         out = np.zeros((len(rows), self.n_columns))
         eligible = n_relevant > 0
@@ -541,9 +459,7 @@ class _Engine:
         return np.column_stack([per_query[name] for name in self.names])
 
     def _extremes(self, run: _Run, rows, relevant, n_relevant) -> tuple[np.ndarray, np.ndarray]:
-        """Per list of a query with unjudged pairs, the least and greatest score over their
-        labellings: its m listed unjudged pairs with the top t (t = 0..m) relevant, and with
-        the bottom t plus every one the run does not list relevant, each scored."""
+        """Per list, the least and greatest score over its unjudged pairs' top/bottom labellings."""
         unjudged = run.unjudged[rows]
         m = unjudged.sum(axis=1)
         count = 2 * (m + 1)
@@ -565,9 +481,8 @@ class _Engine:
 
 @dataclass(frozen=True)
 class _Labellings:
-    """The distinct labellings a chunk's flips give its queries: per labelling its chunk
-    ``row`` and the pairs it flips (``flipped``, with ``flip_of`` the labelling of each);
-    per cell (a query and a draw with a flip) its draw and labelling."""
+    """The distinct labellings a chunk's flips give: per labelling its row and flipped pairs; per
+    cell (query x draw with a flip) its draw and labelling."""
 
     row: np.ndarray
     flipped: np.ndarray
@@ -577,9 +492,7 @@ class _Labellings:
 
     @classmethod
     def of(cls, rows, pairs, draw, draws, pair_rows, slot, first_pair) -> "_Labellings":
-        """From the flips (``pairs`` x ``draw``) of the chunk's ``rows``. A query with at most
-        :data:`_SMALL` pairs names its labelling by the bits of its flipped pairs' slots; on
-        a larger one a single flip is named by its pair and two or more stand alone."""
+        """From the flips: small queries name a labelling by slot bits, large by pair or cell."""
         local = np.searchsorted(rows, pair_rows[pairs])
         key = local * draws + draw  # the cell of each flip
         space = len(rows) * draws
@@ -639,8 +552,7 @@ class _Labellings:
 
 
 def _distinct(names: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``names`` (ints in 0..space - 1) ascending and each one's place among
-    them; a presence table where the space is small, else a sort."""
+    """The distinct ``names`` (ints below ``space``) ascending and each one's place among them."""
     if space <= max(4 * len(names), 1 << 16):
         present = np.zeros(space, dtype=bool)
         present[names] = True
@@ -657,8 +569,7 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Block:
-    """One block's flips: per pair its row in ``likely`` (draws bools; -1: a rare pair), and
-    the rare pairs' flips as (pair, draw)."""
+    """One block's flips: likely pairs' bits per draw, rare pairs' flips as (pair, draw)."""
 
     start: int
     likely_row: np.ndarray
@@ -668,10 +579,8 @@ class _Block:
 
 
 class _Flips:
-    """Which pairs flip in which draws, in blocks of :data:`_BLOCK` pairs each drawn from its
-    own stream seeded by (seed, block): a pair flipping with probability at least
-    :data:`_DENSE` gets a uniform per draw, a rarer one geometric gaps between its flips
-    (the same Bernoulli process, at a cost that follows the flips)."""
+    """Which pairs flip in which draws, per block of :data:`_BLOCK` pairs seeded (seed, block): a
+    uniform per draw from :data:`_DENSE`, geometric gaps between flips below it."""
 
     def __init__(self, flip: np.ndarray, draws: int, seed: int) -> None:
         self.flip = np.asarray(flip, dtype=np.float64)
