@@ -1,10 +1,6 @@
-"""Agreement between annotators on binary relevance labels (FIRE §3.2, Table 2, Fig. 7).
-
-Inputs are plain arrays, one row per label (pair index, annotator index, label 1/0), and
-every figure comes from per-pair value counts (pairs x 2), never a dense annotators x
-pairs matrix. Krippendorff's alpha comes from the ``krippendorff`` package, and
-:func:`alpha_from_counts` is the same closed form vectorised over bootstrap weights; a
-bootstrap resample is one multinomial draw over the few distinct count patterns.
+"""Agreement between annotators on binary relevance labels (FIRE §3.2, Table 2, Fig. 7),
+from per-pair value counts (pairs x 2) of plain label arrays, never a dense annotators x
+pairs matrix; a bootstrap resample is one multinomial draw over the distinct count patterns.
 """
 
 from collections.abc import Sequence
@@ -58,12 +54,9 @@ def percent_agreement(counts: np.ndarray, weights: np.ndarray | None = None) -> 
 
 
 def alpha_from_counts(counts: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray | float:
-    """Krippendorff's nominal alpha from binary value counts, optionally per bootstrap resample.
-
-    With ``n_uv`` labels of value v on pair u (only pairs with ``n_u >= 2`` count), the
-    coincidences are ``o_01 = sum_u n_u0 n_u1 / (n_u - 1)`` and ``n_v = sum_u n_uv``, and
-    ``alpha = 1 - (n - 1) o_01 / (n_0 n_1)`` (Krippendorff 2011, nominal, two values).
-    """
+    """Krippendorff's nominal alpha from binary value counts, optionally per bootstrap
+    resample: ``1 - (n - 1) o_01 / (n_0 n_1)`` with ``o_01 = sum_u n_u0 n_u1 / (n_u - 1)``
+    over pairs with ``n_u >= 2`` (Krippendorff 2011, nominal, two values)."""
     multi = multiply_labelled(counts, "alpha is undefined").astype(np.float64)
     n_u = multi.sum(axis=1)
     disagreement = multi[:, 0] * multi[:, 1] / (n_u - 1)

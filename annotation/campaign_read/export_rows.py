@@ -55,14 +55,13 @@ class ExportRawRow(NamedTuple):
     created_us: int
 
 
-EXPORT_KINDS = ("labels", "responses", "pairs", "raw")
-
 EXPORT_ROW_TYPES = {
     "labels": ExportLabelRow,
     "responses": ExportResponseRow,
     "pairs": ExportPairRow,
     "raw": ExportRawRow,
 }
+EXPORT_KINDS = tuple(EXPORT_ROW_TYPES)
 
 
 def _export_rows_text(kind: str) -> str:

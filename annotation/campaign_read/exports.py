@@ -1,12 +1,6 @@
-"""Export a campaign's labels, streamed: csv, jsonl, TREC qrels, raw labels, FIRE JSON and gold.
-
-Every format is a generator of text chunks that walks the pairs (or, for raw, the
-judgements) in primary-key windows, so any campaign exports with flat memory. Only pairs
-with a final label or a disagreement are exported; qrels keep judged negatives as 0 and
-each caption's own video as 1, and leave disagreements out. Pairs are resolved by the
-policy's majority or, with ``method="dawid-skene"``, by
-:func:`annotation.campaign_read.resolution.campaign_resolution` (rows then carry a
-``confidence``); pairs a proxy labelled carry an ``auto_label``. Gold exports are for admins.
+"""Export a campaign's labels (csv, jsonl, TREC qrels, raw, FIRE JSON) or gold pairs, streamed
+in primary-key windows with flat memory; pairs resolve by majority or, with
+``method="dawid-skene"``, by :func:`~annotation.campaign_read.resolution.campaign_resolution`.
 """
 
 import itertools
@@ -95,16 +89,11 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
     override = None if method == MAJORITY else _resolved_by(campaign, method)
     # Campaigns that never used proxy auto-labels export exactly as before.
     auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
-    if fmt == "csv":
-        if override is not None:
+    if fmt in ("csv", "jsonl"):
+        write = labels.csv_pair_lines if fmt == "csv" else labels.jsonl_pair_lines
+        if fmt == "csv" and override is not None:
             auto["confidence"] = True
-        lines = labels.csv_pair_lines(
-            _pair_rows(campaign, FINAL, override), campaign.run_names(), **auto
-        )
-    elif fmt == "jsonl":
-        lines = labels.jsonl_pair_lines(
-            _pair_rows(campaign, FINAL, override), campaign.run_names(), **auto
-        )
+        lines = write(_pair_rows(campaign, FINAL, override), campaign.run_names(), **auto)
     elif fmt == "qrels":
         lines = trec.qrels_lines(_qrels_rows(campaign, override))
     elif fmt == "raw":

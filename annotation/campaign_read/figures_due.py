@@ -1,10 +1,7 @@
-"""When a campaign's live figures are computed again after labels arrive: never in the
-judging request, and at most :data:`MIN_INTERVAL` plus a second or two after the labels.
-
-A submit notes, once committed, that the campaign's figures must follow (:func:`request_refresh`);
-this process's :class:`Pacer` thread queues the ``campaign-figures`` job when the refresh is
-due (unless one is queued), paced like the policy's refits: the next starts at least
-``max(MIN_INTERVAL, seconds / DUTY)`` after the last, capped by :data:`FRESH` (:func:`pause`).
+"""When a campaign's live figures follow its labels: a submit notes it once committed
+(:func:`request_refresh`) and this process's :class:`Pacer` queues the ``campaign-figures``
+job when due, at most ``max(MIN_INTERVAL, seconds / DUTY)`` apart unless :data:`FRESH` needs
+sooner (:func:`pause`); never in the judging request.
 """
 
 from __future__ import annotations

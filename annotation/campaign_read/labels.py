@@ -1,9 +1,6 @@
 """A campaign's live labels as plain arrays, each pair resolved under its policy (FIRE §3.1),
-read once for the agreement reports and the resolution.
-
-At FIRE's scale (660,000 labels) the per-object ORM would dominate, so the judgements come
-from one raw query straight into numpy, and a pair's dense index is its id minus the
-campaign's first pair id (bulk-written, so contiguous; a mask covers gaps).
+read in one raw query straight into numpy (the ORM would dominate at FIRE's 660,000 labels);
+a pair's dense index is its id minus the campaign's first pair id.
 """
 
 from dataclasses import dataclass
@@ -24,12 +21,9 @@ from retrieval.label_sets.status import CODES
 
 @dataclass
 class CampaignLabels:
-    """A campaign's live labels as arrays, one entry per label, and each pair's resolution.
-
-    ``pair_index`` is dense (pair id minus ``first_pair_id``) over ``n_pairs`` slots, of which
-    ``in_campaign`` marks the campaign's pairs; ``resolved`` is 1/0, or -1 (DISAGREEMENT)
-    when not resolved; ``status`` holds :class:`~retrieval.label_sets.status.LabelStatus` codes.
-    """
+    """A campaign's live labels as arrays, one entry per label, and each pair's resolution
+    over ``n_pairs`` dense slots (``in_campaign`` marks the campaign's pairs; ``resolved``:
+    1/0, or -1 when not resolved; ``status``: LabelStatus codes)."""
 
     pair_index: np.ndarray
     annotator_index: np.ndarray

@@ -1,9 +1,7 @@
-"""A campaign's live figures (agreement, annotator scores, judging status, proxies),
-computed in a job and served from storage with a fingerprint of the label state
-(:func:`live_state`): at FIRE's scale computing them took seconds on every view. A request
-computes one itself only when none is stored, or when it is stale and took less than
-:data:`INLINE_SECONDS`; else the ``campaign-figures`` job does
-(:func:`annotation.campaign_read.figures_due.request_refresh`).
+"""A campaign's live figures (agreement, annotator scores, judging status, proxies), computed
+by a job and stored with a fingerprint of the label state (:func:`live_state`); a request
+computes one only when none is stored, or when it is stale and took under
+:data:`INLINE_SECONDS`.
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ class AgreementReport(JsonData):
     def from_plain(cls, result: dict) -> "AgreementReport":
         """The typed form of the pure module's plain report."""
         annotator_fields = [field.name for field in fields(AnnotatorRow)]
+        bounds = {name: tuple(value) for name, value in result["intervals"].items()}
         return cls(
             **{
                 **result,
@@ -82,7 +83,7 @@ class AgreementReport(JsonData):
                     for row in result["annotators"]
                 ),
                 "notes": result.get("notes"),
-                "intervals": Intervals(**{k: tuple(v) for k, v in result["intervals"].items()}),
+                "intervals": Intervals(*(bounds.get(field.name) for field in fields(Intervals))),
             }
         )
 

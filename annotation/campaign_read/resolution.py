@@ -1,10 +1,7 @@
-"""Turn a campaign's finished pairs into a retrieval label set (FIRE §3.1-3.2).
-
-``majority`` (FIRE's rule) labels a pair by its strict majority, else a disagreement;
-``dawid-skene`` fits Dawid & Skene (1979) confusion matrices by EM over every live label
-and gold answer (a gold pair keeps its gold label). An adjudicated label always wins.
-Each pair carries its probability of relevance: 1, 0 or 0.5 under majority, the posterior
-under Dawid-Skene or an adaptive campaign's policy.
+"""Turn a campaign's finished pairs into a retrieval label set (FIRE §3.1-3.2), by FIRE's
+strict majority or by Dawid & Skene (1979) confusion matrices fitted by EM over every live
+label and gold answer; an adjudicated label always wins, and each pair carries its
+probability of relevance.
 """
 
 from dataclasses import dataclass, replace

@@ -1,9 +1,6 @@
-"""System pooling (FIRE §2.2.1): every caption-video pair some run ranks within ``depth``.
-
-A pool is the union, per query caption, of each run's top-``depth`` videos, with the rank each
-run gave the pair (its provenance). The caption's own video is left out (an implicit positive)
-and so are pairs judged before, whose labels are reused. FIRE §4.3 shows a sample of queries
-suffices, so pooling can be restricted to :func:`sample_queries`.
+"""System pooling (FIRE §2.2.1): per query caption, the union of each run's top-``depth``
+videos with the rank each run gave them, leaving out the caption's own video and pairs
+judged before; FIRE §4.3 shows a sample of queries suffices (:func:`sample_queries`).
 """
 
 from collections.abc import Mapping, Sequence
