@@ -192,9 +192,8 @@ FIRST_BATCH = 2_000
 
 
 def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[int, int]]:
-    """Primary-key ranges ``[low, high)`` covering the campaign's (bulk-written, so nearly
-    contiguous) pairs, ``BATCH`` ids each (the first ``FIRST_BATCH``): every query stays on
-    the primary key. With a rare ``status``, only windows holding such pairs."""
+    """Primary-key ranges ``[low, high)`` of ``BATCH`` ids (the first ``FIRST_BATCH``) covering
+    the campaign's pairs (with a rare ``status``, only those), so queries stay on the key."""
     if status is not None:
         ids = Pair.objects.filter(campaign=campaign, status=status).order_by("pk")
         high = None

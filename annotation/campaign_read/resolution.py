@@ -256,8 +256,7 @@ def _fit_summary(fit, names: list[str], gold_pairs: int, gold_answers: int, turn
 def resolve_campaign(
     campaign: Campaign, name: str | None = None, method: str = MAJORITY
 ) -> LabelSet:
-    """Store the campaign's resolved pairs as a label set named as :func:`resolution_target`
-    says (replacing an earlier resolution), its metadata naming the ``method``."""
+    """Store the campaign's resolved pairs as the label set :func:`resolution_target` names."""
     base = extended_label_set(campaign)
     name, _ = resolution_target(campaign, name, base)
     resolution = campaign_resolution(campaign, method)
@@ -334,7 +333,7 @@ def resolution_target(
 
 
 def extended_label_set(campaign: Campaign) -> LabelSet | None:
-    """The label set a campaign completes (``CampaignSpec.extends``), or None (also if deleted)."""
+    """The label set a campaign completes (``CampaignSpec.extends``), or None."""
     base_id = campaign.settings.extends
     if base_id is None:
         return None

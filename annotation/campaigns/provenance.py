@@ -16,10 +16,9 @@ from annotation.models import Campaign, Pair
 
 @dataclass(frozen=True)
 class Provenance:
-    """What pooling knew: ``ranks`` (pool rows x runs, 1-based, 0 = not retrieved), the
-    pooled ``queries`` (ascending caption ids), ``known`` (queries x runs: the rank of the
-    caption's own video, 0 if not in the top depth), and ``deep_*`` the same down to the
-    deepest Correct@K when that lies below the pooling depth."""
+    """What pooling knew: ``ranks`` (pool rows x runs, 1-based, 0 = not retrieved), the pooled
+    ``queries``, ``known`` (queries x runs: the rank of each caption's own video, 0 = not in
+    the top depth), and ``deep_*`` the same down to a deeper Correct@K."""
 
     ranks: np.ndarray
     queries: np.ndarray
