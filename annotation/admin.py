@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
-from annotation.campaigns.service import CampaignError, checked_pool, create_campaign
+from annotation.campaigns.service import CampaignError, checked_pool
 from annotation.gold import tasks as gold_queue
 from annotation.judging import escalations
 from annotation.models import (
@@ -114,17 +114,11 @@ class CampaignAdmin(NameRuleAdmin):
             if wanted != obj.status:
                 lifecycle.change_status(obj, wanted)
             return None
-        campaign = create_campaign(
-            form.cleaned_data["dataset"],
-            list(form.cleaned_data["runs"]),
-            form.spec(),
-            request.user,
-            pool=form.pool,
+        data = form.cleaned_data
+        campaign = lifecycle.open_campaign(
+            data["dataset"], list(data["runs"]), form.spec(), user=request.user, pool=form.pool
         )
-        if lifecycle.qualification_shortfall(
-            campaign.settings.gold, lifecycle.gold_balance(campaign)
-        ):
-            lifecycle.change_status(campaign, Campaign.Status.PAUSED)
+        if campaign.status == Campaign.Status.PAUSED:
             messages.warning(
                 request, "It starts paused: qualification needs gold pairs (then resume it)."
             )
@@ -138,9 +132,8 @@ class CampaignAdmin(NameRuleAdmin):
 
 
 class WithoutCampaignBlob(admin.ModelAdmin):
-    """A list that shows each row's campaign reads it without its provenance blob (3.7 MB at
-    FIRE's 552,880 pairs: the pair list's 100 rows took 2.8 s and +1.1 GB with it, 0.29 s
-    and +0 MB without), which no list shows."""
+    """Lists read each row's campaign without its provenance blob (with it the pair list took
+    2.8 s and +1.1 GB at FIRE's scale, 0.29 s without)."""
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("campaign__provenance")
@@ -163,9 +156,7 @@ class PairAdmin(WithoutCampaignBlob):
     list_select_related = ["campaign", "caption", "video"]
     raw_id_fields = ["caption", "video", "adjudicated_by"]
 
-    # A pair's counters and status change only through annotation.judging.pair_state (and
-    # adjudication through its page or the escalation actions): the admin shows pairs, it
-    # does not write them, so no admin edit can skip the judging core's invariants.
+    # Pairs change only through annotation.judging.pair_state: the admin shows them.
     def has_add_permission(self, request):
         return False
 
@@ -185,11 +176,15 @@ class JudgementAdmin(admin.ModelAdmin):
 
 
 class ManagesCampaigns(admin.ModelAdmin):
-    """Actions marked ``permissions=["manage_campaigns"]`` ask what the adjudication page asks
-    (:data:`config.roles.MANAGE_CAMPAIGNS`), so a role without it is not even offered them."""
+    """Actions marked ``permissions=["manage_campaigns"]`` need
+    :data:`config.roles.MANAGE_CAMPAIGNS`."""
 
     def has_manage_campaigns_permission(self, request) -> bool:
-        return roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
+        return _manages(request)
+
+
+def _manages(request) -> bool:
+    return roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
 
 
 @admin.register(Escalation)
@@ -199,8 +194,7 @@ class EscalationAdmin(ManagesCampaigns):
     raw_id_fields = ["pair"]
     actions = ["return_to_queue", "adjudicate_relevant", "adjudicate_irrelevant"]
 
-    # Escalations are raised by annotators and resolved by the actions below (the same service
-    # as the adjudication page); editing one by hand would skip the pair's state owner.
+    # Escalations are resolved by the actions below only (the adjudication page's service).
     def has_add_permission(self, request):
         return False
 
@@ -230,27 +224,20 @@ class EscalationAdmin(ManagesCampaigns):
 
 
 class AdminsOnly(ManagesCampaigns):
-    """Gold labels, the answers on them and who may judge are for admins (manage_campaigns)
-    only: a researcher's view permission does not reach them, nor does a model permission
-    given without the role."""
+    """Gold labels, their answers and who may judge are for admins (manage_campaigns) only,
+    whatever model permissions a user holds."""
 
     def has_view_permission(self, request, obj=None):
-        return self.has_manage_campaigns_permission(request) and super().has_view_permission(
-            request, obj
-        )
+        return _manages(request) and super().has_view_permission(request, obj)
 
     def has_add_permission(self, request):
-        return self.has_manage_campaigns_permission(request) and super().has_add_permission(request)
+        return _manages(request) and super().has_add_permission(request)
 
     def has_change_permission(self, request, obj=None):
-        return self.has_manage_campaigns_permission(request) and super().has_change_permission(
-            request, obj
-        )
+        return _manages(request) and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request, obj=None):
-        return self.has_manage_campaigns_permission(request) and super().has_delete_permission(
-            request, obj
-        )
+        return _manages(request) and super().has_delete_permission(request, obj)
 
 
 @admin.register(GoldPair)
@@ -306,8 +293,7 @@ class QualificationAttemptAdmin(WithoutCampaignBlob, AdminsOnly):
 
 
 def _each(request, targets, act) -> int:
-    """Run one people action per (campaign, annotator), as the campaign's people page does;
-    a refusal (already admitted, not paused) is shown and the rest go on."""
+    """Run one people action per (campaign, annotator); a refusal is shown and the rest go on."""
     done = 0
     for campaign, annotator in targets:
         try:
@@ -321,8 +307,7 @@ def _each(request, targets, act) -> int:
 
 @admin.register(AnnotatorStanding)
 class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
-    """Paused and discounted annotators; admins reinstate them or discount their labels
-    (the campaign's annotators page does the same through the same service, and more)."""
+    """Paused and discounted annotators, for admins to reinstate or discount."""
 
     list_display = [
         "campaign",

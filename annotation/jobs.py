@@ -1,9 +1,6 @@
-"""Background job kinds of the annotation app: pool runs into a campaign, import a gold
-file, export labels, refit an adaptive campaign's annotator models, create the demo
-campaign (deferred by ``make run``).
-
-All are admins' work. An export job writes its file under FIREPOOL_JOB_OUTPUT_DIR, which
-is never served as media; the job page hands it to those allowed to start exports.
+"""Background job kinds of the annotation app (pool, gold import, export, refit, figures,
+demo campaign), all admins' work; exports are written under FIREPOOL_JOB_OUTPUT_DIR, never
+served as media.
 """
 
 from pathlib import Path
@@ -33,18 +30,11 @@ from jobs.progress import Reporter
 from jobs.registry import ADMIN, RESEARCH, JobKind, register
 from retrieval.datasets.lookup import get_dataset, get_run
 from retrieval.datasets.uploads import discard, input_file
-from retrieval.forms import (
-    DatasetForm,
-    PickedName,
-    dataset_names,
-    found_or_invalid,
-    split_names,
-)
+from retrieval.forms import DatasetForm, PickedName, dataset_names, found_or_invalid, split_names
 
 
 class PoolForm(DatasetForm, CampaignSettingsForm):
-    """The campaign form plus the dataset and runs, named: everything is checked before the
-    job is queued (bounds, run names, a run listed twice, a name already taken)."""
+    """The campaign form plus the dataset and runs, all checked before the job is queued."""
 
     runs = forms.CharField(max_length=2000, help_text="Comma-separated run names.")
     gold = forms.CharField(
@@ -86,9 +76,8 @@ def gold_upload(values: dict) -> lifecycle.GoldUpload:
 def run_pool(
     reporter: Reporter, dataset: str, runs: str, gold: str = "", gold_name: str = "", **values
 ) -> dict:
-    """Pool the named runs into the campaign the form's other values describe (built as the
-    form built it when the job was checked: :meth:`CampaignSpec.from_values`), with its
-    uploaded gold file if one was given (removed once the campaign is committed)."""
+    """Pool the named runs into the campaign the form's other values describe, with its
+    uploaded gold file if given (removed once the campaign is committed)."""
     found = get_dataset(dataset)
     pooled = [get_run(found, run) for run in split_names(runs)]
     spec = CampaignSpec.from_values(values)
@@ -114,13 +103,20 @@ def run_pool(
 
 
 def campaign_names() -> list:
-
     names = Campaign.objects.order_by("name").values_list("name", flat=True)
     return [(name, name) for name in names]
 
 
-class ExportForm(forms.Form):
+class RefitForm(forms.Form):
+    """A campaign named (the refit's, the live figures' and, with more, the export's form)."""
+
     campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
+
+    def clean_campaign(self) -> str:
+        return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name
+
+
+class ExportForm(RefitForm):
     format = forms.ChoiceField(choices=[(name, name) for name in EXPORT_FORMATS])
     method = forms.ChoiceField(
         choices=[("", "the campaign's last resolution's, else majority")]
@@ -129,9 +125,6 @@ class ExportForm(forms.Form):
         help_text="How pairs resolve: majority or dawid-skene (adds a confidence to every pair); "
         "empty: the method of the campaign's last resolution, else majority.",
     )
-
-    def clean_campaign(self) -> str:
-        return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name
 
 
 def output_path(job_id: int, fmt: str) -> Path:
@@ -180,15 +173,6 @@ register(
 )
 
 
-class RefitForm(forms.Form):
-    """A campaign named (the refit's and the live figures' form)."""
-
-    campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
-
-    def clean_campaign(self) -> str:
-        return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name
-
-
 def run_refit(reporter: Reporter, campaign: str) -> dict:
     """Refit the adaptive campaign's annotator models and priors, and recompute its pairs."""
     found = get_campaign(campaign)
@@ -213,8 +197,7 @@ register(
 
 
 def run_campaign_figures(reporter: Reporter, campaign: str) -> dict:
-    """Compute a campaign's live figures (agreement, annotator scores, judging status,
-    proxies) and store them for its pages."""
+    """Compute and store a campaign's live figures for its pages."""
     found = get_campaign(campaign)
     reporter.step(f"computing the figures of {found.name}")
     return live_figures.refresh(found)
@@ -239,8 +222,7 @@ GOLD_IMPORT = "gold_import"
 
 
 class GoldImportForm(RefitForm):
-    """A campaign named and an uploaded gold file (the campaign page's Gold section fills
-    both in); the file is read by the job, whose error names its line and field."""
+    """A campaign named and an uploaded gold file, read by the job."""
 
     file = forms.CharField(
         max_length=1000, help_text="The uploaded gold file; filled in by the campaign page."
@@ -256,8 +238,8 @@ class GoldImportForm(RefitForm):
 
 
 def run_gold_import(reporter: Reporter, campaign: str, file: str, file_name: str = "") -> dict:
-    """Import an uploaded gold file into the campaign, all or nothing, with progress; the
-    upload is removed either way (a retry asks for it again)."""
+    """Import an uploaded gold file into the campaign, all or nothing; the upload is removed
+    either way."""
     found = get_campaign(campaign)
     path = input_file(file)
     starter = Job.objects.filter(pk=reporter.job_id).values_list("created_by", flat=True).first()
@@ -323,8 +305,7 @@ def run_demo_campaign(
     error_rate: float = 0.05,
     seed: int = 0,
 ) -> dict:
-    """Create the demo campaign, or finish one a failed run left half-made (nothing when it
-    is complete): what ``make run`` defers until the trained models' runs exist."""
+    """Create the demo campaign, or finish one a failed run left half-made."""
     made = create_demo_campaign(
         get_dataset(dataset),
         name=name,

@@ -1,11 +1,6 @@
-"""ORM for the human side: campaigns, the pairs they pool, leases, judgements, escalations.
-
-A campaign pools its runs' top-``depth`` videos per query caption into pairs (FIRE
-§2.2.1); annotators judge pairs under FIRE's rule (§3.1: relevant only if every element of
-the caption is in the video). Each pair keeps running counts of its labels, how many
-more the labelling policy (:mod:`annotation.policy.rules`) still needs, and how many of those
-are leased out, so the next-task query is an indexed lookup rather than an aggregate over
-judgements and leases.
+"""ORM for the human side: campaigns, the pairs they pool (FIRE §2.2.1), leases, judgements
+(FIRE §3.1), escalations and gold. Each pair keeps running counts of its labels, the labels
+the policy still needs and its leases, so the next-task query is an indexed lookup.
 """
 
 import uuid
@@ -43,18 +38,15 @@ count as labels.
 
 
 class CampaignManager(models.Manager):
-    """Campaigns without their provenance blob (megabytes for a big pool), which only
-    exports and the judging order read, on demand, and without the hidden companions that
-    serve gold pairs (``gold_of`` set; see :mod:`annotation.gold.tasks`, which
-    reaches them through ``Campaign._base_manager``)."""
+    """Campaigns without their provenance blob (megabytes for a big pool) and without the
+    hidden companions that serve gold pairs (``Campaign._base_manager`` reaches those)."""
 
     def get_queryset(self):
         return super().get_queryset().defer("provenance").filter(gold_of__isnull=True)
 
 
 def validate_options(value) -> None:
-    """Refuse a ``Campaign.options`` value :class:`CampaignSettings` cannot read (the admin
-    edits the JSON by hand)."""
+    """Refuse a ``Campaign.options`` value :class:`CampaignSettings` cannot read."""
     try:
         CampaignSettings.from_options(value)
     except SettingsError as exc:
@@ -128,8 +120,7 @@ class Campaign(models.Model):
 
     @property
     def settings(self) -> CampaignSettings:
-        """The typed ``options``, read once per instance (again when ``options`` is replaced,
-        as ``refresh_from_db`` does)."""
+        """The typed ``options``, read again only when ``options`` is replaced."""
         cached = self.__dict__.get("_settings")
         if cached is None or cached[0] is not self.options:
             cached = (self.options, CampaignSettings.from_options(self.options))
@@ -137,8 +128,7 @@ class Campaign(models.Model):
         return cached[1]
 
     def set_settings(self, settings: CampaignSettings, save: bool = True) -> None:
-        """The one writer of ``options``: store ``settings`` (saved at once unless ``save``
-        is false, as for a campaign not created yet)."""
+        """The one writer of ``options``: store ``settings`` (saved at once unless ``save``)."""
         self.options = settings.to_options()
         self.__dict__["_settings"] = (self.options, settings)
         if save:
@@ -174,10 +164,8 @@ class CampaignRun(models.Model):
 
 def open_slots_expression(needed=None, leased=None, held: bool | None = None):
     """How many more annotators may lease a pair, in SQL: 0 while held, else
-    ``max(needed - leased, 0)``, over the row's own columns or the expressions (or, for
-    ``held``, the value) given in their place. A check constraint holds every pair to it;
-    :mod:`annotation.judging.pair_state`, the pairs' one writer, sets ``open_slots`` with
-    it and states it in Python (``pair_state.open_slots``)."""
+    ``max(needed - leased, 0)``, over the row's columns or the values given in their place
+    (a check constraint holds every pair to it; ``pair_state.open_slots`` says it in Python)."""
     needed = F("needed") if needed is None else needed
     leased = F("leased") if leased is None else leased
     is_held = Q(held=True) if held is None else Value(held, output_field=BooleanField())
@@ -185,11 +173,8 @@ def open_slots_expression(needed=None, leased=None, held: bool | None = None):
 
 
 class Pair(models.Model):
-    """A caption-video pair to judge, with running label counts.
-
-    Which runs retrieved the pair, and at which ranks, is row ``pool_row`` of the
-    campaign's provenance array (see :func:`annotation.campaigns.service.load_provenance`).
-    """
+    """A caption-video pair to judge, with running label counts; which runs retrieved it, at
+    which ranks, is row ``pool_row`` of the campaign's provenance array."""
 
     class Status(models.TextChoices):
         """The names of :class:`retrieval.label_sets.status.LabelStatus`, the one vocabulary."""
@@ -280,16 +265,9 @@ class Pair(models.Model):
 
 
 class CampaignTally(models.Model):
-    """Running totals of a campaign's pairs, kept by PostgreSQL triggers on the pair table.
-
-    Progress shows every annotator how many labels the campaign still needs; summing
-    ``needed`` over all pairs on every request costs ~90 ms at 600,000 pairs. Statement
-    triggers (migration 0004) add each write's change to the row of its query's shard
-    (``caption id % 16``, migration 0022) in the same transaction, so the sum over a
-    campaign's shards is exact, and a submit that re-orders its query locks one row, so two
-    submits on different queries wait for each other one time in sixteen. SQLite's row
-    triggers (migrations 0016, 0022) keep the same rows.
-    """
+    """Running totals of a campaign's pairs per shard, kept exact by triggers on the pair
+    table (migrations 0004, 0016, 0022): summing ``needed`` per request cost ~90 ms at
+    600,000 pairs, and shards make two submits wait for each other one time in sixteen."""
 
     SHARDS = 16
     """Rows per campaign: a pair counts in shard ``caption id % SHARDS`` (migration 0022)."""
@@ -328,12 +306,8 @@ class Lease(models.Model):
 
 
 class LapsedLease(models.Model):
-    """A lease that ran out recently: its annotator may still submit within a grace period.
-
-    Expired leases are deleted so their slots go to others at once; this row remembers
-    whose they were, so a slow annotator's label is still taken while the pair has a free
-    slot, and a submit for a pair never leased to the annotator is refused.
-    """
+    """A lease that ran out recently (and was deleted to free its slot): its annotator may
+    still submit within a grace period while the pair has a free slot."""
 
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey(
@@ -394,13 +368,8 @@ class Judgement(models.Model):
 
 
 class AnnotatorTally(models.Model):
-    """Live judgements of one annotator in one campaign on one day (UTC), kept by triggers.
-
-    Progress shows annotators what they judged today and in total; counting their
-    judgements on every request grows with their work (~1 ms per 500). Triggers on the
-    judgement table (migration 0004 on PostgreSQL, 0013 on SQLite) keep these counts in
-    the same transaction.
-    """
+    """Live judgements of one annotator in one campaign on one day (UTC), kept by triggers
+    (migrations 0004, 0013): counting them per request cost ~1 ms per 500."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey(
@@ -421,10 +390,8 @@ class AnnotatorTally(models.Model):
 
 
 class Escalation(models.Model):
-    """A pair an annotator could not judge, with the reason, for an admin to review.
-
-    ``kind`` tells a broken video (the judging page found it would not play and says how,
-    in ``media_error``) from any other reason the annotator wrote."""
+    """A pair an annotator could not judge (``kind``: a broken video, or another reason), for
+    an admin to review."""
 
     class Kind(models.TextChoices):
         OTHER = "other", "cannot be judged"
@@ -454,11 +421,8 @@ class Escalation(models.Model):
 
 
 class QualificationAttempt(models.Model):
-    """One try of an annotator at a campaign's qualification: N training pairs from its gold.
-
-    ``passed`` is None while the attempt runs, then whether ``correct / total`` reached the
-    campaign's threshold. An admin may admit an annotator by hand (``admitted_by``).
-    """
+    """One try of an annotator at a campaign's qualification (N training pairs from its
+    gold); ``passed`` is None while it runs."""
 
     campaign = models.ForeignKey(
         Campaign, on_delete=models.CASCADE, related_name="qualification_attempts"
@@ -491,13 +455,8 @@ class QualificationAttempt(models.Model):
 
 
 class GoldPair(models.Model):
-    """A caption-video pair of a campaign's dataset whose label is known, with the reason.
-
-    Gold pairs score annotators (served in the queue or as qualification training) and are
-    never labels of the campaign: their judgements live in :class:`GoldJudgement`, apart
-    from :class:`Judgement`, so no count, agreement figure or label export sees them.
-    ``pair`` is the campaign pair a gold pair was promoted from, if any.
-    """
+    """A pair whose label is known, with the reason: it scores annotators and is never a
+    campaign label (its answers are :class:`GoldJudgement`); ``pair``: promoted from."""
 
     class Source(models.TextChoices):
         IMPORTED = "imported", "imported"
@@ -540,22 +499,15 @@ class GoldPair(models.Model):
 
 
 class LiveGoldJudgementManager(models.Manager):
-    """Gold answers not taken back: the only ones that score an annotator. An undone answer
-    is kept (``undone_at``) so that a retry of its client id is refused as a judgement's is;
-    ``GoldJudgement._base_manager`` sees it."""
+    """Gold answers not taken back (``GoldJudgement._base_manager`` sees the undone too)."""
 
     def get_queryset(self):
         return super().get_queryset().filter(undone_at__isnull=True)
 
 
 class GoldJudgement(models.Model):
-    """An annotator's answer on a gold pair: scores the annotator, never a campaign label.
-
-    ``purpose`` says whether it was a qualification training pair (``attempt`` names the
-    try) or a gold pair mixed into the queue. An annotator has at most one live answer on a
-    gold pair in the queue, and at most one per qualification attempt. An answer in the
-    queue may be undone like any judgement (``undone_at``), so undo gives nothing away.
-    """
+    """An annotator's answer on a gold pair, in qualification training (``attempt``) or in
+    the queue (undone like any judgement); it scores the annotator, never a label."""
 
     class Purpose(models.TextChoices):
         QUALIFICATION = "qualification", "qualification"
@@ -615,9 +567,8 @@ class GoldJudgement(models.Model):
 
 
 class AnnotatorStanding(models.Model):
-    """Whether an annotator may judge in a campaign: paused automatically when gold shows
-    they cannot be trusted or they answer faster than anyone can watch, until an admin
-    reinstates them (see :mod:`annotation.people.standing`)."""
+    """Whether an annotator may judge in a campaign: paused (by a rule or an admin) until an
+    admin reinstates them."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="standings")
     annotator = models.ForeignKey(
@@ -651,10 +602,8 @@ class AnnotatorStanding(models.Model):
 
 
 class StandingEvent(models.Model):
-    """One step in an annotator's history with a campaign: invited, admitted, paused (by a
-    rule or an admin), reinstated, or labels discounted. :class:`AnnotatorStanding` holds only
-    the present state (a reinstatement clears the pause), so the history lives here, written
-    by :mod:`annotation.people.service` and by the pause rule."""
+    """One step in an annotator's history with a campaign (:class:`AnnotatorStanding` holds
+    only the present state)."""
 
     class Action(models.TextChoices):
         INVITED = "invited", "invited"
@@ -692,8 +641,8 @@ class StandingEvent(models.Model):
 
 
 class AnnotatorModel(models.Model):
-    """An annotator's estimated confusion in one campaign (:mod:`annotation.policy.confusion`), as the
-    adaptive label policy's last refit left it; an annotator without a row is at the prior."""
+    """An annotator's estimated confusion in one campaign as the adaptive policy's last refit
+    left it (no row: the prior)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey(
@@ -721,9 +670,8 @@ class AnnotatorModel(models.Model):
 
 
 class PolicyFit(models.Model):
-    """The adaptive label policy's last refit of a campaign: each stratum's class prior (a
-    pair's stratum is its best pooled rank minus one), the live labels it saw, and whether a
-    refit has been asked for since (``requested_at``: claimed by one request at a time)."""
+    """The adaptive label policy's last refit of a campaign (a prior per stratum, the best
+    pooled rank minus one) and whether another is asked for (``requested_at``)."""
 
     campaign = models.OneToOneField(Campaign, on_delete=models.CASCADE, related_name="+")
     priors = models.JSONField(default=list, blank=True, help_text="P(relevant) per stratum.")

@@ -1,13 +1,7 @@
-"""What ``make run`` builds before the server starts, and what it leaves to jobs.
-
-Before serving: the demo dataset (clips, captions, ground truth), the random model's run
-(a second of work), the other built-in models registered, and the demo accounts. Deferred,
-as jobs that ``manage.py startup_jobs`` runs beside the server in this order: building
-minilm (a pre-trained text encoder: 20 CPU seconds, mostly loading it), then mme and jpose
-(features, training, embedding, search), the demo campaign (it pools all four runs, so it
-waits for them) and the semantic-proxy matrices (the report's proxy sections). Each step is
-skipped when its product exists, and a deferred one is recorded only when no unfinished job
-already makes it, so a second ``make run`` rebuilds nothing.
+"""What ``make run`` builds before the server starts (the demo dataset, the quick models'
+runs, the demo accounts), and the jobs it leaves to ``manage.py startup_jobs`` in order
+(the other models, the demo campaign, the proxy matrices); nothing that exists is rebuilt
+and no step already made by an unfinished job is recorded again.
 """
 
 from __future__ import annotations
@@ -105,8 +99,8 @@ def build_quick(console: Console, *, videos: int = DEMO_VIDEOS, workers: int = 2
 
 
 def record_deferred(dataset: str = DEMO_DATASET) -> list[tuple[Deferred, Job]]:
-    """Record a job for each deferred step whose product is missing and that no unfinished
-    job makes yet; each step with the job that makes it (new or earlier)."""
+    """Record a job for each missing deferred step no unfinished job makes yet; each missing
+    step with the job that makes it."""
     pending = []
     for step in deferred_steps(dataset):
         if step.ready():

@@ -175,17 +175,6 @@ class SubmitResponseSerializer(AssignmentSerializer):
 TASK_ID_PATTERN = r"^[0-9a-f]{32}$"
 
 
-def task_field() -> serializers.RegexField:
-    """The ``pair`` a request names: a task's opaque id as next/ served it (a malformed one
-    is a 400; a well-formed one that names no task of yours a 404)."""
-    return serializers.RegexField(
-        TASK_ID_PATTERN,
-        max_length=32,
-        help_text="The task's opaque id, as next/ served it in ``pair``.",
-        error_messages={"invalid": "not a task id (32 hex digits, as next/ serves it)"},
-    )
-
-
 NO_TASK = "no such task of yours in this campaign"
 
 
@@ -195,7 +184,12 @@ class TaskInputSerializer(serializers.Serializer):
     With a ``campaign`` in the context, the pair must be one of its own or its gold
     companion's (a 404 otherwise)."""
 
-    pair = task_field()
+    pair = serializers.RegexField(  # malformed: a 400; naming no task of yours: a 404
+        TASK_ID_PATTERN,
+        max_length=32,
+        help_text="The task's opaque id, as next/ served it in ``pair``.",
+        error_messages={"invalid": "not a task id (32 hex digits, as next/ serves it)"},
+    )
 
     def validate(self, attrs: dict) -> dict:
         pair_id = task_ids.decode(self.context["request"].user.pk, attrs["pair"])

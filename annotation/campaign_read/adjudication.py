@@ -1,6 +1,5 @@
-"""The admin's adjudication page as data: pairs waiting for an admin (disagreements,
-escalations, ties still waiting for a third label), the last ones decided, and the gold
-counts beside them; and one decision on a pair (FIRE §3.1: the admin's label wins)."""
+"""The admin's adjudication page as data (pairs waiting for an admin, the last decided, gold
+counts) and one decision on a pair (FIRE §3.1: the admin's label wins)."""
 
 from dataclasses import dataclass
 
@@ -19,8 +18,8 @@ class Adjudication:
     """What the adjudication page shows besides the page of waiting pairs."""
 
     waiting: QuerySet
-    """Pairs waiting for an admin in queue order, each with its live judgements
-    (``live_judgements``) and open escalations (``open_escalations``); the page slices it."""
+    """Pairs waiting for an admin in queue order, with ``live_judgements`` and
+    ``open_escalations``."""
     recent: list[Pair]
     gold_pair_ids: set[int]
     """Which of ``recent`` are gold pairs."""
@@ -73,9 +72,8 @@ def adjudication(campaign: Campaign) -> Adjudication:
 
 
 def decide(campaign: Campaign, pair_id: int, user, label: str | None, note: str) -> Pair | None:
-    """The admin's decision on one pair of the campaign: ``label`` (an open escalation is
-    resolved with it), or None to hand an escalated pair back to the judging queue. None
-    when the campaign has no such pair."""
+    """The admin's ``label`` for one pair (resolving an open escalation), or None to hand an
+    escalated pair back to the queue; None when the campaign has no such pair."""
     pair = (
         Pair.objects.filter(pk=pair_id, campaign=campaign)
         .select_related("caption", "video")

@@ -1,17 +1,6 @@
-"""Agreement between annotators on binary relevance labels (FIRE §3.2, Table 2, Fig. 7).
-
-Inputs are plain arrays: one row per label with the pair's index, the annotator's index and
-the label (1 relevant, 0 irrelevant). Everything is computed from per-pair value counts
-(pairs x 2), never from a dense annotators x pairs matrix, so FIRE's scale (660,000 labels
-over 555,000 pairs) stays cheap.
-
-- Percent agreement: the share of pairs with two or more labels whose labels all agree.
-- Krippendorff's alpha (nominal): computed by the ``krippendorff`` package from the value
-  counts; :func:`alpha_from_counts` is the same closed form, vectorised over bootstrap
-  weights, for confidence intervals (it agrees with the package, see the tests).
-- Bootstrap intervals resample pairs; both figures depend only on how many resampled pairs
-  show each (irrelevant, relevant) count pattern, so a resample is one multinomial draw over
-  the few distinct patterns rather than one draw per pair.
+"""Agreement between annotators on binary relevance labels (FIRE §3.2, Table 2, Fig. 7),
+from per-pair value counts (pairs x 2) of plain label arrays, never a dense annotators x
+pairs matrix; a bootstrap resample is one multinomial draw over the distinct count patterns.
 """
 
 from collections.abc import Sequence
@@ -29,6 +18,9 @@ class AgreementError(UserError):
     """The labels cannot support the figure asked for (say why, never crash)."""
 
 
+NO_VARIATION = "every label has the same value, so alpha is undefined (no variation to agree on)"
+
+
 def value_counts(pair_index: np.ndarray, labels: np.ndarray, n_pairs: int) -> np.ndarray:
     """Counts (pairs x 2): column 0 irrelevant labels, column 1 relevant labels."""
     pair_index = np.asarray(pair_index, dtype=np.int64)
@@ -41,21 +33,20 @@ def value_counts(pair_index: np.ndarray, labels: np.ndarray, n_pairs: int) -> np
     return flat.reshape(n_pairs, 2)
 
 
-def multiply_labelled(counts: np.ndarray) -> np.ndarray:
-    """Rows of ``counts`` for pairs with two or more labels (the only ones agreement uses)."""
+def multiply_labelled(counts: np.ndarray, undefined: str | None = None) -> np.ndarray:
+    """Rows of ``counts`` for pairs with two or more labels (the only ones agreement uses);
+    with ``undefined``, none raises an :class:`AgreementError` saying so."""
     counts = np.asarray(counts, dtype=np.int64)
-    return counts[counts.sum(axis=1) >= 2]
+    multi = counts[counts.sum(axis=1) >= 2]
+    if undefined is not None and len(multi) == 0:
+        raise AgreementError(f"no pair has two or more labels, so {undefined}")
+    return multi
 
 
 def percent_agreement(counts: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray | float:
-    """Share of multiply-labelled pairs whose labels all agree (FIRE §3.2 "Agreement").
-
-    ``weights`` (resamples x pairs, bootstrap multiplicities over the multiply-labelled
-    pairs) gives one value per resample.
-    """
-    multi = multiply_labelled(counts)
-    if len(multi) == 0:
-        raise AgreementError("no pair has two or more labels, so agreement is undefined")
+    """Share of multiply-labelled pairs whose labels all agree (FIRE §3.2 "Agreement"), one
+    per resample with ``weights`` (resamples x multiply-labelled pairs)."""
+    multi = multiply_labelled(counts, "agreement is undefined")
     unanimous = (multi.min(axis=1) == 0).astype(np.float64)
     if weights is None:
         return float(unanimous.mean())
@@ -63,21 +54,13 @@ def percent_agreement(counts: np.ndarray, weights: np.ndarray | None = None) -> 
 
 
 def alpha_from_counts(counts: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray | float:
-    """Krippendorff's nominal alpha from binary value counts, optionally per bootstrap resample.
-
-    With ``n_uv`` labels of value v on pair u (only pairs with ``n_u >= 2`` count), the
-    coincidences are ``o_01 = sum_u n_u0 n_u1 / (n_u - 1)`` and ``n_v = sum_u n_uv``, and
-    ``alpha = 1 - (n - 1) o_01 / (n_0 n_1)`` (Krippendorff 2011, nominal, two values).
-    """
-    multi = multiply_labelled(counts).astype(np.float64)
-    if len(multi) == 0:
-        raise AgreementError("no pair has two or more labels, so alpha is undefined")
+    """Krippendorff's nominal alpha from binary value counts, optionally per bootstrap
+    resample: ``1 - (n - 1) o_01 / (n_0 n_1)`` with ``o_01 = sum_u n_u0 n_u1 / (n_u - 1)``
+    over pairs with ``n_u >= 2`` (Krippendorff 2011, nominal, two values)."""
+    multi = multiply_labelled(counts, "alpha is undefined").astype(np.float64)
     n_u = multi.sum(axis=1)
     disagreement = multi[:, 0] * multi[:, 1] / (n_u - 1)
-    if weights is None:
-        weights_ = np.ones((1, len(multi)))
-    else:
-        weights_ = np.asarray(weights, dtype=np.float64)
+    weights_ = np.ones((1, len(multi))) if weights is None else np.asarray(weights, np.float64)
     o_01 = weights_ @ disagreement
     n_0 = weights_ @ multi[:, 0]
     n_1 = weights_ @ multi[:, 1]
@@ -86,22 +69,16 @@ def alpha_from_counts(counts: np.ndarray, weights: np.ndarray | None = None) -> 
         alpha = np.where(n_0 * n_1 > 0, 1.0 - (n - 1.0) * o_01 / (n_0 * n_1), np.nan)
     if weights is None:
         if np.isnan(alpha[0]):
-            raise AgreementError(
-                "every label has the same value, so alpha is undefined (no variation to agree on)"
-            )
+            raise AgreementError(NO_VARIATION)
         return float(alpha[0])
     return alpha
 
 
 def krippendorff_alpha(counts: np.ndarray) -> float:
     """Nominal alpha computed by the ``krippendorff`` package from value counts."""
-    multi = multiply_labelled(counts)
-    if len(multi) == 0:
-        raise AgreementError("no pair has two or more labels, so alpha is undefined")
+    multi = multiply_labelled(counts, "alpha is undefined")
     if (multi.sum(axis=0) > 0).sum() < 2:
-        raise AgreementError(
-            "every label has the same value, so alpha is undefined (no variation to agree on)"
-        )
+        raise AgreementError(NO_VARIATION)
     return float(krippendorff.alpha(value_counts=multi, level_of_measurement="nominal"))
 
 
@@ -121,12 +98,8 @@ def count_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pattern_weights(frequency: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Multiplicities (resamples x patterns) of resampling all units with replacement.
-
-    Resampling ``n`` units with replacement puts a multinomial(``n``, ``frequency / n``)
-    number of draws on each distinct pattern, so drawing that multinomial directly is the
-    same bootstrap in distribution, at a cost independent of ``n``.
-    """
+    """Multiplicities (resamples x patterns) of resampling all ``n`` units with replacement:
+    a multinomial(``n``, ``frequency / n``) draw, the same bootstrap at a cost free of ``n``."""
     frequency = np.asarray(frequency, dtype=np.int64)
     n = int(frequency.sum())
     return rng.multinomial(n, frequency / n, size=resamples).astype(np.float64)
@@ -135,18 +108,12 @@ def pattern_weights(frequency: np.ndarray, resamples: int, rng: np.random.Genera
 def bootstrap_intervals(
     counts: np.ndarray, *, resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> dict[str, Interval]:
-    """Percentile intervals of percent agreement and alpha, resampling pairs (FIRE §3.2).
-
-    Pairs with two or more labels are resampled with replacement; since both figures depend
-    only on how many resampled pairs show each ``(n_irrelevant, n_relevant)`` pattern, the
-    resamples are drawn as multinomial counts over the distinct patterns (seeded by ``seed``).
-    A figure that no resample defines (alpha when every label agrees) is left out.
-    """
+    """Percentile intervals of percent agreement and alpha, resampling multiply-labelled
+    pairs as multinomial draws over their count patterns (FIRE §3.2); a figure no resample
+    defines (alpha when every label agrees) is left out."""
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    multi = multiply_labelled(counts)
-    if len(multi) == 0:
-        raise AgreementError("no pair has two or more labels, so there is nothing to resample")
+    multi = multiply_labelled(counts, "there is nothing to resample")
     patterns, frequency = count_patterns(multi)
     observed = frequency[None, :].astype(np.float64)
     rng = np.random.default_rng(seed)
@@ -194,14 +161,9 @@ def per_annotator(
     *,
     counts: np.ndarray | None = None,
 ) -> list[dict]:
-    """Per annotator: labels given, agreement with the resolved label and with co-annotators.
-
-    ``resolved`` holds each pair's final label (1, 0, or -1 when unresolved). Agreement with
-    co-annotators is over the other labels on the same pairs (each pair of labels once per
-    side), so it is not inflated by the annotator's own label. ``counts`` may pass the value
-    counts already computed for these labels. Every sum is one ``np.bincount`` over the
-    annotator index; medians of ``seconds`` come from one stable sort by annotator.
-    """
+    """Per annotator: labels given, agreement with the resolved label (``resolved``: 1, 0, or
+    -1 when unresolved) and with the other labels on the same pairs. ``counts`` may pass the
+    value counts already computed; every sum is one ``np.bincount``."""
     pair_index = np.asarray(pair_index, dtype=np.int64)
     annotator_index = np.asarray(annotator_index, dtype=np.int64)
     labels = np.asarray(labels, dtype=np.int64)
@@ -254,11 +216,8 @@ def per_annotator(
 def _median_seconds(
     annotator_index: np.ndarray, seconds: np.ndarray | None, n_annotators: int
 ) -> np.ndarray | None:
-    """Median of each annotator's finite ``seconds`` (NaN when none).
-
-    One stable integer sort groups the labels by annotator; each group's median is then a
-    linear-time partition (sorting the floats too, as a lexsort would, costs twice as much).
-    """
+    """Median of each annotator's finite ``seconds`` (NaN when none), grouped by one stable
+    integer sort (a lexsort of the floats too costs twice as much)."""
     if seconds is None:
         return None
     seconds = np.asarray(seconds, dtype=np.float64)
@@ -288,10 +247,8 @@ def report(
     resamples: int = 1000,
     seed: int = 0,
 ) -> dict:
-    """The whole agreement report of FIRE §3.2 as plain data (JSON-ready).
-
-    ``resamples`` = 0 leaves out the bootstrap intervals (``intervals`` is then empty).
-    """
+    """The whole agreement report of FIRE §3.2 as plain data (JSON-ready); ``resamples`` = 0
+    leaves ``intervals`` empty."""
     counts = value_counts(pair_index, labels, n_pairs)
     totals = counts.sum(axis=1)
     labelled = int((totals > 0).sum())

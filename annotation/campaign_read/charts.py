@@ -1,8 +1,5 @@
-"""Turn agreement reports (:mod:`annotation.campaign_read.reporting`) into SVG for the agreement page.
-
-The annotation side of :mod:`retrieval.scoring.report_figures`: kept apart from the view so the
-page stays a template over ready markup, and apart from the services so the JSON the
-``agreement`` command prints carries numbers, not markup.
+"""Agreement reports (:mod:`annotation.campaign_read.reporting`) as SVG for the agreement page,
+apart from the services so that the ``agreement`` command's JSON carries numbers, not markup.
 """
 
 from annotation.campaign_read.reporting import AgreementReport, ProxyReport
@@ -63,9 +60,8 @@ def proxy_alpha_chart(proxies: ProxyReport) -> str:
 
 
 def judging_order_charts(comparison: OrderComparison) -> list[str]:
-    """Positives found, and the runs' mean absolute C@1 error, against judgements made, one
-    line per judging order (replayed against complete labels), each named at its end: with
-    up to eight orders a legend's colours are too many to match by eye."""
+    """Positives found and the runs' mean absolute C@1 error against judgements made, one
+    line per replayed judging order, each named at its end (too many for a legend)."""
     replays = comparison.replays
     if not replays or not replays[0].steps:
         return []
@@ -109,8 +105,7 @@ def judging_order_charts(comparison: OrderComparison) -> list[str]:
 
 
 def gold_accuracy_chart(scores: CampaignScores) -> str:
-    """Each annotator's rolling gold accuracy after each gold answer, so drift shows; empty
-    when nobody answered a gold pair yet."""
+    """Each annotator's rolling gold accuracy after each gold answer; empty without any."""
     lines = [score for score in scores.annotators if score.rolling_gold_accuracy]
     if not lines:
         return ""

@@ -14,9 +14,8 @@ from config.raw_sql import Statement
 
 
 class ExportLabelRow(NamedTuple):
-    """One live label of a pair (or the pair alone), with what the pair formats print: the
-    csv and jsonl exports (``responses`` off) and FIRE JSON (on: ``uuid`` as 8-4-4-4-12 text).
-    The caption and video come as ids, looked up by the export (see :func:`_export_rows_text`)."""
+    """One live label of a pair (or the pair alone), with what csv, jsonl and FIRE JSON print
+    (caption and video by id)."""
 
     pair_id: int
     pool_row: int
@@ -32,7 +31,7 @@ class ExportLabelRow(NamedTuple):
 ExportResponseRow = NamedTuple(  # noqa: UP014 - the fields of ExportLabelRow, and one more
     "ExportResponseRow", [*ExportLabelRow.__annotations__.items(), ("uuid", str | None)]
 )
-""":class:`ExportLabelRow` and the label's response id (FIRE JSON's ``response_ids``)."""
+""":class:`ExportLabelRow` and the label's response id (8-4-4-4-12 text) for FIRE JSON."""
 
 
 class ExportPairRow(NamedTuple):
@@ -45,8 +44,7 @@ class ExportPairRow(NamedTuple):
 
 
 class ExportRawRow(NamedTuple):
-    """One live label with its time as whole microseconds since 1970 (UTC): the raw export
-    (caption and video by id)."""
+    """One live label with its time in microseconds since 1970 (UTC): the raw export."""
 
     caption_id: int
     video_id: int
@@ -57,38 +55,26 @@ class ExportRawRow(NamedTuple):
     created_us: int
 
 
-EXPORT_KINDS = ("labels", "responses", "pairs", "raw")
-"""What an export reads (:data:`EXPORT_ROWS`' variants): ``labels`` / ``responses`` the pair
-formats' columns, ``pairs`` one row per pair for qrels, ``raw`` the labels alone with their
-times as numbers."""
-
 EXPORT_ROW_TYPES = {
     "labels": ExportLabelRow,
     "responses": ExportResponseRow,
     "pairs": ExportPairRow,
     "raw": ExportRawRow,
 }
+EXPORT_KINDS = tuple(EXPORT_ROW_TYPES)
 
 
 def _export_rows_text(kind: str) -> str:
-    """The export join for ``kind`` (see :data:`EXPORT_KINDS`): each kind selects only the
-    columns its formats print, since fetching and converting unused columns (the caption
-    text for qrels, the times for every format but raw) was most of an export's time.
-
-    The kinds name the caption and video by id, not by key and text: the export reads the videos once and each window's captions beside the window
-    (``annotation.campaign_read.exports._WindowCaptions``). Joining them here hashed the
-    dataset's 55,288 captions for every window and carried each caption's text on every
-    label row, so the window's sort spilled to disk with PostgreSQL's default 4 MB
-    ``work_mem``: 61 ms a 20,000-pair window, 29 ms without the joins (FIRE scale,
-    ``bench/export_bench.py``)."""
+    """The export join for ``kind``, selecting only the columns its formats print (unused
+    columns were most of an export's time). Captions and videos come by id: joining them
+    spilled each window's sort to disk, 61 ms a 20,000-pair window against 29 ms."""
     pair = "p.{pair.id} AS pair_id"
     where = (
         "WHERE p.{pair.id} >= %(low)s AND p.{pair.id} < %(high)s"
         " AND p.{pair.campaign} = %(campaign)s"
     )
-    # The window again, on the labels: PostgreSQL then reads the window's labels by their
-    # pair index instead of scanning every label of every campaign per window (190 ms a
-    # window, 5 of a FIRE-scale export's 9 s).
+    # The window again on the labels, so PostgreSQL reads them by their pair index instead
+    # of scanning every label per window (190 ms a window, 5 of a FIRE-scale export's 9 s).
     live = (
         "j.{judgement.pair} = p.{pair.id} AND j.{judgement.undone_at} IS NULL"
         " AND j.{judgement.pair} >= %(low)s AND j.{judgement.pair} < %(high)s"
@@ -124,31 +110,22 @@ EXPORT_ROWS = Statement(
     lambda kind: EXPORT_ROW_TYPES[kind],
     [{"kind": kind} for kind in EXPORT_KINDS],
 )
-"""Rows of the pairs with ids in ``[%(low)s, %(high)s)``, pairs in id order and each pair's
-labels in the order given: one row per live label (or one per unlabelled pair; ``raw``:
-labels only, ``pairs``: one per pair), of ``%(campaign)s`` only."""
+"""Rows of ``%(campaign)s``'s pairs with ids in ``[%(low)s, %(high)s)`` in id order, one per
+live label in the order given (or per unlabelled pair; ``pairs``: one per pair)."""
 
 
 def export_rows(low: int, high: int, kind: str, campaign: int) -> list[tuple]:
-    """The rows of :data:`EXPORT_ROWS` for ``campaign``'s id window ``[low, high)``, as plain
-    tuples in the kind's row type's field order: read them with
-    ``reader(EXPORT_ROW_TYPES[kind]._fields, ...)``."""
+    """:data:`EXPORT_ROWS` for ``campaign``'s id window ``[low, high)`` as plain tuples in the
+    field order of ``EXPORT_ROW_TYPES[kind]``."""
     return EXPORT_ROWS.plain_rows({"low": low, "high": high, "campaign": campaign}, kind=kind)
 
 
 def export_windows(
     windows: Iterable[tuple[int, int]], kind: str, campaign: int
 ) -> Iterator[list[tuple]]:
-    """:func:`export_rows` of each id window in turn, reading ahead on PostgreSQL.
-
-    There, from the second window on, each window's query is sent before the previous
-    window's rows are handed on (psycopg's pipeline mode, see :class:`_ReadAhead`), so the
-    server computes the next window while the caller writes this one. It is the caller's
-    own connection, so the rows are exactly :func:`export_rows`' (same transaction, its
-    uncommitted writes included). Measured at FIRE's scale (``bench/export_bench.py``,
-    2 cores): the windows' queries took 1.4-1.6 s of a 4-5 s export, waited for one after
-    another; read ahead, the export waits about 0.35 s for them.
-    """
+    """:func:`export_rows` of each id window in turn; on PostgreSQL each window's query is
+    sent (:class:`_ReadAhead`, same connection and transaction) before the previous window's
+    rows are handed on: at FIRE's scale the export then waits 0.35 s for them, not 1.5 s."""
     windows = iter(windows)
     first = next(windows, None)
     if first is None:
@@ -172,11 +149,8 @@ def export_windows(
 
 class _ReadAhead:
     """One query at a time sent ahead of its reading on the default connection (psycopg 3
-    pipeline mode). While it is open, any other query through Django on that connection
-    first collects what is in flight and leaves pipeline mode (the connection's execute
-    wrapper, :meth:`__call__`): code that runs between two windows, or after a caller
-    abandons the export half-way, sees an ordinary connection. The reads ahead go through
-    a psycopg cursor of their own, so they are not in ``connection.queries``."""
+    pipeline mode); any other query through Django first leaves pipeline mode (the execute
+    wrapper, :meth:`__call__`), so other code always sees an ordinary connection."""
 
     def __init__(self, raw) -> None:
         self.raw = raw
@@ -187,8 +161,7 @@ class _ReadAhead:
 
     @classmethod
     def start(cls) -> "_ReadAhead | None":
-        """A read-ahead on the default connection, or None where it has no pipeline mode
-        (SQLite, psycopg2, libpq before 14)."""
+        """A read-ahead on the default connection, or None without pipeline mode."""
         connection.ensure_connection()
         raw = connection.connection
         pipeline = getattr(type(raw), "pipeline", None)
@@ -205,7 +178,6 @@ class _ReadAhead:
         return True
 
     def rows(self) -> list[tuple]:
-        """The rows of the query sent last (collected by :meth:`close` if it ran since)."""
         cursor, self.cursor = self.cursor, None
         try:
             return cursor.fetchall()

@@ -1,36 +1,13 @@
-"""Export a campaign's labels, streamed: csv, jsonl, TREC qrels, raw labels and FIRE JSON.
-
-Every format is produced by a generator of text chunks that walks the pairs (or, for raw,
-the judgements) in primary-key batches, so a campaign of any size exports with flat memory
-to a file or an HTTP response. Only pairs with a final label or a disagreement are
-exported as pairs; pending pairs have no final label yet.
-
-- ``csv`` / ``jsonl``: one row per pair (see :mod:`retrieval.formats.labels`). When a proxy
-  labelled some of the campaign's pairs (:mod:`annotation.ordering.proxy_queue`), every row also has
-  an ``auto_label`` column naming the rule, empty for pairs humans labelled.
-- ``qrels``: ``caption 0 video rel`` for resolved pairs, judged negatives kept as 0 so
-  judged-fraction measures work, and each caption's own video as 1 (the benchmark's
-  original positive, whatever annotators said). Disagreements are left out (unjudged).
-- ``raw``: every live label with annotator, time and seconds spent (and seconds of video
-  played, where known).
-- ``fire-json``: the layout of the FIRE release (annotations and disagreements); an entry
-  labelled by a proxy rule carries an extra ``auto_label`` field.
-- Resolution: pairs are labelled by the policy's strict majority (``Pair.status``), or, with
-  ``method="dawid-skene"`` (the default once the campaign was last resolved that way), by
-  :func:`annotation.campaign_read.resolution.campaign_resolution`; then every csv / jsonl row and
-  FIRE entry carries a ``confidence`` (probability of relevance) and the FIRE metadata
-  names the ``method``.
-- ``gold`` / ``gold-csv``: the campaign's gold pairs with every answer given on them
-  (:mod:`annotation.gold.file`); never labels, and like every export for admins only.
-- ``gold-template``: the decided pairs that are not gold yet, as a gold CSV file (keys, the
-  caption to read, the settled label, how it was settled) to edit and import.
+"""Export a campaign's labels (csv, jsonl, TREC qrels, raw, FIRE JSON) or gold pairs, streamed
+in primary-key windows with flat memory; pairs resolve by majority or, with
+``method="dawid-skene"``, by :func:`~annotation.campaign_read.resolution.campaign_resolution`.
 """
 
 import itertools
 import operator
 from array import array
-from collections import deque
-from collections.abc import Iterable, Iterator
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -52,39 +29,22 @@ from retrieval.formats import fire_json, labels, trec
 from retrieval.label_sets.status import CODES, names
 from retrieval.models import Caption, LabelSet, Video
 
-EXPORT_FORMATS = (
-    "csv",
-    "jsonl",
-    "qrels",
-    "raw",
-    "fire-json",
-    "gold",
-    "gold-csv",
-    "gold-template",
-)
+_FORMATS = {
+    "csv": ("text/csv", "csv"),
+    "jsonl": ("application/x-ndjson", "jsonl"),
+    "qrels": ("text/plain", "qrels"),
+    "raw": ("application/x-ndjson", "raw.jsonl"),
+    "fire-json": ("application/json", "fire.json"),
+    "gold": ("application/x-ndjson", "gold.jsonl"),
+    "gold-csv": ("text/csv", "gold.csv"),
+    "gold-template": ("text/csv", "gold-template.csv"),
+}
+"""Each format's media type and file extension."""
+EXPORT_FORMATS = tuple(_FORMATS)
 GOLD_FORMATS = ("gold", "gold-csv", "gold-template")
-"""Exports of gold pairs and the answers on them, or of the decided pairs that could become
-gold, not of labels (admins only)."""
-CONTENT_TYPES = {
-    "csv": "text/csv; charset=utf-8",
-    "jsonl": "application/x-ndjson; charset=utf-8",
-    "qrels": "text/plain; charset=utf-8",
-    "raw": "application/x-ndjson; charset=utf-8",
-    "fire-json": "application/json; charset=utf-8",
-    "gold": "application/x-ndjson; charset=utf-8",
-    "gold-csv": "text/csv; charset=utf-8",
-    "gold-template": "text/csv; charset=utf-8",
-}
-EXTENSIONS = {
-    "csv": "csv",
-    "jsonl": "jsonl",
-    "qrels": "qrels",
-    "raw": "raw.jsonl",
-    "fire-json": "fire.json",
-    "gold": "gold.jsonl",
-    "gold-csv": "gold.csv",
-    "gold-template": "gold-template.csv",
-}
+"""Exports of gold pairs and their answers, or of decided pairs that could become gold."""
+CONTENT_TYPES = {fmt: f"{mime}; charset=utf-8" for fmt, (mime, _) in _FORMATS.items()}
+EXTENSIONS = {fmt: extension for fmt, (_, extension) in _FORMATS.items()}
 
 BATCH = 20_000
 """Pairs or judgements read per query."""
@@ -93,8 +53,7 @@ CHUNK_BYTES = 1 << 16
 
 
 class ExportError(UserError):
-    """A campaign cannot be exported as asked (an unknown format, a value that would not
-    read back); nothing was written under the requested name."""
+    """A campaign cannot be exported as asked; nothing was written under the requested name."""
 
 
 FINAL = (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT, Pair.Status.DISAGREEMENT)
@@ -111,11 +70,8 @@ def filename(campaign: Campaign, fmt: str) -> str:
 
 
 def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> Iterator[str]:
-    """The export of ``campaign`` in ``fmt`` as text chunks of about 64 KiB.
-
-    ``method`` resolves the pairs (None: the method of the campaign's last resolution,
-    majority if it was never resolved).
-    """
+    """The export of ``campaign`` in ``fmt`` as text chunks of about 64 KiB; ``method``
+    resolves the pairs (None: that of the campaign's last resolution, else majority)."""
     if fmt not in EXPORT_FORMATS:
         raise ExportError(
             f"unknown export format {fmt!r} (choose from {', '.join(EXPORT_FORMATS)})"
@@ -127,26 +83,17 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
     if fmt == "gold-template":
         return _buffered(gold_file.gold_template_lines(gold.gold_template_rows(campaign)))
     if fmt in GOLD_FORMATS:
-        rows = gold.gold_export_rows(campaign)
-        lines = (
-            gold_file.gold_jsonl_lines(rows) if fmt == "gold" else gold_file.gold_csv_lines(rows)
-        )
-        return _buffered(lines)
+        write = gold_file.gold_jsonl_lines if fmt == "gold" else gold_file.gold_csv_lines
+        return _buffered(write(gold.gold_export_rows(campaign)))
     method = method or last_method(campaign)
     override = None if method == MAJORITY else _resolved_by(campaign, method)
     # Campaigns that never used proxy auto-labels export exactly as before.
     auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
-    if fmt == "csv":
-        lines = labels.csv_pair_lines(
-            _label_lines(campaign, override),
-            campaign.run_names(),
-            **auto,
-            **({} if override is None else {"confidence": True}),
-        )
-    elif fmt == "jsonl":
-        lines = labels.jsonl_pair_lines(
-            _label_lines(campaign, override), campaign.run_names(), **auto
-        )
+    if fmt in ("csv", "jsonl"):
+        write = labels.csv_pair_lines if fmt == "csv" else labels.jsonl_pair_lines
+        if fmt == "csv" and override is not None:
+            auto["confidence"] = True
+        lines = write(_pair_rows(campaign, FINAL, override), campaign.run_names(), **auto)
     elif fmt == "qrels":
         lines = trec.qrels_lines(_qrels_rows(campaign, override))
     elif fmt == "raw":
@@ -155,18 +102,12 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
         metadata = _fire_metadata(campaign)
         if override is not None:
             metadata["method"] = method
-            statuses = [status for status, _ in override.values()]
-            metadata["counts"].update(
-                annotations=sum(status != Pair.Status.DISAGREEMENT for status in statuses),
-                relevant=statuses.count(Pair.Status.RELEVANT),
-                irrelevant=statuses.count(Pair.Status.IRRELEVANT),
-                disagreements=statuses.count(Pair.Status.DISAGREEMENT),
-            )
+            metadata["counts"].update(_counts(Counter(status for status, _ in override.values())))
         # Chunks of about CHUNK_BYTES already.
         return fire_json.fire_json_row_chunks(
             metadata,
-            _fire_entries(campaign, (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT), override),
-            _fire_entries(campaign, (Pair.Status.DISAGREEMENT,), override),
+            _pair_rows(campaign, FINAL[:2], override, fire=True),
+            _pair_rows(campaign, (Pair.Status.DISAGREEMENT,), override, fire=True),
             campaign.run_names(),
             campaign.dataset.name,
         )
@@ -201,18 +142,14 @@ def _resolved_by(campaign: Campaign, method: str) -> Override:
 
 
 def _has_auto_labels(campaign: Campaign) -> bool:
-    """Whether a proxy labelled any of the campaign's pairs (see :mod:`annotation.ordering.proxy_queue`)."""
     return Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
 
 
 def export_to_file(
     campaign: Campaign, fmt: str, path: Path | str, method: str | None = None
 ) -> int:
-    """Write the export to ``path``; returns the number of characters written.
-
-    The text goes to a temporary file beside ``path`` that replaces it only once complete,
-    so a failure never leaves a partial export under the requested name.
-    """
+    """Write the export to ``path`` through a temporary file that replaces it only once
+    complete (a failure leaves no partial export); returns the characters written."""
     path = Path(path)
     partial = path.with_name(f".{path.name}.partial")
     try:
@@ -225,11 +162,8 @@ def export_to_file(
 
 
 def write_export(campaign: Campaign, fmt: str, out: TextIO, method: str | None = None) -> int:
-    """Write the export to the open text stream ``out``; returns the characters written.
-
-    A label value the format could not read back (the writers raise ValueError) stops the
-    export with an :class:`ExportError` that names the campaign.
-    """
+    """Write the export to the text stream ``out``; returns the characters written. A value
+    the format could not read back (ValueError) raises an :class:`ExportError`."""
     written = 0
     try:
         for chunk in export_chunks(campaign, fmt, method):
@@ -241,11 +175,8 @@ def write_export(campaign: Campaign, fmt: str, out: TextIO, method: str | None =
 
 
 def _buffered(lines: Iterable[str]) -> Iterator[str]:
-    """The lines joined into chunks of about ``CHUNK_BYTES`` (the first of ``FIRST_LINES``).
-
-    Lines are taken by count (``islice``, in C), the count set from the lines seen so far:
-    a Python step per line to add up lengths cost 0.27 s of a 6 s profiled jsonl export
-    at FIRE's scale."""
+    """The lines joined into chunks of about ``CHUNK_BYTES`` (the first of ``FIRST_LINES``),
+    taken by count (``islice``): adding up lengths per line cost 0.27 s of a 6 s export."""
     lines = iter(lines)
     count = FIRST_LINES
     while parts := list(itertools.islice(lines, count)):
@@ -256,21 +187,13 @@ def _buffered(lines: Iterable[str]) -> Iterator[str]:
 
 FIRST_LINES = 64
 """Lines in the first chunk (and the fewest in any)."""
-
-
 FIRST_BATCH = 2_000
 """Pairs read by the first query: a small first window sends the first bytes sooner."""
 
 
 def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[int, int]]:
-    """Primary-key ranges ``[low, high)`` covering the campaign's pairs, ``BATCH`` ids each
-    (the first ``FIRST_BATCH``).
-
-    Pairs are written in bulk, so a campaign's ids are (nearly) contiguous. Reading by id
-    range keeps every query on the primary key with no sort of the whole campaign per
-    batch, whatever the database's planner would prefer for a campaign filter. With
-    ``status`` (a rare one, such as disagreement), only windows holding such pairs.
-    """
+    """Primary-key ranges ``[low, high)`` of ``BATCH`` ids (the first ``FIRST_BATCH``) covering
+    the campaign's pairs (with a rare ``status``, only those), so queries stay on the key."""
     if status is not None:
         ids = Pair.objects.filter(campaign=campaign, status=status).order_by("pk")
         high = None
@@ -288,28 +211,15 @@ def _windows(campaign: Campaign, status: str | None = None) -> Iterator[tuple[in
         low, size = low + size, BATCH
 
 
-def _window_rows(campaign: Campaign, kind: str) -> Iterator[list[tuple]]:
-    """The campaign's rows of :data:`annotation.campaign_read.export_rows.EXPORT_ROWS` (variant
-    ``kind``), one list per id window (read ahead, :func:`~annotation.campaign_read.export_rows.export_windows`)."""
-    return export_rows.export_windows(_windows(campaign), kind, campaign.pk)
-
-
 class _WindowCaptions:
-    """The captions each id window's pairs name, read one query per window as the window is
-    sent: key and text by caption id, for the window's rows only.
-
-    Holding every caption of the campaign for the whole export instead took 16.5 MiB at
-    FIRE's 55,288 captions (tracemalloc). While the windows are read ahead (psycopg's
-    pipeline mode, :func:`~annotation.campaign_read.export_rows.export_windows`), a query through
-    Django would end the read-ahead, so the window's captions query (the ORM's SQL) goes into
-    the pipeline on a psycopg cursor of the same connection, just before the window's rows
-    (like the rows, it is not in ``connection.queries``); its result has arrived by the time
-    those rows have. Otherwise it is an ordinary query.
-    """
+    """The captions (key and text by id) each id window's pairs name, one query per window
+    as it is sent: holding every caption took 16.5 MiB at FIRE's scale. While windows are
+    read ahead (psycopg pipeline), the query goes into the pipeline on a psycopg cursor of
+    the same connection, since a query through Django would end the read-ahead."""
 
     def __init__(self, campaign: Campaign) -> None:
         self.campaign = campaign
-        self.pending: deque = deque()  # per window sent and not yet written: rows or a cursor
+        self.pending: deque = deque()  # rows or a cursor, per window sent and not yet written
 
     def windows(self, windows: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
         """``windows``, each window's captions query sent as the window is taken."""
@@ -318,7 +228,6 @@ class _WindowCaptions:
             yield low, high
 
     def _read(self, low: int, high: int) -> list[tuple] | object:
-        """The window's captions: read now, or a cursor with the query sent in the pipeline."""
         in_window = Pair.objects.filter(campaign=self.campaign, pk__gte=low, pk__lt=high)
         captions = (
             Caption.objects.filter(pk__in=in_window.values("caption_id"))
@@ -335,12 +244,12 @@ class _WindowCaptions:
     def next(self) -> dict[int, tuple[str, str]]:
         """The captions of the window whose rows come next: (key, text) by id."""
         read = self.pending.popleft()
-        if isinstance(read, list):
-            return {pk: (key, text) for pk, key, text in read}
         try:
-            return {pk: (key, text) for pk, key, text in read.fetchall()}
+            rows = read if isinstance(read, list) else read.fetchall()
+            return {pk: (key, text) for pk, key, text in rows}
         finally:
-            read.close()
+            if not isinstance(read, list):
+                read.close()
 
     def close(self) -> None:
         """Close the cursors of windows never written (an export abandoned half-way)."""
@@ -353,8 +262,7 @@ class _WindowCaptions:
 def _windows_with_captions(
     campaign: Campaign, kind: str, status: str | None = None
 ) -> Iterator[tuple[list[tuple], dict[int, tuple[str, str]]]]:
-    """:func:`_window_rows` with each window's captions (:class:`_WindowCaptions`): only two
-    windows' captions are held at a time, whatever the campaign's size."""
+    """Each id window's rows read ahead (``export_rows.export_windows``), with its captions."""
     captions = _WindowCaptions(campaign)
     windows = export_rows.export_windows(
         captions.windows(_windows(campaign, status)), kind, campaign.pk
@@ -368,13 +276,9 @@ def _windows_with_captions(
 
 
 class _RankTuples:
-    """Each pool row's ranks (one per run) as a tuple, the same tuple object for equal ranks.
-
-    The writers cache what they print per tuple of ranks; making one tuple per pair from
-    the provenance array cost more than the lookup. Ranks are packed into one integer per
-    pool row (when they fit 62 bits) held in an ``array``, so no Python object per pair is
-    kept: memory stays that of the provenance itself.
-    """
+    """Each pool row's ranks (one per run) as a tuple, the same object for equal ranks (the
+    writers cache output per tuple), packed into one integer per row (when they fit 62 bits)
+    in an ``array`` so that no Python object per pair is kept."""
 
     def __init__(self, ranks: np.ndarray) -> None:
         self.ranks = ranks
@@ -406,20 +310,15 @@ def _pair_rows(
     override: Override | None = None,
     fire: bool = False,
 ) -> Iterator[tuple]:
-    """The campaign's pairs with one of ``statuses`` and their live labels, in id order, as
-    the writers' plain rows: :data:`retrieval.formats.labels.PairLine` (csv, jsonl), or with
-    ``fire`` :data:`retrieval.formats.fire_json.EntryLine`.
-
-    With ``override`` a pair's status and confidence are the override's (pairs it does not
-    name are left out: it covers every finished pair). Tuples built in one loop rather than
-    an object per pair, and labels grouped in C (``groupby``): a dataclass and a record per
-    pair and a row-by-row loop cost over a second at FIRE's 552,880 pairs.
-    """
+    """The pairs with one of ``statuses`` (under ``override`` if given) and their live
+    labels in id order, as :data:`retrieval.formats.labels.PairLine` or, with ``fire``,
+    :data:`retrieval.formats.fire_json.EntryLine` tuples. Plain tuples and ``groupby``: an
+    object per pair cost over a second at FIRE's 552,880 pairs."""
     wanted = set(statuses)
     ranks = _RankTuples(load_provenance(campaign))
     packed, tuples, rank_tuple = ranks.packed, ranks.tuples, ranks.__getitem__
     usernames = _usernames()
-    videos = _video_keys(campaign)
+    videos = _keys(Video, campaign, "video_id")
     rare = wanted == {Pair.Status.DISAGREEMENT} and override is None
     kind = "responses" if fire else "labels"
     columns = _RESPONSE_COLUMNS if fire else _LABEL_COLUMNS
@@ -483,21 +382,10 @@ def _pair_rows(
                 )
 
 
-def _caption_keys(campaign: Campaign) -> dict[int, str]:
-    """Each of the campaign's captions' key by id."""
+def _keys(model: type[Caption | Video], campaign: Campaign, column: str) -> dict[int, str]:
+    """The key by id of each caption or video (``column``) the campaign's pairs name."""
     return dict(
-        Caption.objects.filter(pk__in=_pair_ids(campaign, "caption_id"))
-        .order_by()
-        .values_list("pk", "key")
-    )
-
-
-def _video_keys(campaign: Campaign) -> dict[int, str]:
-    """Each of the campaign's videos' key by id."""
-    return dict(
-        Video.objects.filter(pk__in=_pair_ids(campaign, "video_id"))
-        .order_by()
-        .values_list("pk", "key")
+        model.objects.filter(pk__in=_pair_ids(campaign, column)).order_by().values_list("pk", "key")
     )
 
 
@@ -510,27 +398,21 @@ def _usernames() -> dict[int, str]:
     return dict(get_user_model().objects.values_list("pk", "username"))
 
 
-def _label_lines(campaign: Campaign, override: Override | None = None) -> Iterator[tuple]:
-    """The csv / jsonl rows (:data:`retrieval.formats.labels.PairLine`) of the campaign."""
-    return _pair_rows(campaign, FINAL, override)
-
-
 def _qrels_rows(
     campaign: Campaign, override: Override | None = None
 ) -> Iterator[tuple[str, str, int]]:
-    """Resolved pairs (originals forced to 1), then the originals no pair covered. Pairs are
-    read without their labels (``pairs`` rows), which qrels never print."""
+    """Resolved pairs (originals forced to 1), then the originals no pair covered."""
     originals = {
         pk: (key, video_key)
         for pk, key, video_key in Caption.objects.filter(pk__in=_pair_ids(campaign, "caption_id"))
         .order_by("pk")
         .values_list("pk", "key", "video__key")
     }
-    videos = _video_keys(campaign)
+    videos = _keys(Video, campaign, "video_id")
     written: set[int] = set()
     resolved = {Pair.Status.RELEVANT, Pair.Status.IRRELEVANT}
     relevant = Pair.Status.RELEVANT
-    for rows in _window_rows(campaign, "pairs"):
+    for rows in export_rows.export_windows(_windows(campaign), "pairs", campaign.pk):
         for pk, status, caption_id, video_id in rows:
             if override is not None:
                 status = override.get(pk, (Pair.Status.PENDING, None))[0]
@@ -548,9 +430,8 @@ def _qrels_rows(
 
 
 def _iso_times(microseconds: np.ndarray) -> list[str]:
-    """``datetime.isoformat()`` of aware UTC times given as microseconds since 1970, for a
-    whole window at once (numpy formats them; a datetime per label cost 5.3 s at FIRE's
-    679,000 labels): seconds, the fraction only where it is not zero, then ``+00:00``."""
+    """``datetime.isoformat()`` of UTC times given as microseconds since 1970, formatted by
+    numpy (a datetime per label cost 5.3 s at FIRE's 679,000 labels)."""
     full = np.datetime_as_string(microseconds.astype("datetime64[us]"), unit="us").tolist()
     whole = (microseconds % 1_000_000 == 0).tolist()
     return [
@@ -559,12 +440,12 @@ def _iso_times(microseconds: np.ndarray) -> list[str]:
 
 
 def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
-    """Every live label (:data:`retrieval.formats.labels.RawLine`), pair by pair, each pair's
-    labels in the order they were given; then the discounted ones."""
+    """Every live label (:data:`retrieval.formats.labels.RawLine`) pair by pair in the order
+    given; then the discounted ones."""
     usernames = _usernames()
-    captions, videos = _caption_keys(campaign), _video_keys(campaign)
+    captions, videos = _keys(Caption, campaign, "caption_id"), _keys(Video, campaign, "video_id")
     codes = CODES
-    for rows in _window_rows(campaign, "raw"):
+    for rows in export_rows.export_windows(_windows(campaign), "raw", campaign.pk):
         times = _iso_times(np.fromiter((row[6] for row in rows), np.int64, len(rows)))
         for (caption_id, video_id, annotator, label, seconds, played, _), created in zip(
             rows, times, strict=True
@@ -606,6 +487,17 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
         )
 
 
+def _counts(by_status: Mapping[str, int]) -> dict[str, int]:
+    """FIRE metadata's counts of finished pairs by status."""
+    relevant, irrelevant = (by_status.get(status, 0) for status in FINAL[:2])
+    return {
+        "annotations": relevant + irrelevant,
+        "relevant": relevant,
+        "irrelevant": irrelevant,
+        "disagreements": by_status.get(Pair.Status.DISAGREEMENT, 0),
+    }
+
+
 def _fire_metadata(campaign: Campaign) -> dict:
     counts = dict(
         Pair.objects.filter(campaign=campaign)
@@ -621,20 +513,5 @@ def _fire_metadata(campaign: Campaign) -> dict:
         "created": timezone.now().isoformat(),
         "guidelines": campaign.guidelines,
         "models": campaign.run_names(),
-        "counts": {
-            "annotations": counts.get(Pair.Status.RELEVANT, 0)
-            + counts.get(Pair.Status.IRRELEVANT, 0),
-            "relevant": counts.get(Pair.Status.RELEVANT, 0),
-            "irrelevant": counts.get(Pair.Status.IRRELEVANT, 0),
-            "disagreements": counts.get(Pair.Status.DISAGREEMENT, 0),
-            "pending": counts.get(Pair.Status.PENDING, 0),
-        },
+        "counts": {**_counts(counts), "pending": counts.get(Pair.Status.PENDING, 0)},
     }
-
-
-def _fire_entries(
-    campaign: Campaign, statuses: tuple[str, ...], override: Override | None = None
-) -> Iterator[tuple]:
-    """The FIRE entries (:data:`retrieval.formats.fire_json.EntryLine`) of the pairs with
-    one of ``statuses``."""
-    return _pair_rows(campaign, statuses, override, fire=True)

@@ -1,23 +1,7 @@
-"""When a campaign's live figures (agreement, annotator scores, judging status, proxies) are
-computed again after labels arrive: never in the judging request
-(:mod:`annotation.campaign_read.live_figures` computes them in a job), and at most
-:data:`MIN_INTERVAL` plus a second or two after the labels under a light load.
-
-A submit notes, once its label is committed, that the campaign's figures must follow it
-(:func:`request_refresh`); this process's :class:`Pacer` thread queues the
-``campaign-figures`` job for each noted campaign as soon as its refresh is due, unless one is
-queued already (it will read the new labels). Refreshes are paced like the adaptive
-policy's refits (:mod:`annotation.policy.label_models`): the next starts at least
-``max(MIN_INTERVAL, seconds / DUTY)`` after the last was computed, ``seconds`` being how
-long the last took, so they hold at most a twentieth of a core whatever the label rate, unless
-that would leave the figures more than :data:`FRESH` behind (:func:`pause`); a campaign
-whose labels stop still gets the refresh that follows its last label.
-
-Before, a submit looked only when its judgement id was a multiple of 50 and queued nothing
-when the refresh was not due yet, so a campaign that got 35 labels (or whose last labels
-came within the pause) kept figures from before them until more labels came; and the job
-waited behind every other job on the one thread of the embedded backend (it has a lane of
-its own now: :mod:`jobs.backends`).
+"""When a campaign's live figures follow its labels: a submit notes it once committed
+(:func:`request_refresh`) and this process's :class:`Pacer` queues the ``campaign-figures``
+job when due, at most ``max(MIN_INTERVAL, seconds / DUTY)`` apart unless :data:`FRESH` needs
+sooner (:func:`pause`); never in the judging request.
 """
 
 from __future__ import annotations
@@ -41,9 +25,8 @@ JOB_KIND = "campaign-figures"
 PACED_BY = "campaign-agreement"
 """The figure a refresh computes last: its time marks when the refresh ended."""
 KINDS = ("campaign-scores", "campaign-judging", "campaign-proxies", PACED_BY)
-"""The live figures one refresh computes, in order; their seconds together pace the next.
-Pacing by the last one's seconds alone (0.3 s of a 5 s refresh at 600,000 pairs) started a
-refresh every 20 s, a quarter of a core beside the judging (``bench/load.py``)."""
+"""The live figures one refresh computes, in order; their seconds together pace the next
+(the last one's alone started a refresh every 20 s, a quarter of a core)."""
 MIN_INTERVAL = timedelta(seconds=20)
 DUTY = 0.05
 TICK = 1.0
@@ -60,15 +43,9 @@ FRESH = timedelta(seconds=60)
 
 
 def pause(seconds: float) -> timedelta:
-    """How long after a refresh that took ``seconds`` was computed the next may start.
-
-    At most a twentieth of a core (``seconds / DUTY``), unless that would leave a label waiting
-    longer than :data:`FRESH` for figures that count it: a label that comes just after a
-    refresh read its inputs is counted by the next one, ``pause + seconds`` after the first
-    finished and a tick later, so the pause is cut to ``FRESH - 2 * seconds - TICK`` (never under
-    :data:`MIN_INTERVAL`). At FIRE's size on a busy machine a refresh took 12.3 s, and a
-    fifth of a core meant figures 74 s behind.
-    """
+    """How long after a refresh that took ``seconds`` the next may start: ``seconds / DUTY``,
+    cut to ``FRESH - 2 * seconds - TICK`` so that no label waits longer than :data:`FRESH`
+    for figures that count it (never under :data:`MIN_INTERVAL`)."""
     seconds = max(float(seconds), 0.0)
     thrifty = timedelta(seconds=seconds / DUTY)
     in_time = FRESH - timedelta(seconds=2 * seconds + TICK)
@@ -76,11 +53,9 @@ def pause(seconds: float) -> timedelta:
 
 
 def due_at(campaign_id: int, name: str | None = None) -> datetime | None:
-    """When the campaign (named ``name``) may start its next refresh (None: never computed
-    and none running, so now): a pause after the last one ended, or after the one running
-    now will end. Without the running one, both gunicorn workers' pacers, whose labels
-    always come after its start, queued a second refresh the moment the first began: two
-    back to back at every due time (``bench/load.py``)."""
+    """When the campaign (named ``name``) may start its next refresh (None: now): a pause
+    after the last one ended, or after the one running now will end (else every worker's
+    pacer queued a second refresh the moment the first began)."""
     last = StoredFigure.objects.filter(kind__in=KINDS, subject=subject(campaign_id)).aggregate(
         at=Max("computed_at"), seconds=Sum("seconds")
     )
@@ -96,14 +71,9 @@ def due_at(campaign_id: int, name: str | None = None) -> datetime | None:
 def queue_refresh(
     campaign_id: int, name: str, now: datetime | None = None, noted_at: datetime | None = None
 ) -> bool:
-    """Queue the campaign's ``campaign-figures`` job if its refresh is due and none is queued
-    or running since ``noted_at`` (when the labels to follow were committed: a job that
-    started earlier may have read the labels before them); whether it is taken care of
-    (False: not due yet, look again later).
-
-    Every web process has its pacer: without ``noted_at`` the second of two gunicorn
-    workers queued a refresh the moment the first one's began to run, and every refresh ran
-    twice (at FIRE's size, twice 3 s of a worker's CPU every 30 s beside the judging)."""
+    """Queue the campaign's ``campaign-figures`` job if due and none is queued or running
+    since ``noted_at`` (when the labels to follow were committed; without it every refresh
+    ran twice, once per web process); whether it is taken care of (False: look again)."""
     if noted_at is not None and runner.unfinished(JOB_KIND, {"campaign": name}, running=noted_at):
         return True  # one queued, or running since the labels came, reads them
     due = due_at(campaign_id, name)
@@ -114,8 +84,8 @@ def queue_refresh(
 
 
 class Pacer:
-    """This process's campaigns whose figures are behind their labels, and the thread that
-    queues their refreshes when due (one per process, started by the first note)."""
+    """This process's campaigns whose figures are behind their labels, and the thread
+    (started by the first note) that queues their refreshes when due."""
 
     def __init__(self, autostart: bool = True) -> None:
         self.autostart = autostart
@@ -154,10 +124,8 @@ class Pacer:
         return done
 
     def _run(self) -> None:
-        """Look every :data:`TICK` while campaigns are noted. The thread's connection is kept
-        as long as the deployment keeps a request's (``CONN_MAX_AGE``): closing it after each
-        look opened a PostgreSQL connection a second in every web process while annotators
-        judged (a new server process and its authentication each time)."""
+        """Look every :data:`TICK`; the connection is kept as a request's is (``CONN_MAX_AGE``),
+        since closing it after each look opened a PostgreSQL connection a second."""
         while True:
             time.sleep(TICK)
             try:
@@ -172,9 +140,8 @@ pacer = Pacer()
 
 
 def request_refresh(campaign) -> bool:
-    """After a label is stored (in its transaction): once it commits, note that the
-    campaign's figures must follow it (:class:`Pacer` queues the refresh when due). Whether
-    noted (not when the figures' jobs are turned off, as in tests)."""
+    """Once the label's transaction commits, note that the campaign's figures must follow;
+    whether noted (not when the figures' jobs are turned off, as in tests)."""
     if not settings.FIREPOOL_WARM_FIGURES:
         return False
     campaign_id, name = campaign.pk, campaign.name

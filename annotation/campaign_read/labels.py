@@ -1,17 +1,6 @@
-"""A campaign's labels, read once for the reports and the resolution that both use them.
-
-The read model of a campaign's judgements: :func:`load_campaign_labels` gathers its live
-labels into the plain arrays that :mod:`annotation.campaign_read.agreement` and
-:mod:`annotation.people.quality` take, with each pair resolved under the labelling policy
-(:mod:`annotation.policy.rules`, FIRE §3.1); :func:`campaign_judged` gives its finished pairs as
-stored. Agreement reports (:mod:`annotation.campaign_read.reporting`) and resolution
-(:mod:`annotation.campaign_read.resolution`) both read them here.
-
-At FIRE's scale (660,000 labels over 555,000 pairs) the per-object ORM would dominate, so
-the judgements come from one raw query (:func:`annotation.judging.statements.judgement_keys`)
-whose rows go straight into numpy, and a pair's dense index is its id minus the campaign's
-first pair id (a campaign's pairs are written in bulk, so their ids are contiguous; a mask
-covers the rare case where they are not).
+"""A campaign's live labels as plain arrays, each pair resolved under its policy (FIRE §3.1),
+read in one raw query straight into numpy (the ORM would dominate at FIRE's 660,000 labels);
+a pair's dense index is its id minus the campaign's first pair id.
 """
 
 from dataclasses import dataclass
@@ -32,13 +21,9 @@ from retrieval.label_sets.status import CODES
 
 @dataclass
 class CampaignLabels:
-    """A campaign's live labels as arrays, one entry per label, and each pair's resolution.
-
-    ``pair_index`` is dense (pair id minus ``first_pair_id``) over ``n_pairs`` slots;
-    ``in_campaign`` marks the slots that are the campaign's pairs (all of them unless its
-    pair ids have gaps). ``resolved`` is 1/0 for a pair resolved to relevant/irrelevant and
-    -1 (DISAGREEMENT) otherwise; ``status`` holds :class:`retrieval.label_sets.status.LabelStatus` codes.
-    """
+    """A campaign's live labels as arrays, one entry per label, and each pair's resolution
+    over ``n_pairs`` dense slots (``in_campaign`` marks the campaign's pairs; ``resolved``:
+    1/0, or -1 when not resolved; ``status``: LabelStatus codes)."""
 
     pair_index: np.ndarray
     annotator_index: np.ndarray
@@ -56,11 +41,8 @@ class CampaignLabels:
 def _fetch_judgements(
     campaign: Campaign, first: int, last: int, contiguous: bool, packed: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Live judgements as arrays: dense pair index, annotator id, label (1 relevant), seconds.
-
-    Unpacks the rows of :func:`annotation.judging.statements.judgement_keys`; missing or negative
-    times read back as NaN.
-    """
+    """Live judgements as arrays: dense pair index, annotator id, label (1 relevant), seconds
+    (NaN where missing or negative)."""
     rows = judgement_keys(campaign.pk, first, last, contiguous, packed)
     key = rows["key"]
     if packed:
@@ -72,15 +54,9 @@ def _fetch_judgements(
 
 
 def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
-    """The campaign's live judgements as arrays, and each pair resolved under the
-    campaign's label policy.
-
-    Undone judgements are left out. Under FIRE §3.1 a pair's status comes from
-    :func:`policy.resolve` with its live label counts, its second-label flag, the campaign's
-    ``max_labels`` and any adjudicated label (which always wins); under the adaptive policy
-    from its posterior, as the live writer computes it
-    (:func:`annotation.policy.label_models.adaptive_state`).
-    """
+    """The campaign's live judgements as arrays, each pair resolved as the live writer does:
+    :func:`policy.resolve` (FIRE §3.1; an adjudicated label always wins) or, under the
+    adaptive policy, :func:`annotation.policy.label_models.adaptive_state`."""
     pairs = Pair.objects.filter(campaign=campaign)
     pool_pairs = pairs.count()
     if not pool_pairs:
@@ -178,7 +154,7 @@ def _annotators(annotator_ids: np.ndarray, User) -> tuple[list[str], np.ndarray]
 
 def resolved_labels(status: np.ndarray, in_campaign: np.ndarray | None = None) -> np.ndarray:
     """Each pair's final label (1, 0), or DISAGREEMENT (-1) for pending and disagreeing pairs
-    and pairs outside the campaign: what agreement with "the resolved label" compares to."""
+    and slots outside the campaign."""
     status = np.asarray(status, dtype=np.int64)
     resolved = np.where(status >= 0, status, label_status.DISAGREEMENT)
     if in_campaign is not None:
@@ -187,10 +163,7 @@ def resolved_labels(status: np.ndarray, in_campaign: np.ndarray | None = None) -
 
 
 def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
-    """The campaign's pairs that have a final label or are disagreements, as arrays.
-
-    ``humans_only`` leaves out pairs a proxy rule labelled (``Pair.auto_label``).
-    """
+    """The campaign's finished pairs as arrays; ``humans_only`` leaves out proxy-labelled ones."""
     pairs = Pair.objects.filter(campaign=campaign).exclude(status=Pair.Status.PENDING)
     if humans_only:
         pairs = pairs.filter(auto_label="")

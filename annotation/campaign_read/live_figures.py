@@ -1,18 +1,7 @@
-"""A campaign's live figures, computed in a job and served from storage: the agreement
-report, every annotator's scores, the judging status and the proxies' agreement.
-
-At FIRE's scale (552,880 pairs, 679,232 labels) computing them took seconds on every view
-of the campaign, agreement and annotators pages and the annotator-scores API. Each is now
-stored (:mod:`jobs.figures`) with a fingerprint of the campaign's label state
-(:func:`live_state`), and a page shows the stored one with when it was computed and from how
-many labels. It is computed again:
-
-- by the ``campaign-figures`` job, which the submits queue as labels arrive
-  (:func:`annotation.campaign_read.figures_due.request_refresh`, paced by the figures' own cost),
-  or which a user asks for on the page;
-- in the request itself only when none is stored yet, or when it is out of date and the
-  last computation took less than :data:`INLINE_SECONDS` (a small campaign's pages stay
-  exact at no cost worth a job).
+"""A campaign's live figures (agreement, annotator scores, judging status, proxies), computed
+by a job and stored with a fingerprint of the label state (:func:`live_state`); a request
+computes one only when none is stored, or when it is stale and took under
+:data:`INLINE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -41,8 +30,7 @@ from jobs import figures
 VERSION = 2
 """Bump when what a live figure computes changes, so stored ones are redone."""
 INLINE_SECONDS = 0.25
-"""An out-of-date figure whose last computation took less than this is computed again in
-the request; a slower one is shown with its age until the job computes it."""
+"""A stale figure that took less than this is computed again in the request."""
 
 SCORES, JUDGING, PROXIES, AGREEMENT = figures_due.KINDS
 COMPUTE: dict[str, Callable[[Campaign], object]] = {
@@ -55,9 +43,7 @@ COMPUTE: dict[str, Callable[[Campaign], object]] = {
 
 @dataclass(frozen=True)
 class LiveState:
-    """What a campaign's live figures are computed from, in a few aggregate queries: live
-    labels (the triggers' tallies), what the pairs still need, gold answers, adjudications,
-    pauses and discounts, and the adaptive policy's last fit."""
+    """What a campaign's live figures are computed from, in a few aggregate queries."""
 
     labels: int
     tally_rows: int
@@ -68,8 +54,7 @@ class LiveState:
     standings: tuple
     fitted_at: object
     proxy_files: tuple = ()
-    """The proxy cache's matrices: the proxies' agreement said "not computed yet" until the
-    labels changed, however long ago the proxies job had cached them."""
+    """The proxy cache's matrices (a newly cached proxy must redo the proxies' agreement)."""
 
     @property
     def inputs(self) -> str:
@@ -153,8 +138,7 @@ def live_figures(campaign: Campaign, kinds: tuple[str, ...] = tuple(COMPUTE)) ->
 
 
 def refresh(campaign: Campaign) -> dict:
-    """Compute and store every live figure of the campaign now (the ``campaign-figures``
-    job); seconds per figure."""
+    """Compute and store every live figure now (the ``campaign-figures`` job); seconds each."""
     took = {}
     with statements.streamed_reads():  # the server's scans paced by this job's reading
         inputs = live_state(campaign).inputs

@@ -1,11 +1,5 @@
-"""What the campaigns table and a campaign's own page show, from the services that own it.
-
-The table's figures (pairs per status, open escalations, the resolved label set) come from
-three grouped queries whatever the number of campaigns. A campaign's page adds its
-settings as the judging order and gold queue read them, labels judged today, the agreement
-report of :mod:`annotation.campaign_read.reporting` (the same figures as the agreement page),
-the judging order's status (:func:`annotation.ordering.priorities.judging_status`), the
-pairs waiting for an admin and every label set made from it.
+"""What the campaigns table (three grouped queries whatever the number of campaigns) and a
+campaign's own page show, from the services that own each figure.
 """
 
 from __future__ import annotations
@@ -69,8 +63,7 @@ def _open_escalations(ids: Iterable[int] | None) -> dict[int, int]:
 
 
 def campaign_label_sets(campaign: Campaign | None = None):
-    """Label sets resolved from campaigns (``metadata["campaign_id"]``), or from
-    ``campaign``, oldest first, without their arrays."""
+    """Label sets resolved from campaigns (or from ``campaign``), oldest first, no arrays."""
     sets = LabelSet.objects.filter(source=LabelSet.Source.CAMPAIGN).defer("arrays")
     if campaign is not None:
         sets = sets.filter(dataset_id=campaign.dataset_id, metadata__campaign_id=campaign.pk)
@@ -98,8 +91,7 @@ def campaign_rows(campaigns: Iterable[Campaign]) -> list[CampaignRow]:
 
 @dataclass(frozen=True)
 class CampaignFacts:
-    """What the campaign page shows of how a campaign was made: its dataset and runs, the
-    pool's columns and its typed settings' judging and gold parts."""
+    """What the campaign page shows of how a campaign was made."""
 
     dataset: str
     runs: tuple[str, ...]
@@ -121,9 +113,8 @@ class CampaignFacts:
 
 @dataclass(frozen=True)
 class LabelCounts:
-    """A campaign's label counts read together from the triggers' running totals, exact at
-    the moment of the request: live labels today (UTC) and in all, and the labels its pairs
-    not held still need (the judging page's figure, :func:`annotation.judging.queue.progress`)."""
+    """A campaign's live labels today (UTC) and in all, and the labels its pairs not held still
+    need, from the triggers' running totals (exact at the request)."""
 
     today: int
     in_all: int
@@ -155,7 +146,6 @@ class CampaignPage:
     live: live_figures.LiveFigures
     waiting_for_media: int = 0
     """Pairs not served yet because their video's browser copy or segment clip is not made."""
-    """The stored figures ``judging`` and ``agreement`` come from, with their age."""
 
     @property
     def campaign(self) -> Campaign:
@@ -164,18 +154,14 @@ class CampaignPage:
 
 def campaign_facts(campaign: Campaign) -> CampaignFacts:
     """The campaign's settings (``campaign`` with its dataset and creator selected)."""
+    pool = ("depth", "query_sample", "seed", "second_label_rate", "max_labels", "lease_seconds")
     return CampaignFacts(
+        **{name: getattr(campaign, name) for name in pool},
+        status=campaign.status,
         dataset=campaign.dataset.name,
         runs=tuple(campaign.run_names()),
-        depth=campaign.depth,
-        query_sample=campaign.query_sample,
-        seed=campaign.seed,
-        second_label_rate=campaign.second_label_rate,
-        max_labels=campaign.max_labels,
-        lease_seconds=campaign.lease_seconds,
         judging=campaign.settings.judging,
         gold=campaign.settings.gold,
-        status=campaign.status,
         created_at=campaign.created_at,
         label_policy=campaign.settings.label_policy,
         created_by=campaign.created_by.get_username() if campaign.created_by else None,
@@ -210,9 +196,8 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
 
 
 def waiting_for_media(campaign: Campaign) -> int:
-    """Pairs of ``campaign`` whose video a browser cannot be given yet (the judging queue
-    skips them until the media job has made their file): one query on the dataset's videos,
-    and a count of pairs only when some video is waiting."""
+    """Pairs of ``campaign`` whose video a browser cannot be given yet (the queue skips them);
+    pairs are counted only when some video is waiting."""
     waiting = Video.objects.filter(dataset_id=campaign.dataset_id).exclude(
         media_state__in=BROWSER_READY_STATES
     )

@@ -1,13 +1,7 @@
-"""How well a semantic proxy predicts the human label of a judged pair.
-
-Wray et al. (CVPR 2021, §4.4) propose proxies so that no one has to annotate; a FIRE
-campaign has the human labels to check them against. For the pairs with a final label we
-report the ROC AUC of the proxy score (the chance that a random relevant pair outscores a
-random irrelevant one, ties counting half), the threshold that best reproduces the human
-labels, and there the percent agreement and Krippendorff's alpha (nominal) between the
-thresholded proxy and the humans, treated as two coders of every pair. "Best" maximises
-alpha, not raw agreement: with few relevant pairs raw agreement peaks at "nothing is
-relevant".
+"""How well a semantic proxy (Wray et al., CVPR 2021, §4.4) predicts the human labels: ROC
+AUC of its score, and at the threshold that maximises Krippendorff's alpha (raw agreement
+peaks at "nothing is relevant" when few pairs are) the percent agreement and alpha between
+the thresholded proxy and the humans, as two coders of every pair.
 """
 
 from __future__ import annotations
@@ -48,14 +42,9 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
 def agreement_by_threshold(
     scores: np.ndarray, labels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(thresholds, percent agreement, alpha) when ``score >= t`` predicts relevant.
-
-    Thresholds are the distinct scores (ascending) plus one above the maximum (nothing
-    predicted relevant); everything comes from cumulative counts, not a loop. For two
-    coders of every unit with binary nominal values, alpha = 1 - (n - 1) o_01 / (n_0 n_1)
-    with n = 2N values, o_01 the disagreeing units and n_v the values equal to v; NaN
-    where all values agree on one label (alpha undefined).
-    """
+    """(thresholds, percent agreement, alpha) when ``score >= t`` predicts relevant, at each
+    distinct score and one above the maximum, from cumulative counts. Two coders of every
+    unit: alpha = 1 - (n - 1) o_01 / (n_0 n_1) with n = 2N values, NaN where undefined."""
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels, dtype=bool)
     n = len(scores)

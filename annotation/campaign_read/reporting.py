@@ -1,13 +1,10 @@
-"""Agreement reports from the database or a labels file (FIRE §3.2, Table 2, Fig. 7).
-
-The ORM side of :mod:`annotation.campaign_read.agreement`: hand a campaign's live judgements, as the
-plain arrays of :func:`annotation.campaign_read.labels.load_campaign_labels`, to the
-pure module, and return the report as frozen dataclasses that the agreement page reads and
-whose ``to_json()`` the ``agreement`` command prints.
+"""Agreement reports from the database or a labels file (FIRE §3.2, Table 2, Fig. 7): the
+arrays of :func:`~annotation.campaign_read.labels.load_campaign_labels` through
+:mod:`annotation.campaign_read.agreement`, as frozen dataclasses for pages and commands.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -57,11 +54,8 @@ class Intervals:
 
 @dataclass(frozen=True)
 class AgreementReport(JsonData):
-    """Agreement between annotators (FIRE §3.2): :func:`annotation.campaign_read.agreement.report` typed.
-
-    ``resolved_share`` is the share of labelled pairs with a resolved label; ``notes`` say
-    why a figure is missing (None when nothing is).
-    """
+    """:func:`annotation.campaign_read.agreement.report` typed; ``notes`` say why a figure is
+    missing (None when nothing is)."""
 
     pairs: int
     labels: int
@@ -78,37 +72,20 @@ class AgreementReport(JsonData):
     @classmethod
     def from_plain(cls, result: dict) -> "AgreementReport":
         """The typed form of the pure module's plain report."""
+        annotator_fields = [field.name for field in fields(AnnotatorRow)]
+        bounds = {name: tuple(value) for name, value in result["intervals"].items()}
         return cls(
-            pairs=result["pairs"],
-            labels=result["labels"],
-            labels_per_pair=result["labels_per_pair"],
-            resolved_share=result["resolved_share"],
-            multiply_labelled_pairs=result["multiply_labelled_pairs"],
-            by_label_count=tuple(LabelCountRow(**row) for row in result["by_label_count"]),
-            annotators=tuple(
-                AnnotatorRow(
-                    annotator=row["annotator"],
-                    labels=row["labels"],
-                    relevant_share=row.get("relevant_share"),
-                    agreement_with_resolved=row.get("agreement_with_resolved"),
-                    agreement_with_coannotators=row.get("agreement_with_coannotators"),
-                    median_seconds=row.get("median_seconds"),
-                )
-                for row in result["annotators"]
-            ),
-            percent_agreement=result["percent_agreement"],
-            krippendorff_alpha=result["krippendorff_alpha"],
-            notes=result.get("notes"),
-            intervals=Intervals(
-                percent_agreement=_bounds(result["intervals"], "percent_agreement"),
-                krippendorff_alpha=_bounds(result["intervals"], "krippendorff_alpha"),
-            ),
+            **{
+                **result,
+                "by_label_count": tuple(LabelCountRow(**row) for row in result["by_label_count"]),
+                "annotators": tuple(
+                    AnnotatorRow(*(row.get(name) for name in annotator_fields))
+                    for row in result["annotators"]
+                ),
+                "notes": result.get("notes"),
+                "intervals": Intervals(*(bounds.get(field.name) for field in fields(Intervals))),
+            }
         )
-
-
-def _bounds(intervals: dict, name: str) -> tuple[float, float] | None:
-    bounds = intervals.get(name)
-    return None if bounds is None else tuple(bounds)
 
 
 @dataclass(frozen=True)
@@ -157,11 +134,8 @@ class ProxyRow:
 
 @dataclass(frozen=True)
 class ProxyReport:
-    """Every proxy against a campaign's final human labels, and alpha by threshold.
-
-    ``curves`` maps a proxy to its alpha at each of ``curve_thresholds`` (None where
-    undefined); ``missing`` lists proxies not cached yet (pages do not compute them).
-    """
+    """Every proxy against a campaign's final human labels, ``curves`` of alpha at each of
+    ``curve_thresholds`` (None where undefined), and the proxies not cached yet."""
 
     campaign: str
     split: str
@@ -180,11 +154,8 @@ class ProxyReport:
 def campaign_report(
     campaign: Campaign, *, resamples: int = 1000, seed: int = 0
 ) -> CampaignAgreement:
-    """The agreement report of a campaign (FIRE §3.2), plus its pool size and pair statuses.
-
-    ``status`` is :func:`policy.summary` over the campaign's pairs: its ``resolved_share`` is
-    FIRE Table 2's "Percent" (complete pairs resolved to a label).
-    """
+    """The agreement report of a campaign (FIRE §3.2), its pool size and pair statuses
+    (:func:`policy.summary`, whose ``resolved_share`` is FIRE Table 2's "Percent")."""
     data = load_campaign_labels(campaign)
     result = agreement.report(
         data.pair_index,
@@ -208,12 +179,8 @@ def campaign_report(
 def file_report(
     records: Iterable[RawLabel], *, resamples: int = 1000, seed: int = 0
 ) -> AgreementReport:
-    """The agreement report of labels read from a file; pairs resolve by strict majority.
-
-    A pair is a distinct (caption key, video key) and every record one label (the reader,
-    ``retrieval.formats.labels.read_raw_jsonl``, refuses a second label by the same
-    annotator on a pair). Annotators are listed by name.
-    """
+    """The agreement report of labels read from a file, a pair per (caption key, video key)
+    resolved by strict majority; annotators listed by name."""
     pairs: dict[tuple[str, str], int] = {}
     names: dict[str, int] = {}
     pair_index, annotator_index, labels, seconds = [], [], [], []
@@ -239,12 +206,8 @@ def file_report(
 
 
 def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> ProxyReport:
-    """Each semantic proxy against the campaign's final human labels
-    (proxies of Wray et al., CVPR 2021, §4.4).
-
-    Proxy matrices come from the dataset split holding the campaign's videos. With
-    ``cache_only`` (pages) a proxy not cached yet is listed under ``missing``.
-    """
+    """Each semantic proxy (Wray et al., CVPR 2021, §4.4) on the campaign's split against its
+    final human labels; with ``cache_only`` (pages) a proxy not cached is ``missing``."""
     # Imported here: the proxies pull in spaCy, which every page need not load.
     from retrieval.proxies.service import (
         ProxyError,

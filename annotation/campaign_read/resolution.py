@@ -1,24 +1,7 @@
-"""Turn a campaign's resolved pairs into a retrieval label set (FIRE §3.1-3.2).
-
-Two methods (:data:`annotation.people.quality.METHODS`):
-
-- ``majority`` (FIRE's rule): a pair's final label is its single label, or the strict
-  majority of its labels; a pair with no majority once the policy stops asking is a
-  disagreement, kept apart and never a positive (as in FIRE's released data).
-- ``dawid-skene``: every live judgement of the campaign goes into a Dawid & Skene (1979)
-  model (:func:`annotation.people.quality.dawid_skene`): per-annotator confusion matrices fitted
-  by EM, so an annotator who is often wrong (or always answers the same) counts for less.
-  Gold pairs are known items: the answers on them (:class:`~annotation.models.GoldJudgement`)
-  inform the annotators' confusion matrices, and a campaign pair that is also a gold pair
-  keeps its gold label; gold answers never become labels of any pair.
-
-Either way an admin's adjudicated label wins, and the label set covers the same pairs:
-those the policy has finished with (pending pairs, still waiting for labels, are left
-out). Each pair carries a confidence, the probability that it is relevant: 1, 0 or 0.5 (a
-disagreement) under majority, the posterior under Dawid-Skene, and under an adaptive
-campaign's own resolution (``majority`` there resolves each pair by the policy's posterior,
-:mod:`annotation.policy.label_models`) that posterior, so intervals can be computed from the
-label set alone.
+"""Turn a campaign's finished pairs into a retrieval label set (FIRE §3.1-3.2), by FIRE's
+strict majority or by Dawid & Skene (1979) confusion matrices fitted by EM over every live
+label and gold answer; an adjudicated label always wins, and each pair carries its
+probability of relevance.
 """
 
 from dataclasses import dataclass, replace
@@ -48,12 +31,9 @@ MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
 
 @dataclass(frozen=True)
 class Resolution:
-    """A campaign's finished pairs resolved by ``method``, as arrays in pair id order.
-
-    ``status`` holds :class:`retrieval.label_sets.status.LabelStatus` codes, ``confidence`` the
-    probability of relevance, ``labels`` the live labels behind each pair. ``fit`` holds,
-    for Dawid-Skene, the fitted model's summary (for the label set's metadata).
-    """
+    """A campaign's finished pairs resolved by ``method``, as arrays in pair id order:
+    ``status`` codes, ``confidence`` (probability of relevance), live ``labels`` per pair,
+    and for Dawid-Skene the ``fit``'s summary."""
 
     method: str
     pair_ids: np.ndarray
@@ -78,13 +58,8 @@ class Resolution:
 
 @dataclass(frozen=True)
 class Overturns:
-    """How a model's resolution differs from the majority's over the same pairs.
-
-    ``pairs``: pairs with a majority label (relevant or irrelevant) that the model labelled
-    the other way; ``settled``: majority disagreements the model gave a label;
-    ``by_annotator``: per annotator index, their labels on overturned pairs that the model
-    contradicts (the labels it overturned).
-    """
+    """How a model's resolution differs from the majority's: majority labels it flipped
+    (``pairs``), disagreements it ``settled``, and per annotator the labels it overturned."""
 
     pairs: int
     settled: int
@@ -99,9 +74,8 @@ def overturned(
     judgement_labels: np.ndarray,
     n_annotators: int,
 ) -> Overturns:
-    """Compare two resolutions of the same pairs (status codes, one per pair position) and
-    count, in one pass over the judgements (``judgement_pairs`` are pair positions, -1 for
-    a judgement of no resolved pair), whose labels the model overturned."""
+    """Compare two resolutions of the same pairs and count whose labels the model overturned
+    (``judgement_pairs`` are pair positions, -1 for no resolved pair)."""
     majority, model = np.asarray(majority), np.asarray(model)
     decided = (majority == LabelStatus.RELEVANT) | (majority == LabelStatus.IRRELEVANT)
     labelled = (model == LabelStatus.RELEVANT) | (model == LabelStatus.IRRELEVANT)
@@ -169,13 +143,9 @@ def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolutio
 
 
 def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
-    """Re-resolve ``majority``'s pairs by Dawid-Skene over every live judgement and gold answer.
-
-    Items are the campaign's pairs (dense: pair id minus the first id) followed by its gold
-    pairs. Known items: adjudicated pairs, campaign pairs that are gold pairs, and the gold
-    pairs themselves. A pair the model cannot place (no labels: a proxy labelled it) keeps
-    its policy status.
-    """
+    """Re-resolve ``majority``'s pairs by Dawid-Skene over every live judgement and gold
+    answer (items: the dense pairs, then the gold pairs); a pair the model cannot place
+    (a proxy labelled it) keeps its policy status."""
     data = load_campaign_labels(campaign)
     first, n_pairs = data.first_pair_id, data.n_pairs
     names = list(data.annotators)
@@ -220,24 +190,18 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
         data.labels,
         len(names),
     )
-    summary = _fit_summary(fit, names, len(gold), len(gold_rows), turned)
-    return Resolution(
+    return replace(
+        majority,
         method=DAWID_SKENE,
-        pair_ids=majority.pair_ids,
-        caption_ids=majority.caption_ids,
-        video_ids=majority.video_ids,
         status=status.astype(np.int64),
         confidence=confidence,
-        labels=majority.labels,
-        adjudicated=majority.adjudicated,
-        fit=summary,
+        fit=_fit_summary(fit, names, len(gold), len(gold_rows), turned),
     )
 
 
 def _known(campaign: Campaign, first: int, n_pairs: int) -> tuple[np.ndarray, list[tuple]]:
-    """The labels Dawid-Skene takes as known, per item (the campaign's pairs, then its gold
-    pairs): adjudicated pairs, campaign pairs that are gold pairs (unless adjudicated) and
-    the gold pairs themselves; and the gold pairs (pk, caption, video, label) in item order."""
+    """The labels Dawid-Skene takes as known per item (adjudicated pairs, pairs that are gold,
+    gold pairs), and the gold pairs (pk, caption, video, label) in item order."""
     known = np.full(n_pairs, quality.UNKNOWN, dtype=np.int64)
     adjudicated = Pair.objects.filter(campaign=campaign).exclude(adjudicated="")
     for pk, verdict in adjudicated.values_list("pk", "adjudicated"):
@@ -262,8 +226,7 @@ def _known(campaign: Campaign, first: int, n_pairs: int) -> tuple[np.ndarray, li
 
 
 def _fit_summary(fit, names: list[str], gold_pairs: int, gold_answers: int, turned) -> dict:
-    """What the label set records of the fit: prior, convergence, each annotator's
-    sensitivity and specificity, and the majority labels it overturned, and whose."""
+    """What the label set records of the fit, and the majority labels it overturned."""
     return {
         "prior": fit.prior,
         "iterations": fit.iterations,
@@ -293,14 +256,7 @@ def _fit_summary(fit, names: list[str], gold_pairs: int, gold_answers: int, turn
 def resolve_campaign(
     campaign: Campaign, name: str | None = None, method: str = MAJORITY
 ) -> LabelSet:
-    """Store the campaign's resolved pairs as a label set (replacing an earlier resolution).
-
-    Without ``name`` the set keeps the name of the campaign's last resolution (an admin may
-    have renamed it), else takes the campaign's. Resolving never moves the dataset's default
-    label set, unless the dataset has none (see :mod:`retrieval.label_sets.service`). The
-    set's metadata records the ``method`` (and for Dawid-Skene the fit's summary); its
-    pairs carry their confidence.
-    """
+    """Store the campaign's resolved pairs as the label set :func:`resolution_target` names."""
     base = extended_label_set(campaign)
     name, _ = resolution_target(campaign, name, base)
     resolution = campaign_resolution(campaign, method)
@@ -353,10 +309,9 @@ def resolve_campaign(
 def resolution_target(
     campaign: Campaign, name: str | None = None, base: LabelSet | None = None
 ) -> tuple[str, LabelSet | None]:
-    """The label set name :func:`resolve_campaign` writes to, and the set it would replace
-    there (None: a new one). Without ``name`` it is the name of the campaign's last
-    resolution (an admin may have renamed it), else the campaign's; a set of that name that
-    comes from elsewhere is refused (:class:`LabelSetError`)."""
+    """The label set name :func:`resolve_campaign` writes to (without ``name``, that of the
+    campaign's last resolution, else the campaign's) and the set it replaces (None: new);
+    a set of that name from elsewhere is refused (:class:`LabelSetError`)."""
     if not name:
         base = base if base is not None else extended_label_set(campaign)
         previous = (
@@ -378,8 +333,7 @@ def resolution_target(
 
 
 def extended_label_set(campaign: Campaign) -> LabelSet | None:
-    """The label set a campaign completes (see ``CampaignSpec.extends``), or None (also when
-    that set was deleted since: the campaign's own labels then make a set of their own)."""
+    """The label set a campaign completes (``CampaignSpec.extends``), or None."""
     base_id = campaign.settings.extends
     if base_id is None:
         return None

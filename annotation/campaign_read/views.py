@@ -1,10 +1,5 @@
-"""A campaign's read side as pages: agreement with its live figures, adjudication, label
-exports, and resolution.
-
-Resolving a campaign into a label set from its page (admins only) asks for confirmation
-before a Dawid-Skene resolution replaces a label set of the same name: a GET (or a POST
-without ``confirm``) shows what would be replaced, a POST with ``confirm`` does it. The
-success message says how many majority labels the model overturned, and whose."""
+"""A campaign's read side as pages: agreement, adjudication, exports and resolution (a
+Dawid-Skene resolution that would replace a label set asks for ``confirm`` first)."""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -110,10 +105,7 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 @admins_only
 def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Disagreements, escalations and ties still waiting for a third label, for an admin.
-
-    Each pair is shown with its video and every label; the admin's label wins (FIRE §3.1).
-    """
+    """Pairs waiting for an admin, with their video and labels (FIRE §3.1)."""
     campaign = campaign_by_id(campaign_id)
     if request.method == "POST":
         form = AdjudicationForm(request.POST)

@@ -22,13 +22,8 @@ def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
 
 
 class CampaignSettingsForm(forms.Form):
-    """A campaign's settings with the bounds of :mod:`annotation.campaigns.spec`.
-
-    The admin's creation form and the pool job's form both derive from this one, and the
-    ``create_campaign`` command validates its options through it, so all three accept
-    exactly the same values. ``spec()`` gives the validated :class:`CampaignSpec`, built as
-    the job and the command build it (:meth:`CampaignSpec.from_values`).
-    """
+    """A campaign's settings with the bounds of :mod:`annotation.campaigns.spec`: the pages,
+    the pool job and ``create_campaign`` all validate through it; ``spec()`` builds the spec."""
 
     name = forms.CharField(max_length=campaign_spec.NAME_LENGTH)
     depth = _bounded(campaign_spec.DEPTH, initial=campaign_spec.DEFAULT_DEPTH)
@@ -142,8 +137,7 @@ class CampaignSettingsForm(forms.Form):
     )
 
     def offer_label_sets(self, dataset) -> None:
-        """Offer only ``dataset``'s label sets for ``extends`` (the pages that know the
-        dataset); drawn lazily, and validated as the typed name is, by the spec check."""
+        """Offer only ``dataset``'s label sets for ``extends``, drawn lazily."""
 
         def names() -> list:
             found = dataset.label_sets.order_by("name").values_list("name", flat=True)

@@ -1,17 +1,7 @@
-"""A campaign's life cycle: opened by pooling, paused, resumed and closed; what may change
-once it is pooled; and whether its gold pairs let its qualification run.
-
-Statuses move only as :data:`TRANSITIONS` allows: an active campaign may be paused or
-closed, a paused one resumed or closed, and a closed one is final (its labels stay for
-resolution and export, but nothing is served or accepted again). The page, the admin and
-the ``create_campaign`` command all go through :func:`change_status` and :func:`open_campaign`.
-
-A campaign that requires qualification serves each annotator a balanced training set
-(:func:`annotation.people.quality.training_split`); with fewer gold pairs of either label the
-attempt could not be balanced, and with none annotators waited forever. So such a campaign
-is never active with too few gold pairs: created with a gold file that is short it is
-refused; created without one it starts paused, and resuming it (or turning qualification
-on while it is active) is refused until imported or promoted gold makes up the numbers.
+"""A campaign's life cycle (opened by pooling, paused, resumed, closed as :data:`TRANSITIONS`
+allows), what may change once it is pooled, and whether its gold can serve its
+qualification: a campaign that requires a balanced training set is never active with too
+few gold pairs (refused with a short gold file, started paused without one).
 """
 
 from __future__ import annotations
@@ -23,9 +13,9 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Count
 
-from annotation.campaigns.service import create_campaign
+from annotation.campaigns.service import PooledRuns, create_campaign
 from annotation.campaigns.settings import CampaignSettings, GoldSettings
-from annotation.campaigns.spec import CampaignSpec, spec_errors
+from annotation.campaigns.spec import COLUMN_VALUES, CampaignSpec, spec_errors
 from annotation.gold import service as gold
 from annotation.models import Campaign, GoldPair, Judgement, Pair
 from annotation.people import quality
@@ -77,8 +67,8 @@ def gold_balance(campaign: Campaign) -> GoldBalance:
 def qualification_shortfall(
     settings: GoldSettings, balance: GoldBalance, *, advice: bool = True
 ) -> str | None:
-    """Why ``balance`` cannot serve the qualification ``settings`` ask for (None: it can, or
-    no qualification is required), with what to do about it unless ``advice`` is false."""
+    """Why ``balance`` cannot serve the qualification ``settings`` ask for (None: it can), with
+    what to do about it unless ``advice`` is false."""
     if not settings.qualification:
         return None
     relevant, irrelevant = quality.training_split(settings.training_pairs)
@@ -104,8 +94,8 @@ def check_qualification(campaign: Campaign, settings: GoldSettings | None = None
 
 
 def check_transition(campaign: Campaign, status: str) -> None:
-    """Refuse (LifecycleError) a move :data:`TRANSITIONS` does not allow, and resuming a
-    campaign whose gold cannot serve its qualification; writes nothing."""
+    """Refuse (LifecycleError) a move :data:`TRANSITIONS` does not allow, or resuming a
+    campaign whose gold cannot serve its qualification."""
     if status not in TRANSITIONS:
         raise LifecycleError(f"unknown status {str(status)[:40]!r}")
     if status == campaign.status:
@@ -120,8 +110,7 @@ def check_transition(campaign: Campaign, status: str) -> None:
 
 @transaction.atomic
 def change_status(campaign: Campaign, status: str) -> Campaign:
-    """Move ``campaign`` to ``status`` as :data:`TRANSITIONS` allows (the row locked);
-    resuming a campaign whose gold cannot serve its qualification is refused."""
+    """Move ``campaign`` to ``status`` (the row locked) if :func:`check_transition` allows."""
     locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
     check_transition(locked, status)
     locked.status = status
@@ -132,16 +121,15 @@ def change_status(campaign: Campaign, status: str) -> Campaign:
 
 @dataclass(frozen=True)
 class GoldUpload:
-    """A gold file as a campaign's creation receives it: where the server reads it, and the
-    name its errors give (the uploader's own)."""
+    """A gold file for a new campaign: where the server reads it, and the name errors give."""
 
     path: Path
     shown: str
 
 
 def check_gold_file(dataset: Dataset, upload: GoldUpload, spec: CampaignSpec) -> gold.GoldRows:
-    """Read a gold file for a campaign about to be made on ``dataset`` (writing nothing):
-    FormatError for a bad file, LifecycleError when it cannot serve the qualification."""
+    """Read a gold file for a campaign about to be made (writing nothing): FormatError for a
+    bad file, LifecycleError when it cannot serve the qualification."""
     rows = gold.read_gold_rows(dataset, upload.path, shown=upload.shown)
     problem = qualification_shortfall(
         spec.settings.gold, GoldBalance(rows.relevant, rows.irrelevant), advice=False
@@ -159,13 +147,11 @@ def open_campaign(
     *,
     gold_file: GoldUpload | None = None,
     user=None,
+    pool: PooledRuns | None = None,
 ) -> Campaign:
-    """Pool a new campaign and import its gold file, all or nothing.
-
-    With a gold file too short for the qualification the whole campaign is refused; without
-    one, a campaign that requires qualification starts paused (resume it once it has gold).
-    """
-    campaign = create_campaign(dataset, runs, spec, user)
+    """Pool a new campaign and import its gold file, all or nothing; without enough gold for
+    its qualification it starts paused (``pool``: already checked, see ``create_campaign``)."""
+    campaign = create_campaign(dataset, runs, spec, user, pool)
     if gold_file is not None:  # read once: checked, then written
         gold.write_gold_rows(campaign, check_gold_file(dataset, gold_file, spec), user=user)
     if qualification_shortfall(spec.settings.gold, gold_balance(campaign)):
@@ -175,15 +161,10 @@ def open_campaign(
 
 
 FIXED = {
-    "depth": "depth",
-    "query_sample": "queries",
-    "seed": "seed",
-    "second_label_rate": "second_label_rate",
-    "max_labels": "max_labels",
-    "extends": "extends",
+    name: COLUMN_VALUES.get(name, name)
+    for name in ("depth", "query_sample", "seed", "second_label_rate", "max_labels", "extends")
 }
-"""Spec fields pooling used (which pairs, which get a second label, the policy's cap), by
-the form field that names them: fixed once pooled."""
+"""Spec fields pooling used, by the form field that names them: fixed once pooled."""
 
 
 def current_spec(campaign: Campaign) -> CampaignSpec:
@@ -196,14 +177,7 @@ def current_spec(campaign: Campaign) -> CampaignSpec:
             .first()
         )
     return CampaignSpec(
-        name=campaign.name,
-        depth=campaign.depth,
-        query_sample=campaign.query_sample,
-        seed=campaign.seed,
-        second_label_rate=campaign.second_label_rate,
-        max_labels=campaign.max_labels,
-        lease_seconds=campaign.lease_seconds,
-        guidelines=campaign.guidelines,
+        **{name: getattr(campaign, name) for name in COLUMN_VALUES},
         settings=campaign.settings,
         extends=extends,
     )
@@ -213,14 +187,7 @@ def form_values(spec: CampaignSpec) -> dict:
     """The campaign form's values for ``spec`` (the inverse of ``CampaignSpec.from_values``)."""
     settings = spec.settings
     return {
-        "name": spec.name,
-        "depth": spec.depth,
-        "queries": spec.query_sample,
-        "seed": spec.seed,
-        "second_label_rate": spec.second_label_rate,
-        "max_labels": spec.max_labels,
-        "lease_seconds": spec.lease_seconds,
-        "guidelines": spec.guidelines,
+        **{key: getattr(spec, name) for name, key in COLUMN_VALUES.items()},
         "show_roles": settings.show_roles,
         "judging_order": settings.judging.strategy,
         "budget": settings.judging.budget,
@@ -250,24 +217,17 @@ def fixed_changes(campaign: Campaign, spec: CampaignSpec) -> list[str]:
 
 
 FIXED_POLICY = {"name": "policy", "confidence": "confidence"}
-"""The label policy's settings, by the form field that names them: fixed once pooled (the
-pairs' needed labels were computed under them)."""
+"""The label policy's settings, by the form field that names them: fixed once pooled."""
 
 FIXED_FIELDS = (*FIXED.values(), "judging_order", *FIXED_POLICY.values())
-"""Every form field :func:`fixed_changes` refuses to change once pooled: the edit page shows
-them disabled (their posted values ignored, the campaign's own kept)."""
+"""Every form field :func:`fixed_changes` refuses to change (the edit page disables them)."""
 
 
 @transaction.atomic
 def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
-    """Change what may change once a campaign is pooled: its name, guidelines, lease, label
-    budget, gold rate, qualification, speed floor and role underlining.
-
-    What decided the pool (depth, queries, seed, second-label rate, the label cap, the
-    label policy and its confidence, the judging order, the label set it completes) is refused with the fields named; so is
-    turning qualification on (or asking more training pairs) while the campaign is active
-    and its gold is short.
-    """
+    """Change what may change once a campaign is pooled (name, guidelines, lease, budget, gold
+    and speed settings, role underlining); a :data:`FIXED_FIELDS` change is refused with the
+    fields named, and so is a qualification the gold of an active campaign cannot serve."""
     locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
     fixed = fixed_changes(locked, spec)
     if fixed:
@@ -312,9 +272,8 @@ def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
 
 @dataclass(frozen=True)
 class LifecycleFacts:
-    """What the campaign page offers an admin: the status and the moves it allows, the
-    gold pairs by label and what qualification still lacks, the decided pairs that are not
-    gold yet, and the pairs still pending (what closing leaves unjudged)."""
+    """What the campaign page offers an admin: the moves its status allows, its gold and what
+    qualification lacks, the decided pairs not gold yet and the pairs still pending."""
 
     status: str
     actions: tuple[str, ...]

@@ -16,8 +16,8 @@ def get_campaign(name: str) -> Campaign:
 
 
 def campaign_by_id(campaign_id: int, *related: str) -> Campaign:
-    """The campaign with this id, its dataset (and ``related``) read with it: what a page
-    names by id; a missing one is :class:`NotFound` (the site's 404 page)."""
+    """The campaign with this id, its dataset (and ``related``) read with it; :class:`NotFound`
+    (a 404 page) if missing."""
     found = Campaign.objects.select_related("dataset", *related).filter(pk=campaign_id).first()
     if found is None:
         raise NotFound(f"no campaign {campaign_id}")

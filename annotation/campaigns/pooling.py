@@ -1,9 +1,6 @@
-"""System pooling (FIRE §2.2.1): every caption-video pair some run ranks within ``depth``.
-
-A pool is the union, per query caption, of each run's top-``depth`` videos, with the rank each
-run gave the pair (its provenance). The caption's own video is left out (an implicit positive)
-and so are pairs judged before, whose labels are reused. FIRE §4.3 shows a sample of queries
-suffices, so pooling can be restricted to :func:`sample_queries`.
+"""System pooling (FIRE §2.2.1): per query caption, the union of each run's top-``depth``
+videos with the rank each run gave them, leaving out the caption's own video and pairs
+judged before; FIRE §4.3 shows a sample of queries suffices (:func:`sample_queries`).
 """
 
 from collections.abc import Mapping, Sequence
@@ -24,11 +21,8 @@ Pairs = tuple[np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class Pool:
-    """Pooled pairs sorted by (caption id, best rank, video id), so a caption's pairs are contiguous.
-
-    ``ranks[p, r]`` is the 1-based rank run ``r`` gave pair ``p``, or 0 if run ``r`` did not
-    retrieve it within the pooling depth.
-    """
+    """Pooled pairs sorted by (caption id, best rank, video id); ``ranks[p, r]`` is the
+    1-based rank run ``r`` gave pair ``p`` (0: not within the pooling depth)."""
 
     caption_ids: np.ndarray
     video_ids: np.ndarray
@@ -54,10 +48,8 @@ class Pool:
 
 
 def sample_queries(query_ids: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """A seeded sample of ``n`` distinct query ids, sorted (FIRE §4.3: a sample of queries suffices).
-
-    Duplicates and input order do not matter; all ids come back when fewer than ``n`` exist.
-    """
+    """A seeded sample of ``n`` distinct query ids, sorted, or all of them when fewer (FIRE
+    §4.3: a sample of queries suffices)."""
     if n < 0:
         raise ValueError("n must be non-negative")
     distinct = np.unique(np.asarray(query_ids, dtype=np.int64))
@@ -75,12 +67,8 @@ def pool(
     exclude: Pairs | None = None,
     queries: np.ndarray | None = None,
 ) -> Pool:
-    """Pool the top ``depth`` of each run (FIRE §2.2.1), leaving out origin and judged pairs.
-
-    ``origin`` maps each caption to its own video (a mapping, or caption and video id
-    arrays); ``exclude`` holds already-judged pairs as caption and video id arrays;
-    ``queries`` restricts pooling to those caption ids. Padding (negative ids) is ignored.
-    """
+    """Pool the top ``depth`` of each run (FIRE §2.2.1) over ``queries`` (all if None),
+    leaving out each caption's ``origin`` video and the ``exclude`` (caption, video) pairs."""
     if not 1 <= depth <= MAX_DEPTH:
         raise ValueError(f"depth must be between 1 and {MAX_DEPTH}")
     wanted = None if queries is None else np.unique(np.asarray(queries, dtype=np.int64))
@@ -123,10 +111,7 @@ def pool(
 
 def ranks_within(pool: Pool, runs: Sequence[RankedLists], depth: int) -> np.ndarray:
     """Pairs x runs: the rank each run gives each pooled pair within its top ``depth`` (1-based,
-    0 = not there); the pool's own ranks when ``depth`` is the pooling depth.
-
-    Correct@K for K deeper than the pool is settled by the pooled pairs a run ranks down to
-    K, including those pooled only through other runs (FIRE §2.1 with §2.2.1's pool)."""
+    0 = not there), what settles Correct@K deeper than the pool (FIRE §2.1, §2.2.1)."""
     ranks = np.zeros((len(pool), len(runs)), dtype=np.int16)
     for r, run in enumerate(runs):
         items = align_rows(run.query_ids, np.asarray(run.item_ids)[:, :depth], pool.caption_ids)
@@ -147,19 +132,13 @@ def _restricted(run: RankedLists, depth: int, wanted: np.ndarray | None) -> Pair
 
 def _excluded_pairs(origin: Mapping[int, int] | Pairs | None, exclude: Pairs | None) -> Pairs:
     """Origin and already-judged pairs as one pair of caption and video id arrays."""
-    parts = [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
     if isinstance(origin, Mapping):
-        count = len(origin)
-        parts.append(
-            (
-                np.fromiter(origin.keys(), dtype=np.int64, count=count),
-                np.fromiter(origin.values(), dtype=np.int64, count=count),
-            )
+        origin = (
+            np.fromiter(origin.keys(), dtype=np.int64, count=len(origin)),
+            np.fromiter(origin.values(), dtype=np.int64, count=len(origin)),
         )
-    elif origin is not None:
-        parts.append(origin)
-    if exclude is not None:
-        parts.append(exclude)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    parts = [empty, *(part for part in (origin, exclude) if part is not None)]
     captions = np.concatenate([np.asarray(c, dtype=np.int64).ravel() for c, _ in parts])
     videos = np.concatenate([np.asarray(v, dtype=np.int64).ravel() for _, v in parts])
     if captions.shape != videos.shape:

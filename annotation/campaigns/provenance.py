@@ -1,8 +1,6 @@
-"""What pooling knew about a campaign's pairs (:class:`Provenance`), read once per process.
-
-Apart from :mod:`annotation.ordering.priorities` (which re-exports it) so that the pairs' one
-writer, :mod:`annotation.judging.pair_state`, may read pool ranks without importing the
-judging order that itself writes through it.
+"""What pooling knew about a campaign's pairs (:class:`Provenance`), read once per process;
+apart from :mod:`annotation.ordering.priorities` so that :mod:`annotation.judging.pair_state`
+may read it without importing the judging order.
 """
 
 from __future__ import annotations
@@ -18,14 +16,9 @@ from annotation.models import Campaign, Pair
 
 @dataclass(frozen=True)
 class Provenance:
-    """What pooling knew about each pair: ``ranks`` (pool rows x runs, 1-based, 0 = not
-    retrieved), the pooled ``queries`` (caption ids, ascending) and ``known`` (queries x
-    runs: the rank of the caption's own video in each run, 0 if not in its top depth).
-
-    When the deepest Correct@K cut-off lies below the pooling depth, ``deep_ranks`` and
-    ``deep_known`` hold the same down to that K: a pair pooled through one run may sit at
-    rank 5 of another, and that run's C@5 is settled only once it is judged.
-    """
+    """What pooling knew: ``ranks`` (pool rows x runs, 1-based, 0 = not retrieved), the pooled
+    ``queries``, ``known`` (queries x runs: the rank of each caption's own video, 0 = not in
+    the top depth), and ``deep_*`` the same down to a deeper Correct@K."""
 
     ranks: np.ndarray
     queries: np.ndarray
@@ -41,8 +34,8 @@ class Provenance:
         return self.deep_ranks, self.deep_known
 
     def for_strategy(self, strategy: str) -> tuple[np.ndarray, np.ndarray]:
-        """(ranks, known) a strategy orders by: metric-first looks down to the deepest K,
-        the others at the runs' pooled depth, as their papers define them."""
+        """(ranks, known) a strategy orders by: metric-first down to the deepest K, the others
+        at the pooled depth."""
         return self.settling if strategy == "metric-first" else (self.ranks, self.known)
 
     def to_bytes(self) -> bytes:

@@ -1,13 +1,9 @@
-"""Create a judging campaign: pool its runs into pairs and write them in bulk.
-
-Pooling itself is pure (:mod:`annotation.campaigns.pooling`); this module gathers its inputs from
-the database (runs, each query's own video, pairs judged in earlier campaigns of the same
-dataset, whose labels are reused rather than asked for again, and for a campaign that
-completes a label set, the pairs that set already judges) and writes the pairs with
-one bulk insert (:func:`annotation.judging.statements.insert`), because hundreds of thousands of
-pairs through the ORM's per-object machinery would take far longer than pooling them.
+"""Create a judging campaign: gather pooling's inputs from the database (runs, each query's
+own video, pairs judged before or by the label set it completes) and write the pairs with
+one bulk insert (:func:`annotation.judging.statements.insert`), far faster than the ORM.
 """
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -15,7 +11,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 
 from annotation.campaigns import pooling
-from annotation.campaigns.spec import NAME_LENGTH, CampaignSpec, spec_errors
+from annotation.campaigns.spec import COLUMN_VALUES, NAME_LENGTH, CampaignSpec, spec_errors
 from annotation.judging import pair_state, statements
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Pair, PolicyFit
@@ -124,9 +120,8 @@ def check_spec(dataset: Dataset, spec: CampaignSpec, runs: Sequence[Run]) -> Non
 
 @dataclass(frozen=True)
 class MissingPairs:
-    """What a campaign completing ``label_set`` for one run's top ``depth`` would pool:
-    ``pairs`` from ``queries`` captions, and the pairs the set lacks that a campaign of the
-    dataset already judged (``judged_elsewhere``: never pooled again)."""
+    """What a campaign completing ``label_set`` for one run's top ``depth`` would pool, and
+    the lacking pairs another campaign already judged (never pooled again)."""
 
     run: str
     label_set: str
@@ -145,11 +140,8 @@ def missing_pairs(dataset: Dataset, run: Run, base: LabelSet, depth: int) -> Mis
     lacking = pooling.pool(
         lists, depth, origin=origin, exclude=(judged.caption_ids, judged.video_ids)
     )
-    # What a campaign would pool: those not judged in another campaign either (pooling once
-    # and taking those out costs half of pooling twice: 0.4 s at FIRE's scale).
-    # Reading only the captions of what is lacking, when they are few (a label set resolved
-    # from the dataset's campaigns lacks little of their runs): all 550,000 judged pairs
-    # took 0.6 s at FIRE's scale.
+    # Those judged in no other campaign either (half the cost of pooling twice), read by the
+    # lacking captions when they are few (all 550,000 judged pairs took 0.6 s at FIRE's scale).
     few = np.unique(lacking.caption_ids).size <= FEW_CAPTIONS
     judged_elsewhere = judged_pairs(dataset, lacking.caption_ids if few else None)
     elsewhere = _pair_in(lacking.caption_ids, lacking.video_ids, *judged_elsewhere)
@@ -172,15 +164,13 @@ FEW_CAPTIONS = 2_000
 def _pair_in(
     captions: np.ndarray, videos: np.ndarray, in_captions: np.ndarray, in_videos: np.ndarray
 ) -> np.ndarray:
-    """Whether each (caption, video) pair is among the ``in_`` pairs (ids packed in one int64:
-    both are database ids far below 2**31)."""
+    """Whether each (caption, video) pair is among the ``in_`` pairs (ids packed in one int64)."""
     span = int(max(videos.max(initial=0), in_videos.max(initial=0))) + 1
     return np.isin(captions * span + videos, in_captions * span + in_videos)
 
 
 def free_campaign_name(wanted: str) -> str:
-    """``wanted`` made a name (:func:`~retrieval.datasets.names.derived_name`: it is built from stored
-    names, which may predate the name rule), or with " 2", " 3", ... if it is taken."""
+    """``wanted`` made a valid name, or with " 2", " 3", ... if it is taken."""
     stem = derived_name(" ".join(wanted.split()))
     taken = set(
         Campaign._base_manager.filter(name__startswith=stem[: NAME_LENGTH - 4]).values_list(
@@ -189,17 +179,14 @@ def free_campaign_name(wanted: str) -> str:
     )
     if stem not in taken:
         return stem
-    n = 2
-    while f"{stem[: NAME_LENGTH - 1 - len(str(n))]} {n}" in taken:
-        n += 1
-    return f"{stem[: NAME_LENGTH - 1 - len(str(n))]} {n}"
+    numbered = (f"{stem[: NAME_LENGTH - 1 - len(str(n))]} {n}" for n in itertools.count(2))
+    return next(name for name in numbered if name not in taken)
 
 
 @dataclass(frozen=True)
 class PooledRuns:
-    """A pool and its provenance: per pooled query (ascending caption id) and run the rank
-    the run gave the caption's own video (the positive every order starts from), and both
-    down to the deepest Correct@K when that lies below the pooling depth."""
+    """A pool and its provenance (the ranks of each query's own video, deep to the deepest
+    Correct@K when that lies below the pooling depth)."""
 
     pool: pooling.Pool
     provenance: priorities.Provenance
@@ -285,27 +272,17 @@ def create_campaign(
     created_by=None,
     pool: PooledRuns | None = None,
 ) -> Campaign:
-    """Pool ``runs`` into a new campaign's pairs (all or nothing).
-
-    ``pool`` is the result of :func:`checked_pool` when the caller already validated the
-    request (the admin form does, to show errors on the form).
-    """
+    """Pool ``runs`` into a new campaign's pairs, all or nothing (``pool``: from
+    :func:`checked_pool` when the caller already did)."""
     pooled = checked_pool(dataset, runs, spec) if pool is None else pool
     pool = pooled.pool
     base = extended_label_set(dataset, spec)
     settings = replace(spec.settings, extends=None if base is None else base.pk)
+    columns = {name: getattr(spec, name) for name in COLUMN_VALUES}
+    if not spec.guidelines:  # the column's default: FIRE's guidelines
+        del columns["guidelines"]
     campaign = Campaign(
-        dataset=dataset,
-        name=spec.name,
-        depth=spec.depth,
-        query_sample=spec.query_sample,
-        seed=spec.seed,
-        second_label_rate=spec.second_label_rate,
-        max_labels=spec.max_labels,
-        lease_seconds=spec.lease_seconds,
-        created_by=created_by,
-        provenance=pooled.provenance.to_bytes(),
-        **({"guidelines": spec.guidelines} if spec.guidelines else {}),
+        dataset=dataset, created_by=created_by, provenance=pooled.provenance.to_bytes(), **columns
     )
     campaign.set_settings(settings, save=False)
     try:

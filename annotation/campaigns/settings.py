@@ -1,26 +1,7 @@
-"""A campaign's settings: one typed, validated, frozen object, and its JSON form.
-
-:class:`CampaignSettings` is everything a campaign may set beyond its columns: the judging
-order and label budget, the label policy (FIRE's or the adaptive one, with its confidence), gold pairs and qualification, whether the judging page underlines
-roles, the label set it completes, the estimation sample drawn so far and what proxy rules
-were applied. It is read from ``Campaign.options`` with :meth:`CampaignSettings.from_options`
-(``campaign.settings``) and written back only with :meth:`CampaignSettings.to_options`
-(``campaign.set_settings``); both check every value, so a setting no entry point accepts
-is never stored and a stored one is never half-read.
-
-The JSON keeps the layout campaigns have always stored, defaults left out (a campaign with
-the defaults stores ``{}``)::
-
-    {"judging_order": {"strategy", "ks", "p"}, "budget": int,
-     "gold": {"rate", "qualification", "training_pairs", "threshold", "cooldown_seconds",
-              "tries", "floor_seconds"},
-     "show_roles": false, "extends": label set id,
-     "label_policy": {"name": "fire" | "adaptive", "confidence"},
-     "estimation_sample": {"captions", "pairs", "draws": [{"requested", "seed"}]},
-     "queue_order": {"proxy", "pairs_moved", "pairs_scored"},
-     "auto_label": {"proxy", "relevant_at", "irrelevant_at", "relevant", "irrelevant"}}
-
-Pure: no Django, so the form, the pool job, the command and the services share it.
+"""A campaign's settings beyond its columns as one typed, validated, frozen object
+(:class:`CampaignSettings`), read from and written to ``Campaign.options`` only through
+:meth:`~CampaignSettings.from_options` and :meth:`~CampaignSettings.to_options`, which check
+every value and keep the stored JSON layout (defaults left out). Pure: no Django.
 """
 
 from __future__ import annotations
@@ -29,7 +10,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -101,8 +82,8 @@ def _ids(path: str, value: object) -> tuple[int, ...]:
 
 
 def _entry(path: str, stored: object, cls, complete: bool = False) -> dict:
-    """The keyword arguments of ``cls`` (a dataclass, or the key names) in the stored
-    mapping (unknown keys refused; with ``complete``, missing ones too)."""
+    """The stored mapping as keyword arguments of ``cls`` (a dataclass, or the key names),
+    refusing unknown keys (with ``complete``, missing ones too)."""
     if not isinstance(stored, Mapping):
         _fail(path, "must be an object")
     names = list(cls) if isinstance(cls, tuple) else [f.name for f in fields(cls)]
@@ -153,8 +134,7 @@ class JudgingSettings:
 
 @dataclass(frozen=True)
 class GoldSettings:
-    """A campaign's gold rate, qualification rule and the pace below which annotators are
-    paused (:mod:`annotation.gold.tasks`, :mod:`annotation.people.standing`)."""
+    """A campaign's gold rate, qualification rule and the pace below which annotators pause."""
 
     rate: float = DEFAULT_GOLD_RATE
     qualification: bool = False
@@ -192,9 +172,8 @@ class SampleRequest:
 
 @dataclass(frozen=True)
 class LabelPolicy:
-    """How many labels a pair needs (:mod:`annotation.policy.rules`): FIRE's rule (``fire``), or
-    labels until the posterior of the pair's label reaches ``confidence`` (``adaptive``).
-    The cap on labels per pair is the campaign's ``max_labels`` column."""
+    """How many labels a pair needs (:mod:`annotation.policy.rules`): FIRE's rule, or until
+    the posterior of its label reaches ``confidence`` (``adaptive``)."""
 
     name: str = policy.FIRE
     confidence: float = policy.DEFAULT_CONFIDENCE
@@ -211,8 +190,7 @@ class LabelPolicy:
 
 @dataclass(frozen=True)
 class EstimationSample:
-    """The queries drawn for estimates so far (:func:`annotation.ordering.priorities.
-    draw_sample`), the pairs they added, and each draw as asked."""
+    """The queries drawn for estimates so far, the pairs they added, and each draw as asked."""
 
     captions: tuple[int, ...] = ()
     pairs: tuple[int, ...] = ()
@@ -235,8 +213,7 @@ class EstimationSample:
 
 @dataclass(frozen=True)
 class QueueOrder:
-    """The last proxy ordering of the queue (:func:`annotation.ordering.proxy_queue.
-    order_queue`)."""
+    """The last proxy ordering of the queue."""
 
     proxy: str
     pairs_moved: int
@@ -250,7 +227,7 @@ class QueueOrder:
 
 @dataclass(frozen=True)
 class AutoLabel:
-    """The last proxy auto-labelling (:func:`annotation.ordering.proxy_queue.auto_label`)."""
+    """The last proxy auto-labelling."""
 
     proxy: str
     relevant_at: float | None
@@ -291,13 +268,8 @@ class CampaignSettings:
 
     @classmethod
     def from_options(cls, options: Mapping | None) -> CampaignSettings:
-        """The settings a ``Campaign.options`` value stores; :class:`SettingsError` names
-        the first entry that is malformed or out of bounds.
-
-        Every judging request reads its campaign's settings, and checking them cost about
-        0.1 ms of CPU (measured with ``timeit`` on the shared development machine), near a
-        tenth of a request's: the result is kept per JSON text (far cheaper to write out), so
-        each distinct value is checked once per process."""
+        """The settings a ``Campaign.options`` value stores (:class:`SettingsError` names the
+        first bad entry), cached per JSON text: checking cost 0.1 ms, a tenth of a request."""
         try:
             text = json.dumps(options or {}, allow_nan=False)
         except (TypeError, ValueError):  # not JSON (or NaN): no key, so checked uncached
@@ -341,11 +313,7 @@ class CampaignSettings:
         """The JSON ``Campaign.options`` stores for these settings (defaults left out)."""
         stored: dict = {}
         judging = self.judging
-        if (judging.strategy, judging.ks, judging.p) != (
-            DEFAULT_STRATEGY,
-            judging_order.DEFAULT_KS,
-            judging_order.RBP_P,
-        ):
+        if replace(judging, budget=None) != JudgingSettings():
             stored["judging_order"] = {
                 "strategy": judging.strategy,
                 "ks": list(judging.ks),

@@ -1,11 +1,7 @@
-"""What an admin asks for when creating a campaign, and the bounds every entry point checks.
-
-The admin form, the pool job and ``create_campaign`` all describe a campaign with
-:class:`CampaignSpec` (built from their flat values by :meth:`CampaignSpec.from_values`, its
-settings one :class:`annotation.campaigns.settings.CampaignSettings`) and check it with
-:func:`spec_errors`, so a value one of them accepts is never rejected later by another (a form that took ``max_labels=1`` surfaced as a failed
-job). Checks that need the database (run ownership, unique names) live in
-:func:`annotation.campaigns.service.check_spec`.
+"""What an admin asks for when creating a campaign (:class:`CampaignSpec`), and the bounds
+that the form, the pool job and ``create_campaign`` all check with :func:`spec_errors`, so
+that a value one accepts is never refused later by another. Checks that need the database
+are :func:`annotation.campaigns.service.check_spec`.
 """
 
 from __future__ import annotations
@@ -60,22 +56,20 @@ class CampaignSpec:
     second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE
     """FIRE's second-label sample; 0 under the adaptive policy (``from_values`` sets it)."""
     max_labels: int = policy.DEFAULT_CAP
-    """The cap on labels per pair, under either policy (``from_values`` defaults it to
-    :data:`policy.DEFAULT_ADAPTIVE_CAP` for the adaptive one)."""
+    """The cap on labels per pair (``from_values``: :data:`policy.DEFAULT_ADAPTIVE_CAP` under
+    the adaptive policy)."""
     lease_seconds: int = DEFAULT_LEASE_SECONDS
     guidelines: str | None = None
     settings: CampaignSettings = field(default_factory=CampaignSettings)
-    """Judging order and budget, gold and qualification, roles, the label policy
-    (``extends`` is set when the campaign is made, from :attr:`extends`)."""
+    """Everything else (its ``extends`` is set when the campaign is made, from :attr:`extends`)."""
     extends: str | None = None
-    """A label set of the dataset this campaign completes: its pairs are not pooled again,
-    and resolving the campaign makes a new version of it (judge only what is missing)."""
+    """The name of a label set this campaign completes: its pairs are not pooled again, and
+    resolving makes a new version of it."""
 
     @classmethod
     def from_values(cls, values: Mapping[str, object]) -> CampaignSpec:
-        """The spec from flat values named as the campaign form's fields (what the form,
-        the pool job and ``create_campaign`` receive); a missing or empty value takes its
-        default. Values out of the settings' bounds raise :class:`SettingsError`."""
+        """The spec from flat values named as the campaign form's fields (missing or empty:
+        the default); values out of the settings' bounds raise :class:`SettingsError`."""
         given = {name: value for name, value in values.items() if value not in (None, "")}
         qualification = int(given.get("qualification", 0))
         gold = GoldSettings(

@@ -1,12 +1,7 @@
-"""Campaign pages: the home page and the campaign list, a campaign's page, and its life cycle
-for admins: create one (the pool job's form, runs picked from the dataset's list, an optional
-gold file), one for the pairs a label set misses, edit what may change once pooled, pause,
-resume and close it.
-
-Every page checks what the pool job and ``create_campaign`` check, through the same form
-(:class:`annotation.jobs.PoolForm`) and the same services (:mod:`annotation.campaigns.lifecycle`,
-:mod:`annotation.gold.service`): a GET never writes, and a refused POST is a 400 page that
-names the problem and changes nothing.
+"""Campaign pages: home, the campaign list, a campaign's page, and for admins its life cycle
+(create, judge what a label set misses, edit, pause, resume, close) through the same form
+and services as the pool job and ``create_campaign``: a GET never writes, and a refused
+POST is a 400 page that names the problem and changes nothing.
 """
 
 from __future__ import annotations
@@ -23,18 +18,12 @@ from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaign_read.overview import campaign_page, campaign_rows
 from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
-from annotation.campaigns.forms import (
-    CampaignSettingsForm,
-)
+from annotation.campaigns.forms import CampaignSettingsForm
 from annotation.campaigns.lookup import campaign_by_id, visible_campaigns
 from annotation.gold.forms import save_gold
 from annotation.jobs import PoolForm
 from annotation.models import Campaign
-from annotation.people.progress import (
-    annotator_progress,
-    judging_campaigns,
-    work_first,
-)
+from annotation.people.progress import annotator_progress, judging_campaigns, work_first
 from config import roles
 from config.errors import UserError
 from jobs.registry import get_kind
@@ -48,10 +37,7 @@ from retrieval.datasets.lookup import (
     runs_of,
 )
 from retrieval.datasets.lookup import datasets as all_datasets
-from retrieval.datasets.uploads import (
-    input_name,
-    new_input_folder,
-)
+from retrieval.datasets.uploads import input_name, new_input_folder
 from retrieval.label_sets.service import LabelSetError
 
 admins_only = roles.permission_required(roles.MANAGE_CAMPAIGNS, "Only admins can do this.")
@@ -82,9 +68,8 @@ def _groups(form) -> list[tuple[str, list]]:
 
 @admins_only
 def campaign_new(request: HttpRequest) -> HttpResponse:
-    """A new campaign: the dataset from a list, its runs as checkboxes, every option of
-    ``create_campaign`` and an optional gold file; POST starts the pool job and goes to its
-    page (GET ``?dataset=`` picks the dataset whose runs are offered)."""
+    """A new campaign: dataset, runs, every option of ``create_campaign`` and an optional gold
+    file; POST starts the pool job (GET ``?dataset=`` picks the dataset)."""
     datasets = dataset_names()
     source = request.POST if request.method == "POST" else request.GET
     dataset = find_dataset(source.get("dataset") or "")
@@ -132,9 +117,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
 
 
 def _edit_form(campaign: Campaign, initial: dict, data=None) -> CampaignSettingsForm:
-    """The campaign form as the edit page shows it: what pooling fixed (``FIXED_FIELDS``) is
-    disabled, so a browser cannot change it and a posted value is ignored for the
-    campaign's own; ``extends`` offers the campaign's dataset's label sets."""
+    """The campaign form as the edit page shows it, what pooling fixed disabled."""
     form = CampaignSettingsForm(data, initial=initial)
     form.offer_label_sets(campaign.dataset)
     for name in lifecycle.FIXED_FIELDS:
@@ -145,9 +128,7 @@ def _edit_form(campaign: Campaign, initial: dict, data=None) -> CampaignSettings
 
 @admins_only
 def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Change what may change once a campaign is pooled (name, guidelines, lease, budget,
-    gold, qualification, speed floor); the pool's own settings are shown and refused if
-    changed."""
+    """Change what may change once a campaign is pooled (:func:`lifecycle.edit_campaign`)."""
     campaign = campaign_by_id(campaign_id)
     status = 200
     error = None
@@ -178,8 +159,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 @admins_only
 def campaign_status(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Pause, resume or close the campaign (POST ``action``); closing, which is final, is
-    asked first (GET ``?action=close`` shows what is left, its POST closes)."""
+    """Pause, resume or close the campaign (POST ``action``); GET ``?action=close`` asks first."""
     campaign = campaign_by_id(campaign_id)
     source = request.POST if request.method == "POST" else request.GET
     action = source.get("action", "")
@@ -207,8 +187,8 @@ def campaign_status(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """Landing page: the datasets, and the campaigns to judge with the user's own progress;
-    annotators, who only judge, go straight to their campaigns."""
+    """Landing page: the datasets and the user's campaigns to judge (annotators go straight
+    to theirs)."""
     user = request.user
     if roles.has_perm(user, roles.JUDGE_PAIRS) and not roles.has_perm(user, roles.VIEW_REPORTS):
         return redirect("judge-campaigns")
@@ -260,13 +240,9 @@ def render_campaign(request: HttpRequest, found: Campaign, status: int = 200) ->
 
 @admins_only
 def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
-    """A campaign of exactly the pairs of one run's top k that a label set does not judge;
-    resolving it makes the set's next version (GET shows what it would pool, POST starts
-    the pool job with the campaign form's settings)."""
+    """A campaign of the pairs of one run's top k that a label set does not judge (GET shows
+    what it would pool, POST starts the pool job)."""
     from annotation.campaigns.service import missing_pairs
-    from annotation.jobs import PoolForm
-    from jobs.registry import get_kind
-    from jobs.runner import cleaned, create
 
     found = get_dataset(dataset_name)
     source = request.POST if request.method == "POST" else request.GET

@@ -116,8 +116,7 @@ def table(
         f"  Krippendorff's alpha   {DASH if alpha is None else decimal(alpha)}"
         f"{interval(report.intervals.krippendorff_alpha, decimal)} (nominal)",
     ]
-    for note in report.notes or []:
-        lines.append(f"  note: {note}")
+    lines += [f"  note: {note}" for note in report.notes or []]
     lines += ["", "By number of labels (FIRE Fig. 7)", f"  {'labels':>6}  {'pairs':>10}  agreement"]
     for row in report.by_label_count:
         lines.append(f"  {row.labels:>6}  {row.pairs:>10,}  {percent(row.percent_agreement):>9}")

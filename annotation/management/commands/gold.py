@@ -16,8 +16,8 @@ ACTIONS = ("import", "promote", "list", "export")
 
 
 class ProgressLines:
-    """A long step's progress as lines (a job's reporter, for a terminal): each step, then
-    each tenth of a step that names its total."""
+    """A job's progress reporter for a terminal: a line per step, then per tenth of a step
+    that names its total."""
 
     def __init__(self, out):
         self.out = out
@@ -83,11 +83,8 @@ class Command(BaseCommand):
             if options["import_file"] and options["promote_decided"]:
                 raise CommandError("give --import or --promote-decided, not both")
             if options["import_file"]:
-                action, options["file"], options["file_format"] = (
-                    "import",
-                    options["import_file"],
-                    None,
-                )
+                action = "import"
+                options.update(file=options["import_file"], file_format=None)
             elif options["promote_decided"]:
                 action = "promote"
                 options.update(pairs=None, all_decided=True, explanation="", guideline="")

@@ -7,12 +7,7 @@ from dataclasses import asdict
 from tqdm import tqdm
 
 from annotation.campaigns.lookup import get_campaign
-from annotation.simulation.live import (
-    DEFAULT_SECONDS,
-    PROFILE_SYNTAX,
-    parse_profiles,
-    simulate,
-)
+from annotation.simulation.live import DEFAULT_SECONDS, PROFILE_SYNTAX, parse_profiles, simulate
 from jobs.commands import BaseCommand
 
 
