@@ -22,9 +22,10 @@ class AnnotationConfig(AppConfig):
 
         # A new label set's judging-orders comparison is computed with its other figures.
         WARMERS["judging orders"] = lambda dataset, label_set: stored_comparison(dataset, label_set)
-        from annotation.campaign_read import export_rows  # noqa: F401 - the export's statements
-        from annotation.gold import statements as gold_statements  # noqa: F401 - gold's too
-        from annotation.judging import statements  # noqa: F401 - registers the statements (filled by config's ready
+        # Every module with statements, so that config's ready fills and checks them all.
+        from annotation.campaign_read import export_rows, labels  # noqa: F401
+        from annotation.gold import statements as gold_statements  # noqa: F401
+        from annotation.judging import statements  # noqa: F401
 
 
 def create_role_groups(**kwargs) -> None:

@@ -4,19 +4,84 @@ a pair's dense index is its id minus the campaign's first pair id.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Case, Max, Min, Q, Value, When
 
 from annotation.campaign_read import agreement
-from annotation.judging.statements import ANNOTATOR_SPAN, judgement_keys, queryset_array
-from annotation.models import Campaign, Pair
+from annotation.judging.statements import array, queryset_array, statement
+from annotation.models import Campaign, Judgement, Pair
 from annotation.policy import label_models
 from annotation.policy import rules as policy
 from retrieval.label_sets import status as label_status
 from retrieval.label_sets.judged import Judged
 from retrieval.label_sets.status import CODES
+
+# Building a Python object per row is most of the label loader's cost, so each row carries
+# as few values as it can.
+
+ANNOTATOR_SPAN = 2**32
+"""Annotator ids below this are packed with the pair and label into one integer per row."""
+
+
+class PackedKey(NamedTuple):
+    key: int
+    seconds: float
+
+
+class JudgementKey(NamedTuple):
+    key: int
+    annotator: int
+    seconds: float
+
+
+def _judgement_keys_text(packed: bool, contiguous: bool) -> str:
+    """A campaign's live judgements: ``key`` is ``(pair_id - first) * 2 + relevant``, times
+    :data:`ANNOTATOR_SPAN` plus the annotator when ``packed``, and ``seconds`` (-1 when
+    missing); ``contiguous`` pair ids are selected by range, without a join."""
+    key = (
+        "(j.{judgement.pair} - %(first)s) * 2 "
+        "+ CASE WHEN j.{judgement.label} = %(relevant)s THEN 1 ELSE 0 END"
+    )
+    columns = (
+        f"({key}) * {ANNOTATOR_SPAN} + j.{{judgement.annotator}} AS key"
+        if packed
+        else f"{key} AS key, j.{{judgement.annotator}} AS annotator"
+    )
+    where = (
+        "WHERE j.{judgement.pair} BETWEEN %(first)s AND %(last)s"
+        if contiguous
+        else "JOIN {pair} p ON p.{pair.id} = j.{judgement.pair} WHERE p.{pair.campaign} = %(campaign)s"
+    )
+    return (
+        f"SELECT {columns}, COALESCE(j.{{judgement.seconds}}, -1.0) AS seconds "
+        f"FROM {{judgement}} j {where} AND j.{{judgement.undone_at}} IS NULL"
+    )
+
+
+JUDGEMENT_KEYS = statement(
+    "judgement_keys",
+    _judgement_keys_text,
+    lambda packed, contiguous: PackedKey if packed else JudgementKey,
+    [{"packed": p, "contiguous": c} for p in (True, False) for c in (True, False)],
+)
+
+
+def judgement_keys(
+    campaign_id: int, first_pair: int, last_pair: int, contiguous: bool, packed: bool
+) -> np.ndarray:
+    """The rows of :data:`JUDGEMENT_KEYS` as an array (``key``, [``annotator``,] ``seconds``)."""
+    names = ["key", "seconds"] if packed else ["key", "annotator", "seconds"]
+    dtype = np.dtype([(name, np.float64 if name == "seconds" else np.int64) for name in names])
+    params = {
+        "first": first_pair,
+        "last": last_pair,
+        "campaign": campaign_id,
+        "relevant": Judgement.Label.RELEVANT.value,
+    }
+    return array(JUDGEMENT_KEYS, params, dtype, packed=packed, contiguous=contiguous)
 
 
 @dataclass

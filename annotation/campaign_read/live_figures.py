@@ -23,7 +23,7 @@ from annotation.models import (
     Pair,
     PolicyFit,
 )
-from annotation.ordering import priorities
+from annotation.ordering import settled
 from annotation.people.scores import campaign_scores
 from jobs import figures
 
@@ -35,7 +35,7 @@ INLINE_SECONDS = 0.25
 SCORES, JUDGING, PROXIES, AGREEMENT = figures_due.KINDS
 COMPUTE: dict[str, Callable[[Campaign], object]] = {
     SCORES: campaign_scores,
-    JUDGING: priorities.judging_status,
+    JUDGING: settled.judging_status,
     PROXIES: lambda campaign: campaign_proxy_report(campaign, cache_only=True),
     AGREEMENT: campaign_report,  # last: the one that paces the refreshes
 }

@@ -17,7 +17,7 @@ from annotation.campaign_read.resolution import extended_label_set
 from annotation.campaigns.settings import GoldSettings, JudgingSettings, LabelPolicy
 from annotation.judging import pair_state
 from annotation.models import AnnotatorTally, Campaign, CampaignTally, Escalation, Pair
-from annotation.ordering.priorities import JudgingStatus
+from annotation.ordering.settled import JudgingStatus
 from retrieval.models import BROWSER_READY_STATES, LabelSet, Video
 
 

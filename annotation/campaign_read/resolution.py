@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
-from annotation.ordering import priorities
+from annotation.ordering import samples
 from annotation.people import quality
 from annotation.policy import label_models
 from retrieval.datasets.names import derived_name
@@ -302,7 +302,7 @@ def resolve_campaign(
             "pool_depth": campaign.depth,
         },
         replace=True,
-        pool_state=priorities.pool_state(campaign),
+        pool_state=samples.pool_state(campaign),
     )
 
 

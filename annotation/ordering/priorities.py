@@ -12,23 +12,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, Min, Q, Sum, Value, When
+from django.db.models import Min, Sum
 
 from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import Provenance, provenance
 from annotation.campaigns.settings import JudgingSettings
-from annotation.judging import pair_state, statements
+from annotation.judging import pair_state
 from annotation.judging.pair_state import QueryPair
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
+from annotation.ordering import samples
 from annotation.policy import label_models, label_value
-from annotation.policy.rules import certainty
 from config.batches import rows_in
-from config.errors import UserError
 
 
 def known_positive_ranks(
@@ -71,7 +69,7 @@ def initial_queue(
 # -- live updates --------------------------------------------------------------------------
 
 
-_QUERY_COLUMNS = QueryPair._fields
+QUERY_COLUMNS = QueryPair._fields
 """A query's pair columns as the judging order reads them (field names, read by name)."""
 
 
@@ -89,10 +87,10 @@ def query_pairs(campaign_id: int, caption_id: int) -> list[QueryPair]:
     the ORM: a statement of our own saved 0.5 ms of a 6 ms submit (under a tenth: RESULTS,
     "each statement against the ORM")."""
     query = Pair.objects.filter(campaign_id=campaign_id, caption_id=caption_id)
-    return [QueryPair(*row) for row in query.order_by("pool_row").values_list(*_QUERY_COLUMNS)]
+    return [QueryPair(*row) for row in query.order_by("pool_row").values_list(*QUERY_COLUMNS)]
 
 
-def _decided(rows: Sequence[QueryPair], by_status: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def decided(rows: Sequence[QueryPair], by_status: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(judged, relevant) per pair of a query from its stored labels: an admin's or a
     proxy's label, else the live labels as :func:`judging_order.live_relevant` counts them
     (``by_status``: as the pair's status says, the adaptive policy's posterior label)."""
@@ -125,7 +123,7 @@ def reprioritise(
     caller read them under its lock before the label, and the labelled pair, so the pairs
     are not read again. Called inside the caller's transaction."""
     settings = campaign.settings.judging
-    if not settings.adaptive or caption_id in sampled_captions(campaign):
+    if not settings.adaptive or caption_id in samples.sampled_captions(campaign):
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
     rows = query_pairs(campaign.pk, caption_id) if locked is None else _after_label(*locked)
@@ -135,7 +133,7 @@ def reprioritise(
     if label_policy.adaptive and settings.strategy == METRIC_AWARE:
         _reprioritise_by_value(campaign, caption_id, rows, source, read)
         return
-    judged, relevant = _decided(rows, by_status=label_policy.adaptive)
+    judged, relevant = decided(rows, by_status=label_policy.adaptive)
     judged_at = np.flatnonzero(judged)
     if settings.strategy == "mtf" and judged_at.size > 1:
         judged_at = _in_label_order(rows, judged_at)
@@ -200,7 +198,7 @@ def _value_queue(campaign, rows, ranks, known, seen, turn, source):
     """:func:`label_value.queue` for one query's rows (pool order)."""
     judging, chosen = campaign.settings.judging, campaign.settings.label_policy
     fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows])
-    _, relevant = _decided(rows, by_status=True)
+    _, relevant = decided(rows, by_status=True)
     want, position = label_value.queue(
         ranks[None].astype(np.int64),
         relevant[None],
@@ -234,66 +232,6 @@ def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) ->
     pair_state.reopen(reopen_ids)
     if moves:
         pair_state.move(moves)
-
-
-@dataclass(frozen=True)
-class _CampaignGrid:
-    """A campaign's pairs laid out queries x slots for :mod:`annotation.policy.label_value`, with
-    their posteriors: ``query_of``/``slot_of`` place each row; ``turn`` and ``known`` are
-    per query."""
-
-    query_of: np.ndarray
-    slot_of: np.ndarray
-    ranks: np.ndarray
-    known: np.ndarray
-    relevant: np.ndarray
-    labels: np.ndarray
-    posterior: np.ndarray
-    fixed: np.ndarray
-    turn: np.ndarray
-    queries: int
-
-
-def _campaign_grid(campaign: Campaign, rows: Sequence) -> _CampaignGrid:
-    """:class:`_CampaignGrid` of ``rows`` (sorted by caption, then pool row; each with the
-    query columns and ``caption_id``): one read of the campaign's labels for the posteriors."""
-    source = provenance(campaign)
-    seen = label_models.snapshot(
-        campaign,
-        [(row.id, row.pool_row) for row in rows],
-        Judgement.objects.filter(pair__campaign=campaign),
-    )
-    captions = np.array([row.caption_id for row in rows], dtype=np.int64)
-    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
-    queries, query_of = np.unique(captions, return_inverse=True)
-    slot_of = np.arange(len(rows)) - np.searchsorted(captions, queries)[query_of]
-    shape = (queries.size, int(slot_of.max(initial=-1)) + 1)
-    ranks, known_ranks = source.settling
-    at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
-    found = (source.queries[at] == queries) if source.queries.size else np.zeros(0, bool)
-    known = np.where(found[:, None], known_ranks[at], 0).astype(np.int64)
-    _, relevant = _decided(rows, by_status=True)
-    fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows], dtype=bool)
-
-    def grid(values, fill=0):
-        values = np.asarray(values)
-        out = np.full(shape + values.shape[1:], fill, dtype=values.dtype)
-        out[query_of, slot_of] = values
-        return out
-
-    count = max(source.queries.size, 1)
-    return _CampaignGrid(
-        query_of,
-        slot_of,
-        grid(ranks[pool_rows].astype(np.int64)),
-        known,
-        grid(relevant),
-        grid(seen.total),
-        grid(seen.posterior, 0.5),
-        grid(fixed, True),
-        turn_of(count, campaign.seed)[at] if queries.size else np.zeros(0, np.int64),
-        count,
-    )
 
 
 def requeue(campaign: Campaign, caption_ids) -> int:
@@ -361,281 +299,3 @@ def budget_spent(campaign: Campaign) -> bool:
     """Whether the campaign has a label budget and has used it up."""
     budget = campaign.settings.judging.budget
     return budget is not None and labels_spent(campaign) >= budget
-
-
-# -- what judging has settled --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunExactness:
-    """One pooled run: for each K, the share of queries whose Correct@K is already exact."""
-
-    run: str
-    shares: tuple[tuple[int, float], ...]
-
-    @property
-    def exact_ks(self) -> tuple[int, ...]:
-        return tuple(k for k, share in self.shares if share >= 1.0)
-
-
-@dataclass(frozen=True)
-class JudgingStatus:
-    """Where a campaign's judging order stands, for its report page."""
-
-    strategy: str
-    budget: int | None
-    labels_spent: int
-    labels_left: int
-    open_pairs: int
-    parked_pairs: int
-    runs: tuple[RunExactness, ...]
-    ks: tuple[int, ...]
-    policy: str = "fire"
-    confidence: float | None = None
-    """The adaptive policy's target; None under FIRE's."""
-    below_target: int = 0
-    """Adaptive: labelled pairs whose resolved label's posterior is below the target."""
-    settled: tuple[RunExactness, ...] = ()
-    """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
-    (:func:`annotation.policy.label_value.settled_correct_at`)."""
-
-    @property
-    def budget_spent(self) -> bool:
-        return self.budget is not None and self.labels_spent >= self.budget
-
-    @property
-    def all_settled(self) -> bool:
-        """Adaptive: every run's every C@K settled, and labels given (a campaign with none
-        has settled nothing, whatever a grid with no deciding pair says)."""
-        return (
-            bool(self.settled)
-            and self.labels_spent > 0
-            and all(share >= 1.0 for run in self.settled for _, share in run.shares)
-        )
-
-
-_STATUS_COLUMNS = np.dtype(
-    [
-        ("pool_row", np.int64),
-        ("caption_id", np.int64),
-        ("label_count", np.int64),
-        ("relevant_count", np.int64),
-        ("needed", np.int64),
-        ("open_slots", np.int64),
-        ("held", np.bool_),
-        ("pending", np.bool_),
-        ("status_relevant", np.bool_),
-        ("adjudicated_any", np.bool_),
-        ("adjudicated_relevant", np.bool_),
-        ("auto", np.bool_),
-    ]
-)
-"""A campaign's pairs as :func:`judging_status` reads them, straight into numpy: 552,880
-named tuples took a second and +300 MB of the campaign page at FIRE's scale."""
-
-
-def _status_rows(campaign: Campaign) -> np.ndarray:
-    def flag(condition: Q) -> Case:
-        return Case(When(condition, then=Value(True)), default=Value(False))
-
-    # Sorted here, not by the server: a sort must read every row before the first, so a
-    # streamed read (statements.streamed_reads) could not pace the scan.
-    rows = statements.queryset_array(
-        Pair.objects.filter(campaign=campaign)
-        .order_by()
-        .annotate(
-            pending=flag(Q(status=Pair.Status.PENDING)),
-            status_relevant=flag(Q(status=Pair.Status.RELEVANT)),
-            adjudicated_any=flag(~Q(adjudicated="")),
-            adjudicated_relevant=flag(Q(adjudicated=Pair.Status.RELEVANT)),
-            auto=flag(~Q(auto_label="")),
-        )
-        .values_list(*_STATUS_COLUMNS.names),
-        _STATUS_COLUMNS,
-    )
-    return rows[np.argsort(rows["pool_row"], kind="stable")]
-
-
-def decided_arrays(rows: np.ndarray, by_status: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_decided` over :data:`_STATUS_COLUMNS` rows, vectorised (the same rule)."""
-    labels = rows["label_count"]
-    adjudicated = rows["adjudicated_any"]
-    judged = adjudicated | rows["auto"] | ~rows["pending"] | (labels > 0)
-    by_label = judging_order.live_relevant(rows["relevant_count"], labels)
-    from_status = (labels == 0) | by_status
-    relevant = np.where(
-        adjudicated,
-        rows["adjudicated_relevant"],
-        np.where(from_status, rows["status_relevant"], by_label),
-    )
-    return judged, relevant & judged
-
-
-def judging_status(campaign: Campaign) -> JudgingStatus:
-    """Labels spent against the budget, what is still needed, and per run which Correct@K
-    are exact (whatever the order, so a depth campaign shows it too)."""
-    settings = campaign.settings.judging
-    source = provenance(campaign)
-    label_policy = campaign.settings.label_policy
-    rows = _status_rows(campaign)
-    judged, relevant = decided_arrays(rows, by_status=label_policy.adaptive)
-    pool_rows, captions = rows["pool_row"], rows["caption_id"]
-    queries = source.queries if source.queries.size else np.unique(captions)
-    ranks, known = source.settling
-    if known.shape[0] != queries.size:
-        known = np.zeros((queries.size, ranks.shape[1]), np.int16)
-    shares = judging_order.exact_correct_at(
-        ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
-        np.searchsorted(queries, captions),
-        judged,
-        relevant,
-        known,
-        settings.ks,
-    )
-    names = campaign.run_names()
-    parked = (
-        ~judged
-        & (rows["needed"] == 0)
-        & (rows["label_count"] == 0)
-        & ~rows["adjudicated_any"]
-        & ~rows["auto"]
-    )
-    adaptive = {}
-    if label_policy.adaptive and len(rows):
-        every = list(
-            Pair.objects.filter(campaign=campaign)
-            .order_by("pool_row")
-            .values_list(*_QUERY_COLUMNS[:8], "caption_id", named=True)
-        )
-        adaptive = _adaptive_status(campaign, every, names)
-    return JudgingStatus(
-        strategy=settings.strategy,
-        budget=settings.budget,
-        labels_spent=labels_spent(campaign),
-        # as the tallies count it (the campaign and judging pages' "labels still needed")
-        labels_left=int(rows["needed"][~rows["held"]].sum()),
-        open_pairs=int((rows["open_slots"] > 0).sum()),
-        parked_pairs=int(parked.sum()),
-        runs=tuple(
-            RunExactness(name, tuple(zip(settings.ks, map(float, shares[r]), strict=True)))
-            for r, name in enumerate(names)
-        ),
-        ks=settings.ks,
-        **adaptive,
-    )
-
-
-def _adaptive_status(campaign: Campaign, rows: Sequence, names: Sequence[str]) -> dict:
-    """What the adaptive policy adds to :class:`JudgingStatus`: its target, the labelled
-    pairs below it and, per run, the share of each C@K that every deciding pair is sure of."""
-    chosen, ks = campaign.settings.label_policy, campaign.settings.judging.ks
-    g = _campaign_grid(campaign, sorted(rows, key=lambda row: (row.caption_id, row.pool_row)))
-    unsure = (g.labels > 0) & ~g.fixed & (certainty(g.posterior) < chosen.confidence)
-    settled = label_value.settled_correct_at(
-        g.ranks,
-        g.relevant,
-        g.known,
-        g.labels,
-        g.posterior,
-        g.fixed,
-        confidence=chosen.confidence,
-        ks=ks,
-    )
-    return {
-        "policy": chosen.name,
-        "confidence": chosen.confidence,
-        "below_target": int(unsure.sum()),
-        "settled": tuple(
-            RunExactness(name, tuple(zip(ks, map(float, settled[r]), strict=True)))
-            for r, name in enumerate(names)
-        ),
-    }
-
-
-# -- estimation samples --------------------------------------------------------------------
-
-SAMPLE_PAIRS = (1, 10_000_000)
-
-
-class SampleError(UserError):
-    """The estimation sample cannot be drawn as asked."""
-
-
-def sampled_captions(campaign: Campaign) -> set[int]:
-    """Captions drawn for an estimation sample: every pooled pair of theirs gets judged."""
-    return set(campaign.settings.estimation_sample.captions)
-
-
-@dataclass(frozen=True)
-class SampleDraw:
-    """A draw of random queries whose unjudged pairs are all served next, for an estimate
-    of the scores judging has not settled (Horvitz-Thompson over queries; see
-    :mod:`retrieval.scoring.estimation`)."""
-
-    queries: int
-    pairs: int
-    requested: int
-    seed: int
-
-
-def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
-    """ "Judge ``pairs`` more random pairs to estimate": draw queries uniformly among those
-    with unjudged pooled pairs until ``pairs`` are covered, reopen their parked pairs and
-    serve them before anything else. A budget grows by what the sample adds."""
-    from retrieval.scoring.estimation import draw_queries
-
-    if not SAMPLE_PAIRS[0] <= pairs <= SAMPLE_PAIRS[1]:
-        raise SampleError(f"pairs must be between {SAMPLE_PAIRS[0]} and {SAMPLE_PAIRS[1]}")
-    with transaction.atomic():
-        campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
-        already = sampled_captions(campaign)
-        rows = [  # the sampled captions left out here: as a list, they grow with the samples
-            row
-            for row in Pair.objects.filter(
-                campaign=campaign, status=Pair.Status.PENDING, label_count=0
-            ).values_list("pk", "caption_id", "needed", "held")
-            if row[1] not in already
-        ]
-        if not rows:
-            raise SampleError("no unjudged pooled pair is left to sample")
-        captions = np.array([row[1] for row in rows], dtype=np.int64)
-        queries, per_query = np.unique(captions, return_counts=True)
-        drawn = queries[draw_queries(per_query, pairs, seed)]
-        chosen = [row for row in rows if row[1] in set(drawn.tolist())]
-        pair_state.reopen([row[0] for row in chosen if row[2] == 0])
-        pair_state.move({row[0]: 0 for row in chosen})
-        settings = campaign.settings
-        judging = settings.judging
-        if judging.budget is not None:
-            judging = replace(judging, budget=judging.budget + len(chosen))
-        sample = settings.estimation_sample.drawn(
-            drawn.tolist(), [row[0] for row in chosen], pairs, seed
-        )
-        campaign.set_settings(replace(settings, judging=judging, estimation_sample=sample))
-    return SampleDraw(int(drawn.size), len(chosen), pairs, seed)
-
-
-def pool_state(campaign: Campaign):
-    """The campaign's unjudged pooled pairs and its estimation sample, for its label set."""
-    from retrieval.scoring.estimation import PoolState
-
-    pending = np.array(
-        Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).values_list(
-            "caption_id", "video_id"
-        ),
-        dtype=np.int64,
-    ).reshape(-1, 2)
-    sample = campaign.settings.estimation_sample
-    sampled = np.array(
-        rows_in(
-            Pair.objects.exclude(status=Pair.Status.PENDING).values_list("caption_id", "video_id"),
-            "pk",
-            sample.pairs,
-        ),
-        dtype=np.int64,
-    ).reshape(-1, 2)
-    return PoolState(
-        (pending[:, 0], pending[:, 1]),
-        (sampled[:, 0], sampled[:, 1]),
-        np.array(sample.captions, dtype=np.int64),
-    )

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from annotation.campaign_read import charts as report_figures
 from annotation.campaigns.forms import EstimateSampleForm
 from annotation.campaigns.lookup import campaign_by_id
-from annotation.ordering import priorities
+from annotation.ordering import priorities, samples
 from annotation.simulation.replay_service import ReplayError, stored_comparison
 from config import roles
 from config.error_handling import user_errors_back
@@ -53,7 +53,7 @@ def estimate_sample(request: HttpRequest, campaign_id: int) -> HttpResponse:
         for field, errors in form.errors.items():
             messages.error(request, f"{field}: {' '.join(errors)}")
     else:
-        draw = priorities.draw_sample(campaign, form.cleaned_data["pairs"])
+        draw = samples.draw_sample(campaign, form.cleaned_data["pairs"])
         messages.success(
             request,
             f"{draw.queries} random queries drawn: their {draw.pairs} unjudged pairs "

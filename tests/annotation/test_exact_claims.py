@@ -26,7 +26,7 @@ from annotation.campaign_read import resolution
 from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
-from annotation.ordering import priorities
+from annotation.ordering import samples, settled
 from retrieval.models import Caption
 from retrieval.scoring.reports import build_report
 from retrieval.search.runs_service import load_run
@@ -56,7 +56,7 @@ def _campaign(seed: int, annotator):
     campaign = create_campaign(dataset, runs, spec)
     _judge(campaign, annotator, round(SHARES[seed] * campaign.pairs.count()), rng)
     if seed % 2 and campaign.pairs.filter(status=Pair.Status.PENDING, label_count=0).exists():
-        drawn = priorities.draw_sample(campaign, rng.randint(1, 4), seed=seed)
+        drawn = samples.draw_sample(campaign, rng.randint(1, 4), seed=seed)
         _judge(Campaign.objects.get(pk=campaign.pk), annotator, drawn.pairs, rng)
     return Campaign.objects.select_related("dataset").get(pk=campaign.pk), runs
 
@@ -152,14 +152,14 @@ def test_the_agreement_page_says_exact_only_when_no_labelling_changes_correct_at
     campaign, runs = _campaign(seed, people["annotator"])
     world = World(campaign, runs)
     queries = sorted({c for c, _ in world.status})
-    status = priorities.judging_status(campaign)
+    status = settled.judging_status(campaign)
     exact = []
     for run, row in zip(runs, status.runs, strict=True):
         assert row.run == run.name
         for k, share in row.shares:
-            settled = [len(set(world.readings(run.name, q, f"C@{k}"))) == 1 for q in queries]
-            assert share == pytest.approx(_mean(settled)), (run.name, k)
-            exact.append(all(settled))
+            is_settled = [len(set(world.readings(run.name, q, f"C@{k}"))) == 1 for q in queries]
+            assert share == pytest.approx(_mean(is_settled)), (run.name, k)
+            exact.append(all(is_settled))
             assert (share >= 1.0) == exact[-1], (run.name, k)
 
     client.force_login(people["researcher"])

@@ -25,7 +25,7 @@ from annotation.campaigns.settings import EstimationSample
 from annotation.gold import service as gold_service
 from annotation.judging import pair_state
 from annotation.models import GoldPair, Judgement, Lease, Pair
-from annotation.ordering import priorities
+from annotation.ordering import priorities, samples
 from annotation.people import service as people
 from config.batches import rows_in
 from retrieval.models import Caption, Video
@@ -193,9 +193,9 @@ def test_an_estimation_sample_of_100000_captions_and_pairs(db):
             settings, estimation_sample=EstimationSample(tuple(PADDING), (sampled.pk, *PADDING))
         )
     )
-    state = priorities.pool_state(campaign)
+    state = samples.pool_state(campaign)
     assert state.sampled[0].tolist() == [sampled.caption_id]
-    drawn = priorities.draw_sample(campaign, pairs=1)
+    drawn = samples.draw_sample(campaign, pairs=1)
     assert drawn.pairs >= 1
 
 

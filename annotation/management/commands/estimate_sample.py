@@ -3,7 +3,7 @@
 import json
 
 from annotation.campaigns.lookup import get_campaign
-from annotation.ordering.priorities import draw_sample
+from annotation.ordering.samples import draw_sample
 from jobs.commands import BaseCommand
 
 

@@ -14,7 +14,7 @@ from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
 from annotation.ordering import orders as judging_order
-from annotation.ordering import priorities
+from annotation.ordering import priorities, samples, settled
 from retrieval.search.runs_service import load_run
 from tests.factories import query_dataset, random_run
 
@@ -141,7 +141,7 @@ def test_metric_first_stops_with_exact_correct_at_k(world, people):
     parked = priorities.parked_pairs(campaign)
     assert parked.exists()
     assert len(served) + parked.count() == campaign.pairs.count()
-    status = priorities.judging_status(campaign)
+    status = settled.judging_status(campaign)
     assert all(run.exact_ks == (1, 5, 10) for run in status.runs)
     assert status.parked_pairs == parked.count()
     assert not queue.has_work_for(campaign, people["other"])
@@ -196,7 +196,7 @@ def test_a_budget_stops_judging(world, people):
     assert len(served) == 5
     assert not queue.has_work_for(campaign, people["other"])
     assert queue.assign(campaign, people["other"]).current is None
-    status = priorities.judging_status(campaign)
+    status = settled.judging_status(campaign)
     assert status.budget_spent and status.labels_spent == 5
 
 
@@ -280,7 +280,7 @@ def test_rescore_says_which_scores_are_exact_bounded_or_estimated(world, people)
 
     call_command("estimate_sample", "--campaign", campaign.name, "--pairs", "6", "--seed", "1")
     campaign.refresh_from_db()
-    drawn = priorities.sampled_captions(campaign)
+    drawn = samples.sampled_captions(campaign)
     assert drawn
     served = _judge_all(campaign, people["annotator"])
     assert {Pair.objects.get(pk=pk).caption_id for pk in served} <= drawn

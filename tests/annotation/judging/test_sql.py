@@ -15,6 +15,7 @@ from django.db import connection, connections, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
+from annotation.campaign_read import labels as campaign_labels
 from annotation.gold import statements as gold_sql
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, queue, submit
@@ -130,10 +131,10 @@ def test_judgement_keys_match_the_orm(world, packed, contiguous):
     campaign, _ = world
     pairs = Pair.objects.filter(campaign=campaign)
     first, last = min(p.pk for p in pairs), max(p.pk for p in pairs)
-    rows = sql.judgement_keys(campaign.pk, first, last, contiguous, packed)
+    rows = campaign_labels.judgement_keys(campaign.pk, first, last, contiguous, packed)
     key = rows["key"]
     if packed:
-        key, annotators = np.divmod(key, sql.ANNOTATOR_SPAN)
+        key, annotators = np.divmod(key, campaign_labels.ANNOTATOR_SPAN)
     else:
         annotators = rows["annotator"]
     got = sorted(

@@ -288,8 +288,8 @@ def test_a_tie_counts_as_relevant_until_settled():
 
 @pytest.mark.django_db
 def test_decided_arrays_agree_with_the_row_rule_on_every_kind_of_pair(django_user_model):
-    """judging_status reads the pairs into numpy; its rule is :func:`priorities._decided`'s."""
-    from annotation.ordering import priorities
+    """judging_status reads the pairs into numpy; its rule is :func:`priorities.decided`'s."""
+    from annotation.ordering import priorities, settled
 
     campaign = make_campaign(n_queries=6, depth=3, rate=0.5)
     pairs = list(campaign.pairs.order_by("pool_row"))
@@ -306,14 +306,14 @@ def test_decided_arrays_agree_with_the_row_rule_on_every_kind_of_pair(django_use
     ]
     for pair, shape in zip(pairs, shapes * 3, strict=False):
         Pair.objects.filter(pk=pair.pk).update(**shape)
-    rows = priorities._status_rows(campaign)
+    rows = settled._status_rows(campaign)
     named = list(
         campaign.pairs.order_by("pool_row").values_list(
-            *priorities._QUERY_COLUMNS[:8], "caption_id", named=True
+            *priorities.QUERY_COLUMNS[:8], "caption_id", named=True
         )
     )
     for by_status in (False, True):
-        judged, relevant = priorities.decided_arrays(rows, by_status)
-        expected = priorities._decided(named, by_status)
+        judged, relevant = settled.decided_arrays(rows, by_status)
+        expected = priorities.decided(named, by_status)
         assert judged.tolist() == expected[0].tolist()
         assert relevant.tolist() == expected[1].tolist()

@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.models import Judgement
-from annotation.ordering.priorities import JudgingStatus, RunExactness
+from annotation.ordering.settled import JudgingStatus, RunExactness
 from tests.factories import add_gold, make_campaign
 
 

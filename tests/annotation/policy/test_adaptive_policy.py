@@ -16,7 +16,7 @@ from annotation.campaigns.settings import CampaignSettings, LabelPolicy, Setting
 from annotation.campaigns.spec import CampaignSpec
 from annotation.judging import pair_state, queue, submit
 from annotation.models import AnnotatorModel, Campaign, Judgement, Pair, PolicyFit
-from annotation.ordering import priorities
+from annotation.ordering import priorities, settled
 from annotation.policy import confusion, label_models
 from annotation.policy import fit as policy_fit
 from annotation.policy import rules as policy
@@ -535,7 +535,7 @@ def test_a_refit_requeues_the_campaign_by_value(django_user_model):
 def test_the_campaign_pages_show_the_target_and_what_is_settled(people, client):
     campaign = make_campaign(n_queries=1, depth=3, policy="adaptive", judging_order="metric-first")
     _judge(campaign, people["annotator"])  # rank 1 relevant, at the prior: below the target
-    status = priorities.judging_status(campaign)
+    status = settled.judging_status(campaign)
     assert (status.policy, status.confidence, status.below_target) == ("adaptive", 0.95, 1)
     assert [share for _, share in status.settled[0].shares] == [0.0, 0.0, 0.0]
     client.force_login(people["admin"])
