@@ -858,6 +858,12 @@ def options() -> argparse.Namespace:
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
+    _server_options(parser)
+    return parser.parse_args()
+
+
+def _server_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the server's job workers, the video viewers and the run itself."""
     parser.add_argument(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
@@ -898,7 +904,6 @@ def options() -> argparse.Namespace:
         action="store_true",
         help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
     )
-    return parser.parse_args()
 
 
 @dataclass
