@@ -24,7 +24,6 @@ from annotation.judging import pair_state
 from annotation.judging.pair_state import QueryPair
 from annotation.models import AnnotatorTally, Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
-from annotation.ordering import samples
 from annotation.policy import label_models, label_value
 from config.batches import rows_in
 
@@ -123,7 +122,7 @@ def reprioritise(
     caller read them under its lock before the label, and the labelled pair, so the pairs
     are not read again. Called inside the caller's transaction."""
     settings = campaign.settings.judging
-    if not settings.adaptive or caption_id in samples.sampled_captions(campaign):
+    if not settings.adaptive or caption_id in campaign.settings.estimation_sample.captions:
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
     rows = query_pairs(campaign.pk, caption_id) if locked is None else _after_label(*locked)
