@@ -225,18 +225,30 @@ def test_the_next_pair_shows_while_the_answer_travels(live_server, browser):
     def lose_reply(route):
         bodies.append(json.loads(route.request.post_data))
         if len(bodies) == 1:
-            route.fetch()
-            route.abort("connectionreset")
+            try:
+                route.fetch(timeout=60000)  # stored on the server
+            finally:
+                route.abort("connectionreset")  # whatever happened, the page hears nothing
         else:
             route.continue_()
 
-    page.wait_for_timeout(300)
     page.route("**/submit/", lose_reply)
+    # N is taken once the pair can be labelled (on a busy machine the answer's rendering may
+    # still be under way); the page gives up on a request after 15 s, so wait longer than that.
+    page.wait_for_selector("[data-action=irrelevant]:enabled", timeout=20000)
     page.keyboard.press("n")
-    page.wait_for_function(
-        "() => document.getElementById('judge-status-text').textContent.includes('not confirmed')",
-        timeout=20000,
-    )
+    try:
+        page.wait_for_function(
+            "() => document.getElementById('judge-status-text').textContent.includes('not confirmed')",
+            timeout=40000,
+        )
+    except Exception as error:  # say where the page stood, so a failure can be read
+        seen = page.evaluate(
+            "() => ({status: document.getElementById('judge-status-text').textContent,"
+            " mode: document.body.dataset.judgeState, pair: document.body.dataset.pair,"
+            " queue: window.firepoolJudge.state.queue.map((a) => a.kind)})"
+        )
+        raise AssertionError(f"no 'not confirmed' after N: {seen}, bodies {bodies}") from error
     assert page.evaluate("document.body.dataset.pair") == second
     assert "its pair is back" in page.locator("#judge-status").inner_text()
     assert page.locator("#judge-retry").is_visible()
