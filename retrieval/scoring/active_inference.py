@@ -188,7 +188,9 @@ def active_means(
     extra variance from label noise. ``values`` are read only where labelled. ``lam=None`` takes,
     per column, the weight minimising the estimated design variance: the weighted least squares
     slope of y on f over the labelled units with weights (1 - pi)/pi^2, clipped to [0, 1] (1 when
-    every weight or prediction is 0, where lam changes nothing estimated)."""
+    every weight or prediction is 0, where lam changes nothing estimated); a weight read from the
+    sample is no longer fixed, so the estimate is then unbiased only up to a term that vanishes
+    as the sample grows, as with PPI++'s tuning."""
     z = _z(level)
     lam = _check_lam(lam)
     labelled, pi = _check_design(labelled, probabilities)
