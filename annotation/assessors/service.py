@@ -157,12 +157,15 @@ def _key(path, record, field: str, key: str, index: dict[str, int], dataset: str
 def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
     """Each assessor of ``campaign`` beside the humans (:mod:`annotation.assessors.agreement`):
     against the gold labels and the humans' resolved labels (the one labels read model), in a
-    fixed number of queries whatever the assessors or judgements."""
+    fixed number of queries whatever the assessors or judgements; one query when there is
+    no assessor."""
     assessors = list(
         Assessor.objects.filter(campaign=campaign)
         .order_by("name")
         .values_list("pk", "name", "family", "source_file")
     )
+    if not assessors:  # the annotators page asks every time: no labels to load for none
+        return CampaignAssessors(campaign.name, 0, 0, ())
     index = {pk: position for position, (pk, *_) in enumerate(assessors)}
     rows = list(
         MachineJudgement.objects.filter(assessor__campaign=campaign).values_list(
