@@ -19,9 +19,11 @@ from django.db.models import OuterRef, Subquery
 from annotation.assessors import agreement
 from annotation.assessors import file as machine_file
 from annotation.campaign_read.labels import load_campaign_labels
+from annotation.judging.statements import queryset_array
 from annotation.models import Assessor, Campaign, GoldPair, MachineJudgement, Pair
 from config.errors import UserError
 from retrieval.formats.records import FormatError
+from retrieval.ids import PairKeys
 from retrieval.label_sets.status import CODES, NAMES
 from retrieval.search.runs_service import KeyIndex
 
@@ -82,30 +84,7 @@ def import_assessments(
         if shown is None or Path(str(exc.path)) != path:
             raise
         raise FormatError(shown, exc.line, exc.field, exc.message, where=exc.where) from None
-    shown_path = shown or path
-    dataset = campaign.dataset
-    captions = KeyIndex.captions(dataset).by_key
-    videos = KeyIndex.videos(dataset).by_key
-    pooled = {
-        (caption, video): pk
-        for caption, video, pk in Pair.objects.filter(campaign=campaign).values_list(
-            "caption_id", "video_id", "pk"
-        )
-    }
-    pair_ids = []
-    for record in records:
-        caption = _key(shown_path, record, "caption", record.caption_key, captions, dataset.name)
-        video = _key(shown_path, record, "video", record.video_key, videos, dataset.name)
-        pair = pooled.get((caption, video))
-        if pair is None:
-            raise FormatError(
-                shown_path,
-                record.line,
-                "video",
-                f"caption {record.caption_key!r} and video {record.video_key!r} are not a pair "
-                f"pooled in campaign {campaign.name!r}",
-            )
-        pair_ids.append(pair)
+    pair_ids = _pooled_pairs(campaign, records, shown or path).tolist()
     families = {record.assessor: record.family for record in records}
     with transaction.atomic():
         existing = {
@@ -146,12 +125,51 @@ def import_assessments(
     )
 
 
-def _key(path, record, field: str, key: str, index: dict[str, int], dataset: str) -> int:
-    """The id of the caption or video ``key`` names in the dataset, else FormatError."""
-    found = index.get(key)
-    if found is None:
-        raise FormatError(path, record.line, field, f"no {field} with key {key!r} in {dataset!r}")
-    return found
+POOLED = np.dtype([("caption_id", np.int64), ("video_id", np.int64), ("id", np.int64)])
+
+
+def _pooled_pairs(
+    campaign: Campaign, records: list[machine_file.MachineRecord], path: Path | str
+) -> np.ndarray:
+    """The id of the pooled pair each record names, looked up as arrays (three queries,
+    whatever the rows); the first record naming a key not in the dataset, or a pair not
+    pooled in ``campaign``, is a FormatError naming its line and field."""
+    dataset = campaign.dataset
+    captions = KeyIndex.captions(dataset).by_key
+    videos = KeyIndex.videos(dataset).by_key
+    n = len(records)
+    caption = np.fromiter((captions.get(r.caption_key, -1) for r in records), np.int64, n)
+    video = np.fromiter((videos.get(r.video_key, -1) for r in records), np.int64, n)
+    pooled = queryset_array(
+        Pair.objects.filter(campaign=campaign).values_list("caption_id", "video_id", "id"),
+        POOLED,
+    )
+    rows = max(int(caption.max(initial=0)), int(pooled["caption_id"].max(initial=0))) + 1
+    keys = PairKeys.fit(rows, pooled["video_id"])
+    pooled_keys = keys.encode(pooled["caption_id"], pooled["video_id"])
+    order = np.argsort(pooled_keys)
+    pooled_keys = pooled_keys[order]
+    wanted = keys.encode(np.maximum(caption, 0), video)
+    at = np.minimum(np.searchsorted(pooled_keys, wanted), max(len(pooled_keys) - 1, 0))
+    found = (caption >= 0) & (wanted >= 0)
+    found &= pooled_keys[at] == wanted if len(pooled_keys) else False
+    if not found.all():
+        record = records[int(np.argmin(found))]
+        if record.caption_key not in captions:
+            key, field = record.caption_key, "caption"
+        elif record.video_key not in videos:
+            key, field = record.video_key, "video"
+        else:
+            raise FormatError(
+                path,
+                record.line,
+                "video",
+                f"caption {record.caption_key!r} and video {record.video_key!r} are not a pair "
+                f"pooled in campaign {campaign.name!r}",
+            )
+        message = f"no {field} with key {key!r} in dataset {dataset.name!r}"
+        raise FormatError(path, record.line, field, message)
+    return pooled["id"][order][at]
 
 
 def campaign_assessors(campaign: Campaign) -> CampaignAssessors:

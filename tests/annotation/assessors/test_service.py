@@ -243,3 +243,13 @@ def test_the_command_prints_json_and_names_errors(judged, tmp_path, capsys):
         call_command("import_assessments", str(bad), "--campaign", judged.name)
     with pytest.raises(CommandError, match="no campaign named"):
         call_command("import_assessments", str(path), "--campaign", "nope")
+
+
+def test_the_first_bad_line_of_the_file_is_the_one_named(judged, tmp_path):
+    rows = rows_of("m", [("c0", "v0"), ("c0", "v9"), ("zz", "v0"), ("c0", "zz")])
+    for start, (line, field) in enumerate([(2, "video"), (3, "caption"), (4, "video")]):
+        path = write(tmp_path, f"bad{start}.jsonl", [rows[0], *rows[start + 1 :]])
+        with pytest.raises(FormatError) as caught:
+            assessors.import_assessments(judged, path)
+        assert (caught.value.line, caught.value.field) == (line - start, field)
+    assert not MachineJudgement.objects.exists() and not Assessor.objects.exists()
