@@ -72,10 +72,11 @@ def import_assessments(
 ) -> AssessmentImport:
     """Store the machine judgements of a CSV or JSONL file (:mod:`annotation.assessors.file`)
     as ``campaign``'s, all or nothing: the file is read and every caption and video key
-    resolved to a pooled pair of the campaign (three queries, whatever the rows) before one
-    write transaction; a key not in the dataset or a pair not pooled is a
-    :class:`~retrieval.formats.records.FormatError` naming the file, line and field.
-    ``shown`` names the file in errors (an upload's own name)."""
+    resolved to a pooled pair of the campaign (the dataset's keys and the campaign's pairs
+    read once each, whatever the rows) before one write transaction; a key not in the
+    dataset or a pair not pooled is a :class:`~retrieval.formats.records.FormatError`
+    naming the file, line and field. An assessor already stored has its judgements
+    replaced. ``shown`` names the file in errors (an upload's own name)."""
     path = Path(path)
     name = shown or path.name
     try:
@@ -131,8 +132,8 @@ POOLED = np.dtype([("caption_id", np.int64), ("video_id", np.int64), ("id", np.i
 def _pooled_pairs(
     campaign: Campaign, records: list[machine_file.MachineRecord], path: Path | str
 ) -> np.ndarray:
-    """The id of the pooled pair each record names, looked up as arrays (three queries,
-    whatever the rows); the first record naming a key not in the dataset, or a pair not
+    """The id of the pooled pair each record names, looked up as arrays (the dataset's caption
+    and video keys and the campaign's pairs, one query each, whatever the rows); the first record naming a key not in the dataset, or a pair not
     pooled in ``campaign``, is a FormatError naming its line and field."""
     dataset = campaign.dataset
     captions = KeyIndex.captions(dataset).by_key
