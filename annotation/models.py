@@ -684,3 +684,62 @@ class PolicyFit(models.Model):
 
     def __str__(self) -> str:
         return f"fit of {self.campaign_id} at {self.fitted_at}"
+
+
+class Assessor(models.Model):
+    """A machine that judged some of a campaign's pairs (a vision-language model run
+    elsewhere): its judgements are a feature of a relevance predictor, never a label, a
+    count or an export row (see :mod:`annotation.assessors`)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assessors")
+    name = models.CharField(max_length=255)
+    family = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="Model family (e.g. 'clip', 'mme'): a run's own family judging it is circular.",
+    )
+    source_file = models.CharField(
+        max_length=255, blank=True, default="", help_text="The file it was imported from."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "name"], name="assessor_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"assessor {self.name} of {self.campaign_id}"
+
+
+class MachineJudgement(models.Model):
+    """An assessor's judgement of one pooled pair: a score in [0, 1], a label, or both."""
+
+    assessor = models.ForeignKey(Assessor, on_delete=models.CASCADE, related_name="judgements")
+    # The (assessor, pair) constraint indexes assessors; reads go by assessor.
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="+")
+    score = models.FloatField(null=True, blank=True, help_text="P(relevant) as the machine says.")
+    label = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        choices=[(label.label, label.label) for label in LABELS],
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["assessor", "pair"], name="machine_judgement_once"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1),
+                name="machine_judgement_score_probability",
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=False) | ~Q(label=""),
+                name="machine_judgement_score_or_label",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assessor_id} on {self.pair_id}: {self.score} {self.label}"

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from annotation.assessors import service as machine_assessors
 from annotation.campaign_read import live_figures
 from annotation.campaigns.lookup import campaign_by_id
 from annotation.models import Campaign
@@ -46,6 +47,7 @@ def _people_page(
             "campaign": campaign,
             "live": live,
             "page": page,
+            "assessors": machine_assessors.campaign_assessors(campaign),
             "invite_form": InviteForm(choices=page.invitable),
             "new_form": new_form or NewAnnotatorForm(),
         },
@@ -56,7 +58,8 @@ def _people_page(
 @require_safe
 @researchers_only
 def annotators(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status."""
+    """Everyone with a part in the campaign: qualification, gold scores, labels, pace, status;
+    and the machine assessors beside them."""
     return _people_page(request, campaign_by_id(campaign_id))
 
 

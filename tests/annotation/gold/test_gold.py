@@ -2,7 +2,6 @@
 promoting decided pairs, the admin-only gold export, and gold answers never being labels."""
 
 import json
-import uuid
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -11,26 +10,10 @@ from django.db import IntegrityError, transaction
 from annotation.campaign_read.exports import export_to_file
 from annotation.campaign_read.reporting import campaign_report
 from annotation.gold import service as gold
-from annotation.judging import escalations, queue, submit
+from annotation.judging import escalations
 from annotation.models import GoldJudgement, GoldPair, Judgement, Pair
 from retrieval.formats.records import FormatError
 from tests.factories import make_campaign
-
-
-@pytest.fixture
-def judged(people):
-    """Nine pairs, each labelled by two annotators: they agree on video keys v0-v3, and
-    disagree elsewhere (the policy's tie then waits for a third label)."""
-    campaign = make_campaign(n_queries=3, depth=3, rate=1.0)
-    for user in (people["annotator"], people["other"]):
-        while (current := queue.assign(campaign, user).current) is not None:
-            key = current.pair.video.key
-            agree = key in ("v0", "v1", "v2", "v3")
-            relevant = key in ("v0", "v1") if agree else user == people["annotator"]
-            submit.submit(
-                user, current.pair.pk, "relevant" if relevant else "irrelevant", uuid.uuid4(), 3.0
-            )
-    return campaign
 
 
 def write(tmp_path, name, text):
