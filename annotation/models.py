@@ -715,11 +715,24 @@ class Assessor(models.Model):
 
 
 class MachineJudgement(models.Model):
-    """An assessor's judgement of one pooled pair: a score in [0, 1], a label, or both."""
+    """An assessor's judgement of one pooled pair or of one gold pair of its campaign (exactly
+    one of ``pair`` and ``gold_pair``; a pair both pooled and gold is stored as pooled): a
+    score in [0, 1], a label, or both."""
 
     assessor = models.ForeignKey(Assessor, on_delete=models.CASCADE, related_name="judgements")
     # The (assessor, pair) constraint indexes assessors; reads go by assessor.
-    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="+")
+    pair = models.ForeignKey(
+        Pair, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    gold_pair = models.ForeignKey(
+        GoldPair,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+        help_text="A gold pair not pooled in the campaign: read only for gold accuracy.",
+    )
     score = models.FloatField(null=True, blank=True, help_text="P(relevant) as the machine says.")
     label = models.CharField(
         max_length=16,
@@ -731,6 +744,14 @@ class MachineJudgement(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["assessor", "pair"], name="machine_judgement_once"),
+            models.UniqueConstraint(
+                fields=["assessor", "gold_pair"], name="machine_judgement_gold_once"
+            ),
+            models.CheckConstraint(
+                condition=Q(pair__isnull=True, gold_pair__isnull=False)
+                | Q(pair__isnull=False, gold_pair__isnull=True),
+                name="machine_judgement_pair_or_gold",
+            ),
             models.CheckConstraint(
                 condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1),
                 name="machine_judgement_score_probability",
@@ -742,4 +763,5 @@ class MachineJudgement(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.assessor_id} on {self.pair_id}: {self.score} {self.label}"
+        on = self.pair_id if self.pair_id is not None else f"gold {self.gold_pair_id}"
+        return f"{self.assessor_id} on {on}: {self.score} {self.label}"

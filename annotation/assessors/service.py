@@ -1,12 +1,14 @@
 """Machine assessors of a campaign: import their judgements from a file, and measure each
 against the humans.
 
-A machine assessor (a vision-language model run elsewhere) judges pooled pairs with a score
-in [0, 1] and/or a label. Its judgements are stored apart (:class:`~annotation.models.Assessor`,
+A machine assessor (a vision-language model run elsewhere) judges pooled pairs, and the
+campaign's gold pairs (for its accuracy on gold), with a score in [0, 1] and/or a label.
+Its judgements are stored apart (:class:`~annotation.models.Assessor`,
 :class:`~annotation.models.MachineJudgement`) to become a feature of a relevance predictor:
-they never enter a pair's counters or status, the tallies, the labels read model or an
-export. Importing an assessor that is already stored REPLACES its judgements (a re-run of
-the model with a fix is the common case): the file is the assessor's whole record.
+they never enter a pair's counters or status, the tallies, the labels read model, an
+export, gold answers, annotator scores or qualification. Importing an assessor that is
+already stored REPLACES its judgements (a re-run of the model with a fix is the common
+case): the file is the assessor's whole record.
 """
 
 from dataclasses import dataclass
@@ -20,11 +22,19 @@ from annotation.assessors import agreement
 from annotation.assessors import file as machine_file
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.judging.statements import queryset_array
-from annotation.models import Assessor, Campaign, GoldPair, MachineJudgement, Pair
+from annotation.models import (
+    Assessor,
+    Campaign,
+    CampaignRun,
+    GoldPair,
+    MachineJudgement,
+    Pair,
+)
 from config.errors import UserError
 from retrieval.formats.records import FormatError
-from retrieval.ids import PairKeys
+from retrieval.ids import PairKeys, positions_of
 from retrieval.label_sets.status import CODES, NAMES
+from retrieval.scoring.circularity import shared_families
 from retrieval.search.runs_service import KeyIndex
 
 BATCH = 1000
@@ -36,8 +46,9 @@ class AssessorError(UserError):
 
 @dataclass(frozen=True)
 class AssessmentImport:
-    """What an import stored: the assessors it named (sorted), rows read, distinct pairs
-    judged, and which assessors replaced ones already stored."""
+    """What an import stored: the assessors it named (sorted), rows read, distinct pooled
+    pairs and distinct (unpooled) gold pairs judged, and which assessors replaced ones
+    already stored."""
 
     campaign: str
     file: str
@@ -45,6 +56,7 @@ class AssessmentImport:
     rows: int
     pairs: int
     replaced: tuple[str, ...] = ()
+    gold: int = 0
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,8 @@ class AssessorRow:
     family: str
     source_file: str
     figures: agreement.AssessorFigures
+    same_family_runs: tuple[str, ...] = ()
+    """The campaign's runs of the assessor's model family: judged partly by their own kind."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +86,11 @@ def import_assessments(
 ) -> AssessmentImport:
     """Store the machine judgements of a CSV or JSONL file (:mod:`annotation.assessors.file`)
     as ``campaign``'s, all or nothing: the file is read and every caption and video key
-    resolved to a pooled pair of the campaign (the dataset's keys and the campaign's pairs
-    read once each, whatever the rows) before one write transaction; a key not in the
-    dataset or a pair not pooled is a :class:`~retrieval.formats.records.FormatError`
-    naming the file, line and field. An assessor already stored has its judgements
+    resolved to a pooled pair of the campaign, or else to one of its gold pairs (the
+    dataset's keys, the campaign's pairs and gold pairs read once each, whatever the rows)
+    before one write transaction; a key not in the dataset or a pair neither pooled nor
+    gold is a :class:`~retrieval.formats.records.FormatError` naming the file, line and
+    field. An assessor already stored has its judgements
     replaced. ``shown`` names the file in errors (an upload's own name)."""
     path = Path(path)
     name = shown or path.name
@@ -85,7 +100,7 @@ def import_assessments(
         if shown is None or Path(str(exc.path)) != path:
             raise
         raise FormatError(shown, exc.line, exc.field, exc.message, where=exc.where) from None
-    pair_ids = _pooled_pairs(campaign, records, shown or path).tolist()
+    pair_ids, gold_ids = _resolve_pairs(campaign, records, shown or path)
     families = {record.assessor: record.family for record in records}
     with transaction.atomic():
         existing = {
@@ -108,11 +123,14 @@ def import_assessments(
             (
                 MachineJudgement(
                     assessor_id=ids[record.assessor],
-                    pair_id=pair,
+                    pair_id=pair if pair >= 0 else None,
+                    gold_pair_id=gold if gold >= 0 else None,
                     score=record.score,
                     label="" if record.label is None else NAMES[record.label],
                 )
-                for record, pair in zip(records, pair_ids, strict=True)
+                for record, pair, gold in zip(
+                    records, pair_ids.tolist(), gold_ids.tolist(), strict=True
+                )
             ),
             batch_size=BATCH,
         )
@@ -121,20 +139,24 @@ def import_assessments(
         file=name,
         assessors=tuple(sorted(families)),
         rows=len(records),
-        pairs=len(set(pair_ids)),
+        pairs=len(np.unique(pair_ids[pair_ids >= 0])),
+        gold=len(np.unique(gold_ids[gold_ids >= 0])),
         replaced=tuple(sorted(existing)),
     )
 
 
-POOLED = np.dtype([("caption_id", np.int64), ("video_id", np.int64), ("id", np.int64)])
+KEYED = np.dtype([("caption_id", np.int64), ("video_id", np.int64), ("id", np.int64)])
 
 
-def _pooled_pairs(
+def _resolve_pairs(
     campaign: Campaign, records: list[machine_file.MachineRecord], path: Path | str
-) -> np.ndarray:
-    """The id of the pooled pair each record names, looked up as arrays (the dataset's caption
-    and video keys and the campaign's pairs, one query each, whatever the rows); the first record naming a key not in the dataset, or a pair not
-    pooled in ``campaign``, is a FormatError naming its line and field."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pooled pair id and the gold pair id each record names (-1 for the other): a
+    (caption, video) pooled in ``campaign`` is its pooled pair (even when also gold, so a
+    judgement a predictor may use is never set aside), else one of its gold pairs. Looked up
+    as arrays (the dataset's caption and video keys, the campaign's pairs and its gold
+    pairs, one query each, whatever the rows); the first record naming a key not in the
+    dataset, or a pair neither pooled nor gold, is a FormatError naming its line and field."""
     dataset = campaign.dataset
     captions = KeyIndex.captions(dataset).by_key
     videos = KeyIndex.videos(dataset).by_key
@@ -142,18 +164,25 @@ def _pooled_pairs(
     caption = np.fromiter((captions.get(r.caption_key, -1) for r in records), np.int64, n)
     video = np.fromiter((videos.get(r.video_key, -1) for r in records), np.int64, n)
     pooled = queryset_array(
-        Pair.objects.filter(campaign=campaign).values_list("caption_id", "video_id", "id"),
-        POOLED,
+        Pair.objects.filter(campaign=campaign).values_list("caption_id", "video_id", "id"), KEYED
     )
-    rows = max(int(caption.max(initial=0)), int(pooled["caption_id"].max(initial=0))) + 1
-    keys = PairKeys.fit(rows, pooled["video_id"])
-    pooled_keys = keys.encode(pooled["caption_id"], pooled["video_id"])
-    order = np.argsort(pooled_keys)
-    pooled_keys = pooled_keys[order]
-    wanted = keys.encode(np.maximum(caption, 0), video)
-    at = np.minimum(np.searchsorted(pooled_keys, wanted), max(len(pooled_keys) - 1, 0))
-    found = (caption >= 0) & (wanted >= 0)
-    found &= pooled_keys[at] == wanted if len(pooled_keys) else False
+    gold = queryset_array(
+        GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id", "id"),
+        KEYED,
+    )
+    tables = np.concatenate([pooled, gold])
+    rows = max(int(caption.max(initial=0)), int(tables["caption_id"].max(initial=0))) + 1
+    keys = PairKeys.fit(rows, tables["video_id"])
+    wanted = np.where(caption >= 0, keys.encode(np.maximum(caption, 0), video), -1)
+    pair_id, gold_id = (
+        # positions_of is -1 where absent: the appended -1 is then the id.
+        np.append(table["id"], -1)[
+            positions_of(keys.encode(table["caption_id"], table["video_id"]), wanted)
+        ]
+        for table in (pooled, gold)
+    )
+    gold_id[pair_id >= 0] = -1
+    found = (pair_id >= 0) | (gold_id >= 0)
     if not found.all():
         record = records[int(np.argmin(found))]
         if record.caption_key not in captions:
@@ -165,18 +194,20 @@ def _pooled_pairs(
                 path,
                 record.line,
                 "video",
-                f"caption {record.caption_key!r} and video {record.video_key!r} are not a pair "
-                f"pooled in campaign {campaign.name!r}",
+                f"caption {record.caption_key!r} and video {record.video_key!r} are neither a "
+                f"pair pooled in campaign {campaign.name!r} nor one of its gold pairs",
             )
         message = f"no {field} with key {key!r} in dataset {dataset.name!r}"
         raise FormatError(path, record.line, field, message)
-    return pooled["id"][order][at]
+    return pair_id, gold_id
 
 
 def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
     """Each assessor of ``campaign`` beside the humans (:mod:`annotation.assessors.agreement`):
-    against the gold labels and the humans' resolved labels (the one labels read model), in a
-    fixed number of queries whatever the assessors or judgements; one query when there is
+    against the gold labels (its judgements of pooled pairs that are gold, and of gold pairs
+    not pooled) and the humans' resolved labels (the one labels read model), with the
+    campaign's runs of its model family (:mod:`retrieval.scoring.circularity`), in a fixed
+    number of queries whatever the assessors, judgements or runs; one query when there is
     no assessor."""
     assessors = list(
         Assessor.objects.filter(campaign=campaign)
@@ -188,21 +219,22 @@ def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
     index = {pk: position for position, (pk, *_) in enumerate(assessors)}
     rows = list(
         MachineJudgement.objects.filter(assessor__campaign=campaign).values_list(
-            "assessor_id", "pair_id", "score", "label"
+            "assessor_id", "pair_id", "gold_pair_id", "score", "label"
         )
     )
     n = len(rows)
     who = np.fromiter((index[row[0]] for row in rows), np.int64, n)
-    pairs = np.fromiter((row[1] for row in rows), np.int64, n)
-    scores = np.fromiter((np.nan if row[2] is None else row[2] for row in rows), np.float64, n)
+    pairs = np.fromiter((-1 if row[1] is None else row[1] for row in rows), np.int64, n)
+    golds = np.fromiter((-1 if row[2] is None else row[2] for row in rows), np.int64, n)
+    scores = np.fromiter((np.nan if row[3] is None else row[3] for row in rows), np.float64, n)
     labels = np.fromiter(
-        (CODES[row[3]] if row[3] else agreement.NO_LABEL for row in rows), np.int64, n
+        (CODES[row[4]] if row[4] else agreement.NO_LABEL for row in rows), np.int64, n
     )
     labelled = load_campaign_labels(campaign)
     human = np.full(n, agreement.NO_LABEL, dtype=np.int64)
     if labelled.n_pairs and n:
         slot = pairs - labelled.first_pair_id
-        inside = (slot >= 0) & (slot < labelled.n_pairs)
+        inside = (pairs >= 0) & (slot >= 0) & (slot < labelled.n_pairs)
         human[inside] = labelled.resolved[slot[inside]]
     gold_rows = list(
         GoldPair.objects.filter(campaign=campaign)
@@ -213,19 +245,51 @@ def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
                 ).values("pk")[:1]
             )
         )
-        .values_list("pooled", "label")
+        .values_list("pk", "pooled", "label")
     )
-    gold_by_pair = {pair: CODES[label] for pair, label in gold_rows if pair is not None}
-    gold = np.fromiter(
-        (gold_by_pair.get(pair, agreement.NO_LABEL) for pair in pairs.tolist()), np.int64, n
-    )
+    gold = _gold_labels(gold_rows, pairs, golds)
     figures = agreement.assessor_figures(who, scores, labels, human, gold, len(assessors))
+    runs = _campaign_runs(campaign)
     return CampaignAssessors(
         campaign=campaign.name,
         gold_pairs=len(gold_rows),
         resolved_pairs=int((labelled.resolved >= 0).sum()),
         assessors=tuple(
-            AssessorRow(name=name, family=family, source_file=source, figures=row)
+            AssessorRow(
+                name=name,
+                family=family,
+                source_file=source,
+                figures=row,
+                same_family_runs=tuple(
+                    run for run, encoder, model in runs if shared_families([family], encoder, model)
+                ),
+            )
             for (_, name, family, source), row in zip(assessors, figures, strict=True)
         ),
+    )
+
+
+def _gold_labels(
+    gold_rows: list[tuple[int, int | None, str]], pairs: np.ndarray, golds: np.ndarray
+) -> np.ndarray:
+    """Each judgement's gold label code (:data:`~annotation.assessors.agreement.NO_LABEL` where
+    none): a judgement of a pooled pair reads the gold pair of the same caption and video, one
+    of a gold pair its own; ``gold_rows`` are (gold pair id, pooled pair id or None, label)."""
+    g = len(gold_rows)
+    gold_id = np.fromiter((row[0] for row in gold_rows), np.int64, g)
+    pooled_id = np.fromiter((-1 if row[1] is None else row[1] for row in gold_rows), np.int64, g)
+    code = np.fromiter((CODES[row[2]] for row in gold_rows), np.int64, g)
+    pooled = pooled_id >= 0
+    # positions_of is -1 where absent: the appended NO_LABEL is then the label.
+    by_pair = np.append(code[pooled], agreement.NO_LABEL)[positions_of(pooled_id[pooled], pairs)]
+    by_gold = np.append(code, agreement.NO_LABEL)[positions_of(gold_id, golds)]
+    return np.where(pairs >= 0, by_pair, by_gold)
+
+
+def _campaign_runs(campaign: Campaign) -> list[tuple[str, str, str]]:
+    """The campaign's pooled runs in provenance order: (run, its model's encoder, model name)."""
+    return list(
+        CampaignRun.objects.filter(campaign=campaign)
+        .order_by("position")
+        .values_list("run__name", "run__model__encoder", "run__model__name")
     )

@@ -17,8 +17,9 @@ class Command(BaseCommand):
         "Columns or keys: caption (the caption's key in the dataset), video (the video's "
         "key), assessor (the machine's name), score (P(relevant), a number from 0 to 1) "
         "and/or label (relevant or irrelevant), family (optional: the model family, e.g. "
-        "clip). Each (assessor, caption, video) once, each pair pooled in the campaign. All "
-        "or nothing: an error names the file, line and field and stores nothing. An assessor "
+        "clip). Each (assessor, caption, video) once, each pair pooled in the campaign or one "
+        "of its gold pairs (a pair both pooled and gold is stored as pooled; judgements of "
+        "gold pairs only measure the machine's accuracy on gold). All or nothing: an error names the file, line and field and stores nothing. An assessor "
         "already stored has its judgements replaced by the file's."
     )
 
@@ -37,8 +38,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(asdict(result), ensure_ascii=False))
             return
         replaced = f"; replaced {', '.join(result.replaced)}" if result.replaced else ""
+        gold = f" and {result.gold} gold pairs" if result.gold else ""
         self.stdout.write(
             f"Stored {result.rows} machine judgements of {len(result.assessors)} assessor"
             f"{'s' if len(result.assessors) != 1 else ''} ({', '.join(result.assessors)}) on "
-            f"{result.pairs} pairs from {result.file} in campaign {result.campaign!r}{replaced}."
+            f"{result.pairs} pairs{gold} from {result.file} in campaign {result.campaign!r}{replaced}."
         )

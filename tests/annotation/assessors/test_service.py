@@ -4,11 +4,12 @@ never touching a label, a pair, a tally or an export."""
 
 import json
 from dataclasses import asdict
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotation.assessors import service as assessors
@@ -20,10 +21,15 @@ from annotation.models import (
     AnnotatorTally,
     Assessor,
     CampaignTally,
+    GoldJudgement,
+    GoldPair,
     Judgement,
     MachineJudgement,
     Pair,
+    QualificationAttempt,
 )
+from annotation.people.scores import campaign_scores
+from annotation.people.service import campaign_people
 from retrieval.formats.records import FormatError
 from retrieval.models import Caption
 
@@ -38,6 +44,27 @@ HUMANS = {  # the judged fixture's resolved labels (c2 x v4: a tie, unresolved)
     ("c2", "v3"): 0,
 }
 POOLED = [*HUMANS, ("c2", "v4")]
+GOLD = {("c0", "v5"): 1, ("c1", "v7"): 0, ("c2", "v8"): 1, ("c0", "v6"): 0}
+"""Gold pairs not pooled in the judged fixture (its run ranks v0..v4 only)."""
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def with_gold(campaign, tmp_path, pooled=(("c0", "v0"),)):
+    """Import :data:`GOLD` as the campaign's gold pairs, and promote the ``pooled`` pairs
+    (resolved by the humans) to gold as well."""
+    path = tmp_path / "gold.csv"
+    path.write_text(
+        "caption_key,video_key,label,explanation\n"
+        + "".join(
+            f"{c},{v},{('irrelevant', 'relevant')[label]},because\n"
+            for (c, v), label in GOLD.items()
+        ),
+        "utf-8",
+    )
+    gold.import_gold(campaign, path)
+    ids = [Pair.objects.get(campaign=campaign, caption__key=c, video__key=v).pk for c, v in pooled]
+    if ids:
+        gold.promote(campaign, pair_ids=ids)
 
 
 def write(tmp_path, name, rows):
@@ -91,7 +118,7 @@ def test_reimporting_an_assessor_replaces_its_judgements(judged, tmp_path):
 @pytest.mark.parametrize(
     ("last", "field", "message"),
     [
-        ({"caption": "c0", "video": "v9"}, "video", "not a pair pooled in campaign"),
+        ({"caption": "c0", "video": "v9"}, "video", "neither a pair pooled in campaign"),
         ({"caption": "nope", "video": "v0"}, "caption", "no caption with key 'nope'"),
         ({"caption": "c0", "video": "nope"}, "video", "no video with key 'nope'"),
         ({"caption": "c0", "video": "v0", "score": 2}, "score", "between 0 and 1"),
@@ -124,17 +151,22 @@ def test_an_upload_is_named_as_the_user_named_it(judged, tmp_path):
 
 
 def test_keys_are_resolved_in_bulk(judged, tmp_path):
-    """The queries an import makes do not grow with its rows or assessors."""
+    """The queries an import makes do not grow with its rows, assessors or gold rows."""
+    with_gold(judged, tmp_path)
     counts = []
+    everything = [*POOLED, *GOLD]
     for name, rows in (
         ("few.jsonl", rows_of("a", POOLED[:1])),
-        ("many.jsonl", rows_of("b", POOLED) + rows_of("c", POOLED) + rows_of("d", POOLED[:4])),
+        (
+            "many.jsonl",
+            rows_of("b", everything) + rows_of("c", everything) + rows_of("d", POOLED[:4]),
+        ),
     ):
         with CaptureQueriesContext(connection) as queries:
             assessors.import_assessments(judged, write(tmp_path, name, rows))
         counts.append(len(queries))
     assert counts[0] == counts[1]
-    assert MachineJudgement.objects.count() == 1 + 9 + 9 + 4
+    assert MachineJudgement.objects.count() == 1 + 13 + 13 + 4
 
 
 def test_keys_with_slashes_and_line_separators_resolve(judged, tmp_path):
@@ -169,14 +201,30 @@ def snapshot(campaign, tmp_path, tag):
         },
         "report": campaign_report(campaign, resamples=10).to_json(),
         "exports": exports,
+        # Gold: its pairs and answers, the annotators' scores on it, qualification.
+        "gold": gold.gold_summaries(campaign),
+        "gold_export": list(gold.gold_export_rows(campaign)),
+        "gold_answers": list(GoldJudgement._base_manager.order_by("pk").values()),
+        "attempts": list(QualificationAttempt.objects.order_by("pk").values()),
+        "scores": campaign_scores(campaign),
+        "people": [
+            (person.username, person.qualification, person.score, person.labels)
+            for person in campaign_people(campaign, now=NOW).people
+        ],
     }
 
 
 def test_machine_judgements_never_change_labels_pairs_tallies_or_exports(judged, tmp_path):
+    with_gold(judged, tmp_path)
     before = snapshot(judged, tmp_path, "before")
-    disagreeing = [{**row, "label": "relevant"} for row in rows_of("loud", POOLED, score=1.0)]
+    disagreeing = [
+        {**row, "label": ("irrelevant", "relevant")[1 - label]}
+        for (pair, label) in {**HUMANS, ("c2", "v4"): 0, **GOLD}.items()
+        for row in rows_of("loud", [pair], score=float(1 - label))
+    ]
     assessors.import_assessments(judged, write(tmp_path, "m.jsonl", disagreeing))
-    assert MachineJudgement.objects.count() == len(POOLED)
+    assert MachineJudgement.objects.filter(gold_pair__isnull=False).count() == len(GOLD)
+    assert MachineJudgement.objects.count() == len(POOLED) + len(GOLD)
     after = snapshot(judged, tmp_path, "after")
     assert after == before
     for lines in after["exports"].values():
@@ -217,14 +265,16 @@ def test_figures_beside_the_humans(judged, people, tmp_path):
 
 
 def test_reading_the_figures_takes_the_same_queries_for_more_assessors(judged, tmp_path):
+    with_gold(judged, tmp_path)
     counts = []
-    for names in (["a"], ["b", "c", "d"]):
-        rows = [row for name in names for row in rows_of(name, POOLED)]
+    for names, pairs in ((["a"], POOLED[:1]), (["b", "c", "d"], [*POOLED, *GOLD])):
+        rows = [row for name in names for row in rows_of(name, pairs)]
         assessors.import_assessments(judged, write(tmp_path, f"{names[0]}.jsonl", rows))
         with CaptureQueriesContext(connection) as queries:
             page = assessors.campaign_assessors(judged)
         counts.append(len(queries))
-        assert np.all([row.figures.judged == 9 for row in page.assessors])
+    assert [row.figures.judged for row in page.assessors] == [1, 13, 13, 13]
+    assert [row.figures.gold for row in page.assessors] == [1, 5, 5, 5]
     assert counts[0] == counts[1]
 
 
@@ -253,3 +303,90 @@ def test_the_first_bad_line_of_the_file_is_the_one_named(judged, tmp_path):
             assessors.import_assessments(judged, path)
         assert (caught.value.line, caught.value.field) == (line - start, field)
     assert not MachineJudgement.objects.exists() and not Assessor.objects.exists()
+
+
+def test_a_file_mixing_pooled_and_gold_rows_imports(judged, tmp_path):
+    """Unpooled gold pairs are stored as gold judgements; a pooled pair that is also gold
+    (c0 x v0, promoted) stays a judgement of the pooled pair."""
+    with_gold(judged, tmp_path)
+    rows = rows_of("m", [*POOLED[:2], *GOLD], score=0.2) + rows_of("n", [("c1", "v7")])
+    result = assessors.import_assessments(judged, write(tmp_path, "mixed.jsonl", rows))
+    assert (result.rows, result.pairs, result.gold) == (7, 2, 4)
+    on_pairs = MachineJudgement.objects.filter(pair__isnull=False)
+    on_gold = MachineJudgement.objects.filter(gold_pair__isnull=False)
+    assert sorted(on_pairs.values_list("pair__caption__key", "pair__video__key")) == [
+        ("c0", "v0"),
+        ("c0", "v1"),
+    ]
+    assert sorted(
+        on_gold.values_list("assessor__name", "gold_pair__caption__key", "gold_pair__video__key")
+    ) == sorted([("m", c, v) for c, v in GOLD] + [("n", "c1", "v7")])
+    assert not MachineJudgement.objects.filter(pair__isnull=False, gold_pair__isnull=False)
+
+
+def test_a_row_naming_neither_a_pooled_nor_a_gold_pair_is_refused(judged, tmp_path):
+    with_gold(judged, tmp_path)
+    rows = rows_of("m", [POOLED[0], ("c0", "v5"), ("c2", "v9")])
+    path = write(tmp_path, "bad.jsonl", rows)
+    with pytest.raises(FormatError) as caught:
+        assessors.import_assessments(judged, path)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (path, 3, "video")
+    assert "neither a pair pooled in campaign" in caught.value.message
+    assert "nor one of its gold pairs" in caught.value.message
+    assert not MachineJudgement.objects.exists() and not Assessor.objects.exists()
+
+
+def test_a_judgement_is_of_exactly_one_pooled_or_gold_pair(judged, tmp_path):
+    with_gold(judged, tmp_path)
+    assessor = Assessor.objects.create(campaign=judged, name="m")
+    pair = Pair.objects.filter(campaign=judged).first()
+    gold_pair = GoldPair.objects.filter(campaign=judged).first()
+    for pair_id, gold_pair_id in ((None, None), (pair.pk, gold_pair.pk)):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            MachineJudgement.objects.create(
+                assessor=assessor, pair_id=pair_id, gold_pair_id=gold_pair_id, score=0.5
+            )
+    MachineJudgement.objects.create(assessor=assessor, gold_pair=gold_pair, score=0.5)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        MachineJudgement.objects.create(assessor=assessor, gold_pair=gold_pair, label="relevant")
+
+
+def test_gold_accuracy_equals_a_brute_force_count(judged, tmp_path):
+    """Random verdicts of three assessors on pooled pairs (some gold) and unpooled gold pairs:
+    each one's gold accuracy is its count of verdicts equal to the gold label, over the gold
+    pairs it judged, counted here pair by pair."""
+    with_gold(judged, tmp_path, pooled=(("c0", "v0"), ("c1", "v3")))
+    rng = np.random.default_rng(7)
+    rows = []
+    for name in ("a", "b", "c"):
+        for caption, video in [*POOLED, *GOLD]:
+            if rng.random() < 0.2:
+                continue
+            row = {"caption": caption, "video": video, "assessor": name}
+            if rng.random() < 0.5:
+                row["score"] = float(rng.random())
+            if "score" not in row or rng.random() < 0.5:
+                row["label"] = str(rng.choice(["relevant", "irrelevant"]))
+            rows.append(row)
+    assessors.import_assessments(judged, write(tmp_path, "random.jsonl", rows))
+    truth = {
+        (c, v): label == "relevant"
+        for c, v, label in GoldPair.objects.filter(campaign=judged).values_list(
+            "caption__key", "video__key", "label"
+        )
+    }
+    expected = {}
+    for row in rows:
+        key = (row["caption"], row["video"])
+        if key not in truth:
+            continue
+        verdict = row["label"] == "relevant" if "label" in row else row["score"] >= 0.5
+        right, total = expected.get(row["assessor"], (0, 0))
+        expected[row["assessor"]] = (right + (verdict == truth[key]), total + 1)
+    page = assessors.campaign_assessors(judged)
+    assert page.gold_pairs == len(GOLD) + 2
+    got = {row.name: (row.figures.gold_correct, row.figures.gold) for row in page.assessors}
+    assert got == expected
+    for row in page.assessors:
+        right, total = expected[row.name]
+        assert row.figures.gold_accuracy == pytest.approx(right / total)
