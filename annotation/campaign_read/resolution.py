@@ -10,7 +10,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.campaign_read.labels import load_campaign_labels
-from annotation.models import Campaign, GoldJudgement, GoldPair, Pair
+from annotation.models import Assessor, Campaign, GoldJudgement, GoldPair, Pair
 from annotation.ordering import samples
 from annotation.people import quality
 from annotation.policy import label_models
@@ -24,6 +24,11 @@ from retrieval.label_sets.service import (
 )
 from retrieval.label_sets.status import CODES, LabelStatus
 from retrieval.models import LabelSet
+from retrieval.scoring.circularity import (
+    ASSESSOR_FAMILIES,
+    normalised_families,
+    recorded_families,
+)
 
 METHODS = quality.METHODS
 MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
@@ -271,6 +276,7 @@ def resolve_campaign(
         "campaign": campaign.name,
         "campaign_id": campaign.pk,
         "pending": pending,
+        ASSESSOR_FAMILIES: assessor_families(campaign, base),
     }
     if base is not None:
         # A version: the base's pairs plus this campaign's. When the base records its pooled
@@ -304,6 +310,15 @@ def resolve_campaign(
         replace=True,
         pool_state=samples.pool_state(campaign),
     )
+
+
+def assessor_families(campaign: Campaign, base: LabelSet | None = None) -> list[str]:
+    """The model families of the campaign's machine assessors, with those ``base`` (the set
+    a version extends) records: what a leaderboard under the new set warns of when a run
+    shares one (:mod:`retrieval.scoring.circularity`); sorted, empty when none."""
+    families = Assessor.objects.filter(campaign=campaign).values_list("family", flat=True)
+    inherited = recorded_families(base.metadata) if base is not None else []
+    return normalised_families([*families, *inherited])
 
 
 def resolution_target(

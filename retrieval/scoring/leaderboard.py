@@ -13,6 +13,7 @@ import numpy as np
 
 from retrieval.json_data import JsonData, omitted_if_none
 from retrieval.scoring import analysis, metrics
+from retrieval.scoring.circularity import normalised_families, shared_families
 from retrieval.scoring.rescoring import Rescoring, Scores
 from retrieval.scoring.score_intervals import ScoreInterval
 
@@ -30,6 +31,7 @@ DEFAULT_RESAMPLES = 2_000
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_LEVEL = 0.95
 DEFAULT_ALPHA = 0.05
+CIRCULAR_WARNING = "judged with help of a machine assessor of the same family: "
 
 
 class SortError(ValueError):
@@ -66,6 +68,17 @@ class Row:
     true: dict[str, float] | None = omitted_if_none()
     notes: tuple[str, ...] = ()
     intervals: dict[str, ScoreInterval] = field(default_factory=dict)
+    circular: bool = False
+    """Judged partly by a machine assessor of the run's own model family (see
+    :mod:`retrieval.scoring.circularity`); ``circular_families`` names them."""
+    circular_families: tuple[str, ...] = ()
+
+    @property
+    def circular_warning(self) -> str:
+        """The warning a circular row carries, empty otherwise."""
+        if not self.circular:
+            return ""
+        return CIRCULAR_WARNING + ", ".join(self.circular_families)
 
 
 @dataclass(frozen=True)
@@ -87,10 +100,28 @@ class Leaderboard(JsonData):
     loo_errors: dict[str, dict[str, float]] | None = omitted_if_none()
     bias_runs: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    assessor_families: tuple[str, ...] = ()
+    """The model families of the machine assessors that fed the label set's campaigns."""
 
     def sorted_by(self, key: str) -> "Leaderboard":
         """The same board with its rows in ``key``'s order (see :func:`sort_rows`)."""
         return replace(self, rows=tuple(sort_rows(self.rows, key)), sort=key)
+
+
+def mark_circular(
+    board: Leaderboard, families: Sequence[str], run_models: Mapping[str, tuple[str, str]]
+) -> Leaderboard:
+    """``board`` with each row flagged whose run's model is of one of ``families`` (the label
+    set's machine assessors'; :func:`~retrieval.scoring.circularity.shared_families`):
+    ``run_models`` maps a run to its model's (encoder, name), the row's model name and no
+    encoder where missing. LLM judges favour their own kind (Clarke & Dietz 2024)."""
+    families = normalised_families(families)
+    rows = []
+    for row in board.rows:
+        encoder, name = run_models.get(row.run, ("", row.model))
+        shared = shared_families(families, encoder, name)
+        rows.append(replace(row, circular=bool(shared), circular_families=shared))
+    return replace(board, rows=tuple(rows), assessor_families=tuple(families))
 
 
 def per_query(scores: Scores, metric: str) -> np.ndarray:

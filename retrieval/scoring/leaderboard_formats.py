@@ -3,7 +3,8 @@ page's display cells, so every output reads the numbers the same way. Scores sho
 a rank; CSV and JSON carry raw fractions. LaTeX has a row per run or FIRE Table 1's layout
 (Rodriguez et al. 2022, §2.2.1: "A (B + C)" cells). The labels' 95% intervals (``Row.intervals``)
 follow the scores: ``[low–high]`` on the page and in text, CSV columns after ``notes`` (so no column
-moves), ``\\scriptsize`` in LaTeX, a legend once per table."""
+moves), ``\\scriptsize`` in LaTeX, a legend once per table. A run judged partly by a machine
+assessor of its own family says so (the CSV's last column, a note in text, a flag in JSON)."""
 
 import json
 import math
@@ -227,7 +228,7 @@ def csv_header() -> list[str]:
     for name in ("bias {}", "adjusted {} (estimate)", "true {}"):
         header += [name.format(m) for m in ADJUSTED_METRICS]
     labels = [f"corrected {m} labels {end}" for m in ADJUSTED_METRICS for end in LABEL_ENDS]
-    return [*header, "notes", *labels]
+    return [*header, "notes", *labels, "circular families"]
 
 
 LABEL_ENDS = ("low", "high", "parts")
@@ -257,7 +258,8 @@ def to_csv(board: Leaderboard) -> str:
                 line += [*map(_number, values), _mark(cell) if cell else ""]
         for values in (row.bias, row.adjusted, row.true):
             line += [_number(values[m]) if values else "" for m in ADJUSTED_METRICS]
-        lines.append(csv_line([*line, " ".join(row.notes), *_labels_columns(row)]))
+        circular = " ".join(row.circular_families)
+        lines.append(csv_line([*line, " ".join(row.notes), *_labels_columns(row), circular]))
     return "".join(lines)
 
 
@@ -327,6 +329,8 @@ def to_text(board: Leaderboard) -> str:
     ]
     for row in board.rows:
         lines += [f"note on {row.run}: {note}" for note in row.notes]
+        if row.circular:
+            lines.append(f"note on {row.run}: {row.circular_warning}")
     lines += [f"note: {note}" for note in board.notes]
     return "\n".join(lines) + "\n"
 

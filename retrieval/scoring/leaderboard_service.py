@@ -9,6 +9,7 @@ from jobs import figures
 from retrieval.label_sets.service import default_label_set, lineage
 from retrieval.models import Dataset, LabelSet, Run
 from retrieval.scoring import leaderboard
+from retrieval.scoring.circularity import recorded_families
 from retrieval.scoring.leaderboard import Leaderboard, SortError
 from retrieval.scoring.rescoring_service import rescore_dataset, rescoring_inputs
 
@@ -80,11 +81,14 @@ def build_leaderboard(
     resamples: int = leaderboard.DEFAULT_RESAMPLES,
     permutations: int = leaderboard.DEFAULT_PERMUTATIONS,
     seed: int = 0,
+    circularity: bool = True,
 ) -> Leaderboard:
-    """One row per run of ``dataset`` under ``label_set`` (original positives only if None)."""
+    """One row per run of ``dataset`` under ``label_set`` (original positives only if None),
+    each run judged partly by its own model family flagged (:func:`with_circularity`) unless
+    ``circularity`` is False (what is stored: the flags are read live)."""
     scored = rescore_dataset(dataset, label_set)
     models = dict(Run.objects.filter(dataset=dataset).values_list("name", "model__name"))
-    return leaderboard.build(
+    board = leaderboard.build(
         scored.result,
         dataset=dataset.name,
         label_set=label_set.name if label_set else None,
@@ -96,10 +100,31 @@ def build_leaderboard(
         seed=seed,
     )
 
+    return with_circularity(board, dataset, label_set) if circularity else board
+
+
+def with_circularity(
+    board: Leaderboard, dataset: Dataset, label_set: LabelSet | None
+) -> Leaderboard:
+    """``board`` with the runs flagged whose model shares a family with a machine assessor
+    that fed ``label_set`` (its ``metadata["assessor_families"]``; none for a set without the
+    key), read live (one query for the runs' models) so a stored board is never stale."""
+    families = recorded_families(label_set.metadata if label_set is not None else None)
+    if not families:
+        return leaderboard.mark_circular(board, [], {})
+    models = {
+        run: (encoder, name)
+        for run, encoder, name in Run.objects.filter(dataset=dataset).values_list(
+            "name", "model__encoder", "model__name"
+        )
+    }
+    return leaderboard.mark_circular(board, families, models)
+
 
 FIGURE = "leaderboard"
 FIGURE_VERSION = 1
-"""Bump when what :func:`build_leaderboard` computes changes, so stored boards are redone."""
+"""Bump when what :func:`build_leaderboard` computes changes, so stored boards are redone
+(the circularity flags are added on reading, never stored)."""
 
 
 def leaderboard_inputs(
@@ -125,6 +150,6 @@ def stored_leaderboard(
         FIGURE,
         f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'}",
         leaderboard_inputs(dataset, label_set),
-        lambda: build_leaderboard(dataset, label_set),
+        lambda: build_leaderboard(dataset, label_set, circularity=False),
     )
-    return replace(found, value=found.value.sorted_by(sort))
+    return replace(found, value=with_circularity(found.value, dataset, label_set).sorted_by(sort))

@@ -8,6 +8,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotation.assessors import service as assessors
+from retrieval.models import RetrievalModel
 
 
 def write(tmp_path, name, rows):
@@ -45,6 +46,7 @@ def test_the_annotators_page_shows_each_assessor_in_a_fixed_number_of_queries(
     assert '<td class="num" data-label="Judged">3</td>' in row
     assert '<td class="num" data-label="Sensitivity">100.0%</td>' in row
     assert '<td class="num" data-label="Specificity">0.0%</td>' in row
+    assert '<td data-label="Runs of its family" class="same-family">—</td>' in row
     three, three_count = page(["a<b>", "b\u00e9", "z/y"])
     assert re.findall(r'data-assessor="([^"]+)"', three) == [
         "a&lt;b&gt;",
@@ -53,3 +55,11 @@ def test_the_annotators_page_shows_each_assessor_in_a_fixed_number_of_queries(
         "z/y",
     ]
     assert three_count == one_count
+    # The campaign's run is of the clip family: every clip assessor's row names it.
+    run = judged.campaign_runs.get().run
+    RetrievalModel.objects.filter(pk=run.model_id).update(encoder="clip")
+    flagged, _ = page(["e"])
+    for name in ("clip/L", "z/y"):
+        row = flagged[flagged.index(f'data-assessor="{name}"') :].split("</tr>")[0]
+        assert f">{run.name}</span></td>" in row
+        assert "judged with help of a machine assessor of the same family: clip" in row

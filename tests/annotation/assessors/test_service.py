@@ -16,6 +16,7 @@ from annotation.assessors import service as assessors
 from annotation.campaign_read.exports import export_to_file
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaign_read.reporting import campaign_report
+from annotation.campaign_read.resolution import resolve_campaign
 from annotation.gold import service as gold
 from annotation.models import (
     AnnotatorTally,
@@ -31,7 +32,8 @@ from annotation.models import (
 from annotation.people.scores import campaign_scores
 from annotation.people.service import campaign_people
 from retrieval.formats.records import FormatError
-from retrieval.models import Caption
+from retrieval.models import Caption, RetrievalModel
+from retrieval.scoring.circularity import recorded_families
 
 HUMANS = {  # the judged fixture's resolved labels (c2 x v4: a tie, unresolved)
     ("c0", "v0"): 1,
@@ -390,3 +392,25 @@ def test_gold_accuracy_equals_a_brute_force_count(judged, tmp_path):
     for row in page.assessors:
         right, total = expected[row.name]
         assert row.figures.gold_accuracy == pytest.approx(right / total)
+
+
+def test_the_label_set_made_from_the_campaign_records_its_assessors_families(judged, tmp_path):
+    assert resolve_campaign(judged, "without").metadata["assessor_families"] == []
+    rows = rows_of("m", POOLED[:2], family="MME") + rows_of("c", POOLED[:1], family="clip")
+    rows += rows_of("nameless", POOLED[:1])  # no family: names none
+    assessors.import_assessments(judged, write(tmp_path, "m.jsonl", rows))
+    made = resolve_campaign(judged, "with")
+    assert made.metadata["assessor_families"] == ["clip", "mme"]
+    assert recorded_families(made.metadata) == ["clip", "mme"]
+
+
+def test_the_assessors_table_names_the_campaigns_runs_of_each_family(judged, tmp_path):
+    run = judged.campaign_runs.get().run
+    RetrievalModel.objects.filter(pk=run.model_id).update(source="encoder", encoder="mme")
+    rows = rows_of("a", POOLED[:1], family="MME") + rows_of("b", POOLED[:1], family="clip")
+    assessors.import_assessments(judged, write(tmp_path, "m.jsonl", rows))
+    page = assessors.campaign_assessors(judged)
+    assert {row.name: row.same_family_runs for row in page.assessors} == {
+        "a": (run.name,),
+        "b": (),
+    }
