@@ -3,7 +3,8 @@
 One judgement per CSV row or JSON line, with these columns (CSV, a header row naming them)
 or keys (JSONL, one object a line):
 
-- ``caption``: the caption's key as the dataset names it;
+- ``caption``: the caption's key as the dataset names it (with ``video``, a pair pooled in
+  the campaign or one of its gold pairs: the import tells which);
 - ``video``: the video's key;
 - ``assessor``: the machine's name (``openai/clip-vit-l-14``: any text on one line);
 - ``score``: P(relevant) as the machine says, a number in [0, 1], and/or

@@ -4,29 +4,57 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-class Migration(migrations.Migration):
+def forget_gold_judgements(apps, schema_editor):
+    """Going back to 0023, where a judgement is always of a pooled pair: those of gold pairs go."""
+    apps.get_model("annotation", "MachineJudgement").objects.filter(pair__isnull=True).delete()
 
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('annotation', '0023_machine_assessors'),
+        ("annotation", "0023_machine_assessors"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='machinejudgement',
-            name='gold_pair',
-            field=models.ForeignKey(blank=True, db_index=False, help_text='A gold pair not pooled in the campaign: read only for gold accuracy.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.goldpair'),
+            model_name="machinejudgement",
+            name="gold_pair",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                help_text="A gold pair not pooled in the campaign: read only for gold accuracy.",
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="annotation.goldpair",
+            ),
         ),
         migrations.AlterField(
-            model_name='machinejudgement',
-            name='pair',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.pair'),
+            model_name="machinejudgement",
+            name="pair",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="annotation.pair",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='machinejudgement',
-            constraint=models.UniqueConstraint(fields=('assessor', 'gold_pair'), name='machine_judgement_gold_once'),
+            model_name="machinejudgement",
+            constraint=models.UniqueConstraint(
+                fields=("assessor", "gold_pair"), name="machine_judgement_gold_once"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='machinejudgement',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('gold_pair__isnull', False), ('pair__isnull', True)), models.Q(('gold_pair__isnull', True), ('pair__isnull', False)), _connector='OR'), name='machine_judgement_pair_or_gold'),
+            model_name="machinejudgement",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("gold_pair__isnull", False), ("pair__isnull", True)),
+                    models.Q(("gold_pair__isnull", True), ("pair__isnull", False)),
+                    _connector="OR",
+                ),
+                name="machine_judgement_pair_or_gold",
+            ),
         ),
+        migrations.RunPython(migrations.RunPython.noop, forget_gold_judgements),
     ]
