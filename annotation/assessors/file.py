@@ -23,8 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.text_rule import text_problem
-from retrieval.formats.generic import csv_rows, json_objects
+from retrieval.formats.generic import csv_objects, json_objects, text_field
 from retrieval.formats.labels import parse_label
 from retrieval.formats.records import (
     FormatError,
@@ -80,7 +79,7 @@ def read_machine_judgements(path: Path, fmt: str | None = None) -> Iterator[Mach
     says; an empty file, or one without a row, is an error."""
     path = Path(path)
     fmt = file_format(path, fmt)
-    rows = _csv_objects(path) if fmt == "csv" else json_objects(path, REQUIRED)
+    rows = csv_objects(path, REQUIRED) if fmt == "csv" else json_objects(path, REQUIRED)
     seen: dict[tuple[str, str, str], int] = {}
     families: dict[str, tuple[str, int]] = {}
     for line, values in rows:
@@ -148,22 +147,9 @@ def parse_name(value: object) -> str:
     text = parse_optional_str(value)
     if not text:
         raise ValueError("an assessor needs a name")
-    return _one_line(text, "name", NAME_LENGTH)
+    return text_field(text, "name", NAME_LENGTH)
 
 
 def parse_family(value: object) -> str:
     """An optional model family (``clip``, ``mme``), one line of text."""
-    return _one_line(parse_optional_str(value), "family", FAMILY_LENGTH)
-
-
-def _one_line(text: str, what: str, length: int) -> str:
-    problem = text_problem(text, length, lines=False)
-    if problem is not None:
-        raise ValueError(f"the {what} {problem}")
-    return text
-
-
-def _csv_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
-    """CSV rows with empty cells as None, as JSON would leave the key out."""
-    for line, values in csv_rows(path, REQUIRED):
-        yield line, {name: (value if value.strip() else None) for name, value in values.items()}
+    return text_field(parse_optional_str(value), "family", FAMILY_LENGTH)

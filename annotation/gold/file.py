@@ -7,13 +7,12 @@ the file, line and field; writers yield complete lines.
 """
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.text_rule import text_problem
 from retrieval.formats.csv_safety import csv_line
-from retrieval.formats.generic import csv_rows, json_objects
+from retrieval.formats.generic import csv_objects, json_objects, text_field
 from retrieval.formats.labels import parse_raw_label
 from retrieval.formats.records import FormatError, parse_field, parse_key, parse_optional_str
 from retrieval.label_sets.judged import LABEL_NAMES
@@ -74,7 +73,11 @@ def file_format(path: Path, fmt: str | None = None) -> str:
 def read_gold(path: Path, fmt: str | None = None) -> Iterator[GoldRecord]:
     """Yield one record per data row (CSV) or non-blank line (JSONL); a pair may appear once."""
     path = Path(path)
-    rows = _csv_objects(path) if file_format(path, fmt) == "csv" else json_objects(path, REQUIRED)
+    rows = (
+        csv_objects(path, REQUIRED)
+        if file_format(path, fmt) == "csv"
+        else json_objects(path, REQUIRED)
+    )
     seen: dict[tuple[str, str], int] = {}
     for line, values in rows:
         record = GoldRecord(
@@ -104,24 +107,11 @@ def _parse_explanation(value: object) -> str:
     text = parse_optional_str(value)
     if not text:
         raise ValueError("a gold pair needs an explanation")
-    return _shown_text(text, "explanation", lines=True)
+    return text_field(text, "explanation", TEXT_LENGTH, lines=True)
 
 
 def _parse_guideline(value: object) -> str:
-    return _shown_text(parse_optional_str(value), "guideline", lines=False)
-
-
-def _shown_text(text: str, what: str, lines: bool) -> str:
-    """``text`` if the text rule (:mod:`config.text_rule`) takes it, else ValueError."""
-    problem = text_problem(text, TEXT_LENGTH, lines=lines)
-    if problem is not None:
-        raise ValueError(f"the {what} {problem}")
-    return text
-
-
-def _csv_objects(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
-    for line, values in csv_rows(path, REQUIRED):
-        yield line, {name: (value if value.strip() else None) for name, value in values.items()}
+    return text_field(parse_optional_str(value), "guideline", TEXT_LENGTH)
 
 
 # The gold template: decided pairs, as a gold file to edit and import.

@@ -10,6 +10,7 @@ import csv
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from config.text_rule import text_problem
 from retrieval.formats.csv_safety import unescape
 from retrieval.formats.records import (
     URL_MAX_LENGTH,
@@ -59,6 +60,21 @@ def json_objects(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dic
             if name not in values:
                 raise FormatError(path, line, name, "missing required field")
         yield line, values
+
+
+def csv_objects(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, object]]]:
+    """:func:`csv_rows` with blank cells as None, as a JSON object would leave the key out."""
+    for line, values in csv_rows(path, required):
+        yield line, {name: (value if value.strip() else None) for name, value in values.items()}
+
+
+def text_field(text: str, what: str, max_length: int, lines: bool = False) -> str:
+    """``text`` if the text rule (:mod:`config.text_rule`) takes it as the ``what`` of a row,
+    else ValueError naming it."""
+    problem = text_problem(text, max_length, lines=lines)
+    if problem is not None:
+        raise ValueError(f"the {what} {problem}")
+    return text
 
 
 def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
