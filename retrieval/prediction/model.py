@@ -165,7 +165,15 @@ def query_folds(groups: np.ndarray, folds: int, seed: int) -> np.ndarray:
     return of_query[query.ravel()]
 
 
-def _fit(matrix, p, groups, calibration, *, max_iter, seed):
+def _fit(
+    matrix: np.ndarray,
+    p: np.ndarray,
+    groups: np.ndarray,
+    calibration: str | None,
+    *,
+    max_iter: int,
+    seed: int,
+) -> tuple["_Binned", bool]:
     """A classifier of the pairs ``matrix`` with soft targets ``p``: each pair once as relevant
     with weight p and once as irrelevant with weight 1 - p (zero weights dropped); calibrated
     on query-grouped inner splits when asked and every split holds both classes."""
@@ -231,7 +239,9 @@ def _binned(matrix: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
     return out
 
 
-def _inner_splits(group, label, weight) -> list | None:
+def _inner_splits(
+    group: np.ndarray, label: np.ndarray, weight: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Query-grouped (train, test) index splits of the training rows, or None when there are
     too few queries or a split lacks a class."""
     queries, of = np.unique(group, return_inverse=True)
