@@ -116,6 +116,7 @@ bench: install-dev browser
 	$(PY) bench/faiss_bench.py --sizes 10000 --queries 3000 --repeat 1
 	$(PY) bench/campaign_bench.py --queries 5000
 	$(PY) bench/queue_bench.py --pairs 20000 --submits 500
+	$(PY) bench/predictor_bench.py --queries 5000
 	$(PY) bench/agreement_bench.py --labels 66000 --pairs 55500 --resamples 200 --repeats 1
 	$(PY) bench/export_bench.py --labels 70000 --pairs 60000
 	$(PY) bench/import_bench.py --videos 2000
