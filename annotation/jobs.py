@@ -16,13 +16,14 @@ from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_
 from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
-from annotation.campaigns.lookup import get_campaign
+from annotation.campaigns.lookup import get_campaign, get_campaign_or_id
 from annotation.campaigns.pooling import MAX_DEPTH
 from annotation.campaigns.service import CampaignError, check_spec
 from annotation.campaigns.spec import CampaignSpec
 from annotation.gold import service as gold_service
 from annotation.models import Campaign
 from annotation.policy import fit as policy_fit
+from annotation.prediction import service as prediction
 from annotation.simulation.demo import DEMO_CAMPAIGN, create_demo_campaign
 from config.errors import UserError
 from jobs.models import Job
@@ -192,6 +193,44 @@ register(
         queue="live",
         # Not one transaction: the pairs are written in short ones (pair_state.apply_refit).
         describe=lambda a: f"label policy refit of {a['campaign']}",
+    )
+)
+
+
+class FitPredictorForm(forms.Form):
+    """A campaign by name or id, and the seed of its folds and trees."""
+
+    campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name or id.")
+    seed = forms.IntegerField(
+        min_value=0,
+        max_value=2**31 - 1,
+        required=False,
+        help_text="Seed of the query folds and the trees (default 0).",
+    )
+
+    def clean_campaign(self) -> str:
+        return found_or_invalid(get_campaign_or_id, self.cleaned_data["campaign"]).name
+
+
+def run_fit_predictor(reporter: Reporter, campaign: str, seed: int = 0) -> dict:
+    """Fit the campaign's relevance predictor on its resolved labels and store it."""
+    found = get_campaign(campaign)
+    reporter.step(f"fitting the relevance predictor of {found.name}")
+    return prediction.fit_predictor(found, seed=seed).summary()
+
+
+register(
+    JobKind(
+        prediction.JOB_KIND,
+        "Fit a campaign's relevance predictor",
+        run_fit_predictor,
+        FitPredictorForm,
+        permission=ADMIN,
+        joins=True,
+        lane="prediction",  # its own: a long fit never delays a refit or the figures
+        queue="live",  # the refits' workers: it follows them
+        # Not one transaction: the inputs are read, then the one row replaced.
+        describe=lambda a: f"relevance predictor of {a['campaign']}",
     )
 )
 

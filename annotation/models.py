@@ -765,3 +765,29 @@ class MachineJudgement(models.Model):
     def __str__(self) -> str:
         on = self.pair_id if self.pair_id is not None else f"gold {self.gold_pair_id}"
         return f"{self.assessor_id} on {on}: {self.score} {self.label}"
+
+
+class RelevancePredictor(models.Model):
+    """A campaign's last fitted relevance predictor (:mod:`annotation.prediction`): every pooled
+    pair's cross-fitted probability of relevance, replaced whole by each fit."""
+
+    campaign = models.OneToOneField(
+        Campaign, on_delete=models.CASCADE, related_name="relevance_predictor"
+    )
+    arrays = models.BinaryField(
+        default=bytes,
+        help_text="npz: pair_ids int64, probability float32 and fold int16, in pool order.",
+    )
+    feature_names = models.JSONField(default=list, blank=True)
+    quality = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Out-of-fold log loss, Brier score and AUC (None: no labels).",
+    )
+    labelled = models.PositiveIntegerField(default=0, help_text="Pairs with a target.")
+    method = models.CharField(max_length=255, blank=True, default="")
+    fitted_at = models.DateTimeField()
+    seconds = models.FloatField(default=0.0, help_text="How long the fit took, inputs included.")
+
+    def __str__(self) -> str:
+        return f"relevance predictor of {self.campaign_id} at {self.fitted_at}"

@@ -101,6 +101,9 @@ class CampaignLabels:
     in_campaign: np.ndarray
     pool_pairs: int
     first_pair_id: int = 0
+    posterior: np.ndarray | None = None
+    """Under the adaptive policy, each slot's posterior probability of relevance from its live
+    labels (the prior where it has none); None under FIRE's policy."""
 
 
 def _fetch_judgements(
@@ -178,6 +181,7 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
 
     counts = agreement.value_counts(pair_index, labels, n_pairs)
     total = counts[:, 0] + counts[:, 1]
+    posterior = None
     if label_models.is_adaptive(campaign):
         posterior = label_models.campaign_posteriors(
             campaign, first, n_pairs, pair_index, annotator_ids, labels
@@ -197,6 +201,7 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
         in_campaign=in_campaign,
         pool_pairs=pool_pairs,
         first_pair_id=first,
+        posterior=posterior,
     )
 
 

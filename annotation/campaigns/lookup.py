@@ -15,6 +15,19 @@ def get_campaign(name: str) -> Campaign:
         raise NotFound(f"no campaign named {name!r} (known: {known})") from None
 
 
+def get_campaign_or_id(value: str) -> Campaign:
+    """The campaign named ``value``, else the one whose id it is (a command's ``NAME_OR_ID``)."""
+    try:
+        return get_campaign(value)
+    except NotFound:
+        if not str(value).strip().isdigit():
+            raise
+        found = Campaign.objects.select_related("dataset").filter(pk=int(value)).first()
+        if found is None:
+            raise
+        return found
+
+
 def campaign_by_id(campaign_id: int, *related: str) -> Campaign:
     """The campaign with this id, its dataset (and ``related``) read with it; :class:`NotFound`
     (a 404 page) if missing."""

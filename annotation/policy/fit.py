@@ -4,7 +4,8 @@
 :func:`annotation.policy.confusion.fit`, stores the confusions and priors in one transaction,
 then has the pairs' writer recompute labelled pairs and the metric-aware order requeue the
 changed queries in short transactions, so judging goes on. It runs as the ``refit-policy``
-job (:func:`annotation.policy.label_models.request_refit`) or ``manage.py refit_policy``.
+job (:func:`annotation.policy.label_models.request_refit`) or ``manage.py refit_policy``, and
+queues the ``fit-predictor`` job when done (:func:`annotation.prediction.service.request_fit`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from annotation.models import (
 )
 from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
+from annotation.prediction import service as prediction
 from config.errors import UserError
 from retrieval.label_sets.status import CODES, RELEVANT
 
@@ -161,6 +163,8 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
     changed = applied.written
     # The refit's whole cost paces the next one (label_models.DUTY).
     PolicyFit.objects.filter(campaign=campaign).update(seconds=time.monotonic() - started)
+    # The new posteriors are the predictor's targets: refit it in the background.
+    prediction.request_fit(campaign)
     return RefitResult(
         campaign=campaign.name,
         labels=len(judged),

@@ -231,9 +231,14 @@ def _bin_edges(matrix: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _binned(matrix: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
     """Each value as the index of its bin (value <= edge), NaN kept: the same order of values
-    to the trees, in at most ``MAX_BINS`` distinct values per column."""
+    to the trees, in at most ``MAX_BINS`` distinct values per column. A column the training
+    pairs never filled (no edges: a proxy not cached, an assessor silent on those queries) is
+    constant 0, which the trees never split on (scikit-learn cannot bin an all-NaN column)."""
     out = np.empty(matrix.shape, dtype=np.float32)
     for j, column in enumerate(matrix.T):
+        if not edges[j].size:
+            out[:, j] = 0.0
+            continue
         code = np.searchsorted(edges[j], column, side="left").astype(np.float32)
         out[:, j] = np.where(np.isnan(column), np.nan, code)
     return out

@@ -47,6 +47,7 @@ def world(db, settings, tmp_path):
         "gold_import": {"campaign": campaign.name, "file": input_name(upload)},
         "demo_campaign": {"dataset": "args", "name": "demo-c"},
         "refit-policy": {"campaign": campaign.name},
+        "fit-predictor": {"campaign": str(campaign.pk), "seed": "3"},
         "campaign-figures": {"campaign": campaign.name},
         "label-set-figures": {"dataset": "args"},
     }
@@ -100,6 +101,7 @@ BAD = {
     "gold_import": {"campaign": ["ghost", ""], "file": ["../etc/passwd", "ghost", ""]},
     "demo_campaign": {"dataset": ["ghost", ""], "name": ["", "x" * 201]},
     "refit-policy": {"campaign": ["ghost", ""]},
+    "fit-predictor": {"campaign": ["ghost", "", "0"], "seed": OUT_OF_RANGE_INTS + WRONG_TYPE_INTS},
     "campaign-figures": {"campaign": ["ghost", "", HUGE]},
     "label-set-figures": {"dataset": ["ghost", ""], "labels": ["ghost", HUGE]},
 }

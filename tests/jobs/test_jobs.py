@@ -205,7 +205,7 @@ def test_figures_and_refits_go_to_the_live_queue_only_when_a_live_worker_is_conf
     settings.TASKS["default"]["QUEUES"] = ["default", "gpu", "media", "live"]
     for live, expected in ((True, "live"), (False, "default")):
         settings.FIREPOOL_LIVE_QUEUE = live
-        for kind in ("campaign-figures", "refit-policy"):
+        for kind in ("campaign-figures", "refit-policy", "fit-predictor"):
             Job.objects.all().delete()  # a kind that joins would give the queued one back
             with TestCase.captureOnCommitCallbacks(execute=True):
                 runner.submit(kind, {"campaign": campaign.name})

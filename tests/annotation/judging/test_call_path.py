@@ -29,6 +29,8 @@ def test_a_judging_request_stays_on_its_path(request_name):
     # the answer is assembled once: one service call, one serializer
     assert found["visits"]["annotation.judging.answer"] == 1
     assert found["visits"]["annotation.api.views"] == 1
+    # the relevance predictor is fitted by a job, never inside a judging request
+    assert not [module for module in found["visits"] if ".prediction" in module]
 
 
 def test_the_recorder_sees_returns():

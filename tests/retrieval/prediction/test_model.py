@@ -216,3 +216,21 @@ def test_bad_input_raises(arguments):
     options = {k: call.pop(k) for k in list(call) if k not in ("features", "groups", "targets")}
     with pytest.raises(ValueError):
         cross_fit(call["features"], call["groups"], call["targets"], **options)
+
+
+def test_columns_empty_in_training_are_ignored(small):
+    """An all-NaN column (a proxy not cached), or one filled only outside a fold's training
+    queries, predicts as if it were not there."""
+    pool, features, targets = small
+    base = cross_fit(features, pool.groups, targets, **FAST)
+    empty = np.full((len(features), 1), np.nan, dtype=np.float32)
+    blank = PairFeatures(np.hstack([features.matrix, empty]), (*features.names, "empty"))
+    same = cross_fit(blank, pool.groups, targets, **FAST)
+    np.testing.assert_array_equal(same.probability, base.probability)
+    # filled only on fold 0's pairs: the model fold 0 is predicted by never saw it filled
+    partial = empty.copy()
+    on_fold = base.fold == 0
+    partial[on_fold, 0] = 1.0
+    some = PairFeatures(np.hstack([features.matrix, partial]), (*features.names, "some"))
+    mixed = cross_fit(some, pool.groups, targets, **FAST)
+    np.testing.assert_array_equal(mixed.probability[on_fold], base.probability[on_fold])

@@ -1,0 +1,308 @@
+"""Fit, store and read a campaign's relevance predictor.
+
+:func:`fit_predictor` reads what is known of every pooled pair in bulk (a constant number of
+queries, whatever the pool's size), pairs in pool order: the runs' ranks (the provenance) and
+scores, the caption's length in words, the semantic proxies' S(video, caption) where the
+dataset's proxy matrix is already cached (Wray et al., CVPR 2021, §4.4), and each machine
+assessor's score; its targets are the pairs' resolved probabilities of relevance
+(:func:`annotation.prediction.inputs.label_targets`). It cross-fits over queries
+(:func:`retrieval.prediction.model.cross_fit`: no query's prediction depends on its own
+labels, what keeps active inference unbiased, Zrnic & Candès, ICML 2024, §3) and replaces the
+campaign's one stored row. It runs in the background only, as the ``fit-predictor`` job
+(queued after each adaptive-policy refit, :func:`request_fit`) or ``manage.py fit_predictor``;
+nothing on the judging path imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Case, FloatField, IntegerField, Q, Value, When
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.campaign_read.labels import load_campaign_labels
+from annotation.campaigns.provenance import provenance
+from annotation.campaigns.service import campaign_split
+from annotation.judging.statements import queryset_array
+from annotation.models import (
+    Assessor,
+    Campaign,
+    CampaignRun,
+    MachineJudgement,
+    Pair,
+    RelevancePredictor,
+)
+from annotation.prediction import inputs
+from jobs import runner
+from retrieval.ids import positions_of
+from retrieval.label_sets.status import IRRELEVANT, RELEVANT
+from retrieval.models import Caption
+from retrieval.prediction.features import PairFeatures, pair_features, run_scores
+from retrieval.prediction.model import cross_fit
+from retrieval.proxies import PROXIES
+from retrieval.proxies.service import (
+    ProxyError,
+    ProxyOptions,
+    cache_files,
+    proxy_relevance,
+    split_captions,
+)
+from retrieval.search.runs_service import load_run
+
+JOB_KIND = "fit-predictor"
+"""The job kind that fits a campaign's predictor (declared in :mod:`annotation.jobs`)."""
+
+_PAIR_ROW = np.dtype(
+    [
+        ("id", np.int64),
+        ("pool_row", np.int64),
+        ("caption_id", np.int64),
+        ("video_id", np.int64),
+        ("verdict", np.int64),
+    ]
+)
+_MACHINE_ROW = np.dtype(
+    [("assessor_id", np.int64), ("pair_id", np.int64), ("given", np.float64), ("said", np.int64)]
+)
+_CODE = Case(
+    When(label=RELEVANT.label, then=Value(1)),
+    When(label=IRRELEVANT.label, then=Value(0)),
+    default=Value(inputs.NO_VERDICT),
+    output_field=IntegerField(),
+)
+
+
+@dataclass(frozen=True)
+class PredictorInputs:
+    """Every pooled pair in pool order: its id, caption and video, its features and its target
+    (NaN: unlabelled)."""
+
+    pair_ids: np.ndarray
+    caption_ids: np.ndarray
+    video_ids: np.ndarray
+    features: PairFeatures
+    targets: np.ndarray
+
+
+@dataclass(frozen=True)
+class PredictorFit:
+    """What a fit stored: pairs predicted, pairs with a target, the feature columns, what
+    predicted them, the out-of-fold quality (None without labels) and how long it took."""
+
+    campaign: str
+    pairs: int
+    labelled: int
+    features: tuple[str, ...]
+    method: str
+    quality: dict | None
+    seconds: float
+    fitted_at: datetime
+
+    def summary(self) -> dict:
+        """JSON-ready: the job's result and the command's output."""
+        return {
+            "campaign": self.campaign,
+            "pairs": self.pairs,
+            "labelled": self.labelled,
+            "features": list(self.features),
+            "method": self.method,
+            "quality": self.quality,
+            "seconds": round(self.seconds, 3),
+            "fitted_at": self.fitted_at.isoformat(),
+        }
+
+
+def predictor_inputs(campaign: Campaign) -> PredictorInputs:
+    """The features and targets of the campaign's pooled pairs, read in bulk (gold pairs are
+    not pooled pairs: they stay out)."""
+    pairs = queryset_array(
+        Pair.objects.filter(campaign=campaign)
+        .order_by("pool_row", "pk")
+        .annotate(
+            verdict=Case(
+                When(adjudicated=RELEVANT.label, then=Value(1)),
+                When(~Q(adjudicated=""), then=Value(0)),
+                default=Value(inputs.NO_VERDICT),
+                output_field=IntegerField(),
+            )
+        )
+        .values_list("id", "pool_row", "caption_id", "video_id", "verdict"),
+        _PAIR_ROW,
+    )
+    captions, videos = pairs["caption_id"], pairs["video_id"]
+    ranks, scores, names = _run_signals(campaign, pairs)
+    extra = _proxy_columns(campaign, captions, videos)
+    extra.update(_assessor_columns(campaign, pairs["id"]))
+    features = pair_features(
+        captions,
+        ranks,
+        scores=scores,
+        caption_words=_caption_words(campaign, captions),
+        extra=extra,
+        run_names=names,
+    )
+    labels = load_campaign_labels(campaign)
+    targets = inputs.label_targets(
+        pairs["id"] - labels.first_pair_id,
+        labels.pair_index,
+        labels.labels,
+        pairs["verdict"],
+        labels.n_pairs,
+        labels.posterior,
+    )
+    return PredictorInputs(pairs["id"], captions, videos, features, targets)
+
+
+def _run_signals(
+    campaign: Campaign, pairs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None, list[str] | None]:
+    """(ranks, scores, run names): each pair's provenance row (zeros for a row it lacks) and
+    each pooled run's score of it from the run's ranked lists (None without runs)."""
+    ranked = provenance(campaign).ranks
+    rows = pairs["pool_row"]
+    inside = rows < ranked.shape[0]
+    ranks = np.zeros((len(pairs), ranked.shape[1]), dtype=np.int64)
+    ranks[inside] = ranked[rows[inside]]
+    pooled = list(CampaignRun.objects.filter(campaign=campaign).select_related("run"))
+    if len(pooled) != ranks.shape[1]:  # a provenance without its runs' columns: ranks only
+        return ranks, None, None
+    names = [entry.run.name for entry in pooled]
+    scores = np.full(ranks.shape, np.nan)
+    stored = [r for r, entry in enumerate(pooled) if len(entry.run.arrays or b"")]
+    if stored:
+        lists = [load_run(pooled[r].run) for r in stored]
+        scores[:, stored] = run_scores(pairs["caption_id"], pairs["video_id"], lists)
+    return ranks, scores, names
+
+
+def _caption_words(campaign: Campaign, captions: np.ndarray) -> np.ndarray:
+    """Each pair's caption length in words (one query over the pooled captions)."""
+    rows = list(
+        Caption.objects.filter(pk__in=Pair.objects.filter(campaign=campaign).values("caption_id"))
+        .order_by("pk")
+        .values_list("pk", "text")
+    )
+    ids = np.array([pk for pk, _ in rows], dtype=np.int64)
+    words = np.append(inputs.word_counts([text for _, text in rows]), np.nan)
+    at = positions_of(ids, captions)
+    return words[np.where(at >= 0, at, ids.size)]
+
+
+def _proxy_columns(
+    campaign: Campaign, captions: np.ndarray, videos: np.ndarray
+) -> dict[str, np.ndarray]:
+    """``proxy:<name>`` for each default proxy: S(video, caption) where the dataset's matrix
+    is cached on disk, NaN otherwise (never computed here)."""
+    columns = {f"proxy:{name}": np.full(captions.size, np.nan) for name in PROXIES}
+    if not cache_files():  # nothing cached anywhere: no need to read and hash the split
+        return columns
+    split = campaign_split(campaign)
+    try:
+        read = split_captions(campaign.dataset, split)
+    except ProxyError:
+        return columns
+    for name in PROXIES:
+        options = ProxyOptions(name, split=split)
+        relevance = proxy_relevance(campaign.dataset, options, cache_only=True, captions=read)
+        if relevance is not None:
+            columns[f"proxy:{name}"] = relevance.pair_scores(captions, videos)
+    return columns
+
+
+def _assessor_columns(campaign: Campaign, pair_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """``assessor:<name>`` for each machine assessor of the campaign (by name): its score of
+    each pair, else its label as 1/0, NaN where it said nothing."""
+    assessors = list(
+        Assessor.objects.filter(campaign=campaign).order_by("name").values_list("pk", "name")
+    )
+    if not assessors:
+        return {}
+    rows = queryset_array(
+        MachineJudgement.objects.filter(assessor__campaign=campaign, pair__isnull=False)
+        .order_by()
+        .annotate(given=Coalesce("score", Value(-1.0), output_field=FloatField()), said=_CODE)
+        .values_list("assessor_id", "pair_id", "given", "said"),
+        _MACHINE_ROW,
+    )
+    ids = np.array([pk for pk, _ in assessors], dtype=np.int64)
+    score = np.where(rows["given"] < 0, np.nan, rows["given"])
+    return inputs.assessor_columns(
+        [name for _, name in assessors],
+        positions_of(ids, rows["assessor_id"]),
+        positions_of(pair_ids, rows["pair_id"]),
+        score,
+        rows["said"],
+        pair_ids.size,
+    )
+
+
+def fit_predictor(
+    campaign: Campaign, *, seed: int = 0, now: datetime | None = None
+) -> PredictorFit:
+    """Cross-fit the campaign's predictor on its resolved labels and replace its stored row
+    (one transaction). Slow at FIRE's scale (tens of seconds): a job's work, never a request's."""
+    started = time.monotonic()
+    read = predictor_inputs(campaign)
+    predicted = cross_fit(read.features, read.caption_ids, read.targets, seed=seed)
+    quality = dataclasses.asdict(predicted.quality) if predicted.quality is not None else None
+    labelled = int(np.count_nonzero(~np.isnan(read.targets)))
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        pair_ids=read.pair_ids.astype(np.int64),
+        probability=predicted.probability.astype(np.float32),
+        fold=predicted.fold.astype(np.int16),
+    )
+    now = now or timezone.now()
+    seconds = time.monotonic() - started
+    with transaction.atomic():
+        RelevancePredictor.objects.update_or_create(
+            campaign=campaign,
+            defaults={
+                "arrays": buffer.getvalue(),
+                "feature_names": list(read.features.names),
+                "quality": quality,
+                "labelled": labelled,
+                "method": predicted.method[:255],
+                "fitted_at": now,
+                "seconds": seconds,
+            },
+        )
+    return PredictorFit(
+        campaign=campaign.name,
+        pairs=len(read.pair_ids),
+        labelled=labelled,
+        features=read.features.names,
+        method=predicted.method,
+        quality=quality,
+        seconds=seconds,
+        fitted_at=now,
+    )
+
+
+def stored_predictions(campaign: Campaign) -> tuple[np.ndarray, np.ndarray] | None:
+    """The last fit's (pair ids, probability of relevance) in pool order; None before any."""
+    data = (
+        RelevancePredictor.objects.filter(campaign=campaign)
+        .values_list("arrays", flat=True)
+        .first()
+    )
+    if data is None:
+        return None
+    with np.load(io.BytesIO(bytes(data))) as arrays:
+        return arrays["pair_ids"], arrays["probability"]
+
+
+def request_fit(campaign: Campaign) -> None:
+    """Queue a ``fit-predictor`` job for the campaign once the current transaction commits,
+    joining one already queued (one waiting fit per campaign; a running one read older
+    labels, so it does not count)."""
+    name = campaign.name
+    transaction.on_commit(lambda: runner.submit(JOB_KIND, {"campaign": name}, join_running=False))
