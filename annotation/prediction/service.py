@@ -170,7 +170,9 @@ def _run_signals(
     inside = rows < ranked.shape[0]
     ranks = np.zeros((len(pairs), ranked.shape[1]), dtype=np.int64)
     ranks[inside] = ranked[rows[inside]]
-    pooled = list(CampaignRun.objects.filter(campaign=campaign).select_related("run"))
+    pooled = list(
+        CampaignRun.objects.filter(campaign=campaign).order_by("position").select_related("run")
+    )
     if len(pooled) != ranks.shape[1]:  # a provenance without its runs' columns: ranks only
         return ranks, None, None
     names = [entry.run.name for entry in pooled]

@@ -4,6 +4,7 @@ only as a job or a command (never inside a judging request)."""
 import io
 import json
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,6 +213,9 @@ def test_assessors_and_cached_proxies_are_feature_columns(settings):
     np.testing.assert_array_equal(features.column("proxy:bow"), np.float32(expected))
     for name in PROXIES[1:]:
         assert np.isnan(features.column(f"proxy:{name}")).all()
+    # read from the cache, never computed: the one file there is the one written above
+    cached = list(settings.FIREPOOL_PROXY_CACHE_DIR.glob("*.npz"))
+    assert [path.name for path in cached] == [Path(frame.path).name]
     words = [len(p.caption.text.split()) for p in pool]
     np.testing.assert_array_equal(features.column("caption_words"), words)
 
