@@ -53,6 +53,7 @@ SETTINGS_GROUPS = (
         ("policy", "confidence", "second_label_rate", "max_labels", "lease_seconds"),
     ),
     ("Judging order", ("judging_order", "budget", "show_roles")),
+    ("Scores to settle", ("settle", "half_width")),
     (
         "Gold and qualification",
         ("gold_rate", "qualification", "qualification_threshold", "speed_floor"),
