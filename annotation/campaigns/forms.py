@@ -124,6 +124,7 @@ class CampaignSettingsForm(forms.Form):
     )
 
     settle = SettleField(
+        label="Scores to settle",
         required=False,
         initial=list(settings.DEFAULT_SETTLE),
         help_text="The scores judging must settle for every run, each to a 95% interval no "
@@ -132,6 +133,7 @@ class CampaignSettingsForm(forms.Form):
         "c@1,c@5,ap,ndcg@10).",
     )
     half_width = forms.FloatField(
+        label="Target half-width (points)",
         initial=settings.DEFAULT_HALF_WIDTH,
         required=False,
         validators=[_half_width],
