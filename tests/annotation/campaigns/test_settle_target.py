@@ -297,3 +297,21 @@ def test_the_campaign_page_says_which_scores_are_settled_to_the_width(people, cl
     html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
     assert "1 of 3 scores settled to ±1.0 points" in html
     assert "<strong>settled to ±1.0</strong> (exact)" in html
+
+
+def test_the_new_page_pools_with_them_and_refuses_bad_values(pooled, people, client):
+    client.force_login(people["admin"])
+    html = client.get("/campaigns/new/", {"dataset": pooled.name}).content.decode()
+    assert 'name="settle" value="AP"' in html and "Target half-width (points)" in html
+    values = {"dataset": pooled.name, "runs": ["r"], "name": "by-page", "depth": "2"}
+    for name, value, words in BAD:
+        answer = client.post("/campaigns/new/", {**values, name: value})
+        assert answer.status_code == 400 and words in answer.content.decode()
+    assert not Job.objects.exists() and not Campaign.objects.exists()
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        answer = client.post(
+            "/campaigns/new/", {**values, "settle": ["nDCG@10", "C@5"], "half_width": "0.5"}
+        )
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    chosen = Campaign.objects.get(name="by-page").settings
+    assert (chosen.settle, chosen.half_width) == (("C@5", "nDCG@10"), 0.5)
