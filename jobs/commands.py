@@ -35,12 +35,22 @@ class BaseCommand(base.BaseCommand):
 
 
 def _option_help(field: forms.Field) -> str:
+    """The field's help as argparse prints it (a ``%`` doubled: argparse formats the text)."""
+    return _help_text(field).replace("%", "%%")
+
+
+def _help_text(field: forms.Field) -> str:
     text = str(field.help_text or "")
     if isinstance(field, forms.ChoiceField) and field.choices:
         named = ", ".join(str(value) for value, _ in field.choices if value != "")
-        text = f"{text} One of: {named}." if text else f"One of: {named}."
-    if field.initial not in (None, ""):
-        return f"{text} Default: {field.initial}.".strip()
+        several = isinstance(field, forms.MultipleChoiceField)
+        named = f"{'Any of' if several else 'One of'}: {named}."
+        text = f"{text} {named}" if text else named
+    initial = field.initial
+    if isinstance(initial, list | tuple):  # a multiple choice: given comma-separated
+        initial = ",".join(map(str, initial))
+    if initial not in (None, ""):
+        return f"{text} Default: {initial}.".strip()
     return (text + (" Required." if field.required else "")).strip()
 
 

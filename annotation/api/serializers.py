@@ -252,6 +252,17 @@ class CampaignSerializer(serializers.ModelSerializer):
     pairs = serializers.IntegerField(source="pair_count", read_only=True)
     policy = serializers.CharField(source="settings.label_policy.name", read_only=True)
     confidence = serializers.FloatField(source="settings.label_policy.confidence", read_only=True)
+    settle = serializers.ListField(
+        child=serializers.CharField(),
+        source="settings.settle",
+        read_only=True,
+        help_text="The scores judging must settle (C@1, C@5, C@10, AP, nDCG@10).",
+    )
+    half_width = serializers.FloatField(
+        source="settings.half_width",
+        read_only=True,
+        help_text="Target half-width of their 95% intervals, in points.",
+    )
 
     class Meta:
         model = Campaign
@@ -266,6 +277,8 @@ class CampaignSerializer(serializers.ModelSerializer):
             "max_labels",
             "policy",
             "confidence",
+            "settle",
+            "half_width",
             "status",
             "pairs",
             "created_at",

@@ -14,9 +14,16 @@ from django.utils import timezone
 from annotation.campaign_read import live_figures
 from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
-from annotation.campaigns.settings import GoldSettings, JudgingSettings, LabelPolicy
+from annotation.campaigns.settings import (
+    DEFAULT_HALF_WIDTH,
+    DEFAULT_SETTLE,
+    GoldSettings,
+    JudgingSettings,
+    LabelPolicy,
+)
 from annotation.judging import pair_state
 from annotation.models import AnnotatorTally, Campaign, CampaignTally, Escalation, Pair
+from annotation.ordering import settle_width
 from annotation.ordering.settled import JudgingStatus
 from retrieval.models import BROWSER_READY_STATES, LabelSet, Video
 
@@ -109,6 +116,9 @@ class CampaignFacts:
     extends: LabelSet | None = None
     """The label set the campaign completes (its resolution makes that set's next version)."""
     label_policy: LabelPolicy = LabelPolicy()
+    settle: tuple[str, ...] = DEFAULT_SETTLE
+    """The scores judging must settle, to ``half_width`` points."""
+    half_width: float = DEFAULT_HALF_WIDTH
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,8 @@ class CampaignPage:
     live: live_figures.LiveFigures
     waiting_for_media: int = 0
     """Pairs not served yet because their video's browser copy or segment clip is not made."""
+    settle: settle_width.SettledToWidth | None = None
+    """Per run, each score the campaign must settle against its target half-width."""
 
     @property
     def campaign(self) -> Campaign:
@@ -164,6 +176,8 @@ def campaign_facts(campaign: Campaign) -> CampaignFacts:
         gold=campaign.settings.gold,
         created_at=campaign.created_at,
         label_policy=campaign.settings.label_policy,
+        settle=campaign.settings.settle,
+        half_width=campaign.settings.half_width,
         created_by=campaign.created_by.get_username() if campaign.created_by else None,
         extends=extended_label_set(campaign),
     )
@@ -180,11 +194,12 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         label_set=label_sets[-1] if label_sets else None,
     )
     live = live_figures.live_figures(campaign, (live_figures.JUDGING, live_figures.AGREEMENT))
+    judging, chosen = live[live_figures.JUDGING], campaign.settings
     return CampaignPage(
         row=row,
         settings=campaign_facts(campaign),
         counts=label_counts(campaign, now),
-        judging=live[live_figures.JUDGING],
+        judging=judging,
         agreement=live[live_figures.AGREEMENT],
         live=live,
         waiting_for_admin=Pair.objects.filter(campaign=campaign)
@@ -192,6 +207,7 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         .count(),
         label_sets=label_sets,
         waiting_for_media=waiting_for_media(campaign),
+        settle=settle_width.from_exactness(judging.runs, chosen.settle, chosen.half_width),
     )
 
 

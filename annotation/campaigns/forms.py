@@ -17,6 +17,41 @@ OWN_CAMPAIGN = "none: a campaign of its own"
 """The ``extends`` choice that completes no label set."""
 
 
+class SettleField(forms.MultipleChoiceField):
+    """The metrics judging must settle: ticked boxes, a list, or a comma-separated text in any
+    case (``c@1,ap``), cleaned to :func:`settings.settle_metrics`'s canonical tuple; none
+    given: FIRE's."""
+
+    widget = forms.CheckboxSelectMultiple
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(choices=[(m, m) for m in settings.SETTLE_METRICS], **kwargs)
+
+    def to_python(self, value) -> list:
+        if isinstance(value, str):
+            return [] if not value.strip() else [value]
+        return super().to_python(value)
+
+    def validate(self, value) -> None:  # the choices are checked by clean(), any case
+        if self.required and not value:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        try:  # to_python made every item a text; one may be a comma-separated list
+            return settings.settle_metrics("settle", ",".join(value))
+        except SettingsError as exc:
+            raise forms.ValidationError(str(exc).removeprefix("settle: ")) from None
+
+
+def _half_width(value: float) -> None:
+    low, high = settings.HALF_WIDTH
+    if value is not None and not low < value <= high:
+        raise forms.ValidationError(f"must be above {low:g} and at most {high:g} points")
+
+
 def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
     return forms.IntegerField(min_value=bounds[0], max_value=bounds[1], **kwargs)
 
@@ -86,6 +121,24 @@ class CampaignSettingsForm(forms.Form):
         settings.BUDGET,
         required=False,
         help_text="Stop serving pairs after this many labels (empty: no budget).",
+    )
+
+    settle = SettleField(
+        label="Scores to settle",
+        required=False,
+        initial=list(settings.DEFAULT_SETTLE),
+        help_text="The scores judging must settle for every run, each to a 95% interval no "
+        "wider than the target half-width (none ticked: FIRE's C@1, C@5, C@10 and AP; the "
+        "command line and the job take them comma-separated in any case, such as "
+        "c@1,c@5,ap,ndcg@10).",
+    )
+    half_width = forms.FloatField(
+        label="Target half-width (points)",
+        initial=settings.DEFAULT_HALF_WIDTH,
+        required=False,
+        validators=[_half_width],
+        help_text="Target half-width of those 95% intervals, in points (percentage points of "
+        "the score; above 0, at most 50): the campaign page says which scores are settled to it.",
     )
 
     gold_rate = forms.FloatField(

@@ -198,6 +198,8 @@ def form_values(spec: CampaignSpec) -> dict:
         "extends": spec.extends or "",
         "policy": settings.label_policy.name,
         "confidence": settings.label_policy.confidence,
+        "settle": list(settings.settle),
+        "half_width": settings.half_width,
     }
 
 
@@ -226,7 +228,7 @@ FIXED_FIELDS = (*FIXED.values(), "judging_order", *FIXED_POLICY.values())
 @transaction.atomic
 def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
     """Change what may change once a campaign is pooled (name, guidelines, lease, budget, gold
-    and speed settings, role underlining); a :data:`FIXED_FIELDS` change is refused with the
+    and speed settings, role underlining, the scores to settle and their half-width); a :data:`FIXED_FIELDS` change is refused with the
     fields named, and so is a qualification the gold of an active campaign cannot serve."""
     locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
     fixed = fixed_changes(locked, spec)
@@ -259,6 +261,8 @@ def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
             floor_seconds=asked.gold.floor_seconds,
         ),
         show_roles=asked.show_roles,
+        settle=asked.settle,
+        half_width=asked.half_width,
     )
     if locked.status == Status.ACTIVE:
         check_qualification(locked, settings.gold)

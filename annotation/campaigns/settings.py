@@ -35,6 +35,14 @@ DEFAULT_TRIES = 3
 DEFAULT_FLOOR_SECONDS = 1.0
 """Median seconds per judgement below which an annotator is paused: nobody watches a video
 that fast."""
+SETTLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
+"""The scores judging may be asked to settle, in their canonical order."""
+DEFAULT_SETTLE = ("C@1", "C@5", "C@10", "AP")
+"""FIRE's reported scores (Rodriguez et al. 2022, Table 1: Correct@K and AP); nDCG@10 is optional."""
+DEFAULT_HALF_WIDTH = 1.0
+HALF_WIDTH = (0.0, 50.0)
+"""The target half-width of a settled score's 95% interval, in points (percentage points of
+the score): above 0 and at most 50 (a score lies in [0, 100])."""
 
 
 class SettingsError(UserError):
@@ -79,6 +87,27 @@ def _ids(path: str, value: object) -> tuple[int, ...]:
     if not isinstance(value, list | tuple):
         _fail(path, "must be a list of ids")
     return tuple(_integer(f"{path}[{i}]", v, 1) for i, v in enumerate(value))
+
+
+def settle_metrics(path: str, value: object) -> tuple[str, ...]:
+    """The metrics ``value`` names (a comma-separated text or a list, any case) in canonical
+    order: at least one, each of :data:`SETTLE_METRICS`, none twice."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        _fail(path, "must be a list of metric names")
+    canonical = {name.lower(): name for name in SETTLE_METRICS}
+    named = []
+    for item in value:
+        name = canonical.get(item.strip().lower())
+        if name is None:
+            _fail(path, f"unknown metric {item[:40]!r}: choose from {', '.join(SETTLE_METRICS)}")
+        if name in named:
+            _fail(path, f"{name} named twice")
+        named.append(name)
+    if not named:
+        _fail(path, "must name at least one metric")
+    return tuple(name for name in SETTLE_METRICS if name in named)
 
 
 def _entry(path: str, stored: object, cls, complete: bool = False) -> dict:
@@ -258,9 +287,19 @@ class CampaignSettings:
     queue_order: QueueOrder | None = None
     auto_label: AutoLabel | None = None
     label_policy: LabelPolicy = field(default_factory=LabelPolicy)
+    settle: tuple[str, ...] = DEFAULT_SETTLE
+    """The scores judging must settle (canonical order, see :func:`settle_metrics`)."""
+    half_width: float = DEFAULT_HALF_WIDTH
+    """The target half-width of their 95% intervals, in points."""
 
     def __post_init__(self) -> None:
         _flag("show_roles", self.show_roles)
+        if (
+            not isinstance(self.settle, tuple)
+            or settle_metrics("settle", self.settle) != self.settle
+        ):
+            _fail("settle", f"must be a tuple of metrics in the order {', '.join(SETTLE_METRICS)}")
+        _number("half_width", self.half_width, *HALF_WIDTH, open_low=True)
         if not isinstance(self.label_policy, LabelPolicy):
             _fail("label_policy", "must be a label policy")
         if self.extends is not None:
@@ -307,6 +346,8 @@ class CampaignSettings:
             label_policy=LabelPolicy(
                 **_entry("label_policy", stored.get("label_policy", {}), LabelPolicy)
             ),
+            settle=_stored_settle(stored.get("settle", list(DEFAULT_SETTLE))),
+            half_width=stored.get("half_width", DEFAULT_HALF_WIDTH),
         )
 
     def to_options(self) -> dict:
@@ -339,6 +380,10 @@ class CampaignSettings:
                 stored[name] = asdict(record)
         if self.label_policy != LabelPolicy():
             stored["label_policy"] = asdict(self.label_policy)
+        if self.settle != DEFAULT_SETTLE:
+            stored["settle"] = list(self.settle)
+        if self.half_width != DEFAULT_HALF_WIDTH:
+            stored["half_width"] = self.half_width
         return stored
 
 
@@ -352,6 +397,8 @@ OPTION_KEYS = (
     "queue_order",
     "auto_label",
     "label_policy",
+    "settle",
+    "half_width",
 )
 """The top-level keys of ``Campaign.options``; any other is refused."""
 
@@ -360,6 +407,12 @@ OPTION_KEYS = (
 def _parsed(text: str) -> CampaignSettings:
     """The settings of one ``Campaign.options`` JSON text (frozen, so safely shared)."""
     return CampaignSettings._checked(json.loads(text))
+
+
+def _stored_settle(stored: object) -> tuple[str, ...]:
+    if not isinstance(stored, list | tuple):
+        _fail("settle", "must be a list of metric names")
+    return settle_metrics("settle", stored)
 
 
 def _request(path: str, stored: object) -> SampleRequest:

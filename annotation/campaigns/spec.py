@@ -13,6 +13,8 @@ from annotation.campaigns.pooling import MAX_DEPTH
 from annotation.campaigns.settings import (
     DEFAULT_FLOOR_SECONDS,
     DEFAULT_GOLD_RATE,
+    DEFAULT_HALF_WIDTH,
+    DEFAULT_SETTLE,
     DEFAULT_STRATEGY,
     DEFAULT_THRESHOLD,
     DEFAULT_TRAINING_PAIRS,
@@ -20,6 +22,7 @@ from annotation.campaigns.settings import (
     GoldSettings,
     JudgingSettings,
     LabelPolicy,
+    settle_metrics,
 )
 from annotation.policy import rules as policy
 from config.text_rule import text_problem
@@ -98,6 +101,8 @@ class CampaignSpec:
                 gold=gold,
                 show_roles=bool(given.get("show_roles", True)),
                 label_policy=label_policy,
+                settle=settle_metrics("settle", given.get("settle", DEFAULT_SETTLE)),
+                half_width=given.get("half_width", DEFAULT_HALF_WIDTH),
             ),
             extends=str(given["extends"]).strip() or None if "extends" in given else None,
         )

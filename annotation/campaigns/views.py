@@ -10,6 +10,7 @@ import shutil
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.forms import MultipleChoiceField
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
@@ -53,6 +54,7 @@ SETTINGS_GROUPS = (
         ("policy", "confidence", "second_label_rate", "max_labels", "lease_seconds"),
     ),
     ("Judging order", ("judging_order", "budget", "show_roles")),
+    ("Scores to settle", ("settle", "half_width")),
     (
         "Gold and qualification",
         ("gold_rate", "qualification", "qualification_threshold", "speed_floor"),
@@ -60,6 +62,17 @@ SETTINGS_GROUPS = (
     ("Guidelines", ("guidelines",)),
 )
 """The campaign form's fields as the page groups them (every field, once)."""
+
+
+_MULTIPLE = tuple(
+    name for name, field in PoolForm.base_fields.items() if isinstance(field, MultipleChoiceField)
+)
+"""The form's fields of several values (ticked boxes)."""
+
+
+def _posted(request: HttpRequest) -> dict:
+    """The POST as the pool form's data: one value a field, a list for ticked boxes."""
+    return {**request.POST.dict(), **{name: request.POST.getlist(name) for name in _MULTIPLE}}
 
 
 def _groups(form) -> list[tuple[str, list]]:
@@ -80,7 +93,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     status = 200
     gold_error = None
     if request.method == "POST":
-        data = {**request.POST.dict(), "runs": ",".join(chosen), "gold": "", "gold_name": ""}
+        data = {**_posted(request), "runs": ",".join(chosen), "gold": "", "gold_name": ""}
         upload = request.FILES.get("gold_file")
         folder = new_input_folder() if upload is not None else None
         if folder is not None:
@@ -256,7 +269,7 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
     fixed = {"dataset": found.name, "runs": run.name, "extends": base.name, "depth": depth}
     status = 200
     if request.method == "POST":
-        form = PoolForm({**request.POST.dict(), **fixed})
+        form = PoolForm({**_posted(request), **fixed})
         if form.is_valid():
             job = create(get_kind("pool"), cleaned(form), request.user)
             return redirect("job-detail", job_id=job.pk)
@@ -276,6 +289,8 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
             "qualification_threshold",
             "lease_seconds",
             "show_roles",
+            "settle",
+            "half_width",
         )
     ]
     context = {"dataset": found, "missing": missing, "form": form, "fields": shown, "fixed": fixed}

@@ -75,6 +75,8 @@ class Command(BaseCommand):
             "max_labels": spec.max_labels,
             "judging_order": spec.settings.judging.strategy,
             "budget": spec.settings.judging.budget,
+            "settle": list(spec.settings.settle),
+            "half_width": spec.settings.half_width,
             "extends": spec.extends,
             "parked_pairs": campaign.pairs.filter(needed=0, label_count=0).count(),
             "queries": campaign.pairs.values("caption_id").distinct().count(),

@@ -179,6 +179,8 @@ def test_the_page_shows_what_is_missing_and_starts_the_pool_job(
                 "second_label_rate": "0",
                 "gold_rate": "0",
                 "qualification": "0",
+                "settle": ["AP", "C@1"],
+                "half_width": "2",
             },
         )
     assert answer.status_code == 302
@@ -189,6 +191,7 @@ def test_the_page_shows_what_is_missing_and_starts_the_pool_job(
     campaign = Campaign.objects.get(name=missing.suggested_name)
     assert campaign.options["extends"] == base.pk
     assert campaign.options["judging_order"]["strategy"] == "metric-first"
+    assert (campaign.settings.settle, campaign.settings.half_width) == (("C@1", "AP"), 2.0)
     assert campaign_pairs(campaign) == expected
 
     # The same name again is a form error on the page, and no second job.

@@ -1,0 +1,113 @@
+"""Pure: which of a campaign's scores judging has settled to its target half-width. Each score's
+spread is the one its page already has: an exact score has half-width 0, bounds their half
+range, an estimate its 95% interval's half-width; a score with none is "no interval yet", never
+settled. Widths are in points (percentage points of the score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+EXACT, BOUNDS, ESTIMATE = "exact", "bounds", "estimate"
+_TOLERANCE = 1e-9  # a half-width this close above the target is the target (float sums)
+
+
+def points(value: float) -> str:
+    """A half-width as the page writes it: one decimal (1.0), more only when it has them."""
+    return f"{value:.1f}" if round(value, 1) == value else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far a score may be from its value: ``kind`` (exact, bounds or estimate) and the
+    half-width in points."""
+
+    kind: str
+    half_width: float
+
+    @classmethod
+    def of_interval(cls, kind: str, low: float, high: float) -> Spread:
+        """The spread of ``[low, high]`` on a score in [0, 1]: half its range, in points."""
+        return cls(kind, max(high - low, 0.0) * 50.0)
+
+
+@dataclass(frozen=True)
+class ScoreWidth:
+    """One run's score of one metric against the target: its spread (None: no interval yet)."""
+
+    metric: str
+    spread: Spread | None
+    settled: bool
+
+    @property
+    def now(self) -> str:
+        """The spread's half-width (two decimals where one would round down onto a target)."""
+        if self.spread is None:
+            return ""
+        half = self.spread.half_width
+        return f"{half:.1f}" if self.settled or half - round(half, 1) <= 0 else f"{half:.2f}"
+
+
+@dataclass(frozen=True)
+class RunWidths:
+    run: str
+    scores: tuple[ScoreWidth, ...]
+
+
+@dataclass(frozen=True)
+class SettledToWidth:
+    """Per run, each metric to settle against the target half-width, and how many are settled."""
+
+    metrics: tuple[str, ...]
+    target: float
+    runs: tuple[RunWidths, ...]
+
+    @property
+    def target_text(self) -> str:
+        return points(self.target)
+
+    @property
+    def settled(self) -> int:
+        return sum(score.settled for run in self.runs for score in run.scores)
+
+    @property
+    def total(self) -> int:
+        return sum(len(run.scores) for run in self.runs)
+
+
+def correct_at_spreads(shares: Sequence[tuple[int, float]]) -> dict[str, Spread]:
+    """C@K's spread from the share of queries whose Correct@K judging can no longer change
+    (FIRE §2.1: a query's C@K is 0 or 1): the others may each still be 0 or 1, so the mean lies
+    in bounds ``1 - share`` wide; every query exact: the score is exact."""
+    return {
+        f"C@{k}": Spread(EXACT, 0.0) if share >= 1.0 else Spread(BOUNDS, (1.0 - share) * 50.0)
+        for k, share in shares
+    }
+
+
+def settled_to_width(
+    spreads: Mapping[str, Mapping[str, Spread]],
+    metrics: Sequence[str],
+    target: float,
+) -> SettledToWidth:
+    """Run name -> metric -> spread, judged for each of ``metrics`` against ``target`` points
+    (runs in the mapping's order; a metric a run has no spread for is not settled)."""
+    runs = []
+    for run, known in spreads.items():
+        scores = []
+        for metric in metrics:
+            spread = known.get(metric)
+            settled = spread is not None and spread.half_width <= target + _TOLERANCE
+            scores.append(ScoreWidth(metric, spread, settled))
+        runs.append(RunWidths(run, tuple(scores)))
+    return SettledToWidth(tuple(metrics), float(target), tuple(runs))
+
+
+def from_exactness(runs: Sequence, metrics: Sequence[str], target: float) -> SettledToWidth:
+    """:func:`settled_to_width` from the judging status's runs (each with ``run`` and ``shares``,
+    K -> share of queries with an exact C@K, as :class:`~annotation.ordering.settled.RunExactness`):
+    C@K spreads from their exactness; AP and nDCG@10 have no interval there yet."""
+    return settled_to_width(
+        {run.run: correct_at_spreads(run.shares) for run in runs}, metrics, target
+    )
