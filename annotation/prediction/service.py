@@ -39,6 +39,7 @@ from annotation.models import (
     Pair,
     RelevancePredictor,
 )
+from annotation.policy import label_models
 from annotation.prediction import inputs
 from jobs import runner
 from retrieval.ids import positions_of
@@ -302,9 +303,20 @@ def stored_predictions(campaign: Campaign) -> tuple[np.ndarray, np.ndarray] | No
         return arrays["pair_ids"], arrays["probability"]
 
 
-def request_fit(campaign: Campaign) -> None:
+def request_fit(campaign: Campaign, now: datetime | None = None) -> bool:
     """Queue a ``fit-predictor`` job for the campaign once the current transaction commits,
     joining one already queued (one waiting fit per campaign; a running one read older
-    labels, so it does not count)."""
+    labels, so it does not count); whether one was asked for. Paced by its own cost as the
+    refit is (:func:`annotation.policy.label_models.pause`): a fit that took s seconds lets
+    the next start s / DUTY later, so fits take a twentieth of a core beside the judging
+    (one fit at FIRE's scale is 33 s of a core: ``bench/predictor_bench.py``)."""
+    last = (
+        RelevancePredictor.objects.filter(campaign=campaign)
+        .values_list("fitted_at", "seconds")
+        .first()
+    )
+    if last is not None and (now or timezone.now()) < last[0] + label_models.pause(last[1]):
+        return False
     name = campaign.name
     transaction.on_commit(lambda: runner.submit(JOB_KIND, {"campaign": name}, join_running=False))
+    return True

@@ -4,6 +4,7 @@ only as a job or a command (never inside a judging request)."""
 import io
 import json
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -307,3 +308,22 @@ def test_each_refit_queues_one_waiting_fit(settings, django_user_model):
     with TestCase.captureOnCommitCallbacks(execute=True):
         policy_fit.refit(campaign)  # a running fit read older labels: one more waits
     assert fits.filter(status=Job.Status.QUEUED).count() == 1 and fits.count() == 2
+
+
+@pytest.mark.django_db
+def test_fits_are_paced_by_their_cost(settings, django_user_model):
+    settings.TASKS = DUMMY
+    campaign = make_campaign(n_queries=2, depth=3, policy="adaptive")
+    (annotator,) = _people(django_user_model, "a")
+    _judge_all(campaign, [annotator], _by_rank)
+    service.fit_predictor(campaign)
+    stored = RelevancePredictor.objects.get(campaign=campaign)
+    RelevancePredictor.objects.filter(pk=stored.pk).update(seconds=30.0)
+    wait = label_models.pause(30.0)
+    assert wait >= timedelta(seconds=30.0 / label_models.DUTY)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert not service.request_fit(campaign, now=stored.fitted_at + wait / 2)
+    assert not Job.objects.filter(kind=service.JOB_KIND).exists()
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert service.request_fit(campaign, now=stored.fitted_at + wait)
+    assert Job.objects.filter(kind=service.JOB_KIND).count() == 1
