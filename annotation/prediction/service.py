@@ -309,7 +309,7 @@ def request_fit(campaign: Campaign, now: datetime | None = None) -> bool:
     labels, so it does not count); whether one was asked for. Paced by its own cost as the
     refit is (:func:`annotation.policy.label_models.pause`): a fit that took s seconds lets
     the next start s / DUTY later, so fits take a twentieth of a core beside the judging
-    (one fit at FIRE's scale is 33 s of a core: ``bench/predictor_bench.py``)."""
+    (one calibrated fit at FIRE's scale is about a minute of a core: ``bench/predictor_bench.py``)."""
     last = (
         RelevancePredictor.objects.filter(campaign=campaign)
         .values_list("fitted_at", "seconds")

@@ -7,7 +7,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 
 from retrieval.prediction.features import PairFeatures, shuffled
-from retrieval.prediction.model import cross_fit, query_folds
+from retrieval.prediction.model import CALIBRATE_FROM, cross_fit, query_folds
 from retrieval.prediction.synthetic import synthetic_pool
 
 FAST = {"max_iter": 10}
@@ -147,12 +147,17 @@ def test_deterministic_for_a_seed(small):
     assert not np.array_equal(one.fold, other.fold)
 
 
-def test_calibration_inside_the_training_folds(small):
-    pool, features, targets = small
+def test_calibration_inside_the_training_folds(big, small):
+    pool, features, targets, _ = big
     for method in ("isotonic", "sigmoid"):
         result = cross_fit(features, pool.groups, targets, calibration=method, folds=3, max_iter=5)
         assert result.calibrated == 3 and method in result.method
         assert ((result.probability >= 0) & (result.probability <= 1)).all()
+    # Too few labelled pairs to calibrate on (CALIBRATE_FROM): the trees alone.
+    pool, features, targets = small
+    assert (~np.isnan(targets)).sum() < CALIBRATE_FROM
+    result = cross_fit(features, pool.groups, targets, calibration="isotonic", folds=3, max_iter=5)
+    assert result.calibrated == 0
 
 
 def test_subsampled_training_rows_still_predict_every_pair(small):
