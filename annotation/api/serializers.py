@@ -364,6 +364,11 @@ class CampaignCreateSerializer(serializers.Serializer):
         return _pool_fields()
 
     def validate(self, attrs: dict) -> dict:
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:  # a misspelt option would otherwise be its default without a word
+            raise serializers.ValidationError(
+                {name: ["not an option of a new campaign"] for name in unknown[:20]}
+            )
         data = {**attrs, "runs": ",".join(attrs["runs"])}
         form = PoolForm(data=data)
         if not form.is_valid():

@@ -242,6 +242,13 @@ def test_a_campaign_name_taken_is_refused_and_queues_nothing(pooled, people, set
     assert counts() == before
 
 
+@pytest.mark.parametrize("name", ["halfwidth", "gold", "gold_name"])
+def test_a_field_the_form_does_not_take_is_refused(pooled, people, name):
+    answer = client_for(people["admin"]).post(URL, body(pooled, **{name: "x"}), format="json")
+    assert answer.status_code == 400 and name in answer.json()["detail"], answer.json()
+    assert counts() == (0, 0)
+
+
 @pytest.mark.parametrize(
     "extra",
     [
