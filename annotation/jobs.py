@@ -55,7 +55,11 @@ class PoolForm(DatasetForm, CampaignSettingsForm):
         if not names:
             self.add_error("runs", "name at least one run")
             return data
-        runs = [found_or_invalid(get_run, dataset, name) for name in names]
+        try:
+            runs = [get_run(dataset, name) for name in names]
+        except UserError as exc:  # on the field, so the API's 400 names it
+            self.add_error("runs", str(exc))
+            return data
         try:
             check_spec(dataset, self.spec(), runs)
         except CampaignError as exc:

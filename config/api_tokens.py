@@ -121,3 +121,8 @@ class TokenAuthentication(authentication.TokenAuthentication):
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_EVERY:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
+
+
+SCRIPT_AUTHENTICATION = [authentication.SessionAuthentication, TokenAuthentication]
+"""A browser's session or a script's ``Authorization: Token <key>``; the session comes first, so
+an anonymous request is a 403 as elsewhere in the API, not a token challenge's 401."""

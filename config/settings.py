@@ -224,6 +224,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ScoreStatusEnum": "retrieval.scoring.run_scoring.STATUS_NAMES",
         "CampaignStatusEnum": "annotation.models.Campaign.Status",
+        "JobStatusEnum": "jobs.models.Job.Status",
     },
 }
 

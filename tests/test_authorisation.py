@@ -703,12 +703,13 @@ CASES: list[Case] = [
     page("api/", "/api/", **API_READ, anonymous=API_ANON),
     page("api/<drf_format_suffix:format>", "/api/.json", **API_READ, anonymous=API_ANON),
     page("api/^campaigns/$", "/api/campaigns/", **API_READ, anonymous=API_ANON),
+    # Creating a campaign (the pool job): admins only; an empty body is a 400 for them.
     page(
         "api/^campaigns/$",
         "/api/campaigns/",
-        405,
-        405,
-        405,
+        403,
+        403,
+        400,
         anonymous=API_ANON,
         method="post",
     ),

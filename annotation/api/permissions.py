@@ -15,3 +15,10 @@ class CanViewCampaignReports(roles.HasPerm):
 
     permission = roles.VIEW_CAMPAIGN_REPORTS
     message = "Only researchers and admins can see campaign reports."
+
+
+class CanManageCampaigns(roles.HasPerm):
+    """Those who may create and change campaigns (the admin role): the New campaign page's."""
+
+    permission = roles.MANAGE_CAMPAIGNS
+    message = "Only admins can create campaigns."

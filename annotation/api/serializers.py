@@ -2,11 +2,15 @@
 
 import functools
 
+from django import forms
 from django.db.models import Q
+from django.forms.forms import NON_FIELD_ERRORS
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
+from rest_framework.settings import api_settings
 
+from annotation.jobs import PoolForm
 from annotation.judging import task_ids
 from annotation.judging.answer import JudgingAnswer, SubmitAnswer
 from annotation.models import Campaign, Escalation, Judgement, Pair
@@ -14,6 +18,8 @@ from annotation.people import state as annotator_state
 from annotation.people.state import State
 from config.serializer_output import CompiledOutput
 from config.text_validators import TextValidator
+from jobs.models import Job
+from jobs.runner import cleaned
 from retrieval.media.service import segment_label
 
 
@@ -303,3 +309,95 @@ def answer_data(found: JudgingAnswer) -> dict:
 def state_data(state: State) -> dict:
     """:class:`StateSerializer`'s output for an annotator's state, compiled for speed."""
     return _outputs()[State](state)
+
+
+# --- a new campaign ----------------------------------------------------------------------------
+
+NOT_POSTED = ("gold", "gold_name")
+"""Pool form fields the API does not take: an uploaded gold file is the New campaign page's."""
+
+
+def _typed(field: forms.Field) -> serializers.Field:
+    """The JSON type of one pool form field, with its help and, for a number, a flag or a
+    choice, its initial value as the default (what the New campaign page shows); the bounds
+    stay the form's to check."""
+    common: dict = {"required": field.required, "help_text": str(field.help_text or "") or None}
+    if field.initial is not None and not isinstance(field, forms.CharField):
+        common = {"required": False, "default": field.initial, "help_text": common["help_text"]}
+    if isinstance(field, forms.MultipleChoiceField):
+        names = ", ".join(str(value) for value, _ in field.choices)
+        help_text = f"{common.pop('help_text') or ''} A list of: {names} (any case).".strip()
+        return serializers.ListField(child=serializers.CharField(), help_text=help_text, **common)
+    if isinstance(field, forms.ChoiceField):
+        return serializers.ChoiceField(choices=[value for value, _ in field.choices], **common)
+    if isinstance(field, forms.BooleanField):
+        return serializers.BooleanField(**common)
+    if isinstance(field, forms.FloatField):  # before IntegerField, Django's FloatField's base
+        return serializers.FloatField(**common)
+    if isinstance(field, forms.IntegerField):
+        return serializers.IntegerField(**common)
+    return serializers.CharField(allow_blank=not field.required, trim_whitespace=False, **common)
+
+
+def _pool_fields() -> dict[str, serializers.Field]:
+    """A serializer field for each field of the pool job's form but the page's gold upload;
+    ``runs`` a list of names (the form takes them comma-separated)."""
+    fields = {
+        name: _typed(field)
+        for name, field in PoolForm.base_fields.items()
+        if name not in NOT_POSTED
+    }
+    fields["runs"] = serializers.ListField(
+        child=serializers.CharField(), min_length=1, help_text="The runs to pool, by name."
+    )
+    return fields
+
+
+class CampaignCreateSerializer(serializers.Serializer):
+    """A new campaign as the pool job's form takes it, with JSON types: the dataset, the runs
+    and every campaign option (``settle`` a list of metric names, ``half_width`` a number of
+    points). Its fields are the form's; :meth:`validate` runs that form, so the rules (bounds,
+    names, the runs and label set of the dataset) are the page's, the job's and the
+    command's, and ``validated_data`` is the job's arguments."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return _pool_fields()
+
+    def validate(self, attrs: dict) -> dict:
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:  # a misspelt option would otherwise be its default without a word
+            raise serializers.ValidationError(
+                {name: ["not an option of a new campaign"] for name in unknown[:20]}
+            )
+        data = {**attrs, "runs": ",".join(attrs["runs"])}
+        form = PoolForm(data=data)
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {
+                    api_settings.NON_FIELD_ERRORS_KEY if name == NON_FIELD_ERRORS else name: [
+                        str(message) for message in messages
+                    ]
+                    for name, messages in form.errors.items()
+                }
+            )
+        return cleaned(form)
+
+
+class CampaignQueuedSerializer(serializers.Serializer):
+    """The pool job that creates the campaign: where to follow it, and the campaign once made."""
+
+    job = serializers.IntegerField(help_text="The pool job's id.")
+    status = serializers.ChoiceField(choices=Job.Status.values, help_text="The job's status now.")
+    url = serializers.URLField(help_text="The job's status as JSON (status, progress, error).")
+    campaign = serializers.IntegerField(
+        allow_null=True, help_text="The campaign's id once the job made it (null until then)."
+    )
+
+
+def queued_data(job: Job, url: str) -> dict:
+    """A queued pool job's answer: the campaign's id only once the job made it."""
+    made = job.status == Job.Status.SUCCEEDED and isinstance(job.result, dict)
+    campaign = job.result.get("campaign_id") if made else None
+    return CampaignQueuedSerializer(
+        {"job": job.pk, "status": job.status, "url": url, "campaign": campaign}
+    ).data

@@ -1,5 +1,7 @@
-"""The judging API: campaigns, next task, submit, undo, escalate, progress and standing."""
+"""The judging API: campaigns (listed, read, and created by admins through the pool job), next
+task, submit, undo, escalate, progress and standing."""
 
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
@@ -8,9 +10,11 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotation.api.permissions import CanViewCampaignReports, IsAnnotator
+from annotation.api.permissions import CanManageCampaigns, CanViewCampaignReports, IsAnnotator
 from annotation.api.serializers import (
     AssignmentSerializer,
+    CampaignCreateSerializer,
+    CampaignQueuedSerializer,
     CampaignSerializer,
     EscalateSerializer,
     ProgressSerializer,
@@ -19,6 +23,7 @@ from annotation.api.serializers import (
     SubmitResponseSerializer,
     SubmitSerializer,
     answer_data,
+    queued_data,
     state_data,
 )
 from annotation.campaign_read import live_figures
@@ -27,16 +32,33 @@ from annotation.judging import answer, queue, statements, submit
 from annotation.models import Campaign
 from annotation.people.progress import annotator_progress
 from config import roles
-from config.error_handling import ErrorSerializer
+from config.api_tokens import SCRIPT_AUTHENTICATION
+from config.error_handling import ErrorSerializer, error_response
+from jobs import runner
+from jobs.registry import get_kind
 
 
 class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
-    """Campaigns: annotators see active ones and judge through the actions below."""
+    """Campaigns: annotators see active ones and judge through the actions below; admins
+    create them (:meth:`create`)."""
 
     serializer_class = CampaignSerializer
     permission_classes = [IsAuthenticated]
     lookup_value_regex = "[0-9]+"
     """Campaign ids are digits: anything else is no campaign's, a 404 by routing."""
+
+    def get_authenticators(self) -> list:
+        """A script's token as well as a session for creating a campaign (as for scoring runs);
+        the judging actions take the session only."""
+        method = getattr(getattr(self, "request", None), "method", None) or ""
+        if getattr(self, "action_map", {}).get(method.lower()) == "create":
+            return [authenticator() for authenticator in SCRIPT_AUTHENTICATION]
+        return super().get_authenticators()
+
+    def get_permissions(self) -> list:
+        if self.action == "create":
+            return [CanManageCampaigns()]
+        return super().get_permissions()
 
     def get_queryset(self):
         user = self.request.user
@@ -64,6 +86,24 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
+
+    @extend_schema(
+        request=CampaignCreateSerializer,
+        responses={
+            202: CampaignQueuedSerializer,
+            400: error_response("A field is invalid: ``detail`` names each with its messages."),
+            401: error_response("The token is invalid or revoked."),
+            403: error_response("Only admins create campaigns."),
+        },
+    )
+    def create(self, request, format=None):
+        """Queue the pool job that creates a campaign (admins): the dataset, the runs and
+        every option of the New campaign page and ``create_campaign``, checked by the pool
+        job's form before anything is queued; 202 with the job and where to follow it."""
+        arguments = self.valid_input(CampaignCreateSerializer)
+        job = runner.find_job(runner.create(get_kind("pool"), arguments, request.user).pk)
+        url = request.build_absolute_uri(reverse("job-status", args=[job.pk]))
+        return Response(queued_data(job, url), status=202, headers={"Location": url})
 
     @extend_schema(request=None, responses={200: AssignmentSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])

@@ -1,18 +1,13 @@
-"""Authentication, permissions and the rate limit of the scoring API (and of the add-model
-page, which registers run files the same way)."""
+"""Permissions and the rate limit of the scoring API (and of the add-model page, which
+registers run files the same way); its authentication is
+``config.api_tokens.SCRIPT_AUTHENTICATION``."""
 
 from django.conf import settings
-from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import SimpleRateThrottle
 
 from config import attempt_counts, roles
-from config.api_tokens import TokenAuthentication
 from config.errors import UserError
-
-SCRIPT_AUTHENTICATION = [SessionAuthentication, TokenAuthentication]
-"""A browser's session or a script's ``Authorization: Token <key>``; the session comes first, so
-an anonymous request is a 403 as elsewhere in the API, not a token challenge's 401."""
 
 
 class CanScoreRuns(roles.HasPerm):

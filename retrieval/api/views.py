@@ -6,8 +6,9 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
+from config.api_tokens import SCRIPT_AUTHENTICATION
 from config.error_handling import error_response
-from retrieval.api.permissions import SCRIPT_AUTHENTICATION, CanScoreRuns, RunUploadThrottle
+from retrieval.api.permissions import CanScoreRuns, RunUploadThrottle
 from retrieval.api.serializers import (
     JobScoresSerializer,
     RunUploadSerializer,
