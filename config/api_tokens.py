@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from drf_spectacular.authentication import TokenScheme
 from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
 
@@ -121,6 +122,33 @@ class TokenAuthentication(authentication.TokenAuthentication):
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_EVERY:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
+
+
+class ActionTokenAuthentication(TokenAuthentication):
+    """A token only for the actions a viewset names in ``token_actions`` (creating a campaign),
+    so the judging actions beside them stay the session's. Listed after the session, it is
+    asked only when no session answered: a judging request never reaches it."""
+
+    def authenticate(self, request):
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        if getattr(view, "action", None) not in getattr(view, "token_actions", ()):
+            return None
+        return super().authenticate(request)
+
+
+class ActionTokenScheme(TokenScheme):
+    """The API schema's word for :class:`ActionTokenAuthentication`: a token only on the
+    operations of the actions the view names."""
+
+    target_class = "config.api_tokens.ActionTokenAuthentication"
+    match_subclasses = False
+    priority = 1
+
+    def get_security_requirement(self, auto_schema):
+        view = auto_schema.view
+        if getattr(view, "action", None) not in getattr(view, "token_actions", ()):
+            return None
+        return super().get_security_requirement(auto_schema)
 
 
 SCRIPT_AUTHENTICATION = [authentication.SessionAuthentication, TokenAuthentication]

@@ -1,5 +1,7 @@
 """Permissions of the judging API, on :mod:`config.roles`' permissions."""
 
+from rest_framework import permissions
+
 from config import roles
 
 
@@ -22,3 +24,15 @@ class CanManageCampaigns(roles.HasPerm):
 
     permission = roles.MANAGE_CAMPAIGNS
     message = "Only admins can create campaigns."
+
+
+class CampaignAccess(permissions.BasePermission):
+    """The campaigns list and pages for anyone signed in; creating one for
+    :class:`CanManageCampaigns` only."""
+
+    def has_permission(self, request, view) -> bool:
+        if getattr(view, "action", None) == "create":
+            manage = CanManageCampaigns()
+            self.message = manage.message
+            return manage.has_permission(request, view)
+        return bool(request.user and request.user.is_authenticated)

@@ -5,12 +5,12 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotation.api.permissions import CanManageCampaigns, CanViewCampaignReports, IsAnnotator
+from annotation.api.permissions import CampaignAccess, CanViewCampaignReports, IsAnnotator
 from annotation.api.serializers import (
     AssignmentSerializer,
     CampaignCreateSerializer,
@@ -32,7 +32,7 @@ from annotation.judging import answer, queue, statements, submit
 from annotation.models import Campaign
 from annotation.people.progress import annotator_progress
 from config import roles
-from config.api_tokens import SCRIPT_AUTHENTICATION
+from config.api_tokens import ActionTokenAuthentication
 from config.error_handling import ErrorSerializer, error_response
 from jobs import runner
 from jobs.registry import get_kind
@@ -43,22 +43,14 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     create them (:meth:`create`)."""
 
     serializer_class = CampaignSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [CampaignAccess]
+    # A script's token as well as a session for creating a campaign (as for scoring runs); the
+    # judging actions declare their own permissions and take the session only. Class
+    # attributes, not overridden methods: a judging request's call path stays as it was.
+    authentication_classes = [SessionAuthentication, ActionTokenAuthentication]
+    token_actions = ("create",)
     lookup_value_regex = "[0-9]+"
     """Campaign ids are digits: anything else is no campaign's, a 404 by routing."""
-
-    def get_authenticators(self) -> list:
-        """A script's token as well as a session for creating a campaign (as for scoring runs);
-        the judging actions take the session only."""
-        method = getattr(getattr(self, "request", None), "method", None) or ""
-        if getattr(self, "action_map", {}).get(method.lower()) == "create":
-            return [authenticator() for authenticator in SCRIPT_AUTHENTICATION]
-        return super().get_authenticators()
-
-    def get_permissions(self) -> list:
-        if self.action == "create":
-            return [CanManageCampaigns()]
-        return super().get_permissions()
 
     def get_queryset(self):
         user = self.request.user
