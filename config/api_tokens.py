@@ -105,6 +105,13 @@ class TokenAuthentication(authentication.TokenAuthentication):
     """``Authorization: Token <key>`` against the named tokens (by digest), then DRF's table."""
 
     def authenticate(self, request):
+        # A view that names ``token_actions`` takes a token for those actions only (creating a
+        # campaign, not judging); listed after the session, this is asked only when no session
+        # answered, so a judging request never reaches it.
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        actions = getattr(view, "token_actions", None)
+        if actions is not None and getattr(view, "action", None) not in actions:
+            return None
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed as failed:
@@ -124,29 +131,18 @@ class TokenAuthentication(authentication.TokenAuthentication):
         return token.user, token
 
 
-class ActionTokenAuthentication(TokenAuthentication):
-    """A token only for the actions a viewset names in ``token_actions`` (creating a campaign),
-    so the judging actions beside them stay the session's. Listed after the session, it is
-    asked only when no session answered: a judging request never reaches it."""
+class ScopedTokenScheme(TokenScheme):
+    """The API schema's word for :class:`TokenAuthentication`: on a view that names
+    ``token_actions``, a token only on those actions' operations."""
 
-    def authenticate(self, request):
-        view = (getattr(request, "parser_context", None) or {}).get("view")
-        if getattr(view, "action", None) not in getattr(view, "token_actions", ()):
-            return None
-        return super().authenticate(request)
-
-
-class ActionTokenScheme(TokenScheme):
-    """The API schema's word for :class:`ActionTokenAuthentication`: a token only on the
-    operations of the actions the view names."""
-
-    target_class = "config.api_tokens.ActionTokenAuthentication"
+    target_class = "config.api_tokens.TokenAuthentication"
     match_subclasses = False
     priority = 1
 
     def get_security_requirement(self, auto_schema):
         view = auto_schema.view
-        if getattr(view, "action", None) not in getattr(view, "token_actions", ()):
+        actions = getattr(view, "token_actions", None)
+        if actions is not None and getattr(view, "action", None) not in actions:
             return None
         return super().get_security_requirement(auto_schema)
 

@@ -32,7 +32,7 @@ from annotation.judging import answer, queue, statements, submit
 from annotation.models import Campaign
 from annotation.people.progress import annotator_progress
 from config import roles
-from config.api_tokens import ActionTokenAuthentication
+from config.api_tokens import TokenAuthentication
 from config.error_handling import ErrorSerializer, error_response
 from jobs import runner
 from jobs.registry import get_kind
@@ -47,7 +47,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
     # A script's token as well as a session for creating a campaign (as for scoring runs); the
     # judging actions declare their own permissions and take the session only. Class
     # attributes, not overridden methods: a judging request's call path stays as it was.
-    authentication_classes = [SessionAuthentication, ActionTokenAuthentication]
+    authentication_classes = [SessionAuthentication, TokenAuthentication]
     token_actions = ("create",)
     lookup_value_regex = "[0-9]+"
     """Campaign ids are digits: anything else is no campaign's, a 404 by routing."""
