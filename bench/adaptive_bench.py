@@ -76,8 +76,8 @@ def main() -> None:
 
 def coverage_of(world, crowd, args) -> dict[str, float]:
     """Share of (seed, run) whose 95% interval holds the true-label value, per metric."""
+    from annotation.simulation.estimates import world_intervals
     from annotation.simulation.model import Outcome
-    from retrieval.scoring import score_intervals
 
     # The true-label value of every metric (nDCG@10 too): the intervals of the truth itself,
     # every pair labelled and certain, are the exact scores.
@@ -85,49 +85,18 @@ def coverage_of(world, crowd, args) -> dict[str, float]:
     truth = Outcome(np.arange(n), np.zeros(n, np.int64), labels, labels * 1.0, labels * 1)
     true = {
         run: {metric: interval.value for metric, interval in metrics.items()}
-        for run, metrics in world_intervals(world, truth, score_intervals).items()
+        for run, metrics in world_intervals(world, truth).items()
     }
     held: dict[str, list[bool]] = {}
     for seed in range(1000, 1000 + args.coverage):
         outcome, _ = run_config(world, crowd, "adaptive", "metric-first", seed, args.confidence)
-        intervals = world_intervals(world, outcome, score_intervals)
+        intervals = world_intervals(world, outcome)
         for run, metrics in intervals.items():
             for metric, interval in metrics.items():
                 if metric in true[run]:
                     inside = interval.low - 1e-12 <= true[run][metric] <= interval.high + 1e-12
                     held.setdefault(metric, []).append(inside)
     return {metric: float(np.mean(values)) for metric, values in held.items()}
-
-
-def world_intervals(world, outcome, score_intervals) -> dict:
-    """Each run's 95% intervals from the outcome's posteriors, the pool's unlabelled pairs
-    as unjudged: the replay world's pairs are items 0..n-1, each caption's own video item
-    n + its query."""
-    n = len(world.pool)
-    queries = world.known_positive.shape[0]
-    own = n + np.arange(queries)[:, None]
-    runs = {
-        name: np.where(
-            world.pair_at[:, r] >= 0,
-            world.pair_at[:, r],
-            np.where(world.known_positive[:, r], own, -1),
-        )
-        for r, name in enumerate(world.run_names)
-    }
-    labelled = np.flatnonzero(np.bincount(outcome.pair, minlength=n) > 0)
-    status = outcome.status[labelled].astype(np.int64)
-    relevance = np.where(status == 1, 1, np.where(status == 0, 0, -1))
-    judged = score_intervals.JudgedPairs.of(
-        world.layout.query_of[labelled], labelled, relevance, outcome.posterior[labelled]
-    )
-    unlabelled = np.setdiff1d(np.arange(n), labelled)
-    return score_intervals.score_intervals(
-        runs,
-        judged,
-        (np.arange(queries), n + np.arange(queries)),
-        unjudged=(world.layout.query_of[unlabelled], unlabelled),
-        draws=1000,
-    )
 
 
 def report(args, world, true, results, coverage, load, seconds) -> None:

@@ -8,7 +8,7 @@ the ``metric-first`` order only pairs deciding some run's C@K, each query's most
 task first). Each task goes to a random admitted annotator who has not labelled the pair.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,10 +46,58 @@ class SimulatedCrowd:
         spec = np.repeat([p for _, _, p in shares], counts)
         return cls(sens.astype(np.float64), spec.astype(np.float64))
 
+    @classmethod
+    def parse(cls, spec: str, size: int) -> "SimulatedCrowd":
+        """``size`` annotators from a text spec (:data:`CROWD_SPEC_HELP`), ValueError naming the
+        part that is wrong."""
+        if size < 1:
+            raise ValueError("the crowd needs at least one annotator")
+        profiles = []
+        for part in (p.strip() for p in spec.split(",")):
+            share, sep, kind = part.partition(":")
+            try:
+                weight = float(share)
+            except ValueError:
+                weight = float("nan")
+            if not sep or not 0 < weight <= 1:
+                raise ValueError(f"crowd part {part!r}: write SHARE:KIND with SHARE in (0, 1]")
+            profiles.append((weight, *_profile(part, kind.strip().lower())))
+        if abs(sum(weight for weight, _, _ in profiles) - 1) > 1e-6:
+            raise ValueError(f"crowd shares add up to {sum(p[0] for p in profiles):g}, not 1")
+        return cls.of(profiles, size)
+
     def answer(self, annotators: np.ndarray, truth: np.ndarray, rng) -> np.ndarray:
         """Each annotator's answer (1 relevant) on a pair whose true label is ``truth``."""
         right = np.where(truth, self.sensitivity[annotators], self.specificity[annotators])
         return np.where(rng.random(len(annotators)) < right, truth, ~truth).astype(np.int64)
+
+
+CROWD_SPEC_HELP = (
+    "comma-separated SHARE:KIND parts whose shares add up to 1; KIND is an error rate (0.08: "
+    "wrong on 8%% of pairs either way), SENSITIVITY/SPECIFICITY (0.9/0.97), or a spammer kind: "
+    "random (answers at random), no (always not relevant), yes (always relevant)"
+)
+QUALITY_BENCH_CROWD = "0.6:0.02,0.2:0.08,0.1:random,0.1:no"
+"""The quality bench's crowd: 60% careful, 20% sloppy, 10% random clickers, 10% always no."""
+_SPAMMERS = {"random": (0.5, 0.5), "no": (0.0, 1.0), "yes": (1.0, 0.0)}
+
+
+def _profile(part: str, kind: str) -> tuple[float, float]:
+    """(sensitivity, specificity) of one crowd part's KIND."""
+    if kind in _SPAMMERS:
+        return _SPAMMERS[kind]
+    try:
+        rates = [float(x) for x in kind.split("/")]
+    except ValueError:
+        rates = []
+    if len(rates) == 1 and 0 <= rates[0] <= 1:
+        return 1 - rates[0], 1 - rates[0]
+    if len(rates) == 2 and all(0 <= rate <= 1 for rate in rates):
+        return rates[0], rates[1]
+    raise ValueError(
+        f"crowd part {part!r}: KIND must be an error rate, SENSITIVITY/SPECIFICITY or one of "
+        f"{', '.join(_SPAMMERS)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -80,7 +128,7 @@ def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Record) ->
     return admitted
 
 
-class _Simulated:
+class SimulatedSource:
     """The simulated crowd as a label source: admitted annotators, gold tasks mixed in."""
 
     def __init__(self, world: World, crowd: SimulatedCrowd, qc: QualityControl, rng) -> None:
@@ -142,8 +190,20 @@ def simulate(
     if policy_name not in policy.POLICIES or order not in ORDERS:
         raise ValueError(f"policy in {policy.POLICIES}, order in {ORDERS}")
     rng = np.random.default_rng(seed)
-    source = _Simulated(world, crowd, quality or QualityControl(), rng)
+    source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
     rules = Rules.of(policy_name, len(world.pool), seed, cap, confidence=confidence)
+    tally = Tally.empty(len(world.pool))
+    tally.spent = source.spent
+    ask = asker(world, rules, source.strata, order, ks)
+    return rules.outcome(judge(rules, source, tally, ask), source.admitted)
+
+
+def asker(
+    world: World, rules: Rules, strata: np.ndarray, order: str, ks: Sequence[int] = DEFAULT_KS
+) -> Callable[[Tally, np.ndarray], np.ndarray]:
+    """The tasks :func:`simulate` asks for in a round under ``rules`` and ``order``: every
+    wanted pair by depth stratum (``strata``), or with the ``metric-first`` order only pairs
+    deciding some run's C@K, each query's most valuable first."""
     known_rank = world.known_positive_rank()
     layout = world.layout
     q_of, s_of = layout.query_of, layout.slot_of
@@ -156,7 +216,7 @@ def simulate(
             if order == METRIC_FIRST:
                 cells = label_value.deciding_cells(ranks, resolved, known_rank, ks)[q_of, s_of]
                 want &= (tally.total > 0) | (cells > 0)
-            value = np.where(want, -source.strata.astype(np.float64), -np.inf)
+            value = np.where(want, -strata.astype(np.float64), -np.inf)
         else:
             wanted, worth = label_value.wanted(
                 ranks, resolved, known_rank, _grid(layout, tally.total),
@@ -173,9 +233,7 @@ def simulate(
         rows = np.flatnonzero(np.isfinite(grid[np.arange(grid.shape[0]), best]))
         return layout.pair_of[rows, best[rows]]
 
-    tally = Tally.empty(len(world.pool))
-    tally.spent = source.spent
-    return rules.outcome(judge(rules, source, tally, ask), source.admitted)
+    return ask
 
 
 def _grid(layout: Layout, values: np.ndarray) -> np.ndarray:

@@ -85,3 +85,30 @@ def synthetic_pool(
         relevant=rng.random(q.size) < chance_pair,
         depth=depth,
     )
+
+
+def flip_rate_for_kappa(base_rate: float, kappa: float) -> float:
+    """The symmetric error rate e at which labels flipped from a truth with ``base_rate``
+    positives agree with it at Cohen's ``kappa`` (expected agreement from both margins):
+    kappa falls from 1 at e = 0 to 0 at e = 1/2, so bisection finds e."""
+    if not 0 < base_rate < 1 or not 0 <= kappa <= 1:
+        raise ValueError("base_rate must lie in (0, 1) and kappa in [0, 1]")
+
+    def kappa_at(e: float) -> float:
+        said = base_rate + e * (1 - 2 * base_rate)
+        chance = said * base_rate + (1 - said) * (1 - base_rate)
+        return (1 - e - chance) / (1 - chance)
+
+    low, high = 0.0, 0.5
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if kappa_at(middle) > kappa else (low, middle)
+    return (low + high) / 2
+
+
+def simulated_assessor(truth: np.ndarray, kappa: float, rng: np.random.Generator) -> np.ndarray:
+    """A machine assessor's labels (0/1 float) of pairs whose true relevance is ``truth``: the
+    truth flipped at the symmetric rate that gives Cohen's ``kappa`` against it in expectation."""
+    truth = np.asarray(truth, dtype=bool)
+    rate = flip_rate_for_kappa(float(truth.mean()), kappa)
+    return np.where(rng.random(truth.size) < rate, ~truth, truth).astype(np.float64)

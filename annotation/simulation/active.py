@@ -1,0 +1,273 @@
+"""Pure: a campaign judged offline under the active policy, every settled score estimated with
+an honest 95% interval from a few judged queries and a relevance predictor for the rest.
+
+Queries are the units (every metric is a mean over queries). In stages, each query not yet
+judged is drawn with a known probability, independently (Poisson sampling), higher where the
+predictor is unsure of the query's metrics and lower where judging it costs more labels
+(pi proportional to sqrt(error / cost), mixed with a uniform random share:
+:func:`retrieval.scoring.active_inference.inclusion_probabilities`). A drawn query is judged in
+full under the adaptive rules (labels while a pair's posterior is unsure, FIRE's rule for
+relevance). After a stage every score is the active-inference mean (Zrnic & Candès, ICML 2024)
+of the judged queries' values (their metric under the resolved labels) and every query's predicted
+value (the exact expected metric under the cross-fitted predictor), with the label noise of the
+judged values (Monte Carlo over the posteriors) in its variance.
+
+Why the estimate stays unbiased across stages: a stage's predictions and probabilities are fixed
+before its draw, and queries judged in earlier stages enter that stage with probability 1, so
+conditional on the past the stage is a Poisson design with known probabilities and its estimate
+is unbiased for the mean over every query, whatever the predictor (Horvitz-Thompson). Judging
+stops when every settled score's interval is within the half-width, when every query is judged,
+or when the stages or the label budget run out. The first stage is a uniform pilot that gives
+the predictor its first labels.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import ndtri
+
+from annotation.campaigns.settings import DEFAULT_HALF_WIDTH, DEFAULT_SETTLE
+from annotation.policy import rules as policy
+from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
+from annotation.simulation.model import Outcome, Rules, Tally, World, judge
+from annotation.simulation.offline import (
+    METRIC_FIRST,
+    QualityControl,
+    SimulatedCrowd,
+    SimulatedSource,
+    asker,
+)
+from retrieval.prediction.features import PairFeatures
+from retrieval.prediction.model import cross_fit
+from retrieval.scoring.active_inference import (
+    ActiveEstimates,
+    active_means,
+    inclusion_probabilities,
+    poisson_draw,
+)
+
+PLAN_SHARE = 0.8
+"""A stage plans for this share of the target half-width: label noise and a predictor less sure
+than it says widen the interval the plan predicts."""
+FIRST_LABELS_PER_PAIR = 1.5
+"""Labels a pair is expected to take under the adaptive rules before any query is judged."""
+
+
+@dataclass(frozen=True)
+class ActiveSettings:
+    """The active policy's settings: the scores to settle and their target ``half_width`` in
+    points; the ``pilot`` share of queries drawn uniformly first; the ``random_share`` of every
+    later design; at most ``stages`` stages and ``max_labels`` campaign labels (None: no cap);
+    the adaptive rules' ``confidence``; ``shuffle``: predict from shuffled features (the
+    useless-predictor control)."""
+
+    settle: tuple[str, ...] = DEFAULT_SETTLE
+    half_width: float = DEFAULT_HALF_WIDTH
+    pilot: float = 0.1
+    random_share: float = 0.1
+    stages: int = 6
+    max_labels: int | None = None
+    confidence: float = policy.DEFAULT_CONFIDENCE
+    level: float = 0.95
+    folds: int = 5
+    shuffle: bool = False
+    value_first: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [metric for metric in self.settle if metric not in METRICS]
+        if unknown or not self.settle:
+            raise ValueError(f"settle must name some of {', '.join(METRICS)}")
+        if not self.half_width > 0 or not 0 < self.pilot <= 1 or not 0 < self.random_share <= 1:
+            raise ValueError("half_width must be positive, pilot and random_share in (0, 1]")
+        if self.stages < 1 or (self.max_labels is not None and self.max_labels < 1):
+            raise ValueError("stages and max_labels must be positive")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: queries drawn and judged, campaign labels after it, the widest settled
+    half-width (points) and the predictor's method."""
+
+    drawn: int
+    labels: int
+    widest: float
+    predictor: str
+
+
+@dataclass(frozen=True)
+class ActiveOutcome:
+    """The judged campaign (``outcome``), each metric's estimates (one column per run, in the
+    world's run order), the judged queries, the last stage's inclusion probabilities and
+    predicted values (per metric, queries x runs: what its estimates corrected), the stages,
+    and whether every settled score reached the half-width."""
+
+    outcome: Outcome
+    estimates: dict[str, ActiveEstimates]
+    judged: np.ndarray
+    probability: np.ndarray
+    predicted: dict[str, np.ndarray]
+    stages: tuple[Stage, ...] = field(default=())
+    settled: bool = False
+
+
+def simulate_active(
+    world: World,
+    crowd: SimulatedCrowd,
+    features: PairFeatures,
+    *,
+    settings: ActiveSettings | None = None,
+    seed: int = 0,
+    quality: QualityControl | None = None,
+) -> ActiveOutcome:
+    """Judge ``world`` with ``crowd`` under the active policy (module docstring); ``features``
+    are the pool's pairs' predictor inputs, one row per pair in pool order."""
+    settings = settings or ActiveSettings()
+    if len(features) != len(world.pool):
+        raise ValueError("one feature row per pooled pair is required")
+    if settings.shuffle:
+        order = np.random.default_rng(seed + 7).permutation(len(features))
+        features = PairFeatures(features.matrix[order], features.names)
+    rng = np.random.default_rng(seed)
+    source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
+    rules = Rules.of(policy.ADAPTIVE, len(world.pool), seed, confidence=settings.confidence)
+    tally = Tally.empty(len(world.pool))
+    tally.spent = source.spent
+    query_of = world.layout.query_of
+    queries = world.layout.pair_of.shape[0]
+    judged = np.zeros(queries, bool)
+    target = settings.half_width / 100
+    z = float(ndtri(0.5 + settings.level / 2))
+    stages: list[Stage] = []
+    estimates: dict[str, ActiveEstimates] = {}
+    if settings.value_first:
+        judge(rules, source, tally, asker(world, rules, source.strata, METRIC_FIRST))
+    for stage in range(settings.stages):
+        labelled = tally.total > 0
+        predictions = cross_fit(
+            features, world.pool.caption_ids, np.where(labelled, _posterior(tally), np.nan),
+            folds=settings.folds, seed=seed + stage,
+        )  # fmt: skip
+        known = np.where(labelled, _posterior(tally), predictions.probability)
+        predicted = query_metrics(world, known)
+        spent = int(tally.total.sum())
+        left = None if settings.max_labels is None else settings.max_labels - spent
+        if stage or settings.value_first:
+            unsure = ~labelled | (np.maximum(known, 1 - known) < settings.confidence)
+            per_pair = spent / labelled.sum() if labelled.any() else FIRST_LABELS_PER_PAIR
+            cost = np.bincount(query_of, unsure, minlength=queries) * per_pair
+            spread = noise_variance(world, known, np.arange(queries), rng)
+            pi = plan(
+                np.stack([spread[m] for m in settings.settle], axis=2),
+                np.where(judged, 0.0, cost),
+                (PLAN_SHARE * target / z) ** 2,
+                settings.random_share,
+                budget=left,
+            )
+        else:  # a uniform pilot gives the predictor its first labels
+            pi = np.full(queries, settings.pilot)
+        pi = np.where(judged, 1.0, pi)
+        drawn = poisson_draw(pi, rng) & ~judged
+        if left is not None and left <= 0:
+            drawn[:] = False
+        judge(rules, source, tally, _within((judged | drawn)[query_of], rules))
+        judged |= drawn
+        estimates = _estimate(world, tally, judged, pi, predicted, settings, rng)
+        widest = max(
+            float((estimates[m].high - estimates[m].low).max()) / 2 for m in settings.settle
+        )
+        stages.append(
+            Stage(int(drawn.sum()), int(tally.total.sum()), 100 * widest, predictions.method)
+        )
+        out_of_labels = left is not None and int(tally.total.sum()) >= settings.max_labels
+        if widest <= target or judged.all() or out_of_labels:
+            break
+    if tally.posterior is None:
+        tally.posterior = source.fit(tally)
+    outcome = rules.outcome(tally, source.admitted)
+    return ActiveOutcome(outcome, estimates, judged, pi, predicted, tuple(stages), widest <= target)
+
+
+def plan(
+    spread: np.ndarray,
+    cost: np.ndarray,
+    variance: float,
+    random_share: float,
+    *,
+    budget: float | None = None,
+) -> np.ndarray:
+    """Inclusion probabilities for the queries not yet judged (cost > 0; the others get 1): the
+    smallest budget whose design variance ``(1/N^2) sum (1 - pi)/pi e`` is at most ``variance``
+    for every column; ``spread`` (queries x runs x metrics) is e, each value's expected squared
+    error (its variance under the pairs' probabilities, what a calibrated predictor leaves), and
+    ``budget`` (labels, None: none) caps the spend."""
+    n = spread.shape[0]
+    error = spread.reshape(n, -1)
+    unit_error = error.sum(axis=1)
+    total = float(cost.sum())
+    if total <= 0:
+        return np.ones(n)
+    cap = total if budget is None else min(total, max(float(budget), 0.0))
+    if cap <= 0:
+        return np.where(cost > 0, 0.0, 1.0)
+
+    def design(spend: float) -> np.ndarray:
+        return inclusion_probabilities(unit_error, cost, spend, random_share=random_share)
+
+    def enough(pi: np.ndarray) -> bool:
+        worst = (((1 - pi) / pi)[:, None] * error).sum(axis=0).max(initial=0.0) / n**2
+        return worst <= variance
+
+    if not enough(design(cap)):
+        return design(cap)
+    low, high = 0.0, cap
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if enough(design(middle)) else (middle, high)
+    return design(high)
+
+
+def _within(chosen: np.ndarray, rules: Rules):
+    """The adaptive rules' tasks among the ``chosen`` pairs (a drawn query is judged in full)."""
+    return lambda tally, free: np.flatnonzero(rules.needed(tally) & free & chosen)
+
+
+def _posterior(tally: Tally) -> np.ndarray:
+    return np.full(tally.total.size, 0.5) if tally.posterior is None else tally.posterior
+
+
+def _estimate(
+    world: World,
+    tally: Tally,
+    judged: np.ndarray,
+    pi: np.ndarray,
+    predicted: dict[str, np.ndarray],
+    settings: ActiveSettings,
+    rng: np.random.Generator,
+) -> dict[str, ActiveEstimates]:
+    """Every metric's active-inference estimates (one column per run) from the judged queries'
+    values under their resolved labels (posterior above 1/2, as a label set reads them; the
+    posterior-expected metric would count every irrelevant pair's small leftover probability
+    in C@K) and the label noise of those values."""
+    posterior = _posterior(tally)
+    rows = np.flatnonzero(judged)
+    values = query_metrics(world, (posterior > 0.5).astype(np.float64), rows)
+    noise = noise_variance(world, posterior, rows, rng)
+    estimates = {}
+    for metric in METRICS:
+        y = np.zeros_like(predicted[metric])
+        y[rows] = values[metric]
+        spread = np.zeros_like(y)
+        spread[rows] = noise[metric]
+        estimates[metric] = active_means(
+            y, predicted[metric], judged, pi, noise_variance=spread, level=settings.level
+        )
+    return estimates
+
+
+def settled_metrics(metrics: Sequence[str]) -> tuple[str, ...]:
+    """``metrics`` in the simulator's canonical order (ValueError on an unknown one)."""
+    unknown = [metric for metric in metrics if metric not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {', '.join(unknown)} (known: {', '.join(METRICS)})")
+    return tuple(metric for metric in METRICS if metric in metrics)

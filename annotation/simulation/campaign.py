@@ -1,0 +1,164 @@
+"""Pure: one whole campaign replayed offline under a policy, seed by seed, beside FIRE's policy on
+the same crowd: the labels each spent (campaign, gold and qualification) and, per run and metric,
+the true-label value, the estimate and its 95% interval. ``manage.py simulate_campaign`` prints
+it; the benches read it.
+
+``fire`` and ``adaptive`` report the scores of their resolved labels with the interval
+:mod:`retrieval.scoring.score_intervals` gives them (label noise and unjudged pairs); ``active``
+its active-inference estimate and interval (:mod:`annotation.simulation.active`).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotation.policy import rules as policy
+from annotation.simulation import offline
+from annotation.simulation.active import ActiveSettings, simulate_active
+from annotation.simulation.estimates import METRICS, resolved_scores, true_scores, world_intervals
+from annotation.simulation.model import World
+from annotation.simulation.offline import QualityControl, SimulatedCrowd
+from retrieval.prediction.features import PairFeatures
+
+ACTIVE = "active"
+POLICIES = (policy.FIRE, policy.ADAPTIVE, ACTIVE)
+ORDER = {policy.FIRE: offline.DEPTH, policy.ADAPTIVE: offline.METRIC_FIRST}
+"""The judging order each policy is replayed with: FIRE's by depth (FIRE §3.1), the adaptive
+policy's most valuable pair first."""
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """One seed: labels spent by FIRE's policy and by the policy (each by kind), and per (run,
+    metric) the estimate and its interval."""
+
+    seed: int
+    fire: dict[str, int]
+    spent: dict[str, int]
+    scores: dict[tuple[str, str], tuple[float, float, float]]
+    settled: bool | None = None
+    stages: int | None = None
+
+
+def simulate_seed(
+    world: World,
+    crowd: SimulatedCrowd,
+    policy_name: str,
+    seed: int,
+    *,
+    features: PairFeatures | None = None,
+    settings: ActiveSettings | None = None,
+    quality: QualityControl | None = None,
+) -> SeedResult:
+    """``policy_name`` and FIRE's policy judged by ``crowd`` with ``seed`` (features and
+    settings are the active policy's)."""
+    if policy_name not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}")
+    fire = offline.simulate(
+        world, crowd, policy_name=policy.FIRE, order=offline.DEPTH, seed=seed, quality=quality
+    )
+    if policy_name == policy.FIRE:
+        return SeedResult(seed, fire.spent, fire.spent, _resolved(world, fire))
+    if policy_name == policy.ADAPTIVE:
+        adaptive = offline.simulate(
+            world, crowd, policy_name=policy.ADAPTIVE, order=offline.METRIC_FIRST,
+            seed=seed, quality=quality,
+        )  # fmt: skip
+        return SeedResult(seed, fire.spent, adaptive.spent, _resolved(world, adaptive))
+    if features is None:
+        raise ValueError("the active policy needs the pool's features")
+    active = simulate_active(world, crowd, features, settings=settings, seed=seed, quality=quality)
+    scores = {
+        (run, metric): (
+            float(active.estimates[metric].estimate[r]),
+            float(active.estimates[metric].low[r]),
+            float(active.estimates[metric].high[r]),
+        )
+        for r, run in enumerate(world.run_names)
+        for metric in METRICS
+    }
+    return SeedResult(
+        seed, fire.spent, active.outcome.spent, scores, active.settled, len(active.stages)
+    )
+
+
+def _resolved(world: World, outcome) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """The resolved labels' scores and their score intervals."""
+    values = resolved_scores(world, outcome.status == 1)
+    intervals = world_intervals(world, outcome)
+    scores = {}
+    for run, by_metric in values.items():
+        for metric, value in by_metric.items():
+            interval = intervals.get(run, {}).get(metric)
+            low, high = (value, value) if interval is None else (interval.low, interval.high)
+            scores[(run, metric)] = (value, min(low, value), max(high, value))
+    return scores
+
+
+def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
+    """The JSON of ``manage.py simulate_campaign``: labels and scores as means over the seeds,
+    each seed beside them; scores in points (0-100)."""
+    truth = true_scores(world)
+
+    def labels(result: SeedResult) -> dict:
+        fire, spent = sum(result.fire.values()), sum(result.spent.values())
+        return {
+            "fire": fire,
+            "policy": spent,
+            "share": spent / fire if fire else None,
+            "fire_by_kind": dict(result.fire),
+            "policy_by_kind": dict(result.spent),
+        }
+
+    def scores(result: SeedResult) -> list[dict]:
+        return [
+            {
+                "run": run,
+                "metric": metric,
+                "true": 100 * truth[run][metric],
+                "estimate": 100 * estimate,
+                "low": 100 * low,
+                "high": 100 * high,
+                "error": 100 * (estimate - truth[run][metric]),
+                "covered": bool(low - 1e-12 <= truth[run][metric] <= high + 1e-12),
+            }
+            for (run, metric), (estimate, low, high) in result.scores.items()
+        ]
+
+    seeds = [
+        {
+            "seed": result.seed,
+            "labels": labels(result),
+            "scores": scores(result),
+            **({"settled": result.settled, "stages": result.stages} if result.stages else {}),
+        }
+        for result in results
+    ]
+    fire = float(np.mean([s["labels"]["fire"] for s in seeds]))
+    spent = float(np.mean([s["labels"]["policy"] for s in seeds]))
+    mean_scores = []
+    for i, first in enumerate(seeds[0]["scores"]):
+        rows = [s["scores"][i] for s in seeds]
+        errors = [abs(row["error"]) for row in rows]
+        mean_scores.append(
+            {
+                "run": first["run"],
+                "metric": first["metric"],
+                "true": first["true"],
+                **{
+                    key: float(np.mean([row[key] for row in rows]))
+                    for key in ("estimate", "low", "high")
+                },
+                "error": float(np.mean([row["error"] for row in rows])),
+                "worst_seed_error": float(max(errors)),
+                "coverage": float(np.mean([row["covered"] for row in rows])),
+            }
+        )
+    return {
+        "policy": policy_name,
+        "queries": int(world.layout.pair_of.shape[0]),
+        "pairs": len(world.pool),
+        "labels": {"fire": fire, "policy": spent, "share": spent / fire if fire else None},
+        "scores": mean_scores,
+        "seeds": seeds,
+    }
