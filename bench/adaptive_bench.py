@@ -1,152 +1,141 @@
-"""FIRE's protocol against the adaptive policy on the demo world, replayed offline: labels
-spent and each model's C@K error, and the 95% intervals' coverage.
+"""FIRE's protocol, the adaptive policy and the active one on the demo world, replayed offline
+through ``manage.py simulate_campaign``: labels spent as a share of FIRE's (gold and qualification
+counted), each model's error on C@1, C@5, C@10, AP and nDCG@10 against its true-label value
+(mean over seeds and worst seed), and the 95% intervals' coverage over many replays, with the
+predictor, with its features shuffled (the useless-predictor control) and with a simulated
+machine assessor of kappa 0.6.
 
-A demo world of ``--videos`` clips (reused with ``--world``) is pooled at depth 10
-(:func:`annotation.simulation.replay_service.replay_world`) and judged offline by the quality
-bench's crowd of 20, same seeds for both: FIRE §3.1's policy with qualification and 5% gold,
-against the adaptive policy (``--confidence`` 0.95, cap 5, metric-first order). Target: every
-model's C@1/5/10 within 1 point of its true-label value with at most 50% of FIRE's labels;
-``--coverage N`` also checks the 95% intervals cover the truth in 90% of N replays::
+Targets (bench/RESULTS.md): the adaptive policy's C@K within 1 point with at most 50% of
+FIRE's labels; the active policy's every score within 1 point (worst seed 1.5) with at most 25%
+of FIRE's labels, 15% with the assessor; coverage at least 90% per metric, shuffled too. A demo
+world of ``--videos`` clips is built (and kept in ``--world``, reused when there)::
 
-    nice -n 5 .venv/bin/python bench/adaptive_bench.py --videos 1500 --world /tmp/w1500 \\
-        [--seeds 5] [--coverage 50]
+    nice -n 5 .venv/bin/python bench/adaptive_bench.py --videos 1500 --world /tmp/w1500
+        [--seeds 5] [--coverage 50] [--configs fire,adaptive,active,shuffled,assessor]
+        [--coverage-configs adaptive,active,shuffled] [--half-width 1] [--proxies bow,pos]
 """
 
-import argparse
-import os
+import io
+import json
 import time
 from pathlib import Path
 
 import numpy as np
-from crowd_bench import DEMO_RUNS, DEPTH, demo_world
-from harness import log, machine, temporary_django
+from crowd_bench import demo_world
+from harness import log, machine, parser, temporary_django
 
-CROWD = ((0.6, 0.98, 0.98), (0.2, 0.92, 0.92), (0.1, 0.5, 0.5), (0.1, 0.0, 1.0))
-ANNOTATORS = 20
-METRICS = ("C@1", "C@5", "C@10", "AP")
-"""Metrics compared point by point; coverage is measured for nDCG@10 too."""
-TARGET_GAP = 0.01
-TARGET_SHARE = 0.5
-TARGET_COVERAGE = 0.9
+CONFIGS = {
+    "fire": {"policy": "fire"},
+    "adaptive": {"policy": "adaptive"},
+    "active": {"policy": "active"},
+    "shuffled": {"policy": "active", "shuffle_features": True},
+    "assessor": {"policy": "active", "assessor_kappa": 0.6},
+}
+TARGET_GAP, TARGET_WORST, TARGET_COVERAGE = 1.0, 1.5, 0.9
+TARGET_SHARE = {"adaptive": 0.5, "active": 0.25, "assessor": 0.15}
 
 
-def run_config(world, crowd, policy_name: str, order: str, seed: int, confidence: float):
-    """One seeded offline campaign, and each run's scores with its resolved labels."""
-    from annotation.simulation import offline
+def simulate(first_seed: int, seeds: int, options: dict) -> dict:
+    """``simulate_campaign --format json`` on the demo world's four models."""
+    from django.core.management import call_command
 
-    outcome = offline.simulate(
-        world, crowd, policy_name=policy_name, order=order, seed=seed, confidence=confidence
-    )
-    return outcome, world.relabelled(outcome.status == 1).scores()
+    out = io.StringIO()
+    call_command(
+        "simulate_campaign", dataset="demo", format="json", seeds=seeds, first_seed=first_seed,
+        stdout=out, verbosity=0, **options,
+    )  # fmt: skip
+    return json.loads(out.getvalue())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--videos", type=int, default=1500)
-    parser.add_argument("--world", type=Path, help="Keep (or reuse) the built demo world here.")
-    parser.add_argument("--seeds", type=int, default=5, help="Seeded campaigns per config.")
-    parser.add_argument("--confidence", type=float, default=0.95)
-    parser.add_argument("--coverage", type=int, default=0, help="Seeded replays for coverage.")
-    args = parser.parse_args()
-    began = time.perf_counter()
-    load = os.getloadavg()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=1500)
+    options.add_argument("--world", type=Path, help="Keep (or reuse) the built demo world here.")
+    options.add_argument("--seeds", type=int, default=5)
+    options.add_argument("--coverage", type=int, default=0, help="Replays for coverage.")
+    options.add_argument("--configs", default="fire,adaptive,active,shuffled,assessor")
+    options.add_argument("--coverage-configs", default="adaptive,active,shuffled")
+    options.add_argument("--half-width", type=float, default=1.0)
+    options.add_argument("--proxies", default="bow,pos")
+    args = options.parse_args()
+    configs = [name.strip() for name in args.configs.split(",") if name.strip()]
+    covered = {name.strip() for name in args.coverage_configs.split(",")}
+    rows, coverage = {}, {}
     reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
     with temporary_django(template=args.world if reuse else None) as tmp:
-        from annotation.simulation.offline import SimulatedCrowd
-        from annotation.simulation.replay_service import replay_world
-
-        dataset, _ = demo_world(args.videos, args.world, tmp, reuse)
-        world, dropped = replay_world(dataset, list(DEMO_RUNS), DEPTH, None)
-        log(
-            f"pool: {len(world.pool):,} pairs, {world.labels.mean():.1%} relevant, {dropped} dropped"
-        )
-        crowd = SimulatedCrowd.of(CROWD, ANNOTATORS)
-        true = world.scores()
-        configs = {"FIRE": ("fire", "depth"), "adaptive": ("adaptive", "metric-first")}
-        results: dict[str, list] = {name: [] for name in configs}
-        for seed in range(args.seeds):
-            for name, (policy_name, order) in configs.items():
-                started = time.perf_counter()
-                outcome, got = run_config(world, crowd, policy_name, order, seed, args.confidence)
-                results[name].append((outcome, got, time.perf_counter() - started))
-            log(f"seed {seed} done")
-        coverage = coverage_of(world, crowd, args) if args.coverage else None
-    report(args, world, true, results, coverage, load, time.perf_counter() - began)
+        demo_world(args.videos, args.world, tmp, reuse)
+        for name in configs:
+            extra = dict(CONFIGS[name])
+            if extra["policy"] == "active":
+                extra.update(half_width=args.half_width, proxies=args.proxies)
+            began = time.perf_counter()
+            rows[name] = simulate(0, args.seeds, extra)
+            log(f"{name}: {args.seeds} seeds in {time.perf_counter() - began:.0f} s")
+            if args.coverage and name in covered:
+                began = time.perf_counter()
+                replays = simulate(1000, args.coverage, extra)
+                coverage[name] = _coverage(replays)
+                log(f"{name}: {args.coverage} replays in {time.perf_counter() - began:.0f} s")
+    report(args, rows, coverage)
 
 
-def coverage_of(world, crowd, args) -> dict[str, float]:
-    """Share of (seed, run) whose 95% interval holds the true-label value, per metric."""
-    from annotation.simulation.estimates import world_intervals
-    from annotation.simulation.model import Outcome
-
-    # The true-label value of every metric (nDCG@10 too): the intervals of the truth itself,
-    # every pair labelled and certain, are the exact scores.
-    n, labels = len(world.pool), world.labels
-    truth = Outcome(np.arange(n), np.zeros(n, np.int64), labels, labels * 1.0, labels * 1)
-    true = {
-        run: {metric: interval.value for metric, interval in metrics.items()}
-        for run, metrics in world_intervals(world, truth).items()
-    }
+def _coverage(result: dict) -> dict[str, float]:
+    """Per metric, the share of (seed, run) whose interval held the true value."""
     held: dict[str, list[bool]] = {}
-    for seed in range(1000, 1000 + args.coverage):
-        outcome, _ = run_config(world, crowd, "adaptive", "metric-first", seed, args.confidence)
-        intervals = world_intervals(world, outcome)
-        for run, metrics in intervals.items():
-            for metric, interval in metrics.items():
-                if metric in true[run]:
-                    inside = interval.low - 1e-12 <= true[run][metric] <= interval.high + 1e-12
-                    held.setdefault(metric, []).append(inside)
+    for seed in result["seeds"]:
+        for row in seed["scores"]:
+            held.setdefault(row["metric"], []).append(row["covered"])
     return {metric: float(np.mean(values)) for metric, values in held.items()}
 
 
-def report(args, world, true, results, coverage, load, seconds) -> None:
-    fire_spent = np.mean([o.total_spent for o, _, _ in results["FIRE"]])
-    print(f"Machine: {machine()}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+def _target(name: str) -> str:
+    share = TARGET_SHARE.get(name)
+    return "-" if share is None else f"<= {share:.0%}"
+
+
+def report(args, rows: dict, coverage: dict) -> None:
+    first = next(iter(rows.values()))
+    print(f"Machine: {machine()}")
     print(
-        f"Demo world {args.videos} videos, {len(world.pool):,} pooled pairs ({', '.join(DEMO_RUNS)}"
-        f" @ {DEPTH}), {ANNOTATORS} annotators, seeds 0-{args.seeds - 1}, adaptive confidence "
-        f"{args.confidence}, cap 5\n"
+        f"Demo world: {first['queries']} queries, {first['pairs']:,} pooled pairs "
+        f"({', '.join(first['runs'])} @ depth 10), crowd {first['crowd']['spec']} x "
+        f"{first['crowd']['annotators']}, seeds 0-{args.seeds - 1}, half-width "
+        f"{args.half_width:g} points\n"
     )
     print(
-        "| config | labels: campaign + gold + qualification = total | share of FIRE's | seconds |"
+        "| config | labels (FIRE's) | share (target) | worst mean error | worst seed "
+        "| mean half-width |"
     )
-    print("|---|---|---|---|")
-    for name, rows in results.items():
-        spent = {key: np.mean([o.spent[key] for o, _, _ in rows]) for key in rows[0][0].spent}
-        total = np.mean([o.total_spent for o, _, _ in rows])
-        share = total / fire_spent
-        mark = "" if name == "FIRE" else (" ✓" if share <= TARGET_SHARE else " ✗")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, data in rows.items():
+        scores = data["scores"]
+        worst = max(scores, key=lambda row: abs(row["error"]))
+        seed_worst = max(scores, key=lambda row: row["worst_seed_error"])
+        half = np.mean([(row["high"] - row["low"]) / 2 for row in scores])
         print(
-            f"| {name} | {spent['campaign']:,.0f} + {spent['gold']:,.0f} + "
-            f"{spent['qualification']:,.0f} = {total:,.0f} | {100 * share:.1f}%{mark} | "
-            f"{np.mean([t for _, _, t in rows]):.1f} |"
+            f"| {name} | {data['labels']['policy']:,.0f} ({data['labels']['fire']:,.0f}) | "
+            f"{data['labels']['share']:.1%} ({_target(name)}) | {worst['error']:+.2f} ({worst['run']} "
+            f"{worst['metric']}) | {seed_worst['worst_seed_error']:.2f} ({seed_worst['run']} "
+            f"{seed_worst['metric']}) | {half:.2f} |"
         )
-    print("\nScore minus its true-label value, in points: mean over seeds (worst seed)\n")
-    print("| model | metric | true | FIRE | adaptive |")
-    print("|---|---|---|---|---|")
-    for run in world.run_names:
-        for metric in METRICS:
-            cells = []
-            for name in results:
-                gaps = np.array(
-                    [got[run][metric] - true[run][metric] for _, got, _ in results[name]]
-                )
-                worst = gaps[np.argmax(np.abs(gaps))]
-                mark = ""
-                if metric != "AP":
-                    mark = " ✓" if np.abs(gaps).max() <= TARGET_GAP + 1e-12 else " ✗"
-                cells.append(f"{100 * gaps.mean():+.2f} ({100 * worst:+.2f}){mark}")
-            print(f"| {run} | {metric} | {100 * true[run][metric]:.2f} | {' | '.join(cells)} |")
-    if coverage is not None:
-        print(
-            f"\n95% interval coverage over {args.coverage} seeded adaptive replays, per metric:\n"
-        )
-        print("| metric | coverage (target >= 90%) |")
-        print("|---|---|")
-        for metric, share in coverage.items():
-            mark = "✓" if share >= TARGET_COVERAGE else "✗"
-            print(f"| {metric} | {100 * share:.1f}% {mark} |")
-    print(f"\nWhole bench: {seconds:.0f} s")
+    print("\nPer model and metric, error in points (mean over seeds; worst seed):\n")
+    metrics = [row["metric"] for row in first["scores"] if row["run"] == first["runs"][0]]
+    print("| config | run | " + " | ".join(metrics) + " |")
+    print("|---|---|" + "---:|" * len(metrics))
+    for name, data in rows.items():
+        for run in data["runs"]:
+            cells = [
+                f"{row['error']:+.2f} ({row['worst_seed_error']:.2f})"
+                for row in data["scores"]
+                if row["run"] == run
+            ]
+            print(f"| {name} | {run} | " + " | ".join(cells) + " |")
+    if coverage:
+        print(f"\nCoverage of the 95% intervals over {args.coverage} replays (target 90%):\n")
+        print("| config | " + " | ".join(metrics) + " |")
+        print("|---|" + "---:|" * len(metrics))
+        for name, shares in coverage.items():
+            print(f"| {name} | " + " | ".join(f"{shares[m]:.1%}" for m in metrics) + " |")
 
 
 if __name__ == "__main__":

@@ -17,35 +17,11 @@ from crowd_bench import DEMO_RUNS, DEPTH
 from harness import log, machine, parser, temporary_django
 
 
-def world_features(dataset, world):
-    """The World's pairs as :func:`pair_features` rows: ranks, caption words, bow and pos."""
-    from retrieval.models import Caption
-    from retrieval.prediction.features import pair_features
-    from retrieval.proxies.service import ProxyOptions, proxy_relevance
-
-    pool = world.pool
-    texts = dict(
-        Caption.objects.filter(pk__in=np.unique(pool.caption_ids).tolist()).values_list(
-            "pk", "text"
-        )
-    )
-    words = np.array([len(texts[int(c)].split()) for c in pool.caption_ids], dtype=np.float64)
-    extra = {}
-    for name in ("bow", "pos"):
-        relevance = proxy_relevance(dataset, ProxyOptions(proxy=name))
-        video_at = {int(v): i for i, v in enumerate(relevance.video_ids)}
-        caption_at = {int(c): i for i, c in enumerate(relevance.caption_ids)}
-        rows = np.array([video_at[int(v)] for v in pool.video_ids])
-        items = relevance.items.caption_text[[caption_at[int(c)] for c in pool.caption_ids]]
-        extra[f"proxy:{name}"] = relevance.matrix[rows, items]
-    return pair_features(
-        pool.caption_ids, pool.ranks, caption_words=words, extra=extra, run_names=world.run_names
-    )
-
-
 def main() -> None:
     options = parser(__doc__, seed=True)
-    options.add_argument("--world", required=True, help="adaptive_bench.py's --world folder")
+    options.add_argument(
+        "--world", required=True, help="the --world folder adaptive_bench.py built"
+    )
     options.add_argument("--shares", type=float, nargs="+", default=[0.1, 0.25, 0.5])
     options.add_argument("--assessor-accuracy", type=float, nargs="+", default=[0.8, 0.9])
     options.add_argument(
@@ -55,6 +31,7 @@ def main() -> None:
     with temporary_django(template=args.world):
         from sklearn.metrics import brier_score_loss, cohen_kappa_score, roc_auc_score
 
+        from annotation.simulation.campaign_service import PROXIES, world_features
         from annotation.simulation.replay_service import replay_world
         from retrieval.models import Dataset
         from retrieval.prediction.features import PairFeatures, shuffled
@@ -63,7 +40,7 @@ def main() -> None:
         dataset = Dataset.objects.get(name="demo")
         world, _ = replay_world(dataset, list(DEMO_RUNS), DEPTH, None)
         log("features")
-        features = world_features(dataset, world)
+        features = world_features(dataset, world, PROXIES)
         truth = world.labels
         groups = world.pool.caption_ids
         rng = np.random.default_rng(args.seed)

@@ -1,24 +1,27 @@
-"""Pure: a campaign judged offline under the active policy, every settled score estimated with
-an honest 95% interval from a few judged queries and a relevance predictor for the rest.
+"""Pure: a campaign judged offline under the active policy, every score estimated with an
+honest 95% interval from a few queries judged in full and a relevance predictor for the rest.
 
-Queries are the units (every metric is a mean over queries). In stages, each query not yet
-judged is drawn with a known probability, independently (Poisson sampling), higher where the
-predictor is unsure of the query's metrics and lower where judging it costs more labels
-(pi proportional to sqrt(error / cost), mixed with a uniform random share:
-:func:`retrieval.scoring.active_inference.inclusion_probabilities`). A drawn query is judged in
-full under the adaptive rules (labels while a pair's posterior is unsure, FIRE's rule for
-relevance). After a stage every score is the active-inference mean (Zrnic & Candès, ICML 2024)
-of the judged queries' values (their metric under the resolved labels) and every query's predicted
-value (the exact expected metric under the cross-fitted predictor), with the label noise of the
-judged values (Monte Carlo over the posteriors) in its variance.
+First the value-driven labels of the adaptive policy (metric-first: only pairs that decide
+some run's C@K, while their posterior is unsure), which settle C@K on most queries for few
+labels. Then, in stages, queries are the units (every metric is a mean over queries): each
+query not yet judged is drawn with a known probability, independently (Poisson sampling),
+higher where its metrics are uncertain and lower where finishing it costs more labels (pi
+proportional to sqrt(error / cost), mixed with a uniform random share:
+:func:`retrieval.scoring.active_inference.inclusion_probabilities`), the smallest budget whose
+predicted interval meets the target (:func:`plan`). A drawn query is judged in full under the
+adaptive rules. After a stage every score is the active-inference mean (Zrnic & Candès, ICML
+2024) of the judged queries' values (their metric under the resolved labels) and every query's
+predicted value (its exact expected metric, each labelled pair at its posterior and every other
+pair at the cross-fitted predictor's probability), with the label noise of the judged values
+(Monte Carlo over the posteriors) in its variance.
 
 Why the estimate stays unbiased across stages: a stage's predictions and probabilities are fixed
 before its draw, and queries judged in earlier stages enter that stage with probability 1, so
 conditional on the past the stage is a Poisson design with known probabilities and its estimate
 is unbiased for the mean over every query, whatever the predictor (Horvitz-Thompson). Judging
 stops when every settled score's interval is within the half-width, when every query is judged,
-or when the stages or the label budget run out. The first stage is a uniform pilot that gives
-the predictor its first labels.
+or when the stages or the label budget run out. Without the value-driven labels
+(``value_first=False``) the first stage is a uniform pilot that gives the predictor its labels.
 """
 
 from collections.abc import Sequence
