@@ -141,6 +141,11 @@ def recent_jobs():
     return Job.objects.select_related("created_by")
 
 
+def jobs_of_kind(kind_name: str):
+    """The jobs of one kind (what an API that follows that kind's jobs looks a job up among)."""
+    return Job.objects.filter(kind=kind_name)
+
+
 def find_job(job_id: int, finished: bool = False) -> Job:
     """Job ``job_id`` with who started it and what it retried (only a succeeded one when
     ``finished``), or :class:`config.errors.NotFound`."""

@@ -935,6 +935,15 @@ CASES: list[Case] = [
         admin=404,
         anonymous=API_ANON,
     ),
+    # A pool job's state for admins' scripts; another kind's job is no campaign's (404).
+    page(
+        "api/campaign-jobs/<int:job_id>/",
+        "/api/campaign-jobs/{research_job}/",
+        annotator=403,
+        researcher=403,
+        admin=404,
+        anonymous=API_ANON,
+    ),
     page("api/schema/", "/api/schema/", 200, 200, 200, anonymous=API_ANON),
     page("api/docs/", "/api/docs/", 200, 200, 200, anonymous=API_ANON),
     # The admin site as a group: researchers read, admins change, annotators never enter.

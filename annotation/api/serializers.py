@@ -392,12 +392,25 @@ class CampaignQueuedSerializer(serializers.Serializer):
     campaign = serializers.IntegerField(
         allow_null=True, help_text="The campaign's id once the job made it (null until then)."
     )
+    percent = serializers.FloatField(
+        allow_null=True, help_text="How far the job is, 0-100 (null while it cannot say)."
+    )
+    message = serializers.CharField(help_text="What the job is doing or did, in words.")
+    error = serializers.CharField(help_text="Why the job failed (empty unless it did).")
 
 
 def queued_data(job: Job, url: str) -> dict:
-    """A queued pool job's answer: the campaign's id only once the job made it."""
+    """A pool job's answer: its state and, once the job made it, the campaign's id."""
     made = job.status == Job.Status.SUCCEEDED and isinstance(job.result, dict)
     campaign = job.result.get("campaign_id") if made else None
     return CampaignQueuedSerializer(
-        {"job": job.pk, "status": job.status, "url": url, "campaign": campaign}
+        {
+            "job": job.pk,
+            "status": job.status,
+            "url": url,
+            "campaign": campaign,
+            "percent": job.percent,
+            "message": job.message or "",
+            "error": job.error or "",
+        }
     ).data

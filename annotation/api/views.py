@@ -8,9 +8,15 @@ from rest_framework import viewsets
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from annotation.api.permissions import CampaignAccess, CanViewCampaignReports, IsAnnotator
+from annotation.api.permissions import (
+    CampaignAccess,
+    CanManageCampaigns,
+    CanViewCampaignReports,
+    IsAnnotator,
+)
 from annotation.api.serializers import (
     AssignmentSerializer,
     CampaignCreateSerializer,
@@ -32,7 +38,7 @@ from annotation.judging import answer, queue, statements, submit
 from annotation.models import Campaign
 from annotation.people.progress import annotator_progress
 from config import roles
-from config.api_tokens import TokenAuthentication
+from config.api_tokens import SCRIPT_AUTHENTICATION, TokenAuthentication
 from config.error_handling import ErrorSerializer, error_response
 from jobs import runner
 from jobs.registry import get_kind
@@ -94,7 +100,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         job's form before anything is queued; 202 with the job and where to follow it."""
         arguments = self.valid_input(CampaignCreateSerializer)
         job = runner.find_job(runner.create(get_kind("pool"), arguments, request.user).pk)
-        url = request.build_absolute_uri(reverse("job-status", args=[job.pk]))
+        url = request.build_absolute_uri(reverse("campaign-job", args=[job.pk]))
         return Response(queued_data(job, url), status=202, headers={"Location": url})
 
     @extend_schema(request=None, responses={200: AssignmentSerializer})
@@ -220,3 +226,23 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
                 "current": stored.current,
             }
         )
+
+
+class CampaignJobView(GenericAPIView):
+    """The pool job a ``POST /api/campaigns/`` queued, for admins and their tokens: where a
+    script follows the campaign it asked for (other jobs are a 404 here)."""
+
+    authentication_classes = SCRIPT_AUTHENTICATION
+    permission_classes = [CanManageCampaigns]
+    lookup_url_kwarg = "job_id"
+    serializer_class = CampaignQueuedSerializer
+
+    def get_queryset(self):
+        return runner.jobs_of_kind("pool")
+
+    @extend_schema(responses={200: CampaignQueuedSerializer, 404: error_response("No such job.")})
+    def get(self, request, job_id: int):
+        """``status`` is queued, running, succeeded or failed; ``campaign`` the new campaign's
+        id once it succeeded, ``error`` why it failed."""
+        job = self.get_object()
+        return Response(queued_data(job, request.build_absolute_uri()))

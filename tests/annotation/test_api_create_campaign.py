@@ -150,7 +150,7 @@ def test_the_posted_job_is_the_one_the_command_submits(pooled, people):
     got = answer.json()
     posted = Job.objects.get(pk=got["job"])
     assert got["status"] == "queued" and got["campaign"] is None  # queued, not yet run
-    assert got["url"].endswith(f"/jobs/{posted.pk}/status/")
+    assert got["url"].endswith(f"/api/campaign-jobs/{posted.pk}/")
     assert answer["Location"] == got["url"]
     assert (posted.kind, posted.created_by) == ("pool", people["admin"])
     text = ["dataset=" + pooled.name, "runs=r1,r2", *COMMAND_TEXT]
@@ -280,12 +280,18 @@ def test_only_admins_create_campaigns(pooled, people, who, status):
     assert counts() == (0, 0)
 
 
-def test_the_admin_role_and_its_token_may_create_and_others_tokens_may_not(pooled, people):
-    admin = get_user_model().objects.create_user("role-admin", password="pw-role-admin-1")
+def admin_script(name: str):
+    """An admin of the role (no superuser) and an API client holding a token of theirs."""
+    admin = get_user_model().objects.create_user(name, password=f"pw-{name}-1")
     admin.groups.add(roles.ensure_groups()[roles.ADMIN])
     _, key = api_tokens.create(admin, "script")
     script = APIClient()
     script.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return admin, script
+
+
+def test_the_admin_role_and_its_token_may_create_and_others_tokens_may_not(pooled, people):
+    admin, script = admin_script("role-admin")
     answer = script.post(URL, body(pooled), format="json")
     assert answer.status_code == 202, answer.json()
     assert Job.objects.get(pk=answer.json()["job"]).created_by == admin
@@ -297,6 +303,26 @@ def test_the_admin_role_and_its_token_may_create_and_others_tokens_may_not(poole
     assert script.post(URL, body(pooled, name="other"), format="json").status_code == 401
     # The judging actions keep to the session: a token is not read there.
     assert script.get(URL).status_code == 403
+
+
+def test_a_script_follows_its_campaign_with_its_token(pooled, people):
+    _, script = admin_script("job-admin")
+    answer = script.post(URL, body(pooled, name="followed"), format="json")
+    assert answer.status_code == 202, answer.json()
+    followed = script.get(answer["Location"])
+    assert followed.status_code == 200, followed.content
+    got = followed.json()
+    assert got["job"] == answer.json()["job"] and got["url"] == answer["Location"]
+    assert got["status"] in {"queued", "running", "succeeded"}
+    if got["status"] == "succeeded":
+        assert Campaign.objects.get(pk=got["campaign"]).name == "followed"
+    # another kind's job, no job, and no admin: nothing to read
+    other = Job.objects.create(kind="score-run", arguments={})
+    assert script.get(f"/api/campaign-jobs/{other.pk}/").status_code == 404
+    assert script.get("/api/campaign-jobs/999999999999/").status_code == 404
+    _, annotator_key = api_tokens.create(people["annotator"], "script")
+    script.credentials(HTTP_AUTHORIZATION=f"Token {annotator_key}")
+    assert script.get(answer["Location"]).status_code == 403
 
 
 def test_the_schema_describes_the_request_and_the_answer(people, client):
@@ -318,6 +344,9 @@ def test_the_schema_describes_the_request_and_the_answer(people, client):
         "status",
         "url",
         "campaign",
+        "percent",
+        "message",
+        "error",
     }
     client.force_login(people["admin"])
     served = client.get("/api/schema/")
