@@ -13,6 +13,7 @@ world of ``--videos`` clips is built (and kept in ``--world``, reused when there
     nice -n 5 .venv/bin/python bench/adaptive_bench.py --videos 1500 --world /tmp/w1500
         [--seeds 5] [--coverage 50] [--configs fire,adaptive,active,shuffled,assessor]
         [--coverage-configs adaptive,active,shuffled] [--half-width 1] [--proxies bow,pos]
+        [--settle c@1,c@5,c@10,ap,ndcg@10]
 """
 
 import io
@@ -57,6 +58,7 @@ def main() -> None:
     options.add_argument("--coverage-configs", default="adaptive,active,shuffled")
     options.add_argument("--half-width", type=float, default=1.0)
     options.add_argument("--proxies", default="bow,pos")
+    options.add_argument("--settle", default="", help="The active policy's settled scores.")
     args = options.parse_args()
     configs = [name.strip() for name in args.configs.split(",") if name.strip()]
     covered = {name.strip() for name in args.coverage_configs.split(",")}
@@ -68,6 +70,8 @@ def main() -> None:
             extra = dict(CONFIGS[name])
             if extra["policy"] == "active":
                 extra.update(half_width=args.half_width, proxies=args.proxies)
+                if args.settle:
+                    extra["settle"] = args.settle
             began = time.perf_counter()
             rows[name] = simulate(0, args.seeds, extra)
             log(f"{name}: {args.seeds} seeds in {time.perf_counter() - began:.0f} s")

@@ -163,3 +163,17 @@ def test_the_simulated_assessor_agrees_at_its_kappa(kappa):
     said = simulated_assessor(truth, kappa, np.random.default_rng(1))
     assert cohen_kappa_score(truth, said) == pytest.approx(kappa, abs=0.01)
     assert flip_rate_for_kappa(0.36, 1.0) == pytest.approx(0, abs=1e-12)
+
+
+def test_later_plans_scale_the_spread_by_the_drawn_queries_real_errors():
+    misjudged = active._Misjudged(runs=2, metrics=1)
+    assert misjudged.ratio().tolist() == [[[1.0], [1.0]]]  # nothing drawn yet
+    drawn = np.array([True, True, False])
+    pi = np.array([0.5, 1.0, 0.2])
+    values = {"AP": np.array([[1.0, 0.5], [0.0, 0.5], [0.3, 0.3]])}
+    predicted = {"AP": np.array([[0.5, 0.5], [0.5, 0.5], [0.0, 0.0]])}
+    spread = np.array([[[0.05], [0.1]], [[0.05], [0.1]], [[1.0], [1.0]]])
+    misjudged.add(values, predicted, spread, drawn, pi, ("AP",))
+    # run 0: (0.25 / 0.5 + 0.25 / 1) / (0.05 / 0.5 + 0.05 / 1) = 0.75 / 0.15 = 5;
+    # run 1: no error at all, so never below 1
+    np.testing.assert_allclose(misjudged.ratio(), [[[5.0], [1.0]]])
