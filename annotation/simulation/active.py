@@ -24,7 +24,6 @@ or when the stages or the label budget run out. Without the value-driven labels
 (``value_first=False``) the first stage is a uniform pilot that gives the predictor its labels.
 """
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,7 +40,7 @@ from annotation.simulation.offline import (
     SimulatedSource,
     asker,
 )
-from retrieval.prediction.features import PairFeatures
+from retrieval.prediction.features import PairFeatures, shuffled
 from retrieval.prediction.model import cross_fit
 from retrieval.scoring.active_inference import (
     ActiveEstimates,
@@ -129,8 +128,7 @@ def simulate_active(
     if len(features) != len(world.pool):
         raise ValueError("one feature row per pooled pair is required")
     if settings.shuffle:
-        order = np.random.default_rng(seed + 7).permutation(len(features))
-        features = PairFeatures(features.matrix[order], features.names)
+        features = shuffled(features, seed)
     rng = np.random.default_rng(seed)
     source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
     rules = Rules.of(policy.ADAPTIVE, len(world.pool), seed, confidence=settings.confidence)
@@ -298,11 +296,3 @@ class _Misjudged:
     def ratio(self) -> np.ndarray:
         safe = np.where(self.spread > 0, self.spread, 1.0)
         return np.maximum(np.where(self.spread > 0, self.error / safe, 1.0), 1.0)[None]
-
-
-def settled_metrics(metrics: Sequence[str]) -> tuple[str, ...]:
-    """``metrics`` in the simulator's canonical order (ValueError on an unknown one)."""
-    unknown = [metric for metric in metrics if metric not in METRICS]
-    if unknown:
-        raise ValueError(f"unknown metrics {', '.join(unknown)} (known: {', '.join(METRICS)})")
-    return tuple(metric for metric in METRICS if metric in metrics)
