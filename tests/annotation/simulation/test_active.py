@@ -177,3 +177,20 @@ def test_later_plans_scale_the_spread_by_the_drawn_queries_real_errors():
     # run 0: (0.25 / 0.5 + 0.25 / 1) / (0.05 / 0.5 + 0.05 / 1) = 0.75 / 0.15 = 5;
     # run 1: no error at all, so never below 1
     np.testing.assert_allclose(misjudged.ratio(), [[[5.0], [1.0]]])
+
+
+def test_a_stage_the_budget_starves_is_not_drawn_and_the_last_estimates_stand():
+    world = small_world(seed=5)
+    crowd = offline.SimulatedCrowd.of([(1.0, 0.95, 0.95)], 6)
+    pilot_only = active.ActiveSettings(value_first=False, pilot=0.3, stages=1)
+    first = active.simulate_active(world, crowd, features_of(world), settings=pilot_only, seed=2)
+    spent = int(first.outcome.spent["campaign"])  # the pilot's labels, and 5 more to spend:
+    starved = active.ActiveSettings(value_first=False, pilot=0.3, stages=4, max_labels=spent + 5)
+    result = active.simulate_active(world, crowd, features_of(world), settings=starved, seed=2)
+    assert len(result.stages) == 1  # the next stage could not narrow anything: not drawn
+    np.testing.assert_array_equal(result.judged, first.judged)
+    assert np.all(result.probability == 0.3)
+    for metric in estimates.METRICS:
+        np.testing.assert_array_equal(
+            result.estimates[metric].estimate, first.estimates[metric].estimate
+        )
