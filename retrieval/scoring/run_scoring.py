@@ -126,7 +126,7 @@ def submit_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=
 
 def scoring_jobs():
     """The jobs that score an uploaded run (what the scores API looks a job up among)."""
-    return Job.objects.filter(kind=SCORE_RUN)
+    return runner.jobs_of_kind(SCORE_RUN)
 
 
 def job_scores(job: Job) -> JobScores:
