@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.active import stages as active_stages
 from annotation.campaign_read import figures_due, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaign_read.resolution import METHODS
@@ -235,6 +236,53 @@ register(
         queue="live",  # the refits' workers: it follows them
         # Not one transaction: the inputs are read, then the one row replaced.
         describe=lambda a: f"relevance predictor of {a['campaign']}",
+    )
+)
+
+
+class ActiveStageForm(RefitForm):
+    """A campaign, whether to draw its next active stage, and the draw's seed."""
+
+    draw = forms.BooleanField(
+        required=False,
+        help_text="Draw the next stage (unticked: only estimate the last one once judged).",
+    )
+    seed = forms.IntegerField(
+        min_value=0,
+        max_value=2**31 - 1,
+        required=False,
+        help_text="Seed of the draw (default: from the campaign's seed and the stage number).",
+    )
+
+
+def run_active_stage(
+    reporter: Reporter, campaign: str, draw: bool = False, seed: int | None = None
+) -> dict:
+    """Estimate the campaign's last active stage once its queries are judged in full and, with
+    ``draw``, draw the next one; a draw the stopping rule refuses is reported, not failed."""
+    found = get_campaign(campaign)
+    reporter.step(f"estimating the last active stage of {found.name}")
+    result = active_stages.stage_report(found)
+    if draw:
+        reporter.step(f"drawing the next active stage of {found.name}")
+        try:
+            result["drawn"] = active_stages.draw_stage(found, seed=seed).as_dict()
+        except active_stages.ActiveError as exc:
+            result["drawn"], result["not_drawn"] = None, str(exc)
+    return result
+
+
+register(
+    JobKind(
+        active_stages.JOB_KIND,
+        "Estimate a campaign's last active stage and draw the next",
+        run_active_stage,
+        ActiveStageForm,
+        permission=ADMIN,
+        atomic=True,
+        lane="prediction",
+        queue="live",
+        describe=lambda a: f"active stage of {a['campaign']}",
     )
 )
 

@@ -791,3 +791,43 @@ class RelevancePredictor(models.Model):
 
     def __str__(self) -> str:
         return f"relevance predictor of {self.campaign_id} at {self.fitted_at}"
+
+
+class ActiveStage(models.Model):
+    """One stage of a campaign's active draws (:mod:`annotation.active.stages`): every pooled
+    query's inclusion probability and predicted metrics, frozen before the draw, which queries
+    were drawn to be judged in full, and, once they are, the estimates they give."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="active_stages")
+    number = models.PositiveIntegerField(help_text="1 for the first stage.")
+    seed = models.PositiveIntegerField(default=0)
+    drawn_at = models.DateTimeField()
+    arrays = models.BinaryField(
+        default=bytes,
+        help_text=(
+            "npz: caption_ids int64 (the pooled queries), probability float64, judged bool "
+            "(judged in full once this stage is: earlier stages' queries and this draw's) and "
+            "predicted float64 (queries x runs x metrics)."
+        ),
+    )
+    run_names = models.JSONField(default=list)
+    metrics = models.JSONField(default=list)
+    drawn = models.PositiveIntegerField(default=0, help_text="Queries this stage drew.")
+    pairs = models.PositiveIntegerField(default=0, help_text="Pairs it served again.")
+    labels_before = models.PositiveIntegerField(default=0, help_text="Labels given before it.")
+    estimates = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="run -> metric -> estimate, low, high, label and sampling variance, once "
+        "every drawn query is judged in full (None before).",
+    )
+    estimated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["campaign", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "number"], name="active_stage_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"active stage {self.number} of {self.campaign_id}"

@@ -291,9 +291,12 @@ class CampaignSettings:
     """The scores judging must settle (canonical order, see :func:`settle_metrics`)."""
     half_width: float = DEFAULT_HALF_WIDTH
     """The target half-width of their 95% intervals, in points."""
+    active_captions: tuple[int, ...] = ()
+    """Queries the active policy's stages drew (:mod:`annotation.active.stages`): judged in full."""
 
     def __post_init__(self) -> None:
         _flag("show_roles", self.show_roles)
+        _ids("active_captions", self.active_captions)
         if (
             not isinstance(self.settle, tuple)
             or settle_metrics("settle", self.settle) != self.settle
@@ -348,6 +351,7 @@ class CampaignSettings:
             ),
             settle=_stored_settle(stored.get("settle", list(DEFAULT_SETTLE))),
             half_width=stored.get("half_width", DEFAULT_HALF_WIDTH),
+            active_captions=_ids("active_captions", stored.get("active_captions", ())),
         )
 
     def to_options(self) -> dict:
@@ -384,7 +388,15 @@ class CampaignSettings:
             stored["settle"] = list(self.settle)
         if self.half_width != DEFAULT_HALF_WIDTH:
             stored["half_width"] = self.half_width
+        if self.active_captions:
+            stored["active_captions"] = list(self.active_captions)
         return stored
+
+    @functools.cached_property
+    def judged_in_full(self) -> frozenset[int]:
+        """Queries drawn for an estimate, uniformly or by an active stage: every pair of theirs
+        is served, first, whatever the judging order would say (built once per parsed settings: they are shared)."""
+        return frozenset(self.estimation_sample.captions) | frozenset(self.active_captions)
 
 
 OPTION_KEYS = (
@@ -399,6 +411,7 @@ OPTION_KEYS = (
     "label_policy",
     "settle",
     "half_width",
+    "active_captions",
 )
 """The top-level keys of ``Campaign.options``; any other is refused."""
 

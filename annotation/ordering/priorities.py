@@ -122,7 +122,7 @@ def reprioritise(
     caller read them under its lock before the label, and the labelled pair, so the pairs
     are not read again. Called inside the caller's transaction."""
     settings = campaign.settings.judging
-    if not settings.adaptive or caption_id in campaign.settings.estimation_sample.captions:
+    if not settings.adaptive or caption_id in campaign.settings.judged_in_full:
         return  # a query drawn for an estimate is judged in full, first
     source = provenance(campaign)
     rows = query_pairs(campaign.pk, caption_id) if locked is None else _after_label(*locked)

@@ -169,7 +169,7 @@ def simulate_active(
                 settings.random_share,
                 budget=left,
             )
-            if estimates and not _narrows(pi, judged, scaled, estimates, settings.settle):
+            if estimates and not narrows(pi, judged, scaled, estimates, settings.settle):
                 break  # the labels left cannot narrow the widest interval: keep the last
         else:  # a uniform pilot gives the predictor its first labels
             pi = np.full(queries, settings.pilot)
@@ -240,7 +240,7 @@ def plan(
     return design(high)
 
 
-def _narrows(
+def narrows(
     pi: np.ndarray,
     judged: np.ndarray,
     spread: np.ndarray,

@@ -48,6 +48,7 @@ def world(db, settings, tmp_path):
         "demo_campaign": {"dataset": "args", "name": "demo-c"},
         "refit-policy": {"campaign": campaign.name},
         "fit-predictor": {"campaign": str(campaign.pk), "seed": "3"},
+        "active-stage": {"campaign": campaign.name, "draw": "on", "seed": "3"},
         "campaign-figures": {"campaign": campaign.name},
         "label-set-figures": {"dataset": "args"},
     }
@@ -102,6 +103,7 @@ BAD = {
     "demo_campaign": {"dataset": ["ghost", ""], "name": ["", "x" * 201]},
     "refit-policy": {"campaign": ["ghost", ""]},
     "fit-predictor": {"campaign": ["ghost", "", "0"], "seed": OUT_OF_RANGE_INTS + WRONG_TYPE_INTS},
+    "active-stage": {"campaign": ["ghost", "", HUGE], "seed": OUT_OF_RANGE_INTS + WRONG_TYPE_INTS},
     "campaign-figures": {"campaign": ["ghost", "", HUGE]},
     "label-set-figures": {"dataset": ["ghost", ""], "labels": ["ghost", HUGE]},
 }

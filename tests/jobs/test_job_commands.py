@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 
 from jobs.commands import JobCommand
 
-ALIASES = {"embed", "train", "predict", "demo_campaign", "fit_predictor"}
+ALIASES = {"embed", "train", "predict", "demo_campaign", "fit_predictor", "active_stage"}
 
 
 def _aliases() -> dict[str, JobCommand]:

@@ -1,0 +1,459 @@
+"""A campaign's active stages, live (Zrnic & Candès, ICML 2024: active statistical inference;
+the offline replay of the same design is :mod:`annotation.simulation.active`, whose planning
+and metrics this module shares).
+
+:func:`draw_stage` reads every pooled pair's probability of relevance (its label posterior
+where it has labels, else the campaign's cross-fitted relevance predictor, else the labelled
+pairs' mean) and from them each run's expected metric per query (the predictions). It plans
+every query's inclusion probability: the smallest expected label spend whose design variance
+meets the campaign's half-width for every settled score, higher where a query's metrics are
+uncertain and lower where finishing it costs more labels, with a 10% uniform share
+(:func:`annotation.simulation.active.plan`). It draws queries independently (Poisson) and
+stores the probabilities and predictions, frozen, before any drawn pair is served again; drawn
+queries are then served first and judged in full. Once every drawn query is,
+:func:`estimate_stage` stores each run's active-inference mean of the judged queries' values
+under their resolved labels and everyone's frozen predictions, with the label noise of the
+judged values (Monte Carlo over their posteriors) in its interval: unbiased whatever the
+predictor, since the predictions and probabilities were fixed before the draw. Queries judged
+in earlier stages enter later ones with probability 1. Means are over the pooled queries.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, replace
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Case, IntegerField, Q, Value, When
+from django.utils import timezone
+from scipy.special import ndtri
+
+from annotation.campaign_read.labels import load_campaign_labels
+from annotation.campaigns.pooling import Pool
+from annotation.campaigns.provenance import provenance
+from annotation.judging import pair_state
+from annotation.judging.statements import queryset_array
+from annotation.models import ActiveStage, Campaign, Pair
+from annotation.ordering.settle_width import ESTIMATE, Spread
+from annotation.prediction.service import stored_predictions
+from annotation.simulation.active import FIRST_LABELS_PER_PAIR, PLAN_SHARE, narrows, plan
+from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
+from annotation.simulation.model import World
+from config.errors import UserError
+from retrieval.ids import positions_of
+from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
+
+JOB_KIND = "active-stage"
+"""The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.jobs`)."""
+LEVEL = 0.95
+RANDOM_SHARE = 0.1
+"""The uniform share of every stage's design: every query keeps a chance to be drawn."""
+
+_PAIR_ROW = np.dtype(
+    [
+        ("id", np.int64),
+        ("pool_row", np.int64),
+        ("caption_id", np.int64),
+        ("video_id", np.int64),
+        ("needed", np.int64),
+        ("label_count", np.int64),
+        ("fixed", np.int64),
+        ("relevant", np.int64),
+    ]
+)
+
+
+class ActiveError(UserError):
+    """A stage cannot be drawn now (the last one is still being judged, every score is
+    settled, no labels are left to narrow an interval...)."""
+
+
+@dataclass(frozen=True)
+class LiveCampaign:
+    """A campaign's pool as a :class:`~annotation.simulation.model.World` (pairs grouped by
+    caption, its truth unknown and left all irrelevant), and what is known of each pair:
+    ``known`` its probability of relevance, ``posterior`` that of its labels (certain where
+    adjudicated, auto-labelled or resolved without a model), ``resolved`` how the label set
+    reads it, ``labelled`` whether it has a label, ``unfinished`` whether it still needs one."""
+
+    world: World
+    pair_ids: np.ndarray
+    known: np.ndarray
+    posterior: np.ndarray
+    resolved: np.ndarray
+    labelled: np.ndarray
+    unfinished: np.ndarray
+    labels_spent: int
+
+    @property
+    def queries(self) -> np.ndarray:
+        return self.world.layout.caption_ids
+
+
+@dataclass(frozen=True)
+class StageSummary:
+    """What one stage drew, for the command and the job."""
+
+    campaign: str
+    stage: int
+    queries: int
+    drawn: int
+    judged: int
+    pairs: int
+    expected_labels: float
+    seed: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def live_campaign(campaign: Campaign) -> LiveCampaign:
+    """The campaign's pool and each pair's probabilities, in a constant number of queries."""
+    names = campaign.run_names()
+    source = provenance(campaign)
+    if not names or source.ranks.shape[1] != len(names):
+        raise ActiveError(f"campaign {campaign.name!r} has no pooled runs to estimate")
+    rows = queryset_array(
+        Pair.objects.filter(campaign=campaign)
+        .order_by("caption_id", "pool_row", "pk")
+        .annotate(
+            fixed=Case(
+                When(~Q(adjudicated="") | ~Q(auto_label=""), then=Value(1)),
+                default=Value(0),
+                output_field=IntegerField(),
+            ),
+            relevant=Case(
+                When(status=Pair.Status.RELEVANT, then=Value(1)),
+                default=Value(0),
+                output_field=IntegerField(),
+            ),
+        )
+        .values_list(
+            "id", "pool_row", "caption_id", "video_id", "needed", "label_count", "fixed", "relevant"
+        ),
+        _PAIR_ROW,
+    )
+    if not len(rows):
+        raise ActiveError(f"campaign {campaign.name!r} has no pooled pairs")
+    pool = Pool(rows["caption_id"], rows["video_id"], source.ranks[rows["pool_row"]])
+    queries = np.unique(rows["caption_id"])
+    at = positions_of(source.queries, queries)
+    depth = int(campaign.depth)
+    known_positive = np.zeros((queries.size, len(names), depth), dtype=bool)
+    own = np.where(at[:, None] >= 0, source.known[np.maximum(at, 0)], 0).astype(np.int64)
+    q, r = np.nonzero((own > 0) & (own <= depth))
+    known_positive[q, r, own[q, r] - 1] = True
+    world = World(
+        pool,
+        np.zeros(len(pool), bool),
+        tuple(names),
+        depth,
+        known_positive,
+        np.ones(queries.size, np.int64),
+    )
+    fixed, relevant = rows["fixed"] == 1, (rows["relevant"] == 1).astype(np.float64)
+    labelled = (rows["label_count"] > 0) | fixed
+    posterior = relevant.copy()
+    read = load_campaign_labels(campaign)
+    if read.posterior is not None:
+        slot = rows["id"] - read.first_pair_id
+        inside = (slot >= 0) & (slot < read.posterior.size)
+        modelled = np.full(len(rows), np.nan)
+        modelled[inside] = read.posterior[slot[inside]]
+        posterior = np.where(labelled & ~fixed & ~np.isnan(modelled), modelled, relevant)
+    prior = float(posterior[labelled].mean()) if labelled.any() else 0.5
+    predicted = np.full(len(rows), prior)
+    stored = stored_predictions(campaign)
+    if stored is not None:
+        where = positions_of(stored[0], rows["id"])
+        found = where >= 0
+        predicted[found] = np.clip(stored[1][where[found]].astype(np.float64), 0.0, 1.0)
+    known = np.where(labelled, posterior, predicted)
+    unfinished = (rows["needed"] > 0) | ~labelled
+    return LiveCampaign(
+        world,
+        rows["id"],
+        known,
+        np.where(labelled, posterior, known),
+        relevant,
+        labelled,
+        unfinished,
+        int(rows["label_count"].sum()),
+    )
+
+
+@dataclass(frozen=True)
+class StageArrays:
+    """A stage's frozen design over the pooled queries: inclusion ``probability``, ``judged``
+    (in full once the stage is), ``predicted`` (queries x runs x ``metrics``)."""
+
+    caption_ids: np.ndarray
+    probability: np.ndarray
+    judged: np.ndarray
+    predicted: np.ndarray
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            caption_ids=self.caption_ids.astype(np.int64),
+            probability=self.probability.astype(np.float64),
+            judged=self.judged.astype(bool),
+            predicted=self.predicted.astype(np.float64),
+        )
+        return buffer.getvalue()
+
+    @classmethod
+    def of(cls, stage: ActiveStage) -> StageArrays:
+        with np.load(io.BytesIO(bytes(stage.arrays))) as arrays:
+            return cls(
+                arrays["caption_ids"], arrays["probability"], arrays["judged"], arrays["predicted"]
+            )
+
+    def drawn_captions(self, before: StageArrays | None) -> np.ndarray:
+        """The queries this stage drew (judged now, not before it)."""
+        earlier = np.zeros_like(self.judged) if before is None else before.judged
+        return self.caption_ids[self.judged & ~earlier]
+
+
+def _z() -> float:
+    return float(ndtri(0.5 + LEVEL / 2))
+
+
+def _stages(campaign: Campaign) -> list[ActiveStage]:
+    return list(ActiveStage.objects.filter(campaign=campaign).order_by("number"))
+
+
+def _checked(arrays: StageArrays, live: LiveCampaign, number: int) -> None:
+    if not np.array_equal(arrays.caption_ids, live.queries):
+        raise ActiveError(f"stage {number} was drawn over other queries than the pool has now")
+
+
+def unfinished_queries(arrays: StageArrays, live: LiveCampaign) -> int:
+    """Queries judged in full by the stage that still have a pair to label."""
+    waiting = np.bincount(live.world.layout.query_of, live.unfinished, minlength=live.queries.size)
+    return int(np.count_nonzero(arrays.judged & (waiting > 0)))
+
+
+def stage_estimates(
+    live: LiveCampaign, arrays: StageArrays, metrics: list[str], seed: int
+) -> dict[str, ActiveEstimates]:
+    """Per metric (one column per run): the active-inference means of a finished stage, with
+    the predictions' weight 1 (PPI's; tuned on a few heavily weighted queries it understated
+    the variance offline, ``bench/RESULTS.md``)."""
+    world = live.world
+    rows = np.flatnonzero(arrays.judged)
+    values = query_metrics(world, live.resolved, rows)
+    noise = noise_variance(world, live.posterior, rows, np.random.default_rng(seed))
+    result = {}
+    for m, metric in enumerate(metrics):
+        y = np.zeros(arrays.predicted.shape[:2])
+        spread = np.zeros_like(y)
+        y[rows], spread[rows] = values[metric], noise[metric]
+        result[metric] = active_means(
+            y,
+            arrays.predicted[:, :, m],
+            arrays.judged,
+            arrays.probability,
+            noise_variance=spread,
+            level=LEVEL,
+            lam=1.0,
+        )
+    return result
+
+
+def _as_json(estimates: dict[str, ActiveEstimates], runs: list[str]) -> dict:
+    return {
+        run: {
+            metric: {
+                "estimate": float(found.estimate[r]),
+                "low": float(found.low[r]),
+                "high": float(found.high[r]),
+                "labels_variance": float(found.labels_variance[r]),
+                "sampling_variance": float(found.sampling_variance[r]),
+            }
+            for metric, found in estimates.items()
+        }
+        for r, run in enumerate(runs)
+    }
+
+
+def estimate_stage(campaign: Campaign) -> ActiveStage | None:
+    """The campaign's last stage, its estimates computed and stored once every query it drew
+    is judged in full (a stage still being judged is returned without them); None before any
+    stage. A write: the command's and the jobs' work, never a page's."""
+    stages = _stages(campaign)
+    if not stages:
+        return None
+    last = stages[-1]
+    if last.estimates is not None:
+        return last
+    live = live_campaign(campaign)
+    arrays = StageArrays.of(last)
+    _checked(arrays, live, last.number)
+    if unfinished_queries(arrays, live):
+        return last
+    found = stage_estimates(live, arrays, list(last.metrics), last.seed)
+    last.estimates = _as_json(found, list(last.run_names))
+    last.estimated_at = timezone.now()
+    ActiveStage.objects.filter(pk=last.pk, estimates__isnull=True).update(
+        estimates=last.estimates, estimated_at=last.estimated_at
+    )
+    return last
+
+
+def settled(estimates: dict, settle, half_width: float) -> bool:
+    """Whether every run's every settled score's interval is within ``half_width`` points."""
+    return all(
+        (scores[metric]["high"] - scores[metric]["low"]) * 50 <= half_width + 1e-9
+        for scores in estimates.values()
+        for metric in settle
+    )
+
+
+def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
+    """Draw the campaign's next stage (module docstring) and serve its queries first;
+    :class:`ActiveError` when the last stage is still being judged, every settled score is
+    within the half-width, every query is judged or the labels left cannot narrow the widest
+    interval."""
+    last = estimate_stage(campaign)
+    settings = campaign.settings
+    live = live_campaign(campaign)
+    queries = live.queries.size
+    judged, current = np.zeros(queries, bool), None
+    if last is not None:
+        arrays = StageArrays.of(last)
+        _checked(arrays, live, last.number)
+        left = unfinished_queries(arrays, live)
+        if left:
+            raise ActiveError(
+                f"stage {last.number} is still being judged: {left} of its queries have "
+                "pairs to label"
+            )
+        if last.estimates is not None and settled(
+            last.estimates, settings.settle, settings.half_width
+        ):
+            raise ActiveError(
+                f"every settled score is within ±{settings.half_width:g} points: nothing to draw"
+            )
+        judged = arrays.judged.copy()
+        current = stage_estimates(live, arrays, list(last.metrics), last.seed)
+    if judged.all():
+        raise ActiveError("every pooled query is judged in full: nothing to draw")
+    number = 1 if last is None else last.number + 1
+    seed = int(campaign.seed) * 1000 + number if seed is None else int(seed)
+    rng = np.random.default_rng(seed)
+    world = live.world
+    predicted = query_metrics(world, live.known)
+    confidence = settings.label_policy.confidence
+    unsure = ~live.labelled | (np.maximum(live.known, 1 - live.known) < confidence)
+    per_pair = (
+        live.labels_spent / live.labelled.sum() if live.labelled.any() else FIRST_LABELS_PER_PAIR
+    )
+    cost = np.bincount(world.layout.query_of, unsure, minlength=queries) * per_pair
+    spread = noise_variance(world, live.known, np.arange(queries), rng)
+    grid = np.stack([spread[metric] for metric in settings.settle], axis=2)
+    budget = settings.judging.budget
+    left = None if budget is None else budget - live.labels_spent
+    target = (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2
+    pi = plan(grid, np.where(judged, 0.0, cost), target, RANDOM_SHARE, budget=left)
+    if current is not None and not narrows(pi, judged, grid, current, settings.settle):
+        raise ActiveError("the labels left in the budget cannot narrow the widest interval")
+    pi = np.where(judged, 1.0, pi)
+    drawn = poisson_draw(pi, rng) & ~judged
+    arrays = StageArrays(
+        live.queries,
+        pi,
+        judged | drawn,
+        np.stack([predicted[metric] for metric in METRICS], axis=2),
+    )
+    chosen = np.isin(world.pool.caption_ids, live.queries[drawn])
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        if ActiveStage.objects.filter(campaign=locked, number__gte=number).exists():
+            raise ActiveError("another stage was drawn meanwhile: look at it first")
+        pair_state.reopen(live.pair_ids[chosen & ~live.labelled].tolist())
+        pair_state.move({int(pk): 0 for pk in live.pair_ids[chosen & live.unfinished]})
+        now = locked.settings
+        captions = set(now.active_captions) | set(live.queries[drawn].tolist())
+        locked.set_settings(replace(now, active_captions=tuple(sorted(captions))))
+        ActiveStage.objects.create(
+            campaign=locked,
+            number=number,
+            seed=seed,
+            drawn_at=timezone.now(),
+            arrays=arrays.to_bytes(),
+            run_names=list(world.run_names),
+            metrics=list(METRICS),
+            drawn=int(drawn.sum()),
+            pairs=int(np.count_nonzero(chosen & live.unfinished)),
+            labels_before=live.labels_spent,
+        )
+    return StageSummary(
+        campaign.name,
+        number,
+        queries,
+        int(drawn.sum()),
+        int(judged.sum()),
+        int(np.count_nonzero(chosen & live.unfinished)),
+        float((pi * np.where(judged, 0.0, cost)).sum()),
+        seed,
+    )
+
+
+def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
+    """Run -> metric -> the last estimated stage's interval as a spread (read only)."""
+    found = (
+        ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
+        .order_by("-number")
+        .values_list("estimates", flat=True)
+        .first()
+    )
+    if not found:
+        return {}
+    return {
+        run: {
+            metric: Spread.of_interval(ESTIMATE, value["low"], value["high"])
+            for metric, value in scores.items()
+        }
+        for run, scores in found.items()
+    }
+
+
+def stage_report(campaign: Campaign) -> dict:
+    """The campaign's stages after :func:`estimate_stage`: each stage's draw, the last one's
+    queries still being judged, and the last estimates (scores in [0, 1]; ``settled``: every
+    settled score within the half-width)."""
+    last = estimate_stage(campaign)
+    settings = campaign.settings
+    report: dict = {
+        "campaign": campaign.name,
+        "settle": list(settings.settle),
+        "half_width": settings.half_width,
+        "stages": [],
+        "unfinished": 0,
+        "estimates": None,
+        "estimated_stage": None,
+        "settled": False,
+    }
+    if last is None:
+        return report
+    if last.estimates is None:
+        report["unfinished"] = unfinished_queries(StageArrays.of(last), live_campaign(campaign))
+    for stage in _stages(campaign):
+        report["stages"].append(
+            {
+                "number": stage.number,
+                "drawn": stage.drawn,
+                "pairs": stage.pairs,
+                "labels_before": stage.labels_before,
+                "seed": stage.seed,
+                "estimated": stage.estimates is not None,
+            }
+        )
+        if stage.estimates is not None:
+            report["estimates"], report["estimated_stage"] = stage.estimates, stage.number
+    if report["estimates"] is not None:
+        report["settled"] = settled(report["estimates"], settings.settle, settings.half_width)
+    return report

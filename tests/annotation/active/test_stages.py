@@ -1,0 +1,132 @@
+"""The active policy live: a stage's probabilities and predictions are stored before its queries
+are served, the drawn queries are served first and judged in full, and the stage's estimates
+are the active-inference means, checked here by hand from the labels the annotators gave."""
+
+import json
+import uuid
+from io import StringIO
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotation.active import stages
+from annotation.campaigns.provenance import provenance
+from annotation.judging import queue, submit
+from annotation.models import ActiveStage, Campaign, Pair
+from annotation.ordering.settle_width import ESTIMATE
+from tests.factories import make_campaign
+
+Z95 = 1.959963984540054
+
+
+def _rank(pair) -> int:
+    return int(provenance(pair.campaign).ranks[pair.pool_row, 0])
+
+
+def _truth(pair) -> bool:
+    """Relevant at the run's top 1, 2 or 3 ranks, by query."""
+    return _rank(pair) <= 1 + pair.caption_id % 3
+
+
+def _answer(pair) -> str:
+    return "relevant" if _truth(pair) else "irrelevant"
+
+
+def _judge(campaign, annotator, count=None) -> list[Pair]:
+    """Judge what the queue serves, ``count`` tasks (all when None); the pairs served."""
+    served = []
+    while count is None or len(served) < count:
+        current = queue.assign(campaign, annotator).current
+        if current is None:
+            break
+        served.append(current.pair)
+        submit.submit(annotator, current.pair.pk, _answer(current.pair), uuid.uuid4())
+    return served
+
+
+def _by_hand(campaign, arrays: stages.StageArrays) -> dict[str, float]:
+    """Each metric's active estimate and half-width, from the labels and the stored design."""
+    pairs = list(Pair.objects.filter(campaign=campaign).order_by("caption_id", "pool_row"))
+    depth = campaign.depth
+    values = {metric: [] for metric in ("C@1", "C@5", "C@10", "AP", "nDCG@10")}
+    for caption in arrays.caption_ids:
+        own = [p for p in pairs if p.caption_id == caption]
+        rel = np.zeros(depth)
+        for pair in own:
+            rel[_rank(pair) - 1] = pair.status == Pair.Status.RELEVANT
+        total = rel.sum() + 1  # the caption's own video, never retrieved by the run
+        hits = np.cumsum(rel)
+        discount = 1 / np.log2(np.arange(2, depth + 2))
+        ideal = (1 / np.log2(np.arange(2, int(min(total, 10)) + 2))).sum()
+        values["C@1"].append(float(rel[:1].any()))
+        values["C@5"].append(float(rel[:5].any()))
+        values["C@10"].append(float(rel[:10].any()))
+        values["AP"].append(float((rel * hits / np.arange(1, depth + 1)).sum() / total))
+        values["nDCG@10"].append(float((rel * discount).sum() / ideal))
+    result = {}
+    pi, judged = arrays.probability, arrays.judged
+    for m, (metric, y) in enumerate(values.items()):
+        y, f = np.array(y), arrays.predicted[:, 0, m]
+        n = y.size
+        estimate = (f.sum() + ((y - f) / pi)[judged].sum()) / n
+        variance = (((1 - pi) / pi**2) * (y - f) ** 2)[judged].sum() / n**2
+        result[metric] = (estimate, Z95 * np.sqrt(variance))
+    return result
+
+
+@pytest.mark.django_db
+def test_a_stage_is_stored_served_first_judged_in_full_and_estimated(django_user_model):
+    campaign = make_campaign(n_queries=30, depth=4)
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    _judge(campaign, annotator, 20)  # some labels before the first stage
+    summary = stages.draw_stage(campaign, seed=5)
+    stage = ActiveStage.objects.get(campaign=campaign)
+    arrays = stages.StageArrays.of(stage)
+    assert (summary.stage, stage.number, stage.seed, summary.queries) == (1, 1, 5, 30)
+    assert stage.drawn == summary.drawn == int(arrays.judged.sum()) > 0
+    assert arrays.predicted.shape == (30, 1, 5) and stage.run_names == ["m"]
+    assert ((arrays.probability > 0) & (arrays.probability <= 1)).all()
+    drawn = set(arrays.caption_ids[arrays.judged].tolist())
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    assert set(campaign.settings.active_captions) == drawn
+    # a second draw waits for this one
+    with pytest.raises(stages.ActiveError, match="still being judged"):
+        stages.draw_stage(campaign)
+    # its queries come first (after the task already leased to the annotator), judged in full
+    live = stages.live_campaign(campaign)
+    waiting = int(np.isin(live.world.pool.caption_ids, list(drawn))[live.unfinished].sum())
+    served = _judge(campaign, annotator, None)
+    assert waiting > 1 and {pair.caption_id for pair in served[1 : waiting + 1]} <= drawn
+    assert stages.unfinished_queries(arrays, stages.live_campaign(campaign)) == 0
+    stage = stages.estimate_stage(campaign)
+    assert stage.estimates is not None
+    expected = _by_hand(campaign, arrays)
+    for metric, (estimate, half) in expected.items():
+        got = stage.estimates["m"][metric]
+        assert got["estimate"] == pytest.approx(estimate, abs=1e-9), metric
+        assert (got["high"] - got["low"]) / 2 == pytest.approx(half, abs=1e-9), metric
+        # FIRE's policy: every resolved label is certain
+        assert got["labels_variance"] == pytest.approx(0, abs=1e-12)
+    spreads = stages.active_spreads(campaign)
+    assert spreads["m"]["AP"].kind == ESTIMATE
+
+
+@pytest.mark.django_db
+def test_the_command_estimates_draws_and_stops_when_settled(django_user_model):
+    campaign = make_campaign(n_queries=8, depth=3, half_width=50)
+    out = StringIO()
+    call_command("active_stage", campaign=campaign.name, draw=True, format="json", stdout=out)
+    first = json.loads(out.getvalue())
+    assert first["drawn"]["stage"] == 1 and first["estimates"] is None
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    _judge(campaign, annotator)
+    out = StringIO()
+    call_command("active_stage", campaign=campaign.name, draw=True, format="json", stdout=out)
+    second = json.loads(out.getvalue())
+    assert second["estimated_stage"] == 1 and second["settled"] is True
+    assert second["drawn"] is None and "nothing to draw" in second["not_drawn"]
+    assert ActiveStage.objects.filter(campaign=campaign).count() == 1
+    out = StringIO()
+    call_command("active_stage", campaign=campaign.name, stdout=out)
+    assert "estimates of stage 1" in out.getvalue() and "settled" in out.getvalue()
