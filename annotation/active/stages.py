@@ -29,20 +29,21 @@ from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 from scipy.special import ndtri
 
-from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import provenance
 from annotation.judging import pair_state
 from annotation.judging.statements import queryset_array
-from annotation.models import ActiveStage, Campaign, Pair
+from annotation.models import ActiveStage, Campaign, Judgement, Pair
 from annotation.ordering.settle_width import ESTIMATE, Spread
-from annotation.prediction.service import stored_predictions
+from annotation.policy import label_models
+from annotation.prediction.stored import stored_predictions
 from annotation.simulation.active import FIRST_LABELS_PER_PAIR, PLAN_SHARE, narrows, plan
 from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
 from annotation.simulation.model import World
 from config.errors import UserError
 from retrieval.ids import positions_of
 from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
+from retrieval.scoring.score_intervals import query_key
 
 JOB_KIND = "active-stage"
 """The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.jobs`)."""
@@ -155,13 +156,13 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
     fixed, relevant = rows["fixed"] == 1, (rows["relevant"] == 1).astype(np.float64)
     labelled = (rows["label_count"] > 0) | fixed
     posterior = relevant.copy()
-    read = load_campaign_labels(campaign)
-    if read.posterior is not None:
-        slot = rows["id"] - read.first_pair_id
-        inside = (slot >= 0) & (slot < read.posterior.size)
-        modelled = np.full(len(rows), np.nan)
-        modelled[inside] = read.posterior[slot[inside]]
-        posterior = np.where(labelled & ~fixed & ~np.isnan(modelled), modelled, relevant)
+    if label_models.is_adaptive(campaign):  # FIRE's policy resolves without a label model
+        seen = label_models.snapshot(
+            campaign,
+            zip(rows["id"].tolist(), rows["pool_row"].tolist(), strict=True),
+            Judgement.objects.filter(pair__campaign=campaign),
+        )
+        posterior = np.where(labelled & ~fixed, seen.posterior, relevant)
     prior = float(posterior[labelled].mean()) if labelled.any() else 0.5
     predicted = np.full(len(rows), prior)
     stored = stored_predictions(campaign)
@@ -210,11 +211,6 @@ class StageArrays:
             return cls(
                 arrays["caption_ids"], arrays["probability"], arrays["judged"], arrays["predicted"]
             )
-
-    def drawn_captions(self, before: StageArrays | None) -> np.ndarray:
-        """The queries this stage drew (judged now, not before it)."""
-        earlier = np.zeros_like(self.judged) if before is None else before.judged
-        return self.caption_ids[self.judged & ~earlier]
 
 
 def _z() -> float:
@@ -457,3 +453,27 @@ def stage_report(campaign: Campaign) -> dict:
     if report["estimates"] is not None:
         report["settled"] = settled(report["estimates"], settings.settle, settings.half_width)
     return report
+
+
+def export_estimates(campaign: Campaign) -> dict | None:
+    """The estimates of the campaign's last finished stage from the labels as they are now,
+    for the label set its resolution writes (``retrieval.scoring.score_intervals.stored_active``
+    reads them back): None without a finished stage."""
+    found = _stages(campaign)
+    if not found:
+        return None
+    live = live_campaign(campaign)
+    for stage in reversed(found):
+        arrays = StageArrays.of(stage)
+        if not np.array_equal(arrays.caption_ids, live.queries):
+            return None
+        if unfinished_queries(arrays, live):
+            continue
+        estimates = stage_estimates(live, arrays, list(stage.metrics), stage.seed)
+        return {
+            "stage": stage.number,
+            "queries": int(live.queries.size),
+            "key": query_key(live.queries),
+            "estimates": _as_json(estimates, list(stage.run_names)),
+        }
+    return None

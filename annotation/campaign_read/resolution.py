@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from django.contrib.auth import get_user_model
 
+from annotation.active import stages as active_stages
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.models import Assessor, Campaign, GoldJudgement, GoldPair, Pair
 from annotation.ordering import samples
@@ -29,6 +30,7 @@ from retrieval.scoring.circularity import (
     normalised_families,
     recorded_families,
 )
+from retrieval.scoring.score_intervals import ACTIVE_METADATA
 
 METHODS = quality.METHODS
 MAJORITY, DAWID_SKENE = quality.MAJORITY, quality.DAWID_SKENE
@@ -306,10 +308,17 @@ def resolve_campaign(
             # What leave-one-run-out needs: which runs were pooled, and how deep.
             "pooled_runs": campaign.run_names(),
             "pool_depth": campaign.depth,
+            **_active(campaign),
         },
         replace=True,
         pool_state=samples.pool_state(campaign),
     )
+
+
+def _active(campaign: Campaign) -> dict:
+    """The metadata entry of the campaign's active estimates, when a stage is finished."""
+    found = active_stages.export_estimates(campaign)
+    return {} if found is None else {ACTIVE_METADATA: found}
 
 
 def assessor_families(campaign: Campaign, base: LabelSet | None = None) -> list[str]:

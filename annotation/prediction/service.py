@@ -290,19 +290,6 @@ def fit_predictor(
     )
 
 
-def stored_predictions(campaign: Campaign) -> tuple[np.ndarray, np.ndarray] | None:
-    """The last fit's (pair ids, probability of relevance) in pool order; None before any."""
-    data = (
-        RelevancePredictor.objects.filter(campaign=campaign)
-        .values_list("arrays", flat=True)
-        .first()
-    )
-    if data is None:
-        return None
-    with np.load(io.BytesIO(bytes(data))) as arrays:
-        return arrays["pair_ids"], arrays["probability"]
-
-
 def request_fit(campaign: Campaign, now: datetime | None = None) -> bool:
     """Queue a ``fit-predictor`` job for the campaign once the current transaction commits,
     joining one already queued (one waiting fit per campaign; a running one read older

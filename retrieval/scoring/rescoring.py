@@ -259,6 +259,13 @@ def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
         )
     if score_intervals.SAMPLED in parts:
         held.append("a sampled estimate: its own 95% interval, widened by the label noise")
+    if score_intervals.ACTIVE in parts:
+        held.append(
+            "an active estimate (the score shown is the estimate): the 95% interval of the "
+            "campaign's active stages, queries judged in full with known probabilities and a "
+            "relevance predictor for the rest, holding label noise, the predictor's error and "
+            "the sampling"
+        )
     text = "What the bracket beside a corrected score holds, by what moves it: " + "; ".join(held)
     if any(not interval.parts for interval in shown):
         text += "; a score shown without one is exact"

@@ -91,7 +91,7 @@ def rescore_dataset(
         state = load_pool_state(label_set)
         _judging_kinds(result, state, caption_ids, item_ids, corrected)
         result.interval_source = _interval_source(
-            result, pairs, state, caption_ids, item_ids, original
+            result, pairs, state, caption_ids, item_ids, original, label_set.metadata
         )
     lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
     return DatasetRescoring(
@@ -106,9 +106,11 @@ def _interval_source(
     caption_ids: np.ndarray,
     item_ids: dict[str, np.ndarray],
     original: Qrels,
+    metadata: dict | None = None,
 ) -> Callable[[], dict]:
     """The corrected scores' intervals, computed when first read: label noise, the unjudged pooled
-    pairs' envelope, and :func:`_judging_kinds`' sampled estimates widened by the noise."""
+    pairs' envelope, and :func:`_judging_kinds`' sampled estimates widened by the noise; the
+    campaign's active estimates, stored with the set, where they are over the same queries."""
     rows = positions_of(caption_ids, pairs.caption_ids)
     keep = rows >= 0
     confidence = None if pairs.confidence is None else pairs.confidence[keep]
@@ -126,6 +128,9 @@ def _interval_source(
         (original.rows, original.items),
         unjudged=unjudged,
         estimates=score_intervals.sampled_estimates(result.kinds),
+        active=score_intervals.stored_active(
+            (metadata or {}).get(score_intervals.ACTIVE_METADATA), caption_ids
+        ),
     )
 
 

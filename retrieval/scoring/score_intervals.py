@@ -8,6 +8,7 @@ Flips (not labels) are drawn in seeded blocks; a query with few busy pairs has e
 scored as a polynomial in its flips (Moebius inversion; Rota 1964).
 ``bench/score_intervals_bench.py`` times it (figures in ``bench/RESULTS.md``)."""
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,9 @@ from retrieval.scoring import estimation, metrics
 from retrieval.scoring.intervals import percentile_interval
 
 LABEL_NOISE, UNJUDGED, SAMPLED = "label noise", "unjudged pairs", "sampled estimate"
+ACTIVE = "active estimate"
+ACTIVE_METADATA = "active_estimates"
+"""The label set metadata key of a campaign's active-inference estimates (:func:`stored_active`)."""
 DEFAULT_DRAWS = 2_000
 LEVEL = 0.95
 CHUNK_CELLS = 1 << 22
@@ -33,7 +37,9 @@ NOTE = (
     "intervals: a 95% interval around each corrected C@K, AP and nDCG@10; parts says what it "
     "holds: label noise (Monte Carlo over each judged pair's probability of relevance), "
     "unjudged pairs (every labelling of the pooled pairs judging left unjudged), sampled "
-    "estimate (the estimate's own interval, widened by the label noise); no parts: the score "
+    "estimate (the estimate's own interval, widened by the label noise), active estimate (the "
+    "active-inference estimate of the campaign's active stages, value and interval: label noise, "
+    "the predictor's error and the sampling of the queries judged in full); no parts: the score "
     "is exact"
 )
 
@@ -78,6 +84,32 @@ class JudgedPairs:
         return cls(rows, items, relevance, np.where(np.isnan(p), certain, p))
 
 
+def query_key(caption_ids: np.ndarray) -> str:
+    """A short fingerprint of a set of query caption ids: estimates over the campaign's pooled
+    queries stand for a rescoring only over the same queries."""
+    ids = np.unique(np.asarray(caption_ids, dtype=np.int64))
+    return hashlib.sha256(ids.astype("<i8").tobytes()).hexdigest()[:16]
+
+
+def stored_active(
+    stored: object, caption_ids: np.ndarray
+) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Run -> metric -> (estimate, low, high) of a label set's stored active estimates
+    (``{"key", "estimates": {run: {metric: {"estimate", "low", "high"}}}}``), when they are over
+    the same queries as ``caption_ids``; empty otherwise or when malformed."""
+    if not isinstance(stored, dict) or stored.get("key") != query_key(caption_ids):
+        return {}
+    found: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for run, scores in (stored.get("estimates") or {}).items():
+        for metric, value in (scores if isinstance(scores, dict) else {}).items():
+            try:
+                triple = tuple(float(value[k]) for k in ("estimate", "low", "high"))
+            except (KeyError, TypeError, ValueError):
+                continue
+            found.setdefault(str(run), {})[str(metric)] = triple
+    return found
+
+
 def interval_metrics(ks: Sequence[int] = metrics.DEFAULT_KS, ndcg_k: int = 10) -> tuple[str, ...]:
     """The metrics that get an interval, in :func:`retrieval.scoring.metrics.metric_names` order."""
     return (*(f"C@{k}" for k in ks), "AP", f"nDCG@{ndcg_k}")
@@ -106,6 +138,7 @@ def score_intervals(
     *,
     unjudged: tuple[np.ndarray, np.ndarray] | None = None,
     estimates: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+    active: Mapping[str, Mapping[str, tuple[float, float, float]]] | None = None,
     ks: Sequence[int] = metrics.DEFAULT_KS,
     ndcg_k: int = 10,
     draws: int = DEFAULT_DRAWS,
@@ -115,8 +148,9 @@ def score_intervals(
     """Run -> metric -> :class:`ScoreInterval` for C@K (each of ``ks``), AP and nDCG@``ndcg_k``.
     ``runs``: item ids per query row (queries x depth, -1 padding); ``positives``: (rows, items)
     always relevant; ``unjudged``: (rows, items) of pooled pairs with no label yet; ``estimates``:
-    run -> metric -> (low, high) of a sampled estimate. Means are over the queries with a positive;
-    with none the value and ends are NaN."""
+    run -> metric -> (low, high) of a sampled estimate; ``active``: run -> metric -> (estimate,
+    low, high) of the campaign's active stages (:func:`stored_active`), which stand as they are.
+    Means are over the queries with a positive; with none the value and ends are NaN."""
     if not runs:
         return {}
     if draws < 1:
@@ -130,11 +164,15 @@ def score_intervals(
         # Unjudged pairs alone draw nothing: one draw holds their envelope.
         times = draws if len(labels.uncertain) else 1
         drawn = _Engine(list(runs.values()), labels, ks, ndcg_k, times, seed).means()
-    estimates = estimates or {}
+    estimates, active = estimates or {}, active or {}
     result: dict[str, dict[str, ScoreInterval]] = {}
     for r, run in enumerate(runs):
         result[run] = {}
         for m, name in enumerate(names):
+            if name in active.get(run, {}):
+                value, low, high = active[run][name]
+                result[run][name] = ScoreInterval(name, value, low, high, (ACTIVE,))
+                continue
             ends = None if drawn is None else tuple(part[r, m] for part in drawn)
             sampled = estimates.get(run, {}).get(name)
             result[run][name] = _interval(name, values[run][name], ends, sampled, level)

@@ -130,3 +130,41 @@ def test_the_command_estimates_draws_and_stops_when_settled(django_user_model):
     out = StringIO()
     call_command("active_stage", campaign=campaign.name, stdout=out)
     assert "estimates of stage 1" in out.getvalue() and "settled" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_finished_stage_gives_every_rescored_score_its_active_interval(django_user_model):
+    from annotation.campaign_read.resolution import resolve_campaign
+    from retrieval.scoring.rescoring_service import rescore_dataset
+    from retrieval.scoring.score_intervals import ACTIVE
+
+    campaign = make_campaign(n_queries=40, depth=4, judging_order="metric-first", budget=400)
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    _judge(campaign, annotator, 30)
+    stages.draw_stage(campaign, seed=2)
+    stage = ActiveStage.objects.get(campaign=campaign)
+    # the drawn queries are judged in full, served first; others stay partly unjudged
+    arrays = stages.StageArrays.of(stage)
+    while stages.unfinished_queries(arrays, stages.live_campaign(campaign)):
+        assert _judge(campaign, annotator, 1)
+    stage = stages.estimate_stage(campaign)
+    assert stage.estimates is not None and Pair.objects.filter(label_count=0).exists()
+    label_set = resolve_campaign(campaign, "active-labels")
+    stored = label_set.metadata["active_estimates"]
+    assert stored["stage"] == 1 and stored["queries"] == 40
+    assert stored["estimates"] == stage.estimates  # the labels have not changed since
+    intervals = rescore_dataset(campaign.dataset, label_set).result.intervals["m"]
+    for metric in ("C@1", "C@5", "C@10", "AP", "nDCG@10"):
+        value = stage.estimates["m"][metric]
+        assert intervals[metric].parts == (ACTIVE,)
+        assert (intervals[metric].value, intervals[metric].low, intervals[metric].high) == (
+            pytest.approx(value["estimate"]),
+            pytest.approx(value["low"]),
+            pytest.approx(value["high"]),
+        )
+    out = StringIO()
+    call_command(
+        "rescore", dataset=campaign.dataset.name, labels="active-labels", format="json", stdout=out
+    )
+    data = json.loads(out.getvalue())
+    assert data["intervals"]["m"]["AP"]["parts"] == [ACTIVE]

@@ -28,7 +28,7 @@ from annotation.models import (
 )
 from annotation.policy import fit as policy_fit
 from annotation.policy import label_models
-from annotation.prediction import service
+from annotation.prediction import service, stored
 from jobs import runner
 from jobs.models import Job
 from retrieval.proxies import PROXIES
@@ -81,7 +81,7 @@ def test_every_pooled_pair_gets_a_stored_probability(django_user_model):
     assert fit.method.startswith("hist-gradient-boosting")
     assert fit.quality is not None and fit.quality["labelled"] == 72
     assert "rr:m" in fit.features and "caption_words" in fit.features
-    pair_ids, probability = service.stored_predictions(campaign)
+    pair_ids, probability = stored.stored_predictions(campaign)
     np.testing.assert_array_equal(pair_ids, [pair.pk for pair in pool])
     assert probability.dtype == np.float32
     assert ((probability >= 0) & (probability <= 1)).all()
@@ -97,9 +97,9 @@ def test_a_campaign_without_labels_is_predicted_at_the_base_rate():
     campaign = make_campaign(n_queries=2, depth=3)
     fit = service.fit_predictor(campaign)
     assert (fit.labelled, fit.method, fit.quality) == (0, "base rate", None)
-    _, probability = service.stored_predictions(campaign)
+    _, probability = stored.stored_predictions(campaign)
     np.testing.assert_array_equal(probability, np.full(6, 0.5, np.float32))
-    assert service.stored_predictions(make_campaign(n_queries=1)) is None
+    assert stored.stored_predictions(make_campaign(n_queries=1)) is None
 
 
 @pytest.mark.django_db
@@ -286,7 +286,7 @@ def test_the_job_runs_through_the_runner_and_stores_the_fit(settings):
     assert job.status == Job.Status.SUCCEEDED, job.error
     assert job.arguments == {"campaign": campaign.name}  # the form names it
     assert job.result["pairs"] == 6
-    assert service.stored_predictions(campaign) is not None
+    assert stored.stored_predictions(campaign) is not None
 
 
 @pytest.mark.django_db
