@@ -477,3 +477,54 @@ def export_estimates(campaign: Campaign) -> dict | None:
             "estimates": _as_json(estimates, list(stage.run_names)),
         }
     return None
+
+
+@dataclass(frozen=True)
+class StageRow:
+    number: int
+    drawn: int
+    pairs: int
+    labels_before: int
+    estimated: bool
+
+
+@dataclass(frozen=True)
+class StageStatus:
+    """The campaign page's view of its active stages (read only): each stage, the drawn
+    queries still with a pair to label, and the last estimated stage."""
+
+    stages: tuple[StageRow, ...]
+    waiting: int
+    estimated_stage: int | None
+    settled: bool
+
+    @property
+    def last(self) -> StageRow:
+        return self.stages[-1]
+
+
+def stage_status(campaign: Campaign) -> StageStatus | None:
+    """:class:`StageStatus` in three queries; None before the first stage."""
+    rows = list(
+        ActiveStage.objects.filter(campaign=campaign)
+        .order_by("number")
+        .values_list("number", "drawn", "pairs", "labels_before", "estimates")
+    )
+    if not rows:
+        return None
+    drawn = np.array(campaign.settings.active_captions, dtype=np.int64)
+    unfinished = (
+        Pair.objects.filter(campaign=campaign)
+        .filter(Q(needed__gt=0) | Q(label_count=0, adjudicated="", auto_label=""))
+        .values_list("caption_id", flat=True)
+        .distinct()
+    )
+    waiting = np.isin(drawn, np.fromiter(unfinished, dtype=np.int64)).sum()
+    estimated = [row for row in rows if row[4] is not None]
+    settings = campaign.settings
+    return StageStatus(
+        tuple(StageRow(n, d, p, b, e is not None) for n, d, p, b, e in rows),
+        int(waiting),
+        estimated[-1][0] if estimated else None,
+        bool(estimated) and settled(estimated[-1][4], settings.settle, settings.half_width),
+    )

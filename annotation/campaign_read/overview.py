@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from annotation.active import stages as active_stages
 from annotation.campaign_read import live_figures
 from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
@@ -158,6 +159,8 @@ class CampaignPage:
     """Pairs not served yet because their video's browser copy or segment clip is not made."""
     settle: settle_width.SettledToWidth | None = None
     """Per run, each score the campaign must settle against its target half-width."""
+    active: active_stages.StageStatus | None = None
+    """The campaign's active stages (None before the first)."""
 
     @property
     def campaign(self) -> Campaign:
@@ -207,7 +210,10 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         .count(),
         label_sets=label_sets,
         waiting_for_media=waiting_for_media(campaign),
-        settle=settle_width.from_exactness(judging.runs, chosen.settle, chosen.half_width),
+        settle=settle_width.from_exactness(
+            judging.runs, chosen.settle, chosen.half_width, active_stages.active_spreads(campaign)
+        ),
+        active=active_stages.stage_status(campaign),
     )
 
 

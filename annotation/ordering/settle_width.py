@@ -104,10 +104,22 @@ def settled_to_width(
     return SettledToWidth(tuple(metrics), float(target), tuple(runs))
 
 
-def from_exactness(runs: Sequence, metrics: Sequence[str], target: float) -> SettledToWidth:
+def from_exactness(
+    runs: Sequence,
+    metrics: Sequence[str],
+    target: float,
+    estimated: Mapping[str, Mapping[str, Spread]] | None = None,
+) -> SettledToWidth:
     """:func:`settled_to_width` from the judging status's runs (each with ``run`` and ``shares``,
     K -> share of queries with an exact C@K, as :class:`~annotation.ordering.settled.RunExactness`):
-    C@K spreads from their exactness; AP and nDCG@10 have no interval there yet."""
-    return settled_to_width(
-        {run.run: correct_at_spreads(run.shares) for run in runs}, metrics, target
-    )
+    C@K spreads from their exactness; ``estimated`` (run -> metric -> spread: the active stages'
+    intervals) gives every score one, the narrower where C@K has both (the bounds always hold
+    the score, so the narrower of the two still covers it as often as the interval does)."""
+    spreads: dict[str, dict[str, Spread]] = {}
+    for run in runs:
+        known = correct_at_spreads(run.shares)
+        for metric, spread in (estimated or {}).get(run.run, {}).items():
+            if metric not in known or spread.half_width < known[metric].half_width:
+                known[metric] = spread
+        spreads[run.run] = known
+    return settled_to_width(spreads, metrics, target)

@@ -8,9 +8,9 @@ from retrieval.datasets.names import NAME_MAX_LENGTH
 from retrieval.forms import NameValidator
 from retrieval.models import LabelSet
 from retrieval.scoring.run_scoring import STATUS_NAMES
-from retrieval.scoring.score_intervals import LABEL_NOISE, SAMPLED, UNJUDGED
+from retrieval.scoring.score_intervals import ACTIVE, LABEL_NOISE, SAMPLED, UNJUDGED
 
-INTERVAL_PARTS = (LABEL_NOISE, UNJUDGED, SAMPLED)
+INTERVAL_PARTS = (LABEL_NOISE, UNJUDGED, SAMPLED, ACTIVE)
 
 
 @extend_schema_field(OpenApiTypes.BINARY)

@@ -168,3 +168,68 @@ def test_a_finished_stage_gives_every_rescored_score_its_active_interval(django_
     )
     data = json.loads(out.getvalue())
     assert data["intervals"]["m"]["AP"]["parts"] == [ACTIVE]
+
+
+IMMEDIATE = {
+    "default": {
+        "BACKEND": "django_tasks.backends.immediate.ImmediateBackend",
+        "QUEUES": ["default", "gpu", "media", "live"],
+    }
+}
+
+
+def test_the_campaign_page_draws_a_stage_and_shows_its_state(
+    people, client, settings, django_capture_on_commit_callbacks
+):
+    settings.TASKS = IMMEDIATE
+    campaign = make_campaign(n_queries=10, depth=3, settle="c@1,ap,ndcg@10", half_width=50)
+    client.force_login(people["admin"])
+    html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
+    assert "Draw the first active stage" in html and "no interval yet" in html
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post("/jobs/start/active-stage/", {"campaign": campaign.name, "draw": "on"})
+    assert answer.status_code == 302
+    assert ActiveStage.objects.filter(campaign=campaign).count() == 1
+    html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
+    assert "Active stage 1" in html and "still have pairs to label" in html
+    assert "Estimate the last stage and draw the next" in html
+    _judge(campaign, people["annotator"])
+    # a page view computes nothing: the estimates wait for the job
+    html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
+    assert "No stage is judged in full yet" in html
+    assert ActiveStage.objects.get(campaign=campaign).estimates is None
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/jobs/start/active-stage/", {"campaign": campaign.name})
+    html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
+    assert "The intervals above are stage 1's" in html and "judging can stop" in html
+    assert "no interval yet" not in html and "3 of 3 scores settled to ±50.0 points" in html
+    # annotators see no stage controls
+    client.force_login(people["annotator"])
+    assert "active-stage-form" not in client.get(f"/campaigns/{campaign.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_noise(
+    django_user_model,
+):
+    campaign = make_campaign(
+        n_queries=16, depth=4, policy="adaptive", judging_order="metric-first", seed=3
+    )
+    people = [django_user_model.objects.create_user(name, password="pw-active-1") for name in "abc"]
+    for annotator in people:
+        _judge(campaign, annotator, 10)
+    assert Pair.objects.filter(campaign=campaign, label_count=0).exists()  # value-first parks
+    stages.draw_stage(campaign, seed=1)
+    stage = ActiveStage.objects.get(campaign=campaign)
+    arrays = stages.StageArrays.of(stage)
+    drawn = arrays.caption_ids[arrays.judged]
+    rounds = 0
+    while stages.unfinished_queries(arrays, stages.live_campaign(campaign)) and rounds < 50:
+        for annotator in people:  # the metric-aware order never parks a drawn query's pairs
+            _judge(campaign, annotator, 5)
+        rounds += 1
+    assert not Pair.objects.filter(campaign=campaign, caption_id__in=drawn, label_count=0).exists()
+    stage = stages.estimate_stage(campaign)
+    values = stage.estimates["m"]
+    assert all(v["low"] <= v["estimate"] <= v["high"] for v in values.values())
+    assert any(v["labels_variance"] > 0 for v in values.values())  # posteriors, not certainty
