@@ -218,10 +218,16 @@ class FitPredictorForm(forms.Form):
 
 
 def run_fit_predictor(reporter: Reporter, campaign: str, seed: int = 0) -> dict:
-    """Fit the campaign's relevance predictor on its resolved labels and store it."""
+    """Fit the campaign's relevance predictor on its resolved labels and store it; and store
+    the estimates of its last active stage if that is judged in full now (the fit follows the
+    refits, which follow the labels: the campaign page shows them without anyone asking)."""
     found = get_campaign(campaign)
     reporter.step(f"fitting the relevance predictor of {found.name}")
-    return prediction.fit_predictor(found, seed=seed).summary()
+    summary = prediction.fit_predictor(found, seed=seed).summary()
+    stage = active_stages.estimate_stage(found)
+    if stage is not None:
+        summary["active_stage"] = {"number": stage.number, "estimated": stage.estimates is not None}
+    return summary
 
 
 register(

@@ -193,8 +193,9 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     }
 
 
-def true_scores(dataset, campaign, scored) -> dict[str, tuple[float, float]]:
-    """C@1 and AP of each model with the true labels of the campaign's pooled pairs."""
+def true_scores(dataset, campaign, scored, every: bool = False) -> dict:
+    """C@1 and AP (C@5, C@10) of each model with the true labels of the campaign's pooled
+    pairs; with ``every``, each metric by name."""
     from annotation.models import Pair
     from annotation.simulation.replay_service import ground_truth
     from retrieval.scoring.rescoring import Qrels, score
@@ -209,7 +210,7 @@ def true_scores(dataset, campaign, scored) -> dict[str, tuple[float, float]]:
     result = {}
     for run, items in scored.runs.items():
         means = score(items, qrels).means
-        result[run] = (means["C@1"], means["AP"], means["C@5"], means["C@10"])
+        result[run] = means if every else (means["C@1"], means["AP"], means["C@5"], means["C@10"])
     return result
 
 
@@ -233,7 +234,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         nargs="+",
-        choices=["reference", "A", "B", "D"],
+        choices=["reference", "A", "B", "D", "E"],
         help="Judge only these configurations (B gives rows B and C); with --json, run "
         "several such processes side by side on copies of one --world and --merge them.",
     )
@@ -258,13 +259,20 @@ def main() -> None:
         }
         first = next(iter(campaigns))
         truth_models = true_scores(dataset, campaigns[first], figures[first]["scored"])
+        truth_all = true_scores(dataset, campaigns[first], figures[first]["scored"], every=True)
         for f in figures.values():
+            if "E" in campaigns and f is figures.get("E"):
+                f["intervals"] = {
+                    run: {m: [i.value, i.low, i.high, list(i.parts)] for m, i in found.items()}
+                    for run, found in f["scored"].result.intervals.items()
+                }
             del f["scored"]
         costs = {config: spent(campaign) for config, campaign in campaigns.items()}
         failed = qualification_failed(campaigns["B"]) if "B" in campaigns else {}
     result = {
         "figures": figures,
         "truth_models": truth_models,
+        "truth_all": truth_all,
         "costs": costs,
         "paused": paused,
         "failed": failed,
@@ -277,6 +285,8 @@ def main() -> None:
         args.json.write_text(json.dumps(result))
     if set(figures) == {"reference", "A", "B", "C"}:
         report(args, result)
+    if "E" in figures:
+        report_active(args, result)
 
 
 ROWS = {
@@ -285,6 +295,7 @@ ROWS = {
     "B": ("B", "majority"),
     "C": ("B", "dawid-skene"),
     "D": ("D", "majority"),  # an adaptive campaign's own resolution: its posteriors
+    "E": ("E", "majority"),  # D plus the active stages: their estimates ride with the set
 }
 """Each table row: the campaign it resolves and how."""
 
@@ -318,12 +329,12 @@ def make_campaigns(dataset, runs, args, folder: Path):
     log(f"creating the campaigns: {', '.join(configs)}")
     campaigns = {
         name: make_campaign(
-            dataset, runs, f"crowd-{name}", args.seed, gold=name in "BD", adaptive=name == "D"
+            dataset, runs, f"crowd-{name}", args.seed, gold=name in "BDE", adaptive=name in "DE"
         )
         for name in configs
     }
     gold_relevant = None
-    for name in ("B", "D"):
+    for name in ("B", "D", "E"):
         if name in campaigns:
             path, gold_relevant = gold_file(dataset, runs, args.gold, args.seed, folder)
             import_gold(campaigns[name], path)
@@ -342,11 +353,47 @@ def judge_all(campaigns, args):
         start = time.perf_counter()
         profiles = clean if name == "reference" else crowd
         judge_until_settled(
-            campaign, profiles, args.annotators, args.seed, requeue=name in "BD", say=log
+            campaign, profiles, args.annotators, args.seed, requeue=name in "BDE", say=log
         )
+        if name == "E":
+            active_stages_judged(campaign, profiles, args)
         paused[name] = paused_by_profile(campaign)
         took[name] = time.perf_counter() - start
     return paused, took
+
+
+def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
+    """E: after D's adaptive labels, the admin's loop of the active policy: fit the relevance
+    predictor, estimate the last stage and draw the next, let the crowd judge the drawn
+    queries in full; until every settled score is within the half-width or no stage can be
+    drawn."""
+    from annotation.active import stages
+    from annotation.prediction.service import fit_predictor
+    from annotation.simulation.live import judge_until_settled
+
+    for number in range(most):
+        fitted = fit_predictor(campaign, seed=args.seed)
+        log(f"  E: predictor fitted on {fitted.labelled:,} labelled pairs ({fitted.method})")
+        try:
+            drawn = stages.draw_stage(campaign)
+        except stages.ActiveError as exc:
+            log(f"  E: no stage {number + 1}: {exc}")
+            break
+        log(
+            f"  E: stage {drawn.stage}: {drawn.drawn} of {drawn.queries} queries drawn, "
+            f"{drawn.pairs} pairs served, about {drawn.expected_labels:.0f} labels expected"
+        )
+        judge_until_settled(campaign, profiles, args.annotators, args.seed + 100 * (number + 1),
+                            requeue=True, say=log)  # fmt: skip
+        stage = stages.estimate_stage(campaign)
+        if stage is not None and stage.estimates is not None:
+            widest = max(
+                (v["high"] - v["low"]) * 50
+                for scores in stage.estimates.values()
+                for m, v in scores.items()
+                if m in campaign.settings.settle
+            )
+            log(f"  E: stage {stage.number} estimated, widest settled half-width {widest:.2f}")
 
 
 def merge(args) -> None:
@@ -358,11 +405,51 @@ def merge(args) -> None:
             result[key].update(part[key])
         result["failed"].update(part["failed"])
         result["truth_models"] = part["truth_models"]
+        result["truth_all"] = part.get("truth_all")
         result["load"] = part["load"]
         if part["gold_relevant"] is not None:
             result["gold_relevant"] = part["gold_relevant"]
         result["seconds"] = max(result.get("seconds", 0), part["seconds"])
-    report(args, result)
+    if {"reference", "A", "B", "C"} <= set(result["figures"]):
+        report(args, result)
+    if "E" in result["figures"]:
+        report_active(args, result)
+
+
+ACTIVE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
+FIRE_LABELS = 19_437
+"""FIRE's policy's labels on this world, crowd and seed (config B: campaign, gold and
+qualification; ``bench/RESULTS.md``, 1,500 videos, seed 0): the anchor of E's share."""
+
+
+def report_active(args, result: dict) -> None:
+    """E: labels against FIRE's and every score's active estimate against the truth."""
+    costs, e = result["costs"]["E"], result["figures"]["E"]
+    total = costs["campaign"] + costs["gold"] + costs["qualification"]
+    fire = sum(result["costs"]["B"][k] for k in ("campaign", "gold", "qualification")) if (
+        "B" in result["costs"]) else FIRE_LABELS  # fmt: skip
+    print(f"Machine: {machine()}")
+    print(
+        f"E, active stages live: {costs['campaign']:,} ({costs['discounted']:,}) + "
+        f"{costs['gold']:,} + {costs['qualification']:,} = {total:,} labels, "
+        f"{total / fire:.1%} of FIRE's {fire:,}"
+    )
+    print()
+    print("| model | metric | true | estimate [95% interval] | error (target: within 1 pt) "
+          "| covered | interval from |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for run in DEMO_RUNS:
+        for metric in ACTIVE_METRICS:
+            true = result["truth_all"][run][metric]
+            value, low, high, parts = e["intervals"][run][metric]
+            error = (value - true) * 100
+            print(
+                f"| {run} | {metric} | {true * 100:.1f} | {value * 100:.1f} "
+                f"[{low * 100:.1f}–{high * 100:.1f}] | {error:+.2f}"
+                f"{' ✓' if abs(error) <= 1 + 1e-9 else ' ✗'} | "
+                f"{'yes' if low - 1e-12 <= true <= high + 1e-12 else 'no'} | "
+                f"{', '.join(parts) or 'exact'} |"
+            )
 
 
 def kept_out(failed: dict[str, int], config: str) -> str:

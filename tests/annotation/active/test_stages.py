@@ -209,6 +209,21 @@ def test_the_campaign_page_draws_a_stage_and_shows_its_state(
 
 
 @pytest.mark.django_db
+def test_the_predictor_fit_stores_a_finished_stages_estimates(django_user_model):
+    from annotation.jobs import run_fit_predictor
+    from jobs.progress import Reporter
+
+    campaign = make_campaign(n_queries=6, depth=3)
+    stages.draw_stage(campaign, seed=1)
+    run_fit_predictor(Reporter(None), campaign.name)  # still being judged: nothing to store
+    assert ActiveStage.objects.get(campaign=campaign).estimates is None
+    _judge(campaign, django_user_model.objects.create_user("a", password="pw-active-1"))
+    summary = run_fit_predictor(Reporter(None), campaign.name)
+    assert summary["active_stage"] == {"number": 1, "estimated": True}
+    assert ActiveStage.objects.get(campaign=campaign).estimates is not None
+
+
+@pytest.mark.django_db
 def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_noise(
     django_user_model,
 ):
