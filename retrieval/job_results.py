@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from django.urls import NoReverseMatch, reverse
 
 from retrieval.scoring.leaderboard_formats import value_text
-from retrieval.scoring.rescoring import interval_legend, interval_text, table_cell
+from retrieval.scoring.rescoring import interval_legend, interval_text, shown_value, table_cell
 from retrieval.scoring.score_intervals import ScoreInterval
 
 TABLE_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
@@ -71,11 +71,12 @@ def _score_rows(
             if not isinstance(value, int | float):
                 cells.append("–")
                 continue
+            interval = _interval(metric, stored.get(metric)) if isinstance(stored, dict) else None
+            value = shown_value(value, interval)
             if isinstance(base.get(metric), int | float):
                 cell = table_cell(value, base[metric])
             else:
                 cell = value_text(metric, value)
-            interval = _interval(metric, stored.get(metric)) if isinstance(stored, dict) else None
             if interval is not None:
                 shown.append(interval)
                 bracket = interval_text(interval)

@@ -23,8 +23,14 @@ from retrieval.scoring.leaderboard import (
     Leaderboard,
     Row,
 )
-from retrieval.scoring.rescoring import interval_legend, interval_text, points, table_cell
-from retrieval.scoring.score_intervals import ScoreInterval
+from retrieval.scoring.rescoring import (
+    interval_legend,
+    interval_text,
+    points,
+    shown_value,
+    table_cell,
+)
+from retrieval.scoring.score_intervals import ACTIVE, ScoreInterval
 
 FORMATS = ("table", "csv", "json", "latex")
 LATEX_LAYOUTS = ("rows", "fire")
@@ -159,15 +165,16 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     rows = []
     for row in board.rows:
         cells = tuple(
-            replace(
+            _one_interval(
                 display_cell(
                     c.metric,
                     (getattr(row, c.block) or {}).get(c.metric),
                     row.depth,
                     row.intervals.get(c.metric) if c.block == "corrected" else None,
                 ),
-                first=c.first,
-                show_interval=c.block == "corrected",
+                row.intervals.get(c.metric) if c.block == "corrected" else None,
+                c,
+                row.depth,
             )
             for c in columns
         )
@@ -196,6 +203,18 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     )
     shown = _label_intervals(board)
     return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
+
+
+def _one_interval(
+    cell: DisplayCell, labels: ScoreInterval | None, column: Column, depth: int
+) -> DisplayCell:
+    """One bracket per score: a corrected score the labels leave uncertain shows only the
+    labels' interval (the bootstrap's stays in the tooltip), and an active estimate shows its
+    own value; an exact one shows its bootstrap interval; other blocks show none."""
+    shown = column.block == "corrected" and not cell.labels
+    if labels is not None and ACTIVE in labels.parts:
+        cell = replace(cell, text=value_text(column.metric, shown_value(0.0, labels), depth))
+    return replace(cell, first=column.first, show_interval=shown)
 
 
 def render(board: Leaderboard, fmt: str, *, layout: str = "rows") -> str:
@@ -398,7 +417,8 @@ def _latex_value(
     """A cell's score, bold when best, underlined when tied, then its labels' interval, small."""
     if cell is None:
         return "--"
-    text = value_text(metric, cell.value, depth).replace("–", "--").replace(">", "$>$")
+    value = shown_value(cell.value, interval)
+    text = value_text(metric, value, depth).replace("–", "--").replace(">", "$>$")
     if cell.best:
         text = f"\\textbf{{{text}}}"
     elif cell.tied:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from retrieval.proxies import PROXY_LABELS
 from retrieval.scoring import plots
 from retrieval.scoring.reports import Report
-from retrieval.scoring.rescoring import interval_legend, interval_text, points
+from retrieval.scoring.rescoring import interval_legend, interval_text, points, shown_value
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def table1_rows(report: Report) -> list[Table1Cells]:
         original = row.original
         cells = [
             ScoreText(
-                points(row.corrected[m]),
+                points(shown_value(row.corrected[m], row.intervals[m])),
                 interval_text(row.intervals[m]),
                 f"({points(original[m])} + {points(row.corrected[m] - original[m])})"
                 if original
@@ -82,7 +82,10 @@ def table4_rows(report: Report) -> list[Table4Cells]:
         Table4Cells(
             run=row.run,
             corrected=[
-                ScoreText(points(row.corrected[m]), interval_text(intervals[row.run][m]))
+                ScoreText(
+                    points(shown_value(row.corrected[m], intervals[row.run][m])),
+                    interval_text(intervals[row.run][m]),
+                )
                 for m in report.metrics
             ],
             leave_one_out=[points(row.leave_one_out[m]) for m in report.metrics],

@@ -220,6 +220,14 @@ def points(value: float | None, *, signed: bool = False) -> str:
     return f"{100 * float(value):{'+' if signed else ''}.1f}"
 
 
+def shown_value(value: float, interval: score_intervals.ScoreInterval | None) -> float:
+    """The score a page shows beside ``interval``: an active estimate's own value (its
+    interval is around it), else ``value``, the score under the resolved labels."""
+    if interval is not None and score_intervals.ACTIVE in interval.parts:
+        return interval.value
+    return value
+
+
 def interval_text(interval: score_intervals.ScoreInterval | None) -> str:
     """A score's interval from the labels in :func:`points`, ``[41.9–44.2]``; empty where the score
     is exact or unknown, so no page shows ``[x–x]``."""
