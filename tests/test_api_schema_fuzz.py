@@ -48,7 +48,7 @@ RUN_FILES = (
 
 RESEARCH_PATHS = ("/api/datasets/", "/api/scores/")
 """Operations annotators are refused (uploading and scoring runs)."""
-RESEARCH_SUFFIXES = ("/annotator-scores/",)
+RESEARCH_SUFFIXES = ("/annotator-scores/", "/active-stages/")
 """Campaign operations annotators are refused (campaign reports)."""
 ADMIN_OPERATIONS = ("POST /api/campaigns/",)
 """Operations only admins may call (creating a campaign)."""

@@ -833,6 +833,36 @@ CASES: list[Case] = [
         **STAFF_ONLY,
         anonymous=API_ANON,
     ),
+    # The active stages are a campaign report: researchers and admins, read only.
+    page(
+        "api/^campaigns/(?P<pk>[0-9]+)/active-stages/$",
+        "/api/campaigns/{c}/active-stages/",
+        **STAFF_ONLY,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[0-9]+)/active-stages/$",
+        "/api/campaigns/999999/active-stages/",
+        annotator=403,
+        researcher=404,
+        admin=404,
+        anonymous=API_ANON,
+    ),
+    page(
+        "api/^campaigns/(?P<pk>[0-9]+)/active-stages/$",
+        "/api/campaigns/{c}/active-stages/",
+        annotator=403,
+        researcher=405,
+        admin=405,
+        anonymous=API_ANON,
+        method="post",
+    ),
+    page(
+        r"api/^campaigns/(?P<pk>[0-9]+)/active-stages\.(?P<format>[a-z0-9]+)/?$",
+        "/api/campaigns/{c}/active-stages.json",
+        **STAFF_ONLY,
+        anonymous=API_ANON,
+    ),
     # An empty body is refused as invalid (400) only once the role is allowed in.
     page(
         "api/^campaigns/(?P<pk>[0-9]+)/submit/$",

@@ -21,7 +21,7 @@ in earlier stages enter later ones with probability 1. Means are over the pooled
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from django.db import transaction
@@ -418,41 +418,9 @@ def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
 
 
 def stage_report(campaign: Campaign) -> dict:
-    """The campaign's stages after :func:`estimate_stage`: each stage's draw, the last one's
-    queries still being judged, and the last estimates (scores in [0, 1]; ``settled``: every
-    settled score within the half-width)."""
-    last = estimate_stage(campaign)
-    settings = campaign.settings
-    report: dict = {
-        "campaign": campaign.name,
-        "settle": list(settings.settle),
-        "half_width": settings.half_width,
-        "stages": [],
-        "unfinished": 0,
-        "estimates": None,
-        "estimated_stage": None,
-        "settled": False,
-    }
-    if last is None:
-        return report
-    if last.estimates is None:
-        report["unfinished"] = unfinished_queries(StageArrays.of(last), live_campaign(campaign))
-    for stage in _stages(campaign):
-        report["stages"].append(
-            {
-                "number": stage.number,
-                "drawn": stage.drawn,
-                "pairs": stage.pairs,
-                "labels_before": stage.labels_before,
-                "seed": stage.seed,
-                "estimated": stage.estimates is not None,
-            }
-        )
-        if stage.estimates is not None:
-            report["estimates"], report["estimated_stage"] = stage.estimates, stage.number
-    if report["estimates"] is not None:
-        report["settled"] = settled(report["estimates"], settings.settle, settings.half_width)
-    return report
+    """:func:`stored_report` after :func:`estimate_stage` (the job's and the command's)."""
+    estimate_stage(campaign)
+    return stored_report(campaign)
 
 
 def export_estimates(campaign: Campaign) -> dict | None:
@@ -528,3 +496,28 @@ def stage_status(campaign: Campaign) -> StageStatus | None:
         estimated[-1][0] if estimated else None,
         bool(estimated) and settled(estimated[-1][4], settings.settle, settings.half_width),
     )
+
+
+def stored_report(campaign: Campaign) -> dict:
+    """The campaign's stages (queries drawn, pairs served, labels before each, whether
+    estimated), the drawn queries still being judged, and the last estimates (scores in
+    [0, 1]; ``settled``: every score to settle within the half-width), from what is stored:
+    it computes nothing (the API's and the campaign page's read)."""
+    status = stage_status(campaign)
+    settings = campaign.settings
+    found = (
+        ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
+        .order_by("-number")
+        .values_list("estimates", flat=True)
+        .first()
+    )
+    return {
+        "campaign": campaign.name,
+        "settle": list(settings.settle),
+        "half_width": settings.half_width,
+        "stages": [] if status is None else [asdict(row) for row in status.stages],
+        "unfinished": 0 if status is None else status.waiting,
+        "estimates": found,
+        "estimated_stage": None if status is None else status.estimated_stage,
+        "settled": bool(status and status.settled),
+    }

@@ -11,6 +11,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from annotation.active import stages as active_stages
 from annotation.api.permissions import (
     CampaignAccess,
     CanManageCampaigns,
@@ -226,6 +227,22 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
                 "current": stored.current,
             }
         )
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="active-stages",
+        permission_classes=[CanViewCampaignReports],
+    )
+    def active_stages(self, request, pk=None, format=None):
+        """The campaign's active stages as stored (researchers and admins): each stage's
+        queries drawn, pairs served and labels before it; drawn queries still being judged;
+        the last estimated stage's estimates of every run's scores in [0, 1] (estimate, low,
+        high of the 95% interval, its label and sampling variances); and whether every score
+        to settle is within the campaign's half-width. Read only: estimates are stored by
+        the ``active-stage`` and ``fit-predictor`` jobs."""
+        return Response(active_stages.stored_report(self.get_object()))
 
 
 class CampaignJobView(GenericAPIView):

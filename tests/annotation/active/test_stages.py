@@ -248,3 +248,22 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     values = stage.estimates["m"]
     assert all(v["low"] <= v["estimate"] <= v["high"] for v in values.values())
     assert any(v["labels_variance"] > 0 for v in values.values())  # posteriors, not certainty
+
+
+@pytest.mark.django_db
+def test_the_api_reads_the_stored_stages_and_changes_nothing(people, client, django_user_model):
+    campaign = make_campaign(n_queries=6, depth=3)
+    client.force_login(people["researcher"])
+    empty = client.get(f"/api/campaigns/{campaign.pk}/active-stages/").json()
+    assert (empty["stages"], empty["estimates"], empty["settled"]) == ([], None, False)
+    stages.draw_stage(campaign, seed=1)
+    _judge(campaign, django_user_model.objects.create_user("a", password="pw-active-1"))
+    read = client.get(f"/api/campaigns/{campaign.pk}/active-stages/").json()
+    assert read["stages"][0]["number"] == 1 and read["stages"][0]["estimated"] is False
+    assert read["unfinished"] == 0 and read["estimates"] is None  # a GET computes nothing
+    assert ActiveStage.objects.get(campaign=campaign).estimates is None
+    stages.estimate_stage(campaign)
+    read = client.get(f"/api/campaigns/{campaign.pk}/active-stages/").json()
+    assert read["estimated_stage"] == 1 and set(read["estimates"]["m"]) == {
+        "C@1", "C@5", "C@10", "AP", "nDCG@10"
+    }  # fmt: skip
