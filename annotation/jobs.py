@@ -218,15 +218,23 @@ class FitPredictorForm(forms.Form):
 
 
 def run_fit_predictor(reporter: Reporter, campaign: str, seed: int = 0) -> dict:
-    """Fit the campaign's relevance predictor on its resolved labels and store it; and store
-    the estimates of its last active stage if that is judged in full now (the fit follows the
-    refits, which follow the labels: the campaign page shows them without anyone asking)."""
+    """Fit the campaign's relevance predictor on its resolved labels and store it. Once an
+    admin has drawn a first active stage, carry the stages on: store the last stage's
+    estimates when it is judged in full, then draw the next with the new predictions unless
+    every score is settled (the fit follows the refits, which follow the labels, so the stages
+    go on as annotators judge; a draw the stopping rule refuses is reported, not failed)."""
     found = get_campaign(campaign)
     reporter.step(f"fitting the relevance predictor of {found.name}")
     summary = prediction.fit_predictor(found, seed=seed).summary()
     stage = active_stages.estimate_stage(found)
     if stage is not None:
         summary["active_stage"] = {"number": stage.number, "estimated": stage.estimates is not None}
+    if stage is not None and stage.estimates is not None:
+        reporter.step(f"drawing the next active stage of {found.name}")
+        try:
+            summary["active_stage"]["drawn"] = active_stages.draw_stage(found).as_dict()
+        except active_stages.ActiveError as exc:
+            summary["active_stage"]["not_drawn"] = str(exc)
     return summary
 
 

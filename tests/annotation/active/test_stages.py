@@ -219,8 +219,31 @@ def test_the_predictor_fit_stores_a_finished_stages_estimates(django_user_model)
     assert ActiveStage.objects.get(campaign=campaign).estimates is None
     _judge(campaign, django_user_model.objects.create_user("a", password="pw-active-1"))
     summary = run_fit_predictor(Reporter(None), campaign.name)
-    assert summary["active_stage"] == {"number": 1, "estimated": True}
-    assert ActiveStage.objects.get(campaign=campaign).estimates is not None
+    assert summary["active_stage"]["number"] == 1 and summary["active_stage"]["estimated"]
+    assert ActiveStage.objects.get(campaign=campaign, number=1).estimates is not None
+    # every query is judged now, so every score is exact: the stages stop, and say why
+    assert "nothing to draw" in summary["active_stage"]["not_drawn"]
+
+
+@pytest.mark.django_db
+def test_the_predictor_fit_draws_the_next_stage_once_the_last_is_judged(django_user_model):
+    from annotation.jobs import run_fit_predictor
+    from jobs.progress import Reporter
+
+    campaign = make_campaign(n_queries=60, depth=4, judging_order="metric-first", budget=150)
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    _judge(campaign, annotator, 40)
+    first = stages.draw_stage(campaign, seed=1)
+    arrays = stages.StageArrays.of(ActiveStage.objects.get(campaign=campaign, number=1))
+    while stages.unfinished_queries(arrays, stages.live_campaign(campaign)):
+        assert _judge(campaign, annotator, 1)
+    summary = run_fit_predictor(Reporter(None), campaign.name)["active_stage"]
+    assert summary["estimated"] and ("drawn" in summary or "not_drawn" in summary)
+    if "drawn" in summary:  # drawn with the new predictions, after the first's queries
+        assert summary["drawn"]["stage"] == 2 and summary["drawn"]["judged"] == first.drawn
+        assert ActiveStage.objects.filter(campaign=campaign).count() == 2
+    else:  # the budget left cannot narrow the interval: nothing new
+        assert "cannot narrow" in summary["not_drawn"] or "settled" in summary["not_drawn"]
 
 
 @pytest.mark.django_db
@@ -267,3 +290,28 @@ def test_the_api_reads_the_stored_stages_and_changes_nothing(people, client, dja
     assert read["estimated_stage"] == 1 and set(read["estimates"]["m"]) == {
         "C@1", "C@5", "C@10", "AP", "nDCG@10"
     }  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_stages_estimate_is_unbiased_over_every_draw_it_could_have_made(django_user_model):
+    """Every subset of queries a stage could draw, weighted by its probability under the
+    stored design: the mean estimate is every query's true mean, whatever the predictions."""
+    import itertools
+
+    campaign = make_campaign(n_queries=5, depth=3)
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    _judge(campaign, annotator)  # every pair labelled: each query's value is known
+    live = stages.live_campaign(campaign)
+    metrics = list(stages.METRICS)
+    rng = np.random.default_rng(4)
+    pi = rng.uniform(0.2, 0.9, 5)
+    predicted = rng.uniform(0, 1, (5, 1, len(metrics)))  # a poor predictor on purpose
+    truth = stages.query_metrics(live.world, live.resolved)
+    expected = np.zeros(len(metrics))
+    for drawn in itertools.product([False, True], repeat=5):
+        judged = np.array(drawn)
+        weight = np.prod(np.where(judged, pi, 1 - pi))
+        arrays = stages.StageArrays(live.queries, pi, judged, predicted)
+        found = stages.stage_estimates(live, arrays, metrics, seed=0)
+        expected += weight * np.array([found[m].estimate[0] for m in metrics])
+    np.testing.assert_allclose(expected, [truth[m][:, 0].mean() for m in metrics], atol=1e-12)
