@@ -33,17 +33,21 @@ from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import provenance
 from annotation.judging import pair_state
 from annotation.judging.statements import queryset_array
-from annotation.models import ActiveStage, Campaign, Judgement, Pair
+from annotation.models import ActiveStage, Campaign, CampaignRun, Judgement, Pair
 from annotation.ordering.settle_width import ESTIMATE, Spread
 from annotation.policy import label_models
 from annotation.prediction.stored import stored_predictions
 from annotation.simulation.active import FIRST_LABELS_PER_PAIR, PLAN_SHARE, narrows, plan
 from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
 from annotation.simulation.model import World
+from config.batches import rows_in
 from config.errors import UserError
 from retrieval.ids import positions_of
+from retrieval.models import Caption
 from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
+from retrieval.scoring.metrics import align_rows
 from retrieval.scoring.score_intervals import query_key
+from retrieval.search.runs_service import load_run
 
 JOB_KIND = "active-stage"
 """The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.jobs`)."""
@@ -86,6 +90,8 @@ class LiveCampaign:
     labelled: np.ndarray
     unfinished: np.ndarray
     labels_spent: int
+    fixed: np.ndarray
+    label_counts: np.ndarray
 
     @property
     def queries(self) -> np.ndarray:
@@ -104,9 +110,46 @@ class StageSummary:
     pairs: int
     expected_labels: float
     seed: int
+    asked_again: int = 0
+    """Labelled pairs of judged queries asked for one more label (:func:`_ask_again`)."""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def _full_ranks(
+    campaign: Campaign, queries: np.ndarray, captions: np.ndarray, videos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each pooled pair's rank in each pooled run's whole ranked list (0: not listed), and per
+    query x run x rank whether the caption's own video is there: what a rescoring reads, so
+    that AP counts a pooled pair a run ranks below the pooling depth (cutting the lists at
+    the depth put every run's live AP estimate 3 to 6 points below its rescored value on the
+    demo world, ``bench/crowd_bench.py --only E``)."""
+    pooled = list(
+        CampaignRun.objects.filter(campaign=campaign).order_by("position").select_related("run")
+    )
+    lists = [align_rows(*_ids_items(entry.run), queries) for entry in pooled]
+    depth = max([int(campaign.depth)] + [items.shape[1] for items in lists])
+    own_of = dict(rows_in(Caption.objects.values_list("pk", "video_id"), "pk", queries.tolist()))
+    own = np.array([own_of.get(int(q), -1) for q in queries], dtype=np.int64)
+    query_of = np.searchsorted(queries, captions)
+    ranks = np.zeros((captions.size, len(lists)), dtype=np.int64)
+    known_positive = np.zeros((queries.size, len(lists), depth), dtype=bool)
+    for r, items in enumerate(lists):
+        known_positive[:, r, : items.shape[1]] = (items == own[:, None]) & (items >= 0)
+        row, rank = np.nonzero(items >= 0)
+        keys = row * (1 << 32) + items[row, rank]
+        order = np.argsort(keys, kind="stable")
+        wanted = query_of * (1 << 32) + videos
+        at = np.minimum(np.searchsorted(keys[order], wanted), max(keys.size - 1, 0))
+        found = keys.size > 0 and keys[order][at] == wanted
+        ranks[:, r] = np.where(found, rank[order][at] + 1, 0)
+    return ranks, known_positive
+
+
+def _ids_items(run) -> tuple[np.ndarray, np.ndarray]:
+    lists = load_run(run)
+    return lists.query_ids, lists.item_ids
 
 
 def live_campaign(campaign: Campaign) -> LiveCampaign:
@@ -137,19 +180,14 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
     )
     if not len(rows):
         raise ActiveError(f"campaign {campaign.name!r} has no pooled pairs")
-    pool = Pool(rows["caption_id"], rows["video_id"], source.ranks[rows["pool_row"]])
     queries = np.unique(rows["caption_id"])
-    at = positions_of(source.queries, queries)
-    depth = int(campaign.depth)
-    known_positive = np.zeros((queries.size, len(names), depth), dtype=bool)
-    own = np.where(at[:, None] >= 0, source.known[np.maximum(at, 0)], 0).astype(np.int64)
-    q, r = np.nonzero((own > 0) & (own <= depth))
-    known_positive[q, r, own[q, r] - 1] = True
+    ranks, known_positive = _full_ranks(campaign, queries, rows["caption_id"], rows["video_id"])
+    pool = Pool(rows["caption_id"], rows["video_id"], ranks)
     world = World(
         pool,
         np.zeros(len(pool), bool),
         tuple(names),
-        depth,
+        known_positive.shape[2],
         known_positive,
         np.ones(queries.size, np.int64),
     )
@@ -181,6 +219,8 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
         labelled,
         unfinished,
         int(rows["label_count"].sum()),
+        fixed,
+        rows["label_count"],
     )
 
 
@@ -353,8 +393,15 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     budget = settings.judging.budget
     left = None if budget is None else budget - live.labels_spent
     target = (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2
+    again = _ask_again(live, judged, settings.settle, target, campaign.max_labels, rng)
+    if left is not None:
+        left -= int(again.sum())
     pi = plan(grid, np.where(judged, 0.0, cost), target, RANDOM_SHARE, budget=left)
-    if current is not None and not narrows(pi, judged, grid, current, settings.settle):
+    if (
+        current is not None
+        and not again.any()
+        and not narrows(pi, judged, grid, current, settings.settle)
+    ):
         raise ActiveError("the labels left in the budget cannot narrow the widest interval")
     pi = np.where(judged, 1.0, pi)
     drawn = poisson_draw(pi, rng) & ~judged
@@ -365,12 +412,13 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         np.stack([predicted[metric] for metric in METRICS], axis=2),
     )
     chosen = np.isin(world.pool.caption_ids, live.queries[drawn])
+    served = (chosen & live.unfinished) | again
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if ActiveStage.objects.filter(campaign=locked, number__gte=number).exists():
             raise ActiveError("another stage was drawn meanwhile: look at it first")
-        pair_state.reopen(live.pair_ids[chosen & ~live.labelled].tolist())
-        pair_state.move({int(pk): 0 for pk in live.pair_ids[chosen & live.unfinished]})
+        pair_state.reopen(live.pair_ids[(chosen & ~live.labelled) | again].tolist())
+        pair_state.move({int(pk): 0 for pk in live.pair_ids[served]})
         now = locked.settings
         captions = set(now.active_captions) | set(live.queries[drawn].tolist())
         locked.set_settings(replace(now, active_captions=tuple(sorted(captions))))
@@ -383,7 +431,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
             run_names=list(world.run_names),
             metrics=list(METRICS),
             drawn=int(drawn.sum()),
-            pairs=int(np.count_nonzero(chosen & live.unfinished)),
+            pairs=int(np.count_nonzero(served)),
             labels_before=live.labels_spent,
         )
     return StageSummary(
@@ -392,10 +440,51 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         queries,
         int(drawn.sum()),
         int(judged.sum()),
-        int(np.count_nonzero(chosen & live.unfinished)),
-        float((pi * np.where(judged, 0.0, cost)).sum()),
+        int(np.count_nonzero(served)),
+        float((pi * np.where(judged, 0.0, cost)).sum() + again.sum()),
         seed,
+        int(again.sum()),
     )
+
+
+NOISE_SHARE = 0.5
+"""The share of a settled score's target variance its label noise may take before a stage asks
+judged queries' unsure pairs again: the rest is the sampling's."""
+SURE = 0.995
+"""A pair at least this sure of its label is not asked again."""
+
+
+def _ask_again(
+    live: LiveCampaign,
+    judged: np.ndarray,
+    settle: tuple[str, ...],
+    target: float,
+    cap: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Per pair, whether the stage asks for one more label: where the label noise of the
+    judged queries' values alone takes more than :data:`NOISE_SHARE` of a settled score's
+    target variance (drawing more queries cannot narrow that), the unsure labelled pairs
+    (below :data:`SURE`, under the label cap) of the noisiest judged queries, queries taken
+    in order of their share of the excess until what is left fits."""
+    again = np.zeros(len(live.pair_ids), bool)
+    rows = np.flatnonzero(judged)
+    if not rows.size:
+        return again
+    noise = noise_variance(live.world, live.posterior, rows, rng)
+    grid = np.stack([noise[metric] for metric in settle], axis=2)  # rows x runs x settled
+    n = judged.size
+    allowed = NOISE_SHARE * target * n**2
+    if grid.sum(axis=0).max(initial=0.0) <= allowed:
+        return again
+    order = np.argsort(-(grid / allowed).sum(axis=(1, 2)), kind="stable")
+    left = grid.sum(axis=0) - np.cumsum(grid[order], axis=0)  # noise left once the first k go
+    fits = (left <= allowed).all(axis=(1, 2))
+    count = int(np.argmax(fits)) + 1 if fits.any() else order.size
+    noisy = rows[order[:count]]
+    certainty = np.maximum(live.posterior, 1 - live.posterior)
+    asked = live.labelled & ~live.fixed & (certainty < SURE) & (live.label_counts < cap)
+    return asked & np.isin(live.world.layout.query_of, noisy)
 
 
 def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:

@@ -4,6 +4,7 @@ are the active-inference means, checked here by hand from the labels the annotat
 
 import json
 import uuid
+from dataclasses import replace
 from io import StringIO
 
 import numpy as np
@@ -271,6 +272,19 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     values = stage.estimates["m"]
     assert all(v["low"] <= v["estimate"] <= v["high"] for v in values.values())
     assert any(v["labels_variance"] > 0 for v in values.values())  # posteriors, not certainty
+    # at a width the label noise alone exceeds, the next stage asks unsure pairs again
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    campaign.set_settings(replace(campaign.settings, half_width=0.05))
+    live = stages.live_campaign(campaign)
+    second = stages.draw_stage(campaign, seed=2)
+    assert second.asked_again > 0
+    asked = Pair.objects.filter(campaign=campaign, caption_id__in=drawn, label_count__gt=0)
+    asked = asked.filter(needed__gt=0)
+    assert asked.count() == second.asked_again and {p.position for p in asked} == {0}
+    certainty = {
+        int(pk): max(p, 1 - p) for pk, p in zip(live.pair_ids, live.posterior, strict=True)
+    }
+    assert all(certainty[p.pk] < stages.SURE for p in asked)
 
 
 @pytest.mark.django_db
@@ -315,3 +329,33 @@ def test_a_stages_estimate_is_unbiased_over_every_draw_it_could_have_made(django
         found = stages.stage_estimates(live, arrays, metrics, seed=0)
         expected += weight * np.array([found[m].estimate[0] for m in metrics])
     np.testing.assert_allclose(expected, [truth[m][:, 0].mean() for m in metrics], atol=1e-12)
+
+
+@pytest.mark.django_db
+def test_a_fully_judged_campaign_estimates_exactly_what_rescoring_computes(django_user_model):
+    """Runs ranking every video, pooled at depth 3: a pair one run ranks 8th and another
+    pooled counts in the first's AP, as the rescoring counts it."""
+    from annotation.campaign_read.resolution import resolve_campaign
+    from annotation.campaigns.service import CampaignSpec, create_campaign
+    from retrieval.scoring.rescoring_service import rescore_dataset
+    from tests.factories import query_dataset, random_run
+
+    dataset, _, _ = query_dataset("active-deep", n=10)
+    runs = [random_run(dataset, name, seed) for name, seed in (("r1", 1), ("r2", 2), ("r3", 3))]
+    campaign = create_campaign(
+        dataset, runs, CampaignSpec(name="deep", depth=3, second_label_rate=0.0)
+    )
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    while (current := queue.assign(campaign, annotator).current) is not None:
+        relevant = (current.pair.caption_id + current.pair.video_id) % 3 == 0
+        label = "relevant" if relevant else "irrelevant"
+        submit.submit(annotator, current.pair.pk, label, uuid.uuid4())
+    stages.draw_stage(campaign, seed=1)  # every query is judged: probability 1
+    stage = stages.estimate_stage(campaign)
+    scored = rescore_dataset(dataset, resolve_campaign(campaign, "deep-labels"))
+    means = scored.result.means("corrected")
+    for run in ("r1", "r2", "r3"):
+        for metric in ("C@1", "C@5", "C@10", "AP", "nDCG@10"):
+            found = stage.estimates[run][metric]
+            assert found["estimate"] == pytest.approx(means[run][metric], abs=1e-12), metric
+            assert found["low"] == pytest.approx(found["high"], abs=1e-12)
