@@ -381,7 +381,8 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
             break
         log(
             f"  E: stage {drawn.stage}: {drawn.drawn} of {drawn.queries} queries drawn, "
-            f"{drawn.pairs} pairs served, about {drawn.expected_labels:.0f} labels expected"
+            f"{drawn.pairs} pairs served ({drawn.asked_again} labelled ones asked again), "
+            f"about {drawn.expected_labels:.0f} labels expected"
         )
         judge_until_settled(campaign, profiles, args.annotators, args.seed + 100 * (number + 1),
                             requeue=True, say=log)  # fmt: skip
@@ -393,7 +394,16 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
                 for m, v in scores.items()
                 if m in campaign.settings.settle
             )
-            log(f"  E: stage {stage.number} estimated, widest settled half-width {widest:.2f}")
+            noise = max(
+                1.96 * v["labels_variance"] ** 0.5 * 100
+                for scores in stage.estimates.values()
+                for m, v in scores.items()
+                if m in campaign.settings.settle
+            )
+            log(
+                f"  E: stage {stage.number} estimated, widest settled half-width {widest:.2f} "
+                f"(label noise alone at most {noise:.2f})"
+            )
 
 
 def merge(args) -> None:
