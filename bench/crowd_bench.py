@@ -377,6 +377,12 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
         try:
             drawn = stages.draw_stage(campaign)
         except stages.ActiveError as exc:
+            if "being judged" in str(exc) or "meanwhile" in str(exc):
+                # the background predictor fit drew it (it carries the stages on): judge it
+                log(f"  E: the background fit drew the next stage: {exc}")
+                judge_until_settled(campaign, profiles, args.annotators,
+                                    args.seed + 100 * (number + 1), requeue=True, say=log)  # fmt: skip
+                continue
             log(f"  E: no stage {number + 1}: {exc}")
             break
         log(

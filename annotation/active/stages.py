@@ -266,10 +266,15 @@ def _checked(arrays: StageArrays, live: LiveCampaign, number: int) -> None:
         raise ActiveError(f"stage {number} was drawn over other queries than the pool has now")
 
 
-def unfinished_queries(arrays: StageArrays, live: LiveCampaign) -> int:
-    """Queries judged in full by the stage that still have a pair to label."""
-    waiting = np.bincount(live.world.layout.query_of, live.unfinished, minlength=live.queries.size)
-    return int(np.count_nonzero(arrays.judged & (waiting > 0)))
+def unfinished_queries(
+    arrays: StageArrays, live: LiveCampaign, *, unlabelled_only: bool = False
+) -> int:
+    """Queries judged in full by the stage that still have a pair to label (with
+    ``unlabelled_only``, a pair with no label at all: a query whose pairs a later stage asks
+    again still has a value to estimate with)."""
+    waiting = live.unfinished if not unlabelled_only else ~live.labelled
+    counts = np.bincount(live.world.layout.query_of, waiting, minlength=live.queries.size)
+    return int(np.count_nonzero(arrays.judged & (counts > 0)))
 
 
 def stage_estimates(
@@ -513,9 +518,9 @@ def stage_report(campaign: Campaign) -> dict:
 
 
 def export_estimates(campaign: Campaign) -> dict | None:
-    """The estimates of the campaign's last finished stage from the labels as they are now,
-    for the label set its resolution writes (``retrieval.scoring.score_intervals.stored_active``
-    reads them back): None without a finished stage."""
+    """The estimates of the campaign's last stage whose queries all have labels, from the
+    labels as they are now, for the label set its resolution writes
+    (``retrieval.scoring.score_intervals.stored_active`` reads them back): None without one."""
     found = _stages(campaign)
     if not found:
         return None
@@ -524,7 +529,7 @@ def export_estimates(campaign: Campaign) -> dict | None:
         arrays = StageArrays.of(stage)
         if not np.array_equal(arrays.caption_ids, live.queries):
             return None
-        if unfinished_queries(arrays, live):
+        if unfinished_queries(arrays, live, unlabelled_only=True):
             continue
         estimates = stage_estimates(live, arrays, list(stage.metrics), stage.seed)
         return {

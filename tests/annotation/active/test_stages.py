@@ -285,6 +285,9 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
         int(pk): max(p, 1 - p) for pk, p in zip(live.pair_ids, live.posterior, strict=True)
     }
     assert all(certainty[p.pk] < stages.SURE for p in asked)
+    # stage 2 is being judged (its pairs asked again reopen stage 1's queries): a label set
+    # made now carries stage 1's estimates, its queries all labelled
+    assert stages.export_estimates(campaign)["stage"] == 1
 
 
 @pytest.mark.django_db
