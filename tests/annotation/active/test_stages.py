@@ -362,3 +362,27 @@ def test_a_fully_judged_campaign_estimates_exactly_what_rescoring_computes(djang
             found = stage.estimates[run][metric]
             assert found["estimate"] == pytest.approx(means[run][metric], abs=1e-12), metric
             assert found["low"] == pytest.approx(found["high"], abs=1e-12)
+
+
+@pytest.mark.django_db
+def test_each_pairs_part_of_the_label_noise_is_its_flip_squared(django_user_model):
+    campaign = make_campaign(n_queries=4, depth=4)
+    _judge(campaign, django_user_model.objects.create_user("a", password="pw-active-1"))
+    live = stages.live_campaign(campaign)
+    posterior = np.random.default_rng(2).uniform(0.6, 0.99, len(live.pair_ids))
+    live = replace(live, posterior=posterior)
+    rows = np.arange(live.queries.size)
+    eligible = np.ones(len(live.pair_ids), bool)
+    settle = ("C@1", "AP", "nDCG@10")
+    parts = stages._flip_parts(live, rows, settle, eligible)
+    for pair in (0, 5, 11):
+        q = live.world.layout.query_of[pair]
+        high, low = posterior.copy(), posterior.copy()
+        high[pair], low[pair] = 1.0, 0.0
+        up = stages.query_metrics(live.world, high, np.array([q]))
+        down = stages.query_metrics(live.world, low, np.array([q]))
+        for m, metric in enumerate(settle):
+            flip = (up[metric][0, 0] - down[metric][0, 0]) ** 2
+            expected = posterior[pair] * (1 - posterior[pair]) * flip
+            assert parts[pair, 0, m] == pytest.approx(expected, abs=1e-12), (pair, metric)
+    assert parts[:, 0, 0].max() > 0  # C@1 moves with the top pair's label
