@@ -12,6 +12,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from annotation.active import stages as active_stages
+from annotation.active.live import ActiveError
 from annotation.campaign_read import figures_due, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaign_read.resolution import METHODS
@@ -233,7 +234,7 @@ def run_fit_predictor(reporter: Reporter, campaign: str, seed: int = 0) -> dict:
         reporter.step(f"drawing the next active stage of {found.name}")
         try:
             summary["active_stage"]["drawn"] = active_stages.draw_stage(found).as_dict()
-        except active_stages.ActiveError as exc:
+        except ActiveError as exc:
             summary["active_stage"]["not_drawn"] = str(exc)
     return summary
 
@@ -281,7 +282,7 @@ def run_active_stage(
         reporter.step(f"drawing the next active stage of {found.name}")
         try:
             result["drawn"] = active_stages.draw_stage(found, seed=seed).as_dict()
-        except active_stages.ActiveError as exc:
+        except ActiveError as exc:
             result["drawn"], result["not_drawn"] = None, str(exc)
     return result
 

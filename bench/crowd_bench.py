@@ -368,6 +368,7 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
     queries in full; until every settled score is within the half-width or no stage can be
     drawn."""
     from annotation.active import stages
+    from annotation.active.live import ActiveError
     from annotation.prediction.service import fit_predictor
     from annotation.simulation.live import judge_until_settled
 
@@ -376,7 +377,7 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
         log(f"  E: predictor fitted on {fitted.labelled:,} labelled pairs ({fitted.method})")
         try:
             drawn = stages.draw_stage(campaign)
-        except stages.ActiveError as exc:
+        except ActiveError as exc:
             if "being judged" in str(exc) or "meanwhile" in str(exc):
                 # the background predictor fit drew it (it carries the stages on): judge it
                 log(f"  E: the background fit drew the next stage: {exc}")

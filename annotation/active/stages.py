@@ -16,86 +16,35 @@ under their resolved labels and everyone's frozen predictions, with the label no
 judged values (Monte Carlo over their posteriors) in its interval: unbiased whatever the
 predictor, since the predictions and probabilities were fixed before the draw. Queries judged
 in earlier stages enter later ones with probability 1. Means are over the pooled queries.
+The pool's read is :mod:`.live`, the pairs asked again :mod:`.noise`, what pages read
+:mod:`.reading`.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 from scipy.special import ndtri
 
-from annotation.campaigns.pooling import Pool
-from annotation.campaigns.provenance import provenance
+from annotation.active.live import ActiveError, LiveCampaign, live_campaign
+from annotation.active.noise import ask_again
+from annotation.active.reading import settled, stored_report
 from annotation.judging import pair_state
-from annotation.judging.statements import queryset_array
-from annotation.models import ActiveStage, Campaign, CampaignRun, Judgement, Pair
-from annotation.ordering.settle_width import ESTIMATE, Spread
-from annotation.policy import label_models
-from annotation.prediction.stored import stored_predictions
+from annotation.models import ActiveStage, Campaign
 from annotation.simulation.active import FIRST_LABELS_PER_PAIR, PLAN_SHARE, narrows, plan
 from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
-from annotation.simulation.model import World
-from config.batches import rows_in
-from config.errors import UserError
-from retrieval.ids import positions_of
-from retrieval.models import Caption
 from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
-from retrieval.scoring.metrics import align_rows
 from retrieval.scoring.score_intervals import query_key
-from retrieval.search.runs_service import load_run
 
 JOB_KIND = "active-stage"
 """The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.jobs`)."""
 LEVEL = 0.95
 RANDOM_SHARE = 0.1
 """The uniform share of every stage's design: every query keeps a chance to be drawn."""
-
-_PAIR_ROW = np.dtype(
-    [
-        ("id", np.int64),
-        ("pool_row", np.int64),
-        ("caption_id", np.int64),
-        ("video_id", np.int64),
-        ("needed", np.int64),
-        ("label_count", np.int64),
-        ("fixed", np.int64),
-        ("relevant", np.int64),
-    ]
-)
-
-
-class ActiveError(UserError):
-    """A stage cannot be drawn now (the last one is still being judged, every score is
-    settled, no labels are left to narrow an interval...)."""
-
-
-@dataclass(frozen=True)
-class LiveCampaign:
-    """A campaign's pool as a :class:`~annotation.simulation.model.World` (pairs grouped by
-    caption, its truth unknown and left all irrelevant), and what is known of each pair:
-    ``known`` its probability of relevance, ``posterior`` that of its labels (certain where
-    adjudicated, auto-labelled or resolved without a model), ``resolved`` how the label set
-    reads it, ``labelled`` whether it has a label, ``unfinished`` whether it still needs one."""
-
-    world: World
-    pair_ids: np.ndarray
-    known: np.ndarray
-    posterior: np.ndarray
-    resolved: np.ndarray
-    labelled: np.ndarray
-    unfinished: np.ndarray
-    labels_spent: int
-    fixed: np.ndarray
-    label_counts: np.ndarray
-
-    @property
-    def queries(self) -> np.ndarray:
-        return self.world.layout.caption_ids
 
 
 @dataclass(frozen=True)
@@ -111,117 +60,10 @@ class StageSummary:
     expected_labels: float
     seed: int
     asked_again: int = 0
-    """Labelled pairs of judged queries asked for one more label (:func:`_ask_again`)."""
+    """Labelled pairs of judged queries asked for one more label (:func:`annotation.active.noise.ask_again`)."""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-def _full_ranks(
-    campaign: Campaign, queries: np.ndarray, captions: np.ndarray, videos: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each pooled pair's rank in each pooled run's whole ranked list (0: not listed), and per
-    query x run x rank whether the caption's own video is there: what a rescoring reads, so
-    that AP counts a pooled pair a run ranks below the pooling depth (cutting the lists at
-    the depth put every run's live AP estimate 3 to 6 points below its rescored value on the
-    demo world, ``bench/crowd_bench.py --only E``)."""
-    pooled = list(
-        CampaignRun.objects.filter(campaign=campaign).order_by("position").select_related("run")
-    )
-    lists = [align_rows(*_ids_items(entry.run), queries) for entry in pooled]
-    depth = max([int(campaign.depth)] + [items.shape[1] for items in lists])
-    own_of = dict(rows_in(Caption.objects.values_list("pk", "video_id"), "pk", queries.tolist()))
-    own = np.array([own_of.get(int(q), -1) for q in queries], dtype=np.int64)
-    query_of = np.searchsorted(queries, captions)
-    ranks = np.zeros((captions.size, len(lists)), dtype=np.int64)
-    known_positive = np.zeros((queries.size, len(lists), depth), dtype=bool)
-    for r, items in enumerate(lists):
-        known_positive[:, r, : items.shape[1]] = (items == own[:, None]) & (items >= 0)
-        row, rank = np.nonzero(items >= 0)
-        keys = row * (1 << 32) + items[row, rank]
-        order = np.argsort(keys, kind="stable")
-        wanted = query_of * (1 << 32) + videos
-        at = np.minimum(np.searchsorted(keys[order], wanted), max(keys.size - 1, 0))
-        found = keys.size > 0 and keys[order][at] == wanted
-        ranks[:, r] = np.where(found, rank[order][at] + 1, 0)
-    return ranks, known_positive
-
-
-def _ids_items(run) -> tuple[np.ndarray, np.ndarray]:
-    lists = load_run(run)
-    return lists.query_ids, lists.item_ids
-
-
-def live_campaign(campaign: Campaign) -> LiveCampaign:
-    """The campaign's pool and each pair's probabilities, in a constant number of queries."""
-    names = campaign.run_names()
-    source = provenance(campaign)
-    if not names or source.ranks.shape[1] != len(names):
-        raise ActiveError(f"campaign {campaign.name!r} has no pooled runs to estimate")
-    rows = queryset_array(
-        Pair.objects.filter(campaign=campaign)
-        .order_by("caption_id", "pool_row", "pk")
-        .annotate(
-            fixed=Case(
-                When(~Q(adjudicated="") | ~Q(auto_label=""), then=Value(1)),
-                default=Value(0),
-                output_field=IntegerField(),
-            ),
-            relevant=Case(
-                When(status=Pair.Status.RELEVANT, then=Value(1)),
-                default=Value(0),
-                output_field=IntegerField(),
-            ),
-        )
-        .values_list(
-            "id", "pool_row", "caption_id", "video_id", "needed", "label_count", "fixed", "relevant"
-        ),
-        _PAIR_ROW,
-    )
-    if not len(rows):
-        raise ActiveError(f"campaign {campaign.name!r} has no pooled pairs")
-    queries = np.unique(rows["caption_id"])
-    ranks, known_positive = _full_ranks(campaign, queries, rows["caption_id"], rows["video_id"])
-    pool = Pool(rows["caption_id"], rows["video_id"], ranks)
-    world = World(
-        pool,
-        np.zeros(len(pool), bool),
-        tuple(names),
-        known_positive.shape[2],
-        known_positive,
-        np.ones(queries.size, np.int64),
-    )
-    fixed, relevant = rows["fixed"] == 1, (rows["relevant"] == 1).astype(np.float64)
-    labelled = (rows["label_count"] > 0) | fixed
-    posterior = relevant.copy()
-    if label_models.is_adaptive(campaign):  # FIRE's policy resolves without a label model
-        seen = label_models.snapshot(
-            campaign,
-            zip(rows["id"].tolist(), rows["pool_row"].tolist(), strict=True),
-            Judgement.objects.filter(pair__campaign=campaign),
-        )
-        posterior = np.where(labelled & ~fixed, seen.posterior, relevant)
-    prior = float(posterior[labelled].mean()) if labelled.any() else 0.5
-    predicted = np.full(len(rows), prior)
-    stored = stored_predictions(campaign)
-    if stored is not None:
-        where = positions_of(stored[0], rows["id"])
-        found = where >= 0
-        predicted[found] = np.clip(stored[1][where[found]].astype(np.float64), 0.0, 1.0)
-    known = np.where(labelled, posterior, predicted)
-    unfinished = (rows["needed"] > 0) | ~labelled
-    return LiveCampaign(
-        world,
-        rows["id"],
-        known,
-        np.where(labelled, posterior, known),
-        relevant,
-        labelled,
-        unfinished,
-        int(rows["label_count"].sum()),
-        fixed,
-        rows["label_count"],
-    )
 
 
 @dataclass(frozen=True)
@@ -344,15 +186,6 @@ def estimate_stage(campaign: Campaign) -> ActiveStage | None:
     return last
 
 
-def settled(estimates: dict, settle, half_width: float) -> bool:
-    """Whether every run's every settled score's interval is within ``half_width`` points."""
-    return all(
-        (scores[metric]["high"] - scores[metric]["low"]) * 50 <= half_width + 1e-9
-        for scores in estimates.values()
-        for metric in settle
-    )
-
-
 def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     """Draw the campaign's next stage (module docstring) and serve its queries first;
     :class:`ActiveError` when the last stage is still being judged, every settled score is
@@ -398,7 +231,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     budget = settings.judging.budget
     left = None if budget is None else budget - live.labels_spent
     target = (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2
-    again = _ask_again(live, judged, settings.settle, target, campaign.max_labels, rng)
+    again = ask_again(live, judged, settings.settle, target, campaign.max_labels, rng)
     if left is not None:
         left -= int(again.sum())
     pi = plan(grid, np.where(judged, 0.0, cost), target, RANDOM_SHARE, budget=left)
@@ -452,102 +285,6 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     )
 
 
-NOISE_SHARE = 0.5
-"""The share of a settled score's target variance its label noise may take before a stage asks
-judged queries' unsure pairs again: the rest is the sampling's."""
-SURE = 0.995
-"""A pair at least this sure of its label is not asked again."""
-
-
-def _ask_again(
-    live: LiveCampaign,
-    judged: np.ndarray,
-    settle: tuple[str, ...],
-    target: float,
-    cap: int,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Per pair, whether the stage asks for one more label: where the label noise of the
-    judged queries' values alone takes more than :data:`NOISE_SHARE` of a settled score's
-    target variance (drawing more queries cannot narrow that), the unsure labelled pairs
-    (below :data:`SURE`, under the label cap) that carry most of it, each pair's part being
-    ``p (1 - p) d^2`` per run and score, d what flipping its label moves the query's value
-    (exact for C@K, AP and nDCG: a query's expected metric is multilinear in its pairs'
-    probabilities), taken in order until what is left fits. Asking the unsure pairs of the
-    noisiest queries instead spent 3,000 labels a stage for a tenth of a point live."""
-    again = np.zeros(len(live.pair_ids), bool)
-    rows = np.flatnonzero(judged)
-    if not rows.size:
-        return again
-    noise = noise_variance(live.world, live.posterior, rows, rng)
-    total = np.stack([noise[metric].sum(axis=0) for metric in settle], axis=1)  # runs x settled
-    n = judged.size
-    allowed = NOISE_SHARE * target * n**2
-    if total.max(initial=0.0) <= allowed:
-        return again
-    certainty = np.maximum(live.posterior, 1 - live.posterior)
-    eligible = live.labelled & ~live.fixed & (certainty < SURE) & (live.label_counts < cap)
-    eligible &= np.isin(live.world.layout.query_of, rows)
-    part = _flip_parts(live, rows, settle, eligible)  # pairs x runs x settled
-    excess = np.maximum(total - allowed, 0.0)
-    weight = np.where(excess > 0, 1.0 / allowed, 0.0)
-    order = np.argsort(-(part * weight).sum(axis=(1, 2)), kind="stable")
-    order = order[eligible[order]]
-    if not order.size:
-        return again
-    removed = np.cumsum(part[order], axis=0)
-    fits = (total - removed <= allowed).all(axis=(1, 2))
-    count = int(np.argmax(fits)) + 1 if fits.any() else order.size
-    again[order[:count]] = True
-    return again
-
-
-def _flip_parts(
-    live: LiveCampaign, rows: np.ndarray, settle: tuple[str, ...], eligible: np.ndarray
-) -> np.ndarray:
-    """Pairs x runs x settled metrics: ``p (1 - p) d^2`` for the ``eligible`` pairs (0
-    elsewhere), d the change in the query's value when the pair's label flips, every other
-    pair at its posterior. One slot of every query at a time: two metric passes a slot."""
-    world = live.world
-    layout = world.layout
-    parts = np.zeros((len(live.pair_ids), world.pool.run_count, len(settle)))
-    slots = layout.pair_of[rows]
-    for slot in range(slots.shape[1]):
-        pairs = slots[:, slot]
-        take = pairs >= 0
-        take[take] = eligible[pairs[take]]
-        if not take.any():
-            continue
-        chosen = pairs[take]
-        high, low = live.posterior.copy(), live.posterior.copy()
-        high[chosen], low[chosen] = 1.0, 0.0
-        up = query_metrics(world, high, rows[take])
-        down = query_metrics(world, low, rows[take])
-        p = live.posterior[chosen][:, None]
-        for m, metric in enumerate(settle):
-            parts[chosen, :, m] = p * (1 - p) * (up[metric] - down[metric]) ** 2
-    return parts
-
-
-def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
-    """Run -> metric -> the last estimated stage's interval as a spread (read only)."""
-    found = (
-        ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
-        .order_by("-number")
-        .values_list("estimates", flat=True)
-        .first()
-    )
-    if not found:
-        return {}
-    return {
-        run: {
-            metric: Spread.of_interval(ESTIMATE, value["low"], value["high"])
-            for metric, value in scores.items()
-        }
-        for run, scores in found.items()
-    }
-
-
 def stage_report(campaign: Campaign) -> dict:
     """:func:`stored_report` after :func:`estimate_stage` (the job's and the command's)."""
     estimate_stage(campaign)
@@ -576,79 +313,3 @@ def export_estimates(campaign: Campaign) -> dict | None:
             "estimates": _as_json(estimates, list(stage.run_names)),
         }
     return None
-
-
-@dataclass(frozen=True)
-class StageRow:
-    number: int
-    drawn: int
-    pairs: int
-    labels_before: int
-    estimated: bool
-
-
-@dataclass(frozen=True)
-class StageStatus:
-    """The campaign page's view of its active stages (read only): each stage, the drawn
-    queries still with a pair to label, and the last estimated stage."""
-
-    stages: tuple[StageRow, ...]
-    waiting: int
-    estimated_stage: int | None
-    settled: bool
-
-    @property
-    def last(self) -> StageRow:
-        return self.stages[-1]
-
-
-def stage_status(campaign: Campaign) -> StageStatus | None:
-    """:class:`StageStatus` in three queries; None before the first stage."""
-    rows = list(
-        ActiveStage.objects.filter(campaign=campaign)
-        .order_by("number")
-        .values_list("number", "drawn", "pairs", "labels_before", "estimates")
-    )
-    if not rows:
-        return None
-    drawn = np.array(campaign.settings.active_captions, dtype=np.int64)
-    unfinished = (
-        Pair.objects.filter(campaign=campaign)
-        .filter(Q(needed__gt=0) | Q(label_count=0, adjudicated="", auto_label=""))
-        .values_list("caption_id", flat=True)
-        .distinct()
-    )
-    waiting = np.isin(drawn, np.fromiter(unfinished, dtype=np.int64)).sum()
-    estimated = [row for row in rows if row[4] is not None]
-    settings = campaign.settings
-    return StageStatus(
-        tuple(StageRow(n, d, p, b, e is not None) for n, d, p, b, e in rows),
-        int(waiting),
-        estimated[-1][0] if estimated else None,
-        bool(estimated) and settled(estimated[-1][4], settings.settle, settings.half_width),
-    )
-
-
-def stored_report(campaign: Campaign) -> dict:
-    """The campaign's stages (queries drawn, pairs served, labels before each, whether
-    estimated), the drawn queries still being judged, and the last estimates (scores in
-    [0, 1]; ``settled``: every score to settle within the half-width), from what is stored:
-    it computes nothing (the API's and the campaign page's read)."""
-    status = stage_status(campaign)
-    settings = campaign.settings
-    found = (
-        ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
-        .order_by("-number")
-        .values_list("estimates", flat=True)
-        .first()
-    )
-    return {
-        "campaign": campaign.name,
-        "settle": list(settings.settle),
-        "half_width": settings.half_width,
-        "stages": [] if status is None else [asdict(row) for row in status.stages],
-        "unfinished": 0 if status is None else status.waiting,
-        "estimates": found,
-        "estimated_stage": None if status is None else status.estimated_stage,
-        "settled": bool(status and status.settled),
-    }

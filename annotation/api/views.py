@@ -11,7 +11,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from annotation.active import stages as active_stages
+from annotation.active import reading as active_reading
 from annotation.api.permissions import (
     CampaignAccess,
     CanManageCampaigns,
@@ -242,7 +242,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         high of the 95% interval, its label and sampling variances); and whether every score
         to settle is within the campaign's half-width. Read only: estimates are stored by
         the ``active-stage`` and ``fit-predictor`` jobs."""
-        return Response(active_stages.stored_report(self.get_object()))
+        return Response(active_reading.stored_report(self.get_object()))
 
 
 class CampaignJobView(GenericAPIView):

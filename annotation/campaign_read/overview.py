@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotation.active import stages as active_stages
+from annotation.active import reading as active_reading
 from annotation.campaign_read import live_figures
 from annotation.campaign_read.reporting import CampaignAgreement
 from annotation.campaign_read.resolution import extended_label_set
@@ -159,7 +159,7 @@ class CampaignPage:
     """Pairs not served yet because their video's browser copy or segment clip is not made."""
     settle: settle_width.SettledToWidth | None = None
     """Per run, each score the campaign must settle against its target half-width."""
-    active: active_stages.StageStatus | None = None
+    active: active_reading.StageStatus | None = None
     """The campaign's active stages (None before the first)."""
 
     @property
@@ -211,9 +211,9 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         label_sets=label_sets,
         waiting_for_media=waiting_for_media(campaign),
         settle=settle_width.from_exactness(
-            judging.runs, chosen.settle, chosen.half_width, active_stages.active_spreads(campaign)
+            judging.runs, chosen.settle, chosen.half_width, active_reading.active_spreads(campaign)
         ),
-        active=active_stages.stage_status(campaign),
+        active=active_reading.stage_status(campaign),
     )
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotation.active import stages
+from annotation.active import live as live_reads
+from annotation.active import noise, reading, stages
 from annotation.campaigns.provenance import provenance
 from annotation.judging import queue, submit
 from annotation.models import ActiveStage, Campaign, Pair
@@ -92,14 +93,14 @@ def test_a_stage_is_stored_served_first_judged_in_full_and_estimated(django_user
     campaign = Campaign.objects.get(pk=campaign.pk)
     assert set(campaign.settings.active_captions) == drawn
     # a second draw waits for this one
-    with pytest.raises(stages.ActiveError, match="still being judged"):
+    with pytest.raises(live_reads.ActiveError, match="still being judged"):
         stages.draw_stage(campaign)
     # its queries come first (after the task already leased to the annotator), judged in full
-    live = stages.live_campaign(campaign)
+    live = live_reads.live_campaign(campaign)
     waiting = int(np.isin(live.world.pool.caption_ids, list(drawn))[live.unfinished].sum())
     served = _judge(campaign, annotator, None)
     assert waiting > 1 and {pair.caption_id for pair in served[1 : waiting + 1]} <= drawn
-    assert stages.unfinished_queries(arrays, stages.live_campaign(campaign)) == 0
+    assert stages.unfinished_queries(arrays, live_reads.live_campaign(campaign)) == 0
     stage = stages.estimate_stage(campaign)
     assert stage.estimates is not None
     expected = _by_hand(campaign, arrays)
@@ -109,7 +110,7 @@ def test_a_stage_is_stored_served_first_judged_in_full_and_estimated(django_user
         assert (got["high"] - got["low"]) / 2 == pytest.approx(half, abs=1e-9), metric
         # FIRE's policy: every resolved label is certain
         assert got["labels_variance"] == pytest.approx(0, abs=1e-12)
-    spreads = stages.active_spreads(campaign)
+    spreads = reading.active_spreads(campaign)
     assert spreads["m"]["AP"].kind == ESTIMATE
 
 
@@ -146,7 +147,7 @@ def test_a_finished_stage_gives_every_rescored_score_its_active_interval(django_
     stage = ActiveStage.objects.get(campaign=campaign)
     # the drawn queries are judged in full, served first; others stay partly unjudged
     arrays = stages.StageArrays.of(stage)
-    while stages.unfinished_queries(arrays, stages.live_campaign(campaign)):
+    while stages.unfinished_queries(arrays, live_reads.live_campaign(campaign)):
         assert _judge(campaign, annotator, 1)
     stage = stages.estimate_stage(campaign)
     assert stage.estimates is not None and Pair.objects.filter(label_count=0).exists()
@@ -236,7 +237,7 @@ def test_the_predictor_fit_draws_the_next_stage_once_the_last_is_judged(django_u
     _judge(campaign, annotator, 40)
     first = stages.draw_stage(campaign, seed=1)
     arrays = stages.StageArrays.of(ActiveStage.objects.get(campaign=campaign, number=1))
-    while stages.unfinished_queries(arrays, stages.live_campaign(campaign)):
+    while stages.unfinished_queries(arrays, live_reads.live_campaign(campaign)):
         assert _judge(campaign, annotator, 1)
     summary = run_fit_predictor(Reporter(None), campaign.name)["active_stage"]
     assert summary["estimated"] and ("drawn" in summary or "not_drawn" in summary)
@@ -263,7 +264,7 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     arrays = stages.StageArrays.of(stage)
     drawn = arrays.caption_ids[arrays.judged]
     rounds = 0
-    while stages.unfinished_queries(arrays, stages.live_campaign(campaign)) and rounds < 50:
+    while stages.unfinished_queries(arrays, live_reads.live_campaign(campaign)) and rounds < 50:
         for annotator in people:  # the metric-aware order never parks a drawn query's pairs
             _judge(campaign, annotator, 5)
         rounds += 1
@@ -275,7 +276,7 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     # at a width the label noise alone exceeds, the next stage asks unsure pairs again
     campaign = Campaign.objects.get(pk=campaign.pk)
     campaign.set_settings(replace(campaign.settings, half_width=0.05))
-    live = stages.live_campaign(campaign)
+    live = live_reads.live_campaign(campaign)
     second = stages.draw_stage(campaign, seed=2)
     assert second.asked_again > 0
     asked = Pair.objects.filter(campaign=campaign, caption_id__in=drawn, label_count__gt=0)
@@ -284,7 +285,7 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     certainty = {
         int(pk): max(p, 1 - p) for pk, p in zip(live.pair_ids, live.posterior, strict=True)
     }
-    assert all(certainty[p.pk] < stages.SURE for p in asked)
+    assert all(certainty[p.pk] < noise.SURE for p in asked)
     # stage 2 is being judged (its pairs asked again reopen stage 1's queries): a label set
     # made now carries stage 1's estimates, its queries all labelled
     assert stages.export_estimates(campaign)["stage"] == 1
@@ -318,7 +319,7 @@ def test_a_stages_estimate_is_unbiased_over_every_draw_it_could_have_made(django
     campaign = make_campaign(n_queries=5, depth=3)
     annotator = django_user_model.objects.create_user("a", password="pw-active-1")
     _judge(campaign, annotator)  # every pair labelled: each query's value is known
-    live = stages.live_campaign(campaign)
+    live = live_reads.live_campaign(campaign)
     metrics = list(stages.METRICS)
     rng = np.random.default_rng(4)
     pi = rng.uniform(0.2, 0.9, 5)
@@ -368,13 +369,13 @@ def test_a_fully_judged_campaign_estimates_exactly_what_rescoring_computes(djang
 def test_each_pairs_part_of_the_label_noise_is_its_flip_squared(django_user_model):
     campaign = make_campaign(n_queries=4, depth=4)
     _judge(campaign, django_user_model.objects.create_user("a", password="pw-active-1"))
-    live = stages.live_campaign(campaign)
+    live = live_reads.live_campaign(campaign)
     posterior = np.random.default_rng(2).uniform(0.6, 0.99, len(live.pair_ids))
     live = replace(live, posterior=posterior)
     rows = np.arange(live.queries.size)
     eligible = np.ones(len(live.pair_ids), bool)
     settle = ("C@1", "AP", "nDCG@10")
-    parts = stages._flip_parts(live, rows, settle, eligible)
+    parts = noise.flip_parts(live, rows, settle, eligible)
     for pair in (0, 5, 11):
         q = live.world.layout.query_of[pair]
         high, low = posterior.copy(), posterior.copy()
