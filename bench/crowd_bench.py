@@ -388,8 +388,7 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
             break
         log(
             f"  E: stage {drawn.stage}: {drawn.drawn} of {drawn.queries} queries drawn, "
-            f"{drawn.pairs} pairs served ({drawn.asked_again} labelled ones asked again), "
-            f"about {drawn.expected_labels:.0f} labels expected"
+            f"{drawn.pairs} pairs served, about {drawn.expected_labels:.0f} labels expected"
         )
         judge_until_settled(campaign, profiles, args.annotators, args.seed + 100 * (number + 1),
                             requeue=True, say=log)  # fmt: skip

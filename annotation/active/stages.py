@@ -16,8 +16,9 @@ under their resolved labels and everyone's frozen predictions, with the label no
 judged values (Monte Carlo over their posteriors) in its interval: unbiased whatever the
 predictor, since the predictions and probabilities were fixed before the draw. Queries judged
 in earlier stages enter later ones with probability 1. Means are over the pooled queries.
-The pool's read is :mod:`.live`, the pairs asked again :mod:`.noise`, what pages read
-:mod:`.reading`.
+The pool's read is :mod:`.live`, what pages read :mod:`.reading`. A drawn query's pairs are
+asked to a higher confidence than the campaign's
+(:data:`annotation.policy.rules.IN_FULL_CONFIDENCE`): its value enters the estimate as it is.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from django.utils import timezone
 from scipy.special import ndtri
 
 from annotation.active.live import ActiveError, LiveCampaign, live_campaign
-from annotation.active.noise import ask_again
 from annotation.active.reading import settled, stored_report
 from annotation.judging import pair_state
 from annotation.models import ActiveStage, Campaign
+from annotation.policy.rules import IN_FULL_CONFIDENCE
 from annotation.simulation.active import FIRST_LABELS_PER_PAIR, PLAN_SHARE, narrows, plan
 from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
 from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
@@ -59,8 +60,6 @@ class StageSummary:
     pairs: int
     expected_labels: float
     seed: int
-    asked_again: int = 0
-    """Labelled pairs of judged queries asked for one more label (:func:`annotation.active.noise.ask_again`)."""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -112,8 +111,8 @@ def unfinished_queries(
     arrays: StageArrays, live: LiveCampaign, *, unlabelled_only: bool = False
 ) -> int:
     """Queries judged in full by the stage that still have a pair to label (with
-    ``unlabelled_only``, a pair with no label at all: a query whose pairs a later stage asks
-    again still has a value to estimate with)."""
+    ``unlabelled_only``, a pair with no label at all: a query whose pairs still want a label
+    to reach the higher confidence has a value to estimate with)."""
     waiting = live.unfinished if not unlabelled_only else ~live.labelled
     counts = np.bincount(live.world.layout.query_of, waiting, minlength=live.queries.size)
     return int(np.count_nonzero(arrays.judged & (counts > 0)))
@@ -231,15 +230,8 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     budget = settings.judging.budget
     left = None if budget is None else budget - live.labels_spent
     target = (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2
-    again = ask_again(live, judged, settings.settle, target, campaign.max_labels, rng)
-    if left is not None:
-        left -= int(again.sum())
     pi = plan(grid, np.where(judged, 0.0, cost), target, RANDOM_SHARE, budget=left)
-    if (
-        current is not None
-        and not again.any()
-        and not narrows(pi, judged, grid, current, settings.settle)
-    ):
+    if current is not None and not narrows(pi, judged, grid, current, settings.settle):
         raise ActiveError("the labels left in the budget cannot narrow the widest interval")
     pi = np.where(judged, 1.0, pi)
     drawn = poisson_draw(pi, rng) & ~judged
@@ -250,6 +242,11 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         np.stack([predicted[metric] for metric in METRICS], axis=2),
     )
     chosen = np.isin(world.pool.caption_ids, live.queries[drawn])
+    # a drawn query's labelled pairs the value order parked still unsure are asked again
+    unsure = np.maximum(live.posterior, 1 - live.posterior) < IN_FULL_CONFIDENCE
+    again = (
+        chosen & live.labelled & ~live.fixed & unsure & (live.label_counts < campaign.max_labels)
+    )
     served = (chosen & live.unfinished) | again
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
@@ -279,9 +276,8 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         int(drawn.sum()),
         int(judged.sum()),
         int(np.count_nonzero(served)),
-        float((pi * np.where(judged, 0.0, cost)).sum() + again.sum()),
+        float((pi * np.where(judged, 0.0, cost)).sum()),
         seed,
-        int(again.sum()),
     )
 
 

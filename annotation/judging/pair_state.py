@@ -284,7 +284,10 @@ def _apply_policies(
         [CODES[pair.adjudicated] if pair.adjudicated else policy.NOT_ADJUDICATED for pair in pairs]
     )
     if posteriors is not None:
-        needed, code = label_models.adaptive_state(campaign, total, posteriors, adjudicated)
+        captions = [pair.caption_id for pair in pairs]
+        needed, code = label_models.adaptive_state(
+            campaign, total, posteriors, adjudicated, captions
+        )
     else:
         cap = campaign.max_labels
         double = np.array([pair.double for pair in pairs], dtype=bool)
@@ -396,10 +399,14 @@ def apply_refit(campaign: Campaign, *, reopen: bool = True) -> RefitApplied:
         Judgement.objects.filter(pair__campaign=campaign),
     )
     unadjudicated = np.full(len(rows), policy.NOT_ADJUDICATED)
-    needed, codes = label_models.adaptive_state(campaign, seen.total, seen.posterior, unadjudicated)
+    captions = np.array([row[4] for row in rows], dtype=np.int64)
+    needed, codes = label_models.adaptive_state(
+        campaign, seen.total, seen.posterior, unadjudicated, captions
+    )
     before_needed = np.array([r[2] for r in rows], dtype=np.int64)
-    if not reopen:
-        needed = np.minimum(needed, before_needed)
+    if not reopen:  # but a query judged in full for an estimate has no value order to ask
+        in_full = np.isin(captions, list(campaign.settings.judged_in_full))
+        needed = np.where(in_full, needed, np.minimum(needed, before_needed))
     before_codes = np.array([CODES[r[3]] for r in rows], dtype=np.int64)
     changed = np.flatnonzero((needed != before_needed) | (codes != before_codes))
     written = 0
