@@ -272,7 +272,11 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         pair_state.move({int(pk): 0 for pk in live.pair_ids[served]})
         now = locked.settings
         captions = set(now.active_captions) | set(live.queries[drawn].tolist())
-        locked.set_settings(replace(now, active_captions=tuple(sorted(captions))))
+        judging = now.judging
+        if judging.budget is not None:  # a drawn query is judged in full, budget or not
+            short = int(np.count_nonzero(served)) - max(judging.budget - live.labels_spent, 0)
+            judging = replace(judging, budget=judging.budget + max(short, 0))
+        locked.set_settings(replace(now, active_captions=tuple(sorted(captions)), judging=judging))
         ActiveStage.objects.create(
             campaign=locked,
             number=number,

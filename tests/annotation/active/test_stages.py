@@ -233,7 +233,7 @@ def test_the_predictor_fit_draws_the_next_stage_once_the_last_is_judged(django_u
     from annotation.jobs import run_fit_predictor
     from jobs.progress import Reporter
 
-    campaign = make_campaign(n_queries=60, depth=4, judging_order="metric-first", budget=150)
+    campaign = make_campaign(n_queries=60, depth=4, judging_order="metric-first")
     annotator = django_user_model.objects.create_user("a", password="pw-active-1")
     _judge(campaign, annotator, 40)
     first = stages.draw_stage(campaign, seed=1)
