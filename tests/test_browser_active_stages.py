@@ -1,0 +1,53 @@
+"""Real browser: an admin draws a campaign's first active stage from its page, and once its
+queries are judged in full the page says which scores the stage's intervals settle, at 1280
+and 768 px, in Debian's Chromium."""
+
+import os
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation.active.stages import estimate_stage
+from annotation.judging import queue, submit
+from annotation.models import ActiveStage
+from config import roles
+from tests.browser_support import IMMEDIATE_TASKS, login, needs_chromium, shoot_full
+from tests.factories import make_campaign
+
+pytestmark = [pytest.mark.browser, needs_chromium]
+PASSWORD = "pw-active-stages-1234"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_draws_a_stage_and_reads_its_settled_scores(live_server, browser, settings):
+    settings.TASKS = {"default": {**IMMEDIATE_TASKS["default"], "QUEUES": ["default", "live"]}}
+    campaign = make_campaign(n_queries=12, depth=3, settle="c@1,ap,ndcg@10", half_width=40)
+    admin = get_user_model().objects.create_user("boss", password=PASSWORD, is_staff=True)
+    admin.groups.add(roles.ensure_groups()[roles.ADMIN])
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    login(page, live_server.url, "boss", PASSWORD)
+    page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    page.click("#active-stage-form button")
+    page.wait_for_url(f"{live_server.url}/jobs/*/")
+    assert ActiveStage.objects.filter(campaign=campaign).count() == 1
+    page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    assert "Active stage 1" in page.locator("#active-stage-state").inner_text()
+    annotator = get_user_model().objects.create_user("judge", password=PASSWORD)
+    annotator.groups.add(roles.ensure_groups()[roles.ANNOTATOR])
+    while (current := queue.assign(campaign, annotator).current) is not None:
+        submit.submit(annotator, current.pair.pk, "irrelevant", uuid.uuid4())
+    estimate_stage(campaign)
+    page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    state = page.locator("#active-stage-state").inner_text()
+    assert "The intervals above are stage 1's" in state
+    widths = page.locator("#settle-widths").inner_text()
+    assert "no interval yet" not in widths and "±40.0" in widths  # AP and nDCG have one now
+    for width in (1280, 768):
+        page.set_viewport_size({"width": width, "height": 1000})
+        table = page.locator("#active-stage-table").bounding_box()
+        assert table is not None and table["x"] + table["width"] <= width
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    if os.environ.get("FIREPOOL_SCREENSHOTS"):
+        page.locator("#active-stages").scroll_into_view_if_needed()
+        shoot_full(page, "active-stages")
