@@ -53,7 +53,13 @@ def _interval(metric: str, stored: object) -> ScoreInterval | None:
     parts = stored.get("parts")
     if not all(isinstance(n, int | float) for n in numbers) or not isinstance(parts, list):
         return None
-    return ScoreInterval(metric, *map(float, numbers), tuple(str(part) for part in parts))
+    dominant = stored.get("dominant")
+    return ScoreInterval(
+        metric,
+        *map(float, numbers),
+        tuple(str(part) for part in parts),
+        dominant if isinstance(dominant, str) and dominant else None,
+    )
 
 
 def _score_rows(

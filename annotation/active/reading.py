@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from annotation.models import ActiveStage, Campaign, Pair
 from annotation.ordering.settle_width import ESTIMATE, Spread
+from retrieval.scoring.score_intervals import dominant_part
 
 
 def settled(estimates: dict, settle, half_width: float) -> bool:
@@ -22,7 +23,8 @@ def settled(estimates: dict, settle, half_width: float) -> bool:
 
 
 def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
-    """Run -> metric -> the last estimated stage's interval as a spread (read only)."""
+    """Run -> metric -> the last estimated stage's interval as a spread, with the part holding
+    most of its variance (read only)."""
     found = (
         ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
         .order_by("-number")
@@ -33,7 +35,12 @@ def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
         return {}
     return {
         run: {
-            metric: Spread.of_interval(ESTIMATE, value["low"], value["high"])
+            metric: Spread.of_interval(
+                ESTIMATE,
+                value["low"],
+                value["high"],
+                dominant_part(value.get("labels_variance"), value.get("sampling_variance")),
+            )
             for metric, value in scores.items()
         }
         for run, scores in found.items()

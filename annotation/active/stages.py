@@ -161,17 +161,18 @@ def _as_json(estimates: dict[str, ActiveEstimates], runs: list[str]) -> dict:
     }
 
 
-def estimate_stage(campaign: Campaign) -> ActiveStage | None:
+def estimate_stage(campaign: Campaign, live: LiveCampaign | None = None) -> ActiveStage | None:
     """The campaign's last stage, its estimates computed and stored once every query it drew
     is judged in full (a stage still being judged is returned without them); None before any
-    stage. A write: the command's and the jobs' work, never a page's."""
+    stage. ``live``: the campaign's pool, when the caller has read it. A write: the command's
+    and the jobs' work, never a page's."""
     stages = _stages(campaign)
     if not stages:
         return None
     last = stages[-1]
     if last.estimates is not None:
         return last
-    live = live_campaign(campaign)
+    live = live or live_campaign(campaign)
     arrays = StageArrays.of(last)
     _checked(arrays, live, last.number)
     if unfinished_queries(arrays, live):
@@ -183,6 +184,16 @@ def estimate_stage(campaign: Campaign) -> ActiveStage | None:
         estimates=last.estimates, estimated_at=last.estimated_at
     )
     return last
+
+
+def _widest_stored(estimates: dict, settle: tuple[str, ...]) -> float:
+    """:func:`annotation.simulation.active.widest_variance` of a stage's stored estimates."""
+    return max(
+        float(scores[metric]["labels_variance"]) + float(scores[metric]["sampling_variance"])
+        for scores in estimates.values()
+        for metric in settle
+        if metric in scores
+    )
 
 
 def _judged_noise(
@@ -205,9 +216,9 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     :class:`ActiveError` when the last stage is still being judged, every settled score is
     within the half-width, every query is judged or the labels left cannot narrow the widest
     interval."""
-    last = estimate_stage(campaign)
     settings = campaign.settings
     live = live_campaign(campaign)
+    last = estimate_stage(campaign, live)
     queries = live.queries.size
     judged, current = np.zeros(queries, bool), None
     if last is not None:
@@ -226,7 +237,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
                 f"every settled score is within ±{settings.half_width:g} points: nothing to draw"
             )
         judged = arrays.judged.copy()
-        current = stage_estimates(live, arrays, list(last.metrics), last.seed)
+        current = _widest_stored(last.estimates, settings.settle) if last.estimates else None
     if judged.all():
         raise ActiveError("every pooled query is judged in full: nothing to draw")
     number = 1 if last is None else last.number + 1
@@ -234,8 +245,8 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     rng = np.random.default_rng(seed)
     world = live.world
     predicted = query_metrics(world, live.known)
-    confidence = settings.label_policy.confidence
-    unsure = ~live.labelled | (np.maximum(live.known, 1 - live.known) < confidence)
+    # a drawn query's pairs are asked to IN_FULL_CONFIDENCE: those short of it cost labels
+    unsure = ~live.labelled | (np.maximum(live.known, 1 - live.known) < IN_FULL_CONFIDENCE)
     per_pair = (
         live.labels_spent / live.labelled.sum() if live.labelled.any() else FIRST_LABELS_PER_PAIR
     )
@@ -247,7 +258,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     left = None if budget is None else budget - live.labels_spent
     target = (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2
     pi = plan(grid, np.where(judged, 0.0, cost), target, RANDOM_SHARE, budget=left)
-    if current is not None and not narrows(pi, judged, grid, current, settings.settle):
+    if current is not None and not narrows(pi, judged, grid, current):
         raise ActiveError("the labels left in the budget cannot narrow the widest interval")
     pi = np.where(judged, 1.0, pi)
     drawn = poisson_draw(pi, rng) & ~judged

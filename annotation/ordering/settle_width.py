@@ -20,16 +20,17 @@ def points(value: float) -> str:
 
 @dataclass(frozen=True)
 class Spread:
-    """How far a score may be from its value: ``kind`` (exact, bounds or estimate) and the
-    half-width in points."""
+    """How far a score may be from its value: ``kind`` (exact, bounds or estimate), the
+    half-width in points and, for an active estimate, the part holding most of its variance."""
 
     kind: str
     half_width: float
+    dominant: str = ""
 
     @classmethod
-    def of_interval(cls, kind: str, low: float, high: float) -> Spread:
+    def of_interval(cls, kind: str, low: float, high: float, dominant: str = "") -> Spread:
         """The spread of ``[low, high]`` on a score in [0, 1]: half its range, in points."""
-        return cls(kind, max(high - low, 0.0) * 50.0)
+        return cls(kind, max(high - low, 0.0) * 50.0, dominant)
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,8 @@ def simulate_active(
                 settings.random_share,
                 budget=left,
             )
-            if estimates and not narrows(pi, judged, scaled, estimates, settings.settle):
+            current = widest_variance(estimates, settings.settle) if estimates else None
+            if current is not None and not narrows(pi, judged, scaled, current):
                 break  # the labels left cannot narrow the widest interval: keep the last
         else:  # a uniform pilot gives the predictor its first labels
             pi = np.full(queries, settings.pilot)
@@ -240,16 +241,18 @@ def plan(
     return design(high)
 
 
-def narrows(
-    pi: np.ndarray,
-    judged: np.ndarray,
-    spread: np.ndarray,
-    estimates: dict[str, ActiveEstimates],
-    settle: tuple[str, ...],
-) -> bool:
+def widest_variance(estimates: dict[str, ActiveEstimates], settle: tuple[str, ...]) -> float:
+    """The largest variance (label noise and sampling) among the settled scores' estimates."""
+    return max(
+        float((estimates[m].labels_variance + estimates[m].sampling_variance).max(initial=0.0))
+        for m in settle
+    )
+
+
+def narrows(pi: np.ndarray, judged: np.ndarray, spread: np.ndarray, current: float) -> bool:
     """Whether a stage drawn with ``pi`` is expected to narrow the widest settled interval: its
-    planned design variance (the spread of the queries not yet judged) below the current
-    estimates' largest variance. A stage starved by the label budget draws a few queries with
+    planned design variance (the spread of the queries not yet judged) below ``current``, the
+    current estimates' largest variance (:func:`widest_variance`). A stage starved by the label budget draws a few queries with
     tiny probabilities and huge weights; on the demo world at a quarter of FIRE's labels such a
     last stage widened the intervals to tens of points. Decided before the draw, from what
     is known then, so the stages stay a valid sequential design."""
@@ -257,10 +260,7 @@ def narrows(
     with np.errstate(divide="ignore", invalid="ignore"):  # pi 0: no labels left to draw with
         weights = np.where(pi[rest] > 0, (1 - pi[rest]) / pi[rest], np.inf)[:, None, None]
         planned = np.nan_to_num((weights * spread[rest]).sum(axis=0), nan=np.inf) / pi.size**2
-    current = np.stack(
-        [estimates[m].labels_variance + estimates[m].sampling_variance for m in settle], axis=1
-    )
-    return bool(planned.max(initial=0.0) < current.max(initial=0.0))
+    return bool(planned.max(initial=0.0) < current)
 
 
 def _within(chosen: np.ndarray, rules: Rules):

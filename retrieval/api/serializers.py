@@ -8,7 +8,7 @@ from retrieval.datasets.names import NAME_MAX_LENGTH
 from retrieval.forms import NameValidator
 from retrieval.models import LabelSet
 from retrieval.scoring.run_scoring import STATUS_NAMES
-from retrieval.scoring.score_intervals import ACTIVE, LABEL_NOISE, SAMPLED, UNJUDGED
+from retrieval.scoring.score_intervals import ACTIVE, LABEL_NOISE, PREDICTION, SAMPLED, UNJUDGED
 
 INTERVAL_PARTS = (LABEL_NOISE, UNJUDGED, SAMPLED, ACTIVE)
 
@@ -61,6 +61,12 @@ class IntervalSerializer(serializers.Serializer):
     parts = serializers.ListField(
         child=serializers.ChoiceField(choices=INTERVAL_PARTS),
         help_text="What the interval holds; empty: the score is exact (low = value = high).",
+    )
+    dominant = serializers.ChoiceField(
+        choices=(LABEL_NOISE, PREDICTION),
+        allow_null=True,
+        required=False,
+        help_text="Of an active estimate: which part holds more of its variance; else null.",
     )
 
 

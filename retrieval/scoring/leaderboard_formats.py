@@ -85,7 +85,8 @@ def display_cell(
     title = f"bootstrap interval {interval}" if interval else ""
     label_text = interval_text(labels)
     if label_text:
-        title += f"; interval from the labels {label_text} ({', '.join(labels.parts)})"
+        mostly = f"; mostly {labels.dominant}" if labels.dominant else ""
+        title += f"; interval from the labels {label_text} ({', '.join(labels.parts)}{mostly})"
     elif labels is not None:
         title += "; exact under the labels"
     if cell.best:

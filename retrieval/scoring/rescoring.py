@@ -272,12 +272,32 @@ def interval_legend(intervals: Iterable[score_intervals.ScoreInterval]) -> str:
             "an active estimate (the score shown is the estimate): the 95% interval of the "
             "campaign's active stages, queries judged in full with known probabilities and a "
             "relevance predictor for the rest, holding label noise, the predictor's error and "
-            "the sampling"
+            "the sampling" + _dominance(shown)
         )
     text = "What the bracket beside a corrected score holds, by what moves it: " + "; ".join(held)
     if any(not interval.parts for interval in shown):
         text += "; a score shown without one is exact"
     return text + "."
+
+
+def _dominance(shown: list[score_intervals.ScoreInterval]) -> str:
+    """Which part holds more of the active intervals' variance, in words: where label noise does,
+    more labels on the judged queries narrow them; where the predictor and sampling do, more
+    queries judged in full."""
+    active = [i for i in shown if score_intervals.ACTIVE in i.parts and i.dominant]
+    noisy = sum(i.dominant == score_intervals.LABEL_NOISE for i in active)
+    if not active:
+        return ""
+    if noisy == len(active):
+        return " (label noise holds most of every such interval's variance)"
+    if not noisy:
+        return (
+            " (the predictor's error and the sampling hold most of every such interval's variance)"
+        )
+    return (
+        f" (label noise holds most of the variance in {noisy} of these {len(active)} intervals, "
+        "the predictor's error and the sampling in the others)"
+    )
 
 
 def table_cell(corrected: float, original: float | None) -> str:

@@ -20,6 +20,9 @@ from retrieval.scoring.intervals import percentile_interval
 
 LABEL_NOISE, UNJUDGED, SAMPLED = "label noise", "unjudged pairs", "sampled estimate"
 ACTIVE = "active estimate"
+PREDICTION = "predictor and sampling"
+"""An active estimate's other variance: the predictor's error on the queries not judged in full,
+weighted by how rarely they were drawn (:data:`LABEL_NOISE` is its judged values' noise)."""
 ACTIVE_METADATA = "active_estimates"
 """The label set metadata key of a campaign's active-inference estimates (:func:`stored_active`)."""
 DEFAULT_DRAWS = 2_000
@@ -40,22 +43,32 @@ NOTE = (
     "estimate (the estimate's own interval, widened by the label noise), active estimate (the "
     "active-inference estimate of the campaign's active stages, value and interval: label noise, "
     "the predictor's error and the sampling of the queries judged in full); no parts: the score "
-    "is exact"
+    "is exact; dominant: of an active estimate, which of label noise and predictor and sampling "
+    "holds more of its variance"
 )
 
 
 @dataclass(frozen=True)
 class ScoreInterval:
-    """One run's mean for one metric and its interval; no ``parts``: exact, low == value == high."""
+    """One run's mean for one metric and its interval; no ``parts``: exact, low == value == high.
+    ``dominant``: of an active estimate, the part holding more of its variance (:data:`LABEL_NOISE`
+    or :data:`PREDICTION`); None otherwise."""
 
     metric: str
     value: float
     low: float
     high: float
     parts: tuple[str, ...] = ()
+    dominant: str | None = None
 
     def as_dict(self) -> dict:
-        return {"value": self.value, "low": self.low, "high": self.high, "parts": list(self.parts)}
+        return {
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "parts": list(self.parts),
+            "dominant": self.dominant,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,22 +104,34 @@ def query_key(caption_ids: np.ndarray) -> str:
     return hashlib.sha256(ids.astype("<i8").tobytes()).hexdigest()[:16]
 
 
-def stored_active(
-    stored: object, caption_ids: np.ndarray
-) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """Run -> metric -> (estimate, low, high) of a label set's stored active estimates
-    (``{"key", "estimates": {run: {metric: {"estimate", "low", "high"}}}}``), when they are over
-    the same queries as ``caption_ids``; empty otherwise or when malformed."""
+def dominant_part(labels_variance: object, sampling_variance: object) -> str:
+    """Which of an active estimate's two variances is larger: :data:`LABEL_NOISE` or
+    :data:`PREDICTION`; empty where either is missing or not a number."""
+    try:
+        labels, sampling = float(labels_variance), float(sampling_variance)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ""
+    return LABEL_NOISE if labels > sampling else PREDICTION
+
+
+def stored_active(stored: object, caption_ids: np.ndarray) -> dict[str, dict[str, ScoreInterval]]:
+    """Run -> metric -> the :class:`ScoreInterval` of a label set's stored active estimates
+    (``{"key", "estimates": {run: {metric: {"estimate", "low", "high", "labels_variance",
+    "sampling_variance"}}}}``), when they are over the same queries as ``caption_ids``; empty
+    otherwise or when malformed."""
     if not isinstance(stored, dict) or stored.get("key") != query_key(caption_ids):
         return {}
-    found: dict[str, dict[str, tuple[float, float, float]]] = {}
+    found: dict[str, dict[str, ScoreInterval]] = {}
     for run, scores in (stored.get("estimates") or {}).items():
         for metric, value in (scores if isinstance(scores, dict) else {}).items():
             try:
                 triple = tuple(float(value[k]) for k in ("estimate", "low", "high"))
             except (KeyError, TypeError, ValueError):
                 continue
-            found.setdefault(str(run), {})[str(metric)] = triple
+            dominant = dominant_part(value.get("labels_variance"), value.get("sampling_variance"))
+            found.setdefault(str(run), {})[str(metric)] = ScoreInterval(
+                str(metric), *triple, (ACTIVE,), dominant or None
+            )
     return found
 
 
@@ -138,7 +163,7 @@ def score_intervals(
     *,
     unjudged: tuple[np.ndarray, np.ndarray] | None = None,
     estimates: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
-    active: Mapping[str, Mapping[str, tuple[float, float, float]]] | None = None,
+    active: Mapping[str, Mapping[str, ScoreInterval]] | None = None,
     ks: Sequence[int] = metrics.DEFAULT_KS,
     ndcg_k: int = 10,
     draws: int = DEFAULT_DRAWS,
@@ -148,8 +173,8 @@ def score_intervals(
     """Run -> metric -> :class:`ScoreInterval` for C@K (each of ``ks``), AP and nDCG@``ndcg_k``.
     ``runs``: item ids per query row (queries x depth, -1 padding); ``positives``: (rows, items)
     always relevant; ``unjudged``: (rows, items) of pooled pairs with no label yet; ``estimates``:
-    run -> metric -> (low, high) of a sampled estimate; ``active``: run -> metric -> (estimate,
-    low, high) of the campaign's active stages (:func:`stored_active`), which stand as they are.
+    run -> metric -> (low, high) of a sampled estimate; ``active``: run -> metric -> the
+    campaign's active stages' interval (:func:`stored_active`), which stands as it is.
     Means are over the queries with a positive; with none the value and ends are NaN."""
     if not runs:
         return {}
@@ -170,8 +195,7 @@ def score_intervals(
         result[run] = {}
         for m, name in enumerate(names):
             if name in active.get(run, {}):
-                value, low, high = active[run][name]
-                result[run][name] = ScoreInterval(name, value, low, high, (ACTIVE,))
+                result[run][name] = active[run][name]
                 continue
             ends = None if drawn is None else tuple(part[r, m] for part in drawn)
             sampled = estimates.get(run, {}).get(name)

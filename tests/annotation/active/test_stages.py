@@ -136,10 +136,12 @@ def test_the_command_estimates_draws_and_stops_when_settled(django_user_model):
 
 
 @pytest.mark.django_db
-def test_a_finished_stage_gives_every_rescored_score_its_active_interval(django_user_model):
+def test_a_finished_stage_gives_every_rescored_score_its_active_interval(
+    django_user_model, admin_client
+):
     from annotation.campaign_read.resolution import resolve_campaign
     from retrieval.scoring.rescoring_service import rescore_dataset
-    from retrieval.scoring.score_intervals import ACTIVE
+    from retrieval.scoring.score_intervals import ACTIVE, LABEL_NOISE, PREDICTION
 
     campaign = make_campaign(n_queries=40, depth=4, judging_order="metric-first", budget=400)
     annotator = django_user_model.objects.create_user("a", password="pw-active-1")
@@ -160,6 +162,9 @@ def test_a_finished_stage_gives_every_rescored_score_its_active_interval(django_
     for metric in ("C@1", "C@5", "C@10", "AP", "nDCG@10"):
         value = stage.estimates["m"][metric]
         assert intervals[metric].parts == (ACTIVE,)
+        # the interval names the part holding most of its variance
+        noisy = value["labels_variance"] > value["sampling_variance"]
+        assert intervals[metric].dominant == (LABEL_NOISE if noisy else PREDICTION)
         assert (intervals[metric].value, intervals[metric].low, intervals[metric].high) == (
             pytest.approx(value["estimate"]),
             pytest.approx(value["low"]),
@@ -171,6 +176,15 @@ def test_a_finished_stage_gives_every_rescored_score_its_active_interval(django_
     )
     data = json.loads(out.getvalue())
     assert data["intervals"]["m"]["AP"]["parts"] == [ACTIVE]
+    assert data["intervals"]["m"]["AP"]["dominant"] == intervals["AP"].dominant
+    # the campaign page names it beside every score not yet within the half-width
+    html = " ".join(admin_client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
+    unsettled = [
+        intervals[m].dominant
+        for m in campaign.settings.settle
+        if (intervals[m].high - intervals[m].low) * 50 > campaign.settings.half_width
+    ]
+    assert unsettled and all(f"; mostly {part}" in html for part in unsettled)
 
 
 IMMEDIATE = {

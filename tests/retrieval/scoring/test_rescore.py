@@ -229,7 +229,13 @@ def test_file_mode_intervals_are_the_scores_themselves(tmp_path):
         assert list(intervals) == ["C@1", "C@5", "C@10", "AP", "nDCG@10"]
         for metric, interval in intervals.items():
             value = result["runs"][run.stem][metric]
-            assert interval == {"value": value, "low": value, "high": value, "parts": []}
+            assert interval == {
+                "value": value,
+                "low": value,
+                "high": value,
+                "parts": [],
+                "dominant": None,
+            }
     assert any(note.startswith("intervals:") for note in result["notes"])
 
 

@@ -376,4 +376,10 @@ def test_exact_intervals_and_their_json():
     intervals = score_intervals.exact_intervals({"C@1": 0.5, "R@1": 0.2, "AP": 0.4})
     assert list(intervals) == ["C@1", "AP"]
     assert intervals["AP"] == ScoreInterval("AP", 0.4, 0.4, 0.4)
-    assert intervals["AP"].as_dict() == {"value": 0.4, "low": 0.4, "high": 0.4, "parts": []}
+    assert intervals["AP"].as_dict() == {
+        "value": 0.4,
+        "low": 0.4,
+        "high": 0.4,
+        "parts": [],
+        "dominant": None,
+    }
