@@ -267,6 +267,8 @@ def main() -> None:
                     for run, found in f["scored"].result.intervals.items()
                 }
             del f["scored"]
+        if "E" in campaigns:
+            figures["E"]["calibration"] = calibration(dataset, campaigns["E"])
         costs = {config: spent(campaign) for config, campaign in campaigns.items()}
         failed = qualification_failed(campaigns["B"]) if "B" in campaigns else {}
     result = {
@@ -412,6 +414,60 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
             )
 
 
+def calibration(dataset, campaign) -> dict:
+    """E: how well the label model's posteriors on the pairs of the queries judged in full
+    match the truth: the resolved labels' errors beside the number the posteriors expect
+    (sum of min(p, 1 - p)), on all those pairs and on those at 99.5% or surer; and per run,
+    the net count of judged queries whose C@1 the resolved labels get wrong (resolved minus
+    true) beside the posteriors' expectation of it (resolved minus posterior)."""
+    from annotation.active import stages
+    from annotation.active.live import live_campaign
+    from annotation.models import ActiveStage, Pair
+    from annotation.simulation.estimates import query_metrics
+    from annotation.simulation.replay_service import ground_truth
+
+    live = live_campaign(campaign)
+    last = ActiveStage.objects.filter(campaign=campaign).order_by("-number").first()
+    if last is None:
+        return {}
+    judged = stages.StageArrays.of(last).judged
+    where = dict(
+        (pk, (c, v))
+        for pk, c, v in Pair.objects.filter(campaign=campaign).values_list(
+            "id", "caption_id", "video_id"
+        )
+    )
+    keys = np.array([where[int(pk)] for pk in live.pair_ids.tolist()], dtype=np.int64)
+    truth = ground_truth(dataset, keys[:, 0], keys[:, 1])[0].astype(bool)
+    p, resolved = live.posterior, live.resolved.astype(bool)
+    inside = judged[live.world.layout.query_of] & live.labelled
+    sure = inside & (np.maximum(p, 1 - p) >= 0.995)
+    rows = np.flatnonzero(judged)
+    c1 = {
+        name: query_metrics(live.world, values, rows)["C@1"]
+        for name, values in (
+            ("true", truth.astype(np.float64)),
+            ("resolved", resolved.astype(np.float64)),
+            ("posterior", p),
+        )
+    }
+    return {
+        "pairs": int(inside.sum()),
+        "errors": int((resolved != truth)[inside].sum()),
+        "expected": float(np.minimum(p, 1 - p)[inside].sum()),
+        "sure_pairs": int(sure.sum()),
+        "sure_errors": int((resolved != truth)[sure].sum()),
+        "sure_expected": float(np.minimum(p, 1 - p)[sure].sum()),
+        "c1_net": {
+            run: [
+                float((c1["resolved"][:, r] - c1["true"][:, r]).sum()),
+                float((c1["resolved"][:, r] - c1["posterior"][:, r]).sum()),
+            ]
+            for r, run in enumerate(live.world.run_names)
+        },
+    }
+
+
 def merge(args) -> None:
     """Print the table from the ``--json`` files of runs that each judged some configurations."""
     result: dict = {"figures": {}, "costs": {}, "paused": {}, "took": {}, "failed": {}}
@@ -450,6 +506,18 @@ def report_active(args, result: dict) -> None:
         f"{costs['gold']:,} + {costs['qualification']:,} = {total:,} labels, "
         f"{total / fire:.1%} of FIRE's {fire:,}"
     )
+    found = e.get("calibration") or {}
+    if found:
+        print(
+            f"Posteriors on the judged queries' {found['pairs']:,} labelled pairs: "
+            f"{found['errors']} resolved wrong, {found['expected']:.1f} expected; at 99.5% or "
+            f"surer ({found['sure_pairs']:,}): {found['sure_errors']} wrong, "
+            f"{found['sure_expected']:.1f} expected"
+        )
+        print(
+            "Net C@1 queries resolved wrong (resolved - true | resolved - posterior): "
+            + ", ".join(f"{run} {a:+.0f} | {b:+.1f}" for run, (a, b) in found["c1_net"].items())
+        )
     print()
     print("| model | metric | true | estimate [95% interval] | error (target: within 1 pt) "
           "| covered | interval from |")  # fmt: skip

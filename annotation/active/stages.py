@@ -36,7 +36,7 @@ from annotation.active.reading import settled, stored_report
 from annotation.judging import pair_state
 from annotation.models import ActiveStage, Campaign
 from annotation.policy.rules import IN_FULL_CONFIDENCE
-from annotation.simulation.active import FIRST_LABELS_PER_PAIR, PLAN_SHARE, narrows, plan
+from annotation.simulation.active import PLAN_SHARE, narrows, stage_design
 from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
 from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
 from retrieval.scoring.score_intervals import query_key
@@ -196,21 +196,6 @@ def _widest_stored(estimates: dict, settle: tuple[str, ...]) -> float:
     )
 
 
-def _judged_noise(
-    live: LiveCampaign, judged: np.ndarray, settle: tuple[str, ...], rng: np.random.Generator
-) -> np.ndarray:
-    """Runs x settled metrics: the mean label-noise variance of the values judged so far, what
-    a query drawn now is expected to bring besides its prediction's error. A drawn query's
-    value counts with weight 1/pi, its label noise with 1/pi^2; planned without it, late
-    stages drew a few queries at small probabilities and widened the widest interval from
-    1.6 to 3.4 points live (``bench/RESULTS.md``). Zero before any query is judged."""
-    rows = np.flatnonzero(judged)
-    if not rows.size:
-        return np.zeros((live.world.pool.run_count, len(settle)))
-    noise = noise_variance(live.world, live.posterior, rows, rng)
-    return np.stack([noise[metric].mean(axis=0) for metric in settle], axis=1)
-
-
 def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     """Draw the campaign's next stage (module docstring) and serve its queries first;
     :class:`ActiveError` when the last stage is still being judged, every settled score is
@@ -245,22 +230,15 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     rng = np.random.default_rng(seed)
     world = live.world
     predicted = query_metrics(world, live.known)
-    # a drawn query's pairs are asked to IN_FULL_CONFIDENCE: those short of it cost labels
-    unsure = ~live.labelled | (np.maximum(live.known, 1 - live.known) < IN_FULL_CONFIDENCE)
-    per_pair = (
-        live.labels_spent / live.labelled.sum() if live.labelled.any() else FIRST_LABELS_PER_PAIR
-    )
-    cost = np.bincount(world.layout.query_of, unsure, minlength=queries) * per_pair
-    spread = noise_variance(world, live.known, np.arange(queries), rng)
-    grid = np.stack([spread[metric] for metric in settings.settle], axis=2)
-    grid = grid + _judged_noise(live, judged, settings.settle, rng)
     budget = settings.judging.budget
-    left = None if budget is None else budget - live.labels_spent
-    target = (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2
-    pi = plan(grid, np.where(judged, 0.0, cost), target, RANDOM_SHARE, budget=left)
-    if current is not None and not narrows(pi, judged, grid, current):
+    design = stage_design(
+        world, live.known, live.labelled, live.labels_spent, judged, live.posterior,
+        settings.settle, (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2, RANDOM_SHARE,
+        None if budget is None else budget - live.labels_spent, rng,
+    )  # fmt: skip
+    pi = design.probability
+    if current is not None and not narrows(pi, judged, design.planned, current):
         raise ActiveError("the labels left in the budget cannot narrow the widest interval")
-    pi = np.where(judged, 1.0, pi)
     drawn = poisson_draw(pi, rng) & ~judged
     arrays = StageArrays(
         live.queries,
@@ -307,7 +285,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         int(drawn.sum()),
         int(judged.sum()),
         int(np.count_nonzero(served)),
-        float((pi * np.where(judged, 0.0, cost)).sum()),
+        design.expected_labels,
         seed,
     )
 

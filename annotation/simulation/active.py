@@ -24,7 +24,7 @@ or when the stages or the label budget run out. Without the value-driven labels
 (``value_first=False``) the first stage is a uniform pilot that gives the predictor its labels.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import ndtri
@@ -156,21 +156,14 @@ def simulate_active(
         spent = int(tally.total.sum())
         left = None if settings.max_labels is None else settings.max_labels - spent
         if stage or settings.value_first:
-            unsure = ~labelled | (np.maximum(known, 1 - known) < settings.confidence)
-            per_pair = spent / labelled.sum() if labelled.any() else FIRST_LABELS_PER_PAIR
-            cost = np.bincount(query_of, unsure, minlength=queries) * per_pair
-            spread = noise_variance(world, known, np.arange(queries), rng)
-            spread_grid = np.stack([spread[m] for m in settings.settle], axis=2)
-            scaled = spread_grid * misjudged.ratio()
-            pi = plan(
-                scaled,
-                np.where(judged, 0.0, cost),
-                (PLAN_SHARE * target / z) ** 2,
-                settings.random_share,
-                budget=left,
-            )
+            design = stage_design(
+                world, known, labelled, spent, judged, _posterior(tally), settings.settle,
+                (PLAN_SHARE * target / z) ** 2, settings.random_share, left, rng,
+                ratio=misjudged.ratio(),
+            )  # fmt: skip
+            pi, spread_grid = design.probability, design.spread
             current = widest_variance(estimates, settings.settle) if estimates else None
-            if current is not None and not narrows(pi, judged, scaled, current):
+            if current is not None and not narrows(pi, judged, design.planned, current):
                 break  # the labels left cannot narrow the widest interval: keep the last
         else:  # a uniform pilot gives the predictor its first labels
             pi = np.full(queries, settings.pilot)
@@ -200,6 +193,77 @@ def simulate_active(
     return ActiveOutcome(
         outcome, estimates, judged, reported_pi, reported, tuple(stages), widest <= target
     )
+
+
+@dataclass(frozen=True)
+class StageDesign:
+    """A stage's planned design: each query's inclusion ``probability`` (1 where judged), the
+    ``spread`` of its predicted values (queries x runs x settled metrics: their variance under
+    the pairs' probabilities), and ``planned``, the error a drawn value is planned with (the
+    spread scaled by how much larger real errors were, plus the label noise it brings); ``cost``
+    the labels judging each query in full is expected to take (0 where judged)."""
+
+    probability: np.ndarray
+    spread: np.ndarray
+    planned: np.ndarray
+    cost: np.ndarray
+
+    @property
+    def expected_labels(self) -> float:
+        """The labels the queries drawn and not yet judged are expected to take."""
+        return float((self.probability * self.cost).sum())
+
+
+def stage_design(
+    world: World,
+    known: np.ndarray,
+    labelled: np.ndarray,
+    spent: int,
+    judged: np.ndarray,
+    posterior: np.ndarray,
+    settle: tuple[str, ...],
+    variance: float,
+    random_share: float,
+    budget: float | None,
+    rng: np.random.Generator,
+    *,
+    ratio: np.ndarray | float = 1.0,
+) -> StageDesign:
+    """The next stage's design over the queries not yet ``judged``, offline and live alike:
+    each query's cost is its pairs short of
+    :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE` (what judging it in full asks) at the
+    labels a labelled pair took so far; each value's planned error is the spread of its
+    prediction under ``known`` (every pair's probability of relevance) times ``ratio``
+    (:class:`_Misjudged`), plus the mean label noise of the values judged so far under their
+    ``posterior``: a drawn value counts with weight 1/pi and its noise with 1/pi^2, and
+    planned without it, late stages drew a few queries at small probabilities and widened the
+    widest interval from 1.6 to 3.4 points live (``bench/RESULTS.md``). :func:`plan` then
+    finds the smallest spend meeting ``variance``, within ``budget`` labels."""
+    queries = world.layout.pair_of.shape[0]
+    unsure = ~labelled | (np.maximum(known, 1 - known) < policy.IN_FULL_CONFIDENCE)
+    per_pair = spent / labelled.sum() if labelled.any() else FIRST_LABELS_PER_PAIR
+    cost = np.bincount(world.layout.query_of, unsure, minlength=queries) * per_pair
+    spread = noise_variance(world, known, np.arange(queries), rng)
+    grid = np.stack([spread[m] for m in settle], axis=2)
+    planned = grid * ratio + _judged_noise(world, posterior, judged, settle, rng)[None]
+    pi = plan(planned, np.where(judged, 0.0, cost), variance, random_share, budget=budget)
+    return StageDesign(np.where(judged, 1.0, pi), grid, planned, np.where(judged, 0.0, cost))
+
+
+def _judged_noise(
+    world: World,
+    posterior: np.ndarray,
+    judged: np.ndarray,
+    settle: tuple[str, ...],
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Runs x settled metrics: the mean label-noise variance of the values judged so far, what
+    a query drawn now is expected to bring besides its prediction's error (zero before any)."""
+    rows = np.flatnonzero(judged)
+    if not rows.size:
+        return np.zeros((world.pool.run_count, len(settle)))
+    noise = noise_variance(world, posterior, rows, rng)
+    return np.stack([noise[metric].mean(axis=0) for metric in settle], axis=1)
 
 
 def plan(
@@ -264,8 +328,10 @@ def narrows(pi: np.ndarray, judged: np.ndarray, spread: np.ndarray, current: flo
 
 
 def _within(chosen: np.ndarray, rules: Rules):
-    """The adaptive rules' tasks among the ``chosen`` pairs (a drawn query is judged in full)."""
-    return lambda tally, free: np.flatnonzero(rules.needed(tally) & free & chosen)
+    """The adaptive rules' tasks among the ``chosen`` pairs: a drawn query is judged in full,
+    each of its pairs asked to :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`, as live."""
+    in_full = replace(rules, confidence=max(rules.confidence, policy.IN_FULL_CONFIDENCE))
+    return lambda tally, free: np.flatnonzero(in_full.needed(tally) & free & chosen)
 
 
 def _posterior(tally: Tally) -> np.ndarray:

@@ -105,6 +105,26 @@ def test_a_perfect_crowd_judging_every_query_gives_the_truth_and_only_label_nois
             assert got.low[r] <= got.estimate[r] <= got.high[r]
 
 
+def test_drawn_queries_are_judged_to_the_live_in_full_confidence_or_the_cap():
+    """As live (``tests/annotation/active``): a drawn query's every pair is asked until its
+    posterior is 99.5% sure or it has the cap's labels, not just the campaign's 95%."""
+    from annotation.policy.rules import DEFAULT_ADAPTIVE_CAP, IN_FULL_CONFIDENCE
+
+    world = small_world(queries=60, seed=3)
+    crowd = offline.SimulatedCrowd.of([(0.7, 0.9, 0.9), (0.3, 0.75, 0.75)], 12)
+    settings = active.ActiveSettings(half_width=2, stages=2, value_first=True)
+    result = active.simulate_active(world, crowd, features_of(world), settings=settings, seed=1)
+    outcome = result.outcome
+    counts = np.bincount(outcome.pair, minlength=len(world.pool))
+    p = outcome.posterior
+    in_judged = result.judged[world.layout.query_of]
+    sure = np.maximum(p, 1 - p) >= IN_FULL_CONFIDENCE
+    assert in_judged.any() and (sure | (counts >= DEFAULT_ADAPTIVE_CAP))[in_judged].all()
+    # the value order alone stops at the campaign's confidence: some pairs outside stay below
+    outside = ~in_judged & (counts > 0)
+    assert (~sure[outside] & (counts[outside] < DEFAULT_ADAPTIVE_CAP)).any()
+
+
 def test_the_plan_meets_its_variance_with_the_smallest_budget():
     rng = np.random.default_rng(0)
     spread = rng.random((50, 2, 3)) * 0.1
