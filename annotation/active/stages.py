@@ -36,7 +36,7 @@ from annotation.active.reading import settled, stored_report
 from annotation.judging import pair_state
 from annotation.models import ActiveStage, Campaign
 from annotation.policy.rules import IN_FULL_CONFIDENCE
-from annotation.simulation.active import PLAN_SHARE, narrows, stage_design
+from annotation.simulation.active import PLAN_SHARE, Misjudged, narrows, stage_design
 from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
 from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
 from retrieval.scoring.score_intervals import query_key
@@ -68,21 +68,25 @@ class StageSummary:
 @dataclass(frozen=True)
 class StageArrays:
     """A stage's frozen design over the pooled queries: inclusion ``probability``, ``judged``
-    (in full once the stage is), ``predicted`` (queries x runs x ``metrics``)."""
+    (in full once the stage is), ``predicted`` (queries x runs x ``metrics``) and the
+    ``spread`` that planned it (the same shape; None in a stage stored before it was kept)."""
 
     caption_ids: np.ndarray
     probability: np.ndarray
     judged: np.ndarray
     predicted: np.ndarray
+    spread: np.ndarray | None = None
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
+        extra = {} if self.spread is None else {"spread": self.spread.astype(np.float64)}
         np.savez(
             buffer,
             caption_ids=self.caption_ids.astype(np.int64),
             probability=self.probability.astype(np.float64),
             judged=self.judged.astype(bool),
             predicted=self.predicted.astype(np.float64),
+            **extra,
         )
         return buffer.getvalue()
 
@@ -90,7 +94,11 @@ class StageArrays:
     def of(cls, stage: ActiveStage) -> StageArrays:
         with np.load(io.BytesIO(bytes(stage.arrays))) as arrays:
             return cls(
-                arrays["caption_ids"], arrays["probability"], arrays["judged"], arrays["predicted"]
+                arrays["caption_ids"],
+                arrays["probability"],
+                arrays["judged"],
+                arrays["predicted"],
+                arrays["spread"] if "spread" in arrays.files else None,
             )
 
 
@@ -186,6 +194,29 @@ def estimate_stage(campaign: Campaign, live: LiveCampaign | None = None) -> Acti
     return last
 
 
+def _misjudged(stages: list[ActiveStage], live: LiveCampaign) -> np.ndarray | float:
+    """:class:`annotation.simulation.active.Misjudged`'s ratio over the queries every stored
+    stage drew, their values under the labels as they are now: offline, plans that did not
+    scale their spread by it drew too few queries stage after stage (AP covered 76% of 30
+    replays, ``bench/RESULTS.md``). 1 before any stage stored its spread."""
+    found = Misjudged(live.world.pool.run_count, len(METRICS))
+    before = np.zeros(live.queries.size, bool)
+    for stage in stages:
+        arrays = StageArrays.of(stage)
+        drawn, before = arrays.judged & ~before, arrays.judged
+        if arrays.spread is None or not drawn.any() or list(stage.metrics) != list(METRICS):
+            continue
+        rows = np.flatnonzero(drawn)
+        judged = query_metrics(live.world, live.resolved, rows)
+        values, predicted = {}, {}
+        for m, metric in enumerate(METRICS):
+            values[metric] = np.zeros(arrays.predicted.shape[:2])
+            values[metric][rows] = judged[metric]
+            predicted[metric] = arrays.predicted[:, :, m]
+        found.add(values, predicted, arrays.spread, drawn, arrays.probability, METRICS)
+    return found.ratio()
+
+
 def _widest_stored(estimates: dict, settle: tuple[str, ...]) -> float:
     """:func:`annotation.simulation.active.widest_variance` of a stage's stored estimates."""
     return max(
@@ -204,6 +235,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     settings = campaign.settings
     live = live_campaign(campaign)
     last = estimate_stage(campaign, live)
+    ratio = _misjudged(_stages(campaign), live) if last is not None else 1.0
     queries = live.queries.size
     judged, current = np.zeros(queries, bool), None
     if last is not None:
@@ -234,7 +266,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     design = stage_design(
         world, live.known, live.labelled, live.labels_spent, judged, live.posterior,
         settings.settle, (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2, RANDOM_SHARE,
-        None if budget is None else budget - live.labels_spent, rng,
+        None if budget is None else budget - live.labels_spent, rng, ratio=ratio,
     )  # fmt: skip
     pi = design.probability
     if current is not None and not narrows(pi, judged, design.planned, current):
@@ -245,6 +277,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         pi,
         judged | drawn,
         np.stack([predicted[metric] for metric in METRICS], axis=2),
+        design.spread,
     )
     chosen = np.isin(world.pool.caption_ids, live.queries[drawn])
     # a drawn query's labelled pairs the value order parked still unsure are asked again

@@ -141,7 +141,7 @@ def simulate_active(
     z = float(ndtri(0.5 + settings.level / 2))
     stages: list[Stage] = []
     estimates: dict[str, ActiveEstimates] = {}
-    misjudged = _Misjudged(world.pool.run_count, len(settings.settle))
+    misjudged = Misjudged(world.pool.run_count, len(METRICS))
     reported_pi, reported, widest = np.ones(queries), {}, np.inf
     if settings.value_first:
         judge(rules, source, tally, asker(world, rules, source.strata, METRIC_FIRST))
@@ -177,7 +177,7 @@ def simulate_active(
         estimates, values = _estimate(world, tally, judged, pi, predicted, settings, rng)
         reported_pi, reported = pi, predicted
         if spread_grid is not None:
-            misjudged.add(values, predicted, spread_grid, drawn, pi, settings.settle)
+            misjudged.add(values, predicted, spread_grid, drawn, pi, METRICS)
         widest = max(
             float((estimates[m].high - estimates[m].low).max()) / 2 for m in settings.settle
         )
@@ -198,8 +198,8 @@ def simulate_active(
 @dataclass(frozen=True)
 class StageDesign:
     """A stage's planned design: each query's inclusion ``probability`` (1 where judged), the
-    ``spread`` of its predicted values (queries x runs x settled metrics: their variance under
-    the pairs' probabilities), and ``planned``, the error a drawn value is planned with (the
+    ``spread`` of its predicted values (queries x runs x :data:`METRICS`: their variance under
+    the pairs' probabilities), and ``planned`` (queries x runs x settled metrics), the error a drawn value is planned with (the
     spread scaled by how much larger real errors were, plus the label noise it brings); ``cost``
     the labels judging each query in full is expected to take (0 where judged)."""
 
@@ -234,7 +234,7 @@ def stage_design(
     :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE` (what judging it in full asks) at the
     labels a labelled pair took so far; each value's planned error is the spread of its
     prediction under ``known`` (every pair's probability of relevance) times ``ratio``
-    (:class:`_Misjudged`), plus the mean label noise of the values judged so far under their
+    (:class:`Misjudged`, runs x :data:`METRICS`), plus the mean label noise of the values judged so far under their
     ``posterior``: a drawn value counts with weight 1/pi and its noise with 1/pi^2, and
     planned without it, late stages drew a few queries at small probabilities and widened the
     widest interval from 1.6 to 3.4 points live (``bench/RESULTS.md``). :func:`plan` then
@@ -244,8 +244,9 @@ def stage_design(
     per_pair = spent / labelled.sum() if labelled.any() else FIRST_LABELS_PER_PAIR
     cost = np.bincount(world.layout.query_of, unsure, minlength=queries) * per_pair
     spread = noise_variance(world, known, np.arange(queries), rng)
-    grid = np.stack([spread[m] for m in settle], axis=2)
-    planned = grid * ratio + _judged_noise(world, posterior, judged, settle, rng)[None]
+    grid = np.stack([spread[m] for m in METRICS], axis=2)
+    columns = [METRICS.index(m) for m in settle]
+    planned = (grid * ratio)[:, :, columns] + _judged_noise(world, posterior, judged, settle, rng)
     pi = plan(planned, np.where(judged, 0.0, cost), variance, random_share, budget=budget)
     return StageDesign(np.where(judged, 1.0, pi), grid, planned, np.where(judged, 0.0, cost))
 
@@ -371,9 +372,9 @@ def _estimate(
     return estimates, grids
 
 
-class _Misjudged:
+class Misjudged:
     """How much larger the predictions' real squared errors are than the spread that planned
-    the draws (per run and settled metric, over every query drawn so far, Horvitz-Thompson
+    the draws (per run and metric, over every query drawn so far, Horvitz-Thompson
     weighted): the spread assumes the pairs of a query independent, but relevance clusters by
     query (a hard caption's pairs are all irrelevant), so a query's metric varies more than it
     says. Later plans scale the spread by this ratio (never below 1)."""

@@ -375,3 +375,39 @@ def test_a_fully_judged_campaign_estimates_exactly_what_rescoring_computes(djang
             found = stage.estimates[run][metric]
             assert found["estimate"] == pytest.approx(means[run][metric], abs=1e-12), metric
             assert found["low"] == pytest.approx(found["high"], abs=1e-12)
+
+
+@pytest.mark.django_db
+def test_later_stages_scale_their_spread_by_the_drawn_queries_real_errors(django_user_model):
+    """As offline: a stage stores the spread that planned it, and the next plan scales it by
+    the drawn queries' Horvitz-Thompson weighted real squared errors over it (never below 1)."""
+    from annotation.simulation.estimates import METRICS, query_metrics
+
+    campaign = make_campaign(n_queries=40, depth=4, judging_order="metric-first")
+    annotator = django_user_model.objects.create_user("a", password="pw-active-1")
+    _judge(campaign, annotator, 30)
+    live = live_reads.live_campaign(campaign)
+    assert np.all(stages._misjudged([], live) == 1.0)
+    stages.draw_stage(campaign, seed=3)
+    stage = ActiveStage.objects.get(campaign=campaign)
+    arrays = stages.StageArrays.of(stage)
+    assert arrays.spread.shape == arrays.predicted.shape == (40, 1, len(METRICS))
+    # a plan far surer than the labels turn out: its spread a thousandth of what it stored
+    arrays = replace(arrays, spread=arrays.spread / 1000)
+    ActiveStage.objects.filter(pk=stage.pk).update(arrays=arrays.to_bytes())
+    stage.refresh_from_db()
+    while stages.unfinished_queries(arrays, live_reads.live_campaign(campaign)):
+        assert _judge(campaign, annotator, 1)
+    live = live_reads.live_campaign(campaign)
+    drawn = arrays.judged
+    rows = np.flatnonzero(drawn)
+    values = query_metrics(live.world, live.resolved, rows)
+    weight = 1 / arrays.probability[drawn]
+    scaled = 0
+    for m, metric in enumerate(METRICS):
+        error = (weight * (values[metric][:, 0] - arrays.predicted[drawn, 0, m]) ** 2).sum()
+        spread = (weight * arrays.spread[drawn, 0, m]).sum()
+        expected = max(error / spread, 1.0) if spread > 0 else 1.0
+        assert stages._misjudged([stage], live)[0, 0, m] == pytest.approx(expected)
+        scaled += expected > 1
+    assert scaled  # the labels moved some value further than the plan allowed

@@ -186,7 +186,7 @@ def test_the_simulated_assessor_agrees_at_its_kappa(kappa):
 
 
 def test_later_plans_scale_the_spread_by_the_drawn_queries_real_errors():
-    misjudged = active._Misjudged(runs=2, metrics=1)
+    misjudged = active.Misjudged(runs=2, metrics=1)
     assert misjudged.ratio().tolist() == [[[1.0], [1.0]]]  # nothing drawn yet
     drawn = np.array([True, True, False])
     pi = np.array([0.5, 1.0, 0.2])
