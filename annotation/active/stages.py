@@ -235,7 +235,6 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     settings = campaign.settings
     live = live_campaign(campaign)
     last = estimate_stage(campaign, live)
-    ratio = _misjudged(_stages(campaign), live) if last is not None else 1.0
     queries = live.queries.size
     judged, current = np.zeros(queries, bool), None
     if last is not None:
@@ -257,6 +256,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         current = _widest_stored(last.estimates, settings.settle) if last.estimates else None
     if judged.all():
         raise ActiveError("every pooled query is judged in full: nothing to draw")
+    ratio = _misjudged(_stages(campaign), live) if last is not None else 1.0
     number = 1 if last is None else last.number + 1
     seed = int(campaign.seed) * 1000 + number if seed is None else int(seed)
     rng = np.random.default_rng(seed)
