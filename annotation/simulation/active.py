@@ -229,16 +229,16 @@ def stage_design(
     *,
     ratio: np.ndarray | float = 1.0,
 ) -> StageDesign:
-    """The next stage's design over the queries not yet ``judged``, offline and live alike:
-    each query's cost is its pairs short of
-    :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE` (what judging it in full asks) at the
-    labels a labelled pair took so far; each value's planned error is the spread of its
-    prediction under ``known`` (every pair's probability of relevance) times ``ratio``
-    (:class:`Misjudged`, runs x :data:`METRICS`), plus the mean label noise of the values judged so far under their
-    ``posterior``: a drawn value counts with weight 1/pi and its noise with 1/pi^2, and
-    planned without it, late stages drew a few queries at small probabilities and widened the
-    widest interval from 1.6 to 3.4 points live (``bench/RESULTS.md``). :func:`plan` then
-    finds the smallest spend meeting ``variance``, within ``budget`` labels."""
+    """The next stage's design over the queries not yet ``judged``, offline and live alike.
+    A query's cost is its pairs short of :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`
+    (what judging it in full asks) at the labels a labelled pair took so far. A value's planned
+    error is its prediction's spread under ``known`` (every pair's probability of relevance)
+    times ``ratio`` (:class:`Misjudged`, runs x :data:`METRICS`), plus the mean label noise of
+    the values judged so far under their ``posterior``: a drawn value counts with weight 1/pi,
+    its noise with 1/pi^2, and planned without it, late stages drew a few queries at small
+    probabilities and widened the widest interval from 1.6 to 3.4 points live
+    (``bench/RESULTS.md``). :func:`plan` then finds the smallest spend meeting ``variance``,
+    within ``budget`` labels."""
     queries = world.layout.pair_of.shape[0]
     unsure = ~labelled | (np.maximum(known, 1 - known) < policy.IN_FULL_CONFIDENCE)
     per_pair = spent / labelled.sum() if labelled.any() else FIRST_LABELS_PER_PAIR
