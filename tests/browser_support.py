@@ -43,6 +43,24 @@ def login(page, base_url: str, username: str, password: str, landing: str = "/")
     page.wait_for_url(f"{base_url}{landing}")
 
 
+def member(name: str, password: str, role: str, *, staff: bool = True):
+    """A user in ``role``'s group (:mod:`config.roles`), who can log in with ``password``."""
+    from django.contrib.auth import get_user_model
+
+    from config import roles
+
+    user = get_user_model().objects.create_user(name, password=password, is_staff=staff)
+    user.groups.add(roles.ensure_groups()[role])
+    return user
+
+
+def signed_in(browser, base_url: str, name: str, password: str, width: int = 1280, height=900):
+    """A new page of ``browser`` at ``width`` x ``height`` px, logged in as ``name``."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    login(page, base_url, name, password)
+    return page
+
+
 # Jobs run in the request that queues them, so a browser test meets their result at once.
 IMMEDIATE_TASKS = {
     "default": {

@@ -7,13 +7,18 @@ import uuid
 from dataclasses import replace
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from annotation.active.stages import estimate_stage
 from annotation.judging import queue, submit
 from annotation.models import ActiveStage
 from config import roles
-from tests.browser_support import IMMEDIATE_TASKS, login, needs_chromium, shoot_full
+from tests.browser_support import (
+    IMMEDIATE_TASKS,
+    member,
+    needs_chromium,
+    shoot_full,
+    signed_in,
+)
 from tests.factories import make_campaign
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -24,18 +29,15 @@ PASSWORD = "pw-active-stages-1234"
 def test_an_admin_draws_a_stage_and_reads_its_settled_scores(live_server, browser, settings):
     settings.TASKS = {"default": {**IMMEDIATE_TASKS["default"], "QUEUES": ["default", "live"]}}
     campaign = make_campaign(n_queries=12, depth=3, settle="c@1,ap,ndcg@10", half_width=40)
-    admin = get_user_model().objects.create_user("boss", password=PASSWORD, is_staff=True)
-    admin.groups.add(roles.ensure_groups()[roles.ADMIN])
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    login(page, live_server.url, "boss", PASSWORD)
+    member("boss", PASSWORD, roles.ADMIN)
+    page = signed_in(browser, live_server.url, "boss", PASSWORD)
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
     page.click("#active-stage-form button")
     page.wait_for_url(f"{live_server.url}/jobs/*/")
     assert ActiveStage.objects.filter(campaign=campaign).count() == 1
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
     assert "Active stage 1" in page.locator("#active-stage-state").inner_text()
-    annotator = get_user_model().objects.create_user("judge", password=PASSWORD)
-    annotator.groups.add(roles.ensure_groups()[roles.ANNOTATOR])
+    annotator = member("judge", PASSWORD, roles.ANNOTATOR, staff=False)
     while (current := queue.assign(campaign, annotator).current) is not None:
         submit.submit(annotator, current.pair.pk, "irrelevant", uuid.uuid4())
     estimate_stage(campaign)

@@ -5,10 +5,9 @@ Debian's Chromium."""
 import os
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from config import roles
-from tests.browser_support import login, needs_chromium
+from tests.browser_support import member, needs_chromium, signed_in
 from tests.factories import make_campaign
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -22,11 +21,8 @@ def test_campaign_actions_fit_and_the_name_opens_the_campaign(live_server, brows
     # A long name must wrap, not push the actions out of view.
     campaigns[0].name = "a-campaign-with-a-rather-long-name-" + "x" * 50
     campaigns[0].save(update_fields=["name"])
-    admin = get_user_model().objects.create_user("boss", password=PASSWORD, is_staff=True)
-    admin.groups.add(roles.ensure_groups()[roles.ADMIN])
-
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    login(page, live_server.url, "boss", PASSWORD)
+    member("boss", PASSWORD, roles.ADMIN)
+    page = signed_in(browser, live_server.url, "boss", PASSWORD, width)
     page.goto(f"{live_server.url}/campaigns/")
     actions = page.locator("table.campaigns-table tr.exports a, table.campaigns-table button")
     # Per campaign: campaign page, agreement, adjudicate, one link per export, and resolve.

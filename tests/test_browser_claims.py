@@ -7,14 +7,13 @@ import os
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from annotation.campaign_read import live_figures
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.judging import queue, submit
 from config import roles
 from jobs.models import Job
-from tests.browser_support import SCREEN_WIDTHS, login, needs_chromium
+from tests.browser_support import SCREEN_WIDTHS, login, member, needs_chromium
 from tests.factories import make_campaign
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -22,9 +21,7 @@ PASSWORD = "pw-claims-browser-1234"
 
 
 def _user(name: str, role: str):
-    user = get_user_model().objects.create_user(name, password=PASSWORD, is_staff=True)
-    user.groups.add(roles.ensure_groups()[role])
-    return user
+    return member(name, PASSWORD, role)
 
 
 def _shoot(page, name: str) -> None:

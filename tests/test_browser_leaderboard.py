@@ -6,10 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from config import roles
-from tests.browser_support import login, needs_chromium
+from tests.browser_support import member, needs_chromium, signed_in
 from tests.retrieval.scoring.test_leaderboard_page import leaderboard_world
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -23,11 +22,8 @@ def _runs(page) -> list[str]:
 @pytest.mark.django_db(transaction=True)
 def test_leaderboard_sorts_switches_label_sets_and_exports(live_server, browser, tmp_path):
     dataset = leaderboard_world("board")
-    researcher = get_user_model().objects.create_user("res", password=PASSWORD, is_staff=True)
-    researcher.groups.add(roles.ensure_groups()[roles.RESEARCHER])
-
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    login(page, live_server.url, "res", PASSWORD)
+    member("res", PASSWORD, roles.RESEARCHER)
+    page = signed_in(browser, live_server.url, "res", PASSWORD)
     page.goto(f"{live_server.url}/datasets/{dataset.name}/")
     page.click("#leaderboard-link")
     page.wait_for_selector("#leaderboard")
@@ -71,10 +67,8 @@ def test_a_narrow_window_says_the_table_scrolls_and_the_address_names_the_label_
     """At 768 px the leaderboard is wider than the window: a hint says so above it (none at
     1280 px where it fits), and the address names the default label set the page shows."""
     dataset = leaderboard_world("narrow")
-    researcher = get_user_model().objects.create_user("res2", password=PASSWORD)
-    researcher.groups.add(roles.ensure_groups()[roles.RESEARCHER])
-    page = browser.new_page(viewport={"width": 768, "height": 900})
-    login(page, live_server.url, "res2", PASSWORD)
+    member("res2", PASSWORD, roles.RESEARCHER, staff=False)
+    page = signed_in(browser, live_server.url, "res2", PASSWORD, 768)
     page.goto(f"{live_server.url}/datasets/{dataset.name}/leaderboard/")
     page.wait_for_selector("#leaderboard")
     chosen = page.locator("#labels").input_value()

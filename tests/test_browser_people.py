@@ -7,13 +7,12 @@ import os
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from annotation.judging import queue, submit
 from annotation.models import Judgement
 from annotation.people import standing
 from config import roles
-from tests.browser_support import login, needs_chromium
+from tests.browser_support import login, member, needs_chromium
 from tests.factories import make_campaign, serve_all
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -21,9 +20,7 @@ PASSWORD = "pw-people-browser-1234"
 
 
 def _user(name: str, role: str):
-    user = get_user_model().objects.create_user(name, password=PASSWORD, is_staff=True)
-    user.groups.add(roles.ensure_groups()[role])
-    return user
+    return member(name, PASSWORD, role)
 
 
 def _shot(page, name: str) -> None:

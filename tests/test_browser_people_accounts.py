@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import AnnotatorStanding
 from config import roles
-from tests.browser_support import login, needs_chromium
+from tests.browser_support import login, member, needs_chromium
 from tests.factories import make_campaign
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -26,8 +26,7 @@ def _shot(page, name: str) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_admin_adds_an_annotator_who_then_judges(live_server, browser):
     campaign = make_campaign(n_queries=4, depth=2, seed=31)
-    boss = get_user_model().objects.create_user("boss", password=PASSWORD, is_staff=True)
-    boss.groups.add(roles.ensure_groups()[roles.ADMIN])
+    member("boss", PASSWORD, roles.ADMIN)
     base = live_server.url
     annotators = f"{base}/campaigns/{campaign.pk}/annotators/"
 

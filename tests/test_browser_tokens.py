@@ -5,13 +5,12 @@ import os
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from config import roles
 from retrieval.label_sets.judged import Judged
 from retrieval.label_sets.service import store_label_set
-from tests.browser_support import login, needs_chromium
+from tests.browser_support import member, needs_chromium, signed_in
 from tests.factories import query_dataset
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -56,11 +55,8 @@ def test_a_researcher_makes_a_token_submits_a_run_with_it_and_sees_it_ranked(
         [1, 1, 0, 1],
     )
     store_label_set(dataset, "human", pairs, source="import")
-    researcher = get_user_model().objects.create_user("res", password=PASSWORD, is_staff=True)
-    researcher.groups.add(roles.ensure_groups()[roles.RESEARCHER])
-
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    login(page, live_server.url, "res", PASSWORD)
+    member("res", PASSWORD, roles.RESEARCHER)
+    page = signed_in(browser, live_server.url, "res", PASSWORD, height=800)
     page.click("nav >> text=API tokens")
     page.wait_for_url(f"{live_server.url}/account/tokens/")
     _shoot(page, "tokens-empty")
