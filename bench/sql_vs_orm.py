@@ -171,8 +171,8 @@ def queue_cases(ctx: Ctx) -> list[Case]:
 
     def next_sql(p):
         with transaction.atomic():
-            row = sql.next_pair(c, *p)
-            return row and sql.instances(sql.PAIR_ROW, row)
+            pair = sql.next_pair(c, *p)
+            return pair and (pair, pair.caption, pair.video)
 
     def next_orm(p):
         a, exclude, caption = p
@@ -194,7 +194,10 @@ def queue_cases(ctx: Ctx) -> list[Case]:
         return (s is None and o is None) or fields(*s) == fields(o, o.caption, o.video)
 
     def held_sql(a):
-        return [sql.instances(sql.LEASE_ROW, row) for row in sql.held_and_expired(c, a, now)]
+        return [
+            (lease, lease.pair, lease.pair.caption, lease.pair.video)
+            for lease in sql.held_and_expired(c, a, now)
+        ]
 
     return [
         Case("held_and_expired", held_sql, held_orm, annotator, held_same),

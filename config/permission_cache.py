@@ -62,10 +62,10 @@ class CachedPermissionBackend(ModelBackend):
             pk = model._meta.pk.to_python(user_id)
         except ValidationError:
             return None
-        found = user_statement().rows({"pk": pk})
+        found = user_statement().instances({"pk": pk}, _user_row())
         if not found:
             return None
-        (user,) = raw_sql.instances(_user_row(), found[0])
+        ((user,),) = found
         return user if self.user_can_authenticate(user) else None
 
     def get_all_permissions(self, user_obj, obj=None):

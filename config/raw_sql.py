@@ -249,6 +249,10 @@ class Statement:
             row = self._execute(cursor, params, variant)
             return [row._make(values) for values in cursor.fetchall()]
 
+    def instances(self, params: Mapping[str, object], sources: Sources, **variant) -> list:
+        """Run it and build each row's model instances, one per source (:func:`instances`)."""
+        return [instances(sources, row) for row in self.rows(params, **variant)]
+
     def plain_rows(self, params: Mapping[str, object], **variant) -> list[tuple]:
         """Its rows as plain tuples, for many rows: named tuples made a 70,000-label export
         8-20% slower (the garbage collector never untracks tuple subclasses)."""

@@ -104,17 +104,6 @@ def _judged_by(annotator) -> Exists:
     )
 
 
-def _held_and_expired(campaign: Campaign, annotator, now: datetime) -> list[Lease]:
-    """The annotator's leases in the campaign and everyone's expired ones, oldest first,
-    with pair, caption and video loaded (one raw query, :data:`statements.HELD_AND_EXPIRED`)."""
-    leases = []
-    for row in statements.held_and_expired(campaign.pk, annotator.pk, now):
-        lease, *pair = statements.instances(statements.LEASE_ROW, row)
-        lease.pair = statements.joined_pair(*pair)
-        leases.append(lease)
-    return leases
-
-
 def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: int | None):
     """The first open pair in queue order the annotator may take (``caption_id``'s first,
     when the judging order lets a caption's pairs come together).
@@ -122,9 +111,9 @@ def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: in
     On PostgreSQL the row is locked, skipping rows other transactions hold.
     """
     for same_caption in ([caption_id] if caption_id is not None else []) + [None]:
-        row = statements.next_pair(campaign.pk, annotator.pk, exclude, same_caption)
-        if row is not None:
-            return statements.joined_pair(*statements.instances(statements.PAIR_ROW, row))
+        pair = statements.next_pair(campaign.pk, annotator.pk, exclude, same_caption)
+        if pair is not None:
+            return pair
     return None
 
 
@@ -150,7 +139,7 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
     """Top up the annotator's leases to :data:`HOLD` and return the current and next pair."""
     now = now or timezone.now()
     with transaction.atomic():
-        found = _held_and_expired(campaign, annotator, now)
+        found = statements.held_and_expired(campaign.pk, annotator.pk, now)
         paused = standing.paused(campaign, annotator)
         if paused is not None:
             # A paused annotator keeps no pair from the others: every lease they hold ends

@@ -201,11 +201,15 @@ HELD_AND_EXPIRED = statement(
 oldest first, with pair, caption and video (:data:`LEASE_ROW`)."""
 
 
-def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[LeaseRow]:
-    """Rows of :data:`HELD_AND_EXPIRED`; turn each into instances with :data:`LEASE_ROW`."""
+def held_and_expired(campaign_id: int, annotator_id: int, now: datetime) -> list[Lease]:
+    """The leases of :data:`HELD_AND_EXPIRED`, each with its pair, caption and video."""
     moment = connection.ops.adapt_datetimefield_value(now)
     params = {"campaign": campaign_id, "annotator": annotator_id, "now": moment}
-    return HELD_AND_EXPIRED.rows(params)
+    leases = []
+    for lease, *pair in HELD_AND_EXPIRED.instances(params, LEASE_ROW):
+        lease.pair = joined_pair(*pair)
+        leases.append(lease)
+    return leases
 
 
 def _next_pair_text(same_caption: bool, excluded: int) -> str:
@@ -243,13 +247,15 @@ NEXT_PAIR = statement(
 
 def next_pair(
     campaign_id: int, annotator_id: int, exclude: Sequence[int], caption_id: int | None
-) -> PairRow | None:
-    """The row of :data:`NEXT_PAIR` (on ``caption_id`` when given), or None."""
+) -> Pair | None:
+    """The pair of :data:`NEXT_PAIR` with its caption and video (on ``caption_id`` when
+    given), or None."""
     params = {"campaign": campaign_id, "annotator": annotator_id, "caption": caption_id}
     params["as_is"], params["ready"] = BROWSER_READY_STATES
     params.update((f"exclude_{i}", pk) for i, pk in enumerate(exclude))
-    found = NEXT_PAIR.rows(params, same_caption=caption_id is not None, excluded=len(exclude))
-    return found[0] if found else None
+    variant = {"same_caption": caption_id is not None, "excluded": len(exclude)}
+    found = NEXT_PAIR.instances(params, PAIR_ROW, **variant)
+    return joined_pair(*found[0]) if found else None
 
 
 # The submit path (annotation.judging.queue, pair_state, standing, gold_queue): the
@@ -315,10 +321,10 @@ LOCKED_PAIR = statement(
 
 def locked_pair(pair_id: int) -> Pair | None:
     """The pair of :data:`LOCKED_PAIR` with ``.campaign`` filled in, or None."""
-    found = LOCKED_PAIR.rows({"pair": pair_id})
+    found = LOCKED_PAIR.instances({"pair": pair_id}, LOCKED_PAIR_ROW)
     if not found:
         return None
-    pair, campaign = instances(LOCKED_PAIR_ROW, found[0])
+    pair, campaign = found[0]
     pair.campaign = campaign
     return pair
 
@@ -422,10 +428,10 @@ def campaign(campaign_id: object) -> Campaign | None:
     text = str(campaign_id)
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_ID:
         return None
-    found = CAMPAIGN.rows({"campaign": int(text)})
+    found = CAMPAIGN.instances({"campaign": int(text)}, CAMPAIGN_ROW)
     if not found:
         return None
-    (loaded,) = instances(CAMPAIGN_ROW, found[0])
+    ((loaded,),) = found
     return None if loaded.gold_of_id is not None else loaded
 
 
