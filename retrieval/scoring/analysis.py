@@ -216,10 +216,7 @@ def bootstrap_intervals(
     names = list(per_query)
     if not names:
         return {}
-    columns = [np.asarray(per_query[name], dtype=np.float64) for name in names]
-    if any(column.ndim != 1 for column in columns) or len({c.size for c in columns}) > 1:
-        raise ValueError("every run must have one score per query, in the same order")
-    matrix = _scores(np.column_stack(columns))
+    matrix = _run_matrix(per_query, "every run must have one score per query, in the same order")
     rng = np.random.default_rng(seed)
     if statistic == "mean":
         estimates = matrix.mean(axis=0)
@@ -248,12 +245,7 @@ def compare_runs(
     names = list(per_query)
     if len(names) < 2:
         return []
-    columns = [np.asarray(per_query[name], dtype=np.float64) for name in names]
-    if any(column.ndim != 1 for column in columns):
-        raise ValueError("each run's per-query scores must be a vector")
-    if len({column.size for column in columns}) > 1:
-        raise ValueError("every run must have one score per query, in the same order")
-    matrix = _scores(np.column_stack(columns))
+    matrix = _run_matrix(per_query, "each run's per-query scores must be a vector")
     boot = _resampled_means(matrix, matrix.shape[0], resamples, np.random.default_rng(seed))
     means = matrix.mean(axis=0)
     rows = []
@@ -472,6 +464,17 @@ def _scores(per_query: np.ndarray) -> np.ndarray:
     if not np.isfinite(values).all():
         raise ValueError("per-query scores must be finite")
     return values
+
+
+def _run_matrix(per_query: Mapping[str, np.ndarray], not_vector: str) -> np.ndarray:
+    """Runs' per-query score vectors as a checked queries x runs matrix (:func:`_scores`);
+    ``not_vector`` is the error for a run whose scores are not a vector."""
+    columns = [np.asarray(scores, dtype=np.float64) for scores in per_query.values()]
+    if any(column.ndim != 1 for column in columns):
+        raise ValueError(not_vector)
+    if len({column.size for column in columns}) > 1:
+        raise ValueError("every run must have one score per query, in the same order")
+    return _scores(np.column_stack(columns))
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

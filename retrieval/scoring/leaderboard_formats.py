@@ -165,20 +165,7 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     )
     rows = []
     for row in board.rows:
-        cells = tuple(
-            _one_interval(
-                display_cell(
-                    c.metric,
-                    (getattr(row, c.block) or {}).get(c.metric),
-                    row.depth,
-                    row.intervals.get(c.metric) if c.block == "corrected" else None,
-                ),
-                row.intervals.get(c.metric) if c.block == "corrected" else None,
-                c,
-                row.depth,
-            )
-            for c in columns
-        )
+        cells = tuple(_page_cell(row, column) for column in columns)
         rows.append(
             DisplayRow(
                 row=row,
@@ -204,6 +191,15 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     )
     shown = _label_intervals(board)
     return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
+
+
+def _page_cell(row: Row, column: Column) -> DisplayCell:
+    """The page's cell of ``row`` in ``column``, the labels' interval under corrected scores."""
+    labels = row.intervals.get(column.metric) if column.block == "corrected" else None
+    scored = (getattr(row, column.block) or {}).get(column.metric)
+    return _one_interval(
+        display_cell(column.metric, scored, row.depth, labels), labels, column, row.depth
+    )
 
 
 def _one_interval(
@@ -355,23 +351,19 @@ def to_text(board: Leaderboard) -> str:
     return "\n".join(lines) + "\n"
 
 
-LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
+LATEX_SPECIALS = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+        **{char: "\\" + char for char in "&%$#_{}"},
+    }
+)
 
 
 def latex_escape(text: str) -> str:
     """``text`` with LaTeX's special characters escaped."""
-    return "".join(LATEX_SPECIALS.get(char, char) for char in text)
+    return text.translate(LATEX_SPECIALS)
 
 
 def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
