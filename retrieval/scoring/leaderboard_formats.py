@@ -232,10 +232,6 @@ def _number(value: float | None) -> float | str:
     return "" if value is None or math.isnan(value) else float(value)
 
 
-def _mark(cell: Cell) -> str:
-    return "best" if cell.best else ("tied" if cell.tied else "")
-
-
 def csv_header() -> list[str]:
     header = ["run", "model", "pooled", JUDGED]
     for block in BLOCKS:
@@ -271,7 +267,8 @@ def to_csv(board: Leaderboard) -> str:
             for m in SCORE_METRICS:
                 cell = cells.get(m)
                 values = (cell.value, cell.low, cell.high) if cell else (None, None, None)
-                line += [*map(_number, values), _mark(cell) if cell else ""]
+                mark = "best" if cell and cell.best else ("tied" if cell and cell.tied else "")
+                line += [*map(_number, values), mark]
         for values in (row.bias, row.adjusted, row.true):
             line += [_number(values[m]) if values else "" for m in ADJUSTED_METRICS]
         circular = " ".join(row.circular_families)
