@@ -5,7 +5,7 @@ Overlap and RBO (§4.1, Table 3), leave-one-run-out positives (§4.2, Table 4), 
 with few distinct values a resample is one multinomial or binomial draw over them (the same
 distribution, far fewer random numbers)."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -110,7 +110,7 @@ def contributors(
     if rows.shape != items.shape:
         raise ValueError("rows and items must have the same length")
     matrices = [_ids(ids)[:, :depth] for ids in runs.values()]
-    n_queries = _row_count(matrices)
+    n_queries = row_count(matrices)
     if rows.size and (rows.min() < 0 or rows.max() >= n_queries):
         raise ValueError("a pair names a query row the runs do not have")
     if items.size and items.min() < 0:
@@ -425,7 +425,8 @@ def _aligned(a: np.ndarray, b: np.ndarray, k: int | None) -> tuple[np.ndarray, n
     return a, b
 
 
-def _row_count(matrices: Sequence[np.ndarray]) -> int:
+def row_count(matrices: Iterable[np.ndarray]) -> int:
+    """The query rows every run has (0 for none); ValueError when they differ."""
     counts = {m.shape[0] for m in matrices}
     if len(counts) > 1:
         raise ValueError("every run must have one row per query, in the same order")
