@@ -20,16 +20,8 @@ import numpy as np
 SHAPES: tuple[str, ...] = ("circle", "square", "triangle", "star", "cross")
 COLOURS: tuple[str, ...] = ("red", "blue", "green", "yellow", "purple", "orange")
 MOTIONS: tuple[str, ...] = (
-    "left",
-    "right",
-    "up",
-    "down",
-    "spinning",
-    "growing",
-    "shrinking",
-    "bouncing",
-    "still",
-)
+    "left", "right", "up", "down", "spinning", "growing", "shrinking", "bouncing", "still",
+)  # fmt: skip
 BACKGROUNDS: tuple[str, ...] = ("plain", "stripes", "grass")
 DIRECTIONAL_MOTIONS: frozenset[str] = frozenset({"left", "right", "up", "down"})
 MOVING = "moving"
