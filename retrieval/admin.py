@@ -69,19 +69,7 @@ class VideoAdmin(admin.ModelAdmin):
     search_fields = ["key"]
     list_select_related = ["dataset"]
     readonly_fields = ["player"]
-    fields = [
-        "player",
-        "dataset",
-        "key",
-        "split",
-        "media",
-        "url",
-        "duration",
-        "start",
-        "end",
-        "features",
-        "metadata",
-    ]
+    fields = "player dataset key split media url duration start end features metadata".split()
     inlines = [CaptionInline]
 
     @admin.display(description="")
@@ -138,19 +126,10 @@ class LabelSetAdmin(admin.ModelAdmin):
     list_filter = ["dataset", "source", "is_default"]
     search_fields = ["name", "description"]
     list_select_related = ["dataset"]
-    fields = [
-        "name",
-        "description",
-        "dataset",
-        "source",
-        "is_default",
-        "pair_count",
-        "relevant_count",
-        "irrelevant_count",
-        "disagreement_count",
-        "metadata",
-        "created_at",
-    ]
+    fields = (
+        "name description dataset source is_default pair_count relevant_count irrelevant_count "
+        "disagreement_count metadata created_at"
+    ).split()
     readonly_fields = fields[2:]
     actions = ["make_default", "delete_selected"]
     delete_confirmation_template = "retrieval/admin/labelset_delete_confirmation.html"

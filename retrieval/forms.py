@@ -5,6 +5,7 @@ from django import forms
 from django.utils.choices import CallableChoiceIterator
 
 from config.errors import UserError
+from retrieval.datasets import lookup
 from retrieval.datasets.lookup import get_dataset
 from retrieval.datasets.names import NAME_MAX_LENGTH, InvalidName, check_name
 from retrieval.encoders.base import EPOCHS
@@ -239,11 +240,7 @@ def names_by_dataset(model_path: str):
 
 
 def dataset_names() -> list:
-    from retrieval.models import Dataset
-
-    return [
-        (name, name) for name in Dataset.objects.order_by("name").values_list("name", flat=True)
-    ]
+    return [(name, name) for name in lookup.dataset_names()]
 
 
 def found_or_invalid(lookup, *args):

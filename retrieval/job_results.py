@@ -34,16 +34,6 @@ def _dataset_links(dataset: str, labels: str = "") -> dict:
     }
 
 
-def _model_links(arguments: dict, result: dict) -> dict:
-    dataset = arguments.get("dataset") or result.get("dataset") or ""
-    model = result.get("model") or arguments.get("model") or ""
-    return {
-        **_dataset_links(dataset),
-        "model_name": model,
-        "model_url": link("dataset-model", dataset, model) if dataset and model else "",
-    }
-
-
 def _interval(metric: str, stored: object) -> ScoreInterval | None:
     """A stored ``{"value", "low", "high", "parts"}`` interval, or None where it does not read
     as one (a job from before intervals)."""
@@ -140,8 +130,12 @@ def score_run(arguments: dict, result: dict) -> dict:
 def model_result(arguments: dict, result: dict) -> dict:
     """Embed, train, predict, build: the model's page, its run, the leaderboard."""
     log = result.get("losses")
+    dataset = arguments.get("dataset") or result.get("dataset") or ""
+    model = result.get("model") or arguments.get("model") or ""
     return {
-        **_model_links(arguments, result),
+        **_dataset_links(dataset),
+        "model_name": model,
+        "model_url": link("dataset-model", dataset, model) if dataset and model else "",
         "last_loss": log[-1] if isinstance(log, list) and log else None,
     }
 

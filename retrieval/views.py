@@ -268,6 +268,7 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     from retrieval.api.permissions import RunUploadLimit, RunUploadThrottle
     from retrieval.datasets import uploads
     from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
+    from retrieval.scoring.run_scoring import submit_run_file
 
     found = get_dataset(dataset_name)
     labels = label_set_names(found)
@@ -280,7 +281,7 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
             try:
                 if values["source"] == "run":
                     RunUploadThrottle().check(request)  # one limit with the scoring API
-                    uploads.add_run_file(found, name, values["run"], values["labels"], request.user)
+                    submit_run_file(found, name, values["run"], values["labels"], request.user)
                 elif values["source"] == "embeddings":
                     uploads.add_embeddings(
                         found, name, form.embedding_files(), k=values["k"], user=request.user

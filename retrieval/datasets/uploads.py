@@ -233,13 +233,6 @@ def run_dataset_import(
     }
 
 
-def add_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=None) -> Job:
-    """Register an uploaded TREC run as model ``name`` and queue its scoring job."""
-    from retrieval.scoring.run_scoring import submit_run_file
-
-    return submit_run_file(dataset, name, upload, labels, user)
-
-
 def add_embeddings(
     dataset: Dataset, name: str, uploads: dict, *, k: int = 20, user=None
 ) -> tuple[RetrievalModel, Job]:

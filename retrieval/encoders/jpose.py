@@ -67,8 +67,8 @@ class JPoSENet(nn.Module):
     @torch.no_grad()
     def init_joint_pca(self, videos: torch.Tensor, texts: dict[str, torch.Tensor]) -> None:
         """Initialise the joint layer with the principal axes of the PoS embeddings (§4.1.1)."""
-        v = torch.cat([p for p in self.pos_videos(videos).values()], -1)
-        t = torch.cat([p for p in self.pos_texts(texts).values()], -1)
+        v = torch.cat(list(self.pos_videos(videos).values()), -1)
+        t = torch.cat(list(self.pos_texts(texts).values()), -1)
         x = torch.cat([v, t]).double()
         mean = x.mean(0)
         _, _, vh = torch.linalg.svd(x - mean, full_matrices=False)

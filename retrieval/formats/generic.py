@@ -8,6 +8,7 @@ Required: ``video_id``, ``caption_id``, ``caption`` and ``split`` (may be empty,
 
 import csv
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from config.text_rule import text_problem
@@ -33,6 +34,8 @@ from retrieval.formats.records import (
 
 REQUIRED = ("video_id", "caption_id", "caption", "split")
 CLASS_FIELDS = ("verb_classes", "noun_classes")
+_parse_url = partial(parse_optional_str, max_length=URL_MAX_LENGTH)
+"""An optional URL, bounded by the length Video.url stores."""
 
 
 def parse_jsonl(path: Path) -> Iterator[CaptionRecord]:
@@ -140,8 +143,3 @@ def _record(path: Path, line: int, values: Mapping[str, object]) -> CaptionRecor
         metadata=metadata,
         line=line,
     )
-
-
-def _parse_url(value: object) -> str:
-    """An optional URL, bounded by the length Video.url stores."""
-    return parse_optional_str(value, URL_MAX_LENGTH)

@@ -36,14 +36,8 @@ from retrieval.label_sets.judged import DISAGREEMENT, LABEL_CODES, LABEL_NAMES, 
 
 REQUIRED = ("caption_key", "video_key", "label")
 CSV_COLUMNS = (
-    "caption_key",
-    "video_key",
-    "caption",
-    "label",
-    "labels",
-    "adjudicated",
-    "annotators",
-)
+    "caption_key", "video_key", "caption", "label", "labels", "adjudicated", "annotators",
+)  # fmt: skip
 CONFIDENCE = "confidence"
 """Optional column/field: the pair's probability of relevance under a model-based resolution."""
 AUTO_LABEL = "auto_label"

@@ -19,6 +19,8 @@ LABEL_NAMES = {int(status): status.label for status in FINAL}
 LABEL_CODES = {name: code for code, name in LABEL_NAMES.items()}
 MAX_VOTES = int(np.iinfo(np.int16).max)
 """Most labels one pair can rest on: label sets store the count as a 16-bit integer."""
+ARRAYS = ("caption_ids", "video_ids", "relevance", "votes", "adjudicated")
+"""The arrays every label set stores, in :class:`Judged`'s order (then ``confidence``, if any)."""
 
 
 @dataclass(frozen=True)
@@ -94,29 +96,15 @@ class Judged:
         buffer = io.BytesIO()
         if self.confidence is not None:
             extra = {**extra, "confidence": self.confidence}
-        np.savez(
-            buffer,
-            caption_ids=self.caption_ids,
-            video_ids=self.video_ids,
-            relevance=self.relevance,
-            votes=self.votes,
-            adjudicated=self.adjudicated,
-            **extra,
-        )
+        np.savez(buffer, **{name: getattr(self, name) for name in ARRAYS}, **extra)
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Judged":
         """Read :meth:`to_bytes`'s arrays (sets stored before confidences existed have none)."""
         with np.load(io.BytesIO(bytes(data))) as arrays:
-            return cls(
-                arrays["caption_ids"],
-                arrays["video_ids"],
-                arrays["relevance"],
-                arrays["votes"],
-                arrays["adjudicated"],
-                arrays["confidence"] if "confidence" in arrays.files else None,
-            )
+            confidence = arrays["confidence"] if "confidence" in arrays.files else None
+            return cls(*(arrays[name] for name in ARRAYS), confidence)
 
     def confidence_of(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
         """Confidence of the given pairs: NaN where not in the set or unknown."""

@@ -337,18 +337,13 @@ class _KeyResolver:
         self.path = path
         self.index = {"caption": captions.by_key, "video": videos.by_key}
 
-    def _find(self, what: str, key: str, line: int, field_name: str) -> int:
+    def find(self, what: str, key: str, line: int, field_name: str) -> int:
+        """The primary key of the ``what`` ("caption" or "video") with ``key``."""
         try:
             return self.index[what][key]
         except KeyError:
             message = f"no {what} with key {key!r} in the dataset"
             raise FormatError(self.path, line, field_name, message) from None
-
-    def caption(self, key: str, line: int, field_name: str) -> int:
-        return self._find("caption", key, line, field_name)
-
-    def video(self, key: str, line: int, field_name: str) -> int:
-        return self._find("video", key, line, field_name)
 
 
 def _build(path: Path, *columns: Sequence) -> Judged:
@@ -368,8 +363,8 @@ def _from_qrels(path: Path, resolver: _KeyResolver) -> tuple[Judged, int, int]:
         if (qid, docno) in seen:
             raise FormatError(path, line, "docno", f"{docno!r} is listed twice for qid {qid!r}")
         seen.add((qid, docno))
-        caption = resolver.caption(qid, line, "qid")
-        video = resolver.video(docno, line, "docno")
+        caption = resolver.find("caption", qid, line, "qid")
+        video = resolver.find("video", docno, line, "docno")
         if rel < 0:
             skipped += 1
             continue
@@ -386,8 +381,8 @@ def _from_records(
 ) -> tuple[Judged, int]:
     rows = [
         (
-            resolver.caption(record.caption_key, record.line, "caption_key"),
-            resolver.video(record.video_key, record.line, "video_key"),
+            resolver.find("caption", record.caption_key, record.line, "caption_key"),
+            resolver.find("video", record.video_key, record.line, "video_key"),
             record.label,
             record.votes,
             record.adjudicated,
@@ -409,8 +404,8 @@ def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tup
     for record in records:
         read += 1
         pair = (
-            resolver.caption(record.caption_key, record.line, "caption_id"),
-            resolver.video(record.video_key, record.line, "video_id"),
+            resolver.find("caption", record.caption_key, record.line, "caption_id"),
+            resolver.find("video", record.video_key, record.line, "video_id"),
         )
         relevant[pair] += record.label
         total[pair] += 1

@@ -373,16 +373,6 @@ def _finish(row: DerivedMedia, status: str, **fields) -> None:
         )
 
 
-def browser_file(video: Video) -> str | None:
-    """The media file a browser gets for ``video`` (its original or its ready derived file), or
-    None when there is none yet."""
-    if video.media_state == Video.MediaState.READY:
-        return video.browser_media or None
-    if video.media_state == Video.MediaState.AS_IS and video.media:
-        return video.media.name
-    return None
-
-
 def segment_label(video: Video) -> str:
     """Where a segment sits in its recording, e.g. ``0:21-0:26 of P01_01, 1:00:00`` ("" for a
     whole video)."""

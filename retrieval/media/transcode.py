@@ -24,6 +24,8 @@ ROTATIONS: dict[int, list[tuple[str, str]]] = {
     180: [("hflip", ""), ("vflip", "")],
     270: [("transpose", "clock")],
 }
+"""Filters that turn a frame upright from its counter-clockwise display rotation, as
+``ffmpeg``'s autorotation does."""
 
 
 class TranscodeError(ValueError):
@@ -51,12 +53,6 @@ def output_rate(fps: float, max_fps: float) -> Fraction:
     """The copy's constant frame rate: the source's (25 when unknown), at most ``max_fps``."""
     rate = fps if fps and math.isfinite(fps) and fps > 0 else 25.0
     return Fraction(min(rate, max_fps)).limit_denominator(1001)
-
-
-def rotation_filters(rotation: int) -> list[tuple[str, str]]:
-    """The filters that turn a frame upright from its counter-clockwise display rotation, as
-    ``ffmpeg``'s autorotation does."""
-    return list(ROTATIONS.get(rotation % 360, []))
 
 
 def make_copy(
@@ -100,7 +96,7 @@ class _Video:
         self.graph = av.filter.Graph()
         chain = [self.graph.add_buffer(template=stream)]
         steps = [
-            *rotation_filters(rotation),
+            *ROTATIONS.get(rotation % 360, ()),
             ("scale", f"{width}:{height}:out_range=tv"),
             ("fps", f"{rate.numerator}/{rate.denominator}"),
             ("format", "yuv420p"),

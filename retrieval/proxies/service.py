@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from config.batches import rows_in
 from config.errors import UserError
 from jobs import figures
+from retrieval.encoders.base import l2_normalise
 from retrieval.ids import positions_of
 from retrieval.models import Caption, Dataset, RetrievalModel, Run, Video
 from retrieval.proxies import PROXIES, synsets
@@ -173,10 +174,6 @@ def cache_key(split: SplitCaptions, options: ProxyOptions) -> str:
     return digest.hexdigest()
 
 
-def _cache_path(key: str) -> Path:
-    return Path(settings.FIREPOOL_PROXY_CACHE_DIR) / f"{key}.npz"
-
-
 def _frame(
     dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
 ) -> tuple[SplitCaptions, ProxyRelevance]:
@@ -192,7 +189,7 @@ def _frame(
         caption_ids=split.caption_ids,
         items=items,
         matrix=np.zeros((0, 0), np.float32),
-        path=str(_cache_path(cache_key(split, options))),
+        path=str(Path(settings.FIREPOOL_PROXY_CACHE_DIR) / f"{cache_key(split, options)}.npz"),
     )
 
 
@@ -329,7 +326,8 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
             )
         return ModelSimilarity(
             kind="embeddings",
-            video_text=_unit(stored.videos[video_rows]) @ _unit(stored.captions[text_rows]).T,
+            video_text=l2_normalise(stored.videos[video_rows])
+            @ l2_normalise(stored.captions[text_rows]).T,
             note="full similarity matrix, both directions",
         )
     run = Run.objects.filter(model=model).order_by("-created_at", "-pk").first()
@@ -358,12 +356,6 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
         note=f"run {run.name!r}: text-to-video only, over the run's depth {lists.depth}",
         run=run.name,
     )
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
 
 
 @dataclass

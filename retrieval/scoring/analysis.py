@@ -5,7 +5,7 @@ Overlap and RBO (§4.1, Table 3), leave-one-run-out positives (§4.2, Table 4), 
 with few distinct values a resample is one multinomial or binomial draw over them (the same
 distribution, far fewer random numbers)."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -110,7 +110,7 @@ def contributors(
     if rows.shape != items.shape:
         raise ValueError("rows and items must have the same length")
     matrices = [_ids(ids)[:, :depth] for ids in runs.values()]
-    n_queries = _row_count(matrices)
+    n_queries = row_count(matrices)
     if rows.size and (rows.min() < 0 or rows.max() >= n_queries):
         raise ValueError("a pair names a query row the runs do not have")
     if items.size and items.min() < 0:
@@ -216,10 +216,7 @@ def bootstrap_intervals(
     names = list(per_query)
     if not names:
         return {}
-    columns = [np.asarray(per_query[name], dtype=np.float64) for name in names]
-    if any(column.ndim != 1 for column in columns) or len({c.size for c in columns}) > 1:
-        raise ValueError("every run must have one score per query, in the same order")
-    matrix = _scores(np.column_stack(columns))
+    matrix = _run_matrix(per_query, "every run must have one score per query, in the same order")
     rng = np.random.default_rng(seed)
     if statistic == "mean":
         estimates = matrix.mean(axis=0)
@@ -248,12 +245,7 @@ def compare_runs(
     names = list(per_query)
     if len(names) < 2:
         return []
-    columns = [np.asarray(per_query[name], dtype=np.float64) for name in names]
-    if any(column.ndim != 1 for column in columns):
-        raise ValueError("each run's per-query scores must be a vector")
-    if len({column.size for column in columns}) > 1:
-        raise ValueError("every run must have one score per query, in the same order")
-    matrix = _scores(np.column_stack(columns))
+    matrix = _run_matrix(per_query, "each run's per-query scores must be a vector")
     boot = _resampled_means(matrix, matrix.shape[0], resamples, np.random.default_rng(seed))
     means = matrix.mean(axis=0)
     rows = []
@@ -433,7 +425,8 @@ def _aligned(a: np.ndarray, b: np.ndarray, k: int | None) -> tuple[np.ndarray, n
     return a, b
 
 
-def _row_count(matrices: Sequence[np.ndarray]) -> int:
+def row_count(matrices: Iterable[np.ndarray]) -> int:
+    """The query rows every run has (0 for none); ValueError when they differ."""
     counts = {m.shape[0] for m in matrices}
     if len(counts) > 1:
         raise ValueError("every run must have one row per query, in the same order")
@@ -472,6 +465,17 @@ def _scores(per_query: np.ndarray) -> np.ndarray:
     if not np.isfinite(values).all():
         raise ValueError("per-query scores must be finite")
     return values
+
+
+def _run_matrix(per_query: Mapping[str, np.ndarray], not_vector: str) -> np.ndarray:
+    """Runs' per-query score vectors as a checked queries x runs matrix (:func:`_scores`);
+    ``not_vector`` is the error for a run whose scores are not a vector."""
+    columns = [np.asarray(scores, dtype=np.float64) for scores in per_query.values()]
+    if any(column.ndim != 1 for column in columns):
+        raise ValueError(not_vector)
+    if len({column.size for column in columns}) > 1:
+        raise ValueError("every run must have one score per query, in the same order")
+    return _scores(np.column_stack(columns))
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -165,20 +165,7 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     )
     rows = []
     for row in board.rows:
-        cells = tuple(
-            _one_interval(
-                display_cell(
-                    c.metric,
-                    (getattr(row, c.block) or {}).get(c.metric),
-                    row.depth,
-                    row.intervals.get(c.metric) if c.block == "corrected" else None,
-                ),
-                row.intervals.get(c.metric) if c.block == "corrected" else None,
-                c,
-                row.depth,
-            )
-            for c in columns
-        )
+        cells = tuple(_page_cell(row, column) for column in columns)
         rows.append(
             DisplayRow(
                 row=row,
@@ -204,6 +191,15 @@ def leaderboard_columns(board: Leaderboard) -> Display:
     )
     shown = _label_intervals(board)
     return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
+
+
+def _page_cell(row: Row, column: Column) -> DisplayCell:
+    """The page's cell of ``row`` in ``column``, the labels' interval under corrected scores."""
+    labels = row.intervals.get(column.metric) if column.block == "corrected" else None
+    scored = (getattr(row, column.block) or {}).get(column.metric)
+    return _one_interval(
+        display_cell(column.metric, scored, row.depth, labels), labels, column, row.depth
+    )
 
 
 def _one_interval(
@@ -234,10 +230,6 @@ def render(board: Leaderboard, fmt: str, *, layout: str = "rows") -> str:
 def _number(value: float | None) -> float | str:
     """A float for the CSV writer to write as a number (never escaped), empty if unknown."""
     return "" if value is None or math.isnan(value) else float(value)
-
-
-def _mark(cell: Cell) -> str:
-    return "best" if cell.best else ("tied" if cell.tied else "")
 
 
 def csv_header() -> list[str]:
@@ -275,7 +267,8 @@ def to_csv(board: Leaderboard) -> str:
             for m in SCORE_METRICS:
                 cell = cells.get(m)
                 values = (cell.value, cell.low, cell.high) if cell else (None, None, None)
-                line += [*map(_number, values), _mark(cell) if cell else ""]
+                mark = "best" if cell and cell.best else ("tied" if cell and cell.tied else "")
+                line += [*map(_number, values), mark]
         for values in (row.bias, row.adjusted, row.true):
             line += [_number(values[m]) if values else "" for m in ADJUSTED_METRICS]
         circular = " ".join(row.circular_families)
@@ -355,23 +348,19 @@ def to_text(board: Leaderboard) -> str:
     return "\n".join(lines) + "\n"
 
 
-LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
+LATEX_SPECIALS = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+        **{char: "\\" + char for char in "&%$#_{}"},
+    }
+)
 
 
 def latex_escape(text: str) -> str:
     """``text`` with LaTeX's special characters escaped."""
-    return "".join(LATEX_SPECIALS.get(char, char) for char in text)
+    return text.translate(LATEX_SPECIALS)
 
 
 def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:

@@ -150,10 +150,11 @@ def rescore(
 ) -> Rescoring:
     """Score ``runs`` under the corrected set and every other set given; ``pooled`` (at
     ``pool_depth``) enables leave-one-run-out for the pooled runs."""
-    n_queries = _row_count(runs, corrected)
+    n_queries = analysis.row_count(runs.values())
+    if len(corrected) and int(corrected.rows.max()) >= n_queries:
+        raise ValueError("qrels name a query row the runs do not have")
     result = Rescoring(n_queries)
-    result.blocks["corrected"] = {name: score(ids, corrected, ks) for name, ids in runs.items()}
-    for block, qrels in (("original", original), ("true", true)):
+    for block, qrels in (("corrected", corrected), ("original", original), ("true", true)):
         if qrels is not None:
             result.blocks[block] = {name: score(ids, qrels, ks) for name, ids in runs.items()}
     if pooled and pool_depth:
@@ -200,16 +201,6 @@ def _contains(
 
 def _ints(values: Iterable[int]) -> np.ndarray:
     return np.asarray(values if isinstance(values, np.ndarray) else list(values), np.int64)
-
-
-def _row_count(runs: Mapping[str, np.ndarray], qrels: Qrels) -> int:
-    counts = {ids.shape[0] for ids in runs.values()}
-    if len(counts) > 1:
-        raise ValueError("every run must have one row per query, in the same order")
-    n = counts.pop() if counts else 0
-    if len(qrels) and int(qrels.rows.max()) >= n:
-        raise ValueError("qrels name a query row the runs do not have")
-    return n
 
 
 def points(value: float | None, *, signed: bool = False) -> str:

@@ -21,23 +21,14 @@ from .scene import (
 
 LEVELS: tuple[str, ...] = ("generic", "medium", "specific", "full", "relation", "count")
 """Specificity levels, from "one attribute" to "two objects" and "exactly n objects"."""
-QUERY_LEVEL_WEIGHTS: dict[str, float] = {
-    "generic": 0.2,
-    "medium": 0.25,
-    "specific": 0.2,
-    "full": 0.15,
-    "relation": 0.1,
-    "count": 0.1,
-}
-"""How often a test video's query caption has each level: a mix of broad and narrow."""
-CAPTION_LEVEL_WEIGHTS: dict[str, float] = {
-    "generic": 0.15,
-    "medium": 0.25,
-    "specific": 0.25,
-    "full": 0.15,
-    "relation": 0.1,
-    "count": 0.1,
-}
+QUERY_LEVEL_WEIGHTS: dict[str, float] = dict(
+    zip(LEVELS, (0.2, 0.25, 0.2, 0.15, 0.1, 0.1), strict=True)
+)
+"""How often a test video's query caption has each level (as :data:`LEVELS`): a mix of broad
+and narrow."""
+CAPTION_LEVEL_WEIGHTS: dict[str, float] = dict(
+    zip(LEVELS, (0.15, 0.25, 0.25, 0.15, 0.1, 0.1), strict=True)
+)
 
 SHAPE_NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
     "circle": (("circle", "circles"), ("ball", "balls"), ("disc", "discs"), ("dot", "dots")),
@@ -216,7 +207,7 @@ def _single(rng: np.random.Generator, scene: Scene, n_attributes: int) -> Genera
         motion=_generalised_motion(rng, obj.motion, vague) if 2 in chosen else None,
     )
     background = scene.background.kind if 3 in chosen else None
-    level = {1: "generic", 2: "medium", 3: "specific", 4: "full"}[n_attributes]
+    level = LEVELS[n_attributes - 1]  # generic, medium, specific, full
     text = _with_background(rng, _clause(rng, spec), background)
     return GeneratedCaption(text, Assertion(objects=(spec,), background=background), level)
 
@@ -288,8 +279,7 @@ def generate_caption(rng: np.random.Generator, scene: Scene, level: str) -> Gene
     elif level == "count":
         caption = _count(rng, scene)
     else:
-        n = {"generic": 1, "medium": 2, "specific": 3, "full": 4}[level]
-        caption = _single(rng, scene, n)
+        caption = _single(rng, scene, LEVELS.index(level) + 1)
     if caption is None:
         caption = _single(rng, scene, 4)
     if not is_relevant(caption.assertion, scene):

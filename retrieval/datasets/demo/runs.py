@@ -89,13 +89,11 @@ def register_demo_model(dataset: Dataset, name: str, seed: int = 0) -> Retrieval
 
 def score_runs(runs: list[Run]) -> list[RunScores]:
     """Correct@1/5/10 of each run against original and exhaustive ground-truth positives."""
-    scores = []
-    for run in runs:
-        scores.append(
-            RunScores(
-                run=run.name,
-                original=mean_correct_at_ks(original_hits(run)),
-                exhaustive=mean_correct_at_ks(ground_truth_hits(run)),
-            )
+    return [
+        RunScores(
+            run=run.name,
+            original=mean_correct_at_ks(original_hits(run)),
+            exhaustive=mean_correct_at_ks(ground_truth_hits(run)),
         )
-    return scores
+        for run in runs
+    ]

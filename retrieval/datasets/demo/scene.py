@@ -20,16 +20,8 @@ import numpy as np
 SHAPES: tuple[str, ...] = ("circle", "square", "triangle", "star", "cross")
 COLOURS: tuple[str, ...] = ("red", "blue", "green", "yellow", "purple", "orange")
 MOTIONS: tuple[str, ...] = (
-    "left",
-    "right",
-    "up",
-    "down",
-    "spinning",
-    "growing",
-    "shrinking",
-    "bouncing",
-    "still",
-)
+    "left", "right", "up", "down", "spinning", "growing", "shrinking", "bouncing", "still",
+)  # fmt: skip
 BACKGROUNDS: tuple[str, ...] = ("plain", "stripes", "grass")
 DIRECTIONAL_MOTIONS: frozenset[str] = frozenset({"left", "right", "up", "down"})
 MOVING = "moving"
@@ -310,18 +302,18 @@ def _start_ranges(motion: str, radius: float) -> tuple[tuple[float, float], tupl
     """Ranges for the start centre that keep the whole trajectory inside the frame."""
     extent = radius * (SCALE_LARGE if motion in {"growing", "shrinking"} else 1.0) + 0.02
     lo, hi = extent, 1.0 - extent
-    x_range, y_range = (lo, hi), (lo, hi)
-    if motion == "left":
-        x_range = (lo + TRAVEL, hi)
-    elif motion == "right":
-        x_range = (lo, hi - TRAVEL)
-    elif motion == "up":
-        y_range = (lo + TRAVEL, hi)
-    elif motion == "down":
-        y_range = (lo, hi - TRAVEL)
-    elif motion == "bouncing":
-        y_range = (lo + BOUNCE_HEIGHT, hi)
-    return x_range, y_range
+    left, right, top, bottom = _ROOM_TO_MOVE.get(motion, (0.0, 0.0, 0.0, 0.0))
+    return (lo + left, hi - right), (lo + top, hi - bottom)
+
+
+_ROOM_TO_MOVE = {
+    "left": (TRAVEL, 0.0, 0.0, 0.0),
+    "right": (0.0, TRAVEL, 0.0, 0.0),
+    "up": (0.0, 0.0, TRAVEL, 0.0),
+    "down": (0.0, 0.0, 0.0, TRAVEL),
+    "bouncing": (0.0, 0.0, BOUNCE_HEIGHT, 0.0),
+}
+"""Room a motion needs beyond the start centre's range: (left, right, top, bottom)."""
 
 
 def _trajectory(obj: SceneObject) -> np.ndarray:

@@ -13,7 +13,7 @@ from django.test import TestCase
 from jobs import runner
 from jobs.models import Job
 from retrieval.media.probe import CopySettings, iso_layout, needs_copy, probe
-from retrieval.media.service import browser_file, media_table
+from retrieval.media.service import media_table
 from retrieval.media.transcode import make_copy, make_poster, output_size
 from retrieval.models import DerivedMedia, Video
 from tests.media_support import BLUE, RED, SPECS, import_records, make_clip, mean_colour
@@ -106,10 +106,11 @@ def test_media_command_makes_each_file_once(folder):
     assert "Made 2, reused 0, failed 0" in out.getvalue()
     videos = {video.key: video for video in Video.objects.all()}
     for key in ("avi", "s1"):
-        name = browser_file(videos[key])
+        name = videos[key].browser_media  # what a browser gets: the ready derived file
         assert name and name.startswith("derived/") and videos[key].source_url.endswith(name)
+        assert videos[key].source_url == settings.MEDIA_URL + name
         assert probe(Path(settings.MEDIA_ROOT) / name).video_codec == "h264"
-    assert browser_file(videos["mp4"]) == videos["mp4"].media.name
+    assert videos["mp4"].source_url == videos["mp4"].media.url  # the original, as it is
     assert set(DerivedMedia.objects.values_list("status", flat=True)) == {"ready"}
     stamps = {
         p: p.stat().st_mtime_ns for p in (Path(settings.MEDIA_ROOT) / "derived").rglob("*.mp4")
