@@ -7,17 +7,13 @@ relevant"; the reference crowd has no spammers), resolved by strict majority, Da
 fit at FIRE's scale (660,000 labels). Run with ``.venv/bin/python bench/aggregation_bench.py``.
 """
 
-import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from harness import parser
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from annotation.people import quality  # noqa: E402
-from retrieval.label_sets.status import LabelStatus  # noqa: E402
+from annotation.people import quality
+from retrieval.label_sets.status import LabelStatus
 
 CROWD = (("careful", 0.6, 0.02), ("normal", 0.2, 0.08), ("random", 0.1, None), ("no", 0.1, None))
 CLEAN = (("careful", 0.8, 0.02), ("normal", 0.2, 0.08))
@@ -78,12 +74,12 @@ def accuracy(status: np.ndarray, truth: np.ndarray) -> tuple[float, float, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=20_000)
-    parser.add_argument("--relevant", type=float, default=0.15)
-    parser.add_argument("--people", type=int, default=20)
-    parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--pairs", type=int, default=20_000)
+    options.add_argument("--relevant", type=float, default=0.15)
+    options.add_argument("--people", type=int, default=20)
+    options.add_argument("--seeds", type=int, default=5)
+    args = options.parse_args()
     rows: dict[str, list[tuple[float, float, float]]] = {}
     overhead = []
     for seed in range(args.seeds):

@@ -11,7 +11,6 @@ and annotators paused::
     nice -n 5 .venv/bin/python bench/crowd_bench.py [--videos 1500] [--annotators 20]
 """
 
-import argparse
 import json
 import os
 import time
@@ -19,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from harness import log, machine, save_var, temporary_django
+from harness import log, machine, parser, save_var, temporary_django
 
 DEMO_RUNS = ("random", "minilm", "mme", "jpose")
 DEPTH = 10
@@ -215,32 +214,32 @@ def true_scores(dataset, campaign, scored, every: bool = False) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=1500)
-    parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--gold", type=int, default=200, help="Gold pairs (default 200).")
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=1500)
+    options.add_argument("--annotators", type=int, default=20)
+    options.add_argument("--gold", type=int, default=200, help="Gold pairs (default 200).")
+    options.add_argument(
         "--spammer-seconds",
         type=float,
         help="Mean seconds per judgement of spammers (default: the profile's 0.8 s).",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=int, help="Training epochs of the demo models.")
-    parser.add_argument(
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--epochs", type=int, help="Training epochs of the demo models.")
+    options.add_argument(
         "--world",
         type=Path,
         help="Folder to keep the built demo world in and reuse on later runs (same --videos).",
     )
-    parser.add_argument(
+    options.add_argument(
         "--only",
         nargs="+",
         choices=["reference", "A", "B", "D", "E"],
         help="Judge only these configurations (B gives rows B and C); with --json, run "
         "several such processes side by side on copies of one --world and --merge them.",
     )
-    parser.add_argument("--json", type=Path, help="Also write the figures here.")
-    parser.add_argument("--merge", nargs="+", type=Path, help="Print the table of --json files.")
-    args = parser.parse_args()
+    options.add_argument("--json", type=Path, help="Also write the figures here.")
+    options.add_argument("--merge", nargs="+", type=Path, help="Print the table of --json files.")
+    args = options.parse_args()
     if args.merge:
         merge(args)
         return

@@ -5,21 +5,20 @@ Runs against a temporary SQLite database and media root, never the project's own
     .venv/bin/python bench/demo_bench.py [--videos 600] [--workers 2]
 """
 
-import argparse
 import os
 import time
 
-from harness import temporary_django
+from harness import parser, temporary_django
 
 TARGET_SECONDS = 120.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=600)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=600)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--workers", type=int, default=2)
+    args = options.parse_args()
 
     with temporary_django() as tmp:
         var = tmp / "var"

@@ -5,13 +5,12 @@ Runs against a fresh temporary SQLite database and media root, never the project
     .venv/bin/python bench/import_bench.py [--videos 20000] [--captions-per-video 10]
 """
 
-import argparse
 import json
 import random
 import time
 from pathlib import Path
 
-from harness import temporary_django
+from harness import parser, temporary_django
 
 TARGET_SECONDS = 60.0
 VOCABULARY = (
@@ -37,10 +36,10 @@ def write_captions(path: Path, videos: int, per_video: int, seed: int = 0) -> in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=20_000)
-    parser.add_argument("--captions-per-video", type=int, default=10)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=20_000)
+    options.add_argument("--captions-per-video", type=int, default=10)
+    args = options.parse_args()
 
     with temporary_django() as tmp:
         from retrieval.datasets.importing import import_dataset

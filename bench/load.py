@@ -86,30 +86,18 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
 def build_world(args, annotators: int) -> tuple[int, int, list[tuple[int, str]]]:
     """One active campaign of ``--pairs`` pairs, ``annotators`` accounts with live sessions and
     200 gold pairs if asked; (campaign id, pairs, [(user id, session key)])."""
-    from django.db import connection, transaction
+    from django.db import connection
 
-    from retrieval.models import Dataset
-
-    n_queries = max(1, args.pairs // DEPTH)
-    n_videos = max(200, args.pairs // 30)
-    with transaction.atomic():
-        media = world.media(
-            Dataset.objects.create(name="load", source_format="jsonl"),
-            n_videos,
-            np.arange(n_queries) % n_videos,
-            [f"a person slices vegetable {q} in a small kitchen" for q in range(n_queries)],
-            video_key="v{:06d}",
-            caption_key="c{:06d}",
-            videos={"url": [f"https://example.org/v/{i}.mp4" for i in range(n_videos)]},
-        )
-        campaign, pair_pks = world.synthetic_campaign(
-            media,
-            DEPTH,
-            lease_seconds=args.lease_seconds,
-            judging_order=args.judging_order,
-            label_policy=args.policy,
-            confidence=getattr(args, "confidence", 0.95),
-        )
+    campaign, pair_pks = world.kitchen_campaign(
+        "load",
+        args.pairs,
+        DEPTH,
+        urls=True,
+        lease_seconds=args.lease_seconds,
+        judging_order=args.judging_order,
+        label_policy=args.policy,
+        confidence=getattr(args, "confidence", 0.95),
+    )
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     user_pks = world.annotators([f"load{i:04d}" for i in range(annotators)], "pw-load-annotator")

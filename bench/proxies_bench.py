@@ -7,13 +7,12 @@ Python loop over ``--loop-pairs`` pairs, extrapolated, and checked against ours:
     .venv/bin/python bench/proxies_bench.py [--captions 10000] [--loop-pairs 200000]
 """
 
-import argparse
 import json
 import os
 import time
 
 import numpy as np
-from harness import machine
+from harness import machine, parser
 from meteor_bench import caption
 
 TARGET_S = 30.0
@@ -25,11 +24,11 @@ def iou(a: frozenset, b: frozenset) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--captions", type=int, default=10_000)
-    parser.add_argument("--loop-pairs", type=int, default=200_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--captions", type=int, default=10_000)
+    options.add_argument("--loop-pairs", type=int, default=200_000)
+    options.add_argument("--seed", type=int, default=0)
+    args = options.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django

@@ -6,11 +6,10 @@ frames (exact span match, per role and style); ``--errors`` lists the mismatches
     .venv/bin/python bench/roles_accuracy.py [--errors]
 """
 
-import argparse
 import os
 import time
 
-from harness import machine
+from harness import machine, parser
 
 
 def table(title: str, captions: dict) -> None:
@@ -29,9 +28,9 @@ def table(title: str, captions: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--errors", action="store_true", help="Print each mismatched caption.")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--errors", action="store_true", help="Print each mismatched caption.")
+    args = options.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
