@@ -32,7 +32,7 @@ CONFIGS = {
     "shuffled": {"policy": "active", "shuffle_features": True},
     "assessor": {"policy": "active", "assessor_kappa": 0.6},
 }
-TARGET_GAP, TARGET_WORST, TARGET_COVERAGE = 1.0, 1.5, 0.9
+TARGET_GAP = 1.0
 TARGET_SHARE = {"adaptive": 0.5, "active": 0.25, "assessor": 0.15}
 
 

@@ -21,12 +21,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import ROOT, free_port
+from harness import ROOT, free_port, wait_until_up
 
 TARGET_SECONDS = 120.0
 TARGET_SILENCE = 10.0
@@ -108,15 +106,6 @@ def read_output(process: subprocess.Popen, output: Output, log) -> None:
         output.add(pending.decode("utf-8", "replace").rstrip())
 
 
-def answers(url: str) -> bool:
-    """True once ``url`` answers 200 (after redirects)."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
-
-
 def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
     env["PYTHONUNBUFFERED"] = "1"
@@ -144,13 +133,13 @@ def start(clone: Path, port: int, log_path: Path) -> tuple[subprocess.Popen, Out
 
 
 def wait_for_200(process: subprocess.Popen, url: str, timeout: float, began: float) -> float | None:
-    while time.monotonic() - began < timeout:
-        if process.poll() is not None:
-            return None
-        if answers(url):
-            return time.monotonic() - began
-        time.sleep(0.25)
-    return None
+    """Seconds from ``began`` until ``url`` answers 200 (after redirects); None when the
+    process exits first or ``timeout`` seconds from ``began`` pass."""
+    try:
+        wait_until_up(url, [process], timeout - (time.monotonic() - began), any_status=False)
+    except RuntimeError:
+        return None
+    return time.monotonic() - began
 
 
 def stop(process: subprocess.Popen) -> None:

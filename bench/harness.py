@@ -133,7 +133,8 @@ def wait_until_up(
             if any_status:
                 return  # 403 for an anonymous client: it answers
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
 
 
