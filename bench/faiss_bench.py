@@ -11,13 +11,13 @@ import math
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import faiss
 import numpy as np
 import torch
+from harness import summarised
 
 from retrieval.search.index import as_matrix, build_index, default_nlist, recall_at_k, search
 
@@ -93,12 +93,6 @@ def numpy_topk(videos: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     return ids
 
 
-def timed(function: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = function()
-    return time.perf_counter() - start, result
-
-
 def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[str, tuple]:
     """``(fastest seconds, ids)`` per method, running them round-robin ``repeat`` times.
 
@@ -108,7 +102,7 @@ def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[s
     best: dict[str, tuple] = {}
     for _ in range(repeat):
         for name, method in methods.items():
-            seconds, ids = timed(method)
+            seconds, ids = summarised(method, 1)
             if name not in best or seconds < best[name][0]:
                 best[name] = (seconds, ids)
     return best
@@ -129,7 +123,7 @@ def bench_size(args: argparse.Namespace, n: int, rng: np.random.Generator) -> li
                 recall_at_k(ids, exact_ids) if rows else 1.0, exact_s / search_s)
         )  # fmt: skip
 
-    build_s, exact = timed(lambda: build_index(videos, "exact"))
+    build_s, exact = summarised(lambda: build_index(videos, "exact"), 1)
     baselines = {
         "faiss exact": lambda: search(exact, queries, k)[1],
         "torch": lambda: torch_topk(videos, queries, k),
@@ -146,8 +140,8 @@ def bench_size(args: argparse.Namespace, n: int, rng: np.random.Generator) -> li
 
     nlists = args.nlists or [default_nlist(n) // divisor for divisor in (1, 2, 4)]
     for nlist in nlists:
-        build_s, ivf = timed(
-            lambda nlist=nlist: build_index(videos, "ivf", nlist=nlist, seed=args.seed)
+        build_s, ivf = summarised(
+            lambda nlist=nlist: build_index(videos, "ivf", nlist=nlist, seed=args.seed), 1
         )
         probes = {
             p: (lambda p=p, i=ivf: search(i, queries, k, nprobe=p)[1])

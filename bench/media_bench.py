@@ -326,7 +326,7 @@ def first_frame(tasks: int, seconds: float, dwell: int, sources: str | None) -> 
         first_frame_table(videos, rows, shown)
         segment = rows["epic-segment"]["bytes"]
         whole = recording.stat().st_size
-        length = probe_seconds(recording)
+        length = probe(recording).duration
         print(f"5 s segment of the 1080p50 recording: {np.mean(segment) / 1e6:.2f} MB mean, "
               f"{max(segment) / 1e6:.2f} MB max fetched per task (n={len(segment)}); the whole "
               f"recording ({length:.0f} s) is {whole / 1e6:.1f} MB, "
@@ -505,12 +505,6 @@ def copy_cost() -> None:
               f"{EPIC_MARGIN:g} s margin) = {video_s:.0f} s of 1080p50 to cut: "
               f"{video_s / rate / 60:.1f} min of wall time on one worker, "
               f"{video_s * per_second / 1e6:.0f} MB of clips")  # fmt: skip
-
-
-def probe_seconds(path: Path) -> float:
-    from retrieval.media.probe import probe
-
-    return probe(path).duration
 
 
 def main() -> None:
