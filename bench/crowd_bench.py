@@ -28,6 +28,8 @@ SPAMMERS = ("spammer", "lazy")
 TARGET_ACCURACY_GAP = 0.01
 TARGET_C1_GAP = 0.01
 TARGET_OVERHEAD = 0.12
+MODEL_METRICS = ("C@1", "AP", "C@5", "C@10")
+"""Each model's scores in the table's figures, in this order."""
 
 
 def crowd_profiles(text: str, spammer_seconds: float | None):
@@ -178,7 +180,7 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     label_set = resolve_campaign(campaign, name=name, method=method)
     scored = rescore_dataset(dataset, label_set, run_names=list(DEMO_RUNS))
     models = {
-        run: (means["C@1"], means["AP"], means["C@5"], means["C@10"])
+        run: tuple(means[name] for name in MODEL_METRICS)
         for run, means in scored.result.means("corrected").items()
     }
     return {
@@ -192,9 +194,8 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     }
 
 
-def true_scores(dataset, campaign, scored, every: bool = False) -> dict:
-    """C@1 and AP (C@5, C@10) of each model with the true labels of the campaign's pooled
-    pairs; with ``every``, each metric by name."""
+def true_scores(dataset, campaign, scored) -> dict:
+    """Each model's metrics by name with the true labels of the campaign's pooled pairs."""
     from annotation.models import Pair
     from annotation.simulation.replay_service import ground_truth
     from retrieval.scoring.rescoring import Qrels, score
@@ -206,11 +207,7 @@ def true_scores(dataset, campaign, scored, every: bool = False) -> dict:
     keep = qrow >= 0
     qrels = Qrels(qrow[keep], rows[keep, 1].astype(np.int64), truth[keep].astype(np.int64))
     qrels = qrels.union(scored.original)
-    result = {}
-    for run, items in scored.runs.items():
-        means = score(items, qrels).means
-        result[run] = means if every else (means["C@1"], means["AP"], means["C@5"], means["C@10"])
-    return result
+    return {run: score(items, qrels).means for run, items in scored.runs.items()}
 
 
 def main() -> None:
@@ -257,8 +254,10 @@ def main() -> None:
             if config in campaigns
         }
         first = next(iter(campaigns))
-        truth_models = true_scores(dataset, campaigns[first], figures[first]["scored"])
-        truth_all = true_scores(dataset, campaigns[first], figures[first]["scored"], every=True)
+        truth_all = true_scores(dataset, campaigns[first], figures[first]["scored"])
+        truth_models = {
+            run: tuple(means[name] for name in MODEL_METRICS) for run, means in truth_all.items()
+        }
         for f in figures.values():
             if "E" in campaigns and f is figures.get("E"):
                 f["intervals"] = {
@@ -395,18 +394,14 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
                             requeue=True, say=log)  # fmt: skip
         stage = stages.estimate_stage(campaign)
         if stage is not None and stage.estimates is not None:
-            widest = max(
-                (v["high"] - v["low"]) * 50
+            settled = [
+                v
                 for scores in stage.estimates.values()
                 for m, v in scores.items()
                 if m in campaign.settings.settle
-            )
-            noise = max(
-                1.96 * v["labels_variance"] ** 0.5 * 100
-                for scores in stage.estimates.values()
-                for m, v in scores.items()
-                if m in campaign.settings.settle
-            )
+            ]
+            widest = max((v["high"] - v["low"]) * 50 for v in settled)
+            noise = max(1.96 * v["labels_variance"] ** 0.5 * 100 for v in settled)
             log(
                 f"  E: stage {stage.number} estimated, widest settled half-width {widest:.2f} "
                 f"(label noise alone at most {noise:.2f})"
