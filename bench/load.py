@@ -846,12 +846,6 @@ def options() -> argparse.Namespace:
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
-    _server_options(parser)
-    return parser.parse_args()
-
-
-def _server_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the server's job workers, the video viewers and the run itself."""
     parser.add_argument(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
@@ -892,6 +886,7 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
     )
+    return parser.parse_args()
 
 
 @dataclass
@@ -1003,7 +998,7 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
     return run, freshness
 
 
-def diagnose(args, run: "Run", every: list[float]) -> None:
+def diagnose(args, run: "Run") -> None:
     """The diagnostics on stderr: latencies by kind, statuses, the client's lag, slow
     requests over time and CPU per request."""
     record, cpu = run.record, run.cpu
@@ -1020,7 +1015,7 @@ def diagnose(args, run: "Run", every: list[float]) -> None:
         f"requests over {TARGET_P99_MS:.0f} ms by second of the run: "
         + ", ".join(f"{second}s: {n}" for second, n in sorted(buckets.items()))
     )
-    per_request = 1000.0 / max(1, len(every))
+    per_request = 1000.0 / max(1, len(record.finished))
     if args.crash:
         log("CPU of the killed server processes is lost: per-request CPU not counted")
     else:
@@ -1046,7 +1041,7 @@ def diagnose(args, run: "Run", every: list[float]) -> None:
 def figures(args, run: "Run", pairs: int, checks: dict, extra: dict) -> dict[str, object]:
     """The run's figures: the JSON object of stdout's last line."""
     record = run.record
-    every = [ms for values in record.latencies.values() for ms in values]
+    every = [ms for _, ms in record.finished]
     p50, p95, p99 = percentiles(every)
     result: dict[str, object] = {
         "annotators": args.annotators,
@@ -1119,7 +1114,7 @@ def main() -> None:
     refits = refit_jobs() if args.policy == "adaptive" else {}
     if not args.keep:
         drop_database(setup.database_url)
-    diagnose(args, run, [ms for values in run.record.latencies.values() for ms in values])
+    diagnose(args, run)
     result = figures(args, run, setup.pairs, checks, {**refits, **freshness})
     log(
         f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0, the campaign's figures "
