@@ -7,10 +7,8 @@ relevant"; the reference crowd has no spammers), resolved by strict majority, Da
 fit at FIRE's scale (660,000 labels). Run with ``.venv/bin/python bench/aggregation_bench.py``.
 """
 
-import time
-
 import numpy as np
-from harness import parser
+from harness import once, parser
 
 from annotation.people import quality
 from retrieval.label_sets.status import LabelStatus
@@ -125,9 +123,7 @@ def main() -> None:
     truth = (rng.random(n_items) < 0.1).astype(np.int64)
     people = crowd(n_people, CROWD)
     items, who, labels = label(truth, people, rng, second_rate=0.19)
-    began = time.perf_counter()
-    fit = quality.dawid_skene(items, who, labels, n_items, n_people)
-    took = time.perf_counter() - began
+    took, fit = once(lambda: quality.dawid_skene(items, who, labels, n_items, n_people))
     print(
         f"Dawid-Skene fit of {len(labels):,} labels on {n_items:,} pairs, {n_people} annotators: "
         f"{took:.2f} s ({fit.iterations} EM iterations, converged={fit.converged})"

@@ -52,13 +52,19 @@ def parser(doc: str, database: bool = False, seed: bool = False) -> argparse.Arg
 # -- timing -------------------------------------------------------------------------------
 
 
+def once(work: Callable[[], object]) -> tuple[float, object]:
+    """Seconds of one call of ``work``, and what it returned."""
+    began = time.perf_counter()
+    result = work()
+    return time.perf_counter() - began, result
+
+
 def timed(work: Callable[[], object], repeats: int) -> tuple[list[float], object]:
     """Seconds of each of ``repeats`` calls of ``work``, and what the last returned."""
     times, result = [], None
     for _ in range(repeats):
-        began = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - began)
+        seconds, result = once(work)
+        times.append(seconds)
     return times, result
 
 
@@ -206,9 +212,7 @@ def setup_django(environment: dict[str, str] | None = None) -> float:
     django.setup()
     from django.core.management import call_command
 
-    began = time.perf_counter()
-    call_command("migrate", verbosity=0)
-    return time.perf_counter() - began
+    return once(lambda: call_command("migrate", verbosity=0))[0]
 
 
 def save_var(tmp: Path, target: Path) -> None:

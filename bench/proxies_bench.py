@@ -12,7 +12,7 @@ import os
 import time
 
 import numpy as np
-from harness import machine, parser
+from harness import machine, once, parser
 from meteor_bench import caption
 
 TARGET_S = 30.0
@@ -48,9 +48,7 @@ def main() -> None:
     wordnet.ensure_loaded()
     wordnet.synsets("dog")
     wordnet_s = time.perf_counter() - start
-    start = time.perf_counter()
-    terms = parse_captions(texts)
-    parse_s = time.perf_counter() - start
+    parse_s, terms = once(lambda: parse_captions(texts))
 
     n = args.captions
     rows = rng.integers(0, n, args.loop_pairs)
