@@ -7,10 +7,9 @@ Runs against a fresh temporary SQLite database and media root, never the project
 
 import json
 import random
-import time
 from pathlib import Path
 
-from harness import parser, temporary_django
+from harness import once, parser, temporary_django
 
 TARGET_SECONDS = 60.0
 VOCABULARY = (
@@ -45,9 +44,8 @@ def main() -> None:
         from retrieval.datasets.importing import import_dataset
 
         captions = tmp / "captions.jsonl"
-        began = time.perf_counter()
-        total = write_captions(captions, args.videos, args.captions_per_video)
-        print(f"generated {total:,} captions in {time.perf_counter() - began:.1f} s")
+        took, total = once(lambda: write_captions(captions, args.videos, args.captions_per_video))
+        print(f"generated {total:,} captions in {took:.1f} s")
 
         summary = import_dataset("bench", "jsonl", captions)
         rate = summary.captions / summary.seconds
