@@ -195,21 +195,23 @@ def temporary_django(
             shutil.copytree(template, var)
         else:
             var.mkdir()
-        os.environ["FIREPOOL_VAR_DIR"] = str(var)
-        os.environ["DATABASE_URL"] = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        setup_django()
+        database_url = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
+        setup_django({"FIREPOOL_VAR_DIR": str(var), "DATABASE_URL": database_url})
         yield Path(tmp)
 
 
-def setup_django(environment: dict[str, str] | None = None) -> float:
-    """Django set up on ``environment`` (added to this process's), migrated; seconds the
-    migrations took."""
+def django_ready(environment: dict[str, str] | None = None) -> None:
+    """Django set up on ``environment`` (added to this process's); its database untouched."""
     os.environ.update(environment or {})
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()
+
+
+def setup_django(environment: dict[str, str] | None = None) -> float:
+    """:func:`django_ready`, migrated; seconds the migrations took."""
+    django_ready(environment)
     from django.core.management import call_command
 
     return once(lambda: call_command("migrate", verbosity=0))[0]

@@ -14,7 +14,7 @@ import os
 import time
 
 import numpy as np
-from harness import machine, once, parser
+from harness import django_ready, machine, once, parser
 
 TARGET_SPEEDUP = 50.0
 ANCHOR = "NLTK single_meteor_score, about 2,250 pairs/s on one core"
@@ -101,10 +101,7 @@ def caption(rng: np.random.Generator) -> list[str]:
 def measure(args) -> dict:
     """NLTK's METEOR on ``--nltk-pairs`` pairs and ours on the whole matrix of
     ``--captions`` synthetic captions, on one core and on all: what the table reports."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()  # RetrievalConfig.ready() puts the project's WordNet on NLTK's path
+    django_ready()  # RetrievalConfig.ready() puts the project's WordNet on NLTK's path
     from nltk.corpus import wordnet
     from nltk.translate.meteor_score import single_meteor_score
 

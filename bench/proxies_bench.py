@@ -8,11 +8,10 @@ Python loop over ``--loop-pairs`` pairs, extrapolated, and checked against ours:
 """
 
 import json
-import os
 import time
 
 import numpy as np
-from harness import machine, once, parser
+from harness import django_ready, machine, once, parser
 from meteor_bench import caption
 
 TARGET_S = 30.0
@@ -30,10 +29,7 @@ def main() -> None:
     options.add_argument("--seed", type=int, default=0)
     args = options.parse_args()
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()  # puts the project's WordNet on NLTK's path
+    django_ready()  # puts the project's WordNet on NLTK's path
     from retrieval.encoders.text import load_spacy
     from retrieval.proxies.captions import parse_captions
     from retrieval.proxies.relevance import caption_set_matrix, set_proxy_sets

@@ -6,9 +6,7 @@ frames (exact span match, per role and style); ``--errors`` lists the mismatches
     .venv/bin/python bench/roles_accuracy.py [--errors]
 """
 
-import os
-
-from harness import machine, once, parser
+from harness import django_ready, machine, once, parser
 
 
 def table(title: str, captions: dict) -> None:
@@ -30,10 +28,7 @@ def main() -> None:
     options = parser(__doc__)
     options.add_argument("--errors", action="store_true", help="Print each mismatched caption.")
     args = options.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
+    django_ready()
     from django.conf import settings
 
     from retrieval.datasets.roles import frames, role_graphs
