@@ -467,9 +467,8 @@ def merge(args) -> None:
     result: dict = {"figures": {}, "costs": {}, "paused": {}, "took": {}, "failed": {}}
     for path in args.merge:
         part = json.loads(path.read_text())
-        for key in ("figures", "costs", "paused", "took"):
+        for key in ("figures", "costs", "paused", "took", "failed"):
             result[key].update(part[key])
-        result["failed"].update(part["failed"])
         result["truth_models"] = part["truth_models"]
         result["truth_all"] = part.get("truth_all")
         result["load"] = part["load"]
@@ -524,10 +523,15 @@ def report_active(args, result: dict) -> None:
             print(
                 f"| {run} | {metric} | {true * 100:.1f} | {value * 100:.1f} "
                 f"[{low * 100:.1f}–{high * 100:.1f}] | {error:+.2f}"
-                f"{' ✓' if abs(error) <= 1 + 1e-9 else ' ✗'} | "
+                f"{tick(abs(error) <= 1 + 1e-9)} | "
                 f"{'yes' if low - 1e-12 <= true <= high + 1e-12 else 'no'} | "
                 f"{', '.join(parts) or 'exact'} |"
             )
+
+
+def tick(met: bool) -> str:
+    """A target's mark in the tables."""
+    return " ✓" if met else " ✗"
 
 
 def kept_out(failed: dict[str, int], config: str) -> str:
@@ -561,20 +565,15 @@ def report(args, result: dict) -> None:
     for row, config in (("reference", "reference"), ("A", "A"), ("B", "B"), ("C", "B")):
         f = figures[row]
         gap = f["accuracy"] - ref
-        ok = "" if row == "reference" else (" ✓" if gap >= -TARGET_ACCURACY_GAP - 1e-9 else " ✗")
+        ok = "" if row == "reference" else tick(gap >= -TARGET_ACCURACY_GAP - 1e-9)
         c = costs[config]
         extra = c["gold"] + c["qualification"]
         overhead = extra / c["campaign"] if c["campaign"] else 0.0
         p = paused[config]
-        spam = (
-            sum(p.get(s, (0, 0))[0] for s in SPAMMERS),
-            sum(p.get(s, (0, 0))[1] for s in SPAMMERS),
-        )
+        spam = [sum(p.get(s, (0, 0))[i] for s in SPAMMERS) for i in (0, 1)]
         careful, normal = p.get("careful", (0, 0)), p.get("normal", (0, 0))
-        over_ok = (
-            "" if row in ("reference", "A") else (" ✓" if overhead <= TARGET_OVERHEAD else " ✗")
-        )
-        careful_ok = "" if row in ("reference", "A") else (" ✓" if careful[0] == 0 else " ✗")
+        over_ok = "" if row in ("reference", "A") else tick(overhead <= TARGET_OVERHEAD)
+        careful_ok = "" if row in ("reference", "A") else tick(careful[0] == 0)
         print(
             f"| {row} | {f['accuracy']:.2%} ({gap * 100:+.2f} pt){ok} | "
             f"{f['relevant_accuracy']:.2%} | {f['no_label']:.2%} | "
@@ -599,7 +598,7 @@ def report(args, result: dict) -> None:
         for row in ("reference", "A", "B", "C"):
             c1, ap = figures[row]["models"][run][:2]
             gap = c1 - t_c1
-            mark = " ✓" if abs(gap) <= TARGET_C1_GAP + 1e-9 else " ✗"
+            mark = tick(abs(gap) <= TARGET_C1_GAP + 1e-9)
             cells.append(
                 f"{c1:.2%} ({gap * 100:+.2f} pt){mark} / {ap:.2%} ({(ap - t_ap) * 100:+.2f})"
             )
