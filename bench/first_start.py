@@ -10,7 +10,6 @@ second start that must rebuild nothing. The figure depends on the machine::
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import ROOT, free_port, wait_until_up
+from harness import ROOT, free_port, parser, wait_until_up
 
 TARGET_SECONDS = 120.0
 TARGET_SILENCE = 10.0
@@ -239,17 +238,17 @@ def report(title: str, seconds: float | None, output: Output, until: float) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", default=str(ROOT), help="Repository to clone (its HEAD).")
-    parser.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
-    parser.add_argument("--timeout", type=float, default=900, help="Give up after this long.")
-    parser.add_argument(
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--repo", default=str(ROOT), help="Repository to clone (its HEAD).")
+    options.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
+    options.add_argument("--timeout", type=float, default=900, help="Give up after this long.")
+    options.add_argument(
         "--wait-jobs", action="store_true", help="Also wait for the deferred jobs to finish."
     )
-    parser.add_argument("--again", action="store_true", help="Time a second `make run` too.")
-    parser.add_argument("--keep", action="store_true", help="Keep the clone (prints where).")
-    parser.add_argument("--dir", help="Clone here instead of a new temporary folder.")
-    args = parser.parse_args(argv)
+    options.add_argument("--again", action="store_true", help="Time a second `make run` too.")
+    options.add_argument("--keep", action="store_true", help="Keep the clone (prints where).")
+    options.add_argument("--dir", help="Clone here instead of a new temporary folder.")
+    args = options.parse_args(argv)
 
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="firepool-first-start-"))
     clone = base / "firepool"

@@ -35,10 +35,13 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def parser(doc: str, database: bool = False, seed: bool = False) -> argparse.ArgumentParser:
-    """The script's options, described by its docstring's first line; ``database`` adds
-    ``--database-url`` and ``seed`` adds ``--seed``."""
-    options = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+def parser(
+    doc: str, database: bool = False, seed: bool = False, paragraph: bool = False
+) -> argparse.ArgumentParser:
+    """The script's options, described by its docstring's first line (first paragraph with
+    ``paragraph``); ``database`` adds ``--database-url`` and ``seed`` adds ``--seed``."""
+    first = doc.split("\n\n")[0] if paragraph else doc.strip().splitlines()[0]
+    options = argparse.ArgumentParser(description=first)
     if database:
         options.add_argument(
             "--database-url",

@@ -7,13 +7,12 @@ and the times of an order and an update. Run with
 ``.venv/bin/python bench/judging_orders_bench.py``.
 """
 
-import argparse
 import os
 import statistics
 import time
 
 import numpy as np
-from harness import once, timed
+from harness import once, parser, timed
 
 from annotation.campaigns.pooling import pool
 from annotation.ordering.orders import STRATEGIES, full_order, make_order
@@ -115,7 +114,7 @@ def coverage(world: World, strategy: str, budget: float, seeds: int, sample: int
     }
 
 
-def report(world: World, title: str, args: argparse.Namespace) -> None:
+def report(world: World, title: str, args) -> None:
     """Print every measurement of the issue for one world."""
     queries = world.layout.pair_of.shape[0]
     print(
@@ -209,13 +208,13 @@ def demo_world(videos: int) -> World:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=MSVD_QUERIES)
-    parser.add_argument("--coverage-seeds", type=int, default=100)
-    parser.add_argument("--sample", type=int, default=2000, help="pairs judged for the estimate")
-    parser.add_argument("--budget", type=float, default=0.2)
-    parser.add_argument("--demo-videos", type=int, default=0, help="also a demo world this big")
-    args = parser.parse_args()
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--queries", type=int, default=MSVD_QUERIES)
+    options.add_argument("--coverage-seeds", type=int, default=100)
+    options.add_argument("--sample", type=int, default=2000, help="pairs judged for the estimate")
+    options.add_argument("--budget", type=float, default=0.2)
+    options.add_argument("--demo-videos", type=int, default=0, help="also a demo world this big")
+    args = options.parse_args()
 
     print(f"machine: {os.cpu_count()} cores")
     took, world = once(lambda: synthetic_world(args.queries))
