@@ -11,6 +11,7 @@ and annotators paused::
     nice -n 5 .venv/bin/python bench/crowd_bench.py [--videos 1500] [--annotators 20]
 """
 
+import contextlib
 import json
 import os
 import time
@@ -242,10 +243,8 @@ def main() -> None:
         return
     began = time.perf_counter()
     load = os.getloadavg()
-    reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
-    with temporary_django(template=args.world if reuse else None) as tmp:
-        dataset, runs = demo_world(args.videos, args.world, tmp, reuse, args.epochs)
-        campaigns, gold_relevant = make_campaigns(dataset, runs, args, Path(tmp))
+    with demo_world(args.videos, args.world, args.epochs) as (tmp, dataset, runs):
+        campaigns, gold_relevant = make_campaigns(dataset, runs, args, tmp)
         paused, took = judge_all(campaigns, args)
         log("resolving and re-scoring")
         figures = {
@@ -300,24 +299,28 @@ ROWS = {
 """Each table row: the campaign it resolves and how."""
 
 
-def demo_world(videos: int, keep: Path | None, tmp: Path, reuse: bool, epochs: int | None = None):
-    """The demo dataset of ``videos`` clips (built and saved in ``keep``, or reused from it)
-    and its four runs."""
-    from django.core.management import call_command
+@contextlib.contextmanager
+def demo_world(videos: int, keep: Path | None, epochs: int | None = None):
+    """Django on a throw-away database holding the demo dataset of ``videos`` clips (built
+    and saved in ``keep``, or reused from it); yields (the temporary folder, the dataset, its
+    four runs)."""
+    reuse = keep is not None and (keep / "bench.sqlite3").exists()
+    with temporary_django(template=keep if reuse else None) as tmp:
+        from django.core.management import call_command
 
-    from retrieval.models import Dataset, Run
+        from retrieval.models import Dataset, Run
 
-    if reuse:
-        log(f"reusing the demo world in {keep}")
-    else:
-        log(f"building a demo world of {videos} videos")
-        extra = {"epochs": epochs} if epochs else {}
-        call_command("demo", videos=videos, workers=2, verbosity=0, **extra)
-        if keep is not None:
-            save_var(tmp, keep)
-    dataset = Dataset.objects.get(name="demo")
-    runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
-    return dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))
+        if reuse:
+            log(f"reusing the demo world in {keep}")
+        else:
+            log(f"building a demo world of {videos} videos")
+            extra = {"epochs": epochs} if epochs else {}
+            call_command("demo", videos=videos, workers=2, verbosity=0, **extra)
+            if keep is not None:
+                save_var(tmp, keep)
+        dataset = Dataset.objects.get(name="demo")
+        runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
+        yield tmp, dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))
 
 
 def make_campaigns(dataset, runs, args, folder: Path):
