@@ -5,7 +5,6 @@ Normalised float32 embeddings from a Gaussian mixture (``--centres`` around ``--
 ``.venv/bin/python bench/faiss_bench.py``.
 """
 
-import argparse
 import json
 import math
 import os
@@ -17,7 +16,7 @@ from dataclasses import asdict, dataclass
 import faiss
 import numpy as np
 import torch
-from harness import summarised
+from harness import parser, summarised
 
 from retrieval.search.index import as_matrix, build_index, default_nlist, recall_at_k, search
 
@@ -52,7 +51,7 @@ def around(rng: np.random.Generator, n: int, centres: np.ndarray, spread: float)
     return as_matrix(noise)
 
 
-def mixture_centres(args: argparse.Namespace, rng: np.random.Generator) -> np.ndarray | None:
+def mixture_centres(args, rng: np.random.Generator) -> np.ndarray | None:
     """Cluster centres on the unit sphere (grouped under topics if asked), or None if uniform."""
     if args.uniform:
         return None
@@ -108,7 +107,7 @@ def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[s
     return best
 
 
-def bench_size(args: argparse.Namespace, n: int, rng: np.random.Generator) -> list[Row]:
+def bench_size(args, n: int, rng: np.random.Generator) -> list[Row]:
     """Time every method on ``n`` videos and ``args.queries`` queries."""
     centres = mixture_centres(args, rng)
     videos = embeddings(rng, n, centres, args.spread, args.dim)
@@ -181,32 +180,34 @@ def print_table(rows: list[Row], k: int) -> None:
         )
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]):
     def ints(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part]
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=ints, default=[10_000, 100_000], help="video counts")
-    parser.add_argument("--queries", type=int, default=30_000)
-    parser.add_argument("--dim", type=int, default=512)
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--centres", type=int, default=1000, help="mixture components")
-    parser.add_argument("--spread", type=float, default=1.0, help="noise norm around a centre")
-    parser.add_argument("--topics", type=int, default=50, help="group centres (0: flat)")
-    parser.add_argument("--topic-spread", type=float, default=1.0, help="centre noise norm")
-    parser.add_argument("--uniform", action="store_true", help="plain normal vectors")
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--sizes", type=ints, default=[10_000, 100_000], help="video counts")
+    options.add_argument("--queries", type=int, default=30_000)
+    options.add_argument("--dim", type=int, default=512)
+    options.add_argument("--k", type=int, default=10)
+    options.add_argument("--centres", type=int, default=1000, help="mixture components")
+    options.add_argument("--spread", type=float, default=1.0, help="noise norm around a centre")
+    options.add_argument("--topics", type=int, default=50, help="group centres (0: flat)")
+    options.add_argument("--topic-spread", type=float, default=1.0, help="centre noise norm")
+    options.add_argument("--uniform", action="store_true", help="plain normal vectors")
+    options.add_argument(
         "--nlists",
         type=ints,
         default=None,
         help="IVF list counts (default: L, L/2, L/4 for L ~ 4 sqrt(n))",
     )
-    parser.add_argument("--nprobes", type=ints, default=[1, 2, 4, 8])
-    parser.add_argument("--repeat", type=int, default=2, help="runs per method; the fastest counts")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
-    return parser.parse_args(argv)
+    options.add_argument("--nprobes", type=ints, default=[1, 2, 4, 8])
+    options.add_argument(
+        "--repeat", type=int, default=2, help="runs per method; the fastest counts"
+    )
+    options.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
+    return options.parse_args(argv)
 
 
 def main(argv: list[str]) -> None:
