@@ -93,11 +93,8 @@ def numpy_topk(videos: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
 
 
 def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[str, tuple]:
-    """``(fastest seconds, ids)`` per method, running them round-robin ``repeat`` times.
-
-    Taking the fastest run, and interleaving the methods, keeps a burst of load from other
-    processes from landing on one method only.
-    """
+    """``(fastest seconds, ids)`` per method, run round-robin ``repeat`` times: a burst of
+    load from other processes does not land on one method only."""
     best: dict[str, tuple] = {}
     for _ in range(repeat):
         for name, method in methods.items():

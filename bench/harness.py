@@ -187,11 +187,9 @@ def stop_groups(processes: Sequence, timeout: float = 30.0) -> None:
 def temporary_django(
     database_url: str | None = None, template: Path | None = None
 ) -> Iterator[Path]:
-    """Set up Django on a fresh temporary var dir (SQLite unless ``database_url``), migrated.
-
-    ``template``: a var dir saved by :func:`save_var` to start from (a world built earlier).
-    Yields the temporary directory; everything in it is removed afterwards.
-    """
+    """Django on a fresh temporary var dir (SQLite unless ``database_url``; copied from
+    ``template``, a :func:`save_var` of a world built earlier), migrated; yields the temporary
+    directory, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="firepool-bench-") as tmp:
         var = Path(tmp) / "var"
         if template is not None:

@@ -37,11 +37,9 @@ TARGETS = {
 def synthetic_world(
     queries: int = MSVD_QUERIES, relevant_rate: float = 0.036, seed: int = 0
 ) -> World:
-    """Three correlated depth-10 runs over ``queries`` queries and their complete labels.
-
-    Each query's relevant rate is drawn from a Beta around ``relevant_rate`` (queries differ,
-    as in FIRE §3.2); candidate 0 is the query's own video.
-    """
+    """Three correlated depth-10 runs over ``queries`` queries and their complete labels: each
+    query's relevant rate a Beta draw around ``relevant_rate`` (queries differ, as in FIRE
+    §3.2); candidate 0 is the query's own video."""
     rng = np.random.default_rng(seed)
     rate = rng.beta(0.6, 0.6 / relevant_rate - 0.6, size=(queries, 1))
     relevant = rng.random((queries, CANDIDATES)) < rate

@@ -433,11 +433,9 @@ async def loop_lag(end: float, lags: list[float]) -> None:
 
 
 async def crash_and_restart(server: Server, record: Record, at: float) -> float:
-    """SIGKILL gunicorn at ``at`` and start it again; seconds until a request succeeds again.
-
-    The kill waits (up to 10 s) for a moment when several submits are unanswered, so that
-    some die queued, inside their transaction or with their answer on the way.
-    """
+    """SIGKILL gunicorn at ``at``, once (within 10 s) several submits are unanswered so some
+    die queued, in their transaction or answering, and start it again; seconds until a request
+    succeeds again."""
     await asyncio.sleep(max(0.0, at - time.monotonic()))
     while record.submitting < CRASH_IN_FLIGHT and time.monotonic() < at + 10:
         await asyncio.sleep(0.001)
