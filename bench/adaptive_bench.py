@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from crowd_bench import demo_world
-from harness import log, machine, parser, temporary_django
+from harness import log, machine, parser
 
 CONFIGS = {
     "fire": {"policy": "fire"},
@@ -32,7 +32,7 @@ CONFIGS = {
     "shuffled": {"policy": "active", "shuffle_features": True},
     "assessor": {"policy": "active", "assessor_kappa": 0.6},
 }
-TARGET_GAP, TARGET_WORST, TARGET_COVERAGE = 1.0, 1.5, 0.9
+TARGET_GAP = 1.0
 TARGET_SHARE = {"adaptive": 0.5, "active": 0.25, "assessor": 0.15}
 
 
@@ -63,9 +63,7 @@ def main() -> None:
     configs = [name.strip() for name in args.configs.split(",") if name.strip()]
     covered = {name.strip() for name in args.coverage_configs.split(",")}
     rows, coverage = {}, {}
-    reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
-    with temporary_django(template=args.world if reuse else None) as tmp:
-        demo_world(args.videos, args.world, tmp, reuse)
+    with demo_world(args.videos, args.world):
         for name in configs:
             extra = dict(CONFIGS[name])
             if extra["policy"] == "active":

@@ -7,17 +7,11 @@ relevant"; the reference crowd has no spammers), resolved by strict majority, Da
 fit at FIRE's scale (660,000 labels). Run with ``.venv/bin/python bench/aggregation_bench.py``.
 """
 
-import argparse
-import sys
-import time
-from pathlib import Path
-
 import numpy as np
+from harness import once, parser
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from annotation.people import quality  # noqa: E402
-from retrieval.label_sets.status import LabelStatus  # noqa: E402
+from annotation.people import quality
+from retrieval.label_sets.status import LabelStatus
 
 CROWD = (("careful", 0.6, 0.02), ("normal", 0.2, 0.08), ("random", 0.1, None), ("no", 0.1, None))
 CLEAN = (("careful", 0.8, 0.02), ("normal", 0.2, 0.08))
@@ -78,12 +72,12 @@ def accuracy(status: np.ndarray, truth: np.ndarray) -> tuple[float, float, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=20_000)
-    parser.add_argument("--relevant", type=float, default=0.15)
-    parser.add_argument("--people", type=int, default=20)
-    parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--pairs", type=int, default=20_000)
+    options.add_argument("--relevant", type=float, default=0.15)
+    options.add_argument("--people", type=int, default=20)
+    options.add_argument("--seeds", type=int, default=5)
+    args = options.parse_args()
     rows: dict[str, list[tuple[float, float, float]]] = {}
     overhead = []
     for seed in range(args.seeds):
@@ -129,9 +123,7 @@ def main() -> None:
     truth = (rng.random(n_items) < 0.1).astype(np.int64)
     people = crowd(n_people, CROWD)
     items, who, labels = label(truth, people, rng, second_rate=0.19)
-    began = time.perf_counter()
-    fit = quality.dawid_skene(items, who, labels, n_items, n_people)
-    took = time.perf_counter() - began
+    took, fit = once(lambda: quality.dawid_skene(items, who, labels, n_items, n_people))
     print(
         f"Dawid-Skene fit of {len(labels):,} labels on {n_items:,} pairs, {n_people} annotators: "
         f"{took:.2f} s ({fit.iterations} EM iterations, converged={fit.converged})"

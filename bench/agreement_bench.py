@@ -9,11 +9,10 @@ then :func:`annotation.campaign_read.reporting.campaign_report` is timed beside 
 """
 
 import statistics
-import time
 
 import numpy as np
 import world
-from harness import database_name, machine, parser, temporary_django, timed
+from harness import database_name, machine, once, parser, temporary_django, timed
 
 TARGET_SECONDS = 2.0
 ANCHOR_SECONDS = 0.09  # the krippendorff package alone on FIRE-MSVD-sized value counts
@@ -75,9 +74,7 @@ def main() -> None:
         from annotation.campaign_read import agreement, reporting
         from annotation.campaign_read import labels as campaign_labels
 
-        began = time.perf_counter()
-        campaign = build(args)
-        setup = time.perf_counter() - began
+        setup, campaign = once(lambda: build(args))
 
         report_times, report = timed(
             lambda: reporting.campaign_report(campaign, resamples=args.resamples), args.repeats

@@ -6,10 +6,8 @@ scores (the resampling's worst case); best of ``--repeats``::
     .venv/bin/python bench/analysis_bench.py [--queries 27763] [--repeats 3]
 """
 
-import argparse
-
 import numpy as np
-from harness import machine, summarised
+from harness import machine, parser, summarised
 
 from retrieval.scoring import analysis
 
@@ -37,11 +35,11 @@ def synthetic_runs(n_queries: int, rng: np.random.Generator) -> dict[str, np.nda
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=27_763)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--queries", type=int, default=27_763)
+    options.add_argument("--repeats", type=int, default=3)
+    options.add_argument("--seed", type=int, default=0)
+    args = options.parse_args()
     rng = np.random.default_rng(args.seed)
     q = args.queries
 

@@ -9,16 +9,14 @@ checks too)::
 
 from __future__ import annotations
 
-import argparse
-
 import harness
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--request", choices=["submit", "next"], default="submit")
-    parser.add_argument("--show", action="store_true", help="Print the path step by step.")
-    args = parser.parse_args()
+    options = harness.parser(__doc__, paragraph=True)
+    options.add_argument("--request", choices=["submit", "next"], default="submit")
+    options.add_argument("--show", action="store_true", help="Print the path step by step.")
+    args = options.parse_args()
     with harness.temporary_django():
         from django.db import connection
         from django.test.utils import CaptureQueriesContext, setup_test_environment

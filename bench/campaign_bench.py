@@ -6,11 +6,9 @@ machine), against a throw-away database::
     .venv/bin/python bench/campaign_bench.py [--queries 27763] [--runs 3] [--depth 10]
 """
 
-import time
-
 import numpy as np
 import world
-from harness import machine, parser, temporary_django
+from harness import machine, once, parser, temporary_django
 
 TARGET_SECONDS = 5.0
 
@@ -40,12 +38,8 @@ def main() -> None:
             scores.append(-np.sort(rng.random(items[-1].shape), axis=1))
         runs = world.runs(media, items, scores, [f"m{r}" for r in range(args.runs)])
         spec = CampaignSpec(name="bench", depth=args.depth)
-        began = time.perf_counter()
-        pool = build_pool(media.dataset, runs, spec)
-        pooled = time.perf_counter() - began
-        began = time.perf_counter()
-        campaign = create_campaign(media.dataset, runs, spec)
-        total = time.perf_counter() - began
+        pooled, pool = once(lambda: build_pool(media.dataset, runs, spec))
+        total, campaign = once(lambda: create_campaign(media.dataset, runs, spec))
         pairs = Pair.objects.filter(campaign=campaign).count()
         print(f"machine: {machine()}")
         print(f"pool (pure numpy, incl. loading runs): {pooled:.2f} s for {len(pool):,} pairs")

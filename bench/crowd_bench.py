@@ -11,7 +11,7 @@ and annotators paused::
     nice -n 5 .venv/bin/python bench/crowd_bench.py [--videos 1500] [--annotators 20]
 """
 
-import argparse
+import contextlib
 import json
 import os
 import time
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from harness import log, machine, save_var, temporary_django
+from harness import log, machine, parser, save_var, temporary_django
 
 DEMO_RUNS = ("random", "minilm", "mme", "jpose")
 DEPTH = 10
@@ -29,6 +29,8 @@ SPAMMERS = ("spammer", "lazy")
 TARGET_ACCURACY_GAP = 0.01
 TARGET_C1_GAP = 0.01
 TARGET_OVERHEAD = 0.12
+MODEL_METRICS = ("C@1", "AP", "C@5", "C@10")
+"""Each model's scores in the table's figures, in this order."""
 
 
 def crowd_profiles(text: str, spammer_seconds: float | None):
@@ -179,7 +181,7 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     label_set = resolve_campaign(campaign, name=name, method=method)
     scored = rescore_dataset(dataset, label_set, run_names=list(DEMO_RUNS))
     models = {
-        run: (means["C@1"], means["AP"], means["C@5"], means["C@10"])
+        run: tuple(means[name] for name in MODEL_METRICS)
         for run, means in scored.result.means("corrected").items()
     }
     return {
@@ -193,9 +195,8 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     }
 
 
-def true_scores(dataset, campaign, scored, every: bool = False) -> dict:
-    """C@1 and AP (C@5, C@10) of each model with the true labels of the campaign's pooled
-    pairs; with ``every``, each metric by name."""
+def true_scores(dataset, campaign, scored) -> dict:
+    """Each model's metrics by name with the true labels of the campaign's pooled pairs."""
     from annotation.models import Pair
     from annotation.simulation.replay_service import ground_truth
     from retrieval.scoring.rescoring import Qrels, score
@@ -207,49 +208,43 @@ def true_scores(dataset, campaign, scored, every: bool = False) -> dict:
     keep = qrow >= 0
     qrels = Qrels(qrow[keep], rows[keep, 1].astype(np.int64), truth[keep].astype(np.int64))
     qrels = qrels.union(scored.original)
-    result = {}
-    for run, items in scored.runs.items():
-        means = score(items, qrels).means
-        result[run] = means if every else (means["C@1"], means["AP"], means["C@5"], means["C@10"])
-    return result
+    return {run: score(items, qrels).means for run, items in scored.runs.items()}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=1500)
-    parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--gold", type=int, default=200, help="Gold pairs (default 200).")
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=1500)
+    options.add_argument("--annotators", type=int, default=20)
+    options.add_argument("--gold", type=int, default=200, help="Gold pairs (default 200).")
+    options.add_argument(
         "--spammer-seconds",
         type=float,
         help="Mean seconds per judgement of spammers (default: the profile's 0.8 s).",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=int, help="Training epochs of the demo models.")
-    parser.add_argument(
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--epochs", type=int, help="Training epochs of the demo models.")
+    options.add_argument(
         "--world",
         type=Path,
         help="Folder to keep the built demo world in and reuse on later runs (same --videos).",
     )
-    parser.add_argument(
+    options.add_argument(
         "--only",
         nargs="+",
         choices=["reference", "A", "B", "D", "E"],
         help="Judge only these configurations (B gives rows B and C); with --json, run "
         "several such processes side by side on copies of one --world and --merge them.",
     )
-    parser.add_argument("--json", type=Path, help="Also write the figures here.")
-    parser.add_argument("--merge", nargs="+", type=Path, help="Print the table of --json files.")
-    args = parser.parse_args()
+    options.add_argument("--json", type=Path, help="Also write the figures here.")
+    options.add_argument("--merge", nargs="+", type=Path, help="Print the table of --json files.")
+    args = options.parse_args()
     if args.merge:
         merge(args)
         return
     began = time.perf_counter()
     load = os.getloadavg()
-    reuse = args.world is not None and (args.world / "bench.sqlite3").exists()
-    with temporary_django(template=args.world if reuse else None) as tmp:
-        dataset, runs = demo_world(args.videos, args.world, tmp, reuse, args.epochs)
-        campaigns, gold_relevant = make_campaigns(dataset, runs, args, Path(tmp))
+    with demo_world(args.videos, args.world, args.epochs) as (tmp, dataset, runs):
+        campaigns, gold_relevant = make_campaigns(dataset, runs, args, tmp)
         paused, took = judge_all(campaigns, args)
         log("resolving and re-scoring")
         figures = {
@@ -258,8 +253,10 @@ def main() -> None:
             if config in campaigns
         }
         first = next(iter(campaigns))
-        truth_models = true_scores(dataset, campaigns[first], figures[first]["scored"])
-        truth_all = true_scores(dataset, campaigns[first], figures[first]["scored"], every=True)
+        truth_all = true_scores(dataset, campaigns[first], figures[first]["scored"])
+        truth_models = {
+            run: tuple(means[name] for name in MODEL_METRICS) for run, means in truth_all.items()
+        }
         for f in figures.values():
             if "E" in campaigns and f is figures.get("E"):
                 f["intervals"] = {
@@ -302,24 +299,28 @@ ROWS = {
 """Each table row: the campaign it resolves and how."""
 
 
-def demo_world(videos: int, keep: Path | None, tmp: Path, reuse: bool, epochs: int | None = None):
-    """The demo dataset of ``videos`` clips (built and saved in ``keep``, or reused from it)
-    and its four runs."""
-    from django.core.management import call_command
+@contextlib.contextmanager
+def demo_world(videos: int, keep: Path | None, epochs: int | None = None):
+    """Django on a throw-away database holding the demo dataset of ``videos`` clips (built
+    and saved in ``keep``, or reused from it); yields (the temporary folder, the dataset, its
+    four runs)."""
+    reuse = keep is not None and (keep / "bench.sqlite3").exists()
+    with temporary_django(template=keep if reuse else None) as tmp:
+        from django.core.management import call_command
 
-    from retrieval.models import Dataset, Run
+        from retrieval.models import Dataset, Run
 
-    if reuse:
-        log(f"reusing the demo world in {keep}")
-    else:
-        log(f"building a demo world of {videos} videos")
-        extra = {"epochs": epochs} if epochs else {}
-        call_command("demo", videos=videos, workers=2, verbosity=0, **extra)
-        if keep is not None:
-            save_var(tmp, keep)
-    dataset = Dataset.objects.get(name="demo")
-    runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
-    return dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))
+        if reuse:
+            log(f"reusing the demo world in {keep}")
+        else:
+            log(f"building a demo world of {videos} videos")
+            extra = {"epochs": epochs} if epochs else {}
+            call_command("demo", videos=videos, workers=2, verbosity=0, **extra)
+            if keep is not None:
+                save_var(tmp, keep)
+        dataset = Dataset.objects.get(name="demo")
+        runs = Run.objects.filter(dataset=dataset, name__in=DEMO_RUNS)
+        yield tmp, dataset, sorted(runs, key=lambda run: DEMO_RUNS.index(run.name))
 
 
 def make_campaigns(dataset, runs, args, folder: Path):
@@ -396,18 +397,14 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
                             requeue=True, say=log)  # fmt: skip
         stage = stages.estimate_stage(campaign)
         if stage is not None and stage.estimates is not None:
-            widest = max(
-                (v["high"] - v["low"]) * 50
+            settled = [
+                v
                 for scores in stage.estimates.values()
                 for m, v in scores.items()
                 if m in campaign.settings.settle
-            )
-            noise = max(
-                1.96 * v["labels_variance"] ** 0.5 * 100
-                for scores in stage.estimates.values()
-                for m, v in scores.items()
-                if m in campaign.settings.settle
-            )
+            ]
+            widest = max((v["high"] - v["low"]) * 50 for v in settled)
+            noise = max(1.96 * v["labels_variance"] ** 0.5 * 100 for v in settled)
             log(
                 f"  E: stage {stage.number} estimated, widest settled half-width {widest:.2f} "
                 f"(label noise alone at most {noise:.2f})"
@@ -473,9 +470,8 @@ def merge(args) -> None:
     result: dict = {"figures": {}, "costs": {}, "paused": {}, "took": {}, "failed": {}}
     for path in args.merge:
         part = json.loads(path.read_text())
-        for key in ("figures", "costs", "paused", "took"):
+        for key in ("figures", "costs", "paused", "took", "failed"):
             result[key].update(part[key])
-        result["failed"].update(part["failed"])
         result["truth_models"] = part["truth_models"]
         result["truth_all"] = part.get("truth_all")
         result["load"] = part["load"]
@@ -530,10 +526,15 @@ def report_active(args, result: dict) -> None:
             print(
                 f"| {run} | {metric} | {true * 100:.1f} | {value * 100:.1f} "
                 f"[{low * 100:.1f}–{high * 100:.1f}] | {error:+.2f}"
-                f"{' ✓' if abs(error) <= 1 + 1e-9 else ' ✗'} | "
+                f"{tick(abs(error) <= 1 + 1e-9)} | "
                 f"{'yes' if low - 1e-12 <= true <= high + 1e-12 else 'no'} | "
                 f"{', '.join(parts) or 'exact'} |"
             )
+
+
+def tick(met: bool) -> str:
+    """A target's mark in the tables."""
+    return " ✓" if met else " ✗"
 
 
 def kept_out(failed: dict[str, int], config: str) -> str:
@@ -567,20 +568,15 @@ def report(args, result: dict) -> None:
     for row, config in (("reference", "reference"), ("A", "A"), ("B", "B"), ("C", "B")):
         f = figures[row]
         gap = f["accuracy"] - ref
-        ok = "" if row == "reference" else (" ✓" if gap >= -TARGET_ACCURACY_GAP - 1e-9 else " ✗")
+        ok = "" if row == "reference" else tick(gap >= -TARGET_ACCURACY_GAP - 1e-9)
         c = costs[config]
         extra = c["gold"] + c["qualification"]
         overhead = extra / c["campaign"] if c["campaign"] else 0.0
         p = paused[config]
-        spam = (
-            sum(p.get(s, (0, 0))[0] for s in SPAMMERS),
-            sum(p.get(s, (0, 0))[1] for s in SPAMMERS),
-        )
+        spam = [sum(p.get(s, (0, 0))[i] for s in SPAMMERS) for i in (0, 1)]
         careful, normal = p.get("careful", (0, 0)), p.get("normal", (0, 0))
-        over_ok = (
-            "" if row in ("reference", "A") else (" ✓" if overhead <= TARGET_OVERHEAD else " ✗")
-        )
-        careful_ok = "" if row in ("reference", "A") else (" ✓" if careful[0] == 0 else " ✗")
+        over_ok = "" if row in ("reference", "A") else tick(overhead <= TARGET_OVERHEAD)
+        careful_ok = "" if row in ("reference", "A") else tick(careful[0] == 0)
         print(
             f"| {row} | {f['accuracy']:.2%} ({gap * 100:+.2f} pt){ok} | "
             f"{f['relevant_accuracy']:.2%} | {f['no_label']:.2%} | "
@@ -605,7 +601,7 @@ def report(args, result: dict) -> None:
         for row in ("reference", "A", "B", "C"):
             c1, ap = figures[row]["models"][run][:2]
             gap = c1 - t_c1
-            mark = " ✓" if abs(gap) <= TARGET_C1_GAP + 1e-9 else " ✗"
+            mark = tick(abs(gap) <= TARGET_C1_GAP + 1e-9)
             cells.append(
                 f"{c1:.2%} ({gap * 100:+.2f} pt){mark} / {ap:.2%} ({(ap - t_ap) * 100:+.2f})"
             )

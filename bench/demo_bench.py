@@ -5,29 +5,27 @@ Runs against a temporary SQLite database and media root, never the project's own
     .venv/bin/python bench/demo_bench.py [--videos 600] [--workers 2]
 """
 
-import argparse
 import os
-import time
 
-from harness import temporary_django
+from harness import once, parser, temporary_django
 
 TARGET_SECONDS = 120.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=600)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=600)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--workers", type=int, default=2)
+    args = options.parse_args()
 
     with temporary_django() as tmp:
         var = tmp / "var"
         from retrieval.datasets.demo.service import create_demo_dataset, summarize_demo_dataset
 
-        started = time.perf_counter()
-        dataset = create_demo_dataset(n_videos=args.videos, seed=args.seed, workers=args.workers)
-        seconds = time.perf_counter() - started
+        seconds, dataset = once(
+            lambda: create_demo_dataset(n_videos=args.videos, seed=args.seed, workers=args.workers)
+        )
         summary = summarize_demo_dataset(dataset)
         media = var / "media" / "demo" / dataset.name
         megabytes = sum(p.stat().st_size for p in media.iterdir()) / 1e6

@@ -5,10 +5,8 @@ encoding (trained ``--epochs`` first) on a demo world. Run with
 ``.venv/bin/python bench/embed_bench.py``.
 """
 
-import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,18 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from harness import parser
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from retrieval.datasets.demo.render import render_frames, write_webm  # noqa: E402
-from retrieval.datasets.demo.world import build_world  # noqa: E402
-from retrieval.encoders.base import TrainingData, VideoInputs  # noqa: E402
-from retrieval.encoders.features import extract_clips_features, extract_features  # noqa: E402
-from retrieval.encoders.jpose import JPoSEEncoder  # noqa: E402
-from retrieval.encoders.minilm import MiniLMEncoder  # noqa: E402
-from retrieval.encoders.mme import MMEEncoder  # noqa: E402
+from retrieval.datasets.demo.render import render_frames, write_webm
+from retrieval.datasets.demo.world import build_world
+from retrieval.encoders.base import TrainingData, VideoInputs
+from retrieval.encoders.features import extract_clips_features, extract_features
+from retrieval.encoders.jpose import JPoSEEncoder
+from retrieval.encoders.minilm import MiniLMEncoder
+from retrieval.encoders.mme import MMEEncoder
 
 
 def timed(fn: Callable[[], object], repeats: int = 1) -> float:
@@ -89,19 +84,19 @@ def bench_device(device, world, clips, paths, texts, known, args) -> list[tuple]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=200)
-    parser.add_argument("--captions", type=int, default=2000)
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=200)
+    options.add_argument("--captions", type=int, default=2000)
+    options.add_argument(
         "--files", type=int, default=60, help="WebM files decoded for the file rate"
     )
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument(
+    options.add_argument("--epochs", type=int, default=5)
+    options.add_argument("--batch-size", type=int, default=256)
+    options.add_argument(
         "--devices", default="auto", help="'cpu', 'cuda', or 'auto' (cpu + cuda if present)"
     )
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
-    args = parser.parse_args()
+    options.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    args = options.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     devices = ["cpu", "cuda"] if args.devices == "auto" else args.devices.split(",")

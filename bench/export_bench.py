@@ -9,7 +9,6 @@ throw-away file, or with ``--database-url`` a PostgreSQL database kept for later
     .venv/bin/python bench/export_bench.py --pairs 60000 --labels 70000   # SQLite, small
 """
 
-import argparse
 import resource
 import statistics
 import threading
@@ -129,7 +128,7 @@ def discount_some(campaign, count: int) -> None:
     Judgement.objects.filter(pk__in=ids[:count]).update(discounted_at=timezone.now())
 
 
-def prepare(args: argparse.Namespace, fresh: bool):
+def prepare(args, fresh: bool):
     """The bench campaign: built (untimed) when ``fresh``, else the one built before."""
     from annotation.models import Campaign
 

@@ -5,19 +5,18 @@ Normalised float32 embeddings from a Gaussian mixture (``--centres`` around ``--
 ``.venv/bin/python bench/faiss_bench.py``.
 """
 
-import argparse
 import json
 import math
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import faiss
 import numpy as np
 import torch
+from harness import parser, summarised
 
 from retrieval.search.index import as_matrix, build_index, default_nlist, recall_at_k, search
 
@@ -52,7 +51,7 @@ def around(rng: np.random.Generator, n: int, centres: np.ndarray, spread: float)
     return as_matrix(noise)
 
 
-def mixture_centres(args: argparse.Namespace, rng: np.random.Generator) -> np.ndarray | None:
+def mixture_centres(args, rng: np.random.Generator) -> np.ndarray | None:
     """Cluster centres on the unit sphere (grouped under topics if asked), or None if uniform."""
     if args.uniform:
         return None
@@ -93,28 +92,19 @@ def numpy_topk(videos: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     return ids
 
 
-def timed(function: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = function()
-    return time.perf_counter() - start, result
-
-
 def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[str, tuple]:
-    """``(fastest seconds, ids)`` per method, running them round-robin ``repeat`` times.
-
-    Taking the fastest run, and interleaving the methods, keeps a burst of load from other
-    processes from landing on one method only.
-    """
+    """``(fastest seconds, ids)`` per method, run round-robin ``repeat`` times: a burst of
+    load from other processes does not land on one method only."""
     best: dict[str, tuple] = {}
     for _ in range(repeat):
         for name, method in methods.items():
-            seconds, ids = timed(method)
+            seconds, ids = summarised(method, 1)
             if name not in best or seconds < best[name][0]:
                 best[name] = (seconds, ids)
     return best
 
 
-def bench_size(args: argparse.Namespace, n: int, rng: np.random.Generator) -> list[Row]:
+def bench_size(args, n: int, rng: np.random.Generator) -> list[Row]:
     """Time every method on ``n`` videos and ``args.queries`` queries."""
     centres = mixture_centres(args, rng)
     videos = embeddings(rng, n, centres, args.spread, args.dim)
@@ -129,7 +119,7 @@ def bench_size(args: argparse.Namespace, n: int, rng: np.random.Generator) -> li
                 recall_at_k(ids, exact_ids) if rows else 1.0, exact_s / search_s)
         )  # fmt: skip
 
-    build_s, exact = timed(lambda: build_index(videos, "exact"))
+    build_s, exact = summarised(lambda: build_index(videos, "exact"), 1)
     baselines = {
         "faiss exact": lambda: search(exact, queries, k)[1],
         "torch": lambda: torch_topk(videos, queries, k),
@@ -146,8 +136,8 @@ def bench_size(args: argparse.Namespace, n: int, rng: np.random.Generator) -> li
 
     nlists = args.nlists or [default_nlist(n) // divisor for divisor in (1, 2, 4)]
     for nlist in nlists:
-        build_s, ivf = timed(
-            lambda nlist=nlist: build_index(videos, "ivf", nlist=nlist, seed=args.seed)
+        build_s, ivf = summarised(
+            lambda nlist=nlist: build_index(videos, "ivf", nlist=nlist, seed=args.seed), 1
         )
         probes = {
             p: (lambda p=p, i=ivf: search(i, queries, k, nprobe=p)[1])
@@ -187,32 +177,34 @@ def print_table(rows: list[Row], k: int) -> None:
         )
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]):
     def ints(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part]
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=ints, default=[10_000, 100_000], help="video counts")
-    parser.add_argument("--queries", type=int, default=30_000)
-    parser.add_argument("--dim", type=int, default=512)
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--centres", type=int, default=1000, help="mixture components")
-    parser.add_argument("--spread", type=float, default=1.0, help="noise norm around a centre")
-    parser.add_argument("--topics", type=int, default=50, help="group centres (0: flat)")
-    parser.add_argument("--topic-spread", type=float, default=1.0, help="centre noise norm")
-    parser.add_argument("--uniform", action="store_true", help="plain normal vectors")
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--sizes", type=ints, default=[10_000, 100_000], help="video counts")
+    options.add_argument("--queries", type=int, default=30_000)
+    options.add_argument("--dim", type=int, default=512)
+    options.add_argument("--k", type=int, default=10)
+    options.add_argument("--centres", type=int, default=1000, help="mixture components")
+    options.add_argument("--spread", type=float, default=1.0, help="noise norm around a centre")
+    options.add_argument("--topics", type=int, default=50, help="group centres (0: flat)")
+    options.add_argument("--topic-spread", type=float, default=1.0, help="centre noise norm")
+    options.add_argument("--uniform", action="store_true", help="plain normal vectors")
+    options.add_argument(
         "--nlists",
         type=ints,
         default=None,
         help="IVF list counts (default: L, L/2, L/4 for L ~ 4 sqrt(n))",
     )
-    parser.add_argument("--nprobes", type=ints, default=[1, 2, 4, 8])
-    parser.add_argument("--repeat", type=int, default=2, help="runs per method; the fastest counts")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
-    return parser.parse_args(argv)
+    options.add_argument("--nprobes", type=ints, default=[1, 2, 4, 8])
+    options.add_argument(
+        "--repeat", type=int, default=2, help="runs per method; the fastest counts"
+    )
+    options.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
+    return options.parse_args(argv)
 
 
 def main(argv: list[str]) -> None:

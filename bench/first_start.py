@@ -10,7 +10,6 @@ second start that must rebuild nothing. The figure depends on the machine::
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -21,12 +20,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import ROOT, free_port
+from harness import ROOT, free_port, parser, wait_until_up
 
 TARGET_SECONDS = 120.0
 TARGET_SILENCE = 10.0
@@ -108,15 +105,6 @@ def read_output(process: subprocess.Popen, output: Output, log) -> None:
         output.add(pending.decode("utf-8", "replace").rstrip())
 
 
-def answers(url: str) -> bool:
-    """True once ``url`` answers 200 (after redirects)."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
-
-
 def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
     env["PYTHONUNBUFFERED"] = "1"
@@ -144,13 +132,13 @@ def start(clone: Path, port: int, log_path: Path) -> tuple[subprocess.Popen, Out
 
 
 def wait_for_200(process: subprocess.Popen, url: str, timeout: float, began: float) -> float | None:
-    while time.monotonic() - began < timeout:
-        if process.poll() is not None:
-            return None
-        if answers(url):
-            return time.monotonic() - began
-        time.sleep(0.25)
-    return None
+    """Seconds from ``began`` until ``url`` answers 200 (after redirects); None when the
+    process exits first or ``timeout`` seconds from ``began`` pass."""
+    try:
+        wait_until_up(url, [process], timeout - (time.monotonic() - began), any_status=False)
+    except RuntimeError:
+        return None
+    return time.monotonic() - began
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -250,17 +238,17 @@ def report(title: str, seconds: float | None, output: Output, until: float) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", default=str(ROOT), help="Repository to clone (its HEAD).")
-    parser.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
-    parser.add_argument("--timeout", type=float, default=900, help="Give up after this long.")
-    parser.add_argument(
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--repo", default=str(ROOT), help="Repository to clone (its HEAD).")
+    options.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
+    options.add_argument("--timeout", type=float, default=900, help="Give up after this long.")
+    options.add_argument(
         "--wait-jobs", action="store_true", help="Also wait for the deferred jobs to finish."
     )
-    parser.add_argument("--again", action="store_true", help="Time a second `make run` too.")
-    parser.add_argument("--keep", action="store_true", help="Keep the clone (prints where).")
-    parser.add_argument("--dir", help="Clone here instead of a new temporary folder.")
-    args = parser.parse_args(argv)
+    options.add_argument("--again", action="store_true", help="Time a second `make run` too.")
+    options.add_argument("--keep", action="store_true", help="Keep the clone (prints where).")
+    options.add_argument("--dir", help="Clone here instead of a new temporary folder.")
+    args = options.parse_args(argv)
 
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="firepool-first-start-"))
     clone = base / "firepool"

@@ -35,10 +35,13 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def parser(doc: str, database: bool = False, seed: bool = False) -> argparse.ArgumentParser:
-    """The script's options, described by its docstring's first line; ``database`` adds
-    ``--database-url`` and ``seed`` adds ``--seed``."""
-    options = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+def parser(
+    doc: str, database: bool = False, seed: bool = False, paragraph: bool = False
+) -> argparse.ArgumentParser:
+    """The script's options, described by its docstring's first line (first paragraph with
+    ``paragraph``); ``database`` adds ``--database-url`` and ``seed`` adds ``--seed``."""
+    first = doc.split("\n\n")[0] if paragraph else doc.strip().splitlines()[0]
+    options = argparse.ArgumentParser(description=first)
     if database:
         options.add_argument(
             "--database-url",
@@ -52,13 +55,19 @@ def parser(doc: str, database: bool = False, seed: bool = False) -> argparse.Arg
 # -- timing -------------------------------------------------------------------------------
 
 
+def once(work: Callable[[], object]) -> tuple[float, object]:
+    """Seconds of one call of ``work``, and what it returned."""
+    began = time.perf_counter()
+    result = work()
+    return time.perf_counter() - began, result
+
+
 def timed(work: Callable[[], object], repeats: int) -> tuple[list[float], object]:
     """Seconds of each of ``repeats`` calls of ``work``, and what the last returned."""
     times, result = [], None
     for _ in range(repeats):
-        began = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - began)
+        seconds, result = once(work)
+        times.append(seconds)
     return times, result
 
 
@@ -133,7 +142,8 @@ def wait_until_up(
             if any_status:
                 return  # 403 for an anonymous client: it answers
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     raise RuntimeError(f"no answer from {url} within {timeout:.0f} s")
 
 
@@ -177,37 +187,35 @@ def stop_groups(processes: Sequence, timeout: float = 30.0) -> None:
 def temporary_django(
     database_url: str | None = None, template: Path | None = None
 ) -> Iterator[Path]:
-    """Set up Django on a fresh temporary var dir (SQLite unless ``database_url``), migrated.
-
-    ``template``: a var dir saved by :func:`save_var` to start from (a world built earlier).
-    Yields the temporary directory; everything in it is removed afterwards.
-    """
+    """Django on a fresh temporary var dir (SQLite unless ``database_url``; copied from
+    ``template``, a :func:`save_var` of a world built earlier), migrated; yields the temporary
+    directory, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="firepool-bench-") as tmp:
         var = Path(tmp) / "var"
         if template is not None:
             shutil.copytree(template, var)
         else:
             var.mkdir()
-        os.environ["FIREPOOL_VAR_DIR"] = str(var)
-        os.environ["DATABASE_URL"] = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        setup_django()
+        database_url = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
+        setup_django({"FIREPOOL_VAR_DIR": str(var), "DATABASE_URL": database_url})
         yield Path(tmp)
 
 
-def setup_django(environment: dict[str, str] | None = None) -> float:
-    """Django set up on ``environment`` (added to this process's), migrated; seconds the
-    migrations took."""
+def django_ready(environment: dict[str, str] | None = None) -> None:
+    """Django set up on ``environment`` (added to this process's); its database untouched."""
     os.environ.update(environment or {})
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()
+
+
+def setup_django(environment: dict[str, str] | None = None) -> float:
+    """:func:`django_ready`, migrated; seconds the migrations took."""
+    django_ready(environment)
     from django.core.management import call_command
 
-    began = time.perf_counter()
-    call_command("migrate", verbosity=0)
-    return time.perf_counter() - began
+    return once(lambda: call_command("migrate", verbosity=0))[0]
 
 
 def save_var(tmp: Path, target: Path) -> None:

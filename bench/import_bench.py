@@ -5,13 +5,11 @@ Runs against a fresh temporary SQLite database and media root, never the project
     .venv/bin/python bench/import_bench.py [--videos 20000] [--captions-per-video 10]
 """
 
-import argparse
 import json
 import random
-import time
 from pathlib import Path
 
-from harness import temporary_django
+from harness import once, parser, temporary_django
 
 TARGET_SECONDS = 60.0
 VOCABULARY = (
@@ -37,18 +35,17 @@ def write_captions(path: Path, videos: int, per_video: int, seed: int = 0) -> in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=20_000)
-    parser.add_argument("--captions-per-video", type=int, default=10)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=20_000)
+    options.add_argument("--captions-per-video", type=int, default=10)
+    args = options.parse_args()
 
     with temporary_django() as tmp:
         from retrieval.datasets.importing import import_dataset
 
         captions = tmp / "captions.jsonl"
-        began = time.perf_counter()
-        total = write_captions(captions, args.videos, args.captions_per_video)
-        print(f"generated {total:,} captions in {time.perf_counter() - began:.1f} s")
+        took, total = once(lambda: write_captions(captions, args.videos, args.captions_per_video))
+        print(f"generated {total:,} captions in {took:.1f} s")
 
         summary = import_dataset("bench", "jsonl", captions)
         rate = summary.captions / summary.seconds

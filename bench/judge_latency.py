@@ -10,7 +10,6 @@ delay). Anchor: Label Studio users still ask for preloading (HumanSignal/label-s
         [--delays 0,500] [--delayed-pairs 30]
 """
 
-import argparse
 import contextlib
 import os
 import sys
@@ -20,7 +19,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from harness import free_port, machine, start_group, stop_groups, temporary_django, wait_until_up
+from harness import (
+    free_port,
+    machine,
+    parser,
+    start_group,
+    stop_groups,
+    temporary_django,
+    wait_until_up,
+)
 
 from tests.browser_support import CHROMIUM, RECORD_SHOWN, launch, login
 
@@ -115,24 +122,24 @@ def summary(values) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=60, help="advances measured with preloading")
-    parser.add_argument("--cold-pairs", type=int, default=30, help="advances without preloading")
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--pairs", type=int, default=60, help="advances measured with preloading")
+    options.add_argument("--cold-pairs", type=int, default=30, help="advances without preloading")
+    options.add_argument(
         "--dwell", type=int, default=1200, help="ms spent on each pair (>= 1000: see above)"
     )
-    parser.add_argument(
+    options.add_argument(
         "--delays", default="0,500", help="ms each answer is held back, comma-separated"
     )
-    parser.add_argument(
+    options.add_argument(
         "--delayed-pairs", type=int, default=30, help="advances measured per delay above 0"
     )
-    parser.add_argument("--videos", type=int, default=200, help="clips in the demo world")
-    parser.add_argument("--depth", type=int, default=5)
-    parser.add_argument(
+    options.add_argument("--videos", type=int, default=200, help="clips in the demo world")
+    options.add_argument("--depth", type=int, default=5)
+    options.add_argument(
         "--roles", choices=["on", "off"], default="on", help="caption role spans on the page"
     )
-    args = parser.parse_args()
+    args = options.parse_args()
     delays = [int(value) for value in args.delays.split(",") if value.strip()]
     if not os.path.exists(CHROMIUM):
         sys.exit(f"{CHROMIUM} not found: install Debian's chromium to run this benchmark")

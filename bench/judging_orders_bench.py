@@ -7,13 +7,12 @@ and the times of an order and an update. Run with
 ``.venv/bin/python bench/judging_orders_bench.py``.
 """
 
-import argparse
 import os
 import statistics
 import time
 
 import numpy as np
-from harness import timed
+from harness import once, parser, timed
 
 from annotation.campaigns.pooling import pool
 from annotation.ordering.orders import STRATEGIES, full_order, make_order
@@ -38,11 +37,9 @@ TARGETS = {
 def synthetic_world(
     queries: int = MSVD_QUERIES, relevant_rate: float = 0.036, seed: int = 0
 ) -> World:
-    """Three correlated depth-10 runs over ``queries`` queries and their complete labels.
-
-    Each query's relevant rate is drawn from a Beta around ``relevant_rate`` (queries differ,
-    as in FIRE §3.2); candidate 0 is the query's own video.
-    """
+    """Three correlated depth-10 runs over ``queries`` queries and their complete labels: each
+    query's relevant rate a Beta draw around ``relevant_rate`` (queries differ, as in FIRE
+    §3.2); candidate 0 is the query's own video."""
     rng = np.random.default_rng(seed)
     rate = rng.beta(0.6, 0.6 / relevant_rate - 0.6, size=(queries, 1))
     relevant = rng.random((queries, CANDIDATES)) < rate
@@ -115,7 +112,7 @@ def coverage(world: World, strategy: str, budget: float, seeds: int, sample: int
     }
 
 
-def report(world: World, title: str, args: argparse.Namespace) -> None:
+def report(world: World, title: str, args) -> None:
     """Print every measurement of the issue for one world."""
     queries = world.layout.pair_of.shape[0]
     print(
@@ -209,26 +206,24 @@ def demo_world(videos: int) -> World:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=MSVD_QUERIES)
-    parser.add_argument("--coverage-seeds", type=int, default=100)
-    parser.add_argument("--sample", type=int, default=2000, help="pairs judged for the estimate")
-    parser.add_argument("--budget", type=float, default=0.2)
-    parser.add_argument("--demo-videos", type=int, default=0, help="also a demo world this big")
-    args = parser.parse_args()
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--queries", type=int, default=MSVD_QUERIES)
+    options.add_argument("--coverage-seeds", type=int, default=100)
+    options.add_argument("--sample", type=int, default=2000, help="pairs judged for the estimate")
+    options.add_argument("--budget", type=float, default=0.2)
+    options.add_argument("--demo-videos", type=int, default=0, help="also a demo world this big")
+    args = options.parse_args()
 
     print(f"machine: {os.cpu_count()} cores")
-    started = time.perf_counter()
-    world = synthetic_world(args.queries)
-    print(f"synthetic world built in {time.perf_counter() - started:.1f} s")
+    took, world = once(lambda: synthetic_world(args.queries))
+    print(f"synthetic world built in {took:.1f} s")
     report(world, "synthetic MSVD-scale replay", args)
     if args.demo_videos:
         from harness import temporary_django
 
         with temporary_django():
-            started = time.perf_counter()
-            world = demo_world(args.demo_videos)
-            print(f"\ndemo world built in {time.perf_counter() - started:.0f} s")
+            took, world = once(lambda: demo_world(args.demo_videos))
+            print(f"\ndemo world built in {took:.0f} s")
             report(world, f"demo world, {args.demo_videos} videos, four models", args)
 
 

@@ -8,12 +8,10 @@ Best of ``--repeats``: the demo campaign's four models plus an unpooled run thro
     .venv/bin/python bench/leaderboard_bench.py [--videos 600] [--queries 1000] [--skip-demo]
 """
 
-import argparse
 import time
 
 import numpy as np
-from analysis_bench import best_of
-from harness import machine, temporary_django
+from harness import machine, parser, summarised, temporary_django
 
 VIDEOS = 1_000
 DEPTH = 10
@@ -54,7 +52,7 @@ def bench_synthetic(args) -> None:
             result, dataset="synthetic", label_set="pooled", pooled_runs=list(pooled)
         )
 
-    seconds, board = best_of(args.repeats, build)
+    seconds, board = summarised(build, args.repeats)
     print(
         f"| synthetic: {args.queries:,} queries x 4 runs @ {DEPTH} (3 pooled), "
         f"{board.resamples:,} resamples, {board.permutations:,} sign flips | {seconds:.2f} s |"
@@ -81,7 +79,7 @@ def bench_demo(args) -> None:
         dataset = Dataset.objects.get(name="demo")
         random_run(dataset, "unpooled-random", 7)
         label_set = dataset.label_sets.get()
-        seconds, board = best_of(args.repeats, lambda: build_leaderboard(dataset, label_set))
+        seconds, board = summarised(lambda: build_leaderboard(dataset, label_set), args.repeats)
         print(
             f"| demo world ({args.videos} videos, {board.queries:,} queries): "
             f"{len(board.rows)} runs ({len(board.bias_runs)} pooled) | {seconds:.2f} s |"
@@ -93,13 +91,13 @@ def bench_demo(args) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=600)
-    parser.add_argument("--queries", type=int, default=1_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--skip-demo", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=600)
+    options.add_argument("--queries", type=int, default=1_000)
+    options.add_argument("--repeats", type=int, default=3)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--skip-demo", action="store_true")
+    args = options.parse_args()
     print(f"Machine: {machine()}\n")
     print("| what | leaderboard build |\n|------|------|")
     bench_synthetic(args)

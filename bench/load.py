@@ -17,7 +17,6 @@ past 10,000 (HumanSignal/label-studio #9637); doccano freezes with 5-6 users
         [--viewers 100 --media-server nginx]
 """
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -42,6 +41,7 @@ from harness import (
     drop_database,
     free_port,
     log,
+    parser,
     percentiles,
     postgres_database,
     setup_django,
@@ -86,30 +86,18 @@ def server_environment(database_url: str, prepared: bool, debug: bool) -> dict[s
 def build_world(args, annotators: int) -> tuple[int, int, list[tuple[int, str]]]:
     """One active campaign of ``--pairs`` pairs, ``annotators`` accounts with live sessions and
     200 gold pairs if asked; (campaign id, pairs, [(user id, session key)])."""
-    from django.db import connection, transaction
+    from django.db import connection
 
-    from retrieval.models import Dataset
-
-    n_queries = max(1, args.pairs // DEPTH)
-    n_videos = max(200, args.pairs // 30)
-    with transaction.atomic():
-        media = world.media(
-            Dataset.objects.create(name="load", source_format="jsonl"),
-            n_videos,
-            np.arange(n_queries) % n_videos,
-            [f"a person slices vegetable {q} in a small kitchen" for q in range(n_queries)],
-            video_key="v{:06d}",
-            caption_key="c{:06d}",
-            videos={"url": [f"https://example.org/v/{i}.mp4" for i in range(n_videos)]},
-        )
-        campaign, pair_pks = world.synthetic_campaign(
-            media,
-            DEPTH,
-            lease_seconds=args.lease_seconds,
-            judging_order=args.judging_order,
-            label_policy=args.policy,
-            confidence=getattr(args, "confidence", 0.95),
-        )
+    campaign, pair_pks = world.kitchen_campaign(
+        "load",
+        args.pairs,
+        DEPTH,
+        urls=True,
+        lease_seconds=args.lease_seconds,
+        judging_order=args.judging_order,
+        label_policy=args.policy,
+        confidence=getattr(args, "confidence", 0.95),
+    )
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     user_pks = world.annotators([f"load{i:04d}" for i in range(annotators)], "pw-load-annotator")
@@ -445,11 +433,9 @@ async def loop_lag(end: float, lags: list[float]) -> None:
 
 
 async def crash_and_restart(server: Server, record: Record, at: float) -> float:
-    """SIGKILL gunicorn at ``at`` and start it again; seconds until a request succeeds again.
-
-    The kill waits (up to 10 s) for a moment when several submits are unanswered, so that
-    some die queued, inside their transaction or with their answer on the way.
-    """
+    """SIGKILL gunicorn at ``at``, once (within 10 s) several submits are unanswered so some
+    die queued, in their transaction or answering, and start it again; seconds until a request
+    succeeds again."""
     await asyncio.sleep(max(0.0, at - time.monotonic()))
     while record.submitting < CRASH_IN_FLIGHT and time.monotonic() < at + 10:
         await asyncio.sleep(0.001)
@@ -794,42 +780,42 @@ def refit_jobs() -> dict[str, object]:
     }
 
 
-def options() -> argparse.Namespace:
+def arguments():
     """The options of the annotators, their campaign, the server, its workers and viewers."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--annotators", type=int, default=100)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--pairs", type=int, default=600_000)
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--annotators", type=int, default=100)
+    options.add_argument("--seconds", type=float, default=60.0)
+    options.add_argument("--pairs", type=int, default=600_000)
+    options.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    options.add_argument(
         "--threads", type=int, default=1, help="threads per worker (over 1: gthread, keep-alive)"
     )
-    parser.add_argument(
+    options.add_argument(
         "--think-ms",
         type=float,
         default=5000.0,
         help="mean time an annotator looks at a pair (uniform over 0.5x-1.5x)",
     )
-    parser.add_argument("--lease-seconds", type=int, default=300)
-    parser.add_argument(
+    options.add_argument("--lease-seconds", type=int, default=300)
+    options.add_argument(
         "--standing-seconds",
         type=float,
         default=12.0,
         help="seconds without an answer after which an annotator asks GET standing/, as the "
         "judging page does (0: never)",
     )
-    parser.add_argument(
+    options.add_argument(
         "--no-prepared",
         dest="prepared",
         action="store_false",
         help="client-side parameter binding (DATABASE_PREPARED=0) instead of prepared statements",
     )
-    parser.add_argument(
+    options.add_argument(
         "--judging-order",
         default="depth",
         help="the campaign's judging order (depth, maxmean, metric-first, mtf, ...)",
     )
-    parser.add_argument(
+    options.add_argument(
         "--two-requests",
         dest="one_request",
         action="store_false",
@@ -837,73 +823,68 @@ def options() -> argparse.Namespace:
         "task each submit answers with (one request per judgement, as the judging page does; "
         "the default)",
     )
-    parser.add_argument(
+    options.add_argument(
         "--one-request", action="store_true", help="the default (kept for older scripts)"
     )
-    parser.add_argument(
+    options.add_argument(
         "--gold-rate",
         type=float,
         default=0.0,
         help="share of tasks that are gold pairs (200 gold pairs are made; 0: none)",
     )
-    parser.add_argument(
+    options.add_argument(
         "--qualified",
         action="store_true",
         help="the campaign requires qualification, and every annotator has passed it",
     )
-    parser.add_argument(
+    options.add_argument(
         "--policy",
         choices=["fire", "adaptive"],
         default="fire",
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
-    _server_options(parser)
-    return parser.parse_args()
-
-
-def _server_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the server's job workers, the video viewers and the run itself."""
-    parser.add_argument(
+    options.add_argument(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
         default="nice",
         help="the job workers' CPU priority beside gunicorn (the README's: nice)",
     )
-    parser.add_argument(
+    options.add_argument(
         "--worker-interval",
         type=float,
         default=1.0,
         help="seconds an idle job worker waits before looking at its queue again",
     )
-    parser.add_argument(
+    options.add_argument(
         "--no-job-workers",
         action="store_true",
         help="start no job worker (nothing computes the figures: an isolation, not a deployment)",
     )
-    parser.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
-    parser.add_argument(
+    options.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
+    options.add_argument(
         "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
     )
-    parser.add_argument(
+    options.add_argument(
         "--media-server",
         choices=["django", "nginx"],
         default="django",
         help="who sends the videos: gunicorn, or nginx in front of it (deploy/nginx/firepool.conf)",
     )
-    parser.add_argument("--clips", type=int, default=4, help="distinct 1080p video files")
-    parser.add_argument("--clip-seconds", type=float, default=30.0, help="length of each clip")
-    parser.add_argument(
+    options.add_argument("--clips", type=int, default=4, help="distinct 1080p video files")
+    options.add_argument("--clip-seconds", type=float, default=30.0, help="length of each clip")
+    options.add_argument(
         "--watch-seconds", type=float, default=5.0, help="mean time a viewer reads one range"
     )
-    parser.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
-    parser.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
-    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
-    parser.add_argument(
+    options.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
+    options.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
+    options.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    options.add_argument(
         "--watch-locks",
         action="store_true",
         help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
     )
+    return options.parse_args()
 
 
 @dataclass
@@ -1015,7 +996,7 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
     return run, freshness
 
 
-def diagnose(args, run: "Run", every: list[float]) -> None:
+def diagnose(args, run: "Run") -> None:
     """The diagnostics on stderr: latencies by kind, statuses, the client's lag, slow
     requests over time and CPU per request."""
     record, cpu = run.record, run.cpu
@@ -1032,7 +1013,7 @@ def diagnose(args, run: "Run", every: list[float]) -> None:
         f"requests over {TARGET_P99_MS:.0f} ms by second of the run: "
         + ", ".join(f"{second}s: {n}" for second, n in sorted(buckets.items()))
     )
-    per_request = 1000.0 / max(1, len(every))
+    per_request = 1000.0 / max(1, len(record.finished))
     if args.crash:
         log("CPU of the killed server processes is lost: per-request CPU not counted")
     else:
@@ -1058,7 +1039,7 @@ def diagnose(args, run: "Run", every: list[float]) -> None:
 def figures(args, run: "Run", pairs: int, checks: dict, extra: dict) -> dict[str, object]:
     """The run's figures: the JSON object of stdout's last line."""
     record = run.record
-    every = [ms for values in record.latencies.values() for ms in values]
+    every = [ms for _, ms in record.finished]
     p50, p95, p99 = percentiles(every)
     result: dict[str, object] = {
         "annotators": args.annotators,
@@ -1122,7 +1103,7 @@ def figures(args, run: "Run", pairs: int, checks: dict, extra: dict) -> dict[str
 
 
 def main() -> None:
-    args = options()
+    args = arguments()
     setup = set_up(args)
     run, freshness = serve_and_run(args, setup)
     log(f"load average after the run: {os.getloadavg()[0]:.2f}")
@@ -1131,7 +1112,7 @@ def main() -> None:
     refits = refit_jobs() if args.policy == "adaptive" else {}
     if not args.keep:
         drop_database(setup.database_url)
-    diagnose(args, run, [ms for values in run.record.latencies.values() for ms in values])
+    diagnose(args, run)
     result = figures(args, run, setup.pairs, checks, {**refits, **freshness})
     log(
         f"targets: p99 <= {TARGET_P99_MS:.0f} ms, lost 0, duplicated 0, the campaign's figures "

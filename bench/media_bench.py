@@ -12,7 +12,6 @@ of MSVD and an hour of EPIC-KITCHENS at the measured rates::
     .venv/bin/python bench/media_bench.py --first-frame [--tasks 6] [--dwell 1200]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -22,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import harness  # noqa: F401 - puts the project on sys.path
+import harness
 import numpy as np
 
 from retrieval.media.probe import CopySettings, probe
@@ -327,7 +326,7 @@ def first_frame(tasks: int, seconds: float, dwell: int, sources: str | None) -> 
         first_frame_table(videos, rows, shown)
         segment = rows["epic-segment"]["bytes"]
         whole = recording.stat().st_size
-        length = probe_seconds(recording)
+        length = probe(recording).duration
         print(f"5 s segment of the 1080p50 recording: {np.mean(segment) / 1e6:.2f} MB mean, "
               f"{max(segment) / 1e6:.2f} MB max fetched per task (n={len(segment)}); the whole "
               f"recording ({length:.0f} s) is {whole / 1e6:.1f} MB, "
@@ -508,32 +507,26 @@ def copy_cost() -> None:
               f"{video_s * per_second / 1e6:.0f} MB of clips")  # fmt: skip
 
 
-def probe_seconds(path: Path) -> float:
-    from retrieval.media.probe import probe
-
-    return probe(path).duration
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", action="store_true", help="browser copies vs ffmpeg")
-    parser.add_argument(
+    options = harness.parser(__doc__)
+    options.add_argument("--copies", action="store_true", help="browser copies vs ffmpeg")
+    options.add_argument(
         "--first-frame", action="store_true", help="first frame in Chromium per format, bytes, cost"
     )
-    parser.add_argument("--seconds", type=float, default=4.0, help="seconds per source")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--tasks", type=int, default=6, help="--first-frame: tasks per format")
-    parser.add_argument("--dwell", type=int, default=1200, help="--first-frame: ms per task")
-    parser.add_argument(
+    options.add_argument("--seconds", type=float, default=4.0, help="seconds per source")
+    options.add_argument("--repeat", type=int, default=3)
+    options.add_argument("--tasks", type=int, default=6, help="--first-frame: tasks per format")
+    options.add_argument("--dwell", type=int, default=1200, help="--first-frame: ms per task")
+    options.add_argument(
         "--sources", help="--first-frame: a folder to keep the sources in and reuse them from"
     )
-    options = parser.parse_args()
-    if options.copies:
-        copies(options.seconds, options.repeat)
-    if options.first_frame:
-        first_frame(options.tasks, min(options.seconds, 3.0), options.dwell, options.sources)
-    if not (options.copies or options.first_frame):
-        parser.error("choose a part: --copies and/or --first-frame")
+    args = options.parse_args()
+    if args.copies:
+        copies(args.seconds, args.repeat)
+    if args.first_frame:
+        first_frame(args.tasks, min(args.seconds, 3.0), args.dwell, args.sources)
+    if not (args.copies or args.first_frame):
+        options.error("choose a part: --copies and/or --first-frame")
 
 
 if __name__ == "__main__":

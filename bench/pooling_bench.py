@@ -5,12 +5,11 @@ trectools' ``make_pool(strategy="topX")`` (optional) on the first 1,000 and 5,00
 with ``.venv/bin/python bench/pooling_bench.py``.
 """
 
-import argparse
 import statistics
 import time
 
 import numpy as np
-from harness import summarised
+from harness import parser, summarised
 
 from annotation.campaigns.pooling import pool
 from retrieval.search.runs import RankedLists
@@ -71,15 +70,15 @@ def trectools_runs(runs: list[RankedLists], depth: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=27_763)
-    parser.add_argument("--videos", type=int, default=1_000_000)
-    parser.add_argument("--candidates", type=int, default=24)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--depth", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--trectools-queries", type=int, nargs="*", default=[1000, 5000])
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--queries", type=int, default=27_763)
+    options.add_argument("--videos", type=int, default=1_000_000)
+    options.add_argument("--candidates", type=int, default=24)
+    options.add_argument("--runs", type=int, default=3)
+    options.add_argument("--depth", type=int, default=10)
+    options.add_argument("--repeats", type=int, default=5)
+    options.add_argument("--trectools-queries", type=int, nargs="*", default=[1000, 5000])
+    args = options.parse_args()
 
     deep = synthetic_runs(args.queries, args.videos, args.candidates, args.runs, 2 * args.depth, 0)
     shallow = [run.truncated(args.depth) for run in deep]

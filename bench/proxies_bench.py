@@ -7,13 +7,11 @@ Python loop over ``--loop-pairs`` pairs, extrapolated, and checked against ours:
     .venv/bin/python bench/proxies_bench.py [--captions 10000] [--loop-pairs 200000]
 """
 
-import argparse
 import json
-import os
 import time
 
 import numpy as np
-from harness import machine
+from harness import django_ready, machine, once, parser
 from meteor_bench import caption
 
 TARGET_S = 30.0
@@ -25,16 +23,13 @@ def iou(a: frozenset, b: frozenset) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--captions", type=int, default=10_000)
-    parser.add_argument("--loop-pairs", type=int, default=200_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--captions", type=int, default=10_000)
+    options.add_argument("--loop-pairs", type=int, default=200_000)
+    options.add_argument("--seed", type=int, default=0)
+    args = options.parse_args()
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()  # puts the project's WordNet on NLTK's path
+    django_ready()  # puts the project's WordNet on NLTK's path
     from retrieval.encoders.text import load_spacy
     from retrieval.proxies.captions import parse_captions
     from retrieval.proxies.relevance import caption_set_matrix, set_proxy_sets
@@ -49,9 +44,7 @@ def main() -> None:
     wordnet.ensure_loaded()
     wordnet.synsets("dog")
     wordnet_s = time.perf_counter() - start
-    start = time.perf_counter()
-    terms = parse_captions(texts)
-    parse_s = time.perf_counter() - start
+    parse_s, terms = once(lambda: parse_captions(texts))
 
     n = args.captions
     rows = rng.integers(0, n, args.loop_pairs)

@@ -6,23 +6,22 @@ ends with the annotator's next ``assign``) and one plain ``assign`` (a page relo
     .venv/bin/python bench/queue_bench.py [--pairs 20000] [--submits 2000] [--annotators 5]
 """
 
-import argparse
 import statistics
 import time
 import uuid
 
-from harness import machine, temporary_django
+from harness import machine, parser, temporary_django
 
 DEPTH = 9
 """Pairs per caption: the shared test campaign ranks nine videos per caption."""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=20_000)
-    parser.add_argument("--submits", type=int, default=2_000)
-    parser.add_argument("--annotators", type=int, default=5)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--pairs", type=int, default=20_000)
+    options.add_argument("--submits", type=int, default=2_000)
+    options.add_argument("--annotators", type=int, default=5)
+    args = options.parse_args()
     with temporary_django():
         from django.contrib.auth import get_user_model
 

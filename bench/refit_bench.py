@@ -6,21 +6,20 @@ after 5,000 more labels; anchor: one ``bincount`` of the labels::
     .venv/bin/python bench/refit_bench.py [--pairs 552880] [--labels 680000]
 """
 
-import argparse
 import time
 
 import numpy as np
-from harness import machine
+from harness import machine, once, parser
 
 from annotation.policy import confusion
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=552_880)
-    parser.add_argument("--labels", type=int, default=680_000)
-    parser.add_argument("--annotators", type=int, default=100)
-    args = parser.parse_args()
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--pairs", type=int, default=552_880)
+    options.add_argument("--labels", type=int, default=680_000)
+    options.add_argument("--annotators", type=int, default=100)
+    args = options.parse_args()
     rng = np.random.default_rng(0)
     pairs, labels, annotators = args.pairs, args.labels, args.annotators
     truth = rng.random(pairs) < 0.07
@@ -30,12 +29,10 @@ def main() -> None:
     accuracy[int(0.9 * annotators) :] = 0.5
     said = np.where(rng.random(item.size) < accuracy[who], truth[item], ~truth[item]).astype(int)
     strata = rng.integers(0, 80, pairs)
-    started = time.perf_counter()
-    np.bincount(item, weights=said, minlength=pairs)
-    anchor = time.perf_counter() - started
-    started = time.perf_counter()
-    cold = confusion.fit(item, who, said, pairs, annotators, strata=strata)
-    cold_seconds = time.perf_counter() - started
+    anchor = once(lambda: np.bincount(item, weights=said, minlength=pairs))[0]
+    cold_seconds, cold = once(
+        lambda: confusion.fit(item, who, said, pairs, annotators, strata=strata)
+    )
     more = 5_000
     item = np.concatenate([item, rng.integers(0, pairs, more)])
     who = np.concatenate([who, rng.integers(0, annotators, more)])

@@ -7,7 +7,6 @@ with ``--profile``, cProfile's top functions::
     .venv/bin/python bench/request_profile.py [--pairs 60000] [--judgements 400] [--profile]
 """
 
-import argparse
 import cProfile
 import io
 import json
@@ -18,30 +17,30 @@ from collections import Counter
 from pathlib import Path
 
 import load
-from harness import drop_database, log, postgres_database, setup_django
+from harness import drop_database, log, parser, postgres_database, setup_django
 
 
-def options() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=60_000)
-    parser.add_argument("--annotators", type=int, default=4)
-    parser.add_argument("--judgements", type=int, default=400)
-    parser.add_argument("--judging-order", default="maxmean")
-    parser.add_argument("--gold-rate", type=float, default=0.0, help="as bench/load.py's")
-    parser.add_argument("--qualified", action="store_true", help="as bench/load.py's")
-    parser.add_argument("--policy", default="fire", choices=["fire", "adaptive"])
-    parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
-    parser.add_argument("--sort", default="cumulative", help="cProfile's sort key")
-    parser.add_argument("--only", help="print only functions whose path matches this regex")
-    parser.add_argument("--sql", action="store_true", help="print one request's statements")
-    parser.add_argument(
+def arguments():
+    options = parser(__doc__)
+    options.add_argument("--pairs", type=int, default=60_000)
+    options.add_argument("--annotators", type=int, default=4)
+    options.add_argument("--judgements", type=int, default=400)
+    options.add_argument("--judging-order", default="maxmean")
+    options.add_argument("--gold-rate", type=float, default=0.0, help="as bench/load.py's")
+    options.add_argument("--qualified", action="store_true", help="as bench/load.py's")
+    options.add_argument("--policy", default="fire", choices=["fire", "adaptive"])
+    options.add_argument("--profile", action="store_true", help="print cProfile's top functions")
+    options.add_argument("--sort", default="cumulative", help="cProfile's sort key")
+    options.add_argument("--only", help="print only functions whose path matches this regex")
+    options.add_argument("--sql", action="store_true", help="print one request's statements")
+    options.add_argument(
         "--by-package", action="store_true", help="with --profile: own CPU summed per package"
     )
-    parser.add_argument("--no-prepared", dest="prepared", action="store_false")
-    parser.add_argument(
+    options.add_argument("--no-prepared", dest="prepared", action="store_false")
+    options.add_argument(
         "--sql-gold", action="store_true", help="print the statements of the first gold request"
     )
-    args = parser.parse_args()
+    args = options.parse_args()
     args.lease_seconds = 300
     return args
 
@@ -174,7 +173,7 @@ def measure(args, judging: Judging) -> tuple[dict, list, cProfile.Profile | None
 
 
 def main() -> None:
-    args = options()
+    args = arguments()
     url = postgres_database(load.DB_NAME)
     setup_django(load.server_environment(url, args.prepared, debug=False))
     campaign_id, pairs, sessions = load.build_world(args, args.annotators)

@@ -6,11 +6,7 @@ frames (exact span match, per role and style); ``--errors`` lists the mismatches
     .venv/bin/python bench/roles_accuracy.py [--errors]
 """
 
-import argparse
-import os
-import time
-
-from harness import machine
+from harness import django_ready, machine, once, parser
 
 
 def table(title: str, captions: dict) -> None:
@@ -29,13 +25,10 @@ def table(title: str, captions: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--errors", action="store_true", help="Print each mismatched caption.")
-    args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
+    options = parser(__doc__)
+    options.add_argument("--errors", action="store_true", help="Print each mismatched caption.")
+    args = options.parse_args()
+    django_ready()
     from django.conf import settings
 
     from retrieval.datasets.roles import frames, role_graphs
@@ -49,9 +42,7 @@ def main() -> None:
     )
 
     load_spacy()
-    start = time.perf_counter()
-    graphs = role_graphs(list(LABELLED), nlp=load_spacy())
-    elapsed = time.perf_counter() - start
+    elapsed, graphs = once(lambda: role_graphs(list(LABELLED), nlp=load_spacy()))
     print(f"machine: {machine()}; spaCy pipeline {settings.FIREPOOL_SPACY_MODEL}")
     print(f"parse + rules: {len(LABELLED)} captions in {elapsed * 1000:.0f} ms")
     table("all", LABELLED)

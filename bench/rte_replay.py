@@ -8,13 +8,12 @@ point of Dawid-Skene on all labels with at most 50% of them::
     .venv/bin/python bench/rte_replay.py [--seeds 10] [--crowd ../shared/data/crowd-rte]
 """
 
-import argparse
 import csv
 import time
 from pathlib import Path
 
 import numpy as np
-from harness import ROOT, machine
+from harness import ROOT, machine, parser
 
 TARGET_GAP = 0.005
 TARGET_SHARE = 0.5
@@ -44,10 +43,10 @@ def read_crowd(folder: Path):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--crowd", type=Path, default=ROOT.parent / "shared/data/crowd-rte")
-    args = parser.parse_args()
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--seeds", type=int, default=10)
+    options.add_argument("--crowd", type=Path, default=ROOT.parent / "shared/data/crowd-rte")
+    args = options.parse_args()
     from annotation.policy import rules as policy
     from annotation.simulation.crowd_service import summarise
 

@@ -13,7 +13,6 @@ the median time, first byte, peak RSS rise and status beside the targets, with a
         --queries 1500 --videos 100 --annotators 20    # a small build, to try it
 """
 
-import argparse
 import contextlib
 import gc
 import json
@@ -41,6 +40,7 @@ from harness import (
     database_url,
     log,
     machine,
+    parser,
     postgres_server,
     setup_django,
 )
@@ -800,38 +800,38 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def options() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url", help="a PostgreSQL server (default: DATABASE_URL)")
-    parser.add_argument("--db-name", default="firepool_scale", help="the dedicated database")
-    parser.add_argument("--var", type=Path, help="var dir (default /tmp/firepool-scale-var/DB)")
-    parser.add_argument("--rebuild", action="store_true", help="drop the database, build again")
-    parser.add_argument("--queries", type=int, default=27_763)
-    parser.add_argument("--videos", type=int, default=670)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--depth", type=int, default=10)
-    parser.add_argument("--annotators", type=int, default=100)
-    parser.add_argument(
+def arguments():
+    options = parser(__doc__)
+    options.add_argument("--database-url", help="a PostgreSQL server (default: DATABASE_URL)")
+    options.add_argument("--db-name", default="firepool_scale", help="the dedicated database")
+    options.add_argument("--var", type=Path, help="var dir (default /tmp/firepool-scale-var/DB)")
+    options.add_argument("--rebuild", action="store_true", help="drop the database, build again")
+    options.add_argument("--queries", type=int, default=27_763)
+    options.add_argument("--videos", type=int, default=670)
+    options.add_argument("--runs", type=int, default=3)
+    options.add_argument("--depth", type=int, default=10)
+    options.add_argument("--annotators", type=int, default=100)
+    options.add_argument(
         "--labels",
         type=int,
         help=f"live labels in all (default: pairs x {FIRE_LABELS:,}/{FIRE_PAIRS:,})",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument(
         "--proxies", default="all", help="proxies to cache: all, none or a list (bow,pos,syn,met)"
     )
-    parser.add_argument("--workers", type=int, default=0, help="METEOR processes (0: per core)")
-    parser.add_argument("--repeats", type=int, default=3, help="requests per URL (median)")
-    parser.add_argument("--only", help="time only URLs whose name or path contains this")
-    parser.add_argument("--request-timeout", type=int, default=900, help="seconds per request")
-    parser.add_argument("--json", type=Path, help="write the rows here")
-    parser.add_argument(
+    options.add_argument("--workers", type=int, default=0, help="METEOR processes (0: per core)")
+    options.add_argument("--repeats", type=int, default=3, help="requests per URL (median)")
+    options.add_argument("--only", help="time only URLs whose name or path contains this")
+    options.add_argument("--request-timeout", type=int, default=900, help="seconds per request")
+    options.add_argument("--json", type=Path, help="write the rows here")
+    options.add_argument(
         "--figures",
         choices=["jobs", "forget", "keep"],
         default="jobs",
         help="stored figures before timing: computed by their jobs, dropped, or kept",
     )
-    args = parser.parse_args()
+    args = options.parse_args()
     if args.videos < 2 or args.annotators < world.MAX_LABELS:
         raise SystemExit(f"need at least 2 videos and {world.MAX_LABELS} annotators")
     return args
@@ -927,7 +927,7 @@ def report(args, built: dict, rows: list[Row], anchor_s: float, figure_jobs: dic
 
 
 def main() -> None:
-    args = options()
+    args = arguments()
     built = build_or_reuse(args)
     figure_jobs = prepare_figures(args.figures)
     rows = time_pages(args)

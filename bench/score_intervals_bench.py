@@ -10,12 +10,11 @@ checks them against it; try ``OPENBLAS_NUM_THREADS=1`` too::
     .venv/bin/python bench/score_intervals_bench.py [--queries 27000] [--everyone]
 """
 
-import argparse
 import os
 import statistics
 
 import numpy as np
-from harness import machine, timed
+from harness import machine, parser, timed
 
 from retrieval.scoring import rescoring, score_intervals
 
@@ -60,19 +59,19 @@ def build(queries: int, uncertain: float, unjudged: float, seed: int, everyone: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=27_000)
-    parser.add_argument("--uncertain", type=float, default=0.05)
-    parser.add_argument("--unjudged", type=float, default=0.1)
-    parser.add_argument("--draws", type=int, default=score_intervals.DEFAULT_DRAWS)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--queries", type=int, default=27_000)
+    options.add_argument("--uncertain", type=float, default=0.05)
+    options.add_argument("--unjudged", type=float, default=0.1)
+    options.add_argument("--draws", type=int, default=score_intervals.DEFAULT_DRAWS)
+    options.add_argument("--repeats", type=int, default=3)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument(
         "--everyone",
         action="store_true",
         help="every other judged pair 10^-4 to 10^-1.3 off certainty, as Dawid-Skene gives",
     )
-    args = parser.parse_args()
+    args = options.parse_args()
     data = build(args.queries, args.uncertain, args.unjudged, args.seed, args.everyone)
     rows, items, relevance, p = data["judged"]
     judged = score_intervals.JudgedPairs.of(rows, items, relevance, p)

@@ -7,24 +7,23 @@ On ``bench/agreement_bench.py``'s campaign (SQLite, untimed), times
     .venv/bin/python bench/scores_bench.py [--labels 660000] [--pairs 555000] [--repeats 3]
 """
 
-import argparse
 import statistics
 import time
 
 from agreement_bench import build, timed
-from harness import machine, temporary_django
+from harness import machine, parser, temporary_django
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--labels", type=int, default=660_000)
-    parser.add_argument("--pairs", type=int, default=555_000)
-    parser.add_argument("--annotators", type=int, default=40)
-    parser.add_argument("--videos", type=int, default=30_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--database-url", help="A throw-away database instead of SQLite.")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--labels", type=int, default=660_000)
+    options.add_argument("--pairs", type=int, default=555_000)
+    options.add_argument("--annotators", type=int, default=40)
+    options.add_argument("--videos", type=int, default=30_000)
+    options.add_argument("--repeats", type=int, default=3)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--database-url", help="A throw-away database instead of SQLite.")
+    args = options.parse_args()
     with temporary_django(args.database_url):
         from annotation.campaign_read.resolution import campaign_resolution
         from annotation.people.scores import campaign_scores

@@ -74,22 +74,11 @@ def fields(*objs) -> list[dict]:
 def build(args) -> Ctx:
     """The world (see the module), analysed."""
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
+    from django.db import connection
 
     from annotation.models import Pair
-    from retrieval.models import Dataset
 
-    n_queries, n_videos = max(1, args.pairs // load.DEPTH), max(200, args.pairs // 30)
-    with transaction.atomic():
-        media = world.media(
-            Dataset.objects.create(name="sqlbench", source_format="jsonl"),
-            n_videos,
-            np.arange(n_queries) % n_videos,
-            [f"a person slices vegetable {q} in a small kitchen" for q in range(n_queries)],
-            video_key="v{:06d}",
-            caption_key="c{:06d}",
-        )
-        campaign, _ = world.synthetic_campaign(media, load.DEPTH, name="sqlbench")
+    campaign, _ = world.kitchen_campaign("sqlbench", args.pairs, load.DEPTH)
     user_pks = world.annotators([f"sqlb{i:04d}" for i in range(args.annotators)])
     world.gold(campaign, 200, rate=0.05, qualification=False)
     rng = np.random.default_rng(args.seed)

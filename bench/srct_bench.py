@@ -8,13 +8,12 @@ writes every figure::
     .venv/bin/python bench/srct_bench.py --videos 1500 --seeds 0 1 2
 """
 
-import argparse
 import json
 import os
 import time
 
 import numpy as np
-from harness import machine, temporary_django
+from harness import machine, parser, temporary_django
 
 MODELS = {
     "random": ("random", {}),
@@ -43,14 +42,14 @@ def _scores(original: np.ndarray, exhaustive: np.ndarray) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--videos", type=int, default=1500)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--srct-epochs", type=int, default=None, help="default: the encoder's")
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--videos", type=int, default=1500)
+    options.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    options.add_argument("--srct-epochs", type=int, default=None, help="default: the encoder's")
+    options.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    options.add_argument("--workers", type=int, default=2)
+    options.add_argument("--json", default=None)
+    args = options.parse_args()
 
     import torch
 

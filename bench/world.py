@@ -268,6 +268,31 @@ def synthetic_campaign(
     return campaign, pairs(campaign, pool, double, position, parked)
 
 
+def kitchen_campaign(
+    name: str, n_pairs: int, depth: int, urls: bool = False, **settings
+) -> tuple[Campaign, np.ndarray]:
+    """The world of ``bench/load.py``: a dataset ``name`` of ``n_pairs // depth`` query
+    captions over ``max(200, n_pairs // 30)`` videos (``urls``: each with a URL) and its
+    :func:`synthetic_campaign` ``name`` at ``depth`` with ``settings``; (campaign, pair pks)."""
+    from django.db import transaction
+
+    from retrieval.models import Dataset
+
+    n_queries, n_videos = max(1, n_pairs // depth), max(200, n_pairs // 30)
+    videos = {"url": [f"https://example.org/v/{i}.mp4" for i in range(n_videos)]} if urls else None
+    with transaction.atomic():
+        made = media(
+            Dataset.objects.create(name=name, source_format="jsonl"),
+            n_videos,
+            np.arange(n_queries) % n_videos,
+            [f"a person slices vegetable {q} in a small kitchen" for q in range(n_queries)],
+            video_key="v{:06d}",
+            caption_key="c{:06d}",
+            videos=videos,
+        )
+        return synthetic_campaign(made, depth, name=name, **settings)
+
+
 def gold(campaign: Campaign, n_gold: int, rate: float, qualification: bool, seed: int = 1) -> None:
     """``n_gold`` gold pairs (15% relevant) on the first query captions and their own videos,
     served at ``rate``, their hidden task pairs made now; ``qualification``: the campaign asks
