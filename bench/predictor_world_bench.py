@@ -4,12 +4,22 @@ the pairs of unlabelled queries, for shares of the queries labelled with their t
 with the features shuffled (the useless-predictor control) and with a simulated machine
 assessor (truth flipped on a share of pairs, its Cohen's kappa printed) as one more column.
 
+"Floor": an optimistic count of the pairs a design of active inference (Zrnic & Candès, ICML
+2024) drawing pairs independently must have labelled for a 95% interval of ``--half-width`` points on every run's C@1, C@5,
+C@10 and AP with this predictor: the labelled queries' pairs, plus the Lagrangian dual bound of
+sampling the others pair by pair with any probabilities, under the first-order variance
+sum g^2 p(1 - p)(1/pi - 1) / N^2 (g a pair's effect on its query's metric, taken at the
+predictions; its mean over the truth is larger, and the higher-order terms add more), every
+label free of noise and costing one answer. Printed as a share of the labels FIRE's policy
+takes on the quality bench's crowd: a campaign settling those scores spends more.
+
 The world is the demo world of ``bench/adaptive_bench.py``'s ``--world`` folder (built there),
 pooled at depth 10 from its four models; features are the pool's ranks, caption lengths and
 the bow and pos proxies (Wray et al., CVPR 2021, §4.4), computed here::
 
     .venv/bin/python bench/predictor_world_bench.py --world /tmp/w1500 [--shares 0.1 0.25 0.5]
         [--assessor-accuracy 0.8 0.9] [--calibration none|isotonic|sigmoid] [--seed 0]
+        [--half-width 1]
 """
 
 import numpy as np
@@ -27,11 +37,15 @@ def main() -> None:
     options.add_argument(
         "--calibration", choices=["none", "isotonic", "sigmoid"], default="isotonic"
     )
+    options.add_argument("--half-width", type=float, default=1.0, help="points, for the floor")
     args = options.parse_args()
     with temporary_django(template=args.world):
         from sklearn.metrics import brier_score_loss, cohen_kappa_score, roc_auc_score
 
-        from annotation.simulation.campaign_service import PROXIES, world_features
+        from annotation.policy import rules as policy
+        from annotation.simulation import offline
+        from annotation.simulation.campaign_service import PROXIES, SimulationSpec, world_features
+        from annotation.simulation.estimates import query_metrics
         from annotation.simulation.replay_service import replay_world
         from retrieval.models import Dataset
         from retrieval.prediction.features import PairFeatures, shuffled
@@ -48,8 +62,11 @@ def main() -> None:
             f"{len(truth):,} pooled pairs of {np.unique(groups).size} queries, "
             f"{truth.mean():.1%} relevant, {features.matrix.shape[1]} features; {machine()}\n"
         )
-        print("| features | queries labelled | AUC | Brier (base rate) | mean p(1-p) |")
-        print("|---|---:|---:|---:|---:|")
+        crowd, _ = SimulationSpec(policy="fire").checked()
+        fire = offline.simulate(world, crowd, policy_name=policy.FIRE, seed=args.seed).total_spent
+        print(f"FIRE's policy on the quality bench's crowd: {fire:,} labels (the anchor)\n")
+        print("| features | queries labelled | AUC | Brier (base rate) | mean p(1-p) | floor |")
+        print("|---|---:|---:|---:|---:|---:|")
         assessors = {}
         for accuracy in args.assessor_accuracy:
             said = np.where(rng.random(truth.size) < accuracy, truth, ~truth)
@@ -67,13 +84,55 @@ def main() -> None:
             for name, matrix in {**sets, **assessors}.items():
                 calibration = None if args.calibration == "none" else args.calibration
                 fit = cross_fit(matrix, groups, targets, seed=args.seed, calibration=calibration)
+                known = np.where(labelled, truth, fit.probability)
+                effect = _effects(world, known, query_metrics)
+                variance = (args.half_width / 100 / 1.96) ** 2 * len(queries) ** 2
+                floor = labelled.sum() + _floor(
+                    effect[:, ~labelled] * known[~labelled] * (1 - known[~labelled]), variance
+                )
                 p = fit.probability[~labelled]
                 held = truth[~labelled]
                 print(
                     f"| {name} | {share:.0%} | {roc_auc_score(held, p):.3f} | "
                     f"{brier_score_loss(held, p):.4f} ({brier_score_loss(held, np.full(held.size, base)):.4f}) | "
-                    f"{np.mean(p * (1 - p)):.3f} |"
+                    f"{np.mean(p * (1 - p)):.3f} | {floor / fire:.1%} |"
                 )
+
+
+def _effects(world, known: np.ndarray, query_metrics) -> np.ndarray:
+    """Rows (C@1, C@5, C@10, AP per run) x pairs: the squared change of the pair's query metric
+    when the pair turns relevant, at ``known`` (exact: the metrics are multilinear)."""
+    pair_of, runs = world.layout.pair_of, world.pool.run_count
+    effect = np.zeros((4 * runs, known.size))
+    for slot in range(pair_of.shape[1]):
+        rows = np.flatnonzero(pair_of[:, slot] >= 0)
+        pairs = pair_of[rows, slot]
+        high, low = known.copy(), known.copy()
+        high[pairs], low[pairs] = 1.0, 0.0
+        up, down = query_metrics(world, high, rows), query_metrics(world, low, rows)
+        for m, metric in enumerate(("C@1", "C@5", "C@10", "AP")):
+            effect[m * runs : (m + 1) * runs, pairs] = ((up[metric] - down[metric]) ** 2).T
+    return effect
+
+
+def _floor(weights: np.ndarray, variance: float, steps: int = 3000) -> float:
+    """The largest Lagrangian dual bound found on min sum pi subject to weights @ (1/pi - 1) <=
+    variance per row: any multipliers give a lower bound; these come from multiplicative
+    updates towards the constraints the design pi = min(1, sqrt(lam @ weights)) breaks."""
+    lam, best = np.full(weights.shape[0], 1 / variance), 0.0
+    for step in range(steps):
+        w = lam @ weights
+        pi = np.clip(np.sqrt(w), 1e-9, 1.0)
+        best = max(
+            best,
+            float(
+                np.where(w <= 1, 2 * np.sqrt(w), 1 + w).sum()
+                - lam @ (variance + weights.sum(axis=1))
+            ),
+        )
+        ratio = weights @ (1 / pi - 1) / variance
+        lam *= np.clip(ratio, 1e-3, 1e3) ** (0.2 / 2 ** (step // 1000))
+    return best
 
 
 if __name__ == "__main__":
