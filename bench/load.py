@@ -780,6 +780,24 @@ def refit_jobs() -> dict[str, object]:
     }
 
 
+def _viewer_arguments(options) -> None:
+    """The options of the annotators who watch video beside the judging ones."""
+    options.add_argument(
+        "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
+    )
+    options.add_argument(
+        "--media-server",
+        choices=["django", "nginx"],
+        default="django",
+        help="who sends the videos: gunicorn, or nginx in front of it (deploy/nginx/firepool.conf)",
+    )
+    options.add_argument("--clips", type=int, default=4, help="distinct 1080p video files")
+    options.add_argument("--clip-seconds", type=float, default=30.0, help="length of each clip")
+    options.add_argument(
+        "--watch-seconds", type=float, default=5.0, help="mean time a viewer reads one range"
+    )
+
+
 def arguments():
     """The options of the annotators, their campaign, the server, its workers and viewers."""
     options = parser(__doc__)
@@ -862,20 +880,7 @@ def arguments():
         help="start no job worker (nothing computes the figures: an isolation, not a deployment)",
     )
     options.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
-    options.add_argument(
-        "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
-    )
-    options.add_argument(
-        "--media-server",
-        choices=["django", "nginx"],
-        default="django",
-        help="who sends the videos: gunicorn, or nginx in front of it (deploy/nginx/firepool.conf)",
-    )
-    options.add_argument("--clips", type=int, default=4, help="distinct 1080p video files")
-    options.add_argument("--clip-seconds", type=float, default=30.0, help="length of each clip")
-    options.add_argument(
-        "--watch-seconds", type=float, default=5.0, help="mean time a viewer reads one range"
-    )
+    _viewer_arguments(options)
     options.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
     options.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
     options.add_argument("--keep", action="store_true", help="keep the database afterwards")
