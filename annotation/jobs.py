@@ -134,14 +134,9 @@ class ExportForm(RefitForm):
     )
 
 
-def output_path(job_id: int, fmt: str) -> Path:
-    """Where job ``job_id`` writes its export (outside the media root)."""
-    return Path(settings.FIREPOOL_JOB_OUTPUT_DIR) / f"job-{job_id}.{EXTENSIONS[fmt]}"
-
-
 def run_export(reporter: Reporter, campaign: str, format: str, method: str = "") -> dict:
     found = get_campaign(campaign)
-    path = output_path(reporter.job_id, format)
+    path = Path(settings.FIREPOOL_JOB_OUTPUT_DIR) / f"job-{reporter.job_id}.{EXTENSIONS[format]}"
     path.parent.mkdir(parents=True, exist_ok=True)
     reporter.step(f"writing the {format} export of {found.name}")
     written = export_to_file(found, format, path, method or None)

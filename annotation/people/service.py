@@ -192,8 +192,7 @@ def campaign_people(
     }
     history = _history(campaign)
     ids = labelled | answered | set(attempts) | set(standings)
-    User = get_user_model()
-    users = sorted(User.objects.filter(pk__in=ids), key=_username)
+    users = sorted(get_user_model().objects.filter(pk__in=ids), key=_username)
     settings = campaign.settings.gold
     people = []
     for user in users:
@@ -217,19 +216,13 @@ def campaign_people(
                 labels=live.get(user.pk, (0,))[0],
             )
         )
-    invitable = (
-        roles.users_with(roles.JUDGE_PAIRS)
-        .exclude(pk__in=ids)
-        .order_by(User.USERNAME_FIELD)
-        .values_list("pk", User.USERNAME_FIELD)
-    )
     return CampaignPeople(
         campaign=campaign.name,
         qualification_required=settings.qualification,
         gold_pairs=scores.gold_pairs,
         gold_answers=scores.gold_answers,
         people=tuple(people),
-        invitable=tuple(invitable),
+        invitable=tuple(judge for judge in judges() if judge[0] not in ids),
     )
 
 
