@@ -171,18 +171,8 @@ def campaign_people(
     live = sums_by(
         AnnotatorTally.objects.filter(campaign=campaign), "annotator_id", n=Sum("judged")
     )
-    labelled = set(
-        Judgement.objects.filter(pair__campaign=campaign)
-        .order_by()
-        .values_list("annotator_id", flat=True)
-        .distinct()
-    )
-    answered = set(
-        GoldJudgement._base_manager.filter(gold_pair__campaign=campaign)
-        .order_by()
-        .values_list("annotator_id", flat=True)
-        .distinct()
-    )
+    labelled = _annotator_ids(Judgement.objects.filter(pair__campaign=campaign))
+    answered = _annotator_ids(GoldJudgement._base_manager.filter(gold_pair__campaign=campaign))
     attempts = gold_queue.attempts_by("annotator_id", scores.gold_pairs, campaign=campaign)
     standings = {
         row.annotator_id: row
@@ -224,6 +214,11 @@ def campaign_people(
         people=tuple(people),
         invitable=tuple(judge for judge in judges() if judge[0] not in ids),
     )
+
+
+def _annotator_ids(rows) -> set[int]:
+    """The distinct annotators of ``rows`` (labels, gold answers or standings)."""
+    return set(rows.order_by().values_list("annotator_id", flat=True).distinct())
 
 
 def _history(campaign: Campaign) -> dict[int, list[Event]]:
@@ -397,16 +392,9 @@ def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
     are); returns the usernames invited."""
     User = get_user_model()
     wanted = roles.users_with(roles.JUDGE_PAIRS).filter(pk__in=annotator_ids)
-    listed = set(
-        AnnotatorStanding.objects.filter(campaign=campaign, annotator__in=wanted).values_list(
-            "annotator_id", flat=True
-        )
-    ) | set(
-        Judgement.objects.filter(pair__campaign=campaign, annotator__in=wanted)
-        .order_by()
-        .values_list("annotator_id", flat=True)
-        .distinct()
-    )
+    listed = _annotator_ids(
+        AnnotatorStanding.objects.filter(campaign=campaign, annotator__in=wanted)
+    ) | _annotator_ids(Judgement.objects.filter(pair__campaign=campaign, annotator__in=wanted))
     judges = list(wanted.order_by(User.USERNAME_FIELD))
     if not judges:
         raise PeopleError("nobody named may judge: invite annotators")
