@@ -227,16 +227,10 @@ def _history(campaign: Campaign) -> dict[int, list[Event]]:
     for event in (
         StandingEvent.objects.filter(campaign=campaign).select_related("by").order_by("at", "pk")
     ):
-        history[event.annotator_id].append(
-            Event(
-                action=event.action,
-                at=event.at,
-                by=_name(event.by) or "",
-                reason=event.reason,
-                labels=event.labels,
-                since=event.since,
-            )
-        )
+        copied = {
+            name: getattr(event, name) for name in ("action", "at", "reason", "labels", "since")
+        }
+        history[event.annotator_id].append(Event(**copied, by=_name(event.by) or ""))
     return history
 
 
