@@ -17,11 +17,11 @@ from annotation.campaign_read import figures_due, live_figures
 from annotation.campaign_read.exports import EXPORT_FORMATS, EXTENSIONS, export_to_file, filename
 from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
-from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.forms import CampaignSettingsForm, bounded
 from annotation.campaigns.lookup import get_campaign, get_campaign_or_id
 from annotation.campaigns.pooling import MAX_DEPTH
 from annotation.campaigns.service import CampaignError, check_spec
-from annotation.campaigns.spec import CampaignSpec
+from annotation.campaigns.spec import SEED, CampaignSpec
 from annotation.gold import service as gold_service
 from annotation.models import Campaign
 from annotation.policy import fit as policy_fit
@@ -134,14 +134,9 @@ class ExportForm(RefitForm):
     )
 
 
-def output_path(job_id: int, fmt: str) -> Path:
-    """Where job ``job_id`` writes its export (outside the media root)."""
-    return Path(settings.FIREPOOL_JOB_OUTPUT_DIR) / f"job-{job_id}.{EXTENSIONS[fmt]}"
-
-
 def run_export(reporter: Reporter, campaign: str, format: str, method: str = "") -> dict:
     found = get_campaign(campaign)
-    path = output_path(reporter.job_id, format)
+    path = Path(settings.FIREPOOL_JOB_OUTPUT_DIR) / f"job-{reporter.job_id}.{EXTENSIONS[format]}"
     path.parent.mkdir(parents=True, exist_ok=True)
     reporter.step(f"writing the {format} export of {found.name}")
     written = export_to_file(found, format, path, method or None)
@@ -207,11 +202,8 @@ class FitPredictorForm(forms.Form):
     """A campaign by name or id, and the seed of its folds and trees."""
 
     campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name or id.")
-    seed = forms.IntegerField(
-        min_value=0,
-        max_value=2**31 - 1,
-        required=False,
-        help_text="Seed of the query folds and the trees (default 0).",
+    seed = bounded(
+        SEED, required=False, help_text="Seed of the query folds and the trees (default 0)."
     )
 
     def clean_campaign(self) -> str:
@@ -262,9 +254,8 @@ class ActiveStageForm(RefitForm):
         required=False,
         help_text="Draw the next stage (unticked: only estimate the last one once judged).",
     )
-    seed = forms.IntegerField(
-        min_value=0,
-        max_value=2**31 - 1,
+    seed = bounded(
+        SEED,
         required=False,
         help_text="Seed of the draw (default: from the campaign's seed and the stage number).",
     )
@@ -399,7 +390,7 @@ class DemoCampaignForm(DatasetForm):
         required=False,
         help_text="How often the simulated annotators answer wrong.",
     )
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, required=False)
+    seed = bounded(SEED, initial=0, required=False)
 
 
 def run_demo_campaign(

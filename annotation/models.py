@@ -561,10 +561,6 @@ class GoldJudgement(models.Model):
     def __str__(self) -> str:
         return f"{self.label} by {self.annotator_id} on gold {self.gold_pair_id}"
 
-    @property
-    def correct(self) -> bool:
-        return self.label == self.gold_pair.label
-
 
 class AnnotatorStanding(models.Model):
     """Whether an annotator may judge in a campaign: paused (by a rule or an admin) until an

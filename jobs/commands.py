@@ -22,6 +22,14 @@ class BaseCommand(base.BaseCommand):
     finish_jobs = True
     """Whether :meth:`execute` waits for the jobs ``handle`` queued in this process."""
 
+    def wrote_json(self, options: dict, data, **dumps) -> bool:
+        """With ``--format json``, write ``data`` as JSON (``json.dumps`` with ``dumps``) and
+        say so; else write nothing."""
+        if options.get("format") != "json":
+            return False
+        self.stdout.write(json.dumps(data, **dumps))
+        return True
+
     def execute(self, *args, **options):
         try:
             done = super().execute(*args, **options)
@@ -120,9 +128,7 @@ class JobCommand(BaseCommand):
                 result = kind.run(reporter, **arguments) or {}
         finally:
             reporter.close()
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(result, default=str))
-        else:
+        if not self.wrote_json(options, result, default=str):
             self.stdout.write(self.summary(result, arguments))
 
     def summary(self, result: dict, arguments: dict) -> str:

@@ -17,6 +17,7 @@ from annotation.campaign_read.proxy_agreement import (
 )
 from annotation.campaigns.service import campaign_split
 from annotation.models import Campaign
+from annotation.people.quality import index_raw
 from annotation.policy import rules as policy
 from retrieval.formats.labels import RawLabel
 from retrieval.json_data import JsonData, omitted_if_none, plain
@@ -181,21 +182,16 @@ def file_report(
 ) -> AgreementReport:
     """The agreement report of labels read from a file, a pair per (caption key, video key)
     resolved by strict majority; annotators listed by name."""
-    pairs: dict[tuple[str, str], int] = {}
-    names: dict[str, int] = {}
-    pair_index, annotator_index, labels, seconds = [], [], [], []
-    for record in records:
-        pair_index.append(pairs.setdefault((record.caption_key, record.video_key), len(pairs)))
-        annotator_index.append(names.setdefault(record.annotator, len(names)))
-        labels.append(record.label)
-        seconds.append(np.nan if record.seconds is None else record.seconds)
+    records = list(records)
+    pairs, names, pair_index, annotator_index, labels = index_raw(records)
+    seconds = [np.nan if record.seconds is None else record.seconds for record in records]
     ordered = sorted(names)
     rank = np.empty(len(names), dtype=np.int64)
     rank[[names[name] for name in ordered]] = np.arange(len(ordered))
     result = agreement.report(
-        np.array(pair_index, dtype=np.int64),
-        rank[np.array(annotator_index, dtype=np.int64)],
-        np.array(labels, dtype=np.int64),
+        pair_index,
+        rank[annotator_index],
+        labels,
         len(pairs),
         ordered,
         seconds=np.array(seconds, dtype=np.float64),

@@ -111,10 +111,15 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
         form = AdjudicationForm(request.POST)
         if form.is_valid():
             return _adjudicate_post(request, campaign, form.cleaned_data)
-        for field, errors in form.errors.items():
-            messages.error(request, f"{field}: {' '.join(errors)}")
+        form_errors(request, form)
         return adjudication_page(request, campaign, status=400)
     return adjudication_page(request, campaign)
+
+
+def form_errors(request: HttpRequest, form) -> None:
+    """Each of the form's field errors as a message, after the field's name."""
+    for field, errors in form.errors.items():
+        messages.error(request, f"{field}: {' '.join(errors)}")
 
 
 def adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 200):

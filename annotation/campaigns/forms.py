@@ -52,7 +52,8 @@ def _half_width(value: float) -> None:
         raise forms.ValidationError(f"must be above {low:g} and at most {high:g} points")
 
 
-def _bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
+def bounded(bounds: tuple[int, int], **kwargs) -> forms.IntegerField:
+    """An integer field between ``bounds`` (both included)."""
     return forms.IntegerField(min_value=bounds[0], max_value=bounds[1], **kwargs)
 
 
@@ -61,13 +62,13 @@ class CampaignSettingsForm(forms.Form):
     the pool job and ``create_campaign`` all validate through it; ``spec()`` builds the spec."""
 
     name = forms.CharField(max_length=campaign_spec.NAME_LENGTH)
-    depth = _bounded(campaign_spec.DEPTH, initial=campaign_spec.DEFAULT_DEPTH)
-    queries = _bounded(
+    depth = bounded(campaign_spec.DEPTH, initial=campaign_spec.DEFAULT_DEPTH)
+    queries = bounded(
         campaign_spec.QUERY_SAMPLE,
         required=False,
         help_text="Sample this many query captions (all when empty).",
     )
-    seed = _bounded(campaign_spec.SEED, initial=0, required=False)
+    seed = bounded(campaign_spec.SEED, initial=0, required=False)
     second_label_rate = forms.FloatField(
         min_value=0.0,
         max_value=1.0,
@@ -90,14 +91,14 @@ class CampaignSettingsForm(forms.Form):
         required=False,
         help_text="Adaptive policy: how sure a pair's label must be before it needs no more.",
     )
-    max_labels = _bounded(
+    max_labels = bounded(
         campaign_spec.MAX_LABELS,
         required=False,
         help_text=f"Labels after which a pair gets no more (empty: {label_policy.DEFAULT_CAP} under "
         f"fire, where a tie then stays a disagreement; {label_policy.DEFAULT_ADAPTIVE_CAP} under "
         "adaptive).",
     )
-    lease_seconds = _bounded(
+    lease_seconds = bounded(
         campaign_spec.LEASE_SECONDS,
         initial=campaign_spec.DEFAULT_LEASE_SECONDS,
         required=False,
@@ -117,7 +118,7 @@ class CampaignSettingsForm(forms.Form):
         "that can still change a run's Correct@K), or an adaptive order (maxmean, mtf, "
         "rbp-adaptive) or static fusion (rrf, rbp).",
     )
-    budget = _bounded(
+    budget = bounded(
         settings.BUDGET,
         required=False,
         help_text="Stop serving pairs after this many labels (empty: no budget).",

@@ -121,10 +121,6 @@ COLUMN_VALUES = {
 """Spec field -> the flat value that gives it (``queries`` is the form's name)."""
 
 
-def _outside(value, bounds: tuple[int, int]) -> bool:
-    return not (bounds[0] <= value <= bounds[1])
-
-
 def spec_errors(spec: CampaignSpec) -> dict[str, str]:
     """Field name -> message for every setting out of bounds (empty when all are fine)."""
     errors: dict[str, str] = {}
@@ -145,7 +141,7 @@ def spec_errors(spec: CampaignSpec) -> dict[str, str]:
     if spec.query_sample is not None:
         integers["query_sample"] = (spec.query_sample, QUERY_SAMPLE)
     for name, (value, bounds) in integers.items():
-        if _outside(value, bounds):
+        if not bounds[0] <= value <= bounds[1]:
             errors[name] = f"must be between {bounds[0]} and {bounds[1]}"
     if not 0.0 <= spec.second_label_rate <= 1.0:  # also rejects NaN
         errors["second_label_rate"] = "must be between 0 and 1"

@@ -295,15 +295,7 @@ def promote(
                 f"pairs {_ids(missing)} are not decided (adjudicated, or unanimous with at "
                 f"least {MIN_UNANIMOUS} labels); nothing promoted"
             )
-    rows = pairs.filter(decided()).values_list(
-        "pk",
-        "caption_id",
-        "video_id",
-        "status",
-        "adjudicated",
-        "adjudicated_by__username",
-        "label_count",
-    )
+    rows = pairs.filter(decided()).values_list("pk", "caption_id", "video_id", *_SETTLED)
     rows = (
         sorted(rows_in(rows, "pk", wanted)) if pair_ids is not None else list(rows.order_by("pk"))
     )
@@ -355,6 +347,10 @@ def promote(
     return Promotion(campaign.name, len(created), len(rows) - len(created))
 
 
+_SETTLED = ("status", "adjudicated", "adjudicated_by__username", "label_count")
+"""The columns :func:`_settled` reads."""
+
+
 def _settled(status: str, adjudicated: str, admin: str | None, count: int) -> tuple[str, str]:
     """A decided pair's label, and the explanation it gets promoted when the admin gives none."""
     if adjudicated:
@@ -368,15 +364,7 @@ def gold_template_rows(campaign: Campaign) -> Iterator[gold_file.GoldTemplateRow
     rows = (
         _promotable(campaign)
         .order_by("pk")
-        .values_list(
-            "caption__key",
-            "video__key",
-            "caption__text",
-            "status",
-            "adjudicated",
-            "adjudicated_by__username",
-            "label_count",
-        )
+        .values_list("caption__key", "video__key", "caption__text", *_SETTLED)
     )
     for caption_key, video_key, text, *settled in rows.iterator(chunk_size=5000):
         label, how = _settled(*settled)

@@ -42,11 +42,6 @@ def gold_of(campaign: Campaign) -> int | None:
     return campaign.gold_of_id
 
 
-def companion_id(campaign: Campaign) -> int | None:
-    """The id of the campaign's hidden companion that holds its gold tasks, if any."""
-    return Campaign._base_manager.filter(gold_of=campaign).values_list("pk", flat=True).first()
-
-
 def visible(campaigns):
     """Leave hidden gold companions out of a campaign queryset (one from ``_base_manager``)."""
     return campaigns.filter(gold_of__isnull=True)

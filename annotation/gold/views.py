@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.campaign_read.views import adjudication_page
+from annotation.campaign_read.views import adjudication_page, form_errors
 from annotation.campaigns.forms import PromoteForm
 from annotation.campaigns.lookup import campaign_by_id
 from annotation.campaigns.views import render_campaign
@@ -34,8 +34,7 @@ def promote_gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_by_id(campaign_id)
     form = PromoteForm(request.POST)
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            messages.error(request, f"{field}: {' '.join(errors)}")
+        form_errors(request, form)
         return adjudication_page(request, campaign, status=400)
     every = form.cleaned_data["all_decided"]
     return _promote(

@@ -171,18 +171,8 @@ def campaign_people(
     live = sums_by(
         AnnotatorTally.objects.filter(campaign=campaign), "annotator_id", n=Sum("judged")
     )
-    labelled = set(
-        Judgement.objects.filter(pair__campaign=campaign)
-        .order_by()
-        .values_list("annotator_id", flat=True)
-        .distinct()
-    )
-    answered = set(
-        GoldJudgement._base_manager.filter(gold_pair__campaign=campaign)
-        .order_by()
-        .values_list("annotator_id", flat=True)
-        .distinct()
-    )
+    labelled = _annotator_ids(Judgement.objects.filter(pair__campaign=campaign))
+    answered = _annotator_ids(GoldJudgement._base_manager.filter(gold_pair__campaign=campaign))
     attempts = gold_queue.attempts_by("annotator_id", scores.gold_pairs, campaign=campaign)
     standings = {
         row.annotator_id: row
@@ -192,8 +182,7 @@ def campaign_people(
     }
     history = _history(campaign)
     ids = labelled | answered | set(attempts) | set(standings)
-    User = get_user_model()
-    users = sorted(User.objects.filter(pk__in=ids), key=_username)
+    users = sorted(get_user_model().objects.filter(pk__in=ids), key=_username)
     settings = campaign.settings.gold
     people = []
     for user in users:
@@ -217,20 +206,19 @@ def campaign_people(
                 labels=live.get(user.pk, (0,))[0],
             )
         )
-    invitable = (
-        roles.users_with(roles.JUDGE_PAIRS)
-        .exclude(pk__in=ids)
-        .order_by(User.USERNAME_FIELD)
-        .values_list("pk", User.USERNAME_FIELD)
-    )
     return CampaignPeople(
         campaign=campaign.name,
         qualification_required=settings.qualification,
         gold_pairs=scores.gold_pairs,
         gold_answers=scores.gold_answers,
         people=tuple(people),
-        invitable=tuple(invitable),
+        invitable=tuple(judge for judge in judges() if judge[0] not in ids),
     )
+
+
+def _annotator_ids(rows) -> set[int]:
+    """The distinct annotators of ``rows`` (labels, gold answers or standings)."""
+    return set(rows.order_by().values_list("annotator_id", flat=True).distinct())
 
 
 def _history(campaign: Campaign) -> dict[int, list[Event]]:
@@ -239,16 +227,10 @@ def _history(campaign: Campaign) -> dict[int, list[Event]]:
     for event in (
         StandingEvent.objects.filter(campaign=campaign).select_related("by").order_by("at", "pk")
     ):
-        history[event.annotator_id].append(
-            Event(
-                action=event.action,
-                at=event.at,
-                by=_name(event.by) or "",
-                reason=event.reason,
-                labels=event.labels,
-                since=event.since,
-            )
-        )
+        copied = {
+            name: getattr(event, name) for name in ("action", "at", "reason", "labels", "since")
+        }
+        history[event.annotator_id].append(Event(**copied, by=_name(event.by) or ""))
     return history
 
 
@@ -404,16 +386,9 @@ def invite(campaign: Campaign, annotator_ids: list[int], admin) -> list[str]:
     are); returns the usernames invited."""
     User = get_user_model()
     wanted = roles.users_with(roles.JUDGE_PAIRS).filter(pk__in=annotator_ids)
-    listed = set(
-        AnnotatorStanding.objects.filter(campaign=campaign, annotator__in=wanted).values_list(
-            "annotator_id", flat=True
-        )
-    ) | set(
-        Judgement.objects.filter(pair__campaign=campaign, annotator__in=wanted)
-        .order_by()
-        .values_list("annotator_id", flat=True)
-        .distinct()
-    )
+    listed = _annotator_ids(
+        AnnotatorStanding.objects.filter(campaign=campaign, annotator__in=wanted)
+    ) | _annotator_ids(Judgement.objects.filter(pair__campaign=campaign, annotator__in=wanted))
     judges = list(wanted.order_by(User.USERNAME_FIELD))
     if not judges:
         raise PeopleError("nobody named may judge: invite annotators")

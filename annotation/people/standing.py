@@ -1,4 +1,4 @@
-"""Pausing annotators who cannot be trusted automatically (:func:`check`), by the rule
+"""Pausing annotators who cannot be trusted automatically (:func:`check_pace`, :func:`check_gold`), by the rule
 :func:`annotation.people.quality.should_pause`; an admin's remedies are
 :mod:`annotation.people.service`.
 """
@@ -29,12 +29,6 @@ def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
 def _median(recent: list[float]) -> float:
     """The median of the recent times, or NaN while there are too few to judge a pace by."""
     return float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
-
-
-def check(campaign: Campaign, annotator, now: datetime | None = None) -> bool:
-    """Pause the annotator if the evidence says so; returns whether they are paused now
-    (see :func:`check_pace`)."""
-    return check_pace(campaign, annotator, now).paused
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from annotation.assessors import service as machine_assessors
 from annotation.campaign_read import live_figures
+from annotation.campaign_read.views import form_errors
 from annotation.campaigns.lookup import campaign_by_id
 from annotation.models import Campaign
 from annotation.people import service as people
@@ -28,11 +29,6 @@ admins_only = roles.permission_required(
 
 def _back(campaign: Campaign) -> HttpResponse:
     return redirect("campaign-annotators", campaign_id=campaign.pk)
-
-
-def _form_errors(request: HttpRequest, form) -> None:
-    for field, errors in form.errors.items():
-        messages.error(request, f"{field}: {' '.join(errors)}")
 
 
 def _people_page(
@@ -159,7 +155,7 @@ def invite(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_by_id(campaign_id)
     form = InviteForm(request.POST, choices=people.judges())
     if not form.is_valid():
-        _form_errors(request, form)
+        form_errors(request, form)
         return _back(campaign)
     names = people.invite(campaign, form.cleaned_data["annotators"], request.user)
     messages.success(request, f"Invited {', '.join(names)} to {campaign.name}.")

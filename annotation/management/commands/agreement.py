@@ -1,6 +1,5 @@
 """Report annotator agreement for a campaign, or for a raw labels file (FIRE §3.2, Table 2)."""
 
-import json
 from pathlib import Path
 
 from django.core.management.base import CommandError
@@ -65,9 +64,7 @@ class Command(BaseCommand):
             title = f"Labels file {path}"
             status = pool_pairs = None
             data = {"file": str(path), **report.to_json()}
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(data))
-        else:
+        if not self.wrote_json(options, data):
             self.stdout.write("\n".join(table(title, report, status, pool_pairs)))
 
 

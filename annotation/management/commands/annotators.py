@@ -1,6 +1,5 @@
 """Where a campaign's annotators stand: paused, discounted, qualified; and an admin's remedies."""
 
-import json
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
@@ -64,8 +63,7 @@ class Command(BaseCommand):
             }
             for row in people.standings(campaign)
         ]
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(rows))
+        if self.wrote_json(options, rows):
             return
         if not rows:
             self.stdout.write("Nobody is paused or discounted.")

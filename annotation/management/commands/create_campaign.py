@@ -1,7 +1,6 @@
 """Create a judging campaign by pooling runs' top-k videos per query caption."""
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -84,9 +83,7 @@ class Command(BaseCommand):
             "gold_pairs": campaign.gold_pairs.count(),
             "seconds": round(time.perf_counter() - began, 3),
         }
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary))
-        else:
+        if not self.wrote_json(options, summary):
             self.stdout.write(
                 f"Campaign {campaign.name!r}: {pairs} pairs from {summary['queries']} queries "
                 f"({doubles} to be labelled twice) pooled from {', '.join(names)} at depth "

@@ -1,7 +1,5 @@
 """Create the demo accounts (one admin, one researcher, three annotators) and print logins."""
 
-import json
-
 from django.db import transaction
 
 from config import roles
@@ -28,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["table", "json"], default="table")
 
     @transaction.atomic
-    def handle(self, *args, reset_passwords: bool, format: str, **options):
+    def handle(self, *args, reset_passwords: bool, **options):
         groups = roles.ensure_groups()
         rows = []
         for username, password, role in DEMO_USERS:
@@ -42,8 +40,7 @@ class Command(BaseCommand):
             rows.append(
                 {"username": username, "password": password, "role": role, "created": created}
             )
-        if format == "json":
-            self.stdout.write(json.dumps(rows))
+        if self.wrote_json(options, rows):
             return
         self.stdout.write("Demo logins (local development only):")
         for row in rows:

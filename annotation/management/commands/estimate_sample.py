@@ -1,7 +1,5 @@
 """Draw random queries whose unjudged pairs are judged next, to estimate unsettled scores."""
 
-import json
-
 from annotation.campaigns.lookup import get_campaign
 from annotation.ordering.samples import draw_sample
 from jobs.commands import BaseCommand
@@ -32,8 +30,7 @@ class Command(BaseCommand):
             "requested": draw.requested,
             "seed": draw.seed,
         }
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary))
+        if self.wrote_json(options, summary):
             return
         self.stdout.write(
             f"Drew {draw.queries} queries of {campaign.name!r}: their {draw.pairs} unjudged "

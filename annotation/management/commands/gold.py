@@ -1,7 +1,6 @@
 """Gold pairs of a campaign: import a file, promote decided pairs, list them, export them."""
 
 import argparse
-import json
 import sys
 from dataclasses import asdict
 
@@ -126,8 +125,7 @@ class Command(BaseCommand):
 
     def _list(self, campaign, options):
         rows = gold.gold_summaries(campaign)
-        if options.get("format") == "json":
-            self.stdout.write(json.dumps([asdict(row) for row in rows], ensure_ascii=False))
+        if self.wrote_json(options, [asdict(row) for row in rows], ensure_ascii=False):
             return
         if not rows:
             self.stdout.write(f"Campaign {campaign.name!r} has no gold pairs.")

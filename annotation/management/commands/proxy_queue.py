@@ -1,7 +1,5 @@
 """Order a campaign's judging queue by a semantic proxy and/or auto-label confident pairs."""
 
-import json
-
 from django.core.management.base import CommandError
 from django.db import transaction
 
@@ -59,8 +57,7 @@ class Command(BaseCommand):
                 )
             if options["order"]:
                 report["queue_order"] = proxy_queue.order_queue(campaign, options["proxy"])
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(report))
+        if self.wrote_json(options, report):
             return
         lines = [f"Campaign {campaign.name!r}, proxy {options['proxy']}"]
         if "auto_label" in report:

@@ -1,7 +1,5 @@
 """Refit an adaptive campaign's annotator models and priors now, and recompute its pairs."""
 
-import json
-
 from annotation.campaigns.lookup import get_campaign
 from annotation.policy import fit as policy_fit
 from jobs.commands import BaseCommand
@@ -20,9 +18,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         summary = policy_fit.refit(get_campaign(options["campaign"])).summary()
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary))
-        else:
+        if not self.wrote_json(options, summary):
             self.stdout.write(
                 f"Refitted {summary['campaign']!r} on {summary['labels']} labels and "
                 f"{summary['gold_answers']} gold answers from {summary['annotators']} "

@@ -1,6 +1,5 @@
 """Replay a judging order against complete labels: positives found and score errors per step."""
 
-import json
 import sys
 
 from tqdm import tqdm
@@ -60,9 +59,7 @@ class Command(BaseCommand):
                 f"{result.dropped_queries} queries left out: the label set does not decide "
                 "every pooled pair of theirs"
             )
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(result.replay.as_dict(), indent=2))
-        else:
+        if not self.wrote_json(options, result.replay.as_dict(), indent=2):
             self.stdout.write(render_table(result.replay))
 
 

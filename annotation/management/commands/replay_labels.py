@@ -1,6 +1,5 @@
 """Replay a labelling policy (fire or adaptive) on a crowd file and score it against gold."""
 
-import json
 import sys
 
 from tqdm import tqdm
@@ -57,8 +56,7 @@ class Command(BaseCommand):
             progress=lambda done: bar.update(done - bar.n),
         )
         bar.close()
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary.as_dict(), indent=2))
+        if self.wrote_json(options, summary.as_dict(), indent=2):
             return
         confidence = "" if summary.confidence is None else f", confidence {summary.confidence}"
         rows = [

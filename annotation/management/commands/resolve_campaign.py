@@ -1,7 +1,5 @@
 """Resolve a campaign's pairs into a retrieval label set that re-scoring reads."""
 
-import json
-
 from annotation.campaign_read.resolution import MAJORITY, METHODS, resolve_campaign
 from annotation.campaigns.lookup import get_campaign
 from jobs.commands import BaseCommand
@@ -41,8 +39,7 @@ class Command(BaseCommand):
             "disagreement": label_set.disagreement_count,
             "pending": label_set.metadata.get("pending", 0),
         }
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary))
+        if self.wrote_json(options, summary):
             return
         self.stdout.write(
             f"Label set {label_set.name!r} on {campaign.dataset.name} by {summary['method']}: "

@@ -1,6 +1,5 @@
 """Judge a campaign with simulated annotators that follow the demo world's ground truth."""
 
-import json
 import sys
 from dataclasses import asdict
 
@@ -55,8 +54,7 @@ class Command(BaseCommand):
                 profiles=profiles,
                 progress=bar.update,
             )
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(asdict(result)))
+        if self.wrote_json(options, asdict(result)):
             return
         self.stdout.write(
             f"{result.annotators} simulated annotators made {result.judgements} judgements "

@@ -1,7 +1,5 @@
 """Submit, list, show, retry and reap background jobs from the command line."""
 
-import json
-
 from django.core.management.base import CommandError
 
 from jobs import runner
@@ -81,8 +79,7 @@ class Command(BaseCommand):
             raise CommandError(f"job {job.pk} failed: {job.error}")
 
     def emit(self, data, options) -> None:
-        if options.get("format") == "json":
-            self.stdout.write(json.dumps(data, default=str))
+        if self.wrote_json(options, data, default=str):
             return
         for row in data if isinstance(data, list) else [data]:
             line = f"job {row['id']} {row['kind']} [{row['status']}] {row['description']}"

@@ -165,7 +165,7 @@ def test_the_gold_companion_is_a_column():
     companion = Campaign._base_manager.get(gold_of=campaign)
     assert campaign.gold_companion == companion
     assert gold_queue.gold_of(companion) == campaign.pk and gold_queue.gold_of(campaign) is None
-    assert gold_queue.companion_id(campaign) == companion.pk
+    assert campaign.gold_companion.pk == companion.pk
     assert companion.options == {} and "companion" not in campaign.options.get("gold", {})
     assert not Campaign.objects.filter(pk=companion.pk).exists()
     assert (

@@ -44,7 +44,7 @@ def test_gold_pairs_are_mixed_in_unseen_and_kept_apart(people):
     assert not {(row["caption_key"], row["video_key"]) for row in exported} & gold_keys
     # Tasks are pairs of a hidden companion campaign: ids from the same sequence, never listed.
     campaign.refresh_from_db()
-    companion = Campaign._base_manager.get(pk=gold_queue.companion_id(campaign))
+    companion = Campaign._base_manager.get(pk=campaign.gold_companion.pk)
     assert not Campaign.objects.filter(pk=companion.pk).exists()
     assert not campaign.dataset.campaigns.filter(pk=companion.pk).exists()
     assert companion.status == Campaign.Status.CLOSED

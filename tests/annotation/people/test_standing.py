@@ -45,7 +45,7 @@ def test_wrong_gold_answers_pause_and_an_admin_reinstates(people):
     people_service.reinstate(campaign, annotator, people["admin"])
     assert standing.paused(campaign, annotator) is None
     assert queue.assign(campaign, annotator).current is not None
-    assert not standing.check(campaign, annotator)  # earlier evidence no longer counts
+    assert not standing.check_pace(campaign, annotator).paused  # earlier evidence no longer counts
 
 
 def test_too_fast_pauses_and_careful_annotators_are_not_paused(people):
@@ -61,7 +61,7 @@ def test_too_fast_pauses_and_careful_annotators_are_not_paused(people):
     assert row is not None and "too fast" in row.reason
     assert Judgement.objects.filter(annotator=fast).count() == 12  # median over 12 answers
     assert standing.paused(campaign, careful) is None
-    assert not standing.check(campaign, careful)
+    assert not standing.check_pace(campaign, careful).paused
 
 
 def test_discounting_requeues_under_the_same_policy_and_keeps_the_labels(people):
