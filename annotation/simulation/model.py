@@ -151,10 +151,6 @@ class Outcome:
     def labels_used(self) -> int:
         return int(self.pair.size)
 
-    @property
-    def total_spent(self) -> int:
-        return sum(self.spent.values())
-
 
 @dataclass(frozen=True)
 class Rules:
