@@ -24,7 +24,7 @@ asked to a higher confidence than the campaign's
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from django.db import transaction
@@ -36,9 +36,15 @@ from annotation.active.reading import settled, stored_report
 from annotation.judging import pair_state
 from annotation.models import ActiveStage, Campaign
 from annotation.policy.rules import IN_FULL_CONFIDENCE
-from annotation.simulation.active import PLAN_SHARE, Misjudged, narrows, stage_design
-from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
-from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
+from annotation.simulation.active import (
+    PLAN_SHARE,
+    Misjudged,
+    judged_estimates,
+    narrows,
+    stage_design,
+)
+from annotation.simulation.estimates import METRICS, query_metrics
+from retrieval.scoring.active_inference import ActiveEstimates, poisson_draw
 from retrieval.scoring.score_intervals import query_key
 
 JOB_KIND = "active-stage"
@@ -62,7 +68,7 @@ class StageSummary:
     seed: int
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -129,28 +135,13 @@ def unfinished_queries(
 def stage_estimates(
     live: LiveCampaign, arrays: StageArrays, metrics: list[str], seed: int
 ) -> dict[str, ActiveEstimates]:
-    """Per metric (one column per run): the active-inference means of a finished stage, with
-    the predictions' weight 1 (PPI's; tuned on a few heavily weighted queries it understated
-    the variance offline, ``bench/RESULTS.md``)."""
-    world = live.world
-    rows = np.flatnonzero(arrays.judged)
-    values = query_metrics(world, live.resolved, rows)
-    noise = noise_variance(world, live.posterior, rows, np.random.default_rng(seed))
-    result = {}
-    for m, metric in enumerate(metrics):
-        y = np.zeros(arrays.predicted.shape[:2])
-        spread = np.zeros_like(y)
-        y[rows], spread[rows] = values[metric], noise[metric]
-        result[metric] = active_means(
-            y,
-            arrays.predicted[:, :, m],
-            arrays.judged,
-            arrays.probability,
-            noise_variance=spread,
-            level=LEVEL,
-            lam=1.0,
-        )
-    return result
+    """Per metric (one column per run): the active-inference means of a finished stage
+    (:func:`annotation.simulation.active.judged_estimates`)."""
+    predicted = {metric: arrays.predicted[:, :, m] for m, metric in enumerate(metrics)}
+    return judged_estimates(
+        live.world, live.resolved, live.posterior, arrays.judged, arrays.probability, predicted,
+        LEVEL, np.random.default_rng(seed),
+    )[0]  # fmt: skip
 
 
 def _as_json(estimates: dict[str, ActiveEstimates], runs: list[str]) -> dict:
@@ -286,6 +277,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         chosen & live.labelled & ~live.fixed & unsure & (live.label_counts < campaign.max_labels)
     )
     served = (chosen & live.unfinished) | again
+    n_drawn, n_served = int(drawn.sum()), int(np.count_nonzero(served))
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if ActiveStage.objects.filter(campaign=locked, number__gte=number).exists():
@@ -296,7 +288,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         captions = set(now.active_captions) | set(live.queries[drawn].tolist())
         judging = now.judging
         if judging.budget is not None:  # a drawn query is judged in full, budget or not
-            short = int(np.count_nonzero(served)) - max(judging.budget - live.labels_spent, 0)
+            short = n_served - max(judging.budget - live.labels_spent, 0)
             judging = replace(judging, budget=judging.budget + max(short, 0))
         locked.set_settings(replace(now, active_captions=tuple(sorted(captions)), judging=judging))
         ActiveStage.objects.create(
@@ -307,20 +299,14 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
             arrays=arrays.to_bytes(),
             run_names=list(world.run_names),
             metrics=list(METRICS),
-            drawn=int(drawn.sum()),
-            pairs=int(np.count_nonzero(served)),
+            drawn=n_drawn,
+            pairs=n_served,
             labels_before=live.labels_spent,
         )
     return StageSummary(
-        campaign.name,
-        number,
-        queries,
-        int(drawn.sum()),
-        int(judged.sum()),
-        int(np.count_nonzero(served)),
-        design.expected_labels,
-        seed,
-    )
+        campaign.name, number, queries, n_drawn, int(judged.sum()), n_served,
+        design.expected_labels, seed,
+    )  # fmt: skip
 
 
 def stage_report(campaign: Campaign) -> dict:

@@ -146,18 +146,18 @@ def simulate_active(
     if settings.value_first:
         judge(rules, source, tally, asker(world, rules, source.strata, METRIC_FIRST))
     for stage in range(settings.stages):
-        labelled = tally.total > 0
+        labelled, posterior = tally.total > 0, rules.posterior(tally)
         predictions = cross_fit(
-            features, world.pool.caption_ids, np.where(labelled, _posterior(tally), np.nan),
+            features, world.pool.caption_ids, np.where(labelled, posterior, np.nan),
             folds=settings.folds, seed=seed + stage,
         )  # fmt: skip
-        known = np.where(labelled, _posterior(tally), predictions.probability)
+        known = np.where(labelled, posterior, predictions.probability)
         predicted = query_metrics(world, known)
         spent = int(tally.total.sum())
         left = None if settings.max_labels is None else settings.max_labels - spent
         if stage or settings.value_first:
             design = stage_design(
-                world, known, labelled, spent, judged, _posterior(tally), settings.settle,
+                world, known, labelled, spent, judged, posterior, settings.settle,
                 (PLAN_SHARE * target / z) ** 2, settings.random_share, left, rng,
                 ratio=misjudged.ratio(),
             )  # fmt: skip
@@ -174,7 +174,13 @@ def simulate_active(
             drawn[:] = False
         judge(rules, source, tally, _within((judged | drawn)[query_of], rules))
         judged |= drawn
-        estimates, values = _estimate(world, tally, judged, pi, predicted, settings, rng)
+        # Values under the resolved labels, as a label set reads them: the posterior-expected
+        # metric would count every irrelevant pair's small leftover probability in C@K.
+        posterior = rules.posterior(tally)
+        estimates, values = judged_estimates(
+            world, (posterior > 0.5).astype(np.float64), posterior, judged, pi, predicted,
+            settings.level, rng,
+        )  # fmt: skip
         reported_pi, reported = pi, predicted
         if spread_grid is not None:
             misjudged.add(values, predicted, spread_grid, drawn, pi, METRICS)
@@ -335,39 +341,34 @@ def _within(chosen: np.ndarray, rules: Rules):
     return lambda tally, free: np.flatnonzero(in_full.needed(tally) & free & chosen)
 
 
-def _posterior(tally: Tally) -> np.ndarray:
-    return np.full(tally.total.size, 0.5) if tally.posterior is None else tally.posterior
-
-
-def _estimate(
+def judged_estimates(
     world: World,
-    tally: Tally,
+    resolved: np.ndarray,
+    posterior: np.ndarray,
     judged: np.ndarray,
     pi: np.ndarray,
     predicted: dict[str, np.ndarray],
-    settings: ActiveSettings,
+    level: float,
     rng: np.random.Generator,
 ) -> tuple[dict[str, ActiveEstimates], dict[str, np.ndarray]]:
-    """Every metric's active-inference estimates (one column per run) from the judged queries'
-    values under their resolved labels (posterior above 1/2, as a label set reads them; the
-    posterior-expected metric would count every irrelevant pair's small leftover probability
-    in C@K) and the label noise of those values; and those values (queries x runs, 0 where not
-    judged). The predictions' weight is PPI's, 1: tuned on a few heavily weighted queries it
-    made the design variance look smaller than it was (AP covered 76% of 30 replays with the
-    features shuffled, ``bench/RESULTS.md``)."""
-    posterior = _posterior(tally)
+    """Per metric of ``predicted`` (queries x runs), offline and live alike: the
+    active-inference estimates (one column per run) from the judged queries' values under the
+    ``resolved`` labels and their label noise under ``posterior``; and those values (queries x
+    runs, 0 where not judged). The predictions' weight is PPI's, 1: tuned on a few heavily
+    weighted queries it made the design variance look smaller than it was (AP covered 76% of
+    30 replays with the features shuffled, ``bench/RESULTS.md``)."""
     rows = np.flatnonzero(judged)
-    values = query_metrics(world, (posterior > 0.5).astype(np.float64), rows)
+    values = query_metrics(world, resolved, rows)
     noise = noise_variance(world, posterior, rows, rng)
     estimates, grids = {}, {}
-    for metric in METRICS:
-        y = np.zeros_like(predicted[metric])
+    for metric, prediction in predicted.items():
+        y = np.zeros(prediction.shape)
         y[rows] = values[metric]
         spread = np.zeros_like(y)
         spread[rows] = noise[metric]
         grids[metric] = y
         estimates[metric] = active_means(
-            y, predicted[metric], judged, pi, noise_variance=spread, level=settings.level, lam=1.0
+            y, prediction, judged, pi, noise_variance=spread, level=level, lam=1.0
         )
     return estimates, grids
 
