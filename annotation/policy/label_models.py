@@ -113,15 +113,25 @@ def _model(field: str):
     )
 
 
+SAID = Case(
+    When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
+)
+"""A judgement's (or gold answer's) label as 1 (relevant) or 0."""
+VERDICT = Case(
+    When(adjudicated=RELEVANT.label, then=Value(1)),
+    When(~Q(adjudicated=""), then=Value(0)),
+    default=Value(policy.NOT_ADJUDICATED),
+    output_field=IntegerField(),
+)
+"""A pair's adjudicated label as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`."""
+
+
 def live_labels(judgements):
     """Rows (pair id, 1/0, sensitivity, specificity) of the live ``judgements`` (one query)."""
-    said = Case(
-        When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
-    )
     return (
         judgements.filter(undone_at__isnull=True)
         .order_by()
-        .annotate(said=said)
+        .annotate(said=SAID)
         .annotate(sens=_model("sensitivity"), spec=_model("specificity"))
         .values_list("pair_id", "said", "sens", "spec")
     )
