@@ -22,15 +22,20 @@ def settled(estimates: dict, settle, half_width: float) -> bool:
     )
 
 
-def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
-    """Run -> metric -> the last estimated stage's interval as a spread, with the part holding
-    most of its variance (read only)."""
-    found = (
+def _last_estimates(campaign: Campaign) -> dict | None:
+    """The estimates of the campaign's last estimated stage (None before any)."""
+    return (
         ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
         .order_by("-number")
         .values_list("estimates", flat=True)
         .first()
     )
+
+
+def active_spreads(campaign: Campaign) -> dict[str, dict[str, Spread]]:
+    """Run -> metric -> the last estimated stage's interval as a spread, with the part holding
+    most of its variance (read only)."""
+    found = _last_estimates(campaign)
     if not found:
         return {}
     return {
@@ -105,12 +110,7 @@ def stored_report(campaign: Campaign) -> dict:
     it computes nothing (the API's and the campaign page's read)."""
     status = stage_status(campaign)
     settings = campaign.settings
-    found = (
-        ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
-        .order_by("-number")
-        .values_list("estimates", flat=True)
-        .first()
-    )
+    found = _last_estimates(campaign)
     return {
         "campaign": campaign.name,
         "settle": list(settings.settle),
