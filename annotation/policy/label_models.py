@@ -156,23 +156,15 @@ def adaptive_state(
     full for an estimate is asked to :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`."""
     settings = campaign.settings
     adjudicated = np.asarray(adjudicated, dtype=np.int64)
-    confidence = confidence_of(settings, captions)
+    confidence = settings.label_policy.confidence
+    in_full = settings.judged_in_full
+    if captions is not None and in_full:
+        wanted = np.fromiter(in_full, dtype=np.int64, count=len(in_full))
+        drawn = np.isin(np.asarray(captions, dtype=np.int64), wanted)
+        confidence = np.where(drawn, max(confidence, policy.IN_FULL_CONFIDENCE), confidence)
     needed = policy.adaptive_needed(total, posterior, confidence, campaign.max_labels)
     needed = np.where(adjudicated != policy.NOT_ADJUDICATED, 0, needed)
     return needed, policy.adaptive_resolve(total, posterior, adjudicated)
-
-
-def confidence_of(settings, captions=None):
-    """The confidence each pair is asked to: the campaign's, or for a pair whose caption is
-    judged in full for an estimate the higher :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`
-    (one number when no caption given or none is judged in full)."""
-    base = settings.label_policy.confidence
-    in_full = settings.judged_in_full
-    if captions is None or not in_full:
-        return base
-    wanted = np.fromiter(in_full, dtype=np.int64, count=len(in_full))
-    drawn = np.isin(np.asarray(captions, dtype=np.int64), wanted)
-    return np.where(drawn, max(base, policy.IN_FULL_CONFIDENCE), base)
 
 
 @dataclass(frozen=True)
