@@ -78,7 +78,8 @@ def _full_ranks(
     pooled = list(
         CampaignRun.objects.filter(campaign=campaign).order_by("position").select_related("run")
     )
-    lists = [align_rows(*_ids_items(entry.run), queries) for entry in pooled]
+    runs = (load_run(entry.run) for entry in pooled)  # one at a time
+    lists = [align_rows(run.query_ids, run.item_ids, queries) for run in runs]
     depth = max([int(campaign.depth)] + [items.shape[1] for items in lists])
     own_of = dict(rows_in(Caption.objects.values_list("pk", "video_id"), "pk", queries.tolist()))
     own = np.array([own_of.get(int(q), -1) for q in queries], dtype=np.int64)
@@ -95,11 +96,6 @@ def _full_ranks(
         found = keys.size > 0 and keys[order][at] == wanted
         ranks[:, r] = np.where(found, rank[order][at] + 1, 0)
     return ranks, known_positive
-
-
-def _ids_items(run) -> tuple[np.ndarray, np.ndarray]:
-    lists = load_run(run)
-    return lists.query_ids, lists.item_ids
 
 
 def live_campaign(campaign: Campaign) -> LiveCampaign:

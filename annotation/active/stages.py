@@ -1,24 +1,17 @@
-"""A campaign's active stages, live (Zrnic & Candès, ICML 2024: active statistical inference;
-the offline replay of the same design is :mod:`annotation.simulation.active`, whose planning
-and metrics this module shares).
+"""A campaign's active stages, live (Zrnic & Candès, ICML 2024: active statistical inference):
+the design of :mod:`annotation.simulation.active`, whose planning and estimates it shares, on
+the campaign's pool (read by :mod:`.live`; what pages read is :mod:`.reading`).
 
-:func:`draw_stage` reads every pooled pair's probability of relevance (its label posterior
-where it has labels, else the campaign's cross-fitted relevance predictor, else the labelled
-pairs' mean) and from them each run's expected metric per query (the predictions). It plans
-every query's inclusion probability: the smallest expected label spend whose design variance
-meets the campaign's half-width for every settled score, higher where a query's metrics are
-uncertain and lower where finishing it costs more labels, with a 10% uniform share
-(:func:`annotation.simulation.active.plan`). It draws queries independently (Poisson) and
-stores the probabilities and predictions, frozen, before any drawn pair is served again; drawn
-queries are then served first and judged in full. Once every drawn query is,
-:func:`estimate_stage` stores each run's active-inference mean of the judged queries' values
-under their resolved labels and everyone's frozen predictions, with the label noise of the
-judged values (Monte Carlo over their posteriors) in its interval: unbiased whatever the
-predictor, since the predictions and probabilities were fixed before the draw. Queries judged
-in earlier stages enter later ones with probability 1. Means are over the pooled queries.
-The pool's read is :mod:`.live`, what pages read :mod:`.reading`. A drawn query's pairs are
-asked to a higher confidence than the campaign's
-(:data:`annotation.policy.rules.IN_FULL_CONFIDENCE`): its value enters the estimate as it is.
+:func:`draw_stage` predicts each run's metric per query from every pooled pair's probability
+of relevance (its label posterior, else the cross-fitted relevance predictor, else the
+labelled pairs' mean), plans the queries' inclusion probabilities (10% uniform share,
+:func:`annotation.simulation.active.plan`), draws them (Poisson) and stores probabilities and
+predictions, frozen, before any drawn pair is served again; drawn queries are served first
+and judged in full, each pair asked to :data:`annotation.policy.rules.IN_FULL_CONFIDENCE`.
+Once every drawn query is, :func:`estimate_stage` stores each run's active-inference mean
+over the pooled queries, the judged values' label noise in its interval: unbiased whatever
+the predictor, since predictions and probabilities were fixed before the draw. Earlier
+stages' queries enter with probability 1.
 """
 
 from __future__ import annotations
