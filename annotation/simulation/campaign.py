@@ -138,7 +138,6 @@ def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
     mean_scores = []
     for i, first in enumerate(seeds[0]["scores"]):
         rows = [s["scores"][i] for s in seeds]
-        errors = [abs(row["error"]) for row in rows]
         mean_scores.append(
             {
                 "run": first["run"],
@@ -146,10 +145,9 @@ def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
                 "true": first["true"],
                 **{
                     key: float(np.mean([row[key] for row in rows]))
-                    for key in ("estimate", "low", "high")
+                    for key in ("estimate", "low", "high", "error")
                 },
-                "error": float(np.mean([row["error"] for row in rows])),
-                "worst_seed_error": float(max(errors)),
+                "worst_seed_error": float(max(abs(row["error"]) for row in rows)),
                 "coverage": float(np.mean([row["covered"] for row in rows])),
             }
         )
