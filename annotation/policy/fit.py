@@ -168,14 +168,7 @@ def _previous(
     priors = label_models.stored_priors(campaign)
     if len(priors) != n_strata:
         return None
-    start = confusion.Confusion.default(len(annotators))
-    at = {int(a): i for i, a in enumerate(annotators.tolist())}
-    for annotator, sens, spec in AnnotatorModel.objects.filter(
-        campaign=campaign, annotator_id__in=list(at)
-    ).values_list("annotator_id", "sensitivity", "specificity"):
-        start.sensitivity[at[annotator]] = sens
-        start.specificity[at[annotator]] = spec
-    return start, priors
+    return label_models.stored_confusion(campaign, annotators), priors
 
 
 def _store(campaign: Campaign, annotators: np.ndarray, fitted, labels: int, now) -> None:

@@ -92,6 +92,18 @@ def stored_priors(campaign: Campaign) -> np.ndarray:
     return np.asarray(priors or [], dtype=np.float64)
 
 
+def stored_confusion(campaign: Campaign, annotators: np.ndarray) -> confusion.Confusion:
+    """Each of ``annotators``' (ids) confusion as the last refit stored it, else the prior."""
+    found = confusion.Confusion.default(len(annotators))
+    at = {int(a): i for i, a in enumerate(np.asarray(annotators).tolist())}
+    stored = AnnotatorModel.objects.filter(campaign=campaign)
+    for annotator, sens, spec in stored.values_list("annotator_id", "sensitivity", "specificity"):
+        if annotator in at:
+            found.sensitivity[at[annotator]] = sens
+            found.specificity[at[annotator]] = spec
+    return found
+
+
 def prior_of(priors: np.ndarray, stratum: np.ndarray) -> np.ndarray:
     """The class prior of each stratum: the stored one, else :data:`confusion.CLASS_PRIOR`."""
     stratum = np.asarray(stratum, dtype=np.int64)
@@ -278,18 +290,9 @@ def campaign_posteriors(
 ) -> np.ndarray:
     """Every pair's posterior over the dense pair index of the campaign's read model, from its
     live labels (pair index, annotator id, 1/0) and the stored confusions and priors."""
-    stored = dict(
-        (annotator, (sens, spec))
-        for annotator, sens, spec in AnnotatorModel.objects.filter(campaign=campaign).values_list(
-            "annotator_id", "sensitivity", "specificity"
-        )
-    )
     ids = np.asarray(annotator_ids, dtype=np.int64)
     present = np.unique(ids)
-    table = np.array(
-        [stored.get(int(a), (confusion.PRIOR_ACCURACY,) * 2) for a in present.tolist()],
-        dtype=np.float64,
-    ).reshape(-1, 2)
+    model = stored_confusion(campaign, present)
     where = np.searchsorted(present, ids)
     rows = queryset_array(
         Pair.objects.filter(campaign=campaign).order_by().values_list("id", "pool_row"),
@@ -298,7 +301,7 @@ def campaign_posteriors(
     pool_rows = np.zeros(n_pairs, dtype=np.int64)
     pool_rows[rows["id"] - first_pair_id] = rows["pool_row"]
     prior = prior_of(stored_priors(campaign), strata(campaign, pool_rows))
-    return posteriors(prior, pair_index, labels, table[where, 0], table[where, 1])
+    return posteriors(prior, pair_index, labels, model.sensitivity[where], model.specificity[where])
 
 
 def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
