@@ -90,11 +90,8 @@ def _full_ranks(
         known_positive[:, r, : items.shape[1]] = (items == own[:, None]) & (items >= 0)
         row, rank = np.nonzero(items >= 0)
         keys = row * (1 << 32) + items[row, rank]
-        order = np.argsort(keys, kind="stable")
-        wanted = query_of * (1 << 32) + videos
-        at = np.minimum(np.searchsorted(keys[order], wanted), max(keys.size - 1, 0))
-        found = keys.size > 0 and keys[order][at] == wanted
-        ranks[:, r] = np.where(found, rank[order][at] + 1, 0)
+        at = positions_of(keys, query_of * (1 << 32) + videos)
+        ranks[:, r] = np.where(at >= 0, rank[at] + 1, 0)
     return ranks, known_positive
 
 

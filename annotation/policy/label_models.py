@@ -26,6 +26,7 @@ from annotation.policy import confusion
 from annotation.policy import rules as policy
 from config.batches import id_filters
 from jobs import runner
+from retrieval.ids import positions_of
 from retrieval.label_sets.status import RELEVANT
 
 REFIT_JOB = "refit-policy"
@@ -259,11 +260,8 @@ def snapshot(
                 for where in id_filters("pair_id", ids.tolist())
             ]
         )
-    order = np.argsort(ids, kind="stable")
-    at = np.searchsorted(ids, labels["pair_id"], sorter=order)
-    at = np.minimum(at, max(len(ids) - 1, 0))
-    found = (len(ids) > 0) & (ids[order[at]] == labels["pair_id"]) if len(ids) else at < 0
-    labels, item = labels[found], order[at[found]]
+    item = positions_of(ids, labels["pair_id"])
+    labels, item = labels[item >= 0], item[item >= 0]
     priors = priors if priors is not None else stored_priors(campaign)
     prior = prior_of(priors, strata(campaign, rows))
     said = labels["said"]
