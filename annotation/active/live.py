@@ -78,7 +78,8 @@ def _full_ranks(
     pooled = list(
         CampaignRun.objects.filter(campaign=campaign).order_by("position").select_related("run")
     )
-    lists = [align_rows(*_ids_items(entry.run), queries) for entry in pooled]
+    runs = (load_run(entry.run) for entry in pooled)  # one at a time
+    lists = [align_rows(run.query_ids, run.item_ids, queries) for run in runs]
     depth = max([int(campaign.depth)] + [items.shape[1] for items in lists])
     own_of = dict(rows_in(Caption.objects.values_list("pk", "video_id"), "pk", queries.tolist()))
     own = np.array([own_of.get(int(q), -1) for q in queries], dtype=np.int64)
@@ -89,17 +90,9 @@ def _full_ranks(
         known_positive[:, r, : items.shape[1]] = (items == own[:, None]) & (items >= 0)
         row, rank = np.nonzero(items >= 0)
         keys = row * (1 << 32) + items[row, rank]
-        order = np.argsort(keys, kind="stable")
-        wanted = query_of * (1 << 32) + videos
-        at = np.minimum(np.searchsorted(keys[order], wanted), max(keys.size - 1, 0))
-        found = keys.size > 0 and keys[order][at] == wanted
-        ranks[:, r] = np.where(found, rank[order][at] + 1, 0)
+        at = positions_of(keys, query_of * (1 << 32) + videos)
+        ranks[:, r] = np.where(at >= 0, rank[at] + 1, 0)
     return ranks, known_positive
-
-
-def _ids_items(run) -> tuple[np.ndarray, np.ndarray]:
-    lists = load_run(run)
-    return lists.query_ids, lists.item_ids
 
 
 def live_campaign(campaign: Campaign) -> LiveCampaign:

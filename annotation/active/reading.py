@@ -59,12 +59,13 @@ class StageRow:
 @dataclass(frozen=True)
 class StageStatus:
     """The campaign page's view of its active stages (read only): each stage, the drawn
-    queries still with a pair to label, and the last estimated stage."""
+    queries still with a pair to label, and the last estimated stage and its estimates."""
 
     stages: tuple[StageRow, ...]
     waiting: int
     estimated_stage: int | None
     settled: bool
+    estimates: dict | None = None
 
     @property
     def last(self) -> StageRow:
@@ -88,13 +89,15 @@ def stage_status(campaign: Campaign) -> StageStatus | None:
         .distinct()
     )
     waiting = np.isin(drawn, np.fromiter(unfinished, dtype=np.int64)).sum()
-    estimated = [row for row in rows if row[4] is not None]
+    estimated = [(number, found) for number, *_, found in rows if found is not None]
+    number, found = estimated[-1] if estimated else (None, None)
     settings = campaign.settings
     return StageStatus(
         tuple(StageRow(n, d, p, b, e is not None) for n, d, p, b, e in rows),
         int(waiting),
-        estimated[-1][0] if estimated else None,
-        bool(estimated) and settled(estimated[-1][4], settings.settle, settings.half_width),
+        number,
+        found is not None and settled(found, settings.settle, settings.half_width),
+        found,
     )
 
 
@@ -105,19 +108,13 @@ def stored_report(campaign: Campaign) -> dict:
     it computes nothing (the API's and the campaign page's read)."""
     status = stage_status(campaign)
     settings = campaign.settings
-    found = (
-        ActiveStage.objects.filter(campaign=campaign, estimates__isnull=False)
-        .order_by("-number")
-        .values_list("estimates", flat=True)
-        .first()
-    )
     return {
         "campaign": campaign.name,
         "settle": list(settings.settle),
         "half_width": settings.half_width,
         "stages": [] if status is None else [asdict(row) for row in status.stages],
         "unfinished": 0 if status is None else status.waiting,
-        "estimates": found,
+        "estimates": None if status is None else status.estimates,
         "estimated_stage": None if status is None else status.estimated_stage,
         "settled": bool(status and status.settled),
     }

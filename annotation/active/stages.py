@@ -1,30 +1,23 @@
-"""A campaign's active stages, live (Zrnic & Candès, ICML 2024: active statistical inference;
-the offline replay of the same design is :mod:`annotation.simulation.active`, whose planning
-and metrics this module shares).
+"""A campaign's active stages, live (Zrnic & Candès, ICML 2024: active statistical inference):
+the design of :mod:`annotation.simulation.active`, whose planning and estimates it shares, on
+the campaign's pool (read by :mod:`.live`; what pages read is :mod:`.reading`).
 
-:func:`draw_stage` reads every pooled pair's probability of relevance (its label posterior
-where it has labels, else the campaign's cross-fitted relevance predictor, else the labelled
-pairs' mean) and from them each run's expected metric per query (the predictions). It plans
-every query's inclusion probability: the smallest expected label spend whose design variance
-meets the campaign's half-width for every settled score, higher where a query's metrics are
-uncertain and lower where finishing it costs more labels, with a 10% uniform share
-(:func:`annotation.simulation.active.plan`). It draws queries independently (Poisson) and
-stores the probabilities and predictions, frozen, before any drawn pair is served again; drawn
-queries are then served first and judged in full. Once every drawn query is,
-:func:`estimate_stage` stores each run's active-inference mean of the judged queries' values
-under their resolved labels and everyone's frozen predictions, with the label noise of the
-judged values (Monte Carlo over their posteriors) in its interval: unbiased whatever the
-predictor, since the predictions and probabilities were fixed before the draw. Queries judged
-in earlier stages enter later ones with probability 1. Means are over the pooled queries.
-The pool's read is :mod:`.live`, what pages read :mod:`.reading`. A drawn query's pairs are
-asked to a higher confidence than the campaign's
-(:data:`annotation.policy.rules.IN_FULL_CONFIDENCE`): its value enters the estimate as it is.
+:func:`draw_stage` predicts each run's metric per query from every pooled pair's probability
+of relevance (its label posterior, else the cross-fitted relevance predictor, else the
+labelled pairs' mean), plans the queries' inclusion probabilities (10% uniform share,
+:func:`annotation.simulation.active.plan`), draws them (Poisson) and stores probabilities and
+predictions, frozen, before any drawn pair is served again; drawn queries are served first
+and judged in full, each pair asked to :data:`annotation.policy.rules.IN_FULL_CONFIDENCE`.
+Once every drawn query is, :func:`estimate_stage` stores each run's active-inference mean
+over the pooled queries, the judged values' label noise in its interval: unbiased whatever
+the predictor, since predictions and probabilities were fixed before the draw. Earlier
+stages' queries enter with probability 1.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from django.db import transaction
@@ -36,9 +29,15 @@ from annotation.active.reading import settled, stored_report
 from annotation.judging import pair_state
 from annotation.models import ActiveStage, Campaign
 from annotation.policy.rules import IN_FULL_CONFIDENCE
-from annotation.simulation.active import PLAN_SHARE, Misjudged, narrows, stage_design
-from annotation.simulation.estimates import METRICS, noise_variance, query_metrics
-from retrieval.scoring.active_inference import ActiveEstimates, active_means, poisson_draw
+from annotation.simulation.active import (
+    PLAN_SHARE,
+    Misjudged,
+    judged_estimates,
+    narrows,
+    stage_design,
+)
+from annotation.simulation.estimates import METRICS, query_metrics
+from retrieval.scoring.active_inference import ActiveEstimates, poisson_draw
 from retrieval.scoring.score_intervals import query_key
 
 JOB_KIND = "active-stage"
@@ -62,7 +61,7 @@ class StageSummary:
     seed: int
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -129,28 +128,13 @@ def unfinished_queries(
 def stage_estimates(
     live: LiveCampaign, arrays: StageArrays, metrics: list[str], seed: int
 ) -> dict[str, ActiveEstimates]:
-    """Per metric (one column per run): the active-inference means of a finished stage, with
-    the predictions' weight 1 (PPI's; tuned on a few heavily weighted queries it understated
-    the variance offline, ``bench/RESULTS.md``)."""
-    world = live.world
-    rows = np.flatnonzero(arrays.judged)
-    values = query_metrics(world, live.resolved, rows)
-    noise = noise_variance(world, live.posterior, rows, np.random.default_rng(seed))
-    result = {}
-    for m, metric in enumerate(metrics):
-        y = np.zeros(arrays.predicted.shape[:2])
-        spread = np.zeros_like(y)
-        y[rows], spread[rows] = values[metric], noise[metric]
-        result[metric] = active_means(
-            y,
-            arrays.predicted[:, :, m],
-            arrays.judged,
-            arrays.probability,
-            noise_variance=spread,
-            level=LEVEL,
-            lam=1.0,
-        )
-    return result
+    """Per metric (one column per run): the active-inference means of a finished stage
+    (:func:`annotation.simulation.active.judged_estimates`)."""
+    predicted = {metric: arrays.predicted[:, :, m] for m, metric in enumerate(metrics)}
+    return judged_estimates(
+        live.world, live.resolved, live.posterior, arrays.judged, arrays.probability, predicted,
+        LEVEL, np.random.default_rng(seed),
+    )[0]  # fmt: skip
 
 
 def _as_json(estimates: dict[str, ActiveEstimates], runs: list[str]) -> dict:
@@ -286,6 +270,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         chosen & live.labelled & ~live.fixed & unsure & (live.label_counts < campaign.max_labels)
     )
     served = (chosen & live.unfinished) | again
+    n_drawn, n_served = int(drawn.sum()), int(np.count_nonzero(served))
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if ActiveStage.objects.filter(campaign=locked, number__gte=number).exists():
@@ -296,7 +281,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         captions = set(now.active_captions) | set(live.queries[drawn].tolist())
         judging = now.judging
         if judging.budget is not None:  # a drawn query is judged in full, budget or not
-            short = int(np.count_nonzero(served)) - max(judging.budget - live.labels_spent, 0)
+            short = n_served - max(judging.budget - live.labels_spent, 0)
             judging = replace(judging, budget=judging.budget + max(short, 0))
         locked.set_settings(replace(now, active_captions=tuple(sorted(captions)), judging=judging))
         ActiveStage.objects.create(
@@ -307,20 +292,14 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
             arrays=arrays.to_bytes(),
             run_names=list(world.run_names),
             metrics=list(METRICS),
-            drawn=int(drawn.sum()),
-            pairs=int(np.count_nonzero(served)),
+            drawn=n_drawn,
+            pairs=n_served,
             labels_before=live.labels_spent,
         )
     return StageSummary(
-        campaign.name,
-        number,
-        queries,
-        int(drawn.sum()),
-        int(judged.sum()),
-        int(np.count_nonzero(served)),
-        design.expected_labels,
-        seed,
-    )
+        campaign.name, number, queries, n_drawn, int(judged.sum()), n_served,
+        design.expected_labels, seed,
+    )  # fmt: skip
 
 
 def stage_report(campaign: Campaign) -> dict:

@@ -37,8 +37,6 @@ from retrieval.label_sets.status import LABELS
 
 FORMATS = ("csv", "jsonl")
 REQUIRED = ("caption", "video", "assessor")
-SCORED = ("score", "label")
-"""A row gives at least one of these."""
 NAME_LENGTH = 255
 FAMILY_LENGTH = 64
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}

@@ -30,7 +30,6 @@ from annotation.models import (
     MachineJudgement,
     Pair,
 )
-from config.errors import UserError
 from retrieval.formats.records import FormatError
 from retrieval.ids import PairKeys, positions_of
 from retrieval.label_sets.status import CODES, NAMES
@@ -38,10 +37,6 @@ from retrieval.scoring.circularity import shared_families
 from retrieval.search.runs_service import KeyIndex
 
 BATCH = 1000
-
-
-class AssessorError(UserError):
-    """Machine judgements cannot be imported or read as asked; nothing was written."""
 
 
 @dataclass(frozen=True)

@@ -122,17 +122,21 @@ def pool_strata(ranks: np.ndarray) -> np.ndarray:
 
 def first_labels(item_index: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Whether each label is its item's first by ``order`` (default: the labels' own order)."""
+    order = np.arange(np.size(item_index)) if order is None else order
+    return group_positions(item_index, order) == 0
+
+
+def group_positions(item_index: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Each entry's place (0 first) among its item's entries, in ``keys`` order (ties: in the
+    entries' own order)."""
     item_index = np.asarray(item_index, dtype=np.int64)
-    n = item_index.size
-    order = np.arange(n) if order is None else np.asarray(order)
-    by_item = np.lexsort((order, item_index))
-    first = np.zeros(n, dtype=bool)
-    if n:
-        sorted_items = item_index[by_item]
-        starts = np.ones(n, dtype=bool)
-        starts[1:] = sorted_items[1:] != sorted_items[:-1]
-        first[by_item[starts]] = True
-    return first
+    order = np.lexsort((np.asarray(keys), item_index))
+    sorted_items = item_index[order]
+    starts = np.flatnonzero(np.r_[True, sorted_items[1:] != sorted_items[:-1]])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, sorted_items.size]))
+    position = np.empty(item_index.size, dtype=np.int64)
+    position[order] = np.arange(item_index.size) - run_start
+    return position
 
 
 def fit(

@@ -11,12 +11,11 @@ queues the ``fit-predictor`` job when done (:func:`annotation.prediction.service
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 
 from annotation.judging import pair_state
@@ -34,7 +33,7 @@ from annotation.ordering import priorities
 from annotation.policy import confusion, label_models
 from annotation.prediction import service as prediction
 from config.errors import UserError
-from retrieval.label_sets.status import CODES, RELEVANT
+from retrieval.label_sets.status import CODES
 
 JOB_KIND = label_models.REFIT_JOB
 
@@ -59,24 +58,12 @@ class RefitResult:
     fitted_at: datetime
 
     def summary(self) -> dict:
-        """JSON-ready: the job's result and the command's output."""
-        return {
-            "campaign": self.campaign,
-            "labels": self.labels,
-            "gold_answers": self.gold_answers,
-            "annotators": self.annotators,
-            "priors": self.priors,
-            "iterations": self.iterations,
-            "converged": self.converged,
-            "pairs_changed": self.pairs_changed,
-            "queue_changed": self.queue_changed,
-            "fitted_at": self.fitted_at.isoformat(),
-        }
+        """JSON-ready: the job's result and the command's output (all but ``strata``)."""
+        found = asdict(self)
+        del found["strata"]
+        return {**found, "fitted_at": self.fitted_at.isoformat()}
 
 
-_LABEL = Case(
-    When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
-)
 _JUDGEMENT_ROW = np.dtype(
     [("id", np.int64), ("pair_id", np.int64), ("annotator_id", np.int64), ("said", np.int64)]
 )
@@ -98,21 +85,14 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
         judged = queryset_array(
             Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
             .order_by()
-            .annotate(said=_LABEL)
+            .annotate(said=label_models.SAID)
             .values_list("id", "pair_id", "annotator_id", "said"),
             _JUDGEMENT_ROW,
         )
         pairs = queryset_array(
             Pair.objects.filter(campaign=campaign)
             .order_by("pk")
-            .annotate(
-                verdict=Case(
-                    When(adjudicated=RELEVANT.label, then=Value(1)),
-                    When(~Q(adjudicated=""), then=Value(0)),
-                    default=Value(-1),
-                    output_field=IntegerField(),
-                )
-            )
+            .annotate(verdict=label_models.VERDICT)
             .values_list("id", "pool_row", "verdict"),
             np.dtype([("id", np.int64), ("pool_row", np.int64), ("verdict", np.int64)]),
         )
@@ -122,7 +102,7 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
         answers = queryset_array(
             GoldJudgement.objects.filter(gold_pair__campaign=campaign)
             .order_by()
-            .annotate(said=_LABEL)
+            .annotate(said=label_models.SAID)
             .values_list("gold_pair_id", "annotator_id", "said"),
             _GOLD_ROW,
         )
@@ -188,14 +168,7 @@ def _previous(
     priors = label_models.stored_priors(campaign)
     if len(priors) != n_strata:
         return None
-    start = confusion.Confusion.default(len(annotators))
-    at = {int(a): i for i, a in enumerate(annotators.tolist())}
-    for annotator, sens, spec in AnnotatorModel.objects.filter(
-        campaign=campaign, annotator_id__in=list(at)
-    ).values_list("annotator_id", "sensitivity", "specificity"):
-        start.sensitivity[at[annotator]] = sens
-        start.specificity[at[annotator]] = spec
-    return start, priors
+    return label_models.stored_confusion(campaign, annotators), priors
 
 
 def _store(campaign: Campaign, annotators: np.ndarray, fitted, labels: int, now) -> None:

@@ -26,6 +26,7 @@ from annotation.policy import confusion
 from annotation.policy import rules as policy
 from config.batches import id_filters
 from jobs import runner
+from retrieval.ids import positions_of
 from retrieval.label_sets.status import RELEVANT
 
 REFIT_JOB = "refit-policy"
@@ -92,6 +93,18 @@ def stored_priors(campaign: Campaign) -> np.ndarray:
     return np.asarray(priors or [], dtype=np.float64)
 
 
+def stored_confusion(campaign: Campaign, annotators: np.ndarray) -> confusion.Confusion:
+    """Each of ``annotators``' (ids) confusion as the last refit stored it, else the prior."""
+    found = confusion.Confusion.default(len(annotators))
+    at = {int(a): i for i, a in enumerate(np.asarray(annotators).tolist())}
+    stored = AnnotatorModel.objects.filter(campaign=campaign)
+    for annotator, sens, spec in stored.values_list("annotator_id", "sensitivity", "specificity"):
+        if annotator in at:
+            found.sensitivity[at[annotator]] = sens
+            found.specificity[at[annotator]] = spec
+    return found
+
+
 def prior_of(priors: np.ndarray, stratum: np.ndarray) -> np.ndarray:
     """The class prior of each stratum: the stored one, else :data:`confusion.CLASS_PRIOR`."""
     stratum = np.asarray(stratum, dtype=np.int64)
@@ -113,15 +126,25 @@ def _model(field: str):
     )
 
 
+SAID = Case(
+    When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
+)
+"""A judgement's (or gold answer's) label as 1 (relevant) or 0."""
+VERDICT = Case(
+    When(adjudicated=RELEVANT.label, then=Value(1)),
+    When(~Q(adjudicated=""), then=Value(0)),
+    default=Value(policy.NOT_ADJUDICATED),
+    output_field=IntegerField(),
+)
+"""A pair's adjudicated label as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`."""
+
+
 def live_labels(judgements):
     """Rows (pair id, 1/0, sensitivity, specificity) of the live ``judgements`` (one query)."""
-    said = Case(
-        When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
-    )
     return (
         judgements.filter(undone_at__isnull=True)
         .order_by()
-        .annotate(said=said)
+        .annotate(said=SAID)
         .annotate(sens=_model("sensitivity"), spec=_model("specificity"))
         .values_list("pair_id", "said", "sens", "spec")
     )
@@ -146,23 +169,15 @@ def adaptive_state(
     full for an estimate is asked to :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`."""
     settings = campaign.settings
     adjudicated = np.asarray(adjudicated, dtype=np.int64)
-    confidence = confidence_of(settings, captions)
+    confidence = settings.label_policy.confidence
+    in_full = settings.judged_in_full
+    if captions is not None and in_full:
+        wanted = np.fromiter(in_full, dtype=np.int64, count=len(in_full))
+        drawn = np.isin(np.asarray(captions, dtype=np.int64), wanted)
+        confidence = np.where(drawn, max(confidence, policy.IN_FULL_CONFIDENCE), confidence)
     needed = policy.adaptive_needed(total, posterior, confidence, campaign.max_labels)
     needed = np.where(adjudicated != policy.NOT_ADJUDICATED, 0, needed)
     return needed, policy.adaptive_resolve(total, posterior, adjudicated)
-
-
-def confidence_of(settings, captions=None):
-    """The confidence each pair is asked to: the campaign's, or for a pair whose caption is
-    judged in full for an estimate the higher :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`
-    (one number when no caption given or none is judged in full)."""
-    base = settings.label_policy.confidence
-    in_full = settings.judged_in_full
-    if captions is None or not in_full:
-        return base
-    wanted = np.fromiter(in_full, dtype=np.int64, count=len(in_full))
-    drawn = np.isin(np.asarray(captions, dtype=np.int64), wanted)
-    return np.where(drawn, max(base, policy.IN_FULL_CONFIDENCE), base)
 
 
 @dataclass(frozen=True)
@@ -245,11 +260,8 @@ def snapshot(
                 for where in id_filters("pair_id", ids.tolist())
             ]
         )
-    order = np.argsort(ids, kind="stable")
-    at = np.searchsorted(ids, labels["pair_id"], sorter=order)
-    at = np.minimum(at, max(len(ids) - 1, 0))
-    found = (len(ids) > 0) & (ids[order[at]] == labels["pair_id"]) if len(ids) else at < 0
-    labels, item = labels[found], order[at[found]]
+    item = positions_of(ids, labels["pair_id"])
+    labels, item = labels[item >= 0], item[item >= 0]
     priors = priors if priors is not None else stored_priors(campaign)
     prior = prior_of(priors, strata(campaign, rows))
     said = labels["said"]
@@ -276,18 +288,9 @@ def campaign_posteriors(
 ) -> np.ndarray:
     """Every pair's posterior over the dense pair index of the campaign's read model, from its
     live labels (pair index, annotator id, 1/0) and the stored confusions and priors."""
-    stored = dict(
-        (annotator, (sens, spec))
-        for annotator, sens, spec in AnnotatorModel.objects.filter(campaign=campaign).values_list(
-            "annotator_id", "sensitivity", "specificity"
-        )
-    )
     ids = np.asarray(annotator_ids, dtype=np.int64)
     present = np.unique(ids)
-    table = np.array(
-        [stored.get(int(a), (confusion.PRIOR_ACCURACY,) * 2) for a in present.tolist()],
-        dtype=np.float64,
-    ).reshape(-1, 2)
+    model = stored_confusion(campaign, present)
     where = np.searchsorted(present, ids)
     rows = queryset_array(
         Pair.objects.filter(campaign=campaign).order_by().values_list("id", "pool_row"),
@@ -296,7 +299,7 @@ def campaign_posteriors(
     pool_rows = np.zeros(n_pairs, dtype=np.int64)
     pool_rows[rows["id"] - first_pair_id] = rows["pool_row"]
     prior = prior_of(stored_priors(campaign), strata(campaign, pool_rows))
-    return posteriors(prior, pair_index, labels, table[where, 0], table[where, 1])
+    return posteriors(prior, pair_index, labels, model.sensitivity[where], model.specificity[where])
 
 
 def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:

@@ -29,32 +29,24 @@ def _other_first_hit(ranks: np.ndarray, relevant, known_rank) -> np.ndarray:
     return np.minimum(np.where(hit == first, second, first), known)
 
 
+def _decides(ranks: np.ndarray, relevant, known_rank, ks: Sequence[int]):
+    """Per K of ``ks``, queries x slots x runs: whether each pair decides each run's C@K."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    in_run = ranks > 0
+    other = _other_first_hit(ranks, relevant, known_rank)
+    for k in ks:
+        yield in_run & (ranks <= int(k)) & (other > int(k))
+
+
 def deciding_cells(
     ranks: np.ndarray, relevant: np.ndarray, known_rank: np.ndarray, ks: Sequence[int]
 ) -> np.ndarray:
     """Queries x slots: how many (run, K) Correct@K cells each pair decides, given each
     pair's current label (``relevant``, bool) and the known positives."""
-    ranks = np.asarray(ranks, dtype=np.int64)
-    in_run = ranks > 0
-    other = _other_first_hit(ranks, relevant, known_rank)
-    cells = np.zeros(ranks.shape[:2], dtype=np.int64)
-    for k in ks:
-        cells += (in_run & (ranks <= int(k)) & (other > int(k))).sum(axis=2)
+    cells = np.zeros(np.shape(ranks)[:2], dtype=np.int64)
+    for decides in _decides(ranks, relevant, known_rank, ks):
+        cells += decides.sum(axis=2)
     return cells
-
-
-def impact(
-    ranks: np.ndarray, relevant: np.ndarray, known_rank: np.ndarray, ks: Sequence[int]
-) -> np.ndarray:
-    """Queries x slots: the C@K cells a pair decides plus its summed reciprocal rank."""
-    ranks = np.asarray(ranks, dtype=np.int64)
-    reciprocal = np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0).sum(axis=2)
-    return deciding_cells(ranks, relevant, known_rank, ks) + reciprocal
-
-
-def chance_wrong(posterior) -> np.ndarray:
-    """The chance a pair's current label is wrong: one minus :func:`policy.certainty`."""
-    return 1.0 - policy.certainty(posterior)
 
 
 def wanted(
@@ -73,11 +65,14 @@ def wanted(
     each pair now (:func:`policy.adaptive_needed`; with ``metric_aware`` only on pairs that
     decide some C@K; never on padding), and what that label is worth."""
     labels = np.asarray(labels, dtype=np.int64)
-    valid = (np.asarray(ranks) > 0).any(axis=2)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    valid = (ranks > 0).any(axis=2)
     needed = policy.adaptive_needed(labels, posterior, confidence, cap) > 0
-    worth = chance_wrong(posterior) * impact(ranks, relevant, known_rank, ks)
+    cells = deciding_cells(ranks, relevant, known_rank, ks)
+    reciprocal = np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0).sum(axis=2)
+    worth = (1.0 - policy.certainty(posterior)) * (cells + reciprocal)  # chance wrong x impact
     if metric_aware:
-        needed &= deciding_cells(ranks, relevant, known_rank, ks) > 0
+        needed &= cells > 0
     wanted_now = needed & valid
     return wanted_now, np.where(wanted_now, worth, -np.inf)
 
@@ -128,17 +123,12 @@ def settled_correct_at(
 ) -> np.ndarray:
     """Runs x ks: the share of queries whose Correct@K is settled: every pair deciding it has
     labels and a posterior of at least ``confidence``, or is ``fixed``."""
-    ranks = np.asarray(ranks, dtype=np.int64)
-    in_run = ranks > 0
-    other = _other_first_hit(ranks, relevant, known_rank)
     sure = (np.asarray(labels) > 0) & (policy.certainty(posterior) >= confidence)
     shaky = ~(sure | np.asarray(fixed, dtype=bool))
-    queries = ranks.shape[0]
-    shares = np.ones((ranks.shape[2], len(ks)))
-    if not queries:
+    shares = np.ones((np.shape(ranks)[2], len(ks)))
+    if not np.shape(ranks)[0]:
         return shares
-    for j, k in enumerate(ks):
-        decides = in_run & (ranks <= int(k)) & (other > int(k))
+    for j, decides in enumerate(_decides(ranks, relevant, known_rank, ks)):
         unsettled = (decides & shaky[:, :, None]).any(axis=1)  # queries x runs
         shares[:, j] = 1.0 - unsettled.mean(axis=0)
     return shares

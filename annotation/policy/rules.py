@@ -60,7 +60,8 @@ def labels_needed(
         np.asarray(total, dtype=np.int64),
         np.asarray(double, dtype=bool),
     )
-    _check_counts(relevant, total)
+    if (relevant < 0).any() or (relevant > total).any():
+        raise ValueError("need 0 <= relevant <= total for every pair")
     if cap < 1:
         raise ValueError("cap must be at least 1")
     target = np.where(double, 2, 1)
@@ -118,11 +119,6 @@ def needed_for(labels: Iterable[bool | None], double: bool = False, cap: int = D
     """How many more labels one pair needs: :func:`labels_needed` for a single pair."""
     relevant, total = tally(labels)
     return int(labels_needed(np.array([relevant]), np.array([total]), np.array([double]), cap)[0])
-
-
-def _check_counts(relevant: np.ndarray, total: np.ndarray) -> None:
-    if (relevant < 0).any() or (relevant > total).any():
-        raise ValueError("need 0 <= relevant <= total for every pair")
 
 
 def certainty(posterior) -> np.ndarray:

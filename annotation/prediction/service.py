@@ -23,7 +23,7 @@ from datetime import datetime
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, FloatField, IntegerField, Q, Value, When
+from django.db.models import Case, FloatField, IntegerField, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -109,12 +109,8 @@ class PredictorFit:
     def summary(self) -> dict:
         """JSON-ready: the job's result and the command's output."""
         return {
-            "campaign": self.campaign,
-            "pairs": self.pairs,
-            "labelled": self.labelled,
+            **dataclasses.asdict(self),
             "features": list(self.features),
-            "method": self.method,
-            "quality": self.quality,
             "seconds": round(self.seconds, 3),
             "fitted_at": self.fitted_at.isoformat(),
         }
@@ -126,14 +122,7 @@ def predictor_inputs(campaign: Campaign) -> PredictorInputs:
     pairs = queryset_array(
         Pair.objects.filter(campaign=campaign)
         .order_by("pool_row", "pk")
-        .annotate(
-            verdict=Case(
-                When(adjudicated=RELEVANT.label, then=Value(1)),
-                When(~Q(adjudicated=""), then=Value(0)),
-                default=Value(inputs.NO_VERDICT),
-                output_field=IntegerField(),
-            )
-        )
+        .annotate(verdict=label_models.VERDICT)
         .values_list("id", "pool_row", "caption_id", "video_id", "verdict"),
         _PAIR_ROW,
     )

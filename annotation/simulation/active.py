@@ -1,27 +1,23 @@
 """Pure: a campaign judged offline under the active policy, every score estimated with an
 honest 95% interval from a few queries judged in full and a relevance predictor for the rest.
 
-First the value-driven labels of the adaptive policy (metric-first: only pairs that decide
-some run's C@K, while their posterior is unsure), which settle C@K on most queries for few
-labels. Then, in stages, queries are the units (every metric is a mean over queries): each
-query not yet judged is drawn with a known probability, independently (Poisson sampling),
-higher where its metrics are uncertain and lower where finishing it costs more labels (pi
-proportional to sqrt(error / cost), mixed with a uniform random share:
-:func:`retrieval.scoring.active_inference.inclusion_probabilities`), the smallest budget whose
-predicted interval meets the target (:func:`plan`). A drawn query is judged in full under the
-adaptive rules. After a stage every score is the active-inference mean (Zrnic & Candès, ICML
-2024) of the judged queries' values (their metric under the resolved labels) and every query's
-predicted value (its exact expected metric, each labelled pair at its posterior and every other
-pair at the cross-fitted predictor's probability), with the label noise of the judged values
-(Monte Carlo over the posteriors) in its variance.
+First the adaptive policy's value-driven labels (metric-first: only pairs deciding some run's
+C@K while their posterior is unsure), which settle C@K on most queries for few labels. Then, in
+stages, queries are the units: each query not yet judged is drawn independently (Poisson) with
+a known probability, higher where its metrics are uncertain and lower where finishing it costs
+more labels (:func:`retrieval.scoring.active_inference.inclusion_probabilities`), at the
+smallest spend whose predicted interval meets the target (:func:`plan`), and judged in full
+under the adaptive rules. After a stage every score is the active-inference mean (Zrnic &
+Candès, ICML 2024) of the judged queries' values and every query's predicted value (its exact
+expected metric under the posteriors and the cross-fitted predictor's probabilities), with the
+judged values' label noise (Monte Carlo over the posteriors) in its variance.
 
-Why the estimate stays unbiased across stages: a stage's predictions and probabilities are fixed
-before its draw, and queries judged in earlier stages enter that stage with probability 1, so
-conditional on the past the stage is a Poisson design with known probabilities and its estimate
-is unbiased for the mean over every query, whatever the predictor (Horvitz-Thompson). Judging
-stops when every settled score's interval is within the half-width, when every query is judged,
-or when the stages or the label budget run out. Without the value-driven labels
-(``value_first=False``) the first stage is a uniform pilot that gives the predictor its labels.
+Unbiased across stages: a stage's predictions and probabilities are fixed before its draw and
+queries judged earlier enter it with probability 1, so conditional on the past it is a Poisson
+design with known probabilities (Horvitz-Thompson), whatever the predictor. Judging stops when
+every settled score is within the half-width, every query is judged, or the stages or the label
+budget run out. With ``value_first=False`` the first stage is a uniform pilot instead, which
+gives the predictor its labels.
 """
 
 from dataclasses import dataclass, field, replace
@@ -146,18 +142,18 @@ def simulate_active(
     if settings.value_first:
         judge(rules, source, tally, asker(world, rules, source.strata, METRIC_FIRST))
     for stage in range(settings.stages):
-        labelled = tally.total > 0
+        labelled, posterior = tally.total > 0, rules.posterior(tally)
         predictions = cross_fit(
-            features, world.pool.caption_ids, np.where(labelled, _posterior(tally), np.nan),
+            features, world.pool.caption_ids, np.where(labelled, posterior, np.nan),
             folds=settings.folds, seed=seed + stage,
         )  # fmt: skip
-        known = np.where(labelled, _posterior(tally), predictions.probability)
+        known = np.where(labelled, posterior, predictions.probability)
         predicted = query_metrics(world, known)
         spent = int(tally.total.sum())
         left = None if settings.max_labels is None else settings.max_labels - spent
         if stage or settings.value_first:
             design = stage_design(
-                world, known, labelled, spent, judged, _posterior(tally), settings.settle,
+                world, known, labelled, spent, judged, posterior, settings.settle,
                 (PLAN_SHARE * target / z) ** 2, settings.random_share, left, rng,
                 ratio=misjudged.ratio(),
             )  # fmt: skip
@@ -174,7 +170,13 @@ def simulate_active(
             drawn[:] = False
         judge(rules, source, tally, _within((judged | drawn)[query_of], rules))
         judged |= drawn
-        estimates, values = _estimate(world, tally, judged, pi, predicted, settings, rng)
+        # Values under the resolved labels, as a label set reads them: the posterior-expected
+        # metric would count every irrelevant pair's small leftover probability in C@K.
+        posterior = rules.posterior(tally)
+        estimates, values = judged_estimates(
+            world, (posterior > 0.5).astype(np.float64), posterior, judged, pi, predicted,
+            settings.level, rng,
+        )  # fmt: skip
         reported_pi, reported = pi, predicted
         if spread_grid is not None:
             misjudged.add(values, predicted, spread_grid, drawn, pi, METRICS)
@@ -199,9 +201,10 @@ def simulate_active(
 class StageDesign:
     """A stage's planned design: each query's inclusion ``probability`` (1 where judged), the
     ``spread`` of its predicted values (queries x runs x :data:`METRICS`: their variance under
-    the pairs' probabilities), and ``planned`` (queries x runs x settled metrics), the error a drawn value is planned with (the
-    spread scaled by how much larger real errors were, plus the label noise it brings); ``cost``
-    the labels judging each query in full is expected to take (0 where judged)."""
+    the pairs' probabilities), ``planned`` (queries x runs x settled metrics) the error a drawn
+    value is planned with (the spread scaled by how much larger real errors were, plus the
+    label noise it brings), ``cost`` the labels judging each query in full is expected to take
+    (0 where judged)."""
 
     probability: np.ndarray
     spread: np.ndarray
@@ -317,10 +320,10 @@ def widest_variance(estimates: dict[str, ActiveEstimates], settle: tuple[str, ..
 def narrows(pi: np.ndarray, judged: np.ndarray, spread: np.ndarray, current: float) -> bool:
     """Whether a stage drawn with ``pi`` is expected to narrow the widest settled interval: its
     planned design variance (the spread of the queries not yet judged) below ``current``, the
-    current estimates' largest variance (:func:`widest_variance`). A stage starved by the label budget draws a few queries with
-    tiny probabilities and huge weights; on the demo world at a quarter of FIRE's labels such a
-    last stage widened the intervals to tens of points. Decided before the draw, from what
-    is known then, so the stages stay a valid sequential design."""
+    current estimates' largest variance (:func:`widest_variance`). A stage starved by the label
+    budget draws a few queries with tiny probabilities and huge weights; on the demo world at a
+    quarter of FIRE's labels such a last stage widened the intervals to tens of points. Decided
+    before the draw, from what is known then, so the stages stay a valid sequential design."""
     rest = ~judged
     with np.errstate(divide="ignore", invalid="ignore"):  # pi 0: no labels left to draw with
         weights = np.where(pi[rest] > 0, (1 - pi[rest]) / pi[rest], np.inf)[:, None, None]
@@ -335,39 +338,34 @@ def _within(chosen: np.ndarray, rules: Rules):
     return lambda tally, free: np.flatnonzero(in_full.needed(tally) & free & chosen)
 
 
-def _posterior(tally: Tally) -> np.ndarray:
-    return np.full(tally.total.size, 0.5) if tally.posterior is None else tally.posterior
-
-
-def _estimate(
+def judged_estimates(
     world: World,
-    tally: Tally,
+    resolved: np.ndarray,
+    posterior: np.ndarray,
     judged: np.ndarray,
     pi: np.ndarray,
     predicted: dict[str, np.ndarray],
-    settings: ActiveSettings,
+    level: float,
     rng: np.random.Generator,
 ) -> tuple[dict[str, ActiveEstimates], dict[str, np.ndarray]]:
-    """Every metric's active-inference estimates (one column per run) from the judged queries'
-    values under their resolved labels (posterior above 1/2, as a label set reads them; the
-    posterior-expected metric would count every irrelevant pair's small leftover probability
-    in C@K) and the label noise of those values; and those values (queries x runs, 0 where not
-    judged). The predictions' weight is PPI's, 1: tuned on a few heavily weighted queries it
-    made the design variance look smaller than it was (AP covered 76% of 30 replays with the
-    features shuffled, ``bench/RESULTS.md``)."""
-    posterior = _posterior(tally)
+    """Per metric of ``predicted`` (queries x runs), offline and live alike: the
+    active-inference estimates (one column per run) from the judged queries' values under the
+    ``resolved`` labels and their label noise under ``posterior``; and those values (queries x
+    runs, 0 where not judged). The predictions' weight is PPI's, 1: tuned on a few heavily
+    weighted queries it made the design variance look smaller than it was (AP covered 76% of
+    30 replays with the features shuffled, ``bench/RESULTS.md``)."""
     rows = np.flatnonzero(judged)
-    values = query_metrics(world, (posterior > 0.5).astype(np.float64), rows)
+    values = query_metrics(world, resolved, rows)
     noise = noise_variance(world, posterior, rows, rng)
     estimates, grids = {}, {}
-    for metric in METRICS:
-        y = np.zeros_like(predicted[metric])
+    for metric, prediction in predicted.items():
+        y = np.zeros(prediction.shape)
         y[rows] = values[metric]
         spread = np.zeros_like(y)
         spread[rows] = noise[metric]
         grids[metric] = y
         estimates[metric] = active_means(
-            y, predicted[metric], judged, pi, noise_variance=spread, level=settings.level, lam=1.0
+            y, prediction, judged, pi, noise_variance=spread, level=level, lam=1.0
         )
     return estimates, grids
 

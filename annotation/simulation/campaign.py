@@ -16,7 +16,7 @@ from annotation.policy import rules as policy
 from annotation.simulation import offline
 from annotation.simulation.active import ActiveSettings, simulate_active
 from annotation.simulation.estimates import METRICS, resolved_scores, true_scores, world_intervals
-from annotation.simulation.model import World
+from annotation.simulation.model import Outcome, World
 from annotation.simulation.offline import QualityControl, SimulatedCrowd
 from retrieval.prediction.features import PairFeatures
 
@@ -54,17 +54,16 @@ def simulate_seed(
     settings are the active policy's)."""
     if policy_name not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}")
-    fire = offline.simulate(
-        world, crowd, policy_name=policy.FIRE, order=offline.DEPTH, seed=seed, quality=quality
-    )
-    if policy_name == policy.FIRE:
-        return SeedResult(seed, fire.spent, fire.spent, _resolved(world, fire))
-    if policy_name == policy.ADAPTIVE:
-        adaptive = offline.simulate(
-            world, crowd, policy_name=policy.ADAPTIVE, order=offline.METRIC_FIRST,
-            seed=seed, quality=quality,
-        )  # fmt: skip
-        return SeedResult(seed, fire.spent, adaptive.spent, _resolved(world, adaptive))
+
+    def judged(name: str) -> Outcome:
+        return offline.simulate(
+            world, crowd, policy_name=name, order=ORDER[name], seed=seed, quality=quality
+        )
+
+    fire = judged(policy.FIRE)
+    if policy_name in ORDER:
+        outcome = fire if policy_name == policy.FIRE else judged(policy_name)
+        return SeedResult(seed, fire.spent, outcome.spent, _resolved(world, outcome))
     if features is None:
         raise ValueError("the active policy needs the pool's features")
     active = simulate_active(world, crowd, features, settings=settings, seed=seed, quality=quality)
@@ -82,7 +81,7 @@ def simulate_seed(
     )
 
 
-def _resolved(world: World, outcome) -> dict[tuple[str, str], tuple[float, float, float]]:
+def _resolved(world: World, outcome: Outcome) -> dict[tuple[str, str], tuple[float, float, float]]:
     """The resolved labels' scores and their score intervals."""
     values = resolved_scores(world, outcome.status == 1)
     intervals = world_intervals(world, outcome)
@@ -139,7 +138,6 @@ def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
     mean_scores = []
     for i, first in enumerate(seeds[0]["scores"]):
         rows = [s["scores"][i] for s in seeds]
-        errors = [abs(row["error"]) for row in rows]
         mean_scores.append(
             {
                 "run": first["run"],
@@ -147,10 +145,9 @@ def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
                 "true": first["true"],
                 **{
                     key: float(np.mean([row[key] for row in rows]))
-                    for key in ("estimate", "low", "high")
+                    for key in ("estimate", "low", "high", "error")
                 },
-                "error": float(np.mean([row["error"] for row in rows])),
-                "worst_seed_error": float(max(errors)),
+                "worst_seed_error": float(max(abs(row["error"]) for row in rows)),
                 "coverage": float(np.mean([row["covered"] for row in rows])),
             }
         )

@@ -66,15 +66,8 @@ class _Recorded:
 
 def label_positions(item_index: np.ndarray, seed: int) -> np.ndarray:
     """Each label's place (0 first) in its item's seeded random order."""
-    item_index = np.asarray(item_index, dtype=np.int64)
-    keys = np.random.default_rng(seed).random(item_index.size)
-    order = np.lexsort((keys, item_index))
-    sorted_items = item_index[order]
-    starts = np.flatnonzero(np.r_[True, sorted_items[1:] != sorted_items[:-1]])
-    run_start = np.repeat(starts, np.diff(np.r_[starts, sorted_items.size]))
-    position = np.empty(item_index.size, dtype=np.int64)
-    position[order] = np.arange(item_index.size) - run_start
-    return position
+    keys = np.random.default_rng(seed).random(np.size(item_index))
+    return confusion.group_positions(item_index, keys)
 
 
 def replay(

@@ -54,9 +54,7 @@ class ReplaySummary:
     per_seed: tuple[SeedResult, ...]
 
     def as_dict(self) -> dict:
-        result = asdict(self)
-        result["per_seed"] = [asdict(seed) for seed in self.per_seed]
-        return result
+        return asdict(self)
 
 
 def read_crowd(

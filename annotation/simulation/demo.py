@@ -66,15 +66,10 @@ def create_demo_campaign(
         say(f"two simulated annotators pre-fill {wanted - given} of {wanted} labels", wanted)
         if advance and given:
             advance(given)
-        left = wanted - given
         simulated = simulate(
-            campaign,
-            annotators=ANNOTATORS,
-            error_rate=error_rate,
-            seed=seed,
-            max_judgements=left,
-            progress=advance,
-        )
+            campaign, annotators=ANNOTATORS, error_rate=error_rate, seed=seed,
+            max_judgements=wanted - given, progress=advance,
+        )  # fmt: skip
         if simulated.judgements:
             done.append("pre-filled")
     label_set = campaign_label_sets(campaign).last()

@@ -8,8 +8,6 @@ themselves; with a predictor's probabilities, their exact expectation under inde
 (:func:`retrieval.scoring.expected.expected_metrics`), which active inference corrects.
 """
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from annotation.campaigns.settings import SETTLE_METRICS
@@ -123,8 +121,3 @@ def world_intervals(world: World, outcome: Outcome, draws: int = 1000) -> dict:
         unjudged=(world.layout.query_of[unlabelled], unlabelled),
         draws=draws,
     )
-
-
-def columns(world: World, metrics: Sequence[str]) -> list[tuple[str, str]]:
-    """The (run, metric) of each estimated column, runs outer."""
-    return [(run, metric) for run in world.run_names for metric in metrics]

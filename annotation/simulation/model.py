@@ -8,7 +8,7 @@ label, the crowd gives them, and the adaptive policy's model is refitted.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -49,9 +49,7 @@ class World:
 
     def relabelled(self, labels: np.ndarray) -> "World":
         """The same pool and runs with ``labels`` (bool per pair) as its truth."""
-        return World(
-            self.pool, labels, self.run_names, self.depth, self.known_positive, self.known_count
-        )
+        return replace(self, labels=labels)
 
     def known_positive_rank(self) -> np.ndarray:
         """Queries x runs: the first rank holding a known positive (0 when none)."""
@@ -150,10 +148,6 @@ class Outcome:
     @property
     def labels_used(self) -> int:
         return int(self.pair.size)
-
-    @property
-    def total_spent(self) -> int:
-        return sum(self.spent.values())
 
 
 @dataclass(frozen=True)

@@ -161,16 +161,14 @@ def replay_world(
 
 def _runs(dataset: Dataset, names: Sequence[str] | None) -> list[Run]:
     by_name = {run.name: run for run in dataset.runs.order_by("name")}
-    if names is None:
-        names = list(by_name)
+    names = list(by_name) if names is None else names
+    if not names:
+        raise ReplayError(f"dataset {dataset.name!r} has no runs")
     missing = [name for name in names if name not in by_name]
-    if missing or not names:
-        known = ", ".join(by_name) or "none"
+    if missing:
         raise ReplayError(
             f"dataset {dataset.name!r} has no run named {', '.join(map(repr, missing))} "
-            f"(known: {known})"
-            if missing
-            else f"dataset {dataset.name!r} has no runs"
+            f"(known: {', '.join(by_name) or 'none'})"
         )
     return [by_name[name] for name in names]
 

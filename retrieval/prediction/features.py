@@ -100,35 +100,26 @@ def pair_features(
     retrieved = ranks > 0
     reciprocal = np.divide(1.0, ranks, out=np.zeros(ranks.shape), where=retrieved)
 
-    columns: list[np.ndarray] = []
-    labels: list[str] = []
+    columns: list[tuple[str, np.ndarray]] = []  # (name, values), in order
     for r, name in enumerate(names):
-        columns.append(reciprocal[:, r])
-        labels.append(f"rr:{name}")
+        columns.append((f"rr:{name}", reciprocal[:, r]))
         if scores is not None:
-            columns.append(_standardised(scores[:, r], query, sizes.size))
-            labels.append(f"score_z:{name}")
+            columns.append((f"score_z:{name}", _standardised(scores[:, r], query, sizes.size)))
     for k in HITS_AT:
-        columns.append(np.count_nonzero(retrieved & (ranks <= k), axis=1).astype(np.float64))
-        labels.append(f"runs@{k}")
-    columns.append(np.count_nonzero(retrieved, axis=1).astype(np.float64))
-    labels.append("runs@depth")
-    columns.append(reciprocal.mean(axis=1) if runs else np.zeros(pairs))
-    labels.append("rr_mean")
-    columns.append(reciprocal.max(axis=1, initial=0.0))
-    labels.append("rr_best")
+        hits = np.count_nonzero(retrieved & (ranks <= k), axis=1)
+        columns.append((f"runs@{k}", hits.astype(np.float64)))
+    columns.append(("runs@depth", np.count_nonzero(retrieved, axis=1).astype(np.float64)))
+    columns.append(("rr_mean", reciprocal.mean(axis=1) if runs else np.zeros(pairs)))
+    columns.append(("rr_best", reciprocal.max(axis=1, initial=0.0)))
     if caption_words is not None:
-        columns.append(_per_pair(caption_words, pairs, "caption_words"))
-        labels.append("caption_words")
-    columns.append(sizes[query].astype(np.float64))
-    labels.append("pool_size")
+        columns.append(("caption_words", _per_pair(caption_words, pairs, "caption_words")))
+    columns.append(("pool_size", sizes[query].astype(np.float64)))
     for name, values in (extra or {}).items():
-        columns.append(_per_pair(values, pairs, name))
-        labels.append(str(name))
+        columns.append((str(name), _per_pair(values, pairs, name)))
     matrix = np.empty((pairs, len(columns)), dtype=np.float32)
-    for j, column in enumerate(columns):
+    for j, (_, column) in enumerate(columns):
         matrix[:, j] = column
-    return PairFeatures(matrix, tuple(labels))
+    return PairFeatures(matrix, tuple(name for name, _ in columns))
 
 
 def shuffled(features: PairFeatures, seed: int) -> PairFeatures:

@@ -6,7 +6,7 @@ Poisson sampling with known probabilities (active inference, Zrnic & Candès 202
 :func:`inclusion_probabilities` chooses. Intervals are normal (central limit) intervals."""
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.special import ndtri
@@ -35,16 +35,7 @@ class ActiveEstimate:
         return LABELS if self.variances[LABELS] > self.variances[SAMPLING] else SAMPLING
 
     def as_dict(self) -> dict:
-        return {
-            "estimate": self.estimate,
-            "low": self.low,
-            "high": self.high,
-            "level": self.level,
-            "lam": self.lam,
-            "labelled": self.labelled,
-            "variances": dict(self.variances),
-            "dominant": self.dominant,
-        }
+        return {**asdict(self), "dominant": self.dominant}
 
 
 @dataclass(frozen=True)

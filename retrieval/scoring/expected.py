@@ -63,16 +63,12 @@ def expected_metrics(
     ks = tuple(ks)
     if any(int(k) != k or k < 1 for k in (*ks, ndcg_k)):
         raise ValueError("cutoffs must be positive integers")
-    expected: dict[str, np.ndarray] = {}
-    miss_so_far = np.cumprod(1 - listed, axis=1)
-    for k in ks:
-        if listed.shape[1] == 0:
-            expected[f"C@{k}"] = np.zeros(rows)
-        else:
-            expected[f"C@{k}"] = 1 - miss_so_far[:, min(k, listed.shape[1]) - 1]
-    ap = np.zeros(rows)
-    ndcg = np.zeros(rows)
-    per_row = max(listed.shape[1] + outside.shape[1], 1) ** 2
+    miss_so_far, width = np.cumprod(1 - listed, axis=1), listed.shape[1]
+    expected = {
+        f"C@{k}": 1 - miss_so_far[:, min(k, width) - 1] if width else np.zeros(rows) for k in ks
+    }
+    ap, ndcg = np.zeros(rows), np.zeros(rows)
+    per_row = max(width + outside.shape[1], 1) ** 2
     step = max(CELLS_PER_CHUNK // per_row, 1)
     for start in range(0, rows, step):
         block = slice(start, start + step)
