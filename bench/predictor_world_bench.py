@@ -63,7 +63,9 @@ def main() -> None:
             f"{truth.mean():.1%} relevant, {features.matrix.shape[1]} features; {machine()}\n"
         )
         crowd, _ = SimulationSpec(policy="fire").checked()
-        fire = offline.simulate(world, crowd, policy_name=policy.FIRE, seed=args.seed).total_spent
+        fire = sum(
+            offline.simulate(world, crowd, policy_name=policy.FIRE, seed=args.seed).spent.values()
+        )
         print(f"FIRE's policy on the quality bench's crowd: {fire:,} labels (the anchor)\n")
         print("| features | queries labelled | AUC | Brier (base rate) | mean p(1-p) | floor |")
         print("|---|---:|---:|---:|---:|---:|")
