@@ -8,9 +8,9 @@ assessor (truth flipped on a share of pairs, its Cohen's kappa printed) as one m
 2024) drawing pairs independently must have labelled for a 95% interval of ``--half-width`` points on every run's C@1, C@5,
 C@10 and AP with this predictor: the labelled queries' pairs, plus the Lagrangian dual bound of
 sampling the others pair by pair with any probabilities, under the first-order variance
-sum g^2 p(1 - p)(1/pi - 1) / N^2 (g a pair's effect on its query's metric, taken at the
-predictions; its mean over the truth is larger, and the higher-order terms add more), every
-label free of noise and costing one answer. Printed as a share of the labels FIRE's policy
+sum E[g^2] p(1 - p)(1/pi - 1) / N^2 (g a pair's effect on its query's metric, its mean
+square taken over the other pairs' predictions; the higher-order terms add more), every label
+free of noise and costing one answer. Printed as a share of the labels FIRE's policy
 takes on the quality bench's crowd: a campaign settling those scores spends more.
 
 The world is the demo world of ``bench/adaptive_bench.py``'s ``--world`` folder (built there),
@@ -102,8 +102,10 @@ def main() -> None:
 
 
 def _effects(world, known: np.ndarray, query_metrics) -> np.ndarray:
-    """Rows (C@1, C@5, C@10, AP per run) x pairs: the squared change of the pair's query metric
-    when the pair turns relevant, at ``known`` (exact: the metrics are multilinear)."""
+    """Rows (C@1, C@5, C@10, AP per run) x pairs: the expected square of the change of the
+    pair's query metric when the pair turns relevant, other pairs relevant with ``known``
+    (exact for C@K, whose change is 0 or 1, so its mean square is its mean; for AP the square
+    of the mean, which is smaller). The metrics are multilinear, so the change is exact."""
     pair_of, runs = world.layout.pair_of, world.pool.run_count
     effect = np.zeros((4 * runs, known.size))
     for slot in range(pair_of.shape[1]):
@@ -113,7 +115,8 @@ def _effects(world, known: np.ndarray, query_metrics) -> np.ndarray:
         high[pairs], low[pairs] = 1.0, 0.0
         up, down = query_metrics(world, high, rows), query_metrics(world, low, rows)
         for m, metric in enumerate(("C@1", "C@5", "C@10", "AP")):
-            effect[m * runs : (m + 1) * runs, pairs] = ((up[metric] - down[metric]) ** 2).T
+            change = (up[metric] - down[metric]).T
+            effect[m * runs : (m + 1) * runs, pairs] = change**2 if metric == "AP" else change
     return effect
 
 
