@@ -1,6 +1,5 @@
 """Import a file of machine judgements (a vision-language model's) into a campaign."""
 
-import json
 from dataclasses import asdict
 
 from annotation.assessors import service as assessors
@@ -34,8 +33,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
         result = assessors.import_assessments(campaign, options["file"], options["file_format"])
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(asdict(result), ensure_ascii=False))
+        if self.wrote_json(options, asdict(result), ensure_ascii=False):
             return
         replaced = f"; replaced {', '.join(result.replaced)}" if result.replaced else ""
         gold = f" and {result.gold} gold pairs" if result.gold else ""

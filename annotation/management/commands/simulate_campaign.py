@@ -1,8 +1,6 @@
 """Replay a whole campaign offline on a dataset whose true relevance is known, under a policy and
 beside FIRE's policy on the same simulated crowd."""
 
-import json
-
 from annotation.campaigns.settings import DEFAULT_HALF_WIDTH, DEFAULT_SETTLE
 from annotation.simulation.campaign import POLICIES
 from annotation.simulation.campaign_service import (
@@ -102,9 +100,7 @@ class Command(BaseCommand):
         result = simulate_campaign(
             dataset, spec, progress=lambda text: quiet or self.stderr.write(text)
         )
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(result, indent=2))
-        else:
+        if not self.wrote_json(options, result, indent=2):
             self.stdout.write(render_table(result))
 
 

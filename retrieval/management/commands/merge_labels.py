@@ -1,7 +1,5 @@
 """Merge label sets of one dataset into a new one (later sets win where they overlap)."""
 
-import json
-
 from jobs.commands import BaseCommand
 from retrieval.datasets.lookup import get_dataset, get_label_set
 from retrieval.label_sets.service import merge_label_sets
@@ -33,9 +31,7 @@ class Command(BaseCommand):
             "irrelevant": merged.irrelevant_count,
             "disagreement": merged.disagreement_count,
         }
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary))
-        else:
+        if not self.wrote_json(options, summary):
             self.stdout.write(
                 f"Label set {merged.name!r}: {merged.pair_count} pairs ({merged.relevant_count} "
                 f"relevant) merged from {', '.join(names)}."

@@ -1,7 +1,5 @@
 """Score a model with nDCG under a semantic proxy's relevance (Wray et al. Eq. 3)."""
 
-import json
-
 from jobs.commands import BaseCommand
 from retrieval.datasets.lookup import get_dataset, get_model
 from retrieval.management.commands.proxies import add_proxy_options, options_for
@@ -79,8 +77,7 @@ class Command(BaseCommand):
             result["mAP"] = score.mean_ap.mean
             result["mAP_v2t"] = score.mean_ap.v2t
             result["mAP_t2v"] = score.mean_ap.t2v
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(result))
+        if self.wrote_json(options, result):
             return
         label = PROXY_LABELS.get(proxy, "ground truth")
         self.stdout.write(

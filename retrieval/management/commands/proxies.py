@@ -1,6 +1,5 @@
 """Compute (and cache) semantic-proxy relevance matrices for a dataset split."""
 
-import json
 from pathlib import Path
 
 from jobs.commands import BaseCommand, add_form_options, check_options
@@ -80,8 +79,7 @@ class Command(BaseCommand):
                 rebuild=rebuild,
             )
             results.append(proxy_summary(relevance))
-        if options["format"] == "json":
-            self.stdout.write(json.dumps({"dataset": dataset.name, "proxies": results}))
+        if self.wrote_json(options, {"dataset": dataset.name, "proxies": results}):
             return
         for result in results:
             self.stdout.write(

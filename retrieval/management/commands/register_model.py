@@ -55,8 +55,6 @@ class Command(BaseCommand):
             "encoder": model.encoder,
             "runs": list(model.runs.values_list("name", flat=True)),
         }
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(summary))
-        else:
+        if not self.wrote_json(options, summary):
             what = model.encoder or model.get_source_display()
             self.stdout.write(f"Registered {model.name!r} on {dataset.name!r} ({what}).")

@@ -1,7 +1,5 @@
 """Print a caption's semantic-role frames (V, ARG0, ARG1, ARGM-*) from the dependency parse."""
 
-import json
-
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
@@ -40,8 +38,7 @@ class Command(BaseCommand):
         if options["caption"] is None:
             raise CommandError("give a caption, or --fill-dataset D")
         graph = role_graphs([options["caption"]], nlp=load_spacy())[0]
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(frames(graph), indent=2))
+        if self.wrote_json(options, frames(graph), indent=2):
             return
         rows = [("verb", "role", "span")]
         for edge in graph.edges:
