@@ -45,7 +45,6 @@ def main() -> None:
         from annotation.policy import rules as policy
         from annotation.simulation import offline
         from annotation.simulation.campaign_service import PROXIES, SimulationSpec, world_features
-        from annotation.simulation.estimates import query_metrics
         from annotation.simulation.replay_service import replay_world
         from retrieval.models import Dataset
         from retrieval.prediction.features import PairFeatures, shuffled
@@ -58,8 +57,9 @@ def main() -> None:
         truth = world.labels
         groups = world.pool.caption_ids
         rng = np.random.default_rng(args.seed)
+        queries = np.unique(groups)
         print(
-            f"{len(truth):,} pooled pairs of {np.unique(groups).size} queries, "
+            f"{len(truth):,} pooled pairs of {queries.size} queries, "
             f"{truth.mean():.1%} relevant, {features.matrix.shape[1]} features; {machine()}\n"
         )
         crowd, _ = SimulationSpec(policy="fire").checked()
@@ -77,8 +77,8 @@ def main() -> None:
                 np.c_[features.matrix, said], (*features.names, "assessor")
             )
         sets = {"ranks, words, proxies": features, "shuffled": shuffled(features, args.seed)}
+        variance = (args.half_width / 100 / 1.96) ** 2 * len(queries) ** 2  # for +-H at 95%
         for share in args.shares:
-            queries = np.unique(groups)
             chosen = queries[rng.random(queries.size) < share]
             labelled = np.isin(groups, chosen)
             targets = np.where(labelled, truth.astype(np.float64), np.nan)
@@ -87,8 +87,7 @@ def main() -> None:
                 calibration = None if args.calibration == "none" else args.calibration
                 fit = cross_fit(matrix, groups, targets, seed=args.seed, calibration=calibration)
                 known = np.where(labelled, truth, fit.probability)
-                effect = _effects(world, known, query_metrics)
-                variance = (args.half_width / 100 / 1.96) ** 2 * len(queries) ** 2
+                effect = _effects(world, known)
                 floor = labelled.sum() + _floor(
                     effect[:, ~labelled] * known[~labelled] * (1 - known[~labelled]), variance
                 )
@@ -101,11 +100,13 @@ def main() -> None:
                 )
 
 
-def _effects(world, known: np.ndarray, query_metrics) -> np.ndarray:
+def _effects(world, known: np.ndarray) -> np.ndarray:
     """Rows (C@1, C@5, C@10, AP per run) x pairs: the expected square of the change of the
     pair's query metric when the pair turns relevant, other pairs relevant with ``known``
     (exact for C@K, whose change is 0 or 1, so its mean square is its mean; for AP the square
     of the mean, which is smaller). The metrics are multilinear, so the change is exact."""
+    from annotation.simulation.estimates import query_metrics
+
     pair_of, runs = world.layout.pair_of, world.pool.run_count
     effect = np.zeros((4 * runs, known.size))
     for slot in range(pair_of.shape[1]):
