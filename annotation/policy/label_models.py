@@ -130,13 +130,22 @@ SAID = Case(
     When(label=RELEVANT.label, then=Value(1)), default=Value(0), output_field=IntegerField()
 )
 """A judgement's (or gold answer's) label as 1 (relevant) or 0."""
-VERDICT = Case(
-    When(adjudicated=RELEVANT.label, then=Value(1)),
-    When(~Q(adjudicated=""), then=Value(0)),
-    default=Value(policy.NOT_ADJUDICATED),
-    output_field=IntegerField(),
-)
-"""A pair's adjudicated label as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`."""
+
+
+def verdict(pair: str = "") -> Case:
+    """A pair's adjudicated label as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`,
+    on the pair the lookup prefix ``pair`` reaches (``"pair__"`` from a judgement)."""
+    field = f"{pair}adjudicated"
+    return Case(
+        When(**{field: RELEVANT.label}, then=Value(1)),
+        When(~Q(**{field: ""}), then=Value(0)),
+        default=Value(policy.NOT_ADJUDICATED),
+        output_field=IntegerField(),
+    )
+
+
+VERDICT = verdict()
+"""The :func:`verdict` of the pair queried."""
 
 
 def live_labels(judgements):

@@ -394,6 +394,57 @@ def test_the_refit_command_fits_stores_and_recomputes(django_user_model):
 
 
 @pytest.mark.django_db
+def test_the_refit_reads_only_labelled_pairs_and_fits_as_over_every_pair(
+    django_user_model, monkeypatch
+):
+    """The refit reads only the pairs with labels or a verdict; its fit equals one over every
+    pooled pair (adjudicated pairs with and without labels, an undone label, unlabelled pairs
+    in several strata)."""
+    campaign = make_campaign(n_queries=6, policy="adaptive")
+    people = _people(django_user_model, "a", "b", "c")
+    truth = {pk: pk % 3 == 0 for pk in campaign.pairs.values_list("pk", flat=True)}
+    for n, annotator in enumerate(people):
+        for _ in range(6 + 4 * n):
+            if (current := queue.assign(campaign, annotator).current) is None:
+                break
+            label = "relevant" if truth[current.pair.pk] != (n == 2) else "irrelevant"
+            submit.submit(annotator, current.pair.pk, label, uuid.uuid4())
+    submit.undo(people[0], campaign)
+    labelled = campaign.pairs.filter(label_count__gt=0).order_by("pk")
+    unlabelled = campaign.pairs.filter(label_count=0).order_by("pk")
+    assert unlabelled.count() >= 2
+    pair_state.adjudicate(labelled.first(), people[0], "irrelevant")
+    pair_state.adjudicate(unlabelled.first(), people[0], "relevant")
+    fits, real = [], confusion.fit
+    monkeypatch.setattr(confusion, "fit", lambda *a, **k: fits.append(real(*a, **k)) or fits[-1])
+    policy_fit.refit(campaign)
+    (every,) = fits
+    pairs = list(campaign.pairs.order_by("pk").values_list("pk", "pool_row", "adjudicated"))
+    at = {pk: i for i, (pk, _, _) in enumerate(pairs)}
+    live = Judgement.objects.filter(pair__campaign=campaign, undone_at__isnull=True)
+    rows = list(live.order_by("pk").values_list("pk", "pair_id", "annotator_id", "label"))
+    items = np.array([at[pair] for _, pair, _, _ in rows])
+    who, annotator_index = np.unique([a for _, _, a, _ in rows], return_inverse=True)
+    brute = real(
+        items,
+        annotator_index,
+        np.array([label == "relevant" for *_, label in rows], np.int64),
+        len(pairs),
+        len(who),
+        first=confusion.first_labels(items, np.array([pk for pk, *_ in rows])),
+        known=np.array([CODES[a] if a else policy.NOT_ADJUDICATED for _, _, a in pairs]),
+        strata=label_models.strata(campaign, [row for _, row, _ in pairs]),
+        n_strata=label_models.n_strata(campaign),
+    )
+    # The labels' order (the database's) only moves the sums' last bits.
+    assert brute.iterations == every.iterations > 1
+    assert np.allclose(brute.prior, every.prior, rtol=0, atol=1e-12)
+    for part in ("sensitivity", "specificity", "evidence"):
+        found, expected = getattr(every.confusion, part), getattr(brute.confusion, part)
+        assert np.allclose(found, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.django_db
 def test_only_adaptive_campaigns_refit():
     campaign = make_campaign()
     with pytest.raises(CommandError, match="fire"):
