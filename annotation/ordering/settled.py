@@ -12,7 +12,7 @@ from annotation.campaigns.provenance import provenance
 from annotation.judging import statements
 from annotation.models import Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
-from annotation.ordering.priorities import QUERY_COLUMNS, decided, labels_spent, turn_of
+from annotation.ordering.priorities import labels_spent, turn_of
 from annotation.policy import label_models, label_value
 from annotation.policy.rules import certainty
 
@@ -35,17 +35,16 @@ class _CampaignGrid:
     queries: int
 
 
-def _campaign_grid(campaign: Campaign, rows: Sequence) -> _CampaignGrid:
-    """:class:`_CampaignGrid` of ``rows`` (sorted by caption, then pool row; each with the
-    query columns and ``caption_id``): one read of the campaign's labels for the posteriors."""
+def _campaign_grid(campaign: Campaign, rows: np.ndarray) -> _CampaignGrid:
+    """:class:`_CampaignGrid` of :data:`_STATUS_COLUMNS` ``rows`` (sorted by caption, then pool
+    row): one read of the campaign's labels for the posteriors."""
     source = provenance(campaign)
     seen = label_models.snapshot(
         campaign,
-        [(row.id, row.pool_row) for row in rows],
+        np.stack([rows["id"], rows["pool_row"]], axis=1),
         Judgement.objects.filter(pair__campaign=campaign),
     )
-    captions = np.array([row.caption_id for row in rows], dtype=np.int64)
-    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
+    captions, pool_rows = rows["caption_id"], rows["pool_row"]
     queries, query_of = np.unique(captions, return_inverse=True)
     slot_of = np.arange(len(rows)) - np.searchsorted(captions, queries)[query_of]
     shape = (queries.size, int(slot_of.max(initial=-1)) + 1)
@@ -53,8 +52,8 @@ def _campaign_grid(campaign: Campaign, rows: Sequence) -> _CampaignGrid:
     at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
     found = (source.queries[at] == queries) if source.queries.size else np.zeros(0, bool)
     known = np.where(found[:, None], known_ranks[at], 0).astype(np.int64)
-    _, relevant = decided(rows, by_status=True)
-    fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows], dtype=bool)
+    _, relevant = decided_arrays(rows, by_status=True)
+    fixed = rows["adjudicated_any"] | rows["auto"]
 
     def grid(values, fill=0):
         values = np.asarray(values)
@@ -127,6 +126,7 @@ class JudgingStatus:
 
 _STATUS_COLUMNS = np.dtype(
     [
+        ("id", np.int64),
         ("pool_row", np.int64),
         ("caption_id", np.int64),
         ("label_count", np.int64),
@@ -213,12 +213,7 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     )
     adaptive = {}
     if label_policy.adaptive and len(rows):
-        every = list(
-            Pair.objects.filter(campaign=campaign)
-            .order_by("pool_row")
-            .values_list(*QUERY_COLUMNS[:8], "caption_id", named=True)
-        )
-        adaptive = _adaptive_status(campaign, every, names)
+        adaptive = _adaptive_status(campaign, rows, names)
     return JudgingStatus(
         strategy=settings.strategy,
         budget=settings.budget,
@@ -236,11 +231,13 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     )
 
 
-def _adaptive_status(campaign: Campaign, rows: Sequence, names: Sequence[str]) -> dict:
+def _adaptive_status(campaign: Campaign, rows: np.ndarray, names: Sequence[str]) -> dict:
     """What the adaptive policy adds to :class:`JudgingStatus`: its target, the labelled
-    pairs below it and, per run, the share of each C@K that every deciding pair is sure of."""
+    pairs below it and, per run, the share of each C@K that every deciding pair is sure of,
+    from the :data:`_STATUS_COLUMNS` rows already read (a second read of the pairs as named
+    tuples took 1.6 s of a 4 s figures job at 600,000 pairs)."""
     chosen, ks = campaign.settings.label_policy, campaign.settings.judging.ks
-    g = _campaign_grid(campaign, sorted(rows, key=lambda row: (row.caption_id, row.pool_row)))
+    g = _campaign_grid(campaign, rows[np.lexsort((rows["pool_row"], rows["caption_id"]))])
     unsure = (g.labels > 0) & ~g.fixed & (certainty(g.posterior) < chosen.confidence)
     settled = label_value.settled_correct_at(
         g.ranks,

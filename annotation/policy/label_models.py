@@ -254,11 +254,11 @@ def snapshot(
     labels: np.ndarray | None = None,
     priors: np.ndarray | None = None,
 ) -> Snapshot:
-    """The posteriors of ``pairs`` (pair id, pool row) from their live labels (``labels`` when
-    read already, else from ``judgements`` or their own) and the stored priors."""
-    pairs = list(pairs)
-    ids = np.array([p for p, _ in pairs], dtype=np.int64)
-    rows = np.array([r for _, r in pairs], dtype=np.int64)
+    """The posteriors of ``pairs`` (pair id, pool row; or an array of those two columns) from
+    their live labels (``labels`` when read already, else from ``judgements`` or their own)
+    and the stored priors."""
+    pairs = np.asarray(pairs if isinstance(pairs, np.ndarray) else list(pairs), dtype=np.int64)
+    ids, rows = pairs.reshape(-1, 2).T
     if labels is None and judgements is not None:
         labels = queryset_array(live_labels(judgements), LABEL_ROW)
     elif labels is None:  # filters whose parameters do not grow with the ids

@@ -121,11 +121,13 @@ def predictor_inputs(campaign: Campaign) -> PredictorInputs:
     not pooled pairs: they stay out)."""
     pairs = queryset_array(
         Pair.objects.filter(campaign=campaign)
-        .order_by("pool_row", "pk")
+        .order_by()
         .annotate(verdict=label_models.VERDICT)
         .values_list("id", "pool_row", "caption_id", "video_id", "verdict"),
         _PAIR_ROW,
     )
+    # Sorted here: the server's sort of 600,000 rows spilled to disk (0.1 s of its CPU).
+    pairs = pairs[np.lexsort((pairs["id"], pairs["pool_row"]))]
     captions, videos = pairs["caption_id"], pairs["video_id"]
     ranks, scores, names = _run_signals(campaign, pairs)
     extra = _proxy_columns(campaign, captions, videos)
@@ -246,7 +248,8 @@ def fit_predictor(
     quality = dataclasses.asdict(predicted.quality) if predicted.quality is not None else None
     labelled = int(np.count_nonzero(~np.isnan(read.targets)))
     buffer = io.BytesIO()
-    np.savez(
+    # Compressed in the job: 8.4 MB took the server 0.3 s to write at 600,000 pairs, 1 MB 0.01 s.
+    np.savez_compressed(
         buffer,
         pair_ids=read.pair_ids.astype(np.int64),
         probability=predicted.probability.astype(np.float32),
