@@ -337,9 +337,10 @@ def refit_due(campaign: Campaign, now: datetime | None = None) -> bool:
     return bool(PolicyFit.objects.filter(free, pk=fit.pk).update(requested_at=now))
 
 
-def pause(seconds: float) -> timedelta:
-    """How long after a refit that took ``seconds`` started the next may start."""
-    return max(MIN_INTERVAL, timedelta(seconds=max(float(seconds), 0.0) / DUTY))
+def pause(seconds: float, duty: float = DUTY) -> timedelta:
+    """How long after a refit that took ``seconds`` started the next may start, for work
+    that may hold ``duty`` of a core."""
+    return max(MIN_INTERVAL, timedelta(seconds=max(float(seconds), 0.0) / duty))
 
 
 def request_refit(campaign: Campaign, judgement_id: int, now: datetime | None = None) -> bool:

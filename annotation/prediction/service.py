@@ -59,6 +59,9 @@ from retrieval.search.runs_service import load_run
 
 JOB_KIND = "fit-predictor"
 """The job kind that fits a campaign's predictor (declared in :mod:`annotation.jobs`)."""
+DUTY = 0.05
+"""Fits hold at most a twentieth of a core: at a tenth, a 3 s fit every 30 s beside 250
+annotators at 600,000 pairs put it behind most judging requests over 50 ms (``bench/load.py``)."""
 
 _PAIR_ROW = np.dtype(
     [
@@ -287,14 +290,14 @@ def request_fit(campaign: Campaign, now: datetime | None = None) -> bool:
     joining one already queued (one waiting fit per campaign; a running one read older
     labels, so it does not count); whether one was asked for. Paced by its own cost as the
     refit is (:func:`annotation.policy.label_models.pause`): a fit that took s seconds lets
-    the next start s / DUTY later, so fits take a twentieth of a core beside the judging
-    (one calibrated fit at FIRE's scale is about a minute of a core: ``bench/predictor_bench.py``)."""
+    the next start s / :data:`DUTY` later (one calibrated fit at FIRE's scale is about a
+    minute of a core: ``bench/predictor_bench.py``)."""
     last = (
         RelevancePredictor.objects.filter(campaign=campaign)
         .values_list("fitted_at", "seconds")
         .first()
     )
-    if last is not None and (now or timezone.now()) < last[0] + label_models.pause(last[1]):
+    if last is not None and (now or timezone.now()) < last[0] + label_models.pause(last[1], DUTY):
         return False
     name = campaign.name
     transaction.on_commit(lambda: runner.submit(JOB_KIND, {"campaign": name}, join_running=False))

@@ -319,8 +319,8 @@ def test_fits_are_paced_by_their_cost(settings, django_user_model):
     service.fit_predictor(campaign)
     stored = RelevancePredictor.objects.get(campaign=campaign)
     RelevancePredictor.objects.filter(pk=stored.pk).update(seconds=30.0)
-    wait = label_models.pause(30.0)
-    assert wait >= timedelta(seconds=30.0 / label_models.DUTY)
+    wait = label_models.pause(30.0, service.DUTY)
+    assert wait >= timedelta(seconds=30.0 / 0.05)
     with TestCase.captureOnCommitCallbacks(execute=True):
         assert not service.request_fit(campaign, now=stored.fitted_at + wait / 2)
     assert not Job.objects.filter(kind=service.JOB_KIND).exists()
