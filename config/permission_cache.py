@@ -54,7 +54,11 @@ def user_statement() -> raw_sql.Statement:
 
 
 class CachedPermissionBackend(ModelBackend):
-    """``ModelBackend`` with permission sets that outlive the request (see the module)."""
+    """``ModelBackend`` whose request user comes with a permission set that outlives the
+    request (see the module). The set is attached as the user is read, where Django's
+    ``ModelBackend.get_all_permissions`` looks first (``_perm_cache``), so asking a
+    permission later in the request calls nothing of this module. A user read any other way
+    (a login, a queryset) has its permissions read by ``ModelBackend`` as usual."""
 
     def get_user(self, user_id):
         model = get_user_model()
@@ -66,22 +70,23 @@ class CachedPermissionBackend(ModelBackend):
         if not found:
             return None
         ((user,),) = found
-        return user if self.user_can_authenticate(user) else None
+        if not self.user_can_authenticate(user):
+            return None
+        user._perm_cache = set(self._remembered(user))
+        return user
 
-    def get_all_permissions(self, user_obj, obj=None):
-        if not user_obj.is_active or user_obj.is_anonymous or obj is not None:
-            return set()
-        if not hasattr(user_obj, "_perm_cache"):
-            # date_joined tells apart accounts that reuse a deleted one's id.
-            key = (user_obj.pk, user_obj.date_joined, user_obj.is_superuser)
-            now = time.monotonic()
-            found = _cache.get(key)
-            if found is None or now - found[0] > TTL_SECONDS:
-                found = (now, frozenset(super().get_all_permissions(user_obj, obj)))
-                with _lock:
-                    _cache[key] = found
-            user_obj._perm_cache = set(found[1])
-        return user_obj._perm_cache
+    def _remembered(self, user) -> frozenset[str]:
+        """The user's permission set from this process's memory, read again once
+        :data:`TTL_SECONDS` old or forgotten."""
+        # date_joined tells apart accounts that reuse a deleted one's id.
+        key = (user.pk, user.date_joined, user.is_superuser)
+        now = time.monotonic()
+        found = _cache.get(key)
+        if found is None or now - found[0] > TTL_SECONDS:
+            found = (now, frozenset(super().get_all_permissions(user)))
+            with _lock:
+                _cache[key] = found
+        return found[1]
 
 
 def _user_changed(sender, instance, **kwargs) -> None:

@@ -30,8 +30,10 @@ def test_the_user_is_the_one_the_orm_reads_in_one_statement():
     user.last_login = timezone.now()
     user.save()
     backend = permission_cache.CachedPermissionBackend()
+    backend.get_user(user.pk)  # its permissions read once, then remembered
     with CaptureQueriesContext(connection) as queries:
         loaded = backend.get_user(user.pk)
+        loaded.has_perm(roles.JUDGE_PAIRS)
     assert len(queries) == 1
     expected = ModelBackend().get_user(user.pk)
     assert [getattr(loaded, name) for name in FIELDS] == [getattr(expected, n) for n in FIELDS]
@@ -104,16 +106,16 @@ def test_a_role_taken_away_stops_working_in_this_process_at_once():
     user = model.objects.create_user("carol", password="pw-carol-1234")
     group = roles.ensure_groups()[roles.ANNOTATOR]
     user.groups.add(group)
-    assert model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)  # now cached
+    assert _requests_user(user).has_perm(roles.JUDGE_PAIRS)  # now cached
     with CaptureQueriesContext(connection) as queries:
-        assert model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)
+        assert _requests_user(user).has_perm(roles.JUDGE_PAIRS)
     assert not [q for q in queries if "auth_permission" in q["sql"]]  # read from the cache
     user.groups.remove(group)
-    assert not model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)
+    assert not _requests_user(user).has_perm(roles.JUDGE_PAIRS)
     user.groups.add(group)
-    assert model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)
+    assert _requests_user(user).has_perm(roles.JUDGE_PAIRS)
     group.permissions.clear()  # a group's permissions change: every member's cache goes
-    assert not model.objects.get(pk=user.pk).has_perm(roles.JUDGE_PAIRS)
+    assert not _requests_user(user).has_perm(roles.JUDGE_PAIRS)
 
 
 # -- every direction of every membership that grants permissions ---------------------------
@@ -122,9 +124,14 @@ RELATIONS = ("user.groups", "user.user_permissions", "group.permissions")
 ACTIONS = ("add", "remove", "clear")
 
 
+def _requests_user(user):
+    """The user as a request reads it (the session's backend, with the remembered set)."""
+    return permission_cache.CachedPermissionBackend().get_user(user.pk)
+
+
 def _cached(user) -> frozenset[str]:
     """The user's permissions as a request sees them (through the cache), on a fresh row."""
-    return frozenset(get_user_model().objects.get(pk=user.pk).get_all_permissions())
+    return frozenset(_requests_user(user).get_all_permissions())
 
 
 def _truth(user) -> frozenset[str]:

@@ -20,7 +20,13 @@ from config.serializer_output import CompiledOutput
 from config.text_validators import TextValidator
 from jobs.models import Job
 from jobs.runner import cleaned
-from retrieval.media.service import segment_label
+
+
+@extend_schema_field(
+    serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
+)
+class RoleSpansField(serializers.JSONField):
+    """A caption's role spans as the answer holds them (``[start, end, role]`` lists)."""
 
 
 class TaskSerializer(serializers.Serializer):
@@ -45,25 +51,16 @@ class TaskSerializer(serializers.Serializer):
         source="pair.video.poster_url",
         help_text="A still of the video shown while it loads; empty where none was made.",
     )
-    segment = serializers.SerializerMethodField(
+    segment = serializers.CharField(
         help_text="Where a segment sits in its recording, e.g. '0:21-0:26 of P01_01, "
         "1:00:00'; empty for a whole video."
     )
     expires_at = serializers.DateTimeField()
-    roles = serializers.SerializerMethodField(
+    roles = RoleSpansField(
         help_text="[start, end, role] character spans of the caption's semantic roles "
         "(V, ARG0, ARG1, ARG2, ARGM-LOC, ARGM-DIR, ARGM-MNR, ARGM-TMP, ENT), in text order; "
         "empty when the campaign does not show roles."
     )
-
-    def get_segment(self, task) -> str:
-        return segment_label(task.pair.video)
-
-    @extend_schema_field(
-        serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
-    )
-    def get_roles(self, task) -> list:
-        return task.roles or []
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -96,13 +93,11 @@ class QualificationSerializer(serializers.Serializer):
     tries_used = serializers.IntegerField()
     tries = serializers.IntegerField()
     last_score = serializers.FloatField(allow_null=True)
-    retry_at = serializers.SerializerMethodField()
-
-    @extend_schema_field(serializers.DateTimeField(allow_null=True))
-    def get_retry_at(self, state):
-        if state.retry_at is None or state.out_of_tries:
-            return None
-        return serializers.DateTimeField().to_representation(state.retry_at)
+    retry_at = serializers.DateTimeField(
+        source="next_try_at",
+        allow_null=True,
+        help_text="When you may try again (null: now, or never).",
+    )
 
 
 class FeedbackSerializer(serializers.Serializer):

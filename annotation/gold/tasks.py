@@ -118,6 +118,12 @@ class Qualification:
     def out_of_tries(self) -> bool:
         return self.blocked and self.retry_at.year == datetime.max.year
 
+    @property
+    def next_try_at(self) -> datetime | None:
+        """When the annotator may try again, as the judging page shows it (None: now, or
+        never once out of tries)."""
+        return None if self.retry_at is None or self.out_of_tries else self.retry_at
+
 
 class QualificationError(UserError):
     """An admin's qualification action cannot be done."""

@@ -16,6 +16,7 @@ from annotation.judging import escalations, queue, submit
 from annotation.models import Campaign
 from annotation.people.state import State
 from annotation.people.state_service import judging_state
+from retrieval.media.service import segment_label
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,12 @@ class SubmitAnswer(JudgingAnswer):
 
 
 def _shown(task: queue.Task | None, campaign: Campaign) -> queue.Task | None:
-    if task is None or not campaign.shows_roles:
-        return task
-    return replace(task, roles=task.pair.caption.role_spans or [])
+    """The task with what the page shows beside the pair: where its segment sits, and the
+    caption's role spans where the campaign shows them."""
+    if task is None:
+        return None
+    roles = (task.pair.caption.role_spans or []) if campaign.shows_roles else []
+    return replace(task, roles=roles, segment=segment_label(task.pair.video))
 
 
 def answer(campaign: Campaign, user, got: queue.Assignment) -> JudgingAnswer:

@@ -12,7 +12,7 @@ triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import transaction
@@ -48,9 +48,12 @@ class Task:
     pair: Pair
     expires_at: datetime
     token: str
-    roles: list | None = None
-    """The caption's semantic-role spans the page underlines (None: the campaign shows none;
-    set by :mod:`annotation.judging.answer`)."""
+    roles: list = field(default_factory=list)
+    """The caption's semantic-role spans the page underlines (none where the campaign shows
+    none; set by :mod:`annotation.judging.answer`)."""
+    segment: str = ""
+    """Where a segment sits in its recording ("" for a whole video; set by
+    :mod:`annotation.judging.answer`)."""
 
 
 @dataclass(frozen=True)
