@@ -275,8 +275,10 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if ActiveStage.objects.filter(campaign=locked, number__gte=number).exists():
             raise ActiveError("another stage was drawn meanwhile: look at it first")
-        pair_state.reopen(live.pair_ids[(chosen & ~live.labelled) | again].tolist())
-        pair_state.move({int(pk): 0 for pk in live.pair_ids[served]})
+        pair_state.place(
+            reopen_ids=live.pair_ids[(chosen & ~live.labelled) | again].tolist(),
+            positions={int(pk): 0 for pk in live.pair_ids[served]},
+        )
         now = locked.settings
         captions = set(now.active_captions) | set(live.queries[drawn].tolist())
         judging = now.judging

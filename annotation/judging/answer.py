@@ -88,11 +88,11 @@ def submit_label(
     played: float | None = None,
 ) -> SubmitAnswer:
     """Store a judgement (idempotent by its UUID: :func:`annotation.judging.submit.submit`)
-    and answer with the next assignment."""
+    and answer with the next assignment, showing the campaign as the answer read it."""
     result = submit.submit(
         user, pair_id, label, client_uuid, seconds, campaign=campaign, played=played
     )
-    moved_on = answer(campaign, user, result.assignment)
+    moved_on = answer(result.campaign or campaign, user, result.assignment)
     return SubmitAnswer(
         **{field: getattr(moved_on, field) for field in JudgingAnswer.__dataclass_fields__},
         judgement=result.judgement.uuid,

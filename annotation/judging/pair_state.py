@@ -9,7 +9,7 @@ constraints make a writer that breaks the rule fail loudly. Writers lock a pair'
 its leases' rows (several pairs in id order), so a submit and a lease release cannot deadlock.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -291,8 +291,7 @@ def _apply_policies(
     else:
         cap = campaign.max_labels
         double = np.array([pair.double for pair in pairs], dtype=bool)
-        needed = policy.labels_needed(relevant, total, double, cap)
-        code = policy.resolve(relevant, total, double, cap, adjudicated)
+        needed, code = policy.fire_state(relevant, total, double, cap, adjudicated)
     for pair, pair_needed, pair_code in zip(pairs, needed.tolist(), code.tolist(), strict=True):
         pair.needed = 0 if pair.adjudicated else int(pair_needed)
         pair.status = NAMES[int(pair_code)]
@@ -484,6 +483,22 @@ def reopen(pair_ids: list[int]) -> None:
         Pair.objects.filter(**where).update(
             needed=needed, open_slots=open_slots_expression(needed=needed)
         )
+
+
+def place(
+    park_ids: Sequence[int] = (),
+    reopen_ids: Sequence[int] = (),
+    positions: Mapping[int, int] | None = None,
+) -> None:
+    """A judging order's decisions in one call: park the pairs it no longer needs, reopen
+    those it wants again (:func:`park`, :func:`reopen`) and move pairs to new queue
+    positions (:func:`move`); nothing is run for an empty part."""
+    if park_ids:
+        park(list(park_ids))
+    if reopen_ids:
+        reopen(list(reopen_ids))
+    if positions:
+        move(dict(positions))
 
 
 def move(positions: dict[int, int]) -> int:

@@ -50,6 +50,8 @@ class SubmitResult:
     """Set after a qualification training answer: whether it was right, and why."""
     warning: str | None = None
     """Set when the answer came too fast and more like it would pause the annotator."""
+    campaign: Campaign | None = None
+    """The campaign as the answer read it, under the pair's lock (what the answer shows)."""
 
 
 def require_active(campaign: Campaign) -> None:
@@ -173,7 +175,12 @@ def _submit_gold(
     if got.gone:  # its lease ended above, committed; the answer has nowhere to go
         raise AssignmentError("not_found", "this pair is no longer in the campaign")
     return SubmitResult(
-        got.judgement, got.created, assign(campaign, annotator, now), got.feedback, warning
+        got.judgement,
+        got.created,
+        assign(campaign, annotator, now),
+        got.feedback,
+        warning,
+        campaign,
     )
 
 
@@ -233,7 +240,9 @@ def _submit_label(
             if _too_fast(seconds, played, campaign):
                 # too fast to have watched?
                 warning = standing.check_pace(campaign, annotator, now).warning
-    return SubmitResult(judgement, created, assign(campaign, annotator, now), warning=warning)
+    return SubmitResult(
+        judgement, created, assign(campaign, annotator, now), warning=warning, campaign=campaign
+    )
 
 
 def _too_fast(seconds: float | None, played: float | None, campaign: Campaign) -> bool:

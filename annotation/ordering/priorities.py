@@ -227,10 +227,7 @@ def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) ->
                 moves[row.id] = int(position[i])
         elif row.needed > 0 and row.leased == 0:
             park.append(row.id)
-    pair_state.park(park)
-    pair_state.reopen(reopen_ids)
-    if moves:
-        pair_state.move(moves)
+    pair_state.place(park, reopen_ids, moves)
 
 
 def requeue(campaign: Campaign, caption_ids) -> int:

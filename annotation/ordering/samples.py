@@ -59,8 +59,10 @@ def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
         queries, per_query = np.unique(captions, return_counts=True)
         drawn = queries[draw_queries(per_query, pairs, seed)]
         chosen = [row for row in rows if row[1] in set(drawn.tolist())]
-        pair_state.reopen([row[0] for row in chosen if row[2] == 0])
-        pair_state.move({row[0]: 0 for row in chosen})
+        pair_state.place(
+            reopen_ids=[row[0] for row in chosen if row[2] == 0],
+            positions={row[0]: 0 for row in chosen},
+        )
         settings = campaign.settings
         judging = settings.judging
         if judging.budget is not None:

@@ -79,11 +79,23 @@ def resolve(
     """Status code (:class:`~retrieval.label_sets.status.LabelStatus`, int8) of each pair under
     FIRE §3.1: pending while more labels are needed, then the strict majority (or
     disagreement); an ``adjudicated`` 0/1 (-1: none) always wins."""
+    return fire_state(relevant, total, double, cap, adjudicated)[1]
+
+
+def fire_state(
+    relevant: np.ndarray,
+    total: np.ndarray,
+    double: np.ndarray | bool = False,
+    cap: int = DEFAULT_CAP,
+    adjudicated: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(labels still needed, status code) of each pair under FIRE §3.1 from one count:
+    :func:`labels_needed` and :func:`resolve` together, as a label's writer needs both."""
     relevant = np.asarray(relevant, dtype=np.int64)
     total = np.asarray(total, dtype=np.int64)
-    status = majority(relevant, total)
-    status = np.where(labels_needed(relevant, total, double, cap) > 0, LabelStatus.PENDING, status)
-    return _with_adjudication(status, adjudicated)
+    needed = labels_needed(relevant, total, double, cap)
+    status = np.where(needed > 0, LabelStatus.PENDING, majority(relevant, total))
+    return needed, _with_adjudication(status, adjudicated)
 
 
 def _with_adjudication(status: np.ndarray, adjudicated: np.ndarray | None) -> np.ndarray:
