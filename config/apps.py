@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class ProjectConfig(AppConfig):
-    """Connects the permission cache's receivers, fills every registered statement (a renamed
+    """Registers the request user's statement, fills every registered statement (a renamed
     field stops the start) and registers the system checks, when Django starts."""
 
     name = "config"

@@ -71,7 +71,7 @@ INSTALLED_APPS = [
     "config.apps.ProjectConfig",
 ]
 
-# Role permissions are remembered across requests (config/permission_cache.py).
+# The request's user comes with its permission set, in one statement (config/permission_cache.py).
 AUTHENTICATION_BACKENDS = ["config.permission_cache.CachedPermissionBackend"]
 
 MIDDLEWARE = [

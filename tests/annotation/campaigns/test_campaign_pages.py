@@ -259,7 +259,7 @@ def test_progress_queries_do_not_grow_with_the_campaigns(db):
     judge(first, ann, limit=2)
     client = Client()
     client.force_login(ann)
-    client.get("/judge/")  # warm the permission cache of the session's first request
+    client.get("/judge/")  # the session's first request (its session row is saved)
 
     def service():
         return annotator_progress(list(judging_campaigns()), ann)
