@@ -464,39 +464,23 @@ def auto_label(pair_ids: Iterable[int], status: str, rule: str) -> int:
     return len(pairs)
 
 
-def park(pair_ids: list[int]) -> None:
-    """Keep unleased pairs the judging order no longer needs from annotators: nothing is
-    needed of them, so nobody is offered them (unlabelled ones; under the adaptive policy's
-    metric-aware order also labelled ones whose next label would change no score)."""
-    for where in id_filters("pk", pair_ids):
-        # Checked in the UPDATE itself: a lease taken since the caller read the row wins.
-        Pair.objects.filter(**where, leased=0).update(
-            needed=0, open_slots=open_slots_expression(needed=Value(0))
-        )
-
-
-def reopen(pair_ids: list[int]) -> None:
-    """Serve parked pairs again: they need their first labels (two in the double sample), or,
-    under the adaptive policy's metric-aware order, one more label."""
-    needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
-    for where in id_filters("pk", pair_ids):
-        Pair.objects.filter(**where).update(
-            needed=needed, open_slots=open_slots_expression(needed=needed)
-        )
-
-
 def place(
     park_ids: Sequence[int] = (),
     reopen_ids: Sequence[int] = (),
     positions: Mapping[int, int] | None = None,
 ) -> None:
-    """A judging order's decisions in one call: park the pairs it no longer needs, reopen
-    those it wants again (:func:`park`, :func:`reopen`) and move pairs to new queue
-    positions (:func:`move`); nothing is run for an empty part."""
-    if park_ids:
-        park(list(park_ids))
-    if reopen_ids:
-        reopen(list(reopen_ids))
+    """A judging order's decisions in one call. Park unleased pairs it no longer needs (nothing
+    is needed of them, so nobody is offered them; a lease taken since the caller read the row
+    wins); reopen parked ones (their first labels, two in the double sample, or under the
+    metric-aware order one more); move pairs to new queue positions (:func:`move`)."""
+    for where in id_filters("pk", park_ids) if park_ids else ():
+        zero = open_slots_expression(needed=Value(0))
+        Pair.objects.filter(**where, leased=0).update(needed=0, open_slots=zero)
+    needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
+    for where in id_filters("pk", reopen_ids) if reopen_ids else ():
+        Pair.objects.filter(**where).update(
+            needed=needed, open_slots=open_slots_expression(needed=needed)
+        )
     if positions:
         move(dict(positions))
 

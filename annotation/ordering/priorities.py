@@ -266,7 +266,7 @@ def _in_label_order(rows: Sequence[QueryPair], judged_at: np.ndarray) -> np.ndar
 def reopen(campaign: Campaign) -> int:
     """Serve the campaign's parked pairs again (an admin's call, or budget to spare)."""
     ids = list(parked_pairs(campaign).values_list("pk", flat=True))
-    pair_state.reopen(ids)
+    pair_state.place(reopen_ids=ids)
     return len(ids)
 
 

@@ -175,10 +175,10 @@ def test_releasing_100000_leases(db):
 def test_parking_and_reopening_100000_pairs(db):
     campaign = make_campaign(n_queries=2, depth=2, seed=44)
     pair = campaign.pairs.order_by("pk").first()
-    pair_state.park([pair.pk] + PADDING)
+    pair_state.place([pair.pk] + PADDING)
     pair.refresh_from_db()
     assert (pair.needed, pair.open_slots) == (0, 0)
-    pair_state.reopen([pair.pk] + PADDING)
+    pair_state.place(reopen_ids=[pair.pk] + PADDING)
     pair.refresh_from_db()
     assert pair.needed == pair.open_slots > 0
 

@@ -229,7 +229,7 @@ def _random_state(rng: random.Random, campaign, annotators, admin, now):
                 escalations.resolve_escalation(escalation, admin)
         elif action < 0.95:
             unleased = campaign.pairs.filter(leased=0, label_count=0).values_list("pk", flat=True)
-            pair_state.park(rng.sample(list(unleased), min(2, len(unleased))))
+            pair_state.place(rng.sample(list(unleased), min(2, len(unleased))))
         now += timedelta(seconds=rng.randint(1, 20))
     return now
 
@@ -359,7 +359,7 @@ def test_the_runtime_check_sees_a_write_elsewhere():
     pair = make_campaign().pairs.first()
     with pair_writes_checked() as strangers:
         Pair.objects.filter(pk=pair.pk).update(needed=0, open_slots=0)
-        pair_state.park([pair.pk])
+        pair_state.place([pair.pk])
     assert len(strangers) == 1
 
 
