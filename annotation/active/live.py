@@ -137,7 +137,7 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
     fixed, relevant = rows["fixed"] == 1, (rows["relevant"] == 1).astype(np.float64)
     labelled = (rows["label_count"] > 0) | fixed
     posterior = relevant.copy()
-    if label_models.is_adaptive(campaign):  # FIRE's policy resolves without a label model
+    if campaign.settings.label_policy.adaptive:  # FIRE's policy resolves without a label model
         seen = label_models.snapshot(
             campaign,
             zip(rows["id"].tolist(), rows["pool_row"].tolist(), strict=True),

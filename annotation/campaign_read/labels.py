@@ -182,7 +182,7 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     counts = agreement.value_counts(pair_index, labels, n_pairs)
     total = counts[:, 0] + counts[:, 1]
     posterior = None
-    if label_models.is_adaptive(campaign):
+    if campaign.settings.label_policy.adaptive:
         posterior = label_models.campaign_posteriors(
             campaign, first, n_pairs, pair_index, annotator_ids, labels
         )

@@ -137,7 +137,7 @@ def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolutio
         adjudicated=adjudicated,
         fit={},
     )
-    if method == MAJORITY and n and label_models.is_adaptive(campaign):
+    if method == MAJORITY and n and campaign.settings.label_policy.adaptive:
         # The adaptive policy's own resolution: each pair keeps its posterior, so a re-score
         # from the label set alone says how sure each score is (an admin's label is sure).
         rows_at = [(row[0], row[6]) for row in rows]

@@ -264,7 +264,7 @@ def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None
     """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts
     under the campaign's label policy (:mod:`annotation.policy.rules`); for the adaptive one,
     from the pair's posterior (``posterior``, else read: :mod:`label_models`)."""
-    if posterior is None and label_models.is_adaptive(campaign):
+    if posterior is None and campaign.settings.label_policy.adaptive:
         posterior = label_models.pair_posterior(pair, campaign)
     _apply_policies([pair], campaign, None if posterior is None else np.array([posterior]))
 
@@ -318,7 +318,7 @@ def count_label(
     pair.relevant_count += change * (label == RELEVANT.label)
     read = None
     posteriors = None
-    if label_models.is_adaptive(campaign):
+    if campaign.settings.label_policy.adaptive:
         read = label_models.read_query(campaign, pair.caption_id)
         posteriors = np.array([read.posterior(campaign, pair)])
     _apply_policies([pair], campaign, posteriors)
@@ -332,7 +332,7 @@ def recount_labels(pair_ids: list[int], campaign: Campaign) -> None:
     Bulk: a query for the counts (with the posteriors under the adaptive policy), one for
     the pairs, and one update per set of values (:func:`_save_counts`)."""
     pairs = rows_in(Pair.objects.all(), "pk", pair_ids)
-    if label_models.is_adaptive(campaign):
+    if campaign.settings.label_policy.adaptive:
         seen = label_models.snapshot(campaign, [(pair.pk, pair.pool_row) for pair in pairs])
         for i, pair in enumerate(pairs):
             pair.label_count, pair.relevant_count = int(seen.total[i]), int(seen.relevant[i])

@@ -83,7 +83,7 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
     """Fit and store the campaign's annotator models and priors (one transaction), then
     recompute its labelled pairs and requeue the queries that changed in short transactions
     (:func:`annotation.judging.pair_state.apply_refit`)."""
-    if not label_models.is_adaptive(campaign):
+    if not campaign.settings.label_policy.adaptive:
         raise PolicyFitError(
             f"campaign {campaign.name!r} follows the {campaign.settings.label_policy.name} "
             "policy: only adaptive campaigns have annotator models to fit"

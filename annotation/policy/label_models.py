@@ -46,10 +46,6 @@ STALE_REQUEST = timedelta(hours=1)
 """A refit asked for this long ago and not done (its job failed) may be asked for again."""
 
 
-def is_adaptive(campaign: Campaign) -> bool:
-    return campaign.settings.label_policy.adaptive
-
-
 def strata(campaign: Campaign, pool_rows) -> np.ndarray:
     """Each pair's stratum by its provenance row (:func:`confusion.pool_strata`, computed once
     per process); 0 for a row the provenance lacks."""
@@ -346,7 +342,7 @@ def pause(seconds: float, duty: float = DUTY) -> timedelta:
 def request_refit(campaign: Campaign, judgement_id: int, now: datetime | None = None) -> bool:
     """After a label is stored: queue the ``refit-policy`` job on commit if a refit is due;
     whether one was queued."""
-    if judgement_id % REFIT_EVERY or not is_adaptive(campaign):
+    if judgement_id % REFIT_EVERY or not campaign.settings.label_policy.adaptive:
         return False
     if not refit_due(campaign, now):
         return False

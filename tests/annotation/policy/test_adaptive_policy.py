@@ -303,7 +303,7 @@ def test_fire_campaigns_keep_fires_rule(django_user_model):
     _model(campaign, careful, 0.99)  # ignored: fire does not weigh annotators
     pair = _judge(campaign, careful)
     assert (pair.needed, pair.status) == (0, "relevant")
-    assert not label_models.is_adaptive(campaign)
+    assert not campaign.settings.label_policy.adaptive
 
 
 # Strata.
