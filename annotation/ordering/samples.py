@@ -58,7 +58,8 @@ def draw_sample(campaign: Campaign, pairs: int, seed: int = 0) -> SampleDraw:
         captions = np.array([row[1] for row in rows], dtype=np.int64)
         queries, per_query = np.unique(captions, return_counts=True)
         drawn = queries[draw_queries(per_query, pairs, seed)]
-        chosen = [row for row in rows if row[1] in set(drawn.tolist())]
+        drawn_set = set(drawn.tolist())
+        chosen = [row for row in rows if row[1] in drawn_set]
         pair_state.place(
             reopen_ids=[row[0] for row in chosen if row[2] == 0],
             positions={row[0]: 0 for row in chosen},
