@@ -473,9 +473,10 @@ def place(
     is needed of them, so nobody is offered them; a lease taken since the caller read the row
     wins); reopen parked ones (their first labels, two in the double sample, or under the
     metric-aware order one more); move pairs to new queue positions (:func:`move`)."""
-    zero = open_slots_expression(needed=Value(0))
-    for where in id_filters("pk", park_ids) if park_ids else ():
-        Pair.objects.filter(**where, leased=0).update(needed=0, open_slots=zero)
+    if park_ids:
+        zero = open_slots_expression(needed=Value(0))
+        for where in id_filters("pk", park_ids):
+            Pair.objects.filter(**where, leased=0).update(needed=0, open_slots=zero)
     needed = Case(When(double=True, then=Value(2)), default=Value(1))  # first_needed
     for where in id_filters("pk", reopen_ids) if reopen_ids else ():
         Pair.objects.filter(**where).update(
