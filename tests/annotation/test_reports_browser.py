@@ -116,5 +116,7 @@ def test_admin_adjudicates_exports_and_resolves(live_server, browser, judged_cam
     label_set = LabelSet.objects.get(name="report-campaign")
     assert label_set.pair_count == resolved.count()
     page.get_by_role("link", name="Label sets", exact=True).click()
+    # count() does not wait: wait for the list page to be loaded before counting its rows.
+    page.wait_for_url(f"{live_server.url}/label-sets/", wait_until="load")
     assert page.locator("td", has_text="report-campaign").count() == 1
     page.screenshot(path=SCREENSHOTS.format("label-sets"), full_page=True)
