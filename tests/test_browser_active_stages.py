@@ -8,9 +8,10 @@ from dataclasses import replace
 
 import pytest
 
+from annotation.active import reading
 from annotation.active.stages import estimate_stage
 from annotation.judging import queue, submit
-from annotation.models import ActiveStage
+from annotation.models import ActiveStage, Pair
 from config import roles
 from tests.browser_support import (
     IMMEDIATE_TASKS,
@@ -38,7 +39,10 @@ def test_an_admin_draws_a_stage_and_reads_its_settled_scores(live_server, browse
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
     assert "Active stage 1" in page.locator("#active-stage-state").inner_text()
     annotator = member("judge", PASSWORD, roles.ANNOTATOR, staff=False)
-    while (current := queue.assign(campaign, annotator).current) is not None:
+    # the drawn queries only (the queue serves them first): the others stay open
+    campaign.refresh_from_db()
+    while reading.stage_status(campaign).waiting:
+        current = queue.assign(campaign, annotator).current
         submit.submit(annotator, current.pair.pk, "irrelevant", uuid.uuid4())
     estimate_stage(campaign)
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
@@ -54,13 +58,26 @@ def test_an_admin_draws_a_stage_and_reads_its_settled_scores(live_server, browse
     if os.environ.get("FIREPOOL_SCREENSHOTS"):
         page.locator("#active-stages").scroll_into_view_if_needed()
         shoot_full(page, "active-stages")
-    # a tighter target than the stage reached: each score not yet within it says what holds
-    # most of its interval (the labels are certain here: the predictor and the sampling)
+    # a tighter target than the stage reached: each score shows the narrower of its bounds
+    # (AP and nDCG: the share of queries still open, each anywhere in [0, 1]) and the stage's
+    # interval, which says what holds most of it (the labels are certain here: the predictor
+    # and the sampling)
     campaign.refresh_from_db()
     campaign.set_settings(replace(campaign.settings, half_width=0.01))
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
-    widths = page.locator("#settle-widths").inner_text()
-    assert "target ±0.01; mostly predictor and sampling" in widths
+    cells = page.locator("#settle-widths tbody td").all_inner_texts()[1:]
+    open_queries = {
+        c
+        for (c,) in Pair.objects.filter(campaign=campaign, label_count=0).values_list("caption_id")
+    }
+    queries = {c for (c,) in Pair.objects.filter(campaign=campaign).values_list("caption_id")}
+    bounds = len(open_queries) / len(queries) * 50
+    estimates = ActiveStage.objects.get(campaign=campaign).estimates["m"]
+    for metric, cell in zip(("AP", "nDCG@10"), cells[1:], strict=True):
+        stage = (estimates[metric]["high"] - estimates[metric]["low"]) * 50
+        assert cell.startswith(f"±{min(bounds, stage):.1f}"), (metric, cell, bounds, stage)
+        assert cell.endswith("; mostly predictor and sampling") == (stage < bounds), cell
+    assert all("target ±0.01" in cell for cell in cells)
     for width in (1280, 768):
         page.set_viewport_size({"width": width, "height": 1000})
         assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -27,7 +27,7 @@ from annotation.ordering import settled
 from annotation.people.scores import campaign_scores
 from jobs import figures
 
-VERSION = 2
+VERSION = 3
 """Bump when what a live figure computes changes, so stored ones are redone."""
 INLINE_SECONDS = 0.25
 """A stale figure that took less than this is computed again in the request."""

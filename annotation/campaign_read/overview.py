@@ -211,7 +211,11 @@ def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPa
         label_sets=label_sets,
         waiting_for_media=waiting_for_media(campaign),
         settle=settle_width.from_exactness(
-            judging.runs, chosen.settle, chosen.half_width, active_reading.active_spreads(campaign)
+            judging.runs,
+            chosen.settle,
+            chosen.half_width,
+            active_reading.active_spreads(campaign),
+            judging.decided_share,
         ),
         active=active_reading.stage_status(campaign),
     )

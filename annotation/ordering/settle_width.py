@@ -1,7 +1,8 @@
 """Pure: which of a campaign's scores judging has settled to its target half-width. Each score's
 spread is the one its page already has: an exact score has half-width 0, bounds their half
 range, an estimate its 95% interval's half-width; a score with none is "no interval yet", never
-settled. Widths are in points (percentage points of the score).
+settled. Widths are in points (percentage points of the score). AP and nDCG take their bounds
+from the queries judging has decided in full, as C@K from those whose C@K is exact.
 """
 
 from __future__ import annotations
@@ -105,20 +106,36 @@ def settled_to_width(
     return SettledToWidth(tuple(metrics), float(target), tuple(runs))
 
 
+def whole_query_spread(decided_share: float) -> Spread:
+    """AP's or nDCG's spread when a share of the queries is decided in full: each of those
+    queries' score is exact, each other one's anywhere in [0, 1] (AP and nDCG hang on every
+    positive of the query, listed or not), so the mean lies in bounds ``1 - share`` wide.
+    Every query keeps its own video as a positive (FIRE §2.1), so every query counts in the
+    mean whatever the labels."""
+    if decided_share >= 1.0:
+        return Spread(EXACT, 0.0)
+    return Spread(BOUNDS, (1.0 - decided_share) * 50.0)
+
+
 def from_exactness(
     runs: Sequence,
     metrics: Sequence[str],
     target: float,
     estimated: Mapping[str, Mapping[str, Spread]] | None = None,
+    decided_share: float = 0.0,
 ) -> SettledToWidth:
     """:func:`settled_to_width` from the judging status's runs (each with ``run`` and ``shares``,
     K -> share of queries with an exact C@K, as :class:`~annotation.ordering.settled.RunExactness`):
-    C@K spreads from their exactness; ``estimated`` (run -> metric -> spread: the active stages'
-    intervals) gives every score one, the narrower where C@K has both (the bounds always hold
-    the score, so the narrower of the two still covers it as often as the interval does)."""
+    C@K spreads from their exactness, every other score's from ``decided_share`` (the share of
+    queries decided in full: :func:`whole_query_spread`); ``estimated`` (run -> metric ->
+    spread: the active stages' intervals) gives the narrower where a score has both (the
+    bounds always hold the score, so the narrower of the two still covers it as often as the
+    interval does)."""
+    whole = whole_query_spread(decided_share)
     spreads: dict[str, dict[str, Spread]] = {}
     for run in runs:
         known = correct_at_spreads(run.shares)
+        known.update((metric, whole) for metric in metrics if not metric.startswith("C@"))
         for metric, spread in (estimated or {}).get(run.run, {}).items():
             if metric not in known or spread.half_width < known[metric].half_width:
                 known[metric] = spread

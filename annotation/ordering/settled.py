@@ -108,6 +108,10 @@ class JudgingStatus:
     settled: tuple[RunExactness, ...] = ()
     """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
     (:func:`annotation.policy.label_value.settled_correct_at`)."""
+    decided_share: float = 0.0
+    """The share of queries every pooled pair of which is decided: their AP and nDCG, which
+    hang on every positive of the query, are exact, each other query's may still be anywhere
+    in [0, 1]."""
 
     @property
     def budget_spent(self) -> bool:
@@ -195,9 +199,10 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     ranks, known = source.settling
     if known.shape[0] != queries.size:
         known = np.zeros((queries.size, ranks.shape[1]), np.int16)
+    query_of = np.searchsorted(queries, captions)
     shares = judging_order.exact_correct_at(
         ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
-        np.searchsorted(queries, captions),
+        query_of,
         judged,
         relevant,
         known,
@@ -227,8 +232,19 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
             for r, name in enumerate(names)
         ),
         ks=settings.ks,
+        decided_share=_decided_share(query_of[~judged], queries.size),
         **adaptive,
     )
+
+
+def _decided_share(open_query_of: np.ndarray, queries: int) -> float:
+    """The share of ``queries`` with no undecided pair (``open_query_of``: the query of each).
+    Counted over the pooled queries, as C@K's exactness is: the scores' means may count more
+    queries, each decided (nothing pooled), which only makes the bounds it gives wider."""
+    if queries == 0:
+        return 1.0
+    still_open = np.bincount(open_query_of, minlength=queries)[:queries] > 0
+    return float(1.0 - still_open.mean())
 
 
 def _adaptive_status(campaign: Campaign, rows: np.ndarray, names: Sequence[str]) -> dict:

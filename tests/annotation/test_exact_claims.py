@@ -26,7 +26,7 @@ from annotation.campaign_read import resolution
 from annotation.campaigns.service import CampaignSpec, create_campaign
 from annotation.judging import queue, submit
 from annotation.models import Campaign, Pair
-from annotation.ordering import samples, settled
+from annotation.ordering import samples, settle_width, settled
 from retrieval.models import Caption
 from retrieval.scoring.reports import build_report
 from retrieval.search.runs_service import load_run
@@ -166,6 +166,18 @@ def test_the_agreement_page_says_exact_only_when_no_labelling_changes_correct_at
     page = client.get(f"/campaigns/{campaign.pk}/agreement/").content.decode()
     cells = _cells(page, "exact-metrics")
     assert ["<strong>exact</strong>" in cell for cell in cells] == exact
+
+    # AP's bounds on the campaign page: the pooled queries with nothing pending are decided,
+    # and the mean AP over every listed query (the report's) moves, over every labelling of
+    # the pending pairs, within the spread they leave.
+    assert status.decided_share == pytest.approx(_mean([not world.pending(q) for q in queries]))
+    listed = sorted({q for lists in world.lists.values() for q in lists})
+    spread = settle_width.whole_query_spread(status.decided_share)
+    for run in runs:
+        readings = [world.readings(run.name, q, "AP") for q in listed]
+        moved = _mean([max(values) - min(values) for values in readings])
+        assert moved / 2 * 100 <= spread.half_width + 1e-9, run.name
+    assert (spread.kind == settle_width.EXACT) == (status.decided_share == 1.0)
 
 
 def _kinds_from_everywhere(campaign: Campaign, label_set) -> list[dict]:

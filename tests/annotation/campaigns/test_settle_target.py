@@ -28,6 +28,7 @@ from annotation.ordering.settled import RunExactness
 from jobs import runner
 from jobs.models import Job
 from jobs.runner import JobError
+from retrieval.scoring import metrics
 from tests.factories import make_campaign, query_dataset, random_run, serve_all
 
 IMMEDIATE = {
@@ -147,13 +148,63 @@ def test_each_score_is_settled_against_the_target_and_counted():
     assert settle_width.points(0.25) == "0.25" and settle_width.points(2) == "2.0"
 
 
-def test_the_judging_status_gives_c_at_k_and_no_interval_for_ap_or_ndcg():
+def test_the_judging_status_gives_c_at_k_and_whole_query_bounds_for_ap_and_ndcg():
     runs = [RunExactness("m", ((1, 1.0), (5, 0.5), (10, 0.25)))]
-    report = settle_width.from_exactness(runs, ("C@1", "C@5", "C@10", "AP", "nDCG@10"), 25.0)
+    metrics = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
+    report = settle_width.from_exactness(runs, metrics, 25.0, decided_share=0.6)
     (run,) = report.runs
-    widths = [None if s.spread is None else s.spread.half_width for s in run.scores]
-    assert widths == [0.0, 25.0, 37.5, None, None]
-    assert [s.settled for s in run.scores] == [True, True, False, False, False]
+    widths = [s.spread.half_width for s in run.scores]
+    assert widths == pytest.approx([0.0, 25.0, 37.5, 20.0, 20.0])
+    assert [s.settled for s in run.scores] == [True, True, False, True, True]
+    assert run.scores[3].spread.kind == settle_width.BOUNDS
+    # an active stage's narrower interval wins; a wider one does not
+    narrow = {"m": {"AP": settle_width.Spread(settle_width.ESTIMATE, 0.8)}}
+    wide = {"m": {"AP": settle_width.Spread(settle_width.ESTIMATE, 30.0)}}
+    for estimated, width in ((narrow, 0.8), (wide, 20.0)):
+        report = settle_width.from_exactness(runs, ("AP",), 1.0, estimated, decided_share=0.6)
+        assert report.runs[0].scores[0].spread.half_width == pytest.approx(width)
+    every = settle_width.from_exactness(runs, ("AP",), 1.0, decided_share=1.0)
+    assert every.runs[0].scores[0].spread == settle_width.Spread(settle_width.EXACT, 0.0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_whole_query_bounds_hold_ap_and_ndcg_under_every_labelling(seed):
+    """Brute force: every labelling of the undecided pooled pairs (listed or not) gives mean AP
+    and nDCG@10 within the bounds the decided queries leave; all decided, the scores are exact."""
+    rng = np.random.default_rng(seed)
+    queries, depth = int(rng.integers(1, 4)), 10
+    listed = rng.random((queries, depth)) < 0.6  # pooled pairs this run lists
+    relevant = listed & (rng.random((queries, depth)) < 0.4)
+    own_rank = rng.integers(0, depth + 3, queries)  # the caption's own video (beyond: unlisted)
+    undecided = listed & (rng.random((queries, depth)) < 0.3)
+    unlisted_undecided = rng.integers(0, 2, queries) * (rng.random(queries) < 0.5)
+    while undecided.sum() + unlisted_undecided.sum() > 10:  # keep the enumeration small
+        undecided[np.argwhere(undecided)[0][0], np.argwhere(undecided)[0][1]] = False
+        unlisted_undecided[:] = 0
+    decided = (undecided.sum(axis=1) + unlisted_undecided) == 0
+    cells = np.argwhere(undecided)
+    extra = [q for q in range(queries) for _ in range(int(unlisted_undecided[q]))]
+    means = {"AP": [], "nDCG@10": []}
+    for bits in itertools.product((False, True), repeat=len(cells) + len(extra)):
+        rel = relevant & ~undecided
+        rel[tuple(cells.T)] = np.array(bits[: len(cells)], bool)
+        own = own_rank < depth
+        rel[np.flatnonzero(own), own_rank[own]] = True
+        n_relevant = (
+            rel.sum(axis=1)
+            + (~own)
+            + np.bincount(
+                np.array(extra, np.int64)[np.array(bits[len(cells) :], bool)], minlength=queries
+            )
+        )
+        judged = metrics.RankedJudgements(rel, rel, n_relevant, np.zeros(queries, np.int64))
+        per_query = metrics.evaluate(judged, (1,), only=("AP", "nDCG@10"))
+        for name in means:
+            means[name].append(per_query[name].mean())
+    spread = settle_width.whole_query_spread(float(decided.mean()))
+    for name, found in means.items():
+        assert (max(found) - min(found)) / 2 * 100 <= spread.half_width + 1e-9, name
+    assert (spread.kind == settle_width.EXACT) == bool(decided.all())
 
 
 # --- the doors: form, command, job, API --------------------------------------------------------
@@ -291,12 +342,13 @@ def test_the_campaign_page_says_which_scores_are_settled_to_the_width(people, cl
     client.force_login(people["admin"])
     html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
     assert "0 of 3 scores settled to ±1.0 points" in html
-    assert "±50.0 now, target ±1.0" in html and html.count("no interval yet") == 2
+    assert "±50.0 now, target ±1.0" in html and "no interval yet" not in html
     assert "C@1, AP, nDCG@10, each to a 95% interval of ±1.0 points" in html
     serve_all(campaign, people["annotator"])
     html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
-    assert "1 of 3 scores settled to ±1.0 points" in html
-    assert "<strong>settled to ±1.0</strong> (exact)" in html
+    # every pair judged: C@1, AP and nDCG@10 exact
+    assert "3 of 3 scores settled to ±1.0 points" in html
+    assert html.count("<strong>settled to ±1.0</strong> (exact)") == 3
 
 
 def test_the_new_page_pools_with_them_and_refuses_bad_values(pooled, people, client):
