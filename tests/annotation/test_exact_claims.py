@@ -165,7 +165,16 @@ def test_the_agreement_page_says_exact_only_when_no_labelling_changes_correct_at
     client.force_login(people["researcher"])
     page = client.get(f"/campaigns/{campaign.pk}/agreement/").content.decode()
     cells = _cells(page, "exact-metrics")
-    assert ["<strong>exact</strong>" in cell for cell in cells] == exact
+    per_run = len(status.ks) + 1  # each C@K, then AP and nDCG
+    correct_at = [cell for i, cell in enumerate(cells) if i % per_run < len(status.ks)]
+    assert ["<strong>exact</strong>" in cell for cell in correct_at] == exact
+    whole = cells[len(status.ks) :: per_run]
+    assert len(whole) == len(runs)
+    for run, cell in zip(runs, whole, strict=True):
+        said_exact = "<strong>exact</strong>" in cell
+        assert said_exact == (status.decided_share == 1.0), cell
+        if said_exact:  # then no labelling changes any query's AP
+            assert all(len(set(world.readings(run.name, q, "AP"))) == 1 for q in queries)
 
     # AP's bounds on the campaign page: the pooled queries with nothing pending are decided,
     # and the mean AP over every listed query (the report's) moves, over every labelling of
