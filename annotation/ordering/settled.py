@@ -109,9 +109,9 @@ class JudgingStatus:
     """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
     (:func:`annotation.policy.label_value.settled_correct_at`)."""
     decided_share: float = 0.0
-    """The share of queries every pooled pair of which is decided: their AP and nDCG, which
-    hang on every positive of the query, are exact, each other query's may still be anywhere
-    in [0, 1]."""
+    """The share of queries with no pooled pair still pending: their AP and nDCG, which hang
+    on every positive of the query, are exact, each other query's may still be anywhere in
+    [0, 1]."""
 
     @property
     def budget_spent(self) -> bool:
@@ -200,11 +200,15 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     if known.shape[0] != queries.size:
         known = np.zeros((queries.size, ranks.shape[1]), np.int16)
     query_of = np.searchsorted(queries, captions)
+    # exact means no label still to come can change it: a pair still pending is open, even
+    # with a label (one that still needs more may yet be outvoted)
+    still_open = _still_open(rows)
+    final = judged & ~still_open
     shares = judging_order.exact_correct_at(
         ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
         query_of,
-        judged,
-        relevant,
+        final,
+        relevant & final,
         known,
         settings.ks,
     )
@@ -232,9 +236,15 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
             for r, name in enumerate(names)
         ),
         ks=settings.ks,
-        decided_share=_decided_share(query_of[~judged], queries.size),
+        decided_share=_decided_share(query_of[still_open], queries.size),
         **adaptive,
     )
+
+
+def _still_open(rows: np.ndarray) -> np.ndarray:
+    """Pairs whose label judging may still change: pending (a pair with a label that still
+    needs more, or a parked one, included) and neither adjudicated nor auto-labelled."""
+    return rows["pending"] & ~rows["adjudicated_any"] & ~rows["auto"]
 
 
 def _decided_share(open_query_of: np.ndarray, queries: int) -> float:

@@ -23,13 +23,13 @@ from annotation.campaigns.settings import (
 )
 from annotation.campaigns.spec import CampaignSpec
 from annotation.models import Campaign
-from annotation.ordering import settle_width
+from annotation.ordering import settle_width, settled
 from annotation.ordering.settled import RunExactness
 from jobs import runner
 from jobs.models import Job
 from jobs.runner import JobError
 from retrieval.scoring import metrics
-from tests.factories import make_campaign, query_dataset, random_run, serve_all
+from tests.factories import make_campaign, make_user, query_dataset, random_run, serve_all
 
 IMMEDIATE = {
     "default": {
@@ -205,6 +205,28 @@ def test_whole_query_bounds_hold_ap_and_ndcg_under_every_labelling(seed):
     for name, found in means.items():
         assert (max(found) - min(found)) / 2 * 100 <= spread.half_width + 1e-9, name
     assert (spread.kind == settle_width.EXACT) == bool(decided.all())
+
+
+@pytest.mark.django_db
+def test_a_pair_waiting_for_its_second_label_keeps_every_score_open(people):
+    """Every pair labelled once but asked twice (FIRE's double sample at rate 1): the live
+    label may still be outvoted, so no query is decided, no C@K is exact and AP and nDCG keep
+    full bounds."""
+    campaign = make_campaign(rate=1.0, settle="ap,ndcg@10", half_width=50.0)
+    assert serve_all(campaign, people["annotator"])
+    status = settled.judging_status(campaign)
+    assert status.labels_spent > 0 and status.decided_share == 0.0
+    # nor is any C@K exact: each query's top pair may yet be outvoted
+    assert [share for _, share in status.runs[0].shares] == [0.0] * len(status.ks)
+    report = settle_width.from_exactness(
+        status.runs, ("AP", "nDCG@10"), 1.0, decided_share=status.decided_share
+    )
+    assert [s.spread.half_width for s in report.runs[0].scores] == [50.0, 50.0]
+    second = make_user("second", "annotator")
+    serve_all(campaign, second)  # the second labels: every pair resolved
+    status = settled.judging_status(campaign)
+    assert status.decided_share == 1.0
+    assert [share for _, share in status.runs[0].shares] == [1.0] * len(status.ks)
 
 
 # --- the doors: form, command, job, API --------------------------------------------------------
