@@ -109,9 +109,9 @@ class JudgingStatus:
     """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
     (:func:`annotation.policy.label_value.settled_correct_at`)."""
     decided_share: float = 0.0
-    """The share of queries with no pooled pair still pending: their AP and nDCG, which hang
-    on every positive of the query, are exact, each other query's may still be anywhere in
-    [0, 1]."""
+    """The share of queries with no pooled pair still open (pending or needing labels): their AP
+    and nDCG, which hang on every positive of the query, are exact, each other query's may
+    still be anywhere in [0, 1]."""
 
     @property
     def budget_spent(self) -> bool:
@@ -200,8 +200,8 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     if known.shape[0] != queries.size:
         known = np.zeros((queries.size, ranks.shape[1]), np.int16)
     query_of = np.searchsorted(queries, captions)
-    # exact means no label still to come can change it: a pair still pending is open, even
-    # with a label (one that still needs more may yet be outvoted)
+    # exact means no label still to come can change it: a pair still pending or needing
+    # labels is open, whatever its labels say so far (it may yet be outvoted)
     still_open = _still_open(rows)
     final = judged & ~still_open
     shares = judging_order.exact_correct_at(
@@ -242,9 +242,11 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
 
 
 def _still_open(rows: np.ndarray) -> np.ndarray:
-    """Pairs whose label judging may still change: pending (a pair with a label that still
-    needs more, or a parked one, included) and neither adjudicated nor auto-labelled."""
-    return rows["pending"] & ~rows["adjudicated_any"] & ~rows["auto"]
+    """Pairs whose label judging may still change, unless an admin adjudicated them or a
+    proxy labelled them: pending ones (parked ones and FIRE's awaiting a second or a
+    tie-breaking label included) and those the policy still asks labels of (the adaptive
+    policy's below its confidence, whose status is already its posterior's guess)."""
+    return (rows["pending"] | (rows["needed"] > 0)) & ~rows["adjudicated_any"] & ~rows["auto"]
 
 
 def _decided_share(open_query_of: np.ndarray, queries: int) -> float:

@@ -229,6 +229,21 @@ def test_a_pair_waiting_for_its_second_label_keeps_every_score_open(people):
     assert [share for _, share in status.runs[0].shares] == [1.0] * len(status.ks)
 
 
+@pytest.mark.django_db
+def test_under_the_adaptive_policy_a_pair_still_asked_for_labels_keeps_its_query_open(people):
+    """Its status is already the posterior's guess, but more labels are coming: no score of
+    its query is exact until the policy needs nothing more of any of its pairs."""
+    campaign = make_campaign(n_queries=4, policy="adaptive", settle="c@1,ap")
+    assert serve_all(campaign, people["annotator"], answer=lambda pair: "relevant")
+    rows = list(campaign.pairs.values_list("caption_id", "status", "needed"))
+    assert any(needed > 0 and status != "pending" for _, status, needed in rows)
+    still_asked = {caption for caption, status, needed in rows if needed > 0 or status == "pending"}
+    queries = {caption for caption, _, _ in rows}
+    status = settled.judging_status(campaign)
+    assert status.decided_share == pytest.approx(1 - len(still_asked) / len(queries))
+    assert status.decided_share < 1.0
+
+
 # --- the doors: form, command, job, API --------------------------------------------------------
 
 
