@@ -12,6 +12,7 @@ from django.db.models import Case, IntegerField, Q, Value, When
 
 from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import provenance
+from annotation.judging import pair_state
 from annotation.judging.statements import queryset_array
 from annotation.models import Campaign, CampaignRun, Judgement, Pair
 from annotation.policy import label_models
@@ -152,7 +153,7 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
         found = where >= 0
         predicted[found] = np.clip(stored[1][where[found]].astype(np.float64), 0.0, 1.0)
     known = np.where(labelled, posterior, predicted)
-    unfinished = (rows["needed"] > 0) | ~labelled
+    unfinished = pair_state.unfinished(rows["needed"], labelled)
     return LiveCampaign(
         world,
         rows["id"],

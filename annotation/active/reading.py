@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from django.db.models import Q
 
+from annotation.judging import pair_state
 from annotation.models import ActiveStage, Campaign, Pair
 from annotation.ordering.settle_width import ESTIMATE, Spread
 from retrieval.scoring.score_intervals import dominant_part
@@ -84,7 +84,7 @@ def stage_status(campaign: Campaign) -> StageStatus | None:
     drawn = np.array(campaign.settings.active_captions, dtype=np.int64)
     unfinished = (
         Pair.objects.filter(campaign=campaign)
-        .filter(Q(needed__gt=0) | Q(label_count=0, adjudicated="", auto_label=""))
+        .filter(pair_state.unfinished_pairs())
         .values_list("caption_id", flat=True)
         .distinct()
     )

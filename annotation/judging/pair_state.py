@@ -85,6 +85,18 @@ def initial(needed) -> dict[str, object]:
     }
 
 
+def unfinished(needed, labelled) -> np.ndarray:
+    """Pairs judging is not done with: the policy still asks labels of them, or they have no
+    label, adjudication or proxy label (``labelled`` false; parked ones included). Arrays in,
+    a bool array out; :func:`unfinished_pairs` is the same rule in SQL."""
+    return (np.asarray(needed) > 0) | ~np.asarray(labelled, dtype=bool)
+
+
+def unfinished_pairs() -> Q:
+    """:func:`unfinished` as a filter on pairs."""
+    return Q(needed__gt=0) | Q(label_count=0, adjudicated="", auto_label="")
+
+
 def waiting_for_admin() -> Q:
     """Pairs an admin should see: disagreements not adjudicated, escalated (held) pairs, and
     ties still waiting for a further label (as many relevant labels as irrelevant ones)."""

@@ -9,7 +9,7 @@ import numpy as np
 from django.db.models import Case, Q, Value, When
 
 from annotation.campaigns.provenance import provenance
-from annotation.judging import statements
+from annotation.judging import pair_state, statements
 from annotation.models import Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
 from annotation.ordering.priorities import labels_spent, turn_of
@@ -109,9 +109,9 @@ class JudgingStatus:
     """Adaptive: per run, the share of queries whose C@K every deciding pair is sure of
     (:func:`annotation.policy.label_value.settled_correct_at`)."""
     decided_share: float = 0.0
-    """The share of queries with no pooled pair still open (pending or needing labels): their AP
-    and nDCG, which hang on every positive of the query, are exact, each other query's may
-    still be anywhere in [0, 1]."""
+    """The share of queries with no unfinished pooled pair (:func:`pair_state.unfinished`):
+    their AP and nDCG, which hang on every positive of the query, are exact, each other
+    query's may still be anywhere in [0, 1]."""
 
     @property
     def budget_spent(self) -> bool:
@@ -200,9 +200,11 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     if known.shape[0] != queries.size:
         known = np.zeros((queries.size, ranks.shape[1]), np.int16)
     query_of = np.searchsorted(queries, captions)
-    # exact means no label still to come can change it: a pair still pending or needing
-    # labels is open, whatever its labels say so far (it may yet be outvoted)
-    still_open = _still_open(rows)
+    # exact means no label judging still asks for can change it: an unfinished pair (one
+    # the policy still asks labels of, whatever its labels say so far, or one with none) is
+    # open; under the adaptive policy a labelled pair's status is only its posterior's guess
+    labelled = (rows["label_count"] > 0) | rows["adjudicated_any"] | rows["auto"]
+    still_open = pair_state.unfinished(rows["needed"], labelled)
     final = judged & ~still_open
     shares = judging_order.exact_correct_at(
         ranks[pool_rows] if pool_rows.size else np.zeros((0, known.shape[1]), np.int16),
@@ -239,14 +241,6 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
         decided_share=_decided_share(query_of[still_open], queries.size),
         **adaptive,
     )
-
-
-def _still_open(rows: np.ndarray) -> np.ndarray:
-    """Pairs whose label judging may still change, unless an admin adjudicated them or a
-    proxy labelled them: pending ones (parked ones and FIRE's awaiting a second or a
-    tie-breaking label included) and those the policy still asks labels of (the adaptive
-    policy's below its confidence, whose status is already its posterior's guess)."""
-    return (rows["pending"] | (rows["needed"] > 0)) & ~rows["adjudicated_any"] & ~rows["auto"]
 
 
 def _decided_share(open_query_of: np.ndarray, queries: int) -> float:
