@@ -34,6 +34,7 @@ from annotation.simulation.active import (
     Misjudged,
     judged_estimates,
     narrows,
+    only_noise_left,
     stage_design,
 )
 from annotation.simulation.estimates import METRICS, query_metrics
@@ -201,21 +202,25 @@ def _misjudged(stages: list[ActiveStage], live: LiveCampaign) -> np.ndarray | fl
     return found.ratio()
 
 
-def _widest_stored(estimates: dict, settle: tuple[str, ...]) -> float:
-    """:func:`annotation.simulation.active.widest_variance` of a stage's stored estimates."""
-    return max(
-        float(scores[metric]["labels_variance"]) + float(scores[metric]["sampling_variance"])
-        for scores in estimates.values()
-        for metric in settle
-        if metric in scores
+def _stored_variances(estimates: dict, runs: list[str], settle: tuple[str, ...]) -> np.ndarray:
+    """:func:`annotation.simulation.active.score_variances` of a stage's stored estimates."""
+    return np.array(
+        [
+            [
+                float(estimates[run][metric]["labels_variance"])
+                + float(estimates[run][metric]["sampling_variance"])
+                for metric in settle
+            ]
+            for run in runs
+        ]
     )
 
 
 def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     """Draw the campaign's next stage (module docstring) and serve its queries first;
     :class:`ActiveError` when the last stage is still being judged, every settled score is
-    within the half-width, every query is judged or the labels left cannot narrow the widest
-    interval."""
+    within the half-width, every query is judged, or neither the labels left nor any draw can
+    narrow the widest interval (:attr:`~annotation.simulation.active.StageDesign.floor`)."""
     settings = campaign.settings
     live = live_campaign(campaign)
     last = estimate_stage(campaign, live)
@@ -237,7 +242,8 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
                 f"every settled score is within ±{settings.half_width:g} points: nothing to draw"
             )
         judged = arrays.judged.copy()
-        current = _widest_stored(last.estimates, settings.settle) if last.estimates else None
+        if last.estimates:
+            current = _stored_variances(last.estimates, list(last.run_names), settings.settle)
     if judged.all():
         raise ActiveError("every pooled query is judged in full: nothing to draw")
     ratio = _misjudged(_stages(campaign), live) if last is not None else 1.0
@@ -253,8 +259,15 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         None if budget is None else budget - live.labels_spent, rng, ratio=ratio,
     )  # fmt: skip
     pi = design.probability
-    if current is not None and not narrows(pi, judged, design.planned, current):
+    if current is not None and not narrows(pi, judged, design.planned, float(current.max())):
         raise ActiveError("the labels left in the budget cannot narrow the widest interval")
+    if current is not None and only_noise_left(
+        design.floor, current, (settings.half_width / 100 / _z()) ** 2
+    ):
+        raise ActiveError(
+            f"every open score's label noise alone is wider than ±{settings.half_width:g} "
+            "points: more queries cannot narrow it, more labels on the judged pairs could"
+        )
     drawn = poisson_draw(pi, rng) & ~judged
     arrays = StageArrays(
         live.queries,

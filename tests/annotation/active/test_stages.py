@@ -299,7 +299,12 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     assert (labels > 1).any()  # more than the campaign's 0.95 asked for somewhere
     # while a second stage is judged, a label set carries the first's estimates
     campaign = Campaign.objects.get(pk=campaign.pk)
+    # at ±0.05 points the judged queries' label noise alone is wider: no new queries drawn
     campaign.set_settings(replace(campaign.settings, half_width=0.05))
+    with pytest.raises(live_reads.ActiveError, match="label noise alone"):
+        stages.draw_stage(campaign, seed=2)
+    assert ActiveStage.objects.filter(campaign=campaign).count() == 1
+    campaign.set_settings(replace(campaign.settings, half_width=2))  # C@1 and AP still open
     stages.draw_stage(campaign, seed=2)
     assert stages.export_estimates(campaign)["stage"] == 1
 

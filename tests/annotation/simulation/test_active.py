@@ -214,3 +214,65 @@ def test_a_stage_the_budget_starves_is_not_drawn_and_the_last_estimates_stand():
         np.testing.assert_array_equal(
             result.estimates[metric].estimate, first.estimates[metric].estimate
         )
+
+
+def test_the_label_noise_floor_is_what_any_later_stage_keeps_of_the_judged_queries():
+    """:attr:`StageDesign.floor` is each settled score's label-noise variance from the judged
+    queries at weight 1, the same Monte Carlo the estimates use; and whichever further queries
+    a later design draws, with whatever probabilities, the estimate's label-noise variance
+    never falls below it."""
+    from retrieval.scoring.active_inference import active_means
+
+    world = small_world(queries=30, seed=6)
+    queries, runs = world.layout.pair_of.shape[0], world.pool.run_count
+    rng = np.random.default_rng(0)
+    posterior = rng.uniform(0.6, 1.0, len(world.pool)) * world.labels + rng.uniform(0, 0.3)
+    posterior = np.clip(posterior, 0, 1)
+    judged = np.zeros(queries, bool)
+    judged[rng.choice(queries, 12, replace=False)] = True
+    settle = ("C@1", "AP")
+    design = active.stage_design(
+        world, posterior, np.ones(len(world.pool), bool), 100, judged, posterior, settle,
+        1e-4, 0.1, None, np.random.default_rng(7),
+    )  # fmt: skip
+    again = np.random.default_rng(7)  # the design's own draws, replayed: spread, then noise
+    estimates.noise_variance(world, posterior, np.arange(queries), again)
+    noise = estimates.noise_variance(world, posterior, np.flatnonzero(judged), again)
+    assert design.floor.shape == (runs, len(settle))
+    for j, metric in enumerate(settle):
+        spread = np.zeros((queries, runs))
+        spread[judged] = noise[metric]
+        values = rng.random((queries, runs))
+        for trial in range(20):
+            pi = np.where(judged, 1.0, rng.uniform(0.05, 1.0, queries))
+            drawn = judged | ((rng.random(queries) < pi) if trial else np.zeros(queries, bool))
+            new = (drawn & ~judged)[:, None]  # a newly drawn query brings noise of its own
+            brought = np.where(new, rng.random((queries, runs)) * 0.05, spread)
+            got = active_means(values, values * 0.9, drawn, pi, noise_variance=brought)
+            if trial == 0:  # nothing new drawn: the floor itself
+                np.testing.assert_allclose(got.labels_variance, design.floor[:, j], rtol=1e-12)
+            assert np.all(got.labels_variance >= design.floor[:, j] * (1 - 1e-12))
+
+
+def test_only_noise_left_needs_every_open_score_at_its_floor():
+    variance = 1.0
+    current = np.array([[0.5, 2.0], [3.0, 0.9]])  # two scores open: (0, 1) and (1, 0)
+    assert active.only_noise_left(np.array([[0.0, 1.5], [1.0, 0.0]]), current, variance)
+    assert not active.only_noise_left(np.array([[0.0, 1.5], [0.9, 0.0]]), current, variance)
+    assert not active.only_noise_left(np.ones((2, 2)) * 5, np.full((2, 2), 0.5), variance)
+
+
+def test_no_stage_is_drawn_when_label_noise_alone_keeps_the_open_scores_wide():
+    """A noisy crowd at ±1 on a small world: after the value-driven labels and one stage the
+    widest interval is label noise the judged queries carry at any later weight, so the replay
+    stops there rather than spend labels on new queries that cannot narrow it (without the
+    rule this replay drew a second stage and widened the interval from 9.97 to 10.16)."""
+    world = small_world(queries=60, seed=1)
+    crowd = offline.SimulatedCrowd.of([(1.0, 0.7, 0.7)], 8)
+    settings = active.ActiveSettings(half_width=1.0, stages=6, value_first=True)
+    result = active.simulate_active(world, crowd, features_of(world), settings=settings, seed=1)
+    assert len(result.stages) == 1 and not result.judged.all() and not result.settled
+    variance = (settings.half_width / 100 / 1.959963984540054) ** 2
+    current = active.score_variances(result.estimates, settings.settle)
+    labels = np.stack([result.estimates[m].labels_variance for m in settings.settle], axis=1)
+    assert (current > variance).any() and (labels[current > variance] >= variance).all()
