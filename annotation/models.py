@@ -818,6 +818,12 @@ class ActiveStage(models.Model):
         "every drawn query is judged in full (None before).",
     )
     estimated_at = models.DateTimeField(null=True, blank=True)
+    stopped = models.TextField(
+        blank=True,
+        default="",
+        help_text="Why no stage was drawn after this one, in the stopping rule's words (blank "
+        "while one may be).",
+    )
 
     class Meta:
         ordering = ["campaign", "number"]

@@ -66,6 +66,8 @@ class StageStatus:
     estimated_stage: int | None
     settled: bool
     estimates: dict | None = None
+    stopped: str = ""
+    """Why no stage followed the last one (the stopping rule's words), blank while one may."""
 
     @property
     def last(self) -> StageRow:
@@ -77,7 +79,7 @@ def stage_status(campaign: Campaign) -> StageStatus | None:
     rows = list(
         ActiveStage.objects.filter(campaign=campaign)
         .order_by("number")
-        .values_list("number", "drawn", "pairs", "labels_before", "estimates")
+        .values_list("number", "drawn", "pairs", "labels_before", "estimates", "stopped")
     )
     if not rows:
         return None
@@ -89,15 +91,16 @@ def stage_status(campaign: Campaign) -> StageStatus | None:
         .distinct()
     )
     waiting = np.isin(drawn, np.fromiter(unfinished, dtype=np.int64)).sum()
-    estimated = [(number, found) for number, *_, found in rows if found is not None]
+    estimated = [(number, found) for number, *_, found, _ in rows if found is not None]
     number, found = estimated[-1] if estimated else (None, None)
     settings = campaign.settings
     return StageStatus(
-        tuple(StageRow(n, d, p, b, e is not None) for n, d, p, b, e in rows),
+        tuple(StageRow(n, d, p, b, e is not None) for n, d, p, b, e, _ in rows),
         int(waiting),
         number,
         found is not None and settled(found, settings.settle, settings.half_width),
         found,
+        rows[-1][-1],
     )
 
 
@@ -117,4 +120,5 @@ def stored_report(campaign: Campaign) -> dict:
         "estimates": None if status is None else status.estimates,
         "estimated_stage": None if status is None else status.estimated_stage,
         "settled": bool(status and status.settled),
+        "stopped": "" if status is None else status.stopped,
     }

@@ -259,15 +259,19 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         None if budget is None else budget - live.labels_spent, rng, ratio=ratio,
     )  # fmt: skip
     pi = design.probability
+    stop = None
     if current is not None and not narrows(pi, judged, design.planned, float(current.max())):
-        raise ActiveError("the labels left in the budget cannot narrow the widest interval")
-    if current is not None and only_noise_left(
+        stop = "the labels left in the budget cannot narrow the widest interval"
+    elif current is not None and only_noise_left(
         design.floor, current, (settings.half_width / 100 / _z()) ** 2
     ):
-        raise ActiveError(
+        stop = (
             f"every open score's label noise alone is wider than ±{settings.half_width:g} "
             "points: more queries cannot narrow it, more labels on the judged pairs could"
         )
+    if stop is not None:  # the campaign page says why the stages stopped
+        ActiveStage.objects.filter(pk=last.pk).update(stopped=stop)
+        raise ActiveError(stop)
     drawn = poisson_draw(pi, rng) & ~judged
     arrays = StageArrays(
         live.queries,
@@ -299,6 +303,7 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
             short = n_served - max(judging.budget - live.labels_spent, 0)
             judging = replace(judging, budget=judging.budget + max(short, 0))
         locked.set_settings(replace(now, active_captions=tuple(sorted(captions)), judging=judging))
+        ActiveStage.objects.filter(campaign=locked, number=number - 1).update(stopped="")
         ActiveStage.objects.create(
             campaign=locked,
             number=number,

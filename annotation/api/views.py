@@ -243,7 +243,8 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         queries drawn, pairs served and labels before it; drawn queries still being judged;
         the last estimated stage's estimates of every run's scores in [0, 1] (estimate, low,
         high of the 95% interval, its label and sampling variances); and whether every score
-        to settle is within the campaign's half-width. Read only: estimates are stored by
+        to settle is within the campaign's half-width; ``stopped``: why no stage followed the
+        last one (blank while one may). Read only: estimates are stored by
         the ``active-stage`` and ``fit-predictor`` jobs."""
         return Response(active_reading.stored_report(self.get_object()))
 

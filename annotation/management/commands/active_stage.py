@@ -48,4 +48,6 @@ class Command(JobCommand):
             )
         elif result.get("not_drawn"):
             lines.append(f"no stage drawn: {result['not_drawn']}")
+        elif result.get("stopped"):
+            lines.append(f"no further stage is drawn: {result['stopped']}")
         return "\n".join(lines) or f"{result['campaign']!r} has no active stage yet."

@@ -18,7 +18,7 @@ from annotation.judging import queue, submit
 from annotation.models import ActiveStage, Campaign, Pair
 from annotation.ordering.settle_width import ESTIMATE
 from annotation.policy.rules import IN_FULL_CONFIDENCE
-from tests.factories import make_campaign
+from tests.factories import make_campaign, make_user
 
 Z95 = 1.959963984540054
 
@@ -266,7 +266,7 @@ def test_the_predictor_fit_draws_the_next_stage_once_the_last_is_judged(django_u
 
 @pytest.mark.django_db
 def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_noise(
-    django_user_model,
+    django_user_model, client
 ):
     campaign = make_campaign(
         n_queries=16, depth=4, policy="adaptive", judging_order="metric-first", seed=3,
@@ -301,11 +301,17 @@ def test_under_the_adaptive_policy_drawn_queries_are_judged_in_full_with_label_n
     campaign = Campaign.objects.get(pk=campaign.pk)
     # at ±0.05 points the judged queries' label noise alone is wider: no new queries drawn
     campaign.set_settings(replace(campaign.settings, half_width=0.05))
-    with pytest.raises(live_reads.ActiveError, match="label noise alone"):
+    with pytest.raises(live_reads.ActiveError, match="label noise alone") as refused:
         stages.draw_stage(campaign, seed=2)
     assert ActiveStage.objects.filter(campaign=campaign).count() == 1
+    # the refusal is kept on the last stage for the campaign page and the API to say
+    assert reading.stored_report(campaign)["stopped"] == str(refused.value)
+    client.force_login(make_user("boss", "admin"))
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "No further stage is drawn: every open score&#x27;s label noise alone" in page
     campaign.set_settings(replace(campaign.settings, half_width=2))  # C@1 and AP still open
     stages.draw_stage(campaign, seed=2)
+    assert reading.stored_report(campaign)["stopped"] == ""  # a stage followed after all
     assert stages.export_estimates(campaign)["stage"] == 1
 
 
