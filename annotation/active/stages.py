@@ -216,6 +216,13 @@ def _stored_variances(estimates: dict, runs: list[str], settle: tuple[str, ...])
     )
 
 
+def _stop(last: ActiveStage, reason: str) -> None:
+    """Refuse the next draw for ``reason``, kept on the last stage for the campaign page, the
+    API and the command to say (the latest refusal replaces an earlier one; a draw clears it)."""
+    ActiveStage.objects.filter(pk=last.pk).update(stopped=reason)
+    raise ActiveError(reason)
+
+
 def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     """Draw the campaign's next stage (module docstring) and serve its queries first;
     :class:`ActiveError` when the last stage is still being judged, every settled score is
@@ -238,14 +245,18 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         if last.estimates is not None and settled(
             last.estimates, settings.settle, settings.half_width
         ):
-            raise ActiveError(
-                f"every settled score is within ±{settings.half_width:g} points: nothing to draw"
+            _stop(
+                last,
+                f"every settled score is within ±{settings.half_width:g} points: nothing to draw",
             )
         judged = arrays.judged.copy()
         if last.estimates:
             current = _stored_variances(last.estimates, list(last.run_names), settings.settle)
     if judged.all():
-        raise ActiveError("every pooled query is judged in full: nothing to draw")
+        reason = "every pooled query is judged in full: nothing to draw"
+        if last is not None:
+            _stop(last, reason)
+        raise ActiveError(reason)
     ratio = _misjudged(_stages(campaign), live) if last is not None else 1.0
     number = 1 if last is None else last.number + 1
     seed = int(campaign.seed) * 1000 + number if seed is None else int(seed)
@@ -259,19 +270,16 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         None if budget is None else budget - live.labels_spent, rng, ratio=ratio,
     )  # fmt: skip
     pi = design.probability
-    stop = None
     if current is not None and not narrows(pi, judged, design.planned, float(current.max())):
-        stop = "the labels left in the budget cannot narrow the widest interval"
-    elif current is not None and only_noise_left(
+        _stop(last, "the labels left in the budget cannot narrow the widest interval")
+    if current is not None and only_noise_left(
         design.floor, current, (settings.half_width / 100 / _z()) ** 2
     ):
-        stop = (
+        _stop(
+            last,
             f"every open score's label noise alone is wider than ±{settings.half_width:g} "
-            "points: more queries cannot narrow it, more labels on the judged pairs could"
+            "points: more queries cannot narrow it",
         )
-    if stop is not None:  # the campaign page says why the stages stopped
-        ActiveStage.objects.filter(pk=last.pk).update(stopped=stop)
-        raise ActiveError(stop)
     drawn = poisson_draw(pi, rng) & ~judged
     arrays = StageArrays(
         live.queries,

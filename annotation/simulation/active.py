@@ -209,9 +209,9 @@ class StageDesign:
     label noise it brings), ``cost`` the labels judging each query in full is expected to take
     (0 where judged), and ``floor`` (runs x settled metrics) each score's label-noise variance
     from the queries judged so far at weight 1 (what every later stage gives them): no stage
-    can bring the score's variance below it, since each query drawn adds noise of its own. On a live seed
-    whose last three stages drew new queries for about 900 labels, the widest interval stayed
-    at 1.05 points, all of it label noise (``bench/RESULTS.md``)."""
+    can bring the score's variance below it, since each query drawn adds noise of its own. On
+    a live seed whose last three stages drew new queries for about 900 labels, the widest
+    interval stayed at 1.05 points, all of it label noise (``bench/RESULTS.md``)."""
 
     probability: np.ndarray
     spread: np.ndarray
@@ -329,7 +329,9 @@ def score_variances(estimates: dict[str, ActiveEstimates], settle: tuple[str, ..
 def only_noise_left(floor: np.ndarray, current: np.ndarray, variance: float) -> bool:
     """Whether every settled score still wider than ``variance`` (``current``, runs x settled)
     has a label-noise ``floor`` (:attr:`StageDesign.floor`) at least that wide: drawing more
-    queries cannot settle any of them, more labels on the judged pairs could."""
+    queries cannot settle any of them. More labels on the judged pairs narrow the floor but not
+    the resolved values' error, so intervals narrowed that way under-covered offline
+    (``bench/RESULTS.md``): the stages stop instead."""
     open_ = current > variance
     return bool(open_.any() and (floor[open_] >= variance).all())
 

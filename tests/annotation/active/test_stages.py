@@ -116,7 +116,7 @@ def test_a_stage_is_stored_served_first_judged_in_full_and_estimated(django_user
 
 
 @pytest.mark.django_db
-def test_the_command_estimates_draws_and_stops_when_settled(django_user_model):
+def test_the_command_estimates_draws_and_stops_when_settled(django_user_model, client):
     campaign = make_campaign(n_queries=8, depth=3, half_width=50)
     out = StringIO()
     call_command("active_stage", campaign=campaign.name, draw=True, format="json", stdout=out)
@@ -130,6 +130,12 @@ def test_the_command_estimates_draws_and_stops_when_settled(django_user_model):
     assert second["estimated_stage"] == 1 and second["settled"] is True
     assert second["drawn"] is None and "nothing to draw" in second["not_drawn"]
     assert ActiveStage.objects.filter(campaign=campaign).count() == 1
+    # the refusal replaces any earlier one on the stage; a settled campaign's page says
+    # "judging can stop" instead of it
+    assert ActiveStage.objects.get(campaign=campaign).stopped == second["not_drawn"]
+    client.force_login(make_user("boss", "admin"))
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "judging can stop" in page and "No further stage is drawn" not in page
     out = StringIO()
     call_command("active_stage", campaign=campaign.name, stdout=out)
     assert "estimates of stage 1" in out.getvalue() and "settled" in out.getvalue()
