@@ -48,6 +48,40 @@ class UserErrorMiddleware(_Middleware):
         return render(request, "error.html", context, status=exception.status)
 
 
+class Refusal:
+    """Where a page that shows itself again takes a refusal: a :class:`UserError` (or only
+    the ``only`` kinds of it) raised in the ``with`` block is kept (``error``, ``message``,
+    ``status``) and put on ``form`` (on ``field``, or the form field the error names, else the
+    whole form's) and the block is left, so the view goes on to show its page with why. Views
+    never catch a UserError themselves; every other page's refusal is the middleware's."""
+
+    def __init__(self, form=None, field: str | None = None, *, only=UserError) -> None:
+        self.form, self.field, self.only = form, field, only
+        self.error: UserError | None = None
+
+    def __enter__(self) -> "Refusal":
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if not isinstance(error, self.only):
+            return False
+        self.error = error
+        if self.form is not None:
+            named = getattr(error, "field", None)
+            field = self.field or (named if named in self.form.fields else None)
+            self.form.add_error(field, str(error))
+        return True
+
+    @property
+    def message(self) -> str:
+        return str(self.error) if self.error is not None else ""
+
+    @property
+    def status(self) -> int:
+        """The refusal's status, or 400 for a form the block never reached (invalid)."""
+        return self.error.status if self.error is not None else 400
+
+
 def user_errors_back(url_name: str, *url_arguments: str):
     """Mark an action view whose refusals go back as a message, to the form's on-site ``next``
     or else ``url_name`` with the view's ``url_arguments`` (apply it outermost)."""

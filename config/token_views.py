@@ -8,7 +8,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config import api_tokens, roles
-from config.errors import UserError
+from config.error_handling import Refusal
 from config.roles import permission_required
 from config.text_validators import TextValidator
 
@@ -31,10 +31,8 @@ def tokens(request: HttpRequest) -> HttpResponse:
     made = key = None
     status = 200
     if request.method == "POST" and form.is_valid():
-        try:
+        with Refusal(form, "name"):  # shown beside the form, on this page
             made, key = api_tokens.create(request.user, form.cleaned_data["name"])
-        except UserError as error:  # shown beside the form, on this page
-            form.add_error("name", str(error))
     if request.method == "POST" and form.errors:
         status = 400
     if made is not None:

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from config import roles
+from config.error_handling import Refusal
 from jobs import runner
 from jobs.models import Job
 from jobs.registry import GENERIC_RESULT, JobKind, get_kind, kinds
@@ -135,11 +136,10 @@ def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     """Queue a failed job again with the same arguments."""
     job = runner.find_job(job_id)
     _require(request.user, _kind(job.kind).permission)
-    try:
+    with (refusal := Refusal(only=runner.JobError)):
         again = runner.retry(job, request.user)
-    except runner.JobError as exc:
-        return render(request, "jobs/detail.html", {"job": job, "problem": str(exc)}, status=409)
-    return redirect("job-detail", job_id=again.pk)
+        return redirect("job-detail", job_id=again.pk)
+    return render(request, "jobs/detail.html", {"job": job, "problem": refusal.message}, status=409)
 
 
 @staff_only

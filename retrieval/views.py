@@ -8,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from config.errors import UserError
+from config.error_handling import Refusal
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
 from retrieval.datasets.lookup import (
     get_dataset,
@@ -71,13 +71,15 @@ CHOOSE_DEFAULT_LABEL_SET = UPLOAD_DATASETS
 def choose_default_label_set(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Make the posted ``label_set`` the dataset's default; an unknown name is a 400."""
     dataset = get_dataset(dataset_name)
-    try:
+    refusal = Refusal()
+    with refusal:
         chosen = choose_default(dataset, request.POST.get("label_set", ""))
-    except UserError as exc:
-        messages.error(request, str(exc))
-        return _label_sets_page(request, status=400)
-    messages.success(request, f"{chosen.name!r} is now the default label set of {dataset.name!r}.")
-    return redirect("label-sets")
+        messages.success(
+            request, f"{chosen.name!r} is now the default label set of {dataset.name!r}."
+        )
+        return redirect("label-sets")
+    messages.error(request, refusal.message)
+    return _label_sets_page(request, status=400)
 
 
 @dataclass(frozen=True)
@@ -129,10 +131,10 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
         return render(
             request, "retrieval/report.html", {**context, "error": asked.error}, status=404
         )
-    try:
+    with (refusal := Refusal(only=RescoreError)):
         stored = stored_report(asked.dataset, asked.label_set, metric=asked.metric)
-    except RescoreError as exc:
-        return render(request, "retrieval/report.html", {**context, "error": str(exc)}, status=400)
+    if refusal.error is not None:
+        return render(request, "retrieval/report.html", {**context, "error": refusal.message}, 400)
     data = stored.value
     context.update(
         report=data,
@@ -152,14 +154,13 @@ def report_data(request: HttpRequest, dataset_name: str) -> HttpResponse:
     asked = _report_request(request, dataset_name)
     if asked.error:
         return JsonResponse({"detail": asked.error}, status=404)
-    try:
+    with (refusal := Refusal(only=RescoreError)):
         stored = stored_report(asked.dataset, asked.label_set, metric=asked.metric)
         data = stored.value.to_json()
         data["computed_at"] = stored.computed_at.isoformat()
         data["proxies"] = stored_proxy_table(asked.dataset).value
         return JsonResponse(data)
-    except RescoreError as exc:
-        return JsonResponse({"detail": str(exc)}, status=400)
+    return JsonResponse({"detail": refusal.message}, status=400)
 
 
 @reports_only
@@ -187,7 +188,7 @@ def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """One row per run under a chosen label set: scores with intervals, marks, reliability."""
     found = get_dataset(dataset_name)
     context: dict = {"dataset": found, "sort_keys": sort_keys()}
-    try:
+    with (refusal := Refusal(only=(LeaderboardError, RescoreError))):
         asked = read_request(found, request.GET.get("labels"), request.GET.get("sort"))
         context.update(
             label_sets=asked.label_sets,
@@ -197,10 +198,10 @@ def leaderboard(request: HttpRequest, dataset_name: str) -> HttpResponse:
         )
         stored = stored_leaderboard(found, asked.label_set, sort=asked.sort)
         board = stored.value
-    except (LeaderboardError, RescoreError) as exc:
+    if refusal.error is not None:
         context.setdefault("label_sets", tuple(label_sets_of(found)))
-        context["error"] = str(exc)
-        return render(request, "retrieval/leaderboard.html", context, status=exc.status)
+        context["error"] = refusal.message
+        return render(request, "retrieval/leaderboard.html", context, status=refusal.status)
     context.update(board=board, columns=leaderboard_columns(board), computed=stored)
     return render(request, "retrieval/leaderboard.html", context)
 
@@ -249,11 +250,8 @@ def upload_dataset(request: HttpRequest) -> HttpResponse:
                 values["split"],
                 values["skip_broken"],
             )
-            try:
+            with Refusal(form):
                 job = uploads.start_dataset_import(values["captions"], options, request.user)
-            except UserError as exc:
-                form.add_error(None, str(exc))
-            else:
                 return redirect("job-detail", job_id=job.pk)
         status = 400
     else:
@@ -275,10 +273,11 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         form = ModelAddForm(request.POST, request.FILES, label_sets=labels)
+        refusal = Refusal(form)
         if form.is_valid():
             values = form.cleaned_data
             name = values["name"]
-            try:
+            with refusal:
                 if values["source"] == "run":
                     RunUploadThrottle().check(request)  # one limit with the scoring API
                     submit_run_file(found, name, values["run"], values["labels"], request.user)
@@ -295,12 +294,8 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
                         epochs=values.get("epochs"),
                         user=request.user,
                     )
-            except UserError as exc:
-                form.add_error(None, str(exc))
-                status = exc.status if isinstance(exc, RunUploadLimit) else 400
-            else:
                 return redirect("dataset-model", dataset_name=found.name, model_name=name)
-        status = max(status, 400)
+        status = refusal.status if isinstance(refusal.error, RunUploadLimit) else 400
     else:
         form = ModelAddForm(label_sets=labels)
     context = {

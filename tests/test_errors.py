@@ -177,3 +177,36 @@ def test_the_api_answers_drfs_own_errors_in_the_same_body():
         "code": "permission_denied",
         "detail": "Only researchers and admins can see campaign reports.",
     }
+
+
+def test_a_refusal_puts_a_user_error_on_the_form_and_lets_every_other_error_through():
+    from django import forms
+
+    from config.error_handling import Refusal
+
+    class Named(UserError):
+        status = 409
+
+        def __init__(self, field: str, message: str):
+            super().__init__(message)
+            self.field = field
+
+    class Form(forms.Form):
+        name = forms.CharField()
+
+    form = Form({"name": "x"})
+    with (refusal := Refusal(form)) as kept:
+        raise Named("name", "taken")
+    assert kept is refusal and refusal.message == "taken" and refusal.status == 409
+    assert form.errors == {"name": ["taken"]}  # on the field the error names
+
+    form = Form({"name": "x"})
+    with (refusal := Refusal(form)):
+        raise Named("caption", "no such field here")
+    assert form.errors == {"__all__": ["no such field here"]}  # else the whole form's
+
+    assert Refusal().status == 400 and Refusal().message == ""  # never reached: a 400
+    with pytest.raises(ValueError), Refusal():  # a bug is never taken for a refusal
+        raise ValueError("bug")
+    with pytest.raises(NotFound), Refusal(only=Named):  # nor another kind than ``only``
+        raise NotFound("gone")

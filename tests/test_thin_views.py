@@ -104,3 +104,54 @@ def test_no_view_queries_the_database():
         for where in queries(path.read_text())
     ]
     assert found == []
+
+
+def user_error_names(sources: list[str]) -> set[str]:
+    """``UserError`` and the name of every class that derives from it in ``sources``."""
+    bases = {
+        node.name: {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+        for source in sources
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef)
+    }
+    names = {"UserError"}
+    while grown := {name for name, of in bases.items() if of & names} - names:
+        names |= grown
+    return names
+
+
+def catches(source: str, errors: set[str]) -> list[str]:
+    """``line: name`` for each ``except`` clause of ``source`` that names one of ``errors``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            for part in ast.walk(node.type):
+                name = part.id if isinstance(part, ast.Name) else getattr(part, "attr", None)
+                if name in errors:
+                    found.append(f"{node.lineno}: {name}")
+    return found
+
+
+def test_the_check_finds_a_caught_user_error():
+    errors = user_error_names(["class NotFound(UserError):\n    pass\n", "class A(NotFound): ..."])
+    assert errors == {"UserError", "NotFound", "A"}
+    source = (
+        "try:\n    f()\nexcept (ValueError, errors.A) as exc:\n    pass\n"
+        "try:\n    g()\nexcept KeyError:\n    pass\n"
+    )
+    assert catches(source, errors) == ["3: A"]
+
+
+def test_no_view_catches_a_user_error():
+    """A refusal is answered once, at the boundary: the middleware (a page with its message),
+    DRF's handler (the API's error body) or, for a page that shows its form again,
+    :class:`config.error_handling.Refusal`; no view catches one itself."""
+    sources = [path.read_text() for app in APPS for path in (ROOT / app).rglob("*.py")]
+    errors = user_error_names(sources)
+    assert {"NotFound", "RunUploadLimit", "LabelSetError"} <= errors
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{where}"
+        for path in view_modules()
+        for where in catches(path.read_text(), errors)
+    ]
+    assert found == []

@@ -26,7 +26,7 @@ from annotation.jobs import PoolForm
 from annotation.models import Campaign
 from annotation.people.progress import annotator_progress, judging_campaigns, work_first
 from config import roles
-from config.errors import UserError
+from config.error_handling import Refusal
 from jobs.registry import get_kind
 from jobs.runner import cleaned, create
 from retrieval.datasets.lookup import (
@@ -91,21 +91,21 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     runs = list(runs_of(dataset)) if dataset else []
     chosen = source.getlist("runs") if request.method == "POST" else []
     status = 200
-    gold_error = None
     if request.method == "POST":
         data = {**_posted(request), "runs": ",".join(chosen), "gold": "", "gold_name": ""}
         upload = request.FILES.get("gold_file")
         folder = new_input_folder() if upload is not None else None
+        refusal = Refusal()
         if folder is not None:
-            try:
+            with refusal:
                 path, data["gold_name"] = save_gold(upload, folder)
                 data["gold"] = input_name(path)
-            except UserError as exc:
-                gold_error = str(exc)
         form = PoolForm(data)
         if dataset is not None:
             form.offer_label_sets(dataset)
-        if gold_error is None and form.is_valid():
+        if refusal.error is not None:  # the copy was refused (too large): beside the field
+            form.add_error("gold", refusal.message)
+        if form.is_valid():
             job = create(get_kind("pool"), cleaned(form), request.user)
             messages.success(request, f"Pooling {form.cleaned_data['name']!r}: job {job.pk}.")
             return redirect("job-detail", job_id=job.pk)
@@ -123,7 +123,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         "chosen": set(chosen),
         "form": form,
         "groups": _groups(form),
-        "gold_error": gold_error or (form.errors.get("gold", [None])[0] if form.errors else None),
+        "gold_error": form.errors.get("gold", [None])[0] if form.errors else None,
         "mode": "new",
     }
     return render(request, "annotation/campaign_form.html", context, status=status)
@@ -144,16 +144,13 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Change what may change once a campaign is pooled (:func:`lifecycle.edit_campaign`)."""
     campaign = campaign_by_id(campaign_id)
     status = 200
-    error = None
+    refusal = Refusal(only=lifecycle.LifecycleError)
     initial = lifecycle.form_values(lifecycle.current_spec(campaign))
     if request.method == "POST":
         form = _edit_form(campaign, initial, request.POST)
         if form.is_valid():
-            try:
+            with refusal:
                 lifecycle.edit_campaign(campaign, form.spec())
-            except lifecycle.LifecycleError as exc:
-                error = str(exc)
-            else:
                 messages.success(request, f"Campaign {form.cleaned_data['name']!r} saved.")
                 return redirect("campaign", campaign_id=campaign.pk)
         status = 400
@@ -163,7 +160,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "campaign": campaign,
         "form": form,
         "groups": _groups(form),
-        "error": error,
+        "error": refusal.message or None,
         "fixed": lifecycle.FIXED_FIELDS,
         "mode": "edit",
     }
@@ -188,14 +185,13 @@ def campaign_status(request: HttpRequest, campaign_id: int) -> HttpResponse:
             "annotation/campaign_close.html",
             {"campaign": campaign, "facts": lifecycle.facts(campaign)},
         )
-    try:
+    with (refusal := Refusal(only=lifecycle.LifecycleError)):
         lifecycle.change_status(campaign, lifecycle.ACTIONS[action])
-    except lifecycle.LifecycleError as exc:
-        messages.error(request, str(exc))
-        return render_campaign(request, campaign, status=400)
-    done = {"pause": "paused", "resume": "resumed", "close": "closed"}[action]
-    messages.success(request, f"Campaign {campaign.name!r} {done}.")
-    return redirect("campaign", campaign_id=campaign.pk)
+        done = {"pause": "paused", "resume": "resumed", "close": "closed"}[action]
+        messages.success(request, f"Campaign {campaign.name!r} {done}.")
+        return redirect("campaign", campaign_id=campaign.pk)
+    messages.error(request, refusal.message)
+    return render_campaign(request, campaign, status=400)
 
 
 @login_required

@@ -19,7 +19,7 @@ from annotation.gold.forms import GoldFileForm, save_gold
 from annotation.jobs import GOLD_IMPORT
 from annotation.models import Campaign
 from config import roles
-from config.errors import UserError
+from config.error_handling import Refusal
 from jobs.runner import submit
 from retrieval.datasets.uploads import input_name, new_input_folder
 
@@ -53,7 +53,7 @@ def _promote(request, campaign: Campaign, form, page, done: str, **which) -> Htt
     """Promote the pairs ``which`` names with the form's texts: a refusal shows ``page`` again
     with why, a success goes to the ``done`` page."""
     data = form.cleaned_data
-    try:
+    with (refusal := Refusal(only=gold.GoldError)):
         result = gold.promote(
             campaign,
             explanation=data["explanation"],
@@ -61,11 +61,10 @@ def _promote(request, campaign: Campaign, form, page, done: str, **which) -> Htt
             user=request.user,
             **which,
         )
-    except gold.GoldError as exc:
-        messages.error(request, str(exc))
-        return page(request, campaign, status=exc.status)
-    messages.success(request, result.summary)
-    return redirect(done, campaign_id=campaign.pk)
+        messages.success(request, result.summary)
+        return redirect(done, campaign_id=campaign.pk)
+    messages.error(request, refusal.message)
+    return page(request, campaign, status=refusal.status)
 
 
 @require_POST
@@ -80,16 +79,16 @@ def gold_import(request: HttpRequest, campaign_id: int) -> HttpResponse:
         messages.error(request, "Choose a gold file to import.")
         return render_campaign(request, campaign, status=400)
     folder = new_input_folder()
-    try:
+    refusal = Refusal()
+    with refusal:
         path, name = save_gold(form.cleaned_data["file"], folder)
         arguments = {"campaign": campaign.name, "file": input_name(path), "file_name": name}
         job = submit(GOLD_IMPORT, arguments, request.user)
-    except UserError as exc:
-        # Refused before a job was recorded; after that, the job owns the file.
-        shutil.rmtree(folder, ignore_errors=True)
-        messages.error(request, str(exc))
-        return render_campaign(request, campaign, status=400)
-    return redirect("job-detail", job_id=job.pk)
+        return redirect("job-detail", job_id=job.pk)
+    # Refused before a job was recorded; after that, the job owns the file.
+    shutil.rmtree(folder, ignore_errors=True)
+    messages.error(request, refusal.message)
+    return render_campaign(request, campaign, status=400)
 
 
 @admins_only

@@ -15,7 +15,7 @@ from annotation.campaigns.lookup import campaign_by_id
 from annotation.ordering import priorities, samples
 from annotation.simulation.replay_service import ReplayError, stored_comparison
 from config import roles
-from config.error_handling import user_errors_back
+from config.error_handling import Refusal, user_errors_back
 from config.redirects import back
 from retrieval.datasets.lookup import get_dataset, get_label_set
 
@@ -72,11 +72,11 @@ def judging_orders(request: HttpRequest, dataset_name: str) -> HttpResponse:
     if wanted:
         label_set = get_label_set(dataset, wanted)
     context = {"dataset": dataset, "label_set": label_set}
-    try:
+    with (refusal := Refusal(only=ReplayError)):
         stored = stored_comparison(dataset, label_set)
-    except ReplayError as exc:
+    if refusal.error is not None:
         return render(
-            request, "annotation/judging_orders.html", {**context, "error": str(exc)}, status=400
+            request, "annotation/judging_orders.html", {**context, "error": refusal.message}, 400
         )
     comparison = stored.value
     rows = [(r, comparison.judged_for(r)) for r in comparison.replays]

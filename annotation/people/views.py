@@ -17,7 +17,7 @@ from annotation.models import Campaign
 from annotation.people import service as people
 from annotation.people.forms import DiscountForm, InviteForm, NewAnnotatorForm, PauseForm
 from config import roles
-from config.error_handling import user_errors_back
+from config.error_handling import Refusal, user_errors_back
 
 researchers_only = roles.permission_required(
     roles.VIEW_CAMPAIGN_REPORTS, "Only researchers and admins can see a campaign's annotators."
@@ -174,15 +174,10 @@ def add_annotator(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = campaign_by_id(campaign_id)
     form = NewAnnotatorForm(request.POST)
     if form.is_valid():
-        try:
+        with Refusal(form, only=people.PeopleError):  # on the field an AccountError names
             made = people.create_annotator(
                 campaign, form.cleaned_data["username"], form.cleaned_data["email"], request.user
             )
-        except people.AccountError as exc:
-            form.add_error(exc.field, str(exc))
-        except people.PeopleError as exc:
-            form.add_error(None, str(exc))
-        else:
             request.session[NEW_ACCOUNT_KEY] = {
                 "campaign": campaign.pk,
                 "username": made.username,
