@@ -16,7 +16,14 @@ class AnnotationConfig(AppConfig):
 
         post_migrate.connect(create_role_groups, sender=self)
         register_grant(judging_video)
-        from annotation import jobs  # noqa: F401 - registers the app's job kinds
+        # Each concept's job kinds, registered as their modules load.
+        from annotation.active import jobs as _active  # noqa: F401
+        from annotation.campaign_read import jobs as _read  # noqa: F401
+        from annotation.campaigns import jobs as _campaigns  # noqa: F401
+        from annotation.gold import jobs as _gold  # noqa: F401
+        from annotation.policy import jobs as _policy  # noqa: F401
+        from annotation.prediction import jobs as _prediction  # noqa: F401
+        from annotation.simulation import jobs as _simulation  # noqa: F401
         from annotation.simulation.replay_service import stored_comparison
         from retrieval.label_sets.figures import WARMERS
 

@@ -17,7 +17,14 @@ class RetrievalConfig(AppConfig):
         from retrieval.proxies import wordnet
 
         wordnet.register_nltk_path()
-        from retrieval import jobs  # noqa: F401 - registers the app's job kinds
+        # Each concept's job kinds, registered as their modules load.
+        from retrieval.datasets import jobs as _datasets  # noqa: F401
+        from retrieval.encoders import jobs as _encoders  # noqa: F401
+        from retrieval.label_sets import jobs as _label_sets  # noqa: F401
+        from retrieval.media import jobs as _media  # noqa: F401
+        from retrieval.proxies import jobs as _proxies  # noqa: F401
+        from retrieval.scoring import jobs as _scoring  # noqa: F401
+        from retrieval.search import jobs as _search  # noqa: F401
 
         # ``<name:...>`` in the URL patterns: any stored name, as one path segment.
         register_converter(NameConverter, "name")

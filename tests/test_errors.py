@@ -14,9 +14,9 @@ from rest_framework.test import APIClient
 
 from annotation.campaign_read.agreement import AgreementError
 from annotation.campaign_read.exports import ExportError
+from annotation.campaign_read.jobs import ExportForm
 from annotation.campaigns.lookup import get_campaign
 from annotation.campaigns.service import CampaignError
-from annotation.jobs import ExportForm
 from annotation.judging.errors import AssignmentError
 from annotation.models import Campaign
 from annotation.simulation.live import SimulationError

@@ -369,7 +369,7 @@ def test_an_import_job_that_fails_after_its_writes_takes_them_back(
 def test_a_pool_job_that_fails_after_its_writes_takes_them_back(
     world, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from annotation import jobs as annotation_jobs
+    from annotation.campaigns import jobs as annotation_jobs
 
     def broken_reverse(*args, **kwargs):
         raise RuntimeError("the summary could not be built")

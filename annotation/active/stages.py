@@ -42,7 +42,7 @@ from retrieval.scoring.active_inference import ActiveEstimates, poisson_draw
 from retrieval.scoring.score_intervals import query_key
 
 JOB_KIND = "active-stage"
-"""The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.jobs`)."""
+"""The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.active.jobs`)."""
 LEVEL = 0.95
 RANDOM_SHARE = 0.1
 """The uniform share of every stage's design: every query keeps a chance to be drawn."""

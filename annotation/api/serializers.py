@@ -10,7 +10,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.settings import api_settings
 
-from annotation.jobs import PoolForm
+from annotation.campaigns.jobs import PoolForm
 from annotation.judging import task_ids
 from annotation.judging.answer import JudgingAnswer, SubmitAnswer
 from annotation.models import Campaign, Escalation, Judgement, Pair

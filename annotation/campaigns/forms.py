@@ -5,13 +5,14 @@ from django.utils.choices import CallableChoiceIterator
 
 from annotation.campaigns import settings
 from annotation.campaigns import spec as campaign_spec
+from annotation.campaigns.lookup import get_campaign
 from annotation.campaigns.settings import SettingsError
 from annotation.campaigns.spec import CampaignSpec, spec_errors
-from annotation.models import FIRE_GUIDELINES, Judgement
+from annotation.models import FIRE_GUIDELINES, Campaign, Judgement
 from annotation.policy import rules as label_policy
 from config.text_validators import TextValidator
 from jobs.fields import YesNoField
-from retrieval.forms import LABEL_SET_NAMES, PickedName
+from retrieval.forms import LABEL_SET_NAMES, PickedName, found_or_invalid
 
 OWN_CAMPAIGN = "none: a campaign of its own"
 """The ``extends`` choice that completes no label set."""
@@ -263,3 +264,18 @@ class PromoteForm(forms.Form):
                 "Nothing was promoted: confirm the count on the confirmation page first."
             )
         return data
+
+
+def campaign_names() -> list:
+    names = Campaign.objects.order_by("name").values_list("name", flat=True)
+    return [(name, name) for name in names]
+
+
+class CampaignNameForm(forms.Form):
+    """A campaign named: the form of the job kinds that take only that (the refit, the live
+    figures), and the base of those that take more."""
+
+    campaign = PickedName(campaign_names, max_length=200, help_text="Campaign name.")
+
+    def clean_campaign(self) -> str:
+        return found_or_invalid(get_campaign, self.cleaned_data["campaign"]).name

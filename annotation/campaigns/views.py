@@ -20,9 +20,9 @@ from annotation.campaign_read.overview import campaign_page, campaign_rows
 from annotation.campaign_read.resolution import METHODS
 from annotation.campaigns import lifecycle
 from annotation.campaigns.forms import CampaignSettingsForm
+from annotation.campaigns.jobs import PoolForm
 from annotation.campaigns.lookup import campaign_by_id, visible_campaigns
 from annotation.gold.forms import save_gold
-from annotation.jobs import PoolForm
 from annotation.models import Campaign
 from annotation.people.progress import annotator_progress, judging_campaigns, work_first
 from config import roles

@@ -16,7 +16,7 @@ from annotation.campaigns.lookup import campaign_by_id
 from annotation.campaigns.views import render_campaign
 from annotation.gold import service as gold
 from annotation.gold.forms import GoldFileForm, save_gold
-from annotation.jobs import GOLD_IMPORT
+from annotation.gold.jobs import GOLD_IMPORT
 from annotation.models import Campaign
 from config import roles
 from config.error_handling import Refusal

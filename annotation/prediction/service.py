@@ -58,7 +58,7 @@ from retrieval.proxies.service import (
 from retrieval.search.runs_service import load_run
 
 JOB_KIND = "fit-predictor"
-"""The job kind that fits a campaign's predictor (declared in :mod:`annotation.jobs`)."""
+"""The job kind that fits a campaign's predictor (declared in :mod:`annotation.prediction.jobs`)."""
 DUTY = 0.05
 """Fits hold at most a twentieth of a core: at a tenth, a 3 s fit every 30 s beside 250
 annotators at 600,000 pairs put it behind most judging requests over 50 ms (``bench/load.py``)."""

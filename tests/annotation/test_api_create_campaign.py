@@ -355,7 +355,7 @@ def test_the_schema_describes_the_request_and_the_answer(people, client):
 
 def test_the_body_takes_every_field_of_the_pool_form_but_the_gold_upload():
     from annotation.api.serializers import CampaignCreateSerializer
-    from annotation.jobs import PoolForm
+    from annotation.campaigns.jobs import PoolForm
 
     taken = set(CampaignCreateSerializer().fields)
     assert taken == set(PoolForm.base_fields) - {"gold", "gold_name"}

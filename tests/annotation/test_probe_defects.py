@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from annotation.campaign_read.exports import EXPORT_FORMATS
 from annotation.campaigns.forms import CampaignSettingsForm
-from annotation.jobs import PoolForm
+from annotation.campaigns.jobs import PoolForm
 from annotation.judging import escalations, queue, task_ids
 from annotation.models import Campaign, Escalation, Judgement, LapsedLease, Lease, Pair
 from tests.factories import make_campaign

@@ -6,8 +6,8 @@ import time
 from django.core.management.base import CommandError
 
 from annotation.campaign_read.exports import export_to_file, write_export
+from annotation.campaign_read.jobs import ExportForm
 from annotation.campaigns.lookup import get_campaign
-from annotation.jobs import ExportForm
 from jobs.commands import BaseCommand, add_form_options, check_options
 from jobs.runner import cleaned
 

@@ -5,8 +5,8 @@ from pathlib import Path
 from jobs.commands import BaseCommand, add_form_options, check_options
 from jobs.runner import cleaned
 from retrieval.datasets.lookup import get_dataset
-from retrieval.jobs import ProxiesForm
 from retrieval.proxies import PROXIES, PROXY_LABELS
+from retrieval.proxies.jobs import ProxiesForm
 from retrieval.proxies.service import (
     SUMMARY_THRESHOLDS,
     ProxyOptions,

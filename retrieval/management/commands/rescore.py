@@ -10,7 +10,7 @@ from jobs.runner import cleaned
 from retrieval.datasets.lookup import get_dataset, get_label_set
 from retrieval.formats.csv_safety import csv_line
 from retrieval.forms import split_names
-from retrieval.jobs import RescoreForm
+from retrieval.scoring.jobs import RescoreForm
 from retrieval.scoring.metrics import METRIC_NAMES
 from retrieval.scoring.rescoring import (
     Rescoring,

@@ -234,7 +234,7 @@ def test_the_campaign_page_draws_a_stage_and_shows_its_state(
 
 @pytest.mark.django_db
 def test_the_predictor_fit_stores_a_finished_stages_estimates(django_user_model):
-    from annotation.jobs import run_fit_predictor
+    from annotation.prediction.jobs import run_fit_predictor
     from jobs.progress import Reporter
 
     campaign = make_campaign(n_queries=6, depth=3)
@@ -251,7 +251,7 @@ def test_the_predictor_fit_stores_a_finished_stages_estimates(django_user_model)
 
 @pytest.mark.django_db
 def test_the_predictor_fit_draws_the_next_stage_once_the_last_is_judged(django_user_model):
-    from annotation.jobs import run_fit_predictor
+    from annotation.prediction.jobs import run_fit_predictor
     from jobs.progress import Reporter
 
     campaign = make_campaign(n_queries=60, depth=4, judging_order="metric-first")
