@@ -439,7 +439,7 @@ def dataset_pages(d: str, runs: list, ls: dict, job) -> list[Page]:
     """The dataset's pages (its leaderboard, models, label sets, reports) and the jobs'."""
     from django.urls import reverse
 
-    from retrieval.views import LEADERBOARD_EXPORTS
+    from retrieval.scoring.views import LEADERBOARD_EXPORTS
 
     listed = [
         Page("datasets", reverse("datasets")),

@@ -2,37 +2,39 @@
 
 from django.urls import path
 
-from retrieval import views as retrieval_views
-from retrieval.scoring import report_index
+from retrieval.datasets import views as datasets
+from retrieval.label_sets import views as label_sets
+from retrieval.media import views as media
+from retrieval.scoring import views as scoring
 
 urlpatterns = [
-    path("media/<path:path>", retrieval_views.serve_media, name="media"),
-    path("datasets/", retrieval_views.datasets, name="datasets"),
-    path("datasets/<name:dataset_name>/", retrieval_views.dataset, name="dataset"),
+    path("media/<path:path>", media.serve_media, name="media"),
+    path("datasets/", datasets.datasets, name="datasets"),
+    path("datasets/<name:dataset_name>/", datasets.dataset, name="dataset"),
     path(
         "datasets/<name:dataset_name>/leaderboard/",
-        retrieval_views.leaderboard,
+        scoring.leaderboard,
         name="leaderboard",
     ),
     path(
         "datasets/<name:dataset_name>/leaderboard/export/<str:fmt>/",
-        retrieval_views.leaderboard_export,
+        scoring.leaderboard_export,
         name="leaderboard-export",
     ),
-    path("upload/dataset/", retrieval_views.upload_dataset, name="upload-dataset"),
-    path("datasets/<name:dataset_name>/add-model/", retrieval_views.add_model, name="add-model"),
+    path("upload/dataset/", datasets.upload_dataset, name="upload-dataset"),
+    path("datasets/<name:dataset_name>/add-model/", datasets.add_model, name="add-model"),
     path(
         "datasets/<name:dataset_name>/models/<name:model_name>/",
-        retrieval_views.dataset_model,
+        datasets.dataset_model,
         name="dataset-model",
     ),
-    path("label-sets/", retrieval_views.label_sets, name="label-sets"),
+    path("label-sets/", label_sets.label_sets, name="label-sets"),
     path(
         "datasets/<name:dataset_name>/default-label-set/",
-        retrieval_views.choose_default_label_set,
+        label_sets.choose_default_label_set,
         name="choose-default-label-set",
     ),
-    path("reports/", report_index.reports, name="reports"),
-    path("reports/<name:dataset_name>/", retrieval_views.report, name="report"),
-    path("reports/<name:dataset_name>/data/", retrieval_views.report_data, name="report-data"),
+    path("reports/", scoring.reports, name="reports"),
+    path("reports/<name:dataset_name>/", scoring.report, name="report"),
+    path("reports/<name:dataset_name>/data/", scoring.report_data, name="report-data"),
 ]

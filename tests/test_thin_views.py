@@ -62,6 +62,41 @@ def view_modules() -> list[Path]:
     )
 
 
+def routed_modules() -> set[str]:
+    """The project module of every view the site routes (class-based ones by their class),
+    the admin's own pages left out: they are Django's ``ModelAdmin`` machinery."""
+    import inspect
+
+    from django.urls import URLResolver, get_resolver
+
+    found = set()
+
+    def walk(patterns) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns)
+                continue
+            view = pattern.callback
+            owner = getattr(view, "cls", None) or getattr(view, "view_class", None)
+            found.add((owner or inspect.unwrap(view)).__module__)
+
+    walk(get_resolver().url_patterns)
+    return {m for m in found if m.split(".")[0] in APPS and not m.endswith(".admin")}
+
+
+def test_every_routed_view_lives_in_a_view_module():
+    """The checks below read the modules named ``views.py`` or ``*_views.py``: every view the
+    URLs route to must live in one, so that none escapes them (a view in a service module
+    once queried the database unseen)."""
+    named = {
+        path.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+        for path in view_modules()
+    }
+    routed = routed_modules()
+    assert {"retrieval.scoring.views", "annotation.api.views", "jobs.views"} <= routed
+    assert routed - named == set()
+
+
 def queries(source: str) -> list[str]:
     """``line: what`` for each place ``source`` queries the database itself."""
     found = []

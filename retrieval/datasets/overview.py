@@ -186,3 +186,12 @@ def dataset_summaries() -> list[DatasetSummary]:
         DatasetSummary(name, source_format, *(count.get(pk, 0) for count in counts))
         for pk, name, source_format in datasets
     ]
+
+
+def datasets_with_label_sets():
+    """Every dataset (name, whether it has a ground truth) with its label sets by name, their
+    arrays left unread: what the reports index lists."""
+    sets = LabelSet.objects.defer("arrays").order_by("name")
+    return Dataset.objects.only("name", "has_ground_truth").prefetch_related(
+        Prefetch("label_sets", queryset=sets)
+    )
