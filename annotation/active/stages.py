@@ -223,16 +223,16 @@ def _stop(last: ActiveStage, reason: str) -> None:
     raise ActiveError(reason)
 
 
-def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
-    """Draw the campaign's next stage (module docstring) and serve its queries first;
-    :class:`ActiveError` when the last stage is still being judged, every settled score is
-    within the half-width, every query is judged, or neither the labels left nor any draw can
-    narrow the widest interval (:attr:`~annotation.simulation.active.StageDesign.floor`)."""
+def _after_last_stage(
+    campaign: Campaign, live: LiveCampaign
+) -> tuple[ActiveStage | None, np.ndarray, np.ndarray | None]:
+    """The last stage (estimated once judged in full), the queries judged so far and the
+    settled scores' current variances (None before any estimate); :class:`ActiveError`, kept
+    on the last stage, when it is still being judged, every settled score is within the
+    half-width or every query is judged."""
     settings = campaign.settings
-    live = live_campaign(campaign)
     last = estimate_stage(campaign, live)
-    queries = live.queries.size
-    judged, current = np.zeros(queries, bool), None
+    judged, current = np.zeros(live.queries.size, bool), None
     if last is not None:
         arrays = StageArrays.of(last)
         _checked(arrays, live, last.number)
@@ -257,6 +257,18 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
         if last is not None:
             _stop(last, reason)
         raise ActiveError(reason)
+    return last, judged, current
+
+
+def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
+    """Draw the campaign's next stage (module docstring) and serve its queries first;
+    :class:`ActiveError` when the last stage is still being judged, every settled score is
+    within the half-width, every query is judged, or neither the labels left nor any draw can
+    narrow the widest interval (:attr:`~annotation.simulation.active.StageDesign.floor`)."""
+    settings = campaign.settings
+    live = live_campaign(campaign)
+    last, judged, current = _after_last_stage(campaign, live)
+    queries = live.queries.size
     ratio = _misjudged(_stages(campaign), live) if last is not None else 1.0
     number = 1 if last is None else last.number + 1
     seed = int(campaign.seed) * 1000 + number if seed is None else int(seed)
