@@ -40,7 +40,7 @@ model_adders_only = permission_required(ADD_MODELS, "Only researchers and admins
 def upload_dataset(request: HttpRequest) -> HttpResponse:
     """Upload captions in any importer format; a job imports them (all or nothing)."""
     from retrieval.datasets import uploads
-    from retrieval.forms import DatasetUploadForm
+    from retrieval.datasets.forms import DatasetUploadForm
 
     status = 200
     if request.method == "POST":
@@ -70,7 +70,7 @@ def add_model(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Add a model from a run file, uploaded embeddings or a built-in encoder."""
     from retrieval.api.permissions import RunUploadLimit, RunUploadThrottle
     from retrieval.datasets import uploads
-    from retrieval.forms import EMBEDDING_FIELDS, ModelAddForm
+    from retrieval.datasets.forms import EMBEDDING_FIELDS, ModelAddForm
     from retrieval.scoring.run_scoring import submit_run_file
 
     found = get_dataset(dataset_name)
