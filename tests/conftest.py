@@ -20,6 +20,37 @@ def _app_serves_media(application):
 testcases._MediaFilesHandler = _app_serves_media
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _quick_password_hashes():
+    """Passwords hashed at one iteration in the tests (:mod:`tests.hashers`)."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    quick = override_settings(
+        PASSWORD_HASHERS=[
+            "tests.hashers.OneIterationPBKDF2PasswordHasher",
+            *settings.PASSWORD_HASHERS,
+        ]
+    )
+    quick.enable()
+    yield
+    quick.disable()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _demo_scenes_rendered_once(tmp_path_factory):
+    """Demo datasets copy each scene's clip from the session's first render of it
+    (:mod:`tests.demo_renders`)."""
+    from retrieval.datasets.demo import service
+    from tests import demo_renders
+
+    os.environ[demo_renders.STORE] = str(tmp_path_factory.mktemp("demo-renders"))
+    service.render_scene_file, rendered = demo_renders.render_scene_file, service.render_scene_file
+    yield
+    service.render_scene_file = rendered
+    os.environ.pop(demo_renders.STORE, None)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
     """Write uploaded and generated media under a per-test temporary directory."""
