@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from html import unescape
-from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
+import lxml.html
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
@@ -46,20 +46,18 @@ IMPOSSIBLE = [2**31, 2**63, 10**30, -1, 0]
 SKIP = re.compile(r"/(logout|admin/logout)/|/media/|\.(mp4|webm|png|jpg|css|js)$")
 RLO = "\u202e"
 """RIGHT-TO-LEFT OVERRIDE: turns the rest of a line around where it is shown."""
+CHOICES = ("checkbox", "radio")
+"""Input types a form sends only when checked."""
+BUTTONS = ("submit", "button", "image", "reset", "file", *CHOICES)
+"""Input types a form never sends empty (a button only when pressed, a file never here)."""
 STALE_SECONDS = 60.0
 """The most a figure on a page may lag the labels."""
 
 
-class Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            href = dict(attrs).get("href")
-            if href:
-                self.hrefs.append(href)
+def links(html: str) -> list[str]:
+    """Every link's address on the page."""
+    page = lxml.html.fromstring(html) if html.strip() else None
+    return [a.get("href") for a in page.iter("a") if a.get("href")] if page is not None else []
 
 
 @dataclass
@@ -68,7 +66,7 @@ class Form:
 
     id: str
     action: str
-    fields: list[list[str]] = field(default_factory=list)
+    fields: list[tuple[str, str]] = field(default_factory=list)
     choices: list[tuple[str, str]] = field(default_factory=list)
     """Every checkbox and radio button (name, value), checked or not."""
 
@@ -80,62 +78,22 @@ class Form:
         return kept
 
 
-class Forms(HTMLParser):
-    """Every form of a page: hidden and text inputs, checked boxes, selected options and
-    textareas, leaving out disabled fields (a browser does not send them)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.forms: list[Form] = []
-        self._text: list[str] | None = None
-        self._select: list | None = None
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "form":
-            self.forms.append(Form(a.get("id") or "", a.get("action") or ""))
-        if not self.forms or "disabled" in a or not a.get("name") and tag != "option":
-            return
-        form, name = self.forms[-1], a.get("name")
-        if tag == "input":
-            kind = (a.get("type") or "text").lower()
-            if kind in ("checkbox", "radio"):
-                form.choices.append((name, a.get("value") or "on"))
-                if "checked" in a:
-                    form.fields.append([name, a.get("value") or "on"])
-            elif kind not in ("submit", "button", "image", "file", "reset"):
-                form.fields.append([name, a.get("value") or ""])
-        elif tag == "textarea":
-            self._text = [name, ""]
-            form.fields.append(self._text)
-        elif tag == "select":
-            self._select = [name, None, None]
-        elif tag == "option" and self._select is not None:
-            value = a.get("value") or ""
-            if self._select[1] is None:
-                self._select[1] = value
-            if "selected" in a:
-                self._select[2] = value
-
-    def handle_data(self, data):
-        if self._text is not None:
-            self._text[1] += data
-
-    def handle_endtag(self, tag):
-        if tag == "textarea" and self._text is not None:
-            self._text[1] = self._text[1].removeprefix("\n")  # as a browser reads it
-            self._text = None
-        elif tag == "select" and self._select is not None and self.forms:
-            name, first, chosen = self._select
-            self.forms[-1].fields.append([name, chosen if chosen is not None else first or ""])
-            self._select = None
-
-
 def form(html: str, wanted: str) -> Form | None:
-    """The page's first form whose id is ``wanted`` or whose action contains it."""
-    parser = Forms()
-    parser.feed(html)
-    return next((f for f in parser.forms if f.id == wanted or wanted in f.action), None)
+    """The page's first form whose id is ``wanted`` or whose action contains it, with what a
+    browser sends: lxml's ``form_values`` (checked boxes, selected options, no disabled
+    control), a text input without a value sent empty, a textarea's first newline dropped."""
+    for found in lxml.html.fromstring(html).forms if html.strip() else []:
+        action = found.get("action") or ""
+        if found.get("id") != wanted and wanted not in action:
+            continue
+        controls = [c for c in found.inputs if c.name and "disabled" not in c.attrib]
+        inputs = [c for c in controls if c.tag == "input"]
+        texts = {c.name for c in controls if c.tag == "textarea"}
+        fields = [(n, v.removeprefix("\n") if n in texts else v) for n, v in found.form_values()]
+        fields += [(c.name, "") for c in inputs if c.type not in BUTTONS and c.get("value") is None]
+        choices = [(c.name, c.get("value") or "on") for c in inputs if c.type in CHOICES]
+        return Form(found.get("id") or "", action, fields, choices)
+    return None
 
 
 def multipart(fields: list[tuple[str, str]]) -> list[tuple[str, tuple[None, str]]]:
@@ -285,9 +243,7 @@ def crawl(base: str, session: requests.Session, who: str, found: Findings, limit
                 found.verdict(False, f"{who}: a link leads to a POST-only view: GET {path} 405")
             if "html" not in response.headers.get("Content-Type", ""):
                 continue
-            parser = Links()
-            parser.feed(response.text)
-            for href in parser.hrefs:
+            for href in links(response.text):
                 url = urlsplit(urljoin(response.url, href))
                 if url.netloc == urlsplit(base).netloc and not SKIP.search(url.path):
                     following.append(url.path + (f"?{url.query}" if url.query else ""))
@@ -546,10 +502,8 @@ def compute_now(t: Target, found: Findings, presses: int = 10) -> None:
     """The "compute them now" control: a POST answered with a page; ten at once, one job."""
     start = "/jobs/start/campaign-figures/"
     page = t.admin.get(t.url(t.page)).text
-    links = Links()
-    links.feed(page)
     found.verdict(
-        not any("/jobs/start/" in href for href in links.hrefs),
+        not any("/jobs/start/" in href for href in links(page)),
         f"{t.page} links (GET) to a POST-only job start",
     )
     data = {"campaign": t.campaign["name"], "csrfmiddlewaretoken": csrf(t.admin)}
