@@ -54,10 +54,14 @@ STALE_SECONDS = 60.0
 """The most a figure on a page may lag the labels."""
 
 
+def parsed(html: str) -> lxml.html.HtmlElement:
+    """The page as lxml reads it; an empty body as an empty page (lxml refuses to read one)."""
+    return lxml.html.fromstring(html if html.strip() else "<html></html>")
+
+
 def links(html: str) -> list[str]:
     """Every link's address on the page."""
-    page = lxml.html.fromstring(html) if html.strip() else None
-    return [a.get("href") for a in page.iter("a") if a.get("href")] if page is not None else []
+    return [a.get("href") for a in parsed(html).iter("a") if a.get("href")]
 
 
 @dataclass
@@ -82,7 +86,7 @@ def form(html: str, wanted: str) -> Form | None:
     """The page's first form whose id is ``wanted`` or whose action contains it, with what a
     browser sends: lxml's ``form_values`` (checked boxes, selected options, no disabled
     control), a text input without a value sent empty, a textarea's first newline dropped."""
-    for found in lxml.html.fromstring(html).forms if html.strip() else []:
+    for found in parsed(html).forms:
         action = found.get("action") or ""
         if found.get("id") != wanted and wanted not in action:
             continue
