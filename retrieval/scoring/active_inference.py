@@ -145,12 +145,12 @@ def _check_design(labelled: np.ndarray, probabilities: np.ndarray) -> tuple[np.n
         raise ValueError("probabilities must hold one probability per unit, as labelled does")
     if len(pi) == 0:
         raise ValueError("there must be at least one unit")
-    if np.isnan(pi).any() or (pi <= 0).any() or (pi > 1).any():
-        bad = np.flatnonzero(np.isnan(pi) | (pi <= 0) | (pi > 1))[0]
-        reason = "a labelled unit had probability 0" if labelled[bad] and pi[bad] == 0 else ""
+    bad = np.flatnonzero(~((pi > 0) & (pi <= 1)))  # NaN too
+    if len(bad):
+        at = bad[0]
+        reason = " (a labelled unit had probability 0)" if labelled[at] and pi[at] == 0 else ""
         raise ValueError(
-            f"inclusion probabilities must lie in (0, 1]; unit {bad} has {pi[bad]!r}"
-            + (f" ({reason})" if reason else "")
+            f"inclusion probabilities must lie in (0, 1]; unit {at} has {pi[at]!r}{reason}"
         )
     return labelled, pi
 

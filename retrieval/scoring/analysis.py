@@ -301,14 +301,9 @@ class ByLength:
 def bin_labels(lower: Sequence[int]) -> tuple[str, ...]:
     """Labels for integer bins given by lower bounds: ``"1-5"``, ``"9"``, ..., ``"16+"``."""
     bounds = [int(x) for x in lower]
-    labels = []
-    for i, lo in enumerate(bounds):
-        if i + 1 == len(bounds):
-            labels.append(f"{lo}+")
-        else:
-            hi = bounds[i + 1] - 1
-            labels.append(str(lo) if hi == lo else f"{lo}-{hi}")
-    return tuple(labels)
+    ups = zip(bounds, bounds[1:], strict=False)
+    closed = [str(lo) if lo == up - 1 else f"{lo}-{up - 1}" for lo, up in ups]
+    return (*closed, f"{bounds[-1]}+") if bounds else ()
 
 
 def bin_index(values: np.ndarray, lower: Sequence[int]) -> np.ndarray:

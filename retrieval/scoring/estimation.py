@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ids import positions_of
 from retrieval.scoring import metrics
 
 EXACT, BOUNDS, ESTIMATE = "exact", "bounds", "estimate"
@@ -231,9 +232,8 @@ def score_runs(
     ``n_sampled_relevant``: positives per row, all and among sampled pairs (the state before the
     sample treats sampled pairs as unjudged)."""
     caption_ids = np.asarray(caption_ids, dtype=np.int64)
-    index = {int(c): i for i, c in enumerate(caption_ids)}
-    n_unjudged_now = _per_row(state.unjudged[0], index, len(caption_ids))
-    n_sampled = _per_row(state.sampled[0], index, len(caption_ids))
+    n_unjudged_now = _per_row(caption_ids, state.unjudged[0])
+    n_sampled = _per_row(caption_ids, state.sampled[0])
     drawn = np.isin(caption_ids, state.drawn) & (n_unjudged_now == 0)
     scores = {}
     for name, items in runs.items():
@@ -255,6 +255,7 @@ def score_runs(
     return scores
 
 
-def _per_row(caption_ids: np.ndarray, index: dict[int, int], rows: int) -> np.ndarray:
-    at = [index[int(c)] for c in np.asarray(caption_ids).tolist() if int(c) in index]
-    return np.bincount(np.asarray(at, dtype=np.int64), minlength=rows)
+def _per_row(caption_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """How many of ``wanted`` name each of the (distinct) ``caption_ids``."""
+    at = positions_of(caption_ids, wanted)
+    return np.bincount(at[at >= 0], minlength=len(caption_ids))

@@ -194,23 +194,16 @@ def leaderboard_columns(board: Leaderboard) -> Display:
 
 
 def _page_cell(row: Row, column: Column) -> DisplayCell:
-    """The page's cell of ``row`` in ``column``, the labels' interval under corrected scores."""
+    """The page's cell of ``row`` in ``column``, one bracket per score: a corrected score the
+    labels leave uncertain shows only the labels' interval (the bootstrap's stays in the tooltip),
+    and an active estimate shows its own value; an exact one shows its bootstrap interval; other
+    blocks show none."""
     labels = row.intervals.get(column.metric) if column.block == "corrected" else None
     scored = (getattr(row, column.block) or {}).get(column.metric)
-    return _one_interval(
-        display_cell(column.metric, scored, row.depth, labels), labels, column, row.depth
-    )
-
-
-def _one_interval(
-    cell: DisplayCell, labels: ScoreInterval | None, column: Column, depth: int
-) -> DisplayCell:
-    """One bracket per score: a corrected score the labels leave uncertain shows only the
-    labels' interval (the bootstrap's stays in the tooltip), and an active estimate shows its
-    own value; an exact one shows its bootstrap interval; other blocks show none."""
-    shown = column.block == "corrected" and not cell.labels
+    cell = display_cell(column.metric, scored, row.depth, labels)
     if labels is not None and ACTIVE in labels.parts:
-        cell = replace(cell, text=value_text(column.metric, shown_value(0.0, labels), depth))
+        cell = replace(cell, text=value_text(column.metric, labels.value, row.depth))
+    shown = column.block == "corrected" and not cell.labels
     return replace(cell, first=column.first, show_interval=shown)
 
 

@@ -34,14 +34,9 @@ _WIDTHS = (
 
 def text_width(text: str, size: float = FONT_SIZE) -> float:
     """Estimated width of ``text`` in a sans-serif at ``size`` px (charts are drawn server-side)."""
-    total = 0
-    for char in text:
-        code = ord(char)
-        if 32 <= code < 127:
-            total += _WIDTHS[code - 32]
-        else:
-            total += 100 if code >= 0x2E80 else 70
-    return total * size / 100
+    codes = [ord(char) for char in text]
+    widths = (_WIDTHS[c - 32] if 32 <= c < 127 else 100 if c >= 0x2E80 else 70 for c in codes)
+    return sum(widths) * size / 100
 
 
 @dataclass(frozen=True)
@@ -56,22 +51,8 @@ def nice_max(value: float) -> float:
     """A round upper bound for an axis: 1, 2 or 5 times a power of ten, at least ``value``."""
     if value <= 0:
         return 1.0
-    power = 10.0 ** _floor_log10(value)
-    for step in (1, 2, 5, 10):
-        if value <= step * power:
-            return step * power
-    return 10 * power
-
-
-def _floor_log10(value: float) -> int:
-    exponent = 0
-    while value >= 10:
-        value /= 10
-        exponent += 1
-    while value < 1:
-        value *= 10
-        exponent -= 1
-    return exponent
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 5, 10) if value <= step * power)
 
 
 def _fmt(value: float) -> str:

@@ -505,12 +505,10 @@ class _Engine:
             resolved = np.where(eligible[:, None], self._scores(relevant, n_relevant), 0.0)
             out[:, columns] = resolved
             if open_.any():
-                low, high = self._extremes(run, rows[open_], relevant[open_], n_relevant[open_])
-                counted = eligible[open_, None]
-                out[np.ix_(open_, columns + width)] = np.where(counted, low, 0.0) - resolved[open_]
-                out[np.ix_(open_, columns + 2 * width)] = (
-                    np.where(counted, high, 0.0) - resolved[open_]
-                )
+                ends = self._extremes(run, rows[open_], relevant[open_], n_relevant[open_])
+                for shift, end in enumerate(ends, 1):  # the least, then the greatest
+                    moved = np.where(eligible[open_, None], end, 0.0) - resolved[open_]
+                    out[np.ix_(open_, columns + shift * width)] = moved
         return out
 
     def _scores(self, relevant: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
