@@ -172,20 +172,15 @@ def leave_one_out_qrels(
 ) -> dict[str, Qrels]:
     """Per pooled run, the corrected qrels without the judged pairs only it contributed; original
     positives always stay (they need no pooling)."""
-    names = list(pooled)
     judged = np.ones(len(corrected), bool)
     if original is not None and len(original):
         judged = ~_contains(original.rows, original.items, corrected.rows, corrected.items)
     contrib = analysis.contributors(
         dict(pooled), depth, corrected.rows[judged], corrected.items[judged]
     )
-    keep = analysis.leave_one_out_mask(contrib)
-    masks = {}
-    for column, name in enumerate(names):
-        drop = np.zeros(len(corrected), bool)
-        drop[np.flatnonzero(judged)[~keep[:, column]]] = True
-        masks[name] = corrected.without(drop)
-    return masks
+    drop = np.zeros((len(corrected), len(pooled)), bool)  # judged pairs x pooled runs
+    drop[judged] = ~analysis.leave_one_out_mask(contrib)
+    return {name: corrected.without(drop[:, column]) for column, name in enumerate(pooled)}
 
 
 def _contains(
@@ -345,9 +340,8 @@ def read_trec_inputs(
 
     runs = {}
     for run in run_files:
-        depth = max((len(ranking) for ranking in run.rankings.values()), default=1)
-        item_ids, _ = trec.to_arrays(run.rankings, query_keys, docnos, max(depth, 1))
-        runs[run.run_id] = item_ids
+        depth = max([1, *map(len, run.rankings.values())])
+        runs[run.run_id] = trec.to_arrays(run.rankings, query_keys, docnos, depth)[0]
     return FileInputs(
         runs,
         qrels_of(corrected_map),

@@ -19,14 +19,14 @@ from retrieval.search.registration import register_run_file
 SCORE_RUN = "score_run"
 METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10", "Judged@10")
 """What a scored run reports, as fractions in [0, 1]."""
-STATUS_NAMES = ("queued", "running", "done", "failed")
-"""A scoring job's status as the API names it."""
 STATUS = {
     Job.Status.QUEUED: "queued",
     Job.Status.RUNNING: "running",
     Job.Status.SUCCEEDED: "done",
     Job.Status.FAILED: "failed",
 }
+STATUS_NAMES = tuple(STATUS.values())
+"""A scoring job's status as the API names it."""
 
 
 @dataclass(frozen=True)
