@@ -157,10 +157,9 @@ class Display:
 
 def leaderboard_columns(board: Leaderboard) -> Display:
     """The page's view of ``board``: every score as text with its interval and marks."""
-    blocks = [b for b in BLOCKS if any(getattr(row, b) for row in board.rows)]
     columns = tuple(
         Column(block, m, m if block == "corrected" else f"{block}:{m}", i == 0)
-        for block in blocks
+        for block in _blocks(board)
         for i, m in enumerate(SCORE_METRICS)
     )
     rows = []
@@ -269,6 +268,11 @@ def to_csv(board: Leaderboard) -> str:
     return "".join(lines)
 
 
+def _blocks(board: Leaderboard) -> list[str]:
+    """The blocks (:data:`BLOCKS` order) some row has scores in."""
+    return [block for block in BLOCKS if any(getattr(row, block) for row in board.rows)]
+
+
 def _label_intervals(board: Leaderboard) -> list[ScoreInterval]:
     return [interval for row in board.rows for interval in row.intervals.values()]
 
@@ -285,9 +289,7 @@ def to_text(board: Leaderboard) -> str:
         f"(Holm, alpha {board.alpha:g}); sorted by {board.sort}"
     ]
     width = max([len("run"), *(len(row.run) for row in board.rows)]) + 2
-    for block in BLOCKS:
-        if not any(getattr(row, block) for row in board.rows):
-            continue
+    for block in _blocks(board):
         lines += ["", f"{BLOCK_TITLES[block]} positives"]
         head = "run".ljust(width) + "pooled   " + f"{JUDGED:>10}"
         lines.append(head + "".join(f"{m:>22}" for m in SCORE_METRICS))
@@ -306,15 +308,14 @@ def to_text(board: Leaderboard) -> str:
             "",
             f"Corrected scores with their intervals [low–high] from the labels. {interval_legend(shown)}",
         ]
-        for row in board.rows:
-            lines.append(
-                row.run.ljust(width)
-                + "; ".join(
-                    f"{m} {value_text(m, i.value)}"
-                    + (f" {interval_text(i)}" if interval_text(i) else " exact")
-                    for m, i in row.intervals.items()
-                )
+        lines += [
+            row.run.ljust(width)
+            + "; ".join(
+                f"{m} {value_text(m, i.value)} {interval_text(i) or 'exact'}"
+                for m, i in row.intervals.items()
             )
+            for row in board.rows
+        ]
     if board.bias is not None:
         lines += [
             "",
@@ -381,17 +382,8 @@ def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
             r"significantly different from the best (paired randomization test, Holm, "
             f"$\\alpha = {board.alpha:g}$)."
         )
-    return "\n".join(
-        [
-            "% requires \\usepackage{booktabs}",
-            "\\begin{table}[t]",
-            "\\centering",
-            *body,
-            f"\\caption{{{caption}}}",
-            "\\end{table}",
-            "",
-        ]
-    )
+    preamble = ["% requires \\usepackage{booktabs}", "\\begin{table}[t]", "\\centering"]
+    return "\n".join([*preamble, *body, f"\\caption{{{caption}}}", "\\end{table}", ""])
 
 
 def _latex_value(
@@ -415,7 +407,7 @@ def _latex_interval(interval: ScoreInterval | None) -> str:
 
 
 def _latex_rows(board: Leaderboard) -> list[str]:
-    blocks = [b for b in reversed(BLOCKS) if any(getattr(row, b) for row in board.rows)]
+    blocks = _blocks(board)[::-1]
     n = len(SCORE_METRICS)
     spec = "l" + "r" * (n * len(blocks)) + "rr"
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule"]

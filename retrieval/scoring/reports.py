@@ -268,9 +268,8 @@ def _figures(scored, metric: str) -> Figures:
     corrected = result.blocks["corrected"]
     original = result.blocks.get("original", {})
     n_positive = scored.corrected.positives_per_row(result.n_queries)
-    true_histogram = None
-    if scored.true is not None:
-        true_histogram = _histogram(scored.true.positives_per_row(result.n_queries))
+    true = scored.true
+    true_histogram = None if true is None else _histogram(true.positives_per_row(result.n_queries))
     positive_ranks = None
     if original:
         best = max(corrected, key=lambda run: corrected[run].means["C@10"])
