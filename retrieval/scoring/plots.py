@@ -93,11 +93,7 @@ def bar_chart(
                 f"{escape(str(category))}: {_fmt(value)}</title></rect>"
             )
         if i % every == 0:
-            parts.append(
-                f'<text x="{MARGIN_LEFT + (i + 0.5) * group_w:.1f}" '
-                f'y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="middle">'
-                f"{escape(str(category))}</text>"
-            )
+            parts.append(_tick(MARGIN_LEFT + (i + 0.5) * group_w, escape(str(category))))
     parts.extend(_axis_labels(x_label, ""))
     return _close(parts)
 
@@ -159,10 +155,7 @@ def line_chart(
         label = _fmt(x)
         # A label at the right edge ends there instead of running off the chart.
         anchor = "end" if px + text_width(label) / 2 > WIDTH - 2 else "middle"
-        parts.append(
-            f'<text x="{px:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="{anchor}">'
-            f"{label}</text>"
-        )
+        parts.append(_tick(px, label, anchor))
     parts.extend(_axis_labels(x_label, "", plot_w))
     return _close(parts)
 
@@ -225,6 +218,12 @@ def _grid(y_label: str, top: float, right: float = WIDTH - MARGIN_RIGHT) -> list
         )
     parts.extend(_axis_labels("", y_label))
     return parts
+
+
+def _tick(x: float, text: str, anchor: str = "middle") -> str:
+    """A label under the x axis at ``x``."""
+    y = HEIGHT - MARGIN_BOTTOM + 16
+    return f'<text x="{x:.1f}" y="{y}" text-anchor="{anchor}">{text}</text>'
 
 
 def _axis_labels(x_label: str, y_label: str, plot_w: float = PLOT_W) -> list[str]:
@@ -326,9 +325,6 @@ def heatmap(
                     f'text-anchor="middle" fill="{ink}" font-size="10">{_fmt(value)}</text>'
                 )
     for j, label in enumerate(column_labels):
-        parts.append(
-            f'<text x="{MARGIN_LEFT + (j + 0.5) * cell_w:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" '
-            f'text-anchor="middle">{escape(str(label))}</text>'
-        )
+        parts.append(_tick(MARGIN_LEFT + (j + 0.5) * cell_w, escape(str(label))))
     parts.extend(_axis_labels(x_label, y_label))
     return _close(parts)
