@@ -193,15 +193,21 @@ def leaderboard_columns(board: Leaderboard) -> Display:
 
 
 def _page_cell(row: Row, column: Column) -> DisplayCell:
-    """The page's cell of ``row`` in ``column``, one bracket per score: a corrected score the
-    labels leave uncertain shows only the labels' interval (the bootstrap's stays in the tooltip),
-    and an active estimate shows its own value; an exact one shows its bootstrap interval; other
-    blocks show none."""
+    """The page's cell of ``row`` in ``column``, the labels' interval under corrected scores."""
     labels = row.intervals.get(column.metric) if column.block == "corrected" else None
     scored = (getattr(row, column.block) or {}).get(column.metric)
     cell = display_cell(column.metric, scored, row.depth, labels)
+    return _one_interval(cell, labels, column, row.depth)
+
+
+def _one_interval(
+    cell: DisplayCell, labels: ScoreInterval | None, column: Column, depth: int
+) -> DisplayCell:
+    """One bracket per score: a corrected score the labels leave uncertain shows only the
+    labels' interval (the bootstrap's stays in the tooltip), and an active estimate shows its
+    own value; an exact one shows its bootstrap interval; other blocks show none."""
     if labels is not None and ACTIVE in labels.parts:
-        cell = replace(cell, text=value_text(column.metric, labels.value, row.depth))
+        cell = replace(cell, text=value_text(column.metric, labels.value, depth))
     shown = column.block == "corrected" and not cell.labels
     return replace(cell, first=column.first, show_interval=shown)
 

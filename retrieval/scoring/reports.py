@@ -259,7 +259,10 @@ def _table4(result) -> tuple[Table4Row, ...]:
 
 def _picked(result, *blocks: str) -> list[dict[str, Scores]]:
     """Per block, each run's :data:`TABLE_METRICS` means."""
-    return [{run: _pick(means) for run, means in result.means(block).items()} for block in blocks]
+    return [
+        {run: {m: float(means[m]) for m in TABLE_METRICS} for run, means in result.means(b).items()}
+        for b in blocks
+    ]
 
 
 def _figures(scored, metric: str) -> Figures:
@@ -304,10 +307,6 @@ def _budget(
         summary = analysis.budget_summary(errors)
         budget[run] = {str(n): BudgetErrors(**plain(summary[n])) for n in sizes}
     return budget
-
-
-def _pick(means: dict[str, float]) -> Scores:
-    return {m: float(means[m]) for m in TABLE_METRICS}
 
 
 def _difference(a: Scores, b: Scores) -> Scores:

@@ -7,6 +7,7 @@ corrected (plus what a label set judges relevant, its negatives kept as judged),
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 from pathlib import Path
 
@@ -76,22 +77,16 @@ class Rescoring:
     interval_source: Callable[[], dict] | None = field(default=None, repr=False)
     """:func:`retrieval.scoring.score_intervals.score_intervals` with its arguments bound, or None:
     every label certain, each interval the score itself."""
-    _intervals: dict | None = field(default=None, init=False, repr=False)
 
-    @property
+    @cached_property
     def intervals(self) -> dict[str, dict[str, score_intervals.ScoreInterval]]:
         """Run -> metric -> each corrected C@K, AP and nDCG@10's :class:`~.ScoreInterval`, computed
         on first read: its Monte Carlo costs more than the rest of a rescoring
         (``bench/score_intervals_bench.py``) and most readers never ask."""
-        if self._intervals is None:
-            if self.interval_source is not None:
-                self._intervals = self.interval_source()
-            else:
-                self._intervals = {
-                    run: score_intervals.exact_intervals(scores.means)
-                    for run, scores in self.blocks.get("corrected", {}).items()
-                }
-        return self._intervals
+        if self.interval_source is not None:
+            return self.interval_source()
+        corrected = self.blocks.get("corrected", {})
+        return {run: score_intervals.exact_intervals(s.means) for run, s in corrected.items()}
 
     def means(self, block: str) -> dict[str, dict[str, float]]:
         return {run: scores.means for run, scores in self.blocks.get(block, {}).items()}

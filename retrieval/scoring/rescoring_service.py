@@ -64,11 +64,10 @@ def rescore_dataset(
         for name, lists in loaded.items()
     }
 
-    fields = Caption.objects.values_list("pk", "video_id", "text", "split", "key", named=True)
-    by_pk = {row.pk: row for row in rows_in(fields, "pk", caption_ids.tolist())}
-    captions = [by_pk[int(pk)] for pk in caption_ids]  # one per query row
+    captions = Caption.objects.values_list("pk", "video_id", "text")
+    info = {pk: (own, text) for pk, own, text in rows_in(captions, "pk", caption_ids.tolist())}
     original = Qrels.of(
-        range(len(caption_ids)), [c.video_id for c in captions], [1] * len(caption_ids)
+        range(len(caption_ids)), [info[int(pk)][0] for pk in caption_ids], [1] * len(caption_ids)
     )
     corrected = original
     if pairs is not None:
@@ -76,7 +75,7 @@ def rescore_dataset(
         corrected = _label_qrels(pairs, rows).union(original)
 
     pooled, depth = _pooled(dataset, label_set, loaded, caption_ids)
-    true, true_notes = _true_qrels(dataset, captions) if dataset.has_ground_truth else (None, [])
+    true, true_notes = _true_qrels(dataset, caption_ids) if dataset.has_ground_truth else (None, [])
     result = rescore(
         item_ids,
         corrected,
@@ -94,7 +93,7 @@ def rescore_dataset(
         result.interval_source = _interval_source(
             result, pairs, state, caption_ids, item_ids, original, label_set.metadata
         )
-    lengths = np.array([len(caption.text.split()) for caption in captions], dtype=np.int64)
+    lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
     return DatasetRescoring(
         dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
     )
@@ -216,22 +215,27 @@ def _pooled(
     return pooled, int(depth)
 
 
-def _true_qrels(dataset: Dataset, captions: list) -> tuple[Qrels, list[str]]:
-    """Exhaustive judgements over the queries' split (``captions``: one row per query, with its
-    ``pk``, ``split`` and ``key``), with notes on what they leave out (queries without stored
-    ground truth, videos without a stored scene)."""
-    splits = {caption.split for caption in captions}
+def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:
+    """Exhaustive judgements over the queries' split, with notes on what they leave out (queries
+    without stored ground truth, videos without a stored scene)."""
+    captions = Caption.objects.values_list("pk", "split")
+    splits = {split for _, split in rows_in(captions, "pk", caption_ids.tolist())}
     split = splits.pop() if len(splits) == 1 else None
     caption_keys, video_keys, matrix = ground_truth_relevance(
-        dataset, caption_ids=[caption.pk for caption in captions], split=split
+        dataset, caption_ids=caption_ids.tolist(), split=split
+    )
+    caption_pk = dict(
+        rows_in(
+            Caption.objects.filter(dataset=dataset).values_list("key", "pk"), "key", caption_keys
+        )
     )
     videos = Video.objects.filter(dataset=dataset)
     video_pk = dict(videos.values_list("key", "pk"))
-    row_of_key = {caption.key: row for row, caption in enumerate(captions)}
-    rows = np.array([row_of_key[key] for key in caption_keys], dtype=np.int64)
+    row_of_pk = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
+    rows = np.array([row_of_pk[caption_pk[key]] for key in caption_keys], dtype=np.int64)
     items = np.array([video_pk[key] for key in video_keys], dtype=np.int64)
     notes = []
-    queries = len(captions) - len(caption_keys)
+    queries = len(caption_ids) - len(caption_keys)
     if queries:
         notes.append(
             f"{queries} {'query has' if queries == 1 else 'queries have'} no stored ground "
