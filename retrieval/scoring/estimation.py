@@ -79,15 +79,9 @@ def score_run(
     """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated. ``run``
     is the state before the sample; means are over ``eligible`` (default: all). Exactness and bounds
     come from what is judged now, the sample included."""
-    rows = run.relevant.shape[0]
-    eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
-    now = run if sample is None else sample.judged
-    low, high = _extremes(now, ks)
-    exact = _exact_queries(now, ks, low, high)
-    before_low, before_exact = low, exact
-    if sample is not None:
-        before_low, before_high = _extremes(run, ks)
-        before_exact = _exact_queries(run, ks, before_low, before_high)
+    eligible = np.ones(len(run.relevant), bool) if eligible is None else np.asarray(eligible, bool)
+    low, high, exact = _extremes(run if sample is None else sample.judged, ks)
+    before_low, _, before_exact = (low, high, exact) if sample is None else _extremes(run, ks)
     result = {}
     for name in low:
         lo, hi = _mean(low[name], eligible), _mean(high[name], eligible)
@@ -112,11 +106,12 @@ def score_run(
     return result
 
 
-def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict]:
-    """Per-query scores with every unjudged pooled pair counted irrelevant, then relevant."""
+def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict, dict]:
+    """Per-query scores with every unjudged pooled pair counted irrelevant, then relevant, and
+    whether each is exact (:func:`_exact_queries`)."""
     low = per_query_scores(run.relevant, run.n_relevant, ks)
     high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
-    return low, high
+    return low, high, _exact_queries(run, ks, low, high)
 
 
 def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]) -> dict:

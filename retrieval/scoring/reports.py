@@ -276,10 +276,10 @@ def _figures(scored, metric: str) -> Figures:
     positive_ranks = None
     if original:
         best = max(corrected, key=lambda run: corrected[run].means["C@10"])
-        relevant_original = original[best].judgements.relevant
-        relevant_judged = corrected[best].judgements.relevant & ~relevant_original
-        ranks = plain(analysis.positive_ranks_by_source(relevant_original, relevant_judged))
-        positive_ranks = PositiveRanksFigure(run=best, **ranks)
+        ranks = analysis.positive_ranks_by_source(  # a rank holding both counts as original
+            original[best].judgements.relevant, corrected[best].judgements.relevant
+        )
+        positive_ranks = PositiveRanksFigure(run=best, **plain(ranks))
     heatmap = analysis.length_positive_heatmap(scored.caption_lengths, n_positive)
     by_length = analysis.correct_by_length(
         scored.caption_lengths, {run: s.per_query[metric] for run, s in corrected.items()}

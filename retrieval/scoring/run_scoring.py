@@ -114,8 +114,7 @@ def submit_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=
     with tempfile.TemporaryDirectory(prefix="firepool-run-") as directory:
         path = Path(directory) / "run.txt"
         with open(path, "wb") as copy:
-            for chunk in upload.chunks():
-                copy.write(chunk)
+            copy.writelines(upload.chunks())
         with transaction.atomic():
             model = register_run_file(dataset, name, path, shown_as=shown)
             arguments = {"dataset": dataset.name, "run": model.name}
