@@ -374,12 +374,7 @@ OTHER_KEYS = (JUDGED, "pooled")
 
 def sort_keys() -> tuple[str, ...]:
     """Every key :func:`sort_rows` takes; a leading ``-`` reverses any."""
-    return (
-        *SCORE_METRICS,
-        *(f"original:{m}" for m in SCORE_METRICS),
-        *OTHER_KEYS,
-        *TEXT_KEYS,
-    )
+    return (*SCORE_METRICS, *(f"original:{m}" for m in SCORE_METRICS), *OTHER_KEYS, *TEXT_KEYS)
 
 
 def sort_key(key: str) -> tuple[str, str, bool]:

@@ -169,24 +169,16 @@ def leave_one_out_qrels(
     positives always stay (they need no pooling)."""
     judged = np.ones(len(corrected), bool)
     if original is not None and len(original):
-        judged = ~_contains(original.rows, original.items, corrected.rows, corrected.items)
+        n_rows = int(max(original.rows.max(), corrected.rows.max(initial=0))) + 1
+        keys = PairKeys.fit(n_rows, original.items)
+        originals = np.sort(keys.pack(original.rows, original.items))
+        judged = ~contains(originals, keys.encode(corrected.rows, corrected.items))
     contrib = analysis.contributors(
         dict(pooled), depth, corrected.rows[judged], corrected.items[judged]
     )
     drop = np.zeros((len(corrected), len(pooled)), bool)  # judged pairs x pooled runs
     drop[judged] = ~analysis.leave_one_out_mask(contrib)
     return {name: corrected.without(drop[:, column]) for column, name in enumerate(pooled)}
-
-
-def _contains(
-    rows: np.ndarray, items: np.ndarray, query_rows: np.ndarray, query_items: np.ndarray
-) -> np.ndarray:
-    """Whether each (query_row, query_item) is among the (rows, items) pairs."""
-    if len(rows) == 0:
-        return np.zeros(len(query_rows), bool)
-    n_rows = int(max(rows.max(), query_rows.max(initial=0))) + 1
-    keys = PairKeys.fit(n_rows, items)
-    return contains(np.sort(keys.pack(rows, items)), keys.encode(query_rows, query_items))
 
 
 def _ints(values: Iterable[int]) -> np.ndarray:
@@ -338,7 +330,5 @@ def read_trec_inputs(
         depth = max([1, *map(len, run.rankings.values())])
         runs[run.run_id] = trec.to_arrays(run.rankings, query_keys, docnos, depth)[0]
     return FileInputs(
-        runs,
-        qrels_of(corrected_map),
-        qrels_of(original_map) if original_map is not None else None,
+        runs, qrels_of(corrected_map), qrels_of(original_map) if original_map is not None else None
     )

@@ -152,12 +152,7 @@ def _judging_kinds(
     in_sample = np.isin(keys, sampled)
     n_sampled = np.bincount(corrected.rows[relevant][in_sample], minlength=rows)
     result.kinds = estimation.score_runs(
-        item_ids,
-        caption_ids,
-        positive,
-        corrected.positives_per_row(rows),
-        n_sampled,
-        state,
+        item_ids, caption_ids, positive, corrected.positives_per_row(rows), n_sampled, state
     )
     unjudged = len(state.unjudged[0])
     result.notes.append(

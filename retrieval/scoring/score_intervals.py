@@ -10,7 +10,7 @@ scored as a polynomial in its flips (Moebius inversion; Rota 1964).
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -62,13 +62,9 @@ class ScoreInterval:
     dominant: str | None = None
 
     def as_dict(self) -> dict:
-        return {
-            "value": self.value,
-            "low": self.low,
-            "high": self.high,
-            "parts": list(self.parts),
-            "dominant": self.dominant,
-        }
+        """Every field but the metric (the key it is stored under), ``parts`` as a list."""
+        fields = {**asdict(self), "parts": list(self.parts)}
+        return {name: value for name, value in fields.items() if name != "metric"}
 
 
 @dataclass(frozen=True)
@@ -397,9 +393,7 @@ class _Engine:
         """Stretches of queries with a flippable pair, each within :data:`CHUNK_CELLS`."""
         active = np.flatnonzero(self.n_pairs)
         labellings = np.where(
-            self.whole[active],
-            1 << np.minimum(self.n_pairs[active], _WHOLE),
-            self.expected[active],
+            self.whole[active], 1 << np.minimum(self.n_pairs[active], _WHOLE), self.expected[active]
         )
         cumulative = np.cumsum((1.0 + labellings) * self.draws)
         start = 0
