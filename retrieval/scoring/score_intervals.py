@@ -407,26 +407,20 @@ class _Engine:
     def _add_chunk(self, rows: np.ndarray, base: np.ndarray, sums: np.ndarray) -> None:
         """Add to each draw what the flips of the chunk's queries change."""
         self.flips.forget_before(self.first_pair[rows[0]])
-        whole = self.whole[rows]
+        whole, n_pairs = self.whole[rows], self.n_pairs[rows]
         if whole.any():
-            parts = [
-                self._whole(rows[whole & (self.n_pairs[rows] == n)], n, base)
-                for n in range(1, _WHOLE + 1)
-            ]
-            parts = [part for part in parts if part is not None]
-            if parts:
-                products = np.concatenate([p for p, _ in parts])
-                terms = np.concatenate([t for _, t in parts])
-                moved = np.flatnonzero(np.abs(terms).max(axis=0) > 0)
-                sums[:, moved] += products.T @ terms[:, moved]
+            sizes = np.unique(n_pairs[whole]).tolist()  # 1 to _WHOLE busy pairs
+            parts = [self._whole(rows[whole & (n_pairs == n)], n, base) for n in sizes]
+            products = np.concatenate([p for p, _ in parts])
+            terms = np.concatenate([t for _, t in parts])
+            moved = np.flatnonzero(np.abs(terms).max(axis=0) > 0)
+            sums[:, moved] += products.T @ terms[:, moved]
         if not whole.all():
             self._add_flipped(rows[~whole], base, sums)
 
     def _whole(self, rows: np.ndarray, n: int, base: np.ndarray):
         """Queries with ``n`` busy pairs: per nonempty subset its flips' product per draw and its
-        Moebius coefficient (monomials x columns). None: no such query."""
-        if not len(rows):
-            return None
+        Moebius coefficient (monomials x columns)."""
         masks = np.arange(1 << n)
         of_row = np.repeat(np.arange(len(rows)), len(masks))
         of, slot = np.nonzero((np.tile(masks, len(rows))[:, None] >> np.arange(n)) & 1)
