@@ -638,47 +638,41 @@ class _Flips:
     def bits(self, pairs: np.ndarray) -> np.ndarray:
         """Pairs x draws: whether each of ``pairs`` (ascending) flips in each draw."""
         out = np.zeros((len(pairs), self.draws), dtype=bool)
-        for block, at in self._by_block(pairs):
-            local = pairs[at] - block.start
-            row = block.likely_row[local]
-            likely = row >= 0
-            out[at[likely]] = block.likely[row[likely]]
-            place = np.full(len(block.likely_row), -1, dtype=np.int64)
-            place[local] = at
-            found = place[block.rare_pairs - block.start]
-            out[found[found >= 0], block.rare_draws[found >= 0]] = True
+        for likely_at, likely_bits, rare_at, rare_draws in self._found(pairs):
+            out[likely_at] = likely_bits
+            out[rare_at, rare_draws] = True
         return out
 
     def events(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pair and draw of every flip of ``pairs`` (ascending)."""
         found_pairs, found_draws = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for block, at in self._by_block(pairs):
-            local = pairs[at] - block.start
-            row = block.likely_row[local]
-            likely = row >= 0
-            hit, draw = np.nonzero(block.likely[row[likely]])
-            found_pairs.append(pairs[at[likely]][hit])
-            found_draws.append(draw)
-            wanted = np.zeros(len(block.likely_row), dtype=bool)
-            wanted[local] = True
-            keep = wanted[block.rare_pairs - block.start]
-            found_pairs.append(block.rare_pairs[keep])
-            found_draws.append(block.rare_draws[keep])
+        for likely_at, likely_bits, rare_at, rare_draws in self._found(pairs):
+            hit, draw = np.nonzero(likely_bits)
+            found_pairs += [pairs[likely_at[hit]], pairs[rare_at]]
+            found_draws += [draw, rare_draws]
         return np.concatenate(found_pairs), np.concatenate(found_draws)
 
     def forget_before(self, pair: int) -> None:
         """Drop the cached blocks wholly before ``pair`` (chunks come in order)."""
         self._cached = {b: c for b, c in self._cached.items() if (b + 1) * _BLOCK > pair}
 
-    def _by_block(self, pairs: np.ndarray):
-        """Each block ``pairs`` reach, with the places of the pairs in it."""
+    def _found(self, pairs: np.ndarray):
+        """Per block ``pairs`` (ascending) reach: the places among ``pairs`` of its likely pairs
+        with their bits per draw, then the place and draw of each flip of its rare pairs."""
         if not len(pairs):
             return
         blocks, starts = np.unique(pairs // _BLOCK, return_index=True)
         for b, a, z in zip(blocks, starts, np.r_[starts[1:], len(pairs)], strict=True):
             if b not in self._cached:
                 self._cached[b] = self._block(int(b))
-            yield self._cached[b], np.arange(a, z)
+            block, at = self._cached[b], np.arange(a, z)
+            local = pairs[at] - block.start
+            row = block.likely_row[local]
+            place = np.full(len(block.likely_row), -1, dtype=np.int64)
+            place[local] = at
+            found = place[block.rare_pairs - block.start]
+            rare = found >= 0
+            yield at[row >= 0], block.likely[row[row >= 0]], found[rare], block.rare_draws[rare]
 
     def _block(self, block: int) -> _Block:
         start = block * _BLOCK
