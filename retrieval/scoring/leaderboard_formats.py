@@ -184,10 +184,7 @@ def leaderboard_columns(board: Leaderboard) -> Display:
                 else (),
             )
         )
-    errors = tuple(
-        (run, ", ".join(f"{m} {points(error[m], signed=True)}" for m in ADJUSTED_METRICS))
-        for run, error in (board.loo_errors or {}).items()
-    )
+    errors = tuple((run, _signed(error)) for run, error in (board.loo_errors or {}).items())
     shown = _label_intervals(board)
     return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
 
@@ -287,6 +284,10 @@ def _listed(scores: dict[str, float]) -> str:
     return ", ".join(f"{m} {value_text(m, scores[m])}" for m in ADJUSTED_METRICS)
 
 
+def _signed(errors: dict[str, float]) -> str:
+    return ", ".join(f"{m} {points(errors[m], signed=True)}" for m in ADJUSTED_METRICS)
+
+
 def to_text(board: Leaderboard) -> str:
     """A plain-text table for the terminal ("*" best, "~" not significantly different from it)."""
     lines = [
@@ -323,12 +324,10 @@ def to_text(board: Leaderboard) -> str:
             for row in board.rows
         ]
     if board.bias is not None:
+        runs = ", ".join(board.bias_runs)
         lines += [
             "",
-            "Pooling bias (mean leave-one-run-out error of "
-            + ", ".join(board.bias_runs)
-            + "): "
-            + ", ".join(f"{m} {points(board.bias[m], signed=True)}" for m in ADJUSTED_METRICS),
+            f"Pooling bias (mean leave-one-run-out error of {runs}): {_signed(board.bias)}",
         ]
         lines += [
             f"{row.run}: adjusted estimate (Webber & Park 2009) {_listed(row.adjusted)}"
