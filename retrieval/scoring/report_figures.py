@@ -95,11 +95,8 @@ def intervals_legend(report: Report) -> str:
 def charts(report: Report) -> ReportCharts:
     """Every figure of the report as SVG markup."""
     figures, budget = report.figures, report.budget
-    histogram, heat, by_length = (
-        figures.positives_per_query,
-        figures.length_positives,
-        figures.correct_by_length,
-    )
+    histogram, heat = figures.positives_per_query, figures.length_positives
+    by_length = figures.correct_by_length
     series = [plots.Series("corrected", histogram.counts)]
     if figures.true_positives_per_query is not None:
         series.append(plots.Series("true", figures.true_positives_per_query.counts))
