@@ -177,10 +177,12 @@ def randomization_test(
     """Two-sided p-value of the paired sign-flip randomization test on ``mean(a - b)``. Fisher's
     test as in Smucker, Allan & Carterette (2007); ``(r + 1) / (permutations + 1)`` (Phipson & Smyth
     2010), so never 0; identical runs give 1."""
-    a, b = _paired(a, b)
+    a, b = _scores(a), _scores(b)
+    if a.shape != b.shape or a.shape[1] != 1:
+        raise ValueError("paired scores must be two vectors with one value per query")
     if permutations < 1:
         raise ValueError("permutations must be at least 1")
-    diff = a - b
+    diff = a[:, 0] - b[:, 0]
     observed = abs(float(diff.sum()))
     flipped = _sign_flip_sums(diff, permutations, np.random.default_rng(seed))
     tolerance = 1e-9 * max(float(np.abs(diff).sum()), 1.0)
@@ -471,13 +473,6 @@ def _run_matrix(per_query: Mapping[str, np.ndarray], not_vector: str) -> np.ndar
     if len({column.size for column in columns}) > 1:
         raise ValueError("every run must have one score per query, in the same order")
     return _scores(np.column_stack(columns))
-
-
-def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a, b = _scores(a), _scores(b)
-    if a.shape != b.shape or a.shape[1] != 1:
-        raise ValueError("paired scores must be two vectors with one value per query")
-    return a[:, 0], b[:, 0]
 
 
 def _resampled_means(

@@ -229,9 +229,8 @@ def _number(value: float | None) -> float | str:
 
 def csv_header() -> list[str]:
     header = ["run", "model", "pooled", JUDGED]
-    for block in BLOCKS:
-        for m in SCORE_METRICS:
-            header += [f"{block} {m}", f"{block} {m} low", f"{block} {m} high", f"{block} {m} mark"]
+    ends = ("", " low", " high", " mark")
+    header += [f"{block} {m}{end}" for block in BLOCKS for m in SCORE_METRICS for end in ends]
     for name in ("bias {}", "adjusted {} (estimate)", "true {}"):
         header += [name.format(m) for m in ADJUSTED_METRICS]
     labels = [f"corrected {m} labels {end}" for m in ADJUSTED_METRICS for end in LABEL_ENDS]
