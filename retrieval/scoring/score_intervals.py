@@ -178,7 +178,10 @@ def score_intervals(
         raise ValueError("draws must be at least 1")
     ks = tuple(int(k) for k in ks)
     names = interval_metrics(ks, ndcg_k)
-    labels = _Labels.build(_row_count(runs), judged, positives, unjudged)
+    shapes = {np.shape(items) for items in runs.values()}
+    if any(len(shape) != 2 for shape in shapes) or len({shape[0] for shape in shapes}) > 1:
+        raise ValueError("every run must be a queries x depth array with the same rows")
+    labels = _Labels.build(shapes.pop()[0], judged, positives, unjudged)
     values = {run: _resolved_means(items, labels, ks, ndcg_k, names) for run, items in runs.items()}
     drawn = None
     if len(labels.uncertain) or len(labels.unjudged):
@@ -241,13 +244,6 @@ def _ends(drawn: np.ndarray, level: float) -> tuple[float, float]:
         return float("nan"), float("nan")
     interval = percentile_interval(float("nan"), finite, level)
     return interval.low, interval.high
-
-
-def _row_count(runs: Mapping[str, np.ndarray]) -> int:
-    shapes = {np.shape(items) for items in runs.values()}
-    if any(len(shape) != 2 for shape in shapes) or len({shape[0] for shape in shapes}) > 1:
-        raise ValueError("every run must be a queries x depth array with the same rows")
-    return shapes.pop()[0]
 
 
 @dataclass(frozen=True)
