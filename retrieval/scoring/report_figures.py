@@ -63,9 +63,9 @@ def table1_rows(report: Report) -> list[Table1Cells]:
         gains = {m: f"({points(b)} + {points(scores[m] - b)})" for m, b in original.items()}
         cells = [_score_text(scores[m], row.intervals[m], gains.get(m, "")) for m in report.metrics]
         true = [points(row.true[m]) for m in report.metrics] if row.true else []
-        bias = row.pooling_bias or {}
-        signed = [points(bias[m], signed=True) for m in report.metrics] if bias else []
-        rows.append(Table1Cells(row.run, cells, true, signed))
+        pooling = row.pooling_bias or {}
+        bias = [points(pooling[m], signed=True) for m in report.metrics] if pooling else []
+        rows.append(Table1Cells(row.run, cells, true, bias))
     return rows
 
 
