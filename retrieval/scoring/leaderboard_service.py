@@ -42,10 +42,8 @@ def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> Lead
     label_sets = tuple(dataset.label_sets.defer("arrays").order_by("-created_at", "-pk"))
     sort = _checked_sort(sort or "C@1")
     if not labels:
-        chosen = default_label_set(label_sets) or (label_sets[0] if label_sets else None)
-        return LeaderboardRequest(dataset, label_sets, chosen, sort)
-    chosen = next((s for s in label_sets if s.name == labels), None)
-    if chosen is None:
+        chosen = default_label_set(label_sets) or next(iter(label_sets), None)
+    elif (chosen := next((s for s in label_sets if s.name == labels), None)) is None:
         known = ", ".join(s.name for s in label_sets) or "none"
         raise LeaderboardError(
             f"dataset {dataset.name!r} has no label set named {labels[:60]!r} (known: {known})",
