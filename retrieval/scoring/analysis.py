@@ -356,14 +356,11 @@ def correct_by_length(
     ``joint`` for exactly two 0/1 runs."""
     lengths = np.asarray(caption_lengths).ravel()
     index = bin_index(lengths, bins)
-    n_bins = len(bins)
-    counts = np.bincount(index, minlength=n_bins)
-    scores = {}
-    for name, values in correct.items():
-        values = np.asarray(values, dtype=np.float64).ravel()
+    counts = np.bincount(index, minlength=len(bins))
+    scores = {name: np.asarray(v, dtype=np.float64).ravel() for name, v in correct.items()}
+    for name, values in scores.items():
         if values.shape != lengths.shape:
             raise ValueError(f"run {name!r} must have one value per query")
-        scores[name] = values
     share = {name: _bin_means(index, values, counts) for name, values in scores.items()}
     joint = None
     if len(scores) == 2 and all(np.isin(v, (0.0, 1.0)).all() for v in scores.values()):
