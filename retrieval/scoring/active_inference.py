@@ -56,18 +56,10 @@ class ActiveEstimates:
         return len(self.estimate)
 
     def __getitem__(self, column: int) -> ActiveEstimate:
-        return ActiveEstimate(
-            float(self.estimate[column]),
-            float(self.low[column]),
-            float(self.high[column]),
-            float(self.lam[column]),
-            self.labelled,
-            {
-                LABELS: float(self.labels_variance[column]),
-                SAMPLING: float(self.sampling_variance[column]),
-            },
-            self.level,
-        )
+        values = [float(a[column]) for a in (self.estimate, self.low, self.high, self.lam)]
+        noise, sampling = float(self.labels_variance[column]), float(self.sampling_variance[column])
+        variances = {LABELS: noise, SAMPLING: sampling}
+        return ActiveEstimate(*values, self.labelled, variances, self.level)
 
     def __iter__(self) -> Iterator[ActiveEstimate]:
         return (self[column] for column in range(len(self)))
@@ -125,15 +117,9 @@ def ppi_mean(
     estimate = lam * unlabelled.mean() + rectifier.mean()
     variance = lam**2 * unlabelled.var() / big_n + rectifier.var() / n
     half = z * np.sqrt(variance)
-    return ActiveEstimate(
-        float(estimate),
-        float(estimate - half),
-        float(estimate + half),
-        lam,
-        n,
-        {LABELS: 0.0, SAMPLING: float(variance)},
-        level,
-    )
+    low, high = float(estimate - half), float(estimate + half)
+    variances = {LABELS: 0.0, SAMPLING: float(variance)}
+    return ActiveEstimate(float(estimate), low, high, lam, n, variances, level)
 
 
 def _check_design(labelled: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -145,12 +131,12 @@ def _check_design(labelled: np.ndarray, probabilities: np.ndarray) -> tuple[np.n
         raise ValueError("probabilities must hold one probability per unit, as labelled does")
     if len(pi) == 0:
         raise ValueError("there must be at least one unit")
-    if np.isnan(pi).any() or (pi <= 0).any() or (pi > 1).any():
-        bad = np.flatnonzero(np.isnan(pi) | (pi <= 0) | (pi > 1))[0]
-        reason = "a labelled unit had probability 0" if labelled[bad] and pi[bad] == 0 else ""
+    bad = np.flatnonzero(~((pi > 0) & (pi <= 1)))  # NaN too
+    if len(bad):
+        at = bad[0]
+        reason = " (a labelled unit had probability 0)" if labelled[at] and pi[at] == 0 else ""
         raise ValueError(
-            f"inclusion probabilities must lie in (0, 1]; unit {bad} has {pi[bad]!r}"
-            + (f" ({reason})" if reason else "")
+            f"inclusion probabilities must lie in (0, 1]; unit {at} has {pi[at]!r}{reason}"
         )
     return labelled, pi
 
@@ -213,16 +199,8 @@ def active_means(
             raise ValueError("noise_variance must not be negative")
         labels = (noise / pi_seen**2).sum(axis=0) / n_units**2
     half = z * np.sqrt(sampling + labels)
-    return ActiveEstimates(
-        estimate,
-        estimate - half,
-        estimate + half,
-        lams,
-        labels,
-        sampling,
-        int(labelled.sum()),
-        level,
-    )
+    ends = (estimate - half, estimate + half)
+    return ActiveEstimates(estimate, *ends, lams, labels, sampling, int(labelled.sum()), level)
 
 
 def active_mean(
@@ -237,20 +215,14 @@ def active_mean(
 ) -> ActiveEstimate:
     """:func:`active_means` for one column: ``values``, ``predictions`` (and ``noise_variance``)
     one entry per unit."""
-    columns = [np.asarray(a, dtype=np.float64) for a in (values, predictions)]
-    if any(a.ndim != 1 for a in columns):
+    y, f = (np.asarray(a, dtype=np.float64) for a in (values, predictions))
+    if y.ndim != 1 or f.ndim != 1:
         raise ValueError("values and predictions must be 1-D, one entry per unit")
-    noise = None if noise_variance is None else np.asarray(noise_variance, dtype=np.float64)
-    if noise is not None and noise.ndim != 1:
+    if noise_variance is not None and np.ndim(noise_variance) != 1:
         raise ValueError("noise_variance must be 1-D, one entry per unit")
+    noise = None if noise_variance is None else np.asarray(noise_variance, np.float64)[:, None]
     return active_means(
-        columns[0][:, None],
-        columns[1][:, None],
-        labelled,
-        probabilities,
-        noise_variance=None if noise is None else noise[:, None],
-        level=level,
-        lam=lam,
+        y[:, None], f[:, None], labelled, probabilities, noise_variance=noise, level=level, lam=lam
     )[0]
 
 

@@ -177,10 +177,12 @@ def randomization_test(
     """Two-sided p-value of the paired sign-flip randomization test on ``mean(a - b)``. Fisher's
     test as in Smucker, Allan & Carterette (2007); ``(r + 1) / (permutations + 1)`` (Phipson & Smyth
     2010), so never 0; identical runs give 1."""
-    a, b = _paired(a, b)
+    a, b = _scores(a), _scores(b)
+    if a.shape != b.shape or a.shape[1] != 1:
+        raise ValueError("paired scores must be two vectors with one value per query")
     if permutations < 1:
         raise ValueError("permutations must be at least 1")
-    diff = a - b
+    diff = a[:, 0] - b[:, 0]
     observed = abs(float(diff.sum()))
     flipped = _sign_flip_sums(diff, permutations, np.random.default_rng(seed))
     tolerance = 1e-9 * max(float(np.abs(diff).sum()), 1.0)
@@ -301,14 +303,9 @@ class ByLength:
 def bin_labels(lower: Sequence[int]) -> tuple[str, ...]:
     """Labels for integer bins given by lower bounds: ``"1-5"``, ``"9"``, ..., ``"16+"``."""
     bounds = [int(x) for x in lower]
-    labels = []
-    for i, lo in enumerate(bounds):
-        if i + 1 == len(bounds):
-            labels.append(f"{lo}+")
-        else:
-            hi = bounds[i + 1] - 1
-            labels.append(str(lo) if hi == lo else f"{lo}-{hi}")
-    return tuple(labels)
+    ups = zip(bounds, bounds[1:], strict=False)
+    closed = [str(lo) if lo == up - 1 else f"{lo}-{up - 1}" for lo, up in ups]
+    return (*closed, f"{bounds[-1]}+") if bounds else ()
 
 
 def bin_index(values: np.ndarray, lower: Sequence[int]) -> np.ndarray:
@@ -359,14 +356,11 @@ def correct_by_length(
     ``joint`` for exactly two 0/1 runs."""
     lengths = np.asarray(caption_lengths).ravel()
     index = bin_index(lengths, bins)
-    n_bins = len(bins)
-    counts = np.bincount(index, minlength=n_bins)
-    scores = {}
-    for name, values in correct.items():
-        values = np.asarray(values, dtype=np.float64).ravel()
+    counts = np.bincount(index, minlength=len(bins))
+    scores = {name: np.asarray(v, dtype=np.float64).ravel() for name, v in correct.items()}
+    for name, values in scores.items():
         if values.shape != lengths.shape:
             raise ValueError(f"run {name!r} must have one value per query")
-        scores[name] = values
     share = {name: _bin_means(index, values, counts) for name, values in scores.items()}
     joint = None
     if len(scores) == 2 and all(np.isin(v, (0.0, 1.0)).all() for v in scores.values()):
@@ -476,13 +470,6 @@ def _run_matrix(per_query: Mapping[str, np.ndarray], not_vector: str) -> np.ndar
     if len({column.size for column in columns}) > 1:
         raise ValueError("every run must have one score per query, in the same order")
     return _scores(np.column_stack(columns))
-
-
-def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a, b = _scores(a), _scores(b)
-    if a.shape != b.shape or a.shape[1] != 1:
-        raise ValueError("paired scores must be two vectors with one value per query")
-    return a[:, 0], b[:, 0]
 
 
 def _resampled_means(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ids import positions_of
 from retrieval.scoring import metrics
 
 EXACT, BOUNDS, ESTIMATE = "exact", "bounds", "estimate"
@@ -78,15 +79,9 @@ def score_run(
     """C@K for each K and AP of one run, each exact, bounded, or (given a sample) estimated. ``run``
     is the state before the sample; means are over ``eligible`` (default: all). Exactness and bounds
     come from what is judged now, the sample included."""
-    rows = run.relevant.shape[0]
-    eligible = np.ones(rows, bool) if eligible is None else np.asarray(eligible, bool)
-    now = run if sample is None else sample.judged
-    low, high = _extremes(now, ks)
-    exact = _exact_queries(now, ks, low, high)
-    before_low, before_exact = low, exact
-    if sample is not None:
-        before_low, before_high = _extremes(run, ks)
-        before_exact = _exact_queries(run, ks, before_low, before_high)
+    eligible = np.ones(len(run.relevant), bool) if eligible is None else np.asarray(eligible, bool)
+    low, high, exact = _extremes(run if sample is None else sample.judged, ks)
+    before_low, _, before_exact = (low, high, exact) if sample is None else _extremes(run, ks)
     result = {}
     for name in low:
         lo, hi = _mean(low[name], eligible), _mean(high[name], eligible)
@@ -111,11 +106,12 @@ def score_run(
     return result
 
 
-def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict]:
-    """Per-query scores with every unjudged pooled pair counted irrelevant, then relevant."""
+def _extremes(run: RunJudgements, ks: Sequence[int]) -> tuple[dict, dict, dict]:
+    """Per-query scores with every unjudged pooled pair counted irrelevant, then relevant, and
+    whether each is exact (:func:`_exact_queries`)."""
     low = per_query_scores(run.relevant, run.n_relevant, ks)
     high = per_query_scores(run.relevant | run.unjudged, run.n_relevant + run.n_unjudged, ks)
-    return low, high
+    return low, high, _exact_queries(run, ks, low, high)
 
 
 def per_query_scores(relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]) -> dict:
@@ -231,9 +227,8 @@ def score_runs(
     ``n_sampled_relevant``: positives per row, all and among sampled pairs (the state before the
     sample treats sampled pairs as unjudged)."""
     caption_ids = np.asarray(caption_ids, dtype=np.int64)
-    index = {int(c): i for i, c in enumerate(caption_ids)}
-    n_unjudged_now = _per_row(state.unjudged[0], index, len(caption_ids))
-    n_sampled = _per_row(state.sampled[0], index, len(caption_ids))
+    n_unjudged_now = _per_row(caption_ids, state.unjudged[0])
+    n_sampled = _per_row(caption_ids, state.sampled[0])
     drawn = np.isin(caption_ids, state.drawn) & (n_unjudged_now == 0)
     scores = {}
     for name, items in runs.items():
@@ -255,6 +250,7 @@ def score_runs(
     return scores
 
 
-def _per_row(caption_ids: np.ndarray, index: dict[int, int], rows: int) -> np.ndarray:
-    at = [index[int(c)] for c in np.asarray(caption_ids).tolist() if int(c) in index]
-    return np.bincount(np.asarray(at, dtype=np.int64), minlength=rows)
+def _per_row(caption_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """How many of ``wanted`` name each of the (distinct) ``caption_ids``."""
+    at = positions_of(caption_ids, wanted)
+    return np.bincount(at[at >= 0], minlength=len(caption_ids))

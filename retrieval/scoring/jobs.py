@@ -72,10 +72,8 @@ def run_rescore(
     found = get_dataset(dataset)
     label_set = label_set_named(found, labels)
     reporter.step("re-scoring runs with the corrected positives")
-    scored = rescore_dataset(
-        found, label_set, split_names(runs) or None, only_labelled=only_labelled
-    )
-    return scored.result.as_dict()
+    names = split_names(runs) or None
+    return rescore_dataset(found, label_set, names, only_labelled=only_labelled).result.as_dict()
 
 
 class ScoreRunForm(ScoringForm):

@@ -209,8 +209,7 @@ def build(
     -> model name (the run's name where missing); ``pooled_runs``: None when the label set does not
     say (pooled reads "unknown", no bias shown)."""
     sort_key(sort)  # refuse a bad key before the work
-    corrected = result.blocks.get("corrected", {})
-    runs = list(corrected)
+    runs = list(result.blocks.get("corrected", {}))
     pooled_set = None if pooled_runs is None else set(pooled_runs)
     # Corrected scores of unpooled runs are biased low (FIRE §4.2): ranked among pooled only.
     comparable = {
@@ -288,7 +287,7 @@ def _cells(
     return cells
 
 
-def _board_notes(unpooled: list[str], pooled_unknown: bool, bias: float | None) -> list[str]:
+def _board_notes(unpooled: list[str], pooled_unknown: bool, bias: dict | None) -> list[str]:
     """What the board says under its table about pooling and its bias."""
     notes = []
     if unpooled:
@@ -319,22 +318,20 @@ def _rows(
     cells: dict[str, dict[str, dict[str, Cell]]],
     models: Mapping[str, str],
     pooled_set: set[str] | None,
-    bias: float | None,
+    bias: dict[str, float] | None,
 ) -> list[Row]:
     """One row per run: cells, pooled, adjusted (Webber & Park 2009) and true scores, notes."""
-    corrected = result.blocks.get("corrected", {})
-    original = result.blocks.get("original", {})
-    true = result.blocks.get("true", {})
+    corrected, original, true = (
+        result.blocks.get(b, {}) for b in ("corrected", "original", "true")
+    )
     intervals = result.intervals  # computed here, once per board
     rows = []
     for run in runs:
         judged = float(corrected[run].means.get(JUDGED, math.nan))
         pooled = None if pooled_set is None else run in pooled_set
+        adjusted = pooled is False and bias is not None
         row_notes = []
-        row_bias = row_adjusted = None
-        if pooled is False and bias is not None:
-            row_bias = bias
-            row_adjusted = webber_park(corrected[run].means, bias)
+        if adjusted:
             row_notes.append(
                 "Not pooled: only the videos other runs also found are judged, so its "
                 "corrected scores are likely too low; the adjusted figures are an estimate "
@@ -357,8 +354,8 @@ def _rows(
                 pooled=pooled,
                 corrected=cells["corrected"][run],
                 original=cells["original"][run] if original else None,
-                bias=row_bias,
-                adjusted=row_adjusted,
+                bias=bias if adjusted else None,
+                adjusted=webber_park(corrected[run].means, bias) if adjusted else None,
                 true={m: float(true[run].means[m]) for m in ADJUSTED_METRICS}
                 if run in true
                 else None,
@@ -377,12 +374,7 @@ OTHER_KEYS = (JUDGED, "pooled")
 
 def sort_keys() -> tuple[str, ...]:
     """Every key :func:`sort_rows` takes; a leading ``-`` reverses any."""
-    return (
-        *SCORE_METRICS,
-        *(f"original:{m}" for m in SCORE_METRICS),
-        *OTHER_KEYS,
-        *TEXT_KEYS,
-    )
+    return (*SCORE_METRICS, *(f"original:{m}" for m in SCORE_METRICS), *OTHER_KEYS, *TEXT_KEYS)
 
 
 def sort_key(key: str) -> tuple[str, str, bool]:

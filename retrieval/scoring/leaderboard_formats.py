@@ -157,10 +157,9 @@ class Display:
 
 def leaderboard_columns(board: Leaderboard) -> Display:
     """The page's view of ``board``: every score as text with its interval and marks."""
-    blocks = [b for b in BLOCKS if any(getattr(row, b) for row in board.rows)]
     columns = tuple(
         Column(block, m, m if block == "corrected" else f"{block}:{m}", i == 0)
-        for block in blocks
+        for block in _blocks(board)
         for i, m in enumerate(SCORE_METRICS)
     )
     rows = []
@@ -185,10 +184,7 @@ def leaderboard_columns(board: Leaderboard) -> Display:
                 else (),
             )
         )
-    errors = tuple(
-        (run, ", ".join(f"{m} {points(error[m], signed=True)}" for m in ADJUSTED_METRICS))
-        for run, error in (board.loo_errors or {}).items()
-    )
+    errors = tuple((run, _signed(error)) for run, error in (board.loo_errors or {}).items())
     shown = _label_intervals(board)
     return Display(columns, tuple(rows), errors, interval_legend(shown) if shown else "")
 
@@ -197,9 +193,8 @@ def _page_cell(row: Row, column: Column) -> DisplayCell:
     """The page's cell of ``row`` in ``column``, the labels' interval under corrected scores."""
     labels = row.intervals.get(column.metric) if column.block == "corrected" else None
     scored = (getattr(row, column.block) or {}).get(column.metric)
-    return _one_interval(
-        display_cell(column.metric, scored, row.depth, labels), labels, column, row.depth
-    )
+    cell = display_cell(column.metric, scored, row.depth, labels)
+    return _one_interval(cell, labels, column, row.depth)
 
 
 def _one_interval(
@@ -208,9 +203,9 @@ def _one_interval(
     """One bracket per score: a corrected score the labels leave uncertain shows only the
     labels' interval (the bootstrap's stays in the tooltip), and an active estimate shows its
     own value; an exact one shows its bootstrap interval; other blocks show none."""
-    shown = column.block == "corrected" and not cell.labels
     if labels is not None and ACTIVE in labels.parts:
-        cell = replace(cell, text=value_text(column.metric, shown_value(0.0, labels), depth))
+        cell = replace(cell, text=value_text(column.metric, labels.value, depth))
+    shown = column.block == "corrected" and not cell.labels
     return replace(cell, first=column.first, show_interval=shown)
 
 
@@ -234,9 +229,8 @@ def _number(value: float | None) -> float | str:
 
 def csv_header() -> list[str]:
     header = ["run", "model", "pooled", JUDGED]
-    for block in BLOCKS:
-        for m in SCORE_METRICS:
-            header += [f"{block} {m}", f"{block} {m} low", f"{block} {m} high", f"{block} {m} mark"]
+    ends = ("", " low", " high", " mark")
+    header += [f"{block} {m}{end}" for block in BLOCKS for m in SCORE_METRICS for end in ends]
     for name in ("bias {}", "adjusted {} (estimate)", "true {}"):
         header += [name.format(m) for m in ADJUSTED_METRICS]
     labels = [f"corrected {m} labels {end}" for m in ADJUSTED_METRICS for end in LABEL_ENDS]
@@ -276,12 +270,21 @@ def to_csv(board: Leaderboard) -> str:
     return "".join(lines)
 
 
+def _blocks(board: Leaderboard) -> list[str]:
+    """The blocks (:data:`BLOCKS` order) some row has scores in."""
+    return [block for block in BLOCKS if any(getattr(row, block) for row in board.rows)]
+
+
 def _label_intervals(board: Leaderboard) -> list[ScoreInterval]:
     return [interval for row in board.rows for interval in row.intervals.values()]
 
 
 def _listed(scores: dict[str, float]) -> str:
     return ", ".join(f"{m} {value_text(m, scores[m])}" for m in ADJUSTED_METRICS)
+
+
+def _signed(errors: dict[str, float]) -> str:
+    return ", ".join(f"{m} {points(errors[m], signed=True)}" for m in ADJUSTED_METRICS)
 
 
 def to_text(board: Leaderboard) -> str:
@@ -292,9 +295,7 @@ def to_text(board: Leaderboard) -> str:
         f"(Holm, alpha {board.alpha:g}); sorted by {board.sort}"
     ]
     width = max([len("run"), *(len(row.run) for row in board.rows)]) + 2
-    for block in BLOCKS:
-        if not any(getattr(row, block) for row in board.rows):
-            continue
+    for block in _blocks(board):
         lines += ["", f"{BLOCK_TITLES[block]} positives"]
         head = "run".ljust(width) + "pooled   " + f"{JUDGED:>10}"
         lines.append(head + "".join(f"{m:>22}" for m in SCORE_METRICS))
@@ -313,22 +314,19 @@ def to_text(board: Leaderboard) -> str:
             "",
             f"Corrected scores with their intervals [low–high] from the labels. {interval_legend(shown)}",
         ]
-        for row in board.rows:
-            lines.append(
-                row.run.ljust(width)
-                + "; ".join(
-                    f"{m} {value_text(m, i.value)}"
-                    + (f" {interval_text(i)}" if interval_text(i) else " exact")
-                    for m, i in row.intervals.items()
-                )
+        lines += [
+            row.run.ljust(width)
+            + "; ".join(
+                f"{m} {value_text(m, i.value)} {interval_text(i) or 'exact'}"
+                for m, i in row.intervals.items()
             )
+            for row in board.rows
+        ]
     if board.bias is not None:
+        runs = ", ".join(board.bias_runs)
         lines += [
             "",
-            "Pooling bias (mean leave-one-run-out error of "
-            + ", ".join(board.bias_runs)
-            + "): "
-            + ", ".join(f"{m} {points(board.bias[m], signed=True)}" for m in ADJUSTED_METRICS),
+            f"Pooling bias (mean leave-one-run-out error of {runs}): {_signed(board.bias)}",
         ]
         lines += [
             f"{row.run}: adjusted estimate (Webber & Park 2009) {_listed(row.adjusted)}"
@@ -388,17 +386,8 @@ def to_latex(board: Leaderboard, *, layout: str = "rows") -> str:
             r"significantly different from the best (paired randomization test, Holm, "
             f"$\\alpha = {board.alpha:g}$)."
         )
-    return "\n".join(
-        [
-            "% requires \\usepackage{booktabs}",
-            "\\begin{table}[t]",
-            "\\centering",
-            *body,
-            f"\\caption{{{caption}}}",
-            "\\end{table}",
-            "",
-        ]
-    )
+    preamble = ["% requires \\usepackage{booktabs}", "\\begin{table}[t]", "\\centering"]
+    return "\n".join([*preamble, *body, f"\\caption{{{caption}}}", "\\end{table}", ""])
 
 
 def _latex_value(
@@ -422,7 +411,7 @@ def _latex_interval(interval: ScoreInterval | None) -> str:
 
 
 def _latex_rows(board: Leaderboard) -> list[str]:
-    blocks = [b for b in reversed(BLOCKS) if any(getattr(row, b) for row in board.rows)]
+    blocks = _blocks(board)[::-1]
     n = len(SCORE_METRICS)
     spec = "l" + "r" * (n * len(blocks)) + "rr"
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule"]

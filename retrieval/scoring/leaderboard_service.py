@@ -42,10 +42,8 @@ def read_request(dataset: Dataset, labels: str | None, sort: str | None) -> Lead
     label_sets = tuple(dataset.label_sets.defer("arrays").order_by("-created_at", "-pk"))
     sort = _checked_sort(sort or "C@1")
     if not labels:
-        chosen = default_label_set(label_sets) or (label_sets[0] if label_sets else None)
-        return LeaderboardRequest(dataset, label_sets, chosen, sort)
-    chosen = next((s for s in label_sets if s.name == labels), None)
-    if chosen is None:
+        chosen = default_label_set(label_sets) or next(iter(label_sets), None)
+    elif (chosen := next((s for s in label_sets if s.name == labels), None)) is None:
         known = ", ".join(s.name for s in label_sets) or "none"
         raise LeaderboardError(
             f"dataset {dataset.name!r} has no label set named {labels[:60]!r} (known: {known})",
@@ -99,7 +97,6 @@ def build_leaderboard(
         permutations=permutations,
         seed=seed,
     )
-
     return with_circularity(board, dataset, label_set) if circularity else board
 
 
@@ -110,14 +107,8 @@ def with_circularity(
     that fed ``label_set`` (its ``metadata["assessor_families"]``; none for a set without the
     key), read live (one query for the runs' models) so a stored board is never stale."""
     families = recorded_families(label_set.metadata if label_set is not None else None)
-    if not families:
-        return leaderboard.mark_circular(board, [], {})
-    models = {
-        run: (encoder, name)
-        for run, encoder, name in Run.objects.filter(dataset=dataset).values_list(
-            "name", "model__encoder", "model__name"
-        )
-    }
+    runs = Run.objects.filter(dataset=dataset).values_list("name", "model__encoder", "model__name")
+    models = {run: (encoder, name) for run, encoder, name in runs} if families else {}
     return leaderboard.mark_circular(board, families, models)
 
 
@@ -127,29 +118,18 @@ FIGURE_VERSION = 1
 (the circularity flags are added on reading, never stored)."""
 
 
-def leaderboard_inputs(
-    dataset: Dataset,
-    label_set: LabelSet | None,
-    resamples: int = leaderboard.DEFAULT_RESAMPLES,
-    permutations: int = leaderboard.DEFAULT_PERMUTATIONS,
-    seed: int = 0,
-) -> str:
-    """The fingerprint of a board's inputs (:func:`rescoring_inputs`) and resampling options."""
-    return rescoring_inputs(
-        dataset, label_set, FIGURE, FIGURE_VERSION, resamples, permutations, seed
-    )
-
-
 def stored_leaderboard(
     dataset: Dataset, label_set: LabelSet | None, *, sort: str = "C@1"
 ) -> figures.Figure[Leaderboard]:
     """The board of :func:`build_leaderboard`, computed once per set of inputs, served from storage
     sorted by ``sort``: the bootstrap and tests took 4.1 s of the page's 5.3 s at FIRE's scale."""
     sort = _checked_sort(sort)
+    # The inputs' fingerprint (:func:`rescoring_inputs`) holds the resampling options too.
+    options = (leaderboard.DEFAULT_RESAMPLES, leaderboard.DEFAULT_PERMUTATIONS, 0)
     found = figures.exact(
         FIGURE,
         f"dataset {dataset.pk} labels {label_set.pk if label_set else 'original'}",
-        leaderboard_inputs(dataset, label_set),
+        rescoring_inputs(dataset, label_set, FIGURE, FIGURE_VERSION, *options),
         lambda: build_leaderboard(dataset, label_set, circularity=False),
     )
     return replace(found, value=with_circularity(found.value, dataset, label_set).sorted_by(sort))

@@ -55,8 +55,7 @@ class RankedJudgements:
     n_retrieved: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        relevant = np.asarray(self.relevant, dtype=bool)
-        judged = np.asarray(self.judged, dtype=bool)
+        relevant, judged = (np.asarray(a, dtype=bool) for a in (self.relevant, self.judged))
         if relevant.ndim != 2 or judged.shape != relevant.shape:
             raise ValueError("relevant and judged must be equal-shaped 2-D bool arrays")
         rows, depth = relevant.shape
@@ -64,11 +63,10 @@ class RankedJudgements:
         for name in ("n_relevant", "n_nonrelevant", "n_retrieved"):
             value = getattr(self, name)
             if value is None and name == "n_retrieved":
-                value = np.full(rows, depth, dtype=np.int64)
-            value = np.asarray(value, dtype=np.int64)
-            if value.shape != (rows,):
+                value = np.full(rows, depth)
+            checked[name] = np.asarray(value, dtype=np.int64)
+            if checked[name].shape != (rows,):
                 raise ValueError(f"{name} must hold one count per query row")
-            checked[name] = value
         if (relevant & ~judged).any():
             raise ValueError("every relevant item must also be judged")
         for name, value in checked.items():

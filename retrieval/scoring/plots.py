@@ -34,14 +34,9 @@ _WIDTHS = (
 
 def text_width(text: str, size: float = FONT_SIZE) -> float:
     """Estimated width of ``text`` in a sans-serif at ``size`` px (charts are drawn server-side)."""
-    total = 0
-    for char in text:
-        code = ord(char)
-        if 32 <= code < 127:
-            total += _WIDTHS[code - 32]
-        else:
-            total += 100 if code >= 0x2E80 else 70
-    return total * size / 100
+    codes = [ord(char) for char in text]
+    widths = (_WIDTHS[c - 32] if 32 <= c < 127 else 100 if c >= 0x2E80 else 70 for c in codes)
+    return sum(widths) * size / 100
 
 
 @dataclass(frozen=True)
@@ -56,22 +51,8 @@ def nice_max(value: float) -> float:
     """A round upper bound for an axis: 1, 2 or 5 times a power of ten, at least ``value``."""
     if value <= 0:
         return 1.0
-    power = 10.0 ** _floor_log10(value)
-    for step in (1, 2, 5, 10):
-        if value <= step * power:
-            return step * power
-    return 10 * power
-
-
-def _floor_log10(value: float) -> int:
-    exponent = 0
-    while value >= 10:
-        value /= 10
-        exponent += 1
-    while value < 1:
-        value *= 10
-        exponent -= 1
-    return exponent
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 5, 10) if value <= step * power)
 
 
 def _fmt(value: float) -> str:
@@ -112,11 +93,7 @@ def bar_chart(
                 f"{escape(str(category))}: {_fmt(value)}</title></rect>"
             )
         if i % every == 0:
-            parts.append(
-                f'<text x="{MARGIN_LEFT + (i + 0.5) * group_w:.1f}" '
-                f'y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="middle">'
-                f"{escape(str(category))}</text>"
-            )
+            parts.append(_tick(MARGIN_LEFT + (i + 0.5) * group_w, escape(str(category))))
     parts.extend(_axis_labels(x_label, ""))
     return _close(parts)
 
@@ -178,10 +155,7 @@ def line_chart(
         label = _fmt(x)
         # A label at the right edge ends there instead of running off the chart.
         anchor = "end" if px + text_width(label) / 2 > WIDTH - 2 else "middle"
-        parts.append(
-            f'<text x="{px:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" text-anchor="{anchor}">'
-            f"{label}</text>"
-        )
+        parts.append(_tick(px, label, anchor))
     parts.extend(_axis_labels(x_label, "", plot_w))
     return _close(parts)
 
@@ -244,6 +218,12 @@ def _grid(y_label: str, top: float, right: float = WIDTH - MARGIN_RIGHT) -> list
         )
     parts.extend(_axis_labels("", y_label))
     return parts
+
+
+def _tick(x: float, text: str, anchor: str = "middle") -> str:
+    """A label under the x axis at ``x``."""
+    y = HEIGHT - MARGIN_BOTTOM + 16
+    return f'<text x="{x:.1f}" y="{y}" text-anchor="{anchor}">{text}</text>'
 
 
 def _axis_labels(x_label: str, y_label: str, plot_w: float = PLOT_W) -> list[str]:
@@ -345,9 +325,6 @@ def heatmap(
                     f'text-anchor="middle" fill="{ink}" font-size="10">{_fmt(value)}</text>'
                 )
     for j, label in enumerate(column_labels):
-        parts.append(
-            f'<text x="{MARGIN_LEFT + (j + 0.5) * cell_w:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" '
-            f'text-anchor="middle">{escape(str(label))}</text>'
-        )
+        parts.append(_tick(MARGIN_LEFT + (j + 0.5) * cell_w, escape(str(label))))
     parts.extend(_axis_labels(x_label, y_label))
     return _close(parts)

@@ -7,6 +7,7 @@ from retrieval.proxies import PROXY_LABELS
 from retrieval.scoring import plots
 from retrieval.scoring.reports import Report
 from retrieval.scoring.rescoring import interval_legend, interval_text, points, shown_value
+from retrieval.scoring.score_intervals import ScoreInterval
 
 
 @dataclass(frozen=True)
@@ -50,28 +51,21 @@ class ReportCharts:
     budget: str
 
 
+def _score_text(value: float, interval: ScoreInterval, gain: str = "") -> ScoreText:
+    return ScoreText(points(shown_value(value, interval)), interval_text(interval), gain)
+
+
 def table1_rows(report: Report) -> list[Table1Cells]:
     """FIRE Table 1 rows: "A [interval] (B + C)" cells, then true score and bias if known."""
     rows = []
     for row in report.table1:
-        original = row.original
-        cells = [
-            ScoreText(
-                points(shown_value(row.corrected[m], row.intervals[m])),
-                interval_text(row.intervals[m]),
-                f"({points(original[m])} + {points(row.corrected[m] - original[m])})"
-                if original
-                else "",
-            )
-            for m in report.metrics
-        ]
+        scores, original = row.corrected, row.original or {}
+        gains = {m: f"({points(b)} + {points(scores[m] - b)})" for m, b in original.items()}
+        cells = [_score_text(scores[m], row.intervals[m], gains.get(m, "")) for m in report.metrics]
         true = [points(row.true[m]) for m in report.metrics] if row.true else []
-        bias = (
-            [points(row.pooling_bias[m], signed=True) for m in report.metrics]
-            if row.pooling_bias
-            else []
-        )
-        rows.append(Table1Cells(run=row.run, cells=cells, true=true, bias=bias))
+        pooling = row.pooling_bias or {}
+        bias = [points(pooling[m], signed=True) for m in report.metrics] if pooling else []
+        rows.append(Table1Cells(row.run, cells, true, bias))
     return rows
 
 
@@ -82,11 +76,7 @@ def table4_rows(report: Report) -> list[Table4Cells]:
         Table4Cells(
             run=row.run,
             corrected=[
-                ScoreText(
-                    points(shown_value(row.corrected[m], intervals[row.run][m])),
-                    interval_text(intervals[row.run][m]),
-                )
-                for m in report.metrics
+                _score_text(row.corrected[m], intervals[row.run][m]) for m in report.metrics
             ],
             leave_one_out=[points(row.leave_one_out[m]) for m in report.metrics],
             unpooled_bias=[points(row.unpooled_bias[m], signed=True) for m in ("C@1", "C@10")]
@@ -105,11 +95,8 @@ def intervals_legend(report: Report) -> str:
 def charts(report: Report) -> ReportCharts:
     """Every figure of the report as SVG markup."""
     figures, budget = report.figures, report.budget
-    histogram, heat, by_length = (
-        figures.positives_per_query,
-        figures.length_positives,
-        figures.correct_by_length,
-    )
+    histogram, heat = figures.positives_per_query, figures.length_positives
+    by_length = figures.correct_by_length
     series = [plots.Series("corrected", histogram.counts)]
     if figures.true_positives_per_query is not None:
         series.append(plots.Series("true", figures.true_positives_per_query.counts))

@@ -259,7 +259,10 @@ def _table4(result) -> tuple[Table4Row, ...]:
 
 def _picked(result, *blocks: str) -> list[dict[str, Scores]]:
     """Per block, each run's :data:`TABLE_METRICS` means."""
-    return [{run: _pick(means) for run, means in result.means(block).items()} for block in blocks]
+    return [
+        {run: {m: float(means[m]) for m in TABLE_METRICS} for run, means in result.means(b).items()}
+        for b in blocks
+    ]
 
 
 def _figures(scored, metric: str) -> Figures:
@@ -268,16 +271,15 @@ def _figures(scored, metric: str) -> Figures:
     corrected = result.blocks["corrected"]
     original = result.blocks.get("original", {})
     n_positive = scored.corrected.positives_per_row(result.n_queries)
-    true_histogram = None
-    if scored.true is not None:
-        true_histogram = _histogram(scored.true.positives_per_row(result.n_queries))
+    true = scored.true
+    true_histogram = None if true is None else _histogram(true.positives_per_row(result.n_queries))
     positive_ranks = None
     if original:
         best = max(corrected, key=lambda run: corrected[run].means["C@10"])
-        relevant_original = original[best].judgements.relevant
-        relevant_judged = corrected[best].judgements.relevant & ~relevant_original
-        ranks = plain(analysis.positive_ranks_by_source(relevant_original, relevant_judged))
-        positive_ranks = PositiveRanksFigure(run=best, **ranks)
+        ranks = analysis.positive_ranks_by_source(  # a rank holding both counts as original
+            original[best].judgements.relevant, corrected[best].judgements.relevant
+        )
+        positive_ranks = PositiveRanksFigure(run=best, **plain(ranks))
     heatmap = analysis.length_positive_heatmap(scored.caption_lengths, n_positive)
     by_length = analysis.correct_by_length(
         scored.caption_lengths, {run: s.per_query[metric] for run, s in corrected.items()}
@@ -305,10 +307,6 @@ def _budget(
         summary = analysis.budget_summary(errors)
         budget[run] = {str(n): BudgetErrors(**plain(summary[n])) for n in sizes}
     return budget
-
-
-def _pick(means: dict[str, float]) -> Scores:
-    return {m: float(means[m]) for m in TABLE_METRICS}
 
 
 def _difference(a: Scores, b: Scores) -> Scores:

@@ -7,6 +7,7 @@ corrected (plus what a label set judges relevant, its negatives kept as judged),
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 from pathlib import Path
 
@@ -76,22 +77,16 @@ class Rescoring:
     interval_source: Callable[[], dict] | None = field(default=None, repr=False)
     """:func:`retrieval.scoring.score_intervals.score_intervals` with its arguments bound, or None:
     every label certain, each interval the score itself."""
-    _intervals: dict | None = field(default=None, init=False, repr=False)
 
-    @property
+    @cached_property
     def intervals(self) -> dict[str, dict[str, score_intervals.ScoreInterval]]:
         """Run -> metric -> each corrected C@K, AP and nDCG@10's :class:`~.ScoreInterval`, computed
         on first read: its Monte Carlo costs more than the rest of a rescoring
         (``bench/score_intervals_bench.py``) and most readers never ask."""
-        if self._intervals is None:
-            if self.interval_source is not None:
-                self._intervals = self.interval_source()
-            else:
-                self._intervals = {
-                    run: score_intervals.exact_intervals(scores.means)
-                    for run, scores in self.blocks.get("corrected", {}).items()
-                }
-        return self._intervals
+        if self.interval_source is not None:
+            return self.interval_source()
+        corrected = self.blocks.get("corrected", {})
+        return {run: score_intervals.exact_intervals(s.means) for run, s in corrected.items()}
 
     def means(self, block: str) -> dict[str, dict[str, float]]:
         return {run: scores.means for run, scores in self.blocks.get(block, {}).items()}
@@ -172,31 +167,18 @@ def leave_one_out_qrels(
 ) -> dict[str, Qrels]:
     """Per pooled run, the corrected qrels without the judged pairs only it contributed; original
     positives always stay (they need no pooling)."""
-    names = list(pooled)
     judged = np.ones(len(corrected), bool)
     if original is not None and len(original):
-        judged = ~_contains(original.rows, original.items, corrected.rows, corrected.items)
+        n_rows = int(max(original.rows.max(), corrected.rows.max(initial=0))) + 1
+        keys = PairKeys.fit(n_rows, original.items)
+        originals = np.sort(keys.pack(original.rows, original.items))
+        judged = ~contains(originals, keys.encode(corrected.rows, corrected.items))
     contrib = analysis.contributors(
         dict(pooled), depth, corrected.rows[judged], corrected.items[judged]
     )
-    keep = analysis.leave_one_out_mask(contrib)
-    masks = {}
-    for column, name in enumerate(names):
-        drop = np.zeros(len(corrected), bool)
-        drop[np.flatnonzero(judged)[~keep[:, column]]] = True
-        masks[name] = corrected.without(drop)
-    return masks
-
-
-def _contains(
-    rows: np.ndarray, items: np.ndarray, query_rows: np.ndarray, query_items: np.ndarray
-) -> np.ndarray:
-    """Whether each (query_row, query_item) is among the (rows, items) pairs."""
-    if len(rows) == 0:
-        return np.zeros(len(query_rows), bool)
-    n_rows = int(max(rows.max(), query_rows.max(initial=0))) + 1
-    keys = PairKeys.fit(n_rows, items)
-    return contains(np.sort(keys.pack(rows, items)), keys.encode(query_rows, query_items))
+    drop = np.zeros((len(corrected), len(pooled)), bool)  # judged pairs x pooled runs
+    drop[judged] = ~analysis.leave_one_out_mask(contrib)
+    return {name: corrected.without(drop[:, column]) for column, name in enumerate(pooled)}
 
 
 def _ints(values: Iterable[int]) -> np.ndarray:
@@ -345,11 +327,8 @@ def read_trec_inputs(
 
     runs = {}
     for run in run_files:
-        depth = max((len(ranking) for ranking in run.rankings.values()), default=1)
-        item_ids, _ = trec.to_arrays(run.rankings, query_keys, docnos, max(depth, 1))
-        runs[run.run_id] = item_ids
+        depth = max([1, *map(len, run.rankings.values())])
+        runs[run.run_id] = trec.to_arrays(run.rankings, query_keys, docnos, depth)[0]
     return FileInputs(
-        runs,
-        qrels_of(corrected_map),
-        qrels_of(original_map) if original_map is not None else None,
+        runs, qrels_of(corrected_map), qrels_of(original_map) if original_map is not None else None
     )

@@ -58,7 +58,6 @@ def rescore_dataset(
         caption_ids = np.intersect1d(caption_ids, pairs.caption_ids)
     if len(caption_ids) == 0:
         raise RescoreError("no query caption is both answered by the runs and labelled")
-    rows = {int(pk): row for row, pk in enumerate(caption_ids.tolist())}
     item_ids = {
         name: align_rows(lists.query_ids, lists.item_ids, caption_ids)
         for name, lists in loaded.items()
@@ -72,7 +71,7 @@ def rescore_dataset(
     corrected = original
     if pairs is not None:
         # Originals last: a caption's own video stays relevant whatever the set says.
-        corrected = _label_qrels(pairs, rows).union(original)
+        corrected = _label_qrels(pairs, caption_ids).union(original)
 
     pooled, depth = _pooled(dataset, label_set, loaded, caption_ids)
     true, true_notes = _true_qrels(dataset, caption_ids) if dataset.has_ground_truth else (None, [])
@@ -152,12 +151,7 @@ def _judging_kinds(
     in_sample = np.isin(keys, sampled)
     n_sampled = np.bincount(corrected.rows[relevant][in_sample], minlength=rows)
     result.kinds = estimation.score_runs(
-        item_ids,
-        caption_ids,
-        positive,
-        corrected.positives_per_row(rows),
-        n_sampled,
-        state,
+        item_ids, caption_ids, positive, corrected.positives_per_row(rows), n_sampled, state
     )
     unjudged = len(state.unjudged[0])
     result.notes.append(
@@ -185,11 +179,10 @@ def _runs(dataset: Dataset, names: Sequence[str] | None) -> list[Run]:
     return runs
 
 
-def _label_qrels(pairs, rows: dict[int, int]) -> Qrels:
+def _label_qrels(pairs, caption_ids: np.ndarray) -> Qrels:
     """The label set's decided pairs on the scored rows (disagreements are not judgements)."""
-    decided = pairs.relevance != judged_values.DISAGREEMENT
-    row_of = np.array([rows.get(int(pk), -1) for pk in pairs.caption_ids], dtype=np.int64)
-    keep = decided & (row_of >= 0)
+    row_of = positions_of(caption_ids, pairs.caption_ids)
+    keep = (pairs.relevance != judged_values.DISAGREEMENT) & (row_of >= 0)
     return Qrels(row_of[keep], pairs.video_ids[keep], pairs.relevance[keep].astype(np.int64))
 
 

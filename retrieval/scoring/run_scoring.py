@@ -19,14 +19,14 @@ from retrieval.search.registration import register_run_file
 SCORE_RUN = "score_run"
 METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10", "Judged@10")
 """What a scored run reports, as fractions in [0, 1]."""
-STATUS_NAMES = ("queued", "running", "done", "failed")
-"""A scoring job's status as the API names it."""
 STATUS = {
     Job.Status.QUEUED: "queued",
     Job.Status.RUNNING: "running",
     Job.Status.SUCCEEDED: "done",
     Job.Status.FAILED: "failed",
 }
+STATUS_NAMES = tuple(STATUS.values())
+"""A scoring job's status as the API names it."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,7 @@ def submit_run_file(dataset: Dataset, name: str, upload, labels: str = "", user=
     with tempfile.TemporaryDirectory(prefix="firepool-run-") as directory:
         path = Path(directory) / "run.txt"
         with open(path, "wb") as copy:
-            for chunk in upload.chunks():
-                copy.write(chunk)
+            copy.writelines(upload.chunks())
         with transaction.atomic():
             model = register_run_file(dataset, name, path, shown_as=shown)
             arguments = {"dataset": dataset.name, "run": model.name}

@@ -10,7 +10,7 @@ scored as a polynomial in its flips (Moebius inversion; Rota 1964).
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -62,13 +62,9 @@ class ScoreInterval:
     dominant: str | None = None
 
     def as_dict(self) -> dict:
-        return {
-            "value": self.value,
-            "low": self.low,
-            "high": self.high,
-            "parts": list(self.parts),
-            "dominant": self.dominant,
-        }
+        """Every field but the metric (the key it is stored under), ``parts`` as a list."""
+        fields = {**asdict(self), "parts": list(self.parts)}
+        return {name: value for name, value in fields.items() if name != "metric"}
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,10 @@ def score_intervals(
         raise ValueError("draws must be at least 1")
     ks = tuple(int(k) for k in ks)
     names = interval_metrics(ks, ndcg_k)
-    labels = _Labels.build(_row_count(runs), judged, positives, unjudged)
+    shapes = {np.shape(items) for items in runs.values()}
+    if any(len(shape) != 2 for shape in shapes) or len({shape[0] for shape in shapes}) > 1:
+        raise ValueError("every run must be a queries x depth array with the same rows")
+    labels = _Labels.build(shapes.pop()[0], judged, positives, unjudged)
     values = {run: _resolved_means(items, labels, ks, ndcg_k, names) for run, items in runs.items()}
     drawn = None
     if len(labels.uncertain) or len(labels.unjudged):
@@ -245,13 +244,6 @@ def _ends(drawn: np.ndarray, level: float) -> tuple[float, float]:
         return float("nan"), float("nan")
     interval = percentile_interval(float("nan"), finite, level)
     return interval.low, interval.high
-
-
-def _row_count(runs: Mapping[str, np.ndarray]) -> int:
-    shapes = {np.shape(items) for items in runs.values()}
-    if any(len(shape) != 2 for shape in shapes) or len({shape[0] for shape in shapes}) > 1:
-        raise ValueError("every run must be a queries x depth array with the same rows")
-    return shapes.pop()[0]
 
 
 @dataclass(frozen=True)
@@ -397,9 +389,7 @@ class _Engine:
         """Stretches of queries with a flippable pair, each within :data:`CHUNK_CELLS`."""
         active = np.flatnonzero(self.n_pairs)
         labellings = np.where(
-            self.whole[active],
-            1 << np.minimum(self.n_pairs[active], _WHOLE),
-            self.expected[active],
+            self.whole[active], 1 << np.minimum(self.n_pairs[active], _WHOLE), self.expected[active]
         )
         cumulative = np.cumsum((1.0 + labellings) * self.draws)
         start = 0
@@ -413,26 +403,20 @@ class _Engine:
     def _add_chunk(self, rows: np.ndarray, base: np.ndarray, sums: np.ndarray) -> None:
         """Add to each draw what the flips of the chunk's queries change."""
         self.flips.forget_before(self.first_pair[rows[0]])
-        whole = self.whole[rows]
+        whole, n_pairs = self.whole[rows], self.n_pairs[rows]
         if whole.any():
-            parts = [
-                self._whole(rows[whole & (self.n_pairs[rows] == n)], n, base)
-                for n in range(1, _WHOLE + 1)
-            ]
-            parts = [part for part in parts if part is not None]
-            if parts:
-                products = np.concatenate([p for p, _ in parts])
-                terms = np.concatenate([t for _, t in parts])
-                moved = np.flatnonzero(np.abs(terms).max(axis=0) > 0)
-                sums[:, moved] += products.T @ terms[:, moved]
+            sizes = np.unique(n_pairs[whole]).tolist()  # 1 to _WHOLE busy pairs
+            parts = [self._whole(rows[whole & (n_pairs == n)], n, base) for n in sizes]
+            products = np.concatenate([p for p, _ in parts])
+            terms = np.concatenate([t for _, t in parts])
+            moved = np.flatnonzero(np.abs(terms).max(axis=0) > 0)
+            sums[:, moved] += products.T @ terms[:, moved]
         if not whole.all():
             self._add_flipped(rows[~whole], base, sums)
 
     def _whole(self, rows: np.ndarray, n: int, base: np.ndarray):
         """Queries with ``n`` busy pairs: per nonempty subset its flips' product per draw and its
-        Moebius coefficient (monomials x columns). None: no such query."""
-        if not len(rows):
-            return None
+        Moebius coefficient (monomials x columns)."""
         masks = np.arange(1 << n)
         of_row = np.repeat(np.arange(len(rows)), len(masks))
         of, slot = np.nonzero((np.tile(masks, len(rows))[:, None] >> np.arange(n)) & 1)
@@ -505,12 +489,10 @@ class _Engine:
             resolved = np.where(eligible[:, None], self._scores(relevant, n_relevant), 0.0)
             out[:, columns] = resolved
             if open_.any():
-                low, high = self._extremes(run, rows[open_], relevant[open_], n_relevant[open_])
-                counted = eligible[open_, None]
-                out[np.ix_(open_, columns + width)] = np.where(counted, low, 0.0) - resolved[open_]
-                out[np.ix_(open_, columns + 2 * width)] = (
-                    np.where(counted, high, 0.0) - resolved[open_]
-                )
+                ends = self._extremes(run, rows[open_], relevant[open_], n_relevant[open_])
+                for shift, end in enumerate(ends, 1):  # the least, then the greatest
+                    moved = np.where(eligible[open_, None], end, 0.0) - resolved[open_]
+                    out[np.ix_(open_, columns + shift * width)] = moved
         return out
 
     def _scores(self, relevant: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
@@ -652,47 +634,41 @@ class _Flips:
     def bits(self, pairs: np.ndarray) -> np.ndarray:
         """Pairs x draws: whether each of ``pairs`` (ascending) flips in each draw."""
         out = np.zeros((len(pairs), self.draws), dtype=bool)
-        for block, at in self._by_block(pairs):
-            local = pairs[at] - block.start
-            row = block.likely_row[local]
-            likely = row >= 0
-            out[at[likely]] = block.likely[row[likely]]
-            place = np.full(len(block.likely_row), -1, dtype=np.int64)
-            place[local] = at
-            found = place[block.rare_pairs - block.start]
-            out[found[found >= 0], block.rare_draws[found >= 0]] = True
+        for likely_at, likely_bits, rare_at, rare_draws in self._found(pairs):
+            out[likely_at] = likely_bits
+            out[rare_at, rare_draws] = True
         return out
 
     def events(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pair and draw of every flip of ``pairs`` (ascending)."""
         found_pairs, found_draws = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for block, at in self._by_block(pairs):
-            local = pairs[at] - block.start
-            row = block.likely_row[local]
-            likely = row >= 0
-            hit, draw = np.nonzero(block.likely[row[likely]])
-            found_pairs.append(pairs[at[likely]][hit])
-            found_draws.append(draw)
-            wanted = np.zeros(len(block.likely_row), dtype=bool)
-            wanted[local] = True
-            keep = wanted[block.rare_pairs - block.start]
-            found_pairs.append(block.rare_pairs[keep])
-            found_draws.append(block.rare_draws[keep])
+        for likely_at, likely_bits, rare_at, rare_draws in self._found(pairs):
+            hit, draw = np.nonzero(likely_bits)
+            found_pairs += [pairs[likely_at[hit]], pairs[rare_at]]
+            found_draws += [draw, rare_draws]
         return np.concatenate(found_pairs), np.concatenate(found_draws)
 
     def forget_before(self, pair: int) -> None:
         """Drop the cached blocks wholly before ``pair`` (chunks come in order)."""
         self._cached = {b: c for b, c in self._cached.items() if (b + 1) * _BLOCK > pair}
 
-    def _by_block(self, pairs: np.ndarray):
-        """Each block ``pairs`` reach, with the places of the pairs in it."""
+    def _found(self, pairs: np.ndarray):
+        """Per block ``pairs`` (ascending) reach: the places among ``pairs`` of its likely pairs
+        with their bits per draw, then the place and draw of each flip of its rare pairs."""
         if not len(pairs):
             return
         blocks, starts = np.unique(pairs // _BLOCK, return_index=True)
         for b, a, z in zip(blocks, starts, np.r_[starts[1:], len(pairs)], strict=True):
             if b not in self._cached:
                 self._cached[b] = self._block(int(b))
-            yield self._cached[b], np.arange(a, z)
+            block, at = self._cached[b], np.arange(a, z)
+            local = pairs[at] - block.start
+            row = block.likely_row[local]
+            place = np.full(len(block.likely_row), -1, dtype=np.int64)
+            place[local] = at
+            found = place[block.rare_pairs - block.start]
+            rare = found >= 0
+            yield at[row >= 0], block.likely[row[row >= 0]], found[rare], block.rare_draws[rare]
 
     def _block(self, block: int) -> _Block:
         start = block * _BLOCK

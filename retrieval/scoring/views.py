@@ -8,13 +8,8 @@ from django.shortcuts import render
 
 from config.error_handling import Refusal
 from config.roles import VIEW_REPORTS, permission_required
-from retrieval.datasets.lookup import (
-    get_dataset,
-    label_sets_of,
-)
-from retrieval.datasets.overview import (
-    datasets_with_label_sets,
-)
+from retrieval.datasets.lookup import get_dataset, label_sets_of
+from retrieval.datasets.overview import datasets_with_label_sets
 from retrieval.label_sets.service import default_label_set
 from retrieval.models import Dataset, LabelSet
 from retrieval.proxies.service import stored_proxy_table
@@ -23,11 +18,8 @@ from retrieval.scoring.leaderboard import sort_keys
 from retrieval.scoring.leaderboard_formats import LATEX_LAYOUTS, leaderboard_columns
 from retrieval.scoring.leaderboard_formats import render as render_leaderboard
 from retrieval.scoring.leaderboard_service import LeaderboardError, read_request, stored_leaderboard
-from retrieval.scoring.reports import stored_report
+from retrieval.scoring.reports import TABLE_METRICS, stored_report
 from retrieval.scoring.rescoring_service import RescoreError
-
-REPORT_METRICS = ("C@1", "C@5", "C@10", "AP", "nDCG@10")
-
 
 reports_only = permission_required(VIEW_REPORTS, "Only researchers and admins can see reports.")
 
@@ -56,7 +48,7 @@ def _report_request(request: HttpRequest, dataset_name: str) -> ReportRequest:
     dataset = get_dataset(dataset_name)
     label_sets = list(label_sets_of(dataset))
     metric = request.GET.get("metric", "C@1")
-    metric = metric if metric in REPORT_METRICS else "C@1"
+    metric = metric if metric in TABLE_METRICS else "C@1"
     chosen = request.GET.get("labels")
     if chosen is None:
         return ReportRequest(dataset, label_sets, default_label_set(label_sets), metric)
@@ -80,7 +72,7 @@ def report(request: HttpRequest, dataset_name: str) -> HttpResponse:
         "label_sets": asked.label_sets,
         "label_set": asked.label_set,
         "default_label_set": default_label_set(asked.label_sets),
-        "metrics": REPORT_METRICS,
+        "metrics": TABLE_METRICS,
         "metric": asked.metric,
     }
     if asked.error:
