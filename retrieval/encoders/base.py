@@ -186,10 +186,8 @@ class Encoder(ABC):
         progress: bool = False,
         on_epoch: EpochCallback | None = None,
     ) -> list[float]:
-        """Train on ``data``; returns the mean loss of each epoch."""
-        if not self.trainable:
-            raise TypeError(f"the {self.name} encoder is not trainable")
-        return self._fit(data, epochs, seed, resolve_device(device), progress, on_epoch)
+        """Train on ``data``; returns the mean loss of each epoch (``trainable`` encoders)."""
+        raise TypeError(f"the {self.name} encoder is not trainable")
 
     @abstractmethod
     def _encode_captions(
@@ -202,18 +200,6 @@ class Encoder(ABC):
         self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         """:meth:`encode_videos` on a resolved ``device``."""
-
-    def _fit(
-        self,
-        data: TrainingData,
-        epochs: int | None,
-        seed: int,
-        device: torch.device,
-        progress: bool,
-        on_epoch: EpochCallback | None,
-    ) -> list[float]:
-        """:meth:`fit` on a resolved ``device``, for ``trainable`` encoders."""
-        raise NotImplementedError
 
     def state(self) -> dict[str, Any]:
         """Learned tensors to save (empty for encoders without learned weights)."""

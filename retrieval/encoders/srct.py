@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from config.errors import UserError
 from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
@@ -24,7 +23,7 @@ from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
 from .base import TrainingData, VideoInputs
 from .features import EXPERTS, ExpertSequences
 from .losses import batch_relevance
-from .text import MINILM_DIM, embed_tokens, load_spacy
+from .text import MINILM_DIM, cached, embed_tokens, load_spacy
 from .training import NetworkEncoder, Standardiser, Step
 
 LEVELS = 3
@@ -233,14 +232,11 @@ _GRAPHS_LOCK = threading.Lock()
 
 def caption_graphs(texts: Sequence[str], *, batch_size: int = 256) -> list[RoleGraph]:
     """Role graphs of ``texts``, parsed once per distinct caption per process and cached."""
-    with _GRAPHS_LOCK:
-        missing = [t for t in dict.fromkeys(texts) if t not in _GRAPHS]
-    if missing:
-        parsed = role_graphs(missing, nlp=load_spacy(), batch_size=batch_size)
-        with _GRAPHS_LOCK:
-            _GRAPHS.update(zip(missing, parsed, strict=True))
-    with _GRAPHS_LOCK:
-        return [_GRAPHS[t] for t in texts]
+
+    def parse(missing: list[str]) -> list[RoleGraph]:
+        return role_graphs(missing, nlp=load_spacy(), batch_size=batch_size)
+
+    return cached(_GRAPHS, _GRAPHS_LOCK, texts, parse)
 
 
 @dataclass(frozen=True)
@@ -438,14 +434,6 @@ class SRCTEncoder(NetworkEncoder):
                         f"expects T x {width} (the widths it was trained on)"
                     )
 
-    @torch.no_grad()
-    def _levels(self, fn: Any, n: int, batch_size: int, progress: bool, desc: str) -> np.ndarray:
-        out = np.zeros((n, self.dim), dtype=np.float32)
-        for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, leave=False):
-            window = slice(start, min(start + batch_size, n))
-            out[window] = pack_levels(fn(window).float().cpu().numpy())
-        return out
-
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
@@ -454,10 +442,13 @@ class SRCTEncoder(NetworkEncoder):
             return np.zeros((0, self.dim), dtype=np.float32)
         items = caption_inputs(texts, device=device, batch_size=batch_size)
         with self._on(device) as net:
-            return self._levels(
-                lambda w: net.embed_texts(*collate_captions(items[w], device)),
-                len(texts), batch_size, progress, "srct captions",
-            )  # fmt: skip
+
+            def run(window: slice) -> torch.Tensor:
+                return net.embed_texts(*collate_captions(items[window], device))
+
+            return pack_levels(
+                self._in_batches(len(texts), batch_size, progress, "srct captions", run)
+            )
 
     def _encode_videos(
         self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
@@ -475,4 +466,6 @@ class SRCTEncoder(NetworkEncoder):
                 batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
                 return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
 
-            return self._levels(run, len(clips), batch_size, progress, "srct videos")
+            return pack_levels(
+                self._in_batches(len(clips), batch_size, progress, "srct videos", run)
+            )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -143,18 +143,26 @@ _WORD_CACHE: dict[str, np.ndarray] = {}
 _WORD_LOCK = threading.Lock()
 
 
+def cached(cache: dict, lock: threading.Lock, keys: Sequence, compute: Callable) -> list:
+    """``cache[key]`` of each key, ``compute`` (a list of keys -> their values) called once, out
+    of the lock, for the distinct keys missing from ``cache`` (per-process caches)."""
+    with lock:
+        missing = [key for key in dict.fromkeys(keys) if key not in cache]
+    if missing:
+        values = compute(missing)
+        with lock:
+            cache.update(zip(missing, values, strict=True))
+    with lock:
+        return [cache[key] for key in keys]
+
+
 def embed_words(
     words: Sequence[str], *, device: str | torch.device = "auto", batch_size: int = 256
 ) -> dict[str, np.ndarray]:
     """MiniLM vectors of single words, cached per process (the vocabulary is small)."""
-    with _WORD_LOCK:
-        missing = sorted({w for w in words if w not in _WORD_CACHE})
-    if missing:
-        vectors = embed_sentences(missing, device=device, batch_size=batch_size)
-        with _WORD_LOCK:
-            _WORD_CACHE.update(zip(missing, vectors, strict=True))
-    with _WORD_LOCK:
-        return {w: _WORD_CACHE[w] for w in set(words)}
+    distinct = sorted(set(words))
+    embed = partial(embed_sentences, device=device, batch_size=batch_size)
+    return dict(zip(distinct, cached(_WORD_CACHE, _WORD_LOCK, distinct, embed), strict=True))
 
 
 def bag_features(
