@@ -304,29 +304,24 @@ def _init_worker(state: dict[str, Any]) -> None:
     _WORKER.update(state)
 
 
-def _matrix_task(refs: np.ndarray, state: dict[str, Any] | None = None) -> np.ndarray:
-    """Scores of ``refs`` (all of one length) against every hypothesis of the matrix."""
-    w = _WORKER if state is None else state
-    out = _score_group(w["corpus"], refs, w["hyps"], None, None, w["params"])
-    return out.astype(w["dtype"], copy=False)
-
-
-def _pairs_task(
+def _task(
     refs: np.ndarray,
-    hyps: np.ndarray,
-    pair_refs: np.ndarray,
-    pair_hyps: np.ndarray,
+    hyps: np.ndarray | None = None,
+    pair_refs: np.ndarray | None = None,
+    pair_hyps: np.ndarray | None = None,
     state: dict[str, Any] | None = None,
 ) -> np.ndarray:
-    """Scores of the pairs (``refs[pair_refs]``, ``hyps[pair_hyps]``), references of one length."""
+    """Scores of ``refs`` (all of one length) against every hypothesis of the matrix (without
+    ``hyps``), or of the pairs (``refs[pair_refs]``, ``hyps[pair_hyps]``)."""
     w = _WORKER if state is None else state
-    return _score_group(w["corpus"], refs, hyps, pair_refs, pair_hyps, w["params"])
+    hyps = w["hyps"] if hyps is None else hyps
+    out = _score_group(w["corpus"], refs, hyps, pair_refs, pair_hyps, w["params"])
+    return out.astype(w["dtype"], copy=False)
 
 
 @dataclass(frozen=True)
 class _Task:
-    function: Callable[..., np.ndarray]
-    args: tuple
+    args: tuple  # of _task
     pairs: int  # for the progress bar
     where: np.ndarray  # rows (matrix) or positions (pairs) of the output it fills
 
@@ -349,15 +344,13 @@ def _run(
     ) as bar:
         if workers == 1 or len(tasks) <= 1:
             for task in tasks:
-                out[task.where] = task.function(*task.args, state=state)
+                out[task.where] = _task(*task.args, state=state)
                 bar.update(task.pairs)
             return
         with ProcessPoolExecutor(
             max_workers=min(workers, len(tasks)), initializer=_init_worker, initargs=(state,)
         ) as pool:
-            futures: dict[Future, _Task] = {
-                pool.submit(task.function, *task.args): task for task in tasks
-            }
+            futures: dict[Future, _Task] = {pool.submit(_task, *task.args): task for task in tasks}
             for future in as_completed(futures):
                 task = futures.pop(future)  # drop the finished result once delivered
                 out[task.where] = future.result()
@@ -391,7 +384,7 @@ def meteor_matrix(
     hyps = np.arange(corpus.n_captions) if hypotheses is None else np.asarray(hypotheses, np.int64)
     out = np.zeros((len(refs), len(hyps)), dtype=dtype)
     tasks = [
-        _Task(_matrix_task, (refs[chunk],), len(chunk) * len(hyps), chunk)
+        _Task((refs[chunk],), len(chunk) * len(hyps), chunk)
         for chunk in _length_chunks(lengths[refs], TASK_REFERENCES)
         if len(hyps)
     ]
@@ -421,7 +414,7 @@ def meteor_pairs(
         group_refs, pair_refs = np.unique(refs[chunk], return_inverse=True)
         group_hyps, pair_hyps = np.unique(hyps[chunk], return_inverse=True)
         args = (group_refs, group_hyps, pair_refs.ravel(), pair_hyps.ravel())
-        tasks.append(_Task(_pairs_task, args, len(chunk), chunk))
-    state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA)}
+        tasks.append(_Task(args, len(chunk), chunk))
+    state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA), "dtype": np.float64}
     _run(tasks, state, workers, False, out)
     return out
