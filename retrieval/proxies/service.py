@@ -303,7 +303,6 @@ class ModelSimilarity:
     text_video: np.ndarray | None = None
     text_rows: np.ndarray | None = None
     note: str = ""
-    run: str = ""
 
 
 def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelSimilarity:
@@ -347,7 +346,6 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
         text_video=sim,
         text_rows=rows_text,
         note=f"run {run.name!r}: text-to-video only, over the run's depth {lists.depth}",
-        run=run.name,
     )
 
 
@@ -355,16 +353,12 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
 class ProxyScore:
     """One model under one relevance: nDCG (Eq. 3), optionally mAP at a threshold."""
 
-    model: str
-    kind: str
     note: str
     ndcg: DirectionalScore
     mean_ap: DirectionalScore | None = None
-    run: str = ""
 
 
 def score_similarity(
-    name: str,
     similarity: ModelSimilarity,
     relevance: np.ndarray,
     *,
@@ -385,7 +379,7 @@ def score_similarity(
             mean_ap = thresholded_map(similarity.video_text, relevance, threshold, **common)
         except ValueError as exc:
             raise ProxyError(str(exc)) from None
-    return ProxyScore(name, similarity.kind, similarity.note, ndcg, mean_ap, similarity.run)
+    return ProxyScore(similarity.note, ndcg, mean_ap)
 
 
 def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray | None:
@@ -450,7 +444,7 @@ def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = Fal
             errors.append({"model": model.name, "error": str(exc)})
             continue
         scores = {
-            target: to_dict(score_similarity(model.name, similarity, matrix).ndcg)
+            target: to_dict(score_similarity(similarity, matrix).ndcg)
             for target, matrix in targets.items()
         }
         row = {"model": model.name, "kind": similarity.kind, "note": similarity.note}
