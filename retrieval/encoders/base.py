@@ -211,7 +211,7 @@ class Encoder(ABC):
             raise ValueError(f"the {self.name} encoder has no learned state to load")
 
     def save(self, path: str | Path) -> None:
-        """Write config and state as one torch file that :meth:`load` reads back."""
+        """Write config and state as one torch file (``registry.load_encoder`` reads it back)."""
         payload = {"format": FORMAT, "version": FORMAT_VERSION, "name": self.name}
         torch.save(payload | {"config": self.config(), "state": self.state()}, str(path))
 
@@ -223,11 +223,6 @@ class Encoder(ABC):
         encoder = cls(**payload["config"])
         encoder.load_state(payload["state"])
         return encoder
-
-    @classmethod
-    def load(cls, path: str | Path) -> Encoder:
-        """Read an encoder saved by :meth:`save`."""
-        return cls.from_payload(read_payload(path))
 
 
 def read_payload(path: str | Path) -> dict[str, Any]:

@@ -447,17 +447,16 @@ def _encode_chunked(
     for number, start in enumerate(range(0, len(ids), CHUNK)):
         window = slice(start, start + CHUNK)
         path = work / f"{label}-{number:05d}.npz"
+        vectors = None
         if path.exists():
             with np.load(path) as saved:
                 if np.array_equal(saved["ids"], ids[window]):
-                    parts.append(saved["vectors"])
-                    if progress:
-                        progress(len(ids[window]))
-                    continue
-        vectors = np.asarray(encode(window), dtype=np.float32)
-        tmp = work / f"{label}-{number:05d}.part.npz"
-        np.savez(tmp, ids=ids[window], vectors=vectors)
-        tmp.replace(path)
+                    vectors = saved["vectors"]
+        if vectors is None:
+            vectors = np.asarray(encode(window), dtype=np.float32)
+            tmp = work / f"{label}-{number:05d}.part.npz"
+            np.savez(tmp, ids=ids[window], vectors=vectors)
+            tmp.replace(path)
         parts.append(vectors)
         if progress:
             progress(len(vectors))

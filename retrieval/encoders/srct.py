@@ -196,11 +196,8 @@ def hardest_negative_loss(
     positive pairs (``positive``: bool captions x videos)."""
     low = torch.finfo(similarity.dtype).min
     negatives = similarity.masked_fill(positive, low)
-    hardest_video = negatives.max(1, keepdim=True).values
-    hardest_text = negatives.max(0, keepdim=True).values
-    cost = (margin - similarity + hardest_video).clamp(min=0) + (
-        margin - similarity + hardest_text
-    ).clamp(min=0)
+    hardest = (negatives.max(1, keepdim=True).values, negatives.max(0, keepdim=True).values)
+    cost = sum((margin - similarity + h).clamp(min=0) for h in hardest)
     return cost[positive].mean()
 
 

@@ -48,21 +48,17 @@ class PosSplit:
         return {"verb": self.verbs, "noun": self.nouns}[name]
 
 
-def spacy_model_name() -> str:
-    """``settings.FIREPOOL_SPACY_MODEL`` when Django is configured, else the default."""
-    from django.conf import settings
-
-    if settings.configured:
-        return getattr(settings, "FIREPOOL_SPACY_MODEL", DEFAULT_SPACY_MODEL)
-    return DEFAULT_SPACY_MODEL
-
-
 @lru_cache(maxsize=4)
 def load_spacy(name: str | None = None) -> Any:
-    """The spaCy pipeline (cached per process), without the unused named-entity recogniser."""
+    """The spaCy pipeline ``name`` (by default ``settings.FIREPOOL_SPACY_MODEL`` when Django is
+    configured), cached per process, without the unused named-entity recogniser."""
     import spacy
+    from django.conf import settings
 
-    name = name or spacy_model_name()
+    if not name:
+        name = DEFAULT_SPACY_MODEL
+        if settings.configured:
+            name = getattr(settings, "FIREPOOL_SPACY_MODEL", name)
     try:
         return spacy.load(name, disable=["ner"])
     except OSError:
