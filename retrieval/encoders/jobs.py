@@ -55,12 +55,7 @@ class ModelNameForm(DatasetForm):
 
 
 class ModelForm(ModelNameForm):
-    split = forms.CharField(max_length=20, initial="test", required=False)
-
-    def clean(self) -> dict:
-        data = super().clean()
-        data["split"] = data.get("split") or "test"
-        return data
+    split = forms.CharField(max_length=20, initial="test", required=False, empty_value="test")
 
 
 class EmbedForm(ModelForm):

@@ -311,14 +311,10 @@ class SRCTNet(nn.Module):
         self.video = VideoCorrelation(expert_dims, dim, heads, dropout)
 
     def embed_texts(
-        self,
-        tokens: torch.Tensor,
-        lengths: torch.Tensor,
-        weights: torch.Tensor,
-        kinds: torch.Tensor,
-        node_roles: torch.Tensor,
-        edge_roles: torch.Tensor,
+        self, tokens: torch.Tensor, lengths: torch.Tensor, weights: torch.Tensor, *graph
     ) -> torch.Tensor:
+        """Captions from :func:`collate_captions`' tensors (``graph``: kinds, node and edge
+        roles, as :class:`GraphReasoning` takes them)."""
         packed = nn.utils.rnn.pack_padded_sequence(
             tokens, lengths.cpu(), batch_first=True, enforce_sorted=False
         )
@@ -326,7 +322,7 @@ class SRCTNet(nn.Module):
         hidden, _ = nn.utils.rnn.pad_packed_sequence(
             hidden, batch_first=True, total_length=tokens.shape[1]
         )
-        return self.graph(weights @ hidden, kinds, node_roles, edge_roles)
+        return self.graph(weights @ hidden, *graph)
 
     def embed_videos(
         self, values: Sequence[torch.Tensor], paddings: Sequence[torch.Tensor]
@@ -374,9 +370,7 @@ class SRCTEncoder(NetworkEncoder):
         self.embed_dim, self.heads, self.layers, self.dropout = embed_dim, heads, layers, dropout
         self.margin, self.lr, self.weight_decay = margin, lr, weight_decay
         self.batch_size, self.epochs = batch_size, epochs
-        self.net: SRCTNet | None = None
-        if self.expert_dims is not None:
-            self.net = self._build(self.expert_dims)
+        self.net = None if self.expert_dims is None else self._build(self.expert_dims)
 
     def _build(self, expert_dims: Sequence[int]) -> SRCTNet:
         used = [name in self.experts for name in EXPERTS]

@@ -83,13 +83,10 @@ def _split(doc: Any) -> PosSplit:
     return PosSplit(tuple(verbs), tuple(nouns))
 
 
-def split_pos(
-    texts: Sequence[str], *, batch_size: int = 256, model: str | None = None
-) -> list[PosSplit]:
+def split_pos(texts: Sequence[str], *, batch_size: int = 256) -> list[PosSplit]:
     """Verb and noun bags of each caption (JPoSE §3.2): VERB lemmas but light verbs, motion
     verbs and :data:`MOTION_PARTICLES`; nouns as :data:`NOUN_TAGS`."""
-    nlp = load_spacy(model)
-    return [_split(doc) for doc in nlp.pipe(list(texts), batch_size=batch_size)]
+    return [_split(doc) for doc in load_spacy().pipe(list(texts), batch_size=batch_size)]
 
 
 _MINILM_LOCK = threading.Lock()

@@ -42,10 +42,9 @@ def read_class_file(path: Path) -> ClassMap:
     heads: dict[str, str] = {}
     try:
         check_size(path)
+        text = Path(path).read_text(encoding="utf-8-sig")
     except FormatError as exc:
         raise ClassFileError(str(exc)) from None
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ClassFileError(f"{path}: cannot read the class file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
