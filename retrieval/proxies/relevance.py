@@ -69,12 +69,10 @@ def caption_set_matrix(
     families: Mapping[str, tuple[float, Sequence[frozenset[str]]]],
 ) -> np.ndarray:
     """S'(caption_i, caption_j) for every pair: the weighted IoU of Eq. 6-8 (symmetric)."""
-    total: np.ndarray | None = None
+    total = np.float32(0.0)
     for weight, sets in families.values():
         matrix, _ = incidence(sets)
-        part = iou_matrix(matrix, matrix) * np.float32(weight)
-        total = part if total is None else total + part
-    assert total is not None
+        total = total + iou_matrix(matrix, matrix) * np.float32(weight)
     return total
 
 
