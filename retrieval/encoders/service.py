@@ -125,13 +125,12 @@ def extract_dataset_features(
             for v in todo
             if not v.features or (experts and not (root / experts_path(v)).is_file())
         ]
-    target_device = resolve_device(device)
     done: list[Video] = []
     problems: list[str] = []
     paths = [str(root / video.media.name) for video in todo]
     spans = [(video.start, video.end) for video in todo]  # (None, None): the whole file
     results = video_features.extract_videos(
-        paths, device=target_device, experts=experts, workers=workers, spans=spans
+        paths, device=resolve_device(device), experts=experts, workers=workers, spans=spans
     )
     for video, (vector, sequences, problem) in zip(todo, results, strict=True):
         if problem is not None:  # PyAV raises many error types for broken files
@@ -358,8 +357,7 @@ def positives_per_caption(data: TrainingData) -> float:
         return 0.0
     if data.positives is None:
         return 1.0
-    rows = np.arange(n)
-    own_missing = ~data.positives[rows, data.caption_video]
+    own_missing = ~data.positives[np.arange(n), data.caption_video]
     return float((data.positives.sum(1) + own_missing).mean())
 
 
