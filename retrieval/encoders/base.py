@@ -186,10 +186,8 @@ class Encoder(ABC):
         progress: bool = False,
         on_epoch: EpochCallback | None = None,
     ) -> list[float]:
-        """Train on ``data``; returns the mean loss of each epoch."""
-        if not self.trainable:
-            raise TypeError(f"the {self.name} encoder is not trainable")
-        return self._fit(data, epochs, seed, resolve_device(device), progress, on_epoch)
+        """Train on ``data``; returns the mean loss of each epoch (``trainable`` encoders)."""
+        raise TypeError(f"the {self.name} encoder is not trainable")
 
     @abstractmethod
     def _encode_captions(
@@ -203,18 +201,6 @@ class Encoder(ABC):
     ) -> np.ndarray:
         """:meth:`encode_videos` on a resolved ``device``."""
 
-    def _fit(
-        self,
-        data: TrainingData,
-        epochs: int | None,
-        seed: int,
-        device: torch.device,
-        progress: bool,
-        on_epoch: EpochCallback | None,
-    ) -> list[float]:
-        """:meth:`fit` on a resolved ``device``, for ``trainable`` encoders."""
-        raise NotImplementedError
-
     def state(self) -> dict[str, Any]:
         """Learned tensors to save (empty for encoders without learned weights)."""
         return {}
@@ -225,7 +211,7 @@ class Encoder(ABC):
             raise ValueError(f"the {self.name} encoder has no learned state to load")
 
     def save(self, path: str | Path) -> None:
-        """Write config and state as one torch file that :meth:`load` reads back."""
+        """Write config and state as one torch file (``registry.load_encoder`` reads it back)."""
         payload = {"format": FORMAT, "version": FORMAT_VERSION, "name": self.name}
         torch.save(payload | {"config": self.config(), "state": self.state()}, str(path))
 
@@ -237,11 +223,6 @@ class Encoder(ABC):
         encoder = cls(**payload["config"])
         encoder.load_state(payload["state"])
         return encoder
-
-    @classmethod
-    def load(cls, path: str | Path) -> Encoder:
-        """Read an encoder saved by :meth:`save`."""
-        return cls.from_payload(read_payload(path))
 
 
 def read_payload(path: str | Path) -> dict[str, Any]:

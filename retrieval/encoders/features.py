@@ -40,17 +40,13 @@ BIN_FEATURES: tuple[str, ...] = tuple(
     "radial_kurtosis eccentricity symmetry3 symmetry4 symmetry5 bbox_fill detail_turn "
     "detail_jitter moment_turn mask_change".split()
 )
-PER_BIN = len(BIN_FEATURES)
 HIST_CLASSES: tuple[str, ...] = ("vivid", "dim", "muted")
 GREY_LEVELS = 4
-HIST_FEATURES = HUE_BINS * len(HIST_CLASSES) + GREY_LEVELS
 TEXTURE_NAMES: tuple[str, ...] = tuple(
     "grad_mean grad_strong grad_weak grad_coherence grad_cos2 grad_sin2 laplacian luma_std "
     "bg_hue_cos bg_hue_sin bg_saturation bg_value bg_flicker bg_fraction".split()
 )
-TEXTURE_FEATURES = len(TEXTURE_NAMES)
 MOTION_NAMES: tuple[str, ...] = ("luma_change", "changed_fraction")
-MOTION_FEATURES = len(MOTION_NAMES)
 HIST_NAMES: tuple[str, ...] = (
     *(f"hist_{cls}_{b:02d}" for cls in HIST_CLASSES for b in range(HUE_BINS)),
     *(f"hist_grey_{g}" for g in range(GREY_LEVELS)),
@@ -63,7 +59,6 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(f"motion_{name}" for name in MOTION_NAMES),
 )
 FEATURE_DIM = len(FEATURE_NAMES)
-assert FEATURE_DIM == (HUE_BINS + 1) * PER_BIN + HIST_FEATURES + TEXTURE_FEATURES + MOTION_FEATURES
 
 _EPS = 1e-6
 
@@ -256,7 +251,7 @@ def _moments(
 
 
 def _bin_features(vivid: torch.Tensor, detail_pixels: torch.Tensor) -> torch.Tensor:
-    """Per-bin shape and motion statistics of soft masks [B, T, K, H, W] -> [B, K, PER_BIN],
+    """Per-bin shape and motion statistics of soft masks [B, T, K, H, W] -> [B, K, len(BIN_FEATURES)],
     moments taken in a box of 2.5 standard deviations so that stray pixels cannot dominate."""
     b, t, k, h, w = vivid.shape
     dev, dt = vivid.device, vivid.dtype
@@ -391,7 +386,7 @@ def _moment_turn(
 
 
 def _pooled(bins: torch.Tensor) -> torch.Tensor:
-    """Colour-blind summary [B, PER_BIN]: bin features averaged with their areas as weights."""
+    """Colour-blind summary [B, len(BIN_FEATURES)]: bin features averaged with their areas as weights."""
     weight = bins[..., 0] ** 2  # mean area
     return (bins * weight.unsqueeze(-1)).sum(1) / weight.sum(1, keepdim=True).clamp_min(_EPS)
 
@@ -543,10 +538,6 @@ def _extract_or_problem(job: tuple[str, str | torch.device, bool, Span | None]) 
     return vector, sequences, None
 
 
-def _one_thread() -> None:
-    torch.set_num_threads(1)
-
-
 def extract_videos(
     paths: Sequence[str],
     *,
@@ -563,7 +554,8 @@ def extract_videos(
         yield from map(_extract_or_problem, jobs)
         return
     context = multiprocessing.get_context("spawn")
-    with context.Pool(min(workers, len(paths)), initializer=_one_thread) as pool:
+    one_thread = {"initializer": torch.set_num_threads, "initargs": (1,)}
+    with context.Pool(min(workers, len(paths)), **one_thread) as pool:
         yield from pool.imap(_extract_or_problem, jobs, chunksize=4)
 
 

@@ -2,6 +2,7 @@
 run; their forms check each name against the database before a job is queued."""
 
 from django import forms
+from django.conf import settings
 
 from config.errors import UserError
 from jobs.progress import Reporter
@@ -23,13 +24,9 @@ class DeviceField(forms.ChoiceField):
         super().__init__(choices=choices, initial="auto", required=False, **kwargs)
 
     def validate(self, value) -> None:
-        from django.conf import settings
-
         super().validate(value)
-        problem = (
-            device_problem(value, gpu_elsewhere=settings.FIREPOOL_GPU_QUEUE) if value else None
-        )
-        if problem is not None:
+        problem = value and device_problem(value, gpu_elsewhere=settings.FIREPOOL_GPU_QUEUE)
+        if problem:
             raise forms.ValidationError(problem)
 
 
@@ -58,12 +55,7 @@ class ModelNameForm(DatasetForm):
 
 
 class ModelForm(ModelNameForm):
-    split = forms.CharField(max_length=20, initial="test", required=False)
-
-    def clean(self) -> dict:
-        data = super().clean()
-        data["split"] = data.get("split") or "test"
-        return data
+    split = forms.CharField(max_length=20, initial="test", required=False, empty_value="test")
 
 
 class EmbedForm(ModelForm):

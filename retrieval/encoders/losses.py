@@ -3,6 +3,7 @@ Eq. 1-5) and their relevance sets (positives S >= T: Wray et al., CVPR 2021, §4
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 
@@ -133,17 +134,12 @@ class BagRelevance:
         vocabulary: int = 4096,
         video_jaccard: float = 0.5,
     ) -> None:
-        counts: dict[str, int] = {}
-        for bag in bags:
-            for word in set(bag):
-                counts[word] = counts.get(word, 0) + 1
+        counts = Counter(word for bag in bags for word in set(bag))
         words = sorted(counts, key=lambda w: (-counts[w], w))[:vocabulary]
         index = {w: i for i, w in enumerate(words)}
         self.captions = np.zeros((len(bags), max(1, len(words))), dtype=bool)
         for i, bag in enumerate(bags):
-            for word in bag:
-                if word in index:
-                    self.captions[i, index[word]] = True
+            self.captions[i, [index[word] for word in bag if word in index]] = True
         self.videos = np.zeros((n_videos, self.captions.shape[1]), dtype=bool)
         np.logical_or.at(self.videos, caption_video, self.captions)
         self.caption_video = caption_video

@@ -19,9 +19,6 @@ class MiniLMEncoder(Encoder):
     name = "minilm"
     uses_captions = True
 
-    def __init__(self) -> None:
-        pass
-
     @property
     def dim(self) -> int:
         return MINILM_DIM

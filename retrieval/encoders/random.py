@@ -34,10 +34,8 @@ class RandomEncoder(Encoder):
         return l2_normalise(rng.standard_normal(self._dim))
 
     def _encode(self, kind: str, keys: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(keys), self._dim), dtype=np.float32)
-        for i, key in enumerate(keys):
-            out[i] = self.vector(kind, key)
-        return out
+        vectors = [self.vector(kind, key) for key in keys]
+        return np.array(vectors, dtype=np.float32).reshape(len(keys), self._dim)
 
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool

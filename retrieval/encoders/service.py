@@ -125,13 +125,12 @@ def extract_dataset_features(
             for v in todo
             if not v.features or (experts and not (root / experts_path(v)).is_file())
         ]
-    target_device = resolve_device(device)
     done: list[Video] = []
     problems: list[str] = []
     paths = [str(root / video.media.name) for video in todo]
     spans = [(video.start, video.end) for video in todo]  # (None, None): the whole file
     results = video_features.extract_videos(
-        paths, device=target_device, experts=experts, workers=workers, spans=spans
+        paths, device=resolve_device(device), experts=experts, workers=workers, spans=spans
     )
     for video, (vector, sequences, problem) in zip(todo, results, strict=True):
         if problem is not None:  # PyAV raises many error types for broken files
@@ -358,8 +357,7 @@ def positives_per_caption(data: TrainingData) -> float:
         return 0.0
     if data.positives is None:
         return 1.0
-    rows = np.arange(n)
-    own_missing = ~data.positives[rows, data.caption_video]
+    own_missing = ~data.positives[np.arange(n), data.caption_video]
     return float((data.positives.sum(1) + own_missing).mean())
 
 
@@ -447,17 +445,16 @@ def _encode_chunked(
     for number, start in enumerate(range(0, len(ids), CHUNK)):
         window = slice(start, start + CHUNK)
         path = work / f"{label}-{number:05d}.npz"
+        vectors = None
         if path.exists():
             with np.load(path) as saved:
                 if np.array_equal(saved["ids"], ids[window]):
-                    parts.append(saved["vectors"])
-                    if progress:
-                        progress(len(ids[window]))
-                    continue
-        vectors = np.asarray(encode(window), dtype=np.float32)
-        tmp = work / f"{label}-{number:05d}.part.npz"
-        np.savez(tmp, ids=ids[window], vectors=vectors)
-        tmp.replace(path)
+                    vectors = saved["vectors"]
+        if vectors is None:
+            vectors = np.asarray(encode(window), dtype=np.float32)
+            tmp = work / f"{label}-{number:05d}.part.npz"
+            np.savez(tmp, ids=ids[window], vectors=vectors)
+            tmp.replace(path)
         parts.append(vectors)
         if progress:
             progress(len(vectors))

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from config.errors import UserError
 from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
@@ -24,7 +23,7 @@ from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
 from .base import TrainingData, VideoInputs
 from .features import EXPERTS, ExpertSequences
 from .losses import batch_relevance
-from .text import MINILM_DIM, embed_tokens, load_spacy
+from .text import MINILM_DIM, cached, embed_tokens, load_spacy
 from .training import NetworkEncoder, Standardiser, Step
 
 LEVELS = 3
@@ -197,11 +196,8 @@ def hardest_negative_loss(
     positive pairs (``positive``: bool captions x videos)."""
     low = torch.finfo(similarity.dtype).min
     negatives = similarity.masked_fill(positive, low)
-    hardest_video = negatives.max(1, keepdim=True).values
-    hardest_text = negatives.max(0, keepdim=True).values
-    cost = (margin - similarity + hardest_video).clamp(min=0) + (
-        margin - similarity + hardest_text
-    ).clamp(min=0)
+    hardest = (negatives.max(1, keepdim=True).values, negatives.max(0, keepdim=True).values)
+    cost = sum((margin - similarity + h).clamp(min=0) for h in hardest)
     return cost[positive].mean()
 
 
@@ -233,14 +229,11 @@ _GRAPHS_LOCK = threading.Lock()
 
 def caption_graphs(texts: Sequence[str], *, batch_size: int = 256) -> list[RoleGraph]:
     """Role graphs of ``texts``, parsed once per distinct caption per process and cached."""
-    with _GRAPHS_LOCK:
-        missing = [t for t in dict.fromkeys(texts) if t not in _GRAPHS]
-    if missing:
-        parsed = role_graphs(missing, nlp=load_spacy(), batch_size=batch_size)
-        with _GRAPHS_LOCK:
-            _GRAPHS.update(zip(missing, parsed, strict=True))
-    with _GRAPHS_LOCK:
-        return [_GRAPHS[t] for t in texts]
+
+    def parse(missing: list[str]) -> list[RoleGraph]:
+        return role_graphs(missing, nlp=load_spacy(), batch_size=batch_size)
+
+    return cached(_GRAPHS, _GRAPHS_LOCK, texts, parse)
 
 
 @dataclass(frozen=True)
@@ -318,14 +311,10 @@ class SRCTNet(nn.Module):
         self.video = VideoCorrelation(expert_dims, dim, heads, dropout)
 
     def embed_texts(
-        self,
-        tokens: torch.Tensor,
-        lengths: torch.Tensor,
-        weights: torch.Tensor,
-        kinds: torch.Tensor,
-        node_roles: torch.Tensor,
-        edge_roles: torch.Tensor,
+        self, tokens: torch.Tensor, lengths: torch.Tensor, weights: torch.Tensor, *graph
     ) -> torch.Tensor:
+        """Captions from :func:`collate_captions`' tensors (``graph``: kinds, node and edge
+        roles, as :class:`GraphReasoning` takes them)."""
         packed = nn.utils.rnn.pack_padded_sequence(
             tokens, lengths.cpu(), batch_first=True, enforce_sorted=False
         )
@@ -333,7 +322,7 @@ class SRCTNet(nn.Module):
         hidden, _ = nn.utils.rnn.pad_packed_sequence(
             hidden, batch_first=True, total_length=tokens.shape[1]
         )
-        return self.graph(weights @ hidden, kinds, node_roles, edge_roles)
+        return self.graph(weights @ hidden, *graph)
 
     def embed_videos(
         self, values: Sequence[torch.Tensor], paddings: Sequence[torch.Tensor]
@@ -381,9 +370,7 @@ class SRCTEncoder(NetworkEncoder):
         self.embed_dim, self.heads, self.layers, self.dropout = embed_dim, heads, layers, dropout
         self.margin, self.lr, self.weight_decay = margin, lr, weight_decay
         self.batch_size, self.epochs = batch_size, epochs
-        self.net: SRCTNet | None = None
-        if self.expert_dims is not None:
-            self.net = self._build(self.expert_dims)
+        self.net = None if self.expert_dims is None else self._build(self.expert_dims)
 
     def _build(self, expert_dims: Sequence[int]) -> SRCTNet:
         used = [name in self.experts for name in EXPERTS]
@@ -438,14 +425,6 @@ class SRCTEncoder(NetworkEncoder):
                         f"expects T x {width} (the widths it was trained on)"
                     )
 
-    @torch.no_grad()
-    def _levels(self, fn: Any, n: int, batch_size: int, progress: bool, desc: str) -> np.ndarray:
-        out = np.zeros((n, self.dim), dtype=np.float32)
-        for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, leave=False):
-            window = slice(start, min(start + batch_size, n))
-            out[window] = pack_levels(fn(window).float().cpu().numpy())
-        return out
-
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
@@ -454,10 +433,13 @@ class SRCTEncoder(NetworkEncoder):
             return np.zeros((0, self.dim), dtype=np.float32)
         items = caption_inputs(texts, device=device, batch_size=batch_size)
         with self._on(device) as net:
-            return self._levels(
-                lambda w: net.embed_texts(*collate_captions(items[w], device)),
-                len(texts), batch_size, progress, "srct captions",
-            )  # fmt: skip
+
+            def run(window: slice) -> torch.Tensor:
+                return net.embed_texts(*collate_captions(items[window], device))
+
+            return pack_levels(
+                self._in_batches(len(texts), batch_size, progress, "srct captions", run)
+            )
 
     def _encode_videos(
         self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
@@ -475,4 +457,6 @@ class SRCTEncoder(NetworkEncoder):
                 batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
                 return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
 
-            return self._levels(run, len(clips), batch_size, progress, "srct videos")
+            return pack_levels(
+                self._in_batches(len(clips), batch_size, progress, "srct videos", run)
+            )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -48,21 +48,17 @@ class PosSplit:
         return {"verb": self.verbs, "noun": self.nouns}[name]
 
 
-def spacy_model_name() -> str:
-    """``settings.FIREPOOL_SPACY_MODEL`` when Django is configured, else the default."""
-    from django.conf import settings
-
-    if settings.configured:
-        return getattr(settings, "FIREPOOL_SPACY_MODEL", DEFAULT_SPACY_MODEL)
-    return DEFAULT_SPACY_MODEL
-
-
 @lru_cache(maxsize=4)
 def load_spacy(name: str | None = None) -> Any:
-    """The spaCy pipeline (cached per process), without the unused named-entity recogniser."""
+    """The spaCy pipeline ``name`` (by default ``settings.FIREPOOL_SPACY_MODEL`` when Django is
+    configured), cached per process, without the unused named-entity recogniser."""
     import spacy
+    from django.conf import settings
 
-    name = name or spacy_model_name()
+    if not name:
+        name = DEFAULT_SPACY_MODEL
+        if settings.configured:
+            name = getattr(settings, "FIREPOOL_SPACY_MODEL", name)
     try:
         return spacy.load(name, disable=["ner"])
     except OSError:
@@ -87,13 +83,10 @@ def _split(doc: Any) -> PosSplit:
     return PosSplit(tuple(verbs), tuple(nouns))
 
 
-def split_pos(
-    texts: Sequence[str], *, batch_size: int = 256, model: str | None = None
-) -> list[PosSplit]:
+def split_pos(texts: Sequence[str], *, batch_size: int = 256) -> list[PosSplit]:
     """Verb and noun bags of each caption (JPoSE §3.2): VERB lemmas but light verbs, motion
     verbs and :data:`MOTION_PARTICLES`; nouns as :data:`NOUN_TAGS`."""
-    nlp = load_spacy(model)
-    return [_split(doc) for doc in nlp.pipe(list(texts), batch_size=batch_size)]
+    return [_split(doc) for doc in load_spacy().pipe(list(texts), batch_size=batch_size)]
 
 
 _MINILM_LOCK = threading.Lock()
@@ -143,18 +136,26 @@ _WORD_CACHE: dict[str, np.ndarray] = {}
 _WORD_LOCK = threading.Lock()
 
 
+def cached(cache: dict, lock: threading.Lock, keys: Sequence, compute: Callable) -> list:
+    """``cache[key]`` of each key, ``compute`` (a list of keys -> their values) called once, out
+    of the lock, for the distinct keys missing from ``cache`` (per-process caches)."""
+    with lock:
+        missing = [key for key in dict.fromkeys(keys) if key not in cache]
+    if missing:
+        values = compute(missing)
+        with lock:
+            cache.update(zip(missing, values, strict=True))
+    with lock:
+        return [cache[key] for key in keys]
+
+
 def embed_words(
     words: Sequence[str], *, device: str | torch.device = "auto", batch_size: int = 256
 ) -> dict[str, np.ndarray]:
     """MiniLM vectors of single words, cached per process (the vocabulary is small)."""
-    with _WORD_LOCK:
-        missing = sorted({w for w in words if w not in _WORD_CACHE})
-    if missing:
-        vectors = embed_sentences(missing, device=device, batch_size=batch_size)
-        with _WORD_LOCK:
-            _WORD_CACHE.update(zip(missing, vectors, strict=True))
-    with _WORD_LOCK:
-        return {w: _WORD_CACHE[w] for w in set(words)}
+    distinct = sorted(set(words))
+    embed = partial(embed_sentences, device=device, batch_size=batch_size)
+    return dict(zip(distinct, cached(_WORD_CACHE, _WORD_LOCK, distinct, embed), strict=True))
 
 
 def bag_features(

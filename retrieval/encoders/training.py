@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .base import Encoder, EpochCallback, TrainingData, VideoInputs
+from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
 from .losses import MARGIN, LossWeights
 
 
@@ -100,23 +100,34 @@ class NetworkEncoder(Encoder):
         finally:
             net.cpu()
 
+    @torch.no_grad()
+    def _in_batches(
+        self, n: int, batch_size: int, progress: bool, desc: str, run: Callable[[slice], Any]
+    ) -> np.ndarray:
+        """``run`` (a window of the ``n`` items -> a tensor of their rows), ``batch_size`` items
+        at a time, the rows concatenated as float32."""
+        starts = tqdm(range(0, n, batch_size), desc, disable=not progress, leave=False)
+        return np.concatenate([run(slice(s, s + batch_size)).float().cpu().numpy() for s in starts])
+
     def _prepare(
         self, data: TrainingData, seed: int, device: torch.device, progress: bool
     ) -> tuple[nn.Module, Step]:
         """Build ``self.net`` afresh for ``data`` on ``device``; return it and its batch loss."""
         raise NotImplementedError
 
-    def _fit(
+    def fit(
         self,
         data: TrainingData,
-        epochs: int | None,
-        seed: int,
-        device: torch.device,
-        progress: bool,
-        on_epoch: EpochCallback | None,
+        *,
+        epochs: int | None = None,
+        seed: int = 0,
+        device: str | torch.device = "auto",
+        progress: bool = False,
+        on_epoch: EpochCallback | None = None,
     ) -> list[float]:
         """Adam over seeded caption batches (bf16 autocast on CUDA); each epoch's mean loss,
         also passed to ``on_epoch``."""
+        device = resolve_device(device)
         torch.manual_seed(seed)
         net, step = self._prepare(data, seed, device, progress)
         epochs = self.epochs if epochs is None else epochs
@@ -204,20 +215,16 @@ class TrainedEncoder(NetworkEncoder):
         net.standardise.fit(videos)
         return net, videos
 
-    @torch.no_grad()
     def _run(
         self, fn_name: str, x: np.ndarray, device: torch.device, batch_size: int, progress: bool
     ) -> np.ndarray:
         """The trained network's ``fn_name`` over the rows of ``x`` (not empty), in batches."""
-        out = []
-        starts = tqdm(range(0, len(x), batch_size), "encode", disable=not progress, leave=False)
+        rows = torch.from_numpy(np.ascontiguousarray(x, np.float32))
         with self._on(device) as net:
-            for start in starts:
-                chunk = torch.from_numpy(
-                    np.ascontiguousarray(x[start : start + batch_size], np.float32)
-                )
-                out.append(getattr(net, fn_name)(chunk.to(device)).float().cpu().numpy())
-        return np.concatenate(out).astype(np.float32)
+            embed = getattr(net, fn_name)
+            return self._in_batches(
+                len(x), batch_size, progress, "encode", lambda w: embed(rows[w].to(device))
+            )
 
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool

@@ -56,11 +56,6 @@ class MeteorCorpus:
         """Tokens per caption (int64 [n])."""
         return np.diff(self.offsets)
 
-    def tokens(self, caption: int) -> list[str]:
-        """One caption's lowercased tokens, as METEOR compares them."""
-        start, end = self.offsets[caption], self.offsets[caption + 1]
-        return [self.words[w] for w in self.word_ids[start:end]]
-
 
 def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
     """Precompute, once per caption, what METEOR needs (captions come pre-tokenised). WordNet from
@@ -124,16 +119,16 @@ def prepare(token_lists: Sequence[Sequence[str]]) -> MeteorCorpus:
 
 
 @lru_cache(maxsize=4096)
-def _score_table(hyp_len: int, ref_len: int, alpha: float, beta: float, gamma: float) -> np.ndarray:
+def _score_table(hyp_len: int, ref_len: int) -> np.ndarray:
     """``m`` matches in ``c`` chunks score at ``m * (k + 1) + c`` (k: min length), NLTK's floats."""
     k = min(hyp_len, ref_len)
     table = np.zeros((k + 1) * (k + 1), dtype=np.float64)
     for m in range(1, k + 1):
         precision = float(m) / hyp_len
         recall = float(m) / ref_len
-        fmean = (precision * recall) / (alpha * precision + (1 - alpha) * recall)
+        fmean = (precision * recall) / (ALPHA * precision + (1 - ALPHA) * recall)
         for c in range(1, m + 1):
-            penalty = gamma * (float(c) / m) ** beta
+            penalty = GAMMA * (float(c) / m) ** BETA
             table[m * (k + 1) + c] = (1 - penalty) * fmean
     return table
 
@@ -251,12 +246,12 @@ def _greedy_stages(matched: np.ndarray, stages: Iterable[Callable[[], np.ndarray
         free[pairs] = sub_free
 
 
-def _scores(matched: np.ndarray, hyp_len: int, ref_len: int, params: tuple) -> np.ndarray:
+def _scores(matched: np.ndarray, hyp_len: int, ref_len: int) -> np.ndarray:
     """Scores of one block from its matched bits [hyp_len, pairs] (chunks continue bit by bit)."""
     m = np.count_nonzero(matched, axis=0)
     continued = np.count_nonzero((matched[1:] == (matched[:-1] >> 1)) & (matched[1:] != 0), axis=0)
     k = min(hyp_len, ref_len)
-    return _score_table(hyp_len, ref_len, *params)[m * (k + 1) + (m - continued)]
+    return _score_table(hyp_len, ref_len)[m * (k + 1) + (m - continued)]
 
 
 def _score_group(
@@ -265,7 +260,6 @@ def _score_group(
     hyps: np.ndarray,
     pair_refs: np.ndarray | None,
     pair_hyps: np.ndarray | None,
-    params: tuple,
 ) -> np.ndarray:
     """Score same-length references against hypotheses: every pair [refs, hyps], or the pairs
     (``refs[pair_refs[p]]``, ``hyps[pair_hyps[p]]``) [P], in blocks of ``BLOCK_PAIRS``."""
@@ -286,7 +280,7 @@ def _score_group(
             captions = hyps[block] if matrix else hyps[pair_hyps[block]]
             tokens = corpus.offsets[captions] + np.arange(hyp_len)[:, None]
             matched = table.match(tokens, None if matrix else pair_refs[block])
-            scores = _scores(matched, hyp_len, ref_len, params)
+            scores = _scores(matched, hyp_len, ref_len)
             if matrix:
                 out[:, block] = scores.reshape(len(block), len(refs)).T
             else:
@@ -304,29 +298,24 @@ def _init_worker(state: dict[str, Any]) -> None:
     _WORKER.update(state)
 
 
-def _matrix_task(refs: np.ndarray, state: dict[str, Any] | None = None) -> np.ndarray:
-    """Scores of ``refs`` (all of one length) against every hypothesis of the matrix."""
-    w = _WORKER if state is None else state
-    out = _score_group(w["corpus"], refs, w["hyps"], None, None, w["params"])
-    return out.astype(w["dtype"], copy=False)
-
-
-def _pairs_task(
+def _task(
     refs: np.ndarray,
-    hyps: np.ndarray,
-    pair_refs: np.ndarray,
-    pair_hyps: np.ndarray,
+    hyps: np.ndarray | None = None,
+    pair_refs: np.ndarray | None = None,
+    pair_hyps: np.ndarray | None = None,
     state: dict[str, Any] | None = None,
 ) -> np.ndarray:
-    """Scores of the pairs (``refs[pair_refs]``, ``hyps[pair_hyps]``), references of one length."""
+    """Scores of ``refs`` (all of one length) against every hypothesis of the matrix (without
+    ``hyps``), or of the pairs (``refs[pair_refs]``, ``hyps[pair_hyps]``)."""
     w = _WORKER if state is None else state
-    return _score_group(w["corpus"], refs, hyps, pair_refs, pair_hyps, w["params"])
+    hyps = w["hyps"] if hyps is None else hyps
+    out = _score_group(w["corpus"], refs, hyps, pair_refs, pair_hyps)
+    return out.astype(w["dtype"], copy=False)
 
 
 @dataclass(frozen=True)
 class _Task:
-    function: Callable[..., np.ndarray]
-    args: tuple
+    args: tuple  # of _task
     pairs: int  # for the progress bar
     where: np.ndarray  # rows (matrix) or positions (pairs) of the output it fills
 
@@ -349,15 +338,13 @@ def _run(
     ) as bar:
         if workers == 1 or len(tasks) <= 1:
             for task in tasks:
-                out[task.where] = task.function(*task.args, state=state)
+                out[task.where] = _task(*task.args, state=state)
                 bar.update(task.pairs)
             return
         with ProcessPoolExecutor(
             max_workers=min(workers, len(tasks)), initializer=_init_worker, initargs=(state,)
         ) as pool:
-            futures: dict[Future, _Task] = {
-                pool.submit(task.function, *task.args): task for task in tasks
-            }
+            futures: dict[Future, _Task] = {pool.submit(_task, *task.args): task for task in tasks}
             for future in as_completed(futures):
                 task = futures.pop(future)  # drop the finished result once delivered
                 out[task.where] = future.result()
@@ -391,14 +378,14 @@ def meteor_matrix(
     hyps = np.arange(corpus.n_captions) if hypotheses is None else np.asarray(hypotheses, np.int64)
     out = np.zeros((len(refs), len(hyps)), dtype=dtype)
     tasks = [
-        _Task(_matrix_task, (refs[chunk],), len(chunk) * len(hyps), chunk)
+        _Task((refs[chunk],), len(chunk) * len(hyps), chunk)
         for chunk in _length_chunks(lengths[refs], TASK_REFERENCES)
         if len(hyps)
     ]
     # Costliest first (references x their length), so that no long task is left to the end.
     tasks.sort(key=lambda task: -len(task.where) * int(lengths[task.args[0][0]]))
 
-    state = {"corpus": corpus, "hyps": hyps, "params": (ALPHA, BETA, GAMMA), "dtype": dtype}
+    state = {"corpus": corpus, "hyps": hyps, "dtype": dtype}
     _run(tasks, state, workers, progress, out)
     return out
 
@@ -421,7 +408,7 @@ def meteor_pairs(
         group_refs, pair_refs = np.unique(refs[chunk], return_inverse=True)
         group_hyps, pair_hyps = np.unique(hyps[chunk], return_inverse=True)
         args = (group_refs, group_hyps, pair_refs.ravel(), pair_hyps.ravel())
-        tasks.append(_Task(_pairs_task, args, len(chunk), chunk))
-    state = {"corpus": corpus, "params": (ALPHA, BETA, GAMMA)}
+        tasks.append(_Task(args, len(chunk), chunk))
+    state = {"corpus": corpus, "dtype": np.float64}
     _run(tasks, state, workers, False, out)
     return out

@@ -58,10 +58,8 @@ def iou_matrix(a: sparse.csr_matrix, b: sparse.csr_matrix, *, block: int = 2048)
     """float32 [len(a), len(b)]: |a_i ∩ b_j| / |a_i ∪ b_j|, 0 where the union is empty; ``block``
     rows at a time so the dense output is the only large allocation."""
     a, b = sparse.csr_matrix(a), sparse.csr_matrix(b)
-    if a.shape[1] != b.shape[1]:
-        width = max(a.shape[1], b.shape[1])
-        a = sparse.csr_matrix((a.data, a.indices, a.indptr), shape=(a.shape[0], width))
-        b = sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], width))
+    width = max(a.shape[1], b.shape[1])  # the same vocabulary, one possibly grown since
+    a, b = (sparse.csr_matrix((m.data, m.indices, m.indptr), (m.shape[0], width)) for m in (a, b))
     out = np.zeros((a.shape[0], b.shape[0]), dtype=np.float32)
     size_b = np.diff(b.indptr).astype(np.float32)
     bt = b.T.tocsc()

