@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from config.batches import batches, rows_in
 from config.errors import UserError
 from retrieval.datasets.demo.service import stored_assertion, stored_scene
 from retrieval.datasets.names import check_name
@@ -98,14 +99,13 @@ def import_dataset(
     try:
         with transaction.atomic():
             importer = _Importer(
-                name, path, caption_format, media, video_url_template, split or "", summary
+                summary, path, caption_format, media, video_url_template, split or "", skip_broken
             )
-            importer.skip_broken = skip_broken
             importer.run(caption_format.parse(path), progress)
             if media is not None:
                 linked = media.link()
                 summary.media_link = media.link_path
-            if importer.dataset is not None and (summary.derived_pending or media is not None):
+            if summary.derived_pending or media is not None:
                 queue_media(importer.dataset)  # copies, clips, or only posters to make
     except BaseException:
         if linked and media is not None:
@@ -161,39 +161,32 @@ class _VideoEntry:
     broken: bool = False
 
 
+@dataclass
 class _Importer:
-    """One import's state: keys seen so far, videos to create and captions to write."""
+    """One import: its options, the keys seen so far, videos to create and captions to write."""
 
-    def __init__(
-        self,
-        name: str,
-        path: Path,
-        caption_format: CaptionFormat,
-        media: "MediaResolver | None",
-        url_template: str | None,
-        default_split: str,
-        summary: ImportSummary,
-    ) -> None:
-        self.name = name
-        self.fmt = summary.format
-        self.path = path
-        self.format = caption_format
-        self.media = media
-        self.url_template = url_template
-        self.url_fields = check_url_template(url_template) if url_template is not None else set()
-        self.default_split = default_split
-        self.summary = summary
-        self.dataset: Dataset | None = None
-        self.caption_lines: dict[str, int] = {}
-        self.existing_captions: set[str] = set()
-        self.videos: dict[str, _VideoEntry] = {}
-        self.existing_videos: dict[str, Video] = {}
-        self.new_videos: list[Video] = []
-        self.pending: list[tuple[CaptionRecord, str, bool]] = []
-        self.splits: Counter[str] = Counter()
-        self.skip_broken = False
-        self.copy = copy_settings() if media is not None else None
-        self.probes: dict[str, Probe | str] = {}
+    summary: ImportSummary
+    path: Path
+    format: CaptionFormat
+    media: "MediaResolver | None"
+    url_template: str | None
+    default_split: str
+    skip_broken: bool
+    dataset: Dataset | None = None
+    caption_lines: dict[str, int] = field(default_factory=dict)
+    existing_captions: set[str] = field(default_factory=set)
+    videos: dict[str, _VideoEntry] = field(default_factory=dict)
+    existing_videos: dict[str, Video] = field(default_factory=dict)
+    new_videos: list[Video] = field(default_factory=list)
+    pending: list[tuple[CaptionRecord, str, bool]] = field(default_factory=list)
+    splits: Counter[str] = field(default_factory=Counter)
+    probes: dict[str, Probe | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.name = self.summary.dataset
+        template = self.url_template
+        self.url_fields = check_url_template(template) if template is not None else set()
+        self.copy = copy_settings() if self.media is not None else None
 
     def error(self, record: CaptionRecord, field: str | None, message: str) -> FormatError:
         """A FormatError located at ``record``."""
@@ -209,7 +202,9 @@ class _Importer:
         if dataset is None:
             try:
                 with transaction.atomic():  # a savepoint: the import goes on if it fails
-                    dataset = Dataset.objects.create(name=self.name, source_format=self.fmt)
+                    dataset = Dataset.objects.create(
+                        name=self.name, source_format=self.summary.format
+                    )
                 self.summary.dataset_created = True
             except IntegrityError:
                 # Another import created it meanwhile and committed: add to it.
@@ -222,24 +217,20 @@ class _Importer:
             )
             self.existing_videos = {video.key: video for video in dataset.videos.all()}
         self.dataset = dataset
-        reported = 0
-        for record in records:
-            self.add(record)
-            if len(self.pending) >= BATCH_SIZE:
-                self.flush()
-                if progress is not None:
-                    progress(self.summary.captions - reported)
-                    reported = self.summary.captions
-        self.flush()
-        if progress is not None and self.summary.captions > reported:
-            progress(self.summary.captions - reported)
+        for batch in batches(records, BATCH_SIZE):
+            written = self.summary.captions
+            for record in batch:
+                self.add(record)
+            self.flush()
+            if progress is not None and self.summary.captions > written:
+                progress(self.summary.captions - written)
         if not self.summary.captions:
             raise FormatError(self.path, None, None, "no captions found")
         self.summary.splits = dict(sorted(self.splits.items()))
         imports = dataset.metadata.setdefault("imports", [])
         entry = {
             "file": self.path.name,
-            "format": self.fmt,
+            "format": self.summary.format,
             "captions": self.summary.captions,
             "videos_created": self.summary.videos_created,
             "at": timezone.now().isoformat(timespec="seconds"),
@@ -421,15 +412,10 @@ class _Importer:
             if self.copy is not None:
                 self.summary.derived_pending += attach_derived(self.new_videos, self.copy)
             created = Video.objects.bulk_create(self.new_videos, batch_size=BATCH_SIZE)
-            missing = [video.key for video in created if video.pk is None]
             ids = {video.key: video.pk for video in created if video.pk is not None}
-            for start in range(0, len(missing), 500):
-                chunk = missing[start : start + 500]
-                ids.update(
-                    Video.objects.filter(dataset=self.dataset, key__in=chunk).values_list(
-                        "key", "id"
-                    )
-                )
+            missing = [video.key for video in created if video.pk is None]
+            keys = Video.objects.filter(dataset=self.dataset).values_list("key", "id")
+            ids.update(rows_in(keys, "key", missing))
             for key, pk in ids.items():
                 self.videos[key].id = pk
             self.summary.videos_created += len(created)
@@ -504,8 +490,8 @@ class MediaResolver:
         inside the videos directory once links are followed; LookupError when there is none."""
         if record.video_path:
             relative = record.video_path
-            extension = relative.rpartition("/")[2].rpartition(".")[2].lower()
-            if "." not in relative.rpartition("/")[2] or extension not in VIDEO_EXTENSIONS:
+            _, dot, extension = relative.rpartition("/")[2].rpartition(".")
+            if not dot or extension.lower() not in VIDEO_EXTENSIONS:
                 raise LookupError(
                     f"{relative!r} is not a video file name (expected one of "
                     f".{', .'.join(VIDEO_EXTENSIONS)})"
