@@ -175,9 +175,8 @@ def _trimmed(doc: Any, start: int, end: int) -> tuple[int, int]:
 
 def _is_predicate(token: Any) -> bool:
     """A verb heading a clause, or a noun root the small parser made of a verb."""
-    if token.pos_ in ("VERB", "AUX") and token.dep_ in CLAUSE_DEPENDENCIES:
-        return True
-    return _is_misparsed_verb(token)
+    clause = token.pos_ in ("VERB", "AUX") and token.dep_ in CLAUSE_DEPENDENCIES
+    return clause or _is_misparsed_verb(token)
 
 
 def _is_misparsed_verb(token: Any) -> bool:
@@ -187,14 +186,10 @@ def _is_misparsed_verb(token: Any) -> bool:
     return token.text.lower() in MOTION_FORMS or has_object
 
 
-def _marker(token: Any) -> str:
-    marks = [child for child in token.children if child.dep_ == "mark"]
-    return marks[0].text.lower() if marks else ""
-
-
-def _pobj_lemma(token: Any) -> str:
-    objects = [child for child in token.children if child.dep_ == "pobj"]
-    return objects[0].lemma_.lower() if objects else ""
+def _child_word(token: Any, dep: str, attribute: str = "text") -> str:
+    """The lower-cased ``attribute`` (``text``, ``lemma_``) of the first ``dep`` child, or ""."""
+    child = next((child for child in token.children if child.dep_ == dep), None)
+    return "" if child is None else getattr(child, attribute).lower()
 
 
 def _role_of(child: Any, *, has_object: bool, copula: bool, existential: bool) -> str:
@@ -203,12 +198,12 @@ def _role_of(child: Any, *, has_object: bool, copula: bool, existential: bool) -
     and "to" beside a direct object is ARG2 ("add the onions to the pan")."""
     dep = child.dep_
     if dep == "advcl":
-        return ROLE_RULES.get((dep, _marker(child)), "")
+        return ROLE_RULES.get((dep, _child_word(child, "mark")), "")
     if dep == "nsubj" and copula:
         return "ARG1"
     if dep == "attr" and existential:
         return "ARG1"
-    if dep == "prep" and _pobj_lemma(child) in TIME_NOUNS:
+    if dep == "prep" and _child_word(child, "pobj", "lemma_") in TIME_NOUNS:
         return ARGM_TMP
     word = child.text.lower()
     if dep == "prep" and word == "to" and has_object:
@@ -232,7 +227,8 @@ def _split_trailing(
     for token in doc[argument.start : argument.end]:
         if token.dep_ != "prep" or token.i == head.i or token.right_edge.i + 1 != argument.end:
             continue
-        role = ARGM_TMP if _pobj_lemma(token) in TIME_NOUNS else _PREP_ROLES.get(token.lower_, "")
+        time = _child_word(token, "pobj", "lemma_") in TIME_NOUNS
+        role = ARGM_TMP if time else _PREP_ROLES.get(token.lower_, "")
         if role in _LIFTABLE_ANYWHERE or (role == ARGM_LOC and locative):
             rest = _Argument(argument.role, *_trimmed(doc, argument.start, token.i))
             return rest, _Argument(role, token.i, argument.end)

@@ -23,7 +23,9 @@ MOTIONS: tuple[str, ...] = (
     "left", "right", "up", "down", "spinning", "growing", "shrinking", "bouncing", "still",
 )  # fmt: skip
 BACKGROUNDS: tuple[str, ...] = ("plain", "stripes", "grass")
-DIRECTIONAL_MOTIONS: frozenset[str] = frozenset({"left", "right", "up", "down"})
+STEPS: dict[str, tuple[int, int]] = dict(left=(-1, 0), right=(1, 0), up=(0, -1), down=(0, 1))
+"""Each directional motion's direction in x and y (y points down)."""
+DIRECTIONAL_MOTIONS: frozenset[str] = frozenset(STEPS)
 MOVING = "moving"
 """Motion value an assertion may state meaning "any motion but still"."""
 MAX_OBJECTS = 3
@@ -69,14 +71,9 @@ class SceneObject:
     def state(self, u: float) -> tuple[float, float, float, float]:
         """Centre x, centre y, radius and angle (radians) at clip time ``u`` in [0, 1]."""
         x, y, scale, angle = self.x, self.y, 1.0, self.angle
-        if self.motion == "left":
-            x -= TRAVEL * u
-        elif self.motion == "right":
-            x += TRAVEL * u
-        elif self.motion == "up":
-            y -= TRAVEL * u
-        elif self.motion == "down":
-            y += TRAVEL * u
+        if self.motion in STEPS:
+            step_x, step_y = STEPS[self.motion]
+            x, y = x + step_x * TRAVEL * u, y + step_y * TRAVEL * u
         elif self.motion == "bouncing":
             y -= BOUNCE_HEIGHT * abs(math.sin(math.pi * BOUNCES * u))
         elif self.motion == "growing":
@@ -219,19 +216,17 @@ class _SceneArrays:
 
     @classmethod
     def encode(cls, scenes: Sequence[Scene]) -> _SceneArrays:
-        n = len(scenes)
         width = max([MAX_OBJECTS, *(len(s.objects) for s in scenes)])
-        shape = np.full((n, width), -1, dtype=np.int8)
-        colour = np.full((n, width), -1, dtype=np.int8)
-        motion = np.full((n, width), -1, dtype=np.int8)
-        background = np.empty(n, dtype=np.int8)
+        codes = np.full((3, len(scenes), width), -1, dtype=np.int8)  # shape, colour, motion
         for v, scene in enumerate(scenes):
-            background[v] = BACKGROUNDS.index(scene.background.kind)
             for k, obj in enumerate(scene.objects):
-                shape[v, k] = SHAPES.index(obj.shape)
-                colour[v, k] = COLOURS.index(obj.colour)
-                motion[v, k] = MOTIONS.index(obj.motion)
-        return cls(shape, colour, motion, background)
+                codes[:, v, k] = (
+                    SHAPES.index(obj.shape),
+                    COLOURS.index(obj.colour),
+                    MOTIONS.index(obj.motion),
+                )
+        kinds = [BACKGROUNDS.index(scene.background.kind) for scene in scenes]
+        return cls(*codes, np.array(kinds, dtype=np.int8))
 
     def matches(self, spec: ObjectSpec) -> np.ndarray:
         """Videos x object slots: which objects match ``spec`` (cached per spec)."""
