@@ -43,15 +43,8 @@ class ImportDatasetForm(forms.Form):
 
         data = super().clean()
         if "name" in data and "format" in data:
-            options = DatasetUpload(
-                data["name"],
-                data["format"],
-                data.get("videos", ""),
-                data.get("video_url", ""),
-                data.get("split", ""),
-            )
             try:
-                options.check()
+                DatasetUpload.of(data).check()
             except UserError as exc:
                 raise forms.ValidationError(str(exc)) from None
         return data

@@ -9,7 +9,7 @@ a run file, uploaded embeddings or a built-in encoder (one ``build_model`` job).
 
 import shutil
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -129,6 +129,12 @@ class DatasetUpload:
     video_url: str = ""
     split: str = ""
     skip_broken: bool = False
+
+    @classmethod
+    def of(cls, values: dict) -> "DatasetUpload":
+        """The options among ``values`` (a form's cleaned data); those missing keep defaults."""
+        names = [option.name for option in fields(cls)]
+        return cls(**{name: values[name] for name in names if name in values})
 
     def check(self) -> None:
         """Refuse options the importer would refuse, before the file is saved."""
