@@ -350,11 +350,9 @@ def role_graphs(
 ) -> list[RoleGraph]:
     """Role graphs of captions (strings, parsed with ``nlp.pipe``, or spaCy ``Doc``\\ s);
     the caller passes ``nlp`` so that this module needs neither Django nor torch."""
-    texts = [caption for caption in captions if isinstance(caption, str)]
-    parsed: dict[str, Any] = {}
-    if texts:
-        unique = list(dict.fromkeys(texts))
-        parsed = dict(zip(unique, nlp.pipe(unique, batch_size=batch_size), strict=True))
+    unique = list(dict.fromkeys(caption for caption in captions if isinstance(caption, str)))
+    docs = nlp.pipe(unique, batch_size=batch_size) if unique else ()
+    parsed = dict(zip(unique, docs, strict=True))
     return [role_graph(parsed[c] if isinstance(c, str) else c) for c in captions]
 
 
@@ -410,17 +408,12 @@ def score_frames(
 ) -> list[RoleScore]:
     """Per-role exact-match scores of predicted against hand-labelled frames, plus "all": a
     span counts when the same caption's frame with the same verb has it in the same role."""
-    found, wanted = _triples(predicted), _triples(expected)
+    every = _triples(predicted), _triples(expected)
     scores = []
     for role in (*ROLE_ORDER[:-1], "all"):
-
-        def of(triples: set, role: str = role) -> set:
-            return {t for t in triples if role == "all" or t[2] == role}
-
-        if role == "all" or of(wanted) or of(found):
-            scores.append(
-                RoleScore(role, len(of(found) & of(wanted)), len(of(found)), len(of(wanted)))
-            )
+        found, wanted = ({t for t in triples if role in ("all", t[2])} for triples in every)
+        if role == "all" or found or wanted:
+            scores.append(RoleScore(role, len(found & wanted), len(found), len(wanted)))
     return scores
 
 

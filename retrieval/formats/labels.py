@@ -437,21 +437,18 @@ GOLD_REQUIRED = ("caption_id", "video_id", "label")
 def read_gold_jsonl(path: Path) -> dict[tuple[str, str], int]:
     """Trusted labels of some pairs, in the raw file's layout, as {(caption key, video key):
     1 or 0}; a pair given twice must be given the same label."""
-    gold: dict[tuple[str, str], int] = {}
-    lines: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, str], tuple[int, int]] = {}  # pair: (label, line)
     for line, values in json_objects(path, GOLD_REQUIRED):
         read = field_reader(path, line, values)
         pair = (read("caption_id", parse_key), read("video_id", parse_key))
         label = read("label", parse_raw_label)
-        if pair in gold and gold[pair] != label:
-            raise FormatError(
-                path, line, "label", f"pair {pair!r} has another label on line {lines[pair]}"
-            )
-        gold.setdefault(pair, label)
-        lines.setdefault(pair, line)
-    if not gold:
+        given, given_on = first.setdefault(pair, (label, line))
+        if given != label:
+            message = f"pair {pair!r} has another label on line {given_on}"
+            raise FormatError(path, line, "label", message)
+    if not first:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
-    return gold
+    return {pair: label for pair, (label, _) in first.items()}
 
 
 def parse_raw_label(value: object) -> int:
