@@ -298,8 +298,8 @@ def build_model(
     dataset = model.dataset
     done: list[str] = []
 
-    def say(number: int, text: str, total: int | None = None) -> None:
-        steps.step(f"step {number} of 4: {text}", total=total)
+    def say(number: int, text: str, total: int | None = None, units: int = 0) -> None:
+        steps.step(f"step {number} of 4: {text}", total=total, done=units)
 
     missing = Video.objects.filter(dataset=dataset, features="").exclude(media="")
     if encoder.uses_features and missing.exists():
@@ -314,11 +314,8 @@ def build_model(
         say(2, f"training {model.name} ({model.encoder})")
 
         def epoch_done(number: int, total: int, loss: float) -> None:
-            steps.step(
-                f"step 2 of 4: training {model.name}: epoch {number} of {total}, loss {loss:.4f}",
-                total=total,
-                done=number,
-            )
+            text = f"training {model.name}: epoch {number} of {total}, loss {loss:.4f}"
+            say(2, text, total, number)
 
         encoding.train(model, epochs=epochs, seed=seed, device=device, on_epoch=epoch_done)
         done.append("train")

@@ -583,11 +583,9 @@ def jsonl_pair_lines(
     labels = {code: json_string(name) for code, name in LABEL_NAMES.items()}
     for row in rows:
         _check_pair_line(row, keys)
-        caption_key, video_key, caption, label, votes, adjudicated, annotators, ranks, auto = row[
-            :9
-        ]
+        key, video, caption, label, votes, adjudicated, annotators, ranks, auto, confidence = row
         line = (
-            f'{{"caption_key": {encoded[caption_key]}, "video_key": {encoded[video_key]}, '
+            f'{{"caption_key": {encoded[key]}, "video_key": {encoded[video]}, '
             f'"caption": {encoded[caption]}, "label": {labels[label]}, "labels": {votes}, '
             f'"adjudicated": {"true" if adjudicated else "false"}, '
             f'"annotators": [{", ".join([encoded[name] for name in annotators])}], '
@@ -595,7 +593,6 @@ def jsonl_pair_lines(
         )
         if auto_label or auto:
             line += f', "auto_label": {encoded[auto]}'
-        confidence = row[9]
         if confidence is not None:
             line += f', "confidence": {json_number(confidence)}'
         yield line + "}\n"
@@ -638,20 +635,18 @@ def csv_pair_lines(
     labels = {code: cells[name] for code, name in LABEL_NAMES.items()}
     for row in rows:
         _check_pair_line(row, keys)
-        caption_key, video_key, caption, label, votes, adjudicated, annotators, ranks, auto = row[
-            :9
-        ]
+        key, video, caption, label, votes, adjudicated, annotators, ranks, auto, score = row
         joined, text = annotators_text[annotators], ranks_text[ranks]
         if auto and not auto_label:
             raise ValueError(f"{_owner(row[:2])} {AUTOMATIC}")
         line = (
-            f"{cells[caption_key]},{cells[video_key]},{cells[caption]},{labels[label]},"
+            f"{cells[key]},{cells[video]},{cells[caption]},{labels[label]},"
             f"{votes},{'true' if adjudicated else 'false'},{joined}"
         )
         if auto_label:
             line += "," + cells[auto]
         if confidence:
-            line += "," + ("" if row[9] is None else csv_line([row[9]])[:-1])
+            line += "," + ("" if score is None else csv_line([score])[:-1])
         yield line + text + "\n"
 
 
