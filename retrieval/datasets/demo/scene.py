@@ -105,18 +105,8 @@ class Scene:
     seed: int = 0
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict (stored as ``Video.metadata["scene"]``)."""
-        return {
-            "background": {
-                **asdict(self.background),
-                "colour": list(self.background.colour),
-                "colour2": None
-                if self.background.colour2 is None
-                else list(self.background.colour2),
-            },
-            "objects": [asdict(obj) for obj in self.objects],
-            "seed": self.seed,
-        }
+        """Its fields as JSON reads them back, tuples as lists (``Video.metadata["scene"]``)."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict) -> Scene:
@@ -161,12 +151,8 @@ class Assertion:
     relation: str | None = None
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict (stored as ``Caption.metadata["assertion"]``)."""
-        return {
-            "objects": [asdict(spec) for spec in self.objects],
-            "background": self.background,
-            "relation": self.relation,
-        }
+        """Its fields as JSON reads them back (``Caption.metadata["assertion"]``)."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict) -> Assertion:
