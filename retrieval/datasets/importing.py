@@ -420,8 +420,6 @@ class _Importer:
                 self.videos[key].id = pk
             self.summary.videos_created += len(created)
             self.new_videos = []
-        if not self.pending:
-            return
         captions = [
             Caption(
                 dataset=self.dataset,

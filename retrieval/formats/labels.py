@@ -102,7 +102,7 @@ def read_jsonl(path: Path) -> Iterator[LabelRecord]:
     for line, values in json_objects(path, REQUIRED):
         read = field_reader(path, line, values)
         annotators, runs = read("annotators", _parse_annotator_list), read("runs", _parse_runs)
-        yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
+        yield _label_record(path, line, values, annotators, runs, seen)
     if not seen:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
 
@@ -122,7 +122,7 @@ def read_csv(path: Path) -> Iterator[LabelRecord]:
             for column, name in run_columns.items()
             if values[column].strip()
         }
-        yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
+        yield _label_record(path, line, values, annotators, runs, seen)
     if not seen:
         raise FormatError(path, None, None, "no labels (only a header row)")
 
@@ -133,11 +133,13 @@ def _label_record(
     values: Mapping[str, object],
     annotators: tuple[str, ...],
     runs: dict[str, int],
+    seen: dict[tuple[str, str], int],
 ) -> LabelRecord:
-    """Validate the fields JSONL and CSV share into a record."""
+    """Validate the fields JSONL and CSV share into a record whose pair no earlier line (in
+    ``seen``, pair: line) labelled."""
     read = field_reader(path, line, values)
     adjudicated = read("adjudicated", parse_bool)
-    return LabelRecord(
+    record = LabelRecord(
         caption_key=read("caption_key", parse_key),
         video_key=read("video_key", parse_key),
         label=read("label", parse_label),
@@ -150,20 +152,11 @@ def _label_record(
         confidence=read(CONFIDENCE, parse_probability),
         line=line,
     )
-
-
-def _check_pair(path: Path, seen: dict[tuple[str, str], int], record: LabelRecord) -> LabelRecord:
-    """Reject a caption-video pair already labelled on an earlier line."""
     pair = (record.caption_key, record.video_key)
     if pair in seen:
-        raise FormatError(
-            path,
-            record.line,
-            "video_key",
-            f"pair ({record.caption_key!r}, {record.video_key!r}) is already labelled "
-            f"on line {seen[pair]}",
-        )
-    seen[pair] = record.line
+        message = f"{_owner(pair)} is already labelled on line {seen[pair]}"
+        raise FormatError(path, line, "video_key", message)
+    seen[pair] = line
     return record
 
 
