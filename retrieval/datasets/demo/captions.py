@@ -102,10 +102,6 @@ def _pick(rng: np.random.Generator, options: tuple | list):
     return options[int(rng.integers(len(options)))]
 
 
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
-
-
 def _noun(rng: np.random.Generator, shape: str | None, plural: bool, lexicon: dict) -> str:
     """A noun for ``shape``; ``lexicon`` keeps one word per shape (and colour) within a
     caption, so "a box and a red box" never reads as two kinds ("a box and a red square")."""
@@ -137,7 +133,7 @@ def _noun_phrase(
     if vague and not plural and not another and rng.random() < 0.4:
         return "something"
     words.append(_noun(rng, spec.shape, plural, lexicon))
-    head = _article(words[0])
+    head = "an" if words[0][0] in "aeiou" else "a"
     if plural:
         head = NUMBER_WORDS[spec.count]
     elif another:

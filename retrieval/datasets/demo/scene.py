@@ -274,11 +274,6 @@ def relevance_matrix(assertions: Sequence[Assertion], scenes: Sequence[Scene]) -
     return out
 
 
-def _colour_allowed(colour: str, background: str) -> bool:
-    """Green shapes are not put on grass, where they would be hard to see."""
-    return not (colour == "green" and background == "grass")
-
-
 def _start_ranges(motion: str, radius: float) -> tuple[tuple[float, float], tuple[float, float]]:
     """Ranges for the start centre that keep the whole trajectory inside the frame."""
     extent = radius * (SCALE_LARGE if motion in {"growing", "shrinking"} else 1.0) + 0.02
@@ -318,7 +313,8 @@ def _sample_object(
         shape = like.shape
     else:
         shape = SHAPES[rng.integers(len(SHAPES))]
-    colours = [c for c in COLOURS if _colour_allowed(c, background)]
+    # Green shapes are not put on grass, where they would be hard to see.
+    colours = [c for c in COLOURS if not (c == "green" and background == "grass")]
     if like is not None and rng.random() < 0.3:
         colour = like.colour
     else:
