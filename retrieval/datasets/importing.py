@@ -282,13 +282,21 @@ class _Importer:
         entry = self.videos.get(record.video_key)
         if entry is not None:
             if attributes != entry.attributes:
-                self.conflict(record, attributes, entry)
+                pairs = zip(VIDEO_ATTRIBUTES, attributes, entry.attributes, strict=True)
+                self.check_agrees(record, pairs, f"on {self.format.where.format(entry.line)}")
             return not entry.broken
         media = self.resolve_media(record)
         url = self.video_url(record)
         existing = self.existing_videos.get(record.video_key)
         if existing is not None:
-            self.check_existing(record, existing, media, url)
+            stored = (
+                ("start", record.start, existing.start),
+                ("end", record.end, existing.end),
+                ("duration", record.duration, existing.duration),
+                ("video_url", url, existing.url),
+                ("video_path", media, existing.media.name),
+            )
+            self.check_agrees(record, stored, f"in dataset {self.name!r}", blanks_agree=True)
             self.videos[record.video_key] = _VideoEntry(attributes, record.line, id=existing.pk)
             self.summary.videos_reused += 1
             return True
@@ -342,34 +350,19 @@ class _Importer:
             )
         return found
 
-    def conflict(self, record: CaptionRecord, attributes: tuple, entry: _VideoEntry) -> None:
-        """Raise for a video whose attributes differ from its first record's."""
-        for name, new, old in zip(VIDEO_ATTRIBUTES, attributes, entry.attributes, strict=True):
-            if new != old:
+    def check_agrees(
+        self, record: CaptionRecord, values: Iterable[tuple], there: str, blanks_agree: bool = False
+    ) -> None:
+        """Raise for the first ``(attribute, value here, value there)`` whose values differ;
+        with ``blanks_agree`` a missing value on either side never conflicts."""
+        for name, new, old in values:
+            blank = blanks_agree and (new in (None, "") or old in (None, ""))
+            if new != old and not blank:
                 field_name = self.format.media_field if name == "media_key" else name
-                there = f"on {self.format.where.format(entry.line)}"
-                raise self.differs(record, field_name, name, (new, old), there)
-
-    def check_existing(self, record: CaptionRecord, video: Video, media: str, url: str) -> None:
-        """Raise when the record contradicts an already stored video; blanks never conflict."""
-        pairs = (
-            ("start", record.start, video.start),
-            ("end", record.end, video.end),
-            ("duration", record.duration, video.duration),
-            ("video_url", url, video.url),
-            ("video_path", media, video.media.name),
-        )
-        for name, new, old in pairs:
-            if new not in (None, "") and old not in (None, "") and new != old:
-                raise self.differs(record, name, name, (new, old), f"in dataset {self.name!r}")
-
-    def differs(
-        self, record: CaptionRecord, field_name: str, name: str, values: tuple, there: str
-    ) -> FormatError:
-        """The error for a video whose ``name`` is ``values[0]`` here but ``values[1]`` ``there``."""
-        new, old = values
-        message = f"video {record.video_key!r} has {name} {_show(new)} here but {_show(old)}"
-        return self.error(record, field_name, f"{message} {there}")
+                message = (
+                    f"video {record.video_key!r} has {name} {_show(new)} here but {_show(old)}"
+                )
+                raise self.error(record, field_name, f"{message} {there}")
 
     def resolve_media(self, record: CaptionRecord) -> str:
         """The MEDIA_ROOT-relative path of the record's video file ("" without a directory)."""
