@@ -108,7 +108,7 @@ def import_dataset(
             if summary.derived_pending or media is not None:
                 queue_media(importer.dataset)  # copies, clips, or only posters to make
     except BaseException:
-        if linked and media is not None:
+        if linked:
             media.unlink()
         raise
     summary.seconds = time.perf_counter() - began

@@ -287,14 +287,13 @@ def csv_lines(
     for name in names:
         if not isinstance(name, str) or not name.strip() or name != name.strip():
             raise ValueError(f"run name {name!r} is empty or has surrounding blanks")
-    known = set(names)
     extra = ([AUTO_LABEL] if auto_label else []) + ([CONFIDENCE] if confidence else [])
     yield csv_line([*CSV_COLUMNS, *extra, *(RANK_PREFIX + name for name in names)])
     checked: set[str] = set()
     for record in records:
         _check_record(record, checked)
         _check_annotators(record.annotators)
-        unknown = set(record.runs) - known
+        unknown = set(record.runs).difference(names)
         if unknown:
             message = f"has ranks for runs not in run_names: {sorted(unknown)}"
             raise ValueError(f"{_owner(_keys(record))} {message}")
