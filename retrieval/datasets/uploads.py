@@ -52,7 +52,7 @@ def input_root() -> Path:
 def shown_name(upload, default: str = "upload") -> str:
     """The upload's own file name, made safe to show: no folders, no control characters."""
     name = Path(str(getattr(upload, "name", "") or "").replace("\\", "/")).name
-    name = "".join(char for char in name if char.isprintable() and char not in "\x00")
+    name = "".join(char for char in name if char.isprintable())
     try:
         check_chars(name)
     except ValueError:

@@ -472,8 +472,7 @@ def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
             raise ValueError(f"{_owner(keys)} must be 1 or 0, got {record.label!r}")
         try:
             for seconds in (record.seconds, record.seconds_played):
-                if seconds is not None:
-                    parse_seconds(seconds)
+                parse_seconds(seconds)  # None passes
             parse_created_at(record.created_at)
         except ValueError as exc:
             raise ValueError(f"{_owner(keys)}: {exc}") from None
