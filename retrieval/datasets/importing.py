@@ -342,12 +342,10 @@ class _Importer:
             raise self.error(record, field_name, f"video file {media!r} does not decode: {found}")
         problem = check_span(record.start, record.end, found.duration)
         if problem is not None:
-            bad_start = problem.startswith("start")
-            raise self.error(
-                record,
-                self.format.start_field if bad_start else self.format.end_field,
-                f"video {record.video_key!r}: {problem} (video file {media!r})",
-            )
+            fmt = self.format
+            field_name = fmt.start_field if problem.startswith("start") else fmt.end_field
+            message = f"video {record.video_key!r}: {problem} (video file {media!r})"
+            raise self.error(record, field_name, message)
         return found
 
     def check_agrees(
@@ -536,7 +534,8 @@ class MediaResolver:
         ranked = sorted(candidates, key=_rank)
         best = ranked[0]
         for other in ranked[1:]:
-            if other.count("/") == best.count("/") and _parent(other) != _parent(best):
+            same_depth = other.count("/") == best.count("/")
+            if same_depth and os.path.dirname(other) != os.path.dirname(best):
                 raise LookupError(f"ambiguous video {key!r}: both {best!r} and {other!r} match")
         return best
 
@@ -604,8 +603,3 @@ def _rank(relative: str) -> tuple[int, int, str]:
     """Sort key for candidate files: shallower first, then by extension preference."""
     extension = relative.rpartition(".")[2].lower()
     return relative.count("/"), VIDEO_EXTENSIONS.index(extension), relative
-
-
-def _parent(relative: str) -> str:
-    """The directory part of a relative path."""
-    return relative.rpartition("/")[0]
