@@ -98,13 +98,8 @@ def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
     annotator_labels = parse("annotator_labels", _label_list)
     both = "annotator_ids" in values and "annotator_labels" in values
     if both and len(annotator_ids) != len(annotator_labels):
-        raise FormatError(
-            path,
-            index,
-            "annotator_labels",
-            f"{len(annotator_labels)} labels for {len(annotator_ids)} annotator_ids",
-            where=where,
-        )
+        message = f"{len(annotator_labels)} labels for {len(annotator_ids)} annotator_ids"
+        raise FormatError(path, index, "annotator_labels", message, where=where)
     return FireEntry(
         query=parse("query", parse_text),
         video_id=parse("video_id", parse_key),

@@ -403,14 +403,12 @@ def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLab
         if triple not in first_line:
             first_line[triple] = line
         elif duplicates is None:
-            raise FormatError(
-                path,
-                line,
-                "annotator",
+            message = (
                 f"{label.annotator!r} already labelled ({label.caption_key!r}, "
                 f"{label.video_key!r}) on line {first_line[triple]} (a re-posted task? "
-                f"choose --duplicates {', '.join(DUPLICATES)})",
+                f"choose --duplicates {', '.join(DUPLICATES)})"
             )
+            raise FormatError(path, line, "annotator", message)
         elif duplicates == "first":
             continue
         if duplicates == "last":
