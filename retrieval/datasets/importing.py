@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from config.batches import batches, rows_in
 from config.errors import UserError
 from retrieval.datasets.demo.service import stored_assertion, stored_scene
 from retrieval.datasets.names import check_name
@@ -98,17 +99,16 @@ def import_dataset(
     try:
         with transaction.atomic():
             importer = _Importer(
-                name, path, caption_format, media, video_url_template, split or "", summary
+                summary, path, caption_format, media, video_url_template, split or "", skip_broken
             )
-            importer.skip_broken = skip_broken
             importer.run(caption_format.parse(path), progress)
             if media is not None:
                 linked = media.link()
                 summary.media_link = media.link_path
-            if importer.dataset is not None and (summary.derived_pending or media is not None):
+            if summary.derived_pending or media is not None:
                 queue_media(importer.dataset)  # copies, clips, or only posters to make
     except BaseException:
-        if linked and media is not None:
+        if linked:
             media.unlink()
         raise
     summary.seconds = time.perf_counter() - began
@@ -161,39 +161,32 @@ class _VideoEntry:
     broken: bool = False
 
 
+@dataclass
 class _Importer:
-    """One import's state: keys seen so far, videos to create and captions to write."""
+    """One import: its options, the keys seen so far, videos to create and captions to write."""
 
-    def __init__(
-        self,
-        name: str,
-        path: Path,
-        caption_format: CaptionFormat,
-        media: "MediaResolver | None",
-        url_template: str | None,
-        default_split: str,
-        summary: ImportSummary,
-    ) -> None:
-        self.name = name
-        self.fmt = summary.format
-        self.path = path
-        self.format = caption_format
-        self.media = media
-        self.url_template = url_template
-        self.url_fields = check_url_template(url_template) if url_template is not None else set()
-        self.default_split = default_split
-        self.summary = summary
-        self.dataset: Dataset | None = None
-        self.caption_lines: dict[str, int] = {}
-        self.existing_captions: set[str] = set()
-        self.videos: dict[str, _VideoEntry] = {}
-        self.existing_videos: dict[str, Video] = {}
-        self.new_videos: list[Video] = []
-        self.pending: list[tuple[CaptionRecord, str, bool]] = []
-        self.splits: Counter[str] = Counter()
-        self.skip_broken = False
-        self.copy = copy_settings() if media is not None else None
-        self.probes: dict[str, Probe | str] = {}
+    summary: ImportSummary
+    path: Path
+    format: CaptionFormat
+    media: "MediaResolver | None"
+    url_template: str | None
+    default_split: str
+    skip_broken: bool
+    dataset: Dataset | None = None
+    caption_lines: dict[str, int] = field(default_factory=dict)
+    existing_captions: set[str] = field(default_factory=set)
+    videos: dict[str, _VideoEntry] = field(default_factory=dict)
+    existing_videos: dict[str, Video] = field(default_factory=dict)
+    new_videos: list[Video] = field(default_factory=list)
+    pending: list[tuple[CaptionRecord, str, bool]] = field(default_factory=list)
+    splits: Counter[str] = field(default_factory=Counter)
+    probes: dict[str, Probe | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.name = self.summary.dataset
+        template = self.url_template
+        self.url_fields = check_url_template(template) if template is not None else set()
+        self.copy = copy_settings() if self.media is not None else None
 
     def error(self, record: CaptionRecord, field: str | None, message: str) -> FormatError:
         """A FormatError located at ``record``."""
@@ -209,7 +202,9 @@ class _Importer:
         if dataset is None:
             try:
                 with transaction.atomic():  # a savepoint: the import goes on if it fails
-                    dataset = Dataset.objects.create(name=self.name, source_format=self.fmt)
+                    dataset = Dataset.objects.create(
+                        name=self.name, source_format=self.summary.format
+                    )
                 self.summary.dataset_created = True
             except IntegrityError:
                 # Another import created it meanwhile and committed: add to it.
@@ -222,24 +217,20 @@ class _Importer:
             )
             self.existing_videos = {video.key: video for video in dataset.videos.all()}
         self.dataset = dataset
-        reported = 0
-        for record in records:
-            self.add(record)
-            if len(self.pending) >= BATCH_SIZE:
-                self.flush()
-                if progress is not None:
-                    progress(self.summary.captions - reported)
-                    reported = self.summary.captions
-        self.flush()
-        if progress is not None and self.summary.captions > reported:
-            progress(self.summary.captions - reported)
+        for batch in batches(records, BATCH_SIZE):
+            written = self.summary.captions
+            for record in batch:
+                self.add(record)
+            self.flush()
+            if progress is not None and self.summary.captions > written:
+                progress(self.summary.captions - written)
         if not self.summary.captions:
             raise FormatError(self.path, None, None, "no captions found")
         self.summary.splits = dict(sorted(self.splits.items()))
         imports = dataset.metadata.setdefault("imports", [])
         entry = {
             "file": self.path.name,
-            "format": self.fmt,
+            "format": self.summary.format,
             "captions": self.summary.captions,
             "videos_created": self.summary.videos_created,
             "at": timezone.now().isoformat(timespec="seconds"),
@@ -291,13 +282,21 @@ class _Importer:
         entry = self.videos.get(record.video_key)
         if entry is not None:
             if attributes != entry.attributes:
-                self.conflict(record, attributes, entry)
+                pairs = zip(VIDEO_ATTRIBUTES, attributes, entry.attributes, strict=True)
+                self.check_agrees(record, pairs, f"on {self.format.where.format(entry.line)}")
             return not entry.broken
         media = self.resolve_media(record)
         url = self.video_url(record)
         existing = self.existing_videos.get(record.video_key)
         if existing is not None:
-            self.check_existing(record, existing, media, url)
+            stored = (
+                ("start", record.start, existing.start),
+                ("end", record.end, existing.end),
+                ("duration", record.duration, existing.duration),
+                ("video_url", url, existing.url),
+                ("video_path", media, existing.media.name),
+            )
+            self.check_agrees(record, stored, f"in dataset {self.name!r}", blanks_agree=True)
             self.videos[record.video_key] = _VideoEntry(attributes, record.line, id=existing.pk)
             self.summary.videos_reused += 1
             return True
@@ -343,42 +342,25 @@ class _Importer:
             raise self.error(record, field_name, f"video file {media!r} does not decode: {found}")
         problem = check_span(record.start, record.end, found.duration)
         if problem is not None:
-            bad_start = problem.startswith("start")
-            raise self.error(
-                record,
-                self.format.start_field if bad_start else self.format.end_field,
-                f"video {record.video_key!r}: {problem} (video file {media!r})",
-            )
+            fmt = self.format
+            field_name = fmt.start_field if problem.startswith("start") else fmt.end_field
+            message = f"video {record.video_key!r}: {problem} (video file {media!r})"
+            raise self.error(record, field_name, message)
         return found
 
-    def conflict(self, record: CaptionRecord, attributes: tuple, entry: _VideoEntry) -> None:
-        """Raise for a video whose attributes differ from its first record's."""
-        for name, new, old in zip(VIDEO_ATTRIBUTES, attributes, entry.attributes, strict=True):
-            if new != old:
+    def check_agrees(
+        self, record: CaptionRecord, values: Iterable[tuple], there: str, blanks_agree: bool = False
+    ) -> None:
+        """Raise for the first ``(attribute, value here, value there)`` whose values differ;
+        with ``blanks_agree`` a missing value on either side never conflicts."""
+        for name, new, old in values:
+            blank = blanks_agree and (new in (None, "") or old in (None, ""))
+            if new != old and not blank:
                 field_name = self.format.media_field if name == "media_key" else name
-                there = f"on {self.format.where.format(entry.line)}"
-                raise self.differs(record, field_name, name, (new, old), there)
-
-    def check_existing(self, record: CaptionRecord, video: Video, media: str, url: str) -> None:
-        """Raise when the record contradicts an already stored video; blanks never conflict."""
-        pairs = (
-            ("start", record.start, video.start),
-            ("end", record.end, video.end),
-            ("duration", record.duration, video.duration),
-            ("video_url", url, video.url),
-            ("video_path", media, video.media.name),
-        )
-        for name, new, old in pairs:
-            if new not in (None, "") and old not in (None, "") and new != old:
-                raise self.differs(record, name, name, (new, old), f"in dataset {self.name!r}")
-
-    def differs(
-        self, record: CaptionRecord, field_name: str, name: str, values: tuple, there: str
-    ) -> FormatError:
-        """The error for a video whose ``name`` is ``values[0]`` here but ``values[1]`` ``there``."""
-        new, old = values
-        message = f"video {record.video_key!r} has {name} {_show(new)} here but {_show(old)}"
-        return self.error(record, field_name, f"{message} {there}")
+                message = (
+                    f"video {record.video_key!r} has {name} {_show(new)} here but {_show(old)}"
+                )
+                raise self.error(record, field_name, f"{message} {there}")
 
     def resolve_media(self, record: CaptionRecord) -> str:
         """The MEDIA_ROOT-relative path of the record's video file ("" without a directory)."""
@@ -421,21 +403,14 @@ class _Importer:
             if self.copy is not None:
                 self.summary.derived_pending += attach_derived(self.new_videos, self.copy)
             created = Video.objects.bulk_create(self.new_videos, batch_size=BATCH_SIZE)
-            missing = [video.key for video in created if video.pk is None]
             ids = {video.key: video.pk for video in created if video.pk is not None}
-            for start in range(0, len(missing), 500):
-                chunk = missing[start : start + 500]
-                ids.update(
-                    Video.objects.filter(dataset=self.dataset, key__in=chunk).values_list(
-                        "key", "id"
-                    )
-                )
+            missing = [video.key for video in created if video.pk is None]
+            keys = Video.objects.filter(dataset=self.dataset).values_list("key", "id")
+            ids.update(rows_in(keys, "key", missing))
             for key, pk in ids.items():
                 self.videos[key].id = pk
             self.summary.videos_created += len(created)
             self.new_videos = []
-        if not self.pending:
-            return
         captions = [
             Caption(
                 dataset=self.dataset,
@@ -504,8 +479,8 @@ class MediaResolver:
         inside the videos directory once links are followed; LookupError when there is none."""
         if record.video_path:
             relative = record.video_path
-            extension = relative.rpartition("/")[2].rpartition(".")[2].lower()
-            if "." not in relative.rpartition("/")[2] or extension not in VIDEO_EXTENSIONS:
+            _, dot, extension = relative.rpartition("/")[2].rpartition(".")
+            if not dot or extension.lower() not in VIDEO_EXTENSIONS:
                 raise LookupError(
                     f"{relative!r} is not a video file name (expected one of "
                     f".{', .'.join(VIDEO_EXTENSIONS)})"
@@ -559,7 +534,8 @@ class MediaResolver:
         ranked = sorted(candidates, key=_rank)
         best = ranked[0]
         for other in ranked[1:]:
-            if other.count("/") == best.count("/") and _parent(other) != _parent(best):
+            same_depth = other.count("/") == best.count("/")
+            if same_depth and os.path.dirname(other) != os.path.dirname(best):
                 raise LookupError(f"ambiguous video {key!r}: both {best!r} and {other!r} match")
         return best
 
@@ -627,8 +603,3 @@ def _rank(relative: str) -> tuple[int, int, str]:
     """Sort key for candidate files: shallower first, then by extension preference."""
     extension = relative.rpartition(".")[2].lower()
     return relative.count("/"), VIDEO_EXTENSIONS.index(extension), relative
-
-
-def _parent(relative: str) -> str:
-    """The directory part of a relative path."""
-    return relative.rpartition("/")[0]

@@ -7,13 +7,14 @@ from jobs.fields import YesNoField
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
 from retrieval import job_results
+from retrieval.formats import CAPTION_FORMATS
 
 
 class ImportDatasetForm(forms.Form):
     """An uploaded captions file to import; the Upload a dataset page fills it in."""
 
     name = forms.CharField(max_length=100, help_text="Dataset name (created if new).")
-    format = forms.ChoiceField(choices=[])
+    format = forms.ChoiceField(choices=[(name, name) for name in CAPTION_FORMATS])
     captions = forms.CharField(
         max_length=1000, help_text="The uploaded file; filled in by the Upload a dataset page."
     )
@@ -22,12 +23,6 @@ class ImportDatasetForm(forms.Form):
     video_url = forms.CharField(max_length=1000, required=False)
     split = forms.CharField(max_length=32, required=False)
     skip_broken = YesNoField()
-
-    def __init__(self, *args, **kwargs):
-        from retrieval.formats import CAPTION_FORMATS
-
-        super().__init__(*args, **kwargs)
-        self.fields["format"].choices = [(name, name) for name in CAPTION_FORMATS]
 
     def clean_captions(self) -> str:
         from retrieval.datasets.uploads import UploadError, input_file
@@ -43,15 +38,8 @@ class ImportDatasetForm(forms.Form):
 
         data = super().clean()
         if "name" in data and "format" in data:
-            options = DatasetUpload(
-                data["name"],
-                data["format"],
-                data.get("videos", ""),
-                data.get("video_url", ""),
-                data.get("split", ""),
-            )
             try:
-                options.check()
+                DatasetUpload.of(data).check()
             except UserError as exc:
                 raise forms.ValidationError(str(exc)) from None
         return data

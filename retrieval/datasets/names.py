@@ -74,15 +74,9 @@ def derived_name(text: str, fallback: str = "unnamed") -> str:
     runs one space, cut to the limit; ``fallback`` when nothing is left."""
     if name_problem(text) is None:
         return text
-    kept = [
-        "-"
-        if char in SEPARATORS
-        else " "
-        if unicodedata.category(char) in REFUSED_CATEGORIES
-        else char
-        for char in text
-    ]
-    name = " ".join("".join(kept).split())[:NAME_MAX_LENGTH].strip()
+    dashed = text.translate(str.maketrans(SEPARATORS, "-" * len(SEPARATORS)))
+    kept = "".join(" " if unicodedata.category(c) in REFUSED_CATEGORIES else c for c in dashed)
+    name = " ".join(kept.split())[:NAME_MAX_LENGTH].strip()
     return fallback if name in ("", ".", "..") else name
 
 

@@ -175,9 +175,8 @@ def _trimmed(doc: Any, start: int, end: int) -> tuple[int, int]:
 
 def _is_predicate(token: Any) -> bool:
     """A verb heading a clause, or a noun root the small parser made of a verb."""
-    if token.pos_ in ("VERB", "AUX") and token.dep_ in CLAUSE_DEPENDENCIES:
-        return True
-    return _is_misparsed_verb(token)
+    clause = token.pos_ in ("VERB", "AUX") and token.dep_ in CLAUSE_DEPENDENCIES
+    return clause or _is_misparsed_verb(token)
 
 
 def _is_misparsed_verb(token: Any) -> bool:
@@ -187,14 +186,10 @@ def _is_misparsed_verb(token: Any) -> bool:
     return token.text.lower() in MOTION_FORMS or has_object
 
 
-def _marker(token: Any) -> str:
-    marks = [child for child in token.children if child.dep_ == "mark"]
-    return marks[0].text.lower() if marks else ""
-
-
-def _pobj_lemma(token: Any) -> str:
-    objects = [child for child in token.children if child.dep_ == "pobj"]
-    return objects[0].lemma_.lower() if objects else ""
+def _child_word(token: Any, dep: str, attribute: str = "text") -> str:
+    """The lower-cased ``attribute`` (``text``, ``lemma_``) of the first ``dep`` child, or ""."""
+    child = next((child for child in token.children if child.dep_ == dep), None)
+    return "" if child is None else getattr(child, attribute).lower()
 
 
 def _role_of(child: Any, *, has_object: bool, copula: bool, existential: bool) -> str:
@@ -203,12 +198,12 @@ def _role_of(child: Any, *, has_object: bool, copula: bool, existential: bool) -
     and "to" beside a direct object is ARG2 ("add the onions to the pan")."""
     dep = child.dep_
     if dep == "advcl":
-        return ROLE_RULES.get((dep, _marker(child)), "")
+        return ROLE_RULES.get((dep, _child_word(child, "mark")), "")
     if dep == "nsubj" and copula:
         return "ARG1"
     if dep == "attr" and existential:
         return "ARG1"
-    if dep == "prep" and _pobj_lemma(child) in TIME_NOUNS:
+    if dep == "prep" and _child_word(child, "pobj", "lemma_") in TIME_NOUNS:
         return ARGM_TMP
     word = child.text.lower()
     if dep == "prep" and word == "to" and has_object:
@@ -232,7 +227,8 @@ def _split_trailing(
     for token in doc[argument.start : argument.end]:
         if token.dep_ != "prep" or token.i == head.i or token.right_edge.i + 1 != argument.end:
             continue
-        role = ARGM_TMP if _pobj_lemma(token) in TIME_NOUNS else _PREP_ROLES.get(token.lower_, "")
+        time = _child_word(token, "pobj", "lemma_") in TIME_NOUNS
+        role = ARGM_TMP if time else _PREP_ROLES.get(token.lower_, "")
         if role in _LIFTABLE_ANYWHERE or (role == ARGM_LOC and locative):
             rest = _Argument(argument.role, *_trimmed(doc, argument.start, token.i))
             return rest, _Argument(role, token.i, argument.end)
@@ -354,11 +350,9 @@ def role_graphs(
 ) -> list[RoleGraph]:
     """Role graphs of captions (strings, parsed with ``nlp.pipe``, or spaCy ``Doc``\\ s);
     the caller passes ``nlp`` so that this module needs neither Django nor torch."""
-    texts = [caption for caption in captions if isinstance(caption, str)]
-    parsed: dict[str, Any] = {}
-    if texts:
-        unique = list(dict.fromkeys(texts))
-        parsed = dict(zip(unique, nlp.pipe(unique, batch_size=batch_size), strict=True))
+    unique = list(dict.fromkeys(caption for caption in captions if isinstance(caption, str)))
+    docs = nlp.pipe(unique, batch_size=batch_size) if unique else ()
+    parsed = dict(zip(unique, docs, strict=True))
     return [role_graph(parsed[c] if isinstance(c, str) else c) for c in captions]
 
 
@@ -414,17 +408,12 @@ def score_frames(
 ) -> list[RoleScore]:
     """Per-role exact-match scores of predicted against hand-labelled frames, plus "all": a
     span counts when the same caption's frame with the same verb has it in the same role."""
-    found, wanted = _triples(predicted), _triples(expected)
+    every = _triples(predicted), _triples(expected)
     scores = []
     for role in (*ROLE_ORDER[:-1], "all"):
-
-        def of(triples: set, role: str = role) -> set:
-            return {t for t in triples if role == "all" or t[2] == role}
-
-        if role == "all" or of(wanted) or of(found):
-            scores.append(
-                RoleScore(role, len(of(found) & of(wanted)), len(of(found)), len(of(wanted)))
-            )
+        found, wanted = ({t for t in triples if role in ("all", t[2])} for triples in every)
+        if role == "all" or found or wanted:
+            scores.append(RoleScore(role, len(found & wanted), len(found), len(wanted)))
     return scores
 
 

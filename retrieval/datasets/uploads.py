@@ -9,7 +9,7 @@ a run file, uploaded embeddings or a built-in encoder (one ``build_model`` job).
 
 import shutil
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -52,7 +52,7 @@ def input_root() -> Path:
 def shown_name(upload, default: str = "upload") -> str:
     """The upload's own file name, made safe to show: no folders, no control characters."""
     name = Path(str(getattr(upload, "name", "") or "").replace("\\", "/")).name
-    name = "".join(char for char in name if char.isprintable() and char not in "\x00")
+    name = "".join(char for char in name if char.isprintable())
     try:
         check_chars(name)
     except ValueError:
@@ -129,6 +129,12 @@ class DatasetUpload:
     video_url: str = ""
     split: str = ""
     skip_broken: bool = False
+
+    @classmethod
+    def of(cls, values: dict) -> "DatasetUpload":
+        """The options among ``values`` (a form's cleaned data); those missing keep defaults."""
+        names = [option.name for option in fields(cls)]
+        return cls(**{name: values[name] for name in names if name in values})
 
     def check(self) -> None:
         """Refuse options the importer would refuse, before the file is saved."""
@@ -292,8 +298,8 @@ def build_model(
     dataset = model.dataset
     done: list[str] = []
 
-    def say(number: int, text: str, total: int | None = None) -> None:
-        steps.step(f"step {number} of 4: {text}", total=total)
+    def say(number: int, text: str, total: int | None = None, units: int = 0) -> None:
+        steps.step(f"step {number} of 4: {text}", total=total, done=units)
 
     missing = Video.objects.filter(dataset=dataset, features="").exclude(media="")
     if encoder.uses_features and missing.exists():
@@ -308,11 +314,8 @@ def build_model(
         say(2, f"training {model.name} ({model.encoder})")
 
         def epoch_done(number: int, total: int, loss: float) -> None:
-            steps.step(
-                f"step 2 of 4: training {model.name}: epoch {number} of {total}, loss {loss:.4f}",
-                total=total,
-                done=number,
-            )
+            text = f"training {model.name}: epoch {number} of {total}, loss {loss:.4f}"
+            say(2, text, total, number)
 
         encoding.train(model, epochs=epochs, seed=seed, device=device, on_epoch=epoch_done)
         done.append("train")

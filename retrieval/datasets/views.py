@@ -46,17 +46,10 @@ def upload_dataset(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = DatasetUploadForm(request.POST, request.FILES)
         if form.is_valid():
-            values = form.cleaned_data
-            options = uploads.DatasetUpload(
-                values["name"],
-                values["format"],
-                values["videos"],
-                values["video_url"],
-                values["split"],
-                values["skip_broken"],
-            )
+            options = uploads.DatasetUpload.of(form.cleaned_data)
             with Refusal(form):
-                job = uploads.start_dataset_import(values["captions"], options, request.user)
+                upload = form.cleaned_data["captions"]
+                job = uploads.start_dataset_import(upload, options, request.user)
                 return redirect("job-detail", job_id=job.pk)
         status = 400
     else:

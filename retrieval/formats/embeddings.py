@@ -70,13 +70,11 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
         raise FormatError(path.name, None, None, "holds Python objects (pickled), not numbers")
     expected = math.prod(shape) * dtype.itemsize
     if expected != size - offset:
-        raise FormatError(
-            path.name,
-            None,
-            None,
+        message = (
             f"header says shape {shape} of {dtype} ({expected:,} bytes of data) but the file "
-            f"holds {size - offset:,} (truncated or corrupted)",
+            f"holds {size - offset:,} (truncated or corrupted)"
         )
+        raise FormatError(path.name, None, None, message)
     return tuple(shape), dtype
 
 
@@ -115,13 +113,8 @@ def finite_float32(matrix: np.ndarray, name: str, field: str | None = None) -> n
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
         where = "row {}" if field is None else f"{field!r} row {{}}"
-        raise FormatError(
-            name,
-            row + 1,
-            f"column {col}",
-            "value is not finite (NaN or infinity, or too large for float32)",
-            where=where,
-        )
+        message = "value is not finite (NaN or infinity, or too large for float32)"
+        raise FormatError(name, row + 1, f"column {col}", message, where=where)
     return matrix
 
 
@@ -147,12 +140,8 @@ def read_embeddings(directory: Path) -> Embeddings:
     captions = read_matrix(directory / "captions.npy")
     videos = read_matrix(directory / "videos.npy")
     if captions.shape[1] != videos.shape[1]:
-        raise FormatError(
-            "videos.npy",
-            None,
-            None,
-            f"dimension {videos.shape[1]} differs from captions.npy's {captions.shape[1]}",
-        )
+        message = f"dimension {videos.shape[1]} differs from captions.npy's {captions.shape[1]}"
+        raise FormatError("videos.npy", None, None, message)
     caption_keys = read_ids(directory / "caption_ids.txt")
     video_keys = read_ids(directory / "video_ids.txt")
     for name, keys, matrix in (

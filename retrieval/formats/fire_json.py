@@ -10,6 +10,7 @@ keys are metadata. Errors are located as ``annotations[i]`` or ``disagreements[i
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from retrieval.formats.labels import Memo, json_number, json_string
@@ -97,13 +98,8 @@ def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
     annotator_labels = parse("annotator_labels", _label_list)
     both = "annotator_ids" in values and "annotator_labels" in values
     if both and len(annotator_ids) != len(annotator_labels):
-        raise FormatError(
-            path,
-            index,
-            "annotator_labels",
-            f"{len(annotator_labels)} labels for {len(annotator_ids)} annotator_ids",
-            where=where,
-        )
+        message = f"{len(annotator_labels)} labels for {len(annotator_ids)} annotator_ids"
+        raise FormatError(path, index, "annotator_labels", message, where=where)
     return FireEntry(
         query=parse("query", parse_text),
         video_id=parse("video_id", parse_key),
@@ -127,21 +123,16 @@ def parse_fire_label(value: object) -> int:
     if isinstance(value, int) and value in (RELEVANT, IRRELEVANT):
         return value
     if isinstance(value, str):
-        name = value.strip().lower()
-        for code in (RELEVANT, IRRELEVANT):
-            if name == LABEL_NAMES[code]:
-                return code
+        if value.strip().lower() in _CODES:
+            return _CODES[value.strip().lower()]
         raise ValueError(f"unknown label {value.strip()!r}; expected 'relevant' or 'irrelevant'")
     raise ValueError(f"expected 'relevant' or 'irrelevant', got {json_type(value)} {value!r}")
 
 
-def _key_list(value: object) -> tuple[str, ...]:
-    """A list of ids or names, each a string or an integer; missing means empty."""
-    return parse_list(value, parse_key)
-
-
-def _label_list(value: object) -> tuple[int, ...]:
-    return parse_list(value, parse_fire_label)
+_CODES = {LABEL_NAMES[code]: code for code in (RELEVANT, IRRELEVANT)}
+_key_list = partial(parse_list, parse=parse_key)
+"""A list of ids or names, each a string or an integer; missing means empty."""
+_label_list = partial(parse_list, parse=parse_fire_label)
 
 
 def entry_dict(entry: FireEntry) -> dict:

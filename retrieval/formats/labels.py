@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,7 +102,7 @@ def read_jsonl(path: Path) -> Iterator[LabelRecord]:
     for line, values in json_objects(path, REQUIRED):
         read = field_reader(path, line, values)
         annotators, runs = read("annotators", _parse_annotator_list), read("runs", _parse_runs)
-        yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
+        yield _label_record(path, line, values, annotators, runs, seen)
     if not seen:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
 
@@ -121,7 +122,7 @@ def read_csv(path: Path) -> Iterator[LabelRecord]:
             for column, name in run_columns.items()
             if values[column].strip()
         }
-        yield _check_pair(path, seen, _label_record(path, line, values, annotators, runs))
+        yield _label_record(path, line, values, annotators, runs, seen)
     if not seen:
         raise FormatError(path, None, None, "no labels (only a header row)")
 
@@ -132,11 +133,13 @@ def _label_record(
     values: Mapping[str, object],
     annotators: tuple[str, ...],
     runs: dict[str, int],
+    seen: dict[tuple[str, str], int],
 ) -> LabelRecord:
-    """Validate the fields JSONL and CSV share into a record."""
+    """Validate the fields JSONL and CSV share into a record whose pair no earlier line (in
+    ``seen``, pair: line) labelled."""
     read = field_reader(path, line, values)
     adjudicated = read("adjudicated", parse_bool)
-    return LabelRecord(
+    record = LabelRecord(
         caption_key=read("caption_key", parse_key),
         video_key=read("video_key", parse_key),
         label=read("label", parse_label),
@@ -149,20 +152,11 @@ def _label_record(
         confidence=read(CONFIDENCE, parse_probability),
         line=line,
     )
-
-
-def _check_pair(path: Path, seen: dict[tuple[str, str], int], record: LabelRecord) -> LabelRecord:
-    """Reject a caption-video pair already labelled on an earlier line."""
     pair = (record.caption_key, record.video_key)
     if pair in seen:
-        raise FormatError(
-            path,
-            record.line,
-            "video_key",
-            f"pair ({record.caption_key!r}, {record.video_key!r}) is already labelled "
-            f"on line {seen[pair]}",
-        )
-    seen[pair] = record.line
+        message = f"{_owner(pair)} is already labelled on line {seen[pair]}"
+        raise FormatError(path, line, "video_key", message)
+    seen[pair] = line
     return record
 
 
@@ -190,7 +184,8 @@ def parse_label(value: object) -> int:
         raise ValueError(f"expected a label name, got {json_type(value)}")
     code = LABEL_CODES.get(value.strip().lower())
     if code is None:
-        raise ValueError(f"unknown label {value.strip()!r}; expected one of {_names(LABEL_CODES)}")
+        expected = ", ".join(map(repr, LABEL_CODES))
+        raise ValueError(f"unknown label {value.strip()!r}; expected one of {expected}")
     return code
 
 
@@ -223,9 +218,8 @@ def _parse_caption(value: object) -> str:
     return value
 
 
-def _parse_annotator_list(value: object) -> tuple[str, ...]:
-    """A JSON list of annotator names (strings or integers); missing means none."""
-    return parse_list(value, parse_key, "a list of annotators")
+_parse_annotator_list = partial(parse_list, parse=parse_key, expected="a list of annotators")
+"""A JSON list of annotator names (strings or integers); missing means none."""
 
 
 def _parse_annotator_cell(value: object) -> tuple[str, ...]:
@@ -248,10 +242,6 @@ def _parse_runs(value: object) -> dict[str, int]:
         except ValueError as exc:
             raise ValueError(f"run {run!r}: {exc}") from None
     return runs
-
-
-def _names(codes: Mapping[str, int]) -> str:
-    return ", ".join(repr(name) for name in codes)
 
 
 # Writing label files.
@@ -297,21 +287,18 @@ def csv_lines(
     for name in names:
         if not isinstance(name, str) or not name.strip() or name != name.strip():
             raise ValueError(f"run name {name!r} is empty or has surrounding blanks")
-    known = set(names)
     extra = ([AUTO_LABEL] if auto_label else []) + ([CONFIDENCE] if confidence else [])
     yield csv_line([*CSV_COLUMNS, *extra, *(RANK_PREFIX + name for name in names)])
     checked: set[str] = set()
     for record in records:
         _check_record(record, checked)
         _check_annotators(record.annotators)
-        unknown = set(record.runs) - known
+        unknown = set(record.runs).difference(names)
         if unknown:
             message = f"has ranks for runs not in run_names: {sorted(unknown)}"
-            raise ValueError(f"{_owner(record)} {message}")
+            raise ValueError(f"{_owner(_keys(record))} {message}")
         if record.auto_label and not auto_label:
-            raise ValueError(
-                f"{_owner(record)} has an automatic label: write it with auto_label=True"
-            )
+            raise ValueError(f"{_owner(_keys(record))} {AUTOMATIC}")
         ranks = [record.runs.get(name, "") for name in names]
         yield csv_line(
             [
@@ -332,40 +319,59 @@ def csv_lines(
 def _check_record(record: LabelRecord, names: set[str]) -> None:
     """Reject a record that would not read back as itself; ``names`` caches the annotator
     and run names already checked (they repeat on every record)."""
-    for value in (record.caption_key, record.video_key):
-        _check_key(value, record)
+    keys = _keys(record)
+    for value in keys:
+        _check_key(value, keys)
     for name in (*record.annotators, *record.runs):
         if name not in names:
-            _check_key(name, record)
+            _check_key(name, keys)
             names.add(name)
-    if record.label not in LABEL_NAMES:
-        raise ValueError(f"{_owner(record)} has an unknown label code {record.label!r}")
-    if isinstance(record.votes, bool) or not isinstance(record.votes, int) or record.votes < 0:
-        raise ValueError(f"{_owner(record)} has a bad labels count {record.votes!r}")
-    for run, rank in record.runs.items():
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            raise ValueError(f"{_owner(record)} has a bad rank {rank!r} for run {run!r}")
-    if record.confidence is not None and not 0.0 <= record.confidence <= 1.0:
-        raise ValueError(f"{_owner(record)} has a bad confidence {record.confidence!r}")
+    _check_values(keys, record.label, record.votes, record.confidence)
+    _check_ranks(keys, record.runs.items())
 
 
-def _owner(record: "LabelRecord | RawLabel") -> str:
-    """How an error names the record: the pair, and for a raw label its annotator."""
+def _keys(record: "LabelRecord | RawLabel") -> tuple[str, ...]:
+    """The keys that name a record in errors: its pair, and a raw label's annotator."""
     if isinstance(record, RawLabel):
-        return f"label ({record.caption_key!r}, {record.video_key!r}, {record.annotator!r})"
-    return f"pair ({record.caption_key!r}, {record.video_key!r})"
+        return record.caption_key, record.video_key, record.annotator
+    return record.caption_key, record.video_key
 
 
-def _check_key(value: object, record: "LabelRecord | RawLabel") -> None:
+def _owner(keys: tuple) -> str:
+    """How an error names the record of ``keys`` (:func:`_keys`, or a plain row's)."""
+    return f"{'label' if len(keys) == 3 else 'pair'} ({', '.join(map(repr, keys))})"
+
+
+AUTOMATIC = "has an automatic label: write it with auto_label=True"
+
+
+def _check_values(keys: tuple, label: object, votes: object, confidence: object) -> None:
+    """Reject a label code, labels count or confidence that would not read back."""
+    if label not in LABEL_NAMES:
+        raise ValueError(f"{_owner(keys)} has an unknown label code {label!r}")
+    if votes.__class__ is not int or votes < 0:
+        raise ValueError(f"{_owner(keys)} has a bad labels count {votes!r}")
+    if confidence is not None and not 0.0 <= confidence <= 1.0:
+        raise ValueError(f"{_owner(keys)} has a bad confidence {confidence!r}")
+
+
+def _check_ranks(keys: tuple, runs: Iterable[tuple[str, object]]) -> None:
+    """Reject a rank that is not an integer of at least 1."""
+    for run, rank in runs:
+        if rank.__class__ is not int or rank < 1:
+            raise ValueError(f"{_owner(keys)} has a bad rank {rank!r} for run {run!r}")
+
+
+def _check_key(value: object, keys: tuple) -> None:
     """Reject a key or name that :func:`parse_key` would not give back unchanged."""
     if type(value) is str and value and len(value) <= KEY_MAX_LENGTH and value == value.strip():
         return  # the common case, without parse_key's work
     try:
         parsed = parse_key(value)
     except ValueError as exc:
-        raise ValueError(f"{_owner(record)}: {value!r}: {exc}") from None
+        raise ValueError(f"{_owner(keys)}: {value!r}: {exc}") from None
     if parsed != value:
-        raise ValueError(f"{_owner(record)}: {value!r} has surrounding blanks or is not a string")
+        raise ValueError(f"{_owner(keys)}: {value!r} has surrounding blanks or is not a string")
 
 
 # Raw labels: one annotator's label per line.
@@ -397,14 +403,12 @@ def read_raw_jsonl(path: Path, duplicates: str | None = None) -> Iterator[RawLab
         if triple not in first_line:
             first_line[triple] = line
         elif duplicates is None:
-            raise FormatError(
-                path,
-                line,
-                "annotator",
+            message = (
                 f"{label.annotator!r} already labelled ({label.caption_key!r}, "
                 f"{label.video_key!r}) on line {first_line[triple]} (a re-posted task? "
-                f"choose --duplicates {', '.join(DUPLICATES)})",
+                f"choose --duplicates {', '.join(DUPLICATES)})"
             )
+            raise FormatError(path, line, "annotator", message)
         elif duplicates == "first":
             continue
         if duplicates == "last":
@@ -423,21 +427,18 @@ GOLD_REQUIRED = ("caption_id", "video_id", "label")
 def read_gold_jsonl(path: Path) -> dict[tuple[str, str], int]:
     """Trusted labels of some pairs, in the raw file's layout, as {(caption key, video key):
     1 or 0}; a pair given twice must be given the same label."""
-    gold: dict[tuple[str, str], int] = {}
-    lines: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, str], tuple[int, int]] = {}  # pair: (label, line)
     for line, values in json_objects(path, GOLD_REQUIRED):
         read = field_reader(path, line, values)
         pair = (read("caption_id", parse_key), read("video_id", parse_key))
         label = read("label", parse_raw_label)
-        if pair in gold and gold[pair] != label:
-            raise FormatError(
-                path, line, "label", f"pair {pair!r} has another label on line {lines[pair]}"
-            )
-        gold.setdefault(pair, label)
-        lines.setdefault(pair, line)
-    if not gold:
+        given, given_on = first.setdefault(pair, (label, line))
+        if given != label:
+            message = f"pair {pair!r} has another label on line {given_on}"
+            raise FormatError(path, line, "label", message)
+    if not first:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
-    return gold
+    return {pair: label for pair, (label, _) in first.items()}
 
 
 def parse_raw_label(value: object) -> int:
@@ -462,17 +463,17 @@ def parse_created_at(value: object) -> str:
 def raw_lines(records: Iterable[RawLabel]) -> Iterator[str]:
     """Yield one JSON line per raw label, in the layout :func:`read_raw_jsonl` reads."""
     for record in records:
-        for name in (record.caption_key, record.video_key, record.annotator):
-            _check_key(name, record)
+        keys = _keys(record)
+        for name in keys:
+            _check_key(name, keys)
         if record.label not in LABEL_NAMES or record.label == DISAGREEMENT:
-            raise ValueError(f"{_owner(record)} must be 1 or 0, got {record.label!r}")
+            raise ValueError(f"{_owner(keys)} must be 1 or 0, got {record.label!r}")
         try:
             for seconds in (record.seconds, record.seconds_played):
-                if seconds is not None:
-                    parse_seconds(seconds)
+                parse_seconds(seconds)  # None passes
             parse_created_at(record.created_at)
         except ValueError as exc:
-            raise ValueError(f"{_owner(record)}: {exc}") from None
+            raise ValueError(f"{_owner(keys)}: {exc}") from None
         values = {
             "caption_id": record.caption_key,
             "video_id": record.video_key,
@@ -525,49 +526,33 @@ def json_number(value: object) -> str:
     return float.__repr__(value) if value.__class__ is float else json.dumps(value)
 
 
-def _checked_keys(owner: Callable[[str], "LabelRecord | RawLabel"]) -> Memo:
-    """Keys and names checked once each by :func:`_check_key`; ``owner`` builds the record
-    an error names."""
-    return Memo(lambda key: _check_key(key, owner(key)))
-
-
 PairLine = tuple
 """One pair for :func:`jsonl_pair_lines` and :func:`csv_pair_lines`: (caption key, video
 key, caption, label code, votes, adjudicated, annotators tuple, ranks (one per run name, 0:
 not retrieved), auto label, confidence or None), written as that :class:`LabelRecord`."""
 
 
+def _checked_keys(pair: tuple = ("",)) -> Memo:
+    """Keys and names checked once each by :func:`_check_key`; an error names the key's
+    record as ``(key, *pair)``."""
+    return Memo(lambda key: _check_key(key, (key, *pair)))
+
+
 def _checked_runs(run_names: Sequence[str], ranks: tuple) -> tuple:
     """A tuple of ranks (one per run, 0: not retrieved) as ``(name, rank)`` pairs, checked."""
     runs = tuple((name, rank) for name, rank in zip(run_names, ranks, strict=True) if rank)
-    record = LabelRecord("", "", 1, runs=dict(runs))
-    for name, rank in runs:
-        _check_key(name, record)
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            raise ValueError(f"{_owner(record)} has a bad rank {rank!r} for run {name!r}")
+    for name, _ in runs:
+        _check_key(name, ("", ""))
+    _check_ranks(("", ""), runs)
     return runs
-
-
-def _pair_record(row: PairLine) -> LabelRecord:
-    """The :class:`LabelRecord` of a plain row, for an error message."""
-    caption_key, video_key, caption, label, votes, adjudicated, annotators, _, auto, conf = row
-    return LabelRecord(
-        caption_key, video_key, label, votes, adjudicated, caption, annotators, {}, auto, conf
-    )
 
 
 def _check_pair_line(row: PairLine, keys: Memo) -> None:
     """What :func:`_check_record` checks, for a plain row; the keys through ``keys``."""
     caption_key, video_key, _, label, votes, _, annotators, _, _, confidence = row
-    keys[caption_key], keys[video_key]
-    for name in annotators:
-        keys[name]
-    if label not in LABEL_NAMES:
-        raise ValueError(f"{_owner(_pair_record(row))} has an unknown label code {label!r}")
-    if votes.__class__ is not int or votes < 0:
-        raise ValueError(f"{_owner(_pair_record(row))} has a bad labels count {votes!r}")
-    if confidence is not None and not 0.0 <= confidence <= 1.0:
-        raise ValueError(f"{_owner(_pair_record(row))} has a bad confidence {confidence!r}")
+    for key in (caption_key, video_key, *annotators):
+        keys[key]
+    _check_values(row[:2], label, votes, confidence)
 
 
 def jsonl_pair_lines(
@@ -576,7 +561,7 @@ def jsonl_pair_lines(
     """:func:`jsonl_lines` for plain rows (:data:`PairLine`), byte for byte, with each
     distinct string encoded once (:class:`Memo`): the campaign exports' writer."""
     encoded = Memo(json_string)
-    keys = _checked_keys(lambda key: LabelRecord(key, "", 1))
+    keys = _checked_keys()
     names = list(run_names)
 
     def runs_json(ranks: tuple) -> str:
@@ -587,11 +572,9 @@ def jsonl_pair_lines(
     labels = {code: json_string(name) for code, name in LABEL_NAMES.items()}
     for row in rows:
         _check_pair_line(row, keys)
-        caption_key, video_key, caption, label, votes, adjudicated, annotators, ranks, auto = row[
-            :9
-        ]
+        key, video, caption, label, votes, adjudicated, annotators, ranks, auto, confidence = row
         line = (
-            f'{{"caption_key": {encoded[caption_key]}, "video_key": {encoded[video_key]}, '
+            f'{{"caption_key": {encoded[key]}, "video_key": {encoded[video]}, '
             f'"caption": {encoded[caption]}, "label": {labels[label]}, "labels": {votes}, '
             f'"adjudicated": {"true" if adjudicated else "false"}, '
             f'"annotators": [{", ".join([encoded[name] for name in annotators])}], '
@@ -599,7 +582,6 @@ def jsonl_pair_lines(
         )
         if auto_label or auto:
             line += f', "auto_label": {encoded[auto]}'
-        confidence = row[9]
         if confidence is not None:
             line += f', "confidence": {json_number(confidence)}'
         yield line + "}\n"
@@ -628,7 +610,7 @@ def csv_pair_lines(
     header = csv_lines((), names, auto_label=auto_label, confidence=confidence)
     yield from header  # checks the run names
     cells = Memo(lambda text: csv_line([text])[:-1] if text else "")
-    keys = _checked_keys(lambda key: LabelRecord(key, "", 1))
+    keys = _checked_keys()
 
     def annotator_cell(annotators: tuple) -> str:
         _check_annotators(annotators)
@@ -642,22 +624,18 @@ def csv_pair_lines(
     labels = {code: cells[name] for code, name in LABEL_NAMES.items()}
     for row in rows:
         _check_pair_line(row, keys)
-        caption_key, video_key, caption, label, votes, adjudicated, annotators, ranks, auto = row[
-            :9
-        ]
+        key, video, caption, label, votes, adjudicated, annotators, ranks, auto, score = row
         joined, text = annotators_text[annotators], ranks_text[ranks]
         if auto and not auto_label:
-            raise ValueError(
-                f"{_owner(_pair_record(row))} has an automatic label: write it with auto_label=True"
-            )
+            raise ValueError(f"{_owner(row[:2])} {AUTOMATIC}")
         line = (
-            f"{cells[caption_key]},{cells[video_key]},{cells[caption]},{labels[label]},"
+            f"{cells[key]},{cells[video]},{cells[caption]},{labels[label]},"
             f"{votes},{'true' if adjudicated else 'false'},{joined}"
         )
         if auto_label:
             line += "," + cells[auto]
         if confidence:
-            line += "," + ("" if row[9] is None else csv_line([row[9]])[:-1])
+            line += "," + ("" if score is None else csv_line([score])[:-1])
         yield line + text + "\n"
 
 
@@ -670,15 +648,14 @@ def raw_label_lines(rows: Iterable[RawLine]) -> Iterator[str]:
     """:func:`raw_lines` for plain rows (:data:`RawLine`), byte for byte, each distinct key
     and name encoded and checked once: the campaign exports' writer."""
     encoded = Memo(json_string)
-    keys = _checked_keys(lambda key: RawLabel(key, "", "", 1))
+    keys = _checked_keys(("", ""))
     labels = {code: json_string(name) for code, name in LABEL_NAMES.items() if code != DISAGREEMENT}
     for row in rows:
         caption_key, video_key, annotator, label, seconds, created_at, discounted, *more = row
         keys[caption_key], keys[video_key], keys[annotator]
         name = labels.get(label)
         if name is None:
-            record = RawLabel(caption_key, video_key, annotator, label)
-            raise ValueError(f"{_owner(record)} must be 1 or 0, got {label!r}")
+            raise ValueError(f"{_owner(row[:3])} must be 1 or 0, got {label!r}")
         spent = _raw_figure(row, seconds)
         if created_at:
             _checked_raw(row, parse_created_at, created_at)
@@ -711,6 +688,5 @@ def _checked_raw(row: RawLine, parse: Callable[[object], T], value: object) -> T
     try:
         parse(value)
     except ValueError as exc:
-        record = RawLabel(*row[:4])
-        raise ValueError(f"{_owner(record)}: {exc}") from None
+        raise ValueError(f"{_owner(row[:3])}: {exc}") from None
     return value

@@ -72,13 +72,8 @@ def _videos(path: Path, entries: list) -> dict[str, dict]:
         )
         key = read("video_id", parse_key)
         if key in videos:
-            raise FormatError(
-                path,
-                index,
-                "video_id",
-                f"duplicate video {key!r} (first seen at videos[{videos[key]['index']}])",
-                where=VIDEO,
-            )
+            message = f"duplicate video {key!r} (first seen at videos[{videos[key]['index']}])"
+            raise FormatError(path, index, "video_id", message, where=VIDEO)
         start, end = read("start time", parse_seconds), read("end time", parse_seconds)
         check_clip(path, index, start, end, "end time", where=VIDEO)
         metadata: dict = {}

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -267,29 +268,26 @@ def parse_optional_str(value: object, max_length: int | None = None) -> str:
     return text
 
 
-def parse_split(value: object) -> str:
-    """A split name such as ``train`` or ``test``; empty means "not given"."""
-    return parse_optional_str(value, SPLIT_MAX_LENGTH)
+parse_split = partial(parse_optional_str, max_length=SPLIT_MAX_LENGTH)
+"""A split name such as ``train`` or ``test``; empty means "not given"."""
 
 
 def parse_seconds(value: object) -> float | None:
     """A finite, non-negative number of seconds; None or an empty string means "not given"."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(f"expected a number, got {json_type(value)}")
-    if isinstance(value, int | float):
-        try:
-            number = float(value)
-        except OverflowError:
-            raise ValueError(f"number out of range: {value:.20}...") from None
-    elif isinstance(value, str):
+    if isinstance(value, str):
         try:
             number = float(value.strip())
         except ValueError:
             raise ValueError(f"not a number: {value.strip()!r}") from None
     else:
-        raise ValueError(f"expected a number, got {json_type(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"number out of range: {value:.20}...") from None
     if not math.isfinite(number):
         raise ValueError(f"not a finite number: {value!r}")
     if number < 0:
@@ -351,11 +349,10 @@ def parse_bool(value: object) -> bool | None:
 
 def parse_int(value: object) -> int:
     """A signed 64-bit integer, from JSON or from a CSV string."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"expected an integer, got {json_type(value)}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str):
+    number = value
+    if isinstance(value, str):
         text = value.strip()
         if len(text) > 40:
             raise ValueError(f"not an integer: {text[:40]!r}...")
@@ -363,8 +360,6 @@ def parse_int(value: object) -> int:
             number = int(text)
         except ValueError:
             raise ValueError(f"not an integer: {text!r}") from None
-    else:
-        raise ValueError(f"expected an integer, got {json_type(value)}")
     if not INT_MIN <= number <= INT_MAX:
         raise ValueError("integer out of range (more than 64 bits)")
     return number

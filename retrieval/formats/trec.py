@@ -157,13 +157,11 @@ def to_arrays(
     flat_scores = np.fromiter(
         (score for _, score in chain.from_iterable(heads)), dtype=np.float64, count=total
     )
-    rows = np.repeat(np.arange(len(heads)), lengths)
-    starts = np.cumsum(lengths) - lengths
-    cols = np.arange(total) - np.repeat(starts, lengths)
+    filled = np.arange(depth) < lengths[:, None]  # row by row, in the order of the flat arrays
     doc_index = np.full((len(heads), depth), -1, dtype=np.int64)
     scores = np.full((len(heads), depth), np.nan, dtype=np.float64)
-    doc_index[rows, cols] = flat_index
-    scores[rows, cols] = flat_scores
+    doc_index[filled] = flat_index
+    scores[filled] = flat_scores
     return doc_index, scores
 
 

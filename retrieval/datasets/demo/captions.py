@@ -52,61 +52,33 @@ COLOUR_WORDS: dict[str, tuple[str, ...]] = {
     "purple": ("purple", "violet"),
     "orange": ("orange", "tangerine"),
 }
+
+
+def _plural(phrase: str) -> str:
+    """The plural of a singular verb phrase: "is moving" -> "are moving", "rolls" -> "roll"."""
+    verb, _, rest = phrase.partition(" ")
+    verb = {"is": "are", "does": "do"}.get(verb, verb.removesuffix("s"))
+    return f"{verb} {rest}".rstrip()
+
+
 MOTION_PHRASES: dict[str, tuple[tuple[str, str], ...]] = {
-    "left": (
-        ("moves left", "move left"),
-        ("slides to the left", "slide to the left"),
-        ("moves to the left", "move to the left"),
-        ("drifts left", "drift left"),
-    ),
-    "right": (
-        ("moves right", "move right"),
-        ("slides to the right", "slide to the right"),
-        ("moves to the right", "move to the right"),
-        ("drifts right", "drift right"),
-    ),
-    "up": (
-        ("moves up", "move up"),
-        ("rises", "rise"),
-        ("floats upward", "float upward"),
-        ("drifts up", "drift up"),
-    ),
-    "down": (("moves down", "move down"), ("sinks", "sink"), ("falls", "fall"), ("drops", "drop")),
-    "spinning": (
-        ("spins", "spin"),
-        ("rotates", "rotate"),
-        ("is spinning", "are spinning"),
-        ("turns around", "turn around"),
-    ),
-    "growing": (
-        ("grows", "grow"),
-        ("gets bigger", "get bigger"),
-        ("expands", "expand"),
-        ("is growing", "are growing"),
-    ),
-    "shrinking": (
-        ("shrinks", "shrink"),
-        ("gets smaller", "get smaller"),
-        ("is shrinking", "are shrinking"),
-    ),
-    "bouncing": (
-        ("bounces", "bounce"),
-        ("hops", "hop"),
-        ("is bouncing", "are bouncing"),
-        ("bounces up and down", "bounce up and down"),
-    ),
-    "still": (
-        ("stays still", "stay still"),
-        ("does not move", "do not move"),
-        ("sits still", "sit still"),
-        ("is motionless", "are motionless"),
-    ),
-    MOVING: (("moves", "move"), ("is moving", "are moving"), ("is in motion", "are in motion")),
+    motion: tuple((phrase, _plural(phrase)) for phrase in phrases)
+    for motion, phrases in {
+        "left": ("moves left", "slides to the left", "moves to the left", "drifts left"),
+        "right": ("moves right", "slides to the right", "moves to the right", "drifts right"),
+        "up": ("moves up", "rises", "floats upward", "drifts up"),
+        "down": ("moves down", "sinks", "falls", "drops"),
+        "spinning": ("spins", "rotates", "is spinning", "turns around"),
+        "growing": ("grows", "gets bigger", "expands", "is growing"),
+        "shrinking": ("shrinks", "gets smaller", "is shrinking"),
+        "bouncing": ("bounces", "hops", "is bouncing", "bounces up and down"),
+        "still": ("stays still", "does not move", "sits still", "is motionless"),
+        MOVING: ("moves", "is moving", "is in motion"),
+    }.items()
 }
 """Singular and plural verb phrases for each motion (and for "any motion")."""
 ROLL_PHRASES: dict[str, tuple[str, str]] = {
-    "left": ("rolls to the left", "roll to the left"),
-    "right": ("rolls to the right", "roll to the right"),
+    side: (f"rolls to the {side}", f"roll to the {side}") for side in ("left", "right")
 }
 """Extra phrases for a circle moving sideways: a ball rolls."""
 BACKGROUND_PHRASES: dict[str, tuple[str, ...]] = {
@@ -128,10 +100,6 @@ class GeneratedCaption:
 
 def _pick(rng: np.random.Generator, options: tuple | list):
     return options[int(rng.integers(len(options)))]
-
-
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
 
 
 def _noun(rng: np.random.Generator, shape: str | None, plural: bool, lexicon: dict) -> str:
@@ -165,7 +133,7 @@ def _noun_phrase(
     if vague and not plural and not another and rng.random() < 0.4:
         return "something"
     words.append(_noun(rng, spec.shape, plural, lexicon))
-    head = _article(words[0])
+    head = "an" if words[0][0] in "aeiou" else "a"
     if plural:
         head = NUMBER_WORDS[spec.count]
     elif another:

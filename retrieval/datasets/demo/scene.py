@@ -23,7 +23,9 @@ MOTIONS: tuple[str, ...] = (
     "left", "right", "up", "down", "spinning", "growing", "shrinking", "bouncing", "still",
 )  # fmt: skip
 BACKGROUNDS: tuple[str, ...] = ("plain", "stripes", "grass")
-DIRECTIONAL_MOTIONS: frozenset[str] = frozenset({"left", "right", "up", "down"})
+STEPS: dict[str, tuple[int, int]] = dict(left=(-1, 0), right=(1, 0), up=(0, -1), down=(0, 1))
+"""Each directional motion's direction in x and y (y points down)."""
+DIRECTIONAL_MOTIONS: frozenset[str] = frozenset(STEPS)
 MOVING = "moving"
 """Motion value an assertion may state meaning "any motion but still"."""
 MAX_OBJECTS = 3
@@ -69,14 +71,9 @@ class SceneObject:
     def state(self, u: float) -> tuple[float, float, float, float]:
         """Centre x, centre y, radius and angle (radians) at clip time ``u`` in [0, 1]."""
         x, y, scale, angle = self.x, self.y, 1.0, self.angle
-        if self.motion == "left":
-            x -= TRAVEL * u
-        elif self.motion == "right":
-            x += TRAVEL * u
-        elif self.motion == "up":
-            y -= TRAVEL * u
-        elif self.motion == "down":
-            y += TRAVEL * u
+        if self.motion in STEPS:
+            step_x, step_y = STEPS[self.motion]
+            x, y = x + step_x * TRAVEL * u, y + step_y * TRAVEL * u
         elif self.motion == "bouncing":
             y -= BOUNCE_HEIGHT * abs(math.sin(math.pi * BOUNCES * u))
         elif self.motion == "growing":
@@ -108,18 +105,8 @@ class Scene:
     seed: int = 0
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict (stored as ``Video.metadata["scene"]``)."""
-        return {
-            "background": {
-                **asdict(self.background),
-                "colour": list(self.background.colour),
-                "colour2": None
-                if self.background.colour2 is None
-                else list(self.background.colour2),
-            },
-            "objects": [asdict(obj) for obj in self.objects],
-            "seed": self.seed,
-        }
+        """Its fields as JSON reads them back, tuples as lists (``Video.metadata["scene"]``)."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict) -> Scene:
@@ -164,12 +151,8 @@ class Assertion:
     relation: str | None = None
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict (stored as ``Caption.metadata["assertion"]``)."""
-        return {
-            "objects": [asdict(spec) for spec in self.objects],
-            "background": self.background,
-            "relation": self.relation,
-        }
+        """Its fields as JSON reads them back (``Caption.metadata["assertion"]``)."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict) -> Assertion:
@@ -219,19 +202,17 @@ class _SceneArrays:
 
     @classmethod
     def encode(cls, scenes: Sequence[Scene]) -> _SceneArrays:
-        n = len(scenes)
         width = max([MAX_OBJECTS, *(len(s.objects) for s in scenes)])
-        shape = np.full((n, width), -1, dtype=np.int8)
-        colour = np.full((n, width), -1, dtype=np.int8)
-        motion = np.full((n, width), -1, dtype=np.int8)
-        background = np.empty(n, dtype=np.int8)
+        codes = np.full((3, len(scenes), width), -1, dtype=np.int8)  # shape, colour, motion
         for v, scene in enumerate(scenes):
-            background[v] = BACKGROUNDS.index(scene.background.kind)
             for k, obj in enumerate(scene.objects):
-                shape[v, k] = SHAPES.index(obj.shape)
-                colour[v, k] = COLOURS.index(obj.colour)
-                motion[v, k] = MOTIONS.index(obj.motion)
-        return cls(shape, colour, motion, background)
+                codes[:, v, k] = (
+                    SHAPES.index(obj.shape),
+                    COLOURS.index(obj.colour),
+                    MOTIONS.index(obj.motion),
+                )
+        kinds = [BACKGROUNDS.index(scene.background.kind) for scene in scenes]
+        return cls(*codes, np.array(kinds, dtype=np.int8))
 
     def matches(self, spec: ObjectSpec) -> np.ndarray:
         """Videos x object slots: which objects match ``spec`` (cached per spec)."""
@@ -293,11 +274,6 @@ def relevance_matrix(assertions: Sequence[Assertion], scenes: Sequence[Scene]) -
     return out
 
 
-def _colour_allowed(colour: str, background: str) -> bool:
-    """Green shapes are not put on grass, where they would be hard to see."""
-    return not (colour == "green" and background == "grass")
-
-
 def _start_ranges(motion: str, radius: float) -> tuple[tuple[float, float], tuple[float, float]]:
     """Ranges for the start centre that keep the whole trajectory inside the frame."""
     extent = radius * (SCALE_LARGE if motion in {"growing", "shrinking"} else 1.0) + 0.02
@@ -337,7 +313,8 @@ def _sample_object(
         shape = like.shape
     else:
         shape = SHAPES[rng.integers(len(SHAPES))]
-    colours = [c for c in COLOURS if _colour_allowed(c, background)]
+    # Green shapes are not put on grass, where they would be hard to see.
+    colours = [c for c in COLOURS if not (c == "green" and background == "grass")]
     if like is not None and rng.random() < 0.3:
         colour = like.colour
     else:

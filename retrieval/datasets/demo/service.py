@@ -9,6 +9,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -104,20 +105,14 @@ def _render(jobs: list[tuple[dict, str]], progress: Progress | None, workers: in
     total = len(jobs)
     if progress:
         progress(0, total)
-    done: Iterable[str]
-    if workers > 1 and total > 1:
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(min(workers, total)) as pool:
-            done = pool.imap_unordered(render_scene_file, jobs, chunksize=4)
-            _report(done, progress, total)
-    else:
-        _report(map(render_scene_file, jobs), progress, total)
-
-
-def _report(done: Iterable[str], progress: Progress | None, total: int) -> None:
-    for count, _path in enumerate(done, start=1):
-        if progress:
-            progress(count, total)
+    with ExitStack() as stack:
+        done: Iterable[str] = map(render_scene_file, jobs)
+        if workers > 1 and total > 1:
+            pool = multiprocessing.get_context("spawn").Pool(min(workers, total))
+            done = stack.enter_context(pool).imap_unordered(render_scene_file, jobs, chunksize=4)
+        for count, _path in enumerate(done, start=1):
+            if progress:
+                progress(count, total)
 
 
 def _write_rows(world: World, name: str, test_fraction: float) -> Dataset:
