@@ -136,7 +136,7 @@ class TrainingData:
 
 class Encoder(ABC):
     """A retrieval model: captions and videos -> L2-normalised vectors of size ``dim``.
-    Subclasses implement ``_encode_captions``, ``_encode_videos`` (and ``_fit`` if trainable);
+    Subclasses implement ``_encode_captions``, ``_encode_videos`` (and ``fit`` if trainable);
     ``uses_*`` say which fields of :class:`VideoInputs` (and TrainingData) they read."""
 
     name: ClassVar[str]
