@@ -78,13 +78,16 @@ def campaign_label_sets(campaign: Campaign | None = None):
     return sets.select_related("dataset").order_by("created_at", "pk")
 
 
-def campaign_rows(campaigns: Iterable[Campaign]) -> list[CampaignRow]:
-    """The campaigns table: three grouped queries for every campaign listed."""
-    campaigns = list(campaigns)
-    counts = _status_counts(None)
-    escalations = _open_escalations(None)
+def campaign_rows(
+    campaigns: Iterable[Campaign], ids: list[int] | None = None, label_sets=None
+) -> list[CampaignRow]:
+    """The campaigns table: three grouped queries for every campaign listed (counting only the
+    pairs of ``ids`` when given, each campaign's latest of ``label_sets``, default all)."""
+    counts = _status_counts(ids)
+    escalations = _open_escalations(ids)
     label_sets = {
-        label_set.metadata.get("campaign_id"): label_set for label_set in campaign_label_sets()
+        label_set.metadata.get("campaign_id"): label_set
+        for label_set in (campaign_label_sets() if label_sets is None else label_sets)
     }
     return [
         CampaignRow(
@@ -188,14 +191,8 @@ def campaign_facts(campaign: Campaign) -> CampaignFacts:
 
 def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPage:
     """The figures of one campaign's page (``campaign`` with its dataset selected)."""
-    ids = [campaign.pk]
     label_sets = tuple(campaign_label_sets(campaign))
-    row = CampaignRow(
-        campaign=campaign,
-        counts=_status_counts(ids).get(campaign.pk, StatusCounts()),
-        open_escalations=_open_escalations(ids).get(campaign.pk, 0),
-        label_set=label_sets[-1] if label_sets else None,
-    )
+    row = campaign_rows([campaign], [campaign.pk], label_sets)[0]
     live = live_figures.live_figures(campaign, (live_figures.JUDGING, live_figures.AGREEMENT))
     judging, chosen = live[live_figures.JUDGING], campaign.settings
     return CampaignPage(

@@ -10,7 +10,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.active import stages as active_stages
-from annotation.campaign_read.labels import load_campaign_labels
+from annotation.campaign_read.labels import finished_pairs, load_campaign_labels
 from annotation.models import Assessor, Campaign, GoldJudgement, GoldPair, Pair
 from annotation.ordering import samples
 from annotation.people import quality
@@ -100,47 +100,24 @@ def overturned(
     )
 
 
-def majority_confidence(status: np.ndarray) -> np.ndarray:
-    """Probability of relevance of a majority-resolved pair: 1, 0, or 0.5 for a disagreement."""
-    status = np.asarray(status)
-    return np.select(
-        [status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT], [1.0, 0.0], 0.5
-    )
-
-
 def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolution:
     """The campaign's finished pairs (not pending) resolved by ``method``."""
     if method not in METHODS:
         raise LabelSetError(
             f"unknown resolution method {method!r} (choose from {', '.join(METHODS)})"
         )
-    rows = list(
-        Pair.objects.filter(campaign=campaign)
-        .exclude(status=Pair.Status.PENDING)
-        .order_by("pk")
-        .values_list(
-            "pk", "caption_id", "video_id", "status", "label_count", "adjudicated", "pool_row"
-        )
-    )
-    n = len(rows)
-    pair_ids = np.fromiter((row[0] for row in rows), np.int64, n)
-    status = np.fromiter((CODES[row[3]] for row in rows), np.int64, n)
-    adjudicated = np.fromiter((bool(row[5]) for row in rows), bool, n)
+    pair_ids, captions, videos, status, labels, adjudicated, pool_rows = finished_pairs(campaign)
+    n = len(pair_ids)
+    # A majority-resolved pair's probability of relevance: 1, 0, or 0.5 for a disagreement.
+    relevant, irrelevant = status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT
+    confidence = np.select([relevant, irrelevant], [1.0, 0.0], 0.5)
     resolution = Resolution(
-        method=method,
-        pair_ids=pair_ids,
-        caption_ids=np.fromiter((row[1] for row in rows), np.int64, n),
-        video_ids=np.fromiter((row[2] for row in rows), np.int64, n),
-        status=status,
-        confidence=majority_confidence(status),
-        labels=np.fromiter((row[4] for row in rows), np.int64, n),
-        adjudicated=adjudicated,
-        fit={},
+        method, pair_ids, captions, videos, status, confidence, labels, adjudicated, fit={}
     )
     if method == MAJORITY and n and campaign.settings.label_policy.adaptive:
         # The adaptive policy's own resolution: each pair keeps its posterior, so a re-score
         # from the label set alone says how sure each score is (an admin's label is sure).
-        rows_at = [(row[0], row[6]) for row in rows]
+        rows_at = list(zip(pair_ids.tolist(), pool_rows.tolist(), strict=True))
         posterior = label_models.snapshot(campaign, rows_at).posterior
         confidence = np.where(adjudicated, resolution.confidence, posterior)
         return replace(resolution, confidence=confidence)
@@ -155,8 +132,7 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     (a proxy labelled it) keeps its policy status."""
     data = load_campaign_labels(campaign)
     first, n_pairs = data.first_pair_id, data.n_pairs
-    names = list(data.annotators)
-    index = {name: i for i, name in enumerate(names)}
+    index = {name: i for i, name in enumerate(data.annotators)}
     known, gold = _known(campaign, first, n_pairs)
     gold_item = {pk: n_pairs + i for i, (pk, *_) in enumerate(gold)}
 
@@ -166,13 +142,11 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
             "gold_pair_id", "annotator_id", "label"
         )
     )
-    gold_annotators = []
-    for _, annotator, _ in gold_rows:
-        name = usernames.get(annotator, str(annotator))
-        if name not in index:
-            index[name] = len(names)
-            names.append(name)
-        gold_annotators.append(index[name])
+    gold_annotators = [  # the annotators who gave live labels, then those only of gold
+        index.setdefault(usernames.get(annotator, str(annotator)), len(index))
+        for _, annotator, _ in gold_rows
+    ]
+    names = list(index)
     items = np.concatenate(
         [data.pair_index, np.array([gold_item[row[0]] for row in gold_rows], dtype=np.int64)]
     )

@@ -125,11 +125,10 @@ def simulate_active(
         raise ValueError("one feature row per pooled pair is required")
     if settings.shuffle:
         features = shuffled(features, seed)
-    rng = np.random.default_rng(seed)
-    source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
+    source = SimulatedSource(world, crowd, quality, seed)
+    rng = source.rng
     rules = Rules.of(policy.ADAPTIVE, len(world.pool), seed, confidence=settings.confidence)
-    tally = Tally.empty(len(world.pool))
-    tally.spent = source.spent
+    tally = Tally.empty(len(world.pool), source.spent)
     query_of = world.layout.query_of
     queries = world.layout.pair_of.shape[0]
     judged = np.zeros(queries, bool)
@@ -401,11 +400,10 @@ class Misjudged:
         self.spread = np.zeros((runs, metrics))
 
     def add(self, values, predicted, spread_grid, drawn, pi, settle) -> None:
-        weight = (1 / pi[drawn])[:, None]
-        for j, metric in enumerate(settle):
-            residual = (values[metric][drawn] - predicted[metric][drawn]) ** 2
-            self.error[:, j] += (weight * residual).sum(axis=0)
-            self.spread[:, j] += (weight * spread_grid[drawn][:, :, j]).sum(axis=0)
+        weight = (1 / pi[drawn])[:, None, None]
+        residual = np.stack([values[m][drawn] - predicted[m][drawn] for m in settle], axis=2)
+        self.error[:, : len(settle)] += (weight * residual**2).sum(axis=0)
+        self.spread[:, : len(settle)] += (weight * spread_grid[drawn][:, :, : len(settle)]).sum(0)
 
     def ratio(self) -> np.ndarray:
         safe = np.where(self.spread > 0, self.spread, 1.0)

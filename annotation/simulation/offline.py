@@ -129,12 +129,16 @@ def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Record) ->
 
 
 class SimulatedSource:
-    """The simulated crowd as a label source: admitted annotators, gold tasks mixed in."""
+    """The simulated crowd as a label source, drawing from ``seed``: admitted annotators, gold
+    tasks mixed in."""
 
-    def __init__(self, world: World, crowd: SimulatedCrowd, qc: QualityControl, rng) -> None:
-        self.world, self.crowd, self.qc, self.rng = world, crowd, qc, rng
+    def __init__(
+        self, world: World, crowd: SimulatedCrowd, qc: QualityControl | None, seed: int
+    ) -> None:
+        self.world, self.crowd, self.qc = world, crowd, qc or QualityControl()
+        self.rng = rng = np.random.default_rng(seed)
         self.evidence = Record()  # gold answers: annotators, labels, truth
-        self.admitted = qualify(crowd, qc, rng, self.evidence)
+        self.admitted = qualify(crowd, self.qc, rng, self.evidence)
         self.workers = np.flatnonzero(self.admitted)
         self.labelled_by = np.zeros((len(world.pool), len(crowd.sensitivity)), bool)
         self.strata = confusion.pool_strata(world.pool.ranks)
@@ -189,11 +193,9 @@ def simulate(
     module docstring)."""
     if policy_name not in policy.POLICIES or order not in ORDERS:
         raise ValueError(f"policy in {policy.POLICIES}, order in {ORDERS}")
-    rng = np.random.default_rng(seed)
-    source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
+    source = SimulatedSource(world, crowd, quality, seed)
     rules = Rules.of(policy_name, len(world.pool), seed, cap, confidence=confidence)
-    tally = Tally.empty(len(world.pool))
-    tally.spent = source.spent
+    tally = Tally.empty(len(world.pool), source.spent)
     ask = asker(world, rules, source.strata, order, ks)
     return rules.outcome(judge(rules, source, tally, ask), source.admitted)
 
