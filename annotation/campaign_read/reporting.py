@@ -184,7 +184,6 @@ def file_report(
     resolved by strict majority; annotators listed by name."""
     records = list(records)
     pairs, names, pair_index, annotator_index, labels = index_raw(records)
-    seconds = [np.nan if record.seconds is None else record.seconds for record in records]
     ordered = sorted(names)
     rank = np.empty(len(names), dtype=np.int64)
     rank[[names[name] for name in ordered]] = np.arange(len(ordered))
@@ -194,7 +193,7 @@ def file_report(
         labels,
         len(pairs),
         ordered,
-        seconds=np.array(seconds, dtype=np.float64),
+        seconds=np.array([record.seconds for record in records], dtype=np.float64),  # None: NaN
         resamples=resamples,
         seed=seed,
     )

@@ -242,13 +242,11 @@ def resolve_campaign(
     name, _ = resolution_target(campaign, name, base)
     resolution = campaign_resolution(campaign, method)
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
-    extra = {"dawid_skene": resolution.fit} if resolution.fit else {}
-    description = f"Resolved from campaign {campaign.name!r}" + (
-        "" if method == MAJORITY else f" by {method}"
-    )
+    by = "" if method == MAJORITY else f" by {method}"
+    description = f"Resolved from campaign {campaign.name!r}{by}"
     metadata = {
         "method": method,
-        **extra,
+        **({"dawid_skene": resolution.fit} if resolution.fit else {}),
         "campaign": campaign.name,
         "campaign_id": campaign.pk,
         "pending": pending,
@@ -271,6 +269,7 @@ def resolve_campaign(
             metadata=metadata,
             replace=True,
         )
+    active = active_stages.export_estimates(campaign)  # once an active stage is finished
     return store_label_set(
         campaign.dataset,
         name,
@@ -282,17 +281,11 @@ def resolve_campaign(
             # What leave-one-run-out needs: which runs were pooled, and how deep.
             "pooled_runs": campaign.run_names(),
             "pool_depth": campaign.depth,
-            **_active(campaign),
+            **({} if active is None else {ACTIVE_METADATA: active}),
         },
         replace=True,
         pool_state=samples.pool_state(campaign),
     )
-
-
-def _active(campaign: Campaign) -> dict:
-    """The metadata entry of the campaign's active estimates, when a stage is finished."""
-    found = active_stages.export_estimates(campaign)
-    return {} if found is None else {ACTIVE_METADATA: found}
 
 
 def assessor_families(campaign: Campaign, base: LabelSet | None = None) -> list[str]:

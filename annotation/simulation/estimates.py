@@ -110,8 +110,7 @@ def world_intervals(world: World, outcome: Outcome, draws: int = 1000) -> dict:
         for r, name in enumerate(world.run_names)
     }
     labelled = np.flatnonzero(np.bincount(outcome.pair, minlength=n) > 0)
-    status = outcome.status[labelled].astype(np.int64)
-    relevance = np.where(status == 1, 1, np.where(status == 0, 0, -1))
+    relevance = np.maximum(outcome.status[labelled].astype(np.int64), -1)  # pending: -1
     judged = score_intervals.JudgedPairs.of(
         world.layout.query_of[labelled], labelled, relevance, outcome.posterior[labelled]
     )

@@ -41,10 +41,9 @@ class SimulatedCrowd:
     def of(cls, shares: Sequence[tuple[float, float, float]], size: int) -> "SimulatedCrowd":
         """``size`` annotators from (share, sensitivity, specificity) profiles, by largest
         remainder."""
-        counts = largest_remainder([share for share, _, _ in shares], size)
-        sens = np.repeat([s for _, s, _ in shares], counts)
-        spec = np.repeat([p for _, _, p in shares], counts)
-        return cls(sens.astype(np.float64), spec.astype(np.float64))
+        share, sensitivity, specificity = np.array(shares, np.float64).reshape(-1, 3).T
+        counts = largest_remainder(share, size)
+        return cls(np.repeat(sensitivity, counts), np.repeat(specificity, counts))
 
     @classmethod
     def parse(cls, spec: str, size: int) -> "SimulatedCrowd":
@@ -90,10 +89,8 @@ def _profile(part: str, kind: str) -> tuple[float, float]:
         rates = [float(x) for x in kind.split("/")]
     except ValueError:
         rates = []
-    if len(rates) == 1 and 0 <= rates[0] <= 1:
-        return 1 - rates[0], 1 - rates[0]
-    if len(rates) == 2 and all(0 <= rate <= 1 for rate in rates):
-        return rates[0], rates[1]
+    if len(rates) in (1, 2) and all(0 <= rate <= 1 for rate in rates):
+        return (1 - rates[0], 1 - rates[0]) if len(rates) == 1 else (rates[0], rates[1])
     raise ValueError(
         f"crowd part {part!r}: KIND must be an error rate, SENSITIVITY/SPECIFICITY or one of "
         f"{', '.join(_SPAMMERS)}"
