@@ -134,17 +134,14 @@ def by_label_count(counts: np.ndarray) -> list[dict]:
     counts = np.asarray(counts, dtype=np.int64)
     totals = counts.sum(axis=1)
     unanimous = counts.min(axis=1) == 0
-    rows = []
-    for k in np.unique(totals[totals >= 1]).tolist():
-        mask = totals == k
-        rows.append(
-            {
-                "labels": int(k),
-                "pairs": int(mask.sum()),
-                "percent_agreement": float(unanimous[mask].mean()) if k >= 2 else None,
-            }
-        )
-    return rows
+    return [
+        {
+            "labels": k,
+            "pairs": int((totals == k).sum()),
+            "percent_agreement": float(unanimous[totals == k].mean()) if k >= 2 else None,
+        }
+        for k in np.unique(totals[totals >= 1]).tolist()
+    ]
 
 
 def per_annotator(

@@ -135,12 +135,9 @@ def export_windows(
     try:
         for low, high in windows:
             params = {"low": low, "high": high, "campaign": campaign}
-            if ahead is None or not ahead.send(EXPORT_ROWS.fill(kind=kind), params):
-                yield rows
-                rows = EXPORT_ROWS.plain_rows(params, kind=kind)
-                continue
+            sent = ahead is not None and ahead.send(EXPORT_ROWS.fill(kind=kind), params)
             yield rows
-            rows = ahead.rows()
+            rows = ahead.rows() if sent else EXPORT_ROWS.plain_rows(params, kind=kind)
         yield rows
     finally:
         if ahead is not None:
