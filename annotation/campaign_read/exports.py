@@ -19,7 +19,12 @@ from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from annotation.campaign_read import export_rows
-from annotation.campaign_read.resolution import MAJORITY, METHODS, campaign_resolution
+from annotation.campaign_read.resolution import (
+    MAJORITY,
+    METHODS,
+    campaign_resolution,
+    last_method,
+)
 from annotation.campaigns.service import load_provenance
 from annotation.gold import file as gold_file
 from annotation.gold import service as gold
@@ -28,7 +33,7 @@ from annotation.models import Campaign, Judgement, Pair
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_sets.status import CODES, names
-from retrieval.models import Caption, LabelSet, Video
+from retrieval.models import Caption, Video
 
 _FORMATS = {
     "csv": ("text/csv", "csv"),
@@ -113,18 +118,6 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
             campaign.dataset.name,
         )
     return _buffered(lines)
-
-
-def last_method(campaign: Campaign) -> str:
-    """The method of the campaign's latest resolution into a label set; majority if none."""
-    latest = (
-        LabelSet.objects.filter(dataset_id=campaign.dataset_id, metadata__campaign_id=campaign.pk)
-        .order_by("-created_at", "-pk")
-        .values_list("metadata", flat=True)
-        .first()
-    )
-    method = (latest or {}).get("method", MAJORITY)
-    return method if method in METHODS else MAJORITY
 
 
 Override = dict[int, tuple[str, float]]

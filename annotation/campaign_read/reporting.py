@@ -251,8 +251,7 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> Pr
             missing.append(proxy)
             continue
         scores = relevance.pair_scores(caption_ids, video_ids)
-        result = proxy_agreement(scores, labels)
-        rows.append(ProxyRow(proxy, result))
+        rows.append(ProxyRow(proxy, proxy_agreement(scores, labels)))
         known = ~np.isnan(scores)
         thresholds, agree, alphas = agreement_by_threshold(scores[known], labels[known])
         if not len(agree):

@@ -305,12 +305,7 @@ def resolution_target(
     a set of that name from elsewhere is refused (:class:`LabelSetError`)."""
     if not name:
         base = base if base is not None else extended_label_set(campaign)
-        previous = (
-            LabelSet.objects.filter(dataset=campaign.dataset, metadata__campaign_id=campaign.pk)
-            .order_by("-created_at", "-pk")
-            .values_list("name", flat=True)
-            .first()
-        )
+        previous = _latest(campaign, "name")
         name = derived_name(
             previous or (version_name(base, campaign.name) if base else campaign.name)
         )
@@ -321,6 +316,19 @@ def resolution_target(
             f"does not come from campaign {campaign.name!r}; choose another name"
         )
     return name, clash
+
+
+def last_method(campaign: Campaign) -> str:
+    """The method of the campaign's latest resolution into a label set; majority if none."""
+    method = (_latest(campaign, "metadata") or {}).get("method", MAJORITY)
+    return method if method in METHODS else MAJORITY
+
+
+def _latest(campaign: Campaign, field: str):
+    """``field`` of the label set the campaign was last resolved into (None: never)."""
+    resolved = LabelSet.objects.filter(dataset_id=campaign.dataset_id)
+    resolved = resolved.filter(metadata__campaign_id=campaign.pk)
+    return resolved.order_by("-created_at", "-pk").values_list(field, flat=True).first()
 
 
 def extended_label_set(campaign: Campaign) -> LabelSet | None:
