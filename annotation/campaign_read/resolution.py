@@ -137,23 +137,16 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     gold_item = {pk: n_pairs + i for i, (pk, *_) in enumerate(gold)}
 
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
-    gold_rows = list(
-        GoldJudgement.objects.filter(gold_pair__campaign=campaign).values_list(
-            "gold_pair_id", "annotator_id", "label"
-        )
-    )
-    gold_annotators = [  # the annotators who gave live labels, then those only of gold
-        index.setdefault(usernames.get(annotator, str(annotator)), len(index))
-        for _, annotator, _ in gold_rows
+    answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign)
+    gold_answers = [  # (item, annotator, label); annotators who gave live labels come first
+        (gold_item[pair], index.setdefault(usernames.get(who, str(who)), len(index)), CODES[label])
+        for pair, who, label in answers.values_list("gold_pair_id", "annotator_id", "label")
     ]
     names = list(index)
-    items = np.concatenate(
-        [data.pair_index, np.array([gold_item[row[0]] for row in gold_rows], dtype=np.int64)]
-    )
-    annotators = np.concatenate([data.annotator_index, np.array(gold_annotators, dtype=np.int64)])
-    labels = np.concatenate(
-        [data.labels, np.array([CODES[row[2]] for row in gold_rows], dtype=np.int64)]
-    )
+    gold_items, gold_annotators, gold_labels = np.array(gold_answers, np.int64).reshape(-1, 3).T
+    items = np.concatenate([data.pair_index, gold_items])
+    annotators = np.concatenate([data.annotator_index, gold_annotators])
+    labels = np.concatenate([data.labels, gold_labels])
     fit = quality.dawid_skene(items, annotators, labels, n_pairs + len(gold), len(names), known)
 
     at = majority.pair_ids - first
@@ -176,7 +169,7 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
         method=DAWID_SKENE,
         status=status.astype(np.int64),
         confidence=confidence,
-        fit=_fit_summary(fit, names, len(gold), len(gold_rows), turned),
+        fit=_fit_summary(fit, names, len(gold), len(gold_answers), turned),
     )
 
 
