@@ -206,8 +206,7 @@ class Rules:
             total = tally.total
             status = majority(tally.relevant, total)
             status = np.where(total > 0, status, LabelStatus.PENDING).astype(np.int8)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                posterior = np.where(total > 0, tally.relevant / np.maximum(total, 1), np.nan)
+            posterior = np.where(total > 0, tally.relevant / np.maximum(total, 1), np.nan)
         pairs, annotators, labels = tally.taken.arrays()
         spent = {**tally.spent, "campaign": int(pairs.size)}
         return Outcome(pairs, annotators, labels, posterior, status, tally.rounds, admitted, spent)
