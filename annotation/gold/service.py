@@ -200,13 +200,25 @@ def import_gold(
     return write_gold_rows(campaign, read, user=user, steps=steps)
 
 
+_GOLD_COLUMNS = ("caption_id", "video_id", "label", "explanation", "guideline")
+
+
 def write_gold_rows(
     campaign: Campaign, read: GoldRows, *, user=None, steps: Steps | None = None
 ) -> GoldImport:
     """Store checked gold rows as ``campaign``'s with their hidden tasks, in one transaction
     (the same pairs imported meanwhile: GoldError, nothing written)."""
     steps = steps or _Quiet()
-    columns = _gold_columns(read.rows, campaign, user)
+    rows = read.rows
+    # Columns, read before the write transaction (bulk_create's instances were most of the
+    # lock's time).
+    columns = {
+        "campaign_id": campaign.pk,
+        **{name: [getattr(row, name) for row in rows] for name in _GOLD_COLUMNS},
+        "source": GoldPair.Source.IMPORTED.value,
+        "created_by_id": user.pk if user is not None else None,
+        "created_at": connection.ops.adapt_datetimefield_value(timezone.now()),
+    }
     steps.step(f"writing {len(read.rows):,} gold pairs and their tasks", total=len(read.rows))
     try:
         with transaction.atomic():
@@ -221,22 +233,6 @@ def write_gold_rows(
     return GoldImport(
         campaign=campaign.name, file=read.file, created=len(read.rows), relevant=read.relevant
     )
-
-
-def _gold_columns(rows: Sequence[GoldPair], campaign: Campaign, user) -> dict[str, object]:
-    """Gold pairs as the columns :func:`annotation.judging.statements.insert` takes, before the
-    write transaction (``bulk_create``'s instances were most of the lock's time)."""
-    return {
-        "campaign_id": campaign.pk,
-        "caption_id": [row.caption_id for row in rows],
-        "video_id": [row.video_id for row in rows],
-        "label": [row.label for row in rows],
-        "explanation": [row.explanation for row in rows],
-        "guideline": [row.guideline for row in rows],
-        "source": GoldPair.Source.IMPORTED.value,
-        "created_by_id": user.pk if user is not None else None,
-        "created_at": connection.ops.adapt_datetimefield_value(timezone.now()),
-    }
 
 
 def decided() -> Q:
