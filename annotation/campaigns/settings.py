@@ -332,6 +332,9 @@ class CampaignSettings:
         draws = sample.get("draws", [])
         if not isinstance(draws, list | tuple):
             _fail("estimation_sample.draws", "must be a list")
+        settle = stored.get("settle", list(DEFAULT_SETTLE))
+        if not isinstance(settle, list | tuple):
+            _fail("settle", "must be a list of metric names")
         return cls(
             judging=JudgingSettings(**order, budget=stored.get("budget")),
             gold=GoldSettings(**_entry("gold", stored.get("gold", {}), GoldSettings)),
@@ -341,7 +344,10 @@ class CampaignSettings:
                 captions=_ids("estimation_sample.captions", sample.get("captions", ())),
                 pairs=_ids("estimation_sample.pairs", sample.get("pairs", ())),
                 draws=tuple(
-                    _request(f"estimation_sample.draws[{i}]", draw) for i, draw in enumerate(draws)
+                    SampleRequest(
+                        **_entry(f"estimation_sample.draws[{i}]", draw, SampleRequest, True)
+                    )
+                    for i, draw in enumerate(draws)
                 ),
             ),
             queue_order=_record("queue_order", stored.get("queue_order"), QueueOrder),
@@ -349,7 +355,7 @@ class CampaignSettings:
             label_policy=LabelPolicy(
                 **_entry("label_policy", stored.get("label_policy", {}), LabelPolicy)
             ),
-            settle=_stored_settle(stored.get("settle", list(DEFAULT_SETTLE))),
+            settle=settle_metrics("settle", settle),
             half_width=stored.get("half_width", DEFAULT_HALF_WIDTH),
             active_captions=_ids("active_captions", stored.get("active_captions", ())),
         )
@@ -402,34 +408,16 @@ class CampaignSettings:
 OPTION_KEYS = (
     "judging_order",
     "budget",
-    "gold",
-    "show_roles",
-    "extends",
-    "estimation_sample",
-    "queue_order",
-    "auto_label",
-    "label_policy",
-    "settle",
-    "half_width",
-    "active_captions",
+    *(f.name for f in fields(CampaignSettings) if f.name != "judging"),
 )
-"""The top-level keys of ``Campaign.options``; any other is refused."""
+"""The top-level keys of ``Campaign.options``: each setting by its name, the judging
+settings as their order and budget; any other is refused."""
 
 
 @functools.lru_cache(maxsize=256)
 def _parsed(text: str) -> CampaignSettings:
     """The settings of one ``Campaign.options`` JSON text (frozen, so safely shared)."""
     return CampaignSettings._checked(json.loads(text))
-
-
-def _stored_settle(stored: object) -> tuple[str, ...]:
-    if not isinstance(stored, list | tuple):
-        _fail("settle", "must be a list of metric names")
-    return settle_metrics("settle", stored)
-
-
-def _request(path: str, stored: object) -> SampleRequest:
-    return SampleRequest(**_entry(path, stored, SampleRequest, complete=True))
 
 
 def _record(path: str, stored: object, cls):
