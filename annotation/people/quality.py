@@ -180,8 +180,8 @@ def annotator_scores(
                 gold=int(gold_n[a]),
                 gold_correct=int(gold_right[a]),
                 gold_accuracy=accuracy[a],
-                sensitivity=_share(relevant_right[a], relevant_n[a]),
-                specificity=_share(irrelevant_right[a], irrelevant_n[a]),
+                sensitivity=sensitivity[a] and sensitivity[a].estimate,
+                specificity=specificity[a] and specificity[a].estimate,
                 agreement_with_coannotators=rows[a].get("agreement_with_coannotators"),
                 agreement_with_resolved=rows[a].get("agreement_with_resolved"),
                 labels_per_hour=float(timed[a] / hours) if hours else None,
@@ -236,10 +236,6 @@ def _rolling_share(group: np.ndarray, hits: np.ndarray, window: int) -> np.ndarr
     start = starts[np.searchsorted(starts, position, side="right") - 1] if n else position
     size = np.minimum(position - start + 1, window)
     return (cumulative[position + 1] - cumulative[position + 1 - size]) / size
-
-
-def _share(part: int, whole: int) -> float | None:
-    return float(part / whole) if whole else None
 
 
 @dataclass(frozen=True)
