@@ -274,12 +274,15 @@ def promote(
     if (pair_ids is None) == (not all_decided):
         raise GoldError("name the pairs to promote, or ask for every decided pair")
     pairs = Pair.objects.filter(campaign=campaign)
-    if pair_ids is not None:
+    rows = pairs.filter(decided()).values_list("pk", "caption_id", "video_id", *_SETTLED)
+    if pair_ids is None:
+        rows = list(rows.order_by("pk"))
+    else:
         wanted = sorted(set(int(pk) for pk in pair_ids))
         if not wanted:
             raise GoldError("no pairs named")
-        found = dict(rows_in(pairs.filter(decided()).values_list("pk", "status"), "pk", wanted))
-        missing = [pk for pk in wanted if pk not in found]
+        rows = sorted(rows_in(rows, "pk", wanted))
+        missing = sorted(set(wanted) - {row[0] for row in rows})
         if missing:
             known = set(rows_in(pairs.values_list("pk", flat=True), "pk", missing))
             unknown = [pk for pk in missing if pk not in known]
@@ -291,10 +294,6 @@ def promote(
                 f"pairs {_ids(missing)} are not decided (adjudicated, or unanimous with at "
                 f"least {MIN_UNANIMOUS} labels); nothing promoted"
             )
-    rows = pairs.filter(decided()).values_list("pk", "caption_id", "video_id", *_SETTLED)
-    rows = (
-        sorted(rows_in(rows, "pk", wanted)) if pair_ids is not None else list(rows.order_by("pk"))
-    )
     existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
     explanation = explanation.strip()
     for what, text, lines in (("explanation", explanation, True), ("guideline", guideline, False)):
