@@ -10,7 +10,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 
 import numpy as np
 
@@ -365,37 +365,14 @@ class CampaignSettings:
         stored: dict = {}
         judging = self.judging
         if replace(judging, budget=None) != JudgingSettings():
-            stored["judging_order"] = {
-                "strategy": judging.strategy,
-                "ks": list(judging.ks),
-                "p": judging.p,
-            }
+            stored["judging_order"] = {k: v for k, v in _json(judging).items() if k != "budget"}
         if judging.budget is not None:
             stored["budget"] = judging.budget
-        if self.gold != GoldSettings():
-            stored["gold"] = asdict(self.gold)
-        if not self.show_roles:
-            stored["show_roles"] = False
-        if self.extends is not None:
-            stored["extends"] = self.extends
-        if self.estimation_sample != EstimationSample():
-            stored["estimation_sample"] = {
-                "captions": list(self.estimation_sample.captions),
-                "pairs": list(self.estimation_sample.pairs),
-                "draws": [asdict(draw) for draw in self.estimation_sample.draws],
-            }
-        for name in ("queue_order", "auto_label"):
-            record = getattr(self, name)
-            if record is not None:
-                stored[name] = asdict(record)
-        if self.label_policy != LabelPolicy():
-            stored["label_policy"] = asdict(self.label_policy)
-        if self.settle != DEFAULT_SETTLE:
-            stored["settle"] = list(self.settle)
-        if self.half_width != DEFAULT_HALF_WIDTH:
-            stored["half_width"] = self.half_width
-        if self.active_captions:
-            stored["active_captions"] = list(self.active_captions)
+        for setting in fields(self)[1:]:  # the others by their names, unless at their defaults
+            value = getattr(self, setting.name)
+            default = setting.default_factory() if setting.default is MISSING else setting.default
+            if value != default:
+                stored[setting.name] = _json(value)
         return stored
 
     @functools.cached_property
@@ -418,6 +395,15 @@ settings as their order and budget; any other is refused."""
 def _parsed(text: str) -> CampaignSettings:
     """The settings of one ``Campaign.options`` JSON text (frozen, so safely shared)."""
     return CampaignSettings._checked(json.loads(text))
+
+
+def _json(value: object) -> object:
+    """A setting as ``Campaign.options`` stores it: dataclasses as objects, tuples as lists."""
+    if is_dataclass(value):
+        value = asdict(value)
+    if isinstance(value, dict):
+        return {key: _json(item) for key, item in value.items()}
+    return [_json(item) for item in value] if isinstance(value, tuple) else value
 
 
 def _record(path: str, stored: object, cls):
