@@ -137,10 +137,9 @@ def _excluded_pairs(origin: Mapping[int, int] | Pairs | None, exclude: Pairs | N
             np.fromiter(origin.keys(), dtype=np.int64, count=len(origin)),
             np.fromiter(origin.values(), dtype=np.int64, count=len(origin)),
         )
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    parts = [empty, *(part for part in (origin, exclude) if part is not None)]
-    captions = np.concatenate([np.asarray(c, dtype=np.int64).ravel() for c, _ in parts])
-    videos = np.concatenate([np.asarray(v, dtype=np.int64).ravel() for _, v in parts])
+    parts = [part for part in (origin, exclude) if part is not None]
+    captions = _cat([np.asarray(c, dtype=np.int64).ravel() for c, _ in parts], np.int64)
+    videos = _cat([np.asarray(v, dtype=np.int64).ravel() for _, v in parts], np.int64)
     if captions.shape != videos.shape:
         raise ValueError("excluded caption and video id arrays must have equal length")
     return captions, videos
