@@ -203,13 +203,12 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
     own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
     deep_known = priorities.known_positive_ranks(full, pooled, own_videos)
     known = np.where(deep_known <= spec.depth, deep_known, 0).astype(np.int16)
-    deep_ranks = None
-    if settle > spec.depth:
-        deep_ranks = pooling.ranks_within(pool, full, settle)
-    else:
-        deep_known = None
-    source = priorities.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
-    return PooledRuns(pool, source)
+    if settle == spec.depth:  # nothing deeper to settle
+        return PooledRuns(pool, priorities.Provenance(pool.ranks, pooled, known))
+    deep_ranks = pooling.ranks_within(pool, full, settle)
+    return PooledRuns(
+        pool, priorities.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
+    )
 
 
 def load_provenance(campaign: Campaign) -> np.ndarray:

@@ -111,11 +111,8 @@ def read_gold_rows(
         "caption": KeyIndex.captions(dataset).by_key,
         "video": KeyIndex.videos(dataset).by_key,
     }
-    existing = set()
-    if campaign is not None:
-        existing = set(
-            GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id")
-        )
+    gold = GoldPair.objects.none() if campaign is None else campaign.gold_pairs.all()
+    existing = set(gold.values_list("caption_id", "video_id"))
     rows = []
     try:
         for record in gold_file.read_gold(path, fmt):
