@@ -29,56 +29,29 @@ class Adjudication:
 
 
 def adjudication(campaign: Campaign) -> Adjudication:
+    pairs = Pair.objects.filter(campaign=campaign).select_related("caption", "video")
+    live = Judgement.objects.filter(undone_at__isnull=True).select_related("annotator")
+    unresolved = Escalation.objects.filter(resolved_at__isnull=True).select_related("annotator")
     waiting = (
-        Pair.objects.filter(campaign=campaign)
-        .filter(pair_state.waiting_for_admin())
-        .select_related("caption", "video")
+        pairs.filter(pair_state.waiting_for_admin())
         .prefetch_related(
-            Prefetch(
-                "judgements",
-                queryset=Judgement.objects.filter(undone_at__isnull=True)
-                .select_related("annotator")
-                .order_by("created_at"),
-                to_attr="live_judgements",
-            ),
-            Prefetch(
-                "escalations",
-                queryset=Escalation.objects.filter(resolved_at__isnull=True).select_related(
-                    "annotator"
-                ),
-                to_attr="open_escalations",
-            ),
+            Prefetch("judgements", live.order_by("created_at"), to_attr="live_judgements"),
+            Prefetch("escalations", unresolved, to_attr="open_escalations"),
         )
         .order_by("position")
     )
-    recent = list(
-        Pair.objects.filter(campaign=campaign)
-        .exclude(adjudicated="")
-        .select_related("caption", "video", "adjudicated_by")
-        .order_by("-adjudicated_at")[:RECENT]
-    )
+    recent = pairs.exclude(adjudicated="").select_related("adjudicated_by")
+    recent = list(recent.order_by("-adjudicated_at")[:RECENT])
     gold_pairs = GoldPair.objects.filter(campaign=campaign)
-    return Adjudication(
-        waiting=waiting,
-        recent=recent,
-        gold_pair_ids=set(
-            gold_pairs.filter(pair__in=[pair.pk for pair in recent]).values_list(
-                "pair_id", flat=True
-            )
-        ),
-        gold_count=gold_pairs.count(),
-        decided_count=gold.promotable(campaign),
-    )
+    gold_ids = set(gold_pairs.filter(pair__in=recent).values_list("pair_id", flat=True))
+    return Adjudication(waiting, recent, gold_ids, gold_pairs.count(), gold.promotable(campaign))
 
 
 def decide(campaign: Campaign, pair_id: int, user, label: str | None, note: str) -> Pair | None:
     """The admin's ``label`` for one pair (resolving an open escalation), or None to hand an
     escalated pair back to the queue; None when the campaign has no such pair."""
-    pair = (
-        Pair.objects.filter(pk=pair_id, campaign=campaign)
-        .select_related("caption", "video")
-        .first()
-    )
+    pairs = Pair.objects.select_related("caption", "video").filter(campaign=campaign)
+    pair = pairs.filter(pk=pair_id).first()
     if pair is None:
         return None
     open_escalation = pair.escalations.filter(resolved_at__isnull=True).first()

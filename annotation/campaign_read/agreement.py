@@ -97,14 +97,6 @@ def count_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(keys.unpack(packed), axis=1), frequency
 
 
-def pattern_weights(frequency: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Multiplicities (resamples x patterns) of resampling all ``n`` units with replacement:
-    a multinomial(``n``, ``frequency / n``) draw, the same bootstrap at a cost free of ``n``."""
-    frequency = np.asarray(frequency, dtype=np.int64)
-    n = int(frequency.sum())
-    return rng.multinomial(n, frequency / n, size=resamples).astype(np.float64)
-
-
 def bootstrap_intervals(
     counts: np.ndarray, *, resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> dict[str, Interval]:
@@ -117,9 +109,13 @@ def bootstrap_intervals(
     patterns, frequency = count_patterns(multi)
     observed = frequency[None, :].astype(np.float64)
     rng = np.random.default_rng(seed)
+    n = int(frequency.sum())
     agreement, alpha = [], []
     for start in range(0, resamples, BOOTSTRAP_CHUNK):
-        weights = pattern_weights(frequency, min(BOOTSTRAP_CHUNK, resamples - start), rng)
+        # Multiplicities (resamples x patterns) of resampling all n pairs with replacement: a
+        # multinomial(n, frequency / n) draw, the same bootstrap at a cost free of n.
+        size = min(BOOTSTRAP_CHUNK, resamples - start)
+        weights = rng.multinomial(n, frequency / n, size=size).astype(np.float64)
         agreement.append(percent_agreement(patterns, weights))
         alpha.append(alpha_from_counts(patterns, weights))
     result = {}
@@ -138,17 +134,14 @@ def by_label_count(counts: np.ndarray) -> list[dict]:
     counts = np.asarray(counts, dtype=np.int64)
     totals = counts.sum(axis=1)
     unanimous = counts.min(axis=1) == 0
-    rows = []
-    for k in np.unique(totals[totals >= 1]).tolist():
-        mask = totals == k
-        rows.append(
-            {
-                "labels": int(k),
-                "pairs": int(mask.sum()),
-                "percent_agreement": float(unanimous[mask].mean()) if k >= 2 else None,
-            }
-        )
-    return rows
+    return [
+        {
+            "labels": k,
+            "pairs": int((totals == k).sum()),
+            "percent_agreement": float(unanimous[totals == k].mean()) if k >= 2 else None,
+        }
+        for k in np.unique(totals[totals >= 1]).tolist()
+    ]
 
 
 def per_annotator(
@@ -177,18 +170,15 @@ def per_annotator(
     final = np.asarray(resolved, dtype=np.int64)[pair_index]
     judged = final >= 0
 
-    def per(weights: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
-        who = annotator_index if mask is None else annotator_index[mask]
-        if weights is not None and mask is not None:
-            weights = weights[mask]
-        return np.bincount(who, weights=weights, minlength=n_annotators)
+    def per(weights: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(annotator_index, weights=weights, minlength=n_annotators)
 
     given = per()
-    relevant = per(labels.astype(np.float64))
-    judged_n = per(mask=judged)
-    agree_resolved = per(mask=judged & (labels == final))
-    same_n = per(same.astype(np.float64))
-    co_n = per(other.astype(np.float64))
+    relevant = per(labels)
+    judged_n = per(judged)
+    agree_resolved = per(judged & (labels == final))
+    same_n = per(same)
+    co_n = per(other)
     medians = _median_seconds(annotator_index, seconds, n_annotators)
 
     rows = []
@@ -197,15 +187,14 @@ def per_annotator(
         if n == 0:
             rows.append({"annotator": name, "labels": 0})
             continue
-        co = co_n[a]
         row = {
             "annotator": name,
             "labels": n,
             "relevant_share": float(relevant[a] / n),
-            "agreement_with_resolved": float(agree_resolved[a] / judged_n[a])
-            if judged_n[a]
-            else None,
-            "agreement_with_coannotators": float(same_n[a] / co) if co else None,
+            "agreement_with_resolved": (
+                float(agree_resolved[a] / judged_n[a]) if judged_n[a] else None
+            ),
+            "agreement_with_coannotators": float(same_n[a] / co_n[a]) if co_n[a] else None,
         }
         if medians is not None:
             row["median_seconds"] = None if np.isnan(medians[a]) else float(medians[a])

@@ -135,12 +135,9 @@ def export_windows(
     try:
         for low, high in windows:
             params = {"low": low, "high": high, "campaign": campaign}
-            if ahead is None or not ahead.send(EXPORT_ROWS.fill(kind=kind), params):
-                yield rows
-                rows = EXPORT_ROWS.plain_rows(params, kind=kind)
-                continue
+            sent = ahead is not None and ahead.send(EXPORT_ROWS.fill(kind=kind), params)
             yield rows
-            rows = ahead.rows()
+            rows = ahead.rows() if sent else EXPORT_ROWS.plain_rows(params, kind=kind)
         yield rows
     finally:
         if ahead is not None:
@@ -164,10 +161,11 @@ class _ReadAhead:
         """A read-ahead on the default connection, or None without pipeline mode."""
         connection.ensure_connection()
         raw = connection.connection
-        pipeline = getattr(type(raw), "pipeline", None)
-        if pipeline is None or raw.pgconn.pipeline_status or not _pipeline_supported():
+        if getattr(type(raw), "pipeline", None) is None or raw.pgconn.pipeline_status:
             return None
-        return cls(raw)
+        import psycopg  # a psycopg 3 connection: the driver is installed
+
+        return cls(raw) if psycopg.Pipeline.is_supported() else None
 
     def send(self, sql: str, params: Mapping[str, object]) -> bool:
         """Send the query (False where the read-ahead was closed: run it plainly)."""
@@ -195,9 +193,3 @@ class _ReadAhead:
     def __call__(self, execute, sql, params, many, context):
         self.close()
         return execute(sql, params, many, context)
-
-
-def _pipeline_supported() -> bool:
-    import psycopg
-
-    return psycopg.Pipeline.is_supported()

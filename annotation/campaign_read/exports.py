@@ -5,6 +5,7 @@ in primary-key windows with flat memory; pairs resolve by majority or, with
 
 import itertools
 import operator
+import re
 from array import array
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -18,7 +19,12 @@ from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from annotation.campaign_read import export_rows
-from annotation.campaign_read.resolution import MAJORITY, METHODS, campaign_resolution
+from annotation.campaign_read.resolution import (
+    MAJORITY,
+    METHODS,
+    campaign_resolution,
+    last_method,
+)
 from annotation.campaigns.service import load_provenance
 from annotation.gold import file as gold_file
 from annotation.gold import service as gold
@@ -27,7 +33,7 @@ from annotation.models import Campaign, Judgement, Pair
 from config.errors import UserError
 from retrieval.formats import fire_json, labels, trec
 from retrieval.label_sets.status import CODES, names
-from retrieval.models import Caption, LabelSet, Video
+from retrieval.models import Caption, Video
 
 _FORMATS = {
     "csv": ("text/csv", "csv"),
@@ -64,10 +70,7 @@ FINAL = (Pair.Status.RELEVANT, Pair.Status.IRRELEVANT, Pair.Status.DISAGREEMENT)
 def filename(campaign: Campaign, fmt: str) -> str:
     """Download name, e.g. ``demo-campaign.fire.json``: spaces, control characters and path
     separators of the campaign name become ``_`` (a name with a line break broke the header)."""
-    safe = "".join(
-        "_" if ch.isspace() or ord(ch) < 32 or ord(ch) == 127 or ch in "/\\" else ch
-        for ch in campaign.name
-    )
+    safe = re.sub(r"[\s\x00-\x1f\x7f/\\]", "_", campaign.name)
     return f"{safe}.{EXTENSIONS[fmt]}"
 
 
@@ -90,7 +93,8 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
     method = method or last_method(campaign)
     override = None if method == MAJORITY else _resolved_by(campaign, method)
     # Campaigns that never used proxy auto-labels export exactly as before.
-    auto = {"auto_label": True} if _has_auto_labels(campaign) else {}
+    auto_labelled = Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
+    auto = {"auto_label": True} if auto_labelled else {}
     if fmt in ("csv", "jsonl"):
         write = labels.csv_pair_lines if fmt == "csv" else labels.jsonl_pair_lines
         if fmt == "csv" and override is not None:
@@ -116,35 +120,14 @@ def export_chunks(campaign: Campaign, fmt: str, method: str | None = None) -> It
     return _buffered(lines)
 
 
-def last_method(campaign: Campaign) -> str:
-    """The method of the campaign's latest resolution into a label set; majority if none."""
-    latest = (
-        LabelSet.objects.filter(dataset_id=campaign.dataset_id, metadata__campaign_id=campaign.pk)
-        .order_by("-created_at", "-pk")
-        .values_list("metadata", flat=True)
-        .first()
-    )
-    method = (latest or {}).get("method", MAJORITY)
-    return method if method in METHODS else MAJORITY
-
-
 Override = dict[int, tuple[str, float]]
 """Pair id to (status name, confidence) under a resolution other than the policy's majority."""
 
 
 def _resolved_by(campaign: Campaign, method: str) -> Override:
-    resolution = campaign_resolution(campaign, method)
-    return dict(
-        zip(
-            resolution.pair_ids.tolist(),
-            zip(names(resolution.status).tolist(), resolution.confidence.tolist(), strict=True),
-            strict=True,
-        )
-    )
-
-
-def _has_auto_labels(campaign: Campaign) -> bool:
-    return Pair.objects.filter(campaign=campaign).exclude(auto_label="").exists()
+    found = campaign_resolution(campaign, method)
+    resolved = zip(names(found.status).tolist(), found.confidence.tolist(), strict=True)
+    return dict(zip(found.pair_ids.tolist(), resolved, strict=True))
 
 
 def export_to_file(
@@ -350,10 +333,9 @@ def _pair_rows(
             retrieved = tuples.get(packed[pool_row]) if packed is not None else None
             if retrieved is None:
                 retrieved = rank_tuple(pool_row)
-            if row[annotator_at] is None:  # nobody labelled it yet
-                people: tuple = ()
-                said: tuple = ()
-            else:
+            people: tuple = ()
+            said: tuple = ()
+            if row[annotator_at] is not None:  # somebody labelled it
                 people = tuple([usernames[r[annotator_at]] for r in labelled])
                 said = tuple([codes[r[label_at]] for r in labelled])
             if fire:
@@ -447,11 +429,10 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
     usernames = _usernames()
     captions, videos = _keys(Caption, campaign, "caption_id"), _keys(Video, campaign, "video_id")
     codes = CODES
-    for rows in export_rows.export_windows(_windows(campaign), "raw", campaign.pk):
-        times = _iso_times(np.fromiter((row[6] for row in rows), np.int64, len(rows)))
-        for (caption_id, video_id, annotator, label, seconds, played, _), created in zip(
-            rows, times, strict=True
-        ):
+
+    def lines(rows_and_times: Iterable[tuple], discounted: bool) -> Iterator[tuple]:
+        for row, created in rows_and_times:
+            caption_id, video_id, annotator, label, seconds, played, _ = row
             yield (
                 captions[caption_id],
                 videos[video_id],
@@ -459,34 +440,21 @@ def _raw_labels(campaign: Campaign) -> Iterator[tuple]:
                 codes[label],
                 seconds,
                 created,
-                False,
+                discounted,
                 played,
             )
+
+    for rows in export_rows.export_windows(_windows(campaign), "raw", campaign.pk):
+        times = _iso_times(np.fromiter((row[6] for row in rows), np.int64, len(rows)))
+        yield from lines(zip(rows, times, strict=True), False)
     # Labels an admin discounted: kept, marked, and listed after the ones that count.
+    columns = ("pair__caption_id", "pair__video_id", "annotator_id", "label", "seconds")
     discounted = (
         Judgement.objects.filter(pair__campaign=campaign, discounted_at__isnull=False)
         .order_by("pair_id", "created_at", "pk")
-        .values_list(
-            "pair__caption__key",
-            "pair__video__key",
-            "annotator_id",
-            "label",
-            "seconds",
-            "created_at",
-            "seconds_played",
-        )
+        .values_list(*columns, "seconds_played", "created_at")
     )
-    for caption_key, video_key, annotator, label, seconds, created, played in discounted.iterator():
-        yield (
-            caption_key,
-            video_key,
-            usernames[annotator],
-            codes[label],
-            seconds,
-            created.isoformat(),
-            True,
-            played,
-        )
+    yield from lines(((row, row[6].isoformat()) for row in discounted.iterator()), True)
 
 
 def _counts(by_status: Mapping[str, int]) -> dict[str, int]:

@@ -52,31 +52,25 @@ def pause(seconds: float) -> timedelta:
     return max(MIN_INTERVAL, min(thrifty, in_time))
 
 
-def due_at(campaign_id: int, name: str | None = None) -> datetime | None:
-    """When the campaign (named ``name``) may start its next refresh (None: now): a pause
-    after the last one ended, or after the one running now will end (else every worker's
-    pacer queued a second refresh the moment the first began)."""
-    last = StoredFigure.objects.filter(kind__in=KINDS, subject=subject(campaign_id)).aggregate(
-        at=Max("computed_at"), seconds=Sum("seconds")
-    )
-    seconds = float(last["seconds"] or 0.0)
-    due = None if last["at"] is None else last["at"] + pause(seconds)
-    running = None if name is None else runner.unfinished(JOB_KIND, {"campaign": name})
-    if running is not None and running.started_at is not None:
-        after = running.started_at + timedelta(seconds=seconds) + pause(seconds)
-        due = after if due is None else max(due, after)
-    return due
-
-
 def queue_refresh(
     campaign_id: int, name: str, now: datetime | None = None, noted_at: datetime | None = None
 ) -> bool:
     """Queue the campaign's ``campaign-figures`` job if due and none is queued or running
     since ``noted_at`` (when the labels to follow were committed; without it every refresh
-    ran twice, once per web process); whether it is taken care of (False: look again)."""
+    ran twice, once per web process); whether it is taken care of (False: look again). It is
+    due a pause after the last refresh ended, or after the one running now will end (else
+    every worker's pacer queued a second refresh the moment the first began)."""
     if noted_at is not None and runner.unfinished(JOB_KIND, {"campaign": name}, running=noted_at):
         return True  # one queued, or running since the labels came, reads them
-    due = due_at(campaign_id, name)
+    last = StoredFigure.objects.filter(kind__in=KINDS, subject=subject(campaign_id)).aggregate(
+        at=Max("computed_at"), seconds=Sum("seconds")
+    )
+    seconds = float(last["seconds"] or 0.0)
+    due = None if last["at"] is None else last["at"] + pause(seconds)
+    running = runner.unfinished(JOB_KIND, {"campaign": name})
+    if running is not None and running.started_at is not None:
+        after = running.started_at + timedelta(seconds=seconds) + pause(seconds)
+        due = after if due is None else max(due, after)
     if due is not None and due > (now or timezone.now()):
         return False
     runner.submit(JOB_KIND, {"campaign": name}, join_running=noted_at or False)

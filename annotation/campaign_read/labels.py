@@ -106,21 +106,6 @@ class CampaignLabels:
     labels (the prior where it has none); None under FIRE's policy."""
 
 
-def _fetch_judgements(
-    campaign: Campaign, first: int, last: int, contiguous: bool, packed: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Live judgements as arrays: dense pair index, annotator id, label (1 relevant), seconds
-    (NaN where missing or negative)."""
-    rows = judgement_keys(campaign.pk, first, last, contiguous, packed)
-    key = rows["key"]
-    if packed:
-        key, annotators = np.divmod(key, ANNOTATOR_SPAN)
-    else:
-        annotators = rows["annotator"]
-    seconds = np.where(rows["seconds"] < 0, np.nan, rows["seconds"])
-    return key >> 1, annotators, key & 1, seconds
-
-
 def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     """The campaign's live judgements as arrays, each pair resolved as the live writer does:
     :func:`policy.resolve` (FIRE §3.1; an adjudicated label always wins) or, under the
@@ -129,17 +114,9 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     pool_pairs = pairs.count()
     if not pool_pairs:
         empty = np.zeros(0, dtype=np.int64)
+        status, in_campaign = np.zeros(0, dtype=np.int8), np.zeros(0, dtype=bool)
         return CampaignLabels(
-            pair_index=empty,
-            annotator_index=empty,
-            labels=empty,
-            seconds=np.zeros(0),
-            annotators=[],
-            n_pairs=0,
-            resolved=empty,
-            status=np.zeros(0, dtype=np.int8),
-            in_campaign=np.zeros(0, dtype=bool),
-            pool_pairs=0,
+            empty, empty, empty, np.zeros(0), [], 0, empty, status, in_campaign, 0
         )
     # Apart, not in one aggregate: SQLite answers a lone MIN or MAX with one index seek.
     first = pairs.aggregate(first=Min("id"))["first"]
@@ -155,10 +132,13 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
     top_user = User.objects.aggregate(top=Max("pk"))["top"] or 0
     # Packing needs (2 * n_pairs) * ANNOTATOR_SPAN to fit in 63 bits.
     packed = n_pairs < 2**30 and 0 <= top_user < ANNOTATOR_SPAN
-    pair_index, annotator_ids, labels, seconds = _fetch_judgements(
-        campaign, first, last, contiguous, packed
+    # Dense pair index, annotator id, label (1 relevant), seconds (NaN where missing).
+    rows = judgement_keys(campaign.pk, first, last, contiguous, packed)
+    key, annotator_ids = (
+        np.divmod(rows["key"], ANNOTATOR_SPAN) if packed else (rows["key"], rows["annotator"])
     )
-
+    pair_index, labels = key >> 1, key & 1
+    seconds = np.where(rows["seconds"] < 0, np.nan, rows["seconds"])
     annotators, annotator_index = _annotators(annotator_ids, User)
 
     # Only the few pairs whose flags matter: second-label ones and adjudicated ones.
@@ -196,7 +176,11 @@ def load_campaign_labels(campaign: Campaign) -> CampaignLabels:
         seconds=seconds,
         annotators=annotators,
         n_pairs=n_pairs,
-        resolved=resolved_labels(status, in_campaign),
+        # Each pair's final label (1, 0), or DISAGREEMENT (-1) for pending and disagreeing
+        # pairs and slots outside the campaign.
+        resolved=np.where(
+            in_campaign & (status >= 0), status.astype(np.int64), label_status.DISAGREEMENT
+        ),
         status=status,
         in_campaign=in_campaign,
         pool_pairs=pool_pairs,
@@ -222,26 +206,21 @@ def _annotators(annotator_ids: np.ndarray, User) -> tuple[list[str], np.ndarray]
     return [labels[i] for i in order], rank[dense]
 
 
-def resolved_labels(status: np.ndarray, in_campaign: np.ndarray | None = None) -> np.ndarray:
-    """Each pair's final label (1, 0), or DISAGREEMENT (-1) for pending and disagreeing pairs
-    and slots outside the campaign."""
-    status = np.asarray(status, dtype=np.int64)
-    resolved = np.where(status >= 0, status, label_status.DISAGREEMENT)
-    if in_campaign is not None:
-        resolved[~in_campaign] = label_status.DISAGREEMENT
-    return resolved
+def finished_pairs(campaign: Campaign, *, humans_only: bool = False) -> list[np.ndarray]:
+    """The campaign's finished (not pending) pairs in id order as arrays: id, caption, video,
+    status code, labels, adjudicated (bool) and pool row; ``humans_only`` leaves out the pairs
+    a proxy labelled."""
+    pairs = Pair.objects.filter(campaign=campaign).exclude(status=Pair.Status.PENDING)
+    if humans_only:
+        pairs = pairs.filter(auto_label="")
+    fields = ("pk", "caption_id", "video_id", "status", "label_count", "adjudicated", "pool_row")
+    columns = list(zip(*pairs.order_by("pk").values_list(*fields), strict=True)) or [()] * 7
+    columns[3] = [CODES[status] for status in columns[3]]
+    columns[5] = [bool(verdict) for verdict in columns[5]]
+    return [np.array(column, bool if i == 5 else np.int64) for i, column in enumerate(columns)]
 
 
 def campaign_judged(campaign: Campaign, *, humans_only: bool = False) -> Judged:
     """The campaign's finished pairs as arrays; ``humans_only`` leaves out proxy-labelled ones."""
-    pairs = Pair.objects.filter(campaign=campaign).exclude(status=Pair.Status.PENDING)
-    if humans_only:
-        pairs = pairs.filter(auto_label="")
-    rows = list(pairs.values_list("caption_id", "video_id", "status", "label_count", "adjudicated"))
-    return Judged.build(
-        np.fromiter((row[0] for row in rows), np.int64, len(rows)),
-        np.fromiter((row[1] for row in rows), np.int64, len(rows)),
-        np.fromiter((CODES[row[2]] for row in rows), np.int64, len(rows)),
-        np.fromiter((row[3] for row in rows), np.int64, len(rows)),
-        np.fromiter((bool(row[4]) for row in rows), bool, len(rows)),
-    )
+    _, *columns, _ = finished_pairs(campaign, humans_only=humans_only)
+    return Judged.build(*columns)

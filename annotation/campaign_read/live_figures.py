@@ -92,25 +92,6 @@ def live_state(campaign: Campaign) -> LiveState:
     )
 
 
-def live_figure(campaign: Campaign, kind: str, state: LiveState | None = None) -> figures.Figure:
-    """The campaign's stored ``kind`` figure (see the module for when it is computed here)."""
-    return _live(campaign, (kind,), state or live_state(campaign))[kind]
-
-
-def _live(
-    campaign: Campaign, kinds: tuple[str, ...], state: LiveState
-) -> dict[str, figures.Figure]:
-    """The ``kinds`` as stored (one read), each missing or cheap stale one computed now."""
-    subject = figures_due.subject(campaign.pk)
-    found = figures.stored_many(kinds, subject, state.inputs)
-    for kind, figure in found.items():
-        if figure is None or (not figure.current and figure.seconds < INLINE_SECONDS):
-            found[kind] = figures.store(
-                kind, subject, state.inputs, lambda k=kind: COMPUTE[k](campaign)
-            )
-    return found
-
-
 @dataclass(frozen=True)
 class LiveFigures:
     """Live figures of one campaign as a page shows them, with the state they were read at."""
@@ -132,9 +113,22 @@ class LiveFigures:
 
 
 def live_figures(campaign: Campaign, kinds: tuple[str, ...] = tuple(COMPUTE)) -> LiveFigures:
-    """The ``kinds`` of the campaign's live figures, read with one state."""
+    """The ``kinds`` of the campaign's live figures, read with one state: as stored (one
+    read), each missing or cheap stale one computed now."""
     state = live_state(campaign)
-    return LiveFigures(state, _live(campaign, tuple(kinds), state))
+    subject = figures_due.subject(campaign.pk)
+    found = figures.stored_many(tuple(kinds), subject, state.inputs)
+    for kind, figure in found.items():
+        if figure is None or (not figure.current and figure.seconds < INLINE_SECONDS):
+            found[kind] = figures.store(
+                kind, subject, state.inputs, lambda k=kind: COMPUTE[k](campaign)
+            )
+    return LiveFigures(state, found)
+
+
+def live_figure(campaign: Campaign, kind: str) -> figures.Figure:
+    """The campaign's stored ``kind`` figure (see the module for when it is computed here)."""
+    return live_figures(campaign, (kind,)).figures[kind]
 
 
 def refresh(campaign: Campaign) -> dict:

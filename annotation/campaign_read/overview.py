@@ -53,23 +53,6 @@ class CampaignRow:
     label_set: LabelSet | None
 
 
-def _status_counts(ids: Iterable[int] | None) -> dict[int, StatusCounts]:
-    pairs = Pair.objects.all() if ids is None else Pair.objects.filter(campaign_id__in=ids)
-    found: dict[int, dict[str, int]] = {}
-    for campaign_id, status, n in (
-        pairs.order_by().values_list("campaign_id", "status").annotate(n=Count("pk"))
-    ):
-        found.setdefault(campaign_id, {})[status] = n
-    return {campaign_id: StatusCounts(**counts) for campaign_id, counts in found.items()}
-
-
-def _open_escalations(ids: Iterable[int] | None) -> dict[int, int]:
-    escalations = Escalation.objects.filter(resolved_at__isnull=True)
-    if ids is not None:
-        escalations = escalations.filter(pair__campaign_id__in=ids)
-    return dict(escalations.order_by().values_list("pair__campaign_id").annotate(n=Count("pk")))
-
-
 def campaign_label_sets(campaign: Campaign | None = None):
     """Label sets resolved from campaigns (or from ``campaign``), oldest first, no arrays."""
     sets = LabelSet.objects.filter(source=LabelSet.Source.CAMPAIGN).defer("arrays")
@@ -78,19 +61,30 @@ def campaign_label_sets(campaign: Campaign | None = None):
     return sets.select_related("dataset").order_by("created_at", "pk")
 
 
-def campaign_rows(campaigns: Iterable[Campaign]) -> list[CampaignRow]:
-    """The campaigns table: three grouped queries for every campaign listed."""
-    campaigns = list(campaigns)
-    counts = _status_counts(None)
-    escalations = _open_escalations(None)
+def campaign_rows(
+    campaigns: Iterable[Campaign], ids: list[int] | None = None, label_sets=None
+) -> list[CampaignRow]:
+    """The campaigns table: three grouped queries for every campaign listed (counting only the
+    pairs of ``ids`` when given, each campaign's latest of ``label_sets``, default all)."""
+    pairs = Pair.objects.order_by()
+    escalations = Escalation.objects.filter(resolved_at__isnull=True).order_by()
+    if ids is not None:
+        pairs = pairs.filter(campaign_id__in=ids)
+        escalations = escalations.filter(pair__campaign_id__in=ids)
+    counts: dict[int, dict[str, int]] = {}
+    by_status = pairs.values_list("campaign_id", "status").annotate(n=Count("pk"))
+    for campaign_id, status, n in by_status:
+        counts.setdefault(campaign_id, {})[status] = n
+    open_escalations = dict(escalations.values_list("pair__campaign_id").annotate(n=Count("pk")))
     label_sets = {
-        label_set.metadata.get("campaign_id"): label_set for label_set in campaign_label_sets()
+        label_set.metadata.get("campaign_id"): label_set
+        for label_set in (campaign_label_sets() if label_sets is None else label_sets)
     }
     return [
         CampaignRow(
             campaign=campaign,
-            counts=counts.get(campaign.pk, StatusCounts()),
-            open_escalations=escalations.get(campaign.pk, 0),
+            counts=StatusCounts(**counts.get(campaign.pk, {})),
+            open_escalations=open_escalations.get(campaign.pk, 0),
             label_set=label_sets.get(campaign.pk),
         )
         for campaign in campaigns
@@ -188,14 +182,8 @@ def campaign_facts(campaign: Campaign) -> CampaignFacts:
 
 def campaign_page(campaign: Campaign, now: datetime | None = None) -> CampaignPage:
     """The figures of one campaign's page (``campaign`` with its dataset selected)."""
-    ids = [campaign.pk]
     label_sets = tuple(campaign_label_sets(campaign))
-    row = CampaignRow(
-        campaign=campaign,
-        counts=_status_counts(ids).get(campaign.pk, StatusCounts()),
-        open_escalations=_open_escalations(ids).get(campaign.pk, 0),
-        label_set=label_sets[-1] if label_sets else None,
-    )
+    row = campaign_rows([campaign], [campaign.pk], label_sets)[0]
     live = live_figures.live_figures(campaign, (live_figures.JUDGING, live_figures.AGREEMENT))
     judging, chosen = live[live_figures.JUDGING], campaign.settings
     return CampaignPage(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from .agreement import AgreementError, krippendorff_alpha, value_counts
+from .agreement import AgreementError, krippendorff_alpha
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,8 @@ def proxy_agreement(scores: np.ndarray, labels: np.ndarray) -> ProxyAgreement:
     best = int(np.nanargmax(alphas)) if not np.isnan(alphas).all() else int(np.argmax(agree))
     threshold = float(thresholds[best])
     predicted = scores >= threshold
-    pair_index = np.arange(n)
-    counts = value_counts(
-        np.concatenate([pair_index, pair_index]),
-        np.concatenate([predicted, labels]).astype(np.int64),
-        n,
-    )
+    relevant = predicted.astype(np.int64) + labels  # of the two coders, per pair
+    counts = np.c_[2 - relevant, relevant]
     try:
         alpha = krippendorff_alpha(counts)
     except AgreementError as exc:

@@ -184,7 +184,6 @@ def file_report(
     resolved by strict majority; annotators listed by name."""
     records = list(records)
     pairs, names, pair_index, annotator_index, labels = index_raw(records)
-    seconds = [np.nan if record.seconds is None else record.seconds for record in records]
     ordered = sorted(names)
     rank = np.empty(len(names), dtype=np.int64)
     rank[[names[name] for name in ordered]] = np.arange(len(ordered))
@@ -194,11 +193,15 @@ def file_report(
         labels,
         len(pairs),
         ordered,
-        seconds=np.array(seconds, dtype=np.float64),
+        seconds=np.array([record.seconds for record in records], dtype=np.float64),  # None: NaN
         resamples=resamples,
         seed=seed,
     )
     return AgreementReport.from_plain(result)
+
+
+CURVE_GRID = np.linspace(0.0, 1.0, 21)
+"""The thresholds at which a proxy's alpha curve is read."""
 
 
 def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> ProxyReport:
@@ -223,17 +226,18 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> Pr
     rows, missing, curves = [], [], {}
     # Nothing cached for any dataset: reading and hashing the split's captions (0.6 s at
     # 60,000 captions, on every figures refresh) would only find that out.
-    nothing_cached = cache_only and not cache_files()
-    if nothing_cached:
-        missing = list(PROXIES)
-    try:
-        captions = None if nothing_cached else split_captions(campaign.dataset, split)
-    except ProxyError as exc:
-        captions, failed = None, str(exc)
-    for proxy in () if nothing_cached else PROXIES:
+    if cache_only and not cache_files():
+        missing, proxies = list(PROXIES), ()
+    else:
+        proxies, captions, failed = PROXIES, None, None
         try:
-            if captions is None:
-                raise ProxyError(failed)
+            captions = split_captions(campaign.dataset, split)
+        except ProxyError as exc:
+            failed = exc
+    for proxy in proxies:
+        try:
+            if failed is not None:
+                raise failed
             relevance = proxy_relevance(
                 campaign.dataset,
                 ProxyOptions(proxy, split=split),
@@ -247,15 +251,13 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> Pr
             missing.append(proxy)
             continue
         scores = relevance.pair_scores(caption_ids, video_ids)
-        result = proxy_agreement(scores, labels)
-        rows.append(ProxyRow(proxy, result))
+        rows.append(ProxyRow(proxy, proxy_agreement(scores, labels)))
         known = ~np.isnan(scores)
         thresholds, agree, alphas = agreement_by_threshold(scores[known], labels[known])
         if not len(agree):
             continue
-        grid = np.linspace(0.0, 1.0, 21)
         # Past the top score nothing is predicted relevant: the last threshold's figure.
-        at = np.minimum(np.searchsorted(thresholds, grid, side="left"), len(agree) - 1)
+        at = np.minimum(np.searchsorted(thresholds, CURVE_GRID, side="left"), len(agree) - 1)
         curves[proxy] = [None if np.isnan(alphas[i]) else float(alphas[i]) for i in at.tolist()]
     return ProxyReport(
         campaign=campaign.name,
@@ -264,6 +266,6 @@ def campaign_proxy_report(campaign: Campaign, *, cache_only: bool = False) -> Pr
         relevant=int(labels.sum()),
         proxies=tuple(rows),
         missing=missing,
-        curve_thresholds=[round(x, 2) for x in np.linspace(0.0, 1.0, 21).tolist()],
+        curve_thresholds=[round(x, 2) for x in CURVE_GRID.tolist()],
         curves=curves,
     )

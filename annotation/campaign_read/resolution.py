@@ -10,7 +10,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.active import stages as active_stages
-from annotation.campaign_read.labels import load_campaign_labels
+from annotation.campaign_read.labels import finished_pairs, load_campaign_labels
 from annotation.models import Assessor, Campaign, GoldJudgement, GoldPair, Pair
 from annotation.ordering import samples
 from annotation.people import quality
@@ -100,47 +100,24 @@ def overturned(
     )
 
 
-def majority_confidence(status: np.ndarray) -> np.ndarray:
-    """Probability of relevance of a majority-resolved pair: 1, 0, or 0.5 for a disagreement."""
-    status = np.asarray(status)
-    return np.select(
-        [status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT], [1.0, 0.0], 0.5
-    )
-
-
 def campaign_resolution(campaign: Campaign, method: str = MAJORITY) -> Resolution:
     """The campaign's finished pairs (not pending) resolved by ``method``."""
     if method not in METHODS:
         raise LabelSetError(
             f"unknown resolution method {method!r} (choose from {', '.join(METHODS)})"
         )
-    rows = list(
-        Pair.objects.filter(campaign=campaign)
-        .exclude(status=Pair.Status.PENDING)
-        .order_by("pk")
-        .values_list(
-            "pk", "caption_id", "video_id", "status", "label_count", "adjudicated", "pool_row"
-        )
-    )
-    n = len(rows)
-    pair_ids = np.fromiter((row[0] for row in rows), np.int64, n)
-    status = np.fromiter((CODES[row[3]] for row in rows), np.int64, n)
-    adjudicated = np.fromiter((bool(row[5]) for row in rows), bool, n)
+    pair_ids, captions, videos, status, labels, adjudicated, pool_rows = finished_pairs(campaign)
+    n = len(pair_ids)
+    # A majority-resolved pair's probability of relevance: 1, 0, or 0.5 for a disagreement.
+    relevant, irrelevant = status == LabelStatus.RELEVANT, status == LabelStatus.IRRELEVANT
+    confidence = np.select([relevant, irrelevant], [1.0, 0.0], 0.5)
     resolution = Resolution(
-        method=method,
-        pair_ids=pair_ids,
-        caption_ids=np.fromiter((row[1] for row in rows), np.int64, n),
-        video_ids=np.fromiter((row[2] for row in rows), np.int64, n),
-        status=status,
-        confidence=majority_confidence(status),
-        labels=np.fromiter((row[4] for row in rows), np.int64, n),
-        adjudicated=adjudicated,
-        fit={},
+        method, pair_ids, captions, videos, status, confidence, labels, adjudicated, fit={}
     )
     if method == MAJORITY and n and campaign.settings.label_policy.adaptive:
         # The adaptive policy's own resolution: each pair keeps its posterior, so a re-score
         # from the label set alone says how sure each score is (an admin's label is sure).
-        rows_at = [(row[0], row[6]) for row in rows]
+        rows_at = list(zip(pair_ids.tolist(), pool_rows.tolist(), strict=True))
         posterior = label_models.snapshot(campaign, rows_at).posterior
         confidence = np.where(adjudicated, resolution.confidence, posterior)
         return replace(resolution, confidence=confidence)
@@ -155,31 +132,21 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
     (a proxy labelled it) keeps its policy status."""
     data = load_campaign_labels(campaign)
     first, n_pairs = data.first_pair_id, data.n_pairs
-    names = list(data.annotators)
-    index = {name: i for i, name in enumerate(names)}
+    index = {name: i for i, name in enumerate(data.annotators)}
     known, gold = _known(campaign, first, n_pairs)
     gold_item = {pk: n_pairs + i for i, (pk, *_) in enumerate(gold)}
 
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
-    gold_rows = list(
-        GoldJudgement.objects.filter(gold_pair__campaign=campaign).values_list(
-            "gold_pair_id", "annotator_id", "label"
-        )
-    )
-    gold_annotators = []
-    for _, annotator, _ in gold_rows:
-        name = usernames.get(annotator, str(annotator))
-        if name not in index:
-            index[name] = len(names)
-            names.append(name)
-        gold_annotators.append(index[name])
-    items = np.concatenate(
-        [data.pair_index, np.array([gold_item[row[0]] for row in gold_rows], dtype=np.int64)]
-    )
-    annotators = np.concatenate([data.annotator_index, np.array(gold_annotators, dtype=np.int64)])
-    labels = np.concatenate(
-        [data.labels, np.array([CODES[row[2]] for row in gold_rows], dtype=np.int64)]
-    )
+    answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign)
+    gold_answers = [  # (item, annotator, label); annotators who gave live labels come first
+        (gold_item[pair], index.setdefault(usernames.get(who, str(who)), len(index)), CODES[label])
+        for pair, who, label in answers.values_list("gold_pair_id", "annotator_id", "label")
+    ]
+    names = list(index)
+    gold_items, gold_annotators, gold_labels = np.array(gold_answers, np.int64).reshape(-1, 3).T
+    items = np.concatenate([data.pair_index, gold_items])
+    annotators = np.concatenate([data.annotator_index, gold_annotators])
+    labels = np.concatenate([data.labels, gold_labels])
     fit = quality.dawid_skene(items, annotators, labels, n_pairs + len(gold), len(names), known)
 
     at = majority.pair_ids - first
@@ -202,7 +169,7 @@ def _dawid_skene(campaign: Campaign, majority: Resolution) -> Resolution:
         method=DAWID_SKENE,
         status=status.astype(np.int64),
         confidence=confidence,
-        fit=_fit_summary(fit, names, len(gold), len(gold_rows), turned),
+        fit=_fit_summary(fit, names, len(gold), len(gold_answers), turned),
     )
 
 
@@ -268,13 +235,11 @@ def resolve_campaign(
     name, _ = resolution_target(campaign, name, base)
     resolution = campaign_resolution(campaign, method)
     pending = Pair.objects.filter(campaign=campaign, status=Pair.Status.PENDING).count()
-    extra = {"dawid_skene": resolution.fit} if resolution.fit else {}
-    description = f"Resolved from campaign {campaign.name!r}" + (
-        "" if method == MAJORITY else f" by {method}"
-    )
+    by = "" if method == MAJORITY else f" by {method}"
+    description = f"Resolved from campaign {campaign.name!r}{by}"
     metadata = {
         "method": method,
-        **extra,
+        **({"dawid_skene": resolution.fit} if resolution.fit else {}),
         "campaign": campaign.name,
         "campaign_id": campaign.pk,
         "pending": pending,
@@ -297,6 +262,7 @@ def resolve_campaign(
             metadata=metadata,
             replace=True,
         )
+    active = active_stages.export_estimates(campaign)  # once an active stage is finished
     return store_label_set(
         campaign.dataset,
         name,
@@ -308,17 +274,11 @@ def resolve_campaign(
             # What leave-one-run-out needs: which runs were pooled, and how deep.
             "pooled_runs": campaign.run_names(),
             "pool_depth": campaign.depth,
-            **_active(campaign),
+            **({} if active is None else {ACTIVE_METADATA: active}),
         },
         replace=True,
         pool_state=samples.pool_state(campaign),
     )
-
-
-def _active(campaign: Campaign) -> dict:
-    """The metadata entry of the campaign's active estimates, when a stage is finished."""
-    found = active_stages.export_estimates(campaign)
-    return {} if found is None else {ACTIVE_METADATA: found}
 
 
 def assessor_families(campaign: Campaign, base: LabelSet | None = None) -> list[str]:
@@ -338,12 +298,7 @@ def resolution_target(
     a set of that name from elsewhere is refused (:class:`LabelSetError`)."""
     if not name:
         base = base if base is not None else extended_label_set(campaign)
-        previous = (
-            LabelSet.objects.filter(dataset=campaign.dataset, metadata__campaign_id=campaign.pk)
-            .order_by("-created_at", "-pk")
-            .values_list("name", flat=True)
-            .first()
-        )
+        previous = _latest(campaign, "name")
         name = derived_name(
             previous or (version_name(base, campaign.name) if base else campaign.name)
         )
@@ -354,6 +309,19 @@ def resolution_target(
             f"does not come from campaign {campaign.name!r}; choose another name"
         )
     return name, clash
+
+
+def last_method(campaign: Campaign) -> str:
+    """The method of the campaign's latest resolution into a label set; majority if none."""
+    method = (_latest(campaign, "metadata") or {}).get("method", MAJORITY)
+    return method if method in METHODS else MAJORITY
+
+
+def _latest(campaign: Campaign, field: str):
+    """``field`` of the label set the campaign was last resolved into (None: never)."""
+    resolved = LabelSet.objects.filter(dataset_id=campaign.dataset_id)
+    resolved = resolved.filter(metadata__campaign_id=campaign.pk)
+    return resolved.order_by("-created_at", "-pk").values_list(field, flat=True).first()
 
 
 def extended_label_set(campaign: Campaign) -> LabelSet | None:

@@ -107,13 +107,24 @@ def agreement(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Pairs waiting for an admin, with their video and labels (FIRE §3.1)."""
     campaign = campaign_by_id(campaign_id)
-    if request.method == "POST":
-        form = AdjudicationForm(request.POST)
-        if form.is_valid():
-            return _adjudicate_post(request, campaign, form.cleaned_data)
+    if request.method != "POST":
+        return adjudication_page(request, campaign)
+    form = AdjudicationForm(request.POST)
+    if not form.is_valid():
         form_errors(request, form)
         return adjudication_page(request, campaign, status=400)
-    return adjudication_page(request, campaign)
+    data = form.cleaned_data
+    label = None if data["decision"] == RETURN else data["decision"]
+    pair = decide(campaign, data["pair"], request.user, label, data["note"].strip())
+    if pair is None:
+        messages.error(request, "That pair is not in this campaign.")
+        return adjudication_page(request, campaign, status=404)
+    messages.success(
+        request,
+        f"Pair {pair.caption.key} × {pair.video.key}: "
+        + ("returned to the judging queue." if label is None else f"adjudicated {label}."),
+    )
+    return redirect(request.get_full_path())
 
 
 def form_errors(request: HttpRequest, form) -> None:
@@ -142,20 +153,6 @@ def adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 20
         },
         status=status,
     )
-
-
-def _adjudicate_post(request: HttpRequest, campaign: Campaign, data: dict) -> HttpResponse:
-    label = None if data["decision"] == RETURN else data["decision"]
-    pair = decide(campaign, data["pair"], request.user, label, data["note"].strip())
-    if pair is None:
-        messages.error(request, "That pair is not in this campaign.")
-        return adjudication_page(request, campaign, status=404)
-    messages.success(
-        request,
-        f"Pair {pair.caption.key} × {pair.video.key}: "
-        + ("returned to the judging queue." if label is None else f"adjudicated {label}."),
-    )
-    return redirect(request.get_full_path())
 
 
 @admins_only

@@ -160,11 +160,19 @@ def open_campaign(
     return campaign
 
 
-FIXED = {
-    name: COLUMN_VALUES.get(name, name)
-    for name in ("depth", "query_sample", "seed", "second_label_rate", "max_labels", "extends")
-}
-"""Spec fields pooling used, by the form field that names them: fixed once pooled."""
+FIXED_FIELDS = (
+    "depth",
+    "queries",
+    "seed",
+    "second_label_rate",
+    "max_labels",
+    "extends",
+    "judging_order",
+    "policy",
+    "confidence",
+)
+"""The campaign form's fields that pooling used, fixed once pooled (the edit page disables
+them)."""
 
 
 def current_spec(campaign: Campaign) -> CampaignSpec:
@@ -203,41 +211,23 @@ def form_values(spec: CampaignSpec) -> dict:
     }
 
 
-def fixed_changes(campaign: Campaign, spec: CampaignSpec) -> list[str]:
-    """The form fields of ``spec`` that differ from the pooled campaign's but may not."""
-    now = current_spec(campaign)
-    changed = [field for name, field in FIXED.items() if getattr(spec, name) != getattr(now, name)]
-    if spec.settings.judging.strategy != now.settings.judging.strategy:
-        changed.append("judging_order")
-    asked, pooled = spec.settings.label_policy, now.settings.label_policy
-    changed += [
-        field
-        for name, field in FIXED_POLICY.items()
-        if getattr(asked, name) != getattr(pooled, name)
-    ]
-    return changed
-
-
-FIXED_POLICY = {"name": "policy", "confidence": "confidence"}
-"""The label policy's settings, by the form field that names them: fixed once pooled."""
-
-FIXED_FIELDS = (*FIXED.values(), "judging_order", *FIXED_POLICY.values())
-"""Every form field :func:`fixed_changes` refuses to change (the edit page disables them)."""
-
-
 @transaction.atomic
 def edit_campaign(campaign: Campaign, spec: CampaignSpec) -> Campaign:
     """Change what may change once a campaign is pooled (name, guidelines, lease, budget, gold
-    and speed settings, role underlining, the scores to settle and their half-width); a :data:`FIXED_FIELDS` change is refused with the
-    fields named, and so is a qualification the gold of an active campaign cannot serve."""
+    and speed settings, role underlining, the scores to settle and their half-width); a
+    :data:`FIXED_FIELDS` change is refused with the fields named, and so is a qualification
+    the gold of an active campaign cannot serve."""
     locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
-    fixed = fixed_changes(locked, spec)
+    wanted, pooled = form_values(spec), form_values(current_spec(locked))
+    fixed = [name for name in FIXED_FIELDS if wanted[name] != pooled[name]]
     if fixed:
         raise LifecycleError(
             f"{', '.join(fixed)}: fixed once the campaign is pooled (they decided its pairs "
             "and how many labels each needs); make a new campaign to change them"
         )
-    errors = {k: v for k, v in spec_errors(spec).items() if k not in FIXED}
+    errors = {
+        k: v for k, v in spec_errors(spec).items() if COLUMN_VALUES.get(k, k) not in FIXED_FIELDS
+    }
     if errors:
         raise LifecycleError("; ".join(f"{field}: {message}" for field, message in errors.items()))
     if (

@@ -94,18 +94,18 @@ def pool(
         pair_of_entry * run_count + _cat(run_index, np.int64),
         _cat(ranks, np.int16),
     )
+    best = provenance.min(axis=1, initial=_UNRANKED).astype(np.int64)  # each pair's best rank
     provenance[provenance == _UNRANKED] = 0
 
     excluded_captions, excluded_videos = _excluded_pairs(origin, exclude)
     at, pooled = lookup(captions, excluded_captions)
     excluded = keys.encode(at[pooled], excluded_videos[pooled])
     keep = ~contains(np.unique(excluded), pair_keys)
-    pair_keys, provenance = pair_keys[keep], provenance[keep]
+    pair_keys, provenance, best = pair_keys[keep], provenance[keep], best[keep]
     caption_pos, video_ids = keys.unpack(pair_keys)
-    # pair_keys ascend by (caption, video), so a stable sort on (caption, best rank) keeps video order.
-    order = np.argsort(
-        caption_pos * (depth + 1) + _best_ranks(provenance).astype(np.int64), kind="stable"
-    )
+    # pair_keys ascend by (caption, video), so a stable sort on (caption, best rank) keeps
+    # video order.
+    order = np.argsort(caption_pos * (depth + 1) + best, kind="stable")
     return Pool(captions[caption_pos[order]], video_ids[order], provenance[order])
 
 
@@ -137,10 +137,9 @@ def _excluded_pairs(origin: Mapping[int, int] | Pairs | None, exclude: Pairs | N
             np.fromiter(origin.keys(), dtype=np.int64, count=len(origin)),
             np.fromiter(origin.values(), dtype=np.int64, count=len(origin)),
         )
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    parts = [empty, *(part for part in (origin, exclude) if part is not None)]
-    captions = np.concatenate([np.asarray(c, dtype=np.int64).ravel() for c, _ in parts])
-    videos = np.concatenate([np.asarray(v, dtype=np.int64).ravel() for _, v in parts])
+    parts = [part for part in (origin, exclude) if part is not None]
+    captions = _cat([np.asarray(c, dtype=np.int64).ravel() for c, _ in parts], np.int64)
+    videos = _cat([np.asarray(v, dtype=np.int64).ravel() for _, v in parts], np.int64)
     if captions.shape != videos.shape:
         raise ValueError("excluded caption and video id arrays must have equal length")
     return captions, videos
@@ -149,11 +148,3 @@ def _excluded_pairs(origin: Mapping[int, int] | Pairs | None, exclude: Pairs | N
 def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     """Concatenate ``parts`` (possibly none) into one 1-D array of ``dtype``."""
     return np.concatenate([np.zeros(0, dtype), *parts]).astype(dtype, copy=False)
-
-
-def _best_ranks(ranks: np.ndarray) -> np.ndarray:
-    """Per row, the smallest non-zero rank (0 only for a row no run retrieved)."""
-    if ranks.shape[1] == 0:
-        return np.zeros(ranks.shape[0], dtype=np.int16)
-    best = np.where(ranks > 0, ranks, _UNRANKED).min(axis=1)
-    return np.where(best == _UNRANKED, 0, best).astype(np.int16)

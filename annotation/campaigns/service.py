@@ -68,19 +68,6 @@ def extended_label_set(dataset: Dataset, spec: CampaignSpec) -> LabelSet | None:
     return found
 
 
-def excluded_pairs(dataset: Dataset, base: LabelSet | None) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs never pooled again: those judged in the dataset's campaigns and, for a campaign
-    that completes a label set, every pair that set already judges."""
-    captions, videos = judged_pairs(dataset)
-    if base is None:
-        return captions, videos
-    judged = load_judged(base)
-    return (
-        np.concatenate([captions, judged.caption_ids]),
-        np.concatenate([videos, judged.video_ids]),
-    )
-
-
 def origin_videos(query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(caption ids, their own video ids) for the pooled queries."""
     query_ids = np.unique(np.asarray(query_ids, dtype=np.int64))
@@ -143,8 +130,11 @@ def missing_pairs(dataset: Dataset, run: Run, base: LabelSet, depth: int) -> Mis
     # Those judged in no other campaign either (half the cost of pooling twice), read by the
     # lacking captions when they are few (all 550,000 judged pairs took 0.6 s at FIRE's scale).
     few = np.unique(lacking.caption_ids).size <= FEW_CAPTIONS
-    judged_elsewhere = judged_pairs(dataset, lacking.caption_ids if few else None)
-    elsewhere = _pair_in(lacking.caption_ids, lacking.video_ids, *judged_elsewhere)
+    in_captions, in_videos = judged_pairs(dataset, lacking.caption_ids if few else None)
+    span = int(max(lacking.video_ids.max(initial=0), in_videos.max(initial=0))) + 1  # packed
+    elsewhere = np.isin(
+        lacking.caption_ids * span + lacking.video_ids, in_captions * span + in_videos
+    )
     pooled = lacking.caption_ids[~elsewhere]
     return MissingPairs(
         run=run.name,
@@ -159,14 +149,6 @@ def missing_pairs(dataset: Dataset, run: Run, base: LabelSet, depth: int) -> Mis
 
 FEW_CAPTIONS = 2_000
 """Up to this many captions a query names them (an ``IN`` list); more read every pair."""
-
-
-def _pair_in(
-    captions: np.ndarray, videos: np.ndarray, in_captions: np.ndarray, in_videos: np.ndarray
-) -> np.ndarray:
-    """Whether each (caption, video) pair is among the ``in_`` pairs (ids packed in one int64)."""
-    span = int(max(videos.max(initial=0), in_videos.max(initial=0))) + 1
-    return np.isin(captions * span + videos, in_captions * span + in_videos)
 
 
 def free_campaign_name(wanted: str) -> str:
@@ -205,48 +187,27 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
     if spec.query_sample is not None:
         queries = pooling.sample_queries(all_queries, spec.query_sample, spec.seed)
     origin = origin_videos(all_queries)
+    # Never pooled again: pairs judged in the dataset's campaigns and, for a campaign that
+    # completes a label set, every pair that set already judges.
+    captions, videos = judged_pairs(dataset)
+    base = extended_label_set(dataset, spec)
+    if base is not None:
+        judged = load_judged(base)
+        captions = np.concatenate([captions, judged.caption_ids])
+        videos = np.concatenate([videos, judged.video_ids])
     pool = pooling.pool(
-        lists,
-        spec.depth,
-        origin=origin,
-        exclude=excluded_pairs(dataset, extended_label_set(dataset, spec)),
-        queries=queries,
+        lists, spec.depth, origin=origin, exclude=(captions, videos), queries=queries
     )
     pooled = np.unique(pool.caption_ids)
     own = dict(zip(origin[0].tolist(), origin[1].tolist(), strict=True))
     own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
     deep_known = priorities.known_positive_ranks(full, pooled, own_videos)
     known = np.where(deep_known <= spec.depth, deep_known, 0).astype(np.int16)
-    deep_ranks = None
-    if settle > spec.depth:
-        deep_ranks = pooling.ranks_within(pool, full, settle)
-    else:
-        deep_known = None
-    source = priorities.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
-    return PooledRuns(pool, source)
-
-
-def write_pairs(
-    campaign: Campaign,
-    pool: pooling.Pool,
-    double: np.ndarray,
-    position: np.ndarray | None = None,
-    parked: np.ndarray | None = None,
-) -> int:
-    """Insert the pool's pairs (``pool_row`` = row of the provenance array) at their queue
-    ``position`` (pool order by default); ``parked`` pairs start needing nothing."""
-    rows = list(range(len(pool)))
-    return statements.insert(
-        Pair,
-        {
-            "campaign_id": campaign.pk,
-            "caption_id": pool.caption_ids.tolist(),
-            "video_id": pool.video_ids.tolist(),
-            "position": rows if position is None else np.asarray(position).tolist(),
-            "pool_row": rows,
-            "double": double.tolist(),
-            **pair_state.initial(pair_state.first_needed(double, parked)),
-        },
+    if settle == spec.depth:  # nothing deeper to settle
+        return PooledRuns(pool, priorities.Provenance(pool.ranks, pooled, known))
+    deep_ranks = pooling.ranks_within(pool, full, settle)
+    return PooledRuns(
+        pool, priorities.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
     )
 
 
@@ -299,7 +260,19 @@ def create_campaign(
     position, parked = priorities.initial_queue(
         settings.judging, pool, pooled.provenance, spec.seed
     )
-    write_pairs(campaign, pool, double, position, parked)
+    rows = list(range(len(pool)))  # pool_row: the pair's row of the provenance array
+    statements.insert(
+        Pair,
+        {
+            "campaign_id": campaign.pk,
+            "caption_id": pool.caption_ids.tolist(),
+            "video_id": pool.video_ids.tolist(),
+            "position": np.asarray(position).tolist(),
+            "pool_row": rows,
+            "double": double.tolist(),
+            **pair_state.initial(pair_state.first_needed(double, parked)),
+        },
+    )
     if settings.show_roles:
         fill_role_spans(np.unique(pool.caption_ids).tolist())
     return campaign

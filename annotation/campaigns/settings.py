@@ -10,7 +10,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 
 import numpy as np
 
@@ -332,6 +332,9 @@ class CampaignSettings:
         draws = sample.get("draws", [])
         if not isinstance(draws, list | tuple):
             _fail("estimation_sample.draws", "must be a list")
+        settle = stored.get("settle", list(DEFAULT_SETTLE))
+        if not isinstance(settle, list | tuple):
+            _fail("settle", "must be a list of metric names")
         return cls(
             judging=JudgingSettings(**order, budget=stored.get("budget")),
             gold=GoldSettings(**_entry("gold", stored.get("gold", {}), GoldSettings)),
@@ -341,7 +344,10 @@ class CampaignSettings:
                 captions=_ids("estimation_sample.captions", sample.get("captions", ())),
                 pairs=_ids("estimation_sample.pairs", sample.get("pairs", ())),
                 draws=tuple(
-                    _request(f"estimation_sample.draws[{i}]", draw) for i, draw in enumerate(draws)
+                    SampleRequest(
+                        **_entry(f"estimation_sample.draws[{i}]", draw, SampleRequest, True)
+                    )
+                    for i, draw in enumerate(draws)
                 ),
             ),
             queue_order=_record("queue_order", stored.get("queue_order"), QueueOrder),
@@ -349,7 +355,7 @@ class CampaignSettings:
             label_policy=LabelPolicy(
                 **_entry("label_policy", stored.get("label_policy", {}), LabelPolicy)
             ),
-            settle=_stored_settle(stored.get("settle", list(DEFAULT_SETTLE))),
+            settle=settle_metrics("settle", settle),
             half_width=stored.get("half_width", DEFAULT_HALF_WIDTH),
             active_captions=_ids("active_captions", stored.get("active_captions", ())),
         )
@@ -359,37 +365,14 @@ class CampaignSettings:
         stored: dict = {}
         judging = self.judging
         if replace(judging, budget=None) != JudgingSettings():
-            stored["judging_order"] = {
-                "strategy": judging.strategy,
-                "ks": list(judging.ks),
-                "p": judging.p,
-            }
+            stored["judging_order"] = {k: v for k, v in _json(judging).items() if k != "budget"}
         if judging.budget is not None:
             stored["budget"] = judging.budget
-        if self.gold != GoldSettings():
-            stored["gold"] = asdict(self.gold)
-        if not self.show_roles:
-            stored["show_roles"] = False
-        if self.extends is not None:
-            stored["extends"] = self.extends
-        if self.estimation_sample != EstimationSample():
-            stored["estimation_sample"] = {
-                "captions": list(self.estimation_sample.captions),
-                "pairs": list(self.estimation_sample.pairs),
-                "draws": [asdict(draw) for draw in self.estimation_sample.draws],
-            }
-        for name in ("queue_order", "auto_label"):
-            record = getattr(self, name)
-            if record is not None:
-                stored[name] = asdict(record)
-        if self.label_policy != LabelPolicy():
-            stored["label_policy"] = asdict(self.label_policy)
-        if self.settle != DEFAULT_SETTLE:
-            stored["settle"] = list(self.settle)
-        if self.half_width != DEFAULT_HALF_WIDTH:
-            stored["half_width"] = self.half_width
-        if self.active_captions:
-            stored["active_captions"] = list(self.active_captions)
+        for setting in fields(self)[1:]:  # the others by their names, unless at their defaults
+            value = getattr(self, setting.name)
+            default = setting.default_factory() if setting.default is MISSING else setting.default
+            if value != default:
+                stored[setting.name] = _json(value)
         return stored
 
     @functools.cached_property
@@ -402,18 +385,10 @@ class CampaignSettings:
 OPTION_KEYS = (
     "judging_order",
     "budget",
-    "gold",
-    "show_roles",
-    "extends",
-    "estimation_sample",
-    "queue_order",
-    "auto_label",
-    "label_policy",
-    "settle",
-    "half_width",
-    "active_captions",
+    *(f.name for f in fields(CampaignSettings) if f.name != "judging"),
 )
-"""The top-level keys of ``Campaign.options``; any other is refused."""
+"""The top-level keys of ``Campaign.options``: each setting by its name, the judging
+settings as their order and budget; any other is refused."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -422,14 +397,13 @@ def _parsed(text: str) -> CampaignSettings:
     return CampaignSettings._checked(json.loads(text))
 
 
-def _stored_settle(stored: object) -> tuple[str, ...]:
-    if not isinstance(stored, list | tuple):
-        _fail("settle", "must be a list of metric names")
-    return settle_metrics("settle", stored)
-
-
-def _request(path: str, stored: object) -> SampleRequest:
-    return SampleRequest(**_entry(path, stored, SampleRequest, complete=True))
+def _json(value: object) -> object:
+    """A setting as ``Campaign.options`` stores it: dataclasses as objects, tuples as lists."""
+    if is_dataclass(value):
+        value = asdict(value)
+    if isinstance(value, dict):
+        return {key: _json(item) for key, item in value.items()}
+    return [_json(item) for item in value] if isinstance(value, tuple) else value
 
 
 def _record(path: str, stored: object, cls):

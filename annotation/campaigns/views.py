@@ -84,14 +84,14 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     """A new campaign: dataset, runs, every option of ``create_campaign`` and an optional gold
     file; POST starts the pool job (GET ``?dataset=`` picks the dataset)."""
     datasets = dataset_names()
-    source = request.POST if request.method == "POST" else request.GET
+    posted = request.method == "POST"
+    source = request.POST if posted else request.GET
     dataset = find_dataset(source.get("dataset") or "")
     if dataset is None and request.method == "GET" and len(datasets) == 1:
         dataset = find_dataset(datasets[0])
-    runs = list(runs_of(dataset)) if dataset else []
-    chosen = source.getlist("runs") if request.method == "POST" else []
-    status = 200
-    if request.method == "POST":
+    chosen = source.getlist("runs") if posted else []
+    data = folder = None
+    if posted:
         data = {**_posted(request), "runs": ",".join(chosen), "gold": "", "gold_name": ""}
         upload = request.FILES.get("gold_file")
         folder = new_input_folder() if upload is not None else None
@@ -100,9 +100,10 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             with refusal:
                 path, data["gold_name"] = save_gold(upload, folder)
                 data["gold"] = input_name(path)
-        form = PoolForm(data)
-        if dataset is not None:
-            form.offer_label_sets(dataset)
+    form = PoolForm(data, initial={"dataset": dataset.name if dataset else ""})
+    if dataset is not None:
+        form.offer_label_sets(dataset)
+    if posted:
         if refusal.error is not None:  # the copy was refused (too large): beside the field
             form.add_error("gold", refusal.message)
         if form.is_valid():
@@ -111,22 +112,17 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             return redirect("job-detail", job_id=job.pk)
         if folder is not None:  # refused: no job owns the copy
             shutil.rmtree(folder, ignore_errors=True)
-        status = 400
-    else:
-        form = PoolForm(initial={"dataset": dataset.name if dataset else ""})
-        if dataset is not None:
-            form.offer_label_sets(dataset)
     context = {
         "datasets": datasets,
         "dataset": dataset,
-        "runs": runs,
+        "runs": list(runs_of(dataset)) if dataset else [],
         "chosen": set(chosen),
         "form": form,
         "groups": _groups(form),
         "gold_error": form.errors.get("gold", [None])[0] if form.errors else None,
         "mode": "new",
     }
-    return render(request, "annotation/campaign_form.html", context, status=status)
+    return render(request, "annotation/campaign_form.html", context, status=400 if posted else 200)
 
 
 def _edit_form(campaign: Campaign, initial: dict, data=None) -> CampaignSettingsForm:

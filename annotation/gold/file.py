@@ -18,6 +18,8 @@ from retrieval.formats.records import FormatError, parse_field, parse_key, parse
 from retrieval.label_sets.judged import LABEL_NAMES
 
 FORMATS = ("csv", "jsonl")
+SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+"""The format a gold file's name implies (the upload's stored copy keeps it)."""
 REQUIRED = ("caption_key", "video_key", "label", "explanation")
 TEXT_LENGTH = 2000
 """Longest explanation or guideline of a gold pair (as the promote form's)."""
@@ -56,28 +58,17 @@ class GoldRecord:
     line: int = field(default=0, compare=False)
 
 
-def file_format(path: Path, fmt: str | None = None) -> str:
-    """``fmt``, or the format the file's name implies (``.csv``; ``.jsonl`` or ``.json``)."""
-    if fmt is None:
-        suffix = Path(path).suffix.lower()
-        fmt = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}.get(suffix)
-        if fmt is None:
-            raise FormatError(
-                path, None, None, "cannot tell the format from the name: use .csv or .jsonl"
-            )
-    if fmt not in FORMATS:
-        raise FormatError(path, None, None, f"unknown gold file format {fmt!r}")
-    return fmt
-
-
 def read_gold(path: Path, fmt: str | None = None) -> Iterator[GoldRecord]:
     """Yield one record per data row (CSV) or non-blank line (JSONL); a pair may appear once."""
     path = Path(path)
-    rows = (
-        csv_objects(path, REQUIRED)
-        if file_format(path, fmt) == "csv"
-        else json_objects(path, REQUIRED)
-    )
+    fmt = SUFFIXES.get(path.suffix.lower()) if fmt is None else fmt
+    if fmt is None:
+        raise FormatError(
+            path, None, None, "cannot tell the format from the name: use .csv or .jsonl"
+        )
+    if fmt not in FORMATS:
+        raise FormatError(path, None, None, f"unknown gold file format {fmt!r}")
+    rows = csv_objects(path, REQUIRED) if fmt == "csv" else json_objects(path, REQUIRED)
     seen: dict[tuple[str, str], int] = {}
     for line, values in rows:
         record = GoldRecord(

@@ -7,18 +7,16 @@ from pathlib import Path
 
 from django import forms
 
+from annotation.gold.file import SUFFIXES
 from retrieval.datasets.uploads import save_upload, shown_name
-
-GOLD_SUFFIXES = {".csv": ".csv", ".jsonl": ".jsonl", ".json": ".jsonl", ".ndjson": ".jsonl"}
-"""What a gold upload's own suffix makes of the stored copy (the reader goes by it)."""
 
 
 def save_gold(upload, folder: Path) -> tuple[Path, str]:
     """Copy an uploaded gold file into ``folder``: (the copy, the uploader's name for it),
     the copy's suffix the reader's (it goes by the suffix)."""
     name = shown_name(upload, "gold file")
-    suffix = next((s for s in GOLD_SUFFIXES if name.lower().endswith(s)), "")
-    return save_upload(upload, folder, "gold" + GOLD_SUFFIXES.get(suffix, ".txt")), name
+    fmt = next((f for s, f in SUFFIXES.items() if name.lower().endswith(s)), "txt")
+    return save_upload(upload, folder, f"gold.{fmt}"), name
 
 
 class GoldFileForm(forms.Form):

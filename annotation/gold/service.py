@@ -111,11 +111,8 @@ def read_gold_rows(
         "caption": KeyIndex.captions(dataset).by_key,
         "video": KeyIndex.videos(dataset).by_key,
     }
-    existing = set()
-    if campaign is not None:
-        existing = set(
-            GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id")
-        )
+    gold = GoldPair.objects.none() if campaign is None else campaign.gold_pairs.all()
+    existing = set(gold.values_list("caption_id", "video_id"))
     rows = []
     try:
         for record in gold_file.read_gold(path, fmt):
@@ -200,13 +197,25 @@ def import_gold(
     return write_gold_rows(campaign, read, user=user, steps=steps)
 
 
+_GOLD_COLUMNS = ("caption_id", "video_id", "label", "explanation", "guideline")
+
+
 def write_gold_rows(
     campaign: Campaign, read: GoldRows, *, user=None, steps: Steps | None = None
 ) -> GoldImport:
     """Store checked gold rows as ``campaign``'s with their hidden tasks, in one transaction
     (the same pairs imported meanwhile: GoldError, nothing written)."""
     steps = steps or _Quiet()
-    columns = _gold_columns(read.rows, campaign, user)
+    rows = read.rows
+    # Columns, read before the write transaction (bulk_create's instances were most of the
+    # lock's time).
+    columns = {
+        "campaign_id": campaign.pk,
+        **{name: [getattr(row, name) for row in rows] for name in _GOLD_COLUMNS},
+        "source": GoldPair.Source.IMPORTED.value,
+        "created_by_id": user.pk if user is not None else None,
+        "created_at": connection.ops.adapt_datetimefield_value(timezone.now()),
+    }
     steps.step(f"writing {len(read.rows):,} gold pairs and their tasks", total=len(read.rows))
     try:
         with transaction.atomic():
@@ -221,22 +230,6 @@ def write_gold_rows(
     return GoldImport(
         campaign=campaign.name, file=read.file, created=len(read.rows), relevant=read.relevant
     )
-
-
-def _gold_columns(rows: Sequence[GoldPair], campaign: Campaign, user) -> dict[str, object]:
-    """Gold pairs as the columns :func:`annotation.judging.statements.insert` takes, before the
-    write transaction (``bulk_create``'s instances were most of the lock's time)."""
-    return {
-        "campaign_id": campaign.pk,
-        "caption_id": [row.caption_id for row in rows],
-        "video_id": [row.video_id for row in rows],
-        "label": [row.label for row in rows],
-        "explanation": [row.explanation for row in rows],
-        "guideline": [row.guideline for row in rows],
-        "source": GoldPair.Source.IMPORTED.value,
-        "created_by_id": user.pk if user is not None else None,
-        "created_at": connection.ops.adapt_datetimefield_value(timezone.now()),
-    }
 
 
 def decided() -> Q:
@@ -278,12 +271,15 @@ def promote(
     if (pair_ids is None) == (not all_decided):
         raise GoldError("name the pairs to promote, or ask for every decided pair")
     pairs = Pair.objects.filter(campaign=campaign)
-    if pair_ids is not None:
+    rows = pairs.filter(decided()).values_list("pk", "caption_id", "video_id", *_SETTLED)
+    if pair_ids is None:
+        rows = list(rows.order_by("pk"))
+    else:
         wanted = sorted(set(int(pk) for pk in pair_ids))
         if not wanted:
             raise GoldError("no pairs named")
-        found = dict(rows_in(pairs.filter(decided()).values_list("pk", "status"), "pk", wanted))
-        missing = [pk for pk in wanted if pk not in found]
+        rows = sorted(rows_in(rows, "pk", wanted))
+        missing = sorted(set(wanted) - {row[0] for row in rows})
         if missing:
             known = set(rows_in(pairs.values_list("pk", flat=True), "pk", missing))
             unknown = [pk for pk in missing if pk not in known]
@@ -295,10 +291,6 @@ def promote(
                 f"pairs {_ids(missing)} are not decided (adjudicated, or unanimous with at "
                 f"least {MIN_UNANIMOUS} labels); nothing promoted"
             )
-    rows = pairs.filter(decided()).values_list("pk", "caption_id", "video_id", *_SETTLED)
-    rows = (
-        sorted(rows_in(rows, "pk", wanted)) if pair_ids is not None else list(rows.order_by("pk"))
-    )
     existing = set(GoldPair.objects.filter(campaign=campaign).values_list("caption_id", "video_id"))
     explanation = explanation.strip()
     for what, text, lines in (("explanation", explanation, True), ("guideline", guideline, False)):

@@ -169,30 +169,26 @@ def annotator_scores(
         np.cumsum(gold_n)[:-1],
     )
 
-    scores = []
-    for a, name in enumerate(annotators):
-        labelled = int(rows[a]["labels"])
-        hours = float(work_hours[a])
-        scores.append(
-            AnnotatorScore(
-                annotator=name,
-                labels=labelled,
-                gold=int(gold_n[a]),
-                gold_correct=int(gold_right[a]),
-                gold_accuracy=accuracy[a],
-                sensitivity=_share(relevant_right[a], relevant_n[a]),
-                specificity=_share(irrelevant_right[a], irrelevant_n[a]),
-                agreement_with_coannotators=rows[a].get("agreement_with_coannotators"),
-                agreement_with_resolved=rows[a].get("agreement_with_resolved"),
-                labels_per_hour=float(timed[a] / hours) if hours else None,
-                median_seconds=rows[a].get("median_seconds"),
-                recent_gold_accuracy=float(rolling[a][-1]) if rolling[a].size else None,
-                rolling_gold_accuracy=tuple(rolling[a].tolist()),
-                sensitivity_interval=sensitivity[a],
-                specificity_interval=specificity[a],
-            )
+    return [
+        AnnotatorScore(
+            annotator=name,
+            labels=int(rows[a]["labels"]),
+            gold=int(gold_n[a]),
+            gold_correct=int(gold_right[a]),
+            gold_accuracy=accuracy[a],
+            sensitivity=sensitivity[a] and sensitivity[a].estimate,
+            specificity=specificity[a] and specificity[a].estimate,
+            agreement_with_coannotators=rows[a].get("agreement_with_coannotators"),
+            agreement_with_resolved=rows[a].get("agreement_with_resolved"),
+            labels_per_hour=float(timed[a] / work_hours[a]) if work_hours[a] else None,
+            median_seconds=rows[a].get("median_seconds"),
+            recent_gold_accuracy=float(rolling[a][-1]) if rolling[a].size else None,
+            rolling_gold_accuracy=tuple(rolling[a].tolist()),
+            sensitivity_interval=sensitivity[a],
+            specificity_interval=specificity[a],
         )
-    return scores
+        for a, name in enumerate(annotators)
+    ]
 
 
 def judgement_seconds(
@@ -236,10 +232,6 @@ def _rolling_share(group: np.ndarray, hits: np.ndarray, window: int) -> np.ndarr
     start = starts[np.searchsorted(starts, position, side="right") - 1] if n else position
     size = np.minimum(position - start + 1, window)
     return (cumulative[position + 1] - cumulative[position + 1 - size]) / size
-
-
-def _share(part: int, whole: int) -> float | None:
-    return float(part / whole) if whole else None
 
 
 @dataclass(frozen=True)

@@ -186,8 +186,8 @@ def campaign_people(
     settings = campaign.settings.gold
     people = []
     for user in users:
-        standing = standings.get(user.pk)
-        paused_at = standing.paused_at if standing else None
+        standing = standings.get(user.pk) or AnnotatorStanding()  # unsaved: nothing set
+        paused_at = standing.paused_at
         people.append(
             Person(
                 id=user.pk,
@@ -199,9 +199,9 @@ def campaign_people(
                 paused_at=paused_at,
                 paused_reason=standing.reason if paused_at else "",
                 paused_by=_name(standing.paused_by) if paused_at else None,
-                reinstated_at=standing.reinstated_at if standing else None,
-                reinstated_by=_name(standing.reinstated_by) if standing else None,
-                discounted_labels=standing.discounted_labels if standing else 0,
+                reinstated_at=standing.reinstated_at,
+                reinstated_by=_name(standing.reinstated_by),
+                discounted_labels=standing.discounted_labels,
                 history=tuple(reversed(history.get(user.pk, []))),
                 labels=live.get(user.pk, (0,))[0],
             )

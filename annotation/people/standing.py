@@ -26,11 +26,6 @@ def paused(campaign: Campaign, annotator) -> AnnotatorStanding | None:
     return statements.paused(campaign.pk, annotator.pk)
 
 
-def _median(recent: list[float]) -> float:
-    """The median of the recent times, or NaN while there are too few to judge a pace by."""
-    return float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
-
-
 @dataclass(frozen=True)
 class Pace:
     """Whether the annotator is paused now, and else a warning to slow down (or None)."""
@@ -51,7 +46,8 @@ def check_pace(campaign: Campaign, annotator, now: datetime | None = None) -> Pa
         threshold = campaign.settings.gold.threshold
         floor = campaign.settings.gold.floor_seconds
         recent = statements.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT)
-        median = _median(recent)
+        # NaN (no pause) while there are too few to judge a pace by.
+        median = float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
         if not quality.should_pause(
             found.correct, found.total, median, threshold, floor_seconds=floor
         ):

@@ -213,17 +213,15 @@ def _paused(i: Inputs) -> State:
             False,
             since=i.paused_at,
         )
-    what = "too fast" if rule == SPEED_RULE else "gold accuracy too low"
-    todo = (
-        "Watch each video before you answer; ask an admin to reinstate you."
-        if rule == SPEED_RULE
-        else "Re-read the guidelines; ask an admin to reinstate you."
-    )
+    what, todo = {
+        SPEED_RULE: ("too fast", "Watch each video before you answer"),
+        GOLD_RULE: ("gold accuracy too low", "Re-read the guidelines"),
+    }[rule]
     return State(
         PAUSED_BY_RULE,
         f"Paused: {what}",
         f"The {rule} rule paused you in this campaign on {_when(i.paused_at)}: {i.pause_reason}.",
-        todo,
+        f"{todo}; ask an admin to reinstate you.",
         "stop",
         False,
         rule=rule,

@@ -28,7 +28,7 @@ def _qualification_inputs(state: gold_queue.Qualification) -> dict:
         "tries_used": state.tries_used,
         "tries": state.tries,
         "last_score": state.last_score,
-        "retry_at": None if state.out_of_tries else state.retry_at,
+        "retry_at": state.next_try_at,
         "out_of_tries": state.out_of_tries,
     }
 

@@ -194,11 +194,8 @@ def annotator_made(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Show the account :func:`add_annotator` just made with its password, once: it waits in
     the server-side session and is taken out as the (never cached) page is drawn."""
     campaign = campaign_by_id(campaign_id)
-    made = request.session.get(NEW_ACCOUNT_KEY)
-    if made is not None and made.get("campaign") == campaign.pk:
-        del request.session[NEW_ACCOUNT_KEY]
-    else:
-        made = None
+    made = request.session.get(NEW_ACCOUNT_KEY) or {}
+    made = request.session.pop(NEW_ACCOUNT_KEY) if made.get("campaign") == campaign.pk else None
     response = render(
         request, "annotation/annotator_created.html", {"campaign": campaign, "made": made}
     )

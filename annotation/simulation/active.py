@@ -125,11 +125,10 @@ def simulate_active(
         raise ValueError("one feature row per pooled pair is required")
     if settings.shuffle:
         features = shuffled(features, seed)
-    rng = np.random.default_rng(seed)
-    source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
+    source = SimulatedSource(world, crowd, quality, seed)
+    rng = source.rng
     rules = Rules.of(policy.ADAPTIVE, len(world.pool), seed, confidence=settings.confidence)
-    tally = Tally.empty(len(world.pool))
-    tally.spent = source.spent
+    tally = Tally.empty(len(world.pool), source.spent)
     query_of = world.layout.query_of
     queries = world.layout.pair_of.shape[0]
     judged = np.zeros(queries, bool)
@@ -139,6 +138,12 @@ def simulate_active(
     estimates: dict[str, ActiveEstimates] = {}
     misjudged = Misjudged(world.pool.run_count, len(METRICS))
     reported_pi, reported, widest = np.ones(queries), {}, np.inf
+    full_rules = replace(rules, confidence=max(rules.confidence, policy.IN_FULL_CONFIDENCE))
+
+    def in_full(tally: Tally, free: np.ndarray) -> np.ndarray:
+        """A drawn query is judged in full, each pair asked to IN_FULL_CONFIDENCE, as live."""
+        return np.flatnonzero(full_rules.needed(tally) & free & judged[query_of])
+
     if settings.value_first:
         judge(rules, source, tally, asker(world, rules, source.strata, METRIC_FIRST))
     for stage in range(settings.stages):
@@ -171,8 +176,8 @@ def simulate_active(
         drawn = poisson_draw(pi, rng) & ~judged
         if left is not None and left <= 0:
             drawn[:] = False
-        judge(rules, source, tally, _within((judged | drawn)[query_of], rules))
         judged |= drawn
+        judge(rules, source, tally, in_full)
         # Values under the resolved labels, as a label set reads them: the posterior-expected
         # metric would count every irrelevant pair's small leftover probability in C@K.
         posterior = rules.posterior(tally)
@@ -257,27 +262,16 @@ def stage_design(
     spread = noise_variance(world, known, np.arange(queries), rng)
     grid = np.stack([spread[m] for m in METRICS], axis=2)
     columns = [METRICS.index(m) for m in settle]
-    noise = _judged_noise(world, posterior, judged, settle, rng)
+    # The mean label-noise variance of the values judged so far (zero before any): what a
+    # query drawn now is expected to bring besides its prediction's error.
+    noise = np.zeros((world.pool.run_count, len(settle)))
+    if judged.any():
+        judged_noise = noise_variance(world, posterior, np.flatnonzero(judged), rng)
+        noise = np.stack([judged_noise[metric].mean(axis=0) for metric in settle], axis=1)
     planned = (grid * ratio)[:, :, columns] + noise
     pi = plan(planned, np.where(judged, 0.0, cost), variance, random_share, budget=budget)
     floor = noise * int(judged.sum()) / queries**2
     return StageDesign(np.where(judged, 1.0, pi), grid, planned, np.where(judged, 0.0, cost), floor)
-
-
-def _judged_noise(
-    world: World,
-    posterior: np.ndarray,
-    judged: np.ndarray,
-    settle: tuple[str, ...],
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Runs x settled metrics: the mean label-noise variance of the values judged so far, what
-    a query drawn now is expected to bring besides its prediction's error (zero before any)."""
-    rows = np.flatnonzero(judged)
-    if not rows.size:
-        return np.zeros((world.pool.run_count, len(settle)))
-    noise = noise_variance(world, posterior, rows, rng)
-    return np.stack([noise[metric].mean(axis=0) for metric in settle], axis=1)
 
 
 def plan(
@@ -350,13 +344,6 @@ def narrows(pi: np.ndarray, judged: np.ndarray, spread: np.ndarray, current: flo
     return bool(planned.max(initial=0.0) < current)
 
 
-def _within(chosen: np.ndarray, rules: Rules):
-    """The adaptive rules' tasks among the ``chosen`` pairs: a drawn query is judged in full,
-    each of its pairs asked to :data:`~annotation.policy.rules.IN_FULL_CONFIDENCE`, as live."""
-    in_full = replace(rules, confidence=max(rules.confidence, policy.IN_FULL_CONFIDENCE))
-    return lambda tally, free: np.flatnonzero(in_full.needed(tally) & free & chosen)
-
-
 def judged_estimates(
     world: World,
     resolved: np.ndarray,
@@ -401,11 +388,10 @@ class Misjudged:
         self.spread = np.zeros((runs, metrics))
 
     def add(self, values, predicted, spread_grid, drawn, pi, settle) -> None:
-        weight = (1 / pi[drawn])[:, None]
-        for j, metric in enumerate(settle):
-            residual = (values[metric][drawn] - predicted[metric][drawn]) ** 2
-            self.error[:, j] += (weight * residual).sum(axis=0)
-            self.spread[:, j] += (weight * spread_grid[drawn][:, :, j]).sum(axis=0)
+        weight = (1 / pi[drawn])[:, None, None]
+        residual = np.stack([values[m][drawn] - predicted[m][drawn] for m in settle], axis=2)
+        self.error[:, : len(settle)] += (weight * residual**2).sum(axis=0)
+        self.spread[:, : len(settle)] += (weight * spread_grid[drawn][:, :, : len(settle)]).sum(0)
 
     def ratio(self) -> np.ndarray:
         safe = np.where(self.spread > 0, self.spread, 1.0)

@@ -67,11 +67,10 @@ def simulate_seed(
     if features is None:
         raise ValueError("the active policy needs the pool's features")
     active = simulate_active(world, crowd, features, settings=settings, seed=seed, quality=quality)
+    found = active.estimates
     scores = {
-        (run, metric): (
-            float(active.estimates[metric].estimate[r]),
-            float(active.estimates[metric].low[r]),
-            float(active.estimates[metric].high[r]),
+        (run, metric): tuple(
+            float(getattr(found[metric], end)[r]) for end in ("estimate", "low", "high")
         )
         for r, run in enumerate(world.run_names)
         for metric in METRICS
@@ -99,16 +98,6 @@ def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
     each seed beside them; scores in points (0-100)."""
     truth = true_scores(world)
 
-    def labels(result: SeedResult) -> dict:
-        fire, spent = sum(result.fire.values()), sum(result.spent.values())
-        return {
-            "fire": fire,
-            "policy": spent,
-            "share": spent / fire if fire else None,
-            "fire_by_kind": dict(result.fire),
-            "policy_by_kind": dict(result.spent),
-        }
-
     def scores(result: SeedResult) -> list[dict]:
         return [
             {
@@ -127,35 +116,43 @@ def summary(world: World, policy_name: str, results: list[SeedResult]) -> dict:
     seeds = [
         {
             "seed": result.seed,
-            "labels": labels(result),
+            "labels": _labels(
+                sum(result.fire.values()),
+                sum(result.spent.values()),
+                fire_by_kind=dict(result.fire),
+                policy_by_kind=dict(result.spent),
+            ),
             "scores": scores(result),
             **({"settled": result.settled, "stages": result.stages} if result.stages else {}),
         }
         for result in results
     ]
-    fire = float(np.mean([s["labels"]["fire"] for s in seeds]))
-    spent = float(np.mean([s["labels"]["policy"] for s in seeds]))
-    mean_scores = []
-    for i, first in enumerate(seeds[0]["scores"]):
-        rows = [s["scores"][i] for s in seeds]
-        mean_scores.append(
-            {
-                "run": first["run"],
-                "metric": first["metric"],
-                "true": first["true"],
-                **{
-                    key: float(np.mean([row[key] for row in rows]))
-                    for key in ("estimate", "low", "high", "error")
-                },
-                "worst_seed_error": float(max(abs(row["error"]) for row in rows)),
-                "coverage": float(np.mean([row["covered"] for row in rows])),
-            }
-        )
+    mean_scores = [
+        {
+            "run": rows[0]["run"],
+            "metric": rows[0]["metric"],
+            "true": rows[0]["true"],
+            **{
+                key: float(np.mean([row[key] for row in rows]))
+                for key in ("estimate", "low", "high", "error")
+            },
+            "worst_seed_error": float(max(abs(row["error"]) for row in rows)),
+            "coverage": float(np.mean([row["covered"] for row in rows])),
+        }
+        for rows in zip(*(seed["scores"] for seed in seeds), strict=True)
+    ]
     return {
         "policy": policy_name,
         "queries": int(world.layout.pair_of.shape[0]),
         "pairs": len(world.pool),
-        "labels": {"fire": fire, "policy": spent, "share": spent / fire if fire else None},
+        "labels": _labels(
+            *(float(np.mean([s["labels"][k] for s in seeds])) for k in ("fire", "policy"))
+        ),
         "scores": mean_scores,
         "seeds": seeds,
     }
+
+
+def _labels(fire, spent, **by_kind) -> dict:
+    """Labels spent by FIRE's policy and by the policy, and their share."""
+    return {"fire": fire, "policy": spent, "share": spent / fire if fire else None, **by_kind}

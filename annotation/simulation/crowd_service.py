@@ -66,16 +66,11 @@ def read_crowd(
         read_raw_jsonl(Path(labels_path), duplicates)
     )
     gold_labels = read_gold_jsonl(Path(gold_path))
+    known = {items[pair]: label for pair, label in gold_labels.items() if pair in items}
     gold = np.full(len(items), -1, dtype=np.int64)
-    missing = 0
-    for pair, label in gold_labels.items():
-        at = items.get(pair)
-        if at is None:
-            missing += 1
-        else:
-            gold[at] = label
+    gold[list(known)] = list(known.values())
     crowd = crowd_replay.RecordedCrowd(item_index, annotator_index, labels, len(items), len(names))
-    return crowd, gold, missing
+    return crowd, gold, len(gold_labels) - len(known)
 
 
 def replay_labels(

@@ -8,6 +8,8 @@ themselves; with a predictor's probabilities, their exact expectation under inde
 (:func:`retrieval.scoring.expected.expected_metrics`), which active inference corrects.
 """
 
+from dataclasses import replace
+
 import numpy as np
 
 from annotation.campaigns.settings import SETTLE_METRICS
@@ -89,7 +91,7 @@ def true_scores(world: World) -> dict[str, dict[str, float]]:
 def resolved_scores(world: World, relevant: np.ndarray) -> dict[str, dict[str, float]]:
     """Each run's mean of every metric with ``relevant`` (bool per pair) as the labels: what a
     label set resolved from a campaign reports, unlabelled pairs irrelevant."""
-    return true_scores(world.relabelled(np.asarray(relevant, bool)))
+    return true_scores(replace(world, labels=np.asarray(relevant, bool)))
 
 
 def world_intervals(world: World, outcome: Outcome, draws: int = 1000) -> dict:
@@ -108,8 +110,7 @@ def world_intervals(world: World, outcome: Outcome, draws: int = 1000) -> dict:
         for r, name in enumerate(world.run_names)
     }
     labelled = np.flatnonzero(np.bincount(outcome.pair, minlength=n) > 0)
-    status = outcome.status[labelled].astype(np.int64)
-    relevance = np.where(status == 1, 1, np.where(status == 0, 0, -1))
+    relevance = np.maximum(outcome.status[labelled].astype(np.int64), -1)  # pending: -1
     judged = score_intervals.JudgedPairs.of(
         world.layout.query_of[labelled], labelled, relevance, outcome.posterior[labelled]
     )

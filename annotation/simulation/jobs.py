@@ -35,25 +35,11 @@ class DemoCampaignForm(DatasetForm):
     seed = bounded(SEED, initial=0, required=False)
 
 
-def run_demo_campaign(
-    reporter: Reporter,
-    dataset: str,
-    name: str,
-    depth: int = 10,
-    fill: float = 0.6,
-    error_rate: float = 0.05,
-    seed: int = 0,
-) -> dict:
-    """Create the demo campaign, or finish one a failed run left half-made."""
+def run_demo_campaign(reporter: Reporter, dataset: str, **options) -> dict:
+    """Create the demo campaign (``options``: its name, depth, fill, error rate and seed), or
+    finish one a failed run left half-made."""
     made = create_demo_campaign(
-        get_dataset(dataset),
-        name=name,
-        depth=depth,
-        fill=fill,
-        error_rate=error_rate,
-        seed=seed,
-        say=reporter.step,
-        advance=reporter.advance,
+        get_dataset(dataset), **options, say=reporter.step, advance=reporter.advance
     )
     if made.done:  # its pages' figures, from the labels it ends with
         live_figures.refresh(made.campaign)

@@ -220,16 +220,12 @@ def simulate(
     if profiles is None:
         if not 0.0 <= error_rate <= 1.0:
             raise SimulationError("error rate must be between 0 and 1")
-        if annotators < 1:
-            raise SimulationError("at least one annotator is needed")
-        people = [Profile("annotator", 1.0, ERROR, error_rate, seconds_mean)] * annotators
-        users = simulated_annotators(annotators)
-    else:
-        people = crowd(profiles, annotators)
-        users = []
-        for profile in profiles:
-            mine = sum(1 for person in people if person is profile)
-            users += simulated_annotators(mine, f"sim-{profile.name}")
+        profiles = [Profile("annotator", 1.0, ERROR, error_rate, seconds_mean)]
+    people = crowd(profiles, annotators)
+    users = []
+    for profile in profiles:
+        mine = sum(1 for person in people if person is profile)
+        users += simulated_annotators(mine, f"sim-{profile.name}")
     rng = np.random.default_rng(seed)
     truth = truth_for(campaign)
     given = [0] * len(users)

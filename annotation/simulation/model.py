@@ -8,7 +8,7 @@ label, the crowd gives them, and the adaptive policy's model is refitted.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -47,10 +47,6 @@ class World:
         object.__setattr__(self, "layout", layout)
         object.__setattr__(self, "pair_at", pair_at)
 
-    def relabelled(self, labels: np.ndarray) -> "World":
-        """The same pool and runs with ``labels`` (bool per pair) as its truth."""
-        return replace(self, labels=labels)
-
     def known_positive_rank(self) -> np.ndarray:
         """Queries x runs: the first rank holding a known positive (0 when none)."""
         has = self.known_positive.any(axis=2)
@@ -60,9 +56,8 @@ class World:
         """Each run's :class:`~retrieval.scoring.estimation.RunJudgements` once ``judged`` are."""
         judged = np.asarray(judged, bool)
         hit = judged & self.labels
-        queries = self.layout.pair_of.shape[0]
-        n_relevant = self.known_count + np.bincount(self.layout.query_of[hit], minlength=queries)
-        n_unjudged = np.bincount(self.layout.query_of[~judged], minlength=queries)
+        n_relevant = self.known_count + self.per_query(hit)
+        n_unjudged = self.per_query(~judged)
         pooled = self.pair_at >= 0
         at = np.maximum(self.pair_at, 0)
         return [
@@ -91,10 +86,12 @@ class World:
         }
 
     def eligible(self) -> np.ndarray:
-        queries = self.layout.pair_of.shape[0]
-        return (
-            self.known_count + np.bincount(self.layout.query_of[self.labels], minlength=queries) > 0
-        )
+        """Per query: whether it has a positive under the complete labels."""
+        return self.known_count + self.per_query(self.labels) > 0
+
+    def per_query(self, pairs: np.ndarray) -> np.ndarray:
+        """How many of ``pairs`` (bool per pool pair) each query has."""
+        return np.bincount(self.layout.query_of[pairs], minlength=self.layout.pair_of.shape[0])
 
 
 class Record(list):
@@ -122,8 +119,10 @@ class Tally:
     spent: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, n_pairs: int) -> "Tally":
-        return cls(np.zeros(n_pairs, np.int64), np.zeros(n_pairs, np.int64))
+    def empty(cls, n_pairs: int, spent: dict[str, int] | None = None) -> "Tally":
+        """No labels yet; ``spent`` (kept, not copied) counts the answers spent before."""
+        zeros = np.zeros(n_pairs, np.int64)
+        return cls(zeros, zeros.copy(), spent={} if spent is None else spent)
 
     def add(self, pairs: np.ndarray, annotators: np.ndarray, labels: np.ndarray) -> None:
         self.taken.add(pairs, annotators, labels)
@@ -207,8 +206,7 @@ class Rules:
             total = tally.total
             status = majority(tally.relevant, total)
             status = np.where(total > 0, status, LabelStatus.PENDING).astype(np.int8)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                posterior = np.where(total > 0, tally.relevant / np.maximum(total, 1), np.nan)
+            posterior = np.where(total > 0, tally.relevant / np.maximum(total, 1), np.nan)
         pairs, annotators, labels = tally.taken.arrays()
         spent = {**tally.spent, "campaign": int(pairs.size)}
         return Outcome(pairs, annotators, labels, posterior, status, tally.rounds, admitted, spent)

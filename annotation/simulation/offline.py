@@ -41,10 +41,9 @@ class SimulatedCrowd:
     def of(cls, shares: Sequence[tuple[float, float, float]], size: int) -> "SimulatedCrowd":
         """``size`` annotators from (share, sensitivity, specificity) profiles, by largest
         remainder."""
-        counts = largest_remainder([share for share, _, _ in shares], size)
-        sens = np.repeat([s for _, s, _ in shares], counts)
-        spec = np.repeat([p for _, _, p in shares], counts)
-        return cls(sens.astype(np.float64), spec.astype(np.float64))
+        share, sensitivity, specificity = np.array(shares, np.float64).reshape(-1, 3).T
+        counts = largest_remainder(share, size)
+        return cls(np.repeat(sensitivity, counts), np.repeat(specificity, counts))
 
     @classmethod
     def parse(cls, spec: str, size: int) -> "SimulatedCrowd":
@@ -90,10 +89,8 @@ def _profile(part: str, kind: str) -> tuple[float, float]:
         rates = [float(x) for x in kind.split("/")]
     except ValueError:
         rates = []
-    if len(rates) == 1 and 0 <= rates[0] <= 1:
-        return 1 - rates[0], 1 - rates[0]
-    if len(rates) == 2 and all(0 <= rate <= 1 for rate in rates):
-        return rates[0], rates[1]
+    if len(rates) in (1, 2) and all(0 <= rate <= 1 for rate in rates):
+        return (1 - rates[0], 1 - rates[0]) if len(rates) == 1 else (rates[0], rates[1])
     raise ValueError(
         f"crowd part {part!r}: KIND must be an error rate, SENSITIVITY/SPECIFICITY or one of "
         f"{', '.join(_SPAMMERS)}"
@@ -129,12 +126,16 @@ def qualify(crowd: SimulatedCrowd, qc: QualityControl, rng, evidence: Record) ->
 
 
 class SimulatedSource:
-    """The simulated crowd as a label source: admitted annotators, gold tasks mixed in."""
+    """The simulated crowd as a label source, drawing from ``seed``: admitted annotators, gold
+    tasks mixed in."""
 
-    def __init__(self, world: World, crowd: SimulatedCrowd, qc: QualityControl, rng) -> None:
-        self.world, self.crowd, self.qc, self.rng = world, crowd, qc, rng
+    def __init__(
+        self, world: World, crowd: SimulatedCrowd, qc: QualityControl | None, seed: int
+    ) -> None:
+        self.world, self.crowd, self.qc = world, crowd, qc or QualityControl()
+        self.rng = rng = np.random.default_rng(seed)
         self.evidence = Record()  # gold answers: annotators, labels, truth
-        self.admitted = qualify(crowd, qc, rng, self.evidence)
+        self.admitted = qualify(crowd, self.qc, rng, self.evidence)
         self.workers = np.flatnonzero(self.admitted)
         self.labelled_by = np.zeros((len(world.pool), len(crowd.sensitivity)), bool)
         self.strata = confusion.pool_strata(world.pool.ranks)
@@ -189,11 +190,9 @@ def simulate(
     module docstring)."""
     if policy_name not in policy.POLICIES or order not in ORDERS:
         raise ValueError(f"policy in {policy.POLICIES}, order in {ORDERS}")
-    rng = np.random.default_rng(seed)
-    source = SimulatedSource(world, crowd, quality or QualityControl(), rng)
+    source = SimulatedSource(world, crowd, quality, seed)
     rules = Rules.of(policy_name, len(world.pool), seed, cap, confidence=confidence)
-    tally = Tally.empty(len(world.pool))
-    tally.spent = source.spent
+    tally = Tally.empty(len(world.pool), source.spent)
     ask = asker(world, rules, source.strata, order, ks)
     return rules.outcome(judge(rules, source, tally, ask), source.admitted)
 
