@@ -92,7 +92,7 @@ def start(
             waiting = unfinished(kind.name, arguments, running=join_running)
             if waiting is not None:
                 return waiting, False
-        created_by = user if user is not None and user.is_authenticated else None
+        created_by = user if getattr(user, "is_authenticated", False) else None
         job = _new_job(kind, arguments, created_by=created_by)
         enqueue(job)
     return job, True
@@ -115,12 +115,9 @@ def retry(job: Job, user=None) -> Job:
     if job.status != Job.Status.FAILED:
         raise JobError(f"job {job.pk} is {job.status}; only a failed job can be retried")
     again = Job.objects.create(
-        kind=job.kind,
-        arguments=job.arguments,
-        description=job.description,
-        queue=job.queue,
+        **{name: getattr(job, name) for name in ("kind", "arguments", "description", "queue")},
         retry_of=job,
-        created_by=user if user is not None and user.is_authenticated else job.created_by,
+        created_by=user if getattr(user, "is_authenticated", False) else job.created_by,
     )
     enqueue(again)
     return again
