@@ -22,4 +22,4 @@ def unfinished_jobs(kinds: tuple[str, ...], **arguments) -> list[Job]:
 
 def startup_jobs() -> list[Job]:
     """The work ``make run`` deferred that is not finished yet, in the order it runs."""
-    return list(runner.recorded(runner.STARTUP).filter(status__in=UNFINISHED).order_by("pk"))
+    return list(runner.recorded(runner.STARTUP).filter(status__in=UNFINISHED))
