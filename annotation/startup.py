@@ -13,7 +13,7 @@ from annotation.simulation.demo import DEMO_CAMPAIGN
 from config.console import Console
 from jobs import runner
 from jobs.models import Job
-from jobs.pending import unfinished_job
+from jobs.runner import unfinished_job
 from retrieval.datasets.demo.runs import (
     DEMO_MODELS,
     QUICK_MODELS,

@@ -123,7 +123,7 @@ def latest_job() -> int:
 def wait_for_jobs(after: int, quiet: bool = False) -> int:
     """Wait until the jobs created after job ``after`` have finished; how many there were."""
     from jobs.models import Job
-    from jobs.pending import UNFINISHED
+    from jobs.runner import UNFINISHED
 
     began = time.monotonic()
     said = 0.0

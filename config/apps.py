@@ -14,6 +14,6 @@ class ProjectConfig(AppConfig):
     def ready(self) -> None:
         from config import checks, permission_cache, raw_sql  # noqa: F401 - checks registers
 
-        permission_cache.connect()
+        permission_cache.user_statement()  # registered once the user model is known
         # Last of the apps: every app has registered its statements by now.
         raw_sql.check_registry()

@@ -113,16 +113,14 @@ class PostgreSQL(Backend):
         """The rows COPied into a temporary table of the same column types, then one
         ``UPDATE ... FROM`` it."""
         quote = default_connection.ops.quote_name
-        every = [*columns, key]
+        every = ", ".join(map(quote, [*columns, key]))
         sets = ", ".join(f"{quote(column)} = bulk.{quote(column)}" for column in columns)
         with transaction.atomic(), default_connection.cursor() as cursor:
             cursor.execute(
                 f"CREATE TEMPORARY TABLE bulk ON COMMIT DROP AS SELECT "
-                f"{', '.join(map(quote, every))} FROM {quote(table)} WITH NO DATA"
+                f"{every} FROM {quote(table)} WITH NO DATA"
             )
-            with cursor.cursor.copy(
-                f"COPY bulk ({', '.join(map(quote, every))}) FROM STDIN"
-            ) as copy:
+            with cursor.cursor.copy(f"COPY bulk ({every}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
             cursor.execute(

@@ -114,10 +114,8 @@ class SiteNotFoundMiddleware(_Middleware):
 
 def _not_found(request, exception: Http404):
     """The site's 404 answer: the URL configuration's handler404."""
-    handler = get_resolver(
-        getattr(request, "urlconf", None) or get_urlconf()
-    ).resolve_error_handler(404)
-    return handler(request, exception=exception)
+    urlconf = getattr(request, "urlconf", None) or get_urlconf()
+    return get_resolver(urlconf).resolve_error_handler(404)(request, exception=exception)
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -137,11 +135,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.PermissionDenied(*exc.args)
     response = exception_handler(exc, context)
     if response is not None and isinstance(exc, exceptions.APIException):
-        if isinstance(exc, exceptions.ValidationError):
-            code, detail = exc.default_code, exc.detail
-        else:
-            code, detail = getattr(exc.detail, "code", exc.default_code), exc.detail
-        response.data = {"code": code, "detail": detail}
+        validation = isinstance(exc, exceptions.ValidationError)
+        code = exc.default_code if validation else getattr(exc.detail, "code", exc.default_code)
+        response.data = {"code": code, "detail": exc.detail}
     return response
 
 

@@ -6,30 +6,11 @@ exactly the limit's worth of tries."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.http import HttpRequest
 
 from config import attempt_counts
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How many failures are allowed per username and address, and per address, in a window."""
-
-    per_user: int
-    per_ip: int
-    window: int
-
-
-def limits() -> Limits:
-    """The limits from settings (defaults: 5 and 50 failures in 300 seconds)."""
-    return Limits(
-        per_user=getattr(settings, "FIREPOOL_LOGIN_FAILURES_PER_USER", 5),
-        per_ip=getattr(settings, "FIREPOOL_LOGIN_FAILURES_PER_IP", 50),
-        window=getattr(settings, "FIREPOOL_LOGIN_WINDOW_SECONDS", 300),
-    )
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -56,11 +37,15 @@ def _keys(request: HttpRequest, username: str) -> tuple[str, str]:
 
 
 def check_attempt(request: HttpRequest, username: str) -> int:
-    """Count a login attempt before its password is checked; seconds to wait if refused, else 0."""
-    chosen = limits()
+    """Count a login attempt before its password is checked; seconds to wait if refused, else 0
+    (by default over 50 failures per address or 5 per username and address in 300 seconds)."""
     user_key, ip_key = _keys(request, username)
-    for key, limit in ((ip_key, chosen.per_ip), (user_key, chosen.per_user)):
-        count = attempt_counts.add(key, chosen.window)
+    window = getattr(settings, "FIREPOOL_LOGIN_WINDOW_SECONDS", 300)
+    for key, limit in (
+        (ip_key, getattr(settings, "FIREPOOL_LOGIN_FAILURES_PER_IP", 50)),
+        (user_key, getattr(settings, "FIREPOOL_LOGIN_FAILURES_PER_USER", 5)),
+    ):
+        count = attempt_counts.add(key, window)
         if count.number > limit:
             return count.seconds_left()
     return 0

@@ -56,8 +56,8 @@ def _user_text() -> str:
 def user_statement() -> raw_sql.Statement:
     """The user with primary key ``%(pk)s`` (the row whose ``codename`` is NULL), and one row
     per permission they hold as ``ModelBackend`` counts them: their own and their groups',
-    every permission for a superuser; none for no such user (registered by :func:`connect`,
-    once the user model is known). The permission subqueries name the user by the
+    every permission for a superuser; none for no such user (registered from
+    ``ProjectConfig.ready``, once the user model is known). The permission subqueries name the user by the
     parameter, so PostgreSQL runs them once, not per permission."""
     model = get_user_model()
     return raw_sql.Statement(
@@ -97,9 +97,3 @@ class CachedPermissionBackend(ModelBackend):
             f"{row.app_label}.{row.codename}" for row in rows if row.codename is not None
         }
         return user
-
-
-def connect() -> None:
-    """Register the user's statement (from ``ProjectConfig.ready``, once the user model is
-    known)."""
-    user_statement()

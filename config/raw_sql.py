@@ -68,32 +68,23 @@ def model_columns(sources: Sources) -> dict[str, str]:
 
 
 @functools.cache
-def _fields(
-    model: type[Model], alias: str, skip: tuple[str, ...] = ()
-) -> list[tuple[str, str, object]]:
-    """(row field, attname, column) per concrete field of ``model`` as ``alias``, less ``skip``."""
-    return [
-        (f"{alias}_{field.column}", field.attname, field.get_col(alias))
-        for field in model._meta.concrete_fields
-        if field.name not in skip
-    ]
+def _field_converters(vendor: str, model: type[Model], alias: str, name: str) -> tuple:
+    """(column, the ORM's converters) of ``model``'s field ``name``, once per process."""
+    column = model._meta.get_field(name).get_col(alias)
+    return column, connection.ops.get_db_converters(column) + column.get_db_converters(connection)
 
 
 @functools.cache
 def _readers(
     vendor: str, model: type[Model], alias: str, skip: tuple[str, ...] = ()
-) -> tuple[list[str], list[tuple[str, int | None, object, list]]]:
+) -> tuple[list[str], list[tuple[str, int, object, list]]]:
     """Every concrete attname, and per field read (row field, slot, column, the ORM's
     converters): worked out once per process, not per row, halving the readers' cost."""
-    attnames = [field.attname for field in model._meta.concrete_fields]
-    return attnames, [
-        (
-            name,
-            attnames.index(attname),
-            column,
-            connection.ops.get_db_converters(column) + column.get_db_converters(connection),
-        )
-        for name, attname, column in _fields(model, alias, skip)
+    fields = model._meta.concrete_fields
+    return [field.attname for field in fields], [
+        (f"{alias}_{field.column}", slot, *_field_converters(vendor, model, alias, field.name))
+        for slot, field in enumerate(fields)
+        if field.name not in skip
     ]
 
 
@@ -111,13 +102,6 @@ def instances(sources: Sources, row: tuple) -> list[Model]:
             values[slot] = value
         built.append(source[0].from_db(connection.alias, attnames, values))
     return built
-
-
-@functools.cache
-def _field_converters(vendor: str, model: type[Model], alias: str, name: str) -> tuple:
-    """(column, the ORM's converters) of ``model``'s field ``name``, once per process."""
-    column = model._meta.get_field(name).get_col(alias)
-    return column, connection.ops.get_db_converters(column) + column.get_db_converters(connection)
 
 
 def converted(model: type[Model], alias: str, name: str, value: object) -> object:

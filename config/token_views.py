@@ -29,12 +29,10 @@ def tokens(request: HttpRequest) -> HttpResponse:
     """GET lists the user's tokens; POST makes one and shows its key in this answer only."""
     form = TokenForm(request.POST if request.method == "POST" else None)
     made = key = None
-    status = 200
     if request.method == "POST" and form.is_valid():
         with Refusal(form, "name"):  # shown beside the form, on this page
             made, key = api_tokens.create(request.user, form.cleaned_data["name"])
-    if request.method == "POST" and form.errors:
-        status = 400
+    status = 400 if request.method == "POST" and form.errors else 200
     if made is not None:
         form = TokenForm()
     context = {

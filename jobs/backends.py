@@ -83,5 +83,4 @@ def _hold_job(args) -> str:
         return DEFAULT_LANE
     Job.objects.filter(pk=args[0]).update(heartbeat_at=timezone.now())
     beater.hold(args[0])
-    kind = Job.objects.filter(pk=args[0]).values_list("kind", flat=True).first()
-    return lane_of(kind) if kind else DEFAULT_LANE
+    return lane_of(Job.objects.filter(pk=args[0]).values_list("kind", flat=True).first())

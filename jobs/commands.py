@@ -44,10 +44,6 @@ class BaseCommand(base.BaseCommand):
 
 def _option_help(field: forms.Field) -> str:
     """The field's help as argparse prints it (a ``%`` doubled: argparse formats the text)."""
-    return _help_text(field).replace("%", "%%")
-
-
-def _help_text(field: forms.Field) -> str:
     text = str(field.help_text or "")
     if isinstance(field, forms.ChoiceField) and field.choices:
         named = ", ".join(str(value) for value, _ in field.choices if value != "")
@@ -58,8 +54,10 @@ def _help_text(field: forms.Field) -> str:
     if isinstance(initial, list | tuple):  # a multiple choice: given comma-separated
         initial = ",".join(map(str, initial))
     if initial not in (None, ""):
-        return f"{text} Default: {initial}.".strip()
-    return (text + (" Required." if field.required else "")).strip()
+        text = f"{text} Default: {initial}."
+    elif field.required:
+        text += " Required."
+    return text.strip().replace("%", "%%")
 
 
 def add_form_options(

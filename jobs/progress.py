@@ -17,27 +17,19 @@ from jobs.models import Job
 logger = logging.getLogger(__name__)
 
 
-def heartbeat_seconds() -> float:
-    return float(getattr(settings, "FIREPOOL_JOB_HEARTBEAT_SECONDS", 10))
-
-
-def stale_seconds() -> float:
-    """How old a heartbeat may get before its job counts as lost."""
-    return float(getattr(settings, "FIREPOOL_JOB_STALE_SECONDS", 60))
-
-
 def reap_stale(now=None) -> int:
     """Mark failed every held job whose heartbeat is older than the stale limit (its process
     was killed, crashed or restarted); how many were reaped."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=stale_seconds())
+    stale = float(getattr(settings, "FIREPOOL_JOB_STALE_SECONDS", 60))
     return Job.objects.filter(
-        status__in=(Job.Status.QUEUED, Job.Status.RUNNING), heartbeat_at__lt=cutoff
+        status__in=(Job.Status.QUEUED, Job.Status.RUNNING),
+        heartbeat_at__lt=now - timedelta(seconds=stale),
     ).update(
         status=Job.Status.FAILED,
         error=(
             "The process running this job stopped answering (it was killed, crashed or "
-            f"restarted); no heartbeat for over {stale_seconds():.0f} s. Retry it."
+            f"restarted); no heartbeat for over {stale:.0f} s. Retry it."
         ),
         finished_at=now,
     )
@@ -138,7 +130,7 @@ class Beater:
 
     def _beat(self) -> None:
         while True:
-            time.sleep(heartbeat_seconds())
+            time.sleep(float(getattr(settings, "FIREPOOL_JOB_HEARTBEAT_SECONDS", 10)))
             with self._lock:
                 if not self._held:  # idle: stay off the database (and out of its connections)
                     continue

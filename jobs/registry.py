@@ -68,7 +68,11 @@ def kinds() -> list[JobKind]:
     return [_KINDS[name] for name in sorted(_KINDS)]
 
 
-def lane_of(name: str) -> str:
+def find_kind(name: str | None) -> JobKind | None:
+    """The kind called ``name``, or None for a kind no longer (or never) known."""
+    return _KINDS.get(name)
+
+
+def lane_of(name: str | None) -> str:
     """The lane of the kind called ``name`` (the default lane for a kind no longer known)."""
-    found = _KINDS.get(name)
-    return found.lane if found is not None else "jobs"
+    return getattr(find_kind(name), "lane", "jobs")

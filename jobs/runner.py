@@ -73,6 +73,29 @@ def recorded(tag: str):
     return Job.objects.filter(task_id=f"{RECORDED}{tag}"[:64]).order_by("pk")
 
 
+UNFINISHED = (Job.Status.QUEUED, Job.Status.RUNNING)
+
+
+def startup_jobs() -> list[Job]:
+    """The work ``make run`` deferred that is not finished yet, in the order it runs."""
+    return list(recorded(STARTUP).filter(status__in=UNFINISHED))
+
+
+def unfinished_jobs(kinds: tuple[str, ...], **arguments) -> list[Job]:
+    """Queued or running jobs of ``kinds`` whose arguments include ``arguments``, oldest first
+    (what the pages show as "still being prepared: job 3, 40%", in one query)."""
+    jobs = Job.objects.filter(kind__in=kinds, status__in=UNFINISHED)
+    for name, value in arguments.items():
+        jobs = jobs.filter(**{f"arguments__{name}": value})
+    return list(jobs.order_by("pk"))
+
+
+def unfinished_job(kind: str, **arguments) -> Job | None:
+    """The oldest queued or running job of ``kind`` whose arguments include ``arguments``."""
+    jobs = unfinished_jobs((kind,), **arguments)
+    return jobs[0] if jobs else None
+
+
 def create(kind: JobKind, arguments: dict, user=None) -> Job:
     """Record a queued job of ``kind`` with checked ``arguments`` and enqueue it; for a kind
     that ``joins``, the job of the same arguments already queued or running, if any."""
@@ -92,7 +115,7 @@ def start(
             waiting = unfinished(kind.name, arguments, running=join_running)
             if waiting is not None:
                 return waiting, False
-        created_by = user if user is not None and user.is_authenticated else None
+        created_by = user if getattr(user, "is_authenticated", False) else None
         job = _new_job(kind, arguments, created_by=created_by)
         enqueue(job)
     return job, True
@@ -115,12 +138,9 @@ def retry(job: Job, user=None) -> Job:
     if job.status != Job.Status.FAILED:
         raise JobError(f"job {job.pk} is {job.status}; only a failed job can be retried")
     again = Job.objects.create(
-        kind=job.kind,
-        arguments=job.arguments,
-        description=job.description,
-        queue=job.queue,
+        **{name: getattr(job, name) for name in ("kind", "arguments", "description", "queue")},
         retry_of=job,
-        created_by=user if user is not None and user.is_authenticated else job.created_by,
+        created_by=user if getattr(user, "is_authenticated", False) else job.created_by,
     )
     enqueue(again)
     return again

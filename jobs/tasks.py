@@ -105,7 +105,11 @@ def _run(job: Job) -> dict | None:
         _fail(job, "The worker was stopped while running this job.", exc)
         raise
     except Exception as exc:  # every failure is recorded on the job, never re-raised
-        _fail(job, user_message(exc) or _internal_error(exc), exc)
+        internal = (
+            f"Internal error ({type(exc).__name__}): {str(exc)[:500] or 'no message'}. "
+            "An admin can read the details on the job's admin page."
+        )
+        _fail(job, user_message(exc) or internal, exc)
         return None
     return result
 
@@ -131,13 +135,6 @@ def user_message(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(exc.messages)
     return ""
-
-
-def _internal_error(exc: BaseException) -> str:
-    return (
-        f"Internal error ({type(exc).__name__}): {str(exc)[:500] or 'no message'}. "
-        "An admin can read the details on the job's admin page."
-    )
 
 
 def _fail(job: Job, error: str, exc: BaseException) -> None:

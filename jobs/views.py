@@ -16,29 +16,27 @@ from config import roles
 from config.error_handling import Refusal
 from jobs import runner
 from jobs.models import Job
-from jobs.registry import GENERIC_RESULT, JobKind, get_kind, kinds
+from jobs.registry import GENERIC_RESULT, JobKind, find_kind, kinds
 
 REFUSED = "You may not see or start these jobs."
 # Checked before any lookup: job ids and kind names are not for outsiders.
 staff_only = roles.permission_required(roles.VIEW_JOBS, REFUSED)
 
 
-def _require(user, permission: str) -> None:
-    roles.require(user, permission, REFUSED)
-
-
-def _kind(name: str) -> JobKind:
-    try:
-        return get_kind(name)
-    except KeyError:
-        raise Http404("unknown job kind") from None
+def _startable(user, name: str) -> JobKind:
+    """The kind called ``name`` if ``user`` may start it: else a 404 (unknown) or a 403."""
+    kind = find_kind(name)
+    if kind is None:
+        raise Http404("unknown job kind")
+    roles.require(user, kind.permission, REFUSED)
+    return kind
 
 
 @staff_only
 def job_list(request: HttpRequest) -> HttpResponse:
     """Recent jobs, and a form for the kind picked with ``?kind=`` among those you may start
     (a kind with a page of its own, ``form_url``, goes to that page)."""
-    kind = _kind_or_none(request.GET.get("kind") or "")
+    kind = find_kind(request.GET.get("kind") or "")
     if kind is not None and kind.form_url and roles.has_perm(request.user, kind.permission):
         query = request.GET.copy()
         del query["kind"]
@@ -66,8 +64,7 @@ def _render_list(request: HttpRequest, kind_name: str | None, form) -> HttpRespo
 @staff_only
 def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
     """Queue a job of one kind from its form; errors come back on the form."""
-    kind = _kind(kind_name)
-    _require(request.user, kind.permission)
+    kind = _startable(request.user, kind_name)
     form = kind.form(data=request.POST)
     if not form.is_valid():
         return _render_list(request, kind.name, form)
@@ -83,7 +80,7 @@ def job_start(request: HttpRequest, kind_name: str) -> HttpResponse:
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: status, progress, result or the reason it failed."""
     job = runner.find_job(job_id)
-    kind = _kind_or_none(job.kind)
+    kind = find_kind(job.kind)
     may_rerun = kind is not None and roles.has_perm(request.user, kind.permission)
     context = {"job": job, "kind": kind, "may_rerun": may_rerun}
     if job.status == Job.Status.SUCCEEDED and isinstance(job.result, dict):
@@ -115,13 +112,6 @@ def _field_text(value) -> str:
     return "–" if value is None else str(value)
 
 
-def _kind_or_none(name: str) -> JobKind | None:
-    try:
-        return get_kind(name)
-    except KeyError:
-        return None
-
-
 @staff_only
 def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
     """The job's state as JSON, for the page to poll."""
@@ -135,7 +125,7 @@ def job_status(request: HttpRequest, job_id: int) -> JsonResponse:
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     """Queue a failed job again with the same arguments."""
     job = runner.find_job(job_id)
-    _require(request.user, _kind(job.kind).permission)
+    _startable(request.user, job.kind)
     with (refusal := Refusal(only=runner.JobError)):
         again = runner.retry(job, request.user)
         return redirect("job-detail", job_id=again.pk)
@@ -146,7 +136,7 @@ def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
 def job_output(request: HttpRequest, job_id: int) -> FileResponse:
     """The file a finished job wrote, to those who may start that kind of job."""
     job = runner.find_job(job_id, finished=True)
-    _require(request.user, _kind(job.kind).permission)
+    _startable(request.user, job.kind)
     root = Path(settings.FIREPOOL_JOB_OUTPUT_DIR).resolve()
     path = Path(job.output).resolve() if job.output else None
     if path is None or not path.is_relative_to(root) or not path.is_file():

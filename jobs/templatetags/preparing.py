@@ -3,7 +3,7 @@ name=value`` the unfinished jobs of those kinds with those arguments (one query)
 
 from django import template
 
-from jobs.pending import startup_jobs, unfinished_jobs
+from jobs.runner import startup_jobs, unfinished_jobs
 
 register = template.Library()
 

@@ -13,7 +13,7 @@ import pytest
 from config.console import Console
 from jobs import runner
 from jobs.models import Job
-from jobs.pending import startup_jobs, unfinished_job
+from jobs.runner import startup_jobs, unfinished_job
 from jobs.worker import run_recorded
 from tests.jobs import kinds  # noqa: F401 - registers the test kinds
 

@@ -1,5 +1,7 @@
 """Submit, list, show, retry and reap background jobs from the command line."""
 
+import time
+
 from django.core.management.base import CommandError
 
 from jobs import runner
@@ -109,8 +111,6 @@ def describe(job: Job) -> dict:
 
 def wait(job: Job, poll: float = 0.5) -> Job:
     """Block until ``job`` finishes (an in-process backend runs it meanwhile)."""
-    import time
-
     while True:
         job.refresh_from_db()
         if job.finished:
