@@ -98,7 +98,7 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
             .annotate(
                 said=label_models.SAID,
                 pool_row=F("pair__pool_row"),
-                verdict=label_models.verdict("pair__"),
+                verdict=label_models.verdict("pair__adjudicated"),
             )
             .values_list("id", "pair_id", "annotator_id", "said", "pool_row", "verdict"),
             _JUDGEMENT_ROW,

@@ -128,10 +128,10 @@ SAID = Case(
 """A judgement's (or gold answer's) label as 1 (relevant) or 0."""
 
 
-def verdict(pair: str = "") -> Case:
-    """A pair's adjudicated label as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`,
-    on the pair the lookup prefix ``pair`` reaches (``"pair__"`` from a judgement)."""
-    field = f"{pair}adjudicated"
+def verdict(field: str) -> Case:
+    """A label ``field`` (a pair's ``adjudicated``, ``pair__adjudicated`` from a judgement, a
+    machine judgement's ``label``) as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`
+    where blank."""
     return Case(
         When(**{field: RELEVANT.label}, then=Value(1)),
         When(~Q(**{field: ""}), then=Value(0)),
@@ -140,7 +140,7 @@ def verdict(pair: str = "") -> Case:
     )
 
 
-VERDICT = verdict()
+VERDICT = verdict("adjudicated")
 """The :func:`verdict` of the pair queried."""
 
 

@@ -23,27 +23,18 @@ from datetime import datetime
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, FloatField, IntegerField, Value, When
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.assessors.service import machine_judgements
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaigns.provenance import provenance
 from annotation.campaigns.service import campaign_split
 from annotation.judging.statements import queryset_array
-from annotation.models import (
-    Assessor,
-    Campaign,
-    CampaignRun,
-    MachineJudgement,
-    Pair,
-    RelevancePredictor,
-)
+from annotation.models import Assessor, Campaign, CampaignRun, Pair, RelevancePredictor
 from annotation.policy import label_models
 from annotation.prediction import inputs
 from jobs import runner
 from retrieval.ids import positions_of
-from retrieval.label_sets.status import IRRELEVANT, RELEVANT
 from retrieval.models import Caption
 from retrieval.prediction.features import PairFeatures, pair_features, run_scores
 from retrieval.prediction.model import cross_fit
@@ -71,15 +62,6 @@ _PAIR_ROW = np.dtype(
         ("video_id", np.int64),
         ("verdict", np.int64),
     ]
-)
-_MACHINE_ROW = np.dtype(
-    [("assessor_id", np.int64), ("pair_id", np.int64), ("given", np.float64), ("said", np.int64)]
-)
-_CODE = Case(
-    When(label=RELEVANT.label, then=Value(1)),
-    When(label=IRRELEVANT.label, then=Value(0)),
-    default=Value(inputs.NO_VERDICT),
-    output_field=IntegerField(),
 )
 
 
@@ -221,20 +203,14 @@ def _assessor_columns(campaign: Campaign, pair_ids: np.ndarray) -> dict[str, np.
     )
     if not assessors:
         return {}
-    rows = queryset_array(
-        MachineJudgement.objects.filter(assessor__campaign=campaign, pair__isnull=False)
-        .order_by()
-        .annotate(given=Coalesce("score", Value(-1.0), output_field=FloatField()), said=_CODE)
-        .values_list("assessor_id", "pair_id", "given", "said"),
-        _MACHINE_ROW,
-    )
+    rows = machine_judgements(campaign)
+    rows = rows[rows["pooled_id"] >= 0]
     ids = np.array([pk for pk, _ in assessors], dtype=np.int64)
-    score = np.where(rows["given"] < 0, np.nan, rows["given"])
     return inputs.assessor_columns(
         [name for _, name in assessors],
         positions_of(ids, rows["assessor_id"]),
-        positions_of(pair_ids, rows["pair_id"]),
-        score,
+        positions_of(pair_ids, rows["pooled_id"]),
+        rows["given"],
         rows["said"],
         pair_ids.size,
     )
