@@ -165,19 +165,12 @@ class JudgingOrder:
 
 
 class _Static(JudgingOrder):
-    """A fixed priority per pair; a label only closes the pair."""
+    """A fixed priority per pair (``_weights``); a label only closes the pair."""
 
     adaptive = False
 
     def _scores(self, rows: np.ndarray) -> np.ndarray:
-        return np.where(self._open(rows), self._static[rows], _OFF)
-
-    @cached_property
-    def _static(self) -> np.ndarray:
-        return self._weights()
-
-    def _weights(self) -> np.ndarray:
-        raise NotImplementedError
+        return np.where(self._open(rows), self._weights[rows], _OFF)
 
 
 class Depth(_Static):
@@ -187,6 +180,7 @@ class Depth(_Static):
     blocks = True
     keeps_captions = True
 
+    @cached_property
     def _weights(self) -> np.ndarray:
         return -self.layout.best_ranks().astype(np.float64)
 
@@ -197,6 +191,7 @@ class RRF(_Static):
 
     name = "rrf"
 
+    @cached_property
     def _weights(self) -> np.ndarray:
         return np.where(self.in_run, 1.0 / (RRF_K + self.layout.ranks), 0.0).sum(axis=2)
 
@@ -207,6 +202,7 @@ class RBP(_Static):
 
     name = "rbp"
 
+    @cached_property
     def _weights(self) -> np.ndarray:
         return _rbp_weight(self.layout.ranks, self.in_run, self.p).sum(axis=2)
 

@@ -90,11 +90,8 @@ def auto_label(
     check_thresholds(relevant_at, irrelevant_at)
     with transaction.atomic():
         table, scores = _open_pairs(campaign, proxy)
-        if len(table):
-            free = (table[:, 4] == 0) & (table[:, 5] == 0)
-            codes = np.where(free, auto_labels(scores, relevant_at, irrelevant_at), NONE)
-        else:
-            codes = np.zeros(0, dtype=np.int8)
+        free = (table[:, 4] == 0) & (table[:, 5] == 0)
+        codes = np.where(free, auto_labels(scores, relevant_at, irrelevant_at), NONE)
         for code, status, threshold, op in (
             (RELEVANT, Pair.Status.RELEVANT, relevant_at, ">="),
             (IRRELEVANT, Pair.Status.IRRELEVANT, irrelevant_at, "<="),

@@ -71,12 +71,7 @@ def _pool_strata(campaign: Campaign) -> np.ndarray:
     kept = _STRATA.get(campaign.pk)
     if kept is not None and kept[0] is found:
         return kept[1]
-    ranks = found.ranks
-    every = (
-        confusion.pool_strata(ranks)
-        if ranks.ndim == 2 and ranks.size
-        else np.zeros(ranks.shape[0] if ranks.ndim else 0, np.int64)
-    )
+    every = confusion.pool_strata(found.ranks)
     if len(_STRATA) >= 64:
         _STRATA.pop(next(iter(_STRATA)))
     _STRATA[campaign.pk] = (found, every)
