@@ -156,13 +156,7 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
         settings.ks,
     )
     names = campaign.run_names()
-    parked = (
-        ~judged
-        & (rows["needed"] == 0)
-        & (rows["label_count"] == 0)
-        & ~rows["adjudicated_any"]
-        & ~rows["auto"]
-    )
+    parked = ~judged & (rows["needed"] == 0)  # unjudged: no label of any kind, still pending
     adaptive = {}
     if label_policy.adaptive and len(rows):
         adaptive = _adaptive_status(campaign, rows, names)
