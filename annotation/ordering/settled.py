@@ -74,6 +74,7 @@ _STATUS_COLUMNS = np.dtype(
         ("id", np.int64),
         ("pool_row", np.int64),
         ("caption_id", np.int64),
+        ("video_id", np.int64),
         ("label_count", np.int64),
         ("relevant_count", np.int64),
         ("needed", np.int64),
@@ -86,11 +87,14 @@ _STATUS_COLUMNS = np.dtype(
         ("auto", np.bool_),
     ]
 )
-"""A campaign's pairs as :func:`judging_status` reads them, straight into numpy: 552,880
-named tuples took a second and +300 MB of the campaign page at FIRE's scale."""
+"""A campaign's pairs as :func:`judging_status`, the active stages and the relevance predictor
+read them, straight into numpy: 552,880 named tuples took a second and +300 MB of the campaign
+page at FIRE's scale."""
 
 
-def _status_rows(campaign: Campaign) -> np.ndarray:
+def status_rows(campaign: Campaign) -> np.ndarray:
+    """The campaign's pairs as :data:`_STATUS_COLUMNS`, in pool-row order."""
+
     def flag(condition: Q) -> Case:
         return Case(When(condition, then=Value(True)), default=Value(False))
 
@@ -133,7 +137,7 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     settings = campaign.settings.judging
     source = provenance(campaign)
     label_policy = campaign.settings.label_policy
-    rows = _status_rows(campaign)
+    rows = status_rows(campaign)
     judged, relevant = decided_arrays(rows, by_status=label_policy.adaptive)
     pool_rows, captions = rows["pool_row"], rows["caption_id"]
     queries = source.queries if source.queries.size else np.unique(captions)

@@ -29,8 +29,8 @@ from annotation.assessors.service import machine_judgements
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaigns.provenance import provenance
 from annotation.campaigns.service import campaign_split
-from annotation.judging.statements import queryset_array
 from annotation.models import Assessor, Campaign, CampaignRun, Pair, RelevancePredictor
+from annotation.ordering.settled import status_rows
 from annotation.policy import label_models
 from annotation.prediction import inputs
 from jobs import runner
@@ -53,16 +53,6 @@ JOB_KIND = "fit-predictor"
 DUTY = 0.05
 """Fits hold at most a twentieth of a core: at a tenth, a 3 s fit every 30 s beside 250
 annotators at 600,000 pairs put it behind most judging requests over 50 ms (``bench/load.py``)."""
-
-_PAIR_ROW = np.dtype(
-    [
-        ("id", np.int64),
-        ("pool_row", np.int64),
-        ("caption_id", np.int64),
-        ("video_id", np.int64),
-        ("verdict", np.int64),
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -104,13 +94,7 @@ class PredictorFit:
 def predictor_inputs(campaign: Campaign) -> PredictorInputs:
     """The features and targets of the campaign's pooled pairs, read in bulk (gold pairs are
     not pooled pairs: they stay out)."""
-    pairs = queryset_array(
-        Pair.objects.filter(campaign=campaign)
-        .order_by()
-        .annotate(verdict=label_models.VERDICT)
-        .values_list("id", "pool_row", "caption_id", "video_id", "verdict"),
-        _PAIR_ROW,
-    )
+    pairs = status_rows(campaign)
     # Sorted here: the server's sort of 600,000 rows spilled to disk (0.1 s of its CPU).
     pairs = pairs[np.lexsort((pairs["id"], pairs["pool_row"]))]
     captions, videos = pairs["caption_id"], pairs["video_id"]
@@ -130,7 +114,7 @@ def predictor_inputs(campaign: Campaign) -> PredictorInputs:
         pairs["id"] - labels.first_pair_id,
         labels.pair_index,
         labels.labels,
-        pairs["verdict"],
+        np.where(pairs["adjudicated_any"], pairs["adjudicated_relevant"], inputs.NO_VERDICT),
         labels.n_pairs,
         labels.posterior,
     )
