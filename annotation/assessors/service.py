@@ -75,13 +75,9 @@ def import_assessments(
     campaign: Campaign, path: Path | str, fmt: str | None = None, *, shown: str | None = None
 ) -> AssessmentImport:
     """Store the machine judgements of a CSV or JSONL file (:mod:`annotation.assessors.file`)
-    as ``campaign``'s, all or nothing: the file is read and every caption and video key
-    resolved to a pooled pair of the campaign, or else to one of its gold pairs (the
-    dataset's keys, the campaign's pairs and gold pairs read once each, whatever the rows)
-    before one write transaction; a key not in the dataset or a pair neither pooled nor
-    gold is a :class:`~retrieval.formats.records.FormatError` naming the file, line and
-    field. An assessor already stored has its judgements
-    replaced. ``shown`` names the file in errors (an upload's own name)."""
+    as ``campaign``'s, all or nothing: every record is resolved to a pooled or gold pair
+    (:func:`_resolve_pairs`) before one write transaction, which replaces the judgements of an
+    assessor already stored. ``shown`` names the file in errors (an upload's own name)."""
     path = Path(path)
     name = shown or path.name
     try:

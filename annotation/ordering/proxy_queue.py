@@ -57,11 +57,6 @@ def _open_pairs(campaign: Campaign, proxy: str):
     return table, relevance.pair_scores(table[:, 1], table[:, 2])
 
 
-def _record(campaign: Campaign, **record) -> None:
-    """Keep what was applied in the campaign's settings (``queue_order`` or ``auto_label``)."""
-    campaign.set_settings(replace(campaign.settings, **record))
-
-
 def order_queue(campaign: Campaign, proxy: str) -> dict:
     """Permute pending pairs' positions within each caption by descending proxy score."""
     with transaction.atomic():
@@ -76,7 +71,7 @@ def order_queue(campaign: Campaign, proxy: str) -> dict:
             "pairs_moved": moved,
             "pairs_scored": int((~np.isnan(scores)).sum()),
         }
-        _record(campaign, queue_order=QueueOrder(**result))
+        campaign.set_settings(replace(campaign.settings, queue_order=QueueOrder(**result)))
     return result
 
 
@@ -106,5 +101,5 @@ def auto_label(
             "relevant": int((codes == RELEVANT).sum()),
             "irrelevant": int((codes == IRRELEVANT).sum()),
         }
-        _record(campaign, auto_label=AutoLabel(**result))
+        campaign.set_settings(replace(campaign.settings, auto_label=AutoLabel(**result)))
     return result
