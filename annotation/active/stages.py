@@ -213,10 +213,12 @@ def _stored_variances(estimates: dict, runs: list[str], settle: tuple[str, ...])
     )
 
 
-def _stop(last: ActiveStage, reason: str) -> None:
-    """Refuse the next draw for ``reason``, kept on the last stage for the campaign page, the
-    API and the command to say (the latest refusal replaces an earlier one; a draw clears it)."""
-    ActiveStage.objects.filter(pk=last.pk).update(stopped=reason)
+def _stop(last: ActiveStage | None, reason: str) -> None:
+    """Refuse the next draw for ``reason``, kept on the last stage (if any) for the campaign
+    page, the API and the command to say (the latest refusal replaces an earlier one; a draw
+    clears it)."""
+    if last is not None:
+        ActiveStage.objects.filter(pk=last.pk).update(stopped=reason)
     raise ActiveError(reason)
 
 
@@ -250,10 +252,7 @@ def _after_last_stage(
         if last.estimates:
             current = _stored_variances(last.estimates, list(last.run_names), settings.settle)
     if judged.all():
-        reason = "every pooled query is judged in full: nothing to draw"
-        if last is not None:
-            _stop(last, reason)
-        raise ActiveError(reason)
+        _stop(last, "every pooled query is judged in full: nothing to draw")
     return last, judged, current
 
 
