@@ -53,10 +53,6 @@ class Layout:
     def valid(self) -> np.ndarray:
         return self.pair_of >= 0
 
-    def best_ranks(self) -> np.ndarray:
-        """Queries x slots: the smallest rank any run gave the pair (``_NEVER`` for padding)."""
-        return np.where(self.ranks > 0, self.ranks, _NEVER).min(axis=2, initial=_NEVER)
-
 
 class JudgingOrder:
     """A strategy's state: labels seen so far and every open pair's priority (queries x slots).
@@ -182,7 +178,8 @@ class Depth(_Static):
 
     @cached_property
     def _weights(self) -> np.ndarray:
-        return -self.layout.best_ranks().astype(np.float64)
+        ranks = self.layout.ranks  # the best rank any run gave the pair (_NEVER: padding)
+        return -np.where(ranks > 0, ranks, _NEVER).min(axis=2, initial=_NEVER).astype(np.float64)
 
 
 class RRF(_Static):
