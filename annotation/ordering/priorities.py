@@ -258,9 +258,15 @@ def _in_label_order(rows: Sequence[QueryPair], judged_at: np.ndarray) -> np.ndar
 
 
 def reopen(campaign: Campaign) -> int:
-    """Serve the campaign's parked pairs again (an admin's call, or budget to spare): those
-    kept but not served, never labelled, no admin or proxy label, nothing needed."""
-    parked = Pair.objects.filter(
+    """Serve the campaign's parked pairs again (an admin's call, or budget to spare)."""
+    ids = list(parked_pairs(campaign).values_list("pk", flat=True))
+    pair_state.place(reopen_ids=ids)
+    return len(ids)
+
+
+def parked_pairs(campaign: Campaign):
+    """Pairs kept but not served: never labelled, no admin or proxy label, nothing needed."""
+    return Pair.objects.filter(
         campaign=campaign,
         status=Pair.Status.PENDING,
         label_count=0,
@@ -268,9 +274,6 @@ def reopen(campaign: Campaign) -> int:
         adjudicated="",
         auto_label="",
     )
-    ids = list(parked.values_list("pk", flat=True))
-    pair_state.place(reopen_ids=ids)
-    return len(ids)
 
 
 # -- budget --------------------------------------------------------------------------------
