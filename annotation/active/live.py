@@ -8,13 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Case, IntegerField, Q, Value, When
 
 from annotation.campaigns.pooling import Pool
 from annotation.campaigns.provenance import provenance
 from annotation.judging import pair_state
-from annotation.judging.statements import queryset_array
-from annotation.models import Campaign, CampaignRun, Judgement, Pair
+from annotation.models import Campaign, CampaignRun, Judgement
+from annotation.ordering.settled import status_rows
 from annotation.policy import label_models
 from annotation.prediction.stored import stored_predictions
 from annotation.simulation.model import World
@@ -24,19 +23,6 @@ from retrieval.ids import positions_of
 from retrieval.models import Caption
 from retrieval.scoring.metrics import align_rows
 from retrieval.search.runs_service import load_run
-
-_PAIR_ROW = np.dtype(
-    [
-        ("id", np.int64),
-        ("pool_row", np.int64),
-        ("caption_id", np.int64),
-        ("video_id", np.int64),
-        ("needed", np.int64),
-        ("label_count", np.int64),
-        ("fixed", np.int64),
-        ("relevant", np.int64),
-    ]
-)
 
 
 class ActiveError(UserError):
@@ -102,26 +88,8 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
     source = provenance(campaign)
     if not names or source.ranks.shape[1] != len(names):
         raise ActiveError(f"campaign {campaign.name!r} has no pooled runs to estimate")
-    rows = queryset_array(
-        Pair.objects.filter(campaign=campaign)
-        .order_by("caption_id", "pool_row", "pk")
-        .annotate(
-            fixed=Case(
-                When(~Q(adjudicated="") | ~Q(auto_label=""), then=Value(1)),
-                default=Value(0),
-                output_field=IntegerField(),
-            ),
-            relevant=Case(
-                When(status=Pair.Status.RELEVANT, then=Value(1)),
-                default=Value(0),
-                output_field=IntegerField(),
-            ),
-        )
-        .values_list(
-            "id", "pool_row", "caption_id", "video_id", "needed", "label_count", "fixed", "relevant"
-        ),
-        _PAIR_ROW,
-    )
+    rows = status_rows(campaign)
+    rows = rows[np.lexsort((rows["id"], rows["pool_row"], rows["caption_id"]))]
     if not len(rows):
         raise ActiveError(f"campaign {campaign.name!r} has no pooled pairs")
     queries = np.unique(rows["caption_id"])
@@ -135,7 +103,8 @@ def live_campaign(campaign: Campaign) -> LiveCampaign:
         known_positive,
         np.ones(queries.size, np.int64),
     )
-    fixed, relevant = rows["fixed"] == 1, (rows["relevant"] == 1).astype(np.float64)
+    fixed = rows["adjudicated_any"] | rows["auto"]
+    relevant = rows["status_relevant"].astype(np.float64)
     labelled = (rows["label_count"] > 0) | fixed
     posterior = relevant.copy()
     if campaign.settings.label_policy.adaptive:  # FIRE's policy resolves without a label model

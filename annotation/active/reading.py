@@ -109,16 +109,16 @@ def stored_report(campaign: Campaign) -> dict:
     estimated), the drawn queries still being judged, and the last estimates (scores in
     [0, 1]; ``settled``: every score to settle within the half-width), from what is stored:
     it computes nothing (the API's and the campaign page's read)."""
-    status = stage_status(campaign)
+    status = stage_status(campaign) or StageStatus((), 0, None, False)
     settings = campaign.settings
     return {
         "campaign": campaign.name,
         "settle": list(settings.settle),
         "half_width": settings.half_width,
-        "stages": [] if status is None else [asdict(row) for row in status.stages],
-        "unfinished": 0 if status is None else status.waiting,
-        "estimates": None if status is None else status.estimates,
-        "estimated_stage": None if status is None else status.estimated_stage,
-        "settled": bool(status and status.settled),
-        "stopped": "" if status is None else status.stopped,
+        "stages": [asdict(row) for row in status.stages],
+        "unfinished": status.waiting,
+        "estimates": status.estimates,
+        "estimated_stage": status.estimated_stage,
+        "settled": status.settled,
+        "stopped": status.stopped,
     }

@@ -44,6 +44,7 @@ from retrieval.scoring.score_intervals import query_key
 JOB_KIND = "active-stage"
 """The job kind that estimates a campaign's last stage and draws the next (:mod:`annotation.active.jobs`)."""
 LEVEL = 0.95
+_Z = float(ndtri(0.5 + LEVEL / 2))
 RANDOM_SHARE = 0.1
 """The uniform share of every stage's design: every query keeps a chance to be drawn."""
 
@@ -100,10 +101,6 @@ class StageArrays:
                 arrays["predicted"],
                 arrays["spread"] if "spread" in arrays.files else None,
             )
-
-
-def _z() -> float:
-    return float(ndtri(0.5 + LEVEL / 2))
 
 
 def _stages(campaign: Campaign) -> list[ActiveStage]:
@@ -216,10 +213,12 @@ def _stored_variances(estimates: dict, runs: list[str], settle: tuple[str, ...])
     )
 
 
-def _stop(last: ActiveStage, reason: str) -> None:
-    """Refuse the next draw for ``reason``, kept on the last stage for the campaign page, the
-    API and the command to say (the latest refusal replaces an earlier one; a draw clears it)."""
-    ActiveStage.objects.filter(pk=last.pk).update(stopped=reason)
+def _stop(last: ActiveStage | None, reason: str) -> None:
+    """Refuse the next draw for ``reason``, kept on the last stage (if any) for the campaign
+    page, the API and the command to say (the latest refusal replaces an earlier one; a draw
+    clears it)."""
+    if last is not None:
+        ActiveStage.objects.filter(pk=last.pk).update(stopped=reason)
     raise ActiveError(reason)
 
 
@@ -253,10 +252,7 @@ def _after_last_stage(
         if last.estimates:
             current = _stored_variances(last.estimates, list(last.run_names), settings.settle)
     if judged.all():
-        reason = "every pooled query is judged in full: nothing to draw"
-        if last is not None:
-            _stop(last, reason)
-        raise ActiveError(reason)
+        _stop(last, "every pooled query is judged in full: nothing to draw")
     return last, judged, current
 
 
@@ -278,14 +274,14 @@ def draw_stage(campaign: Campaign, *, seed: int | None = None) -> StageSummary:
     budget = settings.judging.budget
     design = stage_design(
         world, live.known, live.labelled, live.labels_spent, judged, live.posterior,
-        settings.settle, (PLAN_SHARE * settings.half_width / 100 / _z()) ** 2, RANDOM_SHARE,
+        settings.settle, (PLAN_SHARE * settings.half_width / 100 / _Z) ** 2, RANDOM_SHARE,
         None if budget is None else budget - live.labels_spent, rng, ratio=ratio,
     )  # fmt: skip
     pi = design.probability
     if current is not None and not narrows(pi, judged, design.planned, float(current.max())):
         _stop(last, "the labels left in the budget cannot narrow the widest interval")
     if current is not None and only_noise_left(
-        design.floor, current, (settings.half_width / 100 / _z()) ** 2
+        design.floor, current, (settings.half_width / 100 / _Z) ** 2
     ):
         _stop(
             last,

@@ -62,11 +62,8 @@ def file_format(path: Path, fmt: str | None = None) -> str:
     if fmt is None:
         fmt = SUFFIXES.get(Path(path).suffix.lower())
     if fmt is None:
-        fmt = "csv"
-        for _, text in read_lines(Path(path)):
-            if text.strip():
-                fmt = "jsonl" if text.lstrip().startswith("{") else "csv"
-                break
+        first = next((text for _, text in read_lines(Path(path)) if text.strip()), "")
+        fmt = "jsonl" if first.lstrip().startswith("{") else "csv"
     if fmt not in FORMATS:
         raise FormatError(path, None, None, f"unknown machine judgement format {fmt!r}")
     return fmt

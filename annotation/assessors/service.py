@@ -16,20 +16,15 @@ from pathlib import Path
 
 import numpy as np
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import FloatField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from annotation.assessors import agreement
 from annotation.assessors import file as machine_file
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.judging.statements import queryset_array
-from annotation.models import (
-    Assessor,
-    Campaign,
-    CampaignRun,
-    GoldPair,
-    MachineJudgement,
-    Pair,
-)
+from annotation.models import Assessor, Campaign, CampaignRun, GoldPair, MachineJudgement, Pair
+from annotation.policy import label_models
 from retrieval.formats.records import FormatError
 from retrieval.ids import PairKeys, positions_of
 from retrieval.label_sets.status import CODES, NAMES
@@ -80,13 +75,9 @@ def import_assessments(
     campaign: Campaign, path: Path | str, fmt: str | None = None, *, shown: str | None = None
 ) -> AssessmentImport:
     """Store the machine judgements of a CSV or JSONL file (:mod:`annotation.assessors.file`)
-    as ``campaign``'s, all or nothing: the file is read and every caption and video key
-    resolved to a pooled pair of the campaign, or else to one of its gold pairs (the
-    dataset's keys, the campaign's pairs and gold pairs read once each, whatever the rows)
-    before one write transaction; a key not in the dataset or a pair neither pooled nor
-    gold is a :class:`~retrieval.formats.records.FormatError` naming the file, line and
-    field. An assessor already stored has its judgements
-    replaced. ``shown`` names the file in errors (an upload's own name)."""
+    as ``campaign``'s, all or nothing: every record is resolved to a pooled or gold pair
+    (:func:`_resolve_pairs`) before one write transaction, which replaces the judgements of an
+    assessor already stored. ``shown`` names the file in errors (an upload's own name)."""
     path = Path(path)
     name = shown or path.name
     try:
@@ -197,6 +188,37 @@ def _resolve_pairs(
     return pair_id, gold_id
 
 
+_MACHINE_ROW = np.dtype(
+    [
+        ("assessor_id", np.int64),
+        ("pooled_id", np.int64),
+        ("gold_id", np.int64),
+        ("given", np.float64),
+        ("said", np.int64),
+    ]
+)
+
+
+def machine_judgements(campaign: Campaign) -> np.ndarray:
+    """Every machine judgement of the campaign's assessors, one query: its assessor, pooled
+    and gold pair (-1: none), score ``given`` (NaN: none) and label ``said`` (1, 0 or
+    :data:`~annotation.assessors.agreement.NO_LABEL`)."""
+    rows = queryset_array(
+        MachineJudgement.objects.filter(assessor__campaign=campaign)
+        .order_by()
+        .annotate(
+            pooled_id=Coalesce("pair_id", Value(-1)),
+            gold_id=Coalesce("gold_pair_id", Value(-1)),
+            given=Coalesce("score", Value(-1.0), output_field=FloatField()),
+            said=label_models.verdict("label"),
+        )
+        .values_list(*_MACHINE_ROW.names),
+        _MACHINE_ROW,
+    )
+    rows["given"][rows["given"] < 0] = np.nan  # scores lie in [0, 1]: -1 is none
+    return rows
+
+
 def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
     """Each assessor of ``campaign`` beside the humans (:mod:`annotation.assessors.agreement`):
     against the gold labels (its judgements of pooled pairs that are gold, and of gold pairs
@@ -211,20 +233,10 @@ def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
     )
     if not assessors:  # the annotators page asks every time: no labels to load for none
         return CampaignAssessors(campaign.name, 0, 0, ())
-    index = {pk: position for position, (pk, *_) in enumerate(assessors)}
-    rows = list(
-        MachineJudgement.objects.filter(assessor__campaign=campaign).values_list(
-            "assessor_id", "pair_id", "gold_pair_id", "score", "label"
-        )
-    )
+    rows = machine_judgements(campaign)
+    pairs, golds, scores = rows["pooled_id"], rows["gold_id"], rows["given"]
     n = len(rows)
-    who = np.fromiter((index[row[0]] for row in rows), np.int64, n)
-    pairs = np.fromiter((-1 if row[1] is None else row[1] for row in rows), np.int64, n)
-    golds = np.fromiter((-1 if row[2] is None else row[2] for row in rows), np.int64, n)
-    scores = np.fromiter((np.nan if row[3] is None else row[3] for row in rows), np.float64, n)
-    labels = np.fromiter(
-        (CODES[row[4]] if row[4] else agreement.NO_LABEL for row in rows), np.int64, n
-    )
+    who = positions_of(np.array([pk for pk, *_ in assessors], np.int64), rows["assessor_id"])
     labelled = load_campaign_labels(campaign)
     human = np.full(n, agreement.NO_LABEL, dtype=np.int64)
     if labelled.n_pairs and n:
@@ -243,8 +255,12 @@ def campaign_assessors(campaign: Campaign) -> CampaignAssessors:
         .values_list("pk", "pooled", "label")
     )
     gold = _gold_labels(gold_rows, pairs, golds)
-    figures = agreement.assessor_figures(who, scores, labels, human, gold, len(assessors))
-    runs = _campaign_runs(campaign)
+    figures = agreement.assessor_figures(who, scores, rows["said"], human, gold, len(assessors))
+    runs = list(  # in provenance order: (run, its model's encoder, model name)
+        CampaignRun.objects.filter(campaign=campaign)
+        .order_by("position")
+        .values_list("run__name", "run__model__encoder", "run__model__name")
+    )
     return CampaignAssessors(
         campaign=campaign.name,
         gold_pairs=len(gold_rows),
@@ -279,12 +295,3 @@ def _gold_labels(
     by_pair = np.append(code[pooled], agreement.NO_LABEL)[positions_of(pooled_id[pooled], pairs)]
     by_gold = np.append(code, agreement.NO_LABEL)[positions_of(gold_id, golds)]
     return np.where(pairs >= 0, by_pair, by_gold)
-
-
-def _campaign_runs(campaign: Campaign) -> list[tuple[str, str, str]]:
-    """The campaign's pooled runs in provenance order: (run, its model's encoder, model name)."""
-    return list(
-        CampaignRun.objects.filter(campaign=campaign)
-        .order_by("position")
-        .values_list("run__name", "run__model__encoder", "run__model__name")
-    )

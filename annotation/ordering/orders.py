@@ -53,10 +53,6 @@ class Layout:
     def valid(self) -> np.ndarray:
         return self.pair_of >= 0
 
-    def best_ranks(self) -> np.ndarray:
-        """Queries x slots: the smallest rank any run gave the pair (``_NEVER`` for padding)."""
-        return np.where(self.ranks > 0, self.ranks, _NEVER).min(axis=2, initial=_NEVER)
-
 
 class JudgingOrder:
     """A strategy's state: labels seen so far and every open pair's priority (queries x slots).
@@ -165,19 +161,12 @@ class JudgingOrder:
 
 
 class _Static(JudgingOrder):
-    """A fixed priority per pair; a label only closes the pair."""
+    """A fixed priority per pair (``_weights``); a label only closes the pair."""
 
     adaptive = False
 
     def _scores(self, rows: np.ndarray) -> np.ndarray:
-        return np.where(self._open(rows), self._static[rows], _OFF)
-
-    @cached_property
-    def _static(self) -> np.ndarray:
-        return self._weights()
-
-    def _weights(self) -> np.ndarray:
-        raise NotImplementedError
+        return np.where(self._open(rows), self._weights[rows], _OFF)
 
 
 class Depth(_Static):
@@ -187,8 +176,10 @@ class Depth(_Static):
     blocks = True
     keeps_captions = True
 
+    @cached_property
     def _weights(self) -> np.ndarray:
-        return -self.layout.best_ranks().astype(np.float64)
+        ranks = self.layout.ranks  # the best rank any run gave the pair (_NEVER: padding)
+        return -np.where(ranks > 0, ranks, _NEVER).min(axis=2, initial=_NEVER).astype(np.float64)
 
 
 class RRF(_Static):
@@ -197,6 +188,7 @@ class RRF(_Static):
 
     name = "rrf"
 
+    @cached_property
     def _weights(self) -> np.ndarray:
         return np.where(self.in_run, 1.0 / (RRF_K + self.layout.ranks), 0.0).sum(axis=2)
 
@@ -207,6 +199,7 @@ class RBP(_Static):
 
     name = "rbp"
 
+    @cached_property
     def _weights(self) -> np.ndarray:
         return _rbp_weight(self.layout.ranks, self.in_run, self.p).sum(axis=2)
 

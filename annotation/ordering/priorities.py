@@ -137,32 +137,33 @@ def reprioritise(
     if settings.strategy == "mtf" and judged_at.size > 1:
         judged_at = _in_label_order(rows, judged_at)
     pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
-    query, found = _query_at(source, caption_id)
     ranks, known_ranks = source.for_strategy(settings.strategy)
+    known, turn = _query_known(campaign, source, caption_id, known_ranks)
     state = judging_order.query_state(
         settings.strategy,
         ranks[pool_rows],
         [(int(i), bool(relevant[i])) for i in judged_at],
-        known_positive_rank=known_ranks[query] if found else None,
+        known_positive_rank=known,
         ks=settings.ks,
         p=settings.p,
     )
     position, parked = judging_order.queue_positions(
-        state, np.array([_turn(campaign, source, query)]), queries=max(source.queries.size, 1)
+        state, np.array([turn]), queries=max(source.queries.size, 1)
     )
     open_at = np.flatnonzero(~judged)
     apply_value_queue([rows[i] for i in open_at], ~parked[open_at], position[open_at])
 
 
-def _query_at(source: Provenance, caption_id: int) -> tuple[int, bool]:
-    """The caption's index among the provenance's queries, and whether it is one of them."""
-    query = int(np.searchsorted(source.queries, caption_id))
-    return query, bool(query < source.queries.size and source.queries[query] == caption_id)
-
-
-def _turn(campaign: Campaign, source: Provenance, query: int) -> int:
-    """The query's turn in the campaign's round-robin (:func:`turn_of`)."""
-    return turn_of(source.queries.size, campaign.seed)[min(query, source.queries.size - 1)]
+def _query_known(
+    campaign: Campaign, source: Provenance, caption_id: int, known_ranks: np.ndarray
+) -> tuple[np.ndarray | None, int]:
+    """The caption's row of ``known_ranks`` (None when the provenance lacks the caption) and
+    its turn in the campaign's round-robin (:func:`turn_of`)."""
+    queries = source.queries
+    query = int(np.searchsorted(queries, caption_id))
+    found = query < queries.size and queries[query] == caption_id
+    turn = turn_of(queries.size, campaign.seed)[min(query, queries.size - 1)]
+    return (known_ranks[query] if found else None), turn
 
 
 METRIC_AWARE = "metric-first"
@@ -181,25 +182,18 @@ def _reprioritise_by_value(
     """One query under the adaptive policy's metric-aware order: ask for a label (a first one
     or another) exactly where :func:`label_value.queue` wants one, at its position; a pair on
     someone's screen keeps its lease and what it needed when leased."""
-    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
-    seen = label_models.query_snapshot(
-        campaign, caption_id, [(row.id, row.pool_row) for row in rows], read
-    )
-    query, found = _query_at(source, caption_id)
+    read = read if read is not None else label_models.read_query(campaign, caption_id)
+    seen = label_models.snapshot(campaign, [(row.id, row.pool_row) for row in rows], read=read)
     ranks, known_ranks = source.settling
-    known = known_ranks[query] if found else np.zeros(ranks.shape[1], np.int64)
-    turn = _turn(campaign, source, query)
-    want, position = _value_queue(campaign, rows, ranks[pool_rows], known, seen, turn, source)
-    apply_value_queue(rows, want, position)
-
-
-def _value_queue(campaign, rows, ranks, known, seen, turn, source):
-    """:func:`label_value.queue` for one query's rows (pool order)."""
-    judging, chosen = campaign.settings.judging, campaign.settings.label_policy
+    known, turn = _query_known(campaign, source, caption_id, known_ranks)
+    if known is None:
+        known = np.zeros(ranks.shape[1], np.int64)
+    pool_rows = np.array([row.pool_row for row in rows], dtype=np.int64)
     fixed = np.array([bool(row.adjudicated or row.auto_label) for row in rows])
     _, relevant = decided(rows, by_status=True)
+    chosen = campaign.settings.label_policy
     want, position = label_value.queue(
-        ranks[None].astype(np.int64),
+        ranks[pool_rows][None].astype(np.int64),
         relevant[None],
         np.asarray(known, dtype=np.int64)[None],
         seen.total[None],
@@ -209,9 +203,9 @@ def _value_queue(campaign, rows, ranks, known, seen, turn, source):
         max(source.queries.size, 1),
         confidence=chosen.confidence,
         cap=campaign.max_labels,
-        ks=judging.ks,
+        ks=campaign.settings.judging.ks,
     )
-    return want[0], position[0]
+    apply_value_queue(rows, want[0], position[0])
 
 
 def apply_value_queue(rows: Sequence, want: np.ndarray, position: np.ndarray) -> None:

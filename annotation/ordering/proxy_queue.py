@@ -57,11 +57,6 @@ def _open_pairs(campaign: Campaign, proxy: str):
     return table, relevance.pair_scores(table[:, 1], table[:, 2])
 
 
-def _record(campaign: Campaign, **record) -> None:
-    """Keep what was applied in the campaign's settings (``queue_order`` or ``auto_label``)."""
-    campaign.set_settings(replace(campaign.settings, **record))
-
-
 def order_queue(campaign: Campaign, proxy: str) -> dict:
     """Permute pending pairs' positions within each caption by descending proxy score."""
     with transaction.atomic():
@@ -76,7 +71,7 @@ def order_queue(campaign: Campaign, proxy: str) -> dict:
             "pairs_moved": moved,
             "pairs_scored": int((~np.isnan(scores)).sum()),
         }
-        _record(campaign, queue_order=QueueOrder(**result))
+        campaign.set_settings(replace(campaign.settings, queue_order=QueueOrder(**result)))
     return result
 
 
@@ -90,11 +85,8 @@ def auto_label(
     check_thresholds(relevant_at, irrelevant_at)
     with transaction.atomic():
         table, scores = _open_pairs(campaign, proxy)
-        if len(table):
-            free = (table[:, 4] == 0) & (table[:, 5] == 0)
-            codes = np.where(free, auto_labels(scores, relevant_at, irrelevant_at), NONE)
-        else:
-            codes = np.zeros(0, dtype=np.int8)
+        free = (table[:, 4] == 0) & (table[:, 5] == 0)
+        codes = np.where(free, auto_labels(scores, relevant_at, irrelevant_at), NONE)
         for code, status, threshold, op in (
             (RELEVANT, Pair.Status.RELEVANT, relevant_at, ">="),
             (IRRELEVANT, Pair.Status.IRRELEVANT, irrelevant_at, "<="),
@@ -109,5 +101,5 @@ def auto_label(
             "relevant": int((codes == RELEVANT).sum()),
             "irrelevant": int((codes == IRRELEVANT).sum()),
         }
-        _record(campaign, auto_label=AutoLabel(**result))
+        campaign.set_settings(replace(campaign.settings, auto_label=AutoLabel(**result)))
     return result

@@ -25,9 +25,8 @@ def sampled_captions(campaign: Campaign) -> set[int]:
 
 @dataclass(frozen=True)
 class SampleDraw:
-    """A draw of random queries whose unjudged pairs are all served next, for an estimate
-    of the scores judging has not settled (Horvitz-Thompson over queries; see
-    :mod:`retrieval.scoring.estimation`)."""
+    """What :func:`draw_sample` drew: queries, their unjudged pairs, the pairs asked for and
+    the seed (an estimate Horvitz-Thompson over queries: :mod:`retrieval.scoring.estimation`)."""
 
     queries: int
     pairs: int

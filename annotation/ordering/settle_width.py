@@ -80,12 +80,8 @@ class SettledToWidth:
 
 def correct_at_spreads(shares: Sequence[tuple[int, float]]) -> dict[str, Spread]:
     """C@K's spread from the share of queries whose Correct@K judging can no longer change
-    (FIRE §2.1: a query's C@K is 0 or 1): the others may each still be 0 or 1, so the mean lies
-    in bounds ``1 - share`` wide; every query exact: the score is exact."""
-    return {
-        f"C@{k}": Spread(EXACT, 0.0) if share >= 1.0 else Spread(BOUNDS, (1.0 - share) * 50.0)
-        for k, share in shares
-    }
+    (FIRE §2.1: a query's C@K is 0 or 1): :func:`whole_query_spread` of that share."""
+    return {f"C@{k}": whole_query_spread(share) for k, share in shares}
 
 
 def settled_to_width(
@@ -107,11 +103,11 @@ def settled_to_width(
 
 
 def whole_query_spread(decided_share: float) -> Spread:
-    """AP's or nDCG's spread when a share of the queries is decided in full: each of those
-    queries' score is exact, each other one's anywhere in [0, 1] (AP and nDCG hang on every
-    positive of the query, listed or not), so the mean lies in bounds ``1 - share`` wide.
-    Every query keeps its own video as a positive (FIRE §2.1), so every query counts in the
-    mean whatever the labels."""
+    """A mean's spread over queries a share of which is decided (exact), each other one's
+    score anywhere in [0, 1] (a C@K, or AP and nDCG, which hang on every positive of the
+    query, listed or not): bounds ``1 - share`` wide; every query decided: exact. Every query
+    keeps its own video as a positive (FIRE §2.1), so every query counts in the mean whatever
+    the labels."""
     if decided_share >= 1.0:
         return Spread(EXACT, 0.0)
     return Spread(BOUNDS, (1.0 - decided_share) * 50.0)

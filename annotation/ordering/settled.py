@@ -12,68 +12,9 @@ from annotation.campaigns.provenance import provenance
 from annotation.judging import pair_state, statements
 from annotation.models import Campaign, Judgement, Pair
 from annotation.ordering import orders as judging_order
-from annotation.ordering.priorities import labels_spent, turn_of
+from annotation.ordering.priorities import labels_spent
 from annotation.policy import label_models, label_value
 from annotation.policy.rules import certainty
-
-
-@dataclass(frozen=True)
-class _CampaignGrid:
-    """A campaign's pairs laid out queries x slots for :mod:`annotation.policy.label_value`, with
-    their posteriors: ``query_of``/``slot_of`` place each row; ``turn`` and ``known`` are
-    per query."""
-
-    query_of: np.ndarray
-    slot_of: np.ndarray
-    ranks: np.ndarray
-    known: np.ndarray
-    relevant: np.ndarray
-    labels: np.ndarray
-    posterior: np.ndarray
-    fixed: np.ndarray
-    turn: np.ndarray
-    queries: int
-
-
-def _campaign_grid(campaign: Campaign, rows: np.ndarray) -> _CampaignGrid:
-    """:class:`_CampaignGrid` of :data:`_STATUS_COLUMNS` ``rows`` (sorted by caption, then pool
-    row): one read of the campaign's labels for the posteriors."""
-    source = provenance(campaign)
-    seen = label_models.snapshot(
-        campaign,
-        np.stack([rows["id"], rows["pool_row"]], axis=1),
-        Judgement.objects.filter(pair__campaign=campaign),
-    )
-    captions, pool_rows = rows["caption_id"], rows["pool_row"]
-    queries, query_of = np.unique(captions, return_inverse=True)
-    slot_of = np.arange(len(rows)) - np.searchsorted(captions, queries)[query_of]
-    shape = (queries.size, int(slot_of.max(initial=-1)) + 1)
-    ranks, known_ranks = source.settling
-    at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
-    found = (source.queries[at] == queries) if source.queries.size else np.zeros(0, bool)
-    known = np.where(found[:, None], known_ranks[at], 0).astype(np.int64)
-    _, relevant = decided_arrays(rows, by_status=True)
-    fixed = rows["adjudicated_any"] | rows["auto"]
-
-    def grid(values, fill=0):
-        values = np.asarray(values)
-        out = np.full(shape + values.shape[1:], fill, dtype=values.dtype)
-        out[query_of, slot_of] = values
-        return out
-
-    count = max(source.queries.size, 1)
-    return _CampaignGrid(
-        query_of,
-        slot_of,
-        grid(ranks[pool_rows].astype(np.int64)),
-        known,
-        grid(relevant),
-        grid(seen.total),
-        grid(seen.posterior, 0.5),
-        grid(fixed, True),
-        turn_of(count, campaign.seed)[at] if queries.size else np.zeros(0, np.int64),
-        count,
-    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +74,7 @@ _STATUS_COLUMNS = np.dtype(
         ("id", np.int64),
         ("pool_row", np.int64),
         ("caption_id", np.int64),
+        ("video_id", np.int64),
         ("label_count", np.int64),
         ("relevant_count", np.int64),
         ("needed", np.int64),
@@ -145,11 +87,14 @@ _STATUS_COLUMNS = np.dtype(
         ("auto", np.bool_),
     ]
 )
-"""A campaign's pairs as :func:`judging_status` reads them, straight into numpy: 552,880
-named tuples took a second and +300 MB of the campaign page at FIRE's scale."""
+"""A campaign's pairs as :func:`judging_status`, the active stages and the relevance predictor
+read them, straight into numpy: 552,880 named tuples took a second and +300 MB of the campaign
+page at FIRE's scale."""
 
 
-def _status_rows(campaign: Campaign) -> np.ndarray:
+def status_rows(campaign: Campaign) -> np.ndarray:
+    """The campaign's pairs as :data:`_STATUS_COLUMNS`, in pool-row order."""
+
     def flag(condition: Q) -> Case:
         return Case(When(condition, then=Value(True)), default=Value(False))
 
@@ -192,7 +137,7 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
     settings = campaign.settings.judging
     source = provenance(campaign)
     label_policy = campaign.settings.label_policy
-    rows = _status_rows(campaign)
+    rows = status_rows(campaign)
     judged, relevant = decided_arrays(rows, by_status=label_policy.adaptive)
     pool_rows, captions = rows["pool_row"], rows["caption_id"]
     queries = source.queries if source.queries.size else np.unique(captions)
@@ -215,13 +160,7 @@ def judging_status(campaign: Campaign) -> JudgingStatus:
         settings.ks,
     )
     names = campaign.run_names()
-    parked = (
-        ~judged
-        & (rows["needed"] == 0)
-        & (rows["label_count"] == 0)
-        & ~rows["adjudicated_any"]
-        & ~rows["auto"]
-    )
+    parked = ~judged & (rows["needed"] == 0)  # unjudged: no label of any kind, still pending
     adaptive = {}
     if label_policy.adaptive and len(rows):
         adaptive = _adaptive_status(campaign, rows, names)
@@ -257,17 +196,41 @@ def _adaptive_status(campaign: Campaign, rows: np.ndarray, names: Sequence[str])
     """What the adaptive policy adds to :class:`JudgingStatus`: its target, the labelled
     pairs below it and, per run, the share of each C@K that every deciding pair is sure of,
     from the :data:`_STATUS_COLUMNS` rows already read (a second read of the pairs as named
-    tuples took 1.6 s of a 4 s figures job at 600,000 pairs)."""
+    tuples took 1.6 s of a 4 s figures job at 600,000 pairs), laid out queries x slots for
+    :mod:`annotation.policy.label_value` with one read of the campaign's labels."""
     chosen, ks = campaign.settings.label_policy, campaign.settings.judging.ks
-    g = _campaign_grid(campaign, rows[np.lexsort((rows["pool_row"], rows["caption_id"]))])
-    unsure = (g.labels > 0) & ~g.fixed & (certainty(g.posterior) < chosen.confidence)
+    rows = rows[np.lexsort((rows["pool_row"], rows["caption_id"]))]
+    source = provenance(campaign)
+    seen = label_models.snapshot(
+        campaign,
+        np.stack([rows["id"], rows["pool_row"]], axis=1),
+        Judgement.objects.filter(pair__campaign=campaign),
+    )
+    captions = rows["caption_id"]
+    queries, query_of = np.unique(captions, return_inverse=True)
+    slot_of = np.arange(len(rows)) - np.searchsorted(captions, queries)[query_of]
+    shape = (queries.size, int(slot_of.max(initial=-1)) + 1)
+    ranks, known_ranks = source.settling
+    at = np.minimum(np.searchsorted(source.queries, queries), max(source.queries.size - 1, 0))
+    found = (source.queries[at] == queries) if source.queries.size else np.zeros(0, bool)
+    _, relevant = decided_arrays(rows, by_status=True)
+
+    def grid(values, fill=0):
+        values = np.asarray(values)
+        out = np.full(shape + values.shape[1:], fill, dtype=values.dtype)
+        out[query_of, slot_of] = values
+        return out
+
+    labels, posterior = grid(seen.total), grid(seen.posterior, 0.5)
+    fixed = grid(rows["adjudicated_any"] | rows["auto"], True)
+    unsure = (labels > 0) & ~fixed & (certainty(posterior) < chosen.confidence)
     settled = label_value.settled_correct_at(
-        g.ranks,
-        g.relevant,
-        g.known,
-        g.labels,
-        g.posterior,
-        g.fixed,
+        grid(ranks[rows["pool_row"]].astype(np.int64)),
+        grid(relevant),
+        np.where(found[:, None], known_ranks[at], 0).astype(np.int64),
+        labels,
+        posterior,
+        fixed,
         confidence=chosen.confidence,
         ks=ks,
     )

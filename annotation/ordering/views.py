@@ -67,10 +67,8 @@ def judging_orders(request: HttpRequest, dataset_name: str) -> HttpResponse:
     """Every judging order replayed against the dataset's complete labels (its ground truth,
     or a label set given as ``?labels=``): positives found and C@1 error per judgement."""
     dataset = get_dataset(dataset_name)
-    label_set = None
     wanted = request.GET.get("labels")
-    if wanted:
-        label_set = get_label_set(dataset, wanted)
+    label_set = get_label_set(dataset, wanted) if wanted else None
     context = {"dataset": dataset, "label_set": label_set}
     with (refusal := Refusal(only=ReplayError)):
         stored = stored_comparison(dataset, label_set)

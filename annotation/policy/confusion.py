@@ -183,10 +183,7 @@ def fit(
         earlier, earlier_prior = warm
         if len(earlier_prior) == n_strata:
             start = posteriors(earlier_prior[strata], item_index, annotator_index, labels, earlier)
-    if start is None:
-        current = (relevant + 0.5) / (counts + 1.0)
-    else:
-        current = np.asarray(start, dtype=np.float64).copy()
+    current = (relevant + 0.5) / (counts + 1.0) if start is None else np.asarray(start, float)
     current = np.where(clamped, known, current)
     c_alpha, c_beta = CLASS_PRIOR, 1.0 - CLASS_PRIOR  # Beta(1, 1) on the whole pool's share
     stratum_size = np.bincount(strata[labelled], minlength=n_strata).astype(np.float64)

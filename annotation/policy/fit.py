@@ -66,14 +66,7 @@ class RefitResult:
 
 
 _JUDGEMENT_ROW = np.dtype(
-    [
-        ("id", np.int64),
-        ("pair_id", np.int64),
-        ("annotator_id", np.int64),
-        ("said", np.int64),
-        ("pool_row", np.int64),
-        ("verdict", np.int64),
-    ]
+    [(name, np.int64) for name in ("id", "pair_id", "annotator_id", "said", "pool_row", "verdict")]
 )
 _PAIR_ROW = np.dtype([("id", np.int64), ("pool_row", np.int64), ("verdict", np.int64)])
 _GOLD_ROW = np.dtype([("gold_pair_id", np.int64), ("annotator_id", np.int64), ("said", np.int64)])
@@ -98,9 +91,9 @@ def refit(campaign: Campaign, now: datetime | None = None) -> RefitResult:
             .annotate(
                 said=label_models.SAID,
                 pool_row=F("pair__pool_row"),
-                verdict=label_models.verdict("pair__"),
+                verdict=label_models.verdict("pair__adjudicated"),
             )
-            .values_list("id", "pair_id", "annotator_id", "said", "pool_row", "verdict"),
+            .values_list(*_JUDGEMENT_ROW.names),
             _JUDGEMENT_ROW,
         )
         decided = queryset_array(

@@ -71,12 +71,7 @@ def _pool_strata(campaign: Campaign) -> np.ndarray:
     kept = _STRATA.get(campaign.pk)
     if kept is not None and kept[0] is found:
         return kept[1]
-    ranks = found.ranks
-    every = (
-        confusion.pool_strata(ranks)
-        if ranks.ndim == 2 and ranks.size
-        else np.zeros(ranks.shape[0] if ranks.ndim else 0, np.int64)
-    )
+    every = confusion.pool_strata(found.ranks)
     if len(_STRATA) >= 64:
         _STRATA.pop(next(iter(_STRATA)))
     _STRATA[campaign.pk] = (found, every)
@@ -128,10 +123,10 @@ SAID = Case(
 """A judgement's (or gold answer's) label as 1 (relevant) or 0."""
 
 
-def verdict(pair: str = "") -> Case:
-    """A pair's adjudicated label as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`,
-    on the pair the lookup prefix ``pair`` reaches (``"pair__"`` from a judgement)."""
-    field = f"{pair}adjudicated"
+def verdict(field: str) -> Case:
+    """A label ``field`` (a pair's ``adjudicated``, ``pair__adjudicated`` from a judgement, a
+    machine judgement's ``label``) as 1, 0 or :data:`~annotation.policy.rules.NOT_ADJUDICATED`
+    where blank."""
     return Case(
         When(**{field: RELEVANT.label}, then=Value(1)),
         When(~Q(**{field: ""}), then=Value(0)),
@@ -140,7 +135,7 @@ def verdict(pair: str = "") -> Case:
     )
 
 
-VERDICT = verdict()
+VERDICT = verdict("adjudicated")
 """The :func:`verdict` of the pair queried."""
 
 
@@ -231,33 +226,23 @@ class Snapshot:
     posterior: np.ndarray
 
 
-def query_snapshot(
-    campaign: Campaign,
-    caption_id: int,
-    pairs: Iterable[tuple[int, int]],
-    read: QueryLabels | None = None,
-) -> Snapshot:
-    """:func:`snapshot` of one query's ``pairs`` from its labels (``read``, else read)."""
-    read = read if read is not None else read_query(campaign, caption_id)
-    return snapshot(campaign, pairs, labels=read.labels, priors=read.priors)
-
-
 def snapshot(
     campaign: Campaign,
     pairs: Iterable[tuple[int, int]],
     judgements=None,
     *,
-    labels: np.ndarray | None = None,
-    priors: np.ndarray | None = None,
+    read: QueryLabels | None = None,
 ) -> Snapshot:
     """The posteriors of ``pairs`` (pair id, pool row; or an array of those two columns) from
-    their live labels (``labels`` when read already, else from ``judgements`` or their own)
-    and the stored priors."""
+    their live labels and the stored priors (``read`` when read already, else from
+    ``judgements`` or their own)."""
     pairs = np.asarray(pairs if isinstance(pairs, np.ndarray) else list(pairs), dtype=np.int64)
     ids, rows = pairs.reshape(-1, 2).T
-    if labels is None and judgements is not None:
+    if read is not None:
+        labels = read.labels
+    elif judgements is not None:
         labels = queryset_array(live_labels(judgements), LABEL_ROW)
-    elif labels is None:  # filters whose parameters do not grow with the ids
+    else:  # filters whose parameters do not grow with the ids
         labels = np.concatenate(
             [np.empty(0, LABEL_ROW)]
             + [
@@ -267,7 +252,7 @@ def snapshot(
         )
     item = positions_of(ids, labels["pair_id"])
     labels, item = labels[item >= 0], item[item >= 0]
-    priors = priors if priors is not None else stored_priors(campaign)
+    priors = stored_priors(campaign) if read is None else read.priors
     prior = prior_of(priors, strata(campaign, rows))
     said = labels["said"]
     total = np.bincount(item, minlength=len(ids)).astype(np.int64)

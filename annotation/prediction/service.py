@@ -23,27 +23,18 @@ from datetime import datetime
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, FloatField, IntegerField, Value, When
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.assessors.service import machine_judgements
 from annotation.campaign_read.labels import load_campaign_labels
 from annotation.campaigns.provenance import provenance
 from annotation.campaigns.service import campaign_split
-from annotation.judging.statements import queryset_array
-from annotation.models import (
-    Assessor,
-    Campaign,
-    CampaignRun,
-    MachineJudgement,
-    Pair,
-    RelevancePredictor,
-)
+from annotation.models import Assessor, Campaign, CampaignRun, Pair, RelevancePredictor
+from annotation.ordering.settled import status_rows
 from annotation.policy import label_models
 from annotation.prediction import inputs
 from jobs import runner
 from retrieval.ids import positions_of
-from retrieval.label_sets.status import IRRELEVANT, RELEVANT
 from retrieval.models import Caption
 from retrieval.prediction.features import PairFeatures, pair_features, run_scores
 from retrieval.prediction.model import cross_fit
@@ -62,25 +53,6 @@ JOB_KIND = "fit-predictor"
 DUTY = 0.05
 """Fits hold at most a twentieth of a core: at a tenth, a 3 s fit every 30 s beside 250
 annotators at 600,000 pairs put it behind most judging requests over 50 ms (``bench/load.py``)."""
-
-_PAIR_ROW = np.dtype(
-    [
-        ("id", np.int64),
-        ("pool_row", np.int64),
-        ("caption_id", np.int64),
-        ("video_id", np.int64),
-        ("verdict", np.int64),
-    ]
-)
-_MACHINE_ROW = np.dtype(
-    [("assessor_id", np.int64), ("pair_id", np.int64), ("given", np.float64), ("said", np.int64)]
-)
-_CODE = Case(
-    When(label=RELEVANT.label, then=Value(1)),
-    When(label=IRRELEVANT.label, then=Value(0)),
-    default=Value(inputs.NO_VERDICT),
-    output_field=IntegerField(),
-)
 
 
 @dataclass(frozen=True)
@@ -122,13 +94,7 @@ class PredictorFit:
 def predictor_inputs(campaign: Campaign) -> PredictorInputs:
     """The features and targets of the campaign's pooled pairs, read in bulk (gold pairs are
     not pooled pairs: they stay out)."""
-    pairs = queryset_array(
-        Pair.objects.filter(campaign=campaign)
-        .order_by()
-        .annotate(verdict=label_models.VERDICT)
-        .values_list("id", "pool_row", "caption_id", "video_id", "verdict"),
-        _PAIR_ROW,
-    )
+    pairs = status_rows(campaign)
     # Sorted here: the server's sort of 600,000 rows spilled to disk (0.1 s of its CPU).
     pairs = pairs[np.lexsort((pairs["id"], pairs["pool_row"]))]
     captions, videos = pairs["caption_id"], pairs["video_id"]
@@ -148,7 +114,7 @@ def predictor_inputs(campaign: Campaign) -> PredictorInputs:
         pairs["id"] - labels.first_pair_id,
         labels.pair_index,
         labels.labels,
-        pairs["verdict"],
+        np.where(pairs["adjudicated_any"], pairs["adjudicated_relevant"], inputs.NO_VERDICT),
         labels.n_pairs,
         labels.posterior,
     )
@@ -221,20 +187,14 @@ def _assessor_columns(campaign: Campaign, pair_ids: np.ndarray) -> dict[str, np.
     )
     if not assessors:
         return {}
-    rows = queryset_array(
-        MachineJudgement.objects.filter(assessor__campaign=campaign, pair__isnull=False)
-        .order_by()
-        .annotate(given=Coalesce("score", Value(-1.0), output_field=FloatField()), said=_CODE)
-        .values_list("assessor_id", "pair_id", "given", "said"),
-        _MACHINE_ROW,
-    )
+    rows = machine_judgements(campaign)
+    rows = rows[rows["pooled_id"] >= 0]
     ids = np.array([pk for pk, _ in assessors], dtype=np.int64)
-    score = np.where(rows["given"] < 0, np.nan, rows["given"])
     return inputs.assessor_columns(
         [name for _, name in assessors],
         positions_of(ids, rows["assessor_id"]),
-        positions_of(pair_ids, rows["pair_id"]),
-        score,
+        positions_of(pair_ids, rows["pooled_id"]),
+        rows["given"],
         rows["said"],
         pair_ids.size,
     )

@@ -306,7 +306,7 @@ def test_decided_arrays_agree_with_the_row_rule_on_every_kind_of_pair(django_use
     ]
     for pair, shape in zip(pairs, shapes * 3, strict=False):
         Pair.objects.filter(pk=pair.pk).update(**shape)
-    rows = settled._status_rows(campaign)
+    rows = settled.status_rows(campaign)
     named = list(
         campaign.pairs.order_by("pool_row").values_list(
             *priorities.QUERY_COLUMNS[:8], "caption_id", named=True
