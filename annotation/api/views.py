@@ -131,15 +131,8 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.get_object()
         values = self.valid_input(SubmitSerializer)
-        submitted = answer.submit_label(  # checks the pair is in the campaign: one query fewer
-            campaign,
-            request.user,
-            values["pair"],
-            values["label"],
-            values["uuid"],
-            values.get("seconds"),
-            values.get("seconds_played"),
-        )
+        # submit_label checks the pair is in the campaign: one query fewer
+        submitted = answer.submit_label(campaign, request.user, **values)
         return Response(answer_data(submitted))
 
     @extend_schema(
@@ -167,15 +160,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         report its video broken (``kind`` broken_video, with the browser's error)."""
         campaign = self.get_object()
         values = self.valid_input(EscalateSerializer, campaign=campaign)
-        escalated = answer.escalate_pair(
-            campaign,
-            request.user,
-            values["pair"],
-            values.get("reason", ""),
-            values["uuid"],
-            values["kind"],
-            values["media_error"],
-        )
+        escalated = answer.escalate_pair(campaign, request.user, **values)
         return Response(answer_data(escalated))
 
     @extend_schema(responses={200: ProgressStateSerializer})
