@@ -96,46 +96,36 @@ def _release_lapsed(expired: list[Lease], now: datetime) -> None:
     )
 
 
-def _judged_by(annotator) -> Exists:
-    """Whether the outer pair has a live judgement by ``annotator``.
+def _judged_by(annotator, pair: str = "pk") -> Exists:
+    """Whether the outer pair (its field ``pair``) has a live judgement by ``annotator``.
 
     Checked per pair through the (pair, annotator) index rather than as ``NOT IN`` the
     annotator's judged pairs, whose cost grows with everything they have judged.
     """
     return Exists(
-        Judgement.objects.filter(pair=OuterRef("pk"), annotator=annotator, undone_at__isnull=True)
+        Judgement.objects.filter(pair=OuterRef(pair), annotator=annotator, undone_at__isnull=True)
     )
 
 
-def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: int | None):
-    """The first open pair in queue order the annotator may take (``caption_id``'s first,
-    when the judging order lets a caption's pairs come together).
+def _candidate(campaign: Campaign, annotator, leases: list[Lease], keeps_captions: bool):
+    """The first open pair in queue order the annotator may take besides their ``leases``;
+    with ``keeps_captions`` (the judging order lets a caption's pairs come together), first
+    one of their last lease's caption, else of the caption they judged last here.
 
     On PostgreSQL the row is locked, skipping rows other transactions hold.
     """
+    caption_id = leases[-1].pair.caption_id if keeps_captions and leases else None
+    if keeps_captions and not leases:
+        judged = Judgement.objects.filter(annotator=annotator, pair__campaign=campaign)
+        caption_id = (
+            judged.order_by("-created_at").values_list("pair__caption_id", flat=True).first()
+        )
+    exclude = [lease.pair_id for lease in leases]
     for same_caption in ([caption_id] if caption_id is not None else []) + [None]:
         pair = statements.next_pair(campaign.pk, annotator.pk, exclude, same_caption)
         if pair is not None:
             return pair
     return None
-
-
-def _last_caption(campaign: Campaign, annotator) -> int | None:
-    """The caption the annotator judged last here: its other pairs come next."""
-    return (
-        Judgement.objects.filter(annotator=annotator, pair__campaign=campaign)
-        .order_by("-created_at")
-        .values_list("pair__caption_id", flat=True)
-        .first()
-    )
-
-
-def _task(lease: Lease) -> Task:
-    return Task(
-        pair=lease.pair,
-        expires_at=lease.expires_at,
-        token=task_ids.encode(lease.annotator_id, lease.pair.pk),
-    )
 
 
 def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assignment:
@@ -173,30 +163,17 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 qualified = state if state.admitted else None
             training = gold.qualification and qualified is None
             while len(leases) < HOLD:
+                pair = None
                 if gold.active:
-                    pair = gold_queue.pick(
-                        campaign, annotator, [lease.pair_id for lease in leases], now, training
-                    )
-                    if pair is not None:
-                        lease = pair_state.take_lease(pair, annotator, campaign, now)
-                        lease.pair = pair
-                        leases.append(lease)
-                        continue
-                    if training:  # before admission only training pairs are served
-                        break
-                caption_id = None
-                if settings.order.keeps_captions:
-                    caption_id = (
-                        leases[-1].pair.caption_id if leases else _last_caption(campaign, annotator)
-                    )
-                pair = _candidate(
-                    campaign, annotator, [lease.pair_id for lease in leases], caption_id
-                )
+                    held = [lease.pair_id for lease in leases]
+                    pair = gold_queue.pick(campaign, annotator, held, now, training)
+                    if pair is None and training:
+                        break  # before admission only training pairs are served
                 if pair is None:
-                    break
-                lease = pair_state.take_lease(pair, annotator, campaign, now)
-                lease.pair = pair
-                leases.append(lease)
+                    pair = _candidate(campaign, annotator, leases, settings.order.keeps_captions)
+                    if pair is None:
+                        break
+                leases.append(pair_state.take_lease(pair, annotator, campaign, now))
     if campaign.status != Campaign.Status.ACTIVE or stopped:
         # Paused or closed: nothing is served; leases held stay until they run out, so work
         # on screen can resume if the campaign does. A spent budget stops judging the same
@@ -207,7 +184,10 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
             paused=getattr(paused, "reason", None),
             paused_since=getattr(paused, "paused_at", None),
         )
-    tasks = [_task(lease) for lease in leases]
+    tasks = [
+        Task(lease.pair, lease.expires_at, task_ids.encode(lease.annotator_id, lease.pair.pk))
+        for lease in leases
+    ]
     return Assignment(
         current=tasks[0] if tasks else None,
         upcoming=tasks[1] if len(tasks) > 1 else None,
@@ -251,15 +231,12 @@ def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = No
         campaign=OuterRef("pk"),
         video__media_state__in=BROWSER_READY_STATES,
     ).filter(~_judged_by(annotator))
-    not_judged = ~Exists(
-        Judgement.objects.filter(pair=OuterRef("pair"), annotator=annotator, undone_at__isnull=True)
-    )
     lapsed = Lease.objects.filter(
         pair_state.servable("pair__", once_leases_end=True),
         pair__campaign=OuterRef("pk"),
         pair__video__media_state__in=BROWSER_READY_STATES,
         expires_at__lte=now,
-    ).filter(not_judged)
+    ).filter(~_judged_by(annotator, "pair"))
     held = Lease.objects.filter(
         annotator=annotator, pair__campaign=OuterRef("pk"), expires_at__gt=now
     )
