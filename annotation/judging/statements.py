@@ -350,13 +350,6 @@ LOCK_TALLIES = statement(
 database can."""
 
 
-def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
-    """Lock a campaign's tally rows of the given shards, in shard order."""
-    params = {"campaign": campaign_id}
-    params.update((f"shard_{i}", shard) for i, shard in enumerate(shards))
-    LOCK_TALLIES.plain_rows(params, shards=len(shards))
-
-
 INSERT_LEASE = statement(
     "insert_lease",
     """
