@@ -95,7 +95,7 @@ def escalate(
     problem = text_problem(reason, REASON_LENGTH, lines=True)
     if problem is not None:
         raise AssignmentError("invalid", f"the reason {problem}")
-    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+    if not 0 < pair_id <= task_ids.MAX_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
     target = sql.pair_target(pair_id, annotator.pk)
     if target is not None:  # a retry of one stored before the pause included

@@ -135,7 +135,7 @@ def _check_answer(pair_id: int, label: str, seconds: float | None, played: float
     for name, value in (("seconds", seconds), ("seconds_played", played)):
         if value is not None and not (0 <= value < 24 * 3600):
             raise AssignmentError("invalid", f"{name} must be between 0 and 86400")
-    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+    if not 0 < pair_id <= task_ids.MAX_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
 
 
