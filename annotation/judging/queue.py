@@ -135,14 +135,9 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         found = statements.held_and_expired(campaign.pk, annotator.pk, now)
         paused = standing.paused(campaign, annotator)
         if paused is not None:
-            # A paused annotator keeps no pair from the others: every lease they hold ends
-            # now (with the expired ones, one release, pairs locked in id order).
-            mine = [lease for lease in found if lease.annotator_id == annotator.pk]
-            _release_lapsed(
-                [lease for lease in found if lease.expires_at <= now]
-                + [lease for lease in mine if lease.expires_at > now],
-                now,
-            )
+            # A paused annotator keeps no pair from the others: every lease found (theirs and
+            # the expired ones) ends now, in one release, pairs locked in id order...
+            _release_lapsed(found, now)
             # ...and no grace either: what they still had on screen is refused (submit).
             pair_state.forget_lapsed(campaign.pk, annotator.pk)
             leases = []
