@@ -173,9 +173,6 @@ class SubmitResponseSerializer(AssignmentSerializer):
     )
 
 
-TASK_ID_PATTERN = r"^[0-9a-f]{32}$"
-
-
 NO_TASK = "no such task of yours in this campaign"
 
 
@@ -186,7 +183,7 @@ class TaskInputSerializer(serializers.Serializer):
     companion's (a 404 otherwise)."""
 
     pair = serializers.RegexField(  # malformed: a 400; naming no task of yours: a 404
-        TASK_ID_PATTERN,
+        r"^[0-9a-f]{32}$",
         max_length=32,
         help_text="The task's opaque id, as next/ served it in ``pair``.",
         error_messages={"invalid": "not a task id (32 hex digits, as next/ serves it)"},
@@ -295,15 +292,11 @@ def _outputs() -> dict:
     }
 
 
-def answer_data(found: JudgingAnswer) -> dict:
+def answer_data(found: JudgingAnswer | State) -> dict:
     """The serializer's output for a judging answer (:class:`AssignmentSerializer`, or
-    :class:`SubmitResponseSerializer` after a submit), compiled for speed."""
+    :class:`SubmitResponseSerializer` after a submit) or an annotator's state
+    (:class:`StateSerializer`), compiled for speed."""
     return _outputs()[type(found)](found)
-
-
-def state_data(state: State) -> dict:
-    """:class:`StateSerializer`'s output for an annotator's state, compiled for speed."""
-    return _outputs()[State](state)
 
 
 # --- a new campaign ----------------------------------------------------------------------------

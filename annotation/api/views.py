@@ -33,7 +33,6 @@ from annotation.api.serializers import (
     SubmitSerializer,
     answer_data,
     queued_data,
-    state_data,
 )
 from annotation.campaign_read import live_figures
 from annotation.campaigns.lookup import listed_campaigns
@@ -172,7 +171,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         campaign = self.get_object()
         (listed,) = annotator_progress([campaign], request.user)
         data = ProgressSerializer(queue.progress(campaign, request.user)).data
-        return Response({**data, "state": state_data(listed.state)})
+        return Response({**data, "state": answer_data(listed.state)})
 
     @extend_schema(responses={200: StandingSerializer, 404: ErrorSerializer})
     @judging_action(methods=["get"])
