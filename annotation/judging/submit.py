@@ -1,4 +1,4 @@
-"""Take an annotator's answer: a label, an undo, an escalation, and an admin's adjudication.
+"""Take an annotator's answer (a label, on a pair or a gold task) and its undo.
 
 Submits are idempotent: the client's UUID makes a retry return the stored judgement, and
 the same UUID with another body is a conflict (:func:`annotation.judging.errors.same_answer`).
@@ -337,7 +337,6 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
             undone_at=now
         ):
             raise AssignmentError("conflict", "this judgement was already taken back")
-        judgement.undone_at = now
         pair_state.release_leases(held, locked=True)
         pair = judgement.pair
         pair.refresh_from_db()
