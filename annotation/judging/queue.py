@@ -13,7 +13,7 @@ triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -22,15 +22,7 @@ from django.utils import timezone
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, statements, task_ids
 from annotation.judging.pair_state import GRACE_SECONDS
-from annotation.models import (
-    Campaign,
-    GoldJudgement,
-    GoldPair,
-    Judgement,
-    LapsedLease,
-    Lease,
-    Pair,
-)
+from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, LapsedLease, Lease, Pair
 from annotation.ordering import priorities
 from annotation.people import standing
 from config.batches import ID_BATCH
@@ -263,19 +255,15 @@ class Progress:
     judging page's meter and the home list's "labels given")."""
 
 
-def _utc_day(now: datetime) -> date:
-    return now.astimezone(UTC).date()
-
-
 def campaign_totals(campaign: Campaign) -> tuple[int, int]:
     """(pairs not held, labels they still need): exact, from the triggers' running totals."""
-    tally = statements.tallies(campaign.pk, None, _utc_day(timezone.now()))
+    tally = statements.tallies(campaign.pk, None, timezone.now().astimezone(UTC).date())
     return tally.pairs, tally.labels_left
 
 
 def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, int]:
     """(live judgements of the annotator here today (UTC), in all), from the tallies."""
-    tally = statements.tallies(campaign.pk, annotator.pk, _utc_day(now))
+    tally = statements.tallies(campaign.pk, annotator.pk, now.astimezone(UTC).date())
     return tally.judged_today, tally.judged_total
 
 
@@ -316,7 +304,7 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     (counting would read every pair: ~90 ms at 600,000 pairs)."""
     now = now or timezone.now()
     gold = campaign.settings.gold.rate > 0
-    tally = statements.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
+    tally = statements.tallies(campaign.pk, annotator.pk, now.astimezone(UTC).date(), gold)
     return shown_progress(
         (tally.judged_today, tally.judged_total),
         (tally.gold_today, tally.gold_total) if gold else (0, 0),

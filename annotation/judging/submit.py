@@ -25,12 +25,7 @@ from annotation.judging import pair_state, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import Assignment, assign
-from annotation.models import (
-    Campaign,
-    GoldJudgement,
-    Judgement,
-    Pair,
-)
+from annotation.models import Campaign, GoldJudgement, Judgement, Pair
 from annotation.ordering import priorities
 from annotation.people import standing
 from annotation.policy import label_models
