@@ -327,20 +327,6 @@ def _typed(field: forms.Field) -> serializers.Field:
     return serializers.CharField(allow_blank=not field.required, trim_whitespace=False, **common)
 
 
-def _pool_fields() -> dict[str, serializers.Field]:
-    """A serializer field for each field of the pool job's form but the page's gold upload;
-    ``runs`` a list of names (the form takes them comma-separated)."""
-    fields = {
-        name: _typed(field)
-        for name, field in PoolForm.base_fields.items()
-        if name not in NOT_POSTED
-    }
-    fields["runs"] = serializers.ListField(
-        child=serializers.CharField(), min_length=1, help_text="The runs to pool, by name."
-    )
-    return fields
-
-
 class CampaignCreateSerializer(serializers.Serializer):
     """A new campaign as the pool job's form takes it, with JSON types: the dataset, the runs
     and every campaign option (``settle`` a list of metric names, ``half_width`` a number of
@@ -349,7 +335,17 @@ class CampaignCreateSerializer(serializers.Serializer):
     command's, and ``validated_data`` is the job's arguments."""
 
     def get_fields(self) -> dict[str, serializers.Field]:
-        return _pool_fields()
+        """A field for each field of the pool job's form but the page's gold upload; ``runs``
+        a list of names (the form takes them comma-separated)."""
+        fields = {
+            name: _typed(field)
+            for name, field in PoolForm.base_fields.items()
+            if name not in NOT_POSTED
+        }
+        fields["runs"] = serializers.ListField(
+            child=serializers.CharField(), min_length=1, help_text="The runs to pool, by name."
+        )
+        return fields
 
     def validate(self, attrs: dict) -> dict:
         unknown = sorted(set(self.initial_data) - set(self.fields))
