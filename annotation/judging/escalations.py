@@ -43,9 +43,8 @@ def _may_escalate(pair: Pair, campaign: Campaign, annotator, now: datetime) -> b
     latest = latest_answer(campaign, annotator)
     if latest is None or (now - latest.created_at).total_seconds() > UNDO_SECONDS:
         return False
-    if isinstance(latest, GoldJudgement):
-        return latest.gold_pair.task_id == pair.pk
-    return latest.pair_id == pair.pk
+    answered = latest.gold_pair.task_id if isinstance(latest, GoldJudgement) else latest.pair_id
+    return answered == pair.pk
 
 
 def _judged_in(campaign: Campaign) -> Campaign:

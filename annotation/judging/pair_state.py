@@ -174,8 +174,7 @@ def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
 def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
     """Lease an open pair (``open_slots > 0``, row locked by the caller) to the annotator."""
     # At most a day: a campaign stored before the bound existed must not break every request.
-    seconds = min(campaign.lease_seconds, LEASE_SECONDS[1])
-    expires = now + timedelta(seconds=seconds)
+    expires = now + timedelta(seconds=min(campaign.lease_seconds, LEASE_SECONDS[1]))
     lease_id = sql.insert_lease(pair.pk, annotator.pk, now, expires)
     sql.LEASES_MOVED.execute({"pair": pair.pk, "step": 1})  # open slots by the rule
     lease = Lease(pk=lease_id, pair=pair, annotator=annotator, created_at=now, expires_at=expires)

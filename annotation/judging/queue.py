@@ -175,11 +175,8 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         Task(lease.pair, lease.expires_at, task_ids.encode(lease.annotator_id, lease.pair.pk))
         for lease in leases
     ]
-    return Assignment(
-        current=tasks[0] if tasks else None,
-        upcoming=tasks[1] if len(tasks) > 1 else None,
-        qualification=qualified,
-    )
+    current, upcoming, *_ = [*tasks, None, None]
+    return Assignment(current=current, upcoming=upcoming, qualification=qualified)
 
 
 def has_work_for(campaign: Campaign, annotator) -> bool:
