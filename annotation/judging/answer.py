@@ -111,9 +111,9 @@ def undo_label(campaign: Campaign, user) -> JudgingAnswer:
 
 
 def escalate_pair(
-    campaign: Campaign, user, pair: int, uuid: UUID, kind: str, media_error: str, reason=""
+    campaign: Campaign, user, pair: int, uuid: UUID, kind: str, media_error: str, reason: str = ""
 ) -> JudgingAnswer:
-    """Send a pair to the admins (or report its video broken) and answer with what is next;
-    the parameters are the API's fields (:class:`annotation.api.serializers.EscalateSerializer`)."""
+    """Send a pair to the admins (or report its video broken) and answer with what is next.
+    The parameters are the API's fields (``annotation.api.serializers.EscalateSerializer``)."""
     got = escalations.escalate(user, pair, reason, uuid, kind=kind, media_error=media_error)
     return answer(campaign, user, got)
