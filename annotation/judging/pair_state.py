@@ -274,10 +274,9 @@ def _apply_policies(
 ) -> None:
     """Recompute the pairs' ``needed``, ``status`` and ``open_slots`` from their label counts
     under the campaign's label policy (:mod:`annotation.policy.rules`), the policy's arrays
-    computed once (one
-    pair at a time, a discount of 66,000 labels spent 25 s in numpy's per-call overhead);
-    ``posteriors`` (by pair) under the adaptive policy, whose callers always give them; None
-    under FIRE's."""
+    computed once (one pair at a time, a discount of 66,000 labels spent 25 s in numpy's
+    per-call overhead); ``posteriors`` (by pair) under the adaptive policy, whose callers
+    always give them; None under FIRE's."""
     if not pairs:
         return
     relevant = np.array([pair.relevant_count for pair in pairs], dtype=np.int64)
