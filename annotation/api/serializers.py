@@ -173,9 +173,6 @@ class SubmitResponseSerializer(AssignmentSerializer):
     )
 
 
-TASK_ID_PATTERN = r"^[0-9a-f]{32}$"
-
-
 NO_TASK = "no such task of yours in this campaign"
 
 
@@ -186,7 +183,7 @@ class TaskInputSerializer(serializers.Serializer):
     companion's (a 404 otherwise)."""
 
     pair = serializers.RegexField(  # malformed: a 400; naming no task of yours: a 404
-        TASK_ID_PATTERN,
+        r"^[0-9a-f]{32}$",
         max_length=32,
         help_text="The task's opaque id, as next/ served it in ``pair``.",
         error_messages={"invalid": "not a task id (32 hex digits, as next/ serves it)"},
@@ -295,15 +292,11 @@ def _outputs() -> dict:
     }
 
 
-def answer_data(found: JudgingAnswer) -> dict:
+def answer_data(found: JudgingAnswer | State) -> dict:
     """The serializer's output for a judging answer (:class:`AssignmentSerializer`, or
-    :class:`SubmitResponseSerializer` after a submit), compiled for speed."""
+    :class:`SubmitResponseSerializer` after a submit) or an annotator's state
+    (:class:`StateSerializer`), compiled for speed."""
     return _outputs()[type(found)](found)
-
-
-def state_data(state: State) -> dict:
-    """:class:`StateSerializer`'s output for an annotator's state, compiled for speed."""
-    return _outputs()[State](state)
 
 
 # --- a new campaign ----------------------------------------------------------------------------
@@ -334,20 +327,6 @@ def _typed(field: forms.Field) -> serializers.Field:
     return serializers.CharField(allow_blank=not field.required, trim_whitespace=False, **common)
 
 
-def _pool_fields() -> dict[str, serializers.Field]:
-    """A serializer field for each field of the pool job's form but the page's gold upload;
-    ``runs`` a list of names (the form takes them comma-separated)."""
-    fields = {
-        name: _typed(field)
-        for name, field in PoolForm.base_fields.items()
-        if name not in NOT_POSTED
-    }
-    fields["runs"] = serializers.ListField(
-        child=serializers.CharField(), min_length=1, help_text="The runs to pool, by name."
-    )
-    return fields
-
-
 class CampaignCreateSerializer(serializers.Serializer):
     """A new campaign as the pool job's form takes it, with JSON types: the dataset, the runs
     and every campaign option (``settle`` a list of metric names, ``half_width`` a number of
@@ -356,7 +335,17 @@ class CampaignCreateSerializer(serializers.Serializer):
     command's, and ``validated_data`` is the job's arguments."""
 
     def get_fields(self) -> dict[str, serializers.Field]:
-        return _pool_fields()
+        """A field for each field of the pool job's form but the page's gold upload; ``runs``
+        a list of names (the form takes them comma-separated)."""
+        fields = {
+            name: _typed(field)
+            for name, field in PoolForm.base_fields.items()
+            if name not in NOT_POSTED
+        }
+        fields["runs"] = serializers.ListField(
+            child=serializers.CharField(), min_length=1, help_text="The runs to pool, by name."
+        )
+        return fields
 
     def validate(self, attrs: dict) -> dict:
         unknown = sorted(set(self.initial_data) - set(self.fields))

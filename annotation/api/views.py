@@ -1,6 +1,8 @@
 """The judging API: campaigns (listed, read, and created by admins through the pool job), next
 task, submit, undo, escalate, progress and standing."""
 
+import functools
+
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -31,7 +33,6 @@ from annotation.api.serializers import (
     SubmitSerializer,
     answer_data,
     queued_data,
-    state_data,
 )
 from annotation.campaign_read import live_figures
 from annotation.campaigns.lookup import listed_campaigns
@@ -43,6 +44,15 @@ from config.api_tokens import SCRIPT_AUTHENTICATION, TokenAuthentication
 from config.error_handling import ErrorSerializer, error_response
 from jobs import runner
 from jobs.registry import get_kind
+
+REFUSALS = {400: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
+"""The errors a judging write may answer (``config.error_handling``'s one body)."""
+judging_action = functools.partial(action, detail=True, permission_classes=[IsAnnotator])
+"""An action of an annotator on one campaign."""
+report_action = functools.partial(
+    action, detail=True, methods=["get"], permission_classes=[CanViewCampaignReports]
+)
+"""A campaign's stored figures, for researchers and admins."""
 
 
 class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
@@ -108,7 +118,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(queued_data(job, url), status=202, headers={"Location": url})
 
     @extend_schema(request=None, responses={200: AssignmentSerializer})
-    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    @judging_action(methods=["post"])
     def next(self, request, pk=None, format=None):
         """Lease the pair to judge now and the one to preload, and return both.
 
@@ -119,34 +129,22 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=SubmitSerializer,
-        responses={
-            200: SubmitResponseSerializer,
-            400: ErrorSerializer,
-            404: ErrorSerializer,
-            409: ErrorSerializer,
-        },
+        responses={200: SubmitResponseSerializer, **REFUSALS},
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    @judging_action(methods=["post"])
     def submit(self, request, pk=None, format=None):
         """Store a judgement (idempotent by its UUID) and return the next assignment."""
         campaign = self.get_object()
         values = self.valid_input(SubmitSerializer)
-        submitted = answer.submit_label(  # checks the pair is in the campaign: one query fewer
-            campaign,
-            request.user,
-            values["pair"],
-            values["label"],
-            values["uuid"],
-            values.get("seconds"),
-            values.get("seconds_played"),
-        )
+        # submit_label checks the pair is in the campaign: one query fewer
+        submitted = answer.submit_label(campaign, request.user, **values)
         return Response(answer_data(submitted))
 
     @extend_schema(
         request=None,
         responses={200: AssignmentSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    @judging_action(methods=["post"])
     def undo(self, request, pk=None, format=None):
         """Take back your latest answer in this campaign (within two minutes) and show its
         task again: the same for every task, gold or not (see ``submit.undo``)."""
@@ -154,42 +152,29 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=EscalateSerializer,
-        responses={
-            200: AssignmentSerializer,
-            400: ErrorSerializer,
-            404: ErrorSerializer,
-            409: ErrorSerializer,
-        },
+        responses={200: AssignmentSerializer, **REFUSALS},
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAnnotator])
+    @judging_action(methods=["post"])
     def escalate(self, request, pk=None, format=None):
         """Send a pair you cannot judge to the admins, with a reason (not a label), or
         report its video broken (``kind`` broken_video, with the browser's error)."""
         campaign = self.get_object()
         values = self.valid_input(EscalateSerializer, campaign=campaign)
-        escalated = answer.escalate_pair(
-            campaign,
-            request.user,
-            values["pair"],
-            values.get("reason", ""),
-            values["uuid"],
-            values["kind"],
-            values["media_error"],
-        )
+        escalated = answer.escalate_pair(campaign, request.user, **values)
         return Response(answer_data(escalated))
 
     @extend_schema(responses={200: ProgressStateSerializer})
-    @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
+    @judging_action(methods=["get"])
     def progress(self, request, pk=None, format=None):
         """What you judged today, how many labels the campaign still needs, and your state
         in it as your home list shows it (``judging`` there: a pair is free for you now; ``nothing_free``: work is left, but others hold it)."""
         campaign = self.get_object()
         (listed,) = annotator_progress([campaign], request.user)
         data = ProgressSerializer(queue.progress(campaign, request.user)).data
-        return Response({**data, "state": state_data(listed.state)})
+        return Response({**data, "state": answer_data(listed.state)})
 
     @extend_schema(responses={200: StandingSerializer, 404: ErrorSerializer})
-    @action(detail=True, methods=["get"], permission_classes=[IsAnnotator])
+    @judging_action(methods=["get"])
     def standing(self, request, pk=None, format=None):
         """Whether you may judge in this campaign now, and if not the refusal your next
         answer would get (``inactive``: the campaign is paused or closed; ``paused``: you
@@ -212,12 +197,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
-    @action(
-        detail=True,
-        methods=["get"],
-        url_path="annotator-scores",
-        permission_classes=[CanViewCampaignReports],
-    )
+    @report_action(url_path="annotator-scores")
     def annotator_scores(self, request, pk=None, format=None):
         """Every annotator's gold accuracy (Wilson 95% interval), sensitivity, specificity,
         agreement, pace and rolling gold accuracy in this campaign (researchers and admins)."""
@@ -232,12 +212,7 @@ class CampaignViewSet(viewsets.ReadOnlyModelViewSet):
         )
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
-    @action(
-        detail=True,
-        methods=["get"],
-        url_path="active-stages",
-        permission_classes=[CanViewCampaignReports],
-    )
+    @report_action(url_path="active-stages")
     def active_stages(self, request, pk=None, format=None):
         """The campaign's active stages as stored (researchers and admins): each stage's
         queries drawn, pairs served and labels before it; drawn queries still being judged;

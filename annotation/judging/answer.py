@@ -8,8 +8,8 @@ Every request that moves the annotator on (next, submit, undo, escalate) ends in
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, replace
+from uuid import UUID
 
 from annotation.gold import tasks as gold_queue
 from annotation.judging import escalations, queue, submit
@@ -40,7 +40,7 @@ class SubmitAnswer(JudgingAnswer):
     request stored it (False: a retry), a qualification answer's feedback and a warning when
     the answer came too fast."""
 
-    judgement: uuid.UUID | None = None
+    judgement: UUID | None = None
     created: bool = False
     feedback: gold_queue.Feedback | None = None
     warning: str | None = None
@@ -55,13 +55,13 @@ def _shown(task: queue.Task | None, campaign: Campaign) -> queue.Task | None:
     return replace(task, roles=roles, segment=segment_label(task.pair.video))
 
 
-def answer(campaign: Campaign, user, got: queue.Assignment) -> JudgingAnswer:
-    """The answer after ``got``. Finished only when nothing can come to this annotator any
-    more; with no current pair but work left (others hold the leases) the page waits and
-    polls."""
+def answer(campaign: Campaign, user, got: queue.Assignment, **submitted) -> JudgingAnswer:
+    """The answer after ``got`` (a :class:`SubmitAnswer` with ``submitted``'s fields).
+    Finished only when nothing can come to this annotator any more; with no current pair
+    but work left (others hold the leases) the page waits and polls."""
     finished = got.current is None and not queue.has_work_for(campaign, user)
     qualification = got.qualification or gold_queue.qualification(campaign, user)
-    return JudgingAnswer(
+    return (SubmitAnswer if submitted else JudgingAnswer)(
         campaign=campaign,
         current=_shown(got.current, campaign),
         upcoming=_shown(got.upcoming, campaign),
@@ -70,6 +70,7 @@ def answer(campaign: Campaign, user, got: queue.Assignment) -> JudgingAnswer:
         qualification=qualification,
         paused=got.paused,
         state=judging_state(campaign, got, qualification, work_left=not finished),
+        **submitted,
     )
 
 
@@ -81,20 +82,22 @@ def next_task(campaign: Campaign, user) -> JudgingAnswer:
 def submit_label(
     campaign: Campaign,
     user,
-    pair_id: int,
+    pair: int,
     label: str,
-    client_uuid: uuid.UUID,
+    uuid: UUID,
     seconds: float | None = None,
-    played: float | None = None,
+    seconds_played: float | None = None,
 ) -> SubmitAnswer:
     """Store a judgement (idempotent by its UUID: :func:`annotation.judging.submit.submit`)
-    and answer with the next assignment, showing the campaign as the answer read it."""
+    and answer with the next assignment, showing the campaign as the answer read it. The
+    parameters are the API's fields (:class:`annotation.api.serializers.SubmitSerializer`)."""
     result = submit.submit(
-        user, pair_id, label, client_uuid, seconds, campaign=campaign, played=played
+        user, pair, label, uuid, seconds, campaign=campaign, played=seconds_played
     )
-    moved_on = answer(result.campaign or campaign, user, result.assignment)
-    return SubmitAnswer(
-        **{field: getattr(moved_on, field) for field in JudgingAnswer.__dataclass_fields__},
+    return answer(
+        result.campaign or campaign,
+        user,
+        result.assignment,
         judgement=result.judgement.uuid,
         created=result.created,
         feedback=result.feedback,
@@ -108,16 +111,9 @@ def undo_label(campaign: Campaign, user) -> JudgingAnswer:
 
 
 def escalate_pair(
-    campaign: Campaign,
-    user,
-    pair_id: int,
-    reason: str,
-    client_uuid: uuid.UUID,
-    kind: str,
-    media_error: str,
+    campaign: Campaign, user, pair: int, uuid: UUID, kind: str, media_error: str, reason: str = ""
 ) -> JudgingAnswer:
-    """Send a pair to the admins (or report its video broken) and answer with what is next."""
-    got = escalations.escalate(
-        user, pair_id, reason, client_uuid, kind=kind, media_error=media_error
-    )
+    """Send a pair to the admins (or report its video broken) and answer with what is next.
+    The parameters are the API's fields (``annotation.api.serializers.EscalateSerializer``)."""
+    got = escalations.escalate(user, pair, reason, uuid, kind=kind, media_error=media_error)
     return answer(campaign, user, got)

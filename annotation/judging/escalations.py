@@ -43,9 +43,15 @@ def _may_escalate(pair: Pair, campaign: Campaign, annotator, now: datetime) -> b
     latest = latest_answer(campaign, annotator)
     if latest is None or (now - latest.created_at).total_seconds() > UNDO_SECONDS:
         return False
-    if isinstance(latest, GoldJudgement):
-        return latest.gold_pair.task_id == pair.pk
-    return latest.pair_id == pair.pk
+    answered = latest.gold_pair.task_id if isinstance(latest, GoldJudgement) else latest.pair_id
+    return answered == pair.pk
+
+
+def _judged_in(campaign: Campaign) -> Campaign:
+    """The campaign whose queue a pair of ``campaign`` is judged in: for a gold task, the
+    campaign its gold companion serves."""
+    main_id = gold_queue.gold_of(campaign)
+    return campaign if main_id is None else Campaign.objects.get(pk=main_id)
 
 
 BROKEN_VIDEO_REASON = "the video does not play"
@@ -88,12 +94,19 @@ def escalate(
     problem = text_problem(reason, REASON_LENGTH, lines=True)
     if problem is not None:
         raise AssignmentError("invalid", f"the reason {problem}")
-    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+    if not 0 < pair_id <= task_ids.MAX_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
     target = sql.pair_target(pair_id, annotator.pk)
     if target is not None:  # a retry of one stored before the pause included
         refuse_paused(target.gold_of or target.campaign, annotator, target.paused)
     now = now or timezone.now()
+    sent = {  # what the annotator sent: a retry must send the same
+        "annotator_id": annotator.pk,
+        "pair_id": pair_id,
+        "reason": reason,
+        "kind": kind,
+        "media_error": media_error,
+    }
     with transaction.atomic():
         existing = (
             Escalation.objects.filter(uuid=client_uuid)
@@ -102,24 +115,13 @@ def escalate(
             .first()
         )
         if existing is not None:
-            if (
-                existing.annotator_id != annotator.pk
-                or existing.pair_id != pair_id
-                or existing.reason != reason
-                or existing.kind != kind
-                or existing.media_error != media_error
-            ):
+            if any(getattr(existing, name) != value for name, value in sent.items()):
                 raise AssignmentError("conflict", "this escalation id was already used")
-            campaign = existing.pair.campaign
-            main_id = gold_queue.gold_of(campaign)
-            if main_id is not None:
-                campaign = Campaign.objects.get(pk=main_id)
-            return assign(campaign, annotator, now)
+            return assign(_judged_in(existing.pair.campaign), annotator, now)
         pair = sql.locked_pair(pair_id)
         if pair is None:
             raise AssignmentError("not_found", "no such pair")
-        main_id = gold_queue.gold_of(pair.campaign)
-        campaign = pair.campaign if main_id is None else Campaign.objects.get(pk=main_id)
+        campaign = _judged_in(pair.campaign)
         require_active(campaign)
         if pair.held or not _may_escalate(pair, campaign, annotator, now):
             raise AssignmentError(
@@ -133,21 +135,13 @@ def escalate(
                 "too_many_escalations",
                 f"you have {waiting} escalations waiting for an admin; judge on meanwhile",
             )
-        report = {
-            "uuid": client_uuid,
-            "pair": pair,
-            "annotator": annotator,
-            "reason": reason,
-            "kind": kind,
-            "media_error": media_error,
-        }
-        if main_id is not None:  # a gold task: given back; it may come again later
+        report = Escalation(uuid=client_uuid, **sent)
+        gold_task = campaign.pk != pair.campaign_id
+        if gold_task:  # given back; it may come again later
             gold_queue.release(pair, annotator)
-            Escalation.objects.create(
-                **report, resolved_at=now, resolution="gold task: given back to the queue"
-            )
-        else:
-            Escalation.objects.create(**report)
+            report.resolved_at, report.resolution = now, "gold task: given back to the queue"
+        report.save()
+        if not gold_task:
             pair_state.hold(pair.pk)
     return assign(campaign, annotator, now)
 

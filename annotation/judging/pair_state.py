@@ -152,7 +152,8 @@ def lock_tallies(campaign_id: int, caption_ids: Iterable[int]) -> None:
         return
     shards = sorted({int(caption) % CampaignTally.SHARDS for caption in caption_ids})
     if shards:
-        sql.lock_tallies(campaign_id, shards)
+        params = {f"shard_{i}": shard for i, shard in enumerate(shards)}
+        sql.LOCK_TALLIES.plain_rows({"campaign": campaign_id, **params}, shards=len(shards))
 
 
 def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
@@ -170,19 +171,12 @@ def recount_leases(pair_ids: Iterable[int], held: bool | None = None) -> None:
         Pair.objects.filter(**where).update(**values)
 
 
-def _step_leases(pair_id: int, step: int) -> None:
-    """One lease more (``step`` 1) or fewer (-1) on the pair, open slots recomputed
-    (:data:`sql.LEASES_MOVED`)."""
-    sql.LEASES_MOVED.execute({"pair": pair_id, "step": step})
-
-
 def take_lease(pair: Pair, annotator, campaign: Campaign, now: datetime) -> Lease:
     """Lease an open pair (``open_slots > 0``, row locked by the caller) to the annotator."""
     # At most a day: a campaign stored before the bound existed must not break every request.
-    seconds = min(campaign.lease_seconds, LEASE_SECONDS[1])
-    expires = now + timedelta(seconds=seconds)
+    expires = now + timedelta(seconds=min(campaign.lease_seconds, LEASE_SECONDS[1]))
     lease_id = sql.insert_lease(pair.pk, annotator.pk, now, expires)
-    _step_leases(pair.pk, 1)
+    sql.LEASES_MOVED.execute({"pair": pair.pk, "step": 1})  # open slots by the rule
     lease = Lease(pk=lease_id, pair=pair, annotator=annotator, created_at=now, expires_at=expires)
     pair.leased += 1
     pair.open_slots = open_slots(pair.needed, pair.leased, pair.held)
@@ -194,7 +188,7 @@ def end_lease(pair_id: int, annotator_id: int) -> bool:
     escalation); whether they held one."""
     if not sql.delete_lease(pair_id, annotator_id):
         return False
-    _step_leases(pair_id, -1)
+    sql.LEASES_MOVED.execute({"pair": pair_id, "step": -1})
     return True
 
 
@@ -258,36 +252,31 @@ def forget_lapsed(campaign_id: int, annotator_id: int) -> None:
     LapsedLease.objects.filter(_in_campaign(campaign_id), annotator_id=annotator_id).delete()
 
 
+def held_leases(campaign_id: int, annotator_id: int) -> list[tuple[int, int]]:
+    """(lease id, pair id) of every lease the annotator holds in the campaign, its gold
+    tasks' included."""
+    leases = Lease.objects.filter(_in_campaign(campaign_id), annotator_id=annotator_id)
+    return list(leases.values_list("pk", "pair_id"))
+
+
 def release_annotator(campaign_id: int, annotator_id: int) -> int:
     """End every lease the annotator holds in the campaign (its gold tasks' included) and
     forget their lapsed ones, so nothing they still have on screen may be submitted: what
     pausing them does. How many leases ended."""
-    held = list(
-        Lease.objects.filter(_in_campaign(campaign_id), annotator_id=annotator_id).values_list(
-            "pk", "pair_id"
-        )
-    )
+    held = held_leases(campaign_id, annotator_id)
     release_leases(held)
     forget_lapsed(campaign_id, annotator_id)
     return len(held)
 
 
-def _apply_policy(pair: Pair, campaign: Campaign, posterior: float | None = None) -> None:
-    """Recompute ``needed``, ``status`` and ``open_slots`` from the pair's label counts
-    under the campaign's label policy (:mod:`annotation.policy.rules`); for the adaptive one,
-    from the pair's posterior (``posterior``, else read: :mod:`label_models`)."""
-    if posterior is None and campaign.settings.label_policy.adaptive:
-        posterior = label_models.pair_posterior(pair, campaign)
-    _apply_policies([pair], campaign, None if posterior is None else np.array([posterior]))
-
-
 def _apply_policies(
     pairs: list[Pair], campaign: Campaign, posteriors: np.ndarray | None = None
 ) -> None:
-    """:func:`_apply_policy` for many pairs at once, the policy's arrays computed once (one
-    pair at a time, a discount of 66,000 labels spent 25 s in numpy's per-call overhead);
-    ``posteriors`` (by pair) under the adaptive policy, whose callers always give them; None
-    under FIRE's."""
+    """Recompute the pairs' ``needed``, ``status`` and ``open_slots`` from their label counts
+    under the campaign's label policy (:mod:`annotation.policy.rules`), the policy's arrays
+    computed once (one pair at a time, a discount of 66,000 labels spent 25 s in numpy's
+    per-call overhead); ``posteriors`` (by pair) under the adaptive policy, whose callers
+    always give them; None under FIRE's."""
     if not pairs:
         return
     relevant = np.array([pair.relevant_count for pair in pairs], dtype=np.int64)
@@ -460,7 +449,10 @@ def adjudicate(pair: Pair, admin, label: str) -> None:
     pair.adjudicated = label
     pair.adjudicated_by = admin
     pair.adjudicated_at = timezone.now()
-    _apply_policy(pair, pair.campaign)
+    posteriors = None
+    if pair.campaign.settings.label_policy.adaptive:
+        posteriors = np.array([label_models.pair_posterior(pair, pair.campaign)])
+    _apply_policies([pair], pair.campaign, posteriors)
     pair.save(update_fields=["adjudicated", "adjudicated_by", "adjudicated_at", *COUNT_FIELDS])
 
 

@@ -13,7 +13,7 @@ triggers keep (:class:`~annotation.models.CampaignTally`), not the pairs.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -22,15 +22,7 @@ from django.utils import timezone
 from annotation.gold import tasks as gold_queue
 from annotation.judging import pair_state, statements, task_ids
 from annotation.judging.pair_state import GRACE_SECONDS
-from annotation.models import (
-    Campaign,
-    GoldJudgement,
-    GoldPair,
-    Judgement,
-    LapsedLease,
-    Lease,
-    Pair,
-)
+from annotation.models import Campaign, GoldJudgement, GoldPair, Judgement, LapsedLease, Lease, Pair
 from annotation.ordering import priorities
 from annotation.people import standing
 from config.batches import ID_BATCH
@@ -96,46 +88,36 @@ def _release_lapsed(expired: list[Lease], now: datetime) -> None:
     )
 
 
-def _judged_by(annotator) -> Exists:
-    """Whether the outer pair has a live judgement by ``annotator``.
+def _judged_by(annotator, pair: str = "pk") -> Exists:
+    """Whether the outer pair (its field ``pair``) has a live judgement by ``annotator``.
 
     Checked per pair through the (pair, annotator) index rather than as ``NOT IN`` the
     annotator's judged pairs, whose cost grows with everything they have judged.
     """
     return Exists(
-        Judgement.objects.filter(pair=OuterRef("pk"), annotator=annotator, undone_at__isnull=True)
+        Judgement.objects.filter(pair=OuterRef(pair), annotator=annotator, undone_at__isnull=True)
     )
 
 
-def _candidate(campaign: Campaign, annotator, exclude: list[int], caption_id: int | None):
-    """The first open pair in queue order the annotator may take (``caption_id``'s first,
-    when the judging order lets a caption's pairs come together).
+def _candidate(campaign: Campaign, annotator, leases: list[Lease], keeps_captions: bool):
+    """The first open pair in queue order the annotator may take besides their ``leases``;
+    with ``keeps_captions`` (the judging order lets a caption's pairs come together), first
+    one of their last lease's caption, else of the caption they judged last here.
 
     On PostgreSQL the row is locked, skipping rows other transactions hold.
     """
+    caption_id = leases[-1].pair.caption_id if keeps_captions and leases else None
+    if keeps_captions and not leases:
+        judged = Judgement.objects.filter(annotator=annotator, pair__campaign=campaign)
+        caption_id = (
+            judged.order_by("-created_at").values_list("pair__caption_id", flat=True).first()
+        )
+    exclude = [lease.pair_id for lease in leases]
     for same_caption in ([caption_id] if caption_id is not None else []) + [None]:
         pair = statements.next_pair(campaign.pk, annotator.pk, exclude, same_caption)
         if pair is not None:
             return pair
     return None
-
-
-def _last_caption(campaign: Campaign, annotator) -> int | None:
-    """The caption the annotator judged last here: its other pairs come next."""
-    return (
-        Judgement.objects.filter(annotator=annotator, pair__campaign=campaign)
-        .order_by("-created_at")
-        .values_list("pair__caption_id", flat=True)
-        .first()
-    )
-
-
-def _task(lease: Lease) -> Task:
-    return Task(
-        pair=lease.pair,
-        expires_at=lease.expires_at,
-        token=task_ids.encode(lease.annotator_id, lease.pair.pk),
-    )
 
 
 def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assignment:
@@ -145,14 +127,9 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
         found = statements.held_and_expired(campaign.pk, annotator.pk, now)
         paused = standing.paused(campaign, annotator)
         if paused is not None:
-            # A paused annotator keeps no pair from the others: every lease they hold ends
-            # now (with the expired ones, one release, pairs locked in id order).
-            mine = [lease for lease in found if lease.annotator_id == annotator.pk]
-            _release_lapsed(
-                [lease for lease in found if lease.expires_at <= now]
-                + [lease for lease in mine if lease.expires_at > now],
-                now,
-            )
+            # A paused annotator keeps no pair from the others: every lease found (theirs and
+            # the expired ones) ends now, in one release, pairs locked in id order...
+            _release_lapsed(found, now)
             # ...and no grace either: what they still had on screen is refused (submit).
             pair_state.forget_lapsed(campaign.pk, annotator.pk)
             leases = []
@@ -173,30 +150,17 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
                 qualified = state if state.admitted else None
             training = gold.qualification and qualified is None
             while len(leases) < HOLD:
+                pair = None
                 if gold.active:
-                    pair = gold_queue.pick(
-                        campaign, annotator, [lease.pair_id for lease in leases], now, training
-                    )
-                    if pair is not None:
-                        lease = pair_state.take_lease(pair, annotator, campaign, now)
-                        lease.pair = pair
-                        leases.append(lease)
-                        continue
-                    if training:  # before admission only training pairs are served
-                        break
-                caption_id = None
-                if settings.order.keeps_captions:
-                    caption_id = (
-                        leases[-1].pair.caption_id if leases else _last_caption(campaign, annotator)
-                    )
-                pair = _candidate(
-                    campaign, annotator, [lease.pair_id for lease in leases], caption_id
-                )
+                    held = [lease.pair_id for lease in leases]
+                    pair = gold_queue.pick(campaign, annotator, held, now, training)
+                    if pair is None and training:
+                        break  # before admission only training pairs are served
                 if pair is None:
-                    break
-                lease = pair_state.take_lease(pair, annotator, campaign, now)
-                lease.pair = pair
-                leases.append(lease)
+                    pair = _candidate(campaign, annotator, leases, settings.order.keeps_captions)
+                    if pair is None:
+                        break
+                leases.append(pair_state.take_lease(pair, annotator, campaign, now))
     if campaign.status != Campaign.Status.ACTIVE or stopped:
         # Paused or closed: nothing is served; leases held stay until they run out, so work
         # on screen can resume if the campaign does. A spent budget stops judging the same
@@ -207,12 +171,12 @@ def assign(campaign: Campaign, annotator, now: datetime | None = None) -> Assign
             paused=getattr(paused, "reason", None),
             paused_since=getattr(paused, "paused_at", None),
         )
-    tasks = [_task(lease) for lease in leases]
-    return Assignment(
-        current=tasks[0] if tasks else None,
-        upcoming=tasks[1] if len(tasks) > 1 else None,
-        qualification=qualified,
-    )
+    tasks = [
+        Task(lease.pair, lease.expires_at, task_ids.encode(lease.annotator_id, lease.pair.pk))
+        for lease in leases
+    ]
+    current, upcoming, *_ = [*tasks, None, None]
+    return Assignment(current=current, upcoming=upcoming, qualification=qualified)
 
 
 def has_work_for(campaign: Campaign, annotator) -> bool:
@@ -251,15 +215,12 @@ def free_now(campaigns: Sequence[Campaign], annotator, now: datetime | None = No
         campaign=OuterRef("pk"),
         video__media_state__in=BROWSER_READY_STATES,
     ).filter(~_judged_by(annotator))
-    not_judged = ~Exists(
-        Judgement.objects.filter(pair=OuterRef("pair"), annotator=annotator, undone_at__isnull=True)
-    )
     lapsed = Lease.objects.filter(
         pair_state.servable("pair__", once_leases_end=True),
         pair__campaign=OuterRef("pk"),
         pair__video__media_state__in=BROWSER_READY_STATES,
         expires_at__lte=now,
-    ).filter(not_judged)
+    ).filter(~_judged_by(annotator, "pair"))
     held = Lease.objects.filter(
         annotator=annotator, pair__campaign=OuterRef("pk"), expires_at__gt=now
     )
@@ -291,19 +252,15 @@ class Progress:
     judging page's meter and the home list's "labels given")."""
 
 
-def _utc_day(now: datetime) -> date:
-    return now.astimezone(UTC).date()
-
-
 def campaign_totals(campaign: Campaign) -> tuple[int, int]:
     """(pairs not held, labels they still need): exact, from the triggers' running totals."""
-    tally = statements.tallies(campaign.pk, None, _utc_day(timezone.now()))
+    tally = statements.tallies(campaign.pk, None, timezone.now().astimezone(UTC).date())
     return tally.pairs, tally.labels_left
 
 
 def judged_counts(campaign: Campaign, annotator, now: datetime) -> tuple[int, int]:
     """(live judgements of the annotator here today (UTC), in all), from the tallies."""
-    tally = statements.tallies(campaign.pk, annotator.pk, _utc_day(now))
+    tally = statements.tallies(campaign.pk, annotator.pk, now.astimezone(UTC).date())
     return tally.judged_today, tally.judged_total
 
 
@@ -344,7 +301,7 @@ def progress(campaign: Campaign, annotator, now: datetime | None = None) -> Prog
     (counting would read every pair: ~90 ms at 600,000 pairs)."""
     now = now or timezone.now()
     gold = campaign.settings.gold.rate > 0
-    tally = statements.tallies(campaign.pk, annotator.pk, _utc_day(now), gold)
+    tally = statements.tallies(campaign.pk, annotator.pk, now.astimezone(UTC).date(), gold)
     return shown_progress(
         (tally.judged_today, tally.judged_total),
         (tally.gold_today, tally.gold_total) if gold else (0, 0),

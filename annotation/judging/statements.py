@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.db.models import F, Model, QuerySet, Value
 from django.db.models.sql.subqueries import UpdateQuery
 
+from annotation.judging.task_ids import MAX_ID
 from annotation.models import (
     AnnotatorModel,
     AnnotatorStanding,
@@ -350,13 +351,6 @@ LOCK_TALLIES = statement(
 database can."""
 
 
-def lock_tallies(campaign_id: int, shards: Sequence[int]) -> None:
-    """Lock a campaign's tally rows of the given shards, in shard order."""
-    params = {"campaign": campaign_id}
-    params.update((f"shard_{i}", shard) for i, shard in enumerate(shards))
-    LOCK_TALLIES.plain_rows(params, shards=len(shards))
-
-
 INSERT_LEASE = statement(
     "insert_lease",
     """
@@ -418,8 +412,6 @@ CAMPAIGN = statement(
     CampaignRow,
 )
 """A campaign without its provenance (as ``Campaign.objects`` reads it)."""
-
-MAX_ID = 2**63 - 1
 
 
 def campaign(campaign_id: object) -> Campaign | None:
@@ -688,27 +680,13 @@ GOLD_TALLY_COLUMNS = {
 }
 
 
-class Tallies(NamedTuple):
-    """An annotator's live judgements on a day and in all; a campaign's pairs not held, the
-    labels they need and the live labels given in all."""
-
-    judged_today: int
-    judged_total: int
-    pairs: int
-    labels_left: int
-    labels_given: int
-
-
-class GoldTallies(NamedTuple):
-    """:class:`Tallies` and the annotator's queue answers on gold that day and in all."""
-
-    judged_today: int
-    judged_total: int
-    pairs: int
-    labels_left: int
-    labels_given: int
-    gold_today: int
-    gold_total: int
+Tallies = NamedTuple("Tallies", [(name, int) for name in TALLY_COLUMNS])
+"""An annotator's live judgements on a day and in all; a campaign's pairs not held, the
+labels they need and the live labels given in all (a column per :data:`TALLY_COLUMNS`)."""
+GoldTallies = NamedTuple(
+    "GoldTallies", [(name, int) for name in [*TALLY_COLUMNS, *GOLD_TALLY_COLUMNS]]
+)
+""":class:`Tallies` and the annotator's queue answers on gold that day and in all."""
 
 
 def _tallies_text(gold: bool) -> str:
@@ -784,17 +762,11 @@ def insert(model: type[Model], columns: Mapping[str, object]) -> int:
     row = "(" + ", ".join(["%s"] * len(names)) + ")"
     written = 0
     with connection.cursor() as cursor:
-        for chunk in _batches(values, batch):
+        while chunk := list(itertools.islice(values, batch)):
             flat = [value for values_of_row in chunk for value in values_of_row]
             cursor.execute(f"INSERT INTO {table} VALUES {', '.join([row] * len(chunk))}", flat)
             written += len(chunk)
     return written
-
-
-def _batches(items: Iterable[tuple], size: int) -> Iterator[list[tuple]]:
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
 
 
 class LiveLabel(NamedTuple):

@@ -1,4 +1,4 @@
-"""Take an annotator's answer: a label, an undo, an escalation, and an admin's adjudication.
+"""Take an annotator's answer (a label, on a pair or a gold task) and its undo.
 
 Submits are idempotent: the client's UUID makes a retry return the stored judgement, and
 the same UUID with another body is a conflict (:func:`annotation.judging.errors.same_answer`).
@@ -16,7 +16,6 @@ from datetime import datetime
 from uuid import UUID
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation.campaign_read import figures_due
@@ -26,13 +25,7 @@ from annotation.judging import pair_state, task_ids
 from annotation.judging import statements as sql
 from annotation.judging.errors import ID_USED, AssignmentError, same_answer
 from annotation.judging.queue import Assignment, assign
-from annotation.models import (
-    Campaign,
-    GoldJudgement,
-    Judgement,
-    Lease,
-    Pair,
-)
+from annotation.models import Campaign, GoldJudgement, Judgement, Pair
 from annotation.ordering import priorities
 from annotation.people import standing
 from annotation.policy import label_models
@@ -134,11 +127,10 @@ def _check_answer(pair_id: int, label: str, seconds: float | None, played: float
     """Refuse an answer no pair can take (an ``invalid`` or ``not_found`` AssignmentError)."""
     if label not in Judgement.Label.values:
         raise AssignmentError("invalid", f"label must be one of {Judgement.Label.values}")
-    if seconds is not None and not (0 <= seconds < 24 * 3600):
-        raise AssignmentError("invalid", "seconds must be between 0 and 86400")
-    if played is not None and not (0 <= played < 24 * 3600):
-        raise AssignmentError("invalid", "seconds_played must be between 0 and 86400")
-    if not 0 < pair_id <= task_ids.MAX_PAIR_ID:  # no row has it; the driver would overflow
+    for name, value in (("seconds", seconds), ("seconds_played", played)):
+        if value is not None and not (0 <= value < 24 * 3600):
+            raise AssignmentError("invalid", f"{name} must be between 0 and 86400")
+    if not 0 < pair_id <= task_ids.MAX_ID:  # no row has it; the driver would overflow
         raise AssignmentError("not_found", "no such pair")
 
 
@@ -299,17 +291,6 @@ def latest_answer(campaign: Campaign, annotator) -> Judgement | GoldJudgement | 
     return gold
 
 
-def _held_in(campaign: Campaign, annotator) -> list[tuple[int, int]]:
-    """(lease id, pair id) of every lease the annotator holds in the campaign, its gold
-    tasks' included."""
-    return list(
-        Lease.objects.filter(
-            Q(pair__campaign=campaign) | Q(pair__gold_task__campaign=campaign),
-            annotator=annotator,
-        ).values_list("pk", "pair_id")
-    )
-
-
 def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignment:
     """Take back the annotator's latest answer (within :data:`UNDO_SECONDS`) and show its
     task again.
@@ -334,7 +315,7 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
                 "undo_window", f"judgements can be undone for {UNDO_SECONDS} s only"
             )
         # Give back the annotator's other leases so the undone pair comes first.
-        held = _held_in(campaign, annotator)
+        held = pair_state.held_leases(campaign.pk, annotator.pk)
         if isinstance(judgement, GoldJudgement):
             _undo_gold(judgement, annotator, campaign, held, now)
             return assign(campaign, annotator, now)
@@ -351,7 +332,6 @@ def undo(annotator, campaign: Campaign, now: datetime | None = None) -> Assignme
             undone_at=now
         ):
             raise AssignmentError("conflict", "this judgement was already taken back")
-        judgement.undone_at = now
         pair_state.release_leases(held, locked=True)
         pair = judgement.pair
         pair.refresh_from_db()

@@ -26,8 +26,8 @@ import struct
 
 from django.utils.crypto import salted_hmac
 
-MAX_PAIR_ID = 2**63 - 1
-"""The largest id a pair row can have (a signed 64-bit column on both databases)."""
+MAX_ID = 2**63 - 1
+"""The largest id a row can have (a signed 64-bit column on both databases)."""
 
 _FORMAT = re.compile(r"[0-9a-f]{32}")
 _SALT = "annotation.task_ids"
@@ -53,6 +53,6 @@ def decode(annotator_id: int, task: object) -> int | None:
     raw = bytes.fromhex(task)
     tag = raw[:8]
     pair_id = int.from_bytes(raw[8:]) ^ int.from_bytes(_prf("pad", annotator_id, tag))
-    if pair_id > MAX_PAIR_ID or not hmac.compare_digest(tag, _prf("tag", annotator_id, pair_id)):
+    if pair_id > MAX_ID or not hmac.compare_digest(tag, _prf("tag", annotator_id, pair_id)):
         return None
     return pair_id

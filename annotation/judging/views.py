@@ -9,11 +9,7 @@ from django.shortcuts import render
 
 from annotation.campaigns.lookup import campaign_by_id
 from annotation.judging import queue as judging_queue
-from annotation.people.progress import (
-    annotator_progress,
-    judging_campaigns,
-    work_first,
-)
+from annotation.people.progress import annotator_progress, judging_campaigns, work_first
 from config import roles
 
 judges_only = roles.permission_required(roles.JUDGE_PAIRS, "Only annotators can judge pairs.")
