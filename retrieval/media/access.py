@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from config import roles
 from retrieval.datasets.importing import LINK_DIR
-from retrieval.media.service import DERIVED_DIR
+from retrieval.media.delivery import DERIVED_DIR
 from retrieval.models import AS_IS_POSTER_DIR, Video
 
 GRANT_SECONDS = 300

@@ -25,12 +25,12 @@ from config.batches import id_filters
 from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
+from retrieval.media.delivery import DERIVED_DIR
 from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
 from retrieval.media.transcode import TranscodeError, make_copy, make_poster
 from retrieval.models import AS_IS_POSTER_DIR, Dataset, DerivedMedia, Video, poster_name
 
 MEDIA_JOB = "media"
-DERIVED_DIR = "derived"
 STALE_CLAIM = timedelta(minutes=2)
 """A running row whose claim is older than this (no progress heard) is claimed again."""
 SEGMENT_SLACK = 0.05
