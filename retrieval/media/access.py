@@ -78,7 +78,8 @@ def may_fetch(user, name: str) -> bool:
     else:
         # Everyone else gets what browsers play: an original only where it plays as it is,
         # else its browser copy or segment clip (a recording's hour, never its segment).
-        allowed = _plays_as_is(name) and any(grant(user, name) for grant in _grants)
+        as_is = Video.objects.filter(media=name, media_state=Video.MediaState.AS_IS)
+        allowed = as_is.exists() and any(grant(user, name) for grant in _grants)
     if allowed:
         cache.set(key, True, GRANT_SECONDS)
     return allowed
@@ -86,11 +87,6 @@ def may_fetch(user, name: str) -> bool:
 
 ORIGINALS_ASKED = 20
 """At most this many originals are asked about for one derived file (one, in practice)."""
-
-
-def _plays_as_is(name: str) -> bool:
-    """True when ``name`` is the original file of a video browsers are given as it is."""
-    return Video.objects.filter(media=name, media_state=Video.MediaState.AS_IS).exists()
 
 
 def _as_is_poster(name: str) -> bool:

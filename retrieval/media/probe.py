@@ -163,8 +163,6 @@ def probe(path: Path | str) -> Probe:
     path = Path(path)
     try:
         return _probe(path)
-    except ProbeError:
-        raise
     except (av.FFmpegError, OSError, UnicodeDecodeError, struct.error) as exc:
         raise ProbeError(_reason(exc)) from None
 

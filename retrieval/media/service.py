@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from config.batches import id_filters
+from config.batches import id_filters, rows_in
 from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
@@ -41,6 +41,7 @@ POSTER_BATCH = 200
 """Posters of files that play as they are are recorded this many videos at a time."""
 
 Say = Callable[[str], object]
+
 FROM_STATUS = {
     DerivedMedia.Status.READY: Video.MediaState.READY,
     DerivedMedia.Status.FAILED: Video.MediaState.FAILED,
@@ -77,23 +78,20 @@ def derivation(
     """The derived file a video of ``probed``'s file needs (None: the file as it is): a clip
     of a segment widened by ``copy.margin``, or a copy of a file not every browser plays."""
     duration = probed.duration
-    first = start if start is not None else 0.0
+    first = start or 0.0
     last = end if end is not None else duration
-    segment = first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK
-    if segment:
+    if first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK:
         clip_start = round(max(0.0, first - copy.margin), 3)
         clip_end = round(min(duration, last + copy.margin), 3)
-        parts = ["clip", probed.fingerprint, copy.key(), f"{clip_start:.3f}", f"{clip_end:.3f}"]
-        return Derivation(
-            DerivedMedia.Kind.CLIP, _key(parts), clip_start, clip_end, clip_end - clip_start
-        )
+        key = _key("clip", probed.fingerprint, copy.key(), f"{clip_start:.3f}", f"{clip_end:.3f}")
+        return Derivation(DerivedMedia.Kind.CLIP, key, clip_start, clip_end, clip_end - clip_start)
     if needs_copy(probed, copy):
-        key = _key(["copy", probed.fingerprint, copy.key()])
+        key = _key("copy", probed.fingerprint, copy.key())
         return Derivation(DerivedMedia.Kind.COPY, key, None, None, duration)
     return None
 
 
-def _key(parts: list[str]) -> str:
+def _key(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
@@ -138,14 +136,8 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
         ignore_conflicts=True,
         batch_size=1000,
     )
-    rows: dict[str, tuple[int, str, str]] = {}
-    keys = list(wanted)
-    for at in range(0, len(keys), 500):
-        found = DerivedMedia.objects.filter(key__in=keys[at : at + 500])
-        rows.update(
-            (k, (pk, status, name))
-            for k, pk, status, name in found.values_list("key", "pk", "status", "name")
-        )
+    found = DerivedMedia.objects.values_list("key", "pk", "status", "name")
+    rows = {key: row for key, *row in rows_in(found, "key", wanted, 500)}
     for video, key in needs:
         pk, status, name = rows[key]
         video.derived_id = pk
@@ -231,7 +223,7 @@ def as_is_poster_name(fingerprint: str) -> str:
     return f"{AS_IS_POSTER_DIR}/{fingerprint[:2]}/{fingerprint}.jpg"
 
 
-def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
+def make_as_is_posters(dataset: Dataset, say: Say = lambda text: None) -> int:
     """Make the first-frame poster of each file of the dataset that plays as it is and has none
     (once per file) and name it in the ``probe`` ("" if none could be made) every
     :data:`POSTER_BATCH` videos; how many posters were written."""
@@ -250,8 +242,7 @@ def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
                         written += 1
                     except (TranscodeError, OSError) as exc:
                         name = ""
-                        if say:
-                            say(f"no poster for {video.media.name}: {exc}")
+                        say(f"no poster for {video.media.name}: {exc}")
                 names[key] = name
             video.probe = {**video.probe, "poster": names[key]}
         Video.objects.bulk_update(batch, ["probe"])
@@ -287,8 +278,8 @@ class MadeSummary:
 def make_missing(
     dataset: Dataset,
     *,
-    say: Say | None = None,
-    advance: Callable[[int], object] | None = None,
+    say: Say = lambda text: None,
+    advance: Callable[[int], object] = lambda count: None,
 ) -> MadeSummary:
     """Make every derived file the dataset's videos wait for, one claim at a time (reusing one
     already on disk; a source that does not decode fails alone), then the as-is posters."""
@@ -302,8 +293,7 @@ def make_missing(
         except (TranscodeError, OSError) as exc:
             failed += 1
             _finish(row, DerivedMedia.Status.FAILED, error=str(exc)[:2000])
-            if say:
-                say(f"failed: {row.source} ({row.kind}): {exc}")
+            say(f"failed: {row.source} ({row.kind}): {exc}")
         else:
             _poster(root, row, say)
             if outcome is None:
@@ -318,12 +308,10 @@ def make_missing(
                 bytes=target.stat().st_size,
                 encode_seconds=outcome.seconds if outcome else row.encode_seconds,
             )
-            if say:
-                span = "" if row.start is None else f" {row.start:g}-{row.end:g} s"
-                took = f" in {outcome.seconds:.1f} s" if outcome else " (already on disk)"
-                say(f"{row.kind}: {row.source}{span} -> {row.name}{took}")
-        if advance:
-            advance(1)
+            span = "" if row.start is None else f" {row.start:g}-{row.end:g} s"
+            took = f" in {outcome.seconds:.1f} s" if outcome else " (already on disk)"
+            say(f"{row.kind}: {row.source}{span} -> {row.name}{took}")
+        advance(1)
     posters = make_as_is_posters(dataset, say)
     return MadeSummary(
         made, reused, failed, round(source_seconds, 3), round(encode_seconds, 3), posters
@@ -345,7 +333,7 @@ def _make(root: Path, row: DerivedMedia):
     return make_copy(source, root / row.name, copy, start=row.start, end=row.end, progress=beat)
 
 
-def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
+def _poster(root: Path, row: DerivedMedia, say: Say) -> None:
     """Write the poster beside a made file, its frame at the segment's start (if it can)."""
     target = root / poster_name(row.name)
     if target.is_file():
@@ -357,8 +345,7 @@ def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
     try:
         _write_poster(root / row.name, target, at)
     except (TranscodeError, OSError) as exc:
-        if say:
-            say(f"no poster for {row.name}: {exc}")
+        say(f"no poster for {row.name}: {exc}")
 
 
 def _finish(row: DerivedMedia, status: str, **fields) -> None:
@@ -455,10 +442,7 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
     )
     estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
     return MediaTable(
-        as_is=states.get(Video.MediaState.AS_IS, 0),
-        pending=states.get(Video.MediaState.PENDING, 0),
-        ready=states.get(Video.MediaState.READY, 0),
-        failed=states.get(Video.MediaState.FAILED, 0),
+        **{state: states.get(state, 0) for state in Video.MediaState.values},  # its counts
         broken=broken,
         pending_seconds=round(waiting, 1),
         ready_seconds=round(ready_seconds, 1),
