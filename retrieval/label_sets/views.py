@@ -7,10 +7,7 @@ from django.views.decorators.http import require_POST
 
 from config.error_handling import Refusal
 from config.roles import UPLOAD_DATASETS, VIEW_REPORTS, permission_required
-from retrieval.datasets.lookup import (
-    get_dataset,
-    label_sets_of,
-)
+from retrieval.datasets.lookup import get_dataset, label_sets_of
 from retrieval.label_sets.service import choose_default
 
 reports_only = permission_required(VIEW_REPORTS, "Only researchers and admins can see label sets.")
