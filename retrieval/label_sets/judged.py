@@ -65,15 +65,14 @@ class Judged:
         order = np.lexsort((videos, captions))
         captions, videos, rel, vote, adj = (a[order] for a in (captions, videos, rel, vote, adj))
         repeat = np.zeros(n, bool)
-        if n > 1:
-            repeat[1:] = (captions[1:] == captions[:-1]) & (videos[1:] == videos[:-1])
-            clash = repeat[1:] & (rel[1:] != rel[:-1])
-            if clash.any():
-                at = int(np.flatnonzero(clash)[0]) + 1
-                raise ValueError(
-                    f"pair (caption {captions[at]}, video {videos[at]}) is given two different "
-                    "relevance values"
-                )
+        repeat[1:] = (captions[1:] == captions[:-1]) & (videos[1:] == videos[:-1])
+        clash = repeat[1:] & (rel[1:] != rel[:-1])
+        if clash.any():
+            at = int(np.flatnonzero(clash)[0]) + 1
+            raise ValueError(
+                f"pair (caption {captions[at]}, video {videos[at]}) is given two different "
+                "relevance values"
+            )
         keep = ~repeat
         return cls(
             captions[keep],
@@ -132,8 +131,7 @@ def merge(sets: Sequence[Judged]) -> Judged:
     order = np.lexsort((videos, captions))
     captions, videos = captions[order], videos[order]
     last = np.ones(len(captions), bool)
-    if len(captions) > 1:
-        last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
+    last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
     pick = order[last]
     confidence = None
     if any(s.confidence is not None for s in sets):

@@ -116,10 +116,8 @@ def pair_features(
     columns.append(("pool_size", sizes[query].astype(np.float64)))
     for name, values in (extra or {}).items():
         columns.append((str(name), _per_pair(values, pairs, name)))
-    matrix = np.empty((pairs, len(columns)), dtype=np.float32)
-    for j, (_, column) in enumerate(columns):
-        matrix[:, j] = column
-    return PairFeatures(matrix, tuple(name for name, _ in columns))
+    names, values = zip(*columns, strict=True)
+    return PairFeatures(np.stack(values, axis=1, dtype=np.float32), names)
 
 
 def shuffled(features: PairFeatures, seed: int) -> PairFeatures:

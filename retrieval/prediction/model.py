@@ -113,12 +113,7 @@ def cross_fit(
         raise ValueError("cross-fitting needs at least 2 folds")
     if calibration is not None and calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS} or None")
-    if (
-        max_iter < 1
-        or max_train_pairs < 1
-        or min_labelled < 1
-        or (threads is not None and threads < 1)
-    ):
+    if min(max_iter, max_train_pairs, min_labelled, 1 if threads is None else threads) < 1:
         raise ValueError("max_iter, max_train_pairs, min_labelled and threads must be positive")
     fold = query_folds(groups, folds, seed)
     probability = np.empty(pairs)
