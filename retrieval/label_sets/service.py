@@ -354,7 +354,7 @@ def _build(path: Path, *columns: Sequence) -> Judged:
 
 def _from_qrels(path: Path, find: Find) -> tuple[Judged, int, int]:
     """Positive rel is relevant, 0 judged irrelevant; negative rel (unjudged) is skipped."""
-    caption_ids, video_ids, relevance = [], [], []
+    rows = []
     seen: set[tuple[str, str]] = set()
     for line, qid, docno, rel in trec.iter_qrels(path):
         if (qid, docno) in seen:
@@ -363,13 +363,11 @@ def _from_qrels(path: Path, find: Find) -> tuple[Judged, int, int]:
         caption = find("caption", qid, line, "qid")
         video = find("video", docno, line, "docno")
         if rel >= 0:
-            caption_ids.append(caption)
-            video_ids.append(video)
-            relevance.append(judged.RELEVANT if rel > 0 else judged.IRRELEVANT)
+            rows.append((caption, video, judged.RELEVANT if rel > 0 else judged.IRRELEVANT))
     if not seen:
         raise FormatError(path, None, None, "no qrels lines (empty, or only blanks and comments)")
-    pairs = _build(path, caption_ids, video_ids, relevance)
-    return pairs, len(seen), len(seen) - len(caption_ids)
+    columns = zip(*rows, strict=True) if rows else ((),) * 3
+    return _build(path, *columns), len(seen), len(seen) - len(rows)
 
 
 def _from_records(
@@ -427,26 +425,19 @@ def _from_fire_json(
         by_text[text].append(pk)
         if is_query:
             query_by_text[text].append(pk)
-    caption_ids, video_ids, relevance, votes = [], [], [], []
-    unmatched_queries: dict[str, None] = {}
-    unmatched_videos: dict[str, None] = {}
+    rows = []
+    queries: dict[str, None] = {}  # unmatched, in file order
+    video_keys: dict[str, None] = {}
     for entry in entries:
         matches = query_by_text.get(entry.query) or by_text.get(entry.query)
         video = videos.by_key.get(entry.video_id)
         if not matches:
-            unmatched_queries[entry.query] = None
+            queries[entry.query] = None
         if video is None:
-            unmatched_videos[entry.video_id] = None
-        if not matches or video is None:
-            continue
-        label = judged.DISAGREEMENT if entry.label is None else entry.label
-        for caption in matches:
-            caption_ids.append(caption)
-            video_ids.append(video)
-            relevance.append(label)
-            votes.append(len(entry.annotator_labels))
-    unmatched = {
-        "unmatched_queries": list(unmatched_queries),
-        "unmatched_videos": list(unmatched_videos),
-    }
-    return _build(path, caption_ids, video_ids, relevance, votes), len(entries), unmatched
+            video_keys[entry.video_id] = None
+        if matches and video is not None:
+            label = judged.DISAGREEMENT if entry.label is None else entry.label
+            rows += [(caption, video, label, len(entry.annotator_labels)) for caption in matches]
+    columns = zip(*rows, strict=True) if rows else ((),) * 4
+    unmatched = {"unmatched_queries": list(queries), "unmatched_videos": list(video_keys)}
+    return _build(path, *columns), len(entries), unmatched

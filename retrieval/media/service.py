@@ -235,28 +235,29 @@ def make_as_is_posters(dataset: Dataset, say: Say = lambda text: None) -> int:
             key = video.probe["fingerprint"]
             if key not in names:
                 name = as_is_poster_name(key)
-                target = root / name
-                if not target.is_file():
-                    try:
-                        _write_poster(root / video.media.name, target, 0.0)
-                        written += 1
-                    except (TranscodeError, OSError) as exc:
-                        name = ""
-                        say(f"no poster for {video.media.name}: {exc}")
+                if not (root / name).is_file():
+                    made = _write_poster(root, video.media.name, root / name, 0.0, say)
+                    written += made
+                    name = name if made else ""
                 names[key] = name
             video.probe = {**video.probe, "poster": names[key]}
         Video.objects.bulk_update(batch, ["probe"])
     return written
 
 
-def _write_poster(source: Path, target: Path, at: float) -> None:
-    """Write a poster through a temporary name, so browsers never find half a JPEG."""
+def _write_poster(root: Path, name: str, target: Path, at: float, say: Say) -> bool:
+    """Write the poster of media file ``name``, its frame at ``at`` seconds, through a
+    temporary name, so browsers never find half a JPEG; False (and why said) if it cannot."""
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial.jpg")
     try:
-        make_poster(source, partial, at=at)
+        make_poster(root / name, partial, at=at)
         os.replace(partial, target)
+    except (TranscodeError, OSError) as exc:
+        say(f"no poster for {name}: {exc}")
+        return False
     finally:
         partial.unlink(missing_ok=True)
+    return True
 
 
 @dataclass(frozen=True)
@@ -342,10 +343,7 @@ def _poster(root: Path, row: DerivedMedia, say: Say) -> None:
     if row.kind == DerivedMedia.Kind.CLIP:
         segment_start = Video.objects.filter(derived=row).values_list("start", flat=True).first()
         at = max(0.0, (segment_start or row.start or 0.0) - (row.start or 0.0))
-    try:
-        _write_poster(root / row.name, target, at)
-    except (TranscodeError, OSError) as exc:
-        say(f"no poster for {row.name}: {exc}")
+    _write_poster(root, row.name, target, at, say)
 
 
 def _finish(row: DerivedMedia, status: str, **fields) -> None:
