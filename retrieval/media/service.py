@@ -61,38 +61,34 @@ def copy_settings() -> CopySettings:
         raise MediaError(f"FIREPOOL_MEDIA: {exc}") from None
 
 
-@dataclass(frozen=True)
-class Derivation:
-    """What a browser gets for one video: a copy or a clip of [start, end] of its file."""
-
-    kind: str
-    key: str
-    start: float | None
-    end: float | None
-    seconds: float
-
-
-def derivation(
-    probed: Probe, start: float | None, end: float | None, copy: CopySettings
-) -> Derivation | None:
-    """The derived file a video of ``probed``'s file needs (None: the file as it is): a clip
-    of a segment widened by ``copy.margin``, or a copy of a file not every browser plays."""
+def derivation(video: Video, copy: CopySettings) -> DerivedMedia | None:
+    """The unsaved derived file a video with a probed file needs (None: its file as it is): a
+    clip of its segment widened by ``copy.margin``, or a copy of a file not every browser plays.
+    """
+    probed = Probe.from_json(video.probe)
     duration = probed.duration
-    first = start or 0.0
-    last = end if end is not None else duration
+    first = video.start or 0.0
+    last = video.end if video.end is not None else duration
     if first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK:
-        clip_start = round(max(0.0, first - copy.margin), 3)
-        clip_end = round(min(duration, last + copy.margin), 3)
-        key = _key("clip", probed.fingerprint, copy.key(), f"{clip_start:.3f}", f"{clip_end:.3f}")
-        return Derivation(DerivedMedia.Kind.CLIP, key, clip_start, clip_end, clip_end - clip_start)
-    if needs_copy(probed, copy):
-        key = _key("copy", probed.fingerprint, copy.key())
-        return Derivation(DerivedMedia.Kind.COPY, key, None, None, duration)
-    return None
-
-
-def _key(*parts: str) -> str:
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+        span = round(max(0.0, first - copy.margin), 3), round(min(duration, last + copy.margin), 3)
+        kind = DerivedMedia.Kind.CLIP
+    elif needs_copy(probed, copy):
+        span, kind = (None, None), DerivedMedia.Kind.COPY
+    else:
+        return None
+    parts = [kind, probed.fingerprint, copy.key(), *(f"{at:.3f}" for at in span if at is not None)]
+    key = hashlib.sha256("|".join(parts).encode()).hexdigest()
+    return DerivedMedia(
+        key=key,
+        kind=kind,
+        source=video.media.name,
+        fingerprint=probed.fingerprint,
+        start=span[0],
+        end=span[1],
+        copy_settings=copy.__dict__,
+        name=derived_name(key),
+        source_seconds=duration if span[0] is None else span[1] - span[0],
+    )
 
 
 def derived_name(key: str) -> str:
@@ -104,38 +100,21 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
     """Give each unsaved video with a probed file the derived file it needs (rows made in
     bulk, shared by key with any existing ones); returns how many videos need one."""
     copy = copy or copy_settings()
-    wanted: dict[str, tuple[Derivation, Video]] = {}
+    wanted: dict[str, DerivedMedia] = {}  # the first video's of each key
     needs: list[tuple[Video, str]] = []
     for video in videos:
         if not video.probe or not video.media:
             continue
-        plan = derivation(Probe.from_json(video.probe), video.start, video.end, copy)
+        plan = derivation(video, copy)
         if plan is None:
             video.media_state = Video.MediaState.AS_IS
             continue
-        wanted.setdefault(plan.key, (plan, video))
+        wanted.setdefault(plan.key, plan)
         needs.append((video, plan.key))
         video.browser_start = plan.start
     if not needs:
         return 0
-    DerivedMedia.objects.bulk_create(
-        [
-            DerivedMedia(
-                key=plan.key,
-                kind=plan.kind,
-                source=video.media.name,
-                fingerprint=video.probe["fingerprint"],
-                start=plan.start,
-                end=plan.end,
-                copy_settings=copy.__dict__,
-                name=derived_name(plan.key),
-                source_seconds=plan.seconds,
-            )
-            for plan, video in wanted.values()
-        ],
-        ignore_conflicts=True,
-        batch_size=1000,
-    )
+    DerivedMedia.objects.bulk_create(wanted.values(), ignore_conflicts=True, batch_size=1000)
     found = DerivedMedia.objects.values_list("key", "pk", "status", "name")
     rows = {key: row for key, *row in rows_in(found, "key", wanted, 500)}
     for video, key in needs:
