@@ -97,17 +97,12 @@ def load_run(run: Run) -> RankedLists:
 def run_rankings(run: Run) -> dict[str, list[tuple[str, float]]]:
     """The run as ``{caption key: [(video key, score), ...]}`` in rank order."""
     lists = load_run(run)
-    captions = KeyIndex.captions(run.dataset)
+    query_keys = KeyIndex.captions(run.dataset).keys_of(lists.query_ids)
     videos = KeyIndex.videos(run.dataset)
-    query_keys = captions.keys_of(lists.query_ids)
-    rankings: dict[str, list[tuple[str, float]]] = {}
-    for row, qid in enumerate(query_keys):
-        ids = lists.item_ids[row]
-        keep = ids >= 0
-        rankings[qid] = list(
-            zip(videos.keys_of(ids[keep]), lists.scores[row][keep].tolist(), strict=True)
-        )
-    return rankings
+    return {
+        qid: list(zip(videos.keys_of(ids[ids >= 0]), scores[ids >= 0].tolist(), strict=True))
+        for qid, ids, scores in zip(query_keys, lists.item_ids, lists.scores, strict=True)
+    }
 
 
 def export_run(run: Run, destination: Path | str) -> int:
