@@ -222,9 +222,7 @@ def version_name(base: LabelSet, suffix: str) -> str:
     """A name for the next version of ``base``: its family's name and the version number
     ("truth v2"); ``suffix`` (a campaign's name, say) is added when another set of the
     dataset already holds that name."""
-    family = base.name
-    if base.parent_id is not None and family.endswith(f" v{base.version}"):
-        family = family[: -len(f" v{base.version}")]
+    family = base.name if base.parent_id is None else base.name.removesuffix(f" v{base.version}")
     name = f"{family} v{base.version + 1}"
     if LabelSet.objects.filter(dataset_id=base.dataset_id, name=name).exists():
         name = f"{name} ({suffix})"

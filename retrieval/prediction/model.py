@@ -179,11 +179,9 @@ def _fit(
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     n = p.size
-    rows = np.concatenate([np.arange(n), np.arange(n)])
-    label = np.concatenate([np.ones(n, np.int64), np.zeros(n, np.int64)])
     weight = np.concatenate([p, 1.0 - p])
-    keep = weight > 0
-    rows, label, weight = rows[keep], label[keep], weight[keep]
+    keep = weight > 0  # each pair as relevant (weight p), then as irrelevant (1 - p)
+    rows, label, weight = np.tile(np.arange(n), 2)[keep], np.repeat([1, 0], n)[keep], weight[keep]
     edges = _bin_edges(matrix)
     x, group = _binned(matrix, edges)[rows], groups[rows]
     model = HistGradientBoostingClassifier(
