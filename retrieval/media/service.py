@@ -41,7 +41,6 @@ POSTER_BATCH = 200
 """Posters of files that play as they are are recorded this many videos at a time."""
 
 Say = Callable[[str], object]
-
 FROM_STATUS = {
     DerivedMedia.Status.READY: Video.MediaState.READY,
     DerivedMedia.Status.FAILED: Video.MediaState.FAILED,
@@ -134,9 +133,7 @@ def queue_media(dataset: Dataset, user=None) -> None:
     def submit() -> None:
         wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
         count = len(pending(dataset).values_list("pk", flat=True)[:wanted])
-        if not count and missing_posters(dataset).exists():
-            count = 1
-        for _ in range(count):
+        for _ in range(count or int(missing_posters(dataset).exists())):
             runner.submit(MEDIA_JOB, {"dataset": dataset.name}, user)
 
     transaction.on_commit(submit)
@@ -419,7 +416,7 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
     )
     estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
     return MediaTable(
-        **{state: states.get(state, 0) for state in Video.MediaState.values},  # its counts
+        **{state: states.get(state, 0) for state in Video.MediaState.values},  # as_is, pending, ...
         broken=broken,
         pending_seconds=round(waiting, 1),
         ready_seconds=round(ready_seconds, 1),
