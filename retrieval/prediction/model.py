@@ -129,9 +129,8 @@ def cross_fit(
             train = np.sort(rng.choice(train, size=max_train_pairs, replace=False))
         p = targets[train]
         rate = float(p.mean()) if p.size else 0.5
-        base[here] = rate
+        base[here] = probability[here] = rate  # a fitted model's predictions replace the latter
         if train.size < min_labelled or p.sum() <= 0 or (1 - p).sum() <= 0:
-            probability[here] = rate
             fallback.append(f)
             continue
         with threadpool_limits(limits=threads, user_api="openmp"):
@@ -234,11 +233,8 @@ def _binned(matrix: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
     constant 0, which the trees never split on (scikit-learn cannot bin an all-NaN column)."""
     out = np.empty(matrix.shape, dtype=np.float32)
     for j, column in enumerate(matrix.T):
-        if not edges[j].size:
-            out[:, j] = 0.0
-            continue
-        code = np.searchsorted(edges[j], column, side="left").astype(np.float32)
-        out[:, j] = np.where(np.isnan(column), np.nan, code)
+        code = np.searchsorted(edges[j], column, side="left").astype(np.float32)  # 0 if no edges
+        out[:, j] = np.where(np.isnan(column) & (edges[j].size > 0), np.nan, code)
     return out
 
 
