@@ -83,13 +83,12 @@ class VideoAdmin(admin.ModelAdmin):
         src = obj.source_url
         if not src:
             return "browser file not ready" if obj.media else "no media"
-        where = segment_label(obj)
         return format_html(
             '<video src="{}{}" width="256" controls muted loop autoplay preload="auto"></video>'
             "<div>{}</div>",
             src,
             obj.media_fragment,
-            where,
+            segment_label(obj),
         )
 
 

@@ -7,7 +7,6 @@ from django.utils.choices import CallableChoiceIterator
 
 from config.errors import UserError
 from retrieval.datasets import lookup
-from retrieval.datasets.lookup import get_dataset
 from retrieval.datasets.names import InvalidName, check_name
 
 
@@ -95,7 +94,7 @@ class DatasetForm(forms.Form):
     dataset = PickedName(dataset_names, max_length=100)
 
     def clean_dataset(self) -> str:
-        return found_or_invalid(get_dataset, self.cleaned_data["dataset"]).name
+        return found_or_invalid(lookup.get_dataset, self.cleaned_data["dataset"]).name
 
 
 MODEL_NAMES = names_by_dataset("retrieval.RetrievalModel")

@@ -17,10 +17,8 @@ def omitted_if_none():
 def plain(value):
     """numpy values, dicts, lists, tuples and dataclasses (a dict of their fields, less the
     :func:`omitted_if_none` ones that are None) as JSON-ready data; non-finite floats None."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray | np.generic):  # a numpy scalar's tolist() is its item()
         return plain(value.tolist())
-    if isinstance(value, np.generic):
-        return plain(value.item())
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -10,8 +10,6 @@ from retrieval.models import LabelSet
 from retrieval.scoring.run_scoring import STATUS_NAMES
 from retrieval.scoring.score_intervals import ACTIVE, LABEL_NOISE, PREDICTION, SAMPLED, UNJUDGED
 
-INTERVAL_PARTS = (LABEL_NOISE, UNJUDGED, SAMPLED, ACTIVE)
-
 
 @extend_schema_field(OpenApiTypes.BINARY)
 class UploadField(serializers.FileField):
@@ -59,7 +57,7 @@ class IntervalSerializer(serializers.Serializer):
     low = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
     high = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
     parts = serializers.ListField(
-        child=serializers.ChoiceField(choices=INTERVAL_PARTS),
+        child=serializers.ChoiceField(choices=(LABEL_NOISE, UNJUDGED, SAMPLED, ACTIVE)),
         help_text="What the interval holds; empty: the score is exact (low = value = high).",
     )
     dominant = serializers.ChoiceField(

@@ -9,11 +9,7 @@ from rest_framework.response import Response
 from config.api_tokens import SCRIPT_AUTHENTICATION
 from config.error_handling import error_response
 from retrieval.api.permissions import CanScoreRuns, RunUploadThrottle
-from retrieval.api.serializers import (
-    JobScoresSerializer,
-    RunUploadSerializer,
-    ScoreLinkSerializer,
-)
+from retrieval.api.serializers import JobScoresSerializer, RunUploadSerializer, ScoreLinkSerializer
 from retrieval.datasets.lookup import datasets
 from retrieval.scoring.run_scoring import job_scores, scoring_jobs, submit_run_file
 

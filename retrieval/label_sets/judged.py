@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ids import lookup
 from retrieval.label_sets.status import DISAGREEMENT, FINAL, IRRELEVANT, RELEVANT
 
 LABEL_NAMES = {int(status): status.label for status in FINAL}
@@ -65,15 +66,14 @@ class Judged:
         order = np.lexsort((videos, captions))
         captions, videos, rel, vote, adj = (a[order] for a in (captions, videos, rel, vote, adj))
         repeat = np.zeros(n, bool)
-        if n > 1:
-            repeat[1:] = (captions[1:] == captions[:-1]) & (videos[1:] == videos[:-1])
-            clash = repeat[1:] & (rel[1:] != rel[:-1])
-            if clash.any():
-                at = int(np.flatnonzero(clash)[0]) + 1
-                raise ValueError(
-                    f"pair (caption {captions[at]}, video {videos[at]}) is given two different "
-                    "relevance values"
-                )
+        repeat[1:] = (captions[1:] == captions[:-1]) & (videos[1:] == videos[:-1])
+        clash = repeat[1:] & (rel[1:] != rel[:-1])
+        if clash.any():
+            at = int(np.flatnonzero(clash)[0]) + 1
+            raise ValueError(
+                f"pair (caption {captions[at]}, video {videos[at]}) is given two different "
+                "relevance values"
+            )
         keep = ~repeat
         return cls(
             captions[keep],
@@ -108,17 +108,11 @@ class Judged:
 
     def confidence_of(self, caption_ids: np.ndarray, video_ids: np.ndarray) -> np.ndarray:
         """Confidence of the given pairs: NaN where not in the set or unknown."""
-        caption_ids = np.asarray(caption_ids, dtype=np.int64)
-        video_ids = np.asarray(video_ids, dtype=np.int64)
-        out = np.full(caption_ids.shape, np.nan)
-        if self.confidence is None or not len(self):
-            return out
-        at = np.searchsorted(
-            self.caption_ids * (1 << 32) + self.video_ids, caption_ids * (1 << 32) + video_ids
-        )
-        at = np.minimum(at, len(self) - 1)
-        found = (self.caption_ids[at] == caption_ids) & (self.video_ids[at] == video_ids)
-        out[found] = self.confidence[at[found]]
+        wanted = np.asarray(caption_ids, np.int64) * (1 << 32) + np.asarray(video_ids, np.int64)
+        out = np.full(wanted.shape, np.nan)
+        if self.confidence is not None:
+            at, found = lookup(self.caption_ids * (1 << 32) + self.video_ids, wanted)
+            out[found] = self.confidence[at[found]]
         return out
 
 
@@ -132,8 +126,7 @@ def merge(sets: Sequence[Judged]) -> Judged:
     order = np.lexsort((videos, captions))
     captions, videos = captions[order], videos[order]
     last = np.ones(len(captions), bool)
-    if len(captions) > 1:
-        last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
+    last[:-1] = (captions[1:] != captions[:-1]) | (videos[1:] != videos[:-1])
     pick = order[last]
     confidence = None
     if any(s.confidence is not None for s in sets):

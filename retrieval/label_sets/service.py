@@ -9,7 +9,7 @@ replacement keeps its place.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,6 @@ from retrieval.scoring.estimation import PoolState
 from retrieval.search.runs_service import KeyIndex
 
 IMPORT_FORMATS = ("qrels", "fire-json", "jsonl", "csv", "raw")
-MAX_VOTES = labels.MAX_VOTES
 TEXT_CHUNK = 500
 """Caption texts looked up per query: SQLite limits the parameters of one statement."""
 
@@ -223,9 +222,7 @@ def version_name(base: LabelSet, suffix: str) -> str:
     """A name for the next version of ``base``: its family's name and the version number
     ("truth v2"); ``suffix`` (a campaign's name, say) is added when another set of the
     dataset already holds that name."""
-    family = base.name
-    if base.parent_id is not None and family.endswith(f" v{base.version}"):
-        family = family[: -len(f" v{base.version}")]
+    family = base.name if base.parent_id is None else base.name.removesuffix(f" v{base.version}")
     name = f"{family} v{base.version + 1}"
     if LabelSet.objects.filter(dataset_id=base.dataset_id, name=name).exists():
         name = f"{name} ({suffix})"
@@ -301,18 +298,16 @@ def import_label_file(
             f"{', '.join(labels.DUPLICATES)}"
         )
     name = check_name(name or path.stem, "label set")
-    captions = KeyIndex.captions(dataset)
     videos = KeyIndex.videos(dataset)
-    resolver = _KeyResolver(path, captions, videos)
+    find = _key_finder(path, KeyIndex.captions(dataset), videos)
     report_extra: dict = {}
     if fmt == "qrels":
-        pairs, read, skipped = _from_qrels(path, resolver)
-        report_extra["skipped"] = skipped
+        pairs, read, report_extra["skipped"] = _from_qrels(path, find)
     elif fmt in ("jsonl", "csv"):
         records = labels.read_jsonl(path) if fmt == "jsonl" else labels.read_csv(path)
-        pairs, read = _from_records(records, resolver)
+        pairs, read = _from_records(path, records, find)
     elif fmt == "raw":
-        pairs, read = _from_raw(labels.read_raw_jsonl(path, duplicates), resolver)
+        pairs, read = _from_raw(path, labels.read_raw_jsonl(path, duplicates), find)
     else:
         pairs, read, unmatched = _from_fire_json(path, dataset, videos)
         report_extra.update(unmatched)
@@ -330,20 +325,22 @@ def import_label_file(
     return ImportReport(label_set, read, **report_extra)
 
 
-class _KeyResolver:
+Find = Callable[[str, str, int, str], int]
+"""``find(what, key, line, field)``: the primary key of the caption or video with ``key``."""
+
+
+def _key_finder(path: Path, captions: KeyIndex, videos: KeyIndex) -> Find:
     """Caption and video keys to primary keys, with errors that name the file, line and field."""
+    index = {"caption": captions.by_key, "video": videos.by_key}
 
-    def __init__(self, path: Path, captions: KeyIndex, videos: KeyIndex) -> None:
-        self.path = path
-        self.index = {"caption": captions.by_key, "video": videos.by_key}
-
-    def find(self, what: str, key: str, line: int, field_name: str) -> int:
-        """The primary key of the ``what`` ("caption" or "video") with ``key``."""
+    def find(what: str, key: str, line: int, field_name: str) -> int:
         try:
-            return self.index[what][key]
+            return index[what][key]
         except KeyError:
             message = f"no {what} with key {key!r} in the dataset"
-            raise FormatError(self.path, line, field_name, message) from None
+            raise FormatError(path, line, field_name, message) from None
+
+    return find
 
 
 def _build(path: Path, *columns: Sequence) -> Judged:
@@ -353,36 +350,31 @@ def _build(path: Path, *columns: Sequence) -> Judged:
         raise FormatError(path, None, None, str(exc)) from None
 
 
-def _from_qrels(path: Path, resolver: _KeyResolver) -> tuple[Judged, int, int]:
+def _from_qrels(path: Path, find: Find) -> tuple[Judged, int, int]:
     """Positive rel is relevant, 0 judged irrelevant; negative rel (unjudged) is skipped."""
-    caption_ids, video_ids, relevance = [], [], []
+    rows = []
     seen: set[tuple[str, str]] = set()
-    read = skipped = 0
     for line, qid, docno, rel in trec.iter_qrels(path):
-        read += 1
         if (qid, docno) in seen:
             raise FormatError(path, line, "docno", f"{docno!r} is listed twice for qid {qid!r}")
         seen.add((qid, docno))
-        caption = resolver.find("caption", qid, line, "qid")
-        video = resolver.find("video", docno, line, "docno")
-        if rel < 0:
-            skipped += 1
-            continue
-        caption_ids.append(caption)
-        video_ids.append(video)
-        relevance.append(judged.RELEVANT if rel > 0 else judged.IRRELEVANT)
-    if read == 0:
+        caption = find("caption", qid, line, "qid")
+        video = find("video", docno, line, "docno")
+        if rel >= 0:
+            rows.append((caption, video, judged.RELEVANT if rel > 0 else judged.IRRELEVANT))
+    if not seen:
         raise FormatError(path, None, None, "no qrels lines (empty, or only blanks and comments)")
-    return _build(path, caption_ids, video_ids, relevance), read, skipped
+    columns = zip(*rows, strict=True) if rows else ((),) * 3
+    return _build(path, *columns), len(seen), len(seen) - len(rows)
 
 
 def _from_records(
-    records: Iterable[labels.LabelRecord], resolver: _KeyResolver
+    path: Path, records: Iterable[labels.LabelRecord], find: Find
 ) -> tuple[Judged, int]:
     rows = [
         (
-            resolver.find("caption", record.caption_key, record.line, "caption_key"),
-            resolver.find("video", record.video_key, record.line, "video_key"),
+            find("caption", record.caption_key, record.line, "caption_key"),
+            find("video", record.video_key, record.line, "video_key"),
             record.label,
             record.votes,
             record.adjudicated,
@@ -393,30 +385,27 @@ def _from_records(
     *columns, confidence = zip(*rows, strict=True) if rows else ((),) * 6
     # A file without confidences (any file but a model-based resolution's) stores none.
     known = bool(rows) and not np.isnan(confidence).all()
-    return _build(resolver.path, *columns, confidence if known else None), len(rows)
+    return _build(path, *columns, confidence if known else None), len(rows)
 
 
-def _from_raw(records: Iterable[labels.RawLabel], resolver: _KeyResolver) -> tuple[Judged, int]:
+def _from_raw(path: Path, records: Iterable[labels.RawLabel], find: Find) -> tuple[Judged, int]:
     """Individual labels, resolved per pair by strict majority (a tie is a disagreement)."""
-    relevant: dict[tuple[int, int], int] = defaultdict(int)
-    total: dict[tuple[int, int], int] = defaultdict(int)
-    read = 0
-    for record in records:
-        read += 1
-        pair = (
-            resolver.find("caption", record.caption_key, record.line, "caption_id"),
-            resolver.find("video", record.video_key, record.line, "video_id"),
+    rows = [
+        (
+            find("caption", record.caption_key, record.line, "caption_id"),
+            find("video", record.video_key, record.line, "video_id"),
+            record.label,
         )
-        relevant[pair] += record.label
-        total[pair] += 1
-    if not total:
-        raise FormatError(resolver.path, None, None, "no labels in the file")
-    keys = np.array(list(total), dtype=np.int64).reshape(-1, 2)
-    rel = np.array([relevant[pair] for pair in total], dtype=np.int64)
-    tot = np.array(list(total.values()), dtype=np.int64)
-    resolved = label_status.majority(rel, tot)
-    votes = np.minimum(tot, MAX_VOTES)
-    return _build(resolver.path, keys[:, 0], keys[:, 1], resolved, votes), read
+        for record in records
+    ]
+    if not rows:
+        raise FormatError(path, None, None, "no labels in the file")
+    labelled = np.array(rows, dtype=np.int64)
+    pairs, of = np.unique(labelled[:, :2], axis=0, return_inverse=True)
+    total = np.bincount(of.ravel())
+    relevant = np.bincount(of.ravel(), weights=labelled[:, 2]).astype(np.int64)
+    resolved = label_status.majority(relevant, total)
+    return _build(path, pairs[:, 0], pairs[:, 1], resolved, total), len(rows)
 
 
 def _from_fire_json(
@@ -434,26 +423,19 @@ def _from_fire_json(
         by_text[text].append(pk)
         if is_query:
             query_by_text[text].append(pk)
-    caption_ids, video_ids, relevance, votes = [], [], [], []
-    unmatched_queries: dict[str, None] = {}
-    unmatched_videos: dict[str, None] = {}
+    rows = []
+    queries: dict[str, None] = {}  # unmatched, in file order
+    video_keys: dict[str, None] = {}
     for entry in entries:
         matches = query_by_text.get(entry.query) or by_text.get(entry.query)
         video = videos.by_key.get(entry.video_id)
         if not matches:
-            unmatched_queries[entry.query] = None
+            queries[entry.query] = None
         if video is None:
-            unmatched_videos[entry.video_id] = None
-        if not matches or video is None:
-            continue
-        label = judged.DISAGREEMENT if entry.label is None else entry.label
-        for caption in matches:
-            caption_ids.append(caption)
-            video_ids.append(video)
-            relevance.append(label)
-            votes.append(min(len(entry.annotator_labels), MAX_VOTES))
-    unmatched = {
-        "unmatched_queries": list(unmatched_queries),
-        "unmatched_videos": list(unmatched_videos),
-    }
-    return _build(path, caption_ids, video_ids, relevance, votes), len(entries), unmatched
+            video_keys[entry.video_id] = None
+        if matches and video is not None:
+            label = judged.DISAGREEMENT if entry.label is None else entry.label
+            rows += [(caption, video, label, len(entry.annotator_labels)) for caption in matches]
+    columns = zip(*rows, strict=True) if rows else ((),) * 4
+    unmatched = {"unmatched_queries": list(queries), "unmatched_videos": list(video_keys)}
+    return _build(path, *columns), len(entries), unmatched

@@ -7,16 +7,11 @@ from django.views.decorators.http import require_POST
 
 from config.error_handling import Refusal
 from config.roles import UPLOAD_DATASETS, VIEW_REPORTS, permission_required
-from retrieval.datasets.lookup import (
-    get_dataset,
-    label_sets_of,
-)
+from retrieval.datasets.lookup import get_dataset, label_sets_of
 from retrieval.label_sets.service import choose_default
 
-reports_only = permission_required(VIEW_REPORTS, "Only researchers and admins can see label sets.")
 
-
-@reports_only
+@permission_required(VIEW_REPORTS, "Only researchers and admins can see label sets.")
 def label_sets(request: HttpRequest) -> HttpResponse:
     """The label sets re-scoring can use, from campaigns and imported files."""
     return _label_sets_page(request)
@@ -27,16 +22,11 @@ def _label_sets_page(request: HttpRequest, status: int = 200) -> HttpResponse:
     return render(request, "retrieval/label_sets.html", {"label_sets": sets}, status=status)
 
 
-CHOOSE_DEFAULT_LABEL_SET = UPLOAD_DATASETS
-"""Choosing a dataset's default label set is an admin's work on the dataset, as uploading is."""
-
-
 @require_POST
-@permission_required(
-    CHOOSE_DEFAULT_LABEL_SET, "Only admins can choose a dataset's default label set."
-)
+@permission_required(UPLOAD_DATASETS, "Only admins can choose a dataset's default label set.")
 def choose_default_label_set(request: HttpRequest, dataset_name: str) -> HttpResponse:
-    """Make the posted ``label_set`` the dataset's default; an unknown name is a 400."""
+    """Make the posted ``label_set`` the dataset's default (an admin's work on the dataset, as
+    uploading is); an unknown name is a 400."""
     dataset = get_dataset(dataset_name)
     refusal = Refusal()
     with refusal:

@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from config import roles
 from retrieval.datasets.importing import LINK_DIR
-from retrieval.media.service import DERIVED_DIR
+from retrieval.media.delivery import DERIVED_DIR
 from retrieval.models import AS_IS_POSTER_DIR, Video
 
 GRANT_SECONDS = 300
@@ -78,7 +78,8 @@ def may_fetch(user, name: str) -> bool:
     else:
         # Everyone else gets what browsers play: an original only where it plays as it is,
         # else its browser copy or segment clip (a recording's hour, never its segment).
-        allowed = _plays_as_is(name) and any(grant(user, name) for grant in _grants)
+        as_is = Video.objects.filter(media=name, media_state=Video.MediaState.AS_IS)
+        allowed = as_is.exists() and any(grant(user, name) for grant in _grants)
     if allowed:
         cache.set(key, True, GRANT_SECONDS)
     return allowed
@@ -86,11 +87,6 @@ def may_fetch(user, name: str) -> bool:
 
 ORIGINALS_ASKED = 20
 """At most this many originals are asked about for one derived file (one, in practice)."""
-
-
-def _plays_as_is(name: str) -> bool:
-    """True when ``name`` is the original file of a video browsers are given as it is."""
-    return Video.objects.filter(media=name, media_state=Video.MediaState.AS_IS).exists()
 
 
 def _as_is_poster(name: str) -> bool:

@@ -80,16 +80,6 @@ class Probe:
         names = {f.name for f in fields(cls)}
         return cls(**{name: value for name, value in data.items() if name in names})
 
-    @property
-    def describe(self) -> str:
-        """``AVI, MPEG-4 Part 2 320x240 25 fps + mp3, 0:12``: a media table's line."""
-        audio = f" + {self.audio_codec}" if self.audio_codec else ""
-        codec = CODEC_NAMES.get(self.video_codec, self.video_codec)
-        return (
-            f"{self.container.upper()}, {codec} {self.width}x{self.height} "
-            f"{self.fps:g} fps{audio}, {clock(self.duration)}"
-        )
-
 
 def clock(seconds: float) -> str:
     """``0:21``, ``1:00:00``: seconds as a clock, rounded down to whole seconds."""
@@ -163,8 +153,6 @@ def probe(path: Path | str) -> Probe:
     path = Path(path)
     try:
         return _probe(path)
-    except ProbeError:
-        raise
     except (av.FFmpegError, OSError, UnicodeDecodeError, struct.error) as exc:
         raise ProbeError(_reason(exc)) from None
 

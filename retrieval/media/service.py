@@ -21,16 +21,16 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from config.batches import id_filters
+from config.batches import id_filters, rows_in
 from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
+from retrieval.media.delivery import DERIVED_DIR
 from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
 from retrieval.media.transcode import TranscodeError, make_copy, make_poster
 from retrieval.models import AS_IS_POSTER_DIR, Dataset, DerivedMedia, Video, poster_name
 
 MEDIA_JOB = "media"
-DERIVED_DIR = "derived"
 STALE_CLAIM = timedelta(minutes=2)
 """A running row whose claim is older than this (no progress heard) is claimed again."""
 SEGMENT_SLACK = 0.05
@@ -60,41 +60,34 @@ def copy_settings() -> CopySettings:
         raise MediaError(f"FIREPOOL_MEDIA: {exc}") from None
 
 
-@dataclass(frozen=True)
-class Derivation:
-    """What a browser gets for one video: a copy or a clip of [start, end] of its file."""
-
-    kind: str
-    key: str
-    start: float | None
-    end: float | None
-    seconds: float
-
-
-def derivation(
-    probed: Probe, start: float | None, end: float | None, copy: CopySettings
-) -> Derivation | None:
-    """The derived file a video of ``probed``'s file needs (None: the file as it is): a clip
-    of a segment widened by ``copy.margin``, or a copy of a file not every browser plays."""
+def derivation(video: Video, copy: CopySettings) -> DerivedMedia | None:
+    """The unsaved derived file a video with a probed file needs (None: its file as it is): a
+    clip of its segment widened by ``copy.margin``, or a copy of a file not every browser plays.
+    """
+    probed = Probe.from_json(video.probe)
     duration = probed.duration
-    first = start if start is not None else 0.0
-    last = end if end is not None else duration
-    segment = first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK
-    if segment:
-        clip_start = round(max(0.0, first - copy.margin), 3)
-        clip_end = round(min(duration, last + copy.margin), 3)
-        parts = ["clip", probed.fingerprint, copy.key(), f"{clip_start:.3f}", f"{clip_end:.3f}"]
-        return Derivation(
-            DerivedMedia.Kind.CLIP, _key(parts), clip_start, clip_end, clip_end - clip_start
-        )
-    if needs_copy(probed, copy):
-        key = _key(["copy", probed.fingerprint, copy.key()])
-        return Derivation(DerivedMedia.Kind.COPY, key, None, None, duration)
-    return None
-
-
-def _key(parts: list[str]) -> str:
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+    first = video.start or 0.0
+    last = video.end if video.end is not None else duration
+    if first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK:
+        span = round(max(0.0, first - copy.margin), 3), round(min(duration, last + copy.margin), 3)
+        kind = DerivedMedia.Kind.CLIP
+    elif needs_copy(probed, copy):
+        span, kind = (None, None), DerivedMedia.Kind.COPY
+    else:
+        return None
+    parts = [kind, probed.fingerprint, copy.key(), *(f"{at:.3f}" for at in span if at is not None)]
+    key = hashlib.sha256("|".join(parts).encode()).hexdigest()
+    return DerivedMedia(
+        key=key,
+        kind=kind,
+        source=video.media.name,
+        fingerprint=probed.fingerprint,
+        start=span[0],
+        end=span[1],
+        copy_settings=copy.__dict__,
+        name=derived_name(key),
+        source_seconds=duration if span[0] is None else span[1] - span[0],
+    )
 
 
 def derived_name(key: str) -> str:
@@ -106,46 +99,23 @@ def attach_derived(videos: list[Video], copy: CopySettings | None = None) -> int
     """Give each unsaved video with a probed file the derived file it needs (rows made in
     bulk, shared by key with any existing ones); returns how many videos need one."""
     copy = copy or copy_settings()
-    wanted: dict[str, tuple[Derivation, Video]] = {}
+    wanted: dict[str, DerivedMedia] = {}  # the first video's of each key
     needs: list[tuple[Video, str]] = []
     for video in videos:
         if not video.probe or not video.media:
             continue
-        plan = derivation(Probe.from_json(video.probe), video.start, video.end, copy)
+        plan = derivation(video, copy)
         if plan is None:
             video.media_state = Video.MediaState.AS_IS
             continue
-        wanted.setdefault(plan.key, (plan, video))
+        wanted.setdefault(plan.key, plan)
         needs.append((video, plan.key))
         video.browser_start = plan.start
     if not needs:
         return 0
-    DerivedMedia.objects.bulk_create(
-        [
-            DerivedMedia(
-                key=plan.key,
-                kind=plan.kind,
-                source=video.media.name,
-                fingerprint=video.probe["fingerprint"],
-                start=plan.start,
-                end=plan.end,
-                copy_settings=copy.__dict__,
-                name=derived_name(plan.key),
-                source_seconds=plan.seconds,
-            )
-            for plan, video in wanted.values()
-        ],
-        ignore_conflicts=True,
-        batch_size=1000,
-    )
-    rows: dict[str, tuple[int, str, str]] = {}
-    keys = list(wanted)
-    for at in range(0, len(keys), 500):
-        found = DerivedMedia.objects.filter(key__in=keys[at : at + 500])
-        rows.update(
-            (k, (pk, status, name))
-            for k, pk, status, name in found.values_list("key", "pk", "status", "name")
-        )
+    DerivedMedia.objects.bulk_create(wanted.values(), ignore_conflicts=True, batch_size=1000)
+    found = DerivedMedia.objects.values_list("key", "pk", "status", "name")
+    rows = {key: row for key, *row in rows_in(found, "key", wanted, 500)}
     for video, key in needs:
         pk, status, name = rows[key]
         video.derived_id = pk
@@ -163,9 +133,7 @@ def queue_media(dataset: Dataset, user=None) -> None:
     def submit() -> None:
         wanted = max(1, int(getattr(settings, "FIREPOOL_MEDIA_JOBS", 1)))
         count = len(pending(dataset).values_list("pk", flat=True)[:wanted])
-        if not count and missing_posters(dataset).exists():
-            count = 1
-        for _ in range(count):
+        for _ in range(count or int(missing_posters(dataset).exists())):
             runner.submit(MEDIA_JOB, {"dataset": dataset.name}, user)
 
     transaction.on_commit(submit)
@@ -231,7 +199,7 @@ def as_is_poster_name(fingerprint: str) -> str:
     return f"{AS_IS_POSTER_DIR}/{fingerprint[:2]}/{fingerprint}.jpg"
 
 
-def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
+def make_as_is_posters(dataset: Dataset, say: Say = lambda text: None) -> int:
     """Make the first-frame poster of each file of the dataset that plays as it is and has none
     (once per file) and name it in the ``probe`` ("" if none could be made) every
     :data:`POSTER_BATCH` videos; how many posters were written."""
@@ -243,29 +211,29 @@ def make_as_is_posters(dataset: Dataset, say: Say | None = None) -> int:
             key = video.probe["fingerprint"]
             if key not in names:
                 name = as_is_poster_name(key)
-                target = root / name
-                if not target.is_file():
-                    try:
-                        _write_poster(root / video.media.name, target, 0.0)
-                        written += 1
-                    except (TranscodeError, OSError) as exc:
-                        name = ""
-                        if say:
-                            say(f"no poster for {video.media.name}: {exc}")
+                if not (root / name).is_file():
+                    made = _write_poster(root, video.media.name, root / name, 0.0, say)
+                    written += made
+                    name = name if made else ""
                 names[key] = name
             video.probe = {**video.probe, "poster": names[key]}
         Video.objects.bulk_update(batch, ["probe"])
     return written
 
 
-def _write_poster(source: Path, target: Path, at: float) -> None:
-    """Write a poster through a temporary name, so browsers never find half a JPEG."""
+def _write_poster(root: Path, name: str, target: Path, at: float, say: Say) -> bool:
+    """Write the poster of media file ``name``, its frame at ``at`` seconds, through a
+    temporary name, so browsers never find half a JPEG; False (and why said) if it cannot."""
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial.jpg")
     try:
-        make_poster(source, partial, at=at)
+        make_poster(root / name, partial, at=at)
         os.replace(partial, target)
+    except (TranscodeError, OSError) as exc:
+        say(f"no poster for {name}: {exc}")
+        return False
     finally:
         partial.unlink(missing_ok=True)
+    return True
 
 
 @dataclass(frozen=True)
@@ -287,8 +255,8 @@ class MadeSummary:
 def make_missing(
     dataset: Dataset,
     *,
-    say: Say | None = None,
-    advance: Callable[[int], object] | None = None,
+    say: Say = lambda text: None,
+    advance: Callable[[int], object] = lambda count: None,
 ) -> MadeSummary:
     """Make every derived file the dataset's videos wait for, one claim at a time (reusing one
     already on disk; a source that does not decode fails alone), then the as-is posters."""
@@ -302,8 +270,7 @@ def make_missing(
         except (TranscodeError, OSError) as exc:
             failed += 1
             _finish(row, DerivedMedia.Status.FAILED, error=str(exc)[:2000])
-            if say:
-                say(f"failed: {row.source} ({row.kind}): {exc}")
+            say(f"failed: {row.source} ({row.kind}): {exc}")
         else:
             _poster(root, row, say)
             if outcome is None:
@@ -318,12 +285,10 @@ def make_missing(
                 bytes=target.stat().st_size,
                 encode_seconds=outcome.seconds if outcome else row.encode_seconds,
             )
-            if say:
-                span = "" if row.start is None else f" {row.start:g}-{row.end:g} s"
-                took = f" in {outcome.seconds:.1f} s" if outcome else " (already on disk)"
-                say(f"{row.kind}: {row.source}{span} -> {row.name}{took}")
-        if advance:
-            advance(1)
+            span = "" if row.start is None else f" {row.start:g}-{row.end:g} s"
+            took = f" in {outcome.seconds:.1f} s" if outcome else " (already on disk)"
+            say(f"{row.kind}: {row.source}{span} -> {row.name}{took}")
+        advance(1)
     posters = make_as_is_posters(dataset, say)
     return MadeSummary(
         made, reused, failed, round(source_seconds, 3), round(encode_seconds, 3), posters
@@ -345,7 +310,7 @@ def _make(root: Path, row: DerivedMedia):
     return make_copy(source, root / row.name, copy, start=row.start, end=row.end, progress=beat)
 
 
-def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
+def _poster(root: Path, row: DerivedMedia, say: Say) -> None:
     """Write the poster beside a made file, its frame at the segment's start (if it can)."""
     target = root / poster_name(row.name)
     if target.is_file():
@@ -354,11 +319,7 @@ def _poster(root: Path, row: DerivedMedia, say: Say | None) -> None:
     if row.kind == DerivedMedia.Kind.CLIP:
         segment_start = Video.objects.filter(derived=row).values_list("start", flat=True).first()
         at = max(0.0, (segment_start or row.start or 0.0) - (row.start or 0.0))
-    try:
-        _write_poster(root / row.name, target, at)
-    except (TranscodeError, OSError) as exc:
-        if say:
-            say(f"no poster for {row.name}: {exc}")
+    _write_poster(root, row.name, target, at, say)
 
 
 def _finish(row: DerivedMedia, status: str, **fields) -> None:
@@ -455,10 +416,7 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
     )
     estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
     return MediaTable(
-        as_is=states.get(Video.MediaState.AS_IS, 0),
-        pending=states.get(Video.MediaState.PENDING, 0),
-        ready=states.get(Video.MediaState.READY, 0),
-        failed=states.get(Video.MediaState.FAILED, 0),
+        **{state: states.get(state, 0) for state in Video.MediaState.values},  # as_is, pending, ...
         broken=broken,
         pending_seconds=round(waiting, 1),
         ready_seconds=round(ready_seconds, 1),

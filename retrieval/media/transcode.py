@@ -19,9 +19,9 @@ from retrieval.media.probe import CopySettings
 AUDIO_RATE = 48_000
 AAC_FRAME = 1024
 POSTER_WIDTH = 480
-ROTATIONS: dict[int, list[tuple[str, str]]] = {
+ROTATIONS: dict[int, list[tuple[str, str | None]]] = {
     90: [("transpose", "cclock")],
-    180: [("hflip", ""), ("vflip", "")],
+    180: [("hflip", None), ("vflip", None)],
     270: [("transpose", "clock")],
 }
 """Filters that turn a frame upright from its counter-clockwise display rotation, as
@@ -76,8 +76,7 @@ def make_copy(
     except av.FFmpegError as exc:
         raise TranscodeError(str(exc) or type(exc).__name__) from None
     finally:
-        if partial.exists():
-            partial.unlink()
+        partial.unlink(missing_ok=True)
     return Made(seconds, target.stat().st_size, time.perf_counter() - began)
 
 
@@ -94,19 +93,17 @@ class _Video:
         self.stream.width, self.stream.height, self.stream.pix_fmt = width, height, "yuv420p"
         self.stream.codec_context.time_base = 1 / rate
         self.graph = av.filter.Graph()
-        chain = [self.graph.add_buffer(template=stream)]
         steps = [
             *ROTATIONS.get(rotation % 360, ()),
             ("scale", f"{width}:{height}:out_range=tv"),
             ("fps", f"{rate.numerator}/{rate.denominator}"),
             ("format", "yuv420p"),
         ]
-        for name, argument in steps:
-            chain.append(self.graph.add(name, argument) if argument else self.graph.add(name))
-        chain.append(self.graph.add("buffersink"))
-        for before, after in zip(chain, chain[1:], strict=False):
-            before.link_to(after)
-        self.graph.configure()
+        self.graph.link_nodes(
+            self.graph.add_buffer(template=stream),
+            *(self.graph.add(name, argument) for name, argument in steps),
+            self.graph.add("buffersink"),
+        ).configure()
         self.output = output
 
     def push(self, frame) -> None:

@@ -106,20 +106,17 @@ def pair_features(
         if scores is not None:
             columns.append((f"score_z:{name}", _standardised(scores[:, r], query, sizes.size)))
     for k in HITS_AT:
-        hits = np.count_nonzero(retrieved & (ranks <= k), axis=1)
-        columns.append((f"runs@{k}", hits.astype(np.float64)))
-    columns.append(("runs@depth", np.count_nonzero(retrieved, axis=1).astype(np.float64)))
+        columns.append((f"runs@{k}", np.count_nonzero(retrieved & (ranks <= k), axis=1)))
+    columns.append(("runs@depth", np.count_nonzero(retrieved, axis=1)))
     columns.append(("rr_mean", reciprocal.mean(axis=1) if runs else np.zeros(pairs)))
     columns.append(("rr_best", reciprocal.max(axis=1, initial=0.0)))
     if caption_words is not None:
         columns.append(("caption_words", _per_pair(caption_words, pairs, "caption_words")))
-    columns.append(("pool_size", sizes[query].astype(np.float64)))
+    columns.append(("pool_size", sizes[query]))
     for name, values in (extra or {}).items():
         columns.append((str(name), _per_pair(values, pairs, name)))
-    matrix = np.empty((pairs, len(columns)), dtype=np.float32)
-    for j, (_, column) in enumerate(columns):
-        matrix[:, j] = column
-    return PairFeatures(matrix, tuple(name for name, _ in columns))
+    names, values = zip(*columns, strict=True)
+    return PairFeatures(np.stack(values, axis=1, dtype=np.float32), names)
 
 
 def shuffled(features: PairFeatures, seed: int) -> PairFeatures:

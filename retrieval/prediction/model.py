@@ -113,12 +113,7 @@ def cross_fit(
         raise ValueError("cross-fitting needs at least 2 folds")
     if calibration is not None and calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS} or None")
-    if (
-        max_iter < 1
-        or max_train_pairs < 1
-        or min_labelled < 1
-        or (threads is not None and threads < 1)
-    ):
+    if min(max_iter, max_train_pairs, min_labelled, 1 if threads is None else threads) < 1:
         raise ValueError("max_iter, max_train_pairs, min_labelled and threads must be positive")
     fold = query_folds(groups, folds, seed)
     probability = np.empty(pairs)
@@ -134,9 +129,8 @@ def cross_fit(
             train = np.sort(rng.choice(train, size=max_train_pairs, replace=False))
         p = targets[train]
         rate = float(p.mean()) if p.size else 0.5
-        base[here] = rate
+        base[here] = probability[here] = rate  # a fitted model's predictions replace the latter
         if train.size < min_labelled or p.sum() <= 0 or (1 - p).sum() <= 0:
-            probability[here] = rate
             fallback.append(f)
             continue
         with threadpool_limits(limits=threads, user_api="openmp"):
@@ -184,11 +178,9 @@ def _fit(
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     n = p.size
-    rows = np.concatenate([np.arange(n), np.arange(n)])
-    label = np.concatenate([np.ones(n, np.int64), np.zeros(n, np.int64)])
     weight = np.concatenate([p, 1.0 - p])
-    keep = weight > 0
-    rows, label, weight = rows[keep], label[keep], weight[keep]
+    keep = weight > 0  # each pair as relevant (weight p), then as irrelevant (1 - p)
+    rows, label, weight = np.tile(np.arange(n), 2)[keep], np.repeat([1, 0], n)[keep], weight[keep]
     edges = _bin_edges(matrix)
     x, group = _binned(matrix, edges)[rows], groups[rows]
     model = HistGradientBoostingClassifier(
@@ -241,11 +233,8 @@ def _binned(matrix: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
     constant 0, which the trees never split on (scikit-learn cannot bin an all-NaN column)."""
     out = np.empty(matrix.shape, dtype=np.float32)
     for j, column in enumerate(matrix.T):
-        if not edges[j].size:
-            out[:, j] = 0.0
-            continue
-        code = np.searchsorted(edges[j], column, side="left").astype(np.float32)
-        out[:, j] = np.where(np.isnan(column), np.nan, code)
+        code = np.searchsorted(edges[j], column, side="left").astype(np.float32)  # 0 if no edges
+        out[:, j] = np.where(np.isnan(column) & (edges[j].size > 0), np.nan, code)
     return out
 
 

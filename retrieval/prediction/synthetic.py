@@ -88,22 +88,14 @@ def synthetic_pool(
 
 
 def flip_rate_for_kappa(base_rate: float, kappa: float) -> float:
-    """The symmetric error rate e at which labels flipped from a truth with ``base_rate``
-    positives agree with it at Cohen's ``kappa`` (expected agreement from both margins):
-    kappa falls from 1 at e = 0 to 0 at e = 1/2, so bisection finds e."""
+    """The symmetric error rate e at which labels flipped from a truth with ``base_rate`` p
+    positives agree with it at Cohen's ``kappa`` in expectation: agreement is 1 - e and chance
+    agreement (from both margins) p^2 + (1 - p)^2 - e (1 - 2p)^2, so kappa falls from 1 at
+    e = 0 to 0 at e = 1/2, and solving for e gives it in closed form."""
     if not 0 < base_rate < 1 or not 0 <= kappa <= 1:
         raise ValueError("base_rate must lie in (0, 1) and kappa in [0, 1]")
-
-    def kappa_at(e: float) -> float:
-        said = base_rate + e * (1 - 2 * base_rate)
-        chance = said * base_rate + (1 - said) * (1 - base_rate)
-        return (1 - e - chance) / (1 - chance)
-
-    low, high = 0.0, 0.5
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (middle, high) if kappa_at(middle) > kappa else (low, middle)
-    return (low + high) / 2
+    doubt = 1 - kappa
+    return 2 * base_rate * (1 - base_rate) * doubt / (1 - (1 - 2 * base_rate) ** 2 * doubt)
 
 
 def simulated_assessor(truth: np.ndarray, kappa: float, rng: np.random.Generator) -> np.ndarray:

@@ -3,8 +3,8 @@ L2-normalised float32 copies (cosine), hits by score descending then id ascendin
 
 import math
 import os
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -33,35 +33,22 @@ def default_nlist(n: int) -> int:
 
 
 @contextmanager
-def omp_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with faiss using ``threads`` OpenMP threads, then restore the setting."""
-    if threads is None:
-        yield
-        return
-    if threads < 1:
+def faiss_settings(threads: int | None, blas_block: int | None = None) -> Iterator[None]:
+    """Run the block with faiss using ``threads`` OpenMP threads and ``blas_block`` indexed
+    vectors per matrix product of exact search (both process-wide; None leaves one as it is),
+    then restore both."""
+    if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    with _restored(faiss.omp_get_max_threads, faiss.omp_set_num_threads, threads):
-        yield
-
-
-def blas_database_block(size: int) -> AbstractContextManager[None]:
-    """Run the block with faiss's (process-wide) BLAS database block set to ``size``."""
-    return _restored(
-        lambda: faiss.cvar.distance_compute_blas_database_bs,
-        lambda value: setattr(faiss.cvar, "distance_compute_blas_database_bs", value),
-        size,
-    )
-
-
-@contextmanager
-def _restored(get: Callable[[], int], put: Callable[[int], object], value: int) -> Iterator[None]:
-    """Run the block with a setting ``put`` to ``value``, then put back what ``get`` read."""
-    previous = get()
-    put(value)
+    previous = faiss.omp_get_max_threads(), faiss.cvar.distance_compute_blas_database_bs
+    if threads is not None:
+        faiss.omp_set_num_threads(threads)
+    if blas_block is not None:
+        faiss.cvar.distance_compute_blas_database_bs = blas_block
     try:
         yield
     finally:
-        put(previous)
+        faiss.omp_set_num_threads(previous[0])
+        faiss.cvar.distance_compute_blas_database_bs = previous[1]
 
 
 def as_matrix(vectors: np.ndarray, *, normalize: bool = True, name: str = "vectors") -> np.ndarray:
@@ -99,7 +86,7 @@ def build_index(
     n, dim = matrix.shape
     if n == 0:
         raise ValueError("cannot index zero vectors")
-    with omp_threads(threads):
+    with faiss_settings(threads):
         if kind == "exact":
             index = faiss.IndexFlatIP(dim)
         elif kind == "ivf":
@@ -180,7 +167,7 @@ def search(
     if q == 0 or k == 0:
         return scores, ids
     params = search_parameters(index, nprobe, ef_search)
-    with omp_threads(threads), blas_database_block(BLAS_DATABASE_BLOCK):
+    with faiss_settings(threads, BLAS_DATABASE_BLOCK):
         for start in range(0, q, batch_size):
             batch = as_matrix(
                 queries[start : start + batch_size], normalize=normalize, name="queries"

@@ -49,14 +49,6 @@ class KeyIndex:
         return [self.keys[i] for i in self.positions(pks).tolist()]
 
 
-def in_trec_order(lists: RankedLists, videos: KeyIndex) -> RankedLists:
-    """Re-order every row by trec_eval's rule (score desc, video key desc)."""
-    pos = videos.positions(lists.item_ids)
-    tiebreak = np.where(pos < 0, 0, videos.tiebreak[np.where(pos < 0, 0, pos)])
-    item_ids, scores = trec_sort(lists.item_ids, lists.scores, tiebreak)
-    return RankedLists(lists.query_ids, item_ids, scores)
-
-
 @transaction.atomic
 def store_run(
     model: RetrievalModel,
@@ -66,10 +58,13 @@ def store_run(
     videos: KeyIndex | None = None,
     metadata: dict | None = None,
 ) -> Run:
-    """Save ``lists`` (caption and video primary keys) as the run ``name`` of ``model``,
-    replacing an earlier run of that name."""
+    """Save ``lists`` (caption and video primary keys), each row in trec_eval's order (score
+    descending, video key descending), as the run ``name`` of ``model``, replacing an earlier
+    run of that name."""
     videos = videos or KeyIndex.videos(model.dataset)
-    lists = in_trec_order(lists, videos)
+    pos = videos.positions(lists.item_ids)
+    tiebreak = np.where(pos < 0, 0, videos.tiebreak[np.where(pos < 0, 0, pos)])
+    lists = RankedLists(lists.query_ids, *trec_sort(lists.item_ids, lists.scores, tiebreak))
     try:
         Run.objects.filter(dataset=model.dataset, name=name).delete()
     except ProtectedError:
@@ -97,17 +92,12 @@ def load_run(run: Run) -> RankedLists:
 def run_rankings(run: Run) -> dict[str, list[tuple[str, float]]]:
     """The run as ``{caption key: [(video key, score), ...]}`` in rank order."""
     lists = load_run(run)
-    captions = KeyIndex.captions(run.dataset)
+    query_keys = KeyIndex.captions(run.dataset).keys_of(lists.query_ids)
     videos = KeyIndex.videos(run.dataset)
-    query_keys = captions.keys_of(lists.query_ids)
-    rankings: dict[str, list[tuple[str, float]]] = {}
-    for row, qid in enumerate(query_keys):
-        ids = lists.item_ids[row]
-        keep = ids >= 0
-        rankings[qid] = list(
-            zip(videos.keys_of(ids[keep]), lists.scores[row][keep].tolist(), strict=True)
-        )
-    return rankings
+    return {
+        qid: list(zip(videos.keys_of(ids[ids >= 0]), scores[ids >= 0].tolist(), strict=True))
+        for qid, ids, scores in zip(query_keys, lists.item_ids, lists.scores, strict=True)
+    }
 
 
 def export_run(run: Run, destination: Path | str) -> int:

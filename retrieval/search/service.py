@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from config.errors import UserError
+from retrieval.ids import positions_of
 from retrieval.models import Caption, RetrievalModel, Run, Video
 from retrieval.search import index as faiss_index
 from retrieval.search.artifacts import StoredEmbeddings, load_embeddings, model_dir, relative
@@ -39,11 +40,10 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
     )
     if query_pks.size == 0:
         raise PredictError(f"dataset {dataset.name!r} has no query captions in split {split!r}")
-    caption_row = {int(pk): row for row, pk in enumerate(embeddings.caption_ids)}
-    missing = [pk for pk in query_pks.tolist() if pk not in caption_row]
-    if missing:
+    rows = positions_of(embeddings.caption_ids, query_pks)  # the ids are distinct
+    if (rows < 0).any():
         raise PredictError(
-            f"model {model.name!r} has no embedding for {len(missing)} of {query_pks.size} query captions"
+            f"model {model.name!r} has no embedding for {(rows < 0).sum()} of {query_pks.size} query captions"
         )
     video_pks = np.array(
         Video.objects.filter(dataset=dataset, split=split)
@@ -58,7 +58,6 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
     )
     if not embedded.any():
         raise PredictError(f"model {model.name!r} has no embedding for any {split!r} video")
-    rows = np.array([caption_row[pk] for pk in query_pks.tolist()], dtype=np.int64)
     return Collection(
         query_pks=query_pks,
         query_vectors=embeddings.captions[rows],
@@ -69,8 +68,7 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
 
 def build_exact_index(model: RetrievalModel, split: str = "test") -> int:
     """Build and save the exact index over the split's (new) embeddings; return its size."""
-    embeddings = load_embeddings(model)
-    collection = collection_for(model, embeddings, split)
+    collection = collection_for(model, load_embeddings(model), split)
     return int(exact_index(model, collection, split, rebuild=True).ntotal)
 
 
@@ -111,8 +109,7 @@ def predict(
         raise PredictError(
             f"model {model.name!r} was registered from a run file; it has no embeddings"
         )
-    embeddings = load_embeddings(model)
-    collection = collection_for(model, embeddings, split)
+    collection = collection_for(model, load_embeddings(model), split)
     n_videos = len(collection.video_pks)  # settings it cannot honour are refused before building
     if nlist is not None and not 1 <= nlist <= n_videos:
         raise PredictError(f"nlist must be between 1 and {n_videos} (the video count), got {nlist}")
@@ -127,12 +124,11 @@ def predict(
             collection.video_vectors, index_kind, nlist=nlist, nprobe=nprobe, ef_search=ef_search
         )
     scores, rows = faiss_index.search(index, collection.query_vectors, k)
-    seconds = time.perf_counter() - started
     metadata: dict = {
         "split": split,
         "index": index_kind,
-        "collection_size": int(len(collection.video_pks)),
-        "search_seconds": round(seconds, 4),
+        "collection_size": n_videos,
+        "search_seconds": round(time.perf_counter() - started, 4),
     }
     if index_kind != "exact":
         exact = exact_index(model, collection, split)

@@ -14,7 +14,7 @@ from django.utils.http import http_date
 
 from config import roles
 from retrieval.media.byte_range import ByteRange, UnsatisfiableRange, parse_range
-from retrieval.media.caching import cache_control, if_range_holds
+from retrieval.media.delivery import cache_control, if_range_holds
 from retrieval.models import Dataset, Video
 from tests.factories import make_user
 
