@@ -1,14 +1,13 @@
 """Gold pairs of a campaign: import a file, promote decided pairs, list them, export them."""
 
 import argparse
-import sys
 from dataclasses import asdict
 
 from django.core.management.base import CommandError
 
-from annotation.campaign_read.exports import export_to_file, write_export
 from annotation.campaigns.lookup import get_campaign
 from annotation.gold import service as gold
+from annotation.management.commands.export_labels import write_to
 from jobs.commands import BaseCommand
 
 ACTIONS = ("import", "promote", "list", "export")
@@ -137,16 +136,9 @@ class Command(BaseCommand):
             )
 
     def _export(self, campaign, options):
-        fmt = "gold-csv" if options.get("csv") else "gold"
         output = options["output"]
-        try:
-            if output == "-":
-                write_export(campaign, fmt, sys.stdout)
-                sys.stdout.flush()
-                return
-            written = export_to_file(campaign, fmt, output)
-        except OSError as exc:
-            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-        self.stderr.write(
-            f"Wrote the gold pairs of {campaign.name!r} to {output} ({written:,} characters)."
-        )
+        written = write_to(output, campaign, "gold-csv" if options.get("csv") else "gold")
+        if written is not None:
+            self.stderr.write(
+                f"Wrote the gold pairs of {campaign.name!r} to {output} ({written:,} characters)."
+            )
