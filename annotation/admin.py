@@ -24,25 +24,11 @@ from config import roles
 from retrieval.admin import NameRuleAdmin
 from retrieval.models import Run
 
-SPEC_FIELDS = [
-    "name",
-    "dataset",
-    "depth",
-    "queries",
-    "seed",
-    "second_label_rate",
-    "max_labels",
-    "lease_seconds",
-    "show_roles",
-    "judging_order",
-    "budget",
-    "gold_rate",
-    "qualification",
-    "qualification_threshold",
-    "speed_floor",
-    "extends",
-    "guidelines",
-]
+SPEC_FIELDS = (
+    "name dataset depth queries seed second_label_rate max_labels lease_seconds show_roles "
+    "judging_order budget gold_rate qualification qualification_threshold speed_floor extends "
+    "guidelines"
+).split()
 
 
 class CampaignCreateForm(CampaignSettingsForm, forms.ModelForm):
@@ -141,17 +127,7 @@ class WithoutCampaignBlob(admin.ModelAdmin):
 
 @admin.register(Pair)
 class PairAdmin(WithoutCampaignBlob):
-    list_display = [
-        "pk",
-        "campaign",
-        "caption",
-        "video",
-        "status",
-        "label_count",
-        "needed",
-        "double",
-        "held",
-    ]
+    list_display = "pk campaign caption video status label_count needed double held".split()
     list_filter = ["campaign", "status", "double", "held"]
     list_select_related = ["campaign", "caption", "video"]
     raw_id_fields = ["caption", "video", "adjudicated_by"]
@@ -262,17 +238,9 @@ class GoldJudgementAdmin(AdminsOnly):
 
 @admin.register(QualificationAttempt)
 class QualificationAttemptAdmin(WithoutCampaignBlob, AdminsOnly):
-    list_display = [
-        "pk",
-        "campaign",
-        "annotator",
-        "started_at",
-        "finished_at",
-        "correct",
-        "total",
-        "passed",
-        "admitted_by",
-    ]
+    list_display = (
+        "pk campaign annotator started_at finished_at correct total passed admitted_by".split()
+    )
     list_filter = ["campaign", "passed"]
     list_select_related = ["campaign", "annotator", "admitted_by"]
     raw_id_fields = ["admitted_by"]
@@ -284,20 +252,17 @@ class QualificationAttemptAdmin(WithoutCampaignBlob, AdminsOnly):
     )
     def admit(self, request, queryset):
         admitted = {(a.campaign_id, a.annotator_id): a for a in queryset}
-        done = _each(
-            request,
-            [(a.campaign, a.annotator) for a in admitted.values()],
-            lambda campaign, annotator: people.admit(campaign, annotator, request.user),
-        )
+        done = _each(request, admitted.values(), people.admit)
         messages.info(request, f"Admitted {done} annotator(s).")
 
 
-def _each(request, targets, act) -> int:
-    """Run one people action per (campaign, annotator); a refusal is shown and the rest go on."""
+def _each(request, rows, act) -> int:
+    """``act(campaign, annotator, by)`` for each row's campaign and annotator, by the request's
+    user; a refusal is shown and the rest go on. How many were done."""
     done = 0
-    for campaign, annotator in targets:
+    for row in rows:
         try:
-            act(campaign, annotator)
+            act(row.campaign, row.annotator, request.user)
         except people.PeopleError as exc:
             messages.warning(request, str(exc))
         else:
@@ -309,16 +274,10 @@ def _each(request, targets, act) -> int:
 class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
     """Paused and discounted annotators, for admins to reinstate or discount."""
 
-    list_display = [
-        "campaign",
-        "annotator",
-        "paused_at",
-        "paused_by",
-        "reason",
-        "reinstated_at",
-        "reinstated_by",
-        "discounted_labels",
-    ]
+    list_display = (
+        "campaign annotator paused_at paused_by reason reinstated_at reinstated_by "
+        "discounted_labels"
+    ).split()
     list_filter = ["campaign"]
     list_select_related = ["campaign", "annotator", "paused_by", "reinstated_by"]
     readonly_fields = ["discounted_at", "discounted_labels"]
@@ -327,11 +286,7 @@ class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
     @admin.action(permissions=["manage_campaigns"], description="Reinstate these annotators")
     def reinstate(self, request, queryset):
         rows = queryset.select_related("campaign", "annotator")
-        done = _each(
-            request,
-            [(row.campaign, row.annotator) for row in rows],
-            lambda campaign, annotator: people.reinstate(campaign, annotator, request.user),
-        )
+        done = _each(request, rows, people.reinstate)
         messages.info(request, f"Reinstated {done} annotator(s): {people.REINSTATED}.")
 
     @admin.action(
