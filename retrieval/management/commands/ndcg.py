@@ -2,13 +2,12 @@
 
 from jobs.commands import BaseCommand
 from retrieval.datasets.lookup import get_dataset, get_model
-from retrieval.management.commands.proxies import add_proxy_options, options_for
+from retrieval.management.commands.proxies import add_proxy_options, options_for, relevance_for
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.proxies.ndcg import GAINS
 from retrieval.proxies.service import (
     ProxyError,
     model_similarity,
-    proxy_relevance,
     relevance_frame,
     score_similarity,
     truth_relevance,
@@ -36,26 +35,17 @@ class Command(BaseCommand):
         dataset = get_dataset(options["dataset"])
         model = get_model(dataset, options["model"])
         proxy = options["proxy"]
-        progress = options["verbosity"] > 0 and options["format"] == "table"
         if proxy == "truth":
             relevance = relevance_frame(dataset, options_for(PROXIES[0], options))
             matrix = truth_relevance(dataset, relevance)
             if matrix is None:
                 raise ProxyError(f"dataset {dataset.name!r} has no ground-truth relevance")
         else:
-            relevance = proxy_relevance(
-                dataset,
-                options_for(proxy, options),
-                progress=progress,
-                workers=options["workers"],
-            )
+            relevance = relevance_for(dataset, proxy, options)
             matrix = relevance.matrix
         similarity = model_similarity(model, relevance)
         score = score_similarity(
-            similarity,
-            matrix,
-            gain=options["gain"],
-            threshold=options["threshold"],
+            similarity, matrix, gain=options["gain"], threshold=options["threshold"]
         )
         result = {
             "proxy": proxy,
@@ -72,10 +62,13 @@ class Command(BaseCommand):
             "scored_over": score.note,
         }
         if score.mean_ap is not None:
-            result["threshold"] = options["threshold"]
-            result["mAP"] = score.mean_ap.mean
-            result["mAP_v2t"] = score.mean_ap.v2t
-            result["mAP_t2v"] = score.mean_ap.t2v
+            mean_ap = score.mean_ap
+            result.update(
+                threshold=options["threshold"],
+                mAP=mean_ap.mean,
+                mAP_v2t=mean_ap.v2t,
+                mAP_t2v=mean_ap.t2v,
+            )
         if self.wrote_json(options, result):
             return
         label = PROXY_LABELS.get(proxy, "ground truth")
