@@ -82,10 +82,10 @@ class Command(BaseCommand):
                 raise CommandError("give --import or --promote-decided, not both")
             if options["import_file"]:
                 action = "import"
-                options.update(file=options["import_file"], file_format=None)
+                options["file"] = options["import_file"]
             elif options["promote_decided"]:
                 action = "promote"
-                options.update(pairs=None, all_decided=True, explanation="", guideline="")
+                options["all_decided"] = True
             else:
                 raise CommandError(f"name an action: {', '.join(ACTIONS)}")
         if not options.get("campaign"):
@@ -96,7 +96,7 @@ class Command(BaseCommand):
     def _import(self, campaign, options):
         # Read and checked first, written in one short transaction (the gold import job's path).
         result = gold.import_gold(
-            campaign, options["file"], options["file_format"], steps=ProgressLines(self.stderr)
+            campaign, options["file"], options.get("file_format"), steps=ProgressLines(self.stderr)
         )
         self.stdout.write(
             f"Added {result.created} gold pairs ({result.relevant} relevant) from "
