@@ -163,6 +163,19 @@ def _manages(request) -> bool:
     return roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
 
 
+def _resolving(label, description: str):
+    """An action resolving the chosen open escalations with ``label`` (None: the pairs go back
+    to the queue), through the adjudication page's service."""
+
+    @admin.action(permissions=["manage_campaigns"], description=description)
+    def resolve(modeladmin, request, queryset):
+        for escalation in queryset.filter(resolved_at__isnull=True):
+            escalations.resolve_escalation(escalation, request.user, label=label)
+        modeladmin.message_user(request, "Escalations resolved.")
+
+    return resolve
+
+
 @admin.register(Escalation)
 class EscalationAdmin(ManagesCampaigns):
     list_display = ["pk", "pair", "annotator", "kind", "reason", "created_at", "resolved_at"]
@@ -177,26 +190,11 @@ class EscalationAdmin(ManagesCampaigns):
     def has_change_permission(self, request, obj=None):
         return False
 
-    def _resolve(self, request, queryset, label):
-        for escalation in queryset.filter(resolved_at__isnull=True):
-            escalations.resolve_escalation(escalation, request.user, label=label)
-        self.message_user(request, "Escalations resolved.")
-
-    @admin.action(
-        permissions=["manage_campaigns"], description="Return the pairs to the judging queue"
+    return_to_queue = _resolving(None, "Return the pairs to the judging queue")
+    adjudicate_relevant = _resolving(Judgement.Label.RELEVANT, "Adjudicate the pairs as relevant")
+    adjudicate_irrelevant = _resolving(
+        Judgement.Label.IRRELEVANT, "Adjudicate the pairs as not relevant"
     )
-    def return_to_queue(self, request, queryset):
-        self._resolve(request, queryset, None)
-
-    @admin.action(permissions=["manage_campaigns"], description="Adjudicate the pairs as relevant")
-    def adjudicate_relevant(self, request, queryset):
-        self._resolve(request, queryset, Judgement.Label.RELEVANT)
-
-    @admin.action(
-        permissions=["manage_campaigns"], description="Adjudicate the pairs as not relevant"
-    )
-    def adjudicate_irrelevant(self, request, queryset):
-        self._resolve(request, queryset, Judgement.Label.IRRELEVANT)
 
 
 class AdminsOnly(ManagesCampaigns):
