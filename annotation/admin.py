@@ -24,8 +24,8 @@ from config import roles
 from retrieval.admin import NameRuleAdmin
 from retrieval.models import Run
 
-SPEC_FIELDS = (
-    "name dataset depth queries seed second_label_rate max_labels lease_seconds show_roles "
+CREATE_FIELDS = (
+    "name dataset runs depth queries seed second_label_rate max_labels lease_seconds show_roles "
     "judging_order budget gold_rate qualification qualification_threshold speed_floor extends "
     "guidelines"
 ).split()
@@ -85,7 +85,7 @@ class CampaignAdmin(NameRuleAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return [*SPEC_FIELDS[:2], "runs", *SPEC_FIELDS[2:]]
+            return [*CREATE_FIELDS]
         return ["name", "dataset", "status", "lease_seconds", "guidelines", "options"]
 
     def get_readonly_fields(self, request, obj=None):

@@ -40,8 +40,16 @@ class Deferred:
             return Run.objects.filter(dataset__name=given["dataset"], name=given["model"]).exists()
         if self.kind == "demo_campaign":
             return Campaign.objects.filter(name=given["name"]).exists()
-        if self.kind == "proxies":
-            return proxies_cached(given["dataset"])
+        if self.kind == "proxies":  # every matrix of the test split cached
+            # Imported here: the proxies pull in spaCy, which only this check needs.
+            from retrieval.proxies.service import ProxyOptions, proxy_relevance
+
+            dataset = Dataset.objects.get(name=given["dataset"])
+            return all(
+                proxy_relevance(dataset, ProxyOptions(proxy, split="test"), cache_only=True)
+                is not None
+                for proxy in PROXIES
+            )
         raise ValueError(f"unknown deferred kind {self.kind!r}")
 
 
@@ -59,18 +67,6 @@ def deferred_steps(dataset: str = DEMO_DATASET) -> tuple[Deferred, ...]:
             {"dataset": dataset, "proxy": "all", "split": "test"},
             "the semantic-proxy matrices",
         ),
-    )
-
-
-def proxies_cached(dataset_name: str) -> bool:
-    """Whether every proxy matrix of the dataset's test split is cached."""
-    # Imported here: the proxies pull in spaCy, which only this check needs.
-    from retrieval.proxies.service import ProxyOptions, proxy_relevance
-
-    dataset = Dataset.objects.get(name=dataset_name)
-    return all(
-        proxy_relevance(dataset, ProxyOptions(proxy, split="test"), cache_only=True) is not None
-        for proxy in PROXIES
     )
 
 
