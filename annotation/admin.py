@@ -125,30 +125,36 @@ class WithoutCampaignBlob(admin.ModelAdmin):
         return super().get_queryset(request).defer("campaign__provenance")
 
 
+class Unchangeable(admin.ModelAdmin):
+    """Rows the admin site shows but never changes: their own service writes them."""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ShownOnly(Unchangeable):
+    """Rows the admin site neither adds nor changes."""
+
+    def has_add_permission(self, request):
+        return False
+
+
 @admin.register(Pair)
-class PairAdmin(WithoutCampaignBlob):
+class PairAdmin(WithoutCampaignBlob, ShownOnly):
+    """Pairs change only through annotation.judging.pair_state: the admin shows them."""
+
     list_display = "pk campaign caption video status label_count needed double held".split()
     list_filter = ["campaign", "status", "double", "held"]
     list_select_related = ["campaign", "caption", "video"]
     raw_id_fields = ["caption", "video", "adjudicated_by"]
 
-    # Pairs change only through annotation.judging.pair_state: the admin shows them.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Judgement)
-class JudgementAdmin(admin.ModelAdmin):
+class JudgementAdmin(Unchangeable):
     list_display = ["pk", "pair", "annotator", "label", "seconds", "created_at", "undone_at"]
     list_filter = ["label", "pair__campaign"]
     list_select_related = ["pair", "annotator"]
     raw_id_fields = ["pair"]
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class ManagesCampaigns(admin.ModelAdmin):
@@ -177,18 +183,13 @@ def _resolving(label, description: str):
 
 
 @admin.register(Escalation)
-class EscalationAdmin(ManagesCampaigns):
+class EscalationAdmin(ShownOnly, ManagesCampaigns):
+    """Escalations are resolved by the actions below only (the adjudication page's service)."""
+
     list_display = ["pk", "pair", "annotator", "kind", "reason", "created_at", "resolved_at"]
     list_filter = ["pair__campaign", "kind", ("resolved_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["pair"]
     actions = ["return_to_queue", "adjudicate_relevant", "adjudicate_irrelevant"]
-
-    # Escalations are resolved by the actions below only (the adjudication page's service).
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     return_to_queue = _resolving(None, "Return the pairs to the judging queue")
     adjudicate_relevant = _resolving(Judgement.Label.RELEVANT, "Adjudicate the pairs as relevant")
@@ -224,14 +225,11 @@ class GoldPairAdmin(WithoutCampaignBlob, AdminsOnly):
 
 
 @admin.register(GoldJudgement)
-class GoldJudgementAdmin(AdminsOnly):
+class GoldJudgementAdmin(Unchangeable, AdminsOnly):
     list_display = ["pk", "gold_pair", "annotator", "label", "purpose", "seconds", "created_at"]
     list_filter = ["purpose", "label", "gold_pair__campaign"]
     list_select_related = ["gold_pair", "annotator"]
     raw_id_fields = ["gold_pair", "attempt"]
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(QualificationAttempt)
