@@ -1,21 +1,26 @@
-"""Refit an adaptive campaign's annotator models and priors now, and recompute its pairs (the
-``refit-policy`` job kind, run here)."""
+"""Refit an adaptive campaign's annotator models and priors now, and recompute its pairs."""
 
-from annotation.policy.fit import JOB_KIND
-from jobs.commands import JobCommand
+from annotation.campaigns.lookup import get_campaign
+from annotation.policy import fit as policy_fit
+from jobs.commands import BaseCommand
 
 
-class Command(JobCommand):
+class Command(BaseCommand):
     help = (
         "Fit the annotator confusions and class priors of an adaptive campaign from its live "
         "labels and gold answers (what the refit-policy job does), store them and recompute "
         "every labelled pair's needed labels and status."
     )
-    kind_name = JOB_KIND
 
-    def summary(self, result: dict, arguments: dict) -> str:
-        return (
-            f"Refitted {result['campaign']!r} on {result['labels']} labels and "
-            f"{result['gold_answers']} gold answers from {result['annotators']} "
-            f"annotators: {result['pairs_changed']} pairs changed."
-        )
+    def add_arguments(self, parser):
+        parser.add_argument("--campaign", required=True, help="Campaign name.")
+        parser.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        summary = policy_fit.refit(get_campaign(options["campaign"])).summary()
+        if not self.wrote_json(options, summary):
+            self.stdout.write(
+                f"Refitted {summary['campaign']!r} on {summary['labels']} labels and "
+                f"{summary['gold_answers']} gold answers from {summary['annotators']} "
+                f"annotators: {summary['pairs_changed']} pairs changed."
+            )

@@ -62,13 +62,10 @@ class Command(BaseCommand):
             "scored_over": score.note,
         }
         if score.mean_ap is not None:
-            mean_ap = score.mean_ap
-            result.update(
-                threshold=options["threshold"],
-                mAP=mean_ap.mean,
-                mAP_v2t=mean_ap.v2t,
-                mAP_t2v=mean_ap.t2v,
-            )
+            result["threshold"] = options["threshold"]
+            result["mAP"] = score.mean_ap.mean
+            result["mAP_v2t"] = score.mean_ap.v2t
+            result["mAP_t2v"] = score.mean_ap.t2v
         if self.wrote_json(options, result):
             return
         label = PROXY_LABELS.get(proxy, "ground truth")
