@@ -24,25 +24,11 @@ from config import roles
 from retrieval.admin import NameRuleAdmin
 from retrieval.models import Run
 
-SPEC_FIELDS = [
-    "name",
-    "dataset",
-    "depth",
-    "queries",
-    "seed",
-    "second_label_rate",
-    "max_labels",
-    "lease_seconds",
-    "show_roles",
-    "judging_order",
-    "budget",
-    "gold_rate",
-    "qualification",
-    "qualification_threshold",
-    "speed_floor",
-    "extends",
-    "guidelines",
-]
+CREATE_FIELDS = (
+    "name dataset runs depth queries seed second_label_rate max_labels lease_seconds show_roles "
+    "judging_order budget gold_rate qualification qualification_threshold speed_floor extends "
+    "guidelines"
+).split()
 
 
 class CampaignCreateForm(CampaignSettingsForm, forms.ModelForm):
@@ -99,7 +85,7 @@ class CampaignAdmin(NameRuleAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return [*SPEC_FIELDS[:2], "runs", *SPEC_FIELDS[2:]]
+            return [*CREATE_FIELDS]
         return ["name", "dataset", "status", "lease_seconds", "guidelines", "options"]
 
     def get_readonly_fields(self, request, obj=None):
@@ -139,40 +125,36 @@ class WithoutCampaignBlob(admin.ModelAdmin):
         return super().get_queryset(request).defer("campaign__provenance")
 
 
+class Unchangeable(admin.ModelAdmin):
+    """Rows the admin site shows but never changes: their own service writes them."""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ShownOnly(Unchangeable):
+    """Rows the admin site neither adds nor changes."""
+
+    def has_add_permission(self, request):
+        return False
+
+
 @admin.register(Pair)
-class PairAdmin(WithoutCampaignBlob):
-    list_display = [
-        "pk",
-        "campaign",
-        "caption",
-        "video",
-        "status",
-        "label_count",
-        "needed",
-        "double",
-        "held",
-    ]
+class PairAdmin(WithoutCampaignBlob, ShownOnly):
+    """Pairs change only through annotation.judging.pair_state: the admin shows them."""
+
+    list_display = "pk campaign caption video status label_count needed double held".split()
     list_filter = ["campaign", "status", "double", "held"]
     list_select_related = ["campaign", "caption", "video"]
     raw_id_fields = ["caption", "video", "adjudicated_by"]
 
-    # Pairs change only through annotation.judging.pair_state: the admin shows them.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Judgement)
-class JudgementAdmin(admin.ModelAdmin):
+class JudgementAdmin(Unchangeable):
     list_display = ["pk", "pair", "annotator", "label", "seconds", "created_at", "undone_at"]
     list_filter = ["label", "pair__campaign"]
     list_select_related = ["pair", "annotator"]
     raw_id_fields = ["pair"]
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class ManagesCampaigns(admin.ModelAdmin):
@@ -187,40 +169,33 @@ def _manages(request) -> bool:
     return roles.has_perm(request.user, roles.MANAGE_CAMPAIGNS)
 
 
+def _resolving(label, description: str):
+    """An action resolving the chosen open escalations with ``label`` (None: the pairs go back
+    to the queue), through the adjudication page's service."""
+
+    @admin.action(permissions=["manage_campaigns"], description=description)
+    def resolve(modeladmin, request, queryset):
+        for escalation in queryset.filter(resolved_at__isnull=True):
+            escalations.resolve_escalation(escalation, request.user, label=label)
+        modeladmin.message_user(request, "Escalations resolved.")
+
+    return resolve
+
+
 @admin.register(Escalation)
-class EscalationAdmin(ManagesCampaigns):
+class EscalationAdmin(ShownOnly, ManagesCampaigns):
+    """Escalations are resolved by the actions below only (the adjudication page's service)."""
+
     list_display = ["pk", "pair", "annotator", "kind", "reason", "created_at", "resolved_at"]
     list_filter = ["pair__campaign", "kind", ("resolved_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["pair"]
     actions = ["return_to_queue", "adjudicate_relevant", "adjudicate_irrelevant"]
 
-    # Escalations are resolved by the actions below only (the adjudication page's service).
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def _resolve(self, request, queryset, label):
-        for escalation in queryset.filter(resolved_at__isnull=True):
-            escalations.resolve_escalation(escalation, request.user, label=label)
-        self.message_user(request, "Escalations resolved.")
-
-    @admin.action(
-        permissions=["manage_campaigns"], description="Return the pairs to the judging queue"
+    return_to_queue = _resolving(None, "Return the pairs to the judging queue")
+    adjudicate_relevant = _resolving(Judgement.Label.RELEVANT, "Adjudicate the pairs as relevant")
+    adjudicate_irrelevant = _resolving(
+        Judgement.Label.IRRELEVANT, "Adjudicate the pairs as not relevant"
     )
-    def return_to_queue(self, request, queryset):
-        self._resolve(request, queryset, None)
-
-    @admin.action(permissions=["manage_campaigns"], description="Adjudicate the pairs as relevant")
-    def adjudicate_relevant(self, request, queryset):
-        self._resolve(request, queryset, Judgement.Label.RELEVANT)
-
-    @admin.action(
-        permissions=["manage_campaigns"], description="Adjudicate the pairs as not relevant"
-    )
-    def adjudicate_irrelevant(self, request, queryset):
-        self._resolve(request, queryset, Judgement.Label.IRRELEVANT)
 
 
 class AdminsOnly(ManagesCampaigns):
@@ -250,29 +225,18 @@ class GoldPairAdmin(WithoutCampaignBlob, AdminsOnly):
 
 
 @admin.register(GoldJudgement)
-class GoldJudgementAdmin(AdminsOnly):
+class GoldJudgementAdmin(Unchangeable, AdminsOnly):
     list_display = ["pk", "gold_pair", "annotator", "label", "purpose", "seconds", "created_at"]
     list_filter = ["purpose", "label", "gold_pair__campaign"]
     list_select_related = ["gold_pair", "annotator"]
     raw_id_fields = ["gold_pair", "attempt"]
 
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(QualificationAttempt)
 class QualificationAttemptAdmin(WithoutCampaignBlob, AdminsOnly):
-    list_display = [
-        "pk",
-        "campaign",
-        "annotator",
-        "started_at",
-        "finished_at",
-        "correct",
-        "total",
-        "passed",
-        "admitted_by",
-    ]
+    list_display = (
+        "pk campaign annotator started_at finished_at correct total passed admitted_by".split()
+    )
     list_filter = ["campaign", "passed"]
     list_select_related = ["campaign", "annotator", "admitted_by"]
     raw_id_fields = ["admitted_by"]
@@ -284,20 +248,17 @@ class QualificationAttemptAdmin(WithoutCampaignBlob, AdminsOnly):
     )
     def admit(self, request, queryset):
         admitted = {(a.campaign_id, a.annotator_id): a for a in queryset}
-        done = _each(
-            request,
-            [(a.campaign, a.annotator) for a in admitted.values()],
-            lambda campaign, annotator: people.admit(campaign, annotator, request.user),
-        )
+        done = _each(request, admitted.values(), people.admit)
         messages.info(request, f"Admitted {done} annotator(s).")
 
 
-def _each(request, targets, act) -> int:
-    """Run one people action per (campaign, annotator); a refusal is shown and the rest go on."""
+def _each(request, rows, act) -> int:
+    """``act(campaign, annotator, by)`` for each row's campaign and annotator, by the request's
+    user; a refusal is shown and the rest go on. How many were done."""
     done = 0
-    for campaign, annotator in targets:
+    for row in rows:
         try:
-            act(campaign, annotator)
+            act(row.campaign, row.annotator, request.user)
         except people.PeopleError as exc:
             messages.warning(request, str(exc))
         else:
@@ -309,16 +270,10 @@ def _each(request, targets, act) -> int:
 class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
     """Paused and discounted annotators, for admins to reinstate or discount."""
 
-    list_display = [
-        "campaign",
-        "annotator",
-        "paused_at",
-        "paused_by",
-        "reason",
-        "reinstated_at",
-        "reinstated_by",
-        "discounted_labels",
-    ]
+    list_display = (
+        "campaign annotator paused_at paused_by reason reinstated_at reinstated_by "
+        "discounted_labels"
+    ).split()
     list_filter = ["campaign"]
     list_select_related = ["campaign", "annotator", "paused_by", "reinstated_by"]
     readonly_fields = ["discounted_at", "discounted_labels"]
@@ -327,11 +282,7 @@ class AnnotatorStandingAdmin(WithoutCampaignBlob, AdminsOnly):
     @admin.action(permissions=["manage_campaigns"], description="Reinstate these annotators")
     def reinstate(self, request, queryset):
         rows = queryset.select_related("campaign", "annotator")
-        done = _each(
-            request,
-            [(row.campaign, row.annotator) for row in rows],
-            lambda campaign, annotator: people.reinstate(campaign, annotator, request.user),
-        )
+        done = _each(request, rows, people.reinstate)
         messages.info(request, f"Reinstated {done} annotator(s): {people.REINSTATED}.")
 
     @admin.action(

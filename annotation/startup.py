@@ -4,16 +4,13 @@ runs, the demo accounts), and the jobs it leaves to ``manage.py startup_jobs`` i
 and no step already made by an unfinished job is recorded again.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from annotation.models import Campaign
 from annotation.simulation.demo import DEMO_CAMPAIGN
 from config.console import Console
 from jobs import runner
 from jobs.models import Job
-from jobs.runner import unfinished_job
 from retrieval.datasets.demo.runs import (
     DEMO_MODELS,
     QUICK_MODELS,
@@ -33,29 +30,36 @@ class Deferred:
     """A deferred step: the job kind and arguments that make it, and what it makes."""
 
     kind: str
-    arguments: dict = field(default_factory=dict)
-    product: str = ""
+    arguments: dict
+    product: str
 
     def ready(self) -> bool:
         """Whether its product exists already."""
+        given = self.arguments
         if self.kind == "build_model":
-            return Run.objects.filter(
-                dataset__name=self.arguments["dataset"], name=self.arguments["model"]
-            ).exists()
+            return Run.objects.filter(dataset__name=given["dataset"], name=given["model"]).exists()
         if self.kind == "demo_campaign":
-            return Campaign.objects.filter(name=self.arguments["name"]).exists()
-        if self.kind == "proxies":
-            return proxies_cached(self.arguments["dataset"])
+            return Campaign.objects.filter(name=given["name"]).exists()
+        if self.kind == "proxies":  # every matrix of the test split cached
+            # Imported here: the proxies pull in spaCy, which only this check needs.
+            from retrieval.proxies.service import ProxyOptions, proxy_relevance
+
+            dataset = Dataset.objects.get(name=given["dataset"])
+            return all(
+                proxy_relevance(dataset, ProxyOptions(proxy, split="test"), cache_only=True)
+                is not None
+                for proxy in PROXIES
+            )
         raise ValueError(f"unknown deferred kind {self.kind!r}")
 
 
 def deferred_steps(dataset: str = DEMO_DATASET) -> tuple[Deferred, ...]:
     """The deferred steps, in the order they run."""
-    later = [m for m in DEMO_MODELS if m not in QUICK_MODELS]
     return (
         *(
             Deferred("build_model", {"dataset": dataset, "model": m}, f"the {m} model")
-            for m in later
+            for m in DEMO_MODELS
+            if m not in QUICK_MODELS
         ),
         Deferred("demo_campaign", {"dataset": dataset, "name": DEMO_CAMPAIGN}, "the demo campaign"),
         Deferred(
@@ -63,18 +67,6 @@ def deferred_steps(dataset: str = DEMO_DATASET) -> tuple[Deferred, ...]:
             {"dataset": dataset, "proxy": "all", "split": "test"},
             "the semantic-proxy matrices",
         ),
-    )
-
-
-def proxies_cached(dataset_name: str) -> bool:
-    """Whether every proxy matrix of the dataset's test split is cached."""
-    # Imported here: the proxies pull in spaCy, which only this check needs.
-    from retrieval.proxies.service import ProxyOptions, proxy_relevance
-
-    dataset = Dataset.objects.get(name=dataset_name)
-    return all(
-        proxy_relevance(dataset, ProxyOptions(proxy, split="test"), cache_only=True) is not None
-        for proxy in PROXIES
     )
 
 
@@ -103,10 +95,7 @@ def record_deferred(dataset: str = DEMO_DATASET) -> list[tuple[Deferred, Job]]:
     step with the job that makes it."""
     pending = []
     for step in deferred_steps(dataset):
-        if step.ready():
-            continue
-        job = unfinished_job(step.kind, **step.arguments)
-        if job is None:
-            job = runner.record(step.kind, step.arguments, runner.STARTUP)
-        pending.append((step, job))
+        if not step.ready():
+            job = runner.unfinished_job(step.kind, **step.arguments)
+            pending.append((step, job or runner.record(step.kind, step.arguments, runner.STARTUP)))
     return pending

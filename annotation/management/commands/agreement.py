@@ -89,30 +89,26 @@ def table(
     """The report as readable lines: summary, notes, by number of labels, per annotator."""
     alpha = report.krippendorff_alpha
     pool = f" (of {pool_pairs:,} pooled)" if pool_pairs is not None else ""
-    lines = [
-        title,
-        f"  pairs labelled         {report.pairs:,}{pool}",
-        f"  labels                 {report.labels:,}",
-        f"  labels per pair        {report.labels_per_pair:.2f}",
-    ]
     if status is not None:
-        lines.append(
-            f"  resolved to a label    {percent(status.resolved_share)} of complete pairs "
-            f"(relevant {status.relevant:,}, irrelevant {status.irrelevant:,}, "
-            f"disagreement {status.disagreement:,}, pending {status.pending:,})"
+        resolved = (
+            f"{percent(status.resolved_share)} of complete pairs (relevant {status.relevant:,}, "
+            f"irrelevant {status.irrelevant:,}, disagreement {status.disagreement:,}, "
+            f"pending {status.pending:,})"
         )
     else:
-        lines.append(
-            f"  resolved to a label    {percent(report.resolved_share)} of labelled pairs "
-            "(strict majority)"
-        )
-    lines += [
-        f"  percent agreement      {percent(report.percent_agreement)}"
+        resolved = f"{percent(report.resolved_share)} of labelled pairs (strict majority)"
+    summary = {
+        "pairs labelled": f"{report.pairs:,}{pool}",
+        "labels": f"{report.labels:,}",
+        "labels per pair": f"{report.labels_per_pair:.2f}",
+        "resolved to a label": resolved,
+        "percent agreement": f"{percent(report.percent_agreement)}"
         f"{interval(report.intervals.percent_agreement, percent)} over "
         f"{report.multiply_labelled_pairs:,} pairs with 2+ labels",
-        f"  Krippendorff's alpha   {DASH if alpha is None else decimal(alpha)}"
+        "Krippendorff's alpha": f"{DASH if alpha is None else decimal(alpha)}"
         f"{interval(report.intervals.krippendorff_alpha, decimal)} (nominal)",
-    ]
+    }
+    lines = [title, *(f"  {name:<22} {value}" for name, value in summary.items())]
     lines += [f"  note: {note}" for note in report.notes or []]
     lines += ["", "By number of labels (FIRE Fig. 7)", f"  {'labels':>6}  {'pairs':>10}  agreement"]
     for row in report.by_label_count:

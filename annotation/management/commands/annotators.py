@@ -29,15 +29,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
-        admin = None
         if options["reinstate"]:
-            people.reinstate(campaign, self._user(options["reinstate"]), admin)
+            people.reinstate(campaign, self._user(options["reinstate"]), None)
             self.stdout.write(
                 f"Reinstated {options['reinstate']} in {campaign.name!r}: {people.REINSTATED}."
             )
             return
         if options["admit"]:
-            people.admit(campaign, self._user(options["admit"]), admin)
+            people.admit(campaign, self._user(options["admit"]), None)
             self.stdout.write(f"Admitted {options['admit']} to {campaign.name!r}.")
             return
         if options["discount"]:

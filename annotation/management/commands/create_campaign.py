@@ -55,12 +55,10 @@ class Command(BaseCommand):
         dataset = get_dataset(options["dataset"])
         names = [name.strip() for name in options["runs"].split(",") if name.strip()]
         runs = [get_run(dataset, name) for name in names]
-        form = check_options(CampaignSettingsForm, options)
-        spec = form.spec()
+        spec = check_options(CampaignSettingsForm, options).spec()
         began = time.perf_counter()
-        upload = None
-        if options["gold"]:
-            upload = lifecycle.GoldUpload(Path(options["gold"]), options["gold"])
+        gold = options["gold"]
+        upload = lifecycle.GoldUpload(Path(gold), gold) if gold else None
         campaign = lifecycle.open_campaign(dataset, runs, spec, gold_file=upload)
         pairs = campaign.pairs.count()
         doubles = campaign.pairs.filter(double=True).count()

@@ -1,5 +1,7 @@
 """Draw random queries whose unjudged pairs are judged next, to estimate unsettled scores."""
 
+from dataclasses import asdict
+
 from annotation.campaigns.lookup import get_campaign
 from annotation.ordering.samples import draw_sample
 from jobs.commands import BaseCommand
@@ -23,13 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         campaign = get_campaign(options["campaign"])
         draw = draw_sample(campaign, options["pairs"], options["seed"])
-        summary = {
-            "campaign": campaign.name,
-            "queries": draw.queries,
-            "pairs": draw.pairs,
-            "requested": draw.requested,
-            "seed": draw.seed,
-        }
+        summary = {"campaign": campaign.name, **asdict(draw)}
         if self.wrote_json(options, summary):
             return
         self.stdout.write(

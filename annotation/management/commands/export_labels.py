@@ -27,18 +27,24 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         given = cleaned(check_options(ExportForm, options))
         campaign = get_campaign(given["campaign"])
-        options = {**options, "method": given.get("method")}
         began = time.perf_counter()
         output = options["output"]
-        try:
-            if output == "-":
-                write_export(campaign, options["format"], sys.stdout, options["method"])
-                sys.stdout.flush()
-                return
-            written = export_to_file(campaign, options["format"], output, options["method"])
-        except OSError as exc:
-            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-        self.stderr.write(
-            f"Wrote {options['format']} export of {campaign.name!r} to {output} "
-            f"({written:,} characters) in {time.perf_counter() - began:.2f} s."
-        )
+        written = write_to(output, campaign, given["format"], given.get("method"))
+        if written is not None:
+            self.stderr.write(
+                f"Wrote {given['format']} export of {campaign.name!r} to {output} "
+                f"({written:,} characters) in {time.perf_counter() - began:.2f} s."
+            )
+
+
+def write_to(output: str, campaign, fmt: str, method: str | None = None) -> int | None:
+    """Write the export to the file ``output`` (the characters written) or, for '-', to
+    standard output (None); an OS error is a ``CommandError`` naming the output."""
+    try:
+        if output != "-":
+            return export_to_file(campaign, fmt, output, method)
+        write_export(campaign, fmt, sys.stdout, method)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+    return None

@@ -1,14 +1,13 @@
 """Gold pairs of a campaign: import a file, promote decided pairs, list them, export them."""
 
 import argparse
-import sys
 from dataclasses import asdict
 
 from django.core.management.base import CommandError
 
-from annotation.campaign_read.exports import export_to_file, write_export
 from annotation.campaigns.lookup import get_campaign
 from annotation.gold import service as gold
+from annotation.management.commands.export_labels import write_to
 from jobs.commands import BaseCommand
 
 ACTIONS = ("import", "promote", "list", "export")
@@ -83,10 +82,10 @@ class Command(BaseCommand):
                 raise CommandError("give --import or --promote-decided, not both")
             if options["import_file"]:
                 action = "import"
-                options.update(file=options["import_file"], file_format=None)
+                options["file"] = options["import_file"]
             elif options["promote_decided"]:
                 action = "promote"
-                options.update(pairs=None, all_decided=True, explanation="", guideline="")
+                options["all_decided"] = True
             else:
                 raise CommandError(f"name an action: {', '.join(ACTIONS)}")
         if not options.get("campaign"):
@@ -97,7 +96,7 @@ class Command(BaseCommand):
     def _import(self, campaign, options):
         # Read and checked first, written in one short transaction (the gold import job's path).
         result = gold.import_gold(
-            campaign, options["file"], options["file_format"], steps=ProgressLines(self.stderr)
+            campaign, options["file"], options.get("file_format"), steps=ProgressLines(self.stderr)
         )
         self.stdout.write(
             f"Added {result.created} gold pairs ({result.relevant} relevant) from "
@@ -137,16 +136,9 @@ class Command(BaseCommand):
             )
 
     def _export(self, campaign, options):
-        fmt = "gold-csv" if options.get("csv") else "gold"
         output = options["output"]
-        try:
-            if output == "-":
-                write_export(campaign, fmt, sys.stdout)
-                sys.stdout.flush()
-                return
-            written = export_to_file(campaign, fmt, output)
-        except OSError as exc:
-            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-        self.stderr.write(
-            f"Wrote the gold pairs of {campaign.name!r} to {output} ({written:,} characters)."
-        )
+        written = write_to(output, campaign, "gold-csv" if options.get("csv") else "gold")
+        if written is not None:
+            self.stderr.write(
+                f"Wrote the gold pairs of {campaign.name!r} to {output} ({written:,} characters)."
+            )

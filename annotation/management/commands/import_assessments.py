@@ -18,8 +18,9 @@ class Command(BaseCommand):
         "and/or label (relevant or irrelevant), family (optional: the model family, e.g. "
         "clip). Each (assessor, caption, video) once, each pair pooled in the campaign or one "
         "of its gold pairs (a pair both pooled and gold is stored as pooled; judgements of "
-        "gold pairs only measure the machine's accuracy on gold). All or nothing: an error names the file, line and field and stores nothing. An assessor "
-        "already stored has its judgements replaced by the file's."
+        "gold pairs only measure the machine's accuracy on gold). All or nothing: an error "
+        "names the file, line and field and stores nothing. An assessor already stored has "
+        "its judgements replaced by the file's."
     )
 
     def add_arguments(self, parser):
@@ -40,5 +41,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Stored {result.rows} machine judgements of {len(result.assessors)} assessor"
             f"{'s' if len(result.assessors) != 1 else ''} ({', '.join(result.assessors)}) on "
-            f"{result.pairs} pairs{gold} from {result.file} in campaign {result.campaign!r}{replaced}."
+            f"{result.pairs} pairs{gold} from {result.file} in campaign {result.campaign!r}"
+            f"{replaced}."
         )

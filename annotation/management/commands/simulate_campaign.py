@@ -13,13 +13,13 @@ from annotation.simulation.estimates import METRICS
 from annotation.simulation.offline import CROWD_SPEC_HELP, QUALITY_BENCH_CROWD
 from jobs.commands import BaseCommand
 from retrieval.datasets.lookup import get_dataset
+from retrieval.forms import split_names
 
 
 def _names(text: str, known: tuple[str, ...]) -> tuple[str, ...]:
     """Comma-separated names matched to ``known`` in any case (unknown ones kept as given)."""
     by_lower = {name.lower(): name for name in known}
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    return tuple(by_lower.get(part.lower(), part) for part in parts)
+    return tuple(by_lower.get(part.lower(), part) for part in split_names(text))
 
 
 class Command(BaseCommand):

@@ -1,6 +1,5 @@
 """``manage.py demo``: build the synthetic demo benchmark (clips, captions, ground truth)."""
 
-import sys
 import time
 
 from django.core.management.base import CommandError, CommandParser
@@ -13,11 +12,7 @@ from retrieval.datasets.demo.runs import (
     build_demo_models,
     score_runs,
 )
-from retrieval.datasets.demo.service import (
-    DemoSummary,
-    create_demo_dataset,
-    summarize_demo_dataset,
-)
+from retrieval.datasets.demo.service import create_demo_dataset, summarize_demo_dataset
 from retrieval.models import Dataset
 
 
@@ -86,9 +81,32 @@ class Command(BaseCommand):
             self.stdout.write(f'Dataset "{name}" already exists; keeping it.')
         else:
             started = time.perf_counter()
-            dataset = self._build(options)
+            quiet = options["verbosity"] < 1
+            with tqdm(
+                total=options["videos"], desc="Rendering clips", unit="clip", disable=quiet
+            ) as bar:
+                dataset = create_demo_dataset(
+                    name=name,
+                    n_videos=options["videos"],
+                    seed=options["seed"],
+                    test_fraction=options["test_fraction"],
+                    replace=options["replace"],
+                    progress=lambda done, total: bar.update(done - bar.n),
+                    workers=options["workers"],
+                )
             summary = summarize_demo_dataset(dataset)
-            self._report(name, summary, time.perf_counter() - started)
+            self.stdout.write(
+                f'Built demo dataset "{name}" in {time.perf_counter() - started:.1f} s: '
+                f"{summary.videos} videos ({summary.train_videos} train, "
+                f"{summary.test_videos} test), {summary.captions} captions, "
+                f"{summary.queries} queries."
+            )
+            self.stdout.write(
+                "Relevant test videos per query caption: "
+                f"mean {summary.mean_relevant_per_query:.1f}, "
+                f"max {summary.max_relevant_per_query}, "
+                f"exactly one for {summary.queries_with_one_relevant} of {summary.queries}."
+            )
         if not options["no_models"]:
             self._models(dataset, options)
 
@@ -121,41 +139,3 @@ class Command(BaseCommand):
                 for key in ("C@1", "C@5", "C@10")
             )
             self.stdout.write(f"  {scores.run:<8} {cells}")
-
-    def _build(self, options: dict) -> Dataset:
-        bar = tqdm(
-            total=options["videos"],
-            desc="Rendering clips",
-            unit="clip",
-            file=sys.stderr,
-            disable=options["verbosity"] < 1,
-        )
-
-        def progress(done: int, total: int) -> None:
-            bar.update(done - bar.n)
-
-        try:
-            return create_demo_dataset(
-                name=options["name"],
-                n_videos=options["videos"],
-                seed=options["seed"],
-                test_fraction=options["test_fraction"],
-                replace=options["replace"],
-                progress=progress,
-                workers=options["workers"],
-            )
-        finally:
-            bar.close()
-
-    def _report(self, name: str, summary: DemoSummary, seconds: float) -> None:
-        self.stdout.write(
-            f'Built demo dataset "{name}" in {seconds:.1f} s: {summary.videos} videos '
-            f"({summary.train_videos} train, {summary.test_videos} test), "
-            f"{summary.captions} captions, {summary.queries} queries."
-        )
-        self.stdout.write(
-            "Relevant test videos per query caption: "
-            f"mean {summary.mean_relevant_per_query:.1f}, "
-            f"max {summary.max_relevant_per_query}, "
-            f"exactly one for {summary.queries_with_one_relevant} of {summary.queries}."
-        )

@@ -1,5 +1,6 @@
 """Make a dataset's missing browser copies and segment clips, or report where they stand."""
 
+import itertools
 import time
 
 from jobs.commands import BaseCommand
@@ -33,12 +34,10 @@ class Command(BaseCommand):
             self.stdout.write(f"{retry_failed(dataset)} failed file(s) to try again")
         if not options["check"]:
             total = pending(dataset).count()
-            done = 0
+            done = itertools.count(1)
 
             def say(line: str) -> None:
-                nonlocal done
-                done += 1
-                self.stdout.write(f"[{done}/{total}] {line}")
+                self.stdout.write(f"[{next(done)}/{total}] {line}")
 
             summary = make_missing(dataset, say=say)
             running = DerivedMedia.objects.filter(

@@ -2,13 +2,12 @@
 
 from jobs.commands import BaseCommand
 from retrieval.datasets.lookup import get_dataset, get_model
-from retrieval.management.commands.proxies import add_proxy_options, options_for
+from retrieval.management.commands.proxies import add_proxy_options, options_for, relevance_for
 from retrieval.proxies import PROXIES, PROXY_LABELS
 from retrieval.proxies.ndcg import GAINS
 from retrieval.proxies.service import (
     ProxyError,
     model_similarity,
-    proxy_relevance,
     relevance_frame,
     score_similarity,
     truth_relevance,
@@ -36,26 +35,17 @@ class Command(BaseCommand):
         dataset = get_dataset(options["dataset"])
         model = get_model(dataset, options["model"])
         proxy = options["proxy"]
-        progress = options["verbosity"] > 0 and options["format"] == "table"
         if proxy == "truth":
             relevance = relevance_frame(dataset, options_for(PROXIES[0], options))
             matrix = truth_relevance(dataset, relevance)
             if matrix is None:
                 raise ProxyError(f"dataset {dataset.name!r} has no ground-truth relevance")
         else:
-            relevance = proxy_relevance(
-                dataset,
-                options_for(proxy, options),
-                progress=progress,
-                workers=options["workers"],
-            )
+            relevance = relevance_for(dataset, proxy, options)
             matrix = relevance.matrix
         similarity = model_similarity(model, relevance)
         score = score_similarity(
-            similarity,
-            matrix,
-            gain=options["gain"],
-            threshold=options["threshold"],
+            similarity, matrix, gain=options["gain"], threshold=options["threshold"]
         )
         result = {
             "proxy": proxy,

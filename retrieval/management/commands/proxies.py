@@ -49,6 +49,17 @@ def options_for(proxy: str, options) -> ProxyOptions:
     )
 
 
+def relevance_for(dataset, proxy: str, options, **kwargs):
+    """The proxy's relevance under the command's options (a progress bar for a table)."""
+    return proxy_relevance(
+        dataset,
+        options_for(proxy, options),
+        progress=options["verbosity"] > 0 and options["format"] == "table",
+        workers=options["workers"],
+        **kwargs,
+    )
+
+
 class Command(BaseCommand):
     help = (
         "Compute the video-to-caption relevance S of a semantic proxy (bow, pos, syn, met; "
@@ -68,17 +79,10 @@ class Command(BaseCommand):
         dataset = get_dataset(given["dataset"])
         rebuild = given.get("rebuild", False)
         proxies = PROXIES if options["proxy"] == "all" else (options["proxy"],)
-        progress = options["verbosity"] > 0 and options["format"] == "table"
-        results = []
-        for proxy in proxies:
-            relevance = proxy_relevance(
-                dataset,
-                options_for(proxy, options),
-                progress=progress,
-                workers=options["workers"],
-                rebuild=rebuild,
-            )
-            results.append(proxy_summary(relevance))
+        results = [
+            proxy_summary(relevance_for(dataset, proxy, options, rebuild=rebuild))
+            for proxy in proxies
+        ]
         if self.wrote_json(options, {"dataset": dataset.name, "proxies": results}):
             return
         for result in results:

@@ -52,7 +52,8 @@ class Command(BaseCommand):
         if options["dataset"]:
             result = self.from_database(options)
         elif options["qrels"] and options["run"]:
-            result = self.from_files(options)
+            inputs = read_trec_inputs(options["qrels"], options["run"], options["original_qrels"])
+            result = rescore(inputs.runs, inputs.corrected, original=inputs.original)
         else:
             raise CommandError("give --dataset, or --qrels with at least one --run")
         self.stdout.write(render(result, options["format"]))
@@ -70,10 +71,6 @@ class Command(BaseCommand):
             split_names(given.get("runs", "")) or None,
             only_labelled=given.get("only_labelled", False),
         ).result
-
-    def from_files(self, options) -> Rescoring:
-        inputs = read_trec_inputs(options["qrels"], options["run"], options["original_qrels"])
-        return rescore(inputs.runs, inputs.corrected, original=inputs.original)
 
 
 def render(result: Rescoring, fmt: str) -> str:
@@ -145,11 +142,7 @@ def _table(rows: dict, header: Sequence[str], width: int, sep: str = "  ") -> li
 
 
 def settled_text(score) -> str:
-    """``exact 41.2``, ``open`` (unjudged pairs can still move it: its one interval, in the
-    table above, holds what they allow) or ``estimate 44.1`` (its interval is above too), in
-    points: one interval per score."""
-    if score.kind == "exact":
-        return f"exact {100 * score.value:.1f}"
-    if score.kind == "bounds":
-        return "open"
-    return f"estimate {100 * score.value:.1f}"
+    """``exact 41.2``, ``open`` (bounds: unjudged pairs can still move it, its one interval in
+    the table above holds what they allow) or ``estimate 44.1`` (its interval is above too),
+    in points: one interval per score."""
+    return "open" if score.kind == "bounds" else f"{score.kind} {100 * score.value:.1f}"
