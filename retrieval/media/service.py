@@ -389,9 +389,13 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
     failures: tuple = ()
     ready_bytes = running = 0
     if derived:
+        # Each derived file once, however many videos share it; no ordering, which would
+        # join the grouping (one row per file).
+        files = DerivedMedia.objects.filter(
+            pk__in=Video.objects.filter(dataset=dataset).values("derived_id")
+        )
         rows = list(
-            DerivedMedia.objects.filter(videos__dataset=dataset)
-            .distinct()
+            files.order_by()
             .values("status")
             .annotate(seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes"))
         )

@@ -96,6 +96,9 @@ def test_media_command_makes_each_file_once(folder):
     dataset = Dataset.objects.get(name="media")
     table = media_table(dataset)
     assert (table.as_is, table.pending, table.ready) == (1, 2, 0)
+    waiting = DerivedMedia.objects.filter(status="pending")
+    assert waiting.count() == 2  # the seconds of both files, each once
+    assert table.pending_seconds == round(sum(f.source_seconds for f in waiting), 1) > 0
     check = io.StringIO()
     call_command("media", dataset="media", check=True, stdout=check)
     assert "waiting            2" in check.getvalue()
@@ -112,6 +115,9 @@ def test_media_command_makes_each_file_once(folder):
         assert probe(Path(settings.MEDIA_ROOT) / name).video_codec == "h264"
     assert videos["mp4"].source_url == videos["mp4"].media.url  # the original, as it is
     assert set(DerivedMedia.objects.values_list("status", flat=True)) == {"ready"}
+    made, table = DerivedMedia.objects.all(), media_table(dataset)
+    assert table.ready_seconds == round(sum(f.source_seconds for f in made), 1)
+    assert table.ready_bytes == sum(f.bytes for f in made) and table.pending_seconds == 0
     stamps = {
         p: p.stat().st_mtime_ns for p in (Path(settings.MEDIA_ROOT) / "derived").rglob("*.mp4")
     }
