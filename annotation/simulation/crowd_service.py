@@ -110,12 +110,9 @@ def summarise(
     Dawid-Skene and majority on every label beside them."""
     runs = []
     for seed in range(seeds):
-        outcome = crowd_replay.replay(
-            crowd, policy_name, seed, confidence=confidence, max_labels=cap
-        )
-        runs.append(
-            SeedResult(seed, outcome.labels_used, crowd_replay.accuracy(outcome.status, gold))
-        )
+        found = crowd_replay.replay(crowd, policy_name, seed, confidence=confidence, max_labels=cap)
+        score = crowd_replay.accuracy(found.status, gold)
+        runs.append(SeedResult(seed, found.spent["campaign"], score))
         if progress is not None:
             progress(seed + 1)
     everything = quality.dawid_skene(
