@@ -8,14 +8,14 @@ it; the benches read it.
 its active-inference estimate and interval (:mod:`annotation.simulation.active`).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from annotation.policy import rules as policy
 from annotation.simulation import offline
 from annotation.simulation.active import ActiveSettings, simulate_active
-from annotation.simulation.estimates import METRICS, resolved_scores, true_scores, world_intervals
+from annotation.simulation.estimates import METRICS, true_scores, world_intervals
 from annotation.simulation.model import Outcome, World
 from annotation.simulation.offline import QualityControl, SimulatedCrowd
 from retrieval.prediction.features import PairFeatures
@@ -81,8 +81,9 @@ def simulate_seed(
 
 
 def _resolved(world: World, outcome: Outcome) -> dict[tuple[str, str], tuple[float, float, float]]:
-    """The resolved labels' scores and their score intervals."""
-    values = resolved_scores(world, outcome.status == 1)
+    """The resolved labels' scores (unlabelled pairs irrelevant, as a label set resolved from a
+    campaign reports them) and their score intervals."""
+    values = true_scores(replace(world, labels=outcome.status == 1))
     intervals = world_intervals(world, outcome)
     scores = {}
     for run, by_metric in values.items():

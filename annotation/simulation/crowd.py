@@ -77,14 +77,10 @@ def replay(
     *,
     confidence: float = policy.DEFAULT_CONFIDENCE,
     max_labels: int | None = None,
-    second_label_rate: float = policy.DEFAULT_SECOND_LABEL_RATE,
 ) -> Outcome:
     """Replay ``policy_name`` (``fire`` or ``adaptive``) once, labels in ``seed``'s order, at
     most ``max_labels`` a pair (default: the policy's)."""
-    rules = Rules.of(
-        policy_name, crowd.n_items, seed, max_labels,
-        confidence=confidence, second_label_rate=second_label_rate,
-    )  # fmt: skip
+    rules = Rules.of(policy_name, crowd.n_items, seed, max_labels, confidence=confidence)
     source = _Recorded(crowd, seed)
     tally = judge(
         rules,

@@ -57,22 +57,6 @@ class ReplaySummary:
         return asdict(self)
 
 
-def read_crowd(
-    labels_path: Path, gold_path: Path, duplicates: str | None = None
-) -> tuple[crowd_replay.RecordedCrowd, np.ndarray, int]:
-    """The raw file as a :class:`~annotation.simulation.crowd.RecordedCrowd`, each pair's gold
-    label (-1 none) and how many gold pairs have no label in the raw file."""
-    items, names, item_index, annotator_index, labels = quality.index_raw(
-        read_raw_jsonl(Path(labels_path), duplicates)
-    )
-    gold_labels = read_gold_jsonl(Path(gold_path))
-    known = {items[pair]: label for pair, label in gold_labels.items() if pair in items}
-    gold = np.full(len(items), -1, dtype=np.int64)
-    gold[list(known)] = list(known.values())
-    crowd = crowd_replay.RecordedCrowd(item_index, annotator_index, labels, len(items), len(names))
-    return crowd, gold, len(gold_labels) - len(known)
-
-
 def replay_labels(
     labels_path: Path,
     gold_path: Path,
@@ -96,11 +80,19 @@ def replay_labels(
     cap = default_cap if max_labels is None else max_labels
     if not MAX_LABELS[0] <= cap <= MAX_LABELS[1]:
         raise ReplayLabelsError(f"max-labels must be between {MAX_LABELS[0]} and {MAX_LABELS[1]}")
-    crowd, gold, missing = read_crowd(labels_path, gold_path, duplicates)
+    items, names, item_index, annotator_index, labels = quality.index_raw(
+        read_raw_jsonl(Path(labels_path), duplicates)
+    )
+    gold_labels = read_gold_jsonl(Path(gold_path))
+    known = {items[pair]: label for pair, label in gold_labels.items() if pair in items}
+    gold = np.full(len(items), -1, dtype=np.int64)
+    gold[list(known)] = list(known.values())
     if not (gold >= 0).any():
         raise ReplayLabelsError(
             f"{gold_path}: none of its pairs has a label in {labels_path}: nothing to score"
         )
+    crowd = crowd_replay.RecordedCrowd(item_index, annotator_index, labels, len(items), len(names))
+    missing = len(gold_labels) - len(known)
     return summarise(crowd, gold, missing, policy_name, cap, confidence, seeds, progress)
 
 
@@ -118,12 +110,9 @@ def summarise(
     Dawid-Skene and majority on every label beside them."""
     runs = []
     for seed in range(seeds):
-        outcome = crowd_replay.replay(
-            crowd, policy_name, seed, confidence=confidence, max_labels=cap
-        )
-        runs.append(
-            SeedResult(seed, outcome.labels_used, crowd_replay.accuracy(outcome.status, gold))
-        )
+        found = crowd_replay.replay(crowd, policy_name, seed, confidence=confidence, max_labels=cap)
+        score = crowd_replay.accuracy(found.status, gold)
+        runs.append(SeedResult(seed, found.spent["campaign"], score))
         if progress is not None:
             progress(seed + 1)
     everything = quality.dawid_skene(

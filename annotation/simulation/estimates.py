@@ -8,8 +8,6 @@ themselves; with a predictor's probabilities, their exact expectation under inde
 (:func:`retrieval.scoring.expected.expected_metrics`), which active inference corrects.
 """
 
-from dataclasses import replace
-
 import numpy as np
 
 from annotation.campaigns.settings import SETTLE_METRICS
@@ -86,12 +84,6 @@ def true_scores(world: World) -> dict[str, dict[str, float]]:
         name: {metric: float(values[metric][:, r].mean()) for metric in METRICS}
         for r, name in enumerate(world.run_names)
     }
-
-
-def resolved_scores(world: World, relevant: np.ndarray) -> dict[str, dict[str, float]]:
-    """Each run's mean of every metric with ``relevant`` (bool per pair) as the labels: what a
-    label set resolved from a campaign reports, unlabelled pairs irrelevant."""
-    return true_scores(replace(world, labels=np.asarray(relevant, bool)))
 
 
 def world_intervals(world: World, outcome: Outcome, draws: int = 1000) -> dict:

@@ -144,10 +144,6 @@ class Outcome:
     admitted: np.ndarray | None = None
     spent: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def labels_used(self) -> int:
-        return int(self.pair.size)
-
 
 @dataclass(frozen=True)
 class Rules:

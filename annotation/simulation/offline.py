@@ -180,10 +180,8 @@ def simulate(
     *,
     policy_name: str,
     order: str = DEPTH,
-    confidence: float = policy.DEFAULT_CONFIDENCE,
     cap: int | None = None,
     seed: int = 0,
-    ks: Sequence[int] = DEFAULT_KS,
     quality: QualityControl | None = None,
 ) -> Outcome:
     """Judge the world's pool with the crowd under ``policy_name`` and ``order`` (see the
@@ -191,14 +189,14 @@ def simulate(
     if policy_name not in policy.POLICIES or order not in ORDERS:
         raise ValueError(f"policy in {policy.POLICIES}, order in {ORDERS}")
     source = SimulatedSource(world, crowd, quality, seed)
-    rules = Rules.of(policy_name, len(world.pool), seed, cap, confidence=confidence)
+    rules = Rules.of(policy_name, len(world.pool), seed, cap)
     tally = Tally.empty(len(world.pool), source.spent)
-    ask = asker(world, rules, source.strata, order, ks)
+    ask = asker(world, rules, source.strata, order)
     return rules.outcome(judge(rules, source, tally, ask), source.admitted)
 
 
 def asker(
-    world: World, rules: Rules, strata: np.ndarray, order: str, ks: Sequence[int] = DEFAULT_KS
+    world: World, rules: Rules, strata: np.ndarray, order: str
 ) -> Callable[[Tally, np.ndarray], np.ndarray]:
     """The tasks :func:`simulate` asks for in a round under ``rules`` and ``order``: every
     wanted pair by depth stratum (``strata``), or with the ``metric-first`` order only pairs
@@ -213,14 +211,14 @@ def asker(
         if not rules.adaptive:
             want = rules.needed(tally)
             if order == METRIC_FIRST:
-                cells = label_value.deciding_cells(ranks, resolved, known_rank, ks)[q_of, s_of]
-                want &= (tally.total > 0) | (cells > 0)
+                cells = label_value.deciding_cells(ranks, resolved, known_rank, DEFAULT_KS)
+                want &= (tally.total > 0) | (cells[q_of, s_of] > 0)
             value = np.where(want, -strata.astype(np.float64), -np.inf)
         else:
             wanted, worth = label_value.wanted(
                 ranks, resolved, known_rank, _grid(layout, tally.total),
                 _grid(layout, rules.posterior(tally)), confidence=rules.confidence,
-                cap=rules.cap, ks=ks, metric_aware=order == METRIC_FIRST,
+                cap=rules.cap, ks=DEFAULT_KS, metric_aware=order == METRIC_FIRST,
             )  # fmt: skip
             want, value = wanted[q_of, s_of], worth[q_of, s_of]
         want &= left

@@ -32,15 +32,6 @@ class ReplayError(UserError):
     """The replay cannot run as asked (unknown runs or strategy, no complete labels...)."""
 
 
-@dataclass(frozen=True)
-class ReplayResult:
-    """A replayed strategy and the queries left out for want of labels."""
-
-    replay: Replay
-    queries: int
-    dropped_queries: int
-
-
 def replay_dataset(
     dataset: Dataset,
     strategy: str,
@@ -52,9 +43,10 @@ def replay_dataset(
     seeds: int = 1,
     steps: int = 10,
     progress: Callable[[int], Callable[[], None]] | None = None,
-) -> ReplayResult:
+) -> tuple[Replay, int]:
     """Replay ``strategy`` on the dataset's runs (all when ``run_names`` is None) against the
-    label set, or the ground truth when none is given; ``progress(total)`` gives a tick."""
+    label set, or the ground truth when none is given, and how many queries were left out for
+    want of labels; ``progress(total)`` gives a tick."""
     if strategy not in STRATEGIES:
         raise ReplayError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
     if seeds < 1 or depth < 1 or steps < 1 or (budget is not None and budget < 1):
@@ -62,8 +54,7 @@ def replay_dataset(
     world, dropped = replay_world(dataset, run_names, depth, label_set)
     counts = budget_steps(len(world.pool), budget, steps)
     tick = progress(seeds * len(counts)) if progress is not None else None
-    result = replay(world, strategy, counts, seeds=seeds, progress=tick)
-    return ReplayResult(result, int(world.layout.pair_of.shape[0]), dropped)
+    return replay(world, strategy, counts, seeds=seeds, progress=tick), dropped
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ class Command(BaseCommand):
             bar = tqdm(total=total, unit=" steps", file=sys.stderr, disable=quiet, leave=False)
             return lambda: bar.update()
 
-        result = replay_dataset(
+        found, dropped = replay_dataset(
             dataset,
             options["strategy"],
             run_names=None if names == ["all"] else names,
@@ -54,13 +54,13 @@ class Command(BaseCommand):
             steps=options["steps"],
             progress=progress,
         )
-        if result.dropped_queries:
+        if dropped:
             self.stderr.write(
-                f"{result.dropped_queries} queries left out: the label set does not decide "
+                f"{dropped} queries left out: the label set does not decide "
                 "every pooled pair of theirs"
             )
-        if not self.wrote_json(options, result.replay.as_dict(), indent=2):
-            self.stdout.write(render_table(result.replay))
+        if not self.wrote_json(options, found.as_dict(), indent=2):
+            self.stdout.write(render_table(found))
 
 
 def render_table(replay: Replay) -> str:
