@@ -1,7 +1,9 @@
 """The admin's adjudication page as data (pairs waiting for an admin, the last decided, gold
 counts) and one decision on a pair (FIRE §3.1: the admin's label wins)."""
 
-from django.db.models import Prefetch
+from dataclasses import dataclass
+
+from django.db.models import Prefetch, QuerySet
 
 from annotation.gold import service as gold
 from annotation.judging import escalations, pair_state
@@ -11,11 +13,22 @@ RECENT = 10
 """Decided pairs shown under the waiting ones, the latest first."""
 
 
-def adjudication(campaign: Campaign) -> dict:
-    """What the adjudication page shows besides the page of ``waiting`` pairs (pairs waiting
-    for an admin in queue order, with ``live_judgements`` and ``open_escalations``): the
-    ``recent`` decided ones, which of them are gold, the gold count and the decided pairs that
-    could be promoted to gold."""
+@dataclass(frozen=True)
+class Adjudication:
+    """What the adjudication page shows besides the page of waiting pairs."""
+
+    waiting: QuerySet
+    """Pairs waiting for an admin in queue order, with ``live_judgements`` and
+    ``open_escalations``."""
+    recent: list[Pair]
+    gold_pair_ids: set[int]
+    """Which of ``recent`` are gold pairs."""
+    gold_count: int
+    decided_count: int
+    """Decided pairs that could be promoted to gold."""
+
+
+def adjudication(campaign: Campaign) -> Adjudication:
     pairs = Pair.objects.filter(campaign=campaign).select_related("caption", "video")
     live = Judgement.objects.filter(undone_at__isnull=True).select_related("annotator")
     unresolved = Escalation.objects.filter(resolved_at__isnull=True).select_related("annotator")
@@ -31,13 +44,7 @@ def adjudication(campaign: Campaign) -> dict:
     recent = list(recent.order_by("-adjudicated_at")[:RECENT])
     gold_pairs = GoldPair.objects.filter(campaign=campaign)
     gold_ids = set(gold_pairs.filter(pair__in=recent).values_list("pair_id", flat=True))
-    return {
-        "waiting": waiting,
-        "recent": recent,
-        "gold_pair_ids": gold_ids,
-        "gold_count": gold_pairs.count(),
-        "decided_count": gold.promotable(campaign),
-    }
+    return Adjudication(waiting, recent, gold_ids, gold_pairs.count(), gold.promotable(campaign))
 
 
 def decide(campaign: Campaign, pair_id: int, user, label: str | None, note: str) -> Pair | None:

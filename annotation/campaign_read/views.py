@@ -135,18 +135,21 @@ def form_errors(request: HttpRequest, form) -> None:
 
 def adjudication_page(request: HttpRequest, campaign: Campaign, status: int = 200):
     found = adjudication(campaign)
-    page = Paginator(found.pop("waiting"), ADJUDICATION_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(found.waiting, ADJUDICATION_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "annotation/adjudicate.html",
         {
             "campaign": campaign,
             "page": page,
+            "recent": found.recent,
             "Label": Judgement.Label,
             "Status": Pair.Status,
             "RETURN": RETURN,
             "BROKEN_VIDEO_REASON": escalations.BROKEN_VIDEO_REASON,
-            **found,
+            "gold_pair_ids": found.gold_pair_ids,
+            "gold_count": found.gold_count,
+            "decided_count": found.decided_count,
         },
         status=status,
     )
