@@ -7,10 +7,8 @@ resolved into its label set. ``manage.py demo_campaign`` and its job both call
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from django.urls import reverse
-
-from annotation.campaign_read import live_figures
 from annotation.campaign_read.overview import campaign_label_sets
 from annotation.campaign_read.resolution import resolve_campaign
 from annotation.campaigns.service import CampaignError, CampaignSpec, create_campaign
@@ -25,6 +23,19 @@ ANNOTATORS = 2
 """Simulated annotators who pre-fill the demo campaign."""
 
 
+@dataclass(frozen=True)
+class DemoCampaign:
+    """What :func:`create_demo_campaign` made or found made (``done``: the steps this call did)."""
+
+    campaign: Campaign
+    runs: tuple[str, ...]
+    labels: int
+    annotators: int
+    label_set: str
+    positives: int
+    done: tuple[str, ...] = ()
+
+
 def create_demo_campaign(
     dataset: Dataset,
     *,
@@ -35,11 +46,10 @@ def create_demo_campaign(
     seed: int = 0,
     say: Callable[[str, int | None], object] = lambda text, total=None: None,
     advance: Callable[[int], object] | None = None,
-) -> dict:
+) -> DemoCampaign:
     """Pool the demo runs at ``depth`` into campaign ``name``, pre-fill ``fill`` of its labels
-    by two simulated annotators, resolve it and compute its pages' figures (CampaignError when
-    a demo run is missing); what was made or found made, as the demo job's result. Each step
-    done already is skipped, so retrying a job that failed half-way finishes it."""
+    by two simulated annotators and resolve it (CampaignError when a demo run is missing).
+    Each step done already is skipped, so retrying a job that failed half-way finishes it."""
     done = []
     campaign = Campaign.objects.filter(name=name).first()
     if campaign is not None and campaign.dataset_id != dataset.pk:
@@ -67,20 +77,15 @@ def create_demo_campaign(
         say("resolving the labels into a label set", None)
         label_set = resolve_campaign(campaign)
         done.append("resolved")
-    if done:  # its pages' figures, from the labels it ends with
-        live_figures.refresh(campaign)
-    return {
-        "campaign": campaign.name,
-        "campaign_id": campaign.pk,
-        "page": reverse("campaign", args=[campaign.pk]),
-        "pairs": campaign.pairs.count(),
-        "done": ", ".join(done) or "nothing: it was complete already",
-        "runs": list(DEMO_RUNS),
-        "labels": live_labels(campaign),
-        "annotators": ANNOTATORS,
-        "label_set": label_set.name,
-        "positives": label_set.relevant_count,
-    }
+    return DemoCampaign(
+        campaign=campaign,
+        runs=DEMO_RUNS,
+        labels=live_labels(campaign),
+        annotators=ANNOTATORS,
+        label_set=label_set.name,
+        positives=label_set.relevant_count,
+        done=tuple(done),
+    )
 
 
 def _pool(dataset: Dataset, name: str, depth: int, seed: int, say) -> Campaign:

@@ -1,7 +1,9 @@
 """The demo campaign's job kind."""
 
 from django import forms
+from django.urls import reverse
 
+from annotation.campaign_read import live_figures
 from annotation.campaigns.forms import bounded
 from annotation.campaigns.pooling import MAX_DEPTH
 from annotation.campaigns.spec import SEED
@@ -36,9 +38,23 @@ class DemoCampaignForm(DatasetForm):
 def run_demo_campaign(reporter: Reporter, dataset: str, **options) -> dict:
     """Create the demo campaign (``options``: its name, depth, fill, error rate and seed), or
     finish one a failed run left half-made."""
-    return create_demo_campaign(
+    made = create_demo_campaign(
         get_dataset(dataset), **options, say=reporter.step, advance=reporter.advance
     )
+    if made.done:  # its pages' figures, from the labels it ends with
+        live_figures.refresh(made.campaign)
+    return {
+        "campaign": made.campaign.name,
+        "campaign_id": made.campaign.pk,
+        "page": reverse("campaign", args=[made.campaign.pk]),
+        "pairs": made.campaign.pairs.count(),
+        "done": ", ".join(made.done) or "nothing: it was complete already",
+        "runs": list(made.runs),
+        "labels": made.labels,
+        "annotators": made.annotators,
+        "label_set": made.label_set,
+        "positives": made.positives,
+    }
 
 
 register(
