@@ -190,10 +190,8 @@ def _pooled(
     dataset: Dataset, label_set: LabelSet | None, loaded: dict, caption_ids: np.ndarray
 ) -> tuple[dict[str, np.ndarray] | None, int | None]:
     """The pooled runs' item ids and pool depth, when the label set records them."""
-    if label_set is None:
-        return None, None
-    names = label_set.metadata.get("pooled_runs") or []
-    depth = label_set.metadata.get("pool_depth")
+    names = pooled_runs(label_set)
+    depth = label_set.metadata.get("pool_depth") if label_set is not None else None
     if not names or not depth:
         return None, None
     pooled = {}
@@ -206,6 +204,14 @@ def _pooled(
             lists = load_run(run)
         pooled[name] = align_rows(lists.query_ids, lists.item_ids, caption_ids)
     return pooled, int(depth)
+
+
+def pooled_runs(label_set: LabelSet | None) -> list[str] | None:
+    """The runs ``label_set``'s campaign pooled, or None when it does not record them."""
+    names = label_set.metadata.get("pooled_runs") if label_set is not None else None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    return names
 
 
 def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:
