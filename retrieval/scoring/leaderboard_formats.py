@@ -176,12 +176,9 @@ def leaderboard_columns(board: Leaderboard) -> Display:
                 estimates=tuple(
                     (m, value_text(m, row.adjusted[m]), points(row.bias[m], signed=True))
                     for m in ADJUSTED_METRICS
-                )
-                if row.adjusted and row.bias
-                else (),
-                true=tuple((m, value_text(m, row.true[m])) for m in ADJUSTED_METRICS)
-                if row.true
-                else (),
+                    if row.adjusted and row.bias
+                ),
+                true=tuple((m, value_text(m, row.true[m])) for m in ADJUSTED_METRICS if row.true),
             )
         )
     errors = tuple((run, _signed(error)) for run, error in (board.loo_errors or {}).items())
