@@ -31,8 +31,6 @@ class RescoreError(UserError):
 class DatasetRescoring:
     """The scores plus what report figures need about the query rows."""
 
-    dataset: Dataset
-    label_set: LabelSet | None
     result: Rescoring
     caption_ids: np.ndarray
     caption_lengths: np.ndarray
@@ -93,9 +91,7 @@ def rescore_dataset(
             result, pairs, state, caption_ids, item_ids, original, label_set.metadata
         )
     lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
-    return DatasetRescoring(
-        dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
-    )
+    return DatasetRescoring(result, caption_ids, lengths, item_ids, original, corrected, true)
 
 
 def _interval_source(
