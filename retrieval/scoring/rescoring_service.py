@@ -122,7 +122,10 @@ def _interval_source(
         labels,
         (original.rows, original.items),
         unjudged=unjudged,
-        estimates=score_intervals.sampled_estimates(result.kinds),
+        estimates={  # the 95% intervals of the scores estimated from a sample
+            run: {m: (s.low, s.high) for m, s in scores.items() if s.kind == estimation.ESTIMATE}
+            for run, scores in result.kinds.items()
+        },
         active=score_intervals.stored_active(
             (metadata or {}).get(score_intervals.ACTIVE_METADATA), caption_ids
         ),
