@@ -19,10 +19,10 @@ def original_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
     return lists.item_ids == own[:, None]
 
 
-def ground_truth_hits(run: Run, lists: RankedLists | None = None) -> np.ndarray:
+def ground_truth_hits(run: Run) -> np.ndarray:
     """Bool queries x depth under the dataset's exhaustive ground truth (demo world); a query
     or video without stored ground truth is refused, since its hits cannot be known."""
-    lists = lists or load_run(run)
+    lists = load_run(run)
     caption_keys, video_keys, relevant = ground_truth_relevance(
         run.dataset, caption_ids=lists.query_ids.tolist()
     )

@@ -147,9 +147,9 @@ def mark_column(
     Holm-corrected over those comparisons; a NaN estimate gets no mark."""
     sign = -1.0 if lower_is_better else 1.0
     scored = [run for run in estimates if not math.isnan(estimates[run])]
-    marks: dict[str, tuple[bool, bool, float | None]] = {
-        run: (False, False, None) for run in estimates
-    }
+    marks: dict[str, tuple[bool, bool, float | None]] = dict.fromkeys(
+        estimates, (False, False, None)
+    )
     if not scored:
         return marks
     top = max(sign * estimates[run] for run in scored)
@@ -157,8 +157,7 @@ def mark_column(
     others = [run for run in scored if run not in best]
     leader = np.asarray(values[best[0]], dtype=np.float64)
     raw = [analysis.randomization_test(leader, values[run], permutations, seed) for run in others]
-    for run in best:
-        marks[run] = (True, False, None)
+    marks.update(dict.fromkeys(best, (True, False, None)))
     for run, adjusted in zip(others, analysis.holm(raw), strict=True):
         marks[run] = (False, bool(adjusted > alpha), float(adjusted))
     return marks

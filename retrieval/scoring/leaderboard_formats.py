@@ -176,12 +176,9 @@ def leaderboard_columns(board: Leaderboard) -> Display:
                 estimates=tuple(
                     (m, value_text(m, row.adjusted[m]), points(row.bias[m], signed=True))
                     for m in ADJUSTED_METRICS
-                )
-                if row.adjusted and row.bias
-                else (),
-                true=tuple((m, value_text(m, row.true[m])) for m in ADJUSTED_METRICS)
-                if row.true
-                else (),
+                    if row.adjusted and row.bias
+                ),
+                true=tuple((m, value_text(m, row.true[m])) for m in ADJUSTED_METRICS if row.true),
             )
         )
     errors = tuple((run, _signed(error)) for run, error in (board.loo_errors or {}).items())
@@ -241,15 +238,6 @@ LABEL_ENDS = ("low", "high", "parts")
 """The CSV's columns per metric for the labels' 95% interval, after ``notes``."""
 
 
-def _labels_columns(row: Row) -> list[float | str]:
-    line: list[float | str] = []
-    for m in ADJUSTED_METRICS:
-        interval = row.intervals.get(m)
-        ends = (interval.low, interval.high) if interval else (None, None)
-        line += [*map(_number, ends), "; ".join(interval.parts) if interval else ""]
-    return line
-
-
 def to_csv(board: Leaderboard) -> str:
     """One line per run, raw fractions (MedR a rank), blank where unknown, formula-like names
     neutralised (:mod:`retrieval.formats.csv_safety`)."""
@@ -265,8 +253,12 @@ def to_csv(board: Leaderboard) -> str:
                 line += [*map(_number, values), mark]
         for values in (row.bias, row.adjusted, row.true):
             line += [_number(values[m]) if values else "" for m in ADJUSTED_METRICS]
-        circular = " ".join(row.circular_families)
-        lines.append(csv_line([*line, " ".join(row.notes), *_labels_columns(row), circular]))
+        line.append(" ".join(row.notes))
+        for m in ADJUSTED_METRICS:
+            interval = row.intervals.get(m)
+            ends = (interval.low, interval.high) if interval else (None, None)
+            line += [*map(_number, ends), "; ".join(interval.parts) if interval else ""]
+        lines.append(csv_line([*line, " ".join(row.circular_families)]))
     return "".join(lines)
 
 

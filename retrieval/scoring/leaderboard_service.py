@@ -11,7 +11,7 @@ from retrieval.models import Dataset, LabelSet, Run
 from retrieval.scoring import leaderboard
 from retrieval.scoring.circularity import recorded_families
 from retrieval.scoring.leaderboard import Leaderboard, SortError
-from retrieval.scoring.rescoring_service import rescore_dataset, rescoring_inputs
+from retrieval.scoring.rescoring_service import pooled_runs, rescore_dataset, rescoring_inputs
 
 
 class LeaderboardError(UserError):
@@ -59,16 +59,6 @@ def _checked_sort(sort: str) -> str:
     except SortError as exc:
         raise LeaderboardError(str(exc)) from None
     return sort
-
-
-def pooled_runs(label_set: LabelSet | None) -> list[str] | None:
-    """The runs ``label_set``'s campaign pooled, or None when it does not record them."""
-    if label_set is None:
-        return None
-    names = label_set.metadata.get("pooled_runs")
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        return None
-    return names
 
 
 def build_leaderboard(

@@ -283,20 +283,12 @@ def table_cell(corrected: float, original: float | None) -> str:
     return f"{points(corrected)} ({points(original)} {sign} {size})"
 
 
-@dataclass
-class FileInputs:
-    """Runs and qrels read from TREC files, on shared integer ids."""
-
-    runs: dict[str, np.ndarray]
-    corrected: Qrels
-    original: Qrels | None
-
-
-def read_trec_inputs(
+def rescore_trec_files(
     qrels_path: Path | str, run_paths: Sequence[Path | str], original_path: Path | str | None
-) -> FileInputs:
-    """Read qrels and runs; rows are every query of either qrels file, in first-seen order. Queries
-    no qrels judge are ignored (as ir_measures does); two files with one run id raise."""
+) -> Rescoring:
+    """:func:`rescore` of TREC run files under TREC qrels, on shared integer ids; rows are every
+    query of either qrels file, in first-seen order. Queries no qrels judge are ignored (as
+    ir_measures does); two files with one run id raise."""
     corrected_map = trec.read_qrels(qrels_path)
     original_map = trec.read_qrels(original_path) if original_path else None
     query_keys = list(dict.fromkeys([*corrected_map, *(original_map or {})]))
@@ -329,6 +321,5 @@ def read_trec_inputs(
     for run in run_files:
         depth = max([1, *map(len, run.rankings.values())])
         runs[run.run_id] = trec.to_arrays(run.rankings, query_keys, docnos, depth)[0]
-    return FileInputs(
-        runs, qrels_of(corrected_map), qrels_of(original_map) if original_map is not None else None
-    )
+    original = qrels_of(original_map) if original_map is not None else None
+    return rescore(runs, qrels_of(corrected_map), original=original)

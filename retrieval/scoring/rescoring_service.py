@@ -31,8 +31,6 @@ class RescoreError(UserError):
 class DatasetRescoring:
     """The scores plus what report figures need about the query rows."""
 
-    dataset: Dataset
-    label_set: LabelSet | None
     result: Rescoring
     caption_ids: np.ndarray
     caption_lengths: np.ndarray
@@ -93,9 +91,7 @@ def rescore_dataset(
             result, pairs, state, caption_ids, item_ids, original, label_set.metadata
         )
     lengths = np.array([len(info[int(pk)][1].split()) for pk in caption_ids], dtype=np.int64)
-    return DatasetRescoring(
-        dataset, label_set, result, caption_ids, lengths, item_ids, original, corrected, true
-    )
+    return DatasetRescoring(result, caption_ids, lengths, item_ids, original, corrected, true)
 
 
 def _interval_source(
@@ -126,7 +122,10 @@ def _interval_source(
         labels,
         (original.rows, original.items),
         unjudged=unjudged,
-        estimates=score_intervals.sampled_estimates(result.kinds),
+        estimates={  # the 95% intervals of the scores estimated from a sample
+            run: {m: (s.low, s.high) for m, s in scores.items() if s.kind == estimation.ESTIMATE}
+            for run, scores in result.kinds.items()
+        },
         active=score_intervals.stored_active(
             (metadata or {}).get(score_intervals.ACTIVE_METADATA), caption_ids
         ),
@@ -190,10 +189,8 @@ def _pooled(
     dataset: Dataset, label_set: LabelSet | None, loaded: dict, caption_ids: np.ndarray
 ) -> tuple[dict[str, np.ndarray] | None, int | None]:
     """The pooled runs' item ids and pool depth, when the label set records them."""
-    if label_set is None:
-        return None, None
-    names = label_set.metadata.get("pooled_runs") or []
-    depth = label_set.metadata.get("pool_depth")
+    names = pooled_runs(label_set)
+    depth = label_set.metadata.get("pool_depth") if label_set is not None else None
     if not names or not depth:
         return None, None
     pooled = {}
@@ -206,6 +203,14 @@ def _pooled(
             lists = load_run(run)
         pooled[name] = align_rows(lists.query_ids, lists.item_ids, caption_ids)
     return pooled, int(depth)
+
+
+def pooled_runs(label_set: LabelSet | None) -> list[str] | None:
+    """The runs ``label_set``'s campaign pooled, or None when it does not record them."""
+    names = label_set.metadata.get("pooled_runs") if label_set is not None else None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    return names
 
 
 def _true_qrels(dataset: Dataset, caption_ids: np.ndarray) -> tuple[Qrels, list[str]]:

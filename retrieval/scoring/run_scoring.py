@@ -13,7 +13,7 @@ from jobs.models import Job
 from retrieval.formats.records import FormatError, max_upload_bytes
 from retrieval.label_sets.service import LabelSetError, default_label_set
 from retrieval.models import Dataset, LabelSet
-from retrieval.scoring.rescoring_service import rescore_dataset
+from retrieval.scoring.rescoring_service import pooled_runs, rescore_dataset
 from retrieval.search.registration import register_run_file
 
 SCORE_RUN = "score_run"
@@ -67,14 +67,13 @@ def score_run(dataset: Dataset, run_name: str, label_set: LabelSet | None) -> Ru
     scored = rescore_dataset(dataset, label_set, [run_name]).result
     corrected = scored.means("corrected")[run_name]
     original = scored.means("original").get(run_name, corrected)
-    pooled_runs = (label_set.metadata.get("pooled_runs") or []) if label_set else []
     return RunScores(
         run=run_name,
         label_set=label_set.name if label_set else None,
         queries=scored.n_queries,
         scores={name: corrected[name] for name in METRICS},
         original={name: original[name] for name in METRICS},
-        pooled=run_name in pooled_runs,
+        pooled=run_name in (pooled_runs(label_set) or ()),
         intervals={
             name: interval.as_dict() for name, interval in scored.intervals[run_name].items()
         },

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from retrieval.ids import PairKeys, contains, lookup
-from retrieval.scoring import estimation, metrics
+from retrieval.scoring import metrics
 from retrieval.scoring.intervals import percentile_interval
 
 LABEL_NOISE, UNJUDGED, SAMPLED = "label noise", "unjudged pairs", "sampled estimate"
@@ -140,16 +140,6 @@ def exact_intervals(means: Mapping[str, float]) -> dict[str, ScoreInterval]:
     """Point intervals (every label certain) for each C@K, AP and nDCG of ``means``."""
     names = [name for name in means if name == "AP" or name.startswith(("C@", "nDCG@"))]
     return {name: ScoreInterval(name, means[name], means[name], means[name]) for name in names}
-
-
-def sampled_estimates(
-    kinds: Mapping[str, Mapping[str, estimation.Score]],
-) -> dict[str, dict[str, tuple[float, float]]]:
-    """Per run, the 95% intervals of the scores :mod:`.estimation` calls estimates."""
-    return {
-        run: {m: (s.low, s.high) for m, s in scores.items() if s.kind == estimation.ESTIMATE}
-        for run, scores in kinds.items()
-    }
 
 
 def score_intervals(

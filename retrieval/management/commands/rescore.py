@@ -16,8 +16,7 @@ from retrieval.scoring.rescoring import (
     Rescoring,
     interval_cell,
     interval_legend,
-    read_trec_inputs,
-    rescore,
+    rescore_trec_files,
     table_cell,
 )
 from retrieval.scoring.score_intervals import interval_metrics
@@ -52,8 +51,7 @@ class Command(BaseCommand):
         if options["dataset"]:
             result = self.from_database(options)
         elif options["qrels"] and options["run"]:
-            inputs = read_trec_inputs(options["qrels"], options["run"], options["original_qrels"])
-            result = rescore(inputs.runs, inputs.corrected, original=inputs.original)
+            result = rescore_trec_files(options["qrels"], options["run"], options["original_qrels"])
         else:
             raise CommandError("give --dataset, or --qrels with at least one --run")
         self.stdout.write(render(result, options["format"]))
