@@ -458,18 +458,18 @@ def parse_field(
         raise FormatError(path, line, name, str(exc), **kwargs) from None
 
 
-def json_entry(
+def entry_reader(
     path: Path, index: int, value: object, required: tuple[str, ...], *, where: str
-) -> dict:
-    """``value``, an entry of a JSON array, if it is an object holding every ``required``
-    field; else a :class:`FormatError` at ``where``."""
+) -> Callable[[str, Callable[[object], T]], T]:
+    """The :func:`field_reader` of ``value``, an entry of a JSON array, if it is an object
+    holding every ``required`` field; else a :class:`FormatError` at ``where``."""
     if not isinstance(value, dict):
         message = f"expected an object, got {json_type(value)}"
         raise FormatError(path, index, None, message, where=where)
     for name in required:
         if name not in value:
             raise FormatError(path, index, name, "missing required field", where=where)
-    return value
+    return field_reader(path, index, value, where=where)
 
 
 def field_reader(
