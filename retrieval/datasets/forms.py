@@ -22,12 +22,16 @@ FORMAT_HELP = {
 }
 
 
-def _storable(value: str) -> str:
-    """``value`` if a database column can store it, else a form error."""
-    try:
-        return check_chars(value)
-    except ValueError as exc:
-        raise forms.ValidationError(f"this {exc}") from None
+class StorableField(forms.CharField):
+    """Text (blanks stripped) that a database column can store, else a form error; checked
+    after the field's own checks (Django's NUL check first)."""
+
+    def clean(self, value: object) -> str:
+        text = super().clean(value)
+        try:
+            return check_chars(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"this {exc}") from None
 
 
 class DatasetUploadForm(forms.Form):
@@ -42,19 +46,19 @@ class DatasetUploadForm(forms.Form):
         choices=[(name, f"{name}: {FORMAT_HELP.get(name, name)}") for name in CAPTION_FORMATS]
     )
     captions = forms.FileField(allow_empty_file=True, help_text="The captions file.")
-    videos = forms.CharField(
+    videos = StorableField(
         max_length=1000,
         required=False,
         label="Videos folder on the server",
         help_text="Every video must resolve to a file in it (or two levels below).",
     )
-    video_url = forms.CharField(
+    video_url = StorableField(
         max_length=URL_MAX_LENGTH,
         required=False,
         label="Video URL template",
         help_text="With {video_id}, {key}, {start}, {end}, e.g. https://host/videos/{video_id}.mp4",
     )
-    split = forms.CharField(
+    split = StorableField(
         max_length=SPLIT_MAX_LENGTH,
         required=False,
         help_text="For records that carry none (a record's own split wins).",
@@ -65,15 +69,6 @@ class DatasetUploadForm(forms.Form):
         help_text="Import the rest when some files do not decode (their captions are left "
         "out and listed); otherwise a broken file stops the import.",
     )
-
-    def clean_videos(self) -> str:
-        return _storable(self.cleaned_data["videos"].strip())
-
-    def clean_video_url(self) -> str:
-        return _storable(self.cleaned_data["video_url"].strip())
-
-    def clean_split(self) -> str:
-        return _storable(self.cleaned_data["split"].strip())
 
     def clean(self) -> dict:
         data = super().clean()
@@ -111,7 +106,7 @@ class ModelAddForm(forms.Form):
         label="Run file",
         help_text="qid Q0 docno rank score run_id (qid = caption key, docno = video key).",
     )
-    labels = forms.CharField(
+    labels = StorableField(
         max_length=LabelSet._meta.get_field("name").max_length,
         required=False,
         label="Label set to score the run with",
@@ -145,9 +140,6 @@ class ModelAddForm(forms.Form):
         self.fields["labels"].widget = forms.Select(choices=choices)
         for name in ("run", "encoder", *EMBEDDING_FIELDS):
             self.fields[name].needed_by_source = True  # required when its source is chosen
-
-    def clean_labels(self) -> str:
-        return _storable(self.cleaned_data["labels"].strip())
 
     def clean(self) -> dict:
         data = super().clean()

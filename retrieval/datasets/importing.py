@@ -327,7 +327,7 @@ class _Importer:
         found = self.probes.get(media)
         if found is None:
             try:
-                found = probe(self.media.real_path(media))  # type: ignore[union-attr]
+                found = probe(self.media.paths[media])  # type: ignore[union-attr]
             except ProbeError as exc:
                 found = str(exc)
                 if self.skip_broken:
@@ -467,12 +467,9 @@ class MediaResolver:
                 )
         self._index: dict[str, list[str]] | None = None
         self._escaping: dict[str, str] = {}
-        self._paths: dict[str, Path] = {}
-
-    def real_path(self, media: str) -> Path:
-        """The file a name returned by :meth:`resolve` stands for (the link that makes it
+        self.paths: dict[str, Path] = {}
+        """The file each name :meth:`resolve` returned stands for (the link that makes it
         reachable under MEDIA_ROOT is only made once the import succeeds)."""
-        return self._paths[media]
 
     def resolve(self, record: CaptionRecord) -> str:
         """The record's file relative to MEDIA_ROOT, a video (by extension and signature)
@@ -495,7 +492,7 @@ class MediaResolver:
             relative = self.find(record.media_key or record.video_key)
         self.check_file(relative)
         name = f"{self.prefix}/{relative}" if self.prefix and self.prefix != "." else relative
-        self._paths[name] = self.base / relative
+        self.paths[name] = self.base / relative
         return name
 
     def check_file(self, relative: str) -> None:

@@ -4,9 +4,9 @@ from django import forms
 
 from config.errors import UserError
 from jobs.fields import YesNoField
-from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
 from retrieval import job_results
+from retrieval.datasets.uploads import DatasetUpload, UploadError, input_file, run_dataset_import
 from retrieval.formats import CAPTION_FORMATS
 
 
@@ -25,8 +25,6 @@ class ImportDatasetForm(forms.Form):
     skip_broken = YesNoField()
 
     def clean_captions(self) -> str:
-        from retrieval.datasets.uploads import UploadError, input_file
-
         try:
             input_file(self.cleaned_data["captions"])
         except UploadError as exc:
@@ -34,8 +32,6 @@ class ImportDatasetForm(forms.Form):
         return self.cleaned_data["captions"]
 
     def clean(self) -> dict:
-        from retrieval.datasets.uploads import DatasetUpload
-
         data = super().clean()
         if "name" in data and "format" in data:
             try:
@@ -45,17 +41,11 @@ class ImportDatasetForm(forms.Form):
         return data
 
 
-def run_import_dataset(reporter: Reporter, **arguments) -> dict:
-    from retrieval.datasets.uploads import run_dataset_import
-
-    return run_dataset_import(reporter, **arguments)
-
-
 register(
     JobKind(
         "import_dataset",
         "Import an uploaded captions file (from the Upload a dataset page)",
-        run_import_dataset,
+        run_dataset_import,
         ImportDatasetForm,
         permission=ADMIN,
         atomic=True,

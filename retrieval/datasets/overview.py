@@ -121,15 +121,6 @@ def split_counts(
     )
 
 
-def campaign_rows(dataset: Dataset) -> tuple[CampaignRow, ...]:
-    """The campaigns on the dataset, newest first (none when no app judges datasets)."""
-    campaigns = getattr(dataset, "campaigns", None)
-    if campaigns is None:
-        return ()
-    rows = campaigns.order_by("-pk").values_list("pk", "name", "status")
-    return tuple(CampaignRow(*row) for row in rows)
-
-
 def dataset_overview(dataset: Dataset) -> DatasetOverview:
     """The dataset's splits, models with their runs, campaigns and label sets."""
     runs = Prefetch("runs", queryset=Run.objects.defer("arrays").order_by("name"))
@@ -137,6 +128,9 @@ def dataset_overview(dataset: Dataset) -> DatasetOverview:
     label_sets = LabelSet.objects.filter(dataset=dataset).defer("arrays").order_by("name")
     states: dict[str, int] = {}
     splits = split_counts(dataset, states)
+    campaigns = getattr(dataset, "campaigns", None)  # None when no app judges datasets
+    if campaigns is not None:
+        campaigns = campaigns.order_by("-pk").values_list("pk", "name", "status")
     return DatasetOverview(
         name=dataset.name,
         description=dataset.description,
@@ -155,7 +149,7 @@ def dataset_overview(dataset: Dataset) -> DatasetOverview:
             )
             for model in models
         ),
-        campaigns=campaign_rows(dataset),
+        campaigns=tuple(CampaignRow(*row) for row in campaigns or ()),  # newest first
         label_sets=tuple(
             LabelSetRow(
                 s.name,

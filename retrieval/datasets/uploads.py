@@ -107,18 +107,6 @@ def discard(path: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def check_videos_dir(value: str) -> str:
-    """A videos folder on the server, checked to be one (the importer checks its files)."""
-    try:
-        check_chars(value)
-        found = Path(value).is_dir()
-    except (ValueError, OSError):
-        found = False
-    if not found:
-        raise ImportOptionError(f"{value[:200]!r} is not a folder on the server")
-    return value
-
-
 @dataclass(frozen=True)
 class DatasetUpload:
     """What the upload page asks for, besides the file: where and how to import it."""
@@ -144,8 +132,14 @@ class DatasetUpload:
             raise ImportOptionError("give either a videos folder or a URL template, not both")
         if self.video_url:
             check_url_template(self.video_url)
-        if self.videos:
-            check_videos_dir(self.videos)
+        if self.videos:  # a folder on the server (the importer checks its files)
+            try:
+                check_chars(self.videos)
+                found = Path(self.videos).is_dir()
+            except (ValueError, OSError):
+                found = False
+            if not found:
+                raise ImportOptionError(f"{self.videos[:200]!r} is not a folder on the server")
 
 
 def start_dataset_import(upload, options: DatasetUpload, user=None) -> Job:

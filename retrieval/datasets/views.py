@@ -6,12 +6,7 @@ from django.shortcuts import redirect, render
 
 from config.error_handling import Refusal
 from config.roles import ADD_MODELS, UPLOAD_DATASETS, VIEW_REPORTS, has_perm, permission_required
-from retrieval.datasets.lookup import (
-    get_dataset,
-    get_model,
-    label_set_names,
-    runs_of,
-)
+from retrieval.datasets.lookup import get_dataset, get_model, label_set_names, runs_of
 from retrieval.datasets.overview import dataset_overview, dataset_summaries
 
 reports_only = permission_required(
@@ -115,11 +110,10 @@ def dataset_model(request: HttpRequest, dataset_name: str, model_name: str) -> H
 
     found = get_dataset(dataset_name)
     model = get_model(found, model_name)
-    runs = runs_of(model)
     context = {
         "dataset": found,
         "model": model,
-        "runs": runs,
+        "runs": runs_of(model),
         "jobs": model_jobs(found, model.name),
         "may_add": has_perm(request.user, ADD_MODELS),
     }

@@ -16,8 +16,7 @@ from pathlib import Path
 from retrieval.formats.labels import Memo, json_number, json_string
 from retrieval.formats.records import (
     FormatError,
-    field_reader,
-    json_entry,
+    entry_reader,
     json_type,
     parse_key,
     parse_list,
@@ -92,8 +91,7 @@ def _entry(path: Path, array: str, index: int, values: object) -> FireEntry:
     """Validate one entry of ``array``; only annotations read a ``label``."""
     where = f"{array}[{{}}]"
     required = ("query", "video_id", "label") if array == ANNOTATIONS else ("query", "video_id")
-    values = json_entry(path, index, values, required, where=where)
-    parse = field_reader(path, index, values, where=where)
+    parse = entry_reader(path, index, values, required, where=where)
     annotator_ids = parse("annotator_ids", _key_list)
     annotator_labels = parse("annotator_labels", _label_list)
     both = "annotator_ids" in values and "annotator_labels" in values

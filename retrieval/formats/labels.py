@@ -102,7 +102,7 @@ def read_jsonl(path: Path) -> Iterator[LabelRecord]:
     for line, values in json_objects(path, REQUIRED):
         read = field_reader(path, line, values)
         annotators, runs = read("annotators", _parse_annotator_list), read("runs", _parse_runs)
-        yield _label_record(path, line, values, annotators, runs, seen)
+        yield _label_record(path, line, read, annotators, runs, seen)
     if not seen:
         raise FormatError(path, None, None, "no labels (empty, or only blank lines)")
 
@@ -114,15 +114,14 @@ def read_csv(path: Path) -> Iterator[LabelRecord]:
     for line, values in csv_rows(path, REQUIRED):
         if run_columns is None:
             run_columns = _run_columns(path, values)
-        annotators = parse_field(
-            path, line, "annotators", _parse_annotator_cell, values.get("annotators")
-        )
+        read = field_reader(path, line, values)
+        annotators = read("annotators", _parse_annotator_cell)
         runs = {
             name: parse_field(path, line, column, parse_rank, values[column].strip())
             for column, name in run_columns.items()
             if values[column].strip()
         }
-        yield _label_record(path, line, values, annotators, runs, seen)
+        yield _label_record(path, line, read, annotators, runs, seen)
     if not seen:
         raise FormatError(path, None, None, "no labels (only a header row)")
 
@@ -130,14 +129,13 @@ def read_csv(path: Path) -> Iterator[LabelRecord]:
 def _label_record(
     path: Path,
     line: int,
-    values: Mapping[str, object],
+    read: Callable[[str, Callable[[object], T]], T],
     annotators: tuple[str, ...],
     runs: dict[str, int],
     seen: dict[tuple[str, str], int],
 ) -> LabelRecord:
-    """Validate the fields JSONL and CSV share into a record whose pair no earlier line (in
-    ``seen``, pair: line) labelled."""
-    read = field_reader(path, line, values)
+    """Validate the fields JSONL and CSV share (``read``: the line's :func:`field_reader`)
+    into a record whose pair no earlier line (in ``seen``, pair: line) labelled."""
     adjudicated = read("adjudicated", parse_bool)
     record = LabelRecord(
         caption_key=read("caption_key", parse_key),

@@ -17,8 +17,7 @@ from retrieval.formats.records import (
     CaptionRecord,
     FormatError,
     check_clip,
-    field_reader,
-    json_entry,
+    entry_reader,
     parse_field,
     parse_int,
     parse_key,
@@ -44,8 +43,7 @@ def parse_msrvtt_json(path: Path) -> Iterator[CaptionRecord]:
             raise FormatError(path, None, name, "missing or not a list")
     videos = _videos(path, document["videos"])
     for index, entry in enumerate(document["sentences"]):
-        sentence = json_entry(path, index, entry, ("caption", "video_id", "sen_id"), where=SENTENCE)
-        read = field_reader(path, index, sentence, where=SENTENCE)
+        read = entry_reader(path, index, entry, ("caption", "video_id", "sen_id"), where=SENTENCE)
         video_key = read("video_id", parse_key)
         video = videos.get(video_key)
         if video is None:
@@ -67,9 +65,7 @@ def _videos(path: Path, entries: list) -> dict[str, dict]:
     """Index the ``videos`` array by video id, validating each entry."""
     videos: dict[str, dict] = {}
     for index, entry in enumerate(entries):
-        read = field_reader(
-            path, index, json_entry(path, index, entry, ("video_id",), where=VIDEO), where=VIDEO
-        )
+        read = entry_reader(path, index, entry, ("video_id",), where=VIDEO)
         key = read("video_id", parse_key)
         if key in videos:
             message = f"duplicate video {key!r} (first seen at videos[{videos[key]['index']}])"

@@ -153,28 +153,6 @@ def _nul_message(offset: int) -> str:
     return f"NUL byte at byte {offset + 1} of the line (a binary or UTF-16 file?)"
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read a whole file after checking its size, turning OS errors into a FormatError."""
-    check_size(path)
-    with _os_errors(path):
-        return path.read_bytes()
-
-
-def decode_utf8(path: Path, data: bytes) -> str:
-    """Decode a whole file as UTF-8, reporting the line of the first bad or NUL byte."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise FormatError(path, line, None, "invalid UTF-8") from None
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        line_start = data.rfind(b"\n", 0, nul) + 1
-        line = data.count(b"\n", 0, nul) + 1
-        raise FormatError(path, line, None, _nul_message(nul - line_start))
-    return text.removeprefix("\ufeff")
-
-
 class DuplicateKeyError(UserError):
     """A JSON object names the same key twice (json.loads would silently keep the last)."""
 
@@ -212,8 +190,22 @@ def loads_json(path: Path | str, line: int | None, text: str) -> object:
 
 
 def read_json_document(path: Path) -> object:
-    """Parse a whole UTF-8 JSON file; a syntax error is reported with its line and column."""
-    return loads_json(path, None, decode_utf8(path, read_bytes(path)))
+    """Parse a whole UTF-8 JSON file after checking its size; a syntax error is reported
+    with its line and column, a bad or NUL byte with its line."""
+    check_size(path)
+    with _os_errors(path):
+        data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(path, line, None, "invalid UTF-8") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line_start = data.rfind(b"\n", 0, nul) + 1
+        line = data.count(b"\n", 0, nul) + 1
+        raise FormatError(path, line, None, _nul_message(nul - line_start))
+    return loads_json(path, None, text.removeprefix("\ufeff"))
 
 
 # Field parsers: each takes a raw value (a JSON value or a CSV string) and returns the
@@ -466,18 +458,18 @@ def parse_field(
         raise FormatError(path, line, name, str(exc), **kwargs) from None
 
 
-def json_entry(
+def entry_reader(
     path: Path, index: int, value: object, required: tuple[str, ...], *, where: str
-) -> dict:
-    """``value``, an entry of a JSON array, if it is an object holding every ``required``
-    field; else a :class:`FormatError` at ``where``."""
+) -> Callable[[str, Callable[[object], T]], T]:
+    """The :func:`field_reader` of ``value``, an entry of a JSON array, if it is an object
+    holding every ``required`` field; else a :class:`FormatError` at ``where``."""
     if not isinstance(value, dict):
         message = f"expected an object, got {json_type(value)}"
         raise FormatError(path, index, None, message, where=where)
     for name in required:
         if name not in value:
             raise FormatError(path, index, name, "missing required field", where=where)
-    return value
+    return field_reader(path, index, value, where=where)
 
 
 def field_reader(

@@ -5,7 +5,7 @@ qids are caption keys, docnos video keys; fields split on ASCII whitespace, and 
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -76,7 +76,11 @@ def write_run(
     """Write rankings in their given order with ranks 1..n and ``repr(float)`` scores, so
     :func:`read_run` gives back identical floats; empty rankings write no lines."""
     check_token(run_id, "run_id")
-    with open_destination(destination) as out:
+    with (
+        open(destination, "w", encoding="utf-8", newline="\n")  # UTF-8 with LF endings
+        if isinstance(destination, str | Path)
+        else nullcontext(destination)
+    ) as out:
         for qid, ranking in rankings.items():
             check_token(qid, "qid")
             seen: set[str] = set()
@@ -218,13 +222,3 @@ def check_token(value: str, field: str) -> None:
         raise ValueError(f"{field} {value!r} contains whitespace")
     if field == "qid" and value.startswith("#"):
         raise ValueError(f"qid {value!r} starts with '#', which reads back as a comment")
-
-
-@contextmanager
-def open_destination(destination: Path | str | TextIO) -> Iterator[TextIO]:
-    """Open a path for writing UTF-8 with LF endings, or pass an open text file through."""
-    if isinstance(destination, str | Path):
-        with open(destination, "w", encoding="utf-8", newline="\n") as out:
-            yield out
-    else:
-        yield destination

@@ -58,11 +58,6 @@ class DemoSummary:
     queries_with_one_relevant: int
 
 
-def demo_media_dir(name: str) -> Path:
-    """Where the clips of demo dataset ``name`` live."""
-    return Path(settings.MEDIA_ROOT) / MEDIA_SUBDIR / name
-
-
 def create_demo_dataset(
     name: str = "demo",
     n_videos: int = 600,
@@ -83,7 +78,7 @@ def create_demo_dataset(
             f'Dataset "{name}" already exists; use replace=True (--replace) to rebuild it.'
         )
     world = build_world(n_videos, seed, test_fraction)
-    final_dir = demo_media_dir(name)
+    final_dir = Path(settings.MEDIA_ROOT) / MEDIA_SUBDIR / name
     final_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final_dir.parent))
     try:
