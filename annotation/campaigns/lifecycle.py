@@ -74,16 +74,13 @@ def qualification_shortfall(
     relevant, irrelevant = quality.training_split(settings.training_pairs)
     if balance.relevant >= relevant and balance.irrelevant >= irrelevant:
         return None
-    return (
+    problem = (
         f"qualification needs {settings.training_pairs} gold pairs, {relevant} relevant and "
         f"{irrelevant} irrelevant; this campaign has {balance.relevant} relevant and "
         f"{balance.irrelevant} irrelevant"
-        + (
-            ": import a gold file or promote decided pairs, or ask for fewer training pairs"
-            if advice
-            else ""
-        )
     )
+    advise = ": import a gold file or promote decided pairs, or ask for fewer training pairs"
+    return problem + advise if advice else problem
 
 
 def check_qualification(campaign: Campaign, settings: GoldSettings | None = None) -> None:

@@ -173,9 +173,6 @@ class PooledRuns:
     pool: pooling.Pool
     provenance: priorities.Provenance
 
-    def __len__(self) -> int:
-        return len(self.pool)
-
 
 def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Pool the runs' top-``depth`` per query, leaving out own videos and judged pairs."""
@@ -203,12 +200,9 @@ def build_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> Poo
     own_videos = np.array([own.get(int(q), -1) for q in pooled], dtype=np.int64)
     deep_known = priorities.known_positive_ranks(full, pooled, own_videos)
     known = np.where(deep_known <= spec.depth, deep_known, 0).astype(np.int16)
-    if settle == spec.depth:  # nothing deeper to settle
-        return PooledRuns(pool, priorities.Provenance(pool.ranks, pooled, known))
-    deep_ranks = pooling.ranks_within(pool, full, settle)
-    return PooledRuns(
-        pool, priorities.Provenance(pool.ranks, pooled, known, deep_ranks, deep_known)
-    )
+    # Down to the deepest Correct@K, when that lies below the pooling depth.
+    deep = () if settle == spec.depth else (pooling.ranks_within(pool, full, settle), deep_known)
+    return PooledRuns(pool, priorities.Provenance(pool.ranks, pooled, known, *deep))
 
 
 def load_provenance(campaign: Campaign) -> np.ndarray:
@@ -219,10 +213,10 @@ def load_provenance(campaign: Campaign) -> np.ndarray:
 def checked_pool(dataset: Dataset, runs: Sequence[Run], spec: CampaignSpec) -> PooledRuns:
     """Check the request and pool it; an empty pool is an error (nothing left to judge)."""
     check_spec(dataset, spec, runs)
-    pool = build_pool(dataset, runs, spec)
-    if len(pool) == 0:
+    pooled = build_pool(dataset, runs, spec)
+    if len(pooled.pool) == 0:
         raise CampaignError("pooling found no pair left to judge")
-    return pool
+    return pooled
 
 
 @transaction.atomic

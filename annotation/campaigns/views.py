@@ -139,19 +139,15 @@ def _edit_form(campaign: Campaign, initial: dict, data=None) -> CampaignSettings
 def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Change what may change once a campaign is pooled (:func:`lifecycle.edit_campaign`)."""
     campaign = campaign_by_id(campaign_id)
-    status = 200
     refusal = Refusal(only=lifecycle.LifecycleError)
     initial = lifecycle.form_values(lifecycle.current_spec(campaign))
-    if request.method == "POST":
-        form = _edit_form(campaign, initial, request.POST)
-        if form.is_valid():
-            with refusal:
-                lifecycle.edit_campaign(campaign, form.spec())
-                messages.success(request, f"Campaign {form.cleaned_data['name']!r} saved.")
-                return redirect("campaign", campaign_id=campaign.pk)
-        status = 400
-    else:
-        form = _edit_form(campaign, initial)
+    posted = request.method == "POST"
+    form = _edit_form(campaign, initial, request.POST if posted else None)
+    if posted and form.is_valid():
+        with refusal:
+            lifecycle.edit_campaign(campaign, form.spec())
+            messages.success(request, f"Campaign {form.cleaned_data['name']!r} saved.")
+            return redirect("campaign", campaign_id=campaign.pk)
     context = {
         "campaign": campaign,
         "form": form,
@@ -160,7 +156,7 @@ def campaign_edit(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "fixed": lifecycle.FIXED_FIELDS,
         "mode": "edit",
     }
-    return render(request, "annotation/campaign_form.html", context, status=status)
+    return render(request, "annotation/campaign_form.html", context, status=400 if posted else 200)
 
 
 @admins_only
@@ -250,7 +246,8 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
     from annotation.campaigns.service import missing_pairs
 
     found = get_dataset(dataset_name)
-    source = request.POST if request.method == "POST" else request.GET
+    posted = request.method == "POST"
+    source = request.POST if posted else request.GET
     run = find_run(found, source.get("run") or "")
     base = find_label_set(found, source.get("labels") or "")
     if run is None or base is None:
@@ -259,15 +256,11 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
     depth = min(run.depth, 10)
     missing = missing_pairs(found, run, base, depth)
     fixed = {"dataset": found.name, "runs": run.name, "extends": base.name, "depth": depth}
-    status = 200
-    if request.method == "POST":
-        form = PoolForm({**_posted(request), **fixed})
-        if form.is_valid():
-            job = create(get_kind("pool"), cleaned(form), request.user)
-            return redirect("job-detail", job_id=job.pk)
-        status = 400
-    else:
-        form = PoolForm(initial={"name": missing.suggested_name})
+    data = {**_posted(request), **fixed} if posted else None
+    form = PoolForm(data, initial={"name": missing.suggested_name})
+    if posted and form.is_valid():
+        job = create(get_kind("pool"), cleaned(form), request.user)
+        return redirect("job-detail", job_id=job.pk)
     shown = [
         form[name]
         for name in (
@@ -286,4 +279,4 @@ def judge_missing(request: HttpRequest, dataset_name: str) -> HttpResponse:
         )
     ]
     context = {"dataset": found, "missing": missing, "form": form, "fields": shown, "fixed": fixed}
-    return render(request, "annotation/judge_missing.html", context, status=status)
+    return render(request, "annotation/judge_missing.html", context, status=400 if posted else 200)

@@ -177,24 +177,25 @@ def _pair_values(row: GoldExportRow) -> dict[str, object]:
     }
 
 
+def _answer_values(row: GoldExportRow, answer: GoldAnswer) -> dict[str, object]:
+    """One answer's export values in :data:`EXPORT_JUDGEMENT_COLUMNS`' order, its label by name
+    (the JSON's ``label``, the CSV's ``answer``)."""
+    return {
+        "annotator": answer.annotator,
+        "label": LABEL_NAMES[answer.label],
+        "correct": answer.label == row.label,
+        "seconds": answer.seconds,
+        "judged_at": answer.judged_at,
+        "purpose": answer.purpose,
+        "attempt": answer.attempt,
+    }
+
+
 def gold_jsonl_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
     """One JSON line per gold pair, its answers in a ``judgements`` list."""
     for row in rows:
-        values = _pair_values(row) | {
-            "judgements": [
-                {
-                    "annotator": answer.annotator,
-                    "label": LABEL_NAMES[answer.label],
-                    "correct": answer.label == row.label,
-                    "seconds": answer.seconds,
-                    "judged_at": answer.judged_at,
-                    "purpose": answer.purpose,
-                    "attempt": answer.attempt,
-                }
-                for answer in row.answers
-            ],
-        }
-        yield json.dumps(values, ensure_ascii=False) + "\n"
+        answers = [_answer_values(row, answer) for answer in row.answers]
+        yield json.dumps(_pair_values(row) | {"judgements": answers}, ensure_ascii=False) + "\n"
 
 
 def gold_csv_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
@@ -206,15 +207,11 @@ def gold_csv_lines(rows: Iterable[GoldExportRow]) -> Iterator[str]:
         if not row.answers:
             yield csv_line([*pair, *([""] * len(EXPORT_JUDGEMENT_COLUMNS))])
         for answer in row.answers:
-            yield csv_line(
-                [
-                    *pair,
-                    answer.annotator,
-                    LABEL_NAMES[answer.label],
-                    "true" if answer.label == row.label else "false",
-                    "" if answer.seconds is None else answer.seconds,
-                    answer.judged_at,
-                    answer.purpose,
-                    "" if answer.attempt is None else answer.attempt,
-                ]
-            )
+            yield csv_line([*pair, *map(_cell, _answer_values(row, answer).values())])
+
+
+def _cell(value: object) -> object:
+    """A CSV cell: flags as ``true`` or ``false``, None empty."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else value

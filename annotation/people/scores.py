@@ -96,7 +96,6 @@ def campaign_scores(
         .values_list("pair_id", "annotator_id", "relevant", "spent", "created"),
         LABEL_ROWS,
     )
-    label_times = labels["created"]
     answers = GoldJudgement.objects.filter(gold_pair__campaign=campaign)
     if not include_qualification:
         answers = answers.filter(purpose=GoldJudgement.Purpose.QUEUE)
@@ -105,32 +104,28 @@ def campaign_scores(
             "gold_pair__label", "annotator_id", "label", "seconds", "created_at"
         )
     )
-    n_items = n_pairs + len(gold)
+    # One tuple per column of the gold answers: truth, annotator, answer, seconds, time.
+    truth, who, answer, spent, at = zip(*gold, strict=True) if gold else ((),) * 5
+    n_items = n_pairs + len(truth)
     resolved = np.full(n_items, -1, dtype=np.int64)
     codes = np.array([CODES[status] for status in statuses["status"].tolist()], dtype=np.int64)
     resolved[statuses["id"] - first] = np.where(codes >= 0, codes, -1)
     known = np.full(n_items, quality.UNKNOWN, dtype=np.int64)
-    known[n_pairs:] = [CODES[row[0]] for row in gold]
+    known[n_pairs:] = [CODES[label] for label in truth]
 
     User = get_user_model()
-    ids = sorted(set(np.unique(labels["annotator_id"]).tolist()) | {row[1] for row in gold})
+    ids = sorted(set(np.unique(labels["annotator_id"]).tolist()) | set(who))
     names = dict(User.objects.filter(pk__in=ids).values_list("pk", User.USERNAME_FIELD))
     order = sorted(ids, key=lambda pk: str(names.get(pk, pk)))
     lookup = np.full(max(ids, default=0) + 1, -1, dtype=np.int64)
     lookup[order] = np.arange(len(order))
     items = np.concatenate([labels["pair_id"] - first, np.arange(n_pairs, n_items, dtype=np.int64)])
-    annotator_index = lookup[
-        np.concatenate([labels["annotator_id"], np.array([r[1] for r in gold], np.int64)])
-    ]
-    values = np.concatenate([labels["relevant"], np.array([CODES[r[2]] for r in gold], np.int64)])
+    annotator_index = lookup[np.concatenate([labels["annotator_id"], np.array(who, np.int64)])]
+    values = np.concatenate([labels["relevant"], np.array([CODES[a] for a in answer], np.int64)])
     seconds = np.concatenate(
-        [
-            np.where(labels["spent"] < 0, np.nan, labels["spent"]),
-            np.array([np.nan if r[3] is None else r[3] for r in gold], np.float64),
-        ]
-    )
-    times = np.concatenate([label_times, np.array([r[4].timestamp() for r in gold], np.float64)])
-    n_labels = len(labels)
+        [np.where(labels["spent"] < 0, np.nan, labels["spent"]), np.array(spent, np.float64)]
+    )  # a gold answer's None seconds: NaN
+    times = np.concatenate([labels["created"], np.array([t.timestamp() for t in at], np.float64)])
     scores = quality.annotator_scores(
         items,
         annotator_index,
@@ -143,11 +138,11 @@ def campaign_scores(
         seconds=seconds,
         window=window,
     )
-    own_labels = np.bincount(annotator_index[:n_labels], minlength=len(order))
+    own_labels = np.bincount(annotator_index[: len(labels)], minlength=len(order))
     return CampaignScores(
         campaign=campaign.name,
         gold_pairs=campaign.gold_pairs.count(),
-        gold_answers=len(gold),
+        gold_answers=len(truth),
         annotators=tuple(
             replace(score, labels=int(own_labels[a])) for a, score in enumerate(scores)
         ),
