@@ -292,15 +292,24 @@ class Feedback:
 
 
 @dataclass(frozen=True)
+class GoldEvidence:
+    """Just after a queue answer on gold: whether the annotator is paused already, and their
+    live queue answers on gold since their reinstatement (the new one counted)."""
+
+    paused: bool
+    correct: int
+    total: int
+
+
+@dataclass(frozen=True)
 class GoldAnswer:
     judgement: GoldJudgement | None
     """None when the gold pair was removed while on screen (``gone``)."""
     created: bool
     feedback: Feedback | None
     gone: bool = False
-    evidence: gold_sql.GoldEvidence | None = None
-    """Set when a queue answer was stored: whether the annotator is paused already, and their
-    live queue answers on gold since their reinstatement (the new one counted)."""
+    evidence: GoldEvidence | None = None
+    """Set when a queue answer was stored: what standing needs to score it."""
 
 
 def answer(
@@ -361,11 +370,10 @@ def answer(
     if found.attempt is not None:
         _score(found.attempt, campaign, gold, label, now)
         return GoldAnswer(judgement, True, _feedback(gold, judgement))
-    evidence = gold_sql.GoldEvidence(
-        paused_at=found.paused_at,
-        reinstated_at=None,  # not read: the pace is not checked on gold
-        total=found.gold_total + 1,
+    evidence = GoldEvidence(
+        paused=found.paused_at is not None,
         correct=found.gold_correct + (label == gold.label),
+        total=found.gold_total + 1,
     )
     return GoldAnswer(judgement, True, None, evidence=evidence)
 

@@ -39,33 +39,43 @@ def check_pace(campaign: Campaign, annotator, now: datetime | None = None) -> Pa
     one statement for the standing and gold evidence, one more for the recent pace when the
     gold alone does not pause."""
     found = gold_sql.gold_evidence(campaign.pk, annotator.pk)
-    if check_gold(campaign, annotator, found, now):
+    if found.paused_at is not None:
         return Pace(True)
-    floor = campaign.settings.gold.floor_seconds
-    recent = statements.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT)
-    # NaN (no pause) while there are too few to judge a pace by.
-    median = float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
-    threshold = campaign.settings.gold.threshold
-    if not quality.should_pause(found.correct, found.total, median, threshold, floor_seconds=floor):
-        return Pace(False, annotator_state.speed_warning(recent, floor))
-    _pause(campaign, annotator, annotator_state.speed_reason(median, floor), now)
+    reason = _inaccurate(campaign, found.correct, found.total)
+    if reason is None:
+        threshold = campaign.settings.gold.threshold
+        floor = campaign.settings.gold.floor_seconds
+        recent = statements.recent_seconds(campaign.pk, annotator.pk, found.reinstated_at, RECENT)
+        # NaN (no pause) while there are too few to judge a pace by.
+        median = float(np.median(recent)) if len(recent) >= RECENT // 2 else float("nan")
+        if not quality.should_pause(
+            found.correct, found.total, median, threshold, floor_seconds=floor
+        ):
+            return Pace(False, annotator_state.speed_warning(recent, floor))
+        reason = annotator_state.speed_reason(median, floor)
+    _pause(campaign, annotator, reason, now)
     return Pace(True)
 
 
-def check_gold(
-    campaign: Campaign, annotator, evidence: gold_sql.GoldEvidence, now: datetime | None = None
-) -> bool:
-    """Pause the annotator if their gold accuracy (``evidence``: read by :func:`check_pace`, or
-    with a queue answer on gold) says so; returns whether they are paused now. No statement
-    unless it pauses; a gold answer does not change the pace."""
-    if evidence.paused_at is not None:
+def check_gold(campaign: Campaign, annotator, evidence, now: datetime | None = None) -> bool:
+    """After a queue answer on gold, pause the annotator if their gold accuracy (``evidence``,
+    read with the answer) says so; returns whether they are paused now. No statement unless
+    it pauses; a gold answer does not change the pace."""
+    if evidence.paused:
         return True
-    threshold = campaign.settings.gold.threshold
-    if not quality.should_pause(evidence.correct, evidence.total, float("nan"), threshold):
+    reason = _inaccurate(campaign, evidence.correct, evidence.total)
+    if reason is None:
         return False
-    reason = annotator_state.gold_reason(evidence.correct, evidence.total, threshold)
     _pause(campaign, annotator, reason, now)
     return True
+
+
+def _inaccurate(campaign: Campaign, correct: int, total: int) -> str | None:
+    """Why the gold answers alone pause the annotator, or None when they do not."""
+    threshold = campaign.settings.gold.threshold
+    if not quality.should_pause(correct, total, float("nan"), threshold):
+        return None
+    return annotator_state.gold_reason(correct, total, threshold)
 
 
 def _pause(campaign: Campaign, annotator, reason: str, now: datetime | None) -> None:
