@@ -226,13 +226,14 @@ def _write_poster(root: Path, name: str, target: Path, at: float, say: Say) -> b
     temporary name, so browsers never find half a JPEG; False (and why said) if it cannot."""
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial.jpg")
     try:
-        make_poster(root / name, partial, at=at)
-        os.replace(partial, target)
-    except (TranscodeError, OSError) as exc:
+        try:
+            make_poster(root / name, partial, at=at)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    except (TranscodeError, OSError) as exc:  # the clean-up's own error too: a file goes on
         say(f"no poster for {name}: {exc}")
         return False
-    finally:
-        partial.unlink(missing_ok=True)
     return True
 
 

@@ -242,3 +242,23 @@ def test_a_rotated_source_is_copied_upright(tmp_path):
         picture = next(container.decode(video=0)).to_ndarray(format="rgb24")
     corners = [picture[:40, :30], picture[:40, -30:], picture[-40:, :30], picture[-40:, -30:]]
     assert [round(float(corner.mean())) > 200 for corner in corners] == [False, False, True, False]
+
+
+def test_a_poster_that_cannot_be_cleaned_up_is_said_and_skipped(tmp_path, monkeypatch):
+    """A poster's failure, its temporary file's clean-up included, is said and the file goes
+    on without one: it never stops the media job."""
+    from retrieval.media import service
+
+    def broken_poster(source, target, at):
+        target.write_bytes(b"half a JPEG")
+        raise service.TranscodeError("no frame")
+
+    def stuck(self, missing_ok=False):
+        raise PermissionError("read-only folder")
+
+    said = []
+    monkeypatch.setattr(service, "make_poster", broken_poster)
+    monkeypatch.setattr(Path, "unlink", stuck)
+    target = tmp_path / "poster.jpg"
+    assert service._write_poster(tmp_path, "clip.mp4", target, 0.0, said.append) is False
+    assert said == ["no poster for clip.mp4: read-only folder"] and not target.exists()
