@@ -73,9 +73,8 @@ def stored_build(url: str) -> dict | None:
 def prepare_database(server: str, name: str, rebuild: bool, params: dict) -> bool:
     """Create the database when missing (dropping it first with ``rebuild``, or when it
     holds no finished build); whether a finished build of ``params`` is there to reuse."""
-    url = database_url(server, name)
     if not rebuild and create_database(server, name, drop=False):
-        built = stored_build(url)
+        built = stored_build(database_url(server, name))
         if built and built.get("complete"):
             if built.get("params") != params:
                 raise SystemExit(
@@ -574,14 +573,10 @@ def where(trace) -> str:
     """`` at file:line`` of the innermost frame of the project's own code in ``trace``."""
     import traceback
 
-    ours = [
-        frame
-        for frame in traceback.extract_tb(trace)
-        if frame.filename.startswith(str(ROOT)) and "/.venv/" not in frame.filename
-    ]
-    if not ours:
-        return ""
-    return f" (at {Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno})"
+    for frame in reversed(traceback.extract_tb(trace)):
+        if frame.filename.startswith(str(ROOT)) and "/.venv/" not in frame.filename:
+            return f" (at {Path(frame.filename).relative_to(ROOT)}:{frame.lineno})"
+    return ""
 
 
 def in_child(fill: Callable[[dict], None]) -> tuple[dict | None, int]:
