@@ -68,10 +68,9 @@ def links(html: str) -> list[str]:
 class Form:
     """One HTML form as a browser would submit it unchanged."""
 
-    id: str
     action: str
-    fields: list[tuple[str, str]] = field(default_factory=list)
-    choices: list[tuple[str, str]] = field(default_factory=list)
+    fields: list[tuple[str, str]]
+    choices: list[tuple[str, str]]
     """Every checkbox and radio button (name, value), checked or not."""
 
     def data(self, **changes: str | list[str]) -> list[tuple[str, str]]:
@@ -96,7 +95,7 @@ def form(html: str, wanted: str) -> Form | None:
         fields = [(n, v.removeprefix("\n") if n in texts else v) for n, v in found.form_values()]
         fields += [(c.name, "") for c in inputs if c.type not in BUTTONS and c.get("value") is None]
         choices = [(c.name, c.get("value") or "on") for c in inputs if c.type in CHOICES]
-        return Form(found.get("id") or "", action, fields, choices)
+        return Form(action, fields, choices)
     return None
 
 
