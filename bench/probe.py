@@ -11,7 +11,6 @@ its own (``probe-<hex>``). Loopback only; every loop is bounded::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import csv
 import io
@@ -32,6 +31,7 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.html
 import requests
+from harness import parser
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
@@ -68,10 +68,9 @@ def links(html: str) -> list[str]:
 class Form:
     """One HTML form as a browser would submit it unchanged."""
 
-    id: str
     action: str
-    fields: list[tuple[str, str]] = field(default_factory=list)
-    choices: list[tuple[str, str]] = field(default_factory=list)
+    fields: list[tuple[str, str]]
+    choices: list[tuple[str, str]]
     """Every checkbox and radio button (name, value), checked or not."""
 
     def data(self, **changes: str | list[str]) -> list[tuple[str, str]]:
@@ -96,7 +95,7 @@ def form(html: str, wanted: str) -> Form | None:
         fields = [(n, v.removeprefix("\n") if n in texts else v) for n, v in found.form_values()]
         fields += [(c.name, "") for c in inputs if c.type not in BUTTONS and c.get("value") is None]
         choices = [(c.name, c.get("value") or "on") for c in inputs if c.type in CHOICES]
-        return Form(found.get("id") or "", action, fields, choices)
+        return Form(action, fields, choices)
     return None
 
 
@@ -124,6 +123,9 @@ def number(html: str, element_id: str) -> int | None:
 
 @dataclass
 class Findings:
+    """What the probes found on the app at ``base``, through which they send their requests."""
+
+    base: str
     requests: int = 0
     server_errors: list[str] = field(default_factory=list)
     false_successes: list[str] = field(default_factory=list)
@@ -141,6 +143,21 @@ class Findings:
             if response.status_code >= 500:
                 self.server_errors.append(f"{response.status_code} {what}")
         return response
+
+    def get(self, session: requests.Session, path: str, what: str = "", **kwargs):
+        """GET ``path`` as ``session``, checked as ``what`` (``GET path`` by default)."""
+        return self.check(what or f"GET {path}", session.get(urljoin(self.base, path), **kwargs))
+
+    def post(self, session: requests.Session, path: str, what: str = "", **kwargs):
+        """POST to ``path`` as ``session``, checked as ``what`` (``POST path`` by default)."""
+        answer = session.post(urljoin(self.base, path), **kwargs)
+        return self.check(what or f"POST {path}", answer)
+
+    def check_all(self, what: str, responses: list[requests.Response]) -> list:
+        """:meth:`check` each of ``responses`` (answers of one kind); them."""
+        for response in responses:
+            self.check(what, response)
+        return responses
 
     def verdict(self, ok: bool, what: str, kind: str = "failures", fact: bool = False) -> bool:
         """Record one check: passed, or failed as ``kind`` (failures or false_successes);
@@ -190,10 +207,9 @@ def browser() -> requests.Session:
 def login(base: str, user: str, password: str, must: bool = True) -> requests.Session | None:
     session = browser()
     page = session.get(urljoin(base, "/login/"), timeout=30)
-    token = session.cookies.get("csrftoken") or ""
     answer = session.post(
         urljoin(base, "/login/"),
-        data={"username": user, "password": password, "csrfmiddlewaretoken": token},
+        data={"username": user, "password": password, "csrfmiddlewaretoken": csrf(session)},
         headers={"Referer": page.url},
         timeout=30,
     )
@@ -201,7 +217,7 @@ def login(base: str, user: str, password: str, must: bool = True) -> requests.Se
         if must:
             sys.exit(f"could not log in as {user} ({answer.status_code}); run `make run` first")
         return None
-    session.headers["X-CSRFToken"] = session.cookies.get("csrftoken") or ""
+    session.headers["X-CSRFToken"] = csrf(session)
     session.headers["Referer"] = base
     return session
 
@@ -214,6 +230,22 @@ def listed(answer: requests.Response) -> list[dict]:
 
 def csrf(session: requests.Session) -> str:
     return session.cookies.get("csrftoken") or ""
+
+
+def submission(pair: object, label: str = "relevant", seconds: int = 4) -> dict:
+    """A submit's body, with a uuid of its own."""
+    return {"pair": pair, "label": label, "uuid": str(uuid.uuid4()), "seconds": seconds}
+
+
+def current(answer: requests.Response) -> dict:
+    """The task a judging answer hands out (none for a failed request)."""
+    return (answer.json() if answer.ok else {}).get("current") or {}
+
+
+def job_of(answer: requests.Response) -> int | None:
+    """The job a redirect leads to."""
+    match = re.search(r"/jobs/(\d+)/", answer.headers.get("Location", ""))
+    return int(match.group(1)) if match else None
 
 
 def parallel(calls: list[Callable[[], requests.Response]], width: int = 8) -> list:
@@ -232,7 +264,7 @@ def parallel(calls: list[Callable[[], requests.Response]], width: int = 8) -> li
         return list(pool.map(run, calls))
 
 
-def crawl(base: str, session: requests.Session, who: str, found: Findings, limit: int) -> None:
+def crawl(session: requests.Session, who: str, found: Findings, limit: int) -> None:
     seen, frontier = set(), ["/"]
     for _depth in range(3):
         following = []
@@ -240,80 +272,66 @@ def crawl(base: str, session: requests.Session, who: str, found: Findings, limit
             if path in seen or len(seen) >= limit:
                 continue
             seen.add(path)
-            response = found.check(
-                f"{who} GET {path}", session.get(urljoin(base, path), timeout=60)
-            )
+            response = found.get(session, path, f"{who} GET {path}", timeout=60)
             if response.status_code == 405:
                 found.verdict(False, f"{who}: a link leads to a POST-only view: GET {path} 405")
             if "html" not in response.headers.get("Content-Type", ""):
                 continue
             for href in links(response.text):
                 url = urlsplit(urljoin(response.url, href))
-                if url.netloc == urlsplit(base).netloc and not SKIP.search(url.path):
+                if url.netloc == urlsplit(found.base).netloc and not SKIP.search(url.path):
                     following.append(url.path + (f"?{url.query}" if url.query else ""))
         frontier = following
     print(f"  {who}: {len(seen)} pages crawled")
 
 
-def hostile_names(base: str, admin: requests.Session, found: Findings) -> None:
+def hostile_names(admin: requests.Session, found: Findings) -> None:
     run_file = "\n".join(f"q{i} Q0 v{i} 1 1.0 probe" for i in range(3)).encode()
     for name in HOSTILE_NAMES:
-        answer = found.check(
+        answer = found.post(
+            admin,
+            f"/api/datasets/{DATASET}/runs/",
             f"upload run {name!r}",
-            admin.post(
-                urljoin(base, f"/api/datasets/{DATASET}/runs/"),
-                data={"name": name, "format": "trec"},
-                files={"file": ("run.txt", io.BytesIO(run_file))},
-                timeout=60,
-            ),
+            data={"name": name, "format": "trec"},
+            files={"file": ("run.txt", io.BytesIO(run_file))},
+            timeout=60,
         )
         if answer.status_code < 300:
             found.false_successes.append(f"run named {name!r} accepted ({answer.status_code})")
     for path in ["/", "/datasets/", f"/datasets/{DATASET}/"]:
-        found.check(f"admin GET {path} after hostile uploads", admin.get(urljoin(base, path)))
+        found.get(admin, path, f"admin GET {path} after hostile uploads")
 
 
-def judging(base: str, annotator: requests.Session, found: Findings) -> str | None:
+def judging(annotator: requests.Session, found: Findings) -> str | None:
     """Impossible ids and a retried submit with another label; returns a served video's URL."""
-    campaigns = annotator.get(urljoin(base, "/api/campaigns/"), timeout=30)
-    rows = listed(found.check("GET /api/campaigns/", campaigns))
+    rows = listed(found.get(annotator, "/api/campaigns/", timeout=30))
     if not rows:
         print("  no campaign open to the annotator: judging probes skipped")
         return None
-    api = urljoin(base, f"/api/campaigns/{rows[0]['id']}/")
+    api = f"/api/campaigns/{rows[0]['id']}/"
     for value in IMPOSSIBLE:
-        body = {"pair": value, "label": "relevant", "uuid": str(uuid.uuid4()), "seconds": 2}
-        found.check(f"submit pair={value}", annotator.post(api + "submit/", json=body))
-        found.check(f"escalate pair={value}", annotator.post(api + "escalate/", json=body))
+        body = submission(value, seconds=2)
+        found.post(annotator, api + "submit/", f"submit pair={value}", json=body)
+        found.post(annotator, api + "escalate/", f"escalate pair={value}", json=body)
     for value in IMPOSSIBLE:
-        found.check(
-            f"campaign id {value}", annotator.get(urljoin(base, f"/api/campaigns/{value}/next/"))
-        )
-    task = found.check("next", annotator.post(api + "next/", json={})).json()
-    current = (task or {}).get("current") or {}
-    video = current.get("video_url")
-    if current.get("pair"):
-        same = str(uuid.uuid4())
-        first = {"pair": current["pair"], "label": "relevant", "uuid": same, "seconds": 2}
-        found.check("submit", annotator.post(api + "submit/", json=first))
-        again = found.check(
-            "retry with another label",
-            annotator.post(api + "submit/", json={**first, "label": "irrelevant"}),
-        )
+        found.get(annotator, f"/api/campaigns/{value}/next/", f"campaign id {value}")
+    task = current(found.post(annotator, api + "next/", "next", json={}))
+    if task.get("pair"):
+        first = submission(task["pair"], seconds=2)
+        found.post(annotator, api + "submit/", "submit", json=first)
+        retry = {**first, "label": "irrelevant"}
+        again = found.post(annotator, api + "submit/", "retry with another label", json=retry)
         if again.status_code != 409:
             found.false_successes.append(f"retried uuid with another label: {again.status_code}")
-    return video
+    return task.get("video_url")
 
 
-def ranges(base: str, session: requests.Session, video: str | None, found: Findings) -> None:
+def ranges(session: requests.Session, video: str | None, found: Findings) -> None:
     if not video:
         print("  no video served: range probes skipped")
         return
     for header in ["bytes=1_0-2_0", "bytes=+1-+5", "bytes=\u0661-\u0662", "bytes=0-1"]:
-        answer = found.check(
-            f"Range {header!r}",
-            session.get(urljoin(base, video), headers={"Range": header.encode()}),
-        )
+        answer = found.get(session, video, f"Range {header!r}", headers={"Range": header.encode()})
         if header != "bytes=0-1" and answer.status_code == 206:
             found.false_successes.append(f"non-digit range {header!r} honoured")
 
@@ -343,9 +361,8 @@ class Target:
         return self.url(f"/api/campaigns/{self.campaign['id']}/")
 
 
-def active_campaign(base: str, admin: requests.Session, found: Findings) -> dict | None:
-    answer = found.check("admin GET /api/campaigns/", admin.get(urljoin(base, "/api/campaigns/")))
-    rows = listed(answer)
+def active_campaign(admin: requests.Session, found: Findings) -> dict | None:
+    rows = listed(found.get(admin, "/api/campaigns/", "admin GET /api/campaigns/"))
     active = [row for row in rows if row.get("status") == "active"]
     return next((r for r in active if r["name"] == "demo-campaign"), active[0] if active else None)
 
@@ -388,7 +405,7 @@ def case_accounts(t: Target, found: Findings, variants: int = 5) -> None:
     if not made:
         return
     session, name = made[0]
-    shown = found.check("GET the made account", session.get(t.url(f"{t.page}annotators/made/")))
+    shown = found.get(session, f"{t.page}annotators/made/", "GET the made account")
     t.username = element(shown.text, "new-username") or ""
     t.password = element(shown.text, "new-password") or ""
     t.annotator = login(t.base, t.username, t.password, must=False)
@@ -402,11 +419,9 @@ def case_accounts(t: Target, found: Findings, variants: int = 5) -> None:
 def token_name(t: Target, researcher: requests.Session, found: Findings) -> None:
     """A token name with U+202E is refused, and no token is made."""
     name = f"probe{RLO}{t.tag}"
-    answer = found.check(
-        "POST /account/tokens/ name with U+202E",
-        researcher.post(
-            t.url("/account/tokens/"), data={"name": name, "csrfmiddlewaretoken": csrf(researcher)}
-        ),
+    data = {"name": name, "csrfmiddlewaretoken": csrf(researcher)}
+    answer = found.post(
+        researcher, "/account/tokens/", "POST /account/tokens/ name with U+202E", data=data
     )
     made = answer.status_code < 400 or 'id="token-key"' in answer.text
     found.verdict(not made, f"token named {name!r} made ({answer.status_code})", "false_successes")
@@ -427,12 +442,9 @@ class Figures:
     computed_at: float | None
     current: bool
 
-    def fresh_since(self, moment: float) -> bool:
-        return self.current or (self.computed_at is not None and self.computed_at >= moment)
-
 
 def figures(t: Target, found: Findings) -> Figures:
-    html = found.check(f"GET {t.page}", t.admin.get(t.url(t.page), timeout=60)).text
+    html = found.get(t.admin, t.page, timeout=60).text
     stamp = re.search(r'id="live-figures" data-computed-at="([^"]+)"', html)
     computed = datetime.fromisoformat(stamp.group(1)).timestamp() if stamp else None
     return Figures(
@@ -451,21 +463,21 @@ def figure_lag(
     while True:
         seen = figures(t, found)
         lag = time.time() - moment
-        counted = labels is None or seen.in_all == labels
-        if seen.fresh_since(moment) and counted:
-            found.figure_lags.append(lag)
-            found.verdict(True, f"figures caught up with {event} in {lag:.1f} s", fact=True)
-            break
-        if lag > limit:
-            found.figure_lags.append(lag)
-            found.verdict(
-                False,
-                f"figures still behind {lag:.0f} s after {event}: page says {seen.in_all} "
-                f"labels in all (expected {labels}), figures computed "
-                f"{time.time() - (seen.computed_at or 0):.0f} s ago",
-            )
+        fresh = seen.current or (seen.computed_at or 0) >= moment
+        caught = fresh and (labels is None or seen.in_all == labels)
+        if caught or lag > limit:
             break
         time.sleep(1.0)
+    found.figure_lags.append(lag)
+    found.verdict(
+        caught,
+        f"figures caught up with {event} in {lag:.1f} s"
+        if caught
+        else f"figures still behind {lag:.0f} s after {event}: page says {seen.in_all} "
+        f"labels in all (expected {labels}), figures computed "
+        f"{time.time() - (seen.computed_at or 0):.0f} s ago",
+        fact=True,
+    )
     found.verdict(
         seen.today is None or seen.in_all is None or seen.today <= seen.in_all,
         f"campaign page: {seen.today} labels today beside {seen.in_all} in all",
@@ -474,21 +486,14 @@ def figure_lag(
 
 def judge(t: Target, found: Findings, n: int) -> int:
     """Submit up to ``n`` labels as the probe's annotator; how many were acknowledged."""
-    answer = found.check("probe annotator next", t.annotator.post(t.api + "next/", json={}))
+    answer = found.post(t.annotator, t.api + "next/", "probe annotator next", json={})
     done = 0
     for i in range(n):
-        current = (answer.json() if answer.ok else {}).get("current") or {}
-        if not current.get("pair"):
+        pair = current(answer).get("pair")
+        if not pair:
             break
-        body = {
-            "pair": current["pair"],
-            "label": "relevant" if i % 2 else "irrelevant",
-            "uuid": str(uuid.uuid4()),
-            "seconds": 4,
-        }
-        answer = found.check(
-            "probe annotator submit", t.annotator.post(t.api + "submit/", json=body)
-        )
+        body = submission(pair, "relevant" if i % 2 else "irrelevant")
+        answer = found.post(t.annotator, t.api + "submit/", "probe annotator submit", json=body)
         done += bool(answer.ok and answer.json().get("created"))
     return done
 
@@ -511,23 +516,14 @@ def compute_now(t: Target, found: Findings, presses: int = 10) -> None:
         f"{t.page} links (GET) to a POST-only job start",
     )
     data = {"campaign": t.campaign["name"], "csrfmiddlewaretoken": csrf(t.admin)}
-    one = found.check(f"POST {start}", t.admin.post(t.url(start), data=data, timeout=60))
+    one = found.post(t.admin, start, data=data, timeout=60)
     found.verdict(
         one.status_code == 200 and "html" in one.headers.get("Content-Type", ""),
         f"POST {start} answered {one.status_code}, not a page",
     )
-    answers = parallel(
-        [
-            lambda: t.admin.post(t.url(start), data=data, allow_redirects=False, timeout=60)
-            for _ in range(presses)
-        ]
-    )
-    jobs = set()
-    for answer in answers:
-        found.check(f"POST {start} x{presses}", answer)
-        match = re.search(r"/jobs/(\d+)/", answer.headers.get("Location", ""))
-        if match:
-            jobs.add(int(match.group(1)))
+    press = partial(t.admin.post, t.url(start), data=data, allow_redirects=False, timeout=60)
+    answers = found.check_all(f"POST {start} x{presses}", parallel([press] * presses))
+    jobs = {job_of(answer) for answer in answers} - {None}
     times = {job: job_times(t, job) for job in sorted(jobs)}
     overlapping = [
         (a, b)
@@ -569,11 +565,11 @@ def is_paused(t: Target) -> bool:
 def paused_refused(t: Target, found: Findings) -> None:
     """A paused annotator's submit, undo and escalate are refused (409) and counted nowhere;
     a pause reason with U+202E is refused."""
-    held = found.check("next before the pause", t.annotator.post(t.api + "next/", json={}))
-    judged_pair = ((held.json() if held.ok else {}).get("current") or {}).get("pair")
-    body = {"pair": judged_pair, "label": "relevant", "uuid": str(uuid.uuid4()), "seconds": 4}
-    held = found.check("submit before the pause", t.annotator.post(t.api + "submit/", json=body))
-    pair = ((held.json() if held.ok else {}).get("current") or {}).get("pair")
+    held = found.post(t.annotator, t.api + "next/", "next before the pause", json={})
+    judged_pair = current(held).get("pair")
+    body = submission(judged_pair)
+    held = found.post(t.annotator, t.api + "submit/", "submit before the pause", json=body)
+    pair = current(held).get("pair")
     judged = t.annotator.get(t.api + "progress/").json().get("judged_total")
     found.check("pause, reason with U+202E", annotator_action(t, "pause", reason=f"x{RLO}y"))
     found.verdict(not is_paused(t), "a pause reason with U+202E was accepted", "false_successes")
@@ -584,12 +580,12 @@ def paused_refused(t: Target, found: Findings) -> None:
         return
     before = figures(t, found).in_all
     refused = {  # the pair leased before the pause; the one just judged (escalate, undo)
-        "submit": {"pair": pair, "label": "relevant", "uuid": str(uuid.uuid4()), "seconds": 4},
+        "submit": submission(pair),
         "escalate": {"pair": judged_pair, "reason": "probe", "uuid": str(uuid.uuid4())},
         "undo": {},
     }
     for action, body in refused.items():
-        answer = found.check(f"paused {action}", t.annotator.post(t.api + f"{action}/", json=body))
+        answer = found.post(t.annotator, t.api + f"{action}/", f"paused {action}", json=body)
         found.verdict(
             answer.status_code == 409,
             f"a paused annotator's {action} answered {answer.status_code} "
@@ -610,7 +606,7 @@ def paused_refused(t: Target, found: Findings) -> None:
 def promote_refused(t: Target, found: Findings) -> None:
     """Promoting every decided pair needs the confirmed count; promoting nothing is no success."""
     path = f"{t.page}gold/promote-decided/"
-    page = found.check(f"GET {path}", t.admin.get(t.url(path))).text
+    page = found.get(t.admin, path).text
     shown = re.search(r'name="expected" value="(\d+)"', page)
     count = int(shown.group(1)) if shown else 0
     tries = {"without the count": {}, f"with {count + 1} for {count}": {"expected": count + 1}}
@@ -618,7 +614,7 @@ def promote_refused(t: Target, found: Findings) -> None:
         tries["of nothing, confirmed"] = {"expected": 0}
     for what, extra in tries.items():
         data = {"csrfmiddlewaretoken": csrf(t.admin), "explanation": "probe", **extra}
-        answer = found.check(f"POST {path} {what}", t.admin.post(t.url(path), data=data))
+        answer = found.post(t.admin, path, f"POST {path} {what}", data=data)
         said = messages(answer.text)
         success = answer.history or any(level == "success" for level, _ in said)
         found.verdict(
@@ -628,10 +624,8 @@ def promote_refused(t: Target, found: Findings) -> None:
             fact=True,
         )
     data = {"csrfmiddlewaretoken": csrf(t.admin), "all_decided": "on", "explanation": "probe"}
-    answer = found.check(
-        "POST gold/promote/ all without count",
-        t.admin.post(t.url(f"{t.page}gold/promote/"), data=data),
-    )
+    promote = f"{t.page}gold/promote/"
+    answer = found.post(t.admin, promote, "POST gold/promote/ all without count", data=data)
     found.verdict(
         answer.status_code == 400 and not answer.history,
         f"gold/promote/ of every decided pair without the count: {answer.status_code}",
@@ -643,12 +637,12 @@ def discount_back(t: Target, found: Findings, limit: float) -> None:
     """Restore: discount the probe annotator's labels (confirming the count shown), then the
     figures must follow that too."""
     path = f"{t.page}annotators/{t.annotator_id}/discount/"
-    page = found.check(f"GET {path}", t.admin.get(t.url(path))).text
+    page = found.get(t.admin, path).text
     confirm = form(page, path)
     if confirm is None:
         found.verdict(False, f"no confirmation form on {path}")
         return
-    answer = found.check(f"POST {path}", t.admin.post(t.url(confirm.action), data=confirm.data()))
+    answer = found.post(t.admin, confirm.action, f"POST {path}", data=confirm.data())
     found.verdict(answer.ok and bool(answer.history), f"discount answered {answer.status_code}")
     figure_lag(t, found, "the discount", time.time(), None, limit)
 
@@ -656,7 +650,7 @@ def discount_back(t: Target, found: Findings, limit: float) -> None:
 # --- A campaign of the probe's own: sizes and guidelines -----------------------------------
 
 
-def wait_for_job(t: Target, found: Findings, job: int, limit: float) -> str:
+def wait_for_job(t: Target, job: int, limit: float) -> str:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         state = t.admin.get(t.url(f"/jobs/{job}/status/")).json()
@@ -669,26 +663,25 @@ def wait_for_job(t: Target, found: Findings, job: int, limit: float) -> str:
 def own_campaign(t: Target, found: Findings, limit: float) -> dict | None:
     """Pool a small campaign of the probe's own from the demo dataset's first run."""
     path = f"/campaigns/new/?dataset={DATASET}"
-    page = found.check(f"GET {path}", t.admin.get(t.url(path))).text
+    page = found.get(t.admin, path).text
     new = form(page, "campaign-form")
     runs = [value for name, value in (new.choices if new else []) if name == "runs"]
     if not runs:
         found.verdict(False, f"no run to pool on {path}")
         return None
     name = f"probe-{t.tag}"
-    answer = found.check(
+    answer = found.post(
+        t.admin,
+        path,
         "POST /campaigns/new/",
-        t.admin.post(
-            t.url(path),
-            files=multipart(new.data(name=name, runs=runs[:1], depth="5")),
-            allow_redirects=False,
-        ),
+        files=multipart(new.data(name=name, runs=runs[:1], depth="5")),
+        allow_redirects=False,
     )
-    job = re.search(r"/jobs/(\d+)/", answer.headers.get("Location", ""))
+    job = job_of(answer)
     if not found.verdict(job is not None, f"pooling {name} answered {answer.status_code}"):
         return None
-    state = wait_for_job(t, found, int(job.group(1)), limit)
-    if not found.verdict(state == "succeeded", f"pooling {name}: job {job.group(1)} {state}"):
+    state = wait_for_job(t, job, limit)
+    if not found.verdict(state == "succeeded", f"pooling {name}: job {job} {state}"):
         return None
     rows = listed(t.admin.get(t.url("/api/campaigns/")))
     return next((row for row in rows if row["name"] == name), None)
@@ -697,16 +690,14 @@ def own_campaign(t: Target, found: Findings, limit: float) -> dict | None:
 def guidelines(t: Target, own: dict, found: Findings) -> None:
     """Guidelines refuse U+202E, and a 10 MB text gets a readable error with the limit."""
     path = f"/campaigns/{own['id']}/edit/"
-    edit = form(found.check(f"GET {path}", t.admin.get(t.url(path))).text, "campaign-form")
+    edit = form(found.get(t.admin, path).text, "campaign-form")
     if edit is None:
         found.verdict(False, f"no form on {path}")
         return
     for what, text in [("U+202E", f"Judge{RLO} carefully"), ("10 MB", "x" * 10_000_000)]:
-        answer = found.check(
-            f"POST {path} guidelines {what}",
-            t.admin.post(
-                t.url(path), files=multipart(edit.data(guidelines=text)), allow_redirects=False
-            ),
+        files = multipart(edit.data(guidelines=text))
+        answer = found.post(
+            t.admin, path, f"POST {path} guidelines {what}", files=files, allow_redirects=False
         )
         found.verdict(answer.status_code >= 400, f"guidelines of {what} saved", "false_successes")
         errors = re.findall(r'class="error"[^>]*>(.*?)</p>', answer.text, re.S)
@@ -722,9 +713,7 @@ def guidelines(t: Target, own: dict, found: Findings) -> None:
 
 def gold_file(t: Target, found: Findings, rows: int) -> bytes | None:
     """A gold file of ``rows`` pairs of the demo dataset (keys from the demo campaign's export)."""
-    export = found.check(
-        "GET demo export csv", t.admin.get(t.url(f"{t.page}export/csv/"), timeout=120)
-    )
+    export = found.get(t.admin, f"{t.page}export/csv/", "GET demo export csv", timeout=120)
     read = list(csv.DictReader(io.StringIO(export.text)))
     captions = sorted({row["caption_key"] for row in read})
     videos = sorted({row["video_key"] for row in read})
@@ -748,18 +737,17 @@ def big_gold(t: Target, own: dict, found: Findings, rows: int, limit: float) -> 
         return
     path = f"/campaigns/{own['id']}/gold/import/"
     began = time.perf_counter()
-    answer = found.check(
+    answer = found.post(
+        t.admin,
+        path,
         f"POST {path} {rows} rows",
-        t.admin.post(
-            t.url(path),
-            data={"csrfmiddlewaretoken": csrf(t.admin)},
-            files={"file": ("gold.csv", content)},
-            allow_redirects=False,
-            timeout=600,
-        ),
+        data={"csrfmiddlewaretoken": csrf(t.admin)},
+        files={"file": ("gold.csv", content)},
+        allow_redirects=False,
+        timeout=600,
     )
-    job = re.search(r"/jobs/(\d+)/", answer.headers.get("Location", ""))
-    state = wait_for_job(t, found, int(job.group(1)), limit) if job else None
+    job = job_of(answer)
+    state = wait_for_job(t, job, limit) if job else None
     landed = t.admin.get(t.url(answer.headers.get("Location", path)))
     said = messages(landed.text) if not job else [("job", state)]
     found.verdict(
@@ -773,7 +761,7 @@ def big_gold(t: Target, own: dict, found: Findings, rows: int, limit: float) -> 
 def close(t: Target, own: dict, found: Findings) -> None:
     path = f"/campaigns/{own['id']}/status/"
     data = {"action": "close", "csrfmiddlewaretoken": csrf(t.admin)}
-    found.check(f"POST {path} close", t.admin.post(t.url(path), data=data))
+    found.post(t.admin, path, f"POST {path} close", data=data)
 
 
 # --- Sessions and limits across workers ----------------------------------------------------
@@ -795,25 +783,19 @@ def logout_everywhere(t: Target, found: Findings, rounds: int) -> None:
     session = login(t.base, user, t.password or ROLES["annotator1"])
     cookies = {"sessionid": session.cookies["sessionid"], "csrftoken": csrf(session)}
     listing = partial(stranger, t.base, cookies, "GET", "/api/campaigns/")
-    before = parallel([listing] * rounds)
-    for answer in before:
-        found.check("old cookie before logout", answer)
+    before = found.check_all("old cookie before logout", parallel([listing] * rounds))
     if not found.verdict(
         all(a.status_code == 200 for a in before),
         f"the session was not accepted before logout: {[a.status_code for a in before]}",
     ):
         return
-    out = found.check(
-        "POST /logout/",
-        session.post(t.url("/logout/"), data={"csrfmiddlewaretoken": csrf(session)}),
-    )
+    out = found.post(session, "/logout/", data={"csrfmiddlewaretoken": csrf(session)})
     found.verdict(out.ok, f"POST /logout/ answered {out.status_code}")
     leasing = partial(
         stranger, t.base, cookies, "POST", f"/api/campaigns/{t.campaign['id']}/next/", json={}
     )
     after = parallel([listing] * rounds) + parallel([leasing] * (rounds // 2))
-    for answer in after:
-        found.check("old cookie after logout", answer)
+    found.check_all("old cookie after logout", after)
     accepted = sum(a.status_code == 200 for a in after)
     found.verdict(
         accepted == 0,
@@ -838,8 +820,7 @@ def login_limit(t: Target, found: Findings, limit: int, tries: int) -> None:
         return lambda: session.post(t.url("/login/"), data=data, allow_redirects=False)
 
     answers = parallel([attempt(s, f"wrong-{i}") for i, s in enumerate(sessions)])
-    for answer in answers:
-        found.check("wrong password", answer)
+    found.check_all("wrong password", answers)
     tried = sum(a.status_code != 429 for a in answers)
     found.verdict(
         tried <= limit,
@@ -867,9 +848,9 @@ def upload_limit(t: Target, researcher: requests.Session, found: Findings, limit
             timeout=60,
         )
 
-    answers = parallel([upload(i) for i in range(limit + 6)])
-    for answer in answers:
-        found.check(f"POST {path} (limit)", answer)
+    answers = found.check_all(
+        f"POST {path} (limit)", parallel([upload(i) for i in range(limit + 6)])
+    )
     through = sum(a.status_code != 429 for a in answers)
     made = sum(a.status_code < 300 for a in answers)
     found.verdict(
@@ -880,29 +861,41 @@ def upload_limit(t: Target, researcher: requests.Session, found: Findings, limit
     )
 
 
+def sizes(t: Target, found: Findings, args) -> None:
+    """A campaign of the probe's own: its guidelines' limits and a big gold file, then closed."""
+    own = own_campaign(t, found, args.wait)
+    if own is None:
+        return
+    try:
+        guidelines(t, own, found)
+        big_gold(t, own, found, args.gold_rows, args.wait)
+    finally:
+        close(t, own, found)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default="http://127.0.0.1:8000")
-    parser.add_argument("--pages", type=int, default=150, help="most pages crawled per role")
-    parser.add_argument("--labels", type=int, default=6, help="labels the lag is measured on")
-    parser.add_argument("--gold-rows", type=int, default=22_000)
-    parser.add_argument("--login-limit", type=int, default=5, help="the server's per-user limit")
-    parser.add_argument("--upload-limit", type=int, default=30, help="run uploads per user")
-    parser.add_argument("--rounds", type=int, default=16, help="requests per logout check")
-    parser.add_argument("--wait", type=float, default=600.0, help="most seconds per job")
-    parser.add_argument("--format", choices=["text", "json"], default="text")
-    args = parser.parse_args()
+    options = parser(__doc__, paragraph=True)
+    options.add_argument("--base", default="http://127.0.0.1:8000")
+    options.add_argument("--pages", type=int, default=150, help="most pages crawled per role")
+    options.add_argument("--labels", type=int, default=6, help="labels the lag is measured on")
+    options.add_argument("--gold-rows", type=int, default=22_000)
+    options.add_argument("--login-limit", type=int, default=5, help="the server's per-user limit")
+    options.add_argument("--upload-limit", type=int, default=30, help="run uploads per user")
+    options.add_argument("--rounds", type=int, default=16, help="requests per logout check")
+    options.add_argument("--wait", type=float, default=600.0, help="most seconds per job")
+    options.add_argument("--format", choices=["text", "json"], default="text")
+    args = options.parse_args()
     host = urlsplit(args.base).hostname or ""
     if not (host.startswith("127.") or host in {"localhost", "::1"}):
         sys.exit("probes go to loopback addresses only")
-    found = Findings()
+    found = Findings(args.base)
     sessions = {who: login(args.base, who, password) for who, password in ROLES.items()}
     for who, session in sessions.items():
-        crawl(args.base, session, who, found, args.pages)
-    hostile_names(args.base, sessions["admin"], found)
-    video = judging(args.base, sessions["annotator1"], found)
-    ranges(args.base, sessions["annotator1"], video, found)
-    campaign = active_campaign(args.base, sessions["admin"], found)
+        crawl(session, who, found, args.pages)
+    hostile_names(sessions["admin"], found)
+    video = judging(sessions["annotator1"], found)
+    ranges(sessions["annotator1"], video, found)
+    campaign = active_campaign(sessions["admin"], found)
     if campaign is None:
         found.verdict(False, "no active campaign: the campaign checks did not run")
     else:
@@ -948,17 +941,6 @@ def main() -> int:
         for line in found.facts:
             print(f"  measured: {line}")
     return 1 if found.server_errors or found.false_successes or found.failures else 0
-
-
-def sizes(t: Target, found: Findings, args) -> None:
-    own = own_campaign(t, found, args.wait)
-    if own is None:
-        return
-    try:
-        guidelines(t, own, found)
-        big_gold(t, own, found, args.gold_rows, args.wait)
-    finally:
-        close(t, own, found)
 
 
 if __name__ == "__main__":

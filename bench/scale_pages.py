@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlencode, urlsplit
 
 import numpy as np
@@ -72,9 +73,8 @@ def stored_build(url: str) -> dict | None:
 def prepare_database(server: str, name: str, rebuild: bool, params: dict) -> bool:
     """Create the database when missing (dropping it first with ``rebuild``, or when it
     holds no finished build); whether a finished build of ``params`` is there to reuse."""
-    url = database_url(server, name)
     if not rebuild and create_database(server, name, drop=False):
-        built = stored_build(url)
+        built = stored_build(database_url(server, name))
         if built and built.get("complete"):
             if built.get("params") != params:
                 raise SystemExit(
@@ -202,16 +202,6 @@ def make_runs(args, built: World, rng) -> list:
     return world.runs(built.media, items, scores, names)
 
 
-def make_people(args) -> tuple:
-    """The superuser who browses and adjudicates, and the annotators (in the annotator role)."""
-    from django.contrib.auth import get_user_model
-
-    admin = get_user_model().objects.create_superuser(ADMIN, "scale-admin@example.org", None)
-    annotators = world.annotators([f"scale-annotator{i:03d}" for i in range(args.annotators)])
-    log(f"{args.annotators} annotators and the superuser {ADMIN}")
-    return admin, annotators
-
-
 def label_plan(args, truth: np.ndarray, double: np.ndarray, rng) -> world.LabelPlan:
     """FIRE's labels (:func:`world.label_plan`) of annotators who differ in care (a few
     sloppy, one or two near random), in workload and in pace."""
@@ -225,6 +215,7 @@ def label_plan(args, truth: np.ndarray, double: np.ndarray, rng) -> world.LabelP
 
 def build(args) -> dict:
     """Build the world, the campaign, its labels and label set; what was built."""
+    from django.contrib.auth import get_user_model
     from django.db import transaction
 
     from annotation.campaign_read.resolution import resolve_campaign
@@ -246,7 +237,10 @@ def build(args) -> dict:
 
     with step("dataset and people"):
         built = make_world(args, rng)
-        admin, user_pks = make_people(args)
+        # The superuser who browses and adjudicates, and the annotators (in the annotator role).
+        admin = get_user_model().objects.create_superuser(ADMIN, "scale-admin@example.org", None)
+        user_pks = world.annotators([f"scale-annotator{i:03d}" for i in range(args.annotators)])
+        log(f"{args.annotators} annotators and the superuser {ADMIN}")
     with step("runs"):
         runs = make_runs(args, built, rng)
     with step("create_campaign (pool and write pairs)"):
@@ -337,14 +331,9 @@ def make_proxies(args, dataset) -> None:
 
 
 @dataclass
-class Page:
-    name: str
-    url: str
-    export: bool = False
-
-
-@dataclass
 class Row:
+    """A URL to time (a page, an endpoint or an export) and, once timed, its figures."""
+
     page: str
     url: str
     export: bool
@@ -362,16 +351,23 @@ class Row:
     met: str = ""
 
 
-def pages() -> list[Page]:
+def page(name: str, view: str, *args, query: dict | None = None, export: bool = False) -> Row:
+    """The page ``name``: the URL of ``view`` with ``args``, and ``query`` when given."""
+    from django.urls import reverse
+
+    return Row(name, reverse(view, args=args) + ("?" + urlencode(query) if query else ""), export)
+
+
+def pages() -> list[Row]:
     """Every GET page and endpoint naming the campaign, its dataset, label set, runs, people
     or jobs, a few list pages, the API and the admin's lists and change pages."""
     from django.db.models import Count
-    from django.urls import reverse
 
     from annotation.campaign_read.exports import EXPORT_FORMATS
     from annotation.models import Campaign, Judgement
     from jobs.models import Job
     from retrieval.models import Dataset, LabelSet
+    from retrieval.scoring.views import LEADERBOARD_EXPORTS
 
     campaign = Campaign.objects.defer("provenance").get(name=CAMPAIGN)
     dataset = Dataset.objects.get(name=DATASET)
@@ -391,111 +387,81 @@ def pages() -> list[Page]:
     c, d = campaign.pk, dataset.name
     ls = {"labels": label_set.name} if label_set else {}
     listed = [
-        Page("anchor: tokens page (tiny)", reverse("account-tokens")),
-        Page("home", reverse("home")),
-        Page("judging list", reverse("judge-campaigns")),
-        Page("judging page", reverse("judge", args=[c])),
-        Page("campaigns", reverse("campaigns")),
-        Page("campaign", reverse("campaign", args=[c])),
-        Page("campaign edit", reverse("campaign-edit", args=[c])),
-        Page("campaign close (confirm)", reverse("campaign-status", args=[c]) + "?action=close"),
-        Page("agreement", reverse("campaign-agreement", args=[c])),
-        Page("annotators", reverse("campaign-annotators", args=[c])),
-        Page("adjudication", reverse("campaign-adjudicate", args=[c])),
-        Page("resolve (confirm)", reverse("campaign-resolve", args=[c])),
-        Page("promote decided to gold (count)", reverse("campaign-gold-promote", args=[c])),
-        Page("new campaign form", reverse("campaign-new") + "?" + urlencode({"dataset": d})),
+        page("anchor: tokens page (tiny)", "account-tokens"),
+        page("home", "home"),
+        page("judging list", "judge-campaigns"),
+        page("judging page", "judge", c),
+        page("campaigns", "campaigns"),
+        page("campaign", "campaign", c),
+        page("campaign edit", "campaign-edit", c),
+        page("campaign close (confirm)", "campaign-status", c, query={"action": "close"}),
+        page("agreement", "campaign-agreement", c),
+        page("annotators", "campaign-annotators", c),
+        page("adjudication", "campaign-adjudicate", c),
+        page("resolve (confirm)", "campaign-resolve", c),
+        page("promote decided to gold (count)", "campaign-gold-promote", c),
+        page("new campaign form", "campaign-new", query={"dataset": d}),
     ]
     if busiest is not None:
         listed.append(
-            Page(
-                "discount an annotator (preview)",
-                reverse("campaign-annotator-discount", args=[c, busiest]),
-            )
+            page("discount an annotator (preview)", "campaign-annotator-discount", c, busiest)
         )
     listed += [
-        Page(f"label export {fmt}", reverse("campaign-export", args=[c, fmt]), export=True)
+        page(f"label export {fmt}", "campaign-export", c, fmt, export=True)
         for fmt in EXPORT_FORMATS
     ]
     if runs and label_set:
-        query = urlencode({"run": runs[0].name, **ls})
-        listed.append(
-            Page("judge what is missing", reverse("campaign-missing", args=[d]) + "?" + query)
-        )
-    listed += dataset_pages(d, runs, ls, job)
+        query = {"run": runs[0].name, **ls}
+        listed.append(page("judge what is missing", "campaign-missing", d, query=query))
+    listed += [  # the dataset's pages (its leaderboard, models, label sets, reports), the jobs'
+        page("datasets", "datasets"),
+        page("dataset", "dataset", d),
+        page("leaderboard", "leaderboard", d),
+        *(page(f"leaderboard {fmt}", "leaderboard-export", d, fmt) for fmt in LEADERBOARD_EXPORTS),
+        page("add model form", "add-model", d),
+        *(page(f"model {run.model.name}", "dataset-model", d, run.model.name) for run in runs[:1]),
+        page("label sets", "label-sets"),
+        page("reports", "reports"),
+        page("report", "report", d),
+        page("report data", "report-data", d),
+        page("judging orders", "judging-orders", d, query=ls),
+        page("jobs", "jobs"),
+    ]
+    if job is not None:
+        listed += [page("job", "job-detail", job.pk), page("job status", "job-status", job.pk)]
     listed += [
-        Page("api root", reverse("api-root")),
-        Page("api campaigns", reverse("campaign-list")),
-        Page("api campaign", reverse("campaign-detail", args=[c])),
-        Page("api progress", reverse("campaign-progress", args=[c])),
-        Page("annotator-scores api", reverse("campaign-annotator-scores", args=[c])),
-        Page("api schema", reverse("schema")),
-        Page("api docs", reverse("api-docs")),
+        page("api root", "api-root"),
+        page("api campaigns", "campaign-list"),
+        page("api campaign", "campaign-detail", c),
+        page("api progress", "campaign-progress", c),
+        page("annotator-scores api", "campaign-annotator-scores", c),
+        page("api schema", "schema"),
+        page("api docs", "api-docs"),
     ]
     return listed + admin_pages(campaign, dataset, label_set, pair, judgement, job)
 
 
-def dataset_pages(d: str, runs: list, ls: dict, job) -> list[Page]:
-    """The dataset's pages (its leaderboard, models, label sets, reports) and the jobs'."""
-    from django.urls import reverse
-
-    from retrieval.scoring.views import LEADERBOARD_EXPORTS
-
-    listed = [
-        Page("datasets", reverse("datasets")),
-        Page("dataset", reverse("dataset", args=[d])),
-        Page("leaderboard", reverse("leaderboard", args=[d])),
-        *(
-            Page(f"leaderboard {fmt}", reverse("leaderboard-export", args=[d, fmt]))
-            for fmt in LEADERBOARD_EXPORTS
-        ),
-        Page("add model form", reverse("add-model", args=[d])),
-        *(
-            Page(f"model {run.model.name}", reverse("dataset-model", args=[d, run.model.name]))
-            for run in runs[:1]
-        ),
-        Page("label sets", reverse("label-sets")),
-        Page("reports", reverse("reports")),
-        Page("report", reverse("report", args=[d])),
-        Page("report data", reverse("report-data", args=[d])),
-        Page(
-            "judging orders",
-            reverse("judging-orders", args=[d]) + ("?" + urlencode(ls) if ls else ""),
-        ),
-        Page("jobs", reverse("jobs")),
-    ]
-    if job is not None:
-        listed += [
-            Page("job", reverse("job-detail", args=[job.pk])),
-            Page("job status", reverse("job-status", args=[job.pk])),
-        ]
-    return listed
-
-
-def admin_pages(campaign, dataset, label_set, pair, judgement, job) -> list[Page]:
+def admin_pages(campaign, dataset, label_set, pair, judgement, job) -> list[Row]:
     """The admin's lists, and the change pages of the campaign's objects."""
     from django.contrib import admin
     from django.contrib.auth import get_user_model
-    from django.urls import reverse
 
-    def page(what: str, opts, view: str, *args) -> Page:
+    def admin_page(what: str, opts, view: str, *args) -> Row:
         name = f"{opts.app_label}.{opts.model_name}"
-        return Page(
-            f"admin {what} {name}", reverse(f"admin:{name.replace('.', '_')}_{view}", args=args)
-        )
+        return page(f"admin {what} {name}", f"admin:{name.replace('.', '_')}_{view}", *args)
 
-    listed = [Page("admin index", reverse("admin:index"))]
-    listed += [page("list", model._meta, "changelist") for model in admin.site._registry]
+    listed = [page("admin index", "admin:index")]
+    listed += [admin_page("list", model._meta, "changelist") for model in admin.site._registry]
     annotator = get_user_model().objects.filter(username__startswith="scale-annotator").first()
     listed += [
-        page("change", obj._meta, "change", obj.pk)
+        admin_page("change", obj._meta, "change", obj.pk)
         for obj in (campaign, dataset, label_set, pair, judgement, annotator, job)
         if obj is not None and type(obj) in admin.site._registry
     ]
     return listed
 
 
-def not_timed(timed: list[Page]) -> list[str]:
+def not_timed(timed: list[Row]) -> list[str]:
     """Names in the URL map (outside the admin) that no timed URL reaches: POST-only views
     and those needing an object the build does not make."""
     from django.urls import URLPattern, URLResolver, get_resolver, resolve
@@ -508,7 +474,7 @@ def not_timed(timed: list[Page]) -> list[str]:
             elif isinstance(pattern, URLPattern) and pattern.name:
                 yield pattern.name
 
-    reached = {resolve(urlsplit(page.url).path).url_name for page in timed}
+    reached = {resolve(urlsplit(row.url).path).url_name for row in timed}
     return sorted(set(names(get_resolver().url_patterns)) - reached)
 
 
@@ -574,19 +540,17 @@ def request_once(client, url: str, timeout: int) -> dict:
     start_mb = peak_mb()
     began = time.perf_counter()
     response = client.get(url)
+    first, size = None, 0
     if response.streaming:
-        first = None
-        size = 0
         for chunk in response.streaming_content:
             if first is None:
                 first = time.perf_counter() - began
             size += len(chunk)
         response.close()
-        last = time.perf_counter() - began
-        first = last if first is None else first
     else:
         size = len(response.content)
-        last = first = time.perf_counter() - began
+    last = time.perf_counter() - began
+    first = last if first is None else first
     signal.alarm(0)
     result = {
         "status": response.status_code,
@@ -609,14 +573,10 @@ def where(trace) -> str:
     """`` at file:line`` of the innermost frame of the project's own code in ``trace``."""
     import traceback
 
-    ours = [
-        frame
-        for frame in traceback.extract_tb(trace)
-        if frame.filename.startswith(str(ROOT)) and "/.venv/" not in frame.filename
-    ]
-    if not ours:
-        return ""
-    return f" (at {Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno})"
+    for frame in reversed(traceback.extract_tb(trace)):
+        if frame.filename.startswith(str(ROOT)) and "/.venv/" not in frame.filename:
+            return f" (at {Path(frame.filename).relative_to(ROOT)}:{frame.lineno})"
+    return ""
 
 
 def in_child(fill: Callable[[dict], None]) -> tuple[dict | None, int]:
@@ -663,28 +623,23 @@ def measure(client, url: str, timeout: int) -> dict:
 
 def judge_row(row: Row) -> None:
     """Median, target and whether it is met."""
-    if row.seconds:
-        row.median_s = statistics.median(row.seconds)
-        row.first_byte_s = statistics.median(row.first_byte)
-    if row.export:
-        row.target = (
-            f"≤ {EXPORT_SECONDS:g} s, first byte ≤ {EXPORT_FIRST_BYTE:g} s, ≤ +{EXPORT_MB:g} MB"
-        )
-    else:
-        row.target = f"≤ {PAGE_SECONDS:g} s, ≤ +{PAGE_MB:g} MB"
-    misses = []
+    limit, most_mb = (EXPORT_SECONDS, EXPORT_MB) if row.export else (PAGE_SECONDS, PAGE_MB)
+    first_byte = f"first byte ≤ {EXPORT_FIRST_BYTE:g} s, " if row.export else ""
+    row.target = f"≤ {limit:g} s, {first_byte}≤ +{most_mb:g} MB"
     bad = sorted({s for s in row.statuses if s != 200})
+    misses = []
     if row.crashes:
         misses.append(f"{row.crashes} request{'s' if row.crashes > 1 else ''} failed")
     if bad:
         misses.append("HTTP " + "/".join(map(str, bad)))
-    if row.median_s is not None:
-        limit = EXPORT_SECONDS if row.export else PAGE_SECONDS
+    if row.seconds:
+        row.median_s = statistics.median(row.seconds)
+        row.first_byte_s = statistics.median(row.first_byte)
         if row.median_s > limit:
             misses.append(f"{row.median_s:.2f} s")
         if row.export and row.first_byte_s > EXPORT_FIRST_BYTE:
             misses.append(f"first byte {row.first_byte_s:.2f} s")
-        if row.mb > (EXPORT_MB if row.export else PAGE_MB):
+        if row.mb > most_mb:
             misses.append(f"+{row.mb:.0f} MB")
     row.met = "yes" if not misses else "no: " + ", ".join(misses)
 
@@ -707,10 +662,7 @@ def prepare_figures(how: str) -> dict[str, float]:
         from jobs.runner import check_arguments
         from retrieval.models import LabelSet
 
-        class Quiet:
-            def step(self, *args, **kwargs):
-                pass
-
+        quiet = SimpleNamespace(step=lambda *args, **kwargs: None)  # the progress goes nowhere
         work = [
             ("label-set-figures", {"dataset": s.dataset.name, "labels": s.name})
             for s in LabelSet.objects.select_related("dataset").defer("arrays")
@@ -719,7 +671,7 @@ def prepare_figures(how: str) -> dict[str, float]:
         for kind_name, data in work:
             kind = get_kind(kind_name)
             began = time.perf_counter()
-            kind.run(Quiet(), **check_arguments(kind, data))
+            kind.run(quiet, **check_arguments(kind, data))
             took[f"{kind_name} {'/'.join(data.values())}"] = time.perf_counter() - began
 
     took = in_child(run_jobs)[0] or {}
@@ -734,11 +686,11 @@ def time_pages(args) -> list[Row]:
     from django.test import Client
     from django.urls import reverse
 
-    listed = pages()
-    skipped = not_timed(listed)
+    rows = pages()
+    skipped = not_timed(rows)
     if args.only:
         wanted = args.only.lower()
-        listed = [p for p in listed if wanted in p.name.lower() or wanted in p.url.lower()]
+        rows = [r for r in rows if wanted in r.page.lower() or wanted in r.url.lower()]
     client = Client(raise_request_exception=False)
     client.force_login(get_user_model().objects.get(username=ADMIN))
     log("importing the views' modules and compiling templates")
@@ -750,12 +702,10 @@ def time_pages(args) -> list[Row]:
     gc.collect()
     gc.freeze()  # the children's collections skip what they inherit (no copy-on-write)
     release_free_memory()
-    log(f"timing {len(listed)} URLs, {args.repeats} requests each, each in a forked child")
-    rows = []
-    for page in listed:
-        row = Row(page.name, page.url, page.export)
+    log(f"timing {len(rows)} URLs, {args.repeats} requests each, each in a forked child")
+    for row in rows:
         for _ in range(args.repeats):
-            result = measure(client, page.url, args.request_timeout)
+            result = measure(client, row.url, args.request_timeout)
             if "crash" in result:
                 row.error = result["crash"]
                 row.crashes += 1
@@ -769,39 +719,29 @@ def time_pages(args) -> list[Row]:
             row.error = result.get("error", row.error)
         judge_row(row)
         median = "-" if row.median_s is None else f"{row.median_s:.3f} s"
-        log(f"  {page.name}: {median}, {row.bytes:,} bytes, +{row.mb:.0f} MB, {row.met}")
-        rows.append(row)
+        log(f"  {row.page}: {median}, {row.bytes:,} bytes, +{row.mb:.0f} MB, {row.met}")
     if skipped:
         log("URL names not timed (POST-only, or no such object here): " + ", ".join(skipped))
     return rows
 
 
-def postgres_version() -> str:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        (version,) = cursor.fetchone()
-    return version.split()[0]
-
-
 def table(rows: list[Row]) -> str:
+    """The rows as a Markdown table."""
     lines = [
         "| page | URL | median s | first byte s | bytes | +MB | target | met |",
         "|---|---|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        median = "-" if r.median_s is None else f"{r.median_s:.3f}"
-        first = "-" if r.first_byte_s is None else f"{r.first_byte_s:.3f}"
-        url = r.url.replace("|", "%7C")
+        median, first = ("-" if s is None else f"{s:.3f}" for s in (r.median_s, r.first_byte_s))
         lines.append(
-            f"| {r.page} | `{url}` | {median} | {first} | {r.bytes:,} | {r.mb:.0f} | {r.target} | {r.met} |"
+            f"| {r.page} | `{r.url.replace('|', '%7C')}` | {median} | {first} | {r.bytes:,} "
+            f"| {r.mb:.0f} | {r.target} | {r.met} |"
         )
     return "\n".join(lines)
 
 
 def arguments():
-    options = parser(__doc__)
+    options = parser(__doc__, seed=True)
     options.add_argument("--database-url", help="a PostgreSQL server (default: DATABASE_URL)")
     options.add_argument("--db-name", default="firepool_scale", help="the dedicated database")
     options.add_argument("--var", type=Path, help="var dir (default /tmp/firepool-scale-var/DB)")
@@ -816,7 +756,6 @@ def arguments():
         type=int,
         help=f"live labels in all (default: pairs x {FIRE_LABELS:,}/{FIRE_PAIRS:,})",
     )
-    options.add_argument("--seed", type=int, default=0)
     options.add_argument(
         "--proxies", default="all", help="proxies to cache: all, none or a list (bow,pos,syn,met)"
     )
@@ -841,14 +780,8 @@ def build_or_reuse(args) -> dict:
     """The build recorded in the database: reused (its proxies cached again if need be), or
     made now, after which the script runs again in a fresh process (this one's freed memory
     would hide what requests allocate) and does not return."""
-    params = {
-        "version": BUILD_VERSION,
-        **{
-            name: getattr(args, name)
-            for name in ("queries", "videos", "runs", "depth", "annotators", "labels", "seed")
-        },
-        "proxies": args.proxies,
-    }
+    sizes = ("queries", "videos", "runs", "depth", "annotators", "labels", "seed", "proxies")
+    params = {"version": BUILD_VERSION, **{name: getattr(args, name) for name in sizes}}
     server = postgres_server(args.database_url)
     var = args.var or Path("/tmp/firepool-scale-var") / args.db_name
     reuse = prepare_database(server, args.db_name, args.rebuild, params)
@@ -880,50 +813,38 @@ def build_or_reuse(args) -> dict:
 
 def report(args, built: dict, rows: list[Row], anchor_s: float, figure_jobs: dict) -> None:
     """The table and its notes on stdout; the rows in ``--json``."""
-    print()
-    print(f"machine: {machine()}, PostgreSQL {postgres_version()}")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        on = f"{machine()}, PostgreSQL {cursor.fetchone()[0].split()[0]}"
+    p = built["params"]
+    print(f"\nmachine: {on}")
     print(
         f"world: {built['pairs']:,} pairs, {built['labels']:,} live labels "
-        f"({built['judgement_rows']:,} rows), {built['params']['annotators']} annotators, "
-        f"{built['params']['queries']:,} queries x {built['params']['videos']:,} videos, "
-        f"{built['params']['runs']} runs at depth {built['params']['depth']} "
-        f"(database {args.db_name}, built {built['built_at']})"
+        f"({built['judgement_rows']:,} rows), {p['annotators']} annotators, "
+        f"{p['queries']:,} queries x {p['videos']:,} videos, {p['runs']} runs at depth "
+        f"{p['depth']} (database {args.db_name}, built {built['built_at']})"
     )
     print(f"anchor: SELECT count(*) over the campaign's pairs, median {anchor_s * 1000:.1f} ms")
     print(
         f"{args.repeats} requests per URL, server-side in-process, DJANGO_DEBUG=0; "
         "median s to the last byte, +MB the largest rise of peak RSS"
     )
-    print()
-    print(table(rows))
-    if figure_jobs:
-        print()
-        print(
-            "Stored figures computed by their jobs before timing: "
-            + "; ".join(f"{name} {seconds:.1f} s" for name, seconds in figure_jobs.items())
-        )
-    started = [f"{r.page} ({r.jobs})" for r in rows if r.jobs]
+    print("\n" + table(rows))
+    jobs = "; ".join(f"{name} {seconds:.1f} s" for name, seconds in figure_jobs.items())
+    started = ", ".join(f"{r.page} ({r.jobs})" for r in rows if r.jobs)
+    failed = [f"- {r.page} `{r.url}`: {r.error}" for r in rows if r.error]
+    if jobs:
+        print(f"\nStored figures computed by their jobs before timing: {jobs}")
     if started:
-        print()
-        print("Requests that started jobs (run to their end, untimed): " + ", ".join(started))
-    failed = [r for r in rows if r.error]
+        print(f"\nRequests that started jobs (run to their end, untimed): {started}")
     if failed:
-        print()
-        print("Errors and answers other than 200:")
-        for r in failed:
-            print(f"- {r.page} `{r.url}`: {r.error}")
+        print("\nErrors and answers other than 200:", *failed, sep="\n")
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "machine": f"{machine()}, PostgreSQL {postgres_version()}",
-                    "anchor_count_seconds": anchor_s,
-                    "build": built,
-                    "rows": [asdict(r) for r in rows],
-                },
-                indent=2,
-            )
-        )
+        rows_json = [asdict(r) for r in rows]
+        found = {"machine": on, "anchor_count_seconds": anchor_s, "build": built, "rows": rows_json}
+        args.json.write_text(json.dumps(found, indent=2))
 
 
 def main() -> None:
