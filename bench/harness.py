@@ -55,10 +55,11 @@ def parser(
 # -- timing -------------------------------------------------------------------------------
 
 
-def once(work: Callable[[], object]) -> tuple[float, object]:
-    """Seconds of one call of ``work``, and what it returned."""
+def once(work: Callable[..., object], *arguments, **options) -> tuple[float, object]:
+    """Seconds of one call of ``work`` (given ``arguments`` and ``options``), and what it
+    returned."""
     began = time.perf_counter()
-    result = work()
+    result = work(*arguments, **options)
     return time.perf_counter() - began, result
 
 
