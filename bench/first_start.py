@@ -194,13 +194,12 @@ def open_jobs(clone: Path) -> tuple[int, int] | None:
         return None
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            unfinished = db.execute(
-                "SELECT count(*) FROM jobs_job WHERE status IN ('queued', 'running')"
-            ).fetchone()[0]
-            total = db.execute("SELECT count(*) FROM jobs_job").fetchone()[0]
+            return db.execute(
+                "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')), count(*)"
+                " FROM jobs_job"
+            ).fetchone()
     except sqlite3.Error:
         return None
-    return unfinished, total
 
 
 def report(title: str, seconds: float | None, output: Output, until: float) -> None:
