@@ -116,14 +116,9 @@ def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
     active = names(Judgement.objects.filter(pair__campaign=campaign)) | names(
         GoldJudgement.objects.filter(gold_pair__campaign=campaign)
     )
-    profiles = {name: name.split("-")[1] for name in active}  # sim-<profile>-<n>
-    return {
-        profile: (
-            sum(profiles[name] == profile and name in paused for name in active),
-            sum(profiles[name] == profile for name in active),
-        )
-        for profile in sorted(set(profiles.values()))
-    }
+    every = Counter(name.split("-")[1] for name in active)  # sim-<profile>-<n>
+    stopped = Counter(name.split("-")[1] for name in active & paused)
+    return {profile: (stopped[profile], every[profile]) for profile in sorted(every)}
 
 
 def qualification_failed(campaign) -> dict[str, int]:
