@@ -32,7 +32,8 @@ def log(message: str) -> None:
 
 def machine() -> str:
     """One line describing this machine, for RESULTS.md."""
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    processor = platform.processor() or platform.machine()
+    return f"{processor}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def parser(

@@ -54,7 +54,8 @@ def ffmpeg_command(source: Path, target: Path, settings: CopySettings) -> list[s
     rate = output_rate(facts.fps, settings.max_fps)
     command = [
         "ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(source),
-        "-vf", f"scale={width}:{height}:out_range=tv,fps={rate.numerator}/{rate.denominator},format=yuv420p",
+        "-vf", f"scale={width}:{height}:out_range=tv,"
+               f"fps={rate.numerator}/{rate.denominator},format=yuv420p",
         "-c:v", "libx264", "-crf", str(settings.crf), "-preset", settings.preset,
     ]  # fmt: skip
     if facts.audio_codec:
@@ -473,8 +474,10 @@ def copy_cost() -> None:
             continue
         source_s, wall_s, size = (sum(column) for column in zip(*totals, strict=True))
         cost[name] = (source_s / wall_s, size / source_s)
-        print(f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
-              f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s")  # fmt: skip
+        print(
+            f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
+            f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s"
+        )
     if "msvd-avi" in cost:
         rate, per_second = cost["msvd-avi"]
         video_s = MSVD_CLIPS * MSVD_MEAN_SECONDS
