@@ -48,42 +48,29 @@ def gold_file(dataset, runs, n_gold: int, seed: int, folder: Path) -> tuple[Path
     """A JSONL gold file: ``n_gold`` pairs from the runs' ranks 11-20 that no run ranks in its
     top 10 (so never pooled), labelled with the truth; and their relevant share."""
     from annotation.simulation.replay_service import ground_truth
+    from retrieval.models import Caption, Video
     from retrieval.search.runs_service import load_run
 
-    loaded = [load_run(run) for run in runs]
     pooled, deeper = set(), set()
-    for lists in loaded:
+    for lists in [load_run(run) for run in runs]:
         for q, items in zip(lists.query_ids.tolist(), lists.item_ids.tolist(), strict=True):
             pooled.update((q, v) for v in items[:DEPTH] if v >= 0)
             deeper.update((q, v) for v in items[DEPTH : 2 * DEPTH] if v >= 0)
-    from retrieval.models import Caption, Video
-
     own = set(Caption.objects.filter(dataset=dataset).values_list("pk", "video_id"))
     candidates = sorted(deeper - pooled - own)
     rng = np.random.default_rng(seed + 7)
     chosen = [candidates[i] for i in rng.choice(len(candidates), n_gold, replace=False)]
-    captions = np.array([c for c, _ in chosen])
-    videos = np.array([v for _, v in chosen])
+    captions, videos = np.array(chosen, dtype=np.int64).reshape(-1, 2).T
     truth = ground_truth(dataset, captions, videos)[0]
     caption_key = dict(Caption.objects.filter(pk__in=captions.tolist()).values_list("pk", "key"))
     video_key = dict(Video.objects.filter(pk__in=videos.tolist()).values_list("pk", "key"))
     path = folder / "gold.jsonl"
-    labels = ["relevant" if rel else "irrelevant" for rel in truth.tolist()]
-    rows = zip(captions.tolist(), videos.tolist(), labels, strict=True)
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "caption_key": caption_key[c],
-                    "video_key": video_key[v],
-                    "label": label,
-                    "explanation": f"the demo world's truth: {label}",
-                }
-            )
-            + "\n"
-            for c, v, label in rows
-        )
-    )
+    with path.open("w") as out:
+        for c, v, relevant in zip(captions.tolist(), videos.tolist(), truth.tolist(), strict=True):
+            label = "relevant" if relevant else "irrelevant"
+            row = {"caption_key": caption_key[c], "video_key": video_key[v], "label": label}
+            row["explanation"] = f"the demo world's truth: {label}"
+            out.write(json.dumps(row) + "\n")
     return path, float(truth.mean())
 
 
@@ -91,6 +78,8 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: 
     """A campaign of the four runs at depth 10; with ``gold``, B's settings, else A's; with
     ``adaptive``, D's: B's quality control under the adaptive policy (confidence 0.95, at
     most 5 labels) and the metric-first order."""
+    from dataclasses import replace
+
     from annotation.campaigns.service import CampaignSpec, create_campaign
     from annotation.campaigns.settings import (
         CampaignSettings,
@@ -104,11 +93,10 @@ def make_campaign(dataset, runs, name: str, seed: int, *, gold: bool, adaptive: 
         settings = GoldSettings(rate=0.05, qualification=True, threshold=0.9, cooldown_seconds=0)
     else:  # the plain protocol: nobody is paused
         settings = GoldSettings(rate=0.0, floor_seconds=0.0)
-    chosen = CampaignSettings(gold=settings)
-    extra = {}
+    chosen, extra = CampaignSettings(gold=settings), {}
     if adaptive:
-        chosen = CampaignSettings(
-            gold=settings,
+        chosen = replace(
+            chosen,
             judging=JudgingSettings(strategy="metric-first"),
             label_policy=LabelPolicy(policy.ADAPTIVE, policy.DEFAULT_CONFIDENCE),
         )
@@ -128,14 +116,9 @@ def paused_by_profile(campaign) -> dict[str, tuple[int, int]]:
     active = names(Judgement.objects.filter(pair__campaign=campaign)) | names(
         GoldJudgement.objects.filter(gold_pair__campaign=campaign)
     )
-    profiles = {name: name.split("-")[1] for name in active}  # sim-<profile>-<n>
-    return {
-        profile: (
-            sum(profiles[name] == profile and name in paused for name in active),
-            sum(profiles[name] == profile for name in active),
-        )
-        for profile in sorted(set(profiles.values()))
-    }
+    every = Counter(name.split("-")[1] for name in active)  # sim-<profile>-<n>
+    stopped = Counter(name.split("-")[1] for name in active & paused)
+    return {profile: (stopped[profile], every[profile]) for profile in sorted(every)}
 
 
 def qualification_failed(campaign) -> dict[str, int]:
@@ -180,19 +163,20 @@ def measure(dataset, campaign, method: str, name: str) -> dict:
     right = decided & (said == truth)
     label_set = resolve_campaign(campaign, name=name, method=method)
     scored = rescore_dataset(dataset, label_set, run_names=list(DEMO_RUNS))
-    models = {
-        run: tuple(means[name] for name in MODEL_METRICS)
-        for run, means in scored.result.means("corrected").items()
-    }
     return {
         "pairs": len(truth),
         "pending": pending,
         "accuracy": float(right.mean()),
         "relevant_accuracy": float(right[truth].mean()),
         "no_label": float((~decided).mean()),
-        "models": models,
+        "models": model_figures(scored.result.means("corrected")),
         "scored": scored,
     }
+
+
+def model_figures(means: dict[str, dict[str, float]]) -> dict[str, tuple[float, ...]]:
+    """Each run's :data:`MODEL_METRICS`, from its means by metric."""
+    return {run: tuple(found[name] for name in MODEL_METRICS) for run, found in means.items()}
 
 
 def true_scores(dataset, campaign, scored) -> dict:
@@ -254,23 +238,19 @@ def main() -> None:
         }
         first = next(iter(campaigns))
         truth_all = true_scores(dataset, campaigns[first], figures[first]["scored"])
-        truth_models = {
-            run: tuple(means[name] for name in MODEL_METRICS) for run, means in truth_all.items()
-        }
-        for f in figures.values():
-            if "E" in campaigns and f is figures.get("E"):
-                f["intervals"] = {
-                    run: {m: [i.value, i.low, i.high, list(i.parts)] for m, i in found.items()}
-                    for run, found in f["scored"].result.intervals.items()
-                }
-            del f["scored"]
-        if "E" in campaigns:
+        if "E" in figures:
+            figures["E"]["intervals"] = {
+                run: {m: [i.value, i.low, i.high, list(i.parts)] for m, i in found.items()}
+                for run, found in figures["E"]["scored"].result.intervals.items()
+            }
             figures["E"]["calibration"] = calibration(dataset, campaigns["E"])
+        for f in figures.values():
+            del f["scored"]
         costs = {config: spent(campaign) for config, campaign in campaigns.items()}
         failed = qualification_failed(campaigns["B"]) if "B" in campaigns else {}
     result = {
         "figures": figures,
-        "truth_models": truth_models,
+        "truth_models": model_figures(truth_all),
         "truth_all": truth_all,
         "costs": costs,
         "paused": paused,
@@ -381,20 +361,21 @@ def active_stages_judged(campaign, profiles, args, most: int = 8) -> None:
         try:
             drawn = stages.draw_stage(campaign)
         except ActiveError as exc:
-            if "being judged" in str(exc) or "meanwhile" in str(exc):
-                # the background predictor fit drew it (it carries the stages on): judge it
-                log(f"  E: the background fit drew the next stage: {exc}")
-                judge_until_settled(campaign, profiles, args.annotators,
-                                    args.seed + 100 * (number + 1), requeue=True, say=log)  # fmt: skip
-                continue
-            log(f"  E: no stage {number + 1}: {exc}")
-            break
-        log(
-            f"  E: stage {drawn.stage}: {drawn.drawn} of {drawn.queries} queries drawn, "
-            f"{drawn.pairs} pairs served, about {drawn.expected_labels:.0f} labels expected"
-        )
-        judge_until_settled(campaign, profiles, args.annotators, args.seed + 100 * (number + 1),
-                            requeue=True, say=log)  # fmt: skip
+            if "being judged" not in str(exc) and "meanwhile" not in str(exc):
+                log(f"  E: no stage {number + 1}: {exc}")
+                break
+            # the background predictor fit drew it (it carries the stages on): judge it
+            log(f"  E: the background fit drew the next stage: {exc}")
+            drawn = None
+        else:
+            log(
+                f"  E: stage {drawn.stage}: {drawn.drawn} of {drawn.queries} queries drawn, "
+                f"{drawn.pairs} pairs served, about {drawn.expected_labels:.0f} labels expected"
+            )
+        seed = args.seed + 100 * (number + 1)
+        judge_until_settled(campaign, profiles, args.annotators, seed, requeue=True, say=log)
+        if drawn is None:
+            continue
         stage = stages.estimate_stage(campaign)
         if stage is not None and stage.estimates is not None:
             settled = [
@@ -428,12 +409,8 @@ def calibration(dataset, campaign) -> dict:
     if last is None:
         return {}
     judged = stages.StageArrays.of(last).judged
-    where = dict(
-        (pk, (c, v))
-        for pk, c, v in Pair.objects.filter(campaign=campaign).values_list(
-            "id", "caption_id", "video_id"
-        )
-    )
+    rows = Pair.objects.filter(campaign=campaign).values_list("id", "caption_id", "video_id")
+    where = {pk: (c, v) for pk, c, v in rows}
     keys = np.array([where[int(pk)] for pk in live.pair_ids.tolist()], dtype=np.int64)
     truth = ground_truth(dataset, keys[:, 0], keys[:, 1])[0].astype(bool)
     p, resolved = live.posterior, live.resolved.astype(bool)
@@ -537,24 +514,16 @@ def tick(met: bool) -> str:
     return " ✓" if met else " ✗"
 
 
-def kept_out(failed: dict[str, int], config: str) -> str:
-    """Annotators never admitted, as spammers / careful / normal (B only)."""
-    if config != "B":
-        return "-"
-    spam = sum(failed.get(s, 0) for s in SPAMMERS)
-    return f"{spam} / {failed.get('careful', 0)} / {failed.get('normal', 0)}"
-
-
 def report(args, result: dict) -> None:
-    figures, truth_models, costs = result["figures"], result["truth_models"], result["costs"]
-    paused, failed, took, load = result["paused"], result["failed"], result["took"], result["load"]
-    gold_relevant = result["gold_relevant"]
-    ref = figures["reference"]["accuracy"]
+    """A/B/C: each configuration's accuracy, labels spent and annotators paused or kept out,
+    then each model's C@1 and AP against the true labels'."""
+    figures, costs, paused = result["figures"], result["costs"], result["paused"]
+    ref, load, failed = figures["reference"]["accuracy"], result["load"], result["failed"]
     print(f"Machine: {machine()}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print(
         f"Demo world {args.videos} videos, {figures['A']['pairs']:,} pooled pairs "
         f"({', '.join(DEMO_RUNS)} @ {DEPTH}), {args.annotators} annotators, seed {args.seed}; "
-        f"{args.gold} gold pairs ({gold_relevant:.0%} relevant); spammer seconds "
+        f"{args.gold} gold pairs ({result['gold_relevant']:.0%} relevant); spammer seconds "
         f"{args.spammer_seconds or 'profile default (0.8)'}"
     )
     print()
@@ -565,18 +534,20 @@ def report(args, result: dict) -> None:
         "kept out by qualification: spammers / careful / normal |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for row, config in (("reference", "reference"), ("A", "A"), ("B", "B"), ("C", "B")):
-        f = figures[row]
+    spammers_out = sum(failed.get(s, 0) for s in SPAMMERS)  # by qualification, in B
+    kept_out = f"{spammers_out} / {failed.get('careful', 0)} / {failed.get('normal', 0)}"
+    for row in ("reference", "A", "B", "C"):
+        config = ROWS[row][0]
+        f, c, p = figures[row], costs[config], paused[config]
         gap = f["accuracy"] - ref
         ok = "" if row == "reference" else tick(gap >= -TARGET_ACCURACY_GAP - 1e-9)
-        c = costs[config]
         extra = c["gold"] + c["qualification"]
         overhead = extra / c["campaign"] if c["campaign"] else 0.0
-        p = paused[config]
         spam = [sum(p.get(s, (0, 0))[i] for s in SPAMMERS) for i in (0, 1)]
         careful, normal = p.get("careful", (0, 0)), p.get("normal", (0, 0))
-        over_ok = "" if row in ("reference", "A") else tick(overhead <= TARGET_OVERHEAD)
-        careful_ok = "" if row in ("reference", "A") else tick(careful[0] == 0)
+        checked = row in ("B", "C")  # the targets of quality control
+        over_ok = tick(overhead <= TARGET_OVERHEAD) if checked else ""
+        careful_ok = tick(careful[0] == 0) if checked else ""
         print(
             f"| {row} | {f['accuracy']:.2%} ({gap * 100:+.2f} pt){ok} | "
             f"{f['relevant_accuracy']:.2%} | {f['no_label']:.2%} | "
@@ -584,7 +555,7 @@ def report(args, result: dict) -> None:
             f"= {c['campaign'] + extra:,} | {overhead:.1%}{over_ok} | "
             f"{spam[0]}/{spam[1]} / {careful[0]}/{careful[1]}{careful_ok} / "
             f"{normal[0]}/{normal[1]} | "
-            f"{kept_out(failed, config)} |"
+            f"{kept_out if config == 'B' else '-'} |"
         )
     print()
     print(
@@ -596,7 +567,7 @@ def report(args, result: dict) -> None:
     )
     print("|---|---|" + "---|" * 4)
     for run in DEMO_RUNS:
-        t_c1, t_ap = truth_models[run][:2]
+        t_c1, t_ap = result["truth_models"][run][:2]
         cells = []
         for row in ("reference", "A", "B", "C"):
             c1, ap = figures[row]["models"][run][:2]
@@ -609,7 +580,7 @@ def report(args, result: dict) -> None:
     print()
     print(
         "Judging took "
-        + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in took.items())
+        + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in result["took"].items())
         + f"; longest bench process {result['seconds']:.0f} s"
     )
 

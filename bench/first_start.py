@@ -10,6 +10,7 @@ second start that must rebuild nothing. The figure depends on the machine::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +36,7 @@ STEP_PREFIXES = (".venv/bin/", "test -", "touch ", "mkdir ")
 # of a step end otherwise.
 PROGRESS_STEP = re.compile(r"^\[\s*\d+(\.\d+)? s\] (?P<step>.+?) \.\.\.$")
 SERVER_STEP = ("Watching for file changes", "Performing system checks")
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -62,9 +65,6 @@ class Output:
         with self.lock:
             used = [c for (t, _), c in zip(self.lines, self.cpu, strict=True) if t <= seconds]
         return used[-1] if used else 0.0
-
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def session_cpu(session: int) -> float:
@@ -105,30 +105,37 @@ def read_output(process: subprocess.Popen, output: Output, log) -> None:
         output.add(pending.decode("utf-8", "replace").rstrip())
 
 
-def clean_env() -> dict[str, str]:
+@contextlib.contextmanager
+def make_run(clone: Path, port: int, log_path: Path) -> Iterator[tuple[subprocess.Popen, Output]]:
+    """``make run`` in ``clone`` without the environment that would point it elsewhere, its
+    output read as it arrives (and appended to ``log_path``); at the end its process group is
+    interrupted (as Ctrl-C would), then insisted on."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def start(clone: Path, port: int, log_path: Path) -> tuple[subprocess.Popen, Output, object]:
-    log = log_path.open("ab")
-    process = subprocess.Popen(
-        ["make", "run", f"PORT={port}"],
-        cwd=clone,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        # Started from a shell's background job, we would pass on an ignored SIGINT, and the
-        # server would not stop on it as it does on a terminal's Ctrl-C.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    output = Output(started=time.monotonic(), session=process.pid)
-    reader = threading.Thread(target=read_output, args=(process, output, log), daemon=True)
-    reader.start()
-    return process, output, log
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            ["make", "run", f"PORT={port}"],
+            cwd=clone,
+            env={**env, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            # Started from a shell's background job, we would pass on an ignored SIGINT, and the
+            # server would not stop on it as it does on a terminal's Ctrl-C.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        output = Output(started=time.monotonic(), session=process.pid)
+        threading.Thread(target=read_output, args=(process, output, log), daemon=True).start()
+        try:
+            yield process, output
+        finally:
+            for sig, grace in ((signal.SIGINT, 10), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+                if process.poll() is not None:
+                    break
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(grace)
 
 
 def wait_for_200(process: subprocess.Popen, url: str, timeout: float, began: float) -> float | None:
@@ -141,37 +148,17 @@ def wait_for_200(process: subprocess.Popen, url: str, timeout: float, began: flo
     return time.monotonic() - began
 
 
-def stop(process: subprocess.Popen) -> None:
-    """Interrupt the whole process group (as Ctrl-C would), then insist."""
-    for sig, grace in ((signal.SIGINT, 10), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        if process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(grace)
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def longest_silence(lines: list[tuple[float, str]], until: float) -> tuple[float, float, str]:
     """The longest gap (seconds, where it began, the line before it) from 0 to ``until``."""
-    best, at, before, last, text = 0.0, 0.0, "(start)", 0.0, "(start)"
-    for when, line in lines:
-        if when > until:
-            break
-        if when - last > best:
-            best, at, before = when - last, last, text
-        last, text = when, line
-    if until - last > best:
-        best, at, before = until - last, last, text
-    return best, at, before
+    kept = [(0.0, "(start)"), *((when, line) for when, line in lines if when <= until)]
+    ends = [when for when, _ in kept[1:]] + [until]
+    gaps = [end - when for end, (when, _) in zip(ends, kept, strict=True)]
+    i = gaps.index(max(gaps))
+    return gaps[i], kept[i][0], kept[i][1]
 
 
 def steps(
-    lines: list[tuple[float, str]], until: float, output: Output | None = None
+    lines: list[tuple[float, str]], until: float, output: Output
 ) -> list[tuple[str, float, float, float, float]]:
     """(name, start, seconds, longest silence, CPU seconds) of each step up to ``until``."""
     starts = []
@@ -190,7 +177,7 @@ def steps(
         end = starts[i + 1][0] if i + 1 < len(starts) else until
         inside = [(t - when, text) for t, text in lines if when <= t <= end]
         silence = longest_silence(inside, end - when)[0]
-        cpu = output.cpu_at(end) - output.cpu_at(when - 1e-9) if output else float("nan")
+        cpu = output.cpu_at(end) - output.cpu_at(when - 1e-9)
         rows.append((shorten(name), when, end - when, silence, cpu))
     return rows
 
@@ -207,13 +194,12 @@ def open_jobs(clone: Path) -> tuple[int, int] | None:
         return None
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            unfinished = db.execute(
-                "SELECT count(*) FROM jobs_job WHERE status IN ('queued', 'running')"
-            ).fetchone()[0]
-            total = db.execute("SELECT count(*) FROM jobs_job").fetchone()[0]
+            return db.execute(
+                "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')), count(*)"
+                " FROM jobs_job"
+            ).fetchone()
     except sqlite3.Error:
         return None
-    return unfinished, total
 
 
 def report(title: str, seconds: float | None, output: Output, until: float) -> None:
@@ -265,14 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Cloned {args.repo} at {head[:90]}")
     print(f"into {clone}; `make run PORT={port}`, output in {log_path}")
     print(f"{os.cpu_count()} cores; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    status = 0
-    process, output, log = start(clone, port, log_path)
-    try:
+    with make_run(clone, port, log_path) as (process, output):
         first = wait_for_200(process, url, args.timeout, output.started)
         until = first if first is not None else time.monotonic() - output.started
         report("First `make run` of a fresh clone", first, output, until)
         if first is None:
-            status = 1
             print("  the server never answered; the log's last lines:")
             for _, line in output.snapshot()[-15:]:
                 print(f"    {line}")
@@ -294,22 +277,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  longest silence until then: {silence:.1f} s from {at:.1f} s, after "
                 f"{shorten(before)!r}"
             )
-    finally:
-        stop(process)
-        log.close()
-    if args.again and status == 0:
-        process, output, log = start(clone, port, log_path)
-        try:
+    if args.again and first is not None:
+        with make_run(clone, port, log_path) as (process, output):
             again = wait_for_200(process, url, args.timeout, output.started)
             report("Second `make run` of the same clone", again, output, again or args.timeout)
-        finally:
-            stop(process)
-            log.close()
     if args.keep or args.dir:
         print(f"\nKept {base}")
     else:
         shutil.rmtree(base, ignore_errors=True)
-    return status
+    return 0 if first is not None else 1
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def log(message: str) -> None:
 
 def machine() -> str:
     """One line describing this machine, for RESULTS.md."""
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    processor = platform.processor() or platform.machine()
+    return f"{processor}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def parser(
@@ -55,10 +56,11 @@ def parser(
 # -- timing -------------------------------------------------------------------------------
 
 
-def once(work: Callable[[], object]) -> tuple[float, object]:
-    """Seconds of one call of ``work``, and what it returned."""
+def once(work: Callable[..., object], *arguments, **options) -> tuple[float, object]:
+    """Seconds of one call of ``work`` (given ``arguments`` and ``options``), and what it
+    returned."""
     began = time.perf_counter()
-    result = work()
+    result = work(*arguments, **options)
     return time.perf_counter() - began, result
 
 

@@ -17,21 +17,34 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import harness
 import numpy as np
+import world
 
-from retrieval.media.probe import CopySettings, probe
+from retrieval.media.probe import CODEC_NAMES, CopySettings, Probe, clock, probe
 from retrieval.media.transcode import make_copy, output_rate, output_size
-from tests.media_support import make_clip
+from tests.media_support import BLUE, RED, SPECS, make_clip
+
+
+@dataclass(frozen=True)
+class Format:
+    """One source format: how make_clip writes it."""
+
+    kind: str
+    size: tuple[int, int]
+    fps: int
+    segments: bool = False
+
 
 SOURCES = {
-    "msvd-avi": {"kind": "avi", "size": (320, 240), "fps": 25},
-    "epic-1080p50": {"kind": "mp4_moov_end", "size": (1920, 1080), "fps": 50},
+    "msvd-avi": Format("avi", (320, 240), 25),
+    "epic-1080p50": Format("mp4_moov_end", (1920, 1080), 50),
 }
+"""The sources of ``--copies``."""
 
 
 def ffmpeg_command(source: Path, target: Path, settings: CopySettings) -> list[str]:
@@ -41,7 +54,8 @@ def ffmpeg_command(source: Path, target: Path, settings: CopySettings) -> list[s
     rate = output_rate(facts.fps, settings.max_fps)
     command = [
         "ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(source),
-        "-vf", f"scale={width}:{height}:out_range=tv,fps={rate.numerator}/{rate.denominator},format=yuv420p",
+        "-vf", f"scale={width}:{height}:out_range=tv,"
+               f"fps={rate.numerator}/{rate.denominator},format=yuv420p",
         "-c:v", "libx264", "-crf", str(settings.crf), "-preset", settings.preset,
     ]  # fmt: skip
     if facts.audio_codec:
@@ -49,10 +63,14 @@ def ffmpeg_command(source: Path, target: Path, settings: CopySettings) -> list[s
     return [*command, "-movflags", "+faststart", str(target)]
 
 
-def timed(action, *arguments, **options) -> float:
-    began = time.perf_counter()
-    action(*arguments, **options)
-    return time.perf_counter() - began
+def describe(facts: Probe) -> str:
+    """``AVI, MPEG-4 Part 2 320x240 25 fps + mp3, 0:12``: a copy in one line."""
+    audio = f" + {facts.audio_codec}" if facts.audio_codec else ""
+    codec = CODEC_NAMES.get(facts.video_codec, facts.video_codec)
+    return (
+        f"{facts.container.upper()}, {codec} {facts.width}x{facts.height} "
+        f"{facts.fps:g} fps{audio}, {clock(facts.duration)}"
+    )
 
 
 def copies(seconds: float, repeat: int) -> None:
@@ -69,34 +87,25 @@ def copies(seconds: float, repeat: int) -> None:
         print(f"{'source':<14} {'video s':>8} {'pyav s':>8} {'ffmpeg s':>9} {'pyav x':>7} "
               f"{'ffmpeg x':>9} {'ratio':>6}")  # fmt: skip
         for name, spec in SOURCES.items():
-            suffix = ".avi" if spec["kind"] == "avi" else ".mp4"
             source = make_clip(
-                folder / f"{name}{suffix}", spec["kind"], seconds=seconds, fps=spec["fps"],
-                size=spec["size"],
+                folder / f"{name}{SPECS[spec.kind].suffix}", spec.kind, seconds=seconds,
+                fps=spec.fps, size=spec.size,
             )  # fmt: skip
             length = probe(source).duration
             ours, anchor = [], []
             for _ in range(repeat):
-                ours.append(timed(make_copy, source, folder / "ours.mp4", settings))
+                ours.append(harness.once(make_copy, source, folder / "ours.mp4", settings)[0])
                 command = ffmpeg_command(source, folder / "theirs.mp4", settings)
-                anchor.append(timed(subprocess.run, command, check=True))
+                anchor.append(harness.once(subprocess.run, command, check=True)[0])
             mine, theirs = min(ours), min(anchor)
             print(
                 f"{name:<14} {length:>8.2f} {mine:>8.2f} {theirs:>9.2f} {length / mine:>7.2f} "
                 f"{length / theirs:>9.2f} {mine / theirs:>6.2f}"
             )
             a, b = probe(folder / "ours.mp4"), probe(folder / "theirs.mp4")
-            print(f"  copies: ours {a.describe}, {a.size:,} B; ffmpeg's {b.describe}, {b.size:,} B")
-
-
-@dataclass(frozen=True)
-class Format:
-    """One source format of the first-frame bench: how make_clip writes it."""
-
-    kind: str
-    size: tuple[int, int]
-    fps: int
-    segments: bool = False
+            print(
+                f"  copies: ours {describe(a)}, {a.size:,} B; ffmpeg's {describe(b)}, {b.size:,} B"
+            )
 
 
 FORMATS = {
@@ -164,8 +173,6 @@ BARE_VIDEO = """async (src) => {
 def make_sources(folder: Path, tasks: int, seconds: float) -> tuple[list[dict], Path]:
     """Write ``tasks`` clips per format (``tasks`` 5 s segments of one recording for EPIC) and
     their caption records; returns the records and the recording's path."""
-    from tests.media_support import BLUE, RED, SPECS, make_clip
-
     records: list[dict] = []
     recording = None
     for name, spec in FORMATS.items():
@@ -176,23 +183,18 @@ def make_sources(folder: Path, tasks: int, seconds: float) -> tuple[list[dict], 
                 folder / f"{name}-P01_01{suffix}", spec.kind, seconds=length, fps=spec.fps,
                 size=spec.size, texture=0,
             )  # fmt: skip
-            for i in range(tasks):
-                start = SEGMENT_GAP + i * (SEGMENT_SECONDS + SEGMENT_GAP)
-                records.append(
-                    {"video_id": f"{name}-{i}", "caption_id": f"{name}-c{i}", "caption": name,
-                     "video_path": recording.name, "start": start, "end": start + SEGMENT_SECONDS}
-                )  # fmt: skip
-            continue
         for i in range(tasks):
-            colours = (RED, BLUE) if i % 2 else (BLUE, RED)
-            clip = make_clip(
-                folder / f"{name}-{i}{suffix}", spec.kind, seconds=seconds, fps=spec.fps,
-                size=spec.size, first=colours[0], second=colours[1], texture=i,
-            )  # fmt: skip
-            records.append(
-                {"video_id": f"{name}-{i}", "caption_id": f"{name}-c{i}", "caption": name,
-                 "video_path": clip.name}
-            )  # fmt: skip
+            record = {"video_id": f"{name}-{i}", "caption_id": f"{name}-c{i}", "caption": name}
+            if spec.segments:
+                start = SEGMENT_GAP + i * (SEGMENT_SECONDS + SEGMENT_GAP)
+                record.update(video_path=recording.name, start=start, end=start + SEGMENT_SECONDS)
+            else:
+                colours = (RED, BLUE) if i % 2 else (BLUE, RED)
+                record["video_path"] = make_clip(
+                    folder / f"{name}-{i}{suffix}", spec.kind, seconds=seconds, fps=spec.fps,
+                    size=spec.size, first=colours[0], second=colours[1], texture=i,
+                ).name  # fmt: skip
+            records.append(record)
     return records, recording
 
 
@@ -202,18 +204,15 @@ def own_video_campaign(dataset) -> int:
     and every pair takes two labels: one from the cold pass's annotator, one from the warm
     pass's."""
     from annotation.campaigns.service import CampaignSpec, create_campaign
-    from retrieval.models import Caption, RetrievalModel, Video
-    from retrieval.search.runs import RankedLists
-    from retrieval.search.runs_service import store_run
+    from retrieval.models import Caption, Video
 
-    videos = list(Video.objects.filter(dataset=dataset).order_by("pk").values_list("pk", flat=True))
+    video_pks = world.pks(Video.objects.filter(dataset=dataset))
     rows = Caption.objects.filter(dataset=dataset, is_query=True).order_by("video_id")
-    queries = list(rows.values_list("pk", flat=True))
+    queries = np.array(rows.values_list("pk", flat=True))
     # Query i ranks video i + 1 first: its own video is ground truth, never pooled.
-    items = [[videos[(i + 1) % len(videos)]] for i in range(len(queries))]
-    lists = RankedLists(np.array(queries), np.array(items), np.ones((len(items), 1)))
-    model = RetrievalModel.objects.create(dataset=dataset, name="own", source="run")
-    run = store_run(model, "own", lists)
+    items = video_pks[(np.arange(len(queries)) + 1) % len(video_pks), None]
+    media = world.Media(dataset, video_pks, queries)
+    (run,) = world.runs(media, [items], [np.ones(items.shape)], ["own"])
     spec = CampaignSpec(name="first-frame", depth=1, second_label_rate=1.0, max_labels=2)
     return create_campaign(dataset, [run], spec).pk
 
@@ -224,24 +223,19 @@ def count_bytes(context, page) -> dict[str, int]:
     session = context.new_cdp_session(page)
     session.send("Network.enable")
     urls: dict[str, str] = {}
-    received: dict[str, int] = {}
-    finished: dict[str, int] = {}
-    totals: dict[str, int] = {}
+    received, finished, totals = Counter(), Counter(), Counter()
 
     def settle(request: str) -> None:
         url = urls.get(request)
         if url is not None:
             key = url.split("#")[0].split("?")[0]
-            totals[key] = totals.get(key, 0) + max(
-                finished.pop(request, 0), received.pop(request, 0)
-            )
+            totals[key] += max(finished.pop(request, 0), received.pop(request, 0))
 
     def sent(event) -> None:
         urls[event["requestId"]] = event["request"]["url"]
 
     def data(event) -> None:
-        request = event["requestId"]
-        received[request] = received.get(request, 0) + int(event.get("encodedDataLength", 0))
+        received[event["requestId"]] += int(event.get("encodedDataLength", 0))
 
     def done(event) -> None:
         finished[event["requestId"]] = int(event.get("encodedDataLength", 0))
@@ -254,16 +248,24 @@ def count_bytes(context, page) -> dict[str, int]:
     return totals
 
 
-def judge_all(browser, base: str, campaign: int, dwell_ms: int, cold: bool):
-    """Judge every task of ``campaign`` by key press, waiting ``dwell_ms`` after each first
-    frame; the first-frame records (the first task, shown by the page load, left out) and
-    the bytes fetched per URL."""
+def signed_in(browser, base: str, mode: str, script: str | None = None):
+    """A fresh context and page (``script`` run on every page of it) signed in as the
+    ``mode`` pass's annotator."""
     from tests.browser_support import login
 
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
-    page.add_init_script(RECORD_FIRST_FRAME)
-    login(page, base, f"{USERNAME}-{'cold' if cold else 'warm'}", PASSWORD, landing="/judge/")
+    if script:
+        page.add_init_script(script)
+    login(page, base, f"{USERNAME}-{mode}", PASSWORD, landing="/judge/")
+    return context, page
+
+
+def judge_all(browser, base: str, campaign: int, dwell_ms: int, cold: bool):
+    """Judge every task of ``campaign`` by key press, waiting ``dwell_ms`` after each first
+    frame; the first-frame records (the first task, shown by the page load, left out) and
+    the bytes fetched per URL."""
+    context, page = signed_in(browser, base, "cold" if cold else "warm", RECORD_FIRST_FRAME)
     fetched = count_bytes(context, page)
     page.goto(f"{base}/judge/{campaign}/{'?nopreload' if cold else ''}")
     done = "['finished', 'waiting'].includes(document.body.dataset.judgeState)"  # none left
@@ -289,11 +291,7 @@ def judge_all(browser, base: str, campaign: int, dwell_ms: int, cold: bool):
 def bare_video(browser, base: str, sources: list[str]) -> list[dict]:
     """A bare <video> given each served file (with its fragment) on a page of the same
     origin, in a fresh context: the time from src to its first frame."""
-    from tests.browser_support import login
-
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    login(page, base, f"{USERNAME}-cold", PASSWORD, landing="/judge/")
+    context, page = signed_in(browser, base, "cold")
     page.goto(f"{base}/media-bench-blank/")  # any page of the origin: its 404 will do
     results = [page.evaluate(BARE_VIDEO, f"{base}{src}") for src in sources]
     context.close()
@@ -323,7 +321,7 @@ def first_frame(tasks: int, seconds: float, dwell: int, sources: str | None) -> 
         print(f"machine: {harness.machine()}; load average {os.getloadavg()[0]:.2f} (1 min) "
               f"at the end; headless Chromium {version}, PyAV {av.__version__}; "
               f"runserver + SQLite; {tasks} tasks per format, dwell {dwell} ms")  # fmt: skip
-        first_frame_table(videos, rows, shown)
+        first_frame_table(rows, shown)
         segment = rows["epic-segment"]["bytes"]
         whole = recording.stat().st_size
         length = probe(recording).duration
@@ -339,10 +337,8 @@ def first_frame_world(tmp: Path, tasks: int, seconds: float, sources: str | None
     """The sources (made, or an earlier run's), imported and their copies made, a campaign
     of each video with its own caption and its two annotators: (campaign, videos,
     the 1080p50 recording)."""
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from config.roles import ANNOTATOR, ensure_groups
     from retrieval.models import Dataset, Video
     from tests.media_support import import_records
 
@@ -353,25 +349,21 @@ def first_frame_world(tmp: Path, tasks: int, seconds: float, sources: str | None
         records, recording = saved["records"], folder / saved["recording"]
         print(f"sources from {folder} (made by an earlier run)")
     else:
-        began = time.perf_counter()
-        records, recording = make_sources(folder, tasks, seconds)
+        took, (records, recording) = harness.once(make_sources, folder, tasks, seconds)
         listing.write_text(json.dumps({"records": records, "recording": recording.name}))
-        print(f"sources made with PyAV in {time.perf_counter() - began:.0f} s")
-    began = time.perf_counter()
-    summary = import_records(records, folder, "firstframe", tmp / "captions.jsonl")
+        print(f"sources made with PyAV in {took:.0f} s")
+    took, summary = harness.once(
+        import_records, records, folder, "firstframe", tmp / "captions.jsonl"
+    )
     print(f"import_dataset --videos (its media jobs included where they run at once): "
-          f"{time.perf_counter() - began:.1f} s; {json.dumps(summary)[:300]}")  # fmt: skip
-    began = time.perf_counter()
+          f"{took:.1f} s; {json.dumps(summary)[:300]}")  # fmt: skip
     out = tmp / "media.log"
     with open(out, "w") as log:
-        call_command("media", dataset="firstframe", stdout=log)
-    print(f"manage.py media: {time.perf_counter() - began:.1f} s; "
-          f"{out.read_text().strip().splitlines()[-7]}")  # fmt: skip
+        took = harness.once(call_command, "media", dataset="firstframe", stdout=log)[0]
+    print(f"manage.py media: {took:.1f} s; {out.read_text().strip().splitlines()[-7]}")
     dataset = Dataset.objects.get(name="firstframe")
     campaign = own_video_campaign(dataset)
-    for mode in ("cold", "warm"):
-        user = get_user_model().objects.create_user(f"{USERNAME}-{mode}", password=PASSWORD)
-        user.groups.add(ensure_groups()[ANNOTATOR])
+    world.annotators([f"{USERNAME}-cold", f"{USERNAME}-warm"], PASSWORD)
     videos = list(Video.objects.filter(dataset=dataset).select_related("derived"))
     return campaign, videos, recording
 
@@ -400,46 +392,43 @@ def in_browser(tmp: Path, campaign, videos, dwell: int):
 
 
 def by_format(videos, anchor, cold, warm, fetched) -> dict[str, dict]:
-    """First-frame times (anchor, cold, warm), bytes per task and broken tasks, per format."""
+    """First-frame times (anchor, cold, warm), bytes per task, broken tasks and what the
+    files are served as (their copy's kind, or "as is"), per format."""
     format_of = {v.key: v.key.rsplit("-", 1)[0] for v in videos}
     served = {video.source_url: video.key for video in videos}
-    posters = {video.poster_url: video.key for video in videos if video.poster_url}
+    owner = {video.poster_url: video.key for video in videos if video.poster_url} | served
 
-    def key_of(src: str) -> str:
-        path = "/" + src.split("#")[0].split("/", 3)[-1]
-        return served.get(path, "?")
+    def path_of(url: str) -> str:
+        return "/" + url.split("#")[0].split("/", 3)[-1]
 
-    rows = {name: {"anchor": [], "cold": [], "warm": [], "bytes": [], "broken": 0}
-            for name in FORMATS}  # fmt: skip
+    rows = {name: {"anchor": [], "cold": [], "warm": [], "bytes": [], "broken": 0,
+                   "served": set()} for name in FORMATS}  # fmt: skip
     for video, result in zip(videos, anchor, strict=True):
+        rows[format_of[video.key]]["served"].add(video.derived.kind if video.derived else "as is")
         if "ms" in result:
             rows[format_of[video.key]]["anchor"].append(result["ms"])
         else:
             print(f"  anchor: {video.key} gave {result['error']}")
     for mode, found in (("cold", cold), ("warm", warm)):
         for record in found:
-            name = format_of.get(key_of(record["src"]))
+            name = format_of.get(served.get(path_of(record["src"]), "?"))
             if name is None:
                 print(f"  {mode}: a task of unknown source {record['src']}")
-                continue
-            if record["state"] == "broken":
+            elif record["state"] == "broken":
                 rows[name]["broken"] += 1
             else:
                 rows[name][mode].append(record["ms"])
-    per_task: dict[str, int] = {}  # a task's video and its poster
+    per_task = Counter()  # a task's video and its poster
     for url, size in fetched.items():
-        path = "/" + url.split("/", 3)[-1]
-        if path in served or path in posters:
-            key = served.get(path) or posters[path]
-            per_task[key] = per_task.get(key, 0) + size
+        if path_of(url) in owner:
+            per_task[owner[path_of(url)]] += size
     for key, size in per_task.items():
         rows[format_of[key]]["bytes"].append(size)
     return rows
 
 
-def first_frame_table(videos, rows: dict[str, dict], shown) -> None:
+def first_frame_table(rows: dict[str, dict], shown) -> None:
     """The table of first frames per format, against the targets."""
-    format_of = {v.key: v.key.rsplit("-", 1)[0] for v in videos}
     preloaded = sum(bool(d.get("preloaded")) for d in shown[1:])
 
     print(
@@ -449,17 +438,12 @@ def first_frame_table(videos, rows: dict[str, dict], shown) -> None:
     )
     print(f"{'format':<14} {'served as':<10} {'anchor':>15} {'cold':>15} {'warm':>15} "
           f"{'KB/task':>8} {'broken':>6}")  # fmt: skip
-    state_of = {}
-    for video in videos:
-        state_of.setdefault(format_of[video.key], set()).add(
-            video.derived.kind if video.derived else "as is"
-        )
     every = {"cold": [], "warm": [], "anchor": []}
     for name, row in rows.items():
         for mode in every:
             every[mode] += row[mode]
         kilobytes = np.mean(row["bytes"]) / 1000 if row["bytes"] else float("nan")
-        print(f"{name:<14} {'/'.join(sorted(state_of.get(name, ()))):<10} "
+        print(f"{name:<14} {'/'.join(sorted(row['served'])):<10} "
               f"{percentiles(row['anchor']):>15} {percentiles(row['cold']):>15} "
               f"{percentiles(row['warm']):>15} {kilobytes:>8.0f} {row['broken']:>6}")  # fmt: skip
     print(f"{'all':<14} {'':<10} {percentiles(every['anchor']):>15} "
@@ -490,8 +474,10 @@ def copy_cost() -> None:
             continue
         source_s, wall_s, size = (sum(column) for column in zip(*totals, strict=True))
         cost[name] = (source_s / wall_s, size / source_s)
-        print(f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
-              f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s")  # fmt: skip
+        print(
+            f"  {name:<14} {len(totals)} files, {source_s:.1f} s of video in {wall_s:.1f} s:"
+            f" {source_s / wall_s:.2f} s/s, {size / source_s / 1e3:.0f} KB per source s"
+        )
     if "msvd-avi" in cost:
         rate, per_second = cost["msvd-avi"]
         video_s = MSVD_CLIPS * MSVD_MEAN_SECONDS

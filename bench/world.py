@@ -5,7 +5,6 @@ load (``COPY`` on PostgreSQL) by field name. Django must be set up first.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
-from harness import log
+from harness import log, once
 
 if TYPE_CHECKING:  # the models load only once Django is set up
     from django.db.models import Model, QuerySet
@@ -157,13 +156,11 @@ def caption_texts(
     synonym = rng.integers(0, 4, n)
     place = rng.integers(0, len(PLACES), n)
     manner = rng.integers(0, len(MANNERS), n)
-    texts = []
-    for i in range(n):
-        words = SUBJECTS[subject[own[i]]]
-        noun = words[synonym[i] % len(words)]
-        article = "an" if noun[0] in "aeiou" else "a"
-        texts.append(f"{article} {noun} {ACTIONS[acts[i]]}{MANNERS[manner[i]]}{PLACES[place[i]]}")
-    return texts
+    nouns = [SUBJECTS[s][k % len(SUBJECTS[s])] for s, k in zip(subject[own], synonym, strict=True)]
+    return [
+        f"{'an' if noun[0] in 'aeiou' else 'a'} {noun} {ACTIONS[a]}{MANNERS[m]}{PLACES[p]}"
+        for noun, a, m, p in zip(nouns, acts, manner, place, strict=True)
+    ]
 
 
 def runs(
@@ -260,11 +257,10 @@ def synthetic_campaign(
     if adaptive:
         PolicyFit.objects.create(campaign=campaign)
     double = policy.second_label_sample(len(pool), campaign.second_label_rate, campaign.seed)
-    began = time.perf_counter()
-    position, parked = priorities.initial_queue(settings.judging, pool, source, campaign.seed)
-    log(
-        f"initial {judging_order} order of {len(pool):,} pairs: {time.perf_counter() - began:.2f} s"
+    took, (position, parked) = once(
+        priorities.initial_queue, settings.judging, pool, source, campaign.seed
     )
+    log(f"initial {judging_order} order of {len(pool):,} pairs: {took:.2f} s")
     return campaign, pairs(campaign, pool, double, position, parked)
 
 
