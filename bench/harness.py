@@ -191,7 +191,8 @@ def temporary_django(
 ) -> Iterator[Path]:
     """Django on a fresh temporary var dir (SQLite unless ``database_url``; copied from
     ``template``, a :func:`save_var` of a world built earlier), migrated; yields the temporary
-    directory, removed afterwards."""
+    directory, removed afterwards once the jobs queued in this process (figure refreshes) have
+    ended: one still writing there as it was removed lost a run's printed tables."""
     with tempfile.TemporaryDirectory(prefix="firepool-bench-") as tmp:
         var = Path(tmp) / "var"
         if template is not None:
@@ -200,7 +201,15 @@ def temporary_django(
             var.mkdir()
         database_url = database_url or f"sqlite:///{var / 'bench.sqlite3'}"
         setup_django({"FIREPOOL_VAR_DIR": str(var), "DATABASE_URL": database_url})
-        yield Path(tmp)
+        try:
+            yield Path(tmp)
+        finally:
+            from django.db import connections
+
+            from jobs.runner import finish_in_process
+
+            finish_in_process()
+            connections.close_all()
 
 
 def django_ready(environment: dict[str, str] | None = None) -> None:
