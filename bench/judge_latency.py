@@ -23,6 +23,7 @@ from harness import (
     free_port,
     machine,
     parser,
+    percentiles,
     start_group,
     stop_groups,
     temporary_django,
@@ -114,11 +115,11 @@ def judge_pairs(
 
 
 def summary(values) -> str:
+    """The p50, p95 and max of ``values`` (ms), and their number."""
     if not values:
         return "no samples"
-    arr = np.asarray(values, dtype=float)
-    p50, p95 = np.percentile(arr, [50, 95])
-    return f"p50 {p50:6.1f} ms, p95 {p95:6.1f} ms, max {arr.max():6.1f} ms (n={len(arr)})"
+    p50, p95, most = percentiles(values, (50, 95, 100))
+    return f"p50 {p50:6.1f} ms, p95 {p95:6.1f} ms, max {most:6.1f} ms (n={len(values)})"
 
 
 def main() -> None:
@@ -156,17 +157,15 @@ def main() -> None:
             with sync_playwright() as playwright:
                 browser = launch(playwright)
                 version = browser.version
-                warm, submits = judge_pairs(browser, base, campaign_id, args.pairs, args.dwell, "")
+
+                def judge(n: int, query: str = "", delay: int = 0):
+                    return judge_pairs(browser, base, campaign_id, n, args.dwell, query, delay)
+
+                warm, submits = judge(args.pairs)
                 delayed = {
-                    delay: judge_pairs(
-                        browser, base, campaign_id, args.delayed_pairs, args.dwell, "", delay
-                    )
-                    for delay in delays
-                    if delay
+                    delay: judge(args.delayed_pairs, delay=delay) for delay in delays if delay
                 }
-                cold, _ = judge_pairs(
-                    browser, base, campaign_id, args.cold_pairs, args.dwell, "?nopreload"
-                )
+                cold, _ = judge(args.cold_pairs, "?nopreload")
                 browser.close()
 
         from annotation.models import Judgement

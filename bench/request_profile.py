@@ -93,8 +93,7 @@ class Judging:
         user = self.sessions[k][0]
         pair = task_ids.decode(user, current["pair"])  # tasks come under opaque ids
         label = self.gold_labels.get(pair, "irrelevant")
-        body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4())}
-        body["seconds"] = 4.0
+        body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4()), "seconds": 4.0}
         sent: list[str] = []
 
         def count(execute, sql, params, many, context):
