@@ -124,22 +124,15 @@ def summary(values) -> str:
 
 def main() -> None:
     options = parser(__doc__)
-    options.add_argument("--pairs", type=int, default=60, help="advances measured with preloading")
-    options.add_argument("--cold-pairs", type=int, default=30, help="advances without preloading")
-    options.add_argument(
-        "--dwell", type=int, default=1200, help="ms spent on each pair (>= 1000: see above)"
-    )
-    options.add_argument(
-        "--delays", default="0,500", help="ms each answer is held back, comma-separated"
-    )
-    options.add_argument(
-        "--delayed-pairs", type=int, default=30, help="advances measured per delay above 0"
-    )
-    options.add_argument("--videos", type=int, default=200, help="clips in the demo world")
-    options.add_argument("--depth", type=int, default=5)
-    options.add_argument(
-        "--roles", choices=["on", "off"], default="on", help="caption role spans on the page"
-    )
+    add = options.add_argument
+    add("--pairs", type=int, default=60, help="advances measured with preloading")
+    add("--cold-pairs", type=int, default=30, help="advances without preloading")
+    add("--dwell", type=int, default=1200, help="ms spent on each pair (>= 1000: see above)")
+    add("--delays", default="0,500", help="ms each answer is held back, comma-separated")
+    add("--delayed-pairs", type=int, default=30, help="advances measured per delay above 0")
+    add("--videos", type=int, default=200, help="clips in the demo world")
+    add("--depth", type=int, default=5)
+    add("--roles", choices=["on", "off"], default="on", help="caption role spans on the page")
     args = options.parse_args()
     delays = [int(value) for value in args.delays.split(",") if value.strip()]
     if not os.path.exists(CHROMIUM):
