@@ -124,10 +124,8 @@ def make_clip(path: Path, seconds: float) -> None:
         stream.options = {"preset": "ultrafast"}
         for i in range(int(seconds * 25)):
             frame = av.VideoFrame.from_ndarray(np.roll(pattern, 7 * i, axis=1), format="rgb24")
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())  # what the encoder still holds
 
 
 def add_media(media_root: Path, clips: int, seconds: float) -> list[tuple[str, int]]:
