@@ -190,7 +190,7 @@ class Server:
     threads: int
     env: dict[str, str]
     log_path: Path
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen = field(init=False)
 
     def start(self) -> None:
         self.process = start_group(
@@ -207,15 +207,12 @@ class Server:
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once: a crash, nothing shuts down cleanly."""
-        if self.process is None:
-            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
 
     def stop(self) -> None:
-        if self.process is not None:
-            stop_groups([self.process], timeout=20)
+        stop_groups([self.process], timeout=20)
 
 
 @dataclass
@@ -523,13 +520,12 @@ async def drive(server: Server, args, setup: "Setup", port: int | None) -> Run:
     return Run(record, elapsed, recovery, lags, cpu, began, warm.acknowledged, viewed)
 
 
-def excess_judgements(campaign_id: int) -> int:
-    """Judgements stored after their pair already had all the labels the policy asked for."""
-    from annotation.models import Campaign, Judgement
+def excess_judgements(campaign, live) -> int:
+    """The judgements of ``live`` (the campaign's, not undone) stored after their pair already
+    had all the labels the policy asked for."""
+    from annotation.models import Judgement
     from annotation.policy import rules as policy
 
-    campaign = Campaign.objects.get(pk=campaign_id)
-    live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
     if campaign.settings.label_policy.adaptive:
         # What a label needed depends on the annotator models of the moment (refitted as
         # labels came in), so only the cap is checked afterwards: no pair above it.
@@ -555,6 +551,7 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
     from annotation.judging import queue
     from annotation.models import Campaign, GoldJudgement, Judgement, Lease, Pair
 
+    campaign = Campaign.objects.get(pk=campaign_id)
     live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
     stored = Counter(str(key) for key in live.values_list("uuid", flat=True))
     # Answers on gold pairs are stored apart, never as labels of the campaign.
@@ -570,13 +567,13 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
     lost = len(acked - stored.keys())
     double_uuid = sum(n - 1 for n in stored.values() if n > 1)
     double_pair = repeated(live, "pair_id", "annotator_id")
-    excess = excess_judgements(campaign_id)
+    excess = excess_judgements(campaign, live)
     counted = Counter(live.values_list("pair_id", flat=True))
     mismatched = sum(
         counted[pk] != label_count
         for pk, label_count in Pair.objects.filter(pk__in=counted).values_list("pk", "label_count")
     )
-    tallied = queue.campaign_totals(Campaign.objects.get(pk=campaign_id))
+    tallied = queue.campaign_totals(campaign)
     pairs = Pair.objects.filter(campaign_id=campaign_id, held=False)
     exact = pairs.aggregate(n=Count("pk"))["n"], sum(pairs.values_list("needed", flat=True))
     log(
