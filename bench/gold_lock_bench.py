@@ -7,6 +7,7 @@ other writers out. Anchor: the same import inside one transaction::
     .venv/bin/python bench/gold_lock_bench.py [--rows 100000]
 """
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -76,12 +77,9 @@ def main() -> None:
                 for n in range(args.rows):
                     out.write(f"{captions[n // side]},{videos[n % side]},relevant,why {n}\n")
             began = time.perf_counter()
-            with LockProbe(database) as probe:
-                if how.startswith("one"):
-                    with transaction.atomic():
-                        gold.import_gold(campaign, path)
-                else:
-                    gold.import_gold(campaign, path)
+            whole = transaction.atomic() if how.startswith("one") else contextlib.nullcontext()
+            with LockProbe(database) as probe, whole:
+                gold.import_gold(campaign, path)
             took = time.perf_counter() - began
             assert GoldPair.objects.filter(campaign=campaign).count() == args.rows
             figures[how] = probe.longest

@@ -23,6 +23,7 @@ from harness import (
     free_port,
     machine,
     parser,
+    percentiles,
     start_group,
     stop_groups,
     temporary_django,
@@ -114,31 +115,24 @@ def judge_pairs(
 
 
 def summary(values) -> str:
+    """The p50, p95 and max of ``values`` (ms), and their number."""
     if not values:
         return "no samples"
-    arr = np.asarray(values, dtype=float)
-    p50, p95 = np.percentile(arr, [50, 95])
-    return f"p50 {p50:6.1f} ms, p95 {p95:6.1f} ms, max {arr.max():6.1f} ms (n={len(arr)})"
+    p50, p95, most = percentiles(values, (50, 95, 100))
+    return f"p50 {p50:6.1f} ms, p95 {p95:6.1f} ms, max {most:6.1f} ms (n={len(values)})"
 
 
 def main() -> None:
     options = parser(__doc__)
-    options.add_argument("--pairs", type=int, default=60, help="advances measured with preloading")
-    options.add_argument("--cold-pairs", type=int, default=30, help="advances without preloading")
-    options.add_argument(
-        "--dwell", type=int, default=1200, help="ms spent on each pair (>= 1000: see above)"
-    )
-    options.add_argument(
-        "--delays", default="0,500", help="ms each answer is held back, comma-separated"
-    )
-    options.add_argument(
-        "--delayed-pairs", type=int, default=30, help="advances measured per delay above 0"
-    )
-    options.add_argument("--videos", type=int, default=200, help="clips in the demo world")
-    options.add_argument("--depth", type=int, default=5)
-    options.add_argument(
-        "--roles", choices=["on", "off"], default="on", help="caption role spans on the page"
-    )
+    add = options.add_argument
+    add("--pairs", type=int, default=60, help="advances measured with preloading")
+    add("--cold-pairs", type=int, default=30, help="advances without preloading")
+    add("--dwell", type=int, default=1200, help="ms spent on each pair (>= 1000: see above)")
+    add("--delays", default="0,500", help="ms each answer is held back, comma-separated")
+    add("--delayed-pairs", type=int, default=30, help="advances measured per delay above 0")
+    add("--videos", type=int, default=200, help="clips in the demo world")
+    add("--depth", type=int, default=5)
+    add("--roles", choices=["on", "off"], default="on", help="caption role spans on the page")
     args = options.parse_args()
     delays = [int(value) for value in args.delays.split(",") if value.strip()]
     if not os.path.exists(CHROMIUM):
@@ -156,17 +150,15 @@ def main() -> None:
             with sync_playwright() as playwright:
                 browser = launch(playwright)
                 version = browser.version
-                warm, submits = judge_pairs(browser, base, campaign_id, args.pairs, args.dwell, "")
+
+                def judge(n: int, query: str = "", delay: int = 0):
+                    return judge_pairs(browser, base, campaign_id, n, args.dwell, query, delay)
+
+                warm, submits = judge(args.pairs)
                 delayed = {
-                    delay: judge_pairs(
-                        browser, base, campaign_id, args.delayed_pairs, args.dwell, "", delay
-                    )
-                    for delay in delays
-                    if delay
+                    delay: judge(args.delayed_pairs, delay=delay) for delay in delays if delay
                 }
-                cold, _ = judge_pairs(
-                    browser, base, campaign_id, args.cold_pairs, args.dwell, "?nopreload"
-                )
+                cold, _ = judge(args.cold_pairs, "?nopreload")
                 browser.close()
 
         from annotation.models import Judgement

@@ -124,10 +124,8 @@ def make_clip(path: Path, seconds: float) -> None:
         stream.options = {"preset": "ultrafast"}
         for i in range(int(seconds * 25)):
             frame = av.VideoFrame.from_ndarray(np.roll(pattern, 7 * i, axis=1), format="rgb24")
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())  # what the encoder still holds
 
 
 def add_media(media_root: Path, clips: int, seconds: float) -> list[tuple[str, int]]:
@@ -159,9 +157,10 @@ def stat_cpu(fields: list[str]) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu(group: int | None, database: str) -> dict[str, float]:
-    """CPU seconds used so far by gunicorn (process group ``group``), the database's
-    backends and nginx, from /proc (Linux). Diagnostics only."""
+def cpu_used(group: int) -> dict[str, float]:
+    """CPU seconds used so far by gunicorn (process group ``group``), the database's backends,
+    nginx and this client, and the whole machine's busy and total seconds since boot, from /proc
+    (Linux). Diagnostics only."""
     used = {"gunicorn": 0.0, "postgres": 0.0, "nginx": 0.0}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -169,22 +168,17 @@ def process_cpu(group: int | None, database: str) -> dict[str, float]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        seconds = stat_cpu(fields)
-        if group is not None and int(fields[2]) == group:
-            used["gunicorn"] += seconds
-        elif cmdline.startswith(b"postgres: ") and database.encode() in cmdline:
-            used["postgres"] += seconds
+        if int(fields[2]) == group:
+            used["gunicorn"] += stat_cpu(fields)
+        elif cmdline.startswith(b"postgres: ") and DB_NAME.encode() in cmdline:
+            used["postgres"] += stat_cpu(fields)
         elif cmdline.startswith(b"nginx: "):
-            used["nginx"] += seconds
+            used["nginx"] += stat_cpu(fields)
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    used["machine busy"] = (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    used["machine total"] = sum(ticks) / os.sysconf("SC_CLK_TCK")
+    used["client"] = time.process_time()
     return used
-
-
-def machine_busy() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = values[3] + values[4]
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (sum(values) - idle) / ticks, sum(values) / ticks
 
 
 @dataclass
@@ -196,7 +190,7 @@ class Server:
     threads: int
     env: dict[str, str]
     log_path: Path
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen = field(init=False)
 
     def start(self) -> None:
         self.process = start_group(
@@ -213,15 +207,12 @@ class Server:
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once: a crash, nothing shuts down cleanly."""
-        if self.process is None:
-            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
 
     def stop(self) -> None:
-        if self.process is not None:
-            stop_groups([self.process], timeout=20)
+        stop_groups([self.process], timeout=20)
 
 
 @dataclass
@@ -492,25 +483,12 @@ async def drive(server: Server, args, setup: "Setup", port: int | None) -> Run:
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
         warm = await warm_up(http, base, setup.sessions)
-        cpu_before = process_cpu(server.process.pid, DB_NAME)
-        busy_before = machine_busy()
-        client_before = time.process_time()
+        cpu_before = cpu_used(server.process.pid)
         began = time.monotonic()
         end = began + args.seconds
+        pace = {"one_request": args.one_request, "standing_s": args.standing_seconds}
         tasks = [
-            asyncio.create_task(
-                annotate(
-                    http,
-                    record,
-                    base,
-                    user,
-                    key,
-                    args.think_ms,
-                    end,
-                    one_request=args.one_request,
-                    standing_s=args.standing_seconds,
-                )
-            )
+            asyncio.create_task(annotate(http, record, base, user, key, args.think_ms, end, **pace))
             for user, key in setup.sessions
         ]
         # Viewers have connections of their own, as a browser's video element does.
@@ -530,55 +508,38 @@ async def drive(server: Server, args, setup: "Setup", port: int | None) -> Run:
         lag_task = asyncio.create_task(loop_lag(end, lags))
         crasher = None
         if args.crash:
-            crasher = asyncio.create_task(
-                crash_and_restart(server, record, began + args.seconds / 2)
-            )
+            crasher = asyncio.create_task(crash_and_restart(server, record, end - args.seconds / 2))
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - began
         await viewing.close()
-        cpu_after = process_cpu(server.process.pid, DB_NAME)
-        busy_after = machine_busy()
+        cpu_after = cpu_used(server.process.pid)
         cpu = {key: cpu_after[key] - cpu_before[key] for key in cpu_after}
-        cpu["client"] = time.process_time() - client_before
-        cpu["machine busy"] = busy_after[0] - busy_before[0]
-        cpu["machine total"] = busy_after[1] - busy_before[1]
         await lag_task
         recovery = await asyncio.wait_for(crasher, timeout=60) if crasher is not None else None
     viewed = views if setup.viewers else None
     return Run(record, elapsed, recovery, lags, cpu, began, warm.acknowledged, viewed)
 
 
-def excess_judgements(campaign_id: int) -> int:
-    """Judgements stored after their pair already had all the labels the policy asked for."""
-    from annotation.models import Campaign, Judgement
+def excess_judgements(campaign, live) -> int:
+    """The judgements of ``live`` (the campaign's, not undone) stored after their pair already
+    had all the labels the policy asked for."""
+    from annotation.models import Judgement
     from annotation.policy import rules as policy
 
-    campaign = Campaign.objects.get(pk=campaign_id)
     if campaign.settings.label_policy.adaptive:
         # What a label needed depends on the annotator models of the moment (refitted as
         # labels came in), so only the cap is checked afterwards: no pair above it.
-        per_pair = Counter(
-            Judgement.objects.filter(
-                pair__campaign_id=campaign_id, undone_at__isnull=True
-            ).values_list("pair_id", flat=True)
-        )
+        per_pair = Counter(live.values_list("pair_id", flat=True))
         return sum(max(n - campaign.max_labels, 0) for n in per_pair.values())
-    rows = (
-        Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
-        .order_by("pair_id", "created_at", "pk")
-        .values_list("pair_id", "label", "pair__double")
+    rows = live.order_by("pair_id", "created_at", "pk").values_list(
+        "pair_id", "label", "pair__double"
     )
     excess = 0
     state: dict[int, tuple[int, int]] = {}
     for pair_id, label, double in rows:
         relevant, total = state.get(pair_id, (0, 0))
-        if (
-            policy.needed_for(
-                [True] * relevant + [False] * (total - relevant), double, campaign.max_labels
-            )
-            <= 0
-        ):
-            excess += 1
+        labels = [True] * relevant + [False] * (total - relevant)
+        excess += policy.needed_for(labels, double, campaign.max_labels) <= 0
         state[pair_id] = (relevant + (label == Judgement.Label.RELEVANT), total + 1)
     return excess
 
@@ -590,33 +551,29 @@ def verify(campaign_id: int, acknowledged: list[tuple[str, int, str]]) -> dict[s
     from annotation.judging import queue
     from annotation.models import Campaign, GoldJudgement, Judgement, Lease, Pair
 
+    campaign = Campaign.objects.get(pk=campaign_id)
     live = Judgement.objects.filter(pair__campaign_id=campaign_id, undone_at__isnull=True)
     stored = Counter(str(key) for key in live.values_list("uuid", flat=True))
     # Answers on gold pairs are stored apart, never as labels of the campaign.
     gold = GoldJudgement.objects.filter(gold_pair__campaign_id=campaign_id)
     stored.update(str(key) for key in gold.values_list("uuid", flat=True))
-    gold_twice = sum(
-        row["n"] - 1
-        for row in gold.values("gold_pair_id", "annotator_id").annotate(n=Count("pk"))
-        if row["n"] > 1
-    )
+
+    def repeated(rows, *by: str) -> int:
+        """Rows beyond the first of each value of the fields ``by``."""
+        return sum(row["n"] - 1 for row in rows.values(*by).annotate(n=Count("pk")).filter(n__gt=1))
+
+    gold_twice = repeated(gold, "gold_pair_id", "annotator_id")
     acked = {key for key, _, _ in acknowledged}
     lost = len(acked - stored.keys())
     double_uuid = sum(n - 1 for n in stored.values() if n > 1)
-    double_pair = sum(
-        row["n"] - 1
-        for row in live.values("pair_id", "annotator_id").annotate(n=Count("pk")).filter(n__gt=1)
-    )
-    excess = excess_judgements(campaign_id)
+    double_pair = repeated(live, "pair_id", "annotator_id")
+    excess = excess_judgements(campaign, live)
     counted = Counter(live.values_list("pair_id", flat=True))
     mismatched = sum(
-        1
-        for pk, label_count in Pair.objects.filter(pk__in=counted.keys()).values_list(
-            "pk", "label_count"
-        )
-        if counted[pk] != label_count
+        counted[pk] != label_count
+        for pk, label_count in Pair.objects.filter(pk__in=counted).values_list("pk", "label_count")
     )
-    tallied = queue.campaign_totals(Campaign.objects.get(pk=campaign_id))
+    tallied = queue.campaign_totals(campaign)
     pairs = Pair.objects.filter(campaign_id=campaign_id, held=False)
     exact = pairs.aggregate(n=Count("pk"))["n"], sum(pairs.values_list("needed", flat=True))
     log(
@@ -659,16 +616,28 @@ def wait_settled(pids: list[int], timeout: float = 90.0) -> float:
 
 
 class Watch(threading.Thread):
-    """A thread sampling something every ``every`` seconds until :meth:`halt`."""
+    """A thread calling :meth:`sample` every ``every`` seconds, on a database connection of
+    its own, until :meth:`stop` (which returns its figures)."""
 
     def __init__(self, every: float) -> None:
         super().__init__(daemon=True)
         self.every = every
         self._halt = threading.Event()
 
-    def halt(self) -> None:
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            with connection.cursor() as cursor:
+                while not self._halt.wait(self.every):
+                    self.sample(cursor)
+        finally:
+            connection.close()
+
+    def stop(self) -> dict[str, object]:
         self._halt.set()
         self.join(timeout=30)
+        return self.figures()
 
 
 class FigureWatch(Watch):
@@ -676,42 +645,34 @@ class FigureWatch(Watch):
     when no label came after the oldest figure was computed, else its age (target 60 s)."""
 
     def __init__(self, campaign_id: int, every: float = 2.0) -> None:
+        from annotation.campaign_read import figures_due
+
         super().__init__(every)
         self.campaign_id = campaign_id
+        self.subject = figures_due.subject(campaign_id)
         self.lags: list[float] = []
         self.refreshed = 0
+        self.seen = None
 
-    def run(self) -> None:
-        from django.db import connection
+    def sample(self, cursor) -> None:
         from django.db.models import Max, Min
         from django.utils import timezone
 
-        from annotation.campaign_read import figures_due
         from annotation.models import Judgement
         from jobs.models import StoredFigure
 
-        subject = figures_due.subject(self.campaign_id)
-        seen = None
-        try:
-            while not self._halt.wait(self.every):
-                now = timezone.now()
-                oldest = StoredFigure.objects.filter(subject=subject).aggregate(
-                    at=Min("computed_at")
-                )["at"]
-                newest_label = Judgement.objects.filter(
-                    pair__campaign_id=self.campaign_id
-                ).aggregate(at=Max("created_at"))["at"]
-                if oldest is not None and oldest != seen:
-                    self.refreshed += seen is not None
-                    seen = oldest
-                behind = newest_label is not None and (oldest is None or newest_label > oldest)
-                since = oldest or now
-                self.lags.append((now - since).total_seconds() if behind else 0.0)
-        finally:
-            connection.close()
+        now = timezone.now()
+        figures = StoredFigure.objects.filter(subject=self.subject)
+        oldest = figures.aggregate(at=Min("computed_at"))["at"]
+        labels = Judgement.objects.filter(pair__campaign_id=self.campaign_id)
+        newest_label = labels.aggregate(at=Max("created_at"))["at"]
+        if oldest is not None and oldest != self.seen:
+            self.refreshed += self.seen is not None
+            self.seen = oldest
+        behind = newest_label is not None and (oldest is None or newest_label > oldest)
+        self.lags.append((now - (oldest or now)).total_seconds() if behind else 0.0)
 
-    def stop(self) -> dict[str, object]:
-        self.halt()
+    def figures(self) -> dict[str, object]:
         lags = sorted(self.lags)
         return {
             "figures_lag_max_s": round(lags[-1], 1) if lags else None,
@@ -729,24 +690,16 @@ class LockWatch(Watch):
         self.samples = 0
         self.waiting: Counter[str] = Counter()
 
-    def run(self) -> None:
-        from django.db import connection
+    def sample(self, cursor) -> None:
+        cursor.execute(
+            "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM"
+            " pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database()"
+        )
+        self.samples += 1
+        self.waiting.update(row[0] for row in cursor.fetchall())
 
-        try:
-            with connection.cursor() as cursor:
-                while not self._halt.wait(self.every):
-                    cursor.execute(
-                        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM"
-                        " pg_stat_activity WHERE wait_event_type = 'Lock'"
-                        " AND datname = current_database()"
-                    )
-                    self.samples += 1
-                    self.waiting.update(row[0] for row in cursor.fetchall())
-        finally:
-            connection.close()
-
-    def stop(self) -> dict[str, object]:
-        self.halt()
+    def figures(self) -> dict[str, object]:
         waits = sum(self.waiting.values())
         for query, n in self.waiting.most_common(4):
             log(f"  waiting for a lock in {n / max(1, self.samples):.1%} of samples: {query}")
@@ -780,60 +733,41 @@ def refit_jobs() -> dict[str, object]:
     }
 
 
-def _viewer_arguments(options) -> None:
-    """The options of the annotators who watch video beside the judging ones."""
-    options.add_argument(
-        "--viewers", type=int, default=0, help="annotators watching 1080p video beside the others"
-    )
-    options.add_argument(
-        "--media-server",
-        choices=["django", "nginx"],
-        default="django",
-        help="who sends the videos: gunicorn, or nginx in front of it (deploy/nginx/firepool.conf)",
-    )
-    options.add_argument("--clips", type=int, default=4, help="distinct 1080p video files")
-    options.add_argument("--clip-seconds", type=float, default=30.0, help="length of each clip")
-    options.add_argument(
-        "--watch-seconds", type=float, default=5.0, help="mean time a viewer reads one range"
-    )
-
-
 def arguments():
     """The options of the annotators, their campaign, the server, its workers and viewers."""
     options = parser(__doc__)
-    options.add_argument("--annotators", type=int, default=100)
-    options.add_argument("--seconds", type=float, default=60.0)
-    options.add_argument("--pairs", type=int, default=600_000)
-    options.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
-    options.add_argument(
-        "--threads", type=int, default=1, help="threads per worker (over 1: gthread, keep-alive)"
-    )
-    options.add_argument(
+    add = options.add_argument
+    add("--annotators", type=int, default=100)
+    add("--seconds", type=float, default=60.0)
+    add("--pairs", type=int, default=600_000)
+    add("--workers", type=int, default=2, help="gunicorn worker processes")
+    add("--threads", type=int, default=1, help="threads per worker (over 1: gthread, keep-alive)")
+    add(
         "--think-ms",
         type=float,
         default=5000.0,
         help="mean time an annotator looks at a pair (uniform over 0.5x-1.5x)",
     )
-    options.add_argument("--lease-seconds", type=int, default=300)
-    options.add_argument(
+    add("--lease-seconds", type=int, default=300)
+    add(
         "--standing-seconds",
         type=float,
         default=12.0,
         help="seconds without an answer after which an annotator asks GET standing/, as the "
         "judging page does (0: never)",
     )
-    options.add_argument(
+    add(
         "--no-prepared",
         dest="prepared",
         action="store_false",
         help="client-side parameter binding (DATABASE_PREPARED=0) instead of prepared statements",
     )
-    options.add_argument(
+    add(
         "--judging-order",
         default="depth",
         help="the campaign's judging order (depth, maxmean, metric-first, mtf, ...)",
     )
-    options.add_argument(
+    add(
         "--two-requests",
         dest="one_request",
         action="store_false",
@@ -841,50 +775,57 @@ def arguments():
         "task each submit answers with (one request per judgement, as the judging page does; "
         "the default)",
     )
-    options.add_argument(
-        "--one-request", action="store_true", help="the default (kept for older scripts)"
-    )
-    options.add_argument(
+    add("--one-request", action="store_true", help="the default (kept for older scripts)")
+    add(
         "--gold-rate",
         type=float,
         default=0.0,
         help="share of tasks that are gold pairs (200 gold pairs are made; 0: none)",
     )
-    options.add_argument(
+    add(
         "--qualified",
         action="store_true",
         help="the campaign requires qualification, and every annotator has passed it",
     )
-    options.add_argument(
+    add(
         "--policy",
         choices=["fire", "adaptive"],
         default="fire",
         help="the campaign's labelling policy; adaptive refits run in a job worker beside "
         "the server (manage.py db_worker), as in a deployment",
     )
-    options.add_argument(
+    add(
         "--worker-priority",
         choices=sorted(WORKER_PRIORITY),
         default="nice",
         help="the job workers' CPU priority beside gunicorn (the README's: nice)",
     )
-    options.add_argument(
+    add(
         "--worker-interval",
         type=float,
         default=1.0,
         help="seconds an idle job worker waits before looking at its queue again",
     )
-    options.add_argument(
+    add(
         "--no-job-workers",
         action="store_true",
         help="start no job worker (nothing computes the figures: an isolation, not a deployment)",
     )
-    options.add_argument("--confidence", type=float, default=0.95, help="the adaptive target")
-    _viewer_arguments(options)
-    options.add_argument("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
-    options.add_argument("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
-    options.add_argument("--keep", action="store_true", help="keep the database afterwards")
-    options.add_argument(
+    add("--confidence", type=float, default=0.95, help="the adaptive target")
+    add("--viewers", type=int, default=0, help="annotators watching 1080p video beside the others")
+    add(
+        "--media-server",
+        choices=["django", "nginx"],
+        default="django",
+        help="who sends the videos: gunicorn, or nginx in front of it (deploy/nginx/firepool.conf)",
+    )
+    add("--clips", type=int, default=4, help="distinct 1080p video files")
+    add("--clip-seconds", type=float, default=30.0, help="length of each clip")
+    add("--watch-seconds", type=float, default=5.0, help="mean time a viewer reads one range")
+    add("--crash", action="store_true", help="SIGKILL gunicorn halfway through")
+    add("--debug", action="store_true", help="serve with DJANGO_DEBUG=1")
+    add("--keep", action="store_true", help="keep the database afterwards")
+    add(
         "--watch-locks",
         action="store_true",
         help="sample PostgreSQL's sessions waiting for a lock every 10 ms (costs a little CPU)",
@@ -954,8 +895,7 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
         )
         server.start()
         workers = job_workers(args, setup.env)
-        watch = FigureWatch(setup.campaign_id)
-        locks = LockWatch() if args.watch_locks else None
+        watches = [FigureWatch(setup.campaign_id)] + ([LockWatch()] if args.watch_locks else [])
         front = None
         try:
             wait_until_up(f"http://127.0.0.1:{server.port}/api/", [server.process])
@@ -979,9 +919,8 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
                     f"{len(setup.viewers)} viewers, media sent by {args.media_server}"
                     + (f" (nginx on port {front.port}, every request through it)" if front else "")
                 )
-            watch.start()
-            if locks is not None:
-                locks.start()
+            for watch in watches:
+                watch.start()
             run = asyncio.run(drive(server, args, setup, front.port if front else None))
         finally:
             if front is not None:
@@ -989,9 +928,9 @@ def serve_and_run(args, setup: Setup) -> tuple["Run", dict[str, object]]:
             server.stop()
             if setup.media_root is not None:
                 shutil.rmtree(setup.media_root, ignore_errors=True)
-            freshness = watch.stop() if watch.is_alive() else {}
-            if locks is not None and locks.is_alive():
-                freshness.update(locks.stop())
+            freshness = {}
+            for watch in watches:
+                freshness.update(watch.stop() if watch.is_alive() else {})
             for worker in workers:
                 worker.terminate()
                 worker.wait(timeout=60)
@@ -1066,18 +1005,12 @@ def figures(args, run: "Run", pairs: int, checks: dict, extra: dict) -> dict[str
             if not record.crash_at <= at <= record.crash_at + RECOVERY_WINDOW_S
         ]
         result["p99_ms_outside_recovery"] = percentiles(calm)[2]
+    given = ("think_ms", "workers", "threads", "prepared", "debug", "judging_order")
+    given += ("one_request", "gold_rate", "qualified")
     result.update(
         requests=len(every),
         seconds=round(run.elapsed, 1),
-        think_ms=args.think_ms,
-        workers=args.workers,
-        threads=args.threads,
-        prepared=args.prepared,
-        debug=args.debug,
-        judging_order=args.judging_order,
-        one_request=args.one_request,
-        gold_rate=args.gold_rate,
-        qualified=args.qualified,
+        **{name: getattr(args, name) for name in given},
         gold_answers=checks["gold_answers"],
         label_count_mismatches=checks["label_count_mismatches"],
         progress_exact=bool(checks["progress_exact"]),

@@ -22,24 +22,21 @@ from harness import drop_database, log, parser, postgres_database, setup_django
 
 def arguments():
     options = parser(__doc__)
-    options.add_argument("--pairs", type=int, default=60_000)
-    options.add_argument("--annotators", type=int, default=4)
-    options.add_argument("--judgements", type=int, default=400)
-    options.add_argument("--judging-order", default="maxmean")
-    options.add_argument("--gold-rate", type=float, default=0.0, help="as bench/load.py's")
-    options.add_argument("--qualified", action="store_true", help="as bench/load.py's")
-    options.add_argument("--policy", default="fire", choices=["fire", "adaptive"])
-    options.add_argument("--profile", action="store_true", help="print cProfile's top functions")
-    options.add_argument("--sort", default="cumulative", help="cProfile's sort key")
-    options.add_argument("--only", help="print only functions whose path matches this regex")
-    options.add_argument("--sql", action="store_true", help="print one request's statements")
-    options.add_argument(
-        "--by-package", action="store_true", help="with --profile: own CPU summed per package"
-    )
-    options.add_argument("--no-prepared", dest="prepared", action="store_false")
-    options.add_argument(
-        "--sql-gold", action="store_true", help="print the statements of the first gold request"
-    )
+    add = options.add_argument
+    add("--pairs", type=int, default=60_000)
+    add("--annotators", type=int, default=4)
+    add("--judgements", type=int, default=400)
+    add("--judging-order", default="maxmean")
+    add("--gold-rate", type=float, default=0.0, help="as bench/load.py's")
+    add("--qualified", action="store_true", help="as bench/load.py's")
+    add("--policy", default="fire", choices=["fire", "adaptive"])
+    add("--profile", action="store_true", help="print cProfile's top functions")
+    add("--sort", default="cumulative", help="cProfile's sort key")
+    add("--only", help="print only functions whose path matches this regex")
+    add("--sql", action="store_true", help="print one request's statements")
+    add("--by-package", action="store_true", help="with --profile: own CPU summed per package")
+    add("--no-prepared", dest="prepared", action="store_false")
+    add("--sql-gold", action="store_true", help="print the statements of the first gold request")
     args = options.parse_args()
     args.lease_seconds = 300
     return args
@@ -93,8 +90,7 @@ class Judging:
         user = self.sessions[k][0]
         pair = task_ids.decode(user, current["pair"])  # tasks come under opaque ids
         label = self.gold_labels.get(pair, "irrelevant")
-        body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4())}
-        body["seconds"] = 4.0
+        body = {"pair": current["pair"], "label": label, "uuid": str(uuid.uuid4()), "seconds": 4.0}
         sent: list[str] = []
 
         def count(execute, sql, params, many, context):
