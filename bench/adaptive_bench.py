@@ -18,12 +18,11 @@ world of ``--videos`` clips is built (and kept in ``--world``, reused when there
 
 import io
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 from crowd_bench import demo_world
-from harness import log, machine, parser
+from harness import log, machine, once, parser
 
 CONFIGS = {
     "fire": {"policy": "fire"},
@@ -32,7 +31,6 @@ CONFIGS = {
     "shuffled": {"policy": "active", "shuffle_features": True},
     "assessor": {"policy": "active", "assessor_kappa": 0.6},
 }
-TARGET_GAP = 1.0
 TARGET_SHARE = {"adaptive": 0.5, "active": 0.25, "assessor": 0.15}
 
 
@@ -70,14 +68,13 @@ def main() -> None:
                 extra.update(half_width=args.half_width, proxies=args.proxies)
                 if args.settle:
                     extra["settle"] = args.settle
-            began = time.perf_counter()
-            rows[name] = simulate(0, args.seeds, extra)
-            log(f"{name}: {args.seeds} seeds in {time.perf_counter() - began:.0f} s")
+            took, rows[name] = once(lambda e=extra: simulate(0, args.seeds, e))
+            log(f"{name}: {args.seeds} seeds in {took:.0f} s")
             if args.coverage and name in covered:
-                began = time.perf_counter()
-                replays = simulate(1000, args.coverage, extra)
-                coverage[name] = _coverage(replays)
-                log(f"{name}: {args.coverage} replays in {time.perf_counter() - began:.0f} s")
+                took, coverage[name] = once(
+                    lambda e=extra: _coverage(simulate(1000, args.coverage, e))
+                )
+                log(f"{name}: {args.coverage} replays in {took:.0f} s")
     report(args, rows, coverage)
 
 
@@ -88,11 +85,6 @@ def _coverage(result: dict) -> dict[str, float]:
         for row in seed["scores"]:
             held.setdefault(row["metric"], []).append(row["covered"])
     return {metric: float(np.mean(values)) for metric, values in held.items()}
-
-
-def _target(name: str) -> str:
-    share = TARGET_SHARE.get(name)
-    return "-" if share is None else f"<= {share:.0%}"
 
 
 def report(args, rows: dict, coverage: dict) -> None:
@@ -110,13 +102,14 @@ def report(args, rows: dict, coverage: dict) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|")
     for name, data in rows.items():
+        target = f"<= {TARGET_SHARE[name]:.0%}" if name in TARGET_SHARE else "-"
         scores = data["scores"]
         worst = max(scores, key=lambda row: abs(row["error"]))
         seed_worst = max(scores, key=lambda row: row["worst_seed_error"])
         half = np.mean([(row["high"] - row["low"]) / 2 for row in scores])
         print(
             f"| {name} | {data['labels']['policy']:,.0f} ({data['labels']['fire']:,.0f}) | "
-            f"{data['labels']['share']:.1%} ({_target(name)}) | {worst['error']:+.2f} ({worst['run']} "
+            f"{data['labels']['share']:.1%} ({target}) | {worst['error']:+.2f} ({worst['run']} "
             f"{worst['metric']}) | {seed_worst['worst_seed_error']:.2f} ({seed_worst['run']} "
             f"{seed_worst['metric']}) | {half:.2f} |"
         )

@@ -7,6 +7,8 @@ relevant"; the reference crowd has no spammers), resolved by strict majority, Da
 fit at FIRE's scale (660,000 labels). Run with ``.venv/bin/python bench/aggregation_bench.py``.
 """
 
+from collections import defaultdict
+
 import numpy as np
 from harness import once, parser
 
@@ -37,8 +39,7 @@ def answer(kind: str, err: float | None, truth: np.ndarray, rng) -> np.ndarray:
 def label(truth: np.ndarray, people, rng, second_rate: float = 0.1):
     """FIRE's policy: (item, annotator, label) arrays, and the label count."""
     n = len(truth)
-    n_people = len(people)
-    chosen = np.argsort(rng.random((n, n_people)), axis=1)[:, :3]  # three distinct people
+    chosen = np.argsort(rng.random((n, len(people))), axis=1)[:, :3]  # three distinct people
     answers = np.empty((n, 3), dtype=np.int64)
     for a, (kind, err) in enumerate(people):
         mask = chosen == a
@@ -78,7 +79,7 @@ def main() -> None:
     options.add_argument("--people", type=int, default=20)
     options.add_argument("--seeds", type=int, default=5)
     args = options.parse_args()
-    rows: dict[str, list[tuple[float, float, float]]] = {}
+    rows: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     overhead = []
     for seed in range(args.seeds):
         rng = np.random.default_rng(seed)
@@ -87,11 +88,11 @@ def main() -> None:
             people = crowd(args.people, profiles)
             items, who, labels = label(truth, people, np.random.default_rng(seed + 100))
             majority = quality.majority(items, labels, args.pairs).status
-            rows.setdefault(f"{name}: majority", []).append(accuracy(majority, truth))
+            rows[f"{name}: majority"].append(accuracy(majority, truth))
             if profiles is CLEAN:
                 continue
             ds = quality.dawid_skene(items, who, labels, args.pairs, len(people))
-            rows.setdefault(f"{name}: Dawid-Skene", []).append(accuracy(ds.status, truth))
+            rows[f"{name}: Dawid-Skene"].append(accuracy(ds.status, truth))
             each = np.bincount(who, minlength=len(people))
             g_items, g_who, g_labels, known = gold_answers(
                 people, each, 0.05, args.pairs, np.random.default_rng(seed + 200)
@@ -104,9 +105,7 @@ def main() -> None:
                 len(people),
                 known,
             )
-            rows.setdefault(f"{name}: Dawid-Skene + 5% gold", []).append(
-                accuracy(fit.status[: args.pairs], truth)
-            )
+            rows[f"{name}: Dawid-Skene + 5% gold"].append(accuracy(fit.status[: args.pairs], truth))
             overhead.append(len(g_items) / len(items))
     print(
         f"{args.pairs:,} pairs, {args.relevant:.0%} relevant, {args.people} annotators, "

@@ -60,40 +60,33 @@ def main() -> None:
     print(f"{q:,} queries, 3 runs, best of {args.repeats}\n")
     print("| what | time | target |\n|------|------|--------|")
 
-    seconds, errors = summarised(lambda: budget(correct), args.repeats)
-    print(
-        f"| budget bootstrap, C@1 (0/1), {RESAMPLES:,} resamples x N in {SIZES}, 3 runs "
-        f"| {seconds:.3f} s | <= {BUDGET_TARGET_SECONDS:g} s |"
-    )
-    seconds_c, _ = summarised(lambda: budget(continuous), args.repeats)
-    print(
-        f"| same, continuous per-query scores (index draws) | {seconds_c:.3f} s "
-        f"| <= {BUDGET_TARGET_SECONDS:g} s |"
-    )
+    def row(what: str, work, target: str = "|"):
+        """``work``'s row: its best time and ``target`` (the last cell, closing bar included);
+        what it returned."""
+        seconds, result = summarised(work, args.repeats)
+        print(f"| {what} | {seconds:.3f} s | {target}")
+        return result
+
+    within = f"<= {BUDGET_TARGET_SECONDS:g} s |"
+    what = f"budget bootstrap, C@1 (0/1), {RESAMPLES:,} resamples x N in {SIZES}, 3 runs"
+    errors = row(what, lambda: budget(correct), within)
+    row("same, continuous per-query scores (index draws)", lambda: budget(continuous), within)
     stacked = np.column_stack(list(continuous.values()))
-    seconds_s, _ = summarised(
-        lambda: analysis.budget_bootstrap(stacked, SIZES, RESAMPLES, args.seed), args.repeats
+    row(
+        "same, continuous, 3 runs as one queries x 3 matrix (shared draws)",
+        lambda: analysis.budget_bootstrap(stacked, SIZES, RESAMPLES, args.seed),
     )
-    print(
-        f"| same, continuous, 3 runs as one queries x 3 matrix (shared draws) | {seconds_s:.3f} s | |"
+    rbos = row(
+        f"RBO_ext (p = 0.9) @ {DEPTH}, 3 pairs",
+        lambda: analysis.pairwise(runs, analysis.rbo, k=DEPTH),
     )
-
-    seconds_r, rbos = summarised(
-        lambda: analysis.pairwise(runs, analysis.rbo, k=DEPTH), args.repeats
+    overlaps = row(
+        f"overlap @ {DEPTH}, 3 pairs",
+        lambda: analysis.pairwise(runs, analysis.overlap_at_k, k=DEPTH),
     )
-    print(f"| RBO_ext (p = 0.9) @ {DEPTH}, 3 pairs | {seconds_r:.3f} s | |")
-    seconds_o, overlaps = summarised(
-        lambda: analysis.pairwise(runs, analysis.overlap_at_k, k=DEPTH), args.repeats
-    )
-    print(f"| overlap @ {DEPTH}, 3 pairs | {seconds_o:.3f} s | |")
-
-    seconds_b, rows = summarised(lambda: analysis.compare_runs(correct), args.repeats)
-    print(
-        f"| compare_runs, C@1 (0/1): {RESAMPLES:,} bootstrap + 10,000 sign flips, 3 pairs "
-        f"| {seconds_b:.3f} s | |"
-    )
-    seconds_bc, _ = summarised(lambda: analysis.compare_runs(continuous), args.repeats)
-    print(f"| compare_runs, continuous scores, 3 pairs | {seconds_bc:.3f} s | |")
+    what = f"compare_runs, C@1 (0/1): {RESAMPLES:,} bootstrap + 10,000 sign flips, 3 pairs"
+    rows = row(what, lambda: analysis.compare_runs(correct))
+    row("compare_runs, continuous scores, 3 pairs", lambda: analysis.compare_runs(continuous))
 
     print("\nBudget (C@1, FIRE §4.3): 95th percentile of |resampled mean - full mean|")
     for name, by_size in errors.items():

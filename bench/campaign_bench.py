@@ -42,7 +42,7 @@ def main() -> None:
         total, campaign = once(lambda: create_campaign(media.dataset, runs, spec))
         pairs = Pair.objects.filter(campaign=campaign).count()
         print(f"machine: {machine()}")
-        print(f"pool (pure numpy, incl. loading runs): {pooled:.2f} s for {len(pool):,} pairs")
+        print(f"pool (pure numpy, incl. loading runs): {pooled:.2f} s for {len(pool.pool):,} pairs")
         print(
             f"create_campaign (pool + write) on SQLite: {total:.2f} s for {pairs:,} pairs "
             f"({args.queries:,} queries x {args.runs} runs x top-{args.depth}); "

@@ -20,14 +20,13 @@ def main() -> None:
     args = options.parse_args()
 
     with temporary_django() as tmp:
-        var = tmp / "var"
         from retrieval.datasets.demo.service import create_demo_dataset, summarize_demo_dataset
 
         seconds, dataset = once(
             lambda: create_demo_dataset(n_videos=args.videos, seed=args.seed, workers=args.workers)
         )
         summary = summarize_demo_dataset(dataset)
-        media = var / "media" / "demo" / dataset.name
+        media = tmp / "var" / "media" / "demo" / dataset.name
         megabytes = sum(p.stat().st_size for p in media.iterdir()) / 1e6
 
     print(

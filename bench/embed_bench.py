@@ -8,13 +8,12 @@ encoding (trained ``--epochs`` first) on a demo world. Run with
 import os
 import platform
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
-from harness import parser
+from harness import parser, summarised
 
 from retrieval.datasets.demo.render import render_frames, write_webm
 from retrieval.datasets.demo.world import build_world
@@ -26,17 +25,10 @@ from retrieval.encoders.mme import MMEEncoder
 
 
 def timed(fn: Callable[[], object], repeats: int = 1) -> float:
-    """Best wall time of ``repeats`` calls, in seconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return best
+    """Best wall time of ``repeats`` calls, in seconds, each until the GPU has finished."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else lambda: None
+    sync()  # nothing queued before the first call either
+    return summarised(lambda: (fn(), sync()), repeats)[0]
 
 
 def device_name(device: str) -> str:

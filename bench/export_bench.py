@@ -217,24 +217,22 @@ def main() -> None:
             f"data: {live:,} live labels over {campaign.pairs.count():,} pairs, {RUNS} runs; "
             f"pairs by status {statuses}"
         )
-        anchors = [anchor() for _ in range(3)]
+        ids, count = map(statistics.median, zip(*(anchor() for _ in range(3)), strict=True))
         print(
-            f"anchor: fetch every live label id {statistics.median(a[0] for a in anchors):.3f} s, "
-            f"count(*) over the labels {statistics.median(a[1] for a in anchors):.3f} s "
-            "(median of 3)"
+            f"anchor: fetch every live label id {ids:.3f} s, count(*) over the labels "
+            f"{count:.3f} s (median of 3)"
         )
         formats = args.formats or [f for f in EXPORT_FORMATS if f not in GOLD_FORMATS]
         print(f"{'format':>9}  first byte  last byte   MiB out  memory  (median of {args.repeats})")
         for fmt in formats:
             runs = [timed_export(campaign, fmt, tmp / f"export.{fmt}") for _ in range(args.repeats)]
-            first = statistics.median(run[0] for run in runs)
-            last = statistics.median(run[1] for run in runs)
-            grew = max(run[3] for run in runs)
+            firsts, lasts, sizes, growths = zip(*runs, strict=True)
+            first, last, grew = statistics.median(firsts), statistics.median(lasts), max(growths)
             ok = first <= TARGET_FIRST_BYTE and last <= TARGET_SECONDS and grew <= TARGET_MIB
             print(
-                f"{fmt:>9}  {first:8.2f} s  {last:7.2f} s  {runs[0][2] / 2**20:8.1f}  "
+                f"{fmt:>9}  {first:8.2f} s  {last:7.2f} s  {sizes[0] / 2**20:8.1f}  "
                 f"+{grew:4.0f} MiB  {'ok' if ok else 'over'} (all last: "
-                f"{', '.join(f'{run[1]:.2f}' for run in runs)})"
+                f"{', '.join(f'{seconds:.2f}' for seconds in lasts)})"
             )
         print(
             f"targets: first byte <= {TARGET_FIRST_BYTE} s, last byte <= {TARGET_SECONDS:.0f} s, "

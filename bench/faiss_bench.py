@@ -9,14 +9,14 @@ import json
 import math
 import os
 import platform
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import faiss
 import numpy as np
 import torch
-from harness import parser, summarised
+from harness import once, parser
 
 from retrieval.search.index import as_matrix, build_index, default_nlist, recall_at_k, search
 
@@ -51,23 +51,22 @@ def around(rng: np.random.Generator, n: int, centres: np.ndarray, spread: float)
     return as_matrix(noise)
 
 
-def mixture_centres(args, rng: np.random.Generator) -> np.ndarray | None:
-    """Cluster centres on the unit sphere (grouped under topics if asked), or None if uniform."""
+def normal(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    """``n`` normalised float32 vectors of plain normal draws."""
+    return as_matrix(rng.standard_normal((n, dim), dtype=np.float32))
+
+
+def embeddings(args, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` videos and ``--queries`` queries from one mixture: centres on the unit sphere
+    (grouped under topics if asked), or plain normal vectors with ``--uniform``."""
     if args.uniform:
-        return None
-    if not args.topics:
-        return as_matrix(rng.standard_normal((args.centres, args.dim), dtype=np.float32))
-    topics = as_matrix(rng.standard_normal((args.topics, args.dim), dtype=np.float32))
-    return around(rng, args.centres, topics, args.topic_spread)
-
-
-def embeddings(
-    rng: np.random.Generator, n: int, centres: np.ndarray | None, spread: float, dim: int
-) -> np.ndarray:
-    """``n`` normalised float32 vectors from the mixture, or plain normal ones without centres."""
-    if centres is None:
-        return as_matrix(rng.standard_normal((n, dim), dtype=np.float32))
-    return around(rng, n, centres, spread)
+        return normal(rng, n, args.dim), normal(rng, args.queries, args.dim)
+    if args.topics:
+        topics = normal(rng, args.topics, args.dim)
+        centres = around(rng, args.centres, topics, args.topic_spread)
+    else:
+        centres = normal(rng, args.centres, args.dim)
+    return around(rng, n, centres, args.spread), around(rng, args.queries, centres, args.spread)
 
 
 def torch_topk(videos: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
@@ -98,7 +97,7 @@ def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[s
     best: dict[str, tuple] = {}
     for _ in range(repeat):
         for name, method in methods.items():
-            seconds, ids = summarised(method, 1)
+            seconds, ids = once(method)
             if name not in best or seconds < best[name][0]:
                 best[name] = (seconds, ids)
     return best
@@ -106,9 +105,7 @@ def best_of(repeat: int, methods: dict[str, Callable[[], np.ndarray]]) -> dict[s
 
 def bench_size(args, n: int, rng: np.random.Generator) -> list[Row]:
     """Time every method on ``n`` videos and ``args.queries`` queries."""
-    centres = mixture_centres(args, rng)
-    videos = embeddings(rng, n, centres, args.spread, args.dim)
-    queries = embeddings(rng, args.queries, centres, args.spread, args.dim)
+    videos, queries = embeddings(args, n, rng)
     q, k = len(queries), args.k
     rows: list[Row] = []
 
@@ -119,7 +116,7 @@ def bench_size(args, n: int, rng: np.random.Generator) -> list[Row]:
                 recall_at_k(ids, exact_ids) if rows else 1.0, exact_s / search_s)
         )  # fmt: skip
 
-    build_s, exact = summarised(lambda: build_index(videos, "exact"), 1)
+    build_s, exact = once(lambda: build_index(videos, "exact"))
     baselines = {
         "faiss exact": lambda: search(exact, queries, k)[1],
         "torch": lambda: torch_topk(videos, queries, k),
@@ -136,8 +133,8 @@ def bench_size(args, n: int, rng: np.random.Generator) -> list[Row]:
 
     nlists = args.nlists or [default_nlist(n) // divisor for divisor in (1, 2, 4)]
     for nlist in nlists:
-        build_s, ivf = summarised(
-            lambda nlist=nlist: build_index(videos, "ivf", nlist=nlist, seed=args.seed), 1
+        build_s, ivf = once(
+            lambda nlist=nlist: build_index(videos, "ivf", nlist=nlist, seed=args.seed)
         )
         probes = {
             p: (lambda p=p, i=ivf: search(i, queries, k, nprobe=p)[1])
@@ -177,7 +174,7 @@ def print_table(rows: list[Row], k: int) -> None:
         )
 
 
-def parse_args(argv: list[str]):
+def main() -> None:
     def ints(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part]
 
@@ -204,11 +201,7 @@ def parse_args(argv: list[str]):
     options.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     options.add_argument("--seed", type=int, default=0)
     options.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
-    return options.parse_args(argv)
-
-
-def main(argv: list[str]) -> None:
-    args = parse_args(argv)
+    args = options.parse_args()
     faiss.omp_set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
     if threadpool_limits is not None:
@@ -240,9 +233,8 @@ def main(argv: list[str]) -> None:
         if args.json == "-":
             print(document)
         else:
-            with open(args.json, "w", encoding="utf-8") as out:
-                out.write(document + "\n")
+            Path(args.json).write_text(document + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

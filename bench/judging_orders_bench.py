@@ -62,14 +62,9 @@ def synthetic_world(
     pooled = pool(runs, DEPTH, origin=origin)
     labels = relevant.ravel()[pooled.video_ids]
     known = np.stack([run.item_ids == videos[:, :1] for run in runs], axis=1)
-    return World(
-        pooled,
-        labels,
-        ("strong", "middling", "weak"),
-        DEPTH,
-        known[np.unique(pooled.caption_ids)],
-        np.ones(np.unique(pooled.caption_ids).size, dtype=np.int64),
-    )
+    queried = np.unique(pooled.caption_ids)
+    known_count = np.ones(queried.size, dtype=np.int64)
+    return World(pooled, labels, ("strong", "middling", "weak"), DEPTH, known[queried], known_count)
 
 
 def positives_needed(world: World, pairs: np.ndarray, share: float = 0.9) -> int:
@@ -126,19 +121,18 @@ def report(world: World, title: str, args) -> None:
     print(
         "\norder                 full order s  exact C@K after  90% positives  / depth  / depth rr"
     )
-    needed, orders, seconds = {}, {}, {}
+    orders, seconds = {}, {}
     for strategy in STRATEGIES:
-        timings, order = timed(
+        timings, orders[strategy] = timed(
             lambda s=strategy: full_order(
                 s, world.pool, world.labels, known_positive_rank=known_rank
             ),
             3,
         )
-        orders[strategy], seconds[strategy] = order, min(timings)
-        needed[strategy] = positives_needed(world, order.pairs)
-    interleaved = full_order("depth", world.pool, world.labels, interleave=True)
-    needed["depth (round-robin)"] = positives_needed(world, interleaved.pairs)
-    for strategy, order in [*orders.items(), ("depth (round-robin)", interleaved)]:
+        seconds[strategy] = min(timings)
+    orders["depth (round-robin)"] = full_order("depth", world.pool, world.labels, interleave=True)
+    needed = {strategy: positives_needed(world, order.pairs) for strategy, order in orders.items()}
+    for strategy, order in orders.items():
         share = exact_after(world, order) / len(world.pool)
         print(
             f"{strategy:20s} "
@@ -164,9 +158,9 @@ def report(world: World, title: str, args) -> None:
         f"(target <= {TARGETS['full_order_s']} s at MSVD scale)"
     )
 
+    pairs = np.random.default_rng(1).permutation(len(world.pool))[:2000]
     for strategy in ("maxmean", "mtf", "rbp-adaptive", "metric-first"):
         state = make_order(strategy, world.pool, known_positive_rank=known_rank)
-        pairs = np.random.default_rng(1).permutation(len(world.pool))[:2000]
         durations = []
         for pair in pairs:
             started = time.perf_counter()

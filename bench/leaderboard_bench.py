@@ -33,7 +33,7 @@ def synthetic(n_queries: int, seed: int):
     original = Qrels.of(range(n_queries), own, [1] * n_queries)
     pooled = {name: runs[name] for name in ("clip4clip", "teachtext", "ssb")}
     rows = np.repeat(np.arange(n_queries), DEPTH * len(pooled))
-    items = np.concatenate([ids for ids in pooled.values()], axis=1).ravel()
+    items = np.concatenate(list(pooled.values()), axis=1).ravel()
     keys = np.unique(rows * VIDEOS + items)
     rel = (rng.random(len(keys)) < 0.1).astype(np.int64)
     corrected = Qrels(keys // VIDEOS, keys % VIDEOS, rel).union(original)
@@ -69,6 +69,7 @@ def bench_demo(args) -> None:
         from django.core.management import call_command
 
         from retrieval.models import Dataset
+        from retrieval.scoring.leaderboard_formats import to_text
         from retrieval.scoring.leaderboard_service import build_leaderboard
         from tests.factories import random_run
 
@@ -85,8 +86,6 @@ def bench_demo(args) -> None:
             f"{len(board.rows)} runs ({len(board.bias_runs)} pooled) | {seconds:.2f} s |"
         )
         print(f"(building the demo world and its campaign took {built:.0f} s)")
-        from retrieval.scoring.leaderboard_formats import to_text
-
         print(to_text(board))
 
 

@@ -6,10 +6,9 @@ with ``.venv/bin/python bench/pooling_bench.py``.
 """
 
 import statistics
-import time
 
 import numpy as np
-from harness import parser, summarised
+from harness import once, parser, summarised
 
 from annotation.campaigns.pooling import pool
 from retrieval.search.runs import RankedLists
@@ -126,12 +125,10 @@ def main() -> None:
     if TrecPoolMaker is not None:
         for n in args.trectools_queries:
             subset = first_queries(shallow, n)
-            start = time.perf_counter()
-            converted = trectools_runs(subset, args.depth)
-            load = time.perf_counter() - start
-            start = time.perf_counter()
-            trec_pool = TrecPoolMaker().make_pool(converted, strategy="topX", topX=args.depth)
-            seconds = time.perf_counter() - start
+            load, converted = once(lambda s=subset: trectools_runs(s, args.depth))
+            seconds, trec_pool = once(
+                lambda c=converted: TrecPoolMaker().make_pool(c, strategy="topX", topX=args.depth)
+            )
             pairs = int(trec_pool.get_total_pool_size())
             ours = len(pool(subset, args.depth))
             note = f"1 run; +{load:.2f} s loading; anchor {ANCHORS.get(n, float('nan'))} s"

@@ -126,16 +126,12 @@ def _floor(weights: np.ndarray, variance: float, steps: int = 3000) -> float:
     variance per row: any multipliers give a lower bound; these come from multiplicative
     updates towards the constraints the design pi = min(1, sqrt(lam @ weights)) breaks."""
     lam, best = np.full(weights.shape[0], 1 / variance), 0.0
+    row_sums = weights.sum(axis=1)
     for step in range(steps):
         w = lam @ weights
         pi = np.clip(np.sqrt(w), 1e-9, 1.0)
-        best = max(
-            best,
-            float(
-                np.where(w <= 1, 2 * np.sqrt(w), 1 + w).sum()
-                - lam @ (variance + weights.sum(axis=1))
-            ),
-        )
+        dual = np.where(w <= 1, 2 * np.sqrt(w), 1 + w).sum() - lam @ (variance + row_sums)
+        best = max(best, float(dual))
         ratio = weights @ (1 / pi - 1) / variance
         lam *= np.clip(ratio, 1e-3, 1e3) ** (0.2 / 2 ** (step // 1000))
     return best

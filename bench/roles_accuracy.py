@@ -45,8 +45,8 @@ def main() -> None:
     elapsed, graphs = once(lambda: role_graphs(list(LABELLED), nlp=load_spacy()))
     print(f"machine: {machine()}; spaCy pipeline {settings.FIREPOOL_SPACY_MODEL}")
     print(f"parse + rules: {len(LABELLED)} captions in {elapsed * 1000:.0f} ms")
-    table("all", LABELLED)
     for title, captions in (
+        ("all", LABELLED),
         ("demo grammar", DEMO),
         ("cooking", COOKING),
         ("open domain", OPEN_DOMAIN),

@@ -54,20 +54,12 @@ def main() -> None:
     crowd, gold = read_crowd(args.crowd)
     rows = []
     for name, confidence, cap in SETTINGS:
-        default = policy.DEFAULT_CAP if name == policy.FIRE else policy.DEFAULT_ADAPTIVE_CAP
+        given = f" --confidence {confidence} --max-labels {cap}" if cap else ""
+        cap = cap or (policy.DEFAULT_CAP if name == policy.FIRE else policy.DEFAULT_ADAPTIVE_CAP)
+        confidence = confidence or policy.DEFAULT_CONFIDENCE
         started = time.perf_counter()
-        result = summarise(
-            crowd,
-            gold,
-            0,
-            name,
-            cap or default,
-            confidence or policy.DEFAULT_CONFIDENCE,
-            args.seeds,
-        )
-        options = f" --confidence {confidence} --max-labels {cap}" if cap else ""
-        setting = f"--policy {name}{options}"
-        rows.append((setting, result, time.perf_counter() - started))
+        result = summarise(crowd, gold, 0, name, cap, confidence, args.seeds)
+        rows.append((f"--policy {name}{given}", result, time.perf_counter() - started))
     reference = rows[0][1].accuracy_all_labels
     print(
         f"\nDawid-Skene on all {rows[0][1].labels_available:,} labels: {100 * reference:.2f}%;"

@@ -10,19 +10,17 @@ On ``bench/agreement_bench.py``'s campaign (SQLite, untimed), times
 import statistics
 import time
 
-from agreement_bench import build, timed
-from harness import machine, parser, temporary_django
+from agreement_bench import build
+from harness import machine, parser, temporary_django, timed
 
 
 def main() -> None:
-    options = parser(__doc__)
+    options = parser(__doc__, database=True, seed=True)
     options.add_argument("--labels", type=int, default=660_000)
     options.add_argument("--pairs", type=int, default=555_000)
     options.add_argument("--annotators", type=int, default=40)
     options.add_argument("--videos", type=int, default=30_000)
     options.add_argument("--repeats", type=int, default=3)
-    options.add_argument("--seed", type=int, default=0)
-    options.add_argument("--database-url", help="A throw-away database instead of SQLite.")
     args = options.parse_args()
     with temporary_django(args.database_url):
         from annotation.campaign_read.resolution import campaign_resolution
@@ -34,14 +32,11 @@ def main() -> None:
         # so resolution covers the whole pool (the statuses only choose which pairs it covers).
         campaign.pairs.update(status="irrelevant")
         print(f"machine: {machine()}; setup {time.perf_counter() - began:.1f} s")
-        for name, work in (
-            ("campaign_scores", lambda: campaign_scores(campaign)),
-            ("campaign_resolution majority", lambda: campaign_resolution(campaign, "majority")),
-            (
-                "campaign_resolution dawid-skene",
-                lambda: campaign_resolution(campaign, "dawid-skene"),
-            ),
-        ):
+        for name, work in {
+            "campaign_scores": lambda: campaign_scores(campaign),
+            "campaign_resolution majority": lambda: campaign_resolution(campaign, "majority"),
+            "campaign_resolution dawid-skene": lambda: campaign_resolution(campaign, "dawid-skene"),
+        }.items():
             times, result = timed(work, args.repeats)
             print(f"{name}: best {min(times):.2f} s, median {statistics.median(times):.2f} s")
         print(

@@ -96,10 +96,8 @@ def main() -> None:
     print("| model | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     for label, rows in results.items():
-        cells = []
-        for column in columns:
-            values = np.array([row[column] for row in rows])
-            cells.append(f"{values.mean():.1f} ± {values.std():.1f}")
+        values = np.array([[row[column] for column in columns] for row in rows])
+        cells = [f"{m:.1f} ± {s:.1f}" for m, s in zip(values.mean(0), values.std(0), strict=True)]
         print(f"| {label} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as handle:
