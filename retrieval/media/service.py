@@ -139,26 +139,24 @@ def queue_media(dataset: Dataset, user=None) -> None:
     transaction.on_commit(submit)
 
 
+def _files(dataset: Dataset, *where: Q, **fields):
+    """The dataset's derived files that match, each once however many videos share it."""
+    return DerivedMedia.objects.filter(*where, videos__dataset=dataset, **fields).distinct()
+
+
 def pending(dataset: Dataset):
     """The dataset's derived files not made yet (pending, or running under a stale claim)."""
     stale = timezone.now() - STALE_CLAIM
-    return (
-        DerivedMedia.objects.filter(videos__dataset=dataset)
-        .filter(
-            Q(status=DerivedMedia.Status.PENDING)
-            | Q(status=DerivedMedia.Status.RUNNING, claimed_at__lt=stale)
-        )
-        .distinct()
-        .order_by("pk")
-    )
+    return _files(
+        dataset,
+        Q(status=DerivedMedia.Status.PENDING)
+        | Q(status=DerivedMedia.Status.RUNNING, claimed_at__lt=stale),
+    ).order_by("pk")
 
 
 def retry_failed(dataset: Dataset) -> int:
     """Make the dataset's failed derived files pending again; how many."""
-    failed = DerivedMedia.objects.filter(
-        videos__dataset=dataset, status=DerivedMedia.Status.FAILED
-    ).values_list("pk", flat=True)
-    ids = list(failed.distinct())
+    ids = list(_files(dataset, status=DerivedMedia.Status.FAILED).values_list("pk", flat=True))
     with transaction.atomic():
         for where in id_filters("pk", ids):
             DerivedMedia.objects.filter(**where).update(
@@ -248,9 +246,6 @@ class MadeSummary:
     encode_seconds: float
     posters: int = 0
     """Posters made for files that play as they are."""
-
-    def as_dict(self) -> dict:
-        return self.__dict__.copy()
 
 
 def make_missing(
@@ -407,10 +402,7 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
         ).count()
         if states.get("failed"):
             failures = tuple(
-                DerivedMedia.objects.filter(
-                    videos__dataset=dataset, status=DerivedMedia.Status.FAILED
-                )
-                .distinct()
+                _files(dataset, status=DerivedMedia.Status.FAILED)
                 .order_by("pk")
                 .values_list("source", "error")[:FAILURES_SHOWN]
             )
