@@ -26,15 +26,13 @@ from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
 from retrieval.media.delivery import DERIVED_DIR
-from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
+from retrieval.media.probe import SPAN_SLACK, CopySettings, Probe, clock, fingerprint, needs_copy
 from retrieval.media.transcode import TranscodeError, make_copy, make_poster
 from retrieval.models import AS_IS_POSTER_DIR, Dataset, DerivedMedia, Video, poster_name
 
 MEDIA_JOB = "media"
 STALE_CLAIM = timedelta(minutes=2)
 """A running row whose claim is older than this (no progress heard) is claimed again."""
-SEGMENT_SLACK = 0.05
-"""A span that covers its file within this many seconds at both ends is the whole file."""
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 FAILURES_SHOWN = 20
 POSTER_BATCH = 200
@@ -68,7 +66,7 @@ def derivation(video: Video, copy: CopySettings) -> DerivedMedia | None:
     duration = probed.duration
     first = video.start or 0.0
     last = video.end if video.end is not None else duration
-    if first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK:
+    if first > SPAN_SLACK or last < duration - SPAN_SLACK:
         span = round(max(0.0, first - copy.margin), 3), round(min(duration, last + copy.margin), 3)
         kind = DerivedMedia.Kind.CLIP
     elif needs_copy(probed, copy):
