@@ -378,23 +378,20 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
         )
     imports = dataset.metadata.get("imports", [])
     broken = tuple(file for entry in imports for file in entry.get("broken", []))
-    derived = sum(states.get(state, 0) for state in ("pending", "ready", "failed"))
-    seconds: dict[str, tuple[float, float]] = {}
+    sums: dict[str, dict] = {}  # per status: the files' seconds of source and encoding, bytes
     failures: tuple = ()
-    ready_bytes = running = 0
-    if derived:
+    running = 0
+    if any(states.get(state) for state in ("pending", "ready", "failed")):
         # Each derived file once, however many videos share it; no ordering, which would
         # join the grouping (one row per file).
         files = DerivedMedia.objects.filter(
             pk__in=Video.objects.filter(dataset=dataset).values("derived_id")
         )
-        rows = list(
-            files.order_by()
-            .values("status")
-            .annotate(seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes"))
+        per_status = files.order_by().values("status")
+        totals = per_status.annotate(
+            seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes")
         )
-        seconds = {row["status"]: (row["seconds"] or 0.0, row["took"] or 0.0) for row in rows}
-        ready_bytes = sum(row["size"] or 0 for row in rows if row["status"] == "ready")
+        sums = {row["status"]: row for row in totals}
         running = Job.objects.filter(
             kind=MEDIA_JOB, arguments__dataset=dataset.name, status__in=["queued", "running"]
         ).count()
@@ -404,9 +401,10 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
                 .order_by("pk")
                 .values_list("source", "error")[:FAILURES_SHOWN]
             )
-    ready_seconds, ready_took = seconds.get(DerivedMedia.Status.READY, (0.0, 0.0))
+    ready = sums.get(DerivedMedia.Status.READY, {})
+    ready_seconds, ready_took = ready.get("seconds") or 0.0, ready.get("took") or 0.0
     waiting = sum(
-        seconds.get(status, (0.0, 0.0))[0]
+        sums.get(status, {}).get("seconds") or 0.0
         for status in (DerivedMedia.Status.PENDING, DerivedMedia.Status.RUNNING)
     )
     estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
@@ -418,5 +416,5 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
         estimate_seconds=None if estimate is None else round(estimate, 1),
         running_jobs=running,
         failures=failures,
-        ready_bytes=ready_bytes,
+        ready_bytes=ready.get("size") or 0,
     )
