@@ -41,11 +41,8 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
             f"model {model.name!r} has no embedding for {(rows < 0).sum()} of {query_pks.size} query captions"
         )
     video_pks = _pks(Video.objects.filter(dataset=dataset, split=split))
-    embedded = (
-        np.isin(embeddings.video_ids, video_pks)
-        if video_pks.size
-        else np.ones(len(embeddings.video_ids), dtype=bool)
-    )
+    # Every embedded video where no video has this split.
+    embedded = np.isin(embeddings.video_ids, video_pks) | (video_pks.size == 0)
     if not embedded.any():
         raise PredictError(f"model {model.name!r} has no embedding for any {split!r} video")
     return Collection(
