@@ -105,12 +105,10 @@ def _scores(
 
 def rescore(arguments: dict, result: dict) -> dict:
     """A re-score: the table of every run's scores and the leaderboard under the same labels."""
+    runs, intervals = _dict(result, "runs") or {}, _dict(result, "intervals")
     labels = arguments.get("labels") or ""
-    original = _dict(result, "original")
     return {
-        **_scores(
-            arguments, labels, _dict(result, "runs") or {}, original, _dict(result, "intervals")
-        ),
+        **_scores(arguments, labels, runs, _dict(result, "original"), intervals),
         "notes": [str(note) for note in result.get("notes") or []],
     }
 

@@ -184,8 +184,7 @@ def dependants(label_sets: Iterable[LabelSet]) -> list[Dependant]:
                     "set is made the default",
                 )
             )
-        campaign_id = label_set.metadata.get("campaign_id")
-        if campaign_id is not None:
+        if (campaign_id := label_set.metadata.get("campaign_id")) is not None:
             campaign = label_set.metadata.get("campaign", "")
             found.append(
                 Dependant(

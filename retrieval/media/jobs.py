@@ -1,5 +1,7 @@
 """The media job kind: a dataset's missing browser copies and segment clips."""
 
+from dataclasses import asdict
+
 from jobs.progress import Reporter
 from jobs.registry import ADMIN, JobKind, register
 from retrieval.datasets.lookup import get_dataset
@@ -12,7 +14,7 @@ def run_media(reporter: Reporter, dataset: str) -> dict:
 
     found = get_dataset(dataset)
     reporter.step(f"browser copies and segment clips of {found.name}", total=pending(found).count())
-    return {"dataset": found.name, **make_missing(found, advance=reporter.advance).as_dict()}
+    return {"dataset": found.name, **asdict(make_missing(found, advance=reporter.advance))}
 
 
 register(

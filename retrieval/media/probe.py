@@ -19,6 +19,9 @@ TAIL_SECONDS = 1.0
 UNSEEKABLE_SECONDS = 60.0
 """A seek towards the end that lands further back than this did not move: a file without an
 index, whose end is then taken on trust rather than decoded from the start."""
+SPAN_SLACK = 0.05
+"""Seconds a segment's ends may miss its file's (container durations round to the frame): a
+span that covers its file within this at both ends is the whole file."""
 BROWSER_VIDEO = {"mp4": frozenset({"h264"}), "webm": frozenset({"vp8", "vp9", "av1"})}
 BROWSER_AUDIO = {"mp4": frozenset({"aac", "mp3"}), "webm": frozenset({"opus", "vorbis"})}
 BROWSER_PIXELS = frozenset({"yuv420p", "yuvj420p"})
@@ -272,9 +275,8 @@ def needs_copy(probed: Probe, settings: CopySettings) -> tuple[str, ...]:
 
 def check_span(start: float | None, end: float | None, duration: float) -> str | None:
     """Why a segment [start, end] does not fit a file of ``duration`` seconds (None if it does)."""
-    slack = 0.05  # container durations round to the frame
     if start is not None and (not math.isfinite(start) or start < 0 or start >= duration):
         return f"start {start:g} s lies outside the file's {duration:.2f} s"
-    if end is not None and (not math.isfinite(end) or end > duration + slack):
+    if end is not None and (not math.isfinite(end) or end > duration + SPAN_SLACK):
         return f"end {end:g} s lies past the file's {duration:.2f} s"
     return None

@@ -26,15 +26,13 @@ from config.errors import UserError
 from jobs import runner
 from jobs.models import Job
 from retrieval.media.delivery import DERIVED_DIR
-from retrieval.media.probe import CopySettings, Probe, clock, fingerprint, needs_copy
+from retrieval.media.probe import SPAN_SLACK, CopySettings, Probe, clock, fingerprint, needs_copy
 from retrieval.media.transcode import TranscodeError, make_copy, make_poster
 from retrieval.models import AS_IS_POSTER_DIR, Dataset, DerivedMedia, Video, poster_name
 
 MEDIA_JOB = "media"
 STALE_CLAIM = timedelta(minutes=2)
 """A running row whose claim is older than this (no progress heard) is claimed again."""
-SEGMENT_SLACK = 0.05
-"""A span that covers its file within this many seconds at both ends is the whole file."""
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 FAILURES_SHOWN = 20
 POSTER_BATCH = 200
@@ -68,7 +66,7 @@ def derivation(video: Video, copy: CopySettings) -> DerivedMedia | None:
     duration = probed.duration
     first = video.start or 0.0
     last = video.end if video.end is not None else duration
-    if first > SEGMENT_SLACK or last < duration - SEGMENT_SLACK:
+    if first > SPAN_SLACK or last < duration - SPAN_SLACK:
         span = round(max(0.0, first - copy.margin), 3), round(min(duration, last + copy.margin), 3)
         kind = DerivedMedia.Kind.CLIP
     elif needs_copy(probed, copy):
@@ -139,26 +137,24 @@ def queue_media(dataset: Dataset, user=None) -> None:
     transaction.on_commit(submit)
 
 
+def _files(dataset: Dataset, *where: Q, **fields):
+    """The dataset's derived files that match, each once however many videos share it."""
+    return DerivedMedia.objects.filter(*where, videos__dataset=dataset, **fields).distinct()
+
+
 def pending(dataset: Dataset):
     """The dataset's derived files not made yet (pending, or running under a stale claim)."""
     stale = timezone.now() - STALE_CLAIM
-    return (
-        DerivedMedia.objects.filter(videos__dataset=dataset)
-        .filter(
-            Q(status=DerivedMedia.Status.PENDING)
-            | Q(status=DerivedMedia.Status.RUNNING, claimed_at__lt=stale)
-        )
-        .distinct()
-        .order_by("pk")
-    )
+    return _files(
+        dataset,
+        Q(status=DerivedMedia.Status.PENDING)
+        | Q(status=DerivedMedia.Status.RUNNING, claimed_at__lt=stale),
+    ).order_by("pk")
 
 
 def retry_failed(dataset: Dataset) -> int:
     """Make the dataset's failed derived files pending again; how many."""
-    failed = DerivedMedia.objects.filter(
-        videos__dataset=dataset, status=DerivedMedia.Status.FAILED
-    ).values_list("pk", flat=True)
-    ids = list(failed.distinct())
+    ids = list(_files(dataset, status=DerivedMedia.Status.FAILED).values_list("pk", flat=True))
     with transaction.atomic():
         for where in id_filters("pk", ids):
             DerivedMedia.objects.filter(**where).update(
@@ -248,9 +244,6 @@ class MadeSummary:
     encode_seconds: float
     posters: int = 0
     """Posters made for files that play as they are."""
-
-    def as_dict(self) -> dict:
-        return self.__dict__.copy()
 
 
 def make_missing(
@@ -385,38 +378,33 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
         )
     imports = dataset.metadata.get("imports", [])
     broken = tuple(file for entry in imports for file in entry.get("broken", []))
-    derived = sum(states.get(state, 0) for state in ("pending", "ready", "failed"))
-    seconds: dict[str, tuple[float, float]] = {}
+    sums: dict[str, dict] = {}  # per status: the files' seconds of source and encoding, bytes
     failures: tuple = ()
-    ready_bytes = running = 0
-    if derived:
+    running = 0
+    if any(states.get(state) for state in ("pending", "ready", "failed")):
         # Each derived file once, however many videos share it; no ordering, which would
         # join the grouping (one row per file).
         files = DerivedMedia.objects.filter(
             pk__in=Video.objects.filter(dataset=dataset).values("derived_id")
         )
-        rows = list(
-            files.order_by()
-            .values("status")
-            .annotate(seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes"))
+        per_status = files.order_by().values("status")
+        totals = per_status.annotate(
+            seconds=Sum("source_seconds"), took=Sum("encode_seconds"), size=Sum("bytes")
         )
-        seconds = {row["status"]: (row["seconds"] or 0.0, row["took"] or 0.0) for row in rows}
-        ready_bytes = sum(row["size"] or 0 for row in rows if row["status"] == "ready")
+        sums = {row["status"]: row for row in totals}
         running = Job.objects.filter(
             kind=MEDIA_JOB, arguments__dataset=dataset.name, status__in=["queued", "running"]
         ).count()
         if states.get("failed"):
             failures = tuple(
-                DerivedMedia.objects.filter(
-                    videos__dataset=dataset, status=DerivedMedia.Status.FAILED
-                )
-                .distinct()
+                _files(dataset, status=DerivedMedia.Status.FAILED)
                 .order_by("pk")
                 .values_list("source", "error")[:FAILURES_SHOWN]
             )
-    ready_seconds, ready_took = seconds.get(DerivedMedia.Status.READY, (0.0, 0.0))
+    ready = sums.get(DerivedMedia.Status.READY, {})
+    ready_seconds, ready_took = ready.get("seconds") or 0.0, ready.get("took") or 0.0
     waiting = sum(
-        seconds.get(status, (0.0, 0.0))[0]
+        sums.get(status, {}).get("seconds") or 0.0
         for status in (DerivedMedia.Status.PENDING, DerivedMedia.Status.RUNNING)
     )
     estimate = waiting * ready_took / ready_seconds if ready_seconds and ready_took else None
@@ -428,5 +416,5 @@ def media_table(dataset: Dataset, states: dict[str, int] | None = None) -> Media
         estimate_seconds=None if estimate is None else round(estimate, 1),
         running_jobs=running,
         failures=failures,
-        ready_bytes=ready_bytes,
+        ready_bytes=ready.get("size") or 0,
     )

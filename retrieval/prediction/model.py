@@ -248,14 +248,9 @@ def _inner_splits(
     if splits < 2:
         return None
     part = (np.arange(queries.size) % splits)[of.ravel()]
-    out = []
-    for s in range(splits):
-        train, test = np.flatnonzero(part != s), np.flatnonzero(part == s)
-        for rows in (train, test):
-            classes = np.unique(label[rows][weight[rows] > 0])
-            if classes.size < 2:
-                return None
-        out.append((train, test))
+    out = [(np.flatnonzero(part != s), np.flatnonzero(part == s)) for s in range(splits)]
+    if any(np.unique(label[rows][weight[rows] > 0]).size < 2 for split in out for rows in split):
+        return None
     return out
 
 

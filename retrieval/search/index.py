@@ -12,6 +12,7 @@ import faiss
 import numpy as np
 
 from retrieval.ids import PairKeys
+from retrieval.search.runs import trec_sort
 
 IndexKind = Literal["exact", "ivf", "hnsw"]
 
@@ -134,9 +135,8 @@ def search_parameters(
 def sort_hits(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Order each row by score descending, then id ascending; missing hits (-1) go last."""
     ids = np.asarray(ids, dtype=np.int64)
-    scores = np.where(ids < 0, -np.inf, scores).astype(np.float32, copy=False)
-    order = np.lexsort((np.where(ids < 0, np.iinfo(np.int64).max, ids), -scores), axis=-1)
-    return np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
+    ids, scores = trec_sort(ids, np.where(ids < 0, -np.inf, scores).astype(np.float32), ids)
+    return scores, ids
 
 
 def search(

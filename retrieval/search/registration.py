@@ -37,12 +37,15 @@ def check_name_free(dataset: Dataset, name: str) -> None:
 
 
 @contextmanager
-def _taking_name(dataset: Dataset, name: str) -> Iterator[None]:
-    """One transaction writing the model ``name`` (and its run): a name another upload took
-    meanwhile is refused as :func:`check_name_free` refuses it, not by the unique index."""
+def _new_model(dataset: Dataset, name: str, source: str, config: dict) -> Iterator[RetrievalModel]:
+    """One transaction writing the model ``name`` and what the block adds (its embeddings or
+    run): a name another upload took meanwhile is refused as :func:`check_name_free` refuses
+    it, not by the unique index."""
     try:
         with transaction.atomic():
-            yield
+            yield RetrievalModel.objects.create(
+                dataset=dataset, name=name, source=source, config=config
+            )
     except IntegrityError:
         check_name_free(dataset, name)
         raise
@@ -50,13 +53,13 @@ def _taking_name(dataset: Dataset, name: str) -> Iterator[None]:
 
 def known_pks(index: KeyIndex, keys: list[str], file_name: str, what: str) -> np.ndarray:
     """Primary keys for ``keys``; the first unknown key is an error naming its line."""
-    pks = np.empty(len(keys), dtype=np.int64)
-    for line, key in enumerate(keys, start=1):
-        pk = index.by_key.get(key)
-        if pk is None:
-            raise FormatError(file_name, line, "id", f"unknown {what} {key!r} in this dataset")
-        pks[line - 1] = pk
-    return pks
+    pks = [index.by_key.get(key) for key in keys]
+    if None in pks:
+        line = pks.index(None) + 1
+        raise FormatError(
+            file_name, line, "id", f"unknown {what} {keys[line - 1]!r} in this dataset"
+        )
+    return np.array(pks, dtype=np.int64)
 
 
 def register_embeddings(dataset: Dataset, name: str, directory: Path) -> RetrievalModel:
@@ -67,13 +70,8 @@ def register_embeddings(dataset: Dataset, name: str, directory: Path) -> Retriev
         KeyIndex.captions(dataset), uploaded.caption_keys, "caption_ids.txt", "caption"
     )
     video_pks = known_pks(KeyIndex.videos(dataset), uploaded.video_keys, "video_ids.txt", "video")
-    with _taking_name(dataset, name):
-        model = RetrievalModel.objects.create(
-            dataset=dataset,
-            name=name,
-            source=RetrievalModel.Source.EMBEDDINGS,
-            config={"dim": int(uploaded.captions.shape[1]), "uploaded_from": str(directory)},
-        )
+    config = {"dim": int(uploaded.captions.shape[1]), "uploaded_from": str(directory)}
+    with _new_model(dataset, name, RetrievalModel.Source.EMBEDDINGS, config) as model:
         save_embeddings(
             model, StoredEmbeddings(caption_pks, uploaded.captions, video_pks, uploaded.videos)
         )
@@ -110,13 +108,8 @@ def register_run_file(
     item_ids = np.where(doc_index < 0, -1, videos.pks[np.where(doc_index < 0, 0, doc_index)])
     query_ids = np.array([captions.by_key[key] for key in query_keys], dtype=np.int64)
     lists = RankedLists(query_ids, item_ids, np.nan_to_num(scores, nan=-np.inf))
-    with _taking_name(dataset, name):
-        model = RetrievalModel.objects.create(
-            dataset=dataset,
-            name=name,
-            source=RetrievalModel.Source.RUN,
-            config={"run_file": shown_as or str(path), "run_id": parsed.run_id},
-        )
+    config = {"run_file": shown_as or str(path), "run_id": parsed.run_id}
+    with _new_model(dataset, name, RetrievalModel.Source.RUN, config) as model:
         store_run(
             model, name, lists, videos=videos, metadata={"source": "trec", "run_id": parsed.run_id}
         )

@@ -64,6 +64,4 @@ def trec_sort(
 def descending_key_rank(keys: list[str]) -> np.ndarray:
     """Position of each key when all keys are sorted in descending (strcmp) order."""
     order = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
-    rank = np.empty(len(keys), dtype=np.int64)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
-    return rank
+    return np.argsort(np.asarray(order, dtype=np.int64)).astype(np.int64)  # the inverse order

@@ -32,12 +32,7 @@ class Collection:
 def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: str) -> Collection:
     """Select the split's query captions and collection videos among the embedded rows."""
     dataset = model.dataset
-    query_pks = np.array(
-        Caption.objects.filter(dataset=dataset, split=split, is_query=True)
-        .order_by("pk")
-        .values_list("pk", flat=True),
-        dtype=np.int64,
-    )
+    query_pks = _pks(Caption.objects.filter(dataset=dataset, split=split, is_query=True))
     if query_pks.size == 0:
         raise PredictError(f"dataset {dataset.name!r} has no query captions in split {split!r}")
     rows = positions_of(embeddings.caption_ids, query_pks)  # the ids are distinct
@@ -45,17 +40,9 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
         raise PredictError(
             f"model {model.name!r} has no embedding for {(rows < 0).sum()} of {query_pks.size} query captions"
         )
-    video_pks = np.array(
-        Video.objects.filter(dataset=dataset, split=split)
-        .order_by("pk")
-        .values_list("pk", flat=True),
-        dtype=np.int64,
-    )
-    embedded = (
-        np.isin(embeddings.video_ids, video_pks)
-        if video_pks.size
-        else np.ones(len(embeddings.video_ids), dtype=bool)
-    )
+    video_pks = _pks(Video.objects.filter(dataset=dataset, split=split))
+    # Every embedded video where no video has this split.
+    embedded = np.isin(embeddings.video_ids, video_pks) | (video_pks.size == 0)
     if not embedded.any():
         raise PredictError(f"model {model.name!r} has no embedding for any {split!r} video")
     return Collection(
@@ -64,6 +51,11 @@ def collection_for(model: RetrievalModel, embeddings: StoredEmbeddings, split: s
         video_pks=embeddings.video_ids[embedded],
         video_vectors=embeddings.videos[embedded],
     )
+
+
+def _pks(rows) -> np.ndarray:
+    """The primary keys of a queryset's rows, ascending."""
+    return np.array(rows.order_by("pk").values_list("pk", flat=True), dtype=np.int64)
 
 
 def build_exact_index(model: RetrievalModel, split: str = "test") -> int:
