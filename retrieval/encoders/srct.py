@@ -432,14 +432,11 @@ class SRCTEncoder(NetworkEncoder):
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         items = caption_inputs(texts, device=device, batch_size=batch_size)
-        with self._on(device) as net:
 
-            def run(window: slice) -> torch.Tensor:
-                return net.embed_texts(*collate_captions(items[window], device))
+        def run(net: SRCTNet, window: slice) -> torch.Tensor:
+            return net.embed_texts(*collate_captions(items[window], device))
 
-            return pack_levels(
-                self._in_batches(len(texts), batch_size, progress, "srct captions", run)
-            )
+        return pack_levels(self._in_batches(len(texts), device, batch_size, progress, run))
 
     def _encode_videos(
         self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
@@ -451,12 +448,9 @@ class SRCTEncoder(NetworkEncoder):
             return np.zeros((0, self.dim), dtype=np.float32)
         self._check_widths(inputs.experts, inputs.keys)
         clips = list(inputs.experts)
-        with self._on(device) as net:
 
-            def run(window: slice) -> torch.Tensor:
-                batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
-                return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
+        def run(net: SRCTNet, window: slice) -> torch.Tensor:
+            batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
+            return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
 
-            return pack_levels(
-                self._in_batches(len(clips), batch_size, progress, "srct videos", run)
-            )
+        return pack_levels(self._in_batches(len(clips), device, batch_size, progress, run))
