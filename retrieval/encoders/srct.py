@@ -22,7 +22,7 @@ from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
 
 from .base import TrainingData, VideoInputs
 from .features import EXPERTS, ExpertSequences
-from .losses import batch_relevance
+from .losses import BatchRelevance
 from .text import MINILM_DIM, cached, embed_tokens, load_spacy
 from .training import NetworkEncoder, Standardiser, Step
 
@@ -402,13 +402,11 @@ class SRCTEncoder(NetworkEncoder):
             standardise.fit(values[~padding])
         captions = caption_inputs(data.captions, device=device)
 
-        def step(batch: np.ndarray) -> torch.Tensor:
-            video_idx = np.unique(data.caption_video[batch])
-            relevance = batch_relevance(data, batch, video_idx, device)
+        def step(batch: np.ndarray, video_idx: np.ndarray, pairs: BatchRelevance) -> torch.Tensor:
             rows = torch.from_numpy(video_idx).to(device)
             v = net.embed_videos([x[rows] for x, _ in videos], [p[rows] for _, p in videos])
             t = net.embed_texts(*collate_captions([captions[i] for i in batch], device))
-            return hardest_negative_loss(level_similarity(t, v), relevance.tv, self.margin)
+            return hardest_negative_loss(level_similarity(t, v), pairs.tv, self.margin)
 
         return net, step
 

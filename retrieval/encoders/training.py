@@ -15,7 +15,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
-from .losses import MARGIN, LossWeights
+from .losses import MARGIN, BatchRelevance, LossWeights, batch_relevance
 
 
 class Tower(nn.Module):
@@ -63,8 +63,8 @@ def caption_batches(n: int, batch_size: int, generator: torch.Generator) -> list
     return [b for b in batches if len(b) > 1]
 
 
-Step = Callable[[np.ndarray], torch.Tensor]
-"""A batch of caption indices -> its loss."""
+Step = Callable[[np.ndarray, np.ndarray, BatchRelevance], torch.Tensor]
+"""A batch of caption indices, their videos' sorted indices and relevant pairs -> its loss."""
 
 
 class NetworkEncoder(Encoder):
@@ -140,9 +140,11 @@ class NetworkEncoder(Encoder):
         for _ in bar:
             total, count = 0.0, 0
             for batch in caption_batches(len(data.captions), self.batch_size, generator):
+                video_idx = np.unique(data.caption_video[batch])
+                relevance = batch_relevance(data, batch, video_idx, device)
                 optimiser.zero_grad(set_to_none=True)
                 with autocast(device):
-                    loss = step(batch)
+                    loss = step(batch, video_idx, relevance)
                 loss.backward()
                 optimiser.step()
                 total += float(loss.detach()) * len(batch)
