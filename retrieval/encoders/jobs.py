@@ -30,16 +30,6 @@ class DeviceField(forms.ChoiceField):
             raise forms.ValidationError(problem)
 
 
-def seed_field() -> forms.IntegerField:
-    """A training seed, within :data:`~retrieval.encoders.base.SEEDS`."""
-    return forms.IntegerField(min_value=SEEDS[0], max_value=SEEDS[1], initial=0, required=False)
-
-
-def epochs_field() -> forms.IntegerField:
-    """Training epochs, within :data:`~retrieval.encoders.base.EPOCHS` (empty: the encoder's)."""
-    return forms.IntegerField(min_value=EPOCHS[0], max_value=EPOCHS[1], required=False)
-
-
 class ModelNameForm(DatasetForm):
     """A model of the dataset, checked to exist (``found_model`` once cleaned)."""
 
@@ -94,10 +84,15 @@ def run_embed(
     }
 
 
-class TrainForm(ModelNameForm):
-    epochs = epochs_field()
-    seed = seed_field()
+class TrainingForm(ModelNameForm):
+    """A model of the dataset and how to train it (empty epochs: the encoder's own)."""
+
+    epochs = forms.IntegerField(min_value=EPOCHS[0], max_value=EPOCHS[1], required=False)
+    seed = forms.IntegerField(min_value=SEEDS[0], max_value=SEEDS[1], initial=0, required=False)
     device = DeviceField()
+
+
+class TrainForm(TrainingForm):
     relevance = forms.ChoiceField(
         choices=[(name, name) for name in RELEVANCES],
         initial="instance",
@@ -148,13 +143,11 @@ def run_train(
     return found.training_log[-1]
 
 
-class BuildModelForm(ModelNameForm):
+class BuildModelForm(TrainingForm):
     """A built-in encoder model of the dataset to take from features to a run."""
 
+    field_order = ("dataset", "model", "k")
     k = forms.IntegerField(min_value=1, max_value=1000, initial=20, required=False)
-    epochs = epochs_field()
-    seed = seed_field()
-    device = DeviceField()
 
     def clean(self) -> dict:
         from retrieval.models import RetrievalModel

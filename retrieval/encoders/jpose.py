@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import TrainingData
-from .losses import BagRelevance, batch_relevance, mmen_loss
+from .losses import BagRelevance, BatchRelevance, mmen_loss
 from .text import MINILM_DIM, POS_GROUPS, pos_features, split_pos
 from .training import Standardiser, Step, Tower, TrainedEncoder
 
@@ -135,12 +135,10 @@ class JPoSEEncoder(TrainedEncoder):
         net.init_joint_pca(videos[:PCA_SAMPLES], {g: texts[g][sample] for g in self.groups})
         loss_args = {"weights": self.weights, "margin": self.margin, "mining": self.mining}
 
-        def step(batch: np.ndarray) -> torch.Tensor:
-            video_idx = np.unique(data.caption_video[batch])
+        def step(batch: np.ndarray, video_idx: np.ndarray, joint: BatchRelevance) -> torch.Tensor:
             rows = torch.from_numpy(batch).to(device)
             v_parts = net.pos_videos(videos[torch.from_numpy(video_idx).to(device)])
             t_parts = net.pos_texts({g: texts[g][rows] for g in self.groups})
-            joint = batch_relevance(data, batch, video_idx, device)
             loss = mmen_loss(net.combine(v_parts), net.combine(t_parts), joint, **loss_args)
             for g in self.groups:
                 relevance = pos_relevance[g].batch(batch, video_idx, device)

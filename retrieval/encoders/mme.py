@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .base import TrainingData
-from .losses import batch_relevance, mmen_loss
+from .losses import BatchRelevance, mmen_loss
 from .text import MINILM_DIM, embed_sentences
 from .training import Standardiser, Step, Tower, TrainedEncoder
 
@@ -58,13 +58,11 @@ class MMEEncoder(TrainedEncoder):
         texts = torch.from_numpy(embed_sentences(data.captions, device=device, progress=progress))
         texts = texts.to(device)
 
-        def step(batch: np.ndarray) -> torch.Tensor:
-            video_idx = np.unique(data.caption_video[batch])
-            relevance = batch_relevance(data, batch, video_idx, device)
+        def step(batch: np.ndarray, video_idx: np.ndarray, pairs: BatchRelevance) -> torch.Tensor:
             v = net.embed_videos(videos[torch.from_numpy(video_idx).to(device)])
             t = net.embed_texts(texts[torch.from_numpy(batch).to(device)])
             return mmen_loss(
-                v, t, relevance, weights=self.weights, margin=self.margin, mining=self.mining
+                v, t, pairs, weights=self.weights, margin=self.margin, mining=self.mining
             )
 
         return net, step

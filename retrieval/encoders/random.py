@@ -28,14 +28,15 @@ class RandomEncoder(Encoder):
     def config(self) -> dict[str, Any]:
         return {"dim": self._dim, "seed": self.seed}
 
-    def vector(self, kind: str, key: str) -> np.ndarray:
-        """The unit vector of one item (``kind`` is "caption" or "video")."""
-        rng = np.random.default_rng(stable_seed(self.seed, kind, key))
-        return l2_normalise(rng.standard_normal(self._dim))
-
     def _encode(self, kind: str, keys: Sequence[str]) -> np.ndarray:
-        vectors = [self.vector(kind, key) for key in keys]
-        return np.array(vectors, dtype=np.float32).reshape(len(keys), self._dim)
+        """One unit vector per key (``kind`` is "caption" or "video")."""
+        rows = [
+            l2_normalise(
+                np.random.default_rng(stable_seed(self.seed, kind, key)).standard_normal(self._dim)
+            )
+            for key in keys
+        ]
+        return np.array(rows, dtype=np.float32).reshape(len(keys), self._dim)
 
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool

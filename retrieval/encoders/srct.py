@@ -22,7 +22,7 @@ from retrieval.datasets.roles import ROLE_ORDER, RoleGraph, role_graphs
 
 from .base import TrainingData, VideoInputs
 from .features import EXPERTS, ExpertSequences
-from .losses import batch_relevance
+from .losses import BatchRelevance
 from .text import MINILM_DIM, cached, embed_tokens, load_spacy
 from .training import NetworkEncoder, Standardiser, Step
 
@@ -402,13 +402,11 @@ class SRCTEncoder(NetworkEncoder):
             standardise.fit(values[~padding])
         captions = caption_inputs(data.captions, device=device)
 
-        def step(batch: np.ndarray) -> torch.Tensor:
-            video_idx = np.unique(data.caption_video[batch])
-            relevance = batch_relevance(data, batch, video_idx, device)
+        def step(batch: np.ndarray, video_idx: np.ndarray, pairs: BatchRelevance) -> torch.Tensor:
             rows = torch.from_numpy(video_idx).to(device)
             v = net.embed_videos([x[rows] for x, _ in videos], [p[rows] for _, p in videos])
             t = net.embed_texts(*collate_captions([captions[i] for i in batch], device))
-            return hardest_negative_loss(level_similarity(t, v), relevance.tv, self.margin)
+            return hardest_negative_loss(level_similarity(t, v), pairs.tv, self.margin)
 
         return net, step
 
@@ -432,14 +430,11 @@ class SRCTEncoder(NetworkEncoder):
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         items = caption_inputs(texts, device=device, batch_size=batch_size)
-        with self._on(device) as net:
 
-            def run(window: slice) -> torch.Tensor:
-                return net.embed_texts(*collate_captions(items[window], device))
+        def run(net: SRCTNet, window: slice) -> torch.Tensor:
+            return net.embed_texts(*collate_captions(items[window], device))
 
-            return pack_levels(
-                self._in_batches(len(texts), batch_size, progress, "srct captions", run)
-            )
+        return pack_levels(self._in_batches(len(texts), device, batch_size, progress, run))
 
     def _encode_videos(
         self, inputs: VideoInputs, device: torch.device, batch_size: int, progress: bool
@@ -451,12 +446,9 @@ class SRCTEncoder(NetworkEncoder):
             return np.zeros((0, self.dim), dtype=np.float32)
         self._check_widths(inputs.experts, inputs.keys)
         clips = list(inputs.experts)
-        with self._on(device) as net:
 
-            def run(window: slice) -> torch.Tensor:
-                batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
-                return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
+        def run(net: SRCTNet, window: slice) -> torch.Tensor:
+            batch = [(x.to(device), p.to(device)) for x, p in padded_experts(clips[window])]
+            return net.embed_videos([x for x, _ in batch], [p for _, p in batch])
 
-            return pack_levels(
-                self._in_batches(len(clips), batch_size, progress, "srct videos", run)
-            )
+        return pack_levels(self._in_batches(len(clips), device, batch_size, progress, run))

@@ -149,20 +149,14 @@ def cached(cache: dict, lock: threading.Lock, keys: Sequence, compute: Callable)
         return [cache[key] for key in keys]
 
 
-def embed_words(
-    words: Sequence[str], *, device: str | torch.device = "auto", batch_size: int = 256
-) -> dict[str, np.ndarray]:
-    """MiniLM vectors of single words, cached per process (the vocabulary is small)."""
-    distinct = sorted(set(words))
-    embed = partial(embed_sentences, device=device, batch_size=batch_size)
-    return dict(zip(distinct, cached(_WORD_CACHE, _WORD_LOCK, distinct, embed), strict=True))
-
-
 def bag_features(
     bags: Sequence[Sequence[str]], *, device: str | torch.device = "auto", batch_size: int = 256
 ) -> np.ndarray:
-    """Mean word vector of each bag, L2-normalised; a zero vector for an empty bag."""
-    vectors = embed_words([w for bag in bags for w in bag], device=device, batch_size=batch_size)
+    """Mean word vector of each bag, L2-normalised; a zero vector for an empty bag. Word vectors
+    are cached per process (the vocabulary is small)."""
+    words = sorted({w for bag in bags for w in bag})
+    embed = partial(embed_sentences, device=device, batch_size=batch_size)
+    vectors = dict(zip(words, cached(_WORD_CACHE, _WORD_LOCK, words, embed), strict=True))
     out = np.zeros((len(bags), MINILM_DIM), dtype=np.float32)
     for i, bag in enumerate(bags):
         if bag:

@@ -3,8 +3,8 @@ CUDA) and the base classes of the trained encoders (MME, JPoSE, SRCT)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -15,7 +15,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .base import Encoder, EpochCallback, TrainingData, VideoInputs, resolve_device
-from .losses import MARGIN, LossWeights
+from .losses import MARGIN, BatchRelevance, LossWeights, batch_relevance
 
 
 class Tower(nn.Module):
@@ -63,8 +63,8 @@ def caption_batches(n: int, batch_size: int, generator: torch.Generator) -> list
     return [b for b in batches if len(b) > 1]
 
 
-Step = Callable[[np.ndarray], torch.Tensor]
-"""A batch of caption indices -> its loss."""
+Step = Callable[[np.ndarray, np.ndarray, BatchRelevance], torch.Tensor]
+"""A batch of caption indices, their videos' sorted indices and relevant pairs -> its loss."""
 
 
 class NetworkEncoder(Encoder):
@@ -90,24 +90,25 @@ class NetworkEncoder(Encoder):
             raise RuntimeError(f"the {self.name} encoder has not been trained (call fit first)")
         return self.net
 
-    @contextmanager
-    def _on(self, device: torch.device) -> Iterator[nn.Module]:
-        """The trained network in eval mode on ``device``, back on the CPU afterwards."""
+    @torch.no_grad()
+    def _in_batches(
+        self,
+        n: int,
+        device: torch.device,
+        batch_size: int,
+        progress: bool,
+        run: Callable[[nn.Module, slice], torch.Tensor],
+    ) -> np.ndarray:
+        """``run(net, window)`` over the ``n`` items, ``batch_size`` at a time, with the trained
+        network in eval mode on ``device`` (back on the CPU afterwards); rows as float32."""
         net = self._require()
         net.to(device).eval()
         try:
-            yield net
+            starts = tqdm(range(0, n, batch_size), self.name, disable=not progress, leave=False)
+            windows = (slice(s, s + batch_size) for s in starts)
+            return np.concatenate([run(net, w).float().cpu().numpy() for w in windows])
         finally:
             net.cpu()
-
-    @torch.no_grad()
-    def _in_batches(
-        self, n: int, batch_size: int, progress: bool, desc: str, run: Callable[[slice], Any]
-    ) -> np.ndarray:
-        """``run`` (a window of the ``n`` items -> a tensor of their rows), ``batch_size`` items
-        at a time, the rows concatenated as float32."""
-        starts = tqdm(range(0, n, batch_size), desc, disable=not progress, leave=False)
-        return np.concatenate([run(slice(s, s + batch_size)).float().cpu().numpy() for s in starts])
 
     def _prepare(
         self, data: TrainingData, seed: int, device: torch.device, progress: bool
@@ -139,9 +140,11 @@ class NetworkEncoder(Encoder):
         for _ in bar:
             total, count = 0.0, 0
             for batch in caption_batches(len(data.captions), self.batch_size, generator):
+                video_idx = np.unique(data.caption_video[batch])
+                relevance = batch_relevance(data, batch, video_idx, device)
                 optimiser.zero_grad(set_to_none=True)
                 with autocast(device):
-                    loss = step(batch)
+                    loss = step(batch, video_idx, relevance)
                 loss.backward()
                 optimiser.step()
                 total += float(loss.detach()) * len(batch)
@@ -220,11 +223,13 @@ class TrainedEncoder(NetworkEncoder):
     ) -> np.ndarray:
         """The trained network's ``fn_name`` over the rows of ``x`` (not empty), in batches."""
         rows = torch.from_numpy(np.ascontiguousarray(x, np.float32))
-        with self._on(device) as net:
-            embed = getattr(net, fn_name)
-            return self._in_batches(
-                len(x), batch_size, progress, "encode", lambda w: embed(rows[w].to(device))
-            )
+        return self._in_batches(
+            len(x),
+            device,
+            batch_size,
+            progress,
+            lambda net, w: getattr(net, fn_name)(rows[w].to(device)),
+        )
 
     def _encode_captions(
         self, texts: Sequence[str], device: torch.device, batch_size: int, progress: bool

@@ -221,12 +221,7 @@ def proxy_relevance(
     result.seconds = time.perf_counter() - started
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.npz")
-    np.savez(
-        tmp,
-        matrix=result.matrix,
-        synset_source=np.array(result.synset_source),
-        seconds=np.array(result.seconds),
-    )
+    np.savez(tmp, matrix=result.matrix, synset_source=result.synset_source, seconds=result.seconds)
     tmp.replace(path)
     return result
 

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from retrieval.datasets.demo.service import create_demo_dataset
-from retrieval.encoders import jpose as jpose_module
 from retrieval.encoders import service as encoding
+from retrieval.encoders import training as training_module
 from retrieval.encoders.mme import MMEEncoder
 from retrieval.models import Caption, RetrievalModel, Video
 from retrieval.proxies.service import ProxyOptions, ProxyRelevance, proxy_relevance
@@ -168,7 +168,7 @@ def test_train_command_end_to_end_with_pos_relevance(world):
 def test_jpose_joint_loss_sees_the_proxy_positives(world, monkeypatch):
     """JPoSE's joint space trains on S >= T; its PoS spaces keep their bag relevance."""
     seen = []
-    original = jpose_module.batch_relevance
+    original = training_module.batch_relevance
 
     def spy(data, caption_idx, video_idx, device):
         relevance = original(data, caption_idx, video_idx, device)
@@ -176,7 +176,7 @@ def test_jpose_joint_loss_sees_the_proxy_positives(world, monkeypatch):
         seen.append((int(relevance.tv.sum()), int(own.sum())))
         return relevance
 
-    monkeypatch.setattr(jpose_module, "batch_relevance", spy)
+    monkeypatch.setattr(training_module, "batch_relevance", spy)
     model = encoding.register_encoder(world, "j", "jpose")
     encoding.train(model, epochs=1, device="cpu", relevance="bow", threshold=0.2)
     assert seen and sum(tv for tv, _ in seen) > sum(own for _, own in seen)
