@@ -20,6 +20,20 @@ def _app_serves_media(application):
 testcases._MediaFilesHandler = _app_serves_media
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, test in a database file as ``make run`` serves one, not Django's shared-cache
+    memory database: there a write beside a job thread's open transaction failed at once with
+    "database table is locked" (a table lock ignores the busy timeout), where a file's
+    writers queue for up to the configured timeout."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        folder = tmp_path_factory.mktemp("database")
+        database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _quick_password_hashes():
     """Passwords hashed at one iteration in the tests (:mod:`tests.hashers`)."""

@@ -10,7 +10,6 @@ from django.contrib.auth.backends import ModelBackend
 from django.core import checks
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 from django.test import RequestFactory
 from django.utils import timezone
 
@@ -116,11 +115,6 @@ def test_admin_login_is_throttled_too(client, user):
     assert response.status_code == 429
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite's shared in-memory test database refuses a second writer at once (table "
-    "locks do not wait); the file database a deployment uses waits (BEGIN IMMEDIATE)",
-)
 @pytest.mark.django_db(transaction=True)
 def test_parallel_attempts_cannot_slip_past_the_limit():
     """Attempts are counted before the password is checked, atomically: a burst gets 5 tries

@@ -5,18 +5,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from jobs import runner
 from jobs.models import Job
 from tests.jobs.kinds import JOINING
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite's shared in-memory test database refuses a second writer at once; the file "
-    "database a deployment uses lets one writer in at a time (BEGIN IMMEDIATE)",
-)
 @pytest.mark.django_db(transaction=True)
 def test_parallel_starts_of_a_joining_kind_queue_one_job(settings):
     settings.TASKS = {

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import IntegrityError, connection, connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.test import Client
 
 from annotation.gold import tasks as gold_queue
@@ -245,10 +245,6 @@ def test_the_page_shows_a_race_lost_after_its_check_as_the_form_error(people, mo
     assert _counts() == before
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="parallel writers need PostgreSQL (SQLite's in-memory test database refuses them)",
-)
 @pytest.mark.django_db(transaction=True)
 def test_parallel_requests_make_one_account_per_letter_case(people):
     campaign = make_campaign(n_queries=2, depth=2, seed=27)

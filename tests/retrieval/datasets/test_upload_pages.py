@@ -357,9 +357,8 @@ def test_names_taken_and_sources_without_their_files_are_refused(tiny):
 def test_an_admin_uploads_a_dataset_in_the_browser_and_sees_the_job_finish(
     live_server, browser, settings, tmp_path
 ):
-    """The import job runs inside the upload's request (the immediate backend: the in-memory
-    test database of SQLite refuses a second writer thread), so the job page it lands on
-    shows it finished. A broken file ends in a failed job naming its line."""
+    """The import job runs inside the upload's request (the immediate backend), so the job
+    page it lands on shows it finished. A broken file ends in a failed job naming its line."""
     from tests.browser_support import login
 
     get_user_model().objects.create_superuser("boss", "boss@example.org", PASSWORD)
