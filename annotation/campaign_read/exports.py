@@ -316,6 +316,7 @@ def _pair_rows(
     pending, disagreement = Pair.Status.PENDING, Pair.Status.DISAGREEMENT
     codes = CODES
     first = operator.itemgetter(0)
+
     windows = _windows_with_captions(campaign, kind, Pair.Status.DISAGREEMENT if rare else None)
     for rows, captions in windows:
         for pk, group in itertools.groupby(rows, first):
@@ -335,9 +336,18 @@ def _pair_rows(
                 retrieved = rank_tuple(pool_row)
             people: tuple = ()
             said: tuple = ()
-            if row[annotator_at] is not None:  # somebody labelled it
+            uuids: tuple = ()
+            if row[annotator_at] is None:  # nobody labelled it
+                pass
+            elif len(labelled) == 1:  # most pairs: no lists (a tenth of the loop's time)
+                people, said = (usernames[row[annotator_at]],), (codes[row[label_at]],)
+                if fire:
+                    uuids = (row[uuid_at],)
+            else:
                 people = tuple([usernames[r[annotator_at]] for r in labelled])
                 said = tuple([codes[r[label_at]] for r in labelled])
+                if fire:
+                    uuids = tuple([r[uuid_at] for r in labelled])
             if fire:
                 yield (
                     text,
@@ -345,7 +355,7 @@ def _pair_rows(
                     None if status == disagreement else codes[status],
                     people,
                     said,
-                    tuple([r[uuid_at] for r in labelled]) if people else (),
+                    uuids,
                     str(pk),
                     retrieved,
                     auto_label or "",

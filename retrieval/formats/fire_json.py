@@ -237,14 +237,17 @@ def fire_json_row_chunks(
             encoded[run] for run, rank in zip(names, ranks, strict=True) if rank
         )
     )
+    people = Memo(lambda annotators: ", ".join([encoded[a] for a in annotators]))
     verdicts: dict[tuple, str] = {}
     labels = {code: json_string(LABEL_NAMES[code]) for code in (RELEVANT, IRRELEVANT)}
     tail = f'], "dataset": {json_string(dataset)}'
 
     def lines(name: str, rows: Iterable[EntryLine]) -> Iterator[str]:
+        disagreements = name == DISAGREEMENTS
         for row in rows:
             query, video_id, label, annotators, codes, responses, queue_id, ranks, auto = row[:9]
-            _check_array(name, label, query, video_id)
+            if (label is None) != disagreements:
+                _check_array(name, label, query, video_id)
             if label is None:
                 verdict = ""
             elif label in labels:
@@ -258,12 +261,15 @@ def fire_json_row_chunks(
                         raise ValueError(f"entry ({query!r}, {video_id!r}): bad label {code!r}")
                 said = verdicts[codes] = ", ".join([labels[code] for code in codes])
             retrieved = models[ranks]
+            # queue ids are the pairs' ids: digits need no escaping
+            plain = queue_id.__class__ is str and queue_id.isdigit()
+            queue = f'"{queue_id}"' if plain else json_string(queue_id)
             line = (
-                f'{{"annotator_ids": [{", ".join([encoded[a] for a in annotators])}]{verdict}, '
+                f'{{"annotator_ids": [{people[annotators]}]{verdict}, '
                 f'"video_id": {encoded[video_id]}, "query": {encoded[query]}, '
                 f'"annotator_labels": [{said}], '
                 f'"response_ids": [{_json_strings(responses)}], '
-                f'"queue_ids": [{json_string(queue_id)}], "models": [{retrieved}{tail}'
+                f'"queue_ids": [{queue}], "models": [{retrieved}{tail}'
             )
             if auto:
                 line += f', "auto_label": {encoded[auto]}'
