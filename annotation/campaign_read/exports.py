@@ -316,7 +316,6 @@ def _pair_rows(
     pending, disagreement = Pair.Status.PENDING, Pair.Status.DISAGREEMENT
     codes = CODES
     first = operator.itemgetter(0)
-
     windows = _windows_with_captions(campaign, kind, Pair.Status.DISAGREEMENT if rare else None)
     for rows, captions in windows:
         for pk, group in itertools.groupby(rows, first):
