@@ -243,11 +243,9 @@ def fire_json_row_chunks(
     tail = f'], "dataset": {json_string(dataset)}'
 
     def lines(name: str, rows: Iterable[EntryLine]) -> Iterator[str]:
-        unlabelled = name == DISAGREEMENTS  # a disagreement has no label
         for row in rows:
             query, video_id, label, annotators, codes, responses, queue_id, ranks, auto = row[:9]
-            if (label is None) != unlabelled:
-                _check_array(name, label, query, video_id)
+            _check_array(name, label, query, video_id)
             if label is None:
                 verdict = ""
             elif label in labels:

@@ -548,16 +548,6 @@ def _checked_runs(run_names: Sequence[str], ranks: tuple) -> tuple:
     return runs
 
 
-def _bad_values(label: object, votes: object, confidence: object) -> bool:
-    """Whether :func:`_check_values` would refuse these (the row writers' quick test)."""
-    return (
-        label not in LABEL_NAMES
-        or votes.__class__ is not int
-        or votes < 0
-        or (confidence is not None and not 0.0 <= confidence <= 1.0)
-    )
-
-
 def _told_as_records(write_records: Callable[..., Iterable[str]]):
     """A row writer whose refusal (ValueError) is told again by ``write_records(row, *args,
     **options)``, the record writer on the row refused, so that its error names the pair or
@@ -577,8 +567,9 @@ def _told_as_records(write_records: Callable[..., Iterable[str]]):
             try:
                 yield from write_rows(tracked(), *args, **options)
             except ValueError:
-                for _ in write_records(*last, *args, **options) if last else ():
-                    pass
+                if last:  # raises the record writer's error, if it refuses the row too
+                    for _ in write_records(last[0], *args, **options):
+                        pass
                 raise
 
         return write
@@ -618,8 +609,7 @@ def jsonl_pair_lines(
     for row in rows:
         key, video, caption, label, votes, adjudicated, annotators, ranks, auto, score = row
         keys[key], keys[video]
-        if _bad_values(label, votes, score):
-            raise ValueError("a bad value")
+        _check_values((), label, votes, score)
         line = (
             f'{{"caption_key": {encoded[key]}, "video_key": {encoded[video]}, '
             f'"caption": {encoded[caption]}, "label": {labels[label]}, "labels": {votes}, '
@@ -676,8 +666,7 @@ def csv_pair_lines(
     for row in rows:
         key, video, caption, label, votes, adjudicated, annotators, ranks, auto, score = row
         keys[key], keys[video]
-        if _bad_values(label, votes, score):
-            raise ValueError("a bad value")
+        _check_values((), label, votes, score)
         joined, text = annotators_text[annotators], ranks_text[ranks]
         if auto and not auto_label:
             raise ValueError(AUTOMATIC)
@@ -724,10 +713,7 @@ def raw_label_lines(rows: Iterable[RawLine]) -> Iterator[str]:
         name = labels.get(label)
         if name is None:
             raise ValueError(f"a raw label must be 1 or 0, got {label!r}")
-        if seconds.__class__ is float and 0.0 <= seconds < math.inf:
-            spent = float.__repr__(seconds)
-        else:
-            spent = _raw_figure(seconds)
+        spent = _raw_figure(seconds)
         when = _raw_time(created_at) if created_at else "null"
         line = (
             f'{{"caption_id": {encoded[caption_key]}, "video_id": {encoded[video_key]}, '

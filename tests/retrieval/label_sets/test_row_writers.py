@@ -110,9 +110,14 @@ def test_raw_rows_take_the_times_raw_records_take(name):
 @pytest.mark.parametrize("played", [False, True])
 def test_raw_rows_take_the_seconds_raw_records_take(name, played):
     seconds = SECONDS[name]
-    record = labels.RawLabel("c1", "v1", "ann2", 0, 1.5 if played else seconds, "")
     record = labels.RawLabel(
-        "c1", "v1", "ann2", 0, record.seconds, "", seconds_played=seconds if played else None
+        "c1",
+        "v1",
+        "ann2",
+        0,
+        1.5 if played else seconds,
+        "",
+        seconds_played=seconds if played else None,
     )
     row = ("c1", "v1", "ann2", 0, record.seconds, "", False, record.seconds_played)
     assert outcome(labels.raw_label_lines([row])) == outcome(labels.raw_lines([record]))
