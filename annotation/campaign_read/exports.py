@@ -15,7 +15,7 @@ from typing import TextIO
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, Subquery
 from django.utils import timezone
 
 from annotation.campaign_read import export_rows
@@ -200,7 +200,10 @@ class _WindowCaptions:
     """The captions (key and text by id) each id window's pairs name, one query per window
     as it is sent: holding every caption took 16.5 MiB at FIRE's scale. While windows are
     read ahead (psycopg pipeline), the query goes into the pipeline on a psycopg cursor of
-    the same connection, since a query through Django would end the read-ahead."""
+    the same connection, since a query through Django would end the read-ahead. The query
+    also bounds the ids by the window's least and greatest caption: PostgreSQL expects
+    thousands of captions a window (there are about 270), so without the bounds it read every
+    caption each window (13-15 ms a window at FIRE's scale, 4 ms with them)."""
 
     def __init__(self, campaign: Campaign) -> None:
         self.campaign = campaign
@@ -214,8 +217,10 @@ class _WindowCaptions:
 
     def _read(self, low: int, high: int) -> list[tuple] | object:
         in_window = Pair.objects.filter(campaign=self.campaign, pk__gte=low, pk__lt=high)
+        ids = in_window.order_by().values("campaign")
+        bounds = [Subquery(ids.annotate(end=end("caption_id")).values("end")) for end in (Min, Max)]
         captions = (
-            Caption.objects.filter(pk__in=in_window.values("caption_id"))
+            Caption.objects.filter(pk__in=in_window.values("caption_id"), pk__range=bounds)
             .order_by()
             .values_list("pk", "key", "text")
         )
