@@ -2,6 +2,7 @@
 queries are judged in full the page says which scores the stage's intervals settle, at 1280
 and 768 px, in Debian's Chromium."""
 
+import math
 import os
 import uuid
 from dataclasses import replace
@@ -75,9 +76,12 @@ def test_an_admin_draws_a_stage_and_reads_its_settled_scores(live_server, browse
     estimates = ActiveStage.objects.get(campaign=campaign).estimates["m"]
     for metric, cell in zip(("AP", "nDCG@10"), cells[1:], strict=True):
         stage = (estimates[metric]["high"] - estimates[metric]["low"]) * 50
-        assert cell.startswith(f"±{min(bounds, stage):.1f}"), (metric, cell, bounds, stage)
-        assert cell.endswith("; mostly predictor and sampling") == (stage < bounds), cell
-    assert all("target ±0.01" in cell for cell in cells)
+        half = min(bounds, stage)  # rounded up to one decimal (two under 0.1)
+        places = 1 if half >= 0.1 else 2
+        shown = math.ceil(half * 10**places - 1e-9) / 10**places
+        assert cell.startswith(f"±{shown:.{places}f}"), (metric, cell, bounds, stage)
+        assert cell.endswith("\nmostly predictor and sampling") == (stage < bounds), cell
+    assert "against the target of ±0.01 points" in page.locator("#settle-widths").inner_text()
     for width in (1280, 768):
         page.set_viewport_size({"width": width, "height": 1000})
         assert page.evaluate("document.documentElement.scrollWidth") <= width

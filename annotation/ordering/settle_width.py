@@ -7,6 +7,7 @@ from the queries judging has decided in full, as C@K from those whose C@K is exa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,11 +45,13 @@ class ScoreWidth:
 
     @property
     def now(self) -> str:
-        """The spread's half-width (two decimals where one would round down onto a target)."""
+        """The spread's half-width to one decimal (two under 0.1), rounded up: one precision
+        down the table, and a score not settled never reads as its target or under it."""
         if self.spread is None:
             return ""
         half = self.spread.half_width
-        return f"{half:.1f}" if self.settled or half - round(half, 1) <= 0 else f"{half:.2f}"
+        places = 1 if half >= 0.1 else 2
+        return f"{math.ceil(half * 10**places - _TOLERANCE) / 10**places:.{places}f}"
 
 
 @dataclass(frozen=True)

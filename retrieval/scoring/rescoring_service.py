@@ -154,7 +154,7 @@ def _judging_kinds(
     )
     unjudged = len(state.unjudged[0])
     result.notes.append(
-        f"judging stopped with {unjudged} pooled pairs unjudged: each corrected C@K and AP is "
+        f"judging stopped with {unjudged:,} pooled pairs unjudged: each corrected C@K and AP is "
         "exact, open (unjudged pairs can still move it: its interval holds every value they "
         "allow) or an estimate from a random sample of queries, as the report's \"How "
         'settled each corrected score is" says (kinds, in the JSON)'

@@ -144,7 +144,12 @@ def test_each_score_is_settled_against_the_target_and_counted():
     assert cells["b", "C@5"].spread is None  # no interval: never settled
     assert (report.settled, report.total, report.target_text) == (3, 8, "1.0")
     near = settle_width.ScoreWidth("C@1", settle_width.Spread("bounds", 1.04), False)
-    assert near.now == "1.04"  # not written as the target it misses
+    assert near.now == "1.1"  # rounded up: not written as the target it misses
+    widths = [
+        settle_width.ScoreWidth("AP", settle_width.Spread("bounds", h), False)
+        for h in (18.25, 7.5, 0.012)
+    ]
+    assert [width.now for width in widths] == ["18.3", "7.5", "0.02"]
     assert settle_width.points(0.25) == "0.25" and settle_width.points(2) == "2.0"
 
 
@@ -379,13 +384,14 @@ def test_the_campaign_page_says_which_scores_are_settled_to_the_width(people, cl
     client.force_login(people["admin"])
     html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
     assert "0 of 3 scores settled to ±1.0 points" in html
-    assert "±50.0 now, target ±1.0" in html and "no interval yet" not in html
+    assert "against the target of ±1.0 points" in html and "no interval yet" not in html
+    assert '<td class="num">±50.0</td>' in html
     assert "C@1, AP, nDCG@10, each to a 95% interval of ±1.0 points" in html
     serve_all(campaign, people["annotator"])
     html = " ".join(client.get(f"/campaigns/{campaign.pk}/").content.decode().split())
     # every pair judged: C@1, AP and nDCG@10 exact
     assert "3 of 3 scores settled to ±1.0 points" in html
-    assert html.count("<strong>settled to ±1.0</strong> (exact)") == 3
+    assert html.count("<strong>settled</strong> (exact)") == 3
 
 
 def test_the_new_page_pools_with_them_and_refuses_bad_values(pooled, people, client):
