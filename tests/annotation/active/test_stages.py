@@ -190,7 +190,9 @@ def test_a_finished_stage_gives_every_rescored_score_its_active_interval(
         for m in campaign.settings.settle
         if (intervals[m].high - intervals[m].low) * 50 > campaign.settings.half_width
     ]
-    assert unsettled and all(f'<span class="muted">mostly {part}</span>' in html for part in unsettled)
+    assert unsettled and all(
+        f'<span class="muted">mostly {part}</span>' in html for part in unsettled
+    )
 
 
 IMMEDIATE = {
