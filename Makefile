@@ -124,6 +124,7 @@ bench: install-dev browser
 	$(PY) bench/embed_bench.py --videos 40 --captions 400 --files 10 --epochs 1
 	$(PY) bench/meteor_bench.py --captions 300 --nltk-pairs 300
 	$(PY) bench/proxies_bench.py --captions 1000 --loop-pairs 20000
+	$(PY) bench/charts_bench.py --repeats 5
 	@if [ -x /usr/bin/chromium ]; then \
 	  $(PY) bench/judge_latency.py --pairs 20 --cold-pairs 10; \
 	else echo "bench/judge_latency.py skipped: no /usr/bin/chromium"; fi
