@@ -50,6 +50,8 @@ class ScoreWidth:
         if self.spread is None:
             return ""
         half = self.spread.half_width
+        if not math.isfinite(half):
+            return f"{half:.1f}"
         places = 1 if half >= 0.1 else 2
         return f"{math.ceil(half * 10**places - _TOLERANCE) / 10**places:.{places}f}"
 

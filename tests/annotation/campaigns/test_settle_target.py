@@ -5,6 +5,7 @@ the pool job and read by the API, and the campaign page's "N of M scores settled
 import io
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -150,6 +151,8 @@ def test_each_score_is_settled_against_the_target_and_counted():
         for h in (18.25, 7.5, 0.012)
     ]
     assert [width.now for width in widths] == ["18.3", "7.5", "0.02"]
+    unknown = settle_width.ScoreWidth("AP", settle_width.Spread("estimate", math.nan), False)
+    assert unknown.now == "nan"  # said as it is, never an error on the page
     assert settle_width.points(0.25) == "0.25" and settle_width.points(2) == "2.0"
 
 
