@@ -200,10 +200,9 @@ class _WindowCaptions:
     """The captions (key and text by id) each id window's pairs name, one query per window
     as it is sent: holding every caption took 16.5 MiB at FIRE's scale. While windows are
     read ahead (psycopg pipeline), the query goes into the pipeline on a psycopg cursor of
-    the same connection, since a query through Django would end the read-ahead. The query
-    also bounds the ids by the window's least and greatest caption: PostgreSQL expects
-    thousands of captions a window (there are about 270), so without the bounds it read every
-    caption each window (13-15 ms a window at FIRE's scale, 4 ms with them)."""
+    the same connection, since a query through Django would end the read-ahead. Bounding the
+    ids by the window's least and greatest caption spares PostgreSQL a scan of every caption
+    each window (13-15 ms a window at FIRE's scale, 4 ms bounded)."""
 
     def __init__(self, campaign: Campaign) -> None:
         self.campaign = campaign
@@ -218,9 +217,9 @@ class _WindowCaptions:
     def _read(self, low: int, high: int) -> list[tuple] | object:
         in_window = Pair.objects.filter(campaign=self.campaign, pk__gte=low, pk__lt=high)
         ids = in_window.order_by().values("campaign")
-        bounds = [Subquery(ids.annotate(end=end("caption_id")).values("end")) for end in (Min, Max)]
+        ends = [Subquery(ids.annotate(end=end("caption_id")).values("end")) for end in (Min, Max)]
         captions = (
-            Caption.objects.filter(pk__in=in_window.values("caption_id"), pk__range=bounds)
+            Caption.objects.filter(pk__in=in_window.values("caption_id"), pk__range=ends)
             .order_by()
             .values_list("pk", "key", "text")
         )
